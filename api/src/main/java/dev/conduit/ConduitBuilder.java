@@ -1,0 +1,119 @@
+package dev.conduit;
+
+import dev.conduit.internal.ConduitRuntime;
+import dev.conduit.internal.RuntimeSettings;
+import dev.conduit.spi.ConduitPlugin;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+
+/**
+ * Configures and opens a {@link Conduit}. Values set here are the strongest configuration source,
+ * above system properties ({@code conduit.x.y}), the environment ({@code CONDUIT_X_Y}) and
+ * defaults. Not thread-safe; {@link #build()} may be called more than once.
+ */
+public final class ConduitBuilder {
+
+    private final Map<String, String> values = new LinkedHashMap<>();
+    private final List<ConduitPlugin> extraPlugins = new ArrayList<>();
+    private Map<String, String> environment;
+    private Properties systemProperties;
+    private ClassLoader classLoader;
+    private boolean discover = true;
+
+    ConduitBuilder() {
+    }
+
+    /**
+     * Sets configuration key {@code key} (e.g. {@code "posix.dir"}, or as a property,
+     * {@code "conduit.posix.dir"}) to {@code value}, parsed as the key's type when the
+     * {@code Conduit} is built. An unknown key fails {@link #build()}, naming the nearest known one.
+     */
+    public ConduitBuilder set(String key, String value) {
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(value, "value");
+        values.put(key.startsWith("conduit.") ? key.substring("conduit.".length()) : key, value);
+        return this;
+    }
+
+    /** The plugins to use, most preferred first, or {@code "^name"} to exclude: {@code transports.selection}. */
+    public ConduitBuilder transports(String... names) {
+        return set("transports", String.join(",", names));
+    }
+
+    /** This process's view of the shared directory: {@code shared.dir}. */
+    public ConduitBuilder sharedDirectory(Path directory) {
+        return set("shared.dir", directory.toString());
+    }
+
+    /** Directories of plugin jars, each plugin loaded in its own module layer: {@code plugin.path}. */
+    public ConduitBuilder pluginPath(Path... directories) {
+        return set("plugin.path", String.join(java.io.File.pathSeparator, java.util.Arrays.stream(directories).map(Path::toString).toList()));
+    }
+
+    /**
+     * Whether a plugin that declares only {@code SINGLE} may serve a {@code SERIALIZED} or
+     * {@code MULTI} worker by running every call on one runtime-owned thread
+     * ({@code thread.confine}); otherwise such a worker is refused.
+     */
+    public ConduitBuilder threadConfinement(boolean enabled) {
+        return set("thread.confine", Boolean.toString(enabled));
+    }
+
+    /**
+     * Adds a plugin instance to those discovered, as if found by {@link java.util.ServiceLoader}
+     * (same validation, probing and selection). For embedding and tests.
+     */
+    public ConduitBuilder addPlugin(ConduitPlugin plugin) {
+        extraPlugins.add(Objects.requireNonNull(plugin, "plugin"));
+        return this;
+    }
+
+    /** Whether to look plugins up with {@link java.util.ServiceLoader} (default {@code true}). */
+    public ConduitBuilder discoverPlugins(boolean discover) {
+        this.discover = discover;
+        return this;
+    }
+
+    /** The class loader whose class path is searched for plugins (default: the thread's context loader). */
+    public ConduitBuilder classLoader(ClassLoader loader) {
+        this.classLoader = Objects.requireNonNull(loader, "loader");
+        return this;
+    }
+
+    /** Replaces the process environment as a configuration source. For embedding and tests. */
+    public ConduitBuilder environment(Map<String, String> environment) {
+        this.environment = Map.copyOf(environment);
+        return this;
+    }
+
+    /** Replaces the system properties as a configuration source. For embedding and tests. */
+    public ConduitBuilder systemProperties(Properties properties) {
+        Properties copy = new Properties();
+        copy.putAll(properties);
+        this.systemProperties = copy;
+        return this;
+    }
+
+    /**
+     * Discovers, validates and probes plugins, resolves configuration, selects plugins.
+     *
+     * @throws dev.conduit.spi.ConfigException when a value is malformed, a builder key is unknown,
+     *         or {@code transports} names a plugin that was not found (the message lists those found)
+     */
+    public Conduit build() {
+        ClassLoader loader = classLoader != null ? classLoader : Thread.currentThread().getContextClassLoader();
+        return ConduitRuntime.open(new RuntimeSettings(
+                Map.copyOf(values),
+                environment != null ? environment : System.getenv(),
+                systemProperties != null ? systemProperties : System.getProperties(),
+                loader != null ? loader : ConduitBuilder.class.getClassLoader(),
+                discover,
+                List.copyOf(extraPlugins)));
+    }
+}

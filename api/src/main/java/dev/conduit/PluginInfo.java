@@ -1,0 +1,53 @@
+package dev.conduit;
+
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ThreadMode;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * What discovery learned about one plugin, for {@code conduit info} and for applications that
+ * want to explain a choice.
+ *
+ * @param name          the plugin's name
+ * @param version       its version, or {@code "?"} when it could not be read
+ * @param spiVersion    the SPI version it was compiled against, or {@code "?"}
+ * @param description   one line on what it is
+ * @param origin        where it was loaded from: module and jar, class path entry, or plugin directory layer
+ * @param status        whether it can be used, and if not why not
+ * @param reason        for every status but {@code SELECTED} and {@code AVAILABLE}: why, with the remedy
+ * @param capabilities  what it declares it can do
+ * @param threadModes   the thread modes it declares
+ * @param priority      its default preference, higher first
+ * @param details       what its probe found (devices, directories), in its order
+ * @param configuration its declared keys with their current values
+ */
+public record PluginInfo(String name, String version, String spiVersion, String description, String origin,
+                         Status status, String reason, Set<Capability> capabilities, Set<ThreadMode> threadModes,
+                         int priority, Map<String, String> details, List<ConfigEntry> configuration) {
+
+    public PluginInfo {
+        capabilities = Set.copyOf(capabilities);
+        threadModes = Set.copyOf(threadModes);
+        details = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(details));
+        configuration = List.copyOf(configuration);
+    }
+
+    /** Where a plugin stands after discovery, probing and selection. */
+    public enum Status {
+        /** Available and selected: the runtime uses it. */
+        SELECTED,
+        /** Available, but excluded or not named by {@code CONDUIT_TRANSPORTS}. */
+        AVAILABLE,
+        /** Its probe said it cannot work here, threw, or did not finish in time. */
+        UNAVAILABLE,
+        /** Compiled against an incompatible SPI version, or its metadata is invalid. */
+        REFUSED,
+        /** Another plugin of the same name and a higher version is used instead. */
+        SHADOWED,
+        /** It could not be instantiated or its metadata could not be read. */
+        BROKEN
+    }
+}

@@ -1,0 +1,56 @@
+package dev.conduit.internal;
+
+import dev.conduit.spi.ConduitException;
+
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+
+/**
+ * What a {@code Conduit} opened and must close: closed newest first, every error collected, the
+ * first thrown with the others suppressed. Thread-safe.
+ */
+public final class Resources {
+
+    private final LinkedHashSet<AutoCloseable> open = new LinkedHashSet<>();
+    private boolean closed;
+
+    /** Tracks {@code resource}; fails if the owner is already closed. */
+    public synchronized <T extends AutoCloseable> T register(T resource) {
+        if (closed) {
+            throw new IllegalStateException("Conduit is closed");
+        }
+        open.add(resource);
+        return resource;
+    }
+
+    /** Stops tracking {@code resource}, which closed itself. */
+    public synchronized void unregister(AutoCloseable resource) {
+        open.remove(resource);
+    }
+
+    public synchronized boolean isClosed() {
+        return closed;
+    }
+
+    /** Closes everything still tracked, newest first. Idempotent. */
+    public void closeAll(String owner) {
+        List<AutoCloseable> toClose;
+        synchronized (this) {
+            if (closed) return;
+            closed = true;
+            toClose = new ArrayList<>(open).reversed();
+            open.clear();
+        }
+        ConduitException failure = null;
+        for (AutoCloseable c : toClose) {
+            try {
+                c.close();
+            } catch (Exception | LinkageError e) {
+                if (failure == null) failure = new ConduitException("closing " + owner + " failed; further failures are suppressed");
+                failure.addSuppressed(e);
+            }
+        }
+        if (failure != null) throw failure;
+    }
+}

@@ -1,0 +1,36 @@
+package dev.conduit.internal;
+
+import dev.conduit.spi.ConfigKey;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+/** The configuration keys the runtime itself declares (plugins declare theirs). */
+public final class RuntimeKeys {
+
+    public static final ConfigKey<List<String>> TRANSPORTS = ConfigKey.list("transports", List.of(),
+            "Plugins to use, most preferred first (e.g. memfd,posix), or ^name,... to use every available plugin but those. "
+                    + "Unset: every available plugin, by priority.");
+
+    public static final ConfigKey<String> PLUGIN_PATH = ConfigKey.string("plugin.path", null,
+            "Directories of plugin jars, separated by '" + java.io.File.pathSeparator + "'. In each, every sub-directory is one plugin "
+                    + "(its jars and their dependencies) and every jar at the top is a plugin on its own; each gets its own module layer.");
+
+    public static final ConfigKey<Path> SHARED_DIR = ConfigKey.path("shared.dir", Path.of("/dev/shm"),
+            "This process's view of the directory shared with peers, where plugins publish files and sockets. "
+                    + "A container may mount it elsewhere; handles and addresses only carry paths relative to it.");
+
+    public static final ConfigKey<Duration> PROBE_TIMEOUT = ConfigKey.duration("probe.timeout", Duration.ofSeconds(5),
+            "How long a plugin's probe may take before the plugin is marked unavailable.");
+
+    public static final ConfigKey<Boolean> THREAD_CONFINE = ConfigKey.bool("thread.confine", false,
+            "Let a plugin that declares only SINGLE serve a SERIALIZED or MULTI worker by running every call to it on one "
+                    + "runtime-owned thread (slower). Off: such a worker is refused.");
+
+    /** Every runtime key, in the order {@code conduit info} shows them. */
+    public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT, THREAD_CONFINE);
+
+    private RuntimeKeys() {
+    }
+}

@@ -1,0 +1,175 @@
+package dev.conduit.internal.config;
+
+import dev.conduit.ConfigEntry;
+import dev.conduit.ConfigEntry.Source;
+import dev.conduit.spi.Config;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.ConfigKey;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Resolves typed configuration from its sources, strongest first: the builder, system properties
+ * ({@code conduit.x.y}), the environment ({@code CONDUIT_X_Y}), the key's default.
+ *
+ * <p>Values are parsed on first read and cached; the sources are snapshots taken when the
+ * {@code Conduit} was built. Thread-safe.
+ */
+public final class ConfigResolver implements Config {
+
+    private static final String ENV_PREFIX = "CONDUIT_";
+    private static final String PROPERTY_PREFIX = "conduit.";
+
+    /** Unknown names already warned about in this process: each is warned about once. */
+    private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();
+
+    private final Map<String, String> builder;
+    private final Map<String, String> environment;
+    private final Map<String, String> properties;
+    private final Map<String, Declared> declared = new LinkedHashMap<>();
+    private final Map<String, Object> parsed = new ConcurrentHashMap<>();
+
+    private record Declared(ConfigKey<?> key, String owner) {
+    }
+
+    private record Raw(String value, Source source) {
+    }
+
+    public ConfigResolver(Map<String, String> builder, Map<String, String> environment, Properties systemProperties) {
+        this.builder = Map.copyOf(builder);
+        Map<String, String> env = new LinkedHashMap<>();
+        environment.forEach((k, v) -> {
+            if (k.startsWith(ENV_PREFIX)) env.put(k, v);
+        });
+        this.environment = env;
+        Map<String, String> props = new LinkedHashMap<>();
+        for (String name : systemProperties.stringPropertyNames()) {
+            if (name.startsWith(PROPERTY_PREFIX)) props.put(name, systemProperties.getProperty(name));
+        }
+        this.properties = props;
+    }
+
+    /** Declares {@code key} as owned by {@code owner} ({@code "runtime"} or a plugin name). The first declaration wins. */
+    public void declare(ConfigKey<?> key, String owner) {
+        declared.putIfAbsent(key.name(), new Declared(key, owner));
+    }
+
+    public void declareAll(Collection<? extends ConfigKey<?>> keys, String owner) {
+        keys.forEach(k -> declare(k, owner));
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public <T> T get(ConfigKey<T> key) {
+        Objects.requireNonNull(key, "key");
+        Object value = parsed.get(key.name());
+        if (value == null) {
+            Raw raw = raw(key);
+            value = raw == null ? Unset.INSTANCE : key.parse(raw.value(), describe(raw.source(), key));
+            if (raw == null && key.defaultValue() != null) value = key.defaultValue();
+            parsed.putIfAbsent(key.name(), value);
+        }
+        return value == Unset.INSTANCE ? null : (T) value;
+    }
+
+    /** Parses every declared key now, so a malformed value fails at build time, not at first use. */
+    public void validate() {
+        for (Declared d : declared.values()) get(d.key());
+    }
+
+    /** Fails for a builder key that nothing declares, naming the nearest declared one. */
+    public void rejectUnknownBuilderKeys() {
+        for (String name : builder.keySet()) {
+            if (!declared.containsKey(name)) {
+                String nearest = Suggestions.nearest(name, declared.keySet());
+                throw new ConfigException("unknown config key '" + name + "' set in the builder"
+                        + (nearest != null ? "; did you mean '" + nearest + "'?" : "") + " Known keys: " + declared.keySet());
+            }
+        }
+    }
+
+    /**
+     * Warnings for {@code CONDUIT_*} variables and {@code conduit.*} properties that no declared key
+     * reads, each naming the nearest known one. A name is reported once per process.
+     */
+    public List<String> unknownSettingWarnings() {
+        List<String> warnings = new ArrayList<>();
+        Map<String, String> knownEnv = new LinkedHashMap<>();
+        Map<String, String> knownProps = new LinkedHashMap<>();
+        for (Declared d : declared.values()) {
+            knownEnv.put(d.key().environmentName(), d.key().name());
+            knownProps.put(d.key().propertyName(), d.key().name());
+        }
+        for (String name : environment.keySet()) {
+            if (!knownEnv.containsKey(name) && WARNED.add(name)) {
+                warnings.add(unknownMessage("environment variable", name, knownEnv.keySet()));
+            }
+        }
+        for (String name : properties.keySet()) {
+            if (!knownProps.containsKey(name) && WARNED.add(name)) {
+                warnings.add(unknownMessage("system property", name, knownProps.keySet()));
+            }
+        }
+        return warnings;
+    }
+
+    private static String unknownMessage(String kind, String name, Collection<String> known) {
+        String nearest = Suggestions.nearest(name, known);
+        return "unknown " + kind + " " + name + " is ignored" + (nearest != null ? "; did you mean " + nearest + "?" : "")
+                + " ('conduit info' lists every key)";
+    }
+
+    /** Every declared key with its value in force, by name. */
+    public List<ConfigEntry> entries() {
+        return declared.values().stream()
+                .sorted(Comparator.comparing(d -> d.key().name()))
+                .map(this::entry)
+                .toList();
+    }
+
+    /** The entries of the keys {@code owner} declared, by name. */
+    public List<ConfigEntry> entries(String owner) {
+        return entries().stream().filter(e -> e.owner().equals(owner)).toList();
+    }
+
+    private ConfigEntry entry(Declared d) {
+        ConfigKey<?> key = d.key();
+        Raw raw = raw(key);
+        Object value = get(key);
+        String text = value == null ? null : value instanceof List<?> l ? String.join(",", l.stream().map(String::valueOf).toList()) : String.valueOf(value);
+        return new ConfigEntry(key.name(), key.propertyName(), key.environmentName(), text,
+                raw == null ? Source.DEFAULT : raw.source(), d.owner(),
+                key.doc() + " (" + key.expectedForm() + ")");
+    }
+
+    private Raw raw(ConfigKey<?> key) {
+        String v = builder.get(key.name());
+        if (v != null) return new Raw(v, Source.BUILDER);
+        v = properties.get(key.propertyName());
+        if (v != null) return new Raw(v, Source.SYSTEM_PROPERTY);
+        v = environment.get(key.environmentName());
+        if (v != null) return new Raw(v, Source.ENVIRONMENT);
+        return null;
+    }
+
+    private static String describe(Source source, ConfigKey<?> key) {
+        return switch (source) {
+            case BUILDER -> "the builder";
+            case SYSTEM_PROPERTY -> "system property " + key.propertyName();
+            case ENVIRONMENT -> "environment variable " + key.environmentName();
+            case DEFAULT -> "the default";
+        };
+    }
+
+    /** Marks a key resolved to "no value" in the cache, which cannot hold {@code null}. */
+    private enum Unset { INSTANCE }
+}

@@ -1,0 +1,112 @@
+package dev.conduit.internal.discovery;
+
+import dev.conduit.spi.ConduitPlugin;
+
+import java.io.IOException;
+import java.lang.module.Configuration;
+import java.lang.module.ModuleFinder;
+import java.lang.module.ModuleReference;
+import java.net.MalformedURLException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/**
+ * Loads plugins from a plugin directory ({@code plugin.path}), like Kafka Connect's plugin path:
+ * every sub-directory is one plugin (all the jars in it, its own dependencies included) and every
+ * jar at the top level is a plugin on its own.
+ *
+ * <p>Each plugin gets its own child {@link ModuleLayer} of the runtime's layer, with its own class
+ * loader, so two plugins may bundle different versions of one library. When the runtime itself
+ * runs on the class path there is no layer to extend; each plugin then gets its own
+ * {@link URLClassLoader} instead, which isolates dependencies the same way for automatic modules
+ * and plain jars.
+ */
+final class PluginDirectory {
+
+    private PluginDirectory() {
+    }
+
+    static List<Candidate> load(Path directory) {
+        List<Candidate> found = new ArrayList<>();
+        if (!Files.isDirectory(directory)) {
+            found.add(Candidate.broken(directory.toString(), "plugin directory " + directory,
+                    "plugin directory " + directory + " does not exist or is not a directory; fix plugin.path (CONDUIT_PLUGIN_PATH)"));
+            return found;
+        }
+        List<Path> entries;
+        try (Stream<Path> s = Files.list(directory)) {
+            entries = s.sorted().toList();
+        } catch (IOException e) {
+            found.add(Candidate.broken(directory.toString(), "plugin directory " + directory,
+                    "cannot list plugin directory " + directory + ": " + e));
+            return found;
+        }
+        for (Path entry : entries) {
+            List<Path> jars;
+            if (Files.isDirectory(entry)) {
+                try (Stream<Path> s = Files.list(entry)) {
+                    jars = s.filter(PluginDirectory::isJar).sorted().toList();
+                } catch (IOException e) {
+                    found.add(Candidate.broken(entry.toString(), "plugin directory " + entry, "cannot list " + entry + ": " + e));
+                    continue;
+                }
+                if (jars.isEmpty()) continue;
+            } else if (isJar(entry)) {
+                jars = List.of(entry);
+            } else {
+                continue;
+            }
+            found.addAll(loadPlugin(entry, jars));
+        }
+        return found;
+    }
+
+    private static boolean isJar(Path p) {
+        return Files.isRegularFile(p) && p.getFileName().toString().endsWith(".jar");
+    }
+
+    private static List<Candidate> loadPlugin(Path entry, List<Path> jars) {
+        String where = "plugin directory " + entry + ": ";
+        List<Candidate> found = new ArrayList<>();
+        ModuleLayer parent = PluginDirectory.class.getModule().getLayer();
+        ClassLoader parentLoader = PluginDirectory.class.getClassLoader();
+        try {
+            if (parent != null) {
+                ModuleFinder finder = ModuleFinder.of(jars.toArray(Path[]::new));
+                Set<String> roots = finder.findAll().stream().map(ModuleReference::descriptor)
+                        .map(d -> d.name()).collect(Collectors.toSet());
+                Configuration configuration = parent.configuration().resolve(finder, ModuleFinder.of(), roots);
+                ModuleLayer layer = parent.defineModulesWithOneLoader(configuration, parentLoader);
+                ServiceDiscovery.collect(ServiceLoader.load(layer, ConduitPlugin.class), new HashSet<>(), found, where,
+                        type -> type.getModule().getLayer() == layer);
+            } else {
+                URL[] urls = new URL[jars.size()];
+                for (int i = 0; i < urls.length; i++) urls[i] = jars.get(i).toUri().toURL();
+                URLClassLoader loader = new URLClassLoader("conduit-plugin-" + entry.getFileName(), urls, parentLoader);
+                ServiceDiscovery.collect(ServiceLoader.load(ConduitPlugin.class, loader), new HashSet<>(), found, where,
+                        type -> type.getClassLoader() == loader);
+            }
+        } catch (RuntimeException | MalformedURLException | LinkageError e) {
+            // FindException, ResolutionException, LayerInstantiationException: a bad plugin, not a bad runtime.
+            found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
+                    "cannot load plugin from " + entry + ": " + ServiceDiscovery.describe(e)
+                            + ". Each plugin needs all its dependencies beside it, except Conduit's own modules."));
+            return found;
+        }
+        if (found.isEmpty()) {
+            found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
+                    "no Conduit plugin in " + entry + ": it needs 'provides dev.conduit.spi.ConduitPlugin with ...' "
+                            + "or META-INF/services/dev.conduit.spi.ConduitPlugin"));
+        }
+        return found;
+    }
+}

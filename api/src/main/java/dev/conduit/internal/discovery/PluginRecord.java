@@ -1,0 +1,87 @@
+package dev.conduit.internal.discovery;
+
+import dev.conduit.ConfigEntry;
+import dev.conduit.PluginInfo;
+import dev.conduit.PluginInfo.Status;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Version;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One discovered plugin as the runtime tracks it: the instance (when there is one), the metadata
+ * read once at discovery, and where it stands. Metadata is read once so that a plugin whose
+ * answers change cannot confuse the runtime later.
+ */
+public final class PluginRecord {
+
+    final ConduitPlugin plugin;
+    final String name;
+    final Version version;
+    final String spiVersion;
+    final String description;
+    final String origin;
+    final Set<Capability> capabilities;
+    final Set<ThreadMode> threadModes;
+    final int priority;
+    Status status;
+    String reason;
+    Map<String, String> details = Map.of();
+
+    PluginRecord(ConduitPlugin plugin, String name, Version version, String spiVersion, String description, String origin,
+                 Set<Capability> capabilities, Set<ThreadMode> threadModes, int priority, Status status, String reason) {
+        this.plugin = plugin;
+        this.name = name;
+        this.version = version;
+        this.spiVersion = spiVersion;
+        this.description = description;
+        this.origin = origin;
+        this.capabilities = capabilities;
+        this.threadModes = threadModes;
+        this.priority = priority;
+        this.status = status;
+        this.reason = reason;
+    }
+
+    public ConduitPlugin plugin() {
+        return plugin;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public Set<Capability> capabilities() {
+        return capabilities;
+    }
+
+    public Set<ThreadMode> threadModes() {
+        return threadModes;
+    }
+
+    public int priority() {
+        return priority;
+    }
+
+    public Status status() {
+        return status;
+    }
+
+    public String reason() {
+        return reason;
+    }
+
+    /** Available, whether selected or not. */
+    public boolean isUsable() {
+        return status == Status.SELECTED || status == Status.AVAILABLE;
+    }
+
+    public PluginInfo toInfo(List<ConfigEntry> configuration) {
+        return new PluginInfo(name, version == null ? "?" : version.toString(), spiVersion == null ? "?" : spiVersion,
+                description, origin, status, reason, capabilities, threadModes, priority, details, configuration);
+    }
+}

@@ -1,0 +1,279 @@
+package dev.conduit.internal.discovery;
+
+import dev.conduit.PluginInfo.Status;
+import dev.conduit.internal.RuntimeSettings;
+import dev.conduit.internal.config.ConfigResolver;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.Version;
+
+import java.io.File;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+
+/**
+ * The plugins of one {@code Conduit}: discovered, validated, de-duplicated, probed and selected,
+ * in that order. Immutable once built.
+ */
+public final class PluginRegistry {
+
+    private static final Version RUNTIME_SPI = Version.parse(ConduitPlugin.SPI_VERSION);
+
+    private final List<PluginRecord> all;
+    private final List<PluginRecord> selected;
+
+    private PluginRegistry(List<PluginRecord> all, List<PluginRecord> selected) {
+        this.all = all;
+        this.selected = selected;
+    }
+
+    /**
+     * Discovers and validates plugins and declares their config keys in {@code config}. Probing and
+     * selection follow in {@link #probeAndSelect}, once configuration can be read.
+     */
+    public static List<PluginRecord> discover(RuntimeSettings settings, String pluginPath) {
+        List<Candidate> candidates = new ArrayList<>();
+        for (ConduitPlugin p : settings.extraPlugins()) {
+            candidates.add(Candidate.of(p, "added in code (" + p.getClass().getName() + ")"));
+        }
+        if (settings.discover()) {
+            candidates.addAll(ServiceDiscovery.discover(settings.classLoader()));
+        }
+        if (pluginPath != null && !pluginPath.isBlank()) {
+            for (String dir : pluginPath.split(File.pathSeparator)) {
+                if (!dir.isBlank()) candidates.addAll(PluginDirectory.load(Path.of(dir.trim())));
+            }
+        }
+        List<PluginRecord> records = new ArrayList<>();
+        for (Candidate c : candidates) records.add(validate(c));
+        shadowDuplicates(records);
+        return records;
+    }
+
+    /** Reads a candidate's metadata once and checks it; any failure refuses or breaks only this plugin. */
+    private static PluginRecord validate(Candidate c) {
+        if (c.plugin() == null) {
+            return new PluginRecord(null, c.label(), null, null, "", c.origin(), EnumSet.noneOf(dev.conduit.spi.Capability.class),
+                    EnumSet.noneOf(dev.conduit.spi.ThreadMode.class), 0, Status.BROKEN, c.error());
+        }
+        ConduitPlugin p = c.plugin();
+        String name = c.label();
+        try {
+            name = p.name();
+            Version version = p.version();
+            String spi = p.spiVersion();
+            String description = Optional.ofNullable(p.description()).orElse("");
+            var capabilities = p.capabilities() == null || p.capabilities().isEmpty()
+                    ? EnumSet.noneOf(dev.conduit.spi.Capability.class) : EnumSet.copyOf(p.capabilities());
+            var modes = p.threadModes() == null || p.threadModes().isEmpty()
+                    ? EnumSet.noneOf(dev.conduit.spi.ThreadMode.class) : EnumSet.copyOf(p.threadModes());
+            int priority = p.priority();
+            List<ConfigKey<?>> keys = p.configKeys() == null ? List.of() : p.configKeys();
+            PluginRecord r = new PluginRecord(p, name == null ? c.label() : name, version, spi, description, c.origin(),
+                    capabilities, modes, priority, Status.AVAILABLE, "");
+            String problem = problem(name, version, spi, modes.isEmpty(), keys);
+            if (problem != null) {
+                r.status = Status.REFUSED;
+                r.reason = problem;
+            }
+            return r;
+        } catch (RuntimeException | LinkageError e) {
+            return new PluginRecord(null, name == null ? c.label() : name, null, null, "", c.origin(),
+                    EnumSet.noneOf(dev.conduit.spi.Capability.class), EnumSet.noneOf(dev.conduit.spi.ThreadMode.class), 0,
+                    Status.BROKEN, "reading its metadata failed: " + ServiceDiscovery.describe(e));
+        }
+    }
+
+    private static String problem(String name, Version version, String spi, boolean noModes, List<ConfigKey<?>> keys) {
+        if (name == null || !PayloadReader.isName(name)) {
+            return "invalid plugin name '" + name + "': lower-case letters, digits and '-', starting with a letter, at most 32";
+        }
+        if (version == null) return "version() returned null";
+        Version spiVersion;
+        try {
+            spiVersion = Version.parse(spi);
+        } catch (RuntimeException e) {
+            return "spiVersion() '" + spi + "' is not a version; implement it as 'return ConduitPlugin.SPI_VERSION;'";
+        }
+        if (spiVersion.major() != RUNTIME_SPI.major()) {
+            return "built for SPI " + spiVersion + ", this runtime implements SPI " + RUNTIME_SPI
+                    + " (major versions differ); use a version of the plugin built for SPI " + RUNTIME_SPI.major() + ".x";
+        }
+        if (spiVersion.minor() > RUNTIME_SPI.minor()) {
+            return "built for SPI " + spiVersion + ", newer than this runtime's SPI " + RUNTIME_SPI
+                    + "; upgrade Conduit or use an older version of the plugin";
+        }
+        if (noModes) return "declares no thread modes";
+        for (ConfigKey<?> k : keys) {
+            if (!k.name().startsWith(name + ".")) {
+                return "config key '" + k.name() + "' must start with the plugin's name: '" + name + ".'";
+            }
+        }
+        return null;
+    }
+
+    /** Of two usable plugins with one name the higher version wins; ties keep the first found. */
+    private static void shadowDuplicates(List<PluginRecord> records) {
+        Map<String, PluginRecord> best = new LinkedHashMap<>();
+        for (PluginRecord r : records) {
+            if (r.status != Status.AVAILABLE) continue;
+            PluginRecord current = best.get(r.name);
+            if (current == null) {
+                best.put(r.name, r);
+            } else if (r.version.compareTo(current.version) > 0) {
+                shadow(current, r);
+                best.put(r.name, r);
+            } else {
+                shadow(r, current);
+            }
+        }
+    }
+
+    private static void shadow(PluginRecord loser, PluginRecord winner) {
+        loser.status = Status.SHADOWED;
+        loser.reason = "shadowed by version " + winner.version + " from " + winner.origin;
+    }
+
+    /** The config keys every usable plugin declares. */
+    public static void declareKeys(List<PluginRecord> records, ConfigResolver config) {
+        for (PluginRecord r : records) {
+            if (r.status == Status.AVAILABLE) config.declareAll(r.plugin.configKeys(), r.name);
+        }
+    }
+
+    /**
+     * Probes every remaining plugin at once, each bounded by {@code timeout}, then selects by
+     * {@code transports}: preference order, {@code ^name} exclusion, or every available plugin by
+     * priority.
+     */
+    public static PluginRegistry probeAndSelect(List<PluginRecord> records, Function<String, PluginContext> contexts,
+                                                Duration timeout, List<String> transports) {
+        probe(records, contexts, timeout);
+        List<PluginRecord> selected = select(records, transports);
+        for (PluginRecord r : selected) r.status = Status.SELECTED;
+        return new PluginRegistry(List.copyOf(records), List.copyOf(selected));
+    }
+
+    private static void probe(List<PluginRecord> records, Function<String, PluginContext> contexts, Duration timeout) {
+        ExecutorService executor = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().daemon().name("conduit-probe-", 0).factory());
+        try {
+            Map<PluginRecord, CompletableFuture<Availability>> running = new LinkedHashMap<>();
+            for (PluginRecord r : records) {
+                if (r.status != Status.AVAILABLE) continue;
+                PluginContext context = contexts.apply(r.name);
+                running.put(r, CompletableFuture.supplyAsync(() -> r.plugin.probe(context), executor));
+            }
+            long deadline = System.nanoTime() + timeout.toNanos();
+            for (var e : running.entrySet()) {
+                PluginRecord r = e.getKey();
+                try {
+                    Availability a = e.getValue().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    if (a == null) {
+                        unavailable(r, "probe returned null");
+                    } else {
+                        r.details = a.details();
+                        if (!a.isAvailable()) unavailable(r, a.reason());
+                    }
+                } catch (TimeoutException ex) {
+                    unavailable(r, "probe did not finish within " + timeout.toMillis() + " ms (probe.timeout, CONDUIT_PROBE_TIMEOUT)");
+                } catch (ExecutionException ex) {
+                    Throwable cause = ex.getCause();
+                    unavailable(r, "probe failed: " + cause.getClass().getSimpleName() + ": " + ServiceDiscovery.describe(cause));
+                } catch (InterruptedException ex) {
+                    Thread.currentThread().interrupt();
+                    unavailable(r, "probe interrupted");
+                }
+            }
+        } finally {
+            // A hung probe keeps its daemon thread; interrupting is all that can be done for it.
+            executor.shutdownNow();
+        }
+    }
+
+    private static void unavailable(PluginRecord r, String reason) {
+        r.status = Status.UNAVAILABLE;
+        r.reason = reason;
+    }
+
+    private static List<PluginRecord> select(List<PluginRecord> records, List<String> transports) {
+        Map<String, PluginRecord> known = new LinkedHashMap<>();
+        for (PluginRecord r : records) {
+            if (r.status != Status.SHADOWED && r.status != Status.BROKEN) known.putIfAbsent(r.name, r);
+        }
+        List<PluginRecord> available = records.stream().filter(r -> r.status == Status.AVAILABLE)
+                .sorted(Comparator.comparingInt((PluginRecord r) -> -r.priority).thenComparing(r -> r.name)).toList();
+        if (transports.isEmpty()) return available;
+        boolean exclude = transports.getFirst().startsWith("^");
+        List<String> names = new ArrayList<>();
+        for (String t : transports) {
+            boolean excluded = t.startsWith("^");
+            if (excluded != exclude) {
+                throw new ConfigException("transports (CONDUIT_TRANSPORTS) mixes names to use and names to exclude: "
+                        + String.join(",", transports) + "; write either memfd,posix or ^verbs,devdax");
+            }
+            String name = excluded ? t.substring(1) : t;
+            if (!known.containsKey(name)) {
+                throw new ConfigException("transports (CONDUIT_TRANSPORTS) names plugin '" + name + "', which was not found; found: "
+                        + (known.isEmpty() ? "none" : String.join(", ", known.keySet())));
+            }
+            names.add(name);
+        }
+        if (exclude) {
+            for (PluginRecord r : available) {
+                if (names.contains(r.name)) {
+                    r.reason = "excluded by transports=" + String.join(",", transports);
+                }
+            }
+            return available.stream().filter(r -> !names.contains(r.name)).toList();
+        }
+        List<PluginRecord> chosen = new ArrayList<>();
+        for (String n : names) {
+            PluginRecord r = known.get(n);
+            if (r.status == Status.AVAILABLE && !chosen.contains(r)) chosen.add(r);
+        }
+        for (PluginRecord r : available) {
+            if (!chosen.contains(r)) r.reason = "not named by transports=" + String.join(",", transports);
+        }
+        return chosen;
+    }
+
+    /** Every plugin: selected ones in preference order, then the rest by name. */
+    public List<PluginRecord> all() {
+        List<PluginRecord> out = new ArrayList<>(selected);
+        all.stream().filter(r -> !selected.contains(r)).sorted(Comparator.comparing(r -> r.name)).forEach(out::add);
+        return out;
+    }
+
+    /** Selected plugins, most preferred first. */
+    public List<PluginRecord> selected() {
+        return selected;
+    }
+
+    /** The selected plugin called {@code name}. */
+    public Optional<PluginRecord> selected(String name) {
+        return selected.stream().filter(r -> r.name.equals(name)).findFirst();
+    }
+
+    /** Any plugin called {@code name}, the one in use first. */
+    public Optional<PluginRecord> find(String name) {
+        return all().stream().filter(r -> r.name.equals(name)).findFirst();
+    }
+}

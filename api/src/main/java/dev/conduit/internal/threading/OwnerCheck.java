@@ -1,0 +1,41 @@
+package dev.conduit.internal.threading;
+
+import dev.conduit.ThreadPolicy;
+
+/**
+ * {@code SINGLE}: every call must come from the thread that created the worker. The plugin's
+ * objects were created on that thread, so a thread-confined plugin stays safe. One comparison per
+ * call, no memory barrier.
+ */
+public final class OwnerCheck extends ThreadGuard {
+
+    private final Thread owner;
+    private final String what;
+
+    public OwnerCheck(Thread owner, String what) {
+        this.owner = owner;
+        this.what = what;
+    }
+
+    @Override
+    public void enter() {
+        if (Thread.currentThread() != owner) {
+            throw wrongThread();
+        }
+    }
+
+    @Override
+    public void exit() {
+    }
+
+    private WrongThreadException wrongThread() {
+        return new WrongThreadException(what + " is SINGLE-threaded and belongs to thread '" + owner.getName()
+                + "', which created it; called from thread '" + Thread.currentThread().getName()
+                + "'. Create it with ThreadMode.SERIALIZED or MULTI to share it between threads.");
+    }
+
+    @Override
+    public ThreadPolicy policy() {
+        return ThreadPolicy.OWNER_CHECK;
+    }
+}

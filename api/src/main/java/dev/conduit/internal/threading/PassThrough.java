@@ -1,0 +1,20 @@
+package dev.conduit.internal.threading;
+
+import dev.conduit.ThreadPolicy;
+
+/** {@code MULTI} over plugins that all declare {@code MULTI}: they are thread-safe themselves. */
+public final class PassThrough extends ThreadGuard {
+
+    @Override
+    public void enter() {
+    }
+
+    @Override
+    public void exit() {
+    }
+
+    @Override
+    public ThreadPolicy policy() {
+        return ThreadPolicy.PASS_THROUGH;
+    }
+}

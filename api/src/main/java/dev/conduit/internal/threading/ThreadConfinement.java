@@ -1,0 +1,77 @@
+package dev.conduit.internal.threading;
+
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * One runtime-owned thread on which every call to a thread-confined plugin runs, when the user
+ * enabled {@code thread.confine} for a {@code SERIALIZED} or {@code MULTI} worker over a plugin
+ * that declares only {@code SINGLE}. A call made on that thread itself (re-entry) runs directly.
+ */
+public final class ThreadConfinement implements AutoCloseable {
+
+    private final ExecutorService executor;
+    private final Thread thread;
+
+    public ThreadConfinement(String name) {
+        Thread[] created = new Thread[1];
+        this.executor = Executors.newSingleThreadExecutor(r -> {
+            Thread t = Thread.ofPlatform().daemon().name(name).unstarted(r);
+            created[0] = t;
+            return t;
+        });
+        try {
+            executor.submit(() -> { }).get();
+        } catch (InterruptedException | ExecutionException e) {
+            executor.shutdownNow();
+            throw new IllegalStateException("could not start confinement thread " + name, e);
+        }
+        this.thread = created[0];
+    }
+
+    /** Runs {@code call} on the confined thread and returns its result; its exceptions propagate unchanged. */
+    public <T> T call(Callable<T> call) {
+        if (Thread.currentThread() == thread) {
+            return callHere(call);
+        }
+        Future<T> f = executor.submit(call);
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            f.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the confined plugin thread", e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException r) throw r;
+            if (cause instanceof Error err) throw err;
+            throw new IllegalStateException(cause);
+        }
+    }
+
+    public void run(Runnable r) {
+        call(() -> {
+            r.run();
+            return null;
+        });
+    }
+
+    private static <T> T callHere(Callable<T> call) {
+        try {
+            return call.call();
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Stops the thread once queued calls ran. */
+    @Override
+    public void close() {
+        executor.close();
+    }
+}

@@ -1,0 +1,103 @@
+package dev.conduit.spi;
+
+import java.util.List;
+import java.util.Set;
+
+/**
+ * A Conduit plugin: a named, versioned service that provides memory, IPC, transports, or several
+ * of them. This is the one service type the runtime looks up with {@link java.util.ServiceLoader}.
+ *
+ * <p><b>Who implements it:</b> plugin authors, with a public no-argument constructor (or a public
+ * static {@code provider()} method on the module path), declared with
+ * {@code provides dev.conduit.spi.ConduitPlugin with ...} in {@code module-info.java} and in
+ * {@code META-INF/services/dev.conduit.spi.ConduitPlugin} for class-path users.
+ *
+ * <p><b>Who calls it:</b> the runtime only. It reads the metadata once at discovery, calls
+ * {@link #probe(PluginContext)} (bounded in time; a probe that throws or hangs makes the plugin
+ * unavailable, never discovery fail), and then the {@code open...} operations of the capabilities
+ * the plugin {@linkplain #capabilities() declares}. The runtime wraps every object a plugin returns
+ * with its thread-mode policy ({@link ThreadMode}), so a plugin is only ever called in the modes it
+ * {@linkplain #threadModes() declares}.
+ *
+ * <p>Optional operations follow UMF's provider ops: an operation of a capability the plugin does
+ * not declare keeps its default, which throws {@link NotSupportedException}.
+ */
+public interface ConduitPlugin {
+
+    /**
+     * The SPI version this interface describes. A plugin returns it from {@link #spiVersion()}: as a
+     * compile-time constant it is inlined into the plugin's class file, so the runtime learns which
+     * SPI the plugin was compiled against and refuses a different major version.
+     */
+    String SPI_VERSION = "1.0";
+
+    /**
+     * The plugin's name: lower-case letters, digits and {@code -}, at most 32 characters, starting
+     * with a letter. It names the plugin in configuration ({@code CONDUIT_TRANSPORTS=memfd,posix}),
+     * in IPC handles and worker addresses, and prefixes its configuration keys.
+     */
+    String name();
+
+    /** The plugin's own version; of two plugins with one name the higher one is used. */
+    Version version();
+
+    /**
+     * The SPI version the plugin was compiled against. Implement it as
+     * {@code return ConduitPlugin.SPI_VERSION;} and nothing else.
+     */
+    String spiVersion();
+
+    /** One line on what the plugin is, for {@code conduit info}. */
+    default String description() {
+        return "";
+    }
+
+    /**
+     * Whether the plugin can work in this process, and if not, why, in words a person can act on.
+     * Must not allocate resources that outlive the call. The runtime bounds its duration
+     * ({@code conduit.probe.timeout}) and treats an exception as "unavailable".
+     */
+    Availability probe(PluginContext context);
+
+    /** What the plugin can do. The TCK checks that it implements exactly these operations. */
+    Set<Capability> capabilities();
+
+    /**
+     * The thread modes the plugin's objects really support. A plugin that declares only
+     * {@link ThreadMode#SINGLE} is treated as thread-confined: the runtime never calls it from two
+     * threads, even one after the other, unless it confines calls to one thread of its own.
+     */
+    Set<ThreadMode> threadModes();
+
+    /** The configuration keys this plugin reads; names start with {@code name() + "."}. */
+    default List<ConfigKey<?>> configKeys() {
+        return List.of();
+    }
+
+    /**
+     * Preference among available plugins when the user names none ({@code CONDUIT_TRANSPORTS}
+     * unset): higher first. Shared-memory transports use 100..199, cross-host ones 0..99.
+     */
+    default int priority() {
+        return 0;
+    }
+
+    /** Opens a memory provider ({@link Capability#MEMORY}). */
+    default MemoryProvider openMemoryProvider(PluginContext context) {
+        throw new NotSupportedException("plugin '" + name() + "' provides no memory (capability MEMORY)");
+    }
+
+    /**
+     * The stateless importer of this plugin's IPC handles ({@link Capability#IPC}). It must work in
+     * a process that opened no provider of this plugin: what it may touch comes from
+     * {@code context}'s configuration, never from the handle.
+     */
+    default IpcImporter ipcImporter(PluginContext context) {
+        throw new NotSupportedException("plugin '" + name() + "' imports no IPC handles (capability IPC)");
+    }
+
+    /** Opens this plugin's transport for one worker ({@link Capability#AM}). */
+    default Transport openTransport(TransportContext context) {
+        throw new NotSupportedException("plugin '" + name() + "' provides no transport (capability AM)");
+    }
+}

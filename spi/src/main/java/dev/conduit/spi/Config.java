@@ -1,0 +1,16 @@
+package dev.conduit.spi;
+
+/**
+ * Resolved configuration. Implemented by the runtime; a plugin reads its declared
+ * {@link ConfigKey}s through the {@link PluginContext} it is given.
+ *
+ * <p>Sources, strongest first: the application's builder, system properties
+ * ({@code conduit.posix.dir}), environment variables ({@code CONDUIT_POSIX_DIR}), the key's
+ * default. A value is parsed when it is read; a malformed one is a {@link ConfigException} naming
+ * key, value, source and expected form.
+ */
+public interface Config {
+
+    /** The value of {@code key} from the strongest source that sets it, or its default. */
+    <T> T get(ConfigKey<T> key);
+}

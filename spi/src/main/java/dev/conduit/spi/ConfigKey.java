@@ -1,0 +1,198 @@
+package dev.conduit.spi;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.function.Function;
+import java.util.regex.Pattern;
+
+/**
+ * A typed configuration key with its default and its documentation.
+ *
+ * <p>Declared by the runtime and by plugins ({@link ConduitPlugin#configKeys()}); read through
+ * {@link Config#get(ConfigKey)}. A key named {@code posix.dir} is set by the builder
+ * ({@code .set("posix.dir", "/mnt/shared")}), the system property {@code conduit.posix.dir} or the
+ * environment variable {@code CONDUIT_POSIX_DIR}, strongest first. Plugin keys start with the
+ * plugin's name.
+ *
+ * <p>Instances are immutable and compared by name.
+ *
+ * @param <T> the type of the value
+ */
+public final class ConfigKey<T> {
+
+    private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9]*(\\.[a-z][a-z0-9]*)*");
+    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?", Pattern.CASE_INSENSITIVE);
+    private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ns|us|ms|s|m|h)", Pattern.CASE_INSENSITIVE);
+
+    private final String name;
+    private final Class<T> type;
+    private final T defaultValue;
+    private final String expectedForm;
+    private final String doc;
+    private final Function<String, T> parser;
+
+    private ConfigKey(String name, Class<T> type, T defaultValue, String expectedForm, String doc, Function<String, T> parser) {
+        if (!NAME.matcher(Objects.requireNonNull(name, "name")).matches()) {
+            throw new IllegalArgumentException("config key name '" + name + "' must be lower-case words separated by dots, e.g. posix.dir");
+        }
+        this.name = name;
+        this.type = Objects.requireNonNull(type, "type");
+        this.defaultValue = defaultValue;
+        this.expectedForm = Objects.requireNonNull(expectedForm, "expectedForm");
+        this.doc = Objects.requireNonNull(doc, "doc");
+        this.parser = Objects.requireNonNull(parser, "parser");
+    }
+
+    /** A text value; {@code defaultValue} may be {@code null} for "unset". */
+    public static ConfigKey<String> string(String name, String defaultValue, String doc) {
+        return new ConfigKey<>(name, String.class, defaultValue, "any text", doc, s -> s);
+    }
+
+    /** A path; {@code defaultValue} may be {@code null} for "unset". */
+    public static ConfigKey<Path> path(String name, Path defaultValue, String doc) {
+        return new ConfigKey<>(name, Path.class, defaultValue, "a file system path", doc, s -> {
+            if (s.isBlank()) throw new IllegalArgumentException();
+            return Path.of(s);
+        });
+    }
+
+    /** {@code true}/{@code false} (also {@code yes}/{@code no}, {@code 1}/{@code 0}, {@code on}/{@code off}). */
+    public static ConfigKey<Boolean> bool(String name, boolean defaultValue, String doc) {
+        return new ConfigKey<>(name, Boolean.class, defaultValue, "true or false", doc, s -> switch (s.trim().toLowerCase(Locale.ROOT)) {
+            case "true", "yes", "1", "on" -> Boolean.TRUE;
+            case "false", "no", "0", "off" -> Boolean.FALSE;
+            default -> throw new IllegalArgumentException();
+        });
+    }
+
+    /** A whole number in {@code [min, max]}. */
+    public static ConfigKey<Long> integer(String name, long defaultValue, long min, long max, String doc) {
+        return new ConfigKey<>(name, Long.class, defaultValue, "a whole number from " + min + " to " + max, doc, s -> {
+            long v = Long.parseLong(s.trim());
+            if (v < min || v > max) throw new IllegalArgumentException();
+            return v;
+        });
+    }
+
+    /** A size in bytes, with an optional binary suffix: {@code 4096}, {@code 64k}, {@code 256m}, {@code 1g}, {@code 2GiB}. */
+    public static ConfigKey<Long> bytes(String name, long defaultValue, long min, String doc) {
+        return new ConfigKey<>(name, Long.class, defaultValue,
+                "a size in bytes of at least " + min + ", e.g. 4096, 64k, 256m, 1g", doc, s -> {
+            var m = SIZE.matcher(s.trim());
+            if (!m.matches()) throw new IllegalArgumentException();
+            int shift = switch (m.group(2).toLowerCase(Locale.ROOT)) {
+                case "" -> 0;
+                case "k" -> 10;
+                case "m" -> 20;
+                case "g" -> 30;
+                default -> 40;
+            };
+            long n = Long.parseLong(m.group(1));
+            if (n > (Long.MAX_VALUE >> shift)) throw new IllegalArgumentException();
+            long v = n << shift;
+            if (v < min) throw new IllegalArgumentException();
+            return v;
+        });
+    }
+
+    /** A positive duration with a unit: {@code 250us}, {@code 100ms}, {@code 5s}, {@code 2m}, {@code 1h}. */
+    public static ConfigKey<Duration> duration(String name, Duration defaultValue, String doc) {
+        return new ConfigKey<>(name, Duration.class, defaultValue, "a duration with a unit (ns, us, ms, s, m, h), e.g. 100ms", doc, s -> {
+            var m = DURATION.matcher(s.trim());
+            if (!m.matches()) throw new IllegalArgumentException();
+            long n = Long.parseLong(m.group(1));
+            return switch (m.group(2).toLowerCase(Locale.ROOT)) {
+                case "ns" -> Duration.ofNanos(n);
+                case "us" -> Duration.ofNanos(Math.multiplyExact(n, 1000L));
+                case "ms" -> Duration.ofMillis(n);
+                case "s" -> Duration.ofSeconds(n);
+                case "m" -> Duration.ofMinutes(n);
+                default -> Duration.ofHours(n);
+            };
+        });
+    }
+
+    /** One constant of {@code type}, written in any case. */
+    public static <E extends Enum<E>> ConfigKey<E> enumeration(String name, Class<E> type, E defaultValue, String doc) {
+        String forms = Arrays.stream(type.getEnumConstants()).map(e -> e.name().toLowerCase(Locale.ROOT)).toList().toString();
+        return new ConfigKey<>(name, type, defaultValue, "one of " + forms, doc, s -> Enum.valueOf(type, s.trim().toUpperCase(Locale.ROOT)));
+    }
+
+    /** A comma-separated list; blanks around items are dropped, empty items ignored. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public static ConfigKey<List<String>> list(String name, List<String> defaultValue, String doc) {
+        return new ConfigKey<>(name, (Class) List.class, List.copyOf(defaultValue), "a comma-separated list", doc,
+                s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList());
+    }
+
+    /**
+     * Parses {@code raw}, read from {@code source} (e.g. "environment").
+     *
+     * @throws ConfigException naming key, value, source and the expected form
+     */
+    public T parse(String raw, String source) {
+        try {
+            return parser.apply(raw);
+        } catch (RuntimeException e) {
+            throw new ConfigException("bad value '" + raw + "' for " + describe() + " (from " + source + "): expected "
+                    + expectedForm + ". " + doc);
+        }
+    }
+
+    /** The key's name, e.g. {@code posix.dir}. */
+    public String name() {
+        return name;
+    }
+
+    /** The system property that sets it, e.g. {@code conduit.posix.dir}. */
+    public String propertyName() {
+        return "conduit." + name;
+    }
+
+    /** The environment variable that sets it, e.g. {@code CONDUIT_POSIX_DIR}. */
+    public String environmentName() {
+        return "CONDUIT_" + name.replace('.', '_').toUpperCase(Locale.ROOT);
+    }
+
+    public Class<T> type() {
+        return type;
+    }
+
+    /** The value when no source sets one; may be {@code null} ("unset"). */
+    public T defaultValue() {
+        return defaultValue;
+    }
+
+    /** The accepted form, e.g. "a size in bytes of at least 4096, e.g. 4096, 64k, 256m, 1g". */
+    public String expectedForm() {
+        return expectedForm;
+    }
+
+    /** What the key does, for {@code conduit info}. */
+    public String doc() {
+        return doc;
+    }
+
+    private String describe() {
+        return "config key " + propertyName() + " (" + environmentName() + ")";
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof ConfigKey<?> k && k.name.equals(name);
+    }
+
+    @Override
+    public int hashCode() {
+        return name.hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+}

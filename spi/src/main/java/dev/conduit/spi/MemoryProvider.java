@@ -1,0 +1,46 @@
+package dev.conduit.spi;
+
+/**
+ * A source of coarse chunks of memory that other processes can map, like UMF's memory provider.
+ * The runtime's pools carve chunks into regions; the runtime builds IPC handles around the
+ * plugin's {@linkplain #export(Chunk) export payload}.
+ *
+ * <p><b>Implemented by</b> plugins with {@link Capability#MEMORY}; <b>called by</b> the runtime's
+ * pools, which serialize calls to a provider that does not declare {@link ThreadMode#MULTI}.
+ *
+ * <p>Lifecycle: {@link ConduitPlugin#openMemoryProvider(PluginContext)} → {@code allocate} /
+ * {@code export} / {@code free} → {@link #close()}, which frees every chunk still allocated.
+ */
+public interface MemoryProvider extends AutoCloseable {
+
+    /** The granularity and alignment of chunks: sizes are multiples of it, addresses aligned to it. */
+    long pageSize();
+
+    /**
+     * Allocates a chunk of {@code size} bytes (a positive multiple of {@link #pageSize()}), zeroed,
+     * mapped read-write in this process.
+     *
+     * @throws ConduitException naming the resource (path, errno) when the memory cannot be had
+     */
+    Chunk allocate(long size);
+
+    /**
+     * Makes {@code chunk} mappable by other processes and returns the plugin's part of the IPC
+     * handle (at most 3 KiB), e.g. a relative file name or a socket name and a capability token.
+     * The runtime calls it at most once per chunk and reuses the result until the chunk is freed.
+     * Optional ({@link Capability#IPC}).
+     */
+    default byte[] export(Chunk chunk) {
+        throw new NotSupportedException("this memory provider cannot export chunks (capability IPC)");
+    }
+
+    /**
+     * Frees {@code chunk}: unmaps it here and revokes its export, so that a later import of a handle
+     * to it fails cleanly. Mappings other processes already hold stay valid until they unmap.
+     */
+    void free(Chunk chunk);
+
+    /** Frees every chunk still allocated and releases the provider's resources. Idempotent. */
+    @Override
+    void close();
+}

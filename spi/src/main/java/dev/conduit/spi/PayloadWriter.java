@@ -1,0 +1,71 @@
+package dev.conduit.spi;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * Writes the little-endian records that {@link PayloadReader} reads: plugin payloads of IPC
+ * handles, worker addresses, handshakes.
+ *
+ * <p><b>Used by</b> plugins and the runtime when they build bytes for a peer. Not thread-safe.
+ */
+public final class PayloadWriter {
+
+    private byte[] bytes = new byte[64];
+    private int size;
+
+    public PayloadWriter u8(int v) {
+        ensure(1);
+        bytes[size++] = (byte) v;
+        return this;
+    }
+
+    public PayloadWriter u16(int v) {
+        if (v < 0 || v > 0xFFFF) throw new IllegalArgumentException("u16 out of range: " + v);
+        ensure(2);
+        bytes[size++] = (byte) v;
+        bytes[size++] = (byte) (v >>> 8);
+        return this;
+    }
+
+    public PayloadWriter u32(long v) {
+        if (v < 0 || v > 0xFFFF_FFFFL) throw new IllegalArgumentException("u32 out of range: " + v);
+        ensure(4);
+        for (int i = 0; i < 4; i++) bytes[size++] = (byte) (v >>> (8 * i));
+        return this;
+    }
+
+    public PayloadWriter u64(long v) {
+        ensure(8);
+        for (int i = 0; i < 8; i++) bytes[size++] = (byte) (v >>> (8 * i));
+        return this;
+    }
+
+    public PayloadWriter bytes(byte[] b) {
+        ensure(b.length);
+        System.arraycopy(b, 0, bytes, size, b.length);
+        size += b.length;
+        return this;
+    }
+
+    /** A {@code u16} length, then the UTF-8 bytes. */
+    public PayloadWriter string(String s) {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        u16(b.length);
+        return bytes(b);
+    }
+
+    public int size() {
+        return size;
+    }
+
+    public byte[] toByteArray() {
+        return Arrays.copyOf(bytes, size);
+    }
+
+    private void ensure(int n) {
+        if (size + n > bytes.length) {
+            bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + n));
+        }
+    }
+}

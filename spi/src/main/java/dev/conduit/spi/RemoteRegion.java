@@ -1,0 +1,31 @@
+package dev.conduit.spi;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A peer's exported region as a transport sees it: the decoded, validated handle and, when this
+ * process could map it, the mapping.
+ *
+ * <p><b>Implemented by</b> the runtime; <b>used by</b> transports in RMA operations.
+ */
+public interface RemoteRegion extends AutoCloseable {
+
+    /** The plugin that exported the region. */
+    String pluginName();
+
+    /** The region's length in bytes. */
+    long length();
+
+    /** A fresh reader of the exporting plugin's payload (e.g. a remote key for verbs). */
+    PayloadReader payload();
+
+    /**
+     * The region mapped in this process, or {@code null} when it cannot be mapped here (another
+     * host). Valid until {@link #close()}.
+     */
+    MemorySegment localSegment();
+
+    /** Releases this process's use of the mapping (the cache keeps it until eviction). */
+    @Override
+    void close();
+}

@@ -1,0 +1,57 @@
+package dev.conduit.spi;
+
+/**
+ * One plugin's transport for one worker, as a UCT interface is for a UCP worker: a receive queue,
+ * the address peers reach it by, the endpoints it connected, and the progress engine that drives
+ * them.
+ *
+ * <p><b>Implemented by</b> plugins with {@link Capability#AM}; <b>called by</b> the runtime's
+ * worker, under the worker's thread-mode policy, so a transport sees concurrent calls only if it
+ * declared {@link ThreadMode#MULTI}.
+ */
+public interface Transport extends AutoCloseable {
+
+    /**
+     * What a peer needs to reach this transport (at most 1 KiB), carried in the worker address.
+     * Paths in it are relative to the shared directory.
+     */
+    byte[] address();
+
+    /**
+     * Connects to the peer whose entry for this plugin in its worker address is {@code peerAddress}.
+     * Reachability is proven, not assumed: the transport opens what the peer published and completes
+     * its handshake, or throws naming what it could not open or verify (the runtime then tries the
+     * next transport the peer offers).
+     *
+     * @throws InvalidHandleException when the address is malformed
+     * @throws ConduitException       when the peer cannot be reached from this process
+     */
+    TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events);
+
+    /**
+     * Makes progress: delivers received messages to the {@link MessageSink}, completes outstanding
+     * operations, detects dead peers. Never blocks.
+     *
+     * @return the number of events handled (0 when there was nothing to do)
+     */
+    int progress();
+
+    /**
+     * Sleeps until work may have arrived or {@code timeoutNanos} passed; busy polling stays the
+     * default, this is for when latency may be traded for an idle core ({@link Capability#WAKEUP}).
+     *
+     * @return {@code true} if woken by work or {@link #signal()}, {@code false} on timeout
+     */
+    default boolean await(long timeoutNanos) {
+        throw new NotSupportedException("this transport cannot sleep until work arrives (capability WAKEUP)");
+    }
+
+    /** Wakes a thread sleeping in {@link #await(long)}; callable from any thread. */
+    default void signal() {
+        throw new NotSupportedException("this transport cannot sleep until work arrives (capability WAKEUP)");
+    }
+
+    /** Closes every endpoint, withdraws what the transport published, releases its resources. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,52 @@
+package dev.conduit.spi;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A connection from one transport to a peer's transport.
+ *
+ * <p><b>Implemented by</b> transport plugins; <b>called by</b> the runtime's endpoint, under the
+ * worker's thread-mode policy. The runtime owns backpressure: when {@link #trySend} returns
+ * {@code false} it keeps a copy of the message and retries in order during progress, so a
+ * transport never queues, blocks or drops.
+ */
+public interface TransportEndpoint extends AutoCloseable {
+
+    /**
+     * Sends active message {@code id} if resources allow it now. On {@code true} the message is
+     * committed (it will be delivered exactly once, in order, while both peers live) and the caller
+     * may reuse both segments.
+     *
+     * @return {@code false} when the peer's queue or the transport's buffers are full
+     * @throws PeerFailedException when the peer is known to be dead
+     */
+    boolean trySend(int id, MemorySegment header, MemorySegment payload);
+
+    /** Copies {@code source} to {@code target} at {@code offset} ({@link Capability#RMA}). */
+    default void put(MemorySegment source, RemoteRegion target, long offset) {
+        throw new NotSupportedException("this transport has no RMA (capability RMA)");
+    }
+
+    /** Copies {@code destination.byteSize()} bytes from {@code source} at {@code offset} ({@link Capability#RMA}). */
+    default void get(RemoteRegion source, long offset, MemorySegment destination) {
+        throw new NotSupportedException("this transport has no RMA (capability RMA)");
+    }
+
+    /** Atomically adds {@code delta} to the 8-byte word at {@code offset}; returns the old value ({@link Capability#ATOMICS}). */
+    default long fetchAdd(RemoteRegion target, long offset, long delta) {
+        throw new NotSupportedException("this transport has no atomics (capability ATOMICS)");
+    }
+
+    /** Atomically replaces the 8-byte word at {@code offset} if it equals {@code expected}; returns the old value ({@link Capability#ATOMICS}). */
+    default long compareAndSwap(RemoteRegion target, long offset, long expected, long desired) {
+        throw new NotSupportedException("this transport has no atomics (capability ATOMICS)");
+    }
+
+    /** Returns when every RMA operation issued before it is complete at the target. */
+    default void flush() {
+    }
+
+    /** Closes the connection; the peer sees end of stream, not a failure. Idempotent. */
+    @Override
+    void close();
+}
