@@ -10,7 +10,7 @@
 module dev.conduit {
     requires transitive dev.conduit.spi;
     requires com.github.benmanes.caffeine;
-    requires static jdk.jfr;
+    requires jdk.jfr;
 
     exports dev.conduit;
 

@@ -53,8 +53,35 @@ public interface Conduit extends AutoCloseable {
     Worker newWorker(ThreadMode mode);
 
     /**
-     * Closes every worker, pool and imported region opened through this {@code Conduit}, newest
-     * first. Errors are collected: the first is thrown with the others suppressed. Idempotent.
+     * A pool over the memory provider of {@code plugin}, which must be selected and declare
+     * {@link dev.conduit.spi.Capability#MEMORY}. Closed with this {@code Conduit}.
+     *
+     * @throws dev.conduit.spi.ConduitException naming the plugin, its status and what to do when it
+     *         cannot provide memory here
+     */
+    Pool pool(String plugin);
+
+    /** A pool over the most preferred selected plugin that provides memory. */
+    Pool pool();
+
+    /**
+     * Opens the region another process exported, from its IPC handle. Needs no provider, no pool and
+     * no device parameter: the handle is validated field by field, routed by plugin name to that
+     * plugin's importer, which may touch only what this process's configuration allows, and mapped
+     * through the IPC cache (a repeated open of a cached export makes no system call).
+     *
+     * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
+     * @throws dev.conduit.spi.ConduitException when the plugin is not available here, or the export is
+     *         gone (the producer freed it) or cannot be opened; nothing stays open
+     */
+    ImportedRegion importRegion(byte[] handle);
+
+    /** The IPC cache's counters. */
+    IpcCacheStats ipcCacheStats();
+
+    /**
+     * Closes every worker and pool opened through this {@code Conduit}, newest first, then unmaps
+     * every imported region. Errors are collected: the first is thrown with the others suppressed. Idempotent.
      */
     @Override
     void close();

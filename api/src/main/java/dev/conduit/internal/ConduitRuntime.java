@@ -2,11 +2,21 @@ package dev.conduit.internal;
 
 import dev.conduit.Conduit;
 import dev.conduit.ConfigEntry;
+import dev.conduit.ImportedRegion;
+import dev.conduit.IpcCacheStats;
 import dev.conduit.PluginInfo;
+import dev.conduit.Pool;
 import dev.conduit.Worker;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.discovery.PluginRegistry;
+import dev.conduit.internal.ipc.IpcCache;
+import dev.conduit.internal.ipc.IpcImports;
+import dev.conduit.internal.memory.RuntimePool;
+import dev.conduit.internal.threading.ThreadPolicies;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
 import dev.conduit.internal.worker.RuntimeWorker;
 import dev.conduit.spi.ThreadMode;
 
@@ -23,11 +33,19 @@ public final class ConduitRuntime implements Conduit {
     private final PluginRegistry registry;
     private final Path sharedDirectory;
     private final Resources resources = new Resources();
+    private final IpcCache ipcCache;
+    private final IpcImports imports;
 
     private ConduitRuntime(ConfigResolver config, PluginRegistry registry, Path sharedDirectory) {
         this.config = config;
         this.registry = registry;
         this.sharedDirectory = sharedDirectory;
+        this.ipcCache = new IpcCache(config.get(RuntimeKeys.IPC_CACHE_BYTES));
+        this.imports = new IpcImports(registry, this::contextOf, ipcCache);
+    }
+
+    private RuntimePluginContext contextOf(String plugin) {
+        return RuntimePluginContext.of(config, sharedDirectory, plugin);
     }
 
     public static Conduit open(RuntimeSettings settings) {
@@ -71,7 +89,7 @@ public final class ConduitRuntime implements Conduit {
     public Worker newWorker(ThreadMode mode) {
         Objects.requireNonNull(mode, "mode");
         ensureOpen();
-        RuntimeWorker worker = RuntimeWorker.open(mode, registry.selected(), config, sharedDirectory, resources::unregister);
+        RuntimeWorker worker = RuntimeWorker.open(mode, registry.selected(), config, sharedDirectory, imports, resources::unregister);
         try {
             return resources.register(worker);
         } catch (IllegalStateException e) {
@@ -80,12 +98,66 @@ public final class ConduitRuntime implements Conduit {
         }
     }
 
+    @Override
+    public Pool pool(String plugin) {
+        Objects.requireNonNull(plugin, "plugin");
+        ensureOpen();
+        PluginRecord r = registry.selected(plugin).orElseThrow(() -> new ConduitException("no pool over plugin '" + plugin + "': "
+                + registry.find(plugin).map(p -> "it is " + p.status() + ": " + p.reason())
+                        .orElse("it was not found; found: " + registry.all().stream().map(PluginRecord::name).toList())));
+        if (!r.capabilities().contains(Capability.MEMORY)) {
+            throw new ConduitException("plugin '" + plugin + "' provides no memory (capability MEMORY); plugins that do: "
+                    + registry.selected().stream().filter(p -> p.capabilities().contains(Capability.MEMORY)).map(PluginRecord::name).toList());
+        }
+        if (!ThreadPolicies.supports(r.threadModes(), ThreadMode.SERIALIZED)) {
+            throw new ConduitException("plugin '" + plugin + "' declares thread modes " + r.threadModes()
+                    + ": a pool is shared by threads and needs a memory provider that supports at least SERIALIZED");
+        }
+        MemoryProvider provider = r.plugin().openMemoryProvider(contextOf(plugin));
+        RuntimePool pool;
+        try {
+            pool = new RuntimePool(plugin, provider, config.get(RuntimeKeys.POOL_CHUNK_SIZE), resources::unregister);
+        } catch (RuntimeException e) {
+            provider.close();
+            throw e;
+        }
+        try {
+            return resources.register(pool);
+        } catch (IllegalStateException e) {
+            pool.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public Pool pool() {
+        return pool(registry.selected().stream().filter(p -> p.capabilities().contains(Capability.MEMORY)).findFirst()
+                .map(PluginRecord::name)
+                .orElseThrow(() -> new ConduitException("no selected plugin provides memory (capability MEMORY); selected: "
+                        + selectedPlugins() + ". Run 'conduit info' to see why others are unavailable.")));
+    }
+
+    @Override
+    public ImportedRegion importRegion(byte[] handle) {
+        ensureOpen();
+        return imports.importRegion(handle);
+    }
+
+    @Override
+    public IpcCacheStats ipcCacheStats() {
+        return ipcCache.stats();
+    }
+
     private void ensureOpen() {
         if (resources.isClosed()) throw new IllegalStateException("Conduit is closed");
     }
 
     @Override
     public void close() {
-        resources.closeAll("Conduit");
+        try {
+            resources.closeAll("Conduit");
+        } finally {
+            ipcCache.close();
+        }
     }
 }

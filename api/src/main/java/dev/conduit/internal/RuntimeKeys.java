@@ -28,8 +28,17 @@ public final class RuntimeKeys {
             "Let a plugin that declares only SINGLE serve a SERIALIZED or MULTI worker by running every call to it on one "
                     + "runtime-owned thread (slower). Off: such a worker is refused.");
 
+    public static final ConfigKey<Long> IPC_CACHE_BYTES = ConfigKey.bytes("ipc.cache.bytes", 1L << 30, 0,
+            "How many bytes of imported chunks the IPC cache keeps mapped for no open region, so that importing them again "
+                    + "makes no system call. Mappings in use are never unmapped and do not count.");
+
+    public static final ConfigKey<Long> POOL_CHUNK_SIZE = ConfigKey.bytes("pool.chunk.size", 2L << 20, 64L << 10,
+            "Size of the chunks pools take from a memory provider (rounded up to its page size). Allocations up to a quarter "
+                    + "of it share chunks by size class; larger ones get a chunk of their own.");
+
     /** Every runtime key, in the order {@code conduit info} shows them. */
-    public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT, THREAD_CONFINE);
+    public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT,
+            THREAD_CONFINE, IPC_CACHE_BYTES, POOL_CHUNK_SIZE);
 
     private RuntimeKeys() {
     }

@@ -59,7 +59,7 @@ public final class RuntimeWorker implements Worker {
      * {@code mode} from what those plugins declare.
      */
     public static RuntimeWorker open(ThreadMode mode, List<PluginRecord> selected, ConfigResolver config, Path sharedDirectory,
-                                     Consumer<AutoCloseable> onClose) {
+                                     RemoteMemory remoteMemory, Consumer<AutoCloseable> onClose) {
         List<PluginRecord> withTransport = selected.stream().filter(r -> r.capabilities().contains(Capability.AM)).toList();
         if (withTransport.isEmpty()) {
             throw new ConduitException("no selected plugin provides a transport (capability AM); selected: "
@@ -80,7 +80,7 @@ public final class RuntimeWorker implements Worker {
         try {
             for (PluginRecord r : withTransport) {
                 TransportContext context = new WorkerTransportContext(RuntimePluginContext.of(config, sharedDirectory, r.name()),
-                        mode, dispatch, RemoteMemories.unavailable());
+                        mode, dispatch, remoteMemory);
                 Transport t;
                 if (confined.get(r.name())) {
                     ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());

@@ -1,0 +1,26 @@
+package dev.conduit;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Another process's region, mapped here through the IPC cache ({@link Conduit#importRegion(byte[])}).
+ *
+ * <p>Reads and writes are shared with the producer. {@link #close()} releases this use of the
+ * cached mapping; the cache unmaps it later, only when no open region uses it. After the owning
+ * {@code Conduit} closes, {@link #segment()} access throws {@link IllegalStateException}.
+ */
+public interface ImportedRegion extends AutoCloseable {
+
+    /** The region's memory, exactly as long as the handle says. */
+    MemorySegment segment();
+
+    /** Its length in bytes. */
+    long size();
+
+    /** The plugin that exported it. */
+    String plugin();
+
+    /** Releases it. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,16 @@
+package dev.conduit;
+
+/**
+ * A snapshot of the IPC-handle cache ({@link Conduit#ipcCacheStats()}, {@code conduit info}).
+ *
+ * @param hits         opens served from the cache, with no system call
+ * @param misses       opens that mapped a chunk
+ * @param evictions    entries evicted (and unmapped) because of the bound
+ * @param mappedBytes  bytes currently mapped by the cache, in use or not
+ * @param entries      chunks currently mapped
+ * @param entriesInUse chunks with at least one open {@link ImportedRegion}
+ * @param maximumBytes the bound on bytes kept mapped for no open region ({@code ipc.cache.bytes})
+ */
+public record IpcCacheStats(long hits, long misses, long evictions, long mappedBytes, long entries, long entriesInUse,
+                            long maximumBytes) {
+}

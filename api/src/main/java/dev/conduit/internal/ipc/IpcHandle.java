@@ -1,0 +1,140 @@
+package dev.conduit.internal.ipc;
+
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+
+import java.util.zip.CRC32C;
+
+/**
+ * An IPC handle: the bytes that let another process map one region. Versioned, little-endian,
+ * self-describing, at most {@value #MAX_LENGTH} bytes, and validated field by field on decode:
+ * a decoder given any bytes returns a handle or throws {@link InvalidHandleException} naming the
+ * field, before anything is opened.
+ *
+ * <pre>
+ * offset  size     field            rule on decode
+ * ------  -------  ---------------  -----------------------------------------------------------
+ *      0  4        magic            "CNDH" (0x48444E43 little-endian)
+ *      4  2        version          1
+ *      6  2        total.length     = the number of bytes given, {@value #MIN_LENGTH}..{@value #MAX_LENGTH}
+ *      8  2+n      plugin           u16 length + [a-z][a-z0-9-]{0,31}
+ *      .  16       origin           128-bit random id of the producing provider instance, not 0
+ *      .  8        export.id        unique per export of that origin, never reused, &gt; 0
+ *      .  8        chunk.length     &gt; 0
+ *      .  8        region.offset    offset of the region in the chunk
+ *      .  8        region.length    &gt; 0, region.offset + region.length &lt;= chunk.length
+ *      .  2+n      payload          u16 length (&lt;= {@value #MAX_PAYLOAD}) + the plugin's bytes
+ *      .  4        crc              CRC32C of every byte before it
+ * </pre>
+ *
+ * Structural fields are checked before the CRC, so that a malformed field is reported by name;
+ * a well-formed but altered handle fails on {@code crc}. The origin id is never a pid: pids
+ * repeat and mean nothing across PID namespaces.
+ *
+ * @param plugin       the exporting plugin
+ * @param originHigh   high 64 bits of the origin id
+ * @param originLow    low 64 bits of the origin id
+ * @param exportId     the export, unique for its origin
+ * @param chunkLength  the exported chunk's length
+ * @param regionOffset where the region starts in the chunk
+ * @param regionLength the region's length
+ * @param payload      the plugin's bytes (relative path, socket name, token, ...)
+ */
+public record IpcHandle(String plugin, long originHigh, long originLow, long exportId, long chunkLength,
+                        long regionOffset, long regionLength, byte[] payload) {
+
+    public static final int MAGIC = 0x48444E43;
+    public static final int VERSION = 1;
+    public static final int MAX_LENGTH = 4096;
+    public static final int MAX_PAYLOAD = 3072;
+    /** The shortest possible handle: one-letter plugin name, empty payload. */
+    public static final int MIN_LENGTH = 4 + 2 + 2 + 3 + 16 + 8 * 4 + 2 + 4;
+
+    public byte[] encode() {
+        PayloadWriter w = new PayloadWriter()
+                .u32(MAGIC & 0xFFFF_FFFFL).u16(VERSION).u16(0)
+                .string(plugin).u64(originLow).u64(originHigh).u64(exportId)
+                .u64(chunkLength).u64(regionOffset).u64(regionLength)
+                .u16(payload.length).bytes(payload);
+        byte[] bytes = w.u32(0).toByteArray();
+        int total = bytes.length;
+        if (total > MAX_LENGTH) {
+            throw new IllegalArgumentException("handle of " + total + " bytes exceeds " + MAX_LENGTH);
+        }
+        bytes[6] = (byte) total;
+        bytes[7] = (byte) (total >>> 8);
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, 0, total - 4);
+        writeIntLE(bytes, total - 4, (int) crc.getValue());
+        return bytes;
+    }
+
+    /**
+     * Decodes and validates {@code bytes}.
+     *
+     * @throws InvalidHandleException naming the first field that is wrong
+     */
+    public static IpcHandle decode(byte[] bytes) {
+        if (bytes == null) throw new InvalidHandleException("total.length", "no bytes (null)");
+        if (bytes.length < MIN_LENGTH || bytes.length > MAX_LENGTH) {
+            throw new InvalidHandleException("total.length", bytes.length + " bytes given; a handle has " + MIN_LENGTH + " to " + MAX_LENGTH);
+        }
+        PayloadReader r = new PayloadReader(bytes);
+        long magic = r.u32("magic");
+        if (magic != (MAGIC & 0xFFFF_FFFFL)) {
+            throw r.invalid("magic", String.format("0x%08x is not a Conduit IPC handle (0x%08x)", magic, MAGIC));
+        }
+        int version = r.u16("version");
+        if (version != VERSION) {
+            throw r.invalid("version", "format version " + version + " is not supported; this runtime reads version " + VERSION);
+        }
+        int total = r.u16("total.length");
+        if (total != bytes.length) {
+            throw r.invalid("total.length", "says " + total + " bytes, " + bytes.length + " given (truncated or padded)");
+        }
+        String plugin = r.name("plugin", 32);
+        long originLow = r.u64("origin");
+        long originHigh = r.u64("origin");
+        if (originLow == 0 && originHigh == 0) throw r.invalid("origin", "is zero");
+        long exportId = r.u64("export.id");
+        if (exportId <= 0) throw r.invalid("export.id", Long.toUnsignedString(exportId) + " is not a positive export id");
+        long chunkLength = r.u64("chunk.length");
+        if (chunkLength <= 0) throw r.invalid("chunk.length", Long.toUnsignedString(chunkLength) + " is not a positive length");
+        long regionOffset = r.u64("region.offset");
+        if (regionOffset < 0 || regionOffset >= chunkLength) {
+            throw r.invalid("region.offset", Long.toUnsignedString(regionOffset) + " is outside the chunk of " + chunkLength + " bytes");
+        }
+        long regionLength = r.u64("region.length");
+        if (regionLength <= 0 || regionLength > chunkLength - regionOffset) {
+            throw r.invalid("region.length", Long.toUnsignedString(regionLength) + " bytes at offset " + regionOffset
+                    + " do not fit in the chunk of " + chunkLength + " bytes");
+        }
+        int payloadLength = r.u16("payload.length");
+        if (payloadLength > MAX_PAYLOAD) throw r.invalid("payload.length", payloadLength + " exceeds " + MAX_PAYLOAD);
+        if (payloadLength != r.remaining() - 4) {
+            throw r.invalid("payload.length", payloadLength + " does not match the " + (r.remaining() - 4) + " bytes before the crc");
+        }
+        byte[] payload = r.bytes("payload", payloadLength);
+        long crc = r.u32("crc");
+        CRC32C expected = new CRC32C();
+        expected.update(bytes, 0, bytes.length - 4);
+        if (crc != expected.getValue()) {
+            throw r.invalid("crc", String.format("0x%08x does not match the contents (0x%08x): the handle was altered or corrupted", crc, expected.getValue()));
+        }
+        r.end("crc");
+        return new IpcHandle(plugin, originHigh, originLow, exportId, chunkLength, regionOffset, regionLength, payload);
+    }
+
+    /** A reader of the payload whose errors name {@code payload.<field>}. */
+    public PayloadReader payloadReader() {
+        return new PayloadReader(payload, 0, payload.length, "payload.");
+    }
+
+    private static void writeIntLE(byte[] b, int at, int v) {
+        b[at] = (byte) v;
+        b[at + 1] = (byte) (v >>> 8);
+        b[at + 2] = (byte) (v >>> 16);
+        b[at + 3] = (byte) (v >>> 24);
+    }
+}

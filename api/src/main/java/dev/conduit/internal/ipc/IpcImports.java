@@ -1,0 +1,158 @@
+package dev.conduit.internal.ipc;
+
+import dev.conduit.ImportedRegion;
+import dev.conduit.PluginInfo.Status;
+import dev.conduit.internal.discovery.PluginRecord;
+import dev.conduit.internal.discovery.PluginRegistry;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.RemoteMemory;
+import dev.conduit.spi.RemoteRegion;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+
+/**
+ * Consumer-only import: validates a handle, routes it by plugin name to that plugin's stateless
+ * importer and maps it through the {@link IpcCache}. No provider, pool or device parameter is
+ * involved; the importer sees only this process's configuration.
+ */
+public final class IpcImports implements RemoteMemory {
+
+    private final PluginRegistry registry;
+    private final Function<String, PluginContext> contexts;
+    private final IpcCache cache;
+    private final Map<String, IpcImporter> importers = new ConcurrentHashMap<>();
+
+    public IpcImports(PluginRegistry registry, Function<String, PluginContext> contexts, IpcCache cache) {
+        this.registry = registry;
+        this.contexts = contexts;
+        this.cache = cache;
+    }
+
+    public ImportedRegion importRegion(byte[] bytes) {
+        IpcHandle handle = IpcHandle.decode(bytes);
+        IpcImporter importer = importer(handle.plugin());
+        return new Imported(cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength())));
+    }
+
+    /** For transports' RMA: the same path, plus handles of plugins that cannot map here (other hosts). */
+    @Override
+    public RemoteRegion open(byte[] bytes) {
+        IpcHandle handle = IpcHandle.decode(bytes);
+        PluginRecord r = registry.selected(handle.plugin()).orElse(null);
+        if (r != null && r.capabilities().contains(Capability.IPC) && !r.capabilities().contains(Capability.CROSS_HOST)) {
+            IpcImporter importer = importer(handle.plugin());
+            return new Remote(handle, cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength())));
+        }
+        return new Remote(handle, null);
+    }
+
+    private IpcImporter importer(String plugin) {
+        IpcImporter importer = importers.get(plugin);
+        if (importer != null) return importer;
+        PluginRecord r = registry.selected(plugin).orElseThrow(() -> notHere(plugin));
+        if (!r.capabilities().contains(Capability.IPC)) {
+            throw new ConduitException("plugin '" + plugin + "' does not import IPC handles (no capability IPC)");
+        }
+        return importers.computeIfAbsent(plugin, p -> r.plugin().ipcImporter(contexts.apply(p)));
+    }
+
+    private ConduitException notHere(String plugin) {
+        var found = registry.find(plugin);
+        if (found.isEmpty()) {
+            return new ConduitException("the handle was exported by plugin '" + plugin + "', which is not installed here; "
+                    + "put it on the module path, class path or plugin path (CONDUIT_PLUGIN_PATH)");
+        }
+        PluginRecord r = found.get();
+        String why = r.status() == Status.AVAILABLE ? r.reason() + " (CONDUIT_TRANSPORTS)" : r.status() + ": " + r.reason();
+        return new ConduitException("the handle was exported by plugin '" + plugin + "', which cannot be used here: " + why);
+    }
+
+    /** An application's imported region: one count on a cache entry, released once. */
+    private static final class Imported implements ImportedRegion {
+        private static final VarHandle CLOSED;
+
+        static {
+            try {
+                CLOSED = MethodHandles.lookup().findVarHandle(Imported.class, "closed", int.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        private final IpcCache.Lease lease;
+        @SuppressWarnings("unused") // through CLOSED
+        private volatile int closed;
+
+        Imported(IpcCache.Lease lease) {
+            this.lease = lease;
+        }
+
+        @Override
+        public MemorySegment segment() {
+            return lease.region();
+        }
+
+        @Override
+        public long size() {
+            return lease.region().byteSize();
+        }
+
+        @Override
+        public String plugin() {
+            return lease.plugin();
+        }
+
+        @Override
+        public void close() {
+            if (CLOSED.compareAndSet(this, 0, 1)) lease.release();
+        }
+    }
+
+    /** A transport's view of a peer's region. */
+    private static final class Remote implements RemoteRegion {
+        private final IpcHandle handle;
+        private final IpcCache.Lease lease;
+        private boolean closed;
+
+        Remote(IpcHandle handle, IpcCache.Lease lease) {
+            this.handle = handle;
+            this.lease = lease;
+        }
+
+        @Override
+        public String pluginName() {
+            return handle.plugin();
+        }
+
+        @Override
+        public long length() {
+            return handle.regionLength();
+        }
+
+        @Override
+        public PayloadReader payload() {
+            return handle.payloadReader();
+        }
+
+        @Override
+        public MemorySegment localSegment() {
+            return lease == null ? null : lease.region();
+        }
+
+        @Override
+        public synchronized void close() {
+            if (closed) return;
+            closed = true;
+            if (lease != null) lease.release();
+        }
+    }
+}

@@ -1,0 +1,23 @@
+package dev.conduit.internal.memory;
+
+import dev.conduit.spi.Chunk;
+
+import java.lang.foreign.MemorySegment;
+
+/** A provider chunk owned by a pool, with its export once it has one (one export per chunk). */
+final class PooledChunk {
+
+    final Chunk chunk;
+    final MemorySegment segment;
+    /** Set once, under the pool's provider lock; read without it. */
+    volatile ChunkExport export;
+
+    PooledChunk(Chunk chunk) {
+        this.chunk = chunk;
+        this.segment = chunk.segment();
+    }
+
+    /** The export of a chunk: its id, unique for the pool's origin and never reused, and the plugin's payload. */
+    record ChunkExport(long exportId, byte[] payload) {
+    }
+}

@@ -1,0 +1,194 @@
+package dev.conduit.internal.memory;
+
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.internal.ipc.IpcEvents;
+import dev.conduit.internal.ipc.IpcHandle;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
+
+import java.security.SecureRandom;
+import java.util.IdentityHashMap;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+/**
+ * A pool over one memory provider: power-of-two size classes from 64 B to a quarter of the chunk
+ * size, each taking whole chunks from the provider; larger allocations get a chunk of their own,
+ * returned to the provider when freed. Class chunks stay with the pool until it closes.
+ *
+ * <p>The provider is only ever called under {@link #providerLock}, so a provider that declares
+ * {@code SERIALIZED} is safe under a pool used by many threads. The pool is the producer side of
+ * the IPC-handle format: it owns the origin id (128 random bits, per provider instance) and the
+ * export ids (a counter, never reused), and exports each chunk once.
+ */
+public final class RuntimePool implements Pool {
+
+    static final int MIN_CLASS_SHIFT = 6;
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final String plugin;
+    private final MemoryProvider provider;
+    private final long pageSize;
+    private final long chunkSize;
+    private final SizeClass[] classes;
+    private final long originHigh;
+    private final long originLow;
+    private final Consumer<AutoCloseable> onClose;
+    private final ReentrantLock providerLock = new ReentrantLock();
+    private final Map<PooledChunk, Boolean> dedicated = new IdentityHashMap<>();
+    private long lastExportId;
+    private volatile boolean closed;
+
+    public RuntimePool(String plugin, MemoryProvider provider, long requestedChunkSize, Consumer<AutoCloseable> onClose) {
+        this.plugin = plugin;
+        this.provider = provider;
+        this.pageSize = provider.pageSize();
+        if (pageSize <= 0 || Long.bitCount(pageSize) != 1) {
+            throw new ConduitException("plugin '" + plugin + "' reports page size " + pageSize + ", not a power of two");
+        }
+        this.chunkSize = Math.max(pageSize, (requestedChunkSize + pageSize - 1) & -pageSize);
+        int count = Math.max(0, 63 - Long.numberOfLeadingZeros(chunkSize / 4) - MIN_CLASS_SHIFT + 1);
+        this.classes = new SizeClass[count];
+        for (int i = 0; i < count; i++) classes[i] = new SizeClass(this, 1L << (MIN_CLASS_SHIFT + i));
+        long hi, lo;
+        do {
+            hi = RANDOM.nextLong();
+            lo = RANDOM.nextLong();
+        } while (hi == 0 && lo == 0);
+        this.originHigh = hi;
+        this.originLow = lo;
+        this.onClose = onClose;
+    }
+
+    @Override
+    public String plugin() {
+        return plugin;
+    }
+
+    @Override
+    public long pageSize() {
+        return pageSize;
+    }
+
+    long chunkSize() {
+        return chunkSize;
+    }
+
+    @Override
+    public Region allocate(long size) {
+        return allocate(size, 8);
+    }
+
+    @Override
+    public Region allocate(long size, long alignment) {
+        if (size <= 0) throw new IllegalArgumentException("size must be positive: " + size);
+        if (alignment <= 0 || Long.bitCount(alignment) != 1 || alignment > pageSize) {
+            throw new IllegalArgumentException("alignment " + alignment + " must be a power of two no larger than the page size "
+                    + pageSize + " of plugin '" + plugin + "'");
+        }
+        ensureOpen();
+        long need = Math.max(size, alignment);
+        int index = need <= (1L << MIN_CLASS_SHIFT) ? 0 : 64 - Long.numberOfLeadingZeros(need - 1) - MIN_CLASS_SHIFT;
+        if (index < classes.length) {
+            SizeClass c = classes[index];
+            long slot = c.take();
+            return new PoolRegion(this, c, slot, c.chunk(slot), c.offset(slot), size);
+        }
+        long length = Math.addExact(size, pageSize - 1) & -pageSize;
+        PooledChunk chunk = newChunk(length);
+        providerLock.lock();
+        try {
+            dedicated.put(chunk, Boolean.TRUE);
+        } finally {
+            providerLock.unlock();
+        }
+        return new PoolRegion(this, null, 0, chunk, 0, size);
+    }
+
+    PooledChunk newChunk(long length) {
+        providerLock.lock();
+        try {
+            ensureOpen();
+            Chunk chunk = provider.allocate(length);
+            if (chunk == null || chunk.segment().byteSize() != length) {
+                if (chunk != null) provider.free(chunk);
+                throw new ConduitException("plugin '" + plugin + "' returned a chunk of the wrong size for " + length + " bytes");
+            }
+            return new PooledChunk(chunk);
+        } finally {
+            providerLock.unlock();
+        }
+    }
+
+    void free(SizeClass c, long slot) {
+        if (!closed) c.give(slot);
+    }
+
+    void freeDedicated(PooledChunk chunk) {
+        providerLock.lock();
+        try {
+            if (closed || dedicated.remove(chunk) == null) return;
+            provider.free(chunk.chunk);
+        } finally {
+            providerLock.unlock();
+        }
+    }
+
+    byte[] exportHandle(PooledChunk chunk, long offset, long length) {
+        PooledChunk.ChunkExport export = chunk.export;
+        boolean first = false;
+        if (export == null) {
+            providerLock.lock();
+            try {
+                ensureOpen();
+                export = chunk.export;
+                if (export == null) {
+                    byte[] payload = provider.export(chunk.chunk);
+                    if (payload == null || payload.length > IpcHandle.MAX_PAYLOAD) {
+                        throw new ConduitException("plugin '" + plugin + "' made an export payload of "
+                                + (payload == null ? "null" : payload.length + " bytes") + "; at most " + IpcHandle.MAX_PAYLOAD + " allowed");
+                    }
+                    export = new PooledChunk.ChunkExport(++lastExportId, payload.clone());
+                    chunk.export = export;
+                    first = true;
+                }
+            } finally {
+                providerLock.unlock();
+            }
+        }
+        IpcEvents.Export event = new IpcEvents.Export();
+        if (event.shouldCommit()) {
+            event.plugin = plugin;
+            event.exportId = export.exportId();
+            event.chunkLength = chunk.segment.byteSize();
+            event.firstExport = first;
+            event.commit();
+        }
+        return new IpcHandle(plugin, originHigh, originLow, export.exportId(), chunk.segment.byteSize(), offset, length,
+                export.payload()).encode();
+    }
+
+    private void ensureOpen() {
+        if (closed) throw new IllegalStateException("pool of plugin '" + plugin + "' is closed");
+    }
+
+    @Override
+    public void close() {
+        providerLock.lock();
+        try {
+            if (closed) return;
+            closed = true;
+            dedicated.clear();
+        } finally {
+            providerLock.unlock();
+        }
+        try {
+            provider.close();
+        } finally {
+            onClose.accept(this);
+        }
+    }
+}

@@ -1,0 +1,163 @@
+package dev.conduit.internal.ipc;
+
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Version;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.EnumSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A memory plugin inside one JVM, for testing the runtime's pools and IPC cache: chunks are
+ * shared arenas; an "import" maps a fresh arena of the chunk's length (counted), so that tests can
+ * see every map and unmap the cache makes.
+ */
+public final class InProcessMemoryPlugin implements ConduitPlugin {
+
+    public static final long PAGE = 4096;
+
+    public final AtomicInteger maps = new AtomicInteger();
+    public final AtomicInteger unmaps = new AtomicInteger();
+    public final AtomicInteger chunksAllocated = new AtomicInteger();
+    public final AtomicInteger chunksFreed = new AtomicInteger();
+    public final AtomicInteger providersClosed = new AtomicInteger();
+    private final Map<Long, Long> exported = new ConcurrentHashMap<>();
+    private final AtomicLong tokens = new AtomicLong();
+    private final String name;
+    private final Set<ThreadMode> modes;
+
+    public InProcessMemoryPlugin() {
+        this("inproc", EnumSet.of(ThreadMode.SERIALIZED, ThreadMode.MULTI));
+    }
+
+    public InProcessMemoryPlugin(String name, Set<ThreadMode> modes) {
+        this.name = name;
+        this.modes = modes;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public Version version() {
+        return Version.parse("1.0.0");
+    }
+
+    @Override
+    public String spiVersion() {
+        return ConduitPlugin.SPI_VERSION;
+    }
+
+    @Override
+    public Availability probe(PluginContext context) {
+        return Availability.available();
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return EnumSet.of(Capability.MEMORY, Capability.IPC);
+    }
+
+    @Override
+    public Set<ThreadMode> threadModes() {
+        return modes;
+    }
+
+    @Override
+    public MemoryProvider openMemoryProvider(PluginContext context) {
+        return new Provider();
+    }
+
+    @Override
+    public IpcImporter ipcImporter(PluginContext context) {
+        return this::map;
+    }
+
+    private ChunkMapping map(PayloadReader payload, long chunkLength) {
+        long token = payload.u64("token");
+        payload.end("token");
+        Long length = exported.get(token);
+        if (length == null) {
+            throw new ConduitException("export " + token + " is gone: its producer freed the chunk");
+        }
+        Arena arena = Arena.ofShared();
+        MemorySegment segment = arena.allocate(chunkLength, PAGE);
+        maps.incrementAndGet();
+        return new ChunkMapping() {
+            @Override
+            public MemorySegment segment() {
+                return segment;
+            }
+
+            @Override
+            public void close() {
+                unmaps.incrementAndGet();
+                arena.close();
+            }
+        };
+    }
+
+    private record InProcessChunk(Arena arena, MemorySegment segment, long[] token) implements Chunk {
+    }
+
+    private final class Provider implements MemoryProvider {
+        private final Set<InProcessChunk> live = ConcurrentHashMap.newKeySet();
+
+        @Override
+        public long pageSize() {
+            return PAGE;
+        }
+
+        @Override
+        public Chunk allocate(long size) {
+            Arena arena = Arena.ofShared();
+            InProcessChunk c = new InProcessChunk(arena, arena.allocate(size, PAGE), new long[1]);
+            live.add(c);
+            chunksAllocated.incrementAndGet();
+            return c;
+        }
+
+        @Override
+        public byte[] export(Chunk chunk) {
+            InProcessChunk c = (InProcessChunk) chunk;
+            long token = tokens.incrementAndGet();
+            c.token()[0] = token;
+            exported.put(token, c.segment().byteSize());
+            return new PayloadWriter().u64(token).toByteArray();
+        }
+
+        @Override
+        public void free(Chunk chunk) {
+            InProcessChunk c = (InProcessChunk) chunk;
+            if (live.remove(c)) {
+                exported.remove(c.token()[0]);
+                chunksFreed.incrementAndGet();
+                c.arena().close();
+            }
+        }
+
+        @Override
+        public void close() {
+            for (InProcessChunk c : Set.copyOf(live)) free(c);
+            providersClosed.incrementAndGet();
+        }
+    }
+}

@@ -1,0 +1,195 @@
+package dev.conduit.internal.ipc;
+
+import dev.conduit.Conduit;
+import dev.conduit.ImportedRegion;
+import dev.conduit.IpcCacheStats;
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.InvalidHandleException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class IpcCacheTest {
+
+    private static final long CHUNK = 64 << 10;
+
+    private final InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
+    private Conduit conduit;
+
+    private Conduit open(long cacheBytes) {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of())
+                .addPlugin(plugin)
+                .set("ipc.cache.bytes", Long.toString(cacheBytes))
+                .set("pool.chunk.size", Long.toString(CHUNK))
+                .build();
+        return conduit;
+    }
+
+    @AfterEach
+    void close() {
+        if (conduit != null) conduit.close();
+    }
+
+    /** A region in a chunk of its own (larger than a quarter chunk), so every handle names a distinct export. */
+    private static Region ownChunk(Pool pool) {
+        return pool.allocate(CHUNK);
+    }
+
+    @Test
+    void aRepeatedImportIsAHitThatMapsNothing() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        try (ImportedRegion first = conduit.importRegion(handle)) {
+            first.segment().set(ValueLayout.JAVA_LONG, 0, 42);
+            for (int i = 0; i < 1000; i++) {
+                try (ImportedRegion again = conduit.importRegion(handle)) {
+                    assertThat(again.segment().get(ValueLayout.JAVA_LONG, 0)).isEqualTo(42);
+                }
+            }
+        }
+        IpcCacheStats stats = conduit.ipcCacheStats();
+        assertThat(plugin.maps).hasValue(1);
+        assertThat(stats.misses()).isEqualTo(1);
+        assertThat(stats.hits()).isEqualTo(1000);
+        assertThat(stats.entries()).isEqualTo(1);
+    }
+
+    @Test
+    void closingARegionUnmapsNothingWhileTheBoundAllowsKeepingIt() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        conduit.importRegion(handle).close();
+        assertThat(plugin.unmaps).hasValue(0);
+        assertThat(conduit.ipcCacheStats().mappedBytes()).isEqualTo(CHUNK);
+    }
+
+    @Test
+    void anUnusedEntryIsUnmappedByEvictionAndItsSegmentThenThrows() {
+        Pool pool = open(0).pool("inproc");
+        ImportedRegion imported = conduit.importRegion(ownChunk(pool).exportHandle());
+        imported.close();
+        assertThat(plugin.unmaps).hasValue(1);
+        assertThat(conduit.ipcCacheStats().evictions()).isEqualTo(1);
+        assertThatThrownBy(() -> imported.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void aReferencedEntryIsNeverEvictedWhateverTheBound() {
+        Pool pool = open(0).pool("inproc");
+        try (ImportedRegion held = conduit.importRegion(ownChunk(pool).exportHandle())) {
+            for (int i = 0; i < 50; i++) {
+                conduit.importRegion(ownChunk(pool).exportHandle()).close();
+            }
+            held.segment().set(ValueLayout.JAVA_INT, 0, 7);
+            assertThat(held.segment().get(ValueLayout.JAVA_INT, 0)).isEqualTo(7);
+            assertThat(plugin.unmaps).hasValue(50);
+        }
+        assertThat(plugin.unmaps).hasValue(51);
+    }
+
+    @Test
+    void theByteBoundLimitsWhatStaysMappedForNoOpenRegion() {
+        Pool pool = open(3 * CHUNK).pool("inproc");
+        for (int i = 0; i < 20; i++) {
+            conduit.importRegion(ownChunk(pool).exportHandle()).close();
+        }
+        IpcCacheStats stats = conduit.ipcCacheStats();
+        assertThat(stats.mappedBytes()).isLessThanOrEqualTo(3 * CHUNK);
+        assertThat(stats.evictions()).isGreaterThanOrEqualTo(17);
+        assertThat(plugin.maps.get() - plugin.unmaps.get()).isEqualTo(stats.entries());
+    }
+
+    @Test
+    void evictionRacingWithUseNeverUnmapsAMappingInUse() throws Exception {
+        Pool pool = open(CHUNK).pool("inproc");
+        List<byte[]> handles = new ArrayList<>();
+        for (int i = 0; i < 8; i++) handles.add(ownChunk(pool).exportHandle());
+        AtomicBoolean failed = new AtomicBoolean();
+        try (ExecutorService threads = Executors.newFixedThreadPool(4)) {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int seed = t;
+                futures.add(threads.submit(() -> {
+                    for (int i = 0; i < 5_000 && !failed.get(); i++) {
+                        byte[] handle = handles.get((i * 7 + seed) % handles.size());
+                        try (ImportedRegion r = conduit.importRegion(handle)) {
+                            // Any access to an unmapped segment would throw IllegalStateException here.
+                            r.segment().set(ValueLayout.JAVA_LONG, 8L * seed, i);
+                            if (r.segment().get(ValueLayout.JAVA_LONG, 8L * seed) != i) failed.set(true);
+                        }
+                    }
+                }));
+            }
+            for (Future<?> f : futures) f.get();
+        }
+        assertThat(failed).isFalse();
+        assertThat(conduit.ipcCacheStats().evictions()).isPositive();
+    }
+
+    @Test
+    void manyImportCloseCyclesKeepTheMappingCountFlat() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        for (int i = 0; i < 100_000; i++) {
+            conduit.importRegion(handle).close();
+        }
+        assertThat(plugin.maps).hasValue(1);
+        assertThat(conduit.ipcCacheStats().entries()).isEqualTo(1);
+    }
+
+    @Test
+    void aStaleExportFailsCleanlyAndCachesNothing() {
+        Pool pool = open(1 << 30).pool("inproc");
+        Region region = ownChunk(pool);
+        byte[] handle = region.exportHandle();
+        region.close();
+        assertThatThrownBy(() -> conduit.importRegion(handle)).isInstanceOf(ConduitException.class).hasMessageContaining("gone");
+        assertThat(conduit.ipcCacheStats().entries()).isZero();
+        assertThat(plugin.maps).hasValue(0);
+    }
+
+    @Test
+    void aHandleThatContradictsTheCachedExportIsRefused() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        conduit.importRegion(handle).close();
+        IpcHandle h = IpcHandle.decode(handle);
+        byte[] forged = new IpcHandle(h.plugin(), h.originHigh(), h.originLow(), h.exportId(), h.chunkLength() * 2,
+                0, h.chunkLength() * 2, h.payload()).encode();
+        assertThatThrownBy(() -> conduit.importRegion(forged)).isInstanceOf(InvalidHandleException.class)
+                .hasMessageContaining("chunk.length");
+    }
+
+    @Test
+    void aHandleOfAPluginThatIsNotHereNamesIt() {
+        open(1 << 30);
+        byte[] foreign = new IpcHandle("devdax", 1, 2, 3, 4096, 0, 4096, new byte[0]).encode();
+        assertThatThrownBy(() -> conduit.importRegion(foreign)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("devdax").hasMessageContaining("not installed");
+    }
+
+    @Test
+    void closingTheConduitUnmapsEverythingAndImportedSegmentsThenThrow() {
+        Pool pool = open(1 << 30).pool("inproc");
+        ImportedRegion imported = conduit.importRegion(ownChunk(pool).exportHandle());
+        conduit.close();
+        assertThat(plugin.unmaps).hasValue(1);
+        assertThat(plugin.providersClosed).hasValue(1);
+        assertThatThrownBy(() -> imported.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+        imported.close();
+        conduit = null;
+    }
+}

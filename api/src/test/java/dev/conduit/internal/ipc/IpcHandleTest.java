@@ -1,0 +1,120 @@
+package dev.conduit.internal.ipc;
+
+import dev.conduit.spi.InvalidHandleException;
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class IpcHandleTest {
+
+    private static final IpcHandle HANDLE = new IpcHandle("memfd", 0x1122334455667788L, 0x99AABBCCDDEEFF00L, 7, 2 << 20,
+            4096, 512, new byte[]{1, 2, 3, 4, 5});
+
+    // Offsets in HANDLE's encoding, from the layout table in IpcHandle.
+    private static final int PLUGIN = 8;
+    private static final int ORIGIN = PLUGIN + 2 + 5;
+    private static final int EXPORT_ID = ORIGIN + 16;
+    private static final int CHUNK_LENGTH = EXPORT_ID + 8;
+    private static final int REGION_OFFSET = CHUNK_LENGTH + 8;
+    private static final int REGION_LENGTH = REGION_OFFSET + 8;
+    private static final int PAYLOAD_LENGTH = REGION_LENGTH + 8;
+
+    @Test
+    void roundTripsEveryField() {
+        IpcHandle decoded = IpcHandle.decode(HANDLE.encode());
+        assertThat(decoded.plugin()).isEqualTo("memfd");
+        assertThat(decoded.originHigh()).isEqualTo(HANDLE.originHigh());
+        assertThat(decoded.originLow()).isEqualTo(HANDLE.originLow());
+        assertThat(decoded.exportId()).isEqualTo(7);
+        assertThat(decoded.chunkLength()).isEqualTo(2 << 20);
+        assertThat(decoded.regionOffset()).isEqualTo(4096);
+        assertThat(decoded.regionLength()).isEqualTo(512);
+        assertThat(decoded.payload()).containsExactly(1, 2, 3, 4, 5);
+    }
+
+    @Test
+    void namesEachMalformedField() {
+        assertField(set(HANDLE.encode(), 0, 0x00), "magic");
+        assertField(set(HANDLE.encode(), 4, 9), "version");
+        assertField(set(HANDLE.encode(), 6, 0x10), "total.length");
+        assertField(set(HANDLE.encode(), PLUGIN + 2, 'M'), "plugin");
+        assertField(set(HANDLE.encode(), PLUGIN, 40), "plugin");
+        assertField(setLong(HANDLE.encode(), EXPORT_ID, 0), "export.id");
+        assertField(setLong(HANDLE.encode(), CHUNK_LENGTH, 0), "chunk.length");
+        assertField(setLong(HANDLE.encode(), CHUNK_LENGTH, -1), "chunk.length");
+        assertField(setLong(HANDLE.encode(), REGION_OFFSET, 2 << 20), "region.offset");
+        assertField(setLong(HANDLE.encode(), REGION_OFFSET, -4096), "region.offset");
+        assertField(setLong(HANDLE.encode(), REGION_LENGTH, (2 << 20) - 4095), "region.length");
+        assertField(setLong(HANDLE.encode(), REGION_LENGTH, Long.MAX_VALUE), "region.length");
+        assertField(set(HANDLE.encode(), PAYLOAD_LENGTH, 4), "payload.length");
+        byte[] zeroOrigin = HANDLE.encode();
+        Arrays.fill(zeroOrigin, ORIGIN, ORIGIN + 16, (byte) 0);
+        assertField(zeroOrigin, "origin");
+    }
+
+    @Test
+    void aWellFormedButAlteredHandleFailsOnItsCrc() {
+        assertField(set(HANDLE.encode(), PAYLOAD_LENGTH + 2, 9), "crc");
+        assertField(setLong(HANDLE.encode(), EXPORT_ID, 8), "crc");
+    }
+
+    @Test
+    void everyTruncationAndEveryBitFlipIsRefusedAsInvalid() {
+        byte[] good = HANDLE.encode();
+        for (int n = 0; n < good.length; n++) {
+            byte[] truncated = Arrays.copyOf(good, n);
+            assertThatThrownBy(() -> IpcHandle.decode(truncated)).isInstanceOf(InvalidHandleException.class);
+        }
+        for (int bit = 0; bit < good.length * 8; bit++) {
+            byte[] flipped = good.clone();
+            flipped[bit / 8] ^= (byte) (1 << (bit % 8));
+            assertThatThrownBy(() -> IpcHandle.decode(flipped)).isInstanceOf(InvalidHandleException.class);
+        }
+    }
+
+    @Test
+    void randomBytesOnlyEverYieldInvalidHandleException() {
+        SplittableRandom random = new SplittableRandom(42);
+        byte[] good = HANDLE.encode();
+        for (int i = 0; i < 20_000; i++) {
+            byte[] bytes = i % 2 == 0 ? new byte[random.nextInt(0, 200)] : good.clone();
+            if (i % 2 == 0) {
+                random.nextBytes(bytes);
+            } else {
+                for (int k = 0; k < 3; k++) bytes[random.nextInt(bytes.length)] = (byte) random.nextInt();
+            }
+            try {
+                IpcHandle.decode(bytes);
+            } catch (InvalidHandleException expected) {
+                assertThat(expected.field()).isNotBlank();
+            }
+        }
+    }
+
+    @Test
+    void refusesNullAndOversizedInput() {
+        assertThatThrownBy(() -> IpcHandle.decode(null)).isInstanceOf(InvalidHandleException.class);
+        assertField(new byte[IpcHandle.MAX_LENGTH + 1], "total.length");
+    }
+
+    private static void assertField(byte[] bytes, String field) {
+        assertThatThrownBy(() -> IpcHandle.decode(bytes))
+                .isInstanceOf(InvalidHandleException.class)
+                .satisfies(e -> assertThat(((InvalidHandleException) e).field()).isEqualTo(field))
+                .hasMessageContaining(field);
+    }
+
+    private static byte[] set(byte[] b, int at, int value) {
+        b[at] = (byte) value;
+        return b;
+    }
+
+    private static byte[] setLong(byte[] b, int at, long value) {
+        for (int i = 0; i < 8; i++) b[at + i] = (byte) (value >>> (8 * i));
+        return b;
+    }
+}

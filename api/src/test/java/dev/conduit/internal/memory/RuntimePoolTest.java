@@ -1,0 +1,157 @@
+package dev.conduit.internal.memory;
+
+import dev.conduit.Conduit;
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.internal.ipc.InProcessMemoryPlugin;
+import dev.conduit.internal.ipc.IpcHandle;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class RuntimePoolTest {
+
+    private static final long CHUNK = 256 << 10;
+    private final InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
+    private Conduit conduit;
+    private Pool pool;
+
+    private Pool pool() {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("pool.chunk.size", Long.toString(CHUNK)).build();
+        pool = conduit.pool("inproc");
+        return pool;
+    }
+
+    @AfterEach
+    void close() {
+        if (conduit != null) conduit.close();
+    }
+
+    @Test
+    void regionsHaveTheAskedSizeAndDoNotOverlap() {
+        pool();
+        List<Region> regions = new ArrayList<>();
+        long[] sizes = {1, 7, 64, 65, 100, 4096, 5000, 65536, CHUNK / 4, CHUNK / 4 + 1, CHUNK * 3};
+        for (int round = 0; round < 20; round++) {
+            for (long size : sizes) regions.add(pool.allocate(size));
+        }
+        for (int i = 0; i < regions.size(); i++) {
+            Region r = regions.get(i);
+            assertThat(r.size()).isEqualTo(sizes[i % sizes.length]);
+            r.segment().fill((byte) i);
+        }
+        for (int i = 0; i < regions.size(); i++) {
+            Region r = regions.get(i);
+            assertThat(r.segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) i);
+            assertThat(r.segment().get(ValueLayout.JAVA_BYTE, r.size() - 1)).isEqualTo((byte) i);
+        }
+    }
+
+    @Test
+    void alignmentUpToThePageSizeIsHonoured() {
+        pool();
+        for (long alignment = 1; alignment <= pool.pageSize(); alignment <<= 1) {
+            for (long size : new long[]{1, 100, 3000, 70_000, CHUNK}) {
+                Region r = pool.allocate(size, alignment);
+                assertThat(r.segment().address() % alignment).as("size %d alignment %d", size, alignment).isZero();
+            }
+        }
+        assertThatThrownBy(() -> pool.allocate(64, pool.pageSize() * 2)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("page size");
+        assertThatThrownBy(() -> pool.allocate(64, 3)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> pool.allocate(0)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void freedMemoryIsReused() {
+        pool();
+        Region first = pool.allocate(100);
+        long address = first.segment().address();
+        first.close();
+        first.close();
+        assertThat(pool.allocate(100).segment().address()).isEqualTo(address);
+        assertThat(plugin.chunksAllocated).hasValue(1);
+    }
+
+    @Test
+    void aLargeRegionHasAChunkOfItsOwnThatFreeingReturns() {
+        pool();
+        Region big = pool.allocate(CHUNK * 2 + 1);
+        assertThat(plugin.chunksAllocated).hasValue(1);
+        big.close();
+        assertThat(plugin.chunksFreed).hasValue(1);
+    }
+
+    @Test
+    void aChunkIsExportedOnceForAllItsRegions() {
+        pool();
+        Region a = pool.allocate(64);
+        Region b = pool.allocate(64);
+        IpcHandle ha = IpcHandle.decode(a.exportHandle());
+        IpcHandle hb = IpcHandle.decode(b.exportHandle());
+        assertThat(hb.exportId()).isEqualTo(ha.exportId());
+        assertThat(hb.originHigh()).isEqualTo(ha.originHigh());
+        assertThat(hb.regionOffset()).isNotEqualTo(ha.regionOffset());
+        assertThat(ha.regionLength()).isEqualTo(64);
+        assertThat(ha.chunkLength()).isEqualTo(CHUNK);
+        Region own = pool.allocate(CHUNK);
+        assertThat(IpcHandle.decode(own.exportHandle()).exportId()).isGreaterThan(ha.exportId());
+    }
+
+    @Test
+    void closingThePoolFreesEveryChunkAndInvalidatesItsRegions() {
+        pool();
+        Region r = pool.allocate(128);
+        pool.allocate(CHUNK * 2);
+        pool.close();
+        assertThat(plugin.chunksFreed.get()).isEqualTo(plugin.chunksAllocated.get());
+        assertThat(plugin.providersClosed).hasValue(1);
+        assertThatThrownBy(() -> r.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> pool.allocate(8)).isInstanceOf(IllegalStateException.class);
+        r.close();
+    }
+
+    @Test
+    void concurrentAllocationNeverHandsOutOneSlotTwice() throws Exception {
+        pool();
+        try (ExecutorService threads = Executors.newFixedThreadPool(4)) {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                byte id = (byte) (t + 1);
+                futures.add(threads.submit(() -> {
+                    for (int i = 0; i < 20_000; i++) {
+                        try (Region r = pool.allocate(64 << (i % 6))) {
+                            r.segment().fill(id);
+                            Thread.onSpinWait();
+                            assertThat(r.segment().get(ValueLayout.JAVA_BYTE, r.size() - 1)).isEqualTo(id);
+                            assertThat(r.segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo(id);
+                        }
+                    }
+                }));
+            }
+            for (Future<?> f : futures) f.get();
+        }
+    }
+
+    @Test
+    void aPoolNeedsAPluginThatProvidesMemoryAndMaySerializeCalls() {
+        InProcessMemoryPlugin confined = new InProcessMemoryPlugin("confined", EnumSet.of(ThreadMode.SINGLE));
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(confined).build();
+        assertThatThrownBy(() -> conduit.pool("confined")).isInstanceOf(ConduitException.class).hasMessageContaining("SERIALIZED");
+        assertThatThrownBy(() -> conduit.pool("nope")).isInstanceOf(ConduitException.class).hasMessageContaining("not found");
+    }
+}
