@@ -1,0 +1,79 @@
+package dev.conduit.linux;
+
+/**
+ * The fields of {@code struct stat} that Conduit uses, from {@link Libc#fstat}.
+ *
+ * <p>Used by the providers to check what they opened: the size of a shared file, that a
+ * device-DAX path is a character device and which one ({@link #rdevMajor()}:{@link #rdevMinor()}
+ * locates it under {@code /sys/dev/char}), that a file belongs to the expected user and is not
+ * readable by others. Also holds the {@code S_IF*} file-type constants.
+ *
+ * @param size  size in bytes ({@code st_size})
+ * @param mode  file type and permission bits ({@code st_mode})
+ * @param uid   owner user id ({@code st_uid}, unsigned)
+ * @param gid   owner group id ({@code st_gid}, unsigned)
+ * @param dev   the device that holds the file ({@code st_dev})
+ * @param rdev  the device this file is, for device nodes ({@code st_rdev})
+ * @param inode inode number ({@code st_ino})
+ */
+public record FileStatus(long size, int mode, int uid, int gid, long dev, long rdev, long inode) {
+
+    /** Mask of the file-type bits of {@link #mode()}. */
+    public static final int S_IFMT = 0170000;
+    public static final int S_IFSOCK = 0140000;
+    public static final int S_IFLNK = 0120000;
+    public static final int S_IFREG = 0100000;
+    public static final int S_IFBLK = 060000;
+    public static final int S_IFDIR = 040000;
+    public static final int S_IFCHR = 020000;
+    public static final int S_IFIFO = 010000;
+
+    /** The file type bits of {@link #mode()}, comparable with the {@code S_IF*} constants. */
+    public int fileType() {
+        return mode & S_IFMT;
+    }
+
+    /** The permission bits of {@link #mode()} (including set-user-id, set-group-id and sticky), such as {@code 0600}. */
+    public int permissions() {
+        return mode & 07777;
+    }
+
+    public boolean isRegularFile() {
+        return fileType() == S_IFREG;
+    }
+
+    public boolean isDirectory() {
+        return fileType() == S_IFDIR;
+    }
+
+    public boolean isCharacterDevice() {
+        return fileType() == S_IFCHR;
+    }
+
+    /** The major number of {@link #rdev()}: the driver of a device node. */
+    public int rdevMajor() {
+        return major(rdev);
+    }
+
+    /** The minor number of {@link #rdev()}: the device instance within its driver. */
+    public int rdevMinor() {
+        return minor(rdev);
+    }
+
+    /** The major number of a {@code dev_t}, as glibc's {@code major(3)} computes it (12 bits low, 20 high). */
+    public static int major(long dev) {
+        return (int) (((dev >>> 8) & 0xfffL) | ((dev >>> 32) & ~0xfffL));
+    }
+
+    /** The minor number of a {@code dev_t}, as glibc's {@code minor(3)} computes it (8 bits low, 24 high). */
+    public static int minor(long dev) {
+        return (int) ((dev & 0xffL) | ((dev >>> 12) & ~0xffL));
+    }
+
+    /** The {@code dev_t} of a major and minor number, as glibc's {@code makedev(3)} computes it. */
+    public static long makedev(int major, int minor) {
+        long ma = Integer.toUnsignedLong(major);
+        long mi = Integer.toUnsignedLong(minor);
+        return ((ma & 0xfffL) << 8) | ((ma & ~0xfffL) << 32) | (mi & 0xffL) | ((mi & ~0xffL) << 12);
+    }
+}

@@ -1,0 +1,325 @@
+package dev.conduit.linux;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The Linux system calls Conduit's plugins need, one method per call, with Java types.
+ *
+ * <p>Used by the memfd, posix and devdax plugins and the shared-memory transport, never by
+ * applications; obtained from {@link Linux#libc()}. An interface so that a plugin's tests can put
+ * a fake in front of the kernel; the one implementation calls the C library through FFM.
+ *
+ * <p>Conventions, which every method follows:
+ * <ul>
+ *   <li>A failure throws {@link ErrnoException} naming the call, the errno and the path or
+ *       descriptor, never returns {@code -1}. The exception is {@link #WOULD_BLOCK}: a
+ *       non-blocking operation that would block returns it (or {@code null}, {@code false},
+ *       {@code 0}, as documented), because for such descriptors it is the normal case.</li>
+ *   <li>{@code EINTR} is retried wherever a retry is the same operation: I/O, {@code open},
+ *       {@code flock}, {@code accept4}, {@code connect} (an interrupted AF_UNIX connect has not
+ *       started, unlike TCP), {@code poll} (with the remaining time). It is never retried for
+ *       {@code close}, and a futex wait reports it as a wake.</li>
+ *   <li>Every descriptor created is close-on-exec ({@code O_CLOEXEC}, {@code MFD_CLOEXEC},
+ *       {@code SOCK_CLOEXEC}, {@code EFD_CLOEXEC}, {@code MSG_CMSG_CLOEXEC} are added), so none
+ *       leaks into a child process. Sends add {@code MSG_NOSIGNAL}: a gone peer is an
+ *       {@code EPIPE}, not a signal.</li>
+ *   <li>Buffers are {@link MemorySegment}s. {@link #read}, {@link #write}, {@link #send},
+ *       {@link #recv} pass the segment itself to the kernel, so it must be native; its arena
+ *       cannot be closed during the call. Paths are Java strings, encoded as UTF-8; a path
+ *       containing NUL is refused with {@link IllegalArgumentException} instead of being cut
+ *       short at the NUL.</li>
+ * </ul>
+ *
+ * <p>The implementation is thread-safe: methods may be called from any thread, concurrently.
+ */
+public interface Libc {
+
+    /** Returned by non-blocking reads and writes that would have blocked ({@code EAGAIN}/{@code EWOULDBLOCK}). */
+    int WOULD_BLOCK = -1;
+
+    // ---------------------------------------------------------------- memory files and mappings
+
+    /**
+     * {@code memfd_create(2)}: an anonymous file in memory, for a chunk that is shared by
+     * passing its descriptor.
+     *
+     * @param name  shown in {@code /proc/<pid>/fd} and {@code /proc/<pid>/maps} as {@code memfd:name}; at most 249 bytes
+     * @param flags {@link MemfdFlags}; {@code MFD_CLOEXEC} is added
+     */
+    FileDescriptor memfdCreate(String name, int flags);
+
+    /** {@code ftruncate(2)}: sets the file's size. Fails with {@code EPERM} on a memfd sealed against it. */
+    void ftruncate(FileDescriptor fd, long length);
+
+    /** {@code fcntl(fd, F_ADD_SEALS, seals)}: adds {@link Seals} to a memfd created with {@code MFD_ALLOW_SEALING}. */
+    void addSeals(FileDescriptor fd, int seals);
+
+    /** {@code fcntl(fd, F_GET_SEALS)}: the {@link Seals} on a memfd. */
+    int seals(FileDescriptor fd);
+
+    /** {@code fcntl(fd, F_GETFL)}: the file status flags (access mode, {@code O_NONBLOCK}, {@code O_APPEND}). */
+    int fileStatusFlags(FileDescriptor fd);
+
+    /** {@code fcntl(fd, F_SETFL, flags)}: sets {@code O_NONBLOCK} and {@code O_APPEND}; other bits are ignored by Linux. */
+    void setFileStatusFlags(FileDescriptor fd, int flags);
+
+    /** Switches {@code O_NONBLOCK} on or off, keeping the other status flags. */
+    default void setNonBlocking(FileDescriptor fd, boolean nonBlocking) {
+        int flags = fileStatusFlags(fd);
+        int updated = nonBlocking ? flags | OpenFlags.O_NONBLOCK : flags & ~OpenFlags.O_NONBLOCK;
+        if (updated != flags) {
+            setFileStatusFlags(fd, updated);
+        }
+    }
+
+    /**
+     * {@code mmap(2)}: maps {@code length} bytes of {@code fd} from {@code offset}, as a segment
+     * of {@code arena}. Closing the arena unmaps the memory; from then on any access through the
+     * segment throws {@link IllegalStateException} instead of touching unmapped memory. There is
+     * deliberately no public {@code munmap}: unmapping behind the arena's back would leave a
+     * live segment over unmapped memory, and a JVM crash on the next access.
+     *
+     * <p>A {@linkplain Arena#ofShared() shared} arena's close is costly (a handshake with every
+     * thread): map chunks, not messages.
+     *
+     * @param offset     a multiple of the page size
+     * @param protection {@link MmapFlags} {@code PROT_*}
+     * @param flags      {@link MmapFlags} {@code MAP_*}, normally {@code MAP_SHARED}
+     * @throws IllegalArgumentException if {@code length} is not positive or {@code offset} negative
+     */
+    MemorySegment mmap(FileDescriptor fd, long offset, long length, int protection, int flags, Arena arena);
+
+    // ---------------------------------------------------------------- files
+
+    /**
+     * {@code open(2)}.
+     *
+     * @param flags {@link OpenFlags} {@code O_*}; {@code O_CLOEXEC} is added
+     * @param mode  permissions of a created file (used with {@code O_CREAT}), such as {@code 0600}
+     */
+    FileDescriptor open(String path, int flags, int mode);
+
+    /** {@code openat(2)}: opens {@code path} relative to {@code directory}; see {@link #open}. */
+    FileDescriptor openat(FileDescriptor directory, String path, int flags, int mode);
+
+    /**
+     * {@code openat2(2)} (Linux 5.6): {@link #openat} with {@code RESOLVE_*} restrictions on how
+     * the path may be resolved.
+     *
+     * @param resolve {@link OpenFlags} {@code RESOLVE_*}
+     * @throws ErrnoException {@code EXDEV} for a path that leaves {@code directory} under
+     *                        {@code RESOLVE_BENEATH}, {@code ELOOP} for a symbolic link under
+     *                        {@code RESOLVE_NO_SYMLINKS}, {@code ENOSYS} on kernels before 5.6
+     */
+    FileDescriptor openat2(FileDescriptor directory, String path, int flags, int mode, long resolve);
+
+    /**
+     * Opens {@code path} only if it stays beneath {@code directory} and crosses no symbolic
+     * link: what a path taken from an IPC handle needs (DESIGN §4). Uses {@link #openat2} with
+     * {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}; only on kernels without {@code openat2}
+     * ({@code ENOSYS}) it walks the path one {@code openat(O_NOFOLLOW)} at a time instead,
+     * refusing {@code ..} and absolute paths itself. Either way: {@code EXDEV} for a path that
+     * leaves the directory, {@code ELOOP} for a symbolic link.
+     */
+    FileDescriptor openBeneath(FileDescriptor directory, String path, int flags, int mode);
+
+    /** {@code unlinkat(2)}: removes {@code path} relative to {@code directory}; {@code flags} may be {@code AT_REMOVEDIR}. */
+    void unlinkat(FileDescriptor directory, String path, int flags);
+
+    /** {@code mkdirat(2)}: creates directory {@code path} relative to {@code directory}, with permissions {@code mode} (less the umask). */
+    void mkdirat(FileDescriptor directory, String path, int mode);
+
+    /** {@code fstat(2)}: size, type, owner and device numbers of an open file. */
+    FileStatus fstat(FileDescriptor fd);
+
+    /** {@code fchmod(2)}: sets the permissions of an open file (not affected by the umask). */
+    void fchmod(FileDescriptor fd, int mode);
+
+    /**
+     * {@code flock(2)}: takes or releases an advisory lock on the whole file. The lock belongs to
+     * the open file description: another {@code open} of the same file conflicts with it, a
+     * duplicated or passed descriptor shares it.
+     *
+     * @param operation {@link LockFlags}: {@code LOCK_SH} or {@code LOCK_EX}, optionally with
+     *                  {@code LOCK_NB}; or {@code LOCK_UN}
+     * @throws ErrnoException {@code EWOULDBLOCK} if {@code LOCK_NB} was given and another open holds a conflicting lock
+     */
+    void flock(FileDescriptor fd, int operation);
+
+    /**
+     * Takes a lock without waiting: {@code flock(fd, operation|LOCK_NB)}.
+     *
+     * @return {@code false} if another open of the file holds a conflicting lock
+     */
+    boolean tryFlock(FileDescriptor fd, int operation);
+
+    /**
+     * {@code read(2)} into {@code buffer}.
+     *
+     * @return bytes read; 0 at end of file; {@link #WOULD_BLOCK} if a non-blocking descriptor has nothing
+     */
+    int read(FileDescriptor fd, MemorySegment buffer);
+
+    /**
+     * {@code write(2)} from {@code buffer}; may write fewer bytes than asked.
+     *
+     * @return bytes written, or {@link #WOULD_BLOCK} if a non-blocking descriptor has no room
+     */
+    int write(FileDescriptor fd, MemorySegment buffer);
+
+    // ---------------------------------------------------------------- Unix sockets
+
+    /**
+     * {@code socket(AF_UNIX, type|SOCK_CLOEXEC, 0)}.
+     *
+     * @param type {@link SocketFlags} {@code SOCK_STREAM} (or another type), optionally with {@code SOCK_NONBLOCK}
+     */
+    FileDescriptor socket(int type);
+
+    /** {@code socketpair(AF_UNIX, type|SOCK_CLOEXEC, 0)}: two connected sockets. */
+    SocketPair socketpair(int type);
+
+    /**
+     * {@code bind(2)} to a path in the file system, which must not exist yet.
+     *
+     * @throws ErrnoException {@code ENAMETOOLONG} before any system call if the path is longer
+     *                        than {@link SocketFlags#SUN_PATH_MAX} bytes of UTF-8
+     */
+    void bind(FileDescriptor socket, String path);
+
+    /** {@code listen(2)}. */
+    void listen(FileDescriptor socket, int backlog);
+
+    /**
+     * {@code accept4(2)}: the next connection on a listening socket.
+     *
+     * @param flags {@code SOCK_NONBLOCK} for a non-blocking connection, or 0; {@code SOCK_CLOEXEC} is added
+     * @return the connection, or {@code null} if the listener is non-blocking and none is pending
+     */
+    FileDescriptor accept(FileDescriptor listener, int flags);
+
+    /**
+     * {@code connect(2)} to the socket bound at {@code path}.
+     *
+     * @throws ErrnoException {@code ENAMETOOLONG} before any system call if the path is longer
+     *                        than {@link SocketFlags#SUN_PATH_MAX} bytes of UTF-8;
+     *                        {@code ECONNREFUSED} if nobody listens there; {@code EAGAIN} if
+     *                        the socket is non-blocking and the listener's backlog is full
+     */
+    void connect(FileDescriptor socket, String path);
+
+    /**
+     * {@code send(2)}; {@code MSG_NOSIGNAL} is added.
+     *
+     * @param flags {@link SocketFlags} {@code MSG_*}
+     * @return bytes sent, or {@link #WOULD_BLOCK}
+     */
+    int send(FileDescriptor socket, MemorySegment buffer, int flags);
+
+    /**
+     * {@code recv(2)}.
+     *
+     * @param flags {@link SocketFlags} {@code MSG_*}
+     * @return bytes received; 0 once the peer has closed; {@link #WOULD_BLOCK}
+     */
+    int recv(FileDescriptor socket, MemorySegment buffer, int flags);
+
+    /**
+     * {@code sendmsg(2)}: sends {@code data} and, with it, duplicates of {@code fds}
+     * ({@code SCM_RIGHTS}). The descriptors travel with the first byte; on a stream socket a
+     * short send has still delivered them, so send the rest with {@link #send}.
+     *
+     * <p>Meant for handshakes and descriptor passing, not bulk data: {@code data} is copied
+     * through a private buffer, which is why it may be any segment, heap or native.
+     *
+     * @param fds at most 253 ({@code SCM_MAX_FD}); they stay open here
+     * @return bytes sent, or {@link #WOULD_BLOCK}
+     * @throws IllegalArgumentException if descriptors are to be sent with an empty {@code data}:
+     *                                  the kernel would drop them
+     */
+    int sendmsg(FileDescriptor socket, MemorySegment data, FileDescriptor... fds);
+
+    /**
+     * {@code recvmsg(2)} with {@code MSG_CMSG_CLOEXEC}: receives bytes into {@code buffer} and up
+     * to {@code maxFds} descriptors. If more descriptors arrived than there was room for, every
+     * one that did arrive is closed and the result says so ({@link ReceivedMessage#controlTruncated()}).
+     *
+     * <p>{@code buffer} may be any segment, heap or native; the bytes are copied into it from a
+     * private buffer.
+     */
+    ReceivedMessage recvmsg(FileDescriptor socket, MemorySegment buffer, int maxFds);
+
+    /** {@code getsockopt(SOL_SOCKET, SO_PEERCRED)}: who is at the other end of a connected Unix socket. */
+    PeerCredentials peerCredentials(FileDescriptor socket);
+
+    // ---------------------------------------------------------------- waiting and waking
+
+    /**
+     * {@code poll(2)} on one descriptor.
+     *
+     * @param events        {@link PollEvents}
+     * @param timeoutMillis how long to wait; 0 to check without waiting; negative to wait without limit
+     * @return the events that occurred ({@code revents}), 0 if the timeout passed
+     */
+    int poll(FileDescriptor fd, int events, int timeoutMillis);
+
+    /**
+     * {@code poll(2)} on several descriptors: {@code revents[i]} receives what happened on
+     * {@code fds[i]}, of {@code events[i]} and the error conditions.
+     *
+     * @return how many descriptors have events, 0 if the timeout passed
+     */
+    int poll(FileDescriptor[] fds, int[] events, int[] revents, int timeoutMillis);
+
+    /**
+     * {@code eventfd(2)}: a counter to signal a waiting thread or process with.
+     *
+     * @param flags {@link EventfdFlags}; {@code EFD_CLOEXEC} is added
+     */
+    FileDescriptor eventfd(int initialValue, int flags);
+
+    /**
+     * Reads an eventfd: the counter, which resets to 0 (or 1, decrementing it, with {@code EFD_SEMAPHORE}).
+     *
+     * @return the value read, or 0 if the eventfd is non-blocking and the counter is 0
+     */
+    long eventfdRead(FileDescriptor eventfd);
+
+    /**
+     * Adds {@code value} to an eventfd's counter, waking its readers.
+     *
+     * @return {@code false} if the eventfd is non-blocking and the counter would overflow
+     */
+    boolean eventfdWrite(FileDescriptor eventfd, long value);
+
+    /**
+     * {@code FUTEX_WAIT} on the 32-bit word at {@code offset} in {@code segment}: sleeps while the
+     * word holds {@code expected}, until woken or the timeout passes. Not the private variant,
+     * so it pairs with wakes through any mapping of the same memory, in any process.
+     *
+     * <p>The segment's arena stays acquired while the thread sleeps: closing a shared arena
+     * then fails with {@link IllegalStateException}, so wake the waiters first.
+     *
+     * @param timeoutNanos relative timeout; negative to wait without limit
+     * @throws IllegalArgumentException if the word is not 4-byte aligned
+     * @throws IndexOutOfBoundsException if the word is not inside the segment
+     */
+    FutexResult futexWait(MemorySegment segment, long offset, int expected, long timeoutNanos);
+
+    /**
+     * {@code FUTEX_WAKE}: wakes up to {@code count} threads waiting on the word at {@code offset}
+     * in {@code segment}, through any mapping of it.
+     *
+     * @return how many were woken
+     */
+    int futexWake(MemorySegment segment, long offset, int count);
+
+    // ---------------------------------------------------------------- the process, for diagnostics
+
+    /** {@code getuid(2)}: the real user id, e.g. to compare with {@link PeerCredentials#uid()}. */
+    int getuid();
+
+    /** {@code getpid(2)}: for diagnostics only; Conduit never identifies a process by pid. */
+    int getpid();
+}

@@ -1,0 +1,79 @@
+package dev.conduit.linux.internal;
+
+import java.util.Locale;
+
+/**
+ * The numbers of the Linux ABI that callers never pass themselves (fcntl commands, futex
+ * operations, system call numbers) and the few that differ between architectures.
+ *
+ * <p>x86-64 and aarch64 share the asm-generic values for almost everything this module uses;
+ * the exceptions are collected here: the {@code futex} system call number, {@code O_DIRECTORY}
+ * and {@code O_NOFOLLOW} (arm64 swaps them with {@code O_DIRECT}), and {@code struct stat}
+ * (see {@link Layouts#STAT}). {@code AbiTest} compares every value with the C headers.
+ */
+public final class Abi {
+
+    /** The architectures whose ABI this module encodes. */
+    public enum Arch {
+        X86_64("x86_64", 202, 0200000, 0400000),
+        AARCH64("aarch64", 98, 040000, 0100000),
+        /** Anything else: values are the x86-64 ones only so that constant classes still load. */
+        UNSUPPORTED("unsupported", -1, 0200000, 0400000);
+
+        final String displayName;
+        final int sysFutex;
+        final int oDirectory;
+        final int oNofollow;
+
+        Arch(String displayName, int sysFutex, int oDirectory, int oNofollow) {
+            this.displayName = displayName;
+            this.sysFutex = sysFutex;
+            this.oDirectory = oDirectory;
+            this.oNofollow = oNofollow;
+        }
+
+        /** The name {@code uname -m} prints for it. */
+        public String displayName() {
+            return displayName;
+        }
+
+        /** The architecture {@code os.arch} names, as HotSpot reports it ({@code amd64} on x86-64 Linux). */
+        public static Arch of(String osArch) {
+            return switch (osArch.toLowerCase(Locale.ROOT)) {
+                case "amd64", "x86_64", "x86-64" -> X86_64;
+                case "aarch64", "arm64" -> AARCH64;
+                default -> UNSUPPORTED;
+            };
+        }
+    }
+
+    /** The architecture this JVM runs on. */
+    public static final Arch ARCH = Arch.of(System.getProperty("os.arch", ""));
+
+    public static final int O_DIRECTORY = ARCH.oDirectory;
+    public static final int O_NOFOLLOW = ARCH.oNofollow;
+
+    /** {@code SYS_futex}: glibc has no wrapper, so futex goes through {@code syscall(2)}. */
+    public static final long SYS_futex = ARCH.sysFutex;
+    /**
+     * {@code SYS_openat2}, the same on every architecture (numbers from 424 on are shared); called
+     * through {@code syscall(2)} because glibc 2.36 has no wrapper.
+     */
+    public static final long SYS_openat2 = 437;
+
+    public static final int FUTEX_WAIT = 0;
+    public static final int FUTEX_WAKE = 1;
+
+    public static final int F_GETFL = 3;
+    public static final int F_SETFL = 4;
+    public static final int F_ADD_SEALS = 1033;
+    public static final int F_GET_SEALS = 1034;
+
+    /** What {@code mmap} returns on failure: {@code (void *) -1}. */
+    public static final long MAP_FAILED = -1L;
+
+    /** The most descriptors one {@code SCM_RIGHTS} message may carry ({@code SCM_MAX_FD}, kernel-internal, in no header). */
+    public static final int SCM_MAX_FD = 253;
+
+    private Abi() {}
+}

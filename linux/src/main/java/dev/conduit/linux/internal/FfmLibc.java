@@ -1,0 +1,1216 @@
+package dev.conduit.linux.internal;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.EventfdFlags;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.FutexResult;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.LockFlags;
+import dev.conduit.linux.MemfdFlags;
+import dev.conduit.linux.MmapFlags;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.linux.PeerCredentials;
+import dev.conduit.linux.PollEvents;
+import dev.conduit.linux.ReceivedMessage;
+import dev.conduit.linux.Seals;
+import dev.conduit.linux.SocketFlags;
+import dev.conduit.linux.SocketPair;
+import dev.conduit.linux.internal.Native.CallState;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+import static dev.conduit.linux.internal.Layouts.*;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+/**
+ * {@link Libc} on the C library, through FFM: the only implementation, and the only class that
+ * invokes downcall handles (made by {@link Native}).
+ *
+ * <p>Handles live in holder classes by family ({@link Files}, {@link Memory}, {@link Sockets},
+ * {@link Waits}, {@link Process}), so each family is bound on first use and then reused as a
+ * constant the JIT can inline. Each native function has one private wrapper that unwraps
+ * {@code invokeExact}; public methods add the retry, error and resource logic.
+ */
+public final class FfmLibc implements Libc {
+
+    /** The process-wide instance; {@link dev.conduit.linux.Linux#libc()} hands it out once the probe passed. */
+    public static final FfmLibc INSTANCE = new FfmLibc();
+
+    private static final System.Logger LOGGER = System.getLogger(FfmLibc.class.getName());
+
+    /** Set once {@code openat2} returned ENOSYS, so later opens go straight to the fallback. */
+    private static volatile boolean openat2Missing;
+
+    private FfmLibc() {}
+
+    // ================================================================ memory
+
+    @Override
+    public FileDescriptor memfdCreate(String name, int flags) {
+        int allFlags = flags | MemfdFlags.MFD_CLOEXEC;
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = memfdCreate(state.capture, cString(arena, name), allFlags);
+            if (fd < 0) {
+                throw failure(state, "memfd_create", name, quote(name) + ", " + MemfdFlags.describe(allFlags));
+            }
+            return FileDescriptor.adopt(fd, "memfd:" + name);
+        }
+    }
+
+    @Override
+    public void ftruncate(FileDescriptor fd, long length) {
+        CallState state = Native.callState();
+        int result;
+        do {
+            result = ftruncate(state.capture, fd.fd(), length);
+        } while (result < 0 && state.errno() == Errno.EINTR);
+        if (result < 0) {
+            throw failure(state, "ftruncate", fd.toString(), fd + ", " + length);
+        }
+    }
+
+    @Override
+    public void addSeals(FileDescriptor fd, int seals) {
+        CallState state = Native.callState();
+        if (fcntl(state.capture, fd.fd(), Abi.F_ADD_SEALS, seals) < 0) {
+            throw failure(state, "fcntl", fd.toString(), fd + ", F_ADD_SEALS, " + Seals.describe(seals));
+        }
+    }
+
+    @Override
+    public int seals(FileDescriptor fd) {
+        CallState state = Native.callState();
+        int seals = fcntl(state.capture, fd.fd(), Abi.F_GET_SEALS, 0);
+        if (seals < 0) {
+            throw failure(state, "fcntl", fd.toString(), fd + ", F_GET_SEALS");
+        }
+        return seals;
+    }
+
+    @Override
+    public int fileStatusFlags(FileDescriptor fd) {
+        CallState state = Native.callState();
+        int flags = fcntl(state.capture, fd.fd(), Abi.F_GETFL, 0);
+        if (flags < 0) {
+            throw failure(state, "fcntl", fd.toString(), fd + ", F_GETFL");
+        }
+        return flags;
+    }
+
+    @Override
+    public void setFileStatusFlags(FileDescriptor fd, int flags) {
+        CallState state = Native.callState();
+        if (fcntl(state.capture, fd.fd(), Abi.F_SETFL, flags) < 0) {
+            throw failure(state, "fcntl", fd.toString(), fd + ", F_SETFL, " + OpenFlags.describe(flags));
+        }
+    }
+
+    @Override
+    @SuppressWarnings("restricted") // reinterpret: giving the mapping its true size and owner is the point
+    public MemorySegment mmap(FileDescriptor fd, long offset, long length, int protection, int flags, Arena arena) {
+        Objects.requireNonNull(arena, "arena");
+        if (length <= 0 || offset < 0) {
+            throw new IllegalArgumentException("mmap of " + length + " bytes at offset " + offset + " of " + fd);
+        }
+        CallState state = Native.callState();
+        MemorySegment address = mmap(state.capture, MemorySegment.NULL, length, protection, flags, fd.fd(), offset);
+        if (address.address() == Abi.MAP_FAILED) {
+            throw failure(state, "mmap", fd.toString(), "NULL, " + length + ", " + MmapFlags.describeProtection(protection)
+                    + ", " + MmapFlags.describe(flags) + ", " + fd + ", " + offset);
+        }
+        try {
+            // The cleanup gets a fresh segment with this address and length: it captures nothing,
+            // so it cannot keep the arena (or anything else) reachable.
+            return address.reinterpret(length, arena, FfmLibc::unmap);
+        } catch (RuntimeException | Error e) {
+            // The arena was closed meanwhile: nothing owns the mapping yet, so undo it here.
+            munmap(state.capture, address, length);
+            throw e;
+        }
+    }
+
+    /** The arena's cleanup for a mapping: the only caller of {@code munmap}. */
+    private static void unmap(MemorySegment mapping) {
+        CallState state = Native.callState();
+        if (munmap(state.capture, mapping, mapping.byteSize()) < 0) {
+            // Cleanups run inside Arena.close(), where an exception would hide the close's own
+            // outcome; munmap fails only for arguments mmap itself produced, so this is a bug report.
+            LOGGER.log(System.Logger.Level.ERROR, () -> "munmap(0x" + Long.toHexString(mapping.address()) + ", "
+                    + mapping.byteSize() + "): " + Errno.name(state.errno()));
+        }
+    }
+
+    // ================================================================ files
+
+    @Override
+    public FileDescriptor open(String path, int flags, int mode) {
+        int allFlags = flags | OpenFlags.O_CLOEXEC;
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cPath = cString(arena, path);
+            int fd;
+            do {
+                fd = open(state.capture, cPath, allFlags, mode);
+            } while (fd < 0 && state.errno() == Errno.EINTR);
+            if (fd < 0) {
+                throw failure(state, "open", path, quote(path) + ", " + openArguments(allFlags, mode));
+            }
+            return FileDescriptor.adopt(fd, path);
+        }
+    }
+
+    @Override
+    public FileDescriptor openat(FileDescriptor directory, String path, int flags, int mode) {
+        int allFlags = flags | OpenFlags.O_CLOEXEC;
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cPath = cString(arena, path);
+            int fd;
+            do {
+                fd = openat(state.capture, directory.fd(), cPath, allFlags, mode);
+            } while (fd < 0 && state.errno() == Errno.EINTR);
+            if (fd < 0) {
+                throw failure(state, "openat", path, directory + ", " + quote(path) + ", " + openArguments(allFlags, mode));
+            }
+            return FileDescriptor.adopt(fd, resolve(directory, path));
+        }
+    }
+
+    @Override
+    public FileDescriptor openat2(FileDescriptor directory, String path, int flags, int mode, long resolve) {
+        int allFlags = flags | OpenFlags.O_CLOEXEC;
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cPath = cString(arena, path);
+            MemorySegment how = arena.allocate(OPEN_HOW);
+            how.set(JAVA_LONG, HOW_FLAGS, Integer.toUnsignedLong(allFlags));
+            // openat2, unlike openat, rejects a mode without O_CREAT (EINVAL).
+            how.set(JAVA_LONG, HOW_MODE, creates(allFlags) ? mode : 0);
+            how.set(JAVA_LONG, HOW_RESOLVE, resolve);
+            long fd;
+            do {
+                fd = syscall(state.capture, Abi.SYS_openat2, directory.fd(), cPath, how, OPEN_HOW.byteSize());
+            } while (fd < 0 && state.errno() == Errno.EINTR);
+            if (fd < 0) {
+                throw failure(state, "openat2", path, directory + ", " + quote(path) + ", {" + openArguments(allFlags, mode)
+                        + ", " + OpenFlags.describeResolve(resolve) + "}");
+            }
+            return FileDescriptor.adopt((int) fd, resolve(directory, path));
+        }
+    }
+
+    @Override
+    public FileDescriptor openBeneath(FileDescriptor directory, String path, int flags, int mode) {
+        if (!openat2Missing) {
+            try {
+                return openat2(directory, path, flags, mode, OpenFlags.RESOLVE_BENEATH | OpenFlags.RESOLVE_NO_SYMLINKS);
+            } catch (ErrnoException e) {
+                if (e.errno() != Errno.ENOSYS) {
+                    throw e;
+                }
+                openat2Missing = true;
+            }
+        }
+        return openBeneathByComponents(directory, path, flags, mode);
+    }
+
+    /**
+     * {@link #openBeneath} for kernels without {@code openat2}: refuses {@code ..} and absolute
+     * paths by inspection, then opens one component at a time with {@code O_NOFOLLOW}, checking
+     * that each intermediate one is a directory and not a link. The errno of each refusal is
+     * the one {@code openat2} would give. Package-private so that tests can run it on any kernel.
+     */
+    FileDescriptor openBeneathByComponents(FileDescriptor directory, String path, int flags, int mode) {
+        String arguments = directory + ", " + quote(path) + ", " + openArguments(flags | OpenFlags.O_CLOEXEC, mode);
+        if (path.startsWith("/")) {
+            throw new ErrnoException("openat", Errno.EXDEV, path, arguments,
+                    "an absolute path is not beneath the directory");
+        }
+        List<String> names = new ArrayList<>();
+        for (String name : path.split("/")) {
+            if (name.equals("..")) {
+                throw new ErrnoException("openat", Errno.EXDEV, path, arguments,
+                        "'..' may leave the directory");
+            }
+            if (!name.isEmpty() && !name.equals(".")) {
+                names.add(name);
+            }
+        }
+        if (names.isEmpty()) {
+            names.add(path.isEmpty() ? "" : ".");
+        }
+        FileDescriptor parent = null;
+        try {
+            for (String name : names.subList(0, names.size() - 1)) {
+                FileDescriptor next = openat(parent == null ? directory : parent, name, OpenFlags.O_PATH | OpenFlags.O_NOFOLLOW, 0);
+                if (parent != null) {
+                    parent.close();
+                }
+                parent = next;
+                FileStatus status = fstat(next);
+                if (!status.isDirectory()) {
+                    boolean link = status.fileType() == FileStatus.S_IFLNK;
+                    throw new ErrnoException("openat", link ? Errno.ELOOP : Errno.ENOTDIR, path, arguments,
+                            (link ? "a symbolic link" : "not a directory") + " on the path: " + next.description());
+                }
+            }
+            return openat(parent == null ? directory : parent, names.getLast(), flags | OpenFlags.O_NOFOLLOW, mode);
+        } finally {
+            if (parent != null) {
+                parent.close();
+            }
+        }
+    }
+
+    @Override
+    public void unlinkat(FileDescriptor directory, String path, int flags) {
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            if (unlinkat(state.capture, directory.fd(), cString(arena, path), flags) < 0) {
+                String flagNames = switch (flags) {
+                    case 0 -> "0";
+                    case OpenFlags.AT_REMOVEDIR -> "AT_REMOVEDIR";
+                    default -> "0x" + Integer.toHexString(flags);
+                };
+                throw failure(state, "unlinkat", path, directory + ", " + quote(path) + ", " + flagNames);
+            }
+        }
+    }
+
+    @Override
+    public void mkdirat(FileDescriptor directory, String path, int mode) {
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            if (mkdirat(state.capture, directory.fd(), cString(arena, path), mode) < 0) {
+                throw failure(state, "mkdirat", path, directory + ", " + quote(path) + ", " + octal(mode));
+            }
+        }
+    }
+
+    @Override
+    public FileStatus fstat(FileDescriptor fd) {
+        CallState state = Native.callState();
+        MemorySegment stat = state.scratch;
+        if (fstat(state.capture, fd.fd(), stat) < 0) {
+            throw failure(state, "fstat", fd.toString(), fd.toString());
+        }
+        return new FileStatus(
+                stat.get(JAVA_LONG, ST_SIZE),
+                stat.get(JAVA_INT, ST_MODE),
+                stat.get(JAVA_INT, ST_UID),
+                stat.get(JAVA_INT, ST_GID),
+                stat.get(JAVA_LONG, ST_DEV),
+                stat.get(JAVA_LONG, ST_RDEV),
+                stat.get(JAVA_LONG, ST_INO));
+    }
+
+    @Override
+    public void fchmod(FileDescriptor fd, int mode) {
+        CallState state = Native.callState();
+        if (fchmod(state.capture, fd.fd(), mode) < 0) {
+            throw failure(state, "fchmod", fd.toString(), fd + ", " + octal(mode));
+        }
+    }
+
+    @Override
+    public void flock(FileDescriptor fd, int operation) {
+        int errno = flockOrErrno(fd, operation);
+        if (errno != 0) {
+            throw flockFailure(fd, operation, errno);
+        }
+    }
+
+    @Override
+    public boolean tryFlock(FileDescriptor fd, int operation) {
+        int withNb = operation | LockFlags.LOCK_NB;
+        int errno = flockOrErrno(fd, withNb);
+        if (errno == Errno.EWOULDBLOCK) {
+            return false;
+        }
+        if (errno != 0) {
+            throw flockFailure(fd, withNb, errno);
+        }
+        return true;
+    }
+
+    private static int flockOrErrno(FileDescriptor fd, int operation) {
+        CallState state = Native.callState();
+        int result;
+        do {
+            result = flock(state.capture, fd.fd(), operation);
+        } while (result < 0 && state.errno() == Errno.EINTR);
+        return result < 0 ? state.errno() : 0;
+    }
+
+    private static ErrnoException flockFailure(FileDescriptor fd, int operation, int errno) {
+        // flock(2) documents the held-lock case as EWOULDBLOCK; a reader looks for that name.
+        String name = errno == Errno.EWOULDBLOCK ? "EWOULDBLOCK" : Errno.name(errno);
+        String hint = errno == Errno.EWOULDBLOCK ? "another open of this file holds a conflicting lock" : null;
+        return new ErrnoException("flock", errno, name, fd.toString(), fd + ", " + LockFlags.describe(operation), hint);
+    }
+
+    @Override
+    public int read(FileDescriptor fd, MemorySegment buffer) {
+        CallState state = Native.callState();
+        long count;
+        do {
+            count = read(state.capture, fd.fd(), buffer, buffer.byteSize());
+        } while (count < 0 && state.errno() == Errno.EINTR);
+        return ioResult(state, count, "read", fd, buffer);
+    }
+
+    @Override
+    public int write(FileDescriptor fd, MemorySegment buffer) {
+        CallState state = Native.callState();
+        long count;
+        do {
+            count = write(state.capture, fd.fd(), buffer, buffer.byteSize());
+        } while (count < 0 && state.errno() == Errno.EINTR);
+        return ioResult(state, count, "write", fd, buffer);
+    }
+
+    /** Linux transfers at most 0x7ffff000 bytes per call, so a successful count always fits an int. */
+    private static int ioResult(CallState state, long count, String call, FileDescriptor fd, MemorySegment buffer) {
+        if (count >= 0) {
+            return (int) count;
+        }
+        if (state.errno() == Errno.EAGAIN) {
+            return WOULD_BLOCK;
+        }
+        throw failure(state, call, fd.toString(), fd + ", " + buffer.byteSize());
+    }
+
+    // ================================================================ sockets
+
+    @Override
+    public FileDescriptor socket(int type) {
+        int allType = type | SocketFlags.SOCK_CLOEXEC;
+        CallState state = Native.callState();
+        int fd = socket(state.capture, SocketFlags.AF_UNIX, allType, 0);
+        if (fd < 0) {
+            throw failure(state, "socket", "AF_UNIX", "AF_UNIX, " + SocketFlags.describeType(allType) + ", 0");
+        }
+        return FileDescriptor.adopt(fd, "socket");
+    }
+
+    @Override
+    public SocketPair socketpair(int type) {
+        int allType = type | SocketFlags.SOCK_CLOEXEC;
+        CallState state = Native.callState();
+        MemorySegment fds = state.scratch;
+        if (socketpair(state.capture, SocketFlags.AF_UNIX, allType, 0, fds) < 0) {
+            throw failure(state, "socketpair", "AF_UNIX", "AF_UNIX, " + SocketFlags.describeType(allType) + ", 0");
+        }
+        return new SocketPair(
+                FileDescriptor.adopt(fds.getAtIndex(JAVA_INT, 0), "socketpair"),
+                FileDescriptor.adopt(fds.getAtIndex(JAVA_INT, 1), "socketpair"));
+    }
+
+    @Override
+    public void bind(FileDescriptor socket, String path) {
+        CallState state = Native.callState();
+        int length = socketAddress(state.scratch, "bind", socket, path);
+        if (bind(state.capture, socket.fd(), state.scratch, length) < 0) {
+            throw failure(state, "bind", path, socket + ", {AF_UNIX, " + quote(path) + "}");
+        }
+    }
+
+    @Override
+    public void listen(FileDescriptor socket, int backlog) {
+        CallState state = Native.callState();
+        if (listen(state.capture, socket.fd(), backlog) < 0) {
+            throw failure(state, "listen", socket.toString(), socket + ", " + backlog);
+        }
+    }
+
+    @Override
+    public FileDescriptor accept(FileDescriptor listener, int flags) {
+        int allFlags = flags | SocketFlags.SOCK_CLOEXEC;
+        CallState state = Native.callState();
+        int fd;
+        do {
+            fd = accept4(state.capture, listener.fd(), MemorySegment.NULL, MemorySegment.NULL, allFlags);
+            // ECONNABORTED: a pending connection was reset before we took it; take the next.
+        } while (fd < 0 && (state.errno() == Errno.EINTR || state.errno() == Errno.ECONNABORTED));
+        if (fd < 0) {
+            if (state.errno() == Errno.EAGAIN) {
+                return null;
+            }
+            throw failure(state, "accept4", listener.toString(), listener + ", NULL, NULL, " + SocketFlags.describeType(allFlags));
+        }
+        return FileDescriptor.adopt(fd, "connection");
+    }
+
+    @Override
+    public void connect(FileDescriptor socket, String path) {
+        CallState state = Native.callState();
+        int length = socketAddress(state.scratch, "connect", socket, path);
+        int result;
+        do {
+            result = connect(state.capture, socket.fd(), state.scratch, length);
+        } while (result < 0 && state.errno() == Errno.EINTR);
+        if (result < 0) {
+            throw failure(state, "connect", path, socket + ", {AF_UNIX, " + quote(path) + "}");
+        }
+    }
+
+    /** Fills a {@code sockaddr_un} for {@code path} at the start of {@code address} and returns its length. */
+    private static int socketAddress(MemorySegment address, String call, FileDescriptor socket, String path) {
+        byte[] bytes = pathBytes(path);
+        if (bytes.length == 0) {
+            throw new IllegalArgumentException(call + ": empty socket path");
+        }
+        if (bytes.length > SocketFlags.SUN_PATH_MAX) {
+            throw new ErrnoException(call, Errno.ENAMETOOLONG, path, socket + ", {AF_UNIX, " + quote(path) + "}",
+                    "the socket path is " + bytes.length + " bytes of UTF-8 but sun_path holds at most "
+                            + SocketFlags.SUN_PATH_MAX + ": use a shorter shared directory");
+        }
+        address.asSlice(0, SOCKADDR_UN.byteSize()).fill((byte) 0);
+        address.set(JAVA_SHORT, SUN_FAMILY, (short) SocketFlags.AF_UNIX);
+        MemorySegment.copy(bytes, 0, address, JAVA_BYTE, SUN_PATH, bytes.length);
+        return (int) (SUN_PATH + bytes.length + 1);
+    }
+
+    @Override
+    public int send(FileDescriptor socket, MemorySegment buffer, int flags) {
+        int allFlags = flags | SocketFlags.MSG_NOSIGNAL;
+        CallState state = Native.callState();
+        long count;
+        do {
+            count = send(state.capture, socket.fd(), buffer, buffer.byteSize(), allFlags);
+        } while (count < 0 && state.errno() == Errno.EINTR);
+        return ioResult(state, count, "send", socket, buffer);
+    }
+
+    @Override
+    public int recv(FileDescriptor socket, MemorySegment buffer, int flags) {
+        CallState state = Native.callState();
+        long count;
+        do {
+            count = recv(state.capture, socket.fd(), buffer, buffer.byteSize(), flags);
+        } while (count < 0 && state.errno() == Errno.EINTR);
+        return ioResult(state, count, "recv", socket, buffer);
+    }
+
+    @Override
+    public int sendmsg(FileDescriptor socket, MemorySegment data, FileDescriptor... fds) {
+        if (fds.length > Abi.SCM_MAX_FD) {
+            throw new IllegalArgumentException("sendmsg: " + fds.length + " descriptors, at most " + Abi.SCM_MAX_FD + " fit one message");
+        }
+        if (fds.length > 0 && data.byteSize() == 0) {
+            throw new IllegalArgumentException("sendmsg: descriptors need at least one byte of data to travel with");
+        }
+        int flags = SocketFlags.MSG_NOSIGNAL;
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            // Pointers inside a msghdr do not keep their segments alive, so the call only ever
+            // sees memory this arena owns.
+            MemorySegment message = arena.allocate(MSGHDR);
+            MemorySegment bytes = arena.allocate(Math.max(1, data.byteSize()));
+            MemorySegment.copy(data, 0, bytes, 0, data.byteSize());
+            message.set(ADDRESS, MSG_IOV, iovec(arena, bytes, data.byteSize()));
+            message.set(JAVA_LONG, MSG_IOVLEN, 1);
+            if (fds.length > 0) {
+                long dataLength = (long) fds.length * Integer.BYTES;
+                MemorySegment control = arena.allocate(cmsgSpace(dataLength), 8);
+                control.set(JAVA_LONG, CMSG_LEN_FIELD, cmsgLen(dataLength));
+                control.set(JAVA_INT, CMSG_LEVEL, SocketFlags.SOL_SOCKET);
+                control.set(JAVA_INT, CMSG_TYPE, SocketFlags.SCM_RIGHTS);
+                for (int i = 0; i < fds.length; i++) {
+                    control.set(JAVA_INT, CMSG_DATA_OFFSET + (long) i * Integer.BYTES, fds[i].fd());
+                }
+                message.set(ADDRESS, MSG_CONTROL, control);
+                message.set(JAVA_LONG, MSG_CONTROLLEN, control.byteSize());
+            }
+            long count;
+            do {
+                count = sendmsg(state.capture, socket.fd(), message, flags);
+            } while (count < 0 && state.errno() == Errno.EINTR);
+            if (count < 0) {
+                if (state.errno() == Errno.EAGAIN) {
+                    return WOULD_BLOCK;
+                }
+                throw failure(state, "sendmsg", socket.toString(), socket + ", {" + data.byteSize() + " bytes, "
+                        + fds.length + " fds}, " + SocketFlags.describeMessageFlags(flags));
+            }
+            return (int) count;
+        }
+    }
+
+    @Override
+    public ReceivedMessage recvmsg(FileDescriptor socket, MemorySegment buffer, int maxFds) {
+        if (maxFds < 0 || maxFds > Abi.SCM_MAX_FD) {
+            throw new IllegalArgumentException("recvmsg: maxFds " + maxFds + " is not in [0, " + Abi.SCM_MAX_FD + "]");
+        }
+        int flags = SocketFlags.MSG_CMSG_CLOEXEC;
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment message = arena.allocate(MSGHDR);
+            MemorySegment bytes = arena.allocate(Math.max(1, buffer.byteSize()));
+            message.set(ADDRESS, MSG_IOV, iovec(arena, bytes, buffer.byteSize()));
+            message.set(JAVA_LONG, MSG_IOVLEN, 1);
+            MemorySegment control = MemorySegment.NULL;
+            if (maxFds > 0) {
+                control = arena.allocate(cmsgSpace((long) maxFds * Integer.BYTES), 8);
+                message.set(ADDRESS, MSG_CONTROL, control);
+                message.set(JAVA_LONG, MSG_CONTROLLEN, control.byteSize());
+            }
+            long count;
+            do {
+                count = recvmsg(state.capture, socket.fd(), message, flags);
+            } while (count < 0 && state.errno() == Errno.EINTR);
+            if (count < 0) {
+                if (state.errno() == Errno.EAGAIN) {
+                    return ReceivedMessage.WOULD_BLOCK;
+                }
+                throw failure(state, "recvmsg", socket.toString(), socket + ", {" + buffer.byteSize() + " bytes, "
+                        + maxFds + " fds}, " + SocketFlags.describeMessageFlags(flags));
+            }
+            List<FileDescriptor> received = receivedDescriptors(control, message.get(JAVA_LONG, MSG_CONTROLLEN));
+            boolean truncated = (message.get(JAVA_INT, MSG_FLAGS) & SocketFlags.MSG_CTRUNC) != 0
+                    || received.size() > maxFds;
+            if (truncated) {
+                // Some descriptors were lost, so the message's meaning is; none of the ones that
+                // arrived can be trusted to be the one meant, and none may leak.
+                closeAll(received);
+            }
+            MemorySegment.copy(bytes, 0, buffer, 0, count);
+            return truncated
+                    ? new ReceivedMessage((int) count, List.of(), true, received.size())
+                    : new ReceivedMessage((int) count, received, false, 0);
+        }
+    }
+
+    /** Walks the control messages as {@code CMSG_FIRSTHDR}/{@code CMSG_NXTHDR} do and collects {@code SCM_RIGHTS} descriptors. */
+    private static List<FileDescriptor> receivedDescriptors(MemorySegment control, long controlLength) {
+        List<FileDescriptor> fds = new ArrayList<>();
+        long header = 0;
+        while (header + CMSGHDR.byteSize() <= controlLength) {
+            long length = control.get(JAVA_LONG, header + CMSG_LEN_FIELD);
+            if (length < CMSGHDR.byteSize() || header + length > controlLength) {
+                break;
+            }
+            if (control.get(JAVA_INT, header + CMSG_LEVEL) == SocketFlags.SOL_SOCKET
+                    && control.get(JAVA_INT, header + CMSG_TYPE) == SocketFlags.SCM_RIGHTS) {
+                long count = (length - CMSG_DATA_OFFSET) / Integer.BYTES;
+                for (long i = 0; i < count; i++) {
+                    fds.add(FileDescriptor.adopt(control.get(JAVA_INT, header + CMSG_DATA_OFFSET + i * Integer.BYTES), "received"));
+                }
+            }
+            header += cmsgAlign(length);
+        }
+        return fds;
+    }
+
+    private static void closeAll(List<FileDescriptor> fds) {
+        for (FileDescriptor fd : fds) {
+            try {
+                fd.close();
+            } catch (ErrnoException e) {
+                LOGGER.log(System.Logger.Level.WARNING, "closing a descriptor of a truncated message", e);
+            }
+        }
+    }
+
+    private static MemorySegment iovec(Arena arena, MemorySegment base, long length) {
+        MemorySegment iov = arena.allocate(IOVEC);
+        iov.set(ADDRESS, IOV_BASE, base);
+        iov.set(JAVA_LONG, IOV_LEN, length);
+        return iov;
+    }
+
+    @Override
+    public PeerCredentials peerCredentials(FileDescriptor socket) {
+        CallState state = Native.callState();
+        MemorySegment credentials = state.scratch.asSlice(0, UCRED.byteSize());
+        MemorySegment length = state.scratch.asSlice(UCRED.byteSize(), JAVA_INT.byteSize());
+        length.set(JAVA_INT, 0, (int) UCRED.byteSize());
+        if (getsockopt(state.capture, socket.fd(), SocketFlags.SOL_SOCKET, SocketFlags.SO_PEERCRED, credentials, length) < 0) {
+            throw failure(state, "getsockopt", socket.toString(), socket + ", SOL_SOCKET, SO_PEERCRED");
+        }
+        return new PeerCredentials(
+                credentials.get(JAVA_INT, UCRED_PID),
+                credentials.get(JAVA_INT, UCRED_UID),
+                credentials.get(JAVA_INT, UCRED_GID));
+    }
+
+    // ================================================================ waiting and waking
+
+    @Override
+    public int poll(FileDescriptor fd, int events, int timeoutMillis) {
+        CallState state = Native.callState();
+        MemorySegment pollfd = state.scratch;
+        pollfd.set(JAVA_INT, POLLFD_FD, fd.fd());
+        pollfd.set(JAVA_SHORT, POLLFD_EVENTS, (short) events);
+        pollfd.set(JAVA_SHORT, POLLFD_REVENTS, (short) 0);
+        int ready = pollRetrying(state, pollfd, 1, timeoutMillis);
+        if (ready < 0) {
+            throw failure(state, "poll", fd.toString(), "{" + fd + ", " + PollEvents.describe(events) + "}, 1, " + timeoutMillis);
+        }
+        return ready == 0 ? 0 : Short.toUnsignedInt(pollfd.get(JAVA_SHORT, POLLFD_REVENTS));
+    }
+
+    @Override
+    public int poll(FileDescriptor[] fds, int[] events, int[] revents, int timeoutMillis) {
+        int count = fds.length;
+        if (events.length != count || revents.length != count) {
+            throw new IllegalArgumentException("poll: " + count + " descriptors, " + events.length + " events, "
+                    + revents.length + " revents");
+        }
+        CallState state = Native.callState();
+        long size = POLLFD.byteSize() * count;
+        try (Arena arena = size <= Native.SCRATCH_SIZE ? null : Arena.ofConfined()) {
+            MemorySegment pollfds = arena == null ? state.scratch : arena.allocate(size, 8);
+            for (int i = 0; i < count; i++) {
+                long at = i * POLLFD.byteSize();
+                pollfds.set(JAVA_INT, at + POLLFD_FD, fds[i].fd());
+                pollfds.set(JAVA_SHORT, at + POLLFD_EVENTS, (short) events[i]);
+                pollfds.set(JAVA_SHORT, at + POLLFD_REVENTS, (short) 0);
+            }
+            int ready = pollRetrying(state, pollfds, count, timeoutMillis);
+            if (ready < 0) {
+                throw failure(state, "poll", count + " fds", count + " fds, " + timeoutMillis);
+            }
+            for (int i = 0; i < count; i++) {
+                revents[i] = Short.toUnsignedInt(pollfds.get(JAVA_SHORT, i * POLLFD.byteSize() + POLLFD_REVENTS));
+            }
+            return ready;
+        }
+    }
+
+    /** {@code poll}, retried after {@code EINTR} with what is left of the timeout. */
+    private static int pollRetrying(CallState state, MemorySegment pollfds, int count, int timeoutMillis) {
+        long deadline = timeoutMillis > 0 ? System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis) : 0;
+        int timeout = timeoutMillis;
+        while (true) {
+            int ready = poll(state.capture, pollfds, count, timeout);
+            if (ready >= 0 || state.errno() != Errno.EINTR) {
+                return ready;
+            }
+            if (timeoutMillis > 0) {
+                long left = deadline - System.nanoTime();
+                timeout = left <= 0 ? 0 : (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(left));
+            }
+        }
+    }
+
+    @Override
+    public FileDescriptor eventfd(int initialValue, int flags) {
+        int allFlags = flags | EventfdFlags.EFD_CLOEXEC;
+        CallState state = Native.callState();
+        int fd = eventfd(state.capture, initialValue, allFlags);
+        if (fd < 0) {
+            throw failure(state, "eventfd", "eventfd", Integer.toUnsignedString(initialValue) + ", " + EventfdFlags.describe(allFlags));
+        }
+        return FileDescriptor.adopt(fd, "eventfd");
+    }
+
+    @Override
+    public long eventfdRead(FileDescriptor eventfd) {
+        CallState state = Native.callState();
+        MemorySegment counter = state.scratch;
+        long count;
+        do {
+            count = read(state.capture, eventfd.fd(), counter, Long.BYTES);
+        } while (count < 0 && state.errno() == Errno.EINTR);
+        if (count < 0) {
+            if (state.errno() == Errno.EAGAIN) {
+                return 0;
+            }
+            throw failure(state, "read", eventfd.toString(), eventfd + ", 8");
+        }
+        return counter.get(JAVA_LONG, 0);
+    }
+
+    @Override
+    public boolean eventfdWrite(FileDescriptor eventfd, long value) {
+        CallState state = Native.callState();
+        MemorySegment counter = state.scratch;
+        counter.set(JAVA_LONG, 0, value);
+        long count;
+        do {
+            count = write(state.capture, eventfd.fd(), counter, Long.BYTES);
+        } while (count < 0 && state.errno() == Errno.EINTR);
+        if (count < 0) {
+            if (state.errno() == Errno.EAGAIN) {
+                return false;
+            }
+            throw failure(state, "write", eventfd.toString(), eventfd + ", {" + Long.toUnsignedString(value) + "}, 8");
+        }
+        return true;
+    }
+
+    @Override
+    public FutexResult futexWait(MemorySegment segment, long offset, int expected, long timeoutNanos) {
+        MemorySegment word = futexWord(segment, offset);
+        CallState state = Native.callState();
+        MemorySegment timeout = MemorySegment.NULL;
+        if (timeoutNanos >= 0) {
+            timeout = state.scratch;
+            timeout.set(JAVA_LONG, TV_SEC, timeoutNanos / 1_000_000_000L);
+            timeout.set(JAVA_LONG, TV_NSEC, timeoutNanos % 1_000_000_000L);
+        }
+        long result = futex(state.capture, Abi.SYS_futex, word, Abi.FUTEX_WAIT, Integer.toUnsignedLong(expected),
+                timeout, MemorySegment.NULL, 0);
+        if (result == 0) {
+            return FutexResult.WOKEN;
+        }
+        return switch (state.errno()) {
+            case Errno.EAGAIN -> FutexResult.VALUE_MISMATCH;
+            case Errno.ETIMEDOUT -> FutexResult.TIMED_OUT;
+            // A signal: callers re-check the word anyway, and a retry would restart the timeout.
+            case Errno.EINTR -> FutexResult.WOKEN;
+            default -> throw failure(state, "futex", hex(word), hex(word) + ", FUTEX_WAIT, " + expected + ", " + (timeoutNanos >= 0 ? timeoutNanos + " ns" : "NULL"));
+        };
+    }
+
+    @Override
+    public int futexWake(MemorySegment segment, long offset, int count) {
+        MemorySegment word = futexWord(segment, offset);
+        CallState state = Native.callState();
+        long woken = futex(state.capture, Abi.SYS_futex, word, Abi.FUTEX_WAKE, count, MemorySegment.NULL, MemorySegment.NULL, 0);
+        if (woken < 0) {
+            throw failure(state, "futex", hex(word), hex(word) + ", FUTEX_WAKE, " + count);
+        }
+        return (int) woken;
+    }
+
+    /**
+     * The futex word as a segment of its own. Passing a segment rather than a raw address makes
+     * FFM check bounds and keep the memory mapped while the call is in the kernel.
+     */
+    private static MemorySegment futexWord(MemorySegment segment, long offset) {
+        if (((segment.address() + offset) & (Integer.BYTES - 1)) != 0) {
+            throw new IllegalArgumentException("futex word at offset " + offset + " of " + segment + " is not 4-byte aligned");
+        }
+        return segment.asSlice(offset, Integer.BYTES);
+    }
+
+    // ================================================================ process
+
+    @Override
+    public int getuid() {
+        return getuid(Native.callState().capture);
+    }
+
+    @Override
+    public int getpid() {
+        return getpid(Native.callState().capture);
+    }
+
+    /** Closes a descriptor for {@link FileDescriptor#close()}; not retried after EINTR (see there). */
+    public static void closeDescriptor(int fd, FileDescriptor owner) {
+        CallState state = Native.callState();
+        if (close(state.capture, fd) < 0 && state.errno() != Errno.EINTR) {
+            throw failure(state, "close", owner.toString(), owner.toString());
+        }
+    }
+
+    /** Binds the functions every plugin needs at once, so that a missing grant or symbol shows up in the probe. */
+    static void bind() {
+        List<String> missing = Native.missingSymbols(SYMBOLS);
+        if (!missing.isEmpty()) {
+            throw new UnsatisfiedLinkError("the C library lacks " + String.join(", ", missing));
+        }
+        INSTANCE.getpid();
+    }
+
+    // ================================================================ message helpers
+
+    private static ErrnoException failure(CallState state, String call, String subject, String arguments) {
+        return new ErrnoException(call, state.errno(), subject, arguments);
+    }
+
+    private static boolean creates(int flags) {
+        return (flags & OpenFlags.O_CREAT) != 0;
+    }
+
+    private static String openArguments(int flags, int mode) {
+        return creates(flags) ? OpenFlags.describe(flags) + ", " + octal(mode) : OpenFlags.describe(flags);
+    }
+
+    private static String octal(int mode) {
+        return "0" + Integer.toOctalString(mode);
+    }
+
+    private static String hex(MemorySegment address) {
+        return "0x" + Long.toHexString(address.address());
+    }
+
+    private static String quote(String text) {
+        return '"' + text + '"';
+    }
+
+    /** What a descriptor opened relative to {@code directory} refers to, for its description. */
+    private static String resolve(FileDescriptor directory, String path) {
+        String base = directory.description();
+        if (base.isEmpty() || path.startsWith("/")) {
+            return path;
+        }
+        return base.endsWith("/") ? base + path : base + '/' + path;
+    }
+
+    private static byte[] pathBytes(String path) {
+        if (path.indexOf('\0') >= 0) {
+            // C would silently stop at the NUL and use a different path.
+            throw new IllegalArgumentException("path contains NUL: " + path.replace("\0", "\\0"));
+        }
+        return path.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static MemorySegment cString(Arena arena, String path) {
+        byte[] bytes = pathBytes(path);
+        MemorySegment string = arena.allocate(bytes.length + 1L);
+        MemorySegment.copy(bytes, 0, string, JAVA_BYTE, 0, bytes.length);
+        return string;
+    }
+
+    // ================================================================ downcalls
+
+    private static final String[] SYMBOLS = {
+            "memfd_create", "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat",
+            "mkdirat", "fstat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
+            "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
+            "syscall", "getuid", "getpid"};
+
+    /** File descriptors and files. */
+    private static final class Files {
+        static final MethodHandle OPEN = Native.variadic("open", 2,
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        static final MethodHandle OPENAT = Native.variadic("openat", 3,
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        static final MethodHandle SYSCALL_4 = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
+        static final MethodHandle CLOSE = Native.function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+        static final MethodHandle UNLINKAT = Native.function("unlinkat",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle MKDIRAT = Native.function("mkdirat",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle FSTAT = Native.function("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        static final MethodHandle FCHMOD = Native.function("fchmod", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+        static final MethodHandle FLOCK = Native.function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+        static final MethodHandle FTRUNCATE = Native.function("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
+        // fcntl(int, int, ...): glibc reads the third argument as a pointer-sized value.
+        static final MethodHandle FCNTL = Native.variadic("fcntl", 2,
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
+        static final MethodHandle READ = Native.function("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+        static final MethodHandle WRITE = Native.function("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+    }
+
+    /** memfd and mappings. */
+    private static final class Memory {
+        static final MethodHandle MEMFD_CREATE = Native.function("memfd_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle MMAP = Native.function("mmap",
+                FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
+        static final MethodHandle MUNMAP = Native.function("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    }
+
+    /** Unix sockets. */
+    private static final class Sockets {
+        static final MethodHandle SOCKET = Native.function("socket", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
+        static final MethodHandle SOCKETPAIR = Native.function("socketpair",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
+        static final MethodHandle BIND = Native.function("bind", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle LISTEN = Native.function("listen", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+        static final MethodHandle ACCEPT4 = Native.function("accept4",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        static final MethodHandle CONNECT = Native.function("connect", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle SEND = Native.function("send",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+        static final MethodHandle RECV = Native.function("recv",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+        static final MethodHandle SENDMSG = Native.function("sendmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle RECVMSG = Native.function("recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle GETSOCKOPT = Native.function("getsockopt",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+    }
+
+    /** poll, eventfd, futex. */
+    private static final class Waits {
+        static final MethodHandle POLL = Native.function("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+        static final MethodHandle EVENTFD = Native.function("eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+        // syscall(SYS_futex, uaddr, op, val, timeout, uaddr2, val3): glibc reads every argument as a long.
+        static final MethodHandle FUTEX = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
+    }
+
+    /** The process. */
+    private static final class Process {
+        static final MethodHandle GETUID = Native.function("getuid", FunctionDescriptor.of(JAVA_INT));
+        static final MethodHandle GETPID = Native.function("getpid", FunctionDescriptor.of(JAVA_INT));
+    }
+
+    private static int open(MemorySegment capture, MemorySegment path, int flags, int mode) {
+        try {
+            return (int) Files.OPEN.invokeExact(capture, path, flags, mode);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int openat(MemorySegment capture, int directory, MemorySegment path, int flags, int mode) {
+        try {
+            return (int) Files.OPENAT.invokeExact(capture, directory, path, flags, mode);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long syscall(MemorySegment capture, long number, long a, MemorySegment b, MemorySegment c, long d) {
+        try {
+            return (long) Files.SYSCALL_4.invokeExact(capture, number, a, b, c, d);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int close(MemorySegment capture, int fd) {
+        try {
+            return (int) Files.CLOSE.invokeExact(capture, fd);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int unlinkat(MemorySegment capture, int directory, MemorySegment path, int flags) {
+        try {
+            return (int) Files.UNLINKAT.invokeExact(capture, directory, path, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int mkdirat(MemorySegment capture, int directory, MemorySegment path, int mode) {
+        try {
+            return (int) Files.MKDIRAT.invokeExact(capture, directory, path, mode);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int fstat(MemorySegment capture, int fd, MemorySegment stat) {
+        try {
+            return (int) Files.FSTAT.invokeExact(capture, fd, stat);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int fchmod(MemorySegment capture, int fd, int mode) {
+        try {
+            return (int) Files.FCHMOD.invokeExact(capture, fd, mode);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int flock(MemorySegment capture, int fd, int operation) {
+        try {
+            return (int) Files.FLOCK.invokeExact(capture, fd, operation);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int ftruncate(MemorySegment capture, int fd, long length) {
+        try {
+            return (int) Files.FTRUNCATE.invokeExact(capture, fd, length);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int fcntl(MemorySegment capture, int fd, int command, long argument) {
+        try {
+            return (int) Files.FCNTL.invokeExact(capture, fd, command, argument);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long read(MemorySegment capture, int fd, MemorySegment buffer, long length) {
+        try {
+            return (long) Files.READ.invokeExact(capture, fd, buffer, length);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long write(MemorySegment capture, int fd, MemorySegment buffer, long length) {
+        try {
+            return (long) Files.WRITE.invokeExact(capture, fd, buffer, length);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int memfdCreate(MemorySegment capture, MemorySegment name, int flags) {
+        try {
+            return (int) Memory.MEMFD_CREATE.invokeExact(capture, name, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static MemorySegment mmap(MemorySegment capture, MemorySegment address, long length, int protection,
+                                      int flags, int fd, long offset) {
+        try {
+            return (MemorySegment) Memory.MMAP.invokeExact(capture, address, length, protection, flags, fd, offset);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int munmap(MemorySegment capture, MemorySegment address, long length) {
+        try {
+            return (int) Memory.MUNMAP.invokeExact(capture, address, length);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int socket(MemorySegment capture, int domain, int type, int protocol) {
+        try {
+            return (int) Sockets.SOCKET.invokeExact(capture, domain, type, protocol);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int socketpair(MemorySegment capture, int domain, int type, int protocol, MemorySegment fds) {
+        try {
+            return (int) Sockets.SOCKETPAIR.invokeExact(capture, domain, type, protocol, fds);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int bind(MemorySegment capture, int fd, MemorySegment address, int length) {
+        try {
+            return (int) Sockets.BIND.invokeExact(capture, fd, address, length);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int listen(MemorySegment capture, int fd, int backlog) {
+        try {
+            return (int) Sockets.LISTEN.invokeExact(capture, fd, backlog);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int accept4(MemorySegment capture, int fd, MemorySegment address, MemorySegment length, int flags) {
+        try {
+            return (int) Sockets.ACCEPT4.invokeExact(capture, fd, address, length, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int connect(MemorySegment capture, int fd, MemorySegment address, int length) {
+        try {
+            return (int) Sockets.CONNECT.invokeExact(capture, fd, address, length);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long send(MemorySegment capture, int fd, MemorySegment buffer, long length, int flags) {
+        try {
+            return (long) Sockets.SEND.invokeExact(capture, fd, buffer, length, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long recv(MemorySegment capture, int fd, MemorySegment buffer, long length, int flags) {
+        try {
+            return (long) Sockets.RECV.invokeExact(capture, fd, buffer, length, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long sendmsg(MemorySegment capture, int fd, MemorySegment message, int flags) {
+        try {
+            return (long) Sockets.SENDMSG.invokeExact(capture, fd, message, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long recvmsg(MemorySegment capture, int fd, MemorySegment message, int flags) {
+        try {
+            return (long) Sockets.RECVMSG.invokeExact(capture, fd, message, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int getsockopt(MemorySegment capture, int fd, int level, int option, MemorySegment value,
+                                  MemorySegment length) {
+        try {
+            return (int) Sockets.GETSOCKOPT.invokeExact(capture, fd, level, option, value, length);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int poll(MemorySegment capture, MemorySegment pollfds, long count, int timeoutMillis) {
+        try {
+            return (int) Waits.POLL.invokeExact(capture, pollfds, count, timeoutMillis);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int eventfd(MemorySegment capture, int initialValue, int flags) {
+        try {
+            return (int) Waits.EVENTFD.invokeExact(capture, initialValue, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long futex(MemorySegment capture, long number, MemorySegment word, long operation, long value,
+                              MemorySegment timeout, MemorySegment word2, long value3) {
+        try {
+            return (long) Waits.FUTEX.invokeExact(capture, number, word, operation, value, timeout, word2, value3);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int getuid(MemorySegment capture) {
+        try {
+            return (int) Process.GETUID.invokeExact(capture);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int getpid(MemorySegment capture) {
+        try {
+            return (int) Process.GETPID.invokeExact(capture);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+package dev.conduit.linux;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+
+import static dev.conduit.linux.OpenFlags.O_CREAT;
+import static dev.conduit.linux.OpenFlags.O_RDWR;
+import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Every path that creates descriptors, in a loop, leaves the descriptor table as it found it. */
+class DescriptorLeakTest {
+    private static final int ROUNDS = 200;
+
+    private final Libc libc = Linux.libc();
+
+    @Test
+    void openAndCloseLeakNothing(@TempDir Path directory) {
+        String path = directory.resolve("file").toString();
+        String missing = directory.resolve("missing").toString();
+        warmUp(path);
+        long before = OpenFds.count();
+        for (int i = 0; i < ROUNDS; i++) {
+            try (FileDescriptor file = libc.open(path, O_RDWR | O_CREAT, 0600)) {
+                libc.flock(file, LockFlags.LOCK_EX);
+            }
+            assertThatThrownBy(() -> libc.open(missing, O_RDWR, 0)).isInstanceOf(ErrnoException.class);
+        }
+        assertThat(OpenFds.count()).isEqualTo(before);
+    }
+
+    @Test
+    void socketsAndPassedDescriptorsLeakNothing(@TempDir Path directory) {
+        String path = directory.resolve("s.sock").toString();
+        warmUp(directory.resolve("file").toString());
+        long before = OpenFds.count();
+        try (FileDescriptor listener = libc.socket(SOCK_STREAM);
+             Arena arena = Arena.ofConfined()) {
+            libc.bind(listener, path);
+            libc.listen(listener, 4);
+            MemorySegment buffer = arena.allocate(8);
+            for (int i = 0; i < ROUNDS; i++) {
+                try (FileDescriptor client = libc.socket(SOCK_STREAM)) {
+                    libc.connect(client, path);
+                    try (FileDescriptor server = libc.accept(listener, 0);
+                         FileDescriptor memfd = libc.memfdCreate("leak", MemfdFlags.MFD_ALLOW_SEALING);
+                         FileDescriptor eventfd = libc.eventfd(0, 0)) {
+                        libc.ftruncate(memfd, 4096);
+                        libc.sendmsg(server, buffer, memfd, eventfd);
+                        ReceivedMessage message = libc.recvmsg(client, buffer, 2);
+                        message.fds().forEach(FileDescriptor::close);
+                    }
+                }
+                try (SocketPair pair = libc.socketpair(SOCK_STREAM)) {
+                    libc.sendmsg(pair.first(), buffer, pair.second(), pair.first());
+                    libc.recvmsg(pair.second(), buffer, 0);
+                }
+            }
+        }
+        assertThat(OpenFds.count()).isEqualTo(before);
+    }
+
+    @Test
+    void mappingsOutliveTheirDescriptor() {
+        long before = OpenFds.count();
+        for (int i = 0; i < ROUNDS; i++) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment mapping;
+                try (FileDescriptor memfd = libc.memfdCreate("leak-map", MemfdFlags.MFD_ALLOW_SEALING)) {
+                    libc.ftruncate(memfd, 4096);
+                    mapping = libc.mmap(memfd, 0, 4096, MmapFlags.PROT_READ | MmapFlags.PROT_WRITE, MmapFlags.MAP_SHARED, arena);
+                }
+                mapping.set(JAVA_INT, 0, i);
+            }
+        }
+        assertThat(OpenFds.count()).isEqualTo(before);
+    }
+
+    /** Binds the handles first: loading classes may open jar files, which would count as leaks. */
+    private void warmUp(String path) {
+        try (FileDescriptor file = libc.open(path, O_RDWR | O_CREAT, 0600);
+             SocketPair pair = libc.socketpair(SOCK_STREAM)) {
+            libc.flock(file, LockFlags.LOCK_UN);
+            libc.poll(pair.first(), PollEvents.POLLOUT, 0);
+        }
+    }
+}

@@ -1,0 +1,188 @@
+package dev.conduit.linux;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static dev.conduit.linux.LockFlags.LOCK_EX;
+import static dev.conduit.linux.LockFlags.LOCK_NB;
+import static dev.conduit.linux.LockFlags.LOCK_SH;
+import static dev.conduit.linux.LockFlags.LOCK_UN;
+import static dev.conduit.linux.OpenFlags.O_CREAT;
+import static dev.conduit.linux.OpenFlags.O_DIRECTORY;
+import static dev.conduit.linux.OpenFlags.O_EXCL;
+import static dev.conduit.linux.OpenFlags.O_NOFOLLOW;
+import static dev.conduit.linux.OpenFlags.O_PATH;
+import static dev.conduit.linux.OpenFlags.O_RDONLY;
+import static dev.conduit.linux.OpenFlags.O_RDWR;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Files: errno mapping of opens, openat2 confinement, flock, fstat and the *at calls. */
+class FileTest {
+
+    private final Libc libc = Linux.libc();
+
+    @TempDir
+    Path directory;
+
+    @Test
+    void openingAMissingFileNamesThePath() {
+        String path = directory.resolve("missing").toString();
+        assertThatThrownBy(() -> libc.open(path, O_RDONLY, 0))
+                .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                    assertThat(e.errno()).isEqualTo(Errno.ENOENT);
+                    assertThat(e.errnoName()).isEqualTo("ENOENT");
+                    assertThat(e.call()).isEqualTo("open");
+                    assertThat(e.subject()).isEqualTo(path);
+                    assertThat(e.getMessage())
+                            .isEqualTo("open(\"" + path + "\", O_RDONLY|O_CLOEXEC): ENOENT (No such file or directory)");
+                });
+    }
+
+    @Test
+    void exclusiveCreateOfAnExistingFileFails() throws IOException {
+        String path = Files.createFile(directory.resolve("existing")).toString();
+        assertThatThrownBy(() -> libc.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600))
+                .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                    assertThat(e.errno()).isEqualTo(Errno.EEXIST);
+                    assertThat(e.getMessage()).isEqualTo("open(\"" + path
+                            + "\", O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600): EEXIST (File exists)");
+                });
+    }
+
+    @Test
+    void noFollowRefusesASymlink() throws IOException {
+        Path target = Files.createFile(directory.resolve("target"));
+        String link = Files.createSymbolicLink(directory.resolve("link"), target).toString();
+        assertThatThrownBy(() -> libc.open(link, O_RDONLY | O_NOFOLLOW, 0))
+                .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ELOOP));
+        libc.open(link, O_RDONLY, 0).close();
+    }
+
+    @Test
+    void createdFileHasTheRequestedModeAndOwner() {
+        try (FileDescriptor file = libc.open(directory.resolve("created").toString(), O_RDWR | O_CREAT | O_EXCL, 0600)) {
+            FileStatus status = libc.fstat(file);
+            assertThat(status.isRegularFile()).isTrue();
+            assertThat(status.permissions()).isEqualTo(0600);
+            assertThat(status.uid()).isEqualTo(libc.getuid());
+            assertThat(status.size()).isZero();
+            libc.fchmod(file, 0640);
+            assertThat(libc.fstat(file).permissions()).isEqualTo(0640);
+            assertThat(file.description()).isEqualTo(directory.resolve("created").toString());
+        }
+    }
+
+    @Test
+    void openBeneathRefusesEscapesAndSymlinks() throws IOException {
+        Files.createDirectory(directory.resolve("shared"));
+        Files.createFile(directory.resolve("outside"));
+        Files.createFile(directory.resolve("shared/inside"));
+        Files.createDirectory(directory.resolve("shared/sub"));
+        Files.createFile(directory.resolve("shared/sub/deep"));
+        Files.createSymbolicLink(directory.resolve("shared/link"), directory.resolve("shared/inside"));
+        Files.createSymbolicLink(directory.resolve("shared/dirlink"), directory.resolve("shared/sub"));
+        Files.createSymbolicLink(directory.resolve("shared/relative"), Path.of("inside"));
+
+        try (FileDescriptor shared = libc.open(directory.resolve("shared").toString(), O_PATH | O_DIRECTORY, 0)) {
+            libc.openBeneath(shared, "inside", O_RDONLY, 0).close();
+            try (FileDescriptor deep = libc.openBeneath(shared, "sub/deep", O_RDONLY, 0)) {
+                assertThat(deep.description()).endsWith("shared/sub/deep");
+            }
+            assertErrno(() -> libc.openBeneath(shared, "../outside", O_RDONLY, 0), Errno.EXDEV, "openat2");
+            assertErrno(() -> libc.openBeneath(shared, directory.resolve("outside").toString(), O_RDONLY, 0), Errno.EXDEV, "openat2");
+            assertErrno(() -> libc.openBeneath(shared, "link", O_RDONLY, 0), Errno.ELOOP, "openat2");
+            assertErrno(() -> libc.openBeneath(shared, "dirlink/deep", O_RDONLY, 0), Errno.ELOOP, "openat2");
+            assertErrno(() -> libc.openBeneath(shared, "relative", O_RDONLY, 0), Errno.ELOOP, "openat2");
+            // openat2 itself, with only one of the restrictions: a link that stays beneath is fine,
+            // one with an absolute target is not.
+            assertErrno(() -> libc.openat2(shared, "../outside", O_RDONLY, 0, OpenFlags.RESOLVE_BENEATH), Errno.EXDEV, "openat2");
+            libc.openat2(shared, "relative", O_RDONLY, 0, OpenFlags.RESOLVE_BENEATH).close();
+            assertErrno(() -> libc.openat2(shared, "link", O_RDONLY, 0, OpenFlags.RESOLVE_BENEATH), Errno.EXDEV, "openat2");
+        }
+    }
+
+    @Test
+    void openat2MessageShowsTheResolveFlags() throws IOException {
+        Files.createDirectory(directory.resolve("shared"));
+        try (FileDescriptor shared = libc.open(directory.resolve("shared").toString(), O_PATH | O_DIRECTORY, 0)) {
+            assertThatThrownBy(() -> libc.openBeneath(shared, "../x", O_RDWR | O_CREAT | O_EXCL, 0600))
+                    .hasMessage("openat2(" + shared + ", \"../x\", {O_RDWR|O_CREAT|O_EXCL|O_CLOEXEC, 0600, "
+                            + "RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH}): EXDEV (Invalid cross-device link)");
+        }
+    }
+
+    @Test
+    void directoriesAreMadeAndRemovedRelativeToADescriptor() throws IOException {
+        try (FileDescriptor dir = libc.open(directory.toString(), O_PATH | O_DIRECTORY, 0)) {
+            libc.mkdirat(dir, "made", 0700);
+            assertThat(Files.isDirectory(directory.resolve("made"))).isTrue();
+            assertErrno(() -> libc.mkdirat(dir, "made", 0700), Errno.EEXIST, "mkdirat");
+            libc.openat(dir, "made/file", O_RDWR | O_CREAT | O_EXCL, 0600).close();
+            assertErrno(() -> libc.unlinkat(dir, "made", OpenFlags.AT_REMOVEDIR), Errno.ENOTEMPTY, "unlinkat");
+            libc.unlinkat(dir, "made/file", 0);
+            libc.unlinkat(dir, "made", OpenFlags.AT_REMOVEDIR);
+            assertThat(Files.exists(directory.resolve("made"))).isFalse();
+        }
+    }
+
+    @Test
+    void exclusiveLockOfASecondOpenFailsWithEwouldblockUntilReleased() {
+        String path = directory.resolve("lease").toString();
+        FileDescriptor first = libc.open(path, O_RDWR | O_CREAT, 0600);
+        try (FileDescriptor second = libc.open(path, O_RDWR, 0)) {
+            libc.flock(first, LOCK_EX | LOCK_NB);
+            assertThatThrownBy(() -> libc.flock(second, LOCK_EX | LOCK_NB))
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                        assertThat(e.errno()).isEqualTo(Errno.EWOULDBLOCK);
+                        assertThat(e.errnoName()).isEqualTo("EWOULDBLOCK");
+                        assertThat(e.getMessage()).isEqualTo("flock(" + second + ", LOCK_EX|LOCK_NB): EWOULDBLOCK "
+                                + "(Resource temporarily unavailable): another open of this file holds a conflicting lock");
+                    });
+            assertThat(libc.tryFlock(second, LOCK_SH)).isFalse();
+
+            first.close(); // the kernel drops the lock with the last descriptor of its open
+
+            assertThat(libc.tryFlock(second, LOCK_EX)).isTrue();
+            libc.flock(second, LOCK_UN);
+        } finally {
+            first.close();
+        }
+    }
+
+    @Test
+    void characterDeviceNumbersSplitLikeGlibc() {
+        try (FileDescriptor nullDevice = libc.open("/dev/null", O_RDONLY, 0)) {
+            FileStatus status = libc.fstat(nullDevice);
+            assertThat(status.isCharacterDevice()).isTrue();
+            assertThat(status.rdevMajor()).isEqualTo(1);
+            assertThat(status.rdevMinor()).isEqualTo(3);
+        }
+        long dev = FileStatus.makedev(259, 70_000);
+        assertThat(FileStatus.major(dev)).isEqualTo(259);
+        assertThat(FileStatus.minor(dev)).isEqualTo(70_000);
+    }
+
+    @Test
+    void descriptorIsClosedOnceAndUnusableAfterwards() {
+        FileDescriptor fd = libc.open("/dev/null", O_RDONLY, 0);
+        int number = fd.fd();
+        fd.close();
+        fd.close();
+        assertThat(fd.isOpen()).isFalse();
+        assertThat(fd).hasToString("fd " + number + " (/dev/null) closed");
+        assertThatThrownBy(fd::fd).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> libc.fstat(fd)).isInstanceOf(IllegalStateException.class);
+    }
+
+    static void assertErrno(Runnable call, int errno, String syscall) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(ErrnoException.class, e -> {
+            assertThat(e.errnoName()).isEqualTo(Errno.name(errno));
+            assertThat(e.call()).isEqualTo(syscall);
+        });
+    }
+}

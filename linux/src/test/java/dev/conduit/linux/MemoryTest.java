@@ -1,0 +1,128 @@
+package dev.conduit.linux;
+
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
+import static dev.conduit.linux.MmapFlags.MAP_SHARED;
+import static dev.conduit.linux.MmapFlags.PROT_READ;
+import static dev.conduit.linux.MmapFlags.PROT_WRITE;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** memfd, seals and mmap: the memfd provider's chunk lifecycle. */
+class MemoryTest {
+    private static final long SIZE = 64 * 1024;
+
+    private final Libc libc = Linux.libc();
+
+    @Test
+    void sealedMemfdKeepsItsSize() {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-test", MFD_ALLOW_SEALING)) {
+            libc.ftruncate(memfd, SIZE);
+            assertThat(libc.fstat(memfd).size()).isEqualTo(SIZE);
+            assertThat(libc.fstat(memfd).isRegularFile()).isTrue();
+            assertThat(libc.seals(memfd)).isZero();
+
+            libc.addSeals(memfd, Seals.FIXED_SIZE);
+
+            assertThat(libc.seals(memfd)).isEqualTo(Seals.F_SEAL_SHRINK | Seals.F_SEAL_GROW | Seals.F_SEAL_SEAL);
+            assertThatThrownBy(() -> libc.ftruncate(memfd, SIZE / 2))
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                        assertThat(e.errno()).isEqualTo(Errno.EPERM);
+                        assertThat(e.call()).isEqualTo("ftruncate");
+                        assertThat(e.getMessage()).contains("memfd:conduit-test").contains("EPERM (Operation not permitted)");
+                    });
+            assertThatThrownBy(() -> libc.ftruncate(memfd, SIZE * 2))
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EPERM));
+            assertThatThrownBy(() -> libc.addSeals(memfd, Seals.F_SEAL_WRITE))
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errnoName()).isEqualTo("EPERM"));
+            assertThat(libc.fstat(memfd).size()).isEqualTo(SIZE);
+        }
+    }
+
+    @Test
+    void memfdWithoutAllowSealingIsBornSealed() {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-unsealable", 0)) {
+            assertThat(libc.seals(memfd)).isEqualTo(Seals.F_SEAL_SEAL);
+        }
+    }
+
+    @Test
+    void twoMappingsOfOneFileShareTheirBytes() {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-shared", MFD_ALLOW_SEALING);
+             Arena first = Arena.ofConfined();
+             Arena second = Arena.ofConfined()) {
+            libc.ftruncate(memfd, SIZE);
+            MemorySegment a = libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, first);
+            MemorySegment b = libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, second);
+
+            assertThat(a.address()).isNotEqualTo(b.address());
+            assertThat(a.byteSize()).isEqualTo(SIZE);
+            a.set(JAVA_LONG, 8, 0x1234_5678_9abc_def0L);
+            b.set(JAVA_LONG, SIZE - 8, 42);
+            assertThat(b.get(JAVA_LONG, 8)).isEqualTo(0x1234_5678_9abc_def0L);
+            assertThat(a.get(JAVA_LONG, SIZE - 8)).isEqualTo(42);
+        }
+    }
+
+    @Test
+    void closingTheArenaUnmapsAndLaterAccessThrows() throws IOException {
+        MemorySegment mapping;
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-unmap", MFD_ALLOW_SEALING)) {
+            libc.ftruncate(memfd, SIZE);
+            Arena arena = Arena.ofShared();
+            mapping = libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+            mapping.set(JAVA_LONG, 0, 7);
+            assertThat(mappingAt(mapping.address())).as("mapping before close").contains("memfd:conduit-unmap");
+
+            arena.close();
+        }
+        // By name, not by address: the JVM may map something else at that address right away.
+        assertThat(Files.readString(Path.of("/proc/self/maps"))).doesNotContain("memfd:conduit-unmap");
+        MemorySegment closed = mapping;
+        assertThatThrownBy(() -> closed.get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void mappingIsBoundsChecked() {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-bounds", MFD_ALLOW_SEALING);
+             Arena arena = Arena.ofConfined()) {
+            libc.ftruncate(memfd, SIZE);
+            MemorySegment mapping = libc.mmap(memfd, 0, SIZE, PROT_READ, MAP_SHARED, arena);
+            assertThatThrownBy(() -> mapping.get(JAVA_LONG, SIZE)).isInstanceOf(IndexOutOfBoundsException.class);
+        }
+    }
+
+    @Test
+    void failedMmapNamesTheCall() {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-badoffset", MFD_ALLOW_SEALING);
+             Arena arena = Arena.ofConfined()) {
+            libc.ftruncate(memfd, SIZE);
+            assertThatThrownBy(() -> libc.mmap(memfd, 1, SIZE, PROT_READ, MAP_SHARED, arena))
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                        assertThat(e.errno()).isEqualTo(Errno.EINVAL);
+                        assertThat(e.getMessage()).startsWith("mmap(NULL, 65536, PROT_READ, MAP_SHARED, fd ");
+                    });
+        }
+    }
+
+    /** The line of {@code /proc/self/maps} that covers {@code address}, or {@code null}. */
+    static String mappingAt(long address) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
+            String[] range = line.substring(0, line.indexOf(' ')).split("-");
+            long start = Long.parseUnsignedLong(range[0], 16);
+            long end = Long.parseUnsignedLong(range[1], 16);
+            if (Long.compareUnsigned(address, start) >= 0 && Long.compareUnsigned(address, end) < 0) {
+                return line;
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,120 @@
+package dev.conduit.linux;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
+import static dev.conduit.linux.MmapFlags.MAP_SHARED;
+import static dev.conduit.linux.MmapFlags.PROT_READ;
+import static dev.conduit.linux.MmapFlags.PROT_WRITE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** futex and eventfd: the shared-memory transport's wakeup paths. No test asserts a duration. */
+class WaitTest {
+    private static final long SIZE = 4096;
+    private static final long WORD = 64;
+
+    private final Libc libc = Linux.libc();
+
+    @Test
+    void wakeThroughOneMappingReachesAWaiterOnAnother() throws Exception {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-futex", MFD_ALLOW_SEALING);
+             Arena arena = Arena.ofShared()) {
+            libc.ftruncate(memfd, SIZE);
+            // Two mappings of one file stand in for two processes: only a shared futex pairs them.
+            MemorySegment waiterView = libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+            MemorySegment wakerView = libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+
+            CompletableFuture<FutexResult> waiter = CompletableFuture.supplyAsync(
+                    () -> libc.futexWait(waiterView, WORD, 0, -1), Thread::startVirtualThread);
+            // The word stays 0, so the waiter can only return once a wake reached it sleeping.
+            while (libc.futexWake(wakerView, WORD, 1) == 0) {
+                Thread.sleep(1);
+            }
+            assertThat(waiter.get(1, TimeUnit.MINUTES)).isEqualTo(FutexResult.WOKEN);
+        }
+    }
+
+    @Test
+    void waiterLoopsUntilTheWordChanges() throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment word = arena.allocate(JAVA_INT);
+            Thread waiter = Thread.ofPlatform().start(() -> {
+                while (word.getAtIndex(JAVA_INT, 0) == 0) {
+                    libc.futexWait(word, 0, 0, -1);
+                }
+            });
+            word.setAtIndex(JAVA_INT, 0, 1);
+            libc.futexWake(word, 0, Integer.MAX_VALUE);
+            waiter.join(TimeUnit.MINUTES.toMillis(1));
+            assertThat(waiter.isAlive()).isFalse();
+        }
+    }
+
+    @Test
+    void waitTimesOutWhenNobodyWakes() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment word = arena.allocate(JAVA_INT);
+            assertThat(libc.futexWait(word, 0, 0, TimeUnit.MILLISECONDS.toNanos(1))).isEqualTo(FutexResult.TIMED_OUT);
+            assertThat(libc.futexWait(word, 0, 0, 0)).isEqualTo(FutexResult.TIMED_OUT);
+        }
+    }
+
+    @Test
+    void waitReturnsAtOnceWhenTheWordDiffers() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment word = arena.allocate(JAVA_INT);
+            word.set(JAVA_INT, 0, 5);
+            assertThat(libc.futexWait(word, 0, 4, -1)).isEqualTo(FutexResult.VALUE_MISMATCH);
+            assertThat(libc.futexWake(word, 0, 1)).isZero();
+        }
+    }
+
+    @Test
+    void futexWordMustBeAlignedAndInside() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment segment = arena.allocate(16, 8);
+            assertThatThrownBy(() -> libc.futexWait(segment, 2, 0, 0)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> libc.futexWake(segment, 16, 1)).isInstanceOf(IndexOutOfBoundsException.class);
+        }
+    }
+
+    @Test
+    void eventfdCountsAndSignals() {
+        try (FileDescriptor eventfd = libc.eventfd(0, EventfdFlags.EFD_NONBLOCK)) {
+            assertThat(libc.eventfdRead(eventfd)).as("empty, non-blocking").isZero();
+            assertThat(libc.poll(eventfd, PollEvents.POLLIN, 0)).isZero();
+            assertThat(libc.eventfdWrite(eventfd, 2)).isTrue();
+            assertThat(libc.eventfdWrite(eventfd, 3)).isTrue();
+            assertThat(libc.poll(eventfd, PollEvents.POLLIN, -1)).isEqualTo(PollEvents.POLLIN);
+            assertThat(libc.eventfdRead(eventfd)).isEqualTo(5);
+            assertThat(libc.eventfdRead(eventfd)).isZero();
+            assertThat(libc.eventfdWrite(eventfd, 0xffff_ffff_ffff_fffeL)).isTrue();
+            assertThat(libc.eventfdWrite(eventfd, 1)).as("would overflow").isFalse();
+        }
+    }
+
+    @Test
+    void eventfdSemaphoreHandsOutOneAtATime() {
+        try (FileDescriptor eventfd = libc.eventfd(2, EventfdFlags.EFD_SEMAPHORE | EventfdFlags.EFD_NONBLOCK)) {
+            assertThat(libc.eventfdRead(eventfd)).isEqualTo(1);
+            assertThat(libc.eventfdRead(eventfd)).isEqualTo(1);
+            assertThat(libc.eventfdRead(eventfd)).isZero();
+        }
+    }
+
+    @Test
+    void blockingEventfdWakesAReader() throws Exception {
+        try (FileDescriptor eventfd = libc.eventfd(0, 0)) {
+            CompletableFuture<Long> reader = CompletableFuture.supplyAsync(() -> libc.eventfdRead(eventfd));
+            libc.eventfdWrite(eventfd, 7);
+            assertThat(reader.get(1, TimeUnit.MINUTES)).isEqualTo(7);
+        }
+    }
+}

@@ -1,0 +1,137 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.LockFlags;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.spi.ConduitException;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Liveness of an owner of files in the shared directory, without pids: the owner holds
+ * {@code flock(LOCK_EX)} on its lease file {@code <prefix>-<owner>.lease} for as long as it lives.
+ * The kernel releases the lock when the process dies, however it dies, and the lock is visible
+ * across PID namespaces. Every file the owner creates is named {@code <prefix>-<owner>-...}, so
+ * whoever finds a lease it can lock knows the owner is dead and may remove its files.
+ *
+ * <p>A lease is created under a temporary name, locked, then renamed into place, so that no
+ * reclaimer ever sees an unlocked lease of a live owner.
+ */
+public final class OwnerLease implements AutoCloseable {
+
+    private static final String LEASE = ".lease";
+    private static final String PENDING = ".lease-pending";
+    private static final System.Logger LOG = System.getLogger("dev.conduit.shm");
+
+    private final SharedDirectory directory;
+    private final String prefix;
+    private final String owner;
+    private final FileDescriptor fd;
+    private boolean closed;
+
+    private OwnerLease(SharedDirectory directory, String prefix, String owner, FileDescriptor fd) {
+        this.directory = directory;
+        this.prefix = prefix;
+        this.owner = owner;
+        this.fd = fd;
+    }
+
+    /** Creates and locks a new lease for a new owner. */
+    public static OwnerLease acquire(Libc libc, SharedDirectory directory, String prefix) {
+        String owner = SharedDirectory.randomId();
+        String pending = prefix + "-" + owner + PENDING;
+        FileDescriptor fd = directory.createExclusive(pending);
+        try {
+            if (!libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) {
+                throw new ConduitException("lease " + directory.path().resolve(pending) + " is locked by someone else right after creation");
+            }
+            Files.move(directory.path().resolve(pending), directory.path().resolve(prefix + "-" + owner + LEASE), StandardCopyOption.ATOMIC_MOVE);
+            return new OwnerLease(directory, prefix, owner, fd);
+        } catch (IOException | RuntimeException e) {
+            fd.close();
+            directory.unlink(pending);
+            throw e instanceof ConduitException c ? c
+                    : new ConduitException("cannot create lease " + directory.path().resolve(pending) + ": " + e, e);
+        }
+    }
+
+    /** The owner's id: 32 hex digits, part of every name it creates. */
+    public String owner() {
+        return owner;
+    }
+
+    /** A new, unguessable name for a file of this owner: {@code <prefix>-<owner>-<random><suffix>}. */
+    public String newFileName(String suffix) {
+        return prefix + "-" + owner + "-" + SharedDirectory.randomId() + suffix;
+    }
+
+    /** The lease file's name for {@code owner}. */
+    public static String leaseName(String prefix, String owner) {
+        return prefix + "-" + owner + LEASE;
+    }
+
+    /**
+     * Whether the owner of lease {@code leaseName} is alive: its lease exists and is locked.
+     * Takes the lock for an instant when the owner is dead; never blocks.
+     */
+    public static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName) {
+        try (FileDescriptor probe = directory.openExisting(leaseName, OpenFlags.O_RDONLY)) {
+            return !libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB);
+        } catch (ErrnoException e) {
+            if ("ENOENT".equals(e.errnoName())) return false;
+            throw e;
+        }
+    }
+
+    /**
+     * Removes the files of every dead owner with {@code prefix}: each lease (or pending lease) that
+     * can be locked, every {@code <prefix>-<owner>-*} file, then the lease itself.
+     *
+     * @return the names removed
+     */
+    public static List<String> reclaimDead(Libc libc, SharedDirectory directory, String prefix) {
+        List<String> removed = new ArrayList<>();
+        for (String name : directory.list(prefix + "-")) {
+            boolean lease = name.endsWith(LEASE) || name.endsWith(PENDING);
+            if (!lease) continue;
+            String owner = name.substring(prefix.length() + 1, name.lastIndexOf(".lease"));
+            FileDescriptor fd;
+            try {
+                fd = directory.openExisting(name, OpenFlags.O_RDONLY);
+            } catch (ErrnoException e) {
+                continue; // gone already, or not a regular file we may open: not ours to judge
+            }
+            try (fd) {
+                if (!libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) continue;
+                for (String file : directory.list(prefix + "-" + owner + "-")) {
+                    directory.unlink(file);
+                    removed.add(file);
+                }
+                directory.unlink(name);
+                removed.add(name);
+            }
+        }
+        if (!removed.isEmpty()) {
+            LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + " files of dead owners in " + directory + ": " + removed);
+        }
+        return removed;
+    }
+
+    /** Removes the lease and releases the lock. The owner removes its other files first. Idempotent. */
+    @Override
+    public synchronized void close() {
+        if (closed) return;
+        closed = true;
+        try {
+            directory.unlink(leaseName(prefix, owner));
+        } finally {
+            fd.close();
+        }
+    }
+}

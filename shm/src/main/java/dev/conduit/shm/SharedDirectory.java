@@ -1,0 +1,112 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.spi.ConduitException;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * This process's view of the directory shared with peers ({@code shared.dir}), opened once.
+ *
+ * <p>Everything under it is reached with {@code openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)}
+ * relative to the directory's descriptor: a name from a peer can neither leave the directory nor
+ * follow a planted symlink. Files are created {@code 0600} with {@code O_EXCL | O_NOFOLLOW}, so a
+ * pre-created file or link is refused rather than reused. The directory itself is this process's
+ * own configuration and may be reached through symlinks (a container's bind mount).
+ */
+public final class SharedDirectory implements AutoCloseable {
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final int CREATE = OpenFlags.O_RDWR | OpenFlags.O_CREAT | OpenFlags.O_EXCL | OpenFlags.O_NOFOLLOW | OpenFlags.O_CLOEXEC;
+
+    private final Libc libc;
+    private final Path path;
+    private final FileDescriptor fd;
+
+    private SharedDirectory(Libc libc, Path path, FileDescriptor fd) {
+        this.libc = libc;
+        this.path = path;
+        this.fd = fd;
+    }
+
+    /**
+     * Opens {@code path}.
+     *
+     * @param configKey the key that configured it, named in errors ("shared.dir (CONDUIT_SHARED_DIR)")
+     * @throws ConduitException naming the path, the errno and the key to fix
+     */
+    public static SharedDirectory open(Libc libc, Path path, String configKey) {
+        try {
+            FileDescriptor fd = libc.open(path.toString(), OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY | OpenFlags.O_CLOEXEC, 0);
+            return new SharedDirectory(libc, path, fd);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot open the shared directory " + path + ": " + e.errnoName()
+                    + " (" + e.getMessage() + "); create it, make it readable and writable for this user, or set " + configKey, e);
+        }
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    public FileDescriptor fd() {
+        return fd;
+    }
+
+    /** Creates {@code name} (a single path segment), {@code 0600}, failing if anything by that name exists. */
+    public FileDescriptor createExclusive(String name) {
+        return libc.openBeneath(fd, name, CREATE, 0600);
+    }
+
+    /**
+     * Opens an existing file below the directory, refusing {@code ..}, absolute paths and symlinks
+     * on the way ({@code ELOOP}, {@code EXDEV}).
+     */
+    public FileDescriptor openExisting(String relative, int flags) {
+        return libc.openBeneath(fd, relative, flags | OpenFlags.O_NOFOLLOW | OpenFlags.O_CLOEXEC, 0);
+    }
+
+    /** Removes {@code name}; a name that is already gone is not an error. */
+    public void unlink(String name) {
+        try {
+            libc.unlinkat(fd, name, 0);
+        } catch (ErrnoException e) {
+            if (!"ENOENT".equals(e.errnoName())) throw e;
+        }
+    }
+
+    /** The names in the directory that start with {@code prefix}, sorted. */
+    public List<String> list(String prefix) {
+        try (Stream<Path> s = Files.list(path)) {
+            return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(prefix)).sorted().toList();
+        } catch (IOException e) {
+            throw new ConduitException("cannot list the shared directory " + path + ": " + e, e);
+        }
+    }
+
+    /** 128 random bits as 32 hex digits: names no peer can guess or collide with. */
+    public static String randomId() {
+        byte[] b = new byte[16];
+        RANDOM.nextBytes(b);
+        return HexFormat.of().formatHex(b);
+    }
+
+    @Override
+    public void close() {
+        fd.close();
+    }
+
+    @Override
+    public String toString() {
+        return path.toString();
+    }
+}

@@ -1,0 +1,111 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.ConduitBuilder;
+import dev.conduit.spi.ConduitException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.util.Objects;
+import java.util.function.Supplier;
+
+/**
+ * The {@code conduit} command. Each subcommand is a class of its own ({@code info}, and later
+ * {@code perf}) that mixes in the shared options ({@code --set}, {@code --verbose}) and opens
+ * Conduit through {@link #openConduit}, so configuration and failures work the same in all of them.
+ *
+ * <p>Exit codes: {@value #EXIT_OK} success, {@value #EXIT_FAILED} Conduit failed (the message goes
+ * to standard error), {@value #EXIT_USAGE} usage error.
+ */
+@Command(name = "conduit",
+        mixinStandardHelpOptions = true,
+        versionProvider = ToolVersion.class,
+        subcommands = {InfoCommand.class, CommandLine.HelpCommand.class},
+        description = "Inspects Conduit in this process: the plugins it finds, their configuration and what it selects.",
+        footerHeading = "%nExit codes:%n",
+        footer = {
+                // picocli wraps a footer line longer than the usage width (80) badly: keep each below it.
+                "  0  success",
+                "  1  Conduit failed (configuration error, plugin failure): the message goes",
+                "     to standard error; --verbose adds the stack trace",
+                "  2  usage error: unknown option or subcommand, malformed argument",
+                "",
+                "Configuration comes, strongest first, from a subcommand's --set, conduit.*",
+                "system properties, CONDUIT_* environment variables and defaults.",
+                "'conduit info' lists every key."})
+public final class ConduitCommand implements Runnable {
+
+    /** The command did what was asked. */
+    public static final int EXIT_OK = 0;
+    /** Conduit failed: bad configuration, a plugin failure, or a bug. */
+    public static final int EXIT_FAILED = 1;
+    /** The command line could not be parsed; picocli's own code for invalid input. */
+    public static final int EXIT_USAGE = 2;
+
+    @Spec
+    private CommandSpec spec;
+
+    private final Supplier<ConduitBuilder> builders;
+
+    /** The command as run from the command line: Conduit configured from the process's environment. */
+    public ConduitCommand() {
+        this(Conduit::builder);
+    }
+
+    /** For tests: every Conduit this command opens starts from a builder made by {@code builders}. */
+    ConduitCommand(Supplier<ConduitBuilder> builders) {
+        this.builders = Objects.requireNonNull(builders, "builders");
+    }
+
+    /** Runs the command and exits the JVM with its exit code. */
+    public static void main(String... args) {
+        System.exit(new ConduitCommand().commandLine().execute(args));
+    }
+
+    /** This command, ready to execute: exceptions become exit code {@value #EXIT_FAILED} with a one-line message. */
+    CommandLine commandLine() {
+        return new CommandLine(this).setExecutionExceptionHandler(this::reportFailure);
+    }
+
+    /** Without a subcommand there is nothing to do but show what there is to do. */
+    @Override
+    public void run() {
+        spec.commandLine().usage(spec.commandLine().getOut());
+    }
+
+    /** Opens Conduit with a subcommand's {@code --set} values on top of the usual sources. The caller closes it. */
+    Conduit openConduit(ConduitOptions options) {
+        return options.applyTo(builders.get()).build();
+    }
+
+    private int reportFailure(Exception failure, CommandLine command, ParseResult parsed) {
+        PrintWriter err = command.getErr();
+        if (failure instanceof ConduitException) {
+            // Conduit's messages name the key, value, plugin or system call and the remedy: enough on their own.
+            err.println("conduit: " + failure.getMessage());
+        } else {
+            err.println("conduit: unexpected failure: " + failure);
+        }
+        if (verboseRequested(parsed)) {
+            failure.printStackTrace(err);
+        } else if (!(failure instanceof ConduitException)) {
+            err.println("conduit: run again with --verbose for the stack trace");
+        }
+        err.flush();
+        return EXIT_FAILED;
+    }
+
+    /** Whether {@code --verbose} was given to any command on the command line. */
+    private static boolean verboseRequested(ParseResult parsed) {
+        for (ParseResult command = parsed; command != null; command = command.subcommand()) {
+            if (command.hasMatchedOption(ConduitOptions.VERBOSE)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

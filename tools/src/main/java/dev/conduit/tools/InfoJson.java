@@ -1,0 +1,106 @@
+package dev.conduit.tools;
+
+import dev.conduit.ConfigEntry;
+import dev.conduit.PluginInfo;
+
+import java.io.PrintWriter;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Renders an {@link InfoReport} as one JSON document: the same facts as {@link InfoText}, with
+ * enum values as their constant names and an unset value as {@code null}. The shape is described
+ * in {@code docs/tools.md}; scripts rely on it, so change it only by adding members.
+ */
+final class InfoJson {
+
+    private final JsonWriter json;
+
+    private InfoJson(JsonWriter json) {
+        this.json = json;
+    }
+
+    static void write(InfoReport report, PrintWriter out) {
+        JsonWriter json = new JsonWriter(out);
+        new InfoJson(json).write(report);
+        json.finish();
+        out.println();
+    }
+
+    private void write(InfoReport report) {
+        json.beginObject();
+        json.member("version", report.version());
+        json.member("spiVersion", report.spiVersion());
+        json.name("plugins").beginArray();
+        for (PluginInfo plugin : report.plugins()) {
+            writePlugin(plugin, report.preference(plugin));
+        }
+        json.endArray();
+        json.name("configuration");
+        writeConfiguration(report.runtimeConfiguration());
+        json.name("selection").beginObject();
+        json.member("transports", report.transports().map(ConfigEntry::value).orElse(null));
+        json.member("source", report.transports().map(e -> e.source().name()).orElse(null));
+        json.name("selected");
+        writeStrings(report.selected());
+        json.endObject();
+        json.endObject();
+    }
+
+    private void writePlugin(PluginInfo plugin, int preference) {
+        json.beginObject();
+        json.member("name", plugin.name());
+        json.member("version", plugin.version());
+        json.member("spiVersion", plugin.spiVersion());
+        json.member("description", plugin.description());
+        json.member("origin", plugin.origin());
+        json.member("status", plugin.status().name());
+        json.member("available", InfoReport.isUsable(plugin));
+        json.member("reason", plugin.reason() == null || plugin.reason().isBlank() ? null : plugin.reason());
+        json.name("preference");
+        if (preference == 0) {
+            json.nullValue();
+        } else {
+            json.value(preference);
+        }
+        json.name("capabilities");
+        writeStrings(plugin.capabilities().stream().sorted().map(Enum::name).toList());
+        json.name("threadModes");
+        writeStrings(plugin.threadModes().stream().sorted().map(Enum::name).toList());
+        json.member("priority", plugin.priority());
+        json.name("details");
+        writeMap(plugin.details());
+        json.name("configuration");
+        writeConfiguration(plugin.configuration());
+        json.endObject();
+    }
+
+    private void writeConfiguration(List<ConfigEntry> entries) {
+        json.beginArray();
+        for (ConfigEntry entry : entries) {
+            json.beginObject();
+            json.member("key", entry.key());
+            json.member("value", entry.value());
+            json.member("source", entry.source().name());
+            json.member("owner", entry.owner());
+            json.member("property", entry.property());
+            json.member("environment", entry.environment());
+            json.member("doc", entry.doc());
+            json.endObject();
+        }
+        json.endArray();
+    }
+
+    private void writeStrings(Collection<String> values) {
+        json.beginArray();
+        values.forEach(json::value);
+        json.endArray();
+    }
+
+    private void writeMap(Map<String, String> values) {
+        json.beginObject();
+        values.forEach(json::member);
+        json.endObject();
+    }
+}

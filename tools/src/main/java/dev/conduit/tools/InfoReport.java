@@ -1,0 +1,67 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.ConfigEntry;
+import dev.conduit.PluginInfo;
+import dev.conduit.spi.ConduitPlugin;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * What {@code conduit info} shows, taken from an open {@link Conduit} once, so that the text and
+ * the JSON form are two renderings of the same facts.
+ *
+ * @param version              this build's version
+ * @param spiVersion           the SPI version the runtime implements
+ * @param plugins              selected plugins in preference order, then the others in the runtime's order
+ * @param runtimeConfiguration the keys the runtime itself declares
+ * @param selected             names of the selected plugins, most preferred first
+ * @param transports           the {@code transports} key that drove the selection, if the runtime declares it
+ */
+record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, List<ConfigEntry> runtimeConfiguration,
+                  List<String> selected, Optional<ConfigEntry> transports) {
+
+    static final String RUNTIME_OWNER = "runtime";
+    static final String TRANSPORTS_KEY = "transports";
+
+    InfoReport {
+        plugins = List.copyOf(plugins);
+        runtimeConfiguration = List.copyOf(runtimeConfiguration);
+        selected = List.copyOf(selected);
+    }
+
+    static InfoReport of(Conduit conduit, String version) {
+        List<String> selected = conduit.selectedPlugins();
+        List<ConfigEntry> runtime = conduit.configuration().stream().filter(e -> e.owner().equals(RUNTIME_OWNER)).toList();
+        Optional<ConfigEntry> transports = runtime.stream().filter(e -> e.key().equals(TRANSPORTS_KEY)).findFirst();
+        return new InfoReport(version, ConduitPlugin.SPI_VERSION, selectedFirst(conduit.plugins(), selected), runtime,
+                selected, transports);
+    }
+
+    /** The runtime promises this order already; sorting again keeps the output right if that ever changes. */
+    private static List<PluginInfo> selectedFirst(List<PluginInfo> plugins, List<String> selected) {
+        List<PluginInfo> ordered = new ArrayList<>(plugins);
+        ordered.sort(Comparator.comparingInt(p -> {
+            int preference = preference(p, selected);
+            return preference == 0 ? Integer.MAX_VALUE : preference;
+        }));
+        return ordered;
+    }
+
+    /** 1 for the most preferred selected plugin, 2 for the next, and so on; 0 for a plugin that is not selected. */
+    int preference(PluginInfo plugin) {
+        return preference(plugin, selected);
+    }
+
+    private static int preference(PluginInfo plugin, List<String> selected) {
+        return plugin.status() == PluginInfo.Status.SELECTED ? selected.indexOf(plugin.name()) + 1 : 0;
+    }
+
+    /** Whether the plugin can be used here, selected or not. */
+    static boolean isUsable(PluginInfo plugin) {
+        return plugin.status() == PluginInfo.Status.SELECTED || plugin.status() == PluginInfo.Status.AVAILABLE;
+    }
+}

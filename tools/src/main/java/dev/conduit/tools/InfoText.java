@@ -1,0 +1,170 @@
+package dev.conduit.tools;
+
+import dev.conduit.ConfigEntry;
+import dev.conduit.PluginInfo;
+
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/** Renders an {@link InfoReport} as aligned plain text for people (no colors: output is often piped or pasted). */
+final class InfoText {
+
+    private static final int WRAP_WIDTH = 100;
+    private static final int LABEL_WIDTH = 14;
+    private static final int MAX_VALUE_COLUMN = 40;
+    private static final String PLUGIN_INDENT = "  ";
+    private static final String FIELD_INDENT = "    ";
+
+    private final InfoReport report;
+    private final PrintWriter out;
+
+    private InfoText(InfoReport report, PrintWriter out) {
+        this.report = report;
+        this.out = out;
+    }
+
+    static void write(InfoReport report, PrintWriter out) {
+        new InfoText(report, out).write();
+    }
+
+    private void write() {
+        out.println("Conduit " + report.version() + ", SPI " + report.spiVersion());
+        out.println();
+        writePlugins();
+        out.println();
+        out.println("RUNTIME CONFIGURATION");
+        writeConfiguration(report.runtimeConfiguration(), PLUGIN_INDENT);
+        out.println();
+        writeSelection();
+    }
+
+    private void writePlugins() {
+        out.println("PLUGINS: " + report.plugins().size() + " found, " + report.selected().size() + " selected");
+        if (report.plugins().isEmpty()) {
+            out.println(PLUGIN_INDENT + "none: no plugin module on the module path, no META-INF/services entry on the class path,");
+            out.println(PLUGIN_INDENT + "and no plugin jar in plugin.path (CONDUIT_PLUGIN_PATH)");
+        }
+        for (PluginInfo plugin : report.plugins()) {
+            out.println();
+            writePlugin(plugin);
+        }
+    }
+
+    private void writePlugin(PluginInfo plugin) {
+        out.println(PLUGIN_INDENT + plugin.name() + " " + plugin.version() + "  [" + plugin.status() + "]");
+        if (!plugin.description().isBlank()) {
+            field("description", plugin.description());
+        }
+        field("status", status(plugin));
+        field("origin", plugin.origin());
+        field("spi version", plugin.spiVersion());
+        field("capabilities", joined(plugin.capabilities().stream().sorted().toList()));
+        field("thread modes", joined(plugin.threadModes().stream().sorted().toList()));
+        field("priority", Integer.toString(plugin.priority()));
+        field("probe", plugin.details().isEmpty() ? "no details" : aligned(plugin.details()));
+        if (plugin.configuration().isEmpty()) {
+            field("config", "no keys");
+        } else {
+            out.println(FIELD_INDENT + "config");
+            writeConfiguration(plugin.configuration(), FIELD_INDENT + "  ");
+        }
+    }
+
+    private String status(PluginInfo plugin) {
+        String reason = plugin.reason() == null ? "" : plugin.reason();
+        return switch (plugin.status()) {
+            case SELECTED -> "selected, preference " + report.preference(plugin) + " of " + report.selected().size();
+            case AVAILABLE -> "available, not selected" + (reason.isBlank() ? "" : ": " + reason);
+            default -> plugin.status().name().toLowerCase(Locale.ROOT) + ": " + reason;
+        };
+    }
+
+    /** One key per line: key, value and source in aligned columns, then what it does and where else it can be set. */
+    private void writeConfiguration(List<ConfigEntry> entries, String indent) {
+        if (entries.isEmpty()) {
+            out.println(indent + "no keys");
+            return;
+        }
+        int keyWidth = entries.stream().mapToInt(e -> e.key().length()).max().orElse(0);
+        int valueWidth = Math.min(MAX_VALUE_COLUMN, entries.stream().mapToInt(e -> value(e).length()).max().orElse(0));
+        String detailIndent = indent + "    ";
+        for (ConfigEntry entry : entries) {
+            out.println(indent + pad(entry.key(), keyWidth) + "  " + pad(value(entry), valueWidth) + "  " + source(entry));
+            for (String line : wrap(entry.doc(), WRAP_WIDTH - detailIndent.length())) {
+                out.println(detailIndent + line);
+            }
+            out.println(detailIndent + "property " + entry.property() + ", environment " + entry.environment());
+        }
+    }
+
+    private void writeSelection() {
+        out.println("SELECTION");
+        String transports = report.transports()
+                .map(e -> e.value() == null || e.value().isBlank()
+                        ? "not set: every available plugin, by priority"
+                        : e.value() + "  (" + source(e) + ")")
+                .orElse("not declared by this runtime");
+        field(PLUGIN_INDENT, "transports", transports);
+        field(PLUGIN_INDENT, "selected", report.selected().isEmpty() ? "none" : String.join(", ", report.selected()));
+    }
+
+    private void field(String label, String value) {
+        field(FIELD_INDENT, label, value);
+    }
+
+    /** A labelled value; a value of several lines continues under its first line. */
+    private void field(String indent, String label, String value) {
+        String continuation = System.lineSeparator() + " ".repeat(indent.length() + LABEL_WIDTH);
+        out.println(indent + pad(label, LABEL_WIDTH) + String.join(continuation, value.lines().toList()));
+    }
+
+    private static String aligned(Map<String, String> details) {
+        int width = details.keySet().stream().mapToInt(String::length).max().orElse(0);
+        List<String> lines = new ArrayList<>();
+        details.forEach((k, v) -> lines.add(pad(k, width) + "  " + v));
+        return String.join("\n", lines);
+    }
+
+    private static String value(ConfigEntry entry) {
+        if (entry.value() == null) {
+            return "(unset)";
+        }
+        return entry.value().isEmpty() ? "(empty)" : entry.value();
+    }
+
+    private static String source(ConfigEntry entry) {
+        return entry.source().name().toLowerCase(Locale.ROOT).replace('_', ' ');
+    }
+
+    private static String joined(Collection<?> items) {
+        return items.isEmpty() ? "none" : String.join(", ", items.stream().map(String::valueOf).toList());
+    }
+
+    private static String pad(String text, int width) {
+        return text.length() >= width ? text : text + " ".repeat(width - text.length());
+    }
+
+    /** Greedy word wrap; a word longer than the width gets a line of its own. */
+    static List<String> wrap(String text, int width) {
+        List<String> lines = new ArrayList<>();
+        StringBuilder line = new StringBuilder();
+        for (String word : text.strip().split("\\s+")) {
+            if (!line.isEmpty() && line.length() + 1 + word.length() > width) {
+                lines.add(line.toString());
+                line.setLength(0);
+            }
+            if (!line.isEmpty()) {
+                line.append(' ');
+            }
+            line.append(word);
+        }
+        if (!line.isEmpty()) {
+            lines.add(line.toString());
+        }
+        return lines;
+    }
+}

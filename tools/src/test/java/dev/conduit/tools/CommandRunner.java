@@ -1,0 +1,52 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.ConduitBuilder;
+import dev.conduit.spi.ConduitPlugin;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * Runs {@code conduit} in this JVM over a Conduit that sees only the given plugins and none of the
+ * developer's {@code CONDUIT_*} variables or {@code conduit.*} properties.
+ */
+final class CommandRunner {
+
+    /** What one run produced. */
+    record Result(int exitCode, String out, String err) {
+    }
+
+    private final List<ConduitPlugin> plugins;
+
+    private CommandRunner(List<ConduitPlugin> plugins) {
+        this.plugins = plugins;
+    }
+
+    static CommandRunner withPlugins(ConduitPlugin... plugins) {
+        return new CommandRunner(List.of(plugins));
+    }
+
+    /** The builder every run starts from, also for tests that compare the command's output with the API's answers. */
+    ConduitBuilder builder() {
+        ConduitBuilder builder = Conduit.builder()
+                .discoverPlugins(false)
+                .environment(Map.of())
+                .systemProperties(new Properties());
+        plugins.forEach(builder::addPlugin);
+        return builder;
+    }
+
+    Result run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int exitCode = new ConduitCommand(this::builder).commandLine()
+                .setOut(new PrintWriter(out, true))
+                .setErr(new PrintWriter(err, true))
+                .execute(args);
+        return new Result(exitCode, out.toString(), err.toString());
+    }
+}

@@ -1,0 +1,153 @@
+package dev.conduit.tools;
+
+import dev.conduit.tools.CommandRunner.Result;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Argument parsing, exit codes, version and usage: what every subcommand shares. */
+class ConduitCommandTest {
+
+    private final CommandRunner conduit = CommandRunner.withPlugins(TestPlugin.alpha(), TestPlugin.beta());
+
+    @Test
+    void anUnknownOptionIsAUsageError() {
+        Result result = conduit.run("info", "--no-such-option");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_USAGE).isEqualTo(2);
+        assertThat(result.err()).contains("Unknown option", "--no-such-option");
+        assertThat(result.out()).isEmpty();
+    }
+
+    @Test
+    void anUnknownSubcommandIsAUsageError() {
+        Result result = conduit.run("inof");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_USAGE);
+        assertThat(result.err()).contains("inof");
+    }
+
+    @Test
+    void aSettingWithoutAValueIsAUsageError() {
+        Result result = conduit.run("info", "--set", "transports");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_USAGE);
+        assertThat(result.err()).contains("transports");
+    }
+
+    @Test
+    void aMalformedValueFailsWithAMessageNamingTheKeyAndNoStackTrace() {
+        Result result = conduit.run("info", "--set", "probe.timeout=soon");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED).isEqualTo(1);
+        assertThat(result.err()).startsWith("conduit: ").contains("conduit.probe.timeout", "CONDUIT_PROBE_TIMEOUT", "'soon'")
+                .doesNotContain("\tat ", "Exception");
+        assertThat(result.out()).isEmpty();
+    }
+
+    @Test
+    void aMalformedValueOfAPluginKeyNamesThatKey() {
+        Result result = conduit.run("info", "-D", "alpha.depth=deep");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("conduit.alpha.depth", "'deep'", "a whole number from 1 to 64");
+    }
+
+    @Test
+    void anUnknownKeyFailsNamingTheNearestKnownOne() {
+        Result result = conduit.run("info", "--set", "alpha.dept=3");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("alpha.dept", "alpha.depth");
+    }
+
+    @Test
+    void selectingAPluginThatWasNotFoundFailsListingThoseFound() {
+        Result result = conduit.run("info", "--set", "transports=omega");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("omega", "alpha", "beta");
+    }
+
+    @Test
+    void verboseAddsTheStackTrace() {
+        Result result = conduit.run("info", "--verbose", "--set", "probe.timeout=soon");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("conduit.probe.timeout", "ConfigException", "\tat ");
+    }
+
+    @Test
+    void verboseHasAShortForm() {
+        Result result = conduit.run("info", "-v", "--set", "probe.timeout=soon");
+
+        assertThat(result.err()).contains("\tat ");
+    }
+
+    @Test
+    void settingsBelongToTheSubcommand() {
+        Result result = conduit.run("--set", "transports=alpha", "info");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_USAGE);
+        assertThat(result.err()).contains("--set");
+    }
+
+    @Test
+    void settingsApplyInEitherSpellingWithOrWithoutTheConduitPrefix() {
+        Result result = conduit.run("info", "--set", "transports=alpha", "-Dconduit.probe.timeout=2s", "-D", "alpha.depth=8", "--json");
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+        Map<String, Object> info = JsonParser.parseObject(result.out());
+        assertThat(Json.entry(Json.list(info, "configuration"), "transports")).containsEntry("value", "alpha").containsEntry("source", "BUILDER");
+        assertThat(Json.entry(Json.list(info, "configuration"), "probe.timeout")).containsEntry("value", "PT2S").containsEntry("source", "BUILDER");
+        assertThat(Json.entry(Json.list(Json.plugin(info, "alpha"), "configuration"), "alpha.depth")).containsEntry("value", "8");
+    }
+
+    @Test
+    void theLastValueOfARepeatedKeyWins() {
+        Result result = conduit.run("info", "--set", "alpha.depth=8", "--set", "alpha.depth=9", "--json");
+
+        Map<String, Object> alpha = Json.plugin(JsonParser.parseObject(result.out()), "alpha");
+        assertThat(Json.entry(Json.list(alpha, "configuration"), "alpha.depth")).containsEntry("value", "9");
+    }
+
+    @Test
+    void withoutASubcommandItPrintsUsage() {
+        Result result = conduit.run();
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_OK);
+        assertThat(result.out()).contains("Usage: conduit", "info", "--set", "Exit codes:");
+        assertThat(result.err()).isEmpty();
+    }
+
+    @Test
+    void helpDocumentsTheExitCodes() {
+        Result result = conduit.run("--help");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_OK);
+        assertThat(result.out()).contains("Exit codes:", "  0  success", "  1  Conduit failed", "  2  usage error");
+    }
+
+    @Test
+    void subcommandHelpListsItsOptions() {
+        Result result = conduit.run("info", "--help");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_OK);
+        assertThat(result.out()).contains("Usage: conduit info", "--json", "--set", "--verbose");
+    }
+
+    @Test
+    void versionNamesTheBuildTheSpiAndTheJvm() {
+        Result result = conduit.run("--version");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_OK);
+        List<String> lines = result.out().lines().toList();
+        assertThat(lines).hasSize(3);
+        assertThat(lines.get(0)).isEqualTo("conduit " + ToolVersion.current()).doesNotEndWith(" ");
+        assertThat(lines.get(1)).isEqualTo("SPI " + dev.conduit.spi.ConduitPlugin.SPI_VERSION);
+        assertThat(lines.get(2)).startsWith("Java " + Runtime.version().feature());
+    }
+}

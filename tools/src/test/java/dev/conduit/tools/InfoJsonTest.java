@@ -1,0 +1,115 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.ConfigEntry;
+import dev.conduit.PluginInfo;
+import dev.conduit.tools.CommandRunner.Result;
+import org.junit.jupiter.api.Test;
+
+import java.math.BigDecimal;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code conduit info --json}: one valid document with the same content as the API reports. */
+class InfoJsonTest {
+
+    private static final String AWKWARD = "quote \" backslash \\ newline \n tab \t bell \u0007 é 😀";
+
+    private final CommandRunner conduit = CommandRunner.withPlugins(
+            TestPlugin.beta(), TestPlugin.gamma(), TestPlugin.alpha(), TestPlugin.delta(AWKWARD));
+
+    @Test
+    void isOneValidAsciiDocument() {
+        Result result = conduit.run("info", "--json");
+
+        assertThat(result.exitCode()).as(result.err()).isZero();
+        assertThat(result.err()).isEmpty();
+        assertThat(result.out().chars()).allMatch(c -> c == '\n' || (c >= 0x20 && c < 0x7f));
+        Map<String, Object> info = JsonParser.parseObject(result.out());
+        assertThat(info.keySet()).containsExactly("version", "spiVersion", "plugins", "configuration", "selection");
+        assertThat(info).containsEntry("version", ToolVersion.current()).containsEntry("spiVersion", "1.0");
+    }
+
+    @Test
+    void describesEveryPluginAsTheApiDoes() {
+        Map<String, Object> info = JsonParser.parseObject(conduit.run("info", "--json").out());
+
+        List<PluginInfo> expected;
+        try (Conduit opened = conduit.builder().build()) {
+            expected = opened.plugins();
+        }
+        List<Map<String, Object>> plugins = Json.objects(info, "plugins");
+        assertThat(plugins).extracting(p -> p.get("name")).containsExactly("alpha", "gamma", "delta", "beta");
+        for (PluginInfo plugin : expected) {
+            Map<String, Object> json = Json.plugin(info, plugin.name());
+            assertThat(json).containsEntry("version", plugin.version())
+                    .containsEntry("spiVersion", plugin.spiVersion())
+                    .containsEntry("description", plugin.description())
+                    .containsEntry("origin", plugin.origin())
+                    .containsEntry("status", plugin.status().name())
+                    .containsEntry("priority", new BigDecimal(plugin.priority()))
+                    .containsEntry("details", plugin.details());
+            assertThat(Json.list(json, "capabilities")).containsExactlyInAnyOrderElementsOf(
+                    plugin.capabilities().stream().map(Enum::name).toList());
+            assertThat(Json.list(json, "threadModes")).containsExactlyInAnyOrderElementsOf(
+                    plugin.threadModes().stream().map(Enum::name).toList());
+            assertConfiguration(Json.list(json, "configuration"), plugin.configuration());
+        }
+    }
+
+    @Test
+    void saysWhetherAndWhyAPluginCanBeUsed() {
+        Map<String, Object> info = JsonParser.parseObject(conduit.run("info", "--json", "--set", "transports=gamma,alpha").out());
+
+        assertThat(Json.plugin(info, "gamma")).containsEntry("available", true).containsEntry("reason", null)
+                .containsEntry("preference", BigDecimal.ONE);
+        assertThat(Json.plugin(info, "alpha")).containsEntry("preference", BigDecimal.TWO);
+        assertThat(Json.plugin(info, "delta")).containsEntry("status", "AVAILABLE").containsEntry("available", true)
+                .containsEntry("reason", "not named by transports=gamma,alpha").containsEntry("preference", null);
+        assertThat(Json.plugin(info, "beta")).containsEntry("status", "UNAVAILABLE").containsEntry("available", false)
+                .containsEntry("reason", "no beta device: load the beta driver (modprobe beta)");
+    }
+
+    @Test
+    void keepsTextThatNeedsEscapingIntact() {
+        Map<String, Object> delta = Json.plugin(JsonParser.parseObject(conduit.run("info", "--json").out()), "delta");
+
+        assertThat(delta).containsEntry("description", AWKWARD).containsEntry("details", Map.of("note", AWKWARD));
+    }
+
+    @Test
+    void listsTheRuntimeKeysAndTheSelection() {
+        Map<String, Object> info = JsonParser.parseObject(conduit.run("info", "--json", "--set", "transports=gamma,alpha").out());
+
+        List<ConfigEntry> runtime;
+        try (Conduit opened = conduit.builder().transports("gamma", "alpha").build()) {
+            runtime = opened.configuration().stream().filter(e -> e.owner().equals("runtime")).toList();
+        }
+        assertConfiguration(Json.list(info, "configuration"), runtime);
+        assertThat(Json.object(info, "selection")).containsEntry("transports", "gamma,alpha").containsEntry("source", "BUILDER")
+                .containsEntry("selected", List.of("gamma", "alpha"));
+    }
+
+    @Test
+    void writesAnUnsetValueAsNull() {
+        Map<String, Object> alpha = Json.plugin(JsonParser.parseObject(conduit.run("info", "--json").out()), "alpha");
+
+        assertThat(Json.entry(Json.list(alpha, "configuration"), "alpha.label")).containsEntry("value", null)
+                .containsEntry("source", "DEFAULT");
+    }
+
+    private static void assertConfiguration(List<Object> json, List<ConfigEntry> expected) {
+        assertThat(json).hasSameSizeAs(expected);
+        for (ConfigEntry entry : expected) {
+            assertThat(Json.entry(json, entry.key()))
+                    .containsEntry("value", entry.value())
+                    .containsEntry("source", entry.source().name())
+                    .containsEntry("owner", entry.owner())
+                    .containsEntry("property", entry.property())
+                    .containsEntry("environment", entry.environment())
+                    .containsEntry("doc", entry.doc());
+        }
+    }
+}

@@ -1,0 +1,115 @@
+package dev.conduit.tools;
+
+import dev.conduit.ConfigEntry;
+import dev.conduit.tools.CommandRunner.Result;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code conduit info} as text: every plugin, every key, the selection. */
+class InfoTextTest {
+
+    private final CommandRunner conduit = CommandRunner.withPlugins(TestPlugin.beta(), TestPlugin.gamma(), TestPlugin.alpha());
+
+    @Test
+    void showsEveryFactAboutEachPlugin() {
+        Result result = conduit.run("info");
+
+        assertThat(result.exitCode()).as(result.err()).isZero();
+        assertThat(result.err()).isEmpty();
+        assertThat(section(result.out(), "  alpha 1.2.0  [SELECTED]")).contains(
+                "description   Alpha test transport",
+                "status        selected, preference 1 of 2",
+                "origin        added in code (" + TestPlugin.class.getName() + ")",
+                "spi version   1.0",
+                "capabilities  MEMORY, IPC, AM",
+                "thread modes  SINGLE, MULTI",
+                "priority      150",
+                "probe         device  /dev/alpha0\n                  ports   2",
+                "alpha.depth  4        default",
+                "How deep alpha's queues are. (a whole number from 1 to 64)",
+                "property conduit.alpha.depth, environment CONDUIT_ALPHA_DEPTH",
+                "alpha.label  (unset)  default");
+        assertThat(section(result.out(), "  beta 0.3.1  [UNAVAILABLE]")).contains(
+                "status        unavailable: no beta device: load the beta driver (modprobe beta)",
+                "capabilities  AM, CROSS_HOST",
+                "thread modes  SERIALIZED",
+                "probe         no details",
+                "beta.fast  true  default");
+        assertThat(section(result.out(), "  gamma 2.0.0  [SELECTED]")).contains(
+                "status        selected, preference 2 of 2",
+                "config        no keys")
+                .doesNotContain("description");
+    }
+
+    @Test
+    void listsSelectedPluginsFirstInPreferenceOrderThenTheOthers() {
+        Result result = conduit.run("info", "--set", "transports=gamma,alpha");
+
+        String out = result.out();
+        assertThat(out.indexOf("  gamma 2.0.0  [SELECTED]")).isPositive()
+                .isLessThan(out.indexOf("  alpha 1.2.0  [SELECTED]"));
+        assertThat(out.indexOf("  alpha 1.2.0  [SELECTED]")).isLessThan(out.indexOf("  beta 0.3.1  [UNAVAILABLE]"));
+        assertThat(out).contains("PLUGINS: 3 found, 2 selected");
+    }
+
+    @Test
+    void showsAPluginThatIsAvailableButNotSelectedWithTheReason() {
+        Result result = conduit.run("info", "--set", "transports=gamma");
+
+        assertThat(section(result.out(), "  alpha 1.2.0  [AVAILABLE]")).contains("status        available, not selected: not named by transports=gamma");
+    }
+
+    @Test
+    void showsEveryRuntimeKeyWithValueSourceAndDoc() {
+        Result result = conduit.run("info", "--set", "probe.timeout=3s");
+
+        String runtime = section(result.out(), "RUNTIME CONFIGURATION");
+        List<ConfigEntry> keys;
+        try (var opened = conduit.builder().build()) {
+            keys = opened.configuration().stream().filter(e -> e.owner().equals("runtime")).toList();
+        }
+        assertThat(keys).isNotEmpty();
+        for (ConfigEntry key : keys) {
+            assertThat(runtime).contains("\n  " + key.key() + " ", key.property(), key.environment(),
+                    InfoText.wrap(key.doc(), 1000).getFirst().substring(0, Math.min(40, key.doc().length())));
+        }
+        assertThat(runtime).containsPattern("probe\\.timeout +PT3S +builder");
+        assertThat(runtime).doesNotContain("alpha.depth");
+    }
+
+    @Test
+    void showsTheSelection() {
+        assertThat(section(conduit.run("info").out(), "SELECTION")).contains(
+                "transports    not set: every available plugin, by priority",
+                "selected      alpha, gamma");
+        assertThat(section(conduit.run("info", "--set", "transports=^alpha").out(), "SELECTION")).contains(
+                "transports    ^alpha  (builder)",
+                "selected      gamma");
+    }
+
+    @Test
+    void saysSoWhenNoPluginIsFound() {
+        Result result = CommandRunner.withPlugins().run("info");
+
+        assertThat(result.exitCode()).isZero();
+        assertThat(result.out()).contains("PLUGINS: 0 found, 0 selected", "none: no plugin module", "selected      none");
+    }
+
+    @Test
+    void wrapsLongTextAtWordBoundaries() {
+        assertThat(InfoText.wrap("one two three four", 9)).containsExactly("one two", "three", "four");
+        assertThat(InfoText.wrap("a-very-long-word fits", 5)).containsExactly("a-very-long-word", "fits");
+        assertThat(InfoText.wrap("  spaced \n out  ", 80)).containsExactly("spaced out");
+    }
+
+    /** The text from the line starting with {@code heading} up to the next blank line. */
+    private static String section(String out, String heading) {
+        int start = out.indexOf("\n" + heading + "\n");
+        assertThat(start).as("section " + heading + " in:\n" + out).isNotNegative();
+        int end = out.indexOf("\n\n", start + 1);
+        return out.substring(start + 1, end < 0 ? out.length() : end);
+    }
+}

@@ -1,0 +1,63 @@
+package dev.conduit.tools;
+
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Version;
+
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/** A plugin that only describes itself, added to Conduit in code so that tests control exactly what {@code info} sees. */
+record TestPlugin(String name, Version version, String description, Availability availability, Set<Capability> capabilities,
+                  Set<ThreadMode> threadModes, List<ConfigKey<?>> configKeys, int priority) implements ConduitPlugin {
+
+    static final ConfigKey<Long> ALPHA_DEPTH = ConfigKey.integer("alpha.depth", 4, 1, 64, "How deep alpha's queues are.");
+    static final ConfigKey<String> ALPHA_LABEL = ConfigKey.string("alpha.label", null, "A label for alpha's files.");
+    static final ConfigKey<Boolean> BETA_FAST = ConfigKey.bool("beta.fast", true, "Whether beta takes the fast path.");
+
+    /** Available, with probe details in a deliberate non-alphabetical order, and two keys. */
+    static TestPlugin alpha() {
+        Map<String, String> details = new LinkedHashMap<>();
+        details.put("device", "/dev/alpha0");
+        details.put("ports", "2");
+        return new TestPlugin("alpha", Version.parse("1.2.0"), "Alpha test transport", Availability.available(details),
+                EnumSet.of(Capability.MEMORY, Capability.IPC, Capability.AM), EnumSet.of(ThreadMode.SINGLE, ThreadMode.MULTI),
+                List.of(ALPHA_DEPTH, ALPHA_LABEL), 150);
+    }
+
+    /** Unavailable, with the reason a person can act on. */
+    static TestPlugin beta() {
+        return new TestPlugin("beta", Version.parse("0.3.1"), "Beta test transport",
+                Availability.unavailable("no beta device: load the beta driver (modprobe beta)"),
+                EnumSet.of(Capability.AM, Capability.CROSS_HOST), EnumSet.of(ThreadMode.SERIALIZED), List.of(BETA_FAST), 50);
+    }
+
+    /** Available, below alpha in priority, with no keys and no details. */
+    static TestPlugin gamma() {
+        return new TestPlugin("gamma", Version.parse("2.0.0"), "", Availability.available(),
+                EnumSet.of(Capability.MEMORY), EnumSet.of(ThreadMode.SINGLE), List.of(), 120);
+    }
+
+    /** Available, with text that needs escaping in JSON: quotes, backslash, control characters, non-ASCII. */
+    static TestPlugin delta(String awkwardText) {
+        return new TestPlugin("delta", Version.parse("1.0.0"), awkwardText, Availability.available(Map.of("note", awkwardText)),
+                EnumSet.of(Capability.AM), EnumSet.of(ThreadMode.MULTI), List.of(), 10);
+    }
+
+    @Override
+    public String spiVersion() {
+        return ConduitPlugin.SPI_VERSION;
+    }
+
+    @Override
+    public Availability probe(PluginContext context) {
+        return availability;
+    }
+}
