@@ -53,6 +53,15 @@ public interface Conduit extends AutoCloseable {
     Worker newWorker(ThreadMode mode);
 
     /**
+     * How a worker made now in {@code mode} would be guarded (the mode in force), without making
+     * one: what {@link Worker#threadPolicy()} would say. {@code conduit info} shows it for every mode.
+     *
+     * @throws dev.conduit.spi.ConduitException when {@link #newWorker(ThreadMode)} would refuse {@code mode},
+     *         with the same message
+     */
+    ThreadPolicy threadPolicy(ThreadMode mode);
+
+    /**
      * A pool over the memory provider of {@code plugin}, which must be selected and declare
      * {@link dev.conduit.spi.Capability#MEMORY}. Closed with this {@code Conduit}.
      *

@@ -6,6 +6,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.PluginInfo;
 import dev.conduit.Pool;
+import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.internal.discovery.PluginRecord;
@@ -96,6 +97,11 @@ public final class ConduitRuntime implements Conduit {
             worker.close();
             throw e;
         }
+    }
+
+    @Override
+    public ThreadPolicy threadPolicy(ThreadMode mode) {
+        return RuntimeWorker.policyFor(Objects.requireNonNull(mode, "mode"), registry.selected(), config.get(RuntimeKeys.THREAD_CONFINE));
     }
 
     @Override

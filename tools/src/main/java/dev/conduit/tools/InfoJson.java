@@ -45,6 +45,9 @@ final class InfoJson {
         json.name("selected");
         writeStrings(report.selected());
         json.endObject();
+        json.name("threadPolicies").beginObject();
+        report.threadPolicies().forEach((mode, policy) -> json.member(mode.name(), policy));
+        json.endObject();
         json.endObject();
     }
 

@@ -3,9 +3,14 @@ package dev.conduit.tools;
 import dev.conduit.Conduit;
 import dev.conduit.ConfigEntry;
 import dev.conduit.PluginInfo;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ThreadMode;
 
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.Map;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
@@ -20,9 +25,10 @@ import java.util.Optional;
  * @param runtimeConfiguration the keys the runtime itself declares
  * @param selected             names of the selected plugins, most preferred first
  * @param transports           the {@code transports} key that drove the selection, if the runtime declares it
+ * @param threadPolicies       for each thread mode a worker may ask for, the policy in force, or why it would be refused
  */
 record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, List<ConfigEntry> runtimeConfiguration,
-                  List<String> selected, Optional<ConfigEntry> transports) {
+                  List<String> selected, Optional<ConfigEntry> transports, Map<ThreadMode, String> threadPolicies) {
 
     static final String RUNTIME_OWNER = "runtime";
     static final String TRANSPORTS_KEY = "transports";
@@ -31,6 +37,7 @@ record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, L
         plugins = List.copyOf(plugins);
         runtimeConfiguration = List.copyOf(runtimeConfiguration);
         selected = List.copyOf(selected);
+        threadPolicies = Collections.unmodifiableMap(new EnumMap<>(threadPolicies));
     }
 
     static InfoReport of(Conduit conduit, String version) {
@@ -38,7 +45,20 @@ record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, L
         List<ConfigEntry> runtime = conduit.configuration().stream().filter(e -> e.owner().equals(RUNTIME_OWNER)).toList();
         Optional<ConfigEntry> transports = runtime.stream().filter(e -> e.key().equals(TRANSPORTS_KEY)).findFirst();
         return new InfoReport(version, ConduitPlugin.SPI_VERSION, selectedFirst(conduit.plugins(), selected), runtime,
-                selected, transports);
+                selected, transports, threadPolicies(conduit));
+    }
+
+    /** What a worker in each mode would get: the policy, or the refusal's message. */
+    private static Map<ThreadMode, String> threadPolicies(Conduit conduit) {
+        Map<ThreadMode, String> policies = new EnumMap<>(ThreadMode.class);
+        for (ThreadMode mode : ThreadMode.values()) {
+            try {
+                policies.put(mode, conduit.threadPolicy(mode).name());
+            } catch (ConduitException e) {
+                policies.put(mode, "refused: " + e.getMessage());
+            }
+        }
+        return policies;
     }
 
     /** The runtime promises this order already; sorting again keeps the output right if that ever changes. */

@@ -110,6 +110,9 @@ final class InfoText {
                 .orElse("not declared by this runtime");
         field(PLUGIN_INDENT, "transports", transports);
         field(PLUGIN_INDENT, "selected", report.selected().isEmpty() ? "none" : String.join(", ", report.selected()));
+        out.println("THREAD MODES (asked for -> in force)");
+        report.threadPolicies().forEach((mode, policy) -> field(PLUGIN_INDENT, mode.name(),
+                String.join(System.lineSeparator(), wrap(policy, WRAP_WIDTH - PLUGIN_INDENT.length() - LABEL_WIDTH))));
     }
 
     private void field(String label, String value) {

@@ -29,6 +29,13 @@ public final class ConfigResolver implements Config {
     private static final String ENV_PREFIX = "CONDUIT_";
     private static final String PROPERTY_PREFIX = "conduit.";
 
+    /**
+     * {@code CONDUIT_*} variables that are not configuration: read by the launcher or by tests
+     * ({@code CONDUIT_TEST_*}), never by the runtime, so never warned about.
+     */
+    private static final Set<String> NOT_CONFIG = Set.of("CONDUIT_JAVA_OPTS");
+    private static final String TEST_PREFIX = "CONDUIT_TEST_";
+
     /** Unknown names already warned about in this process: each is warned about once. */
     private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();
 
@@ -110,6 +117,7 @@ public final class ConfigResolver implements Config {
             knownProps.put(d.key().propertyName(), d.key().name());
         }
         for (String name : environment.keySet()) {
+            if (NOT_CONFIG.contains(name) || name.startsWith(TEST_PREFIX)) continue;
             if (!knownEnv.containsKey(name) && WARNED.add(name)) {
                 warnings.add(unknownMessage("environment variable", name, knownEnv.keySet()));
             }

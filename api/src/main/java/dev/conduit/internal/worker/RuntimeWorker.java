@@ -60,18 +60,9 @@ public final class RuntimeWorker implements Worker {
      */
     public static RuntimeWorker open(ThreadMode mode, List<PluginRecord> selected, ConfigResolver config, Path sharedDirectory,
                                      RemoteMemory remoteMemory, Consumer<AutoCloseable> onClose) {
-        List<PluginRecord> withTransport = selected.stream().filter(r -> r.capabilities().contains(Capability.AM)).toList();
-        if (withTransport.isEmpty()) {
-            throw new ConduitException("no selected plugin provides a transport (capability AM); selected: "
-                    + selected.stream().map(PluginRecord::name).toList() + ". Run 'conduit info' to see why others are unavailable.");
-        }
-        boolean confineAllowed = config.get(RuntimeKeys.THREAD_CONFINE);
-        Map<String, Set<ThreadMode>> declared = new LinkedHashMap<>();
-        Map<String, Boolean> confined = new LinkedHashMap<>();
-        for (PluginRecord r : withTransport) {
-            declared.put(r.name(), r.threadModes());
-            confined.put(r.name(), ThreadPolicies.needsConfinement(r.name(), r.threadModes(), mode, confineAllowed));
-        }
+        List<PluginRecord> withTransport = transports(selected);
+        Map<String, Set<ThreadMode>> declared = declaredModes(withTransport);
+        Map<String, Boolean> confined = confinement(mode, withTransport, config.get(RuntimeKeys.THREAD_CONFINE));
         ThreadGuard guard = ThreadPolicies.guard(mode, declared, "worker");
         ThreadPolicy policy = ThreadPolicies.reported(guard, confined.containsValue(true));
         MessageDispatch dispatch = new MessageDispatch();
@@ -107,6 +98,40 @@ public final class RuntimeWorker implements Worker {
             throw e;
         }
         return new RuntimeWorker(mode, guard, policy, opened.toArray(Transport[]::new), names.toArray(String[]::new), dispatch, onClose);
+    }
+
+    /**
+     * How a worker in {@code mode} over {@code selected} would be guarded, without opening it.
+     *
+     * @throws ConduitException when such a worker would be refused
+     */
+    public static ThreadPolicy policyFor(ThreadMode mode, List<PluginRecord> selected, boolean confineAllowed) {
+        List<PluginRecord> withTransport = transports(selected);
+        Map<String, Boolean> confined = confinement(mode, withTransport, confineAllowed);
+        return ThreadPolicies.reported(ThreadPolicies.guard(mode, declaredModes(withTransport), "worker"), confined.containsValue(true));
+    }
+
+    private static List<PluginRecord> transports(List<PluginRecord> selected) {
+        List<PluginRecord> withTransport = selected.stream().filter(r -> r.capabilities().contains(Capability.AM)).toList();
+        if (withTransport.isEmpty()) {
+            throw new ConduitException("no selected plugin provides a transport (capability AM); selected: "
+                    + selected.stream().map(PluginRecord::name).toList() + ". Run 'conduit info' to see why others are unavailable.");
+        }
+        return withTransport;
+    }
+
+    private static Map<String, Set<ThreadMode>> declaredModes(List<PluginRecord> plugins) {
+        Map<String, Set<ThreadMode>> declared = new LinkedHashMap<>();
+        for (PluginRecord r : plugins) declared.put(r.name(), r.threadModes());
+        return declared;
+    }
+
+    private static Map<String, Boolean> confinement(ThreadMode mode, List<PluginRecord> plugins, boolean allowed) {
+        Map<String, Boolean> confined = new LinkedHashMap<>();
+        for (PluginRecord r : plugins) {
+            confined.put(r.name(), ThreadPolicies.needsConfinement(r.name(), r.threadModes(), mode, allowed));
+        }
+        return confined;
     }
 
     @Override
