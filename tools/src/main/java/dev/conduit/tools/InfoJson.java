@@ -45,6 +45,15 @@ final class InfoJson {
         json.name("selected");
         writeStrings(report.selected());
         json.endObject();
+        json.name("ipcCache").beginObject();
+        json.member("maximumBytes", report.ipcCache().maximumBytes());
+        json.member("hits", report.ipcCache().hits());
+        json.member("misses", report.ipcCache().misses());
+        json.member("evictions", report.ipcCache().evictions());
+        json.member("mappedBytes", report.ipcCache().mappedBytes());
+        json.member("entries", report.ipcCache().entries());
+        json.member("entriesInUse", report.ipcCache().entriesInUse());
+        json.endObject();
         json.name("threadPolicies").beginObject();
         report.threadPolicies().forEach((mode, policy) -> json.member(mode.name(), policy));
         json.endObject();

@@ -2,6 +2,7 @@ package dev.conduit.tools;
 
 import dev.conduit.Conduit;
 import dev.conduit.ConfigEntry;
+import dev.conduit.IpcCacheStats;
 import dev.conduit.PluginInfo;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
@@ -26,9 +27,11 @@ import java.util.Optional;
  * @param selected             names of the selected plugins, most preferred first
  * @param transports           the {@code transports} key that drove the selection, if the runtime declares it
  * @param threadPolicies       for each thread mode a worker may ask for, the policy in force, or why it would be refused
+ * @param ipcCache             the IPC cache's counters in this process (its bound, and what this command imported: nothing)
  */
 record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, List<ConfigEntry> runtimeConfiguration,
-                  List<String> selected, Optional<ConfigEntry> transports, Map<ThreadMode, String> threadPolicies) {
+                  List<String> selected, Optional<ConfigEntry> transports, Map<ThreadMode, String> threadPolicies,
+                  IpcCacheStats ipcCache) {
 
     static final String RUNTIME_OWNER = "runtime";
     static final String TRANSPORTS_KEY = "transports";
@@ -45,7 +48,7 @@ record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, L
         List<ConfigEntry> runtime = conduit.configuration().stream().filter(e -> e.owner().equals(RUNTIME_OWNER)).toList();
         Optional<ConfigEntry> transports = runtime.stream().filter(e -> e.key().equals(TRANSPORTS_KEY)).findFirst();
         return new InfoReport(version, ConduitPlugin.SPI_VERSION, selectedFirst(conduit.plugins(), selected), runtime,
-                selected, transports, threadPolicies(conduit));
+                selected, transports, threadPolicies(conduit), conduit.ipcCacheStats());
     }
 
     /** What a worker in each mode would get: the policy, or the refusal's message. */

@@ -1,6 +1,7 @@
 package dev.conduit.tools;
 
 import dev.conduit.ConfigEntry;
+import dev.conduit.IpcCacheStats;
 import dev.conduit.PluginInfo;
 
 import java.io.PrintWriter;
@@ -110,6 +111,11 @@ final class InfoText {
                 .orElse("not declared by this runtime");
         field(PLUGIN_INDENT, "transports", transports);
         field(PLUGIN_INDENT, "selected", report.selected().isEmpty() ? "none" : String.join(", ", report.selected()));
+        IpcCacheStats cache = report.ipcCache();
+        out.println("IPC CACHE (this process)");
+        field(PLUGIN_INDENT, "bound", cache.maximumBytes() + " bytes kept mapped for no open region (ipc.cache.bytes)");
+        field(PLUGIN_INDENT, "counters", "hits " + cache.hits() + ", misses " + cache.misses() + ", evictions " + cache.evictions()
+                + ", mapped " + cache.mappedBytes() + " bytes in " + cache.entries() + " entries, " + cache.entriesInUse() + " in use");
         out.println("THREAD MODES (asked for -> in force)");
         report.threadPolicies().forEach((mode, policy) -> field(PLUGIN_INDENT, mode.name(),
                 String.join(System.lineSeparator(), wrap(policy, WRAP_WIDTH - PLUGIN_INDENT.length() - LABEL_WIDTH))));
