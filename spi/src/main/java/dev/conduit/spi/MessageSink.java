@@ -8,12 +8,25 @@ import java.lang.foreign.MemorySegment;
  * <p><b>Implemented by</b> the runtime (which dispatches to the application's handler for
  * {@code id}); <b>called by</b> transports during {@link Transport#progress()}, on the progress
  * thread.
+ *
+ * <p>Header and payload are given as a buffer, an offset and a length, not as slices, so that
+ * delivering a message allocates nothing: a transport passes the same long-lived segments (its
+ * receive queue, its bounce buffers) for every message. The bytes are valid only until this call
+ * returns; the runtime exposes them to the application read-only.
  */
 public interface MessageSink {
 
     /**
-     * Delivers one message. {@code header} and {@code payload} may be views of shared memory that
-     * are valid only until this call returns; the runtime hands them to the application read-only.
+     * Delivers one message.
+     *
+     * @param id            the active-message id the sender used
+     * @param headerBuffer  the segment holding the header
+     * @param headerOffset  where the header starts in it
+     * @param headerLength  its length (may be 0)
+     * @param payloadBuffer the segment holding the payload (may be {@code headerBuffer})
+     * @param payloadOffset where the payload starts in it
+     * @param payloadLength its length (may be 0)
      */
-    void onMessage(int id, MemorySegment header, MemorySegment payload);
+    void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                   MemorySegment payloadBuffer, long payloadOffset, long payloadLength);
 }

@@ -22,6 +22,20 @@ public interface TransportEndpoint extends AutoCloseable {
      */
     boolean trySend(int id, MemorySegment header, MemorySegment payload);
 
+    /**
+     * The largest header this endpoint carries, in bytes. The runtime refuses a larger one with an
+     * error before calling {@link #trySend}.
+     */
+    default int maxHeaderSize() {
+        return 1024;
+    }
+
+    /**
+     * The largest payload this endpoint carries, in bytes. The runtime refuses a larger one with an
+     * error naming the limit and the plugin's key that raises it, before calling {@link #trySend}.
+     */
+    long maxPayloadSize();
+
     /** Copies {@code source} to {@code target} at {@code offset} ({@link Capability#RMA}). */
     default void put(MemorySegment source, RemoteRegion target, long offset) {
         throw new NotSupportedException("this transport has no RMA (capability RMA)");

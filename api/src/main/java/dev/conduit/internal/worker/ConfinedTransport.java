@@ -71,6 +71,16 @@ final class ConfinedTransport implements Transport {
         }
 
         @Override
+        public int maxHeaderSize() {
+            return thread.call(ep::maxHeaderSize);
+        }
+
+        @Override
+        public long maxPayloadSize() {
+            return thread.call(ep::maxPayloadSize);
+        }
+
+        @Override
         public void put(MemorySegment source, RemoteRegion target, long offset) {
             thread.run(() -> ep.put(source, target, offset));
         }

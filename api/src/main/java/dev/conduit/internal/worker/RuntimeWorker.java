@@ -196,7 +196,8 @@ public final class RuntimeWorker implements Worker {
         private long unhandled;
 
         @Override
-        public void onMessage(int id, MemorySegment header, MemorySegment payload) {
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
             unhandled++;
             if (id >= 0 && !warned.get(id)) {
                 warned.set(id);

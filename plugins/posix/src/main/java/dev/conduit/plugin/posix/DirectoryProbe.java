@@ -1,0 +1,115 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.shm.OwnerLease;
+import dev.conduit.shm.SharedDirectory;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.PluginContext;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The posix plugin's probe: it is available when Linux system calls work and the chunk directory
+ * exists, is a directory, and this user can create files in it. The probe proves the last point
+ * by creating and unlinking a file with a random name, so it leaves nothing behind.
+ *
+ * <table class="striped">
+ * <caption>Details shown by {@code conduit info}</caption>
+ * <tr><th>key</th><th>value</th></tr>
+ * <tr><td>{@code arch}, {@code kernel}</td><td>from {@link Linux#availability()}</td></tr>
+ * <tr><td>{@code directory}</td><td>the chunk directory as this process sees it</td></tr>
+ * <tr><td>{@code directory set by}</td><td>{@code posix.dir}, or {@code shared.dir} when it is unset</td></tr>
+ * <tr><td>{@code free bytes}</td><td>space an unprivileged user may still fill there</td></tr>
+ * <tr><td>{@code page size}</td><td>chunk size and alignment unit</td></tr>
+ * <tr><td>{@code live owners}</td><td>posix providers (of any process) whose lease is held</td></tr>
+ * <tr><td>{@code dead owners}</td><td>leases nobody holds: files the next provider to open reclaims</td></tr>
+ * <tr><td>{@code unreadable leases}</td><td>leases of other users, which this user cannot check (only when there are any)</td></tr>
+ * </table>
+ */
+final class DirectoryProbe {
+
+    private static final String LEASE_SUFFIX = ".lease";
+
+    private DirectoryProbe() {
+    }
+
+    static Availability probe(PluginContext context) {
+        Availability linux = Linux.availability();
+        if (!linux.isAvailable()) return linux;
+        Map<String, String> details = new LinkedHashMap<>(linux.details());
+        PosixConfig config;
+        try {
+            config = PosixConfig.of(context);
+        } catch (ConduitException e) {
+            return Availability.unavailable(e.getMessage(), details);
+        }
+        Path path = config.directory();
+        details.put("directory", path.toString());
+        details.put("directory set by", config.directorySetBy());
+        Libc libc = Linux.libc();
+        SharedDirectory directory;
+        try {
+            directory = SharedDirectory.open(libc, path, config.directoryKeys());
+        } catch (ConduitException e) {
+            return Availability.unavailable(e.getMessage(), details);
+        }
+        try (directory) {
+            String unwritable = writeTest(directory, config.directoryKeys());
+            if (unwritable != null) return Availability.unavailable(unwritable, details);
+            details.put("free bytes", freeBytes(path));
+            details.put("page size", Long.toString(PageSize.get()));
+            countOwners(libc, directory, details);
+            return Availability.available(details);
+        }
+    }
+
+    /** {@code null} if a file can be created and removed in the directory, else why not and what to do. */
+    private static String writeTest(SharedDirectory directory, String directoryKeys) {
+        String name = PosixMemoryProvider.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
+        try {
+            directory.createExclusive(name).close();
+        } catch (ErrnoException e) {
+            return "cannot create files in " + directory.path() + ": " + e.getMessage() + "; make it "
+                    + "writable for this user, or set " + directoryKeys;
+        }
+        try {
+            directory.unlink(name);
+            return null;
+        } catch (ErrnoException e) {
+            return "cannot remove files from " + directory.path() + ": " + e.getMessage() + "; probe file " + name + " is left there. Make the directory writable for this user, or set " + directoryKeys;
+        }
+    }
+
+    private static String freeBytes(Path path) {
+        try {
+            return Long.toString(Files.getFileStore(path).getUsableSpace());
+        } catch (IOException | SecurityException e) {
+            return "unknown (" + e.getMessage() + ")";
+        }
+    }
+
+    private static void countOwners(Libc libc, SharedDirectory directory, Map<String, String> details) {
+        int live = 0;
+        int dead = 0;
+        int unreadable = 0;
+        for (String name : directory.list(PosixMemoryProvider.FILE_PREFIX + "-")) {
+            if (!name.endsWith(LEASE_SUFFIX)) continue;
+            try {
+                if (OwnerLease.isAlive(libc, directory, name)) live++;
+                else dead++;
+            } catch (ErrnoException e) {
+                unreadable++;
+            }
+        }
+        details.put("live owners", Integer.toString(live));
+        details.put("dead owners", Integer.toString(dead));
+        if (unreadable > 0) details.put("unreadable leases", Integer.toString(unreadable));
+    }
+}

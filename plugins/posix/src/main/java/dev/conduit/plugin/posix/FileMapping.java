@@ -1,0 +1,96 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.MmapFlags;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+
+/**
+ * One {@code MAP_SHARED} read-write mapping of a whole chunk file, owned by a shared arena of its
+ * own: closing the mapping closes the arena, which unmaps, after which any access through
+ * {@link #segment()} throws {@link IllegalStateException} instead of reaching unmapped memory.
+ *
+ * <p>The provider's chunks and the importer's mappings are both this. The file descriptor is not
+ * kept: a mapping stays valid after its descriptor is closed, and holding one descriptor per chunk
+ * would only spend the process's descriptor limit.
+ *
+ * <p>Thread-safe; {@link #close()} is idempotent. Closing while another thread accesses the
+ * segment fails that access, never the JVM.
+ */
+final class FileMapping implements ChunkMapping {
+
+    private final Path path;
+    private final Arena arena;
+    private final MemorySegment segment;
+    private boolean closed;
+
+    private FileMapping(Path path, Arena arena, MemorySegment segment) {
+        this.path = path;
+        this.arena = arena;
+        this.segment = segment;
+    }
+
+    /**
+     * Maps the first {@code length} bytes of {@code fd}, which the caller has checked to be a
+     * regular file at least that long. The caller still owns and closes {@code fd}.
+     *
+     * @param path             the file, for messages
+     * @param directoryKeys    the key(s) that chose its directory, named in the remedy
+     * @throws ConduitException naming {@code mmap}, the errno, the file and the remedy; nothing stays mapped
+     */
+    static FileMapping map(Libc libc, FileDescriptor fd, long length, Path path, String directoryKeys) {
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment segment = libc.mmap(fd, 0, length, MmapFlags.PROT_READ | MmapFlags.PROT_WRITE, MmapFlags.MAP_SHARED, arena);
+            return new FileMapping(path, arena, segment);
+        } catch (ErrnoException e) {
+            arena.close();
+            throw new ConduitException("cannot map " + path + " (" + length + " bytes): " + e.getMessage() + "; "
+                    + remedy(e.errnoName(), directoryKeys), e);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private static String remedy(String errno, String directoryKeys) {
+        return switch (errno) {
+            case "ENOMEM" -> "the process is out of address space or mappings: raise vm.max_map_count or the address-space "
+                    + "limit (ulimit -v), or keep fewer chunks mapped (pool.chunk.size, ipc.cache.bytes)";
+            case "ENODEV", "EACCES", "EPERM" -> "the file system of this directory cannot be mapped shared and writable: point " + directoryKeys + " at a tmpfs such as /dev/shm";
+            default -> "check the directory set by " + directoryKeys;
+        };
+    }
+
+    /** The chunk file this maps, as this process sees it. */
+    Path path() {
+        return path;
+    }
+
+    @Override
+    public MemorySegment segment() {
+        return segment;
+    }
+
+    /**
+     * Unmaps, once. If another thread is inside a native call on the segment, the arena refuses
+     * ({@link IllegalStateException}) and the mapping stays open, so that a later close can succeed.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) return;
+        arena.close();
+        closed = true;
+    }
+
+    @Override
+    public String toString() {
+        return "mapping of " + path + " (" + segment.byteSize() + " bytes)";
+    }
+}

@@ -1,0 +1,62 @@
+package dev.conduit.plugin.posix;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The kernel's page size: the granularity of {@code mmap} and of tmpfs memory, and so the size and
+ * alignment unit of chunks.
+ *
+ * <p>Read once from the ELF auxiliary vector the kernel gave this process
+ * ({@code /proc/self/auxv}, entry {@code AT_PAGESZ}), which is what {@code sysconf(_SC_PAGESIZE)}
+ * returns. Where {@code /proc} cannot be read, {@value #FALLBACK} is used: every page size Linux
+ * supports on x86-64 and aarch64 (4, 16, 64 KiB) is a multiple of it, so chunks stay correctly
+ * aligned and mappable, only possibly smaller than a page.
+ */
+final class PageSize {
+
+    /** The smallest page size of the supported architectures. */
+    static final long FALLBACK = 4096;
+
+    /** Auxiliary vector entry types ({@code <elf.h>}). */
+    private static final long AT_NULL = 0;
+    private static final long AT_PAGESZ = 6;
+
+    private static final long VALUE = read();
+
+    private PageSize() {
+    }
+
+    /** The page size of this process, a power of two. */
+    static long get() {
+        return VALUE;
+    }
+
+    private static long read() {
+        try {
+            return fromAuxiliaryVector(Files.readAllBytes(Path.of("/proc/self/auxv")));
+        } catch (IOException | SecurityException e) {
+            return FALLBACK;
+        }
+    }
+
+    /**
+     * {@code AT_PAGESZ} from an auxiliary vector: pairs of native 64-bit words (type, value), ended
+     * by {@code AT_NULL}. {@link #FALLBACK} if the entry is missing or not a power of two.
+     */
+    static long fromAuxiliaryVector(byte[] auxv) {
+        ByteBuffer entries = ByteBuffer.wrap(auxv).order(ByteOrder.nativeOrder());
+        while (entries.remaining() >= 2 * Long.BYTES) {
+            long type = entries.getLong();
+            long value = entries.getLong();
+            if (type == AT_NULL) break;
+            if (type == AT_PAGESZ) {
+                return value >= FALLBACK && Long.bitCount(value) == 1 ? value : FALLBACK;
+            }
+        }
+        return FALLBACK;
+    }
+}

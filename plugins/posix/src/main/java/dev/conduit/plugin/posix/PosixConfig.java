@@ -1,0 +1,116 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.PluginContext;
+
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The posix plugin's configuration keys, and what this process makes of them: the directory that
+ * holds chunk files, and whose files it may map.
+ *
+ * <p>Both are this process's own view. A handle names a chunk file only relative to the
+ * directory, so a host and a container that mount one directory at different paths each set their
+ * own {@code shared.dir} or {@code posix.dir}; and which file owners an importer trusts is never
+ * the handle's word.
+ */
+final class PosixConfig {
+
+    /** The runtime's key for the shared directory, named in errors: the plugin does not declare it. */
+    static final String SHARED_DIR_KEY = "shared.dir (CONDUIT_SHARED_DIR)";
+
+    static final ConfigKey<Path> DIR = ConfigKey.path("posix.dir", null,
+            "Directory of the posix plugin's chunk files, if not the shared directory (shared.dir), e.g. a bind mount "
+                    + "that a container sees elsewhere. Each process sets its own view of it; handles carry only names "
+                    + "relative to it. A tmpfs (such as /dev/shm) keeps chunks in memory; a disk file system writes them back.");
+
+    static final ConfigKey<List<String>> TRUSTED_UIDS = ConfigKey.list("posix.trusted.uids", List.of(),
+            "User ids, besides this process's own, whose chunk files the importer may map (as this process sees them, "
+                    + "in its user namespace), e.g. 1000,1001. A peer that can write a file it shares can also truncate "
+                    + "it while mapped, so list only users you trust.");
+
+    static final List<ConfigKey<?>> KEYS = List.of(DIR, TRUSTED_UIDS);
+
+    private static final long MAX_UID = 0xFFFF_FFFEL; // (uid_t) -1 means "no user" to the kernel
+
+    private final Path directory;
+    private final boolean dedicatedDirectory;
+    private final String directoryKeys;
+    private final int[] trustedUids;
+
+    private PosixConfig(Path directory, boolean dedicatedDirectory, String directoryKeys, int[] trustedUids) {
+        this.directory = directory;
+        this.dedicatedDirectory = dedicatedDirectory;
+        this.directoryKeys = directoryKeys;
+        this.trustedUids = trustedUids;
+    }
+
+    /**
+     * Reads and validates the configuration.
+     *
+     * @throws ConfigException naming the key, the value and the expected form
+     */
+    static PosixConfig of(PluginContext context) {
+        Path dedicated = context.config().get(DIR);
+        Path directory = dedicated != null ? dedicated : context.sharedDirectory();
+        String keys = dedicated != null ? describe(DIR)
+                : SHARED_DIR_KEY + " or " + describe(DIR);
+        return new PosixConfig(directory, dedicated != null, keys, parseUids(context.config().get(TRUSTED_UIDS)));
+    }
+
+    /** The directory of chunk files as this process sees it. */
+    Path directory() {
+        return directory;
+    }
+
+    /** The key that chose {@link #directory()}: {@code posix.dir} if set, else {@code shared.dir}. */
+    String directorySetBy() {
+        return dedicatedDirectory ? DIR.name() : "shared.dir";
+    }
+
+    /** The key(s) that set {@link #directory()}, for errors: the remedy names what to change. */
+    String directoryKeys() {
+        return directoryKeys;
+    }
+
+    /** Whether the importer may map a file owned by {@code uid}, given this process's real uid {@code self}. */
+    boolean trusts(int uid, int self) {
+        if (uid == self) return true;
+        for (int trusted : trustedUids) {
+            if (trusted == uid) return true;
+        }
+        return false;
+    }
+
+    /** The trusted uids besides this process's own, as configured, for messages. */
+    String trustedUidsText() {
+        return trustedUids.length == 0 ? "none" : Arrays.stream(trustedUids).mapToObj(Integer::toUnsignedString).toList().toString();
+    }
+
+    static String describe(ConfigKey<?> key) {
+        return key.name() + " (" + key.environmentName() + ")";
+    }
+
+    private static int[] parseUids(List<String> values) {
+        int[] uids = new int[values.size()];
+        for (int i = 0; i < uids.length; i++) {
+            String value = values.get(i);
+            long uid;
+            try {
+                uid = Long.parseLong(value);
+            } catch (NumberFormatException e) {
+                uid = -1;
+            }
+            if (uid < 0 || uid > MAX_UID) {
+                throw new ConfigException("bad value '" + value + "' in config key " + TRUSTED_UIDS.propertyName() + " ("
+                        + TRUSTED_UIDS.environmentName() + "): expected numeric user ids from 0 to " + MAX_UID
+                        + ", comma-separated, e.g. 1000,1001 (names are not accepted: they differ between containers)");
+            }
+            uids[i] = (int) uid;
+        }
+        return uids;
+    }
+}

@@ -1,0 +1,167 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.shm.SharedDirectory;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.PayloadReader;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+
+/**
+ * Maps chunk files that a posix provider, in this or another process, exported. Stateless apart
+ * from this process's configuration, thread-safe, and independent of any provider.
+ *
+ * <p>For each handle (the runtime's IPC cache calls this only on a miss) it:
+ * <ol>
+ *   <li>decodes the payload ({@link ExportPayload}): a path relative to this process's chunk
+ *       directory, refusing {@code ..}, absolute paths and odd characters;</li>
+ *   <li>opens it with {@link SharedDirectory#openExisting} ({@code openat2} with
+ *       {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}, {@code O_NOFOLLOW}), plus {@code O_NONBLOCK}
+ *       and {@code O_NOCTTY} so that a planted FIFO or terminal can neither block the open nor
+ *       become the controlling terminal before it is refused;</li>
+ *   <li>checks with {@code fstat} that it is a regular file, owned by this process's user or one
+ *       listed in {@code posix.trusted.uids}, and exactly as long as the handle's chunk length
+ *       (mapping beyond the end of a shorter file would crash the consumer with {@code SIGBUS}
+ *       on access);</li>
+ *   <li>maps it {@code MAP_SHARED} into a shared arena of its own and closes the descriptor.</li>
+ * </ol>
+ *
+ * <p>The directory is opened per call rather than kept open: the importer has no close, so a kept
+ * descriptor would live as long as the JVM and pin a directory that may be unmounted; a miss
+ * already costs an {@code open} and an {@code mmap}.
+ *
+ * <p><b>Trust.</b> The checks are made once, at map time. A peer with write access to the file can
+ * still truncate it while it is mapped, and this process then gets {@code SIGBUS} on access
+ * (memfd seals its chunks against that; posix cannot). Map only files of peers you trust.
+ */
+final class PosixImporter implements IpcImporter {
+
+    /** {@code O_RDWR} for a shared writable mapping; the others keep a planted special file harmless until fstat refuses it. */
+    private static final int OPEN_FLAGS = OpenFlags.O_RDWR | OpenFlags.O_NONBLOCK | OpenFlags.O_NOCTTY;
+
+    private final Libc libc;
+    private final PosixConfig config;
+
+    PosixImporter(Libc libc, PosixConfig config) {
+        this.libc = libc;
+        this.config = config;
+    }
+
+    /**
+     * @throws InvalidHandleException if the payload is malformed or names a path or file type that is refused
+     * @throws ConduitException       if the file is gone ("export gone"), belongs to an untrusted user, has
+     *                                the wrong size or cannot be mapped; nothing stays open
+     */
+    @Override
+    public ChunkMapping map(PayloadReader payload, long chunkLength) {
+        String name = ExportPayload.decode(payload);
+        if (chunkLength <= 0) {
+            throw new InvalidHandleException("chunk.length", chunkLength + " is not a positive length");
+        }
+        Path path = config.directory().resolve(name);
+        try (SharedDirectory directory = SharedDirectory.open(libc, config.directory(), config.directoryKeys())) {
+            FileDescriptor fd = open(directory, name, path, payload);
+            FileMapping mapping = null;
+            try {
+                try (fd) {
+                    check(libc.fstat(fd), path, chunkLength, payload);
+                    mapping = FileMapping.map(libc, fd, chunkLength, path, config.directoryKeys());
+                }
+                return mapping;
+            } catch (RuntimeException | Error e) {
+                if (mapping != null) Cleanup.run(e, mapping::close);
+                throw e;
+            }
+        }
+    }
+
+    private FileDescriptor open(SharedDirectory directory, String name, Path path, PayloadReader payload) {
+        try {
+            return directory.openExisting(name, OPEN_FLAGS);
+        } catch (ErrnoException e) {
+            throw switch (e.errnoName()) {
+                case "ENOENT" -> new ConduitException("export gone: " + path + " does not exist. Its producer freed the chunk "
+                        + "or died (a dead producer's files are removed by the next posix provider that opens on the directory). "
+                        + "If the producer is alive, check that " + config.directoryKeys() + " shows this process the same "
+                        + "directory as the producer's", e);
+                case "ELOOP" -> payload.invalid("path", "'" + name + "' is or passes through a symbolic link in " + config.directory()
+                        + "; refused: handles name chunk files, and a link could point anywhere");
+                case "EXDEV" -> payload.invalid("path", "'" + name + "' leads outside " + config.directory() + "; refused");
+                case "EISDIR" -> payload.invalid("path", path + " is a directory; refused: chunk files are regular files");
+                case "ENOTDIR" -> payload.invalid("path", "'" + name + "' passes through something that is not a directory in "
+                        + config.directory());
+                case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
+                        + permissionRemedy(path), e);
+                default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; check the directory set by "
+                        + config.directoryKeys(), e);
+            };
+        }
+    }
+
+    private void check(FileStatus status, Path path, long chunkLength, PayloadReader payload) {
+        if (!status.isRegularFile()) {
+            throw payload.invalid("path", path + " is not a regular file (" + typeName(status) + "); refused: chunk files are "
+                    + "regular files");
+        }
+        int self = libc.getuid();
+        if (!config.trusts(status.uid(), self)) {
+            throw new ConduitException("refusing to map " + path + ": it belongs to uid " + Integer.toUnsignedString(status.uid())
+                    + ", not to this process's uid " + Integer.toUnsignedString(self) + " nor to a trusted one ("
+                    + config.trustedUidsText() + "). A peer that can write the file could truncate it under this process. "
+                    + "If you trust that user, add the uid to " + PosixConfig.describe(PosixConfig.TRUSTED_UIDS));
+        }
+        if (status.size() != chunkLength) {
+            String consequence = status.size() < chunkLength
+                    ? "mapping " + chunkLength + " bytes of it would crash this process with SIGBUS on access past byte " + status.size()
+                    : "the handle does not describe this file";
+            throw new ConduitException("refusing to map " + path + ": the file is " + status.size() + " bytes long but the handle's "
+                    + "chunk.length is " + chunkLength + ", and " + consequence + ". The producer truncated or replaced the file, "
+                    + "or the handle was altered");
+        }
+    }
+
+    private static String typeName(FileStatus status) {
+        return switch (status.fileType()) {
+            case FileStatus.S_IFDIR -> "a directory";
+            case FileStatus.S_IFIFO -> "a FIFO";
+            case FileStatus.S_IFSOCK -> "a socket";
+            case FileStatus.S_IFCHR -> "a character device";
+            case FileStatus.S_IFBLK -> "a block device";
+            case FileStatus.S_IFLNK -> "a symbolic link";
+            default -> "file type 0" + Integer.toOctalString(status.fileType());
+        };
+    }
+
+    /** Why this user may not open its chunk file, and what to do, as far as the file's owner tells. */
+    private String permissionRemedy(Path path) {
+        Integer owner;
+        try {
+            owner = (Integer) Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+        } catch (IOException | RuntimeException e) {
+            owner = null;
+        }
+        int self = libc.getuid();
+        if (owner != null && owner == self) {
+            return "The file is this user's, but its permissions deny it reading and writing: producers create chunk files 0600, "
+                    + "so something changed them since";
+        }
+        return "Chunk files are created 0600" + (owner == null ? "" : " and this one belongs to uid " + Integer.toUnsignedString(owner))
+                + ", this process runs as uid " + Integer.toUnsignedString(self) + ": run producer and consumer as the same user "
+                + "(the posix plugin shares memory within one user), or use the memfd plugin";
+    }
+
+    @Override
+    public String toString() {
+        return "posix importer of " + config.directory();
+    }
+}

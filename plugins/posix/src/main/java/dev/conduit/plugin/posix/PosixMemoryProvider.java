@@ -1,0 +1,315 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.shm.OwnerLease;
+import dev.conduit.shm.SharedDirectory;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PluginContext;
+
+import java.io.IOException;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static java.lang.System.Logger.Level.DEBUG;
+import static java.lang.System.Logger.Level.WARNING;
+
+/**
+ * Chunks as files in the chunk directory ({@code posix.dir}, else {@code shared.dir}), which any
+ * process of the same user that sees the directory can map by name.
+ *
+ * <p>Every chunk is a new file {@code conduit-posix-<owner>-<random>.chunk}: created {@code 0600}
+ * with {@code O_EXCL|O_NOFOLLOW} (a planted file or link is refused, never reused), sized with
+ * {@code ftruncate} (so it reads as zeros and takes memory only as pages are touched), mapped
+ * {@code MAP_SHARED} into a shared arena of its own, and its descriptor closed at once. Its export
+ * is just the name ({@link ExportPayload}). {@link #free(Chunk)} unlinks the file and unmaps it:
+ * a later import of its export fails with "export gone", while mappings that peers already hold
+ * stay valid until they unmap.
+ *
+ * <p><b>Ownership and reclaim.</b> The provider holds an {@link OwnerLease} ({@code flock} on
+ * {@code conduit-posix-<owner>.lease}) for its whole life; every chunk name carries the owner id.
+ * When it opens, a provider removes the files of every owner whose lease it can lock, i.e. of
+ * processes that died without closing (a crash, {@code kill -9}): the kernel dropped their lock.
+ * The files of a dead producer are therefore removed by the next provider that opens on the same
+ * directory, not at the moment of death.
+ *
+ * <p><b>Space.</b> On a tmpfs a page is allocated when first touched; when the file system is full
+ * then, the touching process gets {@code SIGBUS}. {@link #allocate(long)} therefore refuses a
+ * chunk larger than the directory's free space, with a message that says how to get more. The
+ * check cannot see pages that mapped but untouched chunks will take later, so it catches an
+ * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit.
+ *
+ * <p>Thread-safe: state changes are guarded by one lock, system calls run outside it.
+ */
+final class PosixMemoryProvider implements MemoryProvider {
+
+    /** Prefix of every file this plugin creates, and of the leases {@link OwnerLease#reclaimDead} looks at. */
+    static final String FILE_PREFIX = "conduit-posix";
+    static final String CHUNK_SUFFIX = ".chunk";
+
+    private final Libc libc;
+    private final SharedDirectory directory;
+    private final String directoryKeys;
+    private final OwnerLease lease;
+    /** For the free-space check; {@code null} if the JDK cannot tell the file system of the directory. */
+    private final FileStore store;
+    private final long pageSize;
+    /** {@code conduit-posix-<owner>-}: the start of this provider's file names, which tells its chunks from others'. */
+    private final String ownFilePrefix;
+
+    private final Object lock = new Object();
+    /** Chunks allocated and not freed yet. Guarded by {@link #lock}. */
+    private final Set<PosixChunk> live = new HashSet<>();
+    /** Guarded by {@link #lock}. */
+    private boolean closed;
+
+    private PosixMemoryProvider(Libc libc, SharedDirectory directory, String directoryKeys, OwnerLease lease, FileStore store) {
+        this.libc = libc;
+        this.directory = directory;
+        this.directoryKeys = directoryKeys;
+        this.lease = lease;
+        this.store = store;
+        this.pageSize = PageSize.get();
+        this.ownFilePrefix = FILE_PREFIX + "-" + lease.owner() + "-";
+    }
+
+    /**
+     * Opens the chunk directory, takes a new owner lease in it and removes the files of dead owners.
+     *
+     * @throws ConduitException naming the directory, the errno and the key to set; nothing stays open
+     */
+    static PosixMemoryProvider open(PluginContext context) {
+        return open(context, Linux.libc());
+    }
+
+    /** {@link #open(PluginContext)} through {@code libc}, which tests may put a fake in front of. */
+    static PosixMemoryProvider open(PluginContext context, Libc libc) {
+        PosixConfig config = PosixConfig.of(context);
+        SharedDirectory directory = SharedDirectory.open(libc, config.directory(), config.directoryKeys());
+        try {
+            OwnerLease lease = acquireLease(libc, directory, config.directoryKeys());
+            try {
+                reclaimDeadOwners(libc, directory, context.logger());
+                return new PosixMemoryProvider(libc, directory, config.directoryKeys(), lease,
+                        fileStore(directory.path(), context.logger()));
+            } catch (RuntimeException | Error e) {
+                lease.close();
+                throw e;
+            }
+        } catch (RuntimeException | Error e) {
+            directory.close();
+            throw e;
+        }
+    }
+
+    private static OwnerLease acquireLease(Libc libc, SharedDirectory directory, String directoryKeys) {
+        try {
+            return OwnerLease.acquire(libc, directory, FILE_PREFIX);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot create the owner lease of a posix provider in " + directory.path() + ": "
+                    + e.getMessage() + "; make the directory writable for this user, or set " + directoryKeys, e);
+        }
+    }
+
+    /**
+     * Reclaim is housekeeping for others: a file this process fails to remove must not stop it from
+     * allocating. (Another user's files are not even tried: its {@code 0600} lease cannot be opened.)
+     */
+    private static void reclaimDeadOwners(Libc libc, SharedDirectory directory, System.Logger logger) {
+        try {
+            OwnerLease.reclaimDead(libc, directory, FILE_PREFIX);
+        } catch (ConduitException e) {
+            logger.log(WARNING, () -> "could not remove every file of dead posix owners in " + directory.path()
+                    + "; the next provider to open there tries again: " + e.getMessage(), e);
+        }
+    }
+
+    private static FileStore fileStore(Path path, System.Logger logger) {
+        try {
+            return Files.getFileStore(path);
+        } catch (IOException | SecurityException e) {
+            logger.log(DEBUG, () -> "no free-space check for " + path + ": " + e);
+            return null;
+        }
+    }
+
+    @Override
+    public long pageSize() {
+        return pageSize;
+    }
+
+    /**
+     * Creates, sizes and maps a new chunk file.
+     *
+     * @throws IllegalArgumentException if {@code size} is not a positive multiple of {@link #pageSize()}
+     * @throws IllegalStateException    if the provider is closed
+     * @throws ConduitException         naming the file, the system call, the errno and the remedy;
+     *                                  no file, descriptor or mapping is left behind
+     */
+    @Override
+    public Chunk allocate(long size) {
+        if (size <= 0 || size % pageSize != 0) {
+            throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the page size " + pageSize);
+        }
+        ensureOpen();
+        checkFreeSpace(size);
+        String name = lease.newFileName(CHUNK_SUFFIX);
+        Path path = directory.path().resolve(name);
+        FileDescriptor fd = create(name, path);
+        FileMapping mapping = null;
+        try {
+            try (fd) {
+                size(fd, size, path);
+                mapping = FileMapping.map(libc, fd, size, path, directoryKeys);
+            }
+        } catch (RuntimeException | Error e) {
+            if (mapping != null) Cleanup.run(e, mapping::close);
+            Cleanup.run(e, () -> directory.unlink(name));
+            throw e;
+        }
+        PosixChunk chunk = new PosixChunk(name, mapping);
+        synchronized (lock) {
+            if (!closed) {
+                live.add(chunk);
+                return chunk;
+            }
+        }
+        release(chunk);
+        throw closedException();
+    }
+
+    private void checkFreeSpace(long size) {
+        if (store == null) return;
+        long free;
+        try {
+            free = store.getUsableSpace();
+        } catch (IOException e) {
+            return; // the file system cannot say; mmap and ftruncate will report what they can
+        }
+        if (free < size) {
+            throw new ConduitException("not enough space for a chunk of " + size + " bytes in " + directory.path() + ": "
+                    + free + " bytes free. Free space there, enlarge it (a container's /dev/shm is 64 MiB unless started "
+                    + "with e.g. docker run --shm-size=1g), or set " + directoryKeys + " to a larger directory");
+        }
+    }
+
+    private FileDescriptor create(String name, Path path) {
+        try {
+            return directory.createExclusive(name);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot create chunk file " + path + ": " + e.getMessage()
+                    + "; make " + directory.path() + " writable for this user, or set " + directoryKeys, e);
+        }
+    }
+
+    private void size(FileDescriptor fd, long size, Path path) {
+        try {
+            libc.ftruncate(fd, size);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot size chunk file " + path + " to " + size + " bytes: " + e.getMessage()
+                    + "; use smaller chunks (pool.chunk.size) or set " + directoryKeys + " to a file system that holds them", e);
+        }
+    }
+
+    /**
+     * The payload naming the chunk's file ({@link ExportPayload}).
+     *
+     * @throws IllegalStateException if the chunk was freed, or the provider closed
+     * @throws IllegalArgumentException if the chunk is not this provider's
+     */
+    @Override
+    public byte[] export(Chunk chunk) {
+        PosixChunk posix = own(chunk);
+        synchronized (lock) {
+            ensureOpen();
+            if (!live.contains(posix)) {
+                throw new IllegalStateException(posix + " was freed; it cannot be exported");
+            }
+        }
+        return ExportPayload.encode(posix.fileName());
+    }
+
+    /**
+     * Unlinks the chunk's file, so that no new import can find it, and unmaps it here. Peers that
+     * mapped it keep their mapping, and the memory, until they unmap. After {@link #close()}, which
+     * freed every chunk, this does nothing.
+     *
+     * @throws IllegalStateException    if the chunk was freed already
+     * @throws IllegalArgumentException if the chunk is not this provider's
+     */
+    @Override
+    public void free(Chunk chunk) {
+        PosixChunk posix = own(chunk);
+        synchronized (lock) {
+            if (!live.remove(posix)) {
+                if (closed) return;
+                throw new IllegalStateException(posix + " was freed already");
+            }
+        }
+        release(posix);
+    }
+
+    private PosixChunk own(Chunk chunk) {
+        if (chunk instanceof PosixChunk posix && posix.fileName().startsWith(ownFilePrefix)) {
+            return posix;
+        }
+        throw new IllegalArgumentException(chunk + " was not allocated by this posix provider (" + lease.owner() + " in "
+                + directory.path() + ")");
+    }
+
+    /** Unlinks first: revoking the export matters even if unmapping fails (a thread still inside a native call on it). */
+    private void release(PosixChunk chunk) {
+        try {
+            directory.unlink(chunk.fileName());
+        } finally {
+            chunk.mapping().close();
+        }
+    }
+
+    /**
+     * Frees every chunk still allocated, then gives up the owner lease and the directory. Idempotent.
+     * If some chunk cannot be released, the others and the lease still are, and the first failure
+     * is thrown with the rest suppressed.
+     */
+    @Override
+    public void close() {
+        List<PosixChunk> chunks;
+        synchronized (lock) {
+            if (closed) return;
+            closed = true;
+            chunks = new ArrayList<>(live);
+            live.clear();
+        }
+        RuntimeException failure = null;
+        for (PosixChunk chunk : chunks) {
+            failure = Cleanup.collect(failure, () -> release(chunk));
+        }
+        failure = Cleanup.collect(failure, lease::close);
+        failure = Cleanup.collect(failure, directory::close);
+        if (failure != null) throw failure;
+    }
+
+    private void ensureOpen() {
+        synchronized (lock) {
+            if (closed) throw closedException();
+        }
+    }
+
+    private IllegalStateException closedException() {
+        return new IllegalStateException("posix memory provider in " + directory.path() + " is closed");
+    }
+
+    @Override
+    public String toString() {
+        return "posix memory provider " + lease.owner() + " in " + directory.path();
+    }
+}

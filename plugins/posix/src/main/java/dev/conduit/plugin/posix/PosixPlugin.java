@@ -1,0 +1,119 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Version;
+
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The posix plugin: shared memory as files in a directory that producer and consumers both see
+ * (by default the shared directory, {@code /dev/shm}), mapped by name.
+ *
+ * <ul>
+ *   <li><b>Memory</b> ({@link PosixMemoryProvider}): each chunk is a file
+ *       {@code conduit-posix-<owner>-<random>.chunk}, created {@code 0600}, sized with
+ *       {@code ftruncate} and mapped {@code MAP_SHARED}. A lease file held under {@code flock} marks
+ *       the owner alive; the files of dead owners are removed by the next provider that opens.</li>
+ *   <li><b>IPC</b> ({@link PosixImporter}): an export is the file's name relative to the directory
+ *       ({@link ExportPayload}); the importer needs no provider, opens the name beneath its own view
+ *       of the directory without following links, checks type, owner and size, and maps it.</li>
+ * </ul>
+ *
+ * <p><b>Trust model: for trusted peers.</b> Chunk files are ordinary files: a peer with write
+ * access to one (its owner, or root) can truncate it while others have it mapped, and their next
+ * access to the lost pages raises {@code SIGBUS}, which kills the JVM. The importer checks the
+ * size once, when it maps, and only maps files of its own user or of users listed in
+ * {@code posix.trusted.uids}. Where peers are not trusted use the memfd plugin, whose chunks are
+ * sealed against resizing.
+ *
+ * <table class="striped">
+ * <caption>Configuration keys</caption>
+ * <tr><th>key</th><th>environment</th><th>default</th><th>meaning</th></tr>
+ * <tr><td>{@code shared.dir} (runtime)</td><td>{@code CONDUIT_SHARED_DIR}</td><td>{@code /dev/shm}</td>
+ *     <td>the shared directory; chunk files live there unless {@code posix.dir} is set</td></tr>
+ * <tr><td>{@code posix.dir}</td><td>{@code CONDUIT_POSIX_DIR}</td><td>unset</td>
+ *     <td>another directory for chunk files, as this process sees it (e.g. a bind mount)</td></tr>
+ * <tr><td>{@code posix.trusted.uids}</td><td>{@code CONDUIT_POSIX_TRUSTED_UIDS}</td><td>empty</td>
+ *     <td>users besides this one whose chunk files the importer maps</td></tr>
+ * </table>
+ */
+public final class PosixPlugin implements ConduitPlugin {
+
+    private static final Version VERSION = Version.parse("0.1.0");
+
+    /** Found by {@link java.util.ServiceLoader}. */
+    public PosixPlugin() {
+    }
+
+    @Override
+    public String name() {
+        return "posix";
+    }
+
+    @Override
+    public Version version() {
+        return VERSION;
+    }
+
+    @Override
+    public String spiVersion() {
+        return ConduitPlugin.SPI_VERSION;
+    }
+
+    @Override
+    public String description() {
+        return "Shared memory as files in a shared directory (default /dev/shm), mapped by name; for trusted peers";
+    }
+
+    /**
+     * Available when Linux system calls work and this user can create and remove files in the
+     * chunk directory; details for {@code conduit info} as {@link DirectoryProbe} lists them.
+     */
+    @Override
+    public Availability probe(PluginContext context) {
+        return DirectoryProbe.probe(context);
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return EnumSet.of(Capability.MEMORY, Capability.IPC);
+    }
+
+    /** Provider and importer are thread-safe. */
+    @Override
+    public Set<ThreadMode> threadModes() {
+        return EnumSet.allOf(ThreadMode.class);
+    }
+
+    @Override
+    public List<ConfigKey<?>> configKeys() {
+        return PosixConfig.KEYS;
+    }
+
+    /** A shared-memory plugin: priorities 100..199. */
+    @Override
+    public int priority() {
+        return 100;
+    }
+
+    @Override
+    public MemoryProvider openMemoryProvider(PluginContext context) {
+        return PosixMemoryProvider.open(context);
+    }
+
+    @Override
+    public IpcImporter ipcImporter(PluginContext context) {
+        PosixConfig config = PosixConfig.of(context);
+        return new PosixImporter(Linux.libc(), config);
+    }
+}

@@ -1,0 +1,128 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** A second JVM as producer or consumer: what integration tests do at scale, here for this plugin alone. */
+class CrossProcessTest {
+
+    private static final long CHILD_TIMEOUT_SECONDS = 120; // a hung child fails the test instead of hanging the build
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path shared;
+
+    private final PosixPlugin plugin = new PosixPlugin();
+
+    @Test
+    void aProcessThatNeverOpenedAProviderMapsAnExport() throws Exception {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(provider.pageSize());
+            chunk.segment().set(JAVA_LONG, 0, 41L);
+            String payload = HexFormat.of().formatHex(provider.export(chunk));
+
+            Process child = start("import", shared.toString(), payload, Long.toString(provider.pageSize()));
+            try {
+                String output = readLine(child);
+                assertThat(child.waitFor(CHILD_TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+                assertThat(child.exitValue()).as(errors(child)).isZero();
+                assertThat(output).isEqualTo("41");
+            } finally {
+                finish(child);
+            }
+            assertThat(chunk.segment().get(JAVA_LONG, 8)).isEqualTo(42L);
+        }
+    }
+
+    @SuppressWarnings("try") // providers only have to be open
+    @Test
+    void theFilesOfAKilledProducerAreReclaimedByTheNextProvider() throws Exception {
+        Process child = start("produce", shared.toString());
+        IpcImporter importer = plugin.ipcImporter(TestContext.of(shared));
+        byte[] payload;
+        long length;
+        try {
+            String[] export = readLine(child).split(" ");
+            payload = HexFormat.of().parseHex(export[0]);
+            length = Long.parseLong(export[1]);
+            try (ChunkMapping mapping = importer.map(reader(payload), length)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(1234L);
+            }
+            assertThat(ProcessResources.files(shared)).hasSize(2); // its lease and its chunk
+        } finally {
+            child.destroyForcibly(); // SIGKILL: no close, no shutdown hook; the kernel drops its flock
+            finish(child);
+        }
+        assertThat(ProcessResources.files(shared)).hasSize(2);
+
+        try (MemoryProvider next = plugin.openMemoryProvider(TestContext.of(shared))) {
+            assertThat(ProcessResources.files(shared)).singleElement().asString().endsWith(".lease");
+            assertThatThrownBy(() -> importer.map(reader(payload), length))
+                    .hasMessageStartingWith("export gone: ")
+                    .hasMessageContaining("freed the chunk or died");
+        }
+        assertThat(ProcessResources.files(shared)).isEmpty();
+    }
+
+    /** A JVM on this test's module path, with this module's test classes patched in, running {@link PosixChild}. */
+    private static Process start(String... args) throws Exception {
+        Path testClasses = Path.of(PosixChild.class.getResource("PosixChild.class").toURI()).getParent().getParent().getParent()
+                .getParent().getParent();
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
+                "--module-path", System.getProperty("jdk.module.path"),
+                "--patch-module", "dev.conduit.plugin.posix=" + testClasses,
+                "-m", "dev.conduit.plugin.posix/" + PosixChild.class.getName()));
+        command.addAll(List.of(args));
+        return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.PIPE).start();
+    }
+
+    private static String readLine(Process child) throws IOException {
+        BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+        String line = out.readLine();
+        if (line == null) {
+            throw new IllegalStateException("the child printed nothing: " + errors(child));
+        }
+        return line;
+    }
+
+    private static String errors(Process child) {
+        try {
+            child.waitFor(CHILD_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            return new String(child.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException | InterruptedException e) {
+            return "(stderr unreadable: " + e + ")";
+        }
+    }
+
+    /** Waits for the child to exit and closes the pipes to it, so that no descriptor of it outlives the test. */
+    private static void finish(Process child) throws Exception {
+        assertThat(child.waitFor(CHILD_TIMEOUT_SECONDS, TimeUnit.SECONDS)).as("child exited").isTrue();
+        child.getOutputStream().close();
+        child.getInputStream().close();
+        child.getErrorStream().close();
+    }
+
+    private static PayloadReader reader(byte[] payload) {
+        return new PayloadReader(payload, 0, payload.length, "payload.");
+    }
+}

@@ -1,0 +1,103 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.MemoryProvider;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+class DirectoryProbeTest {
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path shared;
+
+    private final PosixPlugin plugin = new PosixPlugin();
+
+    @Test
+    void availableOnAWritableDirectoryWithDetailsAndNothingLeftBehind() {
+        Availability availability = plugin.probe(TestContext.of(shared));
+
+        assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+        assertThat(availability.details())
+                .containsKeys("arch", "kernel")
+                .containsEntry("directory", shared.toString())
+                .containsEntry("directory set by", "shared.dir")
+                .containsEntry("page size", Long.toString(PageSize.get()))
+                .containsEntry("live owners", "0")
+                .containsEntry("dead owners", "0")
+                .doesNotContainKey("unreadable leases");
+        assertThat(Long.parseLong(availability.details().get("free bytes"))).isPositive();
+        assertThat(ProcessResources.files(shared)).isEmpty();
+    }
+
+    @SuppressWarnings("try") // providers only have to be open
+    @Test
+    void countsLiveAndDeadOwners(@TempDir(factory = ShmTempDirFactory.class) Path chunks) throws IOException {
+        TestContext context = TestContext.of(shared, "posix.dir", chunks.toString());
+        try (MemoryProvider first = plugin.openMemoryProvider(context);
+             MemoryProvider second = plugin.openMemoryProvider(context)) {
+            Files.createFile(chunks.resolve("conduit-posix-0123456789abcdef0123456789abcdef.lease"));
+
+            Availability availability = plugin.probe(context);
+
+            assertThat(availability.details())
+                    .containsEntry("directory", chunks.toString())
+                    .containsEntry("directory set by", "posix.dir")
+                    .containsEntry("live owners", "2")
+                    .containsEntry("dead owners", "1");
+        }
+    }
+
+    @Test
+    void unavailableOnAMissingDirectoryNamingPathErrnoAndKeys() {
+        Path missing = shared.resolve("missing");
+
+        Availability availability = plugin.probe(TestContext.of(missing));
+
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason())
+                .contains(missing.toString())
+                .contains("ENOENT")
+                .contains("shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR)");
+        assertThat(availability.details()).containsEntry("directory", missing.toString());
+    }
+
+    @Test
+    void unavailableWhenTheDirectoryIsAFile() throws IOException {
+        Path file = Files.createFile(shared.resolve("a-file"));
+
+        Availability availability = plugin.probe(TestContext.of(shared, "posix.dir", file.toString()));
+
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains(file.toString()).contains("ENOTDIR").contains("posix.dir (CONDUIT_POSIX_DIR)");
+    }
+
+    @Test
+    void unavailableWhenTheDirectoryIsReadOnly() throws IOException {
+        assumeThat(Linux.libc().getuid()).as("root writes anywhere").isNotZero();
+        Path readOnly = Files.createDirectory(shared.resolve("read-only"));
+        Files.setPosixFilePermissions(readOnly, PosixFilePermissions.fromString("r-x------"));
+
+        Availability availability = plugin.probe(TestContext.of(readOnly));
+
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains("cannot create files in " + readOnly).contains("EACCES")
+                .contains("shared.dir (CONDUIT_SHARED_DIR)");
+    }
+
+    @Test
+    void unavailableOnMalformedConfiguration() {
+        Availability availability = plugin.probe(TestContext.of(shared, "posix.trusted.uids", "alice"));
+
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains("'alice'").contains("CONDUIT_POSIX_TRUSTED_UIDS");
+    }
+}

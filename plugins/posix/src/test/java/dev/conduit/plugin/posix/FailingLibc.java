@@ -1,0 +1,29 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+
+/** The real {@link Libc}, except that one call fails with one errno: for the error paths the kernel rarely takes. */
+final class FailingLibc {
+
+    private FailingLibc() {
+    }
+
+    static Libc failing(String call, int errno) {
+        Libc real = Linux.libc();
+        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+            if (method.getName().equals(call)) {
+                throw new ErrnoException(call, errno, "fake", "injected by the test");
+            }
+            try {
+                return method.invoke(real, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        });
+    }
+}

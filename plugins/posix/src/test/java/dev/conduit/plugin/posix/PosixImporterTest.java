@@ -1,0 +1,325 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Stream;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+class PosixImporterTest {
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path shared;
+
+    private final PosixPlugin plugin = new PosixPlugin();
+    private MemoryProvider provider;
+    private IpcImporter importer;
+    private long page;
+
+    @BeforeEach
+    void open() {
+        provider = plugin.openMemoryProvider(TestContext.of(shared));
+        importer = plugin.ipcImporter(TestContext.of(shared));
+        page = provider.pageSize();
+    }
+
+    @AfterEach
+    void close() {
+        provider.close();
+    }
+
+    @Test
+    @SuppressWarnings("try")
+    void mapsAnExportAndBothSidesSeeEachOthersWrites() {
+        Chunk chunk = provider.allocate(2 * page);
+        byte[] payload = provider.export(chunk);
+
+        try (ChunkMapping mapping = importer.map(reader(payload), 2 * page)) {
+            assertThat(mapping.segment().byteSize()).isEqualTo(2 * page);
+            assertThat(mapping.segment().address()).isNotEqualTo(chunk.segment().address());
+
+            chunk.segment().set(JAVA_LONG, 8, 0x1122334455667788L);
+            assertThat(mapping.segment().get(JAVA_LONG, 8)).isEqualTo(0x1122334455667788L);
+            mapping.segment().set(JAVA_LONG, 2 * page - 8, -7L);
+            assertThat(chunk.segment().get(JAVA_LONG, 2 * page - 8)).isEqualTo(-7L);
+
+            mapping.close(); // before the try's own close: closing twice is allowed
+            assertThatThrownBy(() -> mapping.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+            assertThat(chunk.segment().get(JAVA_LONG, 8)).isEqualTo(0x1122334455667788L);
+        }
+    }
+
+    @Test
+    void mappingsMadeBeforeFreeStayValidAfterIt() {
+        Chunk chunk = provider.allocate(page);
+        byte[] payload = provider.export(chunk);
+        chunk.segment().set(JAVA_LONG, 0, 99L);
+        try (ChunkMapping mapping = importer.map(reader(payload), page)) {
+            provider.free(chunk);
+            assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(99L);
+            mapping.segment().set(JAVA_LONG, 0, 100L);
+        }
+    }
+
+    @Test
+    void needsNoProviderOnlyAFileOfTheRightSize() throws IOException {
+        Path file = shared.resolve("made-by-hand.chunk");
+        Files.write(file, new byte[(int) page]);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+
+        IpcImporter fresh = new PosixPlugin().ipcImporter(TestContext.of(shared));
+        try (ChunkMapping mapping = fresh.map(reader(payloadNaming("made-by-hand.chunk")), page)) {
+            mapping.segment().set(JAVA_LONG, 0, 5L);
+        }
+        assertThat(Files.readAllBytes(file)[0]).isEqualTo((byte) 5);
+    }
+
+    @Test
+    void eachProcessUsesItsOwnViewOfTheDirectory(@TempDir Path elsewhere) throws IOException {
+        // A container sees the host's directory at another path: only the name travels.
+        Path containerView = Files.createSymbolicLink(elsewhere.resolve("shm-as-mounted-in-the-container"), shared);
+        Chunk chunk = provider.allocate(page);
+        chunk.segment().set(JAVA_LONG, 0, 77L);
+        byte[] payload = provider.export(chunk);
+
+        for (TestContext consumer : List.of(TestContext.of(containerView), TestContext.of(elsewhere, "posix.dir", containerView.toString()))) {
+            try (ChunkMapping mapping = plugin.ipcImporter(consumer).map(reader(payload), page)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(77L);
+            }
+        }
+    }
+
+    static Stream<Arguments> malformedPayloads() {
+        return Stream.of(
+                Arguments.of("empty", new byte[0], "payload.version", "truncated"),
+                Arguments.of("future version", new PayloadWriter().u8(2).string("a.chunk").toByteArray(), "payload.version",
+                        "version 2 is not supported"),
+                Arguments.of("no path", new byte[] {1}, "payload.path.length", "truncated"),
+                Arguments.of("path cut short", new byte[] {1, 9, 0, 'a', 'b'}, "payload.path", "truncated"),
+                Arguments.of("empty path", new byte[] {1, 0, 0}, "payload.path", "empty path"),
+                Arguments.of("parent escape", payloadNaming("../../etc/passwd"), "payload.path", "'..'"),
+                Arguments.of("inner parent", payloadNaming("sub/../x.chunk"), "payload.path", "'..'"),
+                Arguments.of("absolute path", payloadNaming("/etc/passwd"), "payload.path", "absolute path"),
+                Arguments.of("odd character", payloadNaming("a b.chunk"), "payload.path", "outside [A-Za-z0-9._-]"),
+                Arguments.of("too long", payloadNaming("a".repeat(300)), "payload.path", "exceeds the maximum 255"),
+                Arguments.of("trailing bytes", new PayloadWriter().u8(1).string("a.chunk").u8(0).toByteArray(), "payload.end",
+                        "1 unexpected trailing bytes"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("malformedPayloads")
+    void refusesMalformedPayloadsNamingTheFieldBeforeOpeningAnything(String what, byte[] payload, String field, String message) {
+        long descriptors = ProcessResources.openDescriptors();
+        assertThatThrownBy(() -> importer.map(reader(payload), page))
+                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo(field))
+                .hasMessageContaining(message);
+        assertThat(ProcessResources.openDescriptors()).isEqualTo(descriptors);
+    }
+
+    @Test
+    void refusesASymlinkPlantedInTheDirectory() throws IOException {
+        Chunk chunk = provider.allocate(page);
+        Path target = shared.resolve(fileName(provider.export(chunk)));
+        Files.createSymbolicLink(shared.resolve("conduit-posix-planted.chunk"), target);
+        Files.createSymbolicLink(shared.resolve("conduit-posix-passwd.chunk"), Path.of("/etc/passwd"));
+        Files.createSymbolicLink(shared.resolve("linked-dir"), shared);
+
+        for (String name : List.of("conduit-posix-planted.chunk", "conduit-posix-passwd.chunk", "linked-dir/" + target.getFileName())) {
+            assertThatThrownBy(() -> importer.map(reader(payloadNaming(name)), page))
+                    .as(name)
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
+                    .hasMessageContaining("symbolic link");
+        }
+    }
+
+    @Test
+    void refusesWhatIsNotARegularFile() throws Exception {
+        Files.createDirectory(shared.resolve("conduit-posix-dir.chunk"));
+        assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-dir.chunk")), page))
+                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
+                .hasMessageContaining("is a directory");
+
+        Path fifo = shared.resolve("conduit-posix-fifo.chunk");
+        assumeThat(new ProcessBuilder("mkfifo", fifo.toString()).inheritIO().start().waitFor()).as("mkfifo available").isZero();
+        long descriptors = ProcessResources.openDescriptors();
+        for (int i = 0; i < 3; i++) {
+            assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-fifo.chunk")), page))
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
+                    .hasMessageContaining("not a regular file (a FIFO)");
+        }
+        assertThat(ProcessResources.openDescriptors()).as("the FIFO opened for fstat is closed").isEqualTo(descriptors);
+    }
+
+    @Test
+    void aFreedExportIsGoneWithAClearMessage() {
+        Chunk chunk = provider.allocate(page);
+        byte[] payload = provider.export(chunk);
+        String name = fileName(payload);
+        provider.free(chunk);
+
+        assertThatThrownBy(() -> importer.map(reader(payload), page))
+                .isExactlyInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("export gone: " + shared.resolve(name) + " does not exist")
+                .hasMessageContaining("producer freed the chunk or died")
+                .hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+    }
+
+    @Test
+    void aNameThatWasNeverExportedIsGoneToo() {
+        assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-0-0.chunk")), page))
+                .hasMessageStartingWith("export gone: ");
+    }
+
+    @Test
+    void aConsumerLookingAtAnotherDirectoryIsToldToCheckItsConfiguration(@TempDir Path other) {
+        byte[] payload = provider.export(provider.allocate(page));
+        IpcImporter misconfigured = plugin.ipcImporter(TestContext.of(shared, "posix.dir", other.toString()));
+        assertThatThrownBy(() -> misconfigured.map(reader(payload), page))
+                .hasMessageStartingWith("export gone: " + other)
+                .hasMessageContaining("check that posix.dir (CONDUIT_POSIX_DIR) shows this process the same directory");
+    }
+
+    @Test
+    void refusesAFileWhoseSizeDiffersFromTheChunkLength() throws IOException {
+        Chunk chunk = provider.allocate(2 * page);
+        byte[] payload = provider.export(chunk);
+
+        assertThatThrownBy(() -> importer.map(reader(payload), 4 * page))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("the file is " + 2 * page + " bytes long but the handle's chunk.length is " + 4 * page)
+                .hasMessageContaining("SIGBUS");
+        assertThatThrownBy(() -> importer.map(reader(payload), page))
+                .hasMessageContaining("the handle does not describe this file");
+
+        // A producer (or anyone with write access) truncates the file after exporting it.
+        try (FileChannel file = FileChannel.open(shared.resolve(fileName(payload)), StandardOpenOption.WRITE)) {
+            file.truncate(page);
+        }
+        assertThatThrownBy(() -> importer.map(reader(payload), 2 * page))
+                .hasMessageContaining("crash this process with SIGBUS on access past byte " + page);
+        assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1); // the producer's own
+    }
+
+    @Test
+    void refusesFilesOfOtherUsersUnlessTrusted() throws IOException {
+        assumeThat(Linux.libc().getuid()).as("root can give files away").isZero();
+        Chunk chunk = provider.allocate(page);
+        byte[] payload = provider.export(chunk);
+        Files.setAttribute(shared.resolve(fileName(payload)), "unix:uid", 4321);
+
+        assertThatThrownBy(() -> importer.map(reader(payload), page))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("belongs to uid 4321, not to this process's uid 0 nor to a trusted one (none)")
+                .hasMessageContaining("posix.trusted.uids (CONDUIT_POSIX_TRUSTED_UIDS)");
+
+        IpcImporter trusting = plugin.ipcImporter(TestContext.of(shared, "posix.trusted.uids", "1000, 4321"));
+        try (ChunkMapping mapping = trusting.map(reader(payload), page)) {
+            assertThat(mapping.segment().byteSize()).isEqualTo(page);
+        }
+    }
+
+    @Test
+    void explainsAFileThisUserMayNotOpen() throws IOException {
+        assumeThat(Linux.libc().getuid()).as("root opens any file").isNotZero();
+        byte[] payload = provider.export(provider.allocate(page));
+        Files.setPosixFilePermissions(shared.resolve(fileName(payload)), PosixFilePermissions.fromString("---------"));
+        assertThatThrownBy(() -> importer.map(reader(payload), page))
+                .hasMessageContaining("EACCES")
+                .hasMessageContaining("run producer and consumer as the same user");
+    }
+
+    @Test
+    void refusesMalformedTrustedUids() {
+        for (String bad : List.of("root", "-1", "4294967295", "1000;1001")) {
+            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.of(shared, "posix.trusted.uids", bad)))
+                    .as(bad)
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("conduit.posix.trusted.uids (CONDUIT_POSIX_TRUSTED_UIDS)")
+                    .hasMessageContaining("e.g. 1000,1001");
+        }
+    }
+
+    @Test
+    void aMissingDirectoryNamesPathErrnoAndKey() {
+        Path missing = shared.resolve("not-mounted");
+        IpcImporter lost = plugin.ipcImporter(TestContext.of(shared, "posix.dir", missing.toString()));
+        assertThatThrownBy(() -> lost.map(reader(payloadNaming("x.chunk")), page))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining(missing.toString())
+                .hasMessageContaining("ENOENT")
+                .hasMessageContaining("posix.dir (CONDUIT_POSIX_DIR)");
+    }
+
+    @Test
+    void isSafeToCallFromManyThreadsAtOnce() throws Exception {
+        int threads = 8;
+        Chunk chunk = provider.allocate(page);
+        byte[] payload = provider.export(chunk);
+        CountDownLatch start = new CountDownLatch(1);
+        try (ExecutorService executor = Executors.newFixedThreadPool(threads)) {
+            List<Future<?>> results = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                long slot = t;
+                results.add(executor.submit(() -> {
+                    start.await();
+                    for (int i = 0; i < 20; i++) {
+                        try (ChunkMapping mapping = importer.map(reader(payload), page)) {
+                            mapping.segment().set(JAVA_LONG, slot * 8, slot + 1);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            start.countDown();
+            for (Future<?> result : results) result.get();
+        }
+        for (int t = 0; t < threads; t++) {
+            assertThat(chunk.segment().get(JAVA_LONG, t * 8L)).isEqualTo(t + 1L);
+        }
+        assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1);
+    }
+
+    static PayloadReader reader(byte[] payload) {
+        return new PayloadReader(payload, 0, payload.length, "payload.");
+    }
+
+    static byte[] payloadNaming(String path) {
+        return new PayloadWriter().u8(1).string(path).toByteArray();
+    }
+
+    static String fileName(byte[] payload) {
+        return new String(payload, 3, payload.length - 3, StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,225 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class PosixMemoryProviderTest {
+
+    private static final String HEX32 = "[0-9a-f]{32}";
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path shared;
+
+    private final PosixPlugin plugin = new PosixPlugin();
+
+    @Test
+    void allocatesZeroedPageAlignedChunksAsPrivateFilesInTheSharedDirectory() throws Exception {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            long size = 4 * provider.pageSize();
+            Chunk chunk = provider.allocate(size);
+
+            MemorySegment segment = chunk.segment();
+            assertThat(segment.byteSize()).isEqualTo(size);
+            assertThat(segment.address() % provider.pageSize()).isZero();
+            assertThat(segment.mismatch(MemorySegment.ofArray(new byte[(int) size]))).isEqualTo(-1);
+            segment.set(JAVA_LONG, size - 8, 42L);
+
+            List<String> chunks = chunkFiles();
+            assertThat(chunks).singleElement().asString().matches("conduit-posix-" + HEX32 + "-" + HEX32 + "\\.chunk");
+            Path file = shared.resolve(chunks.getFirst());
+            assertThat(Files.size(file)).isEqualTo(size);
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file))).isEqualTo("rw-------");
+            assertThat(ProcessResources.files(shared)).filteredOn(n -> n.endsWith(".lease")).hasSize(1);
+        }
+    }
+
+    @Test
+    void exportNamesTheChunkFileRelativeToTheDirectory() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(provider.pageSize());
+            byte[] payload = provider.export(chunk);
+
+            PayloadReader reader = new PayloadReader(payload);
+            assertThat(reader.u8("version")).isEqualTo(1);
+            assertThat(reader.relativePath("path")).isEqualTo(chunkFiles().getFirst());
+            assertThat(reader.remaining()).isZero();
+            assertThat(provider.export(chunk)).isEqualTo(payload);
+        }
+    }
+
+    @Test
+    void refusesSizesThatAreNotPositiveMultiplesOfThePageSize() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            for (long size : new long[] {0, -provider.pageSize(), provider.pageSize() + 1, 100}) {
+                assertThatThrownBy(() -> provider.allocate(size))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("not a positive multiple of the page size " + provider.pageSize());
+            }
+            assertThat(chunkFiles()).isEmpty();
+        }
+    }
+
+    @Test
+    void refusesAChunkLargerThanTheFreeSpaceInsteadOfLettingATouchCrashWithSigbus() throws Exception {
+        long free = Files.getFileStore(shared).getUsableSpace();
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            long tooLarge = (free / provider.pageSize() + 1) * provider.pageSize();
+            assertThatThrownBy(() -> provider.allocate(tooLarge))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("not enough space for a chunk of " + tooLarge + " bytes in " + shared)
+                    .hasMessageContaining("--shm-size")
+                    .hasMessageContaining("posix.dir (CONDUIT_POSIX_DIR)");
+            assertThat(chunkFiles()).isEmpty();
+        }
+    }
+
+    @Test
+    void freeUnlinksAndUnmapsSoThatTheSegmentThrowsInsteadOfCrashing() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk kept = provider.allocate(provider.pageSize());
+            Chunk freed = provider.allocate(provider.pageSize());
+
+            provider.free(freed);
+
+            assertThat(chunkFiles()).hasSize(1);
+            assertThatThrownBy(() -> freed.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+            assertThat(kept.segment().get(JAVA_LONG, 0)).isZero();
+            assertThatThrownBy(() -> provider.free(freed))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("freed already");
+            assertThatThrownBy(() -> provider.export(freed))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("was freed");
+        }
+    }
+
+    @Test
+    void closeFreesEveryChunkAndLeavesTheDirectoryEmpty() {
+        MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+        List<Chunk> chunks = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            Chunk chunk = provider.allocate(provider.pageSize() * (i + 1));
+            provider.export(chunk);
+            chunks.add(chunk);
+        }
+        provider.free(chunks.get(2));
+
+        provider.close();
+
+        assertThat(ProcessResources.files(shared)).isEmpty();
+        for (Chunk chunk : chunks) {
+            assertThatThrownBy(() -> chunk.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+        }
+        assertThatCode(provider::close).doesNotThrowAnyException();
+        assertThatCode(() -> provider.free(chunks.getFirst())).doesNotThrowAnyException();
+        assertThatThrownBy(() -> provider.allocate(provider.pageSize()))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> provider.export(chunks.getFirst()))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
+    @Test
+    void refusesChunksOfAnotherProvider() {
+        try (MemoryProvider first = plugin.openMemoryProvider(TestContext.of(shared));
+             MemoryProvider second = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = first.allocate(first.pageSize());
+            assertThatThrownBy(() -> second.free(chunk))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not allocated by this posix provider");
+            assertThatThrownBy(() -> second.export(chunk)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> second.free(() -> MemorySegment.NULL)).isInstanceOf(IllegalArgumentException.class);
+            assertThat(chunk.segment().get(JAVA_LONG, 0)).isZero();
+        }
+    }
+
+    @Test
+    void posixDirPutsChunkFilesInAnotherDirectory(@TempDir(factory = ShmTempDirFactory.class) Path elsewhere) {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared, "posix.dir", elsewhere.toString()))) {
+            provider.allocate(provider.pageSize());
+            assertThat(ProcessResources.files(shared)).isEmpty();
+            assertThat(ProcessResources.files(elsewhere)).filteredOn(n -> n.endsWith(".chunk")).hasSize(1);
+        }
+        assertThat(ProcessResources.files(elsewhere)).isEmpty();
+    }
+
+    @SuppressWarnings("try") // providers only have to be open
+    @Test
+    void reclaimsTheFilesOfDeadOwnersAndKeepsThoseOfLiveOnes() throws Exception {
+        // A crashed producer leaves its lease (nobody holds its flock any more) and its chunk files.
+        String dead = "0123456789abcdef0123456789abcdef";
+        Files.createFile(shared.resolve("conduit-posix-" + dead + ".lease"));
+        Files.createFile(shared.resolve("conduit-posix-" + dead + "-fedcba9876543210fedcba9876543210.chunk"));
+        Files.createFile(shared.resolve("conduit-posix-" + dead + "-00000000000000000000000000000001.chunk"));
+        Files.createFile(shared.resolve("unrelated"));
+
+        try (MemoryProvider alive = plugin.openMemoryProvider(TestContext.of(shared))) {
+            alive.allocate(alive.pageSize());
+            assertThat(ProcessResources.files(shared)).noneMatch(n -> n.contains(dead)).contains("unrelated");
+            List<String> before = ProcessResources.files(shared);
+
+            try (MemoryProvider next = plugin.openMemoryProvider(TestContext.of(shared))) {
+                assertThat(ProcessResources.files(shared)).containsAll(before);
+            }
+        }
+        assertThat(ProcessResources.files(shared)).containsExactly("unrelated");
+    }
+
+    @Test
+    void failsToOpenOnAMissingDirectoryNamingPathErrnoAndKeys() {
+        Path missing = shared.resolve("missing");
+        assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of(missing)))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining(missing.toString())
+                .hasMessageContaining("ENOENT")
+                .hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR)");
+        assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of(shared, "posix.dir", missing.toString())))
+                .hasMessageContaining("ENOENT")
+                .hasMessageNotContaining("shared.dir")
+                .hasMessageContaining("posix.dir (CONDUIT_POSIX_DIR)");
+    }
+
+    @Test
+    void isSafeToUseFromManyThreads() throws Exception {
+        int threads = 4;
+        int rounds = 50;
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+             ExecutorService executor = Executors.newFixedThreadPool(threads)) {
+            List<Future<?>> results = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                long mark = t;
+                results.add(executor.submit(() -> {
+                    for (int i = 0; i < rounds; i++) {
+                        Chunk chunk = provider.allocate(provider.pageSize());
+                        chunk.segment().set(JAVA_LONG, 0, mark);
+                        provider.export(chunk);
+                        assertThat(chunk.segment().get(JAVA_LONG, 0)).isEqualTo(mark);
+                        provider.free(chunk);
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> result : results) result.get();
+            assertThat(chunkFiles()).isEmpty();
+        }
+    }
+
+    private List<String> chunkFiles() {
+        return ProcessResources.files(shared).stream().filter(n -> n.endsWith(".chunk")).toList();
+    }
+}
