@@ -7,8 +7,8 @@ import dev.conduit.spi.ThreadMode;
  * worker. Made by {@link Conduit#newWorker(ThreadMode)}.
  *
  * <p>Every call goes through the worker's thread-mode guard ({@link #threadPolicy()}): in
- * {@link ThreadMode#SINGLE} a call from any thread but the owner (the first thread that uses the
- * worker) throws {@link WrongThreadException}; in {@link ThreadMode#SERIALIZED} overlapping calls
+ * {@link ThreadMode#SINGLE} a call from any thread but the owner (the thread that created the
+ * worker, on which its transports were opened) throws {@link WrongThreadException}; in {@link ThreadMode#SERIALIZED} overlapping calls
  * throw {@link dev.conduit.spi.ConcurrentUseException}; in {@link ThreadMode#MULTI} calls are
  * serialized by the runtime unless every transport declares {@code MULTI}.
  */

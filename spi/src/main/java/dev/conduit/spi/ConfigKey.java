@@ -101,11 +101,11 @@ public final class ConfigKey<T> {
 
     /** A positive duration with a unit: {@code 250us}, {@code 100ms}, {@code 5s}, {@code 2m}, {@code 1h}. */
     public static ConfigKey<Duration> duration(String name, Duration defaultValue, String doc) {
-        return new ConfigKey<>(name, Duration.class, defaultValue, "a duration with a unit (ns, us, ms, s, m, h), e.g. 100ms", doc, s -> {
+        return new ConfigKey<>(name, Duration.class, defaultValue, "a positive duration with a unit (ns, us, ms, s, m, h), e.g. 100ms", doc, s -> {
             var m = DURATION.matcher(s.trim());
             if (!m.matches()) throw new IllegalArgumentException();
             long n = Long.parseLong(m.group(1));
-            return switch (m.group(2).toLowerCase(Locale.ROOT)) {
+            Duration d = switch (m.group(2).toLowerCase(Locale.ROOT)) {
                 case "ns" -> Duration.ofNanos(n);
                 case "us" -> Duration.ofNanos(Math.multiplyExact(n, 1000L));
                 case "ms" -> Duration.ofMillis(n);
@@ -113,6 +113,10 @@ public final class ConfigKey<T> {
                 case "m" -> Duration.ofMinutes(n);
                 default -> Duration.ofHours(n);
             };
+            // Positive, and representable in nanoseconds (about 292 years), so users of the value never overflow.
+            if (d.isZero()) throw new IllegalArgumentException();
+            d.toNanos();
+            return d;
         });
     }
 

@@ -15,6 +15,7 @@ public final class PayloadWriter {
     private int size;
 
     public PayloadWriter u8(int v) {
+        if (v < 0 || v > 0xFF) throw new IllegalArgumentException("u8 out of range: " + v);
         ensure(1);
         bytes[size++] = (byte) v;
         return this;

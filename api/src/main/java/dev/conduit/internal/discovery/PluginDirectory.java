@@ -70,6 +70,27 @@ final class PluginDirectory {
         return found;
     }
 
+    /**
+     * Hides the copies of Conduit's own modules ({@code dev.conduit.spi}, {@code dev.conduit}) that
+     * a plugin directory may bundle (e.g. made by {@code dependency:copy-dependencies}): the plugin
+     * must implement the runtime's {@code ConduitPlugin}, not a second copy of it, or the runtime
+     * would not see it as a plugin at all. Every other bundled module stays the plugin's own.
+     */
+    private static ModuleFinder withoutConduitModules(ModuleFinder bundled) {
+        Set<String> shared = Set.of(ConduitPlugin.class.getModule().getName(), PluginDirectory.class.getModule().getName());
+        return new ModuleFinder() {
+            @Override
+            public java.util.Optional<ModuleReference> find(String name) {
+                return shared.contains(name) ? java.util.Optional.empty() : bundled.find(name);
+            }
+
+            @Override
+            public Set<ModuleReference> findAll() {
+                return bundled.findAll().stream().filter(r -> !shared.contains(r.descriptor().name())).collect(Collectors.toSet());
+            }
+        };
+    }
+
     private static boolean isJar(Path p) {
         return Files.isRegularFile(p) && p.getFileName().toString().endsWith(".jar");
     }
@@ -81,7 +102,7 @@ final class PluginDirectory {
         ClassLoader parentLoader = PluginDirectory.class.getClassLoader();
         try {
             if (parent != null) {
-                ModuleFinder finder = ModuleFinder.of(jars.toArray(Path[]::new));
+                ModuleFinder finder = withoutConduitModules(ModuleFinder.of(jars.toArray(Path[]::new)));
                 Set<String> roots = finder.findAll().stream().map(ModuleReference::descriptor)
                         .map(d -> d.name()).collect(Collectors.toSet());
                 Configuration configuration = parent.configuration().resolve(finder, ModuleFinder.of(), roots);

@@ -5,6 +5,7 @@ import dev.conduit.PluginInfo;
 import dev.conduit.PluginInfo.Status;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Version;
 
@@ -31,6 +32,8 @@ public final class PluginRecord {
     Status status;
     String reason;
     Map<String, String> details = Map.of();
+    /** The config keys it declared, as read once at discovery. */
+    List<ConfigKey<?>> configKeys = List.of();
 
     PluginRecord(ConduitPlugin plugin, String name, Version version, String spiVersion, String description, String origin,
                  Set<Capability> capabilities, Set<ThreadMode> threadModes, int priority, Status status, String reason) {

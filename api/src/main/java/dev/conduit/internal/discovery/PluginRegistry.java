@@ -81,14 +81,19 @@ public final class PluginRegistry {
             Version version = p.version();
             String spi = p.spiVersion();
             String description = Optional.ofNullable(p.description()).orElse("");
-            var capabilities = p.capabilities() == null || p.capabilities().isEmpty()
-                    ? EnumSet.noneOf(dev.conduit.spi.Capability.class) : EnumSet.copyOf(p.capabilities());
-            var modes = p.threadModes() == null || p.threadModes().isEmpty()
-                    ? EnumSet.noneOf(dev.conduit.spi.ThreadMode.class) : EnumSet.copyOf(p.threadModes());
+            // Each method is called once: a plugin whose answers change must not confuse the runtime later.
+            var declaredCapabilities = p.capabilities();
+            var capabilities = declaredCapabilities == null || declaredCapabilities.isEmpty()
+                    ? EnumSet.noneOf(dev.conduit.spi.Capability.class) : EnumSet.copyOf(declaredCapabilities);
+            var declaredModes = p.threadModes();
+            var modes = declaredModes == null || declaredModes.isEmpty()
+                    ? EnumSet.noneOf(dev.conduit.spi.ThreadMode.class) : EnumSet.copyOf(declaredModes);
             int priority = p.priority();
-            List<ConfigKey<?>> keys = p.configKeys() == null ? List.of() : p.configKeys();
+            List<ConfigKey<?>> declaredKeys = p.configKeys();
+            List<ConfigKey<?>> keys = declaredKeys == null ? List.of() : List.copyOf(declaredKeys);
             PluginRecord r = new PluginRecord(p, name == null ? c.label() : name, version, spi, description, c.origin(),
                     capabilities, modes, priority, Status.AVAILABLE, "");
+            r.configKeys = keys;
             String problem = problem(name, version, spi, modes.isEmpty(), keys);
             if (problem != null) {
                 r.status = Status.REFUSED;
@@ -155,7 +160,7 @@ public final class PluginRegistry {
     /** The config keys every usable plugin declares. */
     public static void declareKeys(List<PluginRecord> records, ConfigResolver config) {
         for (PluginRecord r : records) {
-            if (r.status == Status.AVAILABLE) config.declareAll(r.plugin.configKeys(), r.name);
+            if (r.status == Status.AVAILABLE) config.declareAll(r.configKeys, r.name);
         }
     }
 

@@ -1,0 +1,197 @@
+package dev.conduit;
+
+import dev.conduit.ConfigEntry.Source;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.TestPlugin;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+
+import static dev.conduit.testing.TestConduits.isolated;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Configuration through the builder: sources, precedence, validation at build time. */
+class ConfigurationTest {
+
+    private static final ConfigKey<Long> SIZE = ConfigKey.bytes("cfg.size", 4096, 4096, "Chunk size.");
+    private static final ConfigKey<ThreadMode> MODE = ConfigKey.enumeration("cfg.mode", ThreadMode.class, ThreadMode.SINGLE, "Mode.");
+    private static final ConfigKey<Path> DIR = ConfigKey.path("cfg.dir", null, "Directory.");
+
+    private static TestPlugin plugin() {
+        return TestPlugin.named("cfg").configKeys(SIZE, MODE, DIR);
+    }
+
+    private static Properties props(String... keyValues) {
+        Properties p = new Properties();
+        for (int i = 0; i < keyValues.length; i += 2) p.setProperty(keyValues[i], keyValues[i + 1]);
+        return p;
+    }
+
+    private static ConfigEntry entry(Conduit conduit, String key) {
+        return conduit.configuration().stream().filter(e -> e.key().equals(key)).findFirst().orElseThrow();
+    }
+
+    @Test
+    void theBuilderBeatsSystemPropertiesWhichBeatTheEnvironmentWhichBeatsTheDefault() {
+        Map<String, String> env = Map.of("CONDUIT_CFG_SIZE", "16k");
+        Properties props = props("conduit.cfg.size", "32k");
+
+        TestPlugin p = plugin();
+        try (Conduit c = isolated().addPlugin(p).environment(env).systemProperties(props).set("cfg.size", "64k").build()) {
+            assertThat(p.probeContext.config().get(SIZE)).isEqualTo(64 * 1024L);
+            assertThat(entry(c, "cfg.size")).extracting(ConfigEntry::value, ConfigEntry::source).containsExactly("65536", Source.BUILDER);
+        }
+        p = plugin();
+        try (Conduit c = isolated().addPlugin(p).environment(env).systemProperties(props).build()) {
+            assertThat(p.probeContext.config().get(SIZE)).isEqualTo(32 * 1024L);
+            assertThat(entry(c, "cfg.size").source()).isEqualTo(Source.SYSTEM_PROPERTY);
+        }
+        p = plugin();
+        try (Conduit c = isolated().addPlugin(p).environment(env).build()) {
+            assertThat(p.probeContext.config().get(SIZE)).isEqualTo(16 * 1024L);
+            assertThat(entry(c, "cfg.size").source()).isEqualTo(Source.ENVIRONMENT);
+        }
+        p = plugin();
+        try (Conduit c = isolated().addPlugin(p).build()) {
+            assertThat(p.probeContext.config().get(SIZE)).isEqualTo(4096L);
+            assertThat(entry(c, "cfg.size")).extracting(ConfigEntry::value, ConfigEntry::source).containsExactly("4096", Source.DEFAULT);
+        }
+    }
+
+    @Test
+    void eachKeyIsResolvedFromItsOwnStrongestSource() {
+        TestPlugin p = plugin();
+        try (Conduit c = isolated().addPlugin(p)
+                .environment(Map.of("CONDUIT_CFG_MODE", "multi", "CONDUIT_CFG_DIR", "/env/dir"))
+                .systemProperties(props("conduit.cfg.dir", "/prop/dir"))
+                .set("conduit.probe.timeout", "3s")
+                .build()) {
+            assertThat(p.probeContext.config().get(MODE)).isEqualTo(ThreadMode.MULTI);
+            assertThat(p.probeContext.config().get(DIR)).isEqualTo(Path.of("/prop/dir"));
+            assertThat(p.probeContext.config().get(SIZE)).isEqualTo(4096L);
+            assertThat(entry(c, "probe.timeout")).extracting(ConfigEntry::value, ConfigEntry::source)
+                    .containsExactly(Duration.ofSeconds(3).toString(), Source.BUILDER);
+        }
+    }
+
+    @Test
+    void aMalformedValueInAWeakerSourceIsIgnoredWhenAStrongerSourceSetsTheKey() {
+        try (Conduit c = isolated().addPlugin(plugin()).environment(Map.of("CONDUIT_CFG_SIZE", "huge"))
+                .systemProperties(props("conduit.cfg.size", "8k")).build()) {
+            assertThat(entry(c, "cfg.size").value()).isEqualTo("8192");
+        }
+    }
+
+    @Test
+    void aMalformedValueFailsBuildNamingKeyValueSourceAndExpectedForm() {
+        assertThatThrownBy(() -> isolated().addPlugin(plugin()).set("cfg.size", "tiny").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("'tiny'")
+                .hasMessageContaining("conduit.cfg.size")
+                .hasMessageContaining("CONDUIT_CFG_SIZE")
+                .hasMessageContaining("(from the builder)")
+                .hasMessageContaining(SIZE.expectedForm());
+        assertThatThrownBy(() -> isolated().addPlugin(plugin()).systemProperties(props("conduit.cfg.mode", "parallel")).build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("'parallel'")
+                .hasMessageContaining("(from system property conduit.cfg.mode)")
+                .hasMessageContaining("one of [single, serialized, multi]");
+        assertThatThrownBy(() -> isolated().addPlugin(plugin()).environment(Map.of("CONDUIT_PROBE_TIMEOUT", "5")).build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("'5'")
+                .hasMessageContaining("(from environment variable CONDUIT_PROBE_TIMEOUT)")
+                .hasMessageContaining("a positive duration with a unit");
+    }
+
+    @Test
+    void aMalformedValueFailsBuildEvenWhenNothingReadsTheKey() {
+        assertThatThrownBy(() -> isolated().environment(Map.of("CONDUIT_THREAD_CONFINE", "sometimes")).build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("CONDUIT_THREAD_CONFINE")
+                .hasMessageContaining("true or false");
+    }
+
+    @Test
+    void anUnknownBuilderKeyFailsBuildSuggestingTheNearestKey() {
+        assertThatThrownBy(() -> isolated().addPlugin(plugin()).set("probe.timout", "1s").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("unknown config key 'probe.timout'")
+                .hasMessageContaining("did you mean 'probe.timeout'?");
+        assertThatThrownBy(() -> isolated().addPlugin(plugin()).set("conduit.cfg.sise", "8k").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("did you mean 'cfg.size'?");
+        assertThatThrownBy(() -> isolated().set("completely.unrelated.setting", "1").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("unknown config key 'completely.unrelated.setting'")
+                .hasMessageNotContaining("did you mean");
+    }
+
+    @Test
+    void unknownEnvironmentVariablesAndPropertiesOnlyWarn() {
+        Map<String, String> env = new HashMap<>();
+        env.put("CONDUIT_CFG_SIZ", "8k");
+        env.put("PATH", "/usr/bin");
+        try (Conduit c = isolated().addPlugin(plugin()).environment(env)
+                .systemProperties(props("conduit.cfg.moed", "multi", "java.version", "25")).build()) {
+            assertThat(c.selectedPlugins()).containsExactly("cfg");
+        }
+    }
+
+    @Test
+    void configurationListsEveryDeclaredKeyByNameWithOwnerAndDoc() {
+        try (Conduit c = isolated().addPlugin(plugin()).build()) {
+            assertThat(c.configuration()).extracting(ConfigEntry::key).isSorted()
+                    .contains("cfg.dir", "cfg.mode", "cfg.size", "plugin.path", "probe.timeout", "shared.dir", "thread.confine", "transports");
+            ConfigEntry dir = entry(c, "cfg.dir");
+            assertThat(dir.owner()).isEqualTo("cfg");
+            assertThat(dir.value()).isNull();
+            assertThat(dir.source()).isEqualTo(Source.DEFAULT);
+            assertThat(dir.property()).isEqualTo("conduit.cfg.dir");
+            assertThat(dir.environment()).isEqualTo("CONDUIT_CFG_DIR");
+            assertThat(dir.doc()).contains("Directory.").contains("a file system path");
+            assertThat(entry(c, "shared.dir").owner()).isEqualTo("runtime");
+            assertThat(c.plugins().getFirst().configuration()).extracting(ConfigEntry::key)
+                    .containsExactly("cfg.dir", "cfg.mode", "cfg.size");
+        }
+    }
+
+    @Test
+    void listValuesAreShownCommaSeparated() {
+        try (Conduit c = isolated().addPlugin(TestPlugin.named("x")).addPlugin(TestPlugin.named("y")).transports("y", "x").build()) {
+            assertThat(entry(c, "transports").value()).isEqualTo("y,x");
+        }
+    }
+
+    @Test
+    void builderHelpersSetTheirKeys() {
+        try (Conduit c = isolated().addPlugin(TestPlugin.named("x")).sharedDirectory(Path.of("/mnt/shared"))
+                .threadConfinement(true).build()) {
+            assertThat(entry(c, "shared.dir").value()).isEqualTo("/mnt/shared");
+            assertThat(entry(c, "thread.confine").value()).isEqualTo("true");
+        }
+    }
+
+    @Test
+    void keysOfAnUnavailablePluginMayStillBeSet() {
+        TestPlugin p = TestPlugin.named("cfg").configKeys(SIZE).probe(x -> Availability.unavailable("no device"));
+        try (Conduit c = isolated().addPlugin(p).set("cfg.size", "8k").build()) {
+            assertThat(entry(c, "cfg.size").value()).isEqualTo("8192");
+        }
+    }
+
+    @Test
+    void aBuilderCanBuildMoreThanOnce() {
+        ConduitBuilder b = isolated().addPlugin(TestPlugin.named("x"));
+        try (Conduit first = b.build(); Conduit second = b.build()) {
+            assertThat(first.selectedPlugins()).isEqualTo(second.selectedPlugins()).containsExactly("x");
+        }
+    }
+}

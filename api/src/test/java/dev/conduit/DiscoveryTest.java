@@ -1,0 +1,347 @@
+package dev.conduit;
+
+import dev.conduit.PluginInfo.Status;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.TestPlugin;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+
+import static dev.conduit.testing.TestConduits.info;
+import static dev.conduit.testing.TestConduits.isolated;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
+
+/** Discovery of plugins added in code: validation, probing and de-duplication never break it. */
+class DiscoveryTest {
+
+    private final CountDownLatch releaseHungProbes = new CountDownLatch(1);
+
+    @AfterEach
+    void releaseProbes() {
+        releaseHungProbes.countDown();
+    }
+
+    @Test
+    void aPluginAddedInCodeIsProbedSelectedAndDescribed() {
+        ConfigKey<Long> slots = ConfigKey.integer("good.slots", 4, 1, 16, "Slots.");
+        TestPlugin good = TestPlugin.named("good").version("2.3.4-rc1").description("a good plugin").priority(120)
+                .capabilities(Capability.AM, Capability.WAKEUP).threadModes(ThreadMode.SINGLE, ThreadMode.SERIALIZED)
+                .configKeys(slots).probe(c -> {
+                    Map<String, String> details = new LinkedHashMap<>();
+                    details.put("z", "1");
+                    details.put("a", "2");
+                    return Availability.available(details);
+                });
+        try (Conduit conduit = isolated().addPlugin(good).build()) {
+            PluginInfo i = info(conduit, "good");
+            assertThat(i.status()).isEqualTo(Status.SELECTED);
+            assertThat(i.reason()).isEmpty();
+            assertThat(i.version()).isEqualTo("2.3.4-rc1");
+            assertThat(i.spiVersion()).isEqualTo(ConduitPlugin.SPI_VERSION);
+            assertThat(i.description()).isEqualTo("a good plugin");
+            assertThat(i.origin()).isEqualTo("added in code (" + TestPlugin.class.getName() + ")");
+            assertThat(i.capabilities()).containsExactlyInAnyOrder(Capability.AM, Capability.WAKEUP);
+            assertThat(i.threadModes()).containsExactlyInAnyOrder(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+            assertThat(i.priority()).isEqualTo(120);
+            assertThat(i.details().keySet()).containsExactly("z", "a");
+            assertThat(i.configuration()).extracting(ConfigEntry::key).containsExactly("good.slots");
+            assertThat(good.probes).hasValue(1);
+            assertThat(good.probeContext.config().get(slots)).isEqualTo(4L);
+            assertThat(conduit.selectedPlugins()).containsExactly("good");
+        }
+    }
+
+    @Test
+    void aProbeThatThrowsMakesOnlyItsPluginUnavailable() {
+        TestPlugin bad = TestPlugin.named("bad").probe(c -> {
+            throw new IllegalStateException("device table corrupt");
+        });
+        TestPlugin error = TestPlugin.named("error").probe(c -> {
+            throw new NoClassDefFoundError("org/example/NativeLib");
+        });
+        TestPlugin good = TestPlugin.named("good");
+        try (Conduit conduit = isolated().addPlugin(bad).addPlugin(error).addPlugin(good).build()) {
+            assertThat(info(conduit, "bad").status()).isEqualTo(Status.UNAVAILABLE);
+            assertThat(info(conduit, "bad").reason())
+                    .isEqualTo("probe failed: IllegalStateException: device table corrupt");
+            assertThat(info(conduit, "error").status()).isEqualTo(Status.UNAVAILABLE);
+            assertThat(info(conduit, "error").reason()).contains("NoClassDefFoundError").contains("org/example/NativeLib");
+            assertThat(info(conduit, "good").status()).isEqualTo(Status.SELECTED);
+            assertThat(conduit.selectedPlugins()).containsExactly("good");
+        }
+    }
+
+    @Test
+    void aProbeThatHangsIsBoundedByTheProbeTimeout() {
+        TestPlugin hangs = TestPlugin.named("hangs").probe(c -> {
+            awaitUninterruptibly(releaseHungProbes); // ignores the runtime's interrupt, as a stuck native call would
+            return Availability.available();
+        });
+        TestPlugin good = TestPlugin.named("good");
+        try (Conduit conduit = isolated().set("probe.timeout", "200ms").addPlugin(hangs).addPlugin(good).build()) {
+            PluginInfo i = info(conduit, "hangs");
+            assertThat(i.status()).isEqualTo(Status.UNAVAILABLE);
+            assertThat(i.reason()).contains("did not finish within 200 ms").contains("probe.timeout").contains("CONDUIT_PROBE_TIMEOUT");
+            assertThat(info(conduit, "good").status()).isEqualTo(Status.SELECTED);
+        }
+    }
+
+    @Test
+    void aProbeThatSaysUnavailableKeepsItsReasonAndDetails() {
+        TestPlugin verbs = TestPlugin.named("verbs")
+                .probe(c -> Availability.unavailable("no RDMA devices; install rdma-core", Map.of("devices", "0")));
+        TestPlugin nullProbe = TestPlugin.named("nullprobe").probe(c -> null);
+        try (Conduit conduit = isolated().addPlugin(verbs).addPlugin(nullProbe).build()) {
+            assertThat(info(conduit, "verbs").status()).isEqualTo(Status.UNAVAILABLE);
+            assertThat(info(conduit, "verbs").reason()).isEqualTo("no RDMA devices; install rdma-core");
+            assertThat(info(conduit, "verbs").details()).containsEntry("devices", "0");
+            assertThat(info(conduit, "nullprobe").status()).isEqualTo(Status.UNAVAILABLE);
+            assertThat(info(conduit, "nullprobe").reason()).contains("null");
+            assertThat(conduit.selectedPlugins()).isEmpty();
+        }
+    }
+
+    @Test
+    void ofTwoPluginsWithOneNameTheHigherVersionIsSelectedWhicheverIsFoundFirst() {
+        for (boolean higherFirst : new boolean[] {true, false}) {
+            TestPlugin older = TestPlugin.named("dup").version("1.9.0").description("older");
+            TestPlugin newer = TestPlugin.named("dup").version("1.10.0").description("newer");
+            ConduitBuilder b = isolated();
+            if (higherFirst) b.addPlugin(newer).addPlugin(older);
+            else b.addPlugin(older).addPlugin(newer);
+            try (Conduit conduit = b.build()) {
+                List<PluginInfo> dups = conduit.plugins().stream().filter(p -> p.name().equals("dup")).toList();
+                assertThat(dups).extracting(PluginInfo::status).containsExactly(Status.SELECTED, Status.SHADOWED);
+                assertThat(dups.get(0).description()).isEqualTo("newer");
+                assertThat(dups.get(1).description()).isEqualTo("older");
+                assertThat(dups.get(1).reason()).isEqualTo("shadowed by version 1.10.0 from added in code (" + TestPlugin.class.getName() + ")");
+                assertThat(newer.probes).hasValue(1);
+                assertThat(older.probes).as("a shadowed plugin is not probed").hasValue(0);
+            }
+        }
+    }
+
+    @Test
+    void aShadowingPluginThatIsUnavailableDoesNotRevealTheShadowedOne() {
+        TestPlugin older = TestPlugin.named("dup").version("1.0");
+        TestPlugin newer = TestPlugin.named("dup").version("2.0").probe(c -> Availability.unavailable("broken device"));
+        try (Conduit conduit = isolated().addPlugin(older).addPlugin(newer).build()) {
+            assertThat(conduit.plugins()).filteredOn(p -> p.name().equals("dup")).extracting(PluginInfo::version, PluginInfo::status)
+                    .containsExactlyInAnyOrder(tuple("2.0.0", Status.UNAVAILABLE),
+                            tuple("1.0.0", Status.SHADOWED));
+            assertThat(conduit.selectedPlugins()).isEmpty();
+        }
+    }
+
+    @Test
+    void equalVersionsKeepTheFirstFound() {
+        TestPlugin first = TestPlugin.named("dup").description("first");
+        TestPlugin second = TestPlugin.named("dup").description("second");
+        try (Conduit conduit = isolated().addPlugin(first).addPlugin(second).build()) {
+            assertThat(conduit.plugins()).filteredOn(p -> p.status() == Status.SELECTED).extracting(PluginInfo::description)
+                    .containsExactly("first");
+        }
+    }
+
+    @Test
+    void aDifferentSpiMajorIsRefused() {
+        TestPlugin future = TestPlugin.named("future").spiVersion("2.0");
+        TestPlugin past = TestPlugin.named("past").spiVersion("0.9");
+        try (Conduit conduit = isolated().addPlugin(future).addPlugin(past).build()) {
+            PluginInfo i = info(conduit, "future");
+            assertThat(i.status()).isEqualTo(Status.REFUSED);
+            assertThat(i.spiVersion()).isEqualTo("2.0");
+            assertThat(i.reason()).contains("SPI 2.0.0").contains("SPI 1.0.0").contains("major versions differ");
+            assertThat(info(conduit, "past").status()).isEqualTo(Status.REFUSED);
+            assertThat(future.probes).as("a refused plugin is not probed").hasValue(0);
+        }
+    }
+
+    @Test
+    void aNewerSpiMinorThanTheRuntimesIsRefusedAndAnOlderOrEqualOneAccepted() {
+        try (Conduit conduit = isolated()
+                .addPlugin(TestPlugin.named("newer").spiVersion("1.1"))
+                .addPlugin(TestPlugin.named("same").spiVersion("1.0.0"))
+                .addPlugin(TestPlugin.named("short").spiVersion("1"))
+                .addPlugin(TestPlugin.named("patch").spiVersion("1.0.7"))
+                .build()) {
+            assertThat(info(conduit, "newer").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "newer").reason()).contains("newer than this runtime's SPI").contains("upgrade Conduit");
+            assertThat(conduit.selectedPlugins()).containsExactlyInAnyOrder("same", "short", "patch");
+        }
+    }
+
+    @Test
+    void anSpiVersionThatIsNotAVersionIsRefused() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("junk").spiVersion("one")).build()) {
+            assertThat(info(conduit, "junk").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "junk").reason()).contains("'one'").contains("ConduitPlugin.SPI_VERSION");
+        }
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nullspi").spiVersion(null)).build()) {
+            assertThat(info(conduit, "nullspi").status()).isEqualTo(Status.REFUSED);
+        }
+    }
+
+    @Test
+    void invalidNamesAreRefused() {
+        List<String> bad = List.of("Memfd", "1abc", "my_plugin", "a.b", "-x", "", "a".repeat(33));
+        ConduitBuilder b = isolated();
+        bad.forEach(n -> b.addPlugin(TestPlugin.named(n)));
+        b.addPlugin(TestPlugin.named("ok-2"));
+        try (Conduit conduit = b.build()) {
+            for (String n : bad) {
+                PluginInfo i = info(conduit, n);
+                assertThat(i.status()).as(n).isEqualTo(Status.REFUSED);
+                assertThat(i.reason()).as(n).contains("invalid plugin name '" + n + "'");
+            }
+            assertThat(conduit.selectedPlugins()).containsExactly("ok-2");
+        }
+    }
+
+    @Test
+    void aNullNameOrVersionIsRefused() {
+        TestPlugin noVersion = TestPlugin.named("noversion").version(null);
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named(null)).addPlugin(noVersion).build()) {
+            assertThat(conduit.plugins()).extracting(PluginInfo::status).containsOnly(Status.REFUSED);
+            assertThat(info(conduit, "noversion").reason()).contains("version() returned null");
+            assertThat(info(conduit, TestPlugin.class.getName()).reason()).contains("invalid plugin name 'null'");
+        }
+    }
+
+    @Test
+    void aPluginWhoseMetadataThrowsIsBrokenAndNamedByItsClass() {
+        ConduitPlugin throwsOnName = new ThrowingNamePlugin();
+        try (Conduit conduit = isolated().addPlugin(throwsOnName).addPlugin(TestPlugin.named("good")).build()) {
+            PluginInfo i = info(conduit, ThrowingNamePlugin.class.getName());
+            assertThat(i.status()).isEqualTo(Status.BROKEN);
+            assertThat(i.reason()).contains("reading its metadata failed").contains("name lookup exploded");
+            assertThat(i.version()).isEqualTo("?");
+            assertThat(i.spiVersion()).isEqualTo("?");
+            assertThat(info(conduit, "good").status()).isEqualTo(Status.SELECTED);
+        }
+    }
+
+    @Test
+    void aPluginWhoseLaterMetadataThrowsIsBrokenAndKeepsItsName() {
+        ConduitPlugin p = new TestPluginWithThrowingCapabilities();
+        try (Conduit conduit = isolated().addPlugin(p).build()) {
+            PluginInfo i = info(conduit, "caps");
+            assertThat(i.status()).isEqualTo(Status.BROKEN);
+            assertThat(i.reason()).contains("reading its metadata failed").contains("libibverbs.so.1");
+        }
+    }
+
+    @Test
+    void configKeysNotPrefixedByThePluginNameAreRefused() {
+        TestPlugin sloppy = TestPlugin.named("sloppy").configKeys(
+                ConfigKey.string("sloppy.dir", null, "ok"),
+                ConfigKey.string("shared.dir", null, "steals a runtime key"));
+        TestPlugin prefixOnly = TestPlugin.named("pre").configKeys(ConfigKey.string("prefix.x", null, "not 'pre.'"));
+        try (Conduit conduit = isolated().addPlugin(sloppy).addPlugin(prefixOnly).build()) {
+            assertThat(info(conduit, "sloppy").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "sloppy").reason()).contains("'shared.dir'").contains("'sloppy.'");
+            assertThat(info(conduit, "pre").status()).isEqualTo(Status.REFUSED);
+            assertThat(conduit.configuration()).filteredOn(e -> e.key().equals("shared.dir")).extracting(ConfigEntry::owner)
+                    .containsExactly("runtime");
+        }
+    }
+
+    @Test
+    void aPluginDeclaringNoThreadModesIsRefused() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nomodes").noThreadModes()).build()) {
+            assertThat(info(conduit, "nomodes").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "nomodes").reason()).contains("no thread modes");
+        }
+    }
+
+    @Test
+    void aPluginReturningNullConfigKeysIsTreatedAsDeclaringNone() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nullkeys").configKeysNull()).build()) {
+            assertThat(info(conduit, "nullkeys").status()).isEqualTo(Status.SELECTED);
+            assertThat(info(conduit, "nullkeys").configuration()).isEmpty();
+        }
+    }
+
+    @Test
+    void configKeysAreReadOnceSoAPluginChangingItsAnswerCannotSneakInAnUnprefixedKey() {
+        ChangingKeysPlugin p = new ChangingKeysPlugin();
+        try (Conduit conduit = isolated().addPlugin(p).build()) {
+            assertThat(info(conduit, "changing").status()).isEqualTo(Status.SELECTED);
+            assertThat(conduit.configuration()).extracting(ConfigEntry::key).contains("changing.ok").doesNotContain("sneaky.key");
+        }
+    }
+
+    @Test
+    void everyPluginIsListedSelectedFirstThenByName() {
+        try (Conduit conduit = isolated()
+                .addPlugin(TestPlugin.named("zeta").priority(1))
+                .addPlugin(TestPlugin.named("beta").priority(5))
+                .addPlugin(TestPlugin.named("alpha").spiVersion("9.0"))
+                .addPlugin(TestPlugin.named("gamma").probe(c -> Availability.unavailable("no")))
+                .build()) {
+            assertThat(conduit.plugins()).extracting(PluginInfo::name).containsExactly("beta", "zeta", "alpha", "gamma");
+        }
+    }
+
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                latch.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+    }
+
+    /** A plugin whose {@code name()} throws. */
+    static final class ThrowingNamePlugin extends ForwardingPlugin {
+        ThrowingNamePlugin() {
+            super(TestPlugin.named("unused"));
+        }
+
+        @Override
+        public String name() {
+            throw new IllegalStateException("name lookup exploded");
+        }
+    }
+
+    /** Capabilities that need a native library that is missing. */
+    static final class TestPluginWithThrowingCapabilities extends ForwardingPlugin {
+        TestPluginWithThrowingCapabilities() {
+            super(TestPlugin.named("caps"));
+        }
+
+        @Override
+        public Set<Capability> capabilities() {
+            throw new UnsatisfiedLinkError("libibverbs.so.1: cannot open shared object file");
+        }
+    }
+
+    /** Declares a prefixed key the first time it is asked, an unprefixed one afterwards. */
+    static final class ChangingKeysPlugin extends ForwardingPlugin {
+        private int calls;
+
+        ChangingKeysPlugin() {
+            super(TestPlugin.named("changing"));
+        }
+
+        @Override
+        public List<ConfigKey<?>> configKeys() {
+            return calls++ == 0 ? List.of(ConfigKey.string("changing.ok", "x", "doc"))
+                    : List.of(ConfigKey.string("sneaky.key", "x", "doc"));
+        }
+    }
+}

@@ -1,0 +1,140 @@
+package dev.conduit;
+
+import dev.conduit.PluginInfo.Status;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.testing.TestPlugin;
+import org.junit.jupiter.api.Test;
+
+import java.util.Map;
+import java.util.Properties;
+
+import static dev.conduit.testing.TestConduits.info;
+import static dev.conduit.testing.TestConduits.isolated;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Selection by {@code transports} ({@code CONDUIT_TRANSPORTS}), like {@code UCX_TLS}. */
+class SelectionTest {
+
+    /** Three available plugins, priorities a=10, b=100, c=50, and one unavailable plugin "down". */
+    private static ConduitBuilder fourPlugins() {
+        return isolated()
+                .addPlugin(TestPlugin.named("a").priority(10))
+                .addPlugin(TestPlugin.named("b").priority(100))
+                .addPlugin(TestPlugin.named("c").priority(50))
+                .addPlugin(TestPlugin.named("down").priority(1000).probe(x -> Availability.unavailable("no device")));
+    }
+
+    @Test
+    void byDefaultEveryAvailablePluginIsSelectedByPriority() {
+        try (Conduit conduit = fourPlugins().build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("b", "c", "a");
+            assertThat(info(conduit, "down").status()).isEqualTo(Status.UNAVAILABLE);
+        }
+    }
+
+    @Test
+    void equalPrioritiesAreOrderedByName() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("zz")).addPlugin(TestPlugin.named("mm"))
+                .addPlugin(TestPlugin.named("aa")).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("aa", "mm", "zz");
+        }
+    }
+
+    @Test
+    void namedPluginsAreSelectedInTheGivenPreferenceOrder() {
+        try (Conduit conduit = fourPlugins().transports("a", "c").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("a", "c");
+            assertThat(conduit.plugins()).extracting(PluginInfo::name).startsWith("a", "c");
+            PluginInfo b = info(conduit, "b");
+            assertThat(b.status()).isEqualTo(Status.AVAILABLE);
+            assertThat(b.reason()).isEqualTo("not named by transports=a,c");
+        }
+    }
+
+    @Test
+    void aPluginNamedTwiceIsSelectedOnce() {
+        try (Conduit conduit = fourPlugins().set("transports", "c, a ,c").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("c", "a");
+        }
+    }
+
+    @Test
+    void aNamedButUnavailablePluginIsSkippedNotAnError() {
+        try (Conduit conduit = fourPlugins().transports("down", "a").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("a");
+            assertThat(info(conduit, "down").status()).isEqualTo(Status.UNAVAILABLE);
+            assertThat(info(conduit, "down").reason()).isEqualTo("no device");
+        }
+    }
+
+    @Test
+    void aCaretExcludesAPluginAndKeepsTheOthersByPriority() {
+        try (Conduit conduit = fourPlugins().transports("^b").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("c", "a");
+            assertThat(info(conduit, "b").status()).isEqualTo(Status.AVAILABLE);
+            assertThat(info(conduit, "b").reason()).isEqualTo("excluded by transports=^b");
+        }
+        try (Conduit conduit = fourPlugins().transports("^b", "^a").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("c");
+        }
+    }
+
+    @Test
+    void anUnknownNameFailsListingTheKnownNames() {
+        assertThatThrownBy(() -> fourPlugins().transports("a", "memfd").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("'memfd'")
+                .hasMessageContaining("CONDUIT_TRANSPORTS")
+                .hasMessageContaining("found: a, b, c, down");
+        assertThatThrownBy(() -> fourPlugins().transports("^verbs").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("'verbs'");
+        assertThatThrownBy(() -> isolated().transports("memfd").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("found: none");
+    }
+
+    @Test
+    void mixingNamesToUseAndNamesToExcludeFails() {
+        assertThatThrownBy(() -> fourPlugins().transports("a", "^b").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("mixes names to use and names to exclude")
+                .hasMessageContaining("a,^b");
+        assertThatThrownBy(() -> fourPlugins().transports("^a", "b").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("mixes");
+    }
+
+    @Test
+    void selectionIsReadFromTheEnvironmentAndSystemProperties() {
+        try (Conduit conduit = fourPlugins().environment(Map.of("CONDUIT_TRANSPORTS", "c,b")).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("c", "b");
+        }
+        Properties p = new Properties();
+        p.setProperty("conduit.transports", "^c");
+        try (Conduit conduit = fourPlugins().environment(Map.of("CONDUIT_TRANSPORTS", "c,b")).systemProperties(p).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("b", "a");
+        }
+    }
+
+    @Test
+    void anEmptySelectionMeansEveryAvailablePlugin() {
+        try (Conduit conduit = fourPlugins().environment(Map.of("CONDUIT_TRANSPORTS", "")).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("b", "c", "a");
+        }
+    }
+
+    @Test
+    void aShadowedPluginsNameSelectsTheWinner() {
+        try (Conduit conduit = isolated()
+                .addPlugin(TestPlugin.named("dup").version("1.0").description("old"))
+                .addPlugin(TestPlugin.named("dup").version("2.0").description("new"))
+                .addPlugin(TestPlugin.named("other"))
+                .transports("dup").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("dup");
+            assertThat(conduit.plugins().getFirst().description()).isEqualTo("new");
+        }
+    }
+}

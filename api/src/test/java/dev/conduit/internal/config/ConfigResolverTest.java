@@ -1,0 +1,134 @@
+package dev.conduit.internal.config;
+
+import dev.conduit.ConfigEntry.Source;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.ConfigKey;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The resolver itself. Warnings are issued once per name per process, so every test here uses
+ * names no other test uses.
+ */
+class ConfigResolverTest {
+
+    private static Properties props(String... keyValues) {
+        Properties p = new Properties();
+        for (int i = 0; i < keyValues.length; i += 2) p.setProperty(keyValues[i], keyValues[i + 1]);
+        return p;
+    }
+
+    @Test
+    void anUnknownEnvironmentVariableGetsOneWarningNamingTheNearestKnownVariable() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("CONDUIT_WARNA_TRANSPROTS", "memfd"), new Properties());
+        r.declare(ConfigKey.list("warna.transports", List.of(), "doc"), "runtime");
+        r.declare(ConfigKey.string("warna.other", null, "doc"), "runtime");
+
+        assertThat(r.unknownSettingWarnings()).containsExactly(
+                "unknown environment variable CONDUIT_WARNA_TRANSPROTS is ignored; did you mean CONDUIT_WARNA_TRANSPORTS?"
+                        + " ('conduit info' lists every key)");
+    }
+
+    @Test
+    void aNameIsWarnedAboutOncePerProcess() {
+        Map<String, String> env = Map.of("CONDUIT_WARNB_SIZ", "1");
+        ConfigResolver first = new ConfigResolver(Map.of(), env, new Properties());
+        first.declare(ConfigKey.string("warnb.size", null, "doc"), "runtime");
+        assertThat(first.unknownSettingWarnings()).hasSize(1);
+        assertThat(first.unknownSettingWarnings()).as("same resolver again").isEmpty();
+
+        ConfigResolver second = new ConfigResolver(Map.of(), env, new Properties());
+        second.declare(ConfigKey.string("warnb.size", null, "doc"), "runtime");
+        assertThat(second.unknownSettingWarnings()).as("another resolver in the same process").isEmpty();
+    }
+
+    @Test
+    void anUnknownSystemPropertyIsWarnedAboutToo() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of(), props("conduit.warnc.shared.dri", "/x", "user.home", "/home/x"));
+        r.declare(ConfigKey.string("warnc.shared.dir", null, "doc"), "runtime");
+        assertThat(r.unknownSettingWarnings()).singleElement().asString()
+                .contains("system property conduit.warnc.shared.dri")
+                .contains("did you mean conduit.warnc.shared.dir?");
+    }
+
+    @Test
+    void anUnknownNameFarFromEveryKeyIsWarnedAboutWithoutASuggestion() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("CONDUIT_WARND_SOMETHING_ELSE_ENTIRELY", "1"), new Properties());
+        r.declare(ConfigKey.string("warnd.x", null, "doc"), "runtime");
+        assertThat(r.unknownSettingWarnings()).singleElement().asString()
+                .contains("CONDUIT_WARND_SOMETHING_ELSE_ENTIRELY")
+                .doesNotContain("did you mean");
+    }
+
+    @Test
+    void knownAndForeignVariablesAreNotWarnedAbout() {
+        ConfigResolver r = new ConfigResolver(Map.of(),
+                Map.of("CONDUIT_WARNE_KEY", "v", "PATH", "/bin", "UCX_TLS", "shm", "conduit_lower", "x"),
+                props("conduit.warne.key", "v", "java.home", "/jdk"));
+        r.declare(ConfigKey.string("warne.key", null, "doc"), "runtime");
+        assertThat(r.unknownSettingWarnings()).isEmpty();
+    }
+
+    @Test
+    void sourcesArePrecedenceOrdered() {
+        ConfigKey<String> k = ConfigKey.string("prec.key", "default", "doc");
+        ConfigResolver all = new ConfigResolver(Map.of("prec.key", "builder"), Map.of("CONDUIT_PREC_KEY", "env"),
+                props("conduit.prec.key", "property"));
+        all.declare(k, "runtime");
+        assertThat(all.get(k)).isEqualTo("builder");
+        assertThat(all.entries()).singleElement().extracting(e -> e.source()).isEqualTo(Source.BUILDER);
+
+        ConfigResolver noBuilder = new ConfigResolver(Map.of(), Map.of("CONDUIT_PREC_KEY", "env"), props("conduit.prec.key", "property"));
+        assertThat(noBuilder.get(k)).isEqualTo("property");
+        ConfigResolver envOnly = new ConfigResolver(Map.of(), Map.of("CONDUIT_PREC_KEY", "env"), new Properties());
+        assertThat(envOnly.get(k)).isEqualTo("env");
+        ConfigResolver none = new ConfigResolver(Map.of(), Map.of(), new Properties());
+        assertThat(none.get(k)).isEqualTo("default");
+        assertThat(none.get(ConfigKey.string("prec.unset", null, "doc"))).isNull();
+    }
+
+    @Test
+    void theFirstDeclarationOfAKeyWins() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of(), new Properties());
+        r.declare(ConfigKey.string("own.key", "a", "first"), "runtime");
+        r.declare(ConfigKey.string("own.key", "b", "second"), "plugin");
+        assertThat(r.entries()).singleElement().satisfies(e -> {
+            assertThat(e.owner()).isEqualTo("runtime");
+            assertThat(e.value()).isEqualTo("a");
+        });
+    }
+
+    @Test
+    void validateParsesEveryDeclaredKey() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("CONDUIT_VAL_N", "x"), new Properties());
+        r.declare(ConfigKey.integer("val.n", 1, 0, 10, "doc"), "runtime");
+        assertThatThrownBy(r::validate).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("environment variable CONDUIT_VAL_N");
+    }
+
+    @Test
+    void unknownBuilderKeysAreRejectedWithTheKnownKeys() {
+        ConfigResolver r = new ConfigResolver(Map.of("rej.kye", "1"), Map.of(), new Properties());
+        r.declare(ConfigKey.string("rej.key", null, "doc"), "runtime");
+        assertThatThrownBy(r::rejectUnknownBuilderKeys).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("did you mean 'rej.key'?")
+                .hasMessageContaining("Known keys: [rej.key]");
+    }
+
+    @Test
+    void suggestionsPickTheSmallestEditDistanceAndGiveUpWhenNothingIsClose() {
+        assertThat(Suggestions.distance("kitten", "sitting")).isEqualTo(3);
+        assertThat(Suggestions.distance("", "abc")).isEqualTo(3);
+        assertThat(Suggestions.distance("same", "same")).isZero();
+        assertThat(Suggestions.nearest("CONDUIT_TRANSPROTS", List.of("CONDUIT_TRANSPORTS", "CONDUIT_SHARED_DIR")))
+                .isEqualTo("CONDUIT_TRANSPORTS");
+        assertThat(Suggestions.nearest("xyz", List.of("transports", "shared.dir"))).isNull();
+        assertThat(Suggestions.nearest("anything", List.of())).isNull();
+    }
+}

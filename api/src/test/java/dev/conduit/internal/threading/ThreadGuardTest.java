@@ -1,0 +1,88 @@
+package dev.conduit.internal.threading;
+
+import dev.conduit.ThreadPolicy;
+import dev.conduit.spi.ConcurrentUseException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Test;
+
+import java.util.EnumSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The guards on their own: re-entry, release, and the choice of guard. */
+class ThreadGuardTest {
+
+    @Test
+    void overlapCheckLetsTheThreadInsideReenter() throws Exception {
+        OverlapCheck guard = new OverlapCheck("worker");
+        guard.enter();
+        guard.enter(); // a handler that sends, from inside progress()
+        guard.exit();
+        assertThatThrownBy(() -> CompletableFuture.runAsync(guard::enter).get(30, TimeUnit.SECONDS))
+                .hasCauseInstanceOf(ConcurrentUseException.class);
+        guard.exit();
+        CompletableFuture.runAsync(() -> {
+            guard.enter();
+            guard.exit();
+        }).get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void ownerCheckAcceptsOnlyItsOwner() throws Exception {
+        OwnerCheck guard = new OwnerCheck(Thread.currentThread(), "worker");
+        guard.enter();
+        guard.exit();
+        assertThatThrownBy(() -> CompletableFuture.runAsync(guard::enter).get(30, TimeUnit.SECONDS))
+                .hasCauseInstanceOf(WrongThreadException.class);
+    }
+
+    @Test
+    void runtimeLockIsReentrant() {
+        RuntimeLock lock = new RuntimeLock();
+        lock.enter();
+        lock.enter();
+        lock.exit();
+        lock.exit();
+        assertThat(lock.policy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+    }
+
+    @Test
+    void theGuardFollowsTheModeAndWhatThePluginsDeclare() {
+        Set<ThreadMode> multi = EnumSet.of(ThreadMode.MULTI);
+        Set<ThreadMode> serialized = EnumSet.of(ThreadMode.SERIALIZED);
+        assertThat(ThreadPolicies.guard(ThreadMode.SINGLE, Map.of("a", serialized), "w").policy()).isEqualTo(ThreadPolicy.OWNER_CHECK);
+        assertThat(ThreadPolicies.guard(ThreadMode.SERIALIZED, Map.of("a", multi), "w").policy()).isEqualTo(ThreadPolicy.OVERLAP_CHECK);
+        assertThat(ThreadPolicies.guard(ThreadMode.MULTI, Map.of("a", multi, "b", multi), "w").policy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        assertThat(ThreadPolicies.guard(ThreadMode.MULTI, Map.of("a", multi, "b", serialized), "w").policy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+    }
+
+    @Test
+    void supportsFollowsTheModeTable() {
+        Set<ThreadMode> single = EnumSet.of(ThreadMode.SINGLE);
+        assertThat(ThreadPolicies.supports(single, ThreadMode.SINGLE)).isTrue();
+        assertThat(ThreadPolicies.supports(single, ThreadMode.SERIALIZED)).isFalse();
+        assertThat(ThreadPolicies.supports(EnumSet.of(ThreadMode.MULTI), ThreadMode.SERIALIZED)).isTrue();
+        assertThat(ThreadPolicies.supports(EnumSet.of(ThreadMode.SERIALIZED), ThreadMode.MULTI)).isFalse();
+        assertThat(ThreadPolicies.needsConfinement("p", single, ThreadMode.SINGLE, false)).isFalse();
+        assertThat(ThreadPolicies.needsConfinement("p", single, ThreadMode.MULTI, true)).isTrue();
+        assertThat(ThreadPolicies.needsConfinement("p", EnumSet.of(ThreadMode.SERIALIZED), ThreadMode.MULTI, false)).isFalse();
+    }
+
+    @Test
+    void confinementRunsCallsOnItsThreadAndPropagatesExceptionsUnchanged() {
+        try (ThreadConfinement confinement = new ThreadConfinement("conduit-test-confined")) {
+            Thread t = confinement.call(Thread::currentThread);
+            assertThat(t.getName()).isEqualTo("conduit-test-confined");
+            assertThat(confinement.call(() -> confinement.call(Thread::currentThread))).as("re-entry runs in place").isSameAs(t);
+            IllegalStateException boom = new IllegalStateException("boom");
+            assertThatThrownBy(() -> confinement.run(() -> {
+                throw boom;
+            })).isSameAs(boom);
+        }
+    }
+}

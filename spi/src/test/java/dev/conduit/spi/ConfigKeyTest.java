@@ -1,0 +1,266 @@
+package dev.conduit.spi;
+
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ConfigKeyTest {
+
+    private static final String SOURCE = "environment variable CONDUIT_TEST_KEY";
+
+    /** Asserts that {@code raw} is refused with a message naming key, value, source and expected form. */
+    private static void assertRefused(ConfigKey<?> key, String raw) {
+        assertThatThrownBy(() -> key.parse(raw, SOURCE))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining(key.propertyName())
+                .hasMessageContaining(key.environmentName())
+                .hasMessageContaining("'" + raw + "'")
+                .hasMessageContaining(SOURCE)
+                .hasMessageContaining(key.expectedForm());
+    }
+
+    @Nested
+    class Names {
+
+        @Test
+        void propertyAndEnvironmentNamesDeriveFromTheKeyName() {
+            ConfigKey<String> key = ConfigKey.string("posix.dir", null, "doc");
+            assertThat(key.name()).isEqualTo("posix.dir");
+            assertThat(key.propertyName()).isEqualTo("conduit.posix.dir");
+            assertThat(key.environmentName()).isEqualTo("CONDUIT_POSIX_DIR");
+            assertThat(key).hasToString("posix.dir");
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"", "Posix.dir", "posix..dir", ".posix", "posix.", "1posix", "posix.1dir", "posix_dir", "posix-dir", "posix dir"})
+        void malformedKeyNamesAreRefused(String name) {
+            assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.string(name, null, "doc"))
+                    .withMessageContaining("'" + name + "'");
+        }
+
+        @Test
+        void keysAreComparedByName() {
+            ConfigKey<String> a = ConfigKey.string("a.b", "x", "one");
+            ConfigKey<Boolean> b = ConfigKey.bool("a.b", true, "other");
+            assertThat(a).isEqualTo(b).hasSameHashCodeAs(b);
+            assertThat(a).isNotEqualTo(ConfigKey.string("a.c", "x", "one"));
+        }
+
+        @Test
+        void metadataIsKept() {
+            ConfigKey<Long> key = ConfigKey.integer("pool.slots", 8, 1, 64, "How many slots.");
+            assertThat(key.type()).isEqualTo(Long.class);
+            assertThat(key.defaultValue()).isEqualTo(8L);
+            assertThat(key.doc()).isEqualTo("How many slots.");
+            assertThat(key.expectedForm()).isEqualTo("a whole number from 1 to 64");
+        }
+    }
+
+    @Nested
+    class Strings {
+
+        @Test
+        void anyTextIsKeptAsIs() {
+            ConfigKey<String> key = ConfigKey.string("x.name", null, "doc");
+            assertThat(key.defaultValue()).isNull();
+            assertThat(key.parse("  spaced, text  ", SOURCE)).isEqualTo("  spaced, text  ");
+            assertThat(key.parse("", SOURCE)).isEmpty();
+        }
+    }
+
+    @Nested
+    class Paths {
+
+        private final ConfigKey<Path> key = ConfigKey.path("posix.dir", Path.of("/dev/shm"), "The directory.");
+
+        @Test
+        void parsesAbsoluteAndRelativePaths() {
+            assertThat(key.parse("/mnt/shared", SOURCE)).isEqualTo(Path.of("/mnt/shared"));
+            assertThat(key.parse("relative/dir", SOURCE)).isEqualTo(Path.of("relative/dir"));
+            assertThat(key.defaultValue()).isEqualTo(Path.of("/dev/shm"));
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"", "   ", "a\u0000b"})
+        void blankOrInvalidPathsAreRefused(String raw) {
+            assertRefused(key, raw);
+        }
+    }
+
+    @Nested
+    class Booleans {
+
+        private final ConfigKey<Boolean> key = ConfigKey.bool("thread.confine", false, "doc");
+
+        @ParameterizedTest
+        @ValueSource(strings = {"true", "TRUE", "yes", "Yes", "1", "on", " on "})
+        void trueForms(String raw) {
+            assertThat(key.parse(raw, SOURCE)).isTrue();
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"false", "False", "no", "NO", "0", "off", "\toff"})
+        void falseForms(String raw) {
+            assertThat(key.parse(raw, SOURCE)).isFalse();
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"", "maybe", "2", "y", "truee"})
+        void otherTextIsRefused(String raw) {
+            assertRefused(key, raw);
+            assertThat(key.expectedForm()).isEqualTo("true or false");
+        }
+    }
+
+    @Nested
+    class Integers {
+
+        private final ConfigKey<Long> key = ConfigKey.integer("pool.slots", 8, 1, 64, "doc");
+
+        @ParameterizedTest
+        @CsvSource({"1,1", "64,64", "' 17 ',17"})
+        void acceptsWholeNumbersInRange(String raw, long expected) {
+            assertThat(key.parse(raw, SOURCE)).isEqualTo(expected);
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"0", "65", "-1", "1.5", "ten", "", "99999999999999999999", "0x10"})
+        void refusesNumbersOutsideTheRangeOrMalformed(String raw) {
+            assertRefused(key, raw);
+        }
+
+        @Test
+        void expectedFormNamesTheRange() {
+            assertThatThrownBy(() -> key.parse("65", SOURCE)).hasMessageContaining("a whole number from 1 to 64");
+        }
+    }
+
+    @Nested
+    class Bytes {
+
+        private final ConfigKey<Long> key = ConfigKey.bytes("ipc.cache.bytes", 1L << 30, 4096, "doc");
+
+        @ParameterizedTest
+        @CsvSource({
+                "4096,4096",
+                "64k,65536",
+                "64K,65536",
+                "64kb,65536",
+                "64KiB,65536",
+                "256m,268435456",
+                "1g,1073741824",
+                "2GiB,2147483648",
+                "1t,1099511627776",
+                "'8 k',8192",
+                "' 4096 ',4096",
+                "5000b,5000"})
+        void acceptsBinarySuffixes(String raw, long expected) {
+            assertThat(key.parse(raw, SOURCE)).isEqualTo(expected);
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"4095", "1k", "0", "", "k", "1.5g", "-4096", "64q", "64kk", "4096 bytes",
+                "9999999999999999999", "9000000000t"})
+        void refusesMalformedTooSmallOrOverflowingSizes(String raw) {
+            assertRefused(key, raw);
+        }
+
+        @Test
+        void expectedFormNamesTheMinimum() {
+            assertThat(key.expectedForm()).contains("at least 4096");
+        }
+    }
+
+    @Nested
+    class Durations {
+
+        private final ConfigKey<Duration> key = ConfigKey.duration("probe.timeout", Duration.ofSeconds(5), "doc");
+
+        @ParameterizedTest
+        @CsvSource({
+                "10ns,PT0.00000001S",
+                "250us,PT0.00025S",
+                "100ms,PT0.1S",
+                "100MS,PT0.1S",
+                "5s,PT5S",
+                "2m,PT2M",
+                "1h,PT1H",
+                "' 3 s ',PT3S"})
+        void acceptsEveryUnit(String raw, Duration expected) {
+            assertThat(key.parse(raw, SOURCE)).isEqualTo(expected);
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"100", "", "ms", "1d", "-5s", "1.5s", "5 sec", "PT5S",
+                "0s", "0ms",                              // not a positive duration
+                "9223372036854775807us",                  // overflows when converted to nanoseconds
+                "99999999999999h",                        // not representable in nanoseconds
+                "99999999999999999999s"})
+        void refusesMissingUnitsZeroNegativeAndOverflow(String raw) {
+            assertRefused(key, raw);
+        }
+    }
+
+    @Nested
+    class Enumerations {
+
+        private final ConfigKey<ThreadMode> key = ConfigKey.enumeration("default.mode", ThreadMode.class, ThreadMode.SINGLE, "doc");
+
+        @ParameterizedTest
+        @CsvSource({"single,SINGLE", "Serialized,SERIALIZED", "' MULTI ',MULTI"})
+        void acceptsConstantsInAnyCase(String raw, ThreadMode expected) {
+            assertThat(key.parse(raw, SOURCE)).isEqualTo(expected);
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"", "single-threaded", "multiple"})
+        void refusesOtherTextListingTheConstants(String raw) {
+            assertRefused(key, raw);
+            assertThat(key.expectedForm()).isEqualTo("one of [single, serialized, multi]");
+        }
+    }
+
+    @Nested
+    class Lists {
+
+        private final ConfigKey<List<String>> key = ConfigKey.list("transports", List.of("memfd"), "doc");
+
+        @Test
+        void splitsOnCommasTrimsAndDropsEmptyItems() {
+            assertThat(key.parse("memfd,posix", SOURCE)).containsExactly("memfd", "posix");
+            assertThat(key.parse(" memfd , ,posix,, ", SOURCE)).containsExactly("memfd", "posix");
+            assertThat(key.parse("^verbs", SOURCE)).containsExactly("^verbs");
+            assertThat(key.parse("", SOURCE)).isEmpty();
+            assertThat(key.parse(" , ", SOURCE)).isEmpty();
+        }
+
+        @Test
+        void defaultIsAnImmutableCopy() {
+            List<String> mutable = new java.util.ArrayList<>(List.of("a"));
+            ConfigKey<List<String>> k = ConfigKey.list("some.list", mutable, "doc");
+            mutable.add("b");
+            assertThat(k.defaultValue()).containsExactly("a");
+            assertThatThrownBy(() -> k.defaultValue().add("c")).isInstanceOf(UnsupportedOperationException.class);
+            assertThatThrownBy(() -> key.parse("a,b", SOURCE).add("c")).isInstanceOf(UnsupportedOperationException.class);
+        }
+    }
+
+    @Test
+    void errorMessageCarriesTheKeysDocumentation() {
+        ConfigKey<Long> key = ConfigKey.integer("pool.slots", 8, 1, 64, "How many slots a pool keeps.");
+        assertThatThrownBy(() -> key.parse("x", "the builder"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("bad value 'x' for config key conduit.pool.slots (CONDUIT_POOL_SLOTS) (from the builder): "
+                        + "expected a whole number from 1 to 64. How many slots a pool keeps.");
+    }
+}

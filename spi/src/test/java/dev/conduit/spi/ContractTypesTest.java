@@ -1,0 +1,66 @@
+package dev.conduit.spi;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The small value types and defaults of the SPI. */
+class ContractTypesTest {
+
+    @Test
+    void availabilityKeepsDetailsInInsertionOrderAndIsImmutable() {
+        Map<String, String> details = new LinkedHashMap<>();
+        details.put("z", "1");
+        details.put("a", "2");
+        details.put("m", "3");
+        Availability a = Availability.available(details);
+        details.put("late", "x");
+        assertThat(a.isAvailable()).isTrue();
+        assertThat(a.reason()).isEmpty();
+        assertThat(a.details().keySet()).containsExactly("z", "a", "m");
+        assertThatThrownBy(() -> a.details().put("b", "c")).isInstanceOf(UnsupportedOperationException.class);
+    }
+
+    @Test
+    void anUnavailablePluginMustSayWhy() {
+        assertThatIllegalArgumentException().isThrownBy(() -> Availability.unavailable(" "));
+        Availability a = Availability.unavailable("no RDMA devices", Map.of("devices", "0"));
+        assertThat(a.isAvailable()).isFalse();
+        assertThat(a.reason()).isEqualTo("no RDMA devices");
+        assertThat(a.details()).containsEntry("devices", "0");
+    }
+
+    @Test
+    void invalidHandleExceptionNamesItsField() {
+        InvalidHandleException e = new InvalidHandleException("payload.path", "absolute path");
+        assertThat(e.field()).isEqualTo("payload.path");
+        assertThat(e).hasMessage("invalid handle: field 'payload.path': absolute path").isInstanceOf(ConduitException.class);
+    }
+
+    @Test
+    void optionalPluginOperationsSayNotSupportedNamingPluginAndCapability() {
+        ConduitPlugin plugin = new ConduitPlugin() {
+            @Override public String name() { return "bare"; }
+            @Override public Version version() { return Version.parse("1.0"); }
+            @Override public String spiVersion() { return SPI_VERSION; }
+            @Override public Availability probe(PluginContext context) { return Availability.available(); }
+            @Override public Set<Capability> capabilities() { return Set.of(); }
+            @Override public Set<ThreadMode> threadModes() { return Set.of(ThreadMode.SINGLE); }
+        };
+        assertThat(plugin.description()).isEmpty();
+        assertThat(plugin.configKeys()).isEmpty();
+        assertThat(plugin.priority()).isZero();
+        assertThatThrownBy(() -> plugin.openMemoryProvider(null)).isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("'bare'").hasMessageContaining("MEMORY");
+        assertThatThrownBy(() -> plugin.ipcImporter(null)).isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("'bare'").hasMessageContaining("IPC");
+        assertThatThrownBy(() -> plugin.openTransport(null)).isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("'bare'").hasMessageContaining("AM");
+    }
+}
