@@ -16,7 +16,8 @@ import java.util.regex.Pattern;
  * {@link Config#get(ConfigKey)}. A key named {@code posix.dir} is set by the builder
  * ({@code .set("posix.dir", "/mnt/shared")}), the system property {@code conduit.posix.dir} or the
  * environment variable {@code CONDUIT_POSIX_DIR}, strongest first. Plugin keys start with the
- * plugin's name.
+ * plugin's name; a {@code -} in a name (a plugin called {@code dev-dax}) becomes {@code _} in the
+ * variable.
  *
  * <p>Instances are immutable and compared by name.
  *
@@ -24,7 +25,7 @@ import java.util.regex.Pattern;
  */
 public final class ConfigKey<T> {
 
-    private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9]*(\\.[a-z][a-z0-9]*)*");
+    private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)*");
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?", Pattern.CASE_INSENSITIVE);
     private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ns|us|ms|s|m|h)", Pattern.CASE_INSENSITIVE);
 
@@ -37,7 +38,7 @@ public final class ConfigKey<T> {
 
     private ConfigKey(String name, Class<T> type, T defaultValue, String expectedForm, String doc, Function<String, T> parser) {
         if (!NAME.matcher(Objects.requireNonNull(name, "name")).matches()) {
-            throw new IllegalArgumentException("config key name '" + name + "' must be lower-case words separated by dots, e.g. posix.dir");
+            throw new IllegalArgumentException("config key name '" + name + "' must be lower-case words (letters, digits, '-') separated by dots, e.g. posix.dir");
         }
         this.name = name;
         this.type = Objects.requireNonNull(type, "type");
@@ -159,7 +160,7 @@ public final class ConfigKey<T> {
 
     /** The environment variable that sets it, e.g. {@code CONDUIT_POSIX_DIR}. */
     public String environmentName() {
-        return "CONDUIT_" + name.replace('.', '_').toUpperCase(Locale.ROOT);
+        return "CONDUIT_" + name.replace('.', '_').replace('-', '_').toUpperCase(Locale.ROOT);
     }
 
     public Class<T> type() {

@@ -41,8 +41,15 @@ class ConfigKeyTest {
             assertThat(key).hasToString("posix.dir");
         }
 
+        @Test
+        void aPluginNameWithAHyphenCanPrefixKeys() {
+            ConfigKey<String> key = ConfigKey.string("dev-dax.devices", null, "doc");
+            assertThat(key.propertyName()).isEqualTo("conduit.dev-dax.devices");
+            assertThat(key.environmentName()).isEqualTo("CONDUIT_DEV_DAX_DEVICES");
+        }
+
         @ParameterizedTest
-        @ValueSource(strings = {"", "Posix.dir", "posix..dir", ".posix", "posix.", "1posix", "posix.1dir", "posix_dir", "posix-dir", "posix dir"})
+        @ValueSource(strings = {"", "Posix.dir", "posix..dir", ".posix", "posix.", "1posix", "posix.1dir", "posix_dir", "-posix", "posix.-dir", "posix dir"})
         void malformedKeyNamesAreRefused(String name) {
             assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.string(name, null, "doc"))
                     .withMessageContaining("'" + name + "'");
