@@ -71,6 +71,18 @@ public final class OwnerLease implements AutoCloseable {
         return prefix + "-" + owner + "-" + SharedDirectory.randomId() + suffix;
     }
 
+    /**
+     * A new name for a Unix socket of this owner: {@code <prefix>-<owner>-<random><suffix>} like
+     * {@link #newFileName(String)}, but with 64 random bits instead of 128. A socket is reached by
+     * its whole path, which must fit {@code sun_path} (107 bytes) with the directory included; the
+     * 16 bytes saved leave room for a longer shared directory. The random part is there so that
+     * whoever reads the owner id off the lease name cannot create the name first; 2^64 guesses
+     * are as out of reach for that as 2^128.
+     */
+    public String newSocketName(String suffix) {
+        return prefix + "-" + owner + "-" + SharedDirectory.randomId().substring(0, 16) + suffix;
+    }
+
     /** The lease file's name for {@code owner}. */
     public static String leaseName(String prefix, String owner) {
         return prefix + "-" + owner + LEASE;

@@ -1,6 +1,8 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.Linux;
+import dev.conduit.shm.ShmTransport;
+import dev.conduit.shm.ShmTransportConfig;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
@@ -9,8 +11,11 @@ import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.Version;
 
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
@@ -27,6 +32,9 @@ import java.util.Set;
  *   <li><b>IPC</b> ({@link PosixImporter}): an export is the file's name relative to the directory
  *       ({@link ExportPayload}); the importer needs no provider, opens the name beneath its own view
  *       of the directory without following links, checks type, owner and size, and maps it.</li>
+ *   <li><b>Transport</b> ({@link ShmTransport}): each worker's receive queue and each connection's
+ *       bounce ring are chunks of this plugin, so a peer reaches a worker exactly as it imports a
+ *       region: by name, beneath its own view of the directory.</li>
  * </ul>
  *
  * <p><b>Trust model: for trusted peers.</b> Chunk files are ordinary files: a peer with write
@@ -86,18 +94,23 @@ public final class PosixPlugin implements ConduitPlugin {
 
     @Override
     public Set<Capability> capabilities() {
-        return EnumSet.of(Capability.MEMORY, Capability.IPC);
+        return EnumSet.of(Capability.MEMORY, Capability.IPC, Capability.AM, Capability.RMA, Capability.ATOMICS, Capability.WAKEUP);
     }
 
-    /** Provider and importer are thread-safe. */
+    /**
+     * Provider and importer are thread-safe, but a transport's endpoints keep per-connection state
+     * without locks: {@code SERIALIZED} at most, and the runtime's lock makes {@code MULTI} workers safe.
+     */
     @Override
     public Set<ThreadMode> threadModes() {
-        return EnumSet.allOf(ThreadMode.class);
+        return EnumSet.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
     }
 
     @Override
     public List<ConfigKey<?>> configKeys() {
-        return PosixConfig.KEYS;
+        List<ConfigKey<?>> keys = new ArrayList<>(PosixConfig.KEYS);
+        keys.addAll(ShmTransportConfig.keys(name()));
+        return List.copyOf(keys);
     }
 
     /** A shared-memory plugin: priorities 100..199. */
@@ -115,5 +128,11 @@ public final class PosixPlugin implements ConduitPlugin {
     public IpcImporter ipcImporter(PluginContext context) {
         PosixConfig config = PosixConfig.of(context);
         return new PosixImporter(Linux.libc(), config);
+    }
+
+    @Override
+    public Transport openTransport(TransportContext context) {
+        return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
+                openMemoryProvider(context), ipcImporter(context));
     }
 }

@@ -24,14 +24,17 @@ class PosixPluginTest {
         assertThat(plugin.version()).isEqualTo(Version.parse("0.1.0"));
         assertThat(plugin.spiVersion()).isEqualTo(ConduitPlugin.SPI_VERSION);
         assertThat(plugin.description()).isNotBlank();
-        assertThat(plugin.capabilities()).containsExactlyInAnyOrder(Capability.MEMORY, Capability.IPC);
-        assertThat(plugin.threadModes()).containsExactlyInAnyOrder(ThreadMode.SINGLE, ThreadMode.SERIALIZED, ThreadMode.MULTI);
+        assertThat(plugin.capabilities()).containsExactlyInAnyOrder(Capability.MEMORY, Capability.IPC, Capability.AM,
+                Capability.RMA, Capability.ATOMICS, Capability.WAKEUP);
+        assertThat(plugin.threadModes()).containsExactlyInAnyOrder(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
         assertThat(plugin.priority()).isEqualTo(100);
     }
 
     @Test
     void declaresItsConfigKeysUnderItsName() {
-        assertThat(plugin.configKeys()).extracting(ConfigKey::name).containsExactly("posix.dir", "posix.trusted.uids");
+        assertThat(plugin.configKeys()).extracting(ConfigKey::name).containsExactly("posix.dir", "posix.trusted.uids",
+                "posix.queue.size", "posix.inline.max", "posix.bounce.size", "posix.liveness.interval",
+                "posix.heartbeat.timeout", "posix.unblock.timeout");
         assertThat(plugin.configKeys()).allSatisfy(key -> assertThat(key.doc()).isNotBlank());
         assertThat(PosixConfig.DIR.defaultValue()).isNull();
         assertThat(PosixConfig.DIR.environmentName()).isEqualTo("CONDUIT_POSIX_DIR");

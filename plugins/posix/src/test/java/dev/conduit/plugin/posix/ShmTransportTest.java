@@ -1,0 +1,200 @@
+package dev.conduit.plugin.posix;
+
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RemoteMemory;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The shared-memory transport over posix chunks, two workers in one JVM: the same mappings two processes would have. */
+class ShmTransportTest {
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path shared;
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : open.reversed()) c.close();
+    }
+
+    /** Records every message: id, header and payload copied out during the call. */
+    static final class Received implements MessageSink {
+        final List<Integer> ids = new ArrayList<>();
+        final List<byte[]> headers = new ArrayList<>();
+        final List<byte[]> payloads = new ArrayList<>();
+
+        @Override
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            ids.add(id);
+            headers.add(headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE));
+            payloads.add(payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    private record Context(TestContext plugin, MessageSink messageSink) implements TransportContext {
+        @Override
+        public ThreadMode threadMode() {
+            return ThreadMode.SERIALIZED;
+        }
+
+        @Override
+        public RemoteMemory remoteMemory() {
+            return handle -> {
+                throw new NotSupportedException("not in this test");
+            };
+        }
+
+        @Override
+        public dev.conduit.spi.Config config() {
+            return plugin.config();
+        }
+
+        @Override
+        public Path sharedDirectory() {
+            return plugin.sharedDirectory();
+        }
+
+        @Override
+        public System.Logger logger() {
+            return plugin.logger();
+        }
+    }
+
+    private Transport transport(MessageSink sink, String... keyValues) {
+        Transport t = new PosixPlugin().openTransport(new Context(TestContext.of(shared, keyValues), sink));
+        open.add(t);
+        return t;
+    }
+
+    private static TransportEndpoint connect(Transport from, Transport to, EndpointEvents events) {
+        byte[] address = to.address();
+        return from.connect(new PayloadReader(address), events);
+    }
+
+    private static MemorySegment bytes(int length, int seed) {
+        MemorySegment s = Arena.ofAuto().allocate(Math.max(1, length)).asSlice(0, length);
+        for (int i = 0; i < length; i++) s.set(ValueLayout.JAVA_BYTE, i, (byte) (seed * 31 + i));
+        return s;
+    }
+
+    @Test
+    void deliversSmallAndLargeMessagesInOrderExactlyOnce() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.bounce.size", "256k");
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        int[] sizes = {0, 1, 8, 100, 4000, 8100, 9000, 65536, 200_000};
+        int sent = 0;
+        List<Integer> expectedSizes = new ArrayList<>();
+        for (int round = 0; round < 300; round++) {
+            int size = sizes[round % sizes.length];
+            MemorySegment header = bytes(round % 17, round + 1);
+            MemorySegment payload = bytes(size, round);
+            while (!ep.trySend(round, header, payload)) {
+                receiver.progress();
+            }
+            sent++;
+            expectedSizes.add(size);
+        }
+        while (received.ids.size() < sent) receiver.progress();
+        for (int i = 0; i < sent; i++) {
+            assertThat(received.ids.get(i)).isEqualTo(i);
+            assertThat(received.payloads.get(i)).hasSize(expectedSizes.get(i))
+                    .isEqualTo(bytes(expectedSizes.get(i), i).toArray(ValueLayout.JAVA_BYTE));
+            assertThat(received.headers.get(i)).isEqualTo(bytes(i % 17, i + 1).toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
+    void aFullQueueRefusesUntilTheReceiverProgresses() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        MemorySegment payload = bytes(1000, 7);
+        int accepted = 0;
+        while (ep.trySend(1, MemorySegment.NULL, payload)) accepted++;
+        assertThat(accepted).isBetween(40, 70);
+        receiver.progress();
+        assertThat(ep.trySend(1, MemorySegment.NULL, payload)).isTrue();
+    }
+
+    @Test
+    void aPeerWhoseWorkerIsGoneFailsTheEndpoint() {
+        Transport receiver = transport(new Received(), "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receiver.close();
+        while (failure.get() == null) sender.progress();
+        assertThat(failure.get()).hasMessageContaining("died");
+        assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isSameAs(failure.get());
+    }
+
+    @Test
+    void aClosedTransportLeavesNothingInTheSharedDirectory() throws Exception {
+        Transport receiver = transport(new Received());
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1));
+        receiver.progress();
+        ep.close();
+        sender.close();
+        receiver.close();
+        try (var files = Files.list(shared)) {
+            assertThat(files.toList()).isEmpty();
+        }
+    }
+
+    @Test
+    void awaitWakesWhenAMessageArrives() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.liveness.interval", "10s");
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        Thread waiter = Thread.ofPlatform().start(() -> {
+            while (received.ids.isEmpty()) {
+                receiver.await(60_000_000_000L);
+                receiver.progress();
+            }
+        });
+        Thread.sleep(50);
+        assertThat(ep.trySend(5, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        waiter.join();
+        assertThat(received.ids).containsExactly(5);
+    }
+
+    @Test
+    void anAddressWithAWrongTokenIsRefused() {
+        Transport receiver = transport(new Received());
+        Transport sender = transport(new Received());
+        byte[] address = receiver.address();
+        address[address.length - 1] ^= 1;
+        assertThatThrownBy(() -> sender.connect(new PayloadReader(address), cause -> { }))
+                .hasMessageContaining("token");
+    }
+}

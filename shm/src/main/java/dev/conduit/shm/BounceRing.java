@@ -1,0 +1,120 @@
+package dev.conduit.shm;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The bounce buffer of one connection: a ring of payload bytes that one sender writes and one
+ * receiver reads, for messages too large to copy into the receive queue. The sender copies a
+ * payload in once and posts a small LARGE record in the receiver's queue; the receiver's handler
+ * reads the payload where it lies (zero-copy) and, once the handler returns, releases it by
+ * moving {@code consumed}. Messages of a connection are consumed in order, so one position is
+ * enough. The ring lives in memory the sender allocated from its own plugin and exported; the
+ * receiver maps it once per connection.
+ *
+ * <pre>
+ * offset  size  field          written by   how
+ *      0     4  magic "CNDB"   sender       once, before announcing the ring
+ *      8     8  capacity       sender       once, a power of two
+ *     64     8  consumed       receiver     release store after each payload's handler returned
+ *   4096     …  payload bytes  sender       a payload is contiguous; one that does not fit before
+ *                                           the end starts again at 0, the rest of the end unused
+ * </pre>
+ */
+public final class BounceRing {
+
+    public static final int MAGIC = 0x42444E43; // "CNDB"
+    static final long CAPACITY_OFFSET = 8;
+    static final long CONSUMED_OFFSET = 64;
+    public static final long HEADER_LENGTH = 4096;
+    private static final long ALIGNMENT = 64;
+
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+
+    private final MemorySegment memory;
+    private final long capacity;
+    private final long mask;
+    /** Sender side only: where the next payload goes. */
+    private long produced;
+
+    private BounceRing(MemorySegment memory, long capacity) {
+        this.memory = memory;
+        this.capacity = capacity;
+        this.mask = capacity - 1;
+    }
+
+    public static long mappedLength(long capacity) {
+        return HEADER_LENGTH + capacity;
+    }
+
+    /** Formats fresh memory; the sender's side. */
+    public static BounceRing format(MemorySegment memory) {
+        long capacity = memory.byteSize() - HEADER_LENGTH;
+        if (capacity < 4096 || Long.bitCount(capacity) != 1) {
+            throw new IllegalArgumentException("bounce capacity " + capacity + " must be a power of two of at least 4096");
+        }
+        memory.set(ValueLayout.JAVA_LONG, CAPACITY_OFFSET, capacity);
+        INT.setRelease(memory, 0, MAGIC);
+        return new BounceRing(memory, capacity);
+    }
+
+    /** Attaches to a ring a sender announced; the receiver's side. */
+    public static BounceRing attach(MemorySegment memory) {
+        if (memory.byteSize() < HEADER_LENGTH + 4096) throw new IllegalStateException("mapping too short for a bounce ring");
+        if ((int) INT.getAcquire(memory, 0) != MAGIC) throw new IllegalStateException("no bounce ring here");
+        long capacity = memory.get(ValueLayout.JAVA_LONG, CAPACITY_OFFSET);
+        if (capacity != memory.byteSize() - HEADER_LENGTH || Long.bitCount(capacity) != 1) {
+            throw new IllegalStateException("bounce ring says capacity " + capacity + " but " + memory.byteSize() + " bytes are mapped");
+        }
+        return new BounceRing(memory, capacity);
+    }
+
+    public MemorySegment memory() {
+        return memory;
+    }
+
+    public long capacity() {
+        return capacity;
+    }
+
+    /**
+     * Reserves {@code length} contiguous bytes (at most the capacity).
+     *
+     * @return the payload's offset in {@link #memory()}, or -1 when the receiver has not released
+     *         enough yet; on success {@link #position()} is the position to announce with it
+     */
+    public long reserve(long length) {
+        long consumed = (long) LONG.getAcquire(memory, CONSUMED_OFFSET);
+        long need = (length + ALIGNMENT - 1) & -ALIGNMENT;
+        long index = produced & mask;
+        long toEnd = capacity - index;
+        long skip = need > toEnd ? toEnd : 0;
+        if (skip + need > capacity - (produced - consumed)) return -1;
+        produced += skip;
+        long offset = HEADER_LENGTH + (produced & mask);
+        produced += need;
+        return offset;
+    }
+
+    /** Undoes the last {@link #reserve} (its record could not be posted); {@code before} is {@link #position()} before it. */
+    public void rollback(long before) {
+        produced = before;
+    }
+
+    /** The sender's position after its last reservation. */
+    public long position() {
+        return produced;
+    }
+
+    /** The receiver's release of every payload up to {@code position}. */
+    public void release(long position) {
+        LONG.setRelease(memory, CONSUMED_OFFSET, position);
+    }
+
+    /** Whether {@code [offset, offset + length)} lies in the payload area: a receiver's check of a peer's record. */
+    public boolean contains(long offset, long length) {
+        return offset >= HEADER_LENGTH && length >= 0 && length <= capacity && offset - HEADER_LENGTH <= capacity - length;
+    }
+}

@@ -1,0 +1,54 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.LockFlags;
+import dev.conduit.linux.OpenFlags;
+
+/**
+ * Watches one peer's {@link OwnerLease} with a descriptor of its own, opened once: checking is one
+ * non-blocking {@code flock} — if this separate open of the lease can take the lock, its owner is
+ * dead (the kernel released the owner's lock when the process died, in whatever namespace).
+ */
+public final class LeaseWatch implements AutoCloseable {
+
+    private final Libc libc;
+    private final String name;
+    private final FileDescriptor fd;
+    private boolean dead;
+
+    private LeaseWatch(Libc libc, String name, FileDescriptor fd) {
+        this.libc = libc;
+        this.name = name;
+        this.fd = fd;
+    }
+
+    /**
+     * Opens the lease {@code name} below {@code directory}.
+     *
+     * @throws ErrnoException when it cannot be opened (ENOENT: the owner is already gone)
+     */
+    public static LeaseWatch open(Libc libc, SharedDirectory directory, String name) {
+        return new LeaseWatch(libc, name, directory.openExisting(name, OpenFlags.O_RDONLY));
+    }
+
+    public String name() {
+        return name;
+    }
+
+    /** Whether the owner still holds its lease. Once dead, always dead. */
+    public boolean ownerAlive() {
+        if (dead) return false;
+        if (libc.tryFlock(fd, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) {
+            libc.flock(fd, LockFlags.LOCK_UN);
+            dead = true;
+        }
+        return !dead;
+    }
+
+    @Override
+    public void close() {
+        fd.close();
+    }
+}

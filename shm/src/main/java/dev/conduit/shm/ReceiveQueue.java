@@ -1,0 +1,352 @@
+package dev.conduit.shm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * A worker's receive queue in shared memory: a bounded ring written by many senders in other
+ * processes and read by one consumer, the worker (after Agrona's many-to-one ring buffer). This
+ * class is a flyweight over the mapped segment; the receiver and every sender have their own.
+ *
+ * <h2>Layout</h2>
+ * Native byte order: both sides are on one host.
+ * <pre>
+ * offset  size  field           written by                     how
+ * ------  ----  --------------  -----------------------------  -----------------------------------------
+ *      0     4  magic "CNDQ"    receiver, once                 before the queue is published
+ *      4     4  version (1)     receiver, once
+ *      8     8  capacity        receiver, once                 ring bytes, a power of two
+ *     16    16  token           receiver, once                 random; a connector proves it reached this
+ *                                                              queue by finding its address's token here
+ *    128     8  tail            senders                        CAS to claim space (its own cache line)
+ *    256     8  head            receiver                       release store after zeroing what it read
+ *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
+ *    388     4  sleeping        receiver                       1 while it waits on the wake sequence
+ *    512     8  heartbeat       receiver                       opaque store, once per progress() call
+ *   4096     …  ring            senders write, receiver reads  records, 8-byte aligned (page-aligned start)
+ * </pre>
+ *
+ * <h2>Records</h2>
+ * <pre>
+ * offset  size  field
+ *      0     4  length          -length from claim to commit; +length (release) once complete; 0 = free
+ *      4     4  type            MSG, LARGE, CONNECT, BOUNCE, CLOSE, PAD
+ *      8     8  connection      the sender's connection id
+ *     16     4  message id      the active-message id (MSG, LARGE)
+ *     20     4  header length
+ *     24     8  payload length
+ *     32     8  bounce end      LARGE: the sender's bounce-ring position after this payload
+ *     40     8  bounce offset   LARGE: where the payload is in the sender's bounce ring
+ *     48     …  header bytes, then payload bytes (MSG; CONNECT, BOUNCE, CLOSE carry a control payload)
+ * </pre>
+ * A sender claims {@code align8(48 + header + payload)} bytes by CAS on the tail, writes
+ * {@code -length}, the record, then {@code +length} with a release store. When the record does
+ * not fit before the end of the ring, the claim also covers the rest of the ring, which becomes a
+ * PAD record. The receiver reads records while their length is positive, zeroes what it read (so
+ * a stale byte is never taken for a length) and moves the head with a release store. A record
+ * claimed by a sender that then died stays uncommitted; the receiver turns it into padding once it
+ * knows that sender is dead ({@link #unblock()}), so a dead sender never wedges the queue.
+ */
+public final class ReceiveQueue {
+
+    public static final int MAGIC = 0x51444E43; // "CNDQ"
+    public static final int VERSION = 1;
+    public static final int TOKEN_LENGTH = 16;
+
+    static final long MAGIC_OFFSET = 0;
+    static final long VERSION_OFFSET = 4;
+    static final long CAPACITY_OFFSET = 8;
+    static final long TOKEN_OFFSET = 16;
+    static final long TAIL_OFFSET = 128;
+    static final long HEAD_OFFSET = 256;
+    static final long WAKE_OFFSET = 384;
+    static final long SLEEPING_OFFSET = 388;
+    static final long HEARTBEAT_OFFSET = 512;
+    public static final long HEADER_LENGTH = 4096;
+
+    public static final int RECORD_HEADER = 48;
+    static final long TYPE = 4;
+    static final long CONNECTION = 8;
+    static final long MESSAGE_ID = 16;
+    static final long HEADER_SIZE = 20;
+    static final long PAYLOAD_SIZE = 24;
+    static final long BOUNCE_END = 32;
+    static final long BOUNCE_OFFSET = 40;
+
+    public static final int MSG = 1;
+    public static final int LARGE = 2;
+    public static final int CONNECT = 3;
+    public static final int BOUNCE = 4;
+    public static final int CLOSE = 5;
+    public static final int PAD = 6;
+
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final MemorySegment ZEROS = Arena.global().allocate(64 << 10, 8);
+
+    private final MemorySegment memory;
+    private final long capacity;
+    private final long mask;
+    /** Sender side: the last head seen, so that most claims read only the tail. */
+    private long headCache;
+    /** Receiver side: where this consumer is (the shared head, without reading it back). */
+    private long head;
+
+    private ReceiveQueue(MemorySegment memory, long capacity) {
+        this.memory = memory;
+        this.capacity = capacity;
+        this.mask = capacity - 1;
+    }
+
+    /** The mapped length for a ring of {@code capacity} bytes. */
+    public static long mappedLength(long capacity) {
+        return HEADER_LENGTH + capacity;
+    }
+
+    /** Formats fresh (zeroed) memory as an empty queue; the receiver calls this before publishing it. */
+    public static ReceiveQueue format(MemorySegment memory, byte[] token) {
+        long capacity = memory.byteSize() - HEADER_LENGTH;
+        if (capacity < 4096 || Long.bitCount(capacity) != 1) {
+            throw new IllegalArgumentException("ring capacity " + capacity + " must be a power of two of at least 4096");
+        }
+        if (token.length != TOKEN_LENGTH) throw new IllegalArgumentException("token must have " + TOKEN_LENGTH + " bytes");
+        memory.set(ValueLayout.JAVA_LONG, CAPACITY_OFFSET, capacity);
+        MemorySegment.copy(token, 0, memory, ValueLayout.JAVA_BYTE, TOKEN_OFFSET, TOKEN_LENGTH);
+        memory.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
+        INT.setRelease(memory, MAGIC_OFFSET, MAGIC);
+        return new ReceiveQueue(memory, capacity);
+    }
+
+    /**
+     * Attaches to a queue a peer published, checking that it is one and that it carries
+     * {@code token}: the proof that this is the queue the peer's address names.
+     *
+     * @throws IllegalStateException naming what does not match
+     */
+    public static ReceiveQueue attach(MemorySegment memory, byte[] token) {
+        if (memory.byteSize() < HEADER_LENGTH + 4096) throw new IllegalStateException("mapping of " + memory.byteSize() + " bytes is too short for a queue");
+        int magic = (int) INT.getAcquire(memory, MAGIC_OFFSET);
+        if (magic != MAGIC) throw new IllegalStateException(String.format("no receive queue here (magic 0x%08x)", magic));
+        int version = memory.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
+        if (version != VERSION) throw new IllegalStateException("receive queue version " + version + ", expected " + VERSION);
+        long capacity = memory.get(ValueLayout.JAVA_LONG, CAPACITY_OFFSET);
+        if (capacity != memory.byteSize() - HEADER_LENGTH || Long.bitCount(capacity) != 1) {
+            throw new IllegalStateException("receive queue says capacity " + capacity + " but " + memory.byteSize() + " bytes are mapped");
+        }
+        byte[] found = new byte[TOKEN_LENGTH];
+        MemorySegment.copy(memory, ValueLayout.JAVA_BYTE, TOKEN_OFFSET, found, 0, TOKEN_LENGTH);
+        if (!java.security.MessageDigest.isEqual(found, token)) {
+            throw new IllegalStateException("the queue's token does not match the address: a stale or forged address");
+        }
+        return new ReceiveQueue(memory, capacity);
+    }
+
+    public MemorySegment memory() {
+        return memory;
+    }
+
+    public long capacity() {
+        return capacity;
+    }
+
+    // ------------------------------------------------------------------------------------- sender
+
+    /**
+     * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record.
+     *
+     * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
+     */
+    public long claim(int length) {
+        long head = headCache;
+        while (true) {
+            long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+            long tailIndex = tail & mask;
+            long toEnd = capacity - tailIndex;
+            long padding = length > toEnd ? toEnd : 0;
+            long required = length + padding;
+            if (required > capacity - (tail - head)) {
+                head = (long) LONG.getVolatile(memory, HEAD_OFFSET);
+                headCache = head;
+                if (required > capacity - (tail - head)) return -1;
+            }
+            if (LONG.compareAndSet(memory, TAIL_OFFSET, tail, tail + required)) {
+                if (padding != 0) {
+                    long pad = HEADER_LENGTH + tailIndex;
+                    INT.setRelease(memory, pad, (int) -padding);
+                    memory.set(ValueLayout.JAVA_INT, pad + TYPE, PAD);
+                    INT.setRelease(memory, pad, (int) padding);
+                    tailIndex = 0;
+                }
+                long offset = HEADER_LENGTH + tailIndex;
+                INT.setRelease(memory, offset, -length);
+                return offset;
+            }
+        }
+    }
+
+    /** Publishes the record at {@code offset}: the receiver may read it from now on. */
+    public void commit(long offset, int length) {
+        INT.setRelease(memory, offset, length);
+    }
+
+    /** Turns a claimed record into padding the receiver skips (a send abandoned after its claim). */
+    public void abandon(long offset, int length) {
+        memory.set(ValueLayout.JAVA_INT, offset + TYPE, PAD);
+        INT.setRelease(memory, offset, length);
+    }
+
+    /**
+     * Wakes the receiver if it sleeps. The full fence orders the commit before the read of the
+     * sleeping flag, pairing with the receiver's fence between setting the flag and looking at the
+     * ring: one of the two always sees the other (no lost wake-up).
+     *
+     * @return whether the receiver was sleeping
+     */
+    public boolean wakeIfSleeping(dev.conduit.linux.Libc libc) {
+        VarHandle.fullFence();
+        if ((int) INT.getVolatile(memory, SLEEPING_OFFSET) == 0) return false;
+        signal(libc);
+        return true;
+    }
+
+    /** Bumps the wake sequence and wakes the receiver: {@code Transport.signal()}. */
+    public void signal(dev.conduit.linux.Libc libc) {
+        INT.getAndAdd(memory, WAKE_OFFSET, 1);
+        libc.futexWake(memory, WAKE_OFFSET, Integer.MAX_VALUE);
+    }
+
+    /** The receiver's heartbeat, for a sender that waits on a receiver that may be hung. */
+    public long heartbeat() {
+        return (long) LONG.getOpaque(memory, HEARTBEAT_OFFSET);
+    }
+
+    // ----------------------------------------------------------------------------------- receiver
+
+    /** Reads one record at a time; {@link #poll} calls it for every complete, non-padding record. */
+    @FunctionalInterface
+    public interface RecordHandler {
+        void onRecord(MemorySegment memory, long offset, int type, int length);
+    }
+
+    /**
+     * Hands up to {@code limit} complete records to {@code handler}, in order, then releases their
+     * space. A record's bytes are valid only during its call. If the handler throws, the records
+     * before it and the one that threw are consumed (never redelivered) and the exception
+     * propagates.
+     *
+     * @return the number of records handed over
+     * @throws CorruptQueueException when a record's length cannot be a record's
+     */
+    public int poll(RecordHandler handler, int limit) {
+        long headIndex = head & mask;
+        long contiguous = capacity - headIndex;
+        long read = 0;
+        int count = 0;
+        try {
+            while (read < contiguous && count < limit) {
+                long offset = HEADER_LENGTH + headIndex + read;
+                int length = (int) INT.getVolatile(memory, offset);
+                if (length <= 0) break;
+                if (length < 8 || (length & 7) != 0 || length > contiguous - read) {
+                    throw new CorruptQueueException("record at ring offset " + (headIndex + read) + " has length " + length
+                            + " (at most " + (contiguous - read) + ", a multiple of 8)");
+                }
+                read += length;
+                int type = memory.get(ValueLayout.JAVA_INT, offset + TYPE);
+                if (type == PAD) continue;
+                count++;
+                handler.onRecord(memory, offset, type, length);
+            }
+        } finally {
+            if (read > 0) release(headIndex, read);
+        }
+        return count;
+    }
+
+    private void release(long headIndex, long read) {
+        long offset = HEADER_LENGTH + headIndex;
+        for (long done = 0; done < read; ) {
+            long n = Math.min(read - done, ZEROS.byteSize());
+            MemorySegment.copy(ZEROS, 0, memory, offset + done, n);
+            done += n;
+        }
+        head += read;
+        LONG.setRelease(memory, HEAD_OFFSET, head);
+    }
+
+    /** Whether a record (complete or not) waits at the head: the ring is not empty. */
+    public boolean hasPending() {
+        return (long) LONG.getVolatile(memory, TAIL_OFFSET) != head;
+    }
+
+    /** Whether the record at the head is claimed but not committed (or its length not yet written). */
+    public boolean isHeadBlocked() {
+        return hasPending() && (int) INT.getVolatile(memory, HEADER_LENGTH + (head & mask)) <= 0;
+    }
+
+    /** The sender of the blocked record at the head, if it wrote its connection id yet (0 otherwise). */
+    public long blockedConnection() {
+        long offset = HEADER_LENGTH + (head & mask);
+        return (int) INT.getVolatile(memory, offset) < 0 ? memory.get(ValueLayout.JAVA_LONG, offset + CONNECTION) : 0;
+    }
+
+    /**
+     * Skips the record at the head that a dead sender claimed and never committed, by turning it
+     * (or, if its length was never written, the zeroed gap up to the next claimed record or the
+     * tail) into padding. Call only once the sender is known dead: a live sender would commit into
+     * the space afterwards.
+     *
+     * @return whether a blocked record was skipped
+     */
+    public boolean unblock() {
+        if (!isHeadBlocked()) return false;
+        long headIndex = head & mask;
+        long offset = HEADER_LENGTH + headIndex;
+        int length = (int) INT.getVolatile(memory, offset);
+        long gap;
+        if (length < 0) {
+            gap = -(long) length;
+        } else {
+            long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+            long limit = Math.min(tail - head, capacity - headIndex);
+            gap = 8;
+            while (gap < limit && (int) INT.getVolatile(memory, offset + gap) == 0) gap += 8;
+        }
+        memory.set(ValueLayout.JAVA_INT, offset + TYPE, PAD);
+        INT.setRelease(memory, offset, (int) gap);
+        return true;
+    }
+
+    /** Stores the receiver's heartbeat: called once per progress. */
+    public void beat(long count) {
+        LONG.setOpaque(memory, HEARTBEAT_OFFSET, count);
+    }
+
+    /**
+     * Sleeps until a sender commits, {@link #signal} is called, or {@code timeoutNanos} pass.
+     *
+     * @return {@code true} if there may be work (a record, or a signal)
+     */
+    public boolean await(dev.conduit.linux.Libc libc, long timeoutNanos) {
+        int sequence = (int) INT.getVolatile(memory, WAKE_OFFSET);
+        INT.setVolatile(memory, SLEEPING_OFFSET, 1);
+        VarHandle.fullFence();
+        try {
+            if (hasPending()) return true;
+            return libc.futexWait(memory, WAKE_OFFSET, sequence, timeoutNanos) != dev.conduit.linux.FutexResult.TIMED_OUT;
+        } finally {
+            INT.setVolatile(memory, SLEEPING_OFFSET, 0);
+        }
+    }
+
+    /** A record's length or framing is impossible: the queue was corrupted by a peer. */
+    public static final class CorruptQueueException extends dev.conduit.spi.ConduitException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        CorruptQueueException(String message) {
+            super("receive queue corrupted: " + message);
+        }
+    }
+}

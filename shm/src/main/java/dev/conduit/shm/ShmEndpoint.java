@@ -1,0 +1,262 @@
+package dev.conduit.shm;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.TransportEndpoint;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * A connection from this worker to a peer worker's receive queue. Messages up to
+ * {@code inline.max} are copied into the peer's queue; larger payloads are copied once into this
+ * connection's {@link BounceRing} and read there by the peer. RMA works on the peer's exported
+ * regions mapped here through the runtime's IPC cache: put and get are copies, atomics are the
+ * CPU's, all coherent, so {@link #flush()} only orders.
+ */
+final class ShmEndpoint implements TransportEndpoint {
+
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final int MAX_HEADER = 1024;
+    /** How long close() waits for room in a full peer queue to say goodbye. */
+    private static final long CLOSE_WAIT_NANOS = 10_000_000;
+
+    private final ShmTransport transport;
+    private final ReceiveQueue peer;
+    private final ChunkMapping peerMapping;
+    private final LeaseWatch peerLease;
+    private final EndpointEvents events;
+    private final long connection;
+    private final long inlineMaximum;
+    private final long heartbeatTimeoutNanos;
+    private boolean connectSent;
+    private Chunk bounceChunk;
+    private BounceRing bounce;
+    private boolean bounceAnnounced;
+    private PeerFailedException failure;
+    private boolean closed;
+    private long waitingSince;
+    private long lastHeartbeat;
+
+    ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
+                long connection) {
+        this.transport = transport;
+        this.peer = peer;
+        this.peerMapping = peerMapping;
+        this.peerLease = peerLease;
+        this.events = events;
+        this.connection = connection;
+        this.inlineMaximum = transport.config().inlineMaximum();
+        this.heartbeatTimeoutNanos = transport.config().heartbeatTimeout().toNanos();
+    }
+
+    @Override
+    public int maxHeaderSize() {
+        return MAX_HEADER;
+    }
+
+    @Override
+    public long maxPayloadSize() {
+        return transport.config().bounceCapacity();
+    }
+
+    @Override
+    public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+        if (failure != null) throw failure;
+        if (closed) throw new IllegalStateException("endpoint is closed");
+        if (!connectSent) {
+            if (!sendControl(ReceiveQueue.CONNECT, new PayloadWriter().string(transport.ownLeaseName()).toByteArray())) return noRoom();
+            connectSent = true;
+        }
+        long headerLength = header.byteSize();
+        long payloadLength = payload.byteSize();
+        if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
+            int length = align(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
+            long offset = peer.claim(length);
+            if (offset < 0) return noRoom();
+            MemorySegment q = peer.memory();
+            writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, payloadLength, 0, 0);
+            long body = offset + ReceiveQueue.RECORD_HEADER;
+            MemorySegment.copy(header, 0, q, body, headerLength);
+            MemorySegment.copy(payload, 0, q, body + headerLength, payloadLength);
+            peer.commit(offset, length);
+            return sent();
+        }
+        if (!bounceAnnounced) {
+            if (bounce == null) createBounce();
+            byte[] export = transport.provider().export(bounceChunk);
+            byte[] announcement = new PayloadWriter().u16(export.length).bytes(export).u64(bounceChunk.segment().byteSize()).toByteArray();
+            if (!sendControl(ReceiveQueue.BOUNCE, announcement)) return noRoom();
+            bounceAnnounced = true;
+        }
+        long before = bounce.position();
+        long bounceOffset = bounce.reserve(payloadLength);
+        if (bounceOffset < 0) return noRoom();
+        int length = align(ReceiveQueue.RECORD_HEADER + headerLength);
+        long offset = peer.claim(length);
+        if (offset < 0) {
+            bounce.rollback(before);
+            return noRoom();
+        }
+        MemorySegment.copy(payload, 0, bounce.memory(), bounceOffset, payloadLength);
+        MemorySegment q = peer.memory();
+        writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, payloadLength, bounce.position(), bounceOffset);
+        MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+        peer.commit(offset, length);
+        return sent();
+    }
+
+    private void createBounce() {
+        Chunk chunk = transport.provider().allocate(BounceRing.mappedLength(transport.config().bounceCapacity()));
+        try {
+            bounce = BounceRing.format(chunk.segment());
+            bounceChunk = chunk;
+        } catch (RuntimeException e) {
+            transport.provider().free(chunk);
+            throw e;
+        }
+    }
+
+    private void writeRecordHeader(MemorySegment q, long offset, int type, int id, int headerLength, long payloadLength,
+                                   long bounceEnd, long bounceOffset) {
+        q.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, type);
+        q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, connection);
+        q.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID, id);
+        q.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE, headerLength);
+        q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE, payloadLength);
+        q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_END, bounceEnd);
+        q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_OFFSET, bounceOffset);
+    }
+
+    private boolean sendControl(int type, byte[] payload) {
+        int length = align(ReceiveQueue.RECORD_HEADER + payload.length);
+        long offset = peer.claim(length);
+        if (offset < 0) return false;
+        MemorySegment q = peer.memory();
+        writeRecordHeader(q, offset, type, 0, 0, payload.length, 0, 0);
+        MemorySegment.copy(payload, 0, q, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, payload.length);
+        peer.commit(offset, length);
+        peer.wakeIfSleeping(transport.libc());
+        return true;
+    }
+
+    private boolean sent() {
+        waitingSince = 0;
+        peer.wakeIfSleeping(transport.libc());
+        return true;
+    }
+
+    private boolean noRoom() {
+        if (waitingSince == 0) {
+            waitingSince = System.nanoTime();
+            lastHeartbeat = peer.heartbeat();
+        }
+        return false;
+    }
+
+    private static int align(long length) {
+        return (int) ((length + 7) & -8);
+    }
+
+    /**
+     * Checks the peer: dead (its lease is free) or hung (no progress for {@code heartbeat.timeout}
+     * while this endpoint waits on it). Reports a failure once.
+     *
+     * @return whether the peer failed now
+     */
+    boolean checkPeer(long now) {
+        if (failure != null || closed) return false;
+        if (!peerLease.ownerAlive()) {
+            fail(transport.plugin() + ": peer worker died (its lease " + peerLease.name() + " is no longer held)");
+            return true;
+        }
+        if (waitingSince != 0) {
+            long beat = peer.heartbeat();
+            if (beat != lastHeartbeat) {
+                lastHeartbeat = beat;
+                waitingSince = now;
+            } else if (now - waitingSince > heartbeatTimeoutNanos) {
+                fail(transport.plugin() + ": peer worker is hung: its queue stayed full and it made no progress for "
+                        + (now - waitingSince) / 1_000_000 + " ms (heartbeat.timeout)");
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void fail(String message) {
+        failure = new PeerFailedException(message);
+        events.peerFailed(failure);
+    }
+
+    @Override
+    public void put(MemorySegment source, RemoteRegion target, long offset) {
+        MemorySegment.copy(source, 0, local(target), offset, source.byteSize());
+    }
+
+    @Override
+    public void get(RemoteRegion source, long offset, MemorySegment destination) {
+        MemorySegment.copy(local(source), offset, destination, 0, destination.byteSize());
+    }
+
+    @Override
+    public long fetchAdd(RemoteRegion target, long offset, long delta) {
+        return (long) LONG.getAndAdd(local(target), offset, delta);
+    }
+
+    @Override
+    public long compareAndSwap(RemoteRegion target, long offset, long expected, long desired) {
+        return (long) LONG.compareAndExchange(local(target), offset, expected, desired);
+    }
+
+    @Override
+    public void flush() {
+        // Copies and atomics on coherent shared memory are complete when they return; order them.
+        VarHandle.fullFence();
+    }
+
+    private MemorySegment local(RemoteRegion region) {
+        if (failure != null) throw failure;
+        MemorySegment segment = region.localSegment();
+        if (segment == null) {
+            throw new NotSupportedException(transport.plugin() + " reaches peers on this host only; region of plugin '"
+                    + region.pluginName() + "' is not mapped here");
+        }
+        return segment;
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        try {
+            if (connectSent && failure == null) sayGoodbye();
+        } finally {
+            try {
+                if (bounceChunk != null) transport.provider().free(bounceChunk);
+            } finally {
+                try {
+                    peerMapping.close();
+                } finally {
+                    peerLease.close();
+                    transport.closed(this);
+                }
+            }
+        }
+    }
+
+    /** CLOSE lets the peer unmap our bounce ring now rather than when this worker dies. */
+    private void sayGoodbye() {
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        while (!sendControl(ReceiveQueue.CLOSE, new byte[0])) {
+            if (System.nanoTime() > deadline || !peerLease.ownerAlive()) return;
+            Thread.onSpinWait();
+        }
+    }
+}

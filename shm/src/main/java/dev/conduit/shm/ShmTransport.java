@@ -1,0 +1,436 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.Libc;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The shared-memory transport of one worker, the same for every plugin that can allocate,
+ * export and import shared memory (posix, memfd): the plugin gives its {@link MemoryProvider}
+ * and {@link IpcImporter}; this class does the rest.
+ *
+ * <ul>
+ *   <li><b>Receive queue</b>: one {@link ReceiveQueue} per worker, allocated from the plugin's
+ *       provider and exported, so a peer maps it exactly as it would import a region.</li>
+ *   <li><b>Address</b> (table below): where the queue is, how to map it, the token written in it,
+ *       and the worker's lease. Paths are relative to the shared directory.</li>
+ *   <li><b>Reachability by proof</b>: {@link #connect} maps the peer's queue with the plugin's
+ *       importer — from this process's own view of the shared directory — and finds the address's
+ *       token in it. Host ids, namespaces and {@code /proc} are never consulted.</li>
+ *   <li><b>Liveness</b> without pids: every worker holds an {@link OwnerLease}; each side watches
+ *       the other's ({@link LeaseWatch}) every {@code liveness.interval} while it progresses. A
+ *       receiver that lives but stops progressing while a sender waits on it fails that sender's
+ *       endpoint after {@code heartbeat.timeout}. The files of dead peers are reclaimed.</li>
+ *   <li><b>Wake-up</b>: a futex word in the queue; works across PID, IPC, UTS, mount and network
+ *       namespaces, since it is keyed by the shared mapping, not by any namespace.</li>
+ * </ul>
+ *
+ * <h2>Transport address</h2>
+ * <pre>
+ * field           encoding                    meaning
+ * version         u8 (1)
+ * lease           string                      the worker's lease file, relative to the shared directory
+ * queue           u16 length + bytes          the plugin's export payload of the queue chunk
+ * queue.length    u64                         the queue chunk's length
+ * token           16 bytes                    random, also written in the queue header
+ * </pre>
+ *
+ * <h2>Control records</h2> (payloads of queue records, {@link PayloadWriter} encoding)
+ * <pre>
+ * CONNECT   lease (string): the sender's worker lease, watched by the receiver
+ * BOUNCE    payload (u16 length + bytes), length (u64): the sender's bounce ring, exported by its plugin
+ * CLOSE     (empty): the sender closed the connection
+ * </pre>
+ */
+public final class ShmTransport implements Transport {
+
+    static final int ADDRESS_VERSION = 1;
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final int POLL_LIMIT = 64;
+
+    private final String plugin;
+    private final Libc libc;
+    private final TransportContext context;
+    private final ShmTransportConfig config;
+    private final MemoryProvider provider;
+    private final IpcImporter importer;
+    private final SharedDirectory directory;
+    private final OwnerLease lease;
+    private final String leasePrefix;
+    private final Chunk queueChunk;
+    private final ReceiveQueue queue;
+    private final byte[] address;
+    private final MessageSink sink;
+    private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
+    private final LongMap<Inbound> inbound = new LongMap<>();
+    private final List<ShmEndpoint> endpoints = new ArrayList<>();
+    private final long livenessNanos;
+    private final long unblockNanos;
+    private long progressCount;
+    private long lastLivenessCheck = System.nanoTime();
+    private long blockedSince;
+    private boolean closed;
+
+    /** A sender connected to this worker's queue. */
+    private static final class Inbound {
+        final LeaseWatch lease;
+        ChunkMapping bounceMapping;
+        BounceRing bounce;
+
+        Inbound(LeaseWatch lease) {
+            this.lease = lease;
+        }
+
+        void close() {
+            try {
+                if (bounceMapping != null) bounceMapping.close();
+            } finally {
+                lease.close();
+            }
+        }
+    }
+
+    /**
+     * Opens the transport: takes a lease, allocates and formats the receive queue, exports it.
+     * On failure everything taken so far is released.
+     */
+    public ShmTransport(String plugin, Libc libc, TransportContext context, ShmTransportConfig config,
+                        MemoryProvider provider, IpcImporter importer) {
+        this.plugin = plugin;
+        this.libc = libc;
+        this.context = context;
+        this.config = config;
+        this.provider = provider;
+        this.importer = importer;
+        this.sink = context.messageSink();
+        this.livenessNanos = config.livenessInterval().toNanos();
+        this.unblockNanos = config.unblockTimeout().toNanos();
+        this.leasePrefix = "conduit-" + plugin + "-worker";
+        SharedDirectory dir = null;
+        OwnerLease ownLease = null;
+        Chunk chunk = null;
+        try {
+            dir = SharedDirectory.open(libc, context.sharedDirectory(), "shared.dir (CONDUIT_SHARED_DIR)");
+            reclaimDeadPeers(dir);
+            ownLease = OwnerLease.acquire(libc, dir, leasePrefix);
+            chunk = provider.allocate(ReceiveQueue.mappedLength(config.queueCapacity()));
+            byte[] token = new byte[ReceiveQueue.TOKEN_LENGTH];
+            RANDOM.nextBytes(token);
+            ReceiveQueue q = ReceiveQueue.format(chunk.segment(), token);
+            byte[] export = provider.export(chunk);
+            this.address = new PayloadWriter().u8(ADDRESS_VERSION)
+                    .string(OwnerLease.leaseName(leasePrefix, ownLease.owner()))
+                    .u16(export.length).bytes(export)
+                    .u64(chunk.segment().byteSize())
+                    .bytes(token)
+                    .toByteArray();
+            this.directory = dir;
+            this.lease = ownLease;
+            this.queueChunk = chunk;
+            this.queue = q;
+        } catch (RuntimeException e) {
+            if (chunk != null) provider.free(chunk);
+            if (ownLease != null) ownLease.close();
+            provider.close();
+            if (dir != null) dir.close();
+            throw e;
+        }
+    }
+
+    /** Removes what dead workers and providers of this plugin left in the shared directory. */
+    private void reclaimDeadPeers(SharedDirectory dir) {
+        try {
+            OwnerLease.reclaimDead(libc, dir, "conduit-" + plugin);
+        } catch (RuntimeException e) {
+            context.logger().log(System.Logger.Level.WARNING, "could not reclaim dead peers' files in " + dir + ": " + e.getMessage());
+        }
+    }
+
+    @Override
+    public byte[] address() {
+        return address.clone();
+    }
+
+    ShmTransportConfig config() {
+        return config;
+    }
+
+    Libc libc() {
+        return libc;
+    }
+
+    MemoryProvider provider() {
+        return provider;
+    }
+
+    String ownLeaseName() {
+        return OwnerLease.leaseName(leasePrefix, lease.owner());
+    }
+
+    String plugin() {
+        return plugin;
+    }
+
+    @Override
+    public TransportEndpoint connect(PayloadReader peer, EndpointEvents events) {
+        ensureOpen();
+        int version = peer.u8("version");
+        if (version != ADDRESS_VERSION) throw peer.invalid("version", "address version " + version + ", this plugin reads " + ADDRESS_VERSION);
+        String leaseName = peer.relativePath("lease");
+        if (!leaseName.startsWith("conduit-" + plugin + "-") || !leaseName.endsWith(".lease")) {
+            throw peer.invalid("lease", "'" + leaseName + "' is not a " + plugin + " worker lease");
+        }
+        int exportLength = peer.u16("queue.length");
+        byte[] export = peer.bytes("queue", exportLength);
+        long queueLength = peer.u64InRange("queue.length", ReceiveQueue.HEADER_LENGTH + 4096, 1L << 40);
+        byte[] token = peer.bytes("token", ReceiveQueue.TOKEN_LENGTH);
+        peer.end("token");
+
+        LeaseWatch peerLease;
+        try {
+            peerLease = LeaseWatch.open(libc, directory, leaseName);
+        } catch (ErrnoException e) {
+            throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
+                    + e.errnoName() + "); the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)", e);
+        }
+        ChunkMapping mapping = null;
+        try {
+            if (!peerLease.ownerAlive()) throw new PeerFailedException(plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
+            mapping = importer.map(new PayloadReader(export, 0, export.length, "queue."), queueLength);
+            ReceiveQueue peerQueue;
+            try {
+                peerQueue = ReceiveQueue.attach(mapping.segment(), token);
+            } catch (IllegalStateException e) {
+                throw new ConduitException(plugin + ": cannot reach the peer: " + e.getMessage());
+            }
+            ShmEndpoint endpoint = new ShmEndpoint(this, peerQueue, mapping, peerLease, events, RANDOM.nextLong() | 1L);
+            endpoints.add(endpoint);
+            return endpoint;
+        } catch (RuntimeException e) {
+            if (mapping != null) mapping.close();
+            peerLease.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public int progress() {
+        ensureOpen();
+        int handled = queue.poll(onRecord, POLL_LIMIT);
+        queue.beat(++progressCount);
+        if (handled == 0 || (progressCount & 255) == 0) {
+            long now = System.nanoTime();
+            if (now - lastLivenessCheck >= livenessNanos) {
+                lastLivenessCheck = now;
+                handled += checkPeers(now);
+            }
+        }
+        return handled;
+    }
+
+    private void onRecord(MemorySegment m, long offset, int type, int length) {
+        long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
+        switch (type) {
+            case ReceiveQueue.MSG -> {
+                int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
+                int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
+                long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
+                long body = length - ReceiveQueue.RECORD_HEADER;
+                if (headerLength < 0 || payloadLength < 0 || headerLength > body || payloadLength > body - headerLength) {
+                    throw protocolError(connection, "message of " + headerLength + " + " + payloadLength + " bytes in a record of " + length);
+                }
+                long start = offset + ReceiveQueue.RECORD_HEADER;
+                sink.onMessage(id, m, start, headerLength, m, start + headerLength, payloadLength);
+            }
+            case ReceiveQueue.LARGE -> {
+                Inbound in = inbound.get(connection);
+                if (in == null || in.bounce == null) throw protocolError(connection, "large message before its bounce ring was announced");
+                int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
+                int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
+                long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
+                long bounceOffset = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_OFFSET);
+                long bounceEnd = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_END);
+                if (headerLength < 0 || headerLength > length - ReceiveQueue.RECORD_HEADER || !in.bounce.contains(bounceOffset, payloadLength)) {
+                    throw protocolError(connection, "large message of " + payloadLength + " bytes at bounce offset " + bounceOffset);
+                }
+                try {
+                    sink.onMessage(id, m, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.memory(), bounceOffset, payloadLength);
+                } finally {
+                    in.bounce.release(bounceEnd);
+                }
+            }
+            case ReceiveQueue.CONNECT -> {
+                PayloadReader r = control(m, offset, length, "connect.");
+                String leaseName = r.relativePath("lease");
+                r.end("lease");
+                if (inbound.get(connection) != null) throw protocolError(connection, "connection announced twice");
+                try {
+                    inbound.put(connection, new Inbound(LeaseWatch.open(libc, directory, leaseName)));
+                } catch (ErrnoException e) {
+                    // The sender died between claiming and our reading: nothing of it to keep.
+                    context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
+                }
+            }
+            case ReceiveQueue.BOUNCE -> {
+                Inbound in = inbound.get(connection);
+                if (in == null) return; // sender already gone (see CONNECT)
+                if (in.bounce != null) throw protocolError(connection, "bounce ring announced twice");
+                PayloadReader r = control(m, offset, length, "bounce.");
+                int exportLength = r.u16("payload.length");
+                byte[] export = r.bytes("payload", exportLength);
+                long ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
+                r.end("length");
+                ChunkMapping mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
+                try {
+                    in.bounce = BounceRing.attach(mapping.segment());
+                    in.bounceMapping = mapping;
+                } catch (IllegalStateException e) {
+                    mapping.close();
+                    throw protocolError(connection, e.getMessage());
+                }
+            }
+            case ReceiveQueue.CLOSE -> {
+                Inbound in = inbound.remove(connection);
+                if (in != null) in.close();
+            }
+            default -> throw protocolError(connection, "unknown record type " + type);
+        }
+    }
+
+    private static PayloadReader control(MemorySegment m, long offset, int length, String prefix) {
+        long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
+        if (payloadLength < 0 || payloadLength > length - ReceiveQueue.RECORD_HEADER) {
+            throw new ConduitException("control record of " + payloadLength + " bytes in a record of " + length);
+        }
+        byte[] bytes = new byte[(int) payloadLength];
+        MemorySegment.copy(m, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, bytes, 0, bytes.length);
+        return new PayloadReader(bytes, 0, bytes.length, prefix);
+    }
+
+    private ConduitException protocolError(long connection, String what) {
+        return new ConduitException(plugin + ": a peer (connection " + Long.toHexString(connection)
+                + ") broke the queue protocol, its record was dropped: " + what);
+    }
+
+    /** Checks leases and heartbeats; fails endpoints of dead or hung peers, forgets dead senders, unblocks the queue. */
+    private int checkPeers(long now) {
+        int events = 0;
+        boolean someoneDied = false;
+        for (ShmEndpoint ep : endpoints) {
+            if (ep.checkPeer(now)) {
+                events++;
+                someoneDied = true;
+            }
+        }
+        boolean senderDead = false;
+        for (long connection : inbound.keys()) {
+            Inbound in = inbound.get(connection);
+            if (!in.lease.ownerAlive()) {
+                senderDead = true;
+                if (!queue.hasPending()) {
+                    inbound.remove(connection);
+                    in.close();
+                    someoneDied = true;
+                }
+            }
+        }
+        if (queue.isHeadBlocked()) {
+            if (blockedSince == 0) blockedSince = now;
+            if (now - blockedSince >= unblockNanos) {
+                long connection = queue.blockedConnection();
+                Inbound culprit = connection == 0 ? null : inbound.get(connection);
+                boolean dead = culprit != null ? !culprit.lease.ownerAlive() : senderDead;
+                if (dead && queue.unblock()) {
+                    context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message a sender claimed and never wrote: it died mid-send");
+                    blockedSince = 0;
+                    events++;
+                }
+            }
+        } else {
+            blockedSince = 0;
+        }
+        if (someoneDied) reclaimDeadPeers(directory);
+        return events;
+    }
+
+    void closed(ShmEndpoint endpoint) {
+        endpoints.remove(endpoint);
+    }
+
+    @Override
+    public boolean await(long timeoutNanos) {
+        ensureOpen();
+        // Wake up at least every liveness interval, so dead peers are still noticed by a sleeper.
+        return queue.await(libc, Math.min(timeoutNanos, livenessNanos));
+    }
+
+    @Override
+    public void signal() {
+        queue.signal(libc);
+    }
+
+    private void ensureOpen() {
+        if (closed) throw new IllegalStateException(plugin + " transport is closed");
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        RuntimeException failure = null;
+        for (ShmEndpoint ep : List.copyOf(endpoints)) {
+            try {
+                ep.close();
+            } catch (RuntimeException e) {
+                failure = add(failure, e);
+            }
+        }
+        for (long connection : inbound.keys()) {
+            try {
+                inbound.remove(connection).close();
+            } catch (RuntimeException e) {
+                failure = add(failure, e);
+            }
+        }
+        try {
+            provider.free(queueChunk);
+        } catch (RuntimeException e) {
+            failure = add(failure, e);
+        }
+        try {
+            provider.close();
+        } catch (RuntimeException e) {
+            failure = add(failure, e);
+        }
+        try {
+            lease.close();
+        } finally {
+            directory.close();
+        }
+        if (failure != null) throw failure;
+    }
+
+    private static RuntimeException add(RuntimeException failure, RuntimeException e) {
+        if (failure == null) return e;
+        failure.addSuppressed(e);
+        return failure;
+    }
+}

@@ -1,0 +1,77 @@
+package dev.conduit.shm;
+
+import dev.conduit.spi.Config;
+import dev.conduit.spi.ConfigKey;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The settings of a shared-memory transport. Each plugin declares the keys under its own name
+ * ({@code memfd.queue.size}, {@code posix.queue.size}, ...), so the two can be tuned apart.
+ *
+ * @param queueCapacity     ring bytes of a worker's receive queue (a power of two)
+ * @param inlineMaximum     largest header + payload copied into the queue; larger payloads go through a bounce ring
+ * @param bounceCapacity    bytes of a connection's bounce ring (a power of two): the largest payload
+ * @param livenessInterval  how often peers' leases are checked
+ * @param heartbeatTimeout  how long a receiver may make no progress while a sender waits on it before it is declared hung
+ * @param unblockTimeout    how long a record may stay claimed but uncommitted before its sender's liveness is checked
+ */
+public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bounceCapacity, Duration livenessInterval,
+                                 Duration heartbeatTimeout, Duration unblockTimeout) {
+
+    /** The keys for {@code plugin}, in the order {@code conduit info} shows them. */
+    public static List<ConfigKey<?>> keys(String plugin) {
+        return List.of(queueSize(plugin), inlineMax(plugin), bounceSize(plugin), liveness(plugin), heartbeat(plugin), unblock(plugin));
+    }
+
+    public static ShmTransportConfig read(Config config, String plugin) {
+        return new ShmTransportConfig(
+                powerOfTwo(config.get(queueSize(plugin))),
+                config.get(inlineMax(plugin)),
+                powerOfTwo(config.get(bounceSize(plugin))),
+                config.get(liveness(plugin)),
+                config.get(heartbeat(plugin)),
+                config.get(unblock(plugin)));
+    }
+
+    private static long powerOfTwo(long n) {
+        return Long.bitCount(n) == 1 ? n : Long.highestOneBit(n) << 1;
+    }
+
+    private static ConfigKey<Long> queueSize(String p) {
+        return ConfigKey.bytes(p + ".queue.size", 2L << 20, 64L << 10,
+                "Bytes of each worker's receive queue, shared by all its senders (rounded up to a power of two). "
+                        + "When it is full, senders queue messages locally.");
+    }
+
+    private static ConfigKey<Long> inlineMax(String p) {
+        return ConfigKey.bytes(p + ".inline.max", 8L << 10, 0,
+                "Largest header plus payload copied into the receive queue; a larger payload is copied once into the "
+                        + "connection's bounce ring and read there by the receiver.");
+    }
+
+    private static ConfigKey<Long> bounceSize(String p) {
+        return ConfigKey.bytes(p + ".bounce.size", 4L << 20, 64L << 10,
+                "Bytes of each connection's bounce ring (rounded up to a power of two), allocated on the first large "
+                        + "message: the largest payload an endpoint can send.");
+    }
+
+    private static ConfigKey<Duration> liveness(String p) {
+        return ConfigKey.duration(p + ".liveness.interval", Duration.ofMillis(20),
+                "How often a worker checks that its peers still hold their leases; a dead peer is detected within about "
+                        + "this long while the worker progresses.");
+    }
+
+    private static ConfigKey<Duration> heartbeat(String p) {
+        return ConfigKey.duration(p + ".heartbeat.timeout", Duration.ofSeconds(10),
+                "How long a peer that lives but makes no progress may keep a sender's messages waiting before its "
+                        + "endpoint fails as hung.");
+    }
+
+    private static ConfigKey<Duration> unblock(String p) {
+        return ConfigKey.duration(p + ".unblock.timeout", Duration.ofMillis(50),
+                "How long a message claimed in the receive queue may stay unwritten before the receiver checks whether "
+                        + "its sender died mid-write, and skips it if so.");
+    }
+}

@@ -1,0 +1,136 @@
+package dev.conduit.shm;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The ring protocol, with receiver and sender as two flyweights over one segment. */
+class ReceiveQueueTest {
+
+    private static final byte[] TOKEN = new byte[16];
+    private final MemorySegment memory = Arena.ofAuto().allocate(ReceiveQueue.mappedLength(4096), 4096);
+    private final ReceiveQueue receiver = ReceiveQueue.format(memory, TOKEN);
+    private final ReceiveQueue sender = ReceiveQueue.attach(memory, TOKEN);
+
+    private long send(int type, long value, int length) {
+        long offset = sender.claim(length);
+        if (offset < 0) return offset;
+        memory.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, type);
+        memory.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, value);
+        sender.commit(offset, length);
+        return offset;
+    }
+
+    private List<Long> drain() {
+        List<Long> values = new ArrayList<>();
+        receiver.poll((m, offset, type, length) -> values.add(m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION)), 1000);
+        return values;
+    }
+
+    @Test
+    void recordsArriveInOrderAcrossManyWraps() {
+        long next = 1;
+        long expected = 1;
+        for (int round = 0; round < 2000; round++) {
+            int length = 48 + 8 * (round % 37);
+            while (send(ReceiveQueue.MSG, next, length) < 0) {
+                for (long v : drain()) assertThat(v).isEqualTo(expected++);
+            }
+            next++;
+        }
+        while (receiver.hasPending()) {
+            for (long v : drain()) assertThat(v).isEqualTo(expected++);
+        }
+        assertThat(expected).isEqualTo(next);
+        assertThat(receiver.hasPending()).isFalse();
+    }
+
+    @Test
+    void aFullRingRefusesAClaimUntilTheReceiverReads() {
+        int accepted = 0;
+        while (send(ReceiveQueue.MSG, accepted + 1, 512) >= 0) accepted++;
+        assertThat(accepted).isEqualTo(8);
+        assertThat(drain()).hasSize(8);
+        assertThat(send(ReceiveQueue.MSG, 9, 512)).isNotNegative();
+    }
+
+    @Test
+    void anUncommittedRecordBlocksUntilUnblocked() {
+        long claimed = sender.claim(64);
+        memory.set(ValueLayout.JAVA_LONG, claimed + ReceiveQueue.CONNECTION, 77);
+        send(ReceiveQueue.MSG, 2, 64);
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.isHeadBlocked()).isTrue();
+        assertThat(receiver.blockedConnection()).isEqualTo(77);
+        assertThat(receiver.unblock()).isTrue();
+        assertThat(drain()).containsExactly(2L);
+    }
+
+    @Test
+    void aSenderThatDiedBeforeWritingItsLengthIsSkippedUpToTheNextRecord() {
+        long claimed = sender.claim(64);
+        memory.set(ValueLayout.JAVA_INT, claimed, 0); // the claim's CAS happened, nothing was written after it
+        send(ReceiveQueue.MSG, 3, 64);
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.blockedConnection()).isZero();
+        assertThat(receiver.unblock()).isTrue();
+        assertThat(drain()).containsExactly(3L);
+    }
+
+    @Test
+    void anImpossibleLengthIsReportedAsCorruption() {
+        long offset = sender.claim(64);
+        sender.commit(offset, 12);
+        assertThatThrownBy(this::drain).isInstanceOf(ReceiveQueue.CorruptQueueException.class).hasMessageContaining("length 12");
+    }
+
+    @Test
+    void attachingChecksMagicCapacityAndToken() {
+        assertThatThrownBy(() -> ReceiveQueue.attach(memory, new byte[]{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}))
+                .hasMessageContaining("token");
+        MemorySegment blank = Arena.ofAuto().allocate(ReceiveQueue.mappedLength(4096), 4096);
+        assertThatThrownBy(() -> ReceiveQueue.attach(blank, TOKEN)).hasMessageContaining("magic");
+    }
+
+    @Test
+    void manyThreadsSendingLoseNothing() throws Exception {
+        MemorySegment big = Arena.ofShared().allocate(ReceiveQueue.mappedLength(1 << 16), 4096);
+        ReceiveQueue rx = ReceiveQueue.format(big, TOKEN);
+        int threads = 4;
+        int perThread = 50_000;
+        List<Thread> senders = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            long base = (long) t << 32;
+            senders.add(Thread.ofPlatform().start(() -> {
+                ReceiveQueue tx = ReceiveQueue.attach(big, TOKEN);
+                for (int i = 1; i <= perThread; i++) {
+                    long offset;
+                    while ((offset = tx.claim(56)) < 0) Thread.onSpinWait();
+                    big.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, ReceiveQueue.MSG);
+                    big.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, base | i);
+                    tx.commit(offset, 56);
+                }
+            }));
+        }
+        long[] last = new long[threads];
+        int[] count = {0};
+        while (count[0] < threads * perThread) {
+            rx.poll((m, offset, type, length) -> {
+                long v = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
+                int t = (int) (v >>> 32);
+                assertThat(v & 0xFFFF_FFFFL).isEqualTo(last[t] + 1);
+                last[t]++;
+                count[0]++;
+            }, 256);
+        }
+        for (Thread t : senders) t.join();
+        assertThat(last).containsOnly(perThread);
+    }
+}
