@@ -121,18 +121,29 @@ public final class OwnerLease implements AutoCloseable {
             }
             try (fd) {
                 if (!libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) continue;
+                boolean all = true;
                 for (String file : directory.list(prefix + "-" + owner + "-")) {
-                    directory.unlink(file);
-                    removed.add(file);
+                    all &= unlinkQuietly(directory, file, removed);
                 }
-                directory.unlink(name);
-                removed.add(name);
+                // The lease goes last, and only when all else went, so that a later reclaim retries the rest.
+                if (all) unlinkQuietly(directory, name, removed);
             }
         }
         if (!removed.isEmpty()) {
             LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + " files of dead owners in " + directory + ": " + removed);
         }
         return removed;
+    }
+
+    private static boolean unlinkQuietly(SharedDirectory directory, String name, List<String> removed) {
+        try {
+            directory.unlink(name);
+            removed.add(name);
+            return true;
+        } catch (ErrnoException e) {
+            LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: " + e.getMessage());
+            return false;
+        }
     }
 
     /** Removes the lease and releases the lock. The owner removes its other files first. Idempotent. */
