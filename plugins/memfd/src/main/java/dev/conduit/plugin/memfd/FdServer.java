@@ -1,0 +1,399 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.PeerCredentials;
+import dev.conduit.shm.OwnerLease;
+import dev.conduit.shm.SharedDirectory;
+import dev.conduit.spi.ConduitException;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+
+import static dev.conduit.linux.EventfdFlags.EFD_NONBLOCK;
+import static dev.conduit.linux.PollEvents.POLLIN;
+import static dev.conduit.linux.SocketFlags.SOCK_NONBLOCK;
+import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
+import static java.lang.System.Logger.Level.DEBUG;
+import static java.lang.System.Logger.Level.ERROR;
+import static java.lang.System.Logger.Level.WARNING;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+
+/**
+ * A provider's fd server: hands the memfd of an exported chunk to whoever presents the chunk's
+ * capability token, over the Unix socket named in the chunk's {@link MemfdPayload}, as
+ * {@link FdProtocol} describes.
+ *
+ * <p>One daemon platform thread serves connections one at a time. It sleeps in {@code poll} on
+ * the listening socket and an eventfd that {@link #close()} signals, and waits for a client's
+ * request with the same eventfd in view, so closing never waits for a client. A client that
+ * connects and sends nothing is dropped after {@code memfd.server.timeout}.
+ *
+ * <p>Exports live in a list guarded by its own monitor. The server holds that monitor from the
+ * token lookup until the descriptor has been sent, and {@link #revoke} takes it, so a chunk's
+ * memfd is never closed while it is being passed; the non-blocking send makes that short.
+ */
+final class FdServer implements AutoCloseable {
+
+    private static final int BACKLOG = 64;
+    /** How long the server pauses after a failed {@code accept} (out of descriptors), rather than spin on a connection it cannot take. */
+    private static final int ACCEPT_RETRY_MILLIS = 100;
+    private static final int DROPPED = -1;
+    private static final SecureRandom TOKENS = new SecureRandom();
+    private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
+    private static final Set<PosixFilePermission> EVERYONE = PosixFilePermissions.fromString("rw-rw-rw-");
+
+    private final Libc libc;
+    private final SharedDirectory directory;
+    private final String socketName;
+    private final String socketPath;
+    private final FileDescriptor listener;
+    private final FileDescriptor stop;
+    private final int ownUid;
+    private final Set<Integer> allowedUids;
+    private final long timeoutNanos;
+    private final System.Logger logger;
+    private final List<Export> exports = new ArrayList<>();
+    private final Thread thread;
+    private boolean closed;
+
+    /** What the server answers a request with: a status, and for {@link FdProtocol#STATUS_OK} the chunk to pass. */
+    record Decision(int status, MemfdChunk chunk) {}
+
+    private record Export(byte[] token, MemfdChunk chunk) {}
+
+    private FdServer(Libc libc, SharedDirectory directory, String socketName, String socketPath, FileDescriptor listener,
+                     FileDescriptor stop, Set<Integer> allowedUids, long timeoutNanos, String owner, System.Logger logger) {
+        this.libc = libc;
+        this.directory = directory;
+        this.socketName = socketName;
+        this.socketPath = socketPath;
+        this.listener = listener;
+        this.stop = stop;
+        this.ownUid = libc.getuid();
+        this.allowedUids = Set.copyOf(allowedUids);
+        this.timeoutNanos = timeoutNanos;
+        this.logger = logger;
+        this.thread = Thread.ofPlatform().daemon().name("conduit-memfd-server-" + owner.substring(0, 8))
+                .unstarted(this::serveUntilStopped);
+    }
+
+    /**
+     * Binds a new socket of {@code lease}'s owner in {@code directory}, restricts who may connect,
+     * listens, and starts serving.
+     *
+     * @param allowedUids users besides our own that may receive chunks; if there are any, the
+     *                    socket is made connectable by everyone ({@code 0666}) and the
+     *                    {@code SO_PEERCRED} check admits them, otherwise it is {@code 0600}
+     * @throws ConduitException naming the socket path, the failed call and the remedy; nothing is left behind
+     */
+    static FdServer start(Libc libc, SharedDirectory directory, OwnerLease lease, Set<Integer> allowedUids,
+                          long timeoutNanos, System.Logger logger) {
+        String name = lease.newSocketName(FdProtocol.SOCKET_SUFFIX);
+        String path = FdProtocol.socketPath(directory.path(), name);
+        FileDescriptor listener = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
+        FileDescriptor stop = null;
+        boolean bound = false;
+        try {
+            try {
+                libc.bind(listener, path);
+            } catch (ErrnoException e) {
+                String remedy = switch (e.errno()) {
+                    case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "; make the shared directory " + directory.path()
+                            + " writable for this user, or set " + MemfdConfig.SHARED_DIR_KEY;
+                    case Errno.EADDRINUSE -> "; something already has this name, which only someone who read the lease "
+                            + "and guessed 64 random bits could have made: check who writes to " + directory.path();
+                    default -> "";
+                };
+                throw new ConduitException("cannot start the memfd fd server: " + e.getMessage() + remedy, e);
+            }
+            bound = true;
+            // bind made the file with the umask's permissions. Narrowing them now is safe: until
+            // listen, a connect is refused whatever the permissions say.
+            setPermissions(path, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
+            libc.listen(listener, BACKLOG);
+            stop = libc.eventfd(0, EFD_NONBLOCK);
+            FdServer server = new FdServer(libc, directory, name, path, listener, stop, allowedUids, timeoutNanos,
+                    lease.owner(), logger);
+            server.thread.start();
+            logger.log(DEBUG, () -> "memfd fd server listening on " + path);
+            return server;
+        } catch (RuntimeException | Error e) {
+            closeAfterFailure(stop, e);
+            closeAfterFailure(listener, e);
+            if (bound) {
+                try {
+                    directory.unlink(name);
+                } catch (RuntimeException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+            }
+            throw e;
+        }
+    }
+
+    private static void setPermissions(String path, Set<PosixFilePermission> permissions) {
+        try {
+            Files.setPosixFilePermissions(Path.of(path), permissions);
+        } catch (IOException e) {
+            throw new ConduitException("cannot set the permissions of the memfd fd server's socket " + path + " to "
+                    + PosixFilePermissions.toString(permissions) + ": " + e, e);
+        }
+    }
+
+    private static void closeAfterFailure(FileDescriptor fd, Throwable failure) {
+        if (fd == null) {
+            return;
+        }
+        try {
+            fd.close();
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
+    }
+
+    /** The socket's name relative to the shared directory, as the payload carries it. */
+    String socketName() {
+        return socketName;
+    }
+
+    /** Makes {@code chunk} available to whoever presents the returned token. */
+    byte[] publish(MemfdChunk chunk) {
+        byte[] token = new byte[FdProtocol.TOKEN_LENGTH];
+        TOKENS.nextBytes(token);
+        synchronized (exports) {
+            exports.add(new Export(token, chunk));
+        }
+        return token.clone();
+    }
+
+    /**
+     * Withdraws {@code chunk}'s token. Once this returns the server neither finds the chunk nor
+     * touches its memfd, which may then be closed.
+     */
+    void revoke(MemfdChunk chunk) {
+        synchronized (exports) {
+            exports.removeIf(export -> export.chunk() == chunk);
+        }
+    }
+
+    /**
+     * The answer to {@code request} from {@code peer}. Checks the peer's uid first, so that a
+     * refused user learns nothing about tokens, then the request's shape, then the token.
+     */
+    Decision decide(PeerCredentials peer, byte[] request) {
+        if (!admits(peer)) {
+            return new Decision(FdProtocol.STATUS_PEER_NOT_ALLOWED, null);
+        }
+        if (request.length != FdProtocol.REQUEST_LENGTH || request[0] != FdProtocol.VERSION) {
+            return new Decision(FdProtocol.STATUS_BAD_REQUEST, null);
+        }
+        byte[] token = Arrays.copyOfRange(request, 1, FdProtocol.REQUEST_LENGTH);
+        MemfdChunk match = null;
+        synchronized (exports) {
+            // MessageDigest.isEqual takes as long for a near miss as for a far one, and the loop
+            // visits every export, so the answer's timing tells nothing about any live token.
+            for (Export export : exports) {
+                if (MessageDigest.isEqual(export.token(), token)) {
+                    match = export.chunk();
+                }
+            }
+        }
+        return match == null ? new Decision(FdProtocol.STATUS_UNKNOWN_TOKEN, null) : new Decision(FdProtocol.STATUS_OK, match);
+    }
+
+    /** Whether {@code peer} runs as our own user or one of {@code memfd.allowed.uids}. */
+    private boolean admits(PeerCredentials peer) {
+        return peer.uid() == ownUid || allowedUids.contains(peer.uid());
+    }
+
+    // ---------------------------------------------------------------- the server thread
+
+    private void serveUntilStopped() {
+        FileDescriptor[] waitFor = {listener, stop};
+        int[] events = {POLLIN, POLLIN};
+        int[] revents = new int[2];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment request = arena.allocate(FdProtocol.REQUEST_LENGTH);
+            while (true) {
+                libc.poll(waitFor, events, revents, -1);
+                if (revents[1] != 0) {
+                    return;
+                }
+                if (revents[0] != 0) {
+                    acceptOne(request);
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            logger.log(ERROR, "the memfd fd server on " + socketPath + " stopped; imports of this provider's chunks will "
+                    + "time out until it is reopened", e);
+        }
+    }
+
+    private void acceptOne(MemorySegment request) {
+        FileDescriptor connection;
+        try {
+            connection = libc.accept(listener, SOCK_NONBLOCK);
+        } catch (ErrnoException e) {
+            // Out of descriptors or buffers: the connection stays queued, so poll would report it
+            // again at once. Pause instead of spinning, and stay stoppable while paused.
+            logger.log(WARNING, () -> "memfd fd server on " + socketPath + ": " + e.getMessage() + "; retrying in "
+                    + ACCEPT_RETRY_MILLIS + " ms");
+            libc.poll(stop, POLLIN, ACCEPT_RETRY_MILLIS);
+            return;
+        }
+        if (connection == null) {
+            return; // the client gave up between poll and accept
+        }
+        try (connection) {
+            serve(connection, request);
+        } catch (ErrnoException e) {
+            // The client went away mid-exchange (EPIPE, ECONNRESET): its import fails on its side.
+            logger.log(DEBUG, () -> "memfd fd server on " + socketPath + " dropped a connection: " + e.getMessage());
+        } catch (RuntimeException e) {
+            // A bug in serving one client must not take the server down for every other one.
+            logger.log(ERROR, "memfd fd server on " + socketPath + " failed to serve a connection", e);
+        }
+    }
+
+    private void serve(FileDescriptor connection, MemorySegment requestBuffer) {
+        PeerCredentials peer = libc.peerCredentials(connection);
+        if (!admits(peer)) {
+            // Answered before reading anything, so a user who may not import cannot hold the
+            // server for memfd.server.timeout either.
+            libc.sendmsg(connection, MemorySegment.ofArray(FdProtocol.refusal(FdProtocol.STATUS_PEER_NOT_ALLOWED)));
+            logRefusedPeer(peer);
+            return;
+        }
+        int length = receiveRequest(connection, requestBuffer, peer);
+        if (length == DROPPED) {
+            return;
+        }
+        byte[] request = requestBuffer.asSlice(0, length).toArray(JAVA_BYTE);
+        Decision decision;
+        synchronized (exports) {
+            decision = decide(peer, request);
+            if (decision.status() == FdProtocol.STATUS_OK) {
+                MemfdChunk chunk = decision.chunk();
+                // The descriptor travels with the first byte: even a short send has delivered it.
+                libc.sendmsg(connection, MemorySegment.ofArray(FdProtocol.okReply(chunk.length())), chunk.memfd());
+            } else {
+                libc.sendmsg(connection, MemorySegment.ofArray(FdProtocol.refusal(decision.status())));
+            }
+        }
+        logger.log(DEBUG, () -> decision.status() == FdProtocol.STATUS_OK
+                ? "memfd fd server passed " + decision.chunk() + " to " + describe(peer)
+                : "memfd fd server answered " + describe(peer) + " with status " + FdProtocol.describeStatus(decision.status()));
+    }
+
+    private void logRefusedPeer(PeerCredentials peer) {
+        logger.log(WARNING, () -> "memfd fd server on " + socketPath + " refused " + describe(peer) + ": neither this provider's "
+                + "user (uid " + Integer.toUnsignedString(ownUid) + ") nor listed in " + MemfdConfig.ALLOWED_UIDS.name());
+    }
+
+    /**
+     * Reads the request, waiting at most {@code memfd.server.timeout} for it.
+     *
+     * @return the bytes received (fewer than a request if the client shut down its end early),
+     *         or {@link #DROPPED} if the time ran out or the server is stopping
+     */
+    private int receiveRequest(FileDescriptor connection, MemorySegment buffer, PeerCredentials peer) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        FileDescriptor[] waitFor = {connection, stop};
+        int[] events = {POLLIN, POLLIN};
+        int[] revents = new int[2];
+        int received = 0;
+        while (received < FdProtocol.REQUEST_LENGTH) {
+            int count = libc.recv(connection, buffer.asSlice(received), 0);
+            if (count > 0) {
+                received += count;
+                continue;
+            }
+            if (count == 0) {
+                return received;
+            }
+            int timeout = FdProtocol.pollTimeout(deadline);
+            if (timeout == 0) {
+                int got = received;
+                logger.log(WARNING, () -> "memfd fd server on " + socketPath + " dropped " + describe(peer) + ": it sent "
+                        + got + " of " + FdProtocol.REQUEST_LENGTH + " request bytes within " + MemfdConfig.SERVER_TIMEOUT.name()
+                        + " (" + (timeoutNanos / 1_000_000) + " ms)");
+                return DROPPED;
+            }
+            libc.poll(waitFor, events, revents, timeout);
+            if (revents[1] != 0) {
+                return DROPPED;
+            }
+        }
+        return received;
+    }
+
+    private static String describe(PeerCredentials peer) {
+        return "a client with uid " + Integer.toUnsignedString(peer.uid()) + ", pid " + peer.pid()
+                + (peer.pid() == 0 ? " (in another PID namespace)" : "");
+    }
+
+    /**
+     * Stops the thread, removes the socket and closes it. Tokens stay withdrawn: the provider
+     * closes only once. Idempotent.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        try {
+            libc.eventfdWrite(stop, 1);
+            joinUninterruptibly(thread);
+        } finally {
+            synchronized (exports) {
+                exports.clear();
+            }
+            try {
+                directory.unlink(socketName);
+            } finally {
+                try {
+                    listener.close();
+                } finally {
+                    stop.close();
+                }
+            }
+        }
+    }
+
+    private static void joinUninterruptibly(Thread thread) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                thread.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** The server thread, for tests that check it ends with {@link #close()}. */
+    Thread thread() {
+        return thread;
+    }
+}

@@ -1,0 +1,347 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.linux.ReceivedMessage;
+import dev.conduit.linux.Seals;
+import dev.conduit.shm.SharedDirectory;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.PayloadReader;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+
+import static dev.conduit.linux.MmapFlags.MAP_SHARED;
+import static dev.conduit.linux.MmapFlags.PROT_READ;
+import static dev.conduit.linux.MmapFlags.PROT_WRITE;
+import static dev.conduit.linux.PollEvents.POLLIN;
+import static dev.conduit.linux.PollEvents.POLLOUT;
+import static dev.conduit.linux.SocketFlags.SOCK_NONBLOCK;
+import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
+
+/**
+ * Maps chunks exported by a memfd provider, in this process or another, in this namespace or
+ * another one that sees the same shared directory at any path.
+ *
+ * <p>For each import: decode the {@link MemfdPayload}; check that its socket name is a socket
+ * directly below this process's shared directory, reached without a symbolic link; connect,
+ * present the token and receive the memfd ({@link FdProtocol}), all within
+ * {@code memfd.connect.timeout}; check from this side that the memfd is sealed against shrinking
+ * and growing (so the producer or any other holder cannot make this mapping fault with
+ * {@code SIGBUS}) and has the handle's length; map it {@code MAP_SHARED} into a shared arena of
+ * its own; close the descriptor and the connection. Whatever fails, nothing stays open.
+ *
+ * <p>Stateless apart from its configuration, and thread-safe: it opens the shared directory for
+ * each import rather than hold a descriptor nobody would close (an importer has no
+ * {@code close}); imports are cache misses, rare next to the connect they cost anyway.
+ *
+ * <p>The socket is checked, then connected to by path. Between the two, only someone who may
+ * remove the producer's socket from the shared directory could put another file in its place:
+ * in a sticky directory such as {@code /dev/shm}, that is the producer's own user.
+ */
+final class MemfdImporter implements IpcImporter {
+
+    /** The seals that fix the size. {@code F_SEAL_SEAL} is not required: without it seals can only be added, never removed. */
+    private static final int REQUIRED_SEALS = Seals.F_SEAL_SHRINK | Seals.F_SEAL_GROW;
+    private static final long MAX_CONNECT_PAUSE_NANOS = 50_000_000;
+
+    private final Libc libc;
+    private final Path sharedDirectory;
+    private final long connectTimeoutNanos;
+
+    MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos) {
+        this.libc = libc;
+        this.sharedDirectory = sharedDirectory;
+        this.connectTimeoutNanos = connectTimeoutNanos;
+    }
+
+    @Override
+    public ChunkMapping map(PayloadReader reader, long chunkLength) {
+        MemfdPayload payload = MemfdPayload.decode(reader);
+        if (chunkLength <= 0) {
+            throw new InvalidHandleException("chunk.length", "chunk length " + chunkLength + " is not positive");
+        }
+        String path = FdProtocol.socketPath(sharedDirectory, payload.socketName());
+        checkIsSocket(reader, payload.socketName(), path);
+        long deadline = System.nanoTime() + connectTimeoutNanos;
+        try (FileDescriptor memfd = fetch(payload, path, chunkLength, deadline)) {
+            verify(memfd, path, chunkLength);
+            return mapShared(memfd, chunkLength, path);
+        }
+    }
+
+    /** Maps the whole memfd into a shared arena of its own: the mapping's lifetime is the cache entry's, on any thread. */
+    private MemfdMapping mapShared(FileDescriptor memfd, long chunkLength, String path) {
+        Arena arena = Arena.ofShared();
+        try {
+            return new MemfdMapping(arena, libc.mmap(memfd, 0, chunkLength, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
+        } catch (ErrnoException e) {
+            arena.close();
+            throw new ConduitException("cannot map the chunk imported from " + path + ": " + e.getMessage()
+                    + (e.errno() == Errno.ENOMEM ? ": not enough address space or mappings; close imported regions, "
+                    + "lower CONDUIT_IPC_CACHE_BYTES, or raise vm.max_map_count" : ""), e);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    // ---------------------------------------------------------------- finding the socket
+
+    /** Fails unless {@code name} is a socket directly below the shared directory, reached without a symbolic link. */
+    private void checkIsSocket(PayloadReader reader, String name, String path) {
+        try (SharedDirectory directory = SharedDirectory.open(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY);
+             FileDescriptor socketFile = openSocketFile(reader, directory, name, path)) {
+            int type = libc.fstat(socketFile).fileType();
+            if (type == FileStatus.S_IFLNK) {
+                throw reader.invalid("socket", path + " is a symbolic link; refused: a name from a handle must be "
+                        + "the producer's socket itself, never a link to something else");
+            }
+            if (type != FileStatus.S_IFSOCK) {
+                throw reader.invalid("socket", path + " is " + describeType(type) + ", not a socket; refused");
+            }
+        }
+    }
+
+    private FileDescriptor openSocketFile(PayloadReader reader, SharedDirectory directory, String name, String path) {
+        try {
+            // O_PATH: a socket cannot be opened for I/O, but it can be named, and fstat'ed.
+            return directory.openExisting(name, OpenFlags.O_PATH);
+        } catch (ErrnoException e) {
+            throw switch (e.errno()) {
+                case Errno.ENOENT -> producerGone(path, "does not exist", e);
+                case Errno.ELOOP -> reader.invalid("socket", path + " is reached through a symbolic link; refused ("
+                        + e.getMessage() + ")");
+                case Errno.EXDEV -> reader.invalid("socket", path + " leaves the shared directory; refused (" + e.getMessage() + ")");
+                case Errno.EACCES -> new ConduitException("cannot reach the producer's socket " + path + ": " + e.getMessage()
+                        + "; the shared directory " + sharedDirectory + " must be searchable by this user", e);
+                default -> new ConduitException("cannot check the producer's socket " + path + ": " + e.getMessage(), e);
+            };
+        }
+    }
+
+    private static String describeType(int type) {
+        return switch (type) {
+            case FileStatus.S_IFREG -> "a regular file";
+            case FileStatus.S_IFDIR -> "a directory";
+            case FileStatus.S_IFIFO -> "a FIFO";
+            case FileStatus.S_IFCHR -> "a character device";
+            case FileStatus.S_IFBLK -> "a block device";
+            default -> "a file of type 0" + Integer.toOctalString(type);
+        };
+    }
+
+    // ---------------------------------------------------------------- the exchange
+
+    /** Connects, presents the token, and returns the memfd the server passed; throws for any other answer. */
+    private FileDescriptor fetch(MemfdPayload payload, String path, long chunkLength, long deadline) {
+        try (FileDescriptor socket = libc.socket(SOCK_STREAM | SOCK_NONBLOCK)) {
+            connect(socket, path, deadline);
+            send(socket, FdProtocol.request(payload.token()), path, deadline);
+            return receiveReply(socket, path, chunkLength, deadline);
+        }
+    }
+
+    private void connect(FileDescriptor socket, String path, long deadline) {
+        long pauseNanos = 1_000_000;
+        while (true) {
+            try {
+                libc.connect(socket, path);
+                return;
+            } catch (ErrnoException e) {
+                switch (e.errno()) {
+                    case Errno.ECONNREFUSED -> throw producerGone(path, "refuses connections: nobody listens on it any more", e);
+                    case Errno.ENOENT -> throw producerGone(path, "does not exist", e);
+                    case Errno.EACCES, Errno.EPERM -> throw new ConduitException("permission denied connecting to the producer's socket "
+                            + path + " (" + e.getMessage() + "): the producer admits only its own user; to admit this process's user, "
+                            + "add uid " + ourUid() + " to " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side", e);
+                    case Errno.EAGAIN -> {
+                        // The server's backlog is full: it is busy with other importers. Retry until the deadline.
+                        if (System.nanoTime() + pauseNanos - deadline > 0) {
+                            throw timeout(path, "accept the connection (its backlog stayed full)", e);
+                        }
+                        pause(pauseNanos, path);
+                        pauseNanos = Math.min(pauseNanos * 2, MAX_CONNECT_PAUSE_NANOS);
+                    }
+                    default -> throw new ConduitException("cannot connect to the producer's socket " + path + ": " + e.getMessage(), e);
+                }
+            }
+        }
+    }
+
+    private static void pause(long nanos, String path) {
+        try {
+            Thread.sleep(nanos / 1_000_000, (int) (nanos % 1_000_000));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ConduitException("interrupted while waiting to connect to the producer's socket " + path, e);
+        }
+    }
+
+    /** Sends the request, or as much of it as the server takes before it closes its end. */
+    private void send(FileDescriptor socket, byte[] request, String path, long deadline) {
+        MemorySegment remaining = MemorySegment.ofArray(request);
+        while (remaining.byteSize() > 0) {
+            int sent;
+            try {
+                sent = libc.sendmsg(socket, remaining);
+            } catch (ErrnoException e) {
+                if (e.errno() == Errno.EPIPE || e.errno() == Errno.ECONNRESET) {
+                    // The server answered without waiting for the request (a refused user) and closed,
+                    // or it is closing: the reply, or its absence, tells which.
+                    return;
+                }
+                throw new ConduitException("cannot send the request to the producer's socket " + path + ": " + e.getMessage(), e);
+            }
+            if (sent > 0) {
+                remaining = remaining.asSlice(sent);
+                continue;
+            }
+            int timeout = FdProtocol.pollTimeout(deadline);
+            if (timeout == 0) {
+                throw timeout(path, "take the request", null);
+            }
+            libc.poll(socket, POLLOUT, timeout);
+        }
+    }
+
+    /**
+     * Reads the reply and the descriptor that comes with its first byte.
+     *
+     * @return the memfd, owned by the caller, after an ok reply whose length is {@code chunkLength}
+     */
+    private FileDescriptor receiveReply(FileDescriptor socket, String path, long chunkLength, long deadline) {
+        byte[] reply = new byte[FdProtocol.OK_REPLY_LENGTH];
+        int received = 0;
+        FileDescriptor memfd = null;
+        try {
+            while (received < expectedReplyLength(reply, received)) {
+                ReceivedMessage message;
+                try {
+                    message = libc.recvmsg(socket, MemorySegment.ofArray(reply).asSlice(received), 1);
+                } catch (ErrnoException e) {
+                    if (e.errno() == Errno.ECONNRESET) {
+                        throw producerGone(path, "reset the connection before answering", e);
+                    }
+                    throw new ConduitException("cannot receive the reply from the producer's socket " + path + ": " + e.getMessage(), e);
+                }
+                if (message.controlTruncated()) {
+                    throw protocolError(path, "passed more descriptors than one (" + message.closedFds() + " received and closed)");
+                }
+                for (FileDescriptor fd : message.fds()) {
+                    if (memfd != null) {
+                        fd.close();
+                        throw protocolError(path, "passed a second descriptor");
+                    }
+                    memfd = fd;
+                }
+                if (message.wouldBlock()) {
+                    int timeout = FdProtocol.pollTimeout(deadline);
+                    if (timeout == 0) {
+                        throw timeout(path, "answer", null);
+                    }
+                    libc.poll(socket, POLLIN, timeout);
+                } else if (message.bytes() == 0) {
+                    throw received == 0
+                            ? producerGone(path, "closed the connection without answering: the producer is closing, or dropped "
+                            + "this request after its " + MemfdConfig.describe(MemfdConfig.SERVER_TIMEOUT), null)
+                            : protocolError(path, "ended its reply after " + received + " of " + FdProtocol.OK_REPLY_LENGTH + " bytes");
+                } else {
+                    received += message.bytes();
+                }
+            }
+            int status = reply[0] & 0xFF;
+            if (status != FdProtocol.STATUS_OK) {
+                throw refusal(status, path);
+            }
+            if (memfd == null) {
+                throw protocolError(path, "answered ok without passing a descriptor");
+            }
+            long length = FdProtocol.chunkLength(reply);
+            if (length != chunkLength) {
+                throw new InvalidHandleException("chunk.length", "the handle says " + chunkLength + " bytes, but the exported chunk has "
+                        + Long.toUnsignedString(length) + " (from " + path + "): the handle is corrupt or was made for another chunk");
+            }
+            FileDescriptor result = memfd;
+            memfd = null;
+            return result;
+        } finally {
+            if (memfd != null) {
+                memfd.close();
+            }
+        }
+    }
+
+    /** A reply is one byte, or {@link FdProtocol#OK_REPLY_LENGTH} if its status is ok. */
+    private static int expectedReplyLength(byte[] reply, int received) {
+        return received > 0 && reply[0] != FdProtocol.STATUS_OK ? 1 : FdProtocol.OK_REPLY_LENGTH;
+    }
+
+    private ConduitException refusal(int status, String path) {
+        return switch (status) {
+            case FdProtocol.STATUS_UNKNOWN_TOKEN -> new ConduitException("export gone: the producer freed the chunk or closed its pool "
+                    + "(its fd server on " + path + " no longer knows the handle's token)");
+            case FdProtocol.STATUS_PEER_NOT_ALLOWED -> new ConduitException("the producer's fd server on " + path + " refused this "
+                    + "process's user (uid " + ourUid() + "): to admit it, add " + ourUid() + " to "
+                    + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side");
+            case FdProtocol.STATUS_BAD_REQUEST -> protocolError(path, "rejected the request as malformed (protocol version "
+                    + FdProtocol.VERSION + "): it may run an incompatible Conduit version");
+            default -> protocolError(path, "answered with undefined status " + status);
+        };
+    }
+
+    // ---------------------------------------------------------------- checking what arrived
+
+    /** Refuses a descriptor that is not a memfd sealed against resizing, or not {@code chunkLength} long. */
+    private void verify(FileDescriptor memfd, String path, long chunkLength) {
+        int seals;
+        try {
+            seals = libc.seals(memfd);
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.EINVAL) {
+                throw new ConduitException("refusing the chunk passed by " + path + ": the descriptor is not a memfd ("
+                        + e.getMessage() + ")", e);
+            }
+            throw e;
+        }
+        if ((seals & REQUIRED_SEALS) != REQUIRED_SEALS) {
+            throw new ConduitException("refusing the chunk passed by " + path + ": its memfd carries the seals "
+                    + (seals == 0 ? "none" : Seals.describe(seals)) + ", not " + Seals.describe(REQUIRED_SEALS)
+                    + ", so any process holding it could resize it and make this mapping fault with SIGBUS");
+        }
+        FileStatus status = libc.fstat(memfd);
+        if (!status.isRegularFile() || status.size() != chunkLength) {
+            throw new ConduitException("refusing the chunk passed by " + path + ": its memfd is " + status.size()
+                    + " bytes, but the handle's chunk length is " + chunkLength);
+        }
+    }
+
+    // ---------------------------------------------------------------- errors
+
+    private static ConduitException producerGone(String path, String what, Throwable cause) {
+        return new ConduitException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or "
+                + "exited, so its chunks can no longer be imported", cause);
+    }
+
+    private ConduitException timeout(String path, String what, Throwable cause) {
+        return new ConduitException("the producer's fd server on " + path + " did not " + what + " within "
+                + MemfdConfig.describe(MemfdConfig.CONNECT_TIMEOUT) + " (" + connectTimeoutNanos / 1_000_000 + " ms): it is hung or "
+                + "busy; raise " + MemfdConfig.CONNECT_TIMEOUT.name() + " if producers serve many importers at once", cause);
+    }
+
+    private static ConduitException protocolError(String path, String what) {
+        return new ConduitException("protocol error: the memfd fd server on " + path + " " + what);
+    }
+
+    private String ourUid() {
+        return Integer.toUnsignedString(libc.getuid());
+    }
+}

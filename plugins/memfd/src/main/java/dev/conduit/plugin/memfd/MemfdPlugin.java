@@ -1,0 +1,168 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.Seals;
+import dev.conduit.shm.ShmTransport;
+import dev.conduit.shm.ShmTransportConfig;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.Version;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
+
+/**
+ * The memfd plugin: chunks are sealed {@code memfd_create} files, exported as a capability token
+ * and handed to importers as descriptors ({@code SCM_RIGHTS}) by an fd server on a Unix socket
+ * in the shared directory. Preferred over posix (priority {@value #PRIORITY}) because a sealed
+ * chunk cannot be truncated by a peer, and because it needs nothing but the shared directory in
+ * common: it works across PID, IPC, UTS and mount namespaces without {@code /proc}.
+ *
+ * <p>See {@link MemfdProvider} (chunks), {@link FdServer} and {@link FdProtocol} (passing them),
+ * {@link MemfdPayload} (the handle's payload), {@link MemfdImporter} (mapping them elsewhere) and
+ * {@link MemfdConfig} (keys).
+ */
+public final class MemfdPlugin implements ConduitPlugin {
+
+    static final String NAME = "memfd";
+    static final int PRIORITY = 110;
+    private static final Version VERSION = Version.parse("0.1.0");
+
+    public MemfdPlugin() {}
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Version version() {
+        return VERSION;
+    }
+
+    @Override
+    public String spiVersion() {
+        return ConduitPlugin.SPI_VERSION;
+    }
+
+    @Override
+    public String description() {
+        return "sealed memfd chunks, passed as file descriptors over a Unix socket in the shared directory to holders of "
+                + "a capability token; works across PID, IPC, UTS and mount namespaces";
+    }
+
+    /**
+     * Available when Linux system calls work, {@code memfd_create} and sealing work, and the
+     * shared directory exists, is writable, and is short enough for a socket path in it.
+     * Creates and closes one memfd; leaves nothing behind.
+     */
+    @Override
+    public Availability probe(PluginContext context) {
+        Availability linux = Linux.availability();
+        if (!linux.isAvailable()) {
+            return linux;
+        }
+        Map<String, String> details = new LinkedHashMap<>(linux.details());
+        Libc libc = Linux.libc();
+        try (FileDescriptor probe = libc.memfdCreate("conduit-memfd-probe", MFD_ALLOW_SEALING)) {
+            libc.addSeals(probe, Seals.FIXED_SIZE);
+            details.put("seals", Seals.describe(libc.seals(probe)));
+        } catch (ErrnoException e) {
+            return Availability.unavailable("memfd with seals does not work here: " + e.getMessage()
+                    + "; memfd_create with sealing needs Linux 3.17 or later and must not be blocked by a seccomp filter; "
+                    + "use the posix plugin instead", details);
+        }
+        Path directory = context.sharedDirectory();
+        details.put("shared.dir", String.valueOf(directory));
+        String remedy = "create it, or set " + MemfdConfig.SHARED_DIR_KEY + " to a directory shared with your peers";
+        if (directory == null) {
+            return Availability.unavailable("no shared directory is configured: set " + MemfdConfig.SHARED_DIR_KEY, details);
+        }
+        if (!Files.isDirectory(directory)) {
+            return Availability.unavailable("the shared directory " + directory + " does not exist or is not a directory: " + remedy, details);
+        }
+        if (!Files.isWritable(directory)) {
+            return Availability.unavailable("the shared directory " + directory + " is not writable by this user (uid "
+                    + Integer.toUnsignedString(libc.getuid()) + "): make it writable, or set " + MemfdConfig.SHARED_DIR_KEY, details);
+        }
+        int pathLength = directory.toString().getBytes(StandardCharsets.UTF_8).length;
+        int maxLength = FdProtocol.maxDirectoryLength();
+        if (pathLength > maxLength) {
+            return Availability.unavailable("the shared directory's path " + directory + " is " + pathLength + " bytes, too long "
+                    + "for the fd server's Unix socket in it (at most " + maxLength + " bytes): set " + MemfdConfig.SHARED_DIR_KEY
+                    + " to a shorter path, e.g. a symbolic link or bind mount at /run/conduit", details);
+        }
+        return Availability.available(details);
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return EnumSet.of(Capability.MEMORY, Capability.IPC, Capability.AM, Capability.RMA, Capability.ATOMICS, Capability.WAKEUP);
+    }
+
+    /**
+     * Provider and importer are thread-safe, but a transport's endpoints keep per-connection state
+     * without locks: {@code SERIALIZED} at most, and the runtime's lock makes {@code MULTI} workers safe.
+     */
+    @Override
+    public Set<ThreadMode> threadModes() {
+        return EnumSet.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+    }
+
+    @Override
+    public List<ConfigKey<?>> configKeys() {
+        List<ConfigKey<?>> keys = new ArrayList<>(MemfdConfig.KEYS);
+        keys.addAll(ShmTransportConfig.keys(name()));
+        return List.copyOf(keys);
+    }
+
+    @Override
+    public int priority() {
+        return PRIORITY;
+    }
+
+    @Override
+    public MemoryProvider openMemoryProvider(PluginContext context) {
+        return MemfdProvider.open(Linux.libc(), context);
+    }
+
+    @Override
+    public IpcImporter ipcImporter(PluginContext context) {
+        if (context.sharedDirectory() == null) {
+            throw new ConduitException("the memfd importer needs a shared directory: set " + MemfdConfig.SHARED_DIR_KEY);
+        }
+        return new MemfdImporter(Linux.libc(), context.sharedDirectory(), MemfdConfig.connectTimeoutNanos(context.config()));
+    }
+
+    /**
+     * The shared-memory transport over sealed chunks: a worker's receive queue and each
+     * connection's bounce ring are memfds, handed to a connecting peer by the fd server once it
+     * presents the token from the worker's address; no peer can shrink them under the receiver.
+     */
+    @Override
+    public Transport openTransport(TransportContext context) {
+        return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
+                openMemoryProvider(context), ipcImporter(context));
+    }
+}

@@ -1,0 +1,262 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Seals;
+import dev.conduit.shm.OwnerLease;
+import dev.conduit.shm.SharedDirectory;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PluginContext;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
+import static dev.conduit.linux.MmapFlags.MAP_SHARED;
+import static dev.conduit.linux.MmapFlags.PROT_READ;
+import static dev.conduit.linux.MmapFlags.PROT_WRITE;
+
+/**
+ * The memfd plugin's memory provider. Each chunk is a {@code memfd_create} file, sized with
+ * {@code ftruncate} and sealed with {@code F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL} before anyone
+ * else can see it, so no process that receives it can change its size and make other mappings
+ * fault with {@code SIGBUS}. It is mapped {@code MAP_SHARED} into a shared arena of its own, and
+ * its descriptor stays open for the {@link FdServer} to pass on.
+ *
+ * <p>Nothing is published in the shared directory but the provider's lease
+ * ({@code conduit-memfd-<owner>.lease}) and, from the first export on, the fd server's socket.
+ * Opening reclaims the sockets and leases of providers that died without closing.
+ *
+ * <p>Thread-safe: every operation holds the provider's monitor (the runtime serializes calls
+ * anyway; the monitor makes the {@code MULTI} claim true). The fd server runs on its own thread
+ * and coordinates with {@link #free} through {@link FdServer#revoke}.
+ */
+final class MemfdProvider implements MemoryProvider {
+
+    /**
+     * The smallest page size of the supported architectures (x86-64 always, aarch64 at least).
+     * The kernel aligns every mapping to its own page size, which is a multiple of this, so the
+     * contract holds on kernels with larger pages too; chunks there just round up internally.
+     */
+    static final long PAGE_SIZE = 4096;
+    /** Shown in {@code /proc/<pid>/maps} and {@code /proc/<pid>/fd} as {@code memfd:conduit-memfd-chunk}. */
+    static final String MEMFD_NAME = "conduit-memfd-chunk";
+
+    private final Libc libc;
+    private final SharedDirectory directory;
+    private final OwnerLease lease;
+    private final Set<Integer> allowedUids;
+    private final long serverTimeoutNanos;
+    private final System.Logger logger;
+    private final Set<MemfdChunk> chunks = new HashSet<>();
+    private FdServer server;
+    private boolean closed;
+
+    private MemfdProvider(Libc libc, SharedDirectory directory, OwnerLease lease, Set<Integer> allowedUids,
+                          long serverTimeoutNanos, System.Logger logger) {
+        this.libc = libc;
+        this.directory = directory;
+        this.lease = lease;
+        this.allowedUids = allowedUids;
+        this.serverTimeoutNanos = serverTimeoutNanos;
+        this.logger = logger;
+    }
+
+    /**
+     * Opens the shared directory, removes what dead providers left in it, and takes a lease.
+     * The fd server starts with the first export.
+     */
+    static MemfdProvider open(Libc libc, PluginContext context) {
+        // Configuration first: a bad value fails before anything is opened.
+        Set<Integer> allowedUids = MemfdConfig.allowedUids(context.config());
+        long serverTimeoutNanos = MemfdConfig.serverTimeoutNanos(context.config());
+        SharedDirectory directory = SharedDirectory.open(libc, context.sharedDirectory(), MemfdConfig.SHARED_DIR_KEY);
+        try {
+            OwnerLease.reclaimDead(libc, directory, FdProtocol.FILE_PREFIX);
+            OwnerLease lease = OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX);
+            return new MemfdProvider(libc, directory, lease, allowedUids, serverTimeoutNanos, context.logger());
+        } catch (RuntimeException | Error e) {
+            try {
+                directory.close();
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public long pageSize() {
+        return PAGE_SIZE;
+    }
+
+    @Override
+    public synchronized Chunk allocate(long size) {
+        ensureOpen();
+        if (size <= 0 || size % PAGE_SIZE != 0) {
+            throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the page size " + PAGE_SIZE);
+        }
+        FileDescriptor memfd = create(size);
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment segment = libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+            MemfdChunk chunk = new MemfdChunk(memfd, arena, segment);
+            chunks.add(chunk);
+            return chunk;
+        } catch (ErrnoException e) {
+            arena.close();
+            closeAfterFailure(memfd, e);
+            throw allocationFailure(size, e);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            closeAfterFailure(memfd, e);
+            throw e;
+        }
+    }
+
+    /** A sealed memfd of {@code size} bytes. */
+    private FileDescriptor create(long size) {
+        FileDescriptor memfd;
+        try {
+            memfd = libc.memfdCreate(MEMFD_NAME, MFD_ALLOW_SEALING);
+        } catch (ErrnoException e) {
+            throw allocationFailure(size, e);
+        }
+        try {
+            libc.ftruncate(memfd, size);
+            libc.addSeals(memfd, Seals.FIXED_SIZE);
+            return memfd;
+        } catch (ErrnoException e) {
+            closeAfterFailure(memfd, e);
+            throw allocationFailure(size, e);
+        } catch (RuntimeException | Error e) {
+            closeAfterFailure(memfd, e);
+            throw e;
+        }
+    }
+
+    private static ConduitException allocationFailure(long size, ErrnoException e) {
+        String remedy = switch (e.errno()) {
+            case Errno.EMFILE, Errno.ENFILE -> ": every memfd chunk keeps one descriptor open; raise the open-file limit "
+                    + "(ulimit -n) or use larger chunks";
+            case Errno.ENOMEM -> ": not enough memory or mappings; free chunks, or raise vm.max_map_count";
+            default -> "";
+        };
+        return new ConduitException("cannot allocate a memfd chunk of " + size + " bytes: " + e.getMessage() + remedy, e);
+    }
+
+    @Override
+    public synchronized byte[] export(Chunk chunk) {
+        ensureOpen();
+        MemfdChunk memfdChunk = live(chunk, "export");
+        byte[] payload = memfdChunk.payload();
+        if (payload == null) {
+            if (server == null) {
+                server = FdServer.start(libc, directory, lease, allowedUids, serverTimeoutNanos, logger);
+            }
+            byte[] token = server.publish(memfdChunk);
+            payload = new MemfdPayload(server.socketName(), token).encode();
+            memfdChunk.payload(payload);
+        }
+        return payload.clone();
+    }
+
+    /**
+     * Revokes the chunk's token, unmaps it here and closes its memfd. Importers that already hold
+     * the descriptor or a mapping keep them; new imports get "export gone".
+     *
+     * @throws IllegalArgumentException if {@code chunk} is not a live chunk of this provider
+     * @throws IllegalStateException    if another thread still uses the chunk's memory (a futex wait on
+     *                                  it, say): the chunk is then still allocated, but no longer exported
+     */
+    @Override
+    public synchronized void free(Chunk chunk) {
+        MemfdChunk memfdChunk = live(chunk, "free");
+        release(memfdChunk);
+        chunks.remove(memfdChunk);
+    }
+
+    private void release(MemfdChunk chunk) {
+        if (server != null) {
+            server.revoke(chunk);
+        }
+        chunk.payload(null);
+        // Unmap before closing the descriptor: if the arena cannot close yet, the chunk stays
+        // whole and can be freed again later.
+        chunk.arena().close();
+        chunk.memfd().close();
+    }
+
+    private MemfdChunk live(Chunk chunk, String operation) {
+        if (chunk instanceof MemfdChunk memfdChunk && chunks.contains(memfdChunk)) {
+            return memfdChunk;
+        }
+        throw new IllegalArgumentException("cannot " + operation + " " + chunk + ": not a live chunk of this memfd provider"
+                + " (freed already, or allocated by another provider)");
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("this memfd provider is closed");
+        }
+    }
+
+    /**
+     * Stops the fd server and removes its socket, frees every chunk, then releases the lease.
+     * Every step runs even if an earlier one fails; the first failure is thrown with the others
+     * suppressed. Idempotent.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        List<RuntimeException> failures = new ArrayList<>();
+        if (server != null) {
+            run(server::close, failures);
+        }
+        for (MemfdChunk chunk : chunks) {
+            run(() -> release(chunk), failures);
+            // If the mapping could not be closed, the descriptor still must be: nobody can free this chunk later.
+            run(chunk.memfd()::close, failures);
+        }
+        chunks.clear();
+        run(lease::close, failures);
+        run(directory::close, failures);
+        if (!failures.isEmpty()) {
+            RuntimeException first = failures.getFirst();
+            failures.subList(1, failures.size()).forEach(first::addSuppressed);
+            throw first;
+        }
+    }
+
+    private static void run(Runnable step, List<RuntimeException> failures) {
+        try {
+            step.run();
+        } catch (RuntimeException e) {
+            failures.add(e);
+        }
+    }
+
+    private static void closeAfterFailure(FileDescriptor fd, Throwable failure) {
+        try {
+            fd.close();
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
+    }
+
+    /** The fd server once started, for tests; {@code null} before the first export. */
+    synchronized FdServer server() {
+        return server;
+    }
+}

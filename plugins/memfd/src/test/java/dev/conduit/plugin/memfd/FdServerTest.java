@@ -1,0 +1,153 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.PeerCredentials;
+import dev.conduit.linux.PollEvents;
+import dev.conduit.linux.SocketFlags;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.PayloadReader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The fd server: who it admits, what it answers, and that no client can wedge it or keep it alive. */
+class FdServerTest {
+    private static final long SIZE = 16 * 1024;
+
+    private final Libc libc = Linux.libc();
+    private final int ownUid = libc.getuid();
+    private final int otherUid = ownUid + 1000;
+
+    @TempDir
+    Path shared;
+
+    @Test
+    void admitsItsOwnUserAndTheAllowedOnesAndRefusesAnyOtherBeforeLookingAtTheToken() {
+        Map<String, String> config = Map.of("memfd.allowed.uids", Integer.toUnsignedString(otherUid));
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared, config))) {
+            Chunk chunk = provider.allocate(SIZE);
+            byte[] request = FdProtocol.request(MemfdPayload.decode(new PayloadReader(provider.export(chunk))).token());
+            FdServer server = provider.server();
+
+            assertThat(server.decide(new PeerCredentials(1, ownUid, 0), request)).isEqualTo(new FdServer.Decision(FdProtocol.STATUS_OK, (MemfdChunk) chunk));
+            assertThat(server.decide(new PeerCredentials(0, otherUid, 0), request).status()).isEqualTo(FdProtocol.STATUS_OK);
+            assertThat(server.decide(new PeerCredentials(1, otherUid + 1, 0), request).status()).isEqualTo(FdProtocol.STATUS_PEER_NOT_ALLOWED);
+            assertThat(server.decide(new PeerCredentials(1, otherUid + 1, 0), new byte[3]).status()).isEqualTo(FdProtocol.STATUS_PEER_NOT_ALLOWED);
+        }
+    }
+
+    @Test
+    void anotherUserIsRefusedWhenNoUidsAreAllowed() {
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(SIZE);
+            byte[] request = FdProtocol.request(MemfdPayload.decode(new PayloadReader(provider.export(chunk))).token());
+            assertThat(provider.server().decide(new PeerCredentials(1, otherUid, ownUid), request))
+                    .isEqualTo(new FdServer.Decision(FdProtocol.STATUS_PEER_NOT_ALLOWED, null));
+            // root is another user too: the kernel lets root connect regardless of the socket's mode, the server does not.
+            if (ownUid != 0) {
+                assertThat(provider.server().decide(new PeerCredentials(1, 0, 0), request).status()).isEqualTo(FdProtocol.STATUS_PEER_NOT_ALLOWED);
+            }
+        }
+    }
+
+    @Test
+    void malformedRequestsAndUnknownTokensGetTheirStatus() {
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(SIZE);
+            byte[] token = MemfdPayload.decode(new PayloadReader(provider.export(chunk))).token();
+            byte[] request = FdProtocol.request(token);
+            FdServer server = provider.server();
+            PeerCredentials us = new PeerCredentials(1, ownUid, 0);
+
+            byte[] version = request.clone();
+            version[0] = 2;
+            assertThat(server.decide(us, version).status()).isEqualTo(FdProtocol.STATUS_BAD_REQUEST);
+            assertThat(server.decide(us, Arrays.copyOf(request, 16)).status()).isEqualTo(FdProtocol.STATUS_BAD_REQUEST);
+            assertThat(server.decide(us, Arrays.copyOf(request, 18)).status()).isEqualTo(FdProtocol.STATUS_BAD_REQUEST);
+            assertThat(server.decide(us, new byte[0]).status()).isEqualTo(FdProtocol.STATUS_BAD_REQUEST);
+            assertThat(server.decide(us, FdProtocol.request(new byte[16])).status()).isEqualTo(FdProtocol.STATUS_UNKNOWN_TOKEN);
+
+            provider.free(chunk);
+            assertThat(server.decide(us, request)).isEqualTo(new FdServer.Decision(FdProtocol.STATUS_UNKNOWN_TOKEN, null));
+        }
+    }
+
+    @Test
+    void overTheWireABadVersionGetsStatusThreeAndAPartialRequestIsDropped() {
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            provider.export(provider.allocate(SIZE));
+            String socket = shared.resolve(provider.server().socketName()).toString();
+            byte[] badVersion = FdProtocol.request(new byte[16]);
+            badVersion[0] = 7;
+            try (Wire.Reply reply = Wire.exchange(libc, socket, badVersion)) {
+                assertThat(reply.bytes()).containsExactly(FdProtocol.STATUS_BAD_REQUEST);
+                assertThat(reply.fds()).isEmpty();
+            }
+            // A client that sends part of a request and then nothing is dropped unanswered after memfd.server.timeout.
+            try (FileDescriptor client = libc.socket(SocketFlags.SOCK_STREAM)) {
+                libc.connect(client, socket);
+                libc.sendmsg(client, MemorySegment.ofArray(new byte[] {1, 2, 3}));
+                try (Arena arena = Arena.ofConfined()) {
+                    assertThat(libc.poll(client, PollEvents.POLLIN, 10_000)).isNotZero();
+                    assertThat(libc.recv(client, arena.allocate(16), 0)).isZero();
+                }
+            }
+        }
+    }
+
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aClientThatConnectsAndSendsNothingCannotWedgeTheServer() {
+        Map<String, String> config = Map.of("memfd.server.timeout", "200ms", "memfd.connect.timeout", "30s");
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared, config));
+             FileDescriptor silent = libc.socket(SocketFlags.SOCK_STREAM)) {
+            Chunk chunk = provider.allocate(SIZE);
+            byte[] payload = provider.export(chunk);
+            chunk.segment().set(JAVA_LONG, 0, 123);
+            libc.connect(silent, shared.resolve(provider.server().socketName()).toString());
+
+            try (ChunkMapping mapping = new MemfdPlugin().ipcImporter(TestContext.of(shared, config))
+                    .map(new PayloadReader(payload), SIZE)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(123);
+            }
+            // The silent client was dropped: its end sees end of stream.
+            assertThat(libc.poll(silent, PollEvents.POLLIN, 10_000)).isNotZero();
+            try (Arena arena = Arena.ofConfined()) {
+                assertThat(libc.recv(silent, arena.allocate(8), 0)).isZero();
+            }
+            assertThat(provider.server().thread().isAlive()).isTrue();
+        }
+    }
+
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void closeStopsTheServerWhileAClientHoldsAConnectionAndLeavesNoSocketOrThread() {
+        Map<String, String> config = Map.of("memfd.server.timeout", "1h");
+        MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared, config));
+        try (FileDescriptor silent = libc.socket(SocketFlags.SOCK_STREAM)) {
+            provider.export(provider.allocate(SIZE));
+            FdServer server = provider.server();
+            libc.connect(silent, shared.resolve(server.socketName()).toString());
+            libc.sendmsg(silent, MemorySegment.ofArray(new byte[] {1})); // the server is now waiting for the rest
+
+            provider.close();
+
+            assertThat(server.thread().isAlive()).isFalse();
+            assertThat(Leaks.serverThreads()).isEmpty();
+            assertThat(Leaks.files(shared)).isEmpty();
+            assertThat(libc.poll(silent, PollEvents.POLLIN, 10_000)).isNotZero();
+        }
+    }
+}

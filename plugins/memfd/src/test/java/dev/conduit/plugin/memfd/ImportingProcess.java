@@ -1,0 +1,37 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.PayloadReader;
+
+import java.nio.file.Path;
+import java.util.HexFormat;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * The main class of a JVM that imports one chunk and never opens a provider, started by
+ * {@link CrossProcessImportTest}: {@code <shared dir> <payload hex> <chunk length>}. Prints the
+ * long at offset 0, writes {@link #WRITTEN} at offset 8, unmaps, and reports whether any memfd
+ * mapping or descriptor of the plugin is left. A failed import prints its message to stderr and
+ * exits with 3.
+ */
+public final class ImportingProcess {
+    static final long WRITTEN = 0x5EA1EDL;
+
+    private ImportingProcess() {}
+
+    public static void main(String[] args) {
+        Path shared = Path.of(args[0]);
+        byte[] payload = HexFormat.of().parseHex(args[1]);
+        long chunkLength = Long.parseLong(args[2]);
+        try (ChunkMapping mapping = new MemfdPlugin().ipcImporter(TestContext.of(shared))
+                .map(new PayloadReader(payload, 0, payload.length, "payload."), chunkLength)) {
+            System.out.println("read=" + mapping.segment().get(JAVA_LONG, 0));
+            mapping.segment().set(JAVA_LONG, 8, WRITTEN);
+        } catch (RuntimeException e) {
+            System.err.println(e.getMessage());
+            System.exit(3);
+        }
+        System.out.println("left=" + (Leaks.memfdMappings() + Leaks.memfdDescriptors()));
+    }
+}

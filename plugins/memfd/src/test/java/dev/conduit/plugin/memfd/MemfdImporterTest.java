@@ -1,0 +1,420 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.MemfdFlags;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.linux.Seals;
+import dev.conduit.linux.SocketFlags;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.shm.SharedDirectory;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The importer against a real provider and against fake servers: shared memory both ways, stale
+ * exports, every kind of bad payload, a planted symlink, unsealed or wrong-sized memfds, refusals,
+ * timeouts, and that nothing stays open after any of it. The importer always comes from its own
+ * plugin instance, which never opened a provider.
+ */
+class MemfdImporterTest {
+    private static final long SIZE = 64 * 1024;
+
+    private final Libc libc = Linux.libc();
+
+    @TempDir
+    Path shared;
+
+    private MemoryProvider provider;
+    private IpcImporter importer;
+
+    @BeforeEach
+    void open() {
+        provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared));
+        importer = new MemfdPlugin().ipcImporter(TestContext.of(shared));
+    }
+
+    @AfterEach
+    void close() {
+        provider.close();
+    }
+
+    private static ChunkMapping map(IpcImporter importer, byte[] payload, long chunkLength) {
+        return importer.map(new PayloadReader(payload, 0, payload.length, "payload."), chunkLength);
+    }
+
+    // ---------------------------------------------------------------- working imports
+
+    @Test
+    void anImportedChunkSharesMemoryWithTheProducerBothWays() {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        chunk.segment().set(JAVA_LONG, 0, 0xC0FFEEL);
+
+        try (ChunkMapping mapping = map(importer, payload, SIZE)) {
+            MemorySegment imported = mapping.segment();
+            assertThat(imported.byteSize()).isEqualTo(SIZE);
+            assertThat(imported.get(JAVA_LONG, 0)).isEqualTo(0xC0FFEEL);
+            imported.set(JAVA_LONG, SIZE - 8, 77);
+            assertThat(chunk.segment().get(JAVA_LONG, SIZE - 8)).isEqualTo(77);
+            assertThat(imported.address()).isNotEqualTo(chunk.segment().address());
+        }
+    }
+
+    @Test
+    void closingTheMappingUnmapsItAndIsIdempotent() {
+        Chunk chunk = provider.allocate(SIZE);
+        ChunkMapping mapping = map(importer, provider.export(chunk), SIZE);
+        mapping.close();
+        mapping.close();
+        assertThatThrownBy(() -> mapping.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+        assertThat(chunk.segment().get(JAVA_LONG, 0)).isZero();
+    }
+
+    @Test
+    void aMappingOutlivesTheFreeOfItsChunk() {
+        Chunk chunk = provider.allocate(SIZE);
+        try (ChunkMapping mapping = map(importer, provider.export(chunk), SIZE)) {
+            mapping.segment().set(JAVA_LONG, 8, 5);
+            provider.free(chunk);
+            assertThat(mapping.segment().get(JAVA_LONG, 8)).isEqualTo(5);
+        }
+    }
+
+    @Test
+    void aConsumerThatSeesTheSharedDirectoryAtAnotherPathImportsToo(@TempDir Path elsewhere) throws Exception {
+        // A container's bind mount, played by a symbolic link: the consumer's own shared.dir may be reached through one.
+        Path view = Files.createSymbolicLink(elsewhere.resolve("mnt"), shared);
+        IpcImporter otherView = new MemfdPlugin().ipcImporter(TestContext.of(view));
+        Chunk chunk = provider.allocate(SIZE);
+        chunk.segment().set(JAVA_LONG, 16, 99);
+        try (ChunkMapping mapping = map(otherView, provider.export(chunk), SIZE)) {
+            assertThat(mapping.segment().get(JAVA_LONG, 16)).isEqualTo(99);
+        } finally {
+            Files.delete(view);
+        }
+    }
+
+    @Test
+    void theMemfdAnImporterReceivesCannotBeResized() {
+        Chunk chunk = provider.allocate(SIZE);
+        MemfdPayload payload = MemfdPayload.decode(new PayloadReader(provider.export(chunk)));
+        String socket = shared.resolve(payload.socketName()).toString();
+        try (Wire.Reply reply = Wire.exchange(libc, socket, FdProtocol.request(payload.token()))) {
+            assertThat(reply.status()).isEqualTo(FdProtocol.STATUS_OK);
+            assertThat(FdProtocol.chunkLength(reply.bytes())).isEqualTo(SIZE);
+            FileDescriptor memfd = reply.fds().getFirst();
+            assertThat(libc.seals(memfd)).isEqualTo(Seals.FIXED_SIZE);
+            for (long size : new long[] {0, SIZE / 2, SIZE * 2}) {
+                assertThatThrownBy(() -> libc.ftruncate(memfd, size))
+                        .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EPERM));
+            }
+            assertThatThrownBy(() -> libc.addSeals(memfd, Seals.F_SEAL_WRITE))
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EPERM));
+        }
+    }
+
+    // ---------------------------------------------------------------- stale exports, gone producers
+
+    @Test
+    void anExportFreedBeforeTheImportFailsAsGone() {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        provider.free(chunk);
+        assertThatThrownBy(() -> map(importer, payload, SIZE))
+                .isExactlyInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("export gone: the producer freed the chunk or closed its pool");
+    }
+
+    @Test
+    void aWrongTokenIsRefusedWithStatusOne() {
+        Chunk chunk = provider.allocate(SIZE);
+        MemfdPayload real = MemfdPayload.decode(new PayloadReader(provider.export(chunk)));
+        byte[] token = real.token();
+        token[15] ^= 1;
+        byte[] forged = new MemfdPayload(real.socketName(), token).encode();
+
+        assertThatThrownBy(() -> map(importer, forged, SIZE)).hasMessageStartingWith("export gone");
+        try (Wire.Reply reply = Wire.exchange(libc, shared.resolve(real.socketName()).toString(), FdProtocol.request(token))) {
+            assertThat(reply.bytes()).containsExactly(FdProtocol.STATUS_UNKNOWN_TOKEN);
+            assertThat(reply.fds()).isEmpty();
+        }
+    }
+
+    @Test
+    void anImportAfterTheProviderClosedFailsAsProducerGone() {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        String socket = MemfdPayload.decode(new PayloadReader(payload)).socketName();
+        provider.close();
+        assertThatThrownBy(() -> map(importer, payload, SIZE))
+                .hasMessageStartingWith("producer gone (its socket " + shared.resolve(socket) + " does not exist)");
+    }
+
+    @Test
+    void aSocketNobodyListensOnAnyMoreMeansProducerGone() {
+        String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
+        try (FileDescriptor listener = libc.socket(SocketFlags.SOCK_STREAM)) {
+            libc.bind(listener, shared.resolve(name).toString());
+        }
+        assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+                .hasMessageStartingWith("producer gone (its socket " + shared.resolve(name) + " refuses connections")
+                .hasRootCauseInstanceOf(ErrnoException.class);
+    }
+
+    // ---------------------------------------------------------------- bad payloads
+
+    @Test
+    void everyTruncationOfAPayloadIsAnInvalidHandle() {
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        for (int length = 0; length < payload.length; length++) {
+            byte[] truncated = Arrays.copyOf(payload, length);
+            assertThatThrownBy(() -> map(importer, truncated, SIZE))
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).startsWith("payload."))
+                    .hasMessageContaining("truncated");
+        }
+    }
+
+    @Test
+    void corruptedFieldsAreInvalidHandlesNamingTheField() {
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        String socket = MemfdPayload.decode(new PayloadReader(payload)).socketName();
+
+        byte[] version = payload.clone();
+        version[0] = 2;
+        assertInvalid(version, "payload.version", "version 2 is not supported");
+
+        byte[] trailing = Arrays.copyOf(payload, payload.length + 1);
+        assertInvalid(trailing, "payload.token", "1 unexpected trailing bytes");
+
+        byte[] badCharacter = payload.clone();
+        badCharacter[3 + 14] = '*';
+        assertInvalid(badCharacter, "payload.socket", "character outside");
+
+        byte[] longer = new PayloadWriter().u8(1).u16(socket.length() + 1).bytes(socket.getBytes()).toByteArray();
+        assertInvalid(longer, "payload.socket", "truncated");
+    }
+
+    @Test
+    void pathsThatLeaveTheSharedDirectoryOrNameOtherFilesAreRefused() {
+        String[] refused = {
+                "../../etc/passwd", "/etc/passwd", "/dev/shm/conduit-memfd-x.sock", "..", ".",
+                "sub/conduit-memfd-x.sock", "conduit-memfd-x.sock/..", "conduit-posix-x.sock", "conduit-memfd-x.lease", ""};
+        for (String path : refused) {
+            byte[] payload = new PayloadWriter().u8(1).string(path).bytes(new byte[16]).toByteArray();
+            assertInvalid(payload, "payload.socket", "");
+        }
+    }
+
+    private void assertInvalid(byte[] payload, String field, String message) {
+        assertThatThrownBy(() -> map(importer, payload, SIZE))
+                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo(field))
+                .hasMessageContaining(message);
+    }
+
+    @Test
+    void aSymlinkPlantedUnderASocketNameIsRefusedWithoutConnecting(@TempDir Path outside) throws Exception {
+        Chunk chunk = provider.allocate(SIZE);
+        MemfdPayload real = MemfdPayload.decode(new PayloadReader(provider.export(chunk)));
+        String planted = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
+        String plantedOutside = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-fedcba9876543210.sock";
+        // One link to the real, working socket (so a connect would succeed), one out of the directory.
+        Files.createSymbolicLink(shared.resolve(planted), shared.resolve(real.socketName()));
+        Files.createSymbolicLink(shared.resolve(plantedOutside), Files.createFile(outside.resolve("target")));
+
+        for (String name : new String[] {planted, plantedOutside}) {
+            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, real.token()).encode(), SIZE))
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.socket"))
+                    .hasMessageContaining("symbolic link");
+        }
+    }
+
+    @Test
+    void aFileThatIsNotASocketIsRefused() throws Exception {
+        String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
+        Files.createFile(shared.resolve(name));
+        assertInvalid(new MemfdPayload(name, new byte[16]).encode(), "payload.socket", "is a regular file, not a socket");
+    }
+
+    @Test
+    void aChunkLengthThatDiffersFromTheExportIsRefused() {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        assertThatThrownBy(() -> map(importer, payload, SIZE * 2))
+                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("chunk.length"))
+                .hasMessageContaining("the handle says " + SIZE * 2 + " bytes, but the exported chunk has " + SIZE);
+        assertThatThrownBy(() -> map(importer, payload, 0)).isInstanceOf(InvalidHandleException.class);
+    }
+
+    // ---------------------------------------------------------------- what a server passes, checked from this side
+
+    @Test
+    void anUnsealedMemfdIsRefusedNamingTheSealsFound() {
+        assertRefusedMemfd(libc.memfdCreate("conduit-unsealed", MemfdFlags.MFD_ALLOW_SEALING), "carries the seals none");
+        // Without MFD_ALLOW_SEALING a memfd is born with F_SEAL_SEAL only: still resizable.
+        assertRefusedMemfd(libc.memfdCreate("conduit-unsealed", 0), "carries the seals F_SEAL_SEAL, not F_SEAL_SHRINK|F_SEAL_GROW");
+    }
+
+    @Test
+    void aSealedMemfdOfAnotherSizeThanClaimedIsRefused() {
+        FileDescriptor memfd = libc.memfdCreate("conduit-small", MemfdFlags.MFD_ALLOW_SEALING);
+        libc.ftruncate(memfd, SIZE / 2);
+        libc.addSeals(memfd, Seals.FIXED_SIZE);
+        assertRefusedMemfd(memfd, "its memfd is " + SIZE / 2 + " bytes, but the handle's chunk length is " + SIZE);
+    }
+
+    @Test
+    void aDescriptorThatIsNotAMemfdIsRefused(@TempDir Path files) throws Exception {
+        Path file = Files.write(files.resolve("plain"), new byte[(int) SIZE]);
+        assertRefusedMemfd(libc.open(file.toString(), OpenFlags.O_RDWR, 0), "is not a memfd");
+    }
+
+    /** Serves {@code memfd} (then closes it) with an ok reply of {@link #SIZE} and expects the import to be refused. */
+    private void assertRefusedMemfd(FileDescriptor memfd, String message) {
+        try (memfd) {
+            if (libc.fstat(memfd).size() == 0) {
+                libc.ftruncate(memfd, SIZE);
+            }
+            long fds = Leaks.openFds();
+            try (Wire.FakeServer server = new Wire.FakeServer(libc, shared, request -> new Wire.Answer(FdProtocol.okReply(SIZE), memfd))) {
+                assertThatThrownBy(() -> map(importer, server.payload(new byte[16]), SIZE))
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("refusing the chunk passed by " + shared.resolve(server.name()))
+                        .hasMessageContaining(message);
+            }
+            // The fake server is gone with all it opened; so must be what the import received.
+            assertThat(Leaks.openFds()).isEqualTo(fds);
+        }
+    }
+
+    @Test
+    void refusalsNameTheirCauseAndRemedy() {
+        String uid = Integer.toUnsignedString(libc.getuid());
+        assertRefusal(FdProtocol.STATUS_PEER_NOT_ALLOWED, "refused this process's user (uid " + uid + "): to admit it, add " + uid
+                + " to memfd.allowed.uids (CONDUIT_MEMFD_ALLOWED_UIDS) on the producer's side");
+        assertRefusal(FdProtocol.STATUS_BAD_REQUEST, "protocol error");
+        assertRefusal(9, "undefined status 9");
+    }
+
+    private void assertRefusal(int status, String message) {
+        byte[][] seen = new byte[1][];
+        byte[] expected;
+        try (Wire.FakeServer server = new Wire.FakeServer(libc, shared, request -> {
+            seen[0] = request;
+            return new Wire.Answer(new byte[] {(byte) status}, null);
+        })) {
+            byte[] token = SharedDirectory.randomId().substring(0, 16).getBytes();
+            assertThatThrownBy(() -> map(importer, server.payload(token), SIZE)).hasMessageContaining(message);
+            expected = FdProtocol.request(token);
+        }
+        assertThat(seen[0]).isEqualTo(expected); // the exchange is over once the server is closed
+    }
+
+    @Test
+    void anOkReplyWithoutADescriptorIsAProtocolError() {
+        try (Wire.FakeServer server = new Wire.FakeServer(libc, shared, request -> new Wire.Answer(FdProtocol.okReply(SIZE), null))) {
+            assertThatThrownBy(() -> map(importer, server.payload(new byte[16]), SIZE))
+                    .hasMessageContaining("answered ok without passing a descriptor");
+        }
+    }
+
+    @Test
+    void aServerThatNeverAnswersTimesOutNamingTheKey() {
+        IpcImporter impatient = new MemfdPlugin().ipcImporter(TestContext.of(shared, Map.of("memfd.connect.timeout", "200ms")));
+        String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
+        try (FileDescriptor listener = libc.socket(SocketFlags.SOCK_STREAM)) {
+            libc.bind(listener, shared.resolve(name).toString());
+            libc.listen(listener, 4); // and never accept
+            assertThatThrownBy(() -> map(impatient, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+                    .hasMessageContaining("did not answer within memfd.connect.timeout (CONDUIT_MEMFD_CONNECT_TIMEOUT) (200 ms)");
+        }
+    }
+
+    @Test
+    void aConsumerPathTooLongForASocketAddressIsReportedWithTheRemedy(@TempDir Path elsewhere) throws Exception {
+        Path view = Files.createSymbolicLink(elsewhere.resolve("v".repeat(60)), shared);
+        IpcImporter longView = new MemfdPlugin().ipcImporter(TestContext.of(view));
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        try {
+            assertThatThrownBy(() -> map(longView, payload, SIZE))
+                    .hasMessageContaining(view.toString())
+                    .hasMessageContaining("an AF_UNIX address holds at most 107")
+                    .hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+        } finally {
+            Files.delete(view);
+        }
+    }
+
+    // ---------------------------------------------------------------- leaks
+
+    @Test
+    void importsLeaveNoDescriptorOrMappingBehindWhetherTheySucceedOrFail() throws InterruptedException {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        Chunk freed = provider.allocate(SIZE);
+        byte[] stale = provider.export(freed);
+        provider.free(freed);
+        Runnable cycle = () -> {
+            try (ChunkMapping mapping = map(importer, payload, SIZE)) {
+                mapping.segment().set(JAVA_LONG, 0, 1);
+            }
+            assertThatThrownBy(() -> map(importer, stale, SIZE)).hasMessageStartingWith("export gone");
+            assertThatThrownBy(() -> map(importer, payload, SIZE + 4096)).isInstanceOf(InvalidHandleException.class);
+            assertThatThrownBy(() -> map(importer, Arrays.copyOf(payload, 5), SIZE)).isInstanceOf(InvalidHandleException.class);
+        };
+        cycle.run(); // first use loads classes and opens what the JVM keeps open (jars, /dev/urandom)
+
+        long fds = Leaks.openFds();
+        long mappings = Leaks.memfdMappings();
+        for (int i = 0; i < 3; i++) {
+            cycle.run();
+        }
+        assertThat(Leaks.openFdsSettlingAt(fds)).isEqualTo(fds);
+        assertThat(Leaks.memfdMappings()).isEqualTo(mappings).isEqualTo(1); // the producer's own chunk only
+    }
+
+    @Test
+    void aWholeLifecycleLeavesNothingInTheProcessOrTheSharedDirectory() {
+        provider.close();
+        Runnable lifecycle = () -> {
+            try (MemoryProvider p = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+                Chunk chunk = p.allocate(SIZE);
+                try (ChunkMapping mapping = map(importer, p.export(chunk), SIZE)) {
+                    mapping.segment().set(JAVA_LONG, 0, 3);
+                }
+                p.free(chunk);
+                p.allocate(SIZE); // left for close to free
+            }
+        };
+        lifecycle.run();
+        long fds = Leaks.openFds();
+        lifecycle.run();
+        assertThat(Leaks.openFds()).isEqualTo(fds);
+        assertThat(Leaks.memfdMappings()).isZero();
+        assertThat(Leaks.memfdDescriptors()).isZero();
+        assertThat(Leaks.serverThreads()).isEmpty();
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+}

@@ -1,0 +1,118 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Version;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+/** What the plugin declares, and its probe. */
+class MemfdPluginTest {
+
+    private final MemfdPlugin plugin = new MemfdPlugin();
+
+    @TempDir
+    Path shared;
+
+    @Test
+    void declaresItselfAsAPreferredSharedMemoryProviderAndImporter() {
+        assertThat(plugin.name()).isEqualTo("memfd");
+        assertThat(plugin.version()).isEqualTo(Version.parse("0.1.0"));
+        assertThat(plugin.spiVersion()).isEqualTo(ConduitPlugin.SPI_VERSION);
+        assertThat(plugin.priority()).isEqualTo(110);
+        assertThat(plugin.capabilities()).containsExactlyInAnyOrder(Capability.MEMORY, Capability.IPC, Capability.AM,
+                Capability.RMA, Capability.ATOMICS, Capability.WAKEUP);
+        assertThat(plugin.threadModes()).containsExactlyInAnyOrder(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+        assertThat(plugin.description()).contains("memfd");
+    }
+
+    @Test
+    void declaresItsKeysWithTheirDefaults() {
+        assertThat(plugin.configKeys()).extracting(ConfigKey::name)
+                .containsExactly("memfd.allowed.uids", "memfd.server.timeout", "memfd.connect.timeout",
+                        "memfd.queue.size", "memfd.inline.max", "memfd.bounce.size", "memfd.liveness.interval",
+                        "memfd.heartbeat.timeout", "memfd.unblock.timeout")
+                .allMatch(name -> name.startsWith("memfd."));
+        assertThat(MemfdConfig.ALLOWED_UIDS.defaultValue()).isEqualTo(List.of());
+        assertThat(MemfdConfig.SERVER_TIMEOUT.defaultValue()).isEqualTo(Duration.ofSeconds(1));
+        assertThat(MemfdConfig.CONNECT_TIMEOUT.defaultValue()).isEqualTo(Duration.ofSeconds(2));
+        assertThat(plugin.configKeys()).allSatisfy(key -> assertThat(key.doc()).isNotBlank());
+    }
+
+    @Test
+    void isListedForClassPathUsers() throws IOException {
+        try (InputStream services = MemfdPlugin.class.getResourceAsStream("/META-INF/services/dev.conduit.spi.ConduitPlugin")) {
+            assertThat(services).isNotNull();
+            assertThat(new String(services.readAllBytes(), StandardCharsets.UTF_8).trim()).isEqualTo(MemfdPlugin.class.getName());
+        }
+        assertThat(MemfdPlugin.class.getModule().getDescriptor().provides())
+                .anySatisfy(p -> assertThat(p.providers()).containsExactly(MemfdPlugin.class.getName()));
+    }
+
+    @Test
+    void isAvailableWithASharedDirectoryAndReportsItAndTheSeals() {
+        Availability availability = plugin.probe(TestContext.of(shared));
+        assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+        assertThat(availability.details())
+                .containsEntry("shared.dir", shared.toString())
+                .containsEntry("seals", "F_SEAL_SEAL|F_SEAL_SHRINK|F_SEAL_GROW")
+                .containsKeys("arch", "kernel");
+        assertThat(Leaks.memfdDescriptors()).isZero();
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+
+    @Test
+    void isUnavailableWithoutTheSharedDirectoryNamingTheKey() {
+        Path missing = shared.resolve("missing");
+        Availability availability = plugin.probe(TestContext.of(missing));
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains(missing.toString()).contains("does not exist").contains("shared.dir (CONDUIT_SHARED_DIR)");
+        assertThat(availability.details()).containsEntry("shared.dir", missing.toString());
+    }
+
+    @Test
+    void isUnavailableWhenTheSharedDirectoryIsAFile() throws IOException {
+        Path file = Files.createFile(shared.resolve("file"));
+        assertThat(plugin.probe(TestContext.of(file)).reason()).contains("not a directory");
+    }
+
+    @Test
+    void isUnavailableWhenTheSharedDirectoryIsReadOnly() throws IOException {
+        assumeThat(Linux.libc().getuid()).as("root may write anywhere").isNotZero();
+        Path readOnly = Files.createDirectory(shared.resolve("ro"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("r-x------")));
+        Availability availability = plugin.probe(TestContext.of(readOnly));
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains("not writable").contains("shared.dir (CONDUIT_SHARED_DIR)");
+    }
+
+    @Test
+    void isUnavailableWhenTheSharedDirectoryPathLeavesNoRoomForASocket() throws IOException {
+        Path deep = Files.createDirectories(shared.resolve("d".repeat(60)));
+        Availability availability = plugin.probe(TestContext.of(deep));
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains(deep.toString()).contains("too long").contains("at most " + FdProtocol.maxDirectoryLength())
+                .contains("shared.dir (CONDUIT_SHARED_DIR)");
+    }
+
+    @Test
+    void leavesRoomForSharedDirectoriesOfUsualLength() {
+        assertThat(FdProtocol.SOCKET_NAME_LENGTH).isEqualTo(68);
+        assertThat(FdProtocol.maxDirectoryLength()).isEqualTo(38);
+    }
+}

@@ -1,0 +1,220 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.LockFlags;
+import dev.conduit.linux.Seals;
+import dev.conduit.linux.SocketFlags;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.shm.SharedDirectory;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The provider alone: chunks, exports, free, close, and what it leaves in the shared directory. */
+class MemfdProviderTest {
+    private static final long SIZE = 64 * 1024;
+
+    private final Libc libc = Linux.libc();
+    private final MemfdPlugin plugin = new MemfdPlugin();
+
+    @TempDir
+    Path shared;
+
+    @Test
+    void allocatesZeroedSealedWritableChunks() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            assertThat(provider.pageSize()).isEqualTo(4096);
+            Chunk chunk = provider.allocate(SIZE);
+            MemorySegment segment = chunk.segment();
+            assertThat(segment.byteSize()).isEqualTo(SIZE);
+            assertThat(segment.address() % provider.pageSize()).isZero();
+            assertThat(segment.get(JAVA_LONG, SIZE - 8)).isZero();
+            segment.set(JAVA_LONG, 0, 42);
+            assertThat(segment.get(JAVA_LONG, 0)).isEqualTo(42);
+
+            FileDescriptor memfd = ((MemfdChunk) chunk).memfd();
+            assertThat(libc.seals(memfd)).isEqualTo(Seals.FIXED_SIZE);
+            assertThat(libc.fstat(memfd).size()).isEqualTo(SIZE);
+        }
+    }
+
+    @Test
+    void refusesSizesThatAreNotPositiveMultiplesOfThePageSize() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            assertThatThrownBy(() -> provider.allocate(0)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("page size 4096");
+            assertThatThrownBy(() -> provider.allocate(-4096)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> provider.allocate(4097)).isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    @Test
+    void exportIsAPayloadNamingTheSocketAndATokenAndIsReusedUntilFree() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk first = provider.allocate(SIZE);
+            Chunk second = provider.allocate(SIZE);
+            byte[] payload = provider.export(first);
+            assertThat(provider.export(first)).isEqualTo(payload);
+
+            MemfdPayload decoded = MemfdPayload.decode(new PayloadReader(payload, 0, payload.length, "payload."));
+            MemfdPayload other = MemfdPayload.decode(new PayloadReader(provider.export(second)));
+            assertThat(decoded.socketName()).isEqualTo(other.socketName())
+                    .matches("conduit-memfd-[0-9a-f]{32}-[0-9a-f]{16}\\.sock")
+                    .hasSize(FdProtocol.SOCKET_NAME_LENGTH);
+            assertThat(decoded.token()).hasSize(16).isNotEqualTo(other.token());
+            assertThat(payload).hasSize(1 + 2 + FdProtocol.SOCKET_NAME_LENGTH + 16);
+            assertThat(Files.exists(shared.resolve(decoded.socketName()), LinkOption.NOFOLLOW_LINKS)).isTrue();
+        }
+    }
+
+    @Test
+    void startsItsServerOnlyWithTheFirstExport() {
+        try (MemfdProvider provider = (MemfdProvider) plugin.openMemoryProvider(TestContext.of(shared))) {
+            provider.allocate(SIZE);
+            assertThat(provider.server()).isNull();
+            assertThat(Leaks.files(shared)).singleElement().satisfies(name -> assertThat(name).endsWith(".lease"));
+        }
+    }
+
+    @Test
+    void socketAdmitsOnlyItsOwnerUnlessOtherUidsAreAllowed() throws Exception {
+        try (MemfdProvider provider = (MemfdProvider) plugin.openMemoryProvider(TestContext.of(shared))) {
+            provider.export(provider.allocate(SIZE));
+            Path socket = shared.resolve(provider.server().socketName());
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket, LinkOption.NOFOLLOW_LINKS))).isEqualTo("rw-------");
+        }
+        try (MemfdProvider provider = (MemfdProvider) plugin.openMemoryProvider(
+                TestContext.of(shared, Map.of("memfd.allowed.uids", "4242, 4343")))) {
+            provider.export(provider.allocate(SIZE));
+            Path socket = shared.resolve(provider.server().socketName());
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket, LinkOption.NOFOLLOW_LINKS))).isEqualTo("rw-rw-rw-");
+        }
+    }
+
+    @Test
+    void freeUnmapsClosesTheMemfdAndRefusesASecondFree() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(SIZE);
+            provider.export(chunk);
+            FileDescriptor memfd = ((MemfdChunk) chunk).memfd();
+            provider.free(chunk);
+
+            assertThat(memfd.isOpen()).isFalse();
+            assertThatThrownBy(() -> chunk.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a live chunk");
+            assertThatThrownBy(() -> provider.export(chunk)).isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    @Test
+    void refusesChunksOfAnotherProvider() {
+        try (MemoryProvider one = plugin.openMemoryProvider(TestContext.of(shared));
+             MemoryProvider two = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = one.allocate(SIZE);
+            assertThatThrownBy(() -> two.export(chunk)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("another provider");
+            assertThatThrownBy(() -> two.free(chunk)).isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    @Test
+    void closeFreesEveryChunkStopsTheServerAndLeavesNothing() {
+        // A first provider makes the JVM open what it keeps open (jars, SecureRandom's /dev/urandom).
+        try (MemoryProvider warmUp = plugin.openMemoryProvider(TestContext.of(shared))) {
+            warmUp.export(warmUp.allocate(SIZE));
+        }
+        long fdsBefore = Leaks.openFds();
+        MemfdProvider provider = (MemfdProvider) plugin.openMemoryProvider(TestContext.of(shared));
+        Chunk exported = provider.allocate(SIZE);
+        Chunk kept = provider.allocate(SIZE);
+        provider.export(exported);
+        Thread server = provider.server().thread();
+        assertThat(server.isAlive()).isTrue();
+        assertThat(Leaks.files(shared)).hasSize(2);
+
+        provider.close();
+        provider.close(); // idempotent
+
+        assertThat(server.isAlive()).isFalse();
+        assertThat(Leaks.serverThreads()).isEmpty();
+        assertThat(Leaks.files(shared)).isEmpty();
+        assertThat(Leaks.memfdMappings()).isZero();
+        assertThat(Leaks.memfdDescriptors()).isZero();
+        assertThat(Leaks.openFds()).isEqualTo(fdsBefore);
+        assertThatThrownBy(() -> kept.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> provider.allocate(SIZE)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
+    @Test
+    void reclaimsTheLeaseAndSocketOfADeadProvider() {
+        String owner = SharedDirectory.randomId();
+        String lease = "conduit-memfd-" + owner + ".lease";
+        String socket = "conduit-memfd-" + owner + "-0123456789abcdef.sock";
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "test");
+             FileDescriptor leaseFile = directory.createExclusive(lease);
+             FileDescriptor listener = libc.socket(SocketFlags.SOCK_STREAM)) {
+            libc.bind(listener, shared.resolve(socket).toString());
+            // A dead owner: nobody holds the lease's lock.
+            assertThat(libc.tryFlock(leaseFile, LockFlags.LOCK_SH)).isTrue();
+            libc.flock(leaseFile, LockFlags.LOCK_UN);
+        }
+        String live = "conduit-memfd-" + SharedDirectory.randomId() + ".lease";
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "test");
+             FileDescriptor liveLease = directory.createExclusive(live)) {
+            libc.flock(liveLease, LockFlags.LOCK_EX);
+            MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+            assertThat(Leaks.files(shared)).doesNotContain(lease, socket).contains(live);
+            provider.close();
+            directory.unlink(live);
+        }
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+
+    @Test
+    void aMalformedAllowedUidFailsBeforeAnythingIsCreated() {
+        for (String bad : new String[] {"alice", "-1", "4294967295", "1.5"}) {
+            assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", "1000," + bad))))
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("'" + bad + "'")
+                    .hasMessageContaining("conduit.memfd.allowed.uids")
+                    .hasMessageContaining("CONDUIT_MEMFD_ALLOWED_UIDS");
+        }
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+
+    @Test
+    void aMissingSharedDirectoryIsReportedWithTheKeyToSet() {
+        Path missing = shared.resolve("missing");
+        assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of(missing)))
+                .hasMessageContaining(missing.toString())
+                .hasMessageContaining("ENOENT")
+                .hasMessageContaining("shared.dir");
+    }
+
+    @Test
+    void aSharedDirectoryTooLongForASocketPathFailsAtExportNamingTheRemedy() throws Exception {
+        Path deep = Files.createDirectories(shared.resolve("d".repeat(60)));
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(deep))) {
+            Chunk chunk = provider.allocate(SIZE);
+            assertThatThrownBy(() -> provider.export(chunk))
+                    .hasMessageContaining(deep.toString())
+                    .hasMessageContaining("at most 107")
+                    .hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+            assertThat(Leaks.files(deep)).singleElement().satisfies(name -> assertThat(name).endsWith(".lease"));
+        }
+        assertThat(Leaks.files(deep)).isEmpty();
+    }
+}

@@ -1,0 +1,129 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RemoteMemory;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The shared-memory transport over memfd chunks, two workers in one JVM: the peer's queue and
+ * bounce rings arrive as sealed memfds over the fd server, exactly as in another process.
+ */
+class MemfdTransportTest {
+
+    @TempDir(cleanup = org.junit.jupiter.api.io.CleanupMode.ALWAYS)
+    Path shared;
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : open.reversed()) c.close();
+    }
+
+    private record Context(TestContext plugin, MessageSink messageSink) implements TransportContext {
+        @Override
+        public ThreadMode threadMode() {
+            return ThreadMode.SINGLE;
+        }
+
+        @Override
+        public RemoteMemory remoteMemory() {
+            return handle -> {
+                throw new NotSupportedException("not in this test");
+            };
+        }
+
+        @Override
+        public dev.conduit.spi.Config config() {
+            return plugin.config();
+        }
+
+        @Override
+        public Path sharedDirectory() {
+            return plugin.sharedDirectory();
+        }
+
+        @Override
+        public System.Logger logger() {
+            return plugin.logger();
+        }
+    }
+
+    private Transport transport(MessageSink sink, Map<String, String> config) {
+        Transport t = new MemfdPlugin().openTransport(new Context(TestContext.of(shared, config), sink));
+        open.add(t);
+        return t;
+    }
+
+    @Test
+    void carriesSmallAndLargeMessagesInOrder() {
+        List<Long> received = new ArrayList<>();
+        Transport receiver = transport((id, hb, ho, hl, pb, po, pl) -> {
+            received.add(pl == 0 ? -1 : pb.get(ValueLayout.JAVA_LONG_UNALIGNED, po + pl - 8));
+            assertThat((long) id).isEqualTo(received.size() - 1);
+        }, Map.of("memfd.queue.size", "64k", "memfd.bounce.size", "1m"));
+        Transport sender = transport((id, hb, ho, hl, pb, po, pl) -> { }, Map.of());
+        TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
+        int[] sizes = {8, 4096, 20_000, 1 << 20};
+        for (int i = 0; i < 200; i++) {
+            MemorySegment payload = Arena.ofAuto().allocate(sizes[i % sizes.length]);
+            payload.set(ValueLayout.JAVA_LONG_UNALIGNED, payload.byteSize() - 8, i);
+            while (!ep.trySend(i, MemorySegment.NULL, payload)) receiver.progress();
+        }
+        while (received.size() < 200) receiver.progress();
+        for (int i = 0; i < 200; i++) assertThat(received.get(i)).isEqualTo(i);
+    }
+
+    /** The importer refuses a memfd without F_SEAL_SHRINK|F_SEAL_GROW, so mapping a peer's queue proves it sealed. */
+    @Test
+    void theQueueAPeerMapsIsSealedAgainstResizing() {
+        Transport receiver = transport((id, hb, ho, hl, pb, po, pl) -> { }, Map.of());
+        MemfdImporter importer = (MemfdImporter) new MemfdPlugin().ipcImporter(TestContext.of(shared));
+        PayloadReader address = new PayloadReader(receiver.address());
+        address.u8("version");
+        address.relativePath("lease");
+        byte[] export = address.bytes("queue", address.u16("queue.length"));
+        long length = address.u64("queue.length");
+        try (var mapping = importer.map(new PayloadReader(export), length)) {
+            assertThat(mapping.segment().byteSize()).isEqualTo(length);
+        }
+    }
+
+    @Test
+    void aPeerThatGoesAwayFailsTheEndpointAndLeavesNoFiles() throws Exception {
+        Transport receiver = transport((id, hb, ho, hl, pb, po, pl) -> { }, Map.of("memfd.liveness.interval", "1ms"));
+        Transport sender = transport((id, hb, ho, hl, pb, po, pl) -> { }, Map.of("memfd.liveness.interval", "1ms"));
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, Arena.ofAuto().allocate(8))).isTrue();
+        receiver.close();
+        while (failure.get() == null) sender.progress();
+        assertThat(failure.get()).hasMessageContaining("died");
+        ep.close();
+        sender.close();
+        try (var files = Files.list(shared)) {
+            assertThat(files.toList()).isEmpty();
+        }
+    }
+}
