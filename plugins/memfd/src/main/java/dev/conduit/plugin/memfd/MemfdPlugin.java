@@ -5,6 +5,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.Seals;
+import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
 import dev.conduit.spi.Availability;
@@ -23,8 +24,6 @@ import dev.conduit.spi.Version;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -118,23 +117,18 @@ public final class MemfdPlugin implements ConduitPlugin {
 
     @Override
     public Set<Capability> capabilities() {
-        return EnumSet.of(Capability.MEMORY, Capability.IPC, Capability.AM, Capability.RMA, Capability.ATOMICS, Capability.WAKEUP);
+        return ShmPlugins.CAPABILITIES;
     }
 
-    /**
-     * Provider and importer are thread-safe, but a transport's endpoints keep per-connection state
-     * without locks: {@code SERIALIZED} at most, and the runtime's lock makes {@code MULTI} workers safe.
-     */
+    /** See {@link ShmPlugins#THREAD_MODES}. */
     @Override
     public Set<ThreadMode> threadModes() {
-        return EnumSet.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+        return ShmPlugins.THREAD_MODES;
     }
 
     @Override
     public List<ConfigKey<?>> configKeys() {
-        List<ConfigKey<?>> keys = new ArrayList<>(MemfdConfig.KEYS);
-        keys.addAll(ShmTransportConfig.keys(name()));
-        return List.copyOf(keys);
+        return ShmPlugins.configKeys(name(), MemfdConfig.KEYS);
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.Linux;
+import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
 import dev.conduit.spi.Availability;
@@ -15,8 +16,6 @@ import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.Version;
 
-import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 
@@ -94,23 +93,18 @@ public final class PosixPlugin implements ConduitPlugin {
 
     @Override
     public Set<Capability> capabilities() {
-        return EnumSet.of(Capability.MEMORY, Capability.IPC, Capability.AM, Capability.RMA, Capability.ATOMICS, Capability.WAKEUP);
+        return ShmPlugins.CAPABILITIES;
     }
 
-    /**
-     * Provider and importer are thread-safe, but a transport's endpoints keep per-connection state
-     * without locks: {@code SERIALIZED} at most, and the runtime's lock makes {@code MULTI} workers safe.
-     */
+    /** See {@link ShmPlugins#THREAD_MODES}. */
     @Override
     public Set<ThreadMode> threadModes() {
-        return EnumSet.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+        return ShmPlugins.THREAD_MODES;
     }
 
     @Override
     public List<ConfigKey<?>> configKeys() {
-        List<ConfigKey<?>> keys = new ArrayList<>(PosixConfig.KEYS);
-        keys.addAll(ShmTransportConfig.keys(name()));
-        return List.copyOf(keys);
+        return ShmPlugins.configKeys(name(), PosixConfig.KEYS);
     }
 
     /** A shared-memory plugin: priorities 100..199. */

@@ -1,0 +1,36 @@
+package dev.conduit.shm;
+
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.ThreadMode;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/** What every plugin built on {@link ShmTransport} declares the same way. */
+public final class ShmPlugins {
+
+    /** Memory, its export, and the transport with RMA, atomics and wake-up. */
+    public static final Set<Capability> CAPABILITIES = Collections.unmodifiableSet(EnumSet.of(
+            Capability.MEMORY, Capability.IPC, Capability.AM, Capability.RMA, Capability.ATOMICS, Capability.WAKEUP));
+
+    /**
+     * Providers and importers are thread-safe, but a transport's endpoints keep per-connection
+     * state without locks: {@code SERIALIZED} at most; the runtime's lock makes {@code MULTI}
+     * workers safe.
+     */
+    public static final Set<ThreadMode> THREAD_MODES = Collections.unmodifiableSet(EnumSet.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED));
+
+    private ShmPlugins() {
+    }
+
+    /** The plugin's own keys followed by the transport's, under the plugin's name. */
+    public static List<ConfigKey<?>> configKeys(String plugin, List<ConfigKey<?>> pluginKeys) {
+        List<ConfigKey<?>> keys = new ArrayList<>(pluginKeys);
+        keys.addAll(ShmTransportConfig.keys(plugin));
+        return List.copyOf(keys);
+    }
+}
