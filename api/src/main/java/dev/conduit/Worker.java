@@ -2,15 +2,29 @@ package dev.conduit;
 
 import dev.conduit.spi.ThreadMode;
 
+import java.time.Duration;
+
 /**
  * A progress engine and the owner of a receive queue in every selected transport, as UCX's
  * worker. Made by {@link Conduit#newWorker(ThreadMode)}.
  *
- * <p>Every call goes through the worker's thread-mode guard ({@link #threadPolicy()}): in
- * {@link ThreadMode#SINGLE} a call from any thread but the owner (the thread that created the
- * worker, on which its transports were opened) throws {@link WrongThreadException}; in {@link ThreadMode#SERIALIZED} overlapping calls
- * throw {@link dev.conduit.spi.ConcurrentUseException}; in {@link ThreadMode#MULTI} calls are
- * serialized by the runtime unless every transport declares {@code MULTI}.
+ * <pre>{@code
+ * // receiver                                    // sender
+ * worker.onMessage(7, m -> sum.add(m.payloadLong(0)));
+ * publish(worker.address().toBytes());            Endpoint ep = worker.connect(WorkerAddress.fromBytes(bytes));
+ * while (running) worker.progress();              ep.send(7, segmentHoldingALong);
+ * }</pre>
+ *
+ * <p>Every call except {@link #signal()} goes through the worker's thread-mode guard
+ * ({@link #threadPolicy()}), and so does every call on its endpoints: in {@link ThreadMode#SINGLE}
+ * a call from any thread but the owner (the thread that created the worker) throws
+ * {@link WrongThreadException}; in {@link ThreadMode#SERIALIZED} overlapping calls throw
+ * {@link dev.conduit.spi.ConcurrentUseException}; in {@link ThreadMode#MULTI} calls are serialized
+ * by the runtime unless every transport declares {@code MULTI}.
+ *
+ * <p>Message handlers and endpoint error handlers run on the thread that calls {@link #progress()}
+ * (or {@link #await}), inside the guard, so they may send; they may not call {@code progress()},
+ * {@code await} or {@link #close()} (which throw {@link IllegalStateException}).
  */
 public interface Worker extends AutoCloseable {
 
@@ -21,14 +35,91 @@ public interface Worker extends AutoCloseable {
     ThreadPolicy threadPolicy();
 
     /**
-     * Makes progress on every transport: delivers received messages to their handlers on this
-     * thread, completes operations, detects failed peers. Never blocks.
+     * This worker's address, to give to peers out of band: every transport's own address, most
+     * preferred transport first. Computed once.
      *
-     * @return the number of events handled
+     * @throws dev.conduit.spi.ConduitException when the transports' addresses do not fit the format
+     *         (at most 16 transports, 1 KiB each, 4 KiB in all)
+     */
+    WorkerAddress address();
+
+    /**
+     * Connects to a peer worker; its failure is only logged and visible through
+     * {@link Endpoint#isFailed()}. See {@link #connect(WorkerAddress, EndpointErrorHandler)}.
+     */
+    Endpoint connect(WorkerAddress peer);
+
+    /**
+     * Connects to a peer worker through the first of this worker's transports, in this worker's
+     * order of preference, that the peer also offers and that succeeds: each transport proves the
+     * peer reachable (opens what the peer published, completes its handshake) or says why not. No
+     * host id is compared.
+     *
+     * @param onError called once, on the progress thread, if the peer later fails
+     * @throws dev.conduit.spi.ConduitException listing each transport tried and why it failed, and the
+     *         peer's transports this worker does not have
+     */
+    Endpoint connect(WorkerAddress peer, EndpointErrorHandler onError);
+
+    /**
+     * Sets the handler for active messages with {@code id}, replacing any earlier one; {@code null}
+     * removes it. A message whose id has no handler is counted as unhandled, dropped, and logged
+     * once per id (logger {@code dev.conduit.worker}).
+     *
+     * @param id 0..65535
+     * @throws IllegalArgumentException for an id outside 0..65535
+     */
+    void onMessage(int id, MessageHandler handler);
+
+    /**
+     * Makes progress: first hands the endpoints' locally queued messages to their transports (in
+     * order, stopping at an endpoint's first refusal), then progresses every transport, which
+     * delivers received messages to their handlers on this thread, completes operations and detects
+     * failed peers, then calls the error handlers of endpoints that failed. Never blocks.
+     *
+     * <p>If a handler throws, the message still counts as delivered (never delivered again); the
+     * transport finishes its progress step, and then this method rethrows the exception (later
+     * ones of the same call are added to it as suppressed).
+     *
+     * @return the number of events handled: messages sent from local queues, plus what the
+     *         transports report
      */
     int progress();
 
-    /** Closes the worker's endpoints and transports. Idempotent. */
+    /**
+     * Sleeps until work may have arrived, {@link #signal()} is called, or {@code timeout} passes,
+     * for when an idle core matters more than latency (busy polling with {@link #progress()} is the
+     * default and the fastest). Call {@code progress()} after it returns.
+     *
+     * <ul>
+     * <li>It sleeps in the most preferred transport that can ({@link dev.conduit.spi.Capability#WAKEUP}).
+     *     When the worker has other transports, it sleeps in slices of at most 10 ms and progresses
+     *     the others between slices (delivering their messages), returning {@code true} as soon as
+     *     they had work; so does it, in slices of at most 1 ms, while endpoints have locally queued
+     *     messages, which it tries to send between slices. Under {@link ThreadPolicy#RUNTIME_LOCK}
+     *     slices are at most 1 ms and the lock is released between them, so other threads can
+     *     send.</li>
+     * <li>When no transport can sleep, it parks in slices of at most 1 ms, progressing the
+     *     transports between slices.</li>
+     * <li>A {@code signal()} while no thread awaits makes the next {@code await} return at once:
+     *     a wakeup is never lost, but one may be spurious.</li>
+     * </ul>
+     *
+     * @return {@code true} when woken (by a transport, a signal, or progress made between
+     *         slices), {@code false} when the timeout passed
+     */
+    boolean await(Duration timeout);
+
+    /**
+     * Wakes a thread sleeping in {@link #await}. Callable from any thread, at any time: it does not
+     * go through the thread-mode guard.
+     */
+    void signal();
+
+    /**
+     * Closes the worker's endpoints, newest first, then its transports. Errors are collected: the
+     * first is thrown with the others suppressed. Idempotent.
+     */
     @Override
     void close();
 }

@@ -1,9 +1,13 @@
 package dev.conduit.internal.worker;
 
+import dev.conduit.Endpoint;
+import dev.conduit.EndpointErrorHandler;
+import dev.conduit.MessageHandler;
 import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
-import dev.conduit.internal.RuntimePluginContext;
+import dev.conduit.WorkerAddress;
 import dev.conduit.internal.RuntimeKeys;
+import dev.conduit.internal.RuntimePluginContext;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.threading.ThreadConfinement;
@@ -12,46 +16,127 @@ import dev.conduit.internal.threading.ThreadPolicies;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.RemoteMemory;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
 
-import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
  * The runtime's worker: one transport of every selected plugin that provides one, all behind one
- * thread-mode guard, as a UCP worker over its UCT interfaces.
+ * thread-mode guard, as a UCP worker over its UCT interfaces. It owns what the application sees of
+ * messaging — the address, endpoints, the handler table, await — and enforces on top of every
+ * plugin: the guard on every call, order and exactly-once with local queuing, failure reporting.
+ *
+ * <p>Every application call enters the guard ({@link #enter()}), except {@link #signal()}. A
+ * handler runs inside the progress call that delivered it, so its calls re-enter the guard; when a
+ * thread-confined plugin delivers on its own thread (policy {@code CONFINED_THREAD}), that thread
+ * acts for the progress caller, who holds the guard and waits, so its calls skip the guard.
  */
 public final class RuntimeWorker implements Worker {
 
     private static final System.Logger LOG = System.getLogger("dev.conduit.worker");
+    /** Longest sleep in the preferred transport when others must be progressed too. */
+    static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    /** Longest sleep with no transport that can sleep, with queued messages, or under the runtime lock. */
+    static final long SHORT_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final VarHandle BACKLOGGED;
+
+    static {
+        try {
+            BACKLOGGED = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "backlogged", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private final ThreadMode mode;
     private final ThreadGuard guard;
     private final ThreadPolicy policy;
     private final Transport[] transports;
     private final String[] transportNames;
+    private final boolean[] rma;
+    private final boolean[] atomics;
+    /** The most preferred transport with WAKEUP, or -1. */
+    private final int wakeup;
+    /** Whether a transport is confined to a thread of its own (its handlers run there). */
+    private final boolean confining;
+    /** Whether calls may run concurrently ({@code PASS_THROUGH}): endpoints then lock their own state. */
+    private final boolean concurrent;
+    private final RemoteMemory remoteMemory;
     private final Consumer<AutoCloseable> onClose;
     private final MessageDispatch dispatch;
+    private final long idHigh;
+    private final long idLow;
+    private volatile WorkerAddress address;
     private volatile boolean closed;
 
-    private RuntimeWorker(ThreadMode mode, ThreadGuard guard, ThreadPolicy policy, Transport[] transports, String[] names,
-                          MessageDispatch dispatch, Consumer<AutoCloseable> onClose) {
+    private final Object endpointsLock = new Object();
+    /** Open endpoints, oldest first; copied on write (connect and close are rare, progress reads it). */
+    private volatile RuntimeEndpoint[] endpoints = new RuntimeEndpoint[0];
+    /** How many endpoints have locally queued messages. */
+    @SuppressWarnings("unused") // through BACKLOGGED
+    private volatile int backlogged;
+    /** Set when an endpoint failed; progress then calls the error handlers not called yet. */
+    private volatile boolean failuresToReport;
+    /** Transport endpoints a handler closed while their transport's progress was on the stack. */
+    private final List<TransportEndpoint> deferredCloses = new ArrayList<>();
+    private volatile boolean closesDeferred;
+    /** For {@link #await} without a WAKEUP transport. */
+    private final AtomicBoolean signalled = new AtomicBoolean();
+    private volatile Thread sleeper;
+
+    private RuntimeWorker(ThreadMode mode, ThreadGuard guard, ThreadPolicy policy, List<Transport> transports, List<PluginRecord> plugins,
+                          boolean confining, RemoteMemory remoteMemory, MessageDispatch dispatch, Consumer<AutoCloseable> onClose) {
         this.mode = mode;
         this.guard = guard;
         this.policy = policy;
-        this.transports = transports;
-        this.transportNames = names;
+        this.transports = transports.toArray(Transport[]::new);
+        int n = plugins.size();
+        this.transportNames = new String[n];
+        this.rma = new boolean[n];
+        this.atomics = new boolean[n];
+        int w = -1;
+        for (int i = 0; i < n; i++) {
+            PluginRecord r = plugins.get(i);
+            transportNames[i] = r.name();
+            rma[i] = r.capabilities().contains(Capability.RMA);
+            atomics[i] = r.capabilities().contains(Capability.ATOMICS);
+            if (w < 0 && r.capabilities().contains(Capability.WAKEUP)) w = i;
+        }
+        this.wakeup = w;
+        this.confining = confining;
+        this.concurrent = guard.policy() == ThreadPolicy.PASS_THROUGH;
+        this.remoteMemory = remoteMemory;
         this.dispatch = dispatch;
         this.onClose = onClose;
+        long hi;
+        long lo;
+        do {
+            hi = RANDOM.nextLong();
+            lo = RANDOM.nextLong();
+        } while (hi == 0 && lo == 0);
+        this.idHigh = hi;
+        this.idLow = lo;
     }
 
     /**
@@ -64,10 +149,10 @@ public final class RuntimeWorker implements Worker {
         Map<String, Set<ThreadMode>> declared = declaredModes(withTransport);
         Map<String, Boolean> confined = confinement(mode, withTransport, config.get(RuntimeKeys.THREAD_CONFINE));
         ThreadGuard guard = ThreadPolicies.guard(mode, declared, "worker");
-        ThreadPolicy policy = ThreadPolicies.reported(guard, confined.containsValue(true));
-        MessageDispatch dispatch = new MessageDispatch();
+        boolean anyConfined = confined.containsValue(true);
+        ThreadPolicy policy = ThreadPolicies.reported(guard, anyConfined);
+        MessageDispatch dispatch = new MessageDispatch(guard.policy() == ThreadPolicy.PASS_THROUGH);
         List<Transport> opened = new ArrayList<>();
-        List<String> names = new ArrayList<>();
         try {
             for (PluginRecord r : withTransport) {
                 TransportContext context = new WorkerTransportContext(RuntimePluginContext.of(config, sharedDirectory, r.name()),
@@ -85,7 +170,6 @@ public final class RuntimeWorker implements Worker {
                     t = r.plugin().openTransport(context);
                 }
                 opened.add(t);
-                names.add(r.name());
             }
         } catch (RuntimeException e) {
             for (Transport t : opened.reversed()) {
@@ -97,7 +181,7 @@ public final class RuntimeWorker implements Worker {
             }
             throw e;
         }
-        return new RuntimeWorker(mode, guard, policy, opened.toArray(Transport[]::new), names.toArray(String[]::new), dispatch, onClose);
+        return new RuntimeWorker(mode, guard, policy, opened, withTransport, anyConfined, remoteMemory, dispatch, onClose);
     }
 
     /**
@@ -134,6 +218,36 @@ public final class RuntimeWorker implements Worker {
         return confined;
     }
 
+    // ------------------------------------------------------------------ guard
+
+    /**
+     * Enters the guard for an application call; returns whether it did (pass the answer to
+     * {@link #exit(boolean)}). A confined transport's thread running a handler acts for the guard's
+     * holder and does not enter.
+     */
+    boolean enter() {
+        if (confining && dispatch.handling(Thread.currentThread())) return false;
+        guard.enter();
+        return true;
+    }
+
+    void exit(boolean entered) {
+        if (entered) guard.exit();
+    }
+
+    void ensureOpen() {
+        if (closed) throw new IllegalStateException("worker is closed");
+    }
+
+    private void ensureNotInHandler(MessageDispatch.Delivery d, String call) {
+        if (d.depth > 0) {
+            throw new IllegalStateException(call + " was called from a message or error handler; return from the handler instead "
+                    + "(the progress call that runs it goes on)");
+        }
+    }
+
+    // ------------------------------------------------------------------ what the application sees
+
     @Override
     public ThreadMode threadMode() {
         return mode;
@@ -149,66 +263,411 @@ public final class RuntimeWorker implements Worker {
         return List.of(transportNames);
     }
 
+    /** Messages that arrived for an id with no handler (tests, diagnostics). */
+    public long unhandledMessages() {
+        return dispatch.unhandled();
+    }
+
     @Override
-    public int progress() {
-        guard.enter();
+    public WorkerAddress address() {
+        boolean entered = enter();
         try {
             ensureOpen();
-            int events = 0;
-            for (Transport t : transports) {
-                events += t.progress();
-            }
-            return events;
+            WorkerAddress a = address;
+            if (a == null) address = a = buildAddress();
+            return a;
         } finally {
-            guard.exit();
+            exit(entered);
         }
     }
 
-    private void ensureOpen() {
-        if (closed) throw new IllegalStateException("worker is closed");
+    private WorkerAddress buildAddress() {
+        List<AddressFormat.Entry> entries = new ArrayList<>();
+        for (int i = 0; i < transports.length; i++) {
+            byte[] bytes = transports[i].address();
+            if (bytes == null) throw new ConduitException("transport '" + transportNames[i] + "' gave no address (null)");
+            if (bytes.length > AddressFormat.MAX_TRANSPORT_ADDRESS) {
+                throw new ConduitException("transport '" + transportNames[i] + "' gave an address of " + bytes.length + " bytes; at most "
+                        + AddressFormat.MAX_TRANSPORT_ADDRESS + " fit in a worker address (a plugin bug: report it to its author)");
+            }
+            entries.add(new AddressFormat.Entry(transportNames[i], bytes));
+        }
+        try {
+            return WorkerAddress.fromBytes(AddressFormat.encode(idHigh, idLow, entries));
+        } catch (IllegalArgumentException e) {
+            throw new ConduitException("this worker's transports do not fit in a worker address: " + e.getMessage()
+                    + ". Select fewer transports (CONDUIT_TRANSPORTS).", e);
+        }
     }
 
     @Override
+    public Endpoint connect(WorkerAddress peer) {
+        return connect(peer, null);
+    }
+
+    @Override
+    public Endpoint connect(WorkerAddress peer, EndpointErrorHandler onError) {
+        Objects.requireNonNull(peer, "peer");
+        boolean entered = enter();
+        try {
+            ensureOpen();
+            AddressFormat.Decoded decoded = AddressFormat.decode(peer.toBytes());
+            WorkerEvents.Connect event = new WorkerEvents.Connect();
+            event.begin();
+            List<String> reasons = new ArrayList<>();
+            List<Throwable> causes = new ArrayList<>();
+            for (int i = 0; i < transports.length; i++) {
+                String name = transportNames[i];
+                AddressFormat.Entry entry = decoded.entry(name);
+                if (entry == null) continue;
+                RuntimeEndpoint.Events events = new RuntimeEndpoint.Events(name);
+                TransportEndpoint te;
+                try {
+                    te = transports[i].connect(new PayloadReader(entry.address(), 0, entry.address().length, "address." + name + "."), events);
+                    if (te == null) throw new ConduitException("transport returned no endpoint (null)");
+                } catch (RuntimeException | LinkageError e) {
+                    reasons.add("'" + name + "': " + describe(e));
+                    causes.add(e);
+                    continue;
+                }
+                RuntimeEndpoint ep;
+                try {
+                    ep = new RuntimeEndpoint(this, name, peer.toString(), te, rma[i], atomics[i], concurrent, onError);
+                } catch (RuntimeException e) {
+                    reasons.add("'" + name + "': " + describe(e));
+                    causes.add(e);
+                    try {
+                        te.close();
+                    } catch (RuntimeException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
+                    continue;
+                }
+                events.bind(ep);
+                register(ep);
+                commit(event, peer, name, reasons);
+                return ep;
+            }
+            commit(event, peer, "", reasons);
+            ConduitException failure = new ConduitException(connectFailure(peer, decoded, reasons));
+            causes.forEach(failure::addSuppressed);
+            throw failure;
+        } finally {
+            exit(entered);
+        }
+    }
+
+    private static void commit(WorkerEvents.Connect event, WorkerAddress peer, String transport, List<String> reasons) {
+        if (event.shouldCommit()) {
+            event.peer = peer.toString();
+            event.transport = transport;
+            event.tried = reasons.size() + (transport.isEmpty() ? 0 : 1);
+            event.failures = String.join("; ", reasons);
+            event.commit();
+        }
+    }
+
+    private String connectFailure(WorkerAddress peer, AddressFormat.Decoded decoded, List<String> reasons) {
+        List<String> ours = List.of(transportNames);
+        List<String> lacking = peer.transports().stream().filter(t -> !ours.contains(t)).toList();
+        StringBuilder b = new StringBuilder("cannot connect to ").append(peer).append(": ");
+        if (reasons.isEmpty()) {
+            b.append("no transport in common: this worker has ").append(ours).append(", the peer offers ").append(peer.transports());
+        } else {
+            b.append("every transport tried failed, in this worker's order of preference: ").append(String.join("; ", reasons));
+            if (!lacking.isEmpty()) b.append(". The peer also offers ").append(lacking).append(", which this worker has no transport for");
+        }
+        if (!lacking.isEmpty()) {
+            b.append(" (install or select them here: 'conduit info' shows why a plugin is not selected)");
+        }
+        assert decoded.entries().size() == peer.transports().size();
+        return b.toString();
+    }
+
+    private static String describe(Throwable e) {
+        String m = e.getMessage();
+        return e instanceof ConduitException && m != null ? m : e.getClass().getName() + (m == null ? "" : ": " + m);
+    }
+
+    private void register(RuntimeEndpoint ep) {
+        synchronized (endpointsLock) {
+            RuntimeEndpoint[] now = endpoints;
+            RuntimeEndpoint[] next = Arrays.copyOf(now, now.length + 1);
+            next[now.length] = ep;
+            endpoints = next;
+        }
+        if (ep.isFailed()) failuresToReport = true; // failed while connecting
+    }
+
+    void removeEndpoint(RuntimeEndpoint ep) {
+        synchronized (endpointsLock) {
+            RuntimeEndpoint[] now = endpoints;
+            for (int i = 0; i < now.length; i++) {
+                if (now[i] == ep) {
+                    RuntimeEndpoint[] next = new RuntimeEndpoint[now.length - 1];
+                    System.arraycopy(now, 0, next, 0, i);
+                    System.arraycopy(now, i + 1, next, i, now.length - i - 1);
+                    endpoints = next;
+                    return;
+                }
+            }
+        }
+    }
+
+    @Override
+    public void onMessage(int id, MessageHandler handler) {
+        if ((id >>> 16) != 0) throw new IllegalArgumentException("active message id " + id + " is outside 0..65535");
+        boolean entered = enter();
+        try {
+            ensureOpen();
+            dispatch.setHandler(id, handler);
+        } finally {
+            exit(entered);
+        }
+    }
+
+    // ------------------------------------------------------------------ progress
+
+    @Override
+    public int progress() {
+        boolean entered = enter();
+        try {
+            ensureOpen();
+            MessageDispatch.Delivery d = dispatch.delivery();
+            ensureNotInHandler(d, "progress()");
+            int events;
+            try {
+                events = progressOnce(d, -1);
+            } catch (RuntimeException | Error e) {
+                d.attachTo(e); // a plugin failed after a handler threw: lose neither
+                throw e;
+            }
+            d.rethrow();
+            return events;
+        } finally {
+            exit(entered);
+        }
+    }
+
+    /**
+     * One round: drain local queues, progress every transport but {@code skip} (stopping after one
+     * whose handler threw), close what handlers closed, call error handlers.
+     */
+    private int progressOnce(MessageDispatch.Delivery d, int skip) {
+        int events = 0;
+        if (backlogged != 0) events += drainBacklogs();
+        d.inTransport++;
+        try {
+            for (int i = 0; i < transports.length; i++) {
+                if (i == skip) continue;
+                events += transports[i].progress();
+                if (d.failed()) break;
+            }
+        } finally {
+            d.inTransport--;
+        }
+        if (closesDeferred) runDeferredCloses();
+        if (failuresToReport) reportFailures(d);
+        return events;
+    }
+
+    private int drainBacklogs() {
+        int sent = 0;
+        for (RuntimeEndpoint ep : endpoints) {
+            if (ep.backlogged()) sent += ep.drain();
+        }
+        return sent;
+    }
+
+    void backlogChanged(int delta) {
+        BACKLOGGED.getAndAdd(this, delta);
+    }
+
+    void failureToReport() {
+        failuresToReport = true;
+    }
+
+    private void reportFailures(MessageDispatch.Delivery d) {
+        failuresToReport = false;
+        for (RuntimeEndpoint ep : endpoints) {
+            ep.reportFailure(d);
+        }
+    }
+
+    RemoteMemory remoteMemory() {
+        return remoteMemory;
+    }
+
+    /** Closes a transport endpoint now, or after the transport's progress step when one is on the stack. */
+    void closeTransportEndpoint(TransportEndpoint te) {
+        if (dispatch.delivery().inTransport > 0) {
+            synchronized (deferredCloses) {
+                deferredCloses.add(te);
+            }
+            closesDeferred = true;
+            return;
+        }
+        te.close();
+    }
+
+    private void runDeferredCloses() {
+        List<TransportEndpoint> toClose;
+        synchronized (deferredCloses) {
+            closesDeferred = false;
+            toClose = List.copyOf(deferredCloses);
+            deferredCloses.clear();
+        }
+        RuntimeException failure = null;
+        for (TransportEndpoint te : toClose) {
+            try {
+                te.close();
+            } catch (RuntimeException e) {
+                if (failure == null) failure = e;
+                else failure.addSuppressed(e);
+            }
+        }
+        if (failure != null) throw failure;
+    }
+
+    // ------------------------------------------------------------------ await and signal
+
+    @Override
+    public boolean await(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        long nanos;
+        try {
+            nanos = Math.min(timeout.toNanos(), Long.MAX_VALUE / 4);
+        } catch (ArithmeticException e) {
+            nanos = timeout.isNegative() ? 0 : Long.MAX_VALUE / 4;
+        }
+        boolean entered = enter();
+        try {
+            ensureOpen();
+            MessageDispatch.Delivery d = dispatch.delivery();
+            ensureNotInHandler(d, "await()");
+            try {
+                return awaitWork(d, System.nanoTime() + nanos, entered && guard.policy() == ThreadPolicy.RUNTIME_LOCK);
+            } catch (RuntimeException | Error e) {
+                d.attachTo(e);
+                throw e;
+            }
+        } finally {
+            exit(entered);
+        }
+    }
+
+    private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
+        Transport waker = wakeup >= 0 ? transports[wakeup] : null;
+        boolean others = transports.length > (waker == null ? 0 : 1);
+        if (waker == null && signalled.getAndSet(false)) return true;
+        while (true) {
+            if (failuresToReport) return true;
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0) return false;
+            long slice = remaining;
+            if (waker == null || backlogged != 0 || releaseLock) {
+                slice = Math.min(slice, SHORT_SLICE_NANOS);
+            } else if (others) {
+                slice = Math.min(slice, SLICE_NANOS);
+            }
+            if (waker != null) {
+                boolean woke;
+                d.inTransport++;
+                try {
+                    woke = waker.await(slice);
+                } finally {
+                    d.inTransport--;
+                }
+                if (woke) return true;
+            } else {
+                this.sleeper = Thread.currentThread();
+                try {
+                    if (!signalled.get()) LockSupport.parkNanos(this, slice);
+                } finally {
+                    this.sleeper = null;
+                }
+                if (signalled.getAndSet(false) || Thread.currentThread().isInterrupted()) return true;
+            }
+            int events = 0;
+            if (others) {
+                events = progressOnce(d, wakeup);
+            } else if (backlogged != 0) {
+                events = drainBacklogs();
+            }
+            d.rethrow();
+            if (events > 0) return true;
+            if (releaseLock) {
+                guard.exit();
+                guard.enter();
+                ensureOpen(); // another thread may have closed the worker meanwhile
+            }
+        }
+    }
+
+    @Override
+    public void signal() {
+        if (closed) return;
+        if (wakeup >= 0) {
+            transports[wakeup].signal();
+        } else {
+            signalled.set(true);
+            Thread t = sleeper;
+            if (t != null) LockSupport.unpark(t);
+        }
+    }
+
+    // ------------------------------------------------------------------ close
+
+    @Override
     public void close() {
-        guard.enter();
+        boolean entered = enter();
         try {
             if (closed) return;
+            ensureNotInHandler(dispatch.delivery(), "close()");
             closed = true;
             RuntimeException failure = null;
+            RuntimeEndpoint[] open;
+            synchronized (endpointsLock) {
+                open = endpoints;
+                endpoints = new RuntimeEndpoint[0];
+            }
+            for (int i = open.length - 1; i >= 0; i--) {
+                try {
+                    open[i].close(false);
+                } catch (RuntimeException e) {
+                    failure = collect(failure, e, "closing the worker's endpoints failed");
+                }
+            }
+            if (closesDeferred) {
+                try {
+                    runDeferredCloses();
+                } catch (RuntimeException e) {
+                    failure = collect(failure, e, "closing the worker's endpoints failed");
+                }
+            }
             for (int i = transports.length - 1; i >= 0; i--) {
                 try {
                     transports[i].close();
                 } catch (RuntimeException e) {
-                    if (failure == null) failure = new ConduitException("closing the worker's transports failed");
-                    failure.addSuppressed(e);
+                    failure = collect(failure, e, "closing the worker's transports failed");
                 }
             }
             onClose.accept(this);
             if (failure != null) throw failure;
         } finally {
-            guard.exit();
+            exit(entered);
         }
     }
 
-    /** Delivers received messages; counts those nobody handles, and says so once per id. */
-    static final class MessageDispatch implements MessageSink {
-        private final java.util.BitSet warned = new java.util.BitSet();
-        private long unhandled;
+    private static RuntimeException collect(RuntimeException failure, RuntimeException e, String what) {
+        if (failure == null) failure = new ConduitException(what + "; the causes are suppressed");
+        failure.addSuppressed(e);
+        return failure;
+    }
 
-        @Override
-        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
-                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
-            unhandled++;
-            if (id >= 0 && !warned.get(id)) {
-                warned.set(id);
-                LOG.log(System.Logger.Level.WARNING, "active message id " + id + " arrived but no handler is registered for it; "
-                        + "it was counted as unhandled");
-            }
-        }
-
-        long unhandled() {
-            return unhandled;
-        }
+    @Override
+    public String toString() {
+        return "Worker[" + mode + ", " + policy + ", " + List.of(transportNames) + (closed ? ", closed" : "") + "]";
     }
 
     private record WorkerTransportContext(RuntimePluginContext plugin, ThreadMode threadMode, MessageSink messageSink,

@@ -1,0 +1,126 @@
+package dev.conduit;
+
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PeerFailedException;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A connection from a {@link Worker} to a peer worker, over one transport
+ * ({@link Worker#connect(WorkerAddress)}): active messages to the peer's handlers, and RMA on the
+ * peer's exported regions.
+ *
+ * <p><b>Active messages</b> sent on one endpoint are delivered to the peer's handler for their id
+ * <b>in the order sent, exactly once</b>, while both workers live, whatever the transport. The
+ * runtime guarantees it for every plugin:
+ * <ul>
+ * <li>{@link #send} never blocks and never drops. When the transport cannot take a message now
+ *     (the peer's queue is full), the runtime copies it into this endpoint's local queue and
+ *     returns; {@link Worker#progress()} retries queued messages in order before anything else.
+ *     While messages are queued, new ones go behind them. {@link #pending()} says how many wait.</li>
+ * <li>The caller's segments may be reused as soon as {@code send} returns.</li>
+ * <li>Sizes are checked first: a header or payload larger than the transport carries is refused
+ *     with {@link IllegalArgumentException} naming the limit and the plugin; nothing is sent.</li>
+ * </ul>
+ *
+ * <p><b>Failure</b>: when the transport reports that the peer died, hung or broke the connection,
+ * the endpoint fails once: messages still queued locally are discarded (their number is in the
+ * exception's message, nothing disappears silently), the {@link EndpointErrorHandler} is called
+ * on the progress thread, and every later operation throws {@link PeerFailedException} (whose cause
+ * is {@link #failure()}). Messages the transport had already accepted are the peer's; if the peer
+ * died they are lost with it.
+ *
+ * <p><b>Threads</b>: every method but {@link #transport()} goes through the worker's thread-mode
+ * guard ({@link Worker#threadPolicy()}), exactly as the worker's own methods do: in
+ * {@code SINGLE} another thread gets {@link WrongThreadException}, in {@code SERIALIZED} an
+ * overlapping call gets {@link dev.conduit.spi.ConcurrentUseException}, in {@code MULTI} calls
+ * are serialized when a transport needs it. Sends from several threads on one endpoint are each
+ * delivered in the order their thread sent them.
+ *
+ * <p>Closing an endpoint closes its {@link PeerRegion}s and its transport connection; the peer
+ * sees the end of the connection, not a failure. Deliver queued messages first (progress the
+ * worker until {@link #pending()} is 0): close tries once to hand them to the transport, and
+ * discards and logs (logger {@code dev.conduit.worker}) what it still cannot.
+ */
+public interface Endpoint extends AutoCloseable {
+
+    /** The plugin whose transport carries this endpoint. */
+    String transport();
+
+    /**
+     * Sends active message {@code id} with a header and a payload (either may be empty). Returns at
+     * once: sent, or queued locally behind earlier messages.
+     *
+     * @param id 0..65535
+     * @throws IllegalArgumentException   for an id outside 0..65535, or a header or payload larger
+     *                                    than the transport's limit (the message names both)
+     * @throws PeerFailedException        when the endpoint has failed
+     * @throws IllegalStateException      when the endpoint or its worker is closed
+     */
+    void send(int id, MemorySegment header, MemorySegment payload);
+
+    /** Sends active message {@code id} with an empty header; see {@link #send(int, MemorySegment, MemorySegment)}. */
+    void send(int id, MemorySegment payload);
+
+    /** How many messages are queued locally, waiting for the transport to take them (0 once failed). */
+    long pending();
+
+    /**
+     * Opens a peer's exported region for RMA on this endpoint, from its IPC handle
+     * ({@link Region#exportHandle()}), through the runtime's IPC cache.
+     *
+     * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
+     * @throws dev.conduit.spi.ConduitException       when the region cannot be opened here
+     */
+    PeerRegion peerRegion(byte[] handle);
+
+    /**
+     * Copies all of {@code source} into {@code target} at {@code offset}. Complete at the target
+     * once {@link #flush()} returns (at once on shared-memory transports).
+     *
+     * @throws IndexOutOfBoundsException when {@code [offset, offset + source.byteSize())} is not inside {@code target}
+     * @throws NotSupportedException     when the transport has no RMA (capability RMA)
+     */
+    void put(MemorySegment source, PeerRegion target, long offset);
+
+    /**
+     * Copies {@code destination.byteSize()} bytes of {@code source} at {@code offset} into {@code destination}.
+     *
+     * @throws IndexOutOfBoundsException when the range is not inside {@code source}
+     * @throws NotSupportedException     when the transport has no RMA (capability RMA)
+     */
+    void get(PeerRegion source, long offset, MemorySegment destination);
+
+    /**
+     * Atomically adds {@code delta} to the 8-byte word at {@code offset} of {@code target} (native
+     * byte order of the target's host); returns the previous value.
+     *
+     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8
+     * @throws IndexOutOfBoundsException when the word is not inside {@code target}
+     * @throws NotSupportedException     when the transport has no atomics (capability ATOMICS)
+     */
+    long fetchAdd(PeerRegion target, long offset, long delta);
+
+    /**
+     * Atomically replaces the 8-byte word at {@code offset} of {@code target} with {@code desired}
+     * if it equals {@code expected}; returns the previous value (equal to {@code expected} on success).
+     *
+     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8
+     * @throws IndexOutOfBoundsException when the word is not inside {@code target}
+     * @throws NotSupportedException     when the transport has no atomics (capability ATOMICS)
+     */
+    long compareAndSwap(PeerRegion target, long offset, long expected, long desired);
+
+    /** Returns when every RMA operation issued on this endpoint before it is complete at the target. */
+    void flush();
+
+    /** Whether the peer failed (see {@link #failure()}). */
+    boolean isFailed();
+
+    /** Why the endpoint failed, or {@code null} while it has not. */
+    PeerFailedException failure();
+
+    /** Closes the peer regions opened through this endpoint and the connection. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,236 @@
+package dev.conduit;
+
+import dev.conduit.internal.worker.MessageAccess;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.Objects;
+
+/**
+ * One received active message, as a {@link MessageHandler} sees it: the id, the header and the
+ * payload, read where the transport received them (its shared receive queue or bounce buffer:
+ * zero-copy).
+ *
+ * <p><b>A flyweight, valid only during the handler call.</b> The runtime owns one {@code Message}
+ * per worker and points it at each message in turn, so delivering a message allocates nothing.
+ * When the handler returns, the runtime invalidates it: every method then throws
+ * {@link IllegalStateException}, and the bytes it showed may already hold another message. To keep
+ * a payload, copy it during the call: {@link #payloadToArray()}, or
+ * {@link #copyPayload(long, MemorySegment, long, long)} into memory of your own.
+ *
+ * <p><b>Zero allocation</b> comes from the accessors: {@link #payloadByte}, {@link #payloadShort},
+ * {@link #payloadInt}, {@link #payloadLong}, {@code copyPayload}, and the same for the header. They
+ * read <b>little-endian</b> (whatever the platform's order, so peers on other hosts agree) at any
+ * alignment, and check {@code offset} against the message (not against the transport's buffer):
+ * an access outside it throws {@link IndexOutOfBoundsException}.
+ *
+ * <p>{@link #payload()} and {@link #header()} are for convenience: they return read-only views of
+ * the received bytes (zero-copy, but each call allocates a small segment object). A view must not
+ * be used after the handler returns either: the runtime cannot revoke it, so it stays readable
+ * (never crashing the JVM: it is bounded and scoped like the transport's own memory) but its bytes
+ * are then the transport's to reuse, i.e. undefined.
+ *
+ * <p>Not thread-safe: use it on the thread that runs the handler.
+ */
+public final class Message {
+
+    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    /** The largest array {@link #payloadToArray()} can return. */
+    private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
+
+    static {
+        MessageAccess.install(new Access());
+    }
+
+    private boolean valid;
+    private int id;
+    private MemorySegment headerBuffer;
+    private long headerOffset;
+    private int headerLength;
+    private MemorySegment payloadBuffer;
+    private long payloadOffset;
+    private long payloadLength;
+
+    private Message() {
+    }
+
+    private void check() {
+        if (!valid) {
+            throw new IllegalStateException("this Message is only valid during the handler call that received it; "
+                    + "copy the payload (payloadToArray(), copyPayload(...)) to keep it");
+        }
+    }
+
+    /** The active-message id the sender used, 0..65535. */
+    public int id() {
+        check();
+        return id;
+    }
+
+    /** The header's length in bytes (0 when the sender gave none). */
+    public int headerSize() {
+        check();
+        return headerLength;
+    }
+
+    /** The payload's length in bytes. */
+    public long payloadSize() {
+        check();
+        return payloadLength;
+    }
+
+    // ---- payload ----
+
+    /** The payload byte at {@code offset}. */
+    public byte payloadByte(long offset) {
+        check();
+        Objects.checkIndex(offset, payloadLength);
+        return payloadBuffer.get(ValueLayout.JAVA_BYTE, payloadOffset + offset);
+    }
+
+    /** The little-endian 16-bit value at {@code offset} of the payload. */
+    public short payloadShort(long offset) {
+        check();
+        Objects.checkFromIndexSize(offset, 2, payloadLength);
+        return payloadBuffer.get(SHORT, payloadOffset + offset);
+    }
+
+    /** The little-endian 32-bit value at {@code offset} of the payload. */
+    public int payloadInt(long offset) {
+        check();
+        Objects.checkFromIndexSize(offset, 4, payloadLength);
+        return payloadBuffer.get(INT, payloadOffset + offset);
+    }
+
+    /** The little-endian 64-bit value at {@code offset} of the payload. */
+    public long payloadLong(long offset) {
+        check();
+        Objects.checkFromIndexSize(offset, 8, payloadLength);
+        return payloadBuffer.get(LONG, payloadOffset + offset);
+    }
+
+    /** Copies {@code length} payload bytes from {@code offset} to {@code destination} at {@code destinationOffset}. */
+    public void copyPayload(long offset, MemorySegment destination, long destinationOffset, long length) {
+        check();
+        Objects.checkFromIndexSize(offset, length, payloadLength);
+        MemorySegment.copy(payloadBuffer, payloadOffset + offset, destination, destinationOffset, length);
+    }
+
+    /** Copies {@code length} payload bytes from {@code offset} into {@code destination} at {@code destinationOffset}. */
+    public void copyPayload(long offset, byte[] destination, int destinationOffset, int length) {
+        check();
+        Objects.checkFromIndexSize(offset, length, payloadLength);
+        MemorySegment.copy(payloadBuffer, ValueLayout.JAVA_BYTE, payloadOffset + offset, destination, destinationOffset, length);
+    }
+
+    /** A copy of the payload, the simplest way to keep it. */
+    public byte[] payloadToArray() {
+        check();
+        if (payloadLength > MAX_ARRAY) {
+            throw new IllegalStateException("payload of " + payloadLength + " bytes does not fit in an array; use copyPayload");
+        }
+        byte[] copy = new byte[(int) payloadLength];
+        MemorySegment.copy(payloadBuffer, ValueLayout.JAVA_BYTE, payloadOffset, copy, 0, copy.length);
+        return copy;
+    }
+
+    /** A read-only view of the payload where it was received (allocates the view; valid during the handler call only). */
+    public MemorySegment payload() {
+        check();
+        return payloadBuffer.asSlice(payloadOffset, payloadLength).asReadOnly();
+    }
+
+    // ---- header ----
+
+    /** The header byte at {@code offset}. */
+    public byte headerByte(long offset) {
+        check();
+        Objects.checkIndex(offset, headerLength);
+        return headerBuffer.get(ValueLayout.JAVA_BYTE, headerOffset + offset);
+    }
+
+    /** The little-endian 16-bit value at {@code offset} of the header. */
+    public short headerShort(long offset) {
+        check();
+        Objects.checkFromIndexSize(offset, 2, headerLength);
+        return headerBuffer.get(SHORT, headerOffset + offset);
+    }
+
+    /** The little-endian 32-bit value at {@code offset} of the header. */
+    public int headerInt(long offset) {
+        check();
+        Objects.checkFromIndexSize(offset, 4, headerLength);
+        return headerBuffer.get(INT, headerOffset + offset);
+    }
+
+    /** The little-endian 64-bit value at {@code offset} of the header. */
+    public long headerLong(long offset) {
+        check();
+        Objects.checkFromIndexSize(offset, 8, headerLength);
+        return headerBuffer.get(LONG, headerOffset + offset);
+    }
+
+    /** Copies {@code length} header bytes from {@code offset} to {@code destination} at {@code destinationOffset}. */
+    public void copyHeader(long offset, MemorySegment destination, long destinationOffset, long length) {
+        check();
+        Objects.checkFromIndexSize(offset, length, headerLength);
+        MemorySegment.copy(headerBuffer, headerOffset + offset, destination, destinationOffset, length);
+    }
+
+    /** Copies {@code length} header bytes from {@code offset} into {@code destination} at {@code destinationOffset}. */
+    public void copyHeader(long offset, byte[] destination, int destinationOffset, int length) {
+        check();
+        Objects.checkFromIndexSize(offset, length, headerLength);
+        MemorySegment.copy(headerBuffer, ValueLayout.JAVA_BYTE, headerOffset + offset, destination, destinationOffset, length);
+    }
+
+    /** A copy of the header. */
+    public byte[] headerToArray() {
+        check();
+        byte[] copy = new byte[headerLength];
+        MemorySegment.copy(headerBuffer, ValueLayout.JAVA_BYTE, headerOffset, copy, 0, copy.length);
+        return copy;
+    }
+
+    /** A read-only view of the header where it was received (allocates the view; valid during the handler call only). */
+    public MemorySegment header() {
+        check();
+        return headerBuffer.asSlice(headerOffset, headerLength).asReadOnly();
+    }
+
+    /** Describes the message, or says that it is no longer valid; never throws. */
+    @Override
+    public String toString() {
+        return valid ? "Message[id=" + id + ", header=" + headerLength + " B, payload=" + payloadLength + " B]" : "Message[invalid]";
+    }
+
+    private static final class Access extends MessageAccess {
+        @Override
+        public Message create() {
+            return new Message();
+        }
+
+        @Override
+        public void fill(Message m, int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                         MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            m.id = id;
+            m.headerBuffer = headerBuffer;
+            m.headerOffset = headerOffset;
+            m.headerLength = headerLength;
+            m.payloadBuffer = payloadBuffer;
+            m.payloadOffset = payloadOffset;
+            m.payloadLength = payloadLength;
+            m.valid = true;
+        }
+
+        @Override
+        public void invalidate(Message m) {
+            m.valid = false;
+            m.headerBuffer = null;
+            m.payloadBuffer = null;
+        }
+    }
+}

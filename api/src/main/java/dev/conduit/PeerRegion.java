@@ -1,0 +1,25 @@
+package dev.conduit;
+
+/**
+ * A peer's exported region, as a target or source of RMA on the endpoint that opened it
+ * ({@link Endpoint#peerRegion(byte[])}).
+ *
+ * <p>Made from the peer's IPC handle ({@link Region#exportHandle()}): the handle is validated
+ * field by field and, when this process can map the region (same host), mapped through the
+ * runtime's IPC cache, so opening a region again is cheap. {@link #close()} releases this use of
+ * the cached mapping; closing the endpoint or the worker closes the regions opened through it.
+ * Operations on a closed region throw {@link IllegalStateException}. Thread-safe; it is used
+ * in operations of the endpoint that opened it, under that endpoint's thread mode.
+ */
+public interface PeerRegion extends AutoCloseable {
+
+    /** The region's length in bytes: RMA offsets and lengths are checked against it. */
+    long size();
+
+    /** The plugin that exported it. */
+    String plugin();
+
+    /** Releases the region. Idempotent. */
+    @Override
+    void close();
+}

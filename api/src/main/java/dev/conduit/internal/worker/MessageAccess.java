@@ -1,0 +1,44 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Message;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The runtime's access to {@link Message}'s non-public state, which lives in another package: the
+ * class installs an implementation when it is initialized (as the JDK's {@code SharedSecrets}).
+ * This package is not exported, so applications cannot reach it.
+ */
+public abstract class MessageAccess {
+
+    private static volatile MessageAccess instance;
+
+    /** Called once, by {@link Message}'s static initializer. */
+    public static void install(MessageAccess access) {
+        if (instance != null) throw new IllegalStateException("already installed");
+        instance = access;
+    }
+
+    static MessageAccess get() {
+        MessageAccess a = instance;
+        if (a == null) {
+            try {
+                Class.forName(Message.class.getName(), true, Message.class.getClassLoader());
+            } catch (ClassNotFoundException e) {
+                throw new AssertionError(e);
+            }
+            a = instance;
+        }
+        return a;
+    }
+
+    /** A new, invalid flyweight. */
+    public abstract Message create();
+
+    /** Points {@code m} at one message and makes it valid. */
+    public abstract void fill(Message m, int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength);
+
+    /** Makes {@code m} invalid and drops its references to the transport's buffers. */
+    public abstract void invalidate(Message m);
+}

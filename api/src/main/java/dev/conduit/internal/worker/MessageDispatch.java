@@ -1,0 +1,183 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Message;
+import dev.conduit.MessageHandler;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MessageSink;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.BitSet;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A worker's {@link MessageSink}: looks the handler up by id, points the {@link Message} flyweight
+ * at the message, calls the handler, invalidates the flyweight. Allocates nothing per message.
+ *
+ * <p>Handlers live in a two-level table: 256 pages of 256 entries, a page made when the first id in
+ * it gets a handler, so a worker that uses a few ids costs a few KiB, not 65536 references. Writes
+ * are release stores, lookups acquire loads, so a handler set on one thread is seen by a
+ * progressing thread in every mode.
+ *
+ * <p>A handler's exception is caught here, so the transport finishes its progress step undisturbed
+ * (the message is consumed: neither lost nor redelivered), and kept in the {@link Delivery} for
+ * the worker to rethrow after the transport returns.
+ */
+final class MessageDispatch implements MessageSink {
+
+    private static final System.Logger LOG = System.getLogger("dev.conduit.worker");
+    private static final VarHandle PAGES = MethodHandles.arrayElementVarHandle(MessageHandler[][].class);
+    private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(MessageHandler[].class);
+    /** Exceptions beyond the first of one progress call kept as suppressed, at most. */
+    private static final int MAX_SUPPRESSED = 16;
+
+    private final MessageHandler[][] pages = new MessageHandler[256][];
+    private final MessageAccess access = MessageAccess.get();
+    /** The one delivery context when calls are exclusive (any guard but pass-through), else {@code null}. */
+    private final Delivery shared;
+    private final ThreadLocal<Delivery> perThread;
+    private final AtomicLong unhandled = new AtomicLong();
+    private final BitSet warned = new BitSet();
+
+    /**
+     * @param concurrent whether several threads may deliver at once (a {@code MULTI} worker whose
+     *                   plugins all declare {@code MULTI}): each thread then gets its own flyweight
+     */
+    MessageDispatch(boolean concurrent) {
+        if (concurrent) {
+            shared = null;
+            perThread = ThreadLocal.withInitial(() -> new Delivery(access.create()));
+        } else {
+            shared = new Delivery(access.create());
+            perThread = null;
+        }
+    }
+
+    /** The delivery context of the calling thread. */
+    Delivery delivery() {
+        return shared != null ? shared : perThread.get();
+    }
+
+    /** Whether {@code thread} is running a handler of this worker right now (only meaningful for exclusive workers). */
+    boolean handling(Thread thread) {
+        Delivery d = shared;
+        return d != null && d.depth > 0 && d.thread == thread;
+    }
+
+    void setHandler(int id, MessageHandler handler) {
+        synchronized (pages) {
+            int p = id >>> 8;
+            MessageHandler[] page = pages[p];
+            if (page == null) {
+                if (handler == null) return;
+                page = new MessageHandler[256];
+                PAGES.setRelease(pages, p, page);
+            }
+            SLOTS.setRelease(page, id & 0xFF, handler);
+        }
+    }
+
+    MessageHandler handler(int id) {
+        if ((id >>> 16) != 0) return null;
+        MessageHandler[] page = (MessageHandler[]) PAGES.getAcquire(pages, id >>> 8);
+        return page == null ? null : (MessageHandler) SLOTS.getAcquire(page, id & 0xFF);
+    }
+
+    @Override
+    public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                          MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+        MessageHandler handler = handler(id);
+        if (handler == null) {
+            unhandled(id);
+            return;
+        }
+        Delivery d = delivery();
+        // A delivery nested in a handler (a plugin delivering from a call the handler made) gets a
+        // flyweight of its own, so the outer handler's message stays valid.
+        Message m = d.depth == 0 ? d.message : access.create();
+        access.fill(m, id, headerBuffer == null ? MemorySegment.NULL : headerBuffer, headerOffset, headerLength,
+                payloadBuffer == null ? MemorySegment.NULL : payloadBuffer, payloadOffset, payloadLength);
+        Thread previous = d.thread;
+        d.thread = Thread.currentThread();
+        d.depth++;
+        try {
+            handler.onMessage(m);
+        } catch (Throwable t) {
+            d.fail(t);
+        } finally {
+            d.depth--;
+            d.thread = previous;
+            access.invalidate(m);
+        }
+    }
+
+    private void unhandled(int id) {
+        unhandled.incrementAndGet();
+        boolean first;
+        synchronized (warned) {
+            first = id >= 0 && !warned.get(id);
+            if (first) warned.set(id);
+        }
+        if (first) {
+            LOG.log(System.Logger.Level.WARNING, "active message id " + id + " arrived but no handler is registered for it; "
+                    + "it was dropped and counted as unhandled (further ones are counted silently)");
+        }
+    }
+
+    long unhandled() {
+        return unhandled.get();
+    }
+
+    /**
+     * What one thread's delivery needs: its flyweight, whether a handler runs (and on which
+     * thread: a confined transport runs it on its own thread), whether a transport's progress is on
+     * the stack, and the handler exceptions to rethrow.
+     */
+    static final class Delivery {
+        final Message message;
+        /** Handlers (message or error) running now. */
+        int depth;
+        /** Transport progress or await calls on the stack. */
+        int inTransport;
+        Thread thread;
+        private Throwable failure;
+        private int suppressed;
+
+        Delivery(Message message) {
+            this.message = message;
+        }
+
+        void fail(Throwable t) {
+            if (failure == null) {
+                failure = t;
+            } else if (t != failure && suppressed < MAX_SUPPRESSED) {
+                suppressed++;
+                failure.addSuppressed(t);
+            }
+        }
+
+        boolean failed() {
+            return failure != null;
+        }
+
+        /** Adds the kept handler exception, if any, to {@code e} (which the worker throws instead) and forgets it. */
+        void attachTo(Throwable e) {
+            Throwable t = failure;
+            failure = null;
+            suppressed = 0;
+            if (t != null && t != e) e.addSuppressed(t);
+        }
+
+        /** Throws the kept handler exception, if any, and forgets it. */
+        void rethrow() {
+            Throwable t = failure;
+            if (t == null) return;
+            failure = null;
+            suppressed = 0;
+            if (t instanceof RuntimeException r) throw r;
+            if (t instanceof Error e) throw e;
+            throw new ConduitException("a message handler threw " + t, t);
+        }
+    }
+}

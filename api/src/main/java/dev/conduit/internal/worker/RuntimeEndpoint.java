@@ -1,0 +1,572 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Endpoint;
+import dev.conduit.EndpointErrorHandler;
+import dev.conduit.PeerRegion;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.TransportEndpoint;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The runtime's endpoint over one plugin's {@link TransportEndpoint}: it enforces, for every
+ * plugin, the thread-mode guard, size limits, order and exactly-once with local queuing when the
+ * transport is full ({@link PendingQueue}), failure (once, nothing discarded silently) and RMA
+ * bounds.
+ *
+ * <p>Its own state (queue, failure, closed) is protected by the worker's guard when that guard
+ * serializes calls; under {@code PASS_THROUGH} (a {@code MULTI} worker over {@code MULTI} plugins)
+ * by a lock of its own, so different endpoints stay concurrent and sends on one endpoint keep
+ * their order relative to the queue.
+ */
+final class RuntimeEndpoint implements Endpoint {
+
+    private static final System.Logger LOG = System.getLogger("dev.conduit.worker");
+    private static final VarHandle NOTIFIED;
+
+    static {
+        try {
+            NOTIFIED = MethodHandles.lookup().findVarHandle(RuntimeEndpoint.class, "notified", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final RuntimeWorker worker;
+    private final String transport;
+    private final String peer;
+    private final boolean rma;
+    private final boolean atomics;
+    private final EndpointErrorHandler onError;
+    /** {@code null} unless the worker's guard lets calls through concurrently. */
+    private final ReentrantLock lock;
+    private final PendingQueue pending = new PendingQueue();
+    private final List<RuntimePeerRegion> regions = new ArrayList<>();
+    private final TransportEndpoint te;
+    private final int maxHeader;
+    private final long maxPayload;
+    /** Whether {@link #pending} is not empty (counted once in the worker's backlog count). */
+    private volatile boolean backlogged;
+    private volatile PeerFailedException failure;
+    private volatile boolean closed;
+    @SuppressWarnings("unused") // through NOTIFIED
+    private volatile boolean notified;
+
+    /**
+     * Wraps a connected transport endpoint, reading its limits once.
+     *
+     * @throws IllegalStateException when the transport reports negative limits
+     */
+    RuntimeEndpoint(RuntimeWorker worker, String transport, String peer, TransportEndpoint te, boolean rma, boolean atomics,
+                    boolean locked, EndpointErrorHandler onError) {
+        int h = te.maxHeaderSize();
+        long p = te.maxPayloadSize();
+        if (h < 0 || p < 0) {
+            throw new IllegalStateException("transport '" + transport + "' reports negative size limits (header " + h + ", payload " + p + ")");
+        }
+        this.worker = worker;
+        this.transport = transport;
+        this.peer = peer;
+        this.te = te;
+        this.maxHeader = h;
+        this.maxPayload = p;
+        this.rma = rma;
+        this.atomics = atomics;
+        this.lock = locked ? new ReentrantLock() : null;
+        this.onError = onError;
+    }
+
+    @Override
+    public String transport() {
+        return transport;
+    }
+
+    // ---------------------------------------------------------------- active messages
+
+    @Override
+    public void send(int id, MemorySegment payload) {
+        send(id, MemorySegment.NULL, payload);
+    }
+
+    @Override
+    public void send(int id, MemorySegment header, MemorySegment payload) {
+        boolean entered = worker.enter();
+        try {
+            Objects.requireNonNull(header, "header");
+            Objects.requireNonNull(payload, "payload");
+            if ((id >>> 16) != 0) throw new IllegalArgumentException("active message id " + id + " is outside 0..65535");
+            long hl = header.byteSize();
+            if (hl > maxHeader) throw tooLarge("header", hl, maxHeader);
+            long pl = payload.byteSize();
+            if (pl > maxPayload) throw tooLarge("payload", pl, maxPayload);
+            lock();
+            try {
+                checkUsable();
+                if (pending.isEmpty()) {
+                    boolean sent;
+                    try {
+                        sent = te.trySend(id, header, payload);
+                    } catch (PeerFailedException e) {
+                        throw failedNow(e);
+                    }
+                    if (sent) return;
+                    pending.add(id, header, payload);
+                    backlogged = true;
+                    worker.backlogChanged(1);
+                } else {
+                    pending.add(id, header, payload);
+                }
+            } finally {
+                unlock();
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    private IllegalArgumentException tooLarge(String what, long size, long limit) {
+        return new IllegalArgumentException(what + " of " + size + " bytes is larger than transport '" + transport
+                + "' carries on this endpoint (" + limit + " bytes); send less, or raise the plugin's limit (its keys are listed by 'conduit info')");
+    }
+
+    @Override
+    public long pending() {
+        boolean entered = worker.enter();
+        try {
+            lock();
+            try {
+                return pending.messages();
+            } finally {
+                unlock();
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    boolean backlogged() {
+        return backlogged;
+    }
+
+    /**
+     * Hands queued messages to the transport in order, stopping at its first refusal. Called by the
+     * worker's progress, inside its guard.
+     *
+     * @return how many the transport took
+     */
+    int drain() {
+        lock();
+        try {
+            if (!backlogged) return 0;
+            int sent = 0;
+            while (!pending.isEmpty()) {
+                boolean ok;
+                try {
+                    ok = te.trySend(pending.headId(), pending.headHeader(), pending.headPayload());
+                } catch (PeerFailedException e) {
+                    fail(e);
+                    return sent;
+                }
+                if (!ok) return sent;
+                pending.remove();
+                sent++;
+            }
+            backlogged = false;
+            worker.backlogChanged(-1);
+            return sent;
+        } finally {
+            unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- failure
+
+    @Override
+    public boolean isFailed() {
+        boolean entered = worker.enter();
+        try {
+            return failure != null;
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    @Override
+    public PeerFailedException failure() {
+        boolean entered = worker.enter();
+        try {
+            return failure;
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    /**
+     * Fails the endpoint once: discards and counts the local queue, keeps the failure, and asks the
+     * worker to call the error handler on its progress thread. Ignored once failed or closed.
+     */
+    void fail(PeerFailedException cause) {
+        lock();
+        try {
+            if (failure != null || closed) return;
+            long messages = pending.messages();
+            long bytes = pending.bytes();
+            pending.clear();
+            if (backlogged) {
+                backlogged = false;
+                worker.backlogChanged(-1);
+            }
+            String discarded = messages == 0 ? "no message was waiting in the local queue"
+                    : messages + (messages == 1 ? " message" : " messages") + " (" + bytes + " bytes) waiting in the local queue "
+                      + (messages == 1 ? "was" : "were") + " discarded";
+            failure = new PeerFailedException("endpoint over '" + transport + "' to " + peer + " failed: " + cause.getMessage()
+                    + "; " + discarded, cause);
+            WorkerEvents.EndpointFailure event = new WorkerEvents.EndpointFailure();
+            if (event.shouldCommit()) {
+                event.transport = transport;
+                event.peer = peer;
+                event.reason = cause.getMessage();
+                event.discardedMessages = messages;
+                event.discardedBytes = bytes;
+                event.commit();
+            }
+        } finally {
+            unlock();
+        }
+        worker.failureToReport();
+    }
+
+    /** Fails the endpoint because an operation found the peer dead; returns what the caller throws. */
+    private PeerFailedException failedNow(PeerFailedException e) {
+        fail(e);
+        return failure == null ? e : rethrowable();
+    }
+
+    private PeerFailedException rethrowable() {
+        PeerFailedException f = failure;
+        return new PeerFailedException(f.getMessage(), f);
+    }
+
+    /**
+     * Calls the error handler if the endpoint failed and it was not called yet. On the progress
+     * thread, inside the worker's guard; its exception goes to {@code delivery}.
+     */
+    void reportFailure(MessageDispatch.Delivery delivery) {
+        PeerFailedException f = failure;
+        if (f == null || !NOTIFIED.compareAndSet(this, false, true)) return;
+        Thread previous = delivery.thread;
+        delivery.thread = Thread.currentThread();
+        delivery.depth++;
+        try {
+            if (onError != null) {
+                onError.onError(this, f);
+            } else {
+                LOG.log(System.Logger.Level.WARNING, f.getMessage() + " (no error handler was given to connect)");
+            }
+        } catch (Throwable t) {
+            delivery.fail(t);
+        } finally {
+            delivery.depth--;
+            delivery.thread = previous;
+        }
+    }
+
+    /** Fails unless the endpoint can be used: open, worker open, not failed. */
+    private void checkUsable() {
+        if (closed) throw new IllegalStateException("endpoint over '" + transport + "' to " + peer + " is closed");
+        worker.ensureOpen();
+        if (failure != null) throw rethrowable();
+    }
+
+    // ---------------------------------------------------------------- RMA
+
+    @Override
+    public PeerRegion peerRegion(byte[] handle) {
+        Objects.requireNonNull(handle, "handle");
+        boolean entered = worker.enter();
+        try {
+            checkUsable();
+            RuntimePeerRegion region = new RuntimePeerRegion(this, worker.remoteMemory().open(handle));
+            synchronized (regions) {
+                regions.add(region);
+            }
+            return region;
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    void regionClosed(RuntimePeerRegion region) {
+        synchronized (regions) {
+            regions.remove(region);
+        }
+    }
+
+    @Override
+    public void put(MemorySegment source, PeerRegion target, long offset) {
+        Objects.requireNonNull(source, "source");
+        boolean entered = worker.enter();
+        try {
+            RemoteRegion r = region(target, "put");
+            checkRange("put", offset, source.byteSize(), target);
+            requireCapability(rma, "put", "RMA");
+            checkUsable();
+            try {
+                te.put(source, r, offset);
+            } catch (PeerFailedException e) {
+                throw failedNow(e);
+            } catch (NotSupportedException e) {
+                throw unsupported("put", "RMA", e);
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    @Override
+    public void get(PeerRegion source, long offset, MemorySegment destination) {
+        Objects.requireNonNull(destination, "destination");
+        boolean entered = worker.enter();
+        try {
+            RemoteRegion r = region(source, "get");
+            checkRange("get", offset, destination.byteSize(), source);
+            if (destination.isReadOnly()) throw new IllegalArgumentException("get into a read-only destination segment");
+            requireCapability(rma, "get", "RMA");
+            checkUsable();
+            try {
+                te.get(r, offset, destination);
+            } catch (PeerFailedException e) {
+                throw failedNow(e);
+            } catch (NotSupportedException e) {
+                throw unsupported("get", "RMA", e);
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    @Override
+    public long fetchAdd(PeerRegion target, long offset, long delta) {
+        boolean entered = worker.enter();
+        try {
+            RemoteRegion r = region(target, "fetchAdd");
+            checkWord("fetchAdd", offset, target);
+            requireCapability(atomics, "fetchAdd", "ATOMICS");
+            checkUsable();
+            try {
+                return te.fetchAdd(r, offset, delta);
+            } catch (PeerFailedException e) {
+                throw failedNow(e);
+            } catch (NotSupportedException e) {
+                throw unsupported("fetchAdd", "ATOMICS", e);
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    @Override
+    public long compareAndSwap(PeerRegion target, long offset, long expected, long desired) {
+        boolean entered = worker.enter();
+        try {
+            RemoteRegion r = region(target, "compareAndSwap");
+            checkWord("compareAndSwap", offset, target);
+            requireCapability(atomics, "compareAndSwap", "ATOMICS");
+            checkUsable();
+            try {
+                return te.compareAndSwap(r, offset, expected, desired);
+            } catch (PeerFailedException e) {
+                throw failedNow(e);
+            } catch (NotSupportedException e) {
+                throw unsupported("compareAndSwap", "ATOMICS", e);
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    @Override
+    public void flush() {
+        boolean entered = worker.enter();
+        try {
+            checkUsable();
+            try {
+                te.flush();
+            } catch (PeerFailedException e) {
+                throw failedNow(e);
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    private RemoteRegion region(PeerRegion region, String op) {
+        Objects.requireNonNull(region, "region");
+        if (!(region instanceof RuntimePeerRegion r) || r.owner != this) {
+            throw new IllegalArgumentException(op + ": the PeerRegion was not opened through this endpoint; open it with peerRegion(handle) on the endpoint that uses it");
+        }
+        return r.remote();
+    }
+
+    private static void checkRange(String op, long offset, long length, PeerRegion region) {
+        long size = region.size();
+        if (offset < 0 || offset > size || length > size - offset) {
+            throw new IndexOutOfBoundsException(op + " of " + length + " bytes at offset " + offset + " is outside the peer region of "
+                    + size + " bytes");
+        }
+    }
+
+    private static void checkWord(String op, long offset, PeerRegion region) {
+        if ((offset & 7) != 0) {
+            throw new IllegalArgumentException(op + " at offset " + offset + ": atomics work on 8-byte words at offsets that are a multiple of 8");
+        }
+        checkRange(op, offset, 8, region);
+    }
+
+    private void requireCapability(boolean declared, String op, String capability) {
+        if (!declared) {
+            throw new NotSupportedException(op + ": transport '" + transport + "' of this endpoint does not declare capability " + capability
+                    + "; connect through a transport that does");
+        }
+    }
+
+    private NotSupportedException unsupported(String op, String capability, NotSupportedException e) {
+        NotSupportedException n = new NotSupportedException(op + ": transport '" + transport + "' of this endpoint does not support it "
+                + "(capability " + capability + "): " + e.getMessage());
+        n.initCause(e);
+        return n;
+    }
+
+    // ---------------------------------------------------------------- closing
+
+    @Override
+    public void close() {
+        boolean entered = worker.enter();
+        try {
+            close(true);
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    /**
+     * Closes: tries once to hand queued messages to the transport, discards (and logs) the rest,
+     * closes the peer regions and the transport endpoint. The transport endpoint is closed later,
+     * after the transport's progress step, when a message handler closes it from inside that step.
+     *
+     * @param unregister whether to remove this endpoint from its worker (not when the worker closes it)
+     */
+    void close(boolean unregister) {
+        long dropped;
+        lock();
+        try {
+            if (closed) return;
+            if (failure == null && backlogged) drainQuietly();
+            closed = true;
+            dropped = pending.clear();
+            if (backlogged) {
+                backlogged = false;
+                worker.backlogChanged(-1);
+            }
+        } finally {
+            unlock();
+        }
+        if (dropped > 0) {
+            LOG.log(System.Logger.Level.WARNING, "endpoint over '" + transport + "' to " + peer + " closed with " + dropped
+                    + " messages still waiting in its local queue; they were discarded. Progress the worker until pending() is 0 before closing.");
+        }
+        RuntimeException failure = null;
+        List<RuntimePeerRegion> open;
+        synchronized (regions) {
+            open = List.copyOf(regions);
+            regions.clear();
+        }
+        for (RuntimePeerRegion r : open.reversed()) {
+            try {
+                r.closeByEndpoint();
+            } catch (RuntimeException e) {
+                if (failure == null) failure = e;
+                else failure.addSuppressed(e);
+            }
+        }
+        if (unregister) worker.removeEndpoint(this);
+        try {
+            worker.closeTransportEndpoint(te);
+        } catch (RuntimeException e) {
+            if (failure == null) failure = e;
+            else failure.addSuppressed(e);
+        }
+        if (failure != null) throw failure;
+    }
+
+    private void drainQuietly() {
+        try {
+            while (!pending.isEmpty() && te.trySend(pending.headId(), pending.headHeader(), pending.headPayload())) {
+                pending.remove();
+            }
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, () -> "while closing, the transport refused queued messages: " + e);
+        }
+    }
+
+    private void lock() {
+        if (lock != null) lock.lock();
+    }
+
+    private void unlock() {
+        if (lock != null) lock.unlock();
+    }
+
+    @Override
+    public String toString() {
+        return "Endpoint[" + transport + " to " + peer + (closed ? ", closed" : failure != null ? ", failed" : "") + "]";
+    }
+
+    /**
+     * What a transport reports to, made before it connects (it may report while connecting), and
+     * bound to the endpoint once there is one. A report before binding is kept and applied then;
+     * the events of a connection attempt that failed are never bound, so their reports go nowhere.
+     */
+    static final class Events implements EndpointEvents {
+        private final String transport;
+        private RuntimeEndpoint endpoint;
+        private PeerFailedException early;
+
+        Events(String transport) {
+            this.transport = transport;
+        }
+
+        @Override
+        public void peerFailed(PeerFailedException cause) {
+            PeerFailedException c = Objects.requireNonNullElseGet(cause,
+                    () -> new PeerFailedException("transport '" + transport + "' reported a failure without a cause"));
+            RuntimeEndpoint ep;
+            synchronized (this) {
+                ep = endpoint;
+                if (ep == null) {
+                    if (early == null) early = c;
+                    return;
+                }
+            }
+            ep.fail(c);
+        }
+
+        void bind(RuntimeEndpoint ep) {
+            PeerFailedException f;
+            synchronized (this) {
+                endpoint = ep;
+                f = early;
+            }
+            if (f != null) ep.fail(f);
+        }
+    }
+}

@@ -1,0 +1,493 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Message;
+import dev.conduit.Worker;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static dev.conduit.internal.worker.Loopbacks.bytes;
+import static dev.conduit.internal.worker.Loopbacks.longs;
+import static dev.conduit.internal.worker.Loopbacks.progressUntil;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * What the runtime guarantees for active messages over every plugin, shown over the loopback
+ * plugin: connect, order and exactly-once with local queuing, sizes, handler exceptions, the
+ * message flyweight, failure and closing.
+ */
+class EndpointMessagingTest {
+
+    private final Loopbacks loopbacks = new Loopbacks();
+
+    @AfterEach
+    void tearDown() {
+        loopbacks.close();
+    }
+
+    /** A sender and a receiver in one conduit, SINGLE, on this thread, over a loopback queue of {@code capacity}. */
+    private record Pair(LoopbackPlugin plugin, Worker sender, Worker receiver, Endpoint endpoint) {
+        LoopbackPlugin.LoopbackTransport receiverTransport() {
+            return plugin.transports.get(1);
+        }
+
+        LoopbackPlugin.LoopbackEndpoint transportEndpoint() {
+            return plugin.transports.get(0).endpoints.getFirst();
+        }
+    }
+
+    private Pair pair(int capacity) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", capacity, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        return new Pair(plugin, sender, receiver, sender.connect(receiver.address()));
+    }
+
+    /** Records the first long of every payload of id 1. */
+    private static List<Long> recordFirstLongs(Worker receiver) {
+        List<Long> seen = new ArrayList<>();
+        receiver.onMessage(1, m -> seen.add(m.payloadLong(0)));
+        return seen;
+    }
+
+    // ------------------------------------------------------------------ connect
+
+    @Test
+    void connectUsesTheFirstOfThisWorkersPreferredTransportsThatSucceeds() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Worker worker = loopbacks.conduit(c -> c.transports("lo-b", "lo-a"), a, b).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(c -> c.transports("lo-a", "lo-b", "lo-c"),
+                new LoopbackPlugin("lo-a", 8, false), new LoopbackPlugin("lo-b", 8, false), new LoopbackPlugin("lo-c", 8, false))
+                .newWorker(ThreadMode.SINGLE);
+        assertThat(peer.address().transports()).containsExactly("lo-a", "lo-b", "lo-c");
+
+        assertThat(worker.connect(peer.address()).transport()).as("our preference, not the peer's").isEqualTo("lo-b");
+
+        b.refuseConnect = "lo-b cannot open the peer's queue";
+        assertThat(worker.connect(peer.address()).transport()).as("the next one when the first fails").isEqualTo("lo-a");
+
+        a.refuseConnect = "lo-a handshake token mismatch";
+        assertThatThrownBy(() -> worker.connect(peer.address()))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("'lo-b': lo-b cannot open the peer's queue; 'lo-a': lo-a handshake token mismatch")
+                .hasMessageContaining("The peer also offers [lo-c], which this worker has no transport for")
+                .satisfies(e -> assertThat(e.getSuppressed()).hasSize(2));
+    }
+
+    @Test
+    void connectWithNoTransportInCommonSaysWhatEachSideHas() {
+        Worker worker = loopbacks.conduit(new LoopbackPlugin("lo-a", 8, false)).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(new LoopbackPlugin("lo-z", 8, false)).newWorker(ThreadMode.SINGLE);
+        assertThatThrownBy(() -> worker.connect(peer.address()))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("no transport in common")
+                .hasMessageContaining("[lo-a]")
+                .hasMessageContaining("[lo-z]");
+    }
+
+    @Test
+    void connectToAWorkerThatClosedSaysWhy() {
+        Conduit conduit = loopbacks.conduit(new LoopbackPlugin("lo", 8, false));
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Worker peer = conduit.newWorker(ThreadMode.SINGLE);
+        var address = peer.address();
+        peer.close();
+        assertThatThrownBy(() -> worker.connect(address)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("'lo': no loopback transport is listening");
+    }
+
+    // ------------------------------------------------------------------ order, exactly once, backpressure
+
+    private static int payloadSize(int seq) {
+        return seq % 17 == 0 ? (int) ((seq * 7919L) % 65537) : (seq * 31) % 257; // 0 B .. 64 KiB
+    }
+
+    private static byte pattern(int seq, int j) {
+        return (byte) (seq * 31 + j * 7);
+    }
+
+    @Test
+    void aHundredThousandMessagesOfMixedSizesArriveInOrderExactlyOnceWithTheirContent() {
+        Pair p = pair(64);
+        int total = 100_000;
+        AtomicInteger next = new AtomicInteger();
+        AtomicReference<String> problem = new AtomicReference<>();
+        byte[] copy = new byte[65536];
+        p.receiver().onMessage(3, m -> {
+            int seq = (int) m.headerLong(0);
+            int expected = next.getAndIncrement();
+            if (seq != expected && problem.get() == null) problem.set("message " + seq + " arrived when " + expected + " was due");
+            if (m.headerSize() != 8 + seq % 9 && problem.get() == null) problem.set("header size of " + seq);
+            for (int j = 8; j < m.headerSize(); j++) {
+                if (m.headerByte(j) != (byte) j && problem.get() == null) problem.set("header byte " + j + " of " + seq);
+            }
+            int size = payloadSize(seq);
+            if (m.payloadSize() != size && problem.get() == null) problem.set("payload size of " + seq + ": " + m.payloadSize());
+            m.copyPayload(0, copy, 0, size);
+            for (int j = 0; j < size; j++) {
+                if (copy[j] != pattern(seq, j)) {
+                    if (problem.get() == null) problem.set("payload byte " + j + " of " + seq);
+                    break;
+                }
+            }
+        });
+        MemorySegment header = MemorySegment.ofArray(new byte[16]);
+        byte[] source = new byte[65536];
+        long maxPending = 0;
+        for (int seq = 0; seq < total; seq++) {
+            header.set(Loopbacks.LE_LONG, 0, seq);
+            for (int j = 8; j < 16; j++) header.set(ValueLayout.JAVA_BYTE, j, (byte) j);
+            int size = payloadSize(seq);
+            for (int j = 0; j < size; j++) source[j] = pattern(seq, j);
+            p.endpoint().send(3, header.asSlice(0, 8 + seq % 9), MemorySegment.ofArray(source).asSlice(0, size));
+            maxPending = Math.max(maxPending, p.endpoint().pending());
+            if (seq % 200 == 199) {
+                p.sender().progress();
+                p.receiver().progress();
+            }
+        }
+        progressUntil(() -> next.get() >= total, p.sender(), p.receiver());
+        for (int i = 0; i < 10; i++) {
+            p.sender().progress();
+            p.receiver().progress();
+        }
+        assertThat(problem.get()).isNull();
+        assertThat(next.get()).as("delivered exactly once").isEqualTo(total);
+        assertThat(maxPending).as("the queue was full at times, so messages waited locally").isPositive();
+        assertThat(p.endpoint().pending()).isZero();
+        assertThat(((dev.conduit.internal.worker.RuntimeWorker) p.receiver()).unhandledMessages()).isZero();
+    }
+
+    @Test
+    void whenThePeersQueueIsFullSendsQueueLocallyWithoutBlockingAndDrainInOrder() {
+        Pair p = pair(4);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        for (long i = 0; i < 100; i++) {
+            p.endpoint().send(1, longs(i));
+        }
+        assertThat(p.endpoint().pending()).isEqualTo(96);
+        assertThat(p.transportEndpoint().trySends).as("4 taken, 1 refused, the rest queued without asking").hasValue(5);
+
+        progressUntil(() -> seen.size() == 100, p.receiver(), p.sender());
+        assertThat(seen).isEqualTo(java.util.stream.LongStream.range(0, 100).boxed().toList());
+        assertThat(p.endpoint().pending()).isZero();
+        p.sender().progress();
+        p.receiver().progress();
+        assertThat(seen).hasSize(100);
+    }
+
+    @Test
+    void whileMessagesWaitNewSendsGoBehindThemEvenWhenTheTransportHasRoomAgain() {
+        Pair p = pair(2);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        p.endpoint().send(1, longs(0));
+        p.endpoint().send(1, longs(1));
+        p.endpoint().send(1, longs(2)); // queue full: waits locally
+        assertThat(p.endpoint().pending()).isEqualTo(1);
+        p.receiver().progress(); // takes 0 and 1: the transport has room again
+        assertThat(seen).containsExactly(0L, 1L);
+
+        p.endpoint().send(1, longs(3));
+        assertThat(p.receiverTransport().queue).as("3 did not overtake 2").isEmpty();
+        assertThat(p.endpoint().pending()).isEqualTo(2);
+
+        p.sender().progress();
+        p.receiver().progress();
+        assertThat(seen).containsExactly(0L, 1L, 2L, 3L);
+    }
+
+    @Test
+    void randomInterleavingsOfSendsAndProgressKeepOrder() {
+        Pair p = pair(3);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        Random random = new Random(42);
+        long sent = 0;
+        for (int step = 0; step < 20_000; step++) {
+            switch (random.nextInt(4)) {
+                case 0, 1 -> p.endpoint().send(1, longs(sent++));
+                case 2 -> p.sender().progress();
+                default -> p.receiver().progress();
+            }
+        }
+        long total = sent;
+        progressUntil(() -> seen.size() == total, p.sender(), p.receiver());
+        assertThat(seen).isEqualTo(java.util.stream.LongStream.range(0, total).boxed().toList());
+    }
+
+    @Test
+    void sizesAndIdsAreCheckedBeforeTheTransportIsAsked() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        plugin.maxHeader = 16;
+        plugin.maxPayload = 1000;
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint ep = sender.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        assertThatThrownBy(() -> ep.send(1, MemorySegment.ofArray(new byte[17]), MemorySegment.ofArray(new byte[1])))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("header of 17 bytes")
+                .hasMessageContaining("'lo'").hasMessageContaining("(16 bytes)");
+        assertThatThrownBy(() -> ep.send(1, MemorySegment.ofArray(new byte[1001])))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("payload of 1001 bytes")
+                .hasMessageContaining("'lo'").hasMessageContaining("(1000 bytes)");
+        assertThatThrownBy(() -> ep.send(-1, MemorySegment.NULL)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("0..65535");
+        assertThatThrownBy(() -> ep.send(65536, MemorySegment.NULL)).isInstanceOf(IllegalArgumentException.class);
+        assertThat(plugin.transports.getFirst().endpoints.getFirst().trySends).hasValue(0);
+        ep.send(65535, MemorySegment.ofArray(new byte[16]), MemorySegment.ofArray(new byte[1000]));
+        assertThat(plugin.transports.getFirst().endpoints.getFirst().trySends).hasValue(1);
+    }
+
+    // ------------------------------------------------------------------ handlers
+
+    @Test
+    void aHandlersExceptionLeavesProgressAfterTheMessageWasConsumedAndIsNotRedelivered() {
+        Pair p = pair(16);
+        List<Long> seen = new ArrayList<>();
+        p.receiver().onMessage(1, m -> {
+            long v = m.payloadLong(0);
+            seen.add(v);
+            if (v == 1 || v == 3) throw new IllegalStateException("handler failed on " + v);
+        });
+        for (long i = 0; i < 5; i++) p.endpoint().send(1, longs(i));
+
+        assertThatThrownBy(p.receiver()::progress)
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("handler failed on 1")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().extracting(Throwable::getMessage).isEqualTo("handler failed on 3"));
+        assertThat(seen).as("the transport finished its step").containsExactly(0L, 1L, 2L, 3L, 4L);
+        assertThat(p.receiver().progress()).isZero();
+        assertThat(seen).as("nothing delivered twice").hasSize(5);
+
+        p.endpoint().send(1, longs(5));
+        p.receiver().progress();
+        assertThat(seen).containsExactly(0L, 1L, 2L, 3L, 4L, 5L);
+    }
+
+    @Test
+    void theMessageIsAFlyweightValidOnlyDuringTheHandler() {
+        Pair p = pair(16);
+        AtomicReference<Message> kept = new AtomicReference<>();
+        AtomicReference<byte[]> copied = new AtomicReference<>();
+        List<Throwable> failures = new ArrayList<>();
+        p.receiver().onMessage(2, m -> {
+            kept.set(m);
+            try {
+                assertThat(m.id()).isEqualTo(2);
+                assertThat(m.headerSize()).isEqualTo(3);
+                assertThat(m.headerToArray()).containsExactly(7, 8, 9);
+                assertThat(m.header().isReadOnly()).isTrue();
+                assertThat(m.payloadSize()).isEqualTo(12);
+                assertThat(m.payloadLong(0)).isEqualTo(0x0807060504030201L);
+                assertThat(m.payloadInt(8)).isEqualTo(0x0c0b0a09);
+                assertThat(m.payloadShort(10)).isEqualTo((short) 0x0c0b);
+                assertThat(m.payloadByte(11)).isEqualTo((byte) 12);
+                MemorySegment view = m.payload();
+                assertThat(view.isReadOnly()).isTrue();
+                assertThat(view.byteSize()).isEqualTo(12);
+                assertThatThrownBy(() -> view.set(ValueLayout.JAVA_BYTE, 0, (byte) 0)).isInstanceOf(IllegalArgumentException.class);
+                assertThatThrownBy(() -> m.payloadInt(9)).isInstanceOf(IndexOutOfBoundsException.class);
+                assertThatThrownBy(() -> m.payloadByte(12)).isInstanceOf(IndexOutOfBoundsException.class);
+                assertThatThrownBy(() -> m.headerLong(0)).isInstanceOf(IndexOutOfBoundsException.class);
+                assertThatThrownBy(() -> m.copyPayload(4, new byte[16], 0, 9)).isInstanceOf(IndexOutOfBoundsException.class);
+                copied.set(m.payloadToArray());
+            } catch (Throwable t) {
+                failures.add(t);
+            }
+        });
+        p.endpoint().send(2, bytes(7, 8, 9), bytes(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12));
+        p.receiver().progress();
+        assertThat(failures).isEmpty();
+        assertThat(copied.get()).containsExactly(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
+
+        Message m = kept.get();
+        assertThat(m).hasToString("Message[invalid]");
+        assertThatThrownBy(m::id).isInstanceOf(IllegalStateException.class).hasMessageContaining("only valid during the handler call");
+        assertThatThrownBy(() -> m.payloadByte(0)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> m.payloadLong(0)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(m::payload).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(m::payloadToArray).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> m.headerByte(0)).isInstanceOf(IllegalStateException.class);
+
+        p.endpoint().send(2, bytes(7, 8, 9), bytes(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12));
+        p.receiver().progress();
+        assertThat(kept.get()).as("one flyweight per worker").isSameAs(m);
+    }
+
+    @Test
+    void unhandledIdsAreCountedAndHandlersCanBeReplacedAndRemoved() {
+        Pair p = pair(16);
+        RuntimeWorker receiver = (RuntimeWorker) p.receiver();
+        List<String> seen = new ArrayList<>();
+        p.endpoint().send(9, MemorySegment.NULL);
+        p.endpoint().send(9, MemorySegment.NULL);
+        receiver.progress();
+        assertThat(receiver.unhandledMessages()).isEqualTo(2);
+
+        receiver.onMessage(9, m -> seen.add("first"));
+        p.endpoint().send(9, MemorySegment.NULL);
+        receiver.progress();
+        receiver.onMessage(9, m -> seen.add("second"));
+        p.endpoint().send(9, MemorySegment.NULL);
+        receiver.progress();
+        receiver.onMessage(9, null);
+        p.endpoint().send(9, MemorySegment.NULL);
+        receiver.progress();
+        assertThat(seen).containsExactly("first", "second");
+        assertThat(receiver.unhandledMessages()).isEqualTo(3);
+        assertThatThrownBy(() -> receiver.onMessage(65536, m -> { })).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> receiver.onMessage(-1, m -> { })).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aHandlerMaySendButMayNotProgressTheWorker() {
+        Pair p = pair(16);
+        Endpoint back = p.receiver().connect(p.sender().address());
+        List<Long> replies = new ArrayList<>();
+        p.receiver().onMessage(1, m -> back.send(2, longs(m.payloadLong(0) * 10)));
+        p.sender().onMessage(2, m -> replies.add(m.payloadLong(0)));
+        p.endpoint().send(1, longs(4));
+        p.receiver().progress();
+        p.sender().progress();
+        assertThat(replies).containsExactly(40L);
+
+        p.receiver().onMessage(1, m -> p.receiver().progress());
+        p.endpoint().send(1, longs(5));
+        assertThatThrownBy(p.receiver()::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("from a message or error handler");
+        p.receiver().onMessage(1, m -> p.receiver().close());
+        p.endpoint().send(1, longs(6));
+        assertThatThrownBy(p.receiver()::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("close()");
+        assertThat(p.receiver().progress()).as("the worker is still usable").isZero();
+    }
+
+    // ------------------------------------------------------------------ failure
+
+    @Test
+    void aFailedPeerFailsTheEndpointOnceReportingTheDiscardedMessages() {
+        Pair p = pair(2);
+        List<PeerFailedException> reported = new ArrayList<>();
+        List<Endpoint> reportedFor = new ArrayList<>();
+        Endpoint ep = p.sender().connect(p.receiver().address(), (endpoint, cause) -> {
+            reportedFor.add(endpoint);
+            reported.add(cause);
+        });
+        for (long i = 0; i < 5; i++) ep.send(1, longs(i));
+        assertThat(ep.pending()).isEqualTo(3);
+        p.receiverTransport().kill();
+
+        p.sender().progress();
+        assertThat(reported).singleElement().satisfies(cause -> assertThat(cause)
+                .hasMessageContaining("3 messages (24 bytes) waiting in the local queue were discarded")
+                .hasMessageContaining("'lo'")
+                .hasRootCauseMessage("loopback peer " + p.receiverTransport().key + " is dead"));
+        assertThat(reportedFor).containsExactly(ep);
+        assertThat(ep.isFailed()).isTrue();
+        assertThat(ep.failure()).isSameAs(reported.getFirst());
+        assertThat(ep.pending()).isZero();
+        assertThatThrownBy(() -> ep.send(1, longs(9))).isInstanceOf(PeerFailedException.class).hasCause(ep.failure());
+        assertThatThrownBy(ep::flush).isInstanceOf(PeerFailedException.class);
+
+        for (int i = 0; i < 5; i++) p.sender().progress();
+        assertThat(reported).as("reported once").hasSize(1);
+        assertThat(p.endpoint().isFailed()).as("the transport reported the other endpoint too").isTrue();
+        ep.close();
+    }
+
+    @Test
+    void aFailureTheTransportReportsReachesTheHandlerOnTheProgressThread() {
+        Pair p = pair(4);
+        List<String> reported = new ArrayList<>();
+        Endpoint ep = p.sender().connect(p.receiver().address(), (endpoint, cause) -> reported.add(Thread.currentThread().getName() + ": " + cause.getMessage()));
+        ep.send(1, longs(1));
+        p.receiverTransport().kill();
+        assertThat(ep.isFailed()).isFalse();
+        p.sender().progress();
+        assertThat(reported).singleElement().asString()
+                .startsWith(Thread.currentThread().getName() + ": ")
+                .contains("no message was waiting in the local queue")
+                .contains("died");
+    }
+
+    @Test
+    void aFailureReportedWhileConnectingIsKeptAndReported() {
+        Pair p = pair(4);
+        p.plugin().failWhileConnecting = true;
+        List<PeerFailedException> reported = new ArrayList<>();
+        Endpoint ep = p.sender().connect(p.receiver().address(), (endpoint, cause) -> reported.add(cause));
+        assertThat(ep.isFailed()).isTrue();
+        assertThat(ep.failure()).hasMessageContaining("during the handshake");
+        assertThatThrownBy(() -> ep.send(1, longs(1))).isInstanceOf(PeerFailedException.class);
+        p.sender().progress();
+        p.sender().progress();
+        assertThat(reported).singleElement().isSameAs(ep.failure());
+    }
+
+    @Test
+    void anErrorHandlersExceptionLeavesProgressLikeAMessageHandlers() {
+        Pair p = pair(4);
+        p.sender().connect(p.receiver().address(), (endpoint, cause) -> {
+            throw new IllegalArgumentException("error handler failed");
+        });
+        p.receiverTransport().kill();
+        assertThatThrownBy(p.sender()::progress).hasMessage("error handler failed");
+        assertThat(p.sender().progress()).isZero();
+    }
+
+    // ------------------------------------------------------------------ closing
+
+    @Test
+    void closingAWorkerClosesItsEndpointsNewestFirstThenItsTransports() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(new LoopbackPlugin("lo", 8, false)).newWorker(ThreadMode.SINGLE);
+        Endpoint first = worker.connect(peer.address());
+        Endpoint second = worker.connect(peer.address());
+        Endpoint third = worker.connect(peer.address());
+        second.close();
+        second.close();
+        assertThat(plugin.closes).containsExactly("endpoint#1");
+        worker.close();
+        assertThat(plugin.closes).containsExactly("endpoint#1", "endpoint#2", "endpoint#0", "transport");
+        assertThatThrownBy(() -> first.send(1, MemorySegment.NULL)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        third.close();
+        worker.close();
+        assertThat(plugin.closes).hasSize(4);
+    }
+
+    @Test
+    void anEndpointAHandlerClosesIsClosedAfterTheTransportsProgressStep() {
+        Pair p = pair(8);
+        Endpoint back = p.receiver().connect(p.sender().address());
+        p.receiver().onMessage(1, m -> back.close());
+        p.endpoint().send(1, longs(1));
+        p.receiver().progress();
+        LoopbackPlugin.LoopbackEndpoint te = p.receiverTransport().endpoints.getFirst();
+        assertThat(te.closed).isTrue();
+        assertThat(te.closedDuringProgress).as("not while the transport delivered").isFalse();
+        assertThatThrownBy(() -> back.send(1, MemorySegment.NULL)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void closingAnEndpointHandsQueuedMessagesToTheTransportIfItCanAndDiscardsTheRest() {
+        Pair p = pair(2);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        for (long i = 0; i < 3; i++) p.endpoint().send(1, longs(i));
+        p.receiver().progress(); // 0, 1: room for one more
+        for (long i = 3; i < 5; i++) p.endpoint().send(1, longs(i));
+        p.endpoint().close(); // 2 and 3 fit, 4 is discarded and logged
+        for (int i = 0; i < 3; i++) p.receiver().progress();
+        assertThat(seen).containsExactly(0L, 1L, 2L, 3L);
+    }
+}

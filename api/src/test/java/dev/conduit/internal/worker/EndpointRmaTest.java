@@ -1,0 +1,148 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.ImportedRegion;
+import dev.conduit.PeerRegion;
+import dev.conduit.Region;
+import dev.conduit.Worker;
+import dev.conduit.internal.ipc.InProcessMemoryPlugin;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+
+import static dev.conduit.internal.worker.Loopbacks.LE_LONG;
+import static dev.conduit.internal.worker.Loopbacks.longs;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** RMA on a peer's exported region: opened through the IPC cache, bounds-checked by the runtime, delegated to the transport. */
+class EndpointRmaTest {
+
+    private final Loopbacks loopbacks = new Loopbacks();
+
+    @AfterEach
+    void tearDown() {
+        loopbacks.close();
+    }
+
+    private LoopbackPlugin transport;
+    private Conduit conduit;
+    private Endpoint endpoint;
+    private byte[] handle;
+
+    private void open(LoopbackPlugin plugin) {
+        transport = plugin;
+        conduit = loopbacks.conduit(plugin, new InProcessMemoryPlugin());
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Worker peer = conduit.newWorker(ThreadMode.SINGLE);
+        Region region = conduit.pool("inproc").allocate(4096);
+        handle = region.exportHandle();
+        endpoint = worker.connect(peer.address());
+    }
+
+    private long rmaCalls() {
+        return transport.transports.getFirst().endpoints.getFirst().rmaCalls.get();
+    }
+
+    @Test
+    void putGetAndAtomicsReachThePeersRegionThroughTheIpcCache() {
+        open(new LoopbackPlugin("lo", 8, false));
+        PeerRegion region = endpoint.peerRegion(handle);
+        assertThat(region.size()).isEqualTo(4096);
+        assertThat(region.plugin()).isEqualTo("inproc");
+
+        endpoint.put(longs(1, 2, 3), region, 8);
+        MemorySegment back = MemorySegment.ofArray(new byte[24]);
+        endpoint.get(region, 8, back);
+        assertThat(back.get(LE_LONG, 0)).isEqualTo(1);
+        assertThat(back.get(LE_LONG, 16)).isEqualTo(3);
+        try (ImportedRegion same = conduit.importRegion(handle)) {
+            assertThat(same.segment().get(LE_LONG, 24)).as("the cached mapping").isEqualTo(3);
+        }
+
+        assertThat(endpoint.fetchAdd(region, 4088, 5)).isZero();
+        assertThat(endpoint.fetchAdd(region, 4088, 5)).isEqualTo(5);
+        assertThat(endpoint.compareAndSwap(region, 4088, 10, 7)).isEqualTo(10);
+        assertThat(endpoint.compareAndSwap(region, 4088, 10, 8)).as("failed swap returns the current value").isEqualTo(7);
+        endpoint.flush();
+        assertThat(rmaCalls()).isEqualTo(7);
+
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isEqualTo(1);
+        region.close();
+        region.close();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isZero();
+        assertThatThrownBy(() -> endpoint.put(longs(1), region, 0)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
+    @Test
+    void offsetsLengthsAndAlignmentAreCheckedBeforeTheTransportIsCalled() {
+        open(new LoopbackPlugin("lo", 8, false));
+        PeerRegion region = endpoint.peerRegion(handle);
+        assertThatThrownBy(() -> endpoint.put(MemorySegment.ofArray(new byte[16]), region, 4090))
+                .isInstanceOf(IndexOutOfBoundsException.class)
+                .hasMessage("put of 16 bytes at offset 4090 is outside the peer region of 4096 bytes");
+        assertThatThrownBy(() -> endpoint.put(MemorySegment.ofArray(new byte[1]), region, -1)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> endpoint.put(MemorySegment.ofArray(new byte[1]), region, Long.MAX_VALUE)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> endpoint.get(region, 4000, MemorySegment.ofArray(new byte[97])))
+                .isInstanceOf(IndexOutOfBoundsException.class).hasMessageContaining("get of 97 bytes at offset 4000");
+        assertThatThrownBy(() -> endpoint.get(region, 0, MemorySegment.ofArray(new byte[8]).asReadOnly()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("read-only");
+        assertThatThrownBy(() -> endpoint.fetchAdd(region, 4, 1))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("multiple of 8");
+        assertThatThrownBy(() -> endpoint.compareAndSwap(region, 4089, 0, 1)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> endpoint.fetchAdd(region, 4096, 1))
+                .isInstanceOf(IndexOutOfBoundsException.class).hasMessageContaining("fetchAdd of 8 bytes at offset 4096");
+        assertThatThrownBy(() -> endpoint.compareAndSwap(region, -8, 0, 1)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThat(rmaCalls()).as("nothing reached the transport").isZero();
+
+        endpoint.put(MemorySegment.ofArray(new byte[16]), region, 4080); // the last bytes are fine
+        endpoint.get(region, 0, MemorySegment.ofArray(new byte[4096]));
+        endpoint.put(MemorySegment.NULL, region, 4096); // empty at the end
+        assertThat(rmaCalls()).isEqualTo(3);
+    }
+
+    @Test
+    void aRegionIsUsedWithTheEndpointThatOpenedItAndClosedWithIt() {
+        open(new LoopbackPlugin("lo", 8, false));
+        Worker other = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint second = other.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        PeerRegion region = endpoint.peerRegion(handle);
+        assertThatThrownBy(() -> second.put(longs(1), region, 0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not opened through this endpoint");
+        PeerRegion another = endpoint.peerRegion(handle);
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isEqualTo(1);
+        assertThat(conduit.ipcCacheStats().hits()).as("the second open was a cache hit").isEqualTo(1);
+        endpoint.close();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("closing the endpoint released its regions").isZero();
+        assertThatThrownBy(() -> endpoint.fetchAdd(another, 0, 1)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> second.peerRegion(new byte[10])).isInstanceOf(InvalidHandleException.class);
+    }
+
+    @Test
+    void aTransportWithoutRmaOrAtomicsIsNamedWithTheMissingCapability() {
+        open(new LoopbackPlugin("lo", 8, false).capabilities(Capability.WAKEUP));
+        PeerRegion region = endpoint.peerRegion(handle);
+        assertThatThrownBy(() -> endpoint.put(longs(1), region, 0))
+                .isInstanceOf(NotSupportedException.class).hasMessageContaining("'lo'").hasMessageContaining("capability RMA");
+        assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1))
+                .isInstanceOf(NotSupportedException.class).hasMessageContaining("'lo'").hasMessageContaining("capability ATOMICS");
+        assertThat(rmaCalls()).isZero();
+    }
+
+    @Test
+    void rmaOnAFailedEndpointThrowsPeerFailedException() {
+        open(new LoopbackPlugin("lo", 8, false));
+        PeerRegion region = endpoint.peerRegion(handle);
+        transport.transports.get(1).kill();
+        assertThatThrownBy(() -> endpoint.put(longs(1), region, 0)).isInstanceOf(dev.conduit.spi.PeerFailedException.class);
+        assertThat(endpoint.isFailed()).isTrue();
+        assertThatThrownBy(() -> endpoint.get(region, 0, MemorySegment.ofArray(new byte[8]))).isInstanceOf(dev.conduit.spi.PeerFailedException.class);
+        assertThatThrownBy(() -> endpoint.peerRegion(handle)).isInstanceOf(dev.conduit.spi.PeerFailedException.class);
+    }
+}

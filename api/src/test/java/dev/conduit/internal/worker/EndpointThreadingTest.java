@@ -1,0 +1,333 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.ThreadPolicy;
+import dev.conduit.Worker;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConcurrentUseException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static dev.conduit.internal.worker.Loopbacks.longs;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Endpoints obey their worker's thread mode, handlers run on the progress thread, and await sleeps
+ * until a signal or a message. Waits are bounded only so that a regression fails instead of
+ * hanging; no assertion depends on timing.
+ */
+class EndpointThreadingTest {
+
+    private static final long WAIT_SECONDS = 60;
+
+    private final Loopbacks loopbacks = new Loopbacks();
+    private final ExecutorService threads = Executors.newCachedThreadPool(Thread.ofPlatform().name("test-thread-", 0).daemon().factory());
+
+    @AfterEach
+    void tearDown() {
+        threads.shutdownNow();
+        loopbacks.close();
+    }
+
+    private <T> T onAnotherThread(Callable<T> call) throws Exception {
+        try {
+            return threads.submit(call).get(WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof Exception ex) throw ex;
+            throw e;
+        }
+    }
+
+    private static void await(CountDownLatch latch) throws InterruptedException {
+        assertThat(latch.await(WAIT_SECONDS, TimeUnit.SECONDS)).as("latch released").isTrue();
+    }
+
+    // ------------------------------------------------------------------ thread modes
+
+    @Test
+    void aSingleWorkersEndpointRefusesEveryOtherThread() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Worker peer = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint ep = worker.connect(peer.address());
+        long callsBefore = plugin.transports.getFirst().calls.get();
+
+        List<Callable<Object>> misuses = List.of(
+                () -> { ep.send(1, longs(1)); return null; },
+                ep::pending,
+                ep::isFailed,
+                () -> ep.peerRegion(new byte[0]),
+                () -> { ep.flush(); return null; },
+                () -> { ep.close(); return null; },
+                () -> worker.connect(peer.address()),
+                worker::address,
+                () -> { worker.onMessage(1, m -> { }); return null; },
+                () -> worker.await(Duration.ofMillis(1)));
+        for (Callable<Object> misuse : misuses) {
+            assertThatThrownBy(() -> onAnotherThread(misuse))
+                    .isInstanceOf(WrongThreadException.class)
+                    .hasMessageContaining("SINGLE")
+                    .hasMessageContaining("test-thread-");
+        }
+        assertThat(plugin.transports.getFirst().calls.get()).as("no refused call reached the plugin").isEqualTo(callsBefore);
+        onAnotherThread(() -> { worker.signal(); return null; }); // the one call any thread may make
+
+        ep.send(1, longs(1));
+        assertThat(ep.pending()).isZero();
+    }
+
+    @Test
+    void aSerializedWorkersEndpointDetectsAnOverlapWithProgress() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+        Endpoint self = worker.connect(worker.address());
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        worker.onMessage(1, m -> {
+            inside.countDown();
+            try {
+                release.await(WAIT_SECONDS, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        self.send(1, longs(1));
+        Future<Integer> progressing = threads.submit(worker::progress);
+        await(inside);
+        try {
+            assertThatThrownBy(() -> self.send(1, longs(2))).isInstanceOf(ConcurrentUseException.class);
+            assertThatThrownBy(self::pending).isInstanceOf(ConcurrentUseException.class);
+        } finally {
+            release.countDown();
+        }
+        assertThat(progressing.get(WAIT_SECONDS, TimeUnit.SECONDS)).isEqualTo(1);
+        assertThat(self.pending()).isZero();
+    }
+
+    /** Sends {@code perThread} messages from each of {@code senders} threads while this thread progresses; checks per-sender order. */
+    private void hammer(Worker worker, Endpoint endpoint, int senders, int perThread) throws Exception {
+        int total = senders * perThread;
+        long[] next = new long[senders];
+        AtomicReference<String> problem = new AtomicReference<>();
+        AtomicInteger received = new AtomicInteger();
+        worker.onMessage(1, m -> {
+            int sender = (int) m.payloadLong(0);
+            long seq = m.payloadLong(8);
+            if (seq != next[sender] && problem.get() == null) problem.set("sender " + sender + ": " + seq + " arrived when " + next[sender] + " was due");
+            next[sender] = seq + 1;
+            received.incrementAndGet();
+        });
+        CyclicBarrier start = new CyclicBarrier(senders);
+        List<Future<?>> sending = new ArrayList<>();
+        for (int s = 0; s < senders; s++) {
+            int sender = s;
+            sending.add(threads.submit(() -> {
+                start.await();
+                MemorySegment payload = MemorySegment.ofArray(new byte[16 + sender * 8]);
+                for (long i = 0; i < perThread; i++) {
+                    payload.set(Loopbacks.LE_LONG, 0, sender);
+                    payload.set(Loopbacks.LE_LONG, 8, i);
+                    endpoint.send(1, payload);
+                }
+                return null;
+            }));
+        }
+        Future<?> progressing = threads.submit(() -> {
+            Loopbacks.progressUntil(() -> received.get() >= total, worker);
+            return null;
+        });
+        for (Future<?> f : sending) f.get(WAIT_SECONDS * 2, TimeUnit.SECONDS);
+        progressing.get(WAIT_SECONDS * 2, TimeUnit.SECONDS);
+        worker.progress();
+        assertThat(problem.get()).isNull();
+        assertThat(received.get()).as("each message exactly once").isEqualTo(total);
+        for (int s = 0; s < senders; s++) assertThat(next[s]).isEqualTo(perThread);
+        assertThat(endpoint.pending()).isZero();
+    }
+
+    @Test
+    void aMultiWorkerOverASerializedPluginNeverLetsTwoThreadsIntoThePlugin() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 32, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Endpoint self = worker.connect(worker.address());
+        hammer(worker, self, 4, 25_000);
+        LoopbackPlugin.LoopbackTransport t = plugin.transport();
+        assertThat(t.overlaps).as("calls that found another thread inside the plugin").hasValue(0);
+        assertThat(t.calls.get()).isGreaterThan(100_000);
+    }
+
+    @Test
+    void aMultiWorkerOverAMultiPluginKeepsEachSendersOrderWithoutAWorkerLock() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 32, true);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        hammer(worker, worker.connect(worker.address()), 4, 25_000);
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = ThreadMode.class, names = {"SERIALIZED", "MULTI"})
+    void handlersOfAConfinedPluginRunOnItsThreadAndMaySend(ThreadMode mode) throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).singleOnly();
+        Conduit conduit = loopbacks.conduit(b -> b.threadConfinement(true), plugin);
+        Worker worker = conduit.newWorker(mode);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.CONFINED_THREAD);
+        Endpoint self = worker.connect(worker.address());
+        List<String> seen = new ArrayList<>();
+        worker.onMessage(1, m -> {
+            seen.add(Thread.currentThread().getName());
+            self.send(2, longs(m.payloadLong(0) + 1)); // re-enters the worker from the confined thread
+        });
+        worker.onMessage(2, m -> seen.add("reply " + m.payloadLong(0)));
+        self.send(1, longs(41));
+        onAnotherThread(() -> {
+            Loopbacks.progressUntil(() -> seen.size() == 2, worker);
+            return null;
+        });
+        assertThat(seen).hasSize(2);
+        assertThat(seen.getFirst()).contains("conduit-confined-lo");
+        assertThat(seen.get(1)).isEqualTo("reply 42");
+        assertThat(plugin.transport().overlaps).hasValue(0);
+    }
+
+    // ------------------------------------------------------------------ await and signal
+
+    @Test
+    void awaitWakesOnSignalFromAnotherThread() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
+        Future<?> signaller = threads.submit(() -> {
+            plugin.transport().awaitSleeper();
+            worker.signal();
+            return null;
+        });
+        assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
+        signaller.get(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(worker.await(Duration.ofMillis(10))).as("a signal wakes once").isFalse();
+    }
+
+    @Test
+    void awaitWakesWhenAMessageArrivesFromAnotherThread() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Worker sender = conduit.newWorker(ThreadMode.MULTI);
+        Endpoint ep = sender.connect(receiver.address());
+        List<Long> seen = new ArrayList<>();
+        receiver.onMessage(1, m -> seen.add(m.payloadLong(0)));
+        LoopbackPlugin.LoopbackTransport receiving = plugin.transports.getFirst();
+        Future<?> sending = threads.submit(() -> {
+            receiving.awaitSleeper();
+            ep.send(1, longs(7));
+            return null;
+        });
+        assertThat(receiver.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
+        sending.get(WAIT_SECONDS, TimeUnit.SECONDS);
+        receiver.progress();
+        assertThat(seen).containsExactly(7L);
+    }
+
+    @Test
+    void awaitReturnsFalseWhenNothingHappens() {
+        Worker worker = loopbacks.conduit(new LoopbackPlugin("lo", 8, false)).newWorker(ThreadMode.SINGLE);
+        assertThat(worker.await(Duration.ofMillis(5))).isFalse();
+        assertThat(worker.await(Duration.ZERO)).isFalse();
+        assertThat(worker.await(Duration.ofNanos(-1))).isFalse();
+    }
+
+    @Test
+    void withoutAWakeupTransportAwaitParksAndASignalIsNeverLost() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).capabilities(Capability.RMA);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
+        assertThat(worker.await(Duration.ofMillis(3))).isFalse();
+
+        worker.signal();
+        assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).as("a signal before await is kept").isTrue();
+
+        CountDownLatch aboutToAwait = new CountDownLatch(1);
+        Future<?> signaller = threads.submit(() -> {
+            aboutToAwait.await();
+            worker.signal();
+            return null;
+        });
+        aboutToAwait.countDown();
+        assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
+        signaller.get(WAIT_SECONDS, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void withoutAWakeupTransportAwaitProgressesBetweenSlicesAndReturnsWhenAMessageWasDelivered() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).capabilities(Capability.RMA);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        List<Long> seen = new ArrayList<>();
+        receiver.onMessage(1, m -> seen.add(m.payloadLong(0)));
+        conduit.newWorker(ThreadMode.SINGLE).connect(receiver.address()).send(1, longs(3));
+        assertThat(receiver.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
+        assertThat(seen).containsExactly(3L);
+    }
+
+    @Test
+    void awaitSleepsInThePreferredWakeupTransportAndProgressesTheOthersBetweenSlices() {
+        LoopbackPlugin waking = new LoopbackPlugin("lo-w", 8, false).priority(190);
+        LoopbackPlugin polled = new LoopbackPlugin("lo-n", 8, false).capabilities(Capability.RMA).priority(110);
+        Worker receiver = loopbacks.conduit(waking, polled).newWorker(ThreadMode.SINGLE);
+        assertThat(receiver.address().transports()).containsExactly("lo-w", "lo-n");
+        Worker sender = loopbacks.conduit(new LoopbackPlugin("lo-n", 8, false)).newWorker(ThreadMode.SINGLE);
+        Endpoint ep = sender.connect(receiver.address());
+        assertThat(ep.transport()).isEqualTo("lo-n");
+        List<Long> seen = new ArrayList<>();
+        receiver.onMessage(1, m -> seen.add(m.payloadLong(0)));
+        ep.send(1, longs(5));
+
+        assertThat(receiver.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
+        assertThat(seen).as("delivered by the transport that cannot sleep, between slices").containsExactly(5L);
+        assertThat(waking.transport().calls.get()).as("it slept in lo-w").isGreaterThanOrEqualTo(2);
+    }
+
+    @Test
+    void awaitUnderTheRuntimeLockLetsOtherThreadsSendBetweenSlices() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Endpoint self = worker.connect(worker.address());
+        AtomicBoolean sent = new AtomicBoolean();
+        Future<?> sender = threads.submit(() -> {
+            plugin.transport().awaitSleeper();
+            self.send(1, longs(1));
+            sent.set(true);
+            return null;
+        });
+        List<Long> seen = new ArrayList<>();
+        worker.onMessage(1, m -> seen.add(m.payloadLong(0)));
+        assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
+        sender.get(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(sent).isTrue();
+        worker.progress();
+        assertThat(seen).containsExactly(1L);
+        assertThat(plugin.transport().overlaps).hasValue(0);
+    }
+}

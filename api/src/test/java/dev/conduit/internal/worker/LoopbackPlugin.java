@@ -1,0 +1,431 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.spi.Version;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * An in-process transport plugin for runtime tests: workers in this JVM (in one {@code Conduit} or
+ * several) reach each other through a static registry keyed by the random key in their transport
+ * address. Each transport has a bounded receive queue of {@code capacity} messages, so
+ * {@code trySend} returns {@code false} when the peer does not keep up; it declares AM, RMA,
+ * ATOMICS and WAKEUP (fewer on request) and {@code SINGLE, SERIALIZED}, plus {@code MULTI} when
+ * asked. Every call the runtime makes into a transport or one of its endpoints is counted, and two
+ * at once are recorded as an overlap, so tests can see whether the runtime let concurrency in.
+ */
+final class LoopbackPlugin implements ConduitPlugin {
+
+    static final Map<String, LoopbackTransport> REGISTRY = new ConcurrentHashMap<>();
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private final String name;
+    private final int capacity;
+    private final boolean multi;
+    private volatile boolean singleOnly;
+    private volatile Set<Capability> capabilities = EnumSet.of(Capability.AM, Capability.RMA, Capability.ATOMICS, Capability.WAKEUP);
+    private volatile int priority = 150;
+    volatile int maxHeader = 256;
+    volatile long maxPayload = 1 << 20;
+    /** When set, {@code connect} reports the peer failed before it returns the endpoint. */
+    volatile boolean failWhileConnecting;
+    /** When set, {@code connect} fails with this reason. */
+    volatile String refuseConnect;
+    final List<LoopbackTransport> transports = new CopyOnWriteArrayList<>();
+    /** What was closed, in order: "endpoint#n" and "transport". */
+    final List<String> closes = Collections.synchronizedList(new ArrayList<>());
+
+    LoopbackPlugin(String name, int capacity, boolean multi) {
+        this.name = name;
+        this.capacity = capacity;
+        this.multi = multi;
+    }
+
+    LoopbackPlugin capabilities(Capability... c) {
+        this.capabilities = EnumSet.of(Capability.AM, c);
+        return this;
+    }
+
+    /** Declares only SINGLE: thread-confined, as a plugin using a confined arena would be. */
+    LoopbackPlugin singleOnly() {
+        this.singleOnly = true;
+        return this;
+    }
+
+    LoopbackPlugin priority(int p) {
+        this.priority = p;
+        return this;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public Version version() {
+        return Version.parse("1.0.0");
+    }
+
+    @Override
+    public String spiVersion() {
+        return SPI_VERSION;
+    }
+
+    @Override
+    public Availability probe(PluginContext context) {
+        return Availability.available();
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return capabilities;
+    }
+
+    @Override
+    public Set<ThreadMode> threadModes() {
+        if (singleOnly) return EnumSet.of(ThreadMode.SINGLE);
+        return multi ? EnumSet.allOf(ThreadMode.class) : EnumSet.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+    }
+
+    @Override
+    public int priority() {
+        return priority;
+    }
+
+    @Override
+    public Transport openTransport(TransportContext context) {
+        LoopbackTransport t = new LoopbackTransport(this, context);
+        transports.add(t);
+        return t;
+    }
+
+    /** The one transport this plugin opened. */
+    LoopbackTransport transport() {
+        if (transports.size() != 1) throw new AssertionError(transports.size() + " transports opened");
+        return transports.getFirst();
+    }
+
+    record Msg(int id, byte[] bytes, int headerLength) {
+    }
+
+    static final class LoopbackTransport implements Transport {
+        final LoopbackPlugin plugin;
+        final String key = UUID.randomUUID().toString();
+        final ArrayBlockingQueue<Msg> queue;
+        private final MessageSink sink;
+        final List<LoopbackEndpoint> endpoints = new CopyOnWriteArrayList<>();
+        final AtomicInteger inside = new AtomicInteger();
+        final AtomicLong overlaps = new AtomicLong();
+        final AtomicLong calls = new AtomicLong();
+        volatile boolean inProgress;
+        volatile boolean dead;
+        volatile boolean closed;
+        private final ReentrantLock lock = new ReentrantLock();
+        private final Condition work = lock.newCondition();
+        volatile boolean waiting;
+        private boolean signalled;
+
+        LoopbackTransport(LoopbackPlugin plugin, TransportContext context) {
+            this.plugin = plugin;
+            this.queue = new ArrayBlockingQueue<>(plugin.capacity);
+            this.sink = context.messageSink();
+            REGISTRY.put(key, this);
+        }
+
+        /** Calls nested on one thread (a handler that sends) are re-entry, not overlap. */
+        private final ThreadLocal<int[]> depth = ThreadLocal.withInitial(() -> new int[1]);
+
+        void enter() {
+            calls.incrementAndGet();
+            int[] d = depth.get();
+            if (d[0]++ > 0) return;
+            if (inside.incrementAndGet() != 1) overlaps.incrementAndGet();
+        }
+
+        void exit() {
+            int[] d = depth.get();
+            if (--d[0] > 0) return;
+            inside.decrementAndGet();
+        }
+
+        /** The peer "dies": its endpoints' senders see it at once, and report it on their next progress. */
+        void kill() {
+            dead = true;
+            REGISTRY.remove(key);
+        }
+
+        @Override
+        public byte[] address() {
+            enter();
+            try {
+                return new PayloadWriter().string(key).toByteArray();
+            } finally {
+                exit();
+            }
+        }
+
+        @Override
+        public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) {
+            enter();
+            try {
+                String peerKey = peerAddress.string("key", 64);
+                peerAddress.end("key");
+                if (plugin.refuseConnect != null) throw new ConduitException(plugin.refuseConnect);
+                LoopbackTransport target = REGISTRY.get(peerKey);
+                if (target == null) throw new ConduitException("no loopback transport is listening at " + peerKey);
+                LoopbackEndpoint ep = new LoopbackEndpoint(this, target, events, endpoints.size());
+                endpoints.add(ep);
+                if (plugin.failWhileConnecting) {
+                    ep.reported = true;
+                    events.peerFailed(new PeerFailedException("the peer hung up during the handshake"));
+                }
+                return ep;
+            } finally {
+                exit();
+            }
+        }
+
+        @Override
+        public int progress() {
+            enter();
+            inProgress = true;
+            try {
+                int events = 0;
+                for (int i = 0; i < 64; i++) {
+                    Msg m = queue.poll();
+                    if (m == null) break;
+                    MemorySegment s = MemorySegment.ofArray(m.bytes());
+                    sink.onMessage(m.id(), s, 0, m.headerLength(), s, m.headerLength(), m.bytes().length - m.headerLength());
+                    events++;
+                }
+                for (LoopbackEndpoint ep : endpoints) {
+                    if (ep.target.dead && !ep.reported && !ep.closed) {
+                        ep.reported = true;
+                        ep.events.peerFailed(new PeerFailedException("loopback peer " + ep.target.key + " died"));
+                        events++;
+                    }
+                }
+                return events;
+            } finally {
+                inProgress = false;
+                exit();
+            }
+        }
+
+        boolean deliver(Msg m) {
+            if (!queue.offer(m)) return false;
+            if (waiting) wake(false);
+            return true;
+        }
+
+        private void wake(boolean signal) {
+            lock.lock();
+            try {
+                if (signal) signalled = true;
+                work.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public boolean await(long timeoutNanos) {
+            enter();
+            try {
+                lock.lock();
+                try {
+                    waiting = true;
+                    long left = timeoutNanos;
+                    while (queue.isEmpty() && !signalled && left > 0) {
+                        left = work.awaitNanos(left);
+                    }
+                    boolean woke = !queue.isEmpty() || signalled;
+                    signalled = false;
+                    return woke;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return true;
+                } finally {
+                    waiting = false;
+                    lock.unlock();
+                }
+            } finally {
+                exit();
+            }
+        }
+
+        @Override
+        public void signal() {
+            wake(true); // any thread: not counted
+        }
+
+        @Override
+        public void close() {
+            enter();
+            try {
+                if (closed) return;
+                closed = true;
+                REGISTRY.remove(key);
+                plugin.closes.add("transport");
+            } finally {
+                exit();
+            }
+        }
+
+        /** Waits (bounded) until a thread sleeps in {@link #await}. */
+        void awaitSleeper() throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!waiting) {
+                if (System.nanoTime() > deadline) throw new AssertionError("nobody awaited");
+                Thread.sleep(1);
+            }
+        }
+    }
+
+    static final class LoopbackEndpoint implements TransportEndpoint {
+        final LoopbackTransport owner;
+        final LoopbackTransport target;
+        final EndpointEvents events;
+        final int number;
+        volatile boolean reported;
+        volatile boolean closed;
+        volatile boolean closedDuringProgress;
+        final AtomicLong trySends = new AtomicLong();
+        final AtomicLong rmaCalls = new AtomicLong();
+
+        LoopbackEndpoint(LoopbackTransport owner, LoopbackTransport target, EndpointEvents events, int number) {
+            this.owner = owner;
+            this.target = target;
+            this.events = events;
+            this.number = number;
+        }
+
+        @Override
+        public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+            owner.enter();
+            try {
+                trySends.incrementAndGet();
+                if (closed) throw new IllegalStateException("closed");
+                if (target.dead) throw new PeerFailedException("loopback peer " + target.key + " is dead");
+                int hl = (int) header.byteSize();
+                byte[] bytes = new byte[hl + (int) payload.byteSize()];
+                MemorySegment.copy(header, ValueLayout.JAVA_BYTE, 0, bytes, 0, hl);
+                MemorySegment.copy(payload, ValueLayout.JAVA_BYTE, 0, bytes, hl, bytes.length - hl);
+                return target.deliver(new Msg(id, bytes, hl));
+            } finally {
+                owner.exit();
+            }
+        }
+
+        @Override
+        public int maxHeaderSize() {
+            return owner.plugin.maxHeader;
+        }
+
+        @Override
+        public long maxPayloadSize() {
+            return owner.plugin.maxPayload;
+        }
+
+        private MemorySegment local(RemoteRegion r) {
+            rmaCalls.incrementAndGet();
+            if (target.dead) throw new PeerFailedException("loopback peer " + target.key + " is dead");
+            return r.localSegment();
+        }
+
+        @Override
+        public void put(MemorySegment source, RemoteRegion target, long offset) {
+            owner.enter();
+            try {
+                MemorySegment.copy(source, 0, local(target), offset, source.byteSize());
+            } finally {
+                owner.exit();
+            }
+        }
+
+        @Override
+        public void get(RemoteRegion source, long offset, MemorySegment destination) {
+            owner.enter();
+            try {
+                MemorySegment.copy(local(source), offset, destination, 0, destination.byteSize());
+            } finally {
+                owner.exit();
+            }
+        }
+
+        @Override
+        public long fetchAdd(RemoteRegion target, long offset, long delta) {
+            owner.enter();
+            try {
+                return (long) LONG.getAndAdd(local(target), offset, delta);
+            } finally {
+                owner.exit();
+            }
+        }
+
+        @Override
+        public long compareAndSwap(RemoteRegion target, long offset, long expected, long desired) {
+            owner.enter();
+            try {
+                return (long) LONG.compareAndExchange(local(target), offset, expected, desired);
+            } finally {
+                owner.exit();
+            }
+        }
+
+        @Override
+        public void flush() {
+            owner.enter();
+            try {
+                rmaCalls.incrementAndGet();
+            } finally {
+                owner.exit();
+            }
+        }
+
+        @Override
+        public void close() {
+            owner.enter();
+            try {
+                if (closed) return;
+                closed = true;
+                closedDuringProgress = owner.inProgress;
+                owner.plugin.closes.add("endpoint#" + number);
+            } finally {
+                owner.exit();
+            }
+        }
+    }
+}

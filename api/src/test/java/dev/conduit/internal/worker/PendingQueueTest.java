@@ -1,0 +1,76 @@
+package dev.conduit.internal.worker;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Random;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The local queue of an endpoint: order, content, reuse of its buffer and a bounded footprint. */
+class PendingQueueTest {
+
+    private static byte[] message(Random random, int maxSize) {
+        byte[] b = new byte[random.nextInt(maxSize + 1)];
+        random.nextBytes(b);
+        return b;
+    }
+
+    @Test
+    void keepsOrderAndContentThroughGrowthAndCompaction() {
+        PendingQueue q = new PendingQueue();
+        ArrayDeque<byte[][]> model = new ArrayDeque<>();
+        Random random = new Random(7);
+        long maxLive = 0;
+        long live = 0;
+        int nextId = 0;
+        ArrayDeque<Integer> ids = new ArrayDeque<>();
+        for (int step = 0; step < 200_000; step++) {
+            if (random.nextInt(100) < 52) {
+                byte[] header = message(random, 24);
+                byte[] payload = message(random, random.nextInt(50) == 0 ? 20_000 : 300);
+                q.add(nextId, MemorySegment.ofArray(header), MemorySegment.ofArray(payload));
+                model.add(new byte[][] {header, payload});
+                ids.add(nextId++);
+                live += header.length + payload.length;
+            } else if (!model.isEmpty()) {
+                byte[][] expected = model.poll();
+                live -= expected[0].length + expected[1].length;
+                assertThat(q.headId()).isEqualTo(ids.poll());
+                assertThat(q.headHeader().toArray(ValueLayout.JAVA_BYTE)).isEqualTo(expected[0]);
+                assertThat(q.headPayload().toArray(ValueLayout.JAVA_BYTE)).isEqualTo(expected[1]);
+                assertThat(q.headPayload()).as("made once per record").isSameAs(q.headPayload());
+                q.remove();
+            }
+            assertThat(q.messages()).isEqualTo(model.size());
+            assertThat(q.bytes()).isEqualTo(live);
+            maxLive = Math.max(maxLive, live + 16L * model.size());
+            assertThat(q.capacity()).as("bounded by the largest backlog, not by the traffic").isLessThanOrEqualTo(4 * (maxLive + 20_000 + 64) + PendingQueue.INITIAL);
+        }
+        assertThat(q.clear()).isEqualTo(model.size());
+        assertThat(q.isEmpty()).isTrue();
+    }
+
+    @Test
+    void reusesItsBufferAndDropsAHugeOneWhenEmpty() {
+        PendingQueue q = new PendingQueue();
+        MemorySegment small = MemorySegment.ofArray(new byte[100]);
+        for (int round = 0; round < 10; round++) {
+            for (int i = 0; i < 30; i++) q.add(i, MemorySegment.NULL, small);
+            while (!q.isEmpty()) q.remove();
+        }
+        assertThat(q.capacity()).isEqualTo(4096);
+
+        q.add(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[PendingQueue.RETAIN + 1]));
+        assertThat(q.capacity()).isGreaterThan(PendingQueue.RETAIN);
+        q.remove();
+        assertThat(q.capacity()).as("a burst's buffer is not kept").isZero();
+        q.add(2, MemorySegment.NULL, MemorySegment.NULL);
+        assertThat(q.headHeader().byteSize()).isZero();
+        assertThat(q.headPayload().byteSize()).isZero();
+        assertThat(Arrays.asList(q.messages(), q.bytes())).containsExactly(1L, 0L);
+    }
+}

@@ -1,0 +1,160 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Conduit;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.function.Consumer;
+import java.util.zip.CRC32C;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The worker address format: what a worker publishes, and a decoder that names every malformed field. */
+class WorkerAddressTest {
+
+    private static final byte[] SHM_ADDRESS = {1, 2, 3, 4};
+
+    @Test
+    void aWorkerPublishesEveryTransportInItsOrderOfPreferenceAndTheBytesRoundTrip() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false).priority(120);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false).priority(180);
+        try (Conduit conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).systemProperties(new Properties())
+                .addPlugin(a).addPlugin(b).transports("lo-a", "lo-b").build();
+             Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+            WorkerAddress address = worker.address();
+            assertThat(address.transports()).containsExactly("lo-a", "lo-b");
+            assertThat(worker.address()).isSameAs(address);
+
+            byte[] bytes = address.toBytes();
+            assertThat(bytes.length).isLessThanOrEqualTo(4096);
+            WorkerAddress decoded = WorkerAddress.fromBytes(bytes);
+            assertThat(decoded).isEqualTo(address).hasSameHashCodeAs(address);
+            assertThat(decoded.transports()).containsExactly("lo-a", "lo-b");
+            assertThat(decoded.toString()).contains("lo-a").contains("lo-b");
+
+            bytes[0] ^= 1;
+            assertThat(address.toBytes()[0]).as("toBytes gives a copy").isNotEqualTo(bytes[0]);
+        }
+    }
+
+    @Test
+    void twoWorkersHaveDifferentIds() {
+        LoopbackPlugin a = new LoopbackPlugin("lo", 8, false);
+        try (Conduit conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).systemProperties(new Properties())
+                .addPlugin(a).build();
+             Worker one = conduit.newWorker(ThreadMode.SINGLE);
+             Worker two = conduit.newWorker(ThreadMode.SINGLE)) {
+            assertThat(Arrays.copyOfRange(one.address().toBytes(), 8, 24)).isNotEqualTo(Arrays.copyOfRange(two.address().toBytes(), 8, 24));
+        }
+    }
+
+    // ---------------------------------------------------------------- malformed input, field by field
+
+    /** A raw address, before total length and crc are filled in. */
+    private static PayloadWriter raw(int count) {
+        return new PayloadWriter().u32(AddressFormat.MAGIC & 0xFFFF_FFFFL).u16(1).u16(0).u64(7).u64(9).u8(count);
+    }
+
+    /** Fills in total length and crc. */
+    private static byte[] seal(PayloadWriter w) {
+        byte[] b = w.u32(0).toByteArray();
+        b[6] = (byte) b.length;
+        b[7] = (byte) (b.length >>> 8);
+        CRC32C crc = new CRC32C();
+        crc.update(b, 0, b.length - 4);
+        int c = (int) crc.getValue();
+        for (int i = 0; i < 4; i++) b[b.length - 4 + i] = (byte) (c >>> (8 * i));
+        return b;
+    }
+
+    private static byte[] valid() {
+        return seal(raw(2).string("shm").u16(SHM_ADDRESS.length).bytes(SHM_ADDRESS).string("verbs").u16(0));
+    }
+
+    private static byte[] mutated(Consumer<byte[]> change) {
+        byte[] b = valid();
+        change.accept(b);
+        return b;
+    }
+
+    private static void assertField(byte[] bytes, String field) {
+        assertThatThrownBy(() -> WorkerAddress.fromBytes(bytes))
+                .isInstanceOf(InvalidHandleException.class)
+                .satisfies(e -> assertThat(((InvalidHandleException) e).field()).isEqualTo(field))
+                .hasMessageContaining(field);
+    }
+
+    @Test
+    void aValidAddressDecodes() {
+        WorkerAddress a = WorkerAddress.fromBytes(valid());
+        assertThat(a.transports()).isEqualTo(List.of("shm", "verbs"));
+        AddressFormat.Decoded d = AddressFormat.decode(a.toBytes());
+        assertThat(d.entry("shm").address()).isEqualTo(SHM_ADDRESS);
+        assertThat(d.entry("verbs").address()).isEmpty();
+        assertThat(d.idLow()).isEqualTo(7);
+        assertThat(d.idHigh()).isEqualTo(9);
+    }
+
+    @Test
+    void everyMalformedFieldIsNamed() {
+        assertField(null, "total.length");
+        assertField(new byte[0], "total.length");
+        assertField(new byte[AddressFormat.MIN_LENGTH - 1], "total.length");
+        assertField(new byte[4097], "total.length");
+        assertField(Arrays.copyOf(valid(), valid().length - 1), "total.length"); // truncated
+        assertField(Arrays.copyOf(valid(), valid().length + 1), "total.length"); // padded
+        assertField(mutated(b -> b[0] = 'X'), "magic");
+        assertField(mutated(b -> b[4] = 2), "version");
+        assertField(mutated(b -> b[6]++), "total.length");
+        assertField(seal(new PayloadWriter().u32(AddressFormat.MAGIC & 0xFFFF_FFFFL).u16(1).u16(0).u64(0).u64(0).u8(1).string("shm").u16(0)),
+                "worker.id");
+        assertField(seal(raw(0).string("shm").u16(0)), "entry.count");
+        assertField(seal(raw(17).string("shm").u16(0)), "entry.count");
+        assertField(seal(raw(2).string("shm").u16(0)), "entry.count"); // says 2, holds 1
+        assertField(seal(raw(1).string("shm").u16(0).string("verbs").u16(0)), "entry.count"); // says 1, holds 2
+        assertField(seal(raw(1).string("Shm").u16(0)), "entry[0].plugin");
+        assertField(seal(raw(1).string("").u16(2).bytes(new byte[2])), "entry[0].plugin");
+        assertField(seal(raw(1).string("a".repeat(33)).u16(0)), "entry[0].plugin");
+        assertField(seal(raw(2).string("shm").u16(0).string("shm").u16(0)), "entry[1].plugin");
+        assertField(seal(raw(1).string("shm").u16(1025).bytes(new byte[1025])), "entry[0].address.length");
+        assertField(seal(raw(1).string("shm").u16(40).bytes(new byte[8])), "entry[0].address.length");
+        assertField(mutated(b -> b[33] ^= 1), "crc"); // well-formed, altered address byte
+        assertField(mutated(b -> b[b.length - 1] ^= 1), "crc");
+    }
+
+    @Test
+    void anyByteFlippedOrAnyTruncationIsRefusedWithAnInvalidHandleException() {
+        byte[] good = valid();
+        for (int i = 0; i < good.length; i++) {
+            for (int bit = 0; bit < 8; bit++) {
+                byte[] bad = good.clone();
+                bad[i] ^= (byte) (1 << bit);
+                assertThatThrownBy(() -> WorkerAddress.fromBytes(bad)).isInstanceOf(InvalidHandleException.class);
+            }
+        }
+        for (int n = 0; n < good.length; n++) {
+            byte[] cut = Arrays.copyOf(good, n);
+            assertThatThrownBy(() -> WorkerAddress.fromBytes(cut)).isInstanceOf(InvalidHandleException.class);
+        }
+    }
+
+    @Test
+    void theEncoderRefusesWhatTheDecoderWould() {
+        byte[] big = new byte[1025];
+        assertThatThrownBy(() -> AddressFormat.encode(1, 1, List.of(new AddressFormat.Entry("shm", big))))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'shm'").hasMessageContaining("1024");
+        assertThatThrownBy(() -> AddressFormat.encode(1, 1, List.of())).isInstanceOf(IllegalArgumentException.class);
+        List<AddressFormat.Entry> five = List.of(new AddressFormat.Entry("a", new byte[1000]), new AddressFormat.Entry("b", new byte[1000]),
+                new AddressFormat.Entry("c", new byte[1000]), new AddressFormat.Entry("d", new byte[1000]), new AddressFormat.Entry("e", new byte[1000]));
+        assertThatThrownBy(() -> AddressFormat.encode(1, 1, five)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("4096");
+    }
+}
