@@ -45,6 +45,16 @@ class ConduitCloseTest {
     }
 
     @Test
+    void closingTheConduitFromAnotherThreadClosesASingleThreadedWorkerToo() throws Exception {
+        List<String> closed = Collections.synchronizedList(new ArrayList<>());
+        Conduit conduit = isolated().addPlugin(plugin("a", closed, false)).build();
+        Thread owner = Thread.ofPlatform().start(() -> conduit.newWorker(ThreadMode.SINGLE).progress());
+        owner.join();
+        conduit.close();
+        assertThat(closed).containsExactly("a#1");
+    }
+
+    @Test
     void aFailingCloseIsCollectedAndEverythingElseIsStillClosed() {
         List<String> closed = Collections.synchronizedList(new ArrayList<>());
         Conduit conduit = isolated().addPlugin(plugin("good", closed, false).priority(2)).addPlugin(plugin("bad", closed, true).priority(1))

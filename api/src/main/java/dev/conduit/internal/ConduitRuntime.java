@@ -92,7 +92,7 @@ public final class ConduitRuntime implements Conduit {
         ensureOpen();
         RuntimeWorker worker = RuntimeWorker.open(mode, registry.selected(), config, sharedDirectory, imports, resources::unregister);
         try {
-            return resources.register(worker);
+            return resources.register(worker, worker::closeFromConduit);
         } catch (IllegalStateException e) {
             worker.close();
             throw e;

@@ -3,7 +3,7 @@ package dev.conduit.internal;
 import dev.conduit.spi.ConduitException;
 
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 
 /**
@@ -12,15 +12,21 @@ import java.util.List;
  */
 public final class Resources {
 
-    private final LinkedHashSet<AutoCloseable> open = new LinkedHashSet<>();
+    /** What is open, in opening order, each with how the owner closes it. */
+    private final LinkedHashMap<AutoCloseable, AutoCloseable> open = new LinkedHashMap<>();
     private boolean closed;
 
     /** Tracks {@code resource}; fails if the owner is already closed. */
     public synchronized <T extends AutoCloseable> T register(T resource) {
+        return register(resource, resource);
+    }
+
+    /** Tracks {@code resource}, to be closed by {@code closer} when the owner closes. */
+    public synchronized <T extends AutoCloseable> T register(T resource, AutoCloseable closer) {
         if (closed) {
             throw new IllegalStateException("Conduit is closed");
         }
-        open.add(resource);
+        open.put(resource, closer);
         return resource;
     }
 
@@ -39,7 +45,7 @@ public final class Resources {
         synchronized (this) {
             if (closed) return;
             closed = true;
-            toClose = new ArrayList<>(open).reversed();
+            toClose = new ArrayList<>(open.values()).reversed();
             open.clear();
         }
         ConduitException failure = null;

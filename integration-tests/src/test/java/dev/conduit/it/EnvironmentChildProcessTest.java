@@ -1,6 +1,7 @@
 package dev.conduit.it;
 
 import dev.conduit.it.child.ChildMain;
+import dev.conduit.it.process.ChildJvm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -8,7 +9,6 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -26,25 +26,11 @@ class EnvironmentChildProcessTest {
     @TempDir
     Path tmp;
 
-    private static List<String> javaCommand(Loading loading) {
-        String java = ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("cannot tell this JVM's java binary"));
-        List<String> command = new ArrayList<>(List.of(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
-        if (loading == Loading.MODULE_PATH) {
-            String modulePath = System.getProperty("jdk.module.path");
-            assertThat(modulePath).as("jdk.module.path").isNotBlank();
-            command.addAll(List.of("--module-path", modulePath, "--module", "dev.conduit.it/" + ChildMain.class.getName()));
-        } else {
-            // Surefire may launch through a manifest-only jar; it also says the real test class path.
-            String classPath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-            command.addAll(List.of("--class-path", classPath, ChildMain.class.getName()));
-        }
-        return command;
-    }
-
     @Test
     void aChildJvmIsConfiguredByItsEnvironmentAndWarnsAboutAMisspeltVariable() throws Exception {
         Loading loading = Loading.current();
-        ProcessBuilder pb = new ProcessBuilder(javaCommand(loading));
+        // Same module or class path and native-access grant as this JVM (the harness's command line).
+        ProcessBuilder pb = new ProcessBuilder(ChildJvm.javaCommand(ChildMain.class, List.of(), List.of()));
         Map<String, String> env = pb.environment();
         env.keySet().removeIf(k -> k.startsWith("CONDUIT_"));
         env.put("CONDUIT_TRANSPORTS", "it-beta");
@@ -66,6 +52,10 @@ class EnvironmentChildProcessTest {
         assertThat(stdout).contains("config transports=it-beta source=ENVIRONMENT");
         assertThat(stdout).contains("config plugin.path=null source=DEFAULT");
         assertThat(stdout).containsPattern("plugin it-alpha AVAILABLE origin=" + Pattern.quote(loading.originPrefix));
+        assertThat(stdout).as("the real plugins, found but not selected")
+                .containsPattern("plugin memfd AVAILABLE origin=" + Pattern.quote(loading.originPrefix))
+                .containsPattern("plugin posix AVAILABLE origin=" + Pattern.quote(loading.originPrefix));
+        assertThat(stderr).as("native access is granted to the Linux layer").doesNotContain("restricted method");
         assertThat(stderr)
                 .contains("unknown environment variable CONDUIT_TRANSPROTS is ignored")
                 .contains("did you mean CONDUIT_TRANSPORTS?");

@@ -50,6 +50,22 @@ class ServiceLoaderDiscoveryTest {
     }
 
     @Test
+    void serviceLoaderFindsTheRealPluginsTheSameWay() {
+        Loading loading = Loading.current();
+        try (Conduit conduit = Loading.isolatedBuilder().build()) {
+            for (String name : List.of("memfd", "posix")) {
+                PluginInfo p = conduit.plugins().stream().filter(i -> i.name().equals(name)).findFirst()
+                        .orElseThrow(() -> new AssertionError("no plugin " + name + " in " + conduit.plugins()));
+                assertThat(p.status()).as("%s: %s", name, p.reason()).isEqualTo(PluginInfo.Status.SELECTED);
+                assertThat(p.origin()).as(name).startsWith(loading.originPrefix);
+                if (loading == Loading.MODULE_PATH) {
+                    assertThat(p.origin()).startsWith("module dev.conduit.plugin." + name + " ");
+                }
+            }
+        }
+    }
+
+    @Test
     void discoveredPluginsServeAWorker() {
         try (Conduit conduit = Loading.isolatedBuilder().transports("it-beta").build();
              Worker worker = conduit.newWorker(ThreadMode.MULTI)) {

@@ -10,6 +10,7 @@ import dev.conduit.spi.InvalidHandleException;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -52,17 +53,20 @@ public final class IpcCache implements AutoCloseable {
         final long exportId;
         final ChunkMapping mapping;
         final long length;
+        /** The payload the importer validated and mapped; a hit must carry the same. */
+        final byte[] payload;
         int refs;
         /** Evicted while counted, which weight 0 prevents; kept so that the last release, not the eviction, unmaps. */
         boolean detached;
         /** Guarded by the entry's monitor: unmapping happens once. */
         boolean unmapped;
 
-        Entry(String plugin, long exportId, ChunkMapping mapping, long length) {
+        Entry(String plugin, long exportId, ChunkMapping mapping, long length, byte[] payload) {
             this.plugin = plugin;
             this.exportId = exportId;
             this.mapping = mapping;
             this.length = length;
+            this.payload = payload;
         }
     }
 
@@ -95,6 +99,10 @@ public final class IpcCache implements AutoCloseable {
                 throw new InvalidHandleException("chunk.length", "export " + handle.exportId() + " was cached as a " + cached.length
                         + "-byte chunk of plugin '" + cached.plugin + "', the handle says " + handle.chunkLength()
                         + " bytes of plugin '" + handle.plugin() + "': the handle is forged or corrupted");
+            } else if (!Arrays.equals(cached.payload, handle.payload())) {
+                // The importer validated the payload that was mapped; a different one must not ride on that mapping.
+                throw new InvalidHandleException("payload", "export " + handle.exportId() + " was cached with another payload "
+                        + "than this handle carries: the handle is forged or corrupted");
             }
             cached.refs++;
             return cached;
@@ -124,7 +132,7 @@ public final class IpcCache implements AutoCloseable {
                     + ", the handle's chunk has " + handle.chunkLength() + ": the importer is broken");
         }
         mappedBytes.addAndGet(length);
-        return new Entry(handle.plugin(), handle.exportId(), mapping, length);
+        return new Entry(handle.plugin(), handle.exportId(), mapping, length, handle.payload());
     }
 
     void release(Key key, Entry entry) {

@@ -622,41 +622,59 @@ public final class RuntimeWorker implements Worker {
     public void close() {
         boolean entered = enter();
         try {
-            if (closed) return;
-            ensureNotInHandler(dispatch.delivery(), "close()");
-            closed = true;
-            RuntimeException failure = null;
-            RuntimeEndpoint[] open;
-            synchronized (endpointsLock) {
-                open = endpoints;
-                endpoints = new RuntimeEndpoint[0];
-            }
-            for (int i = open.length - 1; i >= 0; i--) {
-                try {
-                    open[i].close(false);
-                } catch (RuntimeException e) {
-                    failure = collect(failure, e, "closing the worker's endpoints failed");
-                }
-            }
-            if (closesDeferred) {
-                try {
-                    runDeferredCloses();
-                } catch (RuntimeException e) {
-                    failure = collect(failure, e, "closing the worker's endpoints failed");
-                }
-            }
-            for (int i = transports.length - 1; i >= 0; i--) {
-                try {
-                    transports[i].close();
-                } catch (RuntimeException e) {
-                    failure = collect(failure, e, "closing the worker's transports failed");
-                }
-            }
-            onClose.accept(this);
-            if (failure != null) throw failure;
+            closeGuarded();
         } finally {
             exit(entered);
         }
+    }
+
+    /**
+     * Closing the {@code Conduit} closes its workers from the closing thread. A {@code SINGLE}
+     * worker belongs to another thread, which must no longer use it once it closes the
+     * {@code Conduit}; closing it without the owner check is what lets everything close, in
+     * reverse order, instead of leaking that worker's transports. The other guards still apply.
+     */
+    public void closeFromConduit() {
+        if (guard instanceof dev.conduit.internal.threading.OwnerCheck) {
+            closeGuarded();
+        } else {
+            close();
+        }
+    }
+
+    private void closeGuarded() {
+        if (closed) return;
+        ensureNotInHandler(dispatch.delivery(), "close()");
+        closed = true;
+        RuntimeException failure = null;
+        RuntimeEndpoint[] open;
+        synchronized (endpointsLock) {
+            open = endpoints;
+            endpoints = new RuntimeEndpoint[0];
+        }
+        for (int i = open.length - 1; i >= 0; i--) {
+            try {
+                open[i].close(false);
+            } catch (RuntimeException e) {
+                failure = collect(failure, e, "closing the worker's endpoints failed");
+            }
+        }
+        if (closesDeferred) {
+            try {
+                runDeferredCloses();
+            } catch (RuntimeException e) {
+                failure = collect(failure, e, "closing the worker's endpoints failed");
+            }
+        }
+        for (int i = transports.length - 1; i >= 0; i--) {
+            try {
+                transports[i].close();
+            } catch (RuntimeException e) {
+                failure = collect(failure, e, "closing the worker's transports failed");
+            }
+        }
+        onClose.accept(this);
+        if (failure != null) throw failure;
     }
 
     private static RuntimeException collect(RuntimeException failure, RuntimeException e, String what) {

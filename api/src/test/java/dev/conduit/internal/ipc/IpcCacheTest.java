@@ -174,6 +174,21 @@ class IpcCacheTest {
     }
 
     @Test
+    void aHitMustCarryThePayloadTheImporterValidated() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        conduit.importRegion(handle).close();
+        IpcHandle h = IpcHandle.decode(handle);
+        byte[] otherPayload = h.payload().clone();
+        otherPayload[0] ^= 1;
+        byte[] forged = new IpcHandle(h.plugin(), h.originHigh(), h.originLow(), h.exportId(), h.chunkLength(),
+                h.regionOffset(), h.regionLength(), otherPayload).encode();
+        assertThatThrownBy(() -> conduit.importRegion(forged)).isInstanceOf(InvalidHandleException.class)
+                .hasMessageContaining("payload");
+        assertThat(conduit.ipcCacheStats().hits()).isZero();
+    }
+
+    @Test
     void aHandleOfAPluginThatIsNotHereNamesIt() {
         open(1 << 30);
         byte[] foreign = new IpcHandle("devdax", 1, 2, 3, 4096, 0, 4096, new byte[0]).encode();

@@ -1,0 +1,62 @@
+package dev.conduit.it.ipc;
+
+import dev.conduit.it.process.ChildJvm;
+import dev.conduit.it.process.CommandLoop;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.RemotePeer;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Host ↔ isolated container: the consumer runs under {@link Launcher#container()} (new PID, IPC,
+ * UTS, mount and network namespaces, another hostname), sees the shared directory only through a
+ * bind mount at another path, and is configured by its own {@code CONDUIT_SHARED_DIR}. Imports work
+ * for memfd (fd passing over the socket) and for posix (the file, by its relative name), exactly as
+ * in {@link TwoProcessImportTest}. Runs in CI, as root; without {@code unshare} it fails, naming what
+ * to install.
+ */
+@Timeout(120) // a hang guard, not a speed check
+class ContainerImportTest {
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aConsumerInAnIsolatedContainerMapsTheHostsRegions(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        try (RemotePeer consumer = RemotePeer.start(shared, Launcher.container())) {
+            ChildJvm child = consumer.child();
+            Map<String, String> hello = child.hello();
+            System.out.printf("host: hostname=%s shared=%s pid=%d %s%ncontainer: %s (host pid of its JVM %d)%n",
+                    CommandLoop.hostname(), shared, ProcessHandle.current().pid(), CommandLoop.namespaces(), hello, child.jvm().pid());
+
+            assertThat(hello.get("hostname")).as("the container's hostname (UTS namespace)")
+                    .isEqualTo(Launcher.Container.HOSTNAME).isNotEqualTo(CommandLoop.hostname());
+            assertThat(hello.get("shared")).as("the container's CONDUIT_SHARED_DIR")
+                    .isEqualTo(child.sharedDirectory().toString()).isNotEqualTo(shared.toString());
+            assertThat(child.pidInside()).as("the JVM's pid in its own PID namespace: the namespace's init").isEqualTo(1);
+            assertThat(child.jvm().pid()).as("the same JVM's pid on the host").isNotEqualTo(1);
+            Map<String, String> ours = CommandLoop.namespaces();
+            for (String kind : ours.keySet()) {
+                assertThat(hello.get("ns." + kind)).as("the container's %s namespace", kind).isNotEqualTo(ours.get(kind));
+            }
+            assertThat(hello).containsEntry("loading", Peers.loading());
+
+            // The bind mount is the container's own: the container sees the host's directory at its path,
+            // the host sees only the empty mount point there.
+            Path marker = Files.writeString(shared.resolve("marker"), "from the host");
+            assertThat(consumer.sharedFiles()).containsExactly("marker");
+            try (var atMountPoint = Files.list(child.sharedDirectory())) {
+                assertThat(atMountPoint).as("the host's view of the container's mount point").isEmpty();
+            }
+            Files.delete(marker);
+
+            Peers.roundTrip(plugin, shared, consumer);
+        }
+    }
+}

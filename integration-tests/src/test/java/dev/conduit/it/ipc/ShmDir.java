@@ -1,0 +1,47 @@
+package dev.conduit.it.ipc;
+
+import org.junit.jupiter.api.extension.AnnotatedElementContext;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.io.TempDirFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
+
+/**
+ * A fresh shared directory under {@code /dev/shm} per test ({@code @TempDir(factory = ShmDir.class)}),
+ * named short ({@code /dev/shm/cit-<8 hex>}): the memfd plugin's socket path must fit an AF_UNIX
+ * address, so {@code shared.dir} may have at most 38 bytes. JUnit removes it after the test.
+ */
+public final class ShmDir implements TempDirFactory {
+
+    @Override
+    public Path createTempDirectory(AnnotatedElementContext element, ExtensionContext extension) throws IOException {
+        Path shm = Path.of("/dev/shm");
+        if (!Files.isDirectory(shm) || !Files.isWritable(shm)) {
+            throw new IllegalStateException("/dev/shm is missing or not writable: the cross-process tests share memory through it");
+        }
+        for (int attempt = 0; ; attempt++) {
+            Path dir = shm.resolve("cit-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()));
+            try {
+                return Files.createDirectory(dir);
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                if (attempt > 10) throw e;
+            }
+        }
+    }
+
+    /** The names in {@code directory}, sorted. */
+    static List<String> files(Path directory) {
+        try (Stream<Path> s = Files.list(directory)) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

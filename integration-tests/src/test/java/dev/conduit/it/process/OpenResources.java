@@ -1,0 +1,67 @@
+package dev.conduit.it.process;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * What a process holds open, from {@code /proc/self}: every descriptor, the descriptors on Conduit's
+ * shared-memory files (posix chunks and leases, memfd leases, sockets and memfds, by name), socket
+ * descriptors, and the mappings of posix chunk files and memfd chunks. Taken in a child by
+ * {@link ConduitPeer} ({@code resources}) and parsed back with {@link #parse(String)}.
+ *
+ * @param fds              entries of {@code /proc/self/fd} (the listing's own descriptor included, alike every time)
+ * @param conduitFds       descriptors whose target's name starts with {@code conduit-posix-} or
+ *                         {@code conduit-memfd-}, or is a {@code memfd:conduit-…}
+ * @param socketFds        descriptors on sockets
+ * @param conduitMappings  lines of {@code /proc/self/maps} that map a posix chunk file or a memfd chunk
+ */
+public record OpenResources(long fds, long conduitFds, long socketFds, long conduitMappings) {
+
+    public static OpenResources ofThisProcess() {
+        long fds = 0, conduit = 0, sockets = 0;
+        try (Stream<Path> entries = Files.list(Path.of("/proc/self/fd"))) {
+            for (Path fd : (Iterable<Path>) entries::iterator) {
+                fds++;
+                String target;
+                try {
+                    target = Files.readSymbolicLink(fd).toString();
+                } catch (IOException e) {
+                    continue; // the listing's own descriptor, closed by now
+                }
+                if (target.startsWith("socket:")) sockets++;
+                if (isConduitName(target)) conduit++;
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        long mappings;
+        try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
+            mappings = lines.filter(OpenResources::isConduitName).count();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return new OpenResources(fds, conduit, sockets, mappings);
+    }
+
+    private static boolean isConduitName(String target) {
+        if (target.contains("/memfd:conduit-")) return true;
+        int slash = target.lastIndexOf('/');
+        String name = target.substring(slash + 1);
+        return name.startsWith("conduit-posix-") || name.startsWith("conduit-memfd-");
+    }
+
+    /** {@code fds=… conduitFds=… socketFds=… conduitMappings=…} */
+    public String format() {
+        return "fds=" + fds + " conduitFds=" + conduitFds + " socketFds=" + socketFds + " conduitMappings=" + conduitMappings;
+    }
+
+    public static OpenResources parse(String text) {
+        Map<String, String> f = ChildJvm.parseFields(text);
+        return new OpenResources(Long.parseLong(f.get("fds")), Long.parseLong(f.get("conduitFds")),
+                Long.parseLong(f.get("socketFds")), Long.parseLong(f.get("conduitMappings")));
+    }
+}

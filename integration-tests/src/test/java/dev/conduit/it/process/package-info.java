@@ -1,0 +1,27 @@
+/**
+ * The multi-process harness of the integration tests: real JVMs, started like the test JVM, driven
+ * over their stdin and stdout.
+ *
+ * <ul>
+ *   <li>{@link dev.conduit.it.process.ChildJvm} — the test's side: starts a main class of this
+ *       module on the same module path or class path, with the same native-access grant, the
+ *       test's shared directory in {@code CONDUIT_SHARED_DIR} and chosen environment variables;
+ *       sends commands and reads {@code OK}/{@code ERR} replies; captures stderr; {@code kill()}
+ *       is {@code SIGKILL} to the JVM; {@code close()} always ends the child and asserts it ended.
+ *       Every wait is bounded; no test asserts a duration.</li>
+ *   <li>{@link dev.conduit.it.process.Launcher} — {@code direct()}, or {@code container()}: the
+ *       child under {@code unshare} in new PID, IPC, UTS, mount and network namespaces, with
+ *       hostname {@code conduit-container} and the shared directory bind-mounted at a fresh path
+ *       under {@code /tmp}; the javadoc of {@link dev.conduit.it.process.Launcher.Container} says
+ *       which process a signal reaches.</li>
+ *   <li>{@link dev.conduit.it.process.CommandLoop} — the child's side of the line protocol, with
+ *       the {@code READY} line (pid, hostname, shared directory, loading, namespaces).</li>
+ *   <li>{@link dev.conduit.it.process.ConduitPeer} / {@link dev.conduit.it.process.RemotePeer} — a
+ *       child that uses Conduit as an application does (open, pools, regions, handles, imports,
+ *       patterns, IPC cache counters, what it holds open), and its typed client. Tests of workers
+ *       and endpoints add their commands to {@code ConduitPeer}.</li>
+ *   <li>{@link dev.conduit.it.process.OpenResources}, {@link dev.conduit.it.process.Patterns} —
+ *       what a process holds open, from {@code /proc/self}; byte patterns checked on both sides.</li>
+ * </ul>
+ */
+package dev.conduit.it.process;
