@@ -1,10 +1,10 @@
 package dev.conduit.internal.ipc;
 
+import dev.conduit.internal.codec.Envelope;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 
-import java.util.zip.CRC32C;
 
 /**
  * An IPC handle: the bytes that let another process map one region. Versioned, little-endian,
@@ -52,22 +52,14 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
     public static final int MIN_LENGTH = 4 + 2 + 2 + 3 + 16 + 8 * 4 + 2 + 4;
 
     public byte[] encode() {
-        PayloadWriter w = new PayloadWriter()
-                .u32(MAGIC & 0xFFFF_FFFFL).u16(VERSION).u16(0)
+        PayloadWriter w = Envelope.begin(MAGIC, VERSION)
                 .string(plugin).u64(originLow).u64(originHigh).u64(exportId)
                 .u64(chunkLength).u64(regionOffset).u64(regionLength)
                 .u16(payload.length).bytes(payload);
-        byte[] bytes = w.u32(0).toByteArray();
-        int total = bytes.length;
-        if (total > MAX_LENGTH) {
-            throw new IllegalArgumentException("handle of " + total + " bytes exceeds " + MAX_LENGTH);
+        if (w.size() + 4 > MAX_LENGTH) {
+            throw new IllegalArgumentException("handle of " + (w.size() + 4) + " bytes exceeds " + MAX_LENGTH);
         }
-        bytes[6] = (byte) total;
-        bytes[7] = (byte) (total >>> 8);
-        CRC32C crc = new CRC32C();
-        crc.update(bytes, 0, total - 4);
-        writeIntLE(bytes, total - 4, (int) crc.getValue());
-        return bytes;
+        return Envelope.seal(w);
     }
 
     /**
@@ -76,23 +68,7 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
      * @throws InvalidHandleException naming the first field that is wrong
      */
     public static IpcHandle decode(byte[] bytes) {
-        if (bytes == null) throw new InvalidHandleException("total.length", "no bytes (null)");
-        if (bytes.length < MIN_LENGTH || bytes.length > MAX_LENGTH) {
-            throw new InvalidHandleException("total.length", bytes.length + " bytes given; a handle has " + MIN_LENGTH + " to " + MAX_LENGTH);
-        }
-        PayloadReader r = new PayloadReader(bytes);
-        long magic = r.u32("magic");
-        if (magic != (MAGIC & 0xFFFF_FFFFL)) {
-            throw r.invalid("magic", String.format("0x%08x is not a Conduit IPC handle (0x%08x)", magic, MAGIC));
-        }
-        int version = r.u16("version");
-        if (version != VERSION) {
-            throw r.invalid("version", "format version " + version + " is not supported; this runtime reads version " + VERSION);
-        }
-        int total = r.u16("total.length");
-        if (total != bytes.length) {
-            throw r.invalid("total.length", "says " + total + " bytes, " + bytes.length + " given (truncated or padded)");
-        }
+        PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, "Conduit IPC handle");
         String plugin = r.name("plugin", 32);
         long originLow = r.u64("origin");
         long originHigh = r.u64("origin");
@@ -116,25 +92,12 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
             throw r.invalid("payload.length", payloadLength + " does not match the " + (r.remaining() - 4) + " bytes before the crc");
         }
         byte[] payload = r.bytes("payload", payloadLength);
-        long crc = r.u32("crc");
-        CRC32C expected = new CRC32C();
-        expected.update(bytes, 0, bytes.length - 4);
-        if (crc != expected.getValue()) {
-            throw r.invalid("crc", String.format("0x%08x does not match the contents (0x%08x): the handle was altered or corrupted", crc, expected.getValue()));
-        }
-        r.end("crc");
+        Envelope.checkCrc(r, bytes, "handle");
         return new IpcHandle(plugin, originHigh, originLow, exportId, chunkLength, regionOffset, regionLength, payload);
     }
 
     /** A reader of the payload whose errors name {@code payload.<field>}. */
     public PayloadReader payloadReader() {
         return new PayloadReader(payload, 0, payload.length, "payload.");
-    }
-
-    private static void writeIntLE(byte[] b, int at, int v) {
-        b[at] = (byte) v;
-        b[at + 1] = (byte) (v >>> 8);
-        b[at + 2] = (byte) (v >>> 16);
-        b[at + 3] = (byte) (v >>> 24);
     }
 }

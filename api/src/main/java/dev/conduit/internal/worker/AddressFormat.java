@@ -1,5 +1,6 @@
 package dev.conduit.internal.worker;
 
+import dev.conduit.internal.codec.Envelope;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
@@ -8,7 +9,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.zip.CRC32C;
 
 /**
  * The codec of worker addresses; the format is documented on {@link dev.conduit.WorkerAddress}.
@@ -54,7 +54,7 @@ public final class AddressFormat {
             throw new IllegalArgumentException("a worker address lists 1 to " + MAX_ENTRIES + " transports, not " + entries.size());
         }
         if (idHigh == 0 && idLow == 0) throw new IllegalArgumentException("worker id 0");
-        PayloadWriter w = new PayloadWriter().u32(MAGIC & 0xFFFF_FFFFL).u16(VERSION).u16(0).u64(idLow).u64(idHigh).u8(entries.size());
+        PayloadWriter w = Envelope.begin(MAGIC, VERSION).u64(idLow).u64(idHigh).u8(entries.size());
         Set<String> seen = new HashSet<>();
         for (Entry e : entries) {
             if (!PayloadReader.isName(e.plugin())) throw new IllegalArgumentException("'" + e.plugin() + "' is not a plugin name");
@@ -65,18 +65,11 @@ public final class AddressFormat {
             }
             w.string(e.plugin()).u16(e.address().length).bytes(e.address());
         }
-        byte[] bytes = w.u32(0).toByteArray();
-        if (bytes.length > MAX_LENGTH) {
-            throw new IllegalArgumentException("the worker address would have " + bytes.length + " bytes; at most " + MAX_LENGTH
+        if (w.size() + 4 > MAX_LENGTH) {
+            throw new IllegalArgumentException("the worker address would have " + (w.size() + 4) + " bytes; at most " + MAX_LENGTH
                     + " are allowed (transport addresses: " + entries.stream().map(e -> e.plugin() + "=" + e.address().length + " B").toList() + ")");
         }
-        bytes[6] = (byte) bytes.length;
-        bytes[7] = (byte) (bytes.length >>> 8);
-        CRC32C crc = new CRC32C();
-        crc.update(bytes, 0, bytes.length - 4);
-        int c = (int) crc.getValue();
-        for (int i = 0; i < 4; i++) bytes[bytes.length - 4 + i] = (byte) (c >>> (8 * i));
-        return bytes;
+        return Envelope.seal(w);
     }
 
     /**
@@ -85,24 +78,7 @@ public final class AddressFormat {
      * @throws InvalidHandleException naming the first field that is wrong
      */
     public static Decoded decode(byte[] bytes) {
-        if (bytes == null) throw new InvalidHandleException("total.length", "no bytes (null) given as a worker address");
-        if (bytes.length < MIN_LENGTH || bytes.length > MAX_LENGTH) {
-            throw new InvalidHandleException("total.length", bytes.length + " bytes given; a worker address has " + MIN_LENGTH
-                    + " to " + MAX_LENGTH);
-        }
-        PayloadReader r = new PayloadReader(bytes);
-        long magic = r.u32("magic");
-        if (magic != (MAGIC & 0xFFFF_FFFFL)) {
-            throw r.invalid("magic", String.format("0x%08x is not a Conduit worker address (0x%08x, \"CNDA\")", magic, MAGIC));
-        }
-        int version = r.u16("version");
-        if (version != VERSION) {
-            throw r.invalid("version", "format version " + version + " is not supported; this runtime reads version " + VERSION);
-        }
-        int total = r.u16("total.length");
-        if (total != bytes.length) {
-            throw r.invalid("total.length", "says " + total + " bytes, " + bytes.length + " given (truncated or padded)");
-        }
+        PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, "Conduit worker address");
         long idLow = r.u64("worker.id");
         long idHigh = r.u64("worker.id");
         if (idLow == 0 && idHigh == 0) throw r.invalid("worker.id", "is zero");
@@ -133,14 +109,7 @@ public final class AddressFormat {
             throw r.invalid("entry.count", "says " + count + " transports, but " + (r.remaining() - 4)
                     + " bytes follow the last one before the crc");
         }
-        long crc = r.u32("crc");
-        CRC32C expected = new CRC32C();
-        expected.update(bytes, 0, bytes.length - 4);
-        if (crc != expected.getValue()) {
-            throw r.invalid("crc", String.format("0x%08x does not match the contents (0x%08x): the address was altered or corrupted",
-                    crc, expected.getValue()));
-        }
-        r.end("crc");
+        Envelope.checkCrc(r, bytes, "address");
         return new Decoded(idHigh, idLow, List.copyOf(entries));
     }
 }

@@ -1,0 +1,92 @@
+package dev.conduit.internal.codec;
+
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+
+import java.util.zip.CRC32C;
+
+/**
+ * The frame every record the runtime hands to another process shares (IPC handles, worker
+ * addresses): a header, the record's own fields, and a checksum.
+ *
+ * <pre>
+ * offset  size  field         rule on open
+ *      0     4  magic         the record type's
+ *      4     2  version       the one this runtime reads
+ *      6     2  total.length  = the number of bytes given, within the type's bounds
+ *      8     …  the record's fields
+ *  n - 4     4  crc           CRC32C of every byte before it; checked by {@link #checkCrc} after the fields
+ * </pre>
+ *
+ * Little-endian. The fields are validated before the CRC, so a malformed field is reported by
+ * name; a well-formed but altered record fails on {@code crc}.
+ */
+public final class Envelope {
+
+    /** Header and trailer bytes. */
+    public static final int OVERHEAD = 8 + 4;
+
+    private Envelope() {
+    }
+
+    /** A writer with the header in place; the record's fields follow, then {@link #seal}. */
+    public static PayloadWriter begin(int magic, int version) {
+        return new PayloadWriter().u32(magic & 0xFFFF_FFFFL).u16(version).u16(0);
+    }
+
+    /** Appends the trailer, fills in the total length and the CRC: the finished record. */
+    public static byte[] seal(PayloadWriter writer) {
+        byte[] bytes = writer.u32(0).toByteArray();
+        if (bytes.length > 0xFFFF) throw new IllegalArgumentException("record of " + bytes.length + " bytes is too long");
+        bytes[6] = (byte) bytes.length;
+        bytes[7] = (byte) (bytes.length >>> 8);
+        int crc = crc(bytes);
+        for (int i = 0; i < 4; i++) bytes[bytes.length - 4 + i] = (byte) (crc >>> (8 * i));
+        return bytes;
+    }
+
+    /**
+     * Checks the header and returns a reader positioned at the record's fields.
+     *
+     * @param kind what the record is, for messages ("Conduit IPC handle")
+     * @throws dev.conduit.spi.InvalidHandleException naming {@code total.length}, {@code magic} or {@code version}
+     */
+    public static PayloadReader open(byte[] bytes, int magic, int version, int minLength, int maxLength, String kind) {
+        if (bytes == null) throw new dev.conduit.spi.InvalidHandleException("total.length", "no bytes (null) given as a " + kind);
+        if (bytes.length < minLength || bytes.length > maxLength) {
+            throw new dev.conduit.spi.InvalidHandleException("total.length", bytes.length + " bytes given; a " + kind + " has "
+                    + minLength + " to " + maxLength);
+        }
+        PayloadReader r = new PayloadReader(bytes);
+        long found = r.u32("magic");
+        if (found != (magic & 0xFFFF_FFFFL)) {
+            throw r.invalid("magic", String.format("0x%08x is not a %s (0x%08x)", found, kind, magic));
+        }
+        int v = r.u16("version");
+        if (v != version) {
+            throw r.invalid("version", "format version " + v + " is not supported; this runtime reads version " + version);
+        }
+        int total = r.u16("total.length");
+        if (total != bytes.length) {
+            throw r.invalid("total.length", "says " + total + " bytes, " + bytes.length + " given (truncated or padded)");
+        }
+        return r;
+    }
+
+    /** Reads the trailer (the reader must be at it) and checks it against the bytes. */
+    public static void checkCrc(PayloadReader r, byte[] bytes, String kind) {
+        long found = r.u32("crc");
+        long expected = crc(bytes) & 0xFFFF_FFFFL;
+        if (found != expected) {
+            throw r.invalid("crc", String.format("0x%08x does not match the contents (0x%08x): the %s was altered or corrupted",
+                    found, expected, kind));
+        }
+        r.end("crc");
+    }
+
+    private static int crc(byte[] bytes) {
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, 0, bytes.length - 4);
+        return (int) crc.getValue();
+    }
+}
