@@ -1,0 +1,200 @@
+package dev.conduit.plugin.devdax;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.MmapFlags;
+import dev.conduit.plugin.devdax.Layout.Entry;
+import dev.conduit.plugin.devdax.Layout.Geometry;
+import dev.conduit.plugin.devdax.Layout.Header;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.PayloadReader;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * Maps ranges of devices that a devdax provider, in this process or another, exported. Needs no
+ * provider and takes no lock: it only reads the device's metadata and maps the exported range.
+ * Stateless apart from this process's device table, and thread-safe.
+ *
+ * <p>For each handle (the runtime's IPC cache calls this only on a miss) it:
+ * <ol>
+ *   <li>decodes the payload ({@link DevdaxPayload}) and checks that its length is the handle's
+ *       chunk length;</li>
+ *   <li>resolves the alias through this process's own table ({@code devdax.devices}), refusing an
+ *       alias it does not list: which devices a consumer touches is its own configuration, never
+ *       the handle's word;</li>
+ *   <li>opens the device ({@code O_RDWR}, or {@code O_RDONLY} for a read-only export), learns its
+ *       shape (sysfs for device DAX, {@code fstat} for a regular file), and maps its first unit
+ *       read-only to read the header ({@link Layout}): there must be a valid layout, with the
+ *       export's layout id (else the alias leads here to another device than the producer's),
+ *       that fits the device;</li>
+ *   <li>checks the range against the layout: offset and length multiples of the alignment, past
+ *       the metadata region, inside the device ({@link InvalidHandleException} naming
+ *       {@code payload.offset} or {@code payload.length});</li>
+ *   <li>checks that the allocation table holds the export's allocation id with this length at
+ *       this offset (else "export gone": freed, the provider closed, or the owner restarted with
+ *       {@code reset});</li>
+ *   <li>maps exactly the range, {@code MAP_SHARED} ({@code MAP_SYNC} where accepted), into a
+ *       shared arena of its own, and closes the descriptor. Whatever fails, nothing stays open or
+ *       mapped.</li>
+ * </ol>
+ *
+ * <p>The device is opened per call rather than kept open: an importer has no close, so a kept
+ * descriptor would live as long as the JVM; a miss already costs an {@code open} and two
+ * {@code mmap}s.
+ */
+final class DevdaxImporter implements IpcImporter {
+
+    private final Libc libc;
+    private final Map<String, Path> devices;
+    private final Sysfs sysfs;
+
+    DevdaxImporter(Libc libc, Map<String, Path> devices, Sysfs sysfs) {
+        this.libc = libc;
+        this.devices = Map.copyOf(devices);
+        this.sysfs = sysfs;
+    }
+
+    /**
+     * @throws InvalidHandleException if the payload is malformed, names an alias this process does not
+     *                                know, or a range that is misaligned or outside the device
+     * @throws ConduitException       if the allocation is gone ("export gone"), the alias leads to another
+     *                                device than the producer's, or the device cannot be opened or mapped
+     */
+    @Override
+    public ChunkMapping map(PayloadReader reader, long chunkLength) {
+        DevdaxPayload payload = DevdaxPayload.decode(reader);
+        if (payload.length() != chunkLength) {
+            throw reader.invalid("length", "the payload's length " + payload.length() + " differs from the handle's chunk length "
+                    + chunkLength + ": the handle is corrupt or was made for another chunk");
+        }
+        Path path = devices.get(payload.alias());
+        if (path == null) {
+            throw reader.invalid("alias", "alias '" + payload.alias() + "' is not in this process's device table "
+                    + devices.keySet() + "; refused: an importer maps only devices its own configuration names. If this process "
+                    + "should map it, add " + payload.alias() + "=<the path where this process sees the device> to "
+                    + DevdaxConfig.describe(DevdaxConfig.DEVICES));
+        }
+        try (Device device = Device.open(libc, payload.alias(), path, payload.writable(), sysfs);
+             Arena views = Arena.ofConfined()) {
+            // The metadata is read through read-only mappings of whole units, unmapped when this returns.
+            MemorySegment first = mapReadOnly(device, 0, device.mapUnit(), views);
+            Header header = readHeader(first, device, payload);
+            checkRange(reader, payload, header.geometry(), device);
+            checkAllocation(first, views, device, header, payload);
+            return mapRange(device, payload);
+        }
+    }
+
+    /** The device's header, once it is known to be the producer's device and to fit what this process sees. */
+    private static Header readHeader(MemorySegment first, Device device, DevdaxPayload payload) {
+        Header header = switch (Layout.read(first)) {
+            case Layout.Valid(Header valid) -> valid;
+            case Layout.Blank() -> throw new ConduitException("cannot import from device " + device.describe() + ": it holds no "
+                    + "devdax layout, so no provider allocated from it since it was last wiped. Does "
+                    + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " lead this process to the producer's device?");
+            case Layout.Damaged(String reason) -> throw new ConduitException("cannot import from device " + device.describe()
+                    + ": its devdax layout is damaged (" + reason + "); its owner rewrites it when it next opens with "
+                    + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset");
+        };
+        if (header.layoutId() != payload.layoutId()) {
+            throw new ConduitException("cannot import from device " + device.describe() + ": its layout (id "
+                    + Long.toHexString(header.layoutId()) + ") is not the one the export was made on (id "
+                    + Long.toHexString(payload.layoutId()) + "): this process's " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
+                    + " leads alias '" + payload.alias() + "' to another device than the producer's");
+        }
+        Geometry geometry = header.geometry();
+        if (geometry.size() > device.size() || geometry.alignment() % device.mapUnit() != 0) {
+            throw new ConduitException("cannot import from device " + device.describe() + ": its layout describes "
+                    + geometry.size() + " bytes in units of " + geometry.alignment() + ", but this process sees a " + device.kind()
+                    + " of " + device.size() + " bytes mapped in units of " + device.mapUnit()
+                    + (device.kind() == Device.Kind.REGULAR_FILE ? ": the file was truncated" : "") + ". Mapping it would "
+                    + "crash this process with SIGBUS or fail; its owner adapts the layout when it next opens with "
+                    + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset");
+        }
+        return header;
+    }
+
+    private static void checkRange(PayloadReader reader, DevdaxPayload payload, Geometry geometry, Device device) {
+        long alignment = geometry.alignment();
+        long offset = payload.offset();
+        long length = payload.length();
+        if (offset % alignment != 0) {
+            throw reader.invalid("offset", "offset " + offset + " is not a multiple of the alignment " + alignment + " of device "
+                    + device.describe() + "; refused: ranges are whole alignment units");
+        }
+        if (offset < geometry.dataOffset()) {
+            throw reader.invalid("offset", "offset " + offset + " lies in the metadata region of device " + device.describe()
+                    + " (its first " + geometry.dataOffset() + " bytes), which is never exported; refused");
+        }
+        if (offset >= geometry.size()) {
+            throw reader.invalid("offset", "offset " + offset + " is past the end of device " + device.describe() + " ("
+                    + geometry.size() + " bytes); refused");
+        }
+        if (length % alignment != 0) {
+            throw reader.invalid("length", "length " + length + " is not a multiple of the alignment " + alignment + " of device "
+                    + device.describe() + "; refused: ranges are whole alignment units");
+        }
+        if (length > geometry.size() - offset) {
+            throw reader.invalid("length", "range [" + offset + ", " + offset + " + " + length + ") runs past the end of device "
+                    + device.describe() + " (" + geometry.size() + " bytes); refused");
+        }
+    }
+
+    /** Fails with "export gone" unless the table holds the export's allocation. */
+    private void checkAllocation(MemorySegment first, Arena views, Device device, Header header, DevdaxPayload payload) {
+        Geometry geometry = header.geometry();
+        long unit = device.mapUnit();
+        long viewStart = geometry.entryOffset(payload.offset()) / unit * unit;
+        MemorySegment view = viewStart == 0 ? first : mapReadOnly(device, viewStart, unit, views);
+        Entry entry = Layout.readEntry(view, viewStart, geometry, payload.offset());
+        if (entry != null && entry.id() == payload.allocationId() && entry.length() == payload.length()) {
+            return;
+        }
+        throw new ConduitException("export gone: device " + device.describe() + " holds no allocation "
+                + Long.toHexString(payload.allocationId()) + " of " + payload.length() + " bytes at offset " + payload.offset()
+                + " any more. Its producer freed the chunk or closed its provider, or the device's owner restarted with "
+                + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset (the export is from generation " + payload.generation()
+                + ", the device is at generation " + header.generation() + ")");
+    }
+
+    private DaxMapping mapRange(Device device, DevdaxPayload payload) {
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment segment = Mapper.mapPreferringSync(libc, device.fd(), payload.offset(), payload.length(),
+                    payload.protection(), arena).segment();
+            return new DaxMapping(device.path(), payload.offset(), arena, payload.writable() ? segment : segment.asReadOnly());
+        } catch (ErrnoException e) {
+            arena.close();
+            throw new ConduitException("cannot map [" + payload.offset() + ", " + (payload.offset() + payload.length())
+                    + ") of device " + device.describe() + " " + MmapFlags.describeProtection(payload.protection()) + ": "
+                    + e.getMessage() + (e.errno() == Errno.ENOMEM ? "; the process is out of address space or mappings: close "
+                    + "imported regions, lower CONDUIT_IPC_CACHE_BYTES, or raise vm.max_map_count" : ""), e);
+        } catch (RuntimeException | Error e) {
+            Cleanup.run(e, arena::close);
+            throw e;
+        }
+    }
+
+    /** Maps {@code [offset, offset + length)} read-only into {@code arena}, as a read-only segment. */
+    private MemorySegment mapReadOnly(Device device, long offset, long length, Arena arena) {
+        try {
+            return libc.mmap(device.fd(), offset, length, MmapFlags.PROT_READ, Mapper.SHARED_FLAGS, arena).asReadOnly();
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot map the metadata of device " + device.describe() + " to check an export: "
+                    + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "devdax importer of " + devices;
+    }
+}

@@ -1,0 +1,437 @@
+package dev.conduit.plugin.devdax;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.LockFlags;
+import dev.conduit.plugin.devdax.DevdaxConfig.DeviceChoice;
+import dev.conduit.plugin.devdax.DevdaxConfig.OnStart;
+import dev.conduit.plugin.devdax.Layout.Entry;
+import dev.conduit.plugin.devdax.Layout.Geometry;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PluginContext;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static dev.conduit.linux.MmapFlags.PROT_READ;
+import static dev.conduit.linux.MmapFlags.PROT_WRITE;
+import static java.lang.System.Logger.Level.INFO;
+import static java.lang.System.Logger.Level.WARNING;
+
+/**
+ * Allocates ranges of one device: a device-DAX character device, or a regular file of the same
+ * shape. The provider owns the whole device while it is open:
+ *
+ * <ul>
+ *   <li><b>Exclusive lock.</b> It holds {@code flock(LOCK_EX|LOCK_NB)} on the device for its whole
+ *       life, so a second provider on the same device, in this process or any other, fails at once,
+ *       naming the device and, from {@code /proc/locks}, the holder's pid. The kernel drops the
+ *       lock when the owner dies, however it dies. A {@code flock} belongs to an inode: processes
+ *       that reach the device through the same node (any path to it, a symbolic link, a bind mount
+ *       into a container) exclude each other; a second node made for the same device with
+ *       {@code mknod} (as container runtimes usually do for {@code docker run --device}) is another inode, whose lock this
+ *       one does not see.</li>
+ *   <li><b>Metadata on the device.</b> The first alignment unit(s) hold the header and the
+ *       allocation table ({@link Layout}), mapped for the provider's life. Every allocation is an
+ *       entry there, written before the chunk is handed out and cleared when it is freed; an
+ *       export is valid exactly as long as its entry is.</li>
+ *   <li><b>Restart policy</b> ({@code devdax.on.start}). {@code reset} (the default) forgets the
+ *       allocations it finds, so every earlier export is refused from then on. {@code recover}
+ *       re-adopts them: their ranges stay allocated and their exports keep importing until this
+ *       provider closes, which frees them like its own. Either way the generation counter goes up.
+ *       A device without a layout is formatted under both; a damaged layout, or one made for
+ *       another size or alignment, is reformatted by {@code reset} and refused by
+ *       {@code recover}, which never discards allocations silently.</li>
+ *   <li><b>Chunks</b> are whole alignment units ({@link #pageSize()} is the device's alignment),
+ *       placed first-fit, mapped {@code MAP_SHARED} one mapping per chunk ({@code MAP_SYNC} where
+ *       the kernel accepts it: it is tried once, on the metadata, and the answer used for every
+ *       chunk), and zeroed.</li>
+ * </ul>
+ *
+ * <p>Closing frees every chunk (and every re-adopted allocation), unmaps, and closes the
+ * descriptor, which drops the lock. A crash frees nothing: the table keeps the allocations for
+ * the next owner to reset or recover.
+ *
+ * <p>Thread-safe: every operation holds the provider's monitor (the runtime serializes calls
+ * anyway). A chunk's virtual address is aligned to the alignment on device DAX (the kernel places
+ * such mappings so); on a regular file only to the page size.
+ */
+final class DevdaxProvider implements MemoryProvider {
+
+    private static final int READ_WRITE = PROT_READ | PROT_WRITE;
+
+    private final Libc libc;
+    private final Device device;
+    private final Geometry geometry;
+    private final long layoutId;
+    private final long generation;
+    private final Mapper.Mapped metadataMapping;
+    private final Arena metadataArena;
+    private final MemorySegment metadata;
+    private final Extents free;
+    private final SecureRandom random;
+    private final Set<DevdaxChunk> live = new HashSet<>();
+    /** Allocations of a previous owner re-adopted by {@code recover}: held until {@link #close()}. */
+    private final List<Entry> adopted;
+    private boolean closed;
+
+    private DevdaxProvider(Libc libc, Device device, Geometry geometry, Start start, Mapper.Mapped metadataMapping,
+                           Arena metadataArena, SecureRandom random) {
+        this.libc = libc;
+        this.device = device;
+        this.geometry = geometry;
+        this.layoutId = start.layoutId();
+        this.generation = start.generation();
+        this.metadataMapping = metadataMapping;
+        this.metadataArena = metadataArena;
+        this.metadata = metadataMapping.segment();
+        this.random = random;
+        this.adopted = new ArrayList<>(start.adopted());
+        this.free = new Extents(geometry.dataOffset(), geometry.size());
+        for (Entry entry : adopted) free.reserve(entry.offset(), entry.length());
+    }
+
+    /**
+     * Opens the configured device ({@code devdax.device} in {@code devdax.devices}), locks it, and
+     * resets or recovers its allocation table.
+     *
+     * @param sysfs     where device-DAX attributes are read
+     * @param procLocks where the holder of a refused lock is looked up
+     * @throws ConduitException naming the device, the call, the errno and the key to set; nothing stays open or locked
+     */
+    static DevdaxProvider open(Libc libc, PluginContext context, Sysfs sysfs, Path procLocks) {
+        // Configuration first: a bad value fails before anything is opened.
+        DeviceChoice choice = DevdaxConfig.providerDevice(context.config());
+        OnStart onStart = context.config().get(DevdaxConfig.ON_START);
+        long fileAlignment = DevdaxConfig.fileAlignment(context.config(), PageSize.get());
+
+        Device device = Device.open(libc, choice.alias(), choice.path(), true, sysfs);
+        try {
+            lock(libc, device, procLocks);
+            long alignment = device.kind() == Device.Kind.DEVICE_DAX ? device.mapUnit() : fileAlignment;
+            Geometry geometry = Geometry.of(device.size(), alignment);
+            if (!geometry.hasRoomForData()) {
+                throw new ConduitException("device " + device.describe() + " is too small: " + device.size() + " bytes in units of "
+                        + alignment + " leave no unit after the metadata (" + geometry.dataOffset() + " bytes). Use a larger device"
+                        + (device.kind() == Device.Kind.REGULAR_FILE ? " or a smaller " + DevdaxConfig.describe(DevdaxConfig.FILE_ALIGN) : ""));
+            }
+            Arena arena = Arena.ofShared();
+            try {
+                Mapper.Mapped mapped = mapMetadata(libc, device, geometry, arena);
+                SecureRandom random = new SecureRandom();
+                Start start = start(mapped.segment(), geometry, onStart, device, random);
+                DevdaxProvider provider = new DevdaxProvider(libc, device, geometry, start, mapped, arena, random);
+                context.logger().log(INFO, () -> provider + ": " + device.size() + " bytes, alignment " + alignment + ", "
+                        + mapped.describe() + ", generation " + start.generation() + ", " + start.what());
+                if (!start.dropped().isEmpty()) {
+                    context.logger().log(WARNING, () -> provider + ": cleared " + start.dropped().size() + " allocation table entries "
+                            + "that cannot describe an allocation (corruption?): " + start.dropped());
+                }
+                return provider;
+            } catch (RuntimeException | Error e) {
+                Cleanup.run(e, arena::close);
+                throw e;
+            }
+        } catch (RuntimeException | Error e) {
+            Cleanup.run(e, device::close); // closing the descriptor drops the lock, if it was taken
+            throw e;
+        }
+    }
+
+    private static void lock(Libc libc, Device device, Path procLocks) {
+        boolean locked;
+        try {
+            locked = libc.tryFlock(device.fd(), LockFlags.LOCK_EX);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot lock device " + device.describe() + ": " + e.getMessage(), e);
+        }
+        if (!locked) {
+            throw new ConduitException("device " + device.describe() + " is in use by another devdax provider: "
+                    + "flock(LOCK_EX|LOCK_NB) refused it (EWOULDBLOCK), " + LockHolders.describeHolder(procLocks, device.status(), libc.getpid())
+                    + ". One provider allocates from a device at a time: close that provider, or give this one another device ("
+                    + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")");
+        }
+    }
+
+    private static Mapper.Mapped mapMetadata(Libc libc, Device device, Geometry geometry, Arena arena) {
+        try {
+            return Mapper.mapPreferringSync(libc, device.fd(), 0, geometry.dataOffset(), READ_WRITE, arena);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot map the metadata of device " + device.describe() + " (" + geometry.dataOffset()
+                    + " bytes): " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * What opening did to the device's layout.
+     *
+     * @param what    for the log: formatted, reset or recovered
+     * @param dropped table entries cleared because they cannot describe an allocation
+     */
+    private record Start(long layoutId, long generation, List<Entry> adopted, String what, List<String> dropped) {
+    }
+
+    private static Start start(MemorySegment metadata, Geometry geometry, OnStart onStart, Device device, SecureRandom random) {
+        Layout.Found found = Layout.read(metadata);
+        String remedy = ". To discard its allocations and write a new layout, open it once with "
+                + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset";
+        return switch (found) {
+            case Layout.Valid(Layout.Header header) when header.geometry().equals(geometry) -> {
+                long next = header.generation() + 1;
+                List<String> dropped = new ArrayList<>();
+                List<Entry> adopted = List.of();
+                if (onStart == OnStart.RECOVER) {
+                    adopted = Layout.adoptable(metadata, geometry, dropped);
+                } else {
+                    Layout.clearTable(metadata, geometry);
+                }
+                Layout.writeGeneration(metadata, next);
+                String what = onStart == OnStart.RECOVER
+                        ? "recovered " + adopted.size() + " allocation(s) of generation(s) up to " + header.generation()
+                        : "reset: allocations of generation(s) up to " + header.generation() + " forgotten";
+                yield new Start(header.layoutId(), next, adopted, what, dropped);
+            }
+            case Layout.Valid(Layout.Header header) -> {
+                if (onStart == OnStart.RECOVER) {
+                    throw new ConduitException("cannot recover the allocations on device " + device.describe() + ": its layout was "
+                            + "made for " + header.geometry().size() + " bytes in units of " + header.geometry().alignment()
+                            + ", but the device now has " + geometry.size() + " bytes in units of " + geometry.alignment() + remedy);
+                }
+                Layout.format(metadata, geometry, header.layoutId(), header.generation() + 1);
+                yield new Start(header.layoutId(), header.generation() + 1, List.of(),
+                        "reset: new layout for the device's new size or alignment", List.of());
+            }
+            case Layout.Blank() -> {
+                long id = nonZero(random);
+                Layout.format(metadata, geometry, id, 1);
+                yield new Start(id, 1, List.of(), onStart == OnStart.RECOVER
+                        ? "nothing to recover: the device held no layout, so a new one was written" : "new layout written", List.of());
+            }
+            case Layout.Damaged(String reason) -> {
+                if (onStart == OnStart.RECOVER) {
+                    throw new ConduitException("cannot recover the allocations on device " + device.describe() + ": " + reason + remedy);
+                }
+                long id = nonZero(random);
+                Layout.format(metadata, geometry, id, 1);
+                yield new Start(id, 1, List.of(), "reset: a damaged layout (" + reason + ") was replaced", List.of());
+            }
+        };
+    }
+
+    private static long nonZero(SecureRandom random) {
+        long value;
+        do {
+            value = random.nextLong();
+        } while (value == 0);
+        return value;
+    }
+
+    /** The device's alignment: chunk sizes are multiples of it, and chunks start at multiples of it on the device. */
+    @Override
+    public long pageSize() {
+        return geometry.alignment();
+    }
+
+    /**
+     * Takes the lowest free range of {@code size} bytes, maps it, zeroes it, and records it in the
+     * device's allocation table.
+     *
+     * @throws IllegalArgumentException if {@code size} is not a positive multiple of {@link #pageSize()}
+     * @throws IllegalStateException    if the provider is closed
+     * @throws ConduitException         when the device has no free range that large, or the range cannot be mapped
+     */
+    @Override
+    public synchronized Chunk allocate(long size) {
+        if (size <= 0 || size % geometry.alignment() != 0) {
+            throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the alignment "
+                    + geometry.alignment() + " of device " + device.describe());
+        }
+        ensureOpen();
+        long offset = free.take(size);
+        if (offset < 0) {
+            throw new ConduitException("device " + device.describe() + " has no free range of " + size + " bytes: " + free.freeBytes()
+                    + " bytes free, the longest free range " + free.largest() + " bytes. Free chunks, use smaller ones "
+                    + "(pool.chunk.size), or give this provider a larger device (" + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")");
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            checkFileStillCovers(offset + size);
+            MemorySegment segment = libc.mmap(device.fd(), offset, size, READ_WRITE, metadataMapping.flags(), arena);
+            segment.fill((byte) 0);
+            long allocationId = nonZero(random);
+            byte[] payload = new DevdaxPayload(device.alias(), layoutId, offset, size, READ_WRITE, allocationId, generation).encode();
+            DevdaxChunk chunk = new DevdaxChunk(this, offset, new DaxMapping(device.path(), offset, arena, segment), payload);
+            Layout.publish(metadata, geometry, offset, allocationId, size);
+            live.add(chunk);
+            return chunk;
+        } catch (ErrnoException e) {
+            arena.close();
+            free.give(offset, size);
+            throw new ConduitException("cannot map [" + offset + ", " + (offset + size) + ") of device " + device.describe() + ": "
+                    + e.getMessage() + (e.errnoName().equals("ENOMEM") ? "; the process is out of address space or mappings: "
+                    + "raise vm.max_map_count, or keep fewer chunks (pool.chunk.size)" : ""), e);
+        } catch (RuntimeException | Error e) {
+            Cleanup.run(e, arena::close);
+            free.give(offset, size);
+            throw e;
+        }
+    }
+
+    /**
+     * A regular file can be truncated under the lock (it is advisory), and touching a page past its
+     * end would kill this process with {@code SIGBUS}; a device cannot shrink.
+     */
+    private void checkFileStillCovers(long end) {
+        if (device.kind() != Device.Kind.REGULAR_FILE) return;
+        FileStatus status = libc.fstat(device.fd());
+        if (status.size() < end) {
+            throw new ConduitException("device file " + device.describe() + " was truncated to " + status.size() + " bytes while "
+                    + "this provider used it (it manages " + geometry.size() + "): refusing to map past its end, which would crash "
+                    + "this process with SIGBUS. Nothing else may write the file; restore its size or reopen the provider");
+        }
+    }
+
+    /**
+     * The payload naming the chunk's range ({@link DevdaxPayload}); nothing changes on the device.
+     *
+     * @throws IllegalStateException    if the chunk was freed, or the provider closed
+     * @throws IllegalArgumentException if the chunk is not this provider's
+     */
+    @Override
+    public synchronized byte[] export(Chunk chunk) {
+        ensureOpen();
+        DevdaxChunk own = own(chunk);
+        if (!live.contains(own)) {
+            throw new IllegalStateException(own + " was freed; it cannot be exported");
+        }
+        return own.payload();
+    }
+
+    /**
+     * Clears the chunk's table entry, which refuses its exports from then on, unmaps it here, and
+     * returns its range for reuse. Processes that mapped it keep their mapping, and would see the
+     * range's next owner's data: exports are for memory that stays allocated while peers use it.
+     * After {@link #close()}, which freed every chunk, this does nothing.
+     *
+     * @throws IllegalStateException    if the chunk was freed already, or another thread is inside a native call
+     *                                  on its memory (the chunk then stays allocated, its exports revoked, and
+     *                                  can be freed again)
+     * @throws IllegalArgumentException if the chunk is not this provider's
+     */
+    @Override
+    public synchronized void free(Chunk chunk) {
+        DevdaxChunk own = own(chunk);
+        if (!live.contains(own)) {
+            if (closed) return;
+            throw new IllegalStateException(own + " was freed already");
+        }
+        Layout.revoke(metadata, geometry, own.offset());
+        own.mapping().close();
+        live.remove(own);
+        free.give(own.offset(), own.length());
+    }
+
+    private DevdaxChunk own(Chunk chunk) {
+        if (chunk instanceof DevdaxChunk own && own.provider() == this) {
+            return own;
+        }
+        throw new IllegalArgumentException(chunk + " was not allocated by this devdax provider on " + device.describe());
+    }
+
+    /**
+     * Frees every chunk still allocated and every re-adopted allocation, unmaps the metadata, and
+     * closes the device, which drops the lock. Every step runs even if an earlier one fails; the
+     * first failure is thrown with the others suppressed. Idempotent.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) return;
+        closed = true;
+        RuntimeException failure = null;
+        for (DevdaxChunk chunk : live) {
+            failure = Cleanup.collect(failure, () -> {
+                Layout.revoke(metadata, geometry, chunk.offset());
+                chunk.mapping().close();
+            });
+        }
+        live.clear();
+        for (Entry entry : adopted) {
+            Layout.revoke(metadata, geometry, entry.offset());
+        }
+        adopted.clear();
+        failure = Cleanup.collect(failure, metadataArena::close);
+        failure = Cleanup.collect(failure, device::close);
+        if (failure != null) throw failure;
+    }
+
+    /**
+     * Lets go of the device as a crash would: unmaps and closes the descriptor (dropping the
+     * lock) but leaves the allocation table as it is, for the next owner to reset or recover.
+     * What {@code kill -9} does, for tests of the restart policies in one process; the SPI's
+     * {@link #close()} frees instead.
+     */
+    synchronized void abandon() {
+        if (closed) return;
+        closed = true;
+        RuntimeException failure = null;
+        for (DevdaxChunk chunk : live) {
+            failure = Cleanup.collect(failure, chunk.mapping()::close);
+        }
+        live.clear();
+        adopted.clear();
+        failure = Cleanup.collect(failure, metadataArena::close);
+        failure = Cleanup.collect(failure, device::close);
+        if (failure != null) throw failure;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("devdax provider on " + device.describe() + " is closed");
+        }
+    }
+
+    /** How chunks are mapped: {@code MAP_SHARED_VALIDATE|MAP_SYNC}, or {@code MAP_SHARED} and why not sync. */
+    String mapMode() {
+        return metadataMapping.describe();
+    }
+
+    /** Whether the kernel accepted {@code MAP_SYNC} for this device. */
+    boolean mapSync() {
+        return metadataMapping.sync();
+    }
+
+    long generation() {
+        return generation;
+    }
+
+    long layoutId() {
+        return layoutId;
+    }
+
+    /** Allocations re-adopted from a previous owner and not released yet. */
+    synchronized int adoptedCount() {
+        return adopted.size();
+    }
+
+    Geometry geometry() {
+        return geometry;
+    }
+
+    Device.Kind kind() {
+        return device.kind();
+    }
+
+    @Override
+    public String toString() {
+        return "devdax provider on " + device;
+    }
+}

@@ -1,0 +1,180 @@
+package dev.conduit.plugin.devdax;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.spi.ConduitException;
+
+import java.nio.file.Path;
+
+/**
+ * One open device as an alias of the device table names it: a device-DAX character device, or a
+ * regular file that stands in for one. Everything the provider and the importer do afterwards is
+ * the same code for both; only how {@link #size()} and {@link #mapUnit()} are learnt differs:
+ *
+ * <table class="striped">
+ * <caption>Shape of a device</caption>
+ * <tr><th>kind</th><th>{@link #size()}</th><th>{@link #mapUnit()}: what {@code mmap} requires offsets and lengths to be multiples of</th></tr>
+ * <tr><td>device DAX ({@code S_IFCHR})</td><td>sysfs {@code size}</td><td>sysfs {@code align} (4 KiB, 2 MiB or 1 GiB)</td></tr>
+ * <tr><td>regular file ({@code S_IFREG})</td><td>{@code st_size}</td><td>the page size</td></tr>
+ * </table>
+ *
+ * <p>The path is the consumer's or the provider's own configuration, so it may be (or pass
+ * through) a symbolic link, as {@code /dev/dax} names often are; what it resolves to is checked
+ * with {@code fstat}. Owns its descriptor; {@link #close()} closes it, which also drops any
+ * {@code flock} taken on it.
+ */
+final class Device implements AutoCloseable {
+
+    /** What the alias resolves to. */
+    enum Kind {
+        DEVICE_DAX("device-DAX"),
+        REGULAR_FILE("regular file");
+
+        private final String text;
+
+        Kind(String text) {
+            this.text = text;
+        }
+
+        @Override
+        public String toString() {
+            return text;
+        }
+    }
+
+    private final String alias;
+    private final Path path;
+    private final FileDescriptor fd;
+    private final FileStatus status;
+    private final Kind kind;
+    private final long size;
+    private final long mapUnit;
+
+    private Device(String alias, Path path, FileDescriptor fd, FileStatus status, Kind kind, long size, long mapUnit) {
+        this.alias = alias;
+        this.path = path;
+        this.fd = fd;
+        this.status = status;
+        this.kind = kind;
+        this.size = size;
+        this.mapUnit = mapUnit;
+    }
+
+    /**
+     * Opens {@code path}, read-write or read-only, and learns its shape.
+     *
+     * @throws ConduitException naming the alias, the path, the system call and errno, and the remedy;
+     *                          nothing stays open
+     */
+    static Device open(Libc libc, String alias, Path path, boolean writable, Sysfs sysfs) {
+        // O_NONBLOCK and O_NOCTTY: a misconfigured path to a FIFO or a terminal must be refused, not block or take over.
+        int flags = (writable ? OpenFlags.O_RDWR : OpenFlags.O_RDONLY) | OpenFlags.O_NONBLOCK | OpenFlags.O_NOCTTY;
+        FileDescriptor fd;
+        try {
+            fd = libc.open(path.toString(), flags, 0);
+        } catch (ErrnoException e) {
+            throw openFailure(libc, alias, path, writable, e);
+        }
+        try {
+            FileStatus status = libc.fstat(fd);
+            return switch (status.fileType()) {
+                case FileStatus.S_IFCHR -> {
+                    Sysfs.DaxAttributes dax = sysfs.daxAttributes(status.rdevMajor(), status.rdevMinor(), path);
+                    yield new Device(alias, path, fd, status, Kind.DEVICE_DAX, dax.size(), dax.alignment());
+                }
+                case FileStatus.S_IFREG -> {
+                    if (status.size() <= 0) {
+                        throw new ConduitException("device file " + path + " (alias '" + alias + "') is empty: a regular file "
+                                + "that stands in for a device must be sized first, e.g. truncate -s 1G " + path);
+                    }
+                    yield new Device(alias, path, fd, status, Kind.REGULAR_FILE, status.size(), PageSize.get());
+                }
+                default -> throw new ConduitException(path + " (alias '" + alias + "') is " + describeType(status.fileType())
+                        + ": the devdax plugin maps device-DAX character devices (/dev/daxX.Y) or regular files. "
+                        + (status.fileType() == FileStatus.S_IFBLK
+                        ? "A /dev/pmemN block device is fsdax: reconfigure the namespace as devdax (ndctl create-namespace "
+                        + "--mode=devdax), or put a file on a DAX file system and name that. "
+                        : "") + "Fix the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES));
+            };
+        } catch (RuntimeException | Error e) {
+            Cleanup.run(e, fd::close);
+            throw e;
+        }
+    }
+
+    private static ConduitException openFailure(Libc libc, String alias, Path path, boolean writable, ErrnoException e) {
+        String remedy = switch (e.errno()) {
+            case Errno.ENOENT -> "it does not exist here: fix the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
+                    + " (each process names the path where it sees the device)";
+            case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "this process (uid " + Integer.toUnsignedString(libc.getuid()) + ") may not open it "
+                    + (writable ? "for reading and writing" : "for reading")
+                    + ": grant access to the device (its group, a udev rule, or the container's device cgroup), or fix "
+                    + DevdaxConfig.describe(DevdaxConfig.DEVICES);
+            case Errno.ENXIO, Errno.ENODEV -> "the device node has no device behind it (is the dax driver bound? see daxctl list)";
+            default -> "check the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES);
+        };
+        return new ConduitException("cannot open device " + path + " (alias '" + alias + "'): " + e.getMessage() + "; " + remedy, e);
+    }
+
+    static String describeType(int fileType) {
+        return switch (fileType) {
+            case FileStatus.S_IFDIR -> "a directory";
+            case FileStatus.S_IFIFO -> "a FIFO";
+            case FileStatus.S_IFSOCK -> "a socket";
+            case FileStatus.S_IFBLK -> "a block device";
+            case FileStatus.S_IFCHR -> "a character device";
+            case FileStatus.S_IFREG -> "a regular file";
+            default -> "a file of type 0" + Integer.toOctalString(fileType);
+        };
+    }
+
+    String alias() {
+        return alias;
+    }
+
+    Path path() {
+        return path;
+    }
+
+    FileDescriptor fd() {
+        return fd;
+    }
+
+    /** From {@code fstat}: {@link FileStatus#dev()} and {@link FileStatus#inode()} identify the node for {@code /proc/locks}. */
+    FileStatus status() {
+        return status;
+    }
+
+    Kind kind() {
+        return kind;
+    }
+
+    /** The device's size in bytes as the device reports it (not rounded to any alignment). */
+    long size() {
+        return size;
+    }
+
+    /** The unit {@code mmap} offsets and lengths must be multiples of. */
+    long mapUnit() {
+        return mapUnit;
+    }
+
+    /** {@code /dev/dax0.0 (alias 'pmem0')}: how messages name the device. */
+    String describe() {
+        return path + " (alias '" + alias + "')";
+    }
+
+    @Override
+    public void close() {
+        fd.close();
+    }
+
+    @Override
+    public String toString() {
+        return kind + " " + describe();
+    }
+}

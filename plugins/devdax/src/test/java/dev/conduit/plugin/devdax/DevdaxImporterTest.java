@@ -1,0 +1,255 @@
+package dev.conduit.plugin.devdax;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadWriter;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+import static dev.conduit.plugin.devdax.Fixtures.MIB;
+import static dev.conduit.plugin.devdax.Fixtures.UNIT;
+import static dev.conduit.plugin.devdax.Fixtures.reader;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The importer in this process: what it maps, and every handle it refuses, with nothing left open. */
+class DevdaxImporterTest {
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path dir;
+
+    private final DevdaxPlugin plugin = new DevdaxPlugin();
+    private Path device;
+
+    @BeforeEach
+    void createDevice() {
+        device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
+    }
+
+    private MemoryProvider provider() {
+        return plugin.openMemoryProvider(TestContext.device("pmem0", device));
+    }
+
+    private IpcImporter importer(Path path) {
+        return plugin.ipcImporter(TestContext.device("pmem0", path));
+    }
+
+    @Test
+    void anImportSharesTheChunkBothWays() {
+        try (MemoryProvider provider = provider()) {
+            provider.allocate(UNIT);
+            Chunk chunk = provider.allocate(2 * UNIT);
+            chunk.segment().set(JAVA_LONG, 0, 41L);
+            try (ChunkMapping mapping = importer(device).map(reader(provider.export(chunk)), 2 * UNIT)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(2 * UNIT);
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(41L);
+                mapping.segment().set(JAVA_LONG, 2 * UNIT - 8, 42L);
+                assertThat(chunk.segment().get(JAVA_LONG, 2 * UNIT - 8)).isEqualTo(42L);
+                assertThat(mapping.toString()).contains("[" + 2 * UNIT + ", " + 4 * UNIT + ")");
+            }
+        }
+    }
+
+    /** A container sees the device at another path: a symbolic link or a second hard link to the same file. */
+    @Test
+    void theConsumersAliasMayLeadToTheDeviceByAnotherPath() throws Exception {
+        Path symlink = Files.createSymbolicLink(dir.resolve("symlink.img"), device);
+        Path hardLink = Files.createLink(dir.resolve("hardlink.img"), device);
+        try (MemoryProvider provider = provider()) {
+            Chunk chunk = provider.allocate(UNIT);
+            byte[] payload = provider.export(chunk);
+            long value = 7;
+            for (Path view : new Path[] {symlink, hardLink}) {
+                chunk.segment().set(JAVA_LONG, 0, ++value);
+                try (ChunkMapping mapping = importer(view).map(reader(payload), UNIT)) {
+                    assertThat(mapping.segment().get(JAVA_LONG, 0)).as(view.toString()).isEqualTo(value);
+                }
+            }
+        }
+    }
+
+    @Test
+    void anAliasTheConsumerDoesNotListIsRefused() {
+        try (MemoryProvider provider = provider()) {
+            byte[] payload = provider.export(provider.allocate(UNIT));
+            long descriptors = Fixtures.openDescriptors();
+            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.device("other", device)).map(reader(payload), UNIT))
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.alias"))
+                    .hasMessageContaining("alias 'pmem0' is not in this process's device table [other]")
+                    .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
+            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.of()).map(reader(payload), UNIT))
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.alias"));
+            assertThat(Fixtures.openDescriptors()).isEqualTo(descriptors);
+        }
+    }
+
+    @Test
+    void misalignedAndOutOfRangeHandlesAreRefusedNamingTheField() {
+        try (DevdaxProvider provider = (DevdaxProvider) provider()) {
+            DevdaxPayload good = DevdaxPayload.decode(reader(provider.export(provider.allocate(UNIT))));
+            long size = 32 * MIB;
+            assertRefused(good, good.offset() + 4096, UNIT, "payload.offset", "is not a multiple of the alignment " + UNIT);
+            assertRefused(good, 0, UNIT, "payload.offset", "lies in the metadata region");
+            assertRefused(good, size, UNIT, "payload.offset", "past the end");
+            assertRefused(good, Long.MAX_VALUE & -UNIT, UNIT, "payload.offset", "past the end");
+            assertRefused(good, good.offset(), UNIT + 4096, "payload.length", "is not a multiple of the alignment");
+            assertRefused(good, size - UNIT, 2 * UNIT, "payload.length", "runs past the end");
+            assertRefused(good, good.offset(), Long.MAX_VALUE & -UNIT, "payload.length", "runs past the end");
+            assertThat(Fixtures.mappingsOf(device)).as("the provider's metadata and chunk only").isEqualTo(2);
+        }
+    }
+
+    private void assertRefused(DevdaxPayload good, long offset, long length, String field, String message) {
+        byte[] payload = new DevdaxPayload(good.alias(), good.layoutId(), offset, length, good.protection(), good.allocationId(),
+                good.generation()).encode();
+        long descriptors = Fixtures.openDescriptors();
+        assertThatThrownBy(() -> importer(device).map(reader(payload), length))
+                .as(offset + "+" + length)
+                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo(field))
+                .hasMessageContaining(message)
+                .hasMessageContaining(device.toString());
+        assertThat(Fixtures.openDescriptors()).isEqualTo(descriptors);
+    }
+
+    @Test
+    void malformedPayloadsAreRefusedNamingTheFieldBeforeAnythingIsOpened() {
+        try (MemoryProvider provider = provider()) {
+            byte[] good = provider.export(provider.allocate(UNIT));
+            IpcImporter importer = importer(device);
+            long descriptors = Fixtures.openDescriptors();
+
+            for (int length = 0; length < good.length; length++) {
+                byte[] truncated = Arrays.copyOf(good, length);
+                assertThatThrownBy(() -> importer.map(reader(truncated), UNIT)).as("truncated to " + length)
+                        .isInstanceOf(InvalidHandleException.class).hasMessageContaining("truncated");
+            }
+            byte[] trailing = Arrays.copyOf(good, good.length + 1);
+            assertField(importer, trailing, UNIT, "payload.end");
+            assertField(importer, with(good, 0, 2), UNIT, "payload.version");
+            assertField(importer, payload("Pmem0", 1, UNIT, UNIT, 3, 1, 1), UNIT, "payload.alias");
+            assertField(importer, payload("../../etc/passwd", 1, UNIT, UNIT, 3, 1, 1), UNIT, "payload.alias");
+            assertField(importer, payload("/dev/mem", 1, UNIT, UNIT, 3, 1, 1), UNIT, "payload.alias");
+            assertField(importer, payload("pmem0", 0, UNIT, UNIT, 3, 1, 1), UNIT, "payload.layout");
+            assertField(importer, payload("pmem0", 1, -UNIT, UNIT, 3, 1, 1), UNIT, "payload.offset");
+            assertField(importer, payload("pmem0", 1, UNIT, 0, 3, 1, 1), 0, "payload.length");
+            for (int protection : new int[] {0, 2, 4, 7, 255}) {
+                assertField(importer, payload("pmem0", 1, UNIT, UNIT, protection, 1, 1), UNIT, "payload.protection");
+            }
+            assertField(importer, payload("pmem0", 1, UNIT, UNIT, 3, 0, 1), UNIT, "payload.allocation");
+            assertField(importer, payload("pmem0", 1, UNIT, UNIT, 3, 1, 0), UNIT, "payload.generation");
+            assertField(importer, good, 2 * UNIT, "payload.length");
+            assertThat(Fixtures.openDescriptors()).isEqualTo(descriptors);
+        }
+    }
+
+    private static void assertField(IpcImporter importer, byte[] payload, long chunkLength, String field) {
+        assertThatThrownBy(() -> importer.map(reader(payload), chunkLength))
+                .as(field)
+                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo(field));
+    }
+
+    private static byte[] payload(String alias, long layout, long offset, long length, int protection, long allocation, long generation) {
+        return new PayloadWriter().u8(DevdaxPayload.VERSION).string(alias).u64(layout).u64(offset).u64(length).u8(protection)
+                .u64(allocation).u64(generation).toByteArray();
+    }
+
+    private static byte[] with(byte[] payload, int index, int value) {
+        byte[] copy = payload.clone();
+        copy[index] = (byte) value;
+        return copy;
+    }
+
+    @Test
+    void anExportFreedOrClosedIsGone() {
+        IpcImporter importer = importer(device);
+        byte[] closedPayload;
+        try (MemoryProvider provider = provider()) {
+            Chunk chunk = provider.allocate(UNIT);
+            byte[] payload = provider.export(chunk);
+            provider.free(chunk);
+            assertThatThrownBy(() -> importer.map(reader(payload), UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("export gone: device " + device + " (alias 'pmem0') holds no allocation")
+                    .hasMessageContaining("freed the chunk or closed its provider");
+            Chunk reused = provider.allocate(UNIT);
+            assertThat(((DevdaxChunk) reused).offset()).as("the same range, another allocation").isEqualTo(((DevdaxChunk) chunk).offset());
+            assertThatThrownBy(() -> importer.map(reader(payload), UNIT)).hasMessageStartingWith("export gone: ");
+            closedPayload = provider.export(reused);
+        }
+        assertThatThrownBy(() -> importer.map(reader(closedPayload), UNIT)).hasMessageStartingWith("export gone: ");
+        assertThat(Fixtures.mappingsOf(device)).isZero();
+        assertThat(Fixtures.descriptorsOn(device)).isZero();
+    }
+
+    @Test
+    void anAliasThatLeadsToAnotherDeviceIsNamedAsSuch() {
+        Path other = Fixtures.deviceFile(dir, "other.img", 32 * MIB);
+        try (MemoryProvider provider = provider()) {
+            byte[] payload = provider.export(provider.allocate(UNIT));
+            assertThatThrownBy(() -> importer(other).map(reader(payload), UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("holds no devdax layout");
+            try (MemoryProvider otherProvider = plugin.openMemoryProvider(TestContext.device("pmem0", other))) {
+                otherProvider.allocate(UNIT);
+                assertThatThrownBy(() -> importer(other).map(reader(payload), UNIT))
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("is not the one the export was made on")
+                        .hasMessageContaining("leads alias 'pmem0' to another device than the producer's");
+            }
+        }
+    }
+
+    @Test
+    void aReadOnlyExportIsMappedReadOnly() {
+        try (MemoryProvider provider = provider()) {
+            Chunk chunk = provider.allocate(UNIT);
+            chunk.segment().set(JAVA_LONG, 0, 99L);
+            DevdaxPayload rw = DevdaxPayload.decode(reader(provider.export(chunk)));
+            byte[] readOnly = new DevdaxPayload(rw.alias(), rw.layoutId(), rw.offset(), rw.length(), 1, rw.allocationId(),
+                    rw.generation()).encode();
+            try (ChunkMapping mapping = importer(device).map(reader(readOnly), UNIT)) {
+                assertThat(mapping.segment().isReadOnly()).isTrue();
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(99L);
+                assertThatThrownBy(() -> mapping.segment().set(JAVA_LONG, 0, 1L)).as("refused, not a SIGSEGV")
+                        .isInstanceOf(IllegalArgumentException.class);
+            }
+        }
+    }
+
+    @Test
+    void closingAMappingUnmapsItAndLaterAccessThrows() {
+        try (MemoryProvider provider = provider()) {
+            byte[] payload = provider.export(provider.allocate(UNIT));
+            ChunkMapping mapping = importer(device).map(reader(payload), UNIT);
+            assertThat(Fixtures.mappingsOf(device)).isEqualTo(3);
+            mapping.close();
+            mapping.close();
+            assertThat(Fixtures.mappingsOf(device)).isEqualTo(2);
+            assertThatThrownBy(() -> mapping.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void anImportHoldsNoLockOnTheDevice() {
+        MemoryProvider provider = provider();
+        Chunk chunk = provider.allocate(UNIT);
+        chunk.segment().set(JAVA_LONG, 0, 5L);
+        try (ChunkMapping mapping = importer(device).map(reader(provider.export(chunk)), UNIT)) {
+            provider.close();
+            try (MemoryProvider next = provider()) {
+                assertThat(next.pageSize()).as("a new owner can lock the device while the import is mapped").isEqualTo(UNIT);
+            }
+            assertThat(mapping.segment().get(JAVA_LONG, 0)).as("mappings outlive the export").isEqualTo(5L);
+        }
+    }
+}

@@ -1,0 +1,104 @@
+package dev.conduit.plugin.devdax;
+
+import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.MemoryProvider;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static dev.conduit.plugin.devdax.Fixtures.MIB;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Available with a usable device table or a readable DAX device; otherwise a reason that says what to set. */
+class DevdaxProbeTest {
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path dir;
+
+    @TempDir
+    Path dev;
+
+    @TempDir
+    Path sys;
+
+    private DevdaxPlugin plugin() {
+        return new DevdaxPlugin(dev, sys, LockHolders.PROC_LOCKS);
+    }
+
+    @Test
+    void withoutDevicesOrTableItIsUnavailableAndSaysWhatToSet() {
+        Availability availability = plugin().probe(TestContext.of());
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).startsWith("no " + dev.resolve("dax") + "* devices; set CONDUIT_DEVDAX_DEVICES");
+        assertThat(availability.details()).containsKeys("arch", "kernel");
+    }
+
+    @Test
+    void aConfiguredTableIsDescribedAliasByAlias() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
+        Path missing = dir.resolve("missing.img");
+        TestContext context = TestContext.of("devdax.devices", "pmem0=" + device + ",gone=" + missing, "devdax.device", "pmem0");
+        Availability before = plugin().probe(context);
+        assertThat(before.isAvailable()).as(before.reason()).isTrue();
+        assertThat(before.details()).containsEntry("provider device", "pmem0 (set by devdax.device)")
+                .containsEntry("on start", "reset")
+                .containsEntry("alias pmem0", device + ": regular file, " + 32 * MIB + " bytes, alignment " + 2 * MIB
+                        + ", MAP_SYNC refused (EOPNOTSUPP), chunks are mapped MAP_SHARED, no layout yet, no provider");
+        assertThat(before.details().get("alias gone")).startsWith("unusable: cannot open device " + missing).contains("ENOENT");
+
+        try (MemoryProvider provider = plugin().openMemoryProvider(context)) {
+            Availability during = plugin().probe(context);
+            assertThat(during.details().get("alias pmem0"))
+                    .contains("layout generation 1 (id ")
+                    .endsWith("provider: pid " + ProcessHandle.current().pid());
+        }
+    }
+
+    @Test
+    void aTableWithNoUsableDeviceIsUnavailableNamingEachProblem() {
+        Path missing = dir.resolve("missing.img");
+        Availability availability = plugin().probe(TestContext.of("devdax.devices", "pmem0=" + missing + ",null=/dev/null"));
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason())
+                .startsWith("no device of devdax.devices (CONDUIT_DEVDAX_DEVICES) can be used: pmem0: cannot open device " + missing)
+                .contains("; null: ")
+                .contains("cannot identify character device /dev/null (1:3)");
+        assertThat(availability.details()).containsKey("provider device");
+    }
+
+    @Test
+    void aMalformedTableIsTheReason() {
+        Availability availability = plugin().probe(TestContext.of("devdax.devices", "pmem0"));
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains("bad item 'pmem0'").contains("CONDUIT_DEVDAX_DEVICES");
+    }
+
+    /** A {@code /dev/dax*} node found without a table: a link to {@code /dev/zero}, which the fixture sysfs calls device DAX. */
+    @Test
+    void aReadableDaxDeviceMakesItAvailableAndTheDetailsSayHowToUseIt() throws Exception {
+        FileStatus zero;
+        try (var fd = Linux.libc().open("/dev/zero", 0, 0)) {
+            zero = Linux.libc().fstat(fd);
+        }
+        SysfsTest.daxEntry(sys, zero.rdevMajor(), zero.rdevMinor(), Long.toString(16 * MIB), Long.toString(2 * MIB), "dax");
+        Files.createSymbolicLink(dev.resolve("dax0.0"), Path.of("/dev/zero"));
+        Availability availability = plugin().probe(TestContext.of());
+        assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+        assertThat(availability.details().get(dev.resolve("dax0.0").toString()))
+                .startsWith(dev.resolve("dax0.0") + ": device-DAX, " + 16 * MIB + " bytes, alignment " + 2 * MIB + ", MAP_SYNC ");
+        assertThat(availability.details().get("to use them")).contains("CONDUIT_DEVDAX_DEVICES").contains("pmem0=" + dev.resolve("dax0.0"));
+    }
+
+    @Test
+    void daxNodesThatAreNotDeviceDaxAreReportedNotUsed() throws Exception {
+        Files.createSymbolicLink(dev.resolve("dax1.0"), Path.of("/dev/null"));
+        Availability availability = plugin().probe(TestContext.of());
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains("cannot identify character device " + dev.resolve("dax1.0"))
+                .contains("set CONDUIT_DEVDAX_DEVICES");
+    }
+}

@@ -1,0 +1,223 @@
+package dev.conduit.plugin.devdax;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.MemoryProvider;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import static dev.conduit.plugin.devdax.Fixtures.MIB;
+import static dev.conduit.plugin.devdax.Fixtures.UNIT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The provider over a file-backed device: allocation, export, free, close, and what it refuses. */
+class DevdaxProviderTest {
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path dir;
+
+    private final DevdaxPlugin plugin = new DevdaxPlugin();
+
+    private DevdaxProvider open(Path device, String... keyValues) {
+        return (DevdaxProvider) plugin.openMemoryProvider(TestContext.device("pmem0", device, keyValues));
+    }
+
+    @Test
+    void allocatesZeroedChunksOfWholeUnitsPastTheMetadata() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
+        try (DevdaxProvider provider = open(device)) {
+            assertThat(provider.pageSize()).isEqualTo(UNIT);
+            assertThat(provider.kind()).isEqualTo(Device.Kind.REGULAR_FILE);
+            assertThat(provider.geometry().dataOffset()).as("header and 16 entries fit in the first unit").isEqualTo(UNIT);
+
+            Chunk first = provider.allocate(UNIT);
+            Chunk second = provider.allocate(2 * UNIT);
+            assertThat(((DevdaxChunk) first).offset()).isEqualTo(UNIT);
+            assertThat(((DevdaxChunk) second).offset()).isEqualTo(2 * UNIT);
+            assertThat(second.segment().byteSize()).isEqualTo(2 * UNIT);
+            assertThat(first.segment().address() % PageSize.get()).isZero();
+
+            first.segment().fill((byte) 0x5A);
+            second.segment().set(JAVA_LONG, 0, 42L);
+            assertThat(Fixtures.readLong(device, 2 * UNIT)).as("MAP_SHARED: the file sees the write").isEqualTo(42L);
+
+            provider.free(first);
+            Chunk again = provider.allocate(UNIT);
+            assertThat(((DevdaxChunk) again).offset()).as("first fit reuses the freed unit").isEqualTo(UNIT);
+            assertThat(again.segment().mismatch(java.lang.foreign.MemorySegment.ofArray(new byte[(int) UNIT]))).as("zeroed").isEqualTo(-1);
+        }
+    }
+
+    @Test
+    void chunkSizesAreWholeUnitsOfTheAlignment() {
+        try (MemoryProvider provider = open(Fixtures.deviceFile(dir, "dax.img", 16 * MIB))) {
+            for (long size : new long[] {0, -UNIT, 4096, UNIT + 4096}) {
+                assertThatThrownBy(() -> provider.allocate(size))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("not a positive multiple of the alignment " + UNIT);
+            }
+        }
+    }
+
+    @Test
+    void theFileAlignmentIsConfigurable() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 4 * MIB);
+        try (DevdaxProvider provider = open(device, "devdax.file.align", "64k")) {
+            assertThat(provider.pageSize()).isEqualTo(64 * 1024);
+            assertThat(provider.geometry().dataOffset()).isEqualTo(64 * 1024);
+            assertThat(((DevdaxChunk) provider.allocate(64 * 1024)).offset()).isEqualTo(64 * 1024);
+        }
+        for (String bad : new String[] {"12k", "1024"}) {
+            assertThatThrownBy(() -> open(device, "devdax.file.align", bad))
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("devdax.file.align")
+                    .hasMessageContaining("CONDUIT_DEVDAX_FILE_ALIGN");
+        }
+    }
+
+    @Test
+    void aFullDeviceSaysHowMuchIsFreeAndWhatToDo() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 8 * MIB + 12345); // the odd tail is not managed
+        try (DevdaxProvider provider = open(device)) {
+            assertThat(provider.geometry().size()).isEqualTo(8 * MIB);
+            List<Chunk> chunks = new ArrayList<>();
+            for (int i = 0; i < 3; i++) chunks.add(provider.allocate(UNIT));
+            assertThatThrownBy(() -> provider.allocate(UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("has no free range of " + UNIT + " bytes: 0 bytes free")
+                    .hasMessageContaining("pool.chunk.size")
+                    .hasMessageContaining(device.toString());
+            provider.free(chunks.get(0));
+            provider.free(chunks.get(2));
+            assertThatThrownBy(() -> provider.allocate(2 * UNIT)).hasMessageContaining(2 * UNIT + " bytes free, the longest free range "
+                    + UNIT + " bytes");
+            provider.free(chunks.get(1));
+            assertThat(((DevdaxChunk) provider.allocate(3 * UNIT)).offset()).as("freed ranges merge").isEqualTo(UNIT);
+        }
+    }
+
+    @Test
+    void exportsAreStableAndOnlyForLiveChunksOfThisProvider() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        Path other = Fixtures.deviceFile(dir, "other.img", 16 * MIB);
+        try (DevdaxProvider provider = open(device); DevdaxProvider foreign = open(other)) {
+            Chunk chunk = provider.allocate(UNIT);
+            byte[] payload = provider.export(chunk);
+            assertThat(provider.export(chunk)).isEqualTo(payload);
+            DevdaxPayload decoded = DevdaxPayload.decode(Fixtures.reader(payload));
+            assertThat(decoded.alias()).isEqualTo("pmem0");
+            assertThat(decoded.offset()).isEqualTo(UNIT);
+            assertThat(decoded.length()).isEqualTo(UNIT);
+            assertThat(decoded.protection()).isEqualTo(DevdaxPayload.READ_WRITE);
+            assertThat(decoded.layoutId()).isEqualTo(provider.layoutId());
+            assertThat(decoded.generation()).isEqualTo(provider.generation());
+            assertThat(new String(payload, java.nio.charset.StandardCharsets.ISO_8859_1)).doesNotContain(dir.toString());
+
+            Chunk foreignChunk = foreign.allocate(UNIT);
+            assertThatThrownBy(() -> provider.export(foreignChunk)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("not allocated by this devdax provider");
+            assertThatThrownBy(() -> provider.free(foreignChunk)).isInstanceOf(IllegalArgumentException.class);
+
+            provider.free(chunk);
+            assertThatThrownBy(() -> provider.export(chunk)).isInstanceOf(IllegalStateException.class).hasMessageContaining("was freed");
+            assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(IllegalStateException.class).hasMessageContaining("freed already");
+            assertThatThrownBy(() -> chunk.segment().get(JAVA_LONG, 0)).as("unmapped, not a crash").isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void closeFreesEverythingOnceAndRefusesFurtherUse() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        MemoryProvider provider = open(device);
+        Chunk chunk = provider.allocate(UNIT);
+        provider.close();
+        provider.close();
+        assertThatThrownBy(() -> chunk.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+        provider.free(chunk); // after close: nothing to do
+        assertThatThrownBy(() -> provider.allocate(UNIT)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> provider.export(chunk)).isInstanceOf(IllegalStateException.class);
+        try (MemoryProvider next = open(device)) {
+            assertThat(next.pageSize()).as("the lock was released").isEqualTo(UNIT);
+        }
+    }
+
+    @Test
+    void aRegularFileRefusesMapSyncAndTheProviderSaysSo() {
+        try (DevdaxProvider provider = open(Fixtures.deviceFile(dir, "dax.img", 16 * MIB))) {
+            assertThat(provider.mapSync()).isFalse();
+            assertThat(provider.mapMode()).isEqualTo("MAP_SHARED (MAP_SYNC refused: EOPNOTSUPP)");
+        }
+    }
+
+    @Test
+    void aTruncatedDeviceFileIsRefusedInsteadOfCrashingWithSigbus() throws Exception {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        try (DevdaxProvider provider = open(device)) {
+            provider.allocate(UNIT);
+            try (var file = new java.io.RandomAccessFile(device.toFile(), "rw")) {
+                file.setLength(4 * MIB);
+            }
+            assertThatThrownBy(() -> provider.allocate(4 * UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("was truncated to " + 4 * MIB + " bytes")
+                    .hasMessageContaining("SIGBUS");
+        }
+    }
+
+    @Test
+    void unusableDevicesAreRefusedWithTheReasonAndTheRemedy() throws Exception {
+        Path missing = dir.resolve("missing.img");
+        assertThatThrownBy(() -> open(missing))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot open device " + missing + " (alias 'pmem0')")
+                .hasMessageContaining("ENOENT")
+                .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
+        Path empty = Fixtures.deviceFile(dir, "empty.img", 0);
+        assertThatThrownBy(() -> open(empty)).hasMessageContaining("is empty").hasMessageContaining("truncate -s 1G");
+        Path small = Fixtures.deviceFile(dir, "small.img", 3 * MIB);
+        assertThatThrownBy(() -> open(small)).hasMessageContaining("too small").hasMessageContaining("devdax.file.align");
+        Path directory = Files.createDirectory(dir.resolve("adir"));
+        assertThatThrownBy(() -> open(directory)).hasMessageContaining("EISDIR");
+        assertThatThrownBy(() -> open(Path.of("/dev/null")))
+                .as("a character device that is not device DAX, checked against the real sysfs")
+                .hasMessageContaining("/dev/null is not a device-DAX device")
+                .hasMessageContaining("subsystem 'mem'");
+    }
+
+    @Test
+    void theProvidersDeviceComesFromTheConfiguredTable() {
+        Path a = Fixtures.deviceFile(dir, "a.img", 16 * MIB);
+        Path b = Fixtures.deviceFile(dir, "b.img", 16 * MIB);
+        String table = "pmem-a=" + a + ",pmem-b=" + b;
+        assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of()))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("has no device")
+                .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
+        assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of("devdax.devices", table)))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("has 2 aliases [pmem-a, pmem-b]")
+                .hasMessageContaining("devdax.device (CONDUIT_DEVDAX_DEVICE)");
+        assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of("devdax.devices", table, "devdax.device", "pmem-c")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("names alias 'pmem-c', which is not in devdax.devices");
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of("devdax.devices", table, "devdax.device", "pmem-b"))) {
+            assertThat(DevdaxPayload.decode(Fixtures.reader(provider.export(provider.allocate(UNIT)))).alias()).isEqualTo("pmem-b");
+            assertThat(Fixtures.descriptorsOn(b)).isEqualTo(1);
+            assertThat(Fixtures.descriptorsOn(a)).isZero();
+        }
+        for (String bad : new String[] {"pmem0", "pmem0=", "PMEM=/x", "0pmem=/x", "pmem0=relative/path", "a=/x,a=/y"}) {
+            assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of("devdax.devices", bad)))
+                    .as(bad)
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("devdax.devices");
+        }
+    }
+}

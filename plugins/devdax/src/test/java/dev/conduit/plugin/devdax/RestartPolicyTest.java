@@ -1,0 +1,181 @@
+package dev.conduit.plugin.devdax;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+
+import static dev.conduit.plugin.devdax.Fixtures.MIB;
+import static dev.conduit.plugin.devdax.Fixtures.UNIT;
+import static dev.conduit.plugin.devdax.Fixtures.reader;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * What a restarted owner does with the allocation table its predecessor left: {@code recover}
+ * re-adopts it, {@code reset} (the default) forgets it. A crash is simulated in this process with
+ * {@link DevdaxProvider#abandon()}, which lets go of the device without freeing; the
+ * cross-process variant with {@code kill -9} is in {@link DeviceLockTest}.
+ */
+class RestartPolicyTest {
+
+    @TempDir(factory = ShmTempDirFactory.class)
+    Path dir;
+
+    private final DevdaxPlugin plugin = new DevdaxPlugin();
+    private Path device;
+    private IpcImporter importer;
+
+    @BeforeEach
+    void createDevice() {
+        device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
+        importer = plugin.ipcImporter(TestContext.device("pmem0", device));
+    }
+
+    private DevdaxProvider open(String onStart, String... keyValues) {
+        String[] all = new String[keyValues.length + 2];
+        all[0] = "devdax.on.start";
+        all[1] = onStart;
+        System.arraycopy(keyValues, 0, all, 2, keyValues.length);
+        return (DevdaxProvider) plugin.openMemoryProvider(TestContext.device("pmem0", device, all));
+    }
+
+    @Test
+    void recoverReadoptsTheAllocationsOfAnOwnerThatDidNotClose() {
+        DevdaxProvider crashed = open("reset");
+        Chunk kept = crashed.allocate(2 * UNIT);
+        Chunk freed = crashed.allocate(UNIT);
+        kept.segment().set(JAVA_LONG, 0, 1234L);
+        byte[] keptExport = crashed.export(kept);
+        byte[] freedExport = crashed.export(freed);
+        crashed.free(freed);
+        long generation = crashed.generation();
+        crashed.abandon(); // as kill -9 would: nothing freed, lock dropped
+
+        try (DevdaxProvider recovered = open("recover")) {
+            assertThat(recovered.generation()).isEqualTo(generation + 1);
+            assertThat(recovered.layoutId()).isEqualTo(DevdaxPayload.decode(reader(keptExport)).layoutId());
+            assertThat(recovered.adoptedCount()).isEqualTo(1);
+            try (ChunkMapping mapping = importer.map(reader(keptExport), 2 * UNIT)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).as("the old export still imports").isEqualTo(1234L);
+            }
+            assertThatThrownBy(() -> importer.map(reader(freedExport), UNIT)).hasMessageStartingWith("export gone: ");
+
+            assertThat(DevdaxPayload.decode(reader(keptExport)).offset()).isEqualTo(UNIT);
+            Chunk fresh = recovered.allocate(2 * UNIT);
+            assertThat(((DevdaxChunk) fresh).offset()).as("new allocations avoid the re-adopted [UNIT, 3 UNIT)").isEqualTo(3 * UNIT);
+        }
+        assertThatThrownBy(() -> importer.map(reader(keptExport), 2 * UNIT))
+                .as("closing frees re-adopted allocations like its own")
+                .hasMessageStartingWith("export gone: ");
+    }
+
+    @Test
+    void resetForgetsThemAndSaysSoInTheError() {
+        DevdaxProvider crashed = open("reset");
+        byte[] export = crashed.export(crashed.allocate(UNIT));
+        crashed.abandon();
+
+        try (DevdaxProvider reset = open("reset")) {
+            assertThat(reset.generation()).isEqualTo(2);
+            assertThat(reset.adoptedCount()).isZero();
+            assertThatThrownBy(() -> importer.map(reader(export), UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("export gone: ")
+                    .hasMessageContaining("devdax.on.start (CONDUIT_DEVDAX_ON_START) = reset")
+                    .hasMessageContaining("the export is from generation 1, the device is at generation 2");
+            assertThat(((DevdaxChunk) reset.allocate(UNIT)).offset()).as("the range is free again").isEqualTo(UNIT);
+        }
+    }
+
+    @Test
+    void resetIsTheDefault() {
+        open("reset").abandon();
+        DevdaxProvider crashed = (DevdaxProvider) plugin.openMemoryProvider(TestContext.device("pmem0", device));
+        byte[] export = crashed.export(crashed.allocate(UNIT));
+        crashed.abandon();
+        try (MemoryProvider next = plugin.openMemoryProvider(TestContext.device("pmem0", device))) {
+            assertThatThrownBy(() -> importer.map(reader(export), UNIT)).hasMessageStartingWith("export gone: ");
+        }
+    }
+
+    @Test
+    void aGracefulCloseLeavesNothingToRecover() {
+        DevdaxProvider first = open("recover");
+        assertThat(first.generation()).as("a blank device is formatted under recover too").isEqualTo(1);
+        byte[] export = first.export(first.allocate(UNIT));
+        first.close();
+        try (DevdaxProvider second = open("recover")) {
+            assertThat(second.generation()).isEqualTo(2);
+            assertThat(second.adoptedCount()).isZero();
+            assertThatThrownBy(() -> importer.map(reader(export), UNIT)).hasMessageStartingWith("export gone: ");
+        }
+    }
+
+    @Test
+    void recoverRefusesADamagedLayoutWhichResetRewrites() {
+        DevdaxProvider first = open("reset");
+        long layoutId = first.layoutId();
+        first.abandon();
+        Fixtures.writeLong(device, Layout.OFFSET_SIZE, 3 * UNIT); // breaks the header's checksum
+
+        assertThatThrownBy(() -> open("recover"))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot recover the allocations on device " + device)
+                .hasMessageContaining("checksum")
+                .hasMessageContaining("devdax.on.start (CONDUIT_DEVDAX_ON_START) = reset");
+        try (DevdaxProvider reset = open("reset")) {
+            assertThat(reset.generation()).isEqualTo(1);
+            assertThat(reset.layoutId()).as("a damaged layout's id is not trusted").isNotEqualTo(layoutId);
+        }
+    }
+
+    @Test
+    void recoverRefusesALayoutMadeForAnotherAlignmentWhichResetAdapts() {
+        DevdaxProvider first = open("reset");
+        long layoutId = first.layoutId();
+        byte[] export = first.export(first.allocate(UNIT));
+        first.abandon();
+
+        assertThatThrownBy(() -> open("recover", "devdax.file.align", "4m"))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("made for " + 32 * MIB + " bytes in units of " + UNIT)
+                .hasMessageContaining("now has " + 32 * MIB + " bytes in units of " + 2 * UNIT);
+        try (DevdaxProvider adapted = open("reset", "devdax.file.align", "4m")) {
+            assertThat(adapted.pageSize()).isEqualTo(2 * UNIT);
+            assertThat(adapted.layoutId()).as("still the same device").isEqualTo(layoutId);
+            assertThat(adapted.generation()).isEqualTo(2);
+            assertThatThrownBy(() -> importer.map(reader(export), UNIT)).isInstanceOf(ConduitException.class);
+        }
+    }
+
+    @Test
+    void tableEntriesThatCannotBeAllocationsAreDroppedOnRecover() {
+        DevdaxProvider first = open("reset");
+        Layout.Geometry geometry = first.geometry();
+        byte[] export = first.export(first.allocate(2 * UNIT));
+        first.abandon();
+        long inside = geometry.entryOffset(2 * UNIT); // an entry inside the first allocation: overlaps it
+        Fixtures.writeLong(device, inside + 8, UNIT);
+        Fixtures.writeLong(device, inside, 0x77L);
+        long metadataEntry = geometry.entryOffset(0); // the metadata region is never allocated
+        Fixtures.writeLong(device, metadataEntry + 8, UNIT);
+        Fixtures.writeLong(device, metadataEntry, 0x78L);
+
+        try (DevdaxProvider recovered = open("recover")) {
+            assertThat(recovered.adoptedCount()).isEqualTo(1);
+            assertThat(Fixtures.readLong(device, inside)).isZero();
+            assertThat(Fixtures.readLong(device, metadataEntry)).isZero();
+            try (ChunkMapping mapping = importer.map(reader(export), 2 * UNIT)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(2 * UNIT);
+            }
+        }
+    }
+}
