@@ -1,5 +1,6 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.spi.Cleanup;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;

@@ -1,5 +1,7 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.spi.Cleanup;
+import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.linux.PageSize;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;

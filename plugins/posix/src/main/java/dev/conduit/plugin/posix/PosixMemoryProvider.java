@@ -1,5 +1,7 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.spi.Cleanup;
+import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.linux.PageSize;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.MemoryProvider;

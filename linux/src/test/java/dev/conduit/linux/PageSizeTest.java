@@ -1,4 +1,4 @@
-package dev.conduit.plugin.posix;
+package dev.conduit.linux;
 
 import org.junit.jupiter.api.Test;
 

@@ -1,4 +1,4 @@
-package dev.conduit.plugin.devdax;
+package dev.conduit.linux;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -7,18 +7,19 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The kernel's page size: the unit in which a regular file is mapped (offsets and lengths of
- * {@code mmap}), and the least alignment {@code devdax.file.align} may ask for.
+ * The kernel's page size: the granularity of {@code mmap} offsets and lengths and of tmpfs memory,
+ * and so the size and alignment unit of chunks that plugins map.
  *
  * <p>Read once from the ELF auxiliary vector the kernel gave this process
  * ({@code /proc/self/auxv}, entry {@code AT_PAGESZ}), which is what {@code sysconf(_SC_PAGESIZE)}
- * returns. Where {@code /proc} cannot be read, {@value #FALLBACK}: the smallest page size of the
- * supported architectures, so a mapping may then fail with {@code EINVAL} on a kernel with larger
- * pages, but never silently maps the wrong range.
+ * returns. Where {@code /proc} cannot be read, {@value #FALLBACK} is used: every page size Linux
+ * supports on x86-64 and aarch64 (4, 16, 64 KiB) is a multiple of it, so chunks stay correctly
+ * aligned and mappable, only possibly smaller than a page.
  */
-final class PageSize {
+public final class PageSize {
 
-    static final long FALLBACK = 4096;
+    /** The smallest page size of the supported architectures. */
+    public static final long FALLBACK = 4096;
 
     /** Auxiliary vector entry types ({@code <elf.h>}). */
     private static final long AT_NULL = 0;
@@ -30,7 +31,7 @@ final class PageSize {
     }
 
     /** The page size of this process, a power of two. */
-    static long get() {
+    public static long get() {
         return VALUE;
     }
 
@@ -42,8 +43,11 @@ final class PageSize {
         }
     }
 
-    /** {@code AT_PAGESZ} from an auxiliary vector (pairs of native 64-bit words, ended by {@code AT_NULL}); {@link #FALLBACK} if absent. */
-    static long fromAuxiliaryVector(byte[] auxv) {
+    /**
+     * {@code AT_PAGESZ} from an auxiliary vector: pairs of native 64-bit words (type, value), ended
+     * by {@code AT_NULL}. {@link #FALLBACK} if the entry is missing or not a power of two.
+     */
+    public static long fromAuxiliaryVector(byte[] auxv) {
         ByteBuffer entries = ByteBuffer.wrap(auxv).order(ByteOrder.nativeOrder());
         while (entries.remaining() >= 2 * Long.BYTES) {
             long type = entries.getLong();
