@@ -52,6 +52,9 @@ public final class ChildJvm implements AutoCloseable {
     private static final String EOF = new String("<eof>"); // identity marks the end of stdout
 
     private final String description;
+    /** Stands, in an environment value, for the shared directory as the child sees it (a container's mount point). */
+    public static final String SHARED = "{shared}";
+
     private final Process process;
     private final Launcher launcher;
     private final Path hostSharedDirectory;
@@ -74,7 +77,7 @@ public final class ChildJvm implements AutoCloseable {
         Map<String, String> env = pb.environment();
         env.keySet().removeIf(k -> k.startsWith("CONDUIT_"));
         if (childSharedDirectory != null) env.put("CONDUIT_SHARED_DIR", childSharedDirectory.toString());
-        env.putAll(b.environment);
+        b.environment.forEach((k, v) -> env.put(k, childSharedDirectory == null ? v : v.replace(SHARED, childSharedDirectory.toString())));
         this.description = b.mainClass.getSimpleName() + " (" + launcher + ")";
         this.process = pb.start();
         this.stdin = new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
@@ -117,7 +120,10 @@ public final class ChildJvm implements AutoCloseable {
             return this;
         }
 
-        /** An environment variable of the child (after {@code CONDUIT_*} are dropped and the shared directory is set). */
+        /**
+         * An environment variable of the child (after {@code CONDUIT_*} are dropped and the shared directory is set);
+         * {@value ChildJvm#SHARED} in the value stands for the child's own view of the shared directory.
+         */
         public Builder env(String name, String value) {
             environment.put(name, value);
             return this;
