@@ -1,6 +1,7 @@
 /**
  * The {@code conduit} command: what Conduit finds, selects and is configured with in this
- * process ({@code conduit info}), with room for further subcommands such as {@code perf}.
+ * process ({@code conduit info}), and how fast it moves bytes between two processes
+ * ({@code conduit perf}).
  *
  * <p>Run it with {@code ./conduit} at the root of the source tree, or as
  * {@code java --module-path ... -m dev.conduit.tools/dev.conduit.tools.ConduitCommand}. This
@@ -9,6 +10,14 @@
 module dev.conduit.tools {
     requires dev.conduit;
     requires info.picocli;
+    // conduit perf: latency histograms, the chart of --plot (JFreeChart draws with java.desktop, headless),
+    // the JVM options a spawned peer process inherits (java.management), and the bytes each measured
+    // loop allocated (jdk.management).
+    requires HdrHistogram;
+    requires org.jfree.jfreechart;
+    requires java.desktop;
+    requires java.management;
+    requires jdk.management;
 
     // picocli fills options and builds usage help by reflection.
     opens dev.conduit.tools to info.picocli;

@@ -41,8 +41,8 @@ import java.lang.invoke.VarHandle;
  *     40     8  bounce offset   LARGE: where the payload is in the sender's bounce ring
  *     48     …  header bytes, then payload bytes (MSG; CONNECT, BOUNCE, CLOSE carry a control payload)
  * </pre>
- * A sender claims {@code align8(48 + header + payload)} bytes by CAS on the tail, writes
- * {@code -length}, the record, then {@code +length} with a release store. When the record does
+ * A sender claims {@code align8(48 + header + payload)} bytes by CAS on the tail, writes its
+ * connection id and {@code -length} (release), the record, then {@code +length} with a release store. When the record does
  * not fit before the end of the ring, the claim also covers the rest of the ring, which becomes a
  * PAD record. The receiver reads records while their length is positive, zeroes what it read (so
  * a stale byte is never taken for a length) and moves the head with a release store. A record
@@ -154,11 +154,26 @@ public final class ReceiveQueue {
     // ------------------------------------------------------------------------------------- sender
 
     /**
-     * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record.
+     * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of an
+     * unnamed sender ({@link #claim(int, long)} with connection 0).
      *
      * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
      */
     public long claim(int length) {
+        return claim(length, 0);
+    }
+
+    /**
+     * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of
+     * {@code connection}. The connection id is stored before {@code -length} is published, so a
+     * receiver that finds the record claimed but uncommitted always knows whose it is
+     * ({@link #blockedConnection()}) — also while the sender still copies its payload — and never
+     * takes a live sender's record for a dead one's. Only in the instant between the CAS and that
+     * store is a claim anonymous (its length still 0).
+     *
+     * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
+     */
+    public long claim(int length, long connection) {
         long head = headCache;
         while (true) {
             long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
@@ -180,6 +195,7 @@ public final class ReceiveQueue {
                     tailIndex = 0;
                 }
                 long offset = HEADER_LENGTH + tailIndex;
+                memory.set(ValueLayout.JAVA_LONG, offset + CONNECTION, connection);
                 INT.setRelease(memory, offset, -length);
                 return offset;
             }

@@ -78,7 +78,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long payloadLength = payload.byteSize();
         if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
             int length = align(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
-            long offset = peer.claim(length);
+            long offset = peer.claim(length, connection);
             if (offset < 0) return noRoom();
             MemorySegment q = peer.memory();
             writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, payloadLength, 0, 0);
@@ -99,7 +99,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long bounceOffset = bounce.reserve(payloadLength);
         if (bounceOffset < 0) return noRoom();
         int length = align(ReceiveQueue.RECORD_HEADER + headerLength);
-        long offset = peer.claim(length);
+        long offset = peer.claim(length, connection);
         if (offset < 0) {
             bounce.rollback(before);
             return noRoom();
@@ -136,7 +136,7 @@ final class ShmEndpoint implements TransportEndpoint {
 
     private boolean sendControl(int type, byte[] payload) {
         int length = align(ReceiveQueue.RECORD_HEADER + payload.length);
-        long offset = peer.claim(length);
+        long offset = peer.claim(length, connection);
         if (offset < 0) return false;
         MemorySegment q = peer.memory();
         writeRecordHeader(q, offset, type, 0, 0, payload.length, 0, 0);

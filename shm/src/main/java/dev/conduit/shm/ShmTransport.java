@@ -84,6 +84,7 @@ public final class ShmTransport implements Transport {
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
     private final long livenessNanos;
     private final long unblockNanos;
+    private final long heartbeatNanos;
     private long progressCount;
     private long lastLivenessCheck = System.nanoTime();
     private long blockedSince;
@@ -123,6 +124,7 @@ public final class ShmTransport implements Transport {
         this.sink = context.messageSink();
         this.livenessNanos = config.livenessInterval().toNanos();
         this.unblockNanos = config.unblockTimeout().toNanos();
+        this.heartbeatNanos = config.heartbeatTimeout().toNanos();
         this.leasePrefix = "conduit-" + plugin + "-worker";
         SharedDirectory dir = null;
         OwnerLease ownLease = null;
@@ -357,7 +359,12 @@ public final class ShmTransport implements Transport {
             if (now - blockedSince >= unblockNanos) {
                 long connection = queue.blockedConnection();
                 Inbound culprit = connection == 0 ? null : inbound.get(connection);
-                boolean dead = culprit != null ? !culprit.lease.ownerAlive() : senderDead;
+                // A claim whose sender is unknown (its length not yet written, or a CONNECT not yet
+                // read) may be a live sender's that was descheduled: that some other sender died
+                // says nothing about it. Skip such a record only once it stayed blocked as long as a
+                // hung peer may (heartbeat.timeout); a known claimant is judged by its own lease.
+                boolean dead = culprit != null ? !culprit.lease.ownerAlive()
+                        : senderDead && now - blockedSince >= Math.max(unblockNanos, heartbeatNanos);
                 if (dead && queue.unblock()) {
                     context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message a sender claimed and never wrote: it died mid-send");
                     blockedSince = 0;
@@ -378,8 +385,15 @@ public final class ShmTransport implements Transport {
     @Override
     public boolean await(long timeoutNanos) {
         ensureOpen();
-        // Wake up at least every liveness interval, so dead peers are still noticed by a sleeper.
-        return queue.await(libc, Math.min(timeoutNanos, livenessNanos));
+        // Wake up at least every liveness interval and check peers as progress() would, so that a
+        // worker that only sleeps still notices a dead peer: its endpoint fails and await says there
+        // is work, so the caller progresses and the error handler runs. (Merely returning false
+        // would not do: the runtime sleeps again until the caller's whole timeout has passed.)
+        if (queue.await(libc, Math.min(timeoutNanos, livenessNanos))) return true;
+        long now = System.nanoTime();
+        if (now - lastLivenessCheck < livenessNanos) return false;
+        lastLivenessCheck = now;
+        return checkPeers(now) > 0;
     }
 
     @Override

@@ -14,7 +14,7 @@ import java.util.Objects;
 import java.util.function.Supplier;
 
 /**
- * The {@code conduit} command. Each subcommand is a class of its own ({@code info}, and later
+ * The {@code conduit} command. Each subcommand is a class of its own ({@code info},
  * {@code perf}) that mixes in the shared options ({@code --set}, {@code --verbose}) and opens
  * Conduit through {@link #openConduit}, so configuration and failures work the same in all of them.
  *
@@ -24,8 +24,9 @@ import java.util.function.Supplier;
 @Command(name = "conduit",
         mixinStandardHelpOptions = true,
         versionProvider = ToolVersion.class,
-        subcommands = {InfoCommand.class, CommandLine.HelpCommand.class},
-        description = "Inspects Conduit in this process: the plugins it finds, their configuration and what it selects.",
+        subcommands = {InfoCommand.class, PerfCommand.class, CommandLine.HelpCommand.class},
+        description = {"Inspects Conduit in this process: the plugins it finds, their configuration and what it selects (info),",
+                "and measures it between two processes (perf)."},
         footerHeading = "%nExit codes:%n",
         footer = {
                 // picocli wraps a footer line longer than the usage width (80) badly: keep each below it.
@@ -79,7 +80,12 @@ public final class ConduitCommand implements Runnable {
 
     /** Opens Conduit with a subcommand's {@code --set} values on top of the usual sources. The caller closes it. */
     Conduit openConduit(ConduitOptions options) {
-        return options.applyTo(builders.get()).build();
+        return newBuilder(options).build();
+    }
+
+    /** A builder with a subcommand's {@code --set} values on top of the usual sources, for a subcommand that adds its own. */
+    ConduitBuilder newBuilder(ConduitOptions options) {
+        return options.applyTo(builders.get());
     }
 
     private int reportFailure(Exception failure, CommandLine command, ParseResult parsed) {

@@ -26,6 +26,11 @@ final class ConduitOptions {
     @Option(names = {"-v", VERBOSE}, description = "On failure, prints the stack trace too, not only the message.")
     private boolean verbose;
 
+    /** The {@code --set} values, in the order given (for a process this one starts with the same configuration). */
+    Map<String, String> settings() {
+        return java.util.Collections.unmodifiableMap(settings);
+    }
+
     /** Applies the {@code --set} values to {@code builder}, in the order given. */
     ConduitBuilder applyTo(ConduitBuilder builder) {
         settings.forEach(builder::set);

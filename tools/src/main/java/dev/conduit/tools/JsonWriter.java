@@ -98,6 +98,20 @@ final class JsonWriter {
         return this;
     }
 
+    /**
+     * A number, written in plain decimal notation rounded to {@code decimals} places (trailing zeros
+     * dropped); {@code null} for NaN and the infinities, which JSON cannot express.
+     */
+    JsonWriter value(double value, int decimals) {
+        if (!Double.isFinite(value)) {
+            return nullValue();
+        }
+        beforeValue();
+        java.math.BigDecimal d = java.math.BigDecimal.valueOf(value).setScale(decimals, java.math.RoundingMode.HALF_EVEN).stripTrailingZeros();
+        write(d.signum() == 0 ? "0" : d.toPlainString());
+        return this;
+    }
+
     JsonWriter value(boolean value) {
         beforeValue();
         write(Boolean.toString(value));
@@ -111,6 +125,10 @@ final class JsonWriter {
 
     JsonWriter member(String name, long value) {
         return name(name).value(value);
+    }
+
+    JsonWriter member(String name, double value, int decimals) {
+        return name(name).value(value, decimals);
     }
 
     JsonWriter member(String name, boolean value) {

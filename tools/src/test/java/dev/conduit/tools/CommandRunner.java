@@ -21,19 +21,26 @@ final class CommandRunner {
     }
 
     private final List<ConduitPlugin> plugins;
+    private final boolean discover;
 
-    private CommandRunner(List<ConduitPlugin> plugins) {
+    private CommandRunner(List<ConduitPlugin> plugins, boolean discover) {
         this.plugins = plugins;
+        this.discover = discover;
     }
 
     static CommandRunner withPlugins(ConduitPlugin... plugins) {
-        return new CommandRunner(List.of(plugins));
+        return new CommandRunner(List.of(plugins), false);
+    }
+
+    /** With the real plugins (posix, memfd) found by discovery, still without the developer's variables and properties. */
+    static CommandRunner discovering() {
+        return new CommandRunner(List.of(), true);
     }
 
     /** The builder every run starts from, also for tests that compare the command's output with the API's answers. */
     ConduitBuilder builder() {
         ConduitBuilder builder = Conduit.builder()
-                .discoverPlugins(false)
+                .discoverPlugins(discover)
                 .environment(Map.of())
                 .systemProperties(new Properties());
         plugins.forEach(builder::addPlugin);

@@ -1,0 +1,324 @@
+package dev.conduit.tools;
+
+import dev.conduit.spi.ConduitException;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.BooleanSupplier;
+import java.util.regex.Pattern;
+
+/**
+ * What a {@code conduit perf} server publishes so that a client can reach it: its worker address,
+ * the handles of the regions it exported for RMA (one per transport plugin of its worker), and who
+ * it is. Only the bootstrap goes this way; everything after it is active messages.
+ *
+ * <p>The same text travels either as a file {@code conduit-perf-<name>.addr} in the shared
+ * directory (works into a container that shares nothing but that directory: no network) or over a
+ * TCP connection as one length-prefixed frame each way. Format, one field a line, UTF-8:
+ * <pre>
+ * conduit-perf 1
+ * pid 4242
+ * host perf-container
+ * thread-mode SINGLE
+ * region-size 1048576
+ * address &lt;base64 of the WorkerAddress bytes&gt;
+ * region memfd &lt;base64 of the region's IPC handle&gt;
+ * region posix &lt;base64 ...&gt;
+ * end
+ * </pre>
+ * The file is created {@code 0600} with {@code O_EXCL} semantics and written whole; a reader
+ * takes it only once the {@code end} line is there.
+ *
+ * @param pid        the server's pid, as it sees itself (in its own PID namespace)
+ * @param host       its host name, as it sees it (in its own UTS namespace)
+ * @param threadMode the thread mode of its worker
+ * @param regionSize the size of each exported region: the largest size RMA tests can use
+ * @param address    its worker address
+ * @param regions    plugin name to the handle of the region exported through that plugin's pool
+ */
+record PerfBootstrap(long pid, String host, String threadMode, long regionSize, byte[] address, Map<String, byte[]> regions) {
+
+    static final String MAGIC = "conduit-perf 1";
+    /** What a TCP client sends first. */
+    private static final byte[] REQUEST = (MAGIC + " request\n").getBytes(StandardCharsets.UTF_8);
+    private static final int MAX_FRAME = 64 << 10;
+    /** How long one TCP exchange may take once connected. */
+    private static final long EXCHANGE_TIMEOUT_MILLIS = 5_000;
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+
+    PerfBootstrap {
+        regions = Map.copyOf(regions);
+    }
+
+    /** The file a server named {@code name} publishes in {@code directory}. */
+    static Path file(Path directory, String name) {
+        return directory.resolve("conduit-perf-" + name + ".addr");
+    }
+
+    static void checkName(String name) {
+        if (!NAME.matcher(name).matches()) {
+            throw new IllegalArgumentException("--name '" + name + "' must be 1 to 64 characters of A-Z a-z 0-9 . _ -");
+        }
+    }
+
+    byte[] encode() {
+        Base64.Encoder b64 = Base64.getEncoder();
+        StringBuilder s = new StringBuilder(MAGIC).append('\n');
+        s.append("pid ").append(pid).append('\n');
+        s.append("host ").append(host.replaceAll("\\s", "_")).append('\n');
+        s.append("thread-mode ").append(threadMode).append('\n');
+        s.append("region-size ").append(regionSize).append('\n');
+        s.append("address ").append(b64.encodeToString(address)).append('\n');
+        regions.forEach((plugin, handle) -> s.append("region ").append(plugin).append(' ').append(b64.encodeToString(handle)).append('\n'));
+        s.append("end\n");
+        return s.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Reads what {@link #encode()} wrote.
+     *
+     * @return {@code null} when the text is incomplete (no {@code end} line yet)
+     * @throws ConduitException naming the line that is wrong
+     */
+    static PerfBootstrap decode(byte[] bytes, String source) {
+        String text = new String(bytes, StandardCharsets.UTF_8);
+        if (!text.endsWith("end\n")) return null;
+        String[] lines = text.split("\n");
+        if (!lines[0].equals(MAGIC)) {
+            throw new ConduitException(source + " is not a conduit perf bootstrap of this version (first line '" + abbreviate(lines[0])
+                    + "', expected '" + MAGIC + "')");
+        }
+        long pid = -1;
+        long regionSize = -1;
+        String host = "?";
+        String mode = null;
+        byte[] address = null;
+        Map<String, byte[]> regions = new LinkedHashMap<>();
+        try {
+            for (int i = 1; i < lines.length - 1; i++) {
+                String[] f = lines[i].split(" ");
+                switch (f[0]) {
+                    case "pid" -> pid = Long.parseLong(f[1]);
+                    case "host" -> host = f[1];
+                    case "thread-mode" -> mode = f[1];
+                    case "region-size" -> regionSize = Long.parseLong(f[1]);
+                    case "address" -> address = Base64.getDecoder().decode(f[1]);
+                    case "region" -> regions.put(f[1], Base64.getDecoder().decode(f[2]));
+                    default -> { } // later versions may add lines
+                }
+            }
+        } catch (RuntimeException e) {
+            throw new ConduitException(source + " is malformed: " + e.getMessage(), e);
+        }
+        if (address == null || mode == null || regionSize <= 0 || regions.isEmpty()) {
+            throw new ConduitException(source + " lacks its address, thread mode, region size or regions");
+        }
+        return new PerfBootstrap(pid, host, mode, regionSize, address, regions);
+    }
+
+    private static String abbreviate(String s) {
+        return s.length() > 40 ? s.substring(0, 40) + "..." : s;
+    }
+
+    // ------------------------------------------------------------------ the shared directory
+
+    /**
+     * Publishes this bootstrap as {@code conduit-perf-<name>.addr} in {@code directory}: created
+     * {@code 0600} and exclusively (a file of that name, or a symbolic link, makes it fail), written whole.
+     */
+    Path publish(Path directory, String name) {
+        Path file = file(directory, name);
+        try (OutputStream out = Channels.newOutputStream(Files.newByteChannel(file,
+                Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))))) {
+            out.write(encode());
+        } catch (FileAlreadyExistsException e) {
+            throw new ConduitException("cannot publish the perf server's address: " + file + " exists. Another server named '" + name
+                    + "' runs with this shared directory, or one died without removing it: choose another --name, or remove the file", e);
+        } catch (IOException e) {
+            throw new ConduitException("cannot write " + file + ": " + e, e);
+        }
+        return file;
+    }
+
+    /**
+     * Waits for the server named {@code name} to publish its bootstrap in {@code directory}.
+     *
+     * @param gone tells when to stop waiting early (the spawned server exited)
+     * @throws ConduitException when it does not appear within {@code timeout}
+     */
+    static PerfBootstrap await(Path directory, String name, Duration timeout, BooleanSupplier gone) {
+        Path file = file(directory, name);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            try {
+                PerfBootstrap b = decode(Files.readAllBytes(file), file.toString());
+                if (b != null) return b;
+            } catch (NoSuchFileException e) {
+                // not yet
+            } catch (IOException e) {
+                throw new ConduitException("cannot read " + file + ": " + e, e);
+            }
+            if (gone.getAsBoolean()) throw new ConduitException("the perf server exited before it published " + file);
+            if (System.nanoTime() > deadline) {
+                throw new ConduitException("no perf server published " + file + " within " + PerfParsing.formatDuration(timeout)
+                        + ": start one with 'conduit perf --server --shared-dir " + directory + (name.equals("default") ? "" : " --name " + name)
+                        + "' (or give --timeout)");
+            }
+            sleep(20);
+        }
+    }
+
+    // ------------------------------------------------------------------ TCP
+
+    /** A bound listening socket of a server: each {@link #serve} hands the bootstrap to one client. */
+    static final class Listener implements AutoCloseable {
+        private final ServerSocketChannel channel;
+
+        Listener(PerfParsing.HostPort at) {
+            try {
+                channel = ServerSocketChannel.open();
+                channel.bind(new InetSocketAddress(at.host(), at.port()));
+            } catch (IOException e) {
+                throw new ConduitException("cannot listen on " + at + ": " + e.getMessage(), e);
+            }
+        }
+
+        /** Where it listens (the real port when 0 was asked for). */
+        PerfParsing.HostPort address() {
+            try {
+                InetSocketAddress a = (InetSocketAddress) channel.getLocalAddress();
+                return new PerfParsing.HostPort(a.getAddress().getHostAddress(), a.getPort());
+            } catch (IOException e) {
+                throw new ConduitException("cannot read the listening address: " + e, e);
+            }
+        }
+
+        /**
+         * Accepts one client, reads its request frame and answers with {@code bootstrap}.
+         *
+         * @return {@code false} when the listener was closed meanwhile
+         */
+        boolean serve(PerfBootstrap bootstrap) {
+            SocketChannel client;
+            try {
+                client = channel.accept();
+            } catch (ClosedChannelException e) {
+                return false;
+            } catch (IOException e) {
+                throw new ConduitException("accepting a perf client failed: " + e, e);
+            }
+            Thread watchdog = closeAfter(client, EXCHANGE_TIMEOUT_MILLIS);
+            try (client) {
+                byte[] request = readFrame(client);
+                if (!new String(request, StandardCharsets.UTF_8).startsWith(MAGIC)) {
+                    System.err.println("conduit perf: ignored a TCP client that is not a conduit perf client of this version");
+                    return true;
+                }
+                writeFrame(client, bootstrap.encode());
+            } catch (IOException e) {
+                System.err.println("conduit perf: a TCP client went away during the bootstrap (or took longer than "
+                        + EXCHANGE_TIMEOUT_MILLIS + " ms): " + e);
+            } finally {
+                watchdog.interrupt();
+            }
+            return true;
+        }
+
+        @Override
+        public void close() {
+            try {
+                channel.close();
+            } catch (IOException e) {
+                // nothing to do
+            }
+        }
+    }
+
+    /** Fetches a server's bootstrap over TCP, retrying the connection until {@code timeout} (the server may still be starting). */
+    static PerfBootstrap fetch(PerfParsing.HostPort server, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            try (SocketChannel channel = SocketChannel.open()) {
+                channel.connect(new InetSocketAddress(server.host(), server.port()));
+                Thread watchdog = closeAfter(channel, EXCHANGE_TIMEOUT_MILLIS);
+                try {
+                    writeFrame(channel, REQUEST);
+                    PerfBootstrap b = decode(readFrame(channel), "the bootstrap from " + server);
+                    if (b == null) throw new ConduitException("the bootstrap from " + server + " is incomplete");
+                    return b;
+                } finally {
+                    watchdog.interrupt();
+                }
+            } catch (ConnectException e) {
+                if (System.nanoTime() > deadline) {
+                    throw new ConduitException("no perf server answers at " + server + " (" + e.getMessage() + ") within "
+                            + PerfParsing.formatDuration(timeout) + ": start one with 'conduit perf --server --listen " + server + "'", e);
+                }
+                sleep(50);
+            } catch (IOException e) {
+                throw new ConduitException("the TCP bootstrap with " + server + " failed: " + e, e);
+            }
+        }
+    }
+
+    /** Closes {@code channel} after {@code millis} unless the returned thread is interrupted first: a bound on a stuck exchange. */
+    private static Thread closeAfter(SocketChannel channel, long millis) {
+        return Thread.ofVirtual().name("conduit-perf-bootstrap-timeout").start(() -> {
+            try {
+                Thread.sleep(millis);
+                channel.close();
+            } catch (InterruptedException | IOException e) {
+                // done in time, or closed anyway
+            }
+        });
+    }
+
+    private static void writeFrame(SocketChannel channel, byte[] bytes) throws IOException {
+        ByteBuffer b = ByteBuffer.allocate(4 + bytes.length).putInt(bytes.length).put(bytes).flip();
+        while (b.hasRemaining()) channel.write(b);
+    }
+
+    private static byte[] readFrame(SocketChannel channel) throws IOException {
+        ByteBuffer length = readFully(channel, 4);
+        int n = length.getInt(0);
+        if (n < 0 || n > MAX_FRAME) throw new IOException("frame of " + n + " bytes (at most " + MAX_FRAME + ")");
+        return readFully(channel, n).array();
+    }
+
+    private static ByteBuffer readFully(SocketChannel channel, int n) throws IOException {
+        ByteBuffer b = ByteBuffer.allocate(n);
+        while (b.hasRemaining()) {
+            if (channel.read(b) < 0) throw new IOException("connection closed after " + b.position() + " of " + n + " bytes");
+        }
+        return b;
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ConduitException("interrupted while waiting for the perf server", e);
+        }
+    }
+}

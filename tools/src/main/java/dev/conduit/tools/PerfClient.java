@@ -1,0 +1,629 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.ImportedRegion;
+import dev.conduit.IpcCacheStats;
+import dev.conduit.Message;
+import dev.conduit.PeerRegion;
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.ThreadMode;
+import org.HdrHistogram.Histogram;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+
+/**
+ * The measuring side of {@code conduit perf}: connects to a server, introduces itself, and runs
+ * each test of a {@link PerfPlan} against it.
+ *
+ * <p>Measured loops allocate nothing: payloads, put sources and get destinations are slices of
+ * one buffer made before the loop, handlers read messages through {@link Message}'s accessors and
+ * only count, and latencies go into a pre-sized {@link Histogram}. Waiting loops call
+ * {@code worker.progress()} (and, with {@code --wakeup await}, {@code worker.await} when it found
+ * nothing); everything runs on the thread that created the worker, as {@code SINGLE} requires.
+ */
+final class PerfClient implements AutoCloseable {
+
+    /** Latencies are recorded in nanoseconds, up to ten minutes, to 3 significant digits. */
+    static final long HIGHEST_NANOS = 600_000_000_000L;
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
+    private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
+    private static final Duration CLOSE_WAIT = Duration.ofSeconds(2);
+
+    private final Conduit conduit;
+    private final Supplier<Conduit> uncachedConduits;
+    private final PerfPlan plan;
+    private final PerfProgress progress;
+    private final boolean busy;
+    private final long stallMask;
+    private final long timeoutNanos;
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private final Worker worker;
+    private final Endpoint ep;
+    private final Region region;
+    private final PeerRegion serverRegion;
+    private final long serverRegionSize;
+    private final MemorySegment buffer;
+    private final MemorySegment oneByte;
+    private final PerfRun.Peer self;
+    private final PerfRun.Peer server;
+    private Conduit uncached;
+    private String phase = "connecting";
+
+    // Written by message handlers, which run on this thread inside progress().
+    private long pongs;
+    private long acks;
+    private long ackValue;
+    private int readySeq = -1;
+    private boolean readyOk;
+    private String readyError;
+    private byte[] readyHandle;
+    private int endedSeq = -1;
+    private PerfProtocol.Reader welcome;
+    private PeerFailedException failure;
+
+    // What the last loop did.
+    private long doneIterations;
+    private long doneNanos;
+    private int seq;
+
+    /**
+     * Connects to the server {@code bootstrap} describes and introduces itself.
+     *
+     * @param uncachedConduits opens a second Conduit like {@code conduit} but with {@code ipc.cache.bytes=0}, for ipc_import uncached
+     */
+    PerfClient(Conduit conduit, Supplier<Conduit> uncachedConduits, PerfBootstrap bootstrap, ThreadMode mode, PerfPlan plan,
+               PerfProgress progress) {
+        this.conduit = conduit;
+        this.uncachedConduits = uncachedConduits;
+        this.plan = plan;
+        this.progress = progress;
+        this.busy = plan.wakeup() == PerfPlan.Wakeup.BUSY;
+        this.stallMask = busy ? 0xFFFF : 0;
+        this.timeoutNanos = plan.timeout().toNanos();
+        try {
+            Arena arena = Arena.ofShared();
+            resources.add(arena);
+            buffer = arena.allocate(plan.largestSize(), 64);
+            for (long i = 0; i < buffer.byteSize(); i++) buffer.set(ValueLayout.JAVA_BYTE, i, (byte) i);
+            oneByte = arena.allocate(1);
+
+            worker = conduit.newWorker(mode);
+            resources.add(worker);
+            worker.onMessage(PerfProtocol.PONG, m -> pongs++);
+            worker.onMessage(PerfProtocol.ACK, m -> {
+                ackValue = m.payloadLong(0);
+                acks++;
+            });
+            worker.onMessage(PerfProtocol.READY, this::onReady);
+            worker.onMessage(PerfProtocol.ENDED, m -> endedSeq = m.payloadInt(0));
+            worker.onMessage(PerfProtocol.WELCOME, m -> {
+                // Keep a copy: the message is valid only during this call.
+                welcome = new PerfProtocol.Reader(m, "WELCOME");
+            });
+
+            ep = worker.connect(WorkerAddress.fromBytes(bootstrap.address()), (endpoint, cause) -> failure = cause);
+            String transport = ep.transport();
+            byte[] serverHandle = bootstrap.regions().get(transport);
+            if (serverHandle == null) {
+                throw new ConduitException("the perf server exported no region through plugin '" + transport + "' (it offers "
+                        + bootstrap.regions().keySet() + "); select the same transports on both sides (-t)");
+            }
+            Pool pool = conduit.pool(transport);
+            resources.add(pool);
+            region = pool.allocate(plan.largestSize(), 64);
+            resources.add(region);
+            region.segment().fill((byte) 0);
+
+            ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid())
+                    .string(PerfCommand.hostName()).string(mode.name()).string(plan.wakeup().label()).string(transport)
+                    .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
+            waitUntil(() -> welcome != null, "the server's WELCOME");
+            PerfProtocol.Reader w = welcome;
+            String error = w.string();
+            if (!error.isEmpty()) throw new ConduitException("the perf server refused this session: " + error);
+            server = new PerfRun.Peer(w.u64(), w.string(), w.string(), w.string(), Arrays.asList(w.string().split(",")));
+            self = new PerfRun.Peer(ProcessHandle.current().pid(), PerfCommand.hostName(), mode.name(), worker.threadPolicy().name(),
+                    worker.address().transports());
+            serverRegion = ep.peerRegion(serverHandle);
+            resources.add(serverRegion);
+            serverRegionSize = serverRegion.size();
+        } catch (RuntimeException | Error e) {
+            closeResources(e);
+            throw e;
+        }
+    }
+
+    PerfRun.Peer self() {
+        return self;
+    }
+
+    PerfRun.Peer server() {
+        return server;
+    }
+
+    String transport() {
+        return ep.transport();
+    }
+
+    /** Runs every test of the plan; {@code onTest} gets each test's rows as soon as they are measured. */
+    List<PerfResult> runAll(Consumer<List<PerfResult>> onTest) {
+        List<PerfResult> all = new ArrayList<>();
+        for (PerfTest test : plan.tests()) {
+            List<String> variants = test == PerfTest.IPC_IMPORT ? List.of("cached", "uncached") : Arrays.asList((String) null);
+            for (String variant : variants) {
+                List<PerfResult> rows = new ArrayList<>();
+                List<Long> sizes = test.sized() ? plan.sizes() : List.of(8L);
+                for (long size : sizes) {
+                    rows.add(run(test, variant, size));
+                }
+                progress.clear();
+                onTest.accept(rows);
+                all.addAll(rows);
+            }
+        }
+        return all;
+    }
+
+    private PerfResult run(PerfTest test, String variant, long size) {
+        String label = test.label() + (variant == null ? "" : " " + variant) + " " + PerfParsing.formatSize(size);
+        phase = label;
+        boolean rma = test == PerfTest.PUT_LAT || test == PerfTest.PUT_BW || test == PerfTest.GET_LAT || test == PerfTest.ATOMIC_LAT;
+        if (rma && size > serverRegionSize) {
+            return PerfResult.skipped(test, variant, size, "larger than the server's region (" + serverRegionSize
+                    + " bytes): start the server with --region-size " + PerfParsing.formatSize(size) + " or more");
+        }
+        if (test == PerfTest.PUT_LAT) region.segment().asSlice(0, size).fill((byte) 0);
+        boolean uncachedVariant = "uncached".equals(variant);
+        int s = begin(test, size, label);
+        PerfResult result;
+        if (!readyOk) {
+            result = PerfResult.skipped(test, variant, size, readyError);
+        } else {
+            PerfPlan.Phase warm = plan.warmup(test, size, uncachedVariant);
+            PerfPlan.Phase measured = plan.measured(test, size, uncachedVariant);
+            try {
+                result = switch (test) {
+                    case AM_LAT -> latency(test, variant, size, warm, measured, h -> amLat(size, h));
+                    case PUT_LAT -> latency(test, variant, size, warm, measured, h -> putLat(size, h));
+                    case GET_LAT -> latency(test, variant, size, warm, measured, h -> getLat(size, h));
+                    case ATOMIC_LAT -> latency(test, variant, size, warm, measured, h -> atomicLat(h));
+                    case IPC_IMPORT -> ipcImport(variant, size, warm, measured, readyHandle, uncachedVariant);
+                    case AM_BW -> bandwidth(test, size, warm, measured, p -> amBw(size, p));
+                    case PUT_BW -> bandwidth(test, size, warm, measured, p -> putBw(size, p));
+                };
+            } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
+                // A size the transport cannot carry (e.g. larger than <plugin>.bounce.size), refused before anything was
+                // sent: say so in the row, go on. Any other failure ends the run (and END is not sent).
+                result = PerfResult.skipped(test, variant, size, e.getMessage());
+            }
+        }
+        end(s);
+        return result;
+    }
+
+    // ------------------------------------------------------------------ phases
+
+    /** One measured loop over {@code phase}, recording into the histogram given (or, warming up, into none). */
+    @FunctionalInterface
+    private interface LatencyLoop {
+        void run(Histogram histogram);
+    }
+
+    @FunctionalInterface
+    private interface BandwidthLoop {
+        void run(PerfPlan.Phase phase);
+    }
+
+    private PerfPlan.Phase current;
+
+    private PerfResult latency(PerfTest test, String variant, long size, PerfPlan.Phase warm, PerfPlan.Phase measured, LatencyLoop loop) {
+        long warmed = 0;
+        if (!warm.none()) {
+            current = warm;
+            progress.start(phase + " warm-up", warm.iterations(), warm.nanos());
+            loop.run(null);
+            warmed = doneIterations;
+        }
+        Histogram h = new Histogram(HIGHEST_NANOS, 3);
+        current = measured;
+        progress.start(phase, measured.iterations(), measured.nanos());
+        long allocated = allocatedBytes();
+        loop.run(h);
+        allocated = allocatedBytes() - allocated;
+        return new PerfResult(test, variant, size, doneIterations, warmed, doneNanos, h, null, allocation(allocated));
+    }
+
+    /**
+     * Bytes this thread allocated so far, or -1 when the JVM does not say. Read around each measured
+     * loop: the measured loops are meant to allocate nothing (a progress line on a terminal
+     * allocates a little when it redraws).
+     */
+    private static long allocatedBytes() {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        if (threads instanceof com.sun.management.ThreadMXBean t && t.isThreadAllocatedMemorySupported() && t.isThreadAllocatedMemoryEnabled()) {
+            return t.getCurrentThreadAllocatedBytes();
+        }
+        return -1;
+    }
+
+    private static Map<String, Long> allocation(long allocated) {
+        return allocated < 0 ? Map.of() : Map.of("allocatedBytes", allocated);
+    }
+
+    private PerfResult bandwidth(PerfTest test, long size, PerfPlan.Phase warm, PerfPlan.Phase measured, BandwidthLoop loop) {
+        long warmed = 0;
+        if (!warm.none()) {
+            progress.start(phase + " warm-up", warm.iterations(), warm.nanos());
+            loop.run(warm);
+            warmed = doneIterations;
+        }
+        progress.start(phase, measured.iterations(), measured.nanos());
+        long allocated = allocatedBytes();
+        loop.run(measured);
+        allocated = allocatedBytes() - allocated;
+        return new PerfResult(test, null, size, doneIterations, warmed, doneNanos, null, null, allocation(allocated));
+    }
+
+    private static void record(Histogram h, long nanos) {
+        if (h != null) h.recordValue(Math.max(0, Math.min(nanos, HIGHEST_NANOS)));
+    }
+
+    // ------------------------------------------------------------------ the tests
+
+    /** Ping-pong: send PING, progress until the PONG arrived; one-way latency is half the round trip. */
+    private void amLat(long size, Histogram h) {
+        MemorySegment payload = buffer.asSlice(0, size);
+        PerfPlan.Phase p = current;
+        long n = p.iterations();
+        long start = System.nanoTime();
+        long deadline = start + p.nanos();
+        long now = start;
+        long i = 0;
+        while (i < n || now - deadline < 0) {
+            long target = pongs + 1;
+            long t0 = System.nanoTime();
+            ep.send(PerfProtocol.PING, payload);
+            long spins = 0;
+            while (pongs < target) {
+                poll();
+                if ((++spins & stallMask) == 0) checkStall(t0);
+            }
+            long t1 = System.nanoTime();
+            record(h, (t1 - t0) >> 1);
+            now = t1;
+            progress.tick(++i, now);
+        }
+        doneIterations = i;
+        doneNanos = now - start;
+    }
+
+    /**
+     * Put ping-pong (as ucx_perftest's put_lat): put {@code size} bytes whose last byte is a fresh
+     * marker into the server's region and flush; the server, polling that byte, puts the same back
+     * into ours; we poll our last byte. Memory is polled busily whatever {@code --wakeup} says: a put
+     * wakes nobody.
+     */
+    private void putLat(long size, Histogram h) {
+        MemorySegment source = buffer.asSlice(0, size);
+        MemorySegment local = region.segment();
+        long last = size - 1;
+        PerfPlan.Phase p = current;
+        long n = p.iterations();
+        long start = System.nanoTime();
+        long deadline = start + p.nanos();
+        long now = start;
+        long i = 0;
+        while (i < n || now - deadline < 0) {
+            byte marker = marker();
+            source.set(ValueLayout.JAVA_BYTE, last, marker);
+            long t0 = System.nanoTime();
+            ep.put(source, serverRegion, 0);
+            ep.flush();
+            long spins = 0;
+            while ((byte) BYTE.getVolatile(local, last) != marker) {
+                if (failure != null) throw peerFailed();
+                worker.progress();
+                if ((++spins & 0xFFFF) == 0) checkStall(t0);
+            }
+            long t1 = System.nanoTime();
+            record(h, (t1 - t0) >> 1);
+            now = t1;
+            progress.tick(++i, now);
+        }
+        doneIterations = i;
+        doneNanos = now - start;
+    }
+
+    private int markers;
+
+    /** 1..255, never the same twice in a row, never 0 (a zeroed region). */
+    private byte marker() {
+        markers = markers % 255 + 1;
+        return (byte) markers;
+    }
+
+    private void getLat(long size, Histogram h) {
+        MemorySegment destination = buffer.asSlice(0, size);
+        PerfPlan.Phase p = current;
+        long n = p.iterations();
+        long start = System.nanoTime();
+        long deadline = start + p.nanos();
+        long now = start;
+        long i = 0;
+        while (i < n || now - deadline < 0) {
+            long t0 = System.nanoTime();
+            ep.get(serverRegion, 0, destination);
+            long t1 = System.nanoTime();
+            record(h, t1 - t0);
+            now = t1;
+            progress.tick(++i, now);
+        }
+        doneIterations = i;
+        doneNanos = now - start;
+    }
+
+    private void atomicLat(Histogram h) {
+        PerfPlan.Phase p = current;
+        long n = p.iterations();
+        long start = System.nanoTime();
+        long deadline = start + p.nanos();
+        long now = start;
+        long i = 0;
+        while (i < n || now - deadline < 0) {
+            long t0 = System.nanoTime();
+            ep.fetchAdd(serverRegion, 0, 1);
+            long t1 = System.nanoTime();
+            record(h, t1 - t0);
+            now = t1;
+            progress.tick(++i, now);
+        }
+        doneIterations = i;
+        doneNanos = now - start;
+    }
+
+    /** importRegion + close of the handle the server exported for this size; uncached through a Conduit with ipc.cache.bytes=0. */
+    private PerfResult ipcImport(String variant, long size, PerfPlan.Phase warm, PerfPlan.Phase measured, byte[] handle, boolean uncachedVariant) {
+        Conduit c = uncachedVariant ? uncachedConduit() : conduit;
+        IpcCacheStats before = c.ipcCacheStats();
+        long warmed = 0;
+        if (!warm.none()) {
+            progress.start(phase + " warm-up", warm.iterations(), warm.nanos());
+            importLoop(c, handle, warm, null);
+            warmed = doneIterations;
+        }
+        IpcCacheStats measuredFrom = c.ipcCacheStats();
+        Histogram h = new Histogram(HIGHEST_NANOS, 3);
+        progress.start(phase, measured.iterations(), measured.nanos());
+        long allocated = allocatedBytes();
+        importLoop(c, handle, measured, h);
+        allocated = allocatedBytes() - allocated;
+        IpcCacheStats after = c.ipcCacheStats();
+        if (uncachedVariant && after.hits() != measuredFrom.hits()) {
+            throw new ConduitException("ipc_import uncached: the IPC cache served " + (after.hits() - measuredFrom.hits())
+                    + " imports with ipc.cache.bytes=0 (a runtime bug)");
+        }
+        Map<String, Long> counters = new java.util.HashMap<>(allocation(allocated));
+        counters.put("cacheHits", after.hits() - measuredFrom.hits());
+        counters.put("cacheMisses", after.misses() - measuredFrom.misses());
+        counters.put("warmupCacheMisses", measuredFrom.misses() - before.misses());
+        return new PerfResult(PerfTest.IPC_IMPORT, variant, size, doneIterations, warmed, doneNanos, h, null, counters);
+    }
+
+    private void importLoop(Conduit c, byte[] handle, PerfPlan.Phase p, Histogram h) {
+        long n = p.iterations();
+        long start = System.nanoTime();
+        long deadline = start + p.nanos();
+        long now = start;
+        long i = 0;
+        while (i < n || now - deadline < 0) {
+            long t0 = System.nanoTime();
+            ImportedRegion r = c.importRegion(handle);
+            r.close();
+            long t1 = System.nanoTime();
+            record(h, t1 - t0);
+            now = t1;
+            progress.tick(++i, now);
+        }
+        doneIterations = i;
+        doneNanos = now - start;
+    }
+
+    private Conduit uncachedConduit() {
+        if (uncached == null) {
+            uncached = uncachedConduits.get();
+            resources.add(uncached);
+        }
+        return uncached;
+    }
+
+    /**
+     * Streaming: DATA messages then one LAST; the server counts them and answers LAST with the count
+     * (ACK). Elapsed time is from the first send to the ACK. The sender keeps no backlog: when the
+     * peer's queue is full (the message went to the endpoint's local queue) it progresses until the
+     * transport took it.
+     */
+    private void amBw(long size, PerfPlan.Phase p) {
+        MemorySegment payload = buffer.asSlice(0, size);
+        long n = p.iterations();
+        long target = acks + 1;
+        long start = System.nanoTime();
+        long deadline = start + p.nanos();
+        long i = 0;
+        while (true) {
+            boolean last = i + 1 >= n && (p.nanos() == 0 || (i & 63) == 63 && System.nanoTime() - deadline >= 0);
+            ep.send(last ? PerfProtocol.LAST : PerfProtocol.DATA, payload);
+            i++;
+            if (ep.pending() > 0) {
+                drain();
+            } else if ((i & 255) == 0) {
+                worker.progress();
+            }
+            if ((i & 1023) == 0) progress.tick(i, System.nanoTime());
+            if (last) break;
+        }
+        long spins = 0;
+        while (acks < target) {
+            poll();
+            if ((++spins & stallMask) == 0) checkStall(start);
+        }
+        long end = System.nanoTime();
+        if (ackValue != i) {
+            throw new ConduitException(phase + ": the server counted " + ackValue + " messages, " + i + " were sent");
+        }
+        doneIterations = i;
+        doneNanos = end - start;
+    }
+
+    /** Until the endpoint's local queue is empty. */
+    private void drain() {
+        long t0 = System.nanoTime();
+        long spins = 0;
+        while (ep.pending() > 0) {
+            if (failure != null) throw peerFailed();
+            worker.progress();
+            if ((++spins & 0xFFFF) == 0) checkStall(t0);
+        }
+    }
+
+    /**
+     * Streaming puts of {@code size} bytes to offset 0 of the server's region, then flush and
+     * PUT_DONE with the marker the last put carried; the server checks the marker is there and
+     * acknowledges. Elapsed time is from the first put to the ACK.
+     */
+    private void putBw(long size, PerfPlan.Phase p) {
+        MemorySegment source = buffer.asSlice(0, size);
+        byte marker = marker();
+        source.set(ValueLayout.JAVA_BYTE, size - 1, marker);
+        oneByte.set(ValueLayout.JAVA_BYTE, 0, marker);
+        long n = p.iterations();
+        long target = acks + 1;
+        long start = System.nanoTime();
+        long deadline = start + p.nanos();
+        long i = 0;
+        while (i < n || p.nanos() > 0 && ((i & 63) != 0 || System.nanoTime() - deadline < 0)) {
+            ep.put(source, serverRegion, 0);
+            i++;
+            if ((i & 1023) == 0) progress.tick(i, System.nanoTime());
+        }
+        ep.flush();
+        ep.send(PerfProtocol.PUT_DONE, oneByte);
+        long spins = 0;
+        while (acks < target) {
+            poll();
+            if ((++spins & stallMask) == 0) checkStall(start);
+        }
+        long end = System.nanoTime();
+        if (ackValue != 1) throw new ConduitException(phase + ": the server did not find the last put's marker in its region");
+        doneIterations = i;
+        doneNanos = end - start;
+    }
+
+    // ------------------------------------------------------------------ waiting
+
+    /** One step of waiting for the server: progress, and with --wakeup await sleep when there was nothing. */
+    private void poll() {
+        if (failure != null) throw peerFailed();
+        if (busy) {
+            worker.progress();
+        } else if (worker.progress() == 0) {
+            worker.await(AWAIT_SLICE);
+        }
+    }
+
+    private void checkStall(long since) {
+        if (System.nanoTime() - since > timeoutNanos) {
+            throw new ConduitException("no answer from the perf server for " + PerfParsing.formatDuration(plan.timeout()) + " during "
+                    + phase + " (--timeout)");
+        }
+    }
+
+    private void waitUntil(BooleanSupplier condition, String what) {
+        long t0 = System.nanoTime();
+        while (!condition.getAsBoolean()) {
+            poll();
+            if (System.nanoTime() - t0 > timeoutNanos) {
+                throw new ConduitException("no " + what + " from the perf server within " + PerfParsing.formatDuration(plan.timeout())
+                        + " (" + phase + ", --timeout)");
+            }
+        }
+    }
+
+    private ConduitException peerFailed() {
+        return new ConduitException("the perf server failed during " + phase + ": " + failure.getMessage(), failure);
+    }
+
+    private int begin(PerfTest test, long size, String label) {
+        int s = ++seq;
+        readyHandle = null;
+        readyError = null;
+        ep.send(PerfProtocol.BEGIN, new PerfProtocol.Writer().u32(s).u8(test.ordinal()).u64(size).segment());
+        waitUntil(() -> readySeq == s, "READY for " + label);
+        return s;
+    }
+
+    private void onReady(Message m) {
+        PerfProtocol.Reader r = new PerfProtocol.Reader(m, "READY");
+        int s = r.u32();
+        readyOk = r.u8() == 1;
+        if (readyOk) {
+            byte[] handle = r.bytes();
+            readyHandle = handle.length == 0 ? null : handle;
+        } else {
+            readyError = r.string();
+        }
+        readySeq = s;
+    }
+
+    private void end(int s) {
+        if (failure != null) return;
+        ep.send(PerfProtocol.END, new PerfProtocol.Writer().u32(s).segment());
+        waitUntil(() -> endedSeq == s, "ENDED");
+    }
+
+    // ------------------------------------------------------------------ closing
+
+    /** Says goodbye (the server then ends the session normally) and releases everything. */
+    @Override
+    public void close() {
+        RuntimeException failed = null;
+        try {
+            if (failure == null && ep != null && !ep.isFailed()) {
+                ep.send(PerfProtocol.BYE, MemorySegment.NULL);
+                long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
+                while (ep.pending() > 0 && System.nanoTime() < deadline) worker.progress();
+            }
+        } catch (RuntimeException e) {
+            failed = e;
+        }
+        closeResources(failed);
+        if (failed != null) throw failed;
+    }
+
+    private void closeResources(Throwable primary) {
+        for (AutoCloseable r : resources.reversed()) {
+            try {
+                r.close();
+            } catch (Exception e) {
+                if (primary != null) primary.addSuppressed(e);
+            }
+        }
+        resources.clear();
+    }
+}

@@ -1,0 +1,431 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.ConduitBuilder;
+import dev.conduit.ConfigEntry;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ThreadMode;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.ArgSpec;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.TypeConversionException;
+
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.Stack;
+import java.util.concurrent.Callable;
+import java.util.function.Supplier;
+
+/**
+ * {@code conduit perf}: two processes measured against each other, as {@code ucx_perftest} does
+ * for UCX. Without {@code --server} or {@code --connect} it starts its own server process
+ * ({@link PerfPeer}); {@code --server} waits for a client; {@code --connect} measures against one.
+ * See docs/tools.md ("conduit perf") for the tests, their methods and the output.
+ */
+@Command(name = "perf",
+        mixinStandardHelpOptions = true,
+        versionProvider = ToolVersion.class,
+        header = "Measures latency and bandwidth between two processes: active messages, put, get, atomics, IPC import.",
+        description = {
+                "Without --server or --connect, starts its own server process (the same JVM and module path) with a private "
+                        + "shared directory under /dev/shm, and runs the tests against it.",
+                "--server publishes its address in the shared directory (file conduit-perf-NAME.addr) or serves it over TCP "
+                        + "(--listen), then serves one client (--keep: one after another). --connect reads that file, or asks "
+                        + "HOST:PORT, and runs the tests.",
+                "",
+                "Tests: am_lat, am_bw, put_lat, put_bw, get_lat, atomic_lat, ipc_import, or all. "
+                        + "Default: every test but put_lat."},
+        footerHeading = "%nExit codes:%n",
+        footer = {
+                "  0  success",
+                "  1  Conduit or the peer failed: the message goes to standard error",
+                "  2  usage error: unknown test, malformed size or duration, options that",
+                "     exclude each other",
+                "",
+                "Examples:",
+                "  conduit perf                                  default suite, spawned peer",
+                "  conduit perf am_lat -s 8,4k,1m -d 2s -t memfd",
+                "  conduit perf --server --shared-dir /mnt/shm   (in a container)",
+                "  conduit perf --connect --shared-dir /srv/shm am_lat am_bw",
+                "  conduit perf --server --listen 127.0.0.1:7777",
+                "  conduit perf --connect 127.0.0.1:7777 --json --plot perf.png"})
+final class PerfCommand implements Callable<Integer> {
+
+    private static final String DEFAULT_SIZES = "8,4k,64k,1m";
+    private static final String DEFAULT_NAME = "default";
+
+    @Parameters(paramLabel = "TEST", arity = "0..*",
+            description = "Tests to run, in this order: am_lat, am_bw, put_lat, put_bw, get_lat, atomic_lat, ipc_import, all. "
+                    + "Default: all but put_lat.")
+    private List<String> testNames = new ArrayList<>();
+
+    @Option(names = {"-s", "--sizes"}, split = ",", paramLabel = "SIZE", converter = PerfParsing.SizeConverter.class,
+            description = "Message sizes, comma-separated, with an optional suffix k, m, g (powers of 1024). Default: " + DEFAULT_SIZES + ".")
+    private List<Long> sizes = new ArrayList<>();
+
+    @Option(names = {"-n", "--iterations"}, paramLabel = "N",
+            description = "Measured iterations per test and size. Default: per test and size (see docs/tools.md).")
+    private Long iterations;
+
+    @Option(names = {"-d", "--duration"}, paramLabel = "DURATION", converter = PerfParsing.DurationConverter.class,
+            description = "Measure each test and size for this long instead of -n iterations, e.g. 2s, 500ms.")
+    private Duration duration;
+
+    @Option(names = {"-w", "--warmup"}, paramLabel = "N|DURATION", converter = PerfParsing.WarmupConverter.class,
+            description = "Warm-up before each measurement, not recorded: iterations (0 for none) or a duration. "
+                    + "Default: a tenth of the measurement.")
+    private PerfParsing.Warmup warmup;
+
+    @Option(names = {"-t", "--transport"}, paramLabel = "PLUGIN",
+            description = "Transport plugin(s) to use, e.g. memfd or posix: sets the runtime's transports (CONDUIT_TRANSPORTS). "
+                    + "Default: the runtime's selection.")
+    private String transport;
+
+    @Option(names = "--thread-mode", paramLabel = "MODE", converter = ThreadModeConverter.class,
+            description = "The workers' thread mode: single, serialized or multi. Default: single.")
+    private ThreadMode threadMode = ThreadMode.SINGLE;
+
+    @Option(names = "--wakeup", paramLabel = "HOW", converter = WakeupConverter.class,
+            description = "How waiting loops wait: busy (progress in a loop) or await (worker.await when there is nothing). Default: busy.")
+    private PerfPlan.Wakeup wakeup;
+
+    @Option(names = "--server", description = "Wait for a client and answer it, instead of measuring.")
+    private boolean server;
+
+    @Option(names = "--connect", arity = "0..1", paramLabel = "HOST:PORT", parameterConsumer = ConnectConsumer.class,
+            description = "Measure against a running server: the one whose file is in the shared directory (--shared-dir, --name), "
+                    + "or the one at HOST:PORT (TCP bootstrap).")
+    private String connect;
+
+    @Option(names = "--listen", paramLabel = "HOST:PORT", converter = PerfParsing.HostPortConverter.class,
+            description = "Server: hand out the bootstrap over TCP at HOST:PORT (or PORT on 127.0.0.1) instead of a file.")
+    private PerfParsing.HostPort listen;
+
+    @Option(names = "--shared-dir", paramLabel = "DIR",
+            description = "The directory shared with the peer: where the server's file is, and this process's shared.dir. "
+                    + "Without a peer option: where the private directory of the spawned server is made (default /dev/shm).")
+    private Path sharedDir;
+
+    @Option(names = "--name", paramLabel = "NAME",
+            description = "The server's name in its file conduit-perf-NAME.addr. Default: " + DEFAULT_NAME + ".")
+    private String name;
+
+    @Option(names = "--keep", description = "Server: serve client after client until stopped, instead of exiting after one.")
+    private boolean keep;
+
+    @Option(names = "--region-size", paramLabel = "SIZE", converter = PerfParsing.SizeConverter.class,
+            description = "Server: the size of the regions it exports for put, get and atomics: the largest size those tests can use. "
+                    + "Default: 1m.")
+    private Long regionSize;
+
+    @Option(names = "--timeout", paramLabel = "DURATION", converter = PerfParsing.DurationConverter.class,
+            description = "How long to wait for the peer: its bootstrap, each answer. Default: 30s.")
+    private Duration timeout = Duration.ofSeconds(30);
+
+    @Option(names = "--json", description = "Writes one JSON document instead of the tables.")
+    private boolean json;
+
+    @Option(names = "--plot", paramLabel = "FILE.png", description = "Also draws the latency distributions and bandwidth by size into a PNG.")
+    private Path plot;
+
+    @Option(names = "--exit-with-stdin", hidden = true, description = "Server: exit when standard input ends (the spawning client is gone).")
+    private boolean exitWithStdin;
+
+    @Mixin
+    private ConduitOptions options;
+
+    @ParentCommand
+    private ConduitCommand conduit;
+
+    @Spec
+    private CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        List<PerfTest> tests = validate();
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        if (server || connect != null) sharedDirectory = sharedDir;
+        if (server) return serve(out, err);
+        PerfPlan plan = new PerfPlan(tests, sizes.isEmpty() ? defaultSizes() : sizes, iterations, duration, warmup,
+                wakeup == null ? PerfPlan.Wakeup.BUSY : wakeup, timeout);
+        if (connect != null) return connectTo(plan, out, err);
+        return spawned(plan, out, err);
+    }
+
+    private static List<Long> defaultSizes() {
+        List<Long> s = new ArrayList<>();
+        for (String part : DEFAULT_SIZES.split(",")) s.add(PerfParsing.size(part));
+        return s;
+    }
+
+    // ------------------------------------------------------------------ validation (exit code 2)
+
+    private List<PerfTest> validate() {
+        if (server && connect != null) throw usage("--server and --connect exclude each other: a process is one side or the other");
+        if (iterations != null && duration != null) throw usage("-n and -d exclude each other: measure a number of iterations or for a duration");
+        if (iterations != null && (iterations < 1 || iterations > 1_000_000_000L)) throw usage("-n must be from 1 to 1000000000, not " + iterations);
+        if (!server) {
+            if (listen != null) throw usage("--listen is for --server; a client gives --connect HOST:PORT");
+            if (keep) throw usage("--keep is for --server");
+            if (regionSize != null) throw usage("--region-size is for --server");
+            if (exitWithStdin) throw usage("--exit-with-stdin is for --server");
+        } else {
+            List<String> clientOnly = new ArrayList<>();
+            if (!testNames.isEmpty()) clientOnly.add("tests " + testNames);
+            if (!sizes.isEmpty()) clientOnly.add("-s");
+            if (iterations != null) clientOnly.add("-n");
+            if (duration != null) clientOnly.add("-d");
+            if (warmup != null) clientOnly.add("-w");
+            if (wakeup != null) clientOnly.add("--wakeup");
+            if (json) clientOnly.add("--json");
+            if (plot != null) clientOnly.add("--plot");
+            if (!clientOnly.isEmpty()) {
+                throw usage(String.join(", ", clientOnly) + ": the client chooses what to measure and how (the server follows its --wakeup); "
+                        + "give these to the client, not to --server");
+            }
+        }
+        boolean tcp = listen != null || (connect != null && !connect.isEmpty());
+        if (name != null) {
+            if (!server && connect == null) throw usage("--name names a server's file: it goes with --server or --connect");
+            if (tcp) throw usage("--name names the bootstrap file, which TCP (--listen, --connect HOST:PORT) does not use");
+            try {
+                PerfBootstrap.checkName(name);
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage());
+            }
+        }
+        if (connect != null && !connect.isEmpty()) {
+            try {
+                PerfParsing.hostPort(connect);
+            } catch (IllegalArgumentException e) {
+                throw usage("--connect: " + e.getMessage());
+            }
+        }
+        Set<PerfTest> tests = new LinkedHashSet<>();
+        for (String t : testNames) {
+            if (t.equalsIgnoreCase("all")) {
+                tests.addAll(List.of(PerfTest.values()));
+                continue;
+            }
+            try {
+                tests.add(PerfTest.byLabel(t));
+            } catch (IllegalArgumentException e) {
+                throw usage(e.getMessage() + ", or all");
+            }
+        }
+        return tests.isEmpty() ? PerfTest.DEFAULT_SUITE : List.copyOf(tests);
+    }
+
+    private CommandLine.ParameterException usage(String message) {
+        return new CommandLine.ParameterException(spec.commandLine(), message);
+    }
+
+    // ------------------------------------------------------------------ the three ways to run
+
+    private int serve(PrintWriter out, PrintWriter err) {
+        Path dir;
+        int exit;
+        PerfServer server;
+        try (Conduit c = open(Map.of())) {
+            dir = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
+            PerfServer.Options o = new PerfServer.Options(threadMode, regionSize != null ? regionSize : 1L << 20, keep, dir,
+                    name != null ? name : DEFAULT_NAME, listen, exitWithStdin);
+            server = new PerfServer(c, o, out, err);
+            exit = server.run();
+        }
+        if (exitWithStdin && listen == null && server.stoppedByStdin()) {
+            // Spawned into a private directory by a client that is gone (killed, or it gave up on this server): nobody
+            // else uses the directory, and the client may not have lived to remove it, with its files in it.
+            PerfPeer.deleteTree(dir);
+        }
+        return exit;
+    }
+
+    private int connectTo(PerfPlan plan, PrintWriter out, PrintWriter err) {
+        try (Conduit c = open(Map.of())) {
+            PerfBootstrap bootstrap;
+            String how;
+            if (connect.isEmpty()) {
+                Path dir = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
+                String n = name != null ? name : DEFAULT_NAME;
+                bootstrap = PerfBootstrap.await(dir, n, plan.timeout(), () -> false);
+                how = "bootstrap through the shared directory " + dir + ", file " + PerfBootstrap.file(dir, n).getFileName();
+            } else {
+                PerfParsing.HostPort at = PerfParsing.hostPort(connect);
+                bootstrap = PerfBootstrap.fetch(at, plan.timeout());
+                how = "bootstrap over TCP from " + at;
+            }
+            report(measure(c, bootstrap, plan, how, out, err), out);
+            return ConduitCommand.EXIT_OK;
+        }
+    }
+
+    private int spawned(PerfPlan plan, PrintWriter out, PrintWriter err) {
+        Path parent = sharedDir != null ? sharedDir : Path.of("/dev/shm");
+        List<String> serverArguments = new ArrayList<>(List.of("--thread-mode", threadMode.name().toLowerCase(Locale.ROOT),
+                "--region-size", Long.toString(plan.largestSize()), "--timeout", PerfParsing.formatDuration(plan.timeout())));
+        if (transport != null) serverArguments.addAll(List.of("-t", transport));
+        options.settings().forEach((k, v) -> serverArguments.addAll(List.of("--set", k + "=" + v)));
+        PerfPeer peer = PerfPeer.start(parent, serverArguments);
+        PerfRun run;
+        try {
+            sharedDirectory = peer.directory();
+            try (Conduit c = open(Map.of())) {
+                PerfBootstrap bootstrap = PerfBootstrap.await(peer.directory(), PerfPeer.NAME, plan.timeout(), () -> !peer.isAlive());
+                run = measure(c, bootstrap, plan, "spawned by this process, private shared directory " + peer.directory(), out, err);
+            }
+        } catch (RuntimeException e) {
+            int exit = peer.stop();
+            throw new ConduitException(e.getMessage() + "; the server process (pid " + peer.pid() + ", "
+                    + (exit == -1 ? "stopped" : "exit code " + exit) + ") said: " + indent(peer.output()), e);
+        }
+        int exit = peer.stop();
+        if (exit != 0) {
+            err.println("conduit perf: warning: the server process exited with " + (exit == -1 ? "no code (it had to be stopped)" : "code " + exit)
+                    + "; it said: " + indent(peer.output()));
+        }
+        report(run, out);
+        return ConduitCommand.EXIT_OK;
+    }
+
+    private static String indent(String text) {
+        return text.contains("\n") ? "\n  " + text.replace("\n", "\n  ") : text;
+    }
+
+    /** Connects, measures, prints the tables as they come (unless --json). */
+    private PerfRun measure(Conduit c, PerfBootstrap bootstrap, PerfPlan plan, String how, PrintWriter out, PrintWriter err) {
+        Instant date = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+        double timer = timerNanos();
+        PerfProgress progress = PerfProgress.onTerminal(err);
+        Supplier<Conduit> uncached = () -> open(Map.of("ipc.cache.bytes", "0"));
+        PerfRun run;
+        try (PerfClient client = new PerfClient(c, uncached, bootstrap, threadMode, plan, progress)) {
+            PerfRun header = new PerfRun(ToolVersion.current(), date, client.transport(), plan.wakeup().label(), client.self(), client.server(),
+                    how, timer, PerfRun.Machine.current(), List.of());
+            if (!json) PerfText.header(header, out);
+            List<PerfResult> results = client.runAll(rows -> {
+                if (!json) PerfText.table(rows, out);
+            });
+            run = new PerfRun(header.version(), date, header.transport(), header.wakeup(), header.client(), header.server(), how, timer,
+                    header.machine(), results);
+        } finally {
+            progress.clear();
+        }
+        return run;
+    }
+
+    /** The JSON document and the chart, once the peer is done. */
+    private void report(PerfRun run, PrintWriter out) {
+        if (json) PerfJson.write(run, out);
+        if (plot != null) {
+            PerfPlot.write(run, plot);
+            if (!json) {
+                out.println();
+                out.println("chart: " + plot);
+            }
+        }
+        out.flush();
+    }
+
+    /** Opens Conduit with --set, then -t, the shared directory of this run and {@code extra} on top. */
+    private Conduit open(Map<String, String> extra) {
+        ConduitBuilder b = conduit.newBuilder(options);
+        if (transport != null) b.set("transports", transport);
+        if (sharedDirectory != null) b.set("shared.dir", sharedDirectory.toString());
+        extra.forEach(b::set);
+        return b.build();
+    }
+
+    /** This process's shared.dir when this run sets it: --shared-dir with a peer option, or the spawned server's directory. */
+    private Path sharedDirectory;
+
+    private static Path sharedDirectoryOf(Conduit c) {
+        for (ConfigEntry e : c.configuration()) {
+            if (e.key().equals("shared.dir") && e.value() != null) return Path.of(e.value());
+        }
+        return Path.of("/dev/shm");
+    }
+
+    /** The cost of one System.nanoTime() call, in nanoseconds (after a short warm-up). */
+    static double timerNanos() {
+        long sink = 0;
+        double best = Double.MAX_VALUE;
+        for (int round = 0; round < 5; round++) {
+            int n = 100_000;
+            long start = System.nanoTime();
+            for (int i = 0; i < n; i++) sink += System.nanoTime();
+            long elapsed = System.nanoTime() - start;
+            best = Math.min(best, (double) elapsed / n);
+        }
+        if (sink == 42) System.out.print(""); // keep the loop
+        return best;
+    }
+
+    /** This process's host name as its UTS namespace says (a container's own), without a DNS lookup. */
+    static String hostName() {
+        try {
+            String h = Files.readString(Path.of("/proc/sys/kernel/hostname"), StandardCharsets.UTF_8).trim();
+            if (!h.isEmpty()) return h;
+        } catch (java.io.IOException | RuntimeException e) {
+            // fall through
+        }
+        String env = System.getenv("HOSTNAME");
+        return env == null || env.isBlank() ? "unknown" : env;
+    }
+
+    // ------------------------------------------------------------------ picocli helpers
+
+    /**
+     * {@code --connect} takes a value only when the next argument looks like {@code HOST:PORT}, so
+     * that {@code --connect am_lat} reads the file and runs am_lat.
+     */
+    static final class ConnectConsumer implements CommandLine.IParameterConsumer {
+        @Override
+        public void consumeParameters(Stack<String> args, ArgSpec argSpec, CommandSpec commandSpec) {
+            String value = "";
+            if (!args.isEmpty() && PerfParsing.looksLikeHostPort(args.peek())) value = args.pop();
+            argSpec.setValue(value);
+        }
+    }
+
+    static final class ThreadModeConverter implements ITypeConverter<ThreadMode> {
+        @Override
+        public ThreadMode convert(String value) {
+            try {
+                return ThreadMode.valueOf(value.trim().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new TypeConversionException("'" + value + "' is not a thread mode: single, serialized or multi");
+            }
+        }
+    }
+
+    static final class WakeupConverter implements ITypeConverter<PerfPlan.Wakeup> {
+        @Override
+        public PerfPlan.Wakeup convert(String value) {
+            try {
+                return PerfPlan.Wakeup.valueOf(value.trim().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new TypeConversionException("'" + value + "' is not a wakeup: busy or await");
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+package dev.conduit.tools;
+
+import java.io.PrintWriter;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * {@code conduit perf --json}: one JSON document with what the table shows and the machine. Members
+ * are only ever added, never renamed or removed. Numbers that do not apply (MB/s of atomics,
+ * latencies of bandwidth tests) are {@code null}.
+ */
+final class PerfJson {
+
+    private PerfJson() {
+    }
+
+    static void write(PerfRun run, PrintWriter out) {
+        JsonWriter json = new JsonWriter(out);
+        json.beginObject()
+                .member("tool", "conduit perf")
+                .member("version", run.version())
+                .member("date", run.date().toString())
+                .member("transport", run.transport())
+                .member("wakeup", run.wakeup())
+                .member("bootstrap", run.bootstrap())
+                .member("timerNanos", run.timerNanos(), 1);
+        peer(json, "client", run.client());
+        peer(json, "server", run.server());
+        PerfRun.Machine m = run.machine();
+        json.name("machine").beginObject()
+                .member("cpu", m.cpu())
+                .member("cores", m.cores())
+                .member("kernel", m.kernel())
+                .member("java", m.java())
+                .member("vm", m.vm())
+                .member("load", m.load())
+                .endObject();
+        json.name("results").beginArray();
+        for (PerfResult r : run.results()) result(json, r);
+        json.endArray();
+        json.endObject();
+        json.finish();
+        out.println();
+        out.flush();
+    }
+
+    private static void peer(JsonWriter json, String name, PerfRun.Peer p) {
+        json.name(name).beginObject()
+                .member("pid", p.pid())
+                .member("host", p.host())
+                .member("threadMode", p.threadMode())
+                .member("threadPolicy", p.threadPolicy());
+        strings(json, "transports", p.transports());
+        json.endObject();
+    }
+
+    private static void strings(JsonWriter json, String name, List<String> values) {
+        json.name(name).beginArray();
+        values.forEach(json::value);
+        json.endArray();
+    }
+
+    private static void result(JsonWriter json, PerfResult r) {
+        json.beginObject()
+                .member("test", r.test().label())
+                .member("variant", r.variant())
+                .member("kind", r.test().isLatency() ? "latency" : "bandwidth")
+                .member("method", r.test().method())
+                .member("size", r.size())
+                .member("skipped", r.skipped());
+        if (!r.isSkipped()) {
+            json.member("iterations", r.iterations())
+                    .member("warmupIterations", r.warmup())
+                    .member("elapsedNanos", r.elapsedNanos())
+                    .member("opsPerSecond", r.opsPerSecond(), 1)
+                    .member("megabytesPerSecond", r.megabytesPerSecond(), 3);
+            json.name("latencyMicros");
+            if (r.latency() == null) {
+                json.nullValue();
+            } else {
+                json.beginObject()
+                        .member("samples", r.latency().getTotalCount())
+                        .member("oneWay", r.test().halvedRoundTrip())
+                        .member("min", r.minMicros(), 3)
+                        .member("mean", r.meanMicros(), 3)
+                        .member("p50", r.latencyMicros(50), 3)
+                        .member("p90", r.latencyMicros(90), 3)
+                        .member("p99", r.latencyMicros(99), 3)
+                        .member("p99.9", r.latencyMicros(99.9), 3)
+                        .member("max", r.maxMicros(), 3)
+                        .endObject();
+            }
+        }
+        json.name("counters").beginObject();
+        for (Map.Entry<String, Long> e : new TreeMap<>(r.counters()).entrySet()) json.member(e.getKey(), e.getValue());
+        json.endObject();
+        json.endObject();
+    }
+}

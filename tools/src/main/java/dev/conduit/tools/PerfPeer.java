@@ -1,0 +1,269 @@
+package dev.conduit.tools;
+
+import dev.conduit.spi.ConduitException;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.module.ModuleFinder;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Deque;
+import java.util.HexFormat;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The server process a plain {@code conduit perf} starts for itself: a second JVM from the same
+ * {@code java} binary, with the same module path (and class path), the same native-access grant
+ * and the same {@code conduit.*} system properties as this one, running
+ * {@code conduit perf --server} with a private shared directory made for this run under
+ * {@code /dev/shm} (or {@code --shared-dir}).
+ *
+ * <p>It is always cleaned up: {@link #close()} waits for it to end its session and exit, destroys
+ * it if it does not, and removes the directory; a shutdown hook does the same if this JVM is
+ * stopped first. Its standard input is a pipe that this process never writes to: when this
+ * process dies, however it dies, the pipe ends and the server exits ({@code --exit-with-stdin}).
+ */
+final class PerfPeer implements AutoCloseable {
+
+    static final String NAME = "peer";
+    private static final String MAIN_MODULE = "dev.conduit.tools";
+    private static final String MAIN_CLASS = "dev.conduit.tools.ConduitCommand";
+    private static final Duration EXIT_WAIT = Duration.ofSeconds(10);
+    /** Conduit's modules that call native code (design: native access for these only). */
+    private static final List<String> NATIVE_MODULES = List.of("dev.conduit.linux", "dev.conduit.plugin.verbs");
+
+    /** The last lines the server printed, kept for error messages. */
+    private static final int KEEP_LINES = 200;
+
+    private final Path directory;
+    private final Process process;
+    private final Thread hook;
+    private final Deque<String> output = new ArrayDeque<>();
+    private final Thread reader;
+    private boolean closed;
+
+    private PerfPeer(Path directory, Process process, Thread hook) {
+        this.directory = directory;
+        this.process = process;
+        this.hook = hook;
+        this.reader = new Thread(this::readOutput, "conduit-perf-peer-output");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    private void readOutput() {
+        try (BufferedReader lines = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            for (String line; (line = lines.readLine()) != null; ) {
+                synchronized (output) {
+                    if (output.size() == KEEP_LINES) output.removeFirst();
+                    output.addLast(line);
+                }
+            }
+        } catch (IOException e) {
+            // the process is gone
+        }
+    }
+
+    /**
+     * Makes a private directory under {@code parent} and starts the server in it.
+     *
+     * @param serverArguments what follows {@code conduit perf --server --shared-dir DIR --name peer --exit-with-stdin}
+     */
+    static PerfPeer start(Path parent, List<String> serverArguments) {
+        Path dir = privateDirectory(parent);
+        List<String> command = new ArrayList<>(javaCommand());
+        command.addAll(List.of("perf", "--server", "--shared-dir", dir.toString(), "--name", NAME, "--exit-with-stdin"));
+        command.addAll(serverArguments);
+        ProcessBuilder pb = new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.PIPE)
+                .redirectInput(ProcessBuilder.Redirect.PIPE);
+        // Conduit warns about CONDUIT_* variables it does not know; the launcher's own is not for the server.
+        pb.environment().remove("CONDUIT_JAVA_OPTS");
+        Process p;
+        try {
+            p = pb.start();
+        } catch (IOException e) {
+            deleteTree(dir);
+            throw new ConduitException("cannot start the perf server process (" + command.getFirst() + "): " + e.getMessage(), e);
+        }
+        Process started = p;
+        Thread hook = new Thread(() -> {
+            started.destroyForcibly();
+            deleteTree(dir);
+        }, "conduit-perf-peer-cleanup");
+        Runtime.getRuntime().addShutdownHook(hook);
+        return new PerfPeer(dir, p, hook);
+    }
+
+    /** The shared directory of this run. */
+    Path directory() {
+        return directory;
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** What the server printed (its last lines), for an error message. */
+    String output() {
+        if (!process.isAlive()) {
+            try {
+                reader.join(1_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        String text;
+        synchronized (output) {
+            text = String.join("\n", output).strip();
+        }
+        return text.isEmpty() ? "(it printed nothing)" : text;
+    }
+
+    /**
+     * Ends the server: it exits by itself after the client's BYE; otherwise closing its standard
+     * input stops it, and if it still runs after that it is destroyed. Removes the directory.
+     *
+     * @return the server's exit code, or -1 when it had to be destroyed
+     */
+    int stop() {
+        if (closed) return process.isAlive() ? -1 : process.exitValue();
+        closed = true;
+        int exit = -1;
+        try {
+            if (!process.waitFor(EXIT_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS)) {
+                process.getOutputStream().close();
+                if (!process.waitFor(EXIT_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS)) {
+                    process.destroyForcibly().waitFor(EXIT_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+                }
+            }
+            if (!process.isAlive()) exit = process.exitValue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            process.destroyForcibly();
+        } catch (IOException e) {
+            process.destroyForcibly();
+        } finally {
+            deleteTree(directory);
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException e) {
+                // shutting down: the hook runs anyway
+            }
+        }
+        return exit;
+    }
+
+    @Override
+    public void close() {
+        stop();
+    }
+
+    /**
+     * {@code java} and its options to run the {@code conduit} command as this JVM runs it: the same
+     * binary, module path, class path, native-access grant and {@code conduit.*} properties.
+     */
+    static List<String> javaCommand() {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElseGet(() -> Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        String modulePath = System.getProperty("jdk.module.path");
+        String classPath = System.getProperty("java.class.path");
+        boolean modular = modulePath != null && !modulePath.isEmpty() && PerfPeer.class.getModule().isNamed();
+        Set<String> nativeAccess = new LinkedHashSet<>();
+        for (String option : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (option.startsWith("--enable-native-access=")) {
+                nativeAccess.addAll(Arrays.asList(option.substring(option.indexOf('=') + 1).split(",")));
+            } else if (option.startsWith("--illegal-native-access") || option.startsWith("-Dconduit.")) {
+                cmd.add(option);
+            }
+        }
+        if (modular) {
+            // With every module of the path resolved (below), Conduit's native modules are named there: grant them by name,
+            // as the ./conduit launcher does, whatever this JVM was granted (a test JVM grants ALL-UNNAMED).
+            ModuleFinder finder = ModuleFinder.of(Arrays.stream(modulePath.split(java.io.File.pathSeparator))
+                    .filter(p -> !p.isEmpty()).map(Path::of).toArray(Path[]::new));
+            for (String module : NATIVE_MODULES) {
+                if (finder.find(module).isPresent()) nativeAccess.add(module);
+            }
+        }
+        if (!nativeAccess.isEmpty()) cmd.add("--enable-native-access=" + String.join(",", nativeAccess));
+        if (modular) {
+            cmd.add("--module-path");
+            cmd.add(modulePath);
+            if (classPath != null && !classPath.isEmpty()) {
+                cmd.add("--class-path");
+                cmd.add(classPath);
+            }
+            // Plugin modules are required by no module: resolve them, as the ./conduit launcher does.
+            cmd.add("--add-modules");
+            cmd.add("ALL-MODULE-PATH");
+            cmd.add("-m");
+            cmd.add(MAIN_MODULE + "/" + MAIN_CLASS);
+        } else {
+            cmd.add("--class-path");
+            cmd.add(classPath);
+            cmd.add(MAIN_CLASS);
+        }
+        return cmd;
+    }
+
+    /**
+     * A new directory {@code conduit-perf-<8 hex digits>} under {@code parent}, {@code 0700}. Short on
+     * purpose: memfd's socket path must fit an AF_UNIX address (a shared directory of at most 38 bytes).
+     */
+    private static Path privateDirectory(Path parent) {
+        SecureRandom random = new SecureRandom();
+        for (int attempt = 0; ; attempt++) {
+            Path dir = parent.resolve("conduit-perf-" + HexFormat.of().toHexDigits(random.nextInt()));
+            try {
+                return Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                if (attempt > 10) throw new ConduitException("cannot make a private directory under " + parent + ": " + e, e);
+            } catch (IOException e) {
+                throw new ConduitException("cannot make a private directory under " + parent + " for the perf server: " + e
+                        + " (choose another with --shared-dir)", e);
+            }
+        }
+    }
+
+    static void deleteTree(Path dir) {
+        if (!Files.exists(dir)) return;
+        try {
+            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                    Files.deleteIfExists(file);
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+                    Files.deleteIfExists(d);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            // best effort; a leftover is reclaimed as a dead owner's files by the next run in that directory
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package dev.conduit.tools;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * What a {@code conduit perf} client measures: tests, sizes, how long each runs and warms up, how
+ * it waits.
+ *
+ * @param tests      in the order they run
+ * @param sizes      bytes per operation, in the order given
+ * @param iterations {@code -n}, or {@code null}: each test's default ({@link PerfTest#defaultIterations})
+ * @param duration   {@code -d}, or {@code null}
+ * @param warmup     {@code -w}, or {@code null}: a tenth of the measured iterations or duration
+ * @param wakeup     how waiting loops wait
+ * @param timeout    how long to wait for the peer (bootstrap, a reply, one operation) before giving up
+ */
+record PerfPlan(List<PerfTest> tests, List<Long> sizes, Long iterations, Duration duration, PerfParsing.Warmup warmup, Wakeup wakeup,
+                Duration timeout) {
+
+    /** How a loop that waits for the peer waits. */
+    enum Wakeup {
+        /** {@code worker.progress()} in a loop: lowest latency, one core busy (the default). */
+        BUSY,
+        /** {@code worker.progress()}, and {@code worker.await(...)} when it found nothing: sleeps on the transport's futex. */
+        AWAIT;
+
+        String label() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    PerfPlan {
+        tests = List.copyOf(tests);
+        sizes = List.copyOf(sizes);
+    }
+
+    /** The largest size any test uses: what the RMA regions must hold (at least one 64-bit word). */
+    long largestSize() {
+        return Math.max(8, sizes.stream().mapToLong(Long::longValue).max().orElse(8));
+    }
+
+    /** How long one measured run of {@code test} at {@code size} goes. */
+    Phase measured(PerfTest test, long size, boolean uncached) {
+        if (duration != null) return Phase.forDuration(duration);
+        return Phase.forIterations(iterations != null ? iterations : test.defaultIterations(size, uncached));
+    }
+
+    /**
+     * The warm-up before it, not recorded. Default: a tenth of the measurement, and at least
+     * {@link #DEFAULT_WARMUP_MINIMUM} — on two cores a measurement that starts before the JIT
+     * compilers of both JVMs are done sees their threads take a core for milliseconds at a time.
+     */
+    Phase warmup(PerfTest test, long size, boolean uncached) {
+        if (warmup != null) {
+            return warmup.isDuration() ? Phase.forDuration(warmup.duration()) : Phase.forIterations(warmup.iterations());
+        }
+        if (duration != null) return Phase.forDuration(max(duration.dividedBy(10), DEFAULT_WARMUP_MINIMUM));
+        long n = iterations != null ? iterations : test.defaultIterations(size, uncached);
+        return new Phase(n / 10, DEFAULT_WARMUP_MINIMUM.toNanos());
+    }
+
+    /** The shortest default warm-up. */
+    static final Duration DEFAULT_WARMUP_MINIMUM = Duration.ofMillis(300);
+
+    private static Duration max(Duration a, Duration b) {
+        return a.compareTo(b) >= 0 ? a : b;
+    }
+
+    /** A number of iterations, a duration, or both (a phase then lasts until both are reached); {@link #none()} when both are zero. */
+    record Phase(long iterations, long nanos) {
+        static Phase forIterations(long n) {
+            return new Phase(n, 0);
+        }
+
+        static Phase forDuration(Duration d) {
+            return new Phase(0, d.toNanos());
+        }
+
+        boolean none() {
+            return iterations == 0 && nanos == 0;
+        }
+
+        boolean timed() {
+            return nanos > 0;
+        }
+    }
+}

@@ -1,0 +1,221 @@
+package dev.conduit.tools;
+
+import dev.conduit.spi.ConduitException;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramIterationValue;
+import org.jfree.chart.ChartUtils;
+import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.LogAxis;
+import org.jfree.chart.axis.NumberTickUnit;
+import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
+import org.jfree.chart.title.TextTitle;
+import org.jfree.data.xy.XYSeries;
+import org.jfree.data.xy.XYSeriesCollection;
+
+import java.awt.Color;
+import java.awt.Font;
+import java.awt.Graphics2D;
+import java.awt.RenderingHints;
+import java.awt.geom.Rectangle2D;
+import java.awt.image.BufferedImage;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.text.FieldPosition;
+import java.text.NumberFormat;
+import java.text.ParsePosition;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code conduit perf --plot FILE.png}: one PNG with, for every latency test, the latency
+ * distribution (one percentile curve per size, HdrHistogram's usual log "nines" axis), and for the
+ * bandwidth tests MB/s by message size. Each chart is drawn by JFreeChart, headless, into one image.
+ */
+final class PerfPlot {
+
+    private static final int CHART_WIDTH = 800;
+    private static final int CHART_HEIGHT = 480;
+    private static final int HEADER_HEIGHT = 56;
+
+    private PerfPlot() {
+    }
+
+    /** Draws the charts of {@code run} into {@code file} (PNG). */
+    static void write(PerfRun run, Path file) {
+        // Before any AWT class loads: no display is needed, or wanted.
+        System.setProperty("java.awt.headless", "true");
+        List<JFreeChart> charts = new ArrayList<>();
+        Map<String, List<PerfResult>> latencyTests = new LinkedHashMap<>();
+        List<PerfResult> bandwidth = new ArrayList<>();
+        for (PerfResult r : run.results()) {
+            if (r.isSkipped()) continue;
+            if (r.latency() != null && r.latency().getTotalCount() > 0) {
+                latencyTests.computeIfAbsent(r.title(), k -> new ArrayList<>()).add(r);
+            } else if (r.test().kind() == PerfTest.Kind.BANDWIDTH) {
+                bandwidth.add(r);
+            }
+        }
+        latencyTests.forEach((title, rows) -> charts.add(latencyChart(title, rows)));
+        if (!bandwidth.isEmpty()) charts.add(bandwidthChart(bandwidth));
+        if (charts.isEmpty()) throw new ConduitException("--plot: no test produced data to draw");
+
+        int columns = charts.size() == 1 ? 1 : 2;
+        int rows = (charts.size() + columns - 1) / columns;
+        BufferedImage image = new BufferedImage(columns * CHART_WIDTH, HEADER_HEIGHT + rows * CHART_HEIGHT, BufferedImage.TYPE_INT_RGB);
+        Graphics2D g = image.createGraphics();
+        try {
+            g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
+            g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+            g.setColor(Color.WHITE);
+            g.fillRect(0, 0, image.getWidth(), image.getHeight());
+            TextTitle title = new TextTitle(headerLine(run), new Font(Font.SANS_SERIF, Font.BOLD, 14));
+            title.setPaint(Color.BLACK);
+            title.arrange(g);
+            title.draw(g, new Rectangle2D.Double(0, 4, image.getWidth(), 28));
+            TextTitle machine = new TextTitle(machineLine(run), new Font(Font.SANS_SERIF, Font.PLAIN, 11));
+            machine.setPaint(Color.DARK_GRAY);
+            machine.arrange(g);
+            machine.draw(g, new Rectangle2D.Double(0, 30, image.getWidth(), 22));
+            for (int i = 0; i < charts.size(); i++) {
+                int x = (i % columns) * CHART_WIDTH;
+                int y = HEADER_HEIGHT + (i / columns) * CHART_HEIGHT;
+                charts.get(i).draw(g, new Rectangle2D.Double(x, y, CHART_WIDTH, CHART_HEIGHT));
+            }
+        } finally {
+            g.dispose();
+        }
+        try (OutputStream out = Files.newOutputStream(file)) {
+            ChartUtils.writeBufferedImageAsPNG(out, image);
+        } catch (IOException e) {
+            throw new ConduitException("--plot: cannot write " + file + ": " + e, e);
+        }
+    }
+
+    private static String headerLine(PerfRun run) {
+        return "conduit perf: " + run.transport() + ", " + run.client().threadMode() + ", wakeup " + run.wakeup()
+                + ", pids " + run.client().pid() + " / " + run.server().pid();
+    }
+
+    private static String machineLine(PerfRun run) {
+        PerfRun.Machine m = run.machine();
+        return m.cpu() + ", " + m.cores() + " cores, " + m.kernel() + ", Java " + m.java() + ", load " + m.load() + ", " + run.date();
+    }
+
+    /** Percentile curves, one per size: x is 1 / (1 - percentile), on a log axis labelled in percent. */
+    private static JFreeChart latencyChart(String title, List<PerfResult> rows) {
+        XYSeriesCollection data = new XYSeriesCollection();
+        for (PerfResult r : rows) {
+            XYSeries series = new XYSeries(r.test().sized() ? PerfParsing.formatSize(r.size()) + " B" : "8 B", false, true);
+            Histogram h = r.latency();
+            long total = h.getTotalCount();
+            for (HistogramIterationValue v : h.percentiles(5)) {
+                double p = v.getPercentileLevelIteratedTo() / 100;
+                // The last point (100%) has no finite x: place it where one sample in `total` would be.
+                double x = p >= 1 ? Math.max(1, total) : 1 / (1 - p);
+                series.add(Math.min(x, Math.max(1, total)), Math.max(0.001, v.getValueIteratedTo() / 1e3));
+            }
+            data.addSeries(series);
+        }
+        LogAxis percentile = logAxis("percentile", 10, 1, new PercentileFormat());
+        LogAxis latency = logAxis("latency (" + PerfText.micros() + (rows.getFirst().test().halvedRoundTrip() ? ", one-way)" : ")"), 10, 0.001,
+                plainNumbers());
+        XYPlot plot = new XYPlot(data, percentile, latency, new XYLineAndShapeRenderer(true, false));
+        style(plot);
+        JFreeChart chart = new JFreeChart(title + " - latency distribution", new Font(Font.SANS_SERIF, Font.BOLD, 14), plot, true);
+        chart.setBackgroundPaint(Color.WHITE);
+        return chart;
+    }
+
+    /** MB/s by size, one line per bandwidth test. */
+    private static JFreeChart bandwidthChart(List<PerfResult> rows) {
+        Map<String, XYSeries> byTest = new LinkedHashMap<>();
+        for (PerfResult r : rows) {
+            double mbs = r.megabytesPerSecond();
+            if (!Double.isFinite(mbs) || mbs <= 0) continue;
+            byTest.computeIfAbsent(r.title(), t -> new XYSeries(t, true, true)).add(r.size(), mbs);
+        }
+        XYSeriesCollection data = new XYSeriesCollection();
+        byTest.values().forEach(data::addSeries);
+        LogAxis size = logAxis("message size (bytes)", 2, 1, new SizeFormat());
+        LogAxis mbs = logAxis("MB/s (10^6 bytes per second)", 10, 0.001, plainNumbers());
+        XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
+        XYPlot plot = new XYPlot(data, size, mbs, renderer);
+        style(plot);
+        JFreeChart chart = new JFreeChart("bandwidth by message size", new Font(Font.SANS_SERIF, Font.BOLD, 14), plot, true);
+        chart.setBackgroundPaint(Color.WHITE);
+        return chart;
+    }
+
+    /** A log axis with a tick at every power of {@code base}, labelled by {@code format}. */
+    private static LogAxis logAxis(String label, double base, double smallest, NumberFormat format) {
+        LogAxis axis = new LogAxis(label);
+        axis.setBase(base);
+        axis.setSmallestValue(smallest);
+        axis.setTickUnit(new NumberTickUnit(1));
+        axis.setNumberFormatOverride(format);
+        return axis;
+    }
+
+    private static NumberFormat plainNumbers() {
+        NumberFormat f = NumberFormat.getNumberInstance(Locale.ROOT);
+        f.setMaximumFractionDigits(3);
+        return f;
+    }
+
+    private static void style(XYPlot plot) {
+        plot.setBackgroundPaint(Color.WHITE);
+        plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
+        plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+    }
+
+    /** Labels x = 1 / (1 - p) as the percentile p: 1 is 0%, 10 is 90%, 1000 is 99.9%. */
+    private static final class PercentileFormat extends NumberFormat {
+        @java.io.Serial
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public StringBuffer format(double x, StringBuffer to, FieldPosition pos) {
+            double p = 100 * (1 - 1 / x);
+            String s = p <= 0 ? "0" : String.format(Locale.ROOT, "%.6f", p).replaceAll("0+$", "").replaceAll("\\.$", "");
+            return to.append(s).append('%');
+        }
+
+        @Override
+        public StringBuffer format(long x, StringBuffer to, FieldPosition pos) {
+            return format((double) x, to, pos);
+        }
+
+        @Override
+        public Number parse(String source, ParsePosition pos) {
+            return null;
+        }
+    }
+
+    /** Labels sizes as on the command line: 8, 4k, 1m. */
+    private static final class SizeFormat extends NumberFormat {
+        @java.io.Serial
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public StringBuffer format(double x, StringBuffer to, FieldPosition pos) {
+            long v = Math.round(x);
+            return to.append(v >= 1 ? PerfParsing.formatSize(v) : String.format(Locale.ROOT, "%.2g", x));
+        }
+
+        @Override
+        public StringBuffer format(long x, StringBuffer to, FieldPosition pos) {
+            return format((double) x, to, pos);
+        }
+
+        @Override
+        public Number parse(String source, ParsePosition pos) {
+            return null;
+        }
+    }
+}

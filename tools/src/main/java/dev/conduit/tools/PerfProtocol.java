@@ -1,0 +1,132 @@
+package dev.conduit.tools;
+
+import dev.conduit.Message;
+import dev.conduit.spi.ConduitException;
+
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The active messages of a {@code conduit perf} session, after the bootstrap. The client drives;
+ * the server answers. Control messages carry little-endian fields ({@link Writer}, {@link Reader});
+ * the measured messages carry only their payload.
+ *
+ * <pre>
+ * client -> server                               server -> client
+ * HELLO   version, pid, host, thread mode,       WELCOME pid, host, thread mode, policy, transport,
+ *         wakeup, transport, region handle,              worker transports
+ *         worker address (the server connects back)
+ * BEGIN   seq, test, size                        READY   seq, ok, error or region handle (ipc_import)
+ * END     seq                                    ENDED   seq
+ * PING    size bytes (am_lat)                    PONG    size bytes
+ * DATA    size bytes (am_bw)
+ * LAST    size bytes (am_bw, the last one)       ACK     messages counted since BEGIN
+ * PUT_DONE marker byte (put_bw)                  ACK     1 when the region's last byte is the marker
+ * BYE     (the session is over)
+ * </pre>
+ */
+final class PerfProtocol {
+
+    static final int VERSION = 1;
+
+    static final int HELLO = 0x7C01;
+    static final int WELCOME = 0x7C02;
+    static final int BEGIN = 0x7C03;
+    static final int READY = 0x7C04;
+    static final int END = 0x7C05;
+    static final int ENDED = 0x7C06;
+    static final int BYE = 0x7C07;
+    static final int PING = 0x7C10;
+    static final int PONG = 0x7C11;
+    static final int DATA = 0x7C12;
+    static final int LAST = 0x7C13;
+    static final int ACK = 0x7C14;
+    static final int PUT_DONE = 0x7C15;
+
+    private PerfProtocol() {
+    }
+
+    /** Builds a control payload. */
+    static final class Writer {
+        private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+
+        Writer u8(int v) {
+            out.write(v);
+            return this;
+        }
+
+        Writer u32(int v) {
+            out.writeBytes(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(v).array());
+            return this;
+        }
+
+        Writer u64(long v) {
+            out.writeBytes(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(v).array());
+            return this;
+        }
+
+        Writer bytes(byte[] b) {
+            u32(b.length);
+            out.writeBytes(b);
+            return this;
+        }
+
+        Writer string(String s) {
+            return bytes(s.getBytes(StandardCharsets.UTF_8));
+        }
+
+        MemorySegment segment() {
+            return MemorySegment.ofArray(out.toByteArray());
+        }
+    }
+
+    /** Reads a control payload; a malformed one is a {@link ConduitException} naming the message. */
+    static final class Reader {
+        private final ByteBuffer in;
+        private final String what;
+
+        Reader(Message message, String what) {
+            this.in = ByteBuffer.wrap(message.payloadToArray()).order(ByteOrder.LITTLE_ENDIAN);
+            this.what = what;
+        }
+
+        int u8() {
+            need(1);
+            return in.get() & 0xFF;
+        }
+
+        int u32() {
+            need(4);
+            return in.getInt();
+        }
+
+        long u64() {
+            need(8);
+            return in.getLong();
+        }
+
+        byte[] bytes() {
+            int n = u32();
+            if (n < 0) throw malformed();
+            need(n);
+            byte[] b = new byte[n];
+            in.get(b);
+            return b;
+        }
+
+        String string() {
+            return new String(bytes(), StandardCharsets.UTF_8);
+        }
+
+        private void need(int n) {
+            if (in.remaining() < n) throw malformed();
+        }
+
+        private ConduitException malformed() {
+            return new ConduitException("malformed " + what + " message from the perf peer (another version of conduit perf?)");
+        }
+    }
+}

@@ -1,0 +1,445 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Message;
+import dev.conduit.PeerRegion;
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.ThreadMode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The answering side of {@code conduit perf}: publishes its worker address and one exported region
+ * per transport plugin (the bootstrap), then serves one client session — or, with {@code --keep},
+ * one after another.
+ *
+ * <p>Everything runs on the thread that created the worker. Message handlers only answer or count;
+ * what needs more (connecting back to a client, allocating and exporting a region, the put_lat
+ * responder loop) runs in the main loop, outside any handler. In a session the main loop follows
+ * the client's {@code --wakeup}: busy progress, or progress and {@code worker.await} when there was
+ * nothing. While no client is connected, and during ipc_import (where the server only has to let
+ * the memfd fd server's thread run), it waits with {@code worker.await}.
+ */
+final class PerfServer {
+
+    /**
+     * How the server runs.
+     *
+     * @param mode       its worker's thread mode
+     * @param regionSize the size of each region it exports for RMA
+     * @param keep       serve client after client instead of exiting after the first
+     * @param sharedDir  where the bootstrap file goes (when {@code listen} is {@code null})
+     * @param name       the bootstrap file's name part
+     * @param listen     where to serve the bootstrap over TCP instead, or {@code null}
+     * @param watchStdin exit when standard input ends: the spawning client is gone
+     */
+    record Options(ThreadMode mode, long regionSize, boolean keep, Path sharedDir, String name, PerfParsing.HostPort listen,
+                   boolean watchStdin) {
+    }
+
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
+    private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
+    private static final long CLOSE_WAIT_NANOS = 2_000_000_000L;
+
+    private final Conduit conduit;
+    private final Options options;
+    private final PrintWriter out;
+    private final PrintWriter err;
+    private final Map<String, Pool> pools = new LinkedHashMap<>();
+    private final Map<String, Region> regions = new LinkedHashMap<>();
+    private Worker worker;
+    private Arena arena;
+    private MemorySegment buffer;
+    private MemorySegment ack;
+    private volatile boolean stopped;
+    private volatile PerfBootstrap.Listener listener;
+
+    // The session; handlers run on this thread, inside progress().
+    private Endpoint client;
+    private PeerRegion clientRegion;
+    private Region sessionRegion;
+    private Pool sessionPool;
+    private boolean sessionBusy;
+    private PerfTest state;
+    private long size;
+    private MemorySegment pong = MemorySegment.NULL;
+    private long count;
+    private Region ipcRegion;
+    private final List<PerfProtocol.Reader> hellos = new ArrayList<>();
+    private PerfProtocol.Reader begin;
+    private int endSeq = -1;
+    private boolean bye;
+    private PeerFailedException clientFailure;
+    private String clientName;
+
+    PerfServer(Conduit conduit, Options options, PrintWriter out, PrintWriter err) {
+        this.conduit = conduit;
+        this.options = options;
+        this.out = out;
+        this.err = err;
+    }
+
+    /** Whether it stopped because its standard input ended ({@code --exit-with-stdin}): the spawning client is gone. */
+    boolean stoppedByStdin() {
+        return stopped;
+    }
+
+    /** Serves, and returns the exit code: 0 after a session the client ended, 1 when it failed or the spawning client went away. */
+    int run() {
+        Path published = null;
+        Thread cleanup = null;
+        try {
+            arena = Arena.ofShared();
+            buffer = arena.allocate(options.regionSize(), 64);
+            ack = arena.allocate(8, 8);
+            worker = conduit.newWorker(options.mode());
+            registerHandlers();
+            List<String> transports = worker.address().transports();
+            Map<String, byte[]> handles = new LinkedHashMap<>();
+            for (String plugin : transports) {
+                try {
+                    Pool pool = conduit.pool(plugin);
+                    pools.put(plugin, pool);
+                    Region r = pool.allocate(options.regionSize(), 64);
+                    r.segment().fill((byte) 0);
+                    regions.put(plugin, r);
+                    handles.put(plugin, r.exportHandle());
+                } catch (ConduitException e) {
+                    err.println("conduit perf server: no region through '" + plugin + "': " + e.getMessage());
+                }
+            }
+            if (handles.isEmpty()) throw new ConduitException("no transport plugin of this worker " + transports + " could allocate and export a region");
+            PerfBootstrap bootstrap = new PerfBootstrap(ProcessHandle.current().pid(), PerfCommand.hostName(), options.mode().name(),
+                    options.regionSize(), worker.address().toBytes(), handles);
+            String where;
+            if (options.listen() != null) {
+                listener = new PerfBootstrap.Listener(options.listen());
+                where = "listening on " + listener.address();
+            } else {
+                published = bootstrap.publish(options.sharedDir(), options.name());
+                Path file = published;
+                cleanup = new Thread(() -> deleteQuietly(file), "conduit-perf-server-cleanup");
+                Runtime.getRuntime().addShutdownHook(cleanup);
+                where = "published " + file;
+            }
+            out.println("conduit perf server: pid " + bootstrap.pid() + ", host " + bootstrap.host() + ", thread mode " + options.mode()
+                    + " (" + worker.threadPolicy() + "), transports " + transports + ", regions of " + options.regionSize() + " bytes; "
+                    + where + (options.keep() ? "; serving clients until stopped" : "; serving one client"));
+            out.flush();
+            if (options.watchStdin()) watchStdin();
+
+            int exit = 0;
+            do {
+                if (listener != null && !listener.serve(bootstrap)) break;
+                exit = session();
+            } while (options.keep() && !stopped);
+            if (stopped) {
+                err.println("conduit perf server: standard input ended (the client that started this server is gone); exiting");
+                return ConduitCommand.EXIT_FAILED;
+            }
+            return exit;
+        } finally {
+            if (published != null) deleteQuietly(published);
+            if (cleanup != null) {
+                try {
+                    Runtime.getRuntime().removeShutdownHook(cleanup);
+                } catch (IllegalStateException e) {
+                    // shutting down already: the hook runs anyway
+                }
+            }
+            PerfBootstrap.Listener l = listener;
+            if (l != null) l.close();
+            closeAll();
+            out.flush();
+            err.flush();
+        }
+    }
+
+    private void registerHandlers() {
+        worker.onMessage(PerfProtocol.HELLO, m -> hellos.add(new PerfProtocol.Reader(m, "HELLO")));
+        worker.onMessage(PerfProtocol.BEGIN, m -> begin = new PerfProtocol.Reader(m, "BEGIN"));
+        worker.onMessage(PerfProtocol.END, m -> endSeq = m.payloadInt(0));
+        worker.onMessage(PerfProtocol.BYE, m -> bye = true);
+        worker.onMessage(PerfProtocol.PING, m -> client.send(PerfProtocol.PONG, pong));
+        worker.onMessage(PerfProtocol.DATA, m -> count++);
+        worker.onMessage(PerfProtocol.LAST, m -> {
+            count++;
+            ack.set(ValueLayout.JAVA_LONG, 0, count);
+            count = 0;
+            client.send(PerfProtocol.ACK, ack);
+        });
+        worker.onMessage(PerfProtocol.PUT_DONE, this::onPutDone);
+    }
+
+    private void onPutDone(Message m) {
+        byte marker = m.payloadByte(0);
+        byte found = (byte) BYTE.getVolatile(sessionRegion.segment(), size - 1);
+        ack.set(ValueLayout.JAVA_LONG, 0, found == marker ? 1 : 0);
+        client.send(PerfProtocol.ACK, ack);
+    }
+
+    /** Waits for a client's HELLO, serves it until BYE or its failure; returns the exit code. */
+    private int session() {
+        while (hellos.isEmpty() && !stopped) {
+            if (worker.progress() == 0) worker.await(AWAIT_SLICE);
+        }
+        if (stopped) return ConduitCommand.EXIT_FAILED;
+        PerfProtocol.Reader hello = hellos.removeFirst();
+        try {
+            welcome(hello);
+        } catch (RuntimeException e) {
+            err.println("conduit perf server: could not start a session: " + e.getMessage());
+            endSession();
+            return ConduitCommand.EXIT_FAILED;
+        }
+        try {
+            while (true) {
+                if (!hellos.isEmpty()) refuse(hellos.removeFirst());
+                if (begin != null) begin();
+                if (endSeq >= 0) end();
+                if (bye) {
+                    err.println("conduit perf server: session with " + clientName + " ended");
+                    return ConduitCommand.EXIT_OK;
+                }
+                if (clientFailure != null) {
+                    err.println("conduit perf server: the client failed: " + clientFailure.getMessage());
+                    return ConduitCommand.EXIT_FAILED;
+                }
+                if (stopped) return ConduitCommand.EXIT_FAILED;
+                if (state == PerfTest.PUT_LAT) {
+                    putResponder();
+                } else if (sessionBusy && state != PerfTest.IPC_IMPORT) {
+                    worker.progress();
+                } else if (worker.progress() == 0) {
+                    worker.await(AWAIT_SLICE);
+                }
+            }
+        } catch (RuntimeException e) {
+            err.println("conduit perf server: the session failed: " + e);
+            return ConduitCommand.EXIT_FAILED;
+        } finally {
+            endSession();
+        }
+    }
+
+    private void welcome(PerfProtocol.Reader hello) {
+        int version = hello.u8();
+        long pid = hello.u64();
+        String host = hello.string();
+        String mode = hello.string();
+        String wakeup = hello.string();
+        String transport = hello.string();
+        byte[] handle = hello.bytes();
+        byte[] address = hello.bytes();
+        client = worker.connect(WorkerAddress.fromBytes(address), (ep, cause) -> clientFailure = cause);
+        clientName = "pid " + pid + " on " + host;
+        if (version != PerfProtocol.VERSION) {
+            sendWelcome("protocol version " + version + ", this server speaks " + PerfProtocol.VERSION);
+            throw new ConduitException("client " + clientName + " speaks protocol version " + version);
+        }
+        sessionRegion = regions.get(transport);
+        sessionPool = pools.get(transport);
+        if (sessionRegion == null) {
+            sendWelcome("this server exported no region through '" + transport + "'");
+            throw new ConduitException("client " + clientName + " connected through '" + transport + "', which has no region here");
+        }
+        clientRegion = client.peerRegion(handle);
+        sessionBusy = !"await".equals(wakeup);
+        err.println("conduit perf server: session with " + clientName + " (thread mode " + mode + ", wakeup " + wakeup + ", transport "
+                + transport + ")");
+        sendWelcome("");
+    }
+
+    private void sendWelcome(String error) {
+        PerfProtocol.Writer w = new PerfProtocol.Writer().string(error);
+        if (error.isEmpty()) {
+            w.u64(ProcessHandle.current().pid()).string(PerfCommand.hostName()).string(options.mode().name())
+                    .string(worker.threadPolicy().name()).string(String.join(",", worker.address().transports()));
+        }
+        client.send(PerfProtocol.WELCOME, w.segment());
+    }
+
+    /** A second client while one is served: tell it, and forget it. */
+    private void refuse(PerfProtocol.Reader hello) {
+        try {
+            hello.u8();
+            hello.u64();
+            hello.string();
+            hello.string();
+            hello.string();
+            hello.string();
+            hello.bytes();
+            Endpoint other = worker.connect(WorkerAddress.fromBytes(hello.bytes()));
+            other.send(PerfProtocol.WELCOME, new PerfProtocol.Writer().string("busy with another client (" + clientName + ")").segment());
+            long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+            while (other.pending() > 0 && System.nanoTime() < deadline) worker.progress();
+            other.close();
+        } catch (RuntimeException e) {
+            err.println("conduit perf server: could not turn away a second client: " + e.getMessage());
+        }
+    }
+
+    private void begin() {
+        PerfProtocol.Reader r = begin;
+        begin = null;
+        int seq = r.u32();
+        int ordinal = r.u8();
+        long requested = r.u64();
+        PerfProtocol.Writer ready = new PerfProtocol.Writer().u32(seq);
+        if (ordinal >= PerfTest.values().length) {
+            client.send(PerfProtocol.READY, ready.u8(0).string("unknown test #" + ordinal + " (another version of conduit perf?)").segment());
+            return;
+        }
+        PerfTest test = PerfTest.values()[ordinal];
+        boolean rma = test == PerfTest.PUT_LAT || test == PerfTest.PUT_BW || test == PerfTest.GET_LAT || test == PerfTest.ATOMIC_LAT;
+        if (rma && requested > sessionRegion.size()) {
+            client.send(PerfProtocol.READY, ready.u8(0).string("larger than the server's region (" + sessionRegion.size()
+                    + " bytes): start the server with --region-size " + PerfParsing.formatSize(requested) + " or more").segment());
+            return;
+        }
+        size = requested;
+        count = 0;
+        if (test.activeMessages()) {
+            if (buffer.byteSize() < size) buffer = arena.allocate(size, 64);
+            pong = buffer.asSlice(0, size);
+        }
+        byte[] handle = new byte[0];
+        if (test == PerfTest.PUT_LAT) {
+            sessionRegion.segment().asSlice(0, size).fill((byte) 0);
+        } else if (test == PerfTest.IPC_IMPORT) {
+            try {
+                ipcRegion = sessionPool.allocate(size, 64);
+                handle = ipcRegion.exportHandle();
+            } catch (RuntimeException e) {
+                client.send(PerfProtocol.READY, ready.u8(0).string("the server could not export a region of " + size + " bytes: "
+                        + e.getMessage()).segment());
+                return;
+            }
+        }
+        state = test;
+        client.send(PerfProtocol.READY, ready.u8(1).bytes(handle).segment());
+    }
+
+    private void end() {
+        int seq = endSeq;
+        endSeq = -1;
+        state = null;
+        if (ipcRegion != null) {
+            ipcRegion.close();
+            ipcRegion = null;
+        }
+        client.send(PerfProtocol.ENDED, new PerfProtocol.Writer().u32(seq).segment());
+    }
+
+    /**
+     * put_lat's other half: poll the last byte of our region; when the client's put changed it,
+     * put the same bytes back into the client's region and flush. Until END.
+     */
+    private void putResponder() {
+        MemorySegment local = sessionRegion.segment();
+        MemorySegment source = buffer.byteSize() >= size ? buffer.asSlice(0, size) : arena.allocate(size, 64);
+        long last = size - 1;
+        byte seen = 0;
+        while (endSeq < 0 && clientFailure == null && !stopped && !bye) {
+            byte v = (byte) BYTE.getVolatile(local, last);
+            if (v != seen) {
+                seen = v;
+                source.set(ValueLayout.JAVA_BYTE, last, v);
+                client.put(source, clientRegion, 0);
+                client.flush();
+            } else {
+                worker.progress();
+            }
+        }
+    }
+
+    private void endSession() {
+        if (client != null) {
+            try {
+                long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+                while (clientFailure == null && !client.isFailed() && client.pending() > 0 && System.nanoTime() < deadline) {
+                    worker.progress();
+                }
+                client.close(); // closes clientRegion too
+            } catch (RuntimeException e) {
+                err.println("conduit perf server: closing the session: " + e.getMessage());
+            }
+        }
+        if (ipcRegion != null) ipcRegion.close();
+        client = null;
+        clientRegion = null;
+        ipcRegion = null;
+        sessionRegion = null;
+        sessionPool = null;
+        state = null;
+        begin = null;
+        endSeq = -1;
+        bye = false;
+        clientFailure = null;
+        count = 0;
+        pong = MemorySegment.NULL;
+    }
+
+    /** A daemon thread that stops the server when standard input ends (the spawning process closed it or died). */
+    private void watchStdin() {
+        Thread t = new Thread(() -> {
+            try (InputStream in = System.in) {
+                byte[] b = new byte[256];
+                while (in.read(b) >= 0) {
+                    // nothing is ever sent; only the end matters
+                }
+            } catch (IOException e) {
+                // treated as the end
+            }
+            stopped = true;
+            Worker w = worker;
+            if (w != null) w.signal();
+            PerfBootstrap.Listener l = listener;
+            if (l != null) l.close();
+        }, "conduit-perf-stdin-watch");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private void closeAll() {
+        List<AutoCloseable> toClose = new ArrayList<>();
+        if (worker != null) toClose.add(worker);
+        toClose.addAll(regions.values());
+        toClose.addAll(pools.values());
+        if (arena != null) toClose.add(arena);
+        for (AutoCloseable c : toClose) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                err.println("conduit perf server: closing " + c + ": " + e.getMessage());
+            }
+        }
+    }
+
+    private static void deleteQuietly(Path file) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            // best effort: the process is ending
+        }
+    }
+}

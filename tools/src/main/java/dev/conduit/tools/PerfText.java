@@ -1,0 +1,82 @@
+package dev.conduit.tools;
+
+import java.io.PrintWriter;
+import java.nio.charset.Charset;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The text form of a {@code conduit perf} run: a header naming transport, thread mode, wake-up,
+ * both processes and the machine, then one table per test, printed as each test ends. Plain
+ * aligned text, no colors; latencies in microseconds.
+ */
+final class PerfText {
+
+    private static final String ROW = "%10s %11s %13s %11s %9s %9s %9s %9s %9s%n";
+
+    private PerfText() {
+    }
+
+    /** {@code µs} where the output can show it, else {@code us}. */
+    static String micros() {
+        String encoding = System.getProperty("stdout.encoding", Charset.defaultCharset().name());
+        try {
+            return Charset.forName(encoding).newEncoder().canEncode('\u00b5') ? "\u00b5s" : "us";
+        } catch (RuntimeException e) {
+            return "us";
+        }
+    }
+
+    static void header(PerfRun run, PrintWriter out) {
+        PerfRun.Peer c = run.client();
+        PerfRun.Peer s = run.server();
+        out.println("conduit perf " + run.version() + ", " + run.date());
+        out.println("  transport    " + run.transport() + "   (client worker: " + String.join(", ", c.transports()) + "; server worker: "
+                + String.join(", ", s.transports()) + ")");
+        out.println("  thread mode  client " + c.threadMode() + " (" + c.threadPolicy() + "), server " + s.threadMode() + " ("
+                + s.threadPolicy() + ")");
+        out.println("  wakeup       " + run.wakeup());
+        out.println("  client       pid " + c.pid() + " on " + c.host());
+        out.println("  server       pid " + s.pid() + " on " + s.host() + "   (" + run.bootstrap() + ")");
+        PerfRun.Machine m = run.machine();
+        out.println("  machine      " + m.cpu() + ", " + m.cores() + " cores, kernel " + m.kernel() + ", Java " + m.java() + ", load average "
+                + m.load());
+        out.println(String.format(Locale.ROOT, "  timer        System.nanoTime, %.0f ns a call (inside every latency sample)", run.timerNanos()));
+        out.flush();
+    }
+
+    /** One test's table. */
+    static void table(List<PerfResult> rows, PrintWriter out) {
+        if (rows.isEmpty()) return;
+        PerfResult first = rows.getFirst();
+        String u = micros();
+        out.println();
+        out.println(first.title() + ": " + first.test().method());
+        out.printf(Locale.ROOT, ROW, "size", "iterations", "ops/s", "MB/s", "p50 " + u, "p90 " + u, "p99 " + u, "p99.9 " + u, "max " + u);
+        for (PerfResult r : rows) {
+            if (r.isSkipped()) {
+                out.printf(Locale.ROOT, "%10s  skipped: %s%n", PerfParsing.formatSize(r.size()), r.skipped());
+                continue;
+            }
+            out.printf(Locale.ROOT, ROW, PerfParsing.formatSize(r.size()), String.format(Locale.ROOT, "%,d", r.iterations()),
+                    number(r.opsPerSecond(), 0), number(r.megabytesPerSecond(), 1),
+                    latency(r.latencyMicros(50)), latency(r.latencyMicros(90)), latency(r.latencyMicros(99)),
+                    latency(r.latencyMicros(99.9)), latency(r.maxMicros()));
+        }
+        out.flush();
+    }
+
+    private static String number(double v, int decimals) {
+        if (Double.isNaN(v)) return "-";
+        return String.format(Locale.ROOT, "%,." + decimals + "f", v);
+    }
+
+    /** Microseconds with about three significant digits; {@code -} when there is no distribution. */
+    static String latency(double micros) {
+        if (Double.isNaN(micros)) return "-";
+        if (micros < 1) return String.format(Locale.ROOT, "%.3f", micros);
+        if (micros < 10) return String.format(Locale.ROOT, "%.2f", micros);
+        if (micros < 100) return String.format(Locale.ROOT, "%.1f", micros);
+        return String.format(Locale.ROOT, "%,.0f", micros);
+    }
+}

@@ -1,0 +1,170 @@
+package dev.conduit.tools;
+
+import dev.conduit.tools.CommandRunner.Result;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * {@code conduit perf}'s command line: what it accepts, and the usage errors (exit code 2, a message
+ * naming the problem, nothing on standard output) for what it does not. None of these runs measures
+ * anything: argument errors are found before Conduit opens.
+ */
+class PerfArgumentsTest {
+
+    private final CommandRunner conduit = CommandRunner.withPlugins(TestPlugin.alpha());
+
+    private Result usageError(String... args) {
+        Result result = conduit.run(args);
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_USAGE);
+        assertThat(result.out()).isEmpty();
+        return result;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"8,4q", "0", "-1", "4kb", "2g", "k", "8,,4k", "99999999999"})
+    void aBadSizeIsAUsageError(String sizes) {
+        Result result = usageError("perf", "-s", sizes);
+
+        assertThat(result.err()).containsAnyOf("is not a size", "is outside 1 byte to 1g", "Invalid value");
+    }
+
+    @Test
+    void anUnknownTestIsAUsageErrorListingTheTests() {
+        Result result = usageError("perf", "am_latt");
+
+        assertThat(result.err()).contains("unknown test 'am_latt'", "am_lat", "am_bw", "put_lat", "put_bw", "get_lat", "atomic_lat",
+                "ipc_import", "all");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "perf --server --connect                         | --server and --connect exclude each other",
+            "perf -n 10 -d 1s                                | -n and -d exclude each other",
+            "perf --listen 127.0.0.1:7777                    | --listen is for --server",
+            "perf --keep                                     | --keep is for --server",
+            "perf --region-size 4m                           | --region-size is for --server",
+            "perf --server -s 8                              | give these to the client",
+            "perf --server am_lat                            | give these to the client",
+            "perf --server --json                            | give these to the client",
+            "perf --server --wakeup await                    | give these to the client",
+            "perf --server --listen 7777 --name x            | does not use",
+            "perf --connect 127.0.0.1:7777 --name x          | does not use",
+            "perf --name x                                   | goes with --server or --connect",
+            "perf --server --name a/b                        | must be 1 to 64 characters",
+            "perf -n 0                                       | -n must be from 1",
+    })
+    void optionsThatExcludeEachOtherAreUsageErrors(String line, String message) {
+        Result result = usageError(line.trim().split("\\s+"));
+
+        assertThat(result.err()).contains(message.trim());
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "-d 2x              | is not a duration",
+            "-d 0s              | must be longer than 0",
+            "-w soon            | is not a warm-up",
+            "--thread-mode many | is not a thread mode",
+            "--wakeup sleepy    | is not a wakeup",
+            "--timeout 5        | is not a duration",
+    })
+    void malformedValuesAreUsageErrors(String option, String message) {
+        String[] parts = option.trim().split("\\s+");
+        Result result = usageError("perf", parts[0], parts[1]);
+
+        assertThat(result.err()).contains(message.trim());
+    }
+
+    @Test
+    void aMalformedListenAddressIsAUsageError() {
+        Result result = usageError("perf", "--server", "--listen", "localhost:http");
+
+        assertThat(result.err()).contains("HOST:PORT");
+    }
+
+    @Test
+    void connectTakesAValueOnlyWhenItLooksLikeHostAndPort() {
+        // "--connect am_lat" reads the shared directory and runs am_lat: am_lat is not taken as an address.
+        // Here the named file never appears, so the run fails (exit 1) after the timeout, having parsed both.
+        Result result = conduit.run("perf", "--connect", "am_lat", "--shared-dir", "/nonexistent-conduit-perf", "--timeout", "1ms");
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("no perf server published /nonexistent-conduit-perf/conduit-perf-default.addr");
+    }
+
+    @Test
+    void helpListsTheTestsAndOptions() {
+        Result result = conduit.run("perf", "--help");
+
+        assertThat(result.exitCode()).isZero();
+        assertThat(result.out()).contains("Usage: conduit perf", "--server", "--connect", "--listen", "--shared-dir", "--json", "--plot",
+                "--thread-mode", "--wakeup", "-t, --transport", "-s, --sizes", "Exit codes:", "am_lat")
+                .doesNotContain("--exit-with-stdin");
+    }
+
+    @Test
+    void theTopCommandListsPerf() {
+        Result result = conduit.run("--help");
+
+        assertThat(result.out()).contains("perf", "Measures latency and bandwidth");
+    }
+
+    // ------------------------------------------------------------------ the parsers themselves
+
+    @Test
+    void sizesTakeSuffixesInPowersOf1024() {
+        assertThat(PerfParsing.size("8")).isEqualTo(8);
+        assertThat(PerfParsing.size("4k")).isEqualTo(4096);
+        assertThat(PerfParsing.size("4K")).isEqualTo(4096);
+        assertThat(PerfParsing.size("1m")).isEqualTo(1 << 20);
+        assertThat(PerfParsing.size("1g")).isEqualTo(1 << 30);
+        assertThat(PerfParsing.formatSize(65536)).isEqualTo("64k");
+        assertThat(PerfParsing.formatSize(1000)).isEqualTo("1000");
+        assertThatThrownBy(() -> PerfParsing.size("1025m")).hasMessageContaining("outside");
+    }
+
+    @Test
+    void durationsNeedAUnit() {
+        assertThat(PerfParsing.duration("500ms")).isEqualTo(Duration.ofMillis(500));
+        assertThat(PerfParsing.duration("2s")).isEqualTo(Duration.ofSeconds(2));
+        assertThat(PerfParsing.duration("1m")).isEqualTo(Duration.ofMinutes(1));
+        assertThat(PerfParsing.duration("250us")).isEqualTo(Duration.ofNanos(250_000));
+        assertThat(PerfParsing.formatDuration(Duration.ofMillis(1500))).isEqualTo("1500ms");
+        assertThatThrownBy(() -> PerfParsing.duration("2")).hasMessageContaining("is not a duration");
+    }
+
+    @Test
+    void aWarmupIsIterationsOrADuration() {
+        assertThat(PerfParsing.warmup("100").iterations()).isEqualTo(100);
+        assertThat(PerfParsing.warmup("0").isDuration()).isFalse();
+        assertThat(PerfParsing.warmup("0").iterations()).isZero();
+        assertThat(PerfParsing.warmup("300ms").duration()).isEqualTo(Duration.ofMillis(300));
+    }
+
+    @Test
+    void anAddressIsHostAndPortOrAPortOnLoopback() {
+        assertThat(PerfParsing.hostPort("7777")).isEqualTo(new PerfParsing.HostPort("127.0.0.1", 7777));
+        assertThat(PerfParsing.hostPort("127.0.0.1:0")).isEqualTo(new PerfParsing.HostPort("127.0.0.1", 0));
+        assertThat(PerfParsing.hostPort("[::1]:80")).isEqualTo(new PerfParsing.HostPort("::1", 80));
+        assertThatThrownBy(() -> PerfParsing.hostPort("host:65536")).hasMessageContaining("HOST:PORT");
+        assertThat(PerfParsing.looksLikeHostPort("127.0.0.1:7777")).isTrue();
+        assertThat(PerfParsing.looksLikeHostPort("am_lat")).isFalse();
+    }
+
+    @Test
+    void defaultIterationsShrinkWithSize() {
+        assertThat(PerfTest.AM_LAT.defaultIterations(8, false)).isEqualTo(20_000);
+        assertThat(PerfTest.AM_LAT.defaultIterations(1 << 20, false)).isEqualTo(1_000);
+        assertThat(PerfTest.AM_BW.defaultIterations(8, false)).isEqualTo(200_000);
+        assertThat(PerfTest.AM_BW.defaultIterations(64 << 10, false)).isEqualTo(16_384);
+        assertThat(PerfTest.IPC_IMPORT.defaultIterations(8, true)).isEqualTo(2_000);
+        assertThat(PerfTest.DEFAULT_SUITE).doesNotContain(PerfTest.PUT_LAT).contains(PerfTest.AM_LAT, PerfTest.IPC_IMPORT);
+    }
+}

@@ -1,0 +1,133 @@
+package dev.conduit.tools;
+
+import org.HdrHistogram.Histogram;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import javax.imageio.ImageIO;
+import java.awt.image.BufferedImage;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The three renderings of a run — table, JSON, PNG — on a made-up run, so that no number here depends on this machine. */
+class PerfOutputTest {
+
+    private static PerfRun run() {
+        List<PerfResult> results = new ArrayList<>();
+        for (long size : new long[] {8, 4096}) {
+            results.add(new PerfResult(PerfTest.AM_LAT, null, size, 1000, 100, 2_000_000, histogram(300 + size / 10), null,
+                    Map.of("allocatedBytes", 0L)));
+            results.add(new PerfResult(PerfTest.AM_BW, null, size, 100_000, 10_000, 50_000_000, null, null, Map.of()));
+        }
+        results.add(new PerfResult(PerfTest.ATOMIC_LAT, null, 8, 1000, 100, 100_000, histogram(50), null, Map.of()));
+        results.add(new PerfResult(PerfTest.IPC_IMPORT, "uncached", 8, 1000, 100, 200_000_000, histogram(200_000), null,
+                Map.of("cacheHits", 0L, "cacheMisses", 1000L)));
+        results.add(PerfResult.skipped(PerfTest.GET_LAT, null, 1 << 30, "larger than the server's region"));
+        PerfRun.Peer client = new PerfRun.Peer(100, "host", "SINGLE", "OWNER_CHECK", List.of("memfd", "posix"));
+        PerfRun.Peer server = new PerfRun.Peer(1, "perf-container", "SINGLE", "OWNER_CHECK", List.of("memfd"));
+        return new PerfRun("1.0", Instant.parse("2026-01-02T03:04:05Z"), "memfd", "busy", client, server, "spawned", 21.5,
+                new PerfRun.Machine("Some CPU \u00ae", 2, "6.1.0", "25", "VM", "0.50 0.40 0.30"), results);
+    }
+
+    /** 1000 samples around {@code nanos}, with a tail. */
+    private static Histogram histogram(long nanos) {
+        Histogram h = new Histogram(PerfClient.HIGHEST_NANOS, 3);
+        for (int i = 0; i < 1000; i++) h.recordValue(nanos + i % 50 + (i == 999 ? nanos * 20 : 0));
+        return h;
+    }
+
+    @Test
+    void theTableHasAHeaderAndOneRowPerSize() {
+        StringWriter text = new StringWriter();
+        PrintWriter out = new PrintWriter(text);
+        PerfRun run = run();
+        PerfText.header(run, out);
+        PerfText.table(run.results().subList(0, 1), out);
+        PerfText.table(List.of(run.results().get(1), run.results().get(3)), out);
+        PerfText.table(run.results().subList(5, 6), out);
+        out.flush();
+        String s = text.toString();
+
+        assertThat(s).contains("transport    memfd", "thread mode  client SINGLE (OWNER_CHECK), server SINGLE (OWNER_CHECK)", "wakeup       busy",
+                "client       pid 100 on host", "server       pid 1 on perf-container", "2 cores", "load average 0.50 0.40 0.30");
+        assertThat(s).contains("am_lat: active-message ping-pong", "size", "iterations", "ops/s", "MB/s", "p50", "p90", "p99", "p99.9", "max");
+        // 1000 round trips in 2 ms: 500,000 ops/s; 8 bytes each: 4.0 MB/s; p50 of ~300 ns: 0.3 µs.
+        assertThat(s).containsPattern("\\s8\\s+1,000\\s+500,000\\s+4\\.0\\s+0\\.3\\d\\d\\s");
+        // bandwidth rows have no latency columns
+        assertThat(s).containsPattern("\\s4k\\s+100,000\\s+2,000,000\\s+8,192\\.0\\s+-\\s+-\\s+-\\s+-\\s+-");
+        assertThat(s).contains("ipc_import uncached: ").containsPattern("\\s8\\s+1,000\\s+5,000\\s+-\\s+200");
+    }
+
+    @Test
+    void aSkippedRowSaysWhy() {
+        StringWriter text = new StringWriter();
+        PerfText.table(List.of(run().results().getLast()), new PrintWriter(text, true));
+
+        assertThat(text.toString()).contains("1g  skipped: larger than the server's region");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void theJsonDocumentIsWellFormedWithEveryField() {
+        StringWriter text = new StringWriter();
+        PerfJson.write(run(), new PrintWriter(text));
+        Map<String, Object> doc = JsonParser.parseObject(text.toString());
+
+        assertThat(doc).containsEntry("tool", "conduit perf").containsEntry("transport", "memfd").containsEntry("wakeup", "busy")
+                .containsKeys("version", "date", "bootstrap", "timerNanos");
+        assertThat(Json.object(doc, "client")).containsEntry("host", "host").containsKeys("pid", "threadMode", "threadPolicy", "transports");
+        assertThat(Json.object(doc, "server")).containsEntry("host", "perf-container");
+        Map<String, Object> machine = Json.object(doc, "machine");
+        assertThat(machine).containsKeys("cpu", "cores", "kernel", "java", "vm", "load");
+        assertThat(machine.get("cpu")).isEqualTo("Some CPU \u00ae");
+        assertThat(text.toString()).contains("\\u00ae").isASCII();
+
+        List<Map<String, Object>> results = Json.objects(doc, "results");
+        assertThat(results).hasSize(7);
+        Map<String, Object> amLat = results.getFirst();
+        assertThat(amLat).containsEntry("test", "am_lat").containsEntry("kind", "latency").containsEntry("skipped", null)
+                .containsKeys("method", "size", "iterations", "warmupIterations", "elapsedNanos", "opsPerSecond", "megabytesPerSecond");
+        Map<String, Object> latency = Json.object(amLat, "latencyMicros");
+        assertThat(latency).containsKeys("samples", "oneWay", "min", "mean", "p50", "p90", "p99", "p99.9", "max");
+        for (String p : List.of("min", "mean", "p50", "p90", "p99", "p99.9", "max")) {
+            assertThat(((Number) latency.get(p)).doubleValue()).as(p).isPositive();
+        }
+        assertThat(((Number) amLat.get("opsPerSecond")).doubleValue()).isPositive();
+
+        Map<String, Object> amBw = results.get(1);
+        assertThat(amBw).containsEntry("kind", "bandwidth").containsEntry("latencyMicros", null);
+        assertThat(((Number) amBw.get("megabytesPerSecond")).doubleValue()).isPositive();
+
+        Map<String, Object> atomic = results.get(4);
+        assertThat(atomic).containsEntry("test", "atomic_lat").containsEntry("megabytesPerSecond", null);
+
+        Map<String, Object> ipc = results.get(5);
+        assertThat(ipc).containsEntry("variant", "uncached");
+        assertThat(Json.object(ipc, "counters")).containsEntry("cacheMisses", java.math.BigDecimal.valueOf(1000));
+
+        assertThat(results.getLast()).containsEntry("skipped", "larger than the server's region").doesNotContainKey("iterations");
+    }
+
+    @Test
+    void plotWritesAReadablePng(@TempDir Path dir) throws Exception {
+        Path png = dir.resolve("perf.png");
+
+        PerfPlot.write(run(), png);
+
+        assertThat(png).isRegularFile();
+        BufferedImage image = ImageIO.read(png.toFile());
+        assertThat(image).isNotNull();
+        assertThat(image.getWidth()).isPositive();
+        assertThat(image.getHeight()).isPositive();
+        byte[] bytes = Files.readAllBytes(png);
+        assertThat(new String(bytes, 1, 3, java.nio.charset.StandardCharsets.US_ASCII)).isEqualTo("PNG");
+    }
+}
