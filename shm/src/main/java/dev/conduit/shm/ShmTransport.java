@@ -238,7 +238,8 @@ public final class ShmTransport implements Transport {
         ensureOpen();
         int handled = queue.poll(onRecord, POLL_LIMIT);
         queue.beat(++progressCount);
-        if (handled == 0 || (progressCount & 255) == 0) {
+        // The clock is read every 16th idle poll (and every 256th busy one), not on every spin of a busy-polling worker.
+        if ((handled == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0) {
             long now = System.nanoTime();
             if (now - lastLivenessCheck >= livenessNanos) {
                 lastLivenessCheck = now;
