@@ -3,12 +3,16 @@ package dev.conduit.internal.ipc;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
+import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -21,23 +25,41 @@ import java.util.function.Function;
  * by {@code (origin id, export id)}, counted by the regions open on it.
  *
  * <ul>
- *   <li>Opening a handle whose chunk is cached is a hit: no system call, the count goes up.</li>
+ *   <li>Opening a handle whose chunk is cached is a hit: no system call, and no lock — the handle
+ *       is validated in place, the entry found in a read-only index and its count raised with a
+ *       CAS ({@link #tryHit}).</li>
  *   <li>Closing a region lowers the count; nothing is unmapped then.</li>
  *   <li>An entry is unmapped only when Caffeine evicts it, inside the eviction
- *       ({@code evictionListener}), and never while counted: a counted entry weighs 0, which
- *       Caffeine never evicts for size. Its weight becomes its length when the count drops to 0, so
- *       the bound ({@code ipc.cache.bytes}) limits the bytes that stay mapped for no open region,
- *       least recently used first.</li>
- *   <li>Export ids are never reused by their origin, so a key never names a different chunk than
- *       the one cached (UMF's stale-key unmap of an in-use entry cannot happen).</li>
+ *       ({@code evictionListener}), and never while counted. An entry made by a miss weighs 0
+ *       (Caffeine never evicts it for size) until its count first drops to 0; from then on it weighs
+ *       its length, so the bound ({@code ipc.cache.bytes}) limits what stays mapped for no open
+ *       region, least recently used first. Should the policy pick an entry that a hit has counted
+ *       meanwhile, the entry leaves the cache but stays mapped until its last region closes.</li>
+ *   <li>Export ids are never reused by their origin, so a key never names another chunk than the
+ *       one cached (UMF's stale-key unmap of an in-use entry cannot happen); and a hit must carry
+ *       the plugin, chunk length and payload that the importer validated on the miss.</li>
  * </ul>
  *
- * <p>Cache maintenance runs on the calling thread, so evictions (and their unmaps) happen during
- * the open or close that caused them, not later on a pool thread.
+ * <p>Misses and the count's first drop to 0 go through Caffeine ({@code compute}); maintenance
+ * runs on the calling thread, so evictions and their unmaps happen during the open or close that
+ * caused them.
  */
 public final class IpcCache implements AutoCloseable {
 
+    private static final VarHandle REFS;
+    /** The count of an entry whose mapping is gone; no CAS can raise it. */
+    private static final int DEAD = Integer.MIN_VALUE;
+
+    static {
+        try {
+            REFS = MethodHandles.lookup().findVarHandle(Entry.class, "refs", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final Cache<Key, Entry> cache;
+    private final HitIndex index = new HitIndex();
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
     private final LongAdder evictions = new LongAdder();
@@ -47,26 +69,61 @@ public final class IpcCache implements AutoCloseable {
     record Key(long originHigh, long originLow, long exportId) {
     }
 
-    /** One mapped chunk. {@code refs} is only read or written under the cache's lock for its key. */
+    /** One mapped chunk. */
     static final class Entry {
+        final Key key;
         final String plugin;
+        final byte[] pluginBytes;
         final long exportId;
         final ChunkMapping mapping;
         final long length;
         /** The payload the importer validated and mapped; a hit must carry the same. */
         final byte[] payload;
-        int refs;
-        /** Evicted while counted, which weight 0 prevents; kept so that the last release, not the eviction, unmaps. */
-        boolean detached;
-        /** Guarded by the entry's monitor: unmapping happens once. */
-        boolean unmapped;
+        /** Open regions; {@link #DEAD} once unmapped. Changed by CAS only. */
+        @SuppressWarnings("unused") // through REFS
+        volatile int refs;
+        /** Weighs 0 for Caffeine: made by a miss and not yet released to 0. Written under the cache's lock for the key. */
+        volatile boolean pinned = true;
+        /** Left the cache while counted: the last release unmaps. */
+        volatile boolean detached;
 
-        Entry(String plugin, long exportId, ChunkMapping mapping, long length, byte[] payload) {
+        Entry(Key key, String plugin, long exportId, ChunkMapping mapping, long length, byte[] payload) {
+            this.key = key;
             this.plugin = plugin;
+            this.pluginBytes = plugin.getBytes(StandardCharsets.US_ASCII);
             this.exportId = exportId;
             this.mapping = mapping;
             this.length = length;
             this.payload = payload;
+        }
+
+        /** Raises the count unless the mapping is gone. */
+        boolean acquire() {
+            int n;
+            do {
+                n = refs;
+                if (n == DEAD) return false;
+            } while (!REFS.weakCompareAndSet(this, n, n + 1));
+            return true;
+        }
+
+        /** Lowers the count while it stays positive; {@code false} when this release would bring it to 0. */
+        boolean releaseAboveZero() {
+            int n;
+            do {
+                n = refs;
+                if (n <= 1) return false;
+            } while (!REFS.weakCompareAndSet(this, n, n - 1));
+            return true;
+        }
+
+        int decrement() {
+            return (int) REFS.getAndAdd(this, -1) - 1;
+        }
+
+        /** Marks the mapping gone if nothing counts it; the winner of this CAS unmaps. */
+        boolean kill() {
+            return REFS.compareAndSet(this, 0, DEAD);
         }
     }
 
@@ -74,7 +131,7 @@ public final class IpcCache implements AutoCloseable {
         this.maximumBytes = maximumBytes;
         this.cache = Caffeine.newBuilder()
                 .maximumWeight(maximumBytes)
-                .weigher((Key k, Entry e) -> e.refs > 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, e.length))
+                .weigher((Key k, Entry e) -> e.pinned ? 0 : (int) Math.min(Integer.MAX_VALUE, e.length))
                 .evictionListener((Key k, Entry e, RemovalCause cause) -> {
                     if (e != null) evicted(e, cause);
                 })
@@ -83,28 +140,59 @@ public final class IpcCache implements AutoCloseable {
     }
 
     /**
+     * The hit path: when {@code bytes} are a valid handle of a cached, mapped export with the same
+     * plugin, chunk length and payload, counts a region on it and returns the lease; otherwise
+     * {@code null}, and the caller decodes the handle (which reports what is wrong) and calls
+     * {@link #open}. Allocates only the lease and its segment view.
+     */
+    public Lease tryHit(byte[] bytes) {
+        if (!IpcHandle.isValid(bytes)) return null;
+        Entry e = index.find(IpcHandle.originHigh(bytes), IpcHandle.originLow(bytes), IpcHandle.exportId(bytes));
+        if (e == null || e.length != IpcHandle.chunkLength(bytes)) return null;
+        int pluginEnd = IpcHandle.pluginEnd(bytes);
+        int payloadStart = IpcHandle.payloadStart(bytes);
+        if (!Arrays.equals(e.pluginBytes, 0, e.pluginBytes.length, bytes, IpcHandle.PLUGIN_NAME, pluginEnd)
+                || !Arrays.equals(e.payload, 0, e.payload.length, bytes, payloadStart, bytes.length - 4)) {
+            return null;
+        }
+        if (!e.acquire()) return null;
+        hits.increment();
+        cache.getIfPresent(e.key); // tells the eviction policy the entry is used
+        IpcEvents.Import event = new IpcEvents.Import();
+        if (event.shouldCommit()) {
+            event.plugin = e.plugin;
+            event.exportId = e.exportId;
+            event.chunkLength = e.length;
+            event.hit = true;
+            event.commit();
+        }
+        return new Lease(this, e, e.mapping.segment().asSlice(IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes)));
+    }
+
+    /**
      * Opens the region {@code handle} describes, mapping its chunk with {@code mapper} on a miss.
      *
-     * @throws InvalidHandleException when the handle disagrees with the cached export (chunk length)
+     * @throws InvalidHandleException when the handle disagrees with the cached export (plugin, chunk
+     *         length or payload)
      * @throws ConduitException       when the mapper fails; nothing is cached then
      */
     public Lease open(IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper) {
         Key key = new Key(handle.originHigh(), handle.originLow(), handle.exportId());
         boolean[] missed = new boolean[1];
         Entry entry = cache.asMap().compute(key, (k, cached) -> {
-            if (cached == null) {
+            if (cached == null || !cached.acquire()) {
                 missed[0] = true;
-                cached = map(handle, mapper);
-            } else if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())) {
-                throw new InvalidHandleException("chunk.length", "export " + handle.exportId() + " was cached as a " + cached.length
-                        + "-byte chunk of plugin '" + cached.plugin + "', the handle says " + handle.chunkLength()
-                        + " bytes of plugin '" + handle.plugin() + "': the handle is forged or corrupted");
-            } else if (!Arrays.equals(cached.payload, handle.payload())) {
-                // The importer validated the payload that was mapped; a different one must not ride on that mapping.
-                throw new InvalidHandleException("payload", "export " + handle.exportId() + " was cached with another payload "
-                        + "than this handle carries: the handle is forged or corrupted");
+                Entry fresh = map(key, handle, mapper);
+                fresh.refs = 1;
+                index.put(fresh);
+                return fresh;
             }
-            cached.refs++;
+            if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())
+                    || !Arrays.equals(cached.payload, handle.payload())) {
+                cached.decrement();
+                throw contradiction(cached, handle);
+            }
+            cached.pinned = true; // counted again: weigh 0 until the count drops to 0
             return cached;
         });
         (missed[0] ? misses : hits).increment();
@@ -116,11 +204,21 @@ public final class IpcCache implements AutoCloseable {
             event.hit = !missed[0];
             event.commit();
         }
-        MemorySegment region = entry.mapping.segment().asSlice(handle.regionOffset(), handle.regionLength());
-        return new Lease(this, key, entry, region);
+        return new Lease(this, entry, entry.mapping.segment().asSlice(handle.regionOffset(), handle.regionLength()));
     }
 
-    private Entry map(IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper) {
+    private static InvalidHandleException contradiction(Entry cached, IpcHandle handle) {
+        if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())) {
+            return new InvalidHandleException("chunk.length", "export " + handle.exportId() + " was cached as a " + cached.length
+                    + "-byte chunk of plugin '" + cached.plugin + "', the handle says " + handle.chunkLength()
+                    + " bytes of plugin '" + handle.plugin() + "': the handle is forged or corrupted");
+        }
+        // The importer validated the payload that was mapped; a different one must not ride on that mapping.
+        return new InvalidHandleException("payload", "export " + handle.exportId() + " was cached with another payload "
+                + "than this handle carries: the handle is forged or corrupted");
+    }
+
+    private Entry map(Key key, IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper) {
         ChunkMapping mapping = mapper.apply(handle);
         if (mapping == null) {
             throw new ConduitException("plugin '" + handle.plugin() + "' importer returned no mapping for export " + handle.exportId());
@@ -132,43 +230,34 @@ public final class IpcCache implements AutoCloseable {
                     + ", the handle's chunk has " + handle.chunkLength() + ": the importer is broken");
         }
         mappedBytes.addAndGet(length);
-        return new Entry(handle.plugin(), handle.exportId(), mapping, length, handle.payload());
+        return new Entry(key, handle.plugin(), handle.exportId(), mapping, length, handle.payload());
     }
 
-    void release(Key key, Entry entry) {
-        boolean[] found = new boolean[1];
-        cache.asMap().computeIfPresent(key, (k, cached) -> {
-            if (cached != entry) return cached;
-            found[0] = true;
-            cached.refs--;
-            return cached; // re-weighed: 0 while counted, its length once unused
-        });
-        if (!found[0]) {
-            boolean last;
-            synchronized (entry) {
-                last = --entry.refs == 0 && entry.detached;
-            }
-            if (last) unmap(entry, "released after eviction");
+    void release(Entry entry) {
+        if (entry.releaseAboveZero()) return;
+        if (entry.pinned && !entry.detached) {
+            // The first drop to 0: Caffeine re-weighs the entry to its length, which may evict it now.
+            boolean[] released = new boolean[1];
+            cache.asMap().computeIfPresent(entry.key, (k, cached) -> {
+                if (cached != entry) return cached;
+                released[0] = true;
+                if (cached.decrement() == 0) cached.pinned = false;
+                return cached;
+            });
+            if (released[0]) return;
         }
+        if (entry.decrement() == 0 && entry.detached && entry.kill()) unmap(entry, "released after eviction");
     }
 
     private void evicted(Entry e, RemovalCause cause) {
         evictions.increment();
-        synchronized (e) {
-            if (e.refs > 0) {
-                // Cannot happen for size (weight 0); kept so that no path ever unmaps a counted mapping.
-                e.detached = true;
-                return;
-            }
-        }
-        unmap(e, cause.name());
+        index.remove(e);
+        e.detached = true;
+        if (e.kill()) unmap(e, cause.name());
+        // else: counted by a hit that raced the eviction; its last release unmaps.
     }
 
     private void unmap(Entry e, String cause) {
-        synchronized (e) {
-            if (e.unmapped) return;
-            e.unmapped = true;
-        }
         mappedBytes.addAndGet(-e.length);
         e.mapping.close();
         IpcEvents.Eviction event = new IpcEvents.Eviction();
@@ -187,6 +276,7 @@ public final class IpcCache implements AutoCloseable {
     }
 
     public IpcCacheStats stats() {
+        cache.cleanUp();
         long inUse = cache.asMap().values().stream().filter(e -> e.refs > 0).count();
         return new IpcCacheStats(hits.sum(), misses.sum(), evictions.sum(), mappedBytes.get(), cache.estimatedSize(), inUse, maximumBytes);
     }
@@ -205,19 +295,36 @@ public final class IpcCache implements AutoCloseable {
                 return null;
             });
         }
-        for (Entry e : entries) unmap(e, "conduit closed");
+        for (Entry e : entries) {
+            index.remove(e);
+            e.detached = true;
+            if ((int) REFS.getAndSet(e, DEAD) != DEAD) unmap(e, "conduit closed");
+        }
     }
 
-    /** One open of a cached chunk: a region of it, counted until closed. */
-    public static final class Lease {
+    /**
+     * One open of a cached chunk: a region of it, counted until closed. It is also the application's
+     * {@link ImportedRegion}, so that a hit allocates only this and its segment view.
+     */
+    public static final class Lease implements ImportedRegion {
+        private static final VarHandle CLOSED;
+
+        static {
+            try {
+                CLOSED = MethodHandles.lookup().findVarHandle(Lease.class, "closed", int.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
         private final IpcCache cache;
-        private final Key key;
         private final Entry entry;
         private final MemorySegment region;
+        @SuppressWarnings("unused") // through CLOSED
+        private volatile int closed;
 
-        Lease(IpcCache cache, Key key, Entry entry, MemorySegment region) {
+        Lease(IpcCache cache, Entry entry, MemorySegment region) {
             this.cache = cache;
-            this.key = key;
             this.entry = entry;
             this.region = region;
         }
@@ -226,13 +333,94 @@ public final class IpcCache implements AutoCloseable {
             return region;
         }
 
+        @Override
+        public MemorySegment segment() {
+            return region;
+        }
+
+        @Override
+        public long size() {
+            return region.byteSize();
+        }
+
+        @Override
         public String plugin() {
             return entry.plugin;
         }
 
-        /** Releases the count; call once. */
-        public void release() {
-            cache.release(key, entry);
+        /** Releases the count, once. */
+        @Override
+        public void close() {
+            if (CLOSED.compareAndSet(this, 0, 1) && entry.refs != DEAD) cache.release(entry);
+        }
+    }
+
+    /**
+     * The entries by key, for the hit path: an open-addressing table replaced whole (copy on write)
+     * on every insert and removal — which happen on misses and evictions, far rarer than hits — so
+     * that a lookup reads one volatile array and nothing else.
+     */
+    private static final class HitIndex {
+        private volatile Entry[] table = new Entry[16];
+        private int size;
+
+        Entry find(long originHigh, long originLow, long exportId) {
+            Entry[] t = table;
+            int mask = t.length - 1;
+            for (int i = slot(originHigh, originLow, exportId, mask); ; i = (i + 1) & mask) {
+                Entry e = t[i];
+                if (e == null) return null;
+                Key k = e.key;
+                if (k.exportId() == exportId && k.originLow() == originLow && k.originHigh() == originHigh) return e;
+            }
+        }
+
+        synchronized void put(Entry entry) {
+            Entry[] old = table;
+            int capacity = old.length;
+            while ((size + 1) * 2 > capacity) capacity *= 2;
+            Entry[] t = new Entry[capacity];
+            for (Entry e : old) {
+                if (e != null && e.key != entry.key && !e.key.equals(entry.key)) insert(t, e);
+            }
+            insert(t, entry);
+            size = count(t);
+            table = t;
+        }
+
+        synchronized void remove(Entry entry) {
+            Entry[] old = table;
+            Entry[] t = new Entry[old.length];
+            boolean found = false;
+            for (Entry e : old) {
+                if (e == null) continue;
+                if (e == entry) {
+                    found = true;
+                } else {
+                    insert(t, e);
+                }
+            }
+            if (!found) return;
+            size = count(t);
+            table = t;
+        }
+
+        private static void insert(Entry[] t, Entry e) {
+            int mask = t.length - 1;
+            int i = slot(e.key.originHigh(), e.key.originLow(), e.key.exportId(), mask);
+            while (t[i] != null) i = (i + 1) & mask;
+            t[i] = e;
+        }
+
+        private static int count(Entry[] t) {
+            int n = 0;
+            for (Entry e : t) if (e != null) n++;
+            return n;
+        }
+
+        private static int slot(long originHigh, long originLow, long exportId, int mask) {
+            long h = (originHigh ^ originLow * 31 ^ exportId) * 0x9E3779B97F4A7C15L;
+            return (int) (h ^ (h >>> 32)) & mask;
         }
     }
 }

@@ -5,6 +5,11 @@ import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.util.zip.CRC32C;
+
 
 /**
  * An IPC handle: the bytes that let another process map one region. Versioned, little-endian,
@@ -94,6 +99,78 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
         byte[] payload = r.bytes("payload", payloadLength);
         Envelope.checkCrc(r, bytes, "handle");
         return new IpcHandle(plugin, originHigh, originLow, exportId, chunkLength, regionOffset, regionLength, payload);
+    }
+
+    // ------------------------------------------------------------------ reading without decoding
+
+    private static final VarHandle LE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle LE_INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle LE_SHORT = MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final ThreadLocal<CRC32C> CRC = ThreadLocal.withInitial(CRC32C::new);
+    /** Where the plugin name's bytes start. */
+    static final int PLUGIN_NAME = 10;
+
+    /**
+     * Whether {@code bytes} pass every check {@link #decode} makes, without allocating: the IPC
+     * cache's hit path validates a handle this way and reads its fields in place. When this says
+     * no, {@link #decode} says why.
+     */
+    static boolean isValid(byte[] bytes) {
+        if (bytes == null || bytes.length < MIN_LENGTH || bytes.length > MAX_LENGTH) return false;
+        if ((int) LE_INT.get(bytes, 0) != MAGIC || (((short) LE_SHORT.get(bytes, 4)) & 0xFFFF) != VERSION) return false;
+        if ((((short) LE_SHORT.get(bytes, 6)) & 0xFFFF) != bytes.length) return false;
+        int nameLength = ((short) LE_SHORT.get(bytes, 8)) & 0xFFFF;
+        int origin = PLUGIN_NAME + nameLength;
+        if (nameLength < 1 || nameLength > 32 || origin + 16 + 40 + 2 + 4 > bytes.length) return false;
+        if (bytes[PLUGIN_NAME] < 'a' || bytes[PLUGIN_NAME] > 'z') return false;
+        for (int i = PLUGIN_NAME + 1; i < origin; i++) {
+            byte c = bytes[i];
+            if (!(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-')) return false;
+        }
+        if (originLow(bytes) == 0 && originHigh(bytes) == 0) return false;
+        long chunk = chunkLength(bytes);
+        long offset = regionOffset(bytes);
+        long length = (long) LE_LONG.get(bytes, origin + 40);
+        if (exportId(bytes) <= 0 || chunk <= 0 || offset < 0 || offset >= chunk || length <= 0 || length > chunk - offset) return false;
+        int payloadLength = ((short) LE_SHORT.get(bytes, origin + 48)) & 0xFFFF;
+        if (payloadLength > MAX_PAYLOAD || origin + 50 + payloadLength + 4 != bytes.length) return false;
+        CRC32C crc = CRC.get();
+        crc.reset();
+        crc.update(bytes, 0, bytes.length - 4);
+        return (int) crc.getValue() == (int) LE_INT.get(bytes, bytes.length - 4);
+    }
+
+    static int pluginEnd(byte[] valid) {
+        return PLUGIN_NAME + (((short) LE_SHORT.get(valid, 8)) & 0xFFFF);
+    }
+
+    static long originLow(byte[] valid) {
+        return (long) LE_LONG.get(valid, pluginEnd(valid));
+    }
+
+    static long originHigh(byte[] valid) {
+        return (long) LE_LONG.get(valid, pluginEnd(valid) + 8);
+    }
+
+    static long exportId(byte[] valid) {
+        return (long) LE_LONG.get(valid, pluginEnd(valid) + 16);
+    }
+
+    static long chunkLength(byte[] valid) {
+        return (long) LE_LONG.get(valid, pluginEnd(valid) + 24);
+    }
+
+    static long regionOffset(byte[] valid) {
+        return (long) LE_LONG.get(valid, pluginEnd(valid) + 32);
+    }
+
+    static long regionLength(byte[] valid) {
+        return (long) LE_LONG.get(valid, pluginEnd(valid) + 40);
+    }
+
+    /** Where the payload's bytes start; they end 4 bytes before the end. */
+    static int payloadStart(byte[] valid) {
+        return pluginEnd(valid) + 50;
     }
 
     /** A reader of the payload whose errors name {@code payload.<field>}. */

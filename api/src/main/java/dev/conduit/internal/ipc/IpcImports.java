@@ -13,8 +13,6 @@ import dev.conduit.spi.RemoteMemory;
 import dev.conduit.spi.RemoteRegion;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
@@ -38,9 +36,11 @@ public final class IpcImports implements RemoteMemory {
     }
 
     public ImportedRegion importRegion(byte[] bytes) {
+        IpcCache.Lease hit = cache.tryHit(bytes);
+        if (hit != null) return hit;
         IpcHandle handle = IpcHandle.decode(bytes);
         IpcImporter importer = importer(handle.plugin());
-        return new Imported(cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength())));
+        return cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength()));
     }
 
     /** For transports' RMA: the same path, plus handles of plugins that cannot map here (other hosts). */
@@ -74,47 +74,6 @@ public final class IpcImports implements RemoteMemory {
         PluginRecord r = found.get();
         String why = r.status() == Status.AVAILABLE ? r.reason() + " (CONDUIT_TRANSPORTS)" : r.status() + ": " + r.reason();
         return new ConduitException("the handle was exported by plugin '" + plugin + "', which cannot be used here: " + why);
-    }
-
-    /** An application's imported region: one count on a cache entry, released once. */
-    private static final class Imported implements ImportedRegion {
-        private static final VarHandle CLOSED;
-
-        static {
-            try {
-                CLOSED = MethodHandles.lookup().findVarHandle(Imported.class, "closed", int.class);
-            } catch (ReflectiveOperationException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
-
-        private final IpcCache.Lease lease;
-        @SuppressWarnings("unused") // through CLOSED
-        private volatile int closed;
-
-        Imported(IpcCache.Lease lease) {
-            this.lease = lease;
-        }
-
-        @Override
-        public MemorySegment segment() {
-            return lease.region();
-        }
-
-        @Override
-        public long size() {
-            return lease.region().byteSize();
-        }
-
-        @Override
-        public String plugin() {
-            return lease.plugin();
-        }
-
-        @Override
-        public void close() {
-            if (CLOSED.compareAndSet(this, 0, 1)) lease.release();
-        }
     }
 
     /** A transport's view of a peer's region. */
@@ -152,7 +111,7 @@ public final class IpcImports implements RemoteMemory {
         public synchronized void close() {
             if (closed) return;
             closed = true;
-            if (lease != null) lease.release();
+            if (lease != null) lease.close();
         }
     }
 }
