@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds and runs the JMH suite: benchmarks/run.sh [--no-build] [JMH options and benchmark regexps]
+#
+#   benchmarks/run.sh                                   # everything, JMH's default settings per class
+#   benchmarks/run.sh GuardBenchmark -prof gc           # one class, with the GC profiler
+#   benchmarks/run.sh -f 1 -wi 3 -w 1s -i 5 -r 1s       # quicker settings (as in docs/performance.md)
+#   benchmarks/run.sh -h                                # JMH's own options
+#
+# Finds a JDK 25 ($JAVA_HOME if it is one, else the first under /usr/lib/jvm), builds the
+# benchmarks and what they depend on quietly (Maven's output is shown only if the build fails),
+# then runs benchmarks/target/benchmarks.jar with the arguments passed through unchanged.
+# Results go to benchmarks/target/jmh-result.json (JSON) unless the arguments name -rf or -rff
+# (a -rff without -rf still gets JSON).
+# --no-build skips the build and runs the jar as it is.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+java_major() {
+    "$1/bin/java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}'
+}
+
+is_jdk25() {
+    [ -x "$1/bin/java" ] && [ -x "$1/bin/javac" ] || return 1
+    local major
+    major="$(java_major "$1")"
+    [ -n "$major" ] && [ "${major%%.*}" -ge 25 ]
+}
+
+jdk=""
+if [ -n "${JAVA_HOME:-}" ] && is_jdk25 "$JAVA_HOME"; then
+    jdk="$JAVA_HOME"
+else
+    for candidate in /usr/lib/jvm/*; do
+        if is_jdk25 "$candidate"; then jdk="$candidate"; break; fi
+    done
+fi
+if [ -z "$jdk" ]; then
+    echo "benchmarks/run.sh: no JDK 25 found: JAVA_HOME is '${JAVA_HOME:-unset}' and /usr/lib/jvm has none; install a JDK 25" >&2
+    exit 1
+fi
+export JAVA_HOME="$jdk"
+
+build=1
+if [ "${1:-}" = "--no-build" ]; then
+    build=0
+    shift
+fi
+
+jar="$root/benchmarks/target/benchmarks.jar"
+if [ "$build" = 1 ]; then
+    log="$(mktemp "${TMPDIR:-/tmp}/conduit-benchmarks-build.XXXXXX")"
+    echo "benchmarks/run.sh: building benchmarks/target/benchmarks.jar with $JAVA_HOME" >&2
+    if ! (cd "$root" && mvn -q -B -Dmaven.test.skip=true -pl benchmarks -am package) >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        echo "benchmarks/run.sh: the build failed (Maven's output above)" >&2
+        exit 1
+    fi
+    rm -f "$log"
+elif [ ! -f "$jar" ]; then
+    echo "benchmarks/run.sh: $jar does not exist; run without --no-build" >&2
+    exit 1
+fi
+
+# Results as JSON in benchmarks/target unless the caller chose a format (-rf) or a file (-rff).
+result_args=()
+has_rf=0
+has_rff=0
+for arg in "$@"; do
+    case "$arg" in
+        -rf) has_rf=1 ;;
+        -rff) has_rff=1 ;;
+    esac
+done
+if [ "$has_rf" = 0 ]; then
+    result_args+=(-rf json)
+    if [ "$has_rff" = 0 ]; then
+        result_args+=(-rff "$root/benchmarks/target/jmh-result.json")
+    fi
+fi
+
+exec "$JAVA_HOME/bin/java" -jar "$jar" "${result_args[@]}" "$@"
