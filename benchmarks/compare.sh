@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Conduit and its peers measured in one run, one after another: benchmarks/compare.sh
+#
+# Builds what it needs (the conduit command, benchmarks/target/benchmarks.jar, the C peers in
+# benchmarks/peers/ with gcc into benchmarks/target/peers/), then measures, never two at once:
+#   1. conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m --json, with -t memfd and with -t posix;
+#   2. the C limit: cross-process cache-line ping-pong (peers/pingpong.c) and memcpy (peers/memcpy_bw.c);
+#   3. UCX's ucx_perftest on loopback, UCX_TLS=posix (sm if posix fails): ucp_am_lat, ucp_am_bw,
+#      ucp_put_bw (installs ucx-utils with apt-get when ucx_perftest is missing and we are root);
+#   4. the JDK's SocketChannel over a Unix-domain socket between two JVMs (compare.UnixSocketPeer);
+#   5. Aeron IPC (embedded media driver) and Agrona's OneToOneRingBuffer over a mapped file, two
+#      JVMs, ping-pong (compare.IpcPeer).
+# Then writes the table of ratios into docs/performance.md between <!-- compare:begin --> and
+# <!-- compare:end --> (replacing the previous one) and the chart into docs/img/compare.png
+# (compare.CompareReport, JFreeChart). Raw results: benchmarks/target/compare/.
+# A peer that cannot run is recorded in the table's "Not measured" line; the others still run.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="$root/benchmarks/target/compare"
+sizes=(8 4096 65536 1048576)
+
+log() { printf 'compare.sh: %s\n' "$*" >&2; }
+
+java_major() {
+    "$1/bin/java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}'
+}
+is_jdk25() {
+    [ -x "$1/bin/java" ] && [ -x "$1/bin/javac" ] || return 1
+    local major
+    major="$(java_major "$1")"
+    [ -n "$major" ] && [ "${major%%.*}" -ge 25 ]
+}
+jdk=""
+if [ -n "${JAVA_HOME:-}" ] && is_jdk25 "$JAVA_HOME"; then
+    jdk="$JAVA_HOME"
+else
+    for candidate in /usr/lib/jvm/*; do
+        if is_jdk25 "$candidate"; then jdk="$candidate"; break; fi
+    done
+fi
+[ -n "$jdk" ] || { log "no JDK 25 found (JAVA_HOME or /usr/lib/jvm/*)"; exit 1; }
+export JAVA_HOME="$jdk"
+command -v jq >/dev/null || { log "jq is needed to read conduit perf's JSON (apt-get install jq)"; exit 1; }
+
+rm -rf "$out"
+mkdir -p "$out" "$root/benchmarks/target/peers" "$root/docs/img"
+results="$out/results.tsv"
+facts="$out/facts.txt"
+: >"$results"
+: >"$facts"
+fact() { printf '%s=%s\n' "$1" "$2" >>"$facts"; }
+missing() { log "not measured: $*"; fact missing "$*"; }
+peers_ran=()
+
+# --- build -------------------------------------------------------------------------------------
+log "building benchmarks/target/benchmarks.jar and the conduit command"
+if ! (cd "$root" && mvn -q -B -Dmaven.test.skip=true -pl benchmarks,tools -am package) >"$out/build.log" 2>&1; then
+    cat "$out/build.log" >&2
+    log "the build failed (Maven's output above)"
+    exit 1
+fi
+jar="$root/benchmarks/target/benchmarks.jar"
+have_c=1
+if command -v gcc >/dev/null; then
+    gcc -O2 -Wall -o "$root/benchmarks/target/peers/pingpong" "$root/benchmarks/peers/pingpong.c" &&
+        gcc -O2 -Wall -o "$root/benchmarks/target/peers/memcpy_bw" "$root/benchmarks/peers/memcpy_bw.c" || have_c=0
+else
+    have_c=0
+fi
+
+# --- the machine -------------------------------------------------------------------------------
+fact date "$(date -u '+%Y-%m-%d %H:%M UTC')"
+fact command "benchmarks/compare.sh"
+fact cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)"
+fact cores "$(nproc)"
+fact kernel "$(uname -r)"
+fact java "$("$JAVA_HOME/bin/java" -version 2>&1 | head -n 1)"
+fact load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
+log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- 1. Conduit --------------------------------------------------------------------------------
+for t in memfd posix; do
+    log "conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m -t $t --json"
+    if (cd "$root" && ./conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m -t "$t" --json) >"$out/conduit-$t.json" 2>"$out/conduit-$t.err"; then
+        jq -r --arg t "$t" '.results[] | select(.skipped == null)
+            | ["conduit", $t, .test, (.size|tostring),
+               (if .kind == "latency" then "p50_us" else "MBps" end),
+               (if .kind == "latency" then (.latencyMicros.p50|tostring) else (.megabytesPerSecond|tostring) end)]
+            | @tsv' "$out/conduit-$t.json" >>"$results"
+        peers_ran+=("Conduit $t")
+    else
+        missing "Conduit $t: conduit perf failed ($(tail -n 1 "$out/conduit-$t.err"))"
+    fi
+done
+
+# --- 2. the C limit ----------------------------------------------------------------------------
+if [ "$have_c" = 1 ]; then
+    log "C cache-line ping-pong and memcpy"
+    for s in "${sizes[@]}"; do
+        case $s in 8) n=1000000 ;; 4096) n=200000 ;; 65536) n=20000 ;; *) n=2000 ;; esac
+        "$root/benchmarks/target/peers/pingpong" "$s" "$n" >>"$results"
+    done
+    for s in 4096 65536 1048576; do
+        "$root/benchmarks/target/peers/memcpy_bw" "$s" 1 >>"$results"
+    done
+    peers_ran+=("C limit (gcc $(gcc -dumpfullversion))")
+else
+    missing "C limit: gcc missing or the peers did not compile"
+fi
+
+# --- 3. UCX ------------------------------------------------------------------------------------
+if ! command -v ucx_perftest >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    log "installing ucx-utils (ucx_perftest)"
+    apt-get install -y -qq ucx-utils >"$out/apt.log" 2>&1 || { apt-get update -qq >>"$out/apt.log" 2>&1 && apt-get install -y -qq ucx-utils >>"$out/apt.log" 2>&1; }
+fi
+# One ucx_perftest pair: ucx_run TLS TEST SIZE N; prints the client's "Final:" line.
+ucx_port=13370
+ucx_run() {
+    local tls=$1 test=$2 size=$3 n=$4 server
+    ucx_port=$((ucx_port + 1))
+    UCX_TLS=$tls timeout 120 ucx_perftest -p "$ucx_port" >>"$out/ucx-server.log" 2>&1 &
+    server=$!
+    sleep 1
+    UCX_TLS=$tls timeout 90 ucx_perftest 127.0.0.1 -p "$ucx_port" -t "$test" -s "$size" -n "$n" >"$out/ucx-client.log" 2>&1
+    local rc=$?
+    wait "$server" 2>/dev/null
+    cat "$out/ucx-client.log" >>"$out/ucx-all.log"
+    [ $rc = 0 ] && grep '^Final:' "$out/ucx-client.log"
+}
+if command -v ucx_perftest >/dev/null; then
+    fact ucx "$(ucx_info -v 2>/dev/null | sed -n 's/^# *Version */version /p' | head -n 1), ucx_perftest on loopback"
+    tls=posix
+    if ! ucx_run posix ucp_am_lat 8 1000 >/dev/null; then
+        if ucx_run sm ucp_am_lat 8 1000 >/dev/null; then
+            tls=sm
+            fact ucx "UCX_TLS=posix failed ($(tail -n 1 "$out/ucx-client.log")); UCX_TLS=sm used"
+        else
+            tls=""
+            missing "UCX: ucx_perftest failed with UCX_TLS=posix and sm: $(tail -n 1 "$out/ucx-client.log")"
+        fi
+    fi
+    if [ -n "$tls" ]; then
+        fact ucx "UCX_TLS=$tls; its MB/s (2^20 bytes) converted to 10^6 bytes"
+        log "ucx_perftest, UCX_TLS=$tls"
+        for test in am_lat am_bw put_bw; do
+            for s in "${sizes[@]}"; do
+                case $s in 8) n=200000 ;; 4096) n=100000 ;; 65536) n=20000 ;; *) n=2000 ;; esac
+                if line=$(ucx_run "$tls" "ucp_$test" "$s" "$n"); then
+                    # Final: iterations p50 average overall bw_avg bw_overall rate_avg rate_overall
+                    if [ "$test" = am_lat ]; then
+                        awk -v t="$tls" -v s="$s" '{printf "ucx\tposix\tam_lat\t%s\tp50_us\t%s\n", s, $3}' <<<"$line" >>"$results"
+                    else
+                        awk -v s="$s" -v test="$test" '{printf "ucx\tposix\t%s\t%s\tMBps\t%.1f\n", test, s, $6 * 1.048576}' <<<"$line" >>"$results"
+                    fi
+                else
+                    missing "UCX ucp_$test $s B: $(tail -n 1 "$out/ucx-client.log")"
+                fi
+            done
+        done
+        peers_ran+=("UCX UCX_TLS=$tls")
+    fi
+else
+    missing "UCX: ucx_perftest not installed and could not be installed (apt-get missing, not root, or no package)"
+fi
+
+# --- 4. Unix-domain socket, two JVMs -----------------------------------------------------------
+log "SocketChannel over a Unix-domain socket, two JVMs"
+if "$JAVA_HOME/bin/java" -cp "$jar" dev.conduit.benchmarks.compare.UnixSocketPeer >>"$results" 2>"$out/uds.err"; then
+    peers_ran+=("JDK SocketChannel over a Unix-domain socket")
+else
+    missing "Unix socket: $(tail -n 1 "$out/uds.err")"
+fi
+
+# --- 5. Aeron IPC and Agrona's ring buffer, two JVMs --------------------------------------------
+# Agrona and Aeron reach into the JDK: the opens they need on JDK 25, and sun.misc.Unsafe's memory
+# access allowed without the warning (JEP 498).
+ipc_opts=(--add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.base/java.util.zip=ALL-UNNAMED
+    --add-opens java.base/sun.nio.ch=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
+pom_version() { sed -n "s|.*<artifactId>$1</artifactId><version>\([^<]*\)</version>.*|\1|p" "$root/benchmarks/pom.xml" | head -n 1; }
+for kind in aeron agrona; do
+    log "$kind ping-pong, two JVMs"
+    if timeout 300 "$JAVA_HOME/bin/java" "${ipc_opts[@]}" -cp "$jar" dev.conduit.benchmarks.compare.IpcPeer "$kind" >>"$results" 2>"$out/$kind.err"; then
+        case $kind in aeron) peers_ran+=("Aeron IPC $(pom_version aeron-driver)") ;;
+            *) peers_ran+=("Agrona OneToOneRingBuffer $(pom_version agrona)") ;;
+        esac
+    else
+        missing "$kind: $(grep -v '^WARNING' "$out/$kind.err" | tail -n 1)"
+    fi
+done
+
+fact load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
+fact peers "$(IFS=,; echo "${peers_ran[*]}" | sed 's/,/, /g')"
+fact noise "2 cores: both sides of every measurement spin on a core each, so anything else that runs (the JITs and GCs of the JVMs, other processes) preempts one of them; the measurements ran one after another and only figures of this one run are comparable, p50 and MB/s over a whole stream are what to read. Load average $(cut -d' ' -f1-3 /proc/loadavg) after the run."
+
+# --- report ------------------------------------------------------------------------------------
+"$JAVA_HOME/bin/java" -cp "$jar" dev.conduit.benchmarks.compare.CompareReport \
+    "$results" "$facts" "$root/docs/performance.md" "$root/docs/img/compare.png"

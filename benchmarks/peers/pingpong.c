@@ -1,0 +1,87 @@
+/*
+ * Cross-process ping-pong through one shared page: the physical limit under Conduit's am_lat.
+ *
+ *   pingpong SIZE [ROUNDS]   prints "c_pingpong <tab> - <tab> am_lat <tab> SIZE <tab> p50_us <tab> VALUE"
+ *
+ * Two processes (fork), a MAP_SHARED|MAP_ANONYMOUS mapping with one slot per direction. A hop
+ * copies SIZE bytes from the incoming slot into the outgoing one (one memcpy per hop, which also
+ * reads what the peer wrote), then stores the round number into the outgoing slot's 64-byte-aligned
+ * flag (release); the peer spins on that flag (acquire). For SIZE 8 the payload shares no line with
+ * the flag: a hop is a cache-line transfer of the flag and one of the payload.
+ * Round trips are timed in batches of BATCH with CLOCK_MONOTONIC; the figure is the median batch,
+ * divided by BATCH and by 2 (one way), in microseconds.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 100
+
+struct slot_hdr { _Alignas(64) volatile uint64_t flag; char pad[56]; };
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void wait_for(volatile uint64_t *flag, uint64_t v) {
+    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != v) __builtin_ia32_pause();
+}
+
+int main(int argc, char **argv) {
+    size_t size = argc > 1 ? strtoull(argv[1], NULL, 0) : 8;
+    long rounds = argc > 2 ? atol(argv[2]) : (size <= 4096 ? 2000000 : size <= 65536 ? 200000 : 20000);
+    long batches = rounds / BATCH;
+    size_t slot = 64 + ((size + 63) & ~(size_t)63);
+    char *base = mmap(NULL, 2 * slot, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) { perror("mmap"); return 1; }
+    memset(base, 0, 2 * slot);
+    /* slot layout: flag line, then payload */
+    struct slot_hdr *a = (struct slot_hdr *)base, *b = (struct slot_hdr *)(base + slot);
+    char *pa = base + 64, *pb = base + slot + 64;
+    long warm = batches / 10 * BATCH;
+    long total = warm + batches * BATCH;
+
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); return 1; }
+    if (pid == 0) {                       /* pong: a -> b */
+        for (long i = 1; i <= total; i++) {
+            wait_for(&a->flag, (uint64_t)i);
+            memcpy(pb, pa, size);
+            __atomic_store_n(&b->flag, (uint64_t)i, __ATOMIC_RELEASE);
+        }
+        _exit(0);
+    }
+    double *samples = malloc(sizeof(double) * batches);
+    long i = 1;
+    for (; i <= warm; i++) {
+        memcpy(pa, pb, size);
+        __atomic_store_n(&a->flag, (uint64_t)i, __ATOMIC_RELEASE);
+        wait_for(&b->flag, (uint64_t)i);
+    }
+    for (long k = 0; k < batches; k++) {
+        double t0 = now_ns();
+        for (int j = 0; j < BATCH; j++, i++) {
+            memcpy(pa, pb, size);
+            __atomic_store_n(&a->flag, (uint64_t)i, __ATOMIC_RELEASE);
+            wait_for(&b->flag, (uint64_t)i);
+        }
+        samples[k] = (now_ns() - t0) / BATCH / 2 / 1000.0;
+    }
+    waitpid(pid, NULL, 0);
+    qsort(samples, batches, sizeof(double), cmp);
+    printf("c_pingpong\t-\tam_lat\t%zu\tp50_us\t%.4f\n", size, samples[batches / 2]);
+    return 0;
+}
