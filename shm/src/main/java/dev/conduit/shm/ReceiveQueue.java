@@ -41,13 +41,14 @@ import java.lang.invoke.VarHandle;
  *     40     8  bounce offset   LARGE: where the payload is in the sender's bounce ring
  *     48     …  header bytes, then payload bytes (MSG; CONNECT, BOUNCE, CLOSE carry a control payload)
  * </pre>
- * A sender claims {@code align8(48 + header + payload)} bytes by CAS on the tail, writes its
- * connection id and {@code -length} (release), the record, then {@code +length} with a release store. When the record does
- * not fit before the end of the ring, the claim also covers the rest of the ring, which becomes a
- * PAD record. The receiver reads records while their length is positive, zeroes what it read (so
- * a stale byte is never taken for a length) and moves the head with a release store. A record
- * claimed by a sender that then died stays uncommitted; the receiver turns it into padding once it
- * knows that sender is dead ({@link #unblock()}), so a dead sender never wedges the queue.
+ * A sender claims {@code align8(48 + header + payload)} bytes by CAS on the tail, writes
+ * {@code -length} and at once its connection id, then the record, then {@code +length} with a
+ * release store. When the record does not fit before the end of the ring, the claim also covers
+ * the rest of the ring, which becomes a PAD record. The receiver reads records while their length
+ * is positive, zeroes what it read (so a stale byte is never taken for a length) and moves the
+ * head with a release store. A record claimed by a sender that then died stays uncommitted; the
+ * receiver turns it into padding once it knows that sender is dead ({@link #unblock()}), so a dead
+ * sender never wedges the queue.
  */
 public final class ReceiveQueue {
 
@@ -165,11 +166,11 @@ public final class ReceiveQueue {
 
     /**
      * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of
-     * {@code connection}. The connection id is stored before {@code -length} is published, so a
-     * receiver that finds the record claimed but uncommitted always knows whose it is
-     * ({@link #blockedConnection()}) — also while the sender still copies its payload — and never
-     * takes a live sender's record for a dead one's. Only in the instant between the CAS and that
-     * store is a claim anonymous (its length still 0).
+     * {@code connection}, and stores the connection id right after {@code -length}, before the
+     * caller writes anything else: a receiver that finds the record claimed but uncommitted knows
+     * whose it is ({@link #blockedConnection()}) also while the sender still copies its payload,
+     * and so never takes a slow live sender's record for a dead one's. A claim is anonymous only
+     * for the instants between the CAS and these two stores.
      *
      * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
      */
@@ -195,8 +196,11 @@ public final class ReceiveQueue {
                     tailIndex = 0;
                 }
                 long offset = HEADER_LENGTH + tailIndex;
-                memory.set(ValueLayout.JAVA_LONG, offset + CONNECTION, connection);
                 INT.setRelease(memory, offset, -length);
+                // At once, before the caller copies anything: from here on the receiver knows whose
+                // claim this is. Not before the length: a claim whose length is still 0 must be all
+                // zeroes, or unblock() would take its connection id for the next record.
+                memory.set(ValueLayout.JAVA_LONG, offset + CONNECTION, connection);
                 return offset;
             }
         }

@@ -74,6 +74,18 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aClaimNamesItsSenderBeforeTheSenderWritesAnythingElse() {
+        long claimed = sender.claim(64, 77); // the sender now copies its payload, or is descheduled
+        send(ReceiveQueue.MSG, 2, 64);
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.isHeadBlocked()).isTrue();
+        assertThat(receiver.blockedConnection()).as("whose claim blocks the head, before its record is written").isEqualTo(77);
+        memory.set(ValueLayout.JAVA_INT, claimed + ReceiveQueue.TYPE, ReceiveQueue.MSG);
+        sender.commit(claimed, 64);
+        assertThat(drain()).containsExactly(77L, 2L);
+    }
+
+    @Test
     void aSenderThatDiedBeforeWritingItsLengthIsSkippedUpToTheNextRecord() {
         long claimed = sender.claim(64);
         memory.set(ValueLayout.JAVA_INT, claimed, 0); // the claim's CAS happened, nothing was written after it

@@ -1,0 +1,99 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code worker.await} across processes: it sleeps on the futex word in this worker's receive
+ * queue, and a sender in another process that commits a message while it sleeps wakes it.
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
+class AwaitAcrossProcessesTest {
+
+    private static final Duration GUARD = Duration.ofSeconds(120);
+
+    /**
+     * No wake-up is lost: a child sends 20 000 small messages with random pauses (none, a short
+     * spin, a yield, a park of up to 200 µs), so that the receiver is sometimes asleep, sometimes
+     * about to sleep and sometimes busy when one commits. The receiver only ever loops
+     * {@code await(10 s)} → {@code progress()} until it has them all. A lost wake-up would leave it
+     * asleep for a whole await with a message waiting; nothing here is timed: the test completes
+     * and the awaits that ran out (returned {@code false}) are few — on a sound transport none.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void awaitWakesOnEveryMessageFromAnotherProcess(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        long messages = 20_000;
+        Traffic.Receiver check = new Traffic.Receiver();
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, plugin);
+             Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+            worker.onMessage(Traffic.DATA, check);
+            child.worker("s", plugin, "SINGLE");
+            child.connect("s", "to-test", worker.address());
+            child.trickle("t", "s", "to-test", 5, messages, 42);
+
+            long awaits = 0;
+            long ranOut = 0;
+            long empty = 0;
+            while (check.messages() < messages && check.errorCount() == 0) {
+                boolean woke = worker.await(Duration.ofSeconds(10));
+                awaits++;
+                if (!woke) ranOut++;
+                if (worker.progress() == 0) empty++;
+            }
+            assertThat(check.errors()).isEmpty();
+            assertThat(check.received(5)).isEqualTo(messages);
+            assertThat(child.join("t", GUARD)).containsEntry("sent", Long.toString(messages)).containsEntry("failed", "false");
+            Setup.report("%s await: %d messages, %d awaits, %d ran out (false), %d followed by an empty progress()", plugin, messages,
+                    awaits, ranOut, empty);
+            assertThat(ranOut).as("awaits that slept their whole 10 s although messages kept coming").isLessThanOrEqualTo(messages / 1000);
+        }
+    }
+
+    /**
+     * A worker asleep in {@code await} notices that a peer it has an endpoint to died: the peer's
+     * JVM gets {@code kill -9} while this worker sleeps in {@code await(30 s)}; the await returns
+     * {@code true} (there is work: a failure to report) rather than sleeping on, and the next
+     * {@code progress()} calls the error handler with {@code PeerFailedException}.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aWorkerAsleepInAwaitNoticesThatItsPeerDied(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        List<PeerFailedException> failures = new CopyOnWriteArrayList<>();
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, plugin);
+             Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+            WorkerAddress peer = child.worker("p", plugin, "SINGLE");
+            Endpoint ep = worker.connect(peer, (e, cause) -> failures.add(cause));
+            worker.progress();
+            assertThat(failures).isEmpty();
+
+            Thread killer = Thread.ofPlatform().start(child::kill);
+            boolean woke = worker.await(Duration.ofSeconds(30));
+            killer.join();
+            worker.progress();
+            assertThat(woke).as("await returned because of the peer's death, not because 30 s passed").isTrue();
+            assertThat(failures).hasSize(1);
+            assertThat(ep.isFailed()).isTrue();
+        }
+    }
+}

@@ -1,0 +1,144 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.CommandLoop;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The shared-memory transports between the host and an isolated "container": a child JVM under
+ * {@link Launcher#container()} — new PID, IPC, UTS, mount and network namespaces, another
+ * hostname, the shared directory bind-mounted at another path and named by its own
+ * {@code CONDUIT_SHARED_DIR}. Reachability is proven by what each side can open in the shared
+ * directory, liveness by leases under {@code flock}, wake-ups by a futex in shared memory: all of
+ * it crosses those namespaces. Runs in CI as root; without {@code unshare} or root it fails (never
+ * skips), naming what is missing.
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
+class ContainerTransportTest {
+
+    private static final long MESSAGES = 100_000;
+    private static final Duration GUARD = Duration.ofSeconds(120);
+
+    /**
+     * This JVM and a container exchange 10^5 mixed messages each way at the same time, each checked
+     * on arrival; then the container's JVM gets {@code kill -9} and this JVM's endpoint to it fails
+     * through the error handler with {@code PeerFailedException}. This JVM's liveness check
+     * reclaimed the container's files: once this JVM closes, the shared directory is empty.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void hostAndContainerExchangeMessagesAndTheHostSeesTheContainerDie(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        Traffic.Receiver fromContainer = new Traffic.Receiver();
+        try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, Launcher.container())) {
+            assertIsolated(container, shared);
+            try (WorkerHost host = WorkerHost.start("host", Setup.conduit(shared, plugin), ThreadMode.SINGLE, true)) {
+                host.run(() -> host.worker().onMessage(Traffic.DATA, fromContainer));
+                WorkerAddress c = container.worker("c", plugin, "SINGLE");
+                container.receive("c");
+                container.connect("c", "to-host", host.address());
+                host.connect("to-container", c);
+
+                container.stream("s", "c", "to-host", 1, Traffic.Profile.MIXED, MESSAGES, 4096);
+                Future<Long> sent = host.submit(() -> {
+                    long n = Traffic.stream(host.worker(), host.endpoint("to-container"), 2, Traffic.Profile.MIXED, 0, MESSAGES, 4096, p -> { });
+                    Traffic.drain(host.worker(), host.endpoint("to-container"));
+                    return n;
+                });
+                assertThat(sent.get(GUARD.toSeconds(), TimeUnit.SECONDS)).isEqualTo(MESSAGES);
+                assertThat(container.join("s", GUARD)).containsEntry("sent", Long.toString(MESSAGES)).containsEntry("failed", "false");
+                Setup.waitUntil(() -> fromContainer.messages() >= MESSAGES || fromContainer.errorCount() > 0, GUARD, fromContainer::summary);
+                Setup.waitUntil(() -> container.stats("c").get("messages").equals(Long.toString(MESSAGES)), GUARD,
+                        () -> container.stats("c").toString());
+                assertThat(fromContainer.errors()).isEmpty();
+                assertThat(fromContainer.received(1)).isEqualTo(MESSAGES);
+                assertThat(container.stats("c")).as("what the container received")
+                        .containsEntry("errors", "0").containsEntry("streams", "2:" + MESSAGES);
+                Setup.report("%s host <-> container: %d mixed messages each way, checked on both sides", plugin, MESSAGES);
+
+                long killedAt = System.nanoTime();
+                container.kill();
+                long reaped = System.nanoTime();
+                Setup.waitUntil(() -> !host.failures().isEmpty(), GUARD, () -> "the host's error handler was not called");
+                List<WorkerHost.Failure> failures = host.failures();
+                assertThat(failures).extracting(WorkerHost.Failure::endpoint).containsExactly("to-container");
+                assertThat(failures).extracting(WorkerHost.Failure::type).containsExactly("PeerFailedException");
+                Setup.report("%s death detection, kill -9 of the container's JVM -> error handler on the host: %.1f ms (target 100; "
+                        + "the JVM was reaped %.1f ms after the signal). %s", plugin, (failures.getFirst().nanoTime() - killedAt) / 1e6,
+                        (reaped - killedAt) / 1e6, failures.getFirst().message());
+                assertThat(host.progressErrors()).isEmpty();
+            }
+        }
+        assertThat(Setup.files(shared)).as("left in the shared directory once the host closed; the container's files were reclaimed")
+                .isEmpty();
+    }
+
+    /**
+     * The other direction: a host-side child and a container child connect both ways and exchange
+     * messages; the host-side child gets {@code kill -9}; the container's error handler reports
+     * {@code PeerFailedException} for its endpoint to it, and the container reclaimed its files.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aContainerSeesAHostProcessDie(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        long messages = 10_000;
+        try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, Launcher.container());
+             RemoteTransportPeer hostSide = RemoteTransportPeer.start(shared, Launcher.direct())) {
+            assertIsolated(container, shared);
+            WorkerAddress c = container.worker("c", plugin, "SINGLE");
+            WorkerAddress h = hostSide.worker("h", plugin, "SINGLE");
+            container.receive("c");
+            hostSide.receive("h");
+            container.connect("c", "to-host", h);
+            hostSide.connect("h", "to-container", c);
+            container.stream("s", "c", "to-host", 1, Traffic.Profile.MIXED, messages, 4096);
+            hostSide.stream("s", "h", "to-container", 2, Traffic.Profile.MIXED, messages, 4096);
+            container.join("s", GUARD);
+            hostSide.join("s", GUARD);
+            Setup.waitUntil(() -> container.stats("c").get("messages").equals(Long.toString(messages))
+                            && hostSide.stats("h").get("messages").equals(Long.toString(messages)), GUARD,
+                    () -> "container " + container.stats("c") + ", host side " + hostSide.stats("h"));
+            assertThat(container.stats("c")).containsEntry("errors", "0").containsEntry("streams", "2:" + messages);
+            assertThat(hostSide.stats("h")).containsEntry("errors", "0").containsEntry("streams", "1:" + messages);
+            List<String> before = Setup.files(shared);
+
+            long killedAt = System.nanoTime();
+            hostSide.kill();
+            long reaped = System.nanoTime();
+            Setup.waitUntil(() -> !container.failures("c").isEmpty(), GUARD, () -> "the container's error handler was not called");
+            List<String[]> failures = container.failures("c");
+            assertThat(failures).hasSize(1);
+            assertThat(failures.getFirst()[0]).isEqualTo("to-host");
+            assertThat(failures.getFirst()[2]).isEqualTo("PeerFailedException");
+            Setup.report("%s death detection, kill -9 of a host process -> error handler in the container: %.1f ms (target 100; "
+                    + "the JVM was reaped %.1f ms after the signal)", plugin, (Long.parseLong(failures.getFirst()[1]) - killedAt) / 1e6,
+                    (reaped - killedAt) / 1e6);
+
+            container.closeWorker("c");
+            assertThat(Setup.files(shared)).as("left once the container closed its worker (before: %s)", before).isEmpty();
+        }
+    }
+
+    private static void assertIsolated(RemoteTransportPeer container, Path shared) {
+        Map<String, String> hello = container.child().hello();
+        assertThat(hello.get("hostname")).as("the container's hostname").isEqualTo(Launcher.Container.HOSTNAME)
+                .isNotEqualTo(CommandLoop.hostname());
+        assertThat(hello.get("shared")).as("the container's CONDUIT_SHARED_DIR").isNotEqualTo(shared.toString());
+        assertThat(hello.get("ns.pid")).as("the container's PID namespace").isNotEqualTo(CommandLoop.namespaces().get("pid"));
+    }
+}

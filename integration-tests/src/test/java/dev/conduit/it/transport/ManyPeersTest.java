@@ -1,0 +1,208 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Eight senders, one receiving worker. The senders are eight workers — each with a Conduit of its
+ * own — in two child JVMs (four each, to spare the two cores); the receiver is a worker of this
+ * JVM, which also connects back to every sender (so it has an endpoint to each, as a server that
+ * answers would). Every message is checked by {@link Traffic.Receiver}: per sender in order, none
+ * lost, none twice, intact.
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
+class ManyPeersTest {
+
+    private static final int PER_CHILD = 4;
+    private static final Duration GUARD = Duration.ofSeconds(120);
+
+    /** Both children, their senders' names and addresses, and the receiver. */
+    private record Setting(List<RemoteTransportPeer> children, WorkerHost receiver, Traffic.Receiver check) {
+        RemoteTransportPeer childOf(int s) {
+            return children.get(s / PER_CHILD);
+        }
+    }
+
+    private static void addSenders(Setting t, int child, String plugin, String... keys) {
+        RemoteTransportPeer c = t.children().get(child);
+        for (int i = 0; i < PER_CHILD; i++) {
+            int s = child * PER_CHILD + i;
+            WorkerAddress a = c.worker("w" + s, plugin, "SINGLE", keys);
+            c.connect("w" + s, "to-receiver", t.receiver().address());
+            t.receiver().connect("back-" + s, a);
+        }
+    }
+
+    /**
+     * A receiver that stops progressing: the eight senders each send 5000 mixed messages without
+     * ever waiting (no self-throttling). Every {@code send} returns although the receiver takes
+     * nothing — its queue and the bounce rings fill, the rest waits in each sender's local queue
+     * ({@code endpoint.pending() > 0} once all sends returned). Then the receiver progresses again
+     * and everything arrives, in order per sender. The senders' {@code heartbeat.timeout} is raised
+     * to 60 s so that a slow machine cannot turn the pause into a "hung peer" failure.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aSlowReceiverMakesSendersQueueLocallyNeverBlockNeverLose(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        long perSender = 5000;
+        Traffic.Receiver check = new Traffic.Receiver();
+        try (WorkerHost receiver = WorkerHost.start("receiver", Setup.conduit(shared, plugin), ThreadMode.SINGLE, true);
+             RemoteTransportPeer a = RemoteTransportPeer.start(shared, Launcher.direct());
+             RemoteTransportPeer b = RemoteTransportPeer.start(shared, Launcher.direct())) {
+            receiver.run(() -> receiver.worker().onMessage(Traffic.DATA, check));
+            Setting t = new Setting(List.of(a, b), receiver, check);
+            addSenders(t, 0, plugin, plugin + ".heartbeat.timeout=60s");
+            addSenders(t, 1, plugin, plugin + ".heartbeat.timeout=60s");
+
+            receiver.pause(true);
+            for (int s = 0; s < 2 * PER_CHILD; s++) {
+                t.childOf(s).stream("s" + s, "w" + s, "to-receiver", s, Traffic.Profile.MIXED, perSender, 0);
+            }
+            List<Long> pendingAtIssue = new ArrayList<>();
+            for (int s = 0; s < 2 * PER_CHILD; s++) {
+                int sender = s;
+                String[] stage = new String[1];
+                Setup.waitUntil(() -> {
+                    Map<String, String> st = t.childOf(sender).status("s" + sender);
+                    stage[0] = st.toString();
+                    return st.get("done").equals("true") || st.getOrDefault("stage", "").startsWith("issued");
+                }, GUARD, () -> "sender " + sender + " issuing its sends: " + stage[0]);
+                assertThat(stage[0]).as("sender %d once every send returned", sender).contains("pendingAtIssue=");
+                pendingAtIssue.add(Long.parseLong(stage[0].replaceAll(".*pendingAtIssue=(-?\\d+).*", "$1")));
+            }
+            assertThat(check.messages()).as("messages the paused receiver took").isZero();
+            Setup.report("%s slow receiver: every sender's %d sends returned while the receiver took nothing; pending() then: %s",
+                    plugin, perSender, pendingAtIssue);
+            assertThat(pendingAtIssue).as("each sender's local queue once all its sends returned").allSatisfy(p -> assertThat(p).isPositive());
+
+            receiver.pause(false);
+            for (int s = 0; s < 2 * PER_CHILD; s++) {
+                Map<String, String> r = t.childOf(s).join("s" + s, GUARD);
+                assertThat(r).as("sender %d", s).containsEntry("sent", Long.toString(perSender)).containsEntry("failed", "false");
+            }
+            Setup.waitUntil(() -> check.messages() >= 2 * PER_CHILD * perSender || check.errorCount() > 0, GUARD, check::summary);
+            assertThat(check.errors()).isEmpty();
+            for (int s = 0; s < 2 * PER_CHILD; s++) assertThat(check.received(s)).as("messages of sender %d", s).isEqualTo(perSender);
+            assertThat(check.messages()).isEqualTo(2 * PER_CHILD * perSender);
+            assertThat(receiver.failures()).isEmpty();
+            for (int s = 0; s < 2 * PER_CHILD; s++) assertThat(t.childOf(s).failures("w" + s)).as("failures seen by sender %d", s).isEmpty();
+        }
+    }
+
+    /**
+     * {@code kill -9} of one sending process (four of the eight senders) in mid-stream. The
+     * receiver's endpoints to those four workers fail through the error handler with
+     * {@code PeerFailedException} (the time from the kill to each callback is printed); the other
+     * four streams complete, in order and intact — although their process was frozen
+     * ({@code SIGSTOP}) across the kill, perhaps in mid-send; and once the receiver's liveness check noticed
+     * the death, nothing of the dead process is left in the shared directory: the receiver
+     * reclaimed its files (leases, queues, bounce rings, sockets).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void killingASenderMidStreamFailsOnlyItsEndpointsAndItsFilesAreReclaimed(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        long perSender = 300_000;
+        long survivors = 20_000;
+        Traffic.Receiver check = new Traffic.Receiver();
+        try (WorkerHost receiver = WorkerHost.start("receiver", Setup.conduit(shared, plugin), ThreadMode.SINGLE, true);
+             RemoteTransportPeer a = RemoteTransportPeer.start(shared, Launcher.direct());
+             RemoteTransportPeer b = RemoteTransportPeer.start(shared, Launcher.direct())) {
+            receiver.run(() -> receiver.worker().onMessage(Traffic.DATA, check));
+            Setting t = new Setting(List.of(a, b), receiver, check);
+
+            // Child a's senders, warmed up (a warm-up stream of 1000 mixed messages creates each bounce ring).
+            addSenders(t, 0, plugin);
+            warmUp(t, 0);
+            Set<String> before = new HashSet<>(Setup.files(shared));
+            addSenders(t, 1, plugin);
+            warmUp(t, 1);
+            Set<String> victims = new HashSet<>(Setup.files(shared));
+            victims.removeAll(before);
+            Setup.report("%s files of the process to be killed: %s", plugin, victims);
+            assertThat(victims).as("files that appeared with child b's workers").anyMatch(n -> n.endsWith(".lease"));
+
+            for (int s = PER_CHILD; s < 2 * PER_CHILD; s++) b.stream("s" + s, "w" + s, "to-receiver", s, Traffic.Profile.MIXED, perSender, 4096);
+            Setup.waitUntil(() -> IntStream.range(PER_CHILD, 2 * PER_CHILD).allMatch(s -> check.received(s) >= 1000) || check.errorCount() > 0,
+                    GUARD, check::summary);
+            for (int s = 0; s < PER_CHILD; s++) a.stream("s" + s, "w" + s, "to-receiver", s, Traffic.Profile.BULKY, survivors, 256);
+            // Mid-stream: every stream has delivered some, none has finished.
+            Setup.waitUntil(() -> IntStream.range(0, 2 * PER_CHILD).allMatch(s -> check.received(s) >= 1000) || check.errorCount() > 0,
+                    GUARD, check::summary);
+            // The survivors' process is frozen meanwhile (SIGSTOP), each sender wherever it was — quite
+            // possibly between claiming a record in the receiver's queue and committing it, with its
+            // payload half copied. The receiver must wait for a live sender's record, however long,
+            // although another sender died: it may skip only records of senders it knows are dead.
+            a.stop();
+            long killedAt = System.nanoTime();
+            b.kill();
+            long reaped = System.nanoTime();
+            List<Long> victimCounts = IntStream.range(PER_CHILD, 2 * PER_CHILD).mapToObj(s -> check.received(s)).toList();
+
+            Setup.waitUntil(() -> receiver.failures().size() >= PER_CHILD, GUARD, () -> "error handler calls: " + receiver.failures());
+            Thread.sleep(500); // not a measurement: ten times unblock.timeout for the receiver to misjudge a frozen sender
+            a.resume();
+            List<WorkerHost.Failure> failures = receiver.failures();
+            assertThat(failures).extracting(WorkerHost.Failure::endpoint)
+                    .containsExactlyInAnyOrderElementsOf(IntStream.range(PER_CHILD, 2 * PER_CHILD).mapToObj(s -> "back-" + s).toList());
+            assertThat(failures).extracting(WorkerHost.Failure::type).containsOnly("PeerFailedException");
+            List<Double> detection = failures.stream().map(f -> (f.nanoTime() - killedAt) / 1e6).sorted().toList();
+            Setup.report("%s death detection, kill -9 of a sender process -> error handler on the receiver (ms; target 100): %s"
+                            + " (the killed JVM was reaped %.1f ms after the signal)",
+                    plugin, detection.stream().map(d -> String.format("%.1f", d)).toList(), (reaped - killedAt) / 1e6);
+            Setup.report("%s victims' streams had delivered %s of %d when killed", plugin, victimCounts, perSender);
+
+            for (int s = 0; s < PER_CHILD; s++) {
+                Map<String, String> r = a.join("s" + s, GUARD);
+                if (!r.get("failed").equals("false")) {
+                    Setup.report("surviving sender %d failed: %s; receiver: %s, progress errors %s", s,
+                            a.failures("w" + s).stream().map(List::of).toList(), check.summary(), receiver.progressErrors());
+                }
+                assertThat(r).as("surviving sender %d", s).containsEntry("sent", Long.toString(survivors)).containsEntry("failed", "false");
+            }
+            Setup.waitUntil(() -> IntStream.range(0, PER_CHILD).allMatch(s -> check.received(s) >= survivors) || check.errorCount() > 0,
+                    GUARD, check::summary);
+            assertThat(check.errors()).as("order and content, the victims' streams included, up to where they stopped").isEmpty();
+            for (int s = 0; s < PER_CHILD; s++) assertThat(check.received(s)).as("messages of surviving sender %d", s).isEqualTo(survivors);
+            for (int s = PER_CHILD; s < 2 * PER_CHILD; s++) assertThat(check.received(s)).as("messages of killed sender %d", s).isLessThan(perSender);
+            for (int s = 0; s < PER_CHILD; s++) assertThat(a.failures("w" + s)).as("failures seen by surviving sender %d", s).isEmpty();
+            assertThat(receiver.progressErrors()).isEmpty();
+
+            Setup.waitUntil(() -> Setup.files(shared).stream().noneMatch(victims::contains), GUARD,
+                    () -> "files of the dead process left: " + Setup.files(shared).stream().filter(victims::contains).toList());
+            assertThat(Setup.files(shared)).as("the live processes' files").containsAll(before);
+        }
+    }
+
+    private static void warmUp(Setting t, int child) {
+        RemoteTransportPeer c = t.children().get(child);
+        for (int i = 0; i < PER_CHILD; i++) {
+            int s = child * PER_CHILD + i;
+            c.stream("warm" + s, "w" + s, "to-receiver", 100 + s, Traffic.Profile.MIXED, 1000, 4096);
+        }
+        for (int i = 0; i < PER_CHILD; i++) {
+            int s = child * PER_CHILD + i;
+            c.join("warm" + s, GUARD);
+            Setup.waitUntil(() -> t.check().received(100 + s) >= 1000 || t.check().errorCount() > 0, GUARD, t.check()::summary);
+        }
+    }
+}

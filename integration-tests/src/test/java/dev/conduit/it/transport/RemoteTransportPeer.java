@@ -1,0 +1,168 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.process.ChildJvm;
+import dev.conduit.it.process.Launcher;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/** A {@link TransportPeer} in a child JVM, as typed calls. */
+final class RemoteTransportPeer implements AutoCloseable {
+
+    private final ChildJvm child;
+
+    private RemoteTransportPeer(ChildJvm child) {
+        this.child = child;
+    }
+
+    /** Starts a peer that sees {@code shared} through {@code launcher}. */
+    static RemoteTransportPeer start(Path shared, Launcher launcher, String... jvmOptions) throws IOException {
+        return new RemoteTransportPeer(ChildJvm.builder(TransportPeer.class).sharedDirectory(shared).launcher(launcher)
+                .jvmOptions(jvmOptions).start());
+    }
+
+    ChildJvm child() {
+        return child;
+    }
+
+    /** A worker of a Conduit of its own (transports = plugin, and {@code keys} as key=value), in {@code mode}. */
+    WorkerAddress worker(String w, String plugin, String mode, String... keys) {
+        Object[] args = new Object[3 + keys.length];
+        args[0] = w;
+        args[1] = plugin;
+        args[2] = mode;
+        System.arraycopy(keys, 0, args, 3, keys.length);
+        String hex = fields(child.call("worker", args)).get("address");
+        return WorkerAddress.fromBytes(HexFormat.of().parseHex(hex));
+    }
+
+    void connect(String w, String ep, WorkerAddress peer) {
+        child.call("connect", w, ep, HexFormat.of().formatHex(peer.toBytes()));
+    }
+
+    void receive(String w) {
+        child.call("receive", w);
+    }
+
+    void echo(String w, String ep) {
+        child.call("echo", w, ep);
+    }
+
+    void stream(String job, String w, String ep, int stream, Traffic.Profile profile, long count, long maxPending) {
+        child.call("stream", job, w, ep, stream, profile, count, maxPending);
+    }
+
+    void pingPong(String job, String w, String ep, int stream, Traffic.Profile profile, long count) {
+        child.call("pingpong", job, w, ep, stream, profile, count);
+    }
+
+    void trickle(String job, String w, String ep, int stream, long count, long seed) {
+        child.call("trickle", job, w, ep, stream, count, seed);
+    }
+
+    /** The job's fields now: {@code done=false stage=…} or {@code done=true …}. */
+    Map<String, String> status(String job) {
+        return fields(child.call("status", job));
+    }
+
+    /**
+     * Waits for the job, in slices of at most 10 s (each reply stays well within the harness's
+     * reply timeout), up to {@code guard} — a hang guard, not a speed check.
+     */
+    Map<String, String> join(String job, Duration guard) {
+        long deadline = System.nanoTime() + guard.toNanos();
+        while (true) {
+            Map<String, String> f = fields(child.call("join", job, 10_000));
+            if (f.get("done").equals("true")) {
+                if (f.containsKey("error")) throw new AssertionError("job " + job + " failed in the child: " + f.get("error") + "\n" + child.stderr());
+                return f;
+            }
+            if (System.nanoTime() > deadline) throw new AssertionError("job " + job + " not done after " + guard + ": " + f);
+        }
+    }
+
+    /** The DATA receiver's summary: messages, bytes, errors, streams (s:count,…), firstErrors. */
+    Map<String, String> stats(String w) {
+        return fields(child.call("stats", w));
+    }
+
+    /** Error handler calls on {@code w}: endpoint, nanoTime, type, message (blanks as _). */
+    List<String[]> failures(String w) {
+        String list = fields(child.call("failures", w)).get("list");
+        if (list.equals("-")) return List.of();
+        return Arrays.stream(list.split(",")).map(s -> s.split("@")).toList();
+    }
+
+    byte[] region(String w, String name, long size) {
+        return HexFormat.of().parseHex(fields(child.call("region", w, name, size)).get("handle"));
+    }
+
+    void fill(String name, long seed) {
+        child.call("fill", name, seed);
+    }
+
+    String crc(String name) {
+        return fields(child.call("crc", name)).get("crc");
+    }
+
+    long word(String name, long offset) {
+        return Long.parseLong(fields(child.call("word", name, offset)).get("value"));
+    }
+
+    void adder(String job, String name, long offset, long count) {
+        child.call("adder", job, name, offset, count);
+    }
+
+    List<String> files() {
+        String f = fields(child.call("files")).get("files");
+        return f.equals("-") ? List.of() : List.of(f.split(","));
+    }
+
+    void closeWorker(String w) {
+        child.call("close", w);
+    }
+
+    /** {@code SIGSTOP} to the child JVM: every thread freezes wherever it is, as a descheduled or debugged process would. */
+    void stop() {
+        signal("-STOP");
+    }
+
+    /** {@code SIGCONT}: the child JVM runs on from where {@link #stop()} froze it. */
+    void resume() {
+        signal("-CONT");
+    }
+
+    private void signal(String signal) {
+        long pid = child.jvm().pid();
+        try {
+            Process p = new ProcessBuilder("kill", signal, Long.toString(pid)).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes());
+            if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) throw new AssertionError("kill " + signal + " " + pid + " failed: " + out);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted sending " + signal);
+        }
+    }
+
+    int kill() {
+        return child.kill();
+    }
+
+    static Map<String, String> fields(String line) {
+        return ChildJvm.parseFields(line);
+    }
+
+    @Override
+    public void close() {
+        child.close();
+    }
+}

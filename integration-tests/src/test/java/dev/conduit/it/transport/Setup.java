@@ -1,0 +1,76 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.Conduit;
+import dev.conduit.ConduitBuilder;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+
+/** This JVM's side of the transport tests. */
+final class Setup {
+
+    private Setup() {
+    }
+
+    /**
+     * A Conduit in this JVM on {@code shared} with only {@code plugin} selected, configured by the
+     * builder alone ({@code keys}: key=value, e.g. {@code memfd.heartbeat.timeout=60s}).
+     */
+    static Conduit conduit(Path shared, String plugin, String... keys) {
+        ConduitBuilder b = Conduit.builder().environment(Map.of()).systemProperties(new Properties())
+                .sharedDirectory(shared).transports(plugin);
+        for (String kv : keys) {
+            int eq = kv.indexOf('=');
+            b.set(kv.substring(0, eq), kv.substring(eq + 1));
+        }
+        return b.build();
+    }
+
+    /** The names in {@code directory}, sorted. */
+    static List<String> files(Path directory) {
+        try (Stream<Path> s = Files.list(directory)) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Polls {@code condition} every few milliseconds until it holds; fails with {@code what} after
+     * {@code guard} — a hang guard, never a speed check.
+     */
+    static void waitUntil(BooleanSupplier condition, Duration guard, Supplier<String> what) {
+        long deadline = System.nanoTime() + guard.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("not within the hang guard of " + guard + ": " + what.get());
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted waiting for: " + what.get());
+            }
+        }
+    }
+
+    /** A line in the test's report (surefire keeps this JVM's stdout per test class). */
+    static void report(String format, Object... args) {
+        System.out.printf("[transport] " + format + "%n", args);
+    }
+
+    static String perSecond(long count, long nanos) {
+        return String.format("%.0f/s", count * 1e9 / Math.max(1, nanos));
+    }
+
+    static String mibPerSecond(long bytes, long nanos) {
+        return String.format("%.0f MiB/s", bytes * 1e9 / Math.max(1, nanos) / (1 << 20));
+    }
+}

@@ -1,0 +1,100 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Two JVMs, one shared-memory transport: a million messages of mixed sizes
+ * ({@link Traffic.Profile#MIXED}: 0 B to 8 KiB in a cycle of 16 — both sides of the inline limit —
+ * every 100th 64 KiB, every 1000th 1 MiB), checked on the receiving side for loss, duplication,
+ * order and content ({@link Traffic.Receiver}).
+ *
+ * <ul>
+ *   <li>streaming: a child streams 10^6 messages to this JVM, keeping its local queue bounded by
+ *       progressing the way an application does;</li>
+ *   <li>ping-pong: this JVM sends 10^6 messages one at a time, the child checks each and sends it
+ *       back, this JVM checks the echo before it sends the next.</li>
+ * </ul>
+ *
+ * Throughput is printed (informational; nothing here asserts a duration).
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
+class StreamingTest {
+
+    static final long MESSAGES = 1_000_000;
+    private static final Duration GUARD = Duration.ofSeconds(240);
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aMillionMixedMessagesStreamFromAChildInOrderAndIntact(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        Traffic.Receiver received = new Traffic.Receiver();
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             WorkerHost local = WorkerHost.start("local", Setup.conduit(shared, plugin), ThreadMode.SINGLE, true)) {
+            local.run(() -> local.worker().onMessage(Traffic.DATA, received));
+            child.worker("w", plugin, "SINGLE");
+            child.connect("w", "to-test", local.address());
+
+            child.stream("s", "w", "to-test", 7, Traffic.Profile.MIXED, MESSAGES, 8192);
+            Map<String, String> result = child.join("s", GUARD);
+            assertThat(result).containsEntry("sent", Long.toString(MESSAGES)).containsEntry("failed", "false");
+            Setup.waitUntil(() -> received.messages() >= MESSAGES || received.errorCount() > 0, GUARD, received::summary);
+
+            assertThat(received.errors()).as("what the receiver found wrong").isEmpty();
+            assertThat(received.messages()).isEqualTo(MESSAGES);
+            assertThat(received.received(7)).as("next sequence number of the stream").isEqualTo(MESSAGES);
+            assertThat(local.failures()).isEmpty();
+            assertThat(local.progressErrors()).isEmpty();
+            long nanos = Long.parseLong(result.get("nanos"));
+            Setup.report("%s streaming child -> test: %d messages, %d bytes in %d ms: %s, %s", plugin, MESSAGES, received.bytes(),
+                    nanos / 1_000_000, Setup.perSecond(MESSAGES, nanos), Setup.mibPerSecond(received.bytes(), nanos));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aMillionMixedMessagesPingPongWithAChildEachCheckedOnBothSides(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        Traffic.Receiver echoes = new Traffic.Receiver();
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             WorkerHost local = WorkerHost.start("local", Setup.conduit(shared, plugin), ThreadMode.SINGLE, true)) {
+            local.run(() -> local.worker().onMessage(Traffic.ECHO, echoes));
+            WorkerAddress remote = child.worker("w", plugin, "SINGLE");
+            child.connect("w", "back", local.address());
+            child.echo("w", "back");
+            local.connect("to-child", remote);
+
+            Future<Long> pingPong = local.submit(() -> {
+                long t0 = System.nanoTime();
+                long n = Traffic.pingPong(local.worker(), local.endpoint("to-child"), 3, Traffic.Profile.MIXED, MESSAGES, echoes);
+                long nanos = System.nanoTime() - t0;
+                Setup.report("%s ping-pong test <-> child: %d round trips, %d bytes each way in %d ms: %s round trips, %.1f us each",
+                        plugin, n, echoes.bytes(), nanos / 1_000_000, Setup.perSecond(n, nanos), nanos / 1e3 / Math.max(1, n));
+                return n;
+            });
+            assertThat(pingPong.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("round trips").isEqualTo(MESSAGES);
+
+            assertThat(echoes.errors()).as("what this JVM found wrong in the echoes").isEmpty();
+            assertThat(echoes.received(3)).isEqualTo(MESSAGES);
+            Map<String, String> theirs = child.stats("w");
+            assertThat(theirs).as("what the child received").containsEntry("errors", "0")
+                    .containsEntry("messages", Long.toString(MESSAGES)).containsEntry("streams", "3:" + MESSAGES);
+            assertThat(child.failures("w")).isEmpty();
+            assertThat(local.failures()).isEmpty();
+        }
+    }
+}

@@ -1,0 +1,165 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.ThreadPolicy;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Thread modes on a real connection to another process: a {@code MULTI} worker hammered by four
+ * sending threads while a fifth progresses it, and a {@code SINGLE} worker used from a thread that
+ * does not own it.
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
+class ThreadModesAcrossProcessesTest {
+
+    private static final Duration GUARD = Duration.ofSeconds(120);
+
+    /**
+     * Four threads send 50 000 mixed messages each on one endpoint of a {@code MULTI} worker (the
+     * shared-memory plugins declare {@code SINGLE} and {@code SERIALIZED}, so the runtime's lock is
+     * in force) while one thread progresses it, which is what drains the endpoint's local queue.
+     * A child receives: every message arrives, each thread's in the order it sent them.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aMultiWorkerHammeredByFourSendingThreadsDeliversEverythingInPerThreadOrder(String plugin,
+                                                                                    @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        int threads = 4;
+        long perThread = 50_000;
+        ExecutorService pool = Executors.newFixedThreadPool(threads + 1);
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, plugin);
+             Worker worker = conduit.newWorker(ThreadMode.MULTI)) {
+            assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+            WorkerAddress r = child.worker("r", plugin, "SINGLE");
+            child.receive("r");
+            Endpoint ep = worker.connect(r);
+
+            AtomicBoolean stop = new AtomicBoolean();
+            Future<Long> progress = pool.submit(() -> {
+                long rounds = 0;
+                while (!stop.get()) {
+                    if (worker.progress() == 0) Thread.onSpinWait();
+                    rounds++;
+                }
+                return rounds;
+            });
+            List<Future<Long>> senders = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int stream = t;
+                senders.add(pool.submit(() -> {
+                    MemorySegment h = Traffic.newHeader();
+                    long maxPending = 0;
+                    for (long n = 0; n < perThread; n++) {
+                        ep.send(Traffic.DATA, Traffic.header(h, stream, Traffic.Profile.MIXED, n), Traffic.payload(stream, Traffic.Profile.MIXED, n));
+                        if ((n & 63) == 0) {
+                            long p = ep.pending();
+                            maxPending = Math.max(maxPending, p);
+                            while (p > 8192) { // the progress thread drains; a sender only waits
+                                Thread.yield();
+                                p = ep.pending();
+                            }
+                        }
+                    }
+                    return maxPending;
+                }));
+            }
+            List<Long> maxPending = new ArrayList<>();
+            for (Future<Long> f : senders) maxPending.add(f.get(GUARD.toSeconds(), TimeUnit.SECONDS));
+            Setup.waitUntil(() -> ep.pending() == 0, GUARD, () -> "pending " + ep.pending());
+            Setup.waitUntil(() -> child.stats("r").get("messages").equals(Long.toString(threads * perThread)), GUARD,
+                    () -> child.stats("r").toString());
+            stop.set(true);
+            long rounds = progress.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+
+            assertThat(child.stats("r")).containsEntry("errors", "0").containsEntry("streams", "0:50000,1:50000,2:50000,3:50000");
+            assertThat(ep.isFailed()).isFalse();
+            Setup.report("%s MULTI worker: %d threads x %d messages on one endpoint, %d progress rounds; largest pending() seen per thread %s",
+                    plugin, threads, perThread, rounds, maxPending);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * A {@code SINGLE} worker belongs to the thread that created it: every call from another
+     * thread — on the worker and on its endpoint — throws {@code WrongThreadException} and does
+     * nothing (the child receives only what the owner sent). {@code signal()} is the one call any
+     * thread may make.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aSingleWorkerRejectsEveryCallFromAnotherThread(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, plugin);
+             Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+            assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.OWNER_CHECK);
+            WorkerAddress r = child.worker("r", plugin, "SINGLE");
+            child.receive("r");
+            Endpoint ep = worker.connect(r);
+            MemorySegment h = Traffic.newHeader();
+
+            List<String> misuses = List.of("send", "pending", "progress", "await", "connect", "onMessage", "address", "flush", "close");
+            for (String call : misuses) {
+                Consumer<Void> attempt = v -> {
+                    switch (call) {
+                        case "send" -> ep.send(Traffic.DATA, Traffic.header(h, 0, Traffic.Profile.SMALL, 0), Traffic.payload(0, Traffic.Profile.SMALL, 0));
+                        case "pending" -> ep.pending();
+                        case "progress" -> worker.progress();
+                        case "await" -> worker.await(Duration.ofMillis(1));
+                        case "connect" -> worker.connect(r);
+                        case "onMessage" -> worker.onMessage(9, m -> { });
+                        case "address" -> worker.address();
+                        case "flush" -> ep.flush();
+                        case "close" -> worker.close();
+                        default -> throw new IllegalArgumentException(call);
+                    }
+                };
+                CompletableFuture<Throwable> thrown = CompletableFuture.supplyAsync(() -> {
+                    try {
+                        attempt.accept(null);
+                        return null;
+                    } catch (Throwable t) {
+                        return t;
+                    }
+                });
+                assertThat(thrown.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("%s from another thread", call)
+                        .isInstanceOf(WrongThreadException.class);
+            }
+            CompletableFuture.runAsync(worker::signal).get(GUARD.toSeconds(), TimeUnit.SECONDS);
+
+            // The owner still works, and nothing the other thread tried went out.
+            for (long n = 0; n < 100; n++) {
+                ep.send(Traffic.DATA, Traffic.header(h, 0, Traffic.Profile.MIXED, n), Traffic.payload(0, Traffic.Profile.MIXED, n));
+            }
+            while (ep.pending() > 0) worker.progress();
+            Setup.waitUntil(() -> child.stats("r").get("messages").equals("100"), GUARD, () -> child.stats("r").toString());
+            assertThat(child.stats("r")).containsEntry("errors", "0").containsEntry("streams", "0:100");
+        }
+    }
+}
