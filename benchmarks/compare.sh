@@ -22,25 +22,9 @@ sizes=(8 4096 65536 1048576)
 
 log() { printf 'compare.sh: %s\n' "$*" >&2; }
 
-java_major() {
-    "$1/bin/java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}'
-}
-is_jdk25() {
-    [ -x "$1/bin/java" ] && [ -x "$1/bin/javac" ] || return 1
-    local major
-    major="$(java_major "$1")"
-    [ -n "$major" ] && [ "${major%%.*}" -ge 25 ]
-}
-jdk=""
-if [ -n "${JAVA_HOME:-}" ] && is_jdk25 "$JAVA_HOME"; then
-    jdk="$JAVA_HOME"
-else
-    for candidate in /usr/lib/jvm/*; do
-        if is_jdk25 "$candidate"; then jdk="$candidate"; break; fi
-    done
-fi
-[ -n "$jdk" ] || { log "no JDK 25 found (JAVA_HOME or /usr/lib/jvm/*)"; exit 1; }
-export JAVA_HOME="$jdk"
+source "$root/scripts/jdk.sh"
+JAVA_HOME=$(find_jdk25 benchmarks/compare.sh) || exit 1
+export JAVA_HOME
 command -v jq >/dev/null || { log "jq is needed to read conduit perf's JSON (apt-get install jq)"; exit 1; }
 
 rm -rf "$out"

@@ -16,30 +16,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-java_major() {
-    "$1/bin/java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}'
-}
-
-is_jdk25() {
-    [ -x "$1/bin/java" ] && [ -x "$1/bin/javac" ] || return 1
-    local major
-    major="$(java_major "$1")"
-    [ -n "$major" ] && [ "${major%%.*}" -ge 25 ]
-}
-
-jdk=""
-if [ -n "${JAVA_HOME:-}" ] && is_jdk25 "$JAVA_HOME"; then
-    jdk="$JAVA_HOME"
-else
-    for candidate in /usr/lib/jvm/*; do
-        if is_jdk25 "$candidate"; then jdk="$candidate"; break; fi
-    done
-fi
-if [ -z "$jdk" ]; then
-    echo "benchmarks/run.sh: no JDK 25 found: JAVA_HOME is '${JAVA_HOME:-unset}' and /usr/lib/jvm has none; install a JDK 25" >&2
-    exit 1
-fi
-export JAVA_HOME="$jdk"
+source "$root/scripts/jdk.sh"
+JAVA_HOME=$(find_jdk25 benchmarks/run.sh) || exit 1
+export JAVA_HOME
 
 build=1
 if [ "${1:-}" = "--no-build" ]; then

@@ -1,0 +1,52 @@
+# Finds a JDK 25 or newer: JAVA_HOME if it is one, else the first /usr/lib/jvm/* that is one.
+# Sourced by ./conduit, .ci/run and the benchmark scripts:
+#   source "$root/scripts/jdk.sh"
+#   JAVA_HOME=$(find_jdk25 conduit) || exit 1; export JAVA_HOME
+
+readonly CONDUIT_REQUIRED_JAVA=25
+
+# The feature release of the JVM at $1/bin/java (25 for "25.0.1", 8 for "1.8.0"), or nothing.
+java_feature_version() {
+    local version
+    version=$("$1/bin/java" -version 2>&1 | sed -n 's/^[^"]*version "\([^"]*\)".*/\1/p' | head -n 1) || return 0
+    case $version in
+        1.*) version=${version#1.} ;;
+    esac
+    printf '%s\n' "${version%%[!0-9]*}"
+}
+
+describe_java() {
+    local feature
+    [[ -x $1/bin/java ]] || { printf 'no bin/java there'; return; }
+    feature=$(java_feature_version "$1")
+    printf 'Java %s' "${feature:-of unknown version}"
+}
+
+is_suitable_jdk() {
+    local feature
+    [[ -x $1/bin/java && -x $1/bin/javac ]] || return 1
+    feature=$(java_feature_version "$1")
+    [[ -n $feature ]] && ((feature >= CONDUIT_REQUIRED_JAVA))
+}
+
+# Prints the JDK's path; or, when there is none, says so on stderr (prefixed with "$1: ") and fails.
+find_jdk25() {
+    local who=$1 candidate
+    if [[ -n ${JAVA_HOME:-} ]] && is_suitable_jdk "$JAVA_HOME"; then
+        printf '%s\n' "$JAVA_HOME"
+        return 0
+    fi
+    for candidate in /usr/lib/jvm/*; do
+        if is_suitable_jdk "$candidate"; then
+            printf '%s\n' "$candidate"
+            return 0
+        fi
+    done
+    local found=unset
+    if [[ -n ${JAVA_HOME:-} ]]; then
+        found="'$JAVA_HOME' ($(describe_java "$JAVA_HOME"))"
+    fi
+    printf '%s: no JDK %s or newer found: JAVA_HOME is %s, and no /usr/lib/jvm/* holds one. Install a JDK %s, or set JAVA_HOME to one.\n' \
+        "$who" "$CONDUIT_REQUIRED_JAVA" "$found" "$CONDUIT_REQUIRED_JAVA" >&2
+    return 1
+}
