@@ -22,6 +22,7 @@ import java.lang.invoke.VarHandle;
  *                                                              queue by finding its address's token here
  *    128     8  tail            senders                        CAS to claim space (its own cache line)
  *    256     8  head            receiver                       release store after zeroing what it read
+ *                                                              (zeroing is batched: see release)
  *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
  *    388     4  sleeping        receiver                       1 while it waits on the wake sequence
  *    512     8  heartbeat       receiver                       opaque store, once per progress() call
@@ -45,8 +46,8 @@ import java.lang.invoke.VarHandle;
  * {@code -length} and at once its connection id, then the record, then {@code +length} with a
  * release store. When the record does not fit before the end of the ring, the claim also covers
  * the rest of the ring, which becomes a PAD record. The receiver reads records while their length
- * is positive, zeroes what it read (so a stale byte is never taken for a length) and moves the
- * head with a release store. A record claimed by a sender that then died stays uncommitted; the
+ * is positive, zeroes what it read (so a stale byte is never taken for a length; in batches, off
+ * the message's path) and moves the head with a release store. A record claimed by a sender that then died stays uncommitted; the
  * receiver turns it into padding once it knows that sender is dead ({@link #unblock()}), so a dead
  * sender never wedges the queue.
  */
@@ -92,13 +93,18 @@ public final class ReceiveQueue {
     private final long mask;
     /** Sender side: the last head seen, so that most claims read only the tail. */
     private long headCache;
-    /** Receiver side: where this consumer is (the shared head, without reading it back). */
+    /** Receiver side: where this consumer has read up to. */
     private long head;
+    /** Receiver side: up to where read bytes are zeroed, and so the shared head that senders see. */
+    private long zeroed;
+    /** Receiver side: how many read bytes may wait before they are zeroed and given back. */
+    private final long zeroBatch;
 
     private ReceiveQueue(MemorySegment memory, long capacity) {
         this.memory = memory;
         this.capacity = capacity;
         this.mask = capacity - 1;
+        this.zeroBatch = Math.min(64 << 10, capacity / 16);
     }
 
     /** The mapped length for a ring of {@code capacity} bytes. */
@@ -285,15 +291,29 @@ public final class ReceiveQueue {
         return count;
     }
 
+    /**
+     * Consumes {@code read} bytes at the head. Zeroing them — so that no stale byte is ever taken
+     * for a length — is deferred until {@link #zeroBatch} bytes have been read: zeroing a record
+     * right after reading it would pull its cache lines back from the sender, who is writing the
+     * next record beside it, and cost each message one more transfer between cores. The shared
+     * head, which bounds the senders' claims, only moves past zeroed bytes, so senders never claim
+     * unzeroed space; they see at most one batch less room.
+     */
     private void release(long headIndex, long read) {
-        long offset = HEADER_LENGTH + headIndex;
-        for (long done = 0; done < read; ) {
-            long n = Math.min(read - done, ZEROS.byteSize());
-            MemorySegment.copy(ZEROS, 0, memory, offset + done, n);
-            done += n;
-        }
         head += read;
-        LONG.setRelease(memory, HEAD_OFFSET, head);
+        if (head - zeroed >= zeroBatch) zeroConsumed();
+    }
+
+    private void zeroConsumed() {
+        long from = zeroed;
+        while (from < head) {
+            long index = from & mask;
+            long n = Math.min(Math.min(head - from, capacity - index), ZEROS.byteSize());
+            MemorySegment.copy(ZEROS, 0, memory, HEADER_LENGTH + index, n);
+            from += n;
+        }
+        zeroed = head;
+        LONG.setRelease(memory, HEAD_OFFSET, zeroed);
     }
 
     /** Whether a record (complete or not) waits at the head: the ring is not empty. */
