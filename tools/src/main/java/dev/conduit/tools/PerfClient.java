@@ -40,6 +40,9 @@ import java.util.function.Supplier;
  */
 final class PerfClient implements AutoCloseable {
 
+    /** Whether no row has been measured yet: the first warms up longer, while both JVMs' JITs are busiest. */
+    private boolean firstMeasurement = true;
+
     /** Latencies are recorded in nanoseconds, up to ten minutes, to 3 significant digits. */
     static final long HIGHEST_NANOS = 600_000_000_000L;
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
@@ -196,7 +199,8 @@ final class PerfClient implements AutoCloseable {
         if (!readyOk) {
             result = PerfResult.skipped(test, variant, size, readyError);
         } else {
-            PerfPlan.Phase warm = plan.warmup(test, size, uncachedVariant);
+            PerfPlan.Phase warm = plan.warmup(test, size, uncachedVariant, firstMeasurement);
+            firstMeasurement = false;
             PerfPlan.Phase measured = plan.measured(test, size, uncachedVariant);
             try {
                 result = switch (test) {

@@ -51,15 +51,21 @@ record PerfPlan(List<PerfTest> tests, List<Long> sizes, Long iterations, Duratio
      * The warm-up before it, not recorded. Default: a tenth of the measurement, and at least
      * {@link #DEFAULT_WARMUP_MINIMUM} — on two cores a measurement that starts before the JIT
      * compilers of both JVMs are done sees their threads take a core for milliseconds at a time.
+     * The first row of a run warms up for at least {@link #FIRST_WARMUP_MINIMUM}: before it, nothing
+     * of the messaging path is compiled yet in either JVM.
      */
-    Phase warmup(PerfTest test, long size, boolean uncached) {
+    Phase warmup(PerfTest test, long size, boolean uncached, boolean first) {
         if (warmup != null) {
             return warmup.isDuration() ? Phase.forDuration(warmup.duration()) : Phase.forIterations(warmup.iterations());
         }
-        if (duration != null) return Phase.forDuration(max(duration.dividedBy(10), DEFAULT_WARMUP_MINIMUM));
+        Duration minimum = first ? FIRST_WARMUP_MINIMUM : DEFAULT_WARMUP_MINIMUM;
+        if (duration != null) return Phase.forDuration(max(duration.dividedBy(10), minimum));
         long n = iterations != null ? iterations : test.defaultIterations(size, uncached);
-        return new Phase(n / 10, DEFAULT_WARMUP_MINIMUM.toNanos());
+        return new Phase(n / 10, minimum.toNanos());
     }
+
+    /** The shortest default warm-up of a run's first row. */
+    static final Duration FIRST_WARMUP_MINIMUM = Duration.ofSeconds(2);
 
     /** The shortest default warm-up. */
     static final Duration DEFAULT_WARMUP_MINIMUM = Duration.ofMillis(300);
