@@ -1,0 +1,203 @@
+package dev.conduit.benchmarks;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ThreadMode;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * Active messages between two processes: this JVM and a peer JVM ({@link MessagingPeer}) that
+ * {@link #open()} starts for every trial, over one transport ({@code memfd} or {@code posix}).
+ *
+ * <ul>
+ *   <li>{@code pingPong} ({@code AverageTime}, ns/op): send id 1 with {@code size} bytes, progress
+ *       until the peer's echo (id 2, same size) has arrived. One op = one round trip; one-way
+ *       latency is half of it.</li>
+ *   <li>{@code stream} ({@code Throughput}, ops/s = messages/s): send one id-3 message of
+ *       {@code size} bytes and progress once. The peer acknowledges every {@value #ACK_EVERY}-th
+ *       message (id 4 carrying its count); the sender never has more than {@value #WINDOW}
+ *       messages unacknowledged: when it has, it progresses until an acknowledgement arrives.</li>
+ * </ul>
+ *
+ * <p>Both JVMs use a {@code SINGLE} worker owned by the thread that spins on it (here the JMH
+ * benchmark thread: {@link Setup} of a {@code Scope.Thread} state runs on it). The measured path
+ * allocates nothing: payloads are segments allocated in setup, the handlers read the message
+ * through its accessors only. The shared directory is a fresh directory under {@code /dev/shm},
+ * where the two workers' addresses are exchanged as files ({@code bench.addr}, {@code peer.addr})
+ * and which {@link #close()} removes after stopping the peer. On a 2-core machine the peer
+ * spinning on one core and the benchmark thread on the other leave nothing for JMH, the JITs and
+ * GCs, which preempt one of them: expect noise.
+ */
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@Threads(1)
+@State(Scope.Thread)
+public class MessagingBenchmark {
+
+    /** The peer acknowledges every ACK_EVERY-th stream message. */
+    static final long ACK_EVERY = 16;
+    /** At most WINDOW stream messages are sent and not yet acknowledged. */
+    static final long WINDOW = 64;
+
+    @Param({"memfd", "posix"})
+    public String plugin;
+
+    @Param({"8", "4096", "65536"})
+    public int size;
+
+    private Path dir;
+    private Process peer;
+    private Conduit conduit;
+    private Worker worker;
+    private Endpoint endpoint;
+    private Arena arena;
+    private MemorySegment payload;
+
+    private long pongs;
+    private long sent;
+    private long acked;
+
+    @Setup(Level.Trial)
+    public void open() throws IOException, InterruptedException {
+        // Short: memfd's fd server binds a Unix socket in it (at most 108 bytes of path in all).
+        dir = Files.createTempDirectory(Path.of("/dev/shm"), "cjmh");
+        try {
+            conduit = Conduit.builder().transports(plugin).sharedDirectory(dir).build();
+            if (!conduit.selectedPlugins().equals(List.of(plugin))) {
+                throw new IllegalStateException("plugin " + plugin + " not selected: " + conduit.plugins().stream().map(i -> i.name() + " " + i.status() + " " + i.reason()).toList());
+            }
+            worker = conduit.newWorker(ThreadMode.SINGLE);
+            worker.onMessage(MessagingPeer.PONG, m -> pongs++);
+            worker.onMessage(MessagingPeer.ACK, m -> acked = m.payloadLong(0));
+            MessagingPeer.publish(dir, MessagingPeer.BENCH_ADDRESS, worker.address().toBytes());
+
+            String java = ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("no java command"));
+            peer = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                    "-cp", System.getProperty("java.class.path"),
+                    MessagingPeer.class.getName(), dir.toString(), plugin, Integer.toString(size),
+                    Long.toString(ACK_EVERY), Long.toString(ProcessHandle.current().pid())))
+                    .inheritIO().start();
+
+            // The peer publishes its address once it has connected to this worker: progress meanwhile,
+            // in case its handshake needs this side.
+            Path peerAddress = dir.resolve(MessagingPeer.PEER_ADDRESS);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!Files.exists(peerAddress)) {
+                if (!peer.isAlive()) throw new IllegalStateException("the peer exited with status " + peer.exitValue());
+                if (System.nanoTime() - deadline > 0) throw new IllegalStateException("no peer address after 60 s in " + dir);
+                worker.progress();
+                Thread.sleep(1);
+            }
+            endpoint = worker.connect(WorkerAddress.fromBytes(Files.readAllBytes(peerAddress)));
+
+            arena = Arena.ofShared();
+            payload = arena.allocate(size);
+            for (long i = 0; i < size; i++) payload.set(ValueLayout.JAVA_BYTE, i, (byte) i);
+
+            pingPong(); // fails here, not in the measurement, if nothing comes back
+        } catch (RuntimeException | IOException | InterruptedException | Error e) {
+            try {
+                close();
+            } catch (RuntimeException | IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void close() throws IOException, InterruptedException {
+        try {
+            if (endpoint != null) {
+                for (int i = 0; i < 100_000 && endpoint.pending() > 0; i++) worker.progress();
+                endpoint.close();
+            }
+            if (worker != null) worker.close();
+            if (conduit != null) conduit.close();
+            if (arena != null) arena.close();
+        } finally {
+            endpoint = null;
+            worker = null;
+            conduit = null;
+            arena = null;
+            try {
+                if (peer != null) {
+                    Files.write(dir.resolve(MessagingPeer.STOP), new byte[0]);
+                    if (!peer.waitFor(5, TimeUnit.SECONDS)) {
+                        peer.destroyForcibly();
+                        peer.waitFor(5, TimeUnit.SECONDS);
+                    }
+                }
+            } finally {
+                peer = null;
+                deleteRecursively(dir);
+            }
+        }
+    }
+
+    private static void deleteRecursively(Path dir) throws IOException {
+        if (dir == null) return;
+        try (Stream<Path> paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (NoSuchFileException ignored) {
+                    // removed by a runtime's own close meanwhile
+                }
+            }
+        } catch (NoSuchFileException ignored) {
+            // already gone
+        }
+    }
+
+    /** One round trip: ping with {@code size} bytes, progress until the echo has arrived. */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.NANOSECONDS)
+    public long pingPong() {
+        long target = pongs + 1;
+        endpoint.send(MessagingPeer.PING, payload);
+        while (pongs < target) worker.progress();
+        return pongs;
+    }
+
+    /** One streamed message of {@code size} bytes, at most {@link #WINDOW} unacknowledged. */
+    @Benchmark
+    @BenchmarkMode(Mode.Throughput)
+    @OutputTimeUnit(TimeUnit.SECONDS)
+    public long stream() {
+        while (sent - acked >= WINDOW) worker.progress();
+        endpoint.send(MessagingPeer.STREAM, payload);
+        sent++;
+        worker.progress();
+        return sent;
+    }
+}

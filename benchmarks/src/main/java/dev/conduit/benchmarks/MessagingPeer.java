@@ -1,0 +1,101 @@
+package dev.conduit.benchmarks;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ThreadMode;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The second JVM of {@link MessagingBenchmark}:
+ * {@code MessagingPeer SHARED_DIR PLUGIN SIZE ACK_EVERY PARENT_PID}.
+ *
+ * <p>Opens a Conduit on {@code SHARED_DIR} with the one transport {@code PLUGIN} and a {@code SINGLE}
+ * worker owned by its main thread, reads the benchmark's address from {@code SHARED_DIR/bench.addr},
+ * connects, then publishes its own address as {@code SHARED_DIR/peer.addr} (written to a temporary
+ * file and renamed into place, so the reader never sees half of it) and spins on
+ * {@code progress()}:
+ * <ul>
+ *   <li>id 1 (ping): copies the payload into a pre-allocated {@code SIZE}-byte segment and sends it
+ *       back as id 2 (pong);</li>
+ *   <li>id 3 (stream): counts it; every {@code ACK_EVERY}-th, sends id 4 with the count so far as an
+ *       8-byte little-endian long.</li>
+ * </ul>
+ * Exits when {@code SHARED_DIR/stop} appears or the process {@code PARENT_PID} is gone (checked every
+ * 100 ms), so a benchmark JVM that dies never leaves a peer spinning on a core.
+ */
+public final class MessagingPeer {
+
+    static final String BENCH_ADDRESS = "bench.addr";
+    static final String PEER_ADDRESS = "peer.addr";
+    static final String STOP = "stop";
+    static final int PING = 1, PONG = 2, STREAM = 3, ACK = 4;
+    static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private MessagingPeer() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 5) {
+            System.err.println("usage: MessagingPeer SHARED_DIR PLUGIN SIZE ACK_EVERY PARENT_PID");
+            System.exit(2);
+        }
+        Path dir = Path.of(args[0]);
+        String plugin = args[1];
+        int size = Integer.parseInt(args[2]);
+        long ackEvery = Long.parseLong(args[3]);
+        ProcessHandle parent = ProcessHandle.of(Long.parseLong(args[4])).orElse(null);
+
+        try (Conduit conduit = Conduit.builder().transports(plugin).sharedDirectory(dir).build();
+             Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+             Arena arena = Arena.ofConfined()) {
+            WorkerAddress bench = WorkerAddress.fromBytes(Files.readAllBytes(dir.resolve(BENCH_ADDRESS)));
+            Endpoint ep = worker.connect(bench);
+            MemorySegment echo = arena.allocate(Math.max(size, 1)).asSlice(0, size);
+            MemorySegment ack = arena.allocate(8);
+            long[] received = {0};
+            worker.onMessage(PING, m -> {
+                m.copyPayload(0, echo, 0, m.payloadSize());
+                ep.send(PONG, echo);
+            });
+            worker.onMessage(STREAM, m -> {
+                long n = ++received[0];
+                if (n % ackEvery == 0) {
+                    ack.set(LONG_LE, 0, n);
+                    ep.send(ACK, ack);
+                }
+            });
+            publish(dir, PEER_ADDRESS, worker.address().toBytes());
+
+            Path stop = dir.resolve(STOP);
+            long nextCheck = System.nanoTime();
+            while (true) {
+                worker.progress();
+                long now = System.nanoTime();
+                if (now - nextCheck >= 0) {
+                    nextCheck = now + TimeUnit.MILLISECONDS.toNanos(100);
+                    if (Files.exists(stop) || (parent != null && !parent.isAlive())) break;
+                }
+            }
+            for (int i = 0; i < 1000 && ep.pending() > 0; i++) worker.progress();
+            ep.close();
+        }
+    }
+
+    /** Writes {@code bytes} to {@code dir/name} atomically: a temporary file renamed into place. */
+    static void publish(Path dir, String name, byte[] bytes) throws IOException {
+        Path tmp = dir.resolve(name + ".tmp");
+        Files.write(tmp, bytes);
+        Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
+    }
+}
