@@ -290,6 +290,9 @@ final class PerfClient implements AutoCloseable {
     }
 
     // ------------------------------------------------------------------ the tests
+    // Each test has its own measuring loop rather than one loop calling the test through a lambda:
+    // a shared loop's call site would see every test and go megamorphic, adding a virtual call and
+    // lost inlining inside every sample of the nanosecond-scale tests.
 
     /** Ping-pong: send PING, progress until the PONG arrived; one-way latency is half the round trip. */
     private void amLat(long size, Histogram h) {

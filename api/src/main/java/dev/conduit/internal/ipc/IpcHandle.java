@@ -121,7 +121,7 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
         if ((((short) LE_SHORT.get(bytes, 6)) & 0xFFFF) != bytes.length) return false;
         int nameLength = ((short) LE_SHORT.get(bytes, 8)) & 0xFFFF;
         int origin = PLUGIN_NAME + nameLength;
-        if (nameLength < 1 || nameLength > 32 || origin + 16 + 40 + 2 + 4 > bytes.length) return false;
+        if (nameLength < 1 || nameLength > 32 || origin + 50 + 4 > bytes.length) return false; // fixed fields, payload length, crc
         if (bytes[PLUGIN_NAME] < 'a' || bytes[PLUGIN_NAME] > 'z') return false;
         for (int i = PLUGIN_NAME + 1; i < origin; i++) {
             byte c = bytes[i];

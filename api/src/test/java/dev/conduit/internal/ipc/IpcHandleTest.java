@@ -95,6 +95,41 @@ class IpcHandleTest {
         }
     }
 
+    /**
+     * The cache's hit path validates handles in place ({@link IpcHandle#isValid}) and the miss path
+     * decodes them: two codings of one rule set. Mutations that keep the CRC right (it is recomputed)
+     * reach the structural checks; both must agree on every one.
+     */
+    @Test
+    void inPlaceValidationAgreesWithDecoding() {
+        SplittableRandom random = new SplittableRandom(7);
+        byte[] good = HANDLE.encode();
+        int accepted = 0;
+        for (int i = 0; i < 50_000; i++) {
+            byte[] bytes = good.clone();
+            int mutations = 1 + random.nextInt(3);
+            for (int k = 0; k < mutations; k++) {
+                int at = random.nextInt(bytes.length - 4);
+                bytes[at] = random.nextBoolean() ? (byte) random.nextInt() : (byte) (bytes[at] ^ (1 << random.nextInt(8)));
+            }
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            crc.update(bytes, 0, bytes.length - 4);
+            int c = (int) crc.getValue();
+            for (int b = 0; b < 4; b++) bytes[bytes.length - 4 + b] = (byte) (c >>> (8 * b));
+            boolean decodes;
+            try {
+                IpcHandle.decode(bytes);
+                decodes = true;
+            } catch (InvalidHandleException e) {
+                decodes = false;
+            }
+            assertThat(IpcHandle.isValid(bytes)).as("mutation %d: %s", i, java.util.HexFormat.of().formatHex(bytes)).isEqualTo(decodes);
+            if (decodes) accepted++;
+        }
+        assertThat(IpcHandle.isValid(good)).isTrue();
+        assertThat(accepted).as("some mutations must stay valid, or only refusals were compared").isPositive();
+    }
+
     @Test
     void refusesNullAndOversizedInput() {
         assertThatThrownBy(() -> IpcHandle.decode(null)).isInstanceOf(InvalidHandleException.class);
