@@ -25,6 +25,24 @@ final class Leaks {
      * seconds. An fd server in this process closes its end of a connection just after the
      * importer has what it needs, so a count taken right after an import may still include it.
      */
+    /**
+     * The count of open descriptors once it has stayed the same for 50 ms (at most 10 s): a
+     * baseline taken right after an import may otherwise include the fd server's end of the
+     * connection, which it is about to close.
+     */
+    static long openFdsWhenQuiet() throws InterruptedException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        long count = openFds();
+        int stable = 0;
+        while (stable < 5 && System.nanoTime() - deadline < 0) {
+            Thread.sleep(10);
+            long now = openFds();
+            stable = now == count ? stable + 1 : 0;
+            count = now;
+        }
+        return count;
+    }
+
     static long openFdsSettlingAt(long expected) throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
         long count = openFds();

@@ -297,7 +297,7 @@ class MemfdImporterTest {
             if (libc.fstat(memfd).size() == 0) {
                 libc.ftruncate(memfd, SIZE);
             }
-            long fds = Leaks.openFds();
+            long fds = Leaks.openFdsWhenQuiet();
             try (Wire.FakeServer server = new Wire.FakeServer(libc, shared, request -> new Wire.Answer(FdProtocol.okReply(SIZE), memfd))) {
                 assertThatThrownBy(() -> map(importer, server.payload(new byte[16]), SIZE))
                         .isInstanceOf(ConduitException.class)
@@ -386,7 +386,7 @@ class MemfdImporterTest {
         };
         cycle.run(); // first use loads classes and opens what the JVM keeps open (jars, /dev/urandom)
 
-        long fds = Leaks.openFds();
+        long fds = Leaks.openFdsWhenQuiet();
         long mappings = Leaks.memfdMappings();
         for (int i = 0; i < 3; i++) {
             cycle.run();
@@ -409,7 +409,7 @@ class MemfdImporterTest {
             }
         };
         lifecycle.run();
-        long fds = Leaks.openFds();
+        long fds = Leaks.openFdsWhenQuiet();
         lifecycle.run();
         assertThat(Leaks.openFds()).isEqualTo(fds);
         assertThat(Leaks.memfdMappings()).isZero();
