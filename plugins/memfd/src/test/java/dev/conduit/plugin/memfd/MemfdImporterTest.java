@@ -271,14 +271,14 @@ class MemfdImporterTest {
     // ---------------------------------------------------------------- what a server passes, checked from this side
 
     @Test
-    void anUnsealedMemfdIsRefusedNamingTheSealsFound() {
+    void anUnsealedMemfdIsRefusedNamingTheSealsFound() throws InterruptedException {
         assertRefusedMemfd(libc.memfdCreate("conduit-unsealed", MemfdFlags.MFD_ALLOW_SEALING), "carries the seals none");
         // Without MFD_ALLOW_SEALING a memfd is born with F_SEAL_SEAL only: still resizable.
         assertRefusedMemfd(libc.memfdCreate("conduit-unsealed", 0), "carries the seals F_SEAL_SEAL, not F_SEAL_SHRINK|F_SEAL_GROW");
     }
 
     @Test
-    void aSealedMemfdOfAnotherSizeThanClaimedIsRefused() {
+    void aSealedMemfdOfAnotherSizeThanClaimedIsRefused() throws InterruptedException {
         FileDescriptor memfd = libc.memfdCreate("conduit-small", MemfdFlags.MFD_ALLOW_SEALING);
         libc.ftruncate(memfd, SIZE / 2);
         libc.addSeals(memfd, Seals.FIXED_SIZE);
@@ -292,7 +292,7 @@ class MemfdImporterTest {
     }
 
     /** Serves {@code memfd} (then closes it) with an ok reply of {@link #SIZE} and expects the import to be refused. */
-    private void assertRefusedMemfd(FileDescriptor memfd, String message) {
+    private void assertRefusedMemfd(FileDescriptor memfd, String message) throws InterruptedException {
         try (memfd) {
             if (libc.fstat(memfd).size() == 0) {
                 libc.ftruncate(memfd, SIZE);
@@ -396,7 +396,7 @@ class MemfdImporterTest {
     }
 
     @Test
-    void aWholeLifecycleLeavesNothingInTheProcessOrTheSharedDirectory() {
+    void aWholeLifecycleLeavesNothingInTheProcessOrTheSharedDirectory() throws InterruptedException {
         provider.close();
         Runnable lifecycle = () -> {
             try (MemoryProvider p = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
