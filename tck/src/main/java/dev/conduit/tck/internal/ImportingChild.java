@@ -23,7 +23,7 @@ import java.util.ServiceLoader;
  * pattern back for the producer to check, and prints one line per step.
  *
  * <p>Arguments: {@code pluginName pluginClass sharedDirectory payloadHex chunkLength handleHex
- * regionLength seed key=value...}. The plugin is found by {@link ServiceLoader} by name, or else
+ * regionLength seed key=value...}, with {@code -} for the payload or the handle to skip that step. The plugin is found by {@link ServiceLoader} by name, or else
  * made from its class (a plugin in a test's own classes).
  */
 public final class ImportingChild {
@@ -34,9 +34,9 @@ public final class ImportingChild {
     public static void main(String[] args) throws Exception {
         String name = args[0];
         Path shared = Path.of(args[2]);
-        byte[] payload = HexFormat.of().parseHex(args[3]);
+        byte[] payload = args[3].equals("-") ? null : HexFormat.of().parseHex(args[3]);
         long chunkLength = Long.parseLong(args[4]);
-        byte[] handle = HexFormat.of().parseHex(args[5]);
+        byte[] handle = args[5].equals("-") ? null : HexFormat.of().parseHex(args[5]);
         long regionLength = Long.parseLong(args[6]);
         long seed = Long.parseLong(args[7]);
         Map<String, String> config = new LinkedHashMap<>();
@@ -46,15 +46,18 @@ public final class ImportingChild {
         }
         ConduitPlugin plugin = find(name, args[1]);
         try {
-            try (ChunkMapping mapping = plugin.ipcImporter(TckContext.of(shared, config, ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { })).map(
+            if (payload != null) {
+                try (ChunkMapping mapping = plugin.ipcImporter(TckContext.of(shared, config, ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { })).map(
                     new PayloadReader(payload, 0, payload.length, "payload."), chunkLength)) {
-                check("spi", mapping.segment(), chunkLength, seed);
+                    check("spi", mapping.segment(), chunkLength, seed);
+                }
             }
+            if (handle == null) return;
             ConduitBuilder builder = Conduit.builder().discoverPlugins(false).addPlugin(find(name, args[1]))
                     .sharedDirectory(shared).environment(Map.of());
             config.forEach(builder::set);
             try (Conduit conduit = builder.build(); ImportedRegion region = conduit.importRegion(handle)) {
-                check("runtime", region.segment(), regionLength, seed + 1);
+                check("runtime", region.segment(), regionLength, seed);
             }
         } catch (RuntimeException | Error e) {
             System.out.println("ERR " + e);

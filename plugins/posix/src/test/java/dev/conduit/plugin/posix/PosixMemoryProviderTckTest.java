@@ -6,7 +6,7 @@ import dev.conduit.tck.MemoryProviderContract;
 import java.io.IOException;
 import java.nio.file.Path;
 
-/** The TCK's MemoryProvider suite, run on the posix plugin in a directory under /dev/shm. */
+/** The TCK's memory-provider suite, run on the posix plugin in a directory under /dev/shm. */
 class PosixMemoryProviderTckTest extends MemoryProviderContract {
 
     @Override

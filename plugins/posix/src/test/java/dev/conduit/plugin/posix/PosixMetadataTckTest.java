@@ -6,7 +6,7 @@ import dev.conduit.tck.PluginMetadataContract;
 import java.io.IOException;
 import java.nio.file.Path;
 
-/** The TCK's PluginMetadata suite, run on the posix plugin in a directory under /dev/shm. */
+/** The TCK's plugin-metadata suite, run on the posix plugin in a directory under /dev/shm. */
 class PosixMetadataTckTest extends PluginMetadataContract {
 
     @Override

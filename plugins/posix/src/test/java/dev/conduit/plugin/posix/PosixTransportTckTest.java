@@ -6,7 +6,7 @@ import dev.conduit.tck.TransportContract;
 import java.io.IOException;
 import java.nio.file.Path;
 
-/** The TCK's Transport suite, run on the posix plugin in a directory under /dev/shm. */
+/** The TCK's transport suite, run on the posix plugin in a directory under /dev/shm. */
 class PosixTransportTckTest extends TransportContract {
 
     @Override
