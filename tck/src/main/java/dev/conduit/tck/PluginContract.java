@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -59,6 +60,14 @@ public abstract class PluginContract {
      */
     protected Path newSharedDirectory() throws IOException {
         return Files.createTempDirectory("conduit-tck-");
+    }
+
+    /**
+     * How long a test waits for progress it expects (a message, a failure, a wake-up) before it
+     * fails: a guard against hangs, never a speed check.
+     */
+    protected Duration progressGuard() {
+        return Duration.ofSeconds(60);
     }
 
     @BeforeEach

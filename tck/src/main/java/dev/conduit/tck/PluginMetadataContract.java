@@ -90,36 +90,48 @@ public abstract class PluginMetadataContract extends PluginContract {
                 plugin.name(), availability.reason()).isTrue();
         Set<Capability> declared = plugin.capabilities();
         if (declared.contains(Capability.MEMORY)) {
-            try (MemoryProvider provider = plugin.openMemoryProvider(pluginContext())) {
-                provider.free(provider.allocate(provider.pageSize()));
-            }
+            declaredWorks(Capability.MEMORY, "openMemoryProvider(), allocate(pageSize()), free() and close()", () -> {
+                try (MemoryProvider provider = plugin.openMemoryProvider(pluginContext())) {
+                    provider.free(provider.allocate(provider.pageSize()));
+                }
+            });
         } else {
-            assertThatThrownBy(() -> plugin.openMemoryProvider(pluginContext())).as("openMemoryProvider() without MEMORY")
+            assertThat(catchThrowable(() -> plugin.openMemoryProvider(pluginContext()))).as("openMemoryProvider() without MEMORY")
                     .isInstanceOf(NotSupportedException.class);
         }
         if (declared.contains(Capability.IPC)) {
-            assertThat(plugin.ipcImporter(pluginContext())).as("ipcImporter() with IPC").isNotNull();
+            declaredWorks(Capability.IPC, "ipcImporter()", () -> assertThat(plugin.ipcImporter(pluginContext())).as("ipcImporter()").isNotNull());
         } else {
-            assertThatThrownBy(() -> plugin.ipcImporter(pluginContext())).as("ipcImporter() without IPC")
+            assertThat(catchThrowable(() -> plugin.ipcImporter(pluginContext()))).as("ipcImporter() without IPC")
                     .isInstanceOf(NotSupportedException.class);
         }
         if (declared.contains(Capability.AM)) {
-            Transport transport = plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox()));
-            try {
-                assertThat(transport.address()).as("address() of an opened transport").isNotEmpty();
-                transport.progress();
-                if (declared.contains(Capability.WAKEUP)) {
-                    transport.signal();
-                    transport.await(1_000_000);
-                } else {
-                    assertThatThrownBy(() -> transport.await(1_000_000)).as("await() without WAKEUP").isInstanceOf(NotSupportedException.class);
+            declaredWorks(Capability.AM, "openTransport(), address(), progress() and close()", () -> {
+                try (Transport transport = plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox()))) {
+                    assertThat(transport.address()).as("address() of an opened transport").isNotEmpty();
+                    transport.progress();
+                    if (declared.contains(Capability.WAKEUP)) {
+                        declaredWorks(Capability.WAKEUP, "signal() and await()", () -> {
+                            transport.signal();
+                            transport.await(1_000_000);
+                        });
+                    } else {
+                        assertThat(catchThrowable(() -> transport.await(1_000_000))).as("await() without WAKEUP").isInstanceOf(NotSupportedException.class);
+                    }
                 }
-            } finally {
-                transport.close();
-            }
+            });
         } else {
-            assertThatThrownBy(() -> plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox())))
+            assertThat(catchThrowable(() -> plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox()))))
                     .as("openTransport() without AM").isInstanceOf(NotSupportedException.class);
+        }
+    }
+
+    private void declaredWorks(Capability capability, String operations, Runnable use) {
+        try {
+            use.run();
+        } catch (RuntimeException e) {
+            throw new AssertionError("plugin '" + plugin.name() + "' declares capability " + capability + " and its probe says available, but "
+                    + operations + " failed: " + e, e);
         }
     }
 
@@ -179,7 +191,7 @@ public abstract class PluginMetadataContract extends PluginContract {
                     }
                     threads.get(turn++ % THREADS).submit(receiver::progress).get();
                 }
-                long deadline = System.nanoTime() + TransportContract.PROGRESS_GUARD.toNanos();
+                long deadline = System.nanoTime() + progressGuard().toNanos();
                 while (inbox.size() < 200 && System.nanoTime() < deadline) threads.get(turn++ % THREADS).submit(receiver::progress).get();
                 assertThat(inbox.messages).extracting(Inbox.Received::id).as("ids delivered, calls made from threads in turn")
                         .containsExactlyElementsOf(java.util.stream.IntStream.range(0, 200).boxed().toList());
@@ -246,7 +258,7 @@ public abstract class PluginMetadataContract extends PluginContract {
         start.countDown();
         for (Thread t : threads) t.join();
         if (receiver != null) {
-            long deadline = System.nanoTime() + TransportContract.PROGRESS_GUARD.toNanos();
+            long deadline = System.nanoTime() + progressGuard().toNanos();
             while (received.values().stream().mapToInt(List::size).sum() < THREADS * perThread && System.nanoTime() < deadline) receiver.progress();
             List<Integer> expected = java.util.stream.IntStream.range(0, perThread).boxed().toList();
             for (int t = 0; t < THREADS; t++) {

@@ -23,7 +23,6 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -50,9 +49,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * {@link NotSupportedException}.
  */
 public abstract class TransportContract extends PluginContract {
-
-    /** Guards every wait for progress; a guard against hangs, not a speed check. */
-    static final Duration PROGRESS_GUARD = Duration.ofSeconds(60);
 
     private ConduitPlugin plugin;
 
@@ -85,20 +81,20 @@ public abstract class TransportContract extends PluginContract {
         return from.connect(new PayloadReader(to.address()), events);
     }
 
-    /** Progresses both transports until {@code done}; fails after {@link #PROGRESS_GUARD}. */
-    private static void progressUntil(String what, BooleanSupplier done, Transport... transports) {
-        long deadline = System.nanoTime() + PROGRESS_GUARD.toNanos();
+    /** Progresses both transports until {@code done}; fails after {@link #progressGuard()}. */
+    private void progressUntil(String what, BooleanSupplier done, Transport... transports) {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
         while (!done.getAsBoolean()) {
             for (Transport t : transports) t.progress();
-            if (System.nanoTime() > deadline) throw new AssertionError("no progress for " + PROGRESS_GUARD + " waiting for: " + what);
+            if (System.nanoTime() > deadline) throw new AssertionError("no progress for " + progressGuard() + " waiting for: " + what);
         }
     }
 
-    private static void sendWhenAccepted(TransportEndpoint ep, int id, MemorySegment header, MemorySegment payload, Transport... transports) {
-        long deadline = System.nanoTime() + PROGRESS_GUARD.toNanos();
+    private void sendWhenAccepted(TransportEndpoint ep, int id, MemorySegment header, MemorySegment payload, Transport... transports) {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
         while (!ep.trySend(id, header, payload)) {
             for (Transport t : transports) t.progress();
-            if (System.nanoTime() > deadline) throw new AssertionError("message " + id + " not accepted within " + PROGRESS_GUARD + " while the receiver progressed");
+            if (System.nanoTime() > deadline) throw new AssertionError("message " + id + " not accepted within " + progressGuard() + " while the receiver progressed");
         }
     }
 
@@ -178,9 +174,9 @@ public abstract class TransportContract extends PluginContract {
         for (int i = 0; i < 100; i++) sender.progress();
         assertThat(failures).as("failures reported for one dead peer").hasSize(1);
         assertThat(failures.getFirst().getMessage()).as("the failure's message").isNotBlank();
-        assertThatThrownBy(() -> {
+        assertThat(catchThrowable(() -> {
             for (int i = 0; i < 1000; i++) ep.trySend(2, MemorySegment.NULL, Patterns.segment(8, 2));
-        }).as("sending to a dead peer").isInstanceOf(PeerFailedException.class);
+        })).as("sending to a dead peer").isInstanceOf(PeerFailedException.class);
     }
 
     @Test
@@ -215,16 +211,16 @@ public abstract class TransportContract extends PluginContract {
         Transport sender = open(new Inbox());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         if (!plugin.capabilities().contains(Capability.WAKEUP)) {
-            assertThatThrownBy(() -> receiver.await(1_000_000)).as("await() without WAKEUP").isInstanceOf(NotSupportedException.class);
-            assertThatThrownBy(receiver::signal).as("signal() without WAKEUP").isInstanceOf(NotSupportedException.class);
+            assertThat(catchThrowable(() -> receiver.await(1_000_000))).as("await() without WAKEUP").isInstanceOf(NotSupportedException.class);
+            assertThat(catchThrowable(receiver::signal)).as("signal() without WAKEUP").isInstanceOf(NotSupportedException.class);
         }
         RemoteRegion nowhere = null;
         if (!plugin.capabilities().contains(Capability.RMA)) {
-            assertThatThrownBy(() -> ep.put(MemorySegment.NULL, nowhere, 0)).as("put() without RMA").isInstanceOf(NotSupportedException.class);
-            assertThatThrownBy(() -> ep.get(nowhere, 0, MemorySegment.NULL)).as("get() without RMA").isInstanceOf(NotSupportedException.class);
+            assertThat(catchThrowable(() -> ep.put(MemorySegment.NULL, nowhere, 0))).as("put() without RMA").isInstanceOf(NotSupportedException.class);
+            assertThat(catchThrowable(() -> ep.get(nowhere, 0, MemorySegment.NULL))).as("get() without RMA").isInstanceOf(NotSupportedException.class);
         }
         if (!plugin.capabilities().contains(Capability.ATOMICS)) {
-            assertThatThrownBy(() -> ep.fetchAdd(nowhere, 0, 1)).as("fetchAdd() without ATOMICS").isInstanceOf(NotSupportedException.class);
+            assertThat(catchThrowable(() -> ep.fetchAdd(nowhere, 0, 1))).as("fetchAdd() without ATOMICS").isInstanceOf(NotSupportedException.class);
         }
     }
 
@@ -255,7 +251,7 @@ public abstract class TransportContract extends PluginContract {
     private volatile boolean woken;
 
     private void awaitTrue(Transport transport) {
-        long deadline = System.nanoTime() + PROGRESS_GUARD.toNanos();
+        long deadline = System.nanoTime() + progressGuard().toNanos();
         while (System.nanoTime() < deadline) {
             if (transport.await(deadline - System.nanoTime())) {
                 woken = true;
@@ -298,7 +294,7 @@ public abstract class TransportContract extends PluginContract {
                 }
             }));
         }
-        long deadline = System.nanoTime() + PROGRESS_GUARD.toNanos();
+        long deadline = System.nanoTime() + progressGuard().toNanos();
         while (count.get() < threads * perThread && errors.isEmpty()) {
             receiver.progress();
             sender.progress();
@@ -320,10 +316,10 @@ public abstract class TransportContract extends PluginContract {
         Endpoint ep = sender.connect(receiver.address(), (endpoint, cause) -> failures.add(cause));
         ep.send(1, Patterns.segment(8, 1));
         receiver.close();
-        long deadline = System.nanoTime() + PROGRESS_GUARD.toNanos();
+        long deadline = System.nanoTime() + progressGuard().toNanos();
         while (failures.isEmpty()) {
             sender.progress();
-            if (System.nanoTime() > deadline) throw new AssertionError("the endpoint to a closed worker did not fail within " + PROGRESS_GUARD);
+            if (System.nanoTime() > deadline) throw new AssertionError("the endpoint to a closed worker did not fail within " + progressGuard());
         }
         assertThat(ep.isFailed()).isTrue();
         assertThatThrownBy(() -> ep.send(1, Patterns.segment(8, 1))).isInstanceOf(PeerFailedException.class);
@@ -353,7 +349,7 @@ public abstract class TransportContract extends PluginContract {
             assertThat(ep.compareAndSwap(peer, 40_000, 8, 21)).isEqualTo(8);
             assertThat(region.segment().get(ValueLayout.JAVA_LONG, 40_000)).isEqualTo(21);
         }
-        assertThatThrownBy(() -> ep.put(Patterns.segment(16, 1), peer, 64 * 1024 - 8)).as("a put past the region's end")
+        assertThat(catchThrowable(() -> ep.put(Patterns.segment(16, 1), peer, 64 * 1024 - 8))).as("a put past the region's end")
                 .isInstanceOfAny(IndexOutOfBoundsException.class, IllegalArgumentException.class);
     }
 }
