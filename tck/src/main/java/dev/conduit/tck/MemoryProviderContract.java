@@ -250,6 +250,8 @@ public abstract class MemoryProviderContract extends PluginContract {
         provider.close();
         Conduit conduit = newConduit();
         Pool pool = closeAfterTest(conduit.pool(plugin.name()));
+        Region aligned = closeAfterTest(pool.allocate(64, pool.pageSize()));
+        assertThat(aligned.segment().address() % pool.pageSize()).as("address of a pool region allocated with the alignment pageSize() %d", pool.pageSize()).isZero();
         Region region = closeAfterTest(pool.allocate(1000));
         Patterns.fill(region.segment(), 21);
         byte[] handle = region.exportHandle();
