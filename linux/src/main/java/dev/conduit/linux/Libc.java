@@ -90,6 +90,18 @@ public interface Libc {
      */
     MemorySegment mmap(FileDescriptor fd, long offset, long length, int protection, int flags, Arena arena);
 
+    /**
+     * As {@link #mmap}, at an address that is a multiple of {@code alignment}. The kernel aligns a
+     * mapping only to its own page (a device-DAX character device to its unit, a regular file not):
+     * this reserves {@code length + alignment} bytes of address space with no access, maps the file
+     * over the aligned part of it, and gives the rest back. Closing the arena unmaps exactly
+     * {@code length} bytes, as with {@link #mmap}.
+     *
+     * @param alignment a power of two; at most the kernel's page size makes this a plain {@link #mmap}
+     * @throws IllegalArgumentException if {@code alignment} is not a power of two, or as {@link #mmap}
+     */
+    MemorySegment mmapAligned(FileDescriptor fd, long offset, long length, long alignment, int protection, int flags, Arena arena);
+
     // ---------------------------------------------------------------- files
 
     /**

@@ -9,7 +9,8 @@ import dev.conduit.linux.internal.FlagNames;
  * chunks are mapped {@code MAP_SHARED}; device-DAX mappings may ask for
  * {@code MAP_SHARED_VALIDATE|MAP_SYNC}. {@code MAP_FIXED} and {@code MAP_ANONYMOUS} are left out
  * on purpose: the first can silently replace an existing mapping the JVM still uses, the second
- * has no file to share.
+ * has no file to share. ({@link Libc#mmapAligned} uses both internally, only over address space it
+ * reserved itself.)
  */
 public final class MmapFlags {
 

@@ -7,6 +7,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
@@ -70,6 +72,46 @@ class MemoryTest {
             assertThat(b.get(JAVA_LONG, 8)).isEqualTo(0x1234_5678_9abc_def0L);
             assertThat(a.get(JAVA_LONG, SIZE - 8)).isEqualTo(42);
         }
+    }
+
+    /** A file mapped at an address aligned beyond the kernel's page; the address space reserved around it is given back. */
+    @Test
+    void mmapAlignedPlacesTheMappingOnTheAlignmentAndKeepsNoReservation() throws IOException {
+        long alignment = 2L << 20;
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-aligned", MFD_ALLOW_SEALING)) {
+            libc.ftruncate(memfd, 4 * SIZE);
+            List<Arena> arenas = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                Arena arena = Arena.ofConfined();
+                arenas.add(arena);
+                libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, arena); // so that placements vary
+                MemorySegment aligned = libc.mmapAligned(memfd, SIZE, 2 * SIZE, alignment, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+                assertThat(aligned.address() % alignment).as("address of an aligned mapping").isZero();
+                assertThat(aligned.byteSize()).isEqualTo(2 * SIZE);
+                assertThat(leftoverReservation(aligned.address(), aligned.address() + aligned.byteSize(), alignment))
+                        .as("inaccessible reservation left next to the aligned mapping").isEmpty();
+                aligned.set(JAVA_LONG, 0, 77 + i);
+                MemorySegment whole = libc.mmap(memfd, 0, 4 * SIZE, PROT_READ, MAP_SHARED, arena);
+                assertThat(whole.get(JAVA_LONG, SIZE)).as("the aligned mapping maps the file at its offset").isEqualTo(77 + i);
+            }
+            arenas.forEach(Arena::close);
+        }
+        assertThatThrownBy(() -> libc.mmapAligned(null, 0, SIZE, 3 * 4096, PROT_READ, MAP_SHARED, Arena.global()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a power of two");
+    }
+
+    /**
+     * Inaccessible ({@code ---p}) mappings of /proc/self/maps that a reservation left behind would be:
+     * one starting where the mapping ends (the tail is never empty), or one smaller than the
+     * alignment ending where it starts.
+     */
+    private static List<String> leftoverReservation(long start, long end, long alignment) throws IOException {
+        return Files.readAllLines(Path.of("/proc/self/maps")).stream().filter(l -> {
+            if (!l.contains(" ---p ")) return false;
+            long from = Long.parseUnsignedLong(l.substring(0, l.indexOf('-')), 16);
+            long to = Long.parseUnsignedLong(l.substring(l.indexOf('-') + 1, l.indexOf(' ')), 16);
+            return from == end || (to == start && to - from < alignment);
+        }).toList();
     }
 
     @Test

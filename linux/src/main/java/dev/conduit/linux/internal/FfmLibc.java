@@ -11,6 +11,7 @@ import dev.conduit.linux.LockFlags;
 import dev.conduit.linux.MemfdFlags;
 import dev.conduit.linux.MmapFlags;
 import dev.conduit.linux.OpenFlags;
+import dev.conduit.linux.PageSize;
 import dev.conduit.linux.PeerCredentials;
 import dev.conduit.linux.PollEvents;
 import dev.conduit.linux.ReceivedMessage;
@@ -139,6 +140,49 @@ public final class FfmLibc implements Libc {
             return address.reinterpret(length, arena, FfmLibc::unmap);
         } catch (RuntimeException | Error e) {
             // The arena was closed meanwhile: nothing owns the mapping yet, so undo it here.
+            munmap(state.capture, address, length);
+            throw e;
+        }
+    }
+
+    /** Linux x86-64 values; used only here, over address space this class reserved itself. */
+    private static final int MAP_FIXED = 0x10;
+    private static final int MAP_ANONYMOUS = 0x20;
+
+    @Override
+    public MemorySegment mmapAligned(FileDescriptor fd, long offset, long length, long alignment, int protection, int flags, Arena arena) {
+        Objects.requireNonNull(arena, "arena");
+        if (alignment <= 0 || Long.bitCount(alignment) != 1) {
+            throw new IllegalArgumentException("mmap alignment " + alignment + " is not a power of two");
+        }
+        if (alignment <= PageSize.get()) return mmap(fd, offset, length, protection, flags, arena);
+        if (length <= 0 || offset < 0) {
+            throw new IllegalArgumentException("mmap of " + length + " bytes at offset " + offset + " of " + fd);
+        }
+        CallState state = Native.callState();
+        long reserved = Math.addExact(length, alignment);
+        MemorySegment reservation = mmap(state.capture, MemorySegment.NULL, reserved, MmapFlags.PROT_NONE,
+                MmapFlags.MAP_PRIVATE | MAP_ANONYMOUS | MmapFlags.MAP_NORESERVE, -1, 0);
+        if (reservation.address() == Abi.MAP_FAILED) {
+            throw failure(state, "mmap", fd.toString(), "NULL, " + reserved + ", PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0"
+                    + " (reserving address space for a mapping aligned to " + alignment + ")");
+        }
+        long start = (reservation.address() + alignment - 1) & -alignment;
+        MemorySegment address = mmap(state.capture, MemorySegment.ofAddress(start), length, protection, flags | MAP_FIXED, fd.fd(), offset);
+        if (address.address() == Abi.MAP_FAILED) {
+            ErrnoException e = failure(state, "mmap", fd.toString(), "0x" + Long.toHexString(start) + ", " + length + ", "
+                    + MmapFlags.describeProtection(protection) + ", " + MmapFlags.describe(flags) + "|MAP_FIXED, " + fd + ", " + offset);
+            munmap(state.capture, reservation, reserved);
+            throw e;
+        }
+        // Give back what the aligned mapping does not cover, before and after it.
+        if (start > reservation.address()) munmap(state.capture, reservation, start - reservation.address());
+        long end = start + length;
+        long reservationEnd = reservation.address() + reserved;
+        if (reservationEnd > end) munmap(state.capture, MemorySegment.ofAddress(end), reservationEnd - end);
+        try {
+            return address.reinterpret(length, arena, FfmLibc::unmap);
+        } catch (RuntimeException | Error e) {
             munmap(state.capture, address, length);
             throw e;
         }

@@ -267,7 +267,8 @@ final class DevdaxProvider implements MemoryProvider {
         Arena arena = Arena.ofShared();
         try {
             checkFileStillCovers(offset + size);
-            MemorySegment segment = libc.mmap(device.fd(), offset, size, READ_WRITE, metadataMapping.flags(), arena);
+            // Aligned to the unit, as pageSize() promises and pools rely on: a DAX device gets that from the kernel, a file would not.
+            MemorySegment segment = libc.mmapAligned(device.fd(), offset, size, geometry.alignment(), READ_WRITE, metadataMapping.flags(), arena);
             segment.fill((byte) 0);
             long allocationId = nonZero(random);
             byte[] payload = new DevdaxPayload(device.alias(), layoutId, offset, size, READ_WRITE, allocationId, generation).encode();

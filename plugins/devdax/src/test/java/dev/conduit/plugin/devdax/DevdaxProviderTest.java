@@ -57,6 +57,18 @@ class DevdaxProviderTest {
         }
     }
 
+    /** pageSize() promises aligned addresses, and pools rely on it for alignments up to it; a file's mapping is only page-aligned by the kernel. */
+    @Test
+    void chunksAreMappedAtAddressesAlignedToTheUnit() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
+        try (DevdaxProvider provider = open(device)) {
+            for (int i = 0; i < 6; i++) {
+                Chunk chunk = provider.allocate(i % 2 == 0 ? UNIT : 2 * UNIT);
+                assertThat(chunk.segment().address() % UNIT).as("address of chunk %d modulo the unit", i).isZero();
+            }
+        }
+    }
+
     @Test
     void chunkSizesAreWholeUnitsOfTheAlignment() {
         try (MemoryProvider provider = open(Fixtures.deviceFile(dir, "dax.img", 16 * MIB))) {

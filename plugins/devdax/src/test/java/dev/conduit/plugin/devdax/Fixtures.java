@@ -101,4 +101,27 @@ final class Fixtures {
             throw new UncheckedIOException(e);
         }
     }
+
+    /** A 32 MiB file-backed device for the TCK's suites, made on first use, in its own directory under /dev/shm. */
+    static final class TckDevice {
+        private Path file;
+
+        java.util.Map<String, String> configuration() {
+            if (file == null) {
+                try {
+                    file = deviceFile(ShmTempDirFactory.create(), "dax.img", 32 * MIB);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+            return java.util.Map.of("devdax.devices", "pmem0=" + file);
+        }
+
+        void delete() throws IOException {
+            if (file != null) {
+                Files.deleteIfExists(file);
+                Files.deleteIfExists(file.getParent());
+            }
+        }
+    }
 }

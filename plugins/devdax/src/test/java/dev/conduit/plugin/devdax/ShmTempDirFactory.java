@@ -12,6 +12,10 @@ final class ShmTempDirFactory implements TempDirFactory {
 
     @Override
     public Path createTempDirectory(AnnotatedElementContext element, ExtensionContext extension) throws Exception {
+        return create();
+    }
+
+    static Path create() throws java.io.IOException {
         Path shm = Path.of("/dev/shm");
         Path parent = Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir"));
         return Files.createTempDirectory(parent, "conduit-devdax-test-");

@@ -54,15 +54,6 @@ class MemfdProviderTest {
     }
 
     @Test
-    void refusesSizesThatAreNotPositiveMultiplesOfThePageSize() {
-        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
-            assertThatThrownBy(() -> provider.allocate(0)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("page size 4096");
-            assertThatThrownBy(() -> provider.allocate(-4096)).isInstanceOf(IllegalArgumentException.class);
-            assertThatThrownBy(() -> provider.allocate(4097)).isInstanceOf(IllegalArgumentException.class);
-        }
-    }
-
-    @Test
     void exportIsAPayloadNamingTheSocketAndATokenAndIsReusedUntilFree() {
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
             Chunk first = provider.allocate(SIZE);

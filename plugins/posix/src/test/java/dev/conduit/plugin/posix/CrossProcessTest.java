@@ -1,6 +1,5 @@
 package dev.conduit.plugin.posix;
 
-import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
@@ -31,26 +30,6 @@ class CrossProcessTest {
     Path shared;
 
     private final PosixPlugin plugin = new PosixPlugin();
-
-    @Test
-    void aProcessThatNeverOpenedAProviderMapsAnExport() throws Exception {
-        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
-            Chunk chunk = provider.allocate(provider.pageSize());
-            chunk.segment().set(JAVA_LONG, 0, 41L);
-            String payload = HexFormat.of().formatHex(provider.export(chunk));
-
-            Process child = start("import", shared.toString(), payload, Long.toString(provider.pageSize()));
-            try {
-                String output = readLine(child);
-                assertThat(child.waitFor(CHILD_TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
-                assertThat(child.exitValue()).as(errors(child)).isZero();
-                assertThat(output).isEqualTo("41");
-            } finally {
-                finish(child);
-            }
-            assertThat(chunk.segment().get(JAVA_LONG, 8)).isEqualTo(42L);
-        }
-    }
 
     @SuppressWarnings("try") // providers only have to be open
     @Test

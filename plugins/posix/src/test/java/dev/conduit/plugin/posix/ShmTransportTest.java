@@ -171,24 +171,6 @@ class ShmTransportTest {
     }
 
     @Test
-    void awaitWakesWhenAMessageArrives() throws Exception {
-        Received received = new Received();
-        Transport receiver = transport(received, "posix.liveness.interval", "10s");
-        Transport sender = transport(new Received());
-        TransportEndpoint ep = connect(sender, receiver, cause -> { });
-        Thread waiter = Thread.ofPlatform().start(() -> {
-            while (received.ids.isEmpty()) {
-                receiver.await(60_000_000_000L);
-                receiver.progress();
-            }
-        });
-        Thread.sleep(50);
-        assertThat(ep.trySend(5, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        waiter.join();
-        assertThat(received.ids).containsExactly(5);
-    }
-
-    @Test
     void anAddressWithAWrongTokenIsRefused() {
         Transport receiver = transport(new Received());
         Transport sender = transport(new Received());

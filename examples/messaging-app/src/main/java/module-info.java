@@ -1,0 +1,4 @@
+/** An example Conduit application: two processes exchange messages and a region. */
+module org.example.conduit.app {
+    requires dev.conduit;
+}

@@ -1,0 +1,127 @@
+package org.example.conduit.tcp;
+
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.TransportEndpoint;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+
+/**
+ * A connection to a peer transport. {@link #trySend} encodes a frame into one reusable buffer and
+ * writes what the socket takes; the rest of that one frame is written by later calls and by
+ * {@link #progress()}. While a frame is still partly unwritten (the peer does not read and the
+ * kernel's buffers are full) {@code trySend} refuses, and the runtime keeps the message: backpressure
+ * is the runtime's local queue, never an unbounded one here.
+ *
+ * <p>The peer never writes on this connection, so a read that sees end of stream or an error means
+ * the peer's transport or process is gone: the endpoint fails once.
+ */
+final class TcpEndpoint implements TransportEndpoint {
+
+    private final SocketChannel channel;
+    private final EndpointEvents events;
+    private final int maxPayload;
+    private final String peer;
+    private final ByteBuffer out;
+    private final MemorySegment outSegment;
+    private final ByteBuffer probe = ByteBuffer.allocate(1);
+    /** Reported to the runtime, once: every later call throws it. */
+    private PeerFailedException failure;
+    /** Seen by trySend, to be reported by the next progress(). */
+    private PeerFailedException broken;
+    private boolean closed;
+
+    TcpEndpoint(SocketChannel channel, EndpointEvents events, int maxPayload, String peer) {
+        this.channel = channel;
+        this.events = events;
+        this.maxPayload = maxPayload;
+        this.peer = peer;
+        this.out = ByteBuffer.allocateDirect(Frame.PREFIX + Frame.MAX_HEADER + maxPayload).order(ByteOrder.LITTLE_ENDIAN);
+        this.outSegment = MemorySegment.ofBuffer(out);
+        out.limit(0);
+    }
+
+    @Override
+    public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+        if (failure != null) throw failure;
+        if (closed) throw new IllegalStateException("tcp endpoint to " + peer + " is closed");
+        if (broken != null || !writePending()) return false;
+        long length = Frame.PREFIX + header.byteSize() + payload.byteSize();
+        out.clear();
+        out.putInt(0, (int) length).putInt(4, id).putInt(8, (int) header.byteSize());
+        MemorySegment.copy(header, 0, outSegment, Frame.PREFIX, header.byteSize());
+        MemorySegment.copy(payload, 0, outSegment, Frame.PREFIX + header.byteSize(), payload.byteSize());
+        out.limit((int) length);
+        writePending();
+        return true; // committed: what the socket did not take yet goes out on the next call or progress()
+    }
+
+    /** Writes what is left of the current frame; whether it is all written. */
+    private boolean writePending() {
+        if (!out.hasRemaining()) return true;
+        try {
+            channel.write(out);
+        } catch (IOException e) {
+            // Not accepted: the runtime keeps the message and learns of the failure from progress().
+            broken = new PeerFailedException("tcp: write to " + peer + " failed: " + e.getMessage());
+            return false;
+        }
+        return !out.hasRemaining();
+    }
+
+    /** Flushes the current frame and notices a peer that went away. */
+    int progress() {
+        if (failure != null || closed) return 0;
+        if (broken != null) {
+            fail(broken);
+            return 1;
+        }
+        int events = 0;
+        try {
+            probe.clear();
+            if (channel.read(probe) < 0) {
+                fail(new PeerFailedException("tcp: peer " + peer + " closed the connection (its worker closed or its process died)"));
+                return 1;
+            }
+            if (out.hasRemaining()) {
+                channel.write(out);
+                events++;
+            }
+        } catch (IOException e) {
+            fail(new PeerFailedException("tcp: connection to " + peer + " broke: " + e.getMessage()));
+            return 1;
+        }
+        return events;
+    }
+
+    private void fail(PeerFailedException cause) {
+        failure = cause;
+        TcpTransport.closeQuietly(channel);
+        events.peerFailed(failure);
+    }
+
+    @Override
+    public long maxPayloadSize() {
+        return maxPayload;
+    }
+
+    @Override
+    public int maxHeaderSize() {
+        return Frame.MAX_HEADER;
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        TcpTransport.closeQuietly(channel);
+    }
+}

@@ -1,0 +1,90 @@
+package org.example.conduit.tcp;
+
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.Version;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Active messages over TCP (non-blocking {@code java.nio} sockets), for peers that share no memory.
+ *
+ * <p>It declares {@link ThreadMode#SINGLE} and {@link ThreadMode#SERIALIZED} only: its objects keep
+ * plain fields and are never safe for two threads at once. A {@code MULTI} worker over it is still
+ * safe, because the runtime then serializes every call with its own lock.
+ */
+public final class TcpPlugin implements ConduitPlugin {
+
+    static final ConfigKey<String> HOST = ConfigKey.string("tcp.host", "127.0.0.1",
+            "The address the transport listens on and publishes to peers, e.g. 127.0.0.1 or a host's LAN address.");
+    static final ConfigKey<Long> MAX_PAYLOAD = ConfigKey.bytes("tcp.max.payload", 1L << 20, 1024,
+            "The largest payload one message carries; the receiver's buffer holds one whole message.");
+
+    @Override
+    public String name() {
+        return "tcp";
+    }
+
+    @Override
+    public Version version() {
+        return Version.parse("1.0.0");
+    }
+
+    @Override
+    public String spiVersion() {
+        return ConduitPlugin.SPI_VERSION;
+    }
+
+    @Override
+    public String description() {
+        return "example third-party plugin: active messages over TCP";
+    }
+
+    @Override
+    public Availability probe(PluginContext context) {
+        String host = context.config().get(HOST);
+        try (ServerSocketChannel probe = ServerSocketChannel.open()) {
+            probe.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
+            return Availability.available(Map.of("listen", host));
+        } catch (IOException | RuntimeException e) {
+            return Availability.unavailable("cannot listen on " + host + " (" + e.getMessage() + "); set tcp.host (CONDUIT_TCP_HOST) to a local address");
+        }
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return Set.of(Capability.AM, Capability.CROSS_HOST);
+    }
+
+    @Override
+    public Set<ThreadMode> threadModes() {
+        return Set.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+    }
+
+    @Override
+    public List<ConfigKey<?>> configKeys() {
+        return List.of(HOST, MAX_PAYLOAD);
+    }
+
+    @Override
+    public int priority() {
+        return 10;
+    }
+
+    @Override
+    public Transport openTransport(TransportContext context) {
+        return TcpTransport.open(context, context.config().get(HOST), Math.toIntExact(context.config().get(MAX_PAYLOAD)));
+    }
+}

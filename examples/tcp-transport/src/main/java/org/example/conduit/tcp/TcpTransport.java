@@ -1,0 +1,211 @@
+package org.example.conduit.tcp;
+
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * One worker's TCP transport: a listening socket whose address and token peers connect to, the
+ * connections they opened to it (inbound, read during {@link #progress()}), and the endpoints this
+ * worker connected (outbound, see {@link TcpEndpoint}). Not thread-safe (declared SERIALIZED).
+ *
+ * <p>Address: {@code host (string) | port (u16) | token (16 bytes)}.
+ */
+final class TcpTransport implements Transport {
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final System.Logger log;
+    private final MessageSink sink;
+    private final ServerSocketChannel server;
+    private final byte[] address;
+    private final byte[] token = new byte[Frame.TOKEN_LENGTH];
+    private final int maxPayload;
+    private final List<Inbound> inbound = new ArrayList<>();
+    private final List<TcpEndpoint> endpoints = new ArrayList<>();
+    private boolean closed;
+
+    private TcpTransport(TransportContext context, ServerSocketChannel server, String host, int maxPayload) throws IOException {
+        this.log = context.logger();
+        this.sink = context.messageSink();
+        this.server = server;
+        this.maxPayload = maxPayload;
+        RANDOM.nextBytes(token);
+        int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+        this.address = new PayloadWriter().string(host).u16(port).bytes(token).toByteArray();
+    }
+
+    static TcpTransport open(TransportContext context, String host, int maxPayload) {
+        ServerSocketChannel server = null;
+        try {
+            server = ServerSocketChannel.open();
+            server.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
+            server.configureBlocking(false);
+            return new TcpTransport(context, server, host, maxPayload);
+        } catch (IOException e) {
+            closeQuietly(server);
+            throw new ConduitException("tcp: cannot listen on " + host + ": " + e.getMessage() + "; set tcp.host (CONDUIT_TCP_HOST) to a local address", e);
+        }
+    }
+
+    @Override
+    public byte[] address() {
+        return address.clone();
+    }
+
+    @Override
+    public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) {
+        ensureOpen();
+        String host = peerAddress.string("host", 255);
+        int port = peerAddress.u16("port");
+        byte[] peerToken = peerAddress.bytes("token", Frame.TOKEN_LENGTH);
+        peerAddress.end("end");
+        if (port == 0) throw peerAddress.invalid("port", "port 0 is not a listening port");
+        SocketChannel channel = null;
+        try {
+            channel = SocketChannel.open(new InetSocketAddress(InetAddress.getByName(host), port));
+            channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+            ByteBuffer hello = ByteBuffer.wrap(peerToken);
+            while (hello.hasRemaining()) channel.write(hello);
+            channel.configureBlocking(false);
+            TcpEndpoint ep = new TcpEndpoint(channel, events, maxPayload, host + ":" + port);
+            endpoints.add(ep);
+            return ep;
+        } catch (IOException e) {
+            closeQuietly(channel);
+            throw new ConduitException("tcp: cannot connect to " + host + ":" + port + ": " + e.getMessage()
+                    + " (is the peer worker open and tcp.host an address this host can reach?)", e);
+        }
+    }
+
+    @Override
+    public int progress() {
+        ensureOpen();
+        int events = 0;
+        try {
+            for (SocketChannel c; (c = server.accept()) != null; ) {
+                c.configureBlocking(false);
+                inbound.add(new Inbound(c, Frame.PREFIX + Frame.MAX_HEADER + maxPayload));
+            }
+        } catch (IOException e) {
+            log.log(System.Logger.Level.WARNING, "tcp: accept failed: " + e.getMessage());
+        }
+        for (int i = inbound.size() - 1; i >= 0; i--) {
+            Inbound in = inbound.get(i);
+            try {
+                int delivered = in.read();
+                if (delivered < 0) {
+                    inbound.remove(i).close();
+                } else {
+                    events += delivered;
+                }
+            } catch (IOException | ConduitException e) {
+                log.log(System.Logger.Level.WARNING, "tcp: dropping an inbound connection: " + e.getMessage());
+                inbound.remove(i).close();
+            }
+        }
+        for (int i = endpoints.size() - 1; i >= 0; i--) {
+            TcpEndpoint ep = endpoints.get(i);
+            if (ep.isClosed()) {
+                endpoints.remove(i);
+            } else {
+                events += ep.progress();
+            }
+        }
+        return events;
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        endpoints.forEach(TcpEndpoint::close);
+        endpoints.clear();
+        inbound.forEach(Inbound::close);
+        inbound.clear();
+        closeQuietly(server);
+    }
+
+    private void ensureOpen() {
+        if (closed) throw new IllegalStateException("tcp transport is closed");
+    }
+
+    static void closeQuietly(java.io.Closeable c) {
+        if (c == null) return;
+        try {
+            c.close();
+        } catch (IOException ignored) {
+            // closing: nothing left to do with it
+        }
+    }
+
+    /** A connection a peer opened to this transport: its token, then frames, each delivered once whole. */
+    private final class Inbound {
+        private final SocketChannel channel;
+        private final ByteBuffer buffer;
+        private final MemorySegment segment;
+        private boolean verified;
+
+        Inbound(SocketChannel channel, int capacity) {
+            this.channel = channel;
+            this.buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
+            this.segment = MemorySegment.ofBuffer(buffer);
+        }
+
+        /** Reads what arrived and delivers every whole frame; -1 at end of stream. */
+        int read() throws IOException {
+            int n = channel.read(buffer);
+            buffer.flip();
+            int delivered = 0;
+            try {
+                if (!verified) {
+                    if (buffer.remaining() < Frame.TOKEN_LENGTH) return n < 0 ? -1 : 0;
+                    byte[] presented = new byte[Frame.TOKEN_LENGTH];
+                    buffer.get(presented);
+                    if (!Arrays.equals(presented, token)) throw new ConduitException("tcp: a peer presented a wrong token");
+                    verified = true;
+                }
+                while (buffer.remaining() >= Frame.PREFIX) {
+                    int start = buffer.position();
+                    long length = Integer.toUnsignedLong(buffer.getInt(start));
+                    int id = buffer.getInt(start + 4);
+                    long headerLength = Integer.toUnsignedLong(buffer.getInt(start + 8));
+                    if (length < Frame.PREFIX || length > buffer.capacity() || headerLength > Math.min(Frame.MAX_HEADER, length - Frame.PREFIX)) {
+                        throw new ConduitException("tcp: corrupt frame (length " + length + ", header " + headerLength + ")");
+                    }
+                    if (buffer.remaining() < length) break;
+                    long payloadLength = length - Frame.PREFIX - headerLength;
+                    sink.onMessage(id, segment, start + Frame.PREFIX, (int) headerLength,
+                            segment, start + Frame.PREFIX + headerLength, payloadLength);
+                    buffer.position(start + (int) length);
+                    delivered++;
+                }
+            } finally {
+                buffer.compact();
+            }
+            return n < 0 ? -1 : delivered;
+        }
+
+        void close() {
+            closeQuietly(channel);
+        }
+    }
+}

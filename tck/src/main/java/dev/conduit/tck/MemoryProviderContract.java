@@ -1,0 +1,271 @@
+package dev.conduit.tck;
+
+import dev.conduit.Conduit;
+import dev.conduit.ImportedRegion;
+import dev.conduit.IpcCacheStats;
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.tck.internal.Patterns;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The contract of a memory provider ({@link Capability#MEMORY}) and, when the plugin declares
+ * {@link Capability#IPC}, of its exports and its importer: allocate, free, close, export, import
+ * here and in a second process, bad and stale handles; then the same plugin under the runtime's
+ * pool and IPC cache.
+ *
+ * <pre>{@code
+ * class MyProviderTest extends MemoryProviderContract {
+ *     protected ConduitPlugin newPlugin() { return new MyPlugin(); }
+ * }
+ * }</pre>
+ *
+ * The IPC tests are part of the contract only for a plugin that declares {@code IPC}: for any other
+ * they end as "aborted" with the assumption's message naming the undeclared capability.
+ */
+public abstract class MemoryProviderContract extends PluginContract {
+
+    private ConduitPlugin plugin;
+    private MemoryProvider provider;
+
+    @BeforeEach
+    final void openProvider() {
+        plugin = newPlugin();
+        assertThat(plugin.capabilities()).as("capabilities of '%s': the memory-provider suite is for plugins that declare MEMORY", plugin.name())
+                .contains(Capability.MEMORY);
+        provider = closeAfterTest(plugin.openMemoryProvider(pluginContext()));
+    }
+
+    /** The size of the chunks the suite allocates; a small multiple of the page size by default. */
+    protected long chunkSize(MemoryProvider provider) {
+        return 2 * provider.pageSize();
+    }
+
+    private void assumeIpc() {
+        assumeTrue(plugin.capabilities().contains(Capability.IPC),
+                "plugin '" + plugin.name() + "' does not declare capability IPC: exports and imports are not part of its contract");
+    }
+
+    private IpcImporter importer() {
+        return plugin.ipcImporter(pluginContext());
+    }
+
+    private static PayloadReader reader(byte[] payload) {
+        return new PayloadReader(payload, 0, payload.length, "payload.");
+    }
+
+    @Test
+    public void allocatesZeroedWritablePageAlignedChunks() {
+        long page = provider.pageSize();
+        assertThat(page).as("pageSize()").isPositive();
+        assertThat(Long.bitCount(page)).as("pageSize() %d is a power of two", page).isEqualTo(1);
+        long size = chunkSize(provider);
+        List<Chunk> chunks = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            Chunk chunk = provider.allocate(size);
+            chunks.add(chunk);
+            MemorySegment s = chunk.segment();
+            assertThat(s.byteSize()).as("chunk length").isEqualTo(size);
+            assertThat(s.address() % page).as("chunk address modulo the page size").isZero();
+            assertThat(Patterns.mismatch(s, Long.MIN_VALUE)).isNotNegative(); // not already our pattern
+            for (long o = 0; o < size; o += 8) {
+                assertThat(s.get(ValueLayout.JAVA_LONG, o)).as("byte %d of a fresh chunk", o).isZero();
+            }
+            Patterns.fill(s, i);
+        }
+        for (int i = 0; i < chunks.size(); i++) {
+            assertThat(Patterns.mismatch(chunks.get(i).segment(), i)).as("chunk %d kept what was written to it (chunks do not overlap)", i).isEqualTo(-1);
+        }
+        chunks.forEach(provider::free);
+    }
+
+    @Test
+    public void refusesSizesThatAreNotPositiveMultiplesOfThePageSize() {
+        long page = provider.pageSize();
+        for (long bad : new long[]{0, -page, page + 1, page / 2}) {
+            if (bad == 0 && page == 1) continue;
+            assertThat(catchThrowable(() -> provider.allocate(bad))).as("allocate(%d) with page size %d", bad, page)
+                    .isInstanceOfAny(IllegalArgumentException.class, ConduitException.class)
+                    .hasMessageContaining(Long.toString(bad));
+        }
+    }
+
+    @Test
+    public void freeUnmapsTheChunk() {
+        Chunk chunk = provider.allocate(chunkSize(provider));
+        MemorySegment s = chunk.segment();
+        provider.free(chunk);
+        assertThat(catchThrowable(() -> s.get(ValueLayout.JAVA_BYTE, 0))).as("reading a freed chunk")
+                .isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    public void closeFreesEveryChunkAndIsIdempotent() {
+        List<MemorySegment> segments = new ArrayList<>();
+        for (int i = 0; i < 3; i++) segments.add(provider.allocate(chunkSize(provider)).segment());
+        provider.close();
+        for (MemorySegment s : segments) {
+            assertThat(s.scope().isAlive()).as("a chunk still mapped after the provider was closed (a leak)").isFalse();
+        }
+        provider.close();
+    }
+
+    @Test
+    public void anExportMapsInThisProcessAsTheSameMemory() {
+        assumeIpc();
+        long size = chunkSize(provider);
+        Chunk chunk = provider.allocate(size);
+        byte[] payload = provider.export(chunk);
+        assertThat(payload.length).as("export payload length").isBetween(1, 3072);
+        Patterns.fill(chunk.segment(), 5);
+        MemorySegment mapped;
+        try (ChunkMapping mapping = importer().map(reader(payload), size)) {
+            mapped = mapping.segment();
+            assertThat(mapped.byteSize()).as("mapping length").isEqualTo(size);
+            assertThat(Patterns.mismatch(mapped, 5)).as("first byte the importer's mapping differs from the chunk").isEqualTo(-1);
+            Patterns.fill(mapped, 6);
+            assertThat(Patterns.mismatch(chunk.segment(), 6)).as("a write through the mapping is seen in the chunk").isEqualTo(-1);
+        }
+        assertThat(mapped.scope().isAlive()).as("the mapping after close()").isFalse();
+        provider.free(chunk);
+    }
+
+    @Test
+    public void anExportMapsInASecondProcess() throws Exception {
+        assumeIpc();
+        long size = chunkSize(provider);
+        Chunk chunk = provider.allocate(size);
+        byte[] payload = provider.export(chunk);
+        Patterns.fill(chunk.segment(), 11);
+        assertTheOtherProcessSawAndWrote(Patterns.hex(payload), size, "-", 0, chunk.segment(), 11, "OK spi");
+        provider.free(chunk);
+    }
+
+    @Test
+    public void aRegionHandleImportsInASecondProcessThroughTheRuntime() throws Exception {
+        assumeIpc();
+        provider.close(); // a provider may own its resource exclusively (a device): the runtime's pool opens its own
+        Conduit conduit = newConduit();
+        Region region = closeAfterTest(conduit.pool(plugin.name()).allocate(4096));
+        Patterns.fill(region.segment(), 12);
+        assertTheOtherProcessSawAndWrote("-", 0, Patterns.hex(region.exportHandle()), region.size(), region.segment(), 12, "OK runtime");
+    }
+
+    /** Runs the importing process; it checks the pattern {@code seed} and writes its complement, which this checks. */
+    private void assertTheOtherProcessSawAndWrote(String payloadHex, long chunkLength, String handleHex, long regionLength,
+                                                 MemorySegment memory, long seed, String expectedReport) throws Exception {
+        List<String> arguments = new ArrayList<>(List.of(plugin.name(), plugin.getClass().getName(),
+                sharedDirectory().toString(), payloadHex, Long.toString(chunkLength), handleHex, Long.toString(regionLength),
+                Long.toString(seed)));
+        configuration(sharedDirectory()).forEach((k, v) -> arguments.add(k + "=" + v));
+        ChildJvm.Result result = ChildJvm.run(arguments);
+        assertThat(result.stdout()).as("the importing process's report; its stderr:%n%s", result.stderr()).containsExactly(expectedReport);
+        assertThat(result.exitCode()).isZero();
+        for (long i = 0; i < memory.byteSize(); i++) {
+            if (memory.get(ValueLayout.JAVA_BYTE, i) != (byte) ~Patterns.at(seed, i)) {
+                throw new AssertionError("byte " + i + " the other process wrote did not arrive in the exported memory");
+            }
+        }
+    }
+
+    @Test
+    public void anExportOfAFreedChunkNoLongerMaps() {
+        assumeIpc();
+        long size = chunkSize(provider);
+        Chunk chunk = provider.allocate(size);
+        byte[] payload = provider.export(chunk);
+        provider.free(chunk);
+        assertThat(catchThrowable(() -> importer().map(reader(payload), size).close()))
+                .as("mapping the export of a freed chunk").isInstanceOf(ConduitException.class)
+                .hasMessageNotContaining("null");
+    }
+
+    @Test
+    public void truncatedPayloadsAreRefusedNamingTheField() {
+        assumeIpc();
+        long size = chunkSize(provider);
+        Chunk chunk = provider.allocate(size);
+        byte[] payload = provider.export(chunk);
+        for (int length = 0; length < payload.length; length++) {
+            byte[] truncated = Arrays.copyOf(payload, length);
+            assertThat(catchThrowable(() -> importer().map(reader(truncated), size).close()))
+                    .as("mapping a payload cut to %d of its %d bytes", length, payload.length)
+                    .isInstanceOf(InvalidHandleException.class)
+                    .hasMessageContaining("payload.");
+        }
+        byte[] longer = Arrays.copyOf(payload, payload.length + 1);
+        assertThat(catchThrowable(() -> importer().map(reader(longer), size).close()))
+                .as("mapping a payload with a byte too many").isInstanceOf(InvalidHandleException.class);
+        provider.free(chunk);
+    }
+
+    @Test
+    public void alteredPayloadsAndLengthsFailCleanly() {
+        assumeIpc();
+        long size = chunkSize(provider);
+        Chunk chunk = provider.allocate(size);
+        byte[] payload = provider.export(chunk);
+        for (int i = 0; i < payload.length; i++) {
+            for (int bit : new int[]{0, 7}) {
+                byte[] altered = payload.clone();
+                altered[i] ^= (byte) (1 << bit);
+                Throwable t = catchThrowable(() -> importer().map(reader(altered), size).close());
+                // A changed byte may still name this very chunk (e.g. a bit of unused padding): then it maps, and that is fine.
+                if (t != null) {
+                    assertThat(t).as("mapping a payload with bit %d of byte %d flipped", bit, i).isInstanceOf(ConduitException.class);
+                }
+            }
+        }
+        for (long wrong : new long[]{0, size + provider.pageSize(), -1}) {
+            assertThat(catchThrowable(() -> importer().map(reader(payload), wrong).close()))
+                    .as("mapping a %d-byte chunk as %d bytes", size, wrong).isInstanceOf(ConduitException.class);
+        }
+        provider.free(chunk);
+    }
+
+    @Test
+    public void theRuntimePoolsAndCachesItsRegions() {
+        assumeIpc();
+        provider.close();
+        Conduit conduit = newConduit();
+        Pool pool = closeAfterTest(conduit.pool(plugin.name()));
+        Region aligned = closeAfterTest(pool.allocate(64, pool.pageSize()));
+        assertThat(aligned.segment().address() % pool.pageSize()).as("address of a pool region allocated with the alignment pageSize() %d", pool.pageSize()).isZero();
+        Region region = closeAfterTest(pool.allocate(1000));
+        Patterns.fill(region.segment(), 21);
+        byte[] handle = region.exportHandle();
+        IpcCacheStats before = conduit.ipcCacheStats();
+        try (ImportedRegion first = conduit.importRegion(handle); ImportedRegion second = conduit.importRegion(handle)) {
+            assertThat(first.plugin()).isEqualTo(plugin.name());
+            assertThat(Patterns.mismatch(first.segment(), 21)).isEqualTo(-1);
+            assertThat(Patterns.mismatch(second.segment(), 21)).isEqualTo(-1);
+        }
+        IpcCacheStats after = conduit.ipcCacheStats();
+        assertThat(after.misses() - before.misses()).as("IPC cache misses: one mapping per chunk").isEqualTo(1);
+        assertThat(after.hits() - before.hits()).as("IPC cache hits").isEqualTo(1);
+        byte[] bad = handle.clone();
+        bad[bad.length / 2] ^= 1;
+        assertThatThrownBy(() -> conduit.importRegion(bad)).isInstanceOf(InvalidHandleException.class);
+    }
+}

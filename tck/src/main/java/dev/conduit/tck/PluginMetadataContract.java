@@ -1,0 +1,270 @@
+package dev.conduit.tck;
+
+import dev.conduit.Conduit;
+import dev.conduit.PluginInfo;
+import dev.conduit.ThreadPolicy;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.spi.Version;
+import dev.conduit.tck.internal.Patterns;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The contract of a plugin's metadata: name, versions and configuration keys well formed; the
+ * probe honest (available here, and then every declared capability opens, every undeclared one
+ * throws {@link NotSupportedException}); the runtime accepting it as declared; and the declared
+ * thread modes holding under stress: a plugin that declares {@link ThreadMode#MULTI} is hammered
+ * from several threads at once, one that declares {@link ThreadMode#SERIALIZED} is called from
+ * several threads in turn, and for one that does not declare {@code MULTI} the runtime is shown to
+ * lock for it.
+ *
+ * <p>The probe must say "available" where the TCK runs: run the TCK where the plugin can work.
+ */
+public abstract class PluginMetadataContract extends PluginContract {
+
+    private static final int THREADS = 4;
+
+    private ConduitPlugin plugin;
+
+    @BeforeEach
+    final void makePlugin() {
+        plugin = newPlugin();
+    }
+
+    @Test
+    public void namesAndVersionsItself() {
+        assertThat(plugin.name()).as("name()").isNotNull().hasSizeBetween(1, 32);
+        assertThat(PayloadReader.isName(plugin.name())).as("name '%s' is lower-case letters, digits and '-', starting with a letter", plugin.name()).isTrue();
+        assertThat(plugin.version()).as("version()").isNotNull();
+        assertThat(Version.parse(plugin.spiVersion()).major()).as("major of spiVersion() '%s'", plugin.spiVersion())
+                .isEqualTo(Version.parse(ConduitPlugin.SPI_VERSION).major());
+        assertThat(plugin.capabilities()).as("capabilities()").isNotEmpty();
+        assertThat(plugin.threadModes()).as("threadModes()").isNotEmpty();
+        assertThat(plugin.description()).as("description()").isNotNull();
+    }
+
+    @Test
+    public void declaresItsConfigKeysUnderItsName() {
+        Set<String> names = new HashSet<>();
+        for (ConfigKey<?> key : plugin.configKeys()) {
+            assertThat(key.name()).as("config key of plugin '%s'", plugin.name()).startsWith(plugin.name() + ".");
+            assertThat(key.doc()).as("doc of config key %s", key.name()).isNotBlank();
+            assertThat(names.add(key.name())).as("config key %s declared once", key.name()).isTrue();
+        }
+    }
+
+    @Test
+    public void probeIsAvailableHereAndHonest() {
+        Availability availability = plugin.probe(pluginContext());
+        assertThat(availability).as("probe()").isNotNull();
+        assertThat(availability.isAvailable()).as("probe() of '%s' said unavailable: %s (run the TCK where the plugin can work)",
+                plugin.name(), availability.reason()).isTrue();
+        Set<Capability> declared = plugin.capabilities();
+        if (declared.contains(Capability.MEMORY)) {
+            declaredWorks(Capability.MEMORY, "openMemoryProvider(), allocate(pageSize()), free() and close()", () -> {
+                try (MemoryProvider provider = plugin.openMemoryProvider(pluginContext())) {
+                    provider.free(provider.allocate(provider.pageSize()));
+                }
+            });
+        } else {
+            assertThat(catchThrowable(() -> plugin.openMemoryProvider(pluginContext()))).as("openMemoryProvider() without MEMORY")
+                    .isInstanceOf(NotSupportedException.class);
+        }
+        if (declared.contains(Capability.IPC)) {
+            declaredWorks(Capability.IPC, "ipcImporter()", () -> assertThat(plugin.ipcImporter(pluginContext())).as("ipcImporter()").isNotNull());
+        } else {
+            assertThat(catchThrowable(() -> plugin.ipcImporter(pluginContext()))).as("ipcImporter() without IPC")
+                    .isInstanceOf(NotSupportedException.class);
+        }
+        if (declared.contains(Capability.AM)) {
+            declaredWorks(Capability.AM, "openTransport(), address(), progress() and close()", () -> {
+                try (Transport transport = plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox()))) {
+                    assertThat(transport.address()).as("address() of an opened transport").isNotEmpty();
+                    transport.progress();
+                    if (declared.contains(Capability.WAKEUP)) {
+                        declaredWorks(Capability.WAKEUP, "signal() and await()", () -> {
+                            transport.signal();
+                            transport.await(1_000_000);
+                        });
+                    } else {
+                        assertThat(catchThrowable(() -> transport.await(1_000_000))).as("await() without WAKEUP").isInstanceOf(NotSupportedException.class);
+                    }
+                }
+            });
+        } else {
+            assertThat(catchThrowable(() -> plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox()))))
+                    .as("openTransport() without AM").isInstanceOf(NotSupportedException.class);
+        }
+    }
+
+    private void declaredWorks(Capability capability, String operations, Runnable use) {
+        try {
+            use.run();
+        } catch (RuntimeException e) {
+            throw new AssertionError("plugin '" + plugin.name() + "' declares capability " + capability + " and its probe says available, but "
+                    + operations + " failed: " + e, e);
+        }
+    }
+
+    @Test
+    public void theRuntimeSelectsItAsDeclared() {
+        Conduit conduit = newConduit();
+        PluginInfo info = conduit.plugins().stream().filter(p -> p.name().equals(plugin.name())).findFirst().orElseThrow();
+        assertThat(info.status()).as("status of '%s' in the runtime (reason: %s)", plugin.name(), info.reason()).isEqualTo(PluginInfo.Status.SELECTED);
+        assertThat(info.capabilities()).isEqualTo(plugin.capabilities());
+        assertThat(info.threadModes()).isEqualTo(plugin.threadModes());
+        assertThat(conduit.selectedPlugins()).contains(plugin.name());
+    }
+
+    @Test
+    public void theRuntimeGuardsTheModesItDoesNotDeclare() {
+        assumeTrue(plugin.capabilities().contains(Capability.AM), "plugin '" + plugin.name() + "' does not declare AM: it has no workers to guard");
+        Set<ThreadMode> modes = plugin.threadModes();
+        if (modes.contains(ThreadMode.MULTI)) {
+            assertThat(newConduit().threadPolicy(ThreadMode.MULTI)).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        } else if (modes.contains(ThreadMode.SERIALIZED)) {
+            assertThat(newConduit().threadPolicy(ThreadMode.MULTI)).as("a MULTI worker over a SERIALIZED plugin").isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        } else {
+            Conduit conduit = newConduit();
+            assertThat(catchThrowable(() -> conduit.newWorker(ThreadMode.SERIALIZED).close())).as("a SERIALIZED worker over a SINGLE-only plugin")
+                    .isInstanceOf(ConduitException.class).hasMessageContaining(plugin.name());
+        }
+    }
+
+    @Test
+    public void aSerializedPluginWorksFromThreadsTakingTurns() throws Exception {
+        Set<ThreadMode> modes = plugin.threadModes();
+        assumeTrue(modes.contains(ThreadMode.SERIALIZED) || modes.contains(ThreadMode.MULTI),
+                "plugin '" + plugin.name() + "' declares only SINGLE: it is never called from two threads");
+        List<ExecutorService> threads = new ArrayList<>();
+        for (int i = 0; i < THREADS; i++) threads.add(Executors.newSingleThreadExecutor());
+        try {
+            int turn = 0;
+            if (plugin.capabilities().contains(Capability.MEMORY)) {
+                MemoryProvider provider = closeAfterTest(plugin.openMemoryProvider(pluginContext()));
+                for (int i = 0; i < 20; i++) {
+                    Chunk chunk = threads.get(turn++ % THREADS).submit(() -> provider.allocate(provider.pageSize())).get();
+                    long seed = i;
+                    threads.get(turn++ % THREADS).submit(() -> Patterns.fill(chunk.segment(), seed)).get();
+                    assertThat(threads.get(turn++ % THREADS).submit(() -> Patterns.mismatch(chunk.segment(), seed)).get()).isEqualTo(-1);
+                    threads.get(turn++ % THREADS).submit(() -> provider.free(chunk)).get();
+                }
+            }
+            if (plugin.capabilities().contains(Capability.AM)) {
+                Inbox inbox = new Inbox();
+                Transport receiver = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, inbox)));
+                Transport sender = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox())));
+                TransportEndpoint ep = threads.get(turn++ % THREADS).submit(() -> sender.connect(new PayloadReader(receiver.address()), cause -> { })).get();
+                for (int i = 0; i < 200; i++) {
+                    int id = i;
+                    while (!threads.get(turn++ % THREADS).submit(() -> ep.trySend(id, MemorySegment.NULL, Patterns.segment(64, id))).get()) {
+                        threads.get(turn++ % THREADS).submit(receiver::progress).get();
+                    }
+                    threads.get(turn++ % THREADS).submit(receiver::progress).get();
+                }
+                long deadline = System.nanoTime() + progressGuard().toNanos();
+                while (inbox.size() < 200 && System.nanoTime() < deadline) threads.get(turn++ % THREADS).submit(receiver::progress).get();
+                assertThat(inbox.messages).extracting(Inbox.Received::id).as("ids delivered, calls made from threads in turn")
+                        .containsExactlyElementsOf(java.util.stream.IntStream.range(0, 200).boxed().toList());
+            }
+        } finally {
+            threads.forEach(ExecutorService::shutdownNow);
+        }
+    }
+
+    @Test
+    public void aMultiPluginWithstandsConcurrentCalls() throws Exception {
+        assumeTrue(plugin.threadModes().contains(ThreadMode.MULTI),
+                "plugin '" + plugin.name() + "' does not declare MULTI: the runtime serializes calls to it");
+        List<Throwable> errors = new CopyOnWriteArrayList<>();
+        CountDownLatch start = new CountDownLatch(1);
+        List<Thread> threads = new ArrayList<>();
+        if (plugin.capabilities().contains(Capability.MEMORY)) {
+            MemoryProvider provider = closeAfterTest(plugin.openMemoryProvider(pluginContext()));
+            for (int t = 0; t < THREADS; t++) {
+                long thread = t;
+                threads.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        start.await();
+                        for (int i = 0; i < 200; i++) {
+                            Chunk chunk = provider.allocate(provider.pageSize());
+                            Patterns.fill(chunk.segment(), thread * 1000 + i);
+                            Thread.yield();
+                            long mismatch = Patterns.mismatch(chunk.segment(), thread * 1000 + i);
+                            if (mismatch >= 0) throw new AssertionError("a chunk allocated concurrently was overwritten at byte " + mismatch);
+                            provider.free(chunk);
+                        }
+                    } catch (Throwable e) {
+                        errors.add(e);
+                    }
+                }));
+            }
+        }
+        Map<Integer, List<Integer>> received = new ConcurrentHashMap<>();
+        int perThread = 2000;
+        Transport receiver = null;
+        if (plugin.capabilities().contains(Capability.AM)) {
+            receiver = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.MULTI, (id, hb, ho, hl, pb, po, pl) ->
+                    received.computeIfAbsent(id, k -> new ArrayList<>()).add(pb.get(ValueLayout.JAVA_INT_UNALIGNED, po)))));
+            Transport sender = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.MULTI, new Inbox())));
+            TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
+            Transport peer = receiver;
+            for (int t = 0; t < THREADS; t++) {
+                int thread = t;
+                threads.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        start.await();
+                        MemorySegment payload = MemorySegment.ofArray(new int[1]);
+                        for (int i = 0; i < perThread; i++) {
+                            payload.set(ValueLayout.JAVA_INT, 0, i);
+                            while (!ep.trySend(thread, MemorySegment.NULL, payload)) peer.progress();
+                            peer.progress();
+                        }
+                    } catch (Throwable e) {
+                        errors.add(e);
+                    }
+                }));
+            }
+        }
+        start.countDown();
+        for (Thread t : threads) t.join();
+        if (receiver != null) {
+            long deadline = System.nanoTime() + progressGuard().toNanos();
+            while (received.values().stream().mapToInt(List::size).sum() < THREADS * perThread && System.nanoTime() < deadline) receiver.progress();
+            List<Integer> expected = java.util.stream.IntStream.range(0, perThread).boxed().toList();
+            for (int t = 0; t < THREADS; t++) {
+                assertThat(received.get(t)).as("messages thread %d sent concurrently with %d others, as delivered", t, THREADS - 1).isEqualTo(expected);
+            }
+        }
+        assertThat(errors).as("failures under concurrent calls to a plugin that declares MULTI").isEmpty();
+    }
+}

@@ -1,0 +1,355 @@
+package dev.conduit.tck;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.PeerRegion;
+import dev.conduit.Region;
+import dev.conduit.Worker;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.internal.Patterns;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The contract of a transport ({@link Capability#AM}): connect, ordered exactly-once delivery,
+ * backpressure, peer death, close, malformed addresses, wakeup ({@link Capability#WAKEUP}); then
+ * the same plugin under the runtime: a {@code MULTI} worker used from several threads, peer failure,
+ * RMA ({@link Capability#RMA}, {@link Capability#ATOMICS}).
+ *
+ * <p>Two transports of the plugin in this JVM talk to each other, as two processes' would.
+ * Capabilities the plugin does not declare are not part of its contract: their tests end as
+ * "aborted" with a message naming the capability, and the operations must throw
+ * {@link NotSupportedException}.
+ */
+public abstract class TransportContract extends PluginContract {
+
+    private ConduitPlugin plugin;
+
+    @BeforeEach
+    final void checkDeclaration() {
+        plugin = newPlugin();
+        assertThat(plugin.capabilities()).as("capabilities of '%s': the transport suite is for plugins that declare AM", plugin.name())
+                .contains(Capability.AM);
+    }
+
+    /**
+     * The most bytes the backpressure test sends without progressing the receiver before it
+     * concludes that the transport never refuses (which breaks the contract). Raise it for a
+     * transport with very large buffers.
+     */
+    protected long backpressureBound() {
+        return 512L << 20;
+    }
+
+    private void assume(Capability capability) {
+        assumeTrue(plugin.capabilities().contains(capability),
+                "plugin '" + plugin.name() + "' does not declare capability " + capability + ": it is not part of its contract");
+    }
+
+    private Transport open(Inbox inbox) {
+        return closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, inbox)));
+    }
+
+    private static TransportEndpoint connect(Transport from, Transport to, EndpointEvents events) {
+        return from.connect(new PayloadReader(to.address()), events);
+    }
+
+    /** Progresses both transports until {@code done}; fails after {@link #progressGuard()}. */
+    private void progressUntil(String what, BooleanSupplier done, Transport... transports) {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (!done.getAsBoolean()) {
+            for (Transport t : transports) t.progress();
+            if (System.nanoTime() > deadline) throw new AssertionError("no progress for " + progressGuard() + " waiting for: " + what);
+        }
+    }
+
+    private void sendWhenAccepted(TransportEndpoint ep, int id, MemorySegment header, MemorySegment payload, Transport... transports) {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (!ep.trySend(id, header, payload)) {
+            for (Transport t : transports) t.progress();
+            if (System.nanoTime() > deadline) throw new AssertionError("message " + id + " not accepted within " + progressGuard() + " while the receiver progressed");
+        }
+    }
+
+    @Test
+    public void publishesASmallAddressAndConnects() {
+        Transport receiver = open(new Inbox());
+        Transport sender = open(new Inbox());
+        byte[] address = receiver.address();
+        assertThat(address.length).as("address length").isBetween(1, 1024);
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.maxPayloadSize()).as("maxPayloadSize()").isPositive();
+        assertThat(ep.maxHeaderSize()).as("maxHeaderSize()").isNotNegative();
+        ep.close();
+        ep.close();
+    }
+
+    @Test
+    public void deliversEveryMessageOnceInOrder() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        long[] sizes = {0, 1, 8, 100, 4000, 9000, 65_536, 200_000};
+        int count = 1000;
+        int maxHeader = Math.min(ep.maxHeaderSize(), 40);
+        for (int i = 0; i < count; i++) {
+            long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
+            sendWhenAccepted(ep, i, Patterns.segment(i % (maxHeader + 1), -i), Patterns.segment(size, i), receiver, sender);
+        }
+        progressUntil(count + " messages delivered (" + inbox.size() + " so far)", () -> inbox.size() >= count, receiver, sender);
+        for (int i = 0; i < 1000; i++) {
+            receiver.progress();
+            sender.progress();
+        }
+        assertThat(inbox.size()).as("messages delivered for %d sent (a duplicate makes more)", count).isEqualTo(count);
+        for (int i = 0; i < count; i++) {
+            Inbox.Received m = inbox.messages.get(i);
+            long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
+            assertThat(m.id()).as("id of message %d (order)", i).isEqualTo(i);
+            assertThat(m.header()).as("header of message %d", i).isEqualTo(Patterns.bytes(i % (maxHeader + 1), -i));
+            assertThat(m.payload()).as("payload of message %d", i).isEqualTo(Patterns.bytes(size, i));
+        }
+    }
+
+    @Test
+    public void refusesWhenFullAndDeliversWhatItAcceptedOnceTheReceiverProgresses() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        MemorySegment payload = Patterns.segment(Math.min(16_384, ep.maxPayloadSize()), 3);
+        int accepted = 0;
+        long sent = 0;
+        while (ep.trySend(accepted, MemorySegment.NULL, payload)) {
+            accepted++;
+            sent += payload.byteSize();
+            assertThat(sent).as("bytes accepted while the receiver never progressed: the transport must refuse (trySend false) "
+                    + "when its peer's queue is full rather than queue without bound").isLessThanOrEqualTo(backpressureBound());
+        }
+        int acceptedBeforeFull = accepted;
+        progressUntil(acceptedBeforeFull + " accepted messages delivered", () -> inbox.size() >= acceptedBeforeFull, receiver, sender);
+        sendWhenAccepted(ep, accepted, MemorySegment.NULL, payload, receiver, sender);
+        progressUntil("the message sent after the queue drained", () -> inbox.size() >= acceptedBeforeFull + 1, receiver, sender);
+        assertThat(inbox.messages).extracting(Inbox.Received::id).as("ids delivered")
+                .containsExactlyElementsOf(java.util.stream.IntStream.rangeClosed(0, acceptedBeforeFull).boxed().toList());
+    }
+
+    @Test
+    public void aPeerThatGoesAwayFailsTheEndpointOnce() {
+        Transport receiver = open(new Inbox());
+        Transport sender = open(new Inbox());
+        List<PeerFailedException> failures = new CopyOnWriteArrayList<>();
+        TransportEndpoint ep = connect(sender, receiver, failures::add);
+        sendWhenAccepted(ep, 1, MemorySegment.NULL, Patterns.segment(8, 1), receiver, sender);
+        receiver.close(); // as a process exit would: the peer never closes its endpoints
+        progressUntil("the endpoint to a closed peer to fail", () -> !failures.isEmpty(), sender);
+        for (int i = 0; i < 100; i++) sender.progress();
+        assertThat(failures).as("failures reported for one dead peer").hasSize(1);
+        assertThat(failures.getFirst().getMessage()).as("the failure's message").isNotBlank();
+        assertThat(catchThrowable(() -> {
+            for (int i = 0; i < 1000; i++) ep.trySend(2, MemorySegment.NULL, Patterns.segment(8, 2));
+        })).as("sending to a dead peer").isInstanceOf(PeerFailedException.class);
+    }
+
+    @Test
+    public void malformedAddressesAreRefusedNamingTheProblem() {
+        Transport receiver = open(new Inbox());
+        Transport sender = open(new Inbox());
+        byte[] address = receiver.address();
+        for (int length = 0; length < address.length; length++) {
+            byte[] truncated = Arrays.copyOf(address, length);
+            assertThat(catchThrowable(() -> sender.connect(new PayloadReader(truncated), cause -> { }).close()))
+                    .as("connecting to an address cut to %d of its %d bytes", length, address.length)
+                    .isInstanceOf(ConduitException.class).hasMessageNotContaining("null");
+        }
+    }
+
+    @Test
+    public void closeIsIdempotent() {
+        Transport receiver = open(new Inbox());
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        ep.close();
+        ep.close();
+        sender.close();
+        sender.close();
+        receiver.close();
+        receiver.close();
+    }
+
+    @Test
+    public void undeclaredOperationsThrowNotSupported() {
+        Transport receiver = open(new Inbox());
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        if (!plugin.capabilities().contains(Capability.WAKEUP)) {
+            assertThat(catchThrowable(() -> receiver.await(1_000_000))).as("await() without WAKEUP").isInstanceOf(NotSupportedException.class);
+            assertThat(catchThrowable(receiver::signal)).as("signal() without WAKEUP").isInstanceOf(NotSupportedException.class);
+        }
+        RemoteRegion nowhere = null;
+        if (!plugin.capabilities().contains(Capability.RMA)) {
+            assertThat(catchThrowable(() -> ep.put(MemorySegment.NULL, nowhere, 0))).as("put() without RMA").isInstanceOf(NotSupportedException.class);
+            assertThat(catchThrowable(() -> ep.get(nowhere, 0, MemorySegment.NULL))).as("get() without RMA").isInstanceOf(NotSupportedException.class);
+        }
+        if (!plugin.capabilities().contains(Capability.ATOMICS)) {
+            assertThat(catchThrowable(() -> ep.fetchAdd(nowhere, 0, 1))).as("fetchAdd() without ATOMICS").isInstanceOf(NotSupportedException.class);
+        }
+    }
+
+    @Test
+    public void awaitSleepsUntilSignalledOrAMessageArrives() throws Exception {
+        assume(Capability.WAKEUP);
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        receiver.await(1_000_000); // nothing to do: returns after its timeout, true or false
+        // await() may return false early (a spurious wakeup: the runtime sleeps again), but only a signal or work makes it return true.
+        Thread waiter = Thread.ofPlatform().start(() -> awaitTrue(receiver));
+        while (waiter.isAlive()) {
+            receiver.signal();
+            waiter.join(10);
+        }
+        assertThat(woken).as("await() returned true after signal()").isTrue();
+        woken = false;
+        Thread sleeper = Thread.ofPlatform().start(() -> awaitTrue(receiver));
+        Thread.sleep(20);
+        sendWhenAccepted(ep, 9, MemorySegment.NULL, Patterns.segment(8, 9), sender);
+        sleeper.join();
+        assertThat(woken).as("await() returned true when a message arrived").isTrue();
+        progressUntil("the message that woke the receiver", () -> inbox.size() == 1, receiver);
+    }
+
+    private volatile boolean woken;
+
+    private void awaitTrue(Transport transport) {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (System.nanoTime() < deadline) {
+            if (transport.await(deadline - System.nanoTime())) {
+                woken = true;
+                return;
+            }
+        }
+    }
+
+    // ---- through the runtime ----
+
+    @Test
+    public void aMultiWorkerUsedFromManyThreadsKeepsEachThreadsOrder() throws Exception {
+        Conduit conduit = newConduit();
+        Worker receiver = closeAfterTest(conduit.newWorker(ThreadMode.MULTI));
+        Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.MULTI));
+        int threads = 4;
+        int perThread = 2000;
+        Map<Long, List<Long>> received = new ConcurrentHashMap<>();
+        AtomicInteger count = new AtomicInteger();
+        receiver.onMessage(1, m -> {
+            received.computeIfAbsent(m.payloadLong(0), k -> new CopyOnWriteArrayList<>()).add(m.payloadLong(8));
+            count.incrementAndGet();
+        });
+        Endpoint ep = sender.connect(receiver.address());
+        List<Throwable> errors = new CopyOnWriteArrayList<>();
+        List<Thread> senders = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            long thread = t;
+            senders.add(Thread.ofPlatform().start(() -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment payload = arena.allocate(16);
+                    for (long seq = 0; seq < perThread; seq++) {
+                        payload.set(ValueLayout.JAVA_LONG, 0, thread);
+                        payload.set(ValueLayout.JAVA_LONG, 8, seq);
+                        ep.send(1, payload);
+                        if (seq % 16 == 0) sender.progress();
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            }));
+        }
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (count.get() < threads * perThread && errors.isEmpty()) {
+            receiver.progress();
+            sender.progress();
+            if (System.nanoTime() > deadline) throw new AssertionError("only " + count.get() + " of " + threads * perThread + " messages arrived");
+        }
+        for (Thread t : senders) t.join();
+        assertThat(errors).as("errors of the sending threads").isEmpty();
+        assertThat(received).hasSize(threads);
+        List<Long> expected = java.util.stream.LongStream.range(0, perThread).boxed().toList();
+        received.forEach((thread, seqs) -> assertThat(seqs).as("sequence numbers thread %d sent, as delivered", thread).isEqualTo(expected));
+    }
+
+    @Test
+    public void aPeerWorkerThatGoesAwayFailsTheEndpointThroughTheRuntime() {
+        Conduit conduit = newConduit();
+        Worker receiver = conduit.newWorker(ThreadMode.SERIALIZED);
+        Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
+        List<PeerFailedException> failures = new CopyOnWriteArrayList<>();
+        Endpoint ep = sender.connect(receiver.address(), (endpoint, cause) -> failures.add(cause));
+        ep.send(1, Patterns.segment(8, 1));
+        receiver.close();
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (failures.isEmpty()) {
+            sender.progress();
+            if (System.nanoTime() > deadline) throw new AssertionError("the endpoint to a closed worker did not fail within " + progressGuard());
+        }
+        assertThat(ep.isFailed()).isTrue();
+        assertThatThrownBy(() -> ep.send(1, Patterns.segment(8, 1))).isInstanceOf(PeerFailedException.class);
+    }
+
+    @Test
+    public void rmaReachesThePeersExportedRegion() {
+        assume(Capability.RMA);
+        assume(Capability.MEMORY);
+        Conduit conduit = newConduit();
+        Worker receiver = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
+        Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
+        Region region = closeAfterTest(conduit.pool(plugin.name()).allocate(64 * 1024));
+        Endpoint ep = sender.connect(receiver.address());
+        PeerRegion peer = ep.peerRegion(region.exportHandle());
+        ep.put(Patterns.segment(10_000, 31), peer, 100);
+        ep.flush();
+        assertThat(region.segment().asSlice(100, 10_000).toArray(ValueLayout.JAVA_BYTE)).as("bytes put into the peer's region")
+                .isEqualTo(Patterns.bytes(10_000, 31));
+        Patterns.fill(region.segment().asSlice(20_000, 5000), 32);
+        MemorySegment got = Arena.ofAuto().allocate(5000);
+        ep.get(peer, 20_000, got);
+        assertThat(got.toArray(ValueLayout.JAVA_BYTE)).as("bytes got from the peer's region").isEqualTo(Patterns.bytes(5000, 32));
+        if (plugin.capabilities().contains(Capability.ATOMICS)) {
+            region.segment().set(ValueLayout.JAVA_LONG, 40_000, 5);
+            assertThat(ep.fetchAdd(peer, 40_000, 3)).isEqualTo(5);
+            assertThat(ep.compareAndSwap(peer, 40_000, 8, 21)).isEqualTo(8);
+            assertThat(region.segment().get(ValueLayout.JAVA_LONG, 40_000)).isEqualTo(21);
+        }
+        assertThat(catchThrowable(() -> ep.put(Patterns.segment(16, 1), peer, 64 * 1024 - 8))).as("a put past the region's end")
+                .isInstanceOfAny(IndexOutOfBoundsException.class, IllegalArgumentException.class);
+    }
+}

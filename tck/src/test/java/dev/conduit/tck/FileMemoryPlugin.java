@@ -1,0 +1,173 @@
+package dev.conduit.tck;
+
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Version;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * The TCK's own well-behaved memory plugin: chunks are files in the shared directory, mapped
+ * shared; an export names the file and its length. The broken fixtures ({@link BrokenPlugins})
+ * are subclasses that break one rule each.
+ */
+public class FileMemoryPlugin implements ConduitPlugin {
+
+    static final long PAGE = 4096;
+
+    @Override
+    public String name() {
+        return "tck-file";
+    }
+
+    @Override
+    public Version version() {
+        return Version.parse("1.0.0");
+    }
+
+    @Override
+    public String spiVersion() {
+        return ConduitPlugin.SPI_VERSION;
+    }
+
+    @Override
+    public Availability probe(PluginContext context) {
+        return Files.isDirectory(context.sharedDirectory()) ? Availability.available()
+                : Availability.unavailable("shared directory " + context.sharedDirectory() + " does not exist; set CONDUIT_SHARED_DIR");
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return Set.of(Capability.MEMORY, Capability.IPC);
+    }
+
+    @Override
+    public Set<ThreadMode> threadModes() {
+        return Set.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+    }
+
+    @Override
+    public MemoryProvider openMemoryProvider(PluginContext context) {
+        return new Provider(context.sharedDirectory());
+    }
+
+    @Override
+    public IpcImporter ipcImporter(PluginContext context) {
+        return (payload, chunkLength) -> map(context.sharedDirectory(), payload, chunkLength);
+    }
+
+    /** Decodes the payload: the chunk's file name, then its length; nothing after it. */
+    ChunkMapping map(Path directory, PayloadReader payload, long chunkLength) {
+        String name = payload.relativePath("file");
+        long length = payload.u64("length");
+        payload.end("end");
+        if (length != chunkLength) throw payload.invalid("length", "the payload says " + length + " bytes, the handle " + chunkLength);
+        Path file = directory.resolve(name);
+        Arena arena = Arena.ofShared();
+        try (FileChannel channel = FileChannel.open(file, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS))) {
+            if (channel.size() != length) throw new ConduitException("chunk file " + file + " has " + channel.size() + " bytes, not " + length);
+            MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
+            return new ChunkMapping() {
+                @Override
+                public MemorySegment segment() {
+                    return segment;
+                }
+
+                @Override
+                public void close() {
+                    if (arena.scope().isAlive()) arena.close();
+                }
+            };
+        } catch (NoSuchFileException e) {
+            arena.close();
+            throw new ConduitException("chunk file " + file + " is gone: its chunk was freed (stale handle)");
+        } catch (IOException | RuntimeException e) {
+            arena.close();
+            if (e instanceof ConduitException c) throw c;
+            throw new ConduitException("cannot map chunk file " + file + ": " + e, e);
+        }
+    }
+
+    record FileChunk(Path file, Arena arena, MemorySegment segment) implements Chunk {
+    }
+
+    class Provider implements MemoryProvider {
+        final Path directory;
+        final Set<FileChunk> chunks = new HashSet<>();
+
+        Provider(Path directory) {
+            this.directory = directory;
+        }
+
+        @Override
+        public long pageSize() {
+            return PAGE;
+        }
+
+        @Override
+        public Chunk allocate(long size) {
+            if (size <= 0 || size % PAGE != 0) {
+                throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the page size " + PAGE);
+            }
+            Path file = directory.resolve("tck-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong()) + ".chunk");
+            Arena arena = Arena.ofShared();
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                channel.truncate(size);
+                channel.write(java.nio.ByteBuffer.allocate(1), size - 1);
+                FileChunk chunk = new FileChunk(file, arena, channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena));
+                chunks.add(chunk);
+                return chunk;
+            } catch (IOException e) {
+                arena.close();
+                throw new ConduitException("cannot create chunk file " + file + ": " + e, e);
+            }
+        }
+
+        @Override
+        public byte[] export(Chunk chunk) {
+            FileChunk c = (FileChunk) chunk;
+            return new PayloadWriter().string(c.file().getFileName().toString()).u64(c.segment().byteSize()).toByteArray();
+        }
+
+        @Override
+        public void free(Chunk chunk) {
+            FileChunk c = (FileChunk) chunk;
+            if (!chunks.remove(c)) throw new IllegalArgumentException("chunk " + c.file() + " is not allocated by this provider");
+            c.arena().close();
+            try {
+                Files.deleteIfExists(c.file());
+            } catch (IOException e) {
+                throw new ConduitException("cannot delete chunk file " + c.file() + ": " + e, e);
+            }
+        }
+
+        @Override
+        public void close() {
+            for (FileChunk c : List.copyOf(chunks)) free(c);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+package dev.conduit.tck;
+
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.spi.Version;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The TCK's own well-behaved transport: workers of one JVM, each with a bounded queue on the heap.
+ * The broken fixtures ({@link BrokenPlugins}) are subclasses that break one rule each through the
+ * hooks below.
+ */
+public class LoopbackPlugin implements ConduitPlugin {
+
+    private static final Map<Long, LoopbackTransport> TRANSPORTS = new ConcurrentHashMap<>();
+    private static final AtomicLong IDS = new AtomicLong();
+    /** Bytes a receiver queues before senders are refused. */
+    static final long QUEUE_BYTES = 1 << 20;
+
+    @Override
+    public String name() {
+        return "tck-loopback";
+    }
+
+    @Override
+    public Version version() {
+        return Version.parse("1.0.0");
+    }
+
+    @Override
+    public String spiVersion() {
+        return ConduitPlugin.SPI_VERSION;
+    }
+
+    @Override
+    public Availability probe(PluginContext context) {
+        return Availability.available();
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return Set.of(Capability.AM, Capability.WAKEUP);
+    }
+
+    @Override
+    public Set<ThreadMode> threadModes() {
+        return Set.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED);
+    }
+
+    @Override
+    public Transport openTransport(TransportContext context) {
+        LoopbackTransport t = new LoopbackTransport(IDS.incrementAndGet(), context.messageSink());
+        TRANSPORTS.put(t.id, t);
+        return t;
+    }
+
+    // ---- hooks the broken fixtures override ----
+
+    /** Whether the receiver refuses when {@link #QUEUE_BYTES} are queued. */
+    boolean refusesWhenFull() {
+        return true;
+    }
+
+    /** Whether the message numbered {@code sequence} (per endpoint, from 0) is queued. */
+    boolean keeps(long sequence) {
+        return true;
+    }
+
+    /** Whether progress reports that a peer's transport closed. */
+    boolean reportsPeerDeath() {
+        return true;
+    }
+
+    /** Whether await wakes for a signal or a message. */
+    boolean wakes() {
+        return true;
+    }
+
+    /** Hands one message to the receiver's queue; the MULTI fixture overrides it to do so unsafely. */
+    void enqueue(LoopbackEndpoint from, Message message) {
+        from.target.offer(message);
+    }
+
+    record Message(int id, byte[] header, byte[] payload) {
+        long bytes() {
+            return header.length + payload.length + 16;
+        }
+    }
+
+    class LoopbackTransport implements Transport {
+        final long id;
+        final MessageSink sink;
+        private final ArrayDeque<Message> queue = new ArrayDeque<>();
+        private long queuedBytes;
+        private final Semaphore wake = new Semaphore(0);
+        private final List<LoopbackEndpoint> endpoints = new ArrayList<>();
+        volatile boolean closed;
+
+        LoopbackTransport(long id, MessageSink sink) {
+            this.id = id;
+            this.sink = sink;
+        }
+
+        synchronized boolean hasRoomFor(Message m) {
+            return !refusesWhenFull() || queuedBytes + m.bytes() <= QUEUE_BYTES || queue.isEmpty();
+        }
+
+        void offer(Message m) {
+            synchronized (this) {
+                queue.add(m);
+                queuedBytes += m.bytes();
+            }
+            wake.release();
+        }
+
+        private synchronized Message poll() {
+            Message m = queue.poll();
+            if (m != null) queuedBytes -= m.bytes();
+            return m;
+        }
+
+        @Override
+        public byte[] address() {
+            return new PayloadWriter().u64(id).toByteArray();
+        }
+
+        @Override
+        public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) {
+            long peer = peerAddress.u64("transport");
+            peerAddress.end("end");
+            LoopbackTransport target = TRANSPORTS.get(peer);
+            if (target == null) throw new ConduitException("no loopback transport " + peer + " in this JVM: the peer closed or is in another process");
+            LoopbackEndpoint ep = new LoopbackEndpoint(target, events);
+            synchronized (endpoints) {
+                endpoints.add(ep);
+            }
+            return ep;
+        }
+
+        @Override
+        public int progress() {
+            int events = 0;
+            for (Message m; (m = poll()) != null; events++) {
+                MemorySegment header = MemorySegment.ofArray(m.header());
+                MemorySegment payload = MemorySegment.ofArray(m.payload());
+                sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, m.payload().length);
+            }
+            if (reportsPeerDeath()) {
+                List<LoopbackEndpoint> current;
+                synchronized (endpoints) {
+                    current = List.copyOf(endpoints);
+                }
+                for (LoopbackEndpoint ep : current) {
+                    if (ep.target.closed && ep.failure == null && !ep.closed) {
+                        ep.failure = new PeerFailedException("loopback peer " + ep.target.id + " closed its transport");
+                        ep.events.peerFailed(ep.failure);
+                        events++;
+                    }
+                }
+            }
+            return events;
+        }
+
+        @Override
+        public boolean await(long timeoutNanos) {
+            try {
+                if (!wakes()) {
+                    TimeUnit.NANOSECONDS.sleep(Math.min(timeoutNanos, 5_000_000));
+                    return false;
+                }
+                synchronized (this) {
+                    if (!queue.isEmpty()) return true;
+                }
+                boolean woken = wake.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
+                wake.drainPermits();
+                return woken;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+
+        @Override
+        public void signal() {
+            wake.release();
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+            TRANSPORTS.remove(id);
+            synchronized (endpoints) {
+                endpoints.forEach(LoopbackEndpoint::close);
+                endpoints.clear();
+            }
+        }
+    }
+
+    class LoopbackEndpoint implements TransportEndpoint {
+        final LoopbackTransport target;
+        final EndpointEvents events;
+        volatile PeerFailedException failure;
+        long sequence;
+        boolean closed;
+
+        LoopbackEndpoint(LoopbackTransport target, EndpointEvents events) {
+            this.target = target;
+            this.events = events;
+        }
+
+        @Override
+        public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+            if (failure != null) throw failure;
+            if (closed) throw new IllegalStateException("loopback endpoint is closed");
+            Message m = new Message(id, header.toArray(ValueLayout.JAVA_BYTE), payload.toArray(ValueLayout.JAVA_BYTE));
+            if (!target.hasRoomFor(m)) return false;
+            if (keeps(sequence++)) enqueue(this, m);
+            return true;
+        }
+
+        @Override
+        public long maxPayloadSize() {
+            return QUEUE_BYTES / 2;
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+        }
+    }
+}
