@@ -39,8 +39,12 @@ public interface Transport extends AutoCloseable {
     /**
      * Sleeps until work may have arrived or {@code timeoutNanos} passed; busy polling stays the
      * default, this is for when latency may be traded for an idle core ({@link Capability#WAKEUP}).
+     * A transport may return before {@code timeoutNanos} with nothing to do, for instance to check
+     * its peers' liveness: callers loop ({@code progress()}, then {@code await} with the time left)
+     * until their own deadline, as the runtime's {@code Worker.await} does.
      *
-     * @return {@code true} if woken by work or {@link #signal()}, {@code false} on timeout
+     * @return {@code true} if woken by work or {@link #signal()}; {@code false} when the timeout
+     *         passed or the transport returned early with nothing to do
      */
     default boolean await(long timeoutNanos) {
         throw new NotSupportedException("this transport cannot sleep until work arrives (capability WAKEUP)");
