@@ -3,7 +3,6 @@ package dev.conduit.plugin.verbs;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.spi.ConduitException;
 
-import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -31,7 +30,10 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  *
  * <p>The library is opened by {@link #load(String)} on first use, never in a static initializer,
  * so a machine without it gets an {@link Unavailable} with the {@code dlopen} error instead of a
- * class that fails to initialize. A library stays loaded once opened (one {@code dlopen} per
+ * class that fails to initialize. For the same reason no static initializer here calls a
+ * restricted method (such as {@code AddressLayout.withTargetLayout}): in a JVM that denies this
+ * module native access that would be an {@link ExceptionInInitializerError}, not a probe reason
+ * ({@code NativeAccessTest}). A library stays loaded once opened (one {@code dlopen} per
  * name per JVM; probes reuse it).
  */
 final class FfmVerbs implements Verbs {
@@ -40,7 +42,6 @@ final class FfmVerbs implements Verbs {
     private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(groupElement("errno"));
-    private static final AddressLayout C_STRING = ADDRESS.withTargetLayout(java.lang.foreign.MemoryLayout.sequenceLayout(256, JAVA_BYTE));
 
     /** The functions bound, for the probe's message when one is missing. */
     static final List<String> FUNCTIONS = List.of("ibv_get_device_list", "ibv_free_device_list", "ibv_get_device_name",
@@ -71,7 +72,7 @@ final class FfmVerbs implements Verbs {
         this.library = library;
         getDeviceList = bind(lookup, "ibv_get_device_list", FunctionDescriptor.of(ADDRESS, ADDRESS));
         freeDeviceList = bind(lookup, "ibv_free_device_list", FunctionDescriptor.ofVoid(ADDRESS));
-        getDeviceName = bind(lookup, "ibv_get_device_name", FunctionDescriptor.of(C_STRING, ADDRESS));
+        getDeviceName = bind(lookup, "ibv_get_device_name", FunctionDescriptor.of(ADDRESS, ADDRESS));
         openDevice = bind(lookup, "ibv_open_device", FunctionDescriptor.of(ADDRESS, ADDRESS));
         closeDevice = bind(lookup, "ibv_close_device", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         queryDevice = bind(lookup, "ibv_query_device", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
@@ -149,7 +150,7 @@ final class FfmVerbs implements Verbs {
             }
             try {
                 int n = count.get(JAVA_INT, 0);
-                MemorySegment devices = list.reinterpret(ADDRESS.byteSize() * n);
+                MemorySegment devices = reinterpret(list, ADDRESS.byteSize() * n);
                 List<String> names = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
                     names.add(name(capture, devices.getAtIndex(ADDRESS, i)));
@@ -174,7 +175,8 @@ final class FfmVerbs implements Verbs {
 
     private String name(MemorySegment capture, MemorySegment device) throws Throwable {
         MemorySegment name = (MemorySegment) getDeviceName.invokeExact(capture, device);
-        return name.equals(MemorySegment.NULL) ? "?" : name.getString(0, StandardCharsets.UTF_8);
+        // The name is struct ibv_device's char name[IBV_SYSFS_NAME_MAX], NUL-terminated within it.
+        return name.equals(MemorySegment.NULL) ? "?" : reinterpret(name, IBV_SYSFS_NAME_MAX).getString(0, StandardCharsets.UTF_8);
     }
 
     @Override
@@ -189,7 +191,7 @@ final class FfmVerbs implements Verbs {
             }
             try {
                 int n = count.get(JAVA_INT, 0);
-                MemorySegment devices = list.reinterpret(ADDRESS.byteSize() * n);
+                MemorySegment devices = reinterpret(list, ADDRESS.byteSize() * n);
                 for (int i = 0; i < n; i++) {
                     MemorySegment device = devices.getAtIndex(ADDRESS, i);
                     if (name(capture, device).equals(name)) {
@@ -309,6 +311,11 @@ final class FfmVerbs implements Verbs {
                 throw new IllegalArgumentException("port " + port + " is not 1..255 (uint8_t port_num)");
             }
         }
+    }
+
+    @SuppressWarnings("restricted") // only reached once load() bound the library, i.e. with native access
+    private static MemorySegment reinterpret(MemorySegment pointer, long size) {
+        return pointer.reinterpret(size);
     }
 
     private static int errno(MemorySegment capture) {

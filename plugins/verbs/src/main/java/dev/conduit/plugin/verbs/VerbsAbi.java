@@ -35,6 +35,9 @@ final class VerbsAbi {
     private VerbsAbi() {
     }
 
+    /** The length of {@code struct ibv_device}'s {@code name} array, NUL included. */
+    static final int IBV_SYSFS_NAME_MAX = 64;
+
     // enum ibv_port_state
     static final int IBV_PORT_NOP = 0;
     static final int IBV_PORT_DOWN = 1;

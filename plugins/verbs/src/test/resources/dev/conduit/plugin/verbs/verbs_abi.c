@@ -79,6 +79,7 @@ int main(void) {
     SIZE(union ibv_gid, "ibv_gid");
     FIELD(union ibv_gid, "ibv_gid", raw);
 
+    CONST(IBV_SYSFS_NAME_MAX);
     CONST(IBV_PORT_NOP);
     CONST(IBV_PORT_DOWN);
     CONST(IBV_PORT_INIT);
