@@ -140,6 +140,41 @@ final class FfmVerbs implements Verbs {
 
     @Override
     public List<String> deviceNames() {
+        return withDeviceList((capture, devices) -> {
+            List<String> names = new ArrayList<>((int) (devices.byteSize() / ADDRESS.byteSize()));
+            for (long i = 0; i < devices.byteSize() / ADDRESS.byteSize(); i++) {
+                names.add(name(capture, devices.getAtIndex(ADDRESS, i)));
+            }
+            return List.copyOf(names);
+        });
+    }
+
+    @Override
+    public Device open(String name) {
+        return withDeviceList((capture, devices) -> {
+            for (long i = 0; i < devices.byteSize() / ADDRESS.byteSize(); i++) {
+                MemorySegment device = devices.getAtIndex(ADDRESS, i);
+                if (name(capture, device).equals(name)) {
+                    // The context outlives the list: ibv_free_device_list leaves open devices alone.
+                    MemorySegment context = (MemorySegment) openDevice.invokeExact(capture, device);
+                    if (context.equals(MemorySegment.NULL)) {
+                        throw new ErrnoException("ibv_open_device", errno(capture), name, name,
+                                "check the permissions of /dev/infiniband/uverbs* and the memlock limit (ulimit -l)");
+                    }
+                    return new FfmDevice(name, context);
+                }
+            }
+            throw new IllegalArgumentException("no RDMA device named '" + name + "' in " + library);
+        });
+    }
+
+    /** What is done with the device list while it is held: {@code devices} is its array of {@code struct ibv_device *}. */
+    private interface DeviceListUse<T> {
+        T apply(MemorySegment capture, MemorySegment devices) throws Throwable;
+    }
+
+    /** Calls {@code use} with the device list ({@code ibv_get_device_list}), then frees the list. */
+    private <T> T withDeviceList(DeviceListUse<T> use) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
             MemorySegment count = arena.allocate(JAVA_INT);
@@ -149,13 +184,7 @@ final class FfmVerbs implements Verbs {
                 throw new ErrnoException("ibv_get_device_list", errno, library, "&num_devices", hintForDeviceList(errno));
             }
             try {
-                int n = count.get(JAVA_INT, 0);
-                MemorySegment devices = reinterpret(list, ADDRESS.byteSize() * n);
-                List<String> names = new ArrayList<>(n);
-                for (int i = 0; i < n; i++) {
-                    names.add(name(capture, devices.getAtIndex(ADDRESS, i)));
-                }
-                return List.copyOf(names);
+                return use.apply(capture, reinterpret(list, ADDRESS.byteSize() * count.get(JAVA_INT, 0)));
             } finally {
                 freeDeviceList.invokeExact(capture, list);
             }
@@ -179,40 +208,6 @@ final class FfmVerbs implements Verbs {
         return name.equals(MemorySegment.NULL) ? "?" : reinterpret(name, IBV_SYSFS_NAME_MAX).getString(0, StandardCharsets.UTF_8);
     }
 
-    @Override
-    public Device open(String name) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
-            MemorySegment count = arena.allocate(JAVA_INT);
-            MemorySegment list = (MemorySegment) getDeviceList.invokeExact(capture, count);
-            if (list.equals(MemorySegment.NULL)) {
-                int errno = errno(capture);
-                throw new ErrnoException("ibv_get_device_list", errno, library, "&num_devices", hintForDeviceList(errno));
-            }
-            try {
-                int n = count.get(JAVA_INT, 0);
-                MemorySegment devices = reinterpret(list, ADDRESS.byteSize() * n);
-                for (int i = 0; i < n; i++) {
-                    MemorySegment device = devices.getAtIndex(ADDRESS, i);
-                    if (name(capture, device).equals(name)) {
-                        // The context outlives the list: ibv_free_device_list leaves open devices alone.
-                        MemorySegment context = (MemorySegment) openDevice.invokeExact(capture, device);
-                        if (context.equals(MemorySegment.NULL)) {
-                            throw new ErrnoException("ibv_open_device", errno(capture), name, name,
-                                    "check the permissions of /dev/infiniband/uverbs* and the memlock limit (ulimit -l)");
-                        }
-                        return new FfmDevice(name, context);
-                    }
-                }
-                throw new IllegalArgumentException("no RDMA device named '" + name + "' in " + library);
-            } finally {
-                freeDeviceList.invokeExact(capture, list);
-            }
-        } catch (Throwable t) {
-            throw propagate(t);
-        }
-    }
-
     private final class FfmDevice implements Device {
         private final String name;
         private final MemorySegment context;
@@ -231,7 +226,7 @@ final class FfmVerbs implements Verbs {
                 MemorySegment attr = arena.allocate(IBV_DEVICE_ATTR);
                 int rc = (int) queryDevice.invokeExact(capture, context, attr);
                 if (rc != 0) {
-                    throw new ErrnoException("ibv_query_device", rc, name, name + ", &attr");
+                    throw new ErrnoException("ibv_query_device", errnoOf(rc, capture), name, name + ", &attr");
                 }
                 String firmware = attr.asSlice(DEVICE_FW_VER, 64).getString(0, StandardCharsets.UTF_8);
                 return new DeviceAttributes(firmware, attr.get(BE64, DEVICE_NODE_GUID),
@@ -253,7 +248,7 @@ final class FfmVerbs implements Verbs {
                 MemorySegment attr = arena.allocate(IBV_PORT_ATTR); // zeroed, as ___ibv_query_port does
                 int rc = (int) queryPort.invokeExact(capture, context, (byte) port, attr);
                 if (rc != 0) {
-                    throw new ErrnoException("ibv_query_port", rc, name, name + ", " + port + ", &attr");
+                    throw new ErrnoException("ibv_query_port", errnoOf(rc, capture), name, name + ", " + port + ", &attr");
                 }
                 return new PortAttributes(attr.get(JAVA_INT, PORT_STATE), attr.get(JAVA_INT, PORT_MAX_MTU),
                         attr.get(JAVA_INT, PORT_ACTIVE_MTU), attr.get(JAVA_INT, PORT_GID_TBL_LEN),
@@ -274,8 +269,7 @@ final class FfmVerbs implements Verbs {
                 MemorySegment gid = arena.allocate(IBV_GID);
                 int rc = (int) queryGid.invokeExact(capture, context, (byte) port, index, gid);
                 if (rc != 0) {
-                    // ibv_query_gid returns -1 and leaves the cause in errno.
-                    throw new ErrnoException("ibv_query_gid", rc > 0 ? rc : errno(capture), name, name + ", " + port + ", " + index + ", &gid");
+                    throw new ErrnoException("ibv_query_gid", errnoOf(rc, capture), name, name + ", " + port + ", " + index + ", &gid");
                 }
                 return gid.toArray(JAVA_BYTE);
             } catch (Throwable t) {
@@ -293,7 +287,7 @@ final class FfmVerbs implements Verbs {
                 MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
                 int rc = (int) closeDevice.invokeExact(capture, context);
                 if (rc != 0) {
-                    throw new ErrnoException("ibv_close_device", errno(capture), name, name);
+                    throw new ErrnoException("ibv_close_device", errnoOf(rc, capture), name, name);
                 }
             } catch (Throwable t) {
                 throw propagate(t);
@@ -316,6 +310,19 @@ final class FfmVerbs implements Verbs {
     @SuppressWarnings("restricted") // only reached once load() bound the library, i.e. with native access
     private static MemorySegment reinterpret(MemorySegment pointer, long size) {
         return pointer.reinterpret(size);
+    }
+
+    /**
+     * The errno of a failed verbs call that returns an int: the query functions return the errno
+     * itself, {@code ibv_query_gid} returns -1 and leaves it in {@code errno}, and some providers
+     * return a negated errno.
+     */
+    private static int errnoOf(int rc, MemorySegment capture) {
+        if (rc > 0) {
+            return rc;
+        }
+        int errno = errno(capture);
+        return errno != 0 ? errno : -rc;
     }
 
     private static int errno(MemorySegment capture) {
