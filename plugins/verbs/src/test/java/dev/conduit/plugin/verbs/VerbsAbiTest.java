@@ -6,6 +6,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
 import java.lang.reflect.Field;
@@ -64,26 +65,22 @@ class VerbsAbiTest {
         for (StructLayout layout : VerbsAbi.ALL) {
             String struct = layout.name().orElseThrow();
             checked += compare(mismatches, "sizeof." + struct, layout.byteSize());
-            for (MemoryLayout member : layout.memberLayouts()) {
-                if (member.name().isEmpty()) {
-                    continue; // padding
-                }
-                String field = struct + "." + member.name().get();
-                checked += compare(mismatches, "offsetof." + field,
-                        layout.byteOffset(MemoryLayout.PathElement.groupElement(member.name().get())));
-                checked += compare(mismatches, "sizeof." + field, member.byteSize());
+            for (Map.Entry<String, long[]> field : fields(layout, "", 0).entrySet()) {
+                checked += compare(mismatches, "offsetof." + struct + "." + field.getKey(), field.getValue()[0]);
+                checked += compare(mismatches, "sizeof." + struct + "." + field.getKey(), field.getValue()[1]);
             }
         }
         assertThat(mismatches).as("Java layout vs C header").isEmpty();
-        assertThat(checked).as("sizes and offsets compared").isEqualTo(3 + 2 * (40 + 22 + 1));
+        // 19 structs; 63 members of the probe's three, 140 (nested ones included) of the data path's
+        assertThat(checked).as("sizes and offsets compared").isEqualTo(19 + 2 * (63 + 140));
     }
 
     @Test
     void everyFieldTheCProgramPrintsIsInALayout() {
         List<String> named = new ArrayList<>();
         for (StructLayout layout : VerbsAbi.ALL) {
-            for (MemoryLayout member : layout.memberLayouts()) {
-                member.name().ifPresent(n -> named.add("offsetof." + layout.name().orElseThrow() + "." + n));
+            for (String field : fields(layout, "", 0).keySet()) {
+                named.add("offsetof." + layout.name().orElseThrow() + "." + field);
             }
         }
         assertThat(c.keySet().stream().filter(k -> k.startsWith("offsetof.")).sorted().toList())
@@ -102,7 +99,27 @@ class VerbsAbiTest {
             }
         }
         assertThat(mismatches).as("Java constant vs C header").isEmpty();
-        assertThat(checked).as("constants compared").isEqualTo(18);
+        assertThat(checked).as("constants compared").isEqualTo(18 + 38);
+    }
+
+    /**
+     * The named members of {@code group} and, recursively, of its named struct and union members,
+     * as C spells them ({@code wr.atomic.rkey}), with their offset from the outer struct and size.
+     */
+    private static Map<String, long[]> fields(GroupLayout group, String prefix, long base) {
+        Map<String, long[]> fields = new java.util.LinkedHashMap<>();
+        for (MemoryLayout member : group.memberLayouts()) {
+            if (member.name().isEmpty()) {
+                continue; // padding
+            }
+            String name = prefix + member.name().get();
+            long offset = base + group.byteOffset(MemoryLayout.PathElement.groupElement(member.name().get()));
+            fields.put(name, new long[] {offset, member.byteSize()});
+            if (member instanceof GroupLayout nested) {
+                fields.putAll(fields(nested, name + ".", offset));
+            }
+        }
+        return fields;
     }
 
     private static int compare(List<String> mismatches, String key, long javaValue) {
