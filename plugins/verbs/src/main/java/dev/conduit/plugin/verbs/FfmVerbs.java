@@ -22,6 +22,7 @@ import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
@@ -45,7 +46,9 @@ final class FfmVerbs implements Verbs {
 
     /** The functions bound, for the probe's message when one is missing. */
     static final List<String> FUNCTIONS = List.of("ibv_get_device_list", "ibv_free_device_list", "ibv_get_device_name",
-            "ibv_open_device", "ibv_close_device", "ibv_query_device", "ibv_query_port", "ibv_query_gid");
+            "ibv_open_device", "ibv_close_device", "ibv_query_device", "ibv_query_port", "ibv_query_gid", "ibv_alloc_pd",
+            "ibv_dealloc_pd", "ibv_reg_mr", "ibv_dereg_mr", "ibv_create_comp_channel", "ibv_destroy_comp_channel", "ibv_create_cq",
+            "ibv_destroy_cq", "ibv_get_cq_event", "ibv_ack_cq_events", "ibv_create_qp", "ibv_modify_qp", "ibv_destroy_qp");
 
     private static final Map<String, FfmVerbs> LOADED = new ConcurrentHashMap<>();
 
@@ -58,6 +61,19 @@ final class FfmVerbs implements Verbs {
     private final MethodHandle queryDevice;
     private final MethodHandle queryPort;
     private final MethodHandle queryGid;
+    private final MethodHandle allocPd;
+    private final MethodHandle deallocPd;
+    private final MethodHandle regMr;
+    private final MethodHandle deregMr;
+    private final MethodHandle createCompChannel;
+    private final MethodHandle destroyCompChannel;
+    private final MethodHandle createCq;
+    private final MethodHandle destroyCq;
+    private final MethodHandle getCqEvent;
+    private final MethodHandle ackCqEvents;
+    private final MethodHandle createQp;
+    private final MethodHandle modifyQp;
+    private final MethodHandle destroyQp;
 
     /** Why the library could not be used: the message says what to do. */
     static final class Unavailable extends ConduitException {
@@ -79,6 +95,20 @@ final class FfmVerbs implements Verbs {
         // uint8_t port_num: the header's ___ibv_query_port falls back to this exported function.
         queryPort = bind(lookup, "ibv_query_port", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS));
         queryGid = bind(lookup, "ibv_query_gid", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
+        allocPd = bind(lookup, "ibv_alloc_pd", FunctionDescriptor.of(ADDRESS, ADDRESS));
+        deallocPd = bind(lookup, "ibv_dealloc_pd", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        // verbs.h's ibv_reg_mr macro calls the exported ibv_reg_mr when no optional access flag is given (we give none).
+        regMr = bind(lookup, "ibv_reg_mr", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
+        deregMr = bind(lookup, "ibv_dereg_mr", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        createCompChannel = bind(lookup, "ibv_create_comp_channel", FunctionDescriptor.of(ADDRESS, ADDRESS));
+        destroyCompChannel = bind(lookup, "ibv_destroy_comp_channel", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        createCq = bind(lookup, "ibv_create_cq", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        destroyCq = bind(lookup, "ibv_destroy_cq", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        getCqEvent = bind(lookup, "ibv_get_cq_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        ackCqEvents = bind(lookup, "ibv_ack_cq_events", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT));
+        createQp = bind(lookup, "ibv_create_qp", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        modifyQp = bind(lookup, "ibv_modify_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        destroyQp = bind(lookup, "ibv_destroy_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     }
 
     /**
@@ -127,10 +157,14 @@ final class FfmVerbs implements Verbs {
         }
     }
 
-    @SuppressWarnings("restricted") // this module is granted native access (DESIGN.md section 7)
     private static MethodHandle bind(SymbolLookup lookup, String name, FunctionDescriptor descriptor) {
-        MemorySegment symbol = lookup.find(name).orElseThrow(() -> new MissingFunction(name));
-        return LINKER.downcallHandle(symbol, descriptor, CAPTURE_ERRNO);
+        return bind(lookup.find(name).orElseThrow(() -> new MissingFunction(name)), descriptor);
+    }
+
+    /** Every downcall handle, to an exported function or to a provider's function from the ops table, captures errno. */
+    @SuppressWarnings("restricted") // this module is granted native access (DESIGN.md section 7)
+    private static MethodHandle bind(MemorySegment function, FunctionDescriptor descriptor) {
+        return LINKER.downcallHandle(function, descriptor, CAPTURE_ERRNO);
     }
 
     @Override
@@ -211,6 +245,7 @@ final class FfmVerbs implements Verbs {
     private final class FfmDevice implements Device {
         private final String name;
         private final MemorySegment context;
+        private Ops ops;
         private boolean closed;
 
         FfmDevice(String name, MemorySegment context) {
@@ -277,6 +312,61 @@ final class FfmVerbs implements Verbs {
             }
         }
 
+        /** The provider's data-path functions from {@code context->ops}, bound on first use. */
+        private Ops ops() {
+            if (ops == null) {
+                ops = new Ops(reinterpret(context, IBV_CONTEXT.byteSize()).asSlice(CONTEXT_OPS, IBV_CONTEXT_OPS.byteSize()));
+            }
+            return ops;
+        }
+
+        @Override
+        public ProtectionDomain allocateProtectionDomain() {
+            check();
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment pd = (MemorySegment) allocPd.invokeExact(capture, context);
+                if (pd.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_alloc_pd", errno(capture), name, name);
+                }
+                return new FfmProtectionDomain(this, pd);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public CompletionChannel createCompletionChannel() {
+            check();
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment channel = (MemorySegment) createCompChannel.invokeExact(capture, context);
+                if (channel.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_create_comp_channel", errno(capture), name, name);
+                }
+                return new FfmCompletionChannel(name, reinterpret(channel, IBV_COMP_CHANNEL.byteSize()));
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel) {
+            check();
+            MemorySegment channelPointer = channel == null ? MemorySegment.NULL : ((FfmCompletionChannel) channel).channel;
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment cq = (MemorySegment) createCq.invokeExact(capture, context, entries, MemorySegment.NULL, channelPointer, 0);
+                if (cq.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_create_cq", errno(capture), name, name + ", " + entries + ", NULL, channel, 0",
+                            "lower verbs.receive.buffers or verbs.send.buffers, or raise the memlock limit (ulimit -l)");
+                }
+                return new FfmCompletionQueue(name, ops(), cq);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
         @Override
         public void close() {
             if (closed) {
@@ -303,6 +393,414 @@ final class FfmVerbs implements Verbs {
         private static void checkPort(int port) {
             if (port < 1 || port > 255) {
                 throw new IllegalArgumentException("port " + port + " is not 1..255 (uint8_t port_num)");
+            }
+        }
+    }
+
+    /** The provider's functions behind verbs.h's inline {@code ibv_poll_cq}, {@code ibv_req_notify_cq}, {@code ibv_post_send}, {@code ibv_post_recv}. */
+    private static final class Ops {
+        final MethodHandle pollCq;
+        final MethodHandle reqNotifyCq;
+        final MethodHandle postSend;
+        final MethodHandle postRecv;
+
+        Ops(MemorySegment ops) {
+            pollCq = bind(function(ops, OPS_POLL_CQ, "poll_cq"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+            reqNotifyCq = bind(function(ops, OPS_REQ_NOTIFY_CQ, "req_notify_cq"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+            postSend = bind(function(ops, OPS_POST_SEND, "post_send"), FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            postRecv = bind(function(ops, OPS_POST_RECV, "post_recv"), FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        }
+
+        private static MemorySegment function(MemorySegment ops, long offset, String name) {
+            MemorySegment function = ops.get(ADDRESS, offset);
+            if (function.equals(MemorySegment.NULL)) {
+                throw new IllegalStateException("the verbs provider has no ops." + name + " in its struct ibv_context_ops");
+            }
+            return function;
+        }
+    }
+
+    private final class FfmProtectionDomain implements ProtectionDomain {
+        private final FfmDevice device;
+        private final MemorySegment pd;
+        private boolean closed;
+
+        FfmProtectionDomain(FfmDevice device, MemorySegment pd) {
+            this.device = device;
+            this.pd = pd;
+        }
+
+        @Override
+        public MemoryRegion register(MemorySegment memory, int access) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment mr = (MemorySegment) regMr.invokeExact(capture, pd, memory, memory.byteSize(), access);
+                if (mr.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_reg_mr", errno(capture), device.name,
+                            device.name + " pd, " + memory.byteSize() + " bytes, access 0x" + Integer.toHexString(access),
+                            "raise the locked-memory limit (ulimit -l, LimitMEMLOCK=) or register less (verbs.receive.buffers, verbs.send.buffers)");
+                }
+                MemorySegment struct = reinterpret(mr, IBV_MR.byteSize());
+                return new FfmMemoryRegion(device.name, memory, mr, struct.get(JAVA_INT, MR_LKEY), struct.get(JAVA_INT, MR_RKEY));
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public QueuePair createQueuePair(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendRequests, int maxReceiveRequests) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment attr = arena.allocate(IBV_QP_INIT_ATTR);
+                attr.set(ADDRESS, QP_INIT_SEND_CQ, ((FfmCompletionQueue) sendQueue).cq);
+                attr.set(ADDRESS, QP_INIT_RECV_CQ, ((FfmCompletionQueue) receiveQueue).cq);
+                attr.set(JAVA_INT, QP_INIT_MAX_SEND_WR, maxSendRequests);
+                attr.set(JAVA_INT, QP_INIT_MAX_RECV_WR, maxReceiveRequests);
+                attr.set(JAVA_INT, QP_INIT_MAX_SEND_SGE, 1);
+                attr.set(JAVA_INT, QP_INIT_MAX_RECV_SGE, 1);
+                attr.set(JAVA_INT, QP_INIT_QP_TYPE, IBV_QPT_RC);
+                attr.set(JAVA_INT, QP_INIT_SQ_SIG_ALL, 1);
+                MemorySegment qp = (MemorySegment) createQp.invokeExact(capture, pd, attr);
+                if (qp.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_create_qp", errno(capture), device.name, device.name + " pd, RC, send " + maxSendRequests
+                            + ", recv " + maxReceiveRequests, "lower verbs.send.buffers or verbs.receive.buffers (the device's max_qp_wr)");
+                }
+                int number = reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM);
+                return new FfmQueuePair(device.name, device.ops(), qp, number);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            checked("ibv_dealloc_pd", device.name, deallocPd, pd);
+        }
+    }
+
+    /** Calls {@code int destroy(void *)}, throwing on a non-zero result. */
+    private static void checked(String call, String device, MethodHandle destroy, MemorySegment object) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+            int rc = (int) destroy.invokeExact(capture, object);
+            if (rc != 0) {
+                throw new ErrnoException(call, errnoOf(rc, capture), device, device);
+            }
+        } catch (Throwable t) {
+            throw propagate(t);
+        }
+    }
+
+    private final class FfmMemoryRegion implements MemoryRegion {
+        private final String device;
+        private final MemorySegment memory;
+        private final MemorySegment mr;
+        private final int lkey;
+        private final int rkey;
+        private boolean closed;
+
+        FfmMemoryRegion(String device, MemorySegment memory, MemorySegment mr, int lkey, int rkey) {
+            this.device = device;
+            this.memory = memory;
+            this.mr = mr;
+            this.lkey = lkey;
+            this.rkey = rkey;
+        }
+
+        @Override
+        public MemorySegment memory() {
+            return memory;
+        }
+
+        @Override
+        public int localKey() {
+            return lkey;
+        }
+
+        @Override
+        public int remoteKey() {
+            return rkey;
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            checked("ibv_dereg_mr", device, deregMr, mr);
+        }
+    }
+
+    private final class FfmCompletionChannel implements CompletionChannel {
+        private final String device;
+        private final MemorySegment channel;
+        private final int fd;
+        private final MemorySegment capture = Arena.ofAuto().allocate(CAPTURE_LAYOUT);
+        private final MemorySegment eventQueue = Arena.ofAuto().allocate(ADDRESS);
+        private final MemorySegment eventContext = Arena.ofAuto().allocate(ADDRESS);
+        private boolean closed;
+
+        FfmCompletionChannel(String device, MemorySegment channel) {
+            this.device = device;
+            this.channel = channel;
+            this.fd = channel.get(JAVA_INT, COMP_CHANNEL_FD);
+            // ibv_get_cq_event reads this descriptor: non-blocking, it returns EAGAIN instead of sleeping.
+            dev.conduit.linux.Linux.libc().setNonBlocking(dev.conduit.linux.FileDescriptor.adopt(fd, "comp channel of " + device), true);
+        }
+
+        @Override
+        public int fd() {
+            return fd;
+        }
+
+        @Override
+        public boolean takeEvent() {
+            try {
+                int rc = (int) getCqEvent.invokeExact(capture, channel, eventQueue, eventContext);
+                if (rc != 0) {
+                    int errno = errno(capture);
+                    if (errno == dev.conduit.linux.Errno.EAGAIN) {
+                        return false;
+                    }
+                    throw new ErrnoException("ibv_get_cq_event", errno, device, device + " channel");
+                }
+                ackCqEvents.invokeExact(capture, eventQueue.get(ADDRESS, 0), 1);
+                return true;
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            checked("ibv_destroy_comp_channel", device, destroyCompChannel, channel);
+        }
+    }
+
+    private final class FfmCompletionQueue implements CompletionQueue {
+        private static final int BATCH = 32;
+        private final String device;
+        private final Ops ops;
+        private final MemorySegment cq;
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+        private final MemorySegment wc = arena.allocate(IBV_WC.byteSize() * BATCH, 8);
+        private boolean closed;
+
+        FfmCompletionQueue(String device, Ops ops, MemorySegment cq) {
+            this.device = device;
+            this.ops = ops;
+            this.cq = cq;
+        }
+
+        @Override
+        public int poll(Completions into) {
+            try {
+                int n = (int) ops.pollCq.invokeExact(capture, cq, Math.min(BATCH, into.capacity()), wc);
+                if (n < 0) {
+                    throw new ErrnoException("ibv_poll_cq", errnoOf(n, capture), device, device + " cq");
+                }
+                for (int i = 0; i < n; i++) {
+                    long at = i * IBV_WC.byteSize();
+                    into.requestId[i] = wc.get(JAVA_LONG, at + WC_WR_ID);
+                    into.status[i] = wc.get(JAVA_INT, at + WC_STATUS);
+                    into.opcode[i] = wc.get(JAVA_INT, at + WC_OPCODE);
+                    into.vendorError[i] = wc.get(JAVA_INT, at + WC_VENDOR_ERR);
+                    into.byteLength[i] = wc.get(JAVA_INT, at + WC_BYTE_LEN);
+                    into.queuePair[i] = wc.get(JAVA_INT, at + WC_QP_NUM);
+                }
+                return n;
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void requestNotification() {
+            try {
+                int rc = (int) ops.reqNotifyCq.invokeExact(capture, cq, 0);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_req_notify_cq", errnoOf(rc, capture), device, device + " cq, 0");
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            try {
+                checked("ibv_destroy_cq", device, destroyCq, cq);
+            } finally {
+                arena.close();
+            }
+        }
+    }
+
+    private final class FfmQueuePair implements QueuePair {
+        private final String device;
+        private final Ops ops;
+        private final MemorySegment qp;
+        private final int number;
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+        private final MemorySegment sendWr = arena.allocate(IBV_SEND_WR);
+        private final MemorySegment sendSge = arena.allocate(IBV_SGE);
+        private final MemorySegment recvWr = arena.allocate(IBV_RECV_WR);
+        private final MemorySegment recvSge = arena.allocate(IBV_SGE);
+        private final MemorySegment badWr = arena.allocate(ADDRESS);
+        private boolean closed;
+
+        FfmQueuePair(String device, Ops ops, MemorySegment qp, int number) {
+            this.device = device;
+            this.ops = ops;
+            this.qp = qp;
+            this.number = number;
+            sendWr.set(ADDRESS, SEND_WR_SG_LIST, sendSge);
+            sendWr.set(JAVA_INT, SEND_WR_NUM_SGE, 1);
+            sendWr.set(JAVA_INT, SEND_WR_SEND_FLAGS, IBV_SEND_SIGNALED);
+            recvWr.set(ADDRESS, RECV_WR_SG_LIST, recvSge);
+            recvWr.set(JAVA_INT, RECV_WR_NUM_SGE, 1);
+        }
+
+        @Override
+        public int number() {
+            return number;
+        }
+
+        @Override
+        public void toInit(int port, int access) {
+            modify("INIT", port, (attr, mask) -> {
+                attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_INIT);
+                attr.set(JAVA_SHORT, QP_ATTR_PKEY_INDEX, (short) 0);
+                attr.set(JAVA_BYTE, QP_ATTR_PORT_NUM, (byte) port);
+                attr.set(JAVA_INT, QP_ATTR_ACCESS_FLAGS, access);
+                return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+            });
+        }
+
+        @Override
+        public void toReadyToReceive(Path peer, int port, int gidIndex) {
+            modify("RTR", port, (attr, mask) -> {
+                attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_RTR);
+                attr.set(JAVA_INT, QP_ATTR_PATH_MTU, peer.mtu());
+                attr.set(JAVA_INT, QP_ATTR_DEST_QP_NUM, peer.queuePair());
+                attr.set(JAVA_INT, QP_ATTR_RQ_PSN, peer.packetSequence());
+                attr.set(JAVA_BYTE, QP_ATTR_MAX_DEST_RD_ATOMIC, (byte) 1);
+                attr.set(JAVA_BYTE, QP_ATTR_MIN_RNR_TIMER, (byte) 12);
+                attr.set(JAVA_SHORT, QP_ATTR_AH_DLID, (short) peer.lid());
+                attr.set(JAVA_BYTE, QP_ATTR_AH_PORT_NUM, (byte) port);
+                if (peer.global()) {
+                    attr.set(JAVA_BYTE, QP_ATTR_AH_IS_GLOBAL, (byte) 1);
+                    MemorySegment.copy(peer.gid(), 0, attr, JAVA_BYTE, QP_ATTR_AH_DGID, 16);
+                    attr.set(JAVA_BYTE, QP_ATTR_AH_SGID_INDEX, (byte) gidIndex);
+                    attr.set(JAVA_BYTE, QP_ATTR_AH_HOP_LIMIT, (byte) 64);
+                }
+                return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC
+                        | IBV_QP_MIN_RNR_TIMER;
+            });
+        }
+
+        @Override
+        public void toReadyToSend(int packetSequence) {
+            modify("RTS", 0, (attr, mask) -> {
+                attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_RTS);
+                attr.set(JAVA_INT, QP_ATTR_SQ_PSN, packetSequence);
+                attr.set(JAVA_BYTE, QP_ATTR_TIMEOUT, (byte) 14);
+                attr.set(JAVA_BYTE, QP_ATTR_RETRY_CNT, (byte) 7);
+                attr.set(JAVA_BYTE, QP_ATTR_RNR_RETRY, (byte) 7);
+                attr.set(JAVA_BYTE, QP_ATTR_MAX_RD_ATOMIC, (byte) 1);
+                return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+            });
+        }
+
+        private interface Attributes {
+            int fill(MemorySegment attr, int unused);
+        }
+
+        private void modify(String state, int port, Attributes fill) {
+            try (Arena call = Arena.ofConfined()) {
+                MemorySegment capture = call.allocate(CAPTURE_LAYOUT);
+                MemorySegment attr = call.allocate(IBV_QP_ATTR);
+                int mask = fill.fill(attr, 0);
+                int rc = (int) modifyQp.invokeExact(capture, qp, attr, mask);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_modify_qp", errnoOf(rc, capture), device, device + " qp " + number + " to " + state
+                            + ", mask 0x" + Integer.toHexString(mask), "check the port (verbs.port), its GID (verbs.gid.index) and that the peer's link is up");
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void postReceive(long requestId, MemoryRegion region, long offset, int length) {
+            FfmMemoryRegion mr = (FfmMemoryRegion) region;
+            recvWr.set(JAVA_LONG, RECV_WR_ID, requestId);
+            recvSge.set(JAVA_LONG, SGE_ADDR, mr.memory.address() + offset);
+            recvSge.set(JAVA_INT, SGE_LENGTH, length);
+            recvSge.set(JAVA_INT, SGE_LKEY, mr.lkey);
+            try {
+                int rc = (int) ops.postRecv.invokeExact(capture, qp, recvWr, badWr);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_post_recv", errnoOf(rc, capture), device, device + " qp " + number);
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void postSend(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress, int remoteKey,
+                             long compareAdd, long swap) {
+            FfmMemoryRegion mr = (FfmMemoryRegion) region;
+            sendWr.set(JAVA_LONG, SEND_WR_ID, requestId);
+            sendWr.set(JAVA_INT, SEND_WR_OPCODE, opcode);
+            sendSge.set(JAVA_LONG, SGE_ADDR, mr.memory.address() + offset);
+            sendSge.set(JAVA_INT, SGE_LENGTH, length);
+            sendSge.set(JAVA_INT, SGE_LKEY, mr.lkey);
+            if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_REMOTE_ADDR, remoteAddress);
+                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_COMPARE_ADD, compareAdd);
+                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_SWAP, swap);
+                sendWr.set(JAVA_INT, SEND_WR_ATOMIC_RKEY, remoteKey);
+            } else {
+                sendWr.set(JAVA_LONG, SEND_WR_RDMA_REMOTE_ADDR, remoteAddress);
+                sendWr.set(JAVA_INT, SEND_WR_RDMA_RKEY, remoteKey);
+            }
+            try {
+                int rc = (int) ops.postSend.invokeExact(capture, qp, sendWr, badWr);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_post_send", errnoOf(rc, capture), device, device + " qp " + number + ", opcode " + opcode);
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            try {
+                checked("ibv_destroy_qp", device, destroyQp, qp);
+            } finally {
+                arena.close();
             }
         }
     }

@@ -2,6 +2,7 @@ package dev.conduit.plugin.verbs;
 
 import dev.conduit.linux.ErrnoException;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
@@ -44,7 +45,135 @@ interface Verbs {
         /** {@code ibv_query_gid}: entry {@code index} of the GID table of port {@code port}, 16 bytes. */
         byte[] gid(int port, int index);
 
+        /** {@code ibv_alloc_pd}. */
+        ProtectionDomain allocateProtectionDomain();
+
+        /** {@code ibv_create_comp_channel}. */
+        CompletionChannel createCompletionChannel();
+
+        /** {@code ibv_create_cq} with room for {@code entries} completions, notifying {@code channel} (or none). */
+        CompletionQueue createCompletionQueue(int entries, CompletionChannel channel);
+
         /** {@code ibv_close_device}. */
+        @Override
+        void close();
+    }
+
+    /** A protection domain: memory registered in it is reachable through the queue pairs created in it. */
+    interface ProtectionDomain extends AutoCloseable {
+
+        /**
+         * {@code ibv_reg_mr} of {@code memory} (native, stays valid until the region is closed)
+         * with {@code access} ({@code IBV_ACCESS_*}).
+         */
+        MemoryRegion register(MemorySegment memory, int access);
+
+        /** {@code ibv_create_qp}: a reliable-connected queue pair in {@code RESET}, every send signaled. */
+        QueuePair createQueuePair(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendRequests, int maxReceiveRequests);
+
+        /** {@code ibv_dealloc_pd}. */
+        @Override
+        void close();
+    }
+
+    /** A registered memory region ({@code struct ibv_mr}). */
+    interface MemoryRegion extends AutoCloseable {
+        /** The registered memory. */
+        MemorySegment memory();
+
+        int localKey();
+
+        int remoteKey();
+
+        /** {@code ibv_dereg_mr}. */
+        @Override
+        void close();
+    }
+
+    /** A completion channel: a file descriptor that becomes readable when an armed queue has a completion. */
+    interface CompletionChannel extends AutoCloseable {
+        /** The descriptor, non-blocking, owned by the library (closed by {@link #close()}). */
+        int fd();
+
+        /**
+         * Takes one event if there is one ({@code ibv_get_cq_event} on the non-blocking
+         * descriptor) and acknowledges it ({@code ibv_ack_cq_events}).
+         *
+         * @return whether an event was taken
+         */
+        boolean takeEvent();
+
+        /** {@code ibv_destroy_comp_channel}. */
+        @Override
+        void close();
+    }
+
+    /** A completion queue. */
+    interface CompletionQueue extends AutoCloseable {
+        /** {@code ibv_poll_cq} (through the context's ops table): fills {@code into} from its start, returns how many. */
+        int poll(Completions into);
+
+        /** {@code ibv_req_notify_cq} (ops table): the next completion signals the channel. */
+        void requestNotification();
+
+        /** {@code ibv_destroy_cq}. */
+        @Override
+        void close();
+    }
+
+    /** What {@link CompletionQueue#poll} read: the fields of {@code struct ibv_wc} the transport uses, in arrays reused for every poll. */
+    final class Completions {
+        final long[] requestId;
+        final int[] status;
+        final int[] opcode;
+        final int[] vendorError;
+        final int[] byteLength;
+        final int[] queuePair;
+
+        Completions(int capacity) {
+            requestId = new long[capacity];
+            status = new int[capacity];
+            opcode = new int[capacity];
+            vendorError = new int[capacity];
+            byteLength = new int[capacity];
+            queuePair = new int[capacity];
+        }
+
+        int capacity() {
+            return requestId.length;
+        }
+    }
+
+    /** Where a queue pair sends to: what the peer's wire-up message said. */
+    record Path(int queuePair, int packetSequence, int lid, byte[] gid, int mtu, boolean global) {
+    }
+
+    /** A reliable-connected queue pair. Work requests are posted through the context's ops table, as verbs.h's inline functions do. */
+    interface QueuePair extends AutoCloseable {
+        /** The queue pair number ({@code qp_num}). */
+        int number();
+
+        /** {@code ibv_modify_qp} to {@code INIT} on {@code port}, allowing the remote {@code access} ({@code IBV_ACCESS_*}). */
+        void toInit(int port, int access);
+
+        /** {@code ibv_modify_qp} to {@code RTR} towards {@code peer}, with source GID {@code gidIndex}. */
+        void toReadyToReceive(Path peer, int port, int gidIndex);
+
+        /** {@code ibv_modify_qp} to {@code RTS} with send PSN {@code packetSequence}. */
+        void toReadyToSend(int packetSequence);
+
+        /** {@code ibv_post_recv} of one buffer: {@code length} bytes at {@code offset} in {@code region}. */
+        void postReceive(long requestId, MemoryRegion region, long offset, int length);
+
+        /**
+         * {@code ibv_post_send} of one signaled work request: {@code opcode} ({@code IBV_WR_*}) on
+         * {@code length} bytes at {@code offset} in {@code region}; {@code remoteAddress} and
+         * {@code remoteKey} for RDMA and atomics; {@code compareAdd} and {@code swap} for atomics.
+         */
+        void postSend(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress, int remoteKey,
+                      long compareAdd, long swap);
+
+        /** {@code ibv_destroy_qp}. */
         @Override
         void close();
     }
