@@ -294,11 +294,13 @@ final class VerbsTransport implements Transport {
             }
         }
         progressCount++;
+        // New wire-up connections are looked for every 16th idle poll (every 256th busy one), not on every spin.
         if ((events == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0 || !handshakes.isEmpty()) {
             long now = System.nanoTime();
-            if (now - lastLiveness >= livenessNanos || !handshakes.isEmpty()) {
+            events += acceptWireups(now);
+            if (now - lastLiveness >= livenessNanos) {
                 lastLiveness = now;
-                events += checkWireup(now);
+                events += checkLiveness(now);
             }
         }
         return events + reportFailures();
@@ -347,8 +349,8 @@ final class VerbsTransport implements Transport {
         return events;
     }
 
-    /** Accepts wire-up connections, advances handshakes, and reads every wire-up connection for its end of stream. */
-    private int checkWireup(long now) {
+    /** Accepts wire-up connections and advances handshakes. */
+    private int acceptWireups(long now) {
         int events = 0;
         try {
             SocketChannel accepted;
@@ -366,6 +368,12 @@ final class VerbsTransport implements Transport {
                 events++;
             }
         }
+        return events;
+    }
+
+    /** Reads every wire-up connection for its end of stream: a closed or dead peer. */
+    private int checkLiveness(long now) {
+        int events = 0;
         for (Inbound in : List.copyOf(inbounds)) {
             if (in.peerGone()) {
                 // Messages sent before the peer closed are on the receive queue already: deliver them first.
@@ -509,7 +517,7 @@ final class VerbsTransport implements Transport {
             return false;
         }
         lastLiveness = now;
-        return checkWireup(now) + reportFailures() > 0;
+        return acceptWireups(now) + checkLiveness(now) + reportFailures() > 0;
     }
 
     @Override

@@ -82,6 +82,21 @@ final class FakeVerbs implements Verbs {
             }
 
             @Override
+            public ProtectionDomain allocateProtectionDomain() {
+                throw new UnsupportedOperationException("FakeVerbs describes devices for the probe; LoopbackVerbs simulates a data path");
+            }
+
+            @Override
+            public CompletionChannel createCompletionChannel() {
+                throw new UnsupportedOperationException("FakeVerbs describes devices for the probe; LoopbackVerbs simulates a data path");
+            }
+
+            @Override
+            public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel) {
+                throw new UnsupportedOperationException("FakeVerbs describes devices for the probe; LoopbackVerbs simulates a data path");
+            }
+
+            @Override
             public void close() {
                 closed.add(name);
             }

@@ -2,6 +2,7 @@ package dev.conduit.plugin.verbs;
 
 import dev.conduit.linux.Errno;
 import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -126,12 +127,15 @@ class VerbsProbeTest {
     }
 
     @Test
-    void declaresNoCapabilityAndOnlyTheModesTheDoorbellAllows() {
+    void declaresItsCapabilitiesAndOnlyTheModesTheDoorbellAllows() {
         VerbsPlugin plugin = new VerbsPlugin();
-        assertThat(plugin.capabilities()).isEmpty();
+        assertThat(plugin.capabilities()).containsExactlyInAnyOrder(Capability.MEMORY, Capability.AM, Capability.RMA,
+                Capability.ATOMICS, Capability.WAKEUP, Capability.CROSS_HOST);
         assertThat(plugin.threadModes()).containsExactlyInAnyOrder(dev.conduit.spi.ThreadMode.SINGLE, dev.conduit.spi.ThreadMode.SERIALIZED);
         assertThat(plugin.priority()).isBetween(0, 99);
-        assertThat(plugin.configKeys()).extracting(k -> k.name()).containsExactly("verbs.library");
+        assertThat(plugin.configKeys()).extracting(k -> k.name()).containsExactly("verbs.library", "verbs.device",
+                "verbs.port", "verbs.gid.index", "verbs.wireup.address", "verbs.wireup.timeout", "verbs.buffer.size",
+                "verbs.receive.buffers", "verbs.send.buffers", "verbs.liveness.interval");
     }
 
     @Test
