@@ -166,6 +166,10 @@ final class VerbsDomain {
         return deviceAttributes.atomicCap() != VerbsAbi.IBV_ATOMIC_NONE;
     }
 
+    int maxCompletionQueueEntries() {
+        return deviceAttributes.maxCqe();
+    }
+
     int atomicCap() {
         return deviceAttributes.atomicCap();
     }

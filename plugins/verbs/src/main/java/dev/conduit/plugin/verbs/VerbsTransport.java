@@ -95,6 +95,8 @@ final class VerbsTransport implements Transport {
     private final byte[] address;
     private final Connection[] connections = new Connection[2 * MAX_CONNECTIONS];
     private final int[] generations = new int[2 * MAX_CONNECTIONS];
+    private final int inboundLimit;
+    private final int outboundLimit;
     private final List<Handshake> handshakes = new ArrayList<>();
     private final List<VerbsEndpoint> endpoints = new ArrayList<>();
     private final List<Inbound> inbounds = new ArrayList<>();
@@ -143,9 +145,18 @@ final class VerbsTransport implements Transport {
             Verbs.Device device = domain.device();
             channel = device.createCompletionChannel();
             opened.add(channel);
-            sendQueue = device.createCompletionQueue(MAX_CONNECTIONS * (sendBuffers + 1), null);
+            // Completion queues must hold every completion that can be outstanding: connections are limited to what fits max_cqe.
+            int maxCqe = domain.maxCompletionQueueEntries();
+            inboundLimit = Math.min(MAX_CONNECTIONS, maxCqe / receiveBuffers);
+            outboundLimit = Math.min(MAX_CONNECTIONS, (maxCqe - inboundLimit) / sendBuffers);
+            if (inboundLimit < 1 || outboundLimit < 1) {
+                throw new ConduitException("verbs: device " + domain.deviceName() + " has completion queues of " + maxCqe
+                        + " entries (max_cqe), too few for " + VerbsConfig.describe(VerbsConfig.RECEIVE_BUFFERS) + " " + receiveBuffers
+                        + " or " + VerbsConfig.describe(VerbsConfig.SEND_BUFFERS) + " " + sendBuffers + ": lower them");
+            }
+            sendQueue = device.createCompletionQueue(outboundLimit * sendBuffers + inboundLimit, null);
             opened.add(sendQueue);
-            receiveQueue = device.createCompletionQueue(MAX_CONNECTIONS * receiveBuffers, channel);
+            receiveQueue = device.createCompletionQueue(inboundLimit * receiveBuffers, channel);
             opened.add(receiveQueue);
             wake = libc.eventfd(0, dev.conduit.linux.EventfdFlags.EFD_NONBLOCK);
             opened.add(wake);
@@ -222,7 +233,7 @@ final class VerbsTransport implements Transport {
     /** Takes a connection slot; its generation tells its completions from those of the slot's earlier owners. */
     void register(Connection c, boolean inbound) {
         int from = inbound ? MAX_CONNECTIONS : 0;
-        for (int i = from; i < from + MAX_CONNECTIONS; i++) {
+        for (int i = from; i < from + (inbound ? inboundLimit : outboundLimit); i++) {
             if (connections[i] == null) {
                 connections[i] = c;
                 c.slot = i;
@@ -230,8 +241,10 @@ final class VerbsTransport implements Transport {
                 return;
             }
         }
-        throw new ConduitException("verbs: this worker already has " + MAX_CONNECTIONS + (inbound ? " inbound" : " outbound")
-                + " connections, the most its completion queues are sized for");
+        int limit = inbound ? inboundLimit : outboundLimit;
+        throw new ConduitException("verbs: this worker already has " + limit + (inbound ? " inbound" : " outbound")
+                + " connections, the most its completion queues hold (" + MAX_CONNECTIONS + ", or fewer when the device's max_cqe "
+                + "is small: lower " + VerbsConfig.describe(inbound ? VerbsConfig.RECEIVE_BUFFERS : VerbsConfig.SEND_BUFFERS) + ")");
     }
 
     void unregister(Connection c) {
