@@ -683,7 +683,7 @@ final class FfmVerbs implements Verbs {
 
         @Override
         public void toInit(int port, int access) {
-            modify("INIT", port, (attr, mask) -> {
+            modify("INIT", attr -> {
                 attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_INIT);
                 attr.set(JAVA_SHORT, QP_ATTR_PKEY_INDEX, (short) 0);
                 attr.set(JAVA_BYTE, QP_ATTR_PORT_NUM, (byte) port);
@@ -693,8 +693,8 @@ final class FfmVerbs implements Verbs {
         }
 
         @Override
-        public void toReadyToReceive(Path peer, int port, int gidIndex) {
-            modify("RTR", port, (attr, mask) -> {
+        public void toReadyToReceive(PeerPath peer, int port, int gidIndex) {
+            modify("RTR", attr -> {
                 attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_RTR);
                 attr.set(JAVA_INT, QP_ATTR_PATH_MTU, peer.mtu());
                 attr.set(JAVA_INT, QP_ATTR_DEST_QP_NUM, peer.queuePair());
@@ -716,7 +716,7 @@ final class FfmVerbs implements Verbs {
 
         @Override
         public void toReadyToSend(int packetSequence) {
-            modify("RTS", 0, (attr, mask) -> {
+            modify("RTS", attr -> {
                 attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_RTS);
                 attr.set(JAVA_INT, QP_ATTR_SQ_PSN, packetSequence);
                 attr.set(JAVA_BYTE, QP_ATTR_TIMEOUT, (byte) 14);
@@ -727,15 +727,16 @@ final class FfmVerbs implements Verbs {
             });
         }
 
+        /** Fills a zeroed {@code struct ibv_qp_attr} and returns the attribute mask. */
         private interface Attributes {
-            int fill(MemorySegment attr, int unused);
+            int fill(MemorySegment attr);
         }
 
-        private void modify(String state, int port, Attributes fill) {
+        private void modify(String state, Attributes fill) {
             try (Arena call = Arena.ofConfined()) {
                 MemorySegment capture = call.allocate(CAPTURE_LAYOUT);
                 MemorySegment attr = call.allocate(IBV_QP_ATTR);
-                int mask = fill.fill(attr, 0);
+                int mask = fill.fill(attr);
                 int rc = (int) modifyQp.invokeExact(capture, qp, attr, mask);
                 if (rc != 0) {
                     throw new ErrnoException("ibv_modify_qp", errnoOf(rc, capture), device, device + " qp " + number + " to " + state

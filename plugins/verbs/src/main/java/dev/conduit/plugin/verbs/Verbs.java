@@ -145,7 +145,7 @@ interface Verbs {
     }
 
     /** Where a queue pair sends to: what the peer's wire-up message said. */
-    record Path(int queuePair, int packetSequence, int lid, byte[] gid, int mtu, boolean global) {
+    record PeerPath(int queuePair, int packetSequence, int lid, byte[] gid, int mtu, boolean global) {
     }
 
     /** A reliable-connected queue pair. Work requests are posted through the context's ops table, as verbs.h's inline functions do. */
@@ -157,7 +157,7 @@ interface Verbs {
         void toInit(int port, int access);
 
         /** {@code ibv_modify_qp} to {@code RTR} towards {@code peer}, with source GID {@code gidIndex}. */
-        void toReadyToReceive(Path peer, int port, int gidIndex);
+        void toReadyToReceive(PeerPath peer, int port, int gidIndex);
 
         /** {@code ibv_modify_qp} to {@code RTS} with send PSN {@code packetSequence}. */
         void toReadyToSend(int packetSequence);

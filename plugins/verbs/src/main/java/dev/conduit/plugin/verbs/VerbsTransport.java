@@ -287,9 +287,9 @@ final class VerbsTransport implements Transport {
     }
 
     /** The path to a peer: its queue pair and port, with the smaller of the two MTUs. */
-    Verbs.Path path(WireFormat.Wireup w) {
+    Verbs.PeerPath path(WireFormat.Wireup w) {
         boolean global = domain.linkLayer() == VerbsAbi.IBV_LINK_LAYER_ETHERNET;
-        return new Verbs.Path(w.qpn(), w.psn(), w.lid(), w.gid(), Math.min(domain.activeMtu(), w.mtu()), global);
+        return new Verbs.PeerPath(w.qpn(), w.psn(), w.lid(), w.gid(), Math.min(domain.activeMtu(), w.mtu()), global);
     }
 
     @Override
@@ -549,8 +549,11 @@ final class VerbsTransport implements Transport {
         return arena.allocate(bytes, 4096);
     }
 
+    private static final java.lang.invoke.VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    /** A word the adapter writes (a credit count): read with acquire semantics. */
     static long readLong(MemorySegment segment, long offset) {
-        return (long) ValueLayout.JAVA_LONG.varHandle().getAcquire(segment, offset);
+        return (long) LONG.getAcquire(segment, offset);
     }
 
     @Override

@@ -315,7 +315,7 @@ final class LoopbackVerbs implements Verbs {
         }
 
         @Override
-        public void toReadyToReceive(Path peer, int port, int gidIndex) {
+        public void toReadyToReceive(PeerPath peer, int port, int gidIndex) {
             synchronized (LoopbackVerbs.this) {
                 expect(IBV_QPS_INIT, "RTR");
                 destination = peer.queuePair();
