@@ -315,7 +315,7 @@ final class FfmVerbs implements Verbs {
         /** The provider's data-path functions from {@code context->ops}, bound on first use. */
         private Ops ops() {
             if (ops == null) {
-                ops = new Ops(reinterpret(context, IBV_CONTEXT.byteSize()).asSlice(CONTEXT_OPS, IBV_CONTEXT_OPS.byteSize()));
+                ops = Ops.of(context);
             }
             return ops;
         }
@@ -404,7 +404,12 @@ final class FfmVerbs implements Verbs {
         final MethodHandle postSend;
         final MethodHandle postRecv;
 
-        Ops(MemorySegment ops) {
+        /** The ops table of {@code context} ({@code struct ibv_context *}). */
+        static Ops of(MemorySegment context) {
+            return new Ops(reinterpret(context, IBV_CONTEXT.byteSize()).asSlice(CONTEXT_OPS, IBV_CONTEXT_OPS.byteSize()));
+        }
+
+        private Ops(MemorySegment ops) {
             pollCq = bind(function(ops, OPS_POLL_CQ, "poll_cq"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
             reqNotifyCq = bind(function(ops, OPS_REQ_NOTIFY_CQ, "req_notify_cq"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
             postSend = bind(function(ops, OPS_POST_SEND, "post_send"), FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
@@ -418,6 +423,23 @@ final class FfmVerbs implements Verbs {
             }
             return function;
         }
+    }
+
+    // For OpsTableTest only: the data-path objects over a context, queue pair and completion queue a C
+    // shim made (compiled against verbs.h, its ops table pointing at the shim's functions), so that
+    // what posting and polling write and read is checked by C code rather than by these layouts.
+    // Never closed: their destroy functions would be called on the shim's static objects.
+
+    QueuePair queuePairOver(MemorySegment context, MemorySegment qp) {
+        return new FfmQueuePair("shim", Ops.of(context), qp, reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM));
+    }
+
+    CompletionQueue completionQueueOver(MemorySegment context, MemorySegment cq) {
+        return new FfmCompletionQueue("shim", Ops.of(context), cq);
+    }
+
+    MemoryRegion registrationOver(MemorySegment memory, int lkey, int rkey) {
+        return new FfmMemoryRegion("shim", memory, MemorySegment.NULL, lkey, rkey);
     }
 
     private final class FfmProtectionDomain implements ProtectionDomain {
