@@ -119,15 +119,24 @@ final class Inbound extends VerbsTransport.Connection {
         long at = (long) index * bufferSize;
         try {
             deliver(m, at, byteLength);
-        } catch (IllegalStateException e) {
+        } catch (ProtocolError e) {
             broken = true;
             transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection that broke the record protocol: "
                     + e.getMessage());
-            return;
+        } finally {
+            if (!broken && slot >= 0) { // the buffer is posted again even if the sink threw; not once the transport closed
+                qp.postReceive(VerbsTransport.requestId(this, VerbsTransport.KIND_RECEIVE, index), receive, at, bufferSize);
+                reposted++;
+            }
         }
-        if (slot >= 0) { // still open: the handler may have closed the transport
-            qp.postReceive(VerbsTransport.requestId(this, VerbsTransport.KIND_RECEIVE, index), receive, at, bufferSize);
-            reposted++;
+    }
+
+    /** A record that breaks the protocol of {@link Records}: the sender is not a correct verbs transport. */
+    private static final class ProtocolError extends RuntimeException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        ProtocolError(String message) {
+            super(message, null, false, false);
         }
     }
 
@@ -139,13 +148,13 @@ final class Inbound extends VerbsTransport.Connection {
         long total = m.get(ValueLayout.JAVA_LONG, at + Records.TOTAL_LENGTH);
         if (byteLength < Records.HEADER || headerLength < 0 || headerLength > Records.MAX_MESSAGE_HEADER || part < 0
                 || (long) Records.HEADER + headerLength + part != byteLength || total < part) {
-            throw new IllegalStateException("record of " + byteLength + " bytes says header " + headerLength + ", part " + part
+            throw new ProtocolError("record of " + byteLength + " bytes says header " + headerLength + ", part " + part
                     + ", total " + total);
         }
         long body = at + Records.HEADER;
         if (type == Records.FIRST) {
             if (reassembled >= 0) {
-                throw new IllegalStateException("a new message before the last one's records were all received");
+                throw new ProtocolError("a new message before the last one's records were all received");
             }
             if (total == part) {
                 transport.sink.onMessage(id, m, body, headerLength, m, body + headerLength, part);
@@ -159,7 +168,7 @@ final class Inbound extends VerbsTransport.Connection {
             reassembled = part;
         } else if (type == Records.MORE) {
             if (reassembled < 0 || id != reassemblyId || total != reassemblyTotal || headerLength != 0 || reassembled + part > total) {
-                throw new IllegalStateException("a continuation record that continues no message in progress");
+                throw new ProtocolError("a continuation record that continues no message in progress");
             }
             MemorySegment.copy(m, body, reassembly, reassemblyHeader + reassembled, part);
             reassembled += part;
@@ -168,7 +177,7 @@ final class Inbound extends VerbsTransport.Connection {
                 transport.sink.onMessage(id, reassembly, 0, reassemblyHeader, reassembly, reassemblyHeader, total);
             }
         } else {
-            throw new IllegalStateException("record type " + type);
+            throw new ProtocolError("record type " + type);
         }
     }
 
