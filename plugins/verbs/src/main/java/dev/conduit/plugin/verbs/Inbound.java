@@ -109,10 +109,10 @@ final class Inbound extends VerbsTransport.Connection {
         }
         if (status != VerbsAbi.IBV_WC_SUCCESS) {
             // Flushed when the queue pair went to the error state: the peer is gone or broke the protocol.
-            broken = true;
             if (status != VerbsAbi.IBV_WC_WR_FLUSH_ERR) {
                 transport.logger.log(System.Logger.Level.WARNING, "verbs: receive failed on an inbound connection: " + Completion.status(status));
             }
+            breakDown();
             return;
         }
         MemorySegment m = receive.memory();
@@ -120,9 +120,9 @@ final class Inbound extends VerbsTransport.Connection {
         try {
             deliver(m, at, byteLength);
         } catch (ProtocolError e) {
-            broken = true;
             transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection that broke the record protocol: "
                     + e.getMessage());
+            breakDown();
         } finally {
             if (!broken && slot >= 0) { // the buffer is posted again even if the sink threw; not once the transport closed
                 qp.postReceive(VerbsTransport.requestId(this, VerbsTransport.KIND_RECEIVE, index), receive, at, bufferSize);
@@ -208,11 +208,19 @@ final class Inbound extends VerbsTransport.Connection {
     void onSendCompletion(int kind, int index, int status, int vendorError) {
         creditInFlight = false;
         if (status != VerbsAbi.IBV_WC_SUCCESS && !broken) {
-            broken = true;
             if (status != VerbsAbi.IBV_WC_WR_FLUSH_ERR) {
                 transport.logger.log(System.Logger.Level.DEBUG, () -> "verbs: credit write to a connector failed: "
                         + Completion.status(status) + " (vendor error " + vendorError + ")");
             }
+            breakDown();
+        }
+    }
+
+    /** Stops using the connection; the transport closes it (queue pair, buffers, wire-up socket) at the end of this progress. */
+    private void breakDown() {
+        if (!broken) {
+            broken = true;
+            transport.drop(this);
         }
     }
 

@@ -101,6 +101,7 @@ final class VerbsTransport implements Transport {
     private final List<VerbsEndpoint> endpoints = new ArrayList<>();
     private final List<Inbound> inbounds = new ArrayList<>();
     private final List<VerbsEndpoint> toReport = new ArrayList<>();
+    private final List<Inbound> toDrop = new ArrayList<>();
     private final FileDescriptor wake;
     private final FileDescriptor channelFd;
     private final FileDescriptor[] pollFds;
@@ -316,7 +317,26 @@ final class VerbsTransport implements Transport {
                 events += checkLiveness(now);
             }
         }
-        return events + reportFailures();
+        return events + dropBroken() + reportFailures();
+    }
+
+    /** Inbound connections that broke (their queue pair failed, or a record broke the protocol) are closed here, outside any poll. */
+    void drop(Inbound in) {
+        toDrop.add(in);
+    }
+
+    private int dropBroken() {
+        if (toDrop.isEmpty()) {
+            return 0;
+        }
+        int n = toDrop.size();
+        for (Inbound in : toDrop) {
+            if (inbounds.contains(in)) {
+                closeInbound(in);
+            }
+        }
+        toDrop.clear();
+        return n;
     }
 
     int pollReceiveQueue() {
@@ -530,7 +550,7 @@ final class VerbsTransport implements Transport {
             return false;
         }
         lastLiveness = now;
-        return acceptWireups(now) + checkLiveness(now) + reportFailures() > 0;
+        return acceptWireups(now) + checkLiveness(now) + dropBroken() + reportFailures() > 0;
     }
 
     @Override
@@ -570,6 +590,7 @@ final class VerbsTransport implements Transport {
                 failure = add(failure, ex);
             }
         }
+        toDrop.clear();
         for (Inbound in : List.copyOf(inbounds)) {
             try {
                 closeInbound(in);

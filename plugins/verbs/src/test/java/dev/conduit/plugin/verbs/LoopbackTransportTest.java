@@ -14,7 +14,10 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -284,6 +287,92 @@ class LoopbackTransportTest {
         progressUntil(() -> !a.failures.isEmpty(), a, b);
         assertThat(a.failures.getFirst()).hasMessageContaining("before it replied");
         assertThatThrownBy(() -> e.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
+    }
+
+    /** A hand-made connector: a raw queue pair of the simulated fabric, wired up to {@code b} over its TCP listener. */
+    private record RawConnector(SocketChannel channel, Verbs.QueuePair qp, Verbs.MemoryRegion buffer, Verbs.ProtectionDomain pd,
+                                Verbs.CompletionQueue cq) implements AutoCloseable {
+        @Override
+        public void close() throws Exception {
+            channel.close();
+            qp.close();
+            buffer.close();
+            cq.close();
+            pd.close();
+        }
+    }
+
+    private RawConnector rawConnector(TestWorker b, Arena arena) throws Exception {
+        WireFormat.Address peer = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
+        Verbs.Device device = verbs.open("loop0");
+        Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
+        Verbs.CompletionQueue cq = device.createCompletionQueue(16, null);
+        Verbs.QueuePair qp = pd.createQueuePair(cq, cq, 16, 1);
+        qp.toInit(1, VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
+        Verbs.MemoryRegion buffer = pd.register(arena.allocate(8192, 4096), VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
+        SocketChannel channel = SocketChannel.open(new InetSocketAddress("127.0.0.1", peer.tcpPort()));
+        channel.write(ByteBuffer.wrap(new WireFormat.Wireup(WireFormat.REQUEST, peer.token(), qp.number(), 1, 0, LoopbackVerbs.GID,
+                VerbsAbi.IBV_MTU_1024, buffer.memory().address() + 4096, buffer.remoteKey()).encode()));
+        channel.configureBlocking(false);
+        ByteBuffer reply = ByteBuffer.allocate(512);
+        progressUntil(() -> {
+            try {
+                return channel.read(reply) > 0;
+            } catch (java.io.IOException e) {
+                throw new AssertionError(e);
+            }
+        }, b);
+        byte[] body = java.util.Arrays.copyOfRange(reply.array(), 2, reply.position());
+        WireFormat.Wireup answer = WireFormat.Wireup.decode(body, WireFormat.REPLY);
+        qp.toReadyToReceive(new Verbs.PeerPath(answer.qpn(), answer.psn(), 0, answer.gid(), answer.mtu(), true), 1, 0);
+        qp.toReadyToSend(1);
+        return new RawConnector(channel, qp, buffer, pd, cq);
+    }
+
+    @Test
+    void aPeerThatBreaksTheRecordProtocolIsDroppedAndOthersAreNotDisturbed() throws Exception {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint good = connected(a.connect(b), a, b);
+        try (Arena arena = Arena.ofConfined(); RawConnector rogue = rawConnector(b, arena)) {
+            // a FIRST record whose lengths disagree with the bytes received
+            Records.write(rogue.buffer().memory(), 0, Records.FIRST, 1, 5000, 10, 10);
+            rogue.qp().postSend(1, VerbsAbi.IBV_WR_SEND, rogue.buffer(), 0, 64, 0, 0, 0, 0);
+            ByteBuffer eof = ByteBuffer.allocate(1);
+            progressUntil(() -> {
+                try {
+                    return rogue.channel().read(eof) < 0; // b closed its side of the wire-up connection: the inbound is gone
+                } catch (java.io.IOException e) {
+                    return true;
+                }
+            }, b);
+            assertThat(b.received).as("nothing delivered from the broken record").isEmpty();
+        }
+        send(good, 3, MemorySegment.NULL, bytes("unaffected"), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+        assertThat(a.failures).isEmpty();
+    }
+
+    @Test
+    void somethingElseOnTheWireupPortIsRefusedWithoutHarm() throws Exception {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        WireFormat.Address address = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
+        try (SocketChannel http = SocketChannel.open(new InetSocketAddress("127.0.0.1", address.tcpPort()))) {
+            http.write(ByteBuffer.wrap("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
+            ByteBuffer eof = ByteBuffer.allocate(64);
+            http.configureBlocking(false);
+            progressUntil(() -> {
+                try {
+                    return http.read(eof) < 0;
+                } catch (java.io.IOException e) {
+                    return true;
+                }
+            }, b);
+        }
+        TransportEndpoint e = a.connect(b);
+        send(e, 1, MemorySegment.NULL, bytes("still serving"), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
     }
 
     @Test
