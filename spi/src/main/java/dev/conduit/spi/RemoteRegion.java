@@ -16,6 +16,13 @@ public interface RemoteRegion extends AutoCloseable {
     /** The region's length in bytes. */
     long length();
 
+    /**
+     * Where the region starts in the chunk the payload describes: a plugin's export payload is per
+     * chunk (see {@link MemoryProvider#export(Chunk)}), so a transport that addresses the peer's
+     * memory itself (verbs: the chunk's registered address plus this offset) needs it.
+     */
+    long chunkOffset();
+
     /** A fresh reader of the exporting plugin's payload (e.g. a remote key for verbs). */
     PayloadReader payload();
 

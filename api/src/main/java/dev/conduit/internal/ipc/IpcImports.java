@@ -98,6 +98,11 @@ public final class IpcImports implements RemoteMemory {
         }
 
         @Override
+        public long chunkOffset() {
+            return handle.regionOffset();
+        }
+
+        @Override
         public PayloadReader payload() {
             return handle.payloadReader();
         }

@@ -90,6 +90,23 @@ class EndpointMessagingTest {
     }
 
     @Test
+    void byDefaultSharedMemoryWinsForAPeerOnThisHostAndTheCrossHostTransportReachesTheOthers() {
+        // Priorities as the shipped plugins declare them: shared memory 100..199, cross-host (verbs) 0..99.
+        LoopbackPlugin shm = new LoopbackPlugin("shm-like", 8, false).priority(150);
+        LoopbackPlugin rdma = new LoopbackPlugin("rdma-like", 8, false).priority(50);
+        Worker worker = loopbacks.conduit(rdma, shm).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(new LoopbackPlugin("rdma-like", 8, false).priority(50),
+                new LoopbackPlugin("shm-like", 8, false).priority(150)).newWorker(ThreadMode.SINGLE);
+        assertThat(peer.address().transports()).containsExactly("shm-like", "rdma-like");
+
+        assertThat(worker.connect(peer.address()).transport()).as("same host: shared memory proves reachability").isEqualTo("shm-like");
+
+        // On another host the shared-memory transport cannot open what the peer published: the cross-host one is used.
+        shm.refuseConnect = "cannot open the peer's lease: another host";
+        assertThat(worker.connect(peer.address()).transport()).isEqualTo("rdma-like");
+    }
+
+    @Test
     void connectWithNoTransportInCommonSaysWhatEachSideHas() {
         Worker worker = loopbacks.conduit(new LoopbackPlugin("lo-a", 8, false)).newWorker(ThreadMode.SINGLE);
         Worker peer = loopbacks.conduit(new LoopbackPlugin("lo-z", 8, false)).newWorker(ThreadMode.SINGLE);

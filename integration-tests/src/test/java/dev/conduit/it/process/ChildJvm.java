@@ -51,6 +51,9 @@ public final class ChildJvm implements AutoCloseable {
 
     private static final String EOF = new String("<eof>"); // identity marks the end of stdout
 
+    /** The modules granted native access on the module path (DESIGN.md section 7): the Linux layer and the verbs plugin. */
+    private static final String NATIVE_MODULES = "dev.conduit.linux,dev.conduit.plugin.verbs";
+
     private final String description;
     /** Stands, in an environment value, for the shared directory as the child sees it (a container's mount point). */
     public static final String SHARED = "{shared}";
@@ -164,7 +167,7 @@ public final class ChildJvm implements AutoCloseable {
         List<String> command = new ArrayList<>(List.of(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
                 "-Xmx256m", "--illegal-native-access=deny"));
         boolean modulePath = mainClass.getModule().isNamed();
-        command.add("--enable-native-access=" + (modulePath ? "dev.conduit.linux" : "ALL-UNNAMED"));
+        command.add("--enable-native-access=" + (modulePath ? NATIVE_MODULES : "ALL-UNNAMED"));
         command.addAll(jvmOptions);
         if (modulePath) {
             String modules = System.getProperty("jdk.module.path");

@@ -1,0 +1,862 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.spi.ConduitException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import static dev.conduit.plugin.verbs.VerbsAbi.*;
+import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+/**
+ * {@link Verbs} over {@code libibverbs}, through FFM: the only class of this plugin that makes
+ * downcalls, and every one through {@link #call}'s handles, which capture {@code errno}.
+ *
+ * <p>The library is opened by {@link #load(String)} on first use, never in a static initializer,
+ * so a machine without it gets an {@link Unavailable} with the {@code dlopen} error instead of a
+ * class that fails to initialize. For the same reason no static initializer here calls a
+ * restricted method (such as {@code AddressLayout.withTargetLayout}): in a JVM that denies this
+ * module native access that would be an {@link ExceptionInInitializerError}, not a probe reason
+ * ({@code NativeAccessTest}). A library stays loaded once opened (one {@code dlopen} per
+ * name per JVM; probes reuse it).
+ */
+final class FfmVerbs implements Verbs {
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(groupElement("errno"));
+
+    /** The functions bound, for the probe's message when one is missing. */
+    static final List<String> FUNCTIONS = List.of("ibv_get_device_list", "ibv_free_device_list", "ibv_get_device_name",
+            "ibv_open_device", "ibv_close_device", "ibv_query_device", "ibv_query_port", "ibv_query_gid", "ibv_alloc_pd",
+            "ibv_dealloc_pd", "ibv_reg_mr", "ibv_dereg_mr", "ibv_create_comp_channel", "ibv_destroy_comp_channel", "ibv_create_cq",
+            "ibv_destroy_cq", "ibv_get_cq_event", "ibv_ack_cq_events", "ibv_create_qp", "ibv_modify_qp", "ibv_destroy_qp");
+
+    private static final Map<String, FfmVerbs> LOADED = new ConcurrentHashMap<>();
+
+    private final String library;
+    private final MethodHandle getDeviceList;
+    private final MethodHandle freeDeviceList;
+    private final MethodHandle getDeviceName;
+    private final MethodHandle openDevice;
+    private final MethodHandle closeDevice;
+    private final MethodHandle queryDevice;
+    private final MethodHandle queryPort;
+    private final MethodHandle queryGid;
+    private final MethodHandle allocPd;
+    private final MethodHandle deallocPd;
+    private final MethodHandle regMr;
+    private final MethodHandle deregMr;
+    private final MethodHandle createCompChannel;
+    private final MethodHandle destroyCompChannel;
+    private final MethodHandle createCq;
+    private final MethodHandle destroyCq;
+    private final MethodHandle getCqEvent;
+    private final MethodHandle ackCqEvents;
+    private final MethodHandle createQp;
+    private final MethodHandle modifyQp;
+    private final MethodHandle destroyQp;
+
+    /** Why the library could not be used: the message says what to do. */
+    static final class Unavailable extends ConduitException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        Unavailable(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    private FfmVerbs(String library, SymbolLookup lookup) {
+        this.library = library;
+        getDeviceList = bind(lookup, "ibv_get_device_list", FunctionDescriptor.of(ADDRESS, ADDRESS));
+        freeDeviceList = bind(lookup, "ibv_free_device_list", FunctionDescriptor.ofVoid(ADDRESS));
+        getDeviceName = bind(lookup, "ibv_get_device_name", FunctionDescriptor.of(ADDRESS, ADDRESS));
+        openDevice = bind(lookup, "ibv_open_device", FunctionDescriptor.of(ADDRESS, ADDRESS));
+        closeDevice = bind(lookup, "ibv_close_device", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        queryDevice = bind(lookup, "ibv_query_device", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        // uint8_t port_num: the header's ___ibv_query_port falls back to this exported function.
+        queryPort = bind(lookup, "ibv_query_port", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS));
+        queryGid = bind(lookup, "ibv_query_gid", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
+        allocPd = bind(lookup, "ibv_alloc_pd", FunctionDescriptor.of(ADDRESS, ADDRESS));
+        deallocPd = bind(lookup, "ibv_dealloc_pd", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        // verbs.h's ibv_reg_mr macro calls the exported ibv_reg_mr when no optional access flag is given (we give none).
+        regMr = bind(lookup, "ibv_reg_mr", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
+        deregMr = bind(lookup, "ibv_dereg_mr", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        createCompChannel = bind(lookup, "ibv_create_comp_channel", FunctionDescriptor.of(ADDRESS, ADDRESS));
+        destroyCompChannel = bind(lookup, "ibv_destroy_comp_channel", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        createCq = bind(lookup, "ibv_create_cq", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        destroyCq = bind(lookup, "ibv_destroy_cq", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        getCqEvent = bind(lookup, "ibv_get_cq_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        ackCqEvents = bind(lookup, "ibv_ack_cq_events", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT));
+        createQp = bind(lookup, "ibv_create_qp", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        modifyQp = bind(lookup, "ibv_modify_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        destroyQp = bind(lookup, "ibv_destroy_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    }
+
+    /**
+     * Opens {@code library} ({@code dlopen}) and binds the functions, or reuses the instance that
+     * already did.
+     *
+     * @throws Unavailable naming the library, the loader's words and the remedy: library missing,
+     *                     a function missing, or native access denied to this module
+     */
+    static FfmVerbs load(String library) {
+        FfmVerbs loaded = LOADED.get(library);
+        if (loaded != null) {
+            return loaded;
+        }
+        try {
+            @SuppressWarnings("restricted") // this module is granted native access (DESIGN.md section 7)
+            SymbolLookup lookup = SymbolLookup.libraryLookup(library, Arena.global());
+            FfmVerbs verbs = new FfmVerbs(library, lookup);
+            FfmVerbs raced = LOADED.putIfAbsent(library, verbs);
+            return raced == null ? verbs : raced;
+        } catch (IllegalCallerException e) {
+            throw new Unavailable(nativeAccessDenied(FfmVerbs.class.getModule()), e);
+        } catch (IllegalArgumentException e) {
+            throw new Unavailable(library + " not found (dlopen: " + e.getMessage() + "): install rdma-core's libibverbs "
+                    + "(Debian and Ubuntu: apt-get install libibverbs1; RHEL and Fedora: dnf install libibverbs), or name the "
+                    + "library in " + VerbsConfig.describe(VerbsConfig.LIBRARY), e);
+        } catch (MissingFunction e) {
+            throw new Unavailable(library + " has no function " + e.getMessage() + ": it is not rdma-core's libibverbs "
+                    + "(functions used: " + String.join(", ", FUNCTIONS) + "); check " + VerbsConfig.describe(VerbsConfig.LIBRARY), e);
+        }
+    }
+
+    /** The sentence for a JVM that denies this module native access, with the exact flag to add. */
+    static String nativeAccessDenied(Module module) {
+        String target = module.isNamed() ? module.getName() : "ALL-UNNAMED";
+        String who = module.isNamed() ? "module " + module.getName() : "code on the class path";
+        return "the JVM denies native access to " + who + ": start it with --enable-native-access=" + target
+                + (module.isNamed() ? " (besides dev.conduit.linux)" : "");
+    }
+
+    private static final class MissingFunction extends RuntimeException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        MissingFunction(String name) {
+            super(name, null, false, false);
+        }
+    }
+
+    private static MethodHandle bind(SymbolLookup lookup, String name, FunctionDescriptor descriptor) {
+        return bind(lookup.find(name).orElseThrow(() -> new MissingFunction(name)), descriptor);
+    }
+
+    /** Every downcall handle, to an exported function or to a provider's function from the ops table, captures errno. */
+    @SuppressWarnings("restricted") // this module is granted native access (DESIGN.md section 7)
+    private static MethodHandle bind(MemorySegment function, FunctionDescriptor descriptor) {
+        return LINKER.downcallHandle(function, descriptor, CAPTURE_ERRNO);
+    }
+
+    @Override
+    public String library() {
+        return library;
+    }
+
+    @Override
+    public List<String> deviceNames() {
+        return withDeviceList((capture, devices) -> {
+            List<String> names = new ArrayList<>((int) (devices.byteSize() / ADDRESS.byteSize()));
+            for (long i = 0; i < devices.byteSize() / ADDRESS.byteSize(); i++) {
+                names.add(name(capture, devices.getAtIndex(ADDRESS, i)));
+            }
+            return List.copyOf(names);
+        });
+    }
+
+    @Override
+    public Device open(String name) {
+        return withDeviceList((capture, devices) -> {
+            for (long i = 0; i < devices.byteSize() / ADDRESS.byteSize(); i++) {
+                MemorySegment device = devices.getAtIndex(ADDRESS, i);
+                if (name(capture, device).equals(name)) {
+                    // The context outlives the list: ibv_free_device_list leaves open devices alone.
+                    MemorySegment context = (MemorySegment) openDevice.invokeExact(capture, device);
+                    if (context.equals(MemorySegment.NULL)) {
+                        throw new ErrnoException("ibv_open_device", errno(capture), name, name,
+                                "check the permissions of /dev/infiniband/uverbs* and the memlock limit (ulimit -l)");
+                    }
+                    return new FfmDevice(name, context);
+                }
+            }
+            throw new IllegalArgumentException("no RDMA device named '" + name + "' in " + library);
+        });
+    }
+
+    /** What is done with the device list while it is held: {@code devices} is its array of {@code struct ibv_device *}. */
+    private interface DeviceListUse<T> {
+        T apply(MemorySegment capture, MemorySegment devices) throws Throwable;
+    }
+
+    /** Calls {@code use} with the device list ({@code ibv_get_device_list}), then frees the list. */
+    private <T> T withDeviceList(DeviceListUse<T> use) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+            MemorySegment count = arena.allocate(JAVA_INT);
+            MemorySegment list = (MemorySegment) getDeviceList.invokeExact(capture, count);
+            if (list.equals(MemorySegment.NULL)) {
+                int errno = errno(capture);
+                throw new ErrnoException("ibv_get_device_list", errno, library, "&num_devices", hintForDeviceList(errno));
+            }
+            try {
+                return use.apply(capture, reinterpret(list, ADDRESS.byteSize() * count.get(JAVA_INT, 0)));
+            } finally {
+                freeDeviceList.invokeExact(capture, list);
+            }
+        } catch (Throwable t) {
+            throw propagate(t);
+        }
+    }
+
+    /** What to do when the device list cannot be read. */
+    static String hintForDeviceList(int errno) {
+        if (errno == dev.conduit.linux.Errno.ENOSYS) {
+            return "the kernel offers no RDMA verbs (/sys/class/infiniband_verbs is missing): load the driver of an RDMA "
+                    + "adapter and ib_uverbs, or set up Soft-RoCE (modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0)";
+        }
+        return "see dmesg and rdma link for the state of the RDMA drivers";
+    }
+
+    private String name(MemorySegment capture, MemorySegment device) throws Throwable {
+        MemorySegment name = (MemorySegment) getDeviceName.invokeExact(capture, device);
+        // The name is struct ibv_device's char name[IBV_SYSFS_NAME_MAX], NUL-terminated within it.
+        return name.equals(MemorySegment.NULL) ? "?" : reinterpret(name, IBV_SYSFS_NAME_MAX).getString(0, StandardCharsets.UTF_8);
+    }
+
+    private final class FfmDevice implements Device {
+        private final String name;
+        private final MemorySegment context;
+        private Ops ops;
+        private boolean closed;
+
+        FfmDevice(String name, MemorySegment context) {
+            this.name = name;
+            this.context = context;
+        }
+
+        @Override
+        public DeviceAttributes attributes() {
+            check();
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment attr = arena.allocate(IBV_DEVICE_ATTR);
+                int rc = (int) queryDevice.invokeExact(capture, context, attr);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_query_device", errnoOf(rc, capture), name, name + ", &attr");
+                }
+                String firmware = attr.asSlice(DEVICE_FW_VER, 64).getString(0, StandardCharsets.UTF_8);
+                return new DeviceAttributes(firmware, attr.get(BE64, DEVICE_NODE_GUID),
+                        attr.get(JAVA_INT, DEVICE_VENDOR_ID), attr.get(JAVA_INT, DEVICE_VENDOR_PART_ID),
+                        attr.get(JAVA_INT, DEVICE_MAX_QP), attr.get(JAVA_INT, DEVICE_MAX_CQE),
+                        attr.get(java.lang.foreign.ValueLayout.JAVA_LONG, DEVICE_MAX_MR_SIZE), attr.get(JAVA_INT, DEVICE_ATOMIC_CAP),
+                        Byte.toUnsignedInt(attr.get(JAVA_BYTE, DEVICE_PHYS_PORT_CNT)));
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public PortAttributes port(int port) {
+            check();
+            checkPort(port);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment attr = arena.allocate(IBV_PORT_ATTR); // zeroed, as ___ibv_query_port does
+                int rc = (int) queryPort.invokeExact(capture, context, (byte) port, attr);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_query_port", errnoOf(rc, capture), name, name + ", " + port + ", &attr");
+                }
+                return new PortAttributes(attr.get(JAVA_INT, PORT_STATE), attr.get(JAVA_INT, PORT_MAX_MTU),
+                        attr.get(JAVA_INT, PORT_ACTIVE_MTU), attr.get(JAVA_INT, PORT_GID_TBL_LEN),
+                        Short.toUnsignedInt(attr.get(JAVA_SHORT, PORT_LID)),
+                        Byte.toUnsignedInt(attr.get(JAVA_BYTE, PORT_PHYS_STATE)),
+                        Byte.toUnsignedInt(attr.get(JAVA_BYTE, PORT_LINK_LAYER)));
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public byte[] gid(int port, int index) {
+            check();
+            checkPort(port);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment gid = arena.allocate(IBV_GID);
+                int rc = (int) queryGid.invokeExact(capture, context, (byte) port, index, gid);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_query_gid", errnoOf(rc, capture), name, name + ", " + port + ", " + index + ", &gid");
+                }
+                return gid.toArray(JAVA_BYTE);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        /** The provider's data-path functions from {@code context->ops}, bound on first use. */
+        private Ops ops() {
+            if (ops == null) {
+                ops = Ops.of(context);
+            }
+            return ops;
+        }
+
+        @Override
+        public ProtectionDomain allocateProtectionDomain() {
+            check();
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment pd = (MemorySegment) allocPd.invokeExact(capture, context);
+                if (pd.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_alloc_pd", errno(capture), name, name);
+                }
+                return new FfmProtectionDomain(this, pd);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public CompletionChannel createCompletionChannel() {
+            check();
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment channel = (MemorySegment) createCompChannel.invokeExact(capture, context);
+                if (channel.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_create_comp_channel", errno(capture), name, name);
+                }
+                return new FfmCompletionChannel(name, reinterpret(channel, IBV_COMP_CHANNEL.byteSize()));
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel) {
+            check();
+            MemorySegment channelPointer = channel == null ? MemorySegment.NULL : ((FfmCompletionChannel) channel).channel;
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment cq = (MemorySegment) createCq.invokeExact(capture, context, entries, MemorySegment.NULL, channelPointer, 0);
+                if (cq.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_create_cq", errno(capture), name, name + ", " + entries + ", NULL, channel, 0",
+                            "lower verbs.receive.buffers or verbs.send.buffers, or raise the memlock limit (ulimit -l)");
+                }
+                return new FfmCompletionQueue(name, ops(), cq);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                int rc = (int) closeDevice.invokeExact(capture, context);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_close_device", errnoOf(rc, capture), name, name);
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        private void check() {
+            if (closed) {
+                throw new IllegalStateException("device context of " + name + " is closed");
+            }
+        }
+
+        private static void checkPort(int port) {
+            if (port < 1 || port > 255) {
+                throw new IllegalArgumentException("port " + port + " is not 1..255 (uint8_t port_num)");
+            }
+        }
+    }
+
+    /** The provider's functions behind verbs.h's inline {@code ibv_poll_cq}, {@code ibv_req_notify_cq}, {@code ibv_post_send}, {@code ibv_post_recv}. */
+    private static final class Ops {
+        final MethodHandle pollCq;
+        final MethodHandle reqNotifyCq;
+        final MethodHandle postSend;
+        final MethodHandle postRecv;
+
+        /** The ops table of {@code context} ({@code struct ibv_context *}). */
+        static Ops of(MemorySegment context) {
+            return new Ops(reinterpret(context, IBV_CONTEXT.byteSize()).asSlice(CONTEXT_OPS, IBV_CONTEXT_OPS.byteSize()));
+        }
+
+        private Ops(MemorySegment ops) {
+            pollCq = bind(function(ops, OPS_POLL_CQ, "poll_cq"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+            reqNotifyCq = bind(function(ops, OPS_REQ_NOTIFY_CQ, "req_notify_cq"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+            postSend = bind(function(ops, OPS_POST_SEND, "post_send"), FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            postRecv = bind(function(ops, OPS_POST_RECV, "post_recv"), FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        }
+
+        private static MemorySegment function(MemorySegment ops, long offset, String name) {
+            MemorySegment function = ops.get(ADDRESS, offset);
+            if (function.equals(MemorySegment.NULL)) {
+                throw new IllegalStateException("the verbs provider has no ops." + name + " in its struct ibv_context_ops");
+            }
+            return function;
+        }
+    }
+
+    // For OpsTableTest only: the data-path objects over a context, queue pair and completion queue a C
+    // shim made (compiled against verbs.h, its ops table pointing at the shim's functions), so that
+    // what posting and polling write and read is checked by C code rather than by these layouts.
+    // Never closed: their destroy functions would be called on the shim's static objects.
+
+    QueuePair queuePairOver(MemorySegment context, MemorySegment qp) {
+        return new FfmQueuePair("shim", Ops.of(context), qp, reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM));
+    }
+
+    CompletionQueue completionQueueOver(MemorySegment context, MemorySegment cq) {
+        return new FfmCompletionQueue("shim", Ops.of(context), cq);
+    }
+
+    MemoryRegion registrationOver(MemorySegment memory, int lkey, int rkey) {
+        return new FfmMemoryRegion("shim", memory, MemorySegment.NULL, lkey, rkey);
+    }
+
+    private final class FfmProtectionDomain implements ProtectionDomain {
+        private final FfmDevice device;
+        private final MemorySegment pd;
+        private boolean closed;
+
+        FfmProtectionDomain(FfmDevice device, MemorySegment pd) {
+            this.device = device;
+            this.pd = pd;
+        }
+
+        @Override
+        public MemoryRegion register(MemorySegment memory, int access) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment mr = (MemorySegment) regMr.invokeExact(capture, pd, memory, memory.byteSize(), access);
+                if (mr.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_reg_mr", errno(capture), device.name,
+                            device.name + " pd, " + memory.byteSize() + " bytes, access 0x" + Integer.toHexString(access),
+                            "raise the locked-memory limit (ulimit -l, LimitMEMLOCK=) or register less (verbs.receive.buffers, verbs.send.buffers)");
+                }
+                MemorySegment struct = reinterpret(mr, IBV_MR.byteSize());
+                return new FfmMemoryRegion(device.name, memory, mr, struct.get(JAVA_INT, MR_LKEY), struct.get(JAVA_INT, MR_RKEY));
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public QueuePair createQueuePair(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendRequests, int maxReceiveRequests) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                MemorySegment attr = arena.allocate(IBV_QP_INIT_ATTR);
+                attr.set(ADDRESS, QP_INIT_SEND_CQ, ((FfmCompletionQueue) sendQueue).cq);
+                attr.set(ADDRESS, QP_INIT_RECV_CQ, ((FfmCompletionQueue) receiveQueue).cq);
+                attr.set(JAVA_INT, QP_INIT_MAX_SEND_WR, maxSendRequests);
+                attr.set(JAVA_INT, QP_INIT_MAX_RECV_WR, maxReceiveRequests);
+                attr.set(JAVA_INT, QP_INIT_MAX_SEND_SGE, 1);
+                attr.set(JAVA_INT, QP_INIT_MAX_RECV_SGE, 1);
+                attr.set(JAVA_INT, QP_INIT_QP_TYPE, IBV_QPT_RC);
+                attr.set(JAVA_INT, QP_INIT_SQ_SIG_ALL, 1);
+                MemorySegment qp = (MemorySegment) createQp.invokeExact(capture, pd, attr);
+                if (qp.equals(MemorySegment.NULL)) {
+                    throw new ErrnoException("ibv_create_qp", errno(capture), device.name, device.name + " pd, RC, send " + maxSendRequests
+                            + ", recv " + maxReceiveRequests, "lower verbs.send.buffers or verbs.receive.buffers (the device's max_qp_wr)");
+                }
+                int number = reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM);
+                return new FfmQueuePair(device.name, device.ops(), qp, number);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            checked("ibv_dealloc_pd", device.name, deallocPd, pd);
+        }
+    }
+
+    /** Calls {@code int destroy(void *)}, throwing on a non-zero result. */
+    private static void checked(String call, String device, MethodHandle destroy, MemorySegment object) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+            int rc = (int) destroy.invokeExact(capture, object);
+            if (rc != 0) {
+                throw new ErrnoException(call, errnoOf(rc, capture), device, device);
+            }
+        } catch (Throwable t) {
+            throw propagate(t);
+        }
+    }
+
+    private final class FfmMemoryRegion implements MemoryRegion {
+        private final String device;
+        private final MemorySegment memory;
+        private final MemorySegment mr;
+        private final int lkey;
+        private final int rkey;
+        private boolean closed;
+
+        FfmMemoryRegion(String device, MemorySegment memory, MemorySegment mr, int lkey, int rkey) {
+            this.device = device;
+            this.memory = memory;
+            this.mr = mr;
+            this.lkey = lkey;
+            this.rkey = rkey;
+        }
+
+        @Override
+        public MemorySegment memory() {
+            return memory;
+        }
+
+        @Override
+        public int localKey() {
+            return lkey;
+        }
+
+        @Override
+        public int remoteKey() {
+            return rkey;
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            checked("ibv_dereg_mr", device, deregMr, mr);
+        }
+    }
+
+    private final class FfmCompletionChannel implements CompletionChannel {
+        private final String device;
+        private final MemorySegment channel;
+        private final int fd;
+        private final MemorySegment capture = Arena.ofAuto().allocate(CAPTURE_LAYOUT);
+        private final MemorySegment eventQueue = Arena.ofAuto().allocate(ADDRESS);
+        private final MemorySegment eventContext = Arena.ofAuto().allocate(ADDRESS);
+        private boolean closed;
+
+        FfmCompletionChannel(String device, MemorySegment channel) {
+            this.device = device;
+            this.channel = channel;
+            this.fd = channel.get(JAVA_INT, COMP_CHANNEL_FD);
+            // ibv_get_cq_event reads this descriptor: non-blocking, it returns EAGAIN instead of sleeping.
+            dev.conduit.linux.Linux.libc().setNonBlocking(dev.conduit.linux.FileDescriptor.adopt(fd, "comp channel of " + device), true);
+        }
+
+        @Override
+        public int fd() {
+            return fd;
+        }
+
+        @Override
+        public boolean takeEvent() {
+            try {
+                int rc = (int) getCqEvent.invokeExact(capture, channel, eventQueue, eventContext);
+                if (rc != 0) {
+                    int errno = errno(capture);
+                    if (errno == dev.conduit.linux.Errno.EAGAIN) {
+                        return false;
+                    }
+                    throw new ErrnoException("ibv_get_cq_event", errno, device, device + " channel");
+                }
+                ackCqEvents.invokeExact(capture, eventQueue.get(ADDRESS, 0), 1);
+                return true;
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            checked("ibv_destroy_comp_channel", device, destroyCompChannel, channel);
+        }
+    }
+
+    private final class FfmCompletionQueue implements CompletionQueue {
+        private static final int BATCH = 32;
+        private final String device;
+        private final Ops ops;
+        private final MemorySegment cq;
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+        private final MemorySegment wc = arena.allocate(IBV_WC.byteSize() * BATCH, 8);
+        private boolean closed;
+
+        FfmCompletionQueue(String device, Ops ops, MemorySegment cq) {
+            this.device = device;
+            this.ops = ops;
+            this.cq = cq;
+        }
+
+        @Override
+        public int poll(Completions into) {
+            try {
+                int n = (int) ops.pollCq.invokeExact(capture, cq, Math.min(BATCH, into.capacity()), wc);
+                if (n < 0) {
+                    throw new ErrnoException("ibv_poll_cq", errnoOf(n, capture), device, device + " cq");
+                }
+                for (int i = 0; i < n; i++) {
+                    long at = i * IBV_WC.byteSize();
+                    into.requestId[i] = wc.get(JAVA_LONG, at + WC_WR_ID);
+                    into.status[i] = wc.get(JAVA_INT, at + WC_STATUS);
+                    into.opcode[i] = wc.get(JAVA_INT, at + WC_OPCODE);
+                    into.vendorError[i] = wc.get(JAVA_INT, at + WC_VENDOR_ERR);
+                    into.byteLength[i] = wc.get(JAVA_INT, at + WC_BYTE_LEN);
+                    into.queuePair[i] = wc.get(JAVA_INT, at + WC_QP_NUM);
+                }
+                return n;
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void requestNotification() {
+            try {
+                int rc = (int) ops.reqNotifyCq.invokeExact(capture, cq, 0);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_req_notify_cq", errnoOf(rc, capture), device, device + " cq, 0");
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            try {
+                checked("ibv_destroy_cq", device, destroyCq, cq);
+            } finally {
+                arena.close();
+            }
+        }
+    }
+
+    private final class FfmQueuePair implements QueuePair {
+        private final String device;
+        private final Ops ops;
+        private final MemorySegment qp;
+        private final int number;
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+        private final MemorySegment sendWr = arena.allocate(IBV_SEND_WR);
+        private final MemorySegment sendSge = arena.allocate(IBV_SGE);
+        private final MemorySegment recvWr = arena.allocate(IBV_RECV_WR);
+        private final MemorySegment recvSge = arena.allocate(IBV_SGE);
+        private final MemorySegment badWr = arena.allocate(ADDRESS);
+        private boolean closed;
+
+        FfmQueuePair(String device, Ops ops, MemorySegment qp, int number) {
+            this.device = device;
+            this.ops = ops;
+            this.qp = qp;
+            this.number = number;
+            sendWr.set(ADDRESS, SEND_WR_SG_LIST, sendSge);
+            sendWr.set(JAVA_INT, SEND_WR_NUM_SGE, 1);
+            sendWr.set(JAVA_INT, SEND_WR_SEND_FLAGS, IBV_SEND_SIGNALED);
+            recvWr.set(ADDRESS, RECV_WR_SG_LIST, recvSge);
+            recvWr.set(JAVA_INT, RECV_WR_NUM_SGE, 1);
+        }
+
+        @Override
+        public int number() {
+            return number;
+        }
+
+        @Override
+        public void toInit(int port, int access) {
+            modify("INIT", attr -> {
+                attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_INIT);
+                attr.set(JAVA_SHORT, QP_ATTR_PKEY_INDEX, (short) 0);
+                attr.set(JAVA_BYTE, QP_ATTR_PORT_NUM, (byte) port);
+                attr.set(JAVA_INT, QP_ATTR_ACCESS_FLAGS, access);
+                return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+            });
+        }
+
+        @Override
+        public void toReadyToReceive(PeerPath peer, int port, int gidIndex) {
+            modify("RTR", attr -> {
+                attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_RTR);
+                attr.set(JAVA_INT, QP_ATTR_PATH_MTU, peer.mtu());
+                attr.set(JAVA_INT, QP_ATTR_DEST_QP_NUM, peer.queuePair());
+                attr.set(JAVA_INT, QP_ATTR_RQ_PSN, peer.packetSequence());
+                attr.set(JAVA_BYTE, QP_ATTR_MAX_DEST_RD_ATOMIC, (byte) 1);
+                attr.set(JAVA_BYTE, QP_ATTR_MIN_RNR_TIMER, (byte) 12);
+                attr.set(JAVA_SHORT, QP_ATTR_AH_DLID, (short) peer.lid());
+                attr.set(JAVA_BYTE, QP_ATTR_AH_PORT_NUM, (byte) port);
+                if (peer.global()) {
+                    attr.set(JAVA_BYTE, QP_ATTR_AH_IS_GLOBAL, (byte) 1);
+                    MemorySegment.copy(peer.gid(), 0, attr, JAVA_BYTE, QP_ATTR_AH_DGID, 16);
+                    attr.set(JAVA_BYTE, QP_ATTR_AH_SGID_INDEX, (byte) gidIndex);
+                    attr.set(JAVA_BYTE, QP_ATTR_AH_HOP_LIMIT, (byte) 64);
+                }
+                return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC
+                        | IBV_QP_MIN_RNR_TIMER;
+            });
+        }
+
+        @Override
+        public void toReadyToSend(int packetSequence) {
+            modify("RTS", attr -> {
+                attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_RTS);
+                attr.set(JAVA_INT, QP_ATTR_SQ_PSN, packetSequence);
+                attr.set(JAVA_BYTE, QP_ATTR_TIMEOUT, (byte) 14);
+                attr.set(JAVA_BYTE, QP_ATTR_RETRY_CNT, (byte) 7);
+                attr.set(JAVA_BYTE, QP_ATTR_RNR_RETRY, (byte) 7);
+                attr.set(JAVA_BYTE, QP_ATTR_MAX_RD_ATOMIC, (byte) 1);
+                return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+            });
+        }
+
+        /** Fills a zeroed {@code struct ibv_qp_attr} and returns the attribute mask. */
+        private interface Attributes {
+            int fill(MemorySegment attr);
+        }
+
+        private void modify(String state, Attributes fill) {
+            try (Arena call = Arena.ofConfined()) {
+                MemorySegment capture = call.allocate(CAPTURE_LAYOUT);
+                MemorySegment attr = call.allocate(IBV_QP_ATTR);
+                int mask = fill.fill(attr);
+                int rc = (int) modifyQp.invokeExact(capture, qp, attr, mask);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_modify_qp", errnoOf(rc, capture), device, device + " qp " + number + " to " + state
+                            + ", mask 0x" + Integer.toHexString(mask), "check the port (verbs.port), its GID (verbs.gid.index) and that the peer's link is up");
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void postReceive(long requestId, MemoryRegion region, long offset, int length) {
+            FfmMemoryRegion mr = (FfmMemoryRegion) region;
+            recvWr.set(JAVA_LONG, RECV_WR_ID, requestId);
+            recvSge.set(JAVA_LONG, SGE_ADDR, mr.memory.address() + offset);
+            recvSge.set(JAVA_INT, SGE_LENGTH, length);
+            recvSge.set(JAVA_INT, SGE_LKEY, mr.lkey);
+            try {
+                int rc = (int) ops.postRecv.invokeExact(capture, qp, recvWr, badWr);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_post_recv", errnoOf(rc, capture), device, device + " qp " + number);
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void postSend(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress, int remoteKey,
+                             long compareAdd, long swap) {
+            FfmMemoryRegion mr = (FfmMemoryRegion) region;
+            sendWr.set(JAVA_LONG, SEND_WR_ID, requestId);
+            sendWr.set(JAVA_INT, SEND_WR_OPCODE, opcode);
+            sendSge.set(JAVA_LONG, SGE_ADDR, mr.memory.address() + offset);
+            sendSge.set(JAVA_INT, SGE_LENGTH, length);
+            sendSge.set(JAVA_INT, SGE_LKEY, mr.lkey);
+            if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_REMOTE_ADDR, remoteAddress);
+                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_COMPARE_ADD, compareAdd);
+                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_SWAP, swap);
+                sendWr.set(JAVA_INT, SEND_WR_ATOMIC_RKEY, remoteKey);
+            } else {
+                sendWr.set(JAVA_LONG, SEND_WR_RDMA_REMOTE_ADDR, remoteAddress);
+                sendWr.set(JAVA_INT, SEND_WR_RDMA_RKEY, remoteKey);
+            }
+            try {
+                int rc = (int) ops.postSend.invokeExact(capture, qp, sendWr, badWr);
+                if (rc != 0) {
+                    throw new ErrnoException("ibv_post_send", errnoOf(rc, capture), device, device + " qp " + number + ", opcode " + opcode);
+                }
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            try {
+                checked("ibv_destroy_qp", device, destroyQp, qp);
+            } finally {
+                arena.close();
+            }
+        }
+    }
+
+    @SuppressWarnings("restricted") // only reached once load() bound the library, i.e. with native access
+    private static MemorySegment reinterpret(MemorySegment pointer, long size) {
+        return pointer.reinterpret(size);
+    }
+
+    /**
+     * The errno of a failed verbs call that returns an int: the query functions return the errno
+     * itself, {@code ibv_query_gid} returns -1 and leaves it in {@code errno}, and some providers
+     * return a negated errno.
+     */
+    private static int errnoOf(int rc, MemorySegment capture) {
+        if (rc > 0) {
+            return rc;
+        }
+        int errno = errno(capture);
+        return errno != 0 ? errno : -rc;
+    }
+
+    private static int errno(MemorySegment capture) {
+        return (int) ERRNO.get(capture, 0L);
+    }
+
+    private static RuntimeException propagate(Throwable thrown) {
+        if (thrown instanceof RuntimeException e) {
+            throw e;
+        }
+        if (thrown instanceof Error e) {
+            throw e;
+        }
+        throw new AssertionError("a downcall threw a checked exception", thrown);
+    }
+}

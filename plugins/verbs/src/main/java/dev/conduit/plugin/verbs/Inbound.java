@@ -1,0 +1,261 @@
+package dev.conduit.plugin.verbs;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+
+/**
+ * The accepting side of a connection: a queue pair with {@code verbs.receive.buffers} registered
+ * buffers posted, which delivers the connector's messages to the worker's sink, re-posts each
+ * buffer once its message is delivered, and RDMA-writes the running count of re-posted buffers
+ * into the connector's credit word.
+ *
+ * <p>A message cut into several records is reassembled in a buffer of this connection that grows
+ * to the largest message seen (the only allocation on the receive path, and only for messages
+ * larger than one buffer).
+ */
+final class Inbound extends VerbsTransport.Connection {
+
+    private final VerbsTransport transport;
+    private final SocketChannel wireup;
+    private final Verbs.QueuePair qp;
+    private final Verbs.MemoryRegion receive;
+    private final Verbs.MemoryRegion creditSource;
+    private final long peerCreditAddress;
+    private final int peerCreditKey;
+    private final int bufferSize;
+    private final ByteBuffer probe = ByteBuffer.allocate(1);
+    private long reposted;
+    private long announced;
+    private boolean creditInFlight;
+    private boolean broken;
+    private Arena reassemblyArena;
+    private MemorySegment reassembly;
+    private int reassemblyId;
+    private int reassemblyHeader;
+    private long reassemblyTotal;
+    private long reassembled = -1;
+
+    private Inbound(VerbsTransport transport, SocketChannel wireup, Verbs.QueuePair qp, Verbs.MemoryRegion receive,
+                    Verbs.MemoryRegion creditSource, WireFormat.Wireup request) {
+        this.transport = transport;
+        this.wireup = wireup;
+        this.qp = qp;
+        this.receive = receive;
+        this.creditSource = creditSource;
+        this.peerCreditAddress = request.creditAddress();
+        this.peerCreditKey = request.creditKey();
+        this.bufferSize = transport.bufferSize;
+    }
+
+    /** Creates the queue pair for {@code request}, posts the receive buffers, moves it to RTS and replies. */
+    static Inbound accept(VerbsTransport transport, SocketChannel wireup, WireFormat.Wireup request) throws IOException {
+        VerbsDomain domain = transport.domain;
+        Verbs.ProtectionDomain pd = domain.protectionDomain();
+        Arena arena = Arena.ofShared();
+        Verbs.QueuePair qp = null;
+        Verbs.MemoryRegion receive = null;
+        Verbs.MemoryRegion credit = null;
+        Inbound in = null;
+        try {
+            qp = pd.createQueuePair(transport.sendQueue, transport.receiveQueue, 2, transport.receiveBuffers);
+            qp.toInit(domain.port(), domain.access());
+            receive = pd.register(VerbsTransport.allocate(arena, (long) transport.receiveBuffers * transport.bufferSize),
+                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+            credit = pd.register(VerbsTransport.allocate(arena, 64), VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+            in = new Inbound(transport, wireup, qp, receive, credit, request);
+            in.arenaOwner = arena;
+            transport.register(in, true);
+            for (int i = 0; i < transport.receiveBuffers; i++) {
+                qp.postReceive(VerbsTransport.requestId(in, VerbsTransport.KIND_RECEIVE, i), receive, (long) i * transport.bufferSize,
+                        transport.bufferSize);
+            }
+            int psn = VerbsTransport.newPsn();
+            qp.toReadyToReceive(transport.path(request), domain.port(), domain.gidIndex());
+            qp.toReadyToSend(psn);
+            byte[] reply = new WireFormat.Wireup(WireFormat.REPLY, request.token(), qp.number(), psn, domain.lid(), domain.gid(),
+                    domain.activeMtu(), 0, 0).encode();
+            ByteBuffer out = ByteBuffer.wrap(reply);
+            long deadline = System.nanoTime() + transport.wireupTimeoutMillis * 1_000_000;
+            while (out.hasRemaining()) {
+                wireup.write(out);
+                if (out.hasRemaining() && System.nanoTime() > deadline) {
+                    throw new IOException("the connector does not read its wire-up reply");
+                }
+            }
+            return in;
+        } catch (IOException | RuntimeException e) {
+            if (in != null) {
+                in.close();
+            } else {
+                if (credit != null) credit.close();
+                if (receive != null) receive.close();
+                if (qp != null) qp.close();
+                arena.close();
+            }
+            throw e;
+        }
+    }
+
+    private Arena arenaOwner;
+
+    @Override
+    void onReceive(int index, int status, int byteLength) {
+        if (broken) {
+            return;
+        }
+        if (status != VerbsAbi.IBV_WC_SUCCESS) {
+            // Flushed when the queue pair went to the error state: the peer is gone or broke the protocol.
+            if (status != VerbsAbi.IBV_WC_WR_FLUSH_ERR) {
+                transport.logger.log(System.Logger.Level.WARNING, "verbs: receive failed on an inbound connection: " + Completion.status(status));
+            }
+            breakDown();
+            return;
+        }
+        MemorySegment m = receive.memory();
+        long at = (long) index * bufferSize;
+        try {
+            deliver(m, at, byteLength);
+        } catch (ProtocolError e) {
+            transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection that broke the record protocol: "
+                    + e.getMessage());
+            breakDown();
+        } finally {
+            if (!broken && slot >= 0) { // the buffer is posted again even if the sink threw; not once the transport closed
+                qp.postReceive(VerbsTransport.requestId(this, VerbsTransport.KIND_RECEIVE, index), receive, at, bufferSize);
+                reposted++;
+            }
+        }
+    }
+
+    /** A record that breaks the protocol of {@link Records}: the sender is not a correct verbs transport. */
+    private static final class ProtocolError extends RuntimeException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        ProtocolError(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    private void deliver(MemorySegment m, long at, int byteLength) {
+        int type = m.get(ValueLayout.JAVA_INT, at + Records.TYPE);
+        int id = m.get(ValueLayout.JAVA_INT, at + Records.ID);
+        int headerLength = m.get(ValueLayout.JAVA_INT, at + Records.HEADER_LENGTH);
+        int part = m.get(ValueLayout.JAVA_INT, at + Records.PART_LENGTH);
+        long total = m.get(ValueLayout.JAVA_LONG, at + Records.TOTAL_LENGTH);
+        if (byteLength < Records.HEADER || headerLength < 0 || headerLength > Records.MAX_MESSAGE_HEADER || part < 0
+                || (long) Records.HEADER + headerLength + part != byteLength || total < part) {
+            throw new ProtocolError("record of " + byteLength + " bytes says header " + headerLength + ", part " + part
+                    + ", total " + total);
+        }
+        long body = at + Records.HEADER;
+        if (type == Records.FIRST) {
+            if (reassembled >= 0) {
+                throw new ProtocolError("a new message before the last one's records were all received");
+            }
+            if (total == part) {
+                transport.sink.onMessage(id, m, body, headerLength, m, body + headerLength, part);
+                return;
+            }
+            ensureReassembly(headerLength + total);
+            MemorySegment.copy(m, body, reassembly, 0, headerLength + part);
+            reassemblyId = id;
+            reassemblyHeader = headerLength;
+            reassemblyTotal = total;
+            reassembled = part;
+        } else if (type == Records.MORE) {
+            if (reassembled < 0 || id != reassemblyId || total != reassemblyTotal || headerLength != 0 || reassembled + part > total) {
+                throw new ProtocolError("a continuation record that continues no message in progress");
+            }
+            MemorySegment.copy(m, body, reassembly, reassemblyHeader + reassembled, part);
+            reassembled += part;
+            if (reassembled == total) {
+                reassembled = -1;
+                transport.sink.onMessage(id, reassembly, 0, reassemblyHeader, reassembly, reassemblyHeader, total);
+            }
+        } else {
+            throw new ProtocolError("record type " + type);
+        }
+    }
+
+    private void ensureReassembly(long bytes) {
+        if (reassembly != null && reassembly.byteSize() >= bytes) {
+            return;
+        }
+        if (reassemblyArena != null) {
+            reassemblyArena.close();
+        }
+        reassemblyArena = Arena.ofShared();
+        reassembly = reassemblyArena.allocate(Math.max(bytes, 2L * bufferSize), 8);
+    }
+
+    /** Tells the connector how many buffers are posted again, unless a previous word is still being written. */
+    void announceCredits() {
+        if (creditInFlight || reposted == announced || broken || slot < 0) {
+            return;
+        }
+        creditSource.memory().set(ValueLayout.JAVA_LONG, 0, reposted);
+        qp.postSend(VerbsTransport.requestId(this, VerbsTransport.KIND_CREDIT, 0), VerbsAbi.IBV_WR_RDMA_WRITE, creditSource, 0, 8,
+                peerCreditAddress, peerCreditKey, 0, 0);
+        creditInFlight = true;
+        announced = reposted;
+    }
+
+    @Override
+    void onSendCompletion(int kind, int index, int status, int vendorError) {
+        creditInFlight = false;
+        if (status != VerbsAbi.IBV_WC_SUCCESS && !broken) {
+            if (status != VerbsAbi.IBV_WC_WR_FLUSH_ERR) {
+                transport.logger.log(System.Logger.Level.DEBUG, () -> "verbs: credit write to a connector failed: "
+                        + Completion.status(status) + " (vendor error " + vendorError + ")");
+            }
+            breakDown();
+        }
+    }
+
+    /** Stops using the connection; the transport closes it (queue pair, buffers, wire-up socket) at the end of this progress. */
+    private void breakDown() {
+        if (!broken) {
+            broken = true;
+            transport.drop(this);
+        }
+    }
+
+    /** Whether the connector closed the wire-up connection or died (end of stream). */
+    boolean peerGone() {
+        try {
+            probe.clear();
+            int n = wireup.read(probe);
+            return n < 0 || n > 0; // nothing is sent after the handshake: data is a protocol breach, treated as the end
+        } catch (IOException e) {
+            return true;
+        }
+    }
+
+    void close() {
+        transport.unregister(this);
+        try {
+            wireup.close();
+        } catch (IOException ignored) {
+            // the descriptor is released anyway
+        }
+        try {
+            qp.close();
+        } finally {
+            try {
+                receive.close();
+                creditSource.close();
+            } finally {
+                if (reassemblyArena != null) {
+                    reassemblyArena.close();
+                }
+                if (arenaOwner != null) {
+                    arenaOwner.close();
+                }
+            }
+        }
+    }
+}

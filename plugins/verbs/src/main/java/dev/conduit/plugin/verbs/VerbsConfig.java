@@ -1,0 +1,78 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.ConfigKey;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The verbs plugin's configuration keys (environment names are the key in upper case with
+ * {@code CONDUIT_} in front and {@code _} for {@code .}).
+ *
+ * <table class="striped">
+ * <caption>Keys</caption>
+ * <tr><th>key</th><th>default</th></tr>
+ * <tr><td>{@code verbs.library}</td><td>{@code libibverbs.so.1}</td></tr>
+ * <tr><td>{@code verbs.device}</td><td>the first device with an active port</td></tr>
+ * <tr><td>{@code verbs.port}</td><td>0: the device's first active port</td></tr>
+ * <tr><td>{@code verbs.gid.index}</td><td>-1: on RoCE the first IPv4-mapped GID, else 0</td></tr>
+ * <tr><td>{@code verbs.wireup.address}</td><td>empty: the GID's IPv4 on RoCE, else the first non-loopback interface</td></tr>
+ * <tr><td>{@code verbs.wireup.timeout}</td><td>5 s</td></tr>
+ * <tr><td>{@code verbs.buffer.size}</td><td>8 KiB</td></tr>
+ * <tr><td>{@code verbs.receive.buffers}</td><td>64</td></tr>
+ * <tr><td>{@code verbs.send.buffers}</td><td>64</td></tr>
+ * <tr><td>{@code verbs.liveness.interval}</td><td>20 ms</td></tr>
+ * </table>
+ */
+final class VerbsConfig {
+
+    static final ConfigKey<String> LIBRARY = ConfigKey.string("verbs.library", "libibverbs.so.1",
+            "The libibverbs the plugin opens with dlopen: a file name searched the way the dynamic loader searches "
+                    + "(LD_LIBRARY_PATH, ld.so.cache), or an absolute path. rdma-core's library is libibverbs.so.1 "
+                    + "(Debian and Ubuntu package libibverbs1).");
+
+    static final ConfigKey<String> DEVICE = ConfigKey.string("verbs.device", "",
+            "The RDMA device transports and memory use (a name ibv_devices lists, e.g. mlx5_0 or rxe0); empty: the first "
+                    + "device with an active port.");
+
+    static final ConfigKey<Long> PORT = ConfigKey.integer("verbs.port", 0, 0, 255,
+            "The port of verbs.device (1-based); 0: its first active port.");
+
+    static final ConfigKey<Long> GID_INDEX = ConfigKey.integer("verbs.gid.index", -1, -1, 255,
+            "The source GID index for connections (show_gids lists them); -1: on RoCE the first IPv4-mapped GID "
+                    + "(RoCE v2 over IPv4, routable), else 0.");
+
+    static final ConfigKey<String> WIREUP_ADDRESS = ConfigKey.string("verbs.wireup.address", "",
+            "The IP address of the TCP listener peers connect to to exchange queue-pair numbers (and that stays open as "
+                    + "the liveness channel); empty: on RoCE the IPv4 address in the port's GID, else the first up, "
+                    + "non-loopback interface's address (loopback when there is none).");
+
+    static final ConfigKey<Duration> WIREUP_TIMEOUT = ConfigKey.duration("verbs.wireup.timeout", Duration.ofSeconds(5),
+            "How long connect waits for the TCP connection to the peer's wire-up listener.");
+
+    static final ConfigKey<Long> BUFFER_SIZE = ConfigKey.bytes("verbs.buffer.size", 8L << 10, 4L << 10,
+            "The size of each registered send and receive buffer: messages up to it (less a 24-byte record header) "
+                    + "take one SEND; larger ones are cut into several, reassembled by the receiver.");
+
+    static final ConfigKey<Long> RECEIVE_BUFFERS = ConfigKey.integer("verbs.receive.buffers", 64, 2, 4096,
+            "Receive buffers posted per inbound connection: the sender's credits. The largest message is this many "
+                    + "buffers (less their record headers).");
+
+    static final ConfigKey<Long> SEND_BUFFERS = ConfigKey.integer("verbs.send.buffers", 64, 2, 4096,
+            "Registered send buffers per endpoint (also the staging buffers of put and get), and its send-queue depth.");
+
+    static final ConfigKey<Duration> LIVENESS_INTERVAL = ConfigKey.duration("verbs.liveness.interval", Duration.ofMillis(20),
+            "How often progress and await look at the wire-up connections (new peers, end of stream of dead ones); "
+                    + "await sleeps at most this long.");
+
+    static final List<ConfigKey<?>> KEYS = List.of(LIBRARY, DEVICE, PORT, GID_INDEX, WIREUP_ADDRESS, WIREUP_TIMEOUT, BUFFER_SIZE,
+            RECEIVE_BUFFERS, SEND_BUFFERS, LIVENESS_INTERVAL);
+
+    private VerbsConfig() {
+    }
+
+    /** A key as messages name it: {@code verbs.library (CONDUIT_VERBS_LIBRARY)}. */
+    static String describe(ConfigKey<?> key) {
+        return key.name() + " (" + key.environmentName() + ")";
+    }
+}

@@ -1,0 +1,186 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.Config;
+import dev.conduit.spi.ConduitException;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+/**
+ * The device context and protection domain of one plugin instance, shared by its memory provider
+ * and its transports: memory registered by the provider is reachable through every queue pair of
+ * the transports only because they share this protection domain. Opened by the first user,
+ * closed by the last ({@link #acquire}/{@link #release}); thread-safe.
+ */
+final class VerbsDomain {
+
+    private final Verbs.Device device;
+    private final String deviceName;
+    private final int port;
+    private final Verbs.PortAttributes portAttributes;
+    private final Verbs.DeviceAttributes deviceAttributes;
+    private final int gidIndex;
+    private final byte[] gid;
+    private final Verbs.ProtectionDomain pd;
+    private int users;
+
+    private VerbsDomain(Verbs.Device device, String deviceName, int port, Verbs.PortAttributes portAttributes,
+                        Verbs.DeviceAttributes deviceAttributes, int gidIndex, byte[] gid, Verbs.ProtectionDomain pd) {
+        this.device = device;
+        this.deviceName = deviceName;
+        this.port = port;
+        this.portAttributes = portAttributes;
+        this.deviceAttributes = deviceAttributes;
+        this.gidIndex = gidIndex;
+        this.gid = gid;
+        this.pd = pd;
+    }
+
+    /** The shared domain of a plugin instance: opens it on first use. */
+    static final class Holder {
+        private final Function<String, Verbs> loader;
+        private VerbsDomain domain;
+
+        Holder(Function<String, Verbs> loader) {
+            this.loader = loader;
+        }
+
+        synchronized VerbsDomain acquire(Config config) {
+            if (domain == null) {
+                domain = open(loader.apply(config.get(VerbsConfig.LIBRARY)), config);
+            }
+            domain.users++;
+            return domain;
+        }
+
+        synchronized void release(VerbsDomain released) {
+            if (released != domain || --domain.users > 0) {
+                return;
+            }
+            domain = null;
+            try {
+                released.pd.close();
+            } finally {
+                released.device.close();
+            }
+        }
+    }
+
+    /** Opens {@code verbs.device} (or the first device with an active port), its port and GID, and a protection domain. */
+    static VerbsDomain open(Verbs verbs, Config config) {
+        String wanted = config.get(VerbsConfig.DEVICE);
+        int wantedPort = config.get(VerbsConfig.PORT).intValue();
+        List<String> names = wanted.isEmpty() ? verbs.deviceNames() : List.of(wanted);
+        List<String> tried = new ArrayList<>();
+        for (String name : names) {
+            Verbs.Device device;
+            try {
+                device = verbs.open(name);
+            } catch (IllegalArgumentException e) {
+                throw new ConduitException("verbs: " + e.getMessage() + " (" + VerbsConfig.describe(VerbsConfig.DEVICE) + "; devices: "
+                        + verbs.deviceNames() + ")", e);
+            }
+            try {
+                Verbs.DeviceAttributes attributes = device.attributes();
+                for (int port = 1; port <= attributes.physicalPorts(); port++) {
+                    if (wantedPort != 0 && port != wantedPort) {
+                        continue;
+                    }
+                    Verbs.PortAttributes p = device.port(port);
+                    if (!p.isActive()) {
+                        tried.add(name + " port " + port + " " + VerbsAbi.portState(p.state()));
+                        continue;
+                    }
+                    int gidIndex = gidIndex(device, port, p, config.get(VerbsConfig.GID_INDEX).intValue());
+                    byte[] gid = device.gid(port, gidIndex);
+                    Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
+                    return new VerbsDomain(device, name, port, p, attributes, gidIndex, gid, pd);
+                }
+                if (wantedPort > attributes.physicalPorts()) {
+                    tried.add(name + " has no port " + wantedPort);
+                }
+            } catch (RuntimeException e) {
+                device.close();
+                throw e;
+            }
+            device.close();
+        }
+        throw new ConduitException("verbs: no active port to use (" + String.join(", ", tried) + "); check "
+                + VerbsConfig.describe(VerbsConfig.DEVICE) + " and " + VerbsConfig.describe(VerbsConfig.PORT)
+                + ", and bring a link up (ip link set <netdev> up; ibstat)");
+    }
+
+    private static int gidIndex(Verbs.Device device, int port, Verbs.PortAttributes p, int configured) {
+        if (configured >= 0) {
+            if (configured >= p.gidTableLength()) {
+                throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.GID_INDEX) + " is " + configured
+                        + " but the GID table of port " + port + " has " + p.gidTableLength() + " entries");
+            }
+            return configured;
+        }
+        if (p.linkLayer() == VerbsAbi.IBV_LINK_LAYER_ETHERNET) {
+            for (int i = 0; i < Math.min(p.gidTableLength(), 16); i++) {
+                if (WireFormat.ipv4Of(device.gid(port, i)) != null) {
+                    return i;
+                }
+            }
+        }
+        return 0;
+    }
+
+    Verbs.Device device() {
+        return device;
+    }
+
+    String deviceName() {
+        return deviceName;
+    }
+
+    int port() {
+        return port;
+    }
+
+    int gidIndex() {
+        return gidIndex;
+    }
+
+    byte[] gid() {
+        return gid.clone();
+    }
+
+    int lid() {
+        return portAttributes.lid();
+    }
+
+    int activeMtu() {
+        return portAttributes.activeMtu();
+    }
+
+    int linkLayer() {
+        return portAttributes.linkLayer();
+    }
+
+    /** Whether the device does RDMA atomics ({@code atomic_cap} not {@code IBV_ATOMIC_NONE}). */
+    boolean atomics() {
+        return deviceAttributes.atomicCap() != VerbsAbi.IBV_ATOMIC_NONE;
+    }
+
+    int maxCompletionQueueEntries() {
+        return deviceAttributes.maxCqe();
+    }
+
+    int atomicCap() {
+        return deviceAttributes.atomicCap();
+    }
+
+    Verbs.ProtectionDomain protectionDomain() {
+        return pd;
+    }
+
+    /** The access flags of every registration: local write, remote read and write, and remote atomics when the device has them. */
+    int access() {
+        int access = VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_READ;
+        return atomics() ? access | VerbsAbi.IBV_ACCESS_REMOTE_ATOMIC : access;
+    }
+}

@@ -1,0 +1,472 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.TransportEndpoint;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+
+/**
+ * The connecting side of a connection: a queue pair that SENDs active messages into the peer's
+ * posted buffers and does RDMA on the peer's registered regions.
+ *
+ * <ul>
+ *   <li><b>Send buffers</b>: {@code verbs.send.buffers} registered buffers of
+ *       {@code verbs.buffer.size}; a message is copied into as many as its records need, so the
+ *       caller's segments are free when {@link #trySend} returns; a buffer is free again when its
+ *       completion arrives. The same buffers stage put, get and atomics.</li>
+ *   <li><b>Credits</b>: {@code sent - credit word} SENDs are outstanding at the peer; trySend
+ *       needs as many free peer buffers (and own buffers) as its message has records, or returns
+ *       {@code false}, all or nothing.</li>
+ *   <li><b>RMA</b>: put copies the source through send buffers into RDMA WRITEs and returns once
+ *       they are posted (flush waits for their completions); get RDMA-READs into send buffers and
+ *       copies out; fetch-add and compare-and-swap are verbs atomics on an 8-byte send buffer.
+ *       Targets are regions of the peer's verbs memory provider: their handle carries the chunk's
+ *       registered address and remote key.</li>
+ * </ul>
+ */
+final class VerbsEndpoint extends VerbsTransport.Connection implements TransportEndpoint {
+
+    private enum State { CONNECTING, CONNECTED, FAILED, CLOSED }
+
+    private final VerbsTransport transport;
+    private final EndpointEvents events;
+    private final WireFormat.Address peer;
+    private final String peerName;
+    private final SocketChannel wireup;
+    private final Arena arena;
+    private final Verbs.QueuePair qp;
+    private final Verbs.MemoryRegion ring;
+    private final Verbs.MemoryRegion creditWord;
+    private final int recordSize;
+    private final int slots;
+    private final int[] freeSlots;
+    private int freeCount;
+    private final boolean[] done;
+    private final int psn;
+    private final long started = System.nanoTime();
+    private final ByteBuffer replyLength = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN);
+    private final ByteBuffer probe = ByteBuffer.allocate(1);
+    private ByteBuffer replyBody;
+    private State state = State.CONNECTING;
+    private long sent;
+    private PeerFailedException failure;
+    private boolean reported;
+    private RemoteRegion lastRegion;
+    private WireFormat.Region lastPayload;
+
+    private VerbsEndpoint(VerbsTransport transport, EndpointEvents events, WireFormat.Address peer, SocketChannel wireup, Arena arena,
+                          Verbs.QueuePair qp, Verbs.MemoryRegion ring, Verbs.MemoryRegion creditWord, int psn) {
+        this.transport = transport;
+        this.events = events;
+        this.peer = peer;
+        this.peerName = peer.host() + ":" + peer.tcpPort();
+        this.wireup = wireup;
+        this.arena = arena;
+        this.qp = qp;
+        this.ring = ring;
+        this.creditWord = creditWord;
+        this.psn = psn;
+        this.recordSize = Math.min(transport.bufferSize, peer.bufferSize());
+        this.slots = transport.sendBuffers;
+        this.freeSlots = new int[slots];
+        for (int i = 0; i < slots; i++) {
+            freeSlots[i] = slots - 1 - i;
+        }
+        this.freeCount = slots;
+        this.done = new boolean[slots];
+    }
+
+    /**
+     * Creates the queue pair (INIT) and buffers, connects to the peer's wire-up listener and sends
+     * the request. The reply is read by progress.
+     *
+     * @throws ConduitException naming the listener when it cannot be reached
+     */
+    static VerbsEndpoint connect(VerbsTransport transport, WireFormat.Address peer, EndpointEvents events) {
+        VerbsDomain domain = transport.domain;
+        Arena arena = Arena.ofShared();
+        Verbs.QueuePair qp = null;
+        Verbs.MemoryRegion ring = null;
+        Verbs.MemoryRegion credit = null;
+        SocketChannel channel = null;
+        VerbsEndpoint endpoint = null;
+        try {
+            qp = domain.protectionDomain().createQueuePair(transport.sendQueue, transport.receiveQueue, transport.sendBuffers, 1);
+            qp.toInit(domain.port(), domain.access());
+            ring = domain.protectionDomain().register(VerbsTransport.allocate(arena, (long) transport.sendBuffers * transport.bufferSize),
+                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+            credit = domain.protectionDomain().register(VerbsTransport.allocate(arena, 64),
+                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
+            InetSocketAddress listener = new InetSocketAddress(InetAddress.ofLiteral(peer.host()), peer.tcpPort());
+            channel = SocketChannel.open();
+            try {
+                channel.socket().connect(listener, (int) Math.min(Integer.MAX_VALUE, transport.wireupTimeoutMillis));
+            } catch (IOException e) {
+                throw new ConduitException("verbs: cannot reach the peer's wire-up listener " + peer.host() + ":" + peer.tcpPort() + " ("
+                        + e.getMessage() + "): the peer is gone, or a firewall or routing separates this host from it (the peer chooses "
+                        + "the address with " + VerbsConfig.describe(VerbsConfig.WIREUP_ADDRESS) + ")", e);
+            }
+            channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            int psn = VerbsTransport.newPsn();
+            endpoint = new VerbsEndpoint(transport, events, peer, channel, arena, qp, ring, credit, psn);
+            transport.register(endpoint, false);
+            byte[] request = new WireFormat.Wireup(WireFormat.REQUEST, peer.token(), qp.number(), psn, domain.lid(), domain.gid(),
+                    domain.activeMtu(), credit.memory().address(), credit.remoteKey()).encode();
+            ByteBuffer out = ByteBuffer.wrap(request);
+            while (out.hasRemaining()) {
+                channel.write(out); // blocking: a new connection's socket buffer takes the request at once
+            }
+            channel.configureBlocking(false);
+            return endpoint;
+        } catch (IOException e) {
+            release(transport, endpoint, channel, credit, ring, qp, arena);
+            throw new ConduitException("verbs: wire-up with " + peer.host() + ":" + peer.tcpPort() + " failed: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            release(transport, endpoint, channel, credit, ring, qp, arena);
+            throw e;
+        }
+    }
+
+    private static void release(VerbsTransport transport, VerbsEndpoint endpoint, SocketChannel channel, Verbs.MemoryRegion credit,
+                                Verbs.MemoryRegion ring, Verbs.QueuePair qp, Arena arena) {
+        if (endpoint != null) {
+            transport.unregister(endpoint);
+        }
+        try {
+            if (channel != null) channel.close();
+        } catch (IOException ignored) {
+            // released anyway
+        }
+        if (qp != null) qp.close();
+        if (credit != null) credit.close();
+        if (ring != null) ring.close();
+        arena.close();
+    }
+
+    boolean isConnecting() {
+        return state == State.CONNECTING;
+    }
+
+    /** Reads the acceptor's reply, if it has come, and moves the queue pair to RTR and RTS. */
+    int advanceWireup() {
+        try {
+            if (replyBody == null) {
+                if (wireup.read(replyLength) < 0) {
+                    return fail("the peer closed the wire-up connection before it replied: it refused the request (see its log) or died");
+                }
+                if (replyLength.hasRemaining()) {
+                    return 0;
+                }
+                int n = Short.toUnsignedInt(replyLength.getShort(0));
+                if (n == 0 || n > WireFormat.MAX_WIREUP) {
+                    return fail("a wire-up reply of " + n + " bytes (at most " + WireFormat.MAX_WIREUP + ")");
+                }
+                replyBody = ByteBuffer.allocate(n);
+            }
+            if (wireup.read(replyBody) < 0) {
+                return fail("the peer closed the wire-up connection in the middle of its reply");
+            }
+            if (replyBody.hasRemaining()) {
+                return 0;
+            }
+            WireFormat.Wireup reply = WireFormat.Wireup.decode(replyBody.array(), WireFormat.REPLY);
+            if (!java.util.Arrays.equals(reply.token(), peer.token())) {
+                return fail("the wire-up reply names another transport (token mismatch)");
+            }
+            qp.toReadyToReceive(transport.path(reply), transport.domain.port(), transport.domain.gidIndex());
+            qp.toReadyToSend(psn);
+            state = State.CONNECTED;
+            return 1;
+        } catch (InvalidHandleException e) {
+            return fail("the wire-up reply is invalid: " + e.getMessage());
+        } catch (IOException e) {
+            return fail("the wire-up connection broke: " + e.getMessage());
+        } catch (RuntimeException e) {
+            return fail("the queue pair could not be connected: " + e.getMessage());
+        }
+    }
+
+    /** Fails the endpoint whose peer closed the wire-up connection, or whose handshake takes longer than the timeout. */
+    int checkPeer(long now) {
+        if (state == State.CONNECTING) {
+            if (now - started > transport.wireupTimeoutMillis * 1_000_000) {
+                return fail("no wire-up reply within " + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT) + ": the peer does not progress");
+            }
+            return 0;
+        }
+        if (state != State.CONNECTED) {
+            return 0;
+        }
+        try {
+            probe.clear();
+            if (wireup.read(probe) != 0) {
+                return fail("the peer closed its end of the wire-up connection: its worker closed or its process died");
+            }
+        } catch (IOException e) {
+            return fail("the wire-up connection broke (" + e.getMessage() + "): the peer's process died");
+        }
+        return 0;
+    }
+
+    private int fail(String why) {
+        if (state == State.FAILED || state == State.CLOSED) {
+            return 0;
+        }
+        state = State.FAILED;
+        failure = new PeerFailedException("verbs: peer " + peerName + ": " + why);
+        transport.failed(this);
+        return 1;
+    }
+
+    void report() {
+        if (!reported && failure != null) {
+            reported = true;
+            events.peerFailed(failure);
+        }
+    }
+
+    @Override
+    void onSendCompletion(int kind, int index, int status, int vendorError) {
+        if (index < 0 || index >= slots) {
+            return;
+        }
+        freeSlots[freeCount++] = index;
+        done[index] = true;
+        if (status != VerbsAbi.IBV_WC_SUCCESS) {
+            fail("a work request failed: " + Completion.status(status) + ", vendor error 0x" + Integer.toHexString(vendorError));
+        }
+    }
+
+    @Override
+    public int maxHeaderSize() {
+        return Records.MAX_MESSAGE_HEADER;
+    }
+
+    @Override
+    public long maxPayloadSize() {
+        return Records.maxPayload(Math.min(peer.receiveBuffers(), slots), recordSize);
+    }
+
+    private void checkUsable() {
+        if (failure != null) {
+            throw failure;
+        }
+        if (state == State.CLOSED) {
+            throw new IllegalStateException("endpoint is closed");
+        }
+    }
+
+    @Override
+    public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+        checkUsable();
+        if (state != State.CONNECTED) {
+            return false;
+        }
+        long headerLength = header.byteSize();
+        long payloadLength = payload.byteSize();
+        int records = Records.count(headerLength, payloadLength, recordSize);
+        long credits = peer.receiveBuffers() - (sent - VerbsTransport.readLong(creditWord.memory(), 0));
+        if (records > credits || records > freeCount) {
+            transport.pollSendQueue();
+            if (records > freeCount || failure != null) {
+                checkUsable();
+                return false;
+            }
+            if (records > credits) {
+                return false;
+            }
+        }
+        MemorySegment buffers = ring.memory();
+        long payloadDone = 0;
+        for (int r = 0; r < records; r++) {
+            int slot = freeSlots[--freeCount];
+            long at = (long) slot * transport.bufferSize;
+            int headerHere = r == 0 ? (int) headerLength : 0;
+            long part = Math.min(payloadLength - payloadDone, recordSize - Records.HEADER - headerHere);
+            Records.write(buffers, at, r == 0 ? Records.FIRST : Records.MORE, id, headerHere, (int) part, payloadLength);
+            if (headerHere > 0) {
+                MemorySegment.copy(header, 0, buffers, at + Records.HEADER, headerHere);
+            }
+            MemorySegment.copy(payload, payloadDone, buffers, at + Records.HEADER + headerHere, part);
+            payloadDone += part;
+            post(slot, VerbsAbi.IBV_WR_SEND, at, (int) (Records.HEADER + headerHere + part), 0, 0, 0, 0);
+            sent++;
+        }
+        return true;
+    }
+
+    private void post(int slot, int opcode, long offset, int length, long remoteAddress, int remoteKey, long compareAdd, long swap) {
+        done[slot] = false;
+        try {
+            qp.postSend(VerbsTransport.requestId(this, VerbsTransport.KIND_SLOT, slot), opcode, ring, offset, length, remoteAddress,
+                    remoteKey, compareAdd, swap);
+        } catch (RuntimeException e) {
+            freeSlots[freeCount++] = slot;
+            done[slot] = true;
+            fail("posting a work request failed: " + e.getMessage());
+            throw failure;
+        }
+    }
+
+    // ------------------------------------------------------------------ RMA
+
+    @Override
+    public void put(MemorySegment source, RemoteRegion target, long offset) {
+        long remote = remoteAddress(target, offset, source.byteSize(), "put");
+        MemorySegment buffers = ring.memory();
+        for (long copied = 0; copied < source.byteSize(); ) {
+            int slot = takeSlot();
+            long at = (long) slot * transport.bufferSize;
+            int part = (int) Math.min(source.byteSize() - copied, transport.bufferSize);
+            MemorySegment.copy(source, copied, buffers, at, part);
+            post(slot, VerbsAbi.IBV_WR_RDMA_WRITE, at, part, remote + copied, lastPayload.rkey(), 0, 0);
+            copied += part;
+        }
+    }
+
+    @Override
+    public void get(RemoteRegion source, long offset, MemorySegment destination) {
+        long remote = remoteAddress(source, offset, destination.byteSize(), "get");
+        MemorySegment buffers = ring.memory();
+        for (long copied = 0; copied < destination.byteSize(); ) {
+            int slot = takeSlot();
+            long at = (long) slot * transport.bufferSize;
+            int part = (int) Math.min(destination.byteSize() - copied, transport.bufferSize);
+            post(slot, VerbsAbi.IBV_WR_RDMA_READ, at, part, remote + copied, lastPayload.rkey(), 0, 0);
+            awaitDone(slot);
+            MemorySegment.copy(buffers, at, destination, copied, part);
+            copied += part;
+        }
+    }
+
+    @Override
+    public long fetchAdd(RemoteRegion target, long offset, long delta) {
+        return atomic(target, offset, VerbsAbi.IBV_WR_ATOMIC_FETCH_AND_ADD, delta, 0, "fetchAdd");
+    }
+
+    @Override
+    public long compareAndSwap(RemoteRegion target, long offset, long expected, long desired) {
+        return atomic(target, offset, VerbsAbi.IBV_WR_ATOMIC_CMP_AND_SWP, expected, desired, "compareAndSwap");
+    }
+
+    private long atomic(RemoteRegion target, long offset, int opcode, long compareAdd, long swap, String op) {
+        if (!transport.domain.atomics()) {
+            throw new NotSupportedException("verbs: " + op + " needs RDMA atomics, and device " + transport.domain.deviceName()
+                    + " has none (atomic_cap " + VerbsAbi.atomics(transport.domain.atomicCap()) + ")");
+        }
+        long remote = remoteAddress(target, offset, 8, op);
+        int slot = takeSlot();
+        long at = (long) slot * transport.bufferSize;
+        post(slot, opcode, at, 8, remote, lastPayload.rkey(), compareAdd, swap);
+        awaitDone(slot);
+        return ring.memory().get(ValueLayout.JAVA_LONG, at);
+    }
+
+    @Override
+    public void flush() {
+        checkUsable();
+        while (freeCount < slots) {
+            waitStep();
+        }
+    }
+
+    /** The registered address of {@code offset} in {@code region}, checked, with its payload in {@link #lastPayload}. */
+    private long remoteAddress(RemoteRegion region, long offset, long length, String op) {
+        checkUsable();
+        awaitConnected();
+        if (region != lastRegion) {
+            if (!VerbsPlugin.NAME.equals(region.pluginName())) {
+                throw new NotSupportedException("verbs: " + op + " reaches regions of verbs memory only (a pool of plugin 'verbs', whose "
+                        + "chunks are registered with the device); this region was exported by plugin '" + region.pluginName() + "'");
+            }
+            WireFormat.Region payload = WireFormat.Region.decode(region.payload());
+            if (region.chunkOffset() < 0 || region.length() > payload.length() - region.chunkOffset()) {
+                throw new InvalidHandleException("payload.length", "the region (" + region.length() + " bytes at " + region.chunkOffset()
+                        + ") does not fit the registered chunk of " + payload.length() + " bytes");
+            }
+            lastPayload = payload;
+            lastRegion = region;
+        }
+        if (offset < 0 || length > region.length() - offset) {
+            throw new IndexOutOfBoundsException(op + " of " + length + " bytes at offset " + offset + " of a region of " + region.length());
+        }
+        return lastPayload.address() + region.chunkOffset() + offset;
+    }
+
+    private void awaitConnected() {
+        while (state == State.CONNECTING) {
+            advanceWireup();
+            if (state == State.CONNECTING) {
+                checkPeer(System.nanoTime());
+                Thread.onSpinWait();
+            }
+        }
+        checkUsable();
+    }
+
+    private int takeSlot() {
+        while (freeCount == 0) {
+            waitStep();
+        }
+        return freeSlots[--freeCount];
+    }
+
+    private void awaitDone(int slot) {
+        while (!done[slot]) {
+            waitStep();
+        }
+        checkUsable();
+    }
+
+    /** One step of waiting for this endpoint's own completions (no application code runs): fails on a dead peer. */
+    private void waitStep() {
+        if (transport.pollSendQueue() == 0) {
+            checkPeer(System.nanoTime());
+            Thread.onSpinWait();
+        }
+        checkUsable();
+    }
+
+    @Override
+    public void close() {
+        if (state == State.CLOSED) {
+            return;
+        }
+        boolean healthy = state == State.CONNECTED;
+        state = State.CLOSED;
+        try {
+            if (healthy) {
+                // Let what was sent reach the peer before the end of stream tells it to tear the connection down.
+                long deadline = System.nanoTime() + transport.wireupTimeoutMillis * 1_000_000;
+                while (freeCount < slots && failure == null && System.nanoTime() < deadline) {
+                    if (transport.pollSendQueue() == 0) {
+                        Thread.onSpinWait();
+                    }
+                }
+            }
+        } finally {
+            transport.unregister(this);
+            transport.closed(this);
+            release(transport, null, wireup, creditWord, ring, qp, arena);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "VerbsEndpoint[" + peerName + ", " + state + "]";
+    }
+}

@@ -1,0 +1,112 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.IdentityHashMap;
+import java.util.Map;
+
+/**
+ * Memory the device can reach: each chunk is page-aligned native memory registered with
+ * {@code ibv_reg_mr} in the plugin's protection domain (local write, remote read and write,
+ * remote atomics when the device has them). Its export payload ({@link WireFormat.Region}) is the
+ * chunk's address, length and remote key: what a peer's verbs endpoint needs for put, get and
+ * atomics. Chunks are not mappable by other processes; the plugin imports no IPC handles.
+ *
+ * <p>Verbs registers only memory it allocates itself: the SPI gives a plugin no access to another
+ * plugin's chunks, so regions of memfd or posix pools cannot be RMA targets of verbs.
+ */
+final class VerbsMemoryProvider implements MemoryProvider {
+
+    private static final long PAGE = 4096;
+
+    private final VerbsDomain.Holder holder;
+    private final VerbsDomain domain;
+    private final Map<Chunk, Verbs.MemoryRegion> chunks = new IdentityHashMap<>();
+    private boolean closed;
+
+    VerbsMemoryProvider(VerbsDomain.Holder holder, VerbsDomain domain) {
+        this.holder = holder;
+        this.domain = domain;
+    }
+
+    private record VerbsChunk(MemorySegment segment, Arena arena) implements Chunk {
+    }
+
+    @Override
+    public long pageSize() {
+        return PAGE;
+    }
+
+    @Override
+    public synchronized Chunk allocate(long size) {
+        ensureOpen();
+        if (size <= 0 || size % PAGE != 0) {
+            throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of " + PAGE);
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment memory = arena.allocate(size, PAGE);
+            Verbs.MemoryRegion mr = domain.protectionDomain().register(memory, domain.access());
+            VerbsChunk chunk = new VerbsChunk(memory, arena);
+            chunks.put(chunk, mr);
+            return chunk;
+        } catch (OutOfMemoryError e) {
+            arena.close();
+            throw new ConduitException("verbs: cannot allocate a chunk of " + size + " bytes: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public synchronized byte[] export(Chunk chunk) {
+        ensureOpen();
+        Verbs.MemoryRegion mr = region(chunk);
+        return new WireFormat.Region(mr.memory().address(), mr.memory().byteSize(), mr.remoteKey()).encode();
+    }
+
+    @Override
+    public synchronized void free(Chunk chunk) {
+        Verbs.MemoryRegion mr = region(chunk);
+        chunks.remove(chunk);
+        try {
+            mr.close(); // deregistered first: a peer's later RDMA on it fails with a remote access error, never reaches freed memory
+        } finally {
+            ((VerbsChunk) chunk).arena().close();
+        }
+    }
+
+    private Verbs.MemoryRegion region(Chunk chunk) {
+        Verbs.MemoryRegion mr = chunks.get(chunk);
+        if (mr == null) {
+            throw new IllegalArgumentException("not a live chunk of this verbs provider: " + chunk);
+        }
+        return mr;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("verbs memory provider is closed");
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            for (Chunk chunk : java.util.List.copyOf(chunks.keySet())) {
+                free(chunk);
+            }
+        } finally {
+            holder.release(domain);
+        }
+    }
+}

@@ -1,0 +1,628 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.PollEvents;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * The verbs transport of one worker: reliable-connected queue pairs, one per connection, wired up
+ * over TCP the way perftest and rdma_cm do it.
+ *
+ * <ul>
+ *   <li><b>Address</b> ({@link WireFormat.Address}): the port's identity (LID, GID, MTU, link
+ *       layer), the receive-buffer geometry, a random token, and the IP and port of this
+ *       transport's TCP <b>wire-up listener</b> ({@code verbs.wireup.address}).</li>
+ *   <li><b>Connect</b>: the connector creates its queue pair (INIT), connects to the peer's
+ *       listener (the proof that it is reachable) and sends a request (queue pair number, PSN,
+ *       LID, GID, MTU, the address and key of its credit word); the acceptor, in
+ *       {@link #progress()}, creates its queue pair, posts its receive buffers, moves it to RTR
+ *       and RTS and replies; the connector moves its own to RTR and RTS when it reads the reply,
+ *       also in progress. Until then {@link VerbsEndpoint#trySend} says "not now" and the runtime
+ *       keeps the messages. The TCP connection stays open: its end of stream is the peer's death
+ *       (or close), besides completion errors such as {@code IBV_WC_RETRY_EXC_ERR}.</li>
+ *   <li><b>Direction</b>: a connection carries messages from connector to acceptor, and RMA of
+ *       the connector on the acceptor's memory; the acceptor's queue pair only writes credits
+ *       back. Replies go over the connection the peer opens to this worker, as with every Conduit
+ *       transport.</li>
+ *   <li><b>Flow control</b>: the acceptor posts {@code verbs.receive.buffers} buffers per
+ *       connection; the connector may have that many SENDs outstanding. Whenever the acceptor
+ *       re-posts buffers it RDMA-writes its running count of re-posted buffers into the
+ *       connector's registered credit word (one write in flight per connection): credits take no
+ *       receive buffer, so they can never deadlock. A sender without credits or free send
+ *       buffers returns {@code false} from trySend; it never overruns the peer's receive queue
+ *       (which would be an RNR error) and never blocks.</li>
+ *   <li><b>Completions</b>: one send and one receive completion queue per worker, the receive one
+ *       on a completion channel for {@link #await}. Work-request ids name the connection (slot
+ *       and generation, so completions of a closed connection are recognised and dropped), the
+ *       kind and the buffer.</li>
+ * </ul>
+ */
+final class VerbsTransport implements Transport {
+
+    static final int KIND_SLOT = 1;
+    static final int KIND_CREDIT = 2;
+    static final int KIND_RECEIVE = 3;
+    /** Connections per direction a transport holds at most (slots of its completion queues). */
+    static final int MAX_CONNECTIONS = 256;
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    final VerbsDomain domain;
+    private final VerbsDomain.Holder holder;
+    final TransportContext context;
+    final MessageSink sink;
+    final System.Logger logger;
+    final int bufferSize;
+    final int receiveBuffers;
+    final int sendBuffers;
+    final long wireupTimeoutMillis;
+    private final long livenessNanos;
+    private final Libc libc;
+    private final Verbs.CompletionChannel channel;
+    final Verbs.CompletionQueue sendQueue;
+    final Verbs.CompletionQueue receiveQueue;
+    private final Verbs.Completions sendCompletions = new Verbs.Completions(32);
+    private final Verbs.Completions receiveCompletions = new Verbs.Completions(32);
+    /** Receive completions {@link #await} took off the queue (to close the arming race); the next progress handles them first. */
+    private int stashed;
+    private final ServerSocketChannel listener;
+    private final byte[] token = new byte[WireFormat.TOKEN_LENGTH];
+    private final byte[] address;
+    private final Connection[] connections = new Connection[2 * MAX_CONNECTIONS];
+    private final int[] generations = new int[2 * MAX_CONNECTIONS];
+    private final int inboundLimit;
+    private final int outboundLimit;
+    private final List<Handshake> handshakes = new ArrayList<>();
+    private final List<VerbsEndpoint> endpoints = new ArrayList<>();
+    private final List<Inbound> inbounds = new ArrayList<>();
+    private final List<VerbsEndpoint> toReport = new ArrayList<>();
+    private final List<Inbound> toDrop = new ArrayList<>();
+    private final FileDescriptor wake;
+    private final FileDescriptor channelFd;
+    private final FileDescriptor[] pollFds;
+    private final int[] pollEvents = {PollEvents.POLLIN, PollEvents.POLLIN};
+    private final int[] pollReturned = new int[2];
+    private long progressCount;
+    private long lastLiveness = System.nanoTime();
+    private boolean closed;
+
+    /** A queue pair of this transport, found by the slot in its work-request ids. */
+    abstract static class Connection {
+        int slot = -1;
+        int generation;
+
+        abstract void onSendCompletion(int kind, int index, int status, int vendorError);
+
+        void onReceive(int index, int status, int byteLength) {
+            throw new IllegalStateException("receive completion on a connection that posts no receives");
+        }
+    }
+
+    VerbsTransport(VerbsDomain.Holder holder, VerbsDomain domain, TransportContext context, Libc libc) {
+        this.holder = holder;
+        this.domain = domain;
+        this.context = context;
+        this.sink = context.messageSink();
+        this.logger = context.logger();
+        this.libc = libc;
+        var config = context.config();
+        long buffer = config.get(VerbsConfig.BUFFER_SIZE);
+        if (buffer > 1 << 30) {
+            throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE) + " is " + buffer + " bytes; at most 1 GiB");
+        }
+        this.bufferSize = (int) buffer;
+        this.receiveBuffers = config.get(VerbsConfig.RECEIVE_BUFFERS).intValue();
+        this.sendBuffers = config.get(VerbsConfig.SEND_BUFFERS).intValue();
+        this.wireupTimeoutMillis = Math.max(1, config.get(VerbsConfig.WIREUP_TIMEOUT).toMillis());
+        this.livenessNanos = config.get(VerbsConfig.LIVENESS_INTERVAL).toNanos();
+        RANDOM.nextBytes(token);
+        List<AutoCloseable> opened = new ArrayList<>();
+        try {
+            Verbs.Device device = domain.device();
+            channel = device.createCompletionChannel();
+            opened.add(channel);
+            // Completion queues must hold every completion that can be outstanding: connections are limited to what fits max_cqe.
+            int maxCqe = domain.maxCompletionQueueEntries();
+            inboundLimit = Math.min(MAX_CONNECTIONS, maxCqe / receiveBuffers);
+            outboundLimit = Math.min(MAX_CONNECTIONS, (maxCqe - inboundLimit) / sendBuffers);
+            if (inboundLimit < 1 || outboundLimit < 1) {
+                throw new ConduitException("verbs: device " + domain.deviceName() + " has completion queues of " + maxCqe
+                        + " entries (max_cqe), too few for " + VerbsConfig.describe(VerbsConfig.RECEIVE_BUFFERS) + " " + receiveBuffers
+                        + " or " + VerbsConfig.describe(VerbsConfig.SEND_BUFFERS) + " " + sendBuffers + ": lower them");
+            }
+            sendQueue = device.createCompletionQueue(outboundLimit * sendBuffers + inboundLimit, null);
+            opened.add(sendQueue);
+            receiveQueue = device.createCompletionQueue(inboundLimit * receiveBuffers, channel);
+            opened.add(receiveQueue);
+            wake = libc.eventfd(0, dev.conduit.linux.EventfdFlags.EFD_NONBLOCK);
+            opened.add(wake);
+            // The channel's descriptor belongs to libibverbs (ibv_destroy_comp_channel closes it): wrapped for poll, never closed here.
+            channelFd = FileDescriptor.adopt(channel.fd(), "completion channel of " + domain.deviceName());
+            pollFds = new FileDescriptor[] {channelFd, wake};
+            String host = wireupHost(config.get(VerbsConfig.WIREUP_ADDRESS));
+            listener = ServerSocketChannel.open();
+            opened.add(listener);
+            try {
+                listener.bind(new InetSocketAddress(InetAddress.ofLiteral(host), 0), MAX_CONNECTIONS);
+            } catch (IOException e) {
+                throw new ConduitException("verbs: cannot listen for wire-up connections on " + host + " (" + e.getMessage() + "); set "
+                        + VerbsConfig.describe(VerbsConfig.WIREUP_ADDRESS) + " to an address of this host", e);
+            }
+            listener.configureBlocking(false);
+            int tcpPort = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+            address = new WireFormat.Address(token, domain.port(), domain.linkLayer(), domain.lid(), domain.gid(), domain.activeMtu(),
+                    receiveBuffers, bufferSize, host, tcpPort).encode();
+        } catch (IOException e) {
+            closeAll(opened);
+            throw new ConduitException("verbs: cannot open the wire-up listener: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            closeAll(opened);
+            throw e;
+        }
+    }
+
+    private static void closeAll(List<AutoCloseable> opened) {
+        for (AutoCloseable c : opened.reversed()) {
+            try {
+                c.close();
+            } catch (Exception suppressed) {
+                // already failing: the first failure is the one to report
+            }
+        }
+    }
+
+    /** {@code verbs.wireup.address}, or on RoCE the IPv4 of the port's GID, or the first up non-loopback interface's address. */
+    private String wireupHost(String configured) {
+        if (!configured.isEmpty()) {
+            if (!WireFormat.isIpLiteral(configured)) {
+                throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.WIREUP_ADDRESS) + " is '" + configured
+                        + "', not an IPv4 or IPv6 address");
+            }
+            return configured;
+        }
+        Inet4Address roce = WireFormat.ipv4Of(domain.gid());
+        if (roce != null) {
+            return roce.getHostAddress();
+        }
+        try {
+            for (NetworkInterface nic : Collections.list(NetworkInterface.getNetworkInterfaces())) {
+                if (!nic.isUp() || nic.isLoopback()) {
+                    continue;
+                }
+                for (InetAddress a : Collections.list(nic.getInetAddresses())) {
+                    if (a instanceof Inet4Address && !a.isLinkLocalAddress()) {
+                        return a.getHostAddress();
+                    }
+                }
+            }
+        } catch (SocketException e) {
+            logger.log(System.Logger.Level.WARNING, "verbs: cannot list network interfaces (" + e.getMessage() + "); wire-up on loopback");
+        }
+        return "127.0.0.1";
+    }
+
+    @Override
+    public byte[] address() {
+        return address.clone();
+    }
+
+    /** Takes a connection slot; its generation tells its completions from those of the slot's earlier owners. */
+    void register(Connection c, boolean inbound) {
+        int from = inbound ? MAX_CONNECTIONS : 0;
+        for (int i = from; i < from + (inbound ? inboundLimit : outboundLimit); i++) {
+            if (connections[i] == null) {
+                connections[i] = c;
+                c.slot = i;
+                c.generation = generations[i] = (generations[i] + 1) & 0xFFFF;
+                return;
+            }
+        }
+        int limit = inbound ? inboundLimit : outboundLimit;
+        throw new ConduitException("verbs: this worker already has " + limit + (inbound ? " inbound" : " outbound")
+                + " connections, the most its completion queues hold (" + MAX_CONNECTIONS + ", or fewer when the device's max_cqe "
+                + "is small: lower " + VerbsConfig.describe(inbound ? VerbsConfig.RECEIVE_BUFFERS : VerbsConfig.SEND_BUFFERS) + ")");
+    }
+
+    void unregister(Connection c) {
+        if (c.slot >= 0 && connections[c.slot] == c) {
+            connections[c.slot] = null;
+        }
+        c.slot = -1;
+    }
+
+    static long requestId(Connection c, int kind, int index) {
+        return (long) c.slot << 48 | (long) c.generation << 32 | (long) kind << 24 | index;
+    }
+
+    private Connection owner(long requestId) {
+        int slot = (int) (requestId >>> 48);
+        Connection c = slot < connections.length ? connections[slot] : null;
+        return c != null && c.generation == (int) (requestId >>> 32 & 0xFFFF) ? c : null;
+    }
+
+    static int newPsn() {
+        return RANDOM.nextInt(WireFormat.MAX_QPN + 1);
+    }
+
+    byte[] token() {
+        return token;
+    }
+
+    @Override
+    public TransportEndpoint connect(PayloadReader peer, EndpointEvents events) {
+        ensureOpen();
+        WireFormat.Address a = WireFormat.Address.decode(peer);
+        boolean ethernet = domain.linkLayer() == VerbsAbi.IBV_LINK_LAYER_ETHERNET;
+        if (ethernet != (a.linkLayer() == VerbsAbi.IBV_LINK_LAYER_ETHERNET)) {
+            throw new ConduitException("verbs: no path to the peer: its port is " + VerbsAbi.linkLayer(a.linkLayer()) + ", this worker's ("
+                    + domain.deviceName() + " port " + domain.port() + ") " + VerbsAbi.linkLayer(domain.linkLayer()));
+        }
+        VerbsEndpoint endpoint = VerbsEndpoint.connect(this, a, events);
+        endpoints.add(endpoint);
+        return endpoint;
+    }
+
+    /** The path to a peer: its queue pair and port, with the smaller of the two MTUs. */
+    Verbs.PeerPath path(WireFormat.Wireup w) {
+        boolean global = domain.linkLayer() == VerbsAbi.IBV_LINK_LAYER_ETHERNET;
+        return new Verbs.PeerPath(w.qpn(), w.psn(), w.lid(), w.gid(), Math.min(domain.activeMtu(), w.mtu()), global);
+    }
+
+    @Override
+    public int progress() {
+        ensureOpen();
+        int events = pollReceiveQueue();
+        events += pollSendQueue();
+        for (int i = 0; i < inbounds.size(); i++) {
+            inbounds.get(i).announceCredits();
+        }
+        for (int i = 0; i < endpoints.size(); i++) {
+            VerbsEndpoint e = endpoints.get(i);
+            if (e.isConnecting()) {
+                events += e.advanceWireup();
+            }
+        }
+        progressCount++;
+        // New wire-up connections are looked for every 16th idle poll (every 256th busy one), not on every spin.
+        if ((events == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0 || !handshakes.isEmpty()) {
+            long now = System.nanoTime();
+            events += acceptWireups(now);
+            if (now - lastLiveness >= livenessNanos) {
+                lastLiveness = now;
+                events += checkLiveness(now);
+            }
+        }
+        return events + dropBroken() + reportFailures();
+    }
+
+    /** Inbound connections that broke (their queue pair failed, or a record broke the protocol) are closed here, outside any poll. */
+    void drop(Inbound in) {
+        toDrop.add(in);
+    }
+
+    private int dropBroken() {
+        if (toDrop.isEmpty()) {
+            return 0;
+        }
+        int n = toDrop.size();
+        for (Inbound in : toDrop) {
+            if (inbounds.contains(in)) {
+                closeInbound(in);
+            }
+        }
+        toDrop.clear();
+        return n;
+    }
+
+    int pollReceiveQueue() {
+        int events = 0;
+        int n = stashed;
+        stashed = 0;
+        if (n == 0) {
+            n = receiveQueue.poll(receiveCompletions);
+        }
+        while (n > 0) {
+            Verbs.Completions c = receiveCompletions;
+            for (int i = 0; i < n; i++) {
+                Connection owner = owner(c.requestId[i]);
+                if (owner != null) {
+                    owner.onReceive((int) (c.requestId[i] & 0xFF_FFFF), c.status[i], c.byteLength[i]);
+                    events++;
+                }
+            }
+            if (n < c.capacity()) {
+                break;
+            }
+            n = receiveQueue.poll(receiveCompletions);
+        }
+        return events;
+    }
+
+    /** Handles send completions (frees send buffers, finishes RMA, credit writes); runs no application code, so RMA may call it while waiting. */
+    int pollSendQueue() {
+        int events = 0;
+        int n;
+        do {
+            n = sendQueue.poll(sendCompletions);
+            Verbs.Completions c = sendCompletions;
+            for (int i = 0; i < n; i++) {
+                Connection owner = owner(c.requestId[i]);
+                if (owner != null) {
+                    owner.onSendCompletion((int) (c.requestId[i] >>> 24 & 0xFF), (int) (c.requestId[i] & 0xFF_FFFF), c.status[i],
+                            c.vendorError[i]);
+                    events++;
+                }
+            }
+        } while (n == sendCompletions.capacity());
+        return events;
+    }
+
+    /** Accepts wire-up connections and advances handshakes. */
+    private int acceptWireups(long now) {
+        int events = 0;
+        try {
+            SocketChannel accepted;
+            while ((accepted = listener.accept()) != null) {
+                accepted.configureBlocking(false);
+                accepted.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                handshakes.add(new Handshake(accepted, now));
+            }
+        } catch (IOException e) {
+            logger.log(System.Logger.Level.WARNING, "verbs: accepting a wire-up connection failed: " + e.getMessage());
+        }
+        for (Handshake h : List.copyOf(handshakes)) {
+            if (h.advance(now)) {
+                handshakes.remove(h);
+                events++;
+            }
+        }
+        return events;
+    }
+
+    /** Reads every wire-up connection for its end of stream: a closed or dead peer. */
+    private int checkLiveness(long now) {
+        int events = 0;
+        for (Inbound in : List.copyOf(inbounds)) {
+            if (in.peerGone()) {
+                // Messages sent before the peer closed are on the receive queue already: deliver them first.
+                events += pollReceiveQueue();
+                closeInbound(in);
+                events++;
+            }
+        }
+        for (VerbsEndpoint e : List.copyOf(endpoints)) {
+            events += e.checkPeer(now);
+        }
+        return events;
+    }
+
+    void closeInbound(Inbound in) {
+        inbounds.remove(in);
+        in.close();
+    }
+
+    /** A wire-up connection accepted, until its request is read and answered. */
+    private final class Handshake {
+        private final SocketChannel channel;
+        private final long started;
+        private final ByteBuffer length = ByteBuffer.allocate(2).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        private ByteBuffer body;
+
+        Handshake(SocketChannel channel, long started) {
+            this.channel = channel;
+            this.started = started;
+        }
+
+        /** @return whether the handshake is over (answered or given up) */
+        boolean advance(long now) {
+            try {
+                if (body == null) {
+                    if (channel.read(length) < 0) {
+                        return abandon("the connector closed the connection before its request");
+                    }
+                    if (length.hasRemaining()) {
+                        return timedOut(now);
+                    }
+                    int n = Short.toUnsignedInt(length.getShort(0));
+                    if (n == 0 || n > WireFormat.MAX_WIREUP) {
+                        return abandon("a wire-up request of " + n + " bytes (at most " + WireFormat.MAX_WIREUP + ")");
+                    }
+                    body = ByteBuffer.allocate(n);
+                }
+                if (channel.read(body) < 0) {
+                    return abandon("the connector closed the connection in the middle of its request");
+                }
+                if (body.hasRemaining()) {
+                    return timedOut(now);
+                }
+                WireFormat.Wireup request = WireFormat.Wireup.decode(body.array(), WireFormat.REQUEST);
+                if (!java.util.Arrays.equals(request.token(), token)) {
+                    return abandon("the request names another transport (token mismatch): the peer used a stale worker address");
+                }
+                Inbound in = Inbound.accept(VerbsTransport.this, channel, request);
+                inbounds.add(in);
+                return true;
+            } catch (InvalidHandleException e) {
+                return abandon(e.getMessage());
+            } catch (IOException | RuntimeException e) {
+                return abandon(e.toString());
+            }
+        }
+
+        private boolean timedOut(long now) {
+            return now - started > wireupTimeoutMillis * 1_000_000 && abandon("no complete request within "
+                    + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT));
+        }
+
+        private boolean abandon(String why) {
+            logger.log(System.Logger.Level.WARNING, "verbs: refused a wire-up connection: " + why);
+            close();
+            return true;
+        }
+
+        void close() {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // nothing to release beyond the descriptor, which close releases anyway
+            }
+        }
+    }
+
+    void failed(VerbsEndpoint endpoint) {
+        toReport.add(endpoint);
+    }
+
+    private int reportFailures() {
+        if (toReport.isEmpty()) {
+            return 0;
+        }
+        int n = toReport.size();
+        for (VerbsEndpoint e : List.copyOf(toReport)) {
+            e.report();
+        }
+        toReport.clear();
+        return n;
+    }
+
+    void closed(VerbsEndpoint endpoint) {
+        endpoints.remove(endpoint);
+        toReport.remove(endpoint);
+    }
+
+    @Override
+    public boolean await(long timeoutNanos) {
+        ensureOpen();
+        if (stashed > 0 || !toReport.isEmpty()) {
+            return true;
+        }
+        receiveQueue.requestNotification();
+        // A completion that arrived before the queue was armed raises no event: look once more after arming.
+        stashed = receiveQueue.poll(receiveCompletions);
+        if (stashed > 0) {
+            return true;
+        }
+        // Credits arrive as RDMA writes, which raise no completion here: sleep at most one liveness interval.
+        long sleep = Math.min(timeoutNanos, livenessNanos);
+        int millis = (int) Math.max(0, (sleep + 999_999) / 1_000_000);
+        boolean woken = false;
+        if (libc.poll(pollFds, pollEvents, pollReturned, millis) > 0) {
+            if (pollReturned[0] != 0) {
+                while (channel.takeEvent()) {
+                    woken = true;
+                }
+            }
+            if (pollReturned[1] != 0) {
+                libc.eventfdRead(wake);
+                woken = true;
+            }
+        }
+        if (woken) {
+            return true;
+        }
+        long now = System.nanoTime();
+        if (now - lastLiveness < livenessNanos) {
+            return false;
+        }
+        lastLiveness = now;
+        return acceptWireups(now) + checkLiveness(now) + dropBroken() + reportFailures() > 0;
+    }
+
+    @Override
+    public void signal() {
+        libc.eventfdWrite(wake, 1);
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("verbs transport is closed");
+        }
+    }
+
+    /** Zeroed native memory for registration, page-aligned, owned by {@code arena}. */
+    static MemorySegment allocate(Arena arena, long bytes) {
+        return arena.allocate(bytes, 4096);
+    }
+
+    private static final java.lang.invoke.VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    /** A word the adapter writes (a credit count): read with acquire semantics. */
+    static long readLong(MemorySegment segment, long offset) {
+        return (long) LONG.getAcquire(segment, offset);
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RuntimeException failure = null;
+        for (VerbsEndpoint e : List.copyOf(endpoints)) {
+            try {
+                e.close();
+            } catch (RuntimeException ex) {
+                failure = add(failure, ex);
+            }
+        }
+        toDrop.clear();
+        for (Inbound in : List.copyOf(inbounds)) {
+            try {
+                closeInbound(in);
+            } catch (RuntimeException ex) {
+                failure = add(failure, ex);
+            }
+        }
+        for (Handshake h : handshakes) {
+            h.close();
+        }
+        handshakes.clear();
+        List<AutoCloseable> resources = List.of(listener, wake, receiveQueue, sendQueue, channel);
+        for (AutoCloseable c : resources) {
+            try {
+                c.close();
+            } catch (RuntimeException ex) {
+                failure = add(failure, ex);
+            } catch (Exception ex) {
+                failure = add(failure, new ConduitException("verbs: closing " + c + " failed: " + ex.getMessage(), ex));
+            }
+        }
+        holder.release(domain);
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private static RuntimeException add(RuntimeException failure, RuntimeException e) {
+        if (failure == null) {
+            return e;
+        }
+        failure.addSuppressed(e);
+        return failure;
+    }
+}

@@ -1,0 +1,232 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.util.Arrays;
+
+/**
+ * What the verbs plugin writes for peers, and the validating decoders of it: every field of
+ * bytes another process wrote is checked, and a bad one is an
+ * {@link dev.conduit.spi.InvalidHandleException} naming it.
+ *
+ * <h2>Transport address (the worker address entry)</h2>
+ * <pre>
+ * field             encoding   rule on decode
+ * version           u8         1
+ * token             16 bytes   random per transport; the wire-up request must present it
+ * port              u8         1..255
+ * link.layer        u8         0 (unspecified, i.e. InfiniBand), 1 (InfiniBand), 2 (Ethernet: RoCE)
+ * lid               u16
+ * gid               16 bytes
+ * mtu               u8         enum ibv_mtu, 1..5
+ * receive.buffers   u32        2..4096: the credits a sender starts with
+ * buffer.size       u32        4096..2^30: the largest record one SEND may carry
+ * wireup.host       string     an IPv4 or IPv6 literal (never a name to resolve)
+ * wireup.port       u16        1..65535
+ * </pre>
+ *
+ * <h2>Wire-up messages</h2> (over TCP, each a {@code u16} length, then:)
+ * <pre>
+ * field             encoding   rule on decode
+ * magic             u32        0x55575643 ("CVWU")
+ * version           u8         1
+ * kind              u8         1 request (connector to acceptor), 2 reply
+ * token             16 bytes   the acceptor's address token
+ * qpn               u32        1..2^24-1
+ * psn               u32        0..2^24-1
+ * lid               u16
+ * gid               16 bytes
+ * mtu               u8         1..5
+ * credit.address    u64        request only: where the acceptor RDMA-writes the count of re-posted receives; not 0
+ * credit.rkey       u32        request only
+ * </pre>
+ *
+ * <h2>Region payload</h2> (the plugin's part of an IPC handle of a chunk of the verbs memory provider)
+ * <pre>
+ * version u8 (1), address u64 (not 0), length u64 (&gt; 0), rkey u32
+ * </pre>
+ */
+final class WireFormat {
+
+    static final int ADDRESS_VERSION = 1;
+    static final int TOKEN_LENGTH = 16;
+    static final int WIREUP_MAGIC = 0x55575643;
+    static final int WIREUP_VERSION = 1;
+    static final int REQUEST = 1;
+    static final int REPLY = 2;
+    /** Longest wire-up message accepted. */
+    static final int MAX_WIREUP = 256;
+    static final int REGION_VERSION = 1;
+    static final int MAX_QPN = 0xFF_FFFF;
+
+    private WireFormat() {
+    }
+
+    /** A decoded transport address. */
+    record Address(byte[] token, int port, int linkLayer, int lid, byte[] gid, int mtu, int receiveBuffers, int bufferSize,
+                   String host, int tcpPort) {
+
+        byte[] encode() {
+            return new PayloadWriter().u8(ADDRESS_VERSION).bytes(token).u8(port).u8(linkLayer).u16(lid).bytes(gid).u8(mtu)
+                    .u32(receiveBuffers).u32(bufferSize).string(host).u16(tcpPort).toByteArray();
+        }
+
+        static Address decode(PayloadReader r) {
+            int version = r.u8("version");
+            if (version != ADDRESS_VERSION) {
+                throw r.invalid("version", "address version " + version + ", this plugin reads " + ADDRESS_VERSION);
+            }
+            byte[] token = r.bytes("token", TOKEN_LENGTH);
+            int port = r.u8("port");
+            if (port == 0) {
+                throw r.invalid("port", "port 0: ports are numbered from 1");
+            }
+            int linkLayer = r.u8("link.layer");
+            if (linkLayer > VerbsAbi.IBV_LINK_LAYER_ETHERNET) {
+                throw r.invalid("link.layer", "link layer " + linkLayer + " is none of 0 (unspecified), 1 (InfiniBand), 2 (Ethernet)");
+            }
+            int lid = r.u16("lid");
+            byte[] gid = r.bytes("gid", 16);
+            int mtu = readMtu(r, "mtu");
+            long receiveBuffers = r.u32("receive.buffers");
+            if (receiveBuffers < 2 || receiveBuffers > 4096) {
+                throw r.invalid("receive.buffers", receiveBuffers + " is outside [2, 4096]");
+            }
+            long bufferSize = r.u32("buffer.size");
+            if (bufferSize < 4096 || bufferSize > 1 << 30) {
+                throw r.invalid("buffer.size", bufferSize + " is outside [4096, 2^30]");
+            }
+            String host = r.string("wireup.host", 64);
+            if (!isIpLiteral(host)) {
+                throw r.invalid("wireup.host", "'" + host + "' is not an IPv4 or IPv6 address (names are never resolved)");
+            }
+            int tcpPort = r.u16("wireup.port");
+            if (tcpPort == 0) {
+                throw r.invalid("wireup.port", "TCP port 0");
+            }
+            r.end("wireup.port");
+            return new Address(token, port, linkLayer, lid, gid, mtu, (int) receiveBuffers, (int) bufferSize, host, tcpPort);
+        }
+    }
+
+    /** A decoded wire-up message: the sender's queue pair and where it is. */
+    record Wireup(int kind, byte[] token, int qpn, int psn, int lid, byte[] gid, int mtu, long creditAddress, int creditKey) {
+
+        byte[] encode() {
+            PayloadWriter w = new PayloadWriter().u32(WIREUP_MAGIC).u8(WIREUP_VERSION).u8(kind).bytes(token).u32(qpn).u32(psn)
+                    .u16(lid).bytes(gid).u8(mtu);
+            if (kind == REQUEST) {
+                w.u64(creditAddress).u32(Integer.toUnsignedLong(creditKey));
+            }
+            byte[] body = w.toByteArray();
+            return new PayloadWriter().u16(body.length).bytes(body).toByteArray();
+        }
+
+        /** Decodes the message body (after its length), expecting {@code kind}. */
+        static Wireup decode(byte[] body, int expectedKind) {
+            PayloadReader r = new PayloadReader(body, 0, body.length, "wireup.");
+            long magic = r.u32("magic");
+            if (magic != WIREUP_MAGIC) {
+                throw r.invalid("magic", "0x" + Long.toHexString(magic) + " is not a Conduit verbs wire-up message (0x"
+                        + Integer.toHexString(WIREUP_MAGIC) + "): something else listens on that port");
+            }
+            int version = r.u8("version");
+            if (version != WIREUP_VERSION) {
+                throw r.invalid("version", "wire-up version " + version + ", this plugin speaks " + WIREUP_VERSION);
+            }
+            int kind = r.u8("kind");
+            if (kind != expectedKind) {
+                throw r.invalid("kind", "kind " + kind + " where " + expectedKind + " (" + (expectedKind == REQUEST ? "request" : "reply")
+                        + ") was expected");
+            }
+            byte[] token = r.bytes("token", TOKEN_LENGTH);
+            long qpn = r.u32("qpn");
+            if (qpn == 0 || qpn > MAX_QPN) {
+                throw r.invalid("qpn", "queue pair number " + qpn + " is outside [1, 2^24-1]");
+            }
+            long psn = r.u32("psn");
+            if (psn > MAX_QPN) {
+                throw r.invalid("psn", "packet sequence number " + psn + " has more than 24 bits");
+            }
+            int lid = r.u16("lid");
+            byte[] gid = r.bytes("gid", 16);
+            int mtu = readMtu(r, "mtu");
+            long creditAddress = 0;
+            int creditKey = 0;
+            if (kind == REQUEST) {
+                creditAddress = r.u64("credit.address");
+                if (creditAddress == 0) {
+                    throw r.invalid("credit.address", "null address");
+                }
+                creditKey = (int) r.u32("credit.rkey");
+                r.end("credit.rkey");
+            } else {
+                r.end("mtu");
+            }
+            return new Wireup(kind, token, (int) qpn, (int) psn, lid, gid, mtu, creditAddress, creditKey);
+        }
+    }
+
+    /** The verbs part of an IPC handle: a registered chunk. */
+    record Region(long address, long length, int rkey) {
+
+        byte[] encode() {
+            return new PayloadWriter().u8(REGION_VERSION).u64(address).u64(length).u32(Integer.toUnsignedLong(rkey)).toByteArray();
+        }
+
+        static Region decode(PayloadReader r) {
+            int version = r.u8("version");
+            if (version != REGION_VERSION) {
+                throw r.invalid("version", "region payload version " + version + ", this plugin reads " + REGION_VERSION);
+            }
+            long address = r.u64("address");
+            if (address == 0) {
+                throw r.invalid("address", "null address");
+            }
+            long length = r.u64("length");
+            if (length <= 0 || Long.compareUnsigned(address + length, address) < 0) {
+                throw r.invalid("length", Long.toUnsignedString(length) + " bytes at 0x" + Long.toHexString(address) + " is not a range");
+            }
+            int rkey = (int) r.u32("rkey");
+            r.end("rkey");
+            return new Region(address, length, rkey);
+        }
+    }
+
+    private static int readMtu(PayloadReader r, String field) {
+        int mtu = r.u8(field);
+        if (mtu < VerbsAbi.IBV_MTU_256 || mtu > VerbsAbi.IBV_MTU_4096) {
+            throw r.invalid(field, "enum ibv_mtu " + mtu + " is none of 1 (256) .. 5 (4096)");
+        }
+        return mtu;
+    }
+
+    static boolean isIpLiteral(String host) {
+        try {
+            InetAddress.ofLiteral(host);
+            return true;
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
+    }
+
+    /** The IPv4 address of an IPv4-mapped GID ({@code ::ffff:a.b.c.d}, RoCE v2 over IPv4), or {@code null}. */
+    static Inet4Address ipv4Of(byte[] gid) {
+        for (int i = 0; i < 10; i++) {
+            if (gid[i] != 0) {
+                return null;
+            }
+        }
+        if (gid[10] != (byte) 0xFF || gid[11] != (byte) 0xFF) {
+            return null;
+        }
+        try {
+            return (Inet4Address) InetAddress.getByAddress(Arrays.copyOfRange(gid, 12, 16));
+        } catch (java.net.UnknownHostException e) {
+            throw new AssertionError(e);
+        }
+    }
+}

@@ -1,0 +1,389 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.TransportEndpoint;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The verbs transport's logic — TCP wire-up, queue-pair states, credits, send buffers, ordering,
+ * reassembly, RMA, atomics, failures — through the real {@link VerbsTransport}, between two
+ * workers in this JVM, over {@link LoopbackVerbs}: <b>a simulation of a device, not a device</b>.
+ * What it cannot show (FFM calls into a provider, a NIC's timing, retries on a lossy link) is
+ * for {@code RealDeviceTest} and the integration test on a device.
+ */
+class LoopbackTransportTest {
+
+    private final List<AutoCloseable> closing = new ArrayList<>();
+    private LoopbackVerbs verbs = new LoopbackVerbs(VerbsAbi.IBV_ATOMIC_HCA);
+
+    private TestWorker peer(String... keyValues) {
+        TestWorker p = new TestWorker(verbs, keyValues);
+        closing.add(p);
+        return p;
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : closing.reversed()) {
+            c.close();
+        }
+        assertThat(verbs.openObjects()).as("queue pairs, regions, queues and channels left open").isZero();
+        assertThat(verbs.receiverNotReady).as("SENDs without a posted receive (credits overrun)").isZero();
+    }
+
+    private static MemorySegment bytes(String s) {
+        return MemorySegment.ofArray(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Progresses both workers until the endpoint's wire-up is done (the peer answers it in its progress). */
+    private static TransportEndpoint connected(TransportEndpoint e, TestWorker... progress) {
+        progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), progress);
+        return e;
+    }
+
+    private static void send(TransportEndpoint e, int id, MemorySegment header, MemorySegment payload, TestWorker... progress) {
+        progressUntil(() -> e.trySend(id, header, payload), progress);
+    }
+
+    @Test
+    void messagesArriveInOrderWithTheirHeadersAndPayloads() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = a.connect(b);
+        for (int i = 0; i < 1000; i++) {
+            send(e, i % 7, bytes("h" + i), bytes("payload " + i), a, b);
+        }
+        progressUntil(() -> b.received.size() == 1000, a, b);
+        for (int i = 0; i < 1000; i++) {
+            TestWorker.Received r = b.received.get(i);
+            assertThat(r.id()).isEqualTo(i % 7);
+            assertThat(new String(r.header(), StandardCharsets.UTF_8)).isEqualTo("h" + i);
+            assertThat(new String(r.payload(), StandardCharsets.UTF_8)).isEqualTo("payload " + i);
+        }
+        assertThat(a.received).isEmpty();
+    }
+
+    @Test
+    void aSenderStopsAtThePeersPostedBuffersAndResumesWhenCreditsComeBack() {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.receive.buffers", "8");
+        TransportEndpoint e = a.connect(b);
+        progressUntil(() -> e.trySend(1, MemorySegment.NULL, bytes("first")), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+        progressUntil(() -> e.trySend(1, MemorySegment.NULL, bytes("x")), a, b); // the first message's credit is back
+        int accepted = 1;
+        while (e.trySend(1, MemorySegment.NULL, bytes("x"))) { // b does not progress: no credit returns
+            accepted++;
+            a.transport.progress();
+        }
+        assertThat(accepted).as("sends accepted while the receiver sleeps = its posted buffers").isEqualTo(8);
+        assertThat(e.trySend(1, MemorySegment.NULL, bytes("x"))).isFalse();
+        progressUntil(() -> b.received.size() == 9, b);
+        progressUntil(() -> e.trySend(1, MemorySegment.NULL, bytes("after")), a, b);
+        progressUntil(() -> b.received.size() == 10, a, b);
+    }
+
+    @Test
+    void largeMessagesAreCutIntoRecordsAndReassembledInOrderWithSmallOnes() {
+        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
+        TestWorker b = peer("verbs.buffer.size", "4k", "verbs.receive.buffers", "16");
+        TransportEndpoint e = a.connect(b);
+        assertThat(e.maxPayloadSize()).isEqualTo(16L * (4096 - Records.HEADER) - Records.MAX_MESSAGE_HEADER);
+        byte[] large = new byte[(int) e.maxPayloadSize()];
+        for (int i = 0; i < large.length; i++) {
+            large[i] = (byte) (i * 31 + 7);
+        }
+        byte[] header = new byte[Records.MAX_MESSAGE_HEADER];
+        header[0] = 42;
+        for (int round = 0; round < 3; round++) {
+            send(e, 5, bytes("small"), bytes("before"), a, b);
+            send(e, 6, MemorySegment.ofArray(header), MemorySegment.ofArray(large), a, b);
+            send(e, 7, MemorySegment.NULL, bytes("after"), a, b);
+        }
+        progressUntil(() -> b.received.size() == 9, a, b);
+        for (int round = 0; round < 3; round++) {
+            assertThat(b.received.get(3 * round).id()).isEqualTo(5);
+            assertThat(b.received.get(3 * round + 1).payload()).isEqualTo(large);
+            assertThat(b.received.get(3 * round + 1).header()).isEqualTo(header);
+            assertThat(new String(b.received.get(3 * round + 2).payload(), StandardCharsets.UTF_8)).isEqualTo("after");
+        }
+    }
+
+    @Test
+    void putGetAndAtomicsWorkOnTheRegisteredMemoryOfThePeer() {
+        TestWorker a = peer("verbs.buffer.size", "4k");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(64 * 1024);
+        RemoteRegion region = TestWorker.region(memory, chunk, 8192, 32 * 1024);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment source = arena.allocate(20_000);
+            for (int i = 0; i < source.byteSize(); i++) {
+                source.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
+            }
+            e.put(source, region, 100);
+            e.flush();
+            assertThat(chunk.segment().asSlice(8192 + 100, 20_000).mismatch(source)).isEqualTo(-1);
+
+            MemorySegment back = arena.allocate(20_000);
+            e.get(region, 100, back);
+            assertThat(back.mismatch(source)).isEqualTo(-1);
+
+            assertThat(e.fetchAdd(region, 0, 5)).isZero();
+            assertThat(e.fetchAdd(region, 0, 3)).isEqualTo(5);
+            assertThat(e.compareAndSwap(region, 0, 8, 100)).isEqualTo(8);
+            assertThat(e.compareAndSwap(region, 0, 8, 200)).isEqualTo(100);
+            assertThat(chunk.segment().get(ValueLayout.JAVA_LONG, 8192)).isEqualTo(100);
+        }
+        assertThatThrownBy(() -> e.put(bytes("xy"), region, 32 * 1024 - 1)).isInstanceOf(IndexOutOfBoundsException.class);
+        memory.free(chunk);
+    }
+
+    @Test
+    void atomicsOnADeviceWithoutThemAreRefusedNamingTheDevice() {
+        verbs = new LoopbackVerbs(VerbsAbi.IBV_ATOMIC_NONE);
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4096);
+        assertThatThrownBy(() -> e.fetchAdd(region, 0, 1)).isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("loop0").hasMessageContaining("atomic_cap none");
+        e.put(bytes("still works"), region, 0);
+        e.flush();
+        memory.free(chunk);
+    }
+
+    @Test
+    void regionsOfOtherPluginsAreNotRmaTargets() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        RemoteRegion memfd = new TestWorker.TestRegion("memfd", 0, 4096, new byte[] {1, 2});
+        assertThatThrownBy(() -> e.put(bytes("x"), memfd, 0)).isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("plugin 'memfd'").hasMessageContaining("pool of plugin 'verbs'");
+    }
+
+    @Test
+    void aWrongRemoteKeyFailsTheEndpointWithTheCompletionStatus() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        byte[] forged = new WireFormat.Region(0x10000, 4096, 0x7777).encode();
+        RemoteRegion region = new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 4096, forged);
+        e.put(bytes("x"), region, 0);
+        assertThatThrownBy(e::flush).isInstanceOf(PeerFailedException.class).hasMessageContaining("IBV_WC_REM_ACCESS_ERR");
+        progressUntil(() -> a.failures.size() == 1, a, b);
+        assertThatThrownBy(() -> e.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
+    }
+
+    @Test
+    void aPeerThatGoesAwayFailsTheEndpointOnce() {
+        TestWorker a = peer();
+        TestWorker b = new TestWorker(verbs);
+        TransportEndpoint e = a.connect(b);
+        send(e, 1, MemorySegment.NULL, bytes("hello"), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+        b.close(); // its queue pairs are destroyed and its wire-up connections closed, as when its process dies
+        progressUntil(() -> !a.failures.isEmpty(), a);
+        assertThat(a.failures).hasSize(1);
+        assertThat(a.failures.getFirst()).hasMessageContaining("peer 127.0.0.1:");
+        assertThatThrownBy(() -> e.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
+        for (int i = 0; i < 100; i++) {
+            a.transport.progress();
+        }
+        assertThat(a.failures).as("reported once").hasSize(1);
+    }
+
+    @Test
+    void aSendToAPeerWhoseQueuePairIsGoneFailsWithTheRetryError() {
+        TestWorker a = peer("verbs.liveness.interval", "1h");
+        TestWorker b = new TestWorker(verbs, "verbs.liveness.interval", "1h");
+        TransportEndpoint e = a.connect(b);
+        send(e, 1, MemorySegment.NULL, bytes("hello"), a, b);
+        b.close();
+        assertThatThrownBy(() -> {
+            for (int i = 0; i < 10; i++) {
+                e.trySend(1, MemorySegment.NULL, bytes("x"));
+                a.transport.progress();
+            }
+        }).isInstanceOf(PeerFailedException.class).hasMessageContaining("IBV_WC_RETRY_EXC_ERR");
+    }
+
+    @Test
+    void closingAnEndpointDeliversWhatItSentAndTearsDownThePeersSide() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = a.connect(b);
+        for (int i = 0; i < 20; i++) {
+            send(e, i, MemorySegment.NULL, bytes("m" + i), a, b);
+        }
+        e.close();
+        progressUntil(() -> b.received.size() == 20, b);
+        assertThat(a.failures).isEmpty();
+        assertThat(b.failures).isEmpty();
+    }
+
+    @Test
+    void twoWorkersConnectBothWays() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint ab = a.connect(b);
+        TransportEndpoint ba = b.connect(a);
+        send(ab, 1, MemorySegment.NULL, bytes("ping"), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+        send(ba, 2, MemorySegment.NULL, bytes("pong"), a, b);
+        progressUntil(() -> a.received.size() == 1, a, b);
+        assertThat(new String(a.received.getFirst().payload(), StandardCharsets.UTF_8)).isEqualTo("pong");
+    }
+
+    @Test
+    void connectingToAListenerThatIsGoneNamesIt() throws Exception {
+        TestWorker a = peer();
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        byte[] address = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
+                VerbsAbi.IBV_MTU_1024, 64, 8192, "127.0.0.1", port).encode();
+        assertThatThrownBy(() -> a.transport.connect(new PayloadReader(address), c -> { }))
+                .isInstanceOf(ConduitException.class).hasMessageContaining("127.0.0.1:" + port).hasMessageContaining("wire-up listener");
+    }
+
+    @Test
+    void aRequestWithAnotherTransportsTokenIsRefusedAndTheConnectorFails() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        WireFormat.Address real = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
+        byte[] stale = new WireFormat.Address(new byte[16], real.port(), real.linkLayer(), real.lid(), real.gid(), real.mtu(),
+                real.receiveBuffers(), real.bufferSize(), real.host(), real.tcpPort()).encode();
+        TransportEndpoint e = a.transport.connect(new PayloadReader(stale), a.failures::add);
+        progressUntil(() -> !a.failures.isEmpty(), a, b);
+        assertThat(a.failures.getFirst()).hasMessageContaining("before it replied");
+        assertThatThrownBy(() -> e.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
+    }
+
+    /** A hand-made connector: a raw queue pair of the simulated fabric, wired up to {@code b} over its TCP listener. */
+    private record RawConnector(SocketChannel channel, Verbs.QueuePair qp, Verbs.MemoryRegion buffer, Verbs.ProtectionDomain pd,
+                                Verbs.CompletionQueue cq) implements AutoCloseable {
+        @Override
+        public void close() throws Exception {
+            channel.close();
+            qp.close();
+            buffer.close();
+            cq.close();
+            pd.close();
+        }
+    }
+
+    private RawConnector rawConnector(TestWorker b, Arena arena) throws Exception {
+        WireFormat.Address peer = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
+        Verbs.Device device = verbs.open("loop0");
+        Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
+        Verbs.CompletionQueue cq = device.createCompletionQueue(16, null);
+        Verbs.QueuePair qp = pd.createQueuePair(cq, cq, 16, 1);
+        qp.toInit(1, VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
+        Verbs.MemoryRegion buffer = pd.register(arena.allocate(8192, 4096), VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
+        SocketChannel channel = SocketChannel.open(new InetSocketAddress("127.0.0.1", peer.tcpPort()));
+        channel.write(ByteBuffer.wrap(new WireFormat.Wireup(WireFormat.REQUEST, peer.token(), qp.number(), 1, 0, LoopbackVerbs.GID,
+                VerbsAbi.IBV_MTU_1024, buffer.memory().address() + 4096, buffer.remoteKey()).encode()));
+        channel.configureBlocking(false);
+        ByteBuffer reply = ByteBuffer.allocate(512);
+        progressUntil(() -> {
+            try {
+                return channel.read(reply) > 0;
+            } catch (java.io.IOException e) {
+                throw new AssertionError(e);
+            }
+        }, b);
+        byte[] body = java.util.Arrays.copyOfRange(reply.array(), 2, reply.position());
+        WireFormat.Wireup answer = WireFormat.Wireup.decode(body, WireFormat.REPLY);
+        qp.toReadyToReceive(new Verbs.PeerPath(answer.qpn(), answer.psn(), 0, answer.gid(), answer.mtu(), true), 1, 0);
+        qp.toReadyToSend(1);
+        return new RawConnector(channel, qp, buffer, pd, cq);
+    }
+
+    @Test
+    void aPeerThatBreaksTheRecordProtocolIsDroppedAndOthersAreNotDisturbed() throws Exception {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint good = connected(a.connect(b), a, b);
+        try (Arena arena = Arena.ofConfined(); RawConnector rogue = rawConnector(b, arena)) {
+            // a FIRST record whose lengths disagree with the bytes received
+            Records.write(rogue.buffer().memory(), 0, Records.FIRST, 1, 5000, 10, 10);
+            rogue.qp().postSend(1, VerbsAbi.IBV_WR_SEND, rogue.buffer(), 0, 64, 0, 0, 0, 0);
+            ByteBuffer eof = ByteBuffer.allocate(1);
+            progressUntil(() -> {
+                try {
+                    return rogue.channel().read(eof) < 0; // b closed its side of the wire-up connection: the inbound is gone
+                } catch (java.io.IOException e) {
+                    return true;
+                }
+            }, b);
+            assertThat(b.received).as("nothing delivered from the broken record").isEmpty();
+        }
+        send(good, 3, MemorySegment.NULL, bytes("unaffected"), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+        assertThat(a.failures).isEmpty();
+    }
+
+    @Test
+    void somethingElseOnTheWireupPortIsRefusedWithoutHarm() throws Exception {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        WireFormat.Address address = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
+        try (SocketChannel http = SocketChannel.open(new InetSocketAddress("127.0.0.1", address.tcpPort()))) {
+            http.write(ByteBuffer.wrap("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
+            ByteBuffer eof = ByteBuffer.allocate(64);
+            http.configureBlocking(false);
+            progressUntil(() -> {
+                try {
+                    return http.read(eof) < 0;
+                } catch (java.io.IOException e) {
+                    return true;
+                }
+            }, b);
+        }
+        TransportEndpoint e = a.connect(b);
+        send(e, 1, MemorySegment.NULL, bytes("still serving"), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+    }
+
+    @Test
+    void awaitWakesForAMessageAndForSignal() {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.liveness.interval", "1h");
+        TransportEndpoint e = a.connect(b);
+        send(e, 1, MemorySegment.NULL, bytes("wake"), a, b);
+        assertThat(b.transport.await(60_000_000_000L)).isTrue();
+        progressUntil(() -> b.received.size() == 1, b);
+        b.transport.signal();
+        assertThat(b.transport.await(60_000_000_000L)).isTrue();
+    }
+}

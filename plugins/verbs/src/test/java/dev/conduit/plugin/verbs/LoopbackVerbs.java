@@ -1,0 +1,445 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.EventfdFlags;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static dev.conduit.plugin.verbs.VerbsAbi.*;
+
+/**
+ * A <b>simulation</b> of an RDMA device behind the {@link Verbs} interface, for tests of the
+ * transport's logic on machines without RDMA hardware. It is not a device and proves nothing about
+ * {@link FfmVerbs} or a provider: it runs in one JVM, delivers a work request the moment it is
+ * posted, and models only what the transport relies on:
+ *
+ * <ul>
+ *   <li>a SEND consumes the destination queue pair's oldest posted receive and completes on both
+ *       completion queues; with no receive posted it fails with {@code IBV_WC_RNR_RETRY_EXC_ERR}
+ *       (counted in {@link #receiverNotReady}, which a correct sender never causes);</li>
+ *   <li>RDMA WRITE, READ and the two atomics act on memory registered in the destination's
+ *       protection domain with the right access, within its bounds, else
+ *       {@code IBV_WC_REM_ACCESS_ERR};</li>
+ *   <li>a work request to a destroyed queue pair fails with {@code IBV_WC_RETRY_EXC_ERR}; a
+ *       failed queue pair goes to the error state and flushes its receives
+ *       ({@code IBV_WC_WR_FLUSH_ERR});</li>
+ *   <li>a completion channel is an eventfd, signalled by the first completion after
+ *       {@code requestNotification}.</li>
+ * </ul>
+ * Every device opened from one instance is on the same simulated fabric. Thread-safe (one lock).
+ */
+final class LoopbackVerbs implements Verbs {
+
+    static final byte[] GID = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xFF, (byte) 0xFF, 127, 0, 0, 1};
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private final int atomicCap;
+    private final Libc libc = Linux.libc();
+    private final Map<Integer, Qp> queuePairs = new HashMap<>();
+    private final Map<Integer, Mr> regions = new HashMap<>();
+    private int nextQpn = 0x11;
+    private int nextKey = 0x100;
+    int receiverNotReady;
+    final List<String> open = new ArrayList<>();
+
+    LoopbackVerbs(int atomicCap) {
+        this.atomicCap = atomicCap;
+    }
+
+    @Override
+    public String library() {
+        return "loopback simulation";
+    }
+
+    @Override
+    public List<String> deviceNames() {
+        return List.of("loop0");
+    }
+
+    @Override
+    public Device open(String name) {
+        if (!name.equals("loop0")) {
+            throw new IllegalArgumentException("no RDMA device named '" + name + "' in the loopback simulation");
+        }
+        return new LoopDevice();
+    }
+
+    /** Queue pairs, regions, channels and queues still open, for leak checks. */
+    synchronized int openObjects() {
+        return open.size();
+    }
+
+    private synchronized void opened(String what) {
+        open.add(what);
+    }
+
+    private synchronized void closed(String what) {
+        open.remove(what);
+    }
+
+    private final class LoopDevice implements Device {
+        @Override
+        public DeviceAttributes attributes() {
+            return new DeviceAttributes("loopback", 1L, 0, 0, 1024, 1 << 20, 1L << 40, atomicCap, 1);
+        }
+
+        @Override
+        public PortAttributes port(int port) {
+            return new PortAttributes(IBV_PORT_ACTIVE, IBV_MTU_4096, IBV_MTU_1024, 4, 0, 5, IBV_LINK_LAYER_ETHERNET);
+        }
+
+        @Override
+        public byte[] gid(int port, int index) {
+            return index == 0 ? GID.clone() : new byte[16];
+        }
+
+        @Override
+        public ProtectionDomain allocateProtectionDomain() {
+            Pd pd = new Pd();
+            opened(pd.toString());
+            return pd;
+        }
+
+        @Override
+        public CompletionChannel createCompletionChannel() {
+            Channel c = new Channel();
+            opened(c.toString());
+            return c;
+        }
+
+        @Override
+        public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel) {
+            Cq cq = new Cq((Channel) channel);
+            opened(cq.toString());
+            return cq;
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    private final class Pd implements ProtectionDomain {
+        @Override
+        public MemoryRegion register(MemorySegment memory, int access) {
+            if (!memory.isNative()) {
+                throw new IllegalArgumentException("ibv_reg_mr of heap memory");
+            }
+            synchronized (LoopbackVerbs.this) {
+                Mr mr = new Mr(this, memory, access, nextKey++);
+                regions.put(mr.key, mr);
+                open.add(mr.toString());
+                return mr;
+            }
+        }
+
+        @Override
+        public QueuePair createQueuePair(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendRequests, int maxReceiveRequests) {
+            synchronized (LoopbackVerbs.this) {
+                Qp qp = new Qp(this, (Cq) sendQueue, (Cq) receiveQueue, nextQpn++);
+                queuePairs.put(qp.number, qp);
+                open.add(qp.toString());
+                return qp;
+            }
+        }
+
+        @Override
+        public void close() {
+            closed(toString());
+        }
+    }
+
+    private final class Mr implements MemoryRegion {
+        final Pd pd;
+        final MemorySegment memory;
+        final int access;
+        final int key;
+
+        Mr(Pd pd, MemorySegment memory, int access, int key) {
+            this.pd = pd;
+            this.memory = memory;
+            this.access = access;
+            this.key = key;
+        }
+
+        @Override
+        public MemorySegment memory() {
+            return memory;
+        }
+
+        @Override
+        public int localKey() {
+            return key;
+        }
+
+        @Override
+        public int remoteKey() {
+            return key;
+        }
+
+        @Override
+        public void close() {
+            synchronized (LoopbackVerbs.this) {
+                regions.remove(key);
+                open.remove(toString());
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "mr " + key;
+        }
+    }
+
+    private final class Channel implements CompletionChannel {
+        final FileDescriptor eventfd = libc.eventfd(0, EventfdFlags.EFD_NONBLOCK);
+
+        @Override
+        public int fd() {
+            return eventfd.fd();
+        }
+
+        @Override
+        public boolean takeEvent() {
+            return libc.eventfdRead(eventfd) > 0;
+        }
+
+        @Override
+        public void close() {
+            eventfd.close();
+            closed(toString());
+        }
+
+        @Override
+        public String toString() {
+            return "channel " + System.identityHashCode(this);
+        }
+    }
+
+    private record Wc(long requestId, int status, int opcode, int byteLength, int queuePair) {
+    }
+
+    private final class Cq implements CompletionQueue {
+        final Channel channel;
+        final ArrayDeque<Wc> entries = new ArrayDeque<>();
+        boolean armed;
+
+        Cq(Channel channel) {
+            this.channel = channel;
+        }
+
+        void add(Wc wc) {
+            entries.add(wc);
+            if (armed && channel != null) {
+                armed = false;
+                libc.eventfdWrite(channel.eventfd, 1);
+            }
+        }
+
+        @Override
+        public int poll(Completions into) {
+            synchronized (LoopbackVerbs.this) {
+                int n = 0;
+                while (n < into.capacity() && !entries.isEmpty()) {
+                    Wc wc = entries.poll();
+                    into.requestId[n] = wc.requestId;
+                    into.status[n] = wc.status;
+                    into.opcode[n] = wc.opcode;
+                    into.vendorError[n] = 0;
+                    into.byteLength[n] = wc.byteLength;
+                    into.queuePair[n] = wc.queuePair;
+                    n++;
+                }
+                return n;
+            }
+        }
+
+        @Override
+        public void requestNotification() {
+            synchronized (LoopbackVerbs.this) {
+                armed = true;
+            }
+        }
+
+        @Override
+        public void close() {
+            closed(toString());
+        }
+
+        @Override
+        public String toString() {
+            return "cq " + System.identityHashCode(this);
+        }
+    }
+
+    private final class Qp implements QueuePair {
+        final Pd pd;
+        final Cq sendQueue;
+        final Cq receiveQueue;
+        final int number;
+        final ArrayDeque<long[]> receives = new ArrayDeque<>();
+        int state = IBV_QPS_RESET;
+        int access;
+        int destination;
+
+        Qp(Pd pd, Cq sendQueue, Cq receiveQueue, int number) {
+            this.pd = pd;
+            this.sendQueue = sendQueue;
+            this.receiveQueue = receiveQueue;
+            this.number = number;
+        }
+
+        @Override
+        public int number() {
+            return number;
+        }
+
+        @Override
+        public void toInit(int port, int access) {
+            synchronized (LoopbackVerbs.this) {
+                expect(IBV_QPS_RESET, "INIT");
+                this.access = access;
+                state = IBV_QPS_INIT;
+            }
+        }
+
+        @Override
+        public void toReadyToReceive(PeerPath peer, int port, int gidIndex) {
+            synchronized (LoopbackVerbs.this) {
+                expect(IBV_QPS_INIT, "RTR");
+                destination = peer.queuePair();
+                state = IBV_QPS_RTR;
+            }
+        }
+
+        @Override
+        public void toReadyToSend(int packetSequence) {
+            synchronized (LoopbackVerbs.this) {
+                expect(IBV_QPS_RTR, "RTS");
+                state = IBV_QPS_RTS;
+            }
+        }
+
+        private void expect(int from, String to) {
+            if (state != from) {
+                throw new ErrnoException("ibv_modify_qp", Errno.EINVAL, "loop0", "qp " + number + " from state " + state + " to " + to);
+            }
+        }
+
+        @Override
+        public void postReceive(long requestId, MemoryRegion region, long offset, int length) {
+            synchronized (LoopbackVerbs.this) {
+                if (state == IBV_QPS_RESET) {
+                    throw new ErrnoException("ibv_post_recv", Errno.EINVAL, "loop0", "qp " + number + " in RESET");
+                }
+                if (state == IBV_QPS_ERR) {
+                    receiveQueue.add(new Wc(requestId, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, number));
+                    return;
+                }
+                receives.add(new long[] {requestId, ((Mr) region).key, offset, length});
+            }
+        }
+
+        @Override
+        public void postSend(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress, int remoteKey,
+                             long compareAdd, long swap) {
+            synchronized (LoopbackVerbs.this) {
+                if (state != IBV_QPS_RTS && state != IBV_QPS_ERR) {
+                    throw new ErrnoException("ibv_post_send", Errno.EINVAL, "loop0", "qp " + number + " not in RTS");
+                }
+                Mr local = (Mr) region;
+                if (offset < 0 || offset + length > local.memory.byteSize() || regions.get(local.key) != local) {
+                    fail(requestId, opcode, IBV_WC_LOC_PROT_ERR);
+                    return;
+                }
+                if (state == IBV_QPS_ERR) {
+                    sendQueue.add(new Wc(requestId, IBV_WC_WR_FLUSH_ERR, opcode, 0, number));
+                    return;
+                }
+                Qp peer = queuePairs.get(destination);
+                if (peer == null || peer.state == IBV_QPS_ERR || peer.destination != number) {
+                    fail(requestId, opcode, IBV_WC_RETRY_EXC_ERR);
+                    return;
+                }
+                MemorySegment source = local.memory.asSlice(offset, length);
+                switch (opcode) {
+                    case IBV_WR_SEND -> {
+                        long[] receive = peer.receives.poll();
+                        if (receive == null) {
+                            receiverNotReady++;
+                            fail(requestId, opcode, IBV_WC_RNR_RETRY_EXC_ERR);
+                            return;
+                        }
+                        Mr target = regions.get((int) receive[1]);
+                        if (target == null || length > receive[3]) {
+                            fail(requestId, opcode, IBV_WC_REM_ACCESS_ERR);
+                            return;
+                        }
+                        MemorySegment.copy(source, 0, target.memory, receive[2], length);
+                        peer.receiveQueue.add(new Wc(receive[0], IBV_WC_SUCCESS, IBV_WC_RECV, length, peer.number));
+                    }
+                    case IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP -> {
+                        int needed = opcode == IBV_WR_RDMA_WRITE ? IBV_ACCESS_REMOTE_WRITE
+                                : opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_ATOMIC;
+                        boolean atomic = needed == IBV_ACCESS_REMOTE_ATOMIC;
+                        Mr target = regions.get(remoteKey);
+                        long at = target == null ? -1 : remoteAddress - target.memory.address();
+                        if (target == null || target.pd != peer.pd || (target.access & needed) == 0 || (peer.access & needed) == 0
+                                || at < 0 || at + length > target.memory.byteSize() || atomic && (length != 8 || (remoteAddress & 7) != 0)) {
+                            fail(requestId, opcode, IBV_WC_REM_ACCESS_ERR);
+                            return;
+                        }
+                        if (opcode == IBV_WR_RDMA_WRITE) {
+                            MemorySegment.copy(source, 0, target.memory, at, length);
+                        } else if (opcode == IBV_WR_RDMA_READ) {
+                            MemorySegment.copy(target.memory, at, source, 0, length);
+                        } else if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+                            source.set(ValueLayout.JAVA_LONG, 0, (long) LONG.getAndAdd(target.memory, at, compareAdd));
+                        } else {
+                            source.set(ValueLayout.JAVA_LONG, 0, (long) LONG.compareAndExchange(target.memory, at, compareAdd, swap));
+                        }
+                    }
+                    default -> throw new ErrnoException("ibv_post_send", Errno.EINVAL, "loop0", "opcode " + opcode);
+                }
+                sendQueue.add(new Wc(requestId, IBV_WC_SUCCESS, opcode, length, number));
+            }
+        }
+
+        /** Completes the request with {@code status} and moves the queue pair to the error state, as a real RC queue pair does. */
+        private void fail(long requestId, int opcode, int status) {
+            sendQueue.add(new Wc(requestId, status, opcode, 0, number));
+            toError();
+        }
+
+        private void toError() {
+            state = IBV_QPS_ERR;
+            for (long[] receive; (receive = receives.poll()) != null; ) {
+                receiveQueue.add(new Wc(receive[0], IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, number));
+            }
+        }
+
+        @Override
+        public void close() {
+            synchronized (LoopbackVerbs.this) {
+                queuePairs.remove(number);
+                open.remove(toString());
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "qp " + number;
+        }
+    }
+}

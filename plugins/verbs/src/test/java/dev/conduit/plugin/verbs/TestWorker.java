@@ -1,0 +1,132 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RemoteMemory;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.TransportEndpoint;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A worker's side of a transport test: the real {@link VerbsPlugin}, {@link VerbsTransport} and
+ * TCP wire-up over a given {@link Verbs} ({@link LoopbackVerbs}, a simulation, or
+ * {@link FfmVerbs} on a real device), with a sink that records what it receives, called as the
+ * runtime would call them.
+ */
+final class TestWorker implements AutoCloseable {
+
+    record Received(int id, byte[] header, byte[] payload) {
+    }
+
+    final VerbsPlugin plugin;
+    final VerbsTransport transport;
+    final List<Received> received = new ArrayList<>();
+    final List<PeerFailedException> failures = new ArrayList<>();
+    final TestContext config;
+
+    TestWorker(Verbs verbs, String... keyValues) {
+        this.plugin = new VerbsPlugin(library -> verbs);
+        this.config = TestContext.of(withDefaults(keyValues));
+        MessageSink sink = (id, hb, ho, hl, pb, po, pl) -> received.add(new Received(id,
+                hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE), pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE)));
+        this.transport = (VerbsTransport) plugin.openTransport(new Context(config, sink));
+    }
+
+    private static String[] withDefaults(String... keyValues) {
+        List<String> all = new ArrayList<>(List.of(keyValues));
+        if (!all.contains("verbs.wireup.address")) {
+            all.addAll(List.of("verbs.wireup.address", "127.0.0.1"));
+        }
+        return all.toArray(String[]::new);
+    }
+
+    TransportEndpoint connect(TestWorker peer) {
+        byte[] address = peer.transport.address();
+        EndpointEvents events = failures::add;
+        return transport.connect(new PayloadReader(address, 0, address.length, "address.verbs."), events);
+    }
+
+    MemoryProvider memory() {
+        return plugin.openMemoryProvider(config);
+    }
+
+    /** A region of a chunk of {@code provider}, as the runtime's IPC imports give it to a transport on another host. */
+    static RemoteRegion region(MemoryProvider provider, Chunk chunk, long chunkOffset, long length) {
+        byte[] payload = provider.export(chunk);
+        return new TestRegion(VerbsPlugin.NAME, chunkOffset, length, payload);
+    }
+
+    record TestRegion(String pluginName, long chunkOffset, long length, byte[] bytes) implements RemoteRegion {
+        @Override
+        public PayloadReader payload() {
+            return new PayloadReader(bytes, 0, bytes.length, "payload.");
+        }
+
+        @Override
+        public MemorySegment localSegment() {
+            return null;
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /** Progresses every peer until {@code done}, failing after a bound on rounds (no timing assertion: a hang guard). */
+    static void progressUntil(BooleanSupplier done, TestWorker... peers) {
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (!done.getAsBoolean()) {
+            for (TestWorker p : peers) {
+                p.transport.progress();
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("condition not reached while progressing");
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        transport.close();
+    }
+
+    private record Context(TestContext base, MessageSink messageSink) implements TransportContext {
+        @Override
+        public ThreadMode threadMode() {
+            return ThreadMode.SINGLE;
+        }
+
+        @Override
+        public RemoteMemory remoteMemory() {
+            return handle -> {
+                throw new UnsupportedOperationException("transport tests hand regions to the endpoint directly");
+            };
+        }
+
+        @Override
+        public dev.conduit.spi.Config config() {
+            return base.config();
+        }
+
+        @Override
+        public java.nio.file.Path sharedDirectory() {
+            return base.sharedDirectory();
+        }
+
+        @Override
+        public System.Logger logger() {
+            return base.logger();
+        }
+    }
+}

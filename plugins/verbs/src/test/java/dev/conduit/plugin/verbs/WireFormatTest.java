@@ -1,0 +1,151 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Every field a peer writes is validated: the decoders name the field of a bad value. */
+class WireFormatTest {
+
+    private static final byte[] TOKEN = new byte[16];
+    private static final byte[] GID = LoopbackVerbs.GID;
+
+    static {
+        Arrays.fill(TOKEN, (byte) 3);
+    }
+
+    private static WireFormat.Address address() {
+        return new WireFormat.Address(TOKEN, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, GID, VerbsAbi.IBV_MTU_1024, 64, 8192, "10.0.0.2", 4791);
+    }
+
+    private static WireFormat.Address decodeAddress(byte[] bytes) {
+        return WireFormat.Address.decode(new PayloadReader(bytes, 0, bytes.length, "address.verbs."));
+    }
+
+    private static String fieldOf(Runnable decode) {
+        try {
+            decode.run();
+        } catch (InvalidHandleException e) {
+            return e.field();
+        }
+        throw new AssertionError("decoded without complaint");
+    }
+
+    @Test
+    void anAddressRoundTrips() {
+        WireFormat.Address a = decodeAddress(address().encode());
+        assertThat(a.token()).isEqualTo(TOKEN);
+        assertThat(a.gid()).isEqualTo(GID);
+        assertThat(a.host()).isEqualTo("10.0.0.2");
+        assertThat(a.tcpPort()).isEqualTo(4791);
+        assertThat(a.receiveBuffers()).isEqualTo(64);
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 1, 7, GID, 5, 2, 4096, "fe80::1", 1).encode()).host())
+                .isEqualTo("fe80::1");
+    }
+
+    @Test
+    void everyBadAddressFieldIsNamed() {
+        byte[] good = address().encode();
+        assertThat(fieldOf(() -> decodeAddress(Arrays.copyOf(good, good.length - 1)))).isEqualTo("address.verbs.wireup.port");
+        assertThat(fieldOf(() -> decodeAddress(Arrays.copyOf(good, good.length + 1)))).isEqualTo("address.verbs.wireup.port");
+        assertThat(fieldOf(() -> decodeAddress(new byte[0]))).isEqualTo("address.verbs.version");
+        byte[] version = good.clone();
+        version[0] = 2;
+        assertThat(fieldOf(() -> decodeAddress(version))).isEqualTo("address.verbs.version");
+        byte[] port = good.clone();
+        port[17] = 0;
+        assertThat(fieldOf(() -> decodeAddress(port))).isEqualTo("address.verbs.port");
+        byte[] linkLayer = good.clone();
+        linkLayer[18] = 9;
+        assertThat(fieldOf(() -> decodeAddress(linkLayer))).isEqualTo("address.verbs.link.layer");
+        byte[] mtu = good.clone();
+        mtu[1 + 16 + 1 + 1 + 2 + 16] = 6;
+        assertThat(fieldOf(() -> decodeAddress(mtu))).isEqualTo("address.verbs.mtu");
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 1, 8192, "10.0.0.2", 1).encode())))
+                .isEqualTo("address.verbs.receive.buffers");
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 100, "10.0.0.2", 1).encode())))
+                .isEqualTo("address.verbs.buffer.size");
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "evil.example", 1).encode())))
+                .isEqualTo("address.verbs.wireup.host");
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "10.0.0.2", 0).encode())))
+                .isEqualTo("address.verbs.wireup.port");
+    }
+
+    private static byte[] body(byte[] framed) {
+        int length = (framed[0] & 0xFF) | (framed[1] & 0xFF) << 8;
+        assertThat(length).isEqualTo(framed.length - 2);
+        return Arrays.copyOfRange(framed, 2, framed.length);
+    }
+
+    private static WireFormat.Wireup request(int qpn, int psn, int mtu, long creditAddress) {
+        return new WireFormat.Wireup(WireFormat.REQUEST, TOKEN, qpn, psn, 0, GID, mtu, creditAddress, 0x1234);
+    }
+
+    @Test
+    void wireupMessagesRoundTripAndEveryBadFieldIsNamed() {
+        WireFormat.Wireup w = WireFormat.Wireup.decode(body(request(0x1234, 77, 3, 0x7000).encode()), WireFormat.REQUEST);
+        assertThat(w.qpn()).isEqualTo(0x1234);
+        assertThat(w.creditAddress()).isEqualTo(0x7000);
+        assertThat(w.creditKey()).isEqualTo(0x1234);
+        WireFormat.Wireup reply = new WireFormat.Wireup(WireFormat.REPLY, TOKEN, 9, 1, 4, GID, 5, 0, 0);
+        assertThat(WireFormat.Wireup.decode(body(reply.encode()), WireFormat.REPLY).lid()).isEqualTo(4);
+
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(request(0, 1, 3, 8).encode()), WireFormat.REQUEST))).isEqualTo("wireup.qpn");
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(request(1 << 24, 1, 3, 8).encode()), WireFormat.REQUEST)))
+                .isEqualTo("wireup.qpn");
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(request(5, 1 << 24, 3, 8).encode()), WireFormat.REQUEST)))
+                .isEqualTo("wireup.psn");
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(request(5, 1, 0, 8).encode()), WireFormat.REQUEST))).isEqualTo("wireup.mtu");
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(request(5, 1, 3, 0).encode()), WireFormat.REQUEST)))
+                .isEqualTo("wireup.credit.address");
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(reply.encode()), WireFormat.REQUEST))).isEqualTo("wireup.kind");
+        byte[] body = body(request(5, 1, 3, 8).encode());
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(Arrays.copyOf(body, body.length - 2), WireFormat.REQUEST)))
+                .isEqualTo("wireup.credit.rkey");
+        byte[] magic = body.clone();
+        magic[0] ^= 1;
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(magic, WireFormat.REQUEST))).isEqualTo("wireup.magic");
+        byte[] version = body.clone();
+        version[4] = 7;
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(version, WireFormat.REQUEST))).isEqualTo("wireup.version");
+        byte[] http = "GET / HTTP/1.1\r\n\r\n".getBytes();
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(http, WireFormat.REQUEST))).isEqualTo("wireup.magic");
+    }
+
+    @Test
+    void regionPayloadsRoundTripAndBadOnesAreNamed() {
+        WireFormat.Region r = WireFormat.Region.decode(new PayloadReader(new WireFormat.Region(0x10000, 4096, -5).encode()));
+        assertThat(r.rkey()).isEqualTo(-5);
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(0).u64(1).u32(1).toByteArray()))))
+                .isEqualTo("address");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(8).u64(0).u32(1).toByteArray()))))
+                .isEqualTo("length");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(-8).u64(16).u32(1).toByteArray()))))
+                .isEqualTo("length");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).toByteArray())))).isEqualTo("version");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(8).u64(8).toByteArray()))))
+                .isEqualTo("rkey");
+    }
+
+    @Test
+    void ipv4MappedGidsGiveTheirAddress() {
+        assertThat(WireFormat.ipv4Of(GID).getHostAddress()).isEqualTo("127.0.0.1");
+        byte[] linkLocal = new byte[16];
+        linkLocal[0] = (byte) 0xFE;
+        linkLocal[1] = (byte) 0x80;
+        assertThat(WireFormat.ipv4Of(linkLocal)).isNull();
+    }
+
+    @Test
+    void recordCountsAndTheLargestPayloadAgree() {
+        assertThat(Records.count(0, 8192 - Records.HEADER, 8192)).isEqualTo(1);
+        assertThat(Records.count(0, 8192 - Records.HEADER + 1, 8192)).isEqualTo(2);
+        assertThat(Records.count(Records.MAX_MESSAGE_HEADER, Records.maxPayload(64, 8192), 8192)).isEqualTo(64);
+    }
+}
