@@ -12,7 +12,9 @@ import java.lang.foreign.MemorySegment;
  * {@link IndexOutOfBoundsException}. What is in it beyond what the encoder writes is undefined.
  *
  * <p>The encoder must not use the endpoint it is sending on, and must not keep the target: once
- * it returns, the bytes belong to the transport (they may be in the peer's receive queue).
+ * it returns, the bytes belong to the transport (they may be in the peer's receive queue). Keep it
+ * short: on a shared-memory transport the space it writes into is claimed in the peer's queue, and
+ * the peer cannot deliver messages claimed after it until it returns.
  */
 @FunctionalInterface
 public interface PayloadEncoder {

@@ -10,7 +10,8 @@ import java.nio.ByteOrder;
 /**
  * The messages of one endpoint that its transport could not take yet, in order: the runtime's
  * backpressure for every plugin. Messages are copied (so the sender's buffers are free when
- * {@code send} returns) into one growable heap buffer, as records
+ * {@code send} returns) — or written there by a zero-copy send's encoder — into one growable heap
+ * buffer, as records
  *
  * <pre>
  *   id (4) | header length (4) | payload length (8) | header | payload
