@@ -29,7 +29,9 @@ import java.util.concurrent.TimeUnit;
  * region's {@code MemorySegment}), through plain {@code MemorySegment} accesses, and — the
  * unchecked baseline the view replaces — through Chronicle's own {@code BytesStore.wrap(address,
  * size)} over the same memory, which checks neither bounds nor close and which Conduit never hands
- * out. The gap between {@code view*} and {@code raw*} is what the safety costs.
+ * out. The gap between {@code view*} and {@code raw*} is what the safety costs;
+ * {@code heapEncodeDecode}, Chronicle's own store over a {@code byte[]}, shows how much of it is
+ * Chronicle's path for stores that are not native memory.
  *
  * <p>The record: sequence (long), price (double), quantity (int), a 4-byte symbol, flags (short):
  * 26 bytes, written with a cursor then read back with a cursor (Chronicle), or at fixed offsets
@@ -62,6 +64,7 @@ public class ChronicleViewBenchmark {
     private Bytes<Void> view;
     private BytesStore<?, Void> viewStore;
     private Bytes<Void> raw;
+    private final Bytes<byte[]> heap = Bytes.wrapForWrite(new byte[4096]);
     private BytesStore<?, Void> rawStore;
     private long sequence;
 
@@ -93,6 +96,12 @@ public class ChronicleViewBenchmark {
     @Benchmark
     public long viewEncodeDecode() {
         return encodeDecode(view, ++sequence);
+    }
+
+    /** Chronicle's own on-heap store: its path for memory that is not native, without Conduit's checks. */
+    @Benchmark
+    public long heapEncodeDecode() {
+        return encodeDecode(heap, ++sequence);
     }
 
     @Benchmark
