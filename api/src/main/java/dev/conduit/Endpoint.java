@@ -1,6 +1,7 @@
 package dev.conduit;
 
 import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PeerFailedException;
 
 import java.lang.foreign.MemorySegment;
@@ -61,6 +62,32 @@ public interface Endpoint extends AutoCloseable {
 
     /** Sends active message {@code id} with an empty header; see {@link #send(int, MemorySegment, MemorySegment)}. */
     void send(int id, MemorySegment payload);
+
+    /**
+     * Sends active message {@code id} with a header and a payload that {@code encoder} writes
+     * straight into the memory that carries it (zero-copy): on a transport that supports it (the
+     * shared-memory transports do), the encoder's target is the space claimed in the peer's receive
+     * queue or in this endpoint's bounce buffer. Same guarantees as
+     * {@link #send(int, MemorySegment, MemorySegment)}: never blocks, never drops, in order,
+     * exactly once. When the transport has no room now, or messages already wait locally, the
+     * encoder writes into this endpoint's local queue instead (the message is copied once, later,
+     * when the transport takes it); on a transport without zero-copy send, it writes into a buffer
+     * of this endpoint and the message is sent from there.
+     *
+     * <p>The encoder is called exactly once, on this thread, before {@code send} returns (see
+     * {@link PayloadEncoder} for what it may do). If it throws, nothing is sent (the claimed space
+     * is abandoned and the peer skips it) and the exception propagates.
+     *
+     * @param id        0..65535
+     * @param maxLength the most bytes the encoder may write: the target's length
+     * @return the payload's length, as the encoder returned it
+     * @throws IllegalArgumentException for an id outside 0..65535, a negative {@code maxLength}, or
+     *                                  a header or {@code maxLength} larger than the transport's limit
+     * @throws IllegalStateException    when the encoder returns a length outside {@code 0..maxLength},
+     *                                  or the endpoint or its worker is closed
+     * @throws PeerFailedException      when the endpoint has failed
+     */
+    long send(int id, MemorySegment header, long maxLength, PayloadEncoder encoder);
 
     /** How many messages are queued locally, waiting for the transport to take them (0 once failed). */
     long pending();

@@ -20,6 +20,12 @@ public interface ImportedRegion extends AutoCloseable {
     /** The plugin that exported it. */
     String plugin();
 
+    /**
+     * Whether this use is still open: {@code false} once {@link #close()} was called or the owning
+     * {@code Conduit} closed. For views that must refuse use after close.
+     */
+    boolean isOpen();
+
     /** Releases it. Idempotent. */
     @Override
     void close();

@@ -26,6 +26,13 @@ public interface Region extends AutoCloseable {
      */
     byte[] exportHandle();
 
+    /**
+     * Whether the region is still allocated: {@code false} once {@link #close()} was called. For
+     * views that must refuse use after free (a {@code dev.conduit.chronicle} view checks it on every
+     * access); the segment itself cannot tell.
+     */
+    boolean isOpen();
+
     /** Frees the region. Idempotent. */
     @Override
     void close();

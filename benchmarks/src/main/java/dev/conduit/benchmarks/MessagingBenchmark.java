@@ -3,7 +3,6 @@ package dev.conduit.benchmarks;
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
-import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ThreadMode;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -25,12 +24,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * Active messages between two processes: this JVM and a peer JVM ({@link MessagingPeer}) that
@@ -97,26 +93,8 @@ public class MessagingBenchmark {
             worker = conduit.newWorker(ThreadMode.SINGLE);
             worker.onMessage(MessagingPeer.PONG, m -> pongs++);
             worker.onMessage(MessagingPeer.ACK, m -> acked = m.payloadLong(0));
-            MessagingPeer.publish(dir, MessagingPeer.BENCH_ADDRESS, worker.address().toBytes());
-
-            String java = ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("no java command"));
-            peer = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                    "-cp", System.getProperty("java.class.path"),
-                    MessagingPeer.class.getName(), dir.toString(), plugin, Integer.toString(size),
-                    Long.toString(ACK_EVERY), Long.toString(ProcessHandle.current().pid())))
-                    .inheritIO().start();
-
-            // The peer publishes its address once it has connected to this worker: progress meanwhile,
-            // in case its handshake needs this side.
-            Path peerAddress = dir.resolve(MessagingPeer.PEER_ADDRESS);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (!Files.exists(peerAddress)) {
-                if (!peer.isAlive()) throw new IllegalStateException("the peer exited with status " + peer.exitValue());
-                if (System.nanoTime() - deadline > 0) throw new IllegalStateException("no peer address after 60 s in " + dir);
-                worker.progress();
-                Thread.sleep(1);
-            }
-            endpoint = worker.connect(WorkerAddress.fromBytes(Files.readAllBytes(peerAddress)));
+            peer = MessagingPeer.start(dir, plugin, size, ACK_EVERY, worker);
+            endpoint = MessagingPeer.connect(dir, peer, worker);
 
             arena = Arena.ofShared();
             payload = arena.allocate(size);
@@ -148,33 +126,8 @@ public class MessagingBenchmark {
             worker = null;
             conduit = null;
             arena = null;
-            try {
-                if (peer != null) {
-                    Files.write(dir.resolve(MessagingPeer.STOP), new byte[0]);
-                    if (!peer.waitFor(5, TimeUnit.SECONDS)) {
-                        peer.destroyForcibly();
-                        peer.waitFor(5, TimeUnit.SECONDS);
-                    }
-                }
-            } finally {
-                peer = null;
-                deleteRecursively(dir);
-            }
-        }
-    }
-
-    private static void deleteRecursively(Path dir) throws IOException {
-        if (dir == null) return;
-        try (Stream<Path> paths = Files.walk(dir)) {
-            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (NoSuchFileException ignored) {
-                    // removed by a runtime's own close meanwhile
-                }
-            }
-        } catch (NoSuchFileException ignored) {
-            // already gone
+            MessagingPeer.stop(dir, peer);
+            peer = null;
         }
     }
 

@@ -13,8 +13,12 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.StandardCopyOption;
+import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
  * The second JVM of {@link MessagingBenchmark}:
@@ -89,6 +93,66 @@ public final class MessagingPeer {
             }
             for (int i = 0; i < 1000 && ep.pending() > 0; i++) worker.progress();
             ep.close();
+        }
+    }
+
+    /**
+     * Publishes {@code worker}'s address in {@code dir} and starts a peer JVM on this JVM's class
+     * path for {@code plugin}, echoing up to {@code size} bytes.
+     */
+    static Process start(Path dir, String plugin, int size, long ackEvery, Worker worker) throws IOException {
+        publish(dir, BENCH_ADDRESS, worker.address().toBytes());
+        String java = ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("no java command"));
+        return new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"),
+                MessagingPeer.class.getName(), dir.toString(), plugin, Integer.toString(size),
+                Long.toString(ackEvery), Long.toString(ProcessHandle.current().pid())))
+                .inheritIO().start();
+    }
+
+    /**
+     * Waits for the peer's address (it publishes it once it has connected to {@code worker}:
+     * progresses meanwhile, in case its handshake needs this side) and connects to it.
+     */
+    static Endpoint connect(Path dir, Process peer, Worker worker) throws IOException, InterruptedException {
+        Path peerAddress = dir.resolve(PEER_ADDRESS);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!Files.exists(peerAddress)) {
+            if (!peer.isAlive()) throw new IllegalStateException("the peer exited with status " + peer.exitValue());
+            if (System.nanoTime() - deadline > 0) throw new IllegalStateException("no peer address after 60 s in " + dir);
+            worker.progress();
+            Thread.sleep(1);
+        }
+        return worker.connect(WorkerAddress.fromBytes(Files.readAllBytes(peerAddress)));
+    }
+
+    /** Stops {@code peer} (if any) and removes {@code dir} (if any). */
+    static void stop(Path dir, Process peer) throws IOException, InterruptedException {
+        try {
+            if (peer != null) {
+                Files.write(dir.resolve(STOP), new byte[0]);
+                if (!peer.waitFor(5, TimeUnit.SECONDS)) {
+                    peer.destroyForcibly();
+                    peer.waitFor(5, TimeUnit.SECONDS);
+                }
+            }
+        } finally {
+            deleteRecursively(dir);
+        }
+    }
+
+    private static void deleteRecursively(Path dir) throws IOException {
+        if (dir == null) return;
+        try (Stream<Path> paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (NoSuchFileException ignored) {
+                    // removed by a runtime's own close meanwhile
+                }
+            }
+        } catch (NoSuchFileException ignored) {
+            // already gone
         }
     }
 

@@ -42,6 +42,9 @@ import java.lang.invoke.VarHandle;
  *     40     8  bounce offset   LARGE: where the payload is in the sender's bounce ring
  *     48     …  header bytes, then payload bytes (MSG; CONNECT, BOUNCE, CLOSE carry a control payload)
  * </pre>
+ * The payload length may be less than the record's room: a zero-copy send
+ * ({@code ShmEndpoint.trySendEncoded}) claims room for the most its encoder may write, and an
+ * encoder that throws leaves its record abandoned ({@link #abandon}: padding).
  * A sender claims {@code align8(48 + header + payload)} bytes by CAS on the tail, writes
  * {@code -length} and at once its connection id, then the record, then {@code +length} with a
  * release store. When the record does not fit before the end of the ring, the claim also covers

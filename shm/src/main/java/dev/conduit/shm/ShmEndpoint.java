@@ -4,6 +4,7 @@ import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
@@ -68,12 +69,7 @@ final class ShmEndpoint implements TransportEndpoint {
 
     @Override
     public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
-        if (failure != null) throw failure;
-        if (closed) throw new IllegalStateException("endpoint is closed");
-        if (!connectSent) {
-            if (!sendControl(ReceiveQueue.CONNECT, new PayloadWriter().string(transport.ownLeaseName()).toByteArray())) return noRoom();
-            connectSent = true;
-        }
+        if (!ready()) return noRoom();
         long headerLength = header.byteSize();
         long payloadLength = payload.byteSize();
         if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
@@ -88,13 +84,7 @@ final class ShmEndpoint implements TransportEndpoint {
             peer.commit(offset, length);
             return sent();
         }
-        if (!bounceAnnounced) {
-            if (bounce == null) createBounce();
-            byte[] export = transport.provider().export(bounceChunk);
-            byte[] announcement = new PayloadWriter().u16(export.length).bytes(export).u64(bounceChunk.segment().byteSize()).toByteArray();
-            if (!sendControl(ReceiveQueue.BOUNCE, announcement)) return noRoom();
-            bounceAnnounced = true;
-        }
+        if (!bounceReady()) return noRoom();
         long before = bounce.position();
         long bounceOffset = bounce.reserve(payloadLength);
         if (bounceOffset < 0) return noRoom();
@@ -110,6 +100,89 @@ final class ShmEndpoint implements TransportEndpoint {
         MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
         peer.commit(offset, length);
         return sent();
+    }
+
+    /**
+     * Like {@link #trySend}, but the encoder writes the payload where the peer reads it: a MSG
+     * record claimed for {@code maxLength} payload bytes in the peer's queue (the record keeps that
+     * length; its payload length field says how much was written), or, beyond {@code inline.max},
+     * {@code maxLength} bytes reserved in the bounce ring. An encoder that throws leaves an
+     * abandoned record (padding to the receiver) and no bounce reservation.
+     */
+    @Override
+    public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        if (!ready()) return noRoomEncoded();
+        long headerLength = header.byteSize();
+        MemorySegment q = peer.memory();
+        if (ReceiveQueue.RECORD_HEADER + headerLength + maxLength <= inlineMaximum) {
+            int length = align(ReceiveQueue.RECORD_HEADER + headerLength + maxLength);
+            long offset = peer.claim(length, connection);
+            if (offset < 0) return noRoomEncoded();
+            long body = offset + ReceiveQueue.RECORD_HEADER;
+            long written;
+            try {
+                written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
+            } catch (Throwable t) {
+                peer.abandon(offset, length);
+                throw t;
+            }
+            writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, written, 0, 0);
+            MemorySegment.copy(header, 0, q, body, headerLength);
+            peer.commit(offset, length);
+            sent();
+            return written;
+        }
+        if (!bounceReady()) return noRoomEncoded();
+        long before = bounce.position();
+        long bounceOffset = bounce.reserve(maxLength);
+        if (bounceOffset < 0) return noRoomEncoded();
+        int length = align(ReceiveQueue.RECORD_HEADER + headerLength);
+        long offset = peer.claim(length, connection);
+        if (offset < 0) {
+            bounce.rollback(before);
+            return noRoomEncoded();
+        }
+        long written;
+        try {
+            written = PayloadEncoder.checkWritten(encoder.encode(bounce.memory().asSlice(bounceOffset, maxLength)), maxLength);
+        } catch (Throwable t) {
+            peer.abandon(offset, length);
+            bounce.rollback(before);
+            throw t;
+        }
+        writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, written, bounce.position(), bounceOffset);
+        MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+        peer.commit(offset, length);
+        sent();
+        return written;
+    }
+
+    /** Checks the endpoint is usable and that the peer was told who connects; false when its queue had no room for that. */
+    private boolean ready() {
+        if (failure != null) throw failure;
+        if (closed) throw new IllegalStateException("endpoint is closed");
+        if (!connectSent) {
+            if (!sendControl(ReceiveQueue.CONNECT, new PayloadWriter().string(transport.ownLeaseName()).toByteArray())) return false;
+            connectSent = true;
+        }
+        return true;
+    }
+
+    /** Creates the bounce ring and announces it to the peer once; false when the peer's queue had no room for that. */
+    private boolean bounceReady() {
+        if (!bounceAnnounced) {
+            if (bounce == null) createBounce();
+            byte[] export = transport.provider().export(bounceChunk);
+            byte[] announcement = new PayloadWriter().u16(export.length).bytes(export).u64(bounceChunk.segment().byteSize()).toByteArray();
+            if (!sendControl(ReceiveQueue.BOUNCE, announcement)) return false;
+            bounceAnnounced = true;
+        }
+        return true;
+    }
+
+    private long noRoomEncoded() {
+        noRoom();
+        return -1;
     }
 
     private void createBounce() {

@@ -23,6 +23,27 @@ public interface TransportEndpoint extends AutoCloseable {
     boolean trySend(int id, MemorySegment header, MemorySegment payload);
 
     /**
+     * Optional (zero-copy send): claims room for a header and up to {@code maxLength} payload bytes
+     * where the message travels (the peer's receive queue, a bounce buffer), lets {@code encoder}
+     * write the payload there, and commits what it wrote, with the same guarantees as
+     * {@link #trySend}. The runtime has checked the id and both sizes against this endpoint's limits.
+     *
+     * <p>If the encoder throws or returns a length outside {@code 0..maxLength}
+     * ({@link PayloadEncoder#checkWritten}), the transport abandons the claim so that the peer
+     * never delivers it, and the exception propagates. A transport without this operation keeps the
+     * default, which throws {@link NotSupportedException} without calling the encoder; the runtime
+     * then encodes into a buffer of its own and calls {@link #trySend}: one copy more, same semantics.
+     *
+     * @return the payload length sent, or {@code -1} when there is no room now (the encoder was not
+     *         called; the runtime encodes into its local queue instead)
+     * @throws PeerFailedException   when the peer is known to be dead
+     * @throws NotSupportedException by default
+     */
+    default long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        throw new NotSupportedException("this transport has no zero-copy send (trySendEncoded)");
+    }
+
+    /**
      * The largest header this endpoint carries, in bytes. The runtime refuses a larger one with an
      * error before calling {@link #trySend}.
      */

@@ -348,6 +348,11 @@ public final class IpcCache implements AutoCloseable {
             return entry.plugin;
         }
 
+        @Override
+        public boolean isOpen() {
+            return closed == 0 && entry.refs != DEAD;
+        }
+
         /** Releases the count, once. */
         @Override
         public void close() {

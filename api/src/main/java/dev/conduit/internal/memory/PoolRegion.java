@@ -56,6 +56,11 @@ final class PoolRegion implements Region {
     }
 
     @Override
+    public boolean isOpen() {
+        return (int) FREED.getVolatile(this) == 0;
+    }
+
+    @Override
     public void close() {
         if (!FREED.compareAndSet(this, 0, 1)) return;
         if (sizeClass != null) {

@@ -5,10 +5,12 @@ import dev.conduit.EndpointErrorHandler;
 import dev.conduit.PeerRegion;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.TransportEndpoint;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -54,6 +56,10 @@ final class RuntimeEndpoint implements Endpoint {
     private final TransportEndpoint te;
     private final int maxHeader;
     private final long maxPayload;
+    /** Whether the transport may do zero-copy sends: until it says it does not ({@link TransportEndpoint#trySendEncoded}). */
+    private boolean encodesInPlace = true;
+    /** Where encoded sends go over a transport without zero-copy send; grown on demand, kept. */
+    private MemorySegment scratch = MemorySegment.NULL;
     /** Whether {@link #pending} is not empty (counted once in the worker's backlog count). */
     private volatile boolean backlogged;
     private volatile PeerFailedException failure;
@@ -131,6 +137,71 @@ final class RuntimeEndpoint implements Endpoint {
         } finally {
             worker.exit(entered);
         }
+    }
+
+    @Override
+    public long send(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        boolean entered = worker.enter();
+        try {
+            Objects.requireNonNull(header, "header");
+            Objects.requireNonNull(encoder, "encoder");
+            if ((id >>> 16) != 0) throw new IllegalArgumentException("active message id " + id + " is outside 0..65535");
+            if (maxLength < 0) throw new IllegalArgumentException("maxLength " + maxLength + " is negative");
+            long hl = header.byteSize();
+            if (hl > maxHeader) throw tooLarge("header", hl, maxHeader);
+            if (maxLength > maxPayload) throw tooLarge("payload (maxLength)", maxLength, maxPayload);
+            lock();
+            try {
+                checkUsable();
+                if (!pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
+                if (encodesInPlace) {
+                    long sent;
+                    try {
+                        sent = te.trySendEncoded(id, header, maxLength, encoder);
+                    } catch (PeerFailedException e) {
+                        throw failedNow(e);
+                    } catch (NotSupportedException e) {
+                        encodesInPlace = false;
+                        return sendFromScratch(id, header, maxLength, encoder);
+                    }
+                    if (sent >= 0) return sent;
+                    return queue(id, header, maxLength, encoder);
+                }
+                return sendFromScratch(id, header, maxLength, encoder);
+            } finally {
+                unlock();
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
+    /** The fallback of a transport without zero-copy send: encode here, then {@code trySend} (or queue). */
+    private long sendFromScratch(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        if (scratch.byteSize() < maxLength) scratch = Arena.ofAuto().allocate(maxLength, 8);
+        MemorySegment target = scratch.asSlice(0, maxLength);
+        long written = PayloadEncoder.checkWritten(encoder.encode(target), maxLength);
+        MemorySegment payload = target.asSlice(0, written);
+        boolean sent;
+        try {
+            sent = te.trySend(id, header, payload);
+        } catch (PeerFailedException e) {
+            throw failedNow(e);
+        }
+        if (!sent) {
+            pending.add(id, header, payload);
+            backlogged = true;
+            worker.backlogChanged(1);
+        }
+        return written;
+    }
+
+    /** The transport had no room for a zero-copy send: the encoder writes into the local queue. */
+    private long queue(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        long written = pending.add(id, header, maxLength, encoder);
+        backlogged = true;
+        worker.backlogChanged(1);
+        return written;
     }
 
     private IllegalArgumentException tooLarge(String what, long size, long limit) {

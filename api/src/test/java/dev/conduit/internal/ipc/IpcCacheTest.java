@@ -80,7 +80,9 @@ class IpcCacheTest {
     void anUnusedEntryIsUnmappedByEvictionAndItsSegmentThenThrows() {
         Pool pool = open(0).pool("inproc");
         ImportedRegion imported = conduit.importRegion(ownChunk(pool).exportHandle());
+        assertThat(imported.isOpen()).isTrue();
         imported.close();
+        assertThat(imported.isOpen()).isFalse();
         assertThat(plugin.unmaps).hasValue(1);
         assertThat(conduit.ipcCacheStats().evictions()).isEqualTo(1);
         assertThatThrownBy(() -> imported.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
@@ -201,6 +203,7 @@ class IpcCacheTest {
         Pool pool = open(1 << 30).pool("inproc");
         ImportedRegion imported = conduit.importRegion(ownChunk(pool).exportHandle());
         conduit.close();
+        assertThat(imported.isOpen()).as("its mapping is gone with the conduit").isFalse();
         assertThat(plugin.unmaps).hasValue(1);
         assertThat(plugin.providersClosed).hasValue(1);
         assertThatThrownBy(() -> imported.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);

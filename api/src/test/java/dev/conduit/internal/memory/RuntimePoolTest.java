@@ -81,7 +81,9 @@ class RuntimePoolTest {
         pool();
         Region first = pool.allocate(100);
         long address = first.segment().address();
+        assertThat(first.isOpen()).isTrue();
         first.close();
+        assertThat(first.isOpen()).isFalse();
         first.close();
         assertThat(pool.allocate(100).segment().address()).isEqualTo(address);
         assertThat(plugin.chunksAllocated).hasValue(1);

@@ -267,6 +267,77 @@ class EndpointMessagingTest {
         assertThat(plugin.transports.getFirst().endpoints.getFirst().trySends).hasValue(1);
     }
 
+    // ------------------------------------------------------------------ encoded sends (a transport without zero-copy send)
+
+    @Test
+    void encodedSendsOverATransportWithoutZeroCopySendAreSentFromTheEndpointsBufferInOrder() {
+        Pair p = pair(4);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        List<Long> sizes = new ArrayList<>();
+        p.receiver().onMessage(2, m -> sizes.add(m.payloadSize()));
+        for (long i = 0; i < 50; i++) {
+            long v = i;
+            if (i % 2 == 0) {
+                assertThat(p.endpoint().send(1, MemorySegment.NULL, 64, t -> {
+                    assertThat(t.byteSize()).isEqualTo(64);
+                    t.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, v);
+                    return 8;
+                })).isEqualTo(8);
+            } else {
+                p.endpoint().send(1, longs(v));
+            }
+        }
+        assertThat(p.endpoint().pending()).as("the transport took 4, the rest wait locally").isEqualTo(46);
+        progressUntil(() -> seen.size() == 50, p.receiver(), p.sender());
+        assertThat(seen).isEqualTo(java.util.stream.LongStream.range(0, 50).boxed().toList());
+
+        p.endpoint().send(2, MemorySegment.NULL, 0, t -> 0);
+        p.endpoint().send(2, MemorySegment.NULL, 1000, t -> 1000);
+        progressUntil(() -> sizes.size() == 2, p.receiver(), p.sender());
+        assertThat(sizes).as("only what the encoder wrote is sent").containsExactly(0L, 1000L);
+    }
+
+    @Test
+    void anEncoderThatThrowsOrReturnsABadLengthSendsNothing() {
+        Pair p = pair(2);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        for (int full = 0; full < 2; full++) { // with room in the transport, then with messages waiting locally
+            assertThatThrownBy(() -> p.endpoint().send(1, MemorySegment.NULL, 8, t -> {
+                throw new IllegalArgumentException("cannot encode");
+            })).isInstanceOf(IllegalArgumentException.class).hasMessage("cannot encode");
+            assertThatThrownBy(() -> p.endpoint().send(1, MemorySegment.NULL, 8, t -> 9))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("returned 9 bytes written, outside 0..8");
+            assertThatThrownBy(() -> p.endpoint().send(1, MemorySegment.NULL, 8, t -> -1)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> p.endpoint().send(1, MemorySegment.NULL, 8, t -> {
+                t.set(ValueLayout.JAVA_LONG_UNALIGNED, 4, 1L);
+                return 8;
+            })).as("the target is bounded").isInstanceOf(IndexOutOfBoundsException.class);
+            for (long v = 0; v < 3; v++) p.endpoint().send(1, longs(full * 10 + v));
+        }
+        progressUntil(() -> seen.size() == 6, p.receiver(), p.sender());
+        assertThat(seen).containsExactly(0L, 1L, 2L, 10L, 11L, 12L);
+    }
+
+    @Test
+    void encodedSendsCheckIdHeaderAndMaxLengthBeforeCallingTheEncoder() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        plugin.maxHeader = 16;
+        plugin.maxPayload = 1000;
+        Conduit conduit = loopbacks.conduit(plugin);
+        Endpoint ep = conduit.newWorker(ThreadMode.SINGLE).connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        AtomicInteger calls = new AtomicInteger();
+        assertThatThrownBy(() -> ep.send(1, MemorySegment.NULL, 1001, t -> calls.incrementAndGet()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("payload (maxLength) of 1001 bytes").hasMessageContaining("'lo'");
+        assertThatThrownBy(() -> ep.send(1, MemorySegment.ofArray(new byte[17]), 1, t -> calls.incrementAndGet()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("header of 17 bytes");
+        assertThatThrownBy(() -> ep.send(1, MemorySegment.NULL, -1, t -> calls.incrementAndGet()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxLength -1 is negative");
+        assertThatThrownBy(() -> ep.send(65536, MemorySegment.NULL, 1, t -> calls.incrementAndGet()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("0..65535");
+        assertThat(calls).hasValue(0);
+        assertThat(plugin.transports.getFirst().endpoints.getFirst().trySends).hasValue(0);
+    }
+
     // ------------------------------------------------------------------ handlers
 
     @Test

@@ -76,6 +76,7 @@ class EndpointThreadingTest {
 
         List<Callable<Object>> misuses = List.of(
                 () -> { ep.send(1, longs(1)); return null; },
+                () -> ep.send(1, MemorySegment.NULL, 8, t -> 0),
                 ep::pending,
                 ep::isFailed,
                 () -> ep.peerRegion(new byte[0]),

@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.Random;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The local queue of an endpoint: order, content, reuse of its buffer and a bounded footprint. */
 class PendingQueueTest {
@@ -52,6 +53,33 @@ class PendingQueueTest {
         }
         assertThat(q.clear()).isEqualTo(model.size());
         assertThat(q.isEmpty()).isTrue();
+    }
+
+    @Test
+    void anEncoderWritesInPlaceKeepsOnlyWhatItWroteAndLeavesNothingWhenItThrows() {
+        PendingQueue q = new PendingQueue();
+        MemorySegment header = MemorySegment.ofArray(new byte[] {9, 8, 7});
+        assertThat(q.add(1, header, 10_000, t -> {
+            assertThat(t.byteSize()).as("room for maxLength, growing the buffer").isEqualTo(10_000);
+            t.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 42L);
+            return 8;
+        })).isEqualTo(8);
+        assertThat(q.bytes()).isEqualTo(3 + 8);
+        assertThatThrownBy(() -> q.add(2, header, 64, t -> {
+            t.fill((byte) 1);
+            throw new IllegalStateException("encoder failed");
+        })).hasMessage("encoder failed");
+        assertThatThrownBy(() -> q.add(2, header, 64, t -> 65))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("outside 0..64");
+        q.add(3, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {5}));
+        assertThat(q.messages()).as("the failed encoders left nothing").isEqualTo(2);
+        assertThat(q.headId()).isEqualTo(1);
+        assertThat(q.headHeader().toArray(ValueLayout.JAVA_BYTE)).containsExactly(9, 8, 7);
+        assertThat(q.headPayload().get(ValueLayout.JAVA_LONG_UNALIGNED, 0)).isEqualTo(42L);
+        assertThat(q.headPayload().byteSize()).isEqualTo(8);
+        q.remove();
+        assertThat(q.headId()).isEqualTo(3);
+        assertThat(q.headPayload().toArray(ValueLayout.JAVA_BYTE)).containsExactly(5);
     }
 
     @Test

@@ -1,0 +1,141 @@
+package dev.conduit.benchmarks;
+
+import dev.conduit.Conduit;
+import dev.conduit.Region;
+import dev.conduit.chronicle.ChronicleViews;
+import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.BytesStore;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The same record encoded and decoded in a shared region, three ways: through a Conduit Chronicle
+ * view ({@link ChronicleViews#bytes(Region)}: bounds- and close-checked, every access through the
+ * region's {@code MemorySegment}), through plain {@code MemorySegment} accesses, and — the
+ * unchecked baseline the view replaces — through Chronicle's own {@code BytesStore.wrap(address,
+ * size)} over the same memory, which checks neither bounds nor close and which Conduit never hands
+ * out. The gap between {@code view*} and {@code raw*} is what the safety costs;
+ * {@code heapEncodeDecode}, Chronicle's own store over a {@code byte[]}, shows how much of it is
+ * Chronicle's path for stores that are not native memory.
+ *
+ * <p>The record: sequence (long), price (double), quantity (int), a 4-byte symbol, flags (short):
+ * 26 bytes, written with a cursor then read back with a cursor (Chronicle), or at fixed offsets
+ * ({@code MemorySegment}). Plus one CAS increment ({@code *Cas}). One thread, in-process; the
+ * region comes from a posix pool in {@code /dev/shm}.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED",
+        // Chronicle's flags on the class path (README, "Chronicle"); only this benchmark's forks get them.
+        "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED", "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+        "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+        "-Dchronicle.analytics.disable=true"})
+@Threads(1)
+@State(Scope.Thread)
+public class ChronicleViewBenchmark {
+
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfDouble DOUBLE = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
+    private static final java.lang.invoke.VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
+    private static final int SYMBOL = 0x454D4341; // "ACME"
+
+    private Conduit conduit;
+    private Region region;
+    private MemorySegment segment;
+    private Bytes<Void> view;
+    private BytesStore<?, Void> viewStore;
+    private Bytes<Void> raw;
+    private final Bytes<byte[]> heap = Bytes.wrapForWrite(new byte[4096]);
+    private BytesStore<?, Void> rawStore;
+    private long sequence;
+
+    @Setup(Level.Trial)
+    public void open() {
+        conduit = Conduit.builder().transports("posix").build();
+        region = conduit.pool("posix").allocate(4096);
+        segment = region.segment();
+        view = ChronicleViews.bytes(region);
+        viewStore = ChronicleViews.store(region);
+        rawStore = BytesStore.wrap(segment.address(), segment.byteSize());
+        raw = rawStore.bytesForWrite();
+    }
+
+    @TearDown(Level.Trial)
+    public void close() {
+        raw.releaseLast();
+        if (rawStore.refCount() > 0) rawStore.releaseLast();
+        region.close();
+        conduit.close();
+    }
+
+    private static long encodeDecode(Bytes<?> bytes, long sequence) {
+        bytes.clear();
+        bytes.writeLong(sequence).writeDouble(sequence * 0.5).writeInt((int) sequence).writeInt(SYMBOL).writeShort((short) 3);
+        return bytes.readLong() + (long) bytes.readDouble() + bytes.readInt() + bytes.readInt() + bytes.readShort();
+    }
+
+    @Benchmark
+    public long viewEncodeDecode() {
+        return encodeDecode(view, ++sequence);
+    }
+
+    /** Chronicle's own on-heap store: its path for memory that is not native, without Conduit's checks. */
+    @Benchmark
+    public long heapEncodeDecode() {
+        return encodeDecode(heap, ++sequence);
+    }
+
+    @Benchmark
+    public long rawEncodeDecode() {
+        return encodeDecode(raw, ++sequence);
+    }
+
+    @Benchmark
+    public long segmentEncodeDecode() {
+        long s = ++sequence;
+        MemorySegment m = segment;
+        m.set(LONG, 0, s);
+        m.set(DOUBLE, 8, s * 0.5);
+        m.set(INT, 16, (int) s);
+        m.set(INT, 20, SYMBOL);
+        m.set(SHORT, 24, (short) 3);
+        return m.get(LONG, 0) + (long) m.get(DOUBLE, 8) + m.get(INT, 16) + m.get(INT, 20) + m.get(SHORT, 24);
+    }
+
+    @Benchmark
+    public boolean viewCas() {
+        long v = viewStore.readVolatileLong(64);
+        return viewStore.compareAndSwapLong(64, v, v + 1);
+    }
+
+    @Benchmark
+    public boolean rawCas() {
+        long v = rawStore.readVolatileLong(64);
+        return rawStore.compareAndSwapLong(64, v, v + 1);
+    }
+
+    @Benchmark
+    public boolean segmentCas() {
+        long v = (long) LONG_ATOMIC.getVolatile(segment, 64L);
+        return LONG_ATOMIC.compareAndSet(segment, 64L, v, v + 1);
+    }
+}

@@ -1,0 +1,136 @@
+package dev.conduit.chronicle;
+
+import dev.conduit.Endpoint;
+import dev.conduit.Message;
+import dev.conduit.MessageHandler;
+import dev.conduit.chronicle.internal.SegmentBytesStore;
+import dev.conduit.spi.PayloadEncoder;
+import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.ReadBytesMarshallable;
+import net.openhft.chronicle.bytes.WriteBytesMarshallable;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/**
+ * Active messages with Chronicle: sends that marshal an object straight into the transport's
+ * shared buffer ({@link #send}: no intermediate copy on transports with zero-copy send, such as
+ * the shared-memory ones), and handlers that read the payload through a Chronicle {@link Bytes}
+ * where it was received ({@link #handler}, {@link #read}).
+ *
+ * <p>One instance holds two reusable views (one for sending, one for receiving), so sending and
+ * receiving allocate no Chronicle objects. <b>Not thread-safe</b>: use one instance per thread
+ * (e.g. one per worker). A view is valid only while it is in use: the sending view during the
+ * marshalling, the receiving view during the handler call; kept and used later, it throws
+ * {@link IllegalStateException} (it never reads a buffer that holds another message by then).
+ */
+public final class ChronicleMessages {
+
+    private final SegmentBytesStore sendStore;
+    private final Bytes<Void> sendBytes;
+    private final SegmentBytesStore receiveStore;
+    private final Bytes<Void> receiveBytes;
+    private final PayloadEncoder encoder = this::encode;
+    private WriteBytesMarshallable marshalling;
+    private boolean receiving;
+
+    public ChronicleMessages() {
+        sendStore = new SegmentBytesStore(MemorySegment.NULL, () -> marshalling != null, "a message being sent", true);
+        sendBytes = sendStore.bytesForWrite();
+        receiveStore = new SegmentBytesStore(MemorySegment.NULL, () -> receiving, "a received message's payload", true);
+        receiveBytes = receiveStore.bytesForWrite();
+    }
+
+    /**
+     * Sends active message {@code id} whose payload is {@code payload}, marshalled by Chronicle
+     * into the transport's shared buffer ({@link Endpoint#send(int, MemorySegment, long, PayloadEncoder)}:
+     * same guarantees: never blocks, never drops, in order).
+     *
+     * @param maxLength the most bytes the marshalled form may take
+     * @return the payload's length
+     * @throws IllegalStateException when the marshalled form would exceed {@code maxLength}
+     *                               (Chronicle's overflow is its cause); nothing is sent
+     */
+    public long send(Endpoint endpoint, int id, MemorySegment header, WriteBytesMarshallable payload, long maxLength) {
+        Objects.requireNonNull(payload, "payload");
+        if (marshalling != null) throw new IllegalStateException("this ChronicleMessages is already sending (use one per thread)");
+        marshalling = payload;
+        try {
+            return endpoint.send(id, header, maxLength, encoder);
+        } finally {
+            marshalling = null;
+            sendStore.point(MemorySegment.NULL);
+        }
+    }
+
+    /** {@link #send(Endpoint, int, MemorySegment, WriteBytesMarshallable, long)} with an empty header. */
+    public long send(Endpoint endpoint, int id, WriteBytesMarshallable payload, long maxLength) {
+        return send(endpoint, id, MemorySegment.NULL, payload, maxLength);
+    }
+
+    private long encode(MemorySegment target) {
+        sendStore.point(target);
+        sendBytes.clear();
+        try {
+            marshalling.writeMarshallable(sendBytes);
+        } catch (java.nio.BufferOverflowException e) {
+            throw new IllegalStateException("the marshalled payload does not fit in maxLength " + target.byteSize()
+                    + " bytes; nothing was sent. Raise maxLength (at most the transport's payload limit)", e);
+        }
+        return sendBytes.writePosition();
+    }
+
+    /**
+     * Reads the current message's payload into {@code into} with Chronicle, where it was
+     * received. Call it from the handler.
+     *
+     * @return {@code into}
+     */
+    public <T extends ReadBytesMarshallable> T read(Message message, T into) {
+        Objects.requireNonNull(into, "into");
+        Bytes<Void> bytes = open(message);
+        try {
+            into.readMarshallable(bytes);
+        } finally {
+            close();
+        }
+        return into;
+    }
+
+    /**
+     * A message handler that gives {@code handler} the payload as a read-only Chronicle
+     * {@link Bytes} (read position 0, read limit the payload's length), valid during the call.
+     */
+    public MessageHandler handler(PayloadHandler handler) {
+        Objects.requireNonNull(handler, "handler");
+        return message -> {
+            Bytes<Void> bytes = open(message);
+            try {
+                handler.onPayload(message, bytes);
+            } finally {
+                close();
+            }
+        };
+    }
+
+    private Bytes<Void> open(Message message) {
+        if (receiving) throw new IllegalStateException("this ChronicleMessages is already reading a message (use one per thread)");
+        MemorySegment payload = message.payload();
+        receiveStore.point(payload);
+        receiving = true;
+        receiveBytes.clear();
+        receiveBytes.readPositionRemaining(0, payload.byteSize());
+        return receiveBytes;
+    }
+
+    private void close() {
+        receiving = false;
+        receiveStore.point(MemorySegment.NULL);
+    }
+
+    /** Handles one message's payload as Chronicle {@link Bytes}; both are valid only during the call. */
+    @FunctionalInterface
+    public interface PayloadHandler {
+        void onPayload(Message message, Bytes<?> payload);
+    }
+}

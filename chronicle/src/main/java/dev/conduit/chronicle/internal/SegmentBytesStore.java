@@ -1,0 +1,349 @@
+package dev.conduit.chronicle.internal;
+
+import net.openhft.chronicle.bytes.BytesStore;
+import net.openhft.chronicle.bytes.RandomDataInput;
+import net.openhft.chronicle.bytes.internal.AbstractBytesStore;
+import net.openhft.chronicle.bytes.internal.BytesInternal;
+import net.openhft.chronicle.core.UnsafeMemory;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A Chronicle {@link BytesStore} whose every access goes through a {@link MemorySegment}, never
+ * through a raw address: bounded by the segment (an access outside it throws
+ * {@link IndexOutOfBoundsException}), refused with {@link IllegalStateException} once its owner
+ * is closed ({@link #open}, checked first), and — because the segment's arena is a shared one —
+ * safe against a concurrent unmap: the JVM's close of a shared arena waits out accesses in
+ * flight, and a later access throws instead of touching unmapped memory.
+ *
+ * <p>It reports {@link #isDirectMemory()} {@code false} and has no address
+ * ({@link #addressForRead}: {@link UnsupportedOperationException}), so Chronicle's raw-address
+ * fast paths never bypass these checks. Primitives are native byte order, at any alignment;
+ * atomics (CAS, volatile, ordered) need natural alignment (otherwise
+ * {@link IllegalArgumentException}) and are the CPU's, coherent across processes.
+ *
+ * <p>The segment can be re-pointed ({@link #point}) so that one store serves one message after
+ * another without allocating.
+ */
+public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStore, Void> {
+
+    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ValueLayout.OfDouble DOUBLE = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+    private static final VarHandle BYTE_ATOMIC = ValueLayout.JAVA_BYTE.varHandle();
+    private static final VarHandle SHORT_ATOMIC = ValueLayout.JAVA_SHORT.varHandle();
+    private static final VarHandle INT_ATOMIC = ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
+
+    private final BooleanSupplier open;
+    private final String what;
+    private final boolean shared;
+    private MemorySegment segment;
+
+    /**
+     * @param segment the memory (its arena bounds its lifetime)
+     * @param open    whether the owner is still open; checked before every access
+     * @param what    what the store views, for the message of a use after close
+     * @param shared  whether other processes map the memory too
+     */
+    public SegmentBytesStore(MemorySegment segment, BooleanSupplier open, String what, boolean shared) {
+        super(false);
+        this.segment = segment;
+        this.open = open;
+        this.what = what;
+        this.shared = shared;
+    }
+
+    /** Points the store at other memory (same owner); for flyweights. */
+    public void point(MemorySegment memory) {
+        this.segment = memory;
+    }
+
+    /** The memory, after the liveness check. */
+    private MemorySegment m() {
+        if (!open.getAsBoolean()) {
+            throw new IllegalStateException("Chronicle view of " + what + " used after it was closed; "
+                    + "a view is valid only while what it views is open");
+        }
+        return segment;
+    }
+
+    // ---------------------------------------------------------------- identity
+
+    @Override
+    public long capacity() {
+        return segment.byteSize();
+    }
+
+    @Override
+    public boolean isDirectMemory() {
+        return false;
+    }
+
+    @Override
+    public boolean sharedMemory() {
+        return shared;
+    }
+
+    @Override
+    public Void underlyingObject() {
+        return null;
+    }
+
+    @Override
+    public long addressForRead(long offset) {
+        throw noAddress();
+    }
+
+    @Override
+    public long addressForWrite(long offset) {
+        throw noAddress();
+    }
+
+    @Override
+    public long addressForWritePosition() {
+        throw noAddress();
+    }
+
+    private static UnsupportedOperationException noAddress() {
+        return new UnsupportedOperationException("a Conduit Chronicle view has no raw address: every access goes through "
+                + "its bounds and close checks");
+    }
+
+    /** A copy on the heap of this JVM, independent of the region. */
+    @Override
+    public SegmentBytesStore copy() {
+        MemorySegment source = m();
+        MemorySegment copy = Arena.ofAuto().allocate(Math.max(1, source.byteSize()), 8).asSlice(0, source.byteSize());
+        MemorySegment.copy(source, 0, copy, 0, source.byteSize());
+        return new SegmentBytesStore(copy, () -> true, "a copy", false);
+    }
+
+    @Override
+    protected void performRelease() {
+        // The memory is Conduit's: releasing a view frees nothing.
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    @Override
+    public byte readByte(long offset) {
+        return m().get(ValueLayout.JAVA_BYTE, offset);
+    }
+
+    @Override
+    public short readShort(long offset) {
+        return m().get(SHORT, offset);
+    }
+
+    @Override
+    public int readInt(long offset) {
+        return m().get(INT, offset);
+    }
+
+    @Override
+    public long readLong(long offset) {
+        return m().get(LONG, offset);
+    }
+
+    @Override
+    public float readFloat(long offset) {
+        return m().get(FLOAT, offset);
+    }
+
+    @Override
+    public double readDouble(long offset) {
+        return m().get(DOUBLE, offset);
+    }
+
+    @Override
+    public byte readVolatileByte(long offset) {
+        return (byte) BYTE_ATOMIC.getVolatile(m(), offset);
+    }
+
+    @Override
+    public short readVolatileShort(long offset) {
+        return (short) SHORT_ATOMIC.getVolatile(m(), offset);
+    }
+
+    @Override
+    public int readVolatileInt(long offset) {
+        return (int) INT_ATOMIC.getVolatile(m(), offset);
+    }
+
+    @Override
+    public long readVolatileLong(long offset) {
+        return (long) LONG_ATOMIC.getVolatile(m(), offset);
+    }
+
+    // ---------------------------------------------------------------- writes
+
+    @Override
+    public SegmentBytesStore writeByte(long offset, byte value) {
+        m().set(ValueLayout.JAVA_BYTE, offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeShort(long offset, short value) {
+        m().set(SHORT, offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeInt(long offset, int value) {
+        m().set(INT, offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeLong(long offset, long value) {
+        m().set(LONG, offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeFloat(long offset, float value) {
+        m().set(FLOAT, offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeDouble(long offset, double value) {
+        m().set(DOUBLE, offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeOrderedInt(long offset, int value) {
+        INT_ATOMIC.setRelease(m(), offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeOrderedLong(long offset, long value) {
+        LONG_ATOMIC.setRelease(m(), offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeVolatileByte(long offset, byte value) {
+        BYTE_ATOMIC.setVolatile(m(), offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeVolatileShort(long offset, short value) {
+        SHORT_ATOMIC.setVolatile(m(), offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeVolatileInt(long offset, int value) {
+        INT_ATOMIC.setVolatile(m(), offset, value);
+        return this;
+    }
+
+    @Override
+    public SegmentBytesStore writeVolatileLong(long offset, long value) {
+        LONG_ATOMIC.setVolatile(m(), offset, value);
+        return this;
+    }
+
+    @Override
+    public boolean compareAndSwapInt(long offset, int expected, int value) {
+        return INT_ATOMIC.compareAndSet(m(), offset, expected, value);
+    }
+
+    @Override
+    public boolean compareAndSwapLong(long offset, long expected, long value) {
+        return LONG_ATOMIC.compareAndSet(m(), offset, expected, value);
+    }
+
+    @Override
+    public void testAndSetInt(long offset, int expected, int value) {
+        if (!compareAndSwapInt(offset, expected, value)) {
+            throw new IllegalStateException("int at offset " + offset + " of " + what + " was not " + expected);
+        }
+    }
+
+    // ---------------------------------------------------------------- bulk
+
+    @Override
+    public SegmentBytesStore write(long offsetInRDO, byte[] bytes, int offset, int length) {
+        MemorySegment.copy(bytes, offset, m(), ValueLayout.JAVA_BYTE, offsetInRDO, length);
+        return this;
+    }
+
+    @Override
+    public void write(long offsetInRDO, ByteBuffer bytes, int offset, int length) {
+        MemorySegment target = m();
+        MemorySegment.copy(MemorySegment.ofBuffer(bytes.duplicate().clear()), offset, target, offsetInRDO, length);
+    }
+
+    @Override
+    public SegmentBytesStore write(long writeOffset, RandomDataInput bytes, long readOffset, long length) {
+        MemorySegment target = m();
+        if (bytes instanceof SegmentBytesStore other) {
+            MemorySegment.copy(other.m(), readOffset, target, writeOffset, length);
+            return this;
+        }
+        java.util.Objects.checkFromIndexSize(writeOffset, length, target.byteSize());
+        long i = 0;
+        for (; i + 8 <= length; i += 8) target.set(LONG, writeOffset + i, bytes.readLong(readOffset + i));
+        for (; i < length; i++) target.set(ValueLayout.JAVA_BYTE, writeOffset + i, bytes.readByte(readOffset + i));
+        return this;
+    }
+
+    @Override
+    public void move(long from, long to, long length) {
+        MemorySegment s = m();
+        MemorySegment.copy(s, from, s, to, length);
+    }
+
+    /** Copies {@code size} bytes at {@code position} to Chronicle's native memory at {@code address} (Chronicle's own). */
+    @Override
+    public void nativeRead(long position, long address, long size) {
+        MemorySegment s = m();
+        java.util.Objects.checkFromIndexSize(position, size, s.byteSize());
+        for (long i = 0; i < size; i++) UnsafeMemory.MEMORY.writeByte(address + i, s.get(ValueLayout.JAVA_BYTE, position + i));
+    }
+
+    /** Copies {@code size} bytes from Chronicle's native memory at {@code address} (Chronicle's own) to {@code position}. */
+    @Override
+    public void nativeWrite(long address, long position, long size) {
+        MemorySegment s = m();
+        java.util.Objects.checkFromIndexSize(position, size, s.byteSize());
+        for (long i = 0; i < size; i++) s.set(ValueLayout.JAVA_BYTE, position + i, UnsafeMemory.MEMORY.readByte(address + i));
+    }
+
+    /** A stop-bit length, then the characters as ISO-8859-1 bytes: Chronicle's 8-bit string. */
+    @Override
+    public long write8bit(long position, String s, int start, int length) {
+        long at = BytesInternal.writeStopBit(this, position, length);
+        MemorySegment target = m();
+        java.util.Objects.checkFromIndexSize(at, length, target.byteSize());
+        for (int i = 0; i < length; i++) target.set(ValueLayout.JAVA_BYTE, at + i, (byte) s.charAt(start + i));
+        return at + length;
+    }
+
+    @Override
+    public long write8bit(long position, BytesStore<?, ?> bs) {
+        long length = bs.readRemaining();
+        long at = BytesInternal.writeStopBit(this, position, length);
+        write(at, bs, bs.readPosition(), length);
+        return at + length;
+    }
+
+    @Override
+    public String toString() {
+        return "SegmentBytesStore[" + what + ", " + segment.byteSize() + " bytes" + (open.getAsBoolean() ? "" : ", closed") + "]";
+    }
+}

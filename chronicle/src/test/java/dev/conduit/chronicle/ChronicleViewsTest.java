@@ -1,0 +1,194 @@
+package dev.conduit.chronicle;
+
+import dev.conduit.Conduit;
+import dev.conduit.ImportedRegion;
+import dev.conduit.Region;
+import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.BytesStore;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.BufferOverflowException;
+import java.nio.BufferUnderflowException;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Views of regions and imported regions in one JVM: zero-copy, bounds, close, atomics. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS) // a hang guard
+class ChronicleViewsTest {
+
+    @TempDir
+    Path shared;
+    private Conduit conduit;
+
+    @AfterEach
+    void tearDown() {
+        if (conduit != null) conduit.close();
+    }
+
+    private Region region(long size) {
+        conduit = Conduits.posix(shared);
+        return conduit.pool("posix").allocate(size);
+    }
+
+    @Test
+    void aViewReadsAndWritesTheRegionsOwnMemory() {
+        Region region = region(256);
+        Bytes<Void> bytes = ChronicleViews.bytes(region);
+        assertThat(bytes.readRemaining()).isEqualTo(256);
+        assertThat(bytes.writeLimit()).isEqualTo(256);
+        assertThat(bytes.capacity()).isEqualTo(256);
+
+        bytes.clear();
+        bytes.writeInt(0x01020304).writeLong(-7L).writeDouble(2.5).writeUtf8("héllo").write8bit("plain");
+        MemorySegment s = region.segment();
+        assertThat(s.get(ValueLayout.JAVA_INT_UNALIGNED, 0)).isEqualTo(0x01020304);
+        assertThat(s.get(ValueLayout.JAVA_LONG_UNALIGNED, 4)).isEqualTo(-7L);
+        assertThat(s.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, 12)).isEqualTo(2.5);
+
+        s.set(ValueLayout.JAVA_LONG_UNALIGNED, 100, 42L);
+        assertThat(bytes.readInt()).isEqualTo(0x01020304);
+        assertThat(bytes.readLong()).isEqualTo(-7L);
+        assertThat(bytes.readDouble()).isEqualTo(2.5);
+        assertThat(bytes.readUtf8()).isEqualTo("héllo");
+        assertThat(bytes.read8bit()).isEqualTo("plain");
+        assertThat(bytes.readLong(100)).as("random access sees the segment's write").isEqualTo(42L);
+        assertThat(ChronicleViews.store(region).readLong(100)).isEqualTo(42L);
+    }
+
+    @Test
+    void everyAccessOutsideTheRegionThrowsAndNothingOutsideIsTouched() {
+        conduit = Conduits.posix(shared);
+        Region before = conduit.pool("posix").allocate(64);
+        Region region = conduit.pool("posix").allocate(64);
+        Region after = conduit.pool("posix").allocate(64);
+        Bytes<Void> bytes = ChronicleViews.bytes(region);
+        bytes.clear();
+        bytes.write(new byte[60]);
+        assertThatThrownBy(() -> bytes.writeLong(1L)).isInstanceOf(BufferOverflowException.class);
+        assertThatThrownBy(() -> bytes.writeLong(60, 1L)).isInstanceOf(BufferOverflowException.class);
+        assertThatThrownBy(() -> bytes.writeInt(-1, 1)).isInstanceOf(RuntimeException.class);
+        assertThatThrownBy(() -> bytes.readLong(60)).isInstanceOf(BufferUnderflowException.class);
+        bytes.readPosition(60);
+        assertThatThrownBy(bytes::readLong).isInstanceOf(BufferUnderflowException.class);
+        assertThatThrownBy(() -> bytes.readPosition(65)).isInstanceOf(RuntimeException.class);
+
+        BytesStore<?, Void> store = ChronicleViews.store(region);
+        assertThatThrownBy(() -> store.readLong(60)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> store.writeByte(64, (byte) 1)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> store.readByte(-1)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> store.write(32, new byte[40], 0, 40)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> store.addressForRead(0)).as("no raw address to bypass the checks")
+                .isInstanceOf(UnsupportedOperationException.class);
+        assertThat(before.segment().toArray(ValueLayout.JAVA_BYTE)).containsOnly(0);
+        assertThat(after.segment().toArray(ValueLayout.JAVA_BYTE)).containsOnly(0);
+    }
+
+    @Test
+    void aViewOfAClosedRegionThrowsOnEveryAccess() {
+        Region region = region(64);
+        Bytes<Void> bytes = ChronicleViews.bytes(region);
+        BytesStore<?, Void> store = ChronicleViews.store(region);
+        bytes.writeInt(0, 5);
+        region.close();
+        assertThatThrownBy(() -> bytes.readInt(0)).isInstanceOf(IllegalStateException.class).hasMessageContaining("used after it was closed");
+        assertThatThrownBy(bytes::readInt).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> bytes.writeLong(8, 1)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> store.compareAndSwapLong(0, 0, 1)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> store.readVolatileLong(0)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void anImportedRegionsViewSharesTheMemoryAndThrowsAfterItsCloseOrTheConduits() {
+        Region region = region(128);
+        ImportedRegion imported = conduit.importRegion(region.exportHandle());
+        Bytes<Void> writer = ChronicleViews.bytes(region);
+        Bytes<Void> reader = ChronicleViews.bytes(imported);
+        writer.writeLong(8, 123456789L);
+        assertThat(reader.readLong(8)).isEqualTo(123456789L);
+        assertThat(imported.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, 8)).isEqualTo(123456789L);
+
+        ImportedRegion second = conduit.importRegion(region.exportHandle());
+        Bytes<Void> secondReader = ChronicleViews.bytes(second);
+        imported.close();
+        assertThatThrownBy(() -> reader.readLong(8)).isInstanceOf(IllegalStateException.class);
+        assertThat(secondReader.readLong(8)).as("another open import of it still works").isEqualTo(123456789L);
+        conduit.close();
+        assertThatThrownBy(() -> secondReader.readLong(8)).as("unmapped with the conduit").isInstanceOf(IllegalStateException.class);
+        conduit = null;
+    }
+
+    @Test
+    void atomicsAreTheCpusAndNeedAlignment() throws Exception {
+        Region region = region(64);
+        BytesStore<?, Void> a = ChronicleViews.store(region);
+        BytesStore<?, Void> b = ChronicleViews.store(conduit.importRegion(region.exportHandle()));
+        assertThat(a.compareAndSwapLong(8, 0, 5)).isTrue();
+        assertThat(b.compareAndSwapLong(8, 0, 6)).as("the other view sees 5").isFalse();
+        assertThat(b.readVolatileLong(8)).isEqualTo(5);
+        b.writeOrderedInt(16, 9);
+        assertThat(a.readVolatileInt(16)).isEqualTo(9);
+        assertThat(a.addAndGetLong(24, 3)).isEqualTo(3);
+        assertThatThrownBy(() -> a.compareAndSwapLong(4, 0, 1)).isInstanceOf(IllegalArgumentException.class);
+
+        int threads = 2;
+        long each = 200_000;
+        Thread[] ts = new Thread[threads];
+        for (int t = 0; t < threads; t++) {
+            BytesStore<?, Void> view = t == 0 ? a : b;
+            ts[t] = Thread.ofPlatform().start(() -> {
+                for (long i = 0; i < each; i++) {
+                    long v;
+                    do {
+                        v = view.readVolatileLong(32);
+                    } while (!view.compareAndSwapLong(32, v, v + 1));
+                }
+            });
+        }
+        for (Thread t : ts) t.join();
+        assertThat(a.readVolatileLong(32)).isEqualTo(threads * each);
+    }
+
+    /**
+     * Closing the conduit (unmapping) while another thread reads through a view: every read either
+     * completes or throws IllegalStateException — the JVM never touches the unmapped memory.
+     */
+    @Test
+    void aCloseRacingWithAccessesOnAnotherThreadNeverReadsUnmappedMemory() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            Region region = region(1 << 16);
+            ImportedRegion imported = conduit.importRegion(region.exportHandle());
+            BytesStore<?, Void> view = ChronicleViews.store(imported);
+            AtomicReference<Throwable> ended = new AtomicReference<>();
+            AtomicLong reads = new AtomicLong();
+            CountDownLatch started = new CountDownLatch(1);
+            Thread reader = Thread.ofPlatform().start(() -> {
+                started.countDown();
+                try {
+                    for (long i = 0; ; i++) {
+                        view.readLong((i * 8) & 0xFFF8);
+                        reads.incrementAndGet();
+                    }
+                } catch (Throwable t) {
+                    ended.set(t);
+                }
+            });
+            started.await();
+            while (reads.get() < 1000) Thread.onSpinWait();
+            conduit.close();
+            conduit = null;
+            reader.join(TimeUnit.SECONDS.toMillis(30));
+            assertThat(ended.get()).isInstanceOf(IllegalStateException.class);
+        }
+    }
+}

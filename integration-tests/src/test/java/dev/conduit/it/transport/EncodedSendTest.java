@@ -1,0 +1,152 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Worker;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The shared-memory transports' zero-copy send ({@code Endpoint.send(id, header, maxLength,
+ * encoder)}): the encoder writes into the peer's receive queue (inline) or the bounce ring (large);
+ * under backpressure into the local queue; an encoder that throws or lies about its length leaves
+ * nothing behind and the stream goes on, in order.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
+class EncodedSendTest {
+
+    private static final int ID = 9;
+
+    /** Fills {@code length} bytes with a pattern derived from {@code seed}; returns the length. */
+    private static long fill(MemorySegment target, long length, int seed) {
+        for (long i = 0; i < length; i++) target.set(ValueLayout.JAVA_BYTE, i, (byte) (seed + i * 31));
+        return length;
+    }
+
+    private static boolean matches(byte[] payload, int seed) {
+        for (int i = 0; i < payload.length; i++) if (payload[i] != (byte) (seed + i * 31L)) return false;
+        return true;
+    }
+
+    private record Received(int seed, byte[] header, byte[] payload) {
+    }
+
+    private static List<Received> receive(Worker receiver) {
+        List<Received> seen = new ArrayList<>();
+        receiver.onMessage(ID, m -> seen.add(new Received(m.headerInt(0), m.headerToArray(), m.payloadToArray())));
+        return seen;
+    }
+
+    private static void progressUntil(Worker sender, Worker receiver, List<Received> seen, int count) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (seen.size() < count) {
+            sender.progress();
+            receiver.progress();
+            if (System.nanoTime() > deadline) throw new AssertionError("only " + seen.size() + " of " + count + " messages arrived");
+        }
+    }
+
+    private static MemorySegment header(int seed) {
+        MemorySegment h = MemorySegment.ofArray(new byte[12]);
+        h.set(ValueLayout.JAVA_INT_UNALIGNED, 0, seed);
+        return h;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void encodedPayloadsOfEverySizeArriveIntactAndInOrderWithPlainSends(String plugin, @TempDir(factory = ShmDir.class) Path shared) {
+        try (Conduit conduit = Setup.conduit(shared, plugin)) {
+            Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+            Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+            List<Received> seen = receive(receiver);
+            Endpoint endpoint = sender.connect(receiver.address());
+            // Inline (under inline.max = 8 KiB), large (bounce ring), and an encoder using less than its room.
+            long[] maxLengths = {0, 1, 100, 8000, 9000, 300_000, 1 << 20};
+            int seed = 0;
+            for (long max : maxLengths) {
+                int s = ++seed;
+                long written = max / 2 + (max & 1);
+                assertThat(endpoint.send(ID, header(s), max, t -> {
+                    assertThat(t.byteSize()).isEqualTo(max);
+                    return fill(t, written, s);
+                })).isEqualTo(written);
+                int plain = ++seed;
+                MemorySegment p = MemorySegment.ofArray(new byte[(int) Math.min(max, 20_000)]);
+                fill(p, p.byteSize(), plain);
+                endpoint.send(ID, header(plain), p);
+            }
+            progressUntil(sender, receiver, seen, seed);
+            for (int i = 0; i < seed; i++) {
+                Received r = seen.get(i);
+                assertThat(r.seed()).as("message %d in order", i).isEqualTo(i + 1);
+                assertThat(matches(r.payload(), r.seed())).as("payload of message %d intact", i).isTrue();
+            }
+            assertThat(seen.get(12).payload()).hasSize(1 << 19);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void whenThePeersQueueIsFullTheEncoderWritesIntoTheLocalQueueAndOrderHolds(String plugin, @TempDir(factory = ShmDir.class) Path shared) {
+        try (Conduit conduit = Setup.conduit(shared, plugin, plugin + ".queue.size=64KiB")) {
+            Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+            Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+            List<Received> seen = receive(receiver);
+            Endpoint endpoint = sender.connect(receiver.address());
+            int messages = 200; // 200 x ~1 KiB: more than the 64 KiB queue holds
+            for (int i = 1; i <= messages; i++) {
+                int s = i;
+                endpoint.send(ID, header(s), 1000, t -> fill(t, 1000, s));
+            }
+            assertThat(endpoint.pending()).as("the rest waits locally, nothing dropped").isPositive();
+            progressUntil(sender, receiver, seen, messages);
+            assertThat(endpoint.pending()).isZero();
+            assertThat(seen).extracting(Received::seed).containsExactlyElementsOf(java.util.stream.IntStream.rangeClosed(1, messages).boxed().toList());
+            assertThat(seen).allMatch(r -> matches(r.payload(), r.seed()) && r.payload().length == 1000);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void anEncoderThatThrowsOrLiesSendsNothingAndTheNextMessageArrives(String plugin, @TempDir(factory = ShmDir.class) Path shared) {
+        try (Conduit conduit = Setup.conduit(shared, plugin)) {
+            Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+            Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+            List<Received> seen = receive(receiver);
+            Endpoint endpoint = sender.connect(receiver.address());
+            for (long max : new long[] {64, 100_000}) { // an abandoned queue record; an abandoned bounce reservation
+                assertThatThrownBy(() -> endpoint.send(ID, header(-1), max, t -> {
+                    fill(t, max, -1);
+                    throw new IllegalArgumentException("encoder failed");
+                })).isInstanceOf(IllegalArgumentException.class).hasMessage("encoder failed");
+                assertThatThrownBy(() -> endpoint.send(ID, header(-2), max, t -> max + 1))
+                        .isInstanceOf(IllegalStateException.class).hasMessageContaining("returned " + (max + 1) + " bytes written");
+                assertThatThrownBy(() -> endpoint.send(ID, header(-3), max, t -> {
+                    t.set(ValueLayout.JAVA_LONG_UNALIGNED, max - 4, 1L);
+                    return 8;
+                })).as("the target is bounded").isInstanceOf(IndexOutOfBoundsException.class);
+            }
+            endpoint.send(ID, header(1), 10, t -> fill(t, 10, 1));
+            endpoint.send(ID, header(2), 50_000, t -> fill(t, 50_000, 2));
+            progressUntil(sender, receiver, seen, 2);
+            receiver.progress();
+            assertThat(seen).extracting(Received::seed).containsExactly(1, 2);
+            assertThat(seen).allMatch(r -> matches(r.payload(), r.seed()));
+            assertThat(endpoint.pending()).isZero();
+        }
+    }
+}
