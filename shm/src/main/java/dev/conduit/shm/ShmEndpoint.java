@@ -2,6 +2,7 @@ package dev.conduit.shm;
 
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadWriter;
@@ -68,6 +69,16 @@ final class ShmEndpoint implements TransportEndpoint {
 
     @Override
     public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+        try {
+            return send(id, header, payload);
+        } catch (InternalError e) {
+            fail(MappedMemoryFaults.describe(e, transport.plugin(), "mapped memory this send touched (the peer's receive queue, "
+                    + "this connection's bounce ring or the message's own segments)"), e);
+            throw failure;
+        }
+    }
+
+    private boolean send(int id, MemorySegment header, MemorySegment payload) {
         if (failure != null) throw failure;
         if (closed) throw new IllegalStateException("endpoint is closed");
         if (!connectSent) {
@@ -191,28 +202,59 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private void fail(String message) {
-        failure = new PeerFailedException(message);
+        fail(message, null);
+    }
+
+    private void fail(String message, Throwable cause) {
+        failure = new PeerFailedException(message, cause);
         events.peerFailed(failure);
     }
 
     @Override
     public void put(MemorySegment source, RemoteRegion target, long offset) {
-        MemorySegment.copy(source, 0, local(target), offset, source.byteSize());
+        MemorySegment segment = local(target);
+        try {
+            MemorySegment.copy(source, 0, segment, offset, source.byteSize());
+        } catch (InternalError e) {
+            throw regionFault(e, target);
+        }
     }
 
     @Override
     public void get(RemoteRegion source, long offset, MemorySegment destination) {
-        MemorySegment.copy(local(source), offset, destination, 0, destination.byteSize());
+        MemorySegment segment = local(source);
+        try {
+            MemorySegment.copy(segment, offset, destination, 0, destination.byteSize());
+        } catch (InternalError e) {
+            throw regionFault(e, source);
+        }
     }
 
     @Override
     public long fetchAdd(RemoteRegion target, long offset, long delta) {
-        return (long) LONG.getAndAdd(local(target), offset, delta);
+        MemorySegment segment = local(target);
+        try {
+            return (long) LONG.getAndAdd(segment, offset, delta);
+        } catch (InternalError e) {
+            throw regionFault(e, target);
+        }
     }
 
     @Override
     public long compareAndSwap(RemoteRegion target, long offset, long expected, long desired) {
-        return (long) LONG.compareAndExchange(local(target), offset, expected, desired);
+        MemorySegment segment = local(target);
+        try {
+            // An interpreted CAS on a truncated mapping crashes the JVM; this read faults first (MappedMemoryFaults).
+            LONG.getOpaque(segment, offset);
+            return (long) LONG.compareAndExchange(segment, offset, expected, desired);
+        } catch (InternalError e) {
+            throw regionFault(e, target);
+        }
+    }
+
+    private ConduitException regionFault(InternalError e, RemoteRegion region) {
+        return new ConduitException(MappedMemoryFaults.describe(e, transport.plugin(), "the peer's region of " + region.length()
+                + " bytes (plugin " + region.pluginName() + ") or the local segment of this operation"), e);
     }
 
     @Override

@@ -236,7 +236,12 @@ public final class ShmTransport implements Transport {
     @Override
     public int progress() {
         ensureOpen();
-        int handled = queue.poll(onRecord, POLL_LIMIT);
+        int handled;
+        try {
+            handled = queue.poll(onRecord, POLL_LIMIT);
+        } catch (InternalError e) {
+            throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue or a sender's bounce ring"), e);
+        }
         queue.beat(++progressCount);
         // The clock is read every 16th idle poll (and every 256th busy one), not on every spin of a busy-polling worker.
         if ((handled == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0) {
