@@ -16,6 +16,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * <ul>
  *   <li>{@code import <dir> <payload hex> <length>}: with no provider in this JVM, maps the export,
  *       prints the long at offset 0, writes that value + 1 at offset 8, unmaps.</li>
+ *   <li>{@code probe <dir>}: prints the plugin's availability on that directory.</li>
  *   <li>{@code produce <dir>}: opens a provider, allocates a page, writes 1234 at offset 0, prints
  *       the export payload and the length, then waits to be killed without closing anything.</li>
  * </ul>
@@ -38,6 +39,10 @@ final class PosixChild {
                     mapping.segment().set(JAVA_LONG, 8, value + 1);
                     System.out.println(value);
                 }
+            }
+            case "probe" -> {
+                dev.conduit.spi.Availability availability = plugin.probe(TestContext.of(directory));
+                System.out.println("available=" + availability.isAvailable() + " reason=" + availability.reason());
             }
             case "produce" -> {
                 MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(directory));
