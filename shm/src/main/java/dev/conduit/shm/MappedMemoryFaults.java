@@ -5,7 +5,7 @@ package dev.conduit.shm;
  *
  * <p>A posix chunk is a file in the shared directory; any process that may write it may also
  * truncate it while others have it mapped, and their next access to a lost page raises
- * {@code SIGBUS}. Measured on JDK 25 (docs/decisions.md, "SIGBUS on a truncated mapping"): for a
+ * {@code SIGBUS}. So does the first touch of a page of a sparse chunk on a tmpfs that is full. Measured on JDK 25 (docs/decisions.md, "SIGBUS on a truncated mapping"): for a
  * {@code MemorySegment} access — plain, volatile, {@code getAndAdd}, bulk copy, fill, mismatch —
  * in interpreted, C1- and C2-compiled code, HotSpot turns the signal into
  * {@code java.lang.InternalError: a fault occurred in an unsafe memory access operation} and the
@@ -34,8 +34,9 @@ final class MappedMemoryFaults {
     /** Rethrows {@code error} unless it is a fault on mapped memory; then returns what to say about it. */
     static String describe(InternalError error, String plugin, String what) {
         if (!isFault(error)) throw error;
-        return plugin + ": " + what + " was truncated by another process while mapped here (SIGBUS, reported by the JVM as \""
-                + error.getMessage() + "\"); a peer with write access to the shared directory shrank the file. "
-                + "Use the memfd plugin (sealed chunks) when peers are not trusted";
+        return plugin + ": " + what + " was truncated by another process while mapped here, or lives on a full file system "
+                + "that could not supply a page on first touch (SIGBUS, reported by the JVM as \"" + error.getMessage() + "\"). "
+                + "Either a peer with write access to the shared directory shrank the file (use the memfd plugin, whose chunks are "
+                + "sealed, when peers are not trusted), or the directory's file system is full (free space or enlarge it)";
     }
 }
