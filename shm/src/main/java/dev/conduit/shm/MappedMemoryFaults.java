@@ -5,7 +5,8 @@ package dev.conduit.shm;
  *
  * <p>A posix chunk is a file in the shared directory; any process that may write it may also
  * truncate it while others have it mapped, and their next access to a lost page raises
- * {@code SIGBUS}. So does the first touch of a page of a sparse chunk on a tmpfs that is full. Measured on JDK 25 (docs/decisions.md, "SIGBUS on a truncated mapping"): for a
+ * {@code SIGBUS}. So does the first touch of a page of a sparse chunk on a tmpfs that is full.
+ * Measured on JDK 25 (docs/decisions.md, "SIGBUS on a truncated posix mapping"): for a
  * {@code MemorySegment} access — plain, volatile, {@code getAndAdd}, bulk copy, fill, mismatch —
  * in interpreted, C1- and C2-compiled code, HotSpot turns the signal into
  * {@code java.lang.InternalError: a fault occurred in an unsafe memory access operation} and the

@@ -97,6 +97,8 @@ class HungPeerTest {
             child.destroyForcibly();
             new ProcessBuilder("kill", "-CONT", Long.toString(child.pid())).start().waitFor();
             assertThat(child.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            child.getInputStream().close();
+            child.getOutputStream().close();
         }
         // The next Conduit on the directory reclaims what the killed process left.
         try (Conduit next = Conduit.builder().environment(Map.of()).systemProperties(new Properties())
