@@ -278,7 +278,10 @@ final class ShmEndpoint implements TransportEndpoint {
         if (closed) return;
         closed = true;
         try {
-            if (connectSent && failure == null) sayGoodbye();
+            if (connectSent && failure == null) {
+                awaitBounceDrained();
+                sayGoodbye();
+            }
         } finally {
             try {
                 if (bounceChunk != null) transport.provider().free(bounceChunk);
@@ -290,6 +293,30 @@ final class ShmEndpoint implements TransportEndpoint {
                     transport.closed(this);
                 }
             }
+        }
+    }
+
+    /**
+     * Waits until the peer has read every large payload still in our bounce ring, which close is
+     * about to free: freed, a ring the peer has not mapped yet is gone (a memfd export is revoked,
+     * a posix file unlinked), and the messages in it with it. Waits only while the peer lives and
+     * makes progress; a dead peer, or one whose heartbeat stood still for {@code heartbeat.timeout},
+     * is not waited for.
+     */
+    private void awaitBounceDrained() {
+        if (bounce == null || bounce.drained()) return;
+        long beat = peer.heartbeat();
+        long progressed = System.nanoTime();
+        while (!bounce.drained() && peerLease.ownerAlive()) {
+            long now = System.nanoTime();
+            long seen = peer.heartbeat();
+            if (seen != beat) {
+                beat = seen;
+                progressed = now;
+            } else if (now - progressed > heartbeatTimeoutNanos) {
+                return;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000);
         }
     }
 

@@ -95,6 +95,8 @@ public final class ShmTransport implements Transport {
         final LeaseWatch lease;
         ChunkMapping bounceMapping;
         BounceRing bounce;
+        /** The announced ring could not be mapped: the sender freed it (it closed) or died. */
+        boolean bounceGone;
 
         Inbound(LeaseWatch lease) {
             this.lease = lease;
@@ -271,6 +273,11 @@ public final class ShmTransport implements Transport {
             }
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
+                if (in != null && in.bounceGone && !in.lease.ownerAlive()) {
+                    // Its sender died before this process mapped its ring: the payload died with it.
+                    context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died");
+                    return;
+                }
                 if (in == null || in.bounce == null) throw protocolError(connection, "large message before its bounce ring was announced");
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
                 int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
@@ -307,7 +314,19 @@ public final class ShmTransport implements Transport {
                 byte[] export = r.bytes("payload", exportLength);
                 long ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
                 r.end("length");
-                ChunkMapping mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
+                ChunkMapping mapping;
+                try {
+                    mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
+                } catch (dev.conduit.spi.InvalidHandleException e) {
+                    throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
+                } catch (ConduitException e) {
+                    // The sender closed (it frees the ring only once we read every payload in it) or died: no
+                    // payload of it waits here. A LARGE record that still comes is judged when it comes.
+                    in.bounceGone = true;
+                    context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": the bounce ring of connection "
+                            + Long.toHexString(connection) + " is gone: " + e.getMessage());
+                    return;
+                }
                 try {
                     in.bounce = BounceRing.attach(mapping.segment());
                     in.bounceMapping = mapping;
