@@ -113,6 +113,11 @@ public final class BounceRing {
         LONG.setRelease(memory, CONSUMED_OFFSET, position);
     }
 
+    /** Sender side: whether the receiver released every payload reserved so far. */
+    public boolean drained() {
+        return (long) LONG.getAcquire(memory, CONSUMED_OFFSET) == produced;
+    }
+
     /** Whether {@code [offset, offset + length)} lies in the payload area: a receiver's check of a peer's record. */
     public boolean contains(long offset, long length) {
         return offset >= HEADER_LENGTH && length >= 0 && length <= capacity && offset - HEADER_LENGTH <= capacity - length;

@@ -50,8 +50,21 @@ public final class SharedDirectory implements AutoCloseable {
             return new SharedDirectory(libc, path, fd);
         } catch (ErrnoException e) {
             throw new ConduitException("cannot open the shared directory " + path + ": " + e.errnoName()
-                    + " (" + e.getMessage() + "); create it, make it readable and writable for this user, or set " + configKey, e);
+                    + " (" + e.getMessage() + "); " + remedy(e, "create it, make it readable and writable for this user, or set " + configKey), e);
         }
+    }
+
+    /**
+     * What to do about {@code e}: raise the descriptor limit when it is {@code EMFILE} or
+     * {@code ENFILE} (no path or configuration is at fault then), else {@code otherwise}.
+     */
+    public static String remedy(ErrnoException e, String otherwise) {
+        return switch (e.errnoName()) {
+            case "EMFILE" -> "this process has no file descriptor left: raise its open-file limit (ulimit -n, RLIMIT_NOFILE, "
+                    + "systemd LimitNOFILE) or close descriptors it no longer needs";
+            case "ENFILE" -> "the system's open-file table is full: raise fs.file-max or stop processes that hold many files";
+            default -> otherwise;
+        };
     }
 
     public Path path() {

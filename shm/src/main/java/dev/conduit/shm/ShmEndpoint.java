@@ -2,6 +2,7 @@ package dev.conduit.shm;
 
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
@@ -69,6 +70,14 @@ final class ShmEndpoint implements TransportEndpoint {
 
     @Override
     public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+        try {
+            return send(id, header, payload);
+        } catch (InternalError e) {
+            throw sendFault(e);
+        }
+    }
+
+    private boolean send(int id, MemorySegment header, MemorySegment payload) {
         if (!ready()) return noRoom();
         long headerLength = header.byteSize();
         long payloadLength = payload.byteSize();
@@ -111,6 +120,14 @@ final class ShmEndpoint implements TransportEndpoint {
      */
     @Override
     public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        try {
+            return sendEncoded(id, header, maxLength, encoder);
+        } catch (InternalError e) {
+            throw sendFault(e);
+        }
+    }
+
+    private long sendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         if (!ready()) return noRoomEncoded();
         long headerLength = header.byteSize();
         MemorySegment q = peer.memory();
@@ -155,6 +172,13 @@ final class ShmEndpoint implements TransportEndpoint {
         peer.commit(offset, length);
         sent();
         return written;
+    }
+
+    /** A send touched mapped memory that is gone (a posix file truncated under it): this endpoint fails. */
+    private PeerFailedException sendFault(InternalError e) {
+        fail(MappedMemoryFaults.describe(e, transport.plugin(), "mapped memory this send touched (the peer's receive queue, "
+                + "this connection's bounce ring or the message's own segments)"), e);
+        return failure;
     }
 
     /** Checks the endpoint is usable and that the peer was told who connects; false when its queue had no room for that. */
@@ -264,28 +288,59 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private void fail(String message) {
-        failure = new PeerFailedException(message);
+        fail(message, null);
+    }
+
+    private void fail(String message, Throwable cause) {
+        failure = new PeerFailedException(message, cause);
         events.peerFailed(failure);
     }
 
     @Override
     public void put(MemorySegment source, RemoteRegion target, long offset) {
-        MemorySegment.copy(source, 0, local(target), offset, source.byteSize());
+        MemorySegment segment = local(target);
+        try {
+            MemorySegment.copy(source, 0, segment, offset, source.byteSize());
+        } catch (InternalError e) {
+            throw regionFault(e, target);
+        }
     }
 
     @Override
     public void get(RemoteRegion source, long offset, MemorySegment destination) {
-        MemorySegment.copy(local(source), offset, destination, 0, destination.byteSize());
+        MemorySegment segment = local(source);
+        try {
+            MemorySegment.copy(segment, offset, destination, 0, destination.byteSize());
+        } catch (InternalError e) {
+            throw regionFault(e, source);
+        }
     }
 
     @Override
     public long fetchAdd(RemoteRegion target, long offset, long delta) {
-        return (long) LONG.getAndAdd(local(target), offset, delta);
+        MemorySegment segment = local(target);
+        try {
+            return (long) LONG.getAndAdd(segment, offset, delta);
+        } catch (InternalError e) {
+            throw regionFault(e, target);
+        }
     }
 
     @Override
     public long compareAndSwap(RemoteRegion target, long offset, long expected, long desired) {
-        return (long) LONG.compareAndExchange(local(target), offset, expected, desired);
+        MemorySegment segment = local(target);
+        try {
+            // An interpreted CAS on a truncated mapping crashes the JVM; this read faults first (MappedMemoryFaults).
+            LONG.getOpaque(segment, offset);
+            return (long) LONG.compareAndExchange(segment, offset, expected, desired);
+        } catch (InternalError e) {
+            throw regionFault(e, target);
+        }
+    }
+
+    private ConduitException regionFault(InternalError e, RemoteRegion region) {
+        return new ConduitException(MappedMemoryFaults.describe(e, transport.plugin(), "the peer's region of " + region.length()
+                + " bytes (plugin " + region.pluginName() + ") or the local segment of this operation"), e);
     }
 
     @Override
@@ -309,7 +364,10 @@ final class ShmEndpoint implements TransportEndpoint {
         if (closed) return;
         closed = true;
         try {
-            if (connectSent && failure == null) sayGoodbye();
+            if (connectSent && failure == null) {
+                awaitBounceDrained();
+                sayGoodbye();
+            }
         } finally {
             try {
                 if (bounceChunk != null) transport.provider().free(bounceChunk);
@@ -321,6 +379,30 @@ final class ShmEndpoint implements TransportEndpoint {
                     transport.closed(this);
                 }
             }
+        }
+    }
+
+    /**
+     * Waits until the peer has read every large payload still in our bounce ring, which close is
+     * about to free: freed, a ring the peer has not mapped yet is gone (a memfd export is revoked,
+     * a posix file unlinked), and the messages in it with it. Waits only while the peer lives and
+     * makes progress; a dead peer, or one whose heartbeat stood still for {@code heartbeat.timeout},
+     * is not waited for.
+     */
+    private void awaitBounceDrained() {
+        if (bounce == null || bounce.drained()) return;
+        long beat = peer.heartbeat();
+        long progressed = System.nanoTime();
+        while (!bounce.drained() && peerLease.ownerAlive()) {
+            long now = System.nanoTime();
+            long seen = peer.heartbeat();
+            if (seen != beat) {
+                beat = seen;
+                progressed = now;
+            } else if (now - progressed > heartbeatTimeoutNanos) {
+                return;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000);
         }
     }
 

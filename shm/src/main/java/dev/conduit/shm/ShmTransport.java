@@ -95,6 +95,8 @@ public final class ShmTransport implements Transport {
         final LeaseWatch lease;
         ChunkMapping bounceMapping;
         BounceRing bounce;
+        /** The announced ring could not be mapped: the sender freed it (it closed) or died. */
+        boolean bounceGone;
 
         Inbound(LeaseWatch lease) {
             this.lease = lease;
@@ -211,7 +213,8 @@ public final class ShmTransport implements Transport {
             peerLease = LeaseWatch.open(libc, directory, leaseName);
         } catch (ErrnoException e) {
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
-                    + e.errnoName() + "); the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)", e);
+                    + e.errnoName() + "); " + SharedDirectory.remedy(e, "the peer is gone, or this process sees another shared directory "
+                    + "(shared.dir, CONDUIT_SHARED_DIR)"), e);
         }
         ChunkMapping mapping = null;
         try {
@@ -236,7 +239,12 @@ public final class ShmTransport implements Transport {
     @Override
     public int progress() {
         ensureOpen();
-        int handled = queue.poll(onRecord, POLL_LIMIT);
+        int handled;
+        try {
+            handled = queue.poll(onRecord, POLL_LIMIT);
+        } catch (InternalError e) {
+            throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue or a sender's bounce ring"), e);
+        }
         queue.beat(++progressCount);
         // The clock is read every 16th idle poll (and every 256th busy one), not on every spin of a busy-polling worker.
         if ((handled == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0) {
@@ -265,6 +273,11 @@ public final class ShmTransport implements Transport {
             }
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
+                if (in != null && in.bounceGone && !in.lease.ownerAlive()) {
+                    // Its sender died before this process mapped its ring: the payload died with it.
+                    context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died");
+                    return;
+                }
                 if (in == null || in.bounce == null) throw protocolError(connection, "large message before its bounce ring was announced");
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
                 int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
@@ -301,7 +314,19 @@ public final class ShmTransport implements Transport {
                 byte[] export = r.bytes("payload", exportLength);
                 long ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
                 r.end("length");
-                ChunkMapping mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
+                ChunkMapping mapping;
+                try {
+                    mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
+                } catch (dev.conduit.spi.InvalidHandleException e) {
+                    throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
+                } catch (ConduitException e) {
+                    // The sender closed (it frees the ring only once we read every payload in it) or died: no
+                    // payload of it waits here. A LARGE record that still comes is judged when it comes.
+                    in.bounceGone = true;
+                    context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": the bounce ring of connection "
+                            + Long.toHexString(connection) + " is gone: " + e.getMessage());
+                    return;
+                }
                 try {
                     in.bounce = BounceRing.attach(mapping.segment());
                     in.bounceMapping = mapping;

@@ -164,8 +164,10 @@ public final class ChildJvm implements AutoCloseable {
     /** The java command that runs {@code mainClass} as this JVM runs: module path or class path. */
     public static List<String> javaCommand(Class<?> mainClass, List<String> jvmOptions, List<String> arguments) {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        // -XX:-UsePerfData: JVMs in PID namespaces of their own are all pid 1 and would share /tmp/hsperfdata_<user>/1,
+        // and the JVM that finds it locked prints a warning on stdout, before READY.
         List<String> command = new ArrayList<>(List.of(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                "-Xmx256m", "--illegal-native-access=deny"));
+                "-Xmx256m", "-XX:-UsePerfData", "--illegal-native-access=deny"));
         boolean modulePath = mainClass.getModule().isNamed();
         command.add("--enable-native-access=" + (modulePath ? NATIVE_MODULES : "ALL-UNNAMED"));
         command.addAll(jvmOptions);

@@ -42,8 +42,9 @@ import java.nio.file.Path;
  * already costs an {@code open} and an {@code mmap}.
  *
  * <p><b>Trust.</b> The checks are made once, at map time. A peer with write access to the file can
- * still truncate it while it is mapped, and this process then gets {@code SIGBUS} on access
- * (memfd seals its chunks against that; posix cannot). Map only files of peers you trust.
+ * still truncate it while it is mapped, and this process then gets {@code SIGBUS} on access, which
+ * the JDK reports as {@code InternalError} (memfd seals its chunks against that; posix cannot).
+ * Map only files of peers you trust.
  */
 final class PosixImporter implements IpcImporter {
 

@@ -209,7 +209,7 @@ final class PosixMemoryProvider implements MemoryProvider {
             return directory.createExclusive(name);
         } catch (ErrnoException e) {
             throw new ConduitException("cannot create chunk file " + path + ": " + e.getMessage()
-                    + "; make " + directory.path() + " writable for this user, or set " + directoryKeys, e);
+                    + "; " + SharedDirectory.remedy(e, "make " + directory.path() + " writable for this user, or set " + directoryKeys), e);
         }
     }
 

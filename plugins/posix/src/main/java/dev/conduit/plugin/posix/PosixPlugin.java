@@ -38,10 +38,12 @@ import java.util.Set;
  *
  * <p><b>Trust model: for trusted peers.</b> Chunk files are ordinary files: a peer with write
  * access to one (its owner, or root) can truncate it while others have it mapped, and their next
- * access to the lost pages raises {@code SIGBUS}, which kills the JVM. The importer checks the
- * size once, when it maps, and only maps files of its own user or of users listed in
- * {@code posix.trusted.uids}. Where peers are not trusted use the memfd plugin, whose chunks are
- * sealed against resizing.
+ * access to the lost pages raises {@code SIGBUS}. The JVM survives it: where Conduit touches the
+ * memory itself the affected endpoint or operation fails with a Conduit exception, while application
+ * code reading such a segment gets the JDK's {@code InternalError} (docs/guarantees.md). The
+ * importer checks the size once, when it maps, and only maps files of its own user or of users
+ * listed in {@code posix.trusted.uids}. Where peers are not trusted use the memfd plugin, whose
+ * chunks are sealed against resizing.
  *
  * <table class="striped">
  * <caption>Configuration keys</caption>

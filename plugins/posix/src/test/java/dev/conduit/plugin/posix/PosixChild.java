@@ -12,6 +12,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * The other process of {@link CrossProcessTest}, started as a fresh JVM on the module path.
  *
  * <ul>
+ *   <li>{@code import <dir> <payload hex> <length>}: with no provider in this JVM, maps the export,
+ *       prints the long at offset 0, writes that value + 1 at offset 8, unmaps.</li>
+ *   <li>{@code probe <dir>}: prints the plugin's availability on that directory.</li>
  *   <li>{@code produce <dir>}: opens a provider, allocates a page, writes 1234 at offset 0, prints
  *       the export payload and the length, then waits to be killed without closing anything.</li>
  * </ul>
@@ -25,6 +28,20 @@ final class PosixChild {
         Path directory = Path.of(args[1]);
         PosixPlugin plugin = new PosixPlugin();
         switch (args[0]) {
+            case "import" -> {
+                byte[] payload = HexFormat.of().parseHex(args[2]);
+                long length = Long.parseLong(args[3]);
+                try (ChunkMapping mapping = plugin.ipcImporter(TestContext.of(directory))
+                        .map(new PayloadReader(payload, 0, payload.length, "payload."), length)) {
+                    long value = mapping.segment().get(JAVA_LONG, 0);
+                    mapping.segment().set(JAVA_LONG, 8, value + 1);
+                    System.out.println(value);
+                }
+            }
+            case "probe" -> {
+                dev.conduit.spi.Availability availability = plugin.probe(TestContext.of(directory));
+                System.out.println("available=" + availability.isAvailable() + " reason=" + availability.reason());
+            }
             case "produce" -> {
                 MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(directory));
                 Chunk chunk = provider.allocate(provider.pageSize());

@@ -251,13 +251,18 @@ class PosixImporterTest {
     }
 
     @Test
-    void explainsAFileThisUserMayNotOpen() throws IOException {
-        assumeThat(Linux.libc().getuid()).as("root opens any file").isNotZero();
+    void explainsAFileThisUserMayNotOpen() throws Exception {
         byte[] payload = provider.export(provider.allocate(page));
         Files.setPosixFilePermissions(shared.resolve(fileName(payload)), PosixFilePermissions.fromString("---------"));
+        if (WithoutDacOverride.needed()) {
+            // Root opens any file: import from a JVM without the capabilities that let it.
+            assertThat(WithoutDacOverride.run("import", shared.toString(), java.util.HexFormat.of().formatHex(payload), Long.toString(page)))
+                    .contains("EACCES").contains("The file is this user's, but its permissions deny it reading and writing");
+            return;
+        }
         assertThatThrownBy(() -> importer.map(reader(payload), page))
                 .hasMessageContaining("EACCES")
-                .hasMessageContaining("run producer and consumer as the same user");
+                .hasMessageContaining("The file is this user's, but its permissions deny it reading and writing");
     }
 
     @Test

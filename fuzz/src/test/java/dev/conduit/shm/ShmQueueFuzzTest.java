@@ -1,0 +1,152 @@
+package dev.conduit.shm;
+
+import com.code_intelligence.jazzer.api.FuzzedDataProvider;
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.conduit.Conduit;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.Worker;
+import dev.conduit.internal.worker.AddressFormat;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.PayloadReader;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Comparator;
+import java.util.Map;
+import java.util.Properties;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A hostile sender writes arbitrary records into a real worker's receive queue. The peer follows
+ * the ring's framing (claim, write, commit, as any process that maps the queue can) and lies in
+ * every field: type, connection, message id, header and payload lengths, bounce offsets, control
+ * payloads naming leases and bounce rings. For any such records the worker's {@code progress()}
+ * delivers messages whose bytes lie inside the record or a mapped bounce ring, or throws a
+ * {@link ConduitException} naming the broken rule; it never throws anything else, and the worker
+ * stays usable.
+ */
+class ShmQueueFuzzTest {
+
+    private static final int[] IDS = {0, 1, 7};
+    private static Path shared;
+    private static Conduit conduit;
+    private static Worker worker;
+    private static Arena arena;
+    private static ReceiveQueue queue;
+    private static long delivered;
+
+    @BeforeAll
+    static void openWorker() throws IOException {
+        shared = Files.createTempDirectory("conduit-fuzz-");
+        conduit = Conduit.builder().environment(Map.of()).systemProperties(new Properties())
+                .sharedDirectory(shared).transports("posix").build();
+        worker = conduit.newWorker(ThreadMode.SINGLE);
+        for (int id : IDS) {
+            worker.onMessage(id, m -> {
+                // Touch every byte the runtime says the message has: out-of-bounds would throw here.
+                delivered += m.headerToArray().length + m.payloadToArray().length;
+            });
+        }
+        // Map the worker's queue as a sender in another process would: from its address.
+        AddressFormat.Entry entry = AddressFormat.decode(worker.address().toBytes()).entry("posix");
+        PayloadReader r = new PayloadReader(entry.address(), 0, entry.address().length, "");
+        r.u8("version");
+        r.relativePath("lease");
+        byte[] export = r.bytes("queue", r.u16("queue.length"));
+        long queueLength = r.u64("queue.length");
+        byte[] token = r.bytes("token", ReceiveQueue.TOKEN_LENGTH);
+        PayloadReader e = new PayloadReader(export, 0, export.length, "");
+        e.u8("version");
+        Path file = shared.resolve(e.relativePath("path"));
+        arena = Arena.ofShared();
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            queue = ReceiveQueue.attach(channel.map(FileChannel.MapMode.READ_WRITE, 0, queueLength, arena), token);
+        }
+    }
+
+    @AfterAll
+    static void closeWorker() throws IOException {
+        arena.close();
+        worker.close();
+        conduit.close();
+        try (Stream<Path> files = Files.walk(shared)) {
+            assertThat(files.filter(p -> !p.equals(shared)).toList()).as("files left in the shared directory").isEmpty();
+        } finally {
+            try (Stream<Path> files = Files.walk(shared)) {
+                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    @FuzzTest(maxExecutions = 100_000, maxDuration = "2m")
+    void hostileRecordsFailOnlyWithAConduitException(FuzzedDataProvider data) {
+        int records = data.consumeInt(1, 4);
+        for (int i = 0; i < records && data.remainingBytes() > 0; i++) {
+            writeRecord(data);
+            drain();
+        }
+        // Still a working queue: a well-formed message goes through.
+        long before = delivered;
+        long offset = claim(ReceiveQueue.RECORD_HEADER + 8, 0);
+        MemorySegment m = queue.memory();
+        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, ReceiveQueue.MSG);
+        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID, 1);
+        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE, 0);
+        m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE, 8);
+        queue.commit(offset, ReceiveQueue.RECORD_HEADER + 8);
+        drain();
+        assertThat(delivered - before).isEqualTo(8);
+    }
+
+    private static void writeRecord(FuzzedDataProvider data) {
+        int type = data.consumeInt(0, 8);
+        long connection = data.consumeBoolean() ? data.consumeInt(0, 3) : data.consumeLong();
+        int id = IDS[data.consumeInt(0, IDS.length - 1)];
+        int headerLength = data.consumeBoolean() ? data.consumeInt(-8, 64) : data.consumeInt();
+        long payloadLength = data.consumeBoolean() ? data.consumeLong(-8, 4096) : data.consumeLong();
+        long bounceEnd = data.consumeLong();
+        long bounceOffset = data.consumeBoolean() ? data.consumeLong(0, 1 << 16) : data.consumeLong();
+        byte[] body = data.consumeBytes(data.consumeInt(0, 512));
+        int length = (ReceiveQueue.RECORD_HEADER + body.length + 7) & ~7;
+        long offset = claim(length, connection);
+        MemorySegment m = queue.memory();
+        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, type);
+        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID, id);
+        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE, headerLength);
+        m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE, payloadLength);
+        m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_END, bounceEnd);
+        m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_OFFSET, bounceOffset);
+        MemorySegment.copy(body, 0, m, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, body.length);
+        queue.commit(offset, length);
+    }
+
+    private static long claim(int length, long connection) {
+        long offset = queue.claim(length, connection);
+        if (offset < 0) {
+            drain();
+            offset = queue.claim(length, connection);
+        }
+        assertThat(offset).as("the worker drained its queue, yet no room for %d bytes", length).isNotNegative();
+        return offset;
+    }
+
+    private static void drain() {
+        for (int round = 0; round < 64; round++) {
+            try {
+                if (worker.progress() == 0 && !queue.hasPending()) return;
+            } catch (ConduitException expected) {
+                assertThat(expected.getMessage()).isNotBlank();
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+package dev.conduit.it.fault;
+
+import dev.conduit.it.process.ChildJvm;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A full shared directory ({@code ENOSPC}) and a process out of descriptors ({@code EMFILE}), each
+ * in a real child JVM: the error names the errno or the shortage, the path and a remedy; what
+ * existed before keeps working; the failures leak no descriptor, mapping or file; and once the
+ * resource is back, everything works again.
+ */
+class ResourceExhaustionTest {
+
+    @TempDir
+    Path shared;
+
+    /** The child's output; it must exit 0. */
+    private static String run(List<String> prefix, Class<?> main, String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(ChildJvm.javaCommand(main, List.of(), List.of(args)));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        process.getOutputStream().close();
+        String output;
+        try {
+            output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(process.waitFor(120, TimeUnit.SECONDS)).as("hang guard").isTrue();
+        } finally {
+            process.destroyForcibly();
+        }
+        assertThat(process.exitValue()).as(output).isZero();
+        assertThat(output).doesNotContain("UNEXPECTED").doesNotContain("A fatal error has been detected");
+        return output;
+    }
+
+    @Test
+    void aFullSharedDirectoryFailsWhatNeedsSpaceAndNothingElse() throws Exception {
+        // A 4 MiB tmpfs over the shared directory, in a mount namespace of the child's own (CI runs as root).
+        Files.setPosixFilePermissions(shared, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+        String java = String.join(" ", ChildJvm.javaCommand(FullDirectoryPeer.class, List.of(), List.of(shared.toString())).stream()
+                .map(ResourceExhaustionTest::quote).toList());
+        String output = run(List.of("unshare", "--mount", "--propagation", "private", "sh", "-c",
+                "mount -t tmpfs -o size=4m conduit-full " + quote(shared.toString()) + " && exec " + java + " #"), FullDirectoryPeer.class);
+
+        assertThat(output).contains("filled: yes")
+                .containsPattern("new-worker: ConduitException: not enough space for a chunk of \\d+ bytes in " + shared + ": 0 bytes free\\. "
+                        + "Free space there, enlarge it")
+                .containsPattern("allocate: ConduitException: not enough space for a chunk of 1048576 bytes in " + shared)
+                .contains("files-after-failures: 0 []")
+                .contains("region-survived: true")
+                .contains("allocate-after-space-freed: ok")
+                .contains("new-worker-after-space-freed: ok")
+                .contains("files-left: 0");
+        // A page of the survivor's sparse queue touched for the first time on the full tmpfs: SIGBUS,
+        // turned into this endpoint's failure (MappedMemoryFaults); the JVM lives on.
+        assertThat(output).containsPattern("survivor-send: (ok received 1|PeerFailedException: .*a full file system)");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"posix", "memfd"})
+    void runningOutOfDescriptorsFailsWhatNeedsOneAndLeaksNothing(String plugin) throws Exception {
+        String output = run(List.of("prlimit", "--nofile=256:256", "--"), DescriptorLimitPeer.class, shared.toString(), plugin);
+
+        String remedy = "raise its open-file limit (ulimit -n, RLIMIT_NOFILE";
+        assertThat(output).containsPattern("exhausted: \\d+")
+                .containsPattern("new-worker: ConduitException: cannot open the shared directory " + shared + ": EMFILE .*" + java.util.regex.Pattern.quote(remedy))
+                .containsPattern("connect: ConduitException: .*cannot be opened \\(EMFILE\\); this process has no file descriptor left")
+                .containsPattern("allocate: ConduitException: .*EMFILE")
+                .containsPattern("import: ConduitException: .*EMFILE")
+                .contains("survivor-send: ok received 1")
+                .contains("descriptors-leaked: 0")
+                .contains("mappings-leaked: 0")
+                .contains("import-after: ok 65536")
+                .contains("new-worker-after: ok connected")
+                .contains("files-left: 0");
+    }
+
+    private static String quote(String s) {
+        return "'" + s.replace("'", "'\\''") + "'";
+    }
+}

@@ -1,0 +1,126 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.MemoryProvider;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+/**
+ * An importer that really runs as another user (uid/gid 65534, started through util-linux
+ * {@code setpriv}): the fd server's socket is {@code 0600} and the kernel refuses the connection
+ * unless {@code memfd.allowed.uids} is set; with it set, {@code SO_PEERCRED} admits only the listed
+ * users. Needs root to start a process as another user; CI runs as root.
+ */
+class OtherUserImportTest {
+    private static final long SIZE = 64 * 1024;
+    private static final int OTHER = 65534;
+
+    @TempDir
+    static Path readable;
+
+    @TempDir
+    Path shared;
+
+    private static String modulePath;
+    private static Path testClasses;
+
+    /** The other user cannot read this user's Maven repository: copy the module path where it can. */
+    @BeforeAll
+    static void copyModulePath() throws Exception {
+        assumeThat(Linux.libc().getuid()).as("starting a process as another user needs root").isZero();
+        Files.setPosixFilePermissions(readable, PosixFilePermissions.fromString("rwxr-xr-x"));
+        List<String> entries = new ArrayList<>();
+        int i = 0;
+        for (String entry : System.getProperty("jdk.module.path").split(File.pathSeparator)) {
+            Path source = Path.of(entry);
+            Path target = readable.resolve((i++) + "-" + source.getFileName());
+            copy(source, target);
+            entries.add(target.toString());
+        }
+        modulePath = String.join(File.pathSeparator, entries);
+        testClasses = readable.resolve("test-classes");
+        copy(Path.of(ImportingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI()), testClasses);
+    }
+
+    private static void copy(Path source, Path target) throws IOException {
+        try (Stream<Path> files = Files.walk(source)) {
+            files.forEach(from -> {
+                Path to = target.resolve(source.relativize(from).toString());
+                try {
+                    Files.copy(from, to, StandardCopyOption.REPLACE_EXISTING);
+                    Files.setPosixFilePermissions(to, PosixFilePermissions.fromString(Files.isDirectory(to) ? "rwxr-xr-x" : "rw-r--r--"));
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+        }
+    }
+
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void anotherUserIsRefusedByTheSocketModeThenBySoPeercredAndAdmittedWhenAllowed() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            Result refused = importAsOtherUser(provider);
+            assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
+            assertThat(refused.output()).contains("permission denied connecting to the producer's socket")
+                    .contains("add uid " + OTHER + " to memfd.allowed.uids");
+        }
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", "4321")))) {
+            Result refused = importAsOtherUser(provider);
+            assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
+            assertThat(refused.output()).contains("refused this process's user (uid " + OTHER + ")");
+        }
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", "4321," + OTHER)))) {
+            Result admitted = importAsOtherUser(provider);
+            assertThat(admitted.exitCode()).as(admitted.output()).isZero();
+            assertThat(admitted.output()).contains("read=4711").contains("left=0");
+        }
+    }
+
+    private record Result(int exitCode, String output) {}
+
+    private Result importAsOtherUser(MemoryProvider provider) throws IOException, InterruptedException {
+        Chunk chunk = provider.allocate(SIZE);
+        chunk.segment().set(JAVA_LONG, 0, 4711);
+        byte[] payload = provider.export(chunk);
+        Process process = new ProcessBuilder("setpriv", "--reuid=" + OTHER, "--regid=" + OTHER, "--clear-groups", "--",
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
+                "--module-path", modulePath,
+                "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
+                "-m", "dev.conduit.plugin.memfd/" + ImportingProcess.class.getName(),
+                shared.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE))
+                .directory(readable.toFile())
+                .redirectErrorStream(true)
+                .start();
+        process.getOutputStream().close();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        provider.free(chunk);
+        return new Result(process.exitValue(), output);
+    }
+}

@@ -1,0 +1,43 @@
+package dev.conduit.shm;
+
+/**
+ * What the JDK does when mapped memory disappears under an access, and how Conduit reports it.
+ *
+ * <p>A posix chunk is a file in the shared directory; any process that may write it may also
+ * truncate it while others have it mapped, and their next access to a lost page raises
+ * {@code SIGBUS}. So does the first touch of a page of a sparse chunk on a tmpfs that is full.
+ * Measured on JDK 25 (docs/decisions.md, "SIGBUS on a truncated posix mapping"): for a
+ * {@code MemorySegment} access — plain, volatile, {@code getAndAdd}, bulk copy, fill, mismatch —
+ * in interpreted, C1- and C2-compiled code, HotSpot turns the signal into
+ * {@code java.lang.InternalError: a fault occurred in an unsafe memory access operation} and the
+ * JVM survives. One exception: a {@code compareAndSet}/{@code compareAndExchange} that runs in
+ * the interpreter is not guarded and crashes the JVM, so Conduit reads a word before it CASes it
+ * on peer memory (the read faults first; a truncation between the two is the remaining window).
+ *
+ * <p>Conduit catches that error where it touches peer memory itself — sending into a peer's
+ * queue, receiving from its own queue, RMA on a peer's region — and fails only the affected
+ * endpoint or operation with a {@link dev.conduit.spi.ConduitException} saying what was truncated.
+ * Application code that reads an imported posix region's segment sees the JDK's
+ * {@code InternalError} itself. memfd chunks are sealed against shrinking, so neither can happen
+ * there.
+ */
+final class MappedMemoryFaults {
+
+    private MappedMemoryFaults() {
+    }
+
+    /** Whether {@code error} is the JDK's report of a fault (SIGBUS) on mapped memory. */
+    static boolean isFault(InternalError error) {
+        String message = error.getMessage();
+        return message != null && message.contains("fault occurred") && message.contains("memory access");
+    }
+
+    /** Rethrows {@code error} unless it is a fault on mapped memory; then returns what to say about it. */
+    static String describe(InternalError error, String plugin, String what) {
+        if (!isFault(error)) throw error;
+        return plugin + ": " + what + " was truncated by another process while mapped here, or lives on a full file system "
+                + "that could not supply a page on first touch (SIGBUS, reported by the JVM as \"" + error.getMessage() + "\"). "
+                + "Either a peer with write access to the shared directory shrank the file (use the memfd plugin, whose chunks are "
+                + "sealed, when peers are not trusted), or the directory's file system is full (free space or enlarge it)";
+    }
+}

@@ -1,0 +1,55 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Linux;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Every file Conduit creates in the shared directory goes through {@link SharedDirectory#createExclusive}:
+ * a name a hostile peer planted first — a file, a symlink to a file elsewhere, a dangling symlink —
+ * is refused, and what the link points to is neither created nor touched; what is created is 0600.
+ */
+class SharedDirectoryTest {
+
+    @TempDir
+    Path shared;
+
+    @TempDir
+    Path elsewhere;
+
+    @Test
+    void refusesPreCreatedFilesAndPlantedSymlinksAndCreates0600() throws IOException {
+        Path victim = Files.writeString(elsewhere.resolve("victim"), "keep");
+        Files.writeString(shared.resolve("pre-created"), "planted");
+        Files.createSymbolicLink(shared.resolve("link-to-file"), victim);
+        Files.createSymbolicLink(shared.resolve("dangling-link"), elsewhere.resolve("would-be-created"));
+
+        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            for (String planted : new String[] {"pre-created", "link-to-file", "dangling-link"}) {
+                assertThatThrownBy(() -> directory.createExclusive(planted)).as(planted)
+                        .isInstanceOf(ErrnoException.class).hasMessageContaining("EEXIST");
+            }
+            try (FileDescriptor fd = directory.createExclusive("fresh")) {
+                assertThat(fd).isNotNull();
+            }
+            assertThat(Files.getPosixFilePermissions(shared.resolve("fresh"), LinkOption.NOFOLLOW_LINKS))
+                    .isEqualTo(PosixFilePermissions.fromString("rw-------"));
+            assertThatThrownBy(() -> directory.createExclusive("../escape")).isInstanceOf(ErrnoException.class);
+        }
+        assertThat(Files.readString(victim)).isEqualTo("keep");
+        assertThat(elsewhere.resolve("would-be-created")).doesNotExist();
+        assertThat(shared.getParent().resolve("escape")).doesNotExist();
+        assertThat(Files.readString(shared.resolve("pre-created"))).isEqualTo("planted");
+    }
+}
