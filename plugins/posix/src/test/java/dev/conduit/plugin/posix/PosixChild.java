@@ -1,7 +1,9 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
 
 import java.nio.file.Path;
 import java.util.HexFormat;
@@ -9,7 +11,7 @@ import java.util.HexFormat;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The other process of {@link CrossProcessTest}, started as a fresh JVM on the module path.
+ * The other process of {@link CrossProcessTest} and {@link WithoutDacOverride}, started as a fresh JVM on the module path.
  *
  * <ul>
  *   <li>{@code import <dir> <payload hex> <length>}: with no provider in this JVM, maps the export,
