@@ -33,6 +33,9 @@ public final class OwnerLease implements AutoCloseable {
     private final String prefix;
     private final String owner;
     private final FileDescriptor fd;
+    /** The low half of the next connection id; starts at random so that two owners whose ids share their first 32 bits still differ. */
+    private final java.util.concurrent.atomic.AtomicInteger connections =
+            new java.util.concurrent.atomic.AtomicInteger(java.util.concurrent.ThreadLocalRandom.current().nextInt());
     private boolean closed;
 
     private OwnerLease(SharedDirectory directory, String prefix, String owner, FileDescriptor fd) {
@@ -64,6 +67,33 @@ public final class OwnerLease implements AutoCloseable {
     /** The owner's id: 32 hex digits, part of every name it creates. */
     public String owner() {
         return owner;
+    }
+
+    /**
+     * A new id for a connection of this owner, never 0: the owner id's first 32 bits above 32 bits
+     * that count this owner's connections. A receiver that finds a record claimed by a connection it
+     * was never introduced to — its sender died between claiming the connection's first record and
+     * committing it — can still judge that sender by its lease ({@link #anyOwnerAlive}).
+     */
+    public long newConnectionId() {
+        long ownerBits = Long.parseUnsignedLong(owner.substring(0, 8), 16) << 32;
+        while (true) {
+            long id = ownerBits | (connections.getAndIncrement() & 0xFFFF_FFFFL);
+            if (id != 0) return id;
+        }
+    }
+
+    /**
+     * Whether an owner that may have made {@code connection} ({@link #newConnectionId}) lives: some
+     * lease {@code <prefix>-<owner>.lease} whose owner id starts with the connection's first 32 bits
+     * is held. No such lease at all means the owner is dead and reclaimed.
+     */
+    public static boolean anyOwnerAlive(Libc libc, SharedDirectory directory, String prefix, long connection) {
+        String ownerStart = String.format("%08x", connection >>> 32);
+        for (String name : directory.list(prefix + "-" + ownerStart)) {
+            if (name.endsWith(LEASE) && isAlive(libc, directory, name)) return true;
+        }
+        return false;
     }
 
     /** A new, unguessable name for a file of this owner: {@code <prefix>-<owner>-<random><suffix>}. */

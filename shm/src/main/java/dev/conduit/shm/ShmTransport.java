@@ -226,7 +226,7 @@ public final class ShmTransport implements Transport {
             } catch (IllegalStateException e) {
                 throw new ConduitException(plugin + ": cannot reach the peer: " + e.getMessage());
             }
-            ShmEndpoint endpoint = new ShmEndpoint(this, peerQueue, mapping, peerLease, events, RANDOM.nextLong() | 1L);
+            ShmEndpoint endpoint = new ShmEndpoint(this, peerQueue, mapping, peerLease, events, lease.newConnectionId());
             endpoints.add(endpoint);
             return endpoint;
         } catch (RuntimeException e) {
@@ -385,11 +385,13 @@ public final class ShmTransport implements Transport {
             if (now - blockedSince >= unblockNanos) {
                 long connection = queue.blockedConnection();
                 Inbound culprit = connection == 0 ? null : inbound.get(connection);
-                // A claim whose sender is unknown (its length not yet written, or a CONNECT not yet
-                // read) may be a live sender's that was descheduled: that some other sender died
-                // says nothing about it. Skip such a record only once it stayed blocked as long as a
-                // hung peer may (heartbeat.timeout); a known claimant is judged by its own lease.
+                // A known claimant is judged by its own lease. One whose CONNECT is the blocked record
+                // itself is judged by the leases its connection id points at (OwnerLease.newConnectionId).
+                // A claim whose length is not yet written names nobody and may be a live sender's that
+                // was descheduled: that some other sender died says nothing about it, so such a record
+                // is skipped only once it stayed blocked as long as a hung peer may (heartbeat.timeout).
                 boolean dead = culprit != null ? !culprit.lease.ownerAlive()
+                        : connection != 0 ? !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)
                         : senderDead && now - blockedSince >= Math.max(unblockNanos, heartbeatNanos);
                 if (dead && queue.unblock()) {
                     context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message a sender claimed and never wrote: it died mid-send");

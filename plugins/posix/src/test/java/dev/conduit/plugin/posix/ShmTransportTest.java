@@ -128,6 +128,47 @@ class ShmTransportTest {
         }
     }
 
+    /**
+     * A sender killed while writing the first record of its connection (its CONNECT, which would
+     * have told the receiver its lease) leaves a claimed, uncommitted record naming a connection the
+     * receiver never met. The receiver must still find that sender dead and skip the record, or the
+     * queue stays wedged for every other sender.
+     */
+    @Test
+    void aSenderThatDiedWritingItsFirstRecordDoesNotWedgeTheQueue() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
+                "posix.liveness.interval", "1ms");
+        Path queueFile;
+        try (var files = Files.list(shared)) {
+            queueFile = files.filter(f -> {
+                try {
+                    return Files.size(f) == 4096 + 65536;
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }).findFirst().orElseThrow();
+        }
+        // What the dead sender did: claimed 64 bytes at the tail and wrote -length and its
+        // connection id, whose owner (first 32 bits) holds no lease in the directory.
+        try (Arena arena = Arena.ofConfined();
+             java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(queueFile,
+                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            MemorySegment queue = channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, Files.size(queueFile), arena);
+            long tail = queue.get(ValueLayout.JAVA_LONG, 128);
+            long record = 4096 + tail;
+            queue.set(ValueLayout.JAVA_INT, record, -64);
+            queue.set(ValueLayout.JAVA_LONG, record + 8, 0x0bad_cafe_0000_0001L);
+            queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
+        }
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        // Bounded, not timed: the skip needs a few liveness checks; without it nothing ever arrives.
+        for (int i = 0; i < 50_000_000 && received.ids.isEmpty(); i++) receiver.progress();
+        assertThat(received.ids).containsExactly(7);
+    }
+
     @Test
     void aFullQueueRefusesUntilTheReceiverProgresses() {
         Received received = new Received();
