@@ -273,6 +273,12 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     @Override
     public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
         checkUsable();
+        if (state == State.CONNECTING) {
+            // The reply may be here although this worker has not progressed since: a sender that only
+            // retries trySend (while its peer progresses) must get connected, as it gets its credits.
+            advanceWireup();
+            checkUsable();
+        }
         if (state != State.CONNECTED) {
             return false;
         }
