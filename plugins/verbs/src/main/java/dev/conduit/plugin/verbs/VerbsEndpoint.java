@@ -123,7 +123,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
             int psn = VerbsTransport.newPsn();
             endpoint = new VerbsEndpoint(transport, events, peer, channel, arena, qp, ring, credit, psn);
-            transport.register(endpoint, false);
+            transport.register(endpoint);
             byte[] request = new WireFormat.Wireup(WireFormat.REQUEST, peer.token(), qp.number(), psn, domain.lid(), domain.gid(),
                     domain.activeMtu(), credit.memory().address(), credit.remoteKey()).encode();
             ByteBuffer out = ByteBuffer.wrap(request);

@@ -40,6 +40,6 @@ final class SimulatedFabric implements AfterEachCallback {
     @Override
     public void afterEach(ExtensionContext context) {
         assertThat(verbs.open).as("queue pairs, memory regions, completion queues and channels left open after the test closed everything").isEmpty();
-        assertThat(verbs.receiverNotReady).as("SENDs that found no posted receive (credits overrun)").isZero();
+        assertThat(verbs.receiverNotReady()).as("SENDs that found no posted receive (credits overrun)").isZero();
     }
 }
