@@ -186,7 +186,12 @@ public abstract class PluginMetadataContract extends PluginContract {
                 TransportEndpoint ep = threads.get(turn++ % THREADS).submit(() -> sender.connect(new PayloadReader(receiver.address()), cause -> { })).get();
                 for (int i = 0; i < 200; i++) {
                     int id = i;
+                    long accepted = System.nanoTime() + progressGuard().toNanos();
                     while (!threads.get(turn++ % THREADS).submit(() -> ep.trySend(id, MemorySegment.NULL, Patterns.segment(64, id))).get()) {
+                        if (System.nanoTime() > accepted) {
+                            throw new AssertionError("message " + id + " not accepted within " + progressGuard()
+                                    + " while the receiver progressed, calls made from threads in turn");
+                        }
                         threads.get(turn++ % THREADS).submit(receiver::progress).get();
                     }
                     threads.get(turn++ % THREADS).submit(receiver::progress).get();

@@ -100,6 +100,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Never connects: trySend refuses every message however much the receiver progresses. */
+    public static final class NeverConnects extends LoopbackPlugin {
+        @Override
+        boolean connects() {
+            return false;
+        }
+    }
+
     /** Its probe says available and it declares MEMORY, which it does not implement. */
     public static final class LiesInProbe extends LoopbackPlugin {
         @Override
@@ -229,6 +237,18 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ClaimsMulti();
+        }
+    }
+
+    public static final class NeverConnectsSuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new NeverConnects();
+        }
+
+        @Override
+        protected Duration progressGuard() {
+            return Duration.ofSeconds(3);
         }
     }
 

@@ -94,6 +94,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** Whether an endpoint ever gets connected: one that does not refuses every message. */
+    boolean connects() {
+        return true;
+    }
+
     /** Whether await wakes for a signal or a message. */
     boolean wakes() {
         return true;
@@ -235,6 +240,7 @@ public class LoopbackPlugin implements ConduitPlugin {
         public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
             if (failure != null) throw failure;
             if (closed) throw new IllegalStateException("loopback endpoint is closed");
+            if (!connects()) return false;
             Message m = new Message(id, header.toArray(ValueLayout.JAVA_BYTE), payload.toArray(ValueLayout.JAVA_BYTE));
             if (!target.hasRoomFor(m)) return false;
             if (keeps(sequence++)) enqueue(this, m);

@@ -30,6 +30,7 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.HidesPeerDeathSuite.class, "aPeerWorkerThatGoesAwayFailsTheEndpointThroughTheRuntime", "did not fail"),
                 Arguments.of(BrokenPlugins.SleepsThroughWakeupsSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives", "after signal()"),
                 Arguments.of(BrokenPlugins.ClaimsMultiSuite.class, "aMultiPluginWithstandsConcurrentCalls", "concurrently"),
+                Arguments.of(BrokenPlugins.NeverConnectsSuite.class, "aSerializedPluginWorksFromThreadsTakingTurns", "not accepted within"),
                 Arguments.of(BrokenPlugins.LiesInProbeSuite.class, "probeIsAvailableHereAndHonest", "capability MEMORY"),
                 Arguments.of(BrokenPlugins.AcceptsBadHandlesSuite.class, "truncatedPayloadsAreRefusedNamingTheField", "cut to"),
                 Arguments.of(BrokenPlugins.LeaksOnCloseSuite.class, "closeFreesEveryChunkAndIsIdempotent", "a leak"),

@@ -27,6 +27,8 @@ final class Inbound extends VerbsTransport.Connection {
     private final long peerCreditAddress;
     private final int peerCreditKey;
     private final int bufferSize;
+    private final Arena arena;
+    private final int psn = VerbsTransport.newPsn();
     private final ByteBuffer probe = ByteBuffer.allocate(1);
     private long reposted;
     private long announced;
@@ -40,7 +42,7 @@ final class Inbound extends VerbsTransport.Connection {
     private long reassembled = -1;
 
     private Inbound(VerbsTransport transport, SocketChannel wireup, Verbs.QueuePair qp, Verbs.MemoryRegion receive,
-                    Verbs.MemoryRegion creditSource, WireFormat.Wireup request) {
+                    Verbs.MemoryRegion creditSource, WireFormat.Wireup request, Arena arena) {
         this.transport = transport;
         this.wireup = wireup;
         this.qp = qp;
@@ -49,58 +51,64 @@ final class Inbound extends VerbsTransport.Connection {
         this.peerCreditAddress = request.creditAddress();
         this.peerCreditKey = request.creditKey();
         this.bufferSize = transport.bufferSize;
+        this.arena = arena;
     }
 
-    /** Creates the queue pair for {@code request}, posts the receive buffers, moves it to RTS and replies. */
-    static Inbound accept(VerbsTransport transport, SocketChannel wireup, WireFormat.Wireup request) throws IOException {
+    /**
+     * Creates the queue pair for {@code request} on the transport's completion queues in inbound
+     * {@code slot}, posts the receive buffers and moves it to RTS. Runs on the wire-up server's
+     * thread; the transport takes the connection from there.
+     */
+    static Inbound build(VerbsTransport transport, SocketChannel wireup, WireFormat.Wireup request, int slot, int generation) {
         VerbsDomain domain = transport.domain;
         Verbs.ProtectionDomain pd = domain.protectionDomain();
         Arena arena = Arena.ofShared();
         Verbs.QueuePair qp = null;
         Verbs.MemoryRegion receive = null;
         Verbs.MemoryRegion credit = null;
-        Inbound in = null;
         try {
             qp = pd.createQueuePair(transport.sendQueue, transport.receiveQueue, 2, transport.receiveBuffers);
             qp.toInit(domain.port(), domain.access());
             receive = pd.register(VerbsTransport.allocate(arena, (long) transport.receiveBuffers * transport.bufferSize),
                     VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
             credit = pd.register(VerbsTransport.allocate(arena, 64), VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
-            in = new Inbound(transport, wireup, qp, receive, credit, request);
-            in.arenaOwner = arena;
-            transport.register(in, true);
+            Inbound in = new Inbound(transport, wireup, qp, receive, credit, request, arena);
+            in.slot = slot;
+            in.generation = generation;
             for (int i = 0; i < transport.receiveBuffers; i++) {
                 qp.postReceive(VerbsTransport.requestId(in, VerbsTransport.KIND_RECEIVE, i), receive, (long) i * transport.bufferSize,
                         transport.bufferSize);
             }
-            int psn = VerbsTransport.newPsn();
             qp.toReadyToReceive(transport.path(request), domain.port(), domain.gidIndex());
-            qp.toReadyToSend(psn);
-            byte[] reply = new WireFormat.Wireup(WireFormat.REPLY, request.token(), qp.number(), psn, domain.lid(), domain.gid(),
-                    domain.activeMtu(), 0, 0).encode();
-            ByteBuffer out = ByteBuffer.wrap(reply);
-            long deadline = System.nanoTime() + transport.wireupTimeoutMillis * 1_000_000;
-            while (out.hasRemaining()) {
-                wireup.write(out);
-                if (out.hasRemaining() && System.nanoTime() > deadline) {
-                    throw new IOException("the connector does not read its wire-up reply");
-                }
-            }
+            qp.toReadyToSend(in.psn);
             return in;
-        } catch (IOException | RuntimeException e) {
-            if (in != null) {
-                in.close();
-            } else {
-                if (credit != null) credit.close();
-                if (receive != null) receive.close();
-                if (qp != null) qp.close();
-                arena.close();
-            }
+        } catch (RuntimeException e) {
+            // Completions of receives posted before the failure name a slot no connection holds with this generation: dropped.
+            if (qp != null) qp.close();
+            if (credit != null) credit.close();
+            if (receive != null) receive.close();
+            arena.close();
             throw e;
         }
     }
 
-    private Arena arenaOwner;
+    /** Sends the wire-up reply (this queue pair's number, PSN and port): once it is sent, the connector may use the connection. */
+    void reply(WireFormat.Wireup request) throws IOException {
+        VerbsDomain domain = transport.domain;
+        byte[] reply = new WireFormat.Wireup(WireFormat.REPLY, request.token(), qp.number(), psn, domain.lid(), domain.gid(),
+                domain.activeMtu(), 0, 0).encode();
+        ByteBuffer out = ByteBuffer.wrap(reply);
+        long deadline = System.nanoTime() + transport.wireupTimeoutMillis * 1_000_000;
+        while (out.hasRemaining()) {
+            wireup.write(out);
+            if (out.hasRemaining()) {
+                if (System.nanoTime() > deadline) {
+                    throw new IOException("the connector does not read its wire-up reply");
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
 
     @Override
     void onReceive(int index, int status, int byteLength) {
@@ -252,9 +260,7 @@ final class Inbound extends VerbsTransport.Connection {
                 if (reassemblyArena != null) {
                     reassemblyArena.close();
                 }
-                if (arenaOwner != null) {
-                    arenaOwner.close();
-                }
+                arena.close();
             }
         }
     }

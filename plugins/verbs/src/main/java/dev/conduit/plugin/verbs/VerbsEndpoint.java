@@ -123,7 +123,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
             int psn = VerbsTransport.newPsn();
             endpoint = new VerbsEndpoint(transport, events, peer, channel, arena, qp, ring, credit, psn);
-            transport.register(endpoint, false);
+            transport.register(endpoint);
             byte[] request = new WireFormat.Wireup(WireFormat.REQUEST, peer.token(), qp.number(), psn, domain.lid(), domain.gid(),
                     domain.activeMtu(), credit.memory().address(), credit.remoteKey()).encode();
             ByteBuffer out = ByteBuffer.wrap(request);
@@ -273,6 +273,12 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     @Override
     public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
         checkUsable();
+        if (state == State.CONNECTING) {
+            // The reply may be here although this worker has not progressed since: a sender that only
+            // retries trySend (while its peer progresses) must get connected, as it gets its credits.
+            advanceWireup();
+            checkUsable();
+        }
         if (state != State.CONNECTED) {
             return false;
         }

@@ -5,7 +5,6 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.PollEvents;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
-import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.Transport;
@@ -21,10 +20,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
-import java.net.StandardSocketOptions;
-import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -40,11 +36,12 @@ import java.util.List;
  *       transport's TCP <b>wire-up listener</b> ({@code verbs.wireup.address}).</li>
  *   <li><b>Connect</b>: the connector creates its queue pair (INIT), connects to the peer's
  *       listener (the proof that it is reachable) and sends a request (queue pair number, PSN,
- *       LID, GID, MTU, the address and key of its credit word); the acceptor, in
- *       {@link #progress()}, creates its queue pair, posts its receive buffers, moves it to RTR
- *       and RTS and replies; the connector moves its own to RTR and RTS when it reads the reply,
- *       also in progress. Until then {@link VerbsEndpoint#trySend} says "not now" and the runtime
- *       keeps the messages. The TCP connection stays open: its end of stream is the peer's death
+ *       LID, GID, MTU, the address and key of its credit word); the acceptor's
+ *       {@link WireupServer} thread (not its progress: the acceptor may be driven by the very
+ *       thread that waits for the reply) creates its queue pair, posts its receive buffers, moves
+ *       it to RTR and RTS, hands it to this transport and replies; the connector moves its own to
+ *       RTR and RTS when it reads the reply, in progress, trySend or an RMA call. Until then
+ *       {@link VerbsEndpoint#trySend} says "not now" and the runtime keeps the messages. The TCP connection stays open: its end of stream is the peer's death
  *       (or close), besides completion errors such as {@code IBV_WC_RETRY_EXC_ERR}.</li>
  *   <li><b>Direction</b>: a connection carries messages from connector to acceptor, and RMA of
  *       the connector on the acceptor's memory; the acceptor's queue pair only writes credits
@@ -90,14 +87,13 @@ final class VerbsTransport implements Transport {
     private final Verbs.Completions receiveCompletions = new Verbs.Completions(32);
     /** Receive completions {@link #await} took off the queue (to close the arming race); the next progress handles them first. */
     private int stashed;
-    private final ServerSocketChannel listener;
+    private final WireupServer wireupServer;
     private final byte[] token = new byte[WireFormat.TOKEN_LENGTH];
     private final byte[] address;
     private final Connection[] connections = new Connection[2 * MAX_CONNECTIONS];
     private final int[] generations = new int[2 * MAX_CONNECTIONS];
     private final int inboundLimit;
     private final int outboundLimit;
-    private final List<Handshake> handshakes = new ArrayList<>();
     private final List<VerbsEndpoint> endpoints = new ArrayList<>();
     private final List<Inbound> inbounds = new ArrayList<>();
     private final List<VerbsEndpoint> toReport = new ArrayList<>();
@@ -165,7 +161,7 @@ final class VerbsTransport implements Transport {
             channelFd = FileDescriptor.adopt(channel.fd(), "completion channel of " + domain.deviceName());
             pollFds = new FileDescriptor[] {channelFd, wake};
             String host = wireupHost(config.get(VerbsConfig.WIREUP_ADDRESS));
-            listener = ServerSocketChannel.open();
+            ServerSocketChannel listener = ServerSocketChannel.open();
             opened.add(listener);
             try {
                 listener.bind(new InetSocketAddress(InetAddress.ofLiteral(host), 0), MAX_CONNECTIONS);
@@ -173,10 +169,11 @@ final class VerbsTransport implements Transport {
                 throw new ConduitException("verbs: cannot listen for wire-up connections on " + host + " (" + e.getMessage() + "); set "
                         + VerbsConfig.describe(VerbsConfig.WIREUP_ADDRESS) + " to an address of this host", e);
             }
-            listener.configureBlocking(false);
             int tcpPort = ((InetSocketAddress) listener.getLocalAddress()).getPort();
             address = new WireFormat.Address(token, domain.port(), domain.linkLayer(), domain.lid(), domain.gid(), domain.activeMtu(),
                     receiveBuffers, bufferSize, host, tcpPort).encode();
+            wireupServer = new WireupServer(this, listener, token, MAX_CONNECTIONS, inboundLimit);
+            wireupServer.start();
         } catch (IOException e) {
             closeAll(opened);
             throw new ConduitException("verbs: cannot open the wire-up listener: " + e.getMessage(), e);
@@ -231,10 +228,13 @@ final class VerbsTransport implements Transport {
         return address.clone();
     }
 
-    /** Takes a connection slot; its generation tells its completions from those of the slot's earlier owners. */
-    void register(Connection c, boolean inbound) {
-        int from = inbound ? MAX_CONNECTIONS : 0;
-        for (int i = from; i < from + (inbound ? inboundLimit : outboundLimit); i++) {
+    /**
+     * Takes an outbound connection slot; its generation tells its completions from those of the
+     * slot's earlier owners. Inbound slots (from {@link #MAX_CONNECTIONS} on) are taken by the
+     * {@link WireupServer}, which builds inbound connections on its own thread.
+     */
+    void register(VerbsEndpoint c) {
+        for (int i = 0; i < outboundLimit; i++) {
             if (connections[i] == null) {
                 connections[i] = c;
                 c.slot = i;
@@ -242,24 +242,47 @@ final class VerbsTransport implements Transport {
                 return;
             }
         }
-        int limit = inbound ? inboundLimit : outboundLimit;
-        throw new ConduitException("verbs: this worker already has " + limit + (inbound ? " inbound" : " outbound")
-                + " connections, the most its completion queues hold (" + MAX_CONNECTIONS + ", or fewer when the device's max_cqe "
-                + "is small: lower " + VerbsConfig.describe(inbound ? VerbsConfig.RECEIVE_BUFFERS : VerbsConfig.SEND_BUFFERS) + ")");
+        throw new ConduitException("verbs: this worker already has " + outboundLimit + " outbound connections, the most its "
+                + "completion queues hold (" + MAX_CONNECTIONS + ", or fewer when the device's max_cqe is small: lower "
+                + VerbsConfig.describe(VerbsConfig.SEND_BUFFERS) + ")");
     }
 
     void unregister(Connection c) {
         if (c.slot >= 0 && connections[c.slot] == c) {
             connections[c.slot] = null;
+            if (c.slot >= MAX_CONNECTIONS) {
+                wireupServer.release(c.slot);
+            }
         }
         c.slot = -1;
+    }
+
+    /** Takes the inbound connections the wire-up server built since the last call into their slots. */
+    private int adoptInbounds() {
+        int n = 0;
+        for (Inbound in; (in = wireupServer.poll()) != null; n++) {
+            connections[in.slot] = in;
+            inbounds.add(in);
+        }
+        return n;
     }
 
     static long requestId(Connection c, int kind, int index) {
         return (long) c.slot << 48 | (long) c.generation << 32 | (long) kind << 24 | index;
     }
 
+    /**
+     * The connection a completion belongs to, or {@code null} for one of a connection closed since.
+     * A completion of a connection the wire-up server built but the transport has not taken yet
+     * can only come after the handoff (the peer sends once it has the reply): take them and look
+     * again.
+     */
     private Connection owner(long requestId) {
+        Connection c = known(requestId);
+        return c == null && adoptInbounds() > 0 ? known(requestId) : c;
+    }
+
+    private Connection known(long requestId) {
         int slot = (int) (requestId >>> 48);
         Connection c = slot < connections.length ? connections[slot] : null;
         return c != null && c.generation == (int) (requestId >>> 32 & 0xFFFF) ? c : null;
@@ -271,6 +294,11 @@ final class VerbsTransport implements Transport {
 
     byte[] token() {
         return token;
+    }
+
+    /** The wire-up server's thread, for tests that check it ends with {@link #close()}. */
+    Thread wireupThread() {
+        return wireupServer.thread();
     }
 
     @Override
@@ -296,7 +324,8 @@ final class VerbsTransport implements Transport {
     @Override
     public int progress() {
         ensureOpen();
-        int events = pollReceiveQueue();
+        int events = adoptInbounds();
+        events += pollReceiveQueue();
         events += pollSendQueue();
         for (int i = 0; i < inbounds.size(); i++) {
             inbounds.get(i).announceCredits();
@@ -308,10 +337,9 @@ final class VerbsTransport implements Transport {
             }
         }
         progressCount++;
-        // New wire-up connections are looked for every 16th idle poll (every 256th busy one), not on every spin.
-        if ((events == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0 || !handshakes.isEmpty()) {
+        // The clock is read every 16th idle poll (every 256th busy one), not on every spin.
+        if ((events == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0) {
             long now = System.nanoTime();
-            events += acceptWireups(now);
             if (now - lastLiveness >= livenessNanos) {
                 lastLiveness = now;
                 events += checkLiveness(now);
@@ -382,28 +410,6 @@ final class VerbsTransport implements Transport {
         return events;
     }
 
-    /** Accepts wire-up connections and advances handshakes. */
-    private int acceptWireups(long now) {
-        int events = 0;
-        try {
-            SocketChannel accepted;
-            while ((accepted = listener.accept()) != null) {
-                accepted.configureBlocking(false);
-                accepted.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                handshakes.add(new Handshake(accepted, now));
-            }
-        } catch (IOException e) {
-            logger.log(System.Logger.Level.WARNING, "verbs: accepting a wire-up connection failed: " + e.getMessage());
-        }
-        for (Handshake h : List.copyOf(handshakes)) {
-            if (h.advance(now)) {
-                handshakes.remove(h);
-                events++;
-            }
-        }
-        return events;
-    }
-
     /** Reads every wire-up connection for its end of stream: a closed or dead peer. */
     private int checkLiveness(long now) {
         int events = 0;
@@ -424,74 +430,6 @@ final class VerbsTransport implements Transport {
     void closeInbound(Inbound in) {
         inbounds.remove(in);
         in.close();
-    }
-
-    /** A wire-up connection accepted, until its request is read and answered. */
-    private final class Handshake {
-        private final SocketChannel channel;
-        private final long started;
-        private final ByteBuffer length = ByteBuffer.allocate(2).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-        private ByteBuffer body;
-
-        Handshake(SocketChannel channel, long started) {
-            this.channel = channel;
-            this.started = started;
-        }
-
-        /** @return whether the handshake is over (answered or given up) */
-        boolean advance(long now) {
-            try {
-                if (body == null) {
-                    if (channel.read(length) < 0) {
-                        return abandon("the connector closed the connection before its request");
-                    }
-                    if (length.hasRemaining()) {
-                        return timedOut(now);
-                    }
-                    int n = Short.toUnsignedInt(length.getShort(0));
-                    if (n == 0 || n > WireFormat.MAX_WIREUP) {
-                        return abandon("a wire-up request of " + n + " bytes (at most " + WireFormat.MAX_WIREUP + ")");
-                    }
-                    body = ByteBuffer.allocate(n);
-                }
-                if (channel.read(body) < 0) {
-                    return abandon("the connector closed the connection in the middle of its request");
-                }
-                if (body.hasRemaining()) {
-                    return timedOut(now);
-                }
-                WireFormat.Wireup request = WireFormat.Wireup.decode(body.array(), WireFormat.REQUEST);
-                if (!java.util.Arrays.equals(request.token(), token)) {
-                    return abandon("the request names another transport (token mismatch): the peer used a stale worker address");
-                }
-                Inbound in = Inbound.accept(VerbsTransport.this, channel, request);
-                inbounds.add(in);
-                return true;
-            } catch (InvalidHandleException e) {
-                return abandon(e.getMessage());
-            } catch (IOException | RuntimeException e) {
-                return abandon(e.toString());
-            }
-        }
-
-        private boolean timedOut(long now) {
-            return now - started > wireupTimeoutMillis * 1_000_000 && abandon("no complete request within "
-                    + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT));
-        }
-
-        private boolean abandon(String why) {
-            logger.log(System.Logger.Level.WARNING, "verbs: refused a wire-up connection: " + why);
-            close();
-            return true;
-        }
-
-        void close() {
-            try {
-                channel.close();
-            } catch (IOException ignored) {
-                // nothing to release beyond the descriptor, which close releases anyway
-            }
-        }
     }
 
     void failed(VerbsEndpoint endpoint) {
@@ -550,7 +488,7 @@ final class VerbsTransport implements Transport {
             return false;
         }
         lastLiveness = now;
-        return acceptWireups(now) + checkLiveness(now) + dropBroken() + reportFailures() > 0;
+        return adoptInbounds() + checkLiveness(now) + dropBroken() + reportFailures() > 0;
     }
 
     @Override
@@ -583,6 +521,13 @@ final class VerbsTransport implements Transport {
         }
         closed = true;
         RuntimeException failure = null;
+        try {
+            // First, so that no connection is built on the completion queues while they are torn down.
+            wireupServer.close();
+        } catch (IOException | RuntimeException ex) {
+            failure = add(failure, ex instanceof RuntimeException r ? r
+                    : new ConduitException("verbs: closing the wire-up listener failed: " + ex.getMessage(), ex));
+        }
         for (VerbsEndpoint e : List.copyOf(endpoints)) {
             try {
                 e.close();
@@ -598,11 +543,7 @@ final class VerbsTransport implements Transport {
                 failure = add(failure, ex);
             }
         }
-        for (Handshake h : handshakes) {
-            h.close();
-        }
-        handshakes.clear();
-        List<AutoCloseable> resources = List.of(listener, wake, receiveQueue, sendQueue, channel);
+        List<AutoCloseable> resources = List.of(wake, receiveQueue, sendQueue, channel);
         for (AutoCloseable c : resources) {
             try {
                 c.close();

@@ -50,14 +50,14 @@ class LoopbackTransportTest {
             c.close();
         }
         assertThat(verbs.openObjects()).as("queue pairs, regions, queues and channels left open").isZero();
-        assertThat(verbs.receiverNotReady).as("SENDs without a posted receive (credits overrun)").isZero();
+        assertThat(verbs.receiverNotReady()).as("SENDs without a posted receive (credits overrun)").isZero();
     }
 
     private static MemorySegment bytes(String s) {
         return MemorySegment.ofArray(s.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Progresses both workers until the endpoint's wire-up is done (the peer answers it in its progress). */
+    /** Progresses the workers until the endpoint's wire-up is done (the peer's wire-up thread answers it). */
     private static TransportEndpoint connected(TransportEndpoint e, TestWorker... progress) {
         progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), progress);
         return e;
@@ -248,6 +248,39 @@ class LoopbackTransportTest {
         progressUntil(() -> b.received.size() == 20, b);
         assertThat(a.failures).isEmpty();
         assertThat(b.failures).isEmpty();
+    }
+
+    @Test
+    void theAcceptorAnswersTheWireupOnItsOwnThreadWithoutProgressing() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4096);
+        TransportEndpoint e = a.connect(b);
+        // b does not progress: the put waits for the reply, which b's wire-up thread sends.
+        e.put(bytes("reached"), region, 0);
+        e.flush();
+        assertThat(chunk.segment().asSlice(0, 7).toArray(ValueLayout.JAVA_BYTE)).isEqualTo("reached".getBytes(StandardCharsets.UTF_8));
+        assertThat(e.trySend(1, MemorySegment.NULL, bytes("after"))).as("connected: the peer's buffers are posted").isTrue();
+        progressUntil(() -> b.received.size() == 1, b);
+        Thread server = b.transport.wireupThread();
+        assertThat(server.getName()).startsWith("conduit-verbs-wireup-");
+        assertThat(server.isDaemon()).isTrue();
+        memory.free(chunk);
+    }
+
+    @Test
+    void closeStopsTheWireupThreadAndReleasesAConnectionItBuiltThatProgressNeverTook() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        connected(a.connect(b), a); // only a progresses: b never takes the inbound connection its thread built
+        Thread server = b.transport.wireupThread();
+        assertThat(server.isAlive()).isTrue();
+        b.close();
+        assertThat(server.isAlive()).as("the wire-up thread after close").isFalse();
+        // the queue pair and buffers b built for a: the leak check after each test
     }
 
     @Test

@@ -27,7 +27,7 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  * <ul>
  *   <li>a SEND consumes the destination queue pair's oldest posted receive and completes on both
  *       completion queues; with no receive posted it fails with {@code IBV_WC_RNR_RETRY_EXC_ERR}
- *       (counted in {@link #receiverNotReady}, which a correct sender never causes);</li>
+ *       (counted in {@link #receiverNotReady()}, which a correct sender never causes);</li>
  *   <li>RDMA WRITE, READ and the two atomics act on memory registered in the destination's
  *       protection domain with the right access, within its bounds, else
  *       {@code IBV_WC_REM_ACCESS_ERR};</li>
@@ -37,7 +37,9 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>a completion channel is an eventfd, signalled by the first completion after
  *       {@code requestNotification}.</li>
  * </ul>
- * Every device opened from one instance is on the same simulated fabric. Thread-safe (one lock).
+ * Every device opened from one instance is on the same simulated fabric. Thread-safe: every call
+ * that reads or changes the fabric's state holds the instance's lock, as the transport builds
+ * inbound queue pairs on its wire-up thread while its worker posts and polls.
  */
 final class LoopbackVerbs implements Verbs {
 
@@ -50,7 +52,7 @@ final class LoopbackVerbs implements Verbs {
     private final Map<Integer, Mr> regions = new HashMap<>();
     private int nextQpn = 0x11;
     private int nextKey = 0x100;
-    int receiverNotReady;
+    private int receiverNotReady;
     final List<String> open = new ArrayList<>();
 
     LoopbackVerbs(int atomicCap) {
@@ -73,6 +75,11 @@ final class LoopbackVerbs implements Verbs {
             throw new IllegalArgumentException("no RDMA device named '" + name + "' in the loopback simulation");
         }
         return new LoopDevice();
+    }
+
+    /** SENDs that found no receive posted (credits overrun), for checks. */
+    synchronized int receiverNotReady() {
+        return receiverNotReady;
     }
 
     /** Queue pairs, regions, channels and queues still open, for leak checks. */

@@ -24,10 +24,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * on one port reach each other through the adapter). The machines this project is built on have
  * no RDMA device: there it is skipped, and none of this has run.
  */
-@EnabledIfEnvironmentVariable(named = "CONDUIT_TEST_VERBS_DEVICE", matches = ".+")
+@EnabledIfEnvironmentVariable(named = RealDevice.VARIABLE, matches = ".+", disabledReason = RealDevice.WHY_SKIPPED)
 class RealDeviceTest {
 
-    private static final String DEVICE = System.getenv("CONDUIT_TEST_VERBS_DEVICE");
+    private static final String DEVICE = RealDevice.name();
 
     @Test
     void theNamedDeviceIsListedOpensAndHasAnActivePortWithAGid() {

@@ -1,0 +1,293 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.InvalidHandleException;
+
+import java.io.IOException;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+import static java.lang.System.Logger.Level.DEBUG;
+import static java.lang.System.Logger.Level.ERROR;
+import static java.lang.System.Logger.Level.WARNING;
+
+/**
+ * The accepting half of the wire-up, on a thread of its own so that a connector is answered
+ * whether or not the accepting worker progresses (a connector waits for the reply before it can
+ * send or do RMA, and the worker it waits on may be driven by the very thread that waits).
+ *
+ * <p>The thread accepts TCP connections on the transport's listener, reads and checks each
+ * request, builds the {@link Inbound} (queue pair on the worker's completion queues, receive
+ * buffers posted, INIT → RTR → RTS), <b>hands it to the transport</b> and only then replies. The
+ * transport takes handed-off connections in {@link VerbsTransport#progress()} before it polls its
+ * completion queues, and again when a completion names a connection it does not know: the peer
+ * can only send once it has the reply, so a completion of the new queue pair always follows the
+ * handoff. Inbound connection slots are taken here (by compare-and-set, with the slot's
+ * generation kept by this thread) and given back by the transport when it closes the connection.
+ *
+ * <p>Everything else of an inbound connection (completions, credits, liveness, close) stays on
+ * the progress thread. A bad request or a failure to build the queue pair is logged and its TCP
+ * connection closed (the protocol has no error reply: the connector reports the close); neither
+ * stops the thread.
+ */
+final class WireupServer implements AutoCloseable {
+
+    private static final AtomicInteger THREADS = new AtomicInteger();
+    /** How long the thread pauses after an unexpected failure of its own loop, so that a persistent one does not spin. */
+    private static final long PAUSE_NANOS = 100_000_000L;
+
+    private final VerbsTransport transport;
+    private final ServerSocketChannel listener;
+    private final Selector selector;
+    private final byte[] token;
+    private final long timeoutNanos;
+    private final System.Logger logger;
+    private final int firstSlot;
+    private final AtomicIntegerArray taken;
+    /** Generations of the inbound slots: written by this thread only, published with the connection. */
+    private final int[] generations;
+    private final Queue<Inbound> handoff = new ConcurrentLinkedQueue<>();
+    private final List<Handshake> handshakes = new ArrayList<>();
+    private final Thread thread;
+    private volatile boolean stopping;
+
+    WireupServer(VerbsTransport transport, ServerSocketChannel listener, byte[] token, int firstSlot, int slots) throws IOException {
+        this.transport = transport;
+        this.listener = listener;
+        this.token = token;
+        this.timeoutNanos = transport.wireupTimeoutMillis * 1_000_000;
+        this.logger = transport.logger;
+        this.firstSlot = firstSlot;
+        this.taken = new AtomicIntegerArray(slots);
+        this.generations = new int[slots];
+        this.selector = Selector.open();
+        try {
+            listener.configureBlocking(false);
+            listener.register(selector, SelectionKey.OP_ACCEPT);
+        } catch (IOException | RuntimeException e) {
+            selector.close();
+            throw e;
+        }
+        this.thread = Thread.ofPlatform().daemon().name("conduit-verbs-wireup-" + THREADS.incrementAndGet()).unstarted(this::serve);
+    }
+
+    void start() {
+        thread.start();
+    }
+
+    /** The next inbound connection the thread built, or {@code null}: called by the progress thread only. */
+    Inbound poll() {
+        return handoff.poll();
+    }
+
+    /** Gives a slot back once the transport no longer finds a connection in it. */
+    void release(int slot) {
+        taken.set(slot - firstSlot, 0);
+    }
+
+    // ---------------------------------------------------------------- the server thread
+
+    private void serve() {
+        while (!stopping) {
+            try {
+                // Unanswered handshakes are looked at least once per timeout, to give up on those that stall.
+                long millis = handshakes.isEmpty() ? 0 : Math.max(1, timeoutNanos / 1_000_000);
+                selector.select(millis);
+                if (stopping) {
+                    return;
+                }
+                selector.selectedKeys().clear();
+                long now = System.nanoTime();
+                acceptAll(now);
+                for (Handshake h : List.copyOf(handshakes)) {
+                    if (h.advance(now)) {
+                        handshakes.remove(h);
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                logger.log(ERROR, "verbs: the wire-up server of device " + transport.domain.deviceName() + " failed; retrying", e);
+                LockSupport.parkNanos(PAUSE_NANOS);
+            }
+        }
+    }
+
+    private void acceptAll(long now) {
+        while (true) {
+            SocketChannel accepted;
+            try {
+                accepted = listener.accept();
+            } catch (IOException e) {
+                // Out of descriptors, typically: the connection stays queued and is tried again after the pause.
+                logger.log(WARNING, "verbs: accepting a wire-up connection failed: " + e.getMessage());
+                LockSupport.parkNanos(PAUSE_NANOS);
+                return;
+            }
+            if (accepted == null) {
+                return;
+            }
+            try {
+                accepted.configureBlocking(false);
+                accepted.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                Handshake h = new Handshake(accepted, now);
+                h.key = accepted.register(selector, SelectionKey.OP_READ);
+                handshakes.add(h);
+            } catch (IOException | RuntimeException e) {
+                logger.log(WARNING, "verbs: refused a wire-up connection: " + e);
+                closeQuietly(accepted);
+            }
+        }
+    }
+
+    /** Takes a free inbound slot and advances its generation; the transport frees it with {@link #release}. */
+    private int[] takeSlot() {
+        for (int i = 0; i < generations.length; i++) {
+            if (taken.compareAndSet(i, 0, 1)) {
+                generations[i] = (generations[i] + 1) & 0xFFFF;
+                return new int[] {firstSlot + i, generations[i]};
+            }
+        }
+        throw new ConduitException("verbs: this worker already has " + generations.length + " inbound connections, the most its "
+                + "completion queues hold (" + VerbsTransport.MAX_CONNECTIONS + ", or fewer when the device's max_cqe is small: lower "
+                + VerbsConfig.describe(VerbsConfig.RECEIVE_BUFFERS) + ")");
+    }
+
+    /** A wire-up connection accepted, until its request is read and answered. */
+    private final class Handshake {
+        private final SocketChannel channel;
+        private final long started;
+        private final ByteBuffer length = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN);
+        private ByteBuffer body;
+        SelectionKey key;
+
+        Handshake(SocketChannel channel, long started) {
+            this.channel = channel;
+            this.started = started;
+        }
+
+        /** @return whether the handshake is over (answered or given up) */
+        boolean advance(long now) {
+            try {
+                if (body == null) {
+                    if (channel.read(length) < 0) {
+                        return abandon("the connector closed the connection before its request");
+                    }
+                    if (length.hasRemaining()) {
+                        return timedOut(now);
+                    }
+                    int n = Short.toUnsignedInt(length.getShort(0));
+                    if (n == 0 || n > WireFormat.MAX_WIREUP) {
+                        return abandon("a wire-up request of " + n + " bytes (at most " + WireFormat.MAX_WIREUP + ")");
+                    }
+                    body = ByteBuffer.allocate(n);
+                }
+                if (channel.read(body) < 0) {
+                    return abandon("the connector closed the connection in the middle of its request");
+                }
+                if (body.hasRemaining()) {
+                    return timedOut(now);
+                }
+                WireFormat.Wireup request = WireFormat.Wireup.decode(body.array(), WireFormat.REQUEST);
+                if (!Arrays.equals(request.token(), token)) {
+                    return abandon("the request names another transport (token mismatch): the peer used a stale worker address");
+                }
+                // The connection leaves the selector: from the handoff on, the progress thread reads it (for its end of stream).
+                key.cancel();
+                int[] slot = takeSlot();
+                Inbound in;
+                try {
+                    in = Inbound.build(transport, channel, request, slot[0], slot[1]);
+                } catch (RuntimeException e) {
+                    release(slot[0]);
+                    throw e;
+                }
+                handoff.add(in);
+                try {
+                    in.reply(request);
+                } catch (IOException e) {
+                    // The transport owns the connection now: closing the socket makes its liveness check drop it.
+                    logger.log(WARNING, "verbs: the wire-up reply could not be sent (" + e.getMessage() + "); the connection is dropped");
+                    closeQuietly(channel);
+                }
+                logger.log(DEBUG, () -> "verbs: accepted a connection from queue pair " + request.qpn());
+                return true;
+            } catch (InvalidHandleException e) {
+                return abandon(e.getMessage());
+            } catch (IOException | RuntimeException e) {
+                return abandon(e.toString());
+            }
+        }
+
+        private boolean timedOut(long now) {
+            return now - started > timeoutNanos && abandon("no complete request within " + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT));
+        }
+
+        private boolean abandon(String why) {
+            logger.log(WARNING, "verbs: refused a wire-up connection: " + why);
+            closeQuietly(channel);
+            return true;
+        }
+    }
+
+    private static void closeQuietly(SocketChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // nothing to release beyond the descriptor, which close releases anyway
+        }
+    }
+
+    /**
+     * Stops the thread and waits for it, then closes the connections it had not answered and those
+     * it built that the transport never took, and the listener. Called by the transport's close,
+     * on the progress thread.
+     */
+    @Override
+    public void close() throws IOException {
+        stopping = true;
+        selector.wakeup();
+        boolean interrupted = false;
+        while (thread.isAlive()) {
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        for (Handshake h : handshakes) {
+            closeQuietly(h.channel);
+        }
+        handshakes.clear();
+        try {
+            for (Inbound in; (in = handoff.poll()) != null; ) {
+                in.close();
+            }
+        } finally {
+            try {
+                selector.close();
+            } finally {
+                listener.close();
+            }
+        }
+    }
+
+    /** The server thread, for tests that check it ends with the transport. */
+    Thread thread() {
+        return thread;
+    }
+}

@@ -1,0 +1,29 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.tck.PluginMetadataContract;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * The TCK's plugin-metadata suite, run on the real verbs plugin over {@link LoopbackVerbs}: <b>a simulated
+ * fabric, not a device</b> ({@link SimulatedFabric} says what that shows and what it checks
+ * besides). {@link RealDeviceMetadataTckTest} runs the same suite on a device where one exists.
+ */
+class SimulatedFabricMetadataTckTest extends PluginMetadataContract {
+
+    @RegisterExtension
+    final SimulatedFabric fabric = new SimulatedFabric();
+
+    @Override
+    protected ConduitPlugin newPlugin() {
+        return fabric.newPlugin();
+    }
+
+    @Override
+    protected Map<String, String> configuration(Path sharedDirectory) {
+        return fabric.configuration();
+    }
+}
