@@ -23,7 +23,7 @@ import java.util.HexFormat;
  * import HEX           imports the region whose handle is HEX
  * write SEQ            writes Quote(SEQ, ...) into the region with Chronicle
  * read                 reads the region with Chronicle and with MemorySegment: OK chronicle=... segment=...
- * cas OFFSET N         says it is ready (OFFSET+8), waits for go (OFFSET+16), then N increments of the
+ * cas OFFSET N         warms up on OFFSET+24, says it is ready (OFFSET+8), waits for go (OFFSET+16), then N increments of the
  *                      long at OFFSET by CAS through a Chronicle view: OK N interleaved=I
  * misuse               an out-of-bounds read, then a read after closing the import: OK oob=Class closed=Class
  * send HEX N PAD       connects to the worker address HEX, sends N Quotes (PAD padding bytes) with
@@ -66,6 +66,7 @@ public final class CrossProcessPeer {
                             BytesStore<?, Void> store = ChronicleViews.store(region);
                             long offset = Long.parseLong(c[1]);
                             long n = Long.parseLong(c[2]);
+                            CrossProcessTest.increment(store, offset + 24, CrossProcessTest.WARM_UP); // compiled before the race, on a word of its own
                             store.writeOrderedLong(offset + 8, 1); // ready
                             while (store.readVolatileLong(offset + 16) == 0) Thread.onSpinWait(); // go
                             yield n + " interleaved=" + CrossProcessTest.increment(store, offset, n);

@@ -47,6 +47,12 @@ class CrossProcessTest {
      * {@code n} increments by CAS of the long at {@code offset}; returns how often the other process
      * got in between: a CAS that failed, or a value that moved since this one's last increment.
      */
+    /**
+     * Increments each process makes on a word of its own before the race, so that both race with
+     * compiled code: a process still interpreting would be overtaken and the two would barely meet.
+     */
+    static final long WARM_UP = 200_000;
+
     static long increment(BytesStore<?, Void> store, long offset, long n) {
         long interleaved = 0;
         long last = -1;
@@ -104,6 +110,7 @@ class CrossProcessTest {
             Region region = conduit.pool("posix").allocate(4096);
             child.call("import", HexFormat.of().formatHex(region.exportHandle()));
             BytesStore<?, Void> store = ChronicleViews.store(region);
+            increment(store, 96, WARM_UP);
             child.start("cas", "64", Long.toString(each));
             while (store.readVolatileLong(72) == 0) Thread.onSpinWait(); // the child is ready: both start together
             store.writeOrderedLong(80, 1);
