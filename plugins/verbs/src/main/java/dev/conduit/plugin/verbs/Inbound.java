@@ -13,9 +13,7 @@ import java.nio.channels.SocketChannel;
  * buffer once its message is delivered, and RDMA-writes the running count of re-posted buffers
  * into the connector's credit word.
  *
- * <p>A message cut into several records is reassembled in a buffer of this connection that grows
- * to the largest message seen (the only allocation on the receive path, and only for messages
- * larger than one buffer).
+ * <p>A message cut into several records is reassembled by the connection's {@link Records.Reader}.
  */
 final class Inbound extends VerbsTransport.Connection {
 
@@ -34,12 +32,7 @@ final class Inbound extends VerbsTransport.Connection {
     private long announced;
     private boolean creditInFlight;
     private boolean broken;
-    private Arena reassemblyArena;
-    private MemorySegment reassembly;
-    private int reassemblyId;
-    private int reassemblyHeader;
-    private long reassemblyTotal;
-    private long reassembled = -1;
+    private final Records.Reader records;
 
     private Inbound(VerbsTransport transport, SocketChannel wireup, Verbs.QueuePair qp, Verbs.MemoryRegion receive,
                     Verbs.MemoryRegion creditSource, WireFormat.Wireup request, Arena arena) {
@@ -52,6 +45,7 @@ final class Inbound extends VerbsTransport.Connection {
         this.peerCreditKey = request.creditKey();
         this.bufferSize = transport.bufferSize;
         this.arena = arena;
+        this.records = new Records.Reader(transport.sink, transport.receiveBuffers, bufferSize);
     }
 
     /**
@@ -126,8 +120,8 @@ final class Inbound extends VerbsTransport.Connection {
         MemorySegment m = receive.memory();
         long at = (long) index * bufferSize;
         try {
-            deliver(m, at, byteLength);
-        } catch (ProtocolError e) {
+            records.read(m, at, byteLength);
+        } catch (Records.ProtocolError e) {
             transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection that broke the record protocol: "
                     + e.getMessage());
             breakDown();
@@ -137,67 +131,6 @@ final class Inbound extends VerbsTransport.Connection {
                 reposted++;
             }
         }
-    }
-
-    /** A record that breaks the protocol of {@link Records}: the sender is not a correct verbs transport. */
-    private static final class ProtocolError extends RuntimeException {
-        @java.io.Serial private static final long serialVersionUID = 1L;
-
-        ProtocolError(String message) {
-            super(message, null, false, false);
-        }
-    }
-
-    private void deliver(MemorySegment m, long at, int byteLength) {
-        int type = m.get(ValueLayout.JAVA_INT, at + Records.TYPE);
-        int id = m.get(ValueLayout.JAVA_INT, at + Records.ID);
-        int headerLength = m.get(ValueLayout.JAVA_INT, at + Records.HEADER_LENGTH);
-        int part = m.get(ValueLayout.JAVA_INT, at + Records.PART_LENGTH);
-        long total = m.get(ValueLayout.JAVA_LONG, at + Records.TOTAL_LENGTH);
-        if (byteLength < Records.HEADER || headerLength < 0 || headerLength > Records.MAX_MESSAGE_HEADER || part < 0
-                || (long) Records.HEADER + headerLength + part != byteLength || total < part) {
-            throw new ProtocolError("record of " + byteLength + " bytes says header " + headerLength + ", part " + part
-                    + ", total " + total);
-        }
-        long body = at + Records.HEADER;
-        if (type == Records.FIRST) {
-            if (reassembled >= 0) {
-                throw new ProtocolError("a new message before the last one's records were all received");
-            }
-            if (total == part) {
-                transport.sink.onMessage(id, m, body, headerLength, m, body + headerLength, part);
-                return;
-            }
-            ensureReassembly(headerLength + total);
-            MemorySegment.copy(m, body, reassembly, 0, headerLength + part);
-            reassemblyId = id;
-            reassemblyHeader = headerLength;
-            reassemblyTotal = total;
-            reassembled = part;
-        } else if (type == Records.MORE) {
-            if (reassembled < 0 || id != reassemblyId || total != reassemblyTotal || headerLength != 0 || reassembled + part > total) {
-                throw new ProtocolError("a continuation record that continues no message in progress");
-            }
-            MemorySegment.copy(m, body, reassembly, reassemblyHeader + reassembled, part);
-            reassembled += part;
-            if (reassembled == total) {
-                reassembled = -1;
-                transport.sink.onMessage(id, reassembly, 0, reassemblyHeader, reassembly, reassemblyHeader, total);
-            }
-        } else {
-            throw new ProtocolError("record type " + type);
-        }
-    }
-
-    private void ensureReassembly(long bytes) {
-        if (reassembly != null && reassembly.byteSize() >= bytes) {
-            return;
-        }
-        if (reassemblyArena != null) {
-            reassemblyArena.close();
-        }
-        reassemblyArena = Arena.ofShared();
-        reassembly = reassemblyArena.allocate(Math.max(bytes, 2L * bufferSize), 8);
     }
 
     /** Tells the connector how many buffers are posted again, unless a previous word is still being written. */
@@ -257,9 +190,7 @@ final class Inbound extends VerbsTransport.Connection {
                 receive.close();
                 creditSource.close();
             } finally {
-                if (reassemblyArena != null) {
-                    reassemblyArena.close();
-                }
+                records.close();
                 arena.close();
             }
         }

@@ -1,5 +1,8 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.spi.MessageSink;
+
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -18,6 +21,9 @@ import java.lang.foreign.ValueLayout;
  * 16      8     payload length of the whole message
  * 24      ...   header, then this record's payload bytes
  * </pre>
+ *
+ * <p>Every field is written by the peer: {@link Reader} checks each record against the completion's
+ * byte count and against the largest message this side's buffers admit before it copies a byte.
  */
 final class Records {
 
@@ -55,5 +61,107 @@ final class Records {
     /** The largest payload that {@code records} buffers of {@code bufferSize} carry with a header of the largest size. */
     static long maxPayload(int records, int bufferSize) {
         return (long) records * (bufferSize - HEADER) - MAX_MESSAGE_HEADER;
+    }
+
+    /**
+     * The receiving side of one connection: checks each record a SEND delivered, hands a message
+     * that fits one record to the sink in place, and reassembles the others in a buffer that grows
+     * to the largest message seen (the only allocation on the receive path, and only for messages
+     * larger than one buffer, never larger than {@link #maxPayload} of this side's buffers).
+     * A record that breaks the protocol is a {@link ProtocolError}; the connection is then dropped
+     * and this reader used no more.
+     */
+    static final class Reader implements AutoCloseable {
+
+        private final MessageSink sink;
+        private final long maxTotal;
+        private final long minReassembly;
+        private Arena arena;
+        private MemorySegment reassembly;
+        private int id;
+        private int headerLength;
+        private long total;
+        private long reassembled = -1;
+
+        /** A reader for records that arrive in {@code receiveBuffers} buffers of {@code bufferSize} bytes. */
+        Reader(MessageSink sink, int receiveBuffers, int bufferSize) {
+            this.sink = sink;
+            this.maxTotal = maxPayload(receiveBuffers, bufferSize);
+            this.minReassembly = 2L * bufferSize;
+        }
+
+        /** Reads the record of {@code byteLength} bytes (the completion's count) at {@code at} in {@code buffer}. */
+        void read(MemorySegment buffer, long at, int byteLength) {
+            if (byteLength < HEADER) {
+                throw new ProtocolError("record of " + byteLength + " bytes, shorter than its " + HEADER + "-byte header");
+            }
+            int type = buffer.get(ValueLayout.JAVA_INT, at + TYPE);
+            int recordId = buffer.get(ValueLayout.JAVA_INT, at + ID);
+            int header = buffer.get(ValueLayout.JAVA_INT, at + HEADER_LENGTH);
+            int part = buffer.get(ValueLayout.JAVA_INT, at + PART_LENGTH);
+            long recordTotal = buffer.get(ValueLayout.JAVA_LONG, at + TOTAL_LENGTH);
+            if (header < 0 || header > MAX_MESSAGE_HEADER || part < 0 || (long) HEADER + header + part != byteLength
+                    || recordTotal < part || recordTotal > maxTotal) {
+                throw new ProtocolError("record of " + byteLength + " bytes says header " + header + ", part " + part
+                        + ", total " + recordTotal + " (at most " + maxTotal + ")");
+            }
+            long body = at + HEADER;
+            if (type == FIRST) {
+                if (reassembled >= 0) {
+                    throw new ProtocolError("a new message before the last one's records were all received");
+                }
+                if (recordTotal == part) {
+                    sink.onMessage(recordId, buffer, body, header, buffer, body + header, part);
+                    return;
+                }
+                ensureReassembly(header + recordTotal);
+                MemorySegment.copy(buffer, body, reassembly, 0, header + part);
+                id = recordId;
+                headerLength = header;
+                total = recordTotal;
+                reassembled = part;
+            } else if (type == MORE) {
+                if (reassembled < 0 || recordId != id || recordTotal != total || header != 0 || reassembled + part > total) {
+                    throw new ProtocolError("a continuation record that continues no message in progress");
+                }
+                MemorySegment.copy(buffer, body, reassembly, headerLength + reassembled, part);
+                reassembled += part;
+                if (reassembled == total) {
+                    reassembled = -1;
+                    sink.onMessage(id, reassembly, 0, headerLength, reassembly, headerLength, total);
+                }
+            } else {
+                throw new ProtocolError("record type " + type + " is neither " + FIRST + " (first) nor " + MORE + " (more)");
+            }
+        }
+
+        private void ensureReassembly(long bytes) {
+            if (reassembly != null && reassembly.byteSize() >= bytes) {
+                return;
+            }
+            if (arena != null) {
+                arena.close();
+            }
+            arena = Arena.ofShared();
+            reassembly = arena.allocate(Math.max(bytes, minReassembly), 8);
+        }
+
+        @Override
+        public void close() {
+            if (arena != null) {
+                arena.close();
+                arena = null;
+                reassembly = null;
+            }
+        }
+    }
+
+    /** A record that breaks the protocol of {@link Records}: the sender is not a correct verbs transport. */
+    static final class ProtocolError extends RuntimeException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        ProtocolError(String message) {
+            super(message, null, false, false);
+        }
     }
 }

@@ -1,0 +1,35 @@
+package dev.conduit.plugin.verbs;
+
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.PayloadReader;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The verbs entry of a worker address tells a connector where to wire up: for any bytes the
+ * decoder returns an address whose wire-up host is an IP literal (never a name to resolve) and
+ * whose port, link layer, MTU and buffer geometry are in range, or throws
+ * {@link InvalidHandleException}; a decoded address encodes back to the same bytes.
+ */
+class VerbsAddressFuzzTest {
+
+    @FuzzTest(maxExecutions = 100_000, maxDuration = "2m")
+    void decodeAcceptsOrNamesTheField(byte[] bytes) {
+        WireFormat.Address address;
+        try {
+            address = WireFormat.Address.decode(new PayloadReader(bytes, 0, bytes.length, "address.verbs."));
+        } catch (InvalidHandleException e) {
+            assertThat(e.getMessage()).isNotBlank();
+            return;
+        }
+        assertThat(WireFormat.isIpLiteral(address.host())).isTrue();
+        assertThat(address.port()).isBetween(1, 255);
+        assertThat(address.tcpPort()).isBetween(1, 65535);
+        assertThat(address.linkLayer()).isBetween(0, VerbsAbi.IBV_LINK_LAYER_ETHERNET);
+        assertThat(address.mtu()).isBetween(VerbsAbi.IBV_MTU_256, VerbsAbi.IBV_MTU_4096);
+        assertThat(address.receiveBuffers()).isBetween(2, 4096);
+        assertThat(address.bufferSize()).isBetween(4096, 1 << 30);
+        assertThat(address.encode()).isEqualTo(bytes);
+    }
+}

@@ -1,0 +1,45 @@
+package dev.conduit.plugin.verbs;
+
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.conduit.spi.InvalidHandleException;
+
+import java.util.Arrays;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Wire-up requests (read by the acceptor's wire-up thread) and replies (read by the connector)
+ * come from whoever connects to, or listens on, a TCP port. The first input byte picks the kind
+ * the reader expects (2: a reply, anything else: a request), the rest is the message body. For any
+ * body the decoder returns a message of the expected kind with a 24-bit queue pair number and PSN
+ * and a non-null credit address in a request, or throws {@link InvalidHandleException}; a decoded
+ * message encodes back to its length and the same body.
+ */
+class VerbsWireupFuzzTest {
+
+    @FuzzTest(maxExecutions = 100_000, maxDuration = "2m")
+    void decodeAcceptsOrNamesTheField(byte[] bytes) {
+        if (bytes.length == 0) {
+            return;
+        }
+        int expected = bytes[0] == WireFormat.REPLY ? WireFormat.REPLY : WireFormat.REQUEST;
+        byte[] body = Arrays.copyOfRange(bytes, 1, bytes.length);
+        WireFormat.Wireup message;
+        try {
+            message = WireFormat.Wireup.decode(body, expected);
+        } catch (InvalidHandleException e) {
+            assertThat(e.getMessage()).isNotBlank();
+            return;
+        }
+        assertThat(message.kind()).isEqualTo(expected);
+        assertThat(message.qpn()).isBetween(1, WireFormat.MAX_QPN);
+        assertThat(message.psn()).isBetween(0, WireFormat.MAX_QPN);
+        assertThat(message.mtu()).isBetween(VerbsAbi.IBV_MTU_256, VerbsAbi.IBV_MTU_4096);
+        if (expected == WireFormat.REQUEST) {
+            assertThat(message.creditAddress()).isNotZero();
+        }
+        byte[] encoded = message.encode();
+        assertThat(Arrays.copyOfRange(encoded, 2, encoded.length)).isEqualTo(body);
+        assertThat((encoded[0] & 0xFF) | (encoded[1] & 0xFF) << 8).isEqualTo(body.length);
+    }
+}

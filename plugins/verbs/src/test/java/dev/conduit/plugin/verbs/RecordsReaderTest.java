@@ -1,0 +1,86 @@
+package dev.conduit.plugin.verbs;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The receiver's checks of the records a peer SENDs: every lie is a protocol error, never another exception. */
+class RecordsReaderTest {
+
+    private static final int BUFFER = 4096;
+    private static final int BUFFERS = 4;
+
+    private final List<String> delivered = new ArrayList<>();
+    private final Records.Reader reader = new Records.Reader((id, hb, ho, hl, pb, po, pl) -> {
+        byte[] header = hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE);
+        byte[] payload = pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE);
+        delivered.add(id + ":" + header.length + ":" + payload.length + ":" + (payload.length == 0 ? -1 : payload[payload.length - 1]));
+    }, BUFFERS, BUFFER);
+
+    @Test
+    void aMessageInOneRecordAndOneCutIntoRecordsAreDelivered() {
+        try (Arena arena = Arena.ofConfined(); reader) {
+            MemorySegment buffer = arena.allocate(BUFFER);
+            Records.write(buffer, 0, Records.FIRST, 7, 2, 3, 3);
+            buffer.set(ValueLayout.JAVA_BYTE, Records.HEADER + 4, (byte) 9);
+            reader.read(buffer, 0, Records.HEADER + 5);
+
+            long total = 2L * BUFFER;
+            int first = BUFFER - Records.HEADER - 16;
+            Records.write(buffer, 0, Records.FIRST, 8, 16, first, total);
+            reader.read(buffer, 0, BUFFER);
+            int second = BUFFER - Records.HEADER;
+            Records.write(buffer, 0, Records.MORE, 8, 0, second, total);
+            reader.read(buffer, 0, BUFFER);
+            int last = (int) (total - first - second);
+            Records.write(buffer, 0, Records.MORE, 8, 0, last, total);
+            buffer.set(ValueLayout.JAVA_BYTE, Records.HEADER + last - 1, (byte) 5);
+            reader.read(buffer, 0, Records.HEADER + last);
+        }
+        assertThat(delivered).containsExactly("7:2:3:9", "8:16:" + 2 * BUFFER + ":5");
+    }
+
+    /** Found by VerbsRecordsFuzzTest: a claimed total near 2^63 overflowed the reassembly size, and a later record was copied out of bounds (IndexOutOfBoundsException from progress); a large one was allocated. */
+    @Test
+    void aTotalAboveWhatTheBuffersAdmitIsAProtocolErrorBeforeAnythingIsAllocated() {
+        long max = Records.maxPayload(BUFFERS, BUFFER);
+        try (Arena arena = Arena.ofConfined(); reader) {
+            MemorySegment buffer = arena.allocate(BUFFER);
+            for (long total : new long[] {Long.MAX_VALUE, 1L << 40, max + 1}) {
+                Records.write(buffer, 0, Records.FIRST, 1, 8, 0, total);
+                assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER + 8))
+                        .isInstanceOf(Records.ProtocolError.class).hasMessageContaining("total " + total).hasMessageContaining("at most " + max);
+            }
+            Records.write(buffer, 0, Records.FIRST, 1, 0, 8, max);
+            reader.read(buffer, 0, Records.HEADER + 8);
+        }
+        assertThat(delivered).isEmpty();
+    }
+
+    @Test
+    void recordsThatLieAboutTheirShapeAreProtocolErrors() {
+        try (Arena arena = Arena.ofConfined(); reader) {
+            MemorySegment buffer = arena.allocate(BUFFER);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER - 1)).isInstanceOf(Records.ProtocolError.class)
+                    .hasMessageContaining("shorter than its 24-byte header");
+            Records.write(buffer, 0, 3, 1, 0, 0, 0);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER)).isInstanceOf(Records.ProtocolError.class)
+                    .hasMessageContaining("record type 3");
+            Records.write(buffer, 0, Records.FIRST, 1, -1, 0, 0);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER)).isInstanceOf(Records.ProtocolError.class);
+            Records.write(buffer, 0, Records.FIRST, 1, 0, 10, 10);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER + 9)).isInstanceOf(Records.ProtocolError.class);
+            Records.write(buffer, 0, Records.MORE, 1, 0, 10, 10);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER + 10)).isInstanceOf(Records.ProtocolError.class)
+                    .hasMessageContaining("continues no message");
+        }
+        assertThat(delivered).isEmpty();
+    }
+}
