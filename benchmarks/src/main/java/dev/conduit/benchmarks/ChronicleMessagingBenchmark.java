@@ -1,12 +1,10 @@
 package dev.conduit.benchmarks;
 
-import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Message;
 import dev.conduit.Worker;
 import dev.conduit.chronicle.ChronicleMessages;
 import dev.conduit.spi.PayloadEncoder;
-import dev.conduit.spi.ThreadMode;
 import net.openhft.chronicle.bytes.BytesIn;
 import net.openhft.chronicle.bytes.BytesMarshallable;
 import net.openhft.chronicle.bytes.BytesOut;
@@ -26,11 +24,8 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -75,12 +70,9 @@ public class ChronicleMessagingBenchmark {
     @Param({"posix"})
     public String plugin;
 
-    private Path dir;
-    private Process peer;
-    private Conduit conduit;
+    private MessagingSession session;
     private Worker worker;
     private Endpoint endpoint;
-    private Arena arena;
     private MemorySegment copy;
     private final ChronicleMessages chronicle = new ChronicleMessages();
     private final Quote out = new Quote();
@@ -115,46 +107,23 @@ public class ChronicleMessagingBenchmark {
 
     @Setup(Level.Trial)
     public void open() throws IOException, InterruptedException {
-        dir = Files.createTempDirectory(Path.of("/dev/shm"), "cjmh");
+        session = MessagingSession.open(plugin, ECHO, MessagingBenchmark.ACK_EVERY, w -> w.onMessage(MessagingPeer.PONG, this::onPong));
+        worker = session.worker();
+        endpoint = session.endpoint();
         try {
-            conduit = Conduit.builder().transports(plugin).sharedDirectory(dir).build();
-            worker = conduit.newWorker(ThreadMode.SINGLE);
-            worker.onMessage(MessagingPeer.PONG, this::onPong);
-            peer = MessagingPeer.start(dir, plugin, ECHO, MessagingBenchmark.ACK_EVERY, worker);
-            endpoint = MessagingPeer.connect(dir, peer, worker);
-            arena = Arena.ofShared();
-            copy = arena.allocate(26);
+            copy = session.arena().allocate(26);
             chronicle(); // fails here, not in the measurement, if nothing comes back
             segment();
             copied();
-        } catch (RuntimeException | IOException | InterruptedException | Error e) {
-            try {
-                close();
-            } catch (RuntimeException | IOException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+        } catch (RuntimeException | Error e) {
+            session.closeAfter(e);
             throw e;
         }
     }
 
     @TearDown(Level.Trial)
     public void close() throws IOException, InterruptedException {
-        try {
-            if (endpoint != null) {
-                for (int i = 0; i < 100_000 && endpoint.pending() > 0; i++) worker.progress();
-                endpoint.close();
-            }
-            if (worker != null) worker.close();
-            if (conduit != null) conduit.close();
-            if (arena != null) arena.close();
-        } finally {
-            endpoint = null;
-            worker = null;
-            conduit = null;
-            arena = null;
-            MessagingPeer.stop(dir, peer);
-            peer = null;
-        }
+        session.close();
     }
 
     private void onPong(Message m) {

@@ -1,9 +1,7 @@
 package dev.conduit.benchmarks;
 
-import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
-import dev.conduit.spi.ThreadMode;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -20,17 +18,13 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Active messages between two processes: this JVM and a peer JVM ({@link MessagingPeer}) that
- * {@link #open()} starts for every trial, over one transport ({@code memfd} or {@code posix}).
+ * {@link #open()} starts for every trial ({@link MessagingSession}), over one transport ({@code memfd} or {@code posix}).
  *
  * <ul>
  *   <li>{@code pingPong} ({@code AverageTime}, ns/op): send id 1 with {@code size} bytes, progress
@@ -69,12 +63,9 @@ public class MessagingBenchmark {
     @Param({"8", "4096", "65536"})
     public int size;
 
-    private Path dir;
-    private Process peer;
-    private Conduit conduit;
+    private MessagingSession session;
     private Worker worker;
     private Endpoint endpoint;
-    private Arena arena;
     private MemorySegment payload;
 
     private long pongs;
@@ -83,52 +74,25 @@ public class MessagingBenchmark {
 
     @Setup(Level.Trial)
     public void open() throws IOException, InterruptedException {
-        // Short: memfd's fd server binds a Unix socket in it (at most 108 bytes of path in all).
-        dir = Files.createTempDirectory(Path.of("/dev/shm"), "cjmh");
+        session = MessagingSession.open(plugin, size, ACK_EVERY, w -> {
+            w.onMessage(MessagingPeer.PONG, m -> pongs++);
+            w.onMessage(MessagingPeer.ACK, m -> acked = m.payloadLong(0));
+        });
+        worker = session.worker();
+        endpoint = session.endpoint();
         try {
-            conduit = Conduit.builder().transports(plugin).sharedDirectory(dir).build();
-            if (!conduit.selectedPlugins().equals(List.of(plugin))) {
-                throw new IllegalStateException("plugin " + plugin + " not selected: " + conduit.plugins().stream().map(i -> i.name() + " " + i.status() + " " + i.reason()).toList());
-            }
-            worker = conduit.newWorker(ThreadMode.SINGLE);
-            worker.onMessage(MessagingPeer.PONG, m -> pongs++);
-            worker.onMessage(MessagingPeer.ACK, m -> acked = m.payloadLong(0));
-            peer = MessagingPeer.start(dir, plugin, size, ACK_EVERY, worker);
-            endpoint = MessagingPeer.connect(dir, peer, worker);
-
-            arena = Arena.ofShared();
-            payload = arena.allocate(size);
+            payload = session.arena().allocate(size);
             for (long i = 0; i < size; i++) payload.set(ValueLayout.JAVA_BYTE, i, (byte) i);
-
             pingPong(); // fails here, not in the measurement, if nothing comes back
-        } catch (RuntimeException | IOException | InterruptedException | Error e) {
-            try {
-                close();
-            } catch (RuntimeException | IOException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+        } catch (RuntimeException | Error e) {
+            session.closeAfter(e);
             throw e;
         }
     }
 
     @TearDown(Level.Trial)
     public void close() throws IOException, InterruptedException {
-        try {
-            if (endpoint != null) {
-                for (int i = 0; i < 100_000 && endpoint.pending() > 0; i++) worker.progress();
-                endpoint.close();
-            }
-            if (worker != null) worker.close();
-            if (conduit != null) conduit.close();
-            if (arena != null) arena.close();
-        } finally {
-            endpoint = null;
-            worker = null;
-            conduit = null;
-            arena = null;
-            MessagingPeer.stop(dir, peer);
-            peer = null;
-        }
+        session.close();
     }
 
     /** One round trip: ping with {@code size} bytes, progress until the echo has arrived. */
