@@ -373,15 +373,7 @@ final class FfmVerbs implements Verbs {
                 return;
             }
             closed = true;
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
-                int rc = (int) closeDevice.invokeExact(capture, context);
-                if (rc != 0) {
-                    throw new ErrnoException("ibv_close_device", errnoOf(rc, capture), name, name);
-                }
-            } catch (Throwable t) {
-                throw propagate(t);
-            }
+            checked("ibv_close_device", name, closeDevice, context);
         }
 
         private void check() {
@@ -504,7 +496,7 @@ final class FfmVerbs implements Verbs {
         }
     }
 
-    /** Calls {@code int destroy(void *)}, throwing on a non-zero result. */
+    /** Calls {@code int destroy(void *)} (the {@code ibv_close_device} / {@code ibv_destroy_*} / {@code ibv_dealloc_*} shape), throwing on a non-zero result. */
     private static void checked(String call, String device, MethodHandle destroy, MemorySegment object) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
