@@ -45,22 +45,47 @@ public final class OwnerLease implements AutoCloseable {
         this.fd = fd;
     }
 
-    /** Creates and locks a new lease for a new owner. */
+    /**
+     * How many times {@link #acquire} starts over with a new owner id when a concurrent
+     * {@link #reclaimDead} took its pending lease (see there); each loss needs a reclaim to run in
+     * the few microseconds between the creation and the lock of the pending file.
+     */
+    private static final int ACQUIRE_ATTEMPTS = 16;
+
+    /**
+     * Creates and locks a new lease for a new owner.
+     *
+     * <p>A pending lease is unlocked between its creation and its {@code flock}, and a reclaimer in
+     * this or another process that looks at it in that instant takes it for a dead owner's: it
+     * locks it (our lock then fails) or removes it (our rename then finds nothing). Either way
+     * nothing of the new owner exists yet, so this starts over with a new owner id.
+     */
     public static OwnerLease acquire(Libc libc, SharedDirectory directory, String prefix) {
-        String owner = SharedDirectory.randomId();
-        String pending = prefix + "-" + owner + PENDING;
-        FileDescriptor fd = directory.createExclusive(pending);
-        try {
-            if (!libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) {
-                throw new ConduitException("lease " + directory.path().resolve(pending) + " is locked by someone else right after creation");
+        for (int attempt = 1; ; attempt++) {
+            String owner = SharedDirectory.randomId();
+            String pending = prefix + "-" + owner + PENDING;
+            FileDescriptor fd = directory.createExclusive(pending);
+            boolean lostToReclaimer;
+            try {
+                lostToReclaimer = !libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB);
+                if (!lostToReclaimer) {
+                    Files.move(directory.path().resolve(pending), directory.path().resolve(prefix + "-" + owner + LEASE), StandardCopyOption.ATOMIC_MOVE);
+                    return new OwnerLease(directory, prefix, owner, fd);
+                }
+            } catch (java.nio.file.NoSuchFileException e) {
+                lostToReclaimer = true;
+            } catch (IOException | RuntimeException e) {
+                fd.close();
+                directory.unlink(pending);
+                throw e instanceof ConduitException c ? c
+                        : new ConduitException("cannot create lease " + directory.path().resolve(pending) + ": " + e, e);
             }
-            Files.move(directory.path().resolve(pending), directory.path().resolve(prefix + "-" + owner + LEASE), StandardCopyOption.ATOMIC_MOVE);
-            return new OwnerLease(directory, prefix, owner, fd);
-        } catch (IOException | RuntimeException e) {
             fd.close();
             directory.unlink(pending);
-            throw e instanceof ConduitException c ? c
-                    : new ConduitException("cannot create lease " + directory.path().resolve(pending) + ": " + e, e);
+            if (attempt == ACQUIRE_ATTEMPTS) {
+                throw new ConduitException("cannot create a lease in " + directory.path() + ": " + ACQUIRE_ATTEMPTS
+                        + " pending leases in a row were taken by processes reclaiming dead owners' files there at that instant");
+            }
         }
     }
 
