@@ -45,12 +45,15 @@ import java.lang.invoke.VarHandle;
  * The payload length may be less than the record's room: a zero-copy send
  * ({@code ShmEndpoint.trySendEncoded}) claims room for the most its encoder may write, and an
  * encoder that throws leaves its record abandoned ({@link #abandon}: padding).
- * A sender claims {@code align8(48 + header + payload)} bytes by CAS on the tail, writes
+ * A sender claims {@code recordLength(48 + header + payload)} bytes (a multiple of 64: every
+ * record starts on a cache line, and a small message is one line) by CAS on the tail, writes
  * {@code -length} and at once its connection id, then the record, then {@code +length} with a
  * release store. When the record does not fit before the end of the ring, the claim also covers
  * the rest of the ring, which becomes a PAD record. The receiver reads records while their length
  * is positive, zeroes what it read (so a stale byte is never taken for a length; in batches, off
- * the message's path) and moves the head with a release store. A record claimed by a sender that then died stays uncommitted; the
+ * the message's path) and moves the head with a release store. It never reads past the shared
+ * head plus one ring: no sender can claim there yet, and an earlier lap's record, read but not yet
+ * zeroed, still lies there. A record claimed by a sender that then died stays uncommitted; the
  * receiver turns it into padding once it knows that sender is dead ({@link #unblock()}), so a dead
  * sender never wedges the queue.
  */
@@ -72,6 +75,8 @@ public final class ReceiveQueue {
     public static final long HEADER_LENGTH = 4096;
 
     public static final int RECORD_HEADER = 48;
+    /** Senders start every record on a cache line; the receiver accepts any multiple of 8. */
+    public static final int RECORD_ALIGNMENT = 64;
     static final long TYPE = 4;
     static final long CONNECTION = 8;
     static final long MESSAGE_ID = 16;
@@ -164,6 +169,15 @@ public final class ReceiveQueue {
     // ------------------------------------------------------------------------------------- sender
 
     /**
+     * The bytes a sender claims for a record of {@code bytes} (header included): rounded up to
+     * {@link #RECORD_ALIGNMENT}, so that a small message occupies one cache line of its own and
+     * costs one line transfer from sender to receiver, never two.
+     */
+    public static int recordLength(long bytes) {
+        return (int) ((bytes + RECORD_ALIGNMENT - 1) & -RECORD_ALIGNMENT);
+    }
+
+    /**
      * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of an
      * unnamed sender ({@link #claim(int, long)} with connection 0).
      *
@@ -227,14 +241,16 @@ public final class ReceiveQueue {
     }
 
     /**
-     * Wakes the receiver if it sleeps. The full fence orders the commit before the read of the
-     * sleeping flag, pairing with the receiver's fence between setting the flag and looking at the
-     * ring: one of the two always sees the other (no lost wake-up).
+     * Wakes the receiver if it sleeps; call after committing a record claimed through this
+     * flyweight. No fence is needed here: the claim's CAS on the tail is a volatile write that
+     * precedes this volatile read of the sleeping flag, and the receiver sets the flag (volatile)
+     * before it reads the tail (volatile) in {@link #await}. Volatile accesses have one total
+     * order, so either the receiver sees the claimed tail and does not sleep, or this sees the flag
+     * and wakes it: no lost wake-up, and no second full fence per message.
      *
      * @return whether the receiver was sleeping
      */
     public boolean wakeIfSleeping(dev.conduit.linux.Libc libc) {
-        VarHandle.fullFence();
         if ((int) INT.getVolatile(memory, SLEEPING_OFFSET) == 0) return false;
         signal(libc);
         return true;
@@ -270,7 +286,9 @@ public final class ReceiveQueue {
      */
     public int poll(RecordHandler handler, int limit) {
         long headIndex = head & mask;
-        long contiguous = capacity - headIndex;
+        // Up to the end of the ring, and never past the shared head plus a ring: no sender can claim
+        // there yet, and what lies there is an earlier lap's record, consumed but not yet zeroed.
+        long contiguous = Math.min(capacity - headIndex, zeroed + capacity - head);
         long read = 0;
         int count = 0;
         try {

@@ -82,7 +82,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long headerLength = header.byteSize();
         long payloadLength = payload.byteSize();
         if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
-            int length = align(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
+            int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
             long offset = peer.claim(length, connection);
             if (offset < 0) return noRoom();
             MemorySegment q = peer.memory();
@@ -97,7 +97,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long before = bounce.position();
         long bounceOffset = bounce.reserve(payloadLength);
         if (bounceOffset < 0) return noRoom();
-        int length = align(ReceiveQueue.RECORD_HEADER + headerLength);
+        int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
         long offset = peer.claim(length, connection);
         if (offset < 0) {
             bounce.rollback(before);
@@ -132,7 +132,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long headerLength = header.byteSize();
         MemorySegment q = peer.memory();
         if (ReceiveQueue.RECORD_HEADER + headerLength + maxLength <= inlineMaximum) {
-            int length = align(ReceiveQueue.RECORD_HEADER + headerLength + maxLength);
+            int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + maxLength);
             long offset = peer.claim(length, connection);
             if (offset < 0) return noRoomEncoded();
             long body = offset + ReceiveQueue.RECORD_HEADER;
@@ -153,7 +153,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long before = bounce.position();
         long bounceOffset = bounce.reserve(maxLength);
         if (bounceOffset < 0) return noRoomEncoded();
-        int length = align(ReceiveQueue.RECORD_HEADER + headerLength);
+        int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
         long offset = peer.claim(length, connection);
         if (offset < 0) {
             bounce.rollback(before);
@@ -232,7 +232,7 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private boolean sendControl(int type, byte[] payload) {
-        int length = align(ReceiveQueue.RECORD_HEADER + payload.length);
+        int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + payload.length);
         long offset = peer.claim(length, connection);
         if (offset < 0) return false;
         MemorySegment q = peer.memory();
@@ -255,10 +255,6 @@ final class ShmEndpoint implements TransportEndpoint {
             lastHeartbeat = peer.heartbeat();
         }
         return false;
-    }
-
-    private static int align(long length) {
-        return (int) ((length + 7) & -8);
     }
 
     /**

@@ -53,6 +53,25 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aRingFilledUpToTheSharedHeadIsNotReadPastIt() {
+        // Reading 63 records zeroes them and moves the shared head to ring offset 4032; the next two
+        // stay unzeroed (less than a zero batch), the second of them at ring offset 0.
+        long value = 1;
+        long expected = 1;
+        for (int i = 0; i < 63; i++) send(ReceiveQueue.MSG, value++, 64);
+        for (long v : drain()) assertThat(v).isEqualTo(expected++);
+        for (int i = 0; i < 2; i++) send(ReceiveQueue.MSG, value++, 64);
+        for (int i = 0; i < 2; i++) for (long v : drain()) assertThat(v).isEqualTo(expected++);
+        // Senders may now fill the ring exactly up to the shared head: ring offset 4032, where the
+        // record read above still lies, consumed and not zeroed.
+        while (send(ReceiveQueue.MSG, value, 64) >= 0) value++;
+        List<Long> read = new ArrayList<>();
+        for (int round = 0; round < 4 && receiver.hasPending(); round++) read.addAll(drain());
+        assertThat(read).as("each record once, none of an earlier lap").hasSize((int) (value - expected)).doesNotHaveDuplicates();
+        for (long v : read) assertThat(v).isEqualTo(expected++);
+    }
+
+    @Test
     void aFullRingRefusesAClaimUntilTheReceiverReads() {
         int accepted = 0;
         while (send(ReceiveQueue.MSG, accepted + 1, 512) >= 0) accepted++;
