@@ -147,9 +147,32 @@ final class PerfClient implements AutoCloseable {
             serverRegion = ep.peerRegion(serverHandle);
             resources.add(serverRegion);
             serverRegionSize = serverRegion.size();
+            connectIdlePeers(WorkerAddress.fromBytes(bootstrap.address()));
         } catch (RuntimeException | Error e) {
             closeResources(e);
             throw e;
+        }
+    }
+
+    /**
+     * {@code --peers}: connects {@code peers - 1} more workers of this process to the server's
+     * worker, each sending it one message so that it tracks them as senders (a connection in its
+     * receive queue, a lease it watches), then leaves them idle and open until the session ends.
+     */
+    private void connectIdlePeers(WorkerAddress serverAddress) {
+        for (int i = 1; i < plan.peers(); i++) {
+            Worker idle = conduit.newWorker(ThreadMode.SINGLE);
+            resources.add(idle);
+            Endpoint e = idle.connect(serverAddress);
+            e.send(PerfProtocol.PEER, oneByte);
+            long t0 = System.nanoTime();
+            while (e.pending() > 0) {
+                idle.progress();
+                if (System.nanoTime() - t0 > timeoutNanos) {
+                    throw new ConduitException("idle peer " + i + " of --peers " + plan.peers() + " could not send its message to the perf server within "
+                            + PerfParsing.formatDuration(plan.timeout()) + " (--timeout)");
+                }
+            }
         }
     }
 

@@ -99,6 +99,14 @@ final class PerfCommand implements Callable<Integer> {
                     + "Default: the runtime's selection.")
     private String transport;
 
+    /** The most --peers: each is a worker with its own receive queue and lease in this process. */
+    static final int MAX_PEERS = 1024;
+
+    @Option(names = "--peers", paramLabel = "N",
+            description = "Workers connected to the server's worker while measuring: this one, and N-1 more of this process that "
+                    + "each send one message and stay idle, so the server's worker tracks N senders. Default: 1.")
+    private int peers = 1;
+
     @Option(names = "--thread-mode", paramLabel = "MODE", converter = ThreadModeConverter.class,
             description = "The workers' thread mode: single, serialized or multi. Default: single.")
     private ThreadMode threadMode = ThreadMode.SINGLE;
@@ -166,7 +174,7 @@ final class PerfCommand implements Callable<Integer> {
         if (server || connect != null) sharedDirectory = sharedDir;
         if (server) return serve(out, err);
         PerfPlan plan = new PerfPlan(tests, sizes.isEmpty() ? defaultSizes() : sizes, iterations, duration, warmup,
-                wakeup == null ? PerfPlan.Wakeup.BUSY : wakeup, timeout);
+                wakeup == null ? PerfPlan.Wakeup.BUSY : wakeup, timeout, peers);
         if (connect != null) return connectTo(plan, out, err);
         return spawned(plan, out, err);
     }
@@ -183,6 +191,7 @@ final class PerfCommand implements Callable<Integer> {
         if (server && connect != null) throw usage("--server and --connect exclude each other: a process is one side or the other");
         if (iterations != null && duration != null) throw usage("-n and -d exclude each other: measure a number of iterations or for a duration");
         if (iterations != null && (iterations < 1 || iterations > 1_000_000_000L)) throw usage("-n must be from 1 to 1000000000, not " + iterations);
+        if (peers < 1 || peers > MAX_PEERS) throw usage("--peers must be from 1 to " + MAX_PEERS + ", not " + peers);
         if (!server) {
             if (listen != null) throw usage("--listen is for --server; a client gives --connect HOST:PORT");
             if (keep) throw usage("--keep is for --server");
@@ -196,6 +205,7 @@ final class PerfCommand implements Callable<Integer> {
             if (duration != null) clientOnly.add("-d");
             if (warmup != null) clientOnly.add("-w");
             if (wakeup != null) clientOnly.add("--wakeup");
+            if (peers != 1) clientOnly.add("--peers");
             if (json) clientOnly.add("--json");
             if (plot != null) clientOnly.add("--plot");
             if (!clientOnly.isEmpty()) {
@@ -319,13 +329,13 @@ final class PerfCommand implements Callable<Integer> {
         Supplier<Conduit> uncached = () -> open(Map.of("ipc.cache.bytes", "0"));
         PerfRun run;
         try (PerfClient client = new PerfClient(c, uncached, bootstrap, threadMode, plan, progress)) {
-            PerfRun header = new PerfRun(ToolVersion.current(), date, client.transport(), plan.wakeup().label(), client.self(), client.server(),
+            PerfRun header = new PerfRun(ToolVersion.current(), date, client.transport(), plan.wakeup().label(), plan.peers(), client.self(), client.server(),
                     how, timer, PerfRun.Machine.current(), List.of());
             if (!json) PerfText.header(header, out);
             List<PerfResult> results = client.runAll(rows -> {
                 if (!json) PerfText.table(rows, out);
             });
-            run = new PerfRun(header.version(), date, header.transport(), header.wakeup(), header.client(), header.server(), how, timer,
+            run = new PerfRun(header.version(), date, header.transport(), header.wakeup(), header.peers(), header.client(), header.server(), how, timer,
                     header.machine(), results);
         } finally {
             progress.clear();

@@ -23,6 +23,7 @@ final class PerfJson {
                 .member("date", run.date().toString())
                 .member("transport", run.transport())
                 .member("wakeup", run.wakeup())
+                .member("peers", run.peers())
                 .member("bootstrap", run.bootstrap())
                 .member("timerNanos", run.timerNanos(), 1);
         peer(json, "client", run.client());

@@ -15,9 +15,11 @@ import java.util.Locale;
  * @param warmup     {@code -w}, or {@code null}: a tenth of the measured iterations or duration
  * @param wakeup     how waiting loops wait
  * @param timeout    how long to wait for the peer (bootstrap, a reply, one operation) before giving up
+ * @param peers      workers of the client connected to the server's worker: the measuring one, and
+ *                   {@code peers - 1} that each send one message first and then stay connected and idle
  */
 record PerfPlan(List<PerfTest> tests, List<Long> sizes, Long iterations, Duration duration, PerfParsing.Warmup warmup, Wakeup wakeup,
-                Duration timeout) {
+                Duration timeout, int peers) {
 
     /** How a loop that waits for the peer waits. */
     enum Wakeup {

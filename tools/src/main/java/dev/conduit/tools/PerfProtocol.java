@@ -25,12 +25,13 @@ import java.nio.charset.StandardCharsets;
  * DATA    size bytes (am_bw)
  * LAST    size bytes (am_bw, the last one)       ACK     messages counted since BEGIN
  * PUT_DONE marker byte (put_bw)                  ACK     1 when the region's last byte is the marker
+ * PEER    (from an idle worker of --peers)       (counted, not answered)
  * BYE     (the session is over)
  * </pre>
  */
 final class PerfProtocol {
 
-    static final int VERSION = 1;
+    static final int VERSION = 2;
 
     static final int HELLO = 0x7C01;
     static final int WELCOME = 0x7C02;
@@ -39,6 +40,7 @@ final class PerfProtocol {
     static final int END = 0x7C05;
     static final int ENDED = 0x7C06;
     static final int BYE = 0x7C07;
+    static final int PEER = 0x7C08;
     static final int PING = 0x7C10;
     static final int PONG = 0x7C11;
     static final int DATA = 0x7C12;

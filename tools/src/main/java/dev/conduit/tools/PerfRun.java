@@ -15,6 +15,7 @@ import java.util.List;
  * @param date           when the run started
  * @param transport      the plugin whose transport carried the endpoint
  * @param wakeup         busy or await
+ * @param peers          workers connected to the server's worker while measuring ({@code --peers})
  * @param client         this process
  * @param server         the peer
  * @param bootstrap      how the peer was reached: {@code spawned}, {@code shared-dir DIR (name N)}, {@code tcp HOST:PORT}
@@ -22,7 +23,7 @@ import java.util.List;
  * @param machine        where it ran
  * @param results        the rows, in the order measured
  */
-record PerfRun(String version, Instant date, String transport, String wakeup, Peer client, Peer server, String bootstrap, double timerNanos,
+record PerfRun(String version, Instant date, String transport, String wakeup, int peers, Peer client, Peer server, String bootstrap, double timerNanos,
                Machine machine, List<PerfResult> results) {
 
     PerfRun {

@@ -179,6 +179,8 @@ final class PerfServer {
         worker.onMessage(PerfProtocol.BEGIN, m -> begin = new PerfProtocol.Reader(m, "BEGIN"));
         worker.onMessage(PerfProtocol.END, m -> endSeq = m.payloadInt(0));
         worker.onMessage(PerfProtocol.BYE, m -> bye = true);
+        // An idle worker of --peers: its connection is what counts, so that this worker tracks N senders.
+        worker.onMessage(PerfProtocol.PEER, m -> { });
         worker.onMessage(PerfProtocol.PING, m -> client.send(PerfProtocol.PONG, pong));
         worker.onMessage(PerfProtocol.DATA, m -> count++);
         worker.onMessage(PerfProtocol.LAST, m -> {

@@ -36,6 +36,8 @@ final class PerfText {
         out.println("  thread mode  client " + c.threadMode() + " (" + c.threadPolicy() + "), server " + s.threadMode() + " ("
                 + s.threadPolicy() + ")");
         out.println("  wakeup       " + run.wakeup());
+        out.println("  peers        " + run.peers() + (run.peers() == 1 ? "   (one worker connected to the server's)"
+                : "   (workers connected to the server's: the measuring one and " + (run.peers() - 1) + " idle ones)"));
         out.println("  client       pid " + c.pid() + " on " + c.host());
         out.println("  server       pid " + s.pid() + " on " + s.host() + "   (" + run.bootstrap() + ")");
         PerfRun.Machine m = run.machine();

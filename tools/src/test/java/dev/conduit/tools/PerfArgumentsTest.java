@@ -59,6 +59,9 @@ class PerfArgumentsTest {
             "perf --name x                                   | goes with --server or --connect",
             "perf --server --name a/b                        | must be 1 to 64 characters",
             "perf -n 0                                       | -n must be from 1",
+            "perf --peers 0                                  | --peers must be from 1 to 1024",
+            "perf --peers 1025                               | --peers must be from 1 to 1024",
+            "perf --server --peers 8                         | give these to the client",
     })
     void optionsThatExcludeEachOtherAreUsageErrors(String line, String message) {
         Result result = usageError(line.trim().split("\\s+"));

@@ -33,7 +33,7 @@ class PerfOutputTest {
         results.add(PerfResult.skipped(PerfTest.GET_LAT, null, 1 << 30, "larger than the server's region"));
         PerfRun.Peer client = new PerfRun.Peer(100, "host", "SINGLE", "OWNER_CHECK", List.of("memfd", "posix"));
         PerfRun.Peer server = new PerfRun.Peer(1, "perf-container", "SINGLE", "OWNER_CHECK", List.of("memfd"));
-        return new PerfRun("1.0", Instant.parse("2026-01-02T03:04:05Z"), "memfd", "busy", client, server, "spawned", 21.5,
+        return new PerfRun("1.0", Instant.parse("2026-01-02T03:04:05Z"), "memfd", "busy", 1, client, server, "spawned", 21.5,
                 new PerfRun.Machine("Some CPU \u00ae", 2, "6.1.0", "25", "VM", "0.50 0.40 0.30"), results);
     }
 
@@ -56,7 +56,7 @@ class PerfOutputTest {
         out.flush();
         String s = text.toString();
 
-        assertThat(s).contains("transport    memfd", "thread mode  client SINGLE (OWNER_CHECK), server SINGLE (OWNER_CHECK)", "wakeup       busy",
+        assertThat(s).contains("transport    memfd", "thread mode  client SINGLE (OWNER_CHECK), server SINGLE (OWNER_CHECK)", "wakeup       busy", "peers        1",
                 "client       pid 100 on host", "server       pid 1 on perf-container", "2 cores", "load average 0.50 0.40 0.30");
         assertThat(s).contains("am_lat: active-message ping-pong", "size", "iterations", "ops/s", "MB/s", "p50", "p90", "p99", "p99.9", "max");
         // 1000 round trips in 2 ms: 500,000 ops/s; 8 bytes each: 4.0 MB/s; p50 of ~300 ns: 0.3 µs.
@@ -83,6 +83,7 @@ class PerfOutputTest {
 
         assertThat(doc).containsEntry("tool", "conduit perf").containsEntry("transport", "memfd").containsEntry("wakeup", "busy")
                 .containsKeys("version", "date", "bootstrap", "timerNanos");
+        assertThat(((Number) doc.get("peers")).intValue()).isEqualTo(1);
         assertThat(Json.object(doc, "client")).containsEntry("host", "host").containsKeys("pid", "threadMode", "threadPolicy", "transports");
         assertThat(Json.object(doc, "server")).containsEntry("host", "perf-container");
         Map<String, Object> machine = Json.object(doc, "machine");

@@ -51,6 +51,17 @@ class PerfRunTest {
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void idlePeersStayConnectedToTheServerWhileTheMeasuringOneRuns() {
+        Result result = conduit.run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--peers", "16", "--json");
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+        Map<String, Object> doc = JsonParser.parseObject(result.out());
+        assertThat(((Number) doc.get("peers")).intValue()).isEqualTo(16);
+        assertThat(result.err()).as("the server handles every idle peer's message").doesNotContain("no handler");
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aServerCanHandOutItsBootstrapOverTcp() throws Exception {
         List<String> command = new ArrayList<>(PerfPeer.javaCommand());
         command.addAll(List.of("perf", "--server", "--listen", "127.0.0.1:0", "--exit-with-stdin"));
