@@ -160,7 +160,8 @@ public final class OwnerLease implements AutoCloseable {
      * Removes the files of every dead owner with {@code prefix}: each lease (or pending lease) that
      * can be locked, every {@code <prefix>-<owner>-*} file, then the lease itself.
      *
-     * @return the names removed
+     * @return the names of dead owners' files removed; a pending lease, which owns nothing yet (it
+     *         may be a starting owner's, see {@link #acquire}), is removed without being listed
      */
     public static List<String> reclaimDead(Libc libc, SharedDirectory directory, String prefix) {
         List<String> removed = new ArrayList<>();
@@ -181,7 +182,9 @@ public final class OwnerLease implements AutoCloseable {
                     all &= unlinkQuietly(directory, file, removed);
                 }
                 // The lease goes last, and only when all else went, so that a later reclaim retries the rest.
-                if (all) unlinkQuietly(directory, name, removed);
+                // A pending lease may be a starting owner's that we locked first (acquire then starts over):
+                // it owns nothing yet, so its removal is not reported as a dead owner's.
+                if (all) unlinkQuietly(directory, name, name.endsWith(PENDING) ? new ArrayList<>() : removed);
             }
         }
         if (!removed.isEmpty()) {
