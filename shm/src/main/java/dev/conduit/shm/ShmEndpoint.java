@@ -54,7 +54,10 @@ final class ShmEndpoint implements TransportEndpoint {
         this.peerLease = peerLease;
         this.events = events;
         this.connection = connection;
-        this.inlineMaximum = transport.config().inlineMaximum();
+        // inline.max is this side's setting and the queue's size the peer's. A record of more than
+        // half the ring may never fit, not even in an empty ring (it and the padding up to the ring's
+        // end can exceed the ring), so anything larger goes through the bounce ring.
+        this.inlineMaximum = Math.min(transport.config().inlineMaximum(), peer.capacity() / 2);
         this.heartbeatTimeoutNanos = transport.config().heartbeatTimeout().toNanos();
     }
 

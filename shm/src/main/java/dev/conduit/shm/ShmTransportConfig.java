@@ -47,8 +47,8 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
 
     private static ConfigKey<Long> inlineMax(String p) {
         return ConfigKey.bytes(p + ".inline.max", 8L << 10, 0,
-                "Largest header plus payload copied into the receive queue; a larger payload is copied once into the "
-                        + "connection's bounce ring and read there by the receiver.");
+                "Largest header plus payload copied into the receive queue (at most half the peer's queue.size); a larger "
+                        + "payload is copied once into the connection's bounce ring and read there by the receiver.");
     }
 
     private static ConfigKey<Long> bounceSize(String p) {

@@ -170,6 +170,31 @@ class ShmTransportTest {
     }
 
     @Test
+    void anInlineLimitAboveHalfThePeersQueueStillDeliversEveryMessage() {
+        // The sender's inline.max is its own setting, the queue's size the receiver's. A record of
+        // more than half a ring may never fit, even in an empty ring: 40 KiB after the tail has
+        // moved 32 KiB into a 64 KiB ring needs 40 KiB plus the 32 KiB of padding up to the end.
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.inline.max", "1m");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        for (int i = 0; i < 2; i++) {
+            assertThat(ep.trySend(1, MemorySegment.NULL, bytes(16 << 10, i))).isTrue();
+            receiver.progress();
+        }
+        MemorySegment large = bytes(40 << 10, 9);
+        boolean sent = false;
+        for (int i = 0; i < 1000 && !sent; i++) {
+            sent = ep.trySend(2, MemorySegment.NULL, large);
+            receiver.progress();
+        }
+        assertThat(sent).as("a 40 KiB message to a 64 KiB queue is sent (through the bounce ring)").isTrue();
+        for (int i = 0; i < 1000 && received.ids.size() < 3; i++) receiver.progress();
+        assertThat(received.ids).containsExactly(1, 1, 2);
+        assertThat(received.payloads.get(2)).isEqualTo(large.toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    @Test
     void aFullQueueRefusesUntilTheReceiverProgresses() {
         Received received = new Received();
         Transport receiver = transport(received, "posix.queue.size", "64k");
