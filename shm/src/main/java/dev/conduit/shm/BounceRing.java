@@ -82,6 +82,12 @@ public final class BounceRing {
     /**
      * Reserves {@code length} contiguous bytes (at most the capacity).
      *
+     * <p>A payload of more than half the ring may fit neither before the ring's end nor after it,
+     * however empty the ring: the skipped end plus the payload exceed it. Once the receiver has
+     * released everything, the sender may write anywhere, so it then takes the space from the
+     * ring's start whatever the skip; the positions count that skip as still in use until the
+     * receiver releases past the payload.
+     *
      * @return the payload's offset in {@link #memory()}, or -1 when the receiver has not released
      *         enough yet; on success {@link #position()} is the position to announce with it
      */
@@ -91,7 +97,8 @@ public final class BounceRing {
         long index = produced & mask;
         long toEnd = capacity - index;
         long skip = need > toEnd ? toEnd : 0;
-        if (skip + need > capacity - (produced - consumed)) return -1;
+        boolean empty = produced == consumed;
+        if (empty ? need > capacity : skip + need > capacity - (produced - consumed)) return -1;
         produced += skip;
         long offset = HEADER_LENGTH + (produced & mask);
         produced += need;

@@ -195,6 +195,27 @@ class ShmTransportTest {
     }
 
     @Test
+    void aPayloadOfMoreThanHalfTheBounceRingIsSentOnceTheRingIsEmpty() {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received(), "posix.bounce.size", "256k");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100 << 10, 1))).isTrue();
+        for (int i = 0; i < 1000 && received.ids.isEmpty(); i++) receiver.progress();
+        // 156 KiB to the ring's end, 100 KiB from its start: neither holds 200 KiB, but the ring is empty.
+        MemorySegment large = bytes(200 << 10, 2);
+        boolean sent = false;
+        for (int i = 0; i < 1000 && !sent; i++) {
+            sent = ep.trySend(2, MemorySegment.NULL, large);
+            receiver.progress();
+        }
+        assertThat(sent).as("200 KiB through an empty 256 KiB bounce ring").isTrue();
+        for (int i = 0; i < 1000 && received.ids.size() < 2; i++) receiver.progress();
+        assertThat(received.ids).containsExactly(1, 2);
+        assertThat(received.payloads.get(1)).isEqualTo(large.toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    @Test
     void aFullQueueRefusesUntilTheReceiverProgresses() {
         Received received = new Received();
         Transport receiver = transport(received, "posix.queue.size", "64k");
