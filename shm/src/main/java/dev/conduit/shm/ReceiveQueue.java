@@ -178,6 +178,16 @@ public final class ReceiveQueue {
     }
 
     /**
+     * The largest record a sender can always claim once the receiver has read everything: a multiple
+     * of {@link #RECORD_ALIGNMENT}. A record that does not fit before the ring's end also claims the
+     * padding up to it (less than the record), and the shared head may lag what the receiver read by
+     * less than a zero batch; a record of at most half of what remains fits in every case.
+     */
+    public int largestRecordThatAlwaysFits() {
+        return (int) Math.min(Integer.MAX_VALUE & -RECORD_ALIGNMENT, (capacity - zeroBatch) / 2 & -RECORD_ALIGNMENT);
+    }
+
+    /**
      * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of an
      * unnamed sender ({@link #claim(int, long)} with connection 0).
      *

@@ -54,10 +54,9 @@ final class ShmEndpoint implements TransportEndpoint {
         this.peerLease = peerLease;
         this.events = events;
         this.connection = connection;
-        // inline.max is this side's setting and the queue's size the peer's. A record of more than
-        // half the ring may never fit, not even in an empty ring (it and the padding up to the ring's
-        // end can exceed the ring), so anything larger goes through the bounce ring.
-        this.inlineMaximum = Math.min(transport.config().inlineMaximum(), peer.capacity() / 2);
+        // inline.max is this side's setting and the queue's size the peer's: a larger record may never
+        // fit the peer's ring (ReceiveQueue#largestRecordThatAlwaysFits), so it goes through the bounce ring.
+        this.inlineMaximum = Math.min(transport.config().inlineMaximum(), peer.largestRecordThatAlwaysFits());
         this.heartbeatTimeoutNanos = transport.config().heartbeatTimeout().toNanos();
     }
 
@@ -89,10 +88,15 @@ final class ShmEndpoint implements TransportEndpoint {
             long offset = peer.claim(length, connection);
             if (offset < 0) return noRoom();
             MemorySegment q = peer.memory();
-            writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, payloadLength, 0, 0);
-            long body = offset + ReceiveQueue.RECORD_HEADER;
-            MemorySegment.copy(header, 0, q, body, headerLength);
-            MemorySegment.copy(payload, 0, q, body + headerLength, payloadLength);
+            try {
+                writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, payloadLength, 0, 0);
+                long body = offset + ReceiveQueue.RECORD_HEADER;
+                MemorySegment.copy(header, 0, q, body, headerLength);
+                MemorySegment.copy(payload, 0, q, body + headerLength, payloadLength);
+            } catch (RuntimeException | InternalError e) {
+                abandon(offset, length, -1);
+                throw e;
+            }
             peer.commit(offset, length);
             return sent();
         }
@@ -106,12 +110,33 @@ final class ShmEndpoint implements TransportEndpoint {
             bounce.rollback(before);
             return noRoom();
         }
-        MemorySegment.copy(payload, 0, bounce.memory(), bounceOffset, payloadLength);
         MemorySegment q = peer.memory();
-        writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, payloadLength, bounce.position(), bounceOffset);
-        MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+        try {
+            MemorySegment.copy(payload, 0, bounce.memory(), bounceOffset, payloadLength);
+            writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, payloadLength, bounce.position(), bounceOffset);
+            MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+        } catch (RuntimeException | InternalError e) {
+            abandon(offset, length, before);
+            throw e;
+        }
         peer.commit(offset, length);
         return sent();
+    }
+
+    /**
+     * Undoes a send that failed after its claim (the caller's segment was closed or is confined to
+     * another thread, or mapped memory faulted): its record becomes padding and its bounce
+     * reservation ({@code bounceBefore}, or -1) is released, so that a claim never committed does
+     * not block the peer's queue for every sender while this process lives. A fault of the peer's
+     * queue itself leaves nothing to write: the receiver finds its queue broken anyway.
+     */
+    private void abandon(long offset, int length, long bounceBefore) {
+        try {
+            peer.abandon(offset, length);
+        } catch (InternalError queueFault) {
+            // The queue's mapping is gone: see above.
+        }
+        if (bounceBefore >= 0) bounce.rollback(bounceBefore);
     }
 
     /**
@@ -143,11 +168,16 @@ final class ShmEndpoint implements TransportEndpoint {
             try {
                 written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
             } catch (Throwable t) {
-                peer.abandon(offset, length);
+                abandon(offset, length, -1);
                 throw t;
             }
-            writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, written, 0, 0);
-            MemorySegment.copy(header, 0, q, body, headerLength);
+            try {
+                writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, written, 0, 0);
+                MemorySegment.copy(header, 0, q, body, headerLength);
+            } catch (RuntimeException | InternalError e) {
+                abandon(offset, length, -1);
+                throw e;
+            }
             peer.commit(offset, length);
             sent();
             return written;
@@ -166,12 +196,16 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             written = PayloadEncoder.checkWritten(encoder.encode(bounce.memory().asSlice(bounceOffset, maxLength)), maxLength);
         } catch (Throwable t) {
-            peer.abandon(offset, length);
-            bounce.rollback(before);
+            abandon(offset, length, before);
             throw t;
         }
-        writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, written, bounce.position(), bounceOffset);
-        MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+        try {
+            writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, written, bounce.position(), bounceOffset);
+            MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+        } catch (RuntimeException | InternalError e) {
+            abandon(offset, length, before);
+            throw e;
+        }
         peer.commit(offset, length);
         sent();
         return written;

@@ -47,7 +47,7 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
 
     private static ConfigKey<Long> inlineMax(String p) {
         return ConfigKey.bytes(p + ".inline.max", 8L << 10, 0,
-                "Largest header plus payload copied into the receive queue (at most half the peer's queue.size); a larger "
+                "Largest header plus payload copied into the receive queue (at most about half the peer's queue.size); a larger "
                         + "payload is copied once into the connection's bounce ring and read there by the receiver.");
     }
 

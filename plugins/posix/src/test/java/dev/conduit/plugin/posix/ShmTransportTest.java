@@ -216,6 +216,55 @@ class ShmTransportTest {
     }
 
     @Test
+    void aSendThatFailsAfterItsClaimDoesNotBlockThePeersQueue() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.unblock.timeout", "1ms", "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        Arena closed = Arena.ofConfined();
+        MemorySegment gone = closed.allocate(100);
+        MemorySegment goneLarge = closed.allocate(100_000);
+        closed.close();
+        // byteSize() still answers, so the claim is made; the copy then fails.
+        assertThatThrownBy(() -> ep.trySend(2, MemorySegment.NULL, gone)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> ep.trySend(3, gone, bytes(8, 3))).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> ep.trySend(4, MemorySegment.NULL, goneLarge))
+                .as("a large one, through the bounce ring").isInstanceOf(IllegalStateException.class);
+        assertThat(ep.trySend(5, MemorySegment.NULL, bytes(8, 5))).isTrue();
+        assertThat(ep.trySend(6, MemorySegment.NULL, bytes(100_000, 6))).isTrue();
+        // Bounded, not timed: the live sender's claims must not wait for a liveness verdict.
+        for (int i = 0; i < 1000 && received.ids.size() < 3; i++) receiver.progress();
+        assertThat(received.ids).containsExactly(1, 5, 6);
+    }
+
+    @Test
+    void aLargeInlineRecordFitsWhileTheSharedHeadLagsTheReceiver() {
+        // The shared head moves only when a zero batch (4 KiB here) is complete; an inline limit of
+        // half the ring would then claim more than the room the senders can see.
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.inline.max", "64k");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        // After the 128-byte CONNECT record: 32,576 bytes, 63 records of 64, then 32,768 at ring offset
+        // 36,736, which needs 28,800 bytes of padding too while the senders see 65,536 - 4,032 free.
+        List<Integer> sizes = new ArrayList<>();
+        sizes.add(32_576 - 48);
+        for (int i = 0; i < 63; i++) sizes.add(8);
+        sizes.add(32_768 - 48);
+        for (int i = 0; i < sizes.size(); i++) {
+            boolean sent = false;
+            for (int round = 0; round < 1000 && !sent; round++) {
+                sent = ep.trySend(i, MemorySegment.NULL, bytes(sizes.get(i), i));
+                receiver.progress();
+            }
+            assertThat(sent).as("message %d of %d bytes", i, sizes.get(i)).isTrue();
+        }
+        for (int i = 0; i < 1000 && received.ids.size() < sizes.size(); i++) receiver.progress();
+        assertThat(received.ids).hasSize(sizes.size());
+    }
+
+    @Test
     void aFullQueueRefusesUntilTheReceiverProgresses() {
         Received received = new Received();
         Transport receiver = transport(received, "posix.queue.size", "64k");
