@@ -65,15 +65,14 @@ public final class OwnerLease implements AutoCloseable {
             String owner = SharedDirectory.randomId();
             String pending = prefix + "-" + owner + PENDING;
             FileDescriptor fd = directory.createExclusive(pending);
-            boolean lostToReclaimer;
             try {
-                lostToReclaimer = !libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB);
-                if (!lostToReclaimer) {
+                if (libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) {
                     Files.move(directory.path().resolve(pending), directory.path().resolve(prefix + "-" + owner + LEASE), StandardCopyOption.ATOMIC_MOVE);
                     return new OwnerLease(directory, prefix, owner, fd);
                 }
-            } catch (java.nio.file.NoSuchFileException e) {
-                lostToReclaimer = true;
+                // Lost: a reclaimer holds the lock.
+            } catch (java.nio.file.NoSuchFileException lost) {
+                // Lost: a reclaimer removed the file before the rename.
             } catch (IOException | RuntimeException e) {
                 fd.close();
                 directory.unlink(pending);
@@ -179,12 +178,13 @@ public final class OwnerLease implements AutoCloseable {
                 if (!libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) continue;
                 boolean all = true;
                 for (String file : directory.list(prefix + "-" + owner + "-")) {
-                    all &= unlinkQuietly(directory, file, removed);
+                    if (unlinkQuietly(directory, file)) removed.add(file);
+                    else all = false;
                 }
                 // The lease goes last, and only when all else went, so that a later reclaim retries the rest.
                 // A pending lease may be a starting owner's that we locked first (acquire then starts over):
                 // it owns nothing yet, so its removal is not reported as a dead owner's.
-                if (all) unlinkQuietly(directory, name, name.endsWith(PENDING) ? new ArrayList<>() : removed);
+                if (all && unlinkQuietly(directory, name) && !name.endsWith(PENDING)) removed.add(name);
             }
         }
         if (!removed.isEmpty()) {
@@ -193,10 +193,9 @@ public final class OwnerLease implements AutoCloseable {
         return removed;
     }
 
-    private static boolean unlinkQuietly(SharedDirectory directory, String name, List<String> removed) {
+    private static boolean unlinkQuietly(SharedDirectory directory, String name) {
         try {
             directory.unlink(name);
-            removed.add(name);
             return true;
         } catch (ErrnoException e) {
             LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: " + e.getMessage());

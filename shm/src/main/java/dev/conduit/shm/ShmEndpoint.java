@@ -93,9 +93,9 @@ final class ShmEndpoint implements TransportEndpoint {
                 long body = offset + ReceiveQueue.RECORD_HEADER;
                 MemorySegment.copy(header, 0, q, body, headerLength);
                 MemorySegment.copy(payload, 0, q, body + headerLength, payloadLength);
-            } catch (RuntimeException | InternalError e) {
+            } catch (Throwable t) {
                 abandon(offset, length, -1);
-                throw e;
+                throw t;
             }
             peer.commit(offset, length);
             return sent();
@@ -115,9 +115,9 @@ final class ShmEndpoint implements TransportEndpoint {
             MemorySegment.copy(payload, 0, bounce.memory(), bounceOffset, payloadLength);
             writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, payloadLength, bounce.position(), bounceOffset);
             MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
-        } catch (RuntimeException | InternalError e) {
+        } catch (Throwable t) {
             abandon(offset, length, before);
-            throw e;
+            throw t;
         }
         peer.commit(offset, length);
         return sent();
@@ -167,16 +167,11 @@ final class ShmEndpoint implements TransportEndpoint {
             long written;
             try {
                 written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
+                writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, written, 0, 0);
+                MemorySegment.copy(header, 0, q, body, headerLength);
             } catch (Throwable t) {
                 abandon(offset, length, -1);
                 throw t;
-            }
-            try {
-                writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, written, 0, 0);
-                MemorySegment.copy(header, 0, q, body, headerLength);
-            } catch (RuntimeException | InternalError e) {
-                abandon(offset, length, -1);
-                throw e;
             }
             peer.commit(offset, length);
             sent();
@@ -195,16 +190,11 @@ final class ShmEndpoint implements TransportEndpoint {
         long written;
         try {
             written = PayloadEncoder.checkWritten(encoder.encode(bounce.memory().asSlice(bounceOffset, maxLength)), maxLength);
+            writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, written, bounce.position(), bounceOffset);
+            MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
         } catch (Throwable t) {
             abandon(offset, length, before);
             throw t;
-        }
-        try {
-            writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, written, bounce.position(), bounceOffset);
-            MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
-        } catch (RuntimeException | InternalError e) {
-            abandon(offset, length, before);
-            throw e;
         }
         peer.commit(offset, length);
         sent();
