@@ -41,7 +41,9 @@ import java.lang.foreign.MemorySegment;
  * <p>Closing an endpoint closes its {@link PeerRegion}s and its transport connection; the peer
  * sees the end of the connection, not a failure. Deliver queued messages first (progress the
  * worker until {@link #pending()} is 0): close tries once to hand them to the transport, and
- * discards and logs (logger {@code dev.conduit.worker}) what it still cannot.
+ * discards and logs (logger {@code dev.conduit.worker}) what it still cannot. Messages the
+ * transport accepted still arrive while both workers live: close does not wait for the peer to
+ * read them, and the transport keeps what they need until the peer has (see each plugin's notes).
  */
 public interface Endpoint extends AutoCloseable {
 

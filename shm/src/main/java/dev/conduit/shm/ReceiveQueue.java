@@ -279,17 +279,39 @@ public final class ReceiveQueue {
 
     // ----------------------------------------------------------------------------------- receiver
 
-    /** Reads one record at a time; {@link #poll} calls it for every complete, non-padding record. */
+    /**
+     * Reads one record at a time; {@link #poll} calls it for every complete, non-padding record. A
+     * handler that cannot handle its record yet throws {@link RecordNotReady}.
+     */
     @FunctionalInterface
     public interface RecordHandler {
         void onRecord(MemorySegment memory, long offset, int type, int length);
     }
 
     /**
+     * Thrown by a {@link RecordHandler} that cannot handle its record yet, for a reason that may
+     * pass (the receiver cannot map what the record points at: out of descriptors, say). The
+     * record stays at the head, unconsumed, for the next poll, and poll rethrows this exception.
+     * Records behind it wait too: the queue is in order, and a message may not be lost.
+     */
+    public static final class RecordNotReady extends RuntimeException {
+        private final RuntimeException reason;
+
+        public RecordNotReady(RuntimeException reason) {
+            super(reason.getMessage(), reason, false, false);
+            this.reason = reason;
+        }
+
+        public RuntimeException reason() {
+            return reason;
+        }
+    }
+
+    /**
      * Hands up to {@code limit} complete records to {@code handler}, in order, then releases their
      * space. A record's bytes are valid only during its call. If the handler throws, the records
      * before it and the one that threw are consumed (never redelivered) and the exception
-     * propagates.
+     * propagates; unless it threw {@link RecordNotReady}: then that record stays at the head.
      *
      * @return the number of records handed over
      * @throws CorruptQueueException when a record's length cannot be a record's
@@ -314,7 +336,12 @@ public final class ReceiveQueue {
                 int type = memory.get(ValueLayout.JAVA_INT, offset + TYPE);
                 if (type == PAD) continue;
                 count++;
-                handler.onRecord(memory, offset, type, length);
+                try {
+                    handler.onRecord(memory, offset, type, length);
+                } catch (RecordNotReady e) {
+                    read -= length;
+                    throw e;
+                }
             }
         } finally {
             if (read > 0) release(headIndex, read);

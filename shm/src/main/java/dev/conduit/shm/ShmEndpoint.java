@@ -26,8 +26,7 @@ final class ShmEndpoint implements TransportEndpoint {
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int MAX_HEADER = 1024;
-    /** How long close() waits for room in a full peer queue to say goodbye. */
-    private static final long CLOSE_WAIT_NANOS = 10_000_000;
+    private static final byte[] NO_BYTES = {};
 
     private final ShmTransport transport;
     private final ReceiveQueue peer;
@@ -382,36 +381,72 @@ final class ShmEndpoint implements TransportEndpoint {
         return segment;
     }
 
+    /**
+     * Closes without waiting. What the peer still needs of this connection is kept until it is done
+     * with it: the bounce ring until the peer has read every large payload in it (freed earlier, a
+     * ring the peer has not mapped yet would be gone, and the messages in it with it), then room in
+     * the peer's queue for the CLOSE record that lets the peer release its side of the connection
+     * (its watch of our lease, its mapping of our ring). Until then the transport finishes the close
+     * as it progresses ({@link #finishClose()}); a peer that dies ends the wait.
+     */
     @Override
     public void close() {
         if (closed) return;
         closed = true;
+        if (!finishClose()) transport.closing(this);
+    }
+
+    /**
+     * Takes the next step of a close: releases everything once the peer has read our large
+     * payloads and CLOSE is sent, or at once when there is no one to tell (the peer is dead, never
+     * heard of this connection, or its queue's mapping faulted).
+     *
+     * @return whether the close is complete
+     */
+    boolean finishClose() {
+        boolean complete = true;
         try {
-            if (connectSent && failure == null) {
-                awaitBounceDrained();
-                sayGoodbye();
+            if (connectSent && peerLease.ownerAlive()) {
+                complete = (bounce == null || bounce.drained()) && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
             }
+        } catch (InternalError queueFault) {
+            // The peer's queue is not there to write to any more: nothing to say, and nothing to wait for.
         } finally {
+            if (complete) release();
+        }
+        return complete;
+    }
+
+    /**
+     * Completes a close because this worker closes: waits, as long as the peer lives and makes
+     * progress, until it has read our large payloads, tells it CLOSE if its queue has room, and
+     * releases everything. An endpoint that failed is not waited for; neither is a peer whose
+     * heartbeat stood still for {@code heartbeat.timeout}, and its unread payloads are then lost
+     * with our bounce ring (logged).
+     */
+    void closeWithWorker() {
+        closed = true;
+        try {
+            if (connectSent && failure == null) awaitBounceDrained();
+        } finally {
+            if (!finishClose()) release();
+        }
+    }
+
+    private void release() {
+        try {
+            if (bounceChunk != null) transport.provider().free(bounceChunk);
+        } finally {
+            bounceChunk = null;
             try {
-                if (bounceChunk != null) transport.provider().free(bounceChunk);
+                peerMapping.close();
             } finally {
-                try {
-                    peerMapping.close();
-                } finally {
-                    peerLease.close();
-                    transport.closed(this);
-                }
+                peerLease.close();
+                transport.released(this);
             }
         }
     }
 
-    /**
-     * Waits until the peer has read every large payload still in our bounce ring, which close is
-     * about to free: freed, a ring the peer has not mapped yet is gone (a memfd export is revoked,
-     * a posix file unlinked), and the messages in it with it. Waits only while the peer lives and
-     * makes progress; a dead peer, or one whose heartbeat stood still for {@code heartbeat.timeout},
-     * is not waited for.
-     */
     private void awaitBounceDrained() {
         if (bounce == null || bounce.drained()) return;
         long beat = peer.heartbeat();
@@ -423,18 +458,12 @@ final class ShmEndpoint implements TransportEndpoint {
                 beat = seen;
                 progressed = now;
             } else if (now - progressed > heartbeatTimeoutNanos) {
+                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closing the worker lost large messages "
+                        + "its peer had not read: the peer made no progress for " + (now - progressed) / 1_000_000
+                        + " ms (heartbeat.timeout)");
                 return;
             }
             java.util.concurrent.locks.LockSupport.parkNanos(50_000);
-        }
-    }
-
-    /** CLOSE lets the peer unmap our bounce ring now rather than when this worker dies. */
-    private void sayGoodbye() {
-        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
-        while (!sendControl(ReceiveQueue.CLOSE, new byte[0])) {
-            if (System.nanoTime() > deadline || !peerLease.ownerAlive()) return;
-            Thread.onSpinWait();
         }
     }
 }

@@ -82,6 +82,8 @@ public final class ShmTransport implements Transport {
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
+    /** Closed endpoints whose peer still needs something of them (ShmEndpoint#close). */
+    private final List<ShmEndpoint> closing = new ArrayList<>();
     private final long livenessNanos;
     private final long unblockNanos;
     private final long heartbeatNanos;
@@ -93,10 +95,11 @@ public final class ShmTransport implements Transport {
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
         final LeaseWatch lease;
+        /** The sender's announcement of its bounce ring (the plugin's export payload and the ring's length), until it is mapped. */
+        byte[] bounceExport;
+        long bounceLength;
         ChunkMapping bounceMapping;
         BounceRing bounce;
-        /** The announced ring could not be mapped: the sender freed it (it closed) or died. */
-        boolean bounceGone;
 
         Inbound(LeaseWatch lease) {
             this.lease = lease;
@@ -244,6 +247,15 @@ public final class ShmTransport implements Transport {
             handled = queue.poll(onRecord, POLL_LIMIT);
         } catch (InternalError e) {
             throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue or a sender's bounce ring"), e);
+        } catch (ReceiveQueue.RecordNotReady e) {
+            // No heartbeat: this worker cannot progress, and senders waiting on it may judge it hung. It still
+            // watches its peers, and finishes its endpoints' closes.
+            long now = System.nanoTime();
+            if (now - lastLivenessCheck >= livenessNanos) {
+                lastLivenessCheck = now;
+                checkPeers(now);
+            }
+            throw e.reason();
         }
         queue.beat(++progressCount);
         // The clock is read every 16th idle poll (and every 256th busy one), not on every spin of a busy-polling worker.
@@ -273,12 +285,10 @@ public final class ShmTransport implements Transport {
             }
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
-                if (in != null && in.bounceGone && !in.lease.ownerAlive()) {
-                    // Its sender died before this process mapped its ring: the payload died with it.
-                    context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died");
-                    return;
+                if (in == null || in.bounce == null && in.bounceExport == null) {
+                    throw protocolError(connection, "large message before its bounce ring was announced");
                 }
-                if (in == null || in.bounce == null) throw protocolError(connection, "large message before its bounce ring was announced");
+                if (in.bounce == null && !mapBounce(connection, in)) return;
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
                 int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
                 long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
@@ -308,32 +318,15 @@ public final class ShmTransport implements Transport {
             case ReceiveQueue.BOUNCE -> {
                 Inbound in = inbound.get(connection);
                 if (in == null) return; // sender already gone (see CONNECT)
-                if (in.bounce != null) throw protocolError(connection, "bounce ring announced twice");
+                if (in.bounce != null || in.bounceExport != null) throw protocolError(connection, "bounce ring announced twice");
                 PayloadReader r = control(m, offset, length, "bounce.");
                 int exportLength = r.u16("payload.length");
                 byte[] export = r.bytes("payload", exportLength);
                 long ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
                 r.end("length");
-                ChunkMapping mapping;
-                try {
-                    mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
-                } catch (dev.conduit.spi.InvalidHandleException e) {
-                    throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
-                } catch (ConduitException e) {
-                    // The sender closed (it frees the ring only once we read every payload in it) or died: no
-                    // payload of it waits here. A LARGE record that still comes is judged when it comes.
-                    in.bounceGone = true;
-                    context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": the bounce ring of connection "
-                            + Long.toHexString(connection) + " is gone: " + e.getMessage());
-                    return;
-                }
-                try {
-                    in.bounce = BounceRing.attach(mapping.segment());
-                    in.bounceMapping = mapping;
-                } catch (IllegalStateException e) {
-                    mapping.close();
-                    throw protocolError(connection, e.getMessage());
-                }
+                in.bounceExport = export;
+                in.bounceLength = ringLength;
+                tryMapBounce(connection, in);
             }
             case ReceiveQueue.CLOSE -> {
                 Inbound in = inbound.remove(connection);
@@ -341,6 +334,65 @@ public final class ShmTransport implements Transport {
             }
             default -> throw protocolError(connection, "unknown record type " + type);
         }
+    }
+
+    /**
+     * Maps the bounce ring a sender announced, as soon as it is announced; a failure here is only
+     * logged, and the mapping is tried again when a large message needs it ({@link #mapBounce}).
+     * The sender may also have closed meanwhile: it frees its ring once this process released
+     * every payload in it, so then no large message of it follows.
+     */
+    private void tryMapBounce(long connection, Inbound in) {
+        ConduitException failure = importBounce(connection, in);
+        if (failure != null) {
+            context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": the bounce ring of connection "
+                    + Long.toHexString(connection) + " is not mapped yet: " + failure.getMessage());
+        }
+    }
+
+    /**
+     * Maps the bounce ring a large message of {@code in} needs, which a first try could not. A live
+     * sender frees its ring only after this process released every payload in it, so the ring is
+     * there and the failure is this process's (out of descriptors or mappings): the record stays
+     * at the head of the queue and progress() says why until the mapping succeeds. A sender that
+     * died took the payload with it.
+     *
+     * @return whether the ring is mapped; false when the record is to be dropped (its sender is dead)
+     * @throws ReceiveQueue.RecordNotReady when the sender lives and its ring cannot be mapped now
+     */
+    private boolean mapBounce(long connection, Inbound in) {
+        ConduitException failure = importBounce(connection, in);
+        if (failure == null) return true;
+        if (!in.lease.ownerAlive()) {
+            context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died");
+            return false;
+        }
+        throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of a live sender (connection "
+                + Long.toHexString(connection) + ") to read its large message, which waits at the head of this worker's receive "
+                + "queue with every message behind it; each progress() tries again: " + failure.getMessage(), failure));
+    }
+
+    /** Imports and attaches the announced ring; null when it is mapped, else why not (the announcement stays, for a retry). */
+    private ConduitException importBounce(long connection, Inbound in) {
+        ChunkMapping mapping;
+        try {
+            mapping = importer.map(new PayloadReader(in.bounceExport, 0, in.bounceExport.length, "bounce.payload."), in.bounceLength);
+        } catch (dev.conduit.spi.InvalidHandleException e) {
+            in.bounceExport = null;
+            throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
+        } catch (ConduitException e) {
+            return e;
+        }
+        try {
+            in.bounce = BounceRing.attach(mapping.segment());
+        } catch (IllegalStateException e) {
+            mapping.close();
+            in.bounceExport = null;
+            throw protocolError(connection, e.getMessage());
+        }
+        in.bounceMapping = mapping;
+        in.bounceExport = null;
+        return null;
     }
 
     private static PayloadReader control(MemorySegment m, long offset, int length, String prefix) {
@@ -402,12 +454,25 @@ public final class ShmTransport implements Transport {
         } else {
             blockedSince = 0;
         }
+        if (!closing.isEmpty()) {
+            for (ShmEndpoint ep : List.copyOf(closing)) ep.finishClose();
+        }
         if (someoneDied) reclaimDeadPeers(directory);
         return events;
     }
 
-    void closed(ShmEndpoint endpoint) {
+    void closing(ShmEndpoint endpoint) {
         endpoints.remove(endpoint);
+        closing.add(endpoint);
+    }
+
+    void released(ShmEndpoint endpoint) {
+        endpoints.remove(endpoint);
+        closing.remove(endpoint);
+    }
+
+    System.Logger logger() {
+        return context.logger();
     }
 
     @Override
@@ -438,9 +503,11 @@ public final class ShmTransport implements Transport {
         if (closed) return;
         closed = true;
         RuntimeException failure = null;
-        for (ShmEndpoint ep : List.copyOf(endpoints)) {
+        List<ShmEndpoint> remaining = new ArrayList<>(endpoints);
+        remaining.addAll(closing);
+        for (ShmEndpoint ep : remaining) {
             try {
-                ep.close();
+                ep.closeWithWorker();
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }

@@ -112,6 +112,26 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aRecordItsHandlerCannotHandleYetStaysAtTheHeadWithEverythingBehindIt() {
+        for (long v = 1; v <= 3; v++) send(ReceiveQueue.MSG, v, 64);
+        List<Long> handled = new ArrayList<>();
+        IllegalStateException why = new IllegalStateException("not now");
+        ReceiveQueue.RecordHandler refusingTwo = (m, offset, type, length) -> {
+            long v = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
+            if (v == 2) throw new ReceiveQueue.RecordNotReady(why);
+            handled.add(v);
+        };
+        for (int attempt = 0; attempt < 2; attempt++) {
+            assertThatThrownBy(() -> receiver.poll(refusingTwo, 10)).isInstanceOf(ReceiveQueue.RecordNotReady.class)
+                    .extracting(e -> ((ReceiveQueue.RecordNotReady) e).reason()).isSameAs(why);
+        }
+        assertThat(handled).containsExactly(1L);
+        assertThat(receiver.hasPending()).isTrue();
+        assertThat(drain()).containsExactly(2L, 3L);
+        assertThat(receiver.hasPending()).isFalse();
+    }
+
+    @Test
     void aFullRingRefusesAClaimUntilTheReceiverReads() {
         int accepted = 0;
         while (send(ReceiveQueue.MSG, accepted + 1, 512) >= 0) accepted++;

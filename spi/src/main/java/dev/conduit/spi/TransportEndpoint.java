@@ -81,7 +81,12 @@ public interface TransportEndpoint extends AutoCloseable {
     default void flush() {
     }
 
-    /** Closes the connection; the peer sees end of stream, not a failure. Idempotent. */
+    /**
+     * Closes the connection; the peer sees end of stream, not a failure. Idempotent. Does not wait
+     * for the peer: a message accepted by a send before close is still delivered while both
+     * workers live, so what the peer has yet to read (a payload in a buffer of this side) is kept
+     * by the transport and released as it progresses, or when it closes.
+     */
     @Override
     void close();
 }

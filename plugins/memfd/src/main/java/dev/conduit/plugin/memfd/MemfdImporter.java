@@ -143,10 +143,19 @@ final class MemfdImporter implements IpcImporter {
 
     /** Connects, presents the token, and returns the memfd the server passed; throws for any other answer. */
     private FileDescriptor fetch(MemfdPayload payload, String path, long chunkLength, long deadline) {
-        try (FileDescriptor socket = libc.socket(SOCK_STREAM | SOCK_NONBLOCK)) {
+        try (FileDescriptor socket = openSocket(path)) {
             connect(socket, path, deadline);
             send(socket, FdProtocol.request(payload.token()), path, deadline);
             return receiveReply(socket, path, chunkLength, deadline);
+        }
+    }
+
+    private FileDescriptor openSocket(String path) {
+        try {
+            return libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot open a socket to reach the producer's socket " + path + ": " + e.getMessage() + "; "
+                    + SharedDirectory.remedy(e, "see the cause"), e);
         }
     }
 

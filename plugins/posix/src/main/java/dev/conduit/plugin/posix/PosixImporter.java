@@ -104,8 +104,8 @@ final class PosixImporter implements IpcImporter {
                         + config.directory());
                 case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
                         + permissionRemedy(path), e);
-                default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; check the directory set by "
-                        + config.directoryKeys(), e);
+                default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
+                        + SharedDirectory.remedy(e, "check the directory set by " + config.directoryKeys()), e);
             };
         }
     }

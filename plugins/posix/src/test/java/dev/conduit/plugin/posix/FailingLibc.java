@@ -6,6 +6,7 @@ import dev.conduit.linux.Linux;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
+import java.util.function.BooleanSupplier;
 
 /** The real {@link Libc}, except that one call fails with one errno: for the error paths the kernel rarely takes. */
 final class FailingLibc {
@@ -14,9 +15,14 @@ final class FailingLibc {
     }
 
     static Libc failing(String call, int errno) {
+        return failingWhile(call, errno, () -> true);
+    }
+
+    /** Like {@link #failing}, but only while {@code when} says so. */
+    static Libc failingWhile(String call, int errno, BooleanSupplier when) {
         Libc real = Linux.libc();
         return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
-            if (method.getName().equals(call)) {
+            if (method.getName().equals(call) && when.getAsBoolean()) {
                 throw new ErrnoException(call, errno, "fake", "injected by the test");
             }
             try {

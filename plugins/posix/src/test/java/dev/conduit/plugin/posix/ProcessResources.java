@@ -23,11 +23,16 @@ final class ProcessResources {
 
     /** Descriptors open on chunk files in {@code directory} (not the directory itself, nor a lease). */
     static long chunkDescriptors(Path directory) {
+        return descriptorsOn(directory, ".chunk");
+    }
+
+    /** Descriptors open on files in {@code directory} whose names contain {@code suffix} (".lease", ".chunk"; a deleted file's too). */
+    static long descriptorsOn(Path directory, String suffix) {
         try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
             return fds.filter(fd -> {
                 try {
                     Path target = Files.readSymbolicLink(fd);
-                    return target.startsWith(directory) && target.toString().contains(".chunk");
+                    return target.startsWith(directory) && target.toString().contains(suffix);
                 } catch (IOException e) {
                     return false; // closed meanwhile (the listing's own descriptor)
                 }

@@ -1,5 +1,10 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.Linux;
+import dev.conduit.shm.ShmTransport;
+import dev.conduit.shm.ShmTransportConfig;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.NotSupportedException;
@@ -21,6 +26,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -262,6 +268,100 @@ class ShmTransportTest {
         }
         for (int i = 0; i < 1000 && received.ids.size() < sizes.size(); i++) receiver.progress();
         assertThat(received.ids).hasSize(sizes.size());
+    }
+
+    /**
+     * A receiver that cannot map a live sender's bounce ring (here: out of descriptors) keeps the
+     * large message at the head of its queue, says why on every progress(), and delivers it and
+     * everything behind it, once, when the mapping succeeds. It used to drop the message as a
+     * protocol error, and every later one of that sender, whose ring was then never released.
+     */
+    @Test
+    void aBounceRingThatCannotBeMappedYetHoldsItsMessageUntilItCanAndLosesNothing() {
+        AtomicBoolean outOfDescriptors = new AtomicBoolean(true);
+        Received received = new Received();
+        Context context = new Context(TestContext.of(shared), received);
+        PosixPlugin plugin = new PosixPlugin();
+        Transport receiver = new ShmTransport("posix", Linux.libc(), context, ShmTransportConfig.read(context.config(), "posix"),
+                plugin.openMemoryProvider(context),
+                new PosixImporter(FailingLibc.failingWhile("openBeneath", Errno.EMFILE, outOfDescriptors::get), PosixConfig.of(context)));
+        open.add(receiver);
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        for (int attempt = 0; attempt < 3; attempt++) {
+            assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot map the bounce ring of a live sender")
+                    .hasMessageContaining("EMFILE").hasMessageContaining("ulimit -n")
+                    .hasMessageContaining("each progress() tries again");
+        }
+        assertThat(received.ids).containsExactly(1);
+        // Closing the endpoint does not wait for the receiver: what it still needs stays until it is done.
+        ep.close();
+        outOfDescriptors.set(false);
+        for (int i = 0; i < 1000 && received.ids.size() < 3; i++) receiver.progress();
+        assertThat(received.ids).containsExactly(1, 2, 3);
+        assertThat(received.payloads.get(1)).isEqualTo(bytes(100_000, 2).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * Closing an endpoint whose large payloads the peer has not read yet returns at once; the
+     * payloads still arrive, and once the peer has read them the sender's progress tells it CLOSE
+     * and frees the ring. It used to wait in close() for the peer (a peer that made no progress
+     * for heartbeat.timeout was given up on, and the messages lost).
+     */
+    @Test
+    void largeMessagesUnreadWhenTheEndpointClosesStillArriveAndTheRingIsFreedAfter() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.heartbeat.timeout", "50ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        long leaseWatchesBefore = ProcessResources.descriptorsOn(shared, ".lease");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        for (int i = 0; i < 3; i++) assertThat(ep.trySend(i, MemorySegment.NULL, bytes(100_000, i))).isTrue();
+        ep.close();
+        progressBothUntilReceivedAndReleased(receiver, sender, received, 3, leaseWatchesBefore);
+        assertThat(received.ids).containsExactly(0, 1, 2);
+        for (int i = 0; i < 3; i++) assertThat(received.payloads.get(i)).isEqualTo(bytes(100_000, i).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("each side's watch of the other's lease, closed once the "
+                + "connection is (the receiver's on CLOSE)").isEqualTo(leaseWatchesBefore);
+    }
+
+    /** Progresses both until {@code count} messages arrived and the lease watches are back to {@code leaseWatches}; bounded, not timed. */
+    private void progressBothUntilReceivedAndReleased(Transport receiver, Transport sender, Received received, int count,
+                                                      long leaseWatches) throws InterruptedException {
+        for (int i = 0; i < 20_000 && (received.ids.size() < count || ProcessResources.descriptorsOn(shared, ".lease") > leaseWatches); i++) {
+            receiver.progress();
+            sender.progress();
+            if (received.ids.size() >= count) Thread.sleep(1); // the sender's next liveness check finishes the close
+        }
+    }
+
+    /**
+     * An endpoint that closes while the peer's queue is full sends its CLOSE later, as it
+     * progresses, so that the peer releases its side of the connection (its watch of the sender's
+     * lease, its mapping of the bounce ring) while the sender lives on. It used to give up after
+     * 10 ms, and the peer kept both until the sender's process exited.
+     */
+    @Test
+    void aCloseThatFindsThePeersQueueFullIsSentLaterAndThePeerReleasesTheConnection() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        long leaseWatchesBefore = ProcessResources.descriptorsOn(shared, ".lease");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        for (int i = 0; i < 1000 && received.ids.isEmpty(); i++) receiver.progress();
+        int queued = 0;
+        while (ep.trySend(2, MemorySegment.NULL, bytes(1000, 2))) queued++;
+        while (ep.trySend(3, MemorySegment.NULL, bytes(8, 3))) queued++; // no room left even for CLOSE's 64 bytes
+        ep.close();
+        Thread.sleep(20); // longer than the close used to wait for room
+        progressBothUntilReceivedAndReleased(receiver, sender, received, 1 + queued, leaseWatchesBefore);
+        assertThat(received.ids).hasSize(1 + queued);
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("the receiver released the connection on CLOSE")
+                .isEqualTo(leaseWatchesBefore);
     }
 
     @Test
