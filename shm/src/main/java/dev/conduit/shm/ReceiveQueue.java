@@ -26,6 +26,8 @@ import java.lang.invoke.VarHandle;
  *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
  *    388     4  sleeping        receiver                       1 while it waits on the wake sequence
  *    512     8  heartbeat       receiver                       opaque store, once per progress() call
+ *    520     4  closing         receiver, once                 release store of 1 when its worker closes:
+ *                                                              senders stop waiting for it to read
  *   4096     …  ring            senders write, receiver reads  records, 8-byte aligned (page-aligned start)
  * </pre>
  *
@@ -72,6 +74,7 @@ public final class ReceiveQueue {
     static final long WAKE_OFFSET = 384;
     static final long SLEEPING_OFFSET = 388;
     static final long HEARTBEAT_OFFSET = 512;
+    static final long CLOSING_OFFSET = 520;
     public static final long HEADER_LENGTH = 4096;
 
     public static final int RECORD_HEADER = 48;
@@ -277,6 +280,11 @@ public final class ReceiveQueue {
         return (long) LONG.getOpaque(memory, HEARTBEAT_OFFSET);
     }
 
+    /** Whether the receiver's worker is closing: it will read nothing more, so waiting for it is pointless. */
+    public boolean isClosing() {
+        return (int) INT.getAcquire(memory, CLOSING_OFFSET) != 0;
+    }
+
     // ----------------------------------------------------------------------------------- receiver
 
     /**
@@ -415,6 +423,11 @@ public final class ReceiveQueue {
         memory.set(ValueLayout.JAVA_INT, offset + TYPE, PAD);
         INT.setRelease(memory, offset, (int) gap);
         return true;
+    }
+
+    /** Tells senders that this receiver reads nothing more ({@link #isClosing}). */
+    public void markClosing() {
+        INT.setRelease(memory, CLOSING_OFFSET, 1);
     }
 
     /** Stores the receiver's heartbeat: called once per progress. */

@@ -44,6 +44,9 @@ final class ShmEndpoint implements TransportEndpoint {
     private boolean closed;
     private long waitingSince;
     private long lastHeartbeat;
+    /** While a close waits for the peer to read our bounce ring: its consumed position, and since when it has not moved. */
+    private long drainSeen;
+    private long drainMovedAt;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -387,7 +390,9 @@ final class ShmEndpoint implements TransportEndpoint {
      * ring the peer has not mapped yet would be gone, and the messages in it with it), then room in
      * the peer's queue for the CLOSE record that lets the peer release its side of the connection
      * (its watch of our lease, its mapping of our ring). Until then the transport finishes the close
-     * as it progresses ({@link #finishClose()}); a peer that dies ends the wait.
+     * as it progresses, connects or closes other endpoints ({@link #finishClose()}). A peer that
+     * dies or closes its worker ends the wait; so does one that released nothing of our ring for
+     * {@code heartbeat.timeout}.
      */
     @Override
     public void close() {
@@ -398,8 +403,9 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /**
      * Takes the next step of a close: releases everything once the peer has read our large
-     * payloads and CLOSE is sent, or at once when there is no one to tell (the peer is dead, never
-     * heard of this connection, or its queue's mapping faulted).
+     * payloads (or stopped reading them, {@link #drainStalled}) and CLOSE is sent, or at once when
+     * there is no one to tell (the peer is dead, never heard of this connection, or its queue's
+     * mapping faulted).
      *
      * @return whether the close is complete
      */
@@ -407,7 +413,7 @@ final class ShmEndpoint implements TransportEndpoint {
         boolean complete = true;
         try {
             if (connectSent && peerLease.ownerAlive()) {
-                complete = (bounce == null || bounce.drained()) && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
+                complete = !awaitsDrain(System.nanoTime()) && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
             }
         } catch (InternalError queueFault) {
             // The peer's queue is not there to write to any more: nothing to say, and nothing to wait for.
@@ -418,24 +424,46 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
-     * Completes a close because this worker closes: waits, as long as the peer lives and makes
-     * progress, until it has read our large payloads, tells it CLOSE if its queue has room, and
-     * releases everything. An endpoint that failed is not waited for; neither is a peer whose
-     * heartbeat stood still for {@code heartbeat.timeout}, and its unread payloads are then lost
-     * with our bounce ring (logged).
+     * Whether a close should still wait for the peer to read large payloads in our bounce ring:
+     * some wait, this endpoint has not failed, and the peer lives, is not closing its worker and
+     * still releases payloads.
+     */
+    boolean awaitsDrain(long now) {
+        try {
+            return bounce != null && !bounce.drained() && failure == null && !peer.isClosing() && peerLease.ownerAlive()
+                    && !drainStalled(now);
+        } catch (InternalError fault) {
+            return false; // a mapping is gone: nothing can be read any more
+        }
+    }
+
+    /** Whether the peer released nothing of our ring for {@code heartbeat.timeout}; the first call starts the clock. */
+    private boolean drainStalled(long now) {
+        long consumed = bounce.consumed();
+        if (consumed != drainSeen || drainMovedAt == 0) {
+            drainSeen = consumed;
+            drainMovedAt = now;
+            return false;
+        }
+        return now - drainMovedAt > heartbeatTimeoutNanos;
+    }
+
+    /**
+     * Completes a close because this worker closes, after the worker waited while any of its
+     * endpoints {@link #awaitsDrain awaited} the peer: tells the peer CLOSE if its queue has room,
+     * and releases everything.
      */
     void closeWithWorker() {
         closed = true;
-        try {
-            if (connectSent && failure == null) awaitBounceDrained();
-        } finally {
-            if (!finishClose()) release();
-        }
+        if (!finishClose()) release();
     }
 
     private void release() {
         try {
-            if (bounceChunk != null) transport.provider().free(bounceChunk);
+            if (bounceChunk != null) {
+                warnIfUnread();
+                transport.provider().free(bounceChunk);
+            }
         } finally {
             bounceChunk = null;
             try {
@@ -447,23 +475,17 @@ final class ShmEndpoint implements TransportEndpoint {
         }
     }
 
-    private void awaitBounceDrained() {
-        if (bounce == null || bounce.drained()) return;
-        long beat = peer.heartbeat();
-        long progressed = System.nanoTime();
-        while (!bounce.drained() && peerLease.ownerAlive()) {
-            long now = System.nanoTime();
-            long seen = peer.heartbeat();
-            if (seen != beat) {
-                beat = seen;
-                progressed = now;
-            } else if (now - progressed > heartbeatTimeoutNanos) {
-                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closing the worker lost large messages "
-                        + "its peer had not read: the peer made no progress for " + (now - progressed) / 1_000_000
-                        + " ms (heartbeat.timeout)");
-                return;
+    /** Freeing a ring with payloads a live peer has not released may lose them: say so. */
+    private void warnIfUnread() {
+        try {
+            if (!bounce.drained() && !peer.isClosing() && peerLease.ownerAlive()) {
+                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer had not read "
+                        + "all its large messages: " + (failure != null ? "the endpoint had failed (" + failure.getMessage() + ")"
+                        : "the peer released nothing of them for heartbeat.timeout") + ". They arrive only if the peer had "
+                        + "mapped the connection's bounce ring already");
             }
-            java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        } catch (InternalError fault) {
+            // A mapping is gone: nothing to tell.
         }
     }
 }

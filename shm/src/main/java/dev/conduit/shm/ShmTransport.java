@@ -98,6 +98,8 @@ public final class ShmTransport implements Transport {
         /** The sender's announcement of its bounce ring (the plugin's export payload and the ring's length), until it is mapped. */
         byte[] bounceExport;
         long bounceLength;
+        /** Why the announced ring cannot be mapped, for a reason that will not pass (it is gone, refused, malformed). */
+        String bounceRefusal;
         ChunkMapping bounceMapping;
         BounceRing bounce;
 
@@ -199,6 +201,7 @@ public final class ShmTransport implements Transport {
     @Override
     public TransportEndpoint connect(PayloadReader peer, EndpointEvents events) {
         ensureOpen();
+        finishCloses();
         int version = peer.u8("version");
         if (version != ADDRESS_VERSION) throw peer.invalid("version", "address version " + version + ", this plugin reads " + ADDRESS_VERSION);
         String leaseName = peer.relativePath("lease");
@@ -285,9 +288,7 @@ public final class ShmTransport implements Transport {
             }
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
-                if (in == null || in.bounce == null && in.bounceExport == null) {
-                    throw protocolError(connection, "large message before its bounce ring was announced");
-                }
+                if (in == null) throw protocolError(connection, "large message before its connection was announced");
                 if (in.bounce == null && !mapBounce(connection, in)) return;
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
                 int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
@@ -311,6 +312,12 @@ public final class ShmTransport implements Transport {
                 try {
                     inbound.put(connection, new Inbound(LeaseWatch.open(libc, directory, leaseName)));
                 } catch (ErrnoException e) {
+                    if (isShortage(e)) {
+                        throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot watch the lease of a new sender "
+                                + directory.path().resolve(leaseName) + " (connection " + Long.toHexString(connection) + "): "
+                                + e.getMessage() + "; its first record waits at the head of this worker's receive queue with every "
+                                + "message behind it, and each progress() tries again. " + SharedDirectory.remedy(e, ""), e));
+                    }
                     // The sender died between claiming and our reading: nothing of it to keep.
                     context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
                 }
@@ -318,7 +325,9 @@ public final class ShmTransport implements Transport {
             case ReceiveQueue.BOUNCE -> {
                 Inbound in = inbound.get(connection);
                 if (in == null) return; // sender already gone (see CONNECT)
-                if (in.bounce != null || in.bounceExport != null) throw protocolError(connection, "bounce ring announced twice");
+                if (in.bounce != null || in.bounceExport != null || in.bounceRefusal != null) {
+                    throw protocolError(connection, "bounce ring announced twice");
+                }
                 PayloadReader r = control(m, offset, length, "bounce.");
                 int exportLength = r.u16("payload.length");
                 byte[] export = r.bytes("payload", exportLength);
@@ -337,62 +346,96 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Maps the bounce ring a sender announced, as soon as it is announced; a failure here is only
-     * logged, and the mapping is tried again when a large message needs it ({@link #mapBounce}).
-     * The sender may also have closed meanwhile: it frees its ring once this process released
-     * every payload in it, so then no large message of it follows.
+     * Maps the bounce ring a sender announced, as soon as it is announced. A failure here is only
+     * logged: a shortage of descriptors or mappings is tried again when a large message needs the
+     * ring ({@link #mapBounce}); any other reason stays, and a large message in that ring is then
+     * judged when it comes. (The sender may have closed meanwhile: it frees its ring once this
+     * process released every payload in it, so then no large message of it follows.)
      */
     private void tryMapBounce(long connection, Inbound in) {
         ConduitException failure = importBounce(connection, in);
         if (failure != null) {
             context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": the bounce ring of connection "
-                    + Long.toHexString(connection) + " is not mapped yet: " + failure.getMessage());
+                    + Long.toHexString(connection) + " is not mapped: " + failure.getMessage());
         }
     }
 
     /**
-     * Maps the bounce ring a large message of {@code in} needs, which a first try could not. A live
-     * sender frees its ring only after this process released every payload in it, so the ring is
-     * there and the failure is this process's (out of descriptors or mappings): the record stays
-     * at the head of the queue and progress() says why until the mapping succeeds. A sender that
-     * died took the payload with it.
+     * Makes sure the bounce ring a large message of {@code in} needs is mapped. A sender that died
+     * took its payloads with it: the record is dropped. A live sender frees its ring only after
+     * this process released every payload in it, so when mapping it fails for a shortage of
+     * descriptors or mappings here, the record stays at the head of the queue and progress() says
+     * why until the mapping succeeds; any other reason breaks the protocol.
      *
      * @return whether the ring is mapped; false when the record is to be dropped (its sender is dead)
-     * @throws ReceiveQueue.RecordNotReady when the sender lives and its ring cannot be mapped now
+     * @throws ReceiveQueue.RecordNotReady when the sender lives and this process is short of descriptors or mappings
      */
     private boolean mapBounce(long connection, Inbound in) {
-        ConduitException failure = importBounce(connection, in);
-        if (failure == null) return true;
+        ConduitException failure = in.bounceExport == null ? null : importBounce(connection, in);
+        if (in.bounce != null) return true;
         if (!in.lease.ownerAlive()) {
             context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died");
             return false;
         }
-        throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of a live sender (connection "
-                + Long.toHexString(connection) + ") to read its large message, which waits at the head of this worker's receive "
-                + "queue with every message behind it; each progress() tries again: " + failure.getMessage(), failure));
+        if (in.bounceExport != null) {
+            throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of a live sender "
+                    + "(connection " + Long.toHexString(connection) + ") to read its large message, which waits at the head of this "
+                    + "worker's receive queue with every message behind it; each progress() tries again: " + failure.getMessage(), failure));
+        }
+        throw protocolError(connection, in.bounceRefusal == null ? "large message before its bounce ring was announced"
+                : "large message in a bounce ring that cannot be mapped: " + in.bounceRefusal);
     }
 
-    /** Imports and attaches the announced ring; null when it is mapped, else why not (the announcement stays, for a retry). */
+    /**
+     * Imports and attaches the announced ring. On a shortage of descriptors or mappings the
+     * announcement stays, for a retry; on any other failure the reason is kept instead.
+     *
+     * @return null when the ring is mapped, else why not
+     */
     private ConduitException importBounce(long connection, Inbound in) {
         ChunkMapping mapping;
         try {
             mapping = importer.map(new PayloadReader(in.bounceExport, 0, in.bounceExport.length, "bounce.payload."), in.bounceLength);
         } catch (dev.conduit.spi.InvalidHandleException e) {
-            in.bounceExport = null;
+            refuseBounce(in, e.getMessage());
             throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
         } catch (ConduitException e) {
+            if (!isShortage(e)) refuseBounce(in, e.getMessage());
             return e;
         }
         try {
             in.bounce = BounceRing.attach(mapping.segment());
         } catch (IllegalStateException e) {
             mapping.close();
-            in.bounceExport = null;
+            refuseBounce(in, e.getMessage());
             throw protocolError(connection, e.getMessage());
         }
         in.bounceMapping = mapping;
         in.bounceExport = null;
         return null;
+    }
+
+    private static void refuseBounce(Inbound in, String why) {
+        in.bounceExport = null;
+        in.bounceRefusal = why;
+    }
+
+    /**
+     * Whether {@code failure} comes from a shortage of this process's descriptors or memory
+     * mappings ({@code EMFILE}, {@code ENFILE}, {@code ENOMEM}), which passes once some are freed,
+     * rather than from what a peer sent or did.
+     */
+    private static boolean isShortage(Throwable failure) {
+        Throwable t = failure;
+        for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) { // bounded: a cycle of causes ends too
+            if (t instanceof ErrnoException e) {
+                return switch (e.errnoName()) {
+                    case "EMFILE", "ENFILE", "ENOMEM" -> true;
+                    default -> false;
+                };
+            }
+        }
+        return false;
     }
 
     private static PayloadReader control(MemorySegment m, long offset, int length, String prefix) {
@@ -454,16 +497,30 @@ public final class ShmTransport implements Transport {
         } else {
             blockedSince = 0;
         }
-        if (!closing.isEmpty()) {
-            for (ShmEndpoint ep : List.copyOf(closing)) ep.finishClose();
-        }
+        finishCloses();
         if (someoneDied) reclaimDeadPeers(directory);
         return events;
     }
 
     void closing(ShmEndpoint endpoint) {
         endpoints.remove(endpoint);
+        finishCloses();
         closing.add(endpoint);
+    }
+
+    /**
+     * Takes the next step of every close that waits for its peer. Runs at every liveness check,
+     * connect and endpoint close, so that a worker that only sends still releases closed connections.
+     */
+    private void finishCloses() {
+        if (closing.isEmpty()) return;
+        for (ShmEndpoint ep : List.copyOf(closing)) {
+            try {
+                ep.finishClose();
+            } catch (RuntimeException e) {
+                context.logger().log(System.Logger.Level.WARNING, plugin + ": could not release a closed connection: " + e.getMessage());
+            }
+        }
     }
 
     void released(ShmEndpoint endpoint) {
@@ -503,8 +560,10 @@ public final class ShmTransport implements Transport {
         if (closed) return;
         closed = true;
         RuntimeException failure = null;
+        queue.markClosing();
         List<ShmEndpoint> remaining = new ArrayList<>(endpoints);
         remaining.addAll(closing);
+        awaitPeersReading(remaining);
         for (ShmEndpoint ep : remaining) {
             try {
                 ep.closeWithWorker();
@@ -535,6 +594,20 @@ public final class ShmTransport implements Transport {
             directory.close();
         }
         if (failure != null) throw failure;
+    }
+
+    /**
+     * Waits, for all endpoints at once, while any of them {@link ShmEndpoint#awaitsDrain awaits}
+     * its peer reading the large payloads in its bounce ring, which closing frees.
+     */
+    private static void awaitPeersReading(List<ShmEndpoint> endpoints) {
+        while (true) {
+            long now = System.nanoTime();
+            boolean waiting = false;
+            for (ShmEndpoint ep : endpoints) waiting |= ep.awaitsDrain(now);
+            if (!waiting) return;
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        }
     }
 
     private static RuntimeException add(RuntimeException failure, RuntimeException e) {

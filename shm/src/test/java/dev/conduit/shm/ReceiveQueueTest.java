@@ -132,6 +132,13 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void sendersSeeAReceiverThatCloses() {
+        assertThat(sender.isClosing()).isFalse();
+        receiver.markClosing();
+        assertThat(sender.isClosing()).isTrue();
+    }
+
+    @Test
     void aFullRingRefusesAClaimUntilTheReceiverReads() {
         int accepted = 0;
         while (send(ReceiveQueue.MSG, accepted + 1, 512) >= 0) accepted++;

@@ -82,10 +82,12 @@ public interface TransportEndpoint extends AutoCloseable {
     }
 
     /**
-     * Closes the connection; the peer sees end of stream, not a failure. Idempotent. Does not wait
-     * for the peer: a message accepted by a send before close is still delivered while both
-     * workers live, so what the peer has yet to read (a payload in a buffer of this side) is kept
-     * by the transport and released as it progresses, or when it closes.
+     * Closes the connection; the peer sees end of stream, not a failure. Idempotent. A message a
+     * send accepted before close is still delivered while both workers live. A transport should
+     * not block here on the peer for that: it may keep what the peer has yet to read (a payload in
+     * a buffer of this side) and release it as it progresses or when it closes, as the
+     * shared-memory transport does; a transport that must wait bounds the wait (verbs: its
+     * wire-up timeout).
      */
     @Override
     void close();

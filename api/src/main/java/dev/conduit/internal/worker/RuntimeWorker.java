@@ -451,23 +451,37 @@ public final class RuntimeWorker implements Worker {
 
     /**
      * One round: drain local queues, progress every transport but {@code skip} (stopping after one
-     * whose handler threw), close what handlers closed, call error handlers.
+     * whose handler threw), close what handlers closed, call error handlers. A transport that
+     * throws keeps neither the others from progressing nor the round from completing: its
+     * exception (the first one, with later ones suppressed) is thrown at the end of the round.
      */
     private int progressOnce(MessageDispatch.Delivery d, int skip) {
         int events = 0;
         if (backlogged != 0) events += drainBacklogs();
+        RuntimeException transportFailure = null;
         d.inTransport++;
         try {
             for (int i = 0; i < transports.length; i++) {
                 if (i == skip) continue;
-                events += transports[i].progress();
+                try {
+                    events += transports[i].progress();
+                } catch (RuntimeException e) {
+                    if (transportFailure == null) transportFailure = e;
+                    else transportFailure.addSuppressed(e);
+                }
                 if (d.failed()) break;
             }
         } finally {
             d.inTransport--;
         }
-        if (closesDeferred) runDeferredCloses();
-        if (failuresToReport) reportFailures(d);
+        try {
+            if (closesDeferred) runDeferredCloses();
+            if (failuresToReport) reportFailures(d);
+        } catch (RuntimeException e) {
+            if (transportFailure == null) throw e;
+            transportFailure.addSuppressed(e);
+        }
+        if (transportFailure != null) throw transportFailure;
         return events;
     }
 

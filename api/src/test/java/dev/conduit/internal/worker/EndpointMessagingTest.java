@@ -523,6 +523,30 @@ class EndpointMessagingTest {
     }
 
     @Test
+    void aTransportThatThrowsKeepsNeitherTheOthersFromProgressingNorFailuresFromBeingReported() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Conduit conduit = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), a, b);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker victim = conduit.newWorker(ThreadMode.SINGLE);
+        List<Long> seen = recordFirstLongs(receiver);
+        a.refuseConnect = "only lo-b in this test";
+        Endpoint ep = sender.connect(receiver.address());
+        List<PeerFailedException> reported = new ArrayList<>();
+        receiver.connect(victim.address(), (endpoint, cause) -> reported.add(cause));
+        ep.send(1, longs(7));
+        b.transports.get(2).kill(); // the victim's
+        ConduitException fault = new ConduitException("lo-a cannot go on");
+        a.transports.get(0).progressFault = fault; // the receiver's, progressed before its lo-b
+
+        assertThatThrownBy(receiver::progress).isSameAs(fault);
+        assertThat(seen).as("lo-b still progressed").containsExactly(7L);
+        assertThat(reported).as("the error handler still ran").singleElement()
+                .satisfies(cause -> assertThat(cause).hasMessageContaining("died"));
+    }
+
+    @Test
     void anErrorHandlersExceptionLeavesProgressLikeAMessageHandlers() {
         Pair p = pair(4);
         p.sender().connect(p.receiver().address(), (endpoint, cause) -> {

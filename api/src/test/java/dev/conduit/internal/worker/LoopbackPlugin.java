@@ -152,6 +152,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile boolean inProgress;
         volatile boolean dead;
         volatile boolean closed;
+        /** Thrown by progress() while set: a transport that cannot go on. */
+        volatile RuntimeException progressFault;
         private final ReentrantLock lock = new ReentrantLock();
         private final Condition work = lock.newCondition();
         volatile boolean waiting;
@@ -222,6 +224,7 @@ final class LoopbackPlugin implements ConduitPlugin {
             enter();
             inProgress = true;
             try {
+                if (progressFault != null) throw progressFault;
                 int events = 0;
                 for (int i = 0; i < 64; i++) {
                     Msg m = queue.poll();

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.Errno;
+import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
@@ -271,6 +272,18 @@ class ShmTransportTest {
     }
 
     /**
+     * A receiver whose transport opens files with {@code transportLibc} and maps peers' chunks with
+     * {@code importerLibc}: for failures the kernel rarely gives.
+     */
+    private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc) {
+        Context context = new Context(TestContext.of(shared), received);
+        Transport t = new ShmTransport("posix", transportLibc, context, ShmTransportConfig.read(context.config(), "posix"),
+                new PosixPlugin().openMemoryProvider(context), new PosixImporter(importerLibc, PosixConfig.of(context)));
+        open.add(t);
+        return t;
+    }
+
+    /**
      * A receiver that cannot map a live sender's bounce ring (here: out of descriptors) keeps the
      * large message at the head of its queue, says why on every progress(), and delivers it and
      * everything behind it, once, when the mapping succeeds. It used to drop the message as a
@@ -280,12 +293,24 @@ class ShmTransportTest {
     void aBounceRingThatCannotBeMappedYetHoldsItsMessageUntilItCanAndLosesNothing() {
         AtomicBoolean outOfDescriptors = new AtomicBoolean(true);
         Received received = new Received();
-        Context context = new Context(TestContext.of(shared), received);
-        PosixPlugin plugin = new PosixPlugin();
-        Transport receiver = new ShmTransport("posix", Linux.libc(), context, ShmTransportConfig.read(context.config(), "posix"),
-                plugin.openMemoryProvider(context),
-                new PosixImporter(FailingLibc.failingWhile("openBeneath", Errno.EMFILE, outOfDescriptors::get), PosixConfig.of(context)));
-        open.add(receiver);
+        Transport receiver = receiverWith(received, Linux.libc(),
+                FailingLibc.failingWhile("openBeneath", Errno.EMFILE, outOfDescriptors::get));
+        assertAShortageHoldsEveryMessageUntilItPasses(receiver, received, outOfDescriptors, "cannot map the bounce ring of a live sender", 1);
+    }
+
+    /** The same when the receiver cannot even open the lease of the sender's CONNECT. */
+    @Test
+    void aNewSendersLeaseThatCannotBeWatchedYetHoldsItsMessagesUntilItCanAndLosesNothing() {
+        AtomicBoolean outOfDescriptors = new AtomicBoolean(false);
+        Received received = new Received();
+        Transport receiver = receiverWith(received, FailingLibc.failingWhile("openBeneath", Errno.EMFILE, outOfDescriptors::get),
+                Linux.libc());
+        outOfDescriptors.set(true);
+        assertAShortageHoldsEveryMessageUntilItPasses(receiver, received, outOfDescriptors, "cannot watch the lease of a new sender", 0);
+    }
+
+    private void assertAShortageHoldsEveryMessageUntilItPasses(Transport receiver, Received received, AtomicBoolean shortage,
+                                                                String what, int deliveredBefore) {
         Transport sender = transport(new Received());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
@@ -293,17 +318,37 @@ class ShmTransportTest {
         assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
         for (int attempt = 0; attempt < 3; attempt++) {
             assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
-                    .hasMessageContaining("cannot map the bounce ring of a live sender")
-                    .hasMessageContaining("EMFILE").hasMessageContaining("ulimit -n")
+                    .hasMessageContaining(what).hasMessageContaining("EMFILE").hasMessageContaining("ulimit -n")
                     .hasMessageContaining("each progress() tries again");
         }
-        assertThat(received.ids).containsExactly(1);
+        assertThat(received.ids).hasSize(deliveredBefore);
         // Closing the endpoint does not wait for the receiver: what it still needs stays until it is done.
         ep.close();
-        outOfDescriptors.set(false);
+        shortage.set(false);
         for (int i = 0; i < 1000 && received.ids.size() < 3; i++) receiver.progress();
         assertThat(received.ids).containsExactly(1, 2, 3);
         assertThat(received.payloads.get(1)).isEqualTo(bytes(100_000, 2).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * A ring that cannot be mapped for a reason that will not pass (here: permission denied) does
+     * not block the queue: the large message is dropped as a protocol error, said once, and every
+     * other message is delivered.
+     */
+    @Test
+    void aBounceRingRefusedForGoodDropsOnlyItsMessageAndBlocksNothing() {
+        Received received = new Received();
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.failing("openBeneath", Errno.EACCES));
+        // The receiver never releases the dropped payload: closing the sender's worker waits heartbeat.timeout for it.
+        Transport sender = transport(new Received(), "posix.heartbeat.timeout", "100ms");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("broke the queue protocol").hasMessageContaining("cannot be mapped").hasMessageContaining("EACCES");
+        for (int i = 0; i < 1000 && received.ids.size() < 2; i++) receiver.progress();
+        assertThat(received.ids).containsExactly(1, 3);
     }
 
     /**
@@ -315,9 +360,11 @@ class ShmTransportTest {
     @Test
     void largeMessagesUnreadWhenTheEndpointClosesStillArriveAndTheRingIsFreedAfter() throws Exception {
         Received received = new Received();
+        // A short heartbeat.timeout: the close used to wait that long for a receiver that did not progress, then free the ring.
         Transport receiver = transport(received, "posix.heartbeat.timeout", "50ms");
-        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "50ms");
         long leaseWatchesBefore = ProcessResources.descriptorsOn(shared, ".lease");
+        List<String> filesBefore = ProcessResources.files(shared);
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         for (int i = 0; i < 3; i++) assertThat(ep.trySend(i, MemorySegment.NULL, bytes(100_000, i))).isTrue();
         ep.close();
@@ -326,6 +373,7 @@ class ShmTransportTest {
         for (int i = 0; i < 3; i++) assertThat(received.payloads.get(i)).isEqualTo(bytes(100_000, i).toArray(ValueLayout.JAVA_BYTE));
         assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("each side's watch of the other's lease, closed once the "
                 + "connection is (the receiver's on CLOSE)").isEqualTo(leaseWatchesBefore);
+        assertThat(ProcessResources.files(shared)).as("the bounce ring's file, removed").isEqualTo(filesBefore);
     }
 
     /** Progresses both until {@code count} messages arrived and the lease watches are back to {@code leaseWatches}; bounded, not timed. */
