@@ -80,8 +80,9 @@ public interface Worker extends AutoCloseable {
      * <p>If a handler throws, the message still counts as delivered (never delivered again); the
      * transport finishes its progress step, and then this method rethrows the exception (later
      * ones of the same call are added to it as suppressed). If a transport throws (it cannot go
-     * on, and says why: a shared-memory worker out of descriptors, say), the other transports
-     * still progress and error handlers still run; then this method throws that exception.
+     * on, and says why: a shared-memory worker whose mapping faulted, say), the other transports
+     * still progress and error handlers still run; then this method throws that exception, with a
+     * handler's exception of the same call suppressed in it.
      *
      * @return the number of events handled: messages sent from local queues, plus what the
      *         transports report

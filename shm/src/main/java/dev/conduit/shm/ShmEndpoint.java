@@ -44,9 +44,12 @@ final class ShmEndpoint implements TransportEndpoint {
     private boolean closed;
     private long waitingSince;
     private long lastHeartbeat;
-    /** While a close waits for the peer to read our bounce ring: its consumed position, and since when it has not moved. */
-    private long drainSeen;
-    private long drainMovedAt;
+    /** Whether the last refused send waits for room in our bounce ring (not in the peer's queue). */
+    private boolean waitingForRing;
+    /** While a send or a close waits for the peer to release our bounce ring: what it had released, its heartbeat then, and since when. */
+    private long ringConsumedSeen;
+    private long ringBeatSeen;
+    private long ringWaitingSince;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -105,7 +108,7 @@ final class ShmEndpoint implements TransportEndpoint {
         if (!bounceReady()) return noRoom();
         long before = bounce.position();
         long bounceOffset = bounce.reserve(payloadLength);
-        if (bounceOffset < 0) return noRoom();
+        if (bounceOffset < 0) return noRingRoom();
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
         long offset = peer.claim(length, connection);
         if (offset < 0) {
@@ -182,7 +185,10 @@ final class ShmEndpoint implements TransportEndpoint {
         if (!bounceReady()) return noRoomEncoded();
         long before = bounce.position();
         long bounceOffset = bounce.reserve(maxLength);
-        if (bounceOffset < 0) return noRoomEncoded();
+        if (bounceOffset < 0) {
+            noRingRoom();
+            return -1;
+        }
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
         long offset = peer.claim(length, connection);
         if (offset < 0) {
@@ -274,8 +280,18 @@ final class ShmEndpoint implements TransportEndpoint {
 
     private boolean sent() {
         waitingSince = 0;
+        waitingForRing = false;
         peer.wakeIfSleeping(transport.libc());
         return true;
+    }
+
+    /** No room in our bounce ring: the peer has not released enough of it yet. */
+    private boolean noRingRoom() {
+        if (!waitingForRing) {
+            waitingForRing = true;
+            ringWaitingSince = 0;
+        }
+        return noRoom();
     }
 
     private boolean noRoom() {
@@ -296,6 +312,12 @@ final class ShmEndpoint implements TransportEndpoint {
         if (failure != null || closed) return false;
         if (!peerLease.ownerAlive()) {
             fail(transport.plugin() + ": peer worker died (its lease " + peerLease.name() + " is no longer held)");
+            return true;
+        }
+        if (waitingForRing && ringStalled(now)) {
+            fail(transport.plugin() + ": the peer worker progresses but released nothing of this connection's bounce ring for "
+                    + (now - ringWaitingSince) / 1_000_000 + " ms (heartbeat.timeout) while a large message waited for room: it "
+                    + "cannot read this connection's large messages (it could not map the ring; its log says why)");
             return true;
         }
         if (waitingSince != 0) {
@@ -390,9 +412,10 @@ final class ShmEndpoint implements TransportEndpoint {
      * ring the peer has not mapped yet would be gone, and the messages in it with it), then room in
      * the peer's queue for the CLOSE record that lets the peer release its side of the connection
      * (its watch of our lease, its mapping of our ring). Until then the transport finishes the close
-     * as it progresses, connects or closes other endpoints ({@link #finishClose()}). A peer that
-     * dies or closes its worker ends the wait; so does one that released nothing of our ring for
-     * {@code heartbeat.timeout}.
+     * as it progresses, connects or closes other endpoints ({@link #finishClose()}). The wait for
+     * the ring ends when the peer dies, closes its worker, or progresses without releasing any of
+     * it for {@code heartbeat.timeout} (it could not map the ring); a peer that makes no progress at
+     * all is waited for while it lives.
      */
     @Override
     public void close() {
@@ -403,9 +426,9 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /**
      * Takes the next step of a close: releases everything once the peer has read our large
-     * payloads (or stopped reading them, {@link #drainStalled}) and CLOSE is sent, or at once when
-     * there is no one to tell (the peer is dead, never heard of this connection, or its queue's
-     * mapping faulted).
+     * payloads (or will not: {@link #awaitsDrain}, {@link #ringStalled}) and CLOSE is sent, or at
+     * once when there is no one to tell (the peer is dead, never heard of this connection, or its
+     * queue's mapping faulted).
      *
      * @return whether the close is complete
      */
@@ -413,7 +436,8 @@ final class ShmEndpoint implements TransportEndpoint {
         boolean complete = true;
         try {
             if (connectSent && peerLease.ownerAlive()) {
-                complete = !awaitsDrain(System.nanoTime()) && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
+                boolean waitForRing = awaitsDrain() && !ringStalled(System.nanoTime());
+                complete = !waitForRing && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
             }
         } catch (InternalError queueFault) {
             // The peer's queue is not there to write to any more: nothing to say, and nothing to wait for.
@@ -424,33 +448,37 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
-     * Whether a close should still wait for the peer to read large payloads in our bounce ring:
-     * some wait, this endpoint has not failed, and the peer lives, is not closing its worker and
-     * still releases payloads.
+     * Whether a close should wait for the peer to read large payloads in our bounce ring: some
+     * wait, this endpoint has not failed, and the peer lives and is not closing its worker.
      */
-    boolean awaitsDrain(long now) {
+    boolean awaitsDrain() {
         try {
-            return bounce != null && !bounce.drained() && failure == null && !peer.isClosing() && peerLease.ownerAlive()
-                    && !drainStalled(now);
+            return bounce != null && !bounce.drained() && failure == null && !peer.isClosing() && peerLease.ownerAlive();
         } catch (InternalError fault) {
             return false; // a mapping is gone: nothing can be read any more
         }
     }
 
-    /** Whether the peer released nothing of our ring for {@code heartbeat.timeout}; the first call starts the clock. */
-    private boolean drainStalled(long now) {
+    /**
+     * Whether the peer progresses (its heartbeat moved) but released nothing of our bounce ring
+     * for {@code heartbeat.timeout}: it drops our large messages, having failed to map the ring. A
+     * peer that does not progress at all is not stalled here (a hung one is judged by its
+     * heartbeat alone). The first call starts the clock.
+     */
+    private boolean ringStalled(long now) {
         long consumed = bounce.consumed();
-        if (consumed != drainSeen || drainMovedAt == 0) {
-            drainSeen = consumed;
-            drainMovedAt = now;
+        if (consumed != ringConsumedSeen || ringWaitingSince == 0) {
+            ringConsumedSeen = consumed;
+            ringBeatSeen = peer.heartbeat();
+            ringWaitingSince = now;
             return false;
         }
-        return now - drainMovedAt > heartbeatTimeoutNanos;
+        return now - ringWaitingSince > heartbeatTimeoutNanos && peer.heartbeat() != ringBeatSeen;
     }
 
     /**
      * Completes a close because this worker closes, after the worker waited while any of its
-     * endpoints {@link #awaitsDrain awaited} the peer: tells the peer CLOSE if its queue has room,
+     * endpoints {@link #awaitsDrain awaited} its peer: tells the peer CLOSE if its queue has room,
      * and releases everything.
      */
     void closeWithWorker() {
@@ -480,9 +508,9 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             if (!bounce.drained() && !peer.isClosing() && peerLease.ownerAlive()) {
                 transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer had not read "
-                        + "all its large messages: " + (failure != null ? "the endpoint had failed (" + failure.getMessage() + ")"
-                        : "the peer released nothing of them for heartbeat.timeout") + ". They arrive only if the peer had "
-                        + "mapped the connection's bounce ring already");
+                        + "all its large messages (" + (failure != null ? "the endpoint had failed: " + failure.getMessage()
+                        : "the peer did not release them in time") + "). They arrive only if the peer had mapped the connection's "
+                        + "bounce ring already");
             }
         } catch (InternalError fault) {
             // A mapping is gone: nothing to tell.

@@ -94,7 +94,9 @@ public final class ShmTransport implements Transport {
 
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
-        final LeaseWatch lease;
+        final String leaseName;
+        /** The watch of the sender's lease; null while a shortage of descriptors keeps it from being opened. */
+        LeaseWatch lease;
         /** The sender's announcement of its bounce ring (the plugin's export payload and the ring's length), until it is mapped. */
         byte[] bounceExport;
         long bounceLength;
@@ -103,7 +105,8 @@ public final class ShmTransport implements Transport {
         ChunkMapping bounceMapping;
         BounceRing bounce;
 
-        Inbound(LeaseWatch lease) {
+        Inbound(String leaseName, LeaseWatch lease) {
+            this.leaseName = leaseName;
             this.lease = lease;
         }
 
@@ -111,7 +114,7 @@ public final class ShmTransport implements Transport {
             try {
                 if (bounceMapping != null) bounceMapping.close();
             } finally {
-                lease.close();
+                if (lease != null) lease.close();
             }
         }
     }
@@ -288,7 +291,11 @@ public final class ShmTransport implements Transport {
             }
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
-                if (in == null) throw protocolError(connection, "large message before its connection was announced");
+                if (in == null) {
+                    // Its CONNECT found the sender's lease gone: the payload died with it, unless its connection id says otherwise.
+                    if (!OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) return;
+                    throw protocolError(connection, "large message before its connection was announced");
+                }
                 if (in.bounce == null && !mapBounce(connection, in)) return;
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
                 int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
@@ -309,18 +316,23 @@ public final class ShmTransport implements Transport {
                 String leaseName = r.relativePath("lease");
                 r.end("lease");
                 if (inbound.get(connection) != null) throw protocolError(connection, "connection announced twice");
+                LeaseWatch watch;
                 try {
-                    inbound.put(connection, new Inbound(LeaseWatch.open(libc, directory, leaseName)));
+                    watch = LeaseWatch.open(libc, directory, leaseName);
                 } catch (ErrnoException e) {
-                    if (isShortage(e)) {
-                        throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot watch the lease of a new sender "
-                                + directory.path().resolve(leaseName) + " (connection " + Long.toHexString(connection) + "): "
-                                + e.getMessage() + "; its first record waits at the head of this worker's receive queue with every "
-                                + "message behind it, and each progress() tries again. " + SharedDirectory.remedy(e, ""), e));
+                    if (!isShortage(e)) {
+                        // The sender died between claiming and our reading: nothing of it to keep.
+                        context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
+                        return;
                     }
-                    // The sender died between claiming and our reading: nothing of it to keep.
-                    context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
+                    // Its messages need no descriptor; its death is noticed once the lease can be opened (senderAlive).
+                    // Only DEBUG: out of descriptors, formatting a log record may itself fail (the JDK loads its time-zone data).
+                    context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": cannot watch the lease of a new sender "
+                            + directory.path().resolve(leaseName) + " yet: " + e.getMessage() + "; its messages are delivered, and "
+                            + "its death is noticed once the lease can be opened");
+                    watch = null;
                 }
+                inbound.put(connection, new Inbound(leaseName, watch));
             }
             case ReceiveQueue.BOUNCE -> {
                 Inbound in = inbound.get(connection);
@@ -373,7 +385,7 @@ public final class ShmTransport implements Transport {
     private boolean mapBounce(long connection, Inbound in) {
         ConduitException failure = in.bounceExport == null ? null : importBounce(connection, in);
         if (in.bounce != null) return true;
-        if (!in.lease.ownerAlive()) {
+        if (!senderAlive(in)) {
             context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died");
             return false;
         }
@@ -415,22 +427,38 @@ public final class ShmTransport implements Transport {
         return null;
     }
 
+    /**
+     * Whether the sender of {@code in} holds its lease. A lease its CONNECT could not open for a
+     * shortage of descriptors is opened now; while the shortage lasts the sender counts as alive.
+     */
+    private boolean senderAlive(Inbound in) {
+        if (in.lease == null) {
+            try {
+                in.lease = LeaseWatch.open(libc, directory, in.leaseName);
+            } catch (ErrnoException e) {
+                return isShortage(e);
+            }
+        }
+        return in.lease.ownerAlive();
+    }
+
     private static void refuseBounce(Inbound in, String why) {
         in.bounceExport = null;
         in.bounceRefusal = why;
     }
 
     /**
-     * Whether {@code failure} comes from a shortage of this process's descriptors or memory
-     * mappings ({@code EMFILE}, {@code ENFILE}, {@code ENOMEM}), which passes once some are freed,
-     * rather than from what a peer sent or did.
+     * Whether {@code failure} comes from a shortage of this process's (or the system's) file
+     * descriptors ({@code EMFILE}, {@code ENFILE}), which passes once some are closed, rather than
+     * from what a peer sent or did. {@code ENOMEM} is not one: a sender can provoke it by
+     * announcing a huge ring, and must not be able to hold this worker's queue with it.
      */
     private static boolean isShortage(Throwable failure) {
         Throwable t = failure;
         for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) { // bounded: a cycle of causes ends too
             if (t instanceof ErrnoException e) {
                 return switch (e.errnoName()) {
-                    case "EMFILE", "ENFILE", "ENOMEM" -> true;
+                    case "EMFILE", "ENFILE" -> true;
                     default -> false;
                 };
             }
@@ -466,7 +494,7 @@ public final class ShmTransport implements Transport {
         boolean senderDead = false;
         for (long connection : inbound.keys()) {
             Inbound in = inbound.get(connection);
-            if (!in.lease.ownerAlive()) {
+            if (!senderAlive(in)) {
                 senderDead = true;
                 if (!queue.hasPending()) {
                     inbound.remove(connection);
@@ -485,7 +513,7 @@ public final class ShmTransport implements Transport {
                 // A claim whose length is not yet written names nobody and may be a live sender's that
                 // was descheduled: that some other sender died says nothing about it, so such a record
                 // is skipped only once it stayed blocked as long as a hung peer may (heartbeat.timeout).
-                boolean dead = culprit != null ? !culprit.lease.ownerAlive()
+                boolean dead = culprit != null ? !senderAlive(culprit)
                         : connection != 0 ? !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)
                         : senderDead && now - blockedSince >= Math.max(unblockNanos, heartbeatNanos);
                 if (dead && queue.unblock()) {
@@ -560,7 +588,11 @@ public final class ShmTransport implements Transport {
         if (closed) return;
         closed = true;
         RuntimeException failure = null;
-        queue.markClosing();
+        try {
+            queue.markClosing();
+        } catch (InternalError queueFault) {
+            // This worker's queue was truncated under it: no sender can read the word either.
+        }
         List<ShmEndpoint> remaining = new ArrayList<>(endpoints);
         remaining.addAll(closing);
         awaitPeersReading(remaining);
@@ -597,14 +629,17 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Waits, for all endpoints at once, while any of them {@link ShmEndpoint#awaitsDrain awaits}
-     * its peer reading the large payloads in its bounce ring, which closing frees.
+     * Waits, for all endpoints at once and at most {@code heartbeat.timeout} in all, while any of
+     * them {@link ShmEndpoint#awaitsDrain awaits} its peer reading the large payloads in its bounce
+     * ring, which closing frees. An interrupt ends the wait (and stays set).
      */
-    private static void awaitPeersReading(List<ShmEndpoint> endpoints) {
-        while (true) {
+    private void awaitPeersReading(List<ShmEndpoint> endpoints) {
+        long deadline = System.nanoTime() + heartbeatNanos;
+        while (!Thread.currentThread().isInterrupted()) {
             long now = System.nanoTime();
+            if (now - deadline >= 0) return;
             boolean waiting = false;
-            for (ShmEndpoint ep : endpoints) waiting |= ep.awaitsDrain(now);
+            for (ShmEndpoint ep : endpoints) waiting |= ep.awaitsDrain();
             if (!waiting) return;
             java.util.concurrent.locks.LockSupport.parkNanos(50_000);
         }

@@ -466,23 +466,37 @@ public final class RuntimeWorker implements Worker {
                 try {
                     events += transports[i].progress();
                 } catch (RuntimeException e) {
-                    if (transportFailure == null) transportFailure = e;
-                    else transportFailure.addSuppressed(e);
+                    transportFailure = withSuppressed(transportFailure, e);
                 }
                 if (d.failed()) break;
             }
         } finally {
             d.inTransport--;
         }
-        try {
-            if (closesDeferred) runDeferredCloses();
-            if (failuresToReport) reportFailures(d);
-        } catch (RuntimeException e) {
-            if (transportFailure == null) throw e;
-            transportFailure.addSuppressed(e);
+        RuntimeException failure = transportFailure;
+        if (closesDeferred) {
+            try {
+                runDeferredCloses();
+            } catch (RuntimeException e) {
+                failure = withSuppressed(failure, e);
+            }
         }
-        if (transportFailure != null) throw transportFailure;
+        if (failuresToReport) {
+            try {
+                reportFailures(d);
+            } catch (RuntimeException e) {
+                failure = withSuppressed(failure, e);
+            }
+        }
+        if (failure != null) throw failure;
         return events;
+    }
+
+    /** {@code first}, with {@code later} suppressed in it; or {@code later} when there was none. */
+    private static RuntimeException withSuppressed(RuntimeException first, RuntimeException later) {
+        if (first == null) return later;
+        if (later != first) first.addSuppressed(later);
+        return first;
     }
 
     private int drainBacklogs() {
@@ -536,8 +550,7 @@ public final class RuntimeWorker implements Worker {
             try {
                 te.close();
             } catch (RuntimeException e) {
-                if (failure == null) failure = e;
-                else failure.addSuppressed(e);
+                failure = withSuppressed(failure, e);
             }
         }
         if (failure != null) throw failure;
