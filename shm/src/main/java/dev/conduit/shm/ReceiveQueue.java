@@ -28,6 +28,8 @@ import java.lang.invoke.VarHandle;
  *    512     8  heartbeat       receiver                       opaque store, once per progress() call
  *    520     4  closing         receiver, once                 release store of 1 when its worker closes:
  *                                                              senders stop waiting for it to read
+ *    528     8  read position   receiver                       release store with each heartbeat: every
+ *                                                              record before it was handled (or dropped)
  *   4096     …  ring            senders write, receiver reads  records, 8-byte aligned (page-aligned start)
  * </pre>
  *
@@ -75,6 +77,7 @@ public final class ReceiveQueue {
     static final long SLEEPING_OFFSET = 388;
     static final long HEARTBEAT_OFFSET = 512;
     static final long CLOSING_OFFSET = 520;
+    static final long READ_OFFSET = 528;
     public static final long HEADER_LENGTH = 4096;
 
     public static final int RECORD_HEADER = 48;
@@ -104,6 +107,8 @@ public final class ReceiveQueue {
     private final long mask;
     /** Sender side: the last head seen, so that most claims read only the tail. */
     private long headCache;
+    /** Sender side: see {@link #claimedUpTo()}. */
+    private long claimedUpTo;
     /** Receiver side: where this consumer has read up to. */
     private long head;
     /** Receiver side: up to where read bytes are zeroed, and so the shared head that senders see. */
@@ -224,6 +229,7 @@ public final class ReceiveQueue {
                 if (required > capacity - (tail - head)) return -1;
             }
             if (LONG.compareAndSet(memory, TAIL_OFFSET, tail, tail + required)) {
+                claimedUpTo = tail + required;
                 if (padding != 0) {
                     long pad = HEADER_LENGTH + tailIndex;
                     INT.setRelease(memory, pad, (int) -padding);
@@ -425,14 +431,25 @@ public final class ReceiveQueue {
         return true;
     }
 
+    /** Sender side: the ring position just past this flyweight's last claim. */
+    public long claimedUpTo() {
+        return claimedUpTo;
+    }
+
+    /** The position before which the receiver handled (or dropped) every record, as of its last heartbeat. */
+    public long readPosition() {
+        return (long) LONG.getAcquire(memory, READ_OFFSET);
+    }
+
     /** Tells senders that this receiver reads nothing more ({@link #isClosing}). */
     public void markClosing() {
         INT.setRelease(memory, CLOSING_OFFSET, 1);
     }
 
-    /** Stores the receiver's heartbeat: called once per progress. */
+    /** Stores the receiver's heartbeat and {@link #readPosition() read position}: called once per progress. */
     public void beat(long count) {
         LONG.setOpaque(memory, HEARTBEAT_OFFSET, count);
+        LONG.setRelease(memory, READ_OFFSET, head);
     }
 
     /**

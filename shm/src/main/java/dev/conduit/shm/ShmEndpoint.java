@@ -46,10 +46,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private long lastHeartbeat;
     /** Whether the last refused send waits for room in our bounce ring (not in the peer's queue). */
     private boolean waitingForRing;
-    /** While a send or a close waits for the peer to release our bounce ring: what it had released, its heartbeat then, and since when. */
-    private long ringConsumedSeen;
-    private long ringBeatSeen;
-    private long ringWaitingSince;
+    /** The peer's queue position just past our last LARGE record: once the peer has read past it, it has released every payload it will. */
+    private long lastLargeEnd;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -125,6 +123,7 @@ final class ShmEndpoint implements TransportEndpoint {
             throw t;
         }
         peer.commit(offset, length);
+        lastLargeEnd = peer.claimedUpTo();
         return sent();
     }
 
@@ -205,6 +204,7 @@ final class ShmEndpoint implements TransportEndpoint {
             throw t;
         }
         peer.commit(offset, length);
+        lastLargeEnd = peer.claimedUpTo();
         sent();
         return written;
     }
@@ -287,10 +287,7 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /** No room in our bounce ring: the peer has not released enough of it yet. */
     private boolean noRingRoom() {
-        if (!waitingForRing) {
-            waitingForRing = true;
-            ringWaitingSince = 0;
-        }
+        waitingForRing = true;
         return noRoom();
     }
 
@@ -314,10 +311,15 @@ final class ShmEndpoint implements TransportEndpoint {
             fail(transport.plugin() + ": peer worker died (its lease " + peerLease.name() + " is no longer held)");
             return true;
         }
-        if (waitingForRing && ringStalled(now)) {
-            fail(transport.plugin() + ": the peer worker progresses but released nothing of this connection's bounce ring for "
-                    + (now - ringWaitingSince) / 1_000_000 + " ms (heartbeat.timeout) while a large message waited for room: it "
-                    + "cannot read this connection's large messages (it could not map the ring; its log says why)");
+        try {
+            if (waitingForRing && ringRefused()) {
+                fail(transport.plugin() + ": the peer worker read this connection's large messages without releasing them from its "
+                        + "bounce ring, so a large message waits for room there forever: the peer cannot map the ring (its "
+                        + "progress() or log says why)");
+                return true;
+            }
+        } catch (InternalError e) {
+            fail(MappedMemoryFaults.describe(e, transport.plugin(), "the peer's receive queue or this connection's bounce ring"), e);
             return true;
         }
         if (waitingSince != 0) {
@@ -413,9 +415,9 @@ final class ShmEndpoint implements TransportEndpoint {
      * the peer's queue for the CLOSE record that lets the peer release its side of the connection
      * (its watch of our lease, its mapping of our ring). Until then the transport finishes the close
      * as it progresses, connects or closes other endpoints ({@link #finishClose()}). The wait for
-     * the ring ends when the peer dies, closes its worker, or progresses without releasing any of
-     * it for {@code heartbeat.timeout} (it could not map the ring); a peer that makes no progress at
-     * all is waited for while it lives.
+     * the ring ends when the peer dies, closes its worker, or has read past our last large message
+     * without releasing it (it could not map the ring); a peer that is slow or makes no progress
+     * is waited for while it lives.
      */
     @Override
     public void close() {
@@ -426,7 +428,7 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /**
      * Takes the next step of a close: releases everything once the peer has read our large
-     * payloads (or will not: {@link #awaitsDrain}, {@link #ringStalled}) and CLOSE is sent, or at
+     * payloads (or will not: {@link #awaitsDrain}) and CLOSE is sent, or at
      * once when there is no one to tell (the peer is dead, never heard of this connection, or its
      * queue's mapping faulted).
      *
@@ -436,8 +438,7 @@ final class ShmEndpoint implements TransportEndpoint {
         boolean complete = true;
         try {
             if (connectSent && peerLease.ownerAlive()) {
-                boolean waitForRing = awaitsDrain() && !ringStalled(System.nanoTime());
-                complete = !waitForRing && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
+                complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
             }
         } catch (InternalError queueFault) {
             // The peer's queue is not there to write to any more: nothing to say, and nothing to wait for.
@@ -449,31 +450,26 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /**
      * Whether a close should wait for the peer to read large payloads in our bounce ring: some
-     * wait, this endpoint has not failed, and the peer lives and is not closing its worker.
+     * wait, this endpoint has not failed, and the peer lives, is not closing its worker, and has
+     * not read past our last large message yet (once it has, whatever it did not release it
+     * dropped: {@link #ringRefused}).
      */
     boolean awaitsDrain() {
         try {
-            return bounce != null && !bounce.drained() && failure == null && !peer.isClosing() && peerLease.ownerAlive();
+            return bounce != null && !bounce.drained() && failure == null && !peer.isClosing()
+                    && peer.readPosition() - lastLargeEnd < 0 && peerLease.ownerAlive();
         } catch (InternalError fault) {
             return false; // a mapping is gone: nothing can be read any more
         }
     }
 
     /**
-     * Whether the peer progresses (its heartbeat moved) but released nothing of our bounce ring
-     * for {@code heartbeat.timeout}: it drops our large messages, having failed to map the ring. A
-     * peer that does not progress at all is not stalled here (a hung one is judged by its
-     * heartbeat alone). The first call starts the clock.
+     * Whether the peer read past our last large message without releasing all our payloads: it
+     * dropped them, unable to map our bounce ring, and will never release that room. Judged by
+     * positions, not time: a peer that is slow, stuck or busy with other senders has not read past.
      */
-    private boolean ringStalled(long now) {
-        long consumed = bounce.consumed();
-        if (consumed != ringConsumedSeen || ringWaitingSince == 0) {
-            ringConsumedSeen = consumed;
-            ringBeatSeen = peer.heartbeat();
-            ringWaitingSince = now;
-            return false;
-        }
-        return now - ringWaitingSince > heartbeatTimeoutNanos && peer.heartbeat() != ringBeatSeen;
+    private boolean ringRefused() {
+        return bounce != null && !bounce.drained() && peer.readPosition() - lastLargeEnd >= 0;
     }
 
     /**
@@ -509,8 +505,8 @@ final class ShmEndpoint implements TransportEndpoint {
             if (!bounce.drained() && !peer.isClosing() && peerLease.ownerAlive()) {
                 transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer had not read "
                         + "all its large messages (" + (failure != null ? "the endpoint had failed: " + failure.getMessage()
-                        : "the peer did not release them in time") + "). They arrive only if the peer had mapped the connection's "
-                        + "bounce ring already");
+                        : "the peer did not release them in time, or could not map the ring") + "). They arrive only if the peer "
+                        + "had mapped the connection's bounce ring already");
             }
         } catch (InternalError fault) {
             // A mapping is gone: nothing to tell.

@@ -320,13 +320,14 @@ public final class ShmTransport implements Transport {
                 try {
                     watch = LeaseWatch.open(libc, directory, leaseName);
                 } catch (ErrnoException e) {
-                    if (!isShortage(e)) {
+                    if (isGone(e)) {
                         // The sender died between claiming and our reading: nothing of it to keep.
                         context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
                         return;
                     }
-                    // Its messages need no descriptor; its death is noticed once the lease can be opened (senderAlive).
-                    // Only DEBUG: out of descriptors, formatting a log record may itself fail (the JDK loads its time-zone data).
+                    // Out of descriptors, say. Its messages need none; its death is noticed once the lease can be opened
+                    // (senderAlive). Only DEBUG: out of descriptors, formatting a log record may itself fail (the JDK
+                    // loads its time-zone data).
                     context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": cannot watch the lease of a new sender "
                             + directory.path().resolve(leaseName) + " yet: " + e.getMessage() + "; its messages are delivered, and "
                             + "its death is noticed once the lease can be opened");
@@ -428,18 +429,24 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Whether the sender of {@code in} holds its lease. A lease its CONNECT could not open for a
-     * shortage of descriptors is opened now; while the shortage lasts the sender counts as alive.
+     * Whether the sender of {@code in} holds its lease. A lease its CONNECT could not open (out of
+     * descriptors, say) is opened now; until it can be, the sender counts as alive unless its lease
+     * file is gone.
      */
     private boolean senderAlive(Inbound in) {
         if (in.lease == null) {
             try {
                 in.lease = LeaseWatch.open(libc, directory, in.leaseName);
             } catch (ErrnoException e) {
-                return isShortage(e);
+                return !isGone(e);
             }
         }
         return in.lease.ownerAlive();
+    }
+
+    /** Whether a lease could not be opened because its file is gone: its owner died (or closed) and was reclaimed. */
+    private static boolean isGone(ErrnoException e) {
+        return "ENOENT".equals(e.errnoName());
     }
 
     private static void refuseBounce(Inbound in, String why) {

@@ -242,6 +242,13 @@ final class MemfdImporter implements IpcImporter {
                     }
                     throw new ConduitException("cannot receive the reply from the producer's socket " + path + ": " + e.getMessage(), e);
                 }
+                if (message.controlTruncated() && message.closedFds() == 0 && message.fds().isEmpty()) {
+                    // Room for one descriptor and none arrived: the kernel could not install it here.
+                    ErrnoException lost = new ErrnoException("recvmsg", Errno.EMFILE, path, path + ", SCM_RIGHTS",
+                            "the kernel dropped the descriptor the producer passed (MSG_CTRUNC) because this process has none left");
+                    throw new ConduitException("cannot receive the chunk from the producer's socket " + path + ": " + lost.getMessage()
+                            + "; " + SharedDirectory.remedy(lost, ""), lost);
+                }
                 if (message.controlTruncated()) {
                     throw protocolError(path, "passed more descriptors than one (" + message.closedFds() + " received and closed)");
                 }

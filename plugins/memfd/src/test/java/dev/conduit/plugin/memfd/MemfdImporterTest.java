@@ -7,6 +7,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.MemfdFlags;
 import dev.conduit.linux.OpenFlags;
+import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
 import dev.conduit.linux.SocketFlags;
 import dev.conduit.spi.Chunk;
@@ -27,6 +28,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -81,6 +83,37 @@ class MemfdImporterTest {
             assertThat(chunk.segment().get(JAVA_LONG, SIZE - 8)).isEqualTo(77);
             assertThat(imported.address()).isNotEqualTo(chunk.segment().address());
         }
+    }
+
+    /**
+     * The kernel drops a passed descriptor it cannot install (the importing process has none
+     * left) and says only MSG_CTRUNC: the failure names EMFILE and the remedy, not a misbehaving
+     * producer, so that a receiver can tell a passing shortage from a refusal.
+     */
+    @Test
+    void aDescriptorTheKernelCouldNotInstallIsReportedAsEmfile() throws InterruptedException {
+        Chunk chunk = provider.allocate(SIZE);
+        Libc droppingPassedDescriptors = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(),
+                new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+                    Object result;
+                    try {
+                        result = method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (result instanceof ReceivedMessage m && !m.fds().isEmpty()) {
+                        m.fds().forEach(FileDescriptor::close);
+                        return new ReceivedMessage(m.bytes(), List.of(), true, 0);
+                    }
+                    return result;
+                });
+        IpcImporter starved = new MemfdImporter(droppingPassedDescriptors, shared, 2_000_000_000L);
+        byte[] payload = provider.export(chunk); // starts the provider's fd server: before the count
+        long before = Leaks.openFdsWhenQuiet();
+        assertThatThrownBy(() -> map(starved, payload, SIZE)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("MSG_CTRUNC").hasMessageContaining("EMFILE").hasMessageContaining("ulimit -n")
+                .satisfies(e -> assertThat(e.getCause()).isInstanceOf(ErrnoException.class));
+        assertThat(Leaks.openFdsSettlingAt(before)).isEqualTo(before);
     }
 
     @Test
