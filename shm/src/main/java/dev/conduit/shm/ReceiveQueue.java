@@ -16,7 +16,7 @@ import java.lang.invoke.VarHandle;
  * offset  size  field           written by                     how
  * ------  ----  --------------  -----------------------------  -----------------------------------------
  *      0     4  magic "CNDQ"    receiver, once                 before the queue is published
- *      4     4  version (1)     receiver, once
+ *      4     4  version (2)     receiver, once
  *      8     8  capacity        receiver, once                 ring bytes, a power of two
  *     16    16  token           receiver, once                 random; a connector proves it reached this
  *                                                              queue by finding its address's token here
@@ -28,8 +28,8 @@ import java.lang.invoke.VarHandle;
  *    512     8  heartbeat       receiver                       opaque store, once per progress() call
  *    520     4  closing         receiver, once                 release store of 1 when its worker closes:
  *                                                              senders stop waiting for it to read
- *    528     8  read position   receiver                       release store with each heartbeat: every
- *                                                              record before it was handled (or dropped)
+ *    528     8  read position   receiver                       release store after each poll that read:
+ *                                                              every record before it was handled (or dropped)
  *   4096     …  ring            senders write, receiver reads  records, 8-byte aligned (page-aligned start)
  * </pre>
  *
@@ -64,7 +64,8 @@ import java.lang.invoke.VarHandle;
 public final class ReceiveQueue {
 
     public static final int MAGIC = 0x51444E43; // "CNDQ"
-    public static final int VERSION = 1;
+    /** 2: the closing word and the read position (a sender judges a refused bounce ring by it). */
+    public static final int VERSION = 2;
     public static final int TOKEN_LENGTH = 16;
 
     static final long MAGIC_OFFSET = 0;
@@ -373,6 +374,8 @@ public final class ReceiveQueue {
      */
     private void release(long headIndex, long read) {
         head += read;
+        // After the handlers' releases of bounce-ring payloads: a sender that sees this position sees those too.
+        LONG.setRelease(memory, READ_OFFSET, head);
         if (head - zeroed >= zeroBatch) zeroConsumed();
     }
 
@@ -436,7 +439,7 @@ public final class ReceiveQueue {
         return claimedUpTo;
     }
 
-    /** The position before which the receiver handled (or dropped) every record, as of its last heartbeat. */
+    /** The position before which the receiver handled (or dropped) every record, as of its last poll. */
     public long readPosition() {
         return (long) LONG.getAcquire(memory, READ_OFFSET);
     }
@@ -446,10 +449,9 @@ public final class ReceiveQueue {
         INT.setRelease(memory, CLOSING_OFFSET, 1);
     }
 
-    /** Stores the receiver's heartbeat and {@link #readPosition() read position}: called once per progress. */
+    /** Stores the receiver's heartbeat: called once per progress. */
     public void beat(long count) {
         LONG.setOpaque(memory, HEARTBEAT_OFFSET, count);
-        LONG.setRelease(memory, READ_OFFSET, head);
     }
 
     /**

@@ -328,7 +328,8 @@ final class ShmEndpoint implements TransportEndpoint {
                 lastHeartbeat = beat;
                 waitingSince = now;
             } else if (now - waitingSince > heartbeatTimeoutNanos) {
-                fail(transport.plugin() + ": peer worker is hung: its queue stayed full and it made no progress for "
+                fail(transport.plugin() + ": peer worker is hung: " + (waitingForRing ? "this connection's bounce ring" : "its queue")
+                        + " stayed full and it made no progress for "
                         + (now - waitingSince) / 1_000_000 + " ms (heartbeat.timeout)");
                 return true;
             }
@@ -456,8 +457,9 @@ final class ShmEndpoint implements TransportEndpoint {
      */
     boolean awaitsDrain() {
         try {
-            return bounce != null && !bounce.drained() && failure == null && !peer.isClosing()
-                    && peer.readPosition() - lastLargeEnd < 0 && peerLease.ownerAlive();
+            if (bounce == null || failure != null) return false;
+            long read = peer.readPosition(); // before drained(): its acquire makes the releases before it visible
+            return !bounce.drained() && read - lastLargeEnd < 0 && !peer.isClosing() && peerLease.ownerAlive();
         } catch (InternalError fault) {
             return false; // a mapping is gone: nothing can be read any more
         }
@@ -469,7 +471,9 @@ final class ShmEndpoint implements TransportEndpoint {
      * positions, not time: a peer that is slow, stuck or busy with other senders has not read past.
      */
     private boolean ringRefused() {
-        return bounce != null && !bounce.drained() && peer.readPosition() - lastLargeEnd >= 0;
+        if (bounce == null) return false;
+        long read = peer.readPosition(); // before drained(): its acquire makes the releases before it visible
+        return read - lastLargeEnd >= 0 && !bounce.drained();
     }
 
     /**

@@ -242,12 +242,8 @@ final class MemfdImporter implements IpcImporter {
                     }
                     throw new ConduitException("cannot receive the reply from the producer's socket " + path + ": " + e.getMessage(), e);
                 }
-                if (message.controlTruncated() && message.closedFds() == 0 && message.fds().isEmpty()) {
-                    // Room for one descriptor and none arrived: the kernel could not install it here.
-                    ErrnoException lost = new ErrnoException("recvmsg", Errno.EMFILE, path, path + ", SCM_RIGHTS",
-                            "the kernel dropped the descriptor the producer passed (MSG_CTRUNC) because this process has none left");
-                    throw new ConduitException("cannot receive the chunk from the producer's socket " + path + ": " + lost.getMessage()
-                            + "; " + SharedDirectory.remedy(lost, ""), lost);
+                if (message.controlTruncated() && message.closedFds() == 0) {
+                    throw droppedDescriptor(path);
                 }
                 if (message.controlTruncated()) {
                     throw protocolError(path, "passed more descriptors than one (" + message.closedFds() + " received and closed)");
@@ -341,6 +337,24 @@ final class MemfdImporter implements IpcImporter {
     }
 
     // ---------------------------------------------------------------- errors
+
+    /**
+     * The kernel had room for the passed descriptor but installed none (MSG_CTRUNC, nothing
+     * received): this process is out of descriptors, or a security module refused the file. A
+     * descriptor opened now tells which, so that a shortage, which passes, is not taken for a
+     * refusal, and the other way round.
+     */
+    private ConduitException droppedDescriptor(String path) {
+        String what = "the kernel dropped the descriptor the producer passed on " + path + " (MSG_CTRUNC)";
+        try {
+            libc.open("/dev/null", OpenFlags.O_RDONLY | OpenFlags.O_CLOEXEC, 0).close();
+        } catch (ErrnoException e) {
+            return new ConduitException("cannot receive the chunk: " + what + ", and opening a descriptor here fails too: "
+                    + e.getMessage() + "; " + SharedDirectory.remedy(e, "see the cause"), e);
+        }
+        return new ConduitException("cannot receive the chunk: " + what + " although this process can open descriptors: a "
+                + "security module (SELinux, AppArmor) refused to pass the memfd to it");
+    }
 
     private static ConduitException producerGone(String path, String what, Throwable cause) {
         return new ConduitException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or "

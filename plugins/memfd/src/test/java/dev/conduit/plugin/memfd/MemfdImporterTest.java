@@ -86,15 +86,35 @@ class MemfdImporterTest {
     }
 
     /**
-     * The kernel drops a passed descriptor it cannot install (the importing process has none
-     * left) and says only MSG_CTRUNC: the failure names EMFILE and the remedy, not a misbehaving
-     * producer, so that a receiver can tell a passing shortage from a refusal.
+     * The kernel drops a passed descriptor it cannot install and says only MSG_CTRUNC. When this
+     * process is out of descriptors (here: a probe open fails with EMFILE) the failure names EMFILE
+     * and the remedy, so that a receiver takes it for a shortage that passes; otherwise a security
+     * module refused the file, which does not pass.
      */
     @Test
-    void aDescriptorTheKernelCouldNotInstallIsReportedAsEmfile() throws InterruptedException {
+    void aDescriptorTheKernelDroppedIsReportedAsAShortageOnlyWhenDescriptorsRunOut() throws InterruptedException {
         Chunk chunk = provider.allocate(SIZE);
-        Libc droppingPassedDescriptors = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(),
-                new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+        byte[] payload = provider.export(chunk); // starts the provider's fd server: before the count
+        long before = Leaks.openFdsWhenQuiet();
+        assertThatThrownBy(() -> map(new MemfdImporter(droppingPassedDescriptors(true), shared, 2_000_000_000L), payload, SIZE))
+                .isInstanceOf(ConduitException.class).hasMessageContaining("MSG_CTRUNC").hasMessageContaining("EMFILE")
+                .hasMessageContaining("ulimit -n").satisfies(e -> assertThat(e.getCause()).isInstanceOf(ErrnoException.class));
+        assertThatThrownBy(() -> map(new MemfdImporter(droppingPassedDescriptors(false), shared, 2_000_000_000L), payload, SIZE))
+                .isInstanceOf(ConduitException.class).hasMessageContaining("MSG_CTRUNC").hasMessageContaining("security module")
+                .satisfies(e -> assertThat(e.getCause()).isNull());
+        assertThat(Leaks.openFdsSettlingAt(before)).isEqualTo(before);
+    }
+
+    /**
+     * The real libc, except that passed descriptors are dropped as the kernel drops those it
+     * cannot install; and, if asked, the importer's probe open (of /dev/null) fails with EMFILE.
+     */
+    private Libc droppingPassedDescriptors(boolean outOfDescriptors) {
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (outOfDescriptors && method.getName().equals("open") && "/dev/null".equals(args[0])) {
+                        throw new ErrnoException("open", Errno.EMFILE, String.valueOf(args[0]), "injected by the test");
+                    }
                     Object result;
                     try {
                         result = method.invoke(libc, args);
@@ -107,13 +127,6 @@ class MemfdImporterTest {
                     }
                     return result;
                 });
-        IpcImporter starved = new MemfdImporter(droppingPassedDescriptors, shared, 2_000_000_000L);
-        byte[] payload = provider.export(chunk); // starts the provider's fd server: before the count
-        long before = Leaks.openFdsWhenQuiet();
-        assertThatThrownBy(() -> map(starved, payload, SIZE)).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("MSG_CTRUNC").hasMessageContaining("EMFILE").hasMessageContaining("ulimit -n")
-                .satisfies(e -> assertThat(e.getCause()).isInstanceOf(ErrnoException.class));
-        assertThat(Leaks.openFdsSettlingAt(before)).isEqualTo(before);
     }
 
     @Test
