@@ -407,6 +407,24 @@ class ShmTransportTest {
     }
 
     /**
+     * Two workers that close at once, each with large messages the other has not read, do not wait
+     * for each other: a closing worker says so in its queue's header, and the other stops waiting
+     * for it to read. Without that, each close waited out heartbeat.timeout (here an hour).
+     */
+    @Test
+    void twoWorkersClosingAtOnceDoNotWaitForEachOther() throws Exception {
+        Transport a = transport(new Received(), "posix.heartbeat.timeout", "1h");
+        Transport b = transport(new Received(), "posix.heartbeat.timeout", "1h");
+        assertThat(connect(a, b, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        assertThat(connect(b, a, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        Thread closingA = Thread.ofVirtual().start(a::close);
+        Thread closingB = Thread.ofVirtual().start(b::close);
+        // A guard against a hang, not a measurement: each close finishes at once, or waits an hour.
+        assertThat(closingA.join(java.time.Duration.ofSeconds(60))).as("a closed").isTrue();
+        assertThat(closingB.join(java.time.Duration.ofSeconds(60))).as("b closed").isTrue();
+    }
+
+    /**
      * Closing an endpoint whose large payloads the peer has not read yet returns at once; the
      * payloads still arrive, and once the peer has read them the sender's progress tells it CLOSE
      * and frees the ring. It used to wait in close() for the peer (a peer that made no progress
