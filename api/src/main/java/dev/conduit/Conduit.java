@@ -62,15 +62,17 @@ public interface Conduit extends AutoCloseable {
     ThreadPolicy threadPolicy(ThreadMode mode);
 
     /**
-     * A pool over the memory provider of {@code plugin}, which must be selected and declare
-     * {@link dev.conduit.spi.Capability#MEMORY}. Closed with this {@code Conduit}.
+     * A new pool over a memory provider of {@code plugin}, which must be selected and declare
+     * {@link dev.conduit.spi.Capability#MEMORY}. Each call opens a pool with a provider of its own
+     * (its own lease, and for memfd its own descriptor server): keep the pool rather than asking
+     * for it again, and close it when done; what is still open is closed with this {@code Conduit}.
      *
      * @throws dev.conduit.spi.ConduitException naming the plugin, its status and what to do when it
      *         cannot provide memory here
      */
     Pool pool(String plugin);
 
-    /** A pool over the most preferred selected plugin that provides memory. */
+    /** A new pool, as {@link #pool(String)}, over the most preferred selected plugin that provides memory. */
     Pool pool();
 
     /**
