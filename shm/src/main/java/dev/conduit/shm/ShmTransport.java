@@ -81,6 +81,7 @@ public final class ShmTransport implements Transport {
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
+    private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
     /** Closed endpoints whose peer still needs something of them (ShmEndpoint#close). */
     private final List<ShmEndpoint> closing = new ArrayList<>();
@@ -95,7 +96,7 @@ public final class ShmTransport implements Transport {
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
         final String leaseName;
-        /** The watch of the sender's lease; null while a shortage of descriptors keeps it from being opened. */
+        /** The watch of the sender's lease (shared by its connections: SenderLeases); null while it cannot be opened. */
         LeaseWatch lease;
         /** The sender's announcement of its bounce ring (the plugin's export payload and the ring's length), until it is mapped. */
         byte[] bounceExport;
@@ -110,11 +111,11 @@ public final class ShmTransport implements Transport {
             this.lease = lease;
         }
 
-        void close() {
+        void close(SenderLeases leases) {
             try {
                 if (bounceMapping != null) bounceMapping.close();
             } finally {
-                if (lease != null) lease.close();
+                if (lease != null) leases.release(lease);
             }
         }
     }
@@ -155,6 +156,7 @@ public final class ShmTransport implements Transport {
                     .bytes(token)
                     .toByteArray();
             this.directory = dir;
+            this.senderLeases = new SenderLeases(libc, dir);
             this.lease = ownLease;
             this.queueChunk = chunk;
             this.queue = q;
@@ -318,7 +320,7 @@ public final class ShmTransport implements Transport {
                 if (inbound.get(connection) != null) throw protocolError(connection, "connection announced twice");
                 LeaseWatch watch;
                 try {
-                    watch = LeaseWatch.open(libc, directory, leaseName);
+                    watch = senderLeases.acquire(leaseName);
                 } catch (ErrnoException e) {
                     if (isGone(e)) {
                         // The sender died between claiming and our reading: nothing of it to keep.
@@ -352,7 +354,7 @@ public final class ShmTransport implements Transport {
             }
             case ReceiveQueue.CLOSE -> {
                 Inbound in = inbound.remove(connection);
-                if (in != null) in.close();
+                if (in != null) in.close(senderLeases);
             }
             default -> throw protocolError(connection, "unknown record type " + type);
         }
@@ -436,7 +438,7 @@ public final class ShmTransport implements Transport {
     private boolean senderAlive(Inbound in) {
         if (in.lease == null) {
             try {
-                in.lease = LeaseWatch.open(libc, directory, in.leaseName);
+                in.lease = senderLeases.acquire(in.leaseName);
             } catch (ErrnoException e) {
                 return !isGone(e);
             }
@@ -505,7 +507,7 @@ public final class ShmTransport implements Transport {
                 senderDead = true;
                 if (!queue.hasPending()) {
                     inbound.remove(connection);
-                    in.close();
+                    in.close(senderLeases);
                     someoneDied = true;
                 }
             }
@@ -612,7 +614,7 @@ public final class ShmTransport implements Transport {
         }
         for (long connection : inbound.keys()) {
             try {
-                inbound.remove(connection).close();
+                inbound.remove(connection).close(senderLeases);
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }

@@ -485,6 +485,31 @@ class ShmTransportTest {
                 .isEqualTo(leaseWatchesBefore);
     }
 
+    /**
+     * The connections of one sender worker share the receiver's watch of its lease: a peer cannot
+     * spend the receiver's descriptors by connecting again and again. The last CLOSE closes it.
+     */
+    @Test
+    void aSendersConnectionsShareOneWatchOfItsLease() {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received());
+        long before = ProcessResources.descriptorsOn(shared, ".lease");
+        List<TransportEndpoint> endpoints = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            TransportEndpoint ep = connect(sender, receiver, cause -> { });
+            assertThat(ep.trySend(i, MemorySegment.NULL, bytes(8, i))).isTrue();
+            endpoints.add(ep);
+        }
+        for (int i = 0; i < 1000 && received.ids.size() < 10; i++) receiver.progress();
+        assertThat(received.ids).hasSize(10);
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("each endpoint's watch of the receiver's lease, and "
+                + "one watch of the sender's").isEqualTo(before + 10 + 1);
+        for (TransportEndpoint ep : endpoints) ep.close();
+        for (int i = 0; i < 1000 && ProcessResources.descriptorsOn(shared, ".lease") > before; i++) receiver.progress();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).isEqualTo(before);
+    }
+
     @Test
     void aFullQueueRefusesUntilTheReceiverProgresses() {
         Received received = new Received();
