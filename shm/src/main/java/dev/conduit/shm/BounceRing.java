@@ -120,11 +120,6 @@ public final class BounceRing {
         LONG.setRelease(memory, CONSUMED_OFFSET, position);
     }
 
-    /** Sender side: the receiver's position, up to which it released every payload. */
-    public long consumed() {
-        return (long) LONG.getAcquire(memory, CONSUMED_OFFSET);
-    }
-
     /** Sender side: whether the receiver released every payload reserved so far. */
     public boolean drained() {
         return (long) LONG.getAcquire(memory, CONSUMED_OFFSET) == produced;

@@ -310,15 +310,13 @@ public final class ReceiveQueue {
      * Records behind it wait too: the queue is in order, and a message may not be lost.
      */
     public static final class RecordNotReady extends RuntimeException {
-        private final RuntimeException reason;
-
         public RecordNotReady(RuntimeException reason) {
             super(reason.getMessage(), reason, false, false);
-            this.reason = reason;
         }
 
+        /** Why the record cannot be handled yet: what the receiver's caller is told. */
         public RuntimeException reason() {
-            return reason;
+            return (RuntimeException) getCause();
         }
     }
 

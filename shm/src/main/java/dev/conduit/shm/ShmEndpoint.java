@@ -458,8 +458,8 @@ final class ShmEndpoint implements TransportEndpoint {
     boolean awaitsDrain() {
         try {
             if (bounce == null || failure != null) return false;
-            long read = peer.readPosition(); // before drained(): its acquire makes the releases before it visible
-            return !bounce.drained() && read - lastLargeEnd < 0 && !peer.isClosing() && peerLease.ownerAlive();
+            boolean readPast = peerReadPastLastLarge();
+            return !readPast && !bounce.drained() && !peer.isClosing() && peerLease.ownerAlive();
         } catch (InternalError fault) {
             return false; // a mapping is gone: nothing can be read any more
         }
@@ -472,8 +472,17 @@ final class ShmEndpoint implements TransportEndpoint {
      */
     private boolean ringRefused() {
         if (bounce == null) return false;
-        long read = peer.readPosition(); // before drained(): its acquire makes the releases before it visible
-        return read - lastLargeEnd >= 0 && !bounce.drained();
+        boolean readPast = peerReadPastLastLarge();
+        return readPast && !bounce.drained();
+    }
+
+    /**
+     * Whether the peer has handled (or dropped) our last LARGE record. Read before the ring's
+     * {@code drained()}: this acquire makes the releases the peer made before it visible, so a
+     * payload it released is never seen as unreleased after this says the peer read past it.
+     */
+    private boolean peerReadPastLastLarge() {
+        return peer.readPosition() - lastLargeEnd >= 0;
     }
 
     /**

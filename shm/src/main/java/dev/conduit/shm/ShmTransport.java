@@ -258,23 +258,21 @@ public final class ShmTransport implements Transport {
         } catch (ReceiveQueue.RecordNotReady e) {
             // No heartbeat: this worker cannot progress, and senders waiting on it may judge it hung. It still
             // watches its peers, and finishes its endpoints' closes.
-            long now = System.nanoTime();
-            if (now - lastLivenessCheck >= livenessNanos) {
-                lastLivenessCheck = now;
-                checkPeers(now);
-            }
+            checkPeersIfDue();
             throw e.reason();
         }
         queue.beat(++progressCount);
         // The clock is read every 16th idle poll (and every 256th busy one), not on every spin of a busy-polling worker.
-        if ((handled == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0) {
-            long now = System.nanoTime();
-            if (now - lastLivenessCheck >= livenessNanos) {
-                lastLivenessCheck = now;
-                handled += checkPeers(now);
-            }
-        }
+        if ((handled == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0) handled += checkPeersIfDue();
         return handled;
+    }
+
+    /** Checks peers ({@link #checkPeers}) when a liveness interval has passed since the last check; the events found. */
+    private int checkPeersIfDue() {
+        long now = System.nanoTime();
+        if (now - lastLivenessCheck < livenessNanos) return 0;
+        lastLivenessCheck = now;
+        return checkPeers(now);
     }
 
     private void onRecord(MemorySegment m, long offset, int type, int length) {
@@ -362,8 +360,8 @@ public final class ShmTransport implements Transport {
 
     /**
      * Maps the bounce ring a sender announced, as soon as it is announced. A failure here is only
-     * logged: a shortage of descriptors or mappings is tried again when a large message needs the
-     * ring ({@link #mapBounce}); any other reason stays, and a large message in that ring is then
+     * logged: a shortage of descriptors is tried again when a large message needs the ring
+     * ({@link #mapBounce}); any other reason stays, and a large message in that ring is then
      * judged when it comes. (The sender may have closed meanwhile: it frees its ring once this
      * process released every payload in it, so then no large message of it follows.)
      */
@@ -379,11 +377,11 @@ public final class ShmTransport implements Transport {
      * Makes sure the bounce ring a large message of {@code in} needs is mapped. A sender that died
      * took its payloads with it: the record is dropped. A live sender frees its ring only after
      * this process released every payload in it, so when mapping it fails for a shortage of
-     * descriptors or mappings here, the record stays at the head of the queue and progress() says
-     * why until the mapping succeeds; any other reason breaks the protocol.
+     * descriptors here, the record stays at the head of the queue and progress() says why until
+     * the mapping succeeds; any other reason breaks the protocol.
      *
      * @return whether the ring is mapped; false when the record is to be dropped (its sender is dead)
-     * @throws ReceiveQueue.RecordNotReady when the sender lives and this process is short of descriptors or mappings
+     * @throws ReceiveQueue.RecordNotReady when the sender lives and this process is short of descriptors
      */
     private boolean mapBounce(long connection, Inbound in) {
         ConduitException failure = in.bounceExport == null ? null : importBounce(connection, in);
@@ -402,8 +400,8 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Imports and attaches the announced ring. On a shortage of descriptors or mappings the
-     * announcement stays, for a retry; on any other failure the reason is kept instead.
+     * Imports and attaches the announced ring. On a shortage of descriptors the announcement
+     * stays, for a retry; on any other failure the reason is kept instead.
      *
      * @return null when the ring is mapped, else why not
      */
@@ -577,10 +575,7 @@ public final class ShmTransport implements Transport {
         // is work, so the caller progresses and the error handler runs. (Merely returning false
         // would not do: the runtime sleeps again until the caller's whole timeout has passed.)
         if (queue.await(libc, Math.min(timeoutNanos, livenessNanos))) return true;
-        long now = System.nanoTime();
-        if (now - lastLivenessCheck < livenessNanos) return false;
-        lastLivenessCheck = now;
-        return checkPeers(now) > 0;
+        return checkPeersIfDue() > 0;
     }
 
     @Override

@@ -458,7 +458,7 @@ public final class RuntimeWorker implements Worker {
     private int progressOnce(MessageDispatch.Delivery d, int skip) {
         int events = 0;
         if (backlogged != 0) events += drainBacklogs();
-        RuntimeException transportFailure = null;
+        RuntimeException failure = null;
         d.inTransport++;
         try {
             for (int i = 0; i < transports.length; i++) {
@@ -466,14 +466,13 @@ public final class RuntimeWorker implements Worker {
                 try {
                     events += transports[i].progress();
                 } catch (RuntimeException e) {
-                    transportFailure = withSuppressed(transportFailure, e);
+                    failure = withSuppressed(failure, e);
                 }
                 if (d.failed()) break;
             }
         } finally {
             d.inTransport--;
         }
-        RuntimeException failure = transportFailure;
         if (closesDeferred) {
             try {
                 runDeferredCloses();
