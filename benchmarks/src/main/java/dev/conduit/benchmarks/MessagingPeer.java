@@ -141,7 +141,8 @@ public final class MessagingPeer {
         }
     }
 
-    private static void deleteRecursively(Path dir) throws IOException {
+    /** Removes {@code dir} (if any) and everything in it. */
+    static void deleteRecursively(Path dir) throws IOException {
         if (dir == null) return;
         try (Stream<Path> paths = Files.walk(dir)) {
             for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {

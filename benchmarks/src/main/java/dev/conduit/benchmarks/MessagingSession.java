@@ -42,11 +42,7 @@ final class MessagingSession implements AutoCloseable {
         try {
             // Short: memfd's fd server binds a Unix socket in it (at most 108 bytes of path in all).
             s.dir = Files.createTempDirectory(Path.of("/dev/shm"), "cjmh");
-            s.conduit = Conduit.builder().transports(plugin).sharedDirectory(s.dir).build();
-            if (!s.conduit.selectedPlugins().equals(List.of(plugin))) {
-                throw new IllegalStateException("plugin " + plugin + " not selected: "
-                        + s.conduit.plugins().stream().map(i -> i.name() + " " + i.status() + " " + i.reason()).toList());
-            }
+            s.conduit = conduitOver(plugin, s.dir);
             s.worker = s.conduit.newWorker(ThreadMode.SINGLE);
             handlers.accept(s.worker);
             s.peer = MessagingPeer.start(s.dir, plugin, echoSize, ackEvery, s.worker);
@@ -57,6 +53,17 @@ final class MessagingSession implements AutoCloseable {
             s.closeAfter(e);
             throw e;
         }
+    }
+
+    /** A {@code Conduit} whose only transport is {@code plugin}, sharing {@code dir}; fails, naming why, when the plugin cannot be selected. */
+    static Conduit conduitOver(String plugin, Path dir) {
+        Conduit conduit = Conduit.builder().transports(plugin).sharedDirectory(dir).build();
+        if (!conduit.selectedPlugins().equals(List.of(plugin))) {
+            String plugins = conduit.plugins().stream().map(i -> i.name() + " " + i.status() + " " + i.reason()).toList().toString();
+            conduit.close();
+            throw new IllegalStateException("plugin " + plugin + " not selected: " + plugins);
+        }
+        return conduit;
     }
 
     Worker worker() {

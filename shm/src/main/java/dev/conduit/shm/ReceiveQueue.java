@@ -51,8 +51,9 @@ import java.lang.invoke.VarHandle;
  * encoder that throws leaves its record abandoned ({@link #abandon}: padding).
  * A sender claims {@code recordLength(48 + header + payload)} bytes (a multiple of 64: every
  * record starts on a cache line, and a small message is one line) by CAS on the tail, writes
- * {@code -length} and at once its connection id, then the record, then {@code +length} with a
- * release store. When the record does not fit before the end of the ring, the claim also covers
+ * {@code -length} and the type (one 8-byte store) and at once its connection id, then the rest of
+ * the record, then {@code +length} with a release store. Fields a record does not use stay zero:
+ * claimable space is always zeroed. When the record does not fit before the end of the ring, the claim also covers
  * the rest of the ring, which becomes a PAD record. The receiver reads records while their length
  * is positive, zeroes what it read (so a stale byte is never taken for a length; in batches, off
  * the message's path) and moves the head with a release store. It never reads past the shared
@@ -102,6 +103,7 @@ public final class ReceiveQueue {
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final MemorySegment ZEROS = Arena.global().allocate(64 << 10, 8);
+    private static final boolean LITTLE_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
 
     private final MemorySegment memory;
     private final long capacity;
@@ -208,15 +210,26 @@ public final class ReceiveQueue {
 
     /**
      * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of
-     * {@code connection}, and stores the connection id right after {@code -length}, before the
-     * caller writes anything else: a receiver that finds the record claimed but uncommitted knows
-     * whose it is ({@link #blockedConnection()}) also while the sender still copies its payload,
-     * and so never takes a slow live sender's record for a dead one's. A claim is anonymous only
-     * for the instants between the CAS and these two stores.
+     * {@code connection} whose type the caller writes ({@link #claim(int, int, long)} with type 0).
      *
      * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
      */
     public long claim(int length, long connection) {
+        return claim(length, 0, connection);
+    }
+
+    /**
+     * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of
+     * {@code type} from {@code connection}. It stores {@code -length} and the type in one store,
+     * then at once the connection id, before the caller writes anything else: a receiver that finds
+     * the record claimed but uncommitted knows whose it is ({@link #blockedConnection()}) also
+     * while the sender still copies its payload, and so never takes a slow live sender's record for
+     * a dead one's. A claim is anonymous only for the instants between the CAS and these two stores.
+     * Every other field of the record is zero until the caller writes it.
+     *
+     * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
+     */
+    public long claim(int length, int type, long connection) {
         long head = headCache;
         while (true) {
             long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
@@ -232,14 +245,11 @@ public final class ReceiveQueue {
             if (LONG.compareAndSet(memory, TAIL_OFFSET, tail, tail + required)) {
                 claimedUpTo = tail + required;
                 if (padding != 0) {
-                    long pad = HEADER_LENGTH + tailIndex;
-                    INT.setRelease(memory, pad, (int) -padding);
-                    memory.set(ValueLayout.JAVA_INT, pad + TYPE, PAD);
-                    INT.setRelease(memory, pad, (int) padding);
+                    LONG.setRelease(memory, HEADER_LENGTH + tailIndex, twoInts((int) padding, PAD));
                     tailIndex = 0;
                 }
                 long offset = HEADER_LENGTH + tailIndex;
-                INT.setRelease(memory, offset, -length);
+                LONG.setRelease(memory, offset, twoInts(-length, type));
                 // At once, before the caller copies anything: from here on the receiver knows whose
                 // claim this is. Not before the length: a claim whose length is still 0 must be all
                 // zeroes, or unblock() would take its connection id for the next record.
@@ -247,6 +257,21 @@ public final class ReceiveQueue {
                 return offset;
             }
         }
+    }
+
+    /** Two adjacent int fields, {@code first} at the lower address, as the native-order long that one store writes and one load reads. */
+    static long twoInts(int first, int second) {
+        return LITTLE_ENDIAN ? (long) second << 32 | (first & 0xFFFF_FFFFL) : (long) first << 32 | (second & 0xFFFF_FFFFL);
+    }
+
+    /** The int at the lower address of a long that {@link #twoInts} made or one load read. */
+    static int firstInt(long pair) {
+        return LITTLE_ENDIAN ? (int) pair : (int) (pair >>> 32);
+    }
+
+    /** The int at the higher address of such a long. */
+    static int secondInt(long pair) {
+        return LITTLE_ENDIAN ? (int) (pair >>> 32) : (int) pair;
     }
 
     /** Publishes the record at {@code offset}: the receiver may read it from now on. */
@@ -339,14 +364,16 @@ public final class ReceiveQueue {
         try {
             while (read < contiguous && count < limit) {
                 long offset = HEADER_LENGTH + headIndex + read;
-                int length = (int) INT.getVolatile(memory, offset);
+                // Length and type in one load: a committed length makes the type written before it visible.
+                long lengthAndType = (long) LONG.getVolatile(memory, offset);
+                int length = firstInt(lengthAndType);
                 if (length <= 0) break;
                 if (length < 8 || (length & 7) != 0 || length > contiguous - read) {
                     throw new CorruptQueueException("record at ring offset " + (headIndex + read) + " has length " + length
                             + " (at most " + (contiguous - read) + ", a multiple of 8)");
                 }
                 read += length;
-                int type = memory.get(ValueLayout.JAVA_INT, offset + TYPE);
+                int type = secondInt(lengthAndType);
                 if (type == PAD) continue;
                 count++;
                 try {

@@ -88,13 +88,13 @@ final class ShmEndpoint implements TransportEndpoint {
         long payloadLength = payload.byteSize();
         if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
-            long offset = peer.claim(length, connection);
+            long offset = peer.claim(length, ReceiveQueue.MSG, connection);
             if (offset < 0) return noRoom();
             MemorySegment q = peer.memory();
             try {
-                writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, payloadLength, 0, 0);
+                writeMessageFields(q, offset, id, (int) headerLength, payloadLength);
                 long body = offset + ReceiveQueue.RECORD_HEADER;
-                MemorySegment.copy(header, 0, q, body, headerLength);
+                if (headerLength != 0) MemorySegment.copy(header, 0, q, body, headerLength);
                 MemorySegment.copy(payload, 0, q, body + headerLength, payloadLength);
             } catch (Throwable t) {
                 abandon(offset, length, -1);
@@ -108,7 +108,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long bounceOffset = bounce.reserve(payloadLength);
         if (bounceOffset < 0) return noRingRoom();
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
-        long offset = peer.claim(length, connection);
+        long offset = peer.claim(length, ReceiveQueue.LARGE, connection);
         if (offset < 0) {
             bounce.rollback(before);
             return noRoom();
@@ -116,7 +116,8 @@ final class ShmEndpoint implements TransportEndpoint {
         MemorySegment q = peer.memory();
         try {
             MemorySegment.copy(payload, 0, bounce.memory(), bounceOffset, payloadLength);
-            writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, payloadLength, bounce.position(), bounceOffset);
+            writeMessageFields(q, offset, id, (int) headerLength, payloadLength);
+            writeBounceFields(q, offset, bounce.position(), bounceOffset);
             MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
         } catch (Throwable t) {
             abandon(offset, length, before);
@@ -165,13 +166,13 @@ final class ShmEndpoint implements TransportEndpoint {
         MemorySegment q = peer.memory();
         if (ReceiveQueue.RECORD_HEADER + headerLength + maxLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + maxLength);
-            long offset = peer.claim(length, connection);
+            long offset = peer.claim(length, ReceiveQueue.MSG, connection);
             if (offset < 0) return noRoomEncoded();
             long body = offset + ReceiveQueue.RECORD_HEADER;
             long written;
             try {
                 written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
-                writeRecordHeader(q, offset, ReceiveQueue.MSG, id, (int) headerLength, written, 0, 0);
+                writeMessageFields(q, offset, id, (int) headerLength, written);
                 MemorySegment.copy(header, 0, q, body, headerLength);
             } catch (Throwable t) {
                 abandon(offset, length, -1);
@@ -189,7 +190,7 @@ final class ShmEndpoint implements TransportEndpoint {
             return -1;
         }
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
-        long offset = peer.claim(length, connection);
+        long offset = peer.claim(length, ReceiveQueue.LARGE, connection);
         if (offset < 0) {
             bounce.rollback(before);
             return noRoomEncoded();
@@ -197,7 +198,8 @@ final class ShmEndpoint implements TransportEndpoint {
         long written;
         try {
             written = PayloadEncoder.checkWritten(encoder.encode(bounce.memory().asSlice(bounceOffset, maxLength)), maxLength);
-            writeRecordHeader(q, offset, ReceiveQueue.LARGE, id, (int) headerLength, written, bounce.position(), bounceOffset);
+            writeMessageFields(q, offset, id, (int) headerLength, written);
+            writeBounceFields(q, offset, bounce.position(), bounceOffset);
             MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
         } catch (Throwable t) {
             abandon(offset, length, before);
@@ -255,23 +257,28 @@ final class ShmEndpoint implements TransportEndpoint {
         }
     }
 
-    private void writeRecordHeader(MemorySegment q, long offset, int type, int id, int headerLength, long payloadLength,
-                                   long bounceEnd, long bounceOffset) {
-        q.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, type);
-        q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, connection);
-        q.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID, id);
-        q.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE, headerLength);
+    /**
+     * Writes a claimed record's message fields: the claim wrote its length, type and connection,
+     * and every other field is zero until written (ReceiveQueue#claim), so a record writes only what
+     * it uses, in as few stores as it can: they are on the path of every message.
+     */
+    private static void writeMessageFields(MemorySegment q, long offset, int id, int headerLength, long payloadLength) {
+        q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.MESSAGE_ID, ReceiveQueue.twoInts(id, headerLength));
         q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE, payloadLength);
+    }
+
+    /** Writes where a LARGE record's payload is in this connection's bounce ring, and where the ring stands after it. */
+    private static void writeBounceFields(MemorySegment q, long offset, long bounceEnd, long bounceOffset) {
         q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_END, bounceEnd);
         q.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_OFFSET, bounceOffset);
     }
 
     private boolean sendControl(int type, byte[] payload) {
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + payload.length);
-        long offset = peer.claim(length, connection);
+        long offset = peer.claim(length, type, connection);
         if (offset < 0) return false;
         MemorySegment q = peer.memory();
-        writeRecordHeader(q, offset, type, 0, 0, payload.length, 0, 0);
+        writeMessageFields(q, offset, 0, 0, payload.length);
         MemorySegment.copy(payload, 0, q, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, payload.length);
         peer.commit(offset, length);
         peer.wakeIfSleeping(transport.libc());

@@ -276,19 +276,26 @@ public final class ShmTransport implements Transport {
     }
 
     private void onRecord(MemorySegment m, long offset, int type, int length) {
+        if (type == ReceiveQueue.MSG) {
+            // The path of every small message: the fewest loads, the connection id only for an error.
+            long idAndHeader = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.MESSAGE_ID);
+            int headerLength = ReceiveQueue.secondInt(idAndHeader);
+            long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
+            long body = length - ReceiveQueue.RECORD_HEADER;
+            if (headerLength < 0 || payloadLength < 0 || headerLength > body || payloadLength > body - headerLength) {
+                throw protocolError(m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION),
+                        "message of " + headerLength + " + " + payloadLength + " bytes in a record of " + length);
+            }
+            long start = offset + ReceiveQueue.RECORD_HEADER;
+            sink.onMessage(ReceiveQueue.firstInt(idAndHeader), m, start, headerLength, m, start + headerLength, payloadLength);
+        } else {
+            onControlOrLarge(m, offset, type, length);
+        }
+    }
+
+    private void onControlOrLarge(MemorySegment m, long offset, int type, int length) {
         long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
         switch (type) {
-            case ReceiveQueue.MSG -> {
-                int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
-                int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
-                long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
-                long body = length - ReceiveQueue.RECORD_HEADER;
-                if (headerLength < 0 || payloadLength < 0 || headerLength > body || payloadLength > body - headerLength) {
-                    throw protocolError(connection, "message of " + headerLength + " + " + payloadLength + " bytes in a record of " + length);
-                }
-                long start = offset + ReceiveQueue.RECORD_HEADER;
-                sink.onMessage(id, m, start, headerLength, m, start + headerLength, payloadLength);
-            }
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
                 if (in == null) {

@@ -182,6 +182,32 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aTypedClaimWritesItsTypeWithItsLengthAndLeavesEveryOtherFieldZero() {
+        long claimed = sender.claim(128, ReceiveQueue.CLOSE, 77);
+        assertThat(memory.get(ValueLayout.JAVA_INT, claimed)).as("length while claimed").isEqualTo(-128);
+        assertThat(memory.get(ValueLayout.JAVA_INT, claimed + ReceiveQueue.TYPE)).isEqualTo(ReceiveQueue.CLOSE);
+        assertThat(receiver.blockedConnection()).isEqualTo(77);
+        for (long field = ReceiveQueue.MESSAGE_ID; field < 128; field += 8) {
+            assertThat(memory.get(ValueLayout.JAVA_LONG, claimed + field)).as("bytes at %d of the record", field).isZero();
+        }
+        sender.commit(claimed, 128);
+        List<Integer> types = new ArrayList<>();
+        receiver.poll((m, offset, type, length) -> types.add(type), 10);
+        assertThat(types).containsExactly(ReceiveQueue.CLOSE);
+    }
+
+    @Test
+    void twoAdjacentIntsAreOneLongInNativeOrder() {
+        MemorySegment pair = Arena.ofAuto().allocate(8, 8);
+        pair.set(ValueLayout.JAVA_LONG, 0, ReceiveQueue.twoInts(-64, 0x7ABCDEF0));
+        assertThat(pair.get(ValueLayout.JAVA_INT, 0)).isEqualTo(-64);
+        assertThat(pair.get(ValueLayout.JAVA_INT, 4)).isEqualTo(0x7ABCDEF0);
+        long read = pair.get(ValueLayout.JAVA_LONG, 0);
+        assertThat(ReceiveQueue.firstInt(read)).isEqualTo(-64);
+        assertThat(ReceiveQueue.secondInt(read)).isEqualTo(0x7ABCDEF0);
+    }
+
+    @Test
     void aSenderThatDiedBeforeWritingItsLengthIsSkippedUpToTheNextRecord() {
         long claimed = sender.claim(64);
         memory.set(ValueLayout.JAVA_INT, claimed, 0); // the claim's CAS happened, nothing was written after it

@@ -1,0 +1,118 @@
+package dev.conduit.benchmarks;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Worker;
+import dev.conduit.spi.ThreadMode;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The software cost of an active message, without the cost of moving cache lines between cores:
+ * one thread owns two {@code SINGLE} workers of one {@code Conduit} connected to each other over
+ * one transport, and plays both sides of a ping-pong. {@code roundTrip} (ns/op) sends a ping,
+ * progresses the receiver (whose handler sends the pong), then progresses the sender (whose
+ * handler counts it): two messages, each through everything a message goes through between
+ * processes (the endpoint's guards, the transport's send, its receive queue, the dispatch to the
+ * handler), but with every line in this core's cache. Half of it is what one message costs in
+ * instructions; what a two-process ping-pong costs beyond it is the hardware's transfers.
+ */
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@Threads(1)
+@State(Scope.Thread)
+public class LocalHopBenchmark {
+
+    static final int PING = 1;
+    static final int PONG = 2;
+
+    @Param({"posix", "memfd"})
+    public String plugin;
+
+    @Param({"8"})
+    public int size;
+
+    private Path dir;
+    private Conduit conduit;
+    private Worker client;
+    private Worker server;
+    private Endpoint toServer;
+    private Endpoint toClient;
+    private Arena arena;
+    private MemorySegment payload;
+    private long pongs;
+
+    @Setup(Level.Trial)
+    public void open() throws IOException {
+        dir = Files.createTempDirectory(Path.of("/dev/shm"), "cjmh");
+        try {
+            conduit = MessagingSession.conduitOver(plugin, dir);
+            client = conduit.newWorker(ThreadMode.SINGLE);
+            server = conduit.newWorker(ThreadMode.SINGLE);
+            toServer = client.connect(server.address());
+            toClient = server.connect(client.address());
+            arena = Arena.ofShared();
+            payload = arena.allocate(size);
+            server.onMessage(PING, m -> toClient.send(PONG, payload));
+            client.onMessage(PONG, m -> pongs++);
+            roundTrip(); // fails here, not in the measurement, if nothing comes back
+            if (pongs != 1) throw new IllegalStateException("no pong after one round trip");
+        } catch (RuntimeException | Error e) {
+            try {
+                close();
+            } catch (IOException | RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void close() throws IOException {
+        try {
+            if (conduit != null) conduit.close(); // its workers, and their endpoints, with it
+            if (arena != null) arena.close();
+        } finally {
+            MessagingPeer.deleteRecursively(dir);
+        }
+    }
+
+    /** A ping and its pong, both on this thread: two messages. */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.NANOSECONDS)
+    public long roundTrip() {
+        toServer.send(PING, payload);
+        server.progress();
+        client.progress();
+        return pongs;
+    }
+
+    /** A {@code progress()} that finds nothing: what a busy-polling worker spins on between messages. */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.NANOSECONDS)
+    public int idleProgress() {
+        return server.progress();
+    }
+}
