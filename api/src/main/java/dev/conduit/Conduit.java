@@ -92,7 +92,8 @@ public interface Conduit extends AutoCloseable {
 
     /**
      * Closes every worker and pool opened through this {@code Conduit}, newest first, then unmaps
-     * every imported region. Errors are collected: the first is thrown with the others suppressed. Idempotent.
+     * every imported region. Errors are collected: one {@code ConduitException} is thrown with every
+     * failure suppressed in it. Idempotent.
      */
     @Override
     void close();

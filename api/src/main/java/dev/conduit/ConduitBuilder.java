@@ -41,7 +41,7 @@ public final class ConduitBuilder {
         return this;
     }
 
-    /** The plugins to use, most preferred first, or {@code "^name"} to exclude: {@code transports.selection}. */
+    /** The plugins to use, most preferred first, or {@code "^name"} to exclude: {@code transports}. */
     public ConduitBuilder transports(String... names) {
         return set("transports", String.join(",", names));
     }

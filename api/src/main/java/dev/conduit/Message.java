@@ -13,7 +13,9 @@ import java.util.Objects;
  * zero-copy).
  *
  * <p><b>A flyweight, valid only during the handler call.</b> The runtime owns one {@code Message}
- * per worker and points it at each message in turn, so delivering a message allocates nothing.
+ * per worker (one per progressing thread under {@code PASS_THROUGH}) and points it at each message
+ * in turn, so delivering a message allocates nothing. (A message delivered while a handler of the
+ * same thread still runs, by a plugin called from that handler, gets a flyweight of its own.)
  * When the handler returns, the runtime invalidates it: every method then throws
  * {@link IllegalStateException}, and the bytes it showed may already hold another message. To keep
  * a payload, copy it during the call: {@link #payloadToArray()}, or

@@ -17,7 +17,8 @@ import java.util.Set;
  * @param description   one line on what it is
  * @param origin        where it was loaded from: module and jar, class path entry, or plugin directory layer
  * @param status        whether it can be used, and if not why not
- * @param reason        for every status but {@code SELECTED} and {@code AVAILABLE}: why, with the remedy
+ * @param reason        for every status but {@code SELECTED}: why, with the remedy (for {@code AVAILABLE}, the
+ *                      {@code transports} setting that left it out)
  * @param capabilities  what it declares it can do
  * @param threadModes   the thread modes it declares
  * @param priority      its default preference, higher first
@@ -45,7 +46,7 @@ public record PluginInfo(String name, String version, String spiVersion, String 
         UNAVAILABLE,
         /** Compiled against an incompatible SPI version, or its metadata is invalid. */
         REFUSED,
-        /** Another plugin of the same name and a higher version is used instead. */
+        /** Another plugin of the same name and a higher version, or of the same version found first, is used instead. */
         SHADOWED,
         /** It could not be instantiated or its metadata could not be read. */
         BROKEN

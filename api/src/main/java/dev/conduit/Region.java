@@ -6,9 +6,11 @@ import java.lang.foreign.MemorySegment;
  * One allocation from a {@link Pool}: memory other processes can map through its IPC handle.
  *
  * <p>{@link #close()} frees the region: its memory becomes reusable by the pool, so the segment
- * must not be used after it, as with {@code free}. The memory stays mapped until the pool closes,
- * so a late access cannot crash the JVM; after the pool closes it throws
- * {@link IllegalStateException}.
+ * must not be used after it, as with {@code free}. A late access never crashes the JVM: a region
+ * carved from a size class stays mapped until the pool closes (a late access reads or writes
+ * memory the pool may have handed out again), and a region larger than a quarter of
+ * {@code pool.chunk.size}, which has a chunk of its own, is unmapped when it closes. Access to
+ * unmapped memory throws {@link IllegalStateException}.
  */
 public interface Region extends AutoCloseable {
 

@@ -15,7 +15,8 @@ import java.time.Duration;
  * while (running) worker.progress();              ep.send(7, segmentHoldingALong);
  * }</pre>
  *
- * <p>Every call except {@link #signal()} goes through the worker's thread-mode guard
+ * <p>Every call except {@link #signal()}, {@link #threadMode()} and {@link #threadPolicy()} (which
+ * only read what the worker was created with) goes through the worker's thread-mode guard
  * ({@link #threadPolicy()}), and so does every call on its endpoints: in {@link ThreadMode#SINGLE}
  * a call from any thread but the owner (the thread that created the worker) throws
  * {@link WrongThreadException}; in {@link ThreadMode#SERIALIZED} overlapping calls throw
@@ -120,8 +121,8 @@ public interface Worker extends AutoCloseable {
     void signal();
 
     /**
-     * Closes the worker's endpoints, newest first, then its transports. Errors are collected: the
-     * first is thrown with the others suppressed. Idempotent.
+     * Closes the worker's endpoints, newest first, then its transports. Errors are collected: one
+     * {@code ConduitException} is thrown with every failure suppressed in it. Idempotent.
      */
     @Override
     void close();
