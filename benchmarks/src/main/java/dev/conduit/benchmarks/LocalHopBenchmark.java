@@ -35,6 +35,7 @@ import java.util.concurrent.TimeUnit;
  * processes (the endpoint's guards, the transport's send, its receive queue, the dispatch to the
  * handler), but with every line in this core's cache. Half of it is what one message costs in
  * instructions; what a two-process ping-pong costs beyond it is the hardware's transfers.
+ * {@code stream} is the same for a one-way stream, {@code idleProgress} a poll that finds nothing.
  */
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
@@ -45,6 +46,9 @@ public class LocalHopBenchmark {
 
     static final int PING = 1;
     static final int PONG = 2;
+    static final int DATA = 3;
+    /** The stream's receiver progresses once per this many messages: what one poll hands over at most. */
+    static final int BATCH = 64;
 
     @Param({"posix", "memfd"})
     public String plugin;
@@ -61,6 +65,8 @@ public class LocalHopBenchmark {
     private Arena arena;
     private MemorySegment payload;
     private long pongs;
+    private long streamed;
+    private long received;
 
     @Setup(Level.Trial)
     public void open() throws IOException {
@@ -75,6 +81,7 @@ public class LocalHopBenchmark {
             payload = arena.allocate(size);
             server.onMessage(PING, m -> toClient.send(PONG, payload));
             client.onMessage(PONG, m -> pongs++);
+            server.onMessage(DATA, m -> received++);
             roundTrip(); // fails here, not in the measurement, if nothing comes back
             if (pongs != 1) throw new IllegalStateException("no pong after one round trip");
         } catch (RuntimeException | Error e) {
@@ -106,6 +113,20 @@ public class LocalHopBenchmark {
         server.progress();
         client.progress();
         return pongs;
+    }
+
+    /**
+     * One message of a stream: sent, and every {@value #BATCH}th time the receiver progresses once,
+     * handling the batch. What a streamed message costs in instructions, with no transfer between
+     * cores.
+     */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.NANOSECONDS)
+    public long stream() {
+        toServer.send(DATA, payload);
+        if (++streamed % BATCH == 0) server.progress();
+        return received;
     }
 
     /** A {@code progress()} that finds nothing: what a busy-polling worker spins on between messages. */
