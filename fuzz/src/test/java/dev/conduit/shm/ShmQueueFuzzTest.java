@@ -10,6 +10,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PayloadReader;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -25,6 +26,7 @@ import java.util.Properties;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * A hostile sender writes arbitrary records into a real worker's receive queue. The peer follows
@@ -95,7 +97,11 @@ class ShmQueueFuzzTest {
             writeRecord(data);
             drain();
         }
-        // Still a working queue: a well-formed message goes through.
+        aWellFormedMessageGoesThrough();
+    }
+
+    /** Still a working queue: a well-formed message goes through. */
+    private static void aWellFormedMessageGoesThrough() {
         long before = delivered;
         long offset = claim(ReceiveQueue.RECORD_HEADER + 8, 0);
         MemorySegment m = queue.memory();
@@ -108,6 +114,30 @@ class ShmQueueFuzzTest {
         assertThat(delivered - before).isEqualTo(8);
     }
 
+    @Test
+    void aRecordShorterThanItsHeaderIsAProtocolErrorAlsoAtTheEndOfTheRing() {
+        // Pad the ring up to its last 16 bytes (a record's length, type and connection id), so that
+        // the short record's other fields would lie past the mapping.
+        long capacity = queue.capacity();
+        while (true) {
+            long toEnd = capacity - (queue.memory().get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET) & (capacity - 1));
+            if (toEnd == 16) break;
+            // With only 8 bytes left a claim wraps (they become padding) and the walk starts over at the ring's start.
+            int step = toEnd > 16 ? (int) Math.min(toEnd - 16, 4096) : 64;
+            long pad = claim(step, 0);
+            queue.memory().set(ValueLayout.JAVA_INT, pad + ReceiveQueue.TYPE, ReceiveQueue.PAD);
+            queue.commit(pad, step);
+            drain();
+        }
+        long offset = claim(16, 5);
+        assertThat(offset + 16).as("the short record ends the mapping").isEqualTo(queue.memory().byteSize());
+        queue.memory().set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, ReceiveQueue.MSG);
+        queue.commit(offset, 16);
+        assertThatThrownBy(worker::progress).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("broke the queue protocol").hasMessageContaining("16 bytes, less than the 48-byte record header");
+        aWellFormedMessageGoesThrough();
+    }
+
     private static void writeRecord(FuzzedDataProvider data) {
         int type = data.consumeInt(0, 8);
         long connection = data.consumeBoolean() ? data.consumeInt(0, 3) : data.consumeLong();
@@ -116,6 +146,14 @@ class ShmQueueFuzzTest {
         long payloadLength = data.consumeBoolean() ? data.consumeLong(-8, 4096) : data.consumeLong();
         long bounceEnd = data.consumeLong();
         long bounceOffset = data.consumeBoolean() ? data.consumeLong(0, 1 << 16) : data.consumeLong();
+        if (data.consumeInt(0, 7) == 0) {
+            // Shorter than a record header: its length, type and connection id, nothing more.
+            int length = 8 * data.consumeInt(2, 5);
+            long offset = claim(length, connection);
+            queue.memory().set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, type);
+            queue.commit(offset, length);
+            return;
+        }
         byte[] body = data.consumeBytes(data.consumeInt(0, 512));
         int length = (ReceiveQueue.RECORD_HEADER + body.length + 7) & ~7;
         long offset = claim(length, connection);

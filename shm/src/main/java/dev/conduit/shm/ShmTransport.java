@@ -276,6 +276,11 @@ public final class ShmTransport implements Transport {
     }
 
     private void onRecord(MemorySegment m, long offset, int type, int length) {
+        if (length < ReceiveQueue.RECORD_HEADER) {
+            // Only padding may be shorter than a record header; the fields of this one would lie past it (or past the ring).
+            throw protocolError(length >= ReceiveQueue.CONNECTION + 8 ? m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION) : 0,
+                    "record of type " + type + " has " + length + " bytes, less than the " + ReceiveQueue.RECORD_HEADER + "-byte record header");
+        }
         if (type == ReceiveQueue.MSG) {
             // The path of every small message: the fewest loads, the connection id only for an error.
             long idAndHeader = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.MESSAGE_ID);
