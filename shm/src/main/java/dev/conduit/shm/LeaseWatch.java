@@ -4,7 +4,6 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
-import dev.conduit.linux.OpenFlags;
 
 /**
  * Watches one peer's {@link OwnerLease} with a descriptor of its own, opened once: checking is one
@@ -30,7 +29,7 @@ public final class LeaseWatch implements AutoCloseable {
      * @throws ErrnoException when it cannot be opened (ENOENT: the owner is already gone)
      */
     public static LeaseWatch open(Libc libc, SharedDirectory directory, String name) {
-        return new LeaseWatch(libc, name, directory.openExisting(name, OpenFlags.O_RDONLY));
+        return new LeaseWatch(libc, name, directory.openLease(name));
     }
 
     public String name() {

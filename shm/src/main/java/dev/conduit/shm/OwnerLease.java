@@ -4,7 +4,6 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
-import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.ConduitException;
 
 import java.io.IOException;
@@ -147,7 +146,7 @@ public final class OwnerLease implements AutoCloseable {
      * Takes the lock for an instant when the owner is dead; never blocks.
      */
     public static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName) {
-        try (FileDescriptor probe = directory.openExisting(leaseName, OpenFlags.O_RDONLY)) {
+        try (FileDescriptor probe = directory.openLease(leaseName)) {
             return !libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB);
         } catch (ErrnoException e) {
             if ("ENOENT".equals(e.errnoName())) return false;
@@ -168,9 +167,12 @@ public final class OwnerLease implements AutoCloseable {
             boolean lease = name.endsWith(LEASE) || name.endsWith(PENDING);
             if (!lease) continue;
             String owner = name.substring(prefix.length() + 1, name.lastIndexOf(".lease"));
+            // Only an owner id this class makes: a peer's decoy named "<prefix>-worker.lease" must not make every
+            // "<prefix>-worker-*" file, the live workers' leases among them, look like one dead owner's.
+            if (!isOwnerId(owner)) continue;
             FileDescriptor fd;
             try {
-                fd = directory.openExisting(name, OpenFlags.O_RDONLY);
+                fd = directory.openLease(name);
             } catch (ErrnoException e) {
                 continue; // gone already, or not a regular file we may open: not ours to judge
             }
@@ -191,6 +193,15 @@ public final class OwnerLease implements AutoCloseable {
             LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + " files of dead owners in " + directory + ": " + removed);
         }
         return removed;
+    }
+
+    /** An owner id as {@link #acquire} makes them, 32 hex digits, after one optional lower-case word and '-' ("worker-"). */
+    static boolean isOwnerId(String owner) {
+        int dash = owner.indexOf('-');
+        String word = dash < 0 ? "" : owner.substring(0, dash);
+        String id = owner.substring(dash + 1);
+        if (!word.chars().allMatch(c -> c >= 'a' && c <= 'z') || id.length() != 32) return false;
+        return id.chars().allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
     }
 
     private static boolean unlinkQuietly(SharedDirectory directory, String name) {

@@ -233,6 +233,10 @@ public final class ReceiveQueue {
         long head = headCache;
         while (true) {
             long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+            if ((tail & 7) != 0) {
+                // Every claim moves the tail by a multiple of 8: another process wrote this one.
+                throw new CorruptQueueException("its tail " + tail + " is not a multiple of 8: a process that maps the queue wrote it");
+            }
             long tailIndex = tail & mask;
             long toEnd = capacity - tailIndex;
             long padding = length > toEnd ? toEnd : 0;

@@ -1,5 +1,6 @@
 package dev.conduit.shm;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
@@ -86,6 +87,26 @@ public final class SharedDirectory implements AutoCloseable {
      */
     public FileDescriptor openExisting(String relative, int flags) {
         return libc.openBeneath(fd, relative, flags | OpenFlags.O_NOFOLLOW | OpenFlags.O_CLOEXEC, 0);
+    }
+
+    /**
+     * Opens a lease file (a regular file a peer may name) for reading, to lock or watch it. Never
+     * blocks: a peer could put a FIFO there, whose plain open would wait for a writer forever.
+     *
+     * @throws ErrnoException as {@link #openExisting}, and {@code EINVAL} for anything but a regular file
+     */
+    public FileDescriptor openLease(String name) {
+        FileDescriptor lease = openExisting(name, OpenFlags.O_RDONLY | OpenFlags.O_NONBLOCK | OpenFlags.O_NOCTTY);
+        try {
+            if (!libc.fstat(lease).isRegularFile()) {
+                throw new ErrnoException("open", Errno.EINVAL, path.resolve(name).toString(), "lease",
+                        "a lease is a regular file; something else has its name in the shared directory");
+            }
+            return lease;
+        } catch (RuntimeException e) {
+            lease.close();
+            throw e;
+        }
     }
 
     /** Removes {@code name}; a name that is already gone is not an error. */

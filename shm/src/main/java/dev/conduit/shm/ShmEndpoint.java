@@ -79,6 +79,8 @@ final class ShmEndpoint implements TransportEndpoint {
             return send(id, header, payload);
         } catch (InternalError e) {
             throw sendFault(e);
+        } catch (ReceiveQueue.CorruptQueueException e) {
+            throw corruptQueue(e);
         }
     }
 
@@ -157,6 +159,8 @@ final class ShmEndpoint implements TransportEndpoint {
             return sendEncoded(id, header, maxLength, encoder);
         } catch (InternalError e) {
             throw sendFault(e);
+        } catch (ReceiveQueue.CorruptQueueException e) {
+            throw corruptQueue(e);
         }
     }
 
@@ -215,6 +219,12 @@ final class ShmEndpoint implements TransportEndpoint {
     private PeerFailedException sendFault(InternalError e) {
         fail(MappedMemoryFaults.describe(e, transport.plugin(), "mapped memory this send touched (the peer's receive queue, "
                 + "this connection's bounce ring or the message's own segments)"), e);
+        return failure;
+    }
+
+    /** The peer's queue cannot be written as the protocol says any more: this endpoint fails. */
+    private PeerFailedException corruptQueue(ReceiveQueue.CorruptQueueException e) {
+        fail(transport.plugin() + ": the peer's " + e.getMessage() + "; nothing more can be sent to it", e);
         return failure;
     }
 
@@ -448,8 +458,8 @@ final class ShmEndpoint implements TransportEndpoint {
             if (connectSent && peerLease.ownerAlive()) {
                 complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
             }
-        } catch (InternalError queueFault) {
-            // The peer's queue is not there to write to any more: nothing to say, and nothing to wait for.
+        } catch (InternalError | ReceiveQueue.CorruptQueueException queueFault) {
+            // The peer's queue is not there, or not writable as the protocol says, any more: nothing to say, and nothing to wait for.
         } finally {
             if (complete) release();
         }

@@ -14,6 +14,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Owners come and go while others reclaim the files of dead ones: as when several workers open at
@@ -58,5 +59,46 @@ class OwnerLeaseTest {
             }
         }
         assertThat(shared).isEmptyDirectory();
+    }
+
+    @Test
+    void aDecoyLeaseWhoseNameIsNoOwnerIdMakesNoLiveOwnersFilesLookDead() throws Exception {
+        Libc libc = Linux.libc();
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)");
+             OwnerLease live = OwnerLease.acquire(libc, directory, "conduit-test-worker")) {
+            // Unlocked, so it reads as dead; its "owner" would be "worker", and every worker's lease starts with that.
+            java.nio.file.Files.createFile(shared.resolve("conduit-test-worker.lease"));
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).isEmpty();
+            assertThat(shared.resolve(OwnerLease.leaseName("conduit-test-worker", live.owner()))).exists();
+            assertThat(OwnerLease.isAlive(libc, directory, OwnerLease.leaseName("conduit-test-worker", live.owner()))).isTrue();
+        }
+    }
+
+    @Test
+    void ownerIdsAreThoseAcquireMakes() {
+        String id = "0123456789abcdef0123456789abcdef";
+        assertThat(OwnerLease.isOwnerId(id)).isTrue();
+        assertThat(OwnerLease.isOwnerId("worker-" + id)).isTrue();
+        assertThat(OwnerLease.isOwnerId("worker")).isFalse();
+        assertThat(OwnerLease.isOwnerId("worker-" + id.substring(1))).isFalse();
+        assertThat(OwnerLease.isOwnerId(id.toUpperCase())).isFalse();
+        assertThat(OwnerLease.isOwnerId("a-b-" + id)).isFalse();
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD) // a guard against the hang this prevents (a blocked open), not a duration asserted
+    void aFifoWithALeasesNameIsRefusedWithoutBlocking() throws Exception {
+        Libc libc = Linux.libc();
+        Process mkfifo = new ProcessBuilder("mkfifo", shared.resolve("conduit-test-0123456789abcdef0123456789abcdef.lease").toString())
+                .inheritIO().start();
+        assertThat(mkfifo.waitFor()).isZero();
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            String fifo = "conduit-test-0123456789abcdef0123456789abcdef.lease";
+            assertThatThrownBy(() -> directory.openLease(fifo)).isInstanceOf(dev.conduit.linux.ErrnoException.class)
+                    .hasMessageContaining("EINVAL").hasMessageContaining("regular file");
+            assertThatThrownBy(() -> OwnerLease.isAlive(libc, directory, fifo)).hasMessageContaining("EINVAL");
+            assertThatThrownBy(() -> LeaseWatch.open(libc, directory, fifo)).hasMessageContaining("EINVAL");
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).as("skipped, not waited on").isEmpty();
+        }
     }
 }

@@ -197,6 +197,13 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aTailNoSenderCouldHaveWrittenIsReportedAsCorruption() {
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, 4100); // every claim moves the tail by a multiple of 8
+        assertThatThrownBy(() -> sender.claim(64, ReceiveQueue.MSG, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
+                .hasMessageContaining("tail 4100 is not a multiple of 8");
+    }
+
+    @Test
     void twoAdjacentIntsAreOneLongInNativeOrder() {
         MemorySegment pair = Arena.ofAuto().allocate(8, 8);
         pair.set(ValueLayout.JAVA_LONG, 0, ReceiveQueue.twoInts(-64, 0x7ABCDEF0));

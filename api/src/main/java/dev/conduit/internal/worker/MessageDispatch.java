@@ -31,6 +31,8 @@ final class MessageDispatch implements MessageSink {
     private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(MessageHandler[].class);
     /** Exceptions beyond the first of one progress call kept as suppressed, at most. */
     private static final int MAX_SUPPRESSED = 16;
+    /** The {@link #warned} bit of every id outside 0..65535. */
+    private static final int OUT_OF_RANGE = 1 << 16;
 
     private final MessageHandler[][] pages = new MessageHandler[256][];
     private final MessageAccess access = MessageAccess.get();
@@ -114,14 +116,18 @@ final class MessageDispatch implements MessageSink {
 
     private void unhandled(int id) {
         unhandled.incrementAndGet();
+        // Ids come from peers: one outside 0..65535 (no handler can have it) is remembered under one bit, so that a
+        // peer cannot make this set grow past the 8 KiB that 65536 ids take.
+        int key = (id >>> 16) == 0 ? id : OUT_OF_RANGE;
         boolean first;
         synchronized (warned) {
-            first = id >= 0 && !warned.get(id);
-            if (first) warned.set(id);
+            first = !warned.get(key);
+            if (first) warned.set(key);
         }
         if (first) {
-            LOG.log(System.Logger.Level.WARNING, "active message id " + id + " arrived but no handler is registered for it; "
-                    + "it was dropped and counted as unhandled (further ones are counted silently)");
+            LOG.log(System.Logger.Level.WARNING, "active message id " + id + " arrived but no handler is registered for it"
+                    + (key == OUT_OF_RANGE ? " (ids are 0..65535)" : "") + "; it was dropped and counted as unhandled (further ones "
+                    + (key == OUT_OF_RANGE ? "outside that range" : "with this id") + " are counted silently)");
         }
     }
 

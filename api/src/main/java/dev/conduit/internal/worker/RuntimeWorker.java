@@ -457,8 +457,14 @@ public final class RuntimeWorker implements Worker {
      */
     private int progressOnce(MessageDispatch.Delivery d, int skip) {
         int events = 0;
-        if (backlogged != 0) events += drainBacklogs();
         RuntimeException failure = null;
+        if (backlogged != 0) {
+            try {
+                events += drainBacklogs();
+            } catch (RuntimeException e) {
+                failure = e; // the endpoint's messages stay queued; the transports still progress
+            }
+        }
         d.inTransport++;
         try {
             for (int i = 0; i < transports.length; i++) {
@@ -498,11 +504,22 @@ public final class RuntimeWorker implements Worker {
         return first;
     }
 
+    /**
+     * Sends what endpoints queued locally. An endpoint whose transport throws keeps its messages
+     * queued and does not keep the others from draining: its exception is thrown after them.
+     */
     private int drainBacklogs() {
         int sent = 0;
+        RuntimeException failure = null;
         for (RuntimeEndpoint ep : endpoints) {
-            if (ep.backlogged()) sent += ep.drain();
+            if (!ep.backlogged()) continue;
+            try {
+                sent += ep.drain();
+            } catch (RuntimeException e) {
+                failure = withSuppressed(failure, e);
+            }
         }
+        if (failure != null) throw failure;
         return sent;
     }
 

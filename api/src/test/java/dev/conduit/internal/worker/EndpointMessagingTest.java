@@ -547,6 +547,31 @@ class EndpointMessagingTest {
     }
 
     @Test
+    void aBacklogWhoseTransportThrowsKeepsItsMessagesAndNeitherTheWorkersReceivingNorItsOtherEndpoints() {
+        Pair p = pair(1);
+        List<Long> seenBySender = recordFirstLongs(p.sender());
+        Endpoint back = p.receiver().connect(p.sender().address());
+        p.endpoint().send(1, longs(1));
+        p.endpoint().send(1, longs(2)); // the receiver's queue holds one: this one waits in the endpoint's backlog
+        assertThat(p.endpoint().pending()).isEqualTo(1);
+        back.send(1, longs(9));
+        ConduitException fault = new ConduitException("lo cannot send now");
+        p.transportEndpoint().sendFault = fault;
+
+        assertThatThrownBy(p.sender()::progress).isSameAs(fault);
+        assertThat(seenBySender).as("the sender's worker still received").containsExactly(9L);
+        assertThat(p.endpoint().pending()).as("the message stays queued").isEqualTo(1);
+
+        p.transportEndpoint().sendFault = null;
+        List<Long> seen = recordFirstLongs(p.receiver());
+        p.receiver().progress();
+        p.sender().progress();
+        p.receiver().progress();
+        assertThat(seen).containsExactly(1L, 2L);
+        assertThat(p.endpoint().pending()).isZero();
+    }
+
+    @Test
     void anErrorHandlersExceptionLeavesProgressLikeAMessageHandlers() {
         Pair p = pair(4);
         p.sender().connect(p.receiver().address(), (endpoint, cause) -> {

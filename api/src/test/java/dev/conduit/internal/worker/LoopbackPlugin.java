@@ -318,6 +318,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     }
 
     static final class LoopbackEndpoint implements TransportEndpoint {
+        /** Thrown by every trySend while set: a transport whose send fails for a reason of its own. */
+        volatile RuntimeException sendFault;
         final LoopbackTransport owner;
         final LoopbackTransport target;
         final EndpointEvents events;
@@ -340,6 +342,7 @@ final class LoopbackPlugin implements ConduitPlugin {
             owner.enter();
             try {
                 trySends.incrementAndGet();
+                if (sendFault != null) throw sendFault;
                 if (closed) throw new IllegalStateException("closed");
                 if (target.dead) throw new PeerFailedException("loopback peer " + target.key + " is dead");
                 int hl = (int) header.byteSize();
