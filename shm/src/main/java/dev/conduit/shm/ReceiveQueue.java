@@ -60,7 +60,9 @@ import java.lang.invoke.VarHandle;
  * head plus one ring: no sender can claim there yet, and an earlier lap's record, read but not yet
  * zeroed, still lies there. A record claimed by a sender that then died stays uncommitted; the
  * receiver turns it into padding once it knows that sender is dead ({@link #unblock()}), so a dead
- * sender never wedges the queue.
+ * sender never wedges the queue. A length no sender writes (a process that maps the queue wrote
+ * it) is skipped up to the next cache line, where the next honest record starts: it costs what it
+ * covers, and the queue goes on.
  */
 public final class ReceiveQueue {
 
@@ -373,8 +375,13 @@ public final class ReceiveQueue {
                 int length = firstInt(lengthAndType);
                 if (length <= 0) break;
                 if (length < 8 || (length & 7) != 0 || length > contiguous - read) {
-                    throw new CorruptQueueException("record at ring offset " + (headIndex + read) + " has length " + length
-                            + " (at most " + (contiguous - read) + ", a multiple of 8)");
+                    // No sender writes this. The framing is lost up to the next cache line, where the next honest
+                    // record starts: skip to it, so that one bad length word costs what it covers and never stops the queue.
+                    long at = headIndex + read;
+                    long skip = Math.min(toNextLine(at), contiguous - read);
+                    read += skip;
+                    throw new CorruptQueueException("record at ring offset " + at + " has length " + length + " (at most "
+                            + (contiguous - read + skip) + ", a multiple of 8); the " + skip + " bytes up to the next cache line were skipped");
                 }
                 read += length;
                 int type = secondInt(lengthAndType);
@@ -449,18 +456,25 @@ public final class ReceiveQueue {
         long headIndex = head & mask;
         long offset = HEADER_LENGTH + headIndex;
         int length = (int) INT.getVolatile(memory, offset);
+        long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        long limit = Math.min(tail - head, capacity - headIndex);
         long gap;
         if (length < 0) {
-            gap = -(long) length;
+            long claimed = -(long) length;
+            // A length no claim writes (not a multiple of 8, or past the claims): skip to the next cache line instead.
+            gap = claimed >= 8 && (claimed & 7) == 0 && claimed <= limit ? claimed : Math.max(8, Math.min(toNextLine(headIndex), limit) & -8);
         } else {
-            long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
-            long limit = Math.min(tail - head, capacity - headIndex);
             gap = 8;
             while (gap < limit && (int) INT.getVolatile(memory, offset + gap) == 0) gap += 8;
         }
         memory.set(ValueLayout.JAVA_INT, offset + TYPE, PAD);
         INT.setRelease(memory, offset, (int) gap);
         return true;
+    }
+
+    /** Bytes from ring offset {@code at} (a multiple of 8) to the next record alignment boundary: 8 to {@link #RECORD_ALIGNMENT}. */
+    private static long toNextLine(long at) {
+        return RECORD_ALIGNMENT - (at & (RECORD_ALIGNMENT - 1));
     }
 
     /** Sender side: the ring position just past this flyweight's last claim. */

@@ -197,6 +197,32 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aBadLengthWordCostsOnlyTheLineItIsOnAndTheQueueGoesOn() {
+        long offset = sender.claim(64);
+        sender.commit(offset, 12);
+        send(ReceiveQueue.MSG, 2, 64);
+        assertThatThrownBy(this::drain).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
+                .hasMessageContaining("length 12").hasMessageContaining("64 bytes up to the next cache line were skipped");
+        assertThat(drain()).containsExactly(2L);
+        long tooLong = sender.claim(64);
+        sender.commit(tooLong, 1 << 20); // more than the ring holds
+        send(ReceiveQueue.MSG, 3, 64);
+        assertThatThrownBy(this::drain).isInstanceOf(ReceiveQueue.CorruptQueueException.class);
+        assertThat(drain()).containsExactly(3L);
+    }
+
+    @Test
+    void anUncommittedRecordWithALengthNoClaimWritesIsSkippedToTheNextLine() {
+        long claimed = sender.claim(64, 77);
+        memory.set(ValueLayout.JAVA_INT, claimed, Integer.MIN_VALUE);
+        send(ReceiveQueue.MSG, 3, 64);
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.unblock()).isTrue();
+        assertThat(drain()).containsExactly(3L);
+        assertThat(receiver.isHeadBlocked()).isFalse();
+    }
+
+    @Test
     void aTailNoSenderCouldHaveWrittenIsReportedAsCorruption() {
         memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, 4100); // every claim moves the tail by a multiple of 8
         assertThatThrownBy(() -> sender.claim(64, ReceiveQueue.MSG, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
