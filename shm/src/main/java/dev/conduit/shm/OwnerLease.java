@@ -114,7 +114,8 @@ public final class OwnerLease implements AutoCloseable {
     public static boolean anyOwnerAlive(Libc libc, SharedDirectory directory, String prefix, long connection) {
         String ownerStart = String.format("%08x", connection >>> 32);
         for (String name : directory.list(prefix + "-" + ownerStart)) {
-            if (name.endsWith(LEASE) && isAlive(libc, directory, name)) return true;
+            if (name.endsWith(LEASE) && isOwnerId(name.substring(prefix.length() + 1, name.length() - LEASE.length()))
+                    && isAlive(libc, directory, name)) return true;
         }
         return false;
     }
@@ -149,7 +150,7 @@ public final class OwnerLease implements AutoCloseable {
         try (FileDescriptor probe = directory.openLease(leaseName)) {
             return !libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB);
         } catch (ErrnoException e) {
-            if ("ENOENT".equals(e.errnoName())) return false;
+            if (isNoLease(e)) return false;
             throw e;
         }
     }
@@ -178,6 +179,12 @@ public final class OwnerLease implements AutoCloseable {
             }
             try (fd) {
                 if (!libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) continue;
+                if (name.endsWith(PENDING)) {
+                    // A pending lease owns nothing (acquire renames it before the owner creates a file), and anyone can
+                    // make one with a live owner's id: remove only it.
+                    unlinkQuietly(directory, name);
+                    continue;
+                }
                 boolean all = true;
                 for (String file : directory.list(prefix + "-" + owner + "-")) {
                     if (unlinkQuietly(directory, file)) removed.add(file);
@@ -193,6 +200,19 @@ public final class OwnerLease implements AutoCloseable {
             LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + " files of dead owners in " + directory + ": " + removed);
         }
         return removed;
+    }
+
+    /**
+     * Whether opening a lease failed because there is no lease by that name: the file is gone
+     * ({@code ENOENT}), or what has the name is no regular file ({@code EINVAL}, {@link SharedDirectory#openLease})
+     * or a symbolic link ({@code ELOOP}). A live owner's lease is none of these; a shortage of
+     * descriptors ({@code EMFILE}, {@code ENFILE}) says nothing about the owner.
+     */
+    public static boolean isNoLease(ErrnoException e) {
+        return switch (e.errnoName()) {
+            case "ENOENT", "EINVAL", "ELOOP" -> true;
+            default -> false;
+        };
     }
 
     /** An owner id as {@link #acquire} makes them, 32 hex digits, after one optional lower-case word and '-' ("worker-"). */

@@ -378,7 +378,10 @@ public final class ReceiveQueue {
                     // No sender writes this. The framing is lost up to the next cache line, where the next honest
                     // record starts: skip to it, so that one bad length word costs what it covers and never stops the queue.
                     long at = headIndex + read;
-                    long skip = Math.min(toNextLine(at), contiguous - read);
+                    long claimedAhead = (long) LONG.getVolatile(memory, TAIL_OFFSET) - (head + read);
+                    // Past every claim it is no record: the claim that comes there overwrites it. Never read past the tail.
+                    if (claimedAhead <= 0) break;
+                    long skip = Math.min(Math.min(toNextLine(at), contiguous - read), Math.max(8, claimedAhead & -8));
                     read += skip;
                     throw new CorruptQueueException("record at ring offset " + at + " has length " + length + " (at most "
                             + (contiguous - read + skip) + ", a multiple of 8); the " + skip + " bytes up to the next cache line were skipped");
@@ -429,7 +432,7 @@ public final class ReceiveQueue {
 
     /** Whether a record (complete or not) waits at the head: the ring is not empty. */
     public boolean hasPending() {
-        return (long) LONG.getVolatile(memory, TAIL_OFFSET) != head;
+        return (long) LONG.getVolatile(memory, TAIL_OFFSET) - head > 0;
     }
 
     /** Whether the record at the head is claimed but not committed (or its length not yet written). */
@@ -456,6 +459,7 @@ public final class ReceiveQueue {
         long headIndex = head & mask;
         long offset = HEADER_LENGTH + headIndex;
         int length = (int) INT.getVolatile(memory, offset);
+        if (length > 0) return false; // committed meanwhile: its sender lived after all, and poll takes it
         long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
         long limit = Math.min(tail - head, capacity - headIndex);
         long gap;

@@ -260,6 +260,11 @@ public final class ShmTransport implements Transport {
             // watches its peers, and finishes its endpoints' closes.
             checkPeersIfDue();
             throw e.reason();
+        } catch (ReceiveQueue.CorruptQueueException e) {
+            // A peer wrote what no sender writes, and the queue went past it: this worker progresses, so it beats.
+            queue.beat(++progressCount);
+            checkPeersIfDue();
+            throw e;
         }
         queue.beat(++progressCount);
         // The clock is read every 16th idle poll (and every 256th busy one), not on every spin of a busy-polling worker.
@@ -456,9 +461,12 @@ public final class ShmTransport implements Transport {
         return in.lease.ownerAlive();
     }
 
-    /** Whether a lease could not be opened because its file is gone: its owner died (or closed) and was reclaimed. */
+    /**
+     * Whether a lease could not be opened because there is none by that name: its owner died (or
+     * closed) and was reclaimed, or the name never was a live worker's lease ({@link OwnerLease#isNoLease}).
+     */
     private static boolean isGone(ErrnoException e) {
-        return "ENOENT".equals(e.errnoName());
+        return OwnerLease.isNoLease(e);
     }
 
     private static void refuseBounce(Inbound in, String why) {

@@ -96,9 +96,38 @@ class OwnerLeaseTest {
             String fifo = "conduit-test-0123456789abcdef0123456789abcdef.lease";
             assertThatThrownBy(() -> directory.openLease(fifo)).isInstanceOf(dev.conduit.linux.ErrnoException.class)
                     .hasMessageContaining("EINVAL").hasMessageContaining("regular file");
-            assertThatThrownBy(() -> OwnerLease.isAlive(libc, directory, fifo)).hasMessageContaining("EINVAL");
+            assertThat(OwnerLease.isAlive(libc, directory, fifo)).as("no lease, so no live owner").isFalse();
             assertThatThrownBy(() -> LeaseWatch.open(libc, directory, fifo)).hasMessageContaining("EINVAL");
             assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).as("skipped, not waited on").isEmpty();
+        }
+    }
+
+    @Test
+    void aPendingLeaseWithALiveOwnersIdTakesNoneOfItsFiles() throws Exception {
+        Libc libc = Linux.libc();
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)");
+             OwnerLease live = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            java.nio.file.Path data = java.nio.file.Files.createFile(shared.resolve("conduit-test-" + live.owner() + "-data"));
+            java.nio.file.Path decoy = java.nio.file.Files.createFile(shared.resolve("conduit-test-" + live.owner() + ".lease-pending"));
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).isEmpty();
+            assertThat(data).as("the live owner's file").exists();
+            assertThat(decoy).as("a pending lease owns nothing: only it goes").doesNotExist();
+        }
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD) // a hang guard
+    void somethingThatIsNoLeaseMakesNoOwnerAliveAndThrowsNothing() throws Exception {
+        Libc libc = Linux.libc();
+        String id = "0123456789abcdef0123456789abcdef";
+        Process mkfifo = new ProcessBuilder("mkfifo", shared.resolve("conduit-test-worker-" + id + ".lease").toString()).inheritIO().start();
+        assertThat(mkfifo.waitFor()).isZero();
+        java.nio.file.Files.createDirectory(shared.resolve("conduit-test-worker-f" + id.substring(1) + ".lease"));
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0x01234567_00000001L)).isFalse();
+            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0xf1234567_00000001L)).isFalse();
+            assertThatThrownBy(() -> directory.openLease("conduit-test-worker-" + id + ".lease"))
+                    .isInstanceOfSatisfying(dev.conduit.linux.ErrnoException.class, e -> assertThat(OwnerLease.isNoLease(e)).isTrue());
         }
     }
 }

@@ -223,6 +223,19 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aBadWordPastEveryClaimIsNoRecordAndIsNeverReadPast() {
+        send(ReceiveQueue.MSG, 1, 64);
+        assertThat(drain()).containsExactly(1L);
+        long head = ReceiveQueue.HEADER_LENGTH + 64;
+        memory.set(ValueLayout.JAVA_INT, head, 12); // written where no sender has claimed yet
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.hasPending()).isFalse();
+        assertThat(receiver.isHeadBlocked()).isFalse();
+        send(ReceiveQueue.MSG, 2, 64); // the claim there overwrites it
+        assertThat(drain()).containsExactly(2L);
+    }
+
+    @Test
     void aTailNoSenderCouldHaveWrittenIsReportedAsCorruption() {
         memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, 4100); // every claim moves the tail by a multiple of 8
         assertThatThrownBy(() -> sender.claim(64, ReceiveQueue.MSG, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)

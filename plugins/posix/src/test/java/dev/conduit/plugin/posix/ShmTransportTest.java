@@ -561,4 +561,11 @@ class ShmTransportTest {
         assertThatThrownBy(() -> sender.connect(new PayloadReader(address), cause -> { }))
                 .hasMessageContaining("token");
     }
+
+    @Test
+    void aQueueLargerThanRecordsCanSpanIsRefusedNamingTheKey() {
+        assertThatThrownBy(() -> transport(new Received(), "posix.queue.size", "2g"))
+                .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("posix.queue.size").hasMessageContaining("set it to 1g or less");
+    }
 }
