@@ -224,8 +224,9 @@ public final class ShmTransport implements Transport {
             peerLease = LeaseWatch.open(libc, directory, leaseName);
         } catch (ErrnoException e) {
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
-                    + e.errnoName() + "); " + SharedDirectory.remedy(e, "the peer is gone, or this process sees another shared directory "
-                    + "(shared.dir, CONDUIT_SHARED_DIR)"), e);
+                    + e.errnoName() + "); " + SharedDirectory.remedy(e, OwnerLease.isNoLease(e) && !"ENOENT".equals(e.errnoName())
+                    ? "what has that name is no lease (not a regular file): the address is forged, or something else took the name"
+                    : "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)"), e);
         }
         ChunkMapping mapping = null;
         try {

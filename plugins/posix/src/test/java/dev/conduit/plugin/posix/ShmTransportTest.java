@@ -568,4 +568,29 @@ class ShmTransportTest {
                 .isInstanceOf(dev.conduit.spi.ConduitException.class)
                 .hasMessageContaining("posix.queue.size").hasMessageContaining("set it to 1g or less");
     }
+
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang guard: a FIFO's plain open blocks
+    void anAddressWhoseLeaseIsNoRegularFileIsRefusedAsForgedWithoutBlocking() throws Exception {
+        Transport receiver = transport(new Received());
+        Transport sender = transport(new Received());
+        byte[] address = receiver.address();
+        PayloadReader fields = new PayloadReader(address);
+        fields.u8("version");
+        Path lease = shared.resolve(fields.relativePath("lease"));
+        Path aside = shared.resolve("aside");
+        Files.move(lease, aside); // the receiver keeps its lock on the file; its name gets a FIFO
+        try {
+            assertThat(new ProcessBuilder("mkfifo", lease.toString()).inheritIO().start().waitFor()).isZero();
+            try {
+                assertThatThrownBy(() -> sender.connect(new PayloadReader(address), cause -> { }))
+                        .isInstanceOf(ConduitException.class).hasMessageContaining("EINVAL")
+                        .hasMessageContaining("no lease (not a regular file): the address is forged");
+            } finally {
+                Files.delete(lease);
+            }
+        } finally {
+            Files.move(aside, lease);
+        }
+    }
 }
