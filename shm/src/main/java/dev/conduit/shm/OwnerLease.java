@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 
 /**
  * Liveness of an owner of files in the shared directory, without pids: the owner holds
@@ -26,6 +27,7 @@ public final class OwnerLease implements AutoCloseable {
 
     private static final String LEASE = ".lease";
     private static final String PENDING = ".lease-pending";
+    private static final Pattern OWNER_ID = Pattern.compile("([a-z]+-)?[0-9a-f]{32}");
     private static final System.Logger LOG = System.getLogger("dev.conduit.shm");
 
     private final SharedDirectory directory;
@@ -215,13 +217,9 @@ public final class OwnerLease implements AutoCloseable {
         };
     }
 
-    /** An owner id as {@link #acquire} makes them, 32 hex digits, after one optional lower-case word and '-' ("worker-"). */
+    /** An owner id as {@link #acquire} makes them (32 hex digits), after one optional lower-case word and '-' ("worker-"). */
     static boolean isOwnerId(String owner) {
-        int dash = owner.indexOf('-');
-        String word = dash < 0 ? "" : owner.substring(0, dash);
-        String id = owner.substring(dash + 1);
-        if (!word.chars().allMatch(c -> c >= 'a' && c <= 'z') || id.length() != 32) return false;
-        return id.chars().allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+        return OWNER_ID.matcher(owner).matches();
     }
 
     private static boolean unlinkQuietly(SharedDirectory directory, String name) {

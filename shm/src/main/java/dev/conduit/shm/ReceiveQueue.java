@@ -381,10 +381,11 @@ public final class ReceiveQueue {
                     long claimedAhead = (long) LONG.getVolatile(memory, TAIL_OFFSET) - (head + read);
                     // Past every claim it is no record: the claim that comes there overwrites it. Never read past the tail.
                     if (claimedAhead <= 0) break;
-                    long skip = Math.min(Math.min(toNextLine(at), contiguous - read), Math.max(8, claimedAhead & -8));
+                    long room = contiguous - read;
+                    long skip = Math.min(Math.min(toNextLine(at), room), Math.max(8, claimedAhead & -8));
                     read += skip;
-                    throw new CorruptQueueException("record at ring offset " + at + " has length " + length + " (at most "
-                            + (contiguous - read + skip) + ", a multiple of 8); the " + skip + " bytes up to the next cache line were skipped");
+                    throw new CorruptQueueException("record at ring offset " + at + " has length " + length + " (at most " + room
+                            + ", a multiple of 8); the " + skip + " bytes up to the next cache line were skipped");
                 }
                 read += length;
                 int type = secondInt(lengthAndType);

@@ -224,9 +224,10 @@ public final class ShmTransport implements Transport {
             peerLease = LeaseWatch.open(libc, directory, leaseName);
         } catch (ErrnoException e) {
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
-                    + e.errnoName() + "); " + SharedDirectory.remedy(e, OwnerLease.isNoLease(e) && !"ENOENT".equals(e.errnoName())
-                    ? "what has that name is no lease (not a regular file): the address is forged, or something else took the name"
-                    : "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)"), e);
+                    + e.errnoName() + "); " + SharedDirectory.remedy(e, switch (e.errnoName()) {
+                        case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";
+                        default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)";
+                    }), e);
         }
         ChunkMapping mapping = null;
         try {
@@ -338,8 +339,8 @@ public final class ShmTransport implements Transport {
                 try {
                     watch = senderLeases.acquire(leaseName);
                 } catch (ErrnoException e) {
-                    if (isGone(e)) {
-                        // The sender died between claiming and our reading: nothing of it to keep.
+                    if (OwnerLease.isNoLease(e)) {
+                        // The sender died between claiming and our reading (or its lease never was one): nothing of it to keep.
                         context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
                         return;
                     }
@@ -448,26 +449,18 @@ public final class ShmTransport implements Transport {
 
     /**
      * Whether the sender of {@code in} holds its lease. A lease its CONNECT could not open (out of
-     * descriptors, say) is opened now; until it can be, the sender counts as alive unless its lease
-     * file is gone.
+     * descriptors, say) is opened now; until it can be, the sender counts as alive unless there is
+     * no lease by that name ({@link OwnerLease#isNoLease}).
      */
     private boolean senderAlive(Inbound in) {
         if (in.lease == null) {
             try {
                 in.lease = senderLeases.acquire(in.leaseName);
             } catch (ErrnoException e) {
-                return !isGone(e);
+                return !OwnerLease.isNoLease(e);
             }
         }
         return in.lease.ownerAlive();
-    }
-
-    /**
-     * Whether a lease could not be opened because there is none by that name: its owner died (or
-     * closed) and was reclaimed, or the name never was a live worker's lease ({@link OwnerLease#isNoLease}).
-     */
-    private static boolean isGone(ErrnoException e) {
-        return OwnerLease.isNoLease(e);
     }
 
     private static void refuseBounce(Inbound in, String why) {

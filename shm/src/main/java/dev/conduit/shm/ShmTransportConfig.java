@@ -20,22 +20,17 @@ import java.util.List;
 public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bounceCapacity, Duration livenessInterval,
                                  Duration heartbeatTimeout, Duration unblockTimeout) {
 
+    /** The largest receive queue: record lengths are 32-bit. A power of two, so that rounding up stays within it. */
+    private static final long MAX_QUEUE_SIZE = 1L << 30;
+
     /** The keys for {@code plugin}, in the order {@code conduit info} shows them. */
     public static List<ConfigKey<?>> keys(String plugin) {
         return List.of(queueSize(plugin), inlineMax(plugin), bounceSize(plugin), liveness(plugin), heartbeat(plugin), unblock(plugin));
     }
 
-    /** The largest receive queue: record lengths and ring offsets within a record are 32-bit. */
-    static final long MAX_QUEUE_CAPACITY = 1L << 30;
-
     public static ShmTransportConfig read(Config config, String plugin) {
-        long queueCapacity = powerOfTwo(config.get(queueSize(plugin)));
-        if (queueCapacity > MAX_QUEUE_CAPACITY) {
-            throw new dev.conduit.spi.ConduitException(plugin + ".queue.size: " + config.get(queueSize(plugin)) + " bytes (" + queueCapacity
-                    + " as a power of two) is more than the largest receive queue, " + MAX_QUEUE_CAPACITY + " bytes (1g); set it to 1g or less");
-        }
         return new ShmTransportConfig(
-                queueCapacity,
+                powerOfTwo(config.get(queueSize(plugin))),
                 config.get(inlineMax(plugin)),
                 powerOfTwo(config.get(bounceSize(plugin))),
                 config.get(liveness(plugin)),
@@ -48,8 +43,8 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     }
 
     private static ConfigKey<Long> queueSize(String p) {
-        return ConfigKey.bytes(p + ".queue.size", 2L << 20, 64L << 10,
-                "Bytes of each worker's receive queue, shared by all its senders (rounded up to a power of two; at most 1g). "
+        return ConfigKey.bytes(p + ".queue.size", 2L << 20, 64L << 10, MAX_QUEUE_SIZE,
+                "Bytes of each worker's receive queue, shared by all its senders (rounded up to a power of two). "
                         + "When it is full, senders queue messages locally.");
     }
 

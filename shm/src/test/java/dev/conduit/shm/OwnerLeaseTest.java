@@ -83,6 +83,7 @@ class OwnerLeaseTest {
         assertThat(OwnerLease.isOwnerId("worker-" + id.substring(1))).isFalse();
         assertThat(OwnerLease.isOwnerId(id.toUpperCase())).isFalse();
         assertThat(OwnerLease.isOwnerId("a-b-" + id)).isFalse();
+        assertThat(OwnerLease.isOwnerId("-" + id)).isFalse();
     }
 
     @Test

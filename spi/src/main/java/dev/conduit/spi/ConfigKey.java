@@ -81,8 +81,14 @@ public final class ConfigKey<T> {
 
     /** A size in bytes, with an optional binary suffix: {@code 4096}, {@code 64k}, {@code 256m}, {@code 1g}, {@code 2GiB}. */
     public static ConfigKey<Long> bytes(String name, long defaultValue, long min, String doc) {
+        return bytes(name, defaultValue, min, Long.MAX_VALUE, doc);
+    }
+
+    /** A size in bytes in {@code [min, max]}, written as {@link #bytes(String, long, long, String)} reads it. */
+    public static ConfigKey<Long> bytes(String name, long defaultValue, long min, long max, String doc) {
+        String range = max == Long.MAX_VALUE ? "of at least " + min : "from " + min + " to " + max;
         return new ConfigKey<>(name, Long.class, defaultValue,
-                "a size in bytes of at least " + min + ", e.g. 4096, 64k, 256m, 1g", doc, s -> {
+                "a size in bytes " + range + ", e.g. 4096, 64k, 256m, 1g", doc, s -> {
             var m = SIZE.matcher(s.trim());
             if (!m.matches()) throw new IllegalArgumentException();
             int shift = switch (m.group(2).toLowerCase(Locale.ROOT)) {
@@ -95,7 +101,7 @@ public final class ConfigKey<T> {
             long n = Long.parseLong(m.group(1));
             if (n > (Long.MAX_VALUE >> shift)) throw new IllegalArgumentException();
             long v = n << shift;
-            if (v < min) throw new IllegalArgumentException();
+            if (v < min || v > max) throw new IllegalArgumentException();
             return v;
         });
     }

@@ -186,6 +186,14 @@ class ConfigKeyTest {
         void expectedFormNamesTheMinimum() {
             assertThat(key.expectedForm()).contains("at least 4096");
         }
+
+        @Test
+        void aBoundedSizeRefusesWhatIsAboveItsMaximumAndNamesTheRange() {
+            ConfigKey<Long> bounded = ConfigKey.bytes("posix.queue.size", 2L << 20, 64L << 10, 1L << 30, "doc");
+            assertThat(bounded.parse("1g", SOURCE)).isEqualTo(1L << 30);
+            assertRefused(bounded, "1025m");
+            assertThat(bounded.expectedForm()).contains("from 65536 to 1073741824");
+        }
     }
 
     @Nested

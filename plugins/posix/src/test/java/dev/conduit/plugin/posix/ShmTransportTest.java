@@ -566,7 +566,7 @@ class ShmTransportTest {
     void aQueueLargerThanRecordsCanSpanIsRefusedNamingTheKey() {
         assertThatThrownBy(() -> transport(new Received(), "posix.queue.size", "2g"))
                 .isInstanceOf(dev.conduit.spi.ConduitException.class)
-                .hasMessageContaining("posix.queue.size").hasMessageContaining("set it to 1g or less");
+                .hasMessageContaining("posix.queue.size").hasMessageContaining("from 65536 to 1073741824");
     }
 
     @Test
