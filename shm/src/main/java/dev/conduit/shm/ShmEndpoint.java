@@ -331,8 +331,9 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             if (waitingForRing && ringRefused()) {
                 fail(transport.plugin() + ": the peer worker read this connection's large messages without releasing them from its "
-                        + "bounce ring, so a large message waits for room there forever: the peer cannot map the ring (its "
-                        + "progress() or log says why)");
+                        + "bounce ring, so a large message waits for room there forever: the peer cannot map the ring, or "
+                        + "refused this connection (its progress() says why; " + transport.plugin() + ".inbound.max and "
+                        + transport.plugin() + ".inbound.bounce.max are its limits)");
                 return true;
             }
         } catch (InternalError e) {

@@ -81,6 +81,8 @@ public final class ShmTransport implements Transport {
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
+    /** Bytes of the senders' bounce rings mapped now (bounded by inbound.bounce.max). */
+    private long inboundBounceBytes;
     private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
     /** Closed endpoints whose peer still needs something of them (ShmEndpoint#close). */
@@ -313,7 +315,8 @@ public final class ShmTransport implements Transport {
                 if (in == null) {
                     // Its CONNECT found the sender's lease gone: the payload died with it, unless its connection id says otherwise.
                     if (!OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) return;
-                    throw protocolError(connection, "large message before its connection was announced");
+                    throw protocolError(connection, "large message of a connection this worker does not keep: it was never "
+                            + "announced, or refused (" + ShmTransportConfig.inboundMaxKey(plugin) + ")");
                 }
                 if (in.bounce == null && !mapBounce(connection, in)) return;
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
@@ -335,6 +338,14 @@ public final class ShmTransport implements Transport {
                 String leaseName = r.relativePath("lease");
                 r.end("lease");
                 if (inbound.get(connection) != null) throw protocolError(connection, "connection announced twice");
+                if (inbound.size() >= config.inboundMaximum()) {
+                    // A sender is free to connect again and again; each connection kept costs heap and may map a ring.
+                    throw new ConduitException(plugin + ": refused connection " + Long.toHexString(connection) + " of the sender "
+                            + "with lease " + leaseName + ": this worker keeps " + inbound.size() + " connections from senders, the "
+                            + "most " + ShmTransportConfig.inboundMaxKey(plugin) + " allows. Its large messages will not be "
+                            + "delivered (its small ones are) and its endpoint fails once it waits on them. Raise "
+                            + ShmTransportConfig.inboundMaxKey(plugin) + ", or have senders close the endpoints they no longer use");
+                }
                 LeaseWatch watch;
                 try {
                     watch = senderLeases.acquire(leaseName);
@@ -371,7 +382,7 @@ public final class ShmTransport implements Transport {
             }
             case ReceiveQueue.CLOSE -> {
                 Inbound in = inbound.remove(connection);
-                if (in != null) in.close(senderLeases);
+                if (in != null) forget(in);
             }
             default -> throw protocolError(connection, "unknown record type " + type);
         }
@@ -414,8 +425,9 @@ public final class ShmTransport implements Transport {
                     + "(connection " + Long.toHexString(connection) + ") to read its large message, which waits at the head of this "
                     + "worker's receive queue with every message behind it; each progress() tries again: " + failure.getMessage(), failure));
         }
-        throw protocolError(connection, in.bounceRefusal == null ? "large message before its bounce ring was announced"
-                : "large message in a bounce ring that cannot be mapped: " + in.bounceRefusal);
+        if (in.bounceRefusal == null) throw protocolError(connection, "large message before its bounce ring was announced");
+        throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
+                + ": its bounce ring cannot be mapped: " + in.bounceRefusal);
     }
 
     /**
@@ -425,6 +437,15 @@ public final class ShmTransport implements Transport {
      * @return null when the ring is mapped, else why not
      */
     private ConduitException importBounce(long connection, Inbound in) {
+        long budget = config.inboundBounceMaximum();
+        if (in.bounceLength > budget - inboundBounceBytes) {
+            // A sender may announce a ring of any size on every connection: mapped, they would use up the address space.
+            String key = ShmTransportConfig.inboundBounceMaxKey(plugin);
+            refuseBounce(in, "this worker maps " + inboundBounceBytes + " bytes of senders' bounce rings, and this one's "
+                    + in.bounceLength + " would take that past " + key + " (" + budget + "); raise " + key + ", or lower the "
+                    + "senders' " + plugin + ".bounce.size, or have them close the endpoints they no longer use");
+            return new ConduitException(plugin + ": " + in.bounceRefusal);
+        }
         ChunkMapping mapping;
         try {
             mapping = importer.map(new PayloadReader(in.bounceExport, 0, in.bounceExport.length, "bounce.payload."), in.bounceLength);
@@ -444,6 +465,7 @@ public final class ShmTransport implements Transport {
         }
         in.bounceMapping = mapping;
         in.bounceExport = null;
+        inboundBounceBytes += in.bounceLength;
         return null;
     }
 
@@ -461,6 +483,12 @@ public final class ShmTransport implements Transport {
             }
         }
         return in.lease.ownerAlive();
+    }
+
+    /** Releases what this worker holds of a sender's connection: its share of the lease watch, the mapped ring. */
+    private void forget(Inbound in) {
+        if (in.bounceMapping != null) inboundBounceBytes -= in.bounceLength;
+        in.close(senderLeases);
     }
 
     private static void refuseBounce(Inbound in, String why) {
@@ -519,7 +547,7 @@ public final class ShmTransport implements Transport {
                 senderDead = true;
                 if (!queue.hasPending()) {
                     inbound.remove(connection);
-                    in.close(senderLeases);
+                    forget(in);
                     someoneDied = true;
                 }
             }
@@ -623,7 +651,7 @@ public final class ShmTransport implements Transport {
         }
         for (long connection : inbound.keys()) {
             try {
-                inbound.remove(connection).close(senderLeases);
+                forget(inbound.remove(connection));
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }

@@ -16,16 +16,20 @@ import java.util.List;
  * @param livenessInterval  how often peers' leases are checked
  * @param heartbeatTimeout  how long a receiver may make no progress while a sender waits on it before it is declared hung
  * @param unblockTimeout    how long a record may stay claimed but uncommitted before its sender's liveness is checked
+ * @param inboundMaximum    connections from senders a worker keeps at once
+ * @param inboundBounceMaximum bytes of senders' bounce rings a worker maps at once
  */
 public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bounceCapacity, Duration livenessInterval,
-                                 Duration heartbeatTimeout, Duration unblockTimeout) {
+                                 Duration heartbeatTimeout, Duration unblockTimeout, long inboundMaximum,
+                                 long inboundBounceMaximum) {
 
     /** The largest receive queue: record lengths are 32-bit. A power of two, so that rounding up stays within it. */
     private static final long MAX_QUEUE_SIZE = 1L << 30;
 
     /** The keys for {@code plugin}, in the order {@code conduit info} shows them. */
     public static List<ConfigKey<?>> keys(String plugin) {
-        return List.of(queueSize(plugin), inlineMax(plugin), bounceSize(plugin), liveness(plugin), heartbeat(plugin), unblock(plugin));
+        return List.of(queueSize(plugin), inlineMax(plugin), bounceSize(plugin), liveness(plugin), heartbeat(plugin), unblock(plugin),
+                inboundMax(plugin), inboundBounceMax(plugin));
     }
 
     public static ShmTransportConfig read(Config config, String plugin) {
@@ -35,7 +39,19 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
                 powerOfTwo(config.get(bounceSize(plugin))),
                 config.get(liveness(plugin)),
                 config.get(heartbeat(plugin)),
-                config.get(unblock(plugin)));
+                config.get(unblock(plugin)),
+                config.get(inboundMax(plugin)),
+                config.get(inboundBounceMax(plugin)));
+    }
+
+    /** The key that bounds a worker's connections from senders, for messages that name it. */
+    static String inboundMaxKey(String plugin) {
+        return inboundMax(plugin).name();
+    }
+
+    /** The key that bounds the bounce rings a worker maps, for messages that name it. */
+    static String inboundBounceMaxKey(String plugin) {
+        return inboundBounceMax(plugin).name();
     }
 
     private static long powerOfTwo(long n) {
@@ -76,5 +92,19 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
         return ConfigKey.duration(p + ".unblock.timeout", Duration.ofMillis(50),
                 "How long a message claimed in the receive queue may stay unwritten before the receiver checks whether "
                         + "its sender died mid-write, and skips it if so.");
+    }
+
+    private static ConfigKey<Long> inboundMax(String p) {
+        return ConfigKey.integer(p + ".inbound.max", 4096, 1, 1 << 20,
+                "Connections from senders each worker keeps at once (each holds a share of a lease watch and may map a "
+                        + "bounce ring: one memory mapping, so keep well below vm.max_map_count). A connection beyond it is "
+                        + "refused: progress() throws naming this key, and the sender's large messages are not delivered.");
+    }
+
+    private static ConfigKey<Long> inboundBounceMax(String p) {
+        return ConfigKey.bytes(p + ".inbound.bounce.max", 64L << 30, 1L << 20,
+                "Bytes of senders' bounce rings each worker maps at once (address space, not memory: the rings are the "
+                        + "senders'). A ring beyond it is not mapped: its large messages are dropped, progress() throws naming "
+                        + "this key, and the sender's endpoint fails.");
     }
 }

@@ -46,7 +46,7 @@ class MemfdPluginTest {
         assertThat(plugin.configKeys()).extracting(ConfigKey::name)
                 .containsExactly("memfd.allowed.uids", "memfd.server.timeout", "memfd.connect.timeout",
                         "memfd.queue.size", "memfd.inline.max", "memfd.bounce.size", "memfd.liveness.interval",
-                        "memfd.heartbeat.timeout", "memfd.unblock.timeout")
+                        "memfd.heartbeat.timeout", "memfd.unblock.timeout", "memfd.inbound.max", "memfd.inbound.bounce.max")
                 .allMatch(name -> name.startsWith("memfd."));
         assertThat(MemfdConfig.ALLOWED_UIDS.defaultValue()).isEqualTo(List.of());
         assertThat(MemfdConfig.SERVER_TIMEOUT.defaultValue()).isEqualTo(Duration.ofSeconds(1));

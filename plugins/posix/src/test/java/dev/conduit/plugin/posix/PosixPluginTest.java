@@ -34,7 +34,7 @@ class PosixPluginTest {
     void declaresItsConfigKeysUnderItsName() {
         assertThat(plugin.configKeys()).extracting(ConfigKey::name).containsExactly("posix.dir", "posix.trusted.uids",
                 "posix.queue.size", "posix.inline.max", "posix.bounce.size", "posix.liveness.interval",
-                "posix.heartbeat.timeout", "posix.unblock.timeout");
+                "posix.heartbeat.timeout", "posix.unblock.timeout", "posix.inbound.max", "posix.inbound.bounce.max");
         assertThat(plugin.configKeys()).allSatisfy(key -> assertThat(key.doc()).isNotBlank());
         assertThat(PosixConfig.DIR.defaultValue()).isNull();
         assertThat(PosixConfig.DIR.environmentName()).isEqualTo("CONDUIT_POSIX_DIR");

@@ -354,7 +354,7 @@ class ShmTransportTest {
         assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
         assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
         assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("broke the queue protocol").hasMessageContaining("cannot be mapped").hasMessageContaining("EACCES");
+                .hasMessageContaining("dropped a large message").hasMessageContaining("cannot be mapped").hasMessageContaining("EACCES");
         receive(receiver, received, 2);
         assertThat(received.ids).containsExactly(1, 3);
     }
@@ -508,6 +508,76 @@ class ShmTransportTest {
         for (TransportEndpoint ep : endpoints) ep.close();
         for (int i = 0; i < 1000 && ProcessResources.descriptorsOn(shared, ".lease") > before; i++) receiver.progress();
         assertThat(ProcessResources.descriptorsOn(shared, ".lease")).isEqualTo(before);
+    }
+
+    /**
+     * A sender may connect again and again; the receiver keeps at most {@code inbound.max}
+     * connections. One beyond it is refused, naming the key: its large messages are not delivered,
+     * nothing else of anyone is held up, and a connection that closes makes room. (Without the
+     * bound, each CONNECT grew the receiver's heap for as long as the sender lived.)
+     */
+    @Test
+    void aConnectionBeyondInboundMaxIsRefusedNamingTheKeyAndAClosedOneMakesRoom() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.inbound.max", "2");
+        Transport sender = transport(new Received());
+        TransportEndpoint first = connect(sender, receiver, cause -> { });
+        TransportEndpoint second = connect(sender, receiver, cause -> { });
+        TransportEndpoint third = connect(sender, receiver, cause -> { });
+        assertThat(first.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(second.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        assertThat(third.trySend(3, MemorySegment.NULL, bytes(100_000, 3))).isTrue();
+        assertThat(second.trySend(4, MemorySegment.NULL, bytes(8, 4))).isTrue();
+        assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("refused connection").hasMessageContaining("keeps 2 connections")
+                .hasMessageContaining("posix.inbound.max");
+        assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("large message of a connection this worker does not keep").hasMessageContaining("posix.inbound.max");
+        receive(receiver, received, 3);
+        assertThat(received.ids).containsExactly(1, 2, 4);
+
+        first.close();
+        assertThatANewConnectionGetsALargeMessageThrough(sender, receiver, received);
+    }
+
+    /**
+     * The bounce rings a receiver maps are bounded in bytes ({@code inbound.bounce.max}): a sender
+     * may announce a ring of up to a TiB on every connection. A ring past the bound is not mapped,
+     * its large message is dropped naming the key, the rest flows, and a closed connection's ring
+     * makes room.
+     */
+    @Test
+    void bounceRingsPastInboundBounceMaxAreNotMappedAndAClosedOneMakesRoom() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.inbound.bounce.max", "1m");
+        Transport sender = transport(new Received(), "posix.bounce.size", "512k"); // one ring and its header fit, two do not
+        TransportEndpoint first = connect(sender, receiver, cause -> { });
+        TransportEndpoint second = connect(sender, receiver, cause -> { });
+        assertThat(first.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        assertThat(second.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        assertThat(second.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("dropped a large message").hasMessageContaining("posix.inbound.bounce.max (1048576)")
+                .hasMessageContaining("posix.bounce.size");
+        receive(receiver, received, 2);
+        assertThat(received.ids).containsExactly(1, 3);
+
+        first.close();
+        assertThatANewConnectionGetsALargeMessageThrough(sender, receiver, received);
+    }
+
+    /** Once both sides took a close's steps (bounded, not timed), a new connection's large message arrives intact. */
+    private static void assertThatANewConnectionGetsALargeMessageThrough(Transport sender, Transport receiver, Received received) {
+        for (int i = 0; i < 1000; i++) {
+            sender.progress();
+            receiver.progress();
+        }
+        int before = received.ids.size();
+        TransportEndpoint fresh = connect(sender, receiver, cause -> { });
+        assertThat(fresh.trySend(99, MemorySegment.NULL, bytes(100_000, 99))).isTrue();
+        receive(receiver, received, before + 1);
+        assertThat(received.ids).hasSize(before + 1).last().isEqualTo(99);
+        assertThat(received.payloads.getLast()).isEqualTo(bytes(100_000, 99).toArray(ValueLayout.JAVA_BYTE));
     }
 
     @Test
