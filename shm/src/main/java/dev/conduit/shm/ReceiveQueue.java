@@ -337,15 +337,26 @@ public final class ReceiveQueue {
     /**
      * Thrown by a {@link RecordHandler} that cannot handle its record yet, for a reason that may
      * pass (the receiver cannot map what the record points at: out of descriptors, say). The
-     * record stays at the head, unconsumed, for the next poll, and poll rethrows this exception.
-     * Records behind it wait too: the queue is in order, and a message may not be lost.
+     * record stays at the head, unconsumed, for the next poll, and poll rethrows this exception
+     * ({@link #LATER}: returns). Records behind it wait too: the queue is in order, and a message
+     * may not be lost.
      */
     public static final class RecordNotReady extends RuntimeException {
+        /**
+         * The record waits for work under way (its bounce ring being mapped), and nothing is wrong:
+         * poll stops before it and returns, without throwing.
+         */
+        public static final RecordNotReady LATER = new RecordNotReady();
+
         public RecordNotReady(RuntimeException reason) {
             super(reason.getMessage(), reason, false, false);
         }
 
-        /** Why the record cannot be handled yet: what the receiver's caller is told. */
+        private RecordNotReady() {
+            super("not ready yet", null, false, false);
+        }
+
+        /** Why the record cannot be handled yet: what the receiver's caller is told; null for {@link #LATER}. */
         public RuntimeException reason() {
             return (RuntimeException) getCause();
         }
@@ -355,7 +366,8 @@ public final class ReceiveQueue {
      * Hands up to {@code limit} complete records to {@code handler}, in order, then releases their
      * space. A record's bytes are valid only during its call. If the handler throws, the records
      * before it and the one that threw are consumed (never redelivered) and the exception
-     * propagates; unless it threw {@link RecordNotReady}: then that record stays at the head.
+     * propagates; unless it threw {@link RecordNotReady}: then that record stays at the head (and
+     * for {@link RecordNotReady#LATER} poll returns instead of throwing).
      *
      * @return the number of records handed over
      * @throws CorruptQueueException when a record's length cannot be a record's
@@ -395,6 +407,10 @@ public final class ReceiveQueue {
                     handler.onRecord(memory, offset, type, length);
                 } catch (RecordNotReady e) {
                     read -= length;
+                    if (e == RecordNotReady.LATER) {
+                        count--;
+                        break;
+                    }
                     throw e;
                 }
             }

@@ -21,6 +21,8 @@ import java.lang.foreign.ValueLayout;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * The shared-memory transport of one worker, the same for every plugin that can allocate,
@@ -81,8 +83,10 @@ public final class ShmTransport implements Transport {
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
-    /** Bytes of the senders' bounce rings mapped now (bounded by inbound.bounce.max). */
+    /** Bytes of the senders' bounce rings mapped or being mapped now (bounded by inbound.bounce.max). */
     private long inboundBounceBytes;
+    /** Maps announced bounce rings off the progress thread; started by the first announcement. */
+    private RingMapper ringMapper;
     private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
     /** Closed endpoints whose peer still needs something of them (ShmEndpoint#close). */
@@ -105,6 +109,12 @@ public final class ShmTransport implements Transport {
         long bounceLength;
         /** Why the announced ring cannot be mapped, for a reason that will not pass (it is gone, refused, malformed). */
         String bounceRefusal;
+        /** The ring's mapping while it is under way (RingMapper); collected when a large message needs the ring. */
+        CompletableFuture<ChunkMapping> pendingRing;
+        /** Whether the ring's length counts against inbound.bounce.max: from its announcement until it is refused or forgotten. */
+        boolean budgeted;
+        /** Whether the announced ring waits for room in inbound.bounce.max (its large messages are dropped meanwhile). */
+        boolean overBudget;
         ChunkMapping bounceMapping;
         BounceRing bounce;
 
@@ -315,8 +325,10 @@ public final class ShmTransport implements Transport {
                 if (in == null) {
                     // Its CONNECT found the sender's lease gone: the payload died with it, unless its connection id says otherwise.
                     if (!OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) return;
-                    throw protocolError(connection, "large message of a connection this worker does not keep: it was never "
-                            + "announced, or refused (" + ShmTransportConfig.inboundMaxKey(plugin) + ")");
+                    String key = ShmTransportConfig.inboundMaxKey(plugin);
+                    throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
+                            + ": this worker does not keep that connection (refused past " + key + ", closed, or never announced); "
+                            + "if it was refused, raise " + key + " or have senders close the endpoints they no longer use");
                 }
                 if (in.bounce == null && !mapBounce(connection, in)) return;
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
@@ -338,14 +350,6 @@ public final class ShmTransport implements Transport {
                 String leaseName = r.relativePath("lease");
                 r.end("lease");
                 if (inbound.get(connection) != null) throw protocolError(connection, "connection announced twice");
-                if (inbound.size() >= config.inboundMaximum()) {
-                    // A sender is free to connect again and again; each connection kept costs heap and may map a ring.
-                    throw new ConduitException(plugin + ": refused connection " + Long.toHexString(connection) + " of the sender "
-                            + "with lease " + leaseName + ": this worker keeps " + inbound.size() + " connections from senders, the "
-                            + "most " + ShmTransportConfig.inboundMaxKey(plugin) + " allows. Its large messages will not be "
-                            + "delivered (its small ones are) and its endpoint fails once it waits on them. Raise "
-                            + ShmTransportConfig.inboundMaxKey(plugin) + ", or have senders close the endpoints they no longer use");
-                }
                 LeaseWatch watch;
                 try {
                     watch = senderLeases.acquire(leaseName);
@@ -363,11 +367,22 @@ public final class ShmTransport implements Transport {
                             + "its death is noticed once the lease can be opened");
                     watch = null;
                 }
+                // A sender is free to connect again and again; each connection kept costs heap and may map a ring.
+                if (inbound.size() >= config.inboundMaximum()) reapDeadSenders();
+                if (inbound.size() >= config.inboundMaximum()) {
+                    if (watch != null) senderLeases.release(watch);
+                    String key = ShmTransportConfig.inboundMaxKey(plugin);
+                    throw new ConduitException(plugin + ": refused connection " + Long.toHexString(connection) + " of the sender "
+                            + "with lease " + leaseName + ": this worker keeps " + inbound.size() + " connections from live senders, "
+                            + "the most " + key + " allows. Its small messages are delivered, its large ones dropped, and its "
+                            + "endpoint fails once a large message waits for bounce-ring room. Raise " + key + ", or have senders "
+                            + "close the endpoints they no longer use");
+                }
                 inbound.put(connection, new Inbound(leaseName, watch));
             }
             case ReceiveQueue.BOUNCE -> {
                 Inbound in = inbound.get(connection);
-                if (in == null) return; // sender already gone (see CONNECT)
+                if (in == null) return; // sender already gone, or its connection refused (see CONNECT)
                 if (in.bounce != null || in.bounceExport != null || in.bounceRefusal != null) {
                     throw protocolError(connection, "bounce ring announced twice");
                 }
@@ -378,7 +393,7 @@ public final class ShmTransport implements Transport {
                 r.end("length");
                 in.bounceExport = export;
                 in.bounceLength = ringLength;
-                tryMapBounce(connection, in);
+                startMapping(connection, in);
             }
             case ReceiveQueue.CLOSE -> {
                 Inbound in = inbound.remove(connection);
@@ -389,32 +404,93 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Maps the bounce ring a sender announced, as soon as it is announced. A failure here is only
-     * logged: a shortage of descriptors is tried again when a large message needs the ring
-     * ({@link #mapBounce}); any other reason stays, and a large message in that ring is then
-     * judged when it comes. (The sender may have closed meanwhile: it frees its ring once this
-     * process released every payload in it, so then no large message of it follows.)
+     * Starts mapping the bounce ring a sender announced, as soon as it is announced, off this
+     * thread ({@link RingMapper}: a memfd sender's fd server may take {@code memfd.connect.timeout}
+     * to answer), within this worker's budget of mapped rings ({@code inbound.bounce.max}, reserved
+     * now). A large message in the ring waits at the head of the queue until the mapping is done
+     * ({@link #mapBounce}). (The sender may have closed meanwhile: it frees its ring once this
+     * process released every payload in it, so then no large message of it follows.) Also starts
+     * the next try of a ring that did not fit the budget, or met a shortage of descriptors.
      */
-    private void tryMapBounce(long connection, Inbound in) {
-        ConduitException failure = importBounce(connection, in);
-        if (failure != null) {
-            context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": the bounce ring of connection "
-                    + Long.toHexString(connection) + " is not mapped: " + failure.getMessage());
+    private void startMapping(long connection, Inbound in) {
+        if (!in.budgeted) {
+            // A sender may announce a ring of up to a TiB on every connection: mapped, they would use up the address space.
+            if (!fitsBudget(in)) {
+                reapDeadSenders();
+                if (inbound.get(connection) != in) return; // its own sender died: nothing of it to map
+            }
+            in.overBudget = !fitsBudget(in);
+            if (in.overBudget) {
+                context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": the bounce ring of connection "
+                        + Long.toHexString(connection) + " is not mapped yet: " + overBudget(in));
+                return;
+            }
+            inboundBounceBytes += in.bounceLength;
+            in.budgeted = true;
+        }
+        if (ringMapper == null) ringMapper = new RingMapper(plugin);
+        in.pendingRing = ringMapper.map(importer, in.bounceExport, in.bounceLength);
+    }
+
+    private boolean fitsBudget(Inbound in) {
+        return in.bounceLength <= config.inboundBounceMaximum() - inboundBounceBytes;
+    }
+
+    private String overBudget(Inbound in) {
+        String key = ShmTransportConfig.inboundBounceMaxKey(plugin);
+        return "this worker maps " + inboundBounceBytes + " bytes of live senders' bounce rings, and this one's " + in.bounceLength
+                + " would take that past " + key + " (" + config.inboundBounceMaximum() + "); its large messages are dropped until "
+                + "there is room. Raise " + key + ", or lower the senders' " + plugin + ".bounce.size, or have them close the "
+                + "endpoints they no longer use";
+    }
+
+    /**
+     * Forgets the connections of senders that died, at once, so that their share of
+     * {@code inbound.max} and {@code inbound.bounce.max} goes to live senders. ({@link #checkPeers}
+     * waits for an empty queue instead, so that what dead senders left in it is still delivered;
+     * here their large messages still in the queue are dropped: they took their payloads with them.)
+     */
+    private void reapDeadSenders() {
+        for (long connection : inbound.keys()) {
+            Inbound in = inbound.get(connection);
+            if (!senderAlive(in)) forget(inbound.remove(connection));
         }
     }
 
     /**
-     * Makes sure the bounce ring a large message of {@code in} needs is mapped. A sender that died
-     * took its payloads with it: the record is dropped. A live sender frees its ring only after
-     * this process released every payload in it, so when mapping it fails for a shortage of
-     * descriptors here, the record stays at the head of the queue and progress() says why until
-     * the mapping succeeds; any other reason breaks the protocol.
+     * Makes sure the bounce ring a large message of {@code in} needs is mapped. While its mapping
+     * is under way the record waits at the head ({@link ReceiveQueue.RecordNotReady#LATER}). A
+     * sender that died took its payloads with it: the record is dropped. A live sender frees its
+     * ring only after this process released every payload in it, so when mapping it failed for a
+     * shortage of descriptors, the record stays at the head of the queue, progress() says why, and
+     * the next progress() starts another try. Any other reason drops the record, as does a ring
+     * that does not fit the budget (tried again at each of its large messages).
      *
      * @return whether the ring is mapped; false when the record is to be dropped (its sender is dead)
-     * @throws ReceiveQueue.RecordNotReady when the sender lives and this process is short of descriptors
+     * @throws ReceiveQueue.RecordNotReady while the mapping is under way, or when the sender lives and this process is
+     *                                     short of descriptors
      */
     private boolean mapBounce(long connection, Inbound in) {
-        ConduitException failure = in.bounceExport == null ? null : importBounce(connection, in);
+        if (in.pendingRing == null && in.bounceExport != null) {
+            // Over the budget when announced, or short of descriptors at the last try: try again.
+            startMapping(connection, in);
+            if (inbound.get(connection) != in) return false; // its sender died
+            if (in.overBudget) {
+                throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
+                        + ": its bounce ring is not mapped: " + overBudget(in));
+            }
+        }
+        ConduitException failure = null;
+        if (in.pendingRing != null) {
+            if (!in.pendingRing.isDone()) throw ReceiveQueue.RecordNotReady.LATER;
+            CompletableFuture<ChunkMapping> ring = in.pendingRing;
+            in.pendingRing = null;
+            try {
+                failure = adopt(connection, in, ring.join());
+            } catch (CompletionException e) {
+                failure = refuseOrKeep(connection, in, e.getCause());
+            }
+        }
         if (in.bounce != null) return true;
         if (!senderAlive(in)) {
             context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died");
@@ -423,7 +499,8 @@ public final class ShmTransport implements Transport {
         if (in.bounceExport != null) {
             throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of a live sender "
                     + "(connection " + Long.toHexString(connection) + ") to read its large message, which waits at the head of this "
-                    + "worker's receive queue with every message behind it; each progress() tries again: " + failure.getMessage(), failure));
+                    + "worker's receive queue with every message behind it; the next progress() tries again: "
+                    + failure.getMessage(), failure));
         }
         if (in.bounceRefusal == null) throw protocolError(connection, "large message before its bounce ring was announced");
         throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
@@ -431,41 +508,38 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Imports and attaches the announced ring. On a shortage of descriptors the announcement
-     * stays, for a retry; on any other failure the reason is kept instead.
+     * Judges why a ring could not be mapped: a shortage of descriptors keeps the announcement, for
+     * a retry; any other reason is kept instead, and a malformed announcement breaks the protocol.
      *
-     * @return null when the ring is mapped, else why not
+     * @return the failure, when it is a {@link ConduitException}
      */
-    private ConduitException importBounce(long connection, Inbound in) {
-        long budget = config.inboundBounceMaximum();
-        if (in.bounceLength > budget - inboundBounceBytes) {
-            // A sender may announce a ring of any size on every connection: mapped, they would use up the address space.
-            String key = ShmTransportConfig.inboundBounceMaxKey(plugin);
-            refuseBounce(in, "this worker maps " + inboundBounceBytes + " bytes of senders' bounce rings, and this one's "
-                    + in.bounceLength + " would take that past " + key + " (" + budget + "); raise " + key + ", or lower the "
-                    + "senders' " + plugin + ".bounce.size, or have them close the endpoints they no longer use");
-            return new ConduitException(plugin + ": " + in.bounceRefusal);
+    private ConduitException refuseOrKeep(long connection, Inbound in, Throwable failure) {
+        switch (failure) {
+            case dev.conduit.spi.InvalidHandleException e -> {
+                refuseBounce(in, e.getMessage());
+                throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
+            }
+            case ConduitException e -> {
+                if (!isShortage(e)) refuseBounce(in, e.getMessage());
+                return e;
+            }
+            case RuntimeException e -> throw e;
+            case Error e -> throw e;
+            default -> throw new IllegalStateException(failure);
         }
-        ChunkMapping mapping;
-        try {
-            mapping = importer.map(new PayloadReader(in.bounceExport, 0, in.bounceExport.length, "bounce.payload."), in.bounceLength);
-        } catch (dev.conduit.spi.InvalidHandleException e) {
-            refuseBounce(in, e.getMessage());
-            throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
-        } catch (ConduitException e) {
-            if (!isShortage(e)) refuseBounce(in, e.getMessage());
-            return e;
-        }
+    }
+
+    /** Attaches a mapped ring: its header must be a bounce ring's. */
+    private ConduitException adopt(long connection, Inbound in, ChunkMapping mapping) {
         try {
             in.bounce = BounceRing.attach(mapping.segment());
-        } catch (IllegalStateException e) {
+        } catch (IllegalStateException | InternalError e) { // a malformed header; a posix ring truncated under us (SIGBUS)
             mapping.close();
             refuseBounce(in, e.getMessage());
             throw protocolError(connection, e.getMessage());
         }
         in.bounceMapping = mapping;
         in.bounceExport = null;
-        inboundBounceBytes += in.bounceLength;
         return null;
     }
 
@@ -485,15 +559,38 @@ public final class ShmTransport implements Transport {
         return in.lease.ownerAlive();
     }
 
-    /** Releases what this worker holds of a sender's connection: its share of the lease watch, the mapped ring. */
+    /**
+     * Releases what this worker holds of a sender's connection: its share of the lease watch, its
+     * ring (mapped, or being mapped: then unmapped as soon as that is done) and its budget.
+     */
     private void forget(Inbound in) {
-        if (in.bounceMapping != null) inboundBounceBytes -= in.bounceLength;
+        releaseBudget(in);
+        CompletableFuture<ChunkMapping> ring = in.pendingRing;
+        in.pendingRing = null;
+        if (ring != null) {
+            ring.thenAccept(mapping -> {
+                try {
+                    mapping.close();
+                } catch (RuntimeException e) {
+                    context.logger().log(System.Logger.Level.WARNING, plugin + ": could not unmap a closed connection's bounce ring: "
+                            + e.getMessage());
+                }
+            });
+        }
         in.close(senderLeases);
     }
 
-    private static void refuseBounce(Inbound in, String why) {
+    private void refuseBounce(Inbound in, String why) {
         in.bounceExport = null;
         in.bounceRefusal = why;
+        releaseBudget(in);
+    }
+
+    private void releaseBudget(Inbound in) {
+        if (in.budgeted) {
+            inboundBounceBytes -= in.bounceLength;
+            in.budgeted = false;
+        }
     }
 
     /**
@@ -655,6 +752,11 @@ public final class ShmTransport implements Transport {
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }
+        }
+        // No ring is mapped after close: the one under way is waited for (its importer bounds it), or unmapped when done.
+        if (ringMapper != null && !ringMapper.close(heartbeatNanos)) {
+            context.logger().log(System.Logger.Level.WARNING, plugin + ": a sender's bounce ring was still being mapped after "
+                    + "heartbeat.timeout; it is unmapped as soon as its mapping is done");
         }
         try {
             provider.free(queueChunk);

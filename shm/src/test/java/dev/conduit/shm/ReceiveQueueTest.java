@@ -132,6 +132,23 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aRecordThatWaitsForWorkUnderWayEndsThePollWithoutAnErrorAndStaysAtTheHead() {
+        for (long v = 1; v <= 3; v++) send(ReceiveQueue.MSG, v, 64);
+        List<Long> handled = new ArrayList<>();
+        ReceiveQueue.RecordHandler waitingOnTwo = (m, offset, type, length) -> {
+            long v = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
+            if (v == 2) throw ReceiveQueue.RecordNotReady.LATER;
+            handled.add(v);
+        };
+        assertThat(receiver.poll(waitingOnTwo, 10)).as("records handed over, the waiting one not counted").isEqualTo(1);
+        assertThat(receiver.poll(waitingOnTwo, 10)).isZero();
+        assertThat(handled).containsExactly(1L);
+        assertThat(receiver.hasPending()).isTrue();
+        assertThat(drain()).containsExactly(2L, 3L);
+        assertThat(receiver.hasPending()).isFalse();
+    }
+
+    @Test
     void aSenderSeesWhenTheReceiverHasReadPastItsLastRecord() {
         send(ReceiveQueue.MSG, 1, 64);
         send(ReceiveQueue.MSG, 2, 128);

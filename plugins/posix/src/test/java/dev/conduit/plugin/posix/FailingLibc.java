@@ -6,9 +6,13 @@ import dev.conduit.linux.Linux;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
+import java.util.concurrent.CountDownLatch;
 import java.util.function.BooleanSupplier;
 
-/** The real {@link Libc}, except that one call fails with one errno: for the error paths the kernel rarely takes. */
+/**
+ * The real {@link Libc}, except that one call fails with one errno, or waits: for the error paths
+ * the kernel rarely takes, and for calls that take long (as a memfd import waits on its producer).
+ */
 final class FailingLibc {
 
     private FailingLibc() {
@@ -25,6 +29,19 @@ final class FailingLibc {
             if (method.getName().equals(call) && when.getAsBoolean()) {
                 throw new ErrnoException(call, errno, "fake", "injected by the test");
             }
+            try {
+                return method.invoke(real, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        });
+    }
+
+    /** Like the real one, but {@code call} first waits until {@code released} is counted down. */
+    static Libc waitingIn(String call, CountDownLatch released) {
+        Libc real = Linux.libc();
+        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+            if (method.getName().equals(call)) released.await();
             try {
                 return method.invoke(real, args);
             } catch (InvocationTargetException e) {
