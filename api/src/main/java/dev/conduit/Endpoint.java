@@ -31,6 +31,15 @@ import java.lang.foreign.MemorySegment;
  * is {@link #failure()}). Messages the transport had already accepted are the peer's; if the peer
  * died they are lost with it.
  *
+ * <p><b>How soon</b>: over the shared-memory transports (memfd, posix) a peer that dies, also by
+ * {@code kill -9}, is noticed by its lease, which the worker checks every
+ * {@code <plugin>.liveness.interval} (20 ms by default) while it progresses or awaits: its
+ * endpoints fail within about that long of the next {@link Worker#progress()} or
+ * {@link Worker#await}, well inside 100 ms by default, and the files it left in the shared
+ * directory are reclaimed. A peer that lives but stops progressing while this side waits on it
+ * (a full queue) fails the endpoint after {@code <plugin>.heartbeat.timeout} (10 s). Other
+ * transports document their own detection (docs/plugins.md).
+ *
  * <p><b>Threads</b>: every method but {@link #transport()} goes through the worker's thread-mode
  * guard ({@link Worker#threadPolicy()}), exactly as the worker's own methods do: in
  * {@code SINGLE} another thread gets {@link WrongThreadException}, in {@code SERIALIZED} an

@@ -78,6 +78,9 @@ class ContainerTransportTest {
                 List<WorkerHost.Failure> failures = host.failures();
                 assertThat(failures).extracting(WorkerHost.Failure::endpoint).containsExactly("to-container");
                 assertThat(failures).extracting(WorkerHost.Failure::type).containsExactly("PeerFailedException");
+                // Not timed: the cause shows the path, the lease watch of every liveness.interval (ManyPeersTest).
+                assertThat(failures).extracting(WorkerHost.Failure::message).as("detected by the lease watch, not the heartbeat")
+                        .allMatch(m -> m.contains("peer worker died (its lease"));
                 Setup.report("%s death detection, kill -9 of the container's JVM -> error handler on the host: %.1f ms (target 100; "
                         + "the JVM was reaped %.1f ms after the signal). %s", plugin, (failures.getFirst().nanoTime() - killedAt) / 1e6,
                         (reaped - killedAt) / 1e6, failures.getFirst().message());

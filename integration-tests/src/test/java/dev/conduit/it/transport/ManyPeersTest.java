@@ -165,6 +165,10 @@ class ManyPeersTest {
             assertThat(failures).extracting(WorkerHost.Failure::endpoint)
                     .containsExactlyInAnyOrderElementsOf(IntStream.range(PER_CHILD, 2 * PER_CHILD).mapToObj(s -> "back-" + s).toList());
             assertThat(failures).extracting(WorkerHost.Failure::type).containsOnly("PeerFailedException");
+            // Not timed: the cause shows the path. A lease is checked every liveness.interval (20 ms), within the 100 ms
+            // the death must be noticed in; the heartbeat verdict would come only after heartbeat.timeout (10 s).
+            assertThat(failures).extracting(WorkerHost.Failure::message).as("detected by the lease watch, not the heartbeat")
+                    .allMatch(m -> m.contains("peer worker died (its lease"));
             List<Double> detection = failures.stream().map(f -> (f.nanoTime() - killedAt) / 1e6).sorted().toList();
             Setup.report("%s death detection, kill -9 of a sender process -> error handler on the receiver (ms; target 100): %s"
                             + " (the killed JVM was reaped %.1f ms after the signal)",

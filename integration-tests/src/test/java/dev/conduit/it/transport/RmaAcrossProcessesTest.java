@@ -91,7 +91,8 @@ class RmaAcrossProcessesTest {
      * Atomics on a word of the child's region: compare-and-swap that succeeds and one that fails
      * (both return the witness), fetch-add; then this JVM fetch-adds one word a million times while
      * the child atomically adds to the same word a million times, both released by one flag: no increment is lost, and the
-     * values this JVM's fetch-adds return rise strictly.
+     * values this JVM's fetch-adds return rise strictly. The same race with compare-and-swap loops
+     * on this side loses no increment either.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -129,6 +130,29 @@ class RmaAcrossProcessesTest {
                 assertThat(child.join("add", GUARD)).containsEntry("added", Long.toString(count));
                 assertThat(rising).as("values returned by this JVM's fetch-adds rise strictly").isTrue();
                 assertThat(child.word("words", 16)).as("the word after %d adds from each process", count).isEqualTo(base + 2 * count);
+
+                // Compare-and-swap under the same race: this JVM increments by CAS loops while the child adds.
+                long casBase = child.word("words", 32);
+                ep.compareAndSwap(words, 40, child.word("words", 40), 0);
+                child.adder("cas", "words", 32, count); // waits for the start flag at 40
+                ep.fetchAdd(words, 40, 1);
+                long expected = casBase;
+                long lost = 0;
+                for (long i = 0; i < count; i++) {
+                    while (true) {
+                        long witness = ep.compareAndSwap(words, 32, expected, expected + 1);
+                        if (witness == expected) {
+                            expected++;
+                            break;
+                        }
+                        lost++;
+                        expected = witness;
+                    }
+                }
+                assertThat(child.join("cas", GUARD)).containsEntry("added", Long.toString(count));
+                Setup.report("%s: %d compare-and-swaps lost the race to the child's adds", plugin, lost);
+                assertThat(child.word("words", 32)).as("the word after %d CAS increments and %d adds", count, count)
+                        .isEqualTo(casBase + 2 * count);
                 assertThat(words.size()).isEqualTo(4096);
 
                 assertThatThrownBy(() -> ep.fetchAdd(words, 4, 1)).as("an unaligned word").isInstanceOf(IllegalArgumentException.class);
