@@ -120,6 +120,8 @@ public final class ReceiveQueue {
     private long zeroed;
     /** Receiver side: how many read bytes may wait before they are zeroed and given back. */
     private final long zeroBatch;
+    /** Receiver side: {@link #hasPending}, made once (await must not allocate). */
+    private final java.util.function.BooleanSupplier pending = this::hasPending;
 
     private ReceiveQueue(MemorySegment memory, long capacity) {
         this.memory = memory;
@@ -342,6 +344,8 @@ public final class ReceiveQueue {
      * may not be lost.
      */
     public static final class RecordNotReady extends RuntimeException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
         /**
          * The record waits for work under way (its bounce ring being mapped), and nothing is wrong:
          * poll stops before it and returns, without throwing.
@@ -524,11 +528,23 @@ public final class ReceiveQueue {
      * @return {@code true} if there may be work (a record, or a signal)
      */
     public boolean await(dev.conduit.linux.Libc libc, long timeoutNanos) {
+        return awaitSignal(libc, timeoutNanos, pending);
+    }
+
+    /**
+     * Sleeps until a sender commits, {@link #signal} is called, {@code ready} says so, or
+     * {@code timeoutNanos} pass; records already pending do not end it (their handler waits for
+     * something else, which signals when it is done: {@code ready}).
+     *
+     * @return {@code true} if there may be work
+     */
+    public boolean awaitSignal(dev.conduit.linux.Libc libc, long timeoutNanos, java.util.function.BooleanSupplier ready) {
         int sequence = (int) INT.getVolatile(memory, WAKE_OFFSET);
         INT.setVolatile(memory, SLEEPING_OFFSET, 1);
         VarHandle.fullFence();
         try {
-            if (hasPending()) return true;
+            // After the flag: whoever makes this true later sees the flag, or signals after this reads the sequence.
+            if (ready.getAsBoolean()) return true;
             return libc.futexWait(memory, WAKE_OFFSET, sequence, timeoutNanos) != dev.conduit.linux.FutexResult.TIMED_OUT;
         } finally {
             INT.setVolatile(memory, SLEEPING_OFFSET, 0);

@@ -4,22 +4,25 @@ import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
 
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
- * Maps the bounce rings senders announce, off the receiver's progress thread. Importing a ring
- * may wait on its sender: a memfd ring comes from the sender's fd server, which may take up to
+ * Maps the bounce rings of senders off the receiver's progress thread. Importing a ring may wait
+ * on its sender: a memfd ring comes from the sender's fd server, which may take up to
  * {@code memfd.connect.timeout} to answer when the sender is paused, frozen or hostile. On the
- * progress thread that wait held the whole worker: every other peer's messages, the liveness
- * checks that fail dead peers' endpoints, the error handlers.
+ * progress thread that wait held the whole worker: the liveness checks that fail dead peers'
+ * endpoints, the worker's other transports, its error handlers.
  *
- * <p>One daemon thread per transport, started by the first announcement and ended after a
- * second without one. Rings are mapped one at a time, in the order they were announced.
+ * <p>One daemon thread per transport, started by the first mapping and ended after a second
+ * idle. The transport starts a mapping only for the large message at the head of its queue,
+ * which waits for it, so there is one at a time.
  */
-final class RingMapper implements AutoCloseable {
+final class RingMapper {
 
     private final ThreadPoolExecutor executor;
 
@@ -33,33 +36,39 @@ final class RingMapper implements AutoCloseable {
     }
 
     /**
-     * Starts mapping the ring of {@code ringLength} bytes exported as {@code export}. The future
+     * Starts mapping the ring of {@code ringLength} bytes exported as {@code export}, after
+     * {@code delayNanos} (a retry after a shortage of descriptors waits a while). The future
      * completes with the mapping, or with what {@link IpcImporter#map} threw.
      */
-    CompletableFuture<ChunkMapping> map(IpcImporter importer, byte[] export, long ringLength) {
-        return CompletableFuture.supplyAsync(
-                () -> importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength), executor);
+    CompletableFuture<ChunkMapping> map(IpcImporter importer, byte[] export, long ringLength, long delayNanos) {
+        return CompletableFuture.supplyAsync(() -> {
+            if (delayNanos > 0) {
+                LockSupport.parkNanos(delayNanos);
+                if (Thread.interrupted()) throw new CancellationException("the worker closed");
+            }
+            return importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
+        }, executor);
     }
 
     /**
-     * Drops the rings not yet started (their futures never complete, and nothing of them is
-     * mapped) and waits for the one under way, which its importer bounds in time, so that no
-     * mapping is made after this returns.
-     *
-     * @return whether the mapping under way finished within {@code timeoutNanos}
+     * Drops a mapping not yet started (its future never completes, and nothing of it is mapped)
+     * and interrupts one waiting to retry. One under way goes on: its importer bounds it in time.
      */
-    boolean close(long timeoutNanos) {
+    void shutdown() {
         executor.shutdownNow();
+    }
+
+    /**
+     * Waits until the mapping under way, if any, is done.
+     *
+     * @return whether it was done within {@code timeoutNanos}
+     */
+    boolean awaitTermination(long timeoutNanos) {
         try {
             return executor.awaitTermination(timeoutNanos, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
         }
-    }
-
-    @Override
-    public void close() {
-        close(Long.MAX_VALUE);
     }
 }

@@ -85,8 +85,13 @@ public final class ShmTransport implements Transport {
     private final LongMap<Inbound> inbound = new LongMap<>();
     /** Bytes of the senders' bounce rings mapped or being mapped now (bounded by inbound.bounce.max). */
     private long inboundBounceBytes;
-    /** Maps announced bounce rings off the progress thread; started by the first announcement. */
+    /** Maps announced bounce rings off the progress thread; started by the first large message. */
     private RingMapper ringMapper;
+    /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
+    private CompletableFuture<?> headWaitsFor;
+    /** Rings of forgotten connections whose mapping was under way: their budget is held until they are unmapped. */
+    private final List<Abandoned> abandoned = new ArrayList<>();
+    private long lastReap;
     private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
     /** Closed endpoints whose peer still needs something of them (ShmEndpoint#close). */
@@ -99,6 +104,9 @@ public final class ShmTransport implements Transport {
     private long blockedSince;
     private boolean closed;
 
+    private record Abandoned(CompletableFuture<Void> unmapped, long length) {
+    }
+
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
         final String leaseName;
@@ -109,12 +117,10 @@ public final class ShmTransport implements Transport {
         long bounceLength;
         /** Why the announced ring cannot be mapped, for a reason that will not pass (it is gone, refused, malformed). */
         String bounceRefusal;
-        /** The ring's mapping while it is under way (RingMapper); collected when a large message needs the ring. */
+        /** The ring's mapping while it is under way (RingMapper), for the large message at the head of the queue. */
         CompletableFuture<ChunkMapping> pendingRing;
-        /** Whether the ring's length counts against inbound.bounce.max: from its announcement until it is refused or forgotten. */
+        /** Whether the ring's length counts against inbound.bounce.max: from the start of its mapping until it is refused or forgotten. */
         boolean budgeted;
-        /** Whether the announced ring waits for room in inbound.bounce.max (its large messages are dropped meanwhile). */
-        boolean overBudget;
         ChunkMapping bounceMapping;
         BounceRing bounce;
 
@@ -146,6 +152,7 @@ public final class ShmTransport implements Transport {
         this.importer = importer;
         this.sink = context.messageSink();
         this.livenessNanos = config.livenessInterval().toNanos();
+        this.lastReap = System.nanoTime() - livenessNanos;
         this.unblockNanos = config.unblockTimeout().toNanos();
         this.heartbeatNanos = config.heartbeatTimeout().toNanos();
         this.leasePrefix = "conduit-" + plugin + "-worker";
@@ -270,8 +277,9 @@ public final class ShmTransport implements Transport {
         } catch (InternalError e) {
             throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue or a sender's bounce ring"), e);
         } catch (ReceiveQueue.RecordNotReady e) {
-            // No heartbeat: this worker cannot progress, and senders waiting on it may judge it hung. It still
-            // watches its peers, and finishes its endpoints' closes.
+            // A large message waits for a shortage of descriptors to pass: this worker is not hung, so it beats (senders
+            // waiting on its full queue keep their messages queued), watches its peers and finishes its endpoints' closes.
+            queue.beat(++progressCount);
             checkPeersIfDue();
             throw e.reason();
         } catch (ReceiveQueue.CorruptQueueException e) {
@@ -373,7 +381,7 @@ public final class ShmTransport implements Transport {
                     if (watch != null) senderLeases.release(watch);
                     String key = ShmTransportConfig.inboundMaxKey(plugin);
                     throw new ConduitException(plugin + ": refused connection " + Long.toHexString(connection) + " of the sender "
-                            + "with lease " + leaseName + ": this worker keeps " + inbound.size() + " connections from live senders, "
+                            + "with lease " + leaseName + ": this worker keeps " + inbound.size() + " connections from senders, "
                             + "the most " + key + " allows. Its small messages are delivered, its large ones dropped, and its "
                             + "endpoint fails once a large message waits for bounce-ring room. Raise " + key + ", or have senders "
                             + "close the endpoints they no longer use");
@@ -391,9 +399,9 @@ public final class ShmTransport implements Transport {
                 byte[] export = r.bytes("payload", exportLength);
                 long ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
                 r.end("length");
+                // Mapped when its first large message is at the head of the queue (mapBounce).
                 in.bounceExport = export;
                 in.bounceLength = ringLength;
-                startMapping(connection, in);
             }
             case ReceiveQueue.CLOSE -> {
                 Inbound in = inbound.remove(connection);
@@ -404,32 +412,41 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Starts mapping the bounce ring a sender announced, as soon as it is announced, off this
-     * thread ({@link RingMapper}: a memfd sender's fd server may take {@code memfd.connect.timeout}
-     * to answer), within this worker's budget of mapped rings ({@code inbound.bounce.max}, reserved
-     * now). A large message in the ring waits at the head of the queue until the mapping is done
-     * ({@link #mapBounce}). (The sender may have closed meanwhile: it frees its ring once this
-     * process released every payload in it, so then no large message of it follows.) Also starts
-     * the next try of a ring that did not fit the budget, or met a shortage of descriptors.
+     * Starts mapping the bounce ring of {@code in} off this thread ({@link RingMapper}: a memfd
+     * sender's fd server may take {@code memfd.connect.timeout} to answer), once its first large
+     * message is at the head of the queue, which waits for it; within this worker's budget of
+     * mapped rings ({@code inbound.bounce.max}), reserved now and kept while the ring is mapped.
+     * Only the message at the head starts a mapping: announcements alone cost nothing but their
+     * bytes, however many a sender makes.
+     *
+     * @return false when the ring does not fit the budget, or its own sender turned out dead
+     *         ({@code inbound.get(connection) != in})
      */
-    private void startMapping(long connection, Inbound in) {
+    private boolean startMapping(long connection, Inbound in, long delayNanos) {
         if (!in.budgeted) {
+            releaseAbandoned();
             // A sender may announce a ring of up to a TiB on every connection: mapped, they would use up the address space.
             if (!fitsBudget(in)) {
                 reapDeadSenders();
-                if (inbound.get(connection) != in) return; // its own sender died: nothing of it to map
-            }
-            in.overBudget = !fitsBudget(in);
-            if (in.overBudget) {
-                context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": the bounce ring of connection "
-                        + Long.toHexString(connection) + " is not mapped yet: " + overBudget(in));
-                return;
+                if (inbound.get(connection) != in || !fitsBudget(in)) return false;
             }
             inboundBounceBytes += in.bounceLength;
             in.budgeted = true;
         }
         if (ringMapper == null) ringMapper = new RingMapper(plugin);
-        in.pendingRing = ringMapper.map(importer, in.bounceExport, in.bounceLength);
+        in.pendingRing = ringMapper.map(importer, in.bounceExport, in.bounceLength, delayNanos);
+        // This worker may sleep in await() meanwhile, its next record waiting for this ring.
+        in.pendingRing.whenComplete((mapping, failure) -> wakeSelf());
+        return true;
+    }
+
+    /** Wakes this worker from await(); called on the ring mapper's thread, perhaps after the worker closed. */
+    private void wakeSelf() {
+        try {
+            queue.signal(libc);
+        } catch (RuntimeException | InternalError closedMeanwhile) {
+            // Nothing to wake: the queue's memory went with the worker.
+        }
     }
 
     private boolean fitsBudget(Inbound in) {
@@ -445,44 +462,60 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Forgets the connections of senders that died, at once, so that their share of
-     * {@code inbound.max} and {@code inbound.bounce.max} goes to live senders. ({@link #checkPeers}
-     * waits for an empty queue instead, so that what dead senders left in it is still delivered;
-     * here their large messages still in the queue are dropped: they took their payloads with them.)
+     * When a bound is reached: forgets the connections of senders that died, at once, so that
+     * their share of {@code inbound.max} and {@code inbound.bounce.max} goes to live senders, and
+     * reclaims their files. ({@link #checkPeers} waits for an empty queue instead, so that what
+     * dead senders left in it is still delivered; the large messages of the connections forgotten
+     * here that are still in the queue are dropped, and said so.) At most once per liveness
+     * interval: it checks every sender's lease, and a live sender can make the bound be hit.
      */
     private void reapDeadSenders() {
+        long now = System.nanoTime();
+        if (now - lastReap < livenessNanos) return;
+        lastReap = now;
+        int reaped = 0;
         for (long connection : inbound.keys()) {
             Inbound in = inbound.get(connection);
-            if (!senderAlive(in)) forget(inbound.remove(connection));
+            if (!senderAlive(in)) {
+                forget(inbound.remove(connection));
+                reaped++;
+            }
+        }
+        if (reaped > 0) {
+            int n = reaped;
+            context.logger().log(System.Logger.Level.WARNING, () -> plugin + ": forgot " + n + " connections of dead senders to make "
+                    + "room under " + ShmTransportConfig.inboundMaxKey(plugin) + " or " + ShmTransportConfig.inboundBounceMaxKey(plugin)
+                    + "; their large messages still in the receive queue are dropped");
+            reclaimDeadPeers(directory);
         }
     }
 
     /**
      * Makes sure the bounce ring a large message of {@code in} needs is mapped. While its mapping
      * is under way the record waits at the head ({@link ReceiveQueue.RecordNotReady#LATER}). A
-     * sender that died took its payloads with it: the record is dropped. A live sender frees its
-     * ring only after this process released every payload in it, so when mapping it failed for a
-     * shortage of descriptors, the record stays at the head of the queue, progress() says why, and
-     * the next progress() starts another try. Any other reason drops the record, as does a ring
-     * that does not fit the budget (tried again at each of its large messages).
+     * ring that does not fit the budget drops the record (the next large message tries again). A
+     * sender that died took its unmapped ring with it: the record is dropped. A live sender frees
+     * its ring only after this process released every payload in it, so when mapping it failed for
+     * a shortage of descriptors, the record stays at the head of the queue, progress() says why,
+     * and another try starts a liveness interval later. Any other reason drops the record.
      *
      * @return whether the ring is mapped; false when the record is to be dropped (its sender is dead)
      * @throws ReceiveQueue.RecordNotReady while the mapping is under way, or when the sender lives and this process is
      *                                     short of descriptors
      */
     private boolean mapBounce(long connection, Inbound in) {
-        if (in.pendingRing == null && in.bounceExport != null) {
-            // Over the budget when announced, or short of descriptors at the last try: try again.
-            startMapping(connection, in);
+        if (in.pendingRing == null && in.bounceExport != null && !startMapping(connection, in, 0)) {
             if (inbound.get(connection) != in) return false; // its sender died
-            if (in.overBudget) {
-                throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
-                        + ": its bounce ring is not mapped: " + overBudget(in));
-            }
+            throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
+                    + ": its bounce ring is not mapped: " + overBudget(in));
         }
         ConduitException failure = null;
         if (in.pendingRing != null) {
-            if (!in.pendingRing.isDone()) throw ReceiveQueue.RecordNotReady.LATER;
+            if (!in.pendingRing.isDone()) {
+                headWaitsFor = in.pendingRing;
+                throw ReceiveQueue.RecordNotReady.LATER;
+            }
+            headWaitsFor = null;
             CompletableFuture<ChunkMapping> ring = in.pendingRing;
             in.pendingRing = null;
             try {
@@ -497,9 +530,10 @@ public final class ShmTransport implements Transport {
             return false;
         }
         if (in.bounceExport != null) {
+            startMapping(connection, in, livenessNanos); // the next try; its budget is still reserved
             throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of a live sender "
                     + "(connection " + Long.toHexString(connection) + ") to read its large message, which waits at the head of this "
-                    + "worker's receive queue with every message behind it; the next progress() tries again: "
+                    + "worker's receive queue with every message behind it; another try starts every liveness.interval: "
                     + failure.getMessage(), failure));
         }
         if (in.bounceRefusal == null) throw protocolError(connection, "large message before its bounce ring was announced");
@@ -534,8 +568,11 @@ public final class ShmTransport implements Transport {
         try {
             in.bounce = BounceRing.attach(mapping.segment());
         } catch (IllegalStateException | InternalError e) { // a malformed header; a posix ring truncated under us (SIGBUS)
-            mapping.close();
-            refuseBounce(in, e.getMessage());
+            try {
+                mapping.close();
+            } finally {
+                refuseBounce(in, e.getMessage());
+            }
             throw protocolError(connection, e.getMessage());
         }
         in.bounceMapping = mapping;
@@ -564,20 +601,41 @@ public final class ShmTransport implements Transport {
      * ring (mapped, or being mapped: then unmapped as soon as that is done) and its budget.
      */
     private void forget(Inbound in) {
-        releaseBudget(in);
         CompletableFuture<ChunkMapping> ring = in.pendingRing;
         in.pendingRing = null;
         if (ring != null) {
-            ring.thenAccept(mapping -> {
-                try {
-                    mapping.close();
-                } catch (RuntimeException e) {
-                    context.logger().log(System.Logger.Level.WARNING, plugin + ": could not unmap a closed connection's bounce ring: "
-                            + e.getMessage());
-                }
+            if (ring == headWaitsFor) headWaitsFor = null;
+            // Mapped meanwhile, or once the mapping under way is done: unmapped then, its budget held until.
+            CompletableFuture<Void> unmapped = ring.handle((mapping, failure) -> {
+                if (mapping != null) unmapQuietly(mapping);
+                return null;
             });
+            if (!unmapped.isDone() && in.budgeted) {
+                abandoned.add(new Abandoned(unmapped, in.bounceLength));
+                in.budgeted = false;
+            }
         }
+        releaseBudget(in);
         in.close(senderLeases);
+    }
+
+    private void unmapQuietly(ChunkMapping mapping) {
+        try {
+            mapping.close();
+        } catch (RuntimeException e) {
+            context.logger().log(System.Logger.Level.WARNING, plugin + ": could not unmap a forgotten connection's bounce ring: "
+                    + e.getMessage());
+        }
+    }
+
+    /** Gives back the budget of abandoned rings that are unmapped now. */
+    private void releaseAbandoned() {
+        if (abandoned.isEmpty()) return;
+        abandoned.removeIf(a -> {
+            if (!a.unmapped().isDone()) return false;
+            inboundBounceBytes -= a.length();
+            return true;
+        });
     }
 
     private void refuseBounce(Inbound in, String why) {
@@ -713,7 +771,15 @@ public final class ShmTransport implements Transport {
         // worker that only sleeps still notices a dead peer: its endpoint fails and await says there
         // is work, so the caller progresses and the error handler runs. (Merely returning false
         // would not do: the runtime sleeps again until the caller's whole timeout has passed.)
-        if (queue.await(libc, Math.min(timeoutNanos, livenessNanos))) return true;
+        long slice = Math.min(timeoutNanos, livenessNanos);
+        CompletableFuture<?> waiting = headWaitsFor;
+        if (waiting != null && !waiting.isDone()) {
+            // The record at the head waits for its ring: nothing here to do until the mapping is done (it wakes this
+            // worker), a sender commits, or a peer is due for a check. Pending records do not count as work meanwhile.
+            if (queue.awaitSignal(libc, slice, waiting::isDone)) return true;
+        } else if (queue.await(libc, slice)) {
+            return true;
+        }
         return checkPeersIfDue() > 0;
     }
 
@@ -730,12 +796,15 @@ public final class ShmTransport implements Transport {
     public void close() {
         if (closed) return;
         closed = true;
+        long deadline = System.nanoTime() + heartbeatNanos;
         RuntimeException failure = null;
         try {
             queue.markClosing();
         } catch (InternalError queueFault) {
             // This worker's queue was truncated under it: no sender can read the word either.
         }
+        // No ring is mapped from now on; one under way is waited for below, within the same bound as the peers.
+        if (ringMapper != null) ringMapper.shutdown();
         List<ShmEndpoint> remaining = new ArrayList<>(endpoints);
         remaining.addAll(closing);
         awaitPeersReading(remaining);
@@ -753,10 +822,10 @@ public final class ShmTransport implements Transport {
                 failure = add(failure, e);
             }
         }
-        // No ring is mapped after close: the one under way is waited for (its importer bounds it), or unmapped when done.
-        if (ringMapper != null && !ringMapper.close(heartbeatNanos)) {
-            context.logger().log(System.Logger.Level.WARNING, plugin + ": a sender's bounce ring was still being mapped after "
-                    + "heartbeat.timeout; it is unmapped as soon as its mapping is done");
+        if (ringMapper != null && !ringMapper.awaitTermination(Math.max(0, deadline - System.nanoTime()))) {
+            context.logger().log(System.Logger.Level.WARNING, plugin + ": a sender's bounce ring was still being mapped when the "
+                    + "worker closed (heartbeat.timeout passed, or the closing thread was interrupted); it is unmapped as soon as its "
+                    + "mapping is done");
         }
         try {
             provider.free(queueChunk);

@@ -141,7 +141,9 @@ class ReceiveQueueTest {
             handled.add(v);
         };
         assertThat(receiver.poll(waitingOnTwo, 10)).as("records handed over, the waiting one not counted").isEqualTo(1);
+        long afterTheFirst = sender.readPosition();
         assertThat(receiver.poll(waitingOnTwo, 10)).isZero();
+        assertThat(sender.readPosition()).as("what a sender sees read: not the waiting record").isEqualTo(afterTheFirst);
         assertThat(handled).containsExactly(1L);
         assertThat(receiver.hasPending()).isTrue();
         assertThat(drain()).containsExactly(2L, 3L);

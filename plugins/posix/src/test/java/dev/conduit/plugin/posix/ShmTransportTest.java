@@ -336,7 +336,7 @@ class ShmTransportTest {
         for (int attempt = 0; attempt < 3; attempt++) {
             assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
                     .hasMessageContaining("cannot map the bounce ring of a live sender").hasMessageContaining("EMFILE")
-                    .hasMessageContaining("ulimit -n").hasMessageContaining("the next progress() tries again");
+                    .hasMessageContaining("ulimit -n").hasMessageContaining("another try starts every liveness.interval");
         }
         assertThat(received.ids).containsExactly(1);
         // Closing the endpoint does not wait for the receiver: what it still needs stays until it is done.
@@ -397,6 +397,33 @@ class ShmTransportTest {
         receive(receiver, received, 3);
         assertThat(received.ids).containsExactly(1, 2, 3);
         assertThat(received.payloads.get(1)).isEqualTo(bytes(100_000, 2).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * While the record at the head waits for its ring, a waiting worker sleeps instead of
+     * spinning (the pending record is no work it can do), and the mapping's completion wakes it.
+     * Not timed: without the wake-up the await below would return {@code false} after a liveness
+     * interval; without the sleep the first would return {@code true} at once.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS) // a guard against a hang
+    void aWorkerAwaitingARingBeingMappedSleepsAndTheMappingWakesIt() {
+        CountDownLatch mapped = new CountDownLatch(1);
+        Received received = new Received();
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.waitingIn("openBeneath", mapped));
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
+            // the connection's announcements
+        }
+        assertThat(receiver.progress()).as("the large message waits for its ring").isZero();
+        assertThat(received.ids).isEmpty();
+        assertThat(receiver.await(TimeUnit.MILLISECONDS.toNanos(50))).as("nothing to do meanwhile: it slept").isFalse();
+        mapped.countDown();
+        assertThat(receiver.await(TimeUnit.HOURS.toNanos(1))).as("woken by the mapping, before a liveness interval passed").isTrue();
+        receive(receiver, received, 1);
+        assertThat(received.payloads.getFirst()).isEqualTo(bytes(100_000, 1).toArray(ValueLayout.JAVA_BYTE));
     }
 
     /**
@@ -513,7 +540,7 @@ class ShmTransportTest {
     private void progressBothUntilReceivedAndReleased(Transport receiver, Transport sender, Received received, int count,
                                                       long leaseWatches) throws InterruptedException {
         for (int i = 0; i < 20_000 && (received.ids.size() < count || ProcessResources.descriptorsOn(shared, ".lease") > leaseWatches); i++) {
-            receiver.progress();
+            progressOrPause(receiver);
             sender.progress();
             if (received.ids.size() >= count) Thread.sleep(1); // the sender's next liveness check finishes the close
         }
