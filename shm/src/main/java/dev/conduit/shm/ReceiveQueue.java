@@ -120,6 +120,8 @@ public final class ReceiveQueue {
     private long zeroed;
     /** Receiver side: how many read bytes may wait before they are zeroed and given back. */
     private final long zeroBatch;
+    /** Receiver side: the wake sequence as the last await left it; a newer one is a signal it has not returned for. */
+    private int observedSequence;
     /** Receiver side: {@link #hasPending}, made once (await must not allocate). */
     private final java.util.function.BooleanSupplier pending = this::hasPending;
 
@@ -523,7 +525,8 @@ public final class ReceiveQueue {
     }
 
     /**
-     * Sleeps until a sender commits, {@link #signal} is called, or {@code timeoutNanos} pass.
+     * Sleeps until a sender commits, {@link #signal} is called (also before this call: a signal is
+     * never lost), or {@code timeoutNanos} pass.
      *
      * @return {@code true} if there may be work (a record, or a signal)
      */
@@ -540,12 +543,19 @@ public final class ReceiveQueue {
      */
     public boolean awaitSignal(dev.conduit.linux.Libc libc, long timeoutNanos, java.util.function.BooleanSupplier ready) {
         int sequence = (int) INT.getVolatile(memory, WAKE_OFFSET);
+        if (sequence != observedSequence) {
+            // signal() while nobody slept (or during the last sleep, after it woke): the next await returns at once.
+            observedSequence = sequence;
+            return true;
+        }
         INT.setVolatile(memory, SLEEPING_OFFSET, 1);
         VarHandle.fullFence();
         try {
             // After the flag: whoever makes this true later sees the flag, or signals after this reads the sequence.
             if (ready.getAsBoolean()) return true;
-            return libc.futexWait(memory, WAKE_OFFSET, sequence, timeoutNanos) != dev.conduit.linux.FutexResult.TIMED_OUT;
+            boolean woken = libc.futexWait(memory, WAKE_OFFSET, sequence, timeoutNanos) != dev.conduit.linux.FutexResult.TIMED_OUT;
+            if (woken) observedSequence = (int) INT.getVolatile(memory, WAKE_OFFSET);
+            return woken;
         } finally {
             INT.setVolatile(memory, SLEEPING_OFFSET, 0);
         }

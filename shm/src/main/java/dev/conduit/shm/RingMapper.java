@@ -42,8 +42,8 @@ final class RingMapper {
      */
     CompletableFuture<ChunkMapping> map(IpcImporter importer, byte[] export, long ringLength, long delayNanos) {
         return CompletableFuture.supplyAsync(() -> {
-            if (delayNanos > 0) {
-                LockSupport.parkNanos(delayNanos);
+            for (long until = System.nanoTime() + delayNanos; delayNanos > 0 && until - System.nanoTime() > 0; ) {
+                LockSupport.parkNanos(until - System.nanoTime());
                 if (Thread.interrupted()) throw new CancellationException("the worker closed");
             }
             return importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
@@ -52,23 +52,25 @@ final class RingMapper {
 
     /**
      * Drops a mapping not yet started (its future never completes, and nothing of it is mapped)
-     * and interrupts one waiting to retry. One under way goes on: its importer bounds it in time.
+     * and interrupts the one under way: a retry waiting for its turn ends; an import in progress
+     * ends within its importer's own bound (memfd's connect pause fails at the interrupt).
      */
     void shutdown() {
         executor.shutdownNow();
     }
 
     /**
-     * Waits until the mapping under way, if any, is done.
+     * Waits until no mapping is under way any more.
      *
-     * @return whether it was done within {@code timeoutNanos}
+     * @return whether none was, within {@code timeoutNanos}
      */
-    boolean awaitTermination(long timeoutNanos) {
+    boolean awaitIdle(long timeoutNanos) {
         try {
-            return executor.awaitTermination(timeoutNanos, TimeUnit.NANOSECONDS);
+            // The idle thread may still be on its way out: that is no mapping.
+            return executor.awaitTermination(timeoutNanos, TimeUnit.NANOSECONDS) || executor.getActiveCount() == 0;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return false;
+            return executor.getActiveCount() == 0;
         }
     }
 }

@@ -89,6 +89,11 @@ public final class ShmTransport implements Transport {
     private RingMapper ringMapper;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
     private CompletableFuture<?> headWaitsFor;
+    /** Whether that mapping is done, made once (await must not allocate). */
+    private final java.util.function.BooleanSupplier headRingMapped = () -> {
+        CompletableFuture<?> waiting = headWaitsFor;
+        return waiting == null || waiting.isDone();
+    };
     /** Rings of forgotten connections whose mapping was under way: their budget is held until they are unmapped. */
     private final List<Abandoned> abandoned = new ArrayList<>();
     private long lastReap;
@@ -193,7 +198,20 @@ public final class ShmTransport implements Transport {
         try {
             OwnerLease.reclaimDead(libc, dir, "conduit-" + plugin);
         } catch (RuntimeException e) {
-            context.logger().log(System.Logger.Level.WARNING, "could not reclaim dead peers' files in " + dir + ": " + e.getMessage());
+            warnFromHandler(() -> "could not reclaim dead peers' files in " + dir + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Logs a WARNING where a failure to log must not cost a record (inside a record's handler):
+     * out of descriptors, formatting a log record can itself fail, as the JDK loads its time-zone
+     * data on first use.
+     */
+    private void warnFromHandler(java.util.function.Supplier<String> message) {
+        try {
+            context.logger().log(System.Logger.Level.WARNING, message);
+        } catch (RuntimeException | LinkageError e) {
+            // Said nowhere, then: the handler's own outcome matters more.
         }
     }
 
@@ -271,6 +289,8 @@ public final class ShmTransport implements Transport {
     @Override
     public int progress() {
         ensureOpen();
+        // Only this poll's record at the head may say it waits (a peer may have rewritten the one that did).
+        headWaitsFor = null;
         int handled;
         try {
             handled = queue.poll(onRecord, POLL_LIMIT);
@@ -455,7 +475,7 @@ public final class ShmTransport implements Transport {
 
     private String overBudget(Inbound in) {
         String key = ShmTransportConfig.inboundBounceMaxKey(plugin);
-        return "this worker maps " + inboundBounceBytes + " bytes of live senders' bounce rings, and this one's " + in.bounceLength
+        return "this worker maps " + inboundBounceBytes + " bytes of senders' bounce rings, and this one's " + in.bounceLength
                 + " would take that past " + key + " (" + config.inboundBounceMaximum() + "); its large messages are dropped until "
                 + "there is room. Raise " + key + ", or lower the senders' " + plugin + ".bounce.size, or have them close the "
                 + "endpoints they no longer use";
@@ -483,8 +503,8 @@ public final class ShmTransport implements Transport {
         }
         if (reaped > 0) {
             int n = reaped;
-            context.logger().log(System.Logger.Level.WARNING, () -> plugin + ": forgot " + n + " connections of dead senders to make "
-                    + "room under " + ShmTransportConfig.inboundMaxKey(plugin) + " or " + ShmTransportConfig.inboundBounceMaxKey(plugin)
+            warnFromHandler(() -> plugin + ": forgot " + n + " connections of dead senders to make room under "
+                    + ShmTransportConfig.inboundMaxKey(plugin) + " or " + ShmTransportConfig.inboundBounceMaxKey(plugin)
                     + "; their large messages still in the receive queue are dropped");
             reclaimDeadPeers(directory);
         }
@@ -531,6 +551,7 @@ public final class ShmTransport implements Transport {
         }
         if (in.bounceExport != null) {
             startMapping(connection, in, livenessNanos); // the next try; its budget is still reserved
+            headWaitsFor = in.pendingRing;
             throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of a live sender "
                     + "(connection " + Long.toHexString(connection) + ") to read its large message, which waits at the head of this "
                     + "worker's receive queue with every message behind it; another try starts every liveness.interval: "
@@ -776,7 +797,11 @@ public final class ShmTransport implements Transport {
         if (waiting != null && !waiting.isDone()) {
             // The record at the head waits for its ring: nothing here to do until the mapping is done (it wakes this
             // worker), a sender commits, or a peer is due for a check. Pending records do not count as work meanwhile.
-            if (queue.awaitSignal(libc, slice, waiting::isDone)) return true;
+            // No progress() runs meanwhile, so this beats: senders waiting on the full queue must not judge it hung.
+            queue.beat(++progressCount);
+            boolean woken = queue.awaitSignal(libc, Math.min(slice, heartbeatNanos / 2), headRingMapped);
+            queue.beat(++progressCount);
+            if (woken) return true;
         } else if (queue.await(libc, slice)) {
             return true;
         }
@@ -807,7 +832,7 @@ public final class ShmTransport implements Transport {
         if (ringMapper != null) ringMapper.shutdown();
         List<ShmEndpoint> remaining = new ArrayList<>(endpoints);
         remaining.addAll(closing);
-        awaitPeersReading(remaining);
+        awaitPeersReading(remaining, deadline);
         for (ShmEndpoint ep : remaining) {
             try {
                 ep.closeWithWorker();
@@ -822,7 +847,7 @@ public final class ShmTransport implements Transport {
                 failure = add(failure, e);
             }
         }
-        if (ringMapper != null && !ringMapper.awaitTermination(Math.max(0, deadline - System.nanoTime()))) {
+        if (ringMapper != null && !ringMapper.awaitIdle(Math.max(0, deadline - System.nanoTime()))) {
             context.logger().log(System.Logger.Level.WARNING, plugin + ": a sender's bounce ring was still being mapped when the "
                     + "worker closed (heartbeat.timeout passed, or the closing thread was interrupted); it is unmapped as soon as its "
                     + "mapping is done");
@@ -850,8 +875,7 @@ public final class ShmTransport implements Transport {
      * them {@link ShmEndpoint#awaitsDrain awaits} its peer reading the large payloads in its bounce
      * ring, which closing frees. An interrupt ends the wait (and stays set).
      */
-    private void awaitPeersReading(List<ShmEndpoint> endpoints) {
-        long deadline = System.nanoTime() + heartbeatNanos;
+    private void awaitPeersReading(List<ShmEndpoint> endpoints, long deadline) {
         while (!Thread.currentThread().isInterrupted()) {
             long now = System.nanoTime();
             if (now - deadline >= 0) return;

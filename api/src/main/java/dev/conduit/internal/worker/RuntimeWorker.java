@@ -602,7 +602,7 @@ public final class RuntimeWorker implements Worker {
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
         Transport waker = wakeup >= 0 ? transports[wakeup] : null;
         boolean others = transports.length > (waker == null ? 0 : 1);
-        if (waker == null && signalled.getAndSet(false)) return true;
+        if (signalled.getAndSet(false)) return true;
         while (true) {
             if (failuresToReport) return true;
             long remaining = deadline - System.nanoTime();
@@ -621,7 +621,8 @@ public final class RuntimeWorker implements Worker {
                 } finally {
                     d.inTransport--;
                 }
-                if (woke) return true;
+                // A signal that came while it slept is consumed with this wake-up; one during the slice is not lost.
+                if (signalled.getAndSet(false) | woke) return true;
             } else {
                 this.sleeper = Thread.currentThread();
                 try {
@@ -650,10 +651,11 @@ public final class RuntimeWorker implements Worker {
     @Override
     public void signal() {
         if (closed) return;
+        // Kept here as well: a transport need only wake a thread that sleeps in it, and a signal before await must not be lost.
+        signalled.set(true);
         if (wakeup >= 0) {
             transports[wakeup].signal();
         } else {
-            signalled.set(true);
             Thread t = sleeper;
             if (t != null) LockSupport.unpark(t);
         }

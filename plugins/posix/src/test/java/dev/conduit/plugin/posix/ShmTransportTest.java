@@ -308,8 +308,8 @@ class ShmTransportTest {
      * A receiver whose transport opens files with {@code transportLibc} and maps peers' chunks with
      * {@code importerLibc}: for failures the kernel rarely gives.
      */
-    private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc) {
-        Context context = new Context(TestContext.of(shared), received);
+    private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc, String... keyValues) {
+        Context context = new Context(TestContext.of(shared, keyValues), received);
         Transport t = new ShmTransport("posix", transportLibc, context, ShmTransportConfig.read(context.config(), "posix"),
                 new PosixPlugin().openMemoryProvider(context), new PosixImporter(importerLibc, PosixConfig.of(context)));
         open.add(t);
@@ -402,15 +402,17 @@ class ShmTransportTest {
     /**
      * While the record at the head waits for its ring, a waiting worker sleeps instead of
      * spinning (the pending record is no work it can do), and the mapping's completion wakes it.
-     * Not timed: without the wake-up the await below would return {@code false} after a liveness
-     * interval; without the sleep the first would return {@code true} at once.
+     * Not timed (the liveness interval is an hour, so await sleeps its whole timeout unless woken):
+     * without the sleep the first await returns {@code true} at once; without the wake-up the
+     * second never returns.
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS) // a guard against a hang
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a futex no interrupt ends
     void aWorkerAwaitingARingBeingMappedSleepsAndTheMappingWakesIt() {
         CountDownLatch mapped = new CountDownLatch(1);
         Received received = new Received();
-        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.waitingIn("openBeneath", mapped));
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.waitingIn("openBeneath", mapped),
+                "posix.liveness.interval", "1h");
         Transport sender = transport(new Received());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
@@ -667,6 +669,17 @@ class ShmTransportTest {
         receive(receiver, received, before + 1);
         assertThat(received.ids).hasSize(before + 1).last().isEqualTo(99);
         assertThat(received.payloads.getLast()).isEqualTo(bytes(100_000, 99).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /** Transport.signal() before await() is not lost: the next await returns at once, and only that one. */
+    @Test
+    // A guard: with an hour's liveness interval a lost signal sleeps an hour, in a futex no interrupt ends.
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aSignalBeforeAwaitMakesTheNextAwaitReturnAtOnce() {
+        Transport receiver = transport(new Received(), "posix.liveness.interval", "1h");
+        receiver.signal();
+        assertThat(receiver.await(TimeUnit.HOURS.toNanos(1))).isTrue();
+        assertThat(receiver.await(TimeUnit.MILLISECONDS.toNanos(10))).as("one signal, one wake-up").isFalse();
     }
 
     @Test
