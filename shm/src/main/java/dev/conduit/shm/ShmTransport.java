@@ -644,8 +644,7 @@ public final class ShmTransport implements Transport {
         try {
             mapping.close();
         } catch (RuntimeException e) {
-            context.logger().log(System.Logger.Level.WARNING, plugin + ": could not unmap a forgotten connection's bounce ring: "
-                    + e.getMessage());
+            warnFromHandler(() -> plugin + ": could not unmap a forgotten connection's bounce ring: " + e.getMessage());
         }
     }
 

@@ -50,7 +50,12 @@ public interface Transport extends AutoCloseable {
         throw new NotSupportedException("this transport cannot sleep until work arrives (capability WAKEUP)");
     }
 
-    /** Wakes a thread sleeping in {@link #await(long)}; callable from any thread. */
+    /**
+     * Wakes a thread sleeping in {@link #await(long)}; callable from any thread. A signal while no
+     * thread sleeps is kept: the next {@code await} returns {@code true} at once (signals that
+     * come together may make one return). The runtime's {@code Worker.await} promises exactly
+     * that to applications, and relies on the transport it sleeps in for it.
+     */
     default void signal() {
         throw new NotSupportedException("this transport cannot sleep until work arrives (capability WAKEUP)");
     }

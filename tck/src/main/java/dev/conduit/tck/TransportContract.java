@@ -224,6 +224,16 @@ public abstract class TransportContract extends PluginContract {
         }
     }
 
+    /** A signal while no thread sleeps is kept: the next await returns true at once ({@link Transport#signal()}). */
+    @Test
+    public void aSignalBeforeAwaitMakesTheNextAwaitReturnTrue() {
+        assume(Capability.WAKEUP);
+        Transport receiver = open(new Inbox());
+        receiver.signal();
+        assertThat(receiver.await(java.util.concurrent.TimeUnit.SECONDS.toNanos(5)))
+                .as("await() after a signal() made while nobody slept (Worker.await promises it is never lost)").isTrue();
+    }
+
     @Test
     public void awaitSleepsUntilSignalledOrAMessageArrives() throws Exception {
         assume(Capability.WAKEUP);

@@ -83,6 +83,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Wakes a thread that sleeps in await, but forgets a signal made while nobody sleeps. */
+    public static final class ForgetsEarlySignals extends LoopbackPlugin {
+        @Override
+        boolean keepsSignals() {
+            return false;
+        }
+    }
+
     /** Declares MULTI, but two threads sending at once overwrite each other's staged message. */
     public static final class ClaimsMulti extends LoopbackPlugin {
         private Message staged;
@@ -230,6 +238,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new SleepsThroughWakeups();
+        }
+    }
+
+    public static final class ForgetsEarlySignalsSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ForgetsEarlySignals();
         }
     }
 

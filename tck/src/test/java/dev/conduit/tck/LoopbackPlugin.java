@@ -104,6 +104,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** Whether a signal while nobody sleeps is kept for the next await. */
+    boolean keepsSignals() {
+        return true;
+    }
+
     /** Hands one message to the receiver's queue; the MULTI fixture overrides it to do so unsafely. */
     void enqueue(LoopbackEndpoint from, Message message) {
         from.target.offer(message);
@@ -121,6 +126,7 @@ public class LoopbackPlugin implements ConduitPlugin {
         private final ArrayDeque<Message> queue = new ArrayDeque<>();
         private long queuedBytes;
         private final Semaphore wake = new Semaphore(0);
+        private volatile boolean sleeping;
         private final List<LoopbackEndpoint> endpoints = new ArrayList<>();
         volatile boolean closed;
 
@@ -199,9 +205,14 @@ public class LoopbackPlugin implements ConduitPlugin {
                 synchronized (this) {
                     if (!queue.isEmpty()) return true;
                 }
-                boolean woken = wake.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
-                wake.drainPermits();
-                return woken;
+                sleeping = true;
+                try {
+                    boolean woken = wake.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
+                    wake.drainPermits();
+                    return woken;
+                } finally {
+                    sleeping = false;
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return false;
@@ -210,7 +221,7 @@ public class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public void signal() {
-            wake.release();
+            if (keepsSignals() || sleeping) wake.release();
         }
 
         @Override

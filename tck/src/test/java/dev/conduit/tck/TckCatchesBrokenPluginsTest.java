@@ -29,6 +29,7 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.HidesPeerDeathSuite.class, "aPeerThatGoesAwayFailsTheEndpointOnce", "closed peer to fail"),
                 Arguments.of(BrokenPlugins.HidesPeerDeathSuite.class, "aPeerWorkerThatGoesAwayFailsTheEndpointThroughTheRuntime", "did not fail"),
                 Arguments.of(BrokenPlugins.SleepsThroughWakeupsSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives", "after signal()"),
+                Arguments.of(BrokenPlugins.ForgetsEarlySignalsSuite.class, "aSignalBeforeAwaitMakesTheNextAwaitReturnTrue", "made while nobody slept"),
                 Arguments.of(BrokenPlugins.ClaimsMultiSuite.class, "aMultiPluginWithstandsConcurrentCalls", "concurrently"),
                 Arguments.of(BrokenPlugins.NeverConnectsSuite.class, "aSerializedPluginWorksFromThreadsTakingTurns", "not accepted within"),
                 Arguments.of(BrokenPlugins.LiesInProbeSuite.class, "probeIsAvailableHereAndHonest", "capability MEMORY"),

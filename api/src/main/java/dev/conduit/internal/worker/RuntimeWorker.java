@@ -602,7 +602,7 @@ public final class RuntimeWorker implements Worker {
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
         Transport waker = wakeup >= 0 ? transports[wakeup] : null;
         boolean others = transports.length > (waker == null ? 0 : 1);
-        if (signalled.getAndSet(false)) return true;
+        if (waker == null && signalled.getAndSet(false)) return true;
         while (true) {
             if (failuresToReport) return true;
             long remaining = deadline - System.nanoTime();
@@ -621,8 +621,7 @@ public final class RuntimeWorker implements Worker {
                 } finally {
                     d.inTransport--;
                 }
-                // A signal that came while it slept is consumed with this wake-up; one during the slice is not lost.
-                if (signalled.getAndSet(false) | woke) return true;
+                if (woke) return true;
             } else {
                 this.sleeper = Thread.currentThread();
                 try {
@@ -651,11 +650,10 @@ public final class RuntimeWorker implements Worker {
     @Override
     public void signal() {
         if (closed) return;
-        // Kept here as well: a transport need only wake a thread that sleeps in it, and a signal before await must not be lost.
-        signalled.set(true);
         if (wakeup >= 0) {
-            transports[wakeup].signal();
+            transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
         } else {
+            signalled.set(true);
             Thread t = sleeper;
             if (t != null) LockSupport.unpark(t);
         }

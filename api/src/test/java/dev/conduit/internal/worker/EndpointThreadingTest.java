@@ -252,16 +252,6 @@ class EndpointThreadingTest {
     }
 
     @Test
-    void aSignalBeforeAwaitIsKeptByTheRuntimeAlsoWhenTheTransportOnlyWakesSleepers() {
-        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
-        plugin.signalWakesOnlySleepers = true;
-        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
-        worker.signal();
-        assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).as("a signal before await is kept").isTrue();
-        assertThat(worker.await(Duration.ofMillis(10))).as("and wakes once").isFalse();
-    }
-
-    @Test
     void awaitReturnsFalseWhenNothingHappens() {
         Worker worker = loopbacks.conduit(new LoopbackPlugin("lo", 8, false)).newWorker(ThreadMode.SINGLE);
         assertThat(worker.await(Duration.ofMillis(5))).isFalse();

@@ -62,8 +62,6 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean failWhileConnecting;
     /** When set, {@code connect} fails with this reason. */
     volatile String refuseConnect;
-    /** signal() wakes only a thread sleeping in await, and is forgotten otherwise: all the SPI asks of a transport. */
-    volatile boolean signalWakesOnlySleepers;
     final List<LoopbackTransport> transports = new CopyOnWriteArrayList<>();
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
@@ -258,7 +256,7 @@ final class LoopbackPlugin implements ConduitPlugin {
         private void wake(boolean signal) {
             lock.lock();
             try {
-                if (signal && (waiting || !plugin.signalWakesOnlySleepers)) signalled = true;
+                if (signal) signalled = true;
                 work.signalAll();
             } finally {
                 lock.unlock();

@@ -404,7 +404,7 @@ class ShmTransportTest {
      * spinning (the pending record is no work it can do), and the mapping's completion wakes it.
      * Not timed (the liveness interval is an hour, so await sleeps its whole timeout unless woken):
      * without the sleep the first await returns {@code true} at once; without the wake-up the
-     * second never returns.
+     * second returns {@code false} after half the heartbeat timeout.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a futex no interrupt ends
