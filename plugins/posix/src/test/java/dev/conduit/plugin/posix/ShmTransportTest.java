@@ -429,6 +429,29 @@ class ShmTransportTest {
     }
 
     /**
+     * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
+     * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
+     * the close.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void closingWhileARingIsBeingMappedEndsTheMapperThread() throws Exception {
+        Transport receiver = receiverWith(new Received(), Linux.libc(), FailingLibc.waitingIn("openBeneath", new CountDownLatch(1)));
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
+            // the connection's announcements; then the large message waits for its ring
+        }
+        List<Thread> mappers = Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals("conduit-posix-ring-mapper")).toList();
+        assertThat(mappers).as("a mapping under way").hasSize(1);
+        receiver.close();
+        mappers.getFirst().join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(mappers.getFirst().isAlive()).as("the mapper thread after close").isFalse();
+    }
+
+    /**
      * A ring that cannot be mapped for a reason that will not pass (here: permission denied) does
      * not block the queue: the large message is dropped, said once by progress(), and every other
      * message is delivered.
