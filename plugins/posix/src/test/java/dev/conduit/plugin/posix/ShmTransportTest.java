@@ -429,6 +429,40 @@ class ShmTransportTest {
     }
 
     /**
+     * A worker that sleeps in {@code await} while its head waits for a ring still beats: a sender
+     * blocked on its full queue meanwhile does not judge it hung. The receiver here never calls
+     * progress() during the wait (as {@code Worker.await} does not between its slices); the
+     * sender's heartbeat timeout passes five times over.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aWorkerAwaitingARingBeingMappedStillBeatsForSendersBlockedOnItsFullQueue() {
+        CountDownLatch mapped = new CountDownLatch(1);
+        Received received = new Received();
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.waitingIn("openBeneath", mapped),
+                "posix.queue.size", "64k");
+        Transport large = transport(new Received());
+        Transport blocked = transport(new Received(), "posix.heartbeat.timeout", "300ms", "posix.liveness.interval", "1ms");
+        assertThat(connect(large, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
+            // the connection's announcements; then the large message waits for its ring
+        }
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(blocked, receiver, failure::set);
+        int sent = 0;
+        while (ep.trySend(2, MemorySegment.NULL, bytes(8, 2))) sent++;
+        // Not a measurement: long enough for the blocked sender's heartbeat verdict, five times.
+        for (long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500); System.nanoTime() - until < 0; ) {
+            receiver.await(TimeUnit.SECONDS.toNanos(1));
+            blocked.progress();
+        }
+        assertThat(failure.get()).as("the blocked sender's verdict on the receiver").isNull();
+        mapped.countDown();
+        receive(receiver, received, 1 + sent);
+        assertThat(received.ids).hasSize(1 + sent);
+    }
+
+    /**
      * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
      * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
      * the close.
