@@ -38,7 +38,8 @@ final class RingMapper {
     /**
      * Starts mapping the ring of {@code ringLength} bytes exported as {@code export}, after
      * {@code delayNanos} (a retry after a shortage of descriptors waits a while). The future
-     * completes with the mapping, or with what {@link IpcImporter#map} threw.
+     * completes with the mapping, or with what {@link IpcImporter#map} threw, or with a
+     * {@link CancellationException} when the worker closed during the wait.
      */
     CompletableFuture<ChunkMapping> map(IpcImporter importer, byte[] export, long ringLength, long delayNanos) {
         return CompletableFuture.supplyAsync(() -> {

@@ -83,7 +83,10 @@ public final class ShmTransport implements Transport {
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
-    /** Bytes of the senders' bounce rings mapped or being mapped now (bounded by inbound.bounce.max). */
+    /**
+     * Bytes of the senders' bounce rings reserved now (bounded by inbound.bounce.max): mapped, being
+     * mapped, waiting for a retry after a shortage, or abandoned and not unmapped yet.
+     */
     private long inboundBounceBytes;
     /** Maps announced bounce rings off the progress thread; started by the first large message. */
     private RingMapper ringMapper;
