@@ -537,8 +537,8 @@ public final class ReceiveQueue {
     /**
      * Sleeps until a sender commits, {@link #signal} is called (also before this call: a signal is
      * never lost), {@code ready} says so, or {@code timeoutNanos} pass; records already pending do
-     * not end it (their handler waits for
-     * something else, which signals when it is done: {@code ready}).
+     * not end it (their handler waits for something else, which signals when it is done:
+     * {@code ready}).
      *
      * @return {@code true} if there may be work
      */

@@ -201,16 +201,16 @@ public final class ShmTransport implements Transport {
         try {
             OwnerLease.reclaimDead(libc, dir, "conduit-" + plugin);
         } catch (RuntimeException e) {
-            warnFromHandler(() -> "could not reclaim dead peers' files in " + dir + ": " + e.getMessage());
+            warnBestEffort(() -> "could not reclaim dead peers' files in " + dir + ": " + e.getMessage());
         }
     }
 
     /**
-     * Logs a WARNING where a failure to log must not cost a record (inside a record's handler):
-     * out of descriptors, formatting a log record can itself fail, as the JDK loads its time-zone
-     * data on first use.
+     * Logs a WARNING where a failure to log must cost nothing (inside a record's handler, it would
+     * cost the record): out of descriptors, formatting a log record can itself fail, as the JDK
+     * loads its time-zone data on first use.
      */
-    private void warnFromHandler(java.util.function.Supplier<String> message) {
+    private void warnBestEffort(java.util.function.Supplier<String> message) {
         try {
             context.logger().log(System.Logger.Level.WARNING, message);
         } catch (RuntimeException | LinkageError e) {
@@ -299,17 +299,13 @@ public final class ShmTransport implements Transport {
             handled = queue.poll(onRecord, POLL_LIMIT);
         } catch (InternalError e) {
             throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue or a sender's bounce ring"), e);
-        } catch (ReceiveQueue.RecordNotReady e) {
-            // A large message waits for a shortage of descriptors to pass: this worker is not hung, so it beats (senders
-            // waiting on its full queue keep their messages queued), watches its peers and finishes its endpoints' closes.
+        } catch (ReceiveQueue.RecordNotReady | ReceiveQueue.CorruptQueueException e) {
+            // A large message waits for a shortage of descriptors to pass, or a peer wrote what no sender writes and the
+            // queue went past it: this worker is not hung, so it beats (senders waiting on its full queue keep their
+            // messages queued), watches its peers and finishes its endpoints' closes.
             queue.beat(++progressCount);
             checkPeersIfDue();
-            throw e.reason();
-        } catch (ReceiveQueue.CorruptQueueException e) {
-            // A peer wrote what no sender writes, and the queue went past it: this worker progresses, so it beats.
-            queue.beat(++progressCount);
-            checkPeersIfDue();
-            throw e;
+            throw e instanceof ReceiveQueue.RecordNotReady notReady ? notReady.reason() : e;
         }
         queue.beat(++progressCount);
         // The clock is read every 16th idle poll (and every 256th busy one), not on every spin of a busy-polling worker.
@@ -357,9 +353,9 @@ public final class ShmTransport implements Transport {
                     // Its CONNECT found the sender's lease gone: the payload died with it, unless its connection id says otherwise.
                     if (!OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) return;
                     String key = ShmTransportConfig.inboundMaxKey(plugin);
-                    throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
-                            + ": this worker does not keep that connection (refused past " + key + ", closed, or never announced); "
-                            + "if it was refused, raise " + key + " or have senders close the endpoints they no longer use");
+                    throw droppedLargeMessage(connection, "this worker does not keep that connection (refused past " + key
+                            + ", closed, or never announced); if it was refused, raise " + key + " or have senders close the "
+                            + "endpoints they no longer use");
                 }
                 if (in.bounce == null && !mapBounce(connection, in)) return;
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
@@ -506,7 +502,7 @@ public final class ShmTransport implements Transport {
         }
         if (reaped > 0) {
             int n = reaped;
-            warnFromHandler(() -> plugin + ": forgot " + n + " connections of dead senders to make room under "
+            warnBestEffort(() -> plugin + ": forgot " + n + " connections of dead senders to make room under "
                     + ShmTransportConfig.inboundMaxKey(plugin) + " or " + ShmTransportConfig.inboundBounceMaxKey(plugin)
                     + "; their large messages still in the receive queue are dropped");
             reclaimDeadPeers(directory);
@@ -529,8 +525,7 @@ public final class ShmTransport implements Transport {
     private boolean mapBounce(long connection, Inbound in) {
         if (in.pendingRing == null && in.bounceExport != null && !startMapping(connection, in, 0)) {
             if (inbound.get(connection) != in) return false; // its sender died
-            throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
-                    + ": its bounce ring is not mapped: " + overBudget(in));
+            throw droppedLargeMessage(connection, "its bounce ring is not mapped: " + overBudget(in));
         }
         ConduitException failure = null;
         if (in.pendingRing != null) {
@@ -561,8 +556,12 @@ public final class ShmTransport implements Transport {
                     + failure.getMessage(), failure));
         }
         if (in.bounceRefusal == null) throw protocolError(connection, "large message before its bounce ring was announced");
-        throw new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection)
-                + ": its bounce ring cannot be mapped: " + in.bounceRefusal);
+        throw droppedLargeMessage(connection, "its bounce ring cannot be mapped: " + in.bounceRefusal);
+    }
+
+    /** A large message this worker consumed without delivering it, for a reason that is no broken protocol. */
+    private ConduitException droppedLargeMessage(long connection, String why) {
+        return new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection) + ": " + why);
     }
 
     /**
@@ -647,7 +646,7 @@ public final class ShmTransport implements Transport {
         try {
             mapping.close();
         } catch (RuntimeException e) {
-            warnFromHandler(() -> plugin + ": could not unmap a forgotten connection's bounce ring: " + e.getMessage());
+            warnBestEffort(() -> plugin + ": could not unmap a forgotten connection's bounce ring: " + e.getMessage());
         }
     }
 

@@ -125,6 +125,21 @@ class ShmTransportTest {
         return false;
     }
 
+    /**
+     * A receiver whose ring mappings wait until {@code mapped} is counted down, with a new sender's
+     * 100,000-byte message (id 1) at the head of its queue, waiting for its ring.
+     */
+    private Transport receiverWithALargeMessageWaitingForItsRing(Received received, CountDownLatch mapped, String... keyValues) {
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.waitingIn("openBeneath", mapped), keyValues);
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
+            // the connection's announcements: CONNECT, BOUNCE
+        }
+        assertThat(receiver.progress()).as("the large message waits for its ring").isZero();
+        return receiver;
+    }
+
     /** Lets both sides take the steps of what they have under way (a close, say); bounded, not timed. */
     private static void settle(Transport sender, Transport receiver) {
         for (int i = 0; i < 1000; i++) {
@@ -411,15 +426,7 @@ class ShmTransportTest {
     void aWorkerAwaitingARingBeingMappedSleepsAndTheMappingWakesIt() {
         CountDownLatch mapped = new CountDownLatch(1);
         Received received = new Received();
-        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.waitingIn("openBeneath", mapped),
-                "posix.liveness.interval", "1h");
-        Transport sender = transport(new Received());
-        TransportEndpoint ep = connect(sender, receiver, cause -> { });
-        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
-        for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
-            // the connection's announcements
-        }
-        assertThat(receiver.progress()).as("the large message waits for its ring").isZero();
+        Transport receiver = receiverWithALargeMessageWaitingForItsRing(received, mapped, "posix.liveness.interval", "1h");
         assertThat(received.ids).isEmpty();
         assertThat(receiver.await(TimeUnit.MILLISECONDS.toNanos(50))).as("nothing to do meanwhile: it slept").isFalse();
         mapped.countDown();
@@ -439,14 +446,8 @@ class ShmTransportTest {
     void aWorkerAwaitingARingBeingMappedStillBeatsForSendersBlockedOnItsFullQueue() {
         CountDownLatch mapped = new CountDownLatch(1);
         Received received = new Received();
-        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.waitingIn("openBeneath", mapped),
-                "posix.queue.size", "64k");
-        Transport large = transport(new Received());
+        Transport receiver = receiverWithALargeMessageWaitingForItsRing(received, mapped, "posix.queue.size", "64k");
         Transport blocked = transport(new Received(), "posix.heartbeat.timeout", "300ms", "posix.liveness.interval", "1ms");
-        assertThat(connect(large, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
-        for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
-            // the connection's announcements; then the large message waits for its ring
-        }
         AtomicReference<PeerFailedException> failure = new AtomicReference<>();
         TransportEndpoint ep = connect(blocked, receiver, failure::set);
         int sent = 0;
@@ -470,13 +471,7 @@ class ShmTransportTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void closingWhileARingIsBeingMappedEndsTheMapperThread() throws Exception {
-        Transport receiver = receiverWith(new Received(), Linux.libc(), FailingLibc.waitingIn("openBeneath", new CountDownLatch(1)));
-        Transport sender = transport(new Received());
-        TransportEndpoint ep = connect(sender, receiver, cause -> { });
-        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
-        for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
-            // the connection's announcements; then the large message waits for its ring
-        }
+        Transport receiver = receiverWithALargeMessageWaitingForItsRing(new Received(), new CountDownLatch(1));
         List<Thread> mappers = Thread.getAllStackTraces().keySet().stream()
                 .filter(t -> t.getName().equals("conduit-posix-ring-mapper")).toList();
         assertThat(mappers).as("a mapping under way").hasSize(1);
