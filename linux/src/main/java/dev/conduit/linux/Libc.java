@@ -75,10 +75,17 @@ public interface Libc {
 
     /**
      * {@code mmap(2)}: maps {@code length} bytes of {@code fd} from {@code offset}, as a segment
-     * of {@code arena}. Closing the arena unmaps the memory; from then on any access through the
+     * of {@code arena}. Closing the arena releases the mapping; from then on any access through the
      * segment throws {@link IllegalStateException} instead of touching unmapped memory. There is
      * deliberately no public {@code munmap}: unmapping behind the arena's back would leave a
      * live segment over unmapped memory, and a JVM crash on the next access.
+     *
+     * <p>The close releases the file's pages at once, but keeps the address range for a second
+     * before unmapping it: meanwhile it maps an empty memfd ({@code memfd:conduit-closed-mapping}
+     * in {@code /proc/self/maps}), so an access that outlives the close faults with the JVM's
+     * {@link InternalError} instead of crashing the JVM or reaching whatever is mapped there next.
+     * Such an access exists when the JDK's close handshake misses a thread (JDK-8364167). At most
+     * 4096 closed ranges are kept; past that, the oldest is unmapped at once.
      *
      * <p>A {@linkplain Arena#ofShared() shared} arena's close is costly (a handshake with every
      * thread): map chunks, not messages.
@@ -94,7 +101,7 @@ public interface Libc {
      * As {@link #mmap}, at an address that is a multiple of {@code alignment}. The kernel aligns a
      * mapping only to its own page (a device-DAX character device to its unit, a regular file not):
      * this reserves {@code length + alignment} bytes of address space with no access, maps the file
-     * over the aligned part of it, and gives the rest back. Closing the arena unmaps exactly
+     * over the aligned part of it, and gives the rest back. Closing the arena releases exactly
      * {@code length} bytes, as with {@link #mmap}.
      *
      * @param alignment a power of two; at most the kernel's page size makes this a plain {@link #mmap}

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
+import static dev.conduit.linux.ProcessMaps.mappingAt;
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
 import static dev.conduit.linux.MmapFlags.PROT_READ;
 import static dev.conduit.linux.MmapFlags.PROT_WRITE;
@@ -153,18 +154,5 @@ class MemoryTest {
                         assertThat(e.getMessage()).startsWith("mmap(NULL, 65536, PROT_READ, MAP_SHARED, fd ");
                     });
         }
-    }
-
-    /** The line of {@code /proc/self/maps} that covers {@code address}, or {@code null}. */
-    static String mappingAt(long address) throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
-            String[] range = line.substring(0, line.indexOf(' ')).split("-");
-            long start = Long.parseUnsignedLong(range[0], 16);
-            long end = Long.parseUnsignedLong(range[1], 16);
-            if (Long.compareUnsigned(address, start) >= 0 && Long.compareUnsigned(address, end) < 0) {
-                return line;
-            }
-        }
-        return null;
     }
 }

@@ -145,7 +145,7 @@ public final class FfmLibc implements Libc {
         }
     }
 
-    /** Linux x86-64 values; used only here, over address space this class reserved itself. */
+    /** Linux x86-64 values; used only here, over address space this class reserved or mapped itself. */
     private static final int MAP_FIXED = 0x10;
     private static final int MAP_ANONYMOUS = 0x20;
 
@@ -188,14 +188,45 @@ public final class FfmLibc implements Libc {
         }
     }
 
-    /** The arena's cleanup for a mapping: the only caller of {@code munmap}. */
+    /** The name of the empty memfd that a closed mapping's range maps until it is unmapped. */
+    private static final MemorySegment PLACEHOLDER_NAME = Arena.global().allocateFrom("conduit-closed-mapping");
+
+    /**
+     * The arena's cleanup for a mapping. One {@code mmap(MAP_FIXED)} replaces the mapping with one
+     * of an empty memfd (the placeholder): the file's pages are released now, and an access that
+     * the arena's close handshake missed raises {@code SIGBUS} (an {@link InternalError} in that
+     * thread) rather than {@code SIGSEGV}. {@link ClosedMappings} unmaps the range a grace period
+     * later. Should the placeholder fail (no descriptor, no memory for the kernel's entry), the
+     * range is unmapped at once, as without it.
+     */
     private static void unmap(MemorySegment mapping) {
+        long address = mapping.address();
+        long length = mapping.byteSize();
         CallState state = Native.callState();
-        if (munmap(state.capture, mapping, mapping.byteSize()) < 0) {
-            // Cleanups run inside Arena.close(), where an exception would hide the close's own
-            // outcome; munmap fails only for arguments mmap itself produced, so this is a bug report.
-            LOGGER.log(System.Logger.Level.ERROR, () -> "munmap(0x" + Long.toHexString(mapping.address()) + ", "
-                    + mapping.byteSize() + "): " + Errno.name(state.errno()));
+        int placeholder = memfdCreate(state.capture, PLACEHOLDER_NAME, MemfdFlags.MFD_CLOEXEC);
+        if (placeholder < 0) {
+            unmapNow(address, length);
+            return;
+        }
+        MemorySegment placed = mmap(state.capture, MemorySegment.ofAddress(address), length, MmapFlags.PROT_READ | MmapFlags.PROT_WRITE,
+                MmapFlags.MAP_SHARED | MAP_FIXED, placeholder, 0);
+        close(state.capture, placeholder); // the mapping keeps the empty file
+        if (placed.address() == Abi.MAP_FAILED) {
+            unmapNow(address, length); // a failed MAP_FIXED may have left the old mapping, or part of it
+            return;
+        }
+        ClosedMappings.PROCESS.hold(address, length);
+    }
+
+    /** The only caller of {@code munmap} for a mapping a segment was handed out for. */
+    static void unmapNow(long address, long length) {
+        CallState state = Native.callState();
+        if (munmap(state.capture, MemorySegment.ofAddress(address), length) < 0) {
+            // This runs inside Arena.close() or on the unmapper thread, where an exception would
+            // hide the close's outcome or reach no one; munmap fails only for arguments that mmap
+            // itself produced, so this is a bug report.
+            String errno = Errno.name(state.errno());
+            LOGGER.log(System.Logger.Level.ERROR, () -> "munmap(0x" + Long.toHexString(address) + ", " + length + "): " + errno);
         }
     }
 

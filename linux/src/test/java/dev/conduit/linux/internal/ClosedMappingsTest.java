@@ -1,0 +1,182 @@
+package dev.conduit.linux.internal;
+
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static dev.conduit.linux.MmapFlags.MAP_SHARED;
+import static dev.conduit.linux.ProcessMaps.mappingAt;
+import static dev.conduit.linux.MmapFlags.PROT_READ;
+import static dev.conduit.linux.MmapFlags.PROT_WRITE;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * What a closed mapping's range does until it is unmapped: an access that outlives the arena's
+ * close (as one the JDK's close handshake missed does, JDK-8364167) faults with an
+ * {@link InternalError} instead of reaching unmapped memory, which would kill the JVM.
+ *
+ * <p>The tests reach the range through a segment of the global scope, which the arena's close
+ * does not invalidate: the stand-in for a thread the handshake missed.
+ */
+class ClosedMappingsTest {
+    private static final long SIZE = 64 * 1024;
+    private static final String PLACEHOLDER = "memfd:conduit-closed-mapping";
+
+    private final Libc libc = Linux.libc();
+
+    /** Where the reads' sum goes, so that the JIT cannot drop them as unused. */
+    private static volatile long sink;
+
+    @Test
+    void aClosedMappingsRangeFaultsOnAccessUntilItIsUnmappedAfterTheGrace() throws Exception {
+        Arena arena = Arena.ofShared();
+        long address;
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-closed-test", 0)) {
+            libc.ftruncate(memfd, SIZE);
+            MemorySegment mapping = libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+            mapping.set(JAVA_LONG, 0, 7);
+            address = mapping.address();
+        }
+        MemorySegment outlived = everything(address);
+        assertThat(outlived.get(JAVA_LONG, 0)).isEqualTo(7);
+
+        arena.close();
+
+        String maps = Files.readString(Path.of("/proc/self/maps"));
+        assertThat(maps).as("the file's pages are released at the close").doesNotContain("memfd:conduit-closed-test");
+        assertThat(mappingAt(address)).as("the range is held by the placeholder").contains(PLACEHOLDER);
+        assertThatThrownBy(() -> outlived.get(JAVA_LONG, 0)).isInstanceOf(InternalError.class)
+                .hasMessageContaining("unsafe memory access");
+        assertThatThrownBy(() -> outlived.set(JAVA_LONG, SIZE - 8, 1)).isInstanceOf(InternalError.class)
+                .hasMessageContaining("unsafe memory access");
+        // Hot enough for the JIT: compiled code faults too, and the JVM survives each one.
+        long faults = 0;
+        long sum = 0;
+        for (int i = 0; i < 20_000; i++) {
+            try {
+                sum += outlived.get(JAVA_LONG, (i * 8L) % SIZE);
+            } catch (InternalError e) {
+                faults++;
+            }
+        }
+        sink = sum;
+        assertThat(faults).isPositive();
+
+        assertThat(placeholderGoneFrom(address)).as("the range is unmapped once the grace is over").isTrue();
+    }
+
+    @Test
+    void anAccessRacingTheCloseOnAnotherThreadFaultsInsteadOfCrashingTheJvm() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            Arena arena = Arena.ofShared();
+            long address;
+            try (FileDescriptor memfd = libc.memfdCreate("conduit-closed-race", 0)) {
+                libc.ftruncate(memfd, SIZE);
+                MemorySegment mapping = libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+                mapping.set(JAVA_LONG, 0, 7);
+                address = mapping.address();
+            }
+            MemorySegment outlived = everything(address);
+            CountDownLatch reading = new CountDownLatch(1);
+            CountDownLatch closed = new CountDownLatch(1);
+            AtomicLong readsAfterClose = new AtomicLong();
+            AtomicLong faults = new AtomicLong();
+            AtomicReference<Throwable> other = new AtomicReference<>();
+            Thread reader = Thread.ofPlatform().start(() -> {
+                reading.countDown();
+                long sum = 0; // used, so that the JIT keeps every read
+                try {
+                    while (readsAfterClose.get() < 1_000) {
+                        try {
+                            while (readsAfterClose.get() < 1_000) {
+                                if (closed.getCount() == 0) readsAfterClose.incrementAndGet();
+                                sum += outlived.get(JAVA_LONG, 0);
+                            }
+                        } catch (InternalError e) {
+                            // In compiled code the fault is thrown at the next safepoint check, not
+                            // at the read itself: this catch covers the whole loop.
+                            faults.incrementAndGet();
+                        }
+                    }
+                    sink = sum;
+                } catch (Throwable t) {
+                    other.set(t);
+                }
+            });
+            reading.await();
+            arena.close();
+            closed.countDown();
+            reader.join();
+            assertThat(other.get()).isNull();
+            assertThat(faults.get()).as("round " + round).isPositive();
+        }
+    }
+
+    @Test
+    void pastMaxHeldTheOldestRangeIsUnmappedAtOnce() {
+        List<Long> unmapped = new CopyOnWriteArrayList<>();
+        ClosedMappings closed = new ClosedMappings(TimeUnit.HOURS.toNanos(1), 3, (address, length) -> unmapped.add(address));
+
+        for (long address = 1; address <= 3; address++) closed.hold(address << 12, 4096);
+        assertThat(unmapped).isEmpty();
+        closed.hold(4 << 12, 4096);
+
+        assertThat(unmapped).containsExactly(1L << 12);
+        assertThat(closed.held()).isEqualTo(3);
+    }
+
+    @Test
+    void rangesAreUnmappedOldestFirstAfterTheGraceAndThenTheUnmapperThreadEnds() throws Exception {
+        List<Long> unmapped = new CopyOnWriteArrayList<>();
+        ClosedMappings closed = new ClosedMappings(TimeUnit.MILLISECONDS.toNanos(50), 10, (address, length) -> unmapped.add(address));
+
+        closed.hold(1 << 12, 4096);
+        closed.hold(2 << 12, 4096);
+        assertThat(unmapperAlive()).isTrue();
+
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while ((closed.held() > 0 || unmapperAlive()) && System.nanoTime() - deadline < 0) {
+            Thread.sleep(10);
+        }
+        assertThat(unmapped).containsExactly(1L << 12, 2L << 12);
+        assertThat(unmapperAlive()).as("the unmapper thread ends once nothing is held").isFalse();
+
+        closed.hold(3 << 12, 4096);
+        assertThat(unmapperAlive()).as("and a new one starts with the next range").isTrue();
+    }
+
+    private static boolean unmapperAlive() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .anyMatch(t -> t.getName().equals(ClosedMappings.THREAD_NAME) && t.isAlive());
+    }
+
+    @SuppressWarnings("restricted") // the stand-in for an access the close handshake missed
+    private static MemorySegment everything(long address) {
+        return MemorySegment.ofAddress(address).reinterpret(SIZE);
+    }
+
+    /** Whether the placeholder left {@code address} within ten seconds. */
+    private static boolean placeholderGoneFrom(long address) throws Exception {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (System.nanoTime() - deadline < 0) {
+            String line = mappingAt(address);
+            if (line == null || !line.contains(PLACEHOLDER)) return true;
+            Thread.sleep(20);
+        }
+        return false;
+    }
+}
