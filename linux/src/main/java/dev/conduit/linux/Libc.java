@@ -85,7 +85,8 @@ public interface Libc {
      * in {@code /proc/self/maps}), so an access that outlives the close faults with the JVM's
      * {@link InternalError} instead of crashing the JVM or reaching whatever is mapped there next.
      * Such an access exists when the JDK's close handshake misses a thread (JDK-8364167). At most
-     * 4096 closed ranges are kept; past that, the oldest is unmapped at once.
+     * 4096 closed ranges are kept; past that, the oldest is unmapped at once, and so is a range
+     * whose placeholder cannot be made (out of descriptors, say).
      *
      * <p>A {@linkplain Arena#ofShared() shared} arena's close is costly (a handshake with every
      * thread): map chunks, not messages.

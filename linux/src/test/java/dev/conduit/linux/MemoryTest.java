@@ -127,7 +127,7 @@ class MemoryTest {
 
             arena.close();
         }
-        // By name, not by address: the JVM may map something else at that address right away.
+        // By name, not by address: the address range stays a while, mapping a placeholder (ClosedMappingsTest).
         assertThat(Files.readString(Path.of("/proc/self/maps"))).doesNotContain("memfd:conduit-unmap");
         MemorySegment closed = mapping;
         assertThatThrownBy(() -> closed.get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);

@@ -20,6 +20,11 @@ package dev.conduit.shm;
  * Application code that reads an imported posix region's segment sees the JDK's
  * {@code InternalError} itself. memfd chunks are sealed against shrinking, so neither can happen
  * there.
+ *
+ * <p>One more source of the same fault, on any plugin: an access that outlives the close of its
+ * mapping on another thread, which the JDK's close handshake should have stopped (JDK-8364167).
+ * It finds the closed range's placeholder ({@code dev.conduit.linux.Libc#mmap}), so the message
+ * names that cause too.
  */
 final class MappedMemoryFaults {
 
@@ -38,6 +43,8 @@ final class MappedMemoryFaults {
         return plugin + ": " + what + " was truncated by another process while mapped here, or lives on a full file system "
                 + "that could not supply a page on first touch (SIGBUS, reported by the JVM as \"" + error.getMessage() + "\"). "
                 + "Either a peer with write access to the shared directory shrank the file (use the memfd plugin, whose chunks are "
-                + "sealed, when peers are not trusted), or the directory's file system is full (free space or enlarge it)";
+                + "sealed, when peers are not trusted), or the directory's file system is full (free space or enlarge it). "
+                + "Or another thread closed it during this access, which the JDK should have prevented (JDK-8364167): "
+                + "do not close a worker, region or Conduit while other threads use it";
     }
 }

@@ -26,6 +26,8 @@ final class ClosedMappings {
     static final long GRACE_NANOS = TimeUnit.SECONDS.toNanos(1);
     static final int MAX_HELD = 4096;
     static final String THREAD_NAME = "conduit-unmapper";
+    /** The empty memfd a held range maps: {@code memfd:conduit-closed-mapping} in {@code /proc/self/maps}. */
+    static final String PLACEHOLDER_NAME = "conduit-closed-mapping";
 
     /** The ranges of this process's closed mappings. */
     static final ClosedMappings PROCESS = new ClosedMappings(GRACE_NANOS, MAX_HELD, FfmLibc::unmapNow);
@@ -61,7 +63,8 @@ final class ClosedMappings {
             }
             if (!unmapperRunning) {
                 try {
-                    Thread.ofPlatform().daemon().name(THREAD_NAME).start(this::unmapWhenDue);
+                    Thread.ofPlatform().daemon().name(THREAD_NAME).inheritInheritableThreadLocals(false)
+                            .start(this::unmapWhenDue);
                     unmapperRunning = true;
                 } catch (OutOfMemoryError | RuntimeException e) {
                     // No thread to be had: give the range back now, unprotected, rather than never.
@@ -73,35 +76,53 @@ final class ClosedMappings {
     }
 
     /** How many ranges are held now. */
-    int held() {
+    int heldCount() {
         synchronized (held) {
             return held.size();
         }
     }
 
+    /** Whether a thread is running to unmap what is held. */
+    boolean unmapperRunning() {
+        synchronized (held) {
+            return unmapperRunning;
+        }
+    }
+
     private void unmapWhenDue() {
-        while (true) {
-            Held due;
-            synchronized (held) {
-                while (true) {
-                    due = held.peekFirst();
-                    if (due == null) {
-                        unmapperRunning = false;
-                        return;
-                    }
-                    long wait = due.dueNanos() - System.nanoTime();
-                    if (wait <= 0) {
-                        held.pollFirst();
-                        break;
-                    }
-                    try {
-                        TimeUnit.NANOSECONDS.timedWait(held, wait);
-                    } catch (InterruptedException e) {
-                        // Nobody owns this thread to stop it; the ranges still have to go.
+        boolean emptied = false;
+        try {
+            while (true) {
+                Held due;
+                synchronized (held) {
+                    while (true) {
+                        due = held.peekFirst();
+                        if (due == null) {
+                            unmapperRunning = false;
+                            emptied = true;
+                            return;
+                        }
+                        long wait = due.dueNanos() - System.nanoTime();
+                        if (wait <= 0) {
+                            held.pollFirst();
+                            break;
+                        }
+                        try {
+                            TimeUnit.NANOSECONDS.timedWait(held, wait);
+                        } catch (InterruptedException e) {
+                            // Nobody owns this thread to stop it; the ranges still have to go.
+                        }
                     }
                 }
+                unmap.unmap(due.address(), due.length());
             }
-            unmap.unmap(due.address(), due.length());
+        } finally {
+            if (!emptied) {
+                // Ended by an error (out of memory, a logger's exception): the next hold starts another thread.
+                synchronized (held) {
+                    unmapperRunning = false;
+                }
+            }
         }
     }
 }

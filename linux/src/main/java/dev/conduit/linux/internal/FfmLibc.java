@@ -189,7 +189,7 @@ public final class FfmLibc implements Libc {
     }
 
     /** The name of the empty memfd that a closed mapping's range maps until it is unmapped. */
-    private static final MemorySegment PLACEHOLDER_NAME = Arena.global().allocateFrom("conduit-closed-mapping");
+    private static final MemorySegment PLACEHOLDER_NAME = Arena.global().allocateFrom(ClosedMappings.PLACEHOLDER_NAME);
 
     /**
      * The arena's cleanup for a mapping. One {@code mmap(MAP_FIXED)} replaces the mapping with one
@@ -197,7 +197,7 @@ public final class FfmLibc implements Libc {
      * the arena's close handshake missed raises {@code SIGBUS} (an {@link InternalError} in that
      * thread) rather than {@code SIGSEGV}. {@link ClosedMappings} unmaps the range a grace period
      * later. Should the placeholder fail (no descriptor, no memory for the kernel's entry), the
-     * range is unmapped at once, as without it.
+     * range is unmapped at once, as without it, and a DEBUG line says why.
      */
     private static void unmap(MemorySegment mapping) {
         long address = mapping.address();
@@ -205,17 +205,30 @@ public final class FfmLibc implements Libc {
         CallState state = Native.callState();
         int placeholder = memfdCreate(state.capture, PLACEHOLDER_NAME, MemfdFlags.MFD_CLOEXEC);
         if (placeholder < 0) {
-            unmapNow(address, length);
+            unmapUnprotected(address, length, "memfd_create", state.errno());
             return;
         }
-        MemorySegment placed = mmap(state.capture, MemorySegment.ofAddress(address), length, MmapFlags.PROT_READ | MmapFlags.PROT_WRITE,
-                MmapFlags.MAP_SHARED | MAP_FIXED, placeholder, 0);
-        close(state.capture, placeholder); // the mapping keeps the empty file
-        if (placed.address() == Abi.MAP_FAILED) {
-            unmapNow(address, length); // a failed MAP_FIXED may have left the old mapping, or part of it
+        boolean placed;
+        int errno;
+        try {
+            placed = mmap(state.capture, MemorySegment.ofAddress(address), length, MmapFlags.PROT_READ | MmapFlags.PROT_WRITE,
+                    MmapFlags.MAP_SHARED | MAP_FIXED, placeholder, 0).address() != Abi.MAP_FAILED;
+            errno = state.errno();
+        } finally {
+            close(state.capture, placeholder); // a mapping keeps its file; the descriptor is not needed
+        }
+        if (!placed) {
+            // A failed MAP_FIXED may have left the old mapping, or part of it: unmap the range whatever it holds.
+            unmapUnprotected(address, length, "mmap", errno);
             return;
         }
         ClosedMappings.PROCESS.hold(address, length);
+    }
+
+    private static void unmapUnprotected(long address, long length, String call, int errno) {
+        LOGGER.log(System.Logger.Level.DEBUG, () -> "a closed mapping at 0x" + Long.toHexString(address) + " is unmapped at once, "
+                + "without a placeholder for accesses that outlive the close: " + call + ": " + Errno.name(errno));
+        unmapNow(address, length);
     }
 
     /** The only caller of {@code munmap} for a mapping a segment was handed out for. */
