@@ -85,7 +85,7 @@ public final class ShmTransport implements Transport {
     private final LongMap<Inbound> inbound = new LongMap<>();
     /**
      * Bytes of the senders' bounce rings reserved now (bounded by inbound.bounce.max): mapped, being
-     * mapped, waiting for a retry after a shortage, or abandoned and not unmapped yet.
+     * mapped, or waiting for a retry after a shortage.
      */
     private long inboundBounceBytes;
     /** Maps announced bounce rings off the progress thread; started by the first large message. */
@@ -97,8 +97,6 @@ public final class ShmTransport implements Transport {
         CompletableFuture<?> waiting = headWaitsFor;
         return waiting == null || waiting.isDone();
     };
-    /** Rings of forgotten connections whose mapping was under way: their budget is held until they are unmapped. */
-    private final List<Abandoned> abandoned = new ArrayList<>();
     private long lastReap;
     private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
@@ -111,9 +109,6 @@ public final class ShmTransport implements Transport {
     private long lastLivenessCheck = System.nanoTime();
     private long blockedSince;
     private boolean closed;
-
-    private record Abandoned(CompletableFuture<Void> unmapped, long length) {
-    }
 
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
@@ -443,7 +438,6 @@ public final class ShmTransport implements Transport {
      */
     private boolean startMapping(long connection, Inbound in, long delayNanos) {
         if (!in.budgeted) {
-            releaseAbandoned();
             // A sender may announce a ring of up to a TiB on every connection: mapped, they would use up the address space.
             if (!fitsBudget(in)) {
                 reapDeadSenders();
@@ -621,22 +615,18 @@ public final class ShmTransport implements Transport {
 
     /**
      * Releases what this worker holds of a sender's connection: its share of the lease watch, its
-     * ring (mapped, or being mapped: then unmapped as soon as that is done) and its budget.
+     * ring and its budget. A ring is being mapped only for the large message at the head of the
+     * queue, which stays there until the mapping is done and adopted, so no record (CLOSE), no
+     * liveness check (it waits for an empty queue) and no reaping (it runs for the record at the
+     * head) forgets such a connection: only close does, and then the ring is unmapped as soon as
+     * its mapping is done.
      */
     private void forget(Inbound in) {
         CompletableFuture<ChunkMapping> ring = in.pendingRing;
         in.pendingRing = null;
         if (ring != null) {
             if (ring == headWaitsFor) headWaitsFor = null;
-            // Mapped meanwhile, or once the mapping under way is done: unmapped then, its budget held until.
-            CompletableFuture<Void> unmapped = ring.handle((mapping, failure) -> {
-                if (mapping != null) unmapQuietly(mapping);
-                return null;
-            });
-            if (!unmapped.isDone() && in.budgeted) {
-                abandoned.add(new Abandoned(unmapped, in.bounceLength));
-                in.budgeted = false;
-            }
+            ring.thenAccept(this::unmapQuietly);
         }
         releaseBudget(in);
         in.close(senderLeases);
@@ -648,16 +638,6 @@ public final class ShmTransport implements Transport {
         } catch (RuntimeException e) {
             warnBestEffort(() -> plugin + ": could not unmap a forgotten connection's bounce ring: " + e.getMessage());
         }
-    }
-
-    /** Gives back the budget of abandoned rings that are unmapped now. */
-    private void releaseAbandoned() {
-        if (abandoned.isEmpty()) return;
-        abandoned.removeIf(a -> {
-            if (!a.unmapped().isDone()) return false;
-            inboundBounceBytes -= a.length();
-            return true;
-        });
     }
 
     private void refuseBounce(Inbound in, String why) {
