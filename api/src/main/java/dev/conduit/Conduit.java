@@ -94,6 +94,16 @@ public interface Conduit extends AutoCloseable {
      * Closes every worker and pool opened through this {@code Conduit}, newest first, then unmaps
      * every imported region. Errors are collected: one {@code ConduitException} is thrown with every
      * failure suppressed in it. Idempotent.
+     *
+     * <p>A worker that another thread may be using right now (a {@code SINGLE} worker of another
+     * live thread, a {@code SERIALIZED} worker) is not closed under that thread: it is asked to
+     * close, which wakes a thread asleep in {@link Worker#await}, and the next call of a thread
+     * using it closes it there and throws {@link IllegalStateException} saying the
+     * {@code Conduit} was closed. This method waits for those workers, all together, at most one
+     * second; what is still open then is closed from this thread, with a WARNING, and calls under
+     * way on it may fail. So stop, or let finish, the threads that use workers before closing
+     * their {@code Conduit}. Called from a message or error handler, it closes everything but the
+     * worker running that handler, which closes at its thread's next call.
      */
     @Override
     void close();

@@ -122,7 +122,9 @@ public interface Worker extends AutoCloseable {
 
     /**
      * Closes the worker's endpoints, newest first, then its transports. Errors are collected: one
-     * {@code ConduitException} is thrown with every failure suppressed in it. Idempotent.
+     * {@code ConduitException} is thrown with every failure suppressed in it. Idempotent. Closing
+     * the worker's {@link Conduit} closes it too ({@link Conduit#close()} says how, when another
+     * thread is using it).
      */
     @Override
     void close();

@@ -6,11 +6,16 @@ import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.RecordingTransport;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static dev.conduit.testing.TestConduits.isolated;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -30,6 +35,11 @@ class ConduitCloseTest {
                 if (throwOnClose) throw new IllegalStateException("cannot close " + id);
             });
         });
+    }
+
+    private static Conduit conduitRecordingTheThreadThatClosesATransport(AtomicReference<Thread> closedOn) {
+        return isolated().addPlugin(TestPlugin.named("a").transports(c ->
+                new RecordingTransport().onClose(() -> closedOn.set(Thread.currentThread())))).build();
     }
 
     @Test
@@ -52,6 +62,149 @@ class ConduitCloseTest {
         owner.join();
         conduit.close();
         assertThat(closed).containsExactly("a#1");
+    }
+
+    /**
+     * The common shutdown: a thread loops on its SINGLE worker while another closes the Conduit.
+     * The close asks, and the owner's next call closes the worker on the owner's thread and fails
+     * naming the cause. (It used to close the worker's transports from the closing thread while
+     * the owner was inside a call on them.)
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void closingTheConduitWhileTheOwnerOfASingleWorkerUsesItHasTheOwnerCloseIt() throws Exception {
+        AtomicReference<Thread> closedOn = new AtomicReference<>();
+        Conduit conduit = conduitRecordingTheThreadThatClosesATransport(closedOn);
+        CountDownLatch using = new CountDownLatch(1);
+        AtomicReference<RuntimeException> ownerSaw = new AtomicReference<>();
+        Thread owner = Thread.ofPlatform().name("owner").start(() -> {
+            Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+            using.countDown();
+            try {
+                while (true) worker.await(Duration.ofHours(1));
+            } catch (RuntimeException e) {
+                ownerSaw.set(e);
+            }
+        });
+        using.await();
+
+        conduit.close();
+
+        owner.join();
+        assertThat(closedOn.get()).as("the thread that closed the transport").isSameAs(owner);
+        assertThat(ownerSaw.get()).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("its Conduit was closed (Conduit.close() on thread '" + Thread.currentThread().getName() + "')");
+    }
+
+    /**
+     * An owner that lives on but never calls its SINGLE worker again does not keep the Conduit
+     * open: after the wait, the closing thread closes the worker itself (with a WARNING).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aSingleWorkerWhoseLiveOwnerNeverCallsAgainIsClosedByTheClosingThreadAfterTheWait() throws Exception {
+        AtomicReference<Thread> closedOn = new AtomicReference<>();
+        Conduit conduit = conduitRecordingTheThreadThatClosesATransport(closedOn);
+        CountDownLatch created = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Thread owner = Thread.ofPlatform().start(() -> {
+            conduit.newWorker(ThreadMode.SINGLE);
+            created.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        created.await();
+
+        conduit.close();
+
+        assertThat(closedOn.get()).isSameAs(Thread.currentThread());
+        release.countDown();
+        owner.join();
+    }
+
+    /**
+     * A SERIALIZED worker busy on another thread when the Conduit closes is closed once that call
+     * returns. It used to fail the close with ConcurrentUseException and stay open, untracked.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aSerializedWorkerInUseWhenTheConduitClosesIsClosedOnceTheCallReturns() throws Exception {
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch leave = new CountDownLatch(1);
+        RecordingTransport transport = new RecordingTransport().onProgress(() -> {
+            inside.countDown();
+            try {
+                leave.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
+        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+        Thread user = Thread.ofPlatform().start(worker::progress);
+        inside.await();
+        AtomicReference<Throwable> closeFailed = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().start(() -> {
+            try {
+                conduit.close();
+            } catch (Throwable t) {
+                closeFailed.set(t);
+            }
+        });
+        Thread.sleep(50); // not a measurement: the closer is waiting for the call meanwhile
+        assertThat(transport.closes()).as("closed under a call under way").isZero();
+        leave.countDown();
+        user.join();
+        closer.join();
+
+        assertThat(closeFailed.get()).isNull();
+        assertThat(transport.closes()).isEqualTo(1);
+        assertThatThrownBy(worker::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
+    }
+
+    /**
+     * {@code signal()} may be called from any thread at any time, also while the worker closes:
+     * a transport whose memory went with the close is no error (nobody is left to wake). It used
+     * to throw the transport's IllegalStateException at the signalling thread.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aSignalRacingTheWorkersCloseIsNoError() throws Exception {
+        CountDownLatch signalling = new CountDownLatch(1);
+        CountDownLatch workerClosed = new CountDownLatch(1);
+        AtomicReference<Boolean> transportClosed = new AtomicReference<>(false);
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").capabilities(Capability.AM, Capability.WAKEUP).transports(c ->
+                new RecordingTransport() {
+                    @Override
+                    public void signal() {
+                        signalling.countDown();
+                        try {
+                            workerClosed.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        if (transportClosed.get()) throw new IllegalStateException("Already closed"); // as closed memory would
+                    }
+                }.onClose(() -> transportClosed.set(true)))).build();
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        AtomicReference<Throwable> signalFailed = new AtomicReference<>();
+        Thread signaller = Thread.ofPlatform().start(() -> {
+            try {
+                worker.signal();
+            } catch (Throwable t) {
+                signalFailed.set(t);
+            }
+        });
+        signalling.await();
+        worker.close();
+        workerClosed.countDown();
+        signaller.join();
+
+        assertThat(signalFailed.get()).isNull();
+        conduit.close();
     }
 
     @Test

@@ -160,6 +160,9 @@ public final class ConduitRuntime implements Conduit {
 
     @Override
     public void close() {
+        // Every worker another thread may be using is asked first, so that their users close them
+        // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
+        if (!resources.isClosed()) resources.forEachOpen(RuntimeWorker.class, RuntimeWorker::requestCloseFromConduit);
         try {
             resources.closeAll("Conduit");
         } finally {

@@ -5,6 +5,7 @@ import dev.conduit.spi.ConduitException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * What a {@code Conduit} opened and must close: closed newest first, every error collected, the
@@ -37,6 +38,17 @@ public final class Resources {
 
     public synchronized boolean isClosed() {
         return closed;
+    }
+
+    /** Calls {@code action} with every tracked resource of {@code type}, oldest first. */
+    public <T> void forEachOpen(Class<T> type, Consumer<? super T> action) {
+        List<AutoCloseable> tracked;
+        synchronized (this) {
+            tracked = new ArrayList<>(open.keySet());
+        }
+        for (AutoCloseable resource : tracked) {
+            if (type.isInstance(resource)) action.accept(type.cast(resource));
+        }
     }
 
     /** Closes everything still tracked, newest first. Idempotent. */

@@ -331,7 +331,16 @@ public interface Libc {
      * {@code FUTEX_WAKE}: wakes up to {@code count} threads waiting on the word at {@code offset}
      * in {@code segment}, through any mapping of it.
      *
+     * <p>Unlike {@link #futexWait}, the call does not keep the segment's arena acquired: a thread
+     * it wakes may close that arena at once (a worker closing as it wakes), which would otherwise
+     * fail while the waker is still returning from the kernel. The kernel reads no memory for a
+     * wake. If the segment is closed meanwhile, the wake finds no page and wakes nobody (0); if
+     * the range is mapped again by then, it may wake a waiter there early, which every futex
+     * waiter must expect anyway.
+     *
      * @return how many were woken
+     * @throws IllegalArgumentException if the word is not 4-byte aligned
+     * @throws IndexOutOfBoundsException if the word is not inside the segment
      */
     int futexWake(MemorySegment segment, long offset, int count);
 

@@ -76,6 +76,31 @@ class WaitTest {
         }
     }
 
+    /**
+     * A wake holds no arena: the woken thread may close the memory while the waker is still
+     * returning from the kernel (a worker that closes as it wakes), and that close must not fail.
+     * A wake of a word whose mapping closed wakes nobody.
+     */
+    @Test
+    void aWakeKeepsNoArenaInUseAndAWakeOfClosedMemoryWakesNobody() throws Exception {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-futex-close", MFD_ALLOW_SEALING)) {
+            libc.ftruncate(memfd, SIZE);
+            Arena arena = Arena.ofShared();
+            MemorySegment mapping = libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+            CompletableFuture<FutexResult> waiter = CompletableFuture.supplyAsync(() -> {
+                FutexResult woken = libc.futexWait(mapping, WORD, 0, -1);
+                arena.close(); // failed with "Session is acquired" while the waker's call held the arena
+                return woken;
+            }, Thread::startVirtualThread);
+            while (libc.futexWake(mapping, WORD, 1) == 0) {
+                Thread.onSpinWait(); // the waiter is not asleep yet
+            }
+            assertThat(waiter.get(30, TimeUnit.SECONDS)).isEqualTo(FutexResult.WOKEN);
+
+            assertThat(libc.futexWake(mapping, WORD, 1)).as("a wake of closed memory").isZero();
+        }
+    }
+
     @Test
     void futexWordMustBeAlignedAndInside() {
         try (Arena arena = Arena.ofConfined()) {

@@ -17,6 +17,11 @@ public final class OwnerCheck extends ThreadGuard {
         this.what = what;
     }
 
+    /** The thread the worker belongs to. */
+    public Thread owner() {
+        return owner;
+    }
+
     @Override
     public void enter() {
         if (Thread.currentThread() != owner) {

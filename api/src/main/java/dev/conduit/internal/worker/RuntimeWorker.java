@@ -10,10 +10,13 @@ import dev.conduit.internal.RuntimeKeys;
 import dev.conduit.internal.RuntimePluginContext;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.internal.discovery.PluginRecord;
+import dev.conduit.internal.threading.OverlapCheck;
+import dev.conduit.internal.threading.OwnerCheck;
 import dev.conduit.internal.threading.ThreadConfinement;
 import dev.conduit.internal.threading.ThreadGuard;
 import dev.conduit.internal.threading.ThreadPolicies;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
@@ -58,12 +61,16 @@ public final class RuntimeWorker implements Worker {
     static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     /** Longest sleep with no transport that can sleep, with queued messages, or under the runtime lock. */
     static final long SHORT_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** How long {@code Conduit.close()} waits for the threads using its workers to close them (requestCloseFromConduit). */
+    static final long OWNER_CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final VarHandle BACKLOGGED;
+    private static final VarHandle CLOSING;
 
     static {
         try {
             BACKLOGGED = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "backlogged", int.class);
+            CLOSING = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "closing", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -89,6 +96,15 @@ public final class RuntimeWorker implements Worker {
     private final long idLow;
     private volatile WorkerAddress address;
     private volatile boolean closed;
+    /** Won by the one call that closes: through CLOSING. */
+    @SuppressWarnings("unused")
+    private volatile boolean closing;
+    /** Set by {@link #requestCloseFromConduit}: the next call of a thread using this worker closes it. */
+    private volatile boolean closeRequested;
+    /** Until when {@link #closeFromConduit} waits for that; written before {@link #closeRequested}. */
+    private long closeRequestDeadline;
+    /** The thread whose {@code Conduit.close()} closed or asked to close this worker, for the message of later calls. */
+    private volatile String closedByConduitOn;
 
     private final Object endpointsLock = new Object();
     /** Open endpoints, oldest first; copied on write (connect and close are rare, progress reads it). */
@@ -226,9 +242,31 @@ public final class RuntimeWorker implements Worker {
      * holder and does not enter.
      */
     boolean enter() {
+        if (!enterGuard()) return false;
+        if (closeRequested && !closed && dispatch.delivery().depth == 0) {
+            closeAsRequested();
+        }
+        return true;
+    }
+
+    private boolean enterGuard() {
         if (confining && dispatch.handling(Thread.currentThread())) return false;
         guard.enter();
         return true;
+    }
+
+    /**
+     * A call of a thread using this worker, after {@code Conduit.close()} asked for it: the worker
+     * closes here, on a thread allowed to close it, and the call fails. (Inside a handler, the
+     * progress call that runs it closes the worker at the caller's next call instead.)
+     */
+    private void closeAsRequested() {
+        try {
+            closeGuarded();
+        } finally {
+            guard.exit();
+        }
+        throw closedException();
     }
 
     void exit(boolean entered) {
@@ -236,7 +274,13 @@ public final class RuntimeWorker implements Worker {
     }
 
     void ensureOpen() {
-        if (closed) throw new IllegalStateException("worker is closed");
+        if (closed) throw closedException();
+    }
+
+    private IllegalStateException closedException() {
+        String on = closedByConduitOn;
+        return new IllegalStateException(on == null ? "worker is closed"
+                : "worker is closed: its Conduit was closed (Conduit.close() on thread '" + on + "')");
     }
 
     private void ensureNotInHandler(MessageDispatch.Delivery d, String call) {
@@ -651,7 +695,12 @@ public final class RuntimeWorker implements Worker {
     public void signal() {
         if (closed) return;
         if (wakeup >= 0) {
-            transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
+            try {
+                transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
+            } catch (IllegalStateException | InternalError closedMeanwhile) {
+                // Another thread closed the worker since the check above (its memory is gone): nobody to wake.
+                if (!closed) throw closedMeanwhile;
+            }
         } else {
             signalled.set(true);
             Thread t = sleeper;
@@ -663,7 +712,7 @@ public final class RuntimeWorker implements Worker {
 
     @Override
     public void close() {
-        boolean entered = enter();
+        boolean entered = enterGuard();
         try {
             closeGuarded();
         } finally {
@@ -672,22 +721,93 @@ public final class RuntimeWorker implements Worker {
     }
 
     /**
-     * Closing the {@code Conduit} closes its workers from the closing thread. A {@code SINGLE}
-     * worker belongs to another thread, which must no longer use it once it closes the
-     * {@code Conduit}; closing it without the owner check is what lets everything close, in
-     * reverse order, instead of leaking that worker's transports. The other guards still apply.
+     * The first step of {@code Conduit.close()}, taken for every worker before any is closed. A
+     * {@code SINGLE} worker whose owner is another live thread, or a {@code SERIALIZED} worker,
+     * may be inside a call on another thread right now, which the closing thread cannot see
+     * without a cost on every call. So it asks instead: the next call of a thread using the worker
+     * closes it and fails ({@link #enter}), and a thread asleep in {@code await} is woken for that.
+     * {@link #closeFromConduit} then waits at most {@link #OWNER_CLOSE_WAIT_NANOS}, for all workers
+     * together.
+     */
+    public void requestCloseFromConduit() {
+        if (closed) return;
+        closedByConduitOn = Thread.currentThread().getName();
+        if (handlingOnThisThread()) {
+            closeRequested = true; // this thread's next call closes it, once the handler returned
+            return;
+        }
+        if (guard instanceof OwnerCheck owned && (owned.owner() == Thread.currentThread() || !owned.owner().isAlive())) return;
+        if (!(guard instanceof OwnerCheck) && !(guard instanceof OverlapCheck)) return; // close() waits for the runtime lock
+        closeRequestDeadline = System.nanoTime() + OWNER_CLOSE_WAIT_NANOS;
+        closeRequested = true;
+        signal();
+    }
+
+    /**
+     * Closing the {@code Conduit} closes its workers from the closing thread: at once when no
+     * other thread can be inside a call ({@link #requestCloseFromConduit} asked nothing), else
+     * once the threads using the worker closed it, its owner died, or (SERIALIZED) no call is
+     * under way. A worker still in use when the wait ends is closed anyway, with a WARNING: the
+     * thread using it then gets {@link IllegalStateException}s from what it was doing, which is
+     * what the JDK's arenas make of an access to closed memory, where a leak of the worker's
+     * transports would be the alternative.
      */
     public void closeFromConduit() {
-        if (guard instanceof dev.conduit.internal.threading.OwnerCheck) {
-            closeGuarded();
+        if (closeRequested) {
+            if (handlingOnThisThread()) return; // Conduit.close() from one of this worker's handlers: see requestCloseFromConduit
+            if (awaitCloseByItsUsers()) return;
+        }
+        if (guard instanceof OwnerCheck owned && owned.owner() != Thread.currentThread()) {
+            closeNow(); // from another thread: without the owner check, and not looking at the owner's handlers
         } else {
             close();
         }
     }
 
+    /** Whether the calling thread is running one of this worker's handlers (a SINGLE or SERIALIZED worker, or MULTI under the runtime lock). */
+    private boolean handlingOnThisThread() {
+        return dispatch.handling(Thread.currentThread());
+    }
+
+    /** Whether the worker closed, waiting for its users at most until the request's deadline. */
+    private boolean awaitCloseByItsUsers() {
+        while (!closed) {
+            if (guard instanceof OwnerCheck owned && !owned.owner().isAlive()) return false; // its death publishes its last call
+            if (guard instanceof OverlapCheck) {
+                try {
+                    close();
+                    return true;
+                } catch (ConcurrentUseException inUse) {
+                    // a call under way: its thread closes the worker at its next call, or this tries again
+                }
+            }
+            if (System.nanoTime() - closeRequestDeadline >= 0) {
+                Thread user = guard instanceof OwnerCheck owned ? owned.owner() : null;
+                LOG.log(System.Logger.Level.WARNING, () -> this + (user == null ? "" : " of thread '" + user.getName() + "'")
+                        + " was still in use " + TimeUnit.NANOSECONDS.toMillis(OWNER_CLOSE_WAIT_NANOS) + " ms after Conduit.close() "
+                        + "asked its users to close it; closing it from thread '" + Thread.currentThread().getName() + "', so calls "
+                        + "under way on it may fail with IllegalStateException. Stop the threads that use a Conduit's workers, or "
+                        + "have them close their workers, before closing the Conduit");
+                if (guard instanceof OverlapCheck) closeNow();
+                return closed;
+            }
+            LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));
+        }
+        return true;
+    }
+
     private void closeGuarded() {
         if (closed) return;
         ensureNotInHandler(dispatch.delivery(), "close()");
+        closeNow();
+    }
+
+    /**
+     * Closes endpoints and transports, once: a forced close from {@code Conduit.close()} may meet
+     * the owner's own close ({@link #closeAsRequested}), and only one of them may run it.
+     */
+    private void closeNow() {
+        if (!CLOSING.compareAndSet(this, false, true)) return;
         closed = true;
         RuntimeException failure = null;
         RuntimeEndpoint[] open;

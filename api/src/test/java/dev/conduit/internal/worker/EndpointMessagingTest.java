@@ -64,6 +64,32 @@ class EndpointMessagingTest {
         return seen;
     }
 
+    /**
+     * A handler that closes the Conduit cannot close the worker running it: the Conduit closes
+     * everything else, and that worker closes at its thread's next call, which fails naming the
+     * cause. It used to make Conduit.close() throw and leave the worker open, forgotten by the
+     * Conduit.
+     */
+    @Test
+    void aHandlerThatClosesTheConduitHasItsWorkerClosedAtTheThreadsNextCall() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        boolean[] closedInHandler = {false};
+        receiver.onMessage(1, m -> {
+            conduit.close();
+            closedInHandler[0] = true;
+        });
+        sender.connect(receiver.address()).send(1, bytes(1));
+        progressUntil(() -> closedInHandler[0], receiver);
+
+        assertThatThrownBy(receiver::progress).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("its Conduit was closed");
+        assertThat(plugin.transports).allSatisfy(t -> assertThat(t.closed).as("every transport, the receiver's too").isTrue());
+        assertThatThrownBy(sender::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
     // ------------------------------------------------------------------ connect
 
     @Test

@@ -871,8 +871,12 @@ public final class FfmLibc implements Libc {
     public int futexWake(MemorySegment segment, long offset, int count) {
         MemorySegment word = futexWord(segment, offset);
         CallState state = Native.callState();
-        long woken = futex(state.capture, Abi.SYS_futex, word, Abi.FUTEX_WAKE, count, MemorySegment.NULL, MemorySegment.NULL, 0);
+        // The address, not the segment: a downcall holds a segment's arena until it returns, and a
+        // woken thread may close that arena before then (Libc#futexWake).
+        long woken = futex(state.capture, Abi.SYS_futex, MemorySegment.ofAddress(word.address()), Abi.FUTEX_WAKE, count,
+                MemorySegment.NULL, MemorySegment.NULL, 0);
         if (woken < 0) {
+            if (state.errno() == Errno.EFAULT) return 0; // the memory was unmapped meanwhile: nobody waits on it
             throw failure(state, "futex", hex(word), hex(word) + ", FUTEX_WAKE, " + count);
         }
         return (int) woken;
