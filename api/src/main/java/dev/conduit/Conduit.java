@@ -95,15 +95,17 @@ public interface Conduit extends AutoCloseable {
      * every imported region. Errors are collected: one {@code ConduitException} is thrown with every
      * failure suppressed in it. Idempotent.
      *
-     * <p>A worker that another thread may be using right now (a {@code SINGLE} worker of another
-     * live thread, a {@code SERIALIZED} worker) is not closed under that thread: it is asked to
-     * close, which wakes a thread asleep in {@link Worker#await}, and the next call of a thread
-     * using it closes it there and throws {@link IllegalStateException} saying the
-     * {@code Conduit} was closed. This method waits for those workers, all together, at most one
-     * second; what is still open then is closed from this thread, with a WARNING, and calls under
-     * way on it may fail. So stop, or let finish, the threads that use workers before closing
-     * their {@code Conduit}. Called from a message or error handler, it closes everything but the
-     * worker running that handler, which closes at its thread's next call.
+     * <p>A worker that another thread may be inside right now (a {@code SINGLE} worker of another
+     * live thread, a {@code SERIALIZED} worker, a {@code MULTI} worker the runtime serializes) is
+     * not closed under that thread: it is asked to close, which wakes a thread asleep in
+     * {@link Worker#await}; the call under way, or the next, closes it as it returns, on its own
+     * thread, and later calls throw {@link IllegalStateException} saying the {@code Conduit} was
+     * closed. A worker no thread is inside is closed at once. This method waits for the others,
+     * all together, at most one second; what is still open then is closed from this thread, with
+     * a WARNING, and calls under way on it may fail. So stop, or let finish, the threads that use
+     * workers before closing their {@code Conduit}. Called from a message or error handler, it
+     * closes everything else, and the worker running that handler closes as the call that ran
+     * the handler returns.
      */
     @Override
     void close();

@@ -16,6 +16,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import static dev.conduit.testing.TestConduits.isolated;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -167,44 +168,114 @@ class ConduitCloseTest {
 
     /**
      * {@code signal()} may be called from any thread at any time, also while the worker closes:
-     * a transport whose memory went with the close is no error (nobody is left to wake). It used
-     * to throw the transport's IllegalStateException at the signalling thread.
+     * the close waits for a signal under way before its transports go, so that a wake never
+     * reaches memory or a descriptor the close released (a descriptor number may be reused at
+     * once). It used to close the transport under the signal.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void aSignalRacingTheWorkersCloseIsNoError() throws Exception {
+    void aCloseWaitsForASignalUnderWayBeforeItsTransportsGo() throws Exception {
         CountDownLatch signalling = new CountDownLatch(1);
-        CountDownLatch workerClosed = new CountDownLatch(1);
-        AtomicReference<Boolean> transportClosed = new AtomicReference<>(false);
+        CountDownLatch release = new CountDownLatch(1);
+        List<String> order = Collections.synchronizedList(new ArrayList<>());
         Conduit conduit = isolated().addPlugin(TestPlugin.named("a").capabilities(Capability.AM, Capability.WAKEUP).transports(c ->
                 new RecordingTransport() {
                     @Override
                     public void signal() {
                         signalling.countDown();
                         try {
-                            workerClosed.await();
+                            release.await();
                         } catch (InterruptedException e) {
                             Thread.currentThread().interrupt();
                         }
-                        if (transportClosed.get()) throw new IllegalStateException("Already closed"); // as closed memory would
+                        order.add("signal returned");
                     }
-                }.onClose(() -> transportClosed.set(true)))).build();
+                }.onClose(() -> order.add("transport closed")))).build();
         Worker worker = conduit.newWorker(ThreadMode.SINGLE);
-        AtomicReference<Throwable> signalFailed = new AtomicReference<>();
-        Thread signaller = Thread.ofPlatform().start(() -> {
+        Thread signaller = Thread.ofPlatform().start(worker::signal);
+        signalling.await();
+        Thread releaser = Thread.ofPlatform().start(() -> {
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // not a measurement: the close is waiting meanwhile
+            release.countDown();
+        });
+
+        worker.close();
+
+        signaller.join();
+        releaser.join();
+        assertThat(order).containsExactly("signal returned", "transport closed");
+        worker.signal(); // after the close: nothing to wake, no error
+        conduit.close();
+    }
+
+    /**
+     * A thread that keeps calling a SERIALIZED worker while the Conduit closes sees the close as
+     * an IllegalStateException naming it, also when the closing thread is the one inside (it found
+     * the worker free and closes it): never as the ConcurrentUseException of an overlap it did not
+     * make. The user pauses between calls, so that the closing thread mostly finds the worker
+     * free, and the transport takes a while to close, so that the user calls meanwhile.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aThreadCallingASerializedWorkerThroughTheCloseSeesItAsTheClose() throws Exception {
+        for (int round = 0; round < 10; round++) {
+            RecordingTransport transport = new RecordingTransport().onClose(() -> LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20)));
+            Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
+            Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+            AtomicReference<RuntimeException> userSaw = new AtomicReference<>();
+            CountDownLatch calling = new CountDownLatch(1);
+            Thread user = Thread.ofPlatform().start(() -> {
+                try {
+                    while (true) {
+                        worker.progress();
+                        calling.countDown();
+                        LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(200));
+                    }
+                } catch (RuntimeException e) {
+                    userSaw.set(e);
+                }
+            });
+            calling.await();
+
+            conduit.close();
+
+            user.join();
+            assertThat(userSaw.get()).as("round " + round).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("its Conduit was closed");
+            assertThat(transport.closes()).isEqualTo(1);
+        }
+    }
+
+    /**
+     * A MULTI worker under the runtime lock, with a thread looping on await: the close is served
+     * as that await returns, not left to win the lock against it.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aMultiWorkerUnderTheRuntimeLockIsClosedWhileAThreadLoopsOnAwait() throws Exception {
+        RecordingTransport transport = new RecordingTransport();
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").threadModes(ThreadMode.SERIALIZED).transports(c -> transport)).build();
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        AtomicReference<RuntimeException> userSaw = new AtomicReference<>();
+        CountDownLatch awaiting = new CountDownLatch(1);
+        Thread user = Thread.ofPlatform().start(() -> {
             try {
-                worker.signal();
-            } catch (Throwable t) {
-                signalFailed.set(t);
+                while (true) {
+                    awaiting.countDown();
+                    worker.await(Duration.ofHours(1));
+                }
+            } catch (RuntimeException e) {
+                userSaw.set(e);
             }
         });
-        signalling.await();
-        worker.close();
-        workerClosed.countDown();
-        signaller.join();
+        awaiting.await();
 
-        assertThat(signalFailed.get()).isNull();
         conduit.close();
+
+        user.join();
+        assertThat(userSaw.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
+        assertThat(transport.closes()).isEqualTo(1);
     }
 
     @Test

@@ -59,6 +59,8 @@ public final class IpcCache implements AutoCloseable {
     }
 
     private final Cache<Key, Entry> cache;
+    /** Set first by {@link #close()}: no import maps anything after it. */
+    private volatile boolean closed;
     private final HitIndex index = new HitIndex();
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
@@ -146,7 +148,7 @@ public final class IpcCache implements AutoCloseable {
      * {@link #open}. Allocates only the lease and its segment view.
      */
     public Lease tryHit(byte[] bytes) {
-        if (!IpcHandle.isValid(bytes)) return null;
+        if (closed || !IpcHandle.isValid(bytes)) return null;
         Entry e = index.find(IpcHandle.originHigh(bytes), IpcHandle.originLow(bytes), IpcHandle.exportId(bytes));
         if (e == null || e.length != IpcHandle.chunkLength(bytes)) return null;
         int pluginEnd = IpcHandle.pluginEnd(bytes);
@@ -181,6 +183,7 @@ public final class IpcCache implements AutoCloseable {
         boolean[] missed = new boolean[1];
         Entry entry = cache.asMap().compute(key, (k, cached) -> {
             if (cached == null || !cached.acquire()) {
+                if (closed) throw closedException();
                 missed[0] = true;
                 Entry fresh = map(key, handle, mapper);
                 fresh.refs = 1;
@@ -195,6 +198,12 @@ public final class IpcCache implements AutoCloseable {
             cached.pinned = true; // counted again: weigh 0 until the count drops to 0
             return cached;
         });
+        if (closed) {
+            // close() may have listed the entries before this one went in: take it out here, if it is still there.
+            cache.asMap().computeIfPresent(key, (k, cached) -> cached == entry ? null : cached);
+            if (detachAndKill(entry)) unmap(entry, "conduit closed");
+            throw closedException();
+        }
         (missed[0] ? misses : hits).increment();
         IpcEvents.Import event = new IpcEvents.Import();
         if (event.shouldCommit()) {
@@ -270,6 +279,17 @@ public final class IpcCache implements AutoCloseable {
         }
     }
 
+    /** Takes {@code e} out of the index and marks it dead; whether this call did (and must unmap it). */
+    private boolean detachAndKill(Entry e) {
+        index.remove(e);
+        e.detached = true;
+        return (int) REFS.getAndSet(e, DEAD) != DEAD;
+    }
+
+    private static IllegalStateException closedException() {
+        return new IllegalStateException("Conduit is closed: its IPC cache maps nothing more");
+    }
+
     /** Runs pending maintenance now (evictions due to the bound). */
     public void cleanUp() {
         cache.cleanUp();
@@ -284,10 +304,13 @@ public final class IpcCache implements AutoCloseable {
     /**
      * Unmaps every entry, in use or not: closing the {@code Conduit} invalidates the regions imported
      * through it. Their segments then throw {@link IllegalStateException} on access; none can reach
-     * unmapped memory.
+     * unmapped memory. A mapping that fails to close (a thread still inside a native call with its
+     * segment, say) does not keep the others mapped: every entry is tried, the failures are thrown
+     * together, and a failed entry is dead all the same (its region reports itself closed).
      */
     @Override
     public void close() {
+        closed = true;
         List<Entry> entries = new ArrayList<>();
         for (Key k : List.copyOf(cache.asMap().keySet())) {
             cache.asMap().computeIfPresent(k, (key, e) -> {
@@ -295,11 +318,17 @@ public final class IpcCache implements AutoCloseable {
                 return null;
             });
         }
+        ConduitException failure = null;
         for (Entry e : entries) {
-            index.remove(e);
-            e.detached = true;
-            if ((int) REFS.getAndSet(e, DEAD) != DEAD) unmap(e, "conduit closed");
+            if (!detachAndKill(e)) continue;
+            try {
+                unmap(e, "conduit closed");
+            } catch (RuntimeException unmapFailed) {
+                if (failure == null) failure = new ConduitException("unmapping imported regions failed; the causes are suppressed");
+                failure.addSuppressed(unmapFailed);
+            }
         }
+        if (failure != null) throw failure;
     }
 
     /**

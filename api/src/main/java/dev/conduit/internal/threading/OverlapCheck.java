@@ -46,6 +46,15 @@ public final class OverlapCheck extends ThreadGuard {
     }
 
     @Override
+    public boolean tryEnter() {
+        Thread current = Thread.currentThread();
+        if (IN_USE.compareAndSet(this, null, current)) return true;
+        if ((Thread) IN_USE.getOpaque(this) != current) return false;
+        depth++;
+        return true;
+    }
+
+    @Override
     public void exit() {
         if (depth > 0) {
             depth--;

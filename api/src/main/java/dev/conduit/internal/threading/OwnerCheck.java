@@ -30,6 +30,11 @@ public final class OwnerCheck extends ThreadGuard {
     }
 
     @Override
+    public boolean tryEnter() {
+        return Thread.currentThread() == owner;
+    }
+
+    @Override
     public void exit() {
     }
 

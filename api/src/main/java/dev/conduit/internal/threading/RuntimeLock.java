@@ -19,6 +19,11 @@ public final class RuntimeLock extends ThreadGuard {
     }
 
     @Override
+    public boolean tryEnter() {
+        return lock.tryLock();
+    }
+
+    @Override
     public void exit() {
         lock.unlock();
     }

@@ -12,6 +12,13 @@ public abstract sealed class ThreadGuard permits OwnerCheck, OverlapCheck, Runti
     /** Before a call; throws if the call may not proceed. Re-entrant on the same thread. */
     public abstract void enter();
 
+    /**
+     * Enters if no other thread is inside, without waiting or throwing: for a thread that is not
+     * the application's (closing the worker for its {@code Conduit}). Pair a {@code true} with
+     * {@link #exit()}.
+     */
+    public abstract boolean tryEnter();
+
     /** After the call, in a {@code finally}. */
     public abstract void exit();
 

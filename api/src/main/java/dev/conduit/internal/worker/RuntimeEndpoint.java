@@ -353,8 +353,8 @@ final class RuntimeEndpoint implements Endpoint {
 
     /** Fails unless the endpoint can be used: open, worker open, not failed. */
     private void checkUsable() {
+        worker.ensureOpen(); // first: a worker closed with its Conduit says so, which the endpoint's own message would not
         if (closed) throw new IllegalStateException("endpoint over '" + transport + "' to " + peer + " is closed");
-        worker.ensureOpen();
         if (failure != null) throw rethrowable();
     }
 

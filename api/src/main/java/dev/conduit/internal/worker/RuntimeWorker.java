@@ -12,6 +12,8 @@ import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.threading.OverlapCheck;
 import dev.conduit.internal.threading.OwnerCheck;
+import dev.conduit.internal.threading.PassThrough;
+import dev.conduit.internal.threading.RuntimeLock;
 import dev.conduit.internal.threading.ThreadConfinement;
 import dev.conduit.internal.threading.ThreadGuard;
 import dev.conduit.internal.threading.ThreadPolicies;
@@ -66,11 +68,13 @@ public final class RuntimeWorker implements Worker {
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final VarHandle BACKLOGGED;
     private static final VarHandle CLOSING;
+    private static final VarHandle SIGNALS_IN_FLIGHT;
 
     static {
         try {
             BACKLOGGED = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "backlogged", int.class);
             CLOSING = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "closing", boolean.class);
+            SIGNALS_IN_FLIGHT = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "signalsInFlight", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -99,8 +103,15 @@ public final class RuntimeWorker implements Worker {
     /** Won by the one call that closes: through CLOSING. */
     @SuppressWarnings("unused")
     private volatile boolean closing;
-    /** Set by {@link #requestCloseFromConduit}: the next call of a thread using this worker closes it. */
+    /** Set by {@link #requestCloseFromConduit}: the outermost call of a thread using this worker closes it (exit). */
     private volatile boolean closeRequested;
+    /** Set when the close (closeNow) has finished, successfully or not. */
+    private volatile boolean closeDone;
+    /** What the close threw, for the calls and the Conduit close that come after it. */
+    private volatile RuntimeException closeFailure;
+    /** Signals between their check of {@link #closed} and their return: through SIGNALS_IN_FLIGHT. */
+    @SuppressWarnings("unused")
+    private volatile int signalsInFlight;
     /** Until when {@link #closeFromConduit} waits for that; written before {@link #closeRequested}. */
     private long closeRequestDeadline;
     /** The thread whose {@code Conduit.close()} closed or asked to close this worker, for the message of later calls. */
@@ -242,45 +253,51 @@ public final class RuntimeWorker implements Worker {
      * holder and does not enter.
      */
     boolean enter() {
-        if (!enterGuard()) return false;
-        if (closeRequested && !closed && dispatch.delivery().depth == 0) {
-            closeAsRequested();
-        }
-        return true;
-    }
-
-    private boolean enterGuard() {
         if (confining && dispatch.handling(Thread.currentThread())) return false;
-        guard.enter();
+        try {
+            guard.enter();
+        } catch (ConcurrentUseException inUse) {
+            // The thread inside may be closing this worker for its Conduit: say that, not "overlap".
+            if (closeRequested || closed) throw closedException(inUse);
+            throw inUse;
+        }
         return true;
     }
 
     /**
-     * A call of a thread using this worker, after {@code Conduit.close()} asked for it: the worker
-     * closes here, on a thread allowed to close it, and the call fails. (Inside a handler, the
-     * progress call that runs it closes the worker at the caller's next call instead.)
+     * Leaves the guard. After {@code Conduit.close()} asked for it ({@link #requestCloseFromConduit}),
+     * the outermost call of a thread using the worker closes it first: here, on a thread the guard
+     * let in, with no handler running. A failure of that close is kept ({@link #closeFailure}) and
+     * reported by the next call and by the {@code Conduit}'s close.
      */
-    private void closeAsRequested() {
+    void exit(boolean entered) {
+        if (!entered) return;
         try {
-            closeGuarded();
+            if (closeRequested && !closed && dispatch.delivery().depth == 0) closeQuietly();
         } finally {
             guard.exit();
         }
-        throw closedException();
     }
 
-    void exit(boolean entered) {
-        if (entered) guard.exit();
+    private void closeQuietly() {
+        try {
+            closeGuarded();
+        } catch (RuntimeException keptInCloseFailure) {
+            // closeNow kept it: the next call and Conduit.close() report it
+        }
     }
 
     void ensureOpen() {
-        if (closed) throw closedException();
+        if (closed) throw closedException(null);
     }
 
-    private IllegalStateException closedException() {
+    private IllegalStateException closedException(Throwable cause) {
         String on = closedByConduitOn;
-        return new IllegalStateException(on == null ? "worker is closed"
-                : "worker is closed: its Conduit was closed (Conduit.close() on thread '" + on + "')");
+        IllegalStateException closedNow = new IllegalStateException(on == null ? "worker is closed"
+                : "worker is closed: its Conduit was closed (Conduit.close() on thread '" + on + "')", cause);
+        RuntimeException failed = closeFailure;
+        if (failed != null) closedNow.addSuppressed(failed);
+        return closedNow;
     }
 
     private void ensureNotInHandler(MessageDispatch.Delivery d, String call) {
@@ -648,7 +665,7 @@ public final class RuntimeWorker implements Worker {
         boolean others = transports.length > (waker == null ? 0 : 1);
         if (waker == null && signalled.getAndSet(false)) return true;
         while (true) {
-            if (failuresToReport) return true;
+            if (failuresToReport || closeRequested) return true; // a close request is served as the call returns (exit)
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) return false;
             long slice = remaining;
@@ -693,13 +710,14 @@ public final class RuntimeWorker implements Worker {
 
     @Override
     public void signal() {
-        if (closed) return;
         if (wakeup >= 0) {
+            // Counted in flight, so that a close (closeNow) waits for it before the transport's
+            // descriptors and memory go: a wake must not reach a descriptor number reused since.
+            SIGNALS_IN_FLIGHT.getAndAdd(this, 1);
             try {
-                transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
-            } catch (IllegalStateException | InternalError closedMeanwhile) {
-                // Another thread closed the worker since the check above (its memory is gone): nobody to wake.
-                if (!closed) throw closedMeanwhile;
+                if (!closed) transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
+            } finally {
+                SIGNALS_IN_FLIGHT.getAndAdd(this, -1);
             }
         } else {
             signalled.set(true);
@@ -712,7 +730,7 @@ public final class RuntimeWorker implements Worker {
 
     @Override
     public void close() {
-        boolean entered = enterGuard();
+        boolean entered = enter();
         try {
             closeGuarded();
         } finally {
@@ -722,78 +740,94 @@ public final class RuntimeWorker implements Worker {
 
     /**
      * The first step of {@code Conduit.close()}, taken for every worker before any is closed. A
-     * {@code SINGLE} worker whose owner is another live thread, or a {@code SERIALIZED} worker,
-     * may be inside a call on another thread right now, which the closing thread cannot see
-     * without a cost on every call. So it asks instead: the next call of a thread using the worker
-     * closes it and fails ({@link #enter}), and a thread asleep in {@code await} is woken for that.
-     * {@link #closeFromConduit} then waits at most {@link #OWNER_CLOSE_WAIT_NANOS}, for all workers
-     * together.
+     * thread may be inside a call of the worker right now (its owner, if {@code SINGLE} and not
+     * the closing thread; any thread, if {@code SERIALIZED} or under the runtime lock), which the
+     * closing thread cannot see without a cost on every call. So it asks: the outermost call under
+     * way, or the next one, closes the worker as it leaves ({@link #exit}), and a thread asleep in
+     * {@code await} is woken for that. {@link #closeFromConduit} then waits, for all workers
+     * together, at most {@link #OWNER_CLOSE_WAIT_NANOS}. Called from one of the worker's own
+     * handlers, it asks the call running the handler.
      */
     public void requestCloseFromConduit() {
         if (closed) return;
         closedByConduitOn = Thread.currentThread().getName();
-        if (handlingOnThisThread()) {
-            closeRequested = true; // this thread's next call closes it, once the handler returned
-            return;
-        }
-        if (guard instanceof OwnerCheck owned && (owned.owner() == Thread.currentThread() || !owned.owner().isAlive())) return;
-        if (!(guard instanceof OwnerCheck) && !(guard instanceof OverlapCheck)) return; // close() waits for the runtime lock
+        boolean ask = handlingOnThisThread() || switch (guard) {
+            case OwnerCheck owned -> owned.owner() != Thread.currentThread() && owned.owner().isAlive();
+            case OverlapCheck serialized -> true;
+            case RuntimeLock locked -> true;
+            case PassThrough concurrent -> false; // its plugins take concurrent calls, close included
+        };
+        if (!ask) return;
         closeRequestDeadline = System.nanoTime() + OWNER_CLOSE_WAIT_NANOS;
         closeRequested = true;
         signal();
     }
 
     /**
-     * Closing the {@code Conduit} closes its workers from the closing thread: at once when no
-     * other thread can be inside a call ({@link #requestCloseFromConduit} asked nothing), else
-     * once the threads using the worker closed it, its owner died, or (SERIALIZED) no call is
-     * under way. A worker still in use when the wait ends is closed anyway, with a WARNING: the
-     * thread using it then gets {@link IllegalStateException}s from what it was doing, which is
-     * what the JDK's arenas make of an access to closed memory, where a leak of the worker's
-     * transports would be the alternative.
+     * Closing the {@code Conduit} closes its workers from the closing thread: at once when
+     * {@link #requestCloseFromConduit} asked nothing; else once a thread using the worker closed
+     * it, its owner died, or the guard is free. A worker still in use when the wait ends is closed
+     * anyway, with a WARNING: leaving it open would leak its transports, and a thread that does
+     * not call within a second is rarely inside a call; one that is gets the
+     * {@link IllegalStateException}s the JDK's arenas make of an access to closed memory. A
+     * failure of a close the worker's user made is thrown here, so that the {@code Conduit}'s
+     * close reports it.
      */
     public void closeFromConduit() {
         if (closeRequested) {
-            if (handlingOnThisThread()) return; // Conduit.close() from one of this worker's handlers: see requestCloseFromConduit
-            if (awaitCloseByItsUsers()) return;
+            if (handlingOnThisThread()) return; // the call running the handler closes it as it returns
+            if (awaitCloseByItsUsers()) {
+                RuntimeException failed = closeFailure;
+                if (failed != null) throw failed;
+                return;
+            }
         }
         if (guard instanceof OwnerCheck owned && owned.owner() != Thread.currentThread()) {
             closeNow(); // from another thread: without the owner check, and not looking at the owner's handlers
+        } else if (guard instanceof OverlapCheck && closeRequested) {
+            closeNow(); // the wait ran out with a call under way
         } else {
             close();
         }
     }
 
-    /** Whether the calling thread is running one of this worker's handlers (a SINGLE or SERIALIZED worker, or MULTI under the runtime lock). */
+    /** Whether the calling thread is running one of this worker's handlers. */
     private boolean handlingOnThisThread() {
-        return dispatch.handling(Thread.currentThread());
+        return dispatch.delivery().depth > 0 && (concurrent || dispatch.handling(Thread.currentThread()));
     }
 
-    /** Whether the worker closed, waiting for its users at most until the request's deadline. */
+    /**
+     * Whether the worker was closed, by its user or here (the guard was free), waiting at most
+     * until the request's deadline. {@code false}: its owner died, or the wait ran out.
+     */
     private boolean awaitCloseByItsUsers() {
-        while (!closed) {
-            if (guard instanceof OwnerCheck owned && !owned.owner().isAlive()) return false; // its death publishes its last call
-            if (guard instanceof OverlapCheck) {
-                try {
-                    close();
+        boolean interrupted = Thread.interrupted(); // a park would not wait otherwise
+        try {
+            while (!closeDone) {
+                if (guard instanceof OwnerCheck owned && !owned.owner().isAlive()) return false; // its end publishes its last call
+                if (!(guard instanceof OwnerCheck) && guard.tryEnter()) {
+                    try {
+                        closeGuarded();
+                    } finally {
+                        guard.exit();
+                    }
                     return true;
-                } catch (ConcurrentUseException inUse) {
-                    // a call under way: its thread closes the worker at its next call, or this tries again
                 }
+                if (System.nanoTime() - closeRequestDeadline >= 0) {
+                    Thread user = guard instanceof OwnerCheck owned ? owned.owner() : null;
+                    LOG.log(System.Logger.Level.WARNING, () -> this + (user == null ? "" : " of thread '" + user.getName() + "'")
+                            + " was still in use " + TimeUnit.NANOSECONDS.toMillis(OWNER_CLOSE_WAIT_NANOS) + " ms after Conduit.close() "
+                            + "asked its users to close it; closing it from thread '" + Thread.currentThread().getName() + "', so calls "
+                            + "under way on it may fail with IllegalStateException. Stop the threads that use a Conduit's workers, or "
+                            + "have them close their workers, before closing the Conduit");
+                    return false;
+                }
+                LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));
             }
-            if (System.nanoTime() - closeRequestDeadline >= 0) {
-                Thread user = guard instanceof OwnerCheck owned ? owned.owner() : null;
-                LOG.log(System.Logger.Level.WARNING, () -> this + (user == null ? "" : " of thread '" + user.getName() + "'")
-                        + " was still in use " + TimeUnit.NANOSECONDS.toMillis(OWNER_CLOSE_WAIT_NANOS) + " ms after Conduit.close() "
-                        + "asked its users to close it; closing it from thread '" + Thread.currentThread().getName() + "', so calls "
-                        + "under way on it may fail with IllegalStateException. Stop the threads that use a Conduit's workers, or "
-                        + "have them close their workers, before closing the Conduit");
-                if (guard instanceof OverlapCheck) closeNow();
-                return closed;
-            }
-            LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));
+            return true;
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
         }
-        return true;
     }
 
     private void closeGuarded() {
@@ -804,11 +838,24 @@ public final class RuntimeWorker implements Worker {
 
     /**
      * Closes endpoints and transports, once: a forced close from {@code Conduit.close()} may meet
-     * the owner's own close ({@link #closeAsRequested}), and only one of them may run it.
+     * the owner's own close (at its call's {@link #exit}), and only one of them may run it.
      */
     private void closeNow() {
         if (!CLOSING.compareAndSet(this, false, true)) return;
         closed = true;
+        // A signal that passed its check of closed before that store is still using the transport.
+        while ((int) SIGNALS_IN_FLIGHT.getVolatile(this) != 0) Thread.onSpinWait();
+        try {
+            closeEndpointsAndTransports();
+        } catch (RuntimeException e) {
+            closeFailure = e;
+            throw e;
+        } finally {
+            closeDone = true;
+        }
+    }
+
+    private void closeEndpointsAndTransports() {
         RuntimeException failure = null;
         RuntimeEndpoint[] open;
         synchronized (endpointsLock) {

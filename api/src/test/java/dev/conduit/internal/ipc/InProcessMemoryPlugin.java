@@ -37,6 +37,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger chunksAllocated = new AtomicInteger();
     public final AtomicInteger chunksFreed = new AtomicInteger();
     public final AtomicInteger providersClosed = new AtomicInteger();
+    /** How many of the next unmaps fail (after counting themselves), as a mapping still in use does. */
+    public final AtomicInteger failingUnmaps = new AtomicInteger();
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
     private final AtomicLong tokens = new AtomicLong();
     private final String name;
@@ -110,6 +112,9 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
             @Override
             public void close() {
                 unmaps.incrementAndGet();
+                if (failingUnmaps.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                    throw new IllegalStateException("Session is acquired by 1 clients");
+                }
                 arena.close();
             }
         };

@@ -210,4 +210,35 @@ class IpcCacheTest {
         imported.close();
         conduit = null;
     }
+
+    /** One mapping that cannot be closed keeps neither the others mapped nor its own region usable. */
+    @Test
+    void aMappingThatFailsToCloseKeepsNoOtherMappedAndTheFailureIsThrown() {
+        Pool pool = open(1 << 30).pool("inproc");
+        ImportedRegion first = conduit.importRegion(ownChunk(pool).exportHandle());
+        ImportedRegion second = conduit.importRegion(ownChunk(pool).exportHandle());
+        plugin.failingUnmaps.set(1);
+
+        assertThatThrownBy(conduit::close).isInstanceOf(ConduitException.class).hasMessageContaining("unmapping imported regions failed")
+                .satisfies(e -> assertThat(e.getSuppressed()).extracting(Throwable::getMessage).containsExactly("Session is acquired by 1 clients"));
+        assertThat(plugin.unmaps).as("both tried").hasValue(2);
+        assertThat(first.isOpen()).isFalse();
+        assertThat(second.isOpen()).isFalse();
+        first.close();
+        second.close();
+        conduit = null;
+    }
+
+    /** After the Conduit closed, an import maps nothing (a handler may still run, and import, while it closes). */
+    @Test
+    void aClosedCacheMapsNothingMore() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        IpcCache cache = new IpcCache(1 << 30);
+        cache.close();
+        assertThat(cache.tryHit(handle)).isNull();
+        assertThatThrownBy(() -> cache.open(IpcHandle.decode(handle), h -> {
+            throw new AssertionError("mapped after close");
+        })).isInstanceOf(IllegalStateException.class).hasMessageContaining("Conduit is closed");
+    }
 }

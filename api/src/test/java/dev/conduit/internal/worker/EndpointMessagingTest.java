@@ -66,12 +66,12 @@ class EndpointMessagingTest {
 
     /**
      * A handler that closes the Conduit cannot close the worker running it: the Conduit closes
-     * everything else, and that worker closes at its thread's next call, which fails naming the
-     * cause. It used to make Conduit.close() throw and leave the worker open, forgotten by the
-     * Conduit.
+     * everything else, and that worker closes as the progress call that ran the handler returns;
+     * later calls fail naming the cause. It used to make Conduit.close() throw and leave the
+     * worker open, forgotten by the Conduit.
      */
     @Test
-    void aHandlerThatClosesTheConduitHasItsWorkerClosedAtTheThreadsNextCall() {
+    void aHandlerThatClosesTheConduitHasItsWorkerClosedAsTheCallRunningItReturns() {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
         Conduit conduit = loopbacks.conduit(plugin);
         Worker sender = conduit.newWorker(ThreadMode.SINGLE);
@@ -84,6 +84,7 @@ class EndpointMessagingTest {
         sender.connect(receiver.address()).send(1, bytes(1));
         progressUntil(() -> closedInHandler[0], receiver);
 
+        assertThat(plugin.transports).allSatisfy(t -> assertThat(t.closed).as("closed once the call returned").isTrue());
         assertThatThrownBy(receiver::progress).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("its Conduit was closed");
         assertThat(plugin.transports).allSatisfy(t -> assertThat(t.closed).as("every transport, the receiver's too").isTrue());
