@@ -102,7 +102,8 @@ public interface Conduit extends AutoCloseable {
      * thread, and later calls throw {@link IllegalStateException} saying the {@code Conduit} was
      * closed. A worker no thread is inside is closed at once. This method waits for the others,
      * all together, at most one second; what is still open then is closed from this thread, with
-     * a WARNING, and calls under way on it may fail. So stop, or let finish, the threads that use
+     * a WARNING, and calls under way on it may fail. A close a worker's user has started is waited
+     * for to its end. So stop, or let finish, the threads that use
      * workers before closing their {@code Conduit}. Called from a message or error handler, it
      * closes everything else, and the worker running that handler closes as the call that ran
      * the handler returns.

@@ -14,6 +14,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -276,6 +277,33 @@ class ConduitCloseTest {
         user.join();
         assertThat(userSaw.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
         assertThat(transport.closes()).isEqualTo(1);
+    }
+
+    /**
+     * A worker its user is closing when the Conduit closes: the Conduit waits for that close and
+     * reports no failure of its own. It used to collect an IllegalStateException (the user was
+     * inside the SERIALIZED worker) and return while the close went on.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aWorkerItsUserIsClosingWhenTheConduitClosesIsWaitedFor() throws Exception {
+        CountDownLatch closing = new CountDownLatch(1);
+        AtomicBoolean closeFinished = new AtomicBoolean();
+        RecordingTransport transport = new RecordingTransport().onClose(() -> {
+            closing.countDown();
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100)); // not a measurement: a close that takes a while
+            closeFinished.set(true);
+        });
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
+        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+        Thread user = Thread.ofPlatform().start(worker::close);
+        closing.await();
+
+        conduit.close();
+
+        assertThat(closeFinished).as("the user's close, when the Conduit's returned").isTrue();
+        assertThat(transport.closes()).isEqualTo(1);
+        user.join();
     }
 
     @Test

@@ -164,27 +164,33 @@ public final class ConduitRuntime implements Conduit {
         // Every worker another thread may be using is asked first, so that their users close them
         // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
         List<RuntimeException> refused = new ArrayList<>();
-        if (!resources.isClosed()) {
-            resources.forEachOpen(RuntimeWorker.class, worker -> {
-                try {
-                    worker.requestCloseFromConduit();
-                } catch (RuntimeException e) {
-                    refused.add(e); // closed all the same below, without the wait
-                }
-            });
-        }
         RuntimeException failure = null;
         try {
-            resources.closeAll("Conduit");
-        } catch (RuntimeException e) {
-            failure = e;
-        }
-        try {
-            ipcCache.close();
-        } catch (RuntimeException e) {
-            // Both reported: the cache's failure must not hide the workers' and pools'.
-            if (failure == null) failure = e;
-            else failure.addSuppressed(e);
+            try {
+                if (!resources.isClosed()) {
+                    resources.forEachOpen(RuntimeWorker.class, worker -> {
+                        try {
+                            worker.requestCloseFromConduit();
+                        } catch (RuntimeException e) {
+                            refused.add(e); // the worker is still closed below
+                        }
+                    });
+                }
+            } finally {
+                try {
+                    resources.closeAll("Conduit");
+                } catch (RuntimeException e) {
+                    failure = e;
+                }
+            }
+        } finally {
+            try {
+                ipcCache.close();
+            } catch (RuntimeException e) {
+                // Both reported: the cache's failure must not hide the workers' and pools'.
+                if (failure == null) failure = e;
+                else failure.addSuppressed(e);
+            }
         }
         for (RuntimeException e : refused) {
             if (failure == null) failure = new ConduitException("closing Conduit failed; further failures are suppressed");

@@ -108,7 +108,7 @@ public final class RuntimeWorker implements Worker {
     /** Set when the close (closeNow) has finished, successfully or not. */
     private volatile boolean closeDone;
     /** What the close threw, for the calls and the Conduit close that come after it. */
-    private volatile RuntimeException closeFailure;
+    private volatile Throwable closeFailure;
     /** Signals between their check of {@link #closed} and their return: through SIGNALS_IN_FLIGHT. */
     @SuppressWarnings("unused")
     private volatile int signalsInFlight;
@@ -282,7 +282,7 @@ public final class RuntimeWorker implements Worker {
     private void closeQuietly() {
         try {
             closeGuarded();
-        } catch (RuntimeException keptInCloseFailure) {
+        } catch (RuntimeException | Error keptInCloseFailure) {
             // closeNow kept it: the next call and Conduit.close() report it
         }
     }
@@ -295,7 +295,7 @@ public final class RuntimeWorker implements Worker {
         String on = closedByConduitOn;
         IllegalStateException closedNow = new IllegalStateException(on == null ? "worker is closed"
                 : "worker is closed: its Conduit was closed (Conduit.close() on thread '" + on + "')", cause);
-        RuntimeException failed = closeFailure;
+        Throwable failed = closeFailure;
         if (failed != null) closedNow.addSuppressed(failed);
         return closedNow;
     }
@@ -774,20 +774,38 @@ public final class RuntimeWorker implements Worker {
      * close reports it.
      */
     public void closeFromConduit() {
+        if (closed) {
+            awaitCloseDone(); // its user is closing it, or did: that close reports its own failure
+            return;
+        }
         if (closeRequested) {
             if (handlingOnThisThread()) return; // the call running the handler closes it as it returns
             if (awaitCloseByItsUsers()) {
-                RuntimeException failed = closeFailure;
-                if (failed != null) throw failed;
+                rethrowCloseFailure();
                 return;
             }
-        }
-        if (guard instanceof OwnerCheck owned && owned.owner() != Thread.currentThread()) {
-            closeNow(); // from another thread: without the owner check, and not looking at the owner's handlers
-        } else if (guard instanceof OverlapCheck && closeRequested) {
-            closeNow(); // the wait ran out with a call under way
+            closeNow(); // the wait ran out with a call under way, or the owner died: not through the guard
+            awaitCloseDone(); // should a user's close have started meanwhile
+        } else if (guard instanceof OwnerCheck owned && owned.owner() != Thread.currentThread()) {
+            closeNow(); // its owner has ended: without the owner check
         } else {
             close();
+        }
+    }
+
+    private void rethrowCloseFailure() {
+        Throwable failed = closeFailure;
+        if (failed instanceof RuntimeException e) throw e;
+        if (failed instanceof Error e) throw e;
+    }
+
+    /** Waits until the close under way (closeNow) has finished: it is bounded by the transports' own close. */
+    private void awaitCloseDone() {
+        boolean interrupted = Thread.interrupted();
+        try {
+            while (!closeDone) LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
         }
     }
 
@@ -804,6 +822,11 @@ public final class RuntimeWorker implements Worker {
         boolean interrupted = Thread.interrupted(); // a park would not wait otherwise
         try {
             while (!closeDone) {
+                if (closing) {
+                    // A user is closing it: wait for that close, which its transports bound, past the deadline too.
+                    LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));
+                    continue;
+                }
                 if (guard instanceof OwnerCheck owned && !owned.owner().isAlive()) return false; // its end publishes its last call
                 if (!(guard instanceof OwnerCheck) && guard.tryEnter()) {
                     try {
@@ -847,7 +870,7 @@ public final class RuntimeWorker implements Worker {
         while ((int) SIGNALS_IN_FLIGHT.getVolatile(this) != 0) Thread.onSpinWait();
         try {
             closeEndpointsAndTransports();
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             closeFailure = e;
             throw e;
         } finally {
