@@ -119,8 +119,18 @@ public final class IpcCache implements AutoCloseable {
             return true;
         }
 
+        /**
+         * Lowers the count; a dead entry stays dead. (A lease whose close saw the entry alive may
+         * release it after the cache's close marked it dead: a plain decrement would wrap the mark
+         * around, and the entry's other leases would report themselves open.)
+         */
         int decrement() {
-            return (int) REFS.getAndAdd(this, -1) - 1;
+            int n;
+            do {
+                n = refs;
+                if (n == DEAD) return DEAD;
+            } while (!REFS.weakCompareAndSet(this, n, n - 1));
+            return n - 1;
         }
 
         /** Marks the mapping gone if nothing counts it; the winner of this CAS unmaps. */

@@ -5,11 +5,14 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.Pool;
 import dev.conduit.Region;
+import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
@@ -240,5 +243,33 @@ class IpcCacheTest {
         assertThatThrownBy(() -> cache.open(IpcHandle.decode(handle), h -> {
             throw new AssertionError("mapped after close");
         })).isInstanceOf(IllegalStateException.class).hasMessageContaining("Conduit is closed");
+    }
+
+    /**
+     * A lease whose close saw its entry alive, and releases it after the cache's close marked it
+     * dead, leaves it dead: the entry's other leases still report themselves closed. The release
+     * used to wrap the mark around (a decrement of Integer.MIN_VALUE).
+     */
+    @Test
+    void aReleaseAfterTheCacheMarkedAnEntryDeadLeavesItDead() {
+        IpcCache cache = new IpcCache(1 << 30);
+        MemorySegment chunk = Arena.ofAuto().allocate(4096);
+        IpcCache.Entry entry = new IpcCache.Entry(new IpcCache.Key(1, 2, 3), "inproc", 3, new ChunkMapping() {
+            @Override
+            public MemorySegment segment() {
+                return chunk;
+            }
+
+            @Override
+            public void close() {
+            }
+        }, 4096, new byte[0]);
+        entry.detached = true;
+        assertThat(entry.kill()).as("dead, as the cache's close leaves it").isTrue();
+        IpcCache.Lease other = new IpcCache.Lease(cache, entry, chunk);
+
+        cache.release(entry); // the late release of a lease that saw the entry alive
+
+        assertThat(other.isOpen()).isFalse();
     }
 }
