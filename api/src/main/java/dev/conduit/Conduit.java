@@ -91,7 +91,8 @@ public interface Conduit extends AutoCloseable {
     IpcCacheStats ipcCacheStats();
 
     /**
-     * Closes every worker and pool opened through this {@code Conduit}, newest first, then unmaps
+     * Closes every worker and pool opened through this {@code Conduit}, newest first (but for
+     * workers closed on their users' threads, below), then unmaps
      * every imported region. Errors are collected: one {@code ConduitException} is thrown with every
      * failure suppressed in it. Idempotent.
      *
@@ -100,7 +101,8 @@ public interface Conduit extends AutoCloseable {
      * not closed under that thread: it is asked to close, which wakes a thread asleep in
      * {@link Worker#await}; the call under way, or the next, closes it as it returns, on its own
      * thread, and later calls throw {@link IllegalStateException} saying the {@code Conduit} was
-     * closed. A worker no thread is inside is closed at once. This method waits for the others,
+     * closed. A worker whose guard is free ({@code SERIALIZED}, or {@code MULTI} under the runtime's
+     * lock), or whose {@code SINGLE} owner has ended, is closed at once. This method waits for the others,
      * all together, at most one second; what is still open then is closed from this thread, with
      * a WARNING, and calls under way on it may fail. A close a worker's user has started is waited
      * for to its end. So stop, or let finish, the threads that use

@@ -39,6 +39,25 @@ class ConduitCloseTest {
         });
     }
 
+    /**
+     * A thread that creates a SINGLE worker of {@code conduit} and loops on its await until a call
+     * throws, which goes to {@code ownerSaw}; returned once the worker exists.
+     */
+    private static Thread ownerAwaitingInALoop(Conduit conduit, AtomicReference<RuntimeException> ownerSaw) throws InterruptedException {
+        CountDownLatch using = new CountDownLatch(1);
+        Thread owner = Thread.ofPlatform().name("owner").start(() -> {
+            Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+            using.countDown();
+            try {
+                while (true) worker.await(Duration.ofHours(1));
+            } catch (RuntimeException e) {
+                ownerSaw.set(e);
+            }
+        });
+        using.await();
+        return owner;
+    }
+
     private static Conduit conduitRecordingTheThreadThatClosesATransport(AtomicReference<Thread> closedOn) {
         return isolated().addPlugin(TestPlugin.named("a").transports(c ->
                 new RecordingTransport().onClose(() -> closedOn.set(Thread.currentThread())))).build();
@@ -77,18 +96,8 @@ class ConduitCloseTest {
     void closingTheConduitWhileTheOwnerOfASingleWorkerUsesItHasTheOwnerCloseIt() throws Exception {
         AtomicReference<Thread> closedOn = new AtomicReference<>();
         Conduit conduit = conduitRecordingTheThreadThatClosesATransport(closedOn);
-        CountDownLatch using = new CountDownLatch(1);
         AtomicReference<RuntimeException> ownerSaw = new AtomicReference<>();
-        Thread owner = Thread.ofPlatform().name("owner").start(() -> {
-            Worker worker = conduit.newWorker(ThreadMode.SINGLE);
-            using.countDown();
-            try {
-                while (true) worker.await(Duration.ofHours(1));
-            } catch (RuntimeException e) {
-                ownerSaw.set(e);
-            }
-        });
-        using.await();
+        Thread owner = ownerAwaitingInALoop(conduit, ownerSaw);
 
         conduit.close();
 
@@ -304,6 +313,29 @@ class ConduitCloseTest {
         assertThat(closeFinished).as("the user's close, when the Conduit's returned").isTrue();
         assertThat(transport.closes()).isEqualTo(1);
         user.join();
+    }
+
+    /**
+     * A close the Conduit asked for, which the worker's owner ran and which failed, is reported
+     * by the Conduit's close too, not only by the owner's next call.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aFailedCloseThatTheOwnerRanWhenAskedIsReportedByTheConduitsClose() throws Exception {
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> new RecordingTransport().onClose(() -> {
+            throw new IllegalStateException("cannot close a#1");
+        }))).build();
+        AtomicReference<RuntimeException> ownerSaw = new AtomicReference<>();
+        Thread owner = ownerAwaitingInALoop(conduit, ownerSaw);
+
+        ConduitException e = catchThrowableOfType(ConduitException.class, conduit::close);
+
+        owner.join();
+        assertThat(e).isNotNull();
+        assertThat(e.getSuppressed()).hasSize(1);
+        assertThat(e.getSuppressed()[0].getSuppressed()).extracting(Throwable::getMessage).containsExactly("cannot close a#1");
+        assertThat(ownerSaw.get()).hasMessageContaining("its Conduit was closed")
+                .satisfies(t -> assertThat(t.getSuppressed()).hasSize(1));
     }
 
     @Test

@@ -164,23 +164,34 @@ public final class ConduitRuntime implements Conduit {
         // Every worker another thread may be using is asked first, so that their users close them
         // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
         List<RuntimeException> refused = new ArrayList<>();
+        List<RuntimeWorker> workers = new ArrayList<>();
         RuntimeException failure = null;
         try {
             try {
                 if (!resources.isClosed()) {
-                    resources.forEachOpen(RuntimeWorker.class, worker -> {
+                    resources.forEachOpen(RuntimeWorker.class, workers::add);
+                    for (RuntimeWorker worker : workers) {
                         try {
                             worker.requestCloseFromConduit();
                         } catch (RuntimeException e) {
                             refused.add(e); // the worker is still closed below
                         }
-                    });
+                    }
                 }
             } finally {
                 try {
                     resources.closeAll("Conduit");
                 } catch (RuntimeException e) {
                     failure = e;
+                }
+                // A worker its user closed when asked left the list before closeAll looked: its
+                // close is waited for and its failure reported here (once: closeFromConduit).
+                for (RuntimeWorker worker : workers) {
+                    try {
+                        worker.closeFromConduit();
+                    } catch (RuntimeException e) {
+                        refused.add(e);
+                    }
                 }
             }
         } finally {

@@ -64,7 +64,7 @@ public final class Resources {
         for (AutoCloseable c : toClose) {
             try {
                 c.close();
-            } catch (Exception | LinkageError e) {
+            } catch (Exception | Error e) { // the rest is still closed; an Error too is reported, not lost
                 if (failure == null) failure = new ConduitException("closing " + owner + " failed; further failures are suppressed");
                 failure.addSuppressed(e);
             }

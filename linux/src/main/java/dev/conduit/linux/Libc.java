@@ -83,10 +83,12 @@ public interface Libc {
      * <p>The close releases the file's pages at once, but keeps the address range for a second
      * before unmapping it: meanwhile it maps an empty memfd ({@code memfd:conduit-closed-mapping}
      * in {@code /proc/self/maps}), so an access that outlives the close faults with the JVM's
-     * {@link InternalError} instead of crashing the JVM or reaching whatever is mapped there next.
+     * {@link InternalError} instead of crashing the JVM or reaching whatever is mapped there next
+     * (except a compare-and-set the interpreter runs, which the JVM does not guard).
      * Such an access exists when the JDK's close handshake misses a thread (JDK-8364167). At most
      * 4096 closed ranges are kept; past that, the oldest is unmapped at once, and so is a range
-     * whose placeholder cannot be made (out of descriptors, say).
+     * whose placeholder cannot be made (out of descriptors, say) or when no thread can be started
+     * to unmap it later.
      *
      * <p>A {@linkplain Arena#ofShared() shared} arena's close is costly (a handshake with every
      * thread): map chunks, not messages.

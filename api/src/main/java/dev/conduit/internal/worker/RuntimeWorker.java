@@ -105,6 +105,8 @@ public final class RuntimeWorker implements Worker {
     private volatile boolean closing;
     /** Set by {@link #requestCloseFromConduit}: the outermost call of a thread using this worker closes it (exit). */
     private volatile boolean closeRequested;
+    /** Set by the first {@link #closeFromConduit}. */
+    private final AtomicBoolean closedForConduit = new AtomicBoolean();
     /** Set when the close (closeNow) has finished, successfully or not. */
     private volatile boolean closeDone;
     /** What the close threw, for the calls and the Conduit close that come after it. */
@@ -774,8 +776,10 @@ public final class RuntimeWorker implements Worker {
      * close reports it.
      */
     public void closeFromConduit() {
+        if (!closedForConduit.compareAndSet(false, true)) return; // once: its failure is reported once
         if (closed) {
-            awaitCloseDone(); // its user is closing it, or did: that close reports its own failure
+            awaitCloseDone(); // its user is closing it, or did
+            if (closeRequested) rethrowCloseFailure(); // a close this Conduit asked for: reported here too
             return;
         }
         if (closeRequested) {

@@ -13,7 +13,8 @@ import java.util.concurrent.TimeUnit;
  * the range unmapped, the access would kill the JVM with {@code SIGSEGV}, or, once something else
  * is mapped there, read or write that other mapping. While the range is held, it maps an empty
  * file ({@link FfmLibc}'s placeholder), so the access raises {@code SIGBUS}, which the JVM turns
- * into an {@link InternalError} in the accessing thread. The file's own pages are released at the
+ * into an {@link InternalError} in the accessing thread (for every access but a compare-and-set
+ * the interpreter runs). The file's own pages are released at the
  * close; a held range costs address space and one kernel mapping entry, no memory.
  *
  * <p>An access the handshake missed lasts from the arena's liveness check to the memory
