@@ -163,7 +163,7 @@ public final class ConduitRuntime implements Conduit {
     public void close() {
         // Every worker another thread may be using is asked first, so that their users close them
         // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
-        List<RuntimeException> refused = new ArrayList<>();
+        List<RuntimeException> workerFailures = new ArrayList<>();
         List<RuntimeWorker> workers = new ArrayList<>();
         RuntimeException failure = null;
         try {
@@ -174,7 +174,7 @@ public final class ConduitRuntime implements Conduit {
                         try {
                             worker.requestCloseFromConduit();
                         } catch (RuntimeException e) {
-                            refused.add(e); // the worker is still closed below
+                            workerFailures.add(e); // the worker is still closed below
                         }
                     }
                 }
@@ -190,7 +190,7 @@ public final class ConduitRuntime implements Conduit {
                     try {
                         worker.closeFromConduit();
                     } catch (RuntimeException e) {
-                        refused.add(e);
+                        workerFailures.add(e);
                     }
                 }
             }
@@ -203,7 +203,7 @@ public final class ConduitRuntime implements Conduit {
                 else failure.addSuppressed(e);
             }
         }
-        for (RuntimeException e : refused) {
+        for (RuntimeException e : workerFailures) {
             if (failure == null) failure = new ConduitException("closing Conduit failed; further failures are suppressed");
             failure.addSuppressed(e);
         }

@@ -61,6 +61,12 @@ final class MessageDispatch implements MessageSink {
         return shared != null ? shared : perThread.get();
     }
 
+    /** Whether the calling thread is running a handler of this worker right now, for every kind of worker. */
+    boolean handlingOnCurrentThread() {
+        Delivery d = delivery();
+        return d.depth > 0 && (shared == null || d.thread == Thread.currentThread());
+    }
+
     /** Whether {@code thread} is running a handler of this worker right now (only meaningful for exclusive workers). */
     boolean handling(Thread thread) {
         Delivery d = shared;

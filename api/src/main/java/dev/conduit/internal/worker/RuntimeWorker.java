@@ -67,13 +67,13 @@ public final class RuntimeWorker implements Worker {
     static final long OWNER_CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final VarHandle BACKLOGGED;
-    private static final VarHandle CLOSING;
+    private static final VarHandle CLOSED;
     private static final VarHandle SIGNALS_IN_FLIGHT;
 
     static {
         try {
             BACKLOGGED = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "backlogged", int.class);
-            CLOSING = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "closing", boolean.class);
+            CLOSED = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "closed", boolean.class);
             SIGNALS_IN_FLIGHT = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "signalsInFlight", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
@@ -99,10 +99,8 @@ public final class RuntimeWorker implements Worker {
     private final long idHigh;
     private final long idLow;
     private volatile WorkerAddress address;
+    /** Set, through CLOSED, by the one call that closes (closeNow), as it starts. */
     private volatile boolean closed;
-    /** Won by the one call that closes: through CLOSING. */
-    @SuppressWarnings("unused")
-    private volatile boolean closing;
     /** Set by {@link #requestCloseFromConduit}: the outermost call of a thread using this worker closes it (exit). */
     private volatile boolean closeRequested;
     /** Set by the first {@link #closeFromConduit}. */
@@ -753,7 +751,7 @@ public final class RuntimeWorker implements Worker {
     public void requestCloseFromConduit() {
         if (closed) return;
         closedByConduitOn = Thread.currentThread().getName();
-        boolean ask = handlingOnThisThread() || switch (guard) {
+        boolean ask = dispatch.handlingOnCurrentThread() || switch (guard) {
             case OwnerCheck owned -> owned.owner() != Thread.currentThread() && owned.owner().isAlive();
             case OverlapCheck serialized -> true;
             case RuntimeLock locked -> true;
@@ -783,7 +781,7 @@ public final class RuntimeWorker implements Worker {
             return;
         }
         if (closeRequested) {
-            if (handlingOnThisThread()) return; // the call running the handler closes it as it returns
+            if (dispatch.handlingOnCurrentThread()) return; // the call running the handler closes it as it returns
             if (awaitCloseByItsUsers()) {
                 rethrowCloseFailure();
                 return;
@@ -813,11 +811,6 @@ public final class RuntimeWorker implements Worker {
         }
     }
 
-    /** Whether the calling thread is running one of this worker's handlers. */
-    private boolean handlingOnThisThread() {
-        return dispatch.delivery().depth > 0 && (concurrent || dispatch.handling(Thread.currentThread()));
-    }
-
     /**
      * Whether the worker was closed, by its user or here (the guard was free), waiting at most
      * until the request's deadline. {@code false}: its owner died, or the wait ran out.
@@ -826,7 +819,7 @@ public final class RuntimeWorker implements Worker {
         boolean interrupted = Thread.interrupted(); // a park would not wait otherwise
         try {
             while (!closeDone) {
-                if (closing) {
+                if (closed) {
                     // A user is closing it: wait for that close, which its transports bound, past the deadline too.
                     LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));
                     continue;
@@ -868,8 +861,7 @@ public final class RuntimeWorker implements Worker {
      * the owner's own close (at its call's {@link #exit}), and only one of them may run it.
      */
     private void closeNow() {
-        if (!CLOSING.compareAndSet(this, false, true)) return;
-        closed = true;
+        if (!CLOSED.compareAndSet(this, false, true)) return;
         // A signal that passed its check of closed before that store is still using the transport.
         while ((int) SIGNALS_IN_FLIGHT.getVolatile(this) != 0) Thread.onSpinWait();
         try {
