@@ -1,4 +1,5 @@
-# Finds a JDK 25 or newer: JAVA_HOME if it is one, else the first /usr/lib/jvm/* that is one.
+# Finds a JDK 25 or newer: JAVA_HOME if it is one, else the first /usr/lib/jvm/* that is one, else
+# the JDK of the javac on the PATH (SDKMAN, a tarball in /opt) if it is one.
 # Sourced by ./conduit, .ci/run and the benchmark scripts:
 #   source "$root/scripts/jdk.sh"
 #   JAVA_HOME=$(find_jdk25 conduit) || exit 1; export JAVA_HOME
@@ -20,6 +21,7 @@ describe_java() {
     [[ -x $1/bin/java ]] || { printf 'no bin/java there'; return; }
     feature=$(java_feature_version "$1")
     printf 'Java %s' "${feature:-of unknown version}"
+    [[ -x $1/bin/javac ]] || printf ', without bin/javac: a JRE, not a JDK'
 }
 
 is_suitable_jdk() {
@@ -42,11 +44,19 @@ find_jdk25() {
             return 0
         fi
     done
+    local javac
+    if javac=$(command -v javac 2>/dev/null) && javac=$(readlink -f "$javac"); then
+        candidate=${javac%/bin/javac}
+        if is_suitable_jdk "$candidate"; then
+            printf '%s\n' "$candidate"
+            return 0
+        fi
+    fi
     local found=unset
     if [[ -n ${JAVA_HOME:-} ]]; then
         found="'$JAVA_HOME' ($(describe_java "$JAVA_HOME"))"
     fi
-    printf '%s: no JDK %s or newer found: JAVA_HOME is %s, and no /usr/lib/jvm/* holds one. Install a JDK %s, or set JAVA_HOME to one.\n' \
+    printf '%s: no JDK %s or newer found: JAVA_HOME is %s, no /usr/lib/jvm/* holds one, and the javac on the PATH is not one. Install a JDK %s, or set JAVA_HOME to one.\n' \
         "$who" "$CONDUIT_REQUIRED_JAVA" "$found" "$CONDUIT_REQUIRED_JAVA" >&2
     return 1
 }

@@ -4,8 +4,10 @@ import dev.conduit.spi.ConduitException;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.PrintWriter;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.ClosedChannelException;
@@ -24,6 +26,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 
 /**
@@ -61,8 +64,6 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     /** What a TCP client sends first. */
     private static final byte[] REQUEST = (MAGIC + " request\n").getBytes(StandardCharsets.UTF_8);
     private static final int MAX_FRAME = 64 << 10;
-    /** How long one TCP exchange may take once connected. */
-    private static final long EXCHANGE_TIMEOUT_MILLIS = 5_000;
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,64}");
 
     PerfBootstrap {
@@ -190,16 +191,36 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
 
     // ------------------------------------------------------------------ TCP
 
-    /** A bound listening socket of a server: each {@link #serve} hands the bootstrap to one client. */
+    /**
+     * A bound listening socket of a server. It hands the bootstrap to every client that asks, for the
+     * server's whole life, each exchange on a thread of its own: a client that takes the bootstrap
+     * and never says HELLO, a port scanner or a client of another version holds nothing up, and a
+     * second client during a session gets the bootstrap and is then refused by the session (its
+     * HELLO is answered "busy") as through the file.
+     */
     static final class Listener implements AutoCloseable {
         private final ServerSocketChannel channel;
+        private final PrintWriter err;
+        private final long exchangeMillis;
 
-        Listener(PerfParsing.HostPort at) {
+        /**
+         * @param exchangeTimeout how long one client's exchange may take once connected (the server's {@code --timeout})
+         * @param err             where ignored and failed exchanges are reported
+         */
+        Listener(PerfParsing.HostPort at, Duration exchangeTimeout, PrintWriter err) {
+            InetSocketAddress address = resolve(at, "--listen");
+            this.err = err;
+            this.exchangeMillis = Math.max(1, exchangeTimeout.toMillis());
             try {
                 channel = ServerSocketChannel.open();
-                channel.bind(new InetSocketAddress(at.host(), at.port()));
             } catch (IOException e) {
-                throw new ConduitException("cannot listen on " + at + ": " + e.getMessage(), e);
+                throw new ConduitException("cannot open a TCP socket to listen on " + at + ": " + e.getMessage(), e);
+            }
+            try {
+                channel.bind(address);
+            } catch (IOException e) {
+                close();
+                throw new ConduitException("cannot listen on " + at + ": " + e.getMessage() + " (choose another --listen HOST:PORT)", e);
             }
         }
 
@@ -214,34 +235,45 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         }
 
         /**
-         * Accepts one client, reads its request frame and answers with {@code bootstrap}.
+         * Starts answering every client with {@code bootstrap} on a daemon thread, until {@link #close}.
          *
-         * @return {@code false} when the listener was closed meanwhile
+         * @param onFailure told once if accepting fails for another reason than the close (then nothing is served any more)
          */
-        boolean serve(PerfBootstrap bootstrap) {
-            SocketChannel client;
-            try {
-                client = channel.accept();
-            } catch (ClosedChannelException e) {
-                return false;
-            } catch (IOException e) {
-                throw new ConduitException("accepting a perf client failed: " + e, e);
-            }
-            Thread watchdog = closeAfter(client, EXCHANGE_TIMEOUT_MILLIS);
+        void serveInBackground(PerfBootstrap bootstrap, Consumer<ConduitException> onFailure) {
+            byte[] frame = bootstrap.encode();
+            Thread.ofPlatform().daemon().name("conduit-perf-bootstrap-listener").start(() -> {
+                while (true) {
+                    SocketChannel client;
+                    try {
+                        client = channel.accept();
+                    } catch (ClosedChannelException e) {
+                        return;
+                    } catch (IOException e) {
+                        onFailure.accept(new ConduitException("accepting perf clients on " + address() + " failed: " + e, e));
+                        return;
+                    }
+                    Thread.ofVirtual().name("conduit-perf-bootstrap-exchange").start(() -> exchange(client, frame));
+                }
+            });
+        }
+
+        private void exchange(SocketChannel client, byte[] frame) {
+            Thread watchdog = closeAfter(client, exchangeMillis);
             try (client) {
                 byte[] request = readFrame(client);
                 if (!new String(request, StandardCharsets.UTF_8).startsWith(MAGIC)) {
-                    System.err.println("conduit perf: ignored a TCP client that is not a conduit perf client of this version");
-                    return true;
+                    err.println("conduit perf server: ignored a TCP client that is not a conduit perf client of this version");
+                    err.flush();
+                    return;
                 }
-                writeFrame(client, bootstrap.encode());
+                writeFrame(client, frame);
             } catch (IOException e) {
-                System.err.println("conduit perf: a TCP client went away during the bootstrap (or took longer than "
-                        + EXCHANGE_TIMEOUT_MILLIS + " ms): " + e);
+                err.println("conduit perf server: a TCP client went away during the bootstrap (or took longer than " + exchangeMillis
+                        + " ms, --timeout): " + e);
+                err.flush();
             } finally {
                 watchdog.interrupt();
             }
-            return true;
         }
 
         @Override
@@ -254,13 +286,17 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         }
     }
 
-    /** Fetches a server's bootstrap over TCP, retrying the connection until {@code timeout} (the server may still be starting). */
+    /**
+     * Fetches a server's bootstrap over TCP, retrying the connection until {@code timeout} (the
+     * server may still be starting); the connect and the exchange are bounded by the same deadline.
+     */
     static PerfBootstrap fetch(PerfParsing.HostPort server, Duration timeout) {
+        InetSocketAddress address = resolve(server, "--connect");
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             try (SocketChannel channel = SocketChannel.open()) {
-                channel.connect(new InetSocketAddress(server.host(), server.port()));
-                Thread watchdog = closeAfter(channel, EXCHANGE_TIMEOUT_MILLIS);
+                channel.socket().connect(address, (int) Math.min(Integer.MAX_VALUE, millisUntil(deadline)));
+                Thread watchdog = closeAfter(channel, millisUntil(deadline));
                 try {
                     writeFrame(channel, REQUEST);
                     PerfBootstrap b = decode(readFrame(channel), "the bootstrap from " + server);
@@ -270,15 +306,35 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                     watchdog.interrupt();
                 }
             } catch (ConnectException e) {
-                if (System.nanoTime() > deadline) {
-                    throw new ConduitException("no perf server answers at " + server + " (" + e.getMessage() + ") within "
-                            + PerfParsing.formatDuration(timeout) + ": start one with 'conduit perf --server --listen " + server + "'", e);
-                }
+                if (System.nanoTime() - deadline > 0) throw noServer(server, timeout, e);
                 sleep(50);
+            } catch (SocketTimeoutException e) {
+                throw noServer(server, timeout, e);
             } catch (IOException e) {
-                throw new ConduitException("the TCP bootstrap with " + server + " failed: " + e, e);
+                throw new ConduitException("the TCP bootstrap with " + server + " failed: " + e
+                        + (System.nanoTime() - deadline > 0 ? " (--timeout " + PerfParsing.formatDuration(timeout) + " passed)" : ""), e);
             }
         }
+    }
+
+    private static ConduitException noServer(PerfParsing.HostPort server, Duration timeout, IOException e) {
+        return new ConduitException("no perf server answers at " + server + " (" + e.getMessage() + ") within "
+                + PerfParsing.formatDuration(timeout) + ": start one with 'conduit perf --server --listen " + server + "'", e);
+    }
+
+    /** At least 1: a bound of 0 would mean none. */
+    private static long millisUntil(long deadline) {
+        return Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+    }
+
+    /** {@code at} resolved, or a failure that names the host and the option it came from. */
+    private static InetSocketAddress resolve(PerfParsing.HostPort at, String option) {
+        InetSocketAddress address = new InetSocketAddress(at.host(), at.port());
+        if (address.isUnresolved()) {
+            throw new ConduitException("cannot resolve the host '" + at.host() + "' of " + option + " " + at
+                    + ": give an IP address or a name this machine resolves");
+        }
+        return address;
     }
 
     /** Closes {@code channel} after {@code millis} unless the returned thread is interrupted first: a bound on a stuck exchange. */

@@ -73,7 +73,7 @@ final class PerfCommand implements Callable<Integer> {
     private static final String DEFAULT_NAME = "default";
 
     @Parameters(paramLabel = "TEST", arity = "0..*",
-            description = "Tests to run, in this order: am_lat, am_bw, put_lat, put_bw, get_lat, atomic_lat, ipc_import, all. "
+            description = "Tests to run, in the order given: am_lat, am_bw, put_lat, put_bw, get_lat, atomic_lat, ipc_import; all for each in this order. "
                     + "Default: all but put_lat.")
     private List<String> testNames = new ArrayList<>();
 
@@ -91,7 +91,7 @@ final class PerfCommand implements Callable<Integer> {
 
     @Option(names = {"-w", "--warmup"}, paramLabel = "N|DURATION", converter = PerfParsing.WarmupConverter.class,
             description = "Warm-up before each measurement, not recorded: iterations (0 for none) or a duration. "
-                    + "Default: a tenth of the measurement.")
+                    + "Default: a tenth of the measurement, at least 300 ms, and 2 s for the first row.")
     private PerfParsing.Warmup warmup;
 
     @Option(names = {"-t", "--transport"}, paramLabel = "PLUGIN",
@@ -145,7 +145,8 @@ final class PerfCommand implements Callable<Integer> {
     private Long regionSize;
 
     @Option(names = "--timeout", paramLabel = "DURATION", converter = PerfParsing.DurationConverter.class,
-            description = "How long to wait for the peer: its bootstrap, each answer. Default: 30s.")
+            description = "How long to wait for the peer: its bootstrap, each answer; a server: each client's TCP bootstrap exchange. "
+                    + "Default: 30s.")
     private Duration timeout = Duration.ofSeconds(30);
 
     @Option(names = "--json", description = "Writes one JSON document instead of the tables.")
@@ -213,6 +214,13 @@ final class PerfCommand implements Callable<Integer> {
                         + "give these to the client, not to --server");
             }
         }
+        if (plot != null) {
+            // Checked before the run, not after it: a chart that cannot be written would fail a finished run.
+            Path parent = plot.toAbsolutePath().getParent();
+            if (!Files.isDirectory(parent)) throw usage("--plot " + plot + ": the directory " + parent + " does not exist");
+            if (!Files.isWritable(parent)) throw usage("--plot " + plot + ": the directory " + parent + " is not writable");
+            if (Files.isDirectory(plot)) throw usage("--plot " + plot + " is a directory: give a file name, e.g. perf.png");
+        }
         boolean tcp = listen != null || (connect != null && !connect.isEmpty());
         if (name != null) {
             if (!server && connect == null) throw usage("--name names a server's file: it goes with --server or --connect");
@@ -258,13 +266,14 @@ final class PerfCommand implements Callable<Integer> {
         try (Conduit c = open(Map.of())) {
             dir = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
             PerfServer.Options o = new PerfServer.Options(threadMode, regionSize != null ? regionSize : 1L << 20, keep, dir,
-                    name != null ? name : DEFAULT_NAME, listen, exitWithStdin);
+                    name != null ? name : DEFAULT_NAME, listen, exitWithStdin, timeout);
             server = new PerfServer(c, o, out, err);
             exit = server.run();
         }
-        if (exitWithStdin && listen == null && server.stoppedByStdin()) {
-            // Spawned into a private directory by a client that is gone (killed, or it gave up on this server): nobody
-            // else uses the directory, and the client may not have lived to remove it, with its files in it.
+        if (server.stoppedByStdin() && listen == null && PerfPeer.isPrivateDirectory(dir)) {
+            // Spawned into its private directory by a client that is gone (killed, or it gave up on this server): nobody
+            // else uses the directory, and the client may not have lived to remove it, with its files in it. Any other
+            // directory (the default shared.dir, a directory given by hand) is left as it is: it holds others' files.
             PerfPeer.deleteTree(dir);
         }
         return exit;
@@ -304,7 +313,7 @@ final class PerfCommand implements Callable<Integer> {
                 run = measure(c, bootstrap, plan, "spawned by this process, private shared directory " + peer.directory(), out, err);
             }
         } catch (RuntimeException e) {
-            int exit = peer.stop();
+            int exit = peer.stopAfterFailure();
             throw new ConduitException(e.getMessage() + "; the server process (pid " + peer.pid() + ", "
                     + (exit == -1 ? "stopped" : "exit code " + exit) + ") said: " + indent(peer.output()), e);
         }

@@ -25,6 +25,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 /**
  * The server process a plain {@code conduit perf} starts for itself: a second JVM from the same
@@ -41,6 +42,8 @@ import java.util.concurrent.TimeUnit;
 final class PerfPeer implements AutoCloseable {
 
     static final String NAME = "peer";
+    private static final List<String> MEASURING_X_OPTIONS = List.of("-Xmx", "-Xms", "-Xmn", "-Xss", "-Xint", "-Xcomp", "-Xbatch", "-Xlog");
+    private static final Pattern PRIVATE_DIRECTORY = Pattern.compile("conduit-perf-\\p{XDigit}{8}");
     private static final String MAIN_MODULE = "dev.conduit.tools";
     private static final String MAIN_CLASS = "dev.conduit.tools.ConduitCommand";
     private static final Duration EXIT_WAIT = Duration.ofSeconds(10);
@@ -141,17 +144,31 @@ final class PerfPeer implements AutoCloseable {
     }
 
     /**
-     * Ends the server: it exits by itself after the client's BYE; otherwise closing its standard
-     * input stops it, and if it still runs after that it is destroyed. Removes the directory.
+     * Ends the server after a session: it exits by itself after the client's BYE; otherwise closing
+     * its standard input stops it, and if it still runs after that it is destroyed. Removes the directory.
      *
      * @return the server's exit code, or -1 when it had to be destroyed
      */
     int stop() {
+        return stop(false);
+    }
+
+    /**
+     * Ends the server after the client failed: no BYE is coming, so its standard input is closed at
+     * once instead of after a wait for it to exit by itself.
+     *
+     * @return the server's exit code, or -1 when it had to be destroyed
+     */
+    int stopAfterFailure() {
+        return stop(true);
+    }
+
+    private int stop(boolean failed) {
         if (closed) return process.isAlive() ? -1 : process.exitValue();
         closed = true;
         int exit = -1;
         try {
-            if (!process.waitFor(EXIT_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS)) {
+            if (failed || !process.waitFor(EXIT_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS)) {
                 process.getOutputStream().close();
                 if (!process.waitFor(EXIT_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS)) {
                     process.destroyForcibly().waitFor(EXIT_WAIT.toMillis(), TimeUnit.MILLISECONDS);
@@ -176,12 +193,13 @@ final class PerfPeer implements AutoCloseable {
 
     @Override
     public void close() {
-        stop();
+        stop(false);
     }
 
     /**
      * {@code java} and its options to run the {@code conduit} command as this JVM runs it: the same
-     * binary, module path, class path, native-access grant and {@code conduit.*} properties.
+     * binary, module path, class path, native-access grant, {@code conduit.*} properties and the VM
+     * options that shape a measurement ({@link #isMeasuringOption}).
      */
     static List<String> javaCommand() {
         List<String> cmd = new ArrayList<>();
@@ -193,7 +211,7 @@ final class PerfPeer implements AutoCloseable {
         for (String option : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
             if (option.startsWith("--enable-native-access=")) {
                 nativeAccess.addAll(Arrays.asList(option.substring(option.indexOf('=') + 1).split(",")));
-            } else if (option.startsWith("--illegal-native-access") || option.startsWith("-Dconduit.")) {
+            } else if (option.startsWith("--illegal-native-access") || option.startsWith("-Dconduit.") || isMeasuringOption(option)) {
                 cmd.add(option);
             }
         }
@@ -228,6 +246,18 @@ final class PerfPeer implements AutoCloseable {
     }
 
     /**
+     * Whether a JVM option of the client shapes what is measured and so goes to the server too: the
+     * VM's flags (collector, compilers, heap), its modes ({@code -Xint}, {@code -Xcomp},
+     * {@code -Xbatch}) and logging. Not a recording or an agent: two JVMs would share its file or port.
+     */
+    static boolean isMeasuringOption(String option) {
+        if (option.startsWith("-XX:")) {
+            return !option.startsWith("-XX:StartFlightRecording") && !option.startsWith("-XX:FlightRecorderOptions");
+        }
+        return MEASURING_X_OPTIONS.stream().anyMatch(option::startsWith);
+    }
+
+    /**
      * A new directory {@code conduit-perf-<8 hex digits>} under {@code parent}, {@code 0700}. Short on
      * purpose: memfd's socket path must fit an AF_UNIX address (a shared directory of at most 38 bytes).
      */
@@ -244,6 +274,12 @@ final class PerfPeer implements AutoCloseable {
                         + " (choose another with --shared-dir)", e);
             }
         }
+    }
+
+    /** Whether {@code dir} is named as {@link #privateDirectory} names them: the only kind a spawned server removes. */
+    static boolean isPrivateDirectory(Path dir) {
+        Path name = dir.getFileName();
+        return name != null && PRIVATE_DIRECTORY.matcher(name.toString()).matches();
     }
 
     static void deleteTree(Path dir) {

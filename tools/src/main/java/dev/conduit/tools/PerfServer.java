@@ -51,9 +51,10 @@ final class PerfServer {
      * @param name       the bootstrap file's name part
      * @param listen     where to serve the bootstrap over TCP instead, or {@code null}
      * @param watchStdin exit when standard input ends: the spawning client is gone
+     * @param timeout    how long one client's TCP bootstrap exchange may take once connected
      */
     record Options(ThreadMode mode, long regionSize, boolean keep, Path sharedDir, String name, PerfParsing.HostPort listen,
-                   boolean watchStdin) {
+                   boolean watchStdin, Duration timeout) {
     }
 
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
@@ -72,6 +73,7 @@ final class PerfServer {
     private MemorySegment ack;
     private volatile boolean stopped;
     private volatile PerfBootstrap.Listener listener;
+    private volatile ConduitException listenerFailure;
 
     // The session; handlers run on this thread, inside progress().
     private Endpoint client;
@@ -90,6 +92,7 @@ final class PerfServer {
     private boolean bye;
     private PeerFailedException clientFailure;
     private String clientName;
+    private int phases;
 
     PerfServer(Conduit conduit, Options options, PrintWriter out, PrintWriter err) {
         this.conduit = conduit;
@@ -132,7 +135,8 @@ final class PerfServer {
                     options.regionSize(), worker.address().toBytes(), handles);
             String where;
             if (options.listen() != null) {
-                listener = new PerfBootstrap.Listener(options.listen());
+                listener = new PerfBootstrap.Listener(options.listen(), options.timeout(), err);
+                listener.serveInBackground(bootstrap, failure -> listenerFailure = failure);
                 where = "listening on " + listener.address();
             } else {
                 published = bootstrap.publish(options.sharedDir(), options.name());
@@ -147,11 +151,10 @@ final class PerfServer {
             out.flush();
             if (options.watchStdin()) watchStdin();
 
-            int exit = 0;
+            int exit;
             do {
-                if (listener != null && !listener.serve(bootstrap)) break;
                 exit = session();
-            } while (options.keep() && !stopped);
+            } while (options.keep() && !stopped && listenerFailure == null);
             if (stopped) {
                 err.println("conduit perf server: standard input ended (the client that started this server is gone); exiting");
                 return ConduitCommand.EXIT_FAILED;
@@ -201,10 +204,14 @@ final class PerfServer {
 
     /** Waits for a client's HELLO, serves it until BYE or its failure; returns the exit code. */
     private int session() {
-        while (hellos.isEmpty() && !stopped) {
+        while (hellos.isEmpty() && !stopped && listenerFailure == null) {
             if (worker.progress() == 0) worker.await(AWAIT_SLICE);
         }
         if (stopped) return ConduitCommand.EXIT_FAILED;
+        if (listenerFailure != null) {
+            err.println("conduit perf server: " + listenerFailure.getMessage());
+            return ConduitCommand.EXIT_FAILED;
+        }
         PerfProtocol.Reader hello = hellos.removeFirst();
         try {
             welcome(hello);
@@ -219,7 +226,8 @@ final class PerfServer {
                 if (begin != null) begin();
                 if (endSeq >= 0) end();
                 if (bye) {
-                    err.println("conduit perf server: session with " + clientName + " ended");
+                    err.println("conduit perf server: session with " + clientName + " ended after " + phases
+                            + " phases (each size of each test, and the warm-up of every size before a test's first)");
                     return ConduitCommand.EXIT_OK;
                 }
                 if (clientFailure != null) {
@@ -254,6 +262,7 @@ final class PerfServer {
         byte[] address = hello.bytes();
         client = worker.connect(WorkerAddress.fromBytes(address), (ep, cause) -> clientFailure = cause);
         clientName = "pid " + pid + " on " + host;
+        phases = 0;
         if (version != PerfProtocol.VERSION) {
             sendWelcome("protocol version " + version + ", this server speaks " + PerfProtocol.VERSION);
             throw new ConduitException("client " + clientName + " speaks protocol version " + version);
@@ -304,6 +313,7 @@ final class PerfServer {
         PerfProtocol.Reader r = begin;
         begin = null;
         int seq = r.u32();
+        phases++;
         int ordinal = r.u8();
         long requested = r.u64();
         PerfProtocol.Writer ready = new PerfProtocol.Writer().u32(seq);
@@ -312,8 +322,7 @@ final class PerfServer {
             return;
         }
         PerfTest test = PerfTest.values()[ordinal];
-        boolean rma = test == PerfTest.PUT_LAT || test == PerfTest.PUT_BW || test == PerfTest.GET_LAT || test == PerfTest.ATOMIC_LAT;
-        if (rma && requested > sessionRegion.size()) {
+        if (test.rma() && requested > sessionRegion.size()) {
             client.send(PerfProtocol.READY, ready.u8(0).string("larger than the server's region (" + sessionRegion.size()
                     + " bytes): start the server with --region-size " + PerfParsing.formatSize(requested) + " or more").segment());
             return;

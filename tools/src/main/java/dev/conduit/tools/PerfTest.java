@@ -74,6 +74,11 @@ enum PerfTest {
         return method;
     }
 
+    /** Whether the test works on the server's exported region (its sizes are then bounded by the region). */
+    boolean rma() {
+        return this == PUT_LAT || this == PUT_BW || this == GET_LAT || this == ATOMIC_LAT;
+    }
+
     /** Whether {@code size} is meaningful for this test; atomics always move one 64-bit word. */
     boolean sized() {
         return this != ATOMIC_LAT;

@@ -7,6 +7,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.time.Duration;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -83,6 +84,30 @@ class PerfArgumentsTest {
         Result result = usageError("perf", parts[0], parts[1]);
 
         assertThat(result.err()).contains(message.trim());
+    }
+
+    @Test
+    void aChartThatCouldNotBeWrittenIsAUsageErrorBeforeTheRun() {
+        Result missing = usageError("perf", "am_lat", "--plot", "/nonexistent-conduit-perf/p.png");
+        Result directory = usageError("perf", "am_lat", "--plot", System.getProperty("java.io.tmpdir"));
+
+        assertThat(missing.err()).contains("--plot /nonexistent-conduit-perf/p.png: the directory /nonexistent-conduit-perf does not exist");
+        assertThat(directory.err()).contains("is a directory");
+    }
+
+    @Test
+    void anUnresolvableHostNamesTheHostAndTheOption() {
+        Result result = conduit.run("perf", "--connect", "no-such-host.invalid:7777", "am_lat", "--timeout", "1s");
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("cannot resolve the host 'no-such-host.invalid' of --connect no-such-host.invalid:7777");
+    }
+
+    @Test
+    void theSpawnedServerGetsTheOptionsThatShapeAMeasurementButNoRecordingOrAgent() {
+        assertThat(List.of("-Xmx256m", "-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1", "-Xint", "-Xlog:gc")).allMatch(PerfPeer::isMeasuringOption);
+        assertThat(List.of("-XX:StartFlightRecording=filename=a.jfr", "-javaagent:x.jar", "-agentlib:jdwp=transport=dt_socket", "-Dfoo=bar"))
+                .noneMatch(PerfPeer::isMeasuringOption);
     }
 
     @Test

@@ -7,10 +7,15 @@ import org.junit.jupiter.api.Timeout;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -63,24 +68,123 @@ class PerfRunTest {
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aServerCanHandOutItsBootstrapOverTcp() throws Exception {
-        List<String> command = new ArrayList<>(PerfPeer.javaCommand());
-        command.addAll(List.of("perf", "--server", "--listen", "127.0.0.1:0", "--exit-with-stdin"));
-        Process server = new ProcessBuilder(command).redirectErrorStream(true).start();
-        try {
-            BufferedReader lines = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
-            String port = awaitLine(lines, Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)"));
-
-            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + port, "am_lat", "am_bw", "get_lat", "-n", "200", "-w", "50",
+        try (TcpServer server = TcpServer.start()) {
+            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + server.port(), "am_lat", "am_bw", "get_lat", "-n", "200", "-w", "50",
                     "-s", "8", "--json");
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             Map<String, Object> doc = JsonParser.parseObject(result.out());
-            assertThat(doc.get("bootstrap")).isEqualTo("bootstrap over TCP from 127.0.0.1:" + port);
+            assertThat(doc.get("bootstrap")).isEqualTo("bootstrap over TCP from 127.0.0.1:" + server.port());
             assertThat(Json.objects(doc, "results")).hasSize(3).allSatisfy(r -> assertThat(r.get("skipped")).isNull());
-            assertThat(server.waitFor(20, TimeUnit.SECONDS)).as("the server serves one client, then exits").isTrue();
-            assertThat(server.exitValue()).as(drain(lines)).isZero();
+            assertThat(server.process().waitFor(20, TimeUnit.SECONDS)).as("the server serves one client, then exits").isTrue();
+            assertThat(server.process().exitValue()).as(drain(server.lines())).isZero();
+        }
+    }
+
+    /**
+     * Before a test's first row, every size of the test runs its warm-up once, so that no size's path
+     * is first taken after the JIT compiled the loops without it. Each is a phase the server sees.
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aTestWithSeveralSizesWarmsUpThroughEverySizeBeforeItsFirstRow() throws Exception {
+        try (TcpServer server = TcpServer.start()) {
+            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + server.port(), "am_bw", "atomic_lat", "-n", "200", "-s", "8,64k", "--json");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(server.process().waitFor(20, TimeUnit.SECONDS)).isTrue();
+            // am_bw: two warm-ups and two rows; atomic_lat has one size, so no warm-up pass of its own.
+            assertThat(drain(server.lines())).contains("ended after 5 phases");
+        }
+    }
+
+    /**
+     * What reaches a TCP server before a real client: a client of another kind, and one that takes
+     * the bootstrap and goes away without a HELLO (as a client that fails to start does). Neither
+     * holds up the client after them.
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aTcpServerServesTheClientAfterAStrangerAndAClientThatLeftWithoutAHello() throws Exception {
+        try (TcpServer server = TcpServer.start()) {
+            int port = Integer.parseInt(server.port());
+            try (SocketChannel stranger = SocketChannel.open(new InetSocketAddress("127.0.0.1", port))) {
+                stranger.write(ByteBuffer.allocate(4 + 5).putInt(5).put("hello".getBytes(StandardCharsets.US_ASCII)).flip());
+                assertThat(stranger.read(ByteBuffer.allocate(1))).as("the server closes on a stranger").isEqualTo(-1);
+            }
+            PerfBootstrap taken = PerfBootstrap.fetch(new PerfParsing.HostPort("127.0.0.1", port), Duration.ofSeconds(10));
+            assertThat(taken.pid()).isPositive();
+
+            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + server.port(), "am_lat", "-n", "200", "-w", "50", "-s", "8", "--json",
+                    "--timeout", "10s");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(server.process().waitFor(20, TimeUnit.SECONDS)).as("the server serves one session, then exits").isTrue();
+            assertThat(server.process().exitValue()).as(drain(server.lines())).isZero();
+        }
+    }
+
+    /** A stream (and the flush of puts) that lasts longer than --timeout is no stall: only the wait for the answer is bounded. */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aStreamLongerThanTheTimeoutIsMeasured() throws Exception {
+        try (TcpServer server = TcpServer.start()) {
+            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + server.port(), "am_bw", "put_bw", "-s", "8", "-d", "1500ms", "-w", "0",
+                    "--timeout", "1s", "--wakeup", "await", "--json");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(Json.objects(JsonParser.parseObject(result.out()), "results")).hasSize(2)
+                    .allSatisfy(r -> assertThat(r.get("skipped")).isNull());
+        }
+    }
+
+    /** A connect that the server's host never answers (here: a full accept queue) gives up at --timeout. */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aTcpConnectThatIsNeverAnsweredEndsAtTheTimeout() throws Exception {
+        try (ServerSocketChannel silent = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0), 1)) {
+            int port = ((InetSocketAddress) silent.getLocalAddress()).getPort();
+            List<SocketChannel> queued = new ArrayList<>();
+            try {
+                // Fill the accept queue that nobody drains: the kernel then drops further SYNs, and a connect waits.
+                for (int i = 0; i < 4; i++) {
+                    SocketChannel c = SocketChannel.open();
+                    c.configureBlocking(false);
+                    c.connect(new InetSocketAddress("127.0.0.1", port));
+                    queued.add(c);
+                }
+                Result result = conduit.run("perf", "--connect", "127.0.0.1:" + port, "am_lat", "--timeout", "2s");
+
+                assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+                assertThat(result.err()).contains("no perf server answers at 127.0.0.1:" + port);
+            } finally {
+                for (SocketChannel c : queued) c.close();
+            }
+        }
+    }
+
+    /**
+     * A server told to exit with its standard input removes the directory it served in only when
+     * that is a private directory a client made for it: any other (the default shared directory, one
+     * given by hand) holds other processes' files.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aServerWhoseStandardInputEndsLeavesADirectoryNotMadeForItAsItWas() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-shared");
+        Path bystander = Files.writeString(shared.resolve("someone-elses-file"), "keep me");
+        try {
+            List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+            command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString(), "--name", "stdin", "--exit-with-stdin"));
+            Process server = new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                    .start();
+            assertThat(server.waitFor(45, TimeUnit.SECONDS)).as("the server exits when its standard input ends").isTrue();
+            String output = new String(server.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(output).contains("standard input ended");
+            assertThat(bystander).as(output).exists().hasContent("keep me");
+            assertThat(shared.resolve("conduit-perf-stdin.addr")).as("its own bootstrap file is removed").doesNotExist();
         } finally {
-            server.destroyForcibly();
+            PerfPeer.deleteTree(shared);
         }
     }
 
@@ -164,6 +268,27 @@ class PerfRunTest {
     }
 
     /** Reads the server's output until a line matches; returns the first group, or the whole match. */
+    /** A {@code conduit perf --server --listen 127.0.0.1:0} process, destroyed at close if it is still running. */
+    private record TcpServer(Process process, BufferedReader lines, String port) implements AutoCloseable {
+        static TcpServer start() throws IOException {
+            List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+            command.addAll(List.of("perf", "--server", "--listen", "127.0.0.1:0", "--exit-with-stdin"));
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            try {
+                BufferedReader lines = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+                return new TcpServer(process, lines, awaitLine(lines, Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)")));
+            } catch (IOException | RuntimeException | Error e) {
+                process.destroyForcibly();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() {
+            process.destroyForcibly();
+        }
+    }
+
     private static String awaitLine(BufferedReader lines, Pattern pattern) throws IOException {
         StringBuilder seen = new StringBuilder();
         for (String line; (line = lines.readLine()) != null; ) {
