@@ -43,9 +43,18 @@ import java.util.Map;
  *       this offset (else "export gone": freed, the provider closed, or the owner restarted with
  *       {@code reset});</li>
  *   <li>maps exactly the range, {@code MAP_SHARED} ({@code MAP_SYNC} where accepted), into a
- *       shared arena of its own, and closes the descriptor. Whatever fails, nothing stays open or
- *       mapped.</li>
+ *       shared arena of its own, and closes the descriptor;</li>
+ *   <li>reads the table entry again: if the allocation was freed between the check and the
+ *       {@code mmap} (and its range perhaps allocated again), the mapping is of someone else's
+ *       memory, so it is unmapped and the export reported gone. Whatever fails, nothing stays open
+ *       or mapped.</li>
  * </ol>
+ *
+ * <p>What this cannot do: notice a free <em>after</em> it returned. Device memory is physical,
+ * so a mapping of a freed range aliases whatever its next owner puts there (posix and memfd
+ * keep a freed chunk's pages for whoever still maps them; a device has no such pages). An
+ * importer must stop using a region when its exporter frees it, or restarts with
+ * {@code devdax.on.start=reset}.
  *
  * <p>The device is opened per call rather than kept open: an importer has no close, so a kept
  * descriptor would live as long as the JVM; a miss already costs an {@code open} and two
@@ -89,8 +98,18 @@ final class DevdaxImporter implements IpcImporter {
             MemorySegment first = mapReadOnly(device, 0, device.mapUnit(), views);
             Header header = readHeader(first, device, payload);
             checkRange(reader, payload, header.geometry(), device);
-            checkAllocation(first, views, device, header, payload);
-            return mapRange(device, payload);
+            MemorySegment entryView = checkAllocation(first, views, device, header, payload);
+            DaxMapping mapping = mapRange(device, payload);
+            try {
+                // The entry may have been freed, and its range allocated again, while the range was being mapped.
+                if (!holdsAllocation(entryView, device, header, payload)) {
+                    throw gone(device, header, payload, " while this process mapped it");
+                }
+                return mapping;
+            } catch (RuntimeException | Error e) {
+                Cleanup.run(e, mapping::close);
+                throw e;
+            }
         }
     }
 
@@ -149,19 +168,36 @@ final class DevdaxImporter implements IpcImporter {
         }
     }
 
-    /** Fails with "export gone" unless the table holds the export's allocation. */
-    private void checkAllocation(MemorySegment first, Arena views, Device device, Header header, DevdaxPayload payload) {
+    /**
+     * Fails with "export gone" unless the table holds the export's allocation.
+     *
+     * @return a mapping of the unit that holds the entry, for reading it again
+     */
+    private MemorySegment checkAllocation(MemorySegment first, Arena views, Device device, Header header, DevdaxPayload payload) {
         Geometry geometry = header.geometry();
         long unit = device.mapUnit();
-        long viewStart = geometry.entryOffset(payload.offset()) / unit * unit;
+        long viewStart = entryViewStart(geometry, unit, payload);
         MemorySegment view = viewStart == 0 ? first : mapReadOnly(device, viewStart, unit, views);
-        Entry entry = Layout.readEntry(view, viewStart, geometry, payload.offset());
-        if (entry != null && entry.id() == payload.allocationId() && entry.length() == payload.length()) {
-            return;
+        if (holdsAllocation(view, device, header, payload)) {
+            return view;
         }
-        throw new ConduitException("export gone: device " + device.describe() + " holds no allocation "
+        throw gone(device, header, payload, "");
+    }
+
+    private static long entryViewStart(Geometry geometry, long unit, DevdaxPayload payload) {
+        return geometry.entryOffset(payload.offset()) / unit * unit;
+    }
+
+    private static boolean holdsAllocation(MemorySegment view, Device device, Header header, DevdaxPayload payload) {
+        Geometry geometry = header.geometry();
+        Entry entry = Layout.readEntry(view, entryViewStart(geometry, device.mapUnit(), payload), geometry, payload.offset());
+        return entry != null && entry.id() == payload.allocationId() && entry.length() == payload.length();
+    }
+
+    private static ConduitException gone(Device device, Header header, DevdaxPayload payload, String when) {
+        return new ConduitException("export gone: device " + device.describe() + " holds no allocation "
                 + Long.toHexString(payload.allocationId()) + " of " + payload.length() + " bytes at offset " + payload.offset()
-                + " any more. Its producer freed the chunk or closed its provider, or the device's owner restarted with "
+                + " any more" + when + ". Its producer freed the chunk or closed its provider, or the device's owner restarted with "
                 + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset (the export is from generation " + payload.generation()
                 + ", the device is at generation " + header.generation() + ")");
     }
@@ -177,7 +213,7 @@ final class DevdaxImporter implements IpcImporter {
             throw new ConduitException("cannot map [" + payload.offset() + ", " + (payload.offset() + payload.length())
                     + ") of device " + device.describe() + " " + MmapFlags.describeProtection(payload.protection()) + ": "
                     + e.getMessage() + (e.errno() == Errno.ENOMEM ? "; the process is out of address space or mappings: close "
-                    + "imported regions, lower CONDUIT_IPC_CACHE_BYTES, or raise vm.max_map_count" : ""), e);
+                    + "imported regions, lower CONDUIT_IPC_CACHE_BYTES, or raise vm.max_map_count" : Device.mapRemedy(e)), e);
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, arena::close);
             throw e;
@@ -190,7 +226,7 @@ final class DevdaxImporter implements IpcImporter {
             return libc.mmap(device.fd(), offset, length, MmapFlags.PROT_READ, Mapper.SHARED_FLAGS, arena).asReadOnly();
         } catch (ErrnoException e) {
             throw new ConduitException("cannot map the metadata of device " + device.describe() + " to check an export: "
-                    + e.getMessage(), e);
+                    + e.getMessage() + Device.mapRemedy(e), e);
         }
     }
 

@@ -24,14 +24,17 @@ import java.util.Set;
  *
  * <ul>
  *   <li><b>Memory</b> ({@link DevdaxProvider}): one provider per device, enforced by an exclusive
- *       {@code flock}; size and alignment from sysfs; allocations are whole alignment units, mapped
+ *       {@code flock} among those that reach it through one device node (a provider that another
+ *       took the device over from through a second node fails loudly at its next call); size and
+ *       alignment from sysfs; allocations are whole alignment units, placed next fit, mapped
  *       {@code MAP_SHARED} ({@code MAP_SYNC} where accepted), recorded in an allocation table on
  *       the device ({@link Layout}) that a restarted owner resets or recovers
  *       ({@code devdax.on.start}).</li>
  *   <li><b>IPC</b> ({@link DevdaxImporter}): an export names a device alias, an offset, a length
  *       and a protection ({@link DevdaxPayload}); the importer resolves the alias through its own
- *       table, checks the range against the device's table, maps only that range, and needs no
- *       provider and no lock.</li>
+ *       table, checks the range against the device's table (before and after mapping it), maps
+ *       only that range, and needs no provider and no lock. A mapping made before its exporter
+ *       frees the chunk then aliases the range's next owner: device memory is physical.</li>
  * </ul>
  *
  * <p>Priority {@value #PRIORITY}: below the shared-memory plugins, which need no device; choose it

@@ -11,6 +11,7 @@ import dev.conduit.spi.ConduitException;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.nio.file.DirectoryIteratorException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,7 +31,8 @@ import java.util.Map;
  *       usable device; the reason otherwise names each alias's problem.</li>
  *   <li>Without one: available when at least one {@code /dev/dax*} device is readable (the
  *       details then say how to configure it); otherwise unavailable, "no /dev/dax* devices; set
- *       CONDUIT_DEVDAX_DEVICES", or the errno of the devices that exist.</li>
+ *       CONDUIT_DEVDAX_DEVICES", the errno of the devices that exist, or, when {@code /dev} cannot
+ *       be listed, why.</li>
  * </ul>
  *
  * <table class="striped">
@@ -109,9 +111,16 @@ final class DevdaxProbe {
     }
 
     private Availability probeDevDirectory(Libc libc, long fileAlignment, Map<String, String> details) {
-        List<Path> candidates = daxNodes();
         String configure = "set " + DevdaxConfig.DEVICES.environmentName() + " to alias=path pairs, e.g. pmem0=/dev/dax0.0 "
                 + "(a regular file of the same shape works too, e.g. pmem0=/dev/shm/devdax.img)";
+        List<Path> candidates;
+        try {
+            candidates = daxNodes();
+        } catch (IOException | SecurityException e) {
+            // Not "no devices": there may be some this process cannot see.
+            return Availability.unavailable("cannot look for " + devRoot.resolve("dax") + "* devices: " + devRoot + " cannot be "
+                    + "listed (" + e + "); " + configure + ", which names devices without listing " + devRoot, details);
+        }
         if (candidates.isEmpty()) {
             return Availability.unavailable("no " + devRoot.resolve("dax") + "* devices; " + configure, details);
         }
@@ -134,12 +143,12 @@ final class DevdaxProbe {
     }
 
     /** {@code dax*} entries of the device directory, sorted; only names: what they are, {@link #inspect} finds out. */
-    private List<Path> daxNodes() {
+    private List<Path> daxNodes() throws IOException {
         List<Path> nodes = new ArrayList<>();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(devRoot, "dax*")) {
             entries.forEach(nodes::add);
-        } catch (IOException | SecurityException e) {
-            return List.of();
+        } catch (DirectoryIteratorException e) {
+            throw e.getCause();
         }
         nodes.sort(null);
         return nodes;
@@ -162,7 +171,7 @@ final class DevdaxProbe {
             try {
                 first = Mapper.mapPreferringSync(libc, device.fd(), 0, device.mapUnit(), MmapFlags.PROT_READ, arena);
             } catch (ErrnoException e) {
-                throw new ConduitException("cannot map " + device.describe() + ": " + e.getMessage(), e);
+                throw new ConduitException("cannot map " + device.describe() + ": " + e.getMessage() + Device.mapRemedy(e), e);
             }
             String layout = switch (Layout.read(first.segment())) {
                 case Layout.Valid(Layout.Header header) -> "layout generation " + header.generation() + " (id "

@@ -40,8 +40,11 @@ import static java.lang.System.Logger.Level.WARNING;
  *       lock when the owner dies, however it dies. A {@code flock} belongs to an inode: processes
  *       that reach the device through the same node (any path to it, a symbolic link, a bind mount
  *       into a container) exclude each other; a second node made for the same device with
- *       {@code mknod} (as container runtimes usually do for {@code docker run --device}) is another inode, whose lock this
- *       one does not see.</li>
+ *       {@code mknod} (as container runtimes usually do for {@code docker run --device}) is another
+ *       inode, whose lock this one does not see. Two providers can then own one device; the second
+ *       one's start moves the generation in the header, and the first one's next
+ *       {@link #allocate}, {@link #free} or {@link #close()} sees that and fails naming both
+ *       generations, without writing the table, which is no longer its own.</li>
  *   <li><b>Metadata on the device.</b> The first alignment unit(s) hold the header and the
  *       allocation table ({@link Layout}), mapped for the provider's life. Every allocation is an
  *       entry there, written before the chunk is handed out and cleared when it is freed; an
@@ -54,9 +57,15 @@ import static java.lang.System.Logger.Level.WARNING;
  *       another size or alignment, is reformatted by {@code reset} and refused by
  *       {@code recover}, which never discards allocations silently.</li>
  *   <li><b>Chunks</b> are whole alignment units ({@link #pageSize()} is the device's alignment),
- *       placed first-fit, mapped {@code MAP_SHARED} one mapping per chunk ({@code MAP_SYNC} where
- *       the kernel accepts it: it is tried once, on the metadata, and the answer used for every
- *       chunk), and zeroed.</li>
+ *       placed next-fit ({@link Extents}; where the search stands is kept in the header, so a
+ *       restarted owner goes on after its predecessor's last allocation), mapped
+ *       {@code MAP_SHARED} one mapping per chunk ({@code MAP_SYNC} where the kernel accepts it: it
+ *       is tried once, on the metadata, and the answer used for every chunk), and zeroed.</li>
+ *   <li><b>Freed memory is reused.</b> Device memory is physical: a process that still maps a
+ *       freed chunk (or one an owner's {@code reset} forgot) sees the data of the range's next
+ *       owner. Unlike posix and memfd, where a freed chunk's pages live on for whoever maps them,
+ *       an importer must stop using a region when its exporter frees it. Next fit delays the
+ *       reuse; it cannot prevent it.</li>
  * </ul>
  *
  * <p>Closing frees every chunk (and every re-adopted allocation), unmaps, and closes the
@@ -64,8 +73,9 @@ import static java.lang.System.Logger.Level.WARNING;
  * the next owner to reset or recover.
  *
  * <p>Thread-safe: every operation holds the provider's monitor (the runtime serializes calls
- * anyway). A chunk's virtual address is aligned to the alignment on device DAX (the kernel places
- * such mappings so); on a regular file only to the page size.
+ * anyway). A chunk's virtual address is aligned to the alignment, as {@link #pageSize()} promises,
+ * on both kinds of device: every chunk is mapped with {@link Libc#mmapAligned} (the kernel would
+ * align a device-DAX mapping by itself, but not a regular file's).
  */
 final class DevdaxProvider implements MemoryProvider {
 
@@ -100,6 +110,7 @@ final class DevdaxProvider implements MemoryProvider {
         this.adopted = new ArrayList<>(start.adopted());
         this.free = new Extents(geometry.dataOffset(), geometry.size());
         for (Entry entry : adopted) free.reserve(entry.offset(), entry.length());
+        free.startAt(start.next());
     }
 
     /**
@@ -169,17 +180,18 @@ final class DevdaxProvider implements MemoryProvider {
             return Mapper.mapPreferringSync(libc, device.fd(), 0, geometry.dataOffset(), READ_WRITE, arena);
         } catch (ErrnoException e) {
             throw new ConduitException("cannot map the metadata of device " + device.describe() + " (" + geometry.dataOffset()
-                    + " bytes): " + e.getMessage(), e);
+                    + " bytes): " + e.getMessage() + Device.mapRemedy(e), e);
         }
     }
 
     /**
      * What opening did to the device's layout.
      *
+     * @param next    where the first allocation search starts: where the previous owner's next one would have
      * @param what    for the log: formatted, reset or recovered
      * @param dropped table entries cleared because they cannot describe an allocation
      */
-    private record Start(long layoutId, long generation, List<Entry> adopted, String what, List<String> dropped) {
+    private record Start(long layoutId, long generation, List<Entry> adopted, long next, String what, List<String> dropped) {
     }
 
     private static Start start(MemorySegment metadata, Geometry geometry, OnStart onStart, Device device, SecureRandom random) {
@@ -188,7 +200,7 @@ final class DevdaxProvider implements MemoryProvider {
                 + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset";
         return switch (found) {
             case Layout.Valid(Layout.Header header) when header.geometry().equals(geometry) -> {
-                long next = header.generation() + 1;
+                long nextGeneration = header.generation() + 1;
                 List<String> dropped = new ArrayList<>();
                 List<Entry> adopted = List.of();
                 if (onStart == OnStart.RECOVER) {
@@ -196,11 +208,11 @@ final class DevdaxProvider implements MemoryProvider {
                 } else {
                     Layout.clearTable(metadata, geometry);
                 }
-                Layout.writeGeneration(metadata, next);
+                Layout.writeGeneration(metadata, nextGeneration);
                 String what = onStart == OnStart.RECOVER
                         ? "recovered " + adopted.size() + " allocation(s) of generation(s) up to " + header.generation()
                         : "reset: allocations of generation(s) up to " + header.generation() + " forgotten";
-                yield new Start(header.layoutId(), next, adopted, what, dropped);
+                yield new Start(header.layoutId(), nextGeneration, adopted, Layout.nextOffset(metadata, geometry), what, dropped);
             }
             case Layout.Valid(Layout.Header header) -> {
                 if (onStart == OnStart.RECOVER) {
@@ -208,14 +220,17 @@ final class DevdaxProvider implements MemoryProvider {
                             + "made for " + header.geometry().size() + " bytes in units of " + header.geometry().alignment()
                             + ", but the device now has " + geometry.size() + " bytes in units of " + geometry.alignment() + remedy);
                 }
+                // Offsets are bytes of the same device under any alignment: the new layout goes on where the old one stood.
+                long next = Layout.nextOffset(metadata, geometry);
                 Layout.format(metadata, geometry, header.layoutId(), header.generation() + 1);
-                yield new Start(header.layoutId(), header.generation() + 1, List.of(),
+                Layout.writeNextOffset(metadata, next);
+                yield new Start(header.layoutId(), header.generation() + 1, List.of(), next,
                         "reset: new layout for the device's new size or alignment", List.of());
             }
             case Layout.Blank() -> {
                 long id = nonZero(random);
                 Layout.format(metadata, geometry, id, 1);
-                yield new Start(id, 1, List.of(), onStart == OnStart.RECOVER
+                yield new Start(id, 1, List.of(), geometry.dataOffset(), onStart == OnStart.RECOVER
                         ? "nothing to recover: the device held no layout, so a new one was written" : "new layout written", List.of());
             }
             case Layout.Damaged(String reason) -> {
@@ -224,7 +239,7 @@ final class DevdaxProvider implements MemoryProvider {
                 }
                 long id = nonZero(random);
                 Layout.format(metadata, geometry, id, 1);
-                yield new Start(id, 1, List.of(), "reset: a damaged layout (" + reason + ") was replaced", List.of());
+                yield new Start(id, 1, List.of(), geometry.dataOffset(), "reset: a damaged layout (" + reason + ") was replaced", List.of());
             }
         };
     }
@@ -244,12 +259,13 @@ final class DevdaxProvider implements MemoryProvider {
     }
 
     /**
-     * Takes the lowest free range of {@code size} bytes, maps it, zeroes it, and records it in the
-     * device's allocation table.
+     * Takes a free range of {@code size} bytes, next fit ({@link Extents}), maps it, zeroes it, and
+     * records it in the device's allocation table.
      *
      * @throws IllegalArgumentException if {@code size} is not a positive multiple of {@link #pageSize()}
      * @throws IllegalStateException    if the provider is closed
-     * @throws ConduitException         when the device has no free range that large, or the range cannot be mapped
+     * @throws ConduitException         when the device has no free range that large, the range cannot be mapped
+     *                                  ({@code ENXIO}: the device was disabled), or another provider took the device over
      */
     @Override
     public synchronized Chunk allocate(long size) {
@@ -258,6 +274,7 @@ final class DevdaxProvider implements MemoryProvider {
                     + geometry.alignment() + " of device " + device.describe());
         }
         ensureOpen();
+        ensureStillOwner("allocate");
         long offset = free.take(size);
         if (offset < 0) {
             throw new ConduitException("device " + device.describe() + " has no free range of " + size + " bytes: " + free.freeBytes()
@@ -274,6 +291,7 @@ final class DevdaxProvider implements MemoryProvider {
             byte[] payload = new DevdaxPayload(device.alias(), layoutId, offset, size, READ_WRITE, allocationId, generation).encode();
             DevdaxChunk chunk = new DevdaxChunk(this, offset, new DaxMapping(device.path(), offset, arena, segment), payload);
             Layout.publish(metadata, geometry, offset, allocationId, size);
+            Layout.writeNextOffset(metadata, free.next());
             live.add(chunk);
             return chunk;
         } catch (ErrnoException e) {
@@ -281,7 +299,7 @@ final class DevdaxProvider implements MemoryProvider {
             free.give(offset, size);
             throw new ConduitException("cannot map [" + offset + ", " + (offset + size) + ") of device " + device.describe() + ": "
                     + e.getMessage() + (e.errnoName().equals("ENOMEM") ? "; the process is out of address space or mappings: "
-                    + "raise vm.max_map_count, or keep fewer chunks (pool.chunk.size)" : ""), e);
+                    + "raise vm.max_map_count, or keep fewer chunks (pool.chunk.size)" : Device.mapRemedy(e)), e);
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, arena::close);
             free.give(offset, size);
@@ -295,7 +313,15 @@ final class DevdaxProvider implements MemoryProvider {
      */
     private void checkFileStillCovers(long end) {
         if (device.kind() != Device.Kind.REGULAR_FILE) return;
-        FileStatus status = libc.fstat(device.fd());
+        FileStatus status;
+        try {
+            status = libc.fstat(device.fd());
+        } catch (ErrnoException e) {
+            // Not a mapping failure, which the caller would report it as: without the size, a map might reach past the end.
+            throw new ConduitException("cannot check the size of device file " + device.describe() + " before mapping a chunk of it: "
+                    + e.getMessage() + "; refusing to map what may lie past its end (SIGBUS). Check the file system that holds it "
+                    + "(dmesg), then reopen the provider", e);
+        }
         if (status.size() < end) {
             throw new ConduitException("device file " + device.describe() + " was truncated to " + status.size() + " bytes while "
                     + "this provider used it (it manages " + geometry.size() + "): refusing to map past its end, which would crash "
@@ -321,14 +347,16 @@ final class DevdaxProvider implements MemoryProvider {
 
     /**
      * Clears the chunk's table entry, which refuses its exports from then on, unmaps it here, and
-     * returns its range for reuse. Processes that mapped it keep their mapping, and would see the
-     * range's next owner's data: exports are for memory that stays allocated while peers use it.
-     * After {@link #close()}, which freed every chunk, this does nothing.
+     * returns its range for reuse. Processes that mapped it keep their mapping, which from then on
+     * aliases the data of the range's next owner (device memory is physical: nothing keeps the
+     * freed pages for them, as a posix or memfd file does): exports are for memory that stays
+     * allocated while peers use it. After {@link #close()}, which freed every chunk, this does nothing.
      *
      * @throws IllegalStateException    if the chunk was freed already, or another thread is inside a native call
      *                                  on its memory (the chunk then stays allocated, its exports revoked, and
      *                                  can be freed again)
      * @throws IllegalArgumentException if the chunk is not this provider's
+     * @throws ConduitException         if another provider took the device over; nothing changes
      */
     @Override
     public synchronized void free(Chunk chunk) {
@@ -337,6 +365,7 @@ final class DevdaxProvider implements MemoryProvider {
             if (closed) return;
             throw new IllegalStateException(own + " was freed already");
         }
+        ensureStillOwner("free " + own);
         Layout.revoke(metadata, geometry, own.offset());
         own.mapping().close();
         live.remove(own);
@@ -352,27 +381,53 @@ final class DevdaxProvider implements MemoryProvider {
 
     /**
      * Frees every chunk still allocated and every re-adopted allocation, unmaps the metadata, and
-     * closes the device, which drops the lock. Every step runs even if an earlier one fails; the
-     * first failure is thrown with the others suppressed. Idempotent.
+     * closes the device, which drops the lock. Idempotent.
+     *
+     * <p>If a chunk cannot be unmapped (another thread is inside a native call on its memory), the
+     * provider stays open: every chunk's exports are revoked and those that could be unmapped are
+     * freed, but the metadata stays mapped and the device locked, since dropping the lock would let
+     * another provider hand out memory this process still uses. It throws, and a later close tries
+     * again. If another provider took the device over (see {@link #allocate}), the table is left
+     * alone, everything here is released, and it throws naming both generations.
+     *
+     * @throws ConduitException if a chunk could not be unmapped (the provider is then still open), the device
+     *                          was taken over, or releasing the metadata or the descriptor failed
      */
     @Override
     public synchronized void close() {
         if (closed) return;
-        closed = true;
-        RuntimeException failure = null;
-        for (DevdaxChunk chunk : live) {
-            failure = Cleanup.collect(failure, () -> {
-                Layout.revoke(metadata, geometry, chunk.offset());
+        String takenOver = takenOver();
+        RuntimeException unmapFailure = null;
+        for (DevdaxChunk chunk : List.copyOf(live)) {
+            try {
+                if (takenOver == null) Layout.revoke(metadata, geometry, chunk.offset());
                 chunk.mapping().close();
-            });
+                live.remove(chunk);
+                free.give(chunk.offset(), chunk.length());
+            } catch (RuntimeException e) {
+                if (unmapFailure == null) unmapFailure = e;
+                else unmapFailure.addSuppressed(e);
+            }
         }
-        live.clear();
-        for (Entry entry : adopted) {
-            Layout.revoke(metadata, geometry, entry.offset());
+        if (!live.isEmpty()) {
+            throw new ConduitException("cannot close " + this + ": " + live.size() + " chunk(s) could not be unmapped ("
+                    + unmapFailure.getMessage() + ": another thread is inside a native call on their memory). "
+                    + (takenOver == null ? "Their exports are revoked, but the" : "The") + " provider stays open and keeps the "
+                    + "device locked, so that no other provider hands out memory this process still uses: let those calls return, "
+                    + "then close it again", unmapFailure);
+        }
+        if (takenOver == null) {
+            for (Entry entry : adopted) Layout.revoke(metadata, geometry, entry.offset());
         }
         adopted.clear();
-        failure = Cleanup.collect(failure, metadataArena::close);
+        closed = true;
+        RuntimeException failure = Cleanup.collect(null, metadataArena::close);
         failure = Cleanup.collect(failure, device::close);
+        if (takenOver != null) {
+            ConduitException tookOver = new ConduitException(takenOver + ". This provider was closed without writing the table");
+            if (failure != null) tookOver.addSuppressed(failure);
+            throw tookOver;
+        }
         if (failure != null) throw failure;
     }
 
@@ -400,6 +455,34 @@ final class DevdaxProvider implements MemoryProvider {
         if (closed) {
             throw new IllegalStateException("devdax provider on " + device.describe() + " is closed");
         }
+    }
+
+    /** Fails, changing nothing, unless the table is still this provider's to write. */
+    private void ensureStillOwner(String what) {
+        String takenOver = takenOver();
+        if (takenOver != null) {
+            throw new ConduitException("cannot " + what + ": " + takenOver);
+        }
+    }
+
+    /**
+     * {@code null} while the device's header carries the generation and layout id this provider
+     * started it with; otherwise what happened. Only another provider's start changes them, and the
+     * lock excludes every provider that reaches the device through the same node as this one.
+     */
+    private String takenOver() {
+        long nowGeneration = Layout.generation(metadata);
+        long nowLayout = Layout.layoutId(metadata);
+        if (nowGeneration == generation && nowLayout == layoutId) return null;
+        boolean sameLayout = nowLayout == layoutId;
+        return "device " + device.describe() + " was taken over by another devdax provider: its header is at generation "
+                + nowGeneration + (sameLayout ? "" : " of layout " + Long.toHexString(nowLayout)) + ", but this provider started "
+                + "it at generation " + generation + (sameLayout ? "" : " of layout " + Long.toHexString(layoutId))
+                + ". The other provider reached the device through another device node (the flock is per node: a node made with "
+                + "mknod, as docker run --device does, is another inode) and reset its allocation table, so memory this provider "
+                + "handed out may be handed out again there. Run one provider per device: close one of them, and let every process "
+                + "that allocates from the device reach it through one node (bind-mount the host's /dev/daxX.Y instead of "
+                + "--device) or give each its own device (" + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")";
     }
 
     /** How chunks are mapped: {@code MAP_SHARED_VALIDATE|MAP_SYNC}, or {@code MAP_SHARED} and why not sync. */

@@ -82,7 +82,14 @@ final class Device implements AutoCloseable {
             throw openFailure(libc, alias, path, writable, e);
         }
         try {
-            FileStatus status = libc.fstat(fd);
+            FileStatus status;
+            try {
+                status = libc.fstat(fd);
+            } catch (ErrnoException e) {
+                throw new ConduitException("cannot learn what device " + path + " (alias '" + alias + "') is: " + e.getMessage()
+                        + "; it was opened, so the file system or driver behind it failed: check dmesg, or point the alias in "
+                        + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " elsewhere", e);
+            }
             return switch (status.fileType()) {
                 case FileStatus.S_IFCHR -> {
                     Sysfs.DaxAttributes dax = sysfs.daxAttributes(status.rdevMajor(), status.rdevMinor(), path);
@@ -116,10 +123,29 @@ final class Device implements AutoCloseable {
                     + (writable ? "for reading and writing" : "for reading")
                     + ": grant access to the device (its group, a udev rule, or the container's device cgroup), or fix "
                     + DevdaxConfig.describe(DevdaxConfig.DEVICES);
-            case Errno.ENXIO, Errno.ENODEV -> "the device node has no device behind it (is the dax driver bound? see daxctl list)";
+            case Errno.ENXIO, Errno.ENODEV -> UNBOUND;
             default -> "check the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES);
         };
         return new ConduitException("cannot open device " + path + " (alias '" + alias + "'): " + e.getMessage() + "; " + remedy, e);
+    }
+
+    /**
+     * Why a device node that opens (or opened) can have no device behind it. {@code mmap} of a
+     * device-DAX instance that was disabled after it was opened fails with {@code ENXIO}, and an
+     * existing mapping of it raises {@code SIGBUS} on its next fault: only an administrator does
+     * this, never a peer without root.
+     */
+    static final String UNBOUND = "the device node has no device behind it: the device was disabled or its driver unbound "
+            + "(daxctl disable-device, ndctl disable-namespace, a reconfiguration); see daxctl list, and enable it again "
+            + "(daxctl enable-device) before retrying";
+
+    /**
+     * What to append to a failed {@code mmap}'s message: the remedy for {@code ENXIO}, which device
+     * DAX returns for a disabled device. ({@code ENODEV} from {@code mmap} means something else:
+     * that the file cannot be mapped at all.)
+     */
+    static String mapRemedy(ErrnoException e) {
+        return e.errno() == Errno.ENXIO ? "; " + UNBOUND : "";
     }
 
     static String describeType(int fileType) {

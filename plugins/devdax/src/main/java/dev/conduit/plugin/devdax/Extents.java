@@ -1,14 +1,18 @@
 package dev.conduit.plugin.devdax;
 
-import java.util.Iterator;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
  * The free ranges of a device's data area, in bytes, each a whole number of alignment units.
- * First fit by address, so that allocations pack towards the start of the device and a freed
- * range merges with free neighbours at once. Kept in the provider's memory only: the allocation
- * table on the device is the durable record, and this is rebuilt from it on every start.
+ * Next fit: a search starts where the previous allocation ended and wraps around at the end, so
+ * that a range just freed is handed out again only after the rest of the device was. Device
+ * memory is physical: a process still mapping a freed range (an importer that has not noticed the
+ * free, a consumer across its producer's restart) sees whatever the range's next owner writes, and
+ * first fit from the lowest address made that next owner the very next allocation. Next fit costs
+ * some fragmentation, which pools of equal chunks hardly feel. A freed range still merges with
+ * free neighbours at once. Kept in the provider's memory only: the allocation table on the device
+ * is the durable record, and this is rebuilt from it on every start.
  *
  * <p>Not thread-safe; the provider guards it.
  */
@@ -17,6 +21,8 @@ final class Extents {
     /** Start of each free range to its length; ranges never touch (they would have been merged). */
     private final TreeMap<Long, Long> free = new TreeMap<>();
     private long freeBytes;
+    /** Where the next search starts: the end of the last range taken, or where {@link #startAt} put it. */
+    private long next;
 
     /** Everything in {@code [start, end)} free. */
     Extents(long start, long end) {
@@ -24,26 +30,50 @@ final class Extents {
             free.put(start, end - start);
             freeBytes = end - start;
         }
+        next = start;
+    }
+
+    /** Makes the next search start at {@code offset}, e.g. where the device's previous owner stopped. */
+    void startAt(long offset) {
+        next = offset;
+    }
+
+    /** Where the next search starts. */
+    long next() {
+        return next;
     }
 
     /**
-     * Takes the lowest free range of {@code length} bytes.
+     * Takes {@code length} bytes at the first place from where the previous search stopped: from
+     * there on in the free range that holds it, else at the start of the first free range beyond
+     * it that is long enough, else, wrapping around, of the first one from the lowest address.
      *
      * @return its offset, or -1 if no free range is that long
      */
     long take(long length) {
-        Iterator<Map.Entry<Long, Long>> ranges = free.entrySet().iterator();
-        while (ranges.hasNext()) {
-            Map.Entry<Long, Long> range = ranges.next();
-            long rangeLength = range.getValue();
-            if (rangeLength < length) continue;
-            long offset = range.getKey();
-            ranges.remove();
-            if (rangeLength > length) free.put(offset + length, rangeLength - length);
-            freeBytes -= length;
-            return offset;
+        Map.Entry<Long, Long> holding = free.floorEntry(next);
+        if (holding != null && holding.getKey() + holding.getValue() - next >= length) {
+            return carve(holding, next, length);
+        }
+        for (Map.Entry<Long, Long> range : free.tailMap(next, false).entrySet()) {
+            if (range.getValue() >= length) return carve(range, range.getKey(), length);
+        }
+        for (Map.Entry<Long, Long> range : free.headMap(next, true).entrySet()) {
+            if (range.getValue() >= length) return carve(range, range.getKey(), length);
         }
         return -1;
+    }
+
+    /** Takes {@code [offset, offset + length)} out of {@code range}, which holds it. */
+    private long carve(Map.Entry<Long, Long> range, long offset, long length) {
+        long start = range.getKey();
+        long end = start + range.getValue();
+        free.remove(start);
+        if (start < offset) free.put(start, offset - start);
+        if (offset + length < end) free.put(offset + length, end - offset - length);
+        freeBytes -= length;
+        next = offset + length;
+        return offset;
     }
 
     /**

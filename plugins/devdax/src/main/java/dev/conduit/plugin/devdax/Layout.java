@@ -31,7 +31,11 @@ import java.util.zip.CRC32C;
  * <tr><td>60</td><td>4</td><td>reserved</td><td>0</td></tr>
  * <tr><td>64</td><td>8</td><td>generation</td><td>1 when formatted, + 1 at every start of an owner (reset or recover);
  *     outside the CRC, so that a start changes it with one atomic store</td></tr>
- * <tr><td>72</td><td>56</td><td>reserved</td><td>0</td></tr>
+ * <tr><td>72</td><td>8</td><td>next offset</td><td>where the owner's next allocation search starts (the end of its
+ *     last allocation), so that a restarted owner goes on from there instead of handing the previous owner's ranges
+ *     out again at once; a hint, outside the CRC, stored atomically, ignored unless it is a multiple of the alignment
+ *     inside the data area (0, as layouts written before it was kept read, means the data offset)</td></tr>
+ * <tr><td>80</td><td>48</td><td>reserved</td><td>0</td></tr>
  * </table>
  *
  * <table class="striped">
@@ -71,6 +75,7 @@ final class Layout {
     static final long OFFSET_DATA = 48;
     static final long OFFSET_CRC = 56;
     static final long OFFSET_GENERATION = 64;
+    static final long OFFSET_NEXT = 72;
 
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -232,6 +237,32 @@ final class Layout {
 
     static void writeGeneration(MemorySegment metadata, long generation) {
         LONG_HANDLE.setRelease(metadata, OFFSET_GENERATION, generation);
+    }
+
+    /** The generation as stored now: another provider that reached the device through another node may have moved it. */
+    static long generation(MemorySegment metadata) {
+        return (long) LONG_HANDLE.getAcquire(metadata, OFFSET_GENERATION);
+    }
+
+    /** The layout id as stored now: another provider that found the layout damaged may have chosen a new one. */
+    static long layoutId(MemorySegment metadata) {
+        return (long) LONG_HANDLE.getAcquire(metadata, OFFSET_LAYOUT_ID);
+    }
+
+    /**
+     * Where the previous owner's next allocation search would have started, made valid for
+     * {@code geometry}: rounded up to its alignment (a layout for another alignment may have
+     * written it), and the data offset unless that lies inside the data area.
+     */
+    static long nextOffset(MemorySegment metadata, Geometry geometry) {
+        long stored = (long) LONG_HANDLE.getAcquire(metadata, OFFSET_NEXT);
+        long alignment = geometry.alignment();
+        if (stored <= geometry.dataOffset() || stored > geometry.size() - alignment) return geometry.dataOffset();
+        return (stored + alignment - 1) / alignment * alignment;
+    }
+
+    static void writeNextOffset(MemorySegment metadata, long offset) {
+        LONG_HANDLE.setRelease(metadata, OFFSET_NEXT, offset);
     }
 
     /** Records an allocation: length first, then the id that makes it visible. */

@@ -7,6 +7,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * What sysfs says about a device-DAX instance, found by the major and minor number of its device
@@ -20,9 +22,13 @@ import java.nio.file.Path;
  *     <td>proves the node is device DAX, not {@code /dev/zero} or {@code /dev/mem}</td></tr>
  * <tr><td>{@code size}</td><td>decimal bytes</td><td>the device's size</td></tr>
  * <tr><td>{@code align}</td><td>decimal bytes, a power of two</td><td>the mapping and allocation unit
- *     (kernels since 5.10)</td></tr>
- * <tr><td>{@code device/align}</td><td>the same</td><td>where older kernels keep it, read only when
- *     {@code align} is missing</td></tr>
+ *     (kernels since 5.10, which made it a per-device attribute)</td></tr>
+ * <tr><td>{@code <real path>/../dax_region/align}</td><td>the same</td><td>kernels 5.1 to 5.9 (the dax
+ *     bus): the region's alignment, in the parent of the directory {@code <major>:<minor>} links to
+ *     (the same as {@code /sys/bus/dax/devices/daxX.Y}); read only when {@code align} is missing</td></tr>
+ * <tr><td>{@code device/dax_region/align}</td><td>the same</td><td>kernels 4.x (the dax class): the
+ *     region's alignment, through the {@code device} link to the parent; read only when both others
+ *     are missing</td></tr>
  * </table>
  *
  * <p>The root is {@code /sys} in production; tests give a fixture tree of the same shape.
@@ -73,16 +79,39 @@ final class Sysfs {
             throw new ConduitException("device-DAX device " + device + " has size " + size + " (" + sizeFile + "): it has no "
                     + "memory assigned; give it some (daxctl reconfigure-device or ndctl) or use another device");
         }
-        Path alignFile = directory.resolve("align");
-        if (!Files.exists(alignFile)) {
-            alignFile = directory.resolve("device/align");
-        }
+        Path alignFile = alignFile(directory, device);
         long alignment = number(alignFile, device, "alignment");
         if (alignment < MIN_ALIGNMENT || Long.bitCount(alignment) != 1) {
             throw new ConduitException("device-DAX device " + device + " reports alignment " + alignment + " (" + alignFile
                     + "), not a power of two of at least " + MIN_ALIGNMENT + "; refusing to guess how it may be mapped");
         }
         return new DaxAttributes(size, alignment, sizeFile, alignFile);
+    }
+
+    /**
+     * The first of the places where kernels keep the alignment that exists. Before 5.10 only the
+     * region had one: every device of a region shares it.
+     *
+     * @throws ConduitException naming every place looked at
+     */
+    private static Path alignFile(Path directory, Path device) {
+        List<Path> tried = new ArrayList<>();
+        tried.add(directory.resolve("align"));
+        try {
+            // The parent of the link's target, not of the link: "<major>:<minor>/.." would be /sys/dev/char.
+            Path parent = directory.toRealPath().getParent();
+            if (parent != null) tried.add(parent.resolve("dax_region/align"));
+        } catch (IOException e) {
+            // The link cannot be resolved (it vanished since isDirectory): the third place needs no resolving.
+        }
+        tried.add(directory.resolve("device/dax_region/align"));
+        for (Path candidate : tried) {
+            if (Files.exists(candidate)) return candidate;
+        }
+        throw new ConduitException("cannot read the alignment of device-DAX device " + device + ": none of " + tried + " exists "
+                + "(align since kernel 5.10, the region's dax_region/align before). If /sys is mounted only in part here (a "
+                + "container), mount all of it (read-only is enough); otherwise this kernel describes device DAX in a way this "
+                + "plugin does not know: daxctl list -u shows the alignment, and a bug report with uname -r and that output helps");
     }
 
     /** The name of the subsystem directory {@code subsystem} links to, or a description of why there is none. */

@@ -1,5 +1,7 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.Libc;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
@@ -14,6 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Map;
 
 import static dev.conduit.plugin.devdax.Fixtures.MIB;
 import static dev.conduit.plugin.devdax.Fixtures.UNIT;
@@ -181,14 +184,68 @@ class DevdaxImporterTest {
                     .isInstanceOf(ConduitException.class)
                     .hasMessageStartingWith("export gone: device " + device + " (alias 'pmem0') holds no allocation")
                     .hasMessageContaining("freed the chunk or closed its provider");
-            Chunk reused = provider.allocate(UNIT);
-            assertThat(((DevdaxChunk) reused).offset()).as("the same range, another allocation").isEqualTo(((DevdaxChunk) chunk).offset());
+            Chunk reused;
+            do {
+                reused = provider.allocate(UNIT); // next fit: the freed range comes round again once the rest is taken
+            } while (((DevdaxChunk) reused).offset() != ((DevdaxChunk) chunk).offset());
             assertThatThrownBy(() -> importer.map(reader(payload), UNIT)).hasMessageStartingWith("export gone: ");
             closedPayload = provider.export(reused);
         }
         assertThatThrownBy(() -> importer.map(reader(closedPayload), UNIT)).hasMessageStartingWith("export gone: ");
         assertThat(Fixtures.mappingsOf(device)).isZero();
         assertThat(Fixtures.descriptorsOn(device)).isZero();
+    }
+
+    /**
+     * Freed between the table check and the mmap, and handed to a new owner: the mapping made is
+     * of the new owner's memory. It used to be returned as the export's.
+     */
+    @Test
+    void anAllocationFreedWhileItIsBeingMappedIsGoneNotTheNextOwnersMemory() {
+        Path small = Fixtures.deviceFile(dir, "small.img", 4 * MIB); // one unit after the metadata: a freed range is reused at once
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.device("pmem0", small))) {
+            Chunk chunk = provider.allocate(UNIT);
+            byte[] payload = provider.export(chunk);
+            long offset = ((DevdaxChunk) chunk).offset();
+            Chunk[] next = new Chunk[1];
+            Libc racing = FailingLibc.runningBefore("mmap", args -> (long) args[1] == offset, () -> {
+                provider.free(chunk);
+                next[0] = provider.allocate(UNIT);
+                next[0].segment().set(JAVA_LONG, 0, 0xBADL);
+            });
+            IpcImporter importer = new DevdaxImporter(racing, Map.of("pmem0", small), Sysfs.SYSTEM);
+            long descriptors = Fixtures.openDescriptors();
+
+            assertThatThrownBy(() -> importer.map(reader(payload), UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("export gone: device " + small + " (alias 'pmem0') holds no allocation")
+                    .hasMessageContaining("while this process mapped it");
+            assertThat(((DevdaxChunk) next[0]).offset()).as("the race happened: the range has a new owner").isEqualTo(offset);
+            assertThat(Fixtures.mappingsOf(small)).as("the provider's metadata and new chunk only").isEqualTo(2);
+            assertThat(Fixtures.openDescriptors()).isEqualTo(descriptors);
+        }
+    }
+
+    /** mmap of a device-DAX instance disabled under an open descriptor ({@code daxctl disable-device}) fails with ENXIO. */
+    @Test
+    void aDisabledDeviceIsNamedAsSuchWhenItCannotBeMapped() {
+        try (MemoryProvider provider = provider()) {
+            Chunk chunk = provider.allocate(UNIT);
+            byte[] payload = provider.export(chunk);
+            long offset = ((DevdaxChunk) chunk).offset();
+            for (long failingAt : new long[] {0, offset}) { // the header, the range
+                Libc disabled = FailingLibc.failing("mmap", Errno.ENXIO, args -> (long) args[1] == failingAt);
+                IpcImporter importer = new DevdaxImporter(disabled, Map.of("pmem0", device), Sysfs.SYSTEM);
+                assertThatThrownBy(() -> importer.map(reader(payload), UNIT))
+                        .as("mmap at " + failingAt)
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining(device + " (alias 'pmem0')")
+                        .hasMessageContaining("ENXIO")
+                        .hasMessageContaining("disabled or its driver unbound")
+                        .hasMessageContaining("daxctl list");
+            }
+            assertThat(Fixtures.mappingsOf(device)).isEqualTo(2);
+        }
     }
 
     @Test

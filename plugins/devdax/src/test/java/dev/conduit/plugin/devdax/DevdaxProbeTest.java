@@ -37,6 +37,18 @@ class DevdaxProbeTest {
         assertThat(availability.details()).containsKeys("arch", "kernel");
     }
 
+    /** It used to say there were no devices, though there may be some this process cannot see. */
+    @Test
+    void aDeviceDirectoryThatCannotBeListedIsSaidSoNotThatItHasNoDevices() {
+        Path unlisted = dev.resolve("not-here");
+        Availability availability = new DevdaxPlugin(unlisted, sys, LockHolders.PROC_LOCKS).probe(TestContext.of());
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason())
+                .startsWith("cannot look for " + unlisted.resolve("dax") + "* devices: " + unlisted + " cannot be listed (")
+                .contains("NoSuchFileException")
+                .contains("set CONDUIT_DEVDAX_DEVICES");
+    }
+
     @Test
     void aConfiguredTableIsDescribedAliasByAlias() {
         Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);

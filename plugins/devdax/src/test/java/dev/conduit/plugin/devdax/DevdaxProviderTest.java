@@ -1,6 +1,11 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
 import dev.conduit.linux.PageSize;
+import dev.conduit.linux.SocketFlags;
+import dev.conduit.linux.SocketPair;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
@@ -8,10 +13,13 @@ import dev.conduit.spi.MemoryProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static dev.conduit.plugin.devdax.Fixtures.MIB;
 import static dev.conduit.plugin.devdax.Fixtures.UNIT;
@@ -51,9 +59,27 @@ class DevdaxProviderTest {
             assertThat(Fixtures.readLong(device, 2 * UNIT)).as("MAP_SHARED: the file sees the write").isEqualTo(42L);
 
             provider.free(first);
+            Fixtures.writeLong(device, 4 * UNIT, -1L); // what a previous owner of the next range left
             Chunk again = provider.allocate(UNIT);
-            assertThat(((DevdaxChunk) again).offset()).as("first fit reuses the freed unit").isEqualTo(UNIT);
+            assertThat(((DevdaxChunk) again).offset()).as("next fit: after the last allocation, not the freed unit").isEqualTo(4 * UNIT);
             assertThat(again.segment().mismatch(java.lang.foreign.MemorySegment.ofArray(new byte[(int) UNIT]))).as("zeroed").isEqualTo(-1);
+        }
+    }
+
+    /**
+     * Device memory is physical: whoever still maps a freed chunk sees its next owner's data.
+     * First fit from the lowest address made that next owner the very next allocation.
+     */
+    @Test
+    void aFreedRangeIsHandedOutAgainOnlyAfterTheRestOfTheDevice() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB); // 7 units after the metadata
+        try (DevdaxProvider provider = open(device)) {
+            Chunk freed = provider.allocate(UNIT);
+            provider.free(freed);
+            for (long expected = 2 * UNIT; expected < 8 * UNIT; expected += UNIT) {
+                assertThat(((DevdaxChunk) provider.allocate(UNIT)).offset()).isEqualTo(expected);
+            }
+            assertThat(((DevdaxChunk) provider.allocate(UNIT)).offset()).as("the end reached: around to the freed unit").isEqualTo(UNIT);
         }
     }
 
@@ -162,6 +188,47 @@ class DevdaxProviderTest {
         }
     }
 
+    /**
+     * A chunk another thread is inside a native call on cannot be unmapped. close() used to close
+     * the descriptor anyway, dropping the lock while the memory was in use here, and to mark itself
+     * closed, so that a retry did nothing.
+     */
+    @Test
+    void aCloseThatCannotUnmapAChunkKeepsTheDeviceLockedAndCanBeRetried() throws Exception {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        Libc libc = Linux.libc();
+        DevdaxProvider provider = open(device);
+        Chunk busy = provider.allocate(UNIT);
+        Chunk idle = provider.allocate(UNIT);
+        byte[] busyExport = provider.export(busy);
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
+            Fixtures.awaitBlockedInRead(pair.first());
+
+            assertThatThrownBy(provider::close)
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot close devdax provider on regular file " + device)
+                    .hasMessageContaining("1 chunk(s) could not be unmapped")
+                    .hasMessageContaining("keeps the device locked")
+                    .hasMessageContaining("then close it again");
+            assertThatThrownBy(() -> open(device)).as("still locked").hasMessageContaining("is in use by another devdax provider");
+            assertThatThrownBy(() -> idle.segment().get(JAVA_LONG, 0)).as("what could be freed was").isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.device("pmem0", device)).map(Fixtures.reader(busyExport), UNIT))
+                    .as("the busy chunk's exports are revoked").hasMessageStartingWith("export gone: ");
+            assertThat(Fixtures.descriptorsOn(device)).isEqualTo(1);
+
+            MemorySegment oneByte = arena.allocate(1);
+            libc.write(pair.second(), oneByte);
+            reader.join();
+        }
+        provider.close();
+        assertThat(Fixtures.descriptorsOn(device)).isZero();
+        assertThat(Fixtures.mappingsOf(device)).isZero();
+        try (MemoryProvider next = open(device)) {
+            assertThat(next.pageSize()).as("the retried close released the lock").isEqualTo(UNIT);
+        }
+    }
+
     @Test
     void aRegularFileRefusesMapSyncAndTheProviderSaysSo() {
         try (DevdaxProvider provider = open(Fixtures.deviceFile(dir, "dax.img", 16 * MIB))) {
@@ -182,6 +249,56 @@ class DevdaxProviderTest {
                     .isInstanceOf(ConduitException.class)
                     .hasMessageContaining("was truncated to " + 4 * MIB + " bytes")
                     .hasMessageContaining("SIGBUS");
+        }
+    }
+
+    /** A failed fstat here used to be reported as "cannot map", though nothing was mapped. */
+    @Test
+    void aFailingSizeCheckIsReportedAsSuchNotAsAMappingFailure() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        AtomicBoolean failing = new AtomicBoolean();
+        Libc libc = FailingLibc.failing("fstat", Errno.EIO, args -> failing.get());
+        try (DevdaxProvider provider = DevdaxProvider.open(libc, TestContext.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+            failing.set(true);
+            assertThatThrownBy(() -> provider.allocate(UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("cannot check the size of device file " + device + " (alias 'pmem0') before mapping")
+                    .hasMessageContaining("EIO")
+                    .hasMessageContaining("SIGBUS")
+                    .hasMessageContaining("dmesg");
+            assertThat(Fixtures.mappingsOf(device)).as("the metadata only").isEqualTo(1);
+            failing.set(false);
+            assertThat(provider.allocate(UNIT).segment().byteSize()).isEqualTo(UNIT);
+        }
+    }
+
+    /** A fstat failing right after the open escaped as a bare errno, naming neither the alias nor the path. */
+    @Test
+    void aFailingFstatAtOpenNamesTheAliasAndThePath() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        Libc libc = FailingLibc.failing("fstat", Errno.EIO, args -> true);
+        long descriptors = Fixtures.openDescriptors();
+        assertThatThrownBy(() -> DevdaxProvider.open(libc, TestContext.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("cannot learn what device " + device + " (alias 'pmem0') is: ")
+                .hasMessageContaining("EIO")
+                .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
+        assertThat(Fixtures.openDescriptors()).isEqualTo(descriptors);
+    }
+
+    /** mmap of a device-DAX instance disabled under an open descriptor ({@code daxctl disable-device}) fails with ENXIO. */
+    @Test
+    void aDisabledDeviceIsNamedAsSuchWhenAChunkCannotBeMapped() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        Libc libc = FailingLibc.failing("mmapAligned", Errno.ENXIO, args -> true);
+        try (DevdaxProvider provider = DevdaxProvider.open(libc, TestContext.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+            assertThatThrownBy(() -> provider.allocate(UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot map [" + UNIT + ", " + 2 * UNIT + ") of device " + device + " (alias 'pmem0')")
+                    .hasMessageContaining("ENXIO")
+                    .hasMessageContaining("disabled or its driver unbound")
+                    .hasMessageContaining("daxctl list");
+            assertThat(Fixtures.mappingsOf(device)).as("the metadata only").isEqualTo(1);
         }
     }
 

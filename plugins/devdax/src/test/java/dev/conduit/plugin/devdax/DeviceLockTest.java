@@ -1,5 +1,7 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.linux.Libc;
+import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.IpcImporter;
@@ -12,6 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HexFormat;
+import java.util.List;
 
 import static dev.conduit.plugin.devdax.Fixtures.MIB;
 import static dev.conduit.plugin.devdax.Fixtures.reader;
@@ -59,6 +62,43 @@ class DeviceLockTest {
             assertThat(Fixtures.openDescriptors()).as("the refused opens closed their descriptors").isEqualTo(descriptors);
             assertThat(owner.allocate(owner.pageSize()).segment().byteSize()).as("the owner is unaffected").isEqualTo(owner.pageSize());
         }
+    }
+
+    /**
+     * A second device node for the same device (mknod, {@code docker run --device}) is another
+     * inode, whose flock does not see the first node's: a libc that grants every flock stands in
+     * for it. The first provider used to go on allocating from, freeing in and, on close, clearing
+     * entries of a table the second had reset and allocated from.
+     */
+    @Test
+    void aProviderWhoseDeviceAnotherTookOverThroughAnotherNodeFailsLoudlyAndLeavesTheTableAlone() {
+        Path small = Fixtures.deviceFile(dir, "small.img", 4 * MIB); // one unit after the metadata: both providers get it
+        DevdaxProvider first = (DevdaxProvider) open(small);
+        Chunk mine = first.allocate(Fixtures.UNIT);
+        Libc otherNode = FailingLibc.answering("tryFlock", true);
+        try (DevdaxProvider second = DevdaxProvider.open(otherNode, TestContext.device("pmem0", small), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+            Chunk theirs = second.allocate(Fixtures.UNIT);
+            assertThat(((DevdaxChunk) theirs).offset()).as("the same range: the reset forgot the first one's").isEqualTo(((DevdaxChunk) mine).offset());
+            byte[] theirExport = second.export(theirs);
+
+            for (var call : List.<Runnable>of(() -> first.allocate(Fixtures.UNIT), () -> first.free(mine))) {
+                assertThatThrownBy(call::run)
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("device " + small + " (alias 'pmem0') was taken over by another devdax provider")
+                        .hasMessageContaining("its header is at generation 2, but this provider started it at generation 1")
+                        .hasMessageContaining("another device node")
+                        .hasMessageContaining("Run one provider per device");
+            }
+            assertThatThrownBy(first::close)
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("was taken over")
+                    .hasMessageContaining("closed without writing the table");
+            assertThat(Fixtures.mappingsOf(small)).as("the second provider's metadata and chunk").isEqualTo(2);
+            try (ChunkMapping mapping = plugin.ipcImporter(TestContext.device("pmem0", small)).map(reader(theirExport), Fixtures.UNIT)) {
+                assertThat(mapping.segment().byteSize()).as("the first one's close left the second one's entry").isEqualTo(Fixtures.UNIT);
+            }
+        }
+        assertThat(Fixtures.descriptorsOn(small)).isZero();
     }
 
     @Test

@@ -8,22 +8,45 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class ExtentsTest {
 
     @Test
-    void firstFitByAddressSplitsAndMerges() {
+    void nextFitGoesOnAfterTheLastRangeTakenSplitsAndMerges() {
         Extents extents = new Extents(10, 100);
         assertThat(extents.take(20)).isEqualTo(10);
         assertThat(extents.take(20)).isEqualTo(30);
         assertThat(extents.take(20)).isEqualTo(50);
         assertThat(extents.freeBytes()).isEqualTo(30);
         extents.give(10, 20);
-        extents.give(50, 20);
         assertThat(extents.ranges()).isEqualTo(2);
-        assertThat(extents.largest()).isEqualTo(50);
-        assertThat(extents.take(30)).as("the first range is too short").isEqualTo(50);
+        assertThat(extents.take(20)).as("the range just freed waits; the search goes on after the last range taken").isEqualTo(70);
+        assertThat(extents.take(20)).as("[90, 100) is too short: wrapped around").isEqualTo(10);
         extents.give(30, 20);
-        assertThat(extents.ranges()).isEqualTo(2);
-        assertThat(extents.take(40)).isEqualTo(10);
+        extents.give(50, 20);
+        assertThat(extents.ranges()).as("[30, 70) merged, and [90, 100)").isEqualTo(2);
+        assertThat(extents.largest()).isEqualTo(40);
         assertThat(extents.take(41)).isEqualTo(-1);
-        assertThat(extents.freeBytes()).isEqualTo(20);
+        assertThat(extents.take(40)).isEqualTo(30);
+        assertThat(extents.freeBytes()).isEqualTo(10);
+    }
+
+    /** First fit handed a freed range out again at once, to a new owner whose data a peer still mapping it then saw. */
+    @Test
+    void aFreedRangeIsTakenAgainOnlyAfterEveryOtherFreeRange() {
+        Extents extents = new Extents(0, 40);
+        assertThat(extents.take(10)).isZero();
+        extents.give(0, 10);
+        assertThat(extents.take(10)).as("from where the search stands inside the merged range, not from its start").isEqualTo(10);
+        assertThat(extents.take(10)).isEqualTo(20);
+        assertThat(extents.take(10)).isEqualTo(30);
+        assertThat(extents.take(10)).as("the end reached: around to the freed range").isZero();
+        assertThat(extents.take(10)).isEqualTo(-1);
+    }
+
+    @Test
+    void theSearchCanStartWhereAPreviousOwnerStopped() {
+        Extents extents = new Extents(0, 100);
+        extents.startAt(60);
+        assertThat(extents.take(30)).isEqualTo(60);
+        assertThat(extents.next()).isEqualTo(90);
+        assertThat(extents.take(30)).as("[90, 100) is too short").isZero();
     }
 
     @Test

@@ -83,7 +83,9 @@ class RealDeviceTest {
         assertThat(status.isCharacterDevice()).as(device + " must be a device-DAX character device").isTrue();
         Path sysfs = Path.of("/sys/dev/char/" + status.rdevMajor() + ":" + status.rdevMinor());
         long size = Long.parseLong(Files.readString(sysfs.resolve("size")).trim());
-        Path alignFile = Files.exists(sysfs.resolve("align")) ? sysfs.resolve("align") : sysfs.resolve("device/align");
+        // Since 5.10 the device's own; before, the region's: next to the device (5.1 to 5.9), or in its parent (4.x).
+        Path alignFile = java.util.stream.Stream.of(sysfs.resolve("align"), sysfs.toRealPath().getParent().resolve("dax_region/align"),
+                sysfs.resolve("device/dax_region/align")).filter(Files::exists).findFirst().orElseThrow();
         long alignment = Long.parseLong(Files.readString(alignFile).trim());
 
         try (DevdaxProvider provider = (DevdaxProvider) open(device)) {

@@ -70,7 +70,8 @@ class RestartPolicyTest {
 
             assertThat(DevdaxPayload.decode(reader(keptExport)).offset()).isEqualTo(UNIT);
             Chunk fresh = recovered.allocate(2 * UNIT);
-            assertThat(((DevdaxChunk) fresh).offset()).as("new allocations avoid the re-adopted [UNIT, 3 UNIT)").isEqualTo(3 * UNIT);
+            assertThat(((DevdaxChunk) fresh).offset()).as("past the re-adopted [UNIT, 3 UNIT), and past the freed [3 UNIT, 4 UNIT), "
+                    + "where the predecessor stopped").isEqualTo(4 * UNIT);
         }
         assertThatThrownBy(() -> importer.map(reader(keptExport), 2 * UNIT))
                 .as("closing frees re-adopted allocations like its own")
@@ -91,7 +92,47 @@ class RestartPolicyTest {
                     .hasMessageStartingWith("export gone: ")
                     .hasMessageContaining("devdax.on.start (CONDUIT_DEVDAX_ON_START) = reset")
                     .hasMessageContaining("the export is from generation 1, the device is at generation 2");
-            assertThat(((DevdaxChunk) reset.allocate(UNIT)).offset()).as("the range is free again").isEqualTo(UNIT);
+            assertThat(((DevdaxChunk) reset.allocate(UNIT)).offset()).as("the range is free again, but the search goes on where "
+                    + "the predecessor stopped").isEqualTo(2 * UNIT);
+        }
+    }
+
+    /**
+     * A consumer that keeps its mapping of a chunk across its producer's restart sees whatever the
+     * range's next owner writes (device memory is physical). The restarted owner used to allocate
+     * from the lowest address again, so its first chunk was that range.
+     */
+    @Test
+    void aRestartedOwnerGoesOnWhereItsPredecessorStoppedInsteadOfReusingItsRangesAtOnce() {
+        DevdaxProvider first = open("reset");
+        Chunk chunk = first.allocate(UNIT);
+        chunk.segment().set(JAVA_LONG, 0, 1L);
+        try (ChunkMapping kept = importer.map(reader(first.export(chunk)), UNIT)) {
+            first.close(); // frees it: the table is empty, only the search position is left
+            try (DevdaxProvider second = open("reset")) {
+                Chunk next = second.allocate(UNIT);
+                next.segment().set(JAVA_LONG, 0, 2L);
+                assertThat(((DevdaxChunk) next).offset()).isEqualTo(2 * UNIT);
+                assertThat(kept.segment().get(JAVA_LONG, 0)).as("not (yet) the next owner's data").isEqualTo(1L);
+            }
+            try (DevdaxProvider third = open("recover")) {
+                assertThat(((DevdaxChunk) third.allocate(UNIT)).offset()).isEqualTo(3 * UNIT);
+            }
+        }
+    }
+
+    @Test
+    void aSearchPositionThatCannotBeOneIsIgnored() {
+        open("reset").close();
+        for (long bad : new long[] {-UNIT, 0, 12345, UNIT - 4096, 32 * MIB, Long.MAX_VALUE}) {
+            Fixtures.writeLong(device, Layout.OFFSET_NEXT, bad);
+            try (DevdaxProvider provider = open("reset")) {
+                assertThat(((DevdaxChunk) provider.allocate(UNIT)).offset()).as(Long.toString(bad)).isEqualTo(UNIT);
+            }
+        }
+        Fixtures.writeLong(device, Layout.OFFSET_NEXT, 5 * UNIT + 4096);
+        try (DevdaxProvider provider = open("reset")) {
+            assertThat(((DevdaxChunk) provider.allocate(UNIT)).offset()).as("rounded up to the unit").isEqualTo(6 * UNIT);
         }
     }
 
