@@ -11,6 +11,8 @@
  */
 module dev.conduit.plugin.verbs {
     requires dev.conduit.linux;
+    // TCP_KEEPIDLE, TCP_KEEPINTERVAL, TCP_KEEPCOUNT for the wire-up connections (jdk.net.ExtendedSocketOptions)
+    requires jdk.net;
 
     provides dev.conduit.spi.ConduitPlugin with dev.conduit.plugin.verbs.VerbsPlugin;
 }

@@ -344,7 +344,20 @@ final class FfmVerbs implements Verbs {
                 if (channel.equals(MemorySegment.NULL)) {
                     throw new ErrnoException("ibv_create_comp_channel", errno(capture), name, name);
                 }
-                return new FfmCompletionChannel(name, reinterpret(channel, IBV_COMP_CHANNEL.byteSize()));
+                MemorySegment struct = reinterpret(channel, IBV_COMP_CHANNEL.byteSize());
+                int fd = struct.get(JAVA_INT, COMP_CHANNEL_FD);
+                try {
+                    // ibv_get_cq_event reads this descriptor: non-blocking, it returns EAGAIN instead of sleeping.
+                    dev.conduit.linux.Linux.libc().setNonBlocking(dev.conduit.linux.FileDescriptor.adopt(fd, "comp channel of " + name), true);
+                } catch (RuntimeException e) {
+                    try {
+                        checked("ibv_destroy_comp_channel", name, destroyCompChannel, struct);
+                    } catch (RuntimeException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
+                    throw e;
+                }
+                return new FfmCompletionChannel(name, struct, fd);
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -559,12 +572,10 @@ final class FfmVerbs implements Verbs {
         private final MemorySegment eventContext = Arena.ofAuto().allocate(ADDRESS);
         private boolean closed;
 
-        FfmCompletionChannel(String device, MemorySegment channel) {
+        FfmCompletionChannel(String device, MemorySegment channel, int fd) {
             this.device = device;
             this.channel = channel;
-            this.fd = channel.get(JAVA_INT, COMP_CHANNEL_FD);
-            // ibv_get_cq_event reads this descriptor: non-blocking, it returns EAGAIN instead of sleeping.
-            dev.conduit.linux.Linux.libc().setNonBlocking(dev.conduit.linux.FileDescriptor.adopt(fd, "comp channel of " + device), true);
+            this.fd = fd;
         }
 
         @Override
@@ -621,7 +632,10 @@ final class FfmVerbs implements Verbs {
             try {
                 int n = (int) ops.pollCq.invokeExact(capture, cq, Math.min(BATCH, into.capacity()), wc);
                 if (n < 0) {
-                    throw new ErrnoException("ibv_poll_cq", errnoOf(n, capture), device, device + " cq");
+                    // Providers return their own negative code (mlx4 and mlx5: -2) and leave errno as an earlier call set it.
+                    throw new ConduitException("verbs: ibv_poll_cq(" + device + " cq) returned " + n + ": the provider could not read "
+                            + "the completion queue (poll_cq sets no errno; the value is the provider's code): its connections "
+                            + "cannot complete work; see dmesg for the adapter's state, then close and reopen the worker");
                 }
                 for (int i = 0; i < n; i++) {
                     long at = i * IBV_WC.byteSize();

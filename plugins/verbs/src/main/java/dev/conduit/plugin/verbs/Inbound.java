@@ -3,7 +3,6 @@ package dev.conduit.plugin.verbs;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 
@@ -78,11 +77,8 @@ final class Inbound extends VerbsTransport.Connection {
             return in;
         } catch (RuntimeException e) {
             // Completions of receives posted before the failure name a slot no connection holds with this generation: dropped.
-            if (qp != null) qp.close();
-            if (credit != null) credit.close();
-            if (receive != null) receive.close();
-            arena.close();
-            throw e;
+            throw new Teardown("closing a connection that could not be built").queuePair(qp).region(credit).region(receive)
+                    .memory(arena).suppressedInto(e);
         }
     }
 
@@ -125,10 +121,21 @@ final class Inbound extends VerbsTransport.Connection {
             transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection that broke the record protocol: "
                     + e.getMessage());
             breakDown();
-        } finally {
-            if (!broken && slot >= 0) { // the buffer is posted again even if the sink threw; not once the transport closed
+        } catch (RuntimeException e) {
+            // This connection's state is unknown now; the other connections' completions in the same batch still need handling.
+            transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection whose record could not be "
+                    + "handled: " + e, e);
+            breakDown();
+        }
+        if (!broken && slot >= 0) { // not once the transport closed the connection
+            try {
                 qp.postReceive(VerbsTransport.requestId(this, VerbsTransport.KIND_RECEIVE, index), receive, at, bufferSize);
                 reposted++;
+            } catch (RuntimeException e) {
+                // The connector's credits assume this buffer: without it the connection would stall, so it goes.
+                transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection whose receive buffer could "
+                        + "not be posted again: " + e.getMessage());
+                breakDown();
             }
         }
     }
@@ -138,7 +145,7 @@ final class Inbound extends VerbsTransport.Connection {
         if (creditInFlight || reposted == announced || broken || slot < 0) {
             return;
         }
-        creditSource.memory().set(ValueLayout.JAVA_LONG, 0, reposted);
+        creditSource.memory().set(Records.LONG, 0, reposted);
         qp.postSend(VerbsTransport.requestId(this, VerbsTransport.KIND_CREDIT, 0), VerbsAbi.IBV_WR_RDMA_WRITE, creditSource, 0, 8,
                 peerCreditAddress, peerCreditKey, 0, 0);
         creditInFlight = true;
@@ -158,14 +165,14 @@ final class Inbound extends VerbsTransport.Connection {
     }
 
     /** Stops using the connection; the transport closes it (queue pair, buffers, wire-up socket) at the end of this progress. */
-    private void breakDown() {
+    void breakDown() {
         if (!broken) {
             broken = true;
             transport.drop(this);
         }
     }
 
-    /** Whether the connector closed the wire-up connection or died (end of stream). */
+    /** Whether the connector closed the wire-up connection or died (end of stream), or its host went silent (keepalive's ETIMEDOUT). */
     boolean peerGone() {
         try {
             probe.clear();
@@ -176,23 +183,19 @@ final class Inbound extends VerbsTransport.Connection {
         }
     }
 
+    /**
+     * Closes the wire-up socket, the queue pair, the registrations and the buffers, each even when
+     * an earlier one fails; buffers the device may still write into (a queue pair or registration
+     * that could not be torn down) are kept, not freed, and the exception says so.
+     */
     void close() {
         transport.unregister(this);
-        try {
-            wireup.close();
-        } catch (IOException ignored) {
-            // the descriptor is released anyway
-        }
-        try {
-            qp.close();
-        } finally {
-            try {
-                receive.close();
-                creditSource.close();
-            } finally {
-                records.close();
-                arena.close();
-            }
-        }
+        new Teardown("closing an inbound connection").socket(wireup).queuePair(qp).region(receive).region(creditSource)
+                .other(records::close).memory(arena).rethrow();
+    }
+
+    /** The wire-up socket, for tests of its options. */
+    SocketChannel wireupSocket() {
+        return wireup;
     }
 }

@@ -5,6 +5,7 @@ import dev.conduit.spi.MessageSink;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 /**
  * The record an active message travels in, at the start of a registered buffer, one record per
@@ -13,7 +14,7 @@ import java.lang.foreign.ValueLayout;
  * reassembles them.
  *
  * <pre>
- * offset  size  field
+ * offset  size  field (little-endian, as every Conduit wire format)
  *  0      4     type: 1 FIRST (carries the header and the first part of the payload), 2 MORE
  *  4      4     message id
  *  8      4     header length (0 in MORE)
@@ -21,6 +22,9 @@ import java.lang.foreign.ValueLayout;
  * 16      8     payload length of the whole message
  * 24      ...   header, then this record's payload bytes
  * </pre>
+ *
+ * <p>Records start at multiples of {@code verbs.buffer.size}, which is a multiple of 64, so the
+ * 8-byte total is always aligned.
  *
  * <p>Every field is written by the peer: {@link Reader} checks each record against the completion's
  * byte count and against the largest message this side's buffers admit before it copies a byte.
@@ -36,16 +40,19 @@ final class Records {
     static final int TOTAL_LENGTH = 16;
     static final int HEADER = 24;
     static final int MAX_MESSAGE_HEADER = 1024;
+    /** Explicit, not native: the peer may be another architecture (on x86 and little-endian Arm this costs nothing). */
+    static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private Records() {
     }
 
     static void write(MemorySegment buffer, long at, int type, int id, int headerLength, int partLength, long totalLength) {
-        buffer.set(ValueLayout.JAVA_INT, at + TYPE, type);
-        buffer.set(ValueLayout.JAVA_INT, at + ID, id);
-        buffer.set(ValueLayout.JAVA_INT, at + HEADER_LENGTH, headerLength);
-        buffer.set(ValueLayout.JAVA_INT, at + PART_LENGTH, partLength);
-        buffer.set(ValueLayout.JAVA_LONG, at + TOTAL_LENGTH, totalLength);
+        buffer.set(INT, at + TYPE, type);
+        buffer.set(INT, at + ID, id);
+        buffer.set(INT, at + HEADER_LENGTH, headerLength);
+        buffer.set(INT, at + PART_LENGTH, partLength);
+        buffer.set(LONG, at + TOTAL_LENGTH, totalLength);
     }
 
     /** How many records a message of {@code headerLength} and {@code payloadLength} bytes takes in buffers of {@code bufferSize}. */
@@ -95,11 +102,11 @@ final class Records {
             if (byteLength < HEADER) {
                 throw new ProtocolError("record of " + byteLength + " bytes, shorter than its " + HEADER + "-byte header");
             }
-            int type = buffer.get(ValueLayout.JAVA_INT, at + TYPE);
-            int recordId = buffer.get(ValueLayout.JAVA_INT, at + ID);
-            int header = buffer.get(ValueLayout.JAVA_INT, at + HEADER_LENGTH);
-            int part = buffer.get(ValueLayout.JAVA_INT, at + PART_LENGTH);
-            long recordTotal = buffer.get(ValueLayout.JAVA_LONG, at + TOTAL_LENGTH);
+            int type = buffer.get(INT, at + TYPE);
+            int recordId = buffer.get(INT, at + ID);
+            int header = buffer.get(INT, at + HEADER_LENGTH);
+            int part = buffer.get(INT, at + PART_LENGTH);
+            long recordTotal = buffer.get(LONG, at + TOTAL_LENGTH);
             if (header < 0 || header > MAX_MESSAGE_HEADER || part < 0 || (long) HEADER + header + part != byteLength
                     || recordTotal < part || recordTotal > maxTotal) {
                 throw new ProtocolError("record of " + byteLength + " bytes says header " + header + ", part " + part

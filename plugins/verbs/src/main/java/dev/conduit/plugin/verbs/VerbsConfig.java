@@ -15,13 +15,14 @@ import java.util.List;
  * <tr><td>{@code verbs.library}</td><td>{@code libibverbs.so.1}</td></tr>
  * <tr><td>{@code verbs.device}</td><td>the first device with an active port</td></tr>
  * <tr><td>{@code verbs.port}</td><td>0: the device's first active port</td></tr>
- * <tr><td>{@code verbs.gid.index}</td><td>-1: on RoCE the first IPv4-mapped GID, else 0</td></tr>
+ * <tr><td>{@code verbs.gid.index}</td><td>-1: on RoCE the first IPv4-mapped GID of type RoCE v2, else 0</td></tr>
  * <tr><td>{@code verbs.wireup.address}</td><td>empty: the GID's IPv4 on RoCE, else the first non-loopback interface</td></tr>
  * <tr><td>{@code verbs.wireup.timeout}</td><td>5 s</td></tr>
- * <tr><td>{@code verbs.buffer.size}</td><td>8 KiB</td></tr>
+ * <tr><td>{@code verbs.buffer.size}</td><td>8 KiB (a multiple of 64)</td></tr>
  * <tr><td>{@code verbs.receive.buffers}</td><td>64</td></tr>
  * <tr><td>{@code verbs.send.buffers}</td><td>64</td></tr>
  * <tr><td>{@code verbs.liveness.interval}</td><td>20 ms</td></tr>
+ * <tr><td>{@code verbs.heartbeat.timeout}</td><td>10 s</td></tr>
  * </table>
  */
 final class VerbsConfig {
@@ -39,8 +40,9 @@ final class VerbsConfig {
             "The port of verbs.device (1-based); 0: its first active port.");
 
     static final ConfigKey<Long> GID_INDEX = ConfigKey.integer("verbs.gid.index", -1, -1, 255,
-            "The source GID index for connections (show_gids lists them); -1: on RoCE the first IPv4-mapped GID "
-                    + "(RoCE v2 over IPv4, routable), else 0.");
+            "The source GID index for connections (show_gids lists them); -1: on RoCE the first IPv4-mapped GID whose "
+                    + "type is RoCE v2 (routable over IP; sysfs gid_attrs/types says which), or the first IPv4-mapped one "
+                    + "where the kernel does not say; else 0.");
 
     static final ConfigKey<String> WIREUP_ADDRESS = ConfigKey.string("verbs.wireup.address", "",
             "The IP address of the TCP listener peers connect to to exchange queue-pair numbers (and that stays open as "
@@ -50,9 +52,12 @@ final class VerbsConfig {
     static final ConfigKey<Duration> WIREUP_TIMEOUT = ConfigKey.duration("verbs.wireup.timeout", Duration.ofSeconds(5),
             "How long connect waits for the TCP connection to the peer's wire-up listener.");
 
+    /** Buffers must be a multiple of this: each starts a record whose 8-byte fields must be aligned (and keeps to its own cache lines). */
+    static final int BUFFER_ALIGNMENT = 64;
+
     static final ConfigKey<Long> BUFFER_SIZE = ConfigKey.bytes("verbs.buffer.size", 8L << 10, 4L << 10,
-            "The size of each registered send and receive buffer: messages up to it (less a 24-byte record header) "
-                    + "take one SEND; larger ones are cut into several, reassembled by the receiver.");
+            "The size of each registered send and receive buffer, a multiple of 64: messages up to it (less a 24-byte "
+                    + "record header) take one SEND; larger ones are cut into several, reassembled by the receiver.");
 
     static final ConfigKey<Long> RECEIVE_BUFFERS = ConfigKey.integer("verbs.receive.buffers", 64, 2, 4096,
             "Receive buffers posted per inbound connection: the sender's credits. The largest message is this many "
@@ -65,8 +70,14 @@ final class VerbsConfig {
             "How often progress and await look at the wire-up connections (new peers, end of stream of dead ones); "
                     + "await sleeps at most this long.");
 
+    static final ConfigKey<Duration> HEARTBEAT_TIMEOUT = ConfigKey.duration("verbs.heartbeat.timeout", Duration.ofSeconds(10),
+            "How long a peer's host may stay silent (crashed, powered off, network cut) before its connections fail: "
+                    + "TCP keepalive on the wire-up connections, in whole seconds and at least 4 s, plus up to one "
+                    + "verbs.liveness.interval. A peer whose process dies is noticed at once; one that lives but stops "
+                    + "progressing is not detected by this (its kernel answers the probes).");
+
     static final List<ConfigKey<?>> KEYS = List.of(LIBRARY, DEVICE, PORT, GID_INDEX, WIREUP_ADDRESS, WIREUP_TIMEOUT, BUFFER_SIZE,
-            RECEIVE_BUFFERS, SEND_BUFFERS, LIVENESS_INTERVAL);
+            RECEIVE_BUFFERS, SEND_BUFFERS, LIVENESS_INTERVAL, HEARTBEAT_TIMEOUT);
 
     private VerbsConfig() {
     }

@@ -3,6 +3,10 @@ package dev.conduit.plugin.verbs;
 import dev.conduit.spi.Config;
 import dev.conduit.spi.ConduitException;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
@@ -37,18 +41,24 @@ final class VerbsDomain {
         this.pd = pd;
     }
 
+    /** The real sysfs, where the kernel says which GIDs are RoCE v2. */
+    static final Path SYSFS = Path.of("/sys");
+
     /** The shared domain of a plugin instance: opens it on first use. */
     static final class Holder {
         private final Function<String, Verbs> loader;
+        private final Path sysfs;
         private VerbsDomain domain;
 
-        Holder(Function<String, Verbs> loader) {
+        /** @param sysfs {@link #SYSFS}, or a fixture tree of its shape for tests */
+        Holder(Function<String, Verbs> loader, Path sysfs) {
             this.loader = loader;
+            this.sysfs = sysfs;
         }
 
-        synchronized VerbsDomain acquire(Config config) {
+        synchronized VerbsDomain acquire(Config config, System.Logger logger) {
             if (domain == null) {
-                domain = open(loader.apply(config.get(VerbsConfig.LIBRARY)), config);
+                domain = open(loader.apply(config.get(VerbsConfig.LIBRARY)), config, sysfs, logger);
             }
             domain.users++;
             return domain;
@@ -68,7 +78,7 @@ final class VerbsDomain {
     }
 
     /** Opens {@code verbs.device} (or the first device with an active port), its port and GID, and a protection domain. */
-    static VerbsDomain open(Verbs verbs, Config config) {
+    static VerbsDomain open(Verbs verbs, Config config, Path sysfs, System.Logger logger) {
         String wanted = config.get(VerbsConfig.DEVICE);
         int wantedPort = config.get(VerbsConfig.PORT).intValue();
         List<String> names = wanted.isEmpty() ? verbs.deviceNames() : List.of(wanted);
@@ -92,7 +102,7 @@ final class VerbsDomain {
                         tried.add(name + " port " + port + " " + VerbsAbi.portState(p.state()));
                         continue;
                     }
-                    int gidIndex = gidIndex(device, port, p, config.get(VerbsConfig.GID_INDEX).intValue());
+                    int gidIndex = gidIndex(device, name, port, p, config.get(VerbsConfig.GID_INDEX).intValue(), sysfs, logger);
                     byte[] gid = device.gid(port, gidIndex);
                     Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
                     return new VerbsDomain(device, name, port, p, attributes, gidIndex, gid, pd);
@@ -111,7 +121,15 @@ final class VerbsDomain {
                 + ", and bring a link up (ip link set <netdev> up; ibstat)");
     }
 
-    private static int gidIndex(Verbs.Device device, int port, Verbs.PortAttributes p, int configured) {
+    /**
+     * The source GID: {@code verbs.gid.index} when set; on RoCE the first IPv4-mapped GID whose
+     * type is RoCE v2. Drivers list each address twice, as RoCE v1 (an Ethernet frame, which no IP
+     * router forwards) at the lower index and as RoCE v2 (UDP/IP) at the next; the GID bytes are the
+     * same, only sysfs's {@code gid_attrs/types/<index>} tells them apart. Where a kernel has no
+     * such file (before 4.9), the first IPv4-mapped GID, as before; on InfiniBand 0.
+     */
+    static int gidIndex(Verbs.Device device, String deviceName, int port, Verbs.PortAttributes p, int configured, Path sysfs,
+                        System.Logger logger) {
         if (configured >= 0) {
             if (configured >= p.gidTableLength()) {
                 throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.GID_INDEX) + " is " + configured
@@ -119,14 +137,54 @@ final class VerbsDomain {
             }
             return configured;
         }
-        if (p.linkLayer() == VerbsAbi.IBV_LINK_LAYER_ETHERNET) {
-            for (int i = 0; i < Math.min(p.gidTableLength(), 16); i++) {
-                if (WireFormat.ipv4Of(device.gid(port, i)) != null) {
-                    return i;
-                }
+        if (p.linkLayer() != VerbsAbi.IBV_LINK_LAYER_ETHERNET) {
+            return 0;
+        }
+        Path types = sysfs.resolve("class/infiniband").resolve(deviceName).resolve("ports").resolve(Integer.toString(port))
+                .resolve("gid_attrs/types");
+        int firstIpv4 = -1;
+        boolean typesKnown = false;
+        for (int i = 0; i < Math.min(p.gidTableLength(), 16); i++) {
+            if (WireFormat.ipv4Of(device.gid(port, i)) == null) {
+                continue;
+            }
+            if (firstIpv4 < 0) {
+                firstIpv4 = i;
+            }
+            String type = gidType(types.resolve(Integer.toString(i)));
+            typesKnown |= type != null;
+            if (ROCE_V2.equals(type)) {
+                return i;
             }
         }
-        return 0;
+        if (firstIpv4 < 0) {
+            return 0;
+        }
+        if (typesKnown) {
+            int chosen = firstIpv4;
+            logger.log(System.Logger.Level.WARNING, () -> "verbs: " + deviceName + " port " + port + " has no IPv4 GID of type "
+                    + ROCE_V2 + " among its first 16 (" + types + "): using index " + chosen + ", RoCE v1, which no IP router "
+                    + "forwards; enable RoCE v2 on the device, or choose a GID with " + VerbsConfig.describe(VerbsConfig.GID_INDEX));
+        } else {
+            int chosen = firstIpv4;
+            logger.log(System.Logger.Level.DEBUG, () -> "verbs: " + types + " is missing (a kernel before 4.9, or sysfs not mounted): "
+                    + "the GID types of " + deviceName + " port " + port + " are unknown, so the first IPv4-mapped GID, index "
+                    + chosen + ", is used; it may be RoCE v1 (not routable): set " + VerbsConfig.describe(VerbsConfig.GID_INDEX)
+                    + " to choose");
+        }
+        return firstIpv4;
+    }
+
+    private static final String ROCE_V2 = "RoCE v2";
+
+    /** The type the kernel gives GID entry {@code file} ("RoCE v2", "IB/RoCE v1"), or {@code null} where it says none. */
+    private static String gidType(Path file) {
+        try {
+            return Files.readString(file, StandardCharsets.US_ASCII).strip();
+        } catch (IOException e) {
+            // Missing on old kernels; for an entry that holds no GID the kernel answers the read with EINVAL.
+            return null;
+        }
     }
 
     Verbs.Device device() {

@@ -121,6 +121,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                         + "the address with " + VerbsConfig.describe(VerbsConfig.WIREUP_ADDRESS) + ")", e);
             }
             channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            transport.keepalive.apply(channel);
             int psn = VerbsTransport.newPsn();
             endpoint = new VerbsEndpoint(transport, events, peer, channel, arena, qp, ring, credit, psn);
             transport.register(endpoint);
@@ -133,28 +134,21 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             channel.configureBlocking(false);
             return endpoint;
         } catch (IOException e) {
-            release(transport, endpoint, channel, credit, ring, qp, arena);
-            throw new ConduitException("verbs: wire-up with " + peer.host() + ":" + peer.tcpPort() + " failed: " + e.getMessage(), e);
+            throw release(transport, endpoint, peer, channel, credit, ring, qp, arena).suppressedInto(
+                    new ConduitException("verbs: wire-up with " + peer.host() + ":" + peer.tcpPort() + " failed: " + e.getMessage(), e));
         } catch (RuntimeException e) {
-            release(transport, endpoint, channel, credit, ring, qp, arena);
-            throw e;
+            throw release(transport, endpoint, peer, channel, credit, ring, qp, arena).suppressedInto(e);
         }
     }
 
-    private static void release(VerbsTransport transport, VerbsEndpoint endpoint, SocketChannel channel, Verbs.MemoryRegion credit,
-                                Verbs.MemoryRegion ring, Verbs.QueuePair qp, Arena arena) {
+    /** Closes everything, each even when an earlier one fails; the caller reports or rethrows what failed. */
+    private static Teardown release(VerbsTransport transport, VerbsEndpoint endpoint, WireFormat.Address peer, SocketChannel channel,
+                                    Verbs.MemoryRegion credit, Verbs.MemoryRegion ring, Verbs.QueuePair qp, Arena arena) {
         if (endpoint != null) {
             transport.unregister(endpoint);
         }
-        try {
-            if (channel != null) channel.close();
-        } catch (IOException ignored) {
-            // released anyway
-        }
-        if (qp != null) qp.close();
-        if (credit != null) credit.close();
-        if (ring != null) ring.close();
-        arena.close();
+        return new Teardown("closing the connection to " + peer.host() + ":" + peer.tcpPort()).socket(channel).queuePair(qp)
+                .region(credit).region(ring).memory(arena);
     }
 
     boolean isConnecting() {
@@ -217,7 +211,9 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                 return fail("the peer closed its end of the wire-up connection: its worker closed or its process died");
             }
         } catch (IOException e) {
-            return fail("the wire-up connection broke (" + e.getMessage() + "): the peer's process died");
+            // ETIMEDOUT once TCP keepalive gave up on a crashed host or a cut network; ECONNRESET from a peer host that rebooted.
+            return fail("the wire-up connection broke (" + e.getMessage() + "): the peer's host crashed or became unreachable within "
+                    + VerbsConfig.describe(VerbsConfig.HEARTBEAT_TIMEOUT) + ", or its process died");
         }
         return 0;
     }
@@ -375,6 +371,12 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                     + " has none (atomic_cap " + VerbsAbi.atomics(transport.domain.atomicCap()) + ")");
         }
         long remote = remoteAddress(target, offset, 8, op);
+        if ((remote & 7) != 0) {
+            // Posted, the adapter would fail the work request and with it the queue pair: only this call is wrong.
+            throw new IllegalArgumentException("verbs: " + op + " needs an 8-byte aligned word, and payload.address 0x"
+                    + Long.toHexString(lastPayload.address()) + " + chunk offset " + target.chunkOffset() + " + offset " + offset
+                    + " is 0x" + Long.toHexString(remote) + ": use an offset that makes it a multiple of 8");
+        }
         int slot = takeSlot();
         long at = (long) slot * transport.bufferSize;
         post(slot, opcode, at, 8, remote, lastPayload.rkey(), compareAdd, swap);
@@ -454,6 +456,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         }
         boolean healthy = state == State.CONNECTED;
         state = State.CLOSED;
+        RuntimeException draining = null;
         try {
             if (healthy) {
                 // Let what was sent reach the peer before the end of stream tells it to tear the connection down.
@@ -464,11 +467,21 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                     }
                 }
             }
-        } finally {
-            transport.unregister(this);
-            transport.closed(this);
-            release(transport, null, wireup, creditWord, ring, qp, arena);
+        } catch (RuntimeException e) {
+            draining = e;
         }
+        transport.unregister(this);
+        transport.closed(this);
+        Teardown teardown = release(transport, null, peer, wireup, creditWord, ring, qp, arena);
+        if (draining != null) {
+            throw teardown.suppressedInto(draining);
+        }
+        teardown.rethrow();
+    }
+
+    /** The wire-up socket, for tests of its options. */
+    SocketChannel wireupSocket() {
+        return wireup;
     }
 
     @Override

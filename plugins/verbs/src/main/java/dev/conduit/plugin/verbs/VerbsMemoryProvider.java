@@ -70,15 +70,17 @@ final class VerbsMemoryProvider implements MemoryProvider {
         return new WireFormat.Region(mr.memory().address(), mr.memory().byteSize(), mr.remoteKey()).encode();
     }
 
+    /**
+     * Deregisters the chunk, then frees its memory: a peer's later RDMA on it fails with a remote
+     * access error and never reaches freed memory. If {@code ibv_dereg_mr} fails, the memory is
+     * kept (never freed) and the exception names the errno and says so.
+     */
     @Override
     public synchronized void free(Chunk chunk) {
         Verbs.MemoryRegion mr = region(chunk);
         chunks.remove(chunk);
-        try {
-            mr.close(); // deregistered first: a peer's later RDMA on it fails with a remote access error, never reaches freed memory
-        } finally {
-            ((VerbsChunk) chunk).arena().close();
-        }
+        new Teardown("freeing a chunk of " + chunk.segment().byteSize() + " bytes at 0x" + Long.toHexString(chunk.segment().address()))
+                .region(mr).memory(((VerbsChunk) chunk).arena()).rethrow();
     }
 
     private Verbs.MemoryRegion region(Chunk chunk) {
@@ -101,12 +103,28 @@ final class VerbsMemoryProvider implements MemoryProvider {
             return;
         }
         closed = true;
-        try {
-            for (Chunk chunk : java.util.List.copyOf(chunks.keySet())) {
+        RuntimeException failure = null;
+        for (Chunk chunk : java.util.List.copyOf(chunks.keySet())) {
+            try {
                 free(chunk);
+            } catch (RuntimeException e) { // one chunk that cannot be freed keeps no other registered
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
             }
-        } finally {
+        }
+        try {
             holder.release(domain);
+        } catch (RuntimeException e) {
+            if (failure == null) {
+                throw e;
+            }
+            failure.addSuppressed(e);
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 }

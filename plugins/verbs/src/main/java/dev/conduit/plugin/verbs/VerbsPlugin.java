@@ -12,6 +12,7 @@ import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Version;
 
+import java.nio.file.Path;
 import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
@@ -63,8 +64,13 @@ public final class VerbsPlugin implements ConduitPlugin {
 
     /** Over another loader, for tests. */
     VerbsPlugin(Function<String, Verbs> loader) {
+        this(loader, VerbsDomain.SYSFS);
+    }
+
+    /** Over another loader and a fixture sysfs tree (where GID types are read), for tests. */
+    VerbsPlugin(Function<String, Verbs> loader, Path sysfs) {
         this.loader = loader;
-        this.domains = new VerbsDomain.Holder(loader);
+        this.domains = new VerbsDomain.Holder(loader, sysfs);
     }
 
     @Override
@@ -103,14 +109,14 @@ public final class VerbsPlugin implements ConduitPlugin {
     /** Registered memory in the plugin's protection domain (opens the device on first use). */
     @Override
     public MemoryProvider openMemoryProvider(PluginContext context) {
-        VerbsDomain domain = domains.acquire(context.config());
+        VerbsDomain domain = domains.acquire(context.config(), context.logger());
         return new VerbsMemoryProvider(domains, domain);
     }
 
     /** A transport for one worker, in the plugin's protection domain. */
     @Override
     public Transport openTransport(TransportContext context) {
-        VerbsDomain domain = domains.acquire(context.config());
+        VerbsDomain domain = domains.acquire(context.config(), context.logger());
         try {
             return new VerbsTransport(domains, domain, context, Linux.libc());
         } catch (RuntimeException e) {

@@ -14,7 +14,6 @@ import dev.conduit.spi.TransportEndpoint;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -42,7 +41,8 @@ import java.util.List;
  *       it to RTR and RTS, hands it to this transport and replies; the connector moves its own to
  *       RTR and RTS when it reads the reply, in progress, trySend or an RMA call. Until then
  *       {@link VerbsEndpoint#trySend} says "not now" and the runtime keeps the messages. The TCP connection stays open: its end of stream is the peer's death
- *       (or close), besides completion errors such as {@code IBV_WC_RETRY_EXC_ERR}.</li>
+ *       (or close), besides completion errors such as {@code IBV_WC_RETRY_EXC_ERR}; TCP keepalive on both ends
+ *       ({@link Keepalive}, from {@code verbs.heartbeat.timeout}) fails it when the peer's host goes silent.</li>
  *   <li><b>Direction</b>: a connection carries messages from connector to acceptor, and RMA of
  *       the connector on the acceptor's memory; the acceptor's queue pair only writes credits
  *       back. Replies go over the connection the peer opens to this worker, as with every Conduit
@@ -78,6 +78,8 @@ final class VerbsTransport implements Transport {
     final int receiveBuffers;
     final int sendBuffers;
     final long wireupTimeoutMillis;
+    /** Set on both ends of every wire-up connection, so that a crashed host or cut network fails it within {@code verbs.heartbeat.timeout}. */
+    final Keepalive keepalive;
     private final long livenessNanos;
     private final Libc libc;
     private final Verbs.CompletionChannel channel;
@@ -131,11 +133,19 @@ final class VerbsTransport implements Transport {
         if (buffer > 1 << 30) {
             throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE) + " is " + buffer + " bytes; at most 1 GiB");
         }
+        if (buffer % VerbsConfig.BUFFER_ALIGNMENT != 0) {
+            long down = buffer / VerbsConfig.BUFFER_ALIGNMENT * VerbsConfig.BUFFER_ALIGNMENT;
+            throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE) + " is " + buffer + " bytes, not a "
+                    + "multiple of " + VerbsConfig.BUFFER_ALIGNMENT + ": each buffer starts a record with 8-byte fields, which must be "
+                    + "aligned; set it to a multiple of " + VerbsConfig.BUFFER_ALIGNMENT + " such as " + down + " or "
+                    + (down + VerbsConfig.BUFFER_ALIGNMENT));
+        }
         this.bufferSize = (int) buffer;
         this.receiveBuffers = config.get(VerbsConfig.RECEIVE_BUFFERS).intValue();
         this.sendBuffers = config.get(VerbsConfig.SEND_BUFFERS).intValue();
         this.wireupTimeoutMillis = Math.max(1, config.get(VerbsConfig.WIREUP_TIMEOUT).toMillis());
         this.livenessNanos = config.get(VerbsConfig.LIVENESS_INTERVAL).toNanos();
+        this.keepalive = Keepalive.within(config.get(VerbsConfig.HEARTBEAT_TIMEOUT));
         RANDOM.nextBytes(token);
         List<AutoCloseable> opened = new ArrayList<>();
         try {
@@ -353,17 +363,25 @@ final class VerbsTransport implements Transport {
         toDrop.add(in);
     }
 
+    /** Closes every broken inbound connection, also when closing one fails (then throws that, after the others are closed). */
     private int dropBroken() {
         if (toDrop.isEmpty()) {
             return 0;
         }
         int n = toDrop.size();
-        for (Inbound in : toDrop) {
+        List<Inbound> dropping = List.copyOf(toDrop);
+        toDrop.clear();
+        Throwable failure = null;
+        for (Inbound in : dropping) {
             if (inbounds.contains(in)) {
-                closeInbound(in);
+                try {
+                    closeInbound(in);
+                } catch (RuntimeException e) {
+                    failure = add(failure, e);
+                }
             }
         }
-        toDrop.clear();
+        rethrow(failure);
         return n;
     }
 
@@ -374,20 +392,31 @@ final class VerbsTransport implements Transport {
         if (n == 0) {
             n = receiveQueue.poll(receiveCompletions);
         }
+        Throwable failure = null;
         while (n > 0) {
             Verbs.Completions c = receiveCompletions;
+            // Every completion of the batch is handled even if one throws: the next poll overwrites the batch, and a
+            // completion left unhandled is a message lost and a receive buffer never posted again.
             for (int i = 0; i < n; i++) {
                 Connection owner = owner(c.requestId[i]);
                 if (owner != null) {
-                    owner.onReceive((int) (c.requestId[i] & 0xFF_FFFF), c.status[i], c.byteLength[i]);
+                    try {
+                        owner.onReceive((int) (c.requestId[i] & 0xFF_FFFF), c.status[i], c.byteLength[i]);
+                    } catch (RuntimeException | Error e) { // an Error: Inbound handles the rest itself
+                        failure = add(failure, e);
+                        if (owner instanceof Inbound in) {
+                            in.breakDown(); // its buffer was not posted again: it would stall short of a credit
+                        }
+                    }
                     events++;
                 }
             }
-            if (n < c.capacity()) {
-                break;
+            if (n < c.capacity() || failure != null) {
+                break; // after a failure, what is still queued waits for the next progress, not lost
             }
             n = receiveQueue.poll(receiveCompletions);
         }
+        rethrow(failure);
         return events;
     }
 
@@ -395,36 +424,74 @@ final class VerbsTransport implements Transport {
     int pollSendQueue() {
         int events = 0;
         int n;
+        Throwable failure = null;
         do {
             n = sendQueue.poll(sendCompletions);
             Verbs.Completions c = sendCompletions;
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < n; i++) { // the whole batch, as in pollReceiveQueue
                 Connection owner = owner(c.requestId[i]);
                 if (owner != null) {
-                    owner.onSendCompletion((int) (c.requestId[i] >>> 24 & 0xFF), (int) (c.requestId[i] & 0xFF_FFFF), c.status[i],
-                            c.vendorError[i]);
+                    try {
+                        owner.onSendCompletion((int) (c.requestId[i] >>> 24 & 0xFF), (int) (c.requestId[i] & 0xFF_FFFF), c.status[i],
+                                c.vendorError[i]);
+                    } catch (RuntimeException | Error e) {
+                        failure = add(failure, e);
+                    }
                     events++;
                 }
             }
-        } while (n == sendCompletions.capacity());
+        } while (n == sendCompletions.capacity() && failure == null);
+        rethrow(failure);
         return events;
     }
 
-    /** Reads every wire-up connection for its end of stream: a closed or dead peer. */
+    /** Reads every wire-up connection for its end of stream (a closed or dead peer) or its error (a silent host, by keepalive). */
     private int checkLiveness(long now) {
         int events = 0;
+        Throwable failure = null;
         for (Inbound in : List.copyOf(inbounds)) {
             if (in.peerGone()) {
-                // Messages sent before the peer closed are on the receive queue already: deliver them first.
-                events += pollReceiveQueue();
-                closeInbound(in);
+                try {
+                    // Messages sent before the peer closed are on the receive queue already: deliver them first.
+                    events += pollReceiveQueue();
+                } catch (RuntimeException | Error e) {
+                    failure = add(failure, e);
+                }
+                try {
+                    closeInbound(in);
+                } catch (RuntimeException e) {
+                    failure = add(failure, e);
+                }
                 events++;
             }
         }
         for (VerbsEndpoint e : List.copyOf(endpoints)) {
             events += e.checkPeer(now);
         }
+        rethrow(failure);
         return events;
+    }
+
+    private static Throwable add(Throwable failure, Throwable e) {
+        if (failure == null) {
+            return e;
+        }
+        failure.addSuppressed(e);
+        return failure;
+    }
+
+    private static void rethrow(Throwable failure) {
+        if (failure instanceof RuntimeException e) {
+            throw e;
+        }
+        if (failure instanceof Error e) {
+            throw e;
+        }
+    }
+
+    /** The inbound connections progress has taken, for tests. */
+    List<Inbound> inbounds() {
+        return List.copyOf(inbounds);
     }
 
     void closeInbound(Inbound in) {
@@ -507,9 +574,9 @@ final class VerbsTransport implements Transport {
         return arena.allocate(bytes, 4096);
     }
 
-    private static final java.lang.invoke.VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final java.lang.invoke.VarHandle LONG = Records.LONG.varHandle();
 
-    /** A word the adapter writes (a credit count): read with acquire semantics. */
+    /** A word the adapter writes (a credit count, little-endian as the peer writes it): read with acquire semantics. */
     static long readLong(MemorySegment segment, long offset) {
         return (long) LONG.getAcquire(segment, offset);
     }

@@ -23,7 +23,7 @@ import java.util.Arrays;
  * gid               16 bytes
  * mtu               u8         enum ibv_mtu, 1..5
  * receive.buffers   u32        2..4096: the credits a sender starts with
- * buffer.size       u32        4096..2^30: the largest record one SEND may carry
+ * buffer.size       u32        4096..2^30, a multiple of 64: the largest record one SEND may carry
  * wireup.host       string     an IPv4 or IPv6 literal (never a name to resolve)
  * wireup.port       u16        1..65535
  * </pre>
@@ -98,6 +98,11 @@ final class WireFormat {
             long bufferSize = r.u32("buffer.size");
             if (bufferSize < 4096 || bufferSize > 1 << 30) {
                 throw r.invalid("buffer.size", bufferSize + " is outside [4096, 2^30]");
+            }
+            if (bufferSize % VerbsConfig.BUFFER_ALIGNMENT != 0) {
+                throw r.invalid("buffer.size", bufferSize + " is not a multiple of " + VerbsConfig.BUFFER_ALIGNMENT + " (records hold "
+                        + "aligned 8-byte fields): the peer must set " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE)
+                        + " to a multiple of " + VerbsConfig.BUFFER_ALIGNMENT);
             }
             String host = r.string("wireup.host", 64);
             if (!isIpLiteral(host)) {

@@ -141,6 +141,7 @@ final class WireupServer implements AutoCloseable {
             try {
                 accepted.configureBlocking(false);
                 accepted.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                transport.keepalive.apply(accepted);
                 Handshake h = new Handshake(accepted, now);
                 h.key = accepted.register(selector, SelectionKey.OP_READ);
                 handshakes.add(h);
@@ -273,16 +274,32 @@ final class WireupServer implements AutoCloseable {
             closeQuietly(h.channel);
         }
         handshakes.clear();
-        try {
-            for (Inbound in; (in = handoff.poll()) != null; ) {
+        RuntimeException failure = null;
+        for (Inbound in; (in = handoff.poll()) != null; ) {
+            try {
                 in.close();
+            } catch (RuntimeException e) { // one that fails to close keeps the others open no longer
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
             }
-        } finally {
+        }
+        try {
             try {
                 selector.close();
             } finally {
                 listener.close();
             }
+        } catch (IOException | RuntimeException e) {
+            if (failure == null) {
+                throw e;
+            }
+            failure.addSuppressed(e);
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 

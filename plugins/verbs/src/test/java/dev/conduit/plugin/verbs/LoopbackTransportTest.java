@@ -1,5 +1,6 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
@@ -9,6 +10,7 @@ import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.TransportEndpoint;
 import org.junit.jupiter.api.AfterEach;
+import jdk.net.ExtendedSocketOptions;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -16,6 +18,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -418,5 +421,123 @@ class LoopbackTransportTest {
         progressUntil(() -> b.received.size() == 1, b);
         b.transport.signal();
         assertThat(b.transport.await(60_000_000_000L)).isTrue();
+    }
+
+    @Test
+    void aBufferSizeThatIsNotAMultipleOf64IsRefusedNamingTheKeyAndTheRemedy() {
+        // 4100: the second buffer's record would start at 4100 and its 8-byte total sit at 4116, not 8-byte aligned.
+        assertThatThrownBy(() -> peer("verbs.buffer.size", "4100")).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE) is 4100 bytes, not a multiple of 64")
+                .hasMessageContaining("such as 4096 or 4160");
+        TestWorker a = peer("verbs.buffer.size", "4160");
+        TestWorker b = peer("verbs.buffer.size", "4160");
+        TransportEndpoint e = a.connect(b);
+        for (int i = 0; i < 3; i++) {
+            send(e, i, MemorySegment.NULL, MemorySegment.ofArray(new byte[10_000]), a, b);
+        }
+        progressUntil(() -> b.received.size() == 3, a, b);
+    }
+
+    /** The batch used to be left at the first completion that threw: the rest of it (other connections' messages and their re-posts) was lost. */
+    @Test
+    void aCompletionThatFailsDropsOnlyItsConnectionAndTheRestOfTheBatchIsDeliveredAndPostedAgain() {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.receive.buffers", "4");
+        TransportEndpoint failing = connected(a.connect(b), a, b);
+        TransportEndpoint other = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 2, a, b);
+        send(failing, 1, MemorySegment.NULL, bytes("first"), a);
+        for (int i = 0; i < 4; i++) { // all of its credits: nothing more moves unless these buffers are posted again
+            send(other, 2, MemorySegment.NULL, bytes("other " + i), a);
+        }
+        verbs.failNext("ibv_post_recv", 1, Errno.ENOMEM); // re-posting the first completion's buffer, mid-batch
+        b.transport.progress();
+        assertThat(b.received).as("the whole batch delivered").hasSize(5);
+        assertThat(b.transport.inbounds()).as("only the connection whose buffer could not be posted again is dropped").hasSize(1);
+        for (int i = 0; i < 8; i++) {
+            send(other, 3, MemorySegment.NULL, bytes("more " + i), a, b);
+        }
+        progressUntil(() -> b.received.size() == 13, a, b);
+        progressUntil(() -> a.failures.size() == 1, a, b);
+        assertThat(a.failures.getFirst()).hasMessageContaining("closed its end of the wire-up connection");
+    }
+
+    @Test
+    void anErrorFromOneCompletionLeavesTheRestOfTheBatchHandledAndIsThrownAfterIt() {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.receive.buffers", "4");
+        TransportEndpoint failing = connected(a.connect(b), a, b);
+        TransportEndpoint other = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 2, a, b);
+        b.failingId = 9;
+        send(failing, 9, MemorySegment.NULL, bytes("fails"), a);
+        for (int i = 0; i < 4; i++) {
+            send(other, 2, MemorySegment.NULL, bytes("other " + i), a);
+        }
+        assertThatThrownBy(b.transport::progress).isInstanceOf(TestWorker.SinkError.class);
+        assertThat(b.received).as("the rest of the batch").hasSize(4);
+        b.transport.progress();
+        assertThat(b.transport.inbounds()).as("the connection whose completion failed is dropped").hasSize(1);
+        b.failingId = -1;
+        for (int i = 0; i < 8; i++) { // only if the batch's buffers were posted again
+            send(other, 3, MemorySegment.NULL, bytes("more " + i), a, b);
+        }
+        progressUntil(() -> b.received.size() == 12, a, b);
+        progressUntil(() -> a.failures.size() == 1, a, b);
+    }
+
+    @Test
+    void anAtomicOnAMisalignedWordFailsOnlyThatCall() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4096);
+        RemoteRegion shifted = TestWorker.region(memory, chunk, 4, 64);
+        assertThatThrownBy(() -> e.fetchAdd(region, 4, 1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("fetchAdd needs an 8-byte aligned word").hasMessageContaining("payload.address");
+        assertThatThrownBy(() -> e.compareAndSwap(shifted, 0, 0, 1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("chunk offset 4");
+        assertThat(e.fetchAdd(region, 8, 5)).as("the endpoint still works").isZero();
+        assertThat(e.fetchAdd(region, 8, 1)).isEqualTo(5);
+        for (int i = 0; i < 10; i++) {
+            a.transport.progress();
+        }
+        assertThat(a.failures).isEmpty();
+        memory.free(chunk);
+    }
+
+    @Test
+    void bothEndsOfAWireupConnectionProbeASilentHostWithinTheirHeartbeatTimeout() throws Exception {
+        TestWorker a = peer("verbs.heartbeat.timeout", "10s");
+        TestWorker b = peer("verbs.heartbeat.timeout", "1m");
+        VerbsEndpoint e = (VerbsEndpoint) connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        SocketChannel connector = e.wireupSocket();
+        assertThat(connector.getOption(StandardSocketOptions.SO_KEEPALIVE)).isTrue();
+        assertThat(connector.getOption(ExtendedSocketOptions.TCP_KEEPIDLE)).isEqualTo(4);
+        assertThat(connector.getOption(ExtendedSocketOptions.TCP_KEEPINTERVAL)).isEqualTo(2);
+        assertThat(connector.getOption(ExtendedSocketOptions.TCP_KEEPCOUNT)).isEqualTo(3);
+        SocketChannel acceptor = b.transport.inbounds().getFirst().wireupSocket();
+        assertThat(acceptor.getOption(StandardSocketOptions.SO_KEEPALIVE)).isTrue();
+        assertThat(acceptor.getOption(ExtendedSocketOptions.TCP_KEEPIDLE)).isEqualTo(15);
+        assertThat(acceptor.getOption(ExtendedSocketOptions.TCP_KEEPINTERVAL)).isEqualTo(15);
+        assertThat(acceptor.getOption(ExtendedSocketOptions.TCP_KEEPCOUNT)).isEqualTo(3);
+    }
+
+    @Test
+    void recordHeadersAndTheCreditWordAreLittleEndian() {
+        // On a little-endian host this holds with native order too: it pins the format for a big-endian one.
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(64, 8);
+            Records.write(buffer, 0, Records.FIRST, 0x01020304, 5, 6, 0x0A0B0C0D0E0F1011L);
+            assertThat(buffer.asSlice(0, 24).toArray(ValueLayout.JAVA_BYTE)).containsExactly(
+                    1, 0, 0, 0, 4, 3, 2, 1, 5, 0, 0, 0, 6, 0, 0, 0, 0x11, 0x10, 0x0F, 0x0E, 0x0D, 0x0C, 0x0B, 0x0A);
+            buffer.set(ValueLayout.JAVA_BYTE, 32, (byte) 7);
+            buffer.set(ValueLayout.JAVA_BYTE, 33, (byte) 1);
+            assertThat(VerbsTransport.readLong(buffer, 32)).isEqualTo(0x107);
+        }
     }
 }

@@ -35,7 +35,10 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       failed queue pair goes to the error state and flushes its receives
  *       ({@code IBV_WC_WR_FLUSH_ERR});</li>
  *   <li>a completion channel is an eventfd, signalled by the first completion after
- *       {@code requestNotification}.</li>
+ *       {@code requestNotification};</li>
+ *   <li>on request ({@link #failNext}), {@code ibv_post_recv}, {@code ibv_destroy_qp} and
+ *       {@code ibv_dereg_mr} fail with an errno, as a provider's can; a queue pair or region that
+ *       failed to go stays, as on a device, until {@link #reclaimLeftovers()}.</li>
  * </ul>
  * Every device opened from one instance is on the same simulated fabric. Thread-safe: every call
  * that reads or changes the fabric's state holds the instance's lock, as the transport builds
@@ -54,6 +57,9 @@ final class LoopbackVerbs implements Verbs {
     private int nextKey = 0x100;
     private int receiverNotReady;
     final List<String> open = new ArrayList<>();
+    private final Map<String, int[]> failures = new HashMap<>();
+    private final List<Runnable> leftovers = new ArrayList<>();
+    private final List<MemorySegment> registered = new ArrayList<>();
 
     LoopbackVerbs(int atomicCap) {
         this.atomicCap = atomicCap;
@@ -85,6 +91,41 @@ final class LoopbackVerbs implements Verbs {
     /** Queue pairs, regions, channels and queues still open, for leak checks. */
     synchronized int openObjects() {
         return open.size();
+    }
+
+    /** Makes the next {@code count} calls of {@code call} ({@code ibv_post_recv}, {@code ibv_destroy_qp}, {@code ibv_dereg_mr}) fail with {@code errno}. */
+    synchronized void failNext(String call, int count, int errno) {
+        failures.put(call, new int[] {count, errno});
+    }
+
+    /** Throws the failure {@link #failNext} asked for {@code call}, if one is due. */
+    private void maybeFail(String call, String arguments) {
+        int[] f = failures.get(call);
+        if (f != null && f[0] > 0) {
+            f[0]--;
+            throw new ErrnoException(call, f[1], "loop0", arguments);
+        }
+    }
+
+    /** Destroys the queue pairs and regions that failed to go, as the kernel does when the process exits. */
+    synchronized void reclaimLeftovers() {
+        leftovers.forEach(Runnable::run);
+        leftovers.clear();
+    }
+
+    /** Every segment registered so far, in order (also those deregistered since). */
+    synchronized List<MemorySegment> registeredMemory() {
+        return List.copyOf(registered);
+    }
+
+    /** Whether {@code memory} is registered now. */
+    synchronized boolean isRegistered(MemorySegment memory) {
+        return regions.values().stream().anyMatch(mr -> mr.memory == memory);
+    }
+
+    /** How many objects whose description starts with {@code kind} ("mr ", "qp ") are open. */
+    synchronized long openOf(String kind) {
+        return open.stream().filter(o -> o.startsWith(kind)).count();
     }
 
     private synchronized void opened(String what) {
@@ -147,6 +188,7 @@ final class LoopbackVerbs implements Verbs {
                 Mr mr = new Mr(this, memory, access, nextKey++);
                 regions.put(mr.key, mr);
                 open.add(mr.toString());
+                registered.add(memory);
                 return mr;
             }
         }
@@ -198,9 +240,19 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public void close() {
             synchronized (LoopbackVerbs.this) {
-                regions.remove(key);
-                open.remove(toString());
+                try {
+                    maybeFail("ibv_dereg_mr", "loop0 mr " + key);
+                } catch (ErrnoException e) {
+                    leftovers.add(this::deregister);
+                    throw e;
+                }
+                deregister();
             }
+        }
+
+        private void deregister() {
+            regions.remove(key);
+            open.remove(toString());
         }
 
         @Override
@@ -347,6 +399,7 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public void postReceive(long requestId, MemoryRegion region, long offset, int length) {
             synchronized (LoopbackVerbs.this) {
+                maybeFail("ibv_post_recv", "loop0 qp " + number);
                 if (state == IBV_QPS_RESET) {
                     throw new ErrnoException("ibv_post_recv", Errno.EINVAL, "loop0", "qp " + number + " in RESET");
                 }
@@ -439,9 +492,19 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public void close() {
             synchronized (LoopbackVerbs.this) {
-                queuePairs.remove(number);
-                open.remove(toString());
+                try {
+                    maybeFail("ibv_destroy_qp", "loop0 qp " + number);
+                } catch (ErrnoException e) {
+                    leftovers.add(this::destroy);
+                    throw e;
+                }
+                destroy();
             }
+        }
+
+        private void destroy() {
+            queuePairs.remove(number);
+            open.remove(toString());
         }
 
         @Override

@@ -18,7 +18,9 @@ import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -38,6 +40,7 @@ class OpsTableTest {
     private static MemorySegment qp;
     private static MemorySegment cq;
     private static MethodHandle record;
+    private static MethodHandle failPoll;
     private static FfmVerbs verbs;
 
     @BeforeAll
@@ -61,6 +64,7 @@ class OpsTableTest {
         qp = (MemorySegment) linker.downcallHandle(shim.find("shim_qp").orElseThrow(), FunctionDescriptor.of(ADDRESS)).invokeExact();
         cq = (MemorySegment) linker.downcallHandle(shim.find("shim_cq").orElseThrow(), FunctionDescriptor.of(ADDRESS)).invokeExact();
         record = linker.downcallHandle(shim.find("shim_record").orElseThrow(), FunctionDescriptor.of(ADDRESS));
+        failPoll = linker.downcallHandle(shim.find("shim_fail_poll").orElseThrow(), FunctionDescriptor.ofVoid(JAVA_INT, JAVA_INT));
         try {
             verbs = FfmVerbs.load("libibverbs.so.1");
         } catch (FfmVerbs.Unavailable e) {
@@ -124,5 +128,15 @@ class OpsTableTest {
         assertThat(completions.queuePair[0]).isEqualTo(0x4321);
         queue.requestNotification();
         assertThat(record()).isEqualTo("notify cqe=99 solicited_only=0");
+    }
+
+    /** Providers return a negative code from poll_cq and set no errno: the message named whatever errno an earlier call left (here EAGAIN). */
+    @Test
+    void aFailedPollReportsTheProvidersReturnValueNotAStaleErrno() throws Throwable {
+        Verbs.CompletionQueue queue = verbs.completionQueueOver(context, cq);
+        failPoll.invokeExact(-2, dev.conduit.linux.Errno.EAGAIN);
+        assertThatThrownBy(() -> queue.poll(new Verbs.Completions(32))).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("ibv_poll_cq(shim cq) returned -2").hasMessageNotContaining("EAGAIN");
+        assertThat(queue.poll(new Verbs.Completions(32))).as("the next poll").isEqualTo(2);
     }
 }

@@ -34,12 +34,26 @@ final class TestWorker implements AutoCloseable {
     final List<Received> received = new ArrayList<>();
     final List<PeerFailedException> failures = new ArrayList<>();
     final TestContext config;
+    /** Messages of this id make the sink throw {@link SinkError}, as if handling it ran out of memory (the runtime's sink catches the rest). */
+    int failingId = -1;
+
+    static final class SinkError extends Error {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        SinkError(int id) {
+            super("the sink failed on message " + id, null, false, false);
+        }
+    }
 
     TestWorker(Verbs verbs, String... keyValues) {
         this.plugin = new VerbsPlugin(library -> verbs);
         this.config = TestContext.of(withDefaults(keyValues));
-        MessageSink sink = (id, hb, ho, hl, pb, po, pl) -> received.add(new Received(id,
-                hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE), pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE)));
+        MessageSink sink = (id, hb, ho, hl, pb, po, pl) -> {
+            if (id == failingId) {
+                throw new SinkError(id);
+            }
+            received.add(new Received(id, hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE), pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE)));
+        };
         this.transport = (VerbsTransport) plugin.openTransport(new Context(config, sink));
     }
 

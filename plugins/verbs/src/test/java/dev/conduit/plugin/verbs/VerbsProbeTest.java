@@ -135,7 +135,7 @@ class VerbsProbeTest {
         assertThat(plugin.priority()).isBetween(0, 99);
         assertThat(plugin.configKeys()).extracting(k -> k.name()).containsExactly("verbs.library", "verbs.device",
                 "verbs.port", "verbs.gid.index", "verbs.wireup.address", "verbs.wireup.timeout", "verbs.buffer.size",
-                "verbs.receive.buffers", "verbs.send.buffers", "verbs.liveness.interval");
+                "verbs.receive.buffers", "verbs.send.buffers", "verbs.liveness.interval", "verbs.heartbeat.timeout");
     }
 
     @Test

@@ -71,6 +71,12 @@ class WireFormatTest {
                 .isEqualTo("address.verbs.receive.buffers");
         assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 100, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
+        // Records start at multiples of the buffer size and hold 8-byte fields: 4100 would misalign them.
+        assertThatThrownBy(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4100, "10.0.0.2", 1).encode()))
+                .isInstanceOf(InvalidHandleException.class).hasMessageContaining("address.verbs.buffer.size")
+                .hasMessageContaining("not a multiple of 64").hasMessageContaining("verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE)");
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4160, "10.0.0.2", 1).encode()).bufferSize())
+                .isEqualTo(4160);
         assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "evil.example", 1).encode())))
                 .isEqualTo("address.verbs.wireup.host");
         assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "10.0.0.2", 0).encode())))

@@ -1,6 +1,7 @@
 /* A stand-in provider for OpsTableTest, compiled against the installed <infiniband/verbs.h>: a
  * context whose ops table points at the functions below, which record what the work requests
  * they are given say, read the way C code reads them, and fill completions the same way. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <infiniband/verbs.h>
@@ -9,6 +10,8 @@ static struct ibv_context context;
 static struct ibv_qp qp;
 static struct ibv_cq cq;
 static char record[1024];
+static int poll_failure;
+static int poll_failure_errno;
 
 static int shim_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad) {
     (void) bad;
@@ -30,8 +33,15 @@ static int shim_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_r
     return 0;
 }
 
-/* Two completions per call, whatever is asked (at most num_entries). */
+/* Two completions per call, whatever is asked (at most num_entries); or, once after shim_fail_poll, a
+ * provider's negative code with errno left as an earlier call set it (providers set none). */
 static int shim_poll_cq(struct ibv_cq *c, int num_entries, struct ibv_wc *wc) {
+    if (poll_failure != 0) {
+        int rc = poll_failure;
+        poll_failure = 0;
+        errno = poll_failure_errno;
+        return rc;
+    }
     int n = num_entries < 2 ? num_entries : 2;
     for (int i = 0; i < n; i++) {
         memset(&wc[i], 0xAB, sizeof wc[i]);
@@ -70,6 +80,11 @@ struct ibv_qp *shim_qp(void) {
 
 struct ibv_cq *shim_cq(void) {
     return &cq;
+}
+
+void shim_fail_poll(int rc, int stale_errno) {
+    poll_failure = rc;
+    poll_failure_errno = stale_errno;
 }
 
 const char *shim_record(void) {

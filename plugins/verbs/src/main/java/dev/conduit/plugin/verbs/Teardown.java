@@ -1,0 +1,132 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.ConduitException;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.channels.SocketChannel;
+
+/**
+ * Closes what a connection or a chunk holds, in order, going on past every failure, and frees
+ * registered memory only when nothing may reach it any more.
+ *
+ * <p>A queue pair that {@code ibv_destroy_qp} could not destroy may still have receives posted
+ * into its buffers, and a region that {@code ibv_dereg_mr} could not deregister still lets the
+ * adapter (and peers holding its remote key) write into it. Freeing that memory would hand it back
+ * to the allocator while the device can still write into it: then the memory is kept, never
+ * freed (the kernel releases it with the process), and the failure says so.
+ */
+final class Teardown {
+
+    private final String what;
+    private RuntimeException first;
+    private RuntimeException later;
+    private boolean deviceMayWrite;
+    private long keptBytes;
+
+    /** @param what the object torn down, for the message: "closing the connection to 10.0.0.2:4791" */
+    Teardown(String what) {
+        this.what = what;
+    }
+
+    /** Closes the wire-up socket: the descriptor is released even when close reports an error, so that error is not kept. */
+    Teardown socket(SocketChannel channel) {
+        if (channel != null) {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // the descriptor is released anyway
+            }
+        }
+        return this;
+    }
+
+    /** {@code ibv_destroy_qp}; if it fails, the queue pair may still write into the memory its receives name. */
+    Teardown queuePair(Verbs.QueuePair qp) {
+        if (qp != null) {
+            try {
+                qp.close();
+            } catch (RuntimeException e) {
+                deviceMayWrite = true;
+                add(e);
+            }
+        }
+        return this;
+    }
+
+    /** {@code ibv_dereg_mr}; if it fails, the region's memory stays reachable by the device. */
+    Teardown region(Verbs.MemoryRegion mr) {
+        if (mr != null) {
+            keptBytes += mr.memory().byteSize();
+            try {
+                mr.close();
+            } catch (RuntimeException e) {
+                deviceMayWrite = true;
+                add(e);
+            }
+        }
+        return this;
+    }
+
+    /** Anything else that holds no registered memory (a reassembly buffer, the transport's bookkeeping). */
+    Teardown other(Runnable close) {
+        try {
+            close.run();
+        } catch (RuntimeException e) {
+            add(e);
+        }
+        return this;
+    }
+
+    /** Frees the memory of the regions and queue pairs above, unless one of them failed to close: then it is kept. */
+    Teardown memory(Arena arena) {
+        if (!deviceMayWrite) {
+            other(arena::close);
+        }
+        return this;
+    }
+
+    private void add(RuntimeException e) {
+        if (first == null) {
+            first = e;
+        } else if (later == null) {
+            later = e;
+        } else {
+            later.addSuppressed(e);
+        }
+    }
+
+    /** What failed, or {@code null}: the first failure, with why memory was kept when it was, and the others suppressed. */
+    RuntimeException failure() {
+        if (first == null) {
+            return null;
+        }
+        RuntimeException failure = first;
+        if (deviceMayWrite) {
+            failure = new ConduitException("verbs: " + what + " failed: " + first.getMessage() + "; its " + keptBytes
+                    + " bytes of registered memory are kept allocated, not freed, because the device may still write into them "
+                    + "(a queue pair or registration of them is still there); they are released when the process exits", first);
+        }
+        if (later != null) {
+            failure.addSuppressed(later);
+        }
+        return failure;
+    }
+
+    /** Throws {@link #failure()}, if any. */
+    void rethrow() {
+        RuntimeException failure = failure();
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /** Adds {@link #failure()} to {@code primary} as suppressed, for a teardown after another failure; returns {@code primary}. */
+    <T extends Throwable> T suppressedInto(T primary) {
+        RuntimeException failure = failure();
+        if (failure != null) {
+            primary.addSuppressed(failure);
+        }
+        return primary;
+    }
+}

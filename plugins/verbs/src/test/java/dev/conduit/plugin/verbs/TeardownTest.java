@@ -1,0 +1,160 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.TransportEndpoint;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * When the device refuses to tear something down ({@code ibv_destroy_qp} or {@code ibv_dereg_mr}
+ * fails, as a provider's can), everything else is still closed, the first failure is reported
+ * with the others suppressed, and memory the device may still write into is kept, never freed.
+ * Over {@link LoopbackVerbs}, <b>a simulation of a device</b>, told which calls to fail.
+ */
+class TeardownTest {
+
+    private final List<AutoCloseable> closing = new ArrayList<>();
+    private final LoopbackVerbs verbs = new LoopbackVerbs(VerbsAbi.IBV_ATOMIC_HCA);
+
+    private TestWorker peer(String... keyValues) {
+        TestWorker p = new TestWorker(verbs, keyValues);
+        closing.add(p);
+        return p;
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : closing.reversed()) {
+            c.close();
+        }
+        verbs.reclaimLeftovers(); // what failed to go, which the kernel releases when the process exits
+        assertThat(verbs.open).as("queue pairs, regions, queues and channels left open").isEmpty();
+    }
+
+    private static TransportEndpoint connected(TransportEndpoint e, TestWorker... progress) {
+        progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), progress);
+        return e;
+    }
+
+    /** Freeing used to close the chunk's arena although ibv_dereg_mr had failed: a remotely writable registration over freed memory. */
+    @Test
+    void aChunkWhoseDeregistrationFailsKeepsItsMemoryAndTheFailureSaysWhy() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4096);
+        verbs.failNext("ibv_dereg_mr", 1, Errno.EBUSY);
+        assertThatThrownBy(() -> memory.free(chunk)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("freeing a chunk of 4096 bytes")
+                .hasMessageContaining("ibv_dereg_mr(loop0 mr ").hasMessageContaining("EBUSY")
+                .hasMessageContaining("4096 bytes of registered memory are kept allocated, not freed, because the device may still write");
+        assertThat(chunk.segment().scope().isAlive()).as("the chunk's memory").isTrue();
+        // The registration still reaches it: a peer's put lands in memory that is still this chunk's.
+        e.put(MemorySegment.ofArray("still mine".getBytes(StandardCharsets.UTF_8)), region, 0);
+        e.flush();
+        assertThat(chunk.segment().asSlice(0, 10).toArray(ValueLayout.JAVA_BYTE)).isEqualTo("still mine".getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Closing the provider used to stop at the first chunk that could not be freed, leaving the others registered. */
+    @Test
+    void closingTheProviderFreesEveryChunkItCanAndReportsTheOneItCannot() {
+        TestWorker b = peer();
+        MemoryProvider memory = b.memory();
+        Chunk first = memory.allocate(4096);
+        Chunk second = memory.allocate(8192);
+        verbs.failNext("ibv_dereg_mr", 1, Errno.EBUSY);
+        assertThatThrownBy(memory::close).isInstanceOf(ConduitException.class).hasMessageContaining("EBUSY");
+        assertThat(List.of(first.segment().scope().isAlive(), second.segment().scope().isAlive()))
+                .as("one chunk kept (its deregistration failed), the other freed").containsExactlyInAnyOrder(true, false);
+        assertThat(verbs.openOf("mr ")).as("registrations left: the one that failed").isEqualTo(1);
+    }
+
+    /** A throwing ibv_destroy_qp used to skip the deregistrations that follow it. */
+    @Test
+    void anEndpointWhoseQueuePairCannotBeDestroyedDeregistersItsBuffersAndKeepsTheirMemory() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        int before = verbs.registeredMemory().size();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        List<MemorySegment> buffers = verbs.registeredMemory().subList(before, before + 2); // the connector's, registered before its request
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY);
+        assertThatThrownBy(e::close).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("closing the connection to 127.0.0.1:").hasMessageContaining("ibv_destroy_qp(loop0 qp ")
+                .hasMessageContaining("EBUSY").hasMessageContaining("kept allocated");
+        for (MemorySegment buffer : buffers) {
+            assertThat(verbs.isRegistered(buffer)).as("deregistered all the same").isFalse();
+            assertThat(buffer.scope().isAlive()).as("kept: the queue pair that may write into it is still there").isTrue();
+        }
+        progressUntil(() -> b.transport.inbounds().isEmpty(), b); // the wire-up socket was closed all the same
+    }
+
+    /** A connect that failed and then failed to destroy its queue pair used to throw the destroy's error, not why it failed. */
+    @Test
+    void aFailedConnectReportsItsCauseAlsoWhenItsTeardownFailsToo() throws Exception {
+        TestWorker a = peer();
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        byte[] address = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
+                VerbsAbi.IBV_MTU_1024, 64, 8192, "127.0.0.1", port).encode();
+        long regions = verbs.openOf("mr ");
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY);
+        assertThatThrownBy(() -> a.transport.connect(new PayloadReader(address), c -> { }))
+                .isInstanceOf(ConduitException.class).hasMessageContaining("wire-up listener 127.0.0.1:" + port)
+                .satisfies(t -> assertThat(t.getSuppressed()).singleElement().extracting(Throwable::getMessage).asString()
+                        .contains("ibv_destroy_qp").contains("EBUSY").contains("kept allocated"));
+        assertThat(verbs.openOf("mr ")).as("its buffers deregistered past the failed destroy").isEqualTo(regions);
+    }
+
+    /** The acceptor's build used to stop at a failing destroy, leaving the connection's buffers registered. */
+    @Test
+    void anInboundConnectionThatCannotBeBuiltIsTornDownPastAFailingDestroy() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        long regions = verbs.openOf("mr ");
+        verbs.failNext("ibv_post_recv", 1, Errno.ENOMEM); // the build fails on the wire-up thread...
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY); // ...and so does the destroy of its queue pair
+        a.connect(b);
+        progressUntil(() -> !a.failures.isEmpty(), a, b);
+        assertThat(a.failures.getFirst()).hasMessageContaining("before it replied");
+        assertThat(verbs.openOf("mr ")).as("the connector's two buffers; none of the acceptor's").isEqualTo(regions + 2);
+    }
+
+    /** Dropping broken connections used to stop at the first one that failed to close. */
+    @Test
+    void aBrokenConnectionThatFailsToCloseLeavesNoOtherBrokenOneOpen() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint one = connected(a.connect(b), a, b);
+        TransportEndpoint two = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 2, a, b);
+        progressUntil(() -> one.trySend(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {1})), a);
+        progressUntil(() -> two.trySend(2, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {2})), a);
+        verbs.failNext("ibv_post_recv", 2, Errno.ENOMEM); // both break: their buffers cannot be posted again
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY); // and the first of them cannot be destroyed
+        assertThatThrownBy(b.transport::progress).isInstanceOf(ConduitException.class).hasMessageContaining("ibv_destroy_qp");
+        assertThat(b.received).hasSize(2);
+        assertThat(b.transport.inbounds()).as("both broken connections closed in that progress").isEmpty();
+        progressUntil(() -> a.failures.size() == 2, a);
+    }
+}
