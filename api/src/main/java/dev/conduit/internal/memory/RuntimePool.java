@@ -41,6 +41,8 @@ public final class RuntimePool implements Pool {
     private final Map<PooledChunk, Boolean> dedicated = new IdentityHashMap<>();
     private long lastExportId;
     private volatile boolean closed;
+    private final Object closeLock = new Object();
+    private boolean providerClosed;
 
     public RuntimePool(String plugin, MemoryProvider provider, long requestedChunkSize, Consumer<AutoCloseable> onClose) {
         this.plugin = plugin;
@@ -177,18 +179,24 @@ public final class RuntimePool implements Pool {
 
     @Override
     public void close() {
-        providerLock.lock();
-        try {
-            if (closed) return;
-            closed = true;
-            dedicated.clear();
-        } finally {
-            providerLock.unlock();
-        }
-        try {
-            provider.close();
-        } finally {
-            onClose.accept(this);
+        // One close at a time, and until the provider's close succeeded, every close tries it again: a provider whose
+        // memory is still in use (another thread inside a native call on it) refuses to close, and may keep a resource
+        // that others must not take meanwhile (devdax keeps its device locked).
+        synchronized (closeLock) {
+            providerLock.lock();
+            try {
+                if (providerClosed) return;
+                closed = true;
+                dedicated.clear();
+            } finally {
+                providerLock.unlock();
+            }
+            try {
+                provider.close();
+                providerClosed = true;
+            } finally {
+                onClose.accept(this);
+            }
         }
     }
 }

@@ -39,6 +39,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger providersClosed = new AtomicInteger();
     /** How many of the next unmaps fail (after counting themselves), as a mapping still in use does. */
     public final AtomicInteger failingUnmaps = new AtomicInteger();
+    /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
+    public final AtomicInteger failingProviderCloses = new AtomicInteger();
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
     private final AtomicLong tokens = new AtomicLong();
     private final String name;
@@ -161,6 +163,9 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public void close() {
+            if (failingProviderCloses.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                throw new ConduitException("provider close failed on purpose: memory still in use");
+            }
             for (InProcessChunk c : Set.copyOf(live)) free(c);
             providersClosed.incrementAndGet();
         }

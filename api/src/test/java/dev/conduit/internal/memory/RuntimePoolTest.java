@@ -115,6 +115,23 @@ class RuntimePoolTest {
     }
 
     @Test
+    void aPoolWhoseProviderFailedToCloseTriesAgainAtTheNextCloseAndAllocatesNothingMeanwhile() {
+        pool();
+        pool.allocate(128);
+        plugin.failingProviderCloses.set(1);
+
+        assertThatThrownBy(pool::close).isInstanceOf(ConduitException.class).hasMessageContaining("on purpose");
+        assertThat(plugin.providersClosed).hasValue(0);
+        assertThatThrownBy(() -> pool.allocate(8)).isInstanceOf(IllegalStateException.class);
+
+        pool.close();
+        assertThat(plugin.providersClosed).hasValue(1);
+        assertThat(plugin.chunksFreed.get()).isEqualTo(plugin.chunksAllocated.get());
+        pool.close();
+        assertThat(plugin.providersClosed).as("closed once it succeeded").hasValue(1);
+    }
+
+    @Test
     void closingThePoolFreesEveryChunkAndInvalidatesItsRegions() {
         pool();
         Region r = pool.allocate(128);

@@ -479,7 +479,7 @@ final class DevdaxProvider implements MemoryProvider {
                 + nowGeneration + (sameLayout ? "" : " of layout " + Long.toHexString(nowLayout)) + ", but this provider started "
                 + "it at generation " + generation + (sameLayout ? "" : " of layout " + Long.toHexString(layoutId))
                 + ". The other provider reached the device through another device node (the flock is per node: a node made with "
-                + "mknod, as docker run --device does, is another inode) and reset its allocation table, so memory this provider "
+                + "mknod, as docker run --device does, is another inode) and started over it (reset, or recover of what it found), so memory this provider "
                 + "handed out may be handed out again there. Run one provider per device: close one of them, and let every process "
                 + "that allocates from the device reach it through one node (bind-mount the host's /dev/daxX.Y instead of "
                 + "--device) or give each its own device (" + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")";

@@ -33,8 +33,8 @@ import java.util.zip.CRC32C;
  *     outside the CRC, so that a start changes it with one atomic store</td></tr>
  * <tr><td>72</td><td>8</td><td>next offset</td><td>where the owner's next allocation search starts (the end of its
  *     last allocation), so that a restarted owner goes on from there instead of handing the previous owner's ranges
- *     out again at once; a hint, outside the CRC, stored atomically, ignored unless it is a multiple of the alignment
- *     inside the data area (0, as layouts written before it was kept read, means the data offset)</td></tr>
+ *     out again at once; a hint, outside the CRC, stored atomically: a value inside the data area is rounded up to
+ *     the alignment, any other (0, as layouts written before it was kept read) means the data offset</td></tr>
  * <tr><td>80</td><td>48</td><td>reserved</td><td>0</td></tr>
  * </table>
  *

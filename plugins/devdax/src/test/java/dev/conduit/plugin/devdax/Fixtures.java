@@ -101,7 +101,9 @@ final class Fixtures {
      * arena then fails for sure.
      */
     static void awaitBlockedInRead(dev.conduit.linux.FileDescriptor fd) throws InterruptedException {
-        String prefix = "0 0x" + Integer.toHexString(fd.fd()) + " ";
+        // /proc/<tid>/syscall: the syscall's number, then its arguments; read(2) is 0 on x86-64 and 63 on aarch64.
+        int read = System.getProperty("os.arch").equals("aarch64") ? 63 : 0;
+        String prefix = read + " 0x" + Integer.toHexString(fd.fd()) + " ";
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
             try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {

@@ -146,8 +146,17 @@ final class Inbound extends VerbsTransport.Connection {
             return;
         }
         creditSource.memory().set(Records.LONG, 0, reposted);
-        qp.postSend(VerbsTransport.requestId(this, VerbsTransport.KIND_CREDIT, 0), VerbsAbi.IBV_WR_RDMA_WRITE, creditSource, 0, 8,
-                peerCreditAddress, peerCreditKey, 0, 0);
+        try {
+            qp.postSend(VerbsTransport.requestId(this, VerbsTransport.KIND_CREDIT, 0), VerbsAbi.IBV_WR_RDMA_WRITE, creditSource, 0, 8,
+                    peerCreditAddress, peerCreditKey, 0, 0);
+        } catch (RuntimeException e) {
+            // Without its credits the connector stalls; and a throw here would stop every other inbound's credits and
+            // the rest of progress() on every call. This connection goes alone.
+            transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection whose credits could not be "
+                    + "written back: " + e.getMessage());
+            breakDown();
+            return;
+        }
         creditInFlight = true;
         announced = reposted;
     }
@@ -189,9 +198,12 @@ final class Inbound extends VerbsTransport.Connection {
      * that could not be torn down) are kept, not freed, and the exception says so.
      */
     void close() {
-        transport.unregister(this);
-        new Teardown("closing an inbound connection").socket(wireup).queuePair(qp).region(receive).region(creditSource)
-                .other(records::close).memory(arena).rethrow();
+        Teardown teardown = new Teardown("closing an inbound connection").socket(wireup).queuePair(qp).region(receive).region(creditSource)
+                .other(records::close).memory(arena);
+        // A queue pair that could not be destroyed still has receives posted, and its errors would still complete into the
+        // shared receive queue, sized for the inbound limit: its slot is not handed to a new connection.
+        transport.unregister(this, !teardown.deviceMayWrite());
+        teardown.rethrow();
     }
 
     /** The wire-up socket, for tests of its options. */

@@ -113,6 +113,11 @@ final class Teardown {
         return failure;
     }
 
+    /** Whether a queue pair or registration could not be torn down: the device may still write into the memory. */
+    boolean deviceMayWrite() {
+        return deviceMayWrite;
+    }
+
     /** Throws {@link #failure()}, if any. */
     void rethrow() {
         RuntimeException failure = failure();

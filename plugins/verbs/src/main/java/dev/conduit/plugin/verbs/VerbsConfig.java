@@ -42,7 +42,7 @@ final class VerbsConfig {
     static final ConfigKey<Long> GID_INDEX = ConfigKey.integer("verbs.gid.index", -1, -1, 255,
             "The source GID index for connections (show_gids lists them); -1: on RoCE the first IPv4-mapped GID whose "
                     + "type is RoCE v2 (routable over IP; sysfs gid_attrs/types says which), or the first IPv4-mapped one "
-                    + "where the kernel does not say; else 0.");
+                    + "where the kernel does not say or the port has only RoCE v1 ones (with a WARNING); else 0.");
 
     static final ConfigKey<String> WIREUP_ADDRESS = ConfigKey.string("verbs.wireup.address", "",
             "The IP address of the TCP listener peers connect to to exchange queue-pair numbers (and that stays open as "

@@ -126,7 +126,7 @@ final class VerbsDomain {
      * type is RoCE v2. Drivers list each address twice, as RoCE v1 (an Ethernet frame, which no IP
      * router forwards) at the lower index and as RoCE v2 (UDP/IP) at the next; the GID bytes are the
      * same, only sysfs's {@code gid_attrs/types/<index>} tells them apart. Where a kernel has no
-     * such file (before 4.9), the first IPv4-mapped GID, as before; on InfiniBand 0.
+     * such file (before 4.5), the first IPv4-mapped GID, as before; on InfiniBand 0.
      */
     static int gidIndex(Verbs.Device device, String deviceName, int port, Verbs.PortAttributes p, int configured, Path sysfs,
                         System.Logger logger) {
@@ -167,7 +167,7 @@ final class VerbsDomain {
                     + "forwards; enable RoCE v2 on the device, or choose a GID with " + VerbsConfig.describe(VerbsConfig.GID_INDEX));
         } else {
             int chosen = firstIpv4;
-            logger.log(System.Logger.Level.DEBUG, () -> "verbs: " + types + " is missing (a kernel before 4.9, or sysfs not mounted): "
+            logger.log(System.Logger.Level.DEBUG, () -> "verbs: " + types + " is missing (a kernel before 4.5, or sysfs not mounted): "
                     + "the GID types of " + deviceName + " port " + port + " are unknown, so the first IPv4-mapped GID, index "
                     + chosen + ", is used; it may be RoCE v1 (not routable): set " + VerbsConfig.describe(VerbsConfig.GID_INDEX)
                     + " to choose");

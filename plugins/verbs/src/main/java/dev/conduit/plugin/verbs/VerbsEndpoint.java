@@ -155,6 +155,11 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         return state == State.CONNECTING;
     }
 
+    /** Whether the peer was found failed, for tests. */
+    boolean hasFailed() {
+        return failure != null;
+    }
+
     /** Reads the acceptor's reply, if it has come, and moves the queue pair to RTR and RTS. */
     int advanceWireup() {
         try {
@@ -456,7 +461,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         }
         boolean healthy = state == State.CONNECTED;
         state = State.CLOSED;
-        RuntimeException draining = null;
+        Throwable draining = null;
         try {
             if (healthy) {
                 // Let what was sent reach the peer before the end of stream tells it to tear the connection down.
@@ -467,16 +472,19 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                     }
                 }
             }
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // Whatever the drain threw (another connection's completion included), the connection is torn down.
             draining = e;
         }
         transport.unregister(this);
         transport.closed(this);
         Teardown teardown = release(transport, null, peer, wireup, creditWord, ring, qp, arena);
-        if (draining != null) {
-            throw teardown.suppressedInto(draining);
+        switch (draining) {
+            case null -> teardown.rethrow();
+            case RuntimeException e -> throw teardown.suppressedInto(e);
+            case Error e -> throw teardown.suppressedInto(e);
+            default -> throw new AssertionError(draining);
         }
-        teardown.rethrow();
     }
 
     /** The wire-up socket, for tests of its options. */

@@ -258,9 +258,22 @@ final class VerbsTransport implements Transport {
     }
 
     void unregister(Connection c) {
+        unregister(c, true);
+    }
+
+    /** Inbound slots taken, for tests. */
+    int inboundSlotsTaken() {
+        return wireupServer.slotsTaken();
+    }
+
+    /**
+     * Stops routing completions to {@code c}; with {@code releaseSlot} false, an inbound's slot stays
+     * taken for good (its queue pair could not be destroyed and may still complete work).
+     */
+    void unregister(Connection c, boolean releaseSlot) {
         if (c.slot >= 0 && connections[c.slot] == c) {
             connections[c.slot] = null;
-            if (c.slot >= MAX_CONNECTIONS) {
+            if (c.slot >= MAX_CONNECTIONS && releaseSlot) {
                 wireupServer.release(c.slot);
             }
         }
@@ -451,11 +464,15 @@ final class VerbsTransport implements Transport {
         Throwable failure = null;
         for (Inbound in : List.copyOf(inbounds)) {
             if (in.peerGone()) {
-                try {
-                    // Messages sent before the peer closed are on the receive queue already: deliver them first.
-                    events += pollReceiveQueue();
-                } catch (RuntimeException | Error e) {
-                    failure = add(failure, e);
+                // Messages sent before the peer closed are on the receive queue already: deliver them first, all of them,
+                // also past a batch that threw (each such batch took its completions off the queue, so this ends).
+                while (true) {
+                    try {
+                        events += pollReceiveQueue();
+                        break;
+                    } catch (RuntimeException | Error e) {
+                        failure = add(failure, e);
+                    }
                 }
                 try {
                     closeInbound(in);

@@ -93,6 +93,13 @@ final class WireupServer implements AutoCloseable {
         return handoff.poll();
     }
 
+    /** How many inbound slots are taken: by live connections, and by any whose queue pair could not be destroyed. */
+    int slotsTaken() {
+        int n = 0;
+        for (int i = 0; i < taken.length(); i++) n += taken.get(i);
+        return n;
+    }
+
     /** Gives a slot back once the transport no longer finds a connection in it. */
     void release(int slot) {
         taken.set(slot - firstSlot, 0);

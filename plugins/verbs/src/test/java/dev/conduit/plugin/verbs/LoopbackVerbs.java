@@ -36,8 +36,8 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       ({@code IBV_WC_WR_FLUSH_ERR});</li>
  *   <li>a completion channel is an eventfd, signalled by the first completion after
  *       {@code requestNotification};</li>
- *   <li>on request ({@link #failNext}), {@code ibv_post_recv}, {@code ibv_destroy_qp} and
- *       {@code ibv_dereg_mr} fail with an errno, as a provider's can; a queue pair or region that
+ *   <li>on request ({@link #failNext}), {@code ibv_post_recv}, {@code ibv_post_send} of an RDMA
+ *       write, {@code ibv_destroy_qp} and {@code ibv_dereg_mr} fail with an errno, as a provider's can; a queue pair or region that
  *       failed to go stays, as on a device, until {@link #reclaimLeftovers()}.</li>
  * </ul>
  * Every device opened from one instance is on the same simulated fabric. Thread-safe: every call
@@ -93,7 +93,10 @@ final class LoopbackVerbs implements Verbs {
         return open.size();
     }
 
-    /** Makes the next {@code count} calls of {@code call} ({@code ibv_post_recv}, {@code ibv_destroy_qp}, {@code ibv_dereg_mr}) fail with {@code errno}. */
+    /**
+     * Makes the next {@code count} calls of {@code call} ({@code ibv_post_recv}, {@code ibv_post_send} of an RDMA write,
+     * {@code ibv_destroy_qp}, {@code ibv_dereg_mr}) fail with {@code errno}.
+     */
     synchronized void failNext(String call, int count, int errno) {
         failures.put(call, new int[] {count, errno});
     }
@@ -418,6 +421,7 @@ final class LoopbackVerbs implements Verbs {
                 if (state != IBV_QPS_RTS && state != IBV_QPS_ERR) {
                     throw new ErrnoException("ibv_post_send", Errno.EINVAL, "loop0", "qp " + number + " not in RTS");
                 }
+                if (opcode == VerbsAbi.IBV_WR_RDMA_WRITE) maybeFail("ibv_post_send", "loop0 qp " + number + " RDMA write");
                 Mr local = (Mr) region;
                 if (offset < 0 || offset + length > local.memory.byteSize() || regions.get(local.key) != local) {
                     fail(requestId, opcode, IBV_WC_LOC_PROT_ERR);

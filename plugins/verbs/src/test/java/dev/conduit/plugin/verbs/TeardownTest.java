@@ -155,6 +155,36 @@ class TeardownTest {
         assertThatThrownBy(b.transport::progress).isInstanceOf(ConduitException.class).hasMessageContaining("ibv_destroy_qp");
         assertThat(b.received).hasSize(2);
         assertThat(b.transport.inbounds()).as("both broken connections closed in that progress").isEmpty();
+        // The queue pair that could not be destroyed may still complete into the shared receive queue, sized for the
+        // inbound limit: its slot is not given to a new connection; the other's is.
+        assertThat(b.transport.inboundSlotsTaken()).isEqualTo(1);
         progressUntil(() -> a.failures.size() == 2, a);
+    }
+
+    /**
+     * A credit write that cannot be posted used to be thrown out of every progress(): the other
+     * inbound connections' credits, liveness checks and failure reports never ran.
+     */
+    @Test
+    void aCreditWriteThatCannotBePostedDropsOnlyItsConnection() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint one = connected(a.connect(b), a, b);
+        TransportEndpoint two = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 2, a, b);
+        progressUntil(() -> one.trySend(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {1})), a);
+        progressUntil(() -> two.trySend(2, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {2})), a);
+        verbs.failNext("ibv_post_send", 1, Errno.ENOMEM); // the first credit write b posts
+
+        progressUntil(() -> b.received.size() == 2 && b.transport.inbounds().size() == 1, b);
+        progressUntil(() -> a.failures.size() == 1, a, b);
+
+        TransportEndpoint survivor = ((VerbsEndpoint) one).hasFailed() ? two : one;
+        assertThat(((VerbsEndpoint) survivor).hasFailed()).isFalse();
+        for (int i = 0; i < 100; i++) {
+            byte[] payload = {(byte) i};
+            progressUntil(() -> survivor.trySend(3, MemorySegment.NULL, MemorySegment.ofArray(payload)), a, b);
+        }
+        progressUntil(() -> b.received.size() == 102, a, b);
     }
 }
