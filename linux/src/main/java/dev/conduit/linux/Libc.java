@@ -180,6 +180,7 @@ public interface Libc {
      * {@code read(2)} into {@code buffer}.
      *
      * @return bytes read; 0 at end of file; {@link #WOULD_BLOCK} if a non-blocking descriptor has nothing
+     * @throws IllegalArgumentException if {@code buffer} is read-only (the kernel would write into it anyway)
      */
     int read(FileDescriptor fd, MemorySegment buffer);
 
@@ -244,6 +245,7 @@ public interface Libc {
      *
      * @param flags {@link SocketFlags} {@code MSG_*}
      * @return bytes received; 0 once the peer has closed; {@link #WOULD_BLOCK}
+     * @throws IllegalArgumentException if {@code buffer} is read-only (the kernel would write into it anyway)
      */
     int recv(FileDescriptor socket, MemorySegment buffer, int flags);
 
@@ -267,8 +269,11 @@ public interface Libc {
      * to {@code maxFds} descriptors. If more descriptors arrived than there was room for, every
      * one that did arrive is closed and the result says so ({@link ReceivedMessage#controlTruncated()}).
      *
-     * <p>{@code buffer} may be any segment, heap or native; the bytes are copied into it from a
-     * private buffer.
+     * <p>{@code buffer} may be any writable segment, heap or native; the bytes are copied into it
+     * from a private buffer. Should that copy fail (the buffer's arena closed, another thread's
+     * confined segment), the descriptors received are closed before the failure is thrown.
+     *
+     * @throws IllegalArgumentException if {@code buffer} is read-only
      */
     ReceivedMessage recvmsg(FileDescriptor socket, MemorySegment buffer, int maxFds);
 

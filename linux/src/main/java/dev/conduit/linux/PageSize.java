@@ -12,9 +12,10 @@ import java.nio.file.Path;
  *
  * <p>Read once from the ELF auxiliary vector the kernel gave this process
  * ({@code /proc/self/auxv}, entry {@code AT_PAGESZ}), which is what {@code sysconf(_SC_PAGESIZE)}
- * returns. Where {@code /proc} cannot be read, {@value #FALLBACK} is used: every page size Linux
- * supports on x86-64 and aarch64 (4, 16, 64 KiB) is a multiple of it, so chunks stay correctly
- * aligned and mappable, only possibly smaller than a page.
+ * returns. Where {@code /proc} cannot be read, {@value #FALLBACK} is used: right on x86-64 and
+ * on aarch64 kernels with 4 KiB pages; on an aarch64 kernel with 16 or 64 KiB pages a chunk
+ * offset that is a multiple of 4 KiB but not of the real page is refused by {@code mmap}
+ * ({@code EINVAL}), so such a system needs {@code /proc} mounted.
  */
 public final class PageSize {
 

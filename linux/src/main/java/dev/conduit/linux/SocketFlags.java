@@ -77,6 +77,11 @@ public final class SocketFlags {
         return rest == 0 ? base : base + '|' + TYPE_FLAGS.describe(rest);
     }
 
+    /** Renders the flags of {@code accept4}, which are socket-type flags without a type: {@code SOCK_CLOEXEC}. */
+    public static String describeAcceptFlags(int flags) {
+        return TYPE_FLAGS.describe(flags);
+    }
+
     /** Renders message flags as C would spell them: {@code MSG_NOSIGNAL|MSG_DONTWAIT}. */
     public static String describeMessageFlags(int flags) {
         return MESSAGE_FLAGS.describe(flags);

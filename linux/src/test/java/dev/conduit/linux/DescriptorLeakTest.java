@@ -66,6 +66,26 @@ class DescriptorLeakTest {
         assertThat(OpenFds.count()).isEqualTo(before);
     }
 
+    /** The descriptors used to be wrapped before the bytes were copied out, and leaked when the copy failed. */
+    @Test
+    void descriptorsReceivedForABufferThatCannotTakeTheBytesAreClosed(@TempDir Path directory) {
+        warmUp(directory.resolve("file").toString());
+        long before = OpenFds.count();
+        MemorySegment gone;
+        try (Arena closed = Arena.ofConfined()) {
+            gone = closed.allocate(8);
+        }
+        for (int i = 0; i < ROUNDS; i++) {
+            try (SocketPair pair = libc.socketpair(SOCK_STREAM);
+                 FileDescriptor memfd = libc.memfdCreate("leak-recv", MemfdFlags.MFD_ALLOW_SEALING);
+                 Arena arena = Arena.ofConfined()) {
+                libc.sendmsg(pair.first(), arena.allocate(8), memfd);
+                assertThatThrownBy(() -> libc.recvmsg(pair.second(), gone, 1)).isInstanceOf(IllegalStateException.class);
+            }
+        }
+        assertThat(OpenFds.count()).isEqualTo(before);
+    }
+
     @Test
     void mappingsOutliveTheirDescriptor() {
         long before = OpenFds.count();

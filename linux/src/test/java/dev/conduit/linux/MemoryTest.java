@@ -101,6 +101,21 @@ class MemoryTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a power of two");
     }
 
+    /** The tail of the reservation used to be given back from the unaligned end, which munmap refuses (EINVAL), and stayed. */
+    @Test
+    void anAlignedMappingWhoseLengthIsNotWholePagesKeepsNoReservation() throws IOException {
+        long alignment = 2L << 20;
+        long page = PageSize.get();
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-aligned-odd", MFD_ALLOW_SEALING);
+             Arena arena = Arena.ofConfined()) {
+            libc.ftruncate(memfd, 4 * SIZE);
+            MemorySegment aligned = libc.mmapAligned(memfd, 0, SIZE + 100, alignment, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+            long pagesEnd = aligned.address() + (SIZE + 100 + page - 1) / page * page;
+            assertThat(leftoverReservation(aligned.address(), pagesEnd, alignment))
+                    .as("inaccessible reservation left next to the aligned mapping").isEmpty();
+        }
+    }
+
     /**
      * Inaccessible ({@code ---p}) mappings of /proc/self/maps that a reservation left behind would be:
      * one starting where the mapping ends (the tail is never empty), or one smaller than the

@@ -237,4 +237,24 @@ class SocketTest {
         MemorySegment.copy(bytes, 0, segment, JAVA_BYTE, 0, bytes.length);
         return segment;
     }
+
+    /** The kernel writes through a segment's address: a read-only view of writable memory used to be written into. */
+    @Test
+    void readRecvAndRecvmsgRefuseAReadOnlySegment() {
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment memory = arena.allocate(8);
+            MemorySegment view = memory.asReadOnly();
+            libc.write(pair.first(), arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_LONG, 42));
+
+            assertThatThrownBy(() -> libc.read(pair.second(), view)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("read into a read-only segment");
+            assertThatThrownBy(() -> libc.recv(pair.second(), view, 0)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("recv into a read-only segment");
+            assertThatThrownBy(() -> libc.recvmsg(pair.second(), view, 0)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("recvmsg into a read-only segment");
+            assertThat(memory.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0)).as("nothing was written").isZero();
+            assertThat(libc.read(pair.second(), memory)).as("the bytes are still there").isEqualTo(8);
+        }
+    }
 }

@@ -15,19 +15,23 @@ public final class Abi {
 
     /** The architectures whose ABI this module encodes. */
     public enum Arch {
-        X86_64("x86_64", 202, 0200000, 0400000),
-        AARCH64("aarch64", 98, 040000, 0100000),
+        X86_64("x86_64", 202, 5, 319, 0200000, 0400000),
+        AARCH64("aarch64", 98, 80, 279, 040000, 0100000),
         /** Anything else: values are the x86-64 ones only so that constant classes still load. */
-        UNSUPPORTED("unsupported", -1, 0200000, 0400000);
+        UNSUPPORTED("unsupported", -1, -1, -1, 0200000, 0400000);
 
         final String displayName;
         final int sysFutex;
+        final int sysFstat;
+        final int sysMemfdCreate;
         final int oDirectory;
         final int oNofollow;
 
-        Arch(String displayName, int sysFutex, int oDirectory, int oNofollow) {
+        Arch(String displayName, int sysFutex, int sysFstat, int sysMemfdCreate, int oDirectory, int oNofollow) {
             this.displayName = displayName;
             this.sysFutex = sysFutex;
+            this.sysFstat = sysFstat;
+            this.sysMemfdCreate = sysMemfdCreate;
             this.oDirectory = oDirectory;
             this.oNofollow = oNofollow;
         }
@@ -55,6 +59,10 @@ public final class Abi {
 
     /** {@code SYS_futex}: glibc has no wrapper, so futex goes through {@code syscall(2)}. */
     public static final long SYS_futex = ARCH.sysFutex;
+    /** {@code SYS_fstat}: called through {@code syscall(2)}, since glibc exports {@code fstat} only from 2.33. */
+    public static final long SYS_fstat = ARCH.sysFstat;
+    /** {@code SYS_memfd_create}: called through {@code syscall(2)}, since glibc has the wrapper only from 2.27. */
+    public static final long SYS_memfd_create = ARCH.sysMemfdCreate;
     /**
      * {@code SYS_openat2}, the same on every architecture (numbers from 424 on are shared); called
      * through {@code syscall(2)} because glibc 2.36 has no wrapper.

@@ -145,7 +145,7 @@ public final class FfmLibc implements Libc {
         }
     }
 
-    /** Linux x86-64 values; used only here, over address space this class reserved or mapped itself. */
+    /** The generic Linux values (x86-64 and aarch64 alike); used only here, over address space this class reserved or mapped itself. */
     private static final int MAP_FIXED = 0x10;
     private static final int MAP_ANONYMOUS = 0x20;
 
@@ -177,7 +177,10 @@ public final class FfmLibc implements Libc {
         }
         // Give back what the aligned mapping does not cover, before and after it.
         if (start > reservation.address()) munmap(state.capture, reservation, start - reservation.address());
-        long end = start + length;
+        // The mapping covers whole pages: munmap from the end of its last page (an unaligned start is EINVAL, which
+        // would leave the rest of the reservation mapped for good).
+        long page = PageSize.get();
+        long end = start + (length + page - 1) / page * page;
         long reservationEnd = reservation.address() + reserved;
         if (reservationEnd > end) munmap(state.capture, MemorySegment.ofAddress(end), reservationEnd - end);
         try {
@@ -308,10 +311,13 @@ public final class FfmLibc implements Libc {
             try {
                 return openat2(directory, path, flags, mode, OpenFlags.RESOLVE_BENEATH | OpenFlags.RESOLVE_NO_SYMLINKS);
             } catch (ErrnoException e) {
-                if (e.errno() != Errno.ENOSYS) {
+                if (e.errno() == Errno.ENOSYS) {
+                    openat2Missing = true;
+                } else if (e.errno() != Errno.EPERM) {
+                    // EPERM is also what an older container seccomp profile answers to a system call it does not know
+                    // (Docker before 20.10): try the component-by-component walk, which a real EPERM fails again.
                     throw e;
                 }
-                openat2Missing = true;
             }
         }
         return openBeneathByComponents(directory, path, flags, mode);
@@ -346,10 +352,11 @@ public final class FfmLibc implements Libc {
         try {
             for (String name : names.subList(0, names.size() - 1)) {
                 FileDescriptor next = openat(parent == null ? directory : parent, name, OpenFlags.O_PATH | OpenFlags.O_NOFOLLOW, 0);
-                if (parent != null) {
-                    parent.close();
+                FileDescriptor previous = parent;
+                parent = next; // before the close, which may throw: the finally below then still closes next
+                if (previous != null) {
+                    previous.close();
                 }
-                parent = next;
                 FileStatus status = fstat(next);
                 if (!status.isDirectory()) {
                     boolean link = status.fileType() == FileStatus.S_IFLNK;
@@ -445,6 +452,16 @@ public final class FfmLibc implements Libc {
         return result < 0 ? state.errno() : 0;
     }
 
+    /**
+     * The kernel writes through a segment's address whatever the segment says: a read-only view
+     * of writable memory (a consumer's view of a shared chunk) would be written into.
+     */
+    private static void requireWritable(MemorySegment buffer, String call, FileDescriptor fd) {
+        if (buffer.isReadOnly()) {
+            throw new IllegalArgumentException(call + " into a read-only segment (" + fd + "): the kernel would write into it anyway");
+        }
+    }
+
     private static ErrnoException flockFailure(FileDescriptor fd, int operation, int errno) {
         // flock(2) documents the held-lock case as EWOULDBLOCK; a reader looks for that name.
         String name = errno == Errno.EWOULDBLOCK ? "EWOULDBLOCK" : Errno.name(errno);
@@ -454,6 +471,7 @@ public final class FfmLibc implements Libc {
 
     @Override
     public int read(FileDescriptor fd, MemorySegment buffer) {
+        requireWritable(buffer, "read", fd);
         CallState state = Native.callState();
         long count;
         do {
@@ -539,7 +557,7 @@ public final class FfmLibc implements Libc {
             if (state.errno() == Errno.EAGAIN) {
                 return null;
             }
-            throw failure(state, "accept4", listener.toString(), listener + ", NULL, NULL, " + SocketFlags.describeType(allFlags));
+            throw failure(state, "accept4", listener.toString(), listener + ", NULL, NULL, " + SocketFlags.describeAcceptFlags(allFlags));
         }
         return FileDescriptor.adopt(fd, "connection");
     }
@@ -587,6 +605,7 @@ public final class FfmLibc implements Libc {
 
     @Override
     public int recv(FileDescriptor socket, MemorySegment buffer, int flags) {
+        requireWritable(buffer, "recv", socket);
         CallState state = Native.callState();
         long count;
         do {
@@ -645,6 +664,7 @@ public final class FfmLibc implements Libc {
         if (maxFds < 0 || maxFds > Abi.SCM_MAX_FD) {
             throw new IllegalArgumentException("recvmsg: maxFds " + maxFds + " is not in [0, " + Abi.SCM_MAX_FD + "]");
         }
+        requireWritable(buffer, "recvmsg", socket);
         int flags = SocketFlags.MSG_CMSG_CLOEXEC;
         CallState state = Native.callState();
         try (Arena arena = Arena.ofConfined()) {
@@ -677,7 +697,14 @@ public final class FfmLibc implements Libc {
                 // arrived can be trusted to be the one meant, and none may leak.
                 closeAll(received);
             }
-            MemorySegment.copy(bytes, 0, buffer, 0, count);
+            try {
+                MemorySegment.copy(bytes, 0, buffer, 0, count);
+            } catch (RuntimeException | Error e) {
+                // The caller's buffer cannot take the bytes (read-only, closed, another thread's): the
+                // descriptors never reach the caller, so they are closed here.
+                if (!truncated) closeAll(received);
+                throw e;
+            }
             return truncated
                     ? new ReceivedMessage((int) count, List.of(), true, received.size())
                     : new ReceivedMessage((int) count, received, false, 0);
@@ -975,8 +1002,8 @@ public final class FfmLibc implements Libc {
     // ================================================================ downcalls
 
     private static final String[] SYMBOLS = {
-            "memfd_create", "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat",
-            "mkdirat", "fstat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
+            "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat",
+            "mkdirat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
             "syscall", "getuid", "getpid"};
 
@@ -993,7 +1020,9 @@ public final class FfmLibc implements Libc {
                 FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
         static final MethodHandle MKDIRAT = Native.function("mkdirat",
                 FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
-        static final MethodHandle FSTAT = Native.function("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        // syscall(SYS_fstat, fd, buf): glibc exports fstat only from 2.33 (before, a stat() call reached __fxstat),
+        // and the kernel's struct stat is glibc's on x86-64 and aarch64.
+        static final MethodHandle FSTAT = Native.variadic("syscall", 1, FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
         static final MethodHandle FCHMOD = Native.function("fchmod", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle FLOCK = Native.function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle FTRUNCATE = Native.function("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
@@ -1006,7 +1035,8 @@ public final class FfmLibc implements Libc {
 
     /** memfd and mappings. */
     private static final class Memory {
-        static final MethodHandle MEMFD_CREATE = Native.function("memfd_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        // syscall(SYS_memfd_create, name, flags): glibc has the wrapper only from 2.27.
+        static final MethodHandle MEMFD_CREATE = Native.variadic("syscall", 1, FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
         static final MethodHandle MMAP = Native.function("mmap",
                 FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
         static final MethodHandle MUNMAP = Native.function("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
@@ -1097,7 +1127,7 @@ public final class FfmLibc implements Libc {
 
     private static int fstat(MemorySegment capture, int fd, MemorySegment stat) {
         try {
-            return (int) Files.FSTAT.invokeExact(capture, fd, stat);
+            return (int) (long) Files.FSTAT.invokeExact(capture, Abi.SYS_fstat, (long) fd, stat);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
@@ -1153,7 +1183,7 @@ public final class FfmLibc implements Libc {
 
     private static int memfdCreate(MemorySegment capture, MemorySegment name, int flags) {
         try {
-            return (int) Memory.MEMFD_CREATE.invokeExact(capture, name, flags);
+            return (int) (long) Memory.MEMFD_CREATE.invokeExact(capture, Abi.SYS_memfd_create, name, Integer.toUnsignedLong(flags));
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

@@ -49,6 +49,9 @@ class ClosedMappingsTest {
         assertThat(outlived.get(JAVA_LONG, 0)).isEqualTo(7);
 
         arena.close();
+        // Reads stop well inside the grace: past it the range is unmapped and a read crashes the JVM, which a loaded
+        // machine (the faults are slow: each is a signal) could otherwise reach.
+        long stopReading = System.nanoTime() + ClosedMappings.GRACE_NANOS / 2;
 
         String maps = Files.readString(Path.of("/proc/self/maps"));
         assertThat(maps).as("the file's pages are released at the close").doesNotContain("memfd:conduit-closed-test");
@@ -62,9 +65,9 @@ class ClosedMappingsTest {
         long faults = 0;
         long sum = 0;
         int attempts = 0;
-        while (attempts < 20_000) {
+        while (attempts < 20_000 && System.nanoTime() - stopReading < 0) {
             try {
-                while (attempts < 20_000) {
+                while (attempts < 20_000 && ((attempts & 63) != 0 || System.nanoTime() - stopReading < 0)) {
                     attempts++;
                     for (int i = 0; i < 10; i++) sum += outlived.get(JAVA_LONG, i * 8L);
                 }
@@ -86,6 +89,8 @@ class ClosedMappingsTest {
             MemorySegment outlived = everything(address);
             CountDownLatch reading = new CountDownLatch(1);
             CountDownLatch closed = new CountDownLatch(1);
+            // As above: the reads stop well inside the grace, whatever the machine's load.
+            AtomicLong stopReading = new AtomicLong(Long.MAX_VALUE);
             AtomicLong readsAfterClose = new AtomicLong();
             AtomicLong faults = new AtomicLong();
             AtomicReference<Throwable> other = new AtomicReference<>();
@@ -93,9 +98,9 @@ class ClosedMappingsTest {
                 reading.countDown();
                 long sum = 0; // used, so that the JIT keeps every read
                 try {
-                    while (readsAfterClose.get() < 1_000) {
+                    while (readsAfterClose.get() < 1_000 && System.nanoTime() - stopReading.get() < 0) {
                         try {
-                            while (readsAfterClose.get() < 1_000) {
+                            while (readsAfterClose.get() < 1_000 && System.nanoTime() - stopReading.get() < 0) {
                                 if (closed.getCount() == 0) readsAfterClose.incrementAndGet();
                                 sum += outlived.get(JAVA_LONG, 0);
                             }
@@ -112,6 +117,7 @@ class ClosedMappingsTest {
             });
             reading.await();
             arena.close();
+            stopReading.set(System.nanoTime() + ClosedMappings.GRACE_NANOS / 2);
             closed.countDown();
             reader.join();
             assertThat(other.get()).isNull();

@@ -80,7 +80,7 @@ int main(void) {
     CONST(S_IFCHR); CONST(S_IFIFO);
 
     /* Internal constants (dev.conduit.linux.internal.Abi). */
-    CONST(SYS_futex); CONST(SYS_openat2); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE);
+    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE);
     CONST(F_GETFL); CONST(F_SETFL); CONST(F_ADD_SEALS); CONST(F_GET_SEALS); CONST(MAP_FAILED);
     return 0;
 }
