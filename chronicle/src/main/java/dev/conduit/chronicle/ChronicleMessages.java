@@ -19,10 +19,19 @@ import java.util.Objects;
  * where it was received ({@link #handler}, {@link #read}).
  *
  * <p>One instance holds two reusable views (one for sending, one for receiving), so sending and
- * receiving allocate no Chronicle objects. <b>Not thread-safe</b>: use one instance per thread
- * (e.g. one per worker). A view is valid only while it is in use: the sending view during the
- * marshalling, the receiving view during the handler call; kept and used later, it throws
- * {@link IllegalStateException} (it never reads a buffer that holds another message by then).
+ * receiving allocate no Chronicle objects. <b>Not thread-safe</b>: its calls must not overlap. Use
+ * one instance per thread, or one per worker whose calls never overlap ({@code SINGLE}, or
+ * {@code SERIALIZED}: handlers then run on whichever thread progresses the worker, one at a time,
+ * which is why Chronicle's own check that a {@code Bytes} stays on its first thread is turned off
+ * for these views). Not one per {@code MULTI} worker: its handlers may run at once.
+ *
+ * <p>A view is valid only while it is in use: the sending view during the marshalling, the
+ * receiving view during the handler call. Kept and used after its call, it throws
+ * {@link IllegalStateException}, unless the same instance is by then sending or reading another
+ * message: the view is one object, pointed at each message in turn, so it then reads or writes
+ * that message. Copy what a handler keeps. A handler that causes a nested delivery on its own
+ * thread (a call of {@code progress()} inside it) must use another instance for that delivery:
+ * this one throws "already reading a message".
  */
 public final class ChronicleMessages {
 
@@ -39,6 +48,10 @@ public final class ChronicleMessages {
         sendBytes = sendStore.bytesForWrite();
         receiveStore = new SegmentBytesStore(MemorySegment.NULL, () -> receiving, "a received message's payload", true);
         receiveBytes = receiveStore.bytesForWrite();
+        // With assertions on, Chronicle ties a Bytes to the first thread that used it; a SERIALIZED worker's handlers
+        // run on whichever thread progresses it, one at a time, which the runtime's guard ensures, not this check.
+        sendBytes.singleThreadedCheckDisabled(true);
+        receiveBytes.singleThreadedCheckDisabled(true);
     }
 
     /**

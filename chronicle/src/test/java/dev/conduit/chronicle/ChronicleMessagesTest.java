@@ -78,6 +78,45 @@ class ChronicleMessagesTest {
         assertThat(plain).containsExactly("1/101.25/7", "2/99.5/3");
     }
 
+    /**
+     * A SERIALIZED worker's handlers run on whichever thread progresses it. With assertions on (as
+     * in most test suites), Chronicle used to tie the views to their first thread and throw from
+     * the next one.
+     */
+    @Test
+    void oneInstancePerSerializedWorkerServesHandlersAndSendsOnSeveralThreads() throws Exception {
+        conduit = Conduits.posix(shared);
+        sender = conduit.newWorker(ThreadMode.SERIALIZED);
+        receiver = conduit.newWorker(ThreadMode.SERIALIZED);
+        endpoint = sender.connect(receiver.address());
+        ChronicleMessages out = new ChronicleMessages();
+        ChronicleMessages in = new ChronicleMessages();
+        List<String> read = java.util.Collections.synchronizedList(new ArrayList<>());
+        receiver.onMessage(QUOTE, in.handler((message, payload) -> {
+            Quote q = new Quote();
+            q.readMarshallable(payload);
+            read.add(q.describe());
+        }));
+        // The first on this thread, which stays alive while the others use the same instance.
+        out.send(endpoint, QUOTE, new Quote(0, 1.5, 1, "T0", 0), 256);
+        progressUntil(() -> read.size() == 1);
+        for (int i = 1; i < 4; i++) {
+            int n = i;
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread t = Thread.ofPlatform().start(() -> {
+                try {
+                    out.send(endpoint, QUOTE, new Quote(n, 1.5, 1, "T" + n, 0), 256);
+                    progressUntil(() -> read.size() == n + 1);
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            });
+            t.join();
+            assertThat(failure.get()).as("thread " + n).isNull();
+        }
+        assertThat(read).containsExactly("0/1.5/1/T0/0", "1/1.5/1/T1/0", "2/1.5/1/T2/0", "3/1.5/1/T3/0");
+    }
+
     @Test
     void readFillsAnObjectFromTheCurrentMessage() {
         connect();
