@@ -102,9 +102,38 @@ class SelectionTest {
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("mixes names to use and names to exclude")
                 .hasMessageContaining("a,^b");
-        assertThatThrownBy(() -> fourPlugins().transports("^a", "b").build())
+    }
+
+    /** As UCX_TLS: the form the docs and the error message give, ^verbs,devdax, used to be refused as a mix. */
+    @Test
+    void aLeadingCaretExcludesEveryNameOfTheList() {
+        try (Conduit conduit = fourPlugins().set("transports", "^a,c").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("b");
+        }
+        try (Conduit conduit = fourPlugins().set("transports", "^a,^c").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("b");
+        }
+    }
+
+    /** A refused copy found first used to stand for the name, and the usable copy was "not named by transports". */
+    @Test
+    void aNameWithARefusedAndAUsableCopySelectsTheUsableOne() {
+        try (Conduit conduit = isolated()
+                .addPlugin(TestPlugin.named("twice").spiVersion("0.9").description("old SPI"))
+                .addPlugin(TestPlugin.named("twice").description("current"))
+                .transports("twice").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("twice");
+            assertThat(conduit.plugins().getFirst().description()).isEqualTo("current");
+        }
+    }
+
+    @Test
+    void namingABrokenPluginSaysItIsBrokenAndWhy() {
+        TestPlugin broken = TestPlugin.named("fragile").brokenMetadata(new NoClassDefFoundError("libfragile/Native"));
+        assertThatThrownBy(() -> isolated().addPlugin(broken).addPlugin(TestPlugin.named("a")).transports("fragile").build())
                 .isInstanceOf(ConfigException.class)
-                .hasMessageContaining("mixes");
+                .hasMessageContaining("'fragile', which was found but is BROKEN")
+                .hasMessageContaining("libfragile/Native");
     }
 
     @Test

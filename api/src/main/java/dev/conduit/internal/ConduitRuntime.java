@@ -65,8 +65,13 @@ public final class ConduitRuntime implements Conduit {
                 name -> RuntimePluginContext.of(config, shared, name),
                 config.get(RuntimeKeys.PROBE_TIMEOUT), config.get(RuntimeKeys.TRANSPORTS));
         for (PluginRecord r : registry.all()) {
-            if (r.status() != PluginInfo.Status.SELECTED && r.status() != PluginInfo.Status.AVAILABLE) {
-                LOG.log(System.Logger.Level.DEBUG, () -> "plugin " + r.name() + " " + r.status() + ": " + r.reason());
+            PluginInfo.Status status = r.status();
+            if (status == PluginInfo.Status.BROKEN || status == PluginInfo.Status.REFUSED) {
+                // A plugin someone installed and cannot use: unlike an unavailable one (no device here), that is a mistake
+                // to fix, and it is said where it is seen by default.
+                LOG.log(System.Logger.Level.WARNING, () -> "plugin " + r.name() + " " + status + ": " + r.reason());
+            } else if (status != PluginInfo.Status.SELECTED && status != PluginInfo.Status.AVAILABLE) {
+                LOG.log(System.Logger.Level.DEBUG, () -> "plugin " + r.name() + " " + status + ": " + r.reason());
             }
         }
         return new ConduitRuntime(config, registry, shared);

@@ -32,6 +32,7 @@ public final class TestPlugin implements ConduitPlugin {
     private Set<Capability> capabilities = EnumSet.of(Capability.AM);
     private Set<ThreadMode> threadModes = EnumSet.allOf(ThreadMode.class);
     private int priority;
+    private Error metadataFailure;
     private List<ConfigKey<?>> configKeys = List.of();
     private Function<PluginContext, Availability> probe = c -> Availability.available();
     private Function<TransportContext, Transport> transports = c -> new RecordingTransport();
@@ -92,6 +93,12 @@ public final class TestPlugin implements ConduitPlugin {
         return this;
     }
 
+    /** Makes {@link #capabilities()} throw {@code failure}, as a plugin missing a class at run time does: a BROKEN plugin. */
+    public TestPlugin brokenMetadata(Error failure) {
+        this.metadataFailure = failure;
+        return this;
+    }
+
     public TestPlugin configKeysNull() {
         this.configKeys = null;
         return this;
@@ -137,6 +144,7 @@ public final class TestPlugin implements ConduitPlugin {
 
     @Override
     public Set<Capability> capabilities() {
+        if (metadataFailure != null) throw metadataFailure;
         return capabilities;
     }
 

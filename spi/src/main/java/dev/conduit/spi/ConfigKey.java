@@ -53,11 +53,15 @@ public final class ConfigKey<T> {
         return new ConfigKey<>(name, String.class, defaultValue, "any text", doc, s -> s);
     }
 
-    /** A path; {@code defaultValue} may be {@code null} for "unset". */
+    /**
+     * A path; {@code defaultValue} may be {@code null} for "unset". Leading and trailing white space
+     * is dropped, as for the other typed keys: {@code CONDUIT_SHARED_DIR="/dev/shm "} from an
+     * environment file means {@code /dev/shm}, not a directory whose name ends in a space.
+     */
     public static ConfigKey<Path> path(String name, Path defaultValue, String doc) {
         return new ConfigKey<>(name, Path.class, defaultValue, "a file system path", doc, s -> {
             if (s.isBlank()) throw new IllegalArgumentException();
-            return Path.of(s);
+            return Path.of(s.strip());
         });
     }
 

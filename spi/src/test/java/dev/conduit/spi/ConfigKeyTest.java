@@ -97,6 +97,12 @@ class ConfigKeyTest {
             assertThat(key.defaultValue()).isEqualTo(Path.of("/dev/shm"));
         }
 
+        /** White space around a path, as an environment file leaves it, used to become part of the directory's name. */
+        @Test
+        void whiteSpaceAroundAPathIsDropped() {
+            assertThat(key.parse(" /dev/shm \t", SOURCE)).isEqualTo(Path.of("/dev/shm"));
+        }
+
         @ParameterizedTest
         @ValueSource(strings = {"", "   ", "a\u0000b"})
         void blankOrInvalidPathsAreRefused(String raw) {

@@ -71,13 +71,17 @@ final class PluginDirectory {
     }
 
     /**
-     * Hides the copies of Conduit's own modules ({@code dev.conduit.spi}, {@code dev.conduit}) that
-     * a plugin directory may bundle (e.g. made by {@code dependency:copy-dependencies}): the plugin
-     * must implement the runtime's {@code ConduitPlugin}, not a second copy of it, or the runtime
-     * would not see it as a plugin at all. Every other bundled module stays the plugin's own.
+     * Hides the copies of Conduit's own modules ({@code dev.conduit.spi}, {@code dev.conduit},
+     * {@code dev.conduit.linux}) that a plugin directory may bundle (e.g. made by
+     * {@code dependency:copy-dependencies}): the plugin must implement the runtime's
+     * {@code ConduitPlugin}, not a second copy of it, or the runtime would not see it as a plugin
+     * at all; and a second {@code dev.conduit.linux} in a child layer would have no native access
+     * (only boot-layer modules get {@code --enable-native-access}). The boot layer's copy is used
+     * when it is there. Every other bundled module stays the plugin's own.
      */
     private static ModuleFinder withoutConduitModules(ModuleFinder bundled) {
-        Set<String> shared = Set.of(ConduitPlugin.class.getModule().getName(), PluginDirectory.class.getModule().getName());
+        Set<String> shared = Set.of(ConduitPlugin.class.getModule().getName(), PluginDirectory.class.getModule().getName(),
+                LINUX_MODULE);
         return new ModuleFinder() {
             @Override
             public java.util.Optional<ModuleReference> find(String name) {
@@ -90,6 +94,9 @@ final class PluginDirectory {
             }
         };
     }
+
+    /** The module of Conduit's libc layer, which native access is granted to by name on the command line. */
+    private static final String LINUX_MODULE = "dev.conduit.linux";
 
     private static boolean isJar(Path p) {
         return Files.isRegularFile(p) && p.getFileName().toString().endsWith(".jar");

@@ -219,24 +219,33 @@ public final class PluginRegistry {
     }
 
     private static List<PluginRecord> select(List<PluginRecord> records, List<String> transports) {
+        // One record per name; a usable one wins over a refused or unavailable copy of the same name found earlier.
         Map<String, PluginRecord> known = new LinkedHashMap<>();
+        Map<String, PluginRecord> broken = new LinkedHashMap<>();
         for (PluginRecord r : records) {
-            if (r.status != Status.SHADOWED && r.status != Status.BROKEN) known.putIfAbsent(r.name, r);
+            if (r.status == Status.BROKEN) {
+                broken.putIfAbsent(r.name, r);
+            } else if (r.status != Status.SHADOWED) {
+                known.merge(r.name, r, (first, later) -> first.status != Status.AVAILABLE && later.status == Status.AVAILABLE ? later : first);
+            }
         }
         List<PluginRecord> available = records.stream().filter(r -> r.status == Status.AVAILABLE)
                 .sorted(Comparator.comparingInt((PluginRecord r) -> -r.priority).thenComparing(r -> r.name)).toList();
         if (transports.isEmpty()) return available;
+        // As UCX_TLS: a leading ^ makes the whole list one of names to exclude (^verbs,devdax; ^verbs,^devdax too).
         boolean exclude = transports.getFirst().startsWith("^");
         List<String> names = new ArrayList<>();
         for (String t : transports) {
             boolean excluded = t.startsWith("^");
-            if (excluded != exclude) {
+            if (excluded && !exclude) {
                 throw new ConfigException("transports (CONDUIT_TRANSPORTS) mixes names to use and names to exclude: "
                         + String.join(",", transports) + "; write either memfd,posix or ^verbs,devdax");
             }
             String name = excluded ? t.substring(1) : t;
             if (!known.containsKey(name)) {
-                throw new ConfigException("transports (CONDUIT_TRANSPORTS) names plugin '" + name + "', which was not found; found: "
+                PluginRecord unusable = broken.get(name);
+                throw new ConfigException("transports (CONDUIT_TRANSPORTS) names plugin '" + name + "', which "
+                        + (unusable != null ? "was found but is BROKEN (" + unusable.reason + ")" : "was not found") + "; found: "
                         + (known.isEmpty() ? "none" : String.join(", ", known.keySet())));
             }
             names.add(name);
