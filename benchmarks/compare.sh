@@ -131,11 +131,12 @@ if command -v ucx_perftest >/dev/null; then
             for s in "${sizes[@]}"; do
                 case $s in 8) n=200000 ;; 4096) n=100000 ;; 65536) n=20000 ;; *) n=2000 ;; esac
                 if line=$(ucx_run "$tls" "ucp_$test" "$s" "$n"); then
-                    # Final: iterations p50 average overall bw_avg bw_overall rate_avg rate_overall
+                    # Final: iterations p50 average overall bw_avg bw_overall rate_avg rate_overall ($7: the whole
+                    # run's bandwidth; $6 is the average since the last progress report)
                     if [ "$test" = am_lat ]; then
                         awk -v t="$tls" -v s="$s" '{printf "ucx\tposix\tam_lat\t%s\tp50_us\t%s\n", s, $3}' <<<"$line" >>"$results"
                     else
-                        awk -v s="$s" -v test="$test" '{printf "ucx\tposix\t%s\t%s\tMBps\t%.1f\n", test, s, $6 * 1.048576}' <<<"$line" >>"$results"
+                        awk -v s="$s" -v test="$test" '{printf "ucx\tposix\t%s\t%s\tMBps\t%.1f\n", test, s, $7 * 1.048576}' <<<"$line" >>"$results"
                     fi
                 else
                     missing "UCX ucp_$test $s B: $(tail -n 1 "$out/ucx-client.log")"

@@ -63,6 +63,8 @@ final class PerfClient implements AutoCloseable {
     private final PeerRegion serverRegion;
     private final long serverRegionSize;
     private final MemorySegment buffer;
+    /** Where a PONG's payload is copied: the client reads what it receives, as the peers it is compared with do. */
+    private final MemorySegment received;
     private final MemorySegment oneByte;
     private final PerfRun.Peer self;
     private final PerfRun.Peer server;
@@ -105,11 +107,15 @@ final class PerfClient implements AutoCloseable {
             resources.add(arena);
             buffer = arena.allocate(plan.largestSize(), 64);
             for (long i = 0; i < buffer.byteSize(); i++) buffer.set(ValueLayout.JAVA_BYTE, i, (byte) i);
+            received = arena.allocate(plan.largestSize(), 64);
             oneByte = arena.allocate(1);
 
             worker = conduit.newWorker(mode);
             resources.add(worker);
-            worker.onMessage(PerfProtocol.PONG, m -> pongs++);
+            worker.onMessage(PerfProtocol.PONG, m -> {
+                m.copyPayload(0, received, 0, m.payloadSize());
+                pongs++;
+            });
             worker.onMessage(PerfProtocol.ACK, m -> {
                 ackValue = m.payloadLong(0);
                 acks++;

@@ -184,9 +184,19 @@ final class PerfServer {
         worker.onMessage(PerfProtocol.BYE, m -> bye = true);
         // An idle worker of --peers: its connection is what counts, so that this worker tracks N senders.
         worker.onMessage(PerfProtocol.PEER, m -> { });
-        worker.onMessage(PerfProtocol.PING, m -> client.send(PerfProtocol.PONG, pong));
-        worker.onMessage(PerfProtocol.DATA, m -> count++);
+        // Every handler reads the payload it got (into buffer: what a PING's PONG then carries back), as the peers
+        // conduit perf is compared with do (the C ping-pong copies each hop, UCX copies into its receive buffer):
+        // a zero-copy receive that nobody reads would be measured as free.
+        worker.onMessage(PerfProtocol.PING, m -> {
+            m.copyPayload(0, pong, 0, m.payloadSize());
+            client.send(PerfProtocol.PONG, pong);
+        });
+        worker.onMessage(PerfProtocol.DATA, m -> {
+            m.copyPayload(0, buffer, 0, m.payloadSize());
+            count++;
+        });
         worker.onMessage(PerfProtocol.LAST, m -> {
+            m.copyPayload(0, buffer, 0, m.payloadSize());
             count++;
             ack.set(ValueLayout.JAVA_LONG, 0, count);
             count = 0;

@@ -46,6 +46,10 @@ public final class IpcPeer {
     private static final int RING_BYTES = RING + RingBufferDescriptor.TRAILER_LENGTH;
     private static final int PING = 1, BYE = 2;
     private static final long MAX_NANOS = 5_000_000_000L;
+    /** Fragments a poll may hand over: a large message is many MTU-sized fragments, not one poll each. */
+    private static final int FRAGMENT_LIMIT = 64;
+    private static final long FIRST_WARMUP_NANOS = 2_000_000_000L;
+    private static final long WARMUP_NANOS = 300_000_000L;
 
     /** A transport: send a message, wait for one. */
     private interface Link {
@@ -93,7 +97,7 @@ public final class IpcPeer {
                     public void awaitOne() {
                         got[0] = false;
                         while (!got[0]) {
-                            sub.poll(assembler, 1);
+                            sub.poll(assembler, FRAGMENT_LIMIT);
                         }
                     }
                 });
@@ -133,33 +137,54 @@ public final class IpcPeer {
         }
     }
 
+    /**
+     * Warms up as {@code conduit perf} does, so that no peer is measured before its JIT is done:
+     * every size once, then before each size at least {@link #FIRST_WARMUP_NANOS} (the first) or
+     * {@link #WARMUP_NANOS}, and a fifth of the measurement.
+     */
     private static void measure(String name, Link link) {
+        for (int size : SIZES) roundTrips(link, size, rounds(size) / 5, 0, null);
+        boolean first = true;
         for (int size : SIZES) {
-            int n = size <= 4096 ? 50_000 : size <= 65536 ? 10_000 : 1_000;
-            UnsafeBuffer buf = new UnsafeBuffer(ByteBuffer.allocateDirect(size));
+            int n = rounds(size);
+            roundTrips(link, size, n / 5, first ? FIRST_WARMUP_NANOS : WARMUP_NANOS, null);
+            first = false;
             double[] oneWay = new double[n];
-            int measured = 0;
-            for (int round = 0; round < 2; round++) {
-                int count = round == 0 ? n / 5 : n;
-                long start = System.nanoTime();
-                for (int i = 0; i < count; i++) {
-                    long t0 = System.nanoTime();
-                    buf.putInt(0, i);
-                    link.send(buf, size);
-                    link.awaitOne();
-                    if (round == 1) {
-                        oneWay[measured++] = (System.nanoTime() - t0) / 2.0 / 1000.0;
-                    }
-                    // On a loaded 2-core machine a preempted peer costs a time slice per round trip:
-                    // at most MAX_NANOS a phase, the median of what was measured (at least 1,000).
-                    if (i >= 1_000 && System.nanoTime() - start > MAX_NANOS) {
-                        break;
-                    }
-                }
-            }
+            int measured = roundTrips(link, size, n, 0, oneWay);
             Arrays.sort(oneWay, 0, measured);
             System.out.printf("%s\t-\tam_lat\t%d\tp50_us\t%.4f%n", name, size, oneWay[measured / 2]);
         }
+    }
+
+    private static int rounds(int size) {
+        return size <= 4096 ? 50_000 : size <= 65536 ? 10_000 : 1_000;
+    }
+
+    /**
+     * {@code count} round trips of {@code size} bytes, and more until {@code minNanos} passed; one
+     * way in µs into {@code oneWay} when given. On a loaded 2-core machine a preempted peer costs a
+     * time slice per round trip: a phase stops after {@link #MAX_NANOS} (the median is then of what
+     * was measured, at least 1,000).
+     *
+     * @return the round trips recorded
+     */
+    private static int roundTrips(Link link, int size, int count, long minNanos, double[] oneWay) {
+        UnsafeBuffer buf = new UnsafeBuffer(ByteBuffer.allocateDirect(size));
+        long start = System.nanoTime();
+        int recorded = 0;
+        for (int i = 0; i < count || (oneWay == null && System.nanoTime() - start < minNanos); i++) {
+            long t0 = System.nanoTime();
+            buf.putInt(0, i);
+            link.send(buf, size);
+            link.awaitOne();
+            if (oneWay != null && recorded < oneWay.length) {
+                oneWay[recorded++] = (System.nanoTime() - t0) / 2.0 / 1000.0;
+            }
+            if (i >= 1_000 && System.nanoTime() - start > MAX_NANOS && System.nanoTime() - start >= minNanos) {
+                break;
+            }
+        }
+        return recorded;
     }
 
     private static Process startPeer(String kind, String path) throws IOException {
@@ -205,7 +230,7 @@ public final class IpcPeer {
                 offer(pub, out, l);
             });
             while (!bye[0]) {
-                if (sub.poll(echo, 1) == 0) {
+                if (sub.poll(echo, FRAGMENT_LIMIT) == 0) {
                     Thread.onSpinWait();
                 }
             }
