@@ -29,7 +29,13 @@ final class ChildJvm {
     private ChildJvm() {
     }
 
-    static Result run(List<String> arguments) throws IOException, InterruptedException {
+    /**
+     * Runs the child to its end, for at most {@code timeout}. A child still running then (a plugin's
+     * import that never returns) is destroyed with every process it started, and the test fails naming
+     * the timeout and showing what the child printed. Its output goes to files, not pipes, so that
+     * waiting never depends on the child closing them.
+     */
+    static Result run(List<String> arguments, Duration timeout) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String option : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -59,19 +65,34 @@ final class ChildJvm {
             command.add(ImportingChild.class.getName());
         }
         command.addAll(arguments);
+        Path stdout = Files.createTempFile("conduit-tck-child-", ".stdout");
         Path stderr = Files.createTempFile("conduit-tck-child-", ".stderr");
+        Process process = null;
         try {
-            Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
+            process = new ProcessBuilder(command).redirectOutput(stdout.toFile()).redirectError(stderr.toFile()).start();
             process.getOutputStream().close();
-            byte[] out = process.getInputStream().readAllBytes();
-            if (!process.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor();
-                throw new AssertionError("the child JVM did not end within " + TIMEOUT + ": " + String.join(" ", command));
+            if (!process.waitFor(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+                destroy(process);
+                throw new AssertionError("the importing JVM did not end within " + timeout + " and was destroyed (an IpcImporter.map "
+                        + "or a close that never returns? The SPI's calls never block, or bound what they wait for)."
+                        + "\nIts stdout:\n" + Files.readString(stdout) + "\nIts stderr:\n" + Files.readString(stderr)
+                        + "\nIts command: " + String.join(" ", command));
             }
-            return new Result(process.exitValue(), new String(out, StandardCharsets.UTF_8).lines().toList(),
+            return new Result(process.exitValue(), Files.readString(stdout, StandardCharsets.UTF_8).lines().toList(),
                     Files.readString(stderr));
         } finally {
+            // Also when the test's own timeout interrupted the wait: no child outlives its test.
+            if (process != null && process.isAlive()) destroy(process);
+            Files.deleteIfExists(stdout);
             Files.deleteIfExists(stderr);
         }
+    }
+
+    /** Kills the child and whatever it started, and waits (bounded) until it is gone. */
+    private static void destroy(Process process) throws InterruptedException {
+        List<ProcessHandle> descendants = process.descendants().toList();
+        process.destroyForcibly();
+        descendants.forEach(ProcessHandle::destroyForcibly);
+        process.waitFor(10, TimeUnit.SECONDS);
     }
 }

@@ -10,18 +10,28 @@ import dev.conduit.spi.TransportContext;
 import dev.conduit.tck.internal.TckContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.InvocationInterceptor;
+import org.junit.jupiter.api.extension.ReflectiveInvocationContext;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
+import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -32,11 +42,29 @@ import static org.assertj.core.api.Assertions.assertThat;
  *
  * <p>Each test gets a fresh shared directory ({@link #newSharedDirectory()}); after the test, once
  * everything it opened is closed, the directory must hold exactly what it held before the test
- * (a plugin that leaves files behind fails), and it is then deleted.
+ * (a plugin that leaves files behind fails); it is deleted in any case, also when a close threw or
+ * files were left.
+ *
+ * <p>Every test has a {@link Timeout} of {@value #TEST_TIMEOUT_MINUTES} minutes, run on a thread of
+ * its own: a call into the plugin that blocks fails the test (JUnit's {@code TimeoutException}) instead
+ * of hanging the author's build. It is a hang guard, far above what any test needs; a subclass annotated
+ * with its own {@code @Timeout} replaces it. Threads a test started, and the test's own thread when it
+ * timed out, are interrupted and joined (for at most {@link #progressGuard()}) before what the test
+ * opened is closed, and once more after; one still running then fails the test with its stack.
  */
+@Timeout(value = PluginContract.TEST_TIMEOUT_MINUTES, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@ExtendWith(PluginContract.TestThreads.class)
 public abstract class PluginContract {
 
-    private final List<AutoCloseable> opened = new ArrayList<>();
+    /** Minutes a test may run: a guard against a plugin call that never returns, never a speed check. */
+    static final long TEST_TIMEOUT_MINUTES = 5;
+
+    // Both are touched by the test's thread and by the thread that runs @AfterEach (another one: the
+    // test runs on a thread of its own, which may still be inside the plugin when a timeout ended it).
+    private final List<AutoCloseable> opened = new CopyOnWriteArrayList<>();
+    private final List<Thread> threads = new CopyOnWriteArrayList<>();
+    private final List<ExecutorService> executors = new CopyOnWriteArrayList<>();
+    private volatile boolean ending;
     private Path sharedDirectory;
     private Set<String> filesBefore;
 
@@ -72,27 +100,119 @@ public abstract class PluginContract {
 
     @BeforeEach
     final void openSharedDirectory() throws IOException {
+        ending = false;
+        threads.removeIf(t -> !t.isAlive()); // a subclass may keep one instance for all its tests
         sharedDirectory = newSharedDirectory();
         filesBefore = listing(sharedDirectory);
     }
 
     @AfterEach
     final void closeAndCheckSharedDirectory() throws Exception {
-        Exception failure = null;
-        for (AutoCloseable c : opened.reversed()) {
+        ending = true;
+        Throwable failure = null;
+        try {
+            // Threads first: closing what a thread is still using would be concurrent use the plugin never promised to survive.
+            stopTestThreads(progressGuard());
+            for (AutoCloseable c : opened.reversed()) {
+                try {
+                    c.close();
+                } catch (Exception e) {
+                    failure = add(failure, e);
+                }
+            }
+            opened.clear();
+            // A thread blocked in a plugin call may have been released by the close.
+            List<Thread> alive = stopTestThreads(Duration.ofSeconds(5));
+            if (!alive.isEmpty()) {
+                failure = add(failure, new AssertionError(alive.size() + " thread(s) of the test still running after it ended, they were "
+                        + "interrupted and joined for " + progressGuard() + ", and everything the test opened was closed: a call into the "
+                        + "plugin that does not return (the SPI's calls never block, or bound what they wait for):"
+                        + alive.stream().map(t -> "\n  " + t.getName() + " in " + t.getState() + Arrays.stream(t.getStackTrace())
+                                .map(e -> "\n      at " + e).collect(Collectors.joining())).collect(Collectors.joining())));
+            }
+            Set<String> after = listing(sharedDirectory);
+            after.removeAll(filesBefore);
+            if (!after.isEmpty()) {
+                failure = add(failure, new AssertionError("files the plugin left in the shared directory " + sharedDirectory
+                        + " after everything it opened was closed: " + after + " (close() must remove what the plugin created there)"));
+            }
+        } catch (Exception | Error e) {
+            failure = add(failure, e);
+        } finally {
+            // Always, so that a failed test leaves nothing behind (under /dev/shm that would be memory): the listing is recorded above.
             try {
-                c.close();
-            } catch (Exception e) {
-                if (failure == null) failure = e; else failure.addSuppressed(e);
+                deleteRecursively(sharedDirectory);
+            } catch (IOException e) {
+                failure = add(failure, e);
             }
         }
-        opened.clear();
-        if (failure != null) throw failure;
-        Set<String> after = listing(sharedDirectory);
-        after.removeAll(filesBefore);
-        assertThat(after).as("files the plugin left in the shared directory " + sharedDirectory
-                + " after everything it opened was closed").isEmpty();
-        deleteRecursively(sharedDirectory);
+        if (failure instanceof Exception e) throw e;
+        if (failure instanceof Error e) throw e;
+    }
+
+    private static Throwable add(Throwable first, Throwable next) {
+        if (next == null) return first;
+        if (first == null) return next;
+        first.addSuppressed(next);
+        return first;
+    }
+
+    /**
+     * Interrupts the threads the test started (and the test's own thread if a timeout left it running)
+     * and joins them for at most {@code bound} in all; returns those still alive.
+     */
+    private List<Thread> stopTestThreads(Duration bound) throws InterruptedException {
+        executors.forEach(ExecutorService::shutdownNow);
+        threads.forEach(Thread::interrupt);
+        long deadline = System.nanoTime() + bound.toNanos();
+        for (Thread t : threads) {
+            long left = deadline - System.nanoTime();
+            if (left > 0) t.join(Duration.ofNanos(left));
+        }
+        return threads.stream().filter(Thread::isAlive).toList();
+    }
+
+    /** Starts {@code body} on a platform thread that the test's end interrupts and joins ({@link #testEnding()}). */
+    final Thread startTestThread(String name, Runnable body) {
+        Thread t = Thread.ofPlatform().name(name).unstarted(body);
+        threads.add(t);
+        t.start();
+        return t;
+    }
+
+    /** A single-thread executor whose thread the test's end shuts down and joins. */
+    final ExecutorService newTestExecutor(String name) {
+        ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
+            Thread t = Thread.ofPlatform().name(name).unstarted(r);
+            threads.add(t);
+            return t;
+        });
+        executors.add(executor);
+        return executor;
+    }
+
+    /** Whether the test has ended: loops on threads it started stop then, even if the test did not wait for them. */
+    final boolean testEnding() {
+        return ending || Thread.currentThread().isInterrupted();
+    }
+
+    /**
+     * Records the thread that runs each test method ({@link Timeout.ThreadMode#SEPARATE_THREAD}: one of
+     * JUnit's, which JUnit abandons when the timeout fires), so that the test's end joins it too.
+     */
+    static final class TestThreads implements InvocationInterceptor {
+        @Override
+        public void interceptTestMethod(Invocation<Void> invocation, ReflectiveInvocationContext<Method> context,
+                                        ExtensionContext extensionContext) throws Throwable {
+            PluginContract test = (PluginContract) extensionContext.getRequiredTestInstance();
+            Thread current = Thread.currentThread();
+            test.threads.add(current);
+            try {
+                invocation.proceed();
+            } finally {
+                test.threads.remove(current);
+            }
+        }
     }
 
     /** The shared directory of the current test. */
@@ -141,15 +261,22 @@ public abstract class PluginContract {
         }
     }
 
+    /** Deletes everything it can, then reports what it could not. */
     private static void deleteRecursively(Path directory) throws IOException {
+        if (directory == null || !Files.exists(directory)) return;
+        List<Path> paths;
         try (Stream<Path> s = Files.walk(directory)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
+            paths = s.sorted(Comparator.reverseOrder()).toList();
         }
+        IOException failure = null;
+        for (Path p : paths) {
+            try {
+                Files.deleteIfExists(p);
+            } catch (IOException e) {
+                if (failure == null) failure = new IOException("cannot delete the test's shared directory " + directory + " entirely", e);
+                else failure.addSuppressed(e);
+            }
+        }
+        if (failure != null) throw failure;
     }
 }

@@ -22,16 +22,24 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -166,43 +174,79 @@ public abstract class PluginMetadataContract extends PluginContract {
         assumeTrue(modes.contains(ThreadMode.SERIALIZED) || modes.contains(ThreadMode.MULTI),
                 "plugin '" + plugin.name() + "' declares only SINGLE: it is never called from two threads");
         List<ExecutorService> threads = new ArrayList<>();
-        for (int i = 0; i < THREADS; i++) threads.add(Executors.newSingleThreadExecutor());
+        for (int i = 0; i < THREADS; i++) threads.add(newTestExecutor("tck-turn-" + i));
+        Turns turns = new Turns(threads);
         try {
-            int turn = 0;
             if (plugin.capabilities().contains(Capability.MEMORY)) {
                 MemoryProvider provider = closeAfterTest(plugin.openMemoryProvider(pluginContext()));
                 for (int i = 0; i < 20; i++) {
-                    Chunk chunk = threads.get(turn++ % THREADS).submit(() -> provider.allocate(provider.pageSize())).get();
+                    Chunk chunk = turns.call("allocate(pageSize())", () -> provider.allocate(provider.pageSize()));
                     long seed = i;
-                    threads.get(turn++ % THREADS).submit(() -> Patterns.fill(chunk.segment(), seed)).get();
-                    assertThat(threads.get(turn++ % THREADS).submit(() -> Patterns.mismatch(chunk.segment(), seed)).get()).isEqualTo(-1);
-                    threads.get(turn++ % THREADS).submit(() -> provider.free(chunk)).get();
+                    turns.call("writing the chunk", () -> Patterns.fill(chunk.segment(), seed));
+                    assertThat(turns.call("reading the chunk", () -> Patterns.mismatch(chunk.segment(), seed))).isEqualTo(-1);
+                    turns.call("free()", () -> provider.free(chunk));
                 }
             }
             if (plugin.capabilities().contains(Capability.AM)) {
                 Inbox inbox = new Inbox();
                 Transport receiver = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, inbox)));
                 Transport sender = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox())));
-                TransportEndpoint ep = threads.get(turn++ % THREADS).submit(() -> sender.connect(new PayloadReader(receiver.address()), cause -> { })).get();
+                TransportEndpoint ep = turns.call("connect()", () -> sender.connect(new PayloadReader(receiver.address()), cause -> { }));
                 for (int i = 0; i < 200; i++) {
                     int id = i;
                     long accepted = System.nanoTime() + progressGuard().toNanos();
-                    while (!threads.get(turn++ % THREADS).submit(() -> ep.trySend(id, MemorySegment.NULL, Patterns.segment(64, id))).get()) {
+                    while (!turns.call("trySend()", () -> ep.trySend(id, MemorySegment.NULL, Patterns.segment(64, id)))) {
                         if (System.nanoTime() > accepted) {
                             throw new AssertionError("message " + id + " not accepted within " + progressGuard()
-                                    + " while the receiver progressed, calls made from threads in turn");
+                                    + " while the receiver and the sender progressed, calls made from threads in turn");
                         }
-                        threads.get(turn++ % THREADS).submit(receiver::progress).get();
+                        // trySend may refuse for the transport's own buffers, which the sender's progress reclaims (TransportEndpoint.trySend).
+                        turns.call("the receiver's progress()", receiver::progress);
+                        turns.call("the sender's progress()", sender::progress);
                     }
-                    threads.get(turn++ % THREADS).submit(receiver::progress).get();
+                    turns.call("the receiver's progress()", receiver::progress);
                 }
                 long deadline = System.nanoTime() + progressGuard().toNanos();
-                while (inbox.size() < 200 && System.nanoTime() < deadline) threads.get(turn++ % THREADS).submit(receiver::progress).get();
+                while (inbox.size() < 200 && System.nanoTime() < deadline) {
+                    turns.call("the receiver's progress()", receiver::progress);
+                    turns.call("the sender's progress()", sender::progress);
+                }
                 assertThat(inbox.messages).extracting(Inbox.Received::id).as("ids delivered, calls made from threads in turn")
                         .containsExactlyElementsOf(java.util.stream.IntStream.range(0, 200).boxed().toList());
             }
         } finally {
             threads.forEach(ExecutorService::shutdownNow);
+        }
+    }
+
+    /** Calls made from the threads in turn, one at a time: what SERIALIZED allows. A call that does not return fails the test. */
+    private final class Turns {
+        private final List<ExecutorService> threads;
+        private int turn;
+
+        Turns(List<ExecutorService> threads) {
+            this.threads = threads;
+        }
+
+        <T> T call(String what, Callable<T> call) throws Exception {
+            Future<T> result = threads.get(turn++ % threads.size()).submit(call);
+            try {
+                return result.get(progressGuard().toNanos(), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError(what + " on plugin '" + plugin.name() + "' did not return within " + progressGuard()
+                        + " (the SPI's calls never block)");
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof Exception cause) throw cause;
+                if (e.getCause() instanceof Error cause) throw cause;
+                throw e;
+            }
+        }
+
+        void call(String what, Runnable call) throws Exception {
+            call(what, () -> {
+                call.run();
+                return null;
+            });
         }
     }
 
@@ -213,19 +257,24 @@ public abstract class PluginMetadataContract extends PluginContract {
         List<Throwable> errors = new CopyOnWriteArrayList<>();
         CountDownLatch start = new CountDownLatch(1);
         List<Thread> threads = new ArrayList<>();
+        // What each thread is at and when it last got there: a thread whose call does not return fails the test, naming the call.
+        Map<Thread, String> doing = new ConcurrentHashMap<>();
+        Map<Thread, Long> since = new ConcurrentHashMap<>();
         if (plugin.capabilities().contains(Capability.MEMORY)) {
             MemoryProvider provider = closeAfterTest(plugin.openMemoryProvider(pluginContext()));
             for (int t = 0; t < THREADS; t++) {
                 long thread = t;
-                threads.add(Thread.ofPlatform().start(() -> {
+                threads.add(startTestThread("tck-multi-memory-" + t, () -> {
                     try {
                         start.await();
-                        for (int i = 0; i < 200; i++) {
+                        for (int i = 0; i < 200 && !testEnding(); i++) {
+                            at(doing, since, "allocate() " + i + " of 200");
                             Chunk chunk = provider.allocate(provider.pageSize());
                             Patterns.fill(chunk.segment(), thread * 1000 + i);
                             Thread.yield();
                             long mismatch = Patterns.mismatch(chunk.segment(), thread * 1000 + i);
                             if (mismatch >= 0) throw new AssertionError("a chunk allocated concurrently was overwritten at byte " + mismatch);
+                            at(doing, since, "free() " + i + " of 200");
                             provider.free(chunk);
                         }
                     } catch (Throwable e) {
@@ -239,19 +288,32 @@ public abstract class PluginMetadataContract extends PluginContract {
         Transport receiver = null;
         if (plugin.capabilities().contains(Capability.AM)) {
             receiver = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.MULTI, (id, hb, ho, hl, pb, po, pl) ->
-                    received.computeIfAbsent(id, k -> new ArrayList<>()).add(pb.get(ValueLayout.JAVA_INT_UNALIGNED, po)))));
+                    // Synchronized: progress() runs on several threads here, and a lost add would look like a lost message.
+                    received.computeIfAbsent(id, k -> Collections.synchronizedList(new ArrayList<>()))
+                            .add(pb.get(ValueLayout.JAVA_INT_UNALIGNED, po)))));
             Transport sender = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.MULTI, new Inbox())));
             TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
             Transport peer = receiver;
             for (int t = 0; t < THREADS; t++) {
                 int thread = t;
-                threads.add(Thread.ofPlatform().start(() -> {
+                threads.add(startTestThread("tck-multi-sender-" + t, () -> {
                     try {
                         start.await();
                         MemorySegment payload = MemorySegment.ofArray(new int[1]);
-                        for (int i = 0; i < perThread; i++) {
+                        for (int i = 0; i < perThread && !testEnding(); i++) {
                             payload.set(ValueLayout.JAVA_INT, 0, i);
-                            while (!ep.trySend(thread, MemorySegment.NULL, payload)) peer.progress();
+                            at(doing, since, "sending message " + i + " of " + perThread);
+                            long accepted = System.nanoTime() + progressGuard().toNanos();
+                            while (!ep.trySend(thread, MemorySegment.NULL, payload)) {
+                                if (System.nanoTime() > accepted) {
+                                    throw new AssertionError("message " + i + " of thread " + thread + " not accepted within " + progressGuard()
+                                            + " while the receiver and the sender progressed, " + THREADS + " threads sending at once");
+                                }
+                                if (testEnding()) return;
+                                // MULTI: any thread may progress either transport, also while others send.
+                                peer.progress();
+                                sender.progress();
+                            }
                             peer.progress();
                         }
                     } catch (Throwable e) {
@@ -260,8 +322,21 @@ public abstract class PluginMetadataContract extends PluginContract {
                 }));
             }
         }
+        threads.forEach(t -> since.put(t, System.nanoTime()));
         start.countDown();
-        for (Thread t : threads) t.join();
+        for (Thread t : threads) {
+            while (!t.join(Duration.ofMillis(100))) {
+                long stuck = System.nanoTime() - since.getOrDefault(t, System.nanoTime());
+                // The senders bound each wait for acceptance by progressGuard() themselves: this catches a call that never returns.
+                if (stuck > progressGuard().plusSeconds(5).toNanos()) {
+                    throw new AssertionError(t.getName() + " has not got past " + doing.getOrDefault(t, "its start") + " for "
+                            + Duration.ofNanos(stuck) + " (plugin '" + plugin.name() + "' declares MULTI; its calls never block):"
+                            + Arrays.stream(t.getStackTrace()).map(e -> "\n    at " + e).collect(Collectors.joining()));
+                }
+            }
+        }
+        // The threads' own failures first: they say what the plugin did wrong (a message it never accepted, a chunk overwritten).
+        assertThat(errors).as("failures under concurrent calls to a plugin that declares MULTI").isEmpty();
         if (receiver != null) {
             long deadline = System.nanoTime() + progressGuard().toNanos();
             while (received.values().stream().mapToInt(List::size).sum() < THREADS * perThread && System.nanoTime() < deadline) receiver.progress();
@@ -270,6 +345,10 @@ public abstract class PluginMetadataContract extends PluginContract {
                 assertThat(received.get(t)).as("messages thread %d sent concurrently with %d others, as delivered", t, THREADS - 1).isEqualTo(expected);
             }
         }
-        assertThat(errors).as("failures under concurrent calls to a plugin that declares MULTI").isEmpty();
+    }
+
+    private static void at(Map<Thread, String> doing, Map<Thread, Long> since, String what) {
+        doing.put(Thread.currentThread(), what);
+        since.put(Thread.currentThread(), System.nanoTime());
     }
 }

@@ -30,6 +30,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -109,6 +110,36 @@ public abstract class TransportContract extends PluginContract {
         assertThat(ep.maxHeaderSize()).as("maxHeaderSize()").isNotNegative();
         ep.close();
         ep.close();
+    }
+
+    /**
+     * {@link Transport#connect} proves the peer reachable: it opens what the peer published and
+     * completes a handshake, or throws. An address whose transport is gone (closed here; a process
+     * that exited elsewhere) must be refused with a {@link ConduitException} naming what could not be
+     * opened, in bounded time, so that the runtime can try the peer's next transport.
+     */
+    @Test
+    public void connectToAClosedPeerThrowsInsteadOfAssumingItIsThere() throws Exception {
+        Transport receiver = open(new Inbox());
+        Transport sender = open(new Inbox());
+        byte[] address = receiver.address();
+        receiver.close();
+        AtomicReference<Object> outcome = new AtomicReference<>();
+        Thread connecting = startTestThread("tck-connect-to-closed-peer", () -> {
+            try {
+                outcome.set(closeAfterTest(sender.connect(new PayloadReader(address), cause -> { })));
+            } catch (Throwable e) {
+                outcome.set(e);
+            }
+        });
+        connecting.join(progressGuard());
+        assertThat(connecting.isAlive()).as("connect() to the address of a transport that was closed, still running after %s: "
+                + "connect must prove the peer reachable or throw, in bounded time", progressGuard()).isFalse();
+        assertThat(outcome.get()).as("what connect() to the address of a transport that was closed did (Transport.connect: it proves the peer "
+                + "reachable, opening what the peer published and completing a handshake, or throws ConduitException; an endpoint "
+                + "returned means it assumed the peer was there)").isInstanceOf(ConduitException.class);
+        assertThat(((Throwable) outcome.get()).getMessage()).as("the refusal's message (it names what could not be opened or verified)")
+                .isNotBlank().doesNotContain("null");
     }
 
     @Test
@@ -221,6 +252,8 @@ public abstract class TransportContract extends PluginContract {
         }
         if (!plugin.capabilities().contains(Capability.ATOMICS)) {
             assertThat(catchThrowable(() -> ep.fetchAdd(nowhere, 0, 1))).as("fetchAdd() without ATOMICS").isInstanceOf(NotSupportedException.class);
+            assertThat(catchThrowable(() -> ep.compareAndSwap(nowhere, 0, 0, 1))).as("compareAndSwap() without ATOMICS")
+                    .isInstanceOf(NotSupportedException.class);
         }
     }
 
@@ -243,28 +276,53 @@ public abstract class TransportContract extends PluginContract {
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         receiver.await(1_000_000); // nothing to do: returns after its timeout, true or false
         // await() may return false early (a spurious wakeup: the runtime sleeps again), but only a signal or work makes it return true.
-        Thread waiter = Thread.ofPlatform().start(() -> awaitTrue(receiver));
-        while (waiter.isAlive()) {
+        Thread waiter = startTestThread("tck-await-signal", () -> awaitTrue(receiver));
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (waiter.isAlive() && System.nanoTime() < deadline) {
             receiver.signal();
             waiter.join(10);
         }
-        assertThat(woken).as("await() returned true after signal()").isTrue();
-        woken = false;
-        Thread sleeper = Thread.ofPlatform().start(() -> awaitTrue(receiver));
+        assertThat(wokenAt).as("await() returned true after signal()").isNotZero();
+        drainWakeups(receiver);
+        wokenAt = 0;
+        Thread sleeper = startTestThread("tck-await-message", () -> awaitTrue(receiver));
         Thread.sleep(20);
+        long sent = System.nanoTime();
         sendWhenAccepted(ep, 9, MemorySegment.NULL, Patterns.segment(8, 9), sender);
-        sleeper.join();
-        assertThat(woken).as("await() returned true when a message arrived").isTrue();
+        sleeper.join(progressGuard().plusSeconds(5));
+        assertThat(sleeper.isAlive()).as("await() still running %s after its timeout ran out (it returns by its timeout)", progressGuard()).isFalse();
+        assertThat(wokenAt).as("await() returned true when a message arrived").isNotZero();
+        // Left-over signals were drained: a true before the send came from neither a signal nor work, and proves nothing about messages.
+        assertThat(wokenAt - sent).as("nanoseconds from the send to the await() that returned true (await returns true only for a "
+                + "signal or work, and no signal was made)").isNotNegative();
         progressUntil("the message that woke the receiver", () -> inbox.size() == 1, receiver);
     }
 
-    private volatile boolean woken;
+    /**
+     * Consumes the wake-ups still pending (signals the first phase made after the waiter woke): a
+     * transport may keep several. It must run out of them: true without a signal or work breaks the
+     * contract of {@link Transport#await}.
+     */
+    private void drainWakeups(Transport transport) {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (transport.await(1_000_000)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("await() still returns true " + progressGuard() + " after the last signal(), with no work: "
+                        + "it returns true only for a signal or work (a kept signal makes one await return true, not every one)");
+            }
+        }
+    }
+
+    /** When the thread in {@link #awaitTrue} saw await() return true (System.nanoTime), or 0. */
+    private volatile long wokenAt;
 
     private void awaitTrue(Transport transport) {
         long deadline = System.nanoTime() + progressGuard().toNanos();
-        while (System.nanoTime() < deadline) {
+        while (System.nanoTime() < deadline && !testEnding()) {
             if (transport.await(deadline - System.nanoTime())) {
-                woken = true;
+                // Never 0, the "not woken" mark (nanoTime may be any value).
+                long now = System.nanoTime();
+                wokenAt = now == 0 ? 1 : now;
                 return;
             }
         }
@@ -353,13 +411,28 @@ public abstract class TransportContract extends PluginContract {
         MemorySegment got = Arena.ofAuto().allocate(5000);
         ep.get(peer, 20_000, got);
         assertThat(got.toArray(ValueLayout.JAVA_BYTE)).as("bytes got from the peer's region").isEqualTo(Patterns.bytes(5000, 32));
-        if (plugin.capabilities().contains(Capability.ATOMICS)) {
-            region.segment().set(ValueLayout.JAVA_LONG, 40_000, 5);
-            assertThat(ep.fetchAdd(peer, 40_000, 3)).isEqualTo(5);
-            assertThat(ep.compareAndSwap(peer, 40_000, 8, 21)).isEqualTo(8);
-            assertThat(region.segment().get(ValueLayout.JAVA_LONG, 40_000)).isEqualTo(21);
-        }
         assertThat(catchThrowable(() -> ep.put(Patterns.segment(16, 1), peer, 64 * 1024 - 8))).as("a put past the region's end")
                 .isInstanceOfAny(IndexOutOfBoundsException.class, IllegalArgumentException.class);
+    }
+
+    /** Atomics are a capability of their own: a plugin may declare ATOMICS without RMA. */
+    @Test
+    public void atomicsReachThePeersExportedRegion() {
+        assume(Capability.ATOMICS);
+        assume(Capability.MEMORY);
+        Conduit conduit = newConduit();
+        Worker receiver = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
+        Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
+        Region region = closeAfterTest(conduit.pool(plugin.name()).allocate(64 * 1024));
+        Endpoint ep = sender.connect(receiver.address());
+        PeerRegion peer = ep.peerRegion(region.exportHandle());
+        region.segment().set(ValueLayout.JAVA_LONG, 40_000, 5);
+        assertThat(ep.fetchAdd(peer, 40_000, 3)).as("fetchAdd(+3) of the peer's word 5 returns the old value").isEqualTo(5);
+        assertThat(ep.compareAndSwap(peer, 40_000, 8, 21)).as("compareAndSwap(8 -> 21) of the peer's word 8 returns the old value").isEqualTo(8);
+        assertThat(region.segment().get(ValueLayout.JAVA_LONG, 40_000)).as("the peer's word after the swap").isEqualTo(21);
+        assertThat(ep.compareAndSwap(peer, 40_000, 8, 99)).as("compareAndSwap(8 -> 99) of the peer's word 21 returns the old value").isEqualTo(21);
+        assertThat(region.segment().get(ValueLayout.JAVA_LONG, 40_000)).as("the peer's word after a compareAndSwap whose expected value "
+                + "did not match (it must stay)").isEqualTo(21);
+        assertThat(region.segment().get(ValueLayout.JAVA_LONG, 40_008)).as("the word after the target (an atomic touches 8 bytes)").isZero();
     }
 }

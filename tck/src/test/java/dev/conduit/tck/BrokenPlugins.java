@@ -4,13 +4,34 @@ import dev.conduit.spi.Capability;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
+import org.junit.jupiter.api.Timeout;
 
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Plugins that each break one rule of the contract, and the suites run on them: the self-test
@@ -124,6 +145,144 @@ final class BrokenPlugins {
         }
     }
 
+    /** Connects to any well-formed address without checking that the peer's transport is there. */
+    public static final class ConnectsBlindly extends LoopbackPlugin {
+        @Override
+        boolean provesReachability() {
+            return false;
+        }
+    }
+
+    /**
+     * A message never wakes await; signals do, each kept on its own (a counting semaphore, which the
+     * SPI allows), and a woken await returns only after 30 ms. Signals made while the first waiter of
+     * the wake-up test was waking stay pending, so a test that does not drain them first sees the
+     * next await return true whether or not the message woke it.
+     */
+    public static final class MessagesDoNotWake extends LoopbackPlugin {
+        @Override
+        boolean messagesWake() {
+            return false;
+        }
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                private final Semaphore signals = new Semaphore(0);
+
+                @Override
+                public boolean await(long timeoutNanos) {
+                    try {
+                        if (!signals.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS)) return false;
+                        Thread.sleep(30);
+                        return true;
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return false;
+                    }
+                }
+
+                @Override
+                public void signal() {
+                    signals.release();
+                }
+            };
+        }
+    }
+
+    /** Implements compareAndSwap without declaring ATOMICS (its probe must not claim less than it does, nor more). */
+    public static final class UndeclaredCompareAndSwap extends LoopbackPlugin {
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new LoopbackEndpoint(target, events) {
+                @Override
+                public long compareAndSwap(RemoteRegion region, long offset, long expected, long desired) {
+                    return expected;
+                }
+            };
+        }
+    }
+
+    /** Declares MULTI (and is safe for it), but after 100 messages an endpoint refuses every message for good. */
+    public static final class StopsAccepting extends LoopbackPlugin {
+        @Override
+        public Set<ThreadMode> threadModes() {
+            return Set.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED, ThreadMode.MULTI);
+        }
+
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            AtomicInteger accepted = new AtomicInteger();
+            return new LoopbackEndpoint(target, events) {
+                @Override
+                public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+                    if (accepted.get() >= 100) return false;
+                    boolean sent = super.trySend(id, header, payload);
+                    if (sent) accepted.incrementAndGet();
+                    return sent;
+                }
+            };
+        }
+    }
+
+    /** Its progress() never returns while its transport is open, and ignores interrupts: a deadlock that close() breaks. */
+    public static final class HangsInProgress extends LoopbackPlugin {
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public int progress() {
+                    while (!closed) LockSupport.parkNanos(1_000_000);
+                    return 0;
+                }
+            };
+        }
+    }
+
+    /** Released by the self-test once it has seen the TCK report the thread blocked in {@link HangsForever}. */
+    static final CountDownLatch RELEASE_HANGS_FOREVER = new CountDownLatch(1);
+
+    /** Its progress() never returns, not even after close(), and ignores interrupts. */
+    public static final class HangsForever extends LoopbackPlugin {
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public int progress() {
+                    while (RELEASE_HANGS_FOREVER.getCount() > 0) LockSupport.parkNanos(1_000_000);
+                    return 0;
+                }
+            };
+        }
+    }
+
+    /** Its transport's close() does its work, then throws. */
+    public static final class ThrowsOnClose extends LoopbackPlugin {
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public void close() {
+                    super.close();
+                    throw new IllegalStateException("tck fixture: close() throws after closing");
+                }
+            };
+        }
+    }
+
+    /** Atomics (well-behaved, {@link WellBehavedVariants.AtomicsWithoutRma}), except that compareAndSwap stores whatever the old value was. */
+    public static final class SwapsRegardless extends WellBehavedVariants.AtomicsWithoutRma {
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new AtomicEndpoint(target, events) {
+                @Override
+                public long compareAndSwap(RemoteRegion region, long offset, long expected, long desired) {
+                    return (long) WellBehavedVariants.AtomicsWithoutRma.WORD.getAndSet(region.localSegment(), offset, desired);
+                }
+            };
+        }
+    }
+
     // ---- memory providers ----
 
     /** Its importer maps a payload without checking that it is complete. */
@@ -185,7 +344,99 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Unmaps a freed chunk and revokes its export (its file is renamed), but keeps the memory (the
+     * file) and hands it out again for the next chunk of that size as it is, with what the last user
+     * wrote: as a provider that pools shared-memory files or device ranges could.
+     */
+    public static final class RecyclesDirtyChunks extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory()) {
+                private final List<Path> recycled = new ArrayList<>();
+
+                @Override
+                public Chunk allocate(long size) {
+                    for (Path old : recycled) {
+                        if (old.toFile().length() != size) continue;
+                        recycled.remove(old);
+                        Path file = directory.resolve("tck-" + java.util.HexFormat.of().toHexDigits(System.nanoTime()) + ".chunk");
+                        Arena arena = Arena.ofShared();
+                        try {
+                            Files.move(old, file);
+                            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                                FileChunk chunk = new FileChunk(file, arena, channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena));
+                                chunks.add(chunk);
+                                return chunk;
+                            }
+                        } catch (IOException e) {
+                            arena.close();
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }
+                    return super.allocate(size);
+                }
+
+                @Override
+                public void free(Chunk chunk) {
+                    FileChunk c = (FileChunk) chunk;
+                    if (!chunks.remove(c)) throw new IllegalArgumentException("chunk " + c.file() + " is not allocated by this provider");
+                    c.arena().close();
+                    Path kept = directory.resolve("recycled-" + c.file().getFileName());
+                    try {
+                        Files.move(c.file(), kept);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                    recycled.add(kept);
+                }
+
+                @Override
+                public void close() {
+                    super.close();
+                    try {
+                        for (Path p : recycled) Files.deleteIfExists(p);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                    recycled.clear();
+                }
+            };
+        }
+    }
+
+    /** Refuses allocate(0) with a message that names the page size but not the size asked for. */
+    public static final class RefusesZeroVaguely extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory()) {
+                @Override
+                public Chunk allocate(long size) {
+                    if (size == 0) throw new IllegalArgumentException("a chunk of no bytes cannot be mapped (page size " + PAGE + ")");
+                    return super.allocate(size);
+                }
+            };
+        }
+    }
+
+    /** Its importer announces itself on stdout, then never returns (a deadlock in map). */
+    public static final class HangsInImport extends FileMemoryPlugin {
+        static final String ANNOUNCEMENT = "tck fixture HangsInImport: map() entered, blocking for good";
+
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return (payload, chunkLength) -> {
+                System.out.println(ANNOUNCEMENT);
+                System.out.flush();
+                while (true) LockSupport.parkNanos(1_000_000_000L);
+            };
+        }
+    }
+
     // ---- the suites run on them ----
+
+    /** The shared directories the suites below were given, for the self-test that checks they are gone after each test. */
+    static final List<Path> SHARED_DIRECTORIES = new CopyOnWriteArrayList<>();
 
     abstract static class LoopbackSuite extends TransportContract {
         @Override
@@ -286,6 +537,11 @@ final class BrokenPlugins {
         protected ConduitPlugin newPlugin() {
             return new LeaksOnClose();
         }
+
+        @Override
+        protected Path newSharedDirectory() throws IOException {
+            return recorded(super.newSharedDirectory());
+        }
     }
 
     public static final class DirtyChunksSuite extends MemoryProviderContract {
@@ -300,5 +556,115 @@ final class BrokenPlugins {
         protected ConduitPlugin newPlugin() {
             return new FreeKeepsMapping();
         }
+    }
+
+    public static final class ConnectsBlindlySuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ConnectsBlindly();
+        }
+    }
+
+    public static final class MessagesDoNotWakeSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new MessagesDoNotWake();
+        }
+    }
+
+    public static final class UndeclaredCompareAndSwapSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new UndeclaredCompareAndSwap();
+        }
+    }
+
+    public static final class StopsAcceptingSuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new StopsAccepting();
+        }
+
+        @Override
+        protected Duration progressGuard() {
+            return Duration.ofSeconds(3);
+        }
+    }
+
+    /** Its own, short hang guard replaces the TCK's (as an author's subclass may). */
+    @Timeout(value = 5, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    public static final class HangsInProgressSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new HangsInProgress();
+        }
+
+        @Override
+        protected Path newSharedDirectory() throws IOException {
+            return recorded(super.newSharedDirectory());
+        }
+    }
+
+    @Timeout(value = 5, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    public static final class HangsForeverSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new HangsForever();
+        }
+
+        @Override
+        protected Path newSharedDirectory() throws IOException {
+            return recorded(super.newSharedDirectory());
+        }
+    }
+
+    public static final class ThrowsOnCloseSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ThrowsOnClose();
+        }
+
+        @Override
+        protected Path newSharedDirectory() throws IOException {
+            return recorded(super.newSharedDirectory());
+        }
+    }
+
+    public static final class SwapsRegardlessSuite extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new SwapsRegardless();
+        }
+    }
+
+    public static final class RecyclesDirtyChunksSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new RecyclesDirtyChunks();
+        }
+    }
+
+    public static final class RefusesZeroVaguelySuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new RefusesZeroVaguely();
+        }
+    }
+
+    public static final class HangsInImportSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new HangsInImport();
+        }
+
+        @Override
+        protected Duration secondProcessGuard() {
+            return Duration.ofSeconds(5);
+        }
+    }
+
+    static Path recorded(Path sharedDirectory) {
+        SHARED_DIRECTORIES.add(sharedDirectory);
+        return sharedDirectory;
     }
 }

@@ -1,17 +1,24 @@
 package dev.conduit.tck;
 
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.platform.commons.support.AnnotationSupport;
 import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Event;
 import org.junit.platform.testkit.engine.Events;
 
+import java.nio.file.Files;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectMethod;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectNestedMethod;
 
 /**
  * The TCK catches a plugin that breaks a rule: each broken fixture ({@link BrokenPlugins}) fails
@@ -36,7 +43,15 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.AcceptsBadHandlesSuite.class, "truncatedPayloadsAreRefusedNamingTheField", "cut to"),
                 Arguments.of(BrokenPlugins.LeaksOnCloseSuite.class, "closeFreesEveryChunkAndIsIdempotent", "a leak"),
                 Arguments.of(BrokenPlugins.DirtyChunksSuite.class, "allocatesZeroedWritablePageAlignedChunks", "of a fresh chunk"),
-                Arguments.of(BrokenPlugins.FreeKeepsMappingSuite.class, "freeUnmapsTheChunk", "reading a freed chunk"));
+                Arguments.of(BrokenPlugins.FreeKeepsMappingSuite.class, "freeUnmapsTheChunk", "reading a freed chunk"),
+                Arguments.of(BrokenPlugins.ConnectsBlindlySuite.class, "connectToAClosedPeerThrowsInsteadOfAssumingItIsThere", "assumed the peer was there"),
+                Arguments.of(BrokenPlugins.MessagesDoNotWakeSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives", "when a message arrived"),
+                Arguments.of(BrokenPlugins.UndeclaredCompareAndSwapSuite.class, "undeclaredOperationsThrowNotSupported", "compareAndSwap() without ATOMICS"),
+                Arguments.of(BrokenPlugins.StopsAcceptingSuite.class, "aMultiPluginWithstandsConcurrentCalls", "not accepted within"),
+                Arguments.of(BrokenPlugins.SwapsRegardlessSuite.class, "atomicsReachThePeersExportedRegion", "it must stay"),
+                Arguments.of(BrokenPlugins.RecyclesDirtyChunksSuite.class, "chunksMadeOfFreedMemoryAreZeroedToo", "also when it reuses"),
+                Arguments.of(BrokenPlugins.RefusesZeroVaguelySuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize", "allocate(0)"),
+                Arguments.of(BrokenPlugins.HangsInImportSuite.class, "anExportMapsInASecondProcess", "did not end within PT5S"));
     }
 
     @ParameterizedTest(name = "{0} fails {1}")
@@ -52,6 +67,86 @@ class TckCatchesBrokenPluginsTest {
                 .getThrowable().orElseThrow();
         assertThat(cause).as("why %s failed %s", suite.getSimpleName(), rule).isInstanceOf(AssertionError.class);
         assertThat(cause.getMessage() + String.valueOf(cause.getCause())).contains(expectedMessage);
+    }
+
+    private static Throwable failureOf(Class<?> suite, String rule) {
+        Events tests = EngineTestKit.engine("junit-jupiter").selectors(selectMethod(suite, rule)).execute().testEvents();
+        List<Event> failed = tests.failed().list();
+        assertThat(failed).as("failed tests of %s", suite.getSimpleName()).hasSize(1);
+        return failed.getFirst().getPayload(org.junit.platform.engine.TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow();
+    }
+
+    /** The child JVM of a hung import is destroyed when its guard runs out, and the failure shows what it printed. */
+    @Test
+    void aHungSecondProcessFailsTheTestAndIsDestroyed() throws Exception {
+        Throwable cause = failureOf(BrokenPlugins.HangsInImportSuite.class, "anExportMapsInASecondProcess");
+        assertThat(cause).isInstanceOf(AssertionError.class).hasMessageContaining("PT5S").hasMessageContaining(BrokenPlugins.HangsInImport.ANNOUNCEMENT);
+        List<ProcessHandle> children = ProcessHandle.current().descendants()
+                .filter(p -> p.info().commandLine().orElse("").contains("HangsInImport")).toList();
+        for (ProcessHandle child : children) child.onExit().get(10, TimeUnit.SECONDS);
+        assertThat(children).as("importing JVMs of the hung import still alive").allMatch(p -> !p.isAlive());
+    }
+
+    /** Every suite inherits a hang guard: a test on its own thread, failed by a timeout of a few minutes. */
+    @Test
+    void everySuiteHasAHangGuard() {
+        for (Class<?> suite : List.of(LoopbackPluginTckTest.class, FileMemoryPluginTckTest.class, FixtureMetadataTckTest.Loopback.class)) {
+            Timeout timeout = AnnotationSupport.findAnnotation(suite, Timeout.class).orElseThrow();
+            assertThat(timeout.unit().toMinutes(timeout.value())).as("minutes of the hang guard of %s", suite.getSimpleName()).isBetween(2L, 5L);
+            assertThat(timeout.threadMode()).isEqualTo(Timeout.ThreadMode.SEPARATE_THREAD);
+        }
+    }
+
+    /**
+     * A plugin call that never returns fails its test by the timeout instead of hanging the build; the
+     * test's thread, stuck in the plugin until close() released it, is joined before the next test.
+     */
+    @Test
+    void aCallThatNeverReturnsFailsByTheTimeoutAndItsThreadIsJoined() {
+        BrokenPlugins.SHARED_DIRECTORIES.clear();
+        Throwable cause = failureOf(BrokenPlugins.HangsInProgressSuite.class, "deliversEveryMessageOnceInOrder");
+        assertThat(cause).isInstanceOf(java.util.concurrent.TimeoutException.class).hasMessageContaining("timed out after 5 seconds");
+        assertThat(cause.getSuppressed()).as("failures after the timeout (a thread left running)").isEmpty();
+        assertThat(Thread.getAllStackTraces().keySet()).as("threads still in the plugin's progress()")
+                .noneMatch(t -> Arrays.stream(t.getStackTrace()).anyMatch(e -> e.getClassName().startsWith(BrokenPlugins.HangsInProgress.class.getName())));
+        assertThat(BrokenPlugins.SHARED_DIRECTORIES).hasSize(1).allMatch(d -> !Files.exists(d));
+    }
+
+    /** A thread that stays blocked in the plugin after everything was closed fails the test, named with its stack; the wait is bounded. */
+    @Test
+    void aThreadStillBlockedAfterTheTestFailsItNamingTheThread() {
+        try {
+            Throwable cause = failureOf(BrokenPlugins.HangsForeverSuite.class, "deliversEveryMessageOnceInOrder");
+            assertThat(cause).isInstanceOf(java.util.concurrent.TimeoutException.class);
+            assertThat(cause.getSuppressed()).singleElement().isInstanceOf(AssertionError.class)
+                    .satisfies(e -> assertThat(e.getMessage()).contains("still running").contains("HangsForever").contains("progress"));
+        } finally {
+            BrokenPlugins.RELEASE_HANGS_FOREVER.countDown();
+        }
+    }
+
+    /** The shared directory is deleted after a test whose close threw or that left files behind, once the listing was taken. */
+    @Test
+    void theSharedDirectoryIsDeletedAlsoWhenTheTestFails() {
+        BrokenPlugins.SHARED_DIRECTORIES.clear();
+        assertThat(failureOf(BrokenPlugins.ThrowsOnCloseSuite.class, "publishesASmallAddressAndConnects"))
+                .hasMessageContaining("close() throws after closing");
+        assertThat(failureOf(BrokenPlugins.LeaksOnCloseSuite.class, "closeFreesEveryChunkAndIsIdempotent"))
+                .hasMessageContaining("a leak");
+        assertThat(BrokenPlugins.SHARED_DIRECTORIES).hasSize(2).allMatch(d -> !Files.exists(d), "deleted");
+    }
+
+    /** A plugin that declares ATOMICS without RMA has its atomics checked; only the RMA test is not part of its contract. */
+    @Test
+    void atomicsAreCheckedWithoutRma() {
+        List<Class<?>> enclosing = List.of(WellBehavedVariantsTckTest.class);
+        Class<?> suite = WellBehavedVariantsTckTest.AtomicsWithoutRmaTransport.class;
+        Events atomics = EngineTestKit.engine("junit-jupiter")
+                .selectors(selectNestedMethod(enclosing, suite, "atomicsReachThePeersExportedRegion")).execute().testEvents();
+        assertThat(atomics.succeeded().count()).as("atomics test of a plugin with ATOMICS and no RMA, succeeded").isEqualTo(1);
+        Events rma = EngineTestKit.engine("junit-jupiter")
+                .selectors(selectNestedMethod(enclosing, suite, "rmaReachesThePeersExportedRegion")).execute().testEvents();
+        assertThat(rma.aborted().count()).as("RMA test of a plugin without RMA, aborted").isEqualTo(1);
     }
 
     @org.junit.jupiter.api.Test

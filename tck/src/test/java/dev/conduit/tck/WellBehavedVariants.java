@@ -1,0 +1,133 @@
+package dev.conduit.tck;
+
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.RemoteRegion;
+import dev.conduit.spi.ThreadMode;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Plugins that use a freedom the SPI gives, which a suite must not mistake for a broken rule:
+ * {@link WellBehavedVariantsTckTest} runs the suites on them and expects them to pass.
+ */
+final class WellBehavedVariants {
+
+    private WellBehavedVariants() {
+    }
+
+    /**
+     * Declares MULTI. An endpoint has a few send buffers of its own: trySend refuses when they are
+     * all in use, and only the sender's own progress() reclaims them (TransportEndpoint.trySend:
+     * {@code false} when "the transport's buffers are full"), as a transport whose sends complete
+     * asynchronously does.
+     */
+    public static final class ReclaimsOnOwnProgress extends LoopbackPlugin {
+        static final int BUFFERS = 4;
+
+        @Override
+        public Set<ThreadMode> threadModes() {
+            return Set.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED, ThreadMode.MULTI);
+        }
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                private final Object delivering = new Object();
+
+                @Override
+                public int progress() {
+                    int events;
+                    // MULTI: progress from several threads at once still delivers in order.
+                    synchronized (delivering) {
+                        events = super.progress();
+                    }
+                    synchronized (endpoints) {
+                        for (LoopbackEndpoint ep : endpoints) ((BufferedEndpoint) ep).free.set(BUFFERS);
+                    }
+                    return events;
+                }
+            };
+        }
+
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new BufferedEndpoint(target, events);
+        }
+
+        final class BufferedEndpoint extends LoopbackEndpoint {
+            final AtomicInteger free = new AtomicInteger(BUFFERS);
+
+            BufferedEndpoint(LoopbackTransport target, EndpointEvents events) {
+                super(target, events);
+            }
+
+            @Override
+            public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+                if (failure != null) throw failure;
+                int n;
+                do {
+                    n = free.get();
+                    if (n == 0) return false;
+                } while (!free.compareAndSet(n, n - 1));
+                boolean sent = super.trySend(id, header, payload);
+                if (!sent) free.incrementAndGet();
+                return sent;
+            }
+        }
+    }
+
+    /**
+     * Declares ATOMICS but not RMA, with memory of its own to try them on (the TCK's file memory):
+     * fetchAdd and compareAndSwap on the peer's region as mapped in this process.
+     */
+    public static class AtomicsWithoutRma extends LoopbackPlugin {
+        static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+
+        private final FileMemoryPlugin memory = new FileMemoryPlugin();
+
+        @Override
+        public Set<Capability> capabilities() {
+            return Set.of(Capability.AM, Capability.WAKEUP, Capability.MEMORY, Capability.IPC, Capability.ATOMICS);
+        }
+
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return memory.openMemoryProvider(context);
+        }
+
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return memory.ipcImporter(context);
+        }
+
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new AtomicEndpoint(target, events);
+        }
+
+        class AtomicEndpoint extends LoopbackEndpoint {
+            AtomicEndpoint(LoopbackTransport target, EndpointEvents events) {
+                super(target, events);
+            }
+
+            @Override
+            public long fetchAdd(RemoteRegion region, long offset, long delta) {
+                return (long) WORD.getAndAdd(region.localSegment(), offset, delta);
+            }
+
+            @Override
+            public long compareAndSwap(RemoteRegion region, long offset, long expected, long desired) {
+                return (long) WORD.compareAndExchange(region.localSegment(), offset, expected, desired);
+            }
+        }
+    }
+}
