@@ -9,6 +9,7 @@ import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 
@@ -83,7 +84,13 @@ final class PerfServer {
     private boolean sessionBusy;
     private PerfTest state;
     private long size;
-    private MemorySegment pong = MemorySegment.NULL;
+    /** The PING being answered, for {@link #echo}: its payload is copied straight into the PONG's buffer. */
+    private Message ping;
+    private final PayloadEncoder echo = target -> {
+        long n = ping.payloadSize();
+        ping.copyPayload(0, target, 0, n);
+        return n;
+    };
     private long count;
     private Region ipcRegion;
     private final List<PerfProtocol.Reader> hellos = new ArrayList<>();
@@ -184,12 +191,12 @@ final class PerfServer {
         worker.onMessage(PerfProtocol.BYE, m -> bye = true);
         // An idle worker of --peers: its connection is what counts, so that this worker tracks N senders.
         worker.onMessage(PerfProtocol.PEER, m -> { });
-        // Every handler reads the payload it got (into buffer: what a PING's PONG then carries back), as the peers
-        // conduit perf is compared with do (the C ping-pong copies each hop, UCX copies into its receive buffer):
-        // a zero-copy receive that nobody reads would be measured as free.
+        // Every handler reads the payload it got, as the peers conduit perf is compared with do (a C ping-pong hop
+        // copies the incoming slot into the outgoing one, UCX copies into its receive buffer): a zero-copy receive
+        // that nobody read would be measured as free. A PING is answered with its own payload, one copy as in C's hop.
         worker.onMessage(PerfProtocol.PING, m -> {
-            m.copyPayload(0, pong, 0, m.payloadSize());
-            client.send(PerfProtocol.PONG, pong);
+            ping = m;
+            client.send(PerfProtocol.PONG, MemorySegment.NULL, m.payloadSize(), echo);
         });
         worker.onMessage(PerfProtocol.DATA, m -> {
             m.copyPayload(0, buffer, 0, m.payloadSize());
@@ -341,7 +348,6 @@ final class PerfServer {
         count = 0;
         if (test.activeMessages()) {
             if (buffer.byteSize() < size) buffer = arena.allocate(size, 64);
-            pong = buffer.asSlice(0, size);
         }
         byte[] handle = new byte[0];
         if (test == PerfTest.PUT_LAT) {
@@ -417,7 +423,7 @@ final class PerfServer {
         bye = false;
         clientFailure = null;
         count = 0;
-        pong = MemorySegment.NULL;
+        ping = null;
     }
 
     /** A daemon thread that stops the server when standard input ends (the spawning process closed it or died). */
