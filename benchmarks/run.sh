@@ -6,7 +6,7 @@
 #   benchmarks/run.sh -f 1 -wi 3 -w 1s -i 5 -r 1s       # quicker settings (as in docs/performance.md)
 #   benchmarks/run.sh -h                                # JMH's own options
 #
-# Finds a JDK 25 ($JAVA_HOME if it is one, else the first under /usr/lib/jvm), builds the
+# Finds a JDK 25 ($JAVA_HOME if it is one, else the first under /usr/lib/jvm, else the javac on the PATH), builds the
 # benchmarks and what they depend on quietly (Maven's output is shown only if the build fails),
 # then runs benchmarks/target/benchmarks.jar with the arguments passed through unchanged.
 # Results go to benchmarks/target/jmh-result.json (JSON) unless the arguments name -rf or -rff

@@ -21,7 +21,9 @@ public interface Transport extends AutoCloseable {
      * Connects to the peer whose entry for this plugin in its worker address is {@code peerAddress}.
      * Reachability is proven, not assumed: the transport opens what the peer published and completes
      * its handshake, or throws naming what it could not open or verify (the runtime then tries the
-     * next transport the peer offers).
+     * next transport the peer offers). Either happens in bounded time, also for the address of a
+     * transport that has since closed: a peer that is gone is an exception, not an endpoint that
+     * fails at its first send.
      *
      * @throws InvalidHandleException when the address is malformed
      * @throws ConduitException       when the peer cannot be reached from this process

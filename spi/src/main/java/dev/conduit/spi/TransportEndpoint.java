@@ -17,7 +17,10 @@ public interface TransportEndpoint extends AutoCloseable {
      * committed (it will be delivered exactly once, in order, while both peers live) and the caller
      * may reuse both segments.
      *
-     * @return {@code false} when the peer's queue or the transport's buffers are full
+     * @return {@code false} when the peer's queue or the transport's buffers are full; buffers
+     *         the transport frees in its own {@link Transport#progress()} (send completions, a bounce
+     *         ring the peer released) are freed when the sender's worker progresses, which the
+     *         runtime does between retries
      * @throws PeerFailedException when the peer is known to be dead
      */
     boolean trySend(int id, MemorySegment header, MemorySegment payload);

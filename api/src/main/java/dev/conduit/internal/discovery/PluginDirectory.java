@@ -27,8 +27,9 @@ import java.util.stream.Stream;
  * <p>Each plugin gets its own child {@link ModuleLayer} of the runtime's layer, with its own class
  * loader, so two plugins may bundle different versions of one library. When the runtime itself
  * runs on the class path there is no layer to extend; each plugin then gets its own
- * {@link URLClassLoader} instead, which isolates dependencies the same way for automatic modules
- * and plain jars.
+ * {@link URLClassLoader} instead. That loader asks the application's class path first, so a
+ * library the application also has wins over the plugin's copy: only the module layers isolate
+ * fully (docs/runtime.md).
  */
 final class PluginDirectory {
 
