@@ -33,8 +33,8 @@ public interface Pool extends AutoCloseable {
     /**
      * Frees every chunk and closes the provider. Idempotent once it succeeded. If the provider
      * refuses to close (memory of it still in use, e.g. another thread inside a native call on a
-     * region), the failure is thrown, the pool allocates nothing more, and the next {@code close}
-     * tries the provider's close again.
+     * region), the failure is thrown, the pool allocates nothing more, and the next {@code close},
+     * or its {@code Conduit}'s, tries the provider's close again.
      */
     @Override
     void close();

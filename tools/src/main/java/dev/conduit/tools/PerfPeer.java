@@ -251,10 +251,17 @@ final class PerfPeer implements AutoCloseable {
      * {@code -Xbatch}) and logging. Not a recording or an agent: two JVMs would share its file or port.
      */
     static boolean isMeasuringOption(String option) {
+        if (namesAFile(option)) return false;
         if (option.startsWith("-XX:")) {
             return !option.startsWith("-XX:StartFlightRecording") && !option.startsWith("-XX:FlightRecorderOptions");
         }
         return MEASURING_X_OPTIONS.stream().anyMatch(option::startsWith);
+    }
+
+    /** An option that names a file both JVMs would write (a log, a heap dump, an archive): not passed on. */
+    private static boolean namesAFile(String option) {
+        String lower = option.toLowerCase(java.util.Locale.ROOT);
+        return option.startsWith("-Xloggc") || lower.contains("file=") || lower.contains("path=") || lower.contains("atexit=");
     }
 
     /**

@@ -162,6 +162,11 @@ final class PerfServer {
             do {
                 exit = session();
             } while (options.keep() && !stopped && listenerFailure == null);
+            if (listenerFailure != null && !stopped) {
+                // A --keep server whose listener failed during a session: no client can reach it any more.
+                err.println("conduit perf server: " + listenerFailure.getMessage());
+                return ConduitCommand.EXIT_FAILED;
+            }
             if (stopped) {
                 err.println("conduit perf server: standard input ended (the client that started this server is gone); exiting");
                 return ConduitCommand.EXIT_FAILED;

@@ -106,8 +106,9 @@ class PerfArgumentsTest {
     @Test
     void theSpawnedServerGetsTheOptionsThatShapeAMeasurementButNoRecordingOrAgent() {
         assertThat(List.of("-Xmx256m", "-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1", "-Xint", "-Xlog:gc")).allMatch(PerfPeer::isMeasuringOption);
-        assertThat(List.of("-XX:StartFlightRecording=filename=a.jfr", "-javaagent:x.jar", "-agentlib:jdwp=transport=dt_socket", "-Dfoo=bar"))
-                .noneMatch(PerfPeer::isMeasuringOption);
+        assertThat(List.of("-XX:StartFlightRecording=filename=a.jfr", "-javaagent:x.jar", "-agentlib:jdwp=transport=dt_socket", "-Dfoo=bar",
+                "-Xlog:gc:file=gc.log", "-Xloggc:gc.log", "-XX:HeapDumpPath=/tmp/h", "-XX:LogFile=x.log", "-XX:ArchiveClassesAtExit=a.jsa"))
+                .as("options that name a file both JVMs would write").noneMatch(PerfPeer::isMeasuringOption);
     }
 
     @Test

@@ -77,12 +77,15 @@ final class PluginDirectory {
      * {@code dependency:copy-dependencies}): the plugin must implement the runtime's
      * {@code ConduitPlugin}, not a second copy of it, or the runtime would not see it as a plugin
      * at all; and a second {@code dev.conduit.linux} in a child layer would have no native access
-     * (only boot-layer modules get {@code --enable-native-access}). The boot layer's copy is used
-     * when it is there. Every other bundled module stays the plugin's own.
+     * (only boot-layer modules get {@code --enable-native-access}), so the parent layer's copy is
+     * used when there is one (resolved at start-up: required by a module, or named by
+     * {@code --add-modules}); when there is none, the bundled copy is used, without native access.
+     * Every other bundled module stays the plugin's own.
      */
-    private static ModuleFinder withoutConduitModules(ModuleFinder bundled) {
-        Set<String> shared = Set.of(ConduitPlugin.class.getModule().getName(), PluginDirectory.class.getModule().getName(),
-                LINUX_MODULE);
+    private static ModuleFinder withoutConduitModules(ModuleFinder bundled, ModuleLayer parent) {
+        Set<String> shared = parent.findModule(LINUX_MODULE).isPresent()
+                ? Set.of(ConduitPlugin.class.getModule().getName(), PluginDirectory.class.getModule().getName(), LINUX_MODULE)
+                : Set.of(ConduitPlugin.class.getModule().getName(), PluginDirectory.class.getModule().getName());
         return new ModuleFinder() {
             @Override
             public java.util.Optional<ModuleReference> find(String name) {
@@ -110,7 +113,7 @@ final class PluginDirectory {
         ClassLoader parentLoader = PluginDirectory.class.getClassLoader();
         try {
             if (parent != null) {
-                ModuleFinder finder = withoutConduitModules(ModuleFinder.of(jars.toArray(Path[]::new)));
+                ModuleFinder finder = withoutConduitModules(ModuleFinder.of(jars.toArray(Path[]::new)), parent);
                 Set<String> roots = finder.findAll().stream().map(ModuleReference::descriptor)
                         .map(d -> d.name()).collect(Collectors.toSet());
                 Configuration configuration = parent.configuration().resolve(finder, ModuleFinder.of(), roots);

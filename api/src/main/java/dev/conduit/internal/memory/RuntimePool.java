@@ -191,12 +191,10 @@ public final class RuntimePool implements Pool {
             } finally {
                 providerLock.unlock();
             }
-            try {
-                provider.close();
-                providerClosed = true;
-            } finally {
-                onClose.accept(this);
-            }
+            provider.close();
+            providerClosed = true;
+            // Only now: a pool whose provider refused to close stays with its Conduit, whose close tries it again.
+            onClose.accept(this);
         }
     }
 }

@@ -131,6 +131,20 @@ class RuntimePoolTest {
         assertThat(plugin.providersClosed).as("closed once it succeeded").hasValue(1);
     }
 
+    /** The pool used to leave its Conduit at its failed close, so the Conduit's close never tried the provider again. */
+    @Test
+    void aPoolWhoseProviderFailedToCloseIsClosedByItsConduitsClose() {
+        pool();
+        pool.allocate(128);
+        plugin.failingProviderCloses.set(1);
+        assertThatThrownBy(pool::close).isInstanceOf(ConduitException.class);
+
+        conduit.close();
+
+        assertThat(plugin.providersClosed).hasValue(1);
+        assertThat(plugin.chunksFreed.get()).isEqualTo(plugin.chunksAllocated.get());
+    }
+
     @Test
     void closingThePoolFreesEveryChunkAndInvalidatesItsRegions() {
         pool();

@@ -376,6 +376,9 @@ final class VerbsTransport implements Transport {
         toDrop.add(in);
     }
 
+    /** Completions the last {@link #pollReceiveQueue} took off the queue, also when it threw. */
+    private int receiveCompletionsTaken;
+
     /** Closes every broken inbound connection, also when closing one fails (then throws that, after the others are closed). */
     private int dropBroken() {
         if (toDrop.isEmpty()) {
@@ -400,6 +403,7 @@ final class VerbsTransport implements Transport {
 
     int pollReceiveQueue() {
         int events = 0;
+        receiveCompletionsTaken = 0;
         int n = stashed;
         stashed = 0;
         if (n == 0) {
@@ -407,6 +411,7 @@ final class VerbsTransport implements Transport {
         }
         Throwable failure = null;
         while (n > 0) {
+            receiveCompletionsTaken += n;
             Verbs.Completions c = receiveCompletions;
             // Every completion of the batch is handled even if one throws: the next poll overwrites the batch, and a
             // completion left unhandled is a message lost and a receive buffer never posted again.
@@ -465,13 +470,15 @@ final class VerbsTransport implements Transport {
         for (Inbound in : List.copyOf(inbounds)) {
             if (in.peerGone()) {
                 // Messages sent before the peer closed are on the receive queue already: deliver them first, all of them,
-                // also past a batch that threw (each such batch took its completions off the queue, so this ends).
+                // also past a batch whose handling threw. Not past a poll that failed itself (a device in error fails
+                // every poll, and nothing is taken off the queue): then the queue is left for the next progress.
                 while (true) {
                     try {
                         events += pollReceiveQueue();
                         break;
                     } catch (RuntimeException | Error e) {
                         failure = add(failure, e);
+                        if (receiveCompletionsTaken == 0) break;
                     }
                 }
                 try {
