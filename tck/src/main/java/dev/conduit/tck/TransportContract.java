@@ -396,13 +396,10 @@ public abstract class TransportContract extends PluginContract {
     @Test
     public void rmaReachesThePeersExportedRegion() {
         assume(Capability.RMA);
-        assume(Capability.MEMORY);
-        Conduit conduit = newConduit();
-        Worker receiver = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
-        Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
-        Region region = closeAfterTest(conduit.pool(plugin.name()).allocate(64 * 1024));
-        Endpoint ep = sender.connect(receiver.address());
-        PeerRegion peer = ep.peerRegion(region.exportHandle());
+        PeerRegionRig rig = peerRegionRig();
+        Region region = rig.region();
+        Endpoint ep = rig.endpoint();
+        PeerRegion peer = rig.peer();
         ep.put(Patterns.segment(10_000, 31), peer, 100);
         ep.flush();
         assertThat(region.segment().asSlice(100, 10_000).toArray(ValueLayout.JAVA_BYTE)).as("bytes put into the peer's region")
@@ -415,17 +412,28 @@ public abstract class TransportContract extends PluginContract {
                 .isInstanceOfAny(IndexOutOfBoundsException.class, IllegalArgumentException.class);
     }
 
-    /** Atomics are a capability of their own: a plugin may declare ATOMICS without RMA. */
-    @Test
-    public void atomicsReachThePeersExportedRegion() {
-        assume(Capability.ATOMICS);
+    /** A 64 KiB region of the plugin's pool, exported, and an endpoint of another worker that opened it. */
+    private record PeerRegionRig(Region region, Endpoint endpoint, PeerRegion peer) {
+    }
+
+    private PeerRegionRig peerRegionRig() {
         assume(Capability.MEMORY);
         Conduit conduit = newConduit();
         Worker receiver = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
         Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
         Region region = closeAfterTest(conduit.pool(plugin.name()).allocate(64 * 1024));
         Endpoint ep = sender.connect(receiver.address());
-        PeerRegion peer = ep.peerRegion(region.exportHandle());
+        return new PeerRegionRig(region, ep, ep.peerRegion(region.exportHandle()));
+    }
+
+    /** Atomics are a capability of their own: a plugin may declare ATOMICS without RMA. */
+    @Test
+    public void atomicsReachThePeersExportedRegion() {
+        assume(Capability.ATOMICS);
+        PeerRegionRig rig = peerRegionRig();
+        Region region = rig.region();
+        Endpoint ep = rig.endpoint();
+        PeerRegion peer = rig.peer();
         region.segment().set(ValueLayout.JAVA_LONG, 40_000, 5);
         assertThat(ep.fetchAdd(peer, 40_000, 3)).as("fetchAdd(+3) of the peer's word 5 returns the old value").isEqualTo(5);
         assertThat(ep.compareAndSwap(peer, 40_000, 8, 21)).as("compareAndSwap(8 -> 21) of the peer's word 8 returns the old value").isEqualTo(8);

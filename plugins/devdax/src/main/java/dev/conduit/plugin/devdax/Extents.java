@@ -64,16 +64,21 @@ final class Extents {
         return -1;
     }
 
-    /** Takes {@code [offset, offset + length)} out of {@code range}, which holds it. */
+    /** Allocates {@code [offset, offset + length)} out of {@code range}, which holds it; the next search starts after it. */
     private long carve(Map.Entry<Long, Long> range, long offset, long length) {
+        takeOut(range, offset, length);
+        next = offset + length;
+        return offset;
+    }
+
+    /** Removes {@code [offset, offset + length)} from the free {@code range} that holds it. */
+    private void takeOut(Map.Entry<Long, Long> range, long offset, long length) {
         long start = range.getKey();
         long end = start + range.getValue();
         free.remove(start);
         if (start < offset) free.put(start, offset - start);
         if (offset + length < end) free.put(offset + length, end - offset - length);
         freeBytes -= length;
-        next = offset + length;
-        return offset;
     }
 
     /**
@@ -86,12 +91,7 @@ final class Extents {
         if (range == null || range.getKey() + range.getValue() < offset + length) {
             throw new IllegalArgumentException("range [" + offset + ", " + (offset + length) + ") is not free");
         }
-        long start = range.getKey();
-        long end = start + range.getValue();
-        free.remove(start);
-        if (start < offset) free.put(start, offset - start);
-        if (offset + length < end) free.put(offset + length, end - offset - length);
-        freeBytes -= length;
+        takeOut(range, offset, length);
     }
 
     /** Returns {@code [offset, offset + length)}, merging it with free neighbours. */
