@@ -12,9 +12,9 @@ import java.util.stream.Collectors;
 enum PerfTest {
 
     AM_LAT("am_lat", Kind.LATENCY, true, true,
-            "active-message ping-pong; one-way latency = round trip / 2"),
+            "active-message ping-pong, each side reading what it gets; one-way latency = round trip / 2"),
     AM_BW("am_bw", Kind.BANDWIDTH, true, true,
-            "stream of active messages, the receiver counts and acknowledges the last; MB/s = bytes / elapsed"),
+            "stream of active messages, the receiver reads each, counts and acknowledges the last; MB/s = bytes / elapsed"),
     PUT_LAT("put_lat", Kind.LATENCY, false, true,
             "put ping-pong: each side puts into the other's region and polls its last byte; one-way latency = round trip / 2"),
     PUT_BW("put_bw", Kind.BANDWIDTH, false, true,
