@@ -52,6 +52,8 @@ class PluginDirectoryTest {
         PluginJars.pluginUsingTestlib(work, "pluginc", "dir-c", lib1, incomplete.resolve("c/plugin-c.jar"));
         Files.createDirectories(incomplete.resolve("libonly"));
         Files.copy(lib1, incomplete.resolve("libonly/testlib-1.jar"));
+        Files.createDirectories(incomplete.resolve("toodeep/lib"));
+        Files.copy(lib1, incomplete.resolve("toodeep/lib/testlib-1.jar"));
         Files.writeString(plugins.resolve("README.txt"), "not a jar: ignored");
         Files.createDirectories(plugins.resolve("empty"));
     }
@@ -120,6 +122,11 @@ class PluginDirectoryTest {
             PluginInfo libOnly = info(conduit, "libonly");
             assertThat(libOnly.status()).isEqualTo(Status.BROKEN);
             assertThat(libOnly.reason()).contains("no Conduit plugin in " + incomplete.resolve("libonly"));
+            // Unpacked one level too deep: it used to be ignored without a word, as an empty directory is.
+            PluginInfo tooDeep = info(conduit, "toodeep");
+            assertThat(tooDeep.status()).isEqualTo(Status.BROKEN);
+            assertThat(tooDeep.reason()).contains("no jar at the top of " + incomplete.resolve("toodeep"))
+                    .contains("lib/testlib-1.jar");
             assertThat(info(conduit, "dir-a").status()).isEqualTo(Status.SELECTED);
             assertThat(info(conduit, "dir-b").status()).isEqualTo(Status.SELECTED);
             assertThat(info(conduit, "it-alpha").status()).isEqualTo(Status.SELECTED);

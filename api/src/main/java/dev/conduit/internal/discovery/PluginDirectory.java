@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -60,7 +61,16 @@ final class PluginDirectory {
                     found.add(Candidate.broken(entry.toString(), "plugin directory " + entry, "cannot list " + entry + ": " + e));
                     continue;
                 }
-                if (jars.isEmpty()) continue;
+                if (jars.isEmpty()) {
+                    // An empty directory is nothing; jars only further down are a plugin unpacked one level too deep.
+                    Optional<Path> nested = jarBelow(entry);
+                    if (nested.isPresent()) {
+                        found.add(Candidate.broken(entry.getFileName().toString(), "plugin directory " + entry,
+                                "no jar at the top of " + entry + " (found " + entry.relativize(nested.get()) + " below it): "
+                                        + "a plugin's jars, its dependencies' too, go directly into its directory"));
+                    }
+                    continue;
+                }
             } else if (isJar(entry)) {
                 jars = List.of(entry);
             } else {
@@ -101,6 +111,15 @@ final class PluginDirectory {
 
     /** The module of Conduit's libc layer, which native access is granted to by name on the command line. */
     private static final String LINUX_MODULE = "dev.conduit.linux";
+
+    /** A jar somewhere below {@code directory}, a few levels at most. */
+    private static Optional<Path> jarBelow(Path directory) {
+        try (Stream<Path> s = Files.walk(directory, 3)) {
+            return s.filter(PluginDirectory::isJar).sorted().findFirst();
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return Optional.empty();
+        }
+    }
 
     private static boolean isJar(Path p) {
         return Files.isRegularFile(p) && p.getFileName().toString().endsWith(".jar");
