@@ -67,8 +67,8 @@ final class VerbsConfig {
             "Registered send buffers per endpoint (also the staging buffers of put and get), and its send-queue depth.");
 
     static final ConfigKey<Duration> LIVENESS_INTERVAL = ConfigKey.duration("verbs.liveness.interval", Duration.ofMillis(20),
-            "How often progress and await look at the wire-up connections (new peers, end of stream of dead ones); "
-                    + "await sleeps at most this long.");
+            "How often progress and await look at the wire-up connections for the end of stream of dead peers (new "
+                    + "peers are taken at once); await sleeps at most this long.");
 
     static final ConfigKey<Duration> HEARTBEAT_TIMEOUT = ConfigKey.duration("verbs.heartbeat.timeout", Duration.ofSeconds(10),
             "How long a peer's host may stay silent (crashed, powered off, network cut) before its connections fail: "

@@ -547,7 +547,9 @@ final class VerbsTransport implements Transport {
     @Override
     public boolean await(long timeoutNanos) {
         ensureOpen();
-        if (stashed > 0 || !toReport.isEmpty()) {
+        // A connection the wire-up thread handed over is work now: taken only at the next liveness look, it would make
+        // some later await return true with nothing the caller can connect it to.
+        if (stashed > 0 || !toReport.isEmpty() || adoptInbounds() > 0) {
             return true;
         }
         receiveQueue.requestNotification();

@@ -424,6 +424,15 @@ class LoopbackTransportTest {
     }
 
     @Test
+    void awaitTakesAConnectionTheWireupThreadHandedOverAtOnceNotAtTheNextLivenessLook() {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.liveness.interval", "1h");
+        connected(a.connect(b), a); // b's wire-up thread built the inbound connection and handed it over before replying
+        assertThat(b.transport.await(1_000_000)).as("await with a connection handed over").isTrue();
+        assertThat(b.transport.await(1_000_000)).as("await once it is taken, with nothing else to do").isFalse();
+    }
+
+    @Test
     void aBufferSizeThatIsNotAMultipleOf64IsRefusedNamingTheKeyAndTheRemedy() {
         // 4100: the second buffer's record would start at 4100 and its 8-byte total sit at 4116, not 8-byte aligned.
         assertThatThrownBy(() -> peer("verbs.buffer.size", "4100")).isInstanceOf(ConduitException.class)
