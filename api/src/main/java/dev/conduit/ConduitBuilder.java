@@ -105,6 +105,9 @@ public final class ConduitBuilder {
      *
      * @throws dev.conduit.spi.ConfigException when a value is malformed, a builder key is unknown,
      *         or {@code transports} names a plugin that was not found (the message lists those found)
+     * @throws dev.conduit.spi.ConduitException when the calling thread is interrupted while probes run
+     *         (its interrupt status is kept): a {@code Conduit} with only the plugins probed so far
+     *         would depend on when the interrupt came
      */
     public Conduit build() {
         ClassLoader loader = classLoader != null ? classLoader : Thread.currentThread().getContextClassLoader();

@@ -3,6 +3,7 @@ package dev.conduit;
 import dev.conduit.PluginInfo.Status;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ThreadMode;
@@ -19,6 +20,7 @@ import java.util.concurrent.CountDownLatch;
 import static dev.conduit.testing.TestConduits.info;
 import static dev.conduit.testing.TestConduits.isolated;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
 
 /** Discovery of plugins added in code: validation, probing and de-duplication never break it. */
@@ -93,6 +95,33 @@ class DiscoveryTest {
             assertThat(i.status()).isEqualTo(Status.UNAVAILABLE);
             assertThat(i.reason()).contains("did not finish within 200 ms").contains("probe.timeout").contains("CONDUIT_PROBE_TIMEOUT");
             assertThat(info(conduit, "good").status()).isEqualTo(Status.SELECTED);
+        }
+    }
+
+    @Test
+    void anInterruptWhileProbesRunFailsTheBuildAndKeepsTheInterruptStatus() throws InterruptedException {
+        CountDownLatch probing = new CountDownLatch(1);
+        TestPlugin slow = TestPlugin.named("slow").probe(c -> {
+            probing.countDown();
+            awaitUninterruptibly(releaseHungProbes);
+            return Availability.available();
+        });
+        TestPlugin good = TestPlugin.named("good");
+        Thread caller = Thread.currentThread();
+        Thread interrupter = Thread.ofPlatform().start(() -> {
+            awaitUninterruptibly(probing);
+            caller.interrupt();
+        });
+        try {
+            assertThatThrownBy(() -> isolated().set("probe.timeout", "1m").addPlugin(slow).addPlugin(good).build())
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("interrupted while probing plugins (waiting for slow)")
+                    .hasMessageContaining("interrupt status is kept");
+            assertThat(Thread.interrupted()).as("the caller's interrupt status after build()").isTrue();
+        } finally {
+            Thread.interrupted();
+            releaseHungProbes.countDown();
+            interrupter.join();
         }
     }
 

@@ -5,6 +5,7 @@ import dev.conduit.internal.RuntimeSettings;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PayloadReader;
@@ -203,8 +204,10 @@ public final class PluginRegistry {
                     Throwable cause = ex.getCause();
                     unavailable(r, "probe failed: " + cause.getClass().getSimpleName() + ": " + ServiceDiscovery.describe(cause));
                 } catch (InterruptedException ex) {
+                    // Not a plugin's fault: marking the rest unavailable would open a Conduit with whichever probes had ended.
                     Thread.currentThread().interrupt();
-                    unavailable(r, "probe interrupted");
+                    throw new ConduitException("interrupted while probing plugins (waiting for " + r.name
+                            + "): no Conduit was built; the thread's interrupt status is kept, clear it and build again");
                 }
             }
         } finally {
