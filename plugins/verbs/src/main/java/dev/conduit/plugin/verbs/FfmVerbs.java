@@ -840,13 +840,18 @@ final class FfmVerbs implements Verbs {
     }
 
     /**
-     * The errno of a failed verbs call that returns an int: the query functions return the errno
-     * itself, {@code ibv_query_gid} returns -1 and leaves it in {@code errno}, and some providers
-     * return a negated errno.
+     * The errno of a failed verbs call that returns an int: the query functions and the providers'
+     * {@code post_send}, {@code post_recv} and {@code req_notify_cq} return the errno itself,
+     * {@code ibv_query_gid} returns -1 and leaves it in {@code errno}, and some providers return a
+     * negated errno. Only -1 reads {@code errno}: a provider that returns a code sets none, and what
+     * {@code errno} holds then is an earlier call's.
      */
     private static int errnoOf(int rc, MemorySegment capture) {
         if (rc > 0) {
             return rc;
+        }
+        if (rc < -1) {
+            return -rc;
         }
         int errno = errno(capture);
         return errno != 0 ? errno : -rc;

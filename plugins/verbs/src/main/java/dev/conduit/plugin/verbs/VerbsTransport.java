@@ -470,8 +470,9 @@ final class VerbsTransport implements Transport {
         for (Inbound in : List.copyOf(inbounds)) {
             if (in.peerGone()) {
                 // Messages sent before the peer closed are on the receive queue already: deliver them first, all of them,
-                // also past a batch whose handling threw. Not past a poll that failed itself (a device in error fails
-                // every poll, and nothing is taken off the queue): then the queue is left for the next progress.
+                // also past a batch whose handling threw. Not past a poll that failed itself: a device in error fails every
+                // poll and takes nothing off the queue. The connection is closed all the same, and what is left of it on
+                // the queue is lost with the device.
                 while (true) {
                     try {
                         events += pollReceiveQueue();
@@ -613,18 +614,21 @@ final class VerbsTransport implements Transport {
             return;
         }
         closed = true;
-        RuntimeException failure = null;
+        // Every step runs whatever an earlier one threw, an Error included (an endpoint's close rethrows its drain's):
+        // the transport cannot be closed a second time, so what a skipped step held would stay held.
+        Throwable failure = null;
         try {
             // First, so that no connection is built on the completion queues while they are torn down.
             wireupServer.close();
-        } catch (IOException | RuntimeException ex) {
-            failure = add(failure, ex instanceof RuntimeException r ? r
-                    : new ConduitException("verbs: closing the wire-up listener failed: " + ex.getMessage(), ex));
+        } catch (IOException ex) {
+            failure = new ConduitException("verbs: closing the wire-up listener failed: " + ex.getMessage(), ex);
+        } catch (RuntimeException | Error ex) {
+            failure = ex;
         }
         for (VerbsEndpoint e : List.copyOf(endpoints)) {
             try {
                 e.close();
-            } catch (RuntimeException ex) {
+            } catch (RuntimeException | Error ex) {
                 failure = add(failure, ex);
             }
         }
@@ -632,7 +636,7 @@ final class VerbsTransport implements Transport {
         for (Inbound in : List.copyOf(inbounds)) {
             try {
                 closeInbound(in);
-            } catch (RuntimeException ex) {
+            } catch (RuntimeException | Error ex) {
                 failure = add(failure, ex);
             }
         }
@@ -640,23 +644,17 @@ final class VerbsTransport implements Transport {
         for (AutoCloseable c : resources) {
             try {
                 c.close();
-            } catch (RuntimeException ex) {
+            } catch (RuntimeException | Error ex) {
                 failure = add(failure, ex);
             } catch (Exception ex) {
                 failure = add(failure, new ConduitException("verbs: closing " + c + " failed: " + ex.getMessage(), ex));
             }
         }
-        holder.release(domain);
-        if (failure != null) {
-            throw failure;
+        try {
+            holder.release(domain);
+        } catch (RuntimeException | Error ex) {
+            failure = add(failure, ex);
         }
-    }
-
-    private static RuntimeException add(RuntimeException failure, RuntimeException e) {
-        if (failure == null) {
-            return e;
-        }
-        failure.addSuppressed(e);
-        return failure;
+        rethrow(failure);
     }
 }

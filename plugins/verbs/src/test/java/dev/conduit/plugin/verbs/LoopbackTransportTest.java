@@ -22,12 +22,15 @@ import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /**
  * The verbs transport's logic — TCP wire-up, queue-pair states, credits, send buffers, ordering,
@@ -251,6 +254,62 @@ class LoopbackTransportTest {
         progressUntil(() -> b.received.size() == 20, b);
         assertThat(a.failures).isEmpty();
         assertThat(b.failures).isEmpty();
+    }
+
+    /**
+     * close() drains the endpoint's sends by polling the send queue, and only a RuntimeException out of that used to be
+     * caught: an Error skipped the teardown, leaving the endpoint registered and its queue pair, buffers and wire-up
+     * socket open for good (the transport's close skips an endpoint already marked closed).
+     */
+    @Test
+    void anErrorWhileCloseDrainsTheSendsStillTearsTheEndpointDownAndIsRethrownWithTheTeardownFailureSuppressed() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        int before = verbs.registeredMemory().size();
+        VerbsEndpoint e = (VerbsEndpoint) connected(a.connect(b), a, b);
+        List<MemorySegment> buffers = verbs.registeredMemory().subList(before, before + 2); // the connector's, registered before its request
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        assertThat(e.trySend(1, MemorySegment.NULL, bytes("outstanding"))).as("a send whose completion close drains").isTrue();
+        Error error = new Error("out of ibv_poll_cq while close drains the endpoint's sends");
+        verbs.throwFromNextPoll(a.transport.sendQueue, error);
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY); // and the teardown fails too
+
+        Throwable thrown = catchThrowable(e::close);
+
+        assertThat(e.slot).as("the endpoint's slot after close: unregistered, no completion reaches it").isEqualTo(-1);
+        for (MemorySegment buffer : buffers) {
+            assertThat(verbs.isRegistered(buffer)).as("the endpoint's buffers, deregistered").isFalse();
+        }
+        assertThat(thrown).as("what close threw: the drain's Error itself").isSameAs(error);
+        assertThat(thrown.getSuppressed()).as("the teardown's failure, suppressed into the Error").singleElement()
+                .extracting(Throwable::getMessage).asString()
+                .contains("closing the connection to 127.0.0.1:").contains("ibv_destroy_qp(loop0 qp ").contains("EBUSY");
+        progressUntil(() -> b.transport.inbounds().isEmpty(), a, b); // the wire-up socket was closed: the peer tears its side down
+        verbs.reclaimLeftovers(); // the queue pair that failed to go, which the kernel releases when the process exits
+    }
+
+    /**
+     * The transport's close closes every endpoint, then the inbounds, the queues and the device: an Error out of one
+     * endpoint's close (its drain's, rethrown) used to end it there, and the transport cannot be closed twice.
+     */
+    @Test
+    void anErrorOutOfOneEndpointsCloseDoesNotStopTheTransportsCloseAndIsRethrown() {
+        TestWorker a = new TestWorker(verbs);
+        TestWorker b = peer();
+        TestWorker c = peer();
+        TransportEndpoint toB = connected(a.connect(b), a, b);
+        connected(a.connect(c), a, c);
+        connected(c.connect(a), a, c); // an inbound of a's too
+        progressUntil(() -> a.transport.inbounds().size() == 1, a, c);
+        assertThat(toB.trySend(1, MemorySegment.NULL, bytes("outstanding"))).as("a send whose completion close drains").isTrue();
+        Error error = new Error("out of ibv_poll_cq while close drains the first endpoint's sends");
+        verbs.throwFromNextPoll(a.transport.sendQueue, error);
+
+        Throwable thrown = catchThrowable(a::close);
+
+        assertThat(thrown).as("what the transport's close threw: the endpoint's Error").isSameAs(error);
+        assertThat(a.transport.wireupThread().isAlive()).as("the wire-up thread after close").isFalse();
+        // The @AfterEach check: a's other endpoint, its inbound, queues, channel and device are closed as well.
     }
 
     @Test
@@ -493,6 +552,44 @@ class LoopbackTransportTest {
         }
         progressUntil(() -> b.received.size() == 12, a, b);
         progressUntil(() -> a.failures.size() == 1, a, b);
+    }
+
+    /**
+     * A device in error fails every ibv_poll_cq and takes nothing off the queue. Delivering a gone peer's queued messages
+     * used to poll again after each failed poll: await never returned, and every failure was added to the suppressed list
+     * of the first until the heap was full.
+     */
+    @Test
+    void aGonePeerIsDroppedAndAwaitThrowsThePollFailureWhenEveryPollOfTheReceiveQueueFails() throws Exception {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.liveness.interval", "10ms");
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        Inbound in = b.transport.inbounds().getFirst();
+        e.close();
+        progressUntil(in::peerGone); // the end of stream has reached b, which has not looked yet
+        Thread.sleep(20); // b's next liveness look is due at its next await
+        verbs.failPollsAfter(b.transport.receiveQueue, 1); // await's own poll succeeds; every poll after it fails
+
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread waiter = Thread.ofPlatform().name("await-on-a-device-in-error").start(() -> {
+            try {
+                b.transport.await(1_000_000_000L);
+            } catch (Throwable t) {
+                thrown.set(t);
+            }
+        });
+        boolean returned = waiter.join(Duration.ofSeconds(5));
+        int failedPolls = verbs.failedPolls();
+        verbs.healPolls(); // lets an await that loops end, so that the workers can be closed
+        waiter.join();
+
+        assertThat(returned).as("await returned within 5 s while every poll failed (%d polls failed)", failedPolls).isTrue();
+        assertThat(failedPolls).as("polls that failed: the delivery of the gone peer's messages stops at the first").isEqualTo(1);
+        assertThat(thrown.get()).as("what await threw: the poll's failure").isInstanceOf(ConduitException.class)
+                .hasMessageContaining("ibv_poll_cq(loop0 cq ").hasMessageContaining("returned -2");
+        assertThat(b.transport.inbounds()).as("the gone peer's connection, dropped all the same").isEmpty();
+        assertThat(b.transport.inboundSlotsTaken()).as("inbound slots taken after the drop").isZero();
     }
 
     @Test

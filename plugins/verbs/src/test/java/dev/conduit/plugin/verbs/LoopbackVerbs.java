@@ -6,6 +6,7 @@ import dev.conduit.linux.EventfdFlags;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.spi.ConduitException;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -38,7 +39,10 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       {@code requestNotification};</li>
  *   <li>on request ({@link #failNext}), {@code ibv_post_recv}, {@code ibv_post_send} of an RDMA
  *       write, {@code ibv_destroy_qp} and {@code ibv_dereg_mr} fail with an errno, as a provider's can; a queue pair or region that
- *       failed to go stays, as on a device, until {@link #reclaimLeftovers()}.</li>
+ *       failed to go stays, as on a device, until {@link #reclaimLeftovers()};</li>
+ *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
+ *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
+ *       ({@link #throwFromNextPoll}).</li>
  * </ul>
  * Every device opened from one instance is on the same simulated fabric. Thread-safe: every call
  * that reads or changes the fabric's state holds the instance's lock, as the transport builds
@@ -60,6 +64,13 @@ final class LoopbackVerbs implements Verbs {
     private final Map<String, int[]> failures = new HashMap<>();
     private final List<Runnable> leftovers = new ArrayList<>();
     private final List<MemorySegment> registered = new ArrayList<>();
+    /** The completion queue whose polls fail ({@link #failPollsAfter}, {@link #throwFromNextPoll}), or {@code null}. */
+    private Cq failingQueue;
+    private int goodPollsLeft;
+    private int pollFailuresLeft;
+    /** What a failing poll throws; {@code null}: the device's error, as {@link FfmVerbs} reports a negative return. */
+    private Error pollError;
+    private int failedPolls;
 
     LoopbackVerbs(int atomicCap) {
         this.atomicCap = atomicCap;
@@ -107,6 +118,55 @@ final class LoopbackVerbs implements Verbs {
         if (f != null && f[0] > 0) {
             f[0]--;
             throw new ErrnoException(call, f[1], "loop0", arguments);
+        }
+    }
+
+    /**
+     * Puts the device in error for {@code queue}: after its next {@code goodPolls} polls, which succeed, every
+     * {@code ibv_poll_cq} of it fails (returns the provider's -2, thrown as {@link FfmVerbs} throws it) and takes nothing
+     * off the queue, until {@link #healPolls()}.
+     */
+    synchronized void failPollsAfter(CompletionQueue queue, int goodPolls) {
+        failingQueue = (Cq) queue;
+        goodPollsLeft = goodPolls;
+        pollFailuresLeft = Integer.MAX_VALUE;
+        pollError = null;
+    }
+
+    /** Makes the next {@code ibv_poll_cq} of {@code queue} throw {@code error}, as an Error out of the call (out of memory) would. */
+    synchronized void throwFromNextPoll(CompletionQueue queue, Error error) {
+        failingQueue = (Cq) queue;
+        goodPollsLeft = 0;
+        pollFailuresLeft = 1;
+        pollError = error;
+    }
+
+    /** Ends {@link #failPollsAfter} and {@link #throwFromNextPoll}: polls succeed again. */
+    synchronized void healPolls() {
+        failingQueue = null;
+    }
+
+    /** Polls that {@link #failPollsAfter} or {@link #throwFromNextPoll} made fail so far. */
+    synchronized int failedPolls() {
+        return failedPolls;
+    }
+
+    /** Throws the poll failure asked for {@code queue}, if one is due. */
+    private void maybeFailPoll(Cq queue) {
+        if (queue != failingQueue) {
+            return;
+        }
+        if (goodPollsLeft > 0) {
+            goodPollsLeft--;
+            return;
+        }
+        if (pollFailuresLeft > 0) {
+            pollFailuresLeft--;
+            failedPolls++;
+            if (pollError != null) {
+                throw pollError;
+            }
+            throw new ConduitException("verbs: ibv_poll_cq(loop0 " + queue + ") returned -2: the simulated device is in error");
         }
     }
 
@@ -312,6 +372,7 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public int poll(Completions into) {
             synchronized (LoopbackVerbs.this) {
+                maybeFailPoll(this);
                 int n = 0;
                 while (n < into.capacity() && !entries.isEmpty()) {
                     Wc wc = entries.poll();

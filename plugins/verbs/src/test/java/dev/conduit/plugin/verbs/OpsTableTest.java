@@ -1,5 +1,7 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,6 +23,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -41,6 +44,7 @@ class OpsTableTest {
     private static MemorySegment cq;
     private static MethodHandle record;
     private static MethodHandle failPoll;
+    private static MethodHandle failPost;
     private static FfmVerbs verbs;
 
     @BeforeAll
@@ -65,6 +69,7 @@ class OpsTableTest {
         cq = (MemorySegment) linker.downcallHandle(shim.find("shim_cq").orElseThrow(), FunctionDescriptor.of(ADDRESS)).invokeExact();
         record = linker.downcallHandle(shim.find("shim_record").orElseThrow(), FunctionDescriptor.of(ADDRESS));
         failPoll = linker.downcallHandle(shim.find("shim_fail_poll").orElseThrow(), FunctionDescriptor.ofVoid(JAVA_INT, JAVA_INT));
+        failPost = linker.downcallHandle(shim.find("shim_fail_post").orElseThrow(), FunctionDescriptor.ofVoid(JAVA_INT, JAVA_INT));
         try {
             verbs = FfmVerbs.load("libibverbs.so.1");
         } catch (FfmVerbs.Unavailable e) {
@@ -138,5 +143,33 @@ class OpsTableTest {
         assertThatThrownBy(() -> queue.poll(new Verbs.Completions(32))).isInstanceOf(dev.conduit.spi.ConduitException.class)
                 .hasMessageContaining("ibv_poll_cq(shim cq) returned -2").hasMessageNotContaining("EAGAIN");
         assertThat(queue.poll(new Verbs.Completions(32))).as("the next poll").isEqualTo(2);
+    }
+
+    /**
+     * post_send, post_recv and req_notify_cq return the errno itself (mlx5: ENOMEM for a full send queue), or its
+     * negation, and set none: a message must name the returned code, not what errno held from an earlier call.
+     */
+    @Test
+    void aFailedPostOrNotifyNamesTheErrnoTheProviderReturnedNotAStaleOne() throws Throwable {
+        Verbs.QueuePair queuePair = verbs.queuePairOver(context, qp);
+        Verbs.CompletionQueue queue = verbs.completionQueueOver(context, cq);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment memory = arena.allocate(8192, 4096);
+            Verbs.MemoryRegion mr = verbs.registrationOver(memory, 0x77, 0x99);
+            for (int code : new int[] {Errno.ENOMEM, -Errno.ENOMEM}) {
+                failPost.invokeExact(code, Errno.EAGAIN);
+                assertThat(catchThrowable(() -> queuePair.postSend(1, VerbsAbi.IBV_WR_SEND, mr, 0, 64, 0, 0, 0, 0)))
+                        .as("ibv_post_send returning %d", code).isInstanceOf(ErrnoException.class)
+                        .satisfies(e -> assertThat(((ErrnoException) e).errno()).isEqualTo(Errno.ENOMEM));
+                failPost.invokeExact(code, Errno.EAGAIN);
+                assertThat(catchThrowable(() -> queuePair.postReceive(2, mr, 0, 64)))
+                        .as("ibv_post_recv returning %d", code).isInstanceOf(ErrnoException.class)
+                        .satisfies(e -> assertThat(((ErrnoException) e).errno()).isEqualTo(Errno.ENOMEM));
+                failPost.invokeExact(code, Errno.EAGAIN);
+                assertThat(catchThrowable(queue::requestNotification))
+                        .as("ibv_req_notify_cq returning %d", code).isInstanceOf(ErrnoException.class)
+                        .satisfies(e -> assertThat(((ErrnoException) e).errno()).isEqualTo(Errno.ENOMEM));
+            }
+        }
     }
 }

@@ -12,9 +12,22 @@ static struct ibv_cq cq;
 static char record[1024];
 static int poll_failure;
 static int poll_failure_errno;
+static int post_failure;
+static int post_failure_errno;
+
+/* Once after shim_fail_post, a post or notify call returns that code with errno left as an earlier call set it. */
+static int failed_post(void) {
+    int rc = post_failure;
+    post_failure = 0;
+    errno = post_failure_errno;
+    return rc;
+}
 
 static int shim_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad) {
-    (void) bad;
+    if (post_failure != 0) {
+        *bad = wr;
+        return failed_post();
+    }
     snprintf(record, sizeof record,
              "send qp=%u id=%llu opcode=%d flags=%d num_sge=%d next=%d addr=%llu length=%u lkey=%u "
              "rdma.remote_addr=%llu rdma.rkey=%u atomic.compare_add=%lld atomic.swap=%lld atomic.rkey=%u",
@@ -26,7 +39,10 @@ static int shim_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_s
 }
 
 static int shim_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad) {
-    (void) bad;
+    if (post_failure != 0) {
+        *bad = wr;
+        return failed_post();
+    }
     snprintf(record, sizeof record, "recv qp=%u id=%llu num_sge=%d next=%d addr=%llu length=%u lkey=%u",
              q->qp_num, (unsigned long long) wr->wr_id, wr->num_sge, wr->next != NULL,
              (unsigned long long) wr->sg_list[0].addr, wr->sg_list[0].length, wr->sg_list[0].lkey);
@@ -57,6 +73,9 @@ static int shim_poll_cq(struct ibv_cq *c, int num_entries, struct ibv_wc *wc) {
 }
 
 static int shim_req_notify_cq(struct ibv_cq *c, int solicited_only) {
+    if (post_failure != 0) {
+        return failed_post();
+    }
     snprintf(record, sizeof record, "notify cqe=%d solicited_only=%d", c->cqe, solicited_only);
     return 0;
 }
@@ -85,6 +104,11 @@ struct ibv_cq *shim_cq(void) {
 void shim_fail_poll(int rc, int stale_errno) {
     poll_failure = rc;
     poll_failure_errno = stale_errno;
+}
+
+void shim_fail_post(int rc, int stale_errno) {
+    post_failure = rc;
+    post_failure_errno = stale_errno;
 }
 
 const char *shim_record(void) {
