@@ -38,6 +38,14 @@ final class PluginDirectory {
     }
 
     static List<Candidate> load(Path directory) {
+        return load(directory, PluginDirectory.class.getModule().getLayer());
+    }
+
+    /**
+     * As {@link #load(Path)}, with each plugin's layer a child of {@code parent} ({@code null}: the
+     * runtime is on the class path, each plugin gets a class loader). Tests choose the parent.
+     */
+    static List<Candidate> load(Path directory, ModuleLayer parent) {
         List<Candidate> found = new ArrayList<>();
         if (!Files.isDirectory(directory)) {
             found.add(Candidate.broken(directory.toString(), "plugin directory " + directory,
@@ -76,7 +84,7 @@ final class PluginDirectory {
             } else {
                 continue;
             }
-            found.addAll(loadPlugin(entry, jars));
+            found.addAll(loadPlugin(entry, jars, parent));
         }
         return found;
     }
@@ -125,10 +133,9 @@ final class PluginDirectory {
         return Files.isRegularFile(p) && p.getFileName().toString().endsWith(".jar");
     }
 
-    private static List<Candidate> loadPlugin(Path entry, List<Path> jars) {
+    private static List<Candidate> loadPlugin(Path entry, List<Path> jars, ModuleLayer parent) {
         String where = "plugin directory " + entry + ": ";
         List<Candidate> found = new ArrayList<>();
-        ModuleLayer parent = PluginDirectory.class.getModule().getLayer();
         ClassLoader parentLoader = PluginDirectory.class.getClassLoader();
         try {
             if (parent != null) {

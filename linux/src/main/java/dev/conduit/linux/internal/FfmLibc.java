@@ -53,10 +53,28 @@ public final class FfmLibc implements Libc {
 
     private static final System.Logger LOGGER = System.getLogger(FfmLibc.class.getName());
 
-    /** Set once {@code openat2} returned ENOSYS, so later opens go straight to the fallback. */
-    private static volatile boolean openat2Missing;
+    /** How {@link #openBeneath} tries {@code openat2}: {@link #openat2} itself, except in tests. */
+    @FunctionalInterface
+    interface Openat2 {
+        FileDescriptor open(FileDescriptor directory, String path, int flags, int mode, long resolve);
+    }
 
-    private FfmLibc() {}
+    private final Openat2 beneathAttempt;
+
+    /** Set once {@code openat2} returned ENOSYS, so later opens go straight to the fallback. */
+    private volatile boolean openat2Missing;
+
+    private FfmLibc() {
+        beneathAttempt = this::openat2;
+    }
+
+    /**
+     * An instance whose {@link #openBeneath} tries {@code openat2} through {@code openat2}: for tests, to
+     * answer as a kernel without it or a container that forbids it would. Everything else is the C library.
+     */
+    FfmLibc(Openat2 openat2) {
+        beneathAttempt = Objects.requireNonNull(openat2, "openat2");
+    }
 
     // ================================================================ memory
 
@@ -309,7 +327,7 @@ public final class FfmLibc implements Libc {
     public FileDescriptor openBeneath(FileDescriptor directory, String path, int flags, int mode) {
         if (!openat2Missing) {
             try {
-                return openat2(directory, path, flags, mode, OpenFlags.RESOLVE_BENEATH | OpenFlags.RESOLVE_NO_SYMLINKS);
+                return beneathAttempt.open(directory, path, flags, mode, OpenFlags.RESOLVE_BENEATH | OpenFlags.RESOLVE_NO_SYMLINKS);
             } catch (ErrnoException e) {
                 if (e.errno() == Errno.ENOSYS) {
                     openat2Missing = true;

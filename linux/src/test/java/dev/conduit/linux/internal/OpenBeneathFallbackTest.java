@@ -10,10 +10,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static dev.conduit.linux.OpenFlags.O_CREAT;
 import static dev.conduit.linux.OpenFlags.O_DIRECTORY;
@@ -21,12 +26,16 @@ import static dev.conduit.linux.OpenFlags.O_EXCL;
 import static dev.conduit.linux.OpenFlags.O_PATH;
 import static dev.conduit.linux.OpenFlags.O_RDONLY;
 import static dev.conduit.linux.OpenFlags.O_RDWR;
+import static dev.conduit.linux.OpenFlags.RESOLVE_BENEATH;
+import static dev.conduit.linux.OpenFlags.RESOLVE_NO_SYMLINKS;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The path walk {@code openBeneath} falls back to on kernels without {@code openat2}: run
- * directly, since this kernel has {@code openat2}, and held to the same errnos.
+ * directly, since this kernel has {@code openat2}, and held to the same errnos; and
+ * {@code openBeneath} itself, with {@code openat2} answering as a kernel without it (ENOSYS)
+ * or a container that forbids it (EPERM) would.
  */
 class OpenBeneathFallbackTest {
 
@@ -46,6 +55,7 @@ class OpenBeneathFallbackTest {
         Files.createSymbolicLink(root.resolve("link"), root.resolve("a/b/file"));
         Files.createSymbolicLink(root.resolve("dirlink"), root.resolve("a"));
         Files.createSymbolicLink(root.resolve("a/up"), directory);
+        Files.createSymbolicLink(root.resolve("escape"), directory.resolve("outside"));
         shared = libc.open(root.toString(), O_PATH | O_DIRECTORY, 0);
     }
 
@@ -77,6 +87,107 @@ class OpenBeneathFallbackTest {
         assertErrno("a/up/outside", Errno.ELOOP);
         assertErrno("a/b/file/x", Errno.ENOTDIR);
         assertErrno("a/missing/x", Errno.ENOENT);
+    }
+
+    /** What {@code openat2} answers where it cannot be used: the kernel's, and the container's. */
+    enum Unavailable {
+        /** A kernel before 5.6. */
+        ENOSYS(Errno.ENOSYS),
+        /** Docker's seccomp profile before 20.10, for every system call it does not know. */
+        EPERM(Errno.EPERM);
+
+        final int errno;
+
+        Unavailable(int errno) {
+            this.errno = errno;
+        }
+    }
+
+    @ParameterizedTest(name = "openat2 answering {0}")
+    @EnumSource(Unavailable.class)
+    void openBeneathOpensAFileBeneathWhenOpenat2IsUnavailable(Unavailable answer) {
+        RefusingOpenat2 openat2 = new RefusingOpenat2(answer.errno);
+        FfmLibc withoutOpenat2 = new FfmLibc(openat2);
+        long before = OpenFds.count();
+        try (FileDescriptor file = withoutOpenat2.openBeneath(shared, "a/b/file", O_RDONLY, 0)) {
+            assertThat(libc.fstat(file).size()).as("the file beneath, opened by the walk after " + answer).isEqualTo(1);
+            assertThat(file.description()).as("the file's description").endsWith("shared/a/b/file");
+        }
+        withoutOpenat2.openBeneath(shared, "a/b/new", O_RDWR | O_CREAT | O_EXCL, 0600).close();
+        assertThat(Files.exists(directory.resolve("shared/a/b/new"))).as("a file created beneath after " + answer).isTrue();
+        assertThat(openat2.attempts).as("openat2 tried before the walk").hasPositiveValue();
+        assertThat(OpenFds.count()).as("no descriptor left open").isEqualTo(before);
+    }
+
+    @ParameterizedTest(name = "openat2 answering {0}")
+    @EnumSource(Unavailable.class)
+    void openBeneathRefusesEscapesWithTheErrnoOfOpenat2WhenOpenat2IsUnavailable(Unavailable answer) {
+        FfmLibc withoutOpenat2 = new FfmLibc(new RefusingOpenat2(answer.errno));
+        List<Map.Entry<String, Integer>> escapes = List.of(
+                Map.entry("../outside", Errno.EXDEV),
+                Map.entry("a/../../outside", Errno.EXDEV),
+                Map.entry(directory.resolve("outside").toString(), Errno.EXDEV),
+                Map.entry("escape", Errno.ELOOP),
+                Map.entry("a/up/outside", Errno.ELOOP));
+        for (Map.Entry<String, Integer> escape : escapes) {
+            String path = escape.getKey();
+            int errno = escape.getValue();
+            assertThatThrownBy(() -> libc.openat2(shared, path, O_RDONLY, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS))
+                    .as("openat2 itself refuses " + path)
+                    .isInstanceOfSatisfying(ErrnoException.class,
+                            e -> assertThat(e.errnoName()).as("openat2's errno for " + path).isEqualTo(Errno.name(errno)));
+            long before = OpenFds.count();
+            assertThatThrownBy(() -> withoutOpenat2.openBeneath(shared, path, O_RDONLY, 0))
+                    .as("openBeneath refuses " + path + " after " + answer)
+                    .isInstanceOfSatisfying(ErrnoException.class,
+                            e -> assertThat(e.errnoName()).as("the walk's errno for " + path + ", as openat2's").isEqualTo(Errno.name(errno)));
+            assertThat(OpenFds.count()).as("no descriptor left open by " + path).isEqualTo(before);
+        }
+    }
+
+    @Test
+    void openBeneathRemembersEnosysButTriesOpenat2AgainAfterEperm() {
+        RefusingOpenat2 missing = new RefusingOpenat2(Errno.ENOSYS);
+        FfmLibc withoutOpenat2 = new FfmLibc(missing);
+        withoutOpenat2.openBeneath(shared, "a/b/file", O_RDONLY, 0).close();
+        withoutOpenat2.openBeneath(shared, "a/b/file", O_RDONLY, 0).close();
+        assertThat(missing.attempts).as("openat2 tried once: ENOSYS means the kernel has none").hasValue(1);
+
+        // EPERM may be a real refusal of this one open (an LSM, O_NOATIME on another's file), not a filter.
+        RefusingOpenat2 forbidden = new RefusingOpenat2(Errno.EPERM);
+        FfmLibc filtered = new FfmLibc(forbidden);
+        filtered.openBeneath(shared, "a/b/file", O_RDONLY, 0).close();
+        filtered.openBeneath(shared, "a/b/file", O_RDONLY, 0).close();
+        assertThat(forbidden.attempts).as("openat2 tried at every open after EPERM").hasValue(2);
+    }
+
+    @Test
+    void openBeneathThrowsAnyOtherErrnoOfOpenat2WithoutTheWalk() {
+        RefusingOpenat2 openat2 = new RefusingOpenat2(Errno.EACCES);
+        FfmLibc refusing = new FfmLibc(openat2);
+        assertThatThrownBy(() -> refusing.openBeneath(shared, "a/b/file", O_RDONLY, 0))
+                .as("openat2's EACCES, though the walk would open the file")
+                .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                    assertThat(e.errnoName()).as("the errno").isEqualTo("EACCES");
+                    assertThat(e.call()).as("the call that failed").isEqualTo("openat2");
+                });
+        assertThat(openat2.attempts).as("openat2 tried once").hasValue(1);
+    }
+
+    /** An {@code openat2} that fails every call with one errno, counting the calls. */
+    private static final class RefusingOpenat2 implements FfmLibc.Openat2 {
+        final int errno;
+        final AtomicInteger attempts = new AtomicInteger();
+
+        RefusingOpenat2(int errno) {
+            this.errno = errno;
+        }
+
+        @Override
+        public FileDescriptor open(FileDescriptor directory, String path, int flags, int mode, long resolve) {
+            attempts.incrementAndGet();
+            throw new ErrnoException("openat2", errno, path, directory + ", \"" + path + "\", (injected by the test)");
+        }
     }
 
     private FileDescriptor fallback(String path, int flags, int mode) {

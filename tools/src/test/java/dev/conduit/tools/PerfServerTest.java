@@ -1,0 +1,241 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A real {@link PerfServer}, run in this JVM on a thread of its own, driven by a bare Conduit worker
+ * that speaks {@link PerfProtocol} as {@link PerfClient} does (HELLO, BEGIN, the measured messages,
+ * END, BYE) but looks at what comes back, which the measuring client only copies and counts.
+ */
+class PerfServerTest {
+
+    /** Empty, inline (up to {@code inline.max}, 8 KiB) and through the bounce ring (64 KiB, 1 MiB). */
+    private static final long[] SIZES = {0, 8, 4 << 10, 64 << 10, 1 << 20};
+    /** PINGs of each size, each with a pattern of its own: a PONG carrying an earlier PING's bytes does not pass. */
+    private static final int PINGS_PER_SIZE = 3;
+    /** How long any one answer may take before the test gives up waiting (a hang guard, not a measurement). */
+    private static final long ANSWER_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+    private static final String NAME = "echo";
+
+    /**
+     * am_lat reads on both sides (the comparison with the C ping-pong and UCX is fair only so): the
+     * server answers a PING with a PONG carrying that PING's own payload. A PONG of the right length
+     * whose bytes are whatever the transport's memory held (zeros, an earlier message) fails here.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"posix", "memfd"})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void theServerAnswersEachPingWithAPongCarryingThatPingsPayloadByteForByte(String transport) throws Exception {
+        // A short path: memfd's fd server puts a Unix socket in it, and a directory too long for the socket's name leaves memfd
+        // unavailable (/dev/shm/cperf-echo and up to 20 random digits sometimes was).
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cpecho");
+        StringWriter serverOut = new StringWriter();
+        StringWriter serverErr = new StringWriter();
+        AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
+        AtomicReference<Throwable> serverThrew = new AtomicReference<>();
+        Supplier<String> serverSaid = () -> "the server said: " + serverOut + serverErr + (serverThrew.get() == null ? "" : "; it threw " + serverThrew.get());
+        try (Conduit serverConduit = conduit(transport, shared); Conduit clientConduit = conduit(transport, shared)) {
+            PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
+                    Duration.ofSeconds(10)), new PrintWriter(serverOut, true), new PrintWriter(serverErr, true));
+            Thread serverThread = Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> {
+                try {
+                    serverExit.set(server.run());
+                } catch (Throwable t) {
+                    serverThrew.set(t);
+                }
+            });
+            try {
+                PerfBootstrap bootstrap;
+                try {
+                    bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
+                } catch (RuntimeException e) {
+                    throw new AssertionError(e.getMessage() + "; " + serverSaid.get(), e);
+                }
+                try (Session session = new Session(clientConduit, bootstrap, serverSaid)) {
+                    assertThat(session.ep.transport()).as("the transport this run is about").isEqualTo(transport);
+                    session.hello();
+                    int message = 0;
+                    for (long size : SIZES) {
+                        int seq = session.begin(PerfTest.AM_LAT, size);
+                        for (int k = 0; k < PINGS_PER_SIZE; k++, message++) {
+                            byte[] ping = pattern(size, message);
+
+                            byte[] pong = session.ping(ping);
+
+                            String what = transport + ": the PONG of PING #" + message + " (" + size + " bytes)";
+                            assertThat(pong.length).as(what + ": its length").isEqualTo(ping.length);
+                            assertThat(firstDifference(pong, ping)).as(what + ": the first byte that differs from the PING's"
+                                    + describe(pong, ping)).isEqualTo(-1);
+                        }
+                        session.end(seq);
+                    }
+                    assertThat(session.pongs).as("one PONG per PING, no more").hasSize(message);
+                    session.bye();
+                }
+            } finally {
+                // Also after a failure: the client's worker is closed by now, which ends the server's session (the
+                // server serves one client); its Conduit is closed only once the server is done with it.
+                serverThread.join(TimeUnit.SECONDS.toMillis(30));
+            }
+            assertThat(serverThread.isAlive()).as("the server ends its one session after BYE; " + serverSaid.get()).isFalse();
+            assertThat(serverExit.get()).as(serverSaid.get()).isEqualTo(ConduitCommand.EXIT_OK);
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    private static Conduit conduit(String transport, Path shared) {
+        return CommandRunner.discovering().builder().transports(transport).sharedDirectory(shared).build();
+    }
+
+    /**
+     * Message {@code message}'s bytes: a pattern no other message of the run has (they differ at byte 0 already), and which
+     * does not repeat every 256 bytes, so that bytes from elsewhere in the PING do not pass either.
+     */
+    private static byte[] pattern(long size, int message) {
+        byte[] b = new byte[Math.toIntExact(size)];
+        for (int i = 0; i < b.length; i++) b[i] = (byte) (message * 37 + 1 + i * 7 + (i >>> 8) * 3);
+        return b;
+    }
+
+    private static int firstDifference(byte[] actual, byte[] expected) {
+        int n = Math.min(actual.length, expected.length);
+        for (int i = 0; i < n; i++) {
+            if (actual[i] != expected[i]) return i;
+        }
+        return actual.length == expected.length ? -1 : n;
+    }
+
+    private static String describe(byte[] actual, byte[] expected) {
+        int at = firstDifference(actual, expected);
+        if (at < 0) return "";
+        int to = Math.min(at + 16, Math.min(actual.length, expected.length));
+        HexFormat hex = HexFormat.of();
+        return " (from byte " + at + ": got " + hex.formatHex(actual, at, to) + ", the PING had " + hex.formatHex(expected, at, to) + ")";
+    }
+
+    /** The client's half of a session: one worker, its endpoint to the server, and what came back. */
+    private static final class Session implements AutoCloseable {
+        private final Worker worker;
+        final Endpoint ep;
+        private final Pool pool;
+        private final Region region;
+        private final Supplier<String> serverOutput;
+        final List<byte[]> pongs = new ArrayList<>();
+        private PerfProtocol.Reader welcome;
+        private int readySeq = -1;
+        private boolean readyOk;
+        private String readyError;
+        private int endedSeq = -1;
+        private PeerFailedException failure;
+        private int seq;
+
+        Session(Conduit conduit, PerfBootstrap bootstrap, Supplier<String> serverOutput) {
+            this.serverOutput = serverOutput;
+            worker = conduit.newWorker(ThreadMode.SINGLE);
+            Pool p = null;
+            try {
+                // Handlers keep copies: a message is valid only during its handler.
+                worker.onMessage(PerfProtocol.WELCOME, m -> welcome = new PerfProtocol.Reader(m, "WELCOME"));
+                worker.onMessage(PerfProtocol.READY, m -> {
+                    PerfProtocol.Reader r = new PerfProtocol.Reader(m, "READY");
+                    int s = r.u32();
+                    readyOk = r.u8() == 1;
+                    readyError = readyOk ? null : r.string();
+                    readySeq = s;
+                });
+                worker.onMessage(PerfProtocol.ENDED, m -> endedSeq = m.payloadInt(0));
+                worker.onMessage(PerfProtocol.PONG, m -> pongs.add(m.payloadToArray()));
+                ep = worker.connect(WorkerAddress.fromBytes(bootstrap.address()), (endpoint, cause) -> failure = cause);
+                // HELLO carries a region of ours, as PerfClient's does (the server opens it for put_lat's answers).
+                p = conduit.pool(ep.transport());
+                pool = p;
+                region = pool.allocate(1L << 20, 64);
+            } catch (RuntimeException | Error e) {
+                if (p != null) p.close();
+                worker.close();
+                throw e;
+            }
+        }
+
+        void hello() {
+            ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid())
+                    .string(PerfCommand.hostName()).string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label()).string(ep.transport())
+                    .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
+            progressUntil(() -> welcome != null, "WELCOME");
+            assertThat(welcome.string()).as("WELCOME's error").isEmpty();
+        }
+
+        int begin(PerfTest test, long size) {
+            int s = ++seq;
+            ep.send(PerfProtocol.BEGIN, new PerfProtocol.Writer().u32(s).u8(test.ordinal()).u64(size).segment());
+            progressUntil(() -> readySeq == s, "READY for " + test.label() + " " + size);
+            assertThat(readyOk).as("READY for " + test.label() + " " + size + ": " + readyError).isTrue();
+            return s;
+        }
+
+        /** Sends one PING and returns the payload of the PONG that answers it. */
+        byte[] ping(byte[] payload) {
+            int before = pongs.size();
+            ep.send(PerfProtocol.PING, MemorySegment.ofArray(payload));
+            progressUntil(() -> pongs.size() > before, "PONG for a PING of " + payload.length + " bytes");
+            return pongs.getLast();
+        }
+
+        void end(int s) {
+            ep.send(PerfProtocol.END, new PerfProtocol.Writer().u32(s).segment());
+            progressUntil(() -> endedSeq == s, "ENDED " + s);
+        }
+
+        void bye() {
+            ep.send(PerfProtocol.BYE, MemorySegment.NULL);
+            progressUntil(() -> ep.pending() == 0, "BYE handed to the transport");
+        }
+
+        private void progressUntil(BooleanSupplier done, String what) {
+            long start = System.nanoTime();
+            while (!done.getAsBoolean()) {
+                if (failure != null) throw new AssertionError("the server failed while this client waited for " + what + ": " + failure
+                        + "; " + serverOutput.get(), failure);
+                if (System.nanoTime() - start > ANSWER_WAIT_NANOS) {
+                    throw new AssertionError("no " + what + " from the server; " + serverOutput.get());
+                }
+                if (worker.progress() == 0) worker.await(Duration.ofMillis(10));
+            }
+        }
+
+        @Override
+        public void close() {
+            worker.close();
+            region.close();
+            pool.close();
+        }
+    }
+}
