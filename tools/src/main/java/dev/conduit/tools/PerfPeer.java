@@ -266,7 +266,8 @@ final class PerfPeer implements AutoCloseable {
 
     /**
      * A new directory {@code conduit-perf-<8 hex digits>} under {@code parent}, {@code 0700}. Short on
-     * purpose: memfd's socket path must fit an AF_UNIX address (a shared directory of at most 38 bytes).
+     * purpose: memfd's socket path then fits an AF_UNIX address (a shared directory of at most 38 bytes)
+     * and needs no detour through /proc/self/fd.
      */
     private static Path privateDirectory(Path parent) {
         SecureRandom random = new SecureRandom();

@@ -53,9 +53,7 @@ class PerfServerTest {
     @ValueSource(strings = {"posix", "memfd"})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void theServerAnswersEachPingWithAPongCarryingThatPingsPayloadByteForByte(String transport) throws Exception {
-        // A short path: memfd's fd server puts a Unix socket in it, and a directory too long for the socket's name leaves memfd
-        // unavailable (/dev/shm/cperf-echo and up to 20 random digits sometimes was).
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cpecho");
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
         StringWriter serverOut = new StringWriter();
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);

@@ -15,8 +15,9 @@ import java.util.stream.Stream;
 
 /**
  * A fresh shared directory under {@code /dev/shm} per test ({@code @TempDir(factory = ShmDir.class)}),
- * named short ({@code /dev/shm/cit-<8 hex>}): the memfd plugin's socket path must fit an AF_UNIX
- * address, so {@code shared.dir} may have at most 38 bytes. JUnit removes it after the test.
+ * named short ({@code /dev/shm/cit-<8 hex>}), so that the memfd plugin's socket path fits an AF_UNIX
+ * address (a {@code shared.dir} of at most 38 bytes; a longer one is reached through /proc/self/fd).
+ * JUnit removes it after the test.
  */
 public final class ShmDir implements TempDirFactory {
 

@@ -105,7 +105,7 @@ public sealed interface Launcher {
 
         @Override
         public Path childSharedDirectory(Path hostSharedDirectory) throws java.io.IOException {
-            // Short, because a memfd socket's whole path must fit an AF_UNIX address (shared.dir <= 38 bytes).
+            // Short, so that a memfd socket's whole path fits an AF_UNIX address (shared.dir <= 38 bytes; longer goes through /proc).
             return Files.createTempDirectory(Path.of("/tmp"), "cct-");
         }
 

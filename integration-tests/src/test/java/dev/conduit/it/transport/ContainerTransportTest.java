@@ -5,11 +5,13 @@ import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.CommandLoop;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -99,6 +101,24 @@ class ContainerTransportTest {
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
     void aContainerSeesAHostProcessDie(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        containerSeesHostProcessDie(plugin, shared);
+    }
+
+    /**
+     * As above, with the host's view of the shared directory as long as a Docker volume's
+     * ({@code /var/lib/docker/volumes/<name>/_data}): too long for an AF_UNIX address, so the host
+     * side's memfd socket is bound, and the container's reached, through {@code /proc/self/fd}; the
+     * container sees it at its short mount point.
+     */
+    @Test
+    void aHostWhoseSharedDirectoryPathIsTooLongForASocketAddressExchangesWithAContainerOverMemfd(
+            @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        Path volume = Files.createDirectories(shared.resolve("volumes").resolve("conduit-" + "0123456789abcdef".repeat(4)).resolve("_data"));
+        assertThat(volume.toString().length()).as("the host's path").isGreaterThan(107);
+        containerSeesHostProcessDie("memfd", volume);
+    }
+
+    private static void containerSeesHostProcessDie(String plugin, Path shared) throws Exception {
         long messages = 10_000;
         try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, Launcher.container());
              RemoteTransportPeer hostSide = RemoteTransportPeer.start(shared, Launcher.direct())) {

@@ -1,9 +1,11 @@
 package dev.conduit.plugin.memfd;
 
+import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.SocketFlags;
-import dev.conduit.spi.ConduitException;
+import dev.conduit.shm.SharedDirectory;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
@@ -63,6 +65,9 @@ final class FdProtocol {
      */
     static final int SOCKET_NAME_LENGTH = FILE_PREFIX.length() + 1 + 32 + 1 + 16 + SOCKET_SUFFIX.length();
 
+    /** This process's open descriptors as paths: the way to a socket whose path is too long for an address. */
+    static final Path PROC_SELF_FD = Path.of("/proc/self/fd");
+
     private FdProtocol() {}
 
     /** The request for the chunk behind {@code token}. */
@@ -114,31 +119,63 @@ final class FdProtocol {
         };
     }
 
-    /**
-     * The path of socket {@code name} in {@code directory}, as {@code bind} and {@code connect}
-     * take it.
-     *
-     * @throws ConduitException if it does not fit an AF_UNIX address, naming the path and the remedy
-     */
+    /** The path of socket {@code name} in {@code directory}: its name in messages, and its address when it fits one. */
     static String socketPath(Path directory, String name) {
-        String path = directory.resolve(name).toString();
-        int length = path.getBytes(StandardCharsets.UTF_8).length;
-        if (length > SocketFlags.SUN_PATH_MAX) {
-            throw new ConduitException("the memfd fd server's socket path " + path + " is " + length
-                    + " bytes of UTF-8, but an AF_UNIX address holds at most " + SocketFlags.SUN_PATH_MAX
-                    + ": configure a shared directory with a path of at most " + maxDirectoryLength()
-                    + " bytes with " + MemfdConfig.SHARED_DIR_KEY + ", e.g. a symbolic link or bind mount at /run/conduit");
-        }
-        return path;
+        return directory.resolve(name).toString();
+    }
+
+    /**
+     * What {@code bind} takes to make socket {@code name} in {@code directory}: its path, or, when
+     * the path does not fit an AF_UNIX address ({@link SocketFlags#SUN_PATH_MAX} bytes), the same
+     * place reached through the directory's own descriptor, {@code /proc/self/fd/<dirfd>/<name>}.
+     * The kernel resolves that link to the open directory, as systemd relies on for long socket
+     * paths; it is this process's descriptor, never a peer's.
+     */
+    static String bindAddress(SharedDirectory directory, String name) {
+        String path = socketPath(directory.path(), name);
+        return fitsAnAddress(path) ? path : PROC_SELF_FD + "/" + directory.fd().fd() + "/" + name;
+    }
+
+    /**
+     * What {@code connect} takes for the socket at {@code path}, opened {@code O_PATH} as
+     * {@code socketFile}: its path when it fits an address, else {@code /proc/self/fd/<fd>}, which
+     * reaches the very file that was opened and checked.
+     */
+    static String connectAddress(String path, FileDescriptor socketFile) {
+        return fitsAnAddress(path) ? path : PROC_SELF_FD + "/" + socketFile.fd();
+    }
+
+    static boolean fitsAnAddress(String path) {
+        return path.getBytes(StandardCharsets.UTF_8).length <= SocketFlags.SUN_PATH_MAX;
     }
 
     /**
      * The longest shared-directory path that leaves room for a socket name of
-     * {@link #SOCKET_NAME_LENGTH} bytes (and the {@code /} before it) in an AF_UNIX address.
+     * {@link #SOCKET_NAME_LENGTH} bytes (and the {@code /} before it) in an AF_UNIX address;
+     * a longer one is reached through {@link #PROC_SELF_FD}.
      */
     static int maxDirectoryLength() {
         return SocketFlags.SUN_PATH_MAX - 1 - SOCKET_NAME_LENGTH;
     }
+
+    /**
+     * Why sockets in {@code directory} cannot be reached from this process, or {@code null}: its
+     * path is longer than {@link #maxDirectoryLength()} and {@code procSelfFd} (this process's
+     * descriptors as paths, {@link #PROC_SELF_FD}) is not there to reach them through.
+     */
+    static String unreachableReason(Path directory, Path procSelfFd) {
+        int length = directory.toString().getBytes(StandardCharsets.UTF_8).length;
+        if (length <= maxDirectoryLength() || Files.isDirectory(procSelfFd)) {
+            return null;
+        }
+        return "the shared directory's path " + directory + " is " + length + " bytes, too long for the fd server's Unix "
+                + "socket in it (an AF_UNIX address leaves room for " + maxDirectoryLength() + "), and " + procSelfFd
+                + ", through which a longer one is reached, is not there: " + PROC_REMEDY;
+    }
+
+    /** What to do when a socket path is too long for an address and {@code /proc} is not mounted. */
+    static final String PROC_REMEDY = "mount /proc in this process's mount namespace, or set " + MemfdConfig.SHARED_DIR_KEY
+            + " to a path of at most " + maxDirectoryLength() + " bytes, e.g. a symbolic link or bind mount at /run/conduit";
 
     /**
      * What is left until {@code deadline} (a {@link System#nanoTime()} value) as a {@code poll}

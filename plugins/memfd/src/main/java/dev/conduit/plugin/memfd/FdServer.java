@@ -104,26 +104,21 @@ final class FdServer implements AutoCloseable {
                           long timeoutNanos, System.Logger logger) {
         String name = lease.newSocketName(FdProtocol.SOCKET_SUFFIX);
         String path = FdProtocol.socketPath(directory.path(), name);
+        String address = FdProtocol.bindAddress(directory, name);
         FileDescriptor listener = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
         FileDescriptor stop = null;
         boolean bound = false;
         try {
             try {
-                libc.bind(listener, path);
+                libc.bind(listener, address);
             } catch (ErrnoException e) {
-                String remedy = switch (e.errno()) {
-                    case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "; make the shared directory " + directory.path()
-                            + " writable for this user, or set " + MemfdConfig.SHARED_DIR_KEY;
-                    case Errno.EADDRINUSE -> "; something already has this name, which only someone who read the lease "
-                            + "and guessed 64 random bits could have made: check who writes to " + directory.path();
-                    default -> "";
-                };
-                throw new ConduitException("cannot start the memfd fd server: " + e.getMessage() + remedy, e);
+                throw new ConduitException("cannot start the memfd fd server at " + path + ": " + e.getMessage()
+                        + bindRemedy(e, directory, path, address), e);
             }
             bound = true;
             // bind made the file with the umask's permissions. Narrowing them now is safe: until
             // listen, a connect is refused whatever the permissions say.
-            setPermissions(path, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
+            setPermissions(address, path, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
             libc.listen(listener, BACKLOG);
             stop = libc.eventfd(0, EFD_NONBLOCK);
             FdServer server = new FdServer(libc, directory, name, path, listener, stop, allowedUids, timeoutNanos,
@@ -145,9 +140,22 @@ final class FdServer implements AutoCloseable {
         }
     }
 
-    private static void setPermissions(String path, Set<PosixFilePermission> permissions) {
+    private static String bindRemedy(ErrnoException e, SharedDirectory directory, String path, String address) {
+        if (e.errno() == Errno.ENOENT && !address.equals(path)) {
+            return "; the path is too long for a socket address, and " + address + " did not reach it: " + FdProtocol.PROC_REMEDY;
+        }
+        return switch (e.errno()) {
+            case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "; make the shared directory " + directory.path()
+                    + " writable for this user, or set " + MemfdConfig.SHARED_DIR_KEY;
+            case Errno.EADDRINUSE -> "; something already has this name, which only someone who read the lease "
+                    + "and guessed 64 random bits could have made: check who writes to " + directory.path();
+            default -> "";
+        };
+    }
+
+    private static void setPermissions(String address, String path, Set<PosixFilePermission> permissions) {
         try {
-            Files.setPosixFilePermissions(Path.of(path), permissions);
+            Files.setPosixFilePermissions(Path.of(address), permissions);
         } catch (IOException e) {
             throw new ConduitException("cannot set the permissions of the memfd fd server's socket " + path + " to "
                     + PosixFilePermissions.toString(permissions) + ": " + e, e);

@@ -43,9 +43,12 @@ import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
  * each import rather than hold a descriptor nobody would close (an importer has no
  * {@code close}); imports are cache misses, rare next to the connect they cost anyway.
  *
- * <p>The socket is checked, then connected to by path. Between the two, only someone who may
- * remove the producer's socket from the shared directory could put another file in its place:
- * in a sticky directory such as {@code /dev/shm}, that is the producer's own user.
+ * <p>The socket is opened ({@code O_PATH}) and checked, then connected to by path. Between the
+ * two, only someone who may remove the producer's socket from the shared directory could put
+ * another file in its place: in a sticky directory such as {@code /dev/shm}, that is the
+ * producer's own user. A path too long for a socket address is connected to through
+ * {@code /proc/self/fd/<fd>} of the file opened and checked ({@link FdProtocol#connectAddress}),
+ * which leaves no such window.
  */
 final class MemfdImporter implements IpcImporter {
 
@@ -70,11 +73,14 @@ final class MemfdImporter implements IpcImporter {
             throw new InvalidHandleException("chunk.length", "chunk length " + chunkLength + " is not positive");
         }
         String path = FdProtocol.socketPath(sharedDirectory, payload.socketName());
-        checkIsSocket(reader, payload.socketName(), path);
-        long deadline = System.nanoTime() + connectTimeoutNanos;
-        try (FileDescriptor memfd = fetch(payload, path, chunkLength, deadline)) {
-            verify(memfd, path, chunkLength);
-            return mapShared(memfd, chunkLength, path);
+        try (SharedDirectory directory = SharedDirectory.open(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY);
+             FileDescriptor socketFile = openSocketFile(reader, directory, payload.socketName(), path)) {
+            checkIsSocket(reader, socketFile, path);
+            long deadline = System.nanoTime() + connectTimeoutNanos;
+            try (FileDescriptor memfd = fetch(payload, FdProtocol.connectAddress(path, socketFile), path, chunkLength, deadline)) {
+                verify(memfd, path, chunkLength);
+                return mapShared(memfd, chunkLength, path);
+            }
         }
     }
 
@@ -96,18 +102,15 @@ final class MemfdImporter implements IpcImporter {
 
     // ---------------------------------------------------------------- finding the socket
 
-    /** Fails unless {@code name} is a socket directly below the shared directory, reached without a symbolic link. */
-    private void checkIsSocket(PayloadReader reader, String name, String path) {
-        try (SharedDirectory directory = SharedDirectory.open(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY);
-             FileDescriptor socketFile = openSocketFile(reader, directory, name, path)) {
-            int type = libc.fstat(socketFile).fileType();
-            if (type == FileStatus.S_IFLNK) {
-                throw reader.invalid("socket", path + " is a symbolic link; refused: a name from a handle must be "
-                        + "the producer's socket itself, never a link to something else");
-            }
-            if (type != FileStatus.S_IFSOCK) {
-                throw reader.invalid("socket", path + " is " + describeType(type) + ", not a socket; refused");
-            }
+    /** Fails unless {@code socketFile}, opened directly below the shared directory without a symbolic link, is a socket. */
+    private void checkIsSocket(PayloadReader reader, FileDescriptor socketFile, String path) {
+        int type = libc.fstat(socketFile).fileType();
+        if (type == FileStatus.S_IFLNK) {
+            throw reader.invalid("socket", path + " is a symbolic link; refused: a name from a handle must be "
+                    + "the producer's socket itself, never a link to something else");
+        }
+        if (type != FileStatus.S_IFSOCK) {
+            throw reader.invalid("socket", path + " is " + describeType(type) + ", not a socket; refused");
         }
     }
 
@@ -142,9 +145,9 @@ final class MemfdImporter implements IpcImporter {
     // ---------------------------------------------------------------- the exchange
 
     /** Connects, presents the token, and returns the memfd the server passed; throws for any other answer. */
-    private FileDescriptor fetch(MemfdPayload payload, String path, long chunkLength, long deadline) {
+    private FileDescriptor fetch(MemfdPayload payload, String address, String path, long chunkLength, long deadline) {
         try (FileDescriptor socket = openSocket(path)) {
-            connect(socket, path, deadline);
+            connect(socket, address, path, deadline);
             send(socket, FdProtocol.request(payload.token()), path, deadline);
             return receiveReply(socket, path, chunkLength, deadline);
         }
@@ -159,16 +162,19 @@ final class MemfdImporter implements IpcImporter {
         }
     }
 
-    private void connect(FileDescriptor socket, String path, long deadline) {
+    private void connect(FileDescriptor socket, String address, String path, long deadline) {
         long pauseNanos = 1_000_000;
         while (true) {
             try {
-                libc.connect(socket, path);
+                libc.connect(socket, address);
                 return;
             } catch (ErrnoException e) {
                 switch (e.errno()) {
                     case Errno.ECONNREFUSED -> throw producerGone(path, "refuses connections: nobody listens on it any more", e);
-                    case Errno.ENOENT -> throw producerGone(path, "does not exist", e);
+                    case Errno.ENOENT -> throw address.equals(path) ? producerGone(path, "does not exist", e)
+                            : new ConduitException("cannot connect to the producer's socket " + path + " through " + address
+                            + " (" + e.getMessage() + "): the path is too long for a socket address, and " + address
+                            + " did not reach the file opened for it: " + FdProtocol.PROC_REMEDY, e);
                     case Errno.EACCES, Errno.EPERM -> throw new ConduitException("permission denied connecting to the producer's socket "
                             + path + " (" + e.getMessage() + "): the producer admits only its own user; to admit this process's user, "
                             + "add uid " + ourUid() + " to " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side", e);

@@ -73,7 +73,8 @@ public final class MemfdPlugin implements ConduitPlugin {
 
     /**
      * Available when Linux system calls work, {@code memfd_create} and sealing work, and the
-     * shared directory exists, is writable, and is short enough for a socket path in it.
+     * shared directory exists, is writable, and its socket can be reached: by its path, or, when
+     * that is too long for a socket address, through {@code /proc/self/fd}.
      * Creates and closes one memfd; leaves nothing behind.
      */
     @Override
@@ -105,12 +106,18 @@ public final class MemfdPlugin implements ConduitPlugin {
             return Availability.unavailable("the shared directory " + directory + " is not writable by this user (uid "
                     + Integer.toUnsignedString(libc.getuid()) + "): make it writable, or set " + MemfdConfig.SHARED_DIR_KEY, details);
         }
-        int pathLength = directory.toString().getBytes(StandardCharsets.UTF_8).length;
-        int maxLength = FdProtocol.maxDirectoryLength();
-        if (pathLength > maxLength) {
-            return Availability.unavailable("the shared directory's path " + directory + " is " + pathLength + " bytes, too long "
-                    + "for the fd server's Unix socket in it (at most " + maxLength + " bytes): set " + MemfdConfig.SHARED_DIR_KEY
-                    + " to a shorter path, e.g. a symbolic link or bind mount at /run/conduit", details);
+        return socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
+    }
+
+    /** The probe's last step: whether the fd server's socket in {@code directory} can be bound and reached, given {@code procSelfFd}. */
+    static Availability socketReachability(Path directory, Path procSelfFd, Map<String, String> details) {
+        String unreachable = FdProtocol.unreachableReason(directory, procSelfFd);
+        if (unreachable != null) {
+            return Availability.unavailable(unreachable, details);
+        }
+        if (directory.toString().getBytes(StandardCharsets.UTF_8).length > FdProtocol.maxDirectoryLength()) {
+            details.put("socket.address", "through " + procSelfFd + " (the shared directory's path is longer than "
+                    + FdProtocol.maxDirectoryLength() + " bytes)");
         }
         return Availability.available(details);
     }

@@ -21,11 +21,6 @@ final class Leaks {
     }
 
     /**
-     * The number of open descriptors once it has come back to {@code expected}, or after ten
-     * seconds. An fd server in this process closes its end of a connection just after the
-     * importer has what it needs, so a count taken right after an import may still include it.
-     */
-    /**
      * The count of open descriptors once it has stayed the same for 50 ms (at most 10 s): a
      * baseline taken right after an import may otherwise include the fd server's end of the
      * connection, which it is about to close.
@@ -43,6 +38,11 @@ final class Leaks {
         return count;
     }
 
+    /**
+     * The number of open descriptors once it has come back to {@code expected}, or after ten
+     * seconds. An fd server in this process closes its end of a connection just after the
+     * importer has what it needs, so a count taken right after an import may still include it.
+     */
     static long openFdsSettlingAt(long expected) throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
         long count = openFds();

@@ -163,6 +163,41 @@ class MemfdImporterTest {
         }
     }
 
+    /**
+     * A Docker volume seen from the host (/var/lib/docker/volumes/NAME/_data) or a Kubernetes
+     * emptyDir (/var/lib/kubelet/pods/UID/volumes/...) is far longer than the 38 bytes a socket
+     * path leaves a directory: the producer binds, and the consumer connects, through
+     * /proc/self/fd. Both sides are long here, each its own view of one directory.
+     */
+    @Test
+    void producerAndConsumerWhoseSharedDirectoryPathsAreTooLongForASocketAddressImportThroughTheirDescriptors(
+            @TempDir Path elsewhere) throws Exception {
+        Path longShared = Files.createDirectories(shared.resolve("volumes").resolve("d".repeat(100)).resolve("_data"));
+        Path longView = Files.createSymbolicLink(elsewhere.resolve("v".repeat(120)), longShared);
+        assertThat(longShared.toString().length()).as("the producer's path, longer than any socket address").isGreaterThan(SocketFlags.SUN_PATH_MAX);
+        MemoryProvider longProvider = new MemfdPlugin().openMemoryProvider(TestContext.of(longShared));
+        try {
+            IpcImporter longImporter = new MemfdPlugin().ipcImporter(TestContext.of(longView));
+            Chunk chunk = longProvider.allocate(SIZE);
+            chunk.segment().set(JAVA_LONG, 8, 0x5EA1EDL);
+            byte[] payload = longProvider.export(chunk); // starts the fd server: before the count
+            assertThat(Leaks.files(longShared)).as("the fd server's socket, bound in the long directory itself")
+                    .anyMatch(name -> name.endsWith(FdProtocol.SOCKET_SUFFIX));
+            long descriptors = Leaks.openFdsWhenQuiet();
+            try (ChunkMapping mapping = map(longImporter, payload, SIZE)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 8)).as("the chunk, imported through a path of %d bytes", longView.toString().length())
+                        .isEqualTo(0x5EA1EDL);
+            }
+            assertThat(Leaks.openFdsSettlingAt(descriptors)).as("descriptors after the import (it held the directory and the socket file)")
+                    .isEqualTo(descriptors);
+            longProvider.free(chunk);
+        } finally {
+            longProvider.close();
+            Files.delete(longView);
+        }
+        assertThat(Leaks.files(longShared)).as("files left in the long directory after close").isEmpty();
+    }
+
     @Test
     void theMemfdAnImporterReceivesCannotBeResized() {
         Chunk chunk = provider.allocate(SIZE);
@@ -398,20 +433,57 @@ class MemfdImporterTest {
         }
     }
 
+    /** Where /proc is not mounted, a path too long for a socket address cannot be reached: the failure says so, and what to do. */
     @Test
-    void aConsumerPathTooLongForASocketAddressIsReportedWithTheRemedy(@TempDir Path elsewhere) throws Exception {
-        Path view = Files.createSymbolicLink(elsewhere.resolve("v".repeat(60)), shared);
-        IpcImporter longView = new MemfdPlugin().ipcImporter(TestContext.of(view));
-        byte[] payload = provider.export(provider.allocate(SIZE));
+    void aLongPathThatProcSelfFdDoesNotReachFailsBindAndConnectNamingPathAndRemedy(@TempDir Path elsewhere) throws Exception {
+        Path longShared = Files.createDirectories(shared.resolve("l".repeat(80)));
+        Libc withoutProc = failingThroughProc();
+        MemoryProvider longProvider = MemfdProvider.open(withoutProc, TestContext.of(longShared));
         try {
-            assertThatThrownBy(() -> map(longView, payload, SIZE))
-                    .hasMessageContaining(view.toString())
-                    .hasMessageContaining("an AF_UNIX address holds at most 107")
-                    .hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+            Chunk chunk = longProvider.allocate(SIZE);
+            assertThatThrownBy(() -> longProvider.export(chunk)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot start the memfd fd server at " + longShared.resolve("conduit-memfd-"))
+                    .hasMessageContaining("ENOENT").hasMessageContaining("too long for a socket address")
+                    .hasMessageContaining("mount /proc").hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+            longProvider.free(chunk);
         } finally {
-            Files.delete(view);
+            longProvider.close();
+        }
+        assertThat(Leaks.files(longShared)).as("files left after the failed start and the close").isEmpty();
+
+        Path longView = Files.createSymbolicLink(elsewhere.resolve("v".repeat(80)), shared);
+        try {
+            long descriptors = Leaks.openFdsWhenQuiet();
+            byte[] payload = provider.export(provider.allocate(SIZE));
+            long withServer = Leaks.openFdsWhenQuiet();
+            assertThatThrownBy(() -> map(new MemfdImporter(withoutProc, longView, 2_000_000_000L), payload, SIZE))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot connect to the producer's socket " + longView.resolve("conduit-memfd-"))
+                    .hasMessageContaining("through /proc/self/fd/").hasMessageContaining("ENOENT")
+                    .hasMessageContaining("mount /proc").hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+            assertThat(Leaks.openFdsSettlingAt(withServer)).as("descriptors after the failed import").isEqualTo(withServer);
+            assertThat(withServer).as("the fd server's own").isGreaterThanOrEqualTo(descriptors);
+        } finally {
+            Files.delete(longView);
         }
     }
+
+    /** The real libc, except that bind and connect through /proc/self/fd fail with ENOENT, as where /proc is not mounted. */
+    private Libc failingThroughProc() {
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if ((method.getName().equals("bind") || method.getName().equals("connect"))
+                            && String.valueOf(args[1]).startsWith("/proc/self/fd/")) {
+                        throw new ErrnoException(method.getName(), Errno.ENOENT, String.valueOf(args[1]), "injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
 
     // ---------------------------------------------------------------- leaks
 

@@ -106,12 +106,25 @@ class MemfdPluginTest {
     }
 
     @Test
-    void isUnavailableWhenTheSharedDirectoryPathLeavesNoRoomForASocket() throws IOException {
-        Path deep = Files.createDirectories(shared.resolve("d".repeat(60)));
+    void isAvailableWithASharedDirectoryTooLongForASocketAddressWhichItReachesThroughProcSelfFd() throws IOException {
+        Path deep = Files.createDirectories(shared.resolve("d".repeat(120)));
         Availability availability = plugin.probe(TestContext.of(deep));
+        assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+        assertThat(availability.details()).containsEntry("socket.address",
+                "through /proc/self/fd (the shared directory's path is longer than " + FdProtocol.maxDirectoryLength() + " bytes)");
+    }
+
+    @Test
+    void isUnavailableWhenTheSharedDirectoryIsTooLongForASocketAddressAndProcIsNotMounted() throws IOException {
+        Path deep = Files.createDirectories(shared.resolve("d".repeat(60)));
+        Path noProc = shared.resolve("proc/self/fd");
+        Availability availability = MemfdPlugin.socketReachability(deep, noProc, new java.util.LinkedHashMap<>());
         assertThat(availability.isAvailable()).isFalse();
-        assertThat(availability.reason()).contains(deep.toString()).contains("too long").contains("at most " + FdProtocol.maxDirectoryLength())
+        assertThat(availability.reason()).contains(deep.toString()).contains("too long").contains(String.valueOf(FdProtocol.maxDirectoryLength()))
+                .contains(noProc + ", through which a longer one is reached, is not there").contains("mount /proc")
                 .contains("shared.dir (CONDUIT_SHARED_DIR)");
+        assertThat(MemfdPlugin.socketReachability(shared, noProc, new java.util.LinkedHashMap<>()).isAvailable())
+                .as("a short directory, without /proc").isTrue();
     }
 
     @Test
