@@ -91,6 +91,19 @@ public final class FileDescriptor implements AutoCloseable {
         }
     }
 
+    /**
+     * Closes this descriptor on the way out of a failure or of a result that must not be lost:
+     * an error of the close is added to {@code failure}'s suppressed exceptions instead of
+     * replacing it.
+     */
+    public void closeAfter(Throwable failure) {
+        try {
+            close();
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
+    }
+
     /** {@code fd 7 (/dev/shm/x)}, plus {@code closed} once closed: the form used in error messages. */
     @Override
     public String toString() {

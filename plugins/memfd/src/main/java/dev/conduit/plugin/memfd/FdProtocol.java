@@ -3,6 +3,7 @@ package dev.conduit.plugin.memfd;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.SocketFlags;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.spi.ConduitException;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -67,6 +68,10 @@ final class FdProtocol {
 
     /** This process's open descriptors as paths: the way to a socket whose path is too long for an address. */
     static final Path PROC_SELF_FD = Path.of("/proc/self/fd");
+
+    /** What to do when a socket path is too long for an address and {@code /proc} does not show this process. */
+    static final String PROC_REMEDY = "mount /proc for this process's PID namespace, or set " + MemfdConfig.SHARED_DIR_KEY
+            + " to a path of at most " + maxDirectoryLength() + " bytes, e.g. a symbolic link or bind mount at /run/conduit";
 
     private FdProtocol() {}
 
@@ -138,11 +143,23 @@ final class FdProtocol {
 
     /**
      * What {@code connect} takes for the socket at {@code path}, opened {@code O_PATH} as
-     * {@code socketFile}: its path when it fits an address, else {@code /proc/self/fd/<fd>}, which
-     * reaches the very file that was opened and checked.
+     * {@code socketFile}: {@code <procSelfFd>/<fd>}, which reaches the very file that was opened
+     * and checked, whatever the path's length; the path itself where {@code procSelfFd} is not
+     * there (no {@code /proc}, or one of another PID namespace) and the path fits an address.
+     *
+     * @throws ConduitException when neither reaches it, naming the path and the remedies
      */
-    static String connectAddress(String path, FileDescriptor socketFile) {
-        return fitsAnAddress(path) ? path : PROC_SELF_FD + "/" + socketFile.fd();
+    static String connectAddress(String path, FileDescriptor socketFile, Path procSelfFd) {
+        if (Files.isDirectory(procSelfFd)) {
+            return procSelfFd + "/" + socketFile.fd();
+        }
+        if (fitsAnAddress(path)) {
+            return path;
+        }
+        throw new ConduitException("cannot connect to the producer's socket " + path + ": its path is "
+                + path.getBytes(StandardCharsets.UTF_8).length + " bytes, too long for an AF_UNIX address ("
+                + SocketFlags.SUN_PATH_MAX + "), and " + procSelfFd + ", through which a longer one is reached, is not there: "
+                + PROC_REMEDY);
     }
 
     static boolean fitsAnAddress(String path) {
@@ -172,10 +189,6 @@ final class FdProtocol {
                 + "socket in it (an AF_UNIX address leaves room for " + maxDirectoryLength() + "), and " + procSelfFd
                 + ", through which a longer one is reached, is not there: " + PROC_REMEDY;
     }
-
-    /** What to do when a socket path is too long for an address and {@code /proc} is not mounted. */
-    static final String PROC_REMEDY = "mount /proc in this process's mount namespace, or set " + MemfdConfig.SHARED_DIR_KEY
-            + " to a path of at most " + maxDirectoryLength() + " bytes, e.g. a symbolic link or bind mount at /run/conduit";
 
     /**
      * What is left until {@code deadline} (a {@link System#nanoTime()} value) as a {@code poll}

@@ -95,6 +95,8 @@ final class FdServer implements AutoCloseable {
      * Binds a new socket of {@code lease}'s owner in {@code directory}, restricts who may connect,
      * listens, and starts serving.
      *
+     * @param directory   open until this returns: a path too long for a socket address is bound
+     *                    through its descriptor's number ({@link FdProtocol#bindAddress})
      * @param allowedUids users besides our own that may receive chunks; if there are any, the
      *                    socket is made connectable by everyone ({@code 0666}) and the
      *                    {@code SO_PEERCRED} check admits them, otherwise it is {@code 0600}
@@ -127,8 +129,10 @@ final class FdServer implements AutoCloseable {
             logger.log(DEBUG, () -> "memfd fd server listening on " + path);
             return server;
         } catch (RuntimeException | Error e) {
-            closeAfterFailure(stop, e);
-            closeAfterFailure(listener, e);
+            if (stop != null) {
+                stop.closeAfter(e);
+            }
+            listener.closeAfter(e);
             if (bound) {
                 try {
                     directory.unlink(name);
@@ -142,7 +146,11 @@ final class FdServer implements AutoCloseable {
 
     private static String bindRemedy(ErrnoException e, SharedDirectory directory, String path, String address) {
         if (e.errno() == Errno.ENOENT && !address.equals(path)) {
-            return "; the path is too long for a socket address, and " + address + " did not reach it: " + FdProtocol.PROC_REMEDY;
+            return Files.isDirectory(FdProtocol.PROC_SELF_FD)
+                    ? "; the path is too long for a socket address, and " + address + " names the shared directory the provider "
+                    + "opened, which was removed since: make " + directory.path() + " again and restart this process"
+                    : "; the path is too long for a socket address, and " + FdProtocol.PROC_SELF_FD
+                    + ", through which a longer one is reached, is not there: " + FdProtocol.PROC_REMEDY;
         }
         return switch (e.errno()) {
             case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "; make the shared directory " + directory.path()
@@ -162,16 +170,6 @@ final class FdServer implements AutoCloseable {
         }
     }
 
-    private static void closeAfterFailure(FileDescriptor fd, Throwable failure) {
-        if (fd == null) {
-            return;
-        }
-        try {
-            fd.close();
-        } catch (RuntimeException e) {
-            failure.addSuppressed(e);
-        }
-    }
 
     /** The socket's name relative to the shared directory, as the payload carries it. */
     String socketName() {

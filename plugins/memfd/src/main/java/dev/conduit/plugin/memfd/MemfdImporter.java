@@ -43,12 +43,12 @@ import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
  * each import rather than hold a descriptor nobody would close (an importer has no
  * {@code close}); imports are cache misses, rare next to the connect they cost anyway.
  *
- * <p>The socket is opened ({@code O_PATH}) and checked, then connected to by path. Between the
- * two, only someone who may remove the producer's socket from the shared directory could put
- * another file in its place: in a sticky directory such as {@code /dev/shm}, that is the
- * producer's own user. A path too long for a socket address is connected to through
- * {@code /proc/self/fd/<fd>} of the file opened and checked ({@link FdProtocol#connectAddress}),
- * which leaves no such window.
+ * <p>The socket is opened ({@code O_PATH}) and checked, then connected to through
+ * {@code /proc/self/fd/<fd>} of that very file ({@link FdProtocol#connectAddress}), whatever the
+ * length of its path. Only a process without {@code /proc} connects by path, where the path
+ * fits an address; between the check and the connect, only someone who may remove the
+ * producer's socket from the shared directory could then put another file in its place: in a
+ * sticky directory such as {@code /dev/shm}, that is the producer's own user.
  */
 final class MemfdImporter implements IpcImporter {
 
@@ -59,11 +59,19 @@ final class MemfdImporter implements IpcImporter {
     private final Libc libc;
     private final Path sharedDirectory;
     private final long connectTimeoutNanos;
+    /** This process's descriptors as paths, {@link FdProtocol#PROC_SELF_FD}: through it, connect reaches the file checked. */
+    private final Path procSelfFd;
 
     MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos) {
+        this(libc, sharedDirectory, connectTimeoutNanos, FdProtocol.PROC_SELF_FD);
+    }
+
+    /** With {@code procSelfFd} in place of {@code /proc/self/fd}: for tests of a process without it. */
+    MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, Path procSelfFd) {
         this.libc = libc;
         this.sharedDirectory = sharedDirectory;
         this.connectTimeoutNanos = connectTimeoutNanos;
+        this.procSelfFd = procSelfFd;
     }
 
     @Override
@@ -73,15 +81,40 @@ final class MemfdImporter implements IpcImporter {
             throw new InvalidHandleException("chunk.length", "chunk length " + chunkLength + " is not positive");
         }
         String path = FdProtocol.socketPath(sharedDirectory, payload.socketName());
+        FileDescriptor memfd = fetchFromCheckedSocket(reader, payload, path, chunkLength);
+        MemfdMapping mapping = null;
+        try {
+            verify(memfd, path, chunkLength);
+            mapping = mapShared(memfd, chunkLength, path);
+        } catch (RuntimeException | Error e) {
+            memfd.closeAfter(e);
+            throw e;
+        }
+        // The mapping keeps the memory: a close that fails now must not lose it.
+        try {
+            memfd.close();
+        } catch (RuntimeException e) {
+            mapping.close();
+            throw e;
+        }
+        return mapping;
+    }
+
+    /** Opens the socket file beneath the shared directory, checks it is a socket, and fetches the memfd through it. */
+    private FileDescriptor fetchFromCheckedSocket(PayloadReader reader, MemfdPayload payload, String path, long chunkLength) {
+        FileDescriptor memfd = null;
         try (SharedDirectory directory = SharedDirectory.open(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY);
              FileDescriptor socketFile = openSocketFile(reader, directory, payload.socketName(), path)) {
             checkIsSocket(reader, socketFile, path);
             long deadline = System.nanoTime() + connectTimeoutNanos;
-            try (FileDescriptor memfd = fetch(payload, FdProtocol.connectAddress(path, socketFile), path, chunkLength, deadline)) {
-                verify(memfd, path, chunkLength);
-                return mapShared(memfd, chunkLength, path);
+            memfd = fetch(payload, FdProtocol.connectAddress(path, socketFile, procSelfFd), path, chunkLength, deadline);
+        } catch (RuntimeException | Error e) {
+            if (memfd != null) {
+                memfd.closeAfter(e);
             }
+            throw e;
         }
+        return memfd;
     }
 
     /** Maps the whole memfd into a shared arena of its own: the mapping's lifetime is the cache entry's, on any thread. */
@@ -173,8 +206,8 @@ final class MemfdImporter implements IpcImporter {
                     case Errno.ECONNREFUSED -> throw producerGone(path, "refuses connections: nobody listens on it any more", e);
                     case Errno.ENOENT -> throw address.equals(path) ? producerGone(path, "does not exist", e)
                             : new ConduitException("cannot connect to the producer's socket " + path + " through " + address
-                            + " (" + e.getMessage() + "): the path is too long for a socket address, and " + address
-                            + " did not reach the file opened for it: " + FdProtocol.PROC_REMEDY, e);
+                            + ", the file opened and checked for it (" + e.getMessage() + "): " + procSelfFd
+                            + " does not show this process's descriptors: " + FdProtocol.PROC_REMEDY, e);
                     case Errno.EACCES, Errno.EPERM -> throw new ConduitException("permission denied connecting to the producer's socket "
                             + path + " (" + e.getMessage() + "): the producer admits only its own user; to admit this process's user, "
                             + "add uid " + ourUid() + " to " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side", e);

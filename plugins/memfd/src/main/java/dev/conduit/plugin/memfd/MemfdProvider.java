@@ -113,11 +113,11 @@ final class MemfdProvider implements MemoryProvider {
             return chunk;
         } catch (ErrnoException e) {
             arena.close();
-            closeAfterFailure(memfd, e);
+            memfd.closeAfter(e);
             throw allocationFailure(size, e);
         } catch (RuntimeException | Error e) {
             arena.close();
-            closeAfterFailure(memfd, e);
+            memfd.closeAfter(e);
             throw e;
         }
     }
@@ -135,10 +135,10 @@ final class MemfdProvider implements MemoryProvider {
             libc.addSeals(memfd, Seals.FIXED_SIZE);
             return memfd;
         } catch (ErrnoException e) {
-            closeAfterFailure(memfd, e);
+            memfd.closeAfter(e);
             throw allocationFailure(size, e);
         } catch (RuntimeException | Error e) {
-            closeAfterFailure(memfd, e);
+            memfd.closeAfter(e);
             throw e;
         }
     }
@@ -247,13 +247,6 @@ final class MemfdProvider implements MemoryProvider {
         }
     }
 
-    private static void closeAfterFailure(FileDescriptor fd, Throwable failure) {
-        try {
-            fd.close();
-        } catch (RuntimeException e) {
-            failure.addSuppressed(e);
-        }
-    }
 
     /** The fd server once started, for tests; {@code null} before the first export. */
     synchronized FdServer server() {

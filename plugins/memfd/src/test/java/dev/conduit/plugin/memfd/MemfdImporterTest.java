@@ -433,18 +433,19 @@ class MemfdImporterTest {
         }
     }
 
-    /** Where /proc is not mounted, a path too long for a socket address cannot be reached: the failure says so, and what to do. */
+    /** Bind and connect through /proc/self/fd that fail with ENOENT name the path, the route and the remedy, and leave nothing behind. */
     @Test
-    void aLongPathThatProcSelfFdDoesNotReachFailsBindAndConnectNamingPathAndRemedy(@TempDir Path elsewhere) throws Exception {
+    void bindAndConnectThroughProcSelfFdThatFindNothingNamePathRouteAndRemedy(@TempDir Path elsewhere) throws Exception {
         Path longShared = Files.createDirectories(shared.resolve("l".repeat(80)));
-        Libc withoutProc = failingThroughProc();
-        MemoryProvider longProvider = MemfdProvider.open(withoutProc, TestContext.of(longShared));
+        Libc failing = failingThroughProc();
+        MemoryProvider longProvider = MemfdProvider.open(failing, TestContext.of(longShared));
         try {
             Chunk chunk = longProvider.allocate(SIZE);
+            // With /proc there, a bind through the directory's descriptor finds nothing only when the directory is gone.
             assertThatThrownBy(() -> longProvider.export(chunk)).isInstanceOf(ConduitException.class)
                     .hasMessageContaining("cannot start the memfd fd server at " + longShared.resolve("conduit-memfd-"))
                     .hasMessageContaining("ENOENT").hasMessageContaining("too long for a socket address")
-                    .hasMessageContaining("mount /proc").hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+                    .hasMessageContaining("which was removed since: make " + longShared + " again");
             longProvider.free(chunk);
         } finally {
             longProvider.close();
@@ -453,16 +454,40 @@ class MemfdImporterTest {
 
         Path longView = Files.createSymbolicLink(elsewhere.resolve("v".repeat(80)), shared);
         try {
-            long descriptors = Leaks.openFdsWhenQuiet();
             byte[] payload = provider.export(provider.allocate(SIZE));
-            long withServer = Leaks.openFdsWhenQuiet();
-            assertThatThrownBy(() -> map(new MemfdImporter(withoutProc, longView, 2_000_000_000L), payload, SIZE))
+            long descriptors = Leaks.openFdsWhenQuiet();
+            assertThatThrownBy(() -> map(new MemfdImporter(failing, longView, 2_000_000_000L), payload, SIZE))
                     .isInstanceOf(ConduitException.class)
                     .hasMessageContaining("cannot connect to the producer's socket " + longView.resolve("conduit-memfd-"))
                     .hasMessageContaining("through /proc/self/fd/").hasMessageContaining("ENOENT")
+                    .hasMessageContaining("does not show this process's descriptors").hasMessageContaining("mount /proc")
+                    .hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+            assertThat(Leaks.openFdsSettlingAt(descriptors)).as("descriptors after the failed import").isEqualTo(descriptors);
+        } finally {
+            Files.delete(longView);
+        }
+    }
+
+    /** A process without /proc connects by path where the path fits an address, and says why it cannot where it does not. */
+    @Test
+    void withoutProcSelfFdAShortPathIsConnectedByPathAndALongOneIsRefusedNamingTheRemedies(@TempDir Path elsewhere) throws Exception {
+        Path noProc = elsewhere.resolve("no-proc/self/fd");
+        Chunk chunk = provider.allocate(SIZE);
+        chunk.segment().set(JAVA_LONG, 0, 41);
+        byte[] payload = provider.export(chunk);
+        try (ChunkMapping mapping = map(new MemfdImporter(libc, shared, 2_000_000_000L, noProc), payload, SIZE)) {
+            assertThat(mapping.segment().get(JAVA_LONG, 0)).as("imported by path, without /proc").isEqualTo(41);
+        }
+        Path longView = Files.createSymbolicLink(elsewhere.resolve("v".repeat(80)), shared);
+        try {
+            long descriptors = Leaks.openFdsWhenQuiet();
+            assertThatThrownBy(() -> map(new MemfdImporter(libc, longView, 2_000_000_000L, noProc), payload, SIZE))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot connect to the producer's socket " + longView.resolve("conduit-memfd-"))
+                    .hasMessageContaining("too long for an AF_UNIX address (107)")
+                    .hasMessageContaining(noProc + ", through which a longer one is reached, is not there")
                     .hasMessageContaining("mount /proc").hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
-            assertThat(Leaks.openFdsSettlingAt(withServer)).as("descriptors after the failed import").isEqualTo(withServer);
-            assertThat(withServer).as("the fd server's own").isGreaterThanOrEqualTo(descriptors);
+            assertThat(Leaks.openFdsSettlingAt(descriptors)).as("descriptors after the refused import").isEqualTo(descriptors);
         } finally {
             Files.delete(longView);
         }

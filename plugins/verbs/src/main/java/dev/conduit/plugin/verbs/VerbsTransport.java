@@ -392,7 +392,7 @@ final class VerbsTransport implements Transport {
             if (inbounds.contains(in)) {
                 try {
                     closeInbound(in);
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) {
                     failure = add(failure, e);
                 }
             }
@@ -484,7 +484,7 @@ final class VerbsTransport implements Transport {
                 }
                 try {
                     closeInbound(in);
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) {
                     failure = add(failure, e);
                 }
                 events++;
@@ -497,8 +497,13 @@ final class VerbsTransport implements Transport {
         return events;
     }
 
+    /** Collects {@code e} into {@code failure}; an Error is thrown before any exception, which it carries as suppressed. */
     private static Throwable add(Throwable failure, Throwable e) {
         if (failure == null) {
+            return e;
+        }
+        if (e instanceof Error && !(failure instanceof Error)) {
+            e.addSuppressed(failure);
             return e;
         }
         failure.addSuppressed(e);

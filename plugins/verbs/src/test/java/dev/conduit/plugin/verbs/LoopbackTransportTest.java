@@ -290,26 +290,31 @@ class LoopbackTransportTest {
 
     /**
      * The transport's close closes every endpoint, then the inbounds, the queues and the device: an Error out of one
-     * endpoint's close (its drain's, rethrown) used to end it there, and the transport cannot be closed twice.
+     * endpoint's close (its drain's, rethrown) used to end it there, and the transport cannot be closed twice. The Error
+     * is what close throws, also when an endpoint closed before it failed with an exception, which it carries.
      */
     @Test
-    void anErrorOutOfOneEndpointsCloseDoesNotStopTheTransportsCloseAndIsRethrown() {
+    void anErrorOutOfOneEndpointsCloseDoesNotStopTheTransportsCloseAndIsThrownCarryingTheEarlierFailure() {
         TestWorker a = new TestWorker(verbs);
         TestWorker b = peer();
         TestWorker c = peer();
-        TransportEndpoint toB = connected(a.connect(b), a, b);
-        connected(a.connect(c), a, c);
+        connected(a.connect(b), a, b);
+        TransportEndpoint toC = connected(a.connect(c), a, c);
         connected(c.connect(a), a, c); // an inbound of a's too
         progressUntil(() -> a.transport.inbounds().size() == 1, a, c);
-        assertThat(toB.trySend(1, MemorySegment.NULL, bytes("outstanding"))).as("a send whose completion close drains").isTrue();
-        Error error = new Error("out of ibv_poll_cq while close drains the first endpoint's sends");
+        assertThat(toC.trySend(1, MemorySegment.NULL, bytes("outstanding"))).as("a send whose completion close drains").isTrue();
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY); // the first endpoint's teardown fails
+        Error error = new Error("out of ibv_poll_cq while close drains the second endpoint's sends");
         verbs.throwFromNextPoll(a.transport.sendQueue, error);
 
         Throwable thrown = catchThrowable(a::close);
 
-        assertThat(thrown).as("what the transport's close threw: the endpoint's Error").isSameAs(error);
+        assertThat(thrown).as("what the transport's close threw: the second endpoint's Error").isSameAs(error);
+        assertThat(thrown.getSuppressed()).as("the first endpoint's failure, carried by the Error")
+                .anySatisfy(t -> assertThat(t.getMessage()).contains("ibv_destroy_qp").contains("EBUSY"));
         assertThat(a.transport.wireupThread().isAlive()).as("the wire-up thread after close").isFalse();
-        // The @AfterEach check: a's other endpoint, its inbound, queues, channel and device are closed as well.
+        verbs.reclaimLeftovers(); // the queue pair that failed to go
+        // The @AfterEach check: a's inbound, queues, channel and device are closed as well.
     }
 
     @Test
