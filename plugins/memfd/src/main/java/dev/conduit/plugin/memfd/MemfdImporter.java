@@ -15,9 +15,13 @@ import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
 import static dev.conduit.linux.MmapFlags.PROT_READ;
@@ -210,7 +214,8 @@ final class MemfdImporter implements IpcImporter {
                             + " does not show this process's descriptors: " + FdProtocol.PROC_REMEDY, e);
                     case Errno.EACCES, Errno.EPERM -> throw new ConduitException("permission denied connecting to the producer's socket "
                             + path + " (" + e.getMessage() + "): the producer admits only its own user; to admit this process's user, "
-                            + "add uid " + ourUid() + " to " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side", e);
+                            + "add uid " + uidTheProducerSees() + " to " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS)
+                            + " on the producer's side (" + describeOurUid() + ")", e);
                     case Errno.EAGAIN -> {
                         // The server's backlog is full: it is busy with other importers. Retry until the deadline.
                         if (System.nanoTime() + pauseNanos - deadline > 0) {
@@ -341,7 +346,7 @@ final class MemfdImporter implements IpcImporter {
             case FdProtocol.STATUS_UNKNOWN_TOKEN -> new ConduitException("export gone: the producer freed the chunk or closed its pool "
                     + "(its fd server on " + path + " no longer knows the handle's token)");
             case FdProtocol.STATUS_PEER_NOT_ALLOWED -> new ConduitException("the producer's fd server on " + path + " refused this "
-                    + "process's user (uid " + ourUid() + "): to admit it, add " + ourUid() + " to "
+                    + "process's user (" + describeOurUid() + "): to admit it, add " + uidTheProducerSees() + " to "
                     + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side");
             case FdProtocol.STATUS_BAD_REQUEST -> protocolError(path, "rejected the request as malformed (protocol version "
                     + FdProtocol.VERSION + "): it may run an incompatible Conduit version");
@@ -410,7 +415,55 @@ final class MemfdImporter implements IpcImporter {
         return new ConduitException("protocol error: the memfd fd server on " + path + " " + what);
     }
 
-    private String ourUid() {
-        return Integer.toUnsignedString(libc.getuid());
+    /**
+     * This process's uid as a producer outside its user namespace sees it ({@code SO_PEERCRED}
+     * reports the peer's uid in the server's namespace): in a rootless container, root inside is
+     * the user that started the container outside. The mapping is read from
+     * {@code /proc/self/uid_map}, which names the parent namespace's uids.
+     */
+    private String uidTheProducerSees() {
+        int uid = libc.getuid();
+        long outside = outsideUid(Integer.toUnsignedLong(uid), uidMap());
+        return Long.toString(outside >= 0 ? outside : Integer.toUnsignedLong(uid));
+    }
+
+    /** {@code uid 1000}, or {@code uid 1000, which is 0 inside this process's user namespace}. */
+    private String describeOurUid() {
+        long uid = Integer.toUnsignedLong(libc.getuid());
+        long outside = outsideUid(uid, uidMap());
+        return outside >= 0 && outside != uid ? "uid " + outside + ", which is " + uid + " inside this process's user namespace"
+                : "uid " + uid;
+    }
+
+    private static List<String> uidMap() {
+        try {
+            return Files.readAllLines(Path.of("/proc/self/uid_map"));
+        } catch (IOException | UncheckedIOException e) {
+            return List.of(); // no /proc: the uid is reported as this process sees it
+        }
+    }
+
+    /**
+     * The uid that {@code uid} maps to in the parent user namespace, by the lines of a
+     * {@code uid_map} ({@code inside outside count}); -1 when no line maps it.
+     */
+    static long outsideUid(long uid, List<String> uidMap) {
+        for (String line : uidMap) {
+            String[] fields = line.trim().split("\\s+");
+            if (fields.length != 3) {
+                continue;
+            }
+            try {
+                long inside = Long.parseLong(fields[0]);
+                long outside = Long.parseLong(fields[1]);
+                long count = Long.parseLong(fields[2]);
+                if (uid >= inside && uid - inside < count) {
+                    return outside + (uid - inside);
+                }
+            } catch (NumberFormatException e) {
+                // not a mapping line
+            }
+        }
+        return -1;
     }
 }

@@ -101,19 +101,54 @@ class OtherUserImportTest {
         }
     }
 
+    /**
+     * A rootless container (podman, Docker with user namespaces): the importer runs as uid 65534 on
+     * the host, as root in its own user namespace, with its own PID, IPC and mount namespaces and
+     * the shared directory bind-mounted at another path. The server sees the host's uid through
+     * {@code SO_PEERCRED}, so {@code memfd.allowed.uids} names that one, not the container's 0.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void aRootlessContainerOfAnAllowedUserImportsThroughItsUserNamespace() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path mountPoint = Files.createDirectories(readable.resolve("container-mnt"));
+        List<String> container = List.of("unshare", "--user", "--map-root-user", "--pid", "--ipc", "--uts", "--mount", "--fork",
+                "--mount-proc", "sh", "-c", "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"", "rootless-container",
+                shared.toString(), mountPoint.toString());
+        // Root in its namespace, but not to the server: uid 0 would be the server's own user, and admitted.
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", "4321")))) {
+            Result refused = importAsOtherUser(provider, container, mountPoint);
+            assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
+            assertThat(refused.output()).contains("refused this process's user (uid " + OTHER + ", which is 0 inside this process's "
+                    + "user namespace): to admit it, add " + OTHER + " to memfd.allowed.uids");
+        }
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", Integer.toString(OTHER))))) {
+            Result admitted = importAsOtherUser(provider, container, mountPoint);
+            assertThat(admitted.exitCode()).as(admitted.output()).isZero();
+            assertThat(admitted.output()).contains("read=4711").contains("left=0");
+        }
+    }
+
     private record Result(int exitCode, String output) {}
 
     private Result importAsOtherUser(MemoryProvider provider) throws IOException, InterruptedException {
+        return importAsOtherUser(provider, List.of(), shared);
+    }
+
+    /** Imports a chunk of {@code provider} as uid 65534, through {@code wrapper} (run as that user), seeing the shared directory at {@code view}. */
+    private Result importAsOtherUser(MemoryProvider provider, List<String> wrapper, Path view) throws IOException, InterruptedException {
         Chunk chunk = provider.allocate(SIZE);
         chunk.segment().set(JAVA_LONG, 0, 4711);
         byte[] payload = provider.export(chunk);
-        Process process = new ProcessBuilder("setpriv", "--reuid=" + OTHER, "--regid=" + OTHER, "--clear-groups", "--",
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        List<String> command = new ArrayList<>(List.of("setpriv", "--reuid=" + OTHER, "--regid=" + OTHER, "--clear-groups", "--"));
+        command.addAll(wrapper);
+        command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", modulePath,
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
                 "-m", "dev.conduit.plugin.memfd/" + ImportingProcess.class.getName(),
-                shared.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE))
+                view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE)));
+        Process process = new ProcessBuilder(command)
                 .directory(readable.toFile())
                 .redirectErrorStream(true)
                 .start();
