@@ -94,7 +94,8 @@ final class MemfdImporter implements IpcImporter {
             memfd.closeAfter(e);
             throw e;
         }
-        // The mapping keeps the memory: a close that fails now must not lose it.
+        // The mapping keeps the memory without the descriptor; a close that fails (the descriptor is closed all the same)
+        // fails the import, which then leaves no mapping behind.
         try {
             memfd.close();
         } catch (RuntimeException e) {
