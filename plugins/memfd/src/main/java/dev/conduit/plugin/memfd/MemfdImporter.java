@@ -9,19 +9,16 @@ import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
 import static dev.conduit.linux.MmapFlags.PROT_READ;
@@ -419,52 +416,14 @@ final class MemfdImporter implements IpcImporter {
     /**
      * This process's uid as a producer outside its user namespace sees it ({@code SO_PEERCRED}
      * reports the peer's uid in the server's namespace): in a rootless container, root inside is
-     * the user that started the container outside. The mapping is read from
-     * {@code /proc/self/uid_map}, which names the parent namespace's uids.
+     * the user that started the container outside.
      */
     private String uidTheProducerSees() {
-        int uid = libc.getuid();
-        long outside = outsideUid(Integer.toUnsignedLong(uid), uidMap());
-        return Long.toString(outside >= 0 ? outside : Integer.toUnsignedLong(uid));
+        return Long.toString(UserNamespace.current().outside(Integer.toUnsignedLong(libc.getuid())));
     }
 
     /** {@code uid 1000}, or {@code uid 1000, which is 0 inside this process's user namespace}. */
     private String describeOurUid() {
-        long uid = Integer.toUnsignedLong(libc.getuid());
-        long outside = outsideUid(uid, uidMap());
-        return outside >= 0 && outside != uid ? "uid " + outside + ", which is " + uid + " inside this process's user namespace"
-                : "uid " + uid;
-    }
-
-    private static List<String> uidMap() {
-        try {
-            return Files.readAllLines(Path.of("/proc/self/uid_map"));
-        } catch (IOException | UncheckedIOException e) {
-            return List.of(); // no /proc: the uid is reported as this process sees it
-        }
-    }
-
-    /**
-     * The uid that {@code uid} maps to in the parent user namespace, by the lines of a
-     * {@code uid_map} ({@code inside outside count}); -1 when no line maps it.
-     */
-    static long outsideUid(long uid, List<String> uidMap) {
-        for (String line : uidMap) {
-            String[] fields = line.trim().split("\\s+");
-            if (fields.length != 3) {
-                continue;
-            }
-            try {
-                long inside = Long.parseLong(fields[0]);
-                long outside = Long.parseLong(fields[1]);
-                long count = Long.parseLong(fields[2]);
-                if (uid >= inside && uid - inside < count) {
-                    return outside + (uid - inside);
-                }
-            } catch (NumberFormatException e) {
-                // not a mapping line
-            }
-        }
-        return -1;
+        return UserNamespace.current().describe(Integer.toUnsignedLong(libc.getuid()));
     }
 }

@@ -198,17 +198,6 @@ class MemfdImporterTest {
         assertThat(Leaks.files(longShared)).as("files left in the long directory after close").isEmpty();
     }
 
-    /** Lines of /proc/self/uid_map: the identity of the initial namespace, a rootless container's one-line map, and ranges. */
-    @Test
-    void aUidIsTranslatedToTheParentNamespaceByTheUidMap() {
-        assertThat(MemfdImporter.outsideUid(1000, List.of("         0          0 4294967295"))).isEqualTo(1000);
-        assertThat(MemfdImporter.outsideUid(0, List.of("         0      65534          1"))).isEqualTo(65534);
-        assertThat(MemfdImporter.outsideUid(1, List.of("         0      65534          1"))).as("unmapped").isEqualTo(-1);
-        assertThat(MemfdImporter.outsideUid(1005, List.of("0 1000 1", "1 100000 65536"))).isEqualTo(101004);
-        assertThat(MemfdImporter.outsideUid(7, List.of())).as("no /proc").isEqualTo(-1);
-        assertThat(MemfdImporter.outsideUid(7, List.of("garbage", "a b c"))).isEqualTo(-1);
-    }
-
     @Test
     void theMemfdAnImporterReceivesCannotBeResized() {
         Chunk chunk = provider.allocate(SIZE);

@@ -7,6 +7,7 @@ import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
@@ -117,10 +118,19 @@ final class PosixImporter implements IpcImporter {
         }
         int self = libc.getuid();
         if (!config.trusts(status.uid(), self)) {
-            throw new ConduitException("refusing to map " + path + ": it belongs to uid " + Integer.toUnsignedString(status.uid())
-                    + ", not to this process's uid " + Integer.toUnsignedString(self) + " nor to a trusted one ("
-                    + config.trustedUidsText() + "). A peer that can write the file could truncate it under this process. "
-                    + "If you trust that user, add the uid to " + PosixConfig.describe(PosixConfig.TRUSTED_UIDS));
+            UserNamespace namespace = UserNamespace.current();
+            long owner = Integer.toUnsignedLong(status.uid());
+            String ours = namespace.describe(Integer.toUnsignedLong(self));
+            if (namespace.isUnmapped(owner)) {
+                throw new ConduitException("refusing to map " + path + ": it belongs to a user this process's user namespace does "
+                        + "not map (shown as the overflow uid " + owner + "), not to this process's " + ours + " nor to a trusted "
+                        + "one (" + config.trustedUidsText() + "). Trusting " + owner + " would trust every unmapped user: run the "
+                        + "producer as the user this namespace maps (for a rootless container, the user who runs it), or use memfd");
+            }
+            throw new ConduitException("refusing to map " + path + ": it belongs to uid " + owner + ", not to this process's "
+                    + ours + " nor to a trusted one (" + config.trustedUidsText() + "). A peer that can write the file could "
+                    + "truncate it under this process. If you trust that user, add the uid to "
+                    + PosixConfig.describe(PosixConfig.TRUSTED_UIDS));
         }
         if (status.size() != chunkLength) {
             String consequence = status.size() < chunkLength
@@ -157,8 +167,16 @@ final class PosixImporter implements IpcImporter {
             return "The file is this user's, but its permissions deny it reading and writing: producers create chunk files 0600, "
                     + "so something changed them since";
         }
+        UserNamespace namespace = UserNamespace.current();
+        String ours = namespace.describe(Integer.toUnsignedLong(self));
+        if (owner != null && namespace.isUnmapped(Integer.toUnsignedLong(owner))) {
+            return "Chunk files are created 0600 and this one belongs to a user this process's user namespace does not map "
+                    + "(shown as the overflow uid " + Integer.toUnsignedString(owner) + "); this process runs as " + ours
+                    + ": run the producer as the user this namespace maps (for a rootless container, the user who runs it), "
+                    + "or use the memfd plugin";
+        }
         return "Chunk files are created 0600" + (owner == null ? "" : " and this one belongs to uid " + Integer.toUnsignedString(owner))
-                + ", this process runs as uid " + Integer.toUnsignedString(self) + ": run producer and consumer as the same user "
+                + ", this process runs as " + ours + ": run producer and consumer as the same user "
                 + "(the posix plugin shares memory within one user), or use the memfd plugin";
     }
 

@@ -1,5 +1,7 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
@@ -11,6 +13,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -20,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assumptions.assumeThat;
 
 /** A second JVM as producer or consumer: what integration tests do at scale, here for this plugin alone. */
 class CrossProcessTest {
@@ -61,11 +65,58 @@ class CrossProcessTest {
         assertThat(ProcessResources.files(shared)).isEmpty();
     }
 
+    /**
+     * An importer in a user namespace (a rootless container, here root mapped to itself) sees a
+     * file of a user its namespace does not map as the overflow uid, 65534, which stands for every
+     * unmapped user: the refusal says so, and does not advise trusting 65534.
+     */
+    @Test
+    void aFileOfAUserTheImportersUserNamespaceDoesNotMapIsRefusedWithoutAdvisingToTrustTheOverflowUid() throws Exception {
+        assumeThat(Linux.libc().getuid()).as("root can give files away").isZero();
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(provider.pageSize());
+            byte[] payload = provider.export(chunk);
+            Path file = shared.resolve(PosixImporterTest.fileName(payload));
+            Files.setAttribute(file, "unix:uid", 4321);
+            // 0600: the namespace's root may not open it (it has no capability over users the namespace does not map).
+            assertThat(importInUserNamespace(payload, provider.pageSize()))
+                    .contains("belongs to a user this process's user namespace does not map (shown as the overflow uid 65534)")
+                    .contains("run the producer as the user this namespace maps").doesNotContain("run producer and consumer as the same user");
+            // Readable by all: it opens, and its owner is not trusted.
+            Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+            assertThat(importInUserNamespace(payload, provider.pageSize()))
+                    .contains("belongs to a user this process's user namespace does not map (shown as the overflow uid 65534)")
+                    .contains("Trusting 65534 would trust every unmapped user").doesNotContain("add the uid to");
+            Files.setAttribute(file, "unix:uid", 0);
+        }
+    }
+
+    /** What a child importing {@code payload} as root of a new user namespace (mapped to root) printed to stderr; it must fail. */
+    private String importInUserNamespace(byte[] payload, long length) throws Exception {
+        Process child = start(List.of("unshare", "--user", "--map-root-user", "--"),
+                "import", shared.toString(), HexFormat.of().formatHex(payload), Long.toString(length));
+        String errors;
+        try {
+            child.getOutputStream().close();
+            errors = new String(child.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        } finally {
+            finish(child);
+        }
+        assertThat(child.exitValue()).as(errors).isNotZero();
+        return errors;
+    }
+
     /** A JVM on this test's module path, with this module's test classes patched in, running {@link PosixChild}. */
     private static Process start(String... args) throws Exception {
+        return start(List.of(), args);
+    }
+
+    /** As {@link #start(String...)}, through {@code wrapper} (a command that runs the rest of its arguments). */
+    private static Process start(List<String> wrapper, String... args) throws Exception {
         Path testClasses = Path.of(PosixChild.class.getResource("PosixChild.class").toURI()).getParent().getParent().getParent()
                 .getParent().getParent();
-        List<String> command = new ArrayList<>(List.of(
+        List<String> command = new ArrayList<>(wrapper);
+        command.addAll(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
