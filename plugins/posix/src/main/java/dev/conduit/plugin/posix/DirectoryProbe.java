@@ -65,6 +65,7 @@ final class DirectoryProbe {
             String unwritable = writeTest(directory, config.directoryKeys());
             if (unwritable != null) return Availability.unavailable(unwritable, details);
             details.put("free bytes", freeBytes(path));
+            details.put("file system", fileSystem(path));
             details.put("page size", Long.toString(PageSize.get()));
             countOwners(libc, directory, details);
             return Availability.available(details);
@@ -86,6 +87,21 @@ final class DirectoryProbe {
         } catch (ErrnoException e) {
             return "cannot remove files from " + directory.path() + ": " + e.getMessage() + "; probe file " + name + " is left there. Make the directory writable for this user, or set " + directoryKeys;
         }
+    }
+
+    /** File systems that keep files in memory only: a chunk there costs no disk writes. */
+    private static final java.util.Set<String> MEMORY_FILE_SYSTEMS = java.util.Set.of("tmpfs", "ramfs", "hugetlbfs");
+
+    /** The file system's type, and, when it is not a memory file system, that chunk pages are written back to disk. */
+    static String fileSystem(Path path) {
+        String type;
+        try {
+            type = Files.getFileStore(path).type();
+        } catch (IOException | SecurityException e) {
+            return "unknown (" + e.getMessage() + ")";
+        }
+        return MEMORY_FILE_SYSTEMS.contains(type) ? type
+                : type + ": chunk pages are written back to its storage; a tmpfs such as /dev/shm keeps them in memory";
     }
 
     private static String freeBytes(Path path) {
