@@ -56,6 +56,15 @@ public final class SharedDirectory implements AutoCloseable {
     }
 
     /**
+     * Why a file whose owner and mode let this process in was refused, and what to do: a security
+     * module decided. Typical on SELinux hosts, where a container reaches a bind-mounted directory
+     * only once it carries the container's label.
+     */
+    public static final String SECURITY_MODULE_REFUSAL = "a security module refused it, since the file's owner and mode allow "
+            + "this process: SELinux (a container's bind mount needs relabeling, e.g. docker run -v DIR:DIR:z) or AppArmor; "
+            + "its audit log names the rule (ausearch -m avc, journalctl -k)";
+
+    /**
      * What to do about {@code e}: raise the descriptor limit when it is {@code EMFILE} or
      * {@code ENFILE} (no path or configuration is at fault then), else {@code otherwise}.
      */

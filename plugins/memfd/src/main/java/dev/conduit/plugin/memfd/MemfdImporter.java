@@ -107,9 +107,9 @@ final class MemfdImporter implements IpcImporter {
         FileDescriptor memfd = null;
         try (SharedDirectory directory = SharedDirectory.open(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY);
              FileDescriptor socketFile = openSocketFile(reader, directory, payload.socketName(), path)) {
-            checkIsSocket(reader, socketFile, path);
+            FileStatus socketStatus = checkIsSocket(reader, socketFile, path);
             long deadline = System.nanoTime() + connectTimeoutNanos;
-            memfd = fetch(payload, FdProtocol.connectAddress(path, socketFile, procSelfFd), path, chunkLength, deadline);
+            memfd = fetch(payload, FdProtocol.connectAddress(path, socketFile, procSelfFd), path, socketStatus, chunkLength, deadline);
         } catch (RuntimeException | Error e) {
             if (memfd != null) {
                 memfd.closeAfter(e);
@@ -137,9 +137,10 @@ final class MemfdImporter implements IpcImporter {
 
     // ---------------------------------------------------------------- finding the socket
 
-    /** Fails unless {@code socketFile}, opened directly below the shared directory without a symbolic link, is a socket. */
-    private void checkIsSocket(PayloadReader reader, FileDescriptor socketFile, String path) {
-        int type = libc.fstat(socketFile).fileType();
+    /** Fails unless {@code socketFile}, opened directly below the shared directory without a symbolic link, is a socket; its status. */
+    private FileStatus checkIsSocket(PayloadReader reader, FileDescriptor socketFile, String path) {
+        FileStatus status = libc.fstat(socketFile);
+        int type = status.fileType();
         if (type == FileStatus.S_IFLNK) {
             throw reader.invalid("socket", path + " is a symbolic link; refused: a name from a handle must be "
                     + "the producer's socket itself, never a link to something else");
@@ -147,6 +148,7 @@ final class MemfdImporter implements IpcImporter {
         if (type != FileStatus.S_IFSOCK) {
             throw reader.invalid("socket", path + " is " + describeType(type) + ", not a socket; refused");
         }
+        return status;
     }
 
     private FileDescriptor openSocketFile(PayloadReader reader, SharedDirectory directory, String name, String path) {
@@ -180,9 +182,10 @@ final class MemfdImporter implements IpcImporter {
     // ---------------------------------------------------------------- the exchange
 
     /** Connects, presents the token, and returns the memfd the server passed; throws for any other answer. */
-    private FileDescriptor fetch(MemfdPayload payload, String address, String path, long chunkLength, long deadline) {
+    private FileDescriptor fetch(MemfdPayload payload, String address, String path, FileStatus socketStatus, long chunkLength,
+                                 long deadline) {
         try (FileDescriptor socket = openSocket(path)) {
-            connect(socket, address, path, deadline);
+            connect(socket, address, path, socketStatus, deadline);
             send(socket, FdProtocol.request(payload.token()), path, deadline);
             return receiveReply(socket, path, chunkLength, deadline);
         }
@@ -197,7 +200,7 @@ final class MemfdImporter implements IpcImporter {
         }
     }
 
-    private void connect(FileDescriptor socket, String address, String path, long deadline) {
+    private void connect(FileDescriptor socket, String address, String path, FileStatus socketStatus, long deadline) {
         long pauseNanos = 1_000_000;
         while (true) {
             try {
@@ -210,10 +213,7 @@ final class MemfdImporter implements IpcImporter {
                             : new ConduitException("cannot connect to the producer's socket " + path + " through " + address
                             + ", the file opened and checked for it (" + e.getMessage() + "): " + procSelfFd
                             + " does not show this process's descriptors: " + FdProtocol.PROC_REMEDY, e);
-                    case Errno.EACCES, Errno.EPERM -> throw new ConduitException("permission denied connecting to the producer's socket "
-                            + path + " (" + e.getMessage() + "): the producer admits only its own user; to admit this process's user, "
-                            + "add uid " + uidTheProducerSees() + " to " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS)
-                            + " on the producer's side (" + describeOurUid() + ")", e);
+                    case Errno.EACCES, Errno.EPERM -> throw permissionDenied(path, socketStatus, e);
                     case Errno.EAGAIN -> {
                         // The server's backlog is full: it is busy with other importers. Retry until the deadline.
                         if (System.nanoTime() + pauseNanos - deadline > 0) {
@@ -226,6 +226,23 @@ final class MemfdImporter implements IpcImporter {
                 }
             }
         }
+    }
+
+    /**
+     * Connecting takes write permission on the socket file. Where its owner and mode grant that to
+     * this process, something else refused: a security module.
+     */
+    private ConduitException permissionDenied(String path, FileStatus socketStatus, ErrnoException e) {
+        int mode = socketStatus.mode();
+        boolean permitted = (socketStatus.uid() == libc.getuid() && (mode & 0200) != 0) || (mode & 0002) != 0;
+        if (permitted) {
+            return new ConduitException("permission denied connecting to the producer's socket " + path + " (" + e.getMessage()
+                    + ", socket of uid " + Integer.toUnsignedString(socketStatus.uid()) + ", mode 0" + Integer.toOctalString(mode & 07777)
+                    + "): " + SharedDirectory.SECURITY_MODULE_REFUSAL, e);
+        }
+        return new ConduitException("permission denied connecting to the producer's socket " + path + " (" + e.getMessage()
+                + "): the producer admits only its own user; to admit this process's user, add uid " + uidTheProducerSees()
+                + " to " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side (" + describeOurUid() + ")", e);
     }
 
     private static void pause(long nanos, String path) {

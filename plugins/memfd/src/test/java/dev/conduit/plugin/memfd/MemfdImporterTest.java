@@ -493,6 +493,27 @@ class MemfdImporterTest {
         }
     }
 
+    /** The producer's socket is this user's and 0600, and connect is refused all the same: a security module decided. */
+    @Test
+    void aRefusedConnectThatOwnerAndModeDoNotExplainIsBlamedOnASecurityModule() {
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        Libc refusingConnect = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("connect")) {
+                        throw new ErrnoException("connect", Errno.EACCES, String.valueOf(args[1]), "injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        assertThatThrownBy(() -> map(new MemfdImporter(refusingConnect, shared, 2_000_000_000L), payload, SIZE))
+                .isInstanceOf(ConduitException.class).hasMessageContaining("permission denied connecting to the producer's socket")
+                .hasMessageContaining("mode 0600").hasMessageContaining("a security module refused it")
+                .hasMessageContaining("docker run -v DIR:DIR:z").hasMessageNotContaining("memfd.allowed.uids");
+    }
+
     /** The real libc, except that bind and connect through /proc/self/fd fail with ENOENT, as where /proc is not mounted. */
     private Libc failingThroughProc() {
         return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},

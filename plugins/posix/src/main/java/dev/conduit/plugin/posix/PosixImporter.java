@@ -157,13 +157,20 @@ final class PosixImporter implements IpcImporter {
     /** Why this user may not open its chunk file, and what to do, as far as the file's owner tells. */
     private String permissionRemedy(Path path) {
         Integer owner;
+        Integer mode;
         try {
             owner = (Integer) Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+            mode = (Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS);
         } catch (IOException | RuntimeException e) {
             owner = null;
+            mode = null;
         }
         int self = libc.getuid();
         if (owner != null && owner == self) {
+            if ((mode & 0600) == 0600) {
+                return "The file is this user's and its mode (0" + Integer.toOctalString(mode & 07777) + ") lets it read and write: "
+                        + SharedDirectory.SECURITY_MODULE_REFUSAL;
+            }
             return "The file is this user's, but its permissions deny it reading and writing: producers create chunk files 0600, "
                     + "so something changed them since";
         }

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
@@ -230,6 +231,18 @@ class PosixImporterTest {
         assertThatThrownBy(() -> importer.map(reader(payload), 2 * page))
                 .hasMessageContaining("crash this process with SIGBUS on access past byte " + page);
         assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1); // the producer's own
+    }
+
+    /** A file of this user, mode 0600, whose open is refused all the same: a security module (SELinux on a bind mount) decided. */
+    @Test
+    void aRefusalThatOwnerAndModeDoNotExplainIsBlamedOnASecurityModule() {
+        Chunk chunk = provider.allocate(page);
+        byte[] payload = provider.export(chunk);
+        IpcImporter underSelinux = new PosixImporter(FailingLibc.failing("openBeneath", Errno.EACCES), PosixConfig.of(TestContext.of(shared)));
+        assertThatThrownBy(() -> underSelinux.map(reader(payload), page)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("EACCES").hasMessageContaining("The file is this user's and its mode (0600) lets it read and write")
+                .hasMessageContaining("a security module refused it").hasMessageContaining("docker run -v DIR:DIR:z")
+                .hasMessageContaining("ausearch -m avc");
     }
 
     @Test
