@@ -56,13 +56,15 @@ public final class SharedDirectory implements AutoCloseable {
     }
 
     /**
-     * Why a file whose owner and mode let this process in was refused, and what to do: a security
-     * module decided. Typical on SELinux hosts, where a container reaches a bind-mounted directory
-     * only once it carries the container's label.
+     * Why a file whose owner and mode bits let this process in was refused, and where to look:
+     * usually a security module (on SELinux hosts a container reaches a bind-mounted directory
+     * only with the container's label), else an ACL, a file attribute or a network file system.
      */
-    public static final String SECURITY_MODULE_REFUSAL = "a security module refused it, since the file's owner and mode allow "
-            + "this process: SELinux (a container's bind mount needs relabeling, e.g. docker run -v DIR:DIR:z) or AppArmor; "
-            + "its audit log names the rule (ausearch -m avc, journalctl -k)";
+    public static final String REFUSED_DESPITE_MODE = "the owner and mode bits would allow this process, so something else "
+            + "refused: usually a security module (SELinux: relabel a dedicated shared directory, e.g. docker run -v DIR:DIR:z, not "
+            + "/dev/shm itself, or run with --security-opt label=disable; AppArmor; the audit log names the rule: ausearch -m avc, "
+            + "journalctl -k), else an ACL (getfacl), an immutable or append-only attribute (lsattr), or a network or FUSE file "
+            + "system's server (NFS root_squash)";
 
     /**
      * What to do about {@code e}: raise the descriptor limit when it is {@code EMFILE} or

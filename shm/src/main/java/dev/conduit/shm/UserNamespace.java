@@ -7,47 +7,55 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * How this process's user ids look from outside its user namespace, for messages that tell a
- * user which uid to allow or trust. A rootless container's root is, to a producer outside it,
- * the user who runs the container ({@code SO_PEERCRED} and file owners are reported in the
- * reader's namespace); and a file whose owner the namespace does not map shows up as the
- * overflow uid (65534), which stands for every unmapped user at once.
+ * How this process's user ids look from its parent user namespace, for messages that tell a user
+ * which uid to allow or trust. A rootless container's root is, to a producer in the parent
+ * namespace, the user who runs the container ({@code SO_PEERCRED} reports a peer's uid in the
+ * reader's namespace). A file whose owner the namespace does not map shows up as the overflow
+ * uid (65534): from inside, that cannot be told apart from a user the namespace maps to 65534.
  *
- * <p>Reads {@code /proc/self/uid_map} and {@code /proc/sys/kernel/overflowuid} when asked; without
- * {@code /proc}, this process is taken to be in the initial namespace.
+ * <p>Reads {@code /proc/self/uid_map} (whose second column is the parent namespace's uid, for a
+ * process that reads its own) and {@code /proc/sys/kernel/overflowuid}. Without {@code /proc},
+ * this process is taken to be in the initial namespace; with an empty map (a namespace made
+ * without one), in a namespace that maps nobody.
  */
 public final class UserNamespace {
 
     private static final Path UID_MAP = Path.of("/proc/self/uid_map");
     private static final Path OVERFLOW_UID = Path.of("/proc/sys/kernel/overflowuid");
     private static final long DEFAULT_OVERFLOW_UID = 65534;
+    private static final List<String> IDENTITY = List.of("0", "0", "4294967295");
 
+    /** Lines of the uid map, or {@code null} when it could not be read. */
     private final List<String> uidMap;
     private final long overflowUid;
 
     private UserNamespace(List<String> uidMap, long overflowUid) {
-        this.uidMap = List.copyOf(uidMap);
+        this.uidMap = uidMap == null ? null : List.copyOf(uidMap);
         this.overflowUid = overflowUid;
     }
 
     /** This process's namespace, as {@code /proc} shows it now. */
     public static UserNamespace current() {
-        return new UserNamespace(readLines(UID_MAP), readLines(OVERFLOW_UID).stream().findFirst()
-                .map(String::trim).map(UserNamespace::parseOrDefault).orElse(DEFAULT_OVERFLOW_UID));
+        List<String> overflow = readLines(OVERFLOW_UID);
+        return new UserNamespace(readLines(UID_MAP), overflow == null || overflow.isEmpty() ? DEFAULT_OVERFLOW_UID
+                : parseOrDefault(overflow.getFirst().trim()));
     }
 
-    /** A namespace with the given {@code uid_map} lines ({@code inside outside count}): for tests. */
+    /** A namespace with the given {@code uid_map} lines ({@code inside outside count}; {@code null}: unreadable): for tests. */
     public static UserNamespace of(List<String> uidMap, long overflowUid) {
         return new UserNamespace(uidMap, overflowUid);
     }
 
     /** Whether this is a user namespace other than the initial one: its map is not the identity of every uid. */
     public boolean isNested() {
-        return !(uidMap.isEmpty() || uidMap.size() == 1 && List.of("0", "0", "4294967295").equals(fields(uidMap.getFirst())));
+        return uidMap != null && !(uidMap.size() == 1 && IDENTITY.equals(fields(uidMap.getFirst())));
     }
 
-    /** The uid that {@code uid} maps to in the parent namespace, or {@code uid} itself where nothing maps it. */
-    public long outside(long uid) {
+    /** The uid that {@code uid} is in the parent namespace, or {@code -1} where this namespace does not map it. */
+    public long inParent(long uid) {
+        if (!isNested()) {
+            return uid;
+        }
         for (String line : uidMap) {
             List<String> f = fields(line);
             if (f.size() != 3) {
@@ -64,17 +72,28 @@ public final class UserNamespace {
                 // not a mapping line
             }
         }
-        return uid;
+        return -1;
     }
 
-    /** {@code uid 1000}, or, in a nested namespace, {@code uid 1000, which is 0 inside this process's user namespace}. */
+    /**
+     * {@code uid 1000}; in a nested namespace {@code uid 0 here, 1000 in the parent user namespace},
+     * or {@code uid 65534 here, which the namespace maps to no uid of its parent}.
+     */
     public String describe(long uid) {
-        long outside = outside(uid);
-        return outside != uid ? "uid " + outside + ", which is " + uid + " inside this process's user namespace" : "uid " + uid;
+        if (!isNested()) {
+            return "uid " + uid;
+        }
+        long parent = inParent(uid);
+        return parent < 0 ? "uid " + uid + " here, which this user namespace maps to no uid of its parent"
+                : "uid " + uid + " here, " + parent + " in the parent user namespace";
     }
 
-    /** Whether {@code owner}, as this process sees it, is the overflow uid of a nested namespace: some user it does not map. */
-    public boolean isUnmapped(long owner) {
+    /**
+     * Whether a file owned by {@code owner}, as this process sees it, may belong to a user this
+     * namespace does not map: it shows as the overflow uid, which then stands for every such user
+     * (and for the namespace's own user of that id, if it maps one).
+     */
+    public boolean mayBeUnmapped(long owner) {
         return isNested() && owner == overflowUid;
     }
 
@@ -91,11 +110,12 @@ public final class UserNamespace {
         }
     }
 
+    /** The file's lines, or {@code null} when it cannot be read (no {@code /proc}). */
     private static List<String> readLines(Path file) {
         try {
             return Files.readAllLines(file);
-        } catch (IOException | UncheckedIOException e) {
-            return List.of();
+        } catch (IOException | UncheckedIOException | SecurityException e) {
+            return null;
         }
     }
 }

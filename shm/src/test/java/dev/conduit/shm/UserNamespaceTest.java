@@ -6,7 +6,7 @@ import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** uid_map lines as the kernel writes them: the initial namespace's identity, a rootless container's one line, ranges. */
+/** uid_map lines as the kernel writes them: the initial namespace's identity, a rootless container's one line, ranges, none. */
 class UserNamespaceTest {
 
     private static final UserNamespace INITIAL = UserNamespace.of(List.of("         0          0 4294967295"), 65534);
@@ -16,34 +16,42 @@ class UserNamespaceTest {
     @Test
     void theInitialNamespaceMapsEveryUidToItselfAndHasNoUnmappedOwners() {
         assertThat(INITIAL.isNested()).isFalse();
-        assertThat(INITIAL.outside(1000)).isEqualTo(1000);
+        assertThat(INITIAL.inParent(1000)).isEqualTo(1000);
         assertThat(INITIAL.describe(1000)).isEqualTo("uid 1000");
-        assertThat(INITIAL.isUnmapped(65534)).as("nobody, a real user here").isFalse();
+        assertThat(INITIAL.mayBeUnmapped(65534)).as("nobody, a real user here").isFalse();
     }
 
     @Test
-    void aRootlessContainersRootIsTheUserWhoRunsItOutside() {
+    void aRootlessContainersRootIsTheUserWhoRunsItInTheParentNamespace() {
         assertThat(ROOTLESS.isNested()).isTrue();
-        assertThat(ROOTLESS.outside(0)).isEqualTo(1000);
-        assertThat(ROOTLESS.describe(0)).isEqualTo("uid 1000, which is 0 inside this process's user namespace");
-        assertThat(ROOTLESS.outside(1)).as("unmapped: left as it is").isEqualTo(1);
-        assertThat(ROOTLESS.isUnmapped(65534)).as("the overflow uid: some user the namespace does not map").isTrue();
-        assertThat(ROOTLESS.isUnmapped(0)).isFalse();
+        assertThat(ROOTLESS.inParent(0)).isEqualTo(1000);
+        assertThat(ROOTLESS.describe(0)).isEqualTo("uid 0 here, 1000 in the parent user namespace");
+        assertThat(ROOTLESS.inParent(1)).as("unmapped").isEqualTo(-1);
+        assertThat(ROOTLESS.describe(65534)).isEqualTo("uid 65534 here, which this user namespace maps to no uid of its parent");
+        assertThat(ROOTLESS.mayBeUnmapped(65534)).as("the overflow uid: some user the namespace does not map").isTrue();
+        assertThat(ROOTLESS.mayBeUnmapped(0)).isFalse();
     }
 
     @Test
-    void rangesOfSubordinateUidsAreMappedByOffset() {
-        assertThat(SUBUIDS.outside(0)).isEqualTo(1000);
-        assertThat(SUBUIDS.outside(1005)).isEqualTo(101004);
-        assertThat(SUBUIDS.outside(65537)).as("past the last range").isEqualTo(65537);
+    void rangesOfSubordinateUidsAreMappedByOffsetAndTheirOwn65534IsStillAmbiguous() {
+        assertThat(SUBUIDS.inParent(0)).isEqualTo(1000);
+        assertThat(SUBUIDS.inParent(1005)).isEqualTo(101004);
+        assertThat(SUBUIDS.inParent(65537)).as("past the last range").isEqualTo(-1);
+        assertThat(SUBUIDS.inParent(65534)).as("the namespace's own nobody").isEqualTo(165533);
+        assertThat(SUBUIDS.mayBeUnmapped(65534)).as("a file showing 65534 may be its nobody's or an unmapped user's").isTrue();
     }
 
     @Test
-    void withoutProcOrWithLinesItCannotReadItTakesTheProcessToBeInTheInitialNamespace() {
-        UserNamespace none = UserNamespace.of(List.of(), 65534);
-        assertThat(none.isNested()).isFalse();
-        assertThat(none.outside(7)).isEqualTo(7);
+    void anEmptyMapIsANamespaceThatMapsNobodyAndAnUnreadableOneTheInitialNamespace() {
+        UserNamespace unmapped = UserNamespace.of(List.of(), 65534);
+        assertThat(unmapped.isNested()).as("unshare --user without a map").isTrue();
+        assertThat(unmapped.inParent(65534)).isEqualTo(-1);
+        assertThat(unmapped.mayBeUnmapped(65534)).isTrue();
+        UserNamespace unreadable = UserNamespace.of(null, 65534);
+        assertThat(unreadable.isNested()).as("no /proc").isFalse();
+        assertThat(unreadable.inParent(7)).isEqualTo(7);
         UserNamespace garbage = UserNamespace.of(List.of("garbage", "a b c"), 65534);
-        assertThat(garbage.outside(7)).isEqualTo(7);
+        assertThat(garbage.isNested()).isTrue();
+        assertThat(garbage.inParent(7)).isEqualTo(-1);
     }
 }

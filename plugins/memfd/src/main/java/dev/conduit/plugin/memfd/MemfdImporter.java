@@ -229,20 +229,22 @@ final class MemfdImporter implements IpcImporter {
     }
 
     /**
-     * Connecting takes write permission on the socket file. Where its owner and mode grant that to
-     * this process, something else refused: a security module.
+     * Connecting takes write permission on the socket file. Where its owner and mode bits grant
+     * that to this process, something else refused (a security module, most likely).
      */
     private ConduitException permissionDenied(String path, FileStatus socketStatus, ErrnoException e) {
         int mode = socketStatus.mode();
-        boolean permitted = (socketStatus.uid() == libc.getuid() && (mode & 0200) != 0) || (mode & 0002) != 0;
-        if (permitted) {
+        long owner = Integer.toUnsignedLong(socketStatus.uid());
+        boolean ours = socketStatus.uid() == libc.getuid();
+        boolean permitted = ours ? (mode & 0200) != 0 : (mode & 0002) != 0;
+        if (permitted && !UserNamespace.current().mayBeUnmapped(owner)) {
             return new ConduitException("permission denied connecting to the producer's socket " + path + " (" + e.getMessage()
-                    + ", socket of uid " + Integer.toUnsignedString(socketStatus.uid()) + ", mode 0" + Integer.toOctalString(mode & 07777)
-                    + "): " + SharedDirectory.SECURITY_MODULE_REFUSAL, e);
+                    + "; the socket is uid " + owner + "'s, mode 0" + Integer.toOctalString(mode & 07777) + "): "
+                    + SharedDirectory.REFUSED_DESPITE_MODE, e);
         }
         return new ConduitException("permission denied connecting to the producer's socket " + path + " (" + e.getMessage()
-                + "): the producer admits only its own user; to admit this process's user, add uid " + uidTheProducerSees()
-                + " to " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side (" + describeOurUid() + ")", e);
+                + "): the producer admits only its own user; to admit this process's user, add " + uidToAllow() + " to "
+                + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side", e);
     }
 
     private static void pause(long nanos, String path) {
@@ -361,7 +363,7 @@ final class MemfdImporter implements IpcImporter {
             case FdProtocol.STATUS_UNKNOWN_TOKEN -> new ConduitException("export gone: the producer freed the chunk or closed its pool "
                     + "(its fd server on " + path + " no longer knows the handle's token)");
             case FdProtocol.STATUS_PEER_NOT_ALLOWED -> new ConduitException("the producer's fd server on " + path + " refused this "
-                    + "process's user (" + describeOurUid() + "): to admit it, add " + uidTheProducerSees() + " to "
+                    + "process's user (" + describeOurUid() + "): to admit it, add " + uidToAllow() + " to "
                     + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side");
             case FdProtocol.STATUS_BAD_REQUEST -> protocolError(path, "rejected the request as malformed (protocol version "
                     + FdProtocol.VERSION + "): it may run an incompatible Conduit version");
@@ -431,15 +433,22 @@ final class MemfdImporter implements IpcImporter {
     }
 
     /**
-     * This process's uid as a producer outside its user namespace sees it ({@code SO_PEERCRED}
-     * reports the peer's uid in the server's namespace): in a rootless container, root inside is
-     * the user that started the container outside.
+     * This process's uid as a producer sees it ({@code SO_PEERCRED} reports a peer's uid in the
+     * server's user namespace): in a rootless container, root inside is the user who runs it.
      */
-    private String uidTheProducerSees() {
-        return Long.toString(UserNamespace.current().outside(Integer.toUnsignedLong(libc.getuid())));
+    private String uidToAllow() {
+        UserNamespace namespace = UserNamespace.current();
+        long self = Integer.toUnsignedLong(libc.getuid());
+        if (!namespace.isNested()) {
+            return "uid " + self;
+        }
+        long parent = namespace.inParent(self);
+        return parent >= 0
+                ? "uid " + parent + " (this process's uid in the parent user namespace, as a producer there sees it; " + self + " here)"
+                : "the uid a producer sees for this process (" + namespace.describe(self) + ")";
     }
 
-    /** {@code uid 1000}, or {@code uid 1000, which is 0 inside this process's user namespace}. */
+    /** {@code uid 1000}, or {@code uid 0 here, 1000 in the parent user namespace}. */
     private String describeOurUid() {
         return UserNamespace.current().describe(Integer.toUnsignedLong(libc.getuid()));
     }

@@ -115,12 +115,15 @@ class OtherUserImportTest {
         List<String> container = List.of("unshare", "--user", "--map-root-user", "--pid", "--ipc", "--uts", "--mount", "--fork",
                 "--mount-proc", "sh", "-c", "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"", "rootless-container",
                 shared.toString(), mountPoint.toString());
+        Result works = run(wrapped(container, List.of("true")));
+        assertThat(works.exitCode()).as("a user namespace made by uid %d, with a bind mount in it (needs user.max_user_namespaces > 0 "
+                + "and, on Ubuntu 24.04 and later, kernel.apparmor_restrict_unprivileged_userns=0): %s", OTHER, works.output()).isZero();
         // Root in its namespace, but not to the server: uid 0 would be the server's own user, and admitted.
         try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", "4321")))) {
             Result refused = importAsOtherUser(provider, container, mountPoint);
             assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
-            assertThat(refused.output()).contains("refused this process's user (uid " + OTHER + ", which is 0 inside this process's "
-                    + "user namespace): to admit it, add " + OTHER + " to memfd.allowed.uids");
+            assertThat(refused.output()).contains("refused this process's user (uid 0 here, " + OTHER + " in the parent user namespace): "
+                    + "to admit it, add uid " + OTHER + " (this process's uid in the parent user namespace").contains("memfd.allowed.uids");
         }
         try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", Integer.toString(OTHER))))) {
             Result admitted = importAsOtherUser(provider, container, mountPoint);
@@ -140,22 +143,40 @@ class OtherUserImportTest {
         Chunk chunk = provider.allocate(SIZE);
         chunk.segment().set(JAVA_LONG, 0, 4711);
         byte[] payload = provider.export(chunk);
-        List<String> command = new ArrayList<>(List.of("setpriv", "--reuid=" + OTHER, "--regid=" + OTHER, "--clear-groups", "--"));
-        command.addAll(wrapper);
-        command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        Result result = run(wrapped(wrapper, List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", modulePath,
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
                 "-m", "dev.conduit.plugin.memfd/" + ImportingProcess.class.getName(),
-                view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE)));
-        Process process = new ProcessBuilder(command)
-                .directory(readable.toFile())
-                .redirectErrorStream(true)
-                .start();
-        process.getOutputStream().close();
-        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+                view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE))));
         provider.free(chunk);
-        return new Result(process.exitValue(), output);
+        return result;
+    }
+
+    /** {@code command} through {@code wrapper}, all as uid 65534. */
+    private static List<String> wrapped(List<String> wrapper, List<String> command) {
+        List<String> all = new ArrayList<>(List.of("setpriv", "--reuid=" + OTHER, "--regid=" + OTHER, "--clear-groups", "--"));
+        all.addAll(wrapper);
+        all.addAll(command);
+        return all;
+    }
+
+    /** Runs {@code command} to its end, at most 60 s (then it is killed and the test fails), and returns its exit code and output. */
+    private static Result run(List<String> command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).directory(readable.toFile()).redirectErrorStream(true).start();
+        process.getOutputStream().close();
+        java.util.concurrent.CompletableFuture<String> output = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.descendants().forEach(ProcessHandle::destroyForcibly);
+            process.destroyForcibly();
+            throw new AssertionError("still running after 60 s, killed: " + String.join(" ", command));
+        }
+        return new Result(process.exitValue(), output.join());
     }
 }

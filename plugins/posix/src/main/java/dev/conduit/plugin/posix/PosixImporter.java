@@ -117,20 +117,24 @@ final class PosixImporter implements IpcImporter {
                     + "regular files");
         }
         int self = libc.getuid();
-        if (!config.trusts(status.uid(), self)) {
+        if (status.uid() != self) {
             UserNamespace namespace = UserNamespace.current();
             long owner = Integer.toUnsignedLong(status.uid());
             String ours = namespace.describe(Integer.toUnsignedLong(self));
-            if (namespace.isUnmapped(owner)) {
-                throw new ConduitException("refusing to map " + path + ": it belongs to a user this process's user namespace does "
-                        + "not map (shown as the overflow uid " + owner + "), not to this process's " + ours + " nor to a trusted "
-                        + "one (" + config.trustedUidsText() + "). Trusting " + owner + " would trust every unmapped user: run the "
-                        + "producer as the user this namespace maps (for a rootless container, the user who runs it), or use memfd");
+            if (namespace.mayBeUnmapped(owner)) {
+                // Whatever posix.trusted.uids says: in a user namespace, this uid is every user the namespace does not map.
+                throw new ConduitException("refusing to map " + path + ": it shows as uid " + owner + ", which in this process's "
+                        + "user namespace stands for every user the namespace does not map (and for its own " + owner + ", if it "
+                        + "maps one), not for this process's " + ours + ". Trusting " + owner + " here would trust all of them: "
+                        + "run the producer as a user this namespace maps (for a rootless container, the user who runs it), or use "
+                        + "memfd");
             }
-            throw new ConduitException("refusing to map " + path + ": it belongs to uid " + owner + ", not to this process's "
-                    + ours + " nor to a trusted one (" + config.trustedUidsText() + "). A peer that can write the file could "
-                    + "truncate it under this process. If you trust that user, add the uid to "
-                    + PosixConfig.describe(PosixConfig.TRUSTED_UIDS));
+            if (!config.trusts(status.uid(), self)) {
+                throw new ConduitException("refusing to map " + path + ": it belongs to uid " + owner + ", not to this process's "
+                        + ours + " nor to a trusted one (" + config.trustedUidsText() + "). A peer that can write the file could "
+                        + "truncate it under this process. If you trust that user, add the uid to "
+                        + PosixConfig.describe(PosixConfig.TRUSTED_UIDS));
+            }
         }
         if (status.size() != chunkLength) {
             String consequence = status.size() < chunkLength
@@ -166,21 +170,21 @@ final class PosixImporter implements IpcImporter {
             mode = null;
         }
         int self = libc.getuid();
+        UserNamespace namespace = UserNamespace.current();
+        String ours = namespace.describe(Integer.toUnsignedLong(self));
+        if (owner != null && namespace.mayBeUnmapped(Integer.toUnsignedLong(owner))) {
+            return "Chunk files are created 0600 and this one shows as uid " + Integer.toUnsignedString(owner) + ", which in this "
+                    + "process's user namespace stands for every user the namespace does not map: it most likely belongs to one of "
+                    + "them. This process runs as " + ours + ": run the producer as a user this namespace maps (for a rootless "
+                    + "container, the user who runs it), or use the memfd plugin";
+        }
         if (owner != null && owner == self) {
             if ((mode & 0600) == 0600) {
-                return "The file is this user's and its mode (0" + Integer.toOctalString(mode & 07777) + ") lets it read and write: "
-                        + SharedDirectory.SECURITY_MODULE_REFUSAL;
+                return "The file is this user's and its mode is 0" + Integer.toOctalString(mode & 07777) + ": "
+                        + SharedDirectory.REFUSED_DESPITE_MODE;
             }
             return "The file is this user's, but its permissions deny it reading and writing: producers create chunk files 0600, "
                     + "so something changed them since";
-        }
-        UserNamespace namespace = UserNamespace.current();
-        String ours = namespace.describe(Integer.toUnsignedLong(self));
-        if (owner != null && namespace.isUnmapped(Integer.toUnsignedLong(owner))) {
-            return "Chunk files are created 0600 and this one belongs to a user this process's user namespace does not map "
-                    + "(shown as the overflow uid " + Integer.toUnsignedString(owner) + "); this process runs as " + ours
-                    + ": run the producer as the user this namespace maps (for a rootless container, the user who runs it), "
-                    + "or use the memfd plugin";
         }
         return "Chunk files are created 0600" + (owner == null ? "" : " and this one belongs to uid " + Integer.toUnsignedString(owner))
                 + ", this process runs as " + ours + ": run producer and consumer as the same user "

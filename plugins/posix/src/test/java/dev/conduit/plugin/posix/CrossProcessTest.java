@@ -78,16 +78,20 @@ class CrossProcessTest {
             byte[] payload = provider.export(chunk);
             Path file = shared.resolve(PosixImporterTest.fileName(payload));
             Files.setAttribute(file, "unix:uid", 4321);
-            // 0600: the namespace's root may not open it (it has no capability over users the namespace does not map).
-            assertThat(importInUserNamespace(payload, provider.pageSize()))
-                    .contains("belongs to a user this process's user namespace does not map (shown as the overflow uid 65534)")
-                    .contains("run the producer as the user this namespace maps").doesNotContain("run producer and consumer as the same user");
-            // Readable by all: it opens, and its owner is not trusted.
-            Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
-            assertThat(importInUserNamespace(payload, provider.pageSize()))
-                    .contains("belongs to a user this process's user namespace does not map (shown as the overflow uid 65534)")
-                    .contains("Trusting 65534 would trust every unmapped user").doesNotContain("add the uid to");
-            Files.setAttribute(file, "unix:uid", 0);
+            try {
+                // 0600: the namespace's root may not open it (it has no capability over users the namespace does not map).
+                assertThat(importInUserNamespace(payload, provider.pageSize()))
+                        .contains("shows as uid 65534, which in this process's user namespace stands for every user the namespace "
+                                + "does not map").contains("run the producer as a user this namespace maps")
+                        .doesNotContain("run producer and consumer as the same user");
+                // Readable by all: it opens, and its owner is refused whatever the trusted uids say.
+                Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+                assertThat(importInUserNamespace(payload, provider.pageSize()))
+                        .contains("shows as uid 65534, which in this process's user namespace stands for every user the namespace "
+                                + "does not map").contains("Trusting 65534 here would trust all of them").doesNotContain("add the uid to");
+            } finally {
+                Files.setAttribute(file, "unix:uid", 0); // the provider's close removes it
+            }
         }
     }
 
