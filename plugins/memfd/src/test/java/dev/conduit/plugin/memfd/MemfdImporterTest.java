@@ -497,17 +497,7 @@ class MemfdImporterTest {
     @Test
     void aRefusedConnectThatOwnerAndModeDoNotExplainNamesWhatElseRefuses() {
         byte[] payload = provider.export(provider.allocate(SIZE));
-        Libc refusingConnect = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
-                (proxy, method, args) -> {
-                    if (method.getName().equals("connect")) {
-                        throw new ErrnoException("connect", Errno.EACCES, String.valueOf(args[1]), "injected by the test");
-                    }
-                    try {
-                        return method.invoke(libc, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
+        Libc refusingConnect = failing(Errno.EACCES, (call, args) -> call.equals("connect"));
         assertThatThrownBy(() -> map(new MemfdImporter(refusingConnect, shared, 2_000_000_000L), payload, SIZE))
                 .isInstanceOf(ConduitException.class).hasMessageContaining("permission denied connecting to the producer's socket")
                 .hasMessageContaining("mode 0600").hasMessageContaining("so something else refused: usually a security module")
@@ -516,11 +506,17 @@ class MemfdImporterTest {
 
     /** The real libc, except that bind and connect through /proc/self/fd fail with ENOENT, as where /proc is not mounted. */
     private Libc failingThroughProc() {
+        return failing(Errno.ENOENT, (call, args) -> (call.equals("bind") || call.equals("connect"))
+                && String.valueOf(args[1]).startsWith("/proc/self/fd/"));
+    }
+
+    /** The real libc, except that the calls {@code when} picks (by name and arguments) fail with {@code errno}. */
+    private Libc failing(int errno, java.util.function.BiPredicate<String, Object[]> when) {
         return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
                 (proxy, method, args) -> {
-                    if ((method.getName().equals("bind") || method.getName().equals("connect"))
-                            && String.valueOf(args[1]).startsWith("/proc/self/fd/")) {
-                        throw new ErrnoException(method.getName(), Errno.ENOENT, String.valueOf(args[1]), "injected by the test");
+                    if (when.test(method.getName(), args)) {
+                        throw new ErrnoException(method.getName(), errno, String.valueOf(args[args.length > 1 ? 1 : 0]),
+                                "injected by the test");
                     }
                     try {
                         return method.invoke(libc, args);
