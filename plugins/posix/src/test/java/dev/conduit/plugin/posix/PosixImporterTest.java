@@ -245,6 +245,18 @@ class PosixImporterTest {
                 .hasMessageContaining("ausearch -m avc").hasMessageContaining("lsattr");
     }
 
+    /** A file of this user whose mode no longer lets it read and write: the message says the mode changed, and blames nothing else. */
+    @Test
+    void aRefusedOpenOfAnOwnFileWhoseModeDeniesItSaysTheModeChanged() throws IOException {
+        Chunk chunk = provider.allocate(page);
+        byte[] payload = provider.export(chunk);
+        Files.setPosixFilePermissions(shared.resolve(fileName(payload)), java.nio.file.attribute.PosixFilePermissions.fromString("r--------"));
+        IpcImporter refused = new PosixImporter(FailingLibc.failing("openBeneath", Errno.EACCES), PosixConfig.of(TestContext.of(shared)));
+        assertThatThrownBy(() -> refused.map(reader(payload), page)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("The file is this user's, but its permissions deny it reading and writing")
+                .hasMessageNotContaining("security module");
+    }
+
     @Test
     void refusesFilesOfOtherUsersUnlessTrusted() throws IOException {
         assumeThat(Linux.libc().getuid()).as("root can give files away").isZero();
