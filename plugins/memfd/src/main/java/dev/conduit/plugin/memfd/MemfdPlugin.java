@@ -1,10 +1,12 @@
 package dev.conduit.plugin.memfd;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.Seals;
+import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
@@ -102,11 +104,34 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (!Files.isDirectory(directory)) {
             return Availability.unavailable("the shared directory " + directory + " does not exist or is not a directory: " + remedy, details);
         }
+        if (!Files.isWritable(directory) && readOnlyMount(libc, directory)) {
+            return Availability.unavailable("the shared directory " + directory + " is on a read-only mount, and the lease and "
+                    + "the fd server's socket live in it: mount it read-write (for a container, -v DIR:DIR without :ro), or set "
+                    + MemfdConfig.SHARED_DIR_KEY + " to a writable directory", details);
+        }
         if (!Files.isWritable(directory)) {
             return Availability.unavailable("the shared directory " + directory + " is not writable by this user (uid "
                     + Integer.toUnsignedString(libc.getuid()) + "): make it writable, or set " + MemfdConfig.SHARED_DIR_KEY, details);
         }
         return socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
+    }
+
+    /**
+     * Whether creating a file in {@code directory} fails with {@code EROFS}. (A bind mount's
+     * read-only flag is not what {@code FileStore.isReadOnly} reads: it looks at the mount of the
+     * whole file system.) Called only when the directory is not writable, so it creates nothing.
+     */
+    private static boolean readOnlyMount(Libc libc, Path directory) {
+        try (SharedDirectory opened = SharedDirectory.open(libc, directory, MemfdConfig.SHARED_DIR_KEY)) {
+            String name = FdProtocol.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
+            opened.createExclusive(name).close();
+            opened.unlink(name);
+            return false;
+        } catch (ErrnoException e) {
+            return e.errno() == Errno.EROFS;
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     /** The probe's last step: whether the fd server's socket in {@code directory} can be bound and reached, given {@code procSelfFd}. */

@@ -105,6 +105,15 @@ class MemfdPluginTest {
         assertThat(availability.reason()).contains("not writable").contains("shared.dir (CONDUIT_SHARED_DIR)");
     }
 
+    /** A container's {@code -v DIR:DIR:ro}: the probe names the read-only mount, not the user's permissions. */
+    @Test
+    void isUnavailableOnAReadOnlyMountSayingSo() throws Exception {
+        String output = WithoutDacOverride.runThrough(List.of("unshare", "--mount", "sh", "-c",
+                "mount --bind -o ro \"$1\" \"$1\" && shift && exec \"$@\"", "read-only-mount", shared.toString()), shared.toString());
+        assertThat(output).contains("available=false").contains("the shared directory " + shared + " is on a read-only mount")
+                .contains("without :ro").contains("shared.dir (CONDUIT_SHARED_DIR)");
+    }
+
     @Test
     void isAvailableWithASharedDirectoryTooLongForASocketAddressWhichItReachesThroughProcSelfFd() throws IOException {
         Path deep = Files.createDirectories(shared.resolve("d".repeat(120)));

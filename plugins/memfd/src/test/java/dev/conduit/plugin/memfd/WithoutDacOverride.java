@@ -27,8 +27,17 @@ final class WithoutDacOverride {
 
     /** {@link ProbingProcess}'s stdout and stderr for {@code args}. */
     static String run(String... args) throws Exception {
+        return runThrough(List.of(), args);
+    }
+
+    /**
+     * {@link ProbingProcess}'s stdout and stderr for {@code args}, started through {@code wrapper}
+     * (a command that runs the rest of its arguments, such as {@code unshare}).
+     */
+    static String runThrough(List<String> wrapper, String... args) throws Exception {
         Path testClasses = Path.of(ProbingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        List<String> command = new ArrayList<>(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--",
+        List<String> command = new ArrayList<>(wrapper);
+        command.addAll(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--",
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
