@@ -7,6 +7,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.PeerCredentials;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ConduitException;
 
 import java.io.IOException;
@@ -306,8 +307,19 @@ final class FdServer implements AutoCloseable {
     }
 
     private void logRefusedPeer(PeerCredentials peer) {
-        logger.log(WARNING, () -> "memfd fd server on " + socketPath + " refused " + describe(peer) + ": neither this provider's "
-                + "user (uid " + Integer.toUnsignedString(ownUid) + ") nor listed in " + MemfdConfig.ALLOWED_UIDS.name());
+        logger.log(WARNING, () -> refusedPeerMessage(peer, UserNamespace.current()));
+    }
+
+    /** Why {@code peer} was refused, for the log; in a user namespace, what its overflow uid stands for. */
+    String refusedPeerMessage(PeerCredentials peer, UserNamespace namespace) {
+        String message = "memfd fd server on " + socketPath + " refused " + describe(peer) + ": neither this provider's user (uid "
+                + Integer.toUnsignedString(ownUid) + ") nor listed in " + MemfdConfig.ALLOWED_UIDS.name();
+        if (namespace.mayBeUnmapped(Integer.toUnsignedLong(peer.uid()))) {
+            message += "; in this provider's user namespace, uid " + Integer.toUnsignedString(peer.uid()) + " stands for every user "
+                    + "the namespace does not map, so allowing it would admit all of them: run the importer as a user this "
+                    + "namespace maps";
+        }
+        return message;
     }
 
     /**

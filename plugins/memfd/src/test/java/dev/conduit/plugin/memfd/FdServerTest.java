@@ -6,6 +6,7 @@ import dev.conduit.linux.Linux;
 import dev.conduit.linux.PeerCredentials;
 import dev.conduit.linux.PollEvents;
 import dev.conduit.linux.SocketFlags;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.PayloadReader;
@@ -17,6 +18,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -45,6 +47,20 @@ class FdServerTest {
             assertThat(server.decide(new PeerCredentials(0, otherUid, 0), request).status()).isEqualTo(FdProtocol.STATUS_OK);
             assertThat(server.decide(new PeerCredentials(1, otherUid + 1, 0), request).status()).isEqualTo(FdProtocol.STATUS_PEER_NOT_ALLOWED);
             assertThat(server.decide(new PeerCredentials(1, otherUid + 1, 0), new byte[3]).status()).isEqualTo(FdProtocol.STATUS_PEER_NOT_ALLOWED);
+        }
+    }
+
+    /** In a user namespace, a refused client with the overflow uid is logged as what it is: any user the namespace does not map. */
+    @Test
+    void aRefusedClientWithTheOverflowUidOfAUserNamespaceIsLoggedAsAnyUnmappedUser() {
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            provider.export(provider.allocate(SIZE));
+            FdServer server = provider.server();
+            PeerCredentials overflow = new PeerCredentials(1, 65534, 65534);
+            assertThat(server.refusedPeerMessage(overflow, UserNamespace.of(List.of("0 1000 1"), 65534)))
+                    .contains("refused a client with uid 65534").contains("stands for every user the namespace does not map");
+            assertThat(server.refusedPeerMessage(overflow, UserNamespace.of(List.of("0 0 4294967295"), 65534)))
+                    .as("in the initial namespace, 65534 is one user").doesNotContain("stands for every user");
         }
     }
 
