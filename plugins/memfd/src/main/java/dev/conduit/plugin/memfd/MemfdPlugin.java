@@ -38,7 +38,7 @@ import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
  * and handed to importers as descriptors ({@code SCM_RIGHTS}) by an fd server on a Unix socket
  * in the shared directory. Preferred over posix (priority {@value #PRIORITY}) because a sealed
  * chunk cannot be truncated by a peer, and because it needs nothing but the shared directory in
- * common: it works across PID, IPC, UTS and mount namespaces without {@code /proc}.
+ * common: it works across PID, IPC, UTS and mount namespaces without a peer's {@code /proc/<pid>}.
  *
  * <p>See {@link MemfdProvider} (chunks), {@link FdServer} and {@link FdProtocol} (passing them),
  * {@link MemfdPayload} (the handle's payload), {@link MemfdImporter} (mapping them elsewhere) and
