@@ -104,14 +104,13 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (!Files.isDirectory(directory)) {
             return Availability.unavailable("the shared directory " + directory + " does not exist or is not a directory: " + remedy, details);
         }
-        if (!Files.isWritable(directory) && readOnlyMount(libc, directory)) {
-            return Availability.unavailable("the shared directory " + directory + " is on a read-only mount, and the lease and "
-                    + "the fd server's socket live in it: mount it read-write (for a container, -v DIR:DIR without :ro), or set "
-                    + MemfdConfig.SHARED_DIR_KEY + " to a writable directory", details);
-        }
         if (!Files.isWritable(directory)) {
-            return Availability.unavailable("the shared directory " + directory + " is not writable by this user (uid "
-                    + Integer.toUnsignedString(libc.getuid()) + "): make it writable, or set " + MemfdConfig.SHARED_DIR_KEY, details);
+            return Availability.unavailable(readOnlyMount(libc, directory)
+                    ? "the shared directory " + directory + " is on a read-only mount, and the lease and the fd server's socket "
+                    + "live in it: mount it read-write (for a container, -v DIR:DIR without :ro), or set "
+                    + MemfdConfig.SHARED_DIR_KEY + " to a writable directory"
+                    : "the shared directory " + directory + " is not writable by this user (uid " + Integer.toUnsignedString(libc.getuid())
+                    + "): make it writable, or set " + MemfdConfig.SHARED_DIR_KEY, details);
         }
         return socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
     }

@@ -140,16 +140,25 @@ class TeardownTest {
         assertThat(verbs.openOf("mr ")).as("the connector's two buffers; none of the acceptor's").isEqualTo(regions + 2);
     }
 
-    /** Dropping broken connections used to stop at the first one that failed to close. */
-    @Test
-    void aBrokenConnectionThatFailsToCloseLeavesNoOtherBrokenOneOpen() {
-        TestWorker a = peer();
-        TestWorker b = peer();
+    private record TwoEndpoints(TransportEndpoint one, TransportEndpoint two) {
+    }
+
+    /** Connects {@code a} to {@code b} twice, waits until {@code b} took both inbound connections, and sends one message on each. */
+    private static TwoEndpoints twoInboundsWithAMessageSentOnEach(TestWorker a, TestWorker b) {
         TransportEndpoint one = connected(a.connect(b), a, b);
         TransportEndpoint two = connected(a.connect(b), a, b);
         progressUntil(() -> b.transport.inbounds().size() == 2, a, b);
         progressUntil(() -> one.trySend(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {1})), a);
         progressUntil(() -> two.trySend(2, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {2})), a);
+        return new TwoEndpoints(one, two);
+    }
+
+    /** Dropping broken connections used to stop at the first one that failed to close. */
+    @Test
+    void aBrokenConnectionThatFailsToCloseLeavesNoOtherBrokenOneOpen() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        twoInboundsWithAMessageSentOnEach(a, b);
         verbs.failNext("ibv_post_recv", 2, Errno.ENOMEM); // both break: their buffers cannot be posted again
         verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY); // and the first of them cannot be destroyed
         assertThatThrownBy(b.transport::progress).isInstanceOf(ConduitException.class).hasMessageContaining("ibv_destroy_qp");
@@ -169,17 +178,13 @@ class TeardownTest {
     void aCreditWriteThatCannotBePostedDropsOnlyItsConnection() {
         TestWorker a = peer();
         TestWorker b = peer();
-        TransportEndpoint one = connected(a.connect(b), a, b);
-        TransportEndpoint two = connected(a.connect(b), a, b);
-        progressUntil(() -> b.transport.inbounds().size() == 2, a, b);
-        progressUntil(() -> one.trySend(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {1})), a);
-        progressUntil(() -> two.trySend(2, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {2})), a);
+        TwoEndpoints endpoints = twoInboundsWithAMessageSentOnEach(a, b);
         verbs.failNext("ibv_post_send", 1, Errno.ENOMEM); // the first credit write b posts
 
         progressUntil(() -> b.received.size() == 2 && b.transport.inbounds().size() == 1, b);
         progressUntil(() -> a.failures.size() == 1, a, b);
 
-        TransportEndpoint survivor = ((VerbsEndpoint) one).hasFailed() ? two : one;
+        TransportEndpoint survivor = ((VerbsEndpoint) endpoints.one()).hasFailed() ? endpoints.two() : endpoints.one();
         assertThat(((VerbsEndpoint) survivor).hasFailed()).isFalse();
         for (int i = 0; i < 100; i++) {
             byte[] payload = {(byte) i};
