@@ -17,12 +17,12 @@ import java.util.Set;
  * @param description   one line on what it is
  * @param origin        where it was loaded from: module and jar, class path entry, or plugin directory layer
  * @param status        whether it can be used, and if not why not
- * @param reason        for every status but {@code SELECTED}: why, with the remedy (for {@code AVAILABLE}, the
+ * @param reason        for every status but {@code SELECTED}: why, with the remedy (for {@code EXCLUDED}, the
  *                      {@code transports} setting that left it out)
  * @param capabilities  what it declares it can do
  * @param threadModes   the thread modes it declares
  * @param priority      its default preference, higher first
- * @param details       what its probe found (devices, directories), in its order
+ * @param details       what its probe found (devices, directories), in its order; empty when it was not probed
  * @param configuration its declared keys with their current values
  */
 public record PluginInfo(String name, String version, String spiVersion, String description, String origin,
@@ -40,8 +40,13 @@ public record PluginInfo(String name, String version, String spiVersion, String 
     public enum Status {
         /** Available and selected: the runtime uses it. */
         SELECTED,
-        /** Available, but excluded or not named by {@code CONDUIT_TRANSPORTS}. */
-        AVAILABLE,
+        /**
+         * Left out by {@code transports} ({@code CONDUIT_TRANSPORTS}): excluded ({@code ^name}) or not named. It
+         * was not probed, so whether it would work here is not known: leaving a plugin out is also the remedy
+         * for one whose probe is slow, hangs or fails in native code (as {@code FI_PROVIDER=^verbs} keeps
+         * libfabric from querying that provider).
+         */
+        EXCLUDED,
         /** Its probe said it cannot work here, threw, or did not finish in time. */
         UNAVAILABLE,
         /** Compiled against an incompatible SPI version, or its metadata is invalid. */

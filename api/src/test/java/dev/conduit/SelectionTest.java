@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static dev.conduit.testing.TestConduits.info;
 import static dev.conduit.testing.TestConduits.isolated;
@@ -48,8 +49,8 @@ class SelectionTest {
             assertThat(conduit.selectedPlugins()).containsExactly("a", "c");
             assertThat(conduit.plugins()).extracting(PluginInfo::name).startsWith("a", "c");
             PluginInfo b = info(conduit, "b");
-            assertThat(b.status()).isEqualTo(Status.AVAILABLE);
-            assertThat(b.reason()).isEqualTo("not named by transports=a,c");
+            assertThat(b.status()).isEqualTo(Status.EXCLUDED);
+            assertThat(b.reason()).isEqualTo("not named by transports=a,c, so not probed (name it there to use it)");
         }
     }
 
@@ -73,12 +74,42 @@ class SelectionTest {
     void aCaretExcludesAPluginAndKeepsTheOthersByPriority() {
         try (Conduit conduit = fourPlugins().transports("^b").build()) {
             assertThat(conduit.selectedPlugins()).containsExactly("c", "a");
-            assertThat(info(conduit, "b").status()).isEqualTo(Status.AVAILABLE);
-            assertThat(info(conduit, "b").reason()).isEqualTo("excluded by transports=^b");
+            assertThat(info(conduit, "b").status()).isEqualTo(Status.EXCLUDED);
+            assertThat(info(conduit, "b").reason()).isEqualTo("excluded by transports=^b, so not probed (remove ^b to use it)");
         }
         try (Conduit conduit = fourPlugins().transports("^b", "^a").build()) {
             assertThat(conduit.selectedPlugins()).containsExactly("c");
         }
+    }
+
+    /**
+     * Leaving a plugin out is the remedy for one whose probe hangs or fails in native code, so a plugin left
+     * out is never probed; it used to be probed and listed as available.
+     */
+    @Test
+    void aPluginLeftOutByTransportsIsNotProbed() {
+        AtomicInteger probes = new AtomicInteger();
+        java.util.function.Supplier<ConduitBuilder> withCountedProbe = () -> isolated()
+                .addPlugin(TestPlugin.named("a"))
+                .addPlugin(TestPlugin.named("counted").probe(x -> {
+                    probes.incrementAndGet();
+                    return Availability.available(Map.of("device", "found"));
+                }));
+        try (Conduit conduit = withCountedProbe.get().transports("^counted").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("a");
+            PluginInfo counted = info(conduit, "counted");
+            assertThat(counted.status()).isEqualTo(Status.EXCLUDED);
+            assertThat(counted.details()).as("what a probe would have found").isEmpty();
+        }
+        try (Conduit conduit = withCountedProbe.get().transports("a").build()) {
+            assertThat(info(conduit, "counted").status()).isEqualTo(Status.EXCLUDED);
+        }
+        assertThat(probes).as("probes of the plugin left out").hasValue(0);
+        try (Conduit conduit = withCountedProbe.get().build()) {
+            assertThat(info(conduit, "counted").status()).isEqualTo(Status.SELECTED);
+            assertThat(info(conduit, "counted").details()).containsEntry("device", "found");
+        }
+        assertThat(probes).hasValue(1);
     }
 
     @Test

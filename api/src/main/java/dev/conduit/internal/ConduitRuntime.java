@@ -70,7 +70,7 @@ public final class ConduitRuntime implements Conduit {
                 // A plugin someone installed and cannot use: unlike an unavailable one (no device here), that is a mistake
                 // to fix, and it is said where it is seen by default.
                 LOG.log(System.Logger.Level.WARNING, () -> "plugin " + r.name() + " " + status + ": " + r.reason());
-            } else if (status != PluginInfo.Status.SELECTED && status != PluginInfo.Status.AVAILABLE) {
+            } else if (status != PluginInfo.Status.SELECTED && status != PluginInfo.Status.EXCLUDED) {
                 LOG.log(System.Logger.Level.DEBUG, () -> "plugin " + r.name() + " " + status + ": " + r.reason());
             }
         }

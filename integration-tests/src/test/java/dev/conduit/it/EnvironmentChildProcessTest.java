@@ -51,10 +51,10 @@ class EnvironmentChildProcessTest {
         assertThat(stdout).contains("selected=it-beta\n");
         assertThat(stdout).contains("config transports=it-beta source=ENVIRONMENT");
         assertThat(stdout).contains("config plugin.path=null source=DEFAULT");
-        assertThat(stdout).containsPattern("plugin it-alpha AVAILABLE origin=" + Pattern.quote(loading.originPrefix));
-        assertThat(stdout).as("the real plugins, found but not selected")
-                .containsPattern("plugin memfd AVAILABLE origin=" + Pattern.quote(loading.originPrefix))
-                .containsPattern("plugin posix AVAILABLE origin=" + Pattern.quote(loading.originPrefix));
+        assertThat(stdout).containsPattern("plugin it-alpha EXCLUDED origin=" + Pattern.quote(loading.originPrefix));
+        assertThat(stdout).as("the real plugins, found but left out")
+                .containsPattern("plugin memfd EXCLUDED origin=" + Pattern.quote(loading.originPrefix))
+                .containsPattern("plugin posix EXCLUDED origin=" + Pattern.quote(loading.originPrefix));
         assertThat(stderr).as("native access is granted to the Linux layer").doesNotContain("restricted method");
         assertThat(stderr)
                 .contains("unknown environment variable CONDUIT_TRANSPROTS is ignored")

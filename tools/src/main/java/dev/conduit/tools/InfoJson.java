@@ -68,7 +68,8 @@ final class InfoJson {
         json.member("description", plugin.description());
         json.member("origin", plugin.origin());
         json.member("status", plugin.status().name());
-        json.member("available", InfoReport.isUsable(plugin));
+        json.name("available");
+        InfoReport.isUsable(plugin).ifPresentOrElse(json::value, json::nullValue);
         json.member("reason", plugin.reason() == null || plugin.reason().isBlank() ? null : plugin.reason());
         json.name("preference");
         if (preference == 0) {

@@ -83,8 +83,12 @@ record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, L
         return plugin.status() == PluginInfo.Status.SELECTED ? selected.indexOf(plugin.name()) + 1 : 0;
     }
 
-    /** Whether the plugin can be used here, selected or not. */
-    static boolean isUsable(PluginInfo plugin) {
-        return plugin.status() == PluginInfo.Status.SELECTED || plugin.status() == PluginInfo.Status.AVAILABLE;
+    /** Whether the plugin can be used here; empty for one left out by {@code transports}, which was not probed. */
+    static java.util.Optional<Boolean> isUsable(PluginInfo plugin) {
+        return switch (plugin.status()) {
+            case SELECTED -> java.util.Optional.of(true);
+            case EXCLUDED -> java.util.Optional.empty();
+            default -> java.util.Optional.of(false);
+        };
     }
 }

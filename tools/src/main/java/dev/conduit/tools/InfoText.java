@@ -66,7 +66,8 @@ final class InfoText {
         field("capabilities", joined(plugin.capabilities().stream().sorted().toList()));
         field("thread modes", joined(plugin.threadModes().stream().sorted().toList()));
         field("priority", Integer.toString(plugin.priority()));
-        field("probe", plugin.details().isEmpty() ? "no details" : aligned(plugin.details()));
+        field("probe", plugin.status() == PluginInfo.Status.EXCLUDED ? "not probed"
+                : plugin.details().isEmpty() ? "no details" : aligned(plugin.details()));
         if (plugin.configuration().isEmpty()) {
             field("config", "no keys");
         } else {
@@ -79,7 +80,7 @@ final class InfoText {
         String reason = plugin.reason() == null ? "" : plugin.reason();
         return switch (plugin.status()) {
             case SELECTED -> "selected, preference " + report.preference(plugin) + " of " + report.selected().size();
-            case AVAILABLE -> "available, not selected" + (reason.isBlank() ? "" : ": " + reason);
+            case EXCLUDED -> reason;
             default -> plugin.status().name().toLowerCase(Locale.ROOT) + ": " + reason;
         };
     }

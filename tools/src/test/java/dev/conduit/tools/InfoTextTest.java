@@ -51,15 +51,17 @@ class InfoTextTest {
         String out = result.out();
         assertThat(out.indexOf("  gamma 2.0.0  [SELECTED]")).isPositive()
                 .isLessThan(out.indexOf("  alpha 1.2.0  [SELECTED]"));
-        assertThat(out.indexOf("  alpha 1.2.0  [SELECTED]")).isLessThan(out.indexOf("  beta 0.3.1  [UNAVAILABLE]"));
+        assertThat(out.indexOf("  alpha 1.2.0  [SELECTED]")).isLessThan(out.indexOf("  beta 0.3.1  [EXCLUDED]"));
         assertThat(out).contains("PLUGINS: 3 found, 2 selected");
     }
 
     @Test
-    void showsAPluginThatIsAvailableButNotSelectedWithTheReason() {
+    void showsAPluginLeftOutByTransportsWithTheReason() {
         Result result = conduit.run("info", "--set", "transports=gamma");
 
-        assertThat(section(result.out(), "  alpha 1.2.0  [AVAILABLE]")).contains("status        available, not selected: not named by transports=gamma");
+        assertThat(section(result.out(), "  alpha 1.2.0  [EXCLUDED]"))
+                .contains("status        not named by transports=gamma, so not probed (name it there to use it)")
+                .contains("probe         not probed");
     }
 
     @Test

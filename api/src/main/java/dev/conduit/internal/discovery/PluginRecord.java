@@ -29,6 +29,7 @@ public final class PluginRecord {
     final Set<Capability> capabilities;
     final Set<ThreadMode> threadModes;
     final int priority;
+    /** Null while it is a candidate: validated, and not yet ruled out by shadowing, {@code transports} or its probe. */
     Status status;
     String reason;
     Map<String, String> details = Map.of();
@@ -78,9 +79,8 @@ public final class PluginRecord {
         return reason;
     }
 
-    /** Available, whether selected or not. */
-    public boolean isUsable() {
-        return status == Status.SELECTED || status == Status.AVAILABLE;
+    boolean isCandidate() {
+        return status == null;
     }
 
     public PluginInfo toInfo(List<ConfigEntry> configuration) {

@@ -19,9 +19,11 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -93,7 +95,7 @@ public final class PluginRegistry {
             List<ConfigKey<?>> declaredKeys = p.configKeys();
             List<ConfigKey<?>> keys = declaredKeys == null ? List.of() : List.copyOf(declaredKeys);
             PluginRecord r = new PluginRecord(p, name == null ? c.label() : name, version, spi, description, c.origin(),
-                    capabilities, modes, priority, Status.AVAILABLE, "");
+                    capabilities, modes, priority, null, "");
             r.configKeys = keys;
             String problem = problem(name, version, spi, modes.isEmpty(), keys);
             if (problem != null) {
@@ -140,7 +142,7 @@ public final class PluginRegistry {
     private static void shadowDuplicates(List<PluginRecord> records) {
         Map<String, PluginRecord> best = new LinkedHashMap<>();
         for (PluginRecord r : records) {
-            if (r.status != Status.AVAILABLE) continue;
+            if (!r.isCandidate()) continue;
             PluginRecord current = best.get(r.name);
             if (current == null) {
                 best.put(r.name, r);
@@ -158,22 +160,26 @@ public final class PluginRegistry {
         loser.reason = "shadowed by version " + winner.version + " from " + winner.origin;
     }
 
-    /** The config keys every usable plugin declares. */
+    /**
+     * The config keys every candidate declares: also those of a plugin that {@code transports} will leave
+     * out, so that a setting for it is not taken for a misspelt key.
+     */
     public static void declareKeys(List<PluginRecord> records, ConfigResolver config) {
         for (PluginRecord r : records) {
-            if (r.status == Status.AVAILABLE) config.declareAll(r.configKeys, r.name);
+            if (r.isCandidate()) config.declareAll(r.configKeys, r.name);
         }
     }
 
     /**
-     * Probes every remaining plugin at once, each bounded by {@code timeout}, then selects by
-     * {@code transports}: preference order, {@code ^name} exclusion, or every available plugin by
-     * priority.
+     * Applies {@code transports} (preference order, {@code ^name} exclusion, or unset: every available
+     * plugin by priority), probes the candidates it leaves in at once, each bounded by {@code timeout},
+     * and selects those that are available. A plugin left out is never probed.
      */
     public static PluginRegistry probeAndSelect(List<PluginRecord> records, Function<String, PluginContext> contexts,
                                                 Duration timeout, List<String> transports) {
+        List<String> preference = leaveOut(records, transports);
         probe(records, contexts, timeout);
-        List<PluginRecord> selected = select(records, transports);
+        List<PluginRecord> selected = select(records, preference);
         for (PluginRecord r : selected) r.status = Status.SELECTED;
         return new PluginRegistry(List.copyOf(records), List.copyOf(selected));
     }
@@ -183,7 +189,7 @@ public final class PluginRegistry {
         try {
             Map<PluginRecord, CompletableFuture<Availability>> running = new LinkedHashMap<>();
             for (PluginRecord r : records) {
-                if (r.status != Status.AVAILABLE) continue;
+                if (!r.isCandidate()) continue;
                 PluginContext context = contexts.apply(r.name);
                 running.put(r, CompletableFuture.supplyAsync(() -> r.plugin.probe(context), executor));
             }
@@ -221,53 +227,61 @@ public final class PluginRegistry {
         r.reason = reason;
     }
 
-    private static List<PluginRecord> select(List<PluginRecord> records, List<String> transports) {
-        // One record per name; a usable one wins over a refused or unavailable copy of the same name found earlier.
-        Map<String, PluginRecord> known = new LinkedHashMap<>();
+    /**
+     * Checks {@code transports} against the plugins found and marks every candidate it leaves out
+     * {@link Status#EXCLUDED}, before any probe runs.
+     *
+     * @return the names to use in preference order; empty when every available plugin is used by priority
+     */
+    private static List<String> leaveOut(List<PluginRecord> records, List<String> transports) {
+        if (transports.isEmpty()) return List.of();
+        Set<String> known = new LinkedHashSet<>();
         Map<String, PluginRecord> broken = new LinkedHashMap<>();
         for (PluginRecord r : records) {
             if (r.status == Status.BROKEN) {
                 broken.putIfAbsent(r.name, r);
             } else if (r.status != Status.SHADOWED) {
-                known.merge(r.name, r, (first, later) -> first.status != Status.AVAILABLE && later.status == Status.AVAILABLE ? later : first);
+                known.add(r.name);
             }
         }
-        List<PluginRecord> available = records.stream().filter(r -> r.status == Status.AVAILABLE)
-                .sorted(Comparator.comparingInt((PluginRecord r) -> -r.priority).thenComparing(r -> r.name)).toList();
-        if (transports.isEmpty()) return available;
         // As UCX_TLS: a leading ^ makes the whole list one of names to exclude (^verbs,devdax; ^verbs,^devdax too).
         boolean exclude = transports.getFirst().startsWith("^");
+        String setting = String.join(",", transports);
         List<String> names = new ArrayList<>();
         for (String t : transports) {
             boolean excluded = t.startsWith("^");
             if (excluded && !exclude) {
                 throw new ConfigException("transports (CONDUIT_TRANSPORTS) mixes names to use and names to exclude: "
-                        + String.join(",", transports) + "; write either memfd,posix or ^verbs,devdax");
+                        + setting + "; write either memfd,posix or ^verbs,devdax");
             }
             String name = excluded ? t.substring(1) : t;
-            if (!known.containsKey(name)) {
+            if (!known.contains(name)) {
                 PluginRecord unusable = broken.get(name);
                 throw new ConfigException("transports (CONDUIT_TRANSPORTS) names plugin '" + name + "', which "
                         + (unusable != null ? "was found but is BROKEN (" + unusable.reason + ")" : "was not found") + "; found: "
-                        + (known.isEmpty() ? "none" : String.join(", ", known.keySet())));
+                        + (known.isEmpty() ? "none" : String.join(", ", known)));
             }
-            names.add(name);
+            if (!names.contains(name)) names.add(name);
         }
-        if (exclude) {
-            for (PluginRecord r : available) {
-                if (names.contains(r.name)) {
-                    r.reason = "excluded by transports=" + String.join(",", transports);
-                }
+        for (PluginRecord r : records) {
+            if (r.isCandidate() && names.contains(r.name) == exclude) {
+                r.status = Status.EXCLUDED;
+                r.reason = exclude ? "excluded by transports=" + setting + ", so not probed (remove ^" + r.name + " to use it)"
+                        : "not named by transports=" + setting + ", so not probed (name it there to use it)";
             }
-            return available.stream().filter(r -> !names.contains(r.name)).toList();
         }
+        return exclude ? List.of() : names;
+    }
+
+    /** The candidates whose probes said yes: in {@code preference} order, or by priority then name when it is empty. */
+    private static List<PluginRecord> select(List<PluginRecord> records, List<String> preference) {
+        List<PluginRecord> available = records.stream().filter(PluginRecord::isCandidate)
+                .sorted(Comparator.comparingInt((PluginRecord r) -> -r.priority).thenComparing(r -> r.name)).toList();
+        if (preference.isEmpty()) return available;
         List<PluginRecord> chosen = new ArrayList<>();
-        for (String n : names) {
-            PluginRecord r = known.get(n);
-            if (r.status == Status.AVAILABLE && !chosen.contains(r)) chosen.add(r);
-        }
-        for (PluginRecord r : available) {
-            if (!chosen.contains(r)) r.reason = "not named by transports=" + String.join(",", transports);
+        for (String name : preference) {
+            // One candidate per name: shadowing left the highest version.
+            available.stream().filter(r -> r.name.equals(name)).findFirst().ifPresent(chosen::add);
         }
         return chosen;
     }

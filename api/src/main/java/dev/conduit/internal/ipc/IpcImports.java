@@ -72,7 +72,7 @@ public final class IpcImports implements RemoteMemory {
                     + "put it on the module path, class path or plugin path (CONDUIT_PLUGIN_PATH)");
         }
         PluginRecord r = found.get();
-        String why = r.status() == Status.AVAILABLE ? r.reason() + " (CONDUIT_TRANSPORTS)" : r.status() + ": " + r.reason();
+        String why = r.status() == Status.EXCLUDED ? r.reason() + " (CONDUIT_TRANSPORTS)" : r.status() + ": " + r.reason();
         return new ConduitException("the handle was exported by plugin '" + plugin + "', which cannot be used here: " + why);
     }
 

@@ -52,6 +52,22 @@ class IpcCacheTest {
     }
 
     @Test
+    void aHandleOfAPluginThatIsMissingOrLeftOutIsRefusedSayingWhy() {
+        Pool pool = open(1 << 30).pool("inproc");
+        var handle = ownChunk(pool).exportHandle();
+        try (Conduit without = Conduit.builder().discoverPlugins(false).environment(Map.of()).build()) {
+            assertThatThrownBy(() -> without.importRegion(handle)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("plugin 'inproc', which is not installed here");
+        }
+        try (Conduit excluding = Conduit.builder().discoverPlugins(false).environment(Map.of())
+                .addPlugin(new InProcessMemoryPlugin()).set("transports", "^inproc").build()) {
+            assertThatThrownBy(() -> excluding.importRegion(handle)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("plugin 'inproc', which cannot be used here: excluded by transports=^inproc")
+                    .hasMessageContaining("(CONDUIT_TRANSPORTS)");
+        }
+    }
+
+    @Test
     void aRepeatedImportIsAHitThatMapsNothing() {
         Pool pool = open(1 << 30).pool("inproc");
         byte[] handle = ownChunk(pool).exportHandle();
