@@ -82,7 +82,12 @@ public interface ConduitPlugin {
         return 0;
     }
 
-    /** Opens a memory provider ({@link Capability#MEMORY}). */
+    /**
+     * Opens a memory provider ({@link Capability#MEMORY}). A plugin that declares the capability but
+     * cannot provide memory in this environment, while its other operations work (memfd on a
+     * shared directory this process cannot write, which still imports), throws
+     * {@link NotSupportedException} naming the cause and the remedy.
+     */
     default MemoryProvider openMemoryProvider(PluginContext context) {
         throw new NotSupportedException("plugin '" + name() + "' provides no memory (capability MEMORY)");
     }
@@ -96,7 +101,13 @@ public interface ConduitPlugin {
         throw new NotSupportedException("plugin '" + name() + "' imports no IPC handles (capability IPC)");
     }
 
-    /** Opens this plugin's transport for one worker ({@link Capability#AM}). */
+    /**
+     * Opens this plugin's transport for one worker ({@link Capability#AM}). A plugin that declares
+     * the capability but cannot offer a transport in this environment, while its other operations
+     * work, throws {@link NotSupportedException} naming the cause: the runtime then opens the worker
+     * over the other plugins' transports, and fails it only when none opens. Any other exception
+     * fails the worker.
+     */
     default Transport openTransport(TransportContext context) {
         throw new NotSupportedException("plugin '" + name() + "' provides no transport (capability AM)");
     }

@@ -21,6 +21,7 @@ import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.RemoteMemory;
 import dev.conduit.spi.ThreadMode;
@@ -168,7 +169,10 @@ public final class RuntimeWorker implements Worker {
 
     /**
      * Opens a transport of every selected plugin with {@link Capability#AM}, choosing the guard for
-     * {@code mode} from what those plugins declare.
+     * {@code mode} from what those plugins declare. A plugin whose {@code openTransport} throws
+     * {@link NotSupportedException} offers no transport here (memfd on a read-only shared
+     * directory, which still imports): the worker opens without it, and fails only when no
+     * transport opens at all, naming each plugin's reason.
      */
     public static RuntimeWorker open(ThreadMode mode, List<PluginRecord> selected, ConfigResolver config, Path sharedDirectory,
                                      RemoteMemory remoteMemory, Consumer<AutoCloseable> onClose) {
@@ -180,23 +184,34 @@ public final class RuntimeWorker implements Worker {
         ThreadPolicy policy = ThreadPolicies.reported(guard, anyConfined);
         MessageDispatch dispatch = new MessageDispatch(guard.policy() == ThreadPolicy.PASS_THROUGH);
         List<Transport> opened = new ArrayList<>();
+        List<PluginRecord> openedPlugins = new ArrayList<>();
+        List<String> unsupported = new ArrayList<>();
         try {
             for (PluginRecord r : withTransport) {
                 TransportContext context = new WorkerTransportContext(RuntimePluginContext.of(config, sharedDirectory, r.name()),
                         mode, dispatch, remoteMemory);
                 Transport t;
-                if (confined.get(r.name())) {
-                    ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
-                    try {
-                        t = new ConfinedTransport(thread.call(() -> r.plugin().openTransport(context)), thread);
-                    } catch (RuntimeException e) {
-                        thread.close();
-                        throw e;
+                try {
+                    if (confined.get(r.name())) {
+                        ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
+                        try {
+                            t = new ConfinedTransport(thread.call(() -> r.plugin().openTransport(context)), thread);
+                        } catch (RuntimeException e) {
+                            thread.close();
+                            throw e;
+                        }
+                    } else {
+                        t = r.plugin().openTransport(context);
                     }
-                } else {
-                    t = r.plugin().openTransport(context);
+                } catch (NotSupportedException e) {
+                    unsupported.add(r.name() + ": " + e.getMessage());
+                    continue;
                 }
                 opened.add(t);
+                openedPlugins.add(r);
+            }
+            if (opened.isEmpty()) {
+                throw new ConduitException("no selected plugin can open a transport here: " + String.join("; ", unsupported));
             }
         } catch (RuntimeException e) {
             for (Transport t : opened.reversed()) {
@@ -208,7 +223,10 @@ public final class RuntimeWorker implements Worker {
             }
             throw e;
         }
-        return new RuntimeWorker(mode, guard, policy, opened, withTransport, anyConfined, remoteMemory, dispatch, onClose);
+        if (!unsupported.isEmpty()) {
+            LOG.log(System.Logger.Level.DEBUG, () -> "worker opened without " + String.join("; ", unsupported));
+        }
+        return new RuntimeWorker(mode, guard, policy, opened, openedPlugins, anyConfined, remoteMemory, dispatch, onClose);
     }
 
     /**

@@ -59,4 +59,26 @@ class ContainerImportTest {
             Peers.roundTrip(plugin, shared, consumer);
         }
     }
+
+    /**
+     * A consumer given the shared directory read-only ({@code docker run -v DIR:DIR:ro}): memfd
+     * imports only connect to the producer's socket, so they work there; a pool over memfd, which
+     * needs a lease and a socket in the directory, is refused naming the read-only mount. (memfd used
+     * to be unavailable there altogether.)
+     */
+    @org.junit.jupiter.api.Test
+    void aConsumerWithAReadOnlyMountOfTheSharedDirectoryImportsTheHostsMemfdRegions(@TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        try (RemotePeer consumer = RemotePeer.start(shared, Launcher.readOnlyContainer())) {
+            Peers.roundTrip("memfd", shared, consumer);
+        }
+        try (RemotePeer consumer = RemotePeer.start(shared, Launcher.readOnlyContainer())) {
+            consumer.open();
+            var refused = consumer.child().callExpectingFailure("pool", "memfd");
+            assertThat(refused.type()).isEqualTo("NotSupportedException");
+            assertThat(refused.message()).contains("memfd offers no memory provider (pool) here, only imports")
+                    .contains("is on a read-only mount").contains("without :ro");
+            assertThat(consumer.exit()).as("the consumer's exit code").isZero();
+        }
+    }
 }

@@ -27,7 +27,12 @@ public sealed interface Launcher {
      * {@code /tmp}. Needs {@code unshare} (util-linux) and root, as in CI.
      */
     static Launcher container() {
-        return new Container(Container.HOSTNAME);
+        return new Container(Container.HOSTNAME, false);
+    }
+
+    /** {@link #container()} with the shared directory bind-mounted read-only, as {@code docker run -v DIR:DIR:ro} does. */
+    static Launcher readOnlyContainer() {
+        return new Container(Container.HOSTNAME, true);
     }
 
     /** The command that runs {@code java} (a complete java command line) as this launcher does. */
@@ -80,16 +85,16 @@ public sealed interface Launcher {
      * {@link ChildJvm} either way. The bind mount lives only in the child's mount namespace and
      * disappears with it: the host sees the mount point as an empty directory throughout.
      */
-    record Container(String hostname) implements Launcher {
+    record Container(String hostname, boolean readOnly) implements Launcher {
         public static final String HOSTNAME = "conduit-container";
 
-        /** $1 hostname, $2 host directory, $3 mount point; then the java command line. */
+        /** $1 hostname, $2 mount options (rw or ro), $3 host directory, $4 mount point; then the java command line. */
         static final String WRAPPER = """
                 set -eu
                 hostname "$1"
-                mount --bind "$2" "$3"
-                export CONDUIT_SHARED_DIR="$3"
-                shift 3
+                mount --bind -o "$2" "$3" "$4"
+                export CONDUIT_SHARED_DIR="$4"
+                shift 4
                 exec "$@"
                 """;
 
@@ -98,7 +103,7 @@ public sealed interface Launcher {
             List<String> command = new ArrayList<>(List.of(unshare(),
                     "--pid", "--ipc", "--uts", "--mount", "--net", "--fork", "--mount-proc", "--kill-child",
                     "sh", "-c", WRAPPER, "conduit-container-wrapper",
-                    hostname, hostSharedDirectory.toString(), childSharedDirectory.toString()));
+                    hostname, readOnly ? "ro" : "rw", hostSharedDirectory.toString(), childSharedDirectory.toString()));
             command.addAll(java);
             return command;
         }
@@ -147,7 +152,7 @@ public sealed interface Launcher {
 
         @Override
         public String toString() {
-            return "container(" + hostname + ")";
+            return "container(" + hostname + (readOnly ? ", shared directory read-only" : "") + ")";
         }
     }
 }

@@ -17,6 +17,7 @@ import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
@@ -49,6 +50,8 @@ public final class MemfdPlugin implements ConduitPlugin {
     static final String NAME = "memfd";
     static final int PRIORITY = 110;
     private static final Version VERSION = Version.parse("0.1.0");
+    /** The probe detail that says whether this process can only import. */
+    static final String ACCESS = "access";
 
     public MemfdPlugin() {}
 
@@ -75,9 +78,13 @@ public final class MemfdPlugin implements ConduitPlugin {
 
     /**
      * Available when Linux system calls work, {@code memfd_create} and sealing work, and the
-     * shared directory exists, is writable, and its socket can be reached: by its path, or, when
-     * that is too long for a socket address, through {@code /proc/self/fd}.
-     * Creates and closes one memfd; leaves nothing behind.
+     * shared directory exists and its sockets can be reached: by path, or, when that is too long
+     * for a socket address, through {@code /proc/self/fd}. A directory this process cannot write
+     * (a container's read-only mount, or another user's directory) is enough to import, which only
+     * connects to a producer's socket: the plugin is then available for imports only, says so in
+     * the detail {@value #ACCESS}, and {@link #openMemoryProvider} and {@link #openTransport} throw
+     * {@link NotSupportedException} naming the cause. Creates and closes one memfd; leaves nothing
+     * behind.
      */
     @Override
     public Availability probe(PluginContext context) {
@@ -104,15 +111,37 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (!Files.isDirectory(directory)) {
             return Availability.unavailable("the shared directory " + directory + " does not exist or is not a directory: " + remedy, details);
         }
-        if (!Files.isWritable(directory)) {
-            return Availability.unavailable(readOnlyMount(libc, directory)
-                    ? "the shared directory " + directory + " is on a read-only mount, and the lease and the fd server's socket "
-                    + "live in it: mount it read-write (for a container, -v DIR:DIR without :ro), or set "
-                    + MemfdConfig.SHARED_DIR_KEY + " to a writable directory"
-                    : "the shared directory " + directory + " is not writable by this user (uid " + Integer.toUnsignedString(libc.getuid())
-                    + "): make it writable, or set " + MemfdConfig.SHARED_DIR_KEY, details);
+        if (!Files.isExecutable(directory)) {
+            return Availability.unavailable("the shared directory " + directory + " cannot be searched by this user (uid "
+                    + Integer.toUnsignedString(libc.getuid()) + "), so no socket in it can be reached: give it the search (x) "
+                    + "permission, or set " + MemfdConfig.SHARED_DIR_KEY, details);
         }
+        String readOnly = notWritable(libc, directory);
+        details.put(ACCESS, readOnly == null ? "read-write" : "imports only: " + readOnly);
         return socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
+    }
+
+    /**
+     * Why this process cannot make pools or workers over {@code directory}, with the remedy; null
+     * when it can (the directory is writable).
+     */
+    static String notWritable(Libc libc, Path directory) {
+        if (Files.isWritable(directory)) return null;
+        String where = readOnlyMount(libc, directory)
+                ? "the shared directory " + directory + " is on a read-only mount: mount it read-write (for a container, "
+                + "-v DIR:DIR without :ro)"
+                : "the shared directory " + directory + " is not writable by this user (uid " + Integer.toUnsignedString(libc.getuid())
+                + "): make it writable";
+        return where + ", or set " + MemfdConfig.SHARED_DIR_KEY + " to a writable directory, for pools and workers over memfd, "
+                + "whose lease and fd server's socket live there; importing needs only to reach a producer's socket";
+    }
+
+    /** Refuses an operation that writes in the shared directory when this process cannot. */
+    private static void requireWritable(PluginContext context, String operation) {
+        Path directory = context.sharedDirectory();
+        if (directory == null || !Files.isDirectory(directory)) return; // the operation names the missing key or directory itself
+        String readOnly = notWritable(Linux.libc(), directory);
+        if (readOnly != null) throw new NotSupportedException("memfd offers no " + operation + " here, only imports: " + readOnly);
     }
 
     /**
@@ -169,6 +198,7 @@ public final class MemfdPlugin implements ConduitPlugin {
 
     @Override
     public MemoryProvider openMemoryProvider(PluginContext context) {
+        requireWritable(context, "memory provider (pool)");
         return MemfdProvider.open(Linux.libc(), context);
     }
 
@@ -187,6 +217,7 @@ public final class MemfdPlugin implements ConduitPlugin {
      */
     @Override
     public Transport openTransport(TransportContext context) {
+        requireWritable(context, "transport");
         return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
                 openMemoryProvider(context), ipcImporter(context));
     }

@@ -52,18 +52,45 @@ class CrossProcessImportTest {
         }
     }
 
+    /**
+     * A container given the shared directory read-only ({@code -v DIR:DIR:ro}): importing only
+     * connects to the producer's socket, so it works there, and the importer writes into the chunk
+     * (the mapping is the memfd's, not the mount's).
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void aProcessWithAReadOnlyMountOfTheSharedDirectoryImportsAChunk() throws Exception {
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(SIZE);
+            chunk.segment().set(JAVA_LONG, 0, 815);
+            Result imported = run(provider.export(chunk), List.of("unshare", "--mount", "sh", "-c",
+                    "mount --bind -o ro \"$1\" \"$1\" && touch \"$1/written\" 2>/dev/null && exit 9; shift && exec \"$@\"",
+                    "read-only-mount", shared.toString()));
+            assertThat(imported.exitCode()).as("exit code (9: the mount was writable); stderr: %s", imported.stderr()).isZero();
+            assertThat(imported.stdout()).containsExactly("read=815", "left=0");
+            assertThat(chunk.segment().get(JAVA_LONG, 8)).isEqualTo(ImportingProcess.WRITTEN);
+        }
+    }
+
     private record Result(int exitCode, List<String> stdout, String stderr) {}
 
     private Result run(byte[] payload) throws IOException, InterruptedException, URISyntaxException {
+        return run(payload, List.of());
+    }
+
+    /** Runs {@link ImportingProcess} through {@code wrapper}, a command that runs the rest of its arguments. */
+    private Result run(byte[] payload, List<String> wrapper) throws IOException, InterruptedException, URISyntaxException {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
         Path errors = Files.createTempFile(logs, "stderr", ".txt");
         Path testClasses = Path.of(ImportingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        Process process = new ProcessBuilder(java.toString(),
+        List<String> command = new java.util.ArrayList<>(wrapper);
+        command.addAll(List.of(java.toString(),
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
                 "-m", "dev.conduit.plugin.memfd/" + ImportingProcess.class.getName(),
-                shared.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE))
+                shared.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE)));
+        Process process = new ProcessBuilder(command)
                 .redirectError(errors.toFile())
                 .start();
         process.getOutputStream().close();

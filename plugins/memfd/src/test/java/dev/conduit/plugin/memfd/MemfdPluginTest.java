@@ -91,27 +91,52 @@ class MemfdPluginTest {
         assertThat(plugin.probe(TestContext.of(file)).reason()).contains("not a directory");
     }
 
+    /**
+     * Importing only connects to a producer's socket, so a directory this process cannot write is
+     * enough for it; pools and workers, which put a lease and a socket there, are refused naming
+     * why. (The probe used to make the plugin unavailable, imports included.)
+     */
     @Test
-    void isUnavailableWhenTheSharedDirectoryIsReadOnly() throws Exception {
+    void isAvailableForImportsOnlyWhenTheSharedDirectoryIsNotWritable() throws Exception {
         Path readOnly = Files.createDirectory(shared.resolve("ro"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("r-x------")));
-        if (WithoutDacOverride.needed()) {
-            // Root may write anywhere: probe from a JVM without the capability that lets it.
-            assertThat(WithoutDacOverride.run(readOnly.toString())).contains("available=false").contains("not writable")
-                    .contains("shared.dir (CONDUIT_SHARED_DIR)");
-            return;
-        }
-        Availability availability = plugin.probe(TestContext.of(readOnly));
-        assertThat(availability.isAvailable()).isFalse();
-        assertThat(availability.reason()).contains("not writable").contains("shared.dir (CONDUIT_SHARED_DIR)");
+        // Root may write anywhere: probe from a JVM without the capability that lets it.
+        String output = WithoutDacOverride.needed() ? WithoutDacOverride.run(readOnly.toString()) : ProbingProcess.report(readOnly);
+        String notWritable = "the shared directory " + readOnly + " is not writable by this user";
+        assertThat(output).contains("available=true")
+                .contains("access=imports only: " + notWritable)
+                .contains("provider=NotSupportedException: memfd offers no memory provider (pool) here, only imports: " + notWritable)
+                .contains("transport=NotSupportedException: memfd offers no transport here, only imports: " + notWritable)
+                .contains("shared.dir (CONDUIT_SHARED_DIR)");
+        assertThat(Leaks.files(readOnly)).isEmpty();
     }
 
-    /** A container's {@code -v DIR:DIR:ro}: the probe names the read-only mount, not the user's permissions. */
     @Test
-    void isUnavailableOnAReadOnlyMountSayingSo() throws Exception {
+    void isUnavailableWhenTheSharedDirectoryCannotBeSearched() throws Exception {
+        Path closed = Files.createDirectory(shared.resolve("closed"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        String output = WithoutDacOverride.needed() ? WithoutDacOverride.run(closed.toString()) : ProbingProcess.report(closed);
+        assertThat(output).contains("available=false").contains("the shared directory " + closed + " cannot be searched")
+                .contains("search (x) permission").contains("shared.dir (CONDUIT_SHARED_DIR)");
+    }
+
+    @Test
+    void isAvailableWithAWritableDirectorySayingSo() {
+        assertThat(plugin.probe(TestContext.of(shared)).details()).containsEntry(MemfdPlugin.ACCESS, "read-write");
+    }
+
+    /**
+     * A container's {@code -v DIR:DIR:ro}: imports only, and the probe names the read-only mount,
+     * not the user's permissions.
+     */
+    @Test
+    void isAvailableForImportsOnlyOnAReadOnlyMountSayingSo() throws Exception {
         String output = WithoutDacOverride.runThrough(List.of("unshare", "--mount", "sh", "-c",
                 "mount --bind -o ro \"$1\" \"$1\" && shift && exec \"$@\"", "read-only-mount", shared.toString()), shared.toString());
-        assertThat(output).contains("available=false").contains("the shared directory " + shared + " is on a read-only mount")
-                .contains("without :ro").contains("shared.dir (CONDUIT_SHARED_DIR)");
+        String readOnlyMount = "the shared directory " + shared + " is on a read-only mount: mount it read-write (for a container, "
+                + "-v DIR:DIR without :ro), or set shared.dir (CONDUIT_SHARED_DIR) to a writable directory";
+        assertThat(output).contains("available=true").contains("access=imports only: " + readOnlyMount)
+                .contains("provider=NotSupportedException: memfd offers no memory provider (pool) here, only imports: " + readOnlyMount)
+                .contains("transport=NotSupportedException: memfd offers no transport here, only imports: " + readOnlyMount);
+        assertThat(Leaks.files(shared)).isEmpty();
     }
 
     @Test

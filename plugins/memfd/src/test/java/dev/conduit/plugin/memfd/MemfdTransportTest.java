@@ -41,37 +41,8 @@ class MemfdTransportTest {
         for (AutoCloseable c : open.reversed()) c.close();
     }
 
-    private record Context(TestContext plugin, MessageSink messageSink) implements TransportContext {
-        @Override
-        public ThreadMode threadMode() {
-            return ThreadMode.SINGLE;
-        }
-
-        @Override
-        public RemoteMemory remoteMemory() {
-            return handle -> {
-                throw new NotSupportedException("not in this test");
-            };
-        }
-
-        @Override
-        public dev.conduit.spi.Config config() {
-            return plugin.config();
-        }
-
-        @Override
-        public Path sharedDirectory() {
-            return plugin.sharedDirectory();
-        }
-
-        @Override
-        public System.Logger logger() {
-            return plugin.logger();
-        }
-    }
-
     private Transport transport(MessageSink sink, Map<String, String> config) {
-        Transport t = new MemfdPlugin().openTransport(new Context(TestContext.of(shared, config), sink));
+        Transport t = new MemfdPlugin().openTransport(new TestTransportContext(TestContext.of(shared, config), sink));
         open.add(t);
         return t;
     }
