@@ -80,6 +80,8 @@ final class PerfClient implements AutoCloseable {
     private String readyError;
     private byte[] readyHandle;
     private int endedSeq = -1;
+    /** What the last ENDED said the server's thread allocated from READY to END; -1 when it could not say. */
+    private long serverAllocated = -1;
     private PerfProtocol.Reader welcome;
     private PeerFailedException failure;
 
@@ -121,7 +123,10 @@ final class PerfClient implements AutoCloseable {
                 acks++;
             });
             worker.onMessage(PerfProtocol.READY, this::onReady);
-            worker.onMessage(PerfProtocol.ENDED, m -> endedSeq = m.payloadInt(0));
+            worker.onMessage(PerfProtocol.ENDED, m -> {
+                serverAllocated = m.payloadLong(4);
+                endedSeq = m.payloadInt(0);
+            });
             worker.onMessage(PerfProtocol.WELCOME, m -> {
                 // Keep a copy: the message is valid only during this call.
                 welcome = new PerfProtocol.Reader(m, "WELCOME");
@@ -284,8 +289,8 @@ final class PerfClient implements AutoCloseable {
                 result = PerfResult.skipped(test, variant, size, e.getMessage());
             }
         }
-        end(s);
-        return result;
+        long serverAllocated = end(s);
+        return result.isSkipped() || serverAllocated < 0 ? result : result.withCounter("serverAllocatedBytes", serverAllocated);
     }
 
     // ------------------------------------------------------------------ phases
@@ -314,23 +319,10 @@ final class PerfClient implements AutoCloseable {
         Histogram h = new Histogram(HIGHEST_NANOS, 3);
         current = measured;
         progress.start(phase, measured.iterations(), measured.nanos());
-        long allocated = allocatedBytes();
+        long allocated = ThreadAllocation.bytes();
         loop.run(h);
-        allocated = allocatedBytes() - allocated;
+        allocated = ThreadAllocation.bytes() - allocated;
         return new PerfResult(test, variant, size, doneIterations, warmed, doneNanos, h, null, allocation(allocated));
-    }
-
-    /**
-     * Bytes this thread allocated so far, or -1 when the JVM does not say. Read around each measured
-     * loop: the measured loops are meant to allocate nothing (a progress line on a terminal
-     * allocates a little when it redraws).
-     */
-    private static long allocatedBytes() {
-        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
-        if (threads instanceof com.sun.management.ThreadMXBean t && t.isThreadAllocatedMemorySupported() && t.isThreadAllocatedMemoryEnabled()) {
-            return t.getCurrentThreadAllocatedBytes();
-        }
-        return -1;
     }
 
     private static Map<String, Long> allocation(long allocated) {
@@ -345,9 +337,9 @@ final class PerfClient implements AutoCloseable {
             warmed = doneIterations;
         }
         progress.start(phase, measured.iterations(), measured.nanos());
-        long allocated = allocatedBytes();
+        long allocated = ThreadAllocation.bytes();
         loop.run(measured);
-        allocated = allocatedBytes() - allocated;
+        allocated = ThreadAllocation.bytes() - allocated;
         return new PerfResult(test, null, size, doneIterations, warmed, doneNanos, null, null, allocation(allocated));
     }
 
@@ -484,9 +476,9 @@ final class PerfClient implements AutoCloseable {
         IpcCacheStats measuredFrom = c.ipcCacheStats();
         Histogram h = new Histogram(HIGHEST_NANOS, 3);
         progress.start(phase, measured.iterations(), measured.nanos());
-        long allocated = allocatedBytes();
+        long allocated = ThreadAllocation.bytes();
         importLoop(c, handle, measured, h);
-        allocated = allocatedBytes() - allocated;
+        allocated = ThreadAllocation.bytes() - allocated;
         IpcCacheStats after = c.ipcCacheStats();
         if (uncachedVariant && after.hits() != measuredFrom.hits()) {
             throw new ConduitException("ipc_import uncached: the IPC cache served " + (after.hits() - measuredFrom.hits())
@@ -667,10 +659,12 @@ final class PerfClient implements AutoCloseable {
         readySeq = s;
     }
 
-    private void end(int s) {
-        if (failure != null) return;
+    /** Ends phase {@code s}; returns the bytes the server's thread allocated from READY to END, or -1 when it could not say. */
+    private long end(int s) {
+        if (failure != null) return -1;
         ep.send(PerfProtocol.END, new PerfProtocol.Writer().u32(s).segment());
         waitUntil(() -> endedSeq == s, "ENDED");
+        return serverAllocated;
     }
 
     // ------------------------------------------------------------------ closing

@@ -20,7 +20,8 @@ import java.nio.charset.StandardCharsets;
  *         wakeup, transport, region handle,              worker transports
  *         worker address (the server connects back)
  * BEGIN   seq, test, size                        READY   seq, ok, error or region handle (ipc_import)
- * END     seq                                    ENDED   seq
+ * END     seq                                    ENDED   seq, bytes the server's thread allocated from
+ *                                                        READY to END (-1: the JVM does not say)
  * PING    size bytes (am_lat)                    PONG    size bytes
  * DATA    size bytes (am_bw)
  * LAST    size bytes (am_bw, the last one)       ACK     messages counted since BEGIN
@@ -31,7 +32,8 @@ import java.nio.charset.StandardCharsets;
  */
 final class PerfProtocol {
 
-    static final int VERSION = 2;
+    /** 3: ENDED carries the server's allocation. */
+    static final int VERSION = 3;
 
     static final int HELLO = 0x7C01;
     static final int WELCOME = 0x7C02;

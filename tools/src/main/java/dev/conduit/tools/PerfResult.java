@@ -15,7 +15,9 @@ import java.util.Map;
  * @param elapsedNanos wall time of the measured operations
  * @param latency      nanoseconds per sample (one-way for ping-pong tests), or {@code null} for bandwidth tests and skipped rows
  * @param skipped      why the row was not measured, or {@code null}
- * @param counters     what else the test counted (ipc_import: the IPC cache's hits and misses during it)
+ * @param counters     what else the test counted: the bytes the client's thread allocated in the measured loop
+ *                     ({@code allocatedBytes}) and the server's from READY to END ({@code serverAllocatedBytes}),
+ *                     and for ipc_import the IPC cache's hits and misses during it
  */
 record PerfResult(PerfTest test, String variant, long size, long iterations, long warmup, long elapsedNanos, Histogram latency,
                   String skipped, Map<String, Long> counters) {
@@ -26,6 +28,13 @@ record PerfResult(PerfTest test, String variant, long size, long iterations, lon
 
     static PerfResult skipped(PerfTest test, String variant, long size, String why) {
         return new PerfResult(test, variant, size, 0, 0, 0, null, why, Map.of());
+    }
+
+    /** This row with one more counter. */
+    PerfResult withCounter(String name, long value) {
+        Map<String, Long> more = new java.util.HashMap<>(counters);
+        more.put(name, value);
+        return new PerfResult(test, variant, size, iterations, warmup, elapsedNanos, latency, skipped, more);
     }
 
     /** The test's name with its variant: {@code am_lat}, {@code ipc_import cached}. */

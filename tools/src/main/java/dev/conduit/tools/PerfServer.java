@@ -84,6 +84,8 @@ final class PerfServer {
     private boolean sessionBusy;
     private PerfTest state;
     private long size;
+    /** This thread's allocation when the phase's READY went out; -1 outside a phase or when the JVM does not say. */
+    private long allocatedAtReady = -1;
     /** The PING being answered, for {@link #echo}: its payload is copied straight into the PONG's buffer. */
     private Message ping;
     private final PayloadEncoder echo = target -> {
@@ -369,9 +371,13 @@ final class PerfServer {
         }
         state = test;
         client.send(PerfProtocol.READY, ready.u8(1).bytes(handle).segment());
+        allocatedAtReady = ThreadAllocation.bytes();
     }
 
     private void end() {
+        // First, so that the count covers the phase's messages and no more: the warm-up's and the measured loop's.
+        long allocated = allocatedAtReady < 0 ? -1 : ThreadAllocation.bytes() - allocatedAtReady;
+        allocatedAtReady = -1;
         int seq = endSeq;
         endSeq = -1;
         state = null;
@@ -379,7 +385,7 @@ final class PerfServer {
             ipcRegion.close();
             ipcRegion = null;
         }
-        client.send(PerfProtocol.ENDED, new PerfProtocol.Writer().u32(seq).segment());
+        client.send(PerfProtocol.ENDED, new PerfProtocol.Writer().u32(seq).u64(allocated).segment());
     }
 
     /**

@@ -252,6 +252,9 @@ class PerfRunTest {
             assertThat(((Number) r.get("iterations")).longValue()).as(row).isEqualTo(200);
             assertThat(((Number) r.get("warmupIterations")).longValue()).as(row).isEqualTo(50);
             assertThat(((Number) r.get("opsPerSecond")).doubleValue()).as(row).isPositive();
+            // What each side's thread allocated (HotSpot says): the client in the measured loop, the server from READY to END.
+            assertThat(Json.object(r, "counters")).as(row).containsKeys("allocatedBytes", "serverAllocatedBytes");
+            assertThat(((Number) Json.object(r, "counters").get("serverAllocatedBytes")).longValue()).as(row).isNotNegative();
             if ("latency".equals(r.get("kind"))) {
                 Map<String, Object> latency = Json.object(r, "latencyMicros");
                 assertThat(((Number) latency.get("samples")).longValue()).as(row).isEqualTo(200);

@@ -92,7 +92,10 @@ class PerfServerTest {
                             assertThat(firstDifference(pong, ping)).as(what + ": the first byte that differs from the PING's"
                                     + describe(pong, ping)).isEqualTo(-1);
                         }
-                        session.end(seq);
+                        long allocated = session.end(seq);
+                        System.out.printf("%s %d B: the server's thread allocated %d bytes from READY to END%n", transport, size, allocated);
+                        assertThat(allocated).as("ENDED: what the server's thread allocated from READY to END (-1: not known)")
+                                .isNotEqualTo(Long.MIN_VALUE).isGreaterThanOrEqualTo(-1);
                     }
                     assertThat(session.pongs).as("one PONG per PING, no more").hasSize(message);
                     session.bye();
@@ -152,6 +155,7 @@ class PerfServerTest {
         private boolean readyOk;
         private String readyError;
         private int endedSeq = -1;
+        private long serverAllocated = Long.MIN_VALUE;
         private PeerFailedException failure;
         private int seq;
 
@@ -169,7 +173,10 @@ class PerfServerTest {
                     readyError = readyOk ? null : r.string();
                     readySeq = s;
                 });
-                worker.onMessage(PerfProtocol.ENDED, m -> endedSeq = m.payloadInt(0));
+                worker.onMessage(PerfProtocol.ENDED, m -> {
+                    serverAllocated = m.payloadLong(4);
+                    endedSeq = m.payloadInt(0);
+                });
                 worker.onMessage(PerfProtocol.PONG, m -> pongs.add(m.payloadToArray()));
                 ep = worker.connect(WorkerAddress.fromBytes(bootstrap.address()), (endpoint, cause) -> failure = cause);
                 // HELLO carries a region of ours, as PerfClient's does (the server opens it for put_lat's answers).
@@ -207,9 +214,11 @@ class PerfServerTest {
             return pongs.getLast();
         }
 
-        void end(int s) {
+        /** Ends phase {@code s}; returns what ENDED says the server's thread allocated from READY to END. */
+        long end(int s) {
             ep.send(PerfProtocol.END, new PerfProtocol.Writer().u32(s).segment());
             progressUntil(() -> endedSeq == s, "ENDED " + s);
+            return serverAllocated;
         }
 
         void bye() {
