@@ -31,9 +31,10 @@ public interface Conduit extends AutoCloseable {
     }
 
     /**
-     * Every plugin discovery found: selected, available but not selected, unavailable (with the
-     * reason), refused (SPI version) and shadowed (by another plugin of the same name), in
-     * preference order for the selected ones, then by name.
+     * Every plugin discovery found: selected, excluded by {@code transports} (not probed),
+     * unavailable (with the reason), refused (SPI version), shadowed (by another plugin of the same
+     * name) and broken, in preference order for the selected ones, then by name. A selected plugin's
+     * {@link PluginInfo#unsupportedHere()} names the capabilities its probe ruled out here.
      */
     List<PluginInfo> plugins();
 
@@ -44,9 +45,13 @@ public interface Conduit extends AutoCloseable {
     List<ConfigEntry> configuration();
 
     /**
-     * A worker with a transport of every selected plugin that provides one, used in {@code mode}.
+     * A worker with a transport of every selected plugin that provides one here, used in
+     * {@code mode}: a plugin whose probe ruled its transport out here (memfd on a shared directory
+     * this process cannot write, which still imports) is left out, and the thread-mode policy is
+     * chosen from the others.
      *
-     * @throws dev.conduit.spi.ConduitException when no selected plugin provides a transport, or a
+     * @throws dev.conduit.spi.ConduitException when no selected plugin provides a transport here
+     *         (the message names each one ruled out, and why), or a
      *         plugin cannot be used in {@code mode} (the message names plugin and modes, and the
      *         {@code conduit.thread.confine} option)
      */

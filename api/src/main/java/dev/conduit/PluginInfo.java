@@ -20,17 +20,23 @@ import java.util.Set;
  * @param reason        for every status but {@code SELECTED}: why, with the remedy (for {@code EXCLUDED}, the
  *                      {@code transports} setting that left it out)
  * @param capabilities  what it declares it can do
+ * @param unsupportedHere declared capabilities its probe ruled out in this environment, each with why and the
+ *                      remedy (memfd on a read-only shared directory: {@code MEMORY} and {@code AM}, so it
+ *                      imports only); the runtime never uses them here
  * @param threadModes   the thread modes it declares
  * @param priority      its default preference, higher first
  * @param details       what its probe found (devices, directories), in its order; empty when it was not probed
  * @param configuration its declared keys with their current values
  */
 public record PluginInfo(String name, String version, String spiVersion, String description, String origin,
-                         Status status, String reason, Set<Capability> capabilities, Set<ThreadMode> threadModes,
-                         int priority, Map<String, String> details, List<ConfigEntry> configuration) {
+                         Status status, String reason, Set<Capability> capabilities, Map<Capability, String> unsupportedHere,
+                         Set<ThreadMode> threadModes, int priority, Map<String, String> details, List<ConfigEntry> configuration) {
 
     public PluginInfo {
         capabilities = Set.copyOf(capabilities);
+        var notHere = new java.util.EnumMap<Capability, String>(Capability.class);
+        notHere.putAll(unsupportedHere);
+        unsupportedHere = java.util.Collections.unmodifiableMap(notHere);
         threadModes = Set.copyOf(threadModes);
         details = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(details));
         configuration = List.copyOf(configuration);

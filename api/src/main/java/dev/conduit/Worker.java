@@ -5,8 +5,8 @@ import dev.conduit.spi.ThreadMode;
 import java.time.Duration;
 
 /**
- * A progress engine and the owner of a receive queue in every selected transport, as UCX's
- * worker. Made by {@link Conduit#newWorker(ThreadMode)}.
+ * A progress engine and the owner of a receive queue in every selected transport that works
+ * here, as UCX's worker. Made by {@link Conduit#newWorker(ThreadMode)}.
  *
  * <pre>{@code
  * // receiver                                    // sender

@@ -2,7 +2,6 @@ package dev.conduit;
 
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
-import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.RecordingTransport;
 import dev.conduit.testing.TestPlugin;
@@ -390,31 +389,6 @@ class ConduitCloseTest {
         try (Conduit conduit = isolated().addPlugin(plugin("first", closed, false).priority(2)).addPlugin(failing).build()) {
             assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).hasMessage("cannot create the receive queue");
             assertThat(closed).containsExactly("first#1");
-        }
-    }
-
-    /**
-     * A plugin that cannot offer a transport here though it imports (memfd on a read-only shared
-     * directory) says so with NotSupportedException: the worker opens over the others, and fails
-     * only when none is left, naming each one's reason.
-     */
-    @Test
-    void aTransportThatIsNotSupportedHereIsLeftOutOfTheWorkerAndFailsItOnlyWhenNoneIsLeft() {
-        List<String> closed = Collections.synchronizedList(new ArrayList<>());
-        TestPlugin importOnly = TestPlugin.named("importonly").priority(2).transports(c -> {
-            throw new NotSupportedException("importonly offers no transport here, only imports: the directory is read-only");
-        });
-        try (Conduit conduit = isolated().addPlugin(importOnly).addPlugin(plugin("first", closed, false).priority(1)).build()) {
-            assertThat(conduit.selectedPlugins()).containsExactly("importonly", "first");
-            try (Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
-                assertThat(worker.address().transports()).containsExactly("first");
-            }
-            assertThat(closed).containsExactly("first#1");
-        }
-        try (Conduit conduit = isolated().addPlugin(importOnly).build()) {
-            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
-                    .hasMessage("no selected plugin can open a transport here: "
-                            + "importonly: importonly offers no transport here, only imports: the directory is read-only");
         }
     }
 

@@ -190,7 +190,7 @@ class DiscoveryTest {
             PluginInfo i = info(conduit, "future");
             assertThat(i.status()).isEqualTo(Status.REFUSED);
             assertThat(i.spiVersion()).isEqualTo("2.0");
-            assertThat(i.reason()).contains("SPI 2.0.0").contains("SPI 1.0.0").contains("major versions differ");
+            assertThat(i.reason()).contains("SPI 2.0.0").contains("SPI 1.1.0").contains("major versions differ");
             assertThat(info(conduit, "past").status()).isEqualTo(Status.REFUSED);
             assertThat(future.probes).as("a refused plugin is not probed").hasValue(0);
         }
@@ -199,14 +199,15 @@ class DiscoveryTest {
     @Test
     void aNewerSpiMinorThanTheRuntimesIsRefusedAndAnOlderOrEqualOneAccepted() {
         try (Conduit conduit = isolated()
-                .addPlugin(TestPlugin.named("newer").spiVersion("1.1"))
-                .addPlugin(TestPlugin.named("same").spiVersion("1.0.0"))
+                .addPlugin(TestPlugin.named("newer").spiVersion("1.2"))
+                .addPlugin(TestPlugin.named("same").spiVersion("1.1.0"))
                 .addPlugin(TestPlugin.named("short").spiVersion("1"))
                 .addPlugin(TestPlugin.named("patch").spiVersion("1.0.7"))
+                .addPlugin(TestPlugin.named("older").spiVersion("1.0"))
                 .build()) {
             assertThat(info(conduit, "newer").status()).isEqualTo(Status.REFUSED);
             assertThat(info(conduit, "newer").reason()).contains("newer than this runtime's SPI").contains("upgrade Conduit");
-            assertThat(conduit.selectedPlugins()).containsExactlyInAnyOrder("same", "short", "patch");
+            assertThat(conduit.selectedPlugins()).containsExactlyInAnyOrder("same", "short", "patch", "older");
         }
     }
 

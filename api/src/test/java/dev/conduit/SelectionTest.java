@@ -50,7 +50,7 @@ class SelectionTest {
             assertThat(conduit.plugins()).extracting(PluginInfo::name).startsWith("a", "c");
             PluginInfo b = info(conduit, "b");
             assertThat(b.status()).isEqualTo(Status.EXCLUDED);
-            assertThat(b.reason()).isEqualTo("not named by transports=a,c, so not probed (name it there to use it)");
+            assertThat(b.reason()).isEqualTo("not named by transports=a,c (CONDUIT_TRANSPORTS), so not probed; name it there to use it");
         }
     }
 
@@ -75,10 +75,27 @@ class SelectionTest {
         try (Conduit conduit = fourPlugins().transports("^b").build()) {
             assertThat(conduit.selectedPlugins()).containsExactly("c", "a");
             assertThat(info(conduit, "b").status()).isEqualTo(Status.EXCLUDED);
-            assertThat(info(conduit, "b").reason()).isEqualTo("excluded by transports=^b, so not probed (remove ^b to use it)");
+            assertThat(info(conduit, "b").reason()).isEqualTo("excluded by transports=^b (CONDUIT_TRANSPORTS), so not probed; take it out of that list to use it");
         }
         try (Conduit conduit = fourPlugins().transports("^b", "^a").build()) {
             assertThat(conduit.selectedPlugins()).containsExactly("c");
+        }
+        try (Conduit conduit = fourPlugins().set("transports", "^b,a").build()) {
+            assertThat(info(conduit, "a").reason()).as("no ^a in the setting to remove")
+                    .isEqualTo("excluded by transports=^b,a (CONDUIT_TRANSPORTS), so not probed; take it out of that list to use it");
+        }
+    }
+
+    /** A refused or shadowed copy found first used to speak for the name in errors, not the copy that was left out. */
+    @Test
+    void theCopyLeftOutSpeaksForItsNameNotARefusedOneFoundBeforeIt() {
+        try (Conduit conduit = isolated()
+                .addPlugin(TestPlugin.named("dup").spiVersion("0.9"))
+                .addPlugin(TestPlugin.named("dup"))
+                .addPlugin(TestPlugin.named("a"))
+                .transports("^dup").build()) {
+            assertThatThrownBy(() -> conduit.pool("dup")).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageContaining("it is EXCLUDED: excluded by transports=^dup");
         }
     }
 

@@ -17,6 +17,7 @@ import dev.conduit.internal.memory.RuntimePool;
 import dev.conduit.internal.threading.ThreadPolicies;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.internal.worker.RuntimeWorker;
 import dev.conduit.spi.ThreadMode;
@@ -117,9 +118,11 @@ public final class ConduitRuntime implements Conduit {
         PluginRecord r = registry.selected(plugin).orElseThrow(() -> new ConduitException("no pool over plugin '" + plugin + "': "
                 + registry.find(plugin).map(p -> "it is " + p.status() + ": " + p.reason())
                         .orElse("it was not found; found: " + registry.all().stream().map(PluginRecord::name).toList())));
-        if (!r.capabilities().contains(Capability.MEMORY)) {
-            throw new ConduitException("plugin '" + plugin + "' provides no memory (capability MEMORY); plugins that do: "
-                    + registry.selected().stream().filter(p -> p.capabilities().contains(Capability.MEMORY)).map(PluginRecord::name).toList());
+        if (!r.offers(Capability.MEMORY)) {
+            String why = r.unsupportedHere().get(Capability.MEMORY);
+            throw new NotSupportedException("plugin '" + plugin + "' provides no memory (capability MEMORY)"
+                    + (why != null && r.capabilities().contains(Capability.MEMORY) ? " here: " + why : "") + "; plugins that do here: "
+                    + registry.selected().stream().filter(p -> p.offers(Capability.MEMORY)).map(PluginRecord::name).toList());
         }
         if (!ThreadPolicies.supports(r.threadModes(), ThreadMode.SERIALIZED)) {
             throw new ConduitException("plugin '" + plugin + "' declares thread modes " + r.threadModes()
@@ -143,10 +146,13 @@ public final class ConduitRuntime implements Conduit {
 
     @Override
     public Pool pool() {
-        return pool(registry.selected().stream().filter(p -> p.capabilities().contains(Capability.MEMORY)).findFirst()
+        return pool(registry.selected().stream().filter(p -> p.offers(Capability.MEMORY)).findFirst()
                 .map(PluginRecord::name)
-                .orElseThrow(() -> new ConduitException("no selected plugin provides memory (capability MEMORY); selected: "
-                        + selectedPlugins() + ". Run 'conduit info' to see why others are unavailable.")));
+                .orElseThrow(() -> new ConduitException("no selected plugin provides memory (capability MEMORY) here; selected: "
+                        + selectedPlugins() + registry.selected().stream().filter(p -> p.unsupportedHere().containsKey(Capability.MEMORY))
+                                .map(p -> "; " + p.name() + " provides none here: " + p.unsupportedHere().get(Capability.MEMORY))
+                                .collect(java.util.stream.Collectors.joining())
+                        + ". Run 'conduit info' to see why others are unavailable.")));
     }
 
     @Override

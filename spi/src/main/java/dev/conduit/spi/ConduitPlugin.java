@@ -29,7 +29,7 @@ public interface ConduitPlugin {
      * compile-time constant it is inlined into the plugin's class file, so the runtime learns which
      * SPI the plugin was compiled against and refuses a different major version.
      */
-    String SPI_VERSION = "1.0";
+    String SPI_VERSION = "1.1";
 
     /**
      * The plugin's name: lower-case letters, digits and {@code -}, at most 32 characters, starting
@@ -83,10 +83,9 @@ public interface ConduitPlugin {
     }
 
     /**
-     * Opens a memory provider ({@link Capability#MEMORY}). A plugin that declares the capability but
-     * cannot provide memory in this environment, while its other operations work (memfd on a
-     * shared directory this process cannot write, which still imports), throws
-     * {@link NotSupportedException} naming the cause and the remedy.
+     * Opens a memory provider ({@link Capability#MEMORY}). The runtime does not call it where the
+     * probe ruled {@code MEMORY} out ({@link Availability#without}); called there anyway (by the
+     * plugin's own tests, say), it throws {@link NotSupportedException} with the same reason.
      */
     default MemoryProvider openMemoryProvider(PluginContext context) {
         throw new NotSupportedException("plugin '" + name() + "' provides no memory (capability MEMORY)");
@@ -102,11 +101,10 @@ public interface ConduitPlugin {
     }
 
     /**
-     * Opens this plugin's transport for one worker ({@link Capability#AM}). A plugin that declares
-     * the capability but cannot offer a transport in this environment, while its other operations
-     * work, throws {@link NotSupportedException} naming the cause: the runtime then opens the worker
-     * over the other plugins' transports, and fails it only when none opens. Any other exception
-     * fails the worker.
+     * Opens this plugin's transport for one worker ({@link Capability#AM}). The runtime does not
+     * call it where the probe ruled {@code AM} out ({@link Availability#without}): the worker then
+     * opens over the other plugins' transports. Called there anyway, it throws
+     * {@link NotSupportedException} with the same reason. Any exception fails the worker.
      */
     default Transport openTransport(TransportContext context) {
         throw new NotSupportedException("plugin '" + name() + "' provides no transport (capability AM)");

@@ -48,8 +48,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The contract of a plugin's metadata: name, versions and configuration keys well formed; the
- * probe honest (available here, and then every declared capability opens, every undeclared one
- * throws {@link NotSupportedException}); the runtime accepting it as declared; and the declared
+ * probe honest (available here, and then every declared capability opens unless the probe ruled
+ * it out here with {@code Availability.without}, and every undeclared or ruled-out one throws
+ * {@link NotSupportedException}); the runtime accepting it as declared; and the declared
  * thread modes holding under stress: a plugin that declares {@link ThreadMode#MULTI} is hammered
  * from several threads at once, one that declares {@link ThreadMode#SERIALIZED} is called from
  * several threads in turn, and for one that does not declare {@code MULTI} the runtime is shown to
@@ -97,7 +98,13 @@ public abstract class PluginMetadataContract extends PluginContract {
         assertThat(availability.isAvailable()).as("probe() of '%s' said unavailable: %s (run the TCK where the plugin can work)",
                 plugin.name(), availability.reason()).isTrue();
         Set<Capability> declared = plugin.capabilities();
-        if (declared.contains(Capability.MEMORY)) {
+        Map<Capability, String> notHere = availability.unsupportedHere();
+        assertThat(declared).as("capabilities the probe of '%s' rules out here (Availability.without) must be declared ones",
+                plugin.name()).containsAll(notHere.keySet());
+        // A capability ruled out here is honest only if its operation then says "not supported", never half-works.
+        if (notHere.containsKey(Capability.MEMORY)) {
+            ruledOut(Capability.MEMORY, notHere, "openMemoryProvider()", () -> plugin.openMemoryProvider(pluginContext()).close());
+        } else if (declared.contains(Capability.MEMORY)) {
             declaredWorks(Capability.MEMORY, "openMemoryProvider(), allocate(pageSize()), free() and close()", () -> {
                 try (MemoryProvider provider = plugin.openMemoryProvider(pluginContext())) {
                     provider.free(provider.allocate(provider.pageSize()));
@@ -107,13 +114,17 @@ public abstract class PluginMetadataContract extends PluginContract {
             assertThat(catchThrowable(() -> plugin.openMemoryProvider(pluginContext()))).as("openMemoryProvider() without MEMORY")
                     .isInstanceOf(NotSupportedException.class);
         }
-        if (declared.contains(Capability.IPC)) {
+        if (notHere.containsKey(Capability.IPC)) {
+            ruledOut(Capability.IPC, notHere, "ipcImporter()", () -> plugin.ipcImporter(pluginContext()));
+        } else if (declared.contains(Capability.IPC)) {
             declaredWorks(Capability.IPC, "ipcImporter()", () -> assertThat(plugin.ipcImporter(pluginContext())).as("ipcImporter()").isNotNull());
         } else {
             assertThat(catchThrowable(() -> plugin.ipcImporter(pluginContext()))).as("ipcImporter() without IPC")
                     .isInstanceOf(NotSupportedException.class);
         }
-        if (declared.contains(Capability.AM)) {
+        if (notHere.containsKey(Capability.AM)) {
+            ruledOut(Capability.AM, notHere, "openTransport()", () -> plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox())).close());
+        } else if (declared.contains(Capability.AM)) {
             declaredWorks(Capability.AM, "openTransport(), address(), progress() and close()", () -> {
                 try (Transport transport = plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox()))) {
                     assertThat(transport.address()).as("address() of an opened transport").isNotEmpty();
@@ -132,6 +143,16 @@ public abstract class PluginMetadataContract extends PluginContract {
             assertThat(catchThrowable(() -> plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox()))))
                     .as("openTransport() without AM").isInstanceOf(NotSupportedException.class);
         }
+    }
+
+    private void ruledOut(Capability capability, Map<Capability, String> notHere, String operation, ThrowingRunnable use) {
+        assertThat(catchThrowable(use::run)).as("%s of '%s', whose probe ruled %s out here (%s)", operation, plugin.name(), capability,
+                notHere.get(capability)).isInstanceOf(NotSupportedException.class);
+    }
+
+    @FunctionalInterface
+    private interface ThrowingRunnable {
+        void run() throws Exception;
     }
 
     private void declaredWorks(Capability capability, String operations, Runnable use) {

@@ -1,5 +1,6 @@
 package dev.conduit.tck;
 
+import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
@@ -142,6 +143,14 @@ final class BrokenPlugins {
         @Override
         public Set<Capability> capabilities() {
             return Set.of(Capability.AM, Capability.WAKEUP, Capability.MEMORY);
+        }
+    }
+
+    /** Its probe rules its transport out here (Availability.without), yet openTransport() opens one: half-works. */
+    public static final class RulesOutButOpens extends LoopbackPlugin {
+        @Override
+        public Availability probe(PluginContext context) {
+            return super.probe(context).without(Capability.AM, "no transport here: the directory is read-only");
         }
     }
 
@@ -522,6 +531,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new LiesInProbe();
+        }
+    }
+
+    public static final class RulesOutButOpensSuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new RulesOutButOpens();
         }
     }
 

@@ -40,6 +40,7 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.ClaimsMultiSuite.class, "aMultiPluginWithstandsConcurrentCalls", "concurrently"),
                 Arguments.of(BrokenPlugins.NeverConnectsSuite.class, "aSerializedPluginWorksFromThreadsTakingTurns", "not accepted within"),
                 Arguments.of(BrokenPlugins.LiesInProbeSuite.class, "probeIsAvailableHereAndHonest", "capability MEMORY"),
+                Arguments.of(BrokenPlugins.RulesOutButOpensSuite.class, "probeIsAvailableHereAndHonest", "whose probe ruled AM out here"),
                 Arguments.of(BrokenPlugins.AcceptsBadHandlesSuite.class, "truncatedPayloadsAreRefusedNamingTheField", "cut to"),
                 Arguments.of(BrokenPlugins.LeaksOnCloseSuite.class, "closeFreesEveryChunkAndIsIdempotent", "a leak"),
                 Arguments.of(BrokenPlugins.DirtyChunksSuite.class, "allocatesZeroedWritablePageAlignedChunks", "of a fresh chunk"),

@@ -84,11 +84,11 @@ record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, L
     }
 
     /** Whether the plugin can be used here; empty for one left out by {@code transports}, which was not probed. */
-    static java.util.Optional<Boolean> isUsable(PluginInfo plugin) {
+    static Optional<Boolean> isUsable(PluginInfo plugin) {
         return switch (plugin.status()) {
-            case SELECTED -> java.util.Optional.of(true);
-            case EXCLUDED -> java.util.Optional.empty();
-            default -> java.util.Optional.of(false);
+            case SELECTED -> Optional.of(true);
+            case EXCLUDED -> Optional.empty();
+            default -> Optional.of(false);
         };
     }
 }

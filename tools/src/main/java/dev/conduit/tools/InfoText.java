@@ -64,6 +64,7 @@ final class InfoText {
         field("origin", plugin.origin());
         field("spi version", plugin.spiVersion());
         field("capabilities", joined(plugin.capabilities().stream().sorted().toList()));
+        if (!plugin.unsupportedHere().isEmpty()) field("not here", notHere(plugin.unsupportedHere()));
         field("thread modes", joined(plugin.threadModes().stream().sorted().toList()));
         field("priority", Integer.toString(plugin.priority()));
         field("probe", plugin.status() == PluginInfo.Status.EXCLUDED ? "not probed"
@@ -148,6 +149,16 @@ final class InfoText {
 
     private static String source(ConfigEntry entry) {
         return entry.source().name().toLowerCase(Locale.ROOT).replace('_', ' ');
+    }
+
+    /** Capabilities ruled out here, those with one reason together: {@code MEMORY, AM: why}, wrapped. */
+    private static String notHere(Map<dev.conduit.spi.Capability, String> unsupported) {
+        Map<String, List<String>> byReason = new java.util.LinkedHashMap<>();
+        unsupported.forEach((c, why) -> byReason.computeIfAbsent(why, w -> new ArrayList<>()).add(c.name()));
+        List<String> lines = new ArrayList<>();
+        byReason.forEach((why, capabilities) -> lines.addAll(wrap(String.join(", ", capabilities) + ": " + why,
+                WRAP_WIDTH - FIELD_INDENT.length() - LABEL_WIDTH)));
+        return String.join("\n", lines);
     }
 
     private static String joined(Collection<?> items) {

@@ -30,7 +30,7 @@ class InfoJsonTest {
         Map<String, Object> info = JsonParser.parseObject(result.out());
         assertThat(info.keySet()).containsExactly("version", "spiVersion", "plugins", "configuration", "selection", "ipcCache", "threadPolicies");
         assertThat(((Map<?, ?>) info.get("threadPolicies")).keySet().stream().map(String::valueOf).toList()).containsExactlyInAnyOrder("SINGLE", "SERIALIZED", "MULTI");
-        assertThat(info).containsEntry("version", ToolVersion.current()).containsEntry("spiVersion", "1.0");
+        assertThat(info).containsEntry("version", ToolVersion.current()).containsEntry("spiVersion", "1.1");
     }
 
     @Test
@@ -65,11 +65,12 @@ class InfoJsonTest {
         Map<String, Object> info = JsonParser.parseObject(conduit.run("info", "--json", "--set", "transports=gamma,alpha").out());
 
         assertThat(Json.plugin(info, "gamma")).containsEntry("available", true).containsEntry("reason", null)
-                .containsEntry("preference", BigDecimal.ONE);
+                .containsEntry("preference", BigDecimal.ONE).containsEntry("unsupportedHere", Map.of("MEMORY", TestPlugin.GAMMA_NOT_HERE));
+        assertThat(Json.plugin(info, "alpha")).containsEntry("unsupportedHere", Map.of());
         assertThat(Json.plugin(info, "alpha")).containsEntry("preference", BigDecimal.TWO);
         assertThat(Json.plugin(info, "delta")).as("left out, so not probed: whether it works is not known")
                 .containsEntry("status", "EXCLUDED").containsEntry("available", null)
-                .containsEntry("reason", "not named by transports=gamma,alpha, so not probed (name it there to use it)")
+                .containsEntry("reason", "not named by transports=gamma,alpha (CONDUIT_TRANSPORTS), so not probed; name it there to use it")
                 .containsEntry("preference", null);
         Map<String, Object> all = JsonParser.parseObject(conduit.run("info", "--json").out());
         assertThat(Json.plugin(all, "beta")).containsEntry("status", "UNAVAILABLE").containsEntry("available", false)

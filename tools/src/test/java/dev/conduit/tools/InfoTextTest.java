@@ -23,7 +23,7 @@ class InfoTextTest {
                 "description   Alpha test transport",
                 "status        selected, preference 1 of 2",
                 "origin        added in code (" + TestPlugin.class.getName() + ")",
-                "spi version   1.0",
+                "spi version   " + dev.conduit.spi.ConduitPlugin.SPI_VERSION,
                 "capabilities  MEMORY, IPC, AM",
                 "thread modes  SINGLE, MULTI",
                 "priority      150",
@@ -32,6 +32,7 @@ class InfoTextTest {
                 "How deep alpha's queues are. (a whole number from 1 to 64)",
                 "property conduit.alpha.depth, environment CONDUIT_ALPHA_DEPTH",
                 "alpha.label  (unset)  default");
+        assertThat(section(result.out(), "  alpha 1.2.0  [SELECTED]")).doesNotContain("not here");
         assertThat(section(result.out(), "  beta 0.3.1  [UNAVAILABLE]")).contains(
                 "status        unavailable: no beta device: load the beta driver (modprobe beta)",
                 "capabilities  AM, CROSS_HOST",
@@ -40,6 +41,8 @@ class InfoTextTest {
                 "beta.fast  true  default");
         assertThat(section(result.out(), "  gamma 2.0.0  [SELECTED]")).contains(
                 "status        selected, preference 2 of 2",
+                "capabilities  MEMORY",
+                "not here      MEMORY: " + TestPlugin.GAMMA_NOT_HERE,
                 "config        no keys")
                 .doesNotContain("description");
     }
@@ -60,7 +63,7 @@ class InfoTextTest {
         Result result = conduit.run("info", "--set", "transports=gamma");
 
         assertThat(section(result.out(), "  alpha 1.2.0  [EXCLUDED]"))
-                .contains("status        not named by transports=gamma, so not probed (name it there to use it)")
+                .contains("status        not named by transports=gamma (CONDUIT_TRANSPORTS), so not probed; name it there to use it")
                 .contains("probe         not probed");
     }
 

@@ -22,6 +22,8 @@ record TestPlugin(String name, Version version, String description, Availability
     static final ConfigKey<String> ALPHA_LABEL = ConfigKey.string("alpha.label", null, "A label for alpha's files.");
     static final ConfigKey<Boolean> BETA_FAST = ConfigKey.bool("beta.fast", true, "Whether beta takes the fast path.");
 
+    static final String GAMMA_NOT_HERE = "the gamma directory is read-only: mount it read-write";
+
     /** Available, with probe details in a deliberate non-alphabetical order, and two keys. */
     static TestPlugin alpha() {
         Map<String, String> details = new LinkedHashMap<>();
@@ -39,9 +41,9 @@ record TestPlugin(String name, Version version, String description, Availability
                 EnumSet.of(Capability.AM, Capability.CROSS_HOST), EnumSet.of(ThreadMode.SERIALIZED), List.of(BETA_FAST), 50);
     }
 
-    /** Available, below alpha in priority, with no keys and no details. */
+    /** Available, below alpha in priority, with no keys and no details; its memory is ruled out here. */
     static TestPlugin gamma() {
-        return new TestPlugin("gamma", Version.parse("2.0.0"), "", Availability.available(),
+        return new TestPlugin("gamma", Version.parse("2.0.0"), "", Availability.available().without(Capability.MEMORY, GAMMA_NOT_HERE),
                 EnumSet.of(Capability.MEMORY), EnumSet.of(ThreadMode.SINGLE), List.of(), 120);
     }
 

@@ -33,6 +33,8 @@ public final class PluginRecord {
     Status status;
     String reason;
     Map<String, String> details = Map.of();
+    /** Declared capabilities its probe ruled out here, with why ({@code Availability.without}). */
+    Map<Capability, String> unsupportedHere = Map.of();
     /** The config keys it declared, as read once at discovery. */
     List<ConfigKey<?>> configKeys = List.of();
 
@@ -79,12 +81,22 @@ public final class PluginRecord {
         return reason;
     }
 
+    /** Declared capabilities its probe ruled out here, with why. */
+    public Map<Capability, String> unsupportedHere() {
+        return unsupportedHere;
+    }
+
+    /** Whether it declares {@code capability} and its probe did not rule it out here. */
+    public boolean offers(Capability capability) {
+        return capabilities.contains(capability) && !unsupportedHere.containsKey(capability);
+    }
+
     boolean isCandidate() {
         return status == null;
     }
 
     public PluginInfo toInfo(List<ConfigEntry> configuration) {
         return new PluginInfo(name, version == null ? "?" : version.toString(), spiVersion == null ? "?" : spiVersion,
-                description, origin, status, reason, capabilities, threadModes, priority, details, configuration);
+                description, origin, status, reason, capabilities, unsupportedHere, threadModes, priority, details, configuration);
     }
 }

@@ -4,6 +4,7 @@ import dev.conduit.PluginInfo.Status;
 import dev.conduit.internal.RuntimeSettings;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
@@ -17,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -33,8 +35,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 /**
- * The plugins of one {@code Conduit}: discovered, validated, de-duplicated, probed and selected,
- * in that order. Immutable once built.
+ * The plugins of one {@code Conduit}: discovered, validated, de-duplicated, left out by
+ * {@code transports} or probed, and selected, in that order. Immutable once built.
  */
 public final class PluginRegistry {
 
@@ -203,6 +205,12 @@ public final class PluginRegistry {
                     } else {
                         r.details = a.details();
                         if (!a.isAvailable()) unavailable(r, a.reason());
+                        // Only what it declares: a capability it never offered needs no ruling out.
+                        Map<Capability, String> notHere = new EnumMap<>(Capability.class);
+                        a.unsupportedHere().forEach((c, why) -> {
+                            if (r.capabilities.contains(c)) notHere.put(c, why);
+                        });
+                        r.unsupportedHere = java.util.Collections.unmodifiableMap(notHere);
                     }
                 } catch (TimeoutException ex) {
                     unavailable(r, "probe did not finish within " + timeout.toMillis() + " ms (probe.timeout, CONDUIT_PROBE_TIMEOUT)");
@@ -266,8 +274,8 @@ public final class PluginRegistry {
         for (PluginRecord r : records) {
             if (r.isCandidate() && names.contains(r.name) == exclude) {
                 r.status = Status.EXCLUDED;
-                r.reason = exclude ? "excluded by transports=" + setting + ", so not probed (remove ^" + r.name + " to use it)"
-                        : "not named by transports=" + setting + ", so not probed (name it there to use it)";
+                r.reason = (exclude ? "excluded by" : "not named by") + " transports=" + setting + " (CONDUIT_TRANSPORTS), so not probed; "
+                        + (exclude ? "take it out of that list" : "name it there") + " to use it";
             }
         }
         return exclude ? List.of() : names;
@@ -303,8 +311,20 @@ public final class PluginRegistry {
         return selected.stream().filter(r -> r.name.equals(name)).findFirst();
     }
 
-    /** Any plugin called {@code name}, the one in use first. */
+    /**
+     * The plugin called {@code name} that speaks for the name: the one in use; else the copy that
+     * was in the running (left out by {@code transports}, or unavailable); else a refused, shadowed
+     * or broken one.
+     */
     public Optional<PluginRecord> find(String name) {
-        return all().stream().filter(r -> r.name.equals(name)).findFirst();
+        return all().stream().filter(r -> r.name.equals(name)).min(Comparator.comparingInt(PluginRegistry::standing));
+    }
+
+    private static int standing(PluginRecord r) {
+        return switch (r.status) {
+            case SELECTED -> 0;
+            case EXCLUDED, UNAVAILABLE -> 1;
+            case REFUSED, SHADOWED, BROKEN -> 2;
+        };
     }
 }

@@ -48,7 +48,7 @@ public final class IpcImports implements RemoteMemory {
     public RemoteRegion open(byte[] bytes) {
         IpcHandle handle = IpcHandle.decode(bytes);
         PluginRecord r = registry.selected(handle.plugin()).orElse(null);
-        if (r != null && r.capabilities().contains(Capability.IPC) && !r.capabilities().contains(Capability.CROSS_HOST)) {
+        if (r != null && r.offers(Capability.IPC) && !r.capabilities().contains(Capability.CROSS_HOST)) {
             IpcImporter importer = importer(handle.plugin());
             return new Remote(handle, cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength())));
         }
@@ -59,8 +59,9 @@ public final class IpcImports implements RemoteMemory {
         IpcImporter importer = importers.get(plugin);
         if (importer != null) return importer;
         PluginRecord r = registry.selected(plugin).orElseThrow(() -> notHere(plugin));
-        if (!r.capabilities().contains(Capability.IPC)) {
-            throw new ConduitException("plugin '" + plugin + "' does not import IPC handles (no capability IPC)");
+        if (!r.offers(Capability.IPC)) {
+            String why = r.unsupportedHere().get(Capability.IPC);
+            throw new ConduitException("plugin '" + plugin + "' does not import IPC handles " + (why == null ? "(no capability IPC)" : "here: " + why));
         }
         return importers.computeIfAbsent(plugin, p -> r.plugin().ipcImporter(contexts.apply(p)));
     }
@@ -72,7 +73,7 @@ public final class IpcImports implements RemoteMemory {
                     + "put it on the module path, class path or plugin path (CONDUIT_PLUGIN_PATH)");
         }
         PluginRecord r = found.get();
-        String why = r.status() == Status.EXCLUDED ? r.reason() + " (CONDUIT_TRANSPORTS)" : r.status() + ": " + r.reason();
+        String why = r.status() == Status.EXCLUDED ? r.reason() : r.status() + ": " + r.reason();
         return new ConduitException("the handle was exported by plugin '" + plugin + "', which cannot be used here: " + why);
     }
 

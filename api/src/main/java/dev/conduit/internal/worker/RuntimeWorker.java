@@ -21,7 +21,6 @@ import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MessageSink;
-import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.RemoteMemory;
 import dev.conduit.spi.ThreadMode;
@@ -45,6 +44,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import java.util.stream.Collectors;
 
 /**
  * The runtime's worker: one transport of every selected plugin that provides one, all behind one
@@ -86,6 +86,8 @@ public final class RuntimeWorker implements Worker {
     private final ThreadPolicy policy;
     private final Transport[] transports;
     private final String[] transportNames;
+    /** Selected plugins whose transport their probe ruled out here, with why: named when a peer offers only those. */
+    private final Map<String, String> transportsNotHere;
     private final boolean[] rma;
     private final boolean[] atomics;
     /** The most preferred transport with WAKEUP, or -1. */
@@ -134,8 +136,10 @@ public final class RuntimeWorker implements Worker {
     private volatile Thread sleeper;
 
     private RuntimeWorker(ThreadMode mode, ThreadGuard guard, ThreadPolicy policy, List<Transport> transports, List<PluginRecord> plugins,
-                          boolean confining, RemoteMemory remoteMemory, MessageDispatch dispatch, Consumer<AutoCloseable> onClose) {
+                          Map<String, String> transportsNotHere, boolean confining, RemoteMemory remoteMemory, MessageDispatch dispatch,
+                          Consumer<AutoCloseable> onClose) {
         this.mode = mode;
+        this.transportsNotHere = Map.copyOf(transportsNotHere);
         this.guard = guard;
         this.policy = policy;
         this.transports = transports.toArray(Transport[]::new);
@@ -147,9 +151,9 @@ public final class RuntimeWorker implements Worker {
         for (int i = 0; i < n; i++) {
             PluginRecord r = plugins.get(i);
             transportNames[i] = r.name();
-            rma[i] = r.capabilities().contains(Capability.RMA);
-            atomics[i] = r.capabilities().contains(Capability.ATOMICS);
-            if (w < 0 && r.capabilities().contains(Capability.WAKEUP)) w = i;
+            rma[i] = r.offers(Capability.RMA);
+            atomics[i] = r.offers(Capability.ATOMICS);
+            if (w < 0 && r.offers(Capability.WAKEUP)) w = i;
         }
         this.wakeup = w;
         this.confining = confining;
@@ -169,10 +173,9 @@ public final class RuntimeWorker implements Worker {
 
     /**
      * Opens a transport of every selected plugin with {@link Capability#AM}, choosing the guard for
-     * {@code mode} from what those plugins declare. A plugin whose {@code openTransport} throws
-     * {@link NotSupportedException} offers no transport here (memfd on a read-only shared
-     * directory, which still imports): the worker opens without it, and fails only when no
-     * transport opens at all, naming each plugin's reason.
+     * {@code mode} from what those plugins declare. A plugin whose probe ruled its transport out
+     * here ({@code Availability.without(AM, why)}: memfd on a read-only shared directory, which still
+     * imports) is left out, and named with its reason when a peer offers only it.
      */
     public static RuntimeWorker open(ThreadMode mode, List<PluginRecord> selected, ConfigResolver config, Path sharedDirectory,
                                      RemoteMemory remoteMemory, Consumer<AutoCloseable> onClose) {
@@ -184,34 +187,23 @@ public final class RuntimeWorker implements Worker {
         ThreadPolicy policy = ThreadPolicies.reported(guard, anyConfined);
         MessageDispatch dispatch = new MessageDispatch(guard.policy() == ThreadPolicy.PASS_THROUGH);
         List<Transport> opened = new ArrayList<>();
-        List<PluginRecord> openedPlugins = new ArrayList<>();
-        List<String> unsupported = new ArrayList<>();
         try {
             for (PluginRecord r : withTransport) {
                 TransportContext context = new WorkerTransportContext(RuntimePluginContext.of(config, sharedDirectory, r.name()),
                         mode, dispatch, remoteMemory);
                 Transport t;
-                try {
-                    if (confined.get(r.name())) {
-                        ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
-                        try {
-                            t = new ConfinedTransport(thread.call(() -> r.plugin().openTransport(context)), thread);
-                        } catch (RuntimeException e) {
-                            thread.close();
-                            throw e;
-                        }
-                    } else {
-                        t = r.plugin().openTransport(context);
+                if (confined.get(r.name())) {
+                    ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
+                    try {
+                        t = new ConfinedTransport(thread.call(() -> r.plugin().openTransport(context)), thread);
+                    } catch (RuntimeException e) {
+                        thread.close();
+                        throw e;
                     }
-                } catch (NotSupportedException e) {
-                    unsupported.add(r.name() + ": " + e.getMessage());
-                    continue;
+                } else {
+                    t = r.plugin().openTransport(context);
                 }
                 opened.add(t);
-                openedPlugins.add(r);
-            }
-            if (opened.isEmpty()) {
-                throw new ConduitException("no selected plugin can open a transport here: " + String.join("; ", unsupported));
             }
         } catch (RuntimeException e) {
             for (Transport t : opened.reversed()) {
@@ -223,10 +215,8 @@ public final class RuntimeWorker implements Worker {
             }
             throw e;
         }
-        if (!unsupported.isEmpty()) {
-            LOG.log(System.Logger.Level.DEBUG, () -> "worker opened without " + String.join("; ", unsupported));
-        }
-        return new RuntimeWorker(mode, guard, policy, opened, openedPlugins, anyConfined, remoteMemory, dispatch, onClose);
+        return new RuntimeWorker(mode, guard, policy, opened, withTransport, transportsNotHere(selected), anyConfined, remoteMemory,
+                dispatch, onClose);
     }
 
     /**
@@ -241,12 +231,25 @@ public final class RuntimeWorker implements Worker {
     }
 
     private static List<PluginRecord> transports(List<PluginRecord> selected) {
-        List<PluginRecord> withTransport = selected.stream().filter(r -> r.capabilities().contains(Capability.AM)).toList();
+        List<PluginRecord> withTransport = selected.stream().filter(r -> r.offers(Capability.AM)).toList();
         if (withTransport.isEmpty()) {
-            throw new ConduitException("no selected plugin provides a transport (capability AM); selected: "
-                    + selected.stream().map(PluginRecord::name).toList() + ". Run 'conduit info' to see why others are unavailable.");
+            Map<String, String> notHere = transportsNotHere(selected);
+            throw new ConduitException("no selected plugin provides a transport (capability AM) here; selected: "
+                    + selected.stream().map(PluginRecord::name).toList()
+                    + notHere.entrySet().stream().map(e -> "; " + e.getKey() + " offers none here: " + e.getValue()).collect(Collectors.joining())
+                    + ". Run 'conduit info' to see why others are unavailable.");
         }
         return withTransport;
+    }
+
+    /** The selected plugins that declare a transport which their probe ruled out here, with why. */
+    private static Map<String, String> transportsNotHere(List<PluginRecord> selected) {
+        Map<String, String> notHere = new LinkedHashMap<>();
+        for (PluginRecord r : selected) {
+            String why = r.unsupportedHere().get(Capability.AM);
+            if (why != null && r.capabilities().contains(Capability.AM)) notHere.put(r.name(), why);
+        }
+        return notHere;
     }
 
     private static Map<String, Set<ThreadMode>> declaredModes(List<PluginRecord> plugins) {
@@ -448,7 +451,8 @@ public final class RuntimeWorker implements Worker {
 
     private String connectFailure(WorkerAddress peer, AddressFormat.Decoded decoded, List<String> reasons) {
         List<String> ours = List.of(transportNames);
-        List<String> lacking = peer.transports().stream().filter(t -> !ours.contains(t)).toList();
+        List<String> lacking = peer.transports().stream().filter(t -> !ours.contains(t) && !transportsNotHere.containsKey(t)).toList();
+        List<String> notHere = peer.transports().stream().filter(transportsNotHere::containsKey).toList();
         StringBuilder b = new StringBuilder("cannot connect to ").append(peer).append(": ");
         if (reasons.isEmpty()) {
             b.append("no transport in common: this worker has ").append(ours).append(", the peer offers ").append(peer.transports());
@@ -459,6 +463,7 @@ public final class RuntimeWorker implements Worker {
         if (!lacking.isEmpty()) {
             b.append(" (install or select them here: 'conduit info' shows why a plugin is not selected)");
         }
+        for (String t : notHere) b.append(". The peer's ").append(t).append(" is selected here but offers no transport here: ").append(transportsNotHere.get(t));
         assert decoded.entries().size() == peer.transports().size();
         return b.toString();
     }

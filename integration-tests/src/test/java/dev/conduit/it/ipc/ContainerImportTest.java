@@ -62,9 +62,9 @@ class ContainerImportTest {
 
     /**
      * A consumer given the shared directory read-only ({@code docker run -v DIR:DIR:ro}): memfd
-     * imports only connect to the producer's socket, so they work there; a pool over memfd, which
-     * needs a lease and a socket in the directory, is refused naming the read-only mount. (memfd used
-     * to be unavailable there altogether.)
+     * imports only connect to the producer's socket, so they work there; a pool or a worker over
+     * memfd, which needs a lease and sockets in the directory, is refused naming the read-only mount.
+     * (memfd used to be unavailable there altogether.)
      */
     @org.junit.jupiter.api.Test
     void aConsumerWithAReadOnlyMountOfTheSharedDirectoryImportsTheHostsMemfdRegions(@TempDir(factory = ShmDir.class) Path shared)
@@ -76,8 +76,15 @@ class ContainerImportTest {
             consumer.open();
             var refused = consumer.child().callExpectingFailure("pool", "memfd");
             assertThat(refused.type()).isEqualTo("NotSupportedException");
-            assertThat(refused.message()).contains("memfd offers no memory provider (pool) here, only imports")
+            assertThat(refused.message()).contains("plugin 'memfd' provides no memory (capability MEMORY) here: ")
                     .contains("is on a read-only mount").contains("without :ro");
+            assertThat(ChildJvm.parseFields(consumer.child().call("worker")).get("transports").split(","))
+                    .as("a worker opens over the other selected transports (the test plugins here)").isNotEmpty().doesNotContain("memfd");
+            consumer.closeConduit();
+            consumer.open("transports=memfd");
+            var noWorker = consumer.child().callExpectingFailure("worker");
+            assertThat(noWorker.message()).contains("no selected plugin provides a transport (capability AM) here; selected: [memfd]")
+                    .contains("memfd offers none here: ").contains("is on a read-only mount");
             assertThat(consumer.exit()).as("the consumer's exit code").isZero();
         }
     }

@@ -7,6 +7,8 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.Pool;
 import dev.conduit.Region;
+import dev.conduit.Worker;
+import dev.conduit.spi.ThreadMode;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -39,7 +41,8 @@ import java.util.stream.Stream;
  * stats                             conduit.ipcCacheStats() → hits=… misses=… entries=… inUse=… mappedBytes=…
  * resources                         {@link OpenResources#ofThisProcess()}
  * list                              → files=&lt;names in the shared directory, comma-separated, or -&gt;
- * close                             conduit.close()
+ * worker                            conduit.newWorker(SINGLE), closed at once → transports=a,b
+ * close                             conduit.close(); another open may follow
  * </pre>
  *
  * Later tests add their commands (workers, endpoints) here.
@@ -63,6 +66,11 @@ public final class ConduitPeer {
                 .on("export", a -> HexFormat.of().formatHex(get(peer.regions, a.get(0)).exportHandle()))
                 .on("free", a -> { get(peer.regions, a.get(0)).close(); peer.regions.remove(a.get(0)); return ""; })
                 .on("closepool", a -> { pool(peer, a.get(0)).close(); peer.pools.remove(a.get(0)); return ""; })
+                .on("worker", a -> {
+                    try (Worker w = peer.conduit().newWorker(ThreadMode.SINGLE)) {
+                        return "transports=" + String.join(",", w.address().transports());
+                    }
+                })
                 .on("import", a -> {
                     ImportedRegion r = peer.conduit().importRegion(HexFormat.of().parseHex(a.get(1)));
                     put(peer.imports, a.get(0), r);
@@ -78,7 +86,11 @@ public final class ConduitPeer {
                 })
                 .on("resources", a -> OpenResources.ofThisProcess().format())
                 .on("list", a -> "files=" + list(Path.of(System.getenv("CONDUIT_SHARED_DIR"))))
-                .on("close", a -> { peer.conduit().close(); return ""; })
+                .on("close", a -> {
+                    peer.conduit().close();
+                    peer.conduit = null; // 'open' may follow
+                    return "";
+                })
                 .run();
     }
 

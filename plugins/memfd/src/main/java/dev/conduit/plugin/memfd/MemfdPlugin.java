@@ -27,6 +27,7 @@ import dev.conduit.spi.Version;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -50,8 +51,6 @@ public final class MemfdPlugin implements ConduitPlugin {
     static final String NAME = "memfd";
     static final int PRIORITY = 110;
     private static final Version VERSION = Version.parse("0.1.0");
-    /** The probe detail that says whether this process can only import. */
-    static final String ACCESS = "access";
 
     public MemfdPlugin() {}
 
@@ -78,13 +77,14 @@ public final class MemfdPlugin implements ConduitPlugin {
 
     /**
      * Available when Linux system calls work, {@code memfd_create} and sealing work, and the
-     * shared directory exists and its sockets can be reached: by path, or, when that is too long
-     * for a socket address, through {@code /proc/self/fd}. A directory this process cannot write
-     * (a container's read-only mount, or another user's directory) is enough to import, which only
-     * connects to a producer's socket: the plugin is then available for imports only, says so in
-     * the detail {@value #ACCESS}, and {@link #openMemoryProvider} and {@link #openTransport} throw
-     * {@link NotSupportedException} naming the cause. Creates and closes one memfd; leaves nothing
-     * behind.
+     * shared directory exists, can be read and searched, and its sockets can be reached: by path,
+     * or, when that is too long for a socket address, through {@code /proc/self/fd}. A directory
+     * this process cannot write (a container's read-only mount, or another user's directory) is
+     * enough to import, which only connects to a producer's socket: the plugin is then available
+     * for imports only, and rules every other capability out here ({@link Availability#without}),
+     * saying why; {@link #openMemoryProvider} and {@link #openTransport} throw
+     * {@link NotSupportedException} with the same reason. Creates and closes one memfd; leaves
+     * nothing behind.
      */
     @Override
     public Availability probe(PluginContext context) {
@@ -111,54 +111,64 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (!Files.isDirectory(directory)) {
             return Availability.unavailable("the shared directory " + directory + " does not exist or is not a directory: " + remedy, details);
         }
-        if (!Files.isExecutable(directory)) {
-            return Availability.unavailable("the shared directory " + directory + " cannot be searched by this user (uid "
-                    + Integer.toUnsignedString(libc.getuid()) + "), so no socket in it can be reached: give it the search (x) "
-                    + "permission, or set " + MemfdConfig.SHARED_DIR_KEY, details);
+        if (!Files.isReadable(directory) || !Files.isExecutable(directory)) {
+            return Availability.unavailable("the shared directory " + directory + " cannot be read and searched by this user (uid "
+                    + Integer.toUnsignedString(libc.getuid()) + "), so no socket in it can be reached: give it the read and search (r-x) "
+                    + "permissions, or set " + MemfdConfig.SHARED_DIR_KEY, details);
         }
-        String readOnly = notWritable(libc, directory);
-        details.put(ACCESS, readOnly == null ? "read-write" : "imports only: " + readOnly);
-        return socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
+        Availability reachable = socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
+        String notWritable = notWritable(libc, directory);
+        if (!reachable.isAvailable() || notWritable == null) return reachable;
+        // Importing only connects to a producer's socket; everything else puts a lease or a socket in the directory.
+        for (Capability c : NEED_A_WRITABLE_DIRECTORY) reachable = reachable.without(c, notWritable);
+        return reachable;
     }
+
+    /** What a process that cannot write the shared directory cannot do: all but importing. */
+    private static final Set<Capability> NEED_A_WRITABLE_DIRECTORY = EnumSet.of(Capability.MEMORY, Capability.AM, Capability.RMA,
+            Capability.ATOMICS, Capability.WAKEUP);
 
     /**
      * Why this process cannot make pools or workers over {@code directory}, with the remedy; null
-     * when it can (the directory is writable).
+     * when it can.
      */
     static String notWritable(Libc libc, Path directory) {
         if (Files.isWritable(directory)) return null;
-        String where = readOnlyMount(libc, directory)
+        // access(2) judges by the real uid and without capabilities: creating a file is the test that counts.
+        int refused = createRefused(libc, directory);
+        if (refused == 0) return null;
+        String where = refused == Errno.EROFS
                 ? "the shared directory " + directory + " is on a read-only mount: mount it read-write (for a container, "
                 + "-v DIR:DIR without :ro)"
                 : "the shared directory " + directory + " is not writable by this user (uid " + Integer.toUnsignedString(libc.getuid())
                 + "): make it writable";
         return where + ", or set " + MemfdConfig.SHARED_DIR_KEY + " to a writable directory, for pools and workers over memfd, "
-                + "whose lease and fd server's socket live there; importing needs only to reach a producer's socket";
+                + "whose lease and sockets live there; memfd imports, which only connect to a producer's socket";
     }
 
-    /** Refuses an operation that writes in the shared directory when this process cannot. */
+    /** Refuses an operation that writes in the shared directory when this process cannot (the runtime asks the probe first). */
     private static void requireWritable(PluginContext context, String operation) {
         Path directory = context.sharedDirectory();
         if (directory == null || !Files.isDirectory(directory)) return; // the operation names the missing key or directory itself
-        String readOnly = notWritable(Linux.libc(), directory);
-        if (readOnly != null) throw new NotSupportedException("memfd offers no " + operation + " here, only imports: " + readOnly);
+        String notWritable = notWritable(Linux.libc(), directory);
+        if (notWritable != null) throw new NotSupportedException("memfd offers no " + operation + " here, only imports: " + notWritable);
     }
 
     /**
-     * Whether creating a file in {@code directory} fails with {@code EROFS}. (A bind mount's
-     * read-only flag is not what {@code FileStore.isReadOnly} reads: it looks at the mount of the
-     * whole file system.) Called only when the directory is not writable, so it creates nothing.
+     * The errno with which creating a file in {@code directory} fails (-1 when none is known), or 0
+     * when it works (the file is removed again). {@code EROFS} is a read-only mount: a bind mount's read-only flag is
+     * not what {@code FileStore.isReadOnly} reads, which looks at the mount of the whole file system.
      */
-    private static boolean readOnlyMount(Libc libc, Path directory) {
+    private static int createRefused(Libc libc, Path directory) {
         try (SharedDirectory opened = SharedDirectory.open(libc, directory, MemfdConfig.SHARED_DIR_KEY)) {
             String name = FdProtocol.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
             opened.createExclusive(name).close();
             opened.unlink(name);
-            return false;
+            return 0;
         } catch (ErrnoException e) {
-            return e.errno() == Errno.EROFS;
+            return e.errno();
         } catch (RuntimeException e) {
-            return false;
+            return e.getCause() instanceof ErrnoException cause ? cause.errno() : -1; // opening the directory wraps its errno
         }
     }
 

@@ -103,7 +103,7 @@ class MemfdPluginTest {
         String output = WithoutDacOverride.needed() ? WithoutDacOverride.run(readOnly.toString()) : ProbingProcess.report(readOnly);
         String notWritable = "the shared directory " + readOnly + " is not writable by this user";
         assertThat(output).contains("available=true")
-                .contains("access=imports only: " + notWritable)
+                .contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP why=" + notWritable)
                 .contains("provider=NotSupportedException: memfd offers no memory provider (pool) here, only imports: " + notWritable)
                 .contains("transport=NotSupportedException: memfd offers no transport here, only imports: " + notWritable)
                 .contains("shared.dir (CONDUIT_SHARED_DIR)");
@@ -111,16 +111,20 @@ class MemfdPluginTest {
     }
 
     @Test
-    void isUnavailableWhenTheSharedDirectoryCannotBeSearched() throws Exception {
-        Path closed = Files.createDirectory(shared.resolve("closed"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        String output = WithoutDacOverride.needed() ? WithoutDacOverride.run(closed.toString()) : ProbingProcess.report(closed);
-        assertThat(output).contains("available=false").contains("the shared directory " + closed + " cannot be searched")
-                .contains("search (x) permission").contains("shared.dir (CONDUIT_SHARED_DIR)");
+    void isUnavailableWhenTheSharedDirectoryCannotBeReadAndSearched() throws Exception {
+        // Importing opens the directory (read) and the socket beneath it (search).
+        for (String mode : List.of("rw-------", "--x------")) {
+            Path closed = Files.createDirectory(shared.resolve("closed" + mode.replace('-', '_')),
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString(mode)));
+            String output = WithoutDacOverride.needed() ? WithoutDacOverride.run(closed.toString()) : ProbingProcess.report(closed);
+            assertThat(output).as(mode).contains("available=false").contains("the shared directory " + closed + " cannot be read and searched")
+                    .contains("read and search (r-x) permissions").contains("shared.dir (CONDUIT_SHARED_DIR)");
+        }
     }
 
     @Test
-    void isAvailableWithAWritableDirectorySayingSo() {
-        assertThat(plugin.probe(TestContext.of(shared)).details()).containsEntry(MemfdPlugin.ACCESS, "read-write");
+    void rulesNothingOutWhereTheSharedDirectoryIsWritable() {
+        assertThat(plugin.probe(TestContext.of(shared)).unsupportedHere()).isEmpty();
     }
 
     /**
@@ -133,7 +137,7 @@ class MemfdPluginTest {
                 "mount --bind -o ro \"$1\" \"$1\" && shift && exec \"$@\"", "read-only-mount", shared.toString()), shared.toString());
         String readOnlyMount = "the shared directory " + shared + " is on a read-only mount: mount it read-write (for a container, "
                 + "-v DIR:DIR without :ro), or set shared.dir (CONDUIT_SHARED_DIR) to a writable directory";
-        assertThat(output).contains("available=true").contains("access=imports only: " + readOnlyMount)
+        assertThat(output).contains("available=true").contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP why=" + readOnlyMount)
                 .contains("provider=NotSupportedException: memfd offers no memory provider (pool) here, only imports: " + readOnlyMount)
                 .contains("transport=NotSupportedException: memfd offers no transport here, only imports: " + readOnlyMount);
         assertThat(Leaks.files(shared)).isEmpty();

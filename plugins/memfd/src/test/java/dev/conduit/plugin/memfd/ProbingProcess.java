@@ -4,10 +4,11 @@ import dev.conduit.spi.Availability;
 
 import java.nio.file.Path;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 
 /**
  * The main class of a JVM that probes the memfd plugin on one shared directory and prints
- * {@code available=<bool> reason=<text>}, then {@code access=<the probe's access detail>} and,
+ * {@code available=<bool> reason=<text>}, then {@code notHere=<capabilities ruled out here> why=<reason>} and,
  * when available, what opening a provider and a transport there does ({@code provider=opened} or
  * {@code provider=<exception>: <message>}, the same for {@code transport=}): {@code <shared dir>}.
  * Started by {@link WithoutDacOverride}.
@@ -27,7 +28,9 @@ public final class ProbingProcess {
         Availability availability = plugin.probe(context);
         StringBuilder out = new StringBuilder();
         out.append("available=").append(availability.isAvailable()).append(" reason=").append(availability.reason()).append('\n');
-        out.append("access=").append(availability.details().get(MemfdPlugin.ACCESS)).append('\n');
+        out.append("notHere=").append(availability.unsupportedHere().keySet().stream().map(Enum::name).collect(Collectors.joining(",")))
+                .append(" why=").append(availability.unsupportedHere().values().stream().distinct().collect(Collectors.joining(" | ")))
+                .append('\n');
         if (!availability.isAvailable()) return out.toString();
         out.append("provider=").append(open(context, plugin::openMemoryProvider)).append('\n');
         out.append("transport=").append(open(context, c -> plugin.openTransport(new TestTransportContext(c, (id, h, ho, hl, p, po, pl) -> {}))))

@@ -1,0 +1,104 @@
+package dev.conduit;
+
+import dev.conduit.PluginInfo.Status;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.TestPlugin;
+import org.junit.jupiter.api.Test;
+
+import static dev.conduit.testing.TestConduits.info;
+import static dev.conduit.testing.TestConduits.isolated;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * A probe that rules declared capabilities out here ({@code Availability.without}), as memfd does
+ * on a shared directory it cannot write: the plugin stays selected for what it can do, and the
+ * runtime never asks it for the rest, saying why wherever that matters.
+ */
+class CapabilitiesNotHereTest {
+
+    private static final String WHY = "the directory is read-only: mount it read-write";
+
+    /** Declares a transport and memory, and imports; its probe rules the transport and memory out. */
+    private static TestPlugin importOnly() {
+        return TestPlugin.named("importonly").priority(2).threadModes(ThreadMode.SINGLE)
+                .capabilities(Capability.AM, Capability.MEMORY, Capability.IPC)
+                .probe(c -> Availability.available().without(Capability.AM, WHY).without(Capability.MEMORY, WHY));
+    }
+
+    @Test
+    void theInfoOfThePluginNamesWhatIsRuledOutHereAndWhy() {
+        try (Conduit conduit = isolated().addPlugin(importOnly()).build()) {
+            PluginInfo info = info(conduit, "importonly");
+            assertThat(info.status()).isEqualTo(Status.SELECTED);
+            assertThat(info.capabilities()).containsExactlyInAnyOrder(Capability.AM, Capability.MEMORY, Capability.IPC);
+            assertThat(info.unsupportedHere()).containsOnlyKeys(Capability.AM, Capability.MEMORY).containsValue(WHY);
+        }
+    }
+
+    @Test
+    void aCapabilityThePluginDoesNotDeclareIsNotRuledOutEither() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("plain")
+                .probe(c -> Availability.available().without(Capability.ATOMICS, "no atomics here"))).build()) {
+            assertThat(info(conduit, "plain").unsupportedHere()).isEmpty();
+        }
+    }
+
+    /**
+     * The worker opens without the ruled-out transport, and its guard is chosen from the transports it
+     * opens: a SINGLE-only plugin left out does not make a MULTI worker need a lock or confinement.
+     */
+    @Test
+    void aWorkerOpensOverTheOtherTransportsAndIsGuardedForThemAlone() {
+        TestPlugin importOnly = importOnly();
+        TestPlugin other = TestPlugin.named("other").priority(1);
+        try (Conduit conduit = isolated().addPlugin(importOnly).addPlugin(other).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("importonly", "other");
+            assertThat(conduit.threadPolicy(ThreadMode.MULTI)).isEqualTo(ThreadPolicy.PASS_THROUGH);
+            try (Worker worker = conduit.newWorker(ThreadMode.MULTI)) {
+                assertThat(worker.address().transports()).containsExactly("other");
+                assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+            }
+            assertThat(importOnly.opened).as("transports asked of the plugin that ruled them out").isEmpty();
+            assertThat(other.opened).hasSize(1);
+        }
+    }
+
+    @Test
+    void aWorkerWithNoTransportLeftFailsNamingWhy() {
+        try (Conduit conduit = isolated().addPlugin(importOnly()).build()) {
+            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("no selected plugin provides a transport (capability AM) here; selected: [importonly]")
+                    .hasMessageContaining("importonly offers none here: " + WHY);
+        }
+    }
+
+    @Test
+    void aPoolOverThePluginIsRefusedNamingWhy() {
+        try (Conduit conduit = isolated().addPlugin(importOnly()).build()) {
+            assertThatThrownBy(() -> conduit.pool("importonly")).isInstanceOf(NotSupportedException.class)
+                    .hasMessage("plugin 'importonly' provides no memory (capability MEMORY) here: " + WHY + "; plugins that do here: []");
+            assertThatThrownBy(conduit::pool).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("no selected plugin provides memory (capability MEMORY) here")
+                    .hasMessageContaining("importonly provides none here: " + WHY);
+        }
+    }
+
+    /** A peer that offers only the transport ruled out here: the error says so, not "install or select it". */
+    @Test
+    void connectingToAPeerThatOffersOnlyTheRuledOutTransportSaysWhy() {
+        try (Conduit elsewhere = isolated().addPlugin(TestPlugin.named("importonly")).build();
+             Worker peer = elsewhere.newWorker(ThreadMode.SINGLE);
+             Conduit here = isolated().addPlugin(importOnly()).addPlugin(TestPlugin.named("other")).build();
+             Worker worker = here.newWorker(ThreadMode.SINGLE)) {
+            assertThatThrownBy(() -> worker.connect(peer.address())).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("no transport in common")
+                    .hasMessageContaining("The peer's importonly is selected here but offers no transport here: " + WHY)
+                    .hasMessageNotContaining("install or select");
+        }
+    }
+}
