@@ -67,13 +67,15 @@ public interface Conduit extends AutoCloseable {
     ThreadPolicy threadPolicy(ThreadMode mode);
 
     /**
-     * A new pool over a memory provider of {@code plugin}, which must be selected and declare
-     * {@link dev.conduit.spi.Capability#MEMORY}. Each call opens a pool with a provider of its own
+     * A new pool over a memory provider of {@code plugin}, which must be selected and offer
+     * {@link dev.conduit.spi.Capability#MEMORY} here (declare it, and its probe not rule it out:
+     * {@link PluginInfo#unsupportedHere()}). Each call opens a pool with a provider of its own
      * (its own lease, and for memfd its own descriptor server): keep the pool rather than asking
      * for it again, and close it when done; what is still open is closed with this {@code Conduit}.
      *
      * @throws dev.conduit.spi.ConduitException naming the plugin, its status and what to do when it
-     *         cannot provide memory here
+     *         cannot provide memory here; a {@link dev.conduit.spi.NotSupportedException} when it is
+     *         selected but offers no memory here
      */
     Pool pool(String plugin);
 

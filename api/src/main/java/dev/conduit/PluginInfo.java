@@ -21,8 +21,8 @@ import java.util.Set;
  *                      {@code transports} setting that left it out)
  * @param capabilities  what it declares it can do
  * @param unsupportedHere declared capabilities its probe ruled out in this environment, each with why and the
- *                      remedy (memfd on a read-only shared directory: {@code MEMORY} and {@code AM}, so it
- *                      imports only); the runtime never uses them here
+ *                      remedy (memfd on a shared directory it cannot write: all but {@code IPC}, so it imports
+ *                      only); the runtime never uses them here. Empty when it was not probed
  * @param threadModes   the thread modes it declares
  * @param priority      its default preference, higher first
  * @param details       what its probe found (devices, directories), in its order; empty when it was not probed
@@ -40,6 +40,14 @@ public record PluginInfo(String name, String version, String spiVersion, String 
         threadModes = Set.copyOf(threadModes);
         details = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(details));
         configuration = List.copyOf(configuration);
+    }
+
+    /** Before {@code unsupportedHere}: a plugin that rules nothing out here. */
+    public PluginInfo(String name, String version, String spiVersion, String description, String origin, Status status, String reason,
+                      Set<Capability> capabilities, Set<ThreadMode> threadModes, int priority, Map<String, String> details,
+                      List<ConfigEntry> configuration) {
+        this(name, version, spiVersion, description, origin, status, reason, capabilities, Map.of(), threadModes, priority, details,
+                configuration);
     }
 
     /** Where a plugin stands after discovery, probing and selection. */

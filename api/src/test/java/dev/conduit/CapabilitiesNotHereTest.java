@@ -3,8 +3,11 @@ package dev.conduit;
 import dev.conduit.PluginInfo.Status;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
+import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
@@ -85,6 +88,27 @@ class CapabilitiesNotHereTest {
             assertThatThrownBy(conduit::pool).isInstanceOf(ConduitException.class)
                     .hasMessageContaining("no selected plugin provides memory (capability MEMORY) here")
                     .hasMessageContaining("importonly provides none here: " + WHY);
+        }
+    }
+
+    /** IPC ruled out here: the pool's regions are not exported, and a handle of the plugin is not imported. */
+    @Test
+    void noHandleOfAPluginWhoseProbeRuledIpcOutIsExportedOrImportedHere() {
+        InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
+        ConduitPlugin noIpcHere = new ForwardingPlugin(new InProcessMemoryPlugin()) {
+            @Override
+            public Availability probe(PluginContext context) {
+                return super.probe(context).without(Capability.IPC, WHY);
+            }
+        };
+        try (Conduit producer = isolated().addPlugin(plugin).build();
+             Conduit here = isolated().addPlugin(noIpcHere).build()) {
+            byte[] handle = producer.pool("inproc").allocate(4096).exportHandle();
+            assertThatThrownBy(() -> here.importRegion(handle)).isInstanceOf(NotSupportedException.class)
+                    .hasMessage("plugin 'inproc' imports no IPC handles here: " + WHY);
+            Region region = here.pool("inproc").allocate(4096);
+            assertThatThrownBy(region::exportHandle).isInstanceOf(NotSupportedException.class)
+                    .hasMessage("plugin 'inproc' exports no IPC handles here: " + WHY);
         }
     }
 

@@ -4,6 +4,8 @@ import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
@@ -32,4 +34,6 @@ class ForwardingPlugin implements ConduitPlugin {
     @Override public List<ConfigKey<?>> configKeys() { return delegate.configKeys(); }
     @Override public int priority() { return delegate.priority(); }
     @Override public Transport openTransport(TransportContext context) { return delegate.openTransport(context); }
+    @Override public MemoryProvider openMemoryProvider(PluginContext context) { return delegate.openMemoryProvider(context); }
+    @Override public IpcImporter ipcImporter(PluginContext context) { return delegate.ipcImporter(context); }
 }

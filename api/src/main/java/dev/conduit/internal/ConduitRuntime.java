@@ -131,7 +131,8 @@ public final class ConduitRuntime implements Conduit {
         MemoryProvider provider = r.plugin().openMemoryProvider(contextOf(plugin));
         RuntimePool pool;
         try {
-            pool = new RuntimePool(plugin, provider, config.get(RuntimeKeys.POOL_CHUNK_SIZE), resources::unregister);
+            pool = new RuntimePool(plugin, provider, r.unsupportedHere().get(Capability.IPC), config.get(RuntimeKeys.POOL_CHUNK_SIZE),
+                    resources::unregister);
         } catch (RuntimeException e) {
             provider.close();
             throw e;

@@ -72,11 +72,15 @@ public record Availability(boolean isAvailable, String reason, Map<String, Strin
 
     /**
      * This availability with {@code capability} ruled out here because of {@code why}, which should
-     * say what to do about it. Only for an available plugin, and only for a capability it declares
-     * (the runtime ignores any other). Since SPI 1.1.
+     * say what to do about it. Meant for a capability the plugin declares (the runtime ignores any
+     * other, and the TCK fails it). An unavailable plugin offers nothing, so for one this returns
+     * this availability unchanged, its reason intact. Since SPI 1.1.
+     *
+     * @throws IllegalArgumentException when {@code why} is blank
      */
     public Availability without(Capability capability, String why) {
         Objects.requireNonNull(capability, "capability");
+        if (!isAvailable) return this;
         Map<Capability, String> more = new EnumMap<>(Capability.class);
         more.putAll(unsupportedHere);
         more.put(capability, why);

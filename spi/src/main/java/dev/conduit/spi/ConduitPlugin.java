@@ -15,7 +15,8 @@ import java.util.Set;
  * <p><b>Who calls it:</b> the runtime only. It reads the metadata once at discovery, calls
  * {@link #probe(PluginContext)} (bounded in time; a probe that throws or hangs makes the plugin
  * unavailable, never discovery fail), and then the {@code open...} operations of the capabilities
- * the plugin {@linkplain #capabilities() declares}. The runtime wraps every object a plugin returns
+ * the plugin {@linkplain #capabilities() declares} and its probe did not rule out here
+ * ({@link Availability#without}). The runtime wraps every object a plugin returns
  * with its thread-mode policy ({@link ThreadMode}), so a plugin is only ever called in the modes it
  * {@linkplain #threadModes() declares}.
  *
@@ -53,9 +54,11 @@ public interface ConduitPlugin {
     }
 
     /**
-     * Whether the plugin can work in this process, and if not, why, in words a person can act on.
-     * Must not allocate resources that outlive the call. The runtime bounds its duration
-     * ({@code conduit.probe.timeout}) and treats an exception as "unavailable".
+     * Whether the plugin can work in this process, and if not, why, in words a person can act on;
+     * an available plugin may rule some of its declared capabilities out here
+     * ({@link Availability#without}), and the runtime then never asks for them. Must not allocate
+     * resources that outlive the call. The runtime bounds its duration ({@code conduit.probe.timeout})
+     * and treats an exception as "unavailable".
      */
     Availability probe(PluginContext context);
 

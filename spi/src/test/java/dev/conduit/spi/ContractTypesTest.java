@@ -37,6 +37,29 @@ class ContractTypesTest {
     }
 
     @Test
+    void anAvailablePluginRulesCapabilitiesOutHereSayingWhyInCapabilityOrder() {
+        Availability a = Availability.available(Map.of("dir", "/mnt")).without(Capability.AM, "read-only").without(Capability.MEMORY, "read-only");
+        assertThat(a.isAvailable()).isTrue();
+        assertThat(a.details()).containsEntry("dir", "/mnt");
+        assertThat(a.unsupportedHere().keySet()).containsExactly(Capability.MEMORY, Capability.AM);
+        assertThat(a.unsupportedHere()).containsEntry(Capability.AM, "read-only");
+        assertThatThrownBy(() -> a.unsupportedHere().put(Capability.IPC, "x")).isInstanceOf(UnsupportedOperationException.class);
+        assertThat(Availability.available().unsupportedHere()).as("an SPI 1.0 availability rules nothing out").isEmpty();
+        assertThat(new Availability(true, "", Map.of())).isEqualTo(Availability.available());
+    }
+
+    @Test
+    void aCapabilityIsRuledOutOnlyByAnAvailablePluginAndOnlyWithAReason() {
+        Availability unavailable = Availability.unavailable("no device: load its driver");
+        assertThat(unavailable.without(Capability.AM, "no device")).as("an unavailable plugin keeps its reason").isEqualTo(unavailable);
+        assertThatIllegalArgumentException().isThrownBy(() -> new Availability(false, "no device", Map.of(), Map.of(Capability.AM, "x")))
+                .withMessageContaining("an unavailable plugin offers nothing");
+        assertThatIllegalArgumentException().isThrownBy(() -> Availability.available().without(Capability.AM, " "))
+                .withMessageContaining("say why AM is not supported here");
+        assertThatThrownBy(() -> Availability.available().without(null, "why")).isInstanceOf(NullPointerException.class);
+    }
+
+    @Test
     void invalidHandleExceptionNamesItsField() {
         InvalidHandleException e = new InvalidHandleException("payload.path", "absolute path");
         assertThat(e.field()).isEqualTo("payload.path");

@@ -56,6 +56,7 @@ public abstract class MemoryProviderContract extends PluginContract {
         plugin = newPlugin();
         assertThat(plugin.capabilities()).as("capabilities of '%s': the memory-provider suite is for plugins that declare MEMORY", plugin.name())
                 .contains(Capability.MEMORY);
+        requireOfferedHere(plugin, Capability.MEMORY);
         provider = closeAfterTest(plugin.openMemoryProvider(pluginContext()));
     }
 
@@ -75,6 +76,7 @@ public abstract class MemoryProviderContract extends PluginContract {
     private void assumeIpc() {
         assumeTrue(plugin.capabilities().contains(Capability.IPC),
                 "plugin '" + plugin.name() + "' does not declare capability IPC: exports and imports are not part of its contract");
+        requireOfferedHere(plugin, Capability.IPC);
     }
 
     private IpcImporter importer() {

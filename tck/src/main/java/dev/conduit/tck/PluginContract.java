@@ -2,6 +2,8 @@ package dev.conduit.tck;
 
 import dev.conduit.Conduit;
 import dev.conduit.ConduitBuilder;
+import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PluginContext;
@@ -227,6 +229,19 @@ public abstract class PluginContract {
     }
 
     /** A plugin context as the runtime would give it: this test's shared directory and configuration. */
+    /**
+     * Fails, naming why, when the probe of {@code plugin} rules {@code capability} out here
+     * ({@code Availability.without}): the suite that tests it runs where the plugin offers it.
+     */
+    final void requireOfferedHere(ConduitPlugin plugin, Capability capability) {
+        Availability availability = plugin.probe(pluginContext());
+        String why = availability == null ? null : availability.unsupportedHere().get(capability);
+        if (why != null) {
+            throw new AssertionError("the probe of '" + plugin.name() + "' rules capability " + capability + " out here (" + why
+                    + "): its tests need it; run the TCK where the plugin offers it");
+        }
+    }
+
     protected final PluginContext pluginContext() {
         return TckContext.of(sharedDirectory, configuration(sharedDirectory), ThreadMode.SERIALIZED, NO_MESSAGES);
     }

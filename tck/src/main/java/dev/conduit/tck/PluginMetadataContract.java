@@ -129,7 +129,9 @@ public abstract class PluginMetadataContract extends PluginContract {
                 try (Transport transport = plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox()))) {
                     assertThat(transport.address()).as("address() of an opened transport").isNotEmpty();
                     transport.progress();
-                    if (declared.contains(Capability.WAKEUP)) {
+                    if (notHere.containsKey(Capability.WAKEUP)) {
+                        ruledOut(Capability.WAKEUP, notHere, "await()", () -> transport.await(1_000_000));
+                    } else if (declared.contains(Capability.WAKEUP)) {
                         declaredWorks(Capability.WAKEUP, "signal() and await()", () -> {
                             transport.signal();
                             transport.await(1_000_000);
@@ -170,6 +172,8 @@ public abstract class PluginMetadataContract extends PluginContract {
         PluginInfo info = conduit.plugins().stream().filter(p -> p.name().equals(plugin.name())).findFirst().orElseThrow();
         assertThat(info.status()).as("status of '%s' in the runtime (reason: %s)", plugin.name(), info.reason()).isEqualTo(PluginInfo.Status.SELECTED);
         assertThat(info.capabilities()).isEqualTo(plugin.capabilities());
+        assertThat(info.unsupportedHere()).as("what the runtime knows its probe ruled out here")
+                .isEqualTo(plugin.probe(pluginContext()).unsupportedHere());
         assertThat(info.threadModes()).isEqualTo(plugin.threadModes());
         assertThat(conduit.selectedPlugins()).contains(plugin.name());
     }

@@ -58,6 +58,7 @@ public abstract class TransportContract extends PluginContract {
         plugin = newPlugin();
         assertThat(plugin.capabilities()).as("capabilities of '%s': the transport suite is for plugins that declare AM", plugin.name())
                 .contains(Capability.AM);
+        requireOfferedHere(plugin, Capability.AM);
     }
 
     /**
@@ -72,6 +73,7 @@ public abstract class TransportContract extends PluginContract {
     private void assume(Capability capability) {
         assumeTrue(plugin.capabilities().contains(capability),
                 "plugin '" + plugin.name() + "' does not declare capability " + capability + ": it is not part of its contract");
+        requireOfferedHere(plugin, capability);
     }
 
     private Transport open(Inbox inbox) {

@@ -534,6 +534,21 @@ final class BrokenPlugins {
         }
     }
 
+    /** The honest counterpart of {@link RulesOutButOpens}: for the probe's test only, since the other suites need the transport. */
+    public static final class RulesTransportOutHonestlySuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new WellBehavedVariants.RulesTransportOutHonestly();
+        }
+    }
+
+    public static final class RulesTransportOutHonestlyTransportSuite extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new WellBehavedVariants.RulesTransportOutHonestly();
+        }
+    }
+
     public static final class RulesOutButOpensSuite extends PluginMetadataContract {
         @Override
         protected ConduitPlugin newPlugin() {

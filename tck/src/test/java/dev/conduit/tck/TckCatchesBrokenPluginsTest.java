@@ -150,6 +150,21 @@ class TckCatchesBrokenPluginsTest {
         assertThat(rma.aborted().count()).as("RMA test of a plugin without RMA, aborted").isEqualTo(1);
     }
 
+    /**
+     * A probe that rules the transport out here, honestly: the probe test passes, and the transport
+     * suite fails naming why instead of testing a transport that is not there.
+     */
+    @Test
+    void aTransportRuledOutHereHonestlyPassesTheProbeTestAndTheTransportSuiteSaysWhyItCannotRun() {
+        Events honest = EngineTestKit.engine("junit-jupiter")
+                .selectors(selectMethod(BrokenPlugins.RulesTransportOutHonestlySuite.class, "probeIsAvailableHereAndHonest"))
+                .execute().testEvents();
+        assertThat(honest.succeeded().count()).as("the probe test of an honest plugin").isEqualTo(1);
+        Throwable cause = failureOf(BrokenPlugins.RulesTransportOutHonestlyTransportSuite.class, "deliversEveryMessageOnceInOrder");
+        assertThat(cause).isInstanceOf(AssertionError.class).hasMessageContaining("rules capability AM out here ("
+                + WellBehavedVariants.RulesTransportOutHonestly.WHY + ")").hasMessageContaining("run the TCK where the plugin offers it");
+    }
+
     @org.junit.jupiter.api.Test
     void anUndeclaredCapabilityIsNotPartOfTheContractAndTheReportSaysSo() {
         Events tests = EngineTestKit.engine("junit-jupiter")

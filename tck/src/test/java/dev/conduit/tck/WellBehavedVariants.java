@@ -1,13 +1,17 @@
 package dev.conduit.tck;
 
+import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -22,6 +26,25 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class WellBehavedVariants {
 
     private WellBehavedVariants() {
+    }
+
+    /**
+     * Its probe rules its transport out here ({@code Availability.without}), and openTransport()
+     * then says "not supported" with the same reason: honest, as memfd on a read-only shared
+     * directory is.
+     */
+    public static final class RulesTransportOutHonestly extends LoopbackPlugin {
+        static final String WHY = "no transport here: the shared directory is read-only";
+
+        @Override
+        public Availability probe(PluginContext context) {
+            return super.probe(context).without(Capability.AM, WHY);
+        }
+
+        @Override
+        public Transport openTransport(TransportContext context) {
+            throw new NotSupportedException(WHY);
+        }
     }
 
     /**

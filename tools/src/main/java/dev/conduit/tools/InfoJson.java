@@ -80,9 +80,13 @@ final class InfoJson {
         json.name("capabilities");
         writeStrings(plugin.capabilities().stream().sorted().map(Enum::name).toList());
         json.name("unsupportedHere");
-        Map<String, String> notHere = new java.util.LinkedHashMap<>();
-        plugin.unsupportedHere().forEach((c, why) -> notHere.put(c.name(), why));
-        writeMap(notHere);
+        if (plugin.status() == PluginInfo.Status.EXCLUDED) {
+            json.nullValue(); // not probed: not known
+        } else {
+            Map<String, String> notHere = new java.util.LinkedHashMap<>();
+            plugin.unsupportedHere().forEach((c, why) -> notHere.put(c.name(), why));
+            writeMap(notHere);
+        }
         json.name("threadModes");
         writeStrings(plugin.threadModes().stream().sorted().map(Enum::name).toList());
         json.member("priority", plugin.priority());

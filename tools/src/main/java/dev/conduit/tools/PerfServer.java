@@ -411,6 +411,7 @@ final class PerfServer {
     }
 
     private void endSession() {
+        allocatedAtReady = -1; // a phase the session left unended measures nothing for the next one
         if (client != null) {
             try {
                 long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;

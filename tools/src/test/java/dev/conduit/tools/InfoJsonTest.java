@@ -69,7 +69,7 @@ class InfoJsonTest {
         assertThat(Json.plugin(info, "alpha")).containsEntry("unsupportedHere", Map.of());
         assertThat(Json.plugin(info, "alpha")).containsEntry("preference", BigDecimal.TWO);
         assertThat(Json.plugin(info, "delta")).as("left out, so not probed: whether it works is not known")
-                .containsEntry("status", "EXCLUDED").containsEntry("available", null)
+                .containsEntry("status", "EXCLUDED").containsEntry("available", null).containsEntry("unsupportedHere", null)
                 .containsEntry("reason", "not named by transports=gamma,alpha (CONDUIT_TRANSPORTS), so not probed; name it there to use it")
                 .containsEntry("preference", null);
         Map<String, Object> all = JsonParser.parseObject(conduit.run("info", "--json").out());

@@ -93,9 +93,8 @@ class PerfServerTest {
                                     + describe(pong, ping)).isEqualTo(-1);
                         }
                         long allocated = session.end(seq);
-                        System.out.printf("%s %d B: the server's thread allocated %d bytes from READY to END%n", transport, size, allocated);
-                        assertThat(allocated).as("ENDED: what the server's thread allocated from READY to END (-1: not known)")
-                                .isNotEqualTo(Long.MIN_VALUE).isGreaterThanOrEqualTo(-1);
+                        // HotSpot counts each thread's allocation, and this JVM is the server's.
+                        assertThat(allocated).as("ENDED: what the server's thread allocated from READY to END").isNotNegative();
                     }
                     assertThat(session.pongs).as("one PONG per PING, no more").hasSize(message);
                     session.bye();

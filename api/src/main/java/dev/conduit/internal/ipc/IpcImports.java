@@ -7,6 +7,7 @@ import dev.conduit.internal.discovery.PluginRegistry;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.RemoteMemory;
@@ -61,7 +62,8 @@ public final class IpcImports implements RemoteMemory {
         PluginRecord r = registry.selected(plugin).orElseThrow(() -> notHere(plugin));
         if (!r.offers(Capability.IPC)) {
             String why = r.unsupportedHere().get(Capability.IPC);
-            throw new ConduitException("plugin '" + plugin + "' does not import IPC handles " + (why == null ? "(no capability IPC)" : "here: " + why));
+            if (why != null) throw new NotSupportedException("plugin '" + plugin + "' imports no IPC handles here: " + why);
+            throw new ConduitException("plugin '" + plugin + "' does not import IPC handles (no capability IPC)");
         }
         return importers.computeIfAbsent(plugin, p -> r.plugin().ipcImporter(contexts.apply(p)));
     }

@@ -7,6 +7,7 @@ import dev.conduit.internal.ipc.IpcHandle;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.NotSupportedException;
 
 import java.security.SecureRandom;
 import java.util.IdentityHashMap;
@@ -43,9 +44,19 @@ public final class RuntimePool implements Pool {
     private volatile boolean closed;
     private final Object closeLock = new Object();
     private boolean providerClosed;
+    private final String exportRefusal;
 
     public RuntimePool(String plugin, MemoryProvider provider, long requestedChunkSize, Consumer<AutoCloseable> onClose) {
+        this(plugin, provider, null, requestedChunkSize, onClose);
+    }
+
+    /**
+     * @param exportRefusal why its plugin's probe ruled {@code IPC} out here, so that no region of
+     *                      this pool is exported; null when it exports
+     */
+    public RuntimePool(String plugin, MemoryProvider provider, String exportRefusal, long requestedChunkSize, Consumer<AutoCloseable> onClose) {
         this.plugin = plugin;
+        this.exportRefusal = exportRefusal;
         this.provider = provider;
         this.pageSize = provider.pageSize();
         if (pageSize <= 0 || Long.bitCount(pageSize) != 1) {
@@ -140,6 +151,7 @@ public final class RuntimePool implements Pool {
     }
 
     byte[] exportHandle(PooledChunk chunk, long offset, long length) {
+        if (exportRefusal != null) throw new NotSupportedException("plugin '" + plugin + "' exports no IPC handles here: " + exportRefusal);
         PooledChunk.ChunkExport export = chunk.export;
         boolean first = false;
         if (export == null) {

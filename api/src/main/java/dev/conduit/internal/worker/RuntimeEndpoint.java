@@ -503,10 +503,10 @@ final class RuntimeEndpoint implements Endpoint {
         checkRange(op, offset, 8, region);
     }
 
-    private void requireCapability(boolean declared, String op, String capability) {
-        if (!declared) {
-            throw new NotSupportedException(op + ": transport '" + transport + "' of this endpoint does not declare capability " + capability
-                    + "; connect through a transport that does");
+    private void requireCapability(boolean offered, String op, String capability) {
+        if (!offered) {
+            throw new NotSupportedException(op + ": transport '" + transport + "' of this endpoint does not offer capability " + capability
+                    + " here (its plugin does not declare it, or its probe ruled it out: conduit info); connect through a transport that does");
         }
     }
 

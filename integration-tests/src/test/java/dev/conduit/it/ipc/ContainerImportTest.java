@@ -78,7 +78,8 @@ class ContainerImportTest {
             assertThat(refused.type()).isEqualTo("NotSupportedException");
             assertThat(refused.message()).contains("plugin 'memfd' provides no memory (capability MEMORY) here: ")
                     .contains("is on a read-only mount").contains("without :ro");
-            assertThat(ChildJvm.parseFields(consumer.child().call("worker")).get("transports").split(","))
+            assertThat(java.util.Arrays.stream(ChildJvm.parseFields(consumer.child().call("worker")).get("transports").split(","))
+                    .filter(t -> !t.isBlank()).toList())
                     .as("a worker opens over the other selected transports (the test plugins here)").isNotEmpty().doesNotContain("memfd");
             consumer.closeConduit();
             consumer.open("transports=memfd");

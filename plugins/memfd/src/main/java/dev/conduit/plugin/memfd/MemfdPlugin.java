@@ -5,6 +5,7 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.Seals;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.ShmPlugins;
@@ -83,8 +84,9 @@ public final class MemfdPlugin implements ConduitPlugin {
      * enough to import, which only connects to a producer's socket: the plugin is then available
      * for imports only, and rules every other capability out here ({@link Availability#without}),
      * saying why; {@link #openMemoryProvider} and {@link #openTransport} throw
-     * {@link NotSupportedException} with the same reason. Creates and closes one memfd; leaves
-     * nothing behind.
+     * {@link NotSupportedException} with the same reason. Creates and closes one memfd, and where
+     * {@code access(2)} says the directory is not writable, tries to create a file in it (removed
+     * at once); leaves nothing behind.
      */
     @Override
     public Availability probe(PluginContext context) {
@@ -111,7 +113,7 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (!Files.isDirectory(directory)) {
             return Availability.unavailable("the shared directory " + directory + " does not exist or is not a directory: " + remedy, details);
         }
-        if (!Files.isReadable(directory) || !Files.isExecutable(directory)) {
+        if (!readableAndSearchable(libc, directory)) {
             return Availability.unavailable("the shared directory " + directory + " cannot be read and searched by this user (uid "
                     + Integer.toUnsignedString(libc.getuid()) + "), so no socket in it can be reached: give it the read and search (r-x) "
                     + "permissions, or set " + MemfdConfig.SHARED_DIR_KEY, details);
@@ -122,6 +124,24 @@ public final class MemfdPlugin implements ConduitPlugin {
         // Importing only connects to a producer's socket; everything else puts a lease or a socket in the directory.
         for (Capability c : NEED_A_WRITABLE_DIRECTORY) reachable = reachable.without(c, notWritable);
         return reachable;
+    }
+
+    /**
+     * Whether this process can open {@code directory} and reach names in it, as an import does.
+     * Where {@code access(2)} says no, decided by doing it: {@code access(2)} judges by the real uid
+     * and without capabilities.
+     */
+    private static boolean readableAndSearchable(Libc libc, Path directory) {
+        if (Files.isReadable(directory) && Files.isExecutable(directory)) return true;
+        try (SharedDirectory opened = SharedDirectory.open(libc, directory, MemfdConfig.SHARED_DIR_KEY)) {
+            // A name no file has: ENOENT says the search reached it.
+            opened.openExisting(FdProtocol.FILE_PREFIX + "-probe-" + SharedDirectory.randomId(), OpenFlags.O_RDONLY).close();
+            return true;
+        } catch (ErrnoException e) {
+            return e.errno() == Errno.ENOENT;
+        } catch (RuntimeException e) {
+            return false; // opening the directory itself failed
+        }
     }
 
     /** What a process that cannot write the shared directory cannot do: all but importing. */
@@ -162,8 +182,12 @@ public final class MemfdPlugin implements ConduitPlugin {
     private static int createRefused(Libc libc, Path directory) {
         try (SharedDirectory opened = SharedDirectory.open(libc, directory, MemfdConfig.SHARED_DIR_KEY)) {
             String name = FdProtocol.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
-            opened.createExclusive(name).close();
-            opened.unlink(name);
+            FileDescriptor created = opened.createExclusive(name);
+            try {
+                created.close();
+            } finally {
+                opened.unlink(name);
+            }
             return 0;
         } catch (ErrnoException e) {
             return e.errno();
@@ -229,6 +253,6 @@ public final class MemfdPlugin implements ConduitPlugin {
     public Transport openTransport(TransportContext context) {
         requireWritable(context, "transport");
         return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
-                openMemoryProvider(context), ipcImporter(context));
+                MemfdProvider.open(Linux.libc(), context), ipcImporter(context));
     }
 }

@@ -110,6 +110,20 @@ class MemfdPluginTest {
         assertThat(Leaks.files(readOnly)).isEmpty();
     }
 
+    /**
+     * access(2) judges by the real uid with capabilities cleared, so it calls a directory unwritable
+     * for a process that can write it through CAP_DAC_OVERRIDE (a container run with --cap-add): the
+     * probe creates a file to decide, and rules nothing out.
+     */
+    @Test
+    void aDirectoryThatAccessCallsUnwritableButThatCanBeWrittenRulesNothingOut() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(WithoutDacOverride.needed(), "needs root to hand a capability to uid 65534");
+        Path rootsOnly = Files.createDirectory(shared.resolve("roots"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")));
+        String output = WithoutDacOverride.runAsNobodyWithDacOverride(rootsOnly.toString());
+        assertThat(output).contains("available=true").contains("notHere= why=").contains("provider=opened").contains("transport=opened");
+        assertThat(Leaks.files(rootsOnly)).as("what the probe and the opened provider and transport left").isEmpty();
+    }
+
     @Test
     void isUnavailableWhenTheSharedDirectoryCannotBeReadAndSearched() throws Exception {
         // Importing opens the directory (read) and the socket beneath it (search).

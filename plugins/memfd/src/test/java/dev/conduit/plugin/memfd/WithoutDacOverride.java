@@ -35,10 +35,25 @@ final class WithoutDacOverride {
      * (a command that runs the rest of its arguments, such as {@code unshare}).
      */
     static String runThrough(List<String> wrapper, String... args) throws Exception {
-        Path testClasses = Path.of(ProbingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         List<String> command = new ArrayList<>(wrapper);
-        command.addAll(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--",
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        command.addAll(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"));
+        return probe(command, args);
+    }
+
+    /**
+     * {@link ProbingProcess}'s stdout and stderr for {@code args}, run as uid and gid 65534 that
+     * keeps {@code CAP_DAC_OVERRIDE} (an ambient capability): a user whom {@code access(2)} calls
+     * unable to write where it can.
+     */
+    static String runAsNobodyWithDacOverride(String... args) throws Exception {
+        return probe(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=+dac_override",
+                "--ambient-caps=+dac_override", "--"), args);
+    }
+
+    private static String probe(List<String> prefix, String... args) throws Exception {
+        Path testClasses = Path.of(ProbingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
