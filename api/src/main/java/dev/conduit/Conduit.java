@@ -46,9 +46,9 @@ public interface Conduit extends AutoCloseable {
 
     /**
      * A worker with a transport of every selected plugin that provides one here, used in
-     * {@code mode}: a plugin whose probe ruled its transport out here (memfd on a shared directory
-     * this process cannot write, which still imports) is left out, and the thread-mode policy is
-     * chosen from the others.
+     * {@code mode}. A plugin whose probe ruled its transport out here is left out (memfd on a
+     * shared directory this process cannot write, which still imports), and the thread-mode policy
+     * is chosen from the others.
      *
      * @throws dev.conduit.spi.ConduitException when no selected plugin provides a transport here
      *         (the message names each one ruled out, and why), or a
@@ -79,7 +79,13 @@ public interface Conduit extends AutoCloseable {
      */
     Pool pool(String plugin);
 
-    /** A new pool, as {@link #pool(String)}, over the most preferred selected plugin that provides memory. */
+    /**
+     * A new pool, as {@link #pool(String)}, over the most preferred selected plugin that provides
+     * memory here (declares {@code MEMORY}, and its probe did not rule it out).
+     *
+     * @throws dev.conduit.spi.ConduitException when none does, naming each plugin whose probe ruled
+     *         memory out here, and why
+     */
     Pool pool();
 
     /**

@@ -101,10 +101,12 @@ public final class ConduitBuilder {
     }
 
     /**
-     * Discovers, validates and probes plugins, resolves configuration, selects plugins.
+     * Discovers and validates plugins, resolves configuration, probes the plugins that
+     * {@code transports} leaves in (the others are {@code EXCLUDED}, never probed), and selects.
      *
      * @throws dev.conduit.spi.ConfigException when a value is malformed, a builder key is unknown,
      *         or {@code transports} names a plugin that was not found (the message lists those found)
+     *         or mixes names to use with names to exclude; before any probe runs
      * @throws dev.conduit.spi.ConduitException when the calling thread is interrupted while probes run
      *         (its interrupt status is kept): a {@code Conduit} with only the plugins probed so far
      *         would depend on when the interrupt came

@@ -55,10 +55,10 @@ public record PluginInfo(String name, String version, String spiVersion, String 
         /** Available and selected: the runtime uses it. */
         SELECTED,
         /**
-         * Left out by {@code transports} ({@code CONDUIT_TRANSPORTS}): excluded ({@code ^name}) or not named. It
-         * was not probed, so whether it would work here is not known: leaving a plugin out is also the remedy
-         * for one whose probe is slow, hangs or fails in native code (as {@code FI_PROVIDER=^verbs} keeps
-         * libfabric from querying that provider).
+         * Left out by {@code transports} ({@code CONDUIT_TRANSPORTS}): excluded ({@code ^name}) or not named.
+         * It was not probed, so whether it would work here is not known. Leaving a plugin out is also the
+         * remedy for one whose probe is slow, hangs or fails in native code, as {@code FI_PROVIDER=^verbs}
+         * keeps libfabric from querying that provider.
          */
         EXCLUDED,
         /** Its probe said it cannot work here, threw, or did not finish in time. */

@@ -11,11 +11,11 @@ import java.util.Objects;
  * directories), in a stable order.
  *
  * <p>An available plugin may still be unable to offer some of the capabilities it declares in this
- * environment, while the others work: memfd on a shared directory this process cannot write
+ * environment, while the others work. memfd on a shared directory this process cannot write
  * imports, but opens no memory provider and no transport. The probe says so with
  * {@link #without(Capability, String)}, and the runtime then never asks for those capabilities
- * here: no pool over the plugin, no transport of it in a worker, each refused with the reason
- * given. (Since SPI 1.1.)
+ * here: no pool over the plugin, no export or import, no transport of it in a worker. A pool,
+ * export or import asked for is refused with the reason given. (Since SPI 1.1.)
  *
  * <p>Made by plugins; read by the runtime and shown by {@code conduit info}.
  *
@@ -76,7 +76,7 @@ public record Availability(boolean isAvailable, String reason, Map<String, Strin
      * other, and the TCK fails it). An unavailable plugin offers nothing, so for one this returns
      * this availability unchanged, its reason intact. Since SPI 1.1.
      *
-     * @throws IllegalArgumentException when {@code why} is blank
+     * @throws IllegalArgumentException when this is available and {@code why} is null or blank
      */
     public Availability without(Capability capability, String why) {
         Objects.requireNonNull(capability, "capability");

@@ -12,12 +12,13 @@ import java.util.Set;
  * {@code provides dev.conduit.spi.ConduitPlugin with ...} in {@code module-info.java} and in
  * {@code META-INF/services/dev.conduit.spi.ConduitPlugin} for class-path users.
  *
- * <p><b>Who calls it:</b> the runtime only. It reads the metadata once at discovery, calls
- * {@link #probe(PluginContext)} (bounded in time; a probe that throws or hangs makes the plugin
- * unavailable, never discovery fail), and then the {@code open...} operations of the capabilities
- * the plugin {@linkplain #capabilities() declares} and its probe did not rule out here
- * ({@link Availability#without}). The runtime wraps every object a plugin returns
- * with its thread-mode policy ({@link ThreadMode}), so a plugin is only ever called in the modes it
+ * <p><b>Who calls it:</b> the runtime only. It reads the metadata once at discovery. Unless the
+ * {@code transports} setting leaves the plugin out, it calls {@link #probe(PluginContext)}, bounded
+ * in time: a probe that throws or hangs makes the plugin unavailable, and never makes discovery
+ * fail. Then it calls the {@code open...} operations of the capabilities the plugin
+ * {@linkplain #capabilities() declares} and its probe did not rule out here
+ * ({@link Availability#without}). The runtime wraps every object a plugin returns with its
+ * thread-mode policy ({@link ThreadMode}), so a plugin is only ever called in the modes it
  * {@linkplain #threadModes() declares}.
  *
  * <p>Optional operations follow UMF's provider ops: an operation of a capability the plugin does
@@ -87,8 +88,9 @@ public interface ConduitPlugin {
 
     /**
      * Opens a memory provider ({@link Capability#MEMORY}). The runtime does not call it where the
-     * probe ruled {@code MEMORY} out ({@link Availability#without}); called there anyway (by the
-     * plugin's own tests, say), it throws {@link NotSupportedException} with the same reason.
+     * probe ruled {@code MEMORY} out ({@link Availability#without}); an implementation called there
+     * anyway (by the plugin's own tests, say) should throw {@link NotSupportedException} with the
+     * same reason.
      */
     default MemoryProvider openMemoryProvider(PluginContext context) {
         throw new NotSupportedException("plugin '" + name() + "' provides no memory (capability MEMORY)");
@@ -97,7 +99,9 @@ public interface ConduitPlugin {
     /**
      * The stateless importer of this plugin's IPC handles ({@link Capability#IPC}). It must work in
      * a process that opened no provider of this plugin: what it may touch comes from
-     * {@code context}'s configuration, never from the handle.
+     * {@code context}'s configuration, never from the handle. The runtime does not call it where the
+     * probe ruled {@code IPC} out; an implementation called there anyway should throw
+     * {@link NotSupportedException} with the same reason.
      */
     default IpcImporter ipcImporter(PluginContext context) {
         throw new NotSupportedException("plugin '" + name() + "' imports no IPC handles (capability IPC)");
@@ -106,7 +110,7 @@ public interface ConduitPlugin {
     /**
      * Opens this plugin's transport for one worker ({@link Capability#AM}). The runtime does not
      * call it where the probe ruled {@code AM} out ({@link Availability#without}): the worker then
-     * opens over the other plugins' transports. Called there anyway, it throws
+     * opens over the other plugins' transports. An implementation called there anyway should throw
      * {@link NotSupportedException} with the same reason. Any exception fails the worker.
      */
     default Transport openTransport(TransportContext context) {

@@ -228,7 +228,6 @@ public abstract class PluginContract {
         return resource;
     }
 
-    /** A plugin context as the runtime would give it: this test's shared directory and configuration. */
     /**
      * Fails, naming why, when the probe of {@code plugin} rules {@code capability} out here
      * ({@code Availability.without}): the suite that tests it runs where the plugin offers it.
@@ -242,6 +241,7 @@ public abstract class PluginContract {
         }
     }
 
+    /** A plugin context as the runtime would give it: this test's shared directory and configuration. */
     protected final PluginContext pluginContext() {
         return TckContext.of(sharedDirectory, configuration(sharedDirectory), ThreadMode.SERIALIZED, NO_MESSAGES);
     }
