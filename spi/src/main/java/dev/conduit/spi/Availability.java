@@ -14,8 +14,9 @@ import java.util.Objects;
  * environment, while the others work. memfd on a shared directory this process cannot write
  * imports, but opens no memory provider and no transport. The probe says so with
  * {@link #without(Capability, String)}, and the runtime then never asks for those capabilities
- * here: no pool over the plugin, no export or import, no transport of it in a worker. A pool,
- * export or import asked for is refused with the reason given. (Since SPI 1.1.)
+ * here: no pool over the plugin, no export or import, no transport of it in a worker, no RMA or
+ * atomics through it. What is asked for anyway is refused with the reason given (a worker only when
+ * no transport is left). (Since SPI 1.1.)
  *
  * <p>Made by plugins; read by the runtime and shown by {@code conduit info}.
  *

@@ -3,6 +3,7 @@ package dev.conduit.internal.worker;
 import dev.conduit.Endpoint;
 import dev.conduit.EndpointErrorHandler;
 import dev.conduit.PeerRegion;
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
@@ -389,7 +390,7 @@ final class RuntimeEndpoint implements Endpoint {
         try {
             RemoteRegion r = region(target, "put");
             checkRange("put", offset, source.byteSize(), target);
-            requireCapability(rma, "put", "RMA");
+            requireCapability(rma, "put", Capability.RMA);
             checkUsable();
             try {
                 te.put(source, r, offset);
@@ -411,7 +412,7 @@ final class RuntimeEndpoint implements Endpoint {
             RemoteRegion r = region(source, "get");
             checkRange("get", offset, destination.byteSize(), source);
             if (destination.isReadOnly()) throw new IllegalArgumentException("get into a read-only destination segment");
-            requireCapability(rma, "get", "RMA");
+            requireCapability(rma, "get", Capability.RMA);
             checkUsable();
             try {
                 te.get(r, offset, destination);
@@ -431,7 +432,7 @@ final class RuntimeEndpoint implements Endpoint {
         try {
             RemoteRegion r = region(target, "fetchAdd");
             checkWord("fetchAdd", offset, target);
-            requireCapability(atomics, "fetchAdd", "ATOMICS");
+            requireCapability(atomics, "fetchAdd", Capability.ATOMICS);
             checkUsable();
             try {
                 return te.fetchAdd(r, offset, delta);
@@ -451,7 +452,7 @@ final class RuntimeEndpoint implements Endpoint {
         try {
             RemoteRegion r = region(target, "compareAndSwap");
             checkWord("compareAndSwap", offset, target);
-            requireCapability(atomics, "compareAndSwap", "ATOMICS");
+            requireCapability(atomics, "compareAndSwap", Capability.ATOMICS);
             checkUsable();
             try {
                 return te.compareAndSwap(r, offset, expected, desired);
@@ -503,10 +504,12 @@ final class RuntimeEndpoint implements Endpoint {
         checkRange(op, offset, 8, region);
     }
 
-    private void requireCapability(boolean offered, String op, String capability) {
+    private void requireCapability(boolean offered, String op, Capability capability) {
         if (!offered) {
-            throw new NotSupportedException(op + ": transport '" + transport + "' of this endpoint does not offer capability " + capability
-                    + " here (its plugin does not declare it, or its probe ruled it out: conduit info); connect through a transport that does");
+            String why = worker.whyNotHere(transport, capability);
+            throw new NotSupportedException(op + ": transport '" + transport + "' of this endpoint "
+                    + (why == null ? "does not declare capability " + capability : "offers no capability " + capability + " here: " + why)
+                    + "; connect through a transport that does");
         }
     }
 

@@ -88,6 +88,8 @@ public final class RuntimeWorker implements Worker {
     private final String[] transportNames;
     /** Selected plugins whose transport their probe ruled out here, with why: named when a peer offers only those. */
     private final Map<String, String> transportsNotHere;
+    /** What the probe of each opened transport's plugin ruled out here, with why. */
+    private final Map<String, Map<Capability, String>> capabilitiesNotHere;
     private final boolean[] rma;
     private final boolean[] atomics;
     /** The most preferred transport with WAKEUP, or -1. */
@@ -140,6 +142,9 @@ public final class RuntimeWorker implements Worker {
                           Consumer<AutoCloseable> onClose) {
         this.mode = mode;
         this.transportsNotHere = Map.copyOf(transportsNotHere);
+        Map<String, Map<Capability, String>> notHere = new java.util.HashMap<>();
+        for (PluginRecord r : plugins) notHere.put(r.name(), r.unsupportedHere());
+        this.capabilitiesNotHere = Map.copyOf(notHere);
         this.guard = guard;
         this.policy = policy;
         this.transports = transports.toArray(Transport[]::new);
@@ -447,6 +452,11 @@ public final class RuntimeWorker implements Worker {
             event.failures = String.join("; ", reasons);
             event.commit();
         }
+    }
+
+    /** Why the probe of {@code transport}'s plugin ruled {@code capability} out here; null when it did not. */
+    String whyNotHere(String transport, Capability capability) {
+        return capabilitiesNotHere.getOrDefault(transport, Map.of()).get(capability);
     }
 
     private String connectFailure(WorkerAddress peer, AddressFormat.Decoded decoded, List<String> reasons) {

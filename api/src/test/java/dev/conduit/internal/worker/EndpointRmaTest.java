@@ -136,6 +136,18 @@ class EndpointRmaTest {
     }
 
     @Test
+    void rmaAndAtomicsThatTheProbeRuledOutHereAreRefusedNamingWhy() {
+        open(new LoopbackPlugin("lo", 8, false).ruledOut(Capability.RMA, "no RMA on this device").ruledOut(Capability.ATOMICS, "no atomics"));
+        PeerRegion region = endpoint.peerRegion(handle);
+        assertThatThrownBy(() -> endpoint.get(region, 0, longs(0)))
+                .isInstanceOf(NotSupportedException.class).hasMessage("get: transport 'lo' of this endpoint offers no capability RMA here: "
+                        + "no RMA on this device; connect through a transport that does");
+        assertThatThrownBy(() -> endpoint.compareAndSwap(region, 0, 0, 1))
+                .isInstanceOf(NotSupportedException.class).hasMessageContaining("offers no capability ATOMICS here: no atomics");
+        assertThat(rmaCalls()).as("calls that reached the transport").isZero();
+    }
+
+    @Test
     void rmaOnAFailedEndpointThrowsPeerFailedException() {
         open(new LoopbackPlugin("lo", 8, false));
         PeerRegion region = endpoint.peerRegion(handle);

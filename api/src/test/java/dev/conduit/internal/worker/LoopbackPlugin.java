@@ -103,9 +103,17 @@ final class LoopbackPlugin implements ConduitPlugin {
         return SPI_VERSION;
     }
 
+    private volatile Availability availability = Availability.available();
+
+    /** Its probe rules {@code capability} out here, because of {@code why}. */
+    LoopbackPlugin ruledOut(Capability capability, String why) {
+        availability = availability.without(capability, why);
+        return this;
+    }
+
     @Override
     public Availability probe(PluginContext context) {
-        return Availability.available();
+        return availability;
     }
 
     @Override
