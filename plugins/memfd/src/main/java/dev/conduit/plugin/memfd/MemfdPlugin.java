@@ -11,6 +11,7 @@ import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
@@ -114,8 +115,8 @@ public final class MemfdPlugin implements ConduitPlugin {
             return Availability.unavailable("the shared directory " + directory + " does not exist or is not a directory: " + remedy, details);
         }
         if (!readableAndSearchable(libc, directory)) {
-            return Availability.unavailable("the shared directory " + directory + " cannot be read and searched by this user (uid "
-                    + Integer.toUnsignedString(libc.getuid()) + "), so no socket in it can be reached: give it the read and search (r-x) "
+            return Availability.unavailable("the shared directory " + directory + " cannot be read and searched by this user ("
+                    + ourUid(libc) + "), so no socket in it can be reached: give it the read and search (r-x) "
                     + "permissions, or set " + MemfdConfig.SHARED_DIR_KEY, details);
         }
         Availability reachable = socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
@@ -160,10 +161,15 @@ public final class MemfdPlugin implements ConduitPlugin {
         String where = refused == Errno.EROFS
                 ? "the shared directory " + directory + " is on a read-only mount: mount it read-write (for a container, "
                 + "-v DIR:DIR without :ro)"
-                : "the shared directory " + directory + " is not writable by this user (uid " + Integer.toUnsignedString(libc.getuid())
+                : "the shared directory " + directory + " is not writable by this user (" + ourUid(libc)
                 + "): make it writable";
         return where + ", or set " + MemfdConfig.SHARED_DIR_KEY + " to a writable directory, for pools and workers over memfd, "
                 + "whose lease and sockets live there; memfd imports, which only connect to a producer's socket";
+    }
+
+    /** {@code uid 1000}; in a user namespace also its uid in the parent one, which the directory's owner sees. */
+    private static String ourUid(Libc libc) {
+        return UserNamespace.current().describe(Integer.toUnsignedLong(libc.getuid()));
     }
 
     /** Refuses an operation that writes in the shared directory when this process cannot (the runtime asks the probe first). */

@@ -132,6 +132,26 @@ class OtherUserImportTest {
         }
     }
 
+    /**
+     * The same rootless container, given a host directory it may read but not write: memfd imports
+     * only, and the reason names the uid the directory's owner sees (65534), not only the
+     * container's 0.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void aRootlessContainerThatCannotWriteTheDirectoryIsToldItsUidInTheParentNamespace() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Result probed = run(wrapped(List.of("unshare", "--user", "--map-root-user"), List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
+                "--module-path", modulePath,
+                "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
+                "-m", "dev.conduit.plugin.memfd/" + ProbingProcess.class.getName(), shared.toString())));
+        assertThat(probed.exitCode()).as(probed.output()).isZero();
+        assertThat(probed.output()).contains("available=true").contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP")
+                .contains("is not writable by this user (uid 0 here, " + OTHER + " in the parent user namespace): make it writable");
+    }
+
     private record Result(int exitCode, String output) {}
 
     private Result importAsOtherUser(MemoryProvider provider) throws IOException, InterruptedException {
