@@ -121,7 +121,7 @@ public final class ConduitRuntime implements Conduit {
         if (!r.offers(Capability.MEMORY)) {
             String why = r.unsupportedHere().get(Capability.MEMORY);
             throw new NotSupportedException("plugin '" + plugin + "' provides no memory (capability MEMORY)"
-                    + (why != null && r.capabilities().contains(Capability.MEMORY) ? " here: " + why : "") + "; plugins that do here: "
+                    + (why != null ? " here: " + why : "") + "; plugins that do here: "
                     + registry.selected().stream().filter(p -> p.offers(Capability.MEMORY)).map(PluginRecord::name).toList());
         }
         if (!ThreadPolicies.supports(r.threadModes(), ThreadMode.SERIALIZED)) {

@@ -33,7 +33,7 @@ public final class PluginRecord {
     Status status;
     String reason;
     Map<String, String> details = Map.of();
-    /** Declared capabilities its probe ruled out here, with why ({@code Availability.without}). */
+    /** Declared capabilities (never others) its probe ruled out here, with why ({@code Availability.without}). */
     Map<Capability, String> unsupportedHere = Map.of();
     /** The config keys it declared, as read once at discovery. */
     List<ConfigKey<?>> configKeys = List.of();

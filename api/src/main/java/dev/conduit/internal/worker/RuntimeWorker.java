@@ -86,10 +86,8 @@ public final class RuntimeWorker implements Worker {
     private final ThreadPolicy policy;
     private final Transport[] transports;
     private final String[] transportNames;
-    /** Selected plugins whose transport their probe ruled out here, with why: named when a peer offers only those. */
-    private final Map<String, String> transportsNotHere;
-    /** What the probe of each opened transport's plugin ruled out here, with why. */
-    private final Map<String, Map<Capability, String>> capabilitiesNotHere;
+    /** What the probe of each selected plugin ruled out here, with why: a transport left out, RMA or atomics refused. */
+    private final Map<String, Map<Capability, String>> ruledOutHere;
     private final boolean[] rma;
     private final boolean[] atomics;
     /** The most preferred transport with WAKEUP, or -1. */
@@ -138,13 +136,12 @@ public final class RuntimeWorker implements Worker {
     private volatile Thread sleeper;
 
     private RuntimeWorker(ThreadMode mode, ThreadGuard guard, ThreadPolicy policy, List<Transport> transports, List<PluginRecord> plugins,
-                          Map<String, String> transportsNotHere, boolean confining, RemoteMemory remoteMemory, MessageDispatch dispatch,
+                          List<PluginRecord> selected, boolean confining, RemoteMemory remoteMemory, MessageDispatch dispatch,
                           Consumer<AutoCloseable> onClose) {
         this.mode = mode;
-        this.transportsNotHere = Map.copyOf(transportsNotHere);
-        Map<String, Map<Capability, String>> notHere = new java.util.HashMap<>();
-        for (PluginRecord r : plugins) notHere.put(r.name(), r.unsupportedHere());
-        this.capabilitiesNotHere = Map.copyOf(notHere);
+        Map<String, Map<Capability, String>> ruledOut = new java.util.HashMap<>();
+        for (PluginRecord r : selected) ruledOut.put(r.name(), r.unsupportedHere());
+        this.ruledOutHere = Map.copyOf(ruledOut);
         this.guard = guard;
         this.policy = policy;
         this.transports = transports.toArray(Transport[]::new);
@@ -220,8 +217,7 @@ public final class RuntimeWorker implements Worker {
             }
             throw e;
         }
-        return new RuntimeWorker(mode, guard, policy, opened, withTransport, transportsNotHere(selected), anyConfined, remoteMemory,
-                dispatch, onClose);
+        return new RuntimeWorker(mode, guard, policy, opened, withTransport, selected, anyConfined, remoteMemory, dispatch, onClose);
     }
 
     /**
@@ -238,23 +234,13 @@ public final class RuntimeWorker implements Worker {
     private static List<PluginRecord> transports(List<PluginRecord> selected) {
         List<PluginRecord> withTransport = selected.stream().filter(r -> r.offers(Capability.AM)).toList();
         if (withTransport.isEmpty()) {
-            Map<String, String> notHere = transportsNotHere(selected);
             throw new ConduitException("no selected plugin provides a transport (capability AM) here; selected: "
                     + selected.stream().map(PluginRecord::name).toList()
-                    + notHere.entrySet().stream().map(e -> "; " + e.getKey() + " offers none here: " + e.getValue()).collect(Collectors.joining())
+                    + selected.stream().filter(r -> r.unsupportedHere().containsKey(Capability.AM))
+                            .map(r -> "; " + r.name() + " offers none here: " + r.unsupportedHere().get(Capability.AM)).collect(Collectors.joining())
                     + ". Run 'conduit info' to see why others are unavailable.");
         }
         return withTransport;
-    }
-
-    /** The selected plugins that declare a transport which their probe ruled out here, with why. */
-    private static Map<String, String> transportsNotHere(List<PluginRecord> selected) {
-        Map<String, String> notHere = new LinkedHashMap<>();
-        for (PluginRecord r : selected) {
-            String why = r.unsupportedHere().get(Capability.AM);
-            if (why != null && r.capabilities().contains(Capability.AM)) notHere.put(r.name(), why);
-        }
-        return notHere;
     }
 
     private static Map<String, Set<ThreadMode>> declaredModes(List<PluginRecord> plugins) {
@@ -456,13 +442,13 @@ public final class RuntimeWorker implements Worker {
 
     /** Why the probe of {@code transport}'s plugin ruled {@code capability} out here; null when it did not. */
     String whyNotHere(String transport, Capability capability) {
-        return capabilitiesNotHere.getOrDefault(transport, Map.of()).get(capability);
+        return ruledOutHere.getOrDefault(transport, Map.of()).get(capability);
     }
 
     private String connectFailure(WorkerAddress peer, AddressFormat.Decoded decoded, List<String> reasons) {
         List<String> ours = List.of(transportNames);
-        List<String> lacking = peer.transports().stream().filter(t -> !ours.contains(t) && !transportsNotHere.containsKey(t)).toList();
-        List<String> notHere = peer.transports().stream().filter(transportsNotHere::containsKey).toList();
+        List<String> notHere = peer.transports().stream().filter(t -> whyNotHere(t, Capability.AM) != null).toList();
+        List<String> lacking = peer.transports().stream().filter(t -> !ours.contains(t) && !notHere.contains(t)).toList();
         StringBuilder b = new StringBuilder("cannot connect to ").append(peer).append(": ");
         if (reasons.isEmpty()) {
             b.append("no transport in common: this worker has ").append(ours).append(", the peer offers ").append(peer.transports());
@@ -473,7 +459,9 @@ public final class RuntimeWorker implements Worker {
         if (!lacking.isEmpty()) {
             b.append(" (install or select them here: 'conduit info' shows why a plugin is not selected)");
         }
-        for (String t : notHere) b.append(". The peer's ").append(t).append(" is selected here but offers no transport here: ").append(transportsNotHere.get(t));
+        for (String t : notHere) {
+            b.append(". The peer's ").append(t).append(" is selected here but offers no transport here: ").append(whyNotHere(t, Capability.AM));
+        }
         assert decoded.entries().size() == peer.transports().size();
         return b.toString();
     }

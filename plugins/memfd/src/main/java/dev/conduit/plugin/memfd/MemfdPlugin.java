@@ -51,6 +51,9 @@ import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
 public final class MemfdPlugin implements ConduitPlugin {
 
     static final String NAME = "memfd";
+    /** What a process that cannot write the shared directory cannot do: all but importing. */
+    private static final Set<Capability> NEED_A_WRITABLE_DIRECTORY = EnumSet.of(Capability.MEMORY, Capability.AM, Capability.RMA,
+            Capability.ATOMICS, Capability.WAKEUP);
     static final int PRIORITY = 110;
     private static final Version VERSION = Version.parse("0.1.0");
 
@@ -127,27 +130,13 @@ public final class MemfdPlugin implements ConduitPlugin {
         return reachable;
     }
 
-    /**
-     * Whether this process can open {@code directory} and reach names in it, as an import does.
-     * Where {@code access(2)} says no, decided by doing it: {@code access(2)} judges by the real uid
-     * and without capabilities.
-     */
+    /** Whether this process can open {@code directory} and reach names in it, as an import does. */
     private static boolean readableAndSearchable(Libc libc, Path directory) {
         if (Files.isReadable(directory) && Files.isExecutable(directory)) return true;
-        try (SharedDirectory opened = SharedDirectory.open(libc, directory, MemfdConfig.SHARED_DIR_KEY)) {
-            // A name no file has: ENOENT says the search reached it.
-            opened.openExisting(FdProtocol.FILE_PREFIX + "-probe-" + SharedDirectory.randomId(), OpenFlags.O_RDONLY).close();
-            return true;
-        } catch (ErrnoException e) {
-            return e.errno() == Errno.ENOENT;
-        } catch (RuntimeException e) {
-            return false; // opening the directory itself failed
-        }
+        // A name no file has: ENOENT says the search reached it.
+        int refused = attemptIn(libc, directory, (opened, name) -> opened.openExisting(name, OpenFlags.O_RDONLY).close());
+        return refused == 0 || refused == Errno.ENOENT;
     }
-
-    /** What a process that cannot write the shared directory cannot do: all but importing. */
-    private static final Set<Capability> NEED_A_WRITABLE_DIRECTORY = EnumSet.of(Capability.MEMORY, Capability.AM, Capability.RMA,
-            Capability.ATOMICS, Capability.WAKEUP);
 
     /**
      * Why this process cannot make pools or workers over {@code directory}, with the remedy; null
@@ -155,8 +144,14 @@ public final class MemfdPlugin implements ConduitPlugin {
      */
     static String notWritable(Libc libc, Path directory) {
         if (Files.isWritable(directory)) return null;
-        // access(2) judges by the real uid and without capabilities: creating a file is the test that counts.
-        int refused = createRefused(libc, directory);
+        int refused = attemptIn(libc, directory, (opened, name) -> {
+            FileDescriptor created = opened.createExclusive(name);
+            try {
+                created.close();
+            } finally {
+                opened.unlink(name);
+            }
+        });
         if (refused == 0) return null;
         String where = refused == Errno.EROFS
                 ? "the shared directory " + directory + " is on a read-only mount: mount it read-write (for a container, "
@@ -181,24 +176,24 @@ public final class MemfdPlugin implements ConduitPlugin {
     }
 
     /**
-     * The errno with which creating a file in {@code directory} fails (-1 when none is known), or 0
-     * when it works (the file is removed again). {@code EROFS} is a read-only mount: a bind mount's read-only flag is
-     * not what {@code FileStore.isReadOnly} reads, which looks at the mount of the whole file system.
+     * Does {@code attempt} in {@code directory} with a name no file has, and returns the errno it
+     * failed with, or 0 when it worked (-1 when the directory itself cannot be opened). Where
+     * {@code access(2)} says no, this decides: {@code access(2)} judges by the real uid and without
+     * capabilities. A create that fails with {@code EROFS} is a read-only mount, which
+     * {@code FileStore.isReadOnly} misses for a bind mount: it looks at the whole file system's mount.
      */
-    private static int createRefused(Libc libc, Path directory) {
-        try (SharedDirectory opened = SharedDirectory.open(libc, directory, MemfdConfig.SHARED_DIR_KEY)) {
-            String name = FdProtocol.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
-            FileDescriptor created = opened.createExclusive(name);
-            try {
-                created.close();
-            } finally {
-                opened.unlink(name);
-            }
+    private static int attemptIn(Libc libc, Path directory, java.util.function.BiConsumer<SharedDirectory, String> attempt) {
+        SharedDirectory opened;
+        try {
+            opened = SharedDirectory.open(libc, directory, MemfdConfig.SHARED_DIR_KEY);
+        } catch (RuntimeException e) {
+            return -1;
+        }
+        try (opened) {
+            attempt.accept(opened, FdProtocol.FILE_PREFIX + "-probe-" + SharedDirectory.randomId());
             return 0;
         } catch (ErrnoException e) {
             return e.errno();
-        } catch (RuntimeException e) {
-            return e.getCause() instanceof ErrnoException cause ? cause.errno() : -1; // opening the directory wraps its errno
         }
     }
 

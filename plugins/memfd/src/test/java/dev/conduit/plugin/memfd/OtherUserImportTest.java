@@ -141,12 +141,7 @@ class OtherUserImportTest {
     @Timeout(120) // a hang guard, not a speed check
     void aRootlessContainerThatCannotWriteTheDirectoryIsToldItsUidInTheParentNamespace() throws Exception {
         Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Result probed = run(wrapped(List.of("unshare", "--user", "--map-root-user"), List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
-                "--module-path", modulePath,
-                "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
-                "-m", "dev.conduit.plugin.memfd/" + ProbingProcess.class.getName(), shared.toString())));
+        Result probed = run(wrapped(List.of("unshare", "--user", "--map-root-user"), java(ProbingProcess.class, shared.toString())));
         assertThat(probed.exitCode()).as(probed.output()).isZero();
         assertThat(probed.output()).contains("available=true").contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP")
                 .contains("is not writable by this user (uid 0 here, " + OTHER + " in the parent user namespace): make it writable");
@@ -163,14 +158,20 @@ class OtherUserImportTest {
         Chunk chunk = provider.allocate(SIZE);
         chunk.segment().set(JAVA_LONG, 0, 4711);
         byte[] payload = provider.export(chunk);
-        Result result = run(wrapped(wrapper, List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        Result result = run(wrapped(wrapper, java(ImportingProcess.class, view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE))));
+        provider.free(chunk);
+        return result;
+    }
+
+    /** A JVM running {@code main} of this module's tests with {@code args}, from the copy of the module path the other user can read. */
+    private static List<String> java(Class<?> main, String... args) {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", modulePath,
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
-                "-m", "dev.conduit.plugin.memfd/" + ImportingProcess.class.getName(),
-                view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE))));
-        provider.free(chunk);
-        return result;
+                "-m", "dev.conduit.plugin.memfd/" + main.getName()));
+        command.addAll(List.of(args));
+        return command;
     }
 
     /** {@code command} through {@code wrapper}, all as uid 65534. */
