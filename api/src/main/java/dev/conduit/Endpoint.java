@@ -89,6 +89,11 @@ public interface Endpoint extends AutoCloseable {
      * {@link PayloadEncoder} for what it may do). If it throws, nothing is sent (the claimed space
      * is abandoned and the peer skips it) and the exception propagates.
      *
+     * <p>The target is a segment view made for this send. The JIT removes that allocation where it
+     * inlines the encoder into the send, as for a call site that sees one or two encoder classes;
+     * otherwise a send allocates the view, about 40 bytes (docs/performance.md, "Allocation on both
+     * sides"). The plain {@code send} allocates nothing.
+     *
      * @param id        0..65535
      * @param maxLength the most bytes the encoder may write: the target's length
      * @return the payload's length, as the encoder returned it

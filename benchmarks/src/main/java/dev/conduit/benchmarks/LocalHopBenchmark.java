@@ -3,6 +3,7 @@ package dev.conduit.benchmarks;
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.ThreadMode;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -22,6 +23,7 @@ import org.openjdk.jmh.annotations.Warmup;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -56,6 +58,14 @@ public class LocalHopBenchmark {
     @Param({"8"})
     public int size;
 
+    /**
+     * How many encoder classes {@code streamEncoded} takes turns with: one, as a benchmark has, or
+     * three, as an application with several message types has (a call site that sees more than two
+     * classes does not inline them).
+     */
+    @Param({"1", "3"})
+    public int encoders;
+
     private Path dir;
     private Conduit conduit;
     private Worker client;
@@ -67,6 +77,7 @@ public class LocalHopBenchmark {
     private long pongs;
     private long streamed;
     private long received;
+    private PayloadEncoder[] encoderTurns;
 
     @Setup(Level.Trial)
     public void open() throws IOException {
@@ -82,6 +93,12 @@ public class LocalHopBenchmark {
             server.onMessage(PING, m -> toClient.send(PONG, payload));
             client.onMessage(PONG, m -> pongs++);
             server.onMessage(DATA, m -> received++);
+            PayloadEncoder[] kinds = {
+                    target -> { target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, streamed); return size; },
+                    target -> { target.set(ValueLayout.JAVA_INT_UNALIGNED, 0, (int) streamed); return size; },
+                    target -> { target.set(ValueLayout.JAVA_BYTE, 0, (byte) streamed); return size; }};
+            encoderTurns = new PayloadEncoder[BATCH];
+            for (int i = 0; i < BATCH; i++) encoderTurns[i] = kinds[i % encoders];
             roundTrip(); // fails here, not in the measurement, if nothing comes back
             if (pongs != 1) throw new IllegalStateException("no pong after one round trip");
         } catch (RuntimeException | Error e) {
@@ -125,6 +142,19 @@ public class LocalHopBenchmark {
     @OutputTimeUnit(TimeUnit.NANOSECONDS)
     public long stream() {
         toServer.send(DATA, payload);
+        if (++streamed % BATCH == 0) server.progress();
+        return received;
+    }
+
+    /**
+     * {@link #stream} with a zero-copy send: each message's encoder writes its payload (at least 8
+     * bytes) straight into the receiver's queue. Encoders take turns, {@link #encoders} classes of them.
+     */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.NANOSECONDS)
+    public long streamEncoded() {
+        toServer.send(DATA, MemorySegment.NULL, size, encoderTurns[(int) (streamed % BATCH)]);
         if (++streamed % BATCH == 0) server.progress();
         return received;
     }

@@ -75,8 +75,14 @@ final class ShmEndpoint implements TransportEndpoint {
 
     @Override
     public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+        return trySend(id, header, 0, (int) header.byteSize(), payload, 0, payload.byteSize());
+    }
+
+    @Override
+    public boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                           MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         try {
-            return send(id, header, payload);
+            return send(id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength);
         } catch (InternalError e) {
             throw sendFault(e);
         } catch (ReceiveQueue.CorruptQueueException e) {
@@ -84,20 +90,19 @@ final class ShmEndpoint implements TransportEndpoint {
         }
     }
 
-    private boolean send(int id, MemorySegment header, MemorySegment payload) {
+    private boolean send(int id, MemorySegment header, long headerOffset, int headerLength,
+                         MemorySegment payload, long payloadOffset, long payloadLength) {
         if (!ready()) return noRoom();
-        long headerLength = header.byteSize();
-        long payloadLength = payload.byteSize();
         if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
             long offset = peer.claim(length, ReceiveQueue.MSG, connection);
             if (offset < 0) return noRoom();
             MemorySegment q = peer.memory();
             try {
-                writeMessageFields(q, offset, id, (int) headerLength, payloadLength);
+                writeMessageFields(q, offset, id, headerLength, payloadLength);
                 long body = offset + ReceiveQueue.RECORD_HEADER;
-                if (headerLength != 0) MemorySegment.copy(header, 0, q, body, headerLength);
-                MemorySegment.copy(payload, 0, q, body + headerLength, payloadLength);
+                if (headerLength != 0) MemorySegment.copy(header, headerOffset, q, body, headerLength);
+                MemorySegment.copy(payload, payloadOffset, q, body + headerLength, payloadLength);
             } catch (Throwable t) {
                 abandon(offset, length, -1);
                 throw t;
@@ -117,10 +122,10 @@ final class ShmEndpoint implements TransportEndpoint {
         }
         MemorySegment q = peer.memory();
         try {
-            MemorySegment.copy(payload, 0, bounce.memory(), bounceOffset, payloadLength);
-            writeMessageFields(q, offset, id, (int) headerLength, payloadLength);
+            MemorySegment.copy(payload, payloadOffset, bounce.memory(), bounceOffset, payloadLength);
+            writeMessageFields(q, offset, id, headerLength, payloadLength);
             writeBounceFields(q, offset, bounce.position(), bounceOffset);
-            MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+            MemorySegment.copy(header, headerOffset, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
         } catch (Throwable t) {
             abandon(offset, length, before);
             throw t;

@@ -26,6 +26,36 @@ public interface TransportEndpoint extends AutoCloseable {
     boolean trySend(int id, MemorySegment header, MemorySegment payload);
 
     /**
+     * {@link #trySend(int, MemorySegment, MemorySegment)} of a header and a payload given as ranges
+     * of segments: same contract, same result. The runtime hands the messages of its local queue
+     * (backpressure) to the transport this way, as ranges of its own buffer, in the form in which a
+     * {@link MessageSink} receives them. The ranges are within bounds, and their lengths within this
+     * endpoint's limits.
+     *
+     * <p>Optional: the default makes a view of each range (two small objects, none for an empty
+     * range) and calls {@link #trySend(int, MemorySegment, MemorySegment)}. A transport overrides it
+     * so that sending from a backlog allocates nothing.
+     *
+     * @param id            the active-message id
+     * @param headerBuffer  the segment holding the header
+     * @param headerOffset  where the header starts in it
+     * @param headerLength  its length (may be 0)
+     * @param payloadBuffer the segment holding the payload (may be {@code headerBuffer})
+     * @param payloadOffset where the payload starts in it
+     * @param payloadLength its length (may be 0)
+     * @return as {@link #trySend(int, MemorySegment, MemorySegment)}
+     * @throws PeerFailedException when the peer is known to be dead
+     */
+    default boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                            MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+        return trySend(id, range(headerBuffer, headerOffset, headerLength), range(payloadBuffer, payloadOffset, payloadLength));
+    }
+
+    private static MemorySegment range(MemorySegment segment, long offset, long length) {
+        return length == 0 ? MemorySegment.NULL : segment.asSlice(offset, length);
+    }
+
+    /**
      * Optional (zero-copy send): claims room for a header and up to {@code maxLength} payload bytes
      * where the message travels (the peer's receive queue, a bounce buffer), lets {@code encoder}
      * write the payload there, and commits what it wrote, with the same guarantees as

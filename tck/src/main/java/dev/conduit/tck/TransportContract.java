@@ -94,8 +94,12 @@ public abstract class TransportContract extends PluginContract {
     }
 
     private void sendWhenAccepted(TransportEndpoint ep, int id, MemorySegment header, MemorySegment payload, Transport... transports) {
+        retryUntilAccepted(id, () -> ep.trySend(id, header, payload), transports);
+    }
+
+    private void retryUntilAccepted(int id, BooleanSupplier trySend, Transport... transports) {
         long deadline = System.nanoTime() + progressGuard().toNanos();
-        while (!ep.trySend(id, header, payload)) {
+        while (!trySend.getAsBoolean()) {
             for (Transport t : transports) t.progress();
             if (System.nanoTime() > deadline) throw new AssertionError("message " + id + " not accepted within " + progressGuard() + " while the receiver progressed");
         }
@@ -169,6 +173,46 @@ public abstract class TransportContract extends PluginContract {
             assertThat(m.id()).as("id of message %d (order)", i).isEqualTo(i);
             assertThat(m.header()).as("header of message %d", i).isEqualTo(Patterns.bytes(i % (maxHeader + 1), -i));
             assertThat(m.payload()).as("payload of message %d", i).isEqualTo(Patterns.bytes(size, i));
+        }
+    }
+
+    /**
+     * {@link TransportEndpoint#trySend(int, MemorySegment, long, int, MemorySegment, long, long)},
+     * by which the runtime sends from its local queue, sends the ranges it is given, at any offset
+     * of one buffer holding both, in order with messages sent as views.
+     */
+    @Test
+    public void sendsHeadersAndPayloadsGivenAsRangesOfOneBuffer() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        long[] sizes = {0, 1, 8, 100, 4000, 9000, 65_536, 200_000};
+        int count = 200;
+        int maxHeader = Math.min(ep.maxHeaderSize(), 40);
+        MemorySegment buffer = Arena.ofAuto().allocate(maxHeader + sizes[sizes.length - 1] + 64);
+        for (int i = 0; i < count; i++) {
+            int headerLength = i % (maxHeader + 1);
+            long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
+            if (i % 3 == 2) {
+                sendWhenAccepted(ep, i, Patterns.segment(headerLength, -i), Patterns.segment(size, i), receiver, sender);
+                continue;
+            }
+            long headerAt = i % 7;
+            long payloadAt = headerAt + headerLength + i % 5;
+            MemorySegment.copy(Patterns.segment(headerLength, -i), 0, buffer, headerAt, headerLength);
+            MemorySegment.copy(Patterns.segment(size, i), 0, buffer, payloadAt, size);
+            int id = i;
+            retryUntilAccepted(id, () -> ep.trySend(id, buffer, headerAt, headerLength, buffer, payloadAt, size), receiver, sender);
+        }
+        progressUntil(count + " messages delivered (" + inbox.size() + " so far)", () -> inbox.size() >= count, receiver, sender);
+        for (int i = 0; i < count; i++) {
+            Inbox.Received m = inbox.messages.get(i);
+            long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
+            String how = i % 3 == 2 ? "as views" : "as ranges";
+            assertThat(m.id()).as("id of message %d, sent %s (order)", i, how).isEqualTo(i);
+            assertThat(m.header()).as("header of message %d, sent %s", i, how).isEqualTo(Patterns.bytes(i % (maxHeader + 1), -i));
+            assertThat(m.payload()).as("payload of message %d, sent %s", i, how).isEqualTo(Patterns.bytes(size, i));
         }
     }
 

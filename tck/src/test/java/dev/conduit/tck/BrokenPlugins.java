@@ -212,6 +212,20 @@ final class BrokenPlugins {
         }
     }
 
+    /** Sends the ranges of a header and a payload as if each started at offset 0 of its buffer. */
+    public static final class IgnoresRangeOffsets extends LoopbackPlugin {
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new LoopbackEndpoint(target, events) {
+                @Override
+                public boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                       MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                    return trySend(id, headerBuffer.asSlice(0, headerLength), payloadBuffer.asSlice(0, payloadLength));
+                }
+            };
+        }
+    }
+
     /** Declares MULTI (and is safe for it), but after 100 messages an endpoint refuses every message for good. */
     public static final class StopsAccepting extends LoopbackPlugin {
         @Override
@@ -463,6 +477,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new DropsMessages();
+        }
+    }
+
+    public static final class IgnoresRangeOffsetsSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new IgnoresRangeOffsets();
         }
     }
 

@@ -71,6 +71,12 @@ final class ConfinedTransport implements Transport {
         }
 
         @Override
+        public boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                               MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            return thread.call(() -> ep.trySend(id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength));
+        }
+
+        @Override
         public int maxHeaderSize() {
             return thread.call(ep::maxHeaderSize);
         }

@@ -2,6 +2,7 @@ package dev.conduit.internal.worker;
 
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PayloadEncoder;
+import dev.conduit.spi.TransportEndpoint;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -21,9 +22,10 @@ import java.nio.ByteOrder;
  * both positions return to 0; when a record does not fit at the end, the unread bytes move to the
  * front if at least half the buffer was read, else the buffer doubles. Each byte is moved at most
  * once per half-buffer of reads, so adding and removing cost amortized O(size). In steady state
- * adding allocates nothing; handing the head to the transport allocates the two views the SPI's
- * {@code trySend} takes (none for an empty header or payload), once per record however often it
- * is retried. A buffer that grew past {@value #RETAIN} bytes is dropped when the queue empties.
+ * neither adding nor handing the head to the transport allocates: the head goes as ranges of the
+ * buffer ({@link TransportEndpoint#trySend(int, MemorySegment, long, int, MemorySegment, long, long)}),
+ * not as views of it. A buffer that grew past {@value #RETAIN} bytes is dropped when the queue
+ * empties.
  *
  * <p>Not thread-safe: its endpoint guards it.
  */
@@ -42,9 +44,6 @@ final class PendingQueue {
     private long tail;
     private long messages;
     private long bytes;
-    /** Views of the head record, made once per record; {@code null} when not made yet. */
-    private MemorySegment headHeader;
-    private MemorySegment headPayload;
 
     boolean isEmpty() {
         return messages == 0;
@@ -101,24 +100,15 @@ final class PendingQueue {
         return pl;
     }
 
-    int headId() {
-        return buffer.get(INT, head);
-    }
-
-    MemorySegment headHeader() {
-        if (headHeader == null) {
-            int hl = buffer.get(INT, head + 4);
-            headHeader = hl == 0 ? MemorySegment.NULL : buffer.asSlice(head + RECORD, hl);
-        }
-        return headHeader;
-    }
-
-    MemorySegment headPayload() {
-        if (headPayload == null) {
-            long pl = buffer.get(LONG, head + 8);
-            headPayload = pl == 0 ? MemorySegment.NULL : buffer.asSlice(head + RECORD + buffer.get(INT, head + 4), pl);
-        }
-        return headPayload;
+    /**
+     * Offers the head record to {@code endpoint} as ranges of this queue's buffer, so that no view
+     * is made; does not remove it.
+     *
+     * @return whether the transport took it
+     */
+    boolean offerHead(TransportEndpoint endpoint) {
+        int hl = buffer.get(INT, head + 4);
+        return endpoint.trySend(buffer.get(INT, head), buffer, head + RECORD, hl, buffer, head + RECORD + hl, buffer.get(LONG, head + 8));
     }
 
     /** Drops the head record (the transport took it). */
@@ -128,8 +118,6 @@ final class PendingQueue {
         head += RECORD + hl + pl;
         messages--;
         bytes -= hl + pl;
-        headHeader = null;
-        headPayload = null;
         if (messages == 0) reset();
     }
 
@@ -145,8 +133,6 @@ final class PendingQueue {
     private void reset() {
         head = 0;
         tail = 0;
-        headHeader = null;
-        headPayload = null;
         if (buffer.byteSize() > RETAIN) buffer = MemorySegment.NULL;
     }
 
@@ -170,7 +156,5 @@ final class PendingQueue {
         }
         tail = live;
         head = 0;
-        headHeader = null;
-        headPayload = null;
     }
 }

@@ -243,7 +243,7 @@ final class RuntimeEndpoint implements Endpoint {
             while (!pending.isEmpty()) {
                 boolean ok;
                 try {
-                    ok = te.trySend(pending.headId(), pending.headHeader(), pending.headPayload());
+                    ok = pending.offerHead(te);
                 } catch (PeerFailedException e) {
                     fail(e);
                     return sent;
@@ -584,7 +584,7 @@ final class RuntimeEndpoint implements Endpoint {
 
     private void drainQuietly() {
         try {
-            while (!pending.isEmpty() && te.trySend(pending.headId(), pending.headHeader(), pending.headPayload())) {
+            while (!pending.isEmpty() && pending.offerHead(te)) {
                 pending.remove();
             }
         } catch (RuntimeException e) {

@@ -273,6 +273,12 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
 
     @Override
     public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+        return trySend(id, header, 0, (int) header.byteSize(), payload, 0, payload.byteSize());
+    }
+
+    @Override
+    public boolean trySend(int id, MemorySegment header, long headerOffset, int headerLength,
+                           MemorySegment payload, long payloadOffset, long payloadLength) {
         checkUsable();
         if (state == State.CONNECTING) {
             // The reply may be here although this worker has not progressed since: a sender that only
@@ -283,8 +289,6 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         if (state != State.CONNECTED) {
             return false;
         }
-        long headerLength = header.byteSize();
-        long payloadLength = payload.byteSize();
         int records = Records.count(headerLength, payloadLength, recordSize);
         long credits = peer.receiveBuffers() - (sent - VerbsTransport.readLong(creditWord.memory(), 0));
         if (records > credits || records > freeCount) {
@@ -302,13 +306,13 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         for (int r = 0; r < records; r++) {
             int slot = freeSlots[--freeCount];
             long at = (long) slot * transport.bufferSize;
-            int headerHere = r == 0 ? (int) headerLength : 0;
+            int headerHere = r == 0 ? headerLength : 0;
             long part = Math.min(payloadLength - payloadDone, recordSize - Records.HEADER - headerHere);
             Records.write(buffers, at, r == 0 ? Records.FIRST : Records.MORE, id, headerHere, (int) part, payloadLength);
             if (headerHere > 0) {
-                MemorySegment.copy(header, 0, buffers, at + Records.HEADER, headerHere);
+                MemorySegment.copy(header, headerOffset, buffers, at + Records.HEADER, headerHere);
             }
-            MemorySegment.copy(payload, payloadDone, buffers, at + Records.HEADER + headerHere, part);
+            MemorySegment.copy(payload, payloadOffset + payloadDone, buffers, at + Records.HEADER + headerHere, part);
             payloadDone += part;
             post(slot, VerbsAbi.IBV_WR_SEND, at, (int) (Records.HEADER + headerHere + part), 0, 0, 0, 0);
             sent++;
