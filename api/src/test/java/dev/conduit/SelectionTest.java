@@ -184,6 +184,16 @@ class SelectionTest {
                 .hasMessageContaining("libfragile/Native");
     }
 
+    /** How a user who cannot remove a broken plugin silences it; the build used to fail, as for naming it to use. */
+    @Test
+    void aBrokenPluginCanBeExcluded() {
+        TestPlugin broken = TestPlugin.named("fragile").brokenMetadata(new NoClassDefFoundError("libfragile/Native"));
+        try (Conduit conduit = isolated().addPlugin(broken).addPlugin(TestPlugin.named("a")).transports("^fragile").build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("a");
+            assertThat(info(conduit, "fragile").status()).as("still said as it is").isEqualTo(Status.BROKEN);
+        }
+    }
+
     @Test
     void selectionIsReadFromTheEnvironmentAndSystemProperties() {
         try (Conduit conduit = fourPlugins().environment(Map.of("CONDUIT_TRANSPORTS", "c,b")).build()) {

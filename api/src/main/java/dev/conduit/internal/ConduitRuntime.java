@@ -65,16 +65,7 @@ public final class ConduitRuntime implements Conduit {
         PluginRegistry registry = PluginRegistry.probeAndSelect(records,
                 name -> RuntimePluginContext.of(config, shared, name),
                 config.get(RuntimeKeys.PROBE_TIMEOUT), config.get(RuntimeKeys.TRANSPORTS));
-        for (PluginRecord r : registry.all()) {
-            PluginInfo.Status status = r.status();
-            if (status == PluginInfo.Status.BROKEN || status == PluginInfo.Status.REFUSED) {
-                // A plugin someone installed and cannot use: unlike an unavailable one (no device here), that is a mistake
-                // to fix, and it is said where it is seen by default.
-                LOG.log(System.Logger.Level.WARNING, () -> "plugin " + r.name() + " " + status + ": " + r.reason());
-            } else if (status != PluginInfo.Status.SELECTED && status != PluginInfo.Status.EXCLUDED) {
-                LOG.log(System.Logger.Level.DEBUG, () -> "plugin " + r.name() + " " + status + ": " + r.reason());
-            }
-        }
+        registry.report(LOG);
         return new ConduitRuntime(config, registry, shared);
     }
 

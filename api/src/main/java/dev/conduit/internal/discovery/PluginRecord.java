@@ -35,6 +35,8 @@ public final class PluginRecord {
     Map<String, String> details = Map.of();
     /** Declared capabilities (never others) its probe ruled out here, with why ({@code Availability.without}). */
     Map<Capability, String> unsupportedHere = Map.of();
+    /** Whether {@code transports} excludes its name ({@code ^name}): a user who knows it is there and does not want it. */
+    boolean excludedByName;
     /** The config keys it declared, as read once at discovery. */
     List<ConfigKey<?>> configKeys = List.of();
 

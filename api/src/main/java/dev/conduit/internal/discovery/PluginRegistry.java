@@ -263,7 +263,8 @@ public final class PluginRegistry {
                         + setting + "; write either memfd,posix or ^verbs,devdax");
             }
             String name = excluded ? t.substring(1) : t;
-            if (!known.contains(name)) {
+            // Excluding a plugin that is installed but broken is how a user who cannot remove it silences it.
+            if (!known.contains(name) && !(exclude && broken.containsKey(name))) {
                 PluginRecord unusable = broken.get(name);
                 throw new ConfigException("transports (CONDUIT_TRANSPORTS) names plugin '" + name + "', which "
                         + (unusable != null ? "was found but is BROKEN (" + unusable.reason + ")" : "was not found") + "; found: "
@@ -272,6 +273,7 @@ public final class PluginRegistry {
             if (!names.contains(name)) names.add(name);
         }
         for (PluginRecord r : records) {
+            r.excludedByName = exclude && names.contains(r.name);
             if (r.isCandidate() && names.contains(r.name) == exclude) {
                 r.status = Status.EXCLUDED;
                 r.reason = (exclude ? "excluded by" : "not named by") + " transports=" + setting + " (CONDUIT_TRANSPORTS), so not probed; "
@@ -292,6 +294,25 @@ public final class PluginRegistry {
             available.stream().filter(r -> r.name.equals(name)).findFirst().ifPresent(chosen::add);
         }
         return chosen;
+    }
+
+    /**
+     * Says what became of each plugin not in use. A plugin someone installed and cannot use
+     * ({@code BROKEN}, {@code REFUSED}) is a mistake to fix, unlike an unavailable one (no device
+     * here), so it is said where it is seen by default, as a WARNING, unless {@code transports}
+     * excludes it by name: then its user knows, and may not be able to remove it.
+     */
+    public void report(System.Logger log) {
+        for (PluginRecord r : all()) {
+            Status status = r.status;
+            if ((status == Status.BROKEN || status == Status.REFUSED) && !r.excludedByName) {
+                log.log(System.Logger.Level.WARNING, () -> "plugin " + r.name + " " + status + ": " + r.reason
+                        + " (to stop this warning without removing it, exclude it: transports=^" + r.name + ", CONDUIT_TRANSPORTS)");
+            } else if (status != Status.SELECTED && status != Status.EXCLUDED) {
+                log.log(System.Logger.Level.DEBUG, () -> "plugin " + r.name + " " + status + ": " + r.reason
+                        + (r.excludedByName ? " (excluded by transports)" : ""));
+            }
+        }
     }
 
     /** Every plugin: selected ones in preference order, then the rest by name. */

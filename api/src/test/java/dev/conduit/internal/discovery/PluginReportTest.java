@@ -1,0 +1,91 @@
+package dev.conduit.internal.discovery;
+
+import dev.conduit.internal.RuntimeSettings;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.testing.TestPlugin;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.ResourceBundle;
+import java.util.function.Supplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What the runtime says about plugins it does not use, and at which level: an installed plugin it
+ * cannot use is a WARNING, until {@code transports} excludes it by name.
+ */
+class PluginReportTest {
+
+    /** A logger that keeps what it is given, at every level. */
+    private static final class Recorded implements System.Logger {
+        final List<String> lines = new ArrayList<>();
+
+        @Override public String getName() { return "test"; }
+        @Override public boolean isLoggable(Level level) { return true; }
+
+        @Override
+        public void log(Level level, Supplier<String> message) {
+            lines.add(level + " " + message.get());
+        }
+
+        @Override
+        public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
+            lines.add(level + " " + message);
+        }
+
+        @Override
+        public void log(Level level, ResourceBundle bundle, String format, Object... params) {
+            lines.add(level + " " + format);
+        }
+    }
+
+    private static List<String> report(List<String> transports, ConduitPlugin... plugins) {
+        RuntimeSettings settings = new RuntimeSettings(Map.of(), Map.of(), new Properties(),
+                PluginReportTest.class.getClassLoader(), false, List.of(plugins));
+        List<PluginRecord> records = PluginRegistry.discover(settings, null);
+        PluginRegistry registry = PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), transports);
+        Recorded log = new Recorded();
+        registry.report(log);
+        return log.lines;
+    }
+
+    private static ConduitPlugin[] installed() {
+        return new ConduitPlugin[] {
+                TestPlugin.named("fragile").brokenMetadata(new NoClassDefFoundError("libfragile/Native")),
+                TestPlugin.named("old").spiVersion("0.9"),
+                TestPlugin.named("a")};
+    }
+
+    @Test
+    void aBrokenOrRefusedPluginIsAWarningNamingHowToSilenceIt() {
+        List<String> lines = report(List.of(), installed());
+        assertThat(lines).filteredOn(l -> l.startsWith("WARNING")).hasSize(2);
+        assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("WARNING plugin fragile BROKEN")
+                .contains("libfragile/Native").contains("transports=^fragile"));
+        assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("WARNING plugin old REFUSED").contains("transports=^old"));
+    }
+
+    /**
+     * Excluding a plugin by name is the remedy the warning names. A broken one could not be excluded
+     * at all (the build failed: "names plugin 'fragile', which was found but is BROKEN"), and a refused
+     * one was still warned about at every build.
+     */
+    @Test
+    void excludingThemByNameTurnsTheWarningsIntoDebugLines() {
+        List<String> lines = report(List.of("^fragile", "old"), installed());
+        assertThat(lines).noneMatch(l -> l.startsWith("WARNING"));
+        assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("DEBUG plugin fragile BROKEN").contains("excluded by transports"));
+        assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("DEBUG plugin old REFUSED").contains("excluded by transports"));
+    }
+
+    @Test
+    void aListOfNamesToUseDoesNotSilenceThem() {
+        List<String> lines = report(List.of("a"), installed());
+        assertThat(lines).filteredOn(l -> l.startsWith("WARNING")).hasSize(2);
+    }
+}
