@@ -75,24 +75,25 @@ public interface Endpoint extends AutoCloseable {
     void send(int id, MemorySegment payload);
 
     /**
-     * Sends active message {@code id} with a header and a payload that {@code encoder} writes
-     * straight into the memory that carries it (zero-copy): on a transport that supports it (the
-     * shared-memory transports do), the encoder's target is the space claimed in the peer's receive
-     * queue or in this endpoint's bounce buffer. Same guarantees as
+     * Sends active message {@code id} with a header and a payload that {@code encoder} writes: for
+     * a {@code maxLength} above 1 KiB, straight into the memory that carries it (zero-copy) on a
+     * transport that supports it (the shared-memory transports do), the space claimed in the peer's
+     * receive queue or in this endpoint's bounce buffer. Same guarantees as
      * {@link #send(int, MemorySegment, MemorySegment)}: never blocks, never drops, in order,
-     * exactly once. When the transport has no room now, or messages already wait locally, the
-     * encoder writes into this endpoint's local queue instead (the message is copied once, later,
-     * when the transport takes it); on a transport without zero-copy send, it writes into a buffer
-     * of this endpoint and the message is sent from there.
+     * exactly once.
+     *
+     * <p>Up to 1 KiB, and on a transport without zero-copy send, the encoder writes into a buffer
+     * of this endpoint, and the message is sent from there as the plain {@code send} sends it; that
+     * allocates nothing, whatever the encoder. Written in place, the target is a view made for this
+     * send, which the JIT removes only where it inlines the encoder; for a payload that large, that
+     * view (about 40 bytes) costs less than the copy it saves (docs/decisions.md). When the
+     * transport has no room now, or messages already wait locally, the message is queued in this
+     * endpoint's local queue (a large payload is encoded straight into it), and copied once more
+     * when the transport takes it.
      *
      * <p>The encoder is called exactly once, on this thread, before {@code send} returns (see
-     * {@link PayloadEncoder} for what it may do). If it throws, nothing is sent (the claimed space
-     * is abandoned and the peer skips it) and the exception propagates.
-     *
-     * <p>The target is a segment view made for this send. The JIT removes that allocation where it
-     * inlines the encoder into the send, as for a call site that sees one or two encoder classes;
-     * otherwise a send allocates the view, about 40 bytes (docs/performance.md, "Allocation on both
-     * sides"). The plain {@code send} allocates nothing.
+     * {@link PayloadEncoder} for what it may do). If it throws, nothing is sent (a claimed space is
+     * abandoned and the peer skips it) and the exception propagates.
      *
      * @param id        0..65535
      * @param maxLength the most bytes the encoder may write: the target's length

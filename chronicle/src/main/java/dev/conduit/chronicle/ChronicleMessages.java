@@ -56,8 +56,9 @@ public final class ChronicleMessages {
 
     /**
      * Sends active message {@code id} whose payload is {@code payload}, marshalled by Chronicle
-     * into the transport's shared buffer ({@link Endpoint#send(int, MemorySegment, long, PayloadEncoder)}:
-     * same guarantees: never blocks, never drops, in order).
+     * where {@link Endpoint#send(int, MemorySegment, long, PayloadEncoder)} has it written (the
+     * transport's shared buffer above 1 KiB, the endpoint's own buffer up to it), with the same
+     * guarantees: never blocks, never drops, in order.
      *
      * @param maxLength the most bytes the marshalled form may take
      * @return the payload's length

@@ -90,8 +90,8 @@ final class ShmEndpoint implements TransportEndpoint {
         }
     }
 
-    private boolean send(int id, MemorySegment header, long headerOffset, int headerLength,
-                         MemorySegment payload, long payloadOffset, long payloadLength) {
+    private boolean send(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                         MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         if (!ready()) return noRoom();
         if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
@@ -101,8 +101,8 @@ final class ShmEndpoint implements TransportEndpoint {
             try {
                 writeMessageFields(q, offset, id, headerLength, payloadLength);
                 long body = offset + ReceiveQueue.RECORD_HEADER;
-                if (headerLength != 0) MemorySegment.copy(header, headerOffset, q, body, headerLength);
-                MemorySegment.copy(payload, payloadOffset, q, body + headerLength, payloadLength);
+                if (headerLength != 0) MemorySegment.copy(headerBuffer, headerOffset, q, body, headerLength);
+                MemorySegment.copy(payloadBuffer, payloadOffset, q, body + headerLength, payloadLength);
             } catch (Throwable t) {
                 abandon(offset, length, -1);
                 throw t;
@@ -122,10 +122,10 @@ final class ShmEndpoint implements TransportEndpoint {
         }
         MemorySegment q = peer.memory();
         try {
-            MemorySegment.copy(payload, payloadOffset, bounce.memory(), bounceOffset, payloadLength);
+            MemorySegment.copy(payloadBuffer, payloadOffset, bounce.memory(), bounceOffset, payloadLength);
             writeMessageFields(q, offset, id, headerLength, payloadLength);
             writeBounceFields(q, offset, bounce.position(), bounceOffset);
-            MemorySegment.copy(header, headerOffset, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+            MemorySegment.copy(headerBuffer, headerOffset, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
         } catch (Throwable t) {
             abandon(offset, length, before);
             throw t;

@@ -3,8 +3,9 @@ package dev.conduit.spi;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Writes one message's payload straight into the memory that carries it: a zero-copy send
- * ({@code Endpoint.send(id, header, maxLength, encoder)}).
+ * Writes one message's payload where it is sent from ({@code Endpoint.send(id, header, maxLength,
+ * encoder)}): for a {@code maxLength} above 1 KiB, straight into the memory that carries it (a
+ * zero-copy send); up to 1 KiB, into a buffer of the sending endpoint.
  *
  * <p><b>Implemented by</b> applications (and libraries such as {@code dev.conduit.chronicle});
  * <b>called by</b> the runtime or a transport, once per send, on the sending thread. The target is
@@ -13,7 +14,7 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>The encoder must not use the endpoint it is sending on, and must not keep the target: once
  * it returns, the bytes belong to the transport (they may be in the peer's receive queue). Keep it
- * short: on a shared-memory transport the space it writes into is claimed in the peer's queue, and
+ * short: on a shared-memory transport a large payload's space is claimed in the peer's queue, and
  * the peer cannot deliver messages claimed after it until it returns.
  */
 @FunctionalInterface

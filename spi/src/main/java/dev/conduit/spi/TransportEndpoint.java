@@ -59,7 +59,9 @@ public interface TransportEndpoint extends AutoCloseable {
      * Optional (zero-copy send): claims room for a header and up to {@code maxLength} payload bytes
      * where the message travels (the peer's receive queue, a bounce buffer), lets {@code encoder}
      * write the payload there, and commits what it wrote, with the same guarantees as
-     * {@link #trySend}. The runtime has checked the id and both sizes against this endpoint's limits.
+     * {@link #trySend}. The runtime has checked the id and both sizes against this endpoint's limits,
+     * and calls it only for a {@code maxLength} above 1 KiB: a smaller payload it encodes into a
+     * buffer of its own and sends with {@link #trySend(int, MemorySegment, long, int, MemorySegment, long, long)}.
      *
      * <p>If the encoder throws or returns a length outside {@code 0..maxLength}
      * ({@link PayloadEncoder#checkWritten}), the transport abandons the claim so that the peer

@@ -179,10 +179,10 @@ public abstract class TransportContract extends PluginContract {
     /**
      * {@link TransportEndpoint#trySend(int, MemorySegment, long, int, MemorySegment, long, long)},
      * by which the runtime sends from its local queue, sends the ranges it is given, at any offset
-     * of one buffer holding both, in order with messages sent as views.
+     * of one buffer holding both or of two buffers, in order with messages sent as views.
      */
     @Test
-    public void sendsHeadersAndPayloadsGivenAsRangesOfOneBuffer() {
+    public void sendsHeadersAndPayloadsGivenAsRanges() {
         Inbox inbox = new Inbox();
         Transport receiver = open(inbox);
         Transport sender = open(new Inbox());
@@ -191,6 +191,7 @@ public abstract class TransportContract extends PluginContract {
         int count = 200;
         int maxHeader = Math.min(ep.maxHeaderSize(), 40);
         MemorySegment buffer = Arena.ofAuto().allocate(maxHeader + sizes[sizes.length - 1] + 64);
+        MemorySegment headers = Arena.ofAuto().allocate(maxHeader + 64);
         for (int i = 0; i < count; i++) {
             int headerLength = i % (maxHeader + 1);
             long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
@@ -198,18 +199,23 @@ public abstract class TransportContract extends PluginContract {
                 sendWhenAccepted(ep, i, Patterns.segment(headerLength, -i), Patterns.segment(size, i), receiver, sender);
                 continue;
             }
-            long headerAt = i % 7;
-            long payloadAt = headerAt + headerLength + i % 5;
-            MemorySegment.copy(Patterns.segment(headerLength, -i), 0, buffer, headerAt, headerLength);
+            MemorySegment headerBuffer = i % 3 == 0 ? buffer : headers;
+            long headerAt = i % 7 + (i % 3 == 0 ? 0 : 11);
+            long payloadAt = i % 3 == 0 ? headerAt + headerLength + i % 5 : i % 5;
+            MemorySegment.copy(Patterns.segment(headerLength, -i), 0, headerBuffer, headerAt, headerLength);
             MemorySegment.copy(Patterns.segment(size, i), 0, buffer, payloadAt, size);
             int id = i;
-            retryUntilAccepted(id, () -> ep.trySend(id, buffer, headerAt, headerLength, buffer, payloadAt, size), receiver, sender);
+            retryUntilAccepted(id, () -> ep.trySend(id, headerBuffer, headerAt, headerLength, buffer, payloadAt, size), receiver, sender);
         }
         progressUntil(count + " messages delivered (" + inbox.size() + " so far)", () -> inbox.size() >= count, receiver, sender);
         for (int i = 0; i < count; i++) {
             Inbox.Received m = inbox.messages.get(i);
             long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
-            String how = i % 3 == 2 ? "as views" : "as ranges";
+            String how = switch (i % 3) {
+                case 0 -> "as ranges of one buffer";
+                case 1 -> "as ranges of two buffers";
+                default -> "as views";
+            };
             assertThat(m.id()).as("id of message %d, sent %s (order)", i, how).isEqualTo(i);
             assertThat(m.header()).as("header of message %d, sent %s", i, how).isEqualTo(Patterns.bytes(i % (maxHeader + 1), -i));
             assertThat(m.payload()).as("payload of message %d, sent %s", i, how).isEqualTo(Patterns.bytes(size, i));

@@ -65,15 +65,19 @@ final class PendingQueue {
 
     /** Copies a message in behind the others. */
     void add(int id, MemorySegment header, MemorySegment payload) {
+        add(id, header, payload, 0, payload.byteSize());
+    }
+
+    /** Copies a message whose payload is {@code pl} bytes of {@code payloadBuffer} at {@code payloadOffset} in behind the others. */
+    void add(int id, MemorySegment header, MemorySegment payloadBuffer, long payloadOffset, long pl) {
         long hl = header.byteSize();
-        long pl = payload.byteSize();
         long size = RECORD + hl + pl;
         if (tail + size > buffer.byteSize()) makeRoom(size);
         buffer.set(INT, tail, id);
         buffer.set(INT, tail + 4, (int) hl);
         buffer.set(LONG, tail + 8, pl);
         MemorySegment.copy(header, 0, buffer, tail + RECORD, hl);
-        MemorySegment.copy(payload, 0, buffer, tail + RECORD + hl, pl);
+        MemorySegment.copy(payloadBuffer, payloadOffset, buffer, tail + RECORD + hl, pl);
         tail += size;
         messages++;
         bytes += hl + pl;

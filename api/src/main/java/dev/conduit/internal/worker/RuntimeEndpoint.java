@@ -16,6 +16,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
@@ -34,6 +35,16 @@ import java.util.concurrent.locks.ReentrantLock;
 final class RuntimeEndpoint implements Endpoint {
 
     private static final System.Logger LOG = System.getLogger("dev.conduit.worker");
+    /**
+     * Payloads up to this many bytes are encoded into this endpoint's scratch buffer and copied from
+     * there, even where the transport could let the encoder write in place. The target of a write in
+     * place is a new view per send, which the JIT removes only where it inlines the encoder (not
+     * past two encoder classes at one call site); it then costs 40 bytes and more time than copying
+     * a payload of this size from a buffer in this core's cache (docs/performance.md, "Allocation
+     * on both sides"). Larger payloads are where the copy saved is worth a view.
+     */
+    static final long ENCODED_HERE_UP_TO = 1024;
+    private static final int TARGET_VIEWS = 16;
     private static final VarHandle NOTIFIED;
 
     static {
@@ -59,8 +70,14 @@ final class RuntimeEndpoint implements Endpoint {
     private final long maxPayload;
     /** Whether the transport may do zero-copy sends: until it says it does not ({@link TransportEndpoint#trySendEncoded}). */
     private boolean encodesInPlace = true;
-    /** Where encoded sends go over a transport without zero-copy send; grown on demand, kept. */
+    /**
+     * Where encoders write that do not write in place ({@link #encodeHere}): those of at most
+     * {@value #ENCODED_HERE_UP_TO} bytes, and all over a transport without zero-copy send. Made on
+     * the first, grown on demand, kept.
+     */
     private MemorySegment scratch = MemorySegment.NULL;
+    /** Views of {@link #scratch} handed to encoders, by {@code maxLength} (direct-mapped), so that a repeated length makes none. */
+    private final MemorySegment[] targets = new MemorySegment[TARGET_VIEWS];
     /** Whether {@link #pending} is not empty (counted once in the worker's backlog count). */
     private volatile boolean backlogged;
     private volatile PeerFailedException failure;
@@ -154,21 +171,19 @@ final class RuntimeEndpoint implements Endpoint {
             lock();
             try {
                 checkUsable();
+                if (maxLength <= ENCODED_HERE_UP_TO || !encodesInPlace) return encodeHere(id, header, maxLength, encoder);
                 if (!pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
-                if (encodesInPlace) {
-                    long sent;
-                    try {
-                        sent = te.trySendEncoded(id, header, maxLength, encoder);
-                    } catch (PeerFailedException e) {
-                        throw failedNow(e);
-                    } catch (NotSupportedException e) {
-                        encodesInPlace = false;
-                        return sendFromScratch(id, header, maxLength, encoder);
-                    }
-                    if (sent >= 0) return sent;
-                    return queue(id, header, maxLength, encoder);
+                long sent;
+                try {
+                    sent = te.trySendEncoded(id, header, maxLength, encoder);
+                } catch (PeerFailedException e) {
+                    throw failedNow(e);
+                } catch (NotSupportedException e) {
+                    encodesInPlace = false;
+                    return encodeHere(id, header, maxLength, encoder);
                 }
-                return sendFromScratch(id, header, maxLength, encoder);
+                if (sent >= 0) return sent;
+                return queue(id, header, maxLength, encoder);
             } finally {
                 unlock();
             }
@@ -177,24 +192,43 @@ final class RuntimeEndpoint implements Endpoint {
         }
     }
 
-    /** The fallback of a transport without zero-copy send: encode here, then {@code trySend} (or queue). */
-    private long sendFromScratch(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        if (scratch.byteSize() < maxLength) scratch = Arena.ofAuto().allocate(maxLength, 8);
-        MemorySegment target = scratch.asSlice(0, maxLength);
-        long written = PayloadEncoder.checkWritten(encoder.encode(target), maxLength);
-        MemorySegment payload = target.asSlice(0, written);
-        boolean sent;
-        try {
-            sent = te.trySend(id, header, payload);
-        } catch (PeerFailedException e) {
-            throw failedNow(e);
-        }
-        if (!sent) {
-            pending.add(id, header, payload);
+    /**
+     * Lets the encoder write into {@link #scratch}, then sends from there as {@link #send(int,
+     * MemorySegment, MemorySegment)} does, or queues: a small payload (one copy more, no view), or
+     * any over a transport without zero-copy send. A large one behind queued messages is encoded
+     * straight into the local queue instead.
+     */
+    private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        if (maxLength > ENCODED_HERE_UP_TO && !pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
+        long written = PayloadEncoder.checkWritten(encoder.encode(scratchTarget(maxLength)), maxLength);
+        if (pending.isEmpty()) {
+            boolean sent;
+            try {
+                sent = te.trySend(id, header, 0, (int) header.byteSize(), scratch, 0, written);
+            } catch (PeerFailedException e) {
+                throw failedNow(e);
+            }
+            if (sent) return written;
+            pending.add(id, header, scratch, 0, written);
             backlogged = true;
             worker.backlogChanged(1);
+        } else {
+            pending.add(id, header, scratch, 0, written);
         }
         return written;
+    }
+
+    /** {@code maxLength} bytes of {@link #scratch}: a view made once per length where it can be kept. */
+    private MemorySegment scratchTarget(long maxLength) {
+        if (scratch.byteSize() < maxLength) {
+            scratch = Arena.ofAuto().allocate(Math.max(maxLength, ENCODED_HERE_UP_TO), 8);
+            Arrays.fill(targets, null);
+        }
+        if (maxLength > ENCODED_HERE_UP_TO) return scratch.asSlice(0, maxLength);
+        int slot = (int) (maxLength % TARGET_VIEWS);
+        MemorySegment target = targets[slot];
+        if (target == null || target.byteSize() != maxLength) targets[slot] = target = scratch.asSlice(0, maxLength);
+        return target;
     }
 
     /** The transport had no room for a zero-copy send: the encoder writes into the local queue. */

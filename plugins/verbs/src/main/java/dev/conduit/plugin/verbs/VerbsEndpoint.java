@@ -277,8 +277,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     }
 
     @Override
-    public boolean trySend(int id, MemorySegment header, long headerOffset, int headerLength,
-                           MemorySegment payload, long payloadOffset, long payloadLength) {
+    public boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                           MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         checkUsable();
         if (state == State.CONNECTING) {
             // The reply may be here although this worker has not progressed since: a sender that only
@@ -310,9 +310,9 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             long part = Math.min(payloadLength - payloadDone, recordSize - Records.HEADER - headerHere);
             Records.write(buffers, at, r == 0 ? Records.FIRST : Records.MORE, id, headerHere, (int) part, payloadLength);
             if (headerHere > 0) {
-                MemorySegment.copy(header, headerOffset, buffers, at + Records.HEADER, headerHere);
+                MemorySegment.copy(headerBuffer, headerOffset, buffers, at + Records.HEADER, headerHere);
             }
-            MemorySegment.copy(payload, payloadOffset + payloadDone, buffers, at + Records.HEADER + headerHere, part);
+            MemorySegment.copy(payloadBuffer, payloadOffset + payloadDone, buffers, at + Records.HEADER + headerHere, part);
             payloadDone += part;
             post(slot, VerbsAbi.IBV_WR_SEND, at, (int) (Records.HEADER + headerHere + part), 0, 0, 0, 0);
             sent++;
