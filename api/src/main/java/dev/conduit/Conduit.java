@@ -122,6 +122,11 @@ public interface Conduit extends AutoCloseable {
      * workers before closing their {@code Conduit}. Called from a message or error handler, it
      * closes everything else, and the worker running that handler closes as the call that ran
      * the handler returns.
+     *
+     * <p>Called while another thread's call is closing it, it returns when that one has ended, and
+     * reports nothing (that call reports the failures); the owner of a {@code SINGLE} worker that
+     * the other call waits for closes its worker there, as its next call would. From a handler it
+     * returns at once, as above.
      */
     @Override
     void close();

@@ -83,8 +83,9 @@ public interface Endpoint extends AutoCloseable {
      * exactly once.
      *
      * <p>Up to 1 KiB, and on a transport without zero-copy send, the encoder writes into a buffer
-     * of this endpoint, and the message is sent from there as the plain {@code send} sends it; that
-     * allocates nothing, whatever the encoder. Written in place, the target is a view made for this
+     * of this endpoint, and the message is sent from there; up to 1 KiB that allocates nothing,
+     * whatever the encoder, over a transport that takes ranges (the shared-memory and verbs ones).
+     * The encoder must not send on this endpoint: such a send throws {@link IllegalStateException}. Written in place, the target is a view made for this
      * send, which the JIT removes only where it inlines the encoder; for a payload that large, that
      * view (about 40 bytes) costs less than the copy it saves (docs/decisions.md). When the
      * transport has no room now, or messages already wait locally, the message is queued in this

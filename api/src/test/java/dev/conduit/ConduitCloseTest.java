@@ -315,6 +315,83 @@ class ConduitCloseTest {
         user.join();
     }
 
+    /** Waits until {@code thread} is parked or has ended: what a thread returning at once from a call reaches first. */
+    private static void awaitParkedOrEnded(Thread thread) {
+        while (thread.getState() != Thread.State.WAITING && thread.getState() != Thread.State.TIMED_WAITING
+                && thread.getState() != Thread.State.TERMINATED) {
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * A second close returns when the first has ended, so that what it released can be relied on.
+     * It used to return at once, while the first still waited for a worker in use.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aSecondCloseReturnsWhenTheFirstHasEnded() throws Exception {
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch leave = new CountDownLatch(1);
+        RecordingTransport transport = new RecordingTransport().onProgress(() -> {
+            inside.countDown();
+            try {
+                leave.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
+        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+        Thread user = Thread.ofPlatform().start(worker::progress);
+        inside.await();
+        Thread first = Thread.ofPlatform().start(conduit::close); // waits for the call under way
+        awaitParkedOrEnded(first);
+        AtomicInteger closesWhenTheSecondReturned = new AtomicInteger(-1);
+        Thread second = Thread.ofPlatform().start(() -> {
+            conduit.close();
+            closesWhenTheSecondReturned.set(transport.closes());
+        });
+        awaitParkedOrEnded(second);
+        leave.countDown();
+        user.join();
+        first.join();
+        second.join();
+
+        assertThat(closesWhenTheSecondReturned).as("transports closed when the second close returned").hasValue(1);
+    }
+
+    /**
+     * The owner of a SINGLE worker that closes the Conduit while another thread's close waits for
+     * it to call again closes its worker there, on its own thread, as that call would; it used to
+     * return and leave the first close to wait out its second and close the worker itself.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void anOwnerClosingTheConduitWhileAnotherThreadDoesClosesItsOwnWorker() throws Exception {
+        AtomicReference<Thread> closedOn = new AtomicReference<>();
+        Conduit conduit = conduitRecordingTheThreadThatClosesATransport(closedOn);
+        CountDownLatch created = new CountDownLatch(1);
+        CountDownLatch closeTheConduit = new CountDownLatch(1);
+        Thread owner = Thread.ofPlatform().name("owner").start(() -> {
+            conduit.newWorker(ThreadMode.SINGLE);
+            created.countDown();
+            try {
+                closeTheConduit.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            conduit.close();
+        });
+        created.await();
+        Thread first = Thread.ofPlatform().start(conduit::close); // asks the owner, then waits for it
+        awaitParkedOrEnded(first);
+        closeTheConduit.countDown();
+        owner.join();
+        first.join();
+
+        assertThat(closedOn.get()).as("the thread that closed the owner's worker").isSameAs(owner);
+    }
+
     /**
      * A close the Conduit asked for, which the worker's owner ran and which failed, is reported
      * by the Conduit's close too, not only by the owner's next call.

@@ -33,9 +33,9 @@ import java.util.concurrent.TimeUnit;
  * 26-byte record, encoded and decoded three ways ({@code AverageTime}, ns per round trip):
  *
  * <ul>
- *   <li>{@code chronicle}: a {@code BytesMarshallable} marshalled by Chronicle straight into the
- *       peer's receive queue ({@link ChronicleMessages#send}: the zero-copy send), the echo read
- *       back into the object with Chronicle where it arrived ({@link ChronicleMessages#read});</li>
+ *   <li>{@code chronicle}: a {@code BytesMarshallable} marshalled by Chronicle through the
+ *       zero-copy send ({@link ChronicleMessages#send}), the echo read back into the object with
+ *       Chronicle where it arrived ({@link ChronicleMessages#read});</li>
  *   <li>{@code segment}: the same fields written with {@code MemorySegment} accesses through the
  *       same zero-copy send ({@code Endpoint.send(id, header, maxLength, encoder)}), read back with
  *       the message's accessors;</li>
@@ -44,8 +44,10 @@ import java.util.concurrent.TimeUnit;
  *       zero-copy send.</li>
  * </ul>
  * The peer copies the ping's payload into a 64-byte buffer and sends that back, so the echo is 64
- * bytes in every case. Transport {@code posix}; see {@link MessagingBenchmark} for the setup and
- * the noise of a 2-core machine.
+ * bytes in every case. With a {@code maxLength} of 64, the zero-copy sends write into the
+ * endpoint's buffer and are copied from there (at most 1 KiB is), so {@code segment} differs from
+ * {@code copied} only by the encoder call. Transport {@code posix}; see {@link MessagingBenchmark}
+ * for the setup and the noise of a 2-core machine.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)

@@ -119,8 +119,8 @@ public class LocalHopBenchmark {
     }
 
     /**
-     * One message of a stream: sent, and every {@value #BATCH}th time the receiver progresses once,
-     * handling the batch, and the sender once ({@link #handOver}). What a streamed message costs in instructions, with no transfer between
+     * One message of a stream: sent, and every {@value #BATCH}th time the batch is handed over
+     * ({@link #handOver}). What a streamed message costs in instructions, with no transfer between
      * cores.
      */
     @Benchmark
@@ -135,7 +135,7 @@ public class LocalHopBenchmark {
     /**
      * The encoders {@link #streamEncoded} takes turns with: {@code classes} of them, one, as a
      * benchmark has, or three, as an application with a few message types has (a call site that sees
-     * more than two classes does not inline them). Each writes 8 bytes and keeps the whole target.
+     * more than two classes does not inline them). Each writes 8 bytes and returns the target's whole length.
      */
     @State(Scope.Thread)
     public static class Encoders {

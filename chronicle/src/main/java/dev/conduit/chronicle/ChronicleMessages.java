@@ -13,10 +13,12 @@ import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
 /**
- * Active messages with Chronicle: sends that marshal an object straight into the transport's
- * shared buffer ({@link #send}: no intermediate copy on transports with zero-copy send, such as
- * the shared-memory ones), and handlers that read the payload through a Chronicle {@link Bytes}
- * where it was received ({@link #handler}, {@link #read}).
+ * Active messages with Chronicle: sends that marshal an object where
+ * {@code Endpoint.send(id, header, maxLength, encoder)} has it written ({@link #send}: above 1 KiB,
+ * straight into the transport's shared buffer on transports with zero-copy send, such as the
+ * shared-memory ones; up to 1 KiB, into the endpoint's buffer, copied once from there), and
+ * handlers that read the payload through a Chronicle {@link Bytes} where it was received
+ * ({@link #handler}, {@link #read}).
  *
  * <p>One instance holds two reusable views (one for sending, one for receiving), so sending and
  * receiving allocate no Chronicle objects. <b>Not thread-safe</b>: its calls must not overlap. Use

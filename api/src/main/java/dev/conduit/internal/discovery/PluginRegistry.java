@@ -307,7 +307,8 @@ public final class PluginRegistry {
             Status status = r.status;
             if ((status == Status.BROKEN || status == Status.REFUSED) && !r.excludedByName) {
                 log.log(System.Logger.Level.WARNING, () -> "plugin " + r.name + " " + status + ": " + r.reason
-                        + " (to stop this warning without removing it, exclude it: transports=^" + r.name + ", CONDUIT_TRANSPORTS)");
+                        + " (to stop this warning without removing it, exclude it: add ^" + r.name + " to an exclusion list in "
+                        + "transports, CONDUIT_TRANSPORTS, such as ^" + r.name + " alone)");
             } else if (status != Status.SELECTED && status != Status.EXCLUDED) {
                 log.log(System.Logger.Level.DEBUG, () -> "plugin " + r.name + " " + status + ": " + r.reason
                         + (r.excludedByName ? " (excluded by transports)" : ""));

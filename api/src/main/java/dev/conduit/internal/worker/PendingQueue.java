@@ -68,19 +68,19 @@ final class PendingQueue {
         add(id, header, payload, 0, payload.byteSize());
     }
 
-    /** Copies a message whose payload is {@code pl} bytes of {@code payloadBuffer} at {@code payloadOffset} in behind the others. */
-    void add(int id, MemorySegment header, MemorySegment payloadBuffer, long payloadOffset, long pl) {
+    /** Copies a message whose payload is {@code payloadLength} bytes of {@code payloadBuffer} at {@code payloadOffset} in behind the others. */
+    void add(int id, MemorySegment header, MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         long hl = header.byteSize();
-        long size = RECORD + hl + pl;
+        long size = RECORD + hl + payloadLength;
         if (tail + size > buffer.byteSize()) makeRoom(size);
         buffer.set(INT, tail, id);
         buffer.set(INT, tail + 4, (int) hl);
-        buffer.set(LONG, tail + 8, pl);
+        buffer.set(LONG, tail + 8, payloadLength);
         MemorySegment.copy(header, 0, buffer, tail + RECORD, hl);
-        MemorySegment.copy(payloadBuffer, payloadOffset, buffer, tail + RECORD + hl, pl);
+        MemorySegment.copy(payloadBuffer, payloadOffset, buffer, tail + RECORD + hl, payloadLength);
         tail += size;
         messages++;
-        bytes += hl + pl;
+        bytes += hl + payloadLength;
     }
 
     /**

@@ -16,7 +16,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
@@ -43,8 +42,7 @@ final class RuntimeEndpoint implements Endpoint {
      * a payload of this size from a buffer in this core's cache (docs/performance.md, "Allocation
      * on both sides"). Larger payloads are where the copy saved is worth a view.
      */
-    static final long ENCODED_HERE_UP_TO = 1024;
-    private static final int TARGET_VIEWS = 16;
+    static final int ENCODED_HERE_UP_TO = 1024;
     private static final VarHandle NOTIFIED;
 
     static {
@@ -76,8 +74,14 @@ final class RuntimeEndpoint implements Endpoint {
      * the first, grown on demand, kept.
      */
     private MemorySegment scratch = MemorySegment.NULL;
-    /** Views of {@link #scratch} handed to encoders, by {@code maxLength} (direct-mapped), so that a repeated length makes none. */
-    private final MemorySegment[] targets = new MemorySegment[TARGET_VIEWS];
+    /**
+     * The views of {@link #scratch} handed to encoders, indexed by {@code maxLength} (up to
+     * {@value #ENCODED_HERE_UP_TO}), made on first use of a length and kept: an encoder's target
+     * must be exactly {@code maxLength} long, and a view cannot be pointed elsewhere.
+     */
+    private MemorySegment[] targets;
+    /** Whether an encoder is writing into {@link #scratch}: a send it makes on this endpoint would overwrite its bytes. */
+    private boolean encoding;
     /** Whether {@link #pending} is not empty (counted once in the worker's backlog count). */
     private volatile boolean backlogged;
     private volatile PeerFailedException failure;
@@ -144,8 +148,7 @@ final class RuntimeEndpoint implements Endpoint {
                     }
                     if (sent) return;
                     pending.add(id, header, payload);
-                    backlogged = true;
-                    worker.backlogChanged(1);
+                    markBacklogged();
                 } else {
                     pending.add(id, header, payload);
                 }
@@ -171,8 +174,12 @@ final class RuntimeEndpoint implements Endpoint {
             lock();
             try {
                 checkUsable();
+                if (encoding) {
+                    throw new IllegalStateException("a PayloadEncoder sent on the endpoint it is encoding for; it must not (it would "
+                            + "overwrite its own payload): send after send(...) returns");
+                }
+                if (maxLength > ENCODED_HERE_UP_TO && !pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
                 if (maxLength <= ENCODED_HERE_UP_TO || !encodesInPlace) return encodeHere(id, header, maxLength, encoder);
-                if (!pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
                 long sent;
                 try {
                     sent = te.trySendEncoded(id, header, maxLength, encoder);
@@ -193,14 +200,19 @@ final class RuntimeEndpoint implements Endpoint {
     }
 
     /**
-     * Lets the encoder write into {@link #scratch}, then sends from there as {@link #send(int,
-     * MemorySegment, MemorySegment)} does, or queues: a small payload (one copy more, no view), or
-     * any over a transport without zero-copy send. A large one behind queued messages is encoded
-     * straight into the local queue instead.
+     * Lets the encoder write into {@link #scratch}, then hands the message to the transport as the
+     * local queue hands its records (the ranged {@code trySend}), or queues it: a small payload (one
+     * copy more, no view), or any over a transport without zero-copy send.
      */
     private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        if (maxLength > ENCODED_HERE_UP_TO && !pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
-        long written = PayloadEncoder.checkWritten(encoder.encode(scratchTarget(maxLength)), maxLength);
+        MemorySegment target = scratchTarget(maxLength);
+        long written;
+        encoding = true;
+        try {
+            written = PayloadEncoder.checkWritten(encoder.encode(target), maxLength);
+        } finally {
+            encoding = false;
+        }
         if (pending.isEmpty()) {
             boolean sent;
             try {
@@ -210,33 +222,37 @@ final class RuntimeEndpoint implements Endpoint {
             }
             if (sent) return written;
             pending.add(id, header, scratch, 0, written);
-            backlogged = true;
-            worker.backlogChanged(1);
+            markBacklogged();
         } else {
             pending.add(id, header, scratch, 0, written);
         }
         return written;
     }
 
-    /** {@code maxLength} bytes of {@link #scratch}: a view made once per length where it can be kept. */
+    /** {@code maxLength} bytes of {@link #scratch}: up to {@value #ENCODED_HERE_UP_TO}, a view made once per length. */
     private MemorySegment scratchTarget(long maxLength) {
         if (scratch.byteSize() < maxLength) {
             scratch = Arena.ofAuto().allocate(Math.max(maxLength, ENCODED_HERE_UP_TO), 8);
-            Arrays.fill(targets, null);
+            targets = null;
         }
         if (maxLength > ENCODED_HERE_UP_TO) return scratch.asSlice(0, maxLength);
-        int slot = (int) (maxLength % TARGET_VIEWS);
-        MemorySegment target = targets[slot];
-        if (target == null || target.byteSize() != maxLength) targets[slot] = target = scratch.asSlice(0, maxLength);
+        if (targets == null) targets = new MemorySegment[ENCODED_HERE_UP_TO + 1];
+        MemorySegment target = targets[(int) maxLength];
+        if (target == null) targets[(int) maxLength] = target = scratch.asSlice(0, maxLength);
         return target;
     }
 
     /** The transport had no room for a zero-copy send: the encoder writes into the local queue. */
     private long queue(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         long written = pending.add(id, header, maxLength, encoder);
+        markBacklogged();
+        return written;
+    }
+
+    /** The local queue was empty and holds a message now. */
+    private void markBacklogged() {
         backlogged = true;
         worker.backlogChanged(1);
-        return written;
     }
 
     private IllegalArgumentException tooLarge(String what, long size, long limit) {

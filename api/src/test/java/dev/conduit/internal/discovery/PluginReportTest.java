@@ -66,8 +66,8 @@ class PluginReportTest {
         List<String> lines = report(List.of(), installed());
         assertThat(lines).filteredOn(l -> l.startsWith("WARNING")).hasSize(2);
         assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("WARNING plugin fragile BROKEN")
-                .contains("libfragile/Native").contains("transports=^fragile"));
-        assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("WARNING plugin old REFUSED").contains("transports=^old"));
+                .contains("libfragile/Native").contains("add ^fragile to an exclusion list in transports"));
+        assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("WARNING plugin old REFUSED").contains("add ^old to an exclusion list"));
     }
 
     /**

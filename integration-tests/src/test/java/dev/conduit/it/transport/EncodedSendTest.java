@@ -22,9 +22,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The shared-memory transports' zero-copy send ({@code Endpoint.send(id, header, maxLength,
- * encoder)}): the encoder writes into the peer's receive queue (inline) or the bounce ring (large);
- * under backpressure into the local queue; an encoder that throws or lies about its length leaves
- * nothing behind and the stream goes on, in order.
+ * encoder)}): above 1 KiB the encoder writes into the peer's receive queue (inline) or the bounce
+ * ring (large), up to it into the endpoint's buffer; under backpressure into the local queue; an
+ * encoder that throws or lies about its length leaves nothing behind and the stream goes on, in
+ * order.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class EncodedSendTest {
@@ -74,7 +75,7 @@ class EncodedSendTest {
             Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
             List<Received> seen = receive(receiver);
             Endpoint endpoint = sender.connect(receiver.address());
-            // Inline (under inline.max = 8 KiB), large (bounce ring), and an encoder using less than its room.
+            // The endpoint's buffer (up to 1 KiB), inline (under inline.max = 8 KiB), large (bounce ring), and an encoder using less than its room.
             long[] maxLengths = {0, 1, 100, 8000, 9000, 300_000, 1 << 20};
             int seed = 0;
             for (long max : maxLengths) {
@@ -134,7 +135,8 @@ class EncodedSendTest {
             Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
             List<Received> seen = receive(receiver);
             Endpoint endpoint = sender.connect(receiver.address());
-            for (long max : new long[] {64, 100_000}) { // an abandoned queue record; an abandoned bounce reservation
+            // Nothing claimed (encoded into the endpoint's buffer), an abandoned queue record, an abandoned bounce reservation.
+            for (long max : new long[] {64, 2000, 100_000}) {
                 assertThatThrownBy(() -> endpoint.send(ID, header(-1), max, t -> {
                     fill(t, max, -1);
                     throw new IllegalArgumentException("encoder failed");
