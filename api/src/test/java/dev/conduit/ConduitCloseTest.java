@@ -63,6 +63,27 @@ class ConduitCloseTest {
                 new RecordingTransport().onClose(() -> closedOn.set(Thread.currentThread())))).build();
     }
 
+    /** A SERIALIZED worker whose {@code user} thread is inside its progress() until {@code leave} is counted down. */
+    private record InProgress(RecordingTransport transport, Conduit conduit, Worker worker, Thread user, CountDownLatch leave) {
+        static InProgress start() throws InterruptedException {
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch leave = new CountDownLatch(1);
+            RecordingTransport transport = new RecordingTransport().onProgress(() -> {
+                inside.countDown();
+                try {
+                    leave.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
+            Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+            Thread user = Thread.ofPlatform().start(worker::progress);
+            inside.await();
+            return new InProgress(transport, conduit, worker, user, leave);
+        }
+    }
+
     @Test
     void closingTheConduitClosesWorkersNewestFirstAndTheirTransportsInReverseOrder() {
         List<String> closed = Collections.synchronizedList(new ArrayList<>());
@@ -143,20 +164,12 @@ class ConduitCloseTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aSerializedWorkerInUseWhenTheConduitClosesIsClosedOnceTheCallReturns() throws Exception {
-        CountDownLatch inside = new CountDownLatch(1);
-        CountDownLatch leave = new CountDownLatch(1);
-        RecordingTransport transport = new RecordingTransport().onProgress(() -> {
-            inside.countDown();
-            try {
-                leave.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
-        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
-        Thread user = Thread.ofPlatform().start(worker::progress);
-        inside.await();
+        InProgress busy = InProgress.start();
+        RecordingTransport transport = busy.transport();
+        Conduit conduit = busy.conduit();
+        Worker worker = busy.worker();
+        Thread user = busy.user();
+        CountDownLatch leave = busy.leave();
         AtomicReference<Throwable> closeFailed = new AtomicReference<>();
         Thread closer = Thread.ofPlatform().start(() -> {
             try {
@@ -330,30 +343,17 @@ class ConduitCloseTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aSecondCloseReturnsWhenTheFirstHasEnded() throws Exception {
-        CountDownLatch inside = new CountDownLatch(1);
-        CountDownLatch leave = new CountDownLatch(1);
-        RecordingTransport transport = new RecordingTransport().onProgress(() -> {
-            inside.countDown();
-            try {
-                leave.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
-        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
-        Thread user = Thread.ofPlatform().start(worker::progress);
-        inside.await();
-        Thread first = Thread.ofPlatform().start(conduit::close); // waits for the call under way
+        InProgress busy = InProgress.start();
+        Thread first = Thread.ofPlatform().start(busy.conduit()::close); // waits for the call under way
         awaitParkedOrEnded(first);
         AtomicInteger closesWhenTheSecondReturned = new AtomicInteger(-1);
         Thread second = Thread.ofPlatform().start(() -> {
-            conduit.close();
-            closesWhenTheSecondReturned.set(transport.closes());
+            busy.conduit().close();
+            closesWhenTheSecondReturned.set(busy.transport().closes());
         });
         awaitParkedOrEnded(second);
-        leave.countDown();
-        user.join();
+        busy.leave().countDown();
+        busy.user().join();
         first.join();
         second.join();
 
