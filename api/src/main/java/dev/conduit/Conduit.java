@@ -123,10 +123,9 @@ public interface Conduit extends AutoCloseable {
      * closes everything else, and the worker running that handler closes as the call that ran
      * the handler returns.
      *
-     * <p>Called while another thread's call is closing it, it returns when that one has ended, and
-     * reports nothing (that call reports the failures); the owner of a {@code SINGLE} worker that
-     * the other call waits for closes its worker there, as its next call would. From a handler it
-     * returns at once, as above.
+     * <p>Called while another thread's call is closing it, it returns at once, without waiting for
+     * that call to end: its thread may be one that call waits for (docs/decisions.md). Close from
+     * one thread, or wait for the thread that closes, to rely on everything being released.
      */
     @Override
     void close();

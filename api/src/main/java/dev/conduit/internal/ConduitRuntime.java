@@ -26,9 +26,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.LockSupport;
 
 /** The {@link Conduit} implementation: owns the registry, the configuration and what was opened. */
 public final class ConduitRuntime implements Conduit {
@@ -41,10 +38,6 @@ public final class ConduitRuntime implements Conduit {
     private final Resources resources = new Resources();
     private final IpcCache ipcCache;
     private final IpcImports imports;
-    private final AtomicBoolean closeStarted = new AtomicBoolean();
-    private volatile boolean closeEnded;
-    /** The workers the first {@link #close()} asked to close, once it has them; for a concurrent close to help. */
-    private volatile List<RuntimeWorker> closingWorkers = List.of();
 
     private ConduitRuntime(ConfigResolver config, PluginRegistry registry, Path sharedDirectory) {
         this.config = config;
@@ -171,40 +164,6 @@ public final class ConduitRuntime implements Conduit {
 
     @Override
     public void close() {
-        if (!closeStarted.compareAndSet(false, true)) {
-            awaitTheCloseUnderWay();
-            return;
-        }
-        try {
-            closeEverything();
-        } finally {
-            closeEnded = true;
-        }
-    }
-
-    /**
-     * A second {@code close()} returns when the first has ended, so that whoever returns from one
-     * may rely on everything being released. The first may be waiting for this thread: as the
-     * owner of a {@code SINGLE} worker it asked, this thread closes that worker here, as its next
-     * call would; inside a handler, it returns at once, and the handler's worker closes as the call
-     * that ran the handler returns.
-     */
-    private void awaitTheCloseUnderWay() {
-        boolean interrupted = Thread.interrupted(); // a park would not wait otherwise
-        try {
-            while (!closeEnded) {
-                for (RuntimeWorker worker : closingWorkers) {
-                    if (worker.isRunningAHandlerOnThisThread()) return;
-                    worker.closeIfAskedAndOwnedByThisThread();
-                }
-                LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));
-            }
-        } finally {
-            if (interrupted) Thread.currentThread().interrupt();
-        }
-    }
-
-    private void closeEverything() {
         // Every worker another thread may be using is asked first, so that their users close them
         // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
         List<RuntimeException> workerFailures = new ArrayList<>();
@@ -214,7 +173,6 @@ public final class ConduitRuntime implements Conduit {
             try {
                 if (!resources.isClosed()) {
                     resources.forEachOpen(RuntimeWorker.class, workers::add);
-                    closingWorkers = List.copyOf(workers);
                     for (RuntimeWorker worker : workers) {
                         try {
                             worker.requestCloseFromConduit();

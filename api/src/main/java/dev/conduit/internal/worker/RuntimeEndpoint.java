@@ -80,7 +80,7 @@ final class RuntimeEndpoint implements Endpoint {
      * must be exactly {@code maxLength} long, and a view cannot be pointed elsewhere.
      */
     private MemorySegment[] targets;
-    /** Whether an encoder is writing into {@link #scratch}: a send it makes on this endpoint would overwrite its bytes. */
+    /** Whether an encoder of a send on this endpoint is running: a send it makes here would overwrite or overtake its message. */
     private boolean encoding;
     /** Whether {@link #pending} is not empty (counted once in the worker's backlog count). */
     private volatile boolean backlogged;
@@ -139,6 +139,7 @@ final class RuntimeEndpoint implements Endpoint {
             lock();
             try {
                 checkUsable();
+                if (encoding) throw encoderSent();
                 if (pending.isEmpty()) {
                     boolean sent;
                     try {
@@ -174,23 +175,13 @@ final class RuntimeEndpoint implements Endpoint {
             lock();
             try {
                 checkUsable();
-                if (encoding) {
-                    throw new IllegalStateException("a PayloadEncoder sent on the endpoint it is encoding for; it must not (it would "
-                            + "overwrite its own payload): send after send(...) returns");
-                }
-                if (maxLength > ENCODED_HERE_UP_TO && !pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
-                if (maxLength <= ENCODED_HERE_UP_TO || !encodesInPlace) return encodeHere(id, header, maxLength, encoder);
-                long sent;
+                if (encoding) throw encoderSent();
+                encoding = true;
                 try {
-                    sent = te.trySendEncoded(id, header, maxLength, encoder);
-                } catch (PeerFailedException e) {
-                    throw failedNow(e);
-                } catch (NotSupportedException e) {
-                    encodesInPlace = false;
-                    return encodeHere(id, header, maxLength, encoder);
+                    return encode(id, header, maxLength, encoder);
+                } finally {
+                    encoding = false;
                 }
-                if (sent >= 0) return sent;
-                return queue(id, header, maxLength, encoder);
             } finally {
                 unlock();
             }
@@ -199,20 +190,36 @@ final class RuntimeEndpoint implements Endpoint {
         }
     }
 
+    /** Where the encoder writes: the local queue, this endpoint's buffer, or the transport's memory. */
+    private long encode(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        if (maxLength > ENCODED_HERE_UP_TO && !pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
+        if (maxLength <= ENCODED_HERE_UP_TO || !encodesInPlace) return encodeHere(id, header, maxLength, encoder);
+        long sent;
+        try {
+            sent = te.trySendEncoded(id, header, maxLength, encoder);
+        } catch (PeerFailedException e) {
+            throw failedNow(e);
+        } catch (NotSupportedException e) {
+            encodesInPlace = false;
+            return encodeHere(id, header, maxLength, encoder);
+        }
+        if (sent >= 0) return sent;
+        return queue(id, header, maxLength, encoder);
+    }
+
+    /** A send on this endpoint from inside its encoder: its message is not complete, and the send would overwrite or overtake it. */
+    private static IllegalStateException encoderSent() {
+        return new IllegalStateException("a PayloadEncoder sent on the endpoint it is encoding for; it must not (its own message "
+                + "is not complete, and the send would overwrite or overtake it): send after send(...) returns");
+    }
+
     /**
      * Lets the encoder write into {@link #scratch}, then hands the message to the transport as the
      * local queue hands its records (the ranged {@code trySend}), or queues it: a small payload (one
      * copy more, no view), or any over a transport without zero-copy send.
      */
     private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        MemorySegment target = scratchTarget(maxLength);
-        long written;
-        encoding = true;
-        try {
-            written = PayloadEncoder.checkWritten(encoder.encode(target), maxLength);
-        } finally {
-            encoding = false;
-        }
+        long written = PayloadEncoder.checkWritten(encoder.encode(scratchTarget(maxLength)), maxLength);
         if (pending.isEmpty()) {
             boolean sent;
             try {

@@ -784,23 +784,6 @@ public final class RuntimeWorker implements Worker {
         signal();
     }
 
-    /** Whether this thread is running one of this worker's handlers (a call of it is under way below). */
-    public boolean isRunningAHandlerOnThisThread() {
-        return dispatch.handlingOnCurrentThread();
-    }
-
-    /**
-     * Closes this worker if {@code Conduit.close()} asked it to and this thread is its
-     * {@code SINGLE} owner, outside any call of it: what the owner's next call would do. For a
-     * concurrent {@code Conduit.close()} on the owner's thread, which the first close waits for.
-     */
-    public void closeIfAskedAndOwnedByThisThread() {
-        if (closeRequested && !closed && guard instanceof OwnerCheck owned && owned.owner() == Thread.currentThread()
-                && !dispatch.handlingOnCurrentThread()) {
-            exit(enter()); // the outermost call closes an asked worker as it leaves
-        }
-    }
-
     /**
      * Closing the {@code Conduit} closes its workers from the closing thread: at once when
      * {@link #requestCloseFromConduit} asked nothing; else once a thread using the worker closed
