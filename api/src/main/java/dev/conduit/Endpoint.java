@@ -67,7 +67,8 @@ public interface Endpoint extends AutoCloseable {
      * @throws IllegalArgumentException   for an id outside 0..65535, or a header or payload larger
      *                                    than the transport's limit (the message names both)
      * @throws PeerFailedException        when the endpoint has failed
-     * @throws IllegalStateException      when the endpoint or its worker is closed
+     * @throws IllegalStateException      when the endpoint or its worker is closed, or when called from
+     *                                    inside a {@link PayloadEncoder} of a send on this endpoint
      */
     void send(int id, MemorySegment header, MemorySegment payload);
 
@@ -85,12 +86,15 @@ public interface Endpoint extends AutoCloseable {
      * <p>Up to 1 KiB, and on a transport without zero-copy send, the encoder writes into a buffer
      * of this endpoint, and the message is sent from there; up to 1 KiB that allocates nothing,
      * whatever the encoder, over a transport that takes ranges (the shared-memory and verbs ones).
-     * The encoder must not send on this endpoint: such a send throws {@link IllegalStateException}. Written in place, the target is a view made for this
-     * send, which the JIT removes only where it inlines the encoder; for a payload that large, that
-     * view (about 40 bytes) costs less than the copy it saves (docs/decisions.md). When the
-     * transport has no room now, or messages already wait locally, the message is queued in this
-     * endpoint's local queue (a large payload is encoded straight into it), and copied once more
-     * when the transport takes it.
+     * Written in place, the target is a view made for this send, which the JIT removes only where
+     * it inlines the encoder; for a payload that large, that view (about 40 bytes) costs less than
+     * the copy it saves (docs/decisions.md). When the transport has no room now, or messages
+     * already wait locally, the message is queued in this endpoint's local queue, and copied once
+     * more when the transport takes it; a payload above 1 KiB behind waiting messages is encoded
+     * straight into that queue.
+     *
+     * <p>The encoder must not send on this endpoint: such a send, plain or encoded, throws
+     * {@link IllegalStateException}.
      *
      * <p>The encoder is called exactly once, on this thread, before {@code send} returns (see
      * {@link PayloadEncoder} for what it may do). If it throws, nothing is sent (a claimed space is
@@ -102,7 +106,8 @@ public interface Endpoint extends AutoCloseable {
      * @throws IllegalArgumentException for an id outside 0..65535, a negative {@code maxLength}, or
      *                                  a header or {@code maxLength} larger than the transport's limit
      * @throws IllegalStateException    when the encoder returns a length outside {@code 0..maxLength},
-     *                                  or the endpoint or its worker is closed
+     *                                  the endpoint or its worker is closed, or this is called from
+     *                                  inside an encoder of a send on this endpoint
      * @throws PeerFailedException      when the endpoint has failed
      */
     long send(int id, MemorySegment header, long maxLength, PayloadEncoder encoder);
