@@ -32,6 +32,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
+import java.util.function.IntFunction;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -82,6 +83,50 @@ public abstract class TransportContract extends PluginContract {
 
     private static TransportEndpoint connect(Transport from, Transport to, EndpointEvents events) {
         return from.connect(new PayloadReader(to.address()), events);
+    }
+
+    /**
+     * Message {@code i} of the tests that send many, checked byte for byte on arrival: a header of
+     * {@code i % (maxHeader + 1)} bytes and a payload cycling through {@link #SIZES} (capped at the
+     * endpoint's limit), both patterned from {@code i}.
+     */
+    private record Numbered(int maxHeader, long maxPayload) {
+        private static final long[] SIZES = {0, 1, 8, 100, 4000, 9000, 65_536, 200_000};
+
+        static Numbered on(TransportEndpoint ep) {
+            return new Numbered(Math.min(ep.maxHeaderSize(), 40), ep.maxPayloadSize());
+        }
+
+        int headerLength(int i) {
+            return i % (maxHeader + 1);
+        }
+
+        long payloadSize(int i) {
+            return Math.min(SIZES[i % SIZES.length], maxPayload);
+        }
+
+        long largestPayload() {
+            return Math.min(SIZES[SIZES.length - 1], maxPayload);
+        }
+
+        MemorySegment header(int i) {
+            return Patterns.segment(headerLength(i), -i);
+        }
+
+        MemorySegment payload(int i) {
+            return Patterns.segment(payloadSize(i), i);
+        }
+
+        /** Messages 0 to {@code count - 1} arrived in order, intact; {@code how} says how message i was sent, for the failure. */
+        void expectDelivered(Inbox inbox, int count, IntFunction<String> how) {
+            for (int i = 0; i < count; i++) {
+                Inbox.Received m = inbox.messages.get(i);
+                String sent = how.apply(i);
+                assertThat(m.id()).as("id of message %d%s (order)", i, sent).isEqualTo(i);
+                assertThat(m.header()).as("header of message %d%s", i, sent).isEqualTo(Patterns.bytes(headerLength(i), -i));
+                assertThat(m.payload()).as("payload of message %d%s", i, sent).isEqualTo(Patterns.bytes(payloadSize(i), i));
+            }
+        }
     }
 
     /** Progresses both transports until {@code done}; fails after {@link #progressGuard()}. */
@@ -154,12 +199,10 @@ public abstract class TransportContract extends PluginContract {
         Transport receiver = open(inbox);
         Transport sender = open(new Inbox());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
-        long[] sizes = {0, 1, 8, 100, 4000, 9000, 65_536, 200_000};
+        Numbered messages = Numbered.on(ep);
         int count = 1000;
-        int maxHeader = Math.min(ep.maxHeaderSize(), 40);
         for (int i = 0; i < count; i++) {
-            long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
-            sendWhenAccepted(ep, i, Patterns.segment(i % (maxHeader + 1), -i), Patterns.segment(size, i), receiver, sender);
+            sendWhenAccepted(ep, i, messages.header(i), messages.payload(i), receiver, sender);
         }
         progressUntil(count + " messages delivered (" + inbox.size() + " so far)", () -> inbox.size() >= count, receiver, sender);
         for (int i = 0; i < 1000; i++) {
@@ -167,13 +210,7 @@ public abstract class TransportContract extends PluginContract {
             sender.progress();
         }
         assertThat(inbox.size()).as("messages delivered for %d sent (a duplicate makes more)", count).isEqualTo(count);
-        for (int i = 0; i < count; i++) {
-            Inbox.Received m = inbox.messages.get(i);
-            long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
-            assertThat(m.id()).as("id of message %d (order)", i).isEqualTo(i);
-            assertThat(m.header()).as("header of message %d", i).isEqualTo(Patterns.bytes(i % (maxHeader + 1), -i));
-            assertThat(m.payload()).as("payload of message %d", i).isEqualTo(Patterns.bytes(size, i));
-        }
+        messages.expectDelivered(inbox, count, i -> "");
     }
 
     /**
@@ -187,39 +224,31 @@ public abstract class TransportContract extends PluginContract {
         Transport receiver = open(inbox);
         Transport sender = open(new Inbox());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
-        long[] sizes = {0, 1, 8, 100, 4000, 9000, 65_536, 200_000};
+        Numbered messages = Numbered.on(ep);
         int count = 200;
-        int maxHeader = Math.min(ep.maxHeaderSize(), 40);
-        MemorySegment buffer = Arena.ofAuto().allocate(maxHeader + sizes[sizes.length - 1] + 64);
-        MemorySegment headers = Arena.ofAuto().allocate(maxHeader + 64);
+        MemorySegment buffer = Arena.ofAuto().allocate(messages.maxHeader() + messages.largestPayload() + 64);
+        MemorySegment headers = Arena.ofAuto().allocate(messages.maxHeader() + 64);
         for (int i = 0; i < count; i++) {
-            int headerLength = i % (maxHeader + 1);
-            long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
             if (i % 3 == 2) {
-                sendWhenAccepted(ep, i, Patterns.segment(headerLength, -i), Patterns.segment(size, i), receiver, sender);
+                sendWhenAccepted(ep, i, messages.header(i), messages.payload(i), receiver, sender);
                 continue;
             }
+            int headerLength = messages.headerLength(i);
+            long size = messages.payloadSize(i);
             MemorySegment headerBuffer = i % 3 == 0 ? buffer : headers;
             long headerAt = i % 7 + (i % 3 == 0 ? 0 : 11);
             long payloadAt = i % 3 == 0 ? headerAt + headerLength + i % 5 : i % 5;
-            MemorySegment.copy(Patterns.segment(headerLength, -i), 0, headerBuffer, headerAt, headerLength);
-            MemorySegment.copy(Patterns.segment(size, i), 0, buffer, payloadAt, size);
+            MemorySegment.copy(messages.header(i), 0, headerBuffer, headerAt, headerLength);
+            MemorySegment.copy(messages.payload(i), 0, buffer, payloadAt, size);
             int id = i;
             retryUntilAccepted(id, () -> ep.trySend(id, headerBuffer, headerAt, headerLength, buffer, payloadAt, size), receiver, sender);
         }
         progressUntil(count + " messages delivered (" + inbox.size() + " so far)", () -> inbox.size() >= count, receiver, sender);
-        for (int i = 0; i < count; i++) {
-            Inbox.Received m = inbox.messages.get(i);
-            long size = Math.min(sizes[i % sizes.length], ep.maxPayloadSize());
-            String how = switch (i % 3) {
-                case 0 -> "as ranges of one buffer";
-                case 1 -> "as ranges of two buffers";
-                default -> "as views";
-            };
-            assertThat(m.id()).as("id of message %d, sent %s (order)", i, how).isEqualTo(i);
-            assertThat(m.header()).as("header of message %d, sent %s", i, how).isEqualTo(Patterns.bytes(i % (maxHeader + 1), -i));
-            assertThat(m.payload()).as("payload of message %d, sent %s", i, how).isEqualTo(Patterns.bytes(size, i));
-        }
+        messages.expectDelivered(inbox, count, i -> switch (i % 3) {
+            case 0 -> ", sent as ranges of one buffer";
+            case 1 -> ", sent as ranges of two buffers";
+            default -> ", sent as views";
+        });
     }
 
     @Test
