@@ -86,9 +86,10 @@ public interface Endpoint extends AutoCloseable {
      * <p>Up to 1 KiB, and on a transport without zero-copy send, the encoder writes into a buffer
      * of this endpoint, and the message is sent from there; up to 1 KiB that allocates nothing,
      * whatever the encoder, over a transport that takes ranges (the shared-memory and verbs ones).
-     * Written in place, the target is a view made for this send, which the JIT removes only where
-     * it inlines the encoder; for a payload that large, that view (about 40 bytes) costs less than
-     * the copy it saves (docs/decisions.md). When the transport has no room now, or messages
+     * Written in place, or into the local queue, the encoder is called through its ranged
+     * {@link PayloadEncoder#encode(MemorySegment, long, long)}: one that overrides it allocates
+     * nothing; the default makes a view for this send (about 40 bytes), which the JIT removes only
+     * where it inlines the encoder (docs/decisions.md). When the transport has no room now, or messages
      * already wait locally, the message is queued in this endpoint's local queue, and copied once
      * more when the transport takes it; a payload above 1 KiB behind waiting messages is encoded
      * straight into that queue.

@@ -135,21 +135,36 @@ public class LocalHopBenchmark {
     /**
      * The encoders {@link #streamEncoded} takes turns with: {@code classes} of them, one, as a
      * benchmark has, or three, as an application with a few message types has (a call site that sees
-     * more than two classes does not inline them). Each writes 8 bytes and returns the target's whole length.
+     * more than two classes does not inline them). Each writes 8 bytes and returns the target's whole
+     * length. {@code form} {@code view}: they implement only the call with a target view, which a
+     * send above 1 KiB, written in place, makes per send; {@code ranged}: they are
+     * {@code PayloadEncoder.Ranged}, written for the ranged call
+     * ({@link PayloadEncoder#encode(MemorySegment, long, long)}), which needs no view.
      */
     @State(Scope.Thread)
     public static class Encoders {
         @Param({"1", "3"})
         public int classes;
 
+        @Param({"view", "ranged"})
+        public String form;
+
         PayloadEncoder[] turns;
 
         @Setup(Level.Trial)
         public void make() {
-            PayloadEncoder[] kinds = {
-                    target -> { target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 1L); return target.byteSize(); },
-                    target -> { target.set(ValueLayout.JAVA_INT_UNALIGNED, 0, 2); return target.byteSize(); },
-                    target -> { target.set(ValueLayout.JAVA_BYTE, 0, (byte) 3); return target.byteSize(); }};
+            PayloadEncoder[] kinds = form.equals("ranged")
+                    ? new PayloadEncoder[] {
+                            (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+                                memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 1L); return maxLength; },
+                            (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+                                memory.set(ValueLayout.JAVA_INT_UNALIGNED, offset, 2); return maxLength; },
+                            (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+                                memory.set(ValueLayout.JAVA_BYTE, offset, (byte) 3); return maxLength; }}
+                    : new PayloadEncoder[] {
+                            target -> { target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 1L); return target.byteSize(); },
+                            target -> { target.set(ValueLayout.JAVA_INT_UNALIGNED, 0, 2); return target.byteSize(); },
+                            target -> { target.set(ValueLayout.JAVA_BYTE, 0, (byte) 3); return target.byteSize(); }};
             turns = new PayloadEncoder[BATCH];
             for (int i = 0; i < BATCH; i++) turns[i] = kinds[i % classes];
         }

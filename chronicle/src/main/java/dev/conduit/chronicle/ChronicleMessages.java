@@ -41,7 +41,8 @@ public final class ChronicleMessages {
     private final Bytes<Void> sendBytes;
     private final SegmentBytesStore receiveStore;
     private final Bytes<Void> receiveBytes;
-    private final PayloadEncoder encoder = this::encode;
+    /** Points the sending view at the target's range, not at a view of it: nothing is allocated per send. */
+    private final PayloadEncoder encoder = (PayloadEncoder.Ranged) this::encode;
     private WriteBytesMarshallable marshalling;
     private boolean receiving;
 
@@ -84,13 +85,14 @@ public final class ChronicleMessages {
         return send(endpoint, id, MemorySegment.NULL, payload, maxLength);
     }
 
-    private long encode(MemorySegment target) {
-        sendStore.point(target);
+    /** Marshals the payload being sent into {@code maxLength} bytes of {@code memory} at {@code offset}. */
+    private long encode(MemorySegment memory, long offset, long maxLength) {
+        sendStore.point(memory, offset, maxLength);
         sendBytes.clear();
         try {
             marshalling.writeMarshallable(sendBytes);
         } catch (java.nio.BufferOverflowException e) {
-            throw new IllegalStateException("the marshalled payload does not fit in maxLength " + target.byteSize()
+            throw new IllegalStateException("the marshalled payload does not fit in maxLength " + maxLength
                     + " bytes; nothing was sent. Raise maxLength (at most the transport's payload limit)", e);
         }
         return sendBytes.writePosition();

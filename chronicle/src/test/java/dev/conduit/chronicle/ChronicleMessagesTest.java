@@ -3,6 +3,7 @@ package dev.conduit.chronicle;
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.ThreadMode;
 import net.openhft.chronicle.bytes.Bytes;
 import org.junit.jupiter.api.AfterEach;
@@ -10,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -176,5 +178,77 @@ class ChronicleMessagesTest {
         progressUntil(() -> !got.isEmpty());
         assertThat(got).containsExactly(5L);
         assertThat(MemorySegment.ofArray(new long[] {5}).get(ValueLayout.JAVA_LONG, 0)).isEqualTo(5L);
+    }
+
+    /** An endpoint whose zero-copy send hands the encoder the ranged call at {@code offset} of {@code buffer}, as a transport does. */
+    private static Endpoint encodingAt(MemorySegment buffer, long offset) {
+        return (Endpoint) java.lang.reflect.Proxy.newProxyInstance(Endpoint.class.getClassLoader(), new Class<?>[] {Endpoint.class},
+                (proxy, method, args) -> {
+                    if (!method.getName().equals("send") || args.length != 4) throw new UnsupportedOperationException(method.getName());
+                    return ((PayloadEncoder) args[3]).encode(buffer, offset, (Long) args[2]);
+                });
+    }
+
+    @Test
+    void writtenInPlaceTheMarshalledFormStaysInItsRangeOfTheTransportsBuffer() {
+        MemorySegment buffer = Arena.ofAuto().allocate(8192);
+        buffer.fill((byte) 0x5A);
+        long offset = 1000;
+        long maxLength = 2048;
+        Endpoint inPlace = encodingAt(buffer, offset);
+        ChronicleMessages out = new ChronicleMessages();
+
+        long written = out.send(inPlace, QUOTE, new Quote(1, 101.25, 7, "ACME", 1500), maxLength);
+        Quote read = new Quote();
+        read.readMarshallable(Bytes.wrapForRead(buffer.asSlice(offset, written).toArray(ValueLayout.JAVA_BYTE)));
+        assertThat(read.describe()).isEqualTo("1/101.25/7/ACME/1500");
+
+        assertThatThrownBy(() -> out.send(inPlace, QUOTE, new Quote(2, 1, 1, "X", 5000), maxLength))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("does not fit in maxLength 2048");
+        for (long i = 0; i < buffer.byteSize(); i++) {
+            if (i >= offset && i < offset + maxLength) continue;
+            assertThat(buffer.get(ValueLayout.JAVA_BYTE, i)).as("byte %d, outside the range", i).isEqualTo((byte) 0x5A);
+        }
+    }
+
+    /** This thread's allocated bytes, through reflection: the module does not read java.management. */
+    private static long allocatedBytes() {
+        try {
+            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+            return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes").invoke(bean);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("cannot read this thread's allocated bytes", e);
+        }
+    }
+
+    /**
+     * Above 1 KiB the marshalled form is written in place. The sending view used to keep the
+     * target, a view of the transport's buffer made per send, so each send allocated it (40 B);
+     * it is now pointed at a range of the buffer.
+     */
+    @Test
+    void sendingInPlaceAllocatesNothingPerMessage() {
+        connect();
+        ChronicleMessages out = new ChronicleMessages();
+        long[] received = new long[1];
+        receiver.onMessage(QUOTE, m -> received[0]++);
+        Quote quote = new Quote(1, 101.25, 7, "ACME", 1500);
+        int messages = 4000;
+        long allocated = 0;
+        for (int round = 0; round < 10; round++) { // warm-up rounds, then the last is measured
+            long before = allocatedBytes(); // the reading itself allocates about 1 KB
+            for (int i = 0; i < messages; i++) {
+                out.send(endpoint, QUOTE, quote, 2048);
+                if (i % 400 == 399) { // 400 records of about 2 KiB: the 2 MiB queue holds them, nothing waits locally
+                    long sent = round * (long) messages + i + 1;
+                    for (int k = 0; k < 1_000_000 && received[0] < sent; k++) receiver.progress(); // bounded, not timed
+                }
+            }
+            allocated = allocatedBytes() - before;
+            long expected = (round + 1L) * messages;
+            progressUntil(() -> received[0] == expected);
+        }
+        assertThat(endpoint.pending()).isZero();
+        assertThat(allocated).as("bytes allocated for %d sends of 2 KiB marshalled in place", messages).isLessThan(messages);
     }
 }

@@ -34,6 +34,8 @@ public final class BounceRing {
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
     private final MemorySegment memory;
+    /** The payload bytes without the header: what an encoder gets to write a payload in place. */
+    private final MemorySegment ring;
     private final long capacity;
     private final long mask;
     /** Sender side only: where the next payload goes. */
@@ -41,6 +43,7 @@ public final class BounceRing {
 
     private BounceRing(MemorySegment memory, long capacity) {
         this.memory = memory;
+        this.ring = memory.asSlice(HEADER_LENGTH, capacity);
         this.capacity = capacity;
         this.mask = capacity - 1;
     }
@@ -73,6 +76,11 @@ public final class BounceRing {
 
     public MemorySegment memory() {
         return memory;
+    }
+
+    /** The payload bytes, from offset {@link #HEADER_LENGTH} of {@link #memory()}; see {@link ReceiveQueue#ring()}. */
+    public MemorySegment ring() {
+        return ring;
     }
 
     public long capacity() {

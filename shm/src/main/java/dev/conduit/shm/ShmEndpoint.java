@@ -155,8 +155,10 @@ final class ShmEndpoint implements TransportEndpoint {
      * Like {@link #trySend}, but the encoder writes the payload where the peer reads it: a MSG
      * record claimed for {@code maxLength} payload bytes in the peer's queue (the record keeps that
      * length; its payload length field says how much was written), or, beyond {@code inline.max},
-     * {@code maxLength} bytes reserved in the bounce ring. An encoder that throws leaves an
-     * abandoned record (padding to the receiver) and no bounce reservation.
+     * {@code maxLength} bytes reserved in the bounce ring. The encoder gets the ranged call
+     * ({@link PayloadEncoder#encode(MemorySegment, long, long)}) on the ring without its header, so
+     * that one which overrides it allocates nothing. An encoder that throws leaves an abandoned
+     * record (padding to the receiver) and no bounce reservation.
      */
     @Override
     public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
@@ -180,7 +182,8 @@ final class ShmEndpoint implements TransportEndpoint {
             long body = offset + ReceiveQueue.RECORD_HEADER;
             long written;
             try {
-                written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
+                written = PayloadEncoder.checkWritten(
+                        encoder.encode(peer.ring(), body + headerLength - ReceiveQueue.HEADER_LENGTH, maxLength), maxLength);
                 writeMessageFields(q, offset, id, (int) headerLength, written);
                 MemorySegment.copy(header, 0, q, body, headerLength);
             } catch (Throwable t) {
@@ -206,7 +209,8 @@ final class ShmEndpoint implements TransportEndpoint {
         }
         long written;
         try {
-            written = PayloadEncoder.checkWritten(encoder.encode(bounce.memory().asSlice(bounceOffset, maxLength)), maxLength);
+            written = PayloadEncoder.checkWritten(
+                    encoder.encode(bounce.ring(), bounceOffset - BounceRing.HEADER_LENGTH, maxLength), maxLength);
             writeMessageFields(q, offset, id, (int) headerLength, written);
             writeBounceFields(q, offset, bounce.position(), bounceOffset);
             MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);

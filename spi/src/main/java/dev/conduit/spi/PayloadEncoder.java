@@ -12,6 +12,11 @@ import java.lang.foreign.MemorySegment;
  * exactly {@code maxLength} bytes long and bounded: a write outside it throws
  * {@link IndexOutOfBoundsException}. What is in it beyond what the encoder writes is undefined.
  *
+ * <p>Two forms: {@link #encode(MemorySegment)}, the one to implement, gets a view bounded to the
+ * message; {@link #encode(MemorySegment, long, long)}, which an encoder may override so that a
+ * zero-copy send above 1 KiB allocates nothing, gets the whole buffer and a range in it.
+ * {@link Ranged} is an encoder written for the second, as a lambda.
+ *
  * <p>The encoder must not use the endpoint it is sending on, and must not keep the target: once
  * it returns, the bytes belong to the transport (they may be in the peer's receive queue). Keep it
  * short: on a shared-memory transport a large payload's space is claimed in the peer's queue, and
@@ -29,6 +34,54 @@ public interface PayloadEncoder {
      * @return the payload's length, {@code 0..target.byteSize()}
      */
     long encode(MemorySegment target);
+
+    /**
+     * Writes the payload into {@code memory} at {@code offset}, in at most {@code maxLength} bytes,
+     * and returns how many bytes it wrote: the same as {@link #encode(MemorySegment)} on
+     * {@code memory.asSlice(offset, maxLength)}, which is what this default does. Transports call
+     * this form for a zero-copy send, with {@code memory} the whole buffer the payload goes to (the
+     * peer's receive ring, a bounce ring); the runtime calls it for a payload it holds in its local
+     * queue. For a payload of at most 1 KiB the runtime calls {@link #encode(MemorySegment)} instead,
+     * with a view of a buffer of its own that it keeps, which allocates nothing.
+     *
+     * <p><b>Why override it:</b> the default's view is a new object per send (40 B), which the JIT
+     * removes only where it inlines this encoder and everything the view reaches. An encoder that
+     * writes through {@code memory} at {@code offset + i} allocates nothing, whatever the size of
+     * the payload. Such an encoder must write only within {@code offset .. offset + maxLength}:
+     * {@code memory} is bounded by the buffer, not by this message, and a write outside the range
+     * overwrites messages of this process or of others that share the buffer. The receiver
+     * survives that (it validates every record it reads), but those messages' bytes are lost or
+     * changed. Both forms must write the same payload.
+     *
+     * @param memory writable; holds other messages outside the range
+     * @param offset where the payload starts in {@code memory}
+     * @param maxLength the most bytes the payload may take
+     * @return the payload's length, {@code 0..maxLength}
+     * @since SPI 1.1
+     */
+    default long encode(MemorySegment memory, long offset, long maxLength) {
+        return encode(memory.asSlice(offset, maxLength));
+    }
+
+    /**
+     * An encoder written for the ranged call: {@link #encode(MemorySegment, long, long)} is the one
+     * to implement, so a lambda can be one, and {@link #encode(MemorySegment)} writes through it at
+     * offset 0 of the view. A zero-copy send through it allocates nothing, whatever the size; it must
+     * keep to its {@code maxLength} bytes itself (see {@link #encode(MemorySegment, long, long)}).
+     *
+     * @since SPI 1.1
+     */
+    @FunctionalInterface
+    interface Ranged extends PayloadEncoder {
+
+        @Override
+        long encode(MemorySegment memory, long offset, long maxLength);
+
+        @Override
+        default long encode(MemorySegment target) {
+            return encode(target, 0, target.byteSize());
+        }
+    }
 
     /**
      * Returns {@code written} if it is a length an encoder may return for a target of

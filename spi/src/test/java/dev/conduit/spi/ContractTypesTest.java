@@ -2,6 +2,9 @@ package dev.conduit.spi;
 
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -85,5 +88,38 @@ class ContractTypesTest {
                 .hasMessageContaining("'bare'").hasMessageContaining("IPC");
         assertThatThrownBy(() -> plugin.openTransport(null)).isInstanceOf(NotSupportedException.class)
                 .hasMessageContaining("'bare'").hasMessageContaining("AM");
+    }
+
+    @Test
+    void anEncodersRangedCallByDefaultWritesThroughAViewBoundedToTheRange() {
+        MemorySegment memory = Arena.ofAuto().allocate(64);
+        PayloadEncoder encoder = target -> {
+            target.fill((byte) 7);
+            return target.byteSize();
+        };
+        assertThat(encoder.encode(memory, 8, 16)).isEqualTo(16);
+        for (int i = 0; i < 64; i++) {
+            assertThat(memory.get(ValueLayout.JAVA_BYTE, i)).as("byte %d", i).isEqualTo((byte) (i >= 8 && i < 24 ? 7 : 0));
+        }
+        PayloadEncoder overreaching = target -> {
+            target.set(ValueLayout.JAVA_BYTE, 16, (byte) 1);
+            return 0;
+        };
+        assertThatThrownBy(() -> overreaching.encode(memory, 8, 16)).isInstanceOf(IndexOutOfBoundsException.class);
+    }
+
+    @Test
+    void aRangedEncoderCalledWithAViewWritesAtItsStart() {
+        MemorySegment memory = Arena.ofAuto().allocate(64);
+        long[] seen = new long[2];
+        PayloadEncoder encoder = (PayloadEncoder.Ranged) (target, offset, maxLength) -> {
+            seen[0] = offset;
+            seen[1] = maxLength;
+            target.set(ValueLayout.JAVA_BYTE, offset, (byte) 9);
+            return 1;
+        };
+        assertThat(encoder.encode(memory.asSlice(16, 8))).isEqualTo(1);
+        assertThat(seen).containsExactly(0, 8);
+        assertThat(memory.get(ValueLayout.JAVA_BYTE, 16)).isEqualTo((byte) 9);
     }
 }

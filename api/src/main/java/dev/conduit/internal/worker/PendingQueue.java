@@ -84,8 +84,9 @@ final class PendingQueue {
     }
 
     /**
-     * Lets {@code encoder} write a message's payload in behind the others, into a target of
-     * {@code maxLength} bytes; keeps only what it wrote. When it throws, nothing is queued.
+     * Lets {@code encoder} write a message's payload in behind the others, in {@code maxLength}
+     * bytes of this queue's buffer (its ranged call: no view for an encoder that overrides it);
+     * keeps only what it wrote. When it throws, nothing is queued.
      *
      * @return the payload's length
      */
@@ -93,7 +94,7 @@ final class PendingQueue {
         long hl = header.byteSize();
         if (tail + RECORD + hl + maxLength > buffer.byteSize()) makeRoom(RECORD + hl + maxLength);
         long payloadAt = tail + RECORD + hl;
-        long pl = PayloadEncoder.checkWritten(encoder.encode(buffer.asSlice(payloadAt, maxLength)), maxLength);
+        long pl = PayloadEncoder.checkWritten(encoder.encode(buffer, payloadAt, maxLength), maxLength);
         buffer.set(INT, tail, id);
         buffer.set(INT, tail + 4, (int) hl);
         buffer.set(LONG, tail + 8, pl);

@@ -7,6 +7,7 @@ import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
@@ -140,7 +141,7 @@ class SteadyStateAllocationTest {
     @Test
     void zeroCopySendsOfSmallPayloadsAllocateNothingWhateverTheEncoders() {
         open();
-        dev.conduit.spi.PayloadEncoder[] encoders = {
+        PayloadEncoder[] encoders = {
                 target -> { target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 1L); return 8; },
                 target -> { target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 2L); return 8; },
                 target -> { target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 3L); return 8; }};
@@ -160,6 +161,37 @@ class SteadyStateAllocationTest {
         assertThat(sum[0]).isEqualTo(expected);
         assertThat(sentAllocated).as("bytes allocated for %d zero-copy sends", messages).isLessThan(messages);
         assertThat(ring.encodedSends).as("payloads of at most 1 KiB offered to trySendEncoded").isZero();
+    }
+
+    /**
+     * A zero-copy send above 1 KiB that the transport has no room for is encoded into the local
+     * queue through the encoder's ranged call: before, through a view of the queue's buffer made
+     * per send.
+     */
+    @Test
+    void zeroCopySendsAboveOneKibQueuedLocallyAllocateNothingWithEncodersThatWriteInPlace() {
+        open();
+        // Three classes (a lambda is one), so the JIT inlines none of them where they meet.
+        PayloadEncoder[] encoders = {
+                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 1L); return 8; },
+                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 2L); return 8; },
+                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 3L); return 8; }};
+        int messages = 10_000;
+        long sentAllocated = 0;
+        long expected = 0;
+        for (int round = 0; round < 20; round++) { // warm-up rounds grow the queue once, then it is reused
+            long before = allocatedBytes();
+            for (int i = 0; i < messages; i++) {
+                self.send(5, header, (i & 1) == 0 ? 2048 : 1500, encoders[i % 3]);
+                expected += i % 3 + 1;
+            }
+            sentAllocated = allocatedBytes() - before;
+            while (self.pending() > 0) worker.progress();
+            worker.progress();
+        }
+        assertThat(sum[0]).isEqualTo(expected);
+        assertThat(ring.encodedSends).as("payloads above 1 KiB offered to trySendEncoded").isEqualTo(20);
+        assertThat(sentAllocated).as("bytes allocated for %d zero-copy sends into the local queue", messages).isLessThan(messages);
     }
 
     /** A transport with a ring of 8 slots of 128 bytes in one segment; allocates nothing per message. */
@@ -195,7 +227,8 @@ class SteadyStateAllocationTest {
 
         @Override public byte[] address() { return new byte[] {1}; }
         @Override public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) { return this; }
-        @Override public long maxPayloadSize() { return 64; }
+        /** Above the slot's 80 payload bytes only for zero-copy sends, which these tests let write at most 8. */
+        @Override public long maxPayloadSize() { return 4096; }
         @Override public int maxHeaderSize() { return 32; }
 
         @Override
@@ -206,6 +239,7 @@ class SteadyStateAllocationTest {
         @Override
         public boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                                MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            if (payloadLength > SLOT - 48) throw new IllegalArgumentException(payloadLength + " payload bytes do not fit a slot");
             if (tail - head == SLOTS) return false;
             long at = (tail++ % SLOTS) * SLOT;
             ring.set(ValueLayout.JAVA_INT, at, id);
@@ -218,7 +252,7 @@ class SteadyStateAllocationTest {
 
         /** No room for it here: a zero-copy send the runtime offers goes to its local queue. */
         @Override
-        public long trySendEncoded(int id, MemorySegment header, long maxLength, dev.conduit.spi.PayloadEncoder encoder) {
+        public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
             encodedSends++;
             return -1;
         }

@@ -15,7 +15,7 @@ import java.util.function.BooleanSupplier;
 
 /**
  * A Chronicle {@link BytesStore} whose every access goes through a {@link MemorySegment}, never
- * through a raw address: bounded by the segment (an access outside it throws
+ * through a raw address: bounded by the memory it is pointed at (an access outside it throws
  * {@link IndexOutOfBoundsException}), refused with {@link IllegalStateException} once its owner
  * is closed ({@link #open}, checked first), and — because the segment's arena is a shared one —
  * safe against a concurrent unmap: the JVM's close of a shared arena waits out accesses in
@@ -27,8 +27,10 @@ import java.util.function.BooleanSupplier;
  * atomics (CAS, volatile, ordered) need natural alignment (otherwise
  * {@link IllegalArgumentException}) and are the CPU's, coherent across processes.
  *
- * <p>The segment can be re-pointed ({@link #point}) so that one store serves one message after
- * another without allocating.
+ * <p>The store can be re-pointed so that one store serves one message after another without
+ * allocating: at a whole segment ({@link #point(MemorySegment)}), or at a range of one
+ * ({@link #point(MemorySegment, long, long)}), which spares a view of the range. Over a range,
+ * the store bounds every access by the range itself; the segment bounds it too.
  */
 public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStore, Void> {
 
@@ -46,6 +48,10 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     private final String what;
     private final boolean shared;
     private MemorySegment segment;
+    /** Where the store's offset 0 is in {@link #segment}. */
+    private long base;
+    /** The store's length: accesses are bounded by it, not only by the segment. */
+    private long size;
 
     /**
      * @param segment the memory (its arena bounds its lifetime)
@@ -55,7 +61,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
      */
     public SegmentBytesStore(MemorySegment segment, BooleanSupplier open, String what, boolean shared) {
         super(false);
-        this.segment = segment;
+        point(segment);
         this.open = open;
         this.what = what;
         this.shared = shared;
@@ -63,7 +69,20 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     /** Points the store at other memory (same owner); for flyweights. */
     public void point(MemorySegment memory) {
+        point(memory, 0, memory.byteSize());
+    }
+
+    /** Points the store at {@code length} bytes of {@code memory} from {@code offset} (same owner), without a view. */
+    public void point(MemorySegment memory, long offset, long length) {
+        java.util.Objects.checkFromIndexSize(offset, length, memory.byteSize());
         this.segment = memory;
+        this.base = offset;
+        this.size = length;
+    }
+
+    /** Where {@code length} bytes at the store's {@code offset} are in the segment, once they are checked to be in the store. */
+    private long at(long offset, long length) {
+        return base + java.util.Objects.checkFromIndexSize(offset, length, size);
     }
 
     /** The memory, after the liveness check. */
@@ -79,7 +98,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public long capacity() {
-        return segment.byteSize();
+        return size;
     }
 
     @Override
@@ -121,8 +140,8 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     @Override
     public SegmentBytesStore copy() {
         MemorySegment source = m();
-        MemorySegment copy = Arena.ofAuto().allocate(Math.max(1, source.byteSize()), 8).asSlice(0, source.byteSize());
-        MemorySegment.copy(source, 0, copy, 0, source.byteSize());
+        MemorySegment copy = Arena.ofAuto().allocate(Math.max(1, size), 8).asSlice(0, size);
+        MemorySegment.copy(source, base, copy, 0, size);
         return new SegmentBytesStore(copy, () -> true, "a copy", false);
     }
 
@@ -135,136 +154,136 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public byte readByte(long offset) {
-        return m().get(ValueLayout.JAVA_BYTE, offset);
+        return m().get(ValueLayout.JAVA_BYTE, at(offset, 1));
     }
 
     @Override
     public short readShort(long offset) {
-        return m().get(SHORT, offset);
+        return m().get(SHORT, at(offset, 2));
     }
 
     @Override
     public int readInt(long offset) {
-        return m().get(INT, offset);
+        return m().get(INT, at(offset, 4));
     }
 
     @Override
     public long readLong(long offset) {
-        return m().get(LONG, offset);
+        return m().get(LONG, at(offset, 8));
     }
 
     @Override
     public float readFloat(long offset) {
-        return m().get(FLOAT, offset);
+        return m().get(FLOAT, at(offset, 4));
     }
 
     @Override
     public double readDouble(long offset) {
-        return m().get(DOUBLE, offset);
+        return m().get(DOUBLE, at(offset, 8));
     }
 
     @Override
     public byte readVolatileByte(long offset) {
-        return (byte) BYTE_ATOMIC.getVolatile(m(), offset);
+        return (byte) BYTE_ATOMIC.getVolatile(m(), at(offset, 1));
     }
 
     @Override
     public short readVolatileShort(long offset) {
-        return (short) SHORT_ATOMIC.getVolatile(m(), offset);
+        return (short) SHORT_ATOMIC.getVolatile(m(), at(offset, 2));
     }
 
     @Override
     public int readVolatileInt(long offset) {
-        return (int) INT_ATOMIC.getVolatile(m(), offset);
+        return (int) INT_ATOMIC.getVolatile(m(), at(offset, 4));
     }
 
     @Override
     public long readVolatileLong(long offset) {
-        return (long) LONG_ATOMIC.getVolatile(m(), offset);
+        return (long) LONG_ATOMIC.getVolatile(m(), at(offset, 8));
     }
 
     // ---------------------------------------------------------------- writes
 
     @Override
     public SegmentBytesStore writeByte(long offset, byte value) {
-        m().set(ValueLayout.JAVA_BYTE, offset, value);
+        m().set(ValueLayout.JAVA_BYTE, at(offset, 1), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeShort(long offset, short value) {
-        m().set(SHORT, offset, value);
+        m().set(SHORT, at(offset, 2), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeInt(long offset, int value) {
-        m().set(INT, offset, value);
+        m().set(INT, at(offset, 4), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeLong(long offset, long value) {
-        m().set(LONG, offset, value);
+        m().set(LONG, at(offset, 8), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeFloat(long offset, float value) {
-        m().set(FLOAT, offset, value);
+        m().set(FLOAT, at(offset, 4), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeDouble(long offset, double value) {
-        m().set(DOUBLE, offset, value);
+        m().set(DOUBLE, at(offset, 8), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeOrderedInt(long offset, int value) {
-        INT_ATOMIC.setRelease(m(), offset, value);
+        INT_ATOMIC.setRelease(m(), at(offset, 4), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeOrderedLong(long offset, long value) {
-        LONG_ATOMIC.setRelease(m(), offset, value);
+        LONG_ATOMIC.setRelease(m(), at(offset, 8), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileByte(long offset, byte value) {
-        BYTE_ATOMIC.setVolatile(m(), offset, value);
+        BYTE_ATOMIC.setVolatile(m(), at(offset, 1), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileShort(long offset, short value) {
-        SHORT_ATOMIC.setVolatile(m(), offset, value);
+        SHORT_ATOMIC.setVolatile(m(), at(offset, 2), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileInt(long offset, int value) {
-        INT_ATOMIC.setVolatile(m(), offset, value);
+        INT_ATOMIC.setVolatile(m(), at(offset, 4), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileLong(long offset, long value) {
-        LONG_ATOMIC.setVolatile(m(), offset, value);
+        LONG_ATOMIC.setVolatile(m(), at(offset, 8), value);
         return this;
     }
 
     @Override
     public boolean compareAndSwapInt(long offset, int expected, int value) {
-        return INT_ATOMIC.compareAndSet(m(), offset, expected, value);
+        return INT_ATOMIC.compareAndSet(m(), at(offset, 4), expected, value);
     }
 
     @Override
     public boolean compareAndSwapLong(long offset, long expected, long value) {
-        return LONG_ATOMIC.compareAndSet(m(), offset, expected, value);
+        return LONG_ATOMIC.compareAndSet(m(), at(offset, 8), expected, value);
     }
 
     @Override
@@ -278,50 +297,50 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public SegmentBytesStore write(long offsetInRDO, byte[] bytes, int offset, int length) {
-        MemorySegment.copy(bytes, offset, m(), ValueLayout.JAVA_BYTE, offsetInRDO, length);
+        MemorySegment.copy(bytes, offset, m(), ValueLayout.JAVA_BYTE, at(offsetInRDO, length), length);
         return this;
     }
 
     @Override
     public void write(long offsetInRDO, ByteBuffer bytes, int offset, int length) {
         MemorySegment target = m();
-        MemorySegment.copy(MemorySegment.ofBuffer(bytes.duplicate().clear()), offset, target, offsetInRDO, length);
+        MemorySegment.copy(MemorySegment.ofBuffer(bytes.duplicate().clear()), offset, target, at(offsetInRDO, length), length);
     }
 
     @Override
     public SegmentBytesStore write(long writeOffset, RandomDataInput bytes, long readOffset, long length) {
         MemorySegment target = m();
+        long to = at(writeOffset, length);
         if (bytes instanceof SegmentBytesStore other) {
-            MemorySegment.copy(other.m(), readOffset, target, writeOffset, length);
+            MemorySegment.copy(other.m(), other.at(readOffset, length), target, to, length);
             return this;
         }
-        java.util.Objects.checkFromIndexSize(writeOffset, length, target.byteSize());
         long i = 0;
-        for (; i + 8 <= length; i += 8) target.set(LONG, writeOffset + i, bytes.readLong(readOffset + i));
-        for (; i < length; i++) target.set(ValueLayout.JAVA_BYTE, writeOffset + i, bytes.readByte(readOffset + i));
+        for (; i + 8 <= length; i += 8) target.set(LONG, to + i, bytes.readLong(readOffset + i));
+        for (; i < length; i++) target.set(ValueLayout.JAVA_BYTE, to + i, bytes.readByte(readOffset + i));
         return this;
     }
 
     @Override
     public void move(long from, long to, long length) {
         MemorySegment s = m();
-        MemorySegment.copy(s, from, s, to, length);
+        MemorySegment.copy(s, at(from, length), s, at(to, length), length);
     }
 
-    /** Copies {@code size} bytes at {@code position} to Chronicle's native memory at {@code address} (Chronicle's own). */
+    /** Copies {@code length} bytes at {@code position} to Chronicle's native memory at {@code address} (Chronicle's own). */
     @Override
-    public void nativeRead(long position, long address, long size) {
+    public void nativeRead(long position, long address, long length) {
         MemorySegment s = m();
-        java.util.Objects.checkFromIndexSize(position, size, s.byteSize());
-        for (long i = 0; i < size; i++) UnsafeMemory.MEMORY.writeByte(address + i, s.get(ValueLayout.JAVA_BYTE, position + i));
+        long from = at(position, length);
+        for (long i = 0; i < length; i++) UnsafeMemory.MEMORY.writeByte(address + i, s.get(ValueLayout.JAVA_BYTE, from + i));
     }
 
-    /** Copies {@code size} bytes from Chronicle's native memory at {@code address} (Chronicle's own) to {@code position}. */
+    /** Copies {@code length} bytes from Chronicle's native memory at {@code address} (Chronicle's own) to {@code position}. */
     @Override
-    public void nativeWrite(long address, long position, long size) {
+    public void nativeWrite(long address, long position, long length) {
         MemorySegment s = m();
-        java.util.Objects.checkFromIndexSize(position, size, s.byteSize());
-        for (long i = 0; i < size; i++) s.set(ValueLayout.JAVA_BYTE, position + i, UnsafeMemory.MEMORY.readByte(address + i));
+        long to = at(position, length);
+        for (long i = 0; i < length; i++) s.set(ValueLayout.JAVA_BYTE, to + i, UnsafeMemory.MEMORY.readByte(address + i));
     }
 
     /** A stop-bit length, then the characters as ISO-8859-1 bytes: Chronicle's 8-bit string. */
@@ -329,8 +348,8 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     public long write8bit(long position, String s, int start, int length) {
         long at = BytesInternal.writeStopBit(this, position, length);
         MemorySegment target = m();
-        java.util.Objects.checkFromIndexSize(at, length, target.byteSize());
-        for (int i = 0; i < length; i++) target.set(ValueLayout.JAVA_BYTE, at + i, (byte) s.charAt(start + i));
+        long to = at(at, length);
+        for (int i = 0; i < length; i++) target.set(ValueLayout.JAVA_BYTE, to + i, (byte) s.charAt(start + i));
         return at + length;
     }
 
@@ -344,6 +363,6 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public String toString() {
-        return "SegmentBytesStore[" + what + ", " + segment.byteSize() + " bytes" + (open.getAsBoolean() ? "" : ", closed") + "]";
+        return "SegmentBytesStore[" + what + ", " + size + " bytes" + (open.getAsBoolean() ? "" : ", closed") + "]";
     }
 }

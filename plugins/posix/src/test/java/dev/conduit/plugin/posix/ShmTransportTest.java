@@ -9,6 +9,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteMemory;
@@ -196,6 +197,103 @@ class ShmTransportTest {
                     .isEqualTo(bytes(expectedSizes.get(i), i).toArray(ValueLayout.JAVA_BYTE));
             assertThat(received.headers.get(i)).isEqualTo(bytes(i % 17, i + 1).toArray(ValueLayout.JAVA_BYTE));
         }
+    }
+
+    /** Writes the payload {@link #bytes} would make, through the ranged call only, and records what it was given. */
+    static final class WritesInPlace implements PayloadEncoder {
+        final List<Long> memorySizes = new ArrayList<>();
+        int seed;
+        int length;
+
+        @Override
+        public long encode(MemorySegment target) {
+            throw new AssertionError("a zero-copy send above 1 KiB must use the ranged call");
+        }
+
+        @Override
+        public long encode(MemorySegment memory, long offset, long maxLength) {
+            memorySizes.add(memory.byteSize());
+            assertThat(offset).as("the payload's offset, a cache line into the record or a bounce reservation").isNotNegative();
+            MemorySegment.copy(bytes(length, seed), 0, memory, offset, length);
+            return length;
+        }
+    }
+
+    @Test
+    void aZeroCopySendGivesTheEncoderTheRingWithoutItsHeaderAndDeliversWhatItWrote() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.bounce.size", "256k");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        WritesInPlace encoder = new WritesInPlace();
+        int[] lengths = {2000, 7000, 9000, 100_000, 1500, 30_000}; // inline.max is 8 KiB: the rest goes through the bounce ring
+        for (int i = 0; i < lengths.length; i++) {
+            encoder.seed = i;
+            encoder.length = lengths[i];
+            long sent = -1;
+            for (int tries = 0; tries < 100_000 && sent < 0; tries++) {
+                sent = ep.trySendEncoded(i, bytes(i, 50 + i), lengths[i] + 64, encoder);
+                if (sent < 0) progressOrPause(receiver);
+            }
+            assertThat(sent).as("message %d sent", i).isEqualTo(lengths[i]);
+        }
+        receive(receiver, received, lengths.length);
+        assertThat(received.ids).containsExactly(0, 1, 2, 3, 4, 5);
+        for (int i = 0; i < lengths.length; i++) {
+            assertThat(received.payloads.get(i)).as("payload %d", i).isEqualTo(bytes(lengths[i], i).toArray(ValueLayout.JAVA_BYTE));
+            assertThat(received.headers.get(i)).isEqualTo(bytes(i, 50 + i).toArray(ValueLayout.JAVA_BYTE));
+        }
+        assertThat(encoder.memorySizes).as("the peer's ring (64 KiB) or this connection's bounce ring (256 KiB), no header")
+                .containsExactly(64L << 10, 64L << 10, 256L << 10, 256L << 10, 64L << 10, 256L << 10);
+    }
+
+    /**
+     * This thread's allocated bytes, through reflection: the test module does not read
+     * java.management, and core reflection needs no read edge.
+     */
+    private static long allocatedBytes() {
+        try {
+            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+            return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes").invoke(bean);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("cannot read this thread's allocated bytes", e);
+        }
+    }
+
+    /**
+     * Before the ranged call, the encoder's target was a view of the peer's ring or of the bounce
+     * ring made per send: 40 B, which the JIT removed only where it inlined the encoder, and not
+     * where several encoder classes meet.
+     */
+    @Test
+    void zeroCopySendsAboveOneKibAllocateNothingWithEncodersThatWriteInPlace() {
+        long[] sum = new long[1];
+        MessageSink summing = (id, hb, ho, hl, payloadBuffer, payloadOffset, payloadLength) ->
+                sum[0] += payloadBuffer.get(ValueLayout.JAVA_LONG_UNALIGNED, payloadOffset);
+        Transport receiver = transport(summing);
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        // Three classes (a lambda is one), so the JIT inlines none of them at the transport's call site.
+        PayloadEncoder[] encoders = {
+                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 1); return maxLength; },
+                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 2); return maxLength; },
+                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 3); return maxLength; }};
+        int messages = 3_000;
+        long expected = 0;
+        long allocated = 0;
+        for (int round = 0; round < 20; round++) { // warm-up rounds, then the last is measured
+            long before = allocatedBytes();
+            for (int i = 0; i < messages; i++) {
+                long maxLength = (i & 1) == 0 ? 4096 : 16 << 10; // inline, then through the bounce ring
+                while (ep.trySendEncoded(7, MemorySegment.NULL, maxLength, encoders[i % 3]) < 0) receiver.progress();
+                expected += i % 3 + 1;
+            }
+            allocated = allocatedBytes() - before;
+            for (int k = 0; k < 100_000 && sum[0] < expected; k++) progressOrPause(receiver); // bounded, not timed
+        }
+        assertThat(sum[0]).isEqualTo(expected);
+        assertThat(allocated).as("bytes allocated for %d zero-copy sends and the receiver's progress between them", messages)
+                .isLessThan(messages);
     }
 
     /**
