@@ -27,9 +27,13 @@ import java.util.Objects;
  * alignment, and check {@code offset} against the message (not against the transport's buffer):
  * an access outside it throws {@link IndexOutOfBoundsException}.
  *
+ * <p>For a decoder that reads a buffer at an offset (as Aeron's fragment handlers do), the payload
+ * is also {@link #payloadSize()} bytes at {@link #payloadOffset()} of {@link #payloadBuffer()}, a
+ * read-only view of the transport's whole buffer, which is not made per message.
+ *
  * <p>{@link #payload()} and {@link #header()} are for convenience: they return read-only views of
- * the received bytes (zero-copy, but each call allocates a small segment object). A view must not
- * be used after the handler returns either: the runtime cannot revoke it, so it stays readable
+ * the received bytes (zero-copy, but each call allocates a small segment object). A view, and the
+ * payload's buffer, must not be used after the handler returns either: the runtime cannot revoke it, so it stays readable
  * (never crashing the JVM: it is bounded and scoped like the transport's own memory) but its bytes
  * are then the transport's to reuse, i.e. undefined.
  *
@@ -55,6 +59,9 @@ public final class Message {
     private MemorySegment payloadBuffer;
     private long payloadOffset;
     private long payloadLength;
+    /** The last writable buffer {@link #payloadBuffer()} was asked for, and its read-only view: one view per buffer, not per message. */
+    private MemorySegment writableBuffer;
+    private MemorySegment readOnlyBuffer;
 
     private Message() {
     }
@@ -141,8 +148,33 @@ public final class Message {
 
     /** A read-only view of the payload where it was received (allocates the view; valid during the handler call only). */
     public MemorySegment payload() {
+        return payloadBuffer().asSlice(payloadOffset, payloadLength);
+    }
+
+    /**
+     * The memory the payload lies in, read-only: the transport's buffer (a receive ring, a bounce
+     * ring), of which the payload is {@link #payloadSize()} bytes at {@link #payloadOffset()}. The
+     * rest of it holds other messages, or nothing: read only the payload's range. For decoders that
+     * take a buffer and an offset; unlike {@link #payload()}, no view is made per message (the
+     * shared-memory transports deliver from read-only memory, and for another transport the view is
+     * made once per buffer it delivers from). Valid during the handler call only, like everything
+     * here.
+     */
+    public MemorySegment payloadBuffer() {
         check();
-        return payloadBuffer.asSlice(payloadOffset, payloadLength).asReadOnly();
+        MemorySegment buffer = payloadBuffer;
+        if (buffer.isReadOnly()) return buffer;
+        if (buffer != writableBuffer) {
+            writableBuffer = buffer;
+            readOnlyBuffer = buffer.asReadOnly();
+        }
+        return readOnlyBuffer;
+    }
+
+    /** Where the payload starts in {@link #payloadBuffer()}. */
+    public long payloadOffset() {
+        check();
+        return payloadOffset;
     }
 
     // ---- header ----

@@ -20,8 +20,9 @@ import java.util.Objects;
  * handlers that read the payload through a Chronicle {@link Bytes} where it was received
  * ({@link #handler}, {@link #read}).
  *
- * <p>One instance holds two reusable views (one for sending, one for receiving), so sending and
- * receiving allocate no Chronicle objects. <b>Not thread-safe</b>: its calls must not overlap. Use
+ * <p>One instance holds two reusable views (one for sending, one for receiving), pointed at each
+ * message's range of the transport's buffer, so sending and receiving allocate nothing per
+ * message. <b>Not thread-safe</b>: its calls must not overlap. Use
  * one instance per thread, or one per worker whose calls never overlap ({@code SINGLE}, or
  * {@code SERIALIZED}: handlers then run on whichever thread progresses the worker, one at a time,
  * which is why Chronicle's own check that a {@code Bytes} stays on its first thread is turned off
@@ -133,11 +134,12 @@ public final class ChronicleMessages {
 
     private Bytes<Void> open(Message message) {
         if (receiving) throw new IllegalStateException("this ChronicleMessages is already reading a message (use one per thread)");
-        MemorySegment payload = message.payload();
-        receiveStore.point(payload);
+        long length = message.payloadSize();
+        // The payload's range of the transport's read-only buffer: no view per message.
+        receiveStore.point(message.payloadBuffer(), message.payloadOffset(), length);
         receiving = true;
         receiveBytes.clear();
-        receiveBytes.readPositionRemaining(0, payload.byteSize());
+        receiveBytes.readPositionRemaining(0, length);
         return receiveBytes;
     }
 

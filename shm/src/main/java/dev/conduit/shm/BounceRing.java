@@ -36,6 +36,8 @@ public final class BounceRing {
     private final MemorySegment memory;
     /** The payload bytes without the header: what an encoder gets to write a payload in place. */
     private final MemorySegment ring;
+    /** The whole memory, read-only: what the receiver hands to handlers. */
+    private final MemorySegment delivered;
     private final long capacity;
     private final long mask;
     /** Sender side only: where the next payload goes. */
@@ -44,6 +46,7 @@ public final class BounceRing {
     private BounceRing(MemorySegment memory, long capacity) {
         this.memory = memory;
         this.ring = memory.asSlice(HEADER_LENGTH, capacity);
+        this.delivered = memory.asReadOnly();
         this.capacity = capacity;
         this.mask = capacity - 1;
     }
@@ -81,6 +84,11 @@ public final class BounceRing {
     /** The payload bytes, from offset {@link #HEADER_LENGTH} of {@link #memory()}; see {@link ReceiveQueue#ring()}. */
     public MemorySegment ring() {
         return ring;
+    }
+
+    /** {@link #memory()} read-only, made once: the receiver delivers payloads from it, so that handlers cannot write the ring. */
+    public MemorySegment delivered() {
+        return delivered;
     }
 
     public long capacity() {

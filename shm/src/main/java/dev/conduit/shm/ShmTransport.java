@@ -79,6 +79,8 @@ public final class ShmTransport implements Transport {
     private final String leasePrefix;
     private final Chunk queueChunk;
     private final ReceiveQueue queue;
+    /** The queue's memory as handlers see it, read-only: made once, so that a handler's {@code Message.payloadBuffer()} makes no view. */
+    private final MemorySegment deliveredQueue;
     private final byte[] address;
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
@@ -182,6 +184,7 @@ public final class ShmTransport implements Transport {
             this.lease = ownLease;
             this.queueChunk = chunk;
             this.queue = q;
+            this.deliveredQueue = q.memory().asReadOnly();
         } catch (RuntimeException e) {
             if (chunk != null) provider.free(chunk);
             if (ownLease != null) ownLease.close();
@@ -333,7 +336,8 @@ public final class ShmTransport implements Transport {
                         "message of " + headerLength + " + " + payloadLength + " bytes in a record of " + length);
             }
             long start = offset + ReceiveQueue.RECORD_HEADER;
-            sink.onMessage(ReceiveQueue.firstInt(idAndHeader), m, start, headerLength, m, start + headerLength, payloadLength);
+            sink.onMessage(ReceiveQueue.firstInt(idAndHeader), deliveredQueue, start, headerLength, deliveredQueue, start + headerLength,
+                    payloadLength);
         } else {
             onControlOrLarge(m, offset, type, length);
         }
@@ -362,7 +366,8 @@ public final class ShmTransport implements Transport {
                     throw protocolError(connection, "large message of " + payloadLength + " bytes at bounce offset " + bounceOffset);
                 }
                 try {
-                    sink.onMessage(id, m, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.memory(), bounceOffset, payloadLength);
+                    sink.onMessage(id, deliveredQueue, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.delivered(), bounceOffset,
+                            payloadLength);
                 } finally {
                     in.bounce.release(bounceEnd);
                 }

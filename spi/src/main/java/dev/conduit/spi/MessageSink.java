@@ -12,7 +12,10 @@ import java.lang.foreign.MemorySegment;
  * <p>Header and payload are given as a buffer, an offset and a length, not as slices, so that
  * delivering a message allocates nothing: a transport passes the same long-lived segments (its
  * receive queue, its bounce buffers) for every message. The bytes are valid only until this call
- * returns; the runtime exposes them to the application read-only.
+ * returns; the runtime exposes them to the application read-only. Pass read-only segments
+ * ({@code asReadOnly()}, made once): the application's {@code Message.payloadBuffer()} is then the
+ * segment itself; from a writable one the runtime makes a read-only view, once per segment in a
+ * row.
  */
 public interface MessageSink {
 

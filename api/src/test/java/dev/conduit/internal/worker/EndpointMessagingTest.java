@@ -443,6 +443,12 @@ class EndpointMessagingTest {
                 assertThatThrownBy(() -> m.headerLong(0)).isInstanceOf(IndexOutOfBoundsException.class);
                 assertThatThrownBy(() -> m.copyPayload(4, new byte[16], 0, 9)).isInstanceOf(IndexOutOfBoundsException.class);
                 copied.set(m.payloadToArray());
+                MemorySegment buffer = m.payloadBuffer();
+                assertThat(buffer.isReadOnly()).isTrue();
+                assertThat(buffer.asSlice(m.payloadOffset(), m.payloadSize()).toArray(ValueLayout.JAVA_BYTE))
+                        .containsExactly(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
+                assertThatThrownBy(() -> buffer.set(ValueLayout.JAVA_BYTE, m.payloadOffset(), (byte) 0))
+                        .isInstanceOf(IllegalArgumentException.class);
             } catch (Throwable t) {
                 failures.add(t);
             }
@@ -459,6 +465,8 @@ class EndpointMessagingTest {
         assertThatThrownBy(() -> m.payloadLong(0)).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(m::payload).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(m::payloadToArray).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(m::payloadBuffer).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(m::payloadOffset).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> m.headerByte(0)).isInstanceOf(IllegalStateException.class);
 
         p.endpoint().send(2, bytes(7, 8, 9), bytes(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12));

@@ -98,6 +98,50 @@ class SteadyStateAllocationTest {
         assertThat(allocated).as("bytes allocated for %d messages", messages).isLessThan(messages);
     }
 
+    /** A decoder that keeps the buffer it is pointed at, as flyweight decoders (SBE's, say) do. */
+    private static final class Decoder {
+        private MemorySegment buffer;
+        private long offset;
+
+        void wrap(MemorySegment buffer, long offset) {
+            this.buffer = buffer;
+            this.offset = offset;
+        }
+
+        long value() {
+            return buffer.get(ValueLayout.JAVA_LONG_UNALIGNED, offset);
+        }
+    }
+
+    /**
+     * The transport delivers from writable memory: the payload's read-only buffer is made once for
+     * it, not per message. A decoder keeps it, so a view made per message would be allocated.
+     */
+    @Test
+    void readingThroughThePayloadBufferAllocatesNothingPerMessage() {
+        open();
+        Decoder decoder = new Decoder();
+        worker.onMessage(5, m -> {
+            decoder.wrap(m.payloadBuffer(), m.payloadOffset());
+            sum[0] += decoder.value();
+        });
+        int messages = 1_000_000;
+        long expected = 0;
+        long allocated = 0;
+        for (int round = 0; round < 3; round++) { // two warm-up rounds, then the measured one
+            long before = allocatedBytes();
+            for (int i = 0; i < messages; i++) {
+                send(i);
+                expected += i;
+                if ((i & 7) == 7) worker.progress();
+            }
+            worker.progress();
+            allocated = allocatedBytes() - before;
+        }
+        assertThat(sum[0]).isEqualTo(expected);
+        assertThat(allocated).as("bytes allocated for %d messages read through payloadBuffer()", messages).isLessThan(messages);
+    }
+
     @Test
     void queuingLocallyAllocatesNothingOnceTheQueueHasGrown() {
         open();

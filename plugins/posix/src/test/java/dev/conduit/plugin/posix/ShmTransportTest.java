@@ -60,6 +60,9 @@ class ShmTransportTest {
         @Override
         public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                               MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            if (!headerBuffer.isReadOnly() || !payloadBuffer.isReadOnly()) {
+                throw new AssertionError("the transport delivered from writable memory: handlers could write its rings");
+            }
             ids.add(id);
             headers.add(headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE));
             payloads.add(payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE));
