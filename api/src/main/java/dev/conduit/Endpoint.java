@@ -86,13 +86,13 @@ public interface Endpoint extends AutoCloseable {
      * <p>Up to 1 KiB, and on a transport without zero-copy send, the encoder writes into a buffer
      * of this endpoint, and the message is sent from there; up to 1 KiB that allocates nothing,
      * whatever the encoder, over a transport that takes ranges (the shared-memory and verbs ones).
-     * Written in place, or into the local queue, the encoder is called through its ranged
-     * {@link PayloadEncoder#encode(MemorySegment, long, long)}: one that overrides it allocates
-     * nothing; the default makes a view for this send (about 40 bytes), which the JIT removes only
-     * where it inlines the encoder (docs/decisions.md). When the transport has no room now, or messages
-     * already wait locally, the message is queued in this endpoint's local queue, and copied once
-     * more when the transport takes it; a payload above 1 KiB behind waiting messages is encoded
-     * straight into that queue.
+     * Above 1 KiB, in a shared-memory peer's queue (up to its {@code inline.max}) the encoder gets a
+     * view bounded to the record, made for this send (about 40 bytes, which the JIT removes only
+     * where it inlines the encoder); in the bounce ring beyond, and in this endpoint's buffer, it is
+     * called through {@link PayloadEncoder#encode(MemorySegment, long, long)}, which an encoder can
+     * override to make no view (docs/decisions.md). When the transport has no room now, or messages
+     * already wait locally, the payload is encoded into this endpoint's buffer and copied into its
+     * local queue, and copied once more when the transport takes it.
      *
      * <p>The encoder must not send on this endpoint: such a send, plain or encoded, throws
      * {@link IllegalStateException}.

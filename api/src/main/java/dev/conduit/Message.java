@@ -29,7 +29,8 @@ import java.util.Objects;
  *
  * <p>For a decoder that reads a buffer at an offset (as Aeron's fragment handlers do), the payload
  * is also {@link #payloadSize()} bytes at {@link #payloadOffset()} of {@link #payloadBuffer()}, a
- * read-only view of the transport's whole buffer, which is not made per message.
+ * read-only view of the transport's whole buffer, which the shared-memory transports do not make
+ * per message.
  *
  * <p>{@link #payload()} and {@link #header()} are for convenience: they return read-only views of
  * the received bytes (zero-copy, but each call allocates a small segment object). A view, and the
@@ -154,10 +155,11 @@ public final class Message {
     /**
      * The memory the payload lies in, read-only: the transport's buffer (a receive ring, a bounce
      * ring), of which the payload is {@link #payloadSize()} bytes at {@link #payloadOffset()}. The
-     * rest of it holds other messages, or nothing: read only the payload's range. For decoders that
-     * take a buffer and an offset; unlike {@link #payload()}, no view is made per message (the
-     * shared-memory transports deliver from read-only memory, and for another transport the view is
-     * made once per buffer it delivers from). Valid during the handler call only, like everything
+     * rest of it holds other messages, the ring's own header, or nothing: read only the payload's
+     * range. For decoders that take a buffer and an offset; unlike {@link #payload()}, no view is
+     * made per message: the shared-memory transports deliver from read-only memory, and for a
+     * transport that delivers from writable memory the view is made again only when the buffer
+     * differs from the previous message's. Valid during the handler call only, like everything
      * here.
      */
     public MemorySegment payloadBuffer() {

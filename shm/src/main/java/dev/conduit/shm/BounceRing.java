@@ -81,7 +81,12 @@ public final class BounceRing {
         return memory;
     }
 
-    /** The payload bytes, from offset {@link #HEADER_LENGTH} of {@link #memory()}; see {@link ReceiveQueue#ring()}. */
+    /**
+     * The payload bytes, from offset {@link #HEADER_LENGTH} of {@link #memory()}: a zero-copy send
+     * hands an encoder this and an offset in it. Only this connection's sender writes it and the
+     * receiver does not parse it, so a write outside the payload's range changes only this
+     * connection's own payloads, never the ring's header or anyone else's messages.
+     */
     public MemorySegment ring() {
         return ring;
     }

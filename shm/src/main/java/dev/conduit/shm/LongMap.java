@@ -68,6 +68,18 @@ final class LongMap<V> {
         return size;
     }
 
+    /**
+     * A snapshot of the keys in {@code into}, or in a larger array when it is too small, for
+     * iteration that may remove without allocating each time: the first {@link #size()} entries,
+     * counted before the iteration, are the keys.
+     */
+    long[] keys(long[] into) {
+        long[] out = into.length >= size ? into : new long[Math.max(size, 2 * into.length)];
+        int n = 0;
+        for (long k : keys) if (k != 0) out[n++] = k;
+        return out;
+    }
+
     /** A snapshot of the keys, for iteration that may remove. */
     long[] keys() {
         long[] out = new long[size];

@@ -108,8 +108,6 @@ public final class ReceiveQueue {
     private static final boolean LITTLE_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
 
     private final MemorySegment memory;
-    /** The ring without the queue's header: what an encoder gets to write a payload in place. */
-    private final MemorySegment ring;
     private final long capacity;
     private final long mask;
     /** Sender side: the last head seen, so that most claims read only the tail. */
@@ -129,7 +127,6 @@ public final class ReceiveQueue {
 
     private ReceiveQueue(MemorySegment memory, long capacity) {
         this.memory = memory;
-        this.ring = memory.asSlice(HEADER_LENGTH, capacity);
         this.capacity = capacity;
         this.mask = capacity - 1;
         this.zeroBatch = Math.min(64 << 10, capacity / 16);
@@ -180,15 +177,6 @@ public final class ReceiveQueue {
 
     public MemorySegment memory() {
         return memory;
-    }
-
-    /**
-     * The ring's bytes, from offset {@link #HEADER_LENGTH} of {@link #memory()}: a zero-copy send
-     * hands an encoder this and an offset in it, so that a write outside its record can reach
-     * other records (which the receiver validates) but never the queue's header.
-     */
-    public MemorySegment ring() {
-        return ring;
     }
 
     public long capacity() {

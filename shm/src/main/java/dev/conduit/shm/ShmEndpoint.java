@@ -155,10 +155,11 @@ final class ShmEndpoint implements TransportEndpoint {
      * Like {@link #trySend}, but the encoder writes the payload where the peer reads it: a MSG
      * record claimed for {@code maxLength} payload bytes in the peer's queue (the record keeps that
      * length; its payload length field says how much was written), or, beyond {@code inline.max},
-     * {@code maxLength} bytes reserved in the bounce ring. The encoder gets the ranged call
-     * ({@link PayloadEncoder#encode(MemorySegment, long, long)}) on the ring without its header, so
-     * that one which overrides it allocates nothing. An encoder that throws leaves an abandoned
-     * record (padding to the receiver) and no bounce reservation.
+     * {@code maxLength} bytes reserved in the bounce ring. In the peer's queue the encoder gets a
+     * view bounded to the record (40 B); in the bounce ring, the ranged call
+     * ({@link PayloadEncoder#encode(MemorySegment, long, long)}) on the ring's payload bytes, so that
+     * one which overrides it allocates nothing. An encoder that throws leaves an abandoned record
+     * (padding to the receiver) and no bounce reservation.
      */
     @Override
     public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
@@ -182,8 +183,9 @@ final class ShmEndpoint implements TransportEndpoint {
             long body = offset + ReceiveQueue.RECORD_HEADER;
             long written;
             try {
-                written = PayloadEncoder.checkWritten(
-                        encoder.encode(peer.ring(), body + headerLength - ReceiveQueue.HEADER_LENGTH, maxLength), maxLength);
+                // A view bounded to the record, never the ring: every sender writes the ring and the receiver parses it, so one
+                // stray write past the range could forge a record there and stall the receiver for every sender.
+                written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
                 writeMessageFields(q, offset, id, (int) headerLength, written);
                 MemorySegment.copy(header, 0, q, body, headerLength);
             } catch (Throwable t) {
@@ -210,6 +212,8 @@ final class ShmEndpoint implements TransportEndpoint {
         long written;
         try {
             written = PayloadEncoder.checkWritten(
+                    // This connection's ring of payload bytes, which no other sender writes and the receiver does not parse: a
+                    // stray write can only change this connection's own payloads.
                     encoder.encode(bounce.ring(), bounceOffset - BounceRing.HEADER_LENGTH, maxLength), maxLength);
             writeMessageFields(q, offset, id, (int) headerLength, written);
             writeBounceFields(q, offset, bounce.position(), bounceOffset);

@@ -85,6 +85,8 @@ public final class ShmTransport implements Transport {
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
+    /** The inbound connections' ids as the periodic checks iterate them (which may remove some); kept, so a check allocates nothing. */
+    private long[] connections = new long[16];
     /**
      * Bytes of the senders' bounce rings reserved now (bounded by inbound.bounce.max): mapped, being
      * mapped, or waiting for a retry after a shortage.
@@ -492,7 +494,10 @@ public final class ShmTransport implements Transport {
         if (now - lastReap < livenessNanos) return;
         lastReap = now;
         int reaped = 0;
-        for (long connection : inbound.keys()) {
+        int senders = inbound.size();
+        connections = inbound.keys(connections);
+        for (int i = 0; i < senders; i++) {
+            long connection = connections[i];
             Inbound in = inbound.get(connection);
             if (!senderAlive(in)) {
                 forget(inbound.remove(connection));
@@ -703,7 +708,10 @@ public final class ShmTransport implements Transport {
             }
         }
         boolean senderDead = false;
-        for (long connection : inbound.keys()) {
+        int senders = inbound.size();
+        connections = inbound.keys(connections);
+        for (int i = 0; i < senders; i++) {
+            long connection = connections[i];
             Inbound in = inbound.get(connection);
             if (!senderAlive(in)) {
                 senderDead = true;

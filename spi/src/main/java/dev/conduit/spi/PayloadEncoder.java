@@ -8,14 +8,16 @@ import java.lang.foreign.MemorySegment;
  * zero-copy send); up to 1 KiB, into a buffer of the sending endpoint.
  *
  * <p><b>Implemented by</b> applications (and libraries such as {@code dev.conduit.chronicle});
- * <b>called by</b> the runtime or a transport, once per send, on the sending thread. The target is
- * exactly {@code maxLength} bytes long and bounded: a write outside it throws
- * {@link IndexOutOfBoundsException}. What is in it beyond what the encoder writes is undefined.
+ * <b>called by</b> the runtime or a transport, once per send, on the sending thread. Through
+ * {@link #encode(MemorySegment)} the target is exactly {@code maxLength} bytes long and bounded: a
+ * write outside it throws {@link IndexOutOfBoundsException}. What is in it beyond what the encoder
+ * writes is undefined.
  *
  * <p>Two forms: {@link #encode(MemorySegment)}, the one to implement, gets a view bounded to the
- * message; {@link #encode(MemorySegment, long, long)}, which an encoder may override so that a
- * zero-copy send above 1 KiB allocates nothing, gets the whole buffer and a range in it.
- * {@link Ranged} is an encoder written for the second, as a lambda.
+ * message; {@link #encode(MemorySegment, long, long)}, which an encoder may override so that more
+ * sends above 1 KiB allocate nothing, gets a whole buffer and a range in it, and is called only
+ * where a write outside the range reaches no other sender's message. {@link Ranged} is an encoder
+ * written for the second, as a lambda.
  *
  * <p>The encoder must not use the endpoint it is sending on, and must not keep the target: once
  * it returns, the bytes belong to the transport (they may be in the peer's receive queue). Keep it
@@ -38,22 +40,24 @@ public interface PayloadEncoder {
     /**
      * Writes the payload into {@code memory} at {@code offset}, in at most {@code maxLength} bytes,
      * and returns how many bytes it wrote: the same as {@link #encode(MemorySegment)} on
-     * {@code memory.asSlice(offset, maxLength)}, which is what this default does. Transports call
-     * this form for a zero-copy send, with {@code memory} the whole buffer the payload goes to (the
-     * peer's receive ring, a bounce ring); the runtime calls it for a payload it holds in its local
-     * queue. For a payload of at most 1 KiB the runtime calls {@link #encode(MemorySegment)} instead,
-     * with a view of a buffer of its own that it keeps, which allocates nothing.
+     * {@code memory.asSlice(offset, maxLength)}, which is what this default does. It is called
+     * only on memory that no other sender writes and no receiver parses, above 1 KiB: a transport's
+     * buffer of one connection (the shared-memory transports' bounce ring, for payloads above their
+     * {@code inline.max}), and the runtime's own buffer of the endpoint (for a payload that must wait
+     * in the endpoint's local queue, and over a transport without zero-copy send). Elsewhere the
+     * encoder gets {@link #encode(MemorySegment)}: up to 1 KiB with a view the runtime keeps, which
+     * allocates nothing; in a shared-memory peer's receive queue (above 1 KiB, up to
+     * {@code inline.max}) with a view bounded to the record, made per send, because every sender
+     * writes that ring and the receiver parses it.
      *
      * <p><b>Why override it:</b> the default's view is a new object per send (40 B), which the JIT
      * removes only where it inlines this encoder and everything the view reaches. An encoder that
-     * writes through {@code memory} at {@code offset + i} allocates nothing, whatever the size of
-     * the payload. Such an encoder must write only within {@code offset .. offset + maxLength}:
-     * {@code memory} is bounded by the buffer, not by this message, and a write outside the range
-     * overwrites messages of this process or of others that share the buffer. The receiver
-     * survives that (it validates every record it reads), but those messages' bytes are lost or
-     * changed. Both forms must write the same payload.
+     * writes through {@code memory} at {@code offset + i} makes none. It must write only within
+     * {@code offset .. offset + maxLength}: {@code memory} is bounded by the buffer, not by this
+     * message, and a write outside the range changes this connection's other payloads (or nothing,
+     * in the runtime's buffer). Both forms must write the same payload.
      *
-     * @param memory writable; holds other messages outside the range
+     * @param memory writable; may hold this connection's other payloads outside the range
      * @param offset where the payload starts in {@code memory}
      * @param maxLength the most bytes the payload may take
      * @return the payload's length, {@code 0..maxLength}
@@ -66,8 +70,8 @@ public interface PayloadEncoder {
     /**
      * An encoder written for the ranged call: {@link #encode(MemorySegment, long, long)} is the one
      * to implement, so a lambda can be one, and {@link #encode(MemorySegment)} writes through it at
-     * offset 0 of the view. A zero-copy send through it allocates nothing, whatever the size; it must
-     * keep to its {@code maxLength} bytes itself (see {@link #encode(MemorySegment, long, long)}).
+     * offset 0 of the view. Where the ranged call is made no view is made; it must keep to its
+     * {@code maxLength} bytes itself (see {@link #encode(MemorySegment, long, long)}).
      *
      * @since SPI 1.1
      */

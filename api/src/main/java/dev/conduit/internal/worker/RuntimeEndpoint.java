@@ -70,8 +70,8 @@ final class RuntimeEndpoint implements Endpoint {
     private boolean encodesInPlace = true;
     /**
      * Where encoders write that do not write in place ({@link #encodeHere}): those of at most
-     * {@value #ENCODED_HERE_UP_TO} bytes, and all over a transport without zero-copy send. Made on
-     * the first, grown on demand, kept.
+     * {@value #ENCODED_HERE_UP_TO} bytes, all over a transport without zero-copy send, and those
+     * that go to the local queue. Made on the first, grown on demand, kept.
      */
     private MemorySegment scratch = MemorySegment.NULL;
     /**
@@ -190,10 +190,9 @@ final class RuntimeEndpoint implements Endpoint {
         }
     }
 
-    /** Where the encoder writes: the local queue, this endpoint's buffer, or the transport's memory. */
+    /** Where the encoder writes: this endpoint's buffer, or the transport's memory. */
     private long encode(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        if (maxLength > ENCODED_HERE_UP_TO && !pending.isEmpty()) return pending.add(id, header, maxLength, encoder);
-        if (maxLength <= ENCODED_HERE_UP_TO || !encodesInPlace) return encodeHere(id, header, maxLength, encoder);
+        if (maxLength <= ENCODED_HERE_UP_TO || !encodesInPlace || !pending.isEmpty()) return encodeHere(id, header, maxLength, encoder);
         long sent;
         try {
             sent = te.trySendEncoded(id, header, maxLength, encoder);
@@ -204,7 +203,7 @@ final class RuntimeEndpoint implements Endpoint {
             return encodeHere(id, header, maxLength, encoder);
         }
         if (sent >= 0) return sent;
-        return queue(id, header, maxLength, encoder);
+        return encodeHere(id, header, maxLength, encoder); // no room: the encoder was not called
     }
 
     /** A send on this endpoint from inside its encoder: its message is not complete, and the send would overwrite or overtake it. */
@@ -216,10 +215,16 @@ final class RuntimeEndpoint implements Endpoint {
     /**
      * Lets the encoder write into {@link #scratch}, then hands the message to the transport as the
      * local queue hands its records (the ranged {@code trySend}), or queues it: a small payload (one
-     * copy more, no view), or any over a transport without zero-copy send.
+     * copy more, no view), any over a transport without zero-copy send, and any that would wait
+     * behind the local queue or found no room. Up to {@value #ENCODED_HERE_UP_TO} bytes the encoder
+     * gets a view kept per length; above, the ranged call on the buffer, which holds nothing else,
+     * so that a stray write past the range reaches no message (never the local queue's records, which
+     * nothing would check).
      */
     private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        long written = PayloadEncoder.checkWritten(encoder.encode(scratchTarget(maxLength)), maxLength);
+        long written = PayloadEncoder.checkWritten(maxLength <= ENCODED_HERE_UP_TO
+                ? encoder.encode(scratchTarget(maxLength))
+                : encoder.encode(scratch(maxLength), 0, maxLength), maxLength);
         if (pending.isEmpty()) {
             boolean sent;
             try {
@@ -236,24 +241,22 @@ final class RuntimeEndpoint implements Endpoint {
         return written;
     }
 
-    /** {@code maxLength} bytes of {@link #scratch}: up to {@value #ENCODED_HERE_UP_TO}, a view made once per length. */
-    private MemorySegment scratchTarget(long maxLength) {
-        if (scratch.byteSize() < maxLength) {
-            scratch = Arena.ofAuto().allocate(Math.max(maxLength, ENCODED_HERE_UP_TO), 8);
+    /** {@link #scratch}, grown to at least {@code length} bytes. */
+    private MemorySegment scratch(long length) {
+        if (scratch.byteSize() < length) {
+            scratch = Arena.ofAuto().allocate(Math.max(length, ENCODED_HERE_UP_TO), 8);
             targets = null;
         }
-        if (maxLength > ENCODED_HERE_UP_TO) return scratch.asSlice(0, maxLength);
+        return scratch;
+    }
+
+    /** {@code maxLength} (at most {@value #ENCODED_HERE_UP_TO}) bytes of {@link #scratch}: a view made once per length. */
+    private MemorySegment scratchTarget(long maxLength) {
+        scratch(maxLength);
         if (targets == null) targets = new MemorySegment[ENCODED_HERE_UP_TO + 1];
         MemorySegment target = targets[(int) maxLength];
         if (target == null) targets[(int) maxLength] = target = scratch.asSlice(0, maxLength);
         return target;
-    }
-
-    /** The transport had no room for a zero-copy send: the encoder writes into the local queue. */
-    private long queue(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        long written = pending.add(id, header, maxLength, encoder);
-        markBacklogged();
-        return written;
     }
 
     /** The local queue was empty and holds a message now. */

@@ -320,8 +320,16 @@ class EndpointMessagingTest {
 
         p.endpoint().send(2, MemorySegment.NULL, 0, t -> 0);
         p.endpoint().send(2, MemorySegment.NULL, 1000, t -> 1000);
-        progressUntil(() -> sizes.size() == 2, p.receiver(), p.sender());
-        assertThat(sizes).as("only what the encoder wrote is sent").containsExactly(0L, 1000L);
+        p.endpoint().send(2, MemorySegment.NULL, 5000, t -> {
+            assertThat(t.byteSize()).as("above 1 KiB, the default ranged call's view").isEqualTo(5000);
+            return 3000;
+        });
+        p.endpoint().send(2, MemorySegment.NULL, 5000, (dev.conduit.spi.PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+            assertThat(memory.byteSize() - offset).as("the endpoint's buffer, at least maxLength from offset").isGreaterThanOrEqualTo(5000);
+            return 4000;
+        });
+        progressUntil(() -> sizes.size() == 4, p.receiver(), p.sender());
+        assertThat(sizes).as("only what the encoder wrote is sent").containsExactly(0L, 1000L, 3000L, 4000L);
     }
 
     @Test

@@ -207,19 +207,22 @@ class SteadyStateAllocationTest {
         assertThat(ring.encodedSends).as("payloads of at most 1 KiB offered to trySendEncoded").isZero();
     }
 
+    /** Three classes (a lambda is one), so the JIT inlines none of them where they meet. */
+    private static final PayloadEncoder[] RANGED = {
+            (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 1L); return 8; },
+            (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 2L); return 8; },
+            (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 3L); return 8; }};
+
     /**
-     * A zero-copy send above 1 KiB that the transport has no room for is encoded into the local
-     * queue through the encoder's ranged call: before, through a view of the queue's buffer made
-     * per send.
+     * A zero-copy send above 1 KiB that the transport has no room for is encoded into the
+     * endpoint's buffer through the encoder's ranged call, and copied into the local queue: before,
+     * the encoder wrote into the local queue through a view made per send (and a ranged call there
+     * would have let a stray write reach the queue's records, which nothing checks).
      */
     @Test
     void zeroCopySendsAboveOneKibQueuedLocallyAllocateNothingWithEncodersThatWriteInPlace() {
         open();
-        // Three classes (a lambda is one), so the JIT inlines none of them where they meet.
-        PayloadEncoder[] encoders = {
-                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 1L); return 8; },
-                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 2L); return 8; },
-                (PayloadEncoder.Ranged) (memory, offset, maxLength) -> { memory.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, 3L); return 8; }};
+        PayloadEncoder[] encoders = RANGED;
         int messages = 10_000;
         long sentAllocated = 0;
         long expected = 0;
@@ -234,13 +237,44 @@ class SteadyStateAllocationTest {
             worker.progress();
         }
         assertThat(sum[0]).isEqualTo(expected);
-        assertThat(ring.encodedSends).as("payloads above 1 KiB offered to trySendEncoded").isEqualTo(20);
+        // Per round: each send is offered to trySendEncoded (no room) until one waits locally: 8 fit the ring through the
+        // copying send, the 9th is queued, and the rest go straight behind it.
+        assertThat(ring.encodedSends).as("payloads above 1 KiB offered to trySendEncoded").isEqualTo(20 * 9);
         assertThat(sentAllocated).as("bytes allocated for %d zero-copy sends into the local queue", messages).isLessThan(messages);
+    }
+
+    /**
+     * Over a transport without zero-copy send, a payload above 1 KiB is encoded into the endpoint's
+     * buffer through the ranged call: before, through a view of that buffer made per send.
+     */
+    @Test
+    void sendsAboveOneKibOverATransportWithoutZeroCopySendAllocateNothingWithEncodersThatWriteInPlace() {
+        plugin.zeroCopy = false;
+        open();
+        int messages = 30_000;
+        long sentAllocated = 0;
+        long expected = 0;
+        for (int round = 0; round < 20; round++) {
+            long before = allocatedBytes();
+            for (int i = 0; i < messages; i++) {
+                self.send(5, header, (i & 1) == 0 ? 2048 : 1500, RANGED[i % 3]);
+                expected += i % 3 + 1;
+                if ((i & 7) == 7) worker.progress(); // the ring holds 8: nothing waits locally
+            }
+            sentAllocated = allocatedBytes() - before;
+            while (self.pending() > 0) worker.progress();
+            worker.progress();
+        }
+        assertThat(sum[0]).isEqualTo(expected);
+        assertThat(ring.encodedSends).as("offered once, then known to be unsupported").isEqualTo(1);
+        assertThat(sentAllocated).as("bytes allocated for %d sends encoded into the endpoint's buffer", messages).isLessThan(messages);
     }
 
     /** A transport with a ring of 8 slots of 128 bytes in one segment; allocates nothing per message. */
     static final class RingPlugin implements ConduitPlugin {
         Ring opened;
+        /** Whether its endpoints offer zero-copy send (with no room, ever) or say they do not. */
+        boolean zeroCopy = true;
 
         @Override public String name() { return "ring"; }
         @Override public Version version() { return Version.parse("1.0.0"); }
@@ -251,7 +285,7 @@ class SteadyStateAllocationTest {
 
         @Override
         public Transport openTransport(TransportContext context) {
-            opened = new Ring(context.messageSink());
+            opened = new Ring(context.messageSink(), zeroCopy);
             return opened;
         }
     }
@@ -265,8 +299,11 @@ class SteadyStateAllocationTest {
         private long tail;
         long encodedSends;
 
-        Ring(MessageSink sink) {
+        private final boolean zeroCopy;
+
+        Ring(MessageSink sink, boolean zeroCopy) {
             this.sink = sink;
+            this.zeroCopy = zeroCopy;
         }
 
         @Override public byte[] address() { return new byte[] {1}; }
@@ -294,10 +331,11 @@ class SteadyStateAllocationTest {
             return true;
         }
 
-        /** No room for it here: a zero-copy send the runtime offers goes to its local queue. */
+        /** No room for it here: a zero-copy send the runtime offers goes to its local queue. Or none at all. */
         @Override
         public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
             encodedSends++;
+            if (!zeroCopy) throw new dev.conduit.spi.NotSupportedException("no zero-copy send in this test");
             return -1;
         }
 

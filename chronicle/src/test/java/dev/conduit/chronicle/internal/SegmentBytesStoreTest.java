@@ -58,4 +58,41 @@ class SegmentBytesStoreTest {
         assertThatThrownBy(() -> store.point(memory, 100, 64)).isInstanceOf(IndexOutOfBoundsException.class);
         assertThatThrownBy(() -> store.point(memory, -1, 8)).isInstanceOf(IndexOutOfBoundsException.class);
     }
+
+    @Test
+    void copiesBulkAndNativeTransfersAndStringsUseTheRangeNotTheSegmentsStart() {
+        MemorySegment memory = Arena.ofAuto().allocate(4096);
+        for (int i = 0; i < 4096; i++) memory.set(ValueLayout.JAVA_BYTE, i, (byte) i);
+        SegmentBytesStore store = new SegmentBytesStore(MemorySegment.NULL, () -> true, "a range", true);
+        store.point(memory, OFFSET, LENGTH);
+
+        SegmentBytesStore copy = store.copy();
+        assertThat(copy.capacity()).isEqualTo(LENGTH);
+        assertThat(copy.readByte(0)).as("the range's first byte, not the segment's").isEqualTo((byte) OFFSET);
+
+        MemorySegment other = Arena.ofAuto().allocate(256);
+        for (int i = 0; i < 256; i++) other.set(ValueLayout.JAVA_BYTE, i, (byte) (100 + i));
+        SegmentBytesStore source = new SegmentBytesStore(MemorySegment.NULL, () -> true, "another range", true);
+        source.point(other, 200, 16);
+        store.write(0, source, 0, 16);
+        assertThat(memory.get(ValueLayout.JAVA_BYTE, OFFSET)).as("from the source's range").isEqualTo((byte) (100 + 200));
+        assertThatThrownBy(() -> store.write(0, source, 8, 16)).as("past the source's range")
+                .isInstanceOf(IndexOutOfBoundsException.class);
+
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment nativeMemory = arena.allocate(8);
+            store.nativeRead(8, nativeMemory.address(), 8);
+            assertThat(nativeMemory.get(ValueLayout.JAVA_BYTE, 0)).isEqualTo(memory.get(ValueLayout.JAVA_BYTE, OFFSET + 8));
+            nativeMemory.fill((byte) 77);
+            store.nativeWrite(nativeMemory.address(), 56, 8);
+            assertThat(memory.get(ValueLayout.JAVA_BYTE, OFFSET + 63)).isEqualTo((byte) 77);
+            assertThatThrownBy(() -> store.nativeWrite(nativeMemory.address(), 60, 8)).isInstanceOf(IndexOutOfBoundsException.class);
+            assertThatThrownBy(() -> store.nativeRead(60, nativeMemory.address(), 8)).isInstanceOf(IndexOutOfBoundsException.class);
+        }
+
+        assertThat(store.write8bit(32, "abc", 0, 3)).isEqualTo(36);
+        assertThat(memory.get(ValueLayout.JAVA_BYTE, OFFSET + 33)).isEqualTo((byte) 'a');
+        assertThatThrownBy(() -> store.write8bit(60, "abcdef", 0, 6)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThat(memory.get(ValueLayout.JAVA_BYTE, OFFSET + LENGTH)).as("the byte after the range").isEqualTo((byte) (OFFSET + LENGTH));
+    }
 }
