@@ -85,7 +85,11 @@ public final class ShmTransport implements Transport {
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
-    /** The inbound connections' ids as the periodic checks iterate them (which may remove some); kept, so a check allocates nothing. */
+    /**
+     * The inbound connections' ids as the periodic checks iterate them (which may remove some);
+     * kept, so a check allocates nothing. One array for both {@code checkPeers} and
+     * {@code reapDeadSenders}: neither runs inside the other.
+     */
     private long[] connections = new long[16];
     /**
      * Bytes of the senders' bounce rings reserved now (bounded by inbound.bounce.max): mapped, being

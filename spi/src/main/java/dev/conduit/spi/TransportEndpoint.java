@@ -70,7 +70,8 @@ public interface TransportEndpoint extends AutoCloseable {
      * then encodes into a buffer of its own and calls {@link #trySend}: one copy more, same semantics.
      *
      * @return the payload length sent, or {@code -1} when there is no room now (the encoder was not
-     *         called; the runtime encodes into its local queue instead)
+     *         called; the runtime has it encode into a buffer of the endpoint, and sends from there
+     *         or queues the message locally)
      * @throws PeerFailedException   when the peer is known to be dead
      * @throws NotSupportedException by default
      */

@@ -88,7 +88,7 @@ final class PerfServer {
     private long allocatedAtReady = -1;
     /** The PING being answered, for {@link #echo}: its payload is copied straight into the PONG's buffer. */
     private Message ping;
-    /** Written for the ranged call, so that a PONG above 1 KiB, written in place, allocates no view. */
+    /** Written for the ranged call, so that a PONG written in place in the bounce ring (above inline.max) makes no view. */
     private final PayloadEncoder echo = (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
         long n = ping.payloadSize();
         ping.copyPayload(0, memory, offset, n);

@@ -328,8 +328,13 @@ class EndpointMessagingTest {
             assertThat(memory.byteSize() - offset).as("the endpoint's buffer, at least maxLength from offset").isGreaterThanOrEqualTo(5000);
             return 4000;
         });
-        progressUntil(() -> sizes.size() == 4, p.receiver(), p.sender());
-        assertThat(sizes).as("only what the encoder wrote is sent").containsExactly(0L, 1000L, 3000L, 4000L);
+        p.endpoint().send(2, MemorySegment.NULL, 100_000, (dev.conduit.spi.PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+            assertThat(offset).isZero();
+            assertThat(memory.byteSize()).as("above 64 KiB, a view bounded to its room in the local queue").isEqualTo(100_000);
+            return 90_000;
+        });
+        progressUntil(() -> sizes.size() == 5, p.receiver(), p.sender());
+        assertThat(sizes).as("only what the encoder wrote is sent").containsExactly(0L, 1000L, 3000L, 4000L, 90_000L);
     }
 
     @Test
@@ -337,6 +342,13 @@ class EndpointMessagingTest {
         Pair p = pair(2);
         List<Long> seen = recordFirstLongs(p.receiver());
         for (int full = 0; full < 2; full++) { // with room in the transport, then with messages waiting locally
+            for (long maxLength : new long[] {5000, 100_000}) { // the ranged call on the endpoint's buffer; a view in the local queue
+                assertThatThrownBy(() -> p.endpoint().send(1, MemorySegment.NULL, maxLength, t -> {
+                    throw new IllegalArgumentException("cannot encode");
+                })).isInstanceOf(IllegalArgumentException.class).hasMessage("cannot encode");
+                assertThatThrownBy(() -> p.endpoint().send(1, MemorySegment.NULL, maxLength, t -> maxLength + 1))
+                        .isInstanceOf(IllegalStateException.class).hasMessageContaining("outside 0.." + maxLength);
+            }
             assertThatThrownBy(() -> p.endpoint().send(1, MemorySegment.NULL, 8, t -> {
                 throw new IllegalArgumentException("cannot encode");
             })).isInstanceOf(IllegalArgumentException.class).hasMessage("cannot encode");
