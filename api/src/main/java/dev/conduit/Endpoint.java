@@ -91,9 +91,8 @@ public interface Endpoint extends AutoCloseable {
      * where it inlines the encoder); in the bounce ring beyond, and in this endpoint's buffer, it is
      * called through {@link PayloadEncoder#encode(MemorySegment, long, long)}, which an encoder can
      * override to make no view (docs/decisions.md). When the transport has no room now, or messages
-     * already wait locally, the payload is encoded into this endpoint's buffer (above 64 KiB, into
-     * its local queue through a bounded view) and sent from there, or queued locally and copied
-     * once more when the transport takes it.
+     * already wait locally, the payload is encoded into this endpoint's buffer and sent from
+     * there, or queued locally and copied once more when the transport takes it.
      *
      * <p>The encoder must not send on this endpoint: such a send, plain or encoded, throws
      * {@link IllegalStateException}.

@@ -43,14 +43,12 @@ public interface PayloadEncoder {
      * {@code memory.asSlice(offset, maxLength)}, which is what this default does. It is called
      * only on memory that no other sender writes and no receiver parses, above 1 KiB: a transport's
      * buffer of one connection (the shared-memory transports' bounce ring, for payloads above their
-     * {@code inline.max}), and the runtime's own buffer of the endpoint (for a payload of up to
-     * 64 KiB that must wait in the endpoint's local queue, or goes over a transport without
-     * zero-copy send). Elsewhere the encoder gets {@link #encode(MemorySegment)}: up to 1 KiB with a
-     * view the runtime keeps, which allocates nothing; in a shared-memory peer's receive queue
-     * (above 1 KiB, up to {@code inline.max}) with a view bounded to the record, made per send,
-     * because every sender writes that ring and the receiver parses it; above 64 KiB in the
-     * endpoint's local queue with a view bounded to its room, because nothing checks that queue's
-     * records.
+     * {@code inline.max}), and the runtime's own buffer of the endpoint (for a payload that must
+     * wait in the endpoint's local queue, or goes over a transport without zero-copy send).
+     * Elsewhere the encoder gets {@link #encode(MemorySegment)}: up to 1 KiB with a view the
+     * runtime keeps, which allocates nothing; in a shared-memory peer's receive queue (above 1 KiB,
+     * up to {@code inline.max}) with a view bounded to the record, made per send, because every
+     * sender writes that ring and the receiver parses it.
      *
      * <p><b>Why override it:</b> the default's view is a new object per send (40 B), which the JIT
      * removes only where it inlines this encoder and everything the view reaches. An encoder that

@@ -1,7 +1,6 @@
 package dev.conduit.internal.worker;
 
 import dev.conduit.spi.ConduitException;
-import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.TransportEndpoint;
 
 import java.lang.foreign.MemorySegment;
@@ -11,9 +10,9 @@ import java.nio.ByteOrder;
 /**
  * The messages of one endpoint that its transport could not take yet, in order: the runtime's
  * backpressure for every plugin. Messages are copied (so the sender's buffers are free when
- * {@code send} returns; a zero-copy send's payload from the endpoint's own buffer, or written here
- * by its encoder through a view bounded to it, since nothing checks these records) into one
- * growable heap buffer, as records
+ * {@code send} returns; a zero-copy send's payload from the endpoint's own buffer, never written
+ * here by its encoder, since nothing checks these records) into one growable heap buffer, as
+ * records
  *
  * <pre>
  *   id (4) | header length (4) | payload length (8) | header | payload
@@ -82,28 +81,6 @@ final class PendingQueue {
         tail += size;
         messages++;
         bytes += hl + payloadLength;
-    }
-
-    /**
-     * Lets {@code encoder} write a message's payload in behind the others, through a view bounded to
-     * its {@code maxLength} bytes (never the ranged call: a stray write would reach the records
-     * before it, which nothing checks); keeps only what it wrote. When it throws, nothing is queued.
-     *
-     * @return the payload's length
-     */
-    long add(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        long hl = header.byteSize();
-        if (tail + RECORD + hl + maxLength > buffer.byteSize()) makeRoom(RECORD + hl + maxLength);
-        long payloadAt = tail + RECORD + hl;
-        long pl = PayloadEncoder.checkWritten(encoder.encode(buffer.asSlice(payloadAt, maxLength)), maxLength);
-        buffer.set(INT, tail, id);
-        buffer.set(INT, tail + 4, (int) hl);
-        buffer.set(LONG, tail + 8, pl);
-        MemorySegment.copy(header, 0, buffer, tail + RECORD, hl);
-        tail = payloadAt + pl;
-        messages++;
-        bytes += hl + pl;
-        return pl;
     }
 
     /**

@@ -43,8 +43,6 @@ final class RuntimeEndpoint implements Endpoint {
      * on both sides"). Larger payloads are where the copy saved is worth a view.
      */
     static final int ENCODED_HERE_UP_TO = 1024;
-    /** The largest {@link #scratch} an endpoint keeps: larger payloads that are not written in place go through the local queue. */
-    static final long SCRATCH_KEPT = 64 << 10;
     private static final VarHandle NOTIFIED;
 
     static {
@@ -71,10 +69,10 @@ final class RuntimeEndpoint implements Endpoint {
     /** Whether the transport may do zero-copy sends: until it says it does not ({@link TransportEndpoint#trySendEncoded}). */
     private boolean encodesInPlace = true;
     /**
-     * Where encoders write that do not write in place ({@link #encodeHere}), up to
-     * {@value #SCRATCH_KEPT} bytes: those of at most {@value #ENCODED_HERE_UP_TO} bytes, over a
-     * transport without zero-copy send, and those that go to the local queue. Made on the first,
-     * grown on demand, kept.
+     * Where encoders write that do not write in place ({@link #encodeHere}): those of at most
+     * {@value #ENCODED_HERE_UP_TO} bytes, all over a transport without zero-copy send, and those
+     * that go to the local queue. Made on the first, grown on demand, kept up to
+     * {@link PendingQueue#RETAIN} bytes, as the local queue keeps its buffer.
      */
     private MemorySegment scratch = MemorySegment.NULL;
     /**
@@ -222,11 +220,20 @@ final class RuntimeEndpoint implements Endpoint {
      * behind the local queue or found no room. Up to {@value #ENCODED_HERE_UP_TO} bytes the encoder
      * gets a view kept per length; above, the ranged call on the buffer, which holds nothing else,
      * so that a stray write past the range reaches no message (never the local queue's records, which
-     * nothing would check); above {@value #SCRATCH_KEPT}, a view bounded to its room in the local
-     * queue.
+     * nothing would check).
      */
     private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        if (maxLength > SCRATCH_KEPT) return encodeIntoLocalQueue(id, header, maxLength, encoder);
+        try {
+            return encodeHereInto(id, header, maxLength, encoder);
+        } finally {
+            if (scratch.byteSize() > PendingQueue.RETAIN) {
+                scratch = MemorySegment.NULL; // what the local queue does with a buffer this large once it empties
+                targets = null;
+            }
+        }
+    }
+
+    private long encodeHereInto(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         long written = PayloadEncoder.checkWritten(maxLength <= ENCODED_HERE_UP_TO
                 ? encoder.encode(scratchTarget(maxLength))
                 : encoder.encode(scratch(maxLength), 0, maxLength), maxLength);
@@ -242,31 +249,6 @@ final class RuntimeEndpoint implements Endpoint {
             markBacklogged();
         } else {
             pending.add(id, header, scratch, 0, written);
-        }
-        return written;
-    }
-
-    /**
-     * A payload larger than this endpoint keeps {@link #scratch} for: the encoder writes into the
-     * local queue through a view bounded to it (about 40 B), and the message goes from there. The
-     * queue gives a large buffer back once it empties; a scratch buffer would be kept for the
-     * endpoint's life.
-     */
-    private long encodeIntoLocalQueue(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        boolean wasEmpty = pending.isEmpty();
-        long written = pending.add(id, header, maxLength, encoder);
-        if (!wasEmpty) return written;
-        boolean sent;
-        try {
-            sent = pending.offerHead(te);
-        } catch (PeerFailedException e) {
-            pending.remove(); // not queued: this send fails, as a direct one would
-            throw failedNow(e);
-        }
-        if (sent) {
-            pending.remove();
-        } else {
-            markBacklogged();
         }
         return written;
     }

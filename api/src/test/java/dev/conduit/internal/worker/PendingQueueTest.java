@@ -57,35 +57,6 @@ class PendingQueueTest {
     }
 
     @Test
-    void anEncoderWritesThroughABoundedViewKeepsOnlyWhatItWroteAndLeavesNothingWhenItThrows() {
-        PendingQueue q = new PendingQueue();
-        MemorySegment header = MemorySegment.ofArray(new byte[] {9, 8, 7});
-        assertThat(q.add(1, header, 10_000, t -> {
-            assertThat(t.byteSize()).as("room for maxLength, growing the buffer").isEqualTo(10_000);
-            t.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 42L);
-            return 8;
-        })).isEqualTo(8);
-        assertThat(q.bytes()).isEqualTo(3 + 8);
-        assertThatThrownBy(() -> q.add(2, header, 64, t -> {
-            t.fill((byte) 1);
-            throw new IllegalStateException("encoder failed");
-        })).hasMessage("encoder failed");
-        assertThatThrownBy(() -> q.add(2, header, 64, t -> 65))
-                .isInstanceOf(IllegalStateException.class).hasMessageContaining("outside 0..64");
-        q.add(3, MemorySegment.NULL, MemorySegment.ofArray(new byte[] {5}));
-        assertThat(q.messages()).as("the failed encoders left nothing").isEqualTo(2);
-        Head first = Head.of(q);
-        assertThat(first.id()).isEqualTo(1);
-        assertThat(first.header()).containsExactly(9, 8, 7);
-        assertThat(first.payload()).hasSize(8);
-        assertThat(MemorySegment.ofArray(first.payload()).get(ValueLayout.JAVA_LONG_UNALIGNED, 0)).isEqualTo(42L);
-        q.remove();
-        Head second = Head.of(q);
-        assertThat(second.id()).isEqualTo(3);
-        assertThat(second.payload()).containsExactly(5);
-    }
-
-    @Test
     void reusesItsBufferAndDropsAHugeOneWhenEmpty() {
         PendingQueue q = new PendingQueue();
         MemorySegment small = MemorySegment.ofArray(new byte[100]);

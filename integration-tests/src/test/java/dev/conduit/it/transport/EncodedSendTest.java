@@ -23,8 +23,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * The shared-memory transports' zero-copy send ({@code Endpoint.send(id, header, maxLength,
  * encoder)}): above 1 KiB the encoder writes into the peer's receive queue (inline) or the bounce
- * ring (large), up to it into the endpoint's buffer; under backpressure into the endpoint's buffer
- * (up to 64 KiB, then copied into the local queue) or the local queue; an
+ * ring (large), up to it into the endpoint's buffer; under backpressure into the endpoint's buffer,
+ * then copied into the local queue; an
  * encoder that throws or lies about its length leaves nothing behind and the stream goes on, in
  * order.
  */
