@@ -158,6 +158,24 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
+     * Whether some owner with {@code prefix} is dead while its lease is still there (not yet
+     * reclaimed): a lease that can be locked. Takes each lock for an instant; never blocks. A lease
+     * that is gone or is no regular file is no evidence either way.
+     */
+    public static boolean anyOwnerDead(Libc libc, SharedDirectory directory, String prefix) {
+        for (String name : directory.list(prefix + "-")) {
+            if (!name.endsWith(LEASE)) continue; // a pending lease owns nothing: its owner may be starting
+            if (!isOwnerId(name.substring(prefix.length() + 1, name.length() - LEASE.length()))) continue;
+            try (FileDescriptor probe = directory.openLease(name)) {
+                if (libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) return true;
+            } catch (ErrnoException e) {
+                // gone meanwhile, or not a lease we may open: not evidence
+            }
+        }
+        return false;
+    }
+
+    /**
      * Removes the files of every dead owner with {@code prefix}: each lease (or pending lease) that
      * can be locked, every {@code <prefix>-<owner>-*} file, then the lease itself.
      *

@@ -116,6 +116,12 @@ public final class ShmTransport implements Transport {
     private long progressCount;
     private long lastLivenessCheck = System.nanoTime();
     private long blockedSince;
+    /**
+     * Whether, since the head was blocked by a claim that names nobody, a worker's lease in the
+     * shared directory was found dead: the evidence that lets such a claim be skipped when its
+     * sender is one this worker never met (killed during its first claim, its CONNECT).
+     */
+    private boolean ownerDiedWhileBlocked;
     private boolean closed;
 
     /** A sender connected to this worker's queue. */
@@ -736,17 +742,25 @@ public final class ShmTransport implements Transport {
                 // A claim whose length is not yet written names nobody and may be a live sender's that
                 // was descheduled: that some other sender died says nothing about it, so such a record
                 // is skipped only once it stayed blocked as long as a hung peer may (heartbeat.timeout).
+                // The evidence that some sender died is one this worker knows found dead, or, for a
+                // sender it never met (killed during its CONNECT's claim), a dead worker lease in the
+                // shared directory seen while the block lasts.
+                if (connection == 0 && !senderDead && !ownerDiedWhileBlocked) {
+                    ownerDiedWhileBlocked = OwnerLease.anyOwnerDead(libc, directory, leasePrefix);
+                }
                 boolean dead = culprit != null ? !senderAlive(culprit)
                         : connection != 0 ? !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)
-                        : senderDead && now - blockedSince >= Math.max(unblockNanos, heartbeatNanos);
+                        : (senderDead || ownerDiedWhileBlocked) && now - blockedSince >= Math.max(unblockNanos, heartbeatNanos);
                 if (dead && queue.unblock()) {
                     context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message a sender claimed and never wrote: it died mid-send");
                     blockedSince = 0;
+                    ownerDiedWhileBlocked = false;
                     events++;
                 }
             }
         } else {
             blockedSince = 0;
+            ownerDiedWhileBlocked = false;
         }
         finishCloses();
         if (someoneDied) reclaimDeadPeers(directory);

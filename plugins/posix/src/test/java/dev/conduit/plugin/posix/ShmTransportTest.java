@@ -333,6 +333,46 @@ class ShmTransportTest {
     }
 
     /**
+     * A sender killed right after the CAS that claimed its first record (its CONNECT) leaves a claim
+     * that names nobody, from a sender the receiver never met, so no sender it knows is found dead.
+     * The dead sender's worker lease, still in the shared directory, is the evidence: the claim is
+     * skipped once it stayed blocked for heartbeat.timeout. Without it the queue stayed wedged for
+     * every other sender (found while RandomKillTest failed once in CI).
+     */
+    @Test
+    void aSenderKilledRightAfterClaimingItsFirstRecordDoesNotWedgeTheQueue() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
+                "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "50ms");
+        Path queueFile;
+        try (var files = Files.list(shared)) {
+            queueFile = files.filter(f -> {
+                try {
+                    return Files.size(f) == 4096 + 65536;
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }).findFirst().orElseThrow();
+        }
+        // Opened first: a transport that opens reclaims dead owners' files, the evidence among them.
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        // What the dead sender left: its worker lease, unlocked, and a claim of 64 bytes with nothing written.
+        Files.createFile(shared.resolve("conduit-posix-worker-0badcafe0badcafe0badcafe0badcafe.lease"));
+        try (Arena arena = Arena.ofConfined();
+             java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(queueFile,
+                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            MemorySegment queue = channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, Files.size(queueFile), arena);
+            long tail = queue.get(ValueLayout.JAVA_LONG, 128);
+            queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
+        }
+        assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        // Bounded, not timed: the skip needs the block to last heartbeat.timeout; without it nothing ever arrives.
+        for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
+        assertThat(received.ids).containsExactly(7);
+    }
+
+    /**
      * A sender killed while writing the first record of its connection (its CONNECT, which would
      * have told the receiver its lease) leaves a claimed, uncommitted record naming a connection the
      * receiver never met. The receiver must still find that sender dead and skip the record, or the
