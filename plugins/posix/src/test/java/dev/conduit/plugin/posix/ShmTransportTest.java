@@ -332,6 +332,25 @@ class ShmTransportTest {
         }
     }
 
+    /** Maps the receive queue of 64 KiB in the shared directory, as a sender process would, and lets {@code edit} write it. */
+    private void writeIntoTheQueue(java.util.function.Consumer<MemorySegment> edit) throws java.io.IOException {
+        Path queueFile;
+        try (var files = Files.list(shared)) {
+            queueFile = files.filter(f -> {
+                try {
+                    return Files.size(f) == 4096 + 65536;
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }).findFirst().orElseThrow();
+        }
+        try (Arena arena = Arena.ofConfined();
+             java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(queueFile,
+                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            edit.accept(channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, Files.size(queueFile), arena));
+        }
+    }
+
     /**
      * A sender killed right after the CAS that claimed its first record (its CONNECT) leaves a claim
      * that names nobody, from a sender the receiver never met, so no sender it knows is found dead.
@@ -344,28 +363,15 @@ class ShmTransportTest {
         Received received = new Received();
         Transport receiver = transport(received, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
                 "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "50ms");
-        Path queueFile;
-        try (var files = Files.list(shared)) {
-            queueFile = files.filter(f -> {
-                try {
-                    return Files.size(f) == 4096 + 65536;
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }).findFirst().orElseThrow();
-        }
         // Opened first: a transport that opens reclaims dead owners' files, the evidence among them.
         Transport sender = transport(new Received());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         // What the dead sender left: its worker lease, unlocked, and a claim of 64 bytes with nothing written.
         Files.createFile(shared.resolve("conduit-posix-worker-0badcafe0badcafe0badcafe0badcafe.lease"));
-        try (Arena arena = Arena.ofConfined();
-             java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(queueFile,
-                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
-            MemorySegment queue = channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, Files.size(queueFile), arena);
+        writeIntoTheQueue(queue -> {
             long tail = queue.get(ValueLayout.JAVA_LONG, 128);
             queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
-        }
+        });
         assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).isTrue();
         // Bounded, not timed: the skip needs the block to last heartbeat.timeout; without it nothing ever arrives.
         for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
@@ -383,28 +389,15 @@ class ShmTransportTest {
         Received received = new Received();
         Transport receiver = transport(received, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
                 "posix.liveness.interval", "1ms");
-        Path queueFile;
-        try (var files = Files.list(shared)) {
-            queueFile = files.filter(f -> {
-                try {
-                    return Files.size(f) == 4096 + 65536;
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }).findFirst().orElseThrow();
-        }
         // What the dead sender did: claimed 64 bytes at the tail and wrote -length and its
         // connection id, whose owner (first 32 bits) holds no lease in the directory.
-        try (Arena arena = Arena.ofConfined();
-             java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(queueFile,
-                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
-            MemorySegment queue = channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, Files.size(queueFile), arena);
+        writeIntoTheQueue(queue -> {
             long tail = queue.get(ValueLayout.JAVA_LONG, 128);
             long record = 4096 + tail;
             queue.set(ValueLayout.JAVA_INT, record, -64);
             queue.set(ValueLayout.JAVA_LONG, record + 8, 0x0bad_cafe_0000_0001L);
             queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
-        }
+        });
         Transport sender = transport(new Received());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).isTrue();
