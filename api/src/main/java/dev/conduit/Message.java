@@ -34,9 +34,9 @@ import java.util.Objects;
  *
  * <p>{@link #payload()} and {@link #header()} are for convenience: they return read-only views of
  * the received bytes (zero-copy, but each call allocates a small segment object). A view, and the
- * payload's buffer, must not be used after the handler returns either: the runtime cannot revoke it, so it stays readable
- * (never crashing the JVM: it is bounded and scoped like the transport's own memory) but its bytes
- * are then the transport's to reuse, i.e. undefined.
+ * payload's buffer, must not be used after the handler returns either: the runtime cannot revoke
+ * it, so it stays readable (never crashing the JVM: it is bounded and scoped like the transport's
+ * own memory) but its bytes are then the transport's to reuse, i.e. undefined.
  *
  * <p>Not thread-safe: use it on the thread that runs the handler.
  */

@@ -23,8 +23,9 @@ import java.util.Objects;
  * <p>One instance holds two reusable views (one for sending, one for receiving), pointed at each
  * message's range of the transport's buffer, so receiving allocates nothing per message, and
  * neither does sending, but for a payload of more than 1 KiB up to a shared-memory transport's
- * {@code inline.max}, for which the transport makes a view bounded to the record (40 B). <b>Not thread-safe</b>: its calls must not overlap. Use
- * one instance per thread, or one per worker whose calls never overlap ({@code SINGLE}, or
+ * {@code inline.max}, for which the transport makes a view bounded to the record (40 B).
+ * <b>Not thread-safe</b>: its calls must not overlap. Use one instance per thread, or one per
+ * worker whose calls never overlap ({@code SINGLE}, or
  * {@code SERIALIZED}: handlers then run on whichever thread progresses the worker, one at a time,
  * which is why Chronicle's own check that a {@code Bytes} stays on its first thread is turned off
  * for these views). Not one per {@code MULTI} worker: its handlers may run at once.

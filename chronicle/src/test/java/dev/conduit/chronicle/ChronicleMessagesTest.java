@@ -189,19 +189,24 @@ class ChronicleMessagesTest {
             return encoder.encode(buffer, offset, maxLength);
         }
 
-        @Override public String transport() { throw new UnsupportedOperationException(); }
-        @Override public void send(int id, MemorySegment header, MemorySegment payload) { throw new UnsupportedOperationException(); }
-        @Override public void send(int id, MemorySegment payload) { throw new UnsupportedOperationException(); }
+        @Override public String transport() { throw unexpected("transport"); }
+        @Override public void send(int id, MemorySegment header, MemorySegment payload) { throw unexpected("send"); }
+        @Override public void send(int id, MemorySegment payload) { throw unexpected("send"); }
         @Override public long pending() { return 0; }
-        @Override public dev.conduit.PeerRegion peerRegion(byte[] handle) { throw new UnsupportedOperationException(); }
-        @Override public void put(MemorySegment source, dev.conduit.PeerRegion target, long offset) { throw new UnsupportedOperationException(); }
-        @Override public void get(dev.conduit.PeerRegion source, long offset, MemorySegment destination) { throw new UnsupportedOperationException(); }
-        @Override public long fetchAdd(dev.conduit.PeerRegion target, long offset, long delta) { throw new UnsupportedOperationException(); }
-        @Override public long compareAndSwap(dev.conduit.PeerRegion target, long offset, long expected, long desired) { throw new UnsupportedOperationException(); }
+        @Override public dev.conduit.PeerRegion peerRegion(byte[] handle) { throw unexpected("peerRegion"); }
+        @Override public void put(MemorySegment source, dev.conduit.PeerRegion target, long offset) { throw unexpected("put"); }
+        @Override public void get(dev.conduit.PeerRegion source, long offset, MemorySegment destination) { throw unexpected("get"); }
+        @Override public long fetchAdd(dev.conduit.PeerRegion target, long offset, long delta) { throw unexpected("fetchAdd"); }
+        @Override public long compareAndSwap(dev.conduit.PeerRegion target, long offset, long expected, long desired) { throw unexpected("compareAndSwap"); }
         @Override public void flush() { }
         @Override public boolean isFailed() { return false; }
         @Override public dev.conduit.spi.PeerFailedException failure() { return null; }
         @Override public void close() { }
+
+        /** ChronicleMessages.send makes one encoded send and nothing else: any other call fails the test. */
+        private static AssertionError unexpected(String method) {
+            return new AssertionError("ChronicleMessages called Endpoint." + method + ", which its send must not");
+        }
     }
 
     @Test

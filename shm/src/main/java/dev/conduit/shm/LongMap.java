@@ -1,6 +1,5 @@
 package dev.conduit.shm;
 
-import java.util.Arrays;
 
 /**
  * A map from non-zero {@code long} keys to values, by open addressing: lookups on the receive path
@@ -82,10 +81,7 @@ final class LongMap<V> {
 
     /** A snapshot of the keys, for iteration that may remove. */
     long[] keys() {
-        long[] out = new long[size];
-        int n = 0;
-        for (long k : keys) if (k != 0) out[n++] = k;
-        return n == out.length ? out : Arrays.copyOf(out, n);
+        return keys(new long[size]);
     }
 
     @SuppressWarnings("unchecked")

@@ -223,17 +223,16 @@ final class RuntimeEndpoint implements Endpoint {
      * nothing would check).
      */
     private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        if (maxLength <= PendingQueue.RETAIN) return encodeIntoScratch(id, header, maxLength, encoder);
         try {
-            return encodeHereInto(id, header, maxLength, encoder);
+            return encodeIntoScratch(id, header, maxLength, encoder);
         } finally {
-            if (scratch.byteSize() > PendingQueue.RETAIN) {
-                scratch = MemorySegment.NULL; // what the local queue does with a buffer this large once it empties
-                targets = null;
-            }
+            scratch = MemorySegment.NULL; // grown past RETAIN: given back, as the local queue gives back a buffer this large
+            targets = null;
         }
     }
 
-    private long encodeHereInto(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+    private long encodeIntoScratch(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         long written = PayloadEncoder.checkWritten(maxLength <= ENCODED_HERE_UP_TO
                 ? encoder.encode(scratchTarget(maxLength))
                 : encoder.encode(scratch(maxLength), 0, maxLength), maxLength);
