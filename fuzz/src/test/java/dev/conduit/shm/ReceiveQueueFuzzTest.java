@@ -12,8 +12,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * A peer that maps a queue may scribble anything over the ring, not only well-framed records. For
  * any ring contents and tail, {@link ReceiveQueue#poll} hands out only records that lie inside the
- * ring, or throws {@link ReceiveQueue.CorruptQueueException}; {@code unblock()} and the blocked-head
- * queries never fail.
+ * ring, or throws {@link ReceiveQueue.CorruptQueueException}; taking back an unnamed claim,
+ * skipping a dead one and the blocked-head queries never fail.
  */
 class ReceiveQueueFuzzTest {
 
@@ -38,8 +38,10 @@ class ReceiveQueueFuzzTest {
                     assertThat(expected.getMessage()).startsWith("receive queue corrupted");
                 }
                 queue.isHeadBlocked();
+                queue.isHeadUnnamed();
                 queue.blockedConnection();
-                queue.unblock();
+                if (round % 2 == 0) queue.takeBackUnnamedClaim();
+                else queue.skipDeadClaim();
             }
         }
     }

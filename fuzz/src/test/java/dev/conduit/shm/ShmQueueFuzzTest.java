@@ -103,36 +103,36 @@ class ShmQueueFuzzTest {
     /** Still a working queue: a well-formed message goes through. */
     private static void aWellFormedMessageGoesThrough() {
         long before = delivered;
-        long offset = claim(ReceiveQueue.RECORD_HEADER + 8, 0);
+        long offset = claim(ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + 8), 0);
         MemorySegment m = queue.memory();
-        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, ReceiveQueue.MSG);
         m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID, 1);
         m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE, 0);
         m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE, 8);
-        queue.commit(offset, ReceiveQueue.RECORD_HEADER + 8);
+        queue.commit(offset, ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + 8), ReceiveQueue.MSG);
         drain();
         assertThat(delivered - before).isEqualTo(8);
     }
 
     @Test
     void aRecordShorterThanItsHeaderIsAProtocolErrorAlsoAtTheEndOfTheRing() {
-        // Pad the ring up to its last 16 bytes (a record's length, type and connection id), so that
-        // the short record's other fields would lie past the mapping.
+        // Pad the ring up to its last line, then frame that line as 48 bytes of padding and a record of
+        // 16 bytes (a record's length, type and connection id), so that the short record's other fields
+        // would lie past the mapping.
         long capacity = queue.capacity();
         while (true) {
             long toEnd = capacity - (queue.memory().get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET) & (capacity - 1));
-            if (toEnd == 16) break;
-            // With only 8 bytes left a claim wraps (they become padding) and the walk starts over at the ring's start.
-            int step = toEnd > 16 ? (int) Math.min(toEnd - 16, 4096) : 64;
+            if (toEnd == 64) break;
+            int step = (int) Math.min(toEnd - 64, 4096);
             long pad = claim(step, 0);
-            queue.memory().set(ValueLayout.JAVA_INT, pad + ReceiveQueue.TYPE, ReceiveQueue.PAD);
-            queue.commit(pad, step);
+            queue.commit(pad, step, ReceiveQueue.PAD);
             drain();
         }
-        long offset = claim(16, 5);
+        long line = claim(64, 5);
+        long offset = line + 48;
         assertThat(offset + 16).as("the short record ends the mapping").isEqualTo(queue.memory().byteSize());
-        queue.memory().set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, ReceiveQueue.MSG);
-        queue.commit(offset, 16);
+        queue.memory().set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, 5);
+        queue.commit(offset, 16, ReceiveQueue.MSG);
+        queue.commit(line, 48, ReceiveQueue.PAD);
         assertThatThrownBy(worker::progress).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("broke the queue protocol").hasMessageContaining("16 bytes, less than the 48-byte record header");
         aWellFormedMessageGoesThrough();
@@ -149,23 +149,31 @@ class ShmQueueFuzzTest {
         if (data.consumeInt(0, 7) == 0) {
             // Shorter than a record header: its length, type and connection id, nothing more.
             int length = 8 * data.consumeInt(2, 5);
-            long offset = claim(length, connection);
-            queue.memory().set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, type);
-            queue.commit(offset, length);
+            long offset = claim(ReceiveQueue.recordLength(length), connection);
+            commitInClaim(offset, ReceiveQueue.recordLength(length), length, type);
             return;
         }
         byte[] body = data.consumeBytes(data.consumeInt(0, 512));
         int length = (ReceiveQueue.RECORD_HEADER + body.length + 7) & ~7;
-        long offset = claim(length, connection);
+        long offset = claim(ReceiveQueue.recordLength(length), connection);
         MemorySegment m = queue.memory();
-        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, type);
         m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID, id);
         m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE, headerLength);
         m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE, payloadLength);
         m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_END, bounceEnd);
         m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_OFFSET, bounceOffset);
         MemorySegment.copy(body, 0, m, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, body.length);
-        queue.commit(offset, length);
+        commitInClaim(offset, ReceiveQueue.recordLength(length), length, type);
+    }
+
+    /**
+     * Commits a record of {@code length} bytes (a multiple of 8) at the start of {@code claimed}
+     * (whole lines, as every claim is), and the rest of the claim as padding: the framing stays
+     * whole, as a hostile peer that wants the queue to go on keeps it.
+     */
+    private static void commitInClaim(long offset, int claimed, int length, int type) {
+        if (claimed > length) queue.commit(offset + length, claimed - length, ReceiveQueue.PAD);
+        queue.commit(offset, length, type);
     }
 
     private static long claim(int length, long connection) {

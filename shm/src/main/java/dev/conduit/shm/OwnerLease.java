@@ -96,8 +96,9 @@ public final class OwnerLease implements AutoCloseable {
 
     /**
      * A new id for a connection of this owner, never 0: the owner id's first 32 bits above 32 bits
-     * that count this owner's connections. A receiver that finds a record claimed by a connection it
-     * was never introduced to — its sender died between claiming the connection's first record and
+     * that count this owner's connections. The first 32 bits are also the owner tag a sender takes a
+     * record with ({@code ReceiveQueue#claim}): a receiver that finds a record taken by a connection it
+     * was never introduced to — its sender died between taking the connection's first record and
      * committing it — can still judge that sender by its lease ({@link #anyOwnerAlive}).
      */
     public long newConnectionId() {
@@ -155,24 +156,6 @@ public final class OwnerLease implements AutoCloseable {
             if (isNoLease(e)) return false;
             throw e;
         }
-    }
-
-    /**
-     * Whether some owner with {@code prefix} is dead while its lease is still there (not yet
-     * reclaimed): a lease that can be locked. Takes each lock for an instant; never blocks. A lease
-     * that is gone or is no regular file is no evidence either way.
-     */
-    public static boolean anyOwnerDead(Libc libc, SharedDirectory directory, String prefix) {
-        for (String name : directory.list(prefix + "-")) {
-            if (!name.endsWith(LEASE)) continue; // a pending lease owns nothing: its owner may be starting
-            if (!isOwnerId(name.substring(prefix.length() + 1, name.length() - LEASE.length()))) continue;
-            try (FileDescriptor probe = directory.openLease(name)) {
-                if (libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) return true;
-            } catch (ErrnoException e) {
-                // gone meanwhile, or not a lease we may open: not evidence
-            }
-        }
-        return false;
     }
 
     /**

@@ -16,7 +16,7 @@ import java.lang.invoke.VarHandle;
  * offset  size  field           written by                     how
  * ------  ----  --------------  -----------------------------  -----------------------------------------
  *      0     4  magic "CNDQ"    receiver, once                 before the queue is published
- *      4     4  version (2)     receiver, once
+ *      4     4  version (3)     receiver, once
  *      8     8  capacity        receiver, once                 ring bytes, a power of two
  *     16    16  token           receiver, once                 random; a connector proves it reached this
  *                                                              queue by finding its address's token here
@@ -36,8 +36,10 @@ import java.lang.invoke.VarHandle;
  * <h2>Records</h2>
  * <pre>
  * offset  size  field
- *      0     4  length          -length from claim to commit; +length (release) once complete; 0 = free
- *      4     4  type            MSG, LARGE, CONNECT, BOUNCE, CLOSE, PAD
+ *      0     4  length          0 = free (or claimed, not yet taken); -length from take to commit;
+ *                               +length (release, with the type) once complete
+ *      4     4  type            free: the free word's mark for this position and lap; taken: the
+ *                               sender's owner tag; complete: MSG, LARGE, CONNECT, BOUNCE, CLOSE, PAD
  *      8     8  connection      the sender's connection id
  *     16     4  message id      the active-message id (MSG, LARGE)
  *     20     4  header length
@@ -49,26 +51,49 @@ import java.lang.invoke.VarHandle;
  * The payload length may be less than the record's room: a zero-copy send
  * ({@code ShmEndpoint.trySendEncoded}) claims room for the most its encoder may write, and an
  * encoder that throws leaves its record abandoned ({@link #abandon}: padding).
+ *
+ * <h2>Claiming, taking, committing</h2>
  * A sender claims {@code recordLength(48 + header + payload)} bytes (a multiple of 64: every
- * record starts on a cache line, and a small message is one line) by CAS on the tail, writes
- * {@code -length} and the type (one 8-byte store) and at once its connection id, then the rest of
- * the record, then {@code +length} with a release store. Fields a record does not use stay zero:
- * claimable space is always zeroed. When the record does not fit before the end of the ring, the claim also covers
- * the rest of the ring, which becomes a PAD record. The receiver reads records while their length
- * is positive, zeroes what it read (so a stale byte is never taken for a length; in batches, off
- * the message's path) and moves the head with a release store. It never reads past the shared
- * head plus one ring: no sender can claim there yet, and an earlier lap's record, read but not yet
- * zeroed, still lies there. A record claimed by a sender that then died stays uncommitted; the
- * receiver turns it into padding once it knows that sender is dead ({@link #unblock()}), so a dead
- * sender never wedges the queue. A length no sender writes (a process that maps the queue wrote
- * it) is skipped up to the next cache line, where the next honest record starts: it costs what it
- * covers, and the queue goes on.
+ * record starts on a cache line, and a small message is one line) by CAS on the tail. The space is
+ * not yet its own: it then <em>takes</em> the record by a CAS on the record's first word, from the
+ * line's free word to {@code -length} and its owner tag (the upper 32 bits of its connection id,
+ * which name its worker lease: {@code OwnerLease.newConnectionId}), and writes its connection id.
+ * Only then does it write the rest of the record, and finally {@code +length} with the type, in
+ * one release store. Claimable space is zeroed, but for the first word of each cache line, its
+ * free word ({@code freeWord}): length 0, so it is never taken for a record, and a mark that is a
+ * keyed hash of the line's ring position (lap and offset), never 0. Fields a record does not use
+ * are zero. When the record does not fit before the end of the ring, the claim also covers the
+ * rest of the ring, which the sender makes a PAD record, by the same CAS.
+ *
+ * <p>The receiver formats the ring with every line's free word. It reads records while their
+ * length is positive, zeroes what it read and writes each line's free word for the next lap (in
+ * batches, off the message's path), then moves the head with a release store. It never reads past
+ * the shared head plus one ring: no sender can claim there yet, and an earlier lap's record, read
+ * but not yet zeroed, still lies there.
+ *
+ * <h2>Senders that stop</h2>
+ * A record taken but never committed names its sender's owner: the receiver turns it into padding
+ * once that owner's lease shows it dead ({@link #skipDeadClaim}), never while it lives, for a live
+ * sender may still be writing the record. A record claimed but not yet taken (its sender stopped,
+ * or died, between the two CASes) names nobody; the receiver takes it back, cache line by cache
+ * line, by the same CAS a sender takes a record with ({@link #takeBackUnnamedClaim}). Whichever CAS
+ * comes first wins a line: a sender that finds its record taken back writes nothing into it and
+ * claims anew, so nothing it sends is lost, and nothing a live sender writes lands in space the
+ * receiver has given back. A sender stopped for a whole lap of the ring or more expects its own
+ * lap's free word, which no later lap's line holds (each lap's differs), nor, but by a chance of
+ * 2^-31 per such take, a word of a later record: a mark is a hash keyed by the queue's random
+ * token, and never 0. A length no sender writes (a process that maps the queue wrote it) is skipped
+ * up to the next cache line, where the next honest record starts: it costs what it covers, and the
+ * queue goes on.
  */
 public final class ReceiveQueue {
 
     public static final int MAGIC = 0x51444E43; // "CNDQ"
-    /** 2: the closing word and the read position (a sender judges a refused bounce ring by it). */
-    public static final int VERSION = 2;
+    /**
+     * 3: records are taken by a CAS on their first word, which holds the line's free word while
+     * free, and records are whole lines (2: the closing word and the read position).
+     */
+    public static final int VERSION = 3;
     public static final int TOKEN_LENGTH = 16;
 
     static final long MAGIC_OFFSET = 0;
@@ -110,10 +135,14 @@ public final class ReceiveQueue {
     private final MemorySegment memory;
     private final long capacity;
     private final long mask;
+    /** The key of the free words' marks ({@link #freeWord}): the first 8 bytes of the queue's random token. */
+    private final long freeKey;
     /** Sender side: the last head seen, so that most claims read only the tail. */
     private long headCache;
     /** Sender side: see {@link #claimedUpTo()}. */
     private long claimedUpTo;
+    /** Sender side: the 4 KiB page of ring positions whose first take this flyweight preceded with a read ({@link #take}). */
+    private long pageRead = -1;
     /** Receiver side: where this consumer has read up to. */
     private long head;
     /** Receiver side: up to where read bytes are zeroed, and so the shared head that senders see. */
@@ -129,6 +158,7 @@ public final class ReceiveQueue {
         this.memory = memory;
         this.capacity = capacity;
         this.mask = capacity - 1;
+        this.freeKey = memory.get(ValueLayout.JAVA_LONG, TOKEN_OFFSET);
         this.zeroBatch = Math.min(64 << 10, capacity / 16);
     }
 
@@ -147,8 +177,13 @@ public final class ReceiveQueue {
         memory.set(ValueLayout.JAVA_LONG, CAPACITY_OFFSET, capacity);
         MemorySegment.copy(token, 0, memory, ValueLayout.JAVA_BYTE, TOKEN_OFFSET, TOKEN_LENGTH);
         memory.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
+        ReceiveQueue queue = new ReceiveQueue(memory, capacity);
+        // Every line free for the first lap. This touches every page of the ring now, as the first lap would.
+        for (long line = 0; line < capacity; line += RECORD_ALIGNMENT) {
+            memory.set(ValueLayout.JAVA_LONG, HEADER_LENGTH + line, queue.freeWord(line));
+        }
         INT.setRelease(memory, MAGIC_OFFSET, MAGIC);
-        return new ReceiveQueue(memory, capacity);
+        return queue;
     }
 
     /**
@@ -205,8 +240,8 @@ public final class ReceiveQueue {
     }
 
     /**
-     * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of an
-     * unnamed sender ({@link #claim(int, long)} with connection 0).
+     * Claims and takes {@code length} bytes (a multiple of {@link #RECORD_ALIGNMENT}, at most the capacity) for one record
+     * of a sender whose connection id is 0 ({@link #claim(int, long)}).
      *
      * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
      */
@@ -215,33 +250,33 @@ public final class ReceiveQueue {
     }
 
     /**
-     * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of
-     * {@code connection} whose type the caller writes ({@link #claim(int, int, long)} with type 0).
+     * Claims {@code length} bytes (a multiple of {@link #RECORD_ALIGNMENT}, at most the capacity) for one record of
+     * {@code connection} by CAS on the tail, then takes the record by CAS on its first word, to
+     * {@code -length} and the connection's owner tag, and writes the connection id, before the
+     * caller writes anything else (see "Claiming, taking, committing" above). A record the receiver
+     * took back first — this sender was stopped between the two CASes for {@code unblock.timeout} —
+     * is left alone, and the space is claimed anew. A receiver that finds the record taken but not
+     * committed knows whose it is ({@link #blockedConnection()}) also while the sender still copies
+     * its payload, and so never takes a slow live sender's record for a dead one's. Every other
+     * field of the record is zero until the caller writes it; the caller commits with the type
+     * ({@link #commit}).
      *
      * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
+     * @throws IllegalArgumentException if {@code length} is not a positive multiple of {@link #RECORD_ALIGNMENT}
      */
     public long claim(int length, long connection) {
-        return claim(length, 0, connection);
-    }
-
-    /**
-     * Claims {@code length} bytes (a multiple of 8, at most the capacity) for one record of
-     * {@code type} from {@code connection}. It stores {@code -length} and the type in one store,
-     * then at once the connection id, before the caller writes anything else: a receiver that finds
-     * the record claimed but uncommitted knows whose it is ({@link #blockedConnection()}) also
-     * while the sender still copies its payload, and so never takes a slow live sender's record for
-     * a dead one's. A claim is anonymous only for the instants between the CAS and these two stores.
-     * Every other field of the record is zero until the caller writes it.
-     *
-     * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
-     */
-    public long claim(int length, int type, long connection) {
+        if (length <= 0 || (length & (RECORD_ALIGNMENT - 1)) != 0) {
+            // Records start on lines: taking back space that nobody took goes a line at a time, and would cover a record starting inside one.
+            throw new IllegalArgumentException("record length " + length + " is not a positive multiple of " + RECORD_ALIGNMENT);
+        }
         long head = headCache;
+        long taken = twoInts(-length, ownerTag(connection));
         while (true) {
             long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
-            if ((tail & 7) != 0) {
-                // Every claim moves the tail by a multiple of 8: another process wrote this one.
-                throw new CorruptQueueException("its tail " + tail + " is not a multiple of 8: a process that maps the queue wrote it");
+            if ((tail & (RECORD_ALIGNMENT - 1)) != 0) {
+                // Every claim moves the tail by whole lines: another process wrote this one.
+                throw new CorruptQueueException("its tail " + tail + " is not on a " + RECORD_ALIGNMENT
+                        + "-byte line: a process that maps the queue wrote it");
             }
             long tailIndex = tail & mask;
             long toEnd = capacity - tailIndex;
@@ -252,21 +287,56 @@ public final class ReceiveQueue {
                 headCache = head;
                 if (required > capacity - (tail - head)) return -1;
             }
-            if (LONG.compareAndSet(memory, TAIL_OFFSET, tail, tail + required)) {
-                claimedUpTo = tail + required;
-                if (padding != 0) {
-                    LONG.setRelease(memory, HEADER_LENGTH + tailIndex, twoInts((int) padding, PAD));
-                    tailIndex = 0;
-                }
-                long offset = HEADER_LENGTH + tailIndex;
-                LONG.setRelease(memory, offset, twoInts(-length, type));
-                // At once, before the caller copies anything: from here on the receiver knows whose
-                // claim this is. Not before the length: a claim whose length is still 0 must be all
-                // zeroes, or unblock() would take its connection id for the next record.
-                memory.set(ValueLayout.JAVA_LONG, offset + CONNECTION, connection);
-                return offset;
+            if (!LONG.compareAndSet(memory, TAIL_OFFSET, tail, tail + required)) continue;
+            if (padding != 0) {
+                // Lost only to a receiver that took the line back (this sender stopped here): it pads the rest itself.
+                long at = HEADER_LENGTH + tailIndex;
+                long free = freeWord(tail);
+                if ((long) LONG.getVolatile(memory, at) == free) LONG.compareAndSet(memory, at, free, twoInts((int) padding, PAD));
             }
+            long position = tail + padding;
+            if (!take(position, taken, connection)) continue; // taken back: nothing was written there
+            claimedUpTo = tail + required;
+            return HEADER_LENGTH + (position & mask);
         }
+    }
+
+    /**
+     * Takes the record claimed at ring position {@code position}: a CAS of its first word from the
+     * line's free word to {@code taken}, then its connection id. False when the word is not that free
+     * word: the receiver took the space back, and nothing is written.
+     */
+    boolean take(long position, long taken, long connection) {
+        long offset = HEADER_LENGTH + (position & mask);
+        long free = freeWord(position);
+        if (position >>> 12 != pageRead) {
+            // The first take in a page is preceded by a read, which faults where the CAS could not: an interpreted
+            // CAS that touches a page truncated away kills the JVM (SIGBUS in Unsafe_CompareAndSetLong); a read raises
+            // InternalError (MappedMemoryFaults). Once per page, not per record: the read would cost a small message
+            // one more transfer of its line between cores.
+            pageRead = position >>> 12;
+            if ((long) LONG.getVolatile(memory, offset) != free) return false;
+        }
+        if (!LONG.compareAndSet(memory, offset, free, taken)) return false;
+        // At once, before the caller copies anything: the connection routes the record, and the owner tag alone
+        // already names its sender to a receiver that finds it blocked.
+        memory.set(ValueLayout.JAVA_LONG, offset + CONNECTION, connection);
+        return true;
+    }
+
+    /**
+     * The first word of the free line at ring position {@code position} (a multiple of
+     * {@link #RECORD_ALIGNMENT}; lap and offset): length 0, and a mark that a keyed hash of the
+     * position makes, never 0, so that neither zeroed memory nor another lap's or another line's
+     * free word is taken for it, nor, but by chance, a payload's bytes.
+     */
+    long freeWord(long position) {
+        return twoInts(0, (int) (((position ^ freeKey) * 0x9E37_79B9_7F4A_7C15L) >>> 32) | 1);
+    }
+
+    /** What a taken record's type field holds: the owner bits of {@code connection} ({@code OwnerLease.newConnectionId}). */
+    static int ownerTag(long connection) {
+        return (int) (connection >>> 32);
     }
 
     /** Two adjacent int fields, {@code first} at the lower address, as the native-order long that one store writes and one load reads. */
@@ -284,15 +354,14 @@ public final class ReceiveQueue {
         return LITTLE_ENDIAN ? (int) (pair >>> 32) : (int) pair;
     }
 
-    /** Publishes the record at {@code offset}: the receiver may read it from now on. */
-    public void commit(long offset, int length) {
-        INT.setRelease(memory, offset, length);
+    /** Publishes the record at {@code offset} as a record of {@code type}: the receiver may read it from now on. */
+    public void commit(long offset, int length, int type) {
+        LONG.setRelease(memory, offset, twoInts(length, type));
     }
 
     /** Turns a claimed record into padding the receiver skips (a send abandoned after its claim). */
     public void abandon(long offset, int length) {
-        memory.set(ValueLayout.JAVA_INT, offset + TYPE, PAD);
-        INT.setRelease(memory, offset, length);
+        commit(offset, length, PAD);
     }
 
     /**
@@ -449,6 +518,11 @@ public final class ReceiveQueue {
             MemorySegment.copy(ZEROS, 0, memory, HEADER_LENGTH + index, n);
             from += n;
         }
+        // Every line free for the next lap. Until then its first word is 0, which is no line's free word: a sender stopped
+        // since a claim of this lap cannot take it meanwhile.
+        for (long line = (zeroed + RECORD_ALIGNMENT - 1) & -RECORD_ALIGNMENT; line < head; line += RECORD_ALIGNMENT) {
+            memory.set(ValueLayout.JAVA_LONG, HEADER_LENGTH + (line & mask), freeWord(line + capacity));
+        }
         zeroed = head;
         LONG.setRelease(memory, HEAD_OFFSET, zeroed);
     }
@@ -458,45 +532,82 @@ public final class ReceiveQueue {
         return (long) LONG.getVolatile(memory, TAIL_OFFSET) - head > 0;
     }
 
-    /** Whether the record at the head is claimed but not committed (or its length not yet written). */
+    /** Whether the record at the head is claimed but not committed (taken or not). */
     public boolean isHeadBlocked() {
         return hasPending() && (int) INT.getVolatile(memory, HEADER_LENGTH + (head & mask)) <= 0;
     }
 
-    /** The sender of the blocked record at the head, if it wrote its connection id yet (0 otherwise). */
-    public long blockedConnection() {
-        long offset = HEADER_LENGTH + (head & mask);
-        return (int) INT.getVolatile(memory, offset) < 0 ? memory.get(ValueLayout.JAVA_LONG, offset + CONNECTION) : 0;
+    /** Whether the head is claimed but not yet taken: its sender is between the two CASes of {@link #claim}, or stopped or died there. */
+    public boolean isHeadUnnamed() {
+        return hasPending() && (int) INT.getVolatile(memory, HEADER_LENGTH + (head & mask)) == 0;
     }
 
     /**
-     * Skips the record at the head that a dead sender claimed and never committed, by turning it
-     * (or, if its length was never written, the zeroed gap up to the next claimed record or the
-     * tail) into padding. Call only once the sender is known dead: a live sender would commit into
-     * the space afterwards.
+     * The sender of the taken record blocking the head: its connection id, or, if the sender has
+     * not written that yet, its owner tag in the upper 32 bits, which is what its liveness is judged
+     * by ({@code OwnerLease.anyOwnerAlive}); 0 when the head holds no taken record.
+     */
+    public long blockedConnection() {
+        long index = head & mask;
+        long offset = HEADER_LENGTH + index;
+        long word = (long) LONG.getVolatile(memory, offset);
+        if (firstInt(word) >= 0) return 0;
+        // A word no sender takes can lie in the ring's last 8 bytes (a process that maps the queue wrote it): no connection field follows.
+        long connection = index + CONNECTION + 8 <= capacity ? memory.get(ValueLayout.JAVA_LONG, offset + CONNECTION) : 0;
+        return connection != 0 ? connection : (long) secondInt(word) << 32;
+    }
+
+    /** The receiver's read position: the ring position of the record at the head. */
+    public long headPosition() {
+        return head;
+    }
+
+    /**
+     * Skips the record at the head that a sender took and never committed, by turning it into
+     * padding. Call only once that sender is known dead ({@link #blockedConnection}): a live one may
+     * still be writing the record.
      *
      * @return whether a blocked record was skipped
      */
-    public boolean unblock() {
-        if (!isHeadBlocked()) return false;
+    public boolean skipDeadClaim() {
+        if (!hasPending()) return false;
         long headIndex = head & mask;
         long offset = HEADER_LENGTH + headIndex;
-        int length = (int) INT.getVolatile(memory, offset);
-        if (length > 0) return false; // committed meanwhile: its sender lived after all, and poll takes it
+        long word = (long) LONG.getVolatile(memory, offset);
+        int length = firstInt(word);
+        if (length >= 0) return false; // committed meanwhile (or never taken: takeBackUnnamedClaim's)
         long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
         long limit = Math.min(tail - head, capacity - headIndex);
-        long gap;
-        if (length < 0) {
-            long claimed = -(long) length;
-            // A length no claim writes (not a multiple of 8, or past the claims): skip to the next cache line instead.
-            gap = claimed >= 8 && (claimed & 7) == 0 && claimed <= limit ? claimed : Math.max(8, Math.min(toNextLine(headIndex), limit) & -8);
-        } else {
-            gap = 8;
-            while (gap < limit && (int) INT.getVolatile(memory, offset + gap) == 0) gap += 8;
+        long claimed = -(long) length;
+        // A length no claim writes (not a multiple of 8, or past the claims): skip to the next cache line instead.
+        long gap = claimed >= 8 && (claimed & 7) == 0 && claimed <= limit ? claimed : Math.max(8, Math.min(toNextLine(headIndex), limit) & -8);
+        return LONG.compareAndSet(memory, offset, word, twoInts((int) gap, PAD));
+    }
+
+    /**
+     * Takes back the claimed but untaken space at the head, one cache line at a time, up to the
+     * first line a sender has taken or the tail: each line becomes a PAD record by the CAS a sender
+     * would take it with. A sender that loses that race writes nothing there and claims anew
+     * ({@link #claim}), so this is safe whether the sender that claimed the space died or only
+     * stopped; call it once the head has stayed unnamed long enough that a stop is likelier than a
+     * sender about to take it, for a live sender pays a second claim.
+     *
+     * @return whether any space was taken back
+     */
+    public boolean takeBackUnnamedClaim() {
+        // Never past the shared head plus a ring, as poll: a tail beyond it (or off 8 bytes) is no sender's.
+        long claimed = Math.min((long) LONG.getVolatile(memory, TAIL_OFFSET) - head, zeroed + capacity - head) & -8;
+        long taken = 0;
+        while (taken < claimed) {
+            long index = (head + taken) & mask;
+            long offset = HEADER_LENGTH + index;
+            long word = (long) LONG.getVolatile(memory, offset);
+            if (firstInt(word) != 0) break; // a record a sender took, or padding it wrote
+            long line = Math.min(toNextLine(index), claimed - taken);
+            if (!LONG.compareAndSet(memory, offset, word, twoInts((int) line, PAD))) break;
+            taken += line;
         }
-        memory.set(ValueLayout.JAVA_INT, offset + TYPE, PAD);
-        INT.setRelease(memory, offset, (int) gap);
-        return true;
+        return taken > 0;
     }
 
     /** Bytes from ring offset {@code at} (a multiple of 8) to the next record alignment boundary: 8 to {@link #RECORD_ALIGNMENT}. */

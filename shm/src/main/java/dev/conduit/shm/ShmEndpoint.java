@@ -95,7 +95,7 @@ final class ShmEndpoint implements TransportEndpoint {
         if (!ready()) return noRoom();
         if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
-            long offset = peer.claim(length, ReceiveQueue.MSG, connection);
+            long offset = peer.claim(length, connection);
             if (offset < 0) return noRoom();
             MemorySegment q = peer.memory();
             try {
@@ -107,7 +107,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 abandon(offset, length, -1);
                 throw t;
             }
-            peer.commit(offset, length);
+            peer.commit(offset, length, ReceiveQueue.MSG);
             return sent();
         }
         if (!bounceReady()) return noRoom();
@@ -115,7 +115,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long bounceOffset = bounce.reserve(payloadLength);
         if (bounceOffset < 0) return noRingRoom();
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
-        long offset = peer.claim(length, ReceiveQueue.LARGE, connection);
+        long offset = peer.claim(length, connection);
         if (offset < 0) {
             bounce.rollback(before);
             return noRoom();
@@ -130,7 +130,7 @@ final class ShmEndpoint implements TransportEndpoint {
             abandon(offset, length, before);
             throw t;
         }
-        peer.commit(offset, length);
+        peer.commit(offset, length, ReceiveQueue.LARGE);
         lastLargeEnd = peer.claimedUpTo();
         return sent();
     }
@@ -178,7 +178,7 @@ final class ShmEndpoint implements TransportEndpoint {
         MemorySegment q = peer.memory();
         if (ReceiveQueue.RECORD_HEADER + headerLength + maxLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + maxLength);
-            long offset = peer.claim(length, ReceiveQueue.MSG, connection);
+            long offset = peer.claim(length, connection);
             if (offset < 0) return noRoomEncoded();
             long body = offset + ReceiveQueue.RECORD_HEADER;
             long written;
@@ -192,7 +192,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 abandon(offset, length, -1);
                 throw t;
             }
-            peer.commit(offset, length);
+            peer.commit(offset, length, ReceiveQueue.MSG);
             sent();
             return written;
         }
@@ -204,7 +204,7 @@ final class ShmEndpoint implements TransportEndpoint {
             return -1;
         }
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
-        long offset = peer.claim(length, ReceiveQueue.LARGE, connection);
+        long offset = peer.claim(length, connection);
         if (offset < 0) {
             bounce.rollback(before);
             return noRoomEncoded();
@@ -222,7 +222,7 @@ final class ShmEndpoint implements TransportEndpoint {
             abandon(offset, length, before);
             throw t;
         }
-        peer.commit(offset, length);
+        peer.commit(offset, length, ReceiveQueue.LARGE);
         lastLargeEnd = peer.claimedUpTo();
         sent();
         return written;
@@ -298,12 +298,12 @@ final class ShmEndpoint implements TransportEndpoint {
 
     private boolean sendControl(int type, byte[] payload) {
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + payload.length);
-        long offset = peer.claim(length, type, connection);
+        long offset = peer.claim(length, connection);
         if (offset < 0) return false;
         MemorySegment q = peer.memory();
         writeMessageFields(q, offset, 0, 0, payload.length);
         MemorySegment.copy(payload, 0, q, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, payload.length);
-        peer.commit(offset, length);
+        peer.commit(offset, length, type);
         peer.wakeIfSleeping(transport.libc());
         return true;
     }

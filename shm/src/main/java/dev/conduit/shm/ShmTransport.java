@@ -115,13 +115,10 @@ public final class ShmTransport implements Transport {
     private final long heartbeatNanos;
     private long progressCount;
     private long lastLivenessCheck = System.nanoTime();
+    /** When a liveness check first found the head blocked at {@link #blockedAt}; 0 when it was not. */
     private long blockedSince;
-    /**
-     * Whether, since the head was blocked by a claim that names nobody, a worker's lease in the
-     * shared directory was found dead: the evidence that lets such a claim be skipped when its
-     * sender is one this worker never met (killed during its first claim, its CONNECT).
-     */
-    private boolean ownerDiedWhileBlocked;
+    /** The ring position of the head that was blocked since {@link #blockedSince}: a block is one record's. */
+    private long blockedAt;
     private boolean closed;
 
     /** A sender connected to this worker's queue. */
@@ -183,7 +180,13 @@ public final class ShmTransport implements Transport {
             chunk = provider.allocate(ReceiveQueue.mappedLength(config.queueCapacity()));
             byte[] token = new byte[ReceiveQueue.TOKEN_LENGTH];
             RANDOM.nextBytes(token);
-            ReceiveQueue q = ReceiveQueue.format(chunk.segment(), token);
+            ReceiveQueue q;
+            try {
+                q = ReceiveQueue.format(chunk.segment(), token);
+            } catch (InternalError e) {
+                // Formatting touches every page of the ring: a full file system faults here, before anything is published.
+                throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's new receive queue"), e);
+            }
             byte[] export = provider.export(chunk);
             this.address = new PayloadWriter().u8(ADDRESS_VERSION)
                     .string(OwnerLease.leaseName(leasePrefix, ownLease.owner()))
@@ -717,54 +720,54 @@ public final class ShmTransport implements Transport {
                 someoneDied = true;
             }
         }
-        boolean senderDead = false;
         int senders = inbound.size();
         connections = inbound.keys(connections);
         for (int i = 0; i < senders; i++) {
             long connection = connections[i];
             Inbound in = inbound.get(connection);
-            if (!senderAlive(in)) {
-                senderDead = true;
-                if (!queue.hasPending()) {
-                    inbound.remove(connection);
-                    forget(in);
-                    someoneDied = true;
-                }
+            if (!senderAlive(in) && !queue.hasPending()) {
+                inbound.remove(connection);
+                forget(in);
+                someoneDied = true;
             }
         }
         if (queue.isHeadBlocked()) {
-            if (blockedSince == 0) blockedSince = now;
-            if (now - blockedSince >= unblockNanos) {
-                long connection = queue.blockedConnection();
-                Inbound culprit = connection == 0 ? null : inbound.get(connection);
-                // A known claimant is judged by its own lease. One whose CONNECT is the blocked record
-                // itself is judged by the leases its connection id points at (OwnerLease.newConnectionId).
-                // A claim whose length is not yet written names nobody and may be a live sender's that
-                // was descheduled: that some other sender died says nothing about it, so such a record
-                // is skipped only once it stayed blocked as long as a hung peer may (heartbeat.timeout).
-                // The evidence that some sender died is one this worker knows found dead, or, for a
-                // sender it never met (killed during its CONNECT's claim), a dead worker lease in the
-                // shared directory seen while the block lasts.
-                if (connection == 0 && !senderDead && !ownerDiedWhileBlocked) {
-                    ownerDiedWhileBlocked = OwnerLease.anyOwnerDead(libc, directory, leasePrefix);
-                }
-                boolean dead = culprit != null ? !senderAlive(culprit)
-                        : connection != 0 ? !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)
-                        : (senderDead || ownerDiedWhileBlocked) && now - blockedSince >= Math.max(unblockNanos, heartbeatNanos);
-                if (dead && queue.unblock()) {
-                    context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message a sender claimed and never wrote: it died mid-send");
-                    blockedSince = 0;
-                    ownerDiedWhileBlocked = false;
-                    events++;
-                }
+            if (blockedSince == 0 || blockedAt != queue.headPosition()) {
+                blockedSince = now;
+                blockedAt = queue.headPosition();
+            }
+            if (now - blockedSince >= unblockNanos && unblockHead()) {
+                blockedSince = 0;
+                events++;
             }
         } else {
             blockedSince = 0;
-            ownerDiedWhileBlocked = false;
         }
         finishCloses();
         if (someoneDied) reclaimDeadPeers(directory);
         return events;
+    }
+
+    /**
+     * Frees the head from a claim that stayed uncommitted for {@code unblock.timeout}. A claim not
+     * yet taken names nobody, and is taken back whoever made it: a live sender that was only
+     * stopped loses nothing, it claims anew (ReceiveQueue, "Senders that stop"). A taken one names
+     * its sender, and is skipped only once that sender is dead: a known one by the lease its CONNECT
+     * gave, one whose CONNECT is this very record by the leases its owner tag points at.
+     */
+    private boolean unblockHead() {
+        if (queue.isHeadUnnamed()) {
+            if (!queue.takeBackUnnamedClaim()) return false;
+            context.logger().log(System.Logger.Level.INFO, plugin + ": took back queue space a sender claimed and did not take for "
+                    + unblockNanos / 1_000_000 + " ms: it died or was stopped there (a live one claims anew)");
+            return true;
+        }
+        long connection = queue.blockedConnection();
+        Inbound claimant = inbound.get(connection);
+        boolean dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection);
+        if (!dead || !queue.skipDeadClaim()) return false;
+        context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message a sender claimed and never committed: it died mid-send");
+        return true;
     }
 
     void closing(ShmEndpoint endpoint) {

@@ -15,7 +15,8 @@ import java.util.List;
  * @param bounceCapacity    bytes of a connection's bounce ring (a power of two): the largest payload
  * @param livenessInterval  how often peers' leases are checked
  * @param heartbeatTimeout  how long a receiver may make no progress while a sender waits on it before it is declared hung
- * @param unblockTimeout    how long a record may stay claimed but uncommitted before its sender's liveness is checked
+ * @param unblockTimeout    how long a record may stay claimed but uncommitted before its sender's liveness is checked (or,
+ *                          never taken, its space is taken back)
  * @param inboundMaximum    connections from senders a worker keeps at once
  * @param inboundBounceMaximum bytes of senders' bounce rings a worker maps at once
  */
@@ -90,8 +91,9 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
 
     private static ConfigKey<Duration> unblock(String p) {
         return ConfigKey.duration(p + ".unblock.timeout", Duration.ofMillis(50),
-                "How long a message claimed in the receive queue may stay unwritten before the receiver checks whether "
-                        + "its sender died mid-write, and skips it if so.");
+                "How long a message claimed in the receive queue may stay uncommitted before the receiver checks whether "
+                        + "its sender died mid-write, and skips it if so; space claimed but never taken is taken back then "
+                        + "(a live sender claims anew).");
     }
 
     private static ConfigKey<Long> inboundMax(String p) {

@@ -22,9 +22,8 @@ class ReceiveQueueTest {
     private long send(int type, long value, int length) {
         long offset = sender.claim(length);
         if (offset < 0) return offset;
-        memory.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, type);
         memory.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, value);
-        sender.commit(offset, length);
+        sender.commit(offset, length, type);
         return offset;
     }
 
@@ -39,7 +38,7 @@ class ReceiveQueueTest {
         long next = 1;
         long expected = 1;
         for (int round = 0; round < 2000; round++) {
-            int length = 48 + 8 * (round % 37);
+            int length = 64 * (1 + round % 9);
             while (send(ReceiveQueue.MSG, next, length) < 0) {
                 for (long v : drain()) assertThat(v).isEqualTo(expected++);
             }
@@ -82,18 +81,17 @@ class ReceiveQueueTest {
             long next = 1;
             for (int step = 0; step < 20_000; step++) {
                 if (random.nextInt(3) != 0) {
-                    // 8-byte multiples from 16 to 1024, so records end anywhere; when one does not fit, smaller ones
-                    // fill the ring up to the shared head, exactly where a missing bound once read an old record.
-                    int length = random.nextBoolean() ? 64 : 16 + 8 * random.nextInt(127);
+                    // Lines from 1 to 16; when one does not fit, smaller ones fill the ring up to the shared head,
+                    // exactly where a missing bound once read an old record.
+                    int length = random.nextBoolean() ? 64 : 64 * (1 + random.nextInt(16));
                     long offset = tx.claim(length);
-                    while (offset < 0 && length > 16) {
-                        length = Math.max(16, length / 2 & -8);
+                    while (offset < 0 && length > 64) {
+                        length = Math.max(64, length / 2 & -64);
                         offset = tx.claim(length);
                     }
                     if (offset < 0) continue;
-                    m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, ReceiveQueue.MSG);
                     m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, next);
-                    tx.commit(offset, length);
+                    tx.commit(offset, length, ReceiveQueue.MSG);
                     inFlight.add(next++);
                 } else {
                     long currentSeed = seed;
@@ -183,8 +181,10 @@ class ReceiveQueueTest {
         send(ReceiveQueue.MSG, 2, 64);
         assertThat(drain()).isEmpty();
         assertThat(receiver.isHeadBlocked()).isTrue();
+        assertThat(receiver.isHeadUnnamed()).isFalse();
         assertThat(receiver.blockedConnection()).isEqualTo(77);
-        assertThat(receiver.unblock()).isTrue();
+        assertThat(receiver.takeBackUnnamedClaim()).as("a taken record is no unnamed claim").isFalse();
+        assertThat(receiver.skipDeadClaim()).isTrue();
         assertThat(drain()).containsExactly(2L);
     }
 
@@ -195,21 +195,27 @@ class ReceiveQueueTest {
         assertThat(drain()).isEmpty();
         assertThat(receiver.isHeadBlocked()).isTrue();
         assertThat(receiver.blockedConnection()).as("whose claim blocks the head, before its record is written").isEqualTo(77);
-        memory.set(ValueLayout.JAVA_INT, claimed + ReceiveQueue.TYPE, ReceiveQueue.MSG);
-        sender.commit(claimed, 64);
+        sender.commit(claimed, 64, ReceiveQueue.MSG);
         assertThat(drain()).containsExactly(77L, 2L);
     }
 
     @Test
-    void aTypedClaimWritesItsTypeWithItsLengthAndLeavesEveryOtherFieldZero() {
-        long claimed = sender.claim(128, ReceiveQueue.CLOSE, 77);
-        assertThat(memory.get(ValueLayout.JAVA_INT, claimed)).as("length while claimed").isEqualTo(-128);
-        assertThat(memory.get(ValueLayout.JAVA_INT, claimed + ReceiveQueue.TYPE)).isEqualTo(ReceiveQueue.CLOSE);
-        assertThat(receiver.blockedConnection()).isEqualTo(77);
+    void aTakenRecordHoldsItsLengthNegatedAndItsOwnerTagUntilCommittedWithItsType() {
+        long connection = 0x0bad_cafe_0000_0005L;
+        long claimed = sender.claim(128, connection);
+        assertThat(memory.get(ValueLayout.JAVA_INT, claimed)).as("length while taken").isEqualTo(-128);
+        assertThat(memory.get(ValueLayout.JAVA_INT, claimed + ReceiveQueue.TYPE)).as("owner tag while taken").isEqualTo(0x0bad_cafe);
+        assertThat(receiver.blockedConnection()).isEqualTo(connection);
+        memory.set(ValueLayout.JAVA_LONG, claimed + ReceiveQueue.CONNECTION, 0); // as if the sender had not written it yet
+        assertThat(receiver.blockedConnection()).as("the owner bits alone, which its lease is found by").isEqualTo(0x0bad_cafe_0000_0000L);
+        memory.set(ValueLayout.JAVA_LONG, claimed + ReceiveQueue.CONNECTION, connection);
         for (long field = ReceiveQueue.MESSAGE_ID; field < 128; field += 8) {
-            assertThat(memory.get(ValueLayout.JAVA_LONG, claimed + field)).as("bytes at %d of the record", field).isZero();
+            long bytes = memory.get(ValueLayout.JAVA_LONG, claimed + field);
+            // The first word of each line is its free word until the payload covers it; a receiver reads no further than the payload.
+            if (field == 64) assertThat(bytes).as("the second line's first word").isEqualTo(sender.freeWord(claimed - ReceiveQueue.HEADER_LENGTH + 64));
+            else assertThat(bytes).as("bytes at %d of the record", field).isZero();
         }
-        sender.commit(claimed, 128);
+        sender.commit(claimed, 128, ReceiveQueue.CLOSE);
         List<Integer> types = new ArrayList<>();
         receiver.poll((m, offset, type, length) -> types.add(type), 10);
         assertThat(types).containsExactly(ReceiveQueue.CLOSE);
@@ -218,13 +224,13 @@ class ReceiveQueueTest {
     @Test
     void aBadLengthWordCostsOnlyTheLineItIsOnAndTheQueueGoesOn() {
         long offset = sender.claim(64);
-        sender.commit(offset, 12);
+        sender.commit(offset, 12, ReceiveQueue.MSG);
         send(ReceiveQueue.MSG, 2, 64);
         assertThatThrownBy(this::drain).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
                 .hasMessageContaining("length 12").hasMessageContaining("64 bytes up to the next cache line were skipped");
         assertThat(drain()).containsExactly(2L);
         long tooLong = sender.claim(64);
-        sender.commit(tooLong, 1 << 20); // more than the ring holds
+        sender.commit(tooLong, 1 << 20, ReceiveQueue.MSG); // more than the ring holds
         send(ReceiveQueue.MSG, 3, 64);
         assertThatThrownBy(this::drain).isInstanceOf(ReceiveQueue.CorruptQueueException.class);
         assertThat(drain()).containsExactly(3L);
@@ -236,7 +242,7 @@ class ReceiveQueueTest {
         memory.set(ValueLayout.JAVA_INT, claimed, Integer.MIN_VALUE);
         send(ReceiveQueue.MSG, 3, 64);
         assertThat(drain()).isEmpty();
-        assertThat(receiver.unblock()).isTrue();
+        assertThat(receiver.skipDeadClaim()).isTrue();
         assertThat(drain()).containsExactly(3L);
         assertThat(receiver.isHeadBlocked()).isFalse();
     }
@@ -250,15 +256,29 @@ class ReceiveQueueTest {
         assertThat(drain()).isEmpty();
         assertThat(receiver.hasPending()).isFalse();
         assertThat(receiver.isHeadBlocked()).isFalse();
-        send(ReceiveQueue.MSG, 2, 64); // the claim there overwrites it
+        // A claim there cannot take that line, which is not free: it takes the next one, and the bad
+        // word, now inside the claims, costs its line and nothing more.
+        send(ReceiveQueue.MSG, 2, 64);
+        assertThatThrownBy(this::drain).isInstanceOf(ReceiveQueue.CorruptQueueException.class).hasMessageContaining("length 12");
         assertThat(drain()).containsExactly(2L);
     }
 
     @Test
     void aTailNoSenderCouldHaveWrittenIsReportedAsCorruption() {
-        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, 4100); // every claim moves the tail by a multiple of 8
-        assertThatThrownBy(() -> sender.claim(64, ReceiveQueue.MSG, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
-                .hasMessageContaining("tail 4100 is not a multiple of 8");
+        for (long tail : new long[] {4100, 4104}) { // every claim moves the tail by whole lines
+            memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail);
+            assertThatThrownBy(() -> sender.claim(64, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
+                    .hasMessageContaining("tail " + tail + " is not on a 64-byte line");
+        }
+    }
+
+    @Test
+    void aRecordIsClaimedInWholeLines() {
+        for (int length : new int[] {0, -64, 56, 72}) {
+            assertThatThrownBy(() -> sender.claim(length, 1)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("record length " + length + " is not a positive multiple of 64");
+        }
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).as("nothing claimed").isZero();
     }
 
     @Test
@@ -273,20 +293,134 @@ class ReceiveQueueTest {
     }
 
     @Test
-    void aSenderThatDiedBeforeWritingItsLengthIsSkippedUpToTheNextRecord() {
-        long claimed = sender.claim(64);
-        memory.set(ValueLayout.JAVA_INT, claimed, 0); // the claim's CAS happened, nothing was written after it
+    void aClaimNeverTakenIsTakenBackLineByLineUpToTheNextTakenRecord() {
+        // A sender that died or stopped right after its CAS on the tail: 128 bytes claimed, nothing taken.
+        long tail = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail + 128);
         send(ReceiveQueue.MSG, 3, 64);
         assertThat(drain()).isEmpty();
-        assertThat(receiver.blockedConnection()).isZero();
-        assertThat(receiver.unblock()).isTrue();
+        assertThat(receiver.isHeadUnnamed()).isTrue();
+        assertThat(receiver.skipDeadClaim()).as("an unnamed claim is not a taken record").isFalse();
+        assertThat(receiver.takeBackUnnamedClaim()).isTrue();
+        for (long line = 0; line < 128; line += 64) {
+            assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + tail + line)).as("line %d", line)
+                    .isEqualTo(ReceiveQueue.twoInts(64, ReceiveQueue.PAD));
+        }
         assertThat(drain()).containsExactly(3L);
+        assertThat(receiver.hasPending()).isFalse();
+    }
+
+    @Test
+    void takingBackNeverGoesPastTheTail() {
+        long tail = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail + 64);
+        assertThat(receiver.takeBackUnnamedClaim()).isTrue();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + tail + 64)).as("the line past the tail")
+                .isEqualTo(receiver.freeWord(tail + 64));
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.hasPending()).isFalse();
+        send(ReceiveQueue.MSG, 4, 64);
+        assertThat(drain()).containsExactly(4L);
+    }
+
+    /**
+     * A sender stopped between its two CASes for longer than unblock.timeout finds its record taken
+     * back: its take fails and writes nothing, and it claims and takes the next space, so its message
+     * is sent, after the padding, and nothing is lost.
+     */
+    @Test
+    void aSenderWhoseClaimWasTakenBackClaimsAnewAndLosesNothing() {
+        long connection = 0x0bad_cafe_0000_0007L;
+        // Its CAS on the tail, then the stop.
+        long position = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, position + 64);
+        assertThat(receiver.takeBackUnnamedClaim()).isTrue();
+        long padded = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position);
+        assertThat(sender.take(position, ReceiveQueue.twoInts(-64, ReceiveQueue.ownerTag(connection)), connection))
+                .as("the take after the stop").isFalse();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position)).as("left as the receiver made it").isEqualTo(padded);
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position + ReceiveQueue.CONNECTION)).isZero();
+        long offset = sender.claim(64, connection);
+        assertThat(offset).as("the next line").isEqualTo(ReceiveQueue.HEADER_LENGTH + position + 64);
+        sender.commit(offset, 64, ReceiveQueue.MSG);
+        assertThat(drain()).containsExactly(connection);
+        assertThat(sender.claimedUpTo()).isEqualTo(position + 128);
+    }
+
+    /**
+     * A sender that claimed a record in one lap and stopped until the ring came round again expects
+     * its own lap's free word: it takes neither a later lap's free line nor a line inside a later
+     * lap's record, whose payload bytes there are zero (with a free word that only counted laps, lap
+     * 0's was zero, and the stale take overwrote the record's payload and sent nothing).
+     */
+    @Test
+    void aSenderStoppedForALapTakesNothingOfALaterLap() {
+        long capacity = receiver.capacity();
+        send(ReceiveQueue.MSG, 1, 64);
+        assertThat(drain()).containsExactly(1L);
+        // The stopped sender's claim: the line at 64, which the receiver takes back.
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, 128);
+        assertThat(receiver.takeBackUnnamedClaim()).isTrue();
+        assertThat(drain()).isEmpty();
+        for (long at = 128; at < capacity; at += 64) {
+            send(ReceiveQueue.MSG, 2, 64);
+            assertThat(drain()).containsExactly(2L);
+        }
+        long taken = ReceiveQueue.twoInts(-64, 7);
+        assertThat(sender.take(64, taken, 7)).as("the line's free word of the next lap is not its lap's").isFalse();
+        // The next lap's first record spans the ring's first two lines; its payload at 64 is zero.
+        long record = sender.claim(128, 3);
+        assertThat(record).isEqualTo(ReceiveQueue.HEADER_LENGTH);
+        memory.asSlice(record + ReceiveQueue.RECORD_HEADER, 128 - ReceiveQueue.RECORD_HEADER).fill((byte) 0);
+        sender.commit(record, 128, ReceiveQueue.MSG);
+        assertThat(sender.take(64, taken, 7)).as("a word inside a later lap's record").isFalse();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + 64)).isZero();
+        assertThat(drain()).containsExactly(3L);
+    }
+
+    /**
+     * Every line is stamped free for the next lap when it is given back, so a sender that claimed in
+     * one lap and stopped until the ring came round again cannot take a later lap's claim: its CAS
+     * expects its own lap's word.
+     */
+    @Test
+    void aFormattedRingHasEveryLinesFreeWordAndNoFreeWordIsZero() {
+        for (long line = 0; line < receiver.capacity(); line += 64) {
+            long word = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + line);
+            assertThat(word).as("line %d", line).isEqualTo(receiver.freeWord(line));
+            assertThat(ReceiveQueue.firstInt(word)).as("no record's length").isZero();
+        }
+        java.util.Set<Long> words = new java.util.HashSet<>();
+        for (long position = 0; position < 64 * receiver.capacity(); position += 64) {
+            long word = receiver.freeWord(position);
+            assertThat(word).as("zeroed memory is no free word (a line being given back is zero a moment)").isNotZero();
+            words.add(word);
+        }
+        assertThat(words).as("each line of 64 laps has its own").hasSize(64 * (int) receiver.capacity() / 64);
+    }
+
+    @Test
+    void aLineGivenBackIsFreeForTheNextLapOnly() {
+        long capacity = receiver.capacity();
+        for (long sent = 0; sent < capacity; sent += 64) {
+            assertThat(send(ReceiveQueue.MSG, 1, 64)).isNotNegative();
+            assertThat(drain()).hasSize(1);
+        }
+        long firstLine = ReceiveQueue.HEADER_LENGTH;
+        assertThat(memory.get(ValueLayout.JAVA_LONG, firstLine)).isEqualTo(receiver.freeWord(capacity)).isNotEqualTo(receiver.freeWord(0));
+        for (long line = 0; line < capacity; line += 64) {
+            long word = memory.get(ValueLayout.JAVA_LONG, firstLine + line);
+            assertThat(ReceiveQueue.firstInt(word)).as("line %d", line).isZero();
+            assertThat(word).as("line %d", line).isEqualTo(receiver.freeWord(capacity + line));
+        }
+        assertThat(send(ReceiveQueue.MSG, 2, 64)).as("the next lap's first claim takes its line").isEqualTo(firstLine);
+        assertThat(drain()).containsExactly(2L);
     }
 
     @Test
     void anImpossibleLengthIsReportedAsCorruption() {
         long offset = sender.claim(64);
-        sender.commit(offset, 12);
+        sender.commit(offset, 12, ReceiveQueue.MSG);
         assertThatThrownBy(this::drain).isInstanceOf(ReceiveQueue.CorruptQueueException.class).hasMessageContaining("length 12");
     }
 
@@ -311,10 +445,9 @@ class ReceiveQueueTest {
                 ReceiveQueue tx = ReceiveQueue.attach(big, TOKEN);
                 for (int i = 1; i <= perThread; i++) {
                     long offset;
-                    while ((offset = tx.claim(56)) < 0) Thread.onSpinWait();
-                    big.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.TYPE, ReceiveQueue.MSG);
+                    while ((offset = tx.claim(64)) < 0) Thread.onSpinWait();
                     big.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, base | i);
-                    tx.commit(offset, 56);
+                    tx.commit(offset, 64, ReceiveQueue.MSG);
                 }
             }));
         }

@@ -47,12 +47,13 @@ class ResourceExhaustionTest {
 
     @Test
     void aFullSharedDirectoryFailsWhatNeedsSpaceAndNothingElse() throws Exception {
-        // A 4 MiB tmpfs over the shared directory, in a mount namespace of the child's own (CI runs as root).
+        // An 8 MiB tmpfs over the shared directory, in a mount namespace of the child's own (CI runs as root): room for
+        // two workers' queues (2 MiB each, every page touched when formatted) and a pool's chunk.
         Files.setPosixFilePermissions(shared, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
         String java = String.join(" ", ChildJvm.javaCommand(FullDirectoryPeer.class, List.of(), List.of(shared.toString())).stream()
                 .map(ResourceExhaustionTest::quote).toList());
         String output = run(List.of("unshare", "--mount", "--propagation", "private", "sh", "-c",
-                "mount -t tmpfs -o size=4m conduit-full " + quote(shared.toString()) + " && exec " + java + " #"), FullDirectoryPeer.class);
+                "mount -t tmpfs -o size=8m conduit-full " + quote(shared.toString()) + " && exec " + java + " #"), FullDirectoryPeer.class);
 
         assertThat(output).contains("filled: yes")
                 .containsPattern("new-worker: ConduitException: not enough space for a chunk of \\d+ bytes in " + shared + ": 0 bytes free\\. "
@@ -63,9 +64,8 @@ class ResourceExhaustionTest {
                 .contains("allocate-after-space-freed: ok")
                 .contains("new-worker-after-space-freed: ok")
                 .contains("files-left: 0");
-        // A page of the survivor's sparse queue touched for the first time on the full tmpfs: SIGBUS,
-        // turned into this endpoint's failure (MappedMemoryFaults); the JVM lives on.
-        assertThat(output).containsPattern("survivor-send: (ok received 1|PeerFailedException: .*a full file system)");
+        // The survivor's queue had every page when it was formatted: a full file system cannot fail its sends.
+        assertThat(output).contains("survivor-send: ok received 1");
     }
 
     @ParameterizedTest(name = "{0}")

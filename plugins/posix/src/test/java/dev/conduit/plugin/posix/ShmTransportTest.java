@@ -332,6 +332,11 @@ class ShmTransportTest {
         }
     }
 
+    /** A receiver with a queue of 64 KiB ({@link #writeIntoTheQueue}) that looks at a blocked head every millisecond. */
+    private Transport receiverThatUnblocksAtOnce(Received received) {
+        return transport(received, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms", "posix.liveness.interval", "1ms");
+    }
+
     /** Maps the receive queue of 64 KiB in the shared directory, as a sender process would, and lets {@code edit} write it. */
     private void writeIntoTheQueue(java.util.function.Consumer<MemorySegment> edit) throws java.io.IOException {
         Path queueFile;
@@ -353,27 +358,24 @@ class ShmTransportTest {
 
     /**
      * A sender killed right after the CAS that claimed its first record (its CONNECT) leaves a claim
-     * that names nobody, from a sender the receiver never met, so no sender it knows is found dead.
-     * The dead sender's worker lease, still in the shared directory, is the evidence: the claim is
-     * skipped once it stayed blocked for heartbeat.timeout. Without it the queue stayed wedged for
-     * every other sender (found while RandomKillTest failed once in CI).
+     * it never took, which names nobody: a sender the receiver never met, whose lease may already be
+     * gone. The receiver takes the space back after unblock.timeout, needing no evidence of a death:
+     * a live sender that was only stopped there would claim anew. Without it the queue stayed wedged
+     * for every other sender (found while RandomKillTest failed once in CI).
      */
     @Test
     void aSenderKilledRightAfterClaimingItsFirstRecordDoesNotWedgeTheQueue() throws Exception {
         Received received = new Received();
-        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
-                "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "50ms");
-        // Opened first: a transport that opens reclaims dead owners' files, the evidence among them.
+        Transport receiver = receiverThatUnblocksAtOnce(received);
         Transport sender = transport(new Received());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
-        // What the dead sender left: its worker lease, unlocked, and a claim of 64 bytes with nothing written.
-        Files.createFile(shared.resolve("conduit-posix-worker-0badcafe0badcafe0badcafe0badcafe.lease"));
+        // What the dead sender left: a claim of two lines, nothing taken, and no lease in the directory.
         writeIntoTheQueue(queue -> {
             long tail = queue.get(ValueLayout.JAVA_LONG, 128);
-            queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
+            queue.set(ValueLayout.JAVA_LONG, 128, tail + 128);
         });
         assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        // Bounded, not timed: the skip needs the block to last heartbeat.timeout; without it nothing ever arrives.
+        // Bounded, not timed: the take-back needs the block to last unblock.timeout; without it nothing ever arrives.
         for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
         assertThat(received.ids).containsExactly(7);
     }
@@ -387,14 +389,14 @@ class ShmTransportTest {
     @Test
     void aSenderThatDiedWritingItsFirstRecordDoesNotWedgeTheQueue() throws Exception {
         Received received = new Received();
-        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
-                "posix.liveness.interval", "1ms");
-        // What the dead sender did: claimed 64 bytes at the tail and wrote -length and its
-        // connection id, whose owner (first 32 bits) holds no lease in the directory.
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        // What the dead sender did: claimed 64 bytes at the tail, took them (-length and its owner
+        // tag) and wrote its connection id, whose owner (first 32 bits) holds no lease in the directory.
         writeIntoTheQueue(queue -> {
             long tail = queue.get(ValueLayout.JAVA_LONG, 128);
             long record = 4096 + tail;
             queue.set(ValueLayout.JAVA_INT, record, -64);
+            queue.set(ValueLayout.JAVA_INT, record + 4, 0x0bad_cafe);
             queue.set(ValueLayout.JAVA_LONG, record + 8, 0x0bad_cafe_0000_0001L);
             queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
         });
@@ -404,6 +406,42 @@ class ShmTransportTest {
         // Bounded, not timed: the skip needs a few liveness checks; without it nothing ever arrives.
         for (int i = 0; i < 50_000_000 && received.ids.isEmpty(); i++) receiver.progress();
         assertThat(received.ids).containsExactly(7);
+    }
+
+    /**
+     * A record a sender took names it, and may still be being written: it is never skipped while
+     * its sender's lease is held, however long unblock.timeout has been, and arrives in order once
+     * committed, with what was sent behind it.
+     */
+    @Test
+    void aRecordTakenByALiveSenderIsWaitedForNotSkipped() throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
+        long[] record = new long[1];
+        // As the live sender does it, stopped after taking a record: -length, its owner tag, its connection id.
+        writeIntoTheQueue(queue -> {
+            long connection = queue.get(ValueLayout.JAVA_LONG, 4096 + 8); // its CONNECT's, at ring offset 0, read and not yet zeroed
+            long tail = queue.get(ValueLayout.JAVA_LONG, 128);
+            record[0] = 4096 + tail;
+            queue.set(ValueLayout.JAVA_INT, record[0], -64);
+            queue.set(ValueLayout.JAVA_INT, record[0] + 4, (int) (connection >>> 32));
+            queue.set(ValueLayout.JAVA_LONG, record[0] + 8, connection);
+            queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
+        });
+        assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        for (int i = 0; i < 2_000; i++) progressOrPause(receiver); // at least 100 ms: a hundred unblock.timeouts
+        assertThat(received.ids).as("nothing skipped, nothing passed").containsExactly(6);
+        writeIntoTheQueue(queue -> {
+            queue.set(ValueLayout.JAVA_INT, record[0] + 16, 5); // message id; header and payload lengths stay 0
+            queue.set(ValueLayout.JAVA_INT, record[0] + 4, 1); // MSG
+            queue.set(ValueLayout.JAVA_INT, record[0], 64); // committed
+        });
+        for (int i = 0; i < 20_000 && received.ids.size() < 3; i++) progressOrPause(receiver);
+        assertThat(received.ids).containsExactly(6, 5, 7);
     }
 
     @Test
