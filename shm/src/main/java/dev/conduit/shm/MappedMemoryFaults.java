@@ -12,7 +12,9 @@ package dev.conduit.shm;
  * {@code java.lang.InternalError: a fault occurred in an unsafe memory access operation} and the
  * JVM survives. One exception: a {@code compareAndSet}/{@code compareAndExchange} that runs in
  * the interpreter is not guarded and crashes the JVM, so Conduit reads a word before it CASes it
- * on peer memory (the read faults first; a truncation between the two is the remaining window).
+ * on peer memory (the read faults first; a truncation between the two is the remaining window),
+ * and a sender reads the first record it takes in each page of a peer's ring before the CAS that
+ * takes it (a truncation after that read is the window there: docs/decisions.md).
  *
  * <p>Conduit catches that error where it touches peer memory itself — sending into a peer's
  * queue, receiving from its own queue, RMA on a peer's region — and fails only the affected

@@ -62,7 +62,8 @@ import java.lang.invoke.VarHandle;
  * one release store. Claimable space is zeroed, but for the first word of each cache line, its
  * free word ({@code freeWord}): length 0, so it is never taken for a record, and a mark that is a
  * keyed hash of the line's ring position (lap and offset), never 0. Fields a record does not use
- * are zero. When the record does not fit before the end of the ring, the claim also covers the
+ * are zero, but for the first word of each line after the first, which keeps its free word until
+ * the payload covers it (an encoder's view of the room sees it). When the record does not fit before the end of the ring, the claim also covers the
  * rest of the ring, which the sender makes a PAD record, by the same CAS.
  *
  * <p>The receiver formats the ring with every line's free word. It reads records while their
@@ -271,6 +272,7 @@ public final class ReceiveQueue {
         }
         long head = headCache;
         long taken = twoInts(-length, ownerTag(connection));
+        long lost = 0;
         while (true) {
             long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
             if ((tail & (RECORD_ALIGNMENT - 1)) != 0) {
@@ -284,6 +286,16 @@ public final class ReceiveQueue {
             long required = length + padding;
             if (required > capacity - (tail - head)) {
                 head = (long) LONG.getVolatile(memory, HEAD_OFFSET);
+                if (head - tail > 0) {
+                    // Other claims and the receiver moved on since the tail was read; a head past a tail read after it,
+                    // though, gives back what nobody claimed: another process wrote it.
+                    long now = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+                    if (head - now > 0) {
+                        throw new CorruptQueueException("its head " + head + " is past its tail " + now + ": a process that maps the queue wrote it");
+                    }
+                    headCache = head;
+                    continue;
+                }
                 headCache = head;
                 if (required > capacity - (tail - head)) return -1;
             }
@@ -295,7 +307,16 @@ public final class ReceiveQueue {
                 if ((long) LONG.getVolatile(memory, at) == free) LONG.compareAndSet(memory, at, free, twoInts((int) padding, PAD));
             }
             long position = tail + padding;
-            if (!take(position, taken, connection)) continue; // taken back: nothing was written there
+            if (!take(position, taken, connection)) {
+                // Taken back: nothing was written there; claim anew. A receiver takes back only what stayed untaken for
+                // unblock.timeout, so more than a ring of it in one call is a process that maps the queue at work.
+                lost += required;
+                if (lost > capacity) {
+                    throw new CorruptQueueException("more than its capacity of claims was found taken before this sender took them: "
+                            + "a process that maps the queue wrote its lines or its head");
+                }
+                continue;
+            }
             claimedUpTo = tail + required;
             return HEADER_LENGTH + (position & mask);
         }
@@ -314,8 +335,9 @@ public final class ReceiveQueue {
             // CAS that touches a page truncated away kills the JVM (SIGBUS in Unsafe_CompareAndSetLong); a read raises
             // InternalError (MappedMemoryFaults). Once per page, not per record: the read would cost a small message
             // one more transfer of its line between cores.
-            pageRead = position >>> 12;
-            if ((long) LONG.getVolatile(memory, offset) != free) return false;
+            long word = (long) LONG.getVolatile(memory, offset);
+            pageRead = position >>> 12; // only once the read came back: after a fault, the next take reads again
+            if (word != free) return false;
         }
         if (!LONG.compareAndSet(memory, offset, free, taken)) return false;
         // At once, before the caller copies anything: the connection routes the record, and the owner tag alone

@@ -200,7 +200,7 @@ public final class ShmTransport implements Transport {
             this.queueChunk = chunk;
             this.queue = q;
             this.deliveredQueue = q.memory().asReadOnly();
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             if (chunk != null) provider.free(chunk);
             if (ownLease != null) ownLease.close();
             provider.close();
@@ -756,6 +756,15 @@ public final class ShmTransport implements Transport {
      * gave, one whose CONNECT is this very record by the leases its owner tag points at.
      */
     private boolean unblockHead() {
+        try {
+            return unblockHeadRecord();
+        } catch (InternalError e) {
+            // A take-back reads lines no poll has touched yet, on pages a truncation may have taken.
+            throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue"), e);
+        }
+    }
+
+    private boolean unblockHeadRecord() {
         if (queue.isHeadUnnamed()) {
             if (!queue.takeBackUnnamedClaim()) return false;
             context.logger().log(System.Logger.Level.INFO, plugin + ": took back queue space a sender claimed and did not take for "

@@ -273,6 +273,39 @@ class ReceiveQueueTest {
     }
 
     @Test
+    void aHeadPastTheTailIsReportedAsCorruption() {
+        while (send(ReceiveQueue.MSG, 1, 64) >= 0) { } // full and unread: the next claim reads the shared head
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEAD_OFFSET, 64_000_000);
+        long tail = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        assertThatThrownBy(() -> sender.claim(64, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
+                .hasMessageContaining("its head 64000000 is past its tail " + tail);
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).as("nothing claimed").isEqualTo(tail);
+    }
+
+    /**
+     * A take's read that faults (the page was truncated away) must leave its page unread: the next
+     * take in the page reads again and faults again, instead of running the CAS, which in the
+     * interpreter — where these first calls run — is not guarded and kills the JVM.
+     */
+    @Test
+    void aTakeWhoseReadFaultedReadsAgainAtTheNextTake(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = dir.resolve("queue");
+        try (Arena arena = Arena.ofShared();
+             java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE_NEW,
+                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            long length = ReceiveQueue.mappedLength(4096);
+            channel.truncate(length);
+            MemorySegment mapped = channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, length, arena);
+            ReceiveQueue.format(mapped, TOKEN);
+            ReceiveQueue tx = ReceiveQueue.attach(mapped, TOKEN);
+            channel.truncate(ReceiveQueue.HEADER_LENGTH); // the ring's pages are gone; the header, with the tail, stays
+            for (int attempt = 0; attempt < 2; attempt++) {
+                assertThatThrownBy(() -> tx.claim(64, 1)).as("attempt %d", attempt).isInstanceOf(InternalError.class);
+            }
+        }
+    }
+
+    @Test
     void aRecordIsClaimedInWholeLines() {
         for (int length : new int[] {0, -64, 56, 72}) {
             assertThatThrownBy(() -> sender.claim(length, 1)).isInstanceOf(IllegalArgumentException.class)
