@@ -472,21 +472,28 @@ class ReceiveQueueTest {
         int threads = 4;
         int perThread = 50_000;
         List<Thread> senders = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> senderFailure = new java.util.concurrent.atomic.AtomicReference<>();
         for (int t = 0; t < threads; t++) {
             long base = (long) t << 32;
             senders.add(Thread.ofPlatform().start(() -> {
-                ReceiveQueue tx = ReceiveQueue.attach(big, TOKEN);
-                for (int i = 1; i <= perThread; i++) {
-                    long offset;
-                    while ((offset = tx.claim(64)) < 0) Thread.onSpinWait();
-                    big.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, base | i);
-                    tx.commit(offset, 64, ReceiveQueue.MSG);
+                try {
+                    ReceiveQueue tx = ReceiveQueue.attach(big, TOKEN);
+                    for (int i = 1; i <= perThread; i++) {
+                        long offset;
+                        while ((offset = tx.claim(64)) < 0) Thread.onSpinWait();
+                        big.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, base | i);
+                        tx.commit(offset, 64, ReceiveQueue.MSG);
+                    }
+                } catch (RuntimeException | Error e) {
+                    senderFailure.compareAndSet(null, e);
                 }
             }));
         }
         long[] last = new long[threads];
         int[] count = {0};
         while (count[0] < threads * perThread) {
+            // A sender that failed sends nothing more: fail with its exception rather than wait for ever.
+            if (senderFailure.get() != null) throw new AssertionError("a sender failed", senderFailure.get());
             rx.poll((m, offset, type, length) -> {
                 long v = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
                 int t = (int) (v >>> 32);
