@@ -179,10 +179,7 @@ public final class ReceiveQueue {
         MemorySegment.copy(token, 0, memory, ValueLayout.JAVA_BYTE, TOKEN_OFFSET, TOKEN_LENGTH);
         memory.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
         ReceiveQueue queue = new ReceiveQueue(memory, capacity);
-        // Every line free for the first lap. This touches every page of the ring now, as the first lap would.
-        for (long line = 0; line < capacity; line += RECORD_ALIGNMENT) {
-            memory.set(ValueLayout.JAVA_LONG, HEADER_LENGTH + line, queue.freeWord(line));
-        }
+        queue.writeFreeWords(0, capacity); // the first lap's; this touches every page of the ring now, as the first lap would
         INT.setRelease(memory, MAGIC_OFFSET, MAGIC);
         return queue;
     }
@@ -354,6 +351,13 @@ public final class ReceiveQueue {
      */
     long freeWord(long position) {
         return twoInts(0, (int) (((position ^ freeKey) * 0x9E37_79B9_7F4A_7C15L) >>> 32) | 1);
+    }
+
+    /** Writes the free word of every line whose ring position lies in [{@code from}, {@code to}), at that position's line. */
+    private void writeFreeWords(long from, long to) {
+        for (long line = (from + RECORD_ALIGNMENT - 1) & -RECORD_ALIGNMENT; line < to; line += RECORD_ALIGNMENT) {
+            memory.set(ValueLayout.JAVA_LONG, HEADER_LENGTH + (line & mask), freeWord(line));
+        }
     }
 
     /** What a taken record's type field holds: the owner bits of {@code connection} ({@code OwnerLease.newConnectionId}). */
@@ -542,9 +546,7 @@ public final class ReceiveQueue {
         }
         // Every line free for the next lap. Until then its first word is 0, which is no line's free word: a sender stopped
         // since a claim of this lap cannot take it meanwhile.
-        for (long line = (zeroed + RECORD_ALIGNMENT - 1) & -RECORD_ALIGNMENT; line < head; line += RECORD_ALIGNMENT) {
-            memory.set(ValueLayout.JAVA_LONG, HEADER_LENGTH + (line & mask), freeWord(line + capacity));
-        }
+        writeFreeWords(zeroed + capacity, head + capacity);
         zeroed = head;
         LONG.setRelease(memory, HEAD_OFFSET, zeroed);
     }
@@ -556,12 +558,17 @@ public final class ReceiveQueue {
 
     /** Whether the record at the head is claimed but not committed (taken or not). */
     public boolean isHeadBlocked() {
-        return hasPending() && (int) INT.getVolatile(memory, HEADER_LENGTH + (head & mask)) <= 0;
+        return hasPending() && headLength() <= 0;
     }
 
     /** Whether the head is claimed but not yet taken: its sender is between the two CASes of {@link #claim}, or stopped or died there. */
     public boolean isHeadUnnamed() {
-        return hasPending() && (int) INT.getVolatile(memory, HEADER_LENGTH + (head & mask)) == 0;
+        return hasPending() && headLength() == 0;
+    }
+
+    /** The length word of the record at the head: positive once committed, negative while taken, 0 before. */
+    private int headLength() {
+        return (int) INT.getVolatile(memory, HEADER_LENGTH + (head & mask));
     }
 
     /**

@@ -357,6 +357,23 @@ class ShmTransportTest {
     }
 
     /**
+     * Claims and takes one line at the tail of a queue that {@link #writeIntoTheQueue} maps, as a
+     * sender of {@code connection} does before it writes the record: the tail moved by 64, then
+     * {@code -64} and the connection's owner tag, then the connection id.
+     *
+     * @return the record's offset in the mapping
+     */
+    private static long takeALineAtTheTail(MemorySegment queue, long connection) {
+        long tail = queue.get(ValueLayout.JAVA_LONG, 128);
+        long record = 4096 + tail;
+        queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
+        queue.set(ValueLayout.JAVA_INT, record, -64);
+        queue.set(ValueLayout.JAVA_INT, record + 4, (int) (connection >>> 32));
+        queue.set(ValueLayout.JAVA_LONG, record + 8, connection);
+        return record;
+    }
+
+    /**
      * A sender killed right after the CAS that claimed its first record (its CONNECT) leaves a claim
      * it never took, which names nobody: a sender the receiver never met, whose lease may already be
      * gone. The receiver takes the space back after unblock.timeout, needing no evidence of a death:
@@ -392,14 +409,7 @@ class ShmTransportTest {
         Transport receiver = receiverThatUnblocksAtOnce(received);
         // What the dead sender did: claimed 64 bytes at the tail, took them (-length and its owner
         // tag) and wrote its connection id, whose owner (first 32 bits) holds no lease in the directory.
-        writeIntoTheQueue(queue -> {
-            long tail = queue.get(ValueLayout.JAVA_LONG, 128);
-            long record = 4096 + tail;
-            queue.set(ValueLayout.JAVA_INT, record, -64);
-            queue.set(ValueLayout.JAVA_INT, record + 4, 0x0bad_cafe);
-            queue.set(ValueLayout.JAVA_LONG, record + 8, 0x0bad_cafe_0000_0001L);
-            queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
-        });
+        writeIntoTheQueue(queue -> takeALineAtTheTail(queue, 0x0bad_cafe_0000_0001L));
         Transport sender = transport(new Received());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).isTrue();
@@ -422,16 +432,9 @@ class ShmTransportTest {
         assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
         for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
         long[] record = new long[1];
-        // As the live sender does it, stopped after taking a record: -length, its owner tag, its connection id.
-        writeIntoTheQueue(queue -> {
-            long connection = queue.get(ValueLayout.JAVA_LONG, 4096 + 8); // its CONNECT's, at ring offset 0, read and not yet zeroed
-            long tail = queue.get(ValueLayout.JAVA_LONG, 128);
-            record[0] = 4096 + tail;
-            queue.set(ValueLayout.JAVA_INT, record[0], -64);
-            queue.set(ValueLayout.JAVA_INT, record[0] + 4, (int) (connection >>> 32));
-            queue.set(ValueLayout.JAVA_LONG, record[0] + 8, connection);
-            queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
-        });
+        // As the live sender does it, stopped after taking a record; its connection id is its CONNECT's, at ring offset 0,
+        // read and not yet zeroed.
+        writeIntoTheQueue(queue -> record[0] = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8)));
         assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 2))).isTrue();
         for (int i = 0; i < 2_000; i++) progressOrPause(receiver); // at least 100 ms: a hundred unblock.timeouts
         assertThat(received.ids).as("nothing skipped, nothing passed").containsExactly(6);
