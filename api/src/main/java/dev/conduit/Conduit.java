@@ -123,9 +123,12 @@ public interface Conduit extends AutoCloseable {
      * closes everything else, and the worker running that handler closes as the call that ran
      * the handler returns.
      *
-     * <p>Called while another thread's call is closing it, it returns at once, without waiting for
-     * that call to end: its thread may be one that call waits for (docs/decisions.md). Close from
-     * one thread, or wait for the thread that closes, to rely on everything being released.
+     * <p>From the moment a close starts, {@link #newWorker}, {@link #pool} and {@link #importRegion}
+     * throw {@link IllegalStateException}. Only the first close does the work: called while another
+     * thread's call is closing it, it returns at once and touches nothing (imported regions stay
+     * mapped until that call unmaps them), without waiting for that call to end: its thread may be
+     * one that call waits for (docs/decisions.md). Close from one thread, or wait for the thread
+     * that closes, to rely on everything being released.
      */
     @Override
     void close();

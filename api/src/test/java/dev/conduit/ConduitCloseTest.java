@@ -1,5 +1,6 @@
 package dev.conduit;
 
+import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ThreadMode;
@@ -8,6 +9,7 @@ import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -18,6 +20,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 
 import static dev.conduit.testing.TestConduits.isolated;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -329,6 +334,64 @@ class ConduitCloseTest {
     }
 
     /**
+     * A close called while another thread's close is under way returns at once and touches
+     * nothing: a region imported through the Conduit stays mapped until the first close, after
+     * its workers, unmaps it; from the first close's start the Conduit refuses new work. The
+     * second close used to unmap the IPC cache at once, under the workers the first waited for,
+     * and the Conduit took new work until its resources were marked closed.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileAnotherIsUnderWayReturnsAtOnceAndUnmapsNothing() throws Exception {
+        CountDownLatch closing = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        RecordingTransport transport = new RecordingTransport().onClose(() -> {
+            closing.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).addPlugin(new InProcessMemoryPlugin())
+                .build();
+        byte[] handle = conduit.pool("inproc").allocate(4096).exportHandle();
+        ImportedRegion imported = conduit.importRegion(handle);
+        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+        Thread user = Thread.ofPlatform().start(worker::close);
+        closing.await();
+        AtomicReference<Throwable> firstFailed = new AtomicReference<>();
+        Thread first = Thread.ofPlatform().start(() -> {
+            try {
+                conduit.close();
+            } catch (Throwable t) {
+                firstFailed.set(t);
+            }
+        });
+        while (opensAnImport(conduit, handle)) Thread.onSpinWait(); // until the first close has started
+
+        conduit.close();
+
+        assertThat(first.isAlive()).as("the first close, waiting for the user's close of its worker").isTrue();
+        assertThat(imported.segment().get(ValueLayout.JAVA_BYTE, 0)).as("a byte of the imported region, still mapped").isZero();
+        release.countDown();
+        first.join();
+        user.join();
+        assertThat(firstFailed.get()).isNull();
+        assertThatThrownBy(() -> imported.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(IllegalStateException.class)
+                .hasMessage("Conduit is closed");
+    }
+
+    private static boolean opensAnImport(Conduit conduit, byte[] handle) {
+        try (ImportedRegion ignored = conduit.importRegion(handle)) {
+            return true;
+        } catch (IllegalStateException closed) {
+            return false;
+        }
+    }
+
+    /**
      * A close the Conduit asked for, which the worker's owner ran and which failed, is reported
      * by the Conduit's close too, not only by the owner's next call.
      */
@@ -349,6 +412,69 @@ class ConduitCloseTest {
         assertThat(e.getSuppressed()[0].getSuppressed()).extracting(Throwable::getMessage).containsExactly("cannot close a#1");
         assertThat(ownerSaw.get()).hasMessageContaining("its Conduit was closed")
                 .satisfies(t -> assertThat(t.getSuppressed()).hasSize(1));
+    }
+
+    /**
+     * A SINGLE owner whose own close starts just after the Conduit's wait for it ran out, while the
+     * closing thread logs its WARNING, wins the race: a failure of that close is thrown by the
+     * Conduit's close too, as when the owner closes in time. It was kept only by the worker.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aFailedCloseOfAnOwnerThatWinsTheRaceAfterTheWaitIsReportedByTheConduitsClose() throws Exception {
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> new RecordingTransport().onClose(() -> {
+            throw new IllegalStateException("cannot close a#1");
+        }))).build();
+        CountDownLatch created = new CountDownLatch(1);
+        CountDownLatch closeNow = new CountDownLatch(1);
+        CountDownLatch ownerClosed = new CountDownLatch(1);
+        Thread owner = Thread.ofPlatform().start(() -> {
+            Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+            created.countDown();
+            try {
+                closeNow.await();
+                worker.close();
+            } catch (InterruptedException | RuntimeException expected) {
+                // the close's failure is what the Conduit's close must report
+            } finally {
+                ownerClosed.countDown();
+            }
+        });
+        created.await();
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit");
+        Handler closeOnTheWarning = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel() != Level.WARNING || !record.getMessage().contains("was still in use")) return;
+                closeNow.countDown();
+                try {
+                    ownerClosed.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(closeOnTheWarning);
+        ConduitException e;
+        try {
+            e = catchThrowableOfType(ConduitException.class, conduit::close);
+        } finally {
+            log.removeHandler(closeOnTheWarning);
+        }
+
+        owner.join();
+        assertThat(ownerClosed.getCount()).as("the owner closed while the Conduit's close logged").isZero();
+        assertThat(e).isNotNull();
+        assertThat(e.getSuppressed()).hasSize(1);
+        assertThat(e.getSuppressed()[0].getSuppressed()).extracting(Throwable::getMessage).containsExactly("cannot close a#1");
     }
 
     @Test

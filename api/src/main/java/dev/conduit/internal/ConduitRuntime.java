@@ -26,6 +26,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /** The {@link Conduit} implementation: owns the registry, the configuration and what was opened. */
 public final class ConduitRuntime implements Conduit {
@@ -38,6 +39,8 @@ public final class ConduitRuntime implements Conduit {
     private final Resources resources = new Resources();
     private final IpcCache ipcCache;
     private final IpcImports imports;
+    /** Set by the one close that runs; any other returns at once (Conduit#close says why it does not wait). */
+    private final AtomicBoolean closeClaimed = new AtomicBoolean();
 
     private ConduitRuntime(ConfigResolver config, PluginRegistry registry, Path sharedDirectory) {
         this.config = config;
@@ -159,11 +162,15 @@ public final class ConduitRuntime implements Conduit {
     }
 
     private void ensureOpen() {
-        if (resources.isClosed()) throw new IllegalStateException("Conduit is closed");
+        // From the start of a close: a worker made while it asks the others to close would be closed under its user.
+        if (closeClaimed.get()) throw new IllegalStateException("Conduit is closed");
     }
 
     @Override
     public void close() {
+        // Only one close runs. Another one, while the first still asks its workers, would have run
+        // a whole close of its own, and closed the IPC cache under the workers the first waits for.
+        if (!closeClaimed.compareAndSet(false, true)) return;
         // Every worker another thread may be using is asked first, so that their users close them
         // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
         List<RuntimeException> workerFailures = new ArrayList<>();
@@ -171,14 +178,12 @@ public final class ConduitRuntime implements Conduit {
         RuntimeException failure = null;
         try {
             try {
-                if (!resources.isClosed()) {
-                    resources.forEachOpen(RuntimeWorker.class, workers::add);
-                    for (RuntimeWorker worker : workers) {
-                        try {
-                            worker.requestCloseFromConduit();
-                        } catch (RuntimeException e) {
-                            workerFailures.add(e); // the worker is still closed below
-                        }
+                resources.forEachOpen(RuntimeWorker.class, workers::add);
+                for (RuntimeWorker worker : workers) {
+                    try {
+                        worker.requestCloseFromConduit();
+                    } catch (RuntimeException e) {
+                        workerFailures.add(e); // the worker is still closed below
                     }
                 }
             } finally {

@@ -36,10 +36,6 @@ public final class Resources {
         open.remove(resource);
     }
 
-    public synchronized boolean isClosed() {
-        return closed;
-    }
-
     /** Calls {@code action} with every tracked resource of {@code type}, oldest first. */
     public <T> void forEachOpen(Class<T> type, Consumer<? super T> action) {
         List<AutoCloseable> tracked;

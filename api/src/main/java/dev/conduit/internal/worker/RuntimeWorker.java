@@ -809,6 +809,7 @@ public final class RuntimeWorker implements Worker {
             }
             closeNow(); // the wait ran out with a call under way, or the owner died: not through the guard
             awaitCloseDone(); // should a user's close have started meanwhile
+            rethrowCloseFailure(); // and then that close's failure is this one's too
         } else if (guard instanceof OwnerCheck owned && owned.owner() != Thread.currentThread()) {
             closeNow(); // its owner has ended: without the owner check
         } else {
