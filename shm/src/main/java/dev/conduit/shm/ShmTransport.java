@@ -67,6 +67,11 @@ public final class ShmTransport implements Transport {
     static final int ADDRESS_VERSION = 1;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final int POLL_LIMIT = 64;
+    /** How long await spins on a head claimed and not yet committed, before it sleeps (awaitBlockedHead). */
+    private static final long BLOCKED_SPIN_NANOS = 20_000;
+    /** The first and the longest of await's sleeps while the head stays claimed and uncommitted (awaitBlockedHead). */
+    private static final long BLOCKED_PAUSE_FIRST_NANOS = 100_000;
+    private static final long BLOCKED_PAUSE_MAX_NANOS = 10_000_000;
 
     private final String plugin;
     private final Libc libc;
@@ -119,6 +124,11 @@ public final class ShmTransport implements Transport {
     private long blockedSince;
     /** The ring position of the head that was blocked since {@link #blockedSince}: a block is one record's. */
     private long blockedAt;
+    /** The head position await last found claimed and uncommitted, and its next sleep there (0: spin first). */
+    private long awaitBlockedAt;
+    private long awaitBlockedPause;
+    /** Whether the head is no longer claimed and uncommitted, made once (await must not allocate). */
+    private final java.util.function.BooleanSupplier headUnblocked = this::isHeadUnblocked;
     private boolean closed;
 
     /** A sender connected to this worker's queue. */
@@ -826,10 +836,43 @@ public final class ShmTransport implements Transport {
             boolean woken = queue.awaitSignal(libc, Math.min(slice, heartbeatNanos / 2), headRingMapped);
             queue.beat(++progressCount);
             if (woken) return true;
+        } else if (queue.isHeadBlocked()) {
+            if (awaitBlockedHead(slice)) return true;
         } else if (queue.await(libc, slice)) {
             return true;
         }
         return checkPeersIfDue() > 0;
+    }
+
+    /**
+     * Waits, at most {@code slice}, for the record at the head to be committed. A sender commits
+     * what it claimed within a microsecond or so, so this spins first. One stopped between its
+     * claim and its commit (SIGSTOP, a paused container, a debugger) holds the head for as long as
+     * it stays stopped, so past the spin this sleeps. A sender's wake after its commit is ordered
+     * after its claim's CAS, not after the commit (no fence between them: one less on every
+     * message), and can miss a receiver that goes to sleep in that instant; so each sleep is a
+     * pause, doubling up to {@link #BLOCKED_PAUSE_MAX_NANOS}, after which this looks again. A
+     * signal or another sender's message wakes it at once. (Taking the pending record for work, as
+     * before, spun a thread looping on await for as long as its sender stayed stopped.)
+     */
+    private boolean awaitBlockedHead(long slice) {
+        long position = queue.headPosition();
+        if (position != awaitBlockedAt || awaitBlockedPause == 0) {
+            awaitBlockedAt = position;
+            long spinUntil = System.nanoTime() + Math.min(slice, BLOCKED_SPIN_NANOS);
+            do {
+                if (isHeadUnblocked()) return true;
+                Thread.onSpinWait();
+            } while (System.nanoTime() - spinUntil < 0);
+            awaitBlockedPause = BLOCKED_PAUSE_FIRST_NANOS;
+        }
+        long pause = Math.min(slice, awaitBlockedPause);
+        awaitBlockedPause = Math.min(2 * awaitBlockedPause, BLOCKED_PAUSE_MAX_NANOS);
+        return queue.awaitSignal(libc, pause, headUnblocked) || isHeadUnblocked();
+    }
+
+    private boolean isHeadUnblocked() {
+        return !queue.isHeadBlocked();
     }
 
     @Override

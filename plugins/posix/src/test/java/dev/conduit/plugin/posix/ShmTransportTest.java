@@ -374,6 +374,32 @@ class ShmTransportTest {
     }
 
     /**
+     * Delivers message 6 from a new sender of {@code receiver}, then takes a line at the tail as
+     * that live sender does and stops there, before it writes the record (its connection id is its
+     * CONNECT's, at ring offset 0, read and not yet zeroed).
+     *
+     * @return the taken record's offset, for {@link #commitAsTheSenderWould}
+     */
+    private long aLiveSenderStoppedAfterItsTake(Transport receiver, Received received, TransportEndpoint[] endpoint) throws Exception {
+        Transport sender = transport(new Received());
+        endpoint[0] = connect(sender, receiver, cause -> { });
+        assertThat(endpoint[0].trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
+        long[] record = new long[1];
+        writeIntoTheQueue(queue -> record[0] = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8)));
+        return record[0];
+    }
+
+    /** Writes the taken record at {@code record} as message 5 (no header, no payload) and commits it, as its sender would. */
+    private void commitAsTheSenderWould(long record) throws Exception {
+        writeIntoTheQueue(queue -> {
+            queue.set(ValueLayout.JAVA_INT, record + 16, 5); // message id; header and payload lengths stay 0
+            queue.set(ValueLayout.JAVA_INT, record + 4, 1); // MSG
+            queue.set(ValueLayout.JAVA_INT, record, 64); // committed
+        });
+    }
+
+    /**
      * A sender killed right after the CAS that claimed its first record (its CONNECT) leaves a claim
      * it never took, which names nobody: a sender the receiver never met, whose lease may already be
      * gone. The receiver takes the space back after unblock.timeout, needing no evidence of a death:
@@ -427,24 +453,41 @@ class ShmTransportTest {
     void aRecordTakenByALiveSenderIsWaitedForNotSkipped() throws Exception {
         Received received = new Received();
         Transport receiver = receiverThatUnblocksAtOnce(received);
-        Transport sender = transport(new Received());
-        TransportEndpoint ep = connect(sender, receiver, cause -> { });
-        assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
-        long[] record = new long[1];
-        // As the live sender does it, stopped after taking a record; its connection id is its CONNECT's, at ring offset 0,
-        // read and not yet zeroed.
-        writeIntoTheQueue(queue -> record[0] = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8)));
-        assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        TransportEndpoint[] ep = new TransportEndpoint[1];
+        long record = aLiveSenderStoppedAfterItsTake(receiver, received, ep);
+        assertThat(ep[0].trySend(7, MemorySegment.NULL, bytes(8, 2))).isTrue();
         for (int i = 0; i < 2_000; i++) progressOrPause(receiver); // at least 100 ms: a hundred unblock.timeouts
         assertThat(received.ids).as("nothing skipped, nothing passed").containsExactly(6);
-        writeIntoTheQueue(queue -> {
-            queue.set(ValueLayout.JAVA_INT, record[0] + 16, 5); // message id; header and payload lengths stay 0
-            queue.set(ValueLayout.JAVA_INT, record[0] + 4, 1); // MSG
-            queue.set(ValueLayout.JAVA_INT, record[0], 64); // committed
-        });
+        commitAsTheSenderWould(record);
         for (int i = 0; i < 20_000 && received.ids.size() < 3; i++) progressOrPause(receiver);
         assertThat(received.ids).containsExactly(6, 5, 7);
+    }
+
+    /**
+     * While a live sender's taken record holds the head (the sender stopped between its take and
+     * its commit: SIGSTOP, a paused container), await sleeps: it used to take the pending record
+     * for work and return at once, so a thread looping on await spun for as long as the sender
+     * stayed stopped. Once the record is committed, await says so and the record arrives.
+     */
+    @Test
+    void awaitSleepsWhileAStoppedSendersTakenRecordHoldsTheHeadAndWakesOnceItIsCommitted() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        long record = aLiveSenderStoppedAfterItsTake(receiver, received, new TransportEndpoint[1]);
+
+        int woken = 0;
+        for (int i = 0; i < 20; i++) {
+            if (receiver.await(TimeUnit.MILLISECONDS.toNanos(5))) woken++;
+            receiver.progress();
+        }
+        assertThat(woken).as("awaits of 20 that said there was work, with none").isZero();
+
+        commitAsTheSenderWould(record);
+        boolean sawTheCommit = false;
+        for (int i = 0; i < 1_000 && !sawTheCommit; i++) sawTheCommit = receiver.await(TimeUnit.MILLISECONDS.toNanos(50));
+        assertThat(sawTheCommit).isTrue();
+        receiver.progress();
+        assertThat(received.ids).containsExactly(6, 5);
     }
 
     @Test
