@@ -130,6 +130,7 @@ public interface Endpoint extends AutoCloseable {
      * once {@link #flush()} returns (at once on shared-memory transports).
      *
      * @throws IndexOutOfBoundsException when {@code [offset, offset + source.byteSize())} is not inside {@code target}
+     * @throws IllegalArgumentException  when {@code target} is mapped read-only in this process (posix through a read-only mount)
      * @throws NotSupportedException     when the transport has no RMA (capability RMA)
      */
     void put(MemorySegment source, PeerRegion target, long offset);
@@ -146,7 +147,8 @@ public interface Endpoint extends AutoCloseable {
      * Atomically adds {@code delta} to the 8-byte word at {@code offset} of {@code target} (native
      * byte order of the target's host); returns the previous value.
      *
-     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8
+     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8, or {@code target} is mapped read-only in
+     *                                   this process (posix through a read-only mount)
      * @throws IndexOutOfBoundsException when the word is not inside {@code target}
      * @throws NotSupportedException     when the transport has no atomics (capability ATOMICS)
      */
@@ -156,7 +158,8 @@ public interface Endpoint extends AutoCloseable {
      * Atomically replaces the 8-byte word at {@code offset} of {@code target} with {@code desired}
      * if it equals {@code expected}; returns the previous value (equal to {@code expected} on success).
      *
-     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8
+     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8, or {@code target} is mapped read-only in
+     *                                   this process (posix through a read-only mount)
      * @throws IndexOutOfBoundsException when the word is not inside {@code target}
      * @throws NotSupportedException     when the transport has no atomics (capability ATOMICS)
      */

@@ -5,7 +5,10 @@ import java.lang.foreign.MemorySegment;
 /**
  * Another process's region, mapped here through the IPC cache ({@link Conduit#importRegion(byte[])}).
  *
- * <p>Reads and writes are shared with the producer. {@link #close()} releases this use of the
+ * <p>Reads and writes are shared with the producer. A region a plugin could map only for reading
+ * here (posix through a read-only mount: a container's {@code -v DIR:DIR:ro}) has a read-only
+ * {@link #segment()} ({@link MemorySegment#isReadOnly()}), through which a write throws
+ * {@link IllegalArgumentException}. {@link #close()} releases this use of the
  * cached mapping; the cache unmaps it later, only when no open region uses it. After the owning
  * {@code Conduit} closes, {@link #segment()} access throws {@link IllegalStateException}.
  */

@@ -460,6 +460,7 @@ final class RuntimeEndpoint implements Endpoint {
         boolean entered = worker.enter();
         try {
             RemoteRegion r = region(target, "put");
+            checkWritable("put", r);
             checkRange("put", offset, source.byteSize(), target);
             requireCapability(rma, "put", Capability.RMA);
             checkUsable();
@@ -502,6 +503,7 @@ final class RuntimeEndpoint implements Endpoint {
         boolean entered = worker.enter();
         try {
             RemoteRegion r = region(target, "fetchAdd");
+            checkWritable("fetchAdd", r);
             checkWord("fetchAdd", offset, target);
             requireCapability(atomics, "fetchAdd", Capability.ATOMICS);
             checkUsable();
@@ -522,6 +524,7 @@ final class RuntimeEndpoint implements Endpoint {
         boolean entered = worker.enter();
         try {
             RemoteRegion r = region(target, "compareAndSwap");
+            checkWritable("compareAndSwap", r);
             checkWord("compareAndSwap", offset, target);
             requireCapability(atomics, "compareAndSwap", Capability.ATOMICS);
             checkUsable();
@@ -558,6 +561,15 @@ final class RuntimeEndpoint implements Endpoint {
             throw new IllegalArgumentException(op + ": the PeerRegion was not opened through this endpoint; open it with peerRegion(handle) on the endpoint that uses it");
         }
         return r.remote();
+    }
+
+    /** A put or an atomic needs a region this process may write: one mapped here read-only (posix through a read-only mount) takes none. */
+    private static void checkWritable(String op, RemoteRegion region) {
+        MemorySegment local = region.localSegment();
+        if (local != null && local.isReadOnly()) {
+            throw new IllegalArgumentException(op + " into a peer region that plugin '" + region.pluginName() + "' could map only for "
+                    + "reading in this process (posix: its chunk directory is a read-only mount here); mount it read-write to write to it");
+        }
     }
 
     private static void checkRange(String op, long offset, long length, PeerRegion region) {

@@ -41,6 +41,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger failingUnmaps = new AtomicInteger();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
+    /** Whether imports map read-only, as posix does through a read-only mount. */
+    public volatile boolean readOnlyImports;
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
     private final AtomicLong tokens = new AtomicLong();
     private final String name;
@@ -103,7 +105,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
             throw new ConduitException("export " + token + " is gone: its producer freed the chunk");
         }
         Arena arena = Arena.ofShared();
-        MemorySegment segment = arena.allocate(chunkLength, PAGE);
+        MemorySegment allocated = arena.allocate(chunkLength, PAGE);
+        MemorySegment segment = readOnlyImports ? allocated.asReadOnly() : allocated;
         maps.incrementAndGet();
         return new ChunkMapping() {
             @Override

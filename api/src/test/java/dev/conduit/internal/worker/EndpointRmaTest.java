@@ -37,8 +37,12 @@ class EndpointRmaTest {
     private byte[] handle;
 
     private void open(LoopbackPlugin plugin) {
+        open(plugin, new InProcessMemoryPlugin());
+    }
+
+    private void open(LoopbackPlugin plugin, InProcessMemoryPlugin memory) {
         transport = plugin;
-        conduit = loopbacks.conduit(plugin, new InProcessMemoryPlugin());
+        conduit = loopbacks.conduit(plugin, memory);
         Worker worker = conduit.newWorker(ThreadMode.SINGLE);
         Worker peer = conduit.newWorker(ThreadMode.SINGLE);
         Region region = conduit.pool("inproc").allocate(4096);
@@ -78,6 +82,24 @@ class EndpointRmaTest {
         region.close();
         assertThat(conduit.ipcCacheStats().entriesInUse()).isZero();
         assertThatThrownBy(() -> endpoint.put(longs(1), region, 0)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
+    /** A peer region this process could map only for reading (posix through a read-only mount) takes gets; puts and atomics say why not. */
+    @Test
+    void aPeerRegionMappedReadOnlyHereTakesGetsButNoPutsOrAtomics() {
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        memory.readOnlyImports = true;
+        open(new LoopbackPlugin("lo", 8, false), memory);
+        PeerRegion region = endpoint.peerRegion(handle);
+
+        endpoint.get(region, 0, MemorySegment.ofArray(new byte[8]));
+        String why = "into a peer region that plugin 'inproc' could map only for reading in this process (posix: its chunk directory is "
+                + "a read-only mount here); mount it read-write to write to it";
+        assertThatThrownBy(() -> endpoint.put(longs(1), region, 0)).isInstanceOf(IllegalArgumentException.class).hasMessage("put " + why);
+        assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1)).isInstanceOf(IllegalArgumentException.class).hasMessage("fetchAdd " + why);
+        assertThatThrownBy(() -> endpoint.compareAndSwap(region, 0, 0, 1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("compareAndSwap " + why);
+        assertThat(rmaCalls()).as("calls that reached the transport: the get").isEqualTo(1);
     }
 
     @Test

@@ -3,6 +3,7 @@ package dev.conduit.it.ipc;
 import dev.conduit.it.process.ChildJvm;
 import dev.conduit.it.process.CommandLoop;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.Patterns;
 import dev.conduit.it.process.RemotePeer;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -87,6 +88,38 @@ class ContainerImportTest {
             assertThat(noWorker.message()).contains("no selected plugin provides a transport (capability AM) here; selected: [memfd]")
                     .contains("memfd offers none here: ").contains("is on a read-only mount");
             assertThat(consumer.exit()).as("the consumer's exit code").isZero();
+        }
+    }
+
+    /**
+     * The same consumer over posix: its chunk files open there for reading only, so imports map
+     * them read-only (posix used to be unavailable there, every import refused with EROFS). The
+     * consumer reads what the host wrote; a write through its region is refused and reaches
+     * nothing; a pool over posix is refused naming the read-only mount.
+     */
+    @org.junit.jupiter.api.Test
+    void aConsumerWithAReadOnlyMountOfTheSharedDirectoryReadsTheHostsPosixRegions(@TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        try (RemotePeer consumer = RemotePeer.start(shared, Launcher.readOnlyContainer());
+             dev.conduit.Conduit producer = Peers.conduit(shared, "posix");
+             dev.conduit.Pool pool = producer.pool("posix")) {
+            consumer.open();
+            dev.conduit.Region region = pool.allocate(1 << 20);
+            Patterns.fill(region.segment(), 7);
+            assertThat(consumer.importRegion("r", region.exportHandle())).isEqualTo(1 << 20);
+            consumer.assertPattern("r", 7);
+            ChildJvm.Failure write = consumer.child().callExpectingFailure("fill", "r", 8);
+            assertThat(write.type()).isEqualTo("IllegalArgumentException");
+            assertThat(write.message()).contains("read-only");
+            assertThat(Patterns.firstMismatch(region.segment(), 7)).as("first byte the consumer changed").isEqualTo(-1);
+            ChildJvm.Failure noPool = consumer.child().callExpectingFailure("pool", "posix");
+            assertThat(noPool.type()).isEqualTo("NotSupportedException");
+            assertThat(noPool.message()).contains("plugin 'posix' provides no memory (capability MEMORY) here: ")
+                    .contains("is on a read-only mount").contains("without :ro");
+            consumer.release("r");
+            consumer.closeConduit();
+            assertThat(consumer.exit()).as("the consumer's exit code").isZero();
+            region.close();
         }
     }
 }

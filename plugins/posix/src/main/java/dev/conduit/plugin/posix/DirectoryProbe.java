@@ -7,19 +7,26 @@ import dev.conduit.linux.Linux;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PluginContext;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The posix plugin's probe: it is available when Linux system calls work and the chunk directory
  * exists, is a directory, and this user can create files in it. The probe proves the last point
- * by creating and unlinking a file with a random name, so it leaves nothing behind.
+ * by creating and unlinking a file with a random name, so it leaves nothing behind. A directory
+ * this user cannot create files in (a container's read-only mount, another user's directory) is
+ * enough to import, which only opens chunk files: the plugin is then available for imports only,
+ * and rules every other capability out here ({@link Availability#without}), saying why. Through a
+ * read-only mount, imports map chunk files read-only (PosixImporter).
  *
  * <table class="striped">
  * <caption>Details shown by {@code conduit info}</caption>
@@ -37,6 +44,9 @@ import java.util.Map;
 final class DirectoryProbe {
 
     private static final String LEASE_SUFFIX = ".lease";
+    /** What puts files in the chunk directory: everything but imports. */
+    private static final Set<Capability> NEED_A_WRITABLE_DIRECTORY = EnumSet.of(Capability.MEMORY, Capability.AM, Capability.RMA,
+            Capability.ATOMICS, Capability.WAKEUP);
 
     private DirectoryProbe() {
     }
@@ -62,31 +72,42 @@ final class DirectoryProbe {
             return Availability.unavailable(e.getMessage(), details);
         }
         try (directory) {
-            String unwritable = writeTest(directory, config.directoryKeys());
-            if (unwritable != null) return Availability.unavailable(unwritable, details);
-            details.put("free bytes", freeBytes(path));
+            String name = PosixMemoryProvider.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
+            String notWritable = null;
+            try {
+                directory.createExclusive(name).close();
+            } catch (ErrnoException e) {
+                notWritable = notWritable(e, directory.path(), config.directoryKeys());
+            }
+            if (notWritable == null) {
+                try {
+                    directory.unlink(name);
+                } catch (ErrnoException e) {
+                    return Availability.unavailable("cannot remove files from " + directory.path() + ": " + e.getMessage() + "; probe file "
+                            + name + " is left there. Make the directory writable for this user, or set " + config.directoryKeys(), details);
+                }
+                details.put("free bytes", freeBytes(path));
+            }
             details.put("file system", fileSystem(path));
             details.put("page size", Long.toString(PageSize.get()));
             countOwners(libc, directory, details);
-            return Availability.available(details);
+            Availability available = Availability.available(details);
+            if (notWritable != null) {
+                for (Capability c : NEED_A_WRITABLE_DIRECTORY) available = available.without(c, notWritable);
+            }
+            return available;
         }
     }
 
-    /** {@code null} if a file can be created and removed in the directory, else why not and what to do. */
-    private static String writeTest(SharedDirectory directory, String directoryKeys) {
-        String name = PosixMemoryProvider.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
-        try {
-            directory.createExclusive(name).close();
-        } catch (ErrnoException e) {
-            return "cannot create files in " + directory.path() + ": " + e.getMessage() + "; make it "
-                    + "writable for this user, or set " + directoryKeys;
-        }
-        try {
-            directory.unlink(name);
-            return null;
-        } catch (ErrnoException e) {
-            return "cannot remove files from " + directory.path() + ": " + e.getMessage() + "; probe file " + name + " is left there. Make the directory writable for this user, or set " + directoryKeys;
-        }
+    /** Why pools and workers cannot be made over a directory in which creating a file failed with {@code e}, and the remedy. */
+    private static String notWritable(ErrnoException e, Path directory, String directoryKeys) {
+        boolean readOnlyMount = "EROFS".equals(e.errnoName());
+        String why = readOnlyMount
+                ? "the chunk directory " + directory + " is on a read-only mount (" + e.getMessage() + "): mount it read-write "
+                + "(for a container, -v DIR:DIR without :ro)"
+                : "cannot create files in " + directory + ": " + e.getMessage() + "; make it writable for this user";
+        return why + ", or set " + directoryKeys + " to a writable directory, for pools and workers over posix, whose chunk files "
+                + "and leases live there; posix imports, which only open chunk files, work here" + (readOnlyMount ? " and map them read-only" : "");
     }
 
     /** File systems that keep files in memory only: a chunk there costs no disk writes. */

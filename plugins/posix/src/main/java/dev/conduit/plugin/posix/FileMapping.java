@@ -12,9 +12,10 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 
 /**
- * One {@code MAP_SHARED} read-write mapping of a whole chunk file, owned by a shared arena of its
- * own: closing the mapping closes the arena, which unmaps, after which any access through
- * {@link #segment()} throws {@link IllegalStateException} instead of reaching unmapped memory.
+ * One {@code MAP_SHARED} mapping of a whole chunk file, read-write (or read-only, with a read-only
+ * segment: an import through a read-only mount), owned by a shared arena of its own: closing the
+ * mapping closes the arena, which unmaps, after which any access through {@link #segment()}
+ * throws {@link IllegalStateException} instead of reaching unmapped memory.
  *
  * <p>The provider's chunks and the importer's mappings are both this. The file descriptor is not
  * kept: a mapping stays valid after its descriptor is closed, and holding one descriptor per chunk
@@ -40,15 +41,17 @@ final class FileMapping implements ChunkMapping {
      * Maps the first {@code length} bytes of {@code fd}, which the caller has checked to be a
      * regular file at least that long. The caller still owns and closes {@code fd}.
      *
+     * @param writable         whether to map it for writing too ({@code fd} open for both), or for reading only
      * @param path             the file, for messages
      * @param directoryKeys    the key(s) that chose its directory, named in the remedy
      * @throws ConduitException naming {@code mmap}, the errno, the file and the remedy; nothing stays mapped
      */
-    static FileMapping map(Libc libc, FileDescriptor fd, long length, Path path, String directoryKeys) {
+    static FileMapping map(Libc libc, FileDescriptor fd, long length, boolean writable, Path path, String directoryKeys) {
         Arena arena = Arena.ofShared();
         try {
-            MemorySegment segment = libc.mmap(fd, 0, length, MmapFlags.PROT_READ | MmapFlags.PROT_WRITE, MmapFlags.MAP_SHARED, arena);
-            return new FileMapping(path, arena, segment);
+            int protection = writable ? MmapFlags.PROT_READ | MmapFlags.PROT_WRITE : MmapFlags.PROT_READ;
+            MemorySegment segment = libc.mmap(fd, 0, length, protection, MmapFlags.MAP_SHARED, arena);
+            return new FileMapping(path, arena, writable ? segment : segment.asReadOnly());
         } catch (ErrnoException e) {
             arena.close();
             throw new ConduitException("cannot map " + path + " (" + length + " bytes): " + e.getMessage() + "; "

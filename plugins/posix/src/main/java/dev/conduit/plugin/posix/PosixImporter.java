@@ -38,6 +38,12 @@ import java.nio.file.Path;
  *   <li>maps it {@code MAP_SHARED} into a shared arena of its own and closes the descriptor.</li>
  * </ol>
  *
+ * <p>It opens and maps for reading and writing. Where that fails with {@code EROFS} (the directory
+ * is a read-only mount: a container's {@code -v DIR:DIR:ro}), it opens and maps for reading only,
+ * and the mapping's segment is read-only: a consumer that only reads (model weights, reference
+ * data) works there, and a write through it throws {@code IllegalArgumentException} instead of
+ * reaching memory it may not write. Any other refusal is reported as before, never read-only.</p>
+ *
  * <p>The directory is opened per call rather than kept open: the importer has no close, so a kept
  * descriptor would live as long as the JVM and pin a directory that may be unmounted; a miss
  * already costs an {@code open} and an {@code mmap}.
@@ -51,6 +57,8 @@ final class PosixImporter implements IpcImporter {
 
     /** {@code O_RDWR} for a shared writable mapping; the others keep a planted special file harmless until fstat refuses it. */
     private static final int OPEN_FLAGS = OpenFlags.O_RDWR | OpenFlags.O_NONBLOCK | OpenFlags.O_NOCTTY;
+    /** Through a read-only mount, where {@link #OPEN_FLAGS} fail with {@code EROFS}. */
+    private static final int READ_ONLY_OPEN_FLAGS = OpenFlags.O_RDONLY | OpenFlags.O_NONBLOCK | OpenFlags.O_NOCTTY;
 
     private final Libc libc;
     private final PosixConfig config;
@@ -73,12 +81,25 @@ final class PosixImporter implements IpcImporter {
         }
         Path path = config.directory().resolve(name);
         try (SharedDirectory directory = SharedDirectory.open(libc, config.directory(), config.directoryKeys())) {
-            FileDescriptor fd = open(directory, name, path, payload);
+            FileDescriptor opened;
+            boolean writable = true;
+            try {
+                opened = directory.openExisting(name, OPEN_FLAGS);
+            } catch (ErrnoException e) {
+                if (!"EROFS".equals(e.errnoName())) throw refused(e, name, path, payload);
+                // A read-only mount (a container's -v DIR:DIR:ro): the chunk can still be read, so it is mapped for reading only.
+                try {
+                    opened = directory.openExisting(name, READ_ONLY_OPEN_FLAGS);
+                    writable = false;
+                } catch (ErrnoException readOnly) {
+                    throw refused(readOnly, name, path, payload);
+                }
+            }
             FileMapping mapping = null;
             try {
-                try (fd) {
+                try (FileDescriptor fd = opened) {
                     check(libc.fstat(fd), path, chunkLength, payload);
-                    mapping = FileMapping.map(libc, fd, chunkLength, path, config.directoryKeys());
+                    mapping = FileMapping.map(libc, fd, chunkLength, writable, path, config.directoryKeys());
                 }
                 return mapping;
             } catch (RuntimeException | Error e) {
@@ -88,27 +109,24 @@ final class PosixImporter implements IpcImporter {
         }
     }
 
-    private FileDescriptor open(SharedDirectory directory, String name, Path path, PayloadReader payload) {
-        try {
-            return directory.openExisting(name, OPEN_FLAGS);
-        } catch (ErrnoException e) {
-            throw switch (e.errnoName()) {
-                case "ENOENT" -> new ConduitException("export gone: " + path + " does not exist. Its producer freed the chunk "
-                        + "or died (a dead producer's files are removed by the next posix provider that opens on the directory). "
-                        + "If the producer is alive, check that " + config.directoryKeys() + " shows this process the same "
-                        + "directory as the producer's", e);
-                case "ELOOP" -> payload.invalid("path", "'" + name + "' is or passes through a symbolic link in " + config.directory()
-                        + "; refused: handles name chunk files, and a link could point anywhere");
-                case "EXDEV" -> payload.invalid("path", "'" + name + "' leads outside " + config.directory() + "; refused");
-                case "EISDIR" -> payload.invalid("path", path + " is a directory; refused: chunk files are regular files");
-                case "ENOTDIR" -> payload.invalid("path", "'" + name + "' passes through something that is not a directory in "
-                        + config.directory());
-                case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
-                        + permissionRemedy(path), e);
-                default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
-                        + SharedDirectory.remedy(e, "check the directory set by " + config.directoryKeys()), e);
-            };
-        }
+    /** Why {@code path} could not be opened ({@code e}), as the exception to throw. */
+    private RuntimeException refused(ErrnoException e, String name, Path path, PayloadReader payload) {
+        return switch (e.errnoName()) {
+            case "ENOENT" -> new ConduitException("export gone: " + path + " does not exist. Its producer freed the chunk "
+                    + "or died (a dead producer's files are removed by the next posix provider that opens on the directory). "
+                    + "If the producer is alive, check that " + config.directoryKeys() + " shows this process the same "
+                    + "directory as the producer's", e);
+            case "ELOOP" -> payload.invalid("path", "'" + name + "' is or passes through a symbolic link in " + config.directory()
+                    + "; refused: handles name chunk files, and a link could point anywhere");
+            case "EXDEV" -> payload.invalid("path", "'" + name + "' leads outside " + config.directory() + "; refused");
+            case "EISDIR" -> payload.invalid("path", path + " is a directory; refused: chunk files are regular files");
+            case "ENOTDIR" -> payload.invalid("path", "'" + name + "' passes through something that is not a directory in "
+                    + config.directory());
+            case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
+                    + permissionRemedy(path), e);
+            default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
+                    + SharedDirectory.remedy(e, "check the directory set by " + config.directoryKeys()), e);
+        };
     }
 
     private void check(FileStatus status, Path path, long chunkLength, PayloadReader payload) {

@@ -171,7 +171,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         try {
             try (fd) {
                 size(fd, size, path);
-                mapping = FileMapping.map(libc, fd, size, path, directoryKeys);
+                mapping = FileMapping.map(libc, fd, size, true, path, directoryKeys);
             }
         } catch (RuntimeException | Error e) {
             if (mapping != null) Cleanup.run(e, mapping::close);

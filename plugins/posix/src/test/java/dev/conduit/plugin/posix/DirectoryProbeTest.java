@@ -3,6 +3,7 @@ package dev.conduit.plugin.posix;
 import dev.conduit.linux.PageSize;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.MemoryProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -100,22 +101,44 @@ class DirectoryProbeTest {
         assertThat(availability.reason()).contains(file.toString()).contains("ENOTDIR").contains("posix.dir (CONDUIT_POSIX_DIR)");
     }
 
+    /** A directory this user cannot create files in: imports only, and the probe says why, naming errno and keys. */
     @Test
-    void unavailableWhenTheDirectoryIsReadOnly() throws Exception {
+    void isAvailableForImportsOnlyWhereTheDirectoryIsNotWritable() throws Exception {
         Path readOnly = Files.createDirectory(shared.resolve("read-only"));
         Files.setPosixFilePermissions(readOnly, PosixFilePermissions.fromString("r-x------"));
+        String why = "cannot create files in " + readOnly + ": ";
+        String remedy = "make it writable for this user, or set shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a writable directory, for pools and "
+                + "workers over posix, whose chunk files and leases live there; posix imports, which only open chunk files, work here";
 
         if (WithoutDacOverride.needed()) {
             // Root writes anywhere: probe from a JVM without the capability that lets it.
-            assertThat(WithoutDacOverride.run("probe", readOnly.toString())).contains("available=false")
-                    .contains("cannot create files in " + readOnly).contains("EACCES").contains("shared.dir (CONDUIT_SHARED_DIR)");
+            assertThat(WithoutDacOverride.run("probe", readOnly.toString())).contains("available=true")
+                    .contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP why=" + why).contains("EACCES").contains(remedy);
             return;
         }
         Availability availability = plugin.probe(TestContext.of(readOnly));
 
-        assertThat(availability.isAvailable()).isFalse();
-        assertThat(availability.reason()).contains("cannot create files in " + readOnly).contains("EACCES")
-                .contains("shared.dir (CONDUIT_SHARED_DIR)");
+        assertThat(availability.isAvailable()).isTrue();
+        assertThat(availability.unsupportedHere()).containsOnlyKeys(Capability.MEMORY, Capability.AM, Capability.RMA, Capability.ATOMICS,
+                Capability.WAKEUP);
+        assertThat(availability.unsupportedHere().get(Capability.AM)).contains(why).contains("EACCES").contains(remedy);
+    }
+
+    /**
+     * A container's {@code -v DIR:DIR:ro}: imports only, which map chunk files read-only, and the
+     * probe names the read-only mount, not the user's permissions. It used to be unavailable.
+     */
+    @Test
+    void isAvailableForImportsOnlyOnAReadOnlyMountSayingSo() throws Exception {
+        String output = WithoutDacOverride.runInAReadOnlyMount(shared, "probe", shared.toString());
+        assertThat(output).as(output).contains("available=true")
+                .contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP why=the chunk directory " + shared + " is on a read-only mount (")
+                .contains("EROFS").contains("): mount it read-write (for a container, -v DIR:DIR without :ro), or set shared.dir "
+                        + "(CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a writable directory, for pools and workers over posix, whose chunk files and leases "
+                        + "live there; posix imports, which only open chunk files, work here and map them read-only");
+        try (var left = Files.list(shared)) {
+            assertThat(left.toList()).as("files the probe left").isEmpty();
+        }
     }
 
     @Test

@@ -15,8 +15,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <ul>
  *   <li>{@code import <dir> <payload hex> <length>}: with no provider in this JVM, maps the export,
- *       prints the long at offset 0, writes that value + 1 at offset 8, unmaps.</li>
- *   <li>{@code probe <dir>}: prints the plugin's availability on that directory.</li>
+ *       prints the long at offset 0, writes that value + 1 at offset 8, unmaps; a mapping that is
+ *       read-only it does not write, and prints {@code read-only} after the value.</li>
+ *   <li>{@code probe <dir>}: prints the plugin's availability on that directory
+ *       ({@code available=<bool> reason=<text>}), then {@code notHere=<capabilities ruled out> why=<reasons>}.</li>
  *   <li>{@code produce <dir>}: opens a provider, allocates a page, writes 1234 at offset 0, prints
  *       the export payload and the length, then waits to be killed without closing anything.</li>
  * </ul>
@@ -36,13 +38,19 @@ final class PosixChild {
                 try (ChunkMapping mapping = plugin.ipcImporter(TestContext.of(directory))
                         .map(new PayloadReader(payload, 0, payload.length, "payload."), length)) {
                     long value = mapping.segment().get(JAVA_LONG, 0);
-                    mapping.segment().set(JAVA_LONG, 8, value + 1);
-                    System.out.println(value);
+                    if (mapping.segment().isReadOnly()) {
+                        System.out.println(value + " read-only");
+                    } else {
+                        mapping.segment().set(JAVA_LONG, 8, value + 1);
+                        System.out.println(value);
+                    }
                 }
             }
             case "probe" -> {
                 dev.conduit.spi.Availability availability = plugin.probe(TestContext.of(directory));
                 System.out.println("available=" + availability.isAvailable() + " reason=" + availability.reason());
+                System.out.println("notHere=" + String.join(",", availability.unsupportedHere().keySet().stream().map(Enum::name).toList())
+                        + " why=" + String.join(" | ", availability.unsupportedHere().values().stream().distinct().toList()));
             }
             case "produce" -> {
                 MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(directory));

@@ -290,6 +290,21 @@ class PosixImporterTest {
                 .hasMessageContaining("The file is this user's, but its permissions deny it reading and writing");
     }
 
+    /**
+     * A container's {@code -v DIR:DIR:ro}: opening the chunk for writing fails with EROFS, so the
+     * import maps it read-only and reads what the producer wrote. It used to fail with EROFS.
+     */
+    @Test
+    void anImportThroughAReadOnlyMountMapsTheChunkReadOnly() throws Exception {
+        Chunk chunk = provider.allocate(page);
+        chunk.segment().set(JAVA_LONG, 0, 4321L);
+        byte[] payload = provider.export(chunk);
+        String output = WithoutDacOverride.runInAReadOnlyMount(shared, "import", shared.toString(),
+                java.util.HexFormat.of().formatHex(payload), Long.toString(page));
+        assertThat(output).as(output).contains("4321 read-only");
+        assertThat(chunk.segment().get(JAVA_LONG, 8)).as("nothing written").isZero();
+    }
+
     @Test
     void refusesMalformedTrustedUids() {
         for (String bad : List.of("root", "-1", "4294967295", "1000;1001")) {
