@@ -162,7 +162,7 @@ public final class ConduitRuntime implements Conduit {
     }
 
     private void ensureOpen() {
-        // From the start of a close: a worker made while it asks the others to close would be closed under its user.
+        // From the start of a close (Resources#seal refuses a worker that passed this just before).
         if (closeClaimed.get()) throw new IllegalStateException("Conduit is closed");
     }
 
@@ -178,6 +178,7 @@ public final class ConduitRuntime implements Conduit {
         RuntimeException failure = null;
         try {
             try {
+                resources.seal(); // a worker made meanwhile is refused, not closed unasked under its user
                 resources.forEachOpen(RuntimeWorker.class, workers::add);
                 for (RuntimeWorker worker : workers) {
                     try {

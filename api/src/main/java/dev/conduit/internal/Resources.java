@@ -16,6 +16,8 @@ public final class Resources {
     /** What is open, in opening order, each with how the owner closes it. */
     private final LinkedHashMap<AutoCloseable, AutoCloseable> open = new LinkedHashMap<>();
     private boolean closed;
+    /** Set by {@link #seal}: nothing more is tracked. */
+    private boolean sealed;
 
     /** Tracks {@code resource}; fails if the owner is already closed. */
     public synchronized <T extends AutoCloseable> T register(T resource) {
@@ -24,7 +26,7 @@ public final class Resources {
 
     /** Tracks {@code resource}, to be closed by {@code closer} when the owner closes. */
     public synchronized <T extends AutoCloseable> T register(T resource, AutoCloseable closer) {
-        if (closed) {
+        if (sealed || closed) {
             throw new IllegalStateException("Conduit is closed");
         }
         open.put(resource, closer);
@@ -34,6 +36,14 @@ public final class Resources {
     /** Stops tracking {@code resource}, which closed itself. */
     public synchronized void unregister(AutoCloseable resource) {
         open.remove(resource);
+    }
+
+    /**
+     * Refuses every later {@link #register}, so that what {@link #forEachOpen} sees from now on is
+     * all that {@link #closeAll} will close: a close that asks users first asks every one.
+     */
+    public synchronized void seal() {
+        sealed = true;
     }
 
     /** Calls {@code action} with every tracked resource of {@code type}, oldest first. */

@@ -145,6 +145,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private void abandon(long offset, int length, long bounceBefore) {
         try {
             peer.abandon(offset, length);
+            // The receiver may sleep on this record (ShmTransport#awaitBlockedHead), with committed ones behind it.
+            peer.wakeIfSleeping(transport.libc());
         } catch (InternalError queueFault) {
             // The queue's mapping is gone: see above.
         }

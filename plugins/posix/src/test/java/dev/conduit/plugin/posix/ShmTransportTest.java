@@ -715,6 +715,60 @@ class ShmTransportTest {
     }
 
     /**
+     * The same while a stopped sender's taken record holds the head and the receiver sleeps in
+     * await (awaitSleepsWhileAStoppedSendersTakenRecordHoldsTheHeadAndWakesOnceItIsCommitted): it
+     * still beats, so a sender blocked on its full queue behind that record does not judge it hung,
+     * and once the record is committed everything arrives. Without the beat that sender's endpoint
+     * failed, "made no progress for 370 ms" (found by review).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aWorkerAwaitingAStoppedSendersRecordStillBeatsForSendersBlockedOnItsFullQueue() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        long record = aLiveSenderStoppedAfterItsTake(receiver, received, new TransportEndpoint[1]);
+        Transport blocked = transport(new Received(), "posix.heartbeat.timeout", "300ms", "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(blocked, receiver, failure::set);
+        int sent = 0;
+        while (ep.trySend(2, MemorySegment.NULL, bytes(8, 2))) sent++;
+        // Not a measurement: long enough for the blocked sender's heartbeat verdict, five times. The receiver progresses
+        // only when await says there is work, as Worker.await's caller does.
+        for (long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500); System.nanoTime() - until < 0; ) {
+            if (receiver.await(TimeUnit.SECONDS.toNanos(1))) receiver.progress();
+            blocked.progress();
+        }
+        assertThat(failure.get()).as("the blocked sender's verdict on the receiver").isNull();
+        commitAsTheSenderWould(record);
+        receive(receiver, received, 2 + sent);
+        assertThat(received.ids).hasSize(2 + sent).startsWith(6, 5);
+    }
+
+    /**
+     * A send abandoned after its claim (its encoder threw) turns its record into padding and wakes
+     * a sleeping receiver, which may sleep on that very record with committed ones behind it
+     * (ShmTransport#awaitBlockedHead). It did not wake it (found by review).
+     */
+    @Test
+    void aSendAbandonedAfterItsClaimWakesASleepingReceiver() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        int[] sequence = new int[1];
+        writeIntoTheQueue(queue -> {
+            queue.set(ValueLayout.JAVA_INT, 388, 1); // the sleeping flag, as the receiver's await sets it
+            sequence[0] = queue.get(ValueLayout.JAVA_INT, 384);
+        });
+        PayloadEncoder failing = (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+            throw new IllegalStateException("the encoder failed");
+        };
+        assertThatThrownBy(() -> ep.trySendEncoded(2, MemorySegment.NULL, 100, failing)).hasMessage("the encoder failed");
+        writeIntoTheQueue(queue -> assertThat(queue.get(ValueLayout.JAVA_INT, 384)).as("the wake sequence").isEqualTo(sequence[0] + 1));
+    }
+
+    /**
      * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
      * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
      * the close.
