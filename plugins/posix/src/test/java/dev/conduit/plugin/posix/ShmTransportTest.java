@@ -687,17 +687,14 @@ class ShmTransportTest {
     }
 
     /**
-     * A worker that sleeps in {@code await} while its head waits for a ring still beats: a sender
-     * blocked on its full queue meanwhile does not judge it hung. The receiver here never calls
-     * progress() during the wait (as {@code Worker.await} does not between its slices); the
-     * sender's heartbeat timeout passes five times over.
+     * Fills {@code receiver}'s queue from a new sender whose heartbeat timeout is 300 ms, then lets
+     * the receiver sleep in await for five such timeouts, progressing only when await says there
+     * is work (as a caller of Worker.await does, and Worker.await does not between its slices), and
+     * asserts that the blocked sender did not judge the receiver hung meanwhile.
+     *
+     * @return how many messages the blocked sender sent
      */
-    @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
-    void aWorkerAwaitingARingBeingMappedStillBeatsForSendersBlockedOnItsFullQueue() {
-        CountDownLatch mapped = new CountDownLatch(1);
-        Received received = new Received();
-        Transport receiver = receiverWithALargeMessageWaitingForItsRing(received, mapped, "posix.queue.size", "64k");
+    private int aSenderBlockedOnTheFullQueueWhileItAwaits(Transport receiver) {
         Transport blocked = transport(new Received(), "posix.heartbeat.timeout", "300ms", "posix.liveness.interval", "1ms");
         AtomicReference<PeerFailedException> failure = new AtomicReference<>();
         TransportEndpoint ep = connect(blocked, receiver, failure::set);
@@ -705,10 +702,26 @@ class ShmTransportTest {
         while (ep.trySend(2, MemorySegment.NULL, bytes(8, 2))) sent++;
         // Not a measurement: long enough for the blocked sender's heartbeat verdict, five times.
         for (long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500); System.nanoTime() - until < 0; ) {
-            receiver.await(TimeUnit.SECONDS.toNanos(1));
+            if (receiver.await(TimeUnit.SECONDS.toNanos(1))) receiver.progress();
             blocked.progress();
         }
         assertThat(failure.get()).as("the blocked sender's verdict on the receiver").isNull();
+        return sent;
+    }
+
+    /**
+     * A worker that sleeps in {@code await} while its head waits for a ring still beats: a sender
+     * blocked on its full queue meanwhile does not judge it hung. The receiver here calls
+     * progress() only when await says there is work (as {@code Worker.await} does not between its
+     * slices); the sender's heartbeat timeout passes five times over.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aWorkerAwaitingARingBeingMappedStillBeatsForSendersBlockedOnItsFullQueue() {
+        CountDownLatch mapped = new CountDownLatch(1);
+        Received received = new Received();
+        Transport receiver = receiverWithALargeMessageWaitingForItsRing(received, mapped, "posix.queue.size", "64k");
+        int sent = aSenderBlockedOnTheFullQueueWhileItAwaits(receiver);
         mapped.countDown();
         receive(receiver, received, 1 + sent);
         assertThat(received.ids).hasSize(1 + sent);
@@ -727,18 +740,7 @@ class ShmTransportTest {
         Received received = new Received();
         Transport receiver = transport(received, "posix.queue.size", "64k");
         long record = aLiveSenderStoppedAfterItsTake(receiver, received, new TransportEndpoint[1]);
-        Transport blocked = transport(new Received(), "posix.heartbeat.timeout", "300ms", "posix.liveness.interval", "1ms");
-        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
-        TransportEndpoint ep = connect(blocked, receiver, failure::set);
-        int sent = 0;
-        while (ep.trySend(2, MemorySegment.NULL, bytes(8, 2))) sent++;
-        // Not a measurement: long enough for the blocked sender's heartbeat verdict, five times. The receiver progresses
-        // only when await says there is work, as Worker.await's caller does.
-        for (long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500); System.nanoTime() - until < 0; ) {
-            if (receiver.await(TimeUnit.SECONDS.toNanos(1))) receiver.progress();
-            blocked.progress();
-        }
-        assertThat(failure.get()).as("the blocked sender's verdict on the receiver").isNull();
+        int sent = aSenderBlockedOnTheFullQueueWhileItAwaits(receiver);
         commitAsTheSenderWould(record);
         receive(receiver, received, 2 + sent);
         assertThat(received.ids).hasSize(2 + sent).startsWith(6, 5);
