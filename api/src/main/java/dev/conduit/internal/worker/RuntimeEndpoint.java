@@ -460,10 +460,10 @@ final class RuntimeEndpoint implements Endpoint {
         boolean entered = worker.enter();
         try {
             RemoteRegion r = region(target, "put");
-            checkWritable("put", r);
             checkRange("put", offset, source.byteSize(), target);
             requireCapability(rma, "put", Capability.RMA);
             checkUsable();
+            checkWritable("put", r);
             try {
                 te.put(source, r, offset);
             } catch (PeerFailedException e) {
@@ -503,10 +503,10 @@ final class RuntimeEndpoint implements Endpoint {
         boolean entered = worker.enter();
         try {
             RemoteRegion r = region(target, "fetchAdd");
-            checkWritable("fetchAdd", r);
             checkWord("fetchAdd", offset, target);
             requireCapability(atomics, "fetchAdd", Capability.ATOMICS);
             checkUsable();
+            checkWritable("fetchAdd", r);
             try {
                 return te.fetchAdd(r, offset, delta);
             } catch (PeerFailedException e) {
@@ -524,10 +524,10 @@ final class RuntimeEndpoint implements Endpoint {
         boolean entered = worker.enter();
         try {
             RemoteRegion r = region(target, "compareAndSwap");
-            checkWritable("compareAndSwap", r);
             checkWord("compareAndSwap", offset, target);
             requireCapability(atomics, "compareAndSwap", Capability.ATOMICS);
             checkUsable();
+            checkWritable("compareAndSwap", r);
             try {
                 return te.compareAndSwap(r, offset, expected, desired);
             } catch (PeerFailedException e) {
@@ -568,7 +568,7 @@ final class RuntimeEndpoint implements Endpoint {
         MemorySegment local = region.localSegment();
         if (local != null && local.isReadOnly()) {
             throw new IllegalArgumentException(op + " into a peer region that plugin '" + region.pluginName() + "' could map only for "
-                    + "reading in this process (posix: its chunk directory is a read-only mount here); mount it read-write to write to it");
+                    + "reading in this process (posix does so through a read-only mount); mount the directory read-write to write to it");
         }
     }
 

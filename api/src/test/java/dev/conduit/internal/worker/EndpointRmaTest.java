@@ -93,8 +93,8 @@ class EndpointRmaTest {
         PeerRegion region = endpoint.peerRegion(handle);
 
         endpoint.get(region, 0, MemorySegment.ofArray(new byte[8]));
-        String why = "into a peer region that plugin 'inproc' could map only for reading in this process (posix: its chunk directory is "
-                + "a read-only mount here); mount it read-write to write to it";
+        String why = "into a peer region that plugin 'inproc' could map only for reading in this process (posix does so through a "
+                + "read-only mount); mount the directory read-write to write to it";
         assertThatThrownBy(() -> endpoint.put(longs(1), region, 0)).isInstanceOf(IllegalArgumentException.class).hasMessage("put " + why);
         assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1)).isInstanceOf(IllegalArgumentException.class).hasMessage("fetchAdd " + why);
         assertThatThrownBy(() -> endpoint.compareAndSwap(region, 0, 0, 1)).isInstanceOf(IllegalArgumentException.class)

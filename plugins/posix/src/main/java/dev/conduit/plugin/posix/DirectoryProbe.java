@@ -22,11 +22,14 @@ import java.util.Set;
 /**
  * The posix plugin's probe: it is available when Linux system calls work and the chunk directory
  * exists, is a directory, and this user can create files in it. The probe proves the last point
- * by creating and unlinking a file with a random name, so it leaves nothing behind. A directory
- * this user cannot create files in (a container's read-only mount, another user's directory) is
- * enough to import, which only opens chunk files: the plugin is then available for imports only,
- * and rules every other capability out here ({@link Availability#without}), saying why. Through a
- * read-only mount, imports map chunk files read-only (PosixImporter).
+ * by creating and unlinking a file with a random name, so it leaves nothing behind. A read-only
+ * mount (a container's {@code -v DIR:DIR:ro}: the create fails with {@code EROFS}) is enough to
+ * import, which only opens chunk files, and maps them read-only there (PosixImporter): the plugin
+ * is then available for imports only, and rules every other capability out here
+ * ({@link Availability#without}), saying why. Any other refusal to create (the user's permissions,
+ * a full file system) leaves it unavailable: chunk files are {@code 0600}, so a user who may not
+ * create files there can rarely open its producer's, and the importer does not map them read-only
+ * then. ({@code EROFS} also means the directory could be searched: the name's lookup came first.)
  *
  * <table class="striped">
  * <caption>Details shown by {@code conduit info}</caption>
@@ -73,13 +76,17 @@ final class DirectoryProbe {
         }
         try (directory) {
             String name = PosixMemoryProvider.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
-            String notWritable = null;
+            String readOnlyMount = null;
             try {
                 directory.createExclusive(name).close();
             } catch (ErrnoException e) {
-                notWritable = notWritable(e, directory.path(), config.directoryKeys());
+                if (!"EROFS".equals(e.errnoName())) {
+                    return Availability.unavailable("cannot create files in " + directory.path() + ": " + e.getMessage() + "; make it "
+                            + "writable for this user, or set " + config.directoryKeys(), details);
+                }
+                readOnlyMount = readOnlyMount(e, directory.path(), config.directoryKeys());
             }
-            if (notWritable == null) {
+            if (readOnlyMount == null) {
                 try {
                     directory.unlink(name);
                 } catch (ErrnoException e) {
@@ -92,22 +99,19 @@ final class DirectoryProbe {
             details.put("page size", Long.toString(PageSize.get()));
             countOwners(libc, directory, details);
             Availability available = Availability.available(details);
-            if (notWritable != null) {
-                for (Capability c : NEED_A_WRITABLE_DIRECTORY) available = available.without(c, notWritable);
+            if (readOnlyMount != null) {
+                for (Capability c : NEED_A_WRITABLE_DIRECTORY) available = available.without(c, readOnlyMount);
             }
             return available;
         }
     }
 
-    /** Why pools and workers cannot be made over a directory in which creating a file failed with {@code e}, and the remedy. */
-    private static String notWritable(ErrnoException e, Path directory, String directoryKeys) {
-        boolean readOnlyMount = "EROFS".equals(e.errnoName());
-        String why = readOnlyMount
-                ? "the chunk directory " + directory + " is on a read-only mount (" + e.getMessage() + "): mount it read-write "
-                + "(for a container, -v DIR:DIR without :ro)"
-                : "cannot create files in " + directory + ": " + e.getMessage() + "; make it writable for this user";
-        return why + ", or set " + directoryKeys + " to a writable directory, for pools and workers over posix, whose chunk files "
-                + "and leases live there; posix imports, which only open chunk files, work here" + (readOnlyMount ? " and map them read-only" : "");
+    /** Why pools and workers cannot be made over a directory on a read-only mount ({@code e}: {@code EROFS}), and the remedy. */
+    private static String readOnlyMount(ErrnoException e, Path directory, String directoryKeys) {
+        return "the chunk directory " + directory + " is on a read-only mount (" + e.getMessage() + "): mount it read-write (for a "
+                + "container, -v DIR:DIR without :ro), or set " + directoryKeys + " to a writable directory, for pools and workers "
+                + "over posix, whose chunk files and leases live there; posix imports, which only open chunk files, work here and "
+                + "map them read-only";
     }
 
     /** File systems that keep files in memory only: a chunk there costs no disk writes. */

@@ -39,7 +39,8 @@ import java.nio.file.Path;
  * </ol>
  *
  * <p>It opens and maps for reading and writing. Where that fails with {@code EROFS} (the directory
- * is a read-only mount: a container's {@code -v DIR:DIR:ro}), it opens and maps for reading only,
+ * is a read-only mount: a container's {@code -v DIR:DIR:ro}), the runtime's importer opens and
+ * maps for reading only (a transport's refuses: what it maps, it writes),
  * and the mapping's segment is read-only: a consumer that only reads (model weights, reference
  * data) works there, and a write through it throws {@code IllegalArgumentException} instead of
  * reaching memory it may not write. Any other refusal is reported as before, never read-only.</p>
@@ -62,10 +63,17 @@ final class PosixImporter implements IpcImporter {
 
     private final Libc libc;
     private final PosixConfig config;
+    private final boolean readOnlyThroughReadOnlyMounts;
 
-    PosixImporter(Libc libc, PosixConfig config) {
+    /**
+     * @param readOnlyThroughReadOnlyMounts whether a chunk that opens only for reading ({@code EROFS})
+     *                                      is mapped read-only (imports) or refused (what a
+     *                                      transport maps, it writes: peers' queues, bounce rings)
+     */
+    PosixImporter(Libc libc, PosixConfig config, boolean readOnlyThroughReadOnlyMounts) {
         this.libc = libc;
         this.config = config;
+        this.readOnlyThroughReadOnlyMounts = readOnlyThroughReadOnlyMounts;
     }
 
     /**
@@ -86,7 +94,7 @@ final class PosixImporter implements IpcImporter {
             try {
                 opened = directory.openExisting(name, OPEN_FLAGS);
             } catch (ErrnoException e) {
-                if (!"EROFS".equals(e.errnoName())) throw refused(e, name, path, payload);
+                if (!readOnlyThroughReadOnlyMounts || !"EROFS".equals(e.errnoName())) throw refused(e, name, path, payload);
                 // A read-only mount (a container's -v DIR:DIR:ro): the chunk can still be read, so it is mapped for reading only.
                 try {
                     opened = directory.openExisting(name, READ_ONLY_OPEN_FLAGS);

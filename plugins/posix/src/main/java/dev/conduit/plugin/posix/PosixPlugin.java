@@ -86,7 +86,9 @@ public final class PosixPlugin implements ConduitPlugin {
 
     /**
      * Available when Linux system calls work and this user can create and remove files in the
-     * chunk directory; details for {@code conduit info} as {@link DirectoryProbe} lists them.
+     * chunk directory; on a read-only mount, available for imports only (every other capability
+     * ruled out here, naming the mount); details for {@code conduit info} as {@link DirectoryProbe}
+     * lists them.
      */
     @Override
     public Availability probe(PluginContext context) {
@@ -120,15 +122,16 @@ public final class PosixPlugin implements ConduitPlugin {
         return PosixMemoryProvider.open(context);
     }
 
+    /** Maps chunks read-only through a read-only mount, for consumers that only read (PosixImporter). */
     @Override
     public IpcImporter ipcImporter(PluginContext context) {
-        PosixConfig config = PosixConfig.of(context);
-        return new PosixImporter(Linux.libc(), config);
+        return new PosixImporter(Linux.libc(), PosixConfig.of(context), true);
     }
 
+    /** Its importer maps peers' queues and bounce rings, which it must write: never read-only. */
     @Override
     public Transport openTransport(TransportContext context) {
         return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
-                openMemoryProvider(context), ipcImporter(context));
+                openMemoryProvider(context), new PosixImporter(Linux.libc(), PosixConfig.of(context), false));
     }
 }

@@ -3,7 +3,6 @@ package dev.conduit.plugin.posix;
 import dev.conduit.linux.PageSize;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
-import dev.conduit.spi.Capability;
 import dev.conduit.spi.MemoryProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -101,27 +100,23 @@ class DirectoryProbeTest {
         assertThat(availability.reason()).contains(file.toString()).contains("ENOTDIR").contains("posix.dir (CONDUIT_POSIX_DIR)");
     }
 
-    /** A directory this user cannot create files in: imports only, and the probe says why, naming errno and keys. */
+    /** A directory this user cannot create files in, for want of permission: unavailable, naming path, errno and keys. */
     @Test
-    void isAvailableForImportsOnlyWhereTheDirectoryIsNotWritable() throws Exception {
+    void unavailableWhenTheDirectoryIsReadOnly() throws Exception {
         Path readOnly = Files.createDirectory(shared.resolve("read-only"));
         Files.setPosixFilePermissions(readOnly, PosixFilePermissions.fromString("r-x------"));
-        String why = "cannot create files in " + readOnly + ": ";
-        String remedy = "make it writable for this user, or set shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a writable directory, for pools and "
-                + "workers over posix, whose chunk files and leases live there; posix imports, which only open chunk files, work here";
 
         if (WithoutDacOverride.needed()) {
             // Root writes anywhere: probe from a JVM without the capability that lets it.
-            assertThat(WithoutDacOverride.run("probe", readOnly.toString())).contains("available=true")
-                    .contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP why=" + why).contains("EACCES").contains(remedy);
+            assertThat(WithoutDacOverride.run("probe", readOnly.toString())).contains("available=false")
+                    .contains("cannot create files in " + readOnly).contains("EACCES").contains("shared.dir (CONDUIT_SHARED_DIR)");
             return;
         }
         Availability availability = plugin.probe(TestContext.of(readOnly));
 
-        assertThat(availability.isAvailable()).isTrue();
-        assertThat(availability.unsupportedHere()).containsOnlyKeys(Capability.MEMORY, Capability.AM, Capability.RMA, Capability.ATOMICS,
-                Capability.WAKEUP);
-        assertThat(availability.unsupportedHere().get(Capability.AM)).contains(why).contains("EACCES").contains(remedy);
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains("cannot create files in " + readOnly).contains("EACCES")
+                .contains("shared.dir (CONDUIT_SHARED_DIR)");
     }
 
     /**

@@ -119,7 +119,7 @@ class LeakTest {
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
             long page = provider.pageSize();
             byte[] payload = provider.export(provider.allocate(page));
-            IpcImporter importer = new PosixImporter(FailingLibc.failing("mmap", Errno.ENOMEM), PosixConfig.of(TestContext.of(shared)));
+            IpcImporter importer = new PosixImporter(FailingLibc.failing("mmap", Errno.ENOMEM), PosixConfig.of(TestContext.of(shared)), true);
             assertThatThrownBy(() -> importer.map(reader(payload), page)).hasMessageContaining("ENOMEM");
             long descriptors = ProcessResources.openDescriptors();
             for (int i = 0; i < ROUNDS; i++) {

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.Errno;
+import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
@@ -32,6 +33,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Stream;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -238,7 +240,7 @@ class PosixImporterTest {
     void aRefusedOpenThatOwnerAndModeDoNotExplainNamesWhatElseRefuses() {
         Chunk chunk = provider.allocate(page);
         byte[] payload = provider.export(chunk);
-        IpcImporter underSelinux = new PosixImporter(FailingLibc.failing("openBeneath", Errno.EACCES), PosixConfig.of(TestContext.of(shared)));
+        IpcImporter underSelinux = new PosixImporter(FailingLibc.failing("openBeneath", Errno.EACCES), PosixConfig.of(TestContext.of(shared)), true);
         assertThatThrownBy(() -> underSelinux.map(reader(payload), page)).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("EACCES").hasMessageContaining("The file is this user's and its mode is 0600")
                 .hasMessageContaining("so something else refused: usually a security module").hasMessageContaining("docker run -v DIR:DIR:z")
@@ -251,7 +253,7 @@ class PosixImporterTest {
         Chunk chunk = provider.allocate(page);
         byte[] payload = provider.export(chunk);
         Files.setPosixFilePermissions(shared.resolve(fileName(payload)), java.nio.file.attribute.PosixFilePermissions.fromString("r--------"));
-        IpcImporter refused = new PosixImporter(FailingLibc.failing("openBeneath", Errno.EACCES), PosixConfig.of(TestContext.of(shared)));
+        IpcImporter refused = new PosixImporter(FailingLibc.failing("openBeneath", Errno.EACCES), PosixConfig.of(TestContext.of(shared)), true);
         assertThatThrownBy(() -> refused.map(reader(payload), page)).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("The file is this user's, but its permissions deny it reading and writing")
                 .hasMessageNotContaining("security module");
@@ -303,6 +305,30 @@ class PosixImporterTest {
                 java.util.HexFormat.of().formatHex(payload), Long.toString(page));
         assertThat(output).as(output).contains("4321 read-only");
         assertThat(chunk.segment().get(JAVA_LONG, 8)).as("nothing written").isZero();
+    }
+
+    /**
+     * What a transport maps through its importer (a peer's receive queue, a bounce ring) it writes:
+     * a chunk that opens only for reading (EROFS) is refused, naming the errno, where the runtime's
+     * importer maps it read-only. A transport used to get a read-only queue, on which every send
+     * then failed with the JDK's "Attempt to write a read-only segment" (found by review).
+     */
+    @Test
+    void aTransportsImporterRefusesAChunkThatOpensOnlyForReading() {
+        byte[] payload = provider.export(provider.allocate(page));
+        AtomicBoolean firstOpen = new AtomicBoolean(true);
+        // As through a read-only mount: the open for writing fails with EROFS, the one for reading would not.
+        Libc readOnlyMount = FailingLibc.failingWhile("openBeneath", Errno.EROFS, () -> firstOpen.getAndSet(false));
+
+        IpcImporter forATransport = new PosixImporter(readOnlyMount, PosixConfig.of(TestContext.of(shared)), false);
+        assertThatThrownBy(() -> forATransport.map(reader(payload), page)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("EROFS");
+        firstOpen.set(true);
+        IpcImporter forImports = new PosixImporter(readOnlyMount, PosixConfig.of(TestContext.of(shared)), true);
+        try (ChunkMapping mapping = forImports.map(reader(payload), page)) {
+            assertThat(mapping.segment().isReadOnly()).isTrue();
+        }
+        assertThat(ProcessResources.mappingsOf(shared)).as("the producer's own").isEqualTo(1);
     }
 
     @Test

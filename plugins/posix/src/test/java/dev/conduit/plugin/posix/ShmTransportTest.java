@@ -577,7 +577,7 @@ class ShmTransportTest {
     private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc, String... keyValues) {
         Context context = new Context(TestContext.of(shared, keyValues), received);
         Transport t = new ShmTransport("posix", transportLibc, context, ShmTransportConfig.read(context.config(), "posix"),
-                new PosixPlugin().openMemoryProvider(context), new PosixImporter(importerLibc, PosixConfig.of(context)));
+                new PosixPlugin().openMemoryProvider(context), new PosixImporter(importerLibc, PosixConfig.of(context), false));
         open.add(t);
         return t;
     }
