@@ -132,7 +132,11 @@ final class PerfClient implements AutoCloseable {
                 welcome = new PerfProtocol.Reader(m, "WELCOME");
             });
 
-            ep = worker.connect(WorkerAddress.fromBytes(bootstrap.address()), (endpoint, cause) -> failure = cause);
+            try {
+                ep = worker.connect(WorkerAddress.fromBytes(bootstrap.address()), (endpoint, cause) -> failure = cause);
+            } catch (ConduitException e) {
+                throw new ServerUnreachable(e);
+            }
             String transport = ep.transport();
             byte[] serverHandle = bootstrap.regions().get(transport);
             if (serverHandle == null) {
@@ -148,7 +152,11 @@ final class PerfClient implements AutoCloseable {
             ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid())
                     .string(PerfCommand.hostName()).string(mode.name()).string(plan.wakeup().label()).string(transport)
                     .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
-            waitUntil(() -> welcome != null, "the server's WELCOME");
+            try {
+                waitUntil(() -> welcome != null, "the server's WELCOME");
+            } catch (ConduitException e) {
+                throw new ServerUnreachable(e);
+            }
             PerfProtocol.Reader w = welcome;
             String error = w.string();
             if (!error.isEmpty()) throw new ConduitException("the perf server refused this session: " + error);
@@ -619,6 +627,15 @@ final class PerfClient implements AutoCloseable {
         if (System.nanoTime() - since > timeoutNanos) {
             throw new ConduitException("no answer from the perf server for " + PerfParsing.formatDuration(plan.timeout()) + " during "
                     + phase + " (--timeout)");
+        }
+    }
+
+    /** The server a bootstrap names could not be reached, or did not answer: no session began. */
+    static final class ServerUnreachable extends ConduitException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        ServerUnreachable(ConduitException cause) {
+            super(cause.getMessage(), cause);
         }
     }
 

@@ -190,6 +190,11 @@ final class PerfCommand implements Callable<Integer> {
 
     private List<PerfTest> validate() {
         if (server && connect != null) throw usage("--server and --connect exclude each other: a process is one side or the other");
+        if (sharedDir != null && !Files.isDirectory(sharedDir)) {
+            // Checked here: Conduit would only say that no plugin is available, and a client would wait its whole --timeout.
+            throw usage("--shared-dir " + sharedDir + (Files.exists(sharedDir) ? " is not a directory" : " does not exist")
+                    + ": give a directory both processes see (a tmpfs such as /dev/shm), or create it");
+        }
         if (iterations != null && duration != null) throw usage("-n and -d exclude each other: measure a number of iterations or for a duration");
         if (iterations != null && (iterations < 1 || iterations > 1_000_000_000L)) throw usage("-n must be from 1 to 1000000000, not " + iterations);
         if (peers < 1 || peers > MAX_PEERS) throw usage("--peers must be from 1 to " + MAX_PEERS + ", not " + peers);
@@ -247,7 +252,9 @@ final class PerfCommand implements Callable<Integer> {
             try {
                 tests.add(PerfTest.byLabel(t));
             } catch (IllegalArgumentException e) {
-                throw usage(e.getMessage() + ", or all");
+                // --connect takes its value only as HOST:PORT: a bare port lands here, as a test's name.
+                boolean aPort = t.chars().allMatch(Character::isDigit);
+                throw usage(e.getMessage() + ", or all" + (aPort ? "; to connect to a server's TCP port, give --connect HOST:PORT" : ""));
             }
         }
         return tests.isEmpty() ? PerfTest.DEFAULT_SUITE : List.copyOf(tests);
@@ -283,23 +290,39 @@ final class PerfCommand implements Callable<Integer> {
         try (Conduit c = open(Map.of())) {
             PerfBootstrap bootstrap;
             String how;
+            Path file = null;
             if (connect.isEmpty()) {
                 Path dir = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
                 String n = name != null ? name : DEFAULT_NAME;
                 bootstrap = PerfBootstrap.await(dir, n, plan.timeout(), () -> false);
-                how = "bootstrap through the shared directory " + dir + ", file " + PerfBootstrap.file(dir, n).getFileName();
+                file = PerfBootstrap.file(dir, n);
+                how = "bootstrap through the shared directory " + dir + ", file " + file.getFileName();
             } else {
                 PerfParsing.HostPort at = PerfParsing.hostPort(connect);
                 bootstrap = PerfBootstrap.fetch(at, plan.timeout());
                 how = "bootstrap over TCP from " + at;
             }
-            report(measure(c, bootstrap, plan, how, out, err), out);
+            PerfRun run;
+            try {
+                run = measure(c, bootstrap, plan, how, out, err);
+            } catch (PerfClient.ServerUnreachable e) {
+                if (file == null) throw e;
+                throw new ConduitException(e.getMessage() + ". The server that published " + file + " (pid " + bootstrap.pid() + " on "
+                        + bootstrap.host() + ") may be gone: a server that was killed leaves its file, and a new --server refuses to "
+                        + "replace it. If none runs, remove the file and start one", e);
+            }
+            report(run, out);
             return ConduitCommand.EXIT_OK;
         }
     }
 
     private int spawned(PerfPlan plan, PrintWriter out, PrintWriter err) {
-        Path parent = sharedDir != null ? sharedDir : Path.of("/dev/shm");
+        Path parent;
+        // Opened before the server is started: a configuration error (-t, --set) is reported once, from here, and the
+        // server's private directory goes into the configured shared.dir (--set, system property, CONDUIT_SHARED_DIR).
+        try (Conduit c = open(Map.of())) {
+            parent = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
+        }
         List<String> serverArguments = new ArrayList<>(List.of("--thread-mode", threadMode.name().toLowerCase(Locale.ROOT),
                 "--region-size", Long.toString(plan.largestSize()), "--timeout", PerfParsing.formatDuration(plan.timeout())));
         if (transport != null) serverArguments.addAll(List.of("-t", transport));

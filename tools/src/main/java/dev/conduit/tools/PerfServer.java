@@ -27,6 +27,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The answering side of {@code conduit perf}: publishes its worker address and one exported region
@@ -73,6 +75,11 @@ final class PerfServer {
     private MemorySegment buffer;
     private MemorySegment ack;
     private volatile boolean stopped;
+    /** Why {@link #stopped} was set: its standard input ended, or a signal (SIGINT, SIGTERM) is ending the JVM. */
+    private volatile String stoppedBecause;
+    private volatile boolean stoppedByStdin;
+    /** Counted down when {@link #run} has closed everything: the shutdown hook waits for it. */
+    private final CountDownLatch closed = new CountDownLatch(1);
     private volatile PerfBootstrap.Listener listener;
     private volatile ConduitException listenerFailure;
 
@@ -113,7 +120,17 @@ final class PerfServer {
 
     /** Whether it stopped because its standard input ended ({@code --exit-with-stdin}): the spawning client is gone. */
     boolean stoppedByStdin() {
-        return stopped;
+        return stoppedByStdin;
+    }
+
+    /** Ends the serving loop, from any thread: the server then closes what it opened and {@link #run} returns 1. */
+    private void stop(String because) {
+        stoppedBecause = because;
+        stopped = true;
+        Worker w = worker;
+        if (w != null) w.signal();
+        PerfBootstrap.Listener l = listener;
+        if (l != null) l.close();
     }
 
     /** Serves, and returns the exit code: 0 after a session the client ended, 1 when it failed or the spawning client went away. */
@@ -150,11 +167,17 @@ final class PerfServer {
                 where = "listening on " + listener.address();
             } else {
                 published = bootstrap.publish(options.sharedDir(), options.name());
-                Path file = published;
-                cleanup = new Thread(() -> deleteQuietly(file), "conduit-perf-server-cleanup");
-                Runtime.getRuntime().addShutdownHook(cleanup);
-                where = "published " + file;
+                where = "published " + published;
             }
+            // Ctrl-C or kill: this loop stops and closes what it opened (the worker's queue and lease, the regions' chunk files);
+            // an exit without it left them in the shared directory until another process reclaimed them.
+            Path file = published;
+            cleanup = new Thread(() -> {
+                stop("stopped by a signal");
+                awaitQuietly(closed, CLOSE_WAIT_NANOS);
+                if (file != null) deleteQuietly(file);
+            }, "conduit-perf-server-cleanup");
+            Runtime.getRuntime().addShutdownHook(cleanup);
             out.println("conduit perf server: pid " + bootstrap.pid() + ", host " + bootstrap.host() + ", thread mode " + options.mode()
                     + " (" + worker.threadPolicy() + "), transports " + transports + ", regions of " + options.regionSize() + " bytes; "
                     + where + (options.keep() ? "; serving clients until stopped" : "; serving one client"));
@@ -171,7 +194,7 @@ final class PerfServer {
                 return ConduitCommand.EXIT_FAILED;
             }
             if (stopped) {
-                err.println("conduit perf server: standard input ended (the client that started this server is gone); exiting");
+                err.println("conduit perf server: " + stoppedBecause + "; exiting");
                 return ConduitCommand.EXIT_FAILED;
             }
             return exit;
@@ -189,6 +212,7 @@ final class PerfServer {
             closeAll();
             out.flush();
             err.flush();
+            closed.countDown();
         }
     }
 
@@ -450,11 +474,8 @@ final class PerfServer {
             } catch (IOException e) {
                 // treated as the end
             }
-            stopped = true;
-            Worker w = worker;
-            if (w != null) w.signal();
-            PerfBootstrap.Listener l = listener;
-            if (l != null) l.close();
+            stoppedByStdin = true;
+            stop("standard input ended (the client that started this server is gone)");
         }, "conduit-perf-stdin-watch");
         t.setDaemon(true);
         t.start();
@@ -472,6 +493,14 @@ final class PerfServer {
             } catch (Exception e) {
                 err.println("conduit perf server: closing " + c + ": " + e.getMessage());
             }
+        }
+    }
+
+    private static void awaitQuietly(CountDownLatch latch, long nanos) {
+        try {
+            latch.await(nanos, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -2,10 +2,12 @@ package dev.conduit.tools;
 
 import dev.conduit.tools.CommandRunner.Result;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 
@@ -119,13 +121,34 @@ class PerfArgumentsTest {
     }
 
     @Test
-    void connectTakesAValueOnlyWhenItLooksLikeHostAndPort() {
+    void connectTakesAValueOnlyWhenItLooksLikeHostAndPort(@TempDir Path empty) {
         // "--connect am_lat" reads the shared directory and runs am_lat: am_lat is not taken as an address.
         // Here the named file never appears, so the run fails (exit 1) after the timeout, having parsed both.
-        Result result = conduit.run("perf", "--connect", "am_lat", "--shared-dir", "/nonexistent-conduit-perf", "--timeout", "1ms");
+        Result result = conduit.run("perf", "--connect", "am_lat", "--shared-dir", empty.toString(), "--timeout", "1ms");
 
         assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
-        assertThat(result.err()).contains("no perf server published /nonexistent-conduit-perf/conduit-perf-default.addr");
+        assertThat(result.err()).contains("no perf server published " + empty.resolve("conduit-perf-default.addr"));
+    }
+
+    /** A bare port after --connect is read as a test's name: the error says how to give an address. */
+    @Test
+    void aBarePortAfterConnectIsAnUnknownTestWithTheRightForm() {
+        Result result = usageError("perf", "--connect", "7777");
+
+        assertThat(result.err()).contains("unknown test '7777'").contains("to connect to a server's TCP port, give --connect HOST:PORT");
+    }
+
+    /**
+     * A --shared-dir that does not exist is a usage error naming it, for each way to run: a server
+     * used to fail with "no selected plugin provides a transport", and a client waited its whole
+     * --timeout and then blamed the server (found by an audit).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"--server", "--connect", "am_lat"})
+    void aSharedDirectoryThatDoesNotExistIsAUsageError(String way) {
+        Result result = usageError("perf", way, "--shared-dir", "/nonexistent-conduit-perf");
+
+        assertThat(result.err()).contains("--shared-dir /nonexistent-conduit-perf does not exist: give a directory both processes see");
     }
 
     @Test

@@ -69,8 +69,7 @@ class PerfRunTest {
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aServerCanHandOutItsBootstrapOverTcp() throws Exception {
         try (TcpServer server = TcpServer.start()) {
-            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + server.port(), "am_lat", "am_bw", "get_lat", "-n", "200", "-w", "50",
-                    "-s", "8", "--json");
+            Result result = conduit.run(server.client("am_lat", "am_bw", "get_lat", "-n", "200", "-w", "50", "-s", "8", "--json"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             Map<String, Object> doc = JsonParser.parseObject(result.out());
@@ -89,7 +88,7 @@ class PerfRunTest {
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aTestWithSeveralSizesWarmsUpThroughEverySizeBeforeItsFirstRow() throws Exception {
         try (TcpServer server = TcpServer.start()) {
-            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + server.port(), "am_bw", "atomic_lat", "-n", "200", "-s", "8,64k", "--json");
+            Result result = conduit.run(server.client("am_bw", "atomic_lat", "-n", "200", "-s", "8,64k", "--json"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             assertThat(server.process().waitFor(20, TimeUnit.SECONDS)).isTrue();
@@ -115,8 +114,7 @@ class PerfRunTest {
             PerfBootstrap taken = PerfBootstrap.fetch(new PerfParsing.HostPort("127.0.0.1", port), Duration.ofSeconds(10));
             assertThat(taken.pid()).isPositive();
 
-            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + server.port(), "am_lat", "-n", "200", "-w", "50", "-s", "8", "--json",
-                    "--timeout", "10s");
+            Result result = conduit.run(server.client("am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "--timeout", "10s"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             assertThat(server.process().waitFor(20, TimeUnit.SECONDS)).as("the server serves one session, then exits").isTrue();
@@ -129,8 +127,8 @@ class PerfRunTest {
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aStreamLongerThanTheTimeoutIsMeasured() throws Exception {
         try (TcpServer server = TcpServer.start()) {
-            Result result = conduit.run("perf", "--connect", "127.0.0.1:" + server.port(), "am_bw", "put_bw", "-s", "8", "-d", "1500ms", "-w", "0",
-                    "--timeout", "1s", "--wakeup", "await", "--json");
+            Result result = conduit.run(server.client("am_bw", "put_bw", "-s", "8", "-d", "1500ms", "-w", "0", "--timeout", "1s", "--wakeup", "await",
+                    "--json"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             assertThat(Json.objects(JsonParser.parseObject(result.out()), "results")).hasSize(2)
@@ -161,6 +159,86 @@ class PerfRunTest {
                 for (SocketChannel c : queued) c.close();
             }
         }
+    }
+
+    /** The spawned server's private directory goes into the configured shared.dir; it went into /dev/shm whatever it said. */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void theSpawnedServersDirectoryIsMadeInTheConfiguredSharedDirectory() throws Exception {
+        Path configured = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-configured");
+        try {
+            Result result = conduit.run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "-D", "shared.dir=" + configured);
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat((String) JsonParser.parseObject(result.out()).get("bootstrap"))
+                    .startsWith("spawned by this process, private shared directory " + configured.resolve("conduit-perf-"));
+            try (var left = Files.list(configured)) {
+                assertThat(left.toList()).as("left in the shared directory").isEmpty();
+            }
+        } finally {
+            PerfPeer.deleteTree(configured);
+        }
+    }
+
+    /**
+     * A server stopped by a signal (SIGTERM here, as Ctrl-C's SIGINT) closes its worker and regions
+     * before the JVM exits, so their files leave the shared directory with its bootstrap file. It
+     * used to remove only the bootstrap file, leaving chunk files, queues and leases (found by an audit).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aServerStoppedByASignalLeavesNothingInTheSharedDirectory() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-signal");
+        Process server = null;
+        try {
+            server = startServer(shared, "signal");
+            BufferedReader lines = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+            awaitLine(lines, Pattern.compile("published "));
+
+            server.toHandle().destroy(); // SIGTERM; Process.destroy() would close the streams read below
+
+            String output = lines.lines().collect(Collectors.joining("\n")); // up to its end
+            assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("the server exits on SIGTERM").isTrue();
+            assertThat(output).contains("stopped by a signal; exiting");
+            try (var left = Files.list(shared)) {
+                assertThat(left.toList()).as(output).isEmpty();
+            }
+        } finally {
+            if (server != null) server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    /**
+     * A server killed outright leaves its bootstrap file: a client that reads it and cannot reach the
+     * server says so, naming the file to remove (which a new --server refuses to replace).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aClientOfABootstrapFileWhoseServerWasKilledNamesTheFileToRemove() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-stale");
+        try {
+            Process server = startServer(shared, "stale");
+            awaitLine(new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8)), Pattern.compile("published "));
+            server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            Path file = shared.resolve("conduit-perf-stale.addr");
+            assertThat(file).as("left by the killed server").exists();
+
+            Result result = conduit.run("perf", "--connect", "--shared-dir", shared.toString(), "--name", "stale", "am_lat", "-n", "10",
+                    "--timeout", "2s");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains("The server that published " + file).contains("may be gone")
+                    .contains("If none runs, remove the file and start one");
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    private static Process startServer(Path shared, String name) throws IOException {
+        List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+        command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString(), "--name", name));
+        return new ProcessBuilder(command).redirectErrorStream(true).start();
     }
 
     /**
@@ -272,23 +350,37 @@ class PerfRunTest {
 
     /** Reads the server's output until a line matches; returns the first group, or the whole match. */
     /** A {@code conduit perf --server --listen 127.0.0.1:0} process, destroyed at close if it is still running. */
-    private record TcpServer(Process process, BufferedReader lines, String port) implements AutoCloseable {
+    /**
+     * A server that hands out its bootstrap over TCP, in a shared directory of its own (the client
+     * must use it too: {@link #client}), so that nothing it leaves reaches the machine's /dev/shm.
+     * Closing it stops it as Ctrl-C would, then removes the directory.
+     */
+    private record TcpServer(Process process, BufferedReader lines, String port, Path shared) implements AutoCloseable {
         static TcpServer start() throws IOException {
+            Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-tcp");
             List<String> command = new ArrayList<>(PerfPeer.javaCommand());
-            command.addAll(List.of("perf", "--server", "--listen", "127.0.0.1:0", "--exit-with-stdin"));
+            command.addAll(List.of("perf", "--server", "--listen", "127.0.0.1:0", "--shared-dir", shared.toString(), "--exit-with-stdin"));
             Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
             try {
                 BufferedReader lines = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-                return new TcpServer(process, lines, awaitLine(lines, Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)")));
+                return new TcpServer(process, lines, awaitLine(lines, Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)")), shared);
             } catch (IOException | RuntimeException | Error e) {
                 process.destroyForcibly();
+                PerfPeer.deleteTree(shared);
                 throw e;
             }
         }
 
+        /** The command line of a client of this server: {@code conduit perf --connect} its port, in its directory, then {@code args}. */
+        String[] client(String... args) {
+            return concat(List.of("perf", "--connect", "127.0.0.1:" + port, "--shared-dir", shared.toString()), args);
+        }
+
         @Override
-        public void close() {
-            process.destroyForcibly();
+        public void close() throws InterruptedException {
+            process.toHandle().destroy();
+            if (!process.waitFor(20, TimeUnit.SECONDS)) process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            PerfPeer.deleteTree(shared);
         }
     }
 
