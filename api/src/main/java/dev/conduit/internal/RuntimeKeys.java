@@ -36,7 +36,7 @@ public final class RuntimeKeys {
             "Size of the chunks pools take from a memory provider (rounded up to its page size). Allocations up to a quarter "
                     + "of it share chunks by size class; larger ones get a chunk of their own.");
 
-    /** Every runtime key, in the order {@code conduit info} shows them. */
+    /** Every runtime key (declared in this order; {@code conduit info} sorts them by name). */
     public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT,
             THREAD_CONFINE, IPC_CACHE_BYTES, POOL_CHUNK_SIZE);
 

@@ -27,7 +27,7 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     /** The largest receive queue: record lengths are 32-bit. A power of two, so that rounding up stays within it. */
     private static final long MAX_QUEUE_SIZE = 1L << 30;
 
-    /** The keys for {@code plugin}, in the order {@code conduit info} shows them. */
+    /** The keys for {@code plugin} (declared in this order; {@code conduit info} sorts them by name). */
     public static List<ConfigKey<?>> keys(String plugin) {
         return List.of(queueSize(plugin), inlineMax(plugin), bounceSize(plugin), liveness(plugin), heartbeat(plugin), unblock(plugin),
                 inboundMax(plugin), inboundBounceMax(plugin));

@@ -61,7 +61,7 @@ final class VerbsConfig {
 
     static final ConfigKey<Long> RECEIVE_BUFFERS = ConfigKey.integer("verbs.receive.buffers", 64, 2, 4096,
             "Receive buffers posted per inbound connection: the sender's credits. The largest message is this many "
-                    + "buffers (less their record headers).");
+                    + "buffers or the sender's verbs.send.buffers, whichever is fewer (less their record headers).");
 
     static final ConfigKey<Long> SEND_BUFFERS = ConfigKey.integer("verbs.send.buffers", 64, 2, 4096,
             "Registered send buffers per endpoint (also the staging buffers of put and get), and its send-queue depth.");
