@@ -121,7 +121,10 @@ class PluginDirectoryTest {
             }
             PluginInfo libOnly = info(conduit, "libonly");
             assertThat(libOnly.status()).isEqualTo(Status.BROKEN);
-            assertThat(libOnly.reason()).contains("no Conduit plugin in " + incomplete.resolve("libonly"));
+            assertThat(libOnly.reason()).contains("no Conduit plugin in " + incomplete.resolve("libonly"))
+                    .contains(Loading.current() == Loading.MODULE_PATH ? "needs 'provides dev.conduit.spi.ConduitPlugin with <class>;'"
+                            : "this runtime is on the class path, where a jar needs META-INF/services/dev.conduit.spi.ConduitPlugin")
+                    .contains("The TCK's PluginMetadataContract checks both");
             // Unpacked one level too deep: it used to be ignored without a word, as an empty directory is.
             PluginInfo tooDeep = info(conduit, "toodeep");
             assertThat(tooDeep.status()).isEqualTo(Status.BROKEN);

@@ -62,7 +62,8 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     private static ConfigKey<Long> queueSize(String p) {
         return ConfigKey.bytes(p + ".queue.size", 2L << 20, 64L << 10, MAX_QUEUE_SIZE,
                 "Bytes of each worker's receive queue, shared by all its senders (rounded up to a power of two). "
-                        + "When it is full, senders queue messages locally.");
+                        + "When it is full, senders queue messages locally. The whole queue is written when the worker is "
+                        + "created, so it takes this much memory from the start.");
     }
 
     private static ConfigKey<Long> inlineMax(String p) {

@@ -13,6 +13,7 @@ import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.tck.internal.Patterns;
 import org.junit.jupiter.api.BeforeEach;
@@ -80,7 +81,26 @@ public abstract class MemoryProviderContract extends PluginContract {
     }
 
     private IpcImporter importer() {
-        return plugin.ipcImporter(pluginContext());
+        try {
+            return plugin.ipcImporter(pluginContext());
+        } catch (NotSupportedException e) {
+            throw declaredButMissing("ipcImporter()", e);
+        }
+    }
+
+    private byte[] export(MemoryProvider provider, Chunk chunk) {
+        try {
+            return provider.export(chunk);
+        } catch (NotSupportedException e) {
+            throw declaredButMissing("its memory provider's export()", e);
+        }
+    }
+
+    /** An operation of IPC that the plugin declares and its probe offers here, but that says it is not supported. */
+    private AssertionError declaredButMissing(String operation, NotSupportedException e) {
+        return new AssertionError("plugin '" + plugin.name() + "' declares capability IPC and its probe offers it here, but "
+                + operation + " threw NotSupportedException (" + e.getMessage() + "): implement MemoryProvider.export and "
+                + "ConduitPlugin.ipcImporter, or do not declare IPC", e);
     }
 
     private static PayloadReader reader(byte[] payload) {
@@ -189,7 +209,7 @@ public abstract class MemoryProviderContract extends PluginContract {
         assumeIpc();
         long size = chunkSize(provider);
         Chunk chunk = provider.allocate(size);
-        byte[] payload = provider.export(chunk);
+        byte[] payload = export(provider, chunk);
         assertThat(payload.length).as("export payload length").isBetween(1, 3072);
         Patterns.fill(chunk.segment(), 5);
         MemorySegment mapped;
@@ -209,7 +229,7 @@ public abstract class MemoryProviderContract extends PluginContract {
         assumeIpc();
         long size = chunkSize(provider);
         Chunk chunk = provider.allocate(size);
-        byte[] payload = provider.export(chunk);
+        byte[] payload = export(provider, chunk);
         Patterns.fill(chunk.segment(), 11);
         assertTheOtherProcessSawAndWrote(Patterns.hex(payload), size, "-", 0, chunk.segment(), 11, "OK spi");
         provider.free(chunk);
@@ -247,7 +267,7 @@ public abstract class MemoryProviderContract extends PluginContract {
         assumeIpc();
         long size = chunkSize(provider);
         Chunk chunk = provider.allocate(size);
-        byte[] payload = provider.export(chunk);
+        byte[] payload = export(provider, chunk);
         provider.free(chunk);
         assertThat(catchThrowable(() -> importer().map(reader(payload), size).close()))
                 .as("mapping the export of a freed chunk").isInstanceOf(ConduitException.class)
@@ -259,7 +279,7 @@ public abstract class MemoryProviderContract extends PluginContract {
         assumeIpc();
         long size = chunkSize(provider);
         Chunk chunk = provider.allocate(size);
-        byte[] payload = provider.export(chunk);
+        byte[] payload = export(provider, chunk);
         for (int length = 0; length < payload.length; length++) {
             byte[] truncated = Arrays.copyOf(payload, length);
             assertThat(catchThrowable(() -> importer().map(reader(truncated), size).close()))
@@ -278,7 +298,7 @@ public abstract class MemoryProviderContract extends PluginContract {
         assumeIpc();
         long size = chunkSize(provider);
         Chunk chunk = provider.allocate(size);
-        byte[] payload = provider.export(chunk);
+        byte[] payload = export(provider, chunk);
         for (int i = 0; i < payload.length; i++) {
             for (int bit : new int[]{0, 7}) {
                 byte[] altered = payload.clone();

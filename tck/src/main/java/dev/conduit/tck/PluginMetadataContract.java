@@ -81,6 +81,64 @@ public abstract class PluginMetadataContract extends PluginContract {
         assertThat(plugin.description()).as("description()").isNotNull();
     }
 
+    /**
+     * Whether the plugin is one that {@link java.util.ServiceLoader} is meant to find, as every
+     * plugin shipped in a jar is: {@link #itsJarDeclaresItForServiceLoader} then checks its
+     * declarations. Override to return {@code false} only for a plugin that is only ever added in
+     * code ({@code ConduitBuilder.addPlugin}), such as a test fixture.
+     */
+    protected boolean foundByServiceLoader() {
+        return true;
+    }
+
+    /**
+     * The plugin's jar declares it, both ways: {@code provides dev.conduit.spi.ConduitPlugin with}
+     * its class in the module descriptor (read on the module path and in a plugin directory), and
+     * its class named in {@code META-INF/services/dev.conduit.spi.ConduitPlugin} (read on the class
+     * path, and for a jar without a module descriptor). A jar missing the one its path reads is
+     * not found there, and the runtime cannot say so: it does not know the jar holds a plugin.
+     */
+    @Test
+    public void itsJarDeclaresItForServiceLoader() throws java.io.IOException {
+        assumeTrue(foundByServiceLoader(), "the suite says plugin '" + plugin.name() + "' is only added in code (foundByServiceLoader)");
+        Class<?> type = plugin.getClass();
+        String service = ConduitPlugin.class.getName();
+        Module module = type.getModule();
+        if (module.isNamed() && !module.getDescriptor().isAutomatic()) {
+            assertThat(module.getDescriptor().provides().stream()
+                    .anyMatch(p -> p.service().equals(service) && p.providers().contains(type.getName())))
+                    .as("module %s declares 'provides %s with %s;': without it the module path and a plugin directory never find "
+                            + "plugin '%s', and nothing says why", module.getName(), service, type.getName(), plugin.name())
+                    .isTrue();
+        }
+        String file = "META-INF/services/" + service;
+        List<String> named = servicesFileOf(type, file);
+        assertThat(named).as("the classes that %s of plugin '%s''s jar names (%s): without %s there, the class path never finds the "
+                + "plugin, and nothing says why", file, plugin.name(), named == null ? "there is no such file" : named, type.getName())
+                .isNotNull().contains(type.getName());
+    }
+
+    /** The class names in {@code file} where {@code type} was loaded from (its module, its jar or directory); null when it has none. */
+    private static List<String> servicesFileOf(Class<?> type, String file) throws java.io.IOException {
+        java.io.InputStream in = null;
+        if (type.getModule().isNamed()) {
+            in = type.getModule().getResourceAsStream(file);
+        } else if (type.getProtectionDomain().getCodeSource() != null) {
+            String location = type.getProtectionDomain().getCodeSource().getLocation().toString();
+            for (java.net.URL url : java.util.Collections.list(type.getClassLoader().getResources(file))) {
+                if (url.toString().contains(location)) {
+                    in = url.openStream();
+                    break;
+                }
+            }
+        }
+        if (in == null) return null;
+        try (java.io.BufferedReader lines = new java.io.BufferedReader(new java.io.InputStreamReader(in,
+                java.nio.charset.StandardCharsets.UTF_8))) {
+            return lines.lines().map(l -> l.replaceFirst("#.*", "").strip()).filter(l -> !l.isEmpty()).toList();
+        }
+    }
+
     @Test
     public void declaresItsConfigKeysUnderItsName() {
         Set<String> names = new HashSet<>();
@@ -365,11 +423,29 @@ public abstract class PluginMetadataContract extends PluginContract {
         if (receiver != null) {
             long deadline = System.nanoTime() + progressGuard().toNanos();
             while (received.values().stream().mapToInt(List::size).sum() < THREADS * perThread && System.nanoTime() < deadline) receiver.progress();
-            List<Integer> expected = java.util.stream.IntStream.range(0, perThread).boxed().toList();
             for (int t = 0; t < THREADS; t++) {
-                assertThat(received.get(t)).as("messages thread %d sent concurrently with %d others, as delivered", t, THREADS - 1).isEqualTo(expected);
+                List<Integer> got = received.get(t);
+                String wrong = firstWrong(got, perThread);
+                assertThat(wrong).as("messages thread %d sent concurrently with %d others (0 to %d, in order), as delivered: %d arrived",
+                        t, THREADS - 1, perThread - 1, got == null ? 0 : got.size()).isNull();
             }
         }
+    }
+
+    /** What is first wrong in {@code got} against 0 to {@code count - 1} in order (a list too long to read whole); null when nothing is. */
+    private static String firstWrong(List<Integer> got, int count) {
+        List<Integer> messages = got == null ? List.of() : got;
+        for (int i = 0; i < Math.min(messages.size(), count); i++) {
+            if (messages.get(i) != i) {
+                int at = i;
+                String which = messages.subList(0, i).contains(messages.get(i)) ? "a duplicate of " + messages.get(i)
+                        : messages.get(i) > i ? messages.get(i) + ", while " + i + " is missing or comes later" : "" + messages.get(i);
+                return "message " + at + " arrived as " + which;
+            }
+        }
+        if (messages.size() < count) return "messages " + messages.size() + " to " + (count - 1) + " never arrived";
+        if (messages.size() > count) return (messages.size() - count) + " more messages than were sent arrived, first " + messages.get(count);
+        return null;
     }
 
     private static void at(Map<Thread, String> doing, Map<Thread, Long> since, String what) {

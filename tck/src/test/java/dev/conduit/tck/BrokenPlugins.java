@@ -529,6 +529,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** A plugin no jar declares for ServiceLoader (the well-behaved loopback fixture, its suite not saying it is added in code). */
+    public static final class UndeclaredSuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LoopbackPlugin();
+        }
+    }
+
     public static final class ClaimsMultiSuite extends PluginMetadataContract {
         @Override
         protected ConduitPlugin newPlugin() {

@@ -39,6 +39,7 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.SleepsThroughWakeupsSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives", "after signal()"),
                 Arguments.of(BrokenPlugins.ForgetsEarlySignalsSuite.class, "aSignalBeforeAwaitMakesTheNextAwaitReturnTrue", "made while nobody slept"),
                 Arguments.of(BrokenPlugins.ClaimsMultiSuite.class, "aMultiPluginWithstandsConcurrentCalls", "concurrently"),
+                Arguments.of(BrokenPlugins.UndeclaredSuite.class, "itsJarDeclaresItForServiceLoader", "and nothing says why"),
                 Arguments.of(BrokenPlugins.NeverConnectsSuite.class, "aSerializedPluginWorksFromThreadsTakingTurns", "not accepted within"),
                 Arguments.of(BrokenPlugins.LiesInProbeSuite.class, "probeIsAvailableHereAndHonest", "capability MEMORY"),
                 Arguments.of(BrokenPlugins.RulesOutButOpensSuite.class, "probeIsAvailableHereAndHonest", "whose probe ruled AM out here"),

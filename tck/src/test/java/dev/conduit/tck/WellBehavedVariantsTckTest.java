@@ -20,6 +20,11 @@ class WellBehavedVariantsTckTest {
         protected Duration progressGuard() {
             return Duration.ofSeconds(5);
         }
+
+        @Override
+        protected boolean foundByServiceLoader() {
+            return false; // a test class, added in code
+        }
     }
 
     @Nested

@@ -161,9 +161,14 @@ final class PluginDirectory {
             return found;
         }
         if (found.isEmpty()) {
+            // Which declaration counts depends on how this runtime loads the jar, and a jar may well hold the other one.
+            String needs = parent != null
+                    ? "a jar with a module descriptor needs 'provides dev.conduit.spi.ConduitPlugin with <class>;' in it (its "
+                    + "META-INF/services file is not read for a module), one without needs META-INF/services/dev.conduit.spi.ConduitPlugin"
+                    : "this runtime is on the class path, where a jar needs META-INF/services/dev.conduit.spi.ConduitPlugin naming its "
+                    + "plugin class ('provides' in a module descriptor is not read there)";
             found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
-                    "no Conduit plugin in " + entry + ": it needs 'provides dev.conduit.spi.ConduitPlugin with ...' "
-                            + "or META-INF/services/dev.conduit.spi.ConduitPlugin"));
+                    "no Conduit plugin in " + entry + ": " + needs + ". The TCK's PluginMetadataContract checks both"));
         }
         return found;
     }
