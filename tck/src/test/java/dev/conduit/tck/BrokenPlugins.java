@@ -9,6 +9,7 @@ import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
@@ -348,6 +349,19 @@ final class BrokenPlugins {
         }
     }
 
+    /** It declares IPC, but its provider's export() keeps the SPI's default, which says it is not supported. */
+    public static final class ExportsNothing extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory()) {
+                @Override
+                public byte[] export(Chunk chunk) {
+                    throw new NotSupportedException("this memory provider cannot export chunks (capability IPC)");
+                }
+            };
+        }
+    }
+
     /** Its free() deletes the file but keeps the chunk mapped. */
     public static final class FreeKeepsMapping extends FileMemoryPlugin {
         @Override
@@ -608,6 +622,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new DirtyChunks();
+        }
+    }
+
+    public static final class ExportsNothingSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ExportsNothing();
         }
     }
 

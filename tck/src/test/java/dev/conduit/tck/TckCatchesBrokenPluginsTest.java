@@ -46,6 +46,8 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.AcceptsBadHandlesSuite.class, "truncatedPayloadsAreRefusedNamingTheField", "cut to"),
                 Arguments.of(BrokenPlugins.LeaksOnCloseSuite.class, "closeFreesEveryChunkAndIsIdempotent", "a leak"),
                 Arguments.of(BrokenPlugins.DirtyChunksSuite.class, "allocatesZeroedWritablePageAlignedChunks", "of a fresh chunk"),
+                Arguments.of(BrokenPlugins.ExportsNothingSuite.class, "truncatedPayloadsAreRefusedNamingTheField",
+                        "declares capability IPC and its probe offers it here, but its memory provider's export() threw"),
                 Arguments.of(BrokenPlugins.FreeKeepsMappingSuite.class, "freeUnmapsTheChunk", "reading a freed chunk"),
                 Arguments.of(BrokenPlugins.ConnectsBlindlySuite.class, "connectToAClosedPeerThrowsInsteadOfAssumingItIsThere", "assumed the peer was there"),
                 Arguments.of(BrokenPlugins.MessagesDoNotWakeSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives", "when a message arrived"),
