@@ -96,7 +96,9 @@ public abstract class PluginMetadataContract extends PluginContract {
      * its class in the module descriptor (read on the module path and in a plugin directory), and
      * its class named in {@code META-INF/services/dev.conduit.spi.ConduitPlugin} (read on the class
      * path, and for a jar without a module descriptor). A jar missing the one its path reads is
-     * not found there, and the runtime cannot say so: it does not know the jar holds a plugin.
+     * not found there, and the runtime cannot say so: it does not know the jar holds a plugin. The
+     * declared class may be a superclass of what {@link #newPlugin()} returns (a suite's subclass),
+     * and a module's provider may be a factory ({@code provider()}).
      */
     @Test
     public void itsJarDeclaresItForServiceLoader() throws java.io.IOException {
@@ -104,34 +106,32 @@ public abstract class PluginMetadataContract extends PluginContract {
         Class<?> type = plugin.getClass();
         String service = ConduitPlugin.class.getName();
         Module module = type.getModule();
-        if (module.isNamed() && !module.getDescriptor().isAutomatic()) {
-            assertThat(module.getDescriptor().provides().stream()
-                    .anyMatch(p -> p.service().equals(service) && p.providers().contains(type.getName())))
-                    .as("module %s declares 'provides %s with %s;': without it the module path and a plugin directory never find "
-                            + "plugin '%s', and nothing says why", module.getName(), service, type.getName(), plugin.name())
-                    .isTrue();
+        if (module.isNamed()) {
+            // What ServiceLoader finds in the plugin's own module: its provides (derived from the services file for an automatic module).
+            boolean provided = java.util.ServiceLoader.load(module.getLayer(), ConduitPlugin.class).stream()
+                    .anyMatch(p -> p.type().getModule() == module && p.type().isAssignableFrom(type));
+            assertThat(provided).as("module %s declares 'provides %s with %s;' (or a superclass, or a provider factory): "
+                    + "without it the module path and a plugin directory never find plugin '%s', and nothing says why",
+                    module.getName(), service, type.getName(), plugin.name()).isTrue();
+            String file = "META-INF/services/" + service;
+            List<String> named = servicesFile(module.getResourceAsStream(file));
+            Set<String> types = new HashSet<>();
+            for (Class<?> c = type; c != null; c = c.getSuperclass()) types.add(c.getName());
+            assertThat(named).as("the classes that %s in module %s names (%s): without %s there, a jar of it on the class path is "
+                    + "never found, and nothing says why", file, module.getName(), named == null ? "there is no such file" : named,
+                    type.getName()).isNotNull().containsAnyElementsOf(types);
+        } else {
+            // On the class path: what ServiceLoader finds through the plugin's class loader (its services files, wherever the
+            // build put its resources).
+            boolean listed = java.util.ServiceLoader.load(ConduitPlugin.class, type.getClassLoader()).stream()
+                    .anyMatch(p -> p.type().isAssignableFrom(type));
+            assertThat(listed).as("a META-INF/services/%s file names %s (or a superclass): without it the class path never finds "
+                    + "plugin '%s', and nothing says why", service, type.getName(), plugin.name()).isTrue();
         }
-        String file = "META-INF/services/" + service;
-        List<String> named = servicesFileOf(type, file);
-        assertThat(named).as("the classes that %s of plugin '%s''s jar names (%s): without %s there, the class path never finds the "
-                + "plugin, and nothing says why", file, plugin.name(), named == null ? "there is no such file" : named, type.getName())
-                .isNotNull().contains(type.getName());
     }
 
-    /** The class names in {@code file} where {@code type} was loaded from (its module, its jar or directory); null when it has none. */
-    private static List<String> servicesFileOf(Class<?> type, String file) throws java.io.IOException {
-        java.io.InputStream in = null;
-        if (type.getModule().isNamed()) {
-            in = type.getModule().getResourceAsStream(file);
-        } else if (type.getProtectionDomain().getCodeSource() != null) {
-            String location = type.getProtectionDomain().getCodeSource().getLocation().toString();
-            for (java.net.URL url : java.util.Collections.list(type.getClassLoader().getResources(file))) {
-                if (url.toString().contains(location)) {
-                    in = url.openStream();
-                    break;
-                }
-            }
-        }
+    /** The class names in a services file, comments and blanks left out; null when there is none. */
+    private static List<String> servicesFile(java.io.InputStream in) throws java.io.IOException {
         if (in == null) return null;
         try (java.io.BufferedReader lines = new java.io.BufferedReader(new java.io.InputStreamReader(in,
                 java.nio.charset.StandardCharsets.UTF_8))) {

@@ -46,7 +46,7 @@ import java.util.function.Supplier;
         header = "Measures latency and bandwidth between two processes: active messages, put, get, atomics, IPC import.",
         description = {
                 "Without --server or --connect, starts its own server process (the same JVM and module path) with a private "
-                        + "shared directory under /dev/shm, and runs the tests against it.",
+                        + "shared directory under the configured shared.dir (/dev/shm by default), and runs the tests against it.",
                 "--server publishes its address in the shared directory (file conduit-perf-NAME.addr) or serves it over TCP "
                         + "(--listen), then serves one client (--keep: one after another). --connect reads that file, or asks "
                         + "HOST:PORT, and runs the tests.",
@@ -129,7 +129,8 @@ final class PerfCommand implements Callable<Integer> {
 
     @Option(names = "--shared-dir", paramLabel = "DIR",
             description = "The directory shared with the peer: where the server's file is, and this process's shared.dir. "
-                    + "Without a peer option: where the private directory of the spawned server is made (default /dev/shm).")
+                    + "Without a peer option: where the private directory of the spawned server is made (default: the "
+                    + "configured shared.dir). It must exist.")
     private Path sharedDir;
 
     @Option(names = "--name", paramLabel = "NAME",
@@ -306,7 +307,11 @@ final class PerfCommand implements Callable<Integer> {
             try {
                 run = measure(c, bootstrap, plan, how, out, err);
             } catch (PerfClient.ServerUnreachable e) {
-                if (file == null) throw e;
+                // Only a hint: a pid says nothing across PID namespaces, so it is trusted only to hold the advice back from a
+                // server that evidently runs here (it may have refused for another reason: no transport in common).
+                boolean runsHere = bootstrap.host().equals(hostName())
+                        && ProcessHandle.of(bootstrap.pid()).map(ProcessHandle::isAlive).orElse(false);
+                if (file == null || runsHere) throw e;
                 throw new ConduitException(e.getMessage() + ". The server that published " + file + " (pid " + bootstrap.pid() + " on "
                         + bootstrap.host() + ") may be gone: a server that was killed leaves its file, and a new --server refuses to "
                         + "replace it. If none runs, remove the file and start one", e);

@@ -32,7 +32,7 @@ import java.util.regex.Pattern;
  * {@code java} binary, with the same module path (and class path), the same native-access grant
  * and the same {@code conduit.*} system properties as this one, running
  * {@code conduit perf --server} with a private shared directory made for this run under
- * {@code /dev/shm} (or {@code --shared-dir}).
+ * the configured {@code shared.dir} (or {@code --shared-dir}).
  *
  * <p>It is always cleaned up: {@link #close()} waits for it to end its session and exit, destroys
  * it if it does not, and removes the directory; a shutdown hook does the same if this JVM is

@@ -63,6 +63,11 @@ final class PerfServer {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
     private static final long CLOSE_WAIT_NANOS = 2_000_000_000L;
+    /**
+     * How long the shutdown hook waits for {@link #run} to close what it opened: longer than a session's own waits
+     * (ending one, refusing a client: {@link #CLOSE_WAIT_NANOS} each) and a worker's close.
+     */
+    private static final long SHUTDOWN_WAIT_NANOS = 15_000_000_000L;
 
     private final Conduit conduit;
     private final Options options;
@@ -75,6 +80,8 @@ final class PerfServer {
     private MemorySegment buffer;
     private MemorySegment ack;
     private volatile boolean stopped;
+    /** The bootstrap file this server published, once it has: removed when it stops, also by the shutdown hook. */
+    private volatile Path published;
     /** Why {@link #stopped} was set: its standard input ended, or a signal (SIGINT, SIGTERM) is ending the JVM. */
     private volatile String stoppedBecause;
     private volatile boolean stoppedByStdin;
@@ -135,8 +142,16 @@ final class PerfServer {
 
     /** Serves, and returns the exit code: 0 after a session the client ended, 1 when it failed or the spawning client went away. */
     int run() {
-        Path published = null;
-        Thread cleanup = null;
+        // Ctrl-C or kill, also while starting: this stops serving and waits for run() to close what it opened (the worker's
+        // queue and lease, the regions' chunk files); an exit without it left them in the shared directory until another
+        // process reclaimed them.
+        Thread cleanup = new Thread(() -> {
+            stop("stopped by a signal");
+            awaitQuietly(closed, SHUTDOWN_WAIT_NANOS);
+            Path file = published;
+            if (file != null) deleteQuietly(file);
+        }, "conduit-perf-server-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             arena = Arena.ofShared();
             buffer = arena.allocate(options.regionSize(), 64);
@@ -169,15 +184,6 @@ final class PerfServer {
                 published = bootstrap.publish(options.sharedDir(), options.name());
                 where = "published " + published;
             }
-            // Ctrl-C or kill: this loop stops and closes what it opened (the worker's queue and lease, the regions' chunk files);
-            // an exit without it left them in the shared directory until another process reclaimed them.
-            Path file = published;
-            cleanup = new Thread(() -> {
-                stop("stopped by a signal");
-                awaitQuietly(closed, CLOSE_WAIT_NANOS);
-                if (file != null) deleteQuietly(file);
-            }, "conduit-perf-server-cleanup");
-            Runtime.getRuntime().addShutdownHook(cleanup);
             out.println("conduit perf server: pid " + bootstrap.pid() + ", host " + bootstrap.host() + ", thread mode " + options.mode()
                     + " (" + worker.threadPolicy() + "), transports " + transports + ", regions of " + options.regionSize() + " bytes; "
                     + where + (options.keep() ? "; serving clients until stopped" : "; serving one client"));
@@ -199,20 +205,19 @@ final class PerfServer {
             }
             return exit;
         } finally {
-            if (published != null) deleteQuietly(published);
-            if (cleanup != null) {
-                try {
-                    Runtime.getRuntime().removeShutdownHook(cleanup);
-                } catch (IllegalStateException e) {
-                    // shutting down already: the hook runs anyway
-                }
-            }
+            Path file = published;
+            if (file != null) deleteQuietly(file);
             PerfBootstrap.Listener l = listener;
             if (l != null) l.close();
             closeAll();
             out.flush();
             err.flush();
             closed.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(cleanup);
+            } catch (IllegalStateException e) {
+                // shutting down already: the hook, which waited for the close above, ends too
+            }
         }
     }
 

@@ -210,6 +210,41 @@ class PerfRunTest {
     }
 
     /**
+     * The same while the server is still starting: stopped as soon as its worker's lease appears
+     * (its regions not yet made, nothing published), it closes what it made so far. The hook that
+     * does it used to be registered only once the server had published its address (found by review).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aServerStoppedByASignalWhileStartingLeavesNothingInTheSharedDirectory() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-starting");
+        Process server = null;
+        try {
+            server = startServer(shared, "starting");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!hasAWorkerLease(shared) && server.isAlive() && System.nanoTime() < deadline) Thread.onSpinWait();
+            assertThat(hasAWorkerLease(shared)).as("the server made its worker").isTrue();
+
+            server.toHandle().destroy();
+
+            String output = new String(server.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("the server exits on SIGTERM").isTrue();
+            try (var left = Files.list(shared)) {
+                assertThat(left.toList()).as(output).isEmpty();
+            }
+        } finally {
+            if (server != null) server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    private static boolean hasAWorkerLease(Path shared) throws IOException {
+        try (var files = Files.list(shared)) {
+            return files.anyMatch(f -> f.getFileName().toString().matches("conduit-[a-z]+-worker-.*\\.lease"));
+        }
+    }
+
+    /**
      * A server killed outright leaves its bootstrap file: a client that reads it and cannot reach the
      * server says so, naming the file to remove (which a new --server refuses to replace).
      */
@@ -235,9 +270,34 @@ class PerfRunTest {
         }
     }
 
-    private static Process startServer(Path shared, String name) throws IOException {
+    /** A server that runs, but that the client cannot connect to (no transport in common), is not called gone. */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aClientThatCannotConnectToARunningServerDoesNotCallItGone() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-running");
+        Process server = null;
+        try {
+            server = startServer(shared, "running", "-t", "memfd");
+            awaitLine(new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8)), Pattern.compile("published "));
+
+            Result result = conduit.run("perf", "--connect", "--shared-dir", shared.toString(), "--name", "running", "-t", "posix", "am_lat",
+                    "-n", "10", "--timeout", "5s");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains("no transport in common").doesNotContain("may be gone");
+        } finally {
+            if (server != null) {
+                server.toHandle().destroy();
+                if (!server.waitFor(20, TimeUnit.SECONDS)) server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    private static Process startServer(Path shared, String name, String... more) throws IOException {
         List<String> command = new ArrayList<>(PerfPeer.javaCommand());
         command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString(), "--name", name));
+        command.addAll(List.of(more));
         return new ProcessBuilder(command).redirectErrorStream(true).start();
     }
 
