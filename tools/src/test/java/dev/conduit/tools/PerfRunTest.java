@@ -195,14 +195,9 @@ class PerfRunTest {
             BufferedReader lines = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
             awaitLine(lines, Pattern.compile("published "));
 
-            server.toHandle().destroy(); // SIGTERM; Process.destroy() would close the streams read below
+            String output = stopBySigtermLeavingNothingIn(server, lines, shared);
 
-            String output = lines.lines().collect(Collectors.joining("\n")); // up to its end
-            assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("the server exits on SIGTERM").isTrue();
             assertThat(output).contains("stopped by a signal; exiting");
-            try (var left = Files.list(shared)) {
-                assertThat(left.toList()).as(output).isEmpty();
-            }
         } finally {
             if (server != null) server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             PerfPeer.deleteTree(shared);
@@ -225,17 +220,23 @@ class PerfRunTest {
             while (!hasAWorkerLease(shared) && server.isAlive() && System.nanoTime() < deadline) Thread.onSpinWait();
             assertThat(hasAWorkerLease(shared)).as("the server made its worker").isTrue();
 
-            server.toHandle().destroy();
-
-            String output = new String(server.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("the server exits on SIGTERM").isTrue();
-            try (var left = Files.list(shared)) {
-                assertThat(left.toList()).as(output).isEmpty();
-            }
+            stopBySigtermLeavingNothingIn(server, new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8)),
+                    shared);
         } finally {
             if (server != null) server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             PerfPeer.deleteTree(shared);
         }
+    }
+
+    /** Sends {@code server} SIGTERM, as Ctrl-C's SIGINT would, and asserts it exits leaving {@code shared} empty; what it printed. */
+    private static String stopBySigtermLeavingNothingIn(Process server, BufferedReader lines, Path shared) throws Exception {
+        server.toHandle().destroy(); // SIGTERM; Process.destroy() would close the streams read below
+        String output = lines.lines().collect(Collectors.joining("\n")); // up to its end
+        assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("the server exits on SIGTERM").isTrue();
+        try (var left = Files.list(shared)) {
+            assertThat(left.toList()).as(output).isEmpty();
+        }
+        return output;
     }
 
     private static boolean hasAWorkerLease(Path shared) throws IOException {
