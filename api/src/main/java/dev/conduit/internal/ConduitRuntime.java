@@ -173,7 +173,9 @@ public final class ConduitRuntime implements Conduit {
         if (!closeClaimed.compareAndSet(false, true)) return;
         // Every worker another thread may be using is asked first, so that their users close them
         // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
-        List<RuntimeException> workerFailures = new ArrayList<>();
+        // Errors too (a mapped-memory fault in a worker's close is an InternalError): one must not end the loop that waits for
+        // the other workers, and the IPC cache is closed only after them.
+        List<Throwable> workerFailures = new ArrayList<>();
         List<RuntimeWorker> workers = new ArrayList<>();
         RuntimeException failure = null;
         try {
@@ -183,7 +185,7 @@ public final class ConduitRuntime implements Conduit {
                 for (RuntimeWorker worker : workers) {
                     try {
                         worker.requestCloseFromConduit();
-                    } catch (RuntimeException e) {
+                    } catch (RuntimeException | Error e) {
                         workerFailures.add(e); // the worker is still closed below
                     }
                 }
@@ -198,7 +200,7 @@ public final class ConduitRuntime implements Conduit {
                 for (RuntimeWorker worker : workers) {
                     try {
                         worker.closeFromConduit();
-                    } catch (RuntimeException e) {
+                    } catch (RuntimeException | Error e) {
                         workerFailures.add(e);
                     }
                 }
@@ -212,7 +214,7 @@ public final class ConduitRuntime implements Conduit {
                 else failure.addSuppressed(e);
             }
         }
-        for (RuntimeException e : workerFailures) {
+        for (Throwable e : workerFailures) {
             if (failure == null) failure = new ConduitException("closing Conduit failed; further failures are suppressed");
             failure.addSuppressed(e);
         }

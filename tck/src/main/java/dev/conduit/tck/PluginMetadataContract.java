@@ -107,9 +107,9 @@ public abstract class PluginMetadataContract extends PluginContract {
         String service = ConduitPlugin.class.getName();
         Module module = type.getModule();
         if (module.isNamed()) {
-            // What ServiceLoader finds in the plugin's own module: its provides (derived from the services file for an automatic module).
-            boolean provided = java.util.ServiceLoader.load(module.getLayer(), ConduitPlugin.class).stream()
-                    .anyMatch(p -> p.type().getModule() == module && p.type().isAssignableFrom(type));
+            // The module's provides (derived from the services file for an automatic module). A provider factory's declared type
+            // is often ConduitPlugin itself, so what ServiceLoader reports of it cannot be matched to the plugin's class.
+            boolean provided = module.getDescriptor().provides().stream().anyMatch(p -> p.service().equals(service));
             assertThat(provided).as("module %s declares 'provides %s with %s;' (or a superclass, or a provider factory): "
                     + "without it the module path and a plugin directory never find plugin '%s', and nothing says why",
                     module.getName(), service, type.getName(), plugin.name()).isTrue();

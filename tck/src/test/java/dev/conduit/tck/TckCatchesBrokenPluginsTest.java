@@ -48,6 +48,8 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.DirtyChunksSuite.class, "allocatesZeroedWritablePageAlignedChunks", "of a fresh chunk"),
                 Arguments.of(BrokenPlugins.ExportsNothingSuite.class, "truncatedPayloadsAreRefusedNamingTheField",
                         "declares capability IPC and its probe offers it here, but its memory provider's export() threw"),
+                Arguments.of(BrokenPlugins.ExportsNothingSuite.class, "theRuntimePoolsAndCachesItsRegions",
+                        "declares capability IPC and its probe offers it here, but a pool region's exportHandle()"),
                 Arguments.of(BrokenPlugins.FreeKeepsMappingSuite.class, "freeUnmapsTheChunk", "reading a freed chunk"),
                 Arguments.of(BrokenPlugins.ConnectsBlindlySuite.class, "connectToAClosedPeerThrowsInsteadOfAssumingItIsThere", "assumed the peer was there"),
                 Arguments.of(BrokenPlugins.MessagesDoNotWakeSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives", "when a message arrived"),

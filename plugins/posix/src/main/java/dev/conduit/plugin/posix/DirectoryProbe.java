@@ -9,6 +9,7 @@ import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PluginContext;
 
 import java.io.IOException;
@@ -104,6 +105,36 @@ final class DirectoryProbe {
             }
             return available;
         }
+    }
+
+    /**
+     * Refuses an operation that creates files in the chunk directory where the probe ruled it out
+     * (a read-only mount), with the probe's reason; the runtime asks the probe first, a direct
+     * caller (the TCK) gets the same answer. Cheap where {@code access(2)} says the directory can
+     * be written: only then is nothing tried.
+     */
+    static void requireWritable(PluginContext context, String operation) {
+        PosixConfig config;
+        try {
+            config = PosixConfig.of(context);
+        } catch (ConduitException e) {
+            return; // the operation reports the configuration itself
+        }
+        Path path = config.directory();
+        if (Files.isWritable(path) || !Files.isDirectory(path)) return;
+        String readOnlyMount = null;
+        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), path, config.directoryKeys())) {
+            String name = PosixMemoryProvider.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
+            try {
+                directory.createExclusive(name).close();
+                directory.unlink(name);
+            } catch (ErrnoException e) {
+                if ("EROFS".equals(e.errnoName())) readOnlyMount = readOnlyMount(e, directory.path(), config.directoryKeys());
+            }
+        } catch (ConduitException e) {
+            return; // the directory cannot be opened: the operation says so itself
+        }
+        if (readOnlyMount != null) throw new NotSupportedException("posix offers no " + operation + " here, only imports: " + readOnlyMount);
     }
 
     /** Why pools and workers cannot be made over a directory on a read-only mount ({@code e}: {@code EROFS}), and the remedy. */

@@ -130,7 +130,9 @@ class DirectoryProbeTest {
                 .contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP why=the chunk directory " + shared + " is on a read-only mount (")
                 .contains("EROFS").contains("): mount it read-write (for a container, -v DIR:DIR without :ro), or set shared.dir "
                         + "(CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a writable directory, for pools and workers over posix, whose chunk files and leases "
-                        + "live there; posix imports, which only open chunk files, work here and map them read-only");
+                        + "live there; posix imports, which only open chunk files, work here and map them read-only")
+                .contains("provider=NotSupportedException: posix offers no memory provider (pool) here, only imports: the chunk directory "
+                        + shared + " is on a read-only mount");
         try (var left = Files.list(shared)) {
             assertThat(left.toList()).as("files the probe left").isEmpty();
         }

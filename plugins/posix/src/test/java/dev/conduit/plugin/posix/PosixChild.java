@@ -18,7 +18,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *       prints the long at offset 0, writes that value + 1 at offset 8, unmaps; a mapping that is
  *       read-only it does not write, and prints {@code read-only} after the value.</li>
  *   <li>{@code probe <dir>}: prints the plugin's availability on that directory
- *       ({@code available=<bool> reason=<text>}), then {@code notHere=<capabilities ruled out> why=<reasons>}.</li>
+ *       ({@code available=<bool> reason=<text>}), then {@code notHere=<capabilities ruled out> why=<reasons>}, and when
+ *       available what opening a memory provider there does ({@code provider=opened} or
+ *       {@code provider=<exception>: <message>}).</li>
  *   <li>{@code produce <dir>}: opens a provider, allocates a page, writes 1234 at offset 0, prints
  *       the export payload and the length, then waits to be killed without closing anything.</li>
  * </ul>
@@ -51,6 +53,13 @@ final class PosixChild {
                 System.out.println("available=" + availability.isAvailable() + " reason=" + availability.reason());
                 System.out.println("notHere=" + String.join(",", availability.unsupportedHere().keySet().stream().map(Enum::name).toList())
                         + " why=" + String.join(" | ", availability.unsupportedHere().values().stream().distinct().toList()));
+                if (availability.isAvailable()) {
+                    try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(directory))) {
+                        System.out.println("provider=opened");
+                    } catch (RuntimeException e) {
+                        System.out.println("provider=" + e.getClass().getSimpleName() + ": " + e.getMessage());
+                    }
+                }
             }
             case "produce" -> {
                 MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(directory));
