@@ -831,11 +831,7 @@ public final class ShmTransport implements Transport {
         if (waiting != null && !waiting.isDone()) {
             // The record at the head waits for its ring: nothing here to do until the mapping is done (it wakes this
             // worker), a sender commits, or a peer is due for a check. Pending records do not count as work meanwhile.
-            // No progress() runs meanwhile, so this beats: senders waiting on the full queue must not judge it hung.
-            queue.beat(++progressCount);
-            boolean woken = queue.awaitSignal(libc, Math.min(slice, heartbeatNanos / 2), headRingMapped);
-            queue.beat(++progressCount);
-            if (woken) return true;
+            if (sleepBeating(Math.min(slice, heartbeatNanos / 2), headRingMapped)) return true;
         } else if (queue.isHeadBlocked()) {
             if (awaitBlockedHead(slice)) return true;
         } else if (queue.await(libc, slice)) {
@@ -870,12 +866,20 @@ public final class ShmTransport implements Transport {
         }
         long pause = Math.min(slice, awaitBlockedPause);
         awaitBlockedPause = Math.min(2 * awaitBlockedPause, BLOCKED_PAUSE_MAX_NANOS);
-        // No progress() runs meanwhile (the runtime's await loop does not call it), so this beats: senders waiting on a queue
-        // full behind the blocked record must not judge this worker hung.
+        return sleepBeating(pause, headUnblocked) || isHeadUnblocked();
+    }
+
+    /**
+     * Sleeps on the queue's futex ({@link ReceiveQueue#awaitSignal}) while the record at the head
+     * waits for something, beating before and after: no progress() runs meanwhile (the runtime's
+     * await loop does not call it), and senders waiting on a queue full behind that record must
+     * not judge this worker hung.
+     */
+    private boolean sleepBeating(long nanos, java.util.function.BooleanSupplier ready) {
         queue.beat(++progressCount);
-        boolean woken = queue.awaitSignal(libc, pause, headUnblocked);
+        boolean woken = queue.awaitSignal(libc, nanos, ready);
         queue.beat(++progressCount);
-        return woken || isHeadUnblocked();
+        return woken;
     }
 
     private boolean isHeadUnblocked() {

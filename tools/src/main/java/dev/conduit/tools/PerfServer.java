@@ -79,10 +79,9 @@ final class PerfServer {
     private Arena arena;
     private MemorySegment buffer;
     private MemorySegment ack;
-    private volatile boolean stopped;
     /** The bootstrap file this server published, once it has: removed when it stops, also by the shutdown hook. */
     private volatile Path published;
-    /** Why {@link #stopped} was set: its standard input ended, or a signal (SIGINT, SIGTERM) is ending the JVM. */
+    /** Why it stops before its clients are done, once something stopped it ({@link #stop}); null while it serves. */
     private volatile String stoppedBecause;
     private volatile boolean stoppedByStdin;
     /** Counted down when {@link #run} has closed everything: the shutdown hook waits for it. */
@@ -130,10 +129,13 @@ final class PerfServer {
         return stoppedByStdin;
     }
 
+    private boolean stopped() {
+        return stoppedBecause != null;
+    }
+
     /** Ends the serving loop, from any thread: the server then closes what it opened and {@link #run} returns 1. */
     private void stop(String because) {
         stoppedBecause = because;
-        stopped = true;
         Worker w = worker;
         if (w != null) w.signal();
         PerfBootstrap.Listener l = listener;
@@ -193,13 +195,13 @@ final class PerfServer {
             int exit;
             do {
                 exit = session();
-            } while (options.keep() && !stopped && listenerFailure == null);
-            if (listenerFailure != null && !stopped) {
+            } while (options.keep() && !stopped() && listenerFailure == null);
+            if (listenerFailure != null && !stopped()) {
                 // A --keep server whose listener failed during a session: no client can reach it any more.
                 err.println("conduit perf server: " + listenerFailure.getMessage());
                 return ConduitCommand.EXIT_FAILED;
             }
-            if (stopped) {
+            if (stopped()) {
                 err.println("conduit perf server: " + stoppedBecause + "; exiting");
                 return ConduitCommand.EXIT_FAILED;
             }
@@ -258,10 +260,10 @@ final class PerfServer {
 
     /** Waits for a client's HELLO, serves it until BYE or its failure; returns the exit code. */
     private int session() {
-        while (hellos.isEmpty() && !stopped && listenerFailure == null) {
+        while (hellos.isEmpty() && !stopped() && listenerFailure == null) {
             if (worker.progress() == 0) worker.await(AWAIT_SLICE);
         }
-        if (stopped) return ConduitCommand.EXIT_FAILED;
+        if (stopped()) return ConduitCommand.EXIT_FAILED;
         if (listenerFailure != null) {
             err.println("conduit perf server: " + listenerFailure.getMessage());
             return ConduitCommand.EXIT_FAILED;
@@ -288,7 +290,7 @@ final class PerfServer {
                     err.println("conduit perf server: the client failed: " + clientFailure.getMessage());
                     return ConduitCommand.EXIT_FAILED;
                 }
-                if (stopped) return ConduitCommand.EXIT_FAILED;
+                if (stopped()) return ConduitCommand.EXIT_FAILED;
                 if (state == PerfTest.PUT_LAT) {
                     putResponder();
                 } else if (sessionBusy && state != PerfTest.IPC_IMPORT) {
@@ -427,7 +429,7 @@ final class PerfServer {
         MemorySegment source = buffer.byteSize() >= size ? buffer.asSlice(0, size) : arena.allocate(size, 64);
         long last = size - 1;
         byte seen = 0;
-        while (endSeq < 0 && clientFailure == null && !stopped && !bye) {
+        while (endSeq < 0 && clientFailure == null && !stopped() && !bye) {
             byte v = (byte) BYTE.getVolatile(local, last);
             if (v != seen) {
                 seen = v;

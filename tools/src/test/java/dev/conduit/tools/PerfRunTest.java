@@ -188,19 +188,12 @@ class PerfRunTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aServerStoppedByASignalLeavesNothingInTheSharedDirectory() throws Exception {
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-signal");
-        Process server = null;
-        try {
-            server = startServer(shared, "signal");
-            BufferedReader lines = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
-            awaitLine(lines, Pattern.compile("published "));
+        try (ServerProcess server = ServerProcess.start("cperf-signal", "--name", "signal")) {
+            server.await(Pattern.compile("published "));
 
-            String output = stopBySigtermLeavingNothingIn(server, lines, shared);
+            String output = server.stopBySigtermLeavingNothing();
 
             assertThat(output).contains("stopped by a signal; exiting");
-        } finally {
-            if (server != null) server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            PerfPeer.deleteTree(shared);
         }
     }
 
@@ -212,31 +205,13 @@ class PerfRunTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aServerStoppedByASignalWhileStartingLeavesNothingInTheSharedDirectory() throws Exception {
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-starting");
-        Process server = null;
-        try {
-            server = startServer(shared, "starting");
+        try (ServerProcess server = ServerProcess.start("cperf-starting", "--name", "starting")) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (!hasAWorkerLease(shared) && server.isAlive() && System.nanoTime() < deadline) Thread.onSpinWait();
-            assertThat(hasAWorkerLease(shared)).as("the server made its worker").isTrue();
+            while (!hasAWorkerLease(server.shared()) && server.process().isAlive() && System.nanoTime() < deadline) Thread.onSpinWait();
+            assertThat(hasAWorkerLease(server.shared())).as("the server made its worker").isTrue();
 
-            stopBySigtermLeavingNothingIn(server, new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8)),
-                    shared);
-        } finally {
-            if (server != null) server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            PerfPeer.deleteTree(shared);
+            server.stopBySigtermLeavingNothing();
         }
-    }
-
-    /** Sends {@code server} SIGTERM, as Ctrl-C's SIGINT would, and asserts it exits leaving {@code shared} empty; what it printed. */
-    private static String stopBySigtermLeavingNothingIn(Process server, BufferedReader lines, Path shared) throws Exception {
-        server.toHandle().destroy(); // SIGTERM; Process.destroy() would close the streams read below
-        String output = lines.lines().collect(Collectors.joining("\n")); // up to its end
-        assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("the server exits on SIGTERM").isTrue();
-        try (var left = Files.list(shared)) {
-            assertThat(left.toList()).as(output).isEmpty();
-        }
-        return output;
     }
 
     private static boolean hasAWorkerLease(Path shared) throws IOException {
@@ -252,22 +227,18 @@ class PerfRunTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientOfABootstrapFileWhoseServerWasKilledNamesTheFileToRemove() throws Exception {
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-stale");
-        try {
-            Process server = startServer(shared, "stale");
-            awaitLine(new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8)), Pattern.compile("published "));
-            server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            Path file = shared.resolve("conduit-perf-stale.addr");
+        try (ServerProcess server = ServerProcess.start("cperf-stale", "--name", "stale")) {
+            server.await(Pattern.compile("published "));
+            server.process().destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            Path file = server.shared().resolve("conduit-perf-stale.addr");
             assertThat(file).as("left by the killed server").exists();
 
-            Result result = conduit.run("perf", "--connect", "--shared-dir", shared.toString(), "--name", "stale", "am_lat", "-n", "10",
-                    "--timeout", "2s");
+            Result result = conduit.run("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "stale", "am_lat",
+                    "-n", "10", "--timeout", "2s");
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
             assertThat(result.err()).contains("The server that published " + file).contains("may be gone")
                     .contains("If none runs, remove the file and start one");
-        } finally {
-            PerfPeer.deleteTree(shared);
         }
     }
 
@@ -275,31 +246,15 @@ class PerfRunTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientThatCannotConnectToARunningServerDoesNotCallItGone() throws Exception {
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-running");
-        Process server = null;
-        try {
-            server = startServer(shared, "running", "-t", "memfd");
-            awaitLine(new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8)), Pattern.compile("published "));
+        try (ServerProcess server = ServerProcess.start("cperf-running", "--name", "running", "-t", "memfd")) {
+            server.await(Pattern.compile("published "));
 
-            Result result = conduit.run("perf", "--connect", "--shared-dir", shared.toString(), "--name", "running", "-t", "posix", "am_lat",
-                    "-n", "10", "--timeout", "5s");
+            Result result = conduit.run("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "running", "-t", "posix",
+                    "am_lat", "-n", "10", "--timeout", "5s");
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
             assertThat(result.err()).contains("no transport in common").doesNotContain("may be gone");
-        } finally {
-            if (server != null) {
-                server.toHandle().destroy();
-                if (!server.waitFor(20, TimeUnit.SECONDS)) server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
-            PerfPeer.deleteTree(shared);
         }
-    }
-
-    private static Process startServer(Path shared, String name, String... more) throws IOException {
-        List<String> command = new ArrayList<>(PerfPeer.javaCommand());
-        command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString(), "--name", name));
-        command.addAll(List.of(more));
-        return new ProcessBuilder(command).redirectErrorStream(true).start();
     }
 
     /**
@@ -409,32 +364,42 @@ class PerfRunTest {
         return doc;
     }
 
-    /** Reads the server's output until a line matches; returns the first group, or the whole match. */
-    /** A {@code conduit perf --server --listen 127.0.0.1:0} process, destroyed at close if it is still running. */
     /**
-     * A server that hands out its bootstrap over TCP, in a shared directory of its own (the client
-     * must use it too: {@link #client}), so that nothing it leaves reaches the machine's /dev/shm.
-     * Closing it stops it as Ctrl-C would, then removes the directory.
+     * A {@code conduit perf --server} process in a shared directory of its own under /dev/shm, so
+     * that nothing it leaves reaches the machine's /dev/shm. Closing it stops it as Ctrl-C would
+     * (SIGTERM; SIGKILL if it is still there 20 s later) and removes the directory.
      */
-    private record TcpServer(Process process, BufferedReader lines, String port, Path shared) implements AutoCloseable {
-        static TcpServer start() throws IOException {
-            Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-tcp");
+    private record ServerProcess(Process process, BufferedReader lines, Path shared) implements AutoCloseable {
+        /** Starts {@code conduit perf --server --shared-dir <a new directory> args}. */
+        static ServerProcess start(String directoryPrefix, String... args) throws IOException {
+            Path shared = Files.createTempDirectory(Path.of("/dev/shm"), directoryPrefix);
             List<String> command = new ArrayList<>(PerfPeer.javaCommand());
-            command.addAll(List.of("perf", "--server", "--listen", "127.0.0.1:0", "--shared-dir", shared.toString(), "--exit-with-stdin"));
-            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString()));
+            command.addAll(List.of(args));
             try {
-                BufferedReader lines = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-                return new TcpServer(process, lines, awaitLine(lines, Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)")), shared);
-            } catch (IOException | RuntimeException | Error e) {
-                process.destroyForcibly();
+                Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+                return new ServerProcess(process, new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)),
+                        shared);
+            } catch (IOException | RuntimeException e) {
                 PerfPeer.deleteTree(shared);
                 throw e;
             }
         }
 
-        /** The command line of a client of this server: {@code conduit perf --connect} its port, in its directory, then {@code args}. */
-        String[] client(String... args) {
-            return concat(List.of("perf", "--connect", "127.0.0.1:" + port, "--shared-dir", shared.toString()), args);
+        /** Reads its output until a line matches {@code pattern}; what awaitLine returns. */
+        String await(Pattern pattern) throws IOException {
+            return awaitLine(lines, pattern);
+        }
+
+        /** Sends it SIGTERM, as Ctrl-C's SIGINT would, and asserts it exits leaving its directory empty; what it printed. */
+        String stopBySigtermLeavingNothing() throws Exception {
+            process.toHandle().destroy(); // SIGTERM; Process.destroy() would close the stream read below
+            String output = lines.lines().collect(Collectors.joining("\n")); // up to its end
+            assertThat(process.waitFor(30, TimeUnit.SECONDS)).as("the server exits on SIGTERM").isTrue();
+            try (var left = Files.list(shared)) {
+                assertThat(left.toList()).as(output).isEmpty();
+            }
+            return output;
         }
 
         @Override
@@ -445,6 +410,38 @@ class PerfRunTest {
         }
     }
 
+    /** A server that hands out its bootstrap over TCP ({@code --listen 127.0.0.1:0}); its clients use its directory too ({@link #client}). */
+    private record TcpServer(ServerProcess server, String port) implements AutoCloseable {
+        static TcpServer start() throws Exception {
+            ServerProcess server = ServerProcess.start("cperf-tcp", "--listen", "127.0.0.1:0", "--exit-with-stdin");
+            try {
+                return new TcpServer(server, server.await(Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)")));
+            } catch (IOException | RuntimeException | Error e) {
+                server.close();
+                throw e;
+            }
+        }
+
+        Process process() {
+            return server.process();
+        }
+
+        BufferedReader lines() {
+            return server.lines();
+        }
+
+        /** The command line of a client of this server: {@code conduit perf --connect} its port, in its directory, then {@code args}. */
+        String[] client(String... args) {
+            return concat(List.of("perf", "--connect", "127.0.0.1:" + port, "--shared-dir", server.shared().toString()), args);
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            server.close();
+        }
+    }
+
+    /** Reads the server's output until a line matches; returns the first group, or the whole match. */
     private static String awaitLine(BufferedReader lines, Pattern pattern) throws IOException {
         StringBuilder seen = new StringBuilder();
         for (String line; (line = lines.readLine()) != null; ) {

@@ -108,33 +108,20 @@ final class DirectoryProbe {
     }
 
     /**
-     * Refuses an operation that creates files in the chunk directory where the probe ruled it out
-     * (a read-only mount), with the probe's reason; the runtime asks the probe first, a direct
-     * caller (the TCK) gets the same answer. Cheap where {@code access(2)} says the directory can
-     * be written: only then is nothing tried.
+     * Refuses an operation of {@code capability} where the probe rules it out (a read-only mount),
+     * with the probe's reason: the runtime asks the probe first, a direct caller (the TCK) gets the
+     * same answer. Probes only where {@code access(2)} says the directory cannot be written.
      */
-    static void requireWritable(PluginContext context, String operation) {
-        PosixConfig config;
+    static void requireOffered(PluginContext context, Capability capability, String operation) {
+        Path path;
         try {
-            config = PosixConfig.of(context);
+            path = PosixConfig.of(context).directory();
         } catch (ConduitException e) {
             return; // the operation reports the configuration itself
         }
-        Path path = config.directory();
         if (Files.isWritable(path) || !Files.isDirectory(path)) return;
-        String readOnlyMount = null;
-        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), path, config.directoryKeys())) {
-            String name = PosixMemoryProvider.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
-            try {
-                directory.createExclusive(name).close();
-                directory.unlink(name);
-            } catch (ErrnoException e) {
-                if ("EROFS".equals(e.errnoName())) readOnlyMount = readOnlyMount(e, directory.path(), config.directoryKeys());
-            }
-        } catch (ConduitException e) {
-            return; // the directory cannot be opened: the operation says so itself
-        }
-        if (readOnlyMount != null) throw new NotSupportedException("posix offers no " + operation + " here, only imports: " + readOnlyMount);
+        String why = probe(context).unsupportedHere().get(capability);
+        if (why != null) throw new NotSupportedException("posix offers no " + operation + " here, only imports: " + why);
     }
 
     /** Why pools and workers cannot be made over a directory on a read-only mount ({@code e}: {@code EROFS}), and the remedy. */

@@ -119,7 +119,7 @@ public final class PosixPlugin implements ConduitPlugin {
 
     @Override
     public MemoryProvider openMemoryProvider(PluginContext context) {
-        DirectoryProbe.requireWritable(context, "memory provider (pool)");
+        DirectoryProbe.requireOffered(context, Capability.MEMORY, "memory provider (pool)");
         return PosixMemoryProvider.open(context);
     }
 
@@ -132,7 +132,7 @@ public final class PosixPlugin implements ConduitPlugin {
     /** Its importer maps peers' queues and bounce rings, which it must write: never read-only. */
     @Override
     public Transport openTransport(TransportContext context) {
-        DirectoryProbe.requireWritable(context, "transport");
+        DirectoryProbe.requireOffered(context, Capability.AM, "transport");
         return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
                 openMemoryProvider(context), new PosixImporter(Linux.libc(), PosixConfig.of(context), false));
     }
