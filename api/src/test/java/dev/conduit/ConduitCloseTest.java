@@ -531,6 +531,41 @@ class ConduitCloseTest {
         }
     }
 
+    /** An Error too (a plugin missing one of its classes): the transports opened before it hold files and mappings. */
+    @Test
+    void whenOpeningATransportFailsWithAnErrorTheOnesAlreadyOpenedAreClosed() {
+        List<String> closed = Collections.synchronizedList(new ArrayList<>());
+        TestPlugin failing = TestPlugin.named("failing").priority(1).transports(c -> {
+            throw new NoClassDefFoundError("org/example/transport/Missing");
+        });
+        try (Conduit conduit = isolated().addPlugin(plugin("first", closed, false).priority(2)).addPlugin(failing).build()) {
+            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(NoClassDefFoundError.class);
+            assertThat(closed).containsExactly("first#1");
+        }
+    }
+
+    /** An Error from one transport's close (a fault in mapped memory is an InternalError) leaves no other open. */
+    @Test
+    void anErrorFromClosingATransportIsCollectedAndEverythingElseIsStillClosed() {
+        List<String> closed = Collections.synchronizedList(new ArrayList<>());
+        TestPlugin faulting = TestPlugin.named("faulting").priority(1).transports(c -> new RecordingTransport().onClose(() -> {
+            closed.add("faulting");
+            throw new InternalError("a fault occurred in an unsafe memory access");
+        }));
+        Conduit conduit = isolated().addPlugin(plugin("good", closed, false).priority(2)).addPlugin(faulting).build();
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        conduit.newWorker(ThreadMode.SINGLE);
+
+        ConduitException byWorker = catchThrowableOfType(ConduitException.class, worker::close);
+        assertThat(byWorker).isNotNull().hasMessageContaining("closing the worker's transports failed");
+        assertThat(byWorker.getSuppressed()).singleElement().isInstanceOf(InternalError.class);
+        assertThat(closed).containsExactly("faulting", "good#1");
+
+        ConduitException byConduit = catchThrowableOfType(ConduitException.class, conduit::close);
+        assertThat(byConduit).isNotNull().hasMessageContaining("closing Conduit failed");
+        assertThat(closed).containsExactly("faulting", "good#1", "faulting", "good#2");
+    }
+
     @Test
     void aWorkerNeedsAPluginWithATransport() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("memonly").capabilities(Capability.MEMORY)).build()) {

@@ -333,7 +333,7 @@ public final class IpcCache implements AutoCloseable {
             if (!detachAndKill(e)) continue;
             try {
                 unmap(e, "conduit closed");
-            } catch (RuntimeException unmapFailed) {
+            } catch (RuntimeException | Error unmapFailed) { // a plugin's Error too: the others are still unmapped
                 if (failure == null) failure = new ConduitException("unmapping imported regions failed; the causes are suppressed");
                 failure.addSuppressed(unmapFailed);
             }

@@ -641,7 +641,7 @@ final class RuntimeEndpoint implements Endpoint {
             LOG.log(System.Logger.Level.WARNING, "endpoint over '" + transport + "' to " + peer + " closed with " + dropped
                     + " messages still waiting in its local queue; they were discarded. Progress the worker until pending() is 0 before closing.");
         }
-        RuntimeException failure = null;
+        Throwable failure = null;
         List<RuntimePeerRegion> open;
         synchronized (regions) {
             open = List.copyOf(regions);
@@ -650,7 +650,7 @@ final class RuntimeEndpoint implements Endpoint {
         for (RuntimePeerRegion r : open.reversed()) {
             try {
                 r.closeByEndpoint();
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) { // the transport's endpoint is still closed
                 if (failure == null) failure = e;
                 else failure.addSuppressed(e);
             }
@@ -658,11 +658,11 @@ final class RuntimeEndpoint implements Endpoint {
         if (unregister) worker.removeEndpoint(this);
         try {
             worker.closeTransportEndpoint(te);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             if (failure == null) failure = e;
             else failure.addSuppressed(e);
         }
-        if (failure != null) throw failure;
+        RuntimeWorker.rethrow(failure);
     }
 
     private void drainQuietly() {

@@ -198,7 +198,7 @@ public final class RuntimeWorker implements Worker {
                     ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
                     try {
                         t = new ConfinedTransport(thread.call(() -> r.plugin().openTransport(context)), thread);
-                    } catch (RuntimeException e) {
+                    } catch (RuntimeException | Error e) {
                         thread.close();
                         throw e;
                     }
@@ -207,11 +207,13 @@ public final class RuntimeWorker implements Worker {
                 }
                 opened.add(t);
             }
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // An Error too (a plugin missing a class of its own): the transports opened before it
+            // hold queues, mappings and files in the shared directory.
             for (Transport t : opened.reversed()) {
                 try {
                     t.close();
-                } catch (RuntimeException suppressed) {
+                } catch (RuntimeException | Error suppressed) {
                     e.addSuppressed(suppressed);
                 }
             }
@@ -411,7 +413,7 @@ public final class RuntimeWorker implements Worker {
                     causes.add(e);
                     try {
                         te.close();
-                    } catch (RuntimeException suppressed) {
+                    } catch (RuntimeException | Error suppressed) {
                         e.addSuppressed(suppressed);
                     }
                     continue;
@@ -643,15 +645,22 @@ public final class RuntimeWorker implements Worker {
             toClose = List.copyOf(deferredCloses);
             deferredCloses.clear();
         }
-        RuntimeException failure = null;
+        Throwable failure = null;
         for (TransportEndpoint te : toClose) {
             try {
                 te.close();
-            } catch (RuntimeException e) {
-                failure = withSuppressed(failure, e);
+            } catch (RuntimeException | Error e) { // the others are still closed
+                if (failure == null) failure = e;
+                else failure.addSuppressed(e);
             }
         }
-        if (failure != null) throw failure;
+        rethrow(failure);
+    }
+
+    /** Throws {@code failure}, whichever kind it is; nothing when it is null. */
+    static void rethrow(Throwable failure) {
+        if (failure instanceof RuntimeException e) throw e;
+        if (failure instanceof Error e) throw e;
     }
 
     // ------------------------------------------------------------------ await and signal
@@ -818,9 +827,7 @@ public final class RuntimeWorker implements Worker {
     }
 
     private void rethrowCloseFailure() {
-        Throwable failed = closeFailure;
-        if (failed instanceof RuntimeException e) throw e;
-        if (failed instanceof Error e) throw e;
+        rethrow(closeFailure);
     }
 
     /** Waits until the close under way (closeNow) has finished: it is bounded by the transports' own close. */
@@ -906,21 +913,21 @@ public final class RuntimeWorker implements Worker {
         for (int i = open.length - 1; i >= 0; i--) {
             try {
                 open[i].close(false);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) { // the rest is still closed; an Error too is reported, not lost
                 failure = collect(failure, e, "closing the worker's endpoints failed");
             }
         }
         if (closesDeferred) {
             try {
                 runDeferredCloses();
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 failure = collect(failure, e, "closing the worker's endpoints failed");
             }
         }
         for (int i = transports.length - 1; i >= 0; i--) {
             try {
                 transports[i].close();
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 failure = collect(failure, e, "closing the worker's transports failed");
             }
         }
@@ -928,7 +935,7 @@ public final class RuntimeWorker implements Worker {
         if (failure != null) throw failure;
     }
 
-    private static RuntimeException collect(RuntimeException failure, RuntimeException e, String what) {
+    private static RuntimeException collect(RuntimeException failure, Throwable e, String what) {
         if (failure == null) failure = new ConduitException(what + "; the causes are suppressed");
         failure.addSuppressed(e);
         return failure;

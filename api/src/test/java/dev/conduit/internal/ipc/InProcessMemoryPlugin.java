@@ -39,6 +39,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger providersClosed = new AtomicInteger();
     /** How many of the next unmaps fail (after counting themselves), as a mapping still in use does. */
     public final AtomicInteger failingUnmaps = new AtomicInteger();
+    /** When set, the next unmap throws it instead of unmapping (an Error: a fault in the plugin's own code). */
+    public final java.util.concurrent.atomic.AtomicReference<Error> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
     /** Whether imports map read-only, as posix does through a read-only mount. */
@@ -117,6 +119,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
             @Override
             public void close() {
                 unmaps.incrementAndGet();
+                Error error = unmapError.getAndSet(null);
+                if (error != null) throw error;
                 if (failingUnmaps.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                     throw new IllegalStateException("Session is acquired by 1 clients");
                 }

@@ -23,6 +23,7 @@ import static dev.conduit.internal.worker.Loopbacks.longs;
 import static dev.conduit.internal.worker.Loopbacks.progressUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /**
  * What the runtime guarantees for active messages over every plugin, shown over the loopback
@@ -667,6 +668,43 @@ class EndpointMessagingTest {
     }
 
     // ------------------------------------------------------------------ closing
+
+    /**
+     * An Error from a plugin's endpoint close (a fault in mapped memory is an InternalError) used to
+     * leave the loop: the older endpoints and the transport stayed open, their mappings with them.
+     */
+    @Test
+    void anErrorFromClosingAnEndpointLeavesNothingElseOpenAndIsReported() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        plugin.endpointCloseFails = n -> n == 1 ? new InternalError("a fault occurred in an unsafe memory access") : null;
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(new LoopbackPlugin("lo", 8, false)).newWorker(ThreadMode.SINGLE);
+        for (int i = 0; i < 3; i++) worker.connect(peer.address());
+
+        ConduitException e = catchThrowableOfType(ConduitException.class, worker::close);
+
+        assertThat(plugin.closes).containsExactly("endpoint#2", "endpoint#1", "endpoint#0", "transport");
+        assertThat(e).isNotNull().hasMessageContaining("closing the worker's endpoints failed");
+        assertThat(e.getSuppressed()).singleElement().isInstanceOf(InternalError.class);
+    }
+
+    /** The same for an endpoint closed on its own: its peer regions are closed first, its transport endpoint still is. */
+    @Test
+    void anErrorFromClosingOneEndpointIsThrownAsItIs() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        plugin.endpointCloseFails = n -> new InternalError("a fault occurred in an unsafe memory access");
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(new LoopbackPlugin("lo", 8, false)).newWorker(ThreadMode.SINGLE);
+        Endpoint endpoint = worker.connect(peer.address());
+
+        assertThatThrownBy(endpoint::close).isInstanceOf(InternalError.class);
+
+        assertThat(plugin.closes).containsExactly("endpoint#0");
+        assertThatThrownBy(() -> endpoint.send(1, MemorySegment.NULL)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        plugin.endpointCloseFails = n -> null;
+        worker.close();
+        assertThat(plugin.closes).containsExactly("endpoint#0", "transport");
+    }
 
     @Test
     void closingAWorkerClosesItsEndpointsNewestFirstThenItsTransports() {

@@ -63,6 +63,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     /** When set, {@code connect} fails with this reason. */
     volatile String refuseConnect;
     final List<LoopbackTransport> transports = new CopyOnWriteArrayList<>();
+    /** When set, closing endpoint number n (from 0, in connect order) throws this after it is recorded closed. */
+    volatile java.util.function.IntFunction<Error> endpointCloseFails = n -> null;
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
@@ -440,6 +442,8 @@ final class LoopbackPlugin implements ConduitPlugin {
             } finally {
                 owner.exit();
             }
+            Error failure = owner.plugin.endpointCloseFails.apply(number);
+            if (failure != null) throw failure;
         }
     }
 }
