@@ -60,13 +60,33 @@ public interface Endpoint extends AutoCloseable {
     String transport();
 
     /**
+     * The largest header a send on this endpoint takes, in bytes: its transport's limit (1 KiB over
+     * the shared-memory transports and verbs; docs/plugins.md). A larger one is refused with
+     * {@link IllegalArgumentException}.
+     */
+    int maxHeaderSize();
+
+    /**
+     * The largest payload a send on this endpoint takes, in bytes: its transport's limit, which
+     * the plugin's configuration may set (over the shared-memory transports
+     * {@code <plugin>.bounce.size}, 4 MiB by default; docs/plugins.md). A larger one is refused with
+     * {@link IllegalArgumentException}.
+     */
+    long maxPayloadSize();
+
+    /**
      * Sends active message {@code id} with a header and a payload (either may be empty). Returns at
      * once: sent, or queued locally behind earlier messages.
      *
      * @param id 0..65535
      * @throws IllegalArgumentException   for an id outside 0..65535, or a header or payload larger
-     *                                    than the transport's limit (the message names both)
+     *                                    than the transport's limit ({@link #maxHeaderSize()},
+     *                                    {@link #maxPayloadSize()}; the message names both)
      * @throws PeerFailedException        when the endpoint has failed
+     * @throws ConduitException           when the transport cannot carry the message for a cause of
+     *                                    its own that is not the peer's, named with its remedy (no
+     *                                    room in the shared directory for a large message's bounce
+     *                                    ring, say); the endpoint stays usable
      * @throws IllegalStateException      when the endpoint or its worker is closed, or when called from
      *                                    inside a {@link PayloadEncoder} of a send on this endpoint
      */

@@ -64,13 +64,20 @@ public interface Worker extends AutoCloseable {
 
     /**
      * Sets the handler for active messages with {@code id}, replacing any earlier one; {@code null}
-     * removes it. A message whose id has no handler is counted as unhandled, dropped, and logged
-     * once per id (logger {@code dev.conduit.worker}).
+     * removes it. A message whose id has no handler is counted as unhandled
+     * ({@link #unhandledMessages()}), dropped, and logged once per id (logger
+     * {@code dev.conduit.worker}).
      *
      * @param id 0..65535
      * @throws IllegalArgumentException for an id outside 0..65535
      */
     void onMessage(int id, MessageHandler handler);
+
+    /**
+     * How many messages this worker dropped since it opened because their id had no handler
+     * ({@link #onMessage}). Any thread may read it, in every thread mode, also after the close.
+     */
+    long unhandledMessages();
 
     /**
      * Makes progress: first hands the endpoints' locally queued messages to their transports (in

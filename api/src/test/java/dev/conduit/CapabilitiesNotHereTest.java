@@ -80,6 +80,31 @@ class CapabilitiesNotHereTest {
         }
     }
 
+    /**
+     * The plugins not in use are named with their reasons too: the application may not have
+     * {@code conduit info}, whose JVM may see other plugins and options anyway. It used to say only
+     * "selected: []" and send the user to the tool.
+     */
+    @Test
+    void aWorkerOrPoolWithNoPluginLeftNamesWhyEachOtherPluginIsNotInUse() {
+        String reason = "the JVM denies native access to module dev.conduit.linux: start it with --enable-native-access=dev.conduit.linux";
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("native").capabilities(Capability.AM, Capability.MEMORY)
+                .probe(c -> Availability.unavailable(reason))).build()) {
+            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("no selected plugin provides a transport (capability AM) here; selected: []; native is UNAVAILABLE: " + reason);
+            assertThatThrownBy(conduit::pool).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("no selected plugin provides memory (capability MEMORY) here; selected: []; native is UNAVAILABLE: " + reason);
+        }
+    }
+
+    @Test
+    void aWorkerWithNoPluginFoundAtAllSaysWhereToPutOne() {
+        try (Conduit conduit = isolated().build()) {
+            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("no Conduit plugin was found: put one (conduit-plugin-memfd, conduit-plugin-posix) on the module path");
+        }
+    }
+
     @Test
     void aPoolOverThePluginIsRefusedNamingWhy() {
         try (Conduit conduit = isolated().addPlugin(importOnly()).build()) {
@@ -87,7 +112,7 @@ class CapabilitiesNotHereTest {
                     .hasMessage("plugin 'importonly' provides no memory (capability MEMORY) here: " + WHY + "; plugins that do here: []");
             assertThatThrownBy(conduit::pool).isInstanceOf(ConduitException.class)
                     .hasMessageContaining("no selected plugin provides memory (capability MEMORY) here")
-                    .hasMessageContaining("importonly provides none here: " + WHY);
+                    .hasMessageContaining("importonly offers none here: " + WHY);
         }
     }
 

@@ -91,7 +91,7 @@ public final class ConduitRuntime implements Conduit {
     public Worker newWorker(ThreadMode mode) {
         Objects.requireNonNull(mode, "mode");
         ensureOpen();
-        RuntimeWorker worker = RuntimeWorker.open(mode, registry.selected(), config, sharedDirectory, imports, resources::unregister);
+        RuntimeWorker worker = RuntimeWorker.open(mode, registry, config, sharedDirectory, imports, resources::unregister);
         try {
             return resources.register(worker, worker::closeFromConduit);
         } catch (IllegalStateException e) {
@@ -102,7 +102,7 @@ public final class ConduitRuntime implements Conduit {
 
     @Override
     public ThreadPolicy threadPolicy(ThreadMode mode) {
-        return RuntimeWorker.policyFor(Objects.requireNonNull(mode, "mode"), registry.selected(), config.get(RuntimeKeys.THREAD_CONFINE));
+        return RuntimeWorker.policyFor(Objects.requireNonNull(mode, "mode"), registry, config.get(RuntimeKeys.THREAD_CONFINE));
     }
 
     @Override
@@ -143,11 +143,8 @@ public final class ConduitRuntime implements Conduit {
     public Pool pool() {
         return pool(registry.selected().stream().filter(p -> p.offers(Capability.MEMORY)).findFirst()
                 .map(PluginRecord::name)
-                .orElseThrow(() -> new ConduitException("no selected plugin provides memory (capability MEMORY) here; selected: "
-                        + selectedPlugins() + registry.selected().stream().filter(p -> p.unsupportedHere().containsKey(Capability.MEMORY))
-                                .map(p -> "; " + p.name() + " provides none here: " + p.unsupportedHere().get(Capability.MEMORY))
-                                .collect(java.util.stream.Collectors.joining())
-                        + ". Run 'conduit info' to see why others are unavailable.")));
+                .orElseThrow(() -> new ConduitException("no selected plugin provides memory (capability MEMORY) here; "
+                        + registry.whyNoneOffers(Capability.MEMORY))));
     }
 
     @Override

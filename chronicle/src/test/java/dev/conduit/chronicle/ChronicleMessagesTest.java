@@ -190,6 +190,8 @@ class ChronicleMessagesTest {
         }
 
         @Override public String transport() { throw unexpected("transport"); }
+        @Override public int maxHeaderSize() { throw unexpected("maxHeaderSize"); }
+        @Override public long maxPayloadSize() { throw unexpected("maxPayloadSize"); }
         @Override public void send(int id, MemorySegment header, MemorySegment payload) { throw unexpected("send"); }
         @Override public void send(int id, MemorySegment payload) { throw unexpected("send"); }
         @Override public long pending() { return 0; }

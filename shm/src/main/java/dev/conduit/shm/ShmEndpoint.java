@@ -272,7 +272,15 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private void createBounce() {
-        Chunk chunk = transport.provider().allocate(BounceRing.mappedLength(transport.config().bounceCapacity()));
+        Chunk chunk;
+        try {
+            chunk = transport.provider().allocate(BounceRing.mappedLength(transport.config().bounceCapacity()));
+        } catch (ConduitException e) {
+            // The provider names the directory and its space; only this says what the chunk is for and which key sizes it.
+            throw new ConduitException(transport.plugin() + ": cannot create this connection's bounce ring, which a message larger than "
+                    + transport.plugin() + ".inline.max needs (" + transport.plugin() + ".bounce.size, " + transport.config().bounceCapacity()
+                    + " bytes, also the largest payload): " + e.getMessage(), e);
+        }
         try {
             bounce = BounceRing.format(chunk.segment());
             bounceChunk = chunk;
@@ -332,6 +340,19 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
+     * Whether the peer, whose lease is free, closed its worker rather than died: a close marks the
+     * queue closing before it releases the lease. An application's failover tells an orderly
+     * restart from a crash by it.
+     */
+    private boolean peerClosedItsWorker() {
+        try {
+            return peer.isClosing();
+        } catch (InternalError truncated) {
+            return false; // its queue file was cut short: not what a close does
+        }
+    }
+
+    /**
      * Checks the peer: dead (its lease is free) or hung (no progress for {@code heartbeat.timeout}
      * while this endpoint waits on it). Reports a failure once.
      *
@@ -340,7 +361,8 @@ final class ShmEndpoint implements TransportEndpoint {
     boolean checkPeer(long now) {
         if (failure != null || closed) return false;
         if (!peerLease.ownerAlive()) {
-            fail(transport.plugin() + ": peer worker died (its lease " + peerLease.name() + " is no longer held)");
+            fail(transport.plugin() + ": " + (peerClosedItsWorker() ? "peer worker closed (an orderly close: it marked its queue closing and "
+                    + "released its lease " + peerLease.name() + ")" : "peer worker died (its lease " + peerLease.name() + " is no longer held)"));
             return true;
         }
         try {

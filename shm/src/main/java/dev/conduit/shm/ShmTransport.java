@@ -308,6 +308,8 @@ public final class ShmTransport implements Transport {
         } catch (RuntimeException e) {
             if (mapping != null) mapping.close();
             peerLease.close();
+            // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory.
+            if (e instanceof PeerFailedException) reclaimDeadPeers(directory);
             throw e;
         }
     }

@@ -67,7 +67,7 @@ public final class ConfigKey<T> {
 
     /** {@code true}/{@code false} (also {@code yes}/{@code no}, {@code 1}/{@code 0}, {@code on}/{@code off}). */
     public static ConfigKey<Boolean> bool(String name, boolean defaultValue, String doc) {
-        return new ConfigKey<>(name, Boolean.class, defaultValue, "true or false", doc, s -> switch (s.trim().toLowerCase(Locale.ROOT)) {
+        return new ConfigKey<>(name, Boolean.class, defaultValue, "true or false (also yes/no, on/off, 1/0)", doc, s -> switch (s.trim().toLowerCase(Locale.ROOT)) {
             case "true", "yes", "1", "on" -> Boolean.TRUE;
             case "false", "no", "0", "off" -> Boolean.FALSE;
             default -> throw new IllegalArgumentException();

@@ -3,9 +3,12 @@ package dev.conduit.spi;
 import java.io.Serial;
 
 /**
- * The peer of an endpoint died, hung past its heartbeat timeout, or closed the connection. Every
+ * The peer of an endpoint died, hung past its heartbeat timeout, or closed its worker. Every
  * operation on the endpoint fails with it from then on, and the endpoint's error callback receives
- * it once.
+ * it once. The message says which: the shared-memory transports say "peer worker died" for a
+ * process gone without closing (kill -9, a crash), "peer worker closed" for an orderly close, and
+ * "is hung" for a peer that stopped progressing. A peer that closes only its own endpoint to this
+ * worker fails nothing here: it just sends no more.
  *
  * <p>Thrown (or reported) by transports through the runtime.
  */

@@ -131,7 +131,7 @@ class ConfigKeyTest {
         @ValueSource(strings = {"", "maybe", "2", "y", "truee"})
         void otherTextIsRefused(String raw) {
             assertRefused(key, raw);
-            assertThat(key.expectedForm()).isEqualTo("true or false");
+            assertThat(key.expectedForm()).isEqualTo("true or false (also yes/no, on/off, 1/0)");
         }
     }
 

@@ -99,7 +99,7 @@ public final class ConfigResolver implements Config {
             if (!declared.containsKey(name)) {
                 String nearest = Suggestions.nearest(name, declared.keySet());
                 throw new ConfigException("unknown config key '" + name + "' set in the builder"
-                        + (nearest != null ? "; did you mean '" + nearest + "'?" : "") + ". Known keys: " + declared.keySet());
+                        + (nearest != null ? " (did you mean '" + nearest + "'?)" : "") + "; known keys: " + declared.keySet());
             }
         }
     }

@@ -316,6 +316,29 @@ public final class PluginRegistry {
         }
     }
 
+    /**
+     * Why no selected plugin offers {@code capability} here, for the error that says so: the
+     * selected plugins, what rules the capability out for each one that declares it, and why
+     * each other plugin is not in use; or that no plugin was found at all. An application may not
+     * have {@code conduit info} at hand, and the tool's JVM may see other plugins and options.
+     */
+    public String whyNoneOffers(Capability capability) {
+        if (all.isEmpty()) {
+            return "no Conduit plugin was found: put one (conduit-plugin-memfd, conduit-plugin-posix) on the module path or the "
+                    + "class path, or into plugin.path (CONDUIT_PLUGIN_PATH)";
+        }
+        StringBuilder b = new StringBuilder("selected: ").append(selected.stream().map(r -> r.name).toList());
+        for (PluginRecord r : all()) {
+            if (r.status == Status.SELECTED) {
+                String why = r.unsupportedHere.get(capability);
+                if (why != null) b.append("; ").append(r.name).append(" offers none here: ").append(why);
+            } else {
+                b.append("; ").append(r.name).append(" is ").append(r.status).append(": ").append(r.reason);
+            }
+        }
+        return b.append(" (Conduit.plugins() and 'conduit info' list every plugin)").toString();
+    }
+
     /** Every plugin: selected ones in preference order, then the rest by name. */
     public List<PluginRecord> all() {
         List<PluginRecord> out = new ArrayList<>(selected);

@@ -276,9 +276,24 @@ final class RuntimeEndpoint implements Endpoint {
         worker.backlogChanged(1);
     }
 
+    /**
+     * The runtime cannot know whether a plugin's key raises the limit (the shared-memory transports'
+     * header limit is fixed, their payload limit is a key): it points to where each plugin's are.
+     */
     private IllegalArgumentException tooLarge(String what, long size, long limit) {
         return new IllegalArgumentException(what + " of " + size + " bytes is larger than transport '" + transport
-                + "' carries on this endpoint (" + limit + " bytes); send less, or raise the plugin's limit (its keys are listed by 'conduit info')");
+                + "' carries on this endpoint (" + limit + " bytes, Endpoint." + (what.startsWith("header") ? "maxHeaderSize" : "maxPayloadSize")
+                + "()); send less, or split it. docs/plugins.md gives each plugin's limits and the keys that set those that can be set");
+    }
+
+    @Override
+    public int maxHeaderSize() {
+        return maxHeader;
+    }
+
+    @Override
+    public long maxPayloadSize() {
+        return maxPayload;
     }
 
     @Override

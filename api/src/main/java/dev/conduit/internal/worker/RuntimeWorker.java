@@ -10,6 +10,7 @@ import dev.conduit.internal.RuntimeKeys;
 import dev.conduit.internal.RuntimePluginContext;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.internal.discovery.PluginRecord;
+import dev.conduit.internal.discovery.PluginRegistry;
 import dev.conduit.internal.threading.OverlapCheck;
 import dev.conduit.internal.threading.OwnerCheck;
 import dev.conduit.internal.threading.PassThrough;
@@ -44,7 +45,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
-import java.util.stream.Collectors;
 
 /**
  * The runtime's worker: one transport of every selected plugin that provides one, all behind one
@@ -179,9 +179,9 @@ public final class RuntimeWorker implements Worker {
      * here ({@code Availability.without(AM, why)}: memfd on a read-only shared directory, which still
      * imports) is left out, and named with its reason when a peer offers only it.
      */
-    public static RuntimeWorker open(ThreadMode mode, List<PluginRecord> selected, ConfigResolver config, Path sharedDirectory,
+    public static RuntimeWorker open(ThreadMode mode, PluginRegistry plugins, ConfigResolver config, Path sharedDirectory,
                                      RemoteMemory remoteMemory, Consumer<AutoCloseable> onClose) {
-        List<PluginRecord> withTransport = transports(selected);
+        List<PluginRecord> withTransport = transports(plugins);
         Map<String, Set<ThreadMode>> declared = declaredModes(withTransport);
         Map<String, Boolean> confined = confinement(mode, withTransport, config.get(RuntimeKeys.THREAD_CONFINE));
         ThreadGuard guard = ThreadPolicies.guard(mode, declared, "worker");
@@ -219,28 +219,24 @@ public final class RuntimeWorker implements Worker {
             }
             throw e;
         }
-        return new RuntimeWorker(mode, guard, policy, opened, withTransport, selected, anyConfined, remoteMemory, dispatch, onClose);
+        return new RuntimeWorker(mode, guard, policy, opened, withTransport, plugins.selected(), anyConfined, remoteMemory, dispatch, onClose);
     }
 
     /**
-     * How a worker in {@code mode} over {@code selected} would be guarded, without opening it.
+     * How a worker in {@code mode} over the selected {@code plugins} would be guarded, without opening it.
      *
      * @throws ConduitException when such a worker would be refused
      */
-    public static ThreadPolicy policyFor(ThreadMode mode, List<PluginRecord> selected, boolean confineAllowed) {
-        List<PluginRecord> withTransport = transports(selected);
+    public static ThreadPolicy policyFor(ThreadMode mode, PluginRegistry plugins, boolean confineAllowed) {
+        List<PluginRecord> withTransport = transports(plugins);
         Map<String, Boolean> confined = confinement(mode, withTransport, confineAllowed);
         return ThreadPolicies.reported(ThreadPolicies.guard(mode, declaredModes(withTransport), "worker"), confined.containsValue(true));
     }
 
-    private static List<PluginRecord> transports(List<PluginRecord> selected) {
-        List<PluginRecord> withTransport = selected.stream().filter(r -> r.offers(Capability.AM)).toList();
+    private static List<PluginRecord> transports(PluginRegistry plugins) {
+        List<PluginRecord> withTransport = plugins.selected().stream().filter(r -> r.offers(Capability.AM)).toList();
         if (withTransport.isEmpty()) {
-            throw new ConduitException("no selected plugin provides a transport (capability AM) here; selected: "
-                    + selected.stream().map(PluginRecord::name).toList()
-                    + selected.stream().filter(r -> r.unsupportedHere().containsKey(Capability.AM))
-                            .map(r -> "; " + r.name() + " offers none here: " + r.unsupportedHere().get(Capability.AM)).collect(Collectors.joining())
-                    + ". Run 'conduit info' to see why others are unavailable.");
+            throw new ConduitException("no selected plugin provides a transport (capability AM) here; " + plugins.whyNoneOffers(Capability.AM));
         }
         return withTransport;
     }
@@ -338,7 +334,7 @@ public final class RuntimeWorker implements Worker {
         return List.of(transportNames);
     }
 
-    /** Messages that arrived for an id with no handler (tests, diagnostics). */
+    @Override
     public long unhandledMessages() {
         return dispatch.unhandled();
     }

@@ -282,12 +282,15 @@ class EndpointMessagingTest {
         Conduit conduit = loopbacks.conduit(plugin);
         Worker sender = conduit.newWorker(ThreadMode.SINGLE);
         Endpoint ep = sender.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        assertThat(ep.maxHeaderSize()).as("the limits the application can ask for").isEqualTo(16);
+        assertThat(ep.maxPayloadSize()).isEqualTo(1000);
         assertThatThrownBy(() -> ep.send(1, MemorySegment.ofArray(new byte[17]), MemorySegment.ofArray(new byte[1])))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("header of 17 bytes")
-                .hasMessageContaining("'lo'").hasMessageContaining("(16 bytes)");
+                .hasMessageContaining("'lo'").hasMessageContaining("(16 bytes, Endpoint.maxHeaderSize())")
+                .hasMessageNotContaining("raise");
         assertThatThrownBy(() -> ep.send(1, MemorySegment.ofArray(new byte[1001])))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("payload of 1001 bytes")
-                .hasMessageContaining("'lo'").hasMessageContaining("(1000 bytes)");
+                .hasMessageContaining("'lo'").hasMessageContaining("(1000 bytes, Endpoint.maxPayloadSize())");
         assertThatThrownBy(() -> ep.send(-1, MemorySegment.NULL)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("0..65535");
         assertThatThrownBy(() -> ep.send(65536, MemorySegment.NULL)).isInstanceOf(IllegalArgumentException.class);
         assertThat(plugin.transports.getFirst().endpoints.getFirst().trySends).hasValue(0);
@@ -502,7 +505,7 @@ class EndpointMessagingTest {
     @Test
     void unhandledIdsAreCountedAndHandlersCanBeReplacedAndRemoved() {
         Pair p = pair(16);
-        RuntimeWorker receiver = (RuntimeWorker) p.receiver();
+        Worker receiver = p.receiver();
         List<String> seen = new ArrayList<>();
         p.endpoint().send(9, MemorySegment.NULL);
         p.endpoint().send(9, MemorySegment.NULL);

@@ -159,7 +159,7 @@ public final class MemfdPlugin implements ConduitPlugin {
                 : "the shared directory " + directory + " is not writable by this user (" + ourUid(libc)
                 + "): make it writable";
         return where + ", or set " + MemfdConfig.SHARED_DIR_KEY + " to a writable directory, for pools and workers over memfd, "
-                + "whose lease and sockets live there; memfd imports, which only connect to a producer's socket";
+                + "whose lease and sockets live there; memfd imports, which only connect to a producer's socket, work here";
     }
 
     /** {@code uid 1000}; in a user namespace also its uid in the parent one, which the directory's owner sees. */

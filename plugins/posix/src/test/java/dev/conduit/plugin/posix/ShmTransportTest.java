@@ -1055,8 +1055,43 @@ class ShmTransportTest {
         assertThat(ep.trySend(1, MemorySegment.NULL, payload)).isTrue();
     }
 
+    /**
+     * A large message whose bounce ring finds no room in the shared directory fails naming what
+     * the ring is for and the key that sizes it, as well as the provider's cause; nothing is left
+     * in the directory, and the endpoint still sends what fits in the queue. It used to give only the
+     * provider's "not enough space for a chunk", with no word of the key.
+     */
     @Test
-    void aPeerWhoseWorkerIsGoneFailsTheEndpoint() {
+    void aBounceRingThatFindsNoRoomNamesItsKeyAndTheEndpointStillSendsSmallMessages() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received(), "posix.bounce.size", String.valueOf(1L << 50));
+        TransportEndpoint ep = connect(sender, receiver, f -> { });
+        long filesBefore;
+        try (var files = Files.list(shared)) {
+            filesBefore = files.count();
+        }
+
+        assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(16 << 10, 1))).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("posix: cannot create this connection's bounce ring").hasMessageContaining("posix.bounce.size")
+                .hasMessageContaining("not enough space for a chunk");
+
+        try (var files = Files.list(shared)) {
+            assertThat(files.count()).as("files in the shared directory").isEqualTo(filesBefore);
+        }
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        while (received.ids.isEmpty()) receiver.progress();
+        assertThat(received.ids).containsExactly(2);
+        assertThat(received.payloads.getFirst()).isEqualTo(bytes(8, 2).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * A peer that closed its worker is reported as closed, not as dead (kill -9 says "died":
+     * ContainerTransportTest, ManyPeersTest): an application's failover tells an orderly restart
+     * from a crash by it. Both used to say "died".
+     */
+    @Test
+    void aPeerWhoseWorkerClosedFailsTheEndpointSayingItClosed() {
         Transport receiver = transport(new Received(), "posix.liveness.interval", "1ms");
         Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
         AtomicReference<PeerFailedException> failure = new AtomicReference<>();
@@ -1064,7 +1099,7 @@ class ShmTransportTest {
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         receiver.close();
         while (failure.get() == null) sender.progress();
-        assertThat(failure.get()).hasMessageContaining("died");
+        assertThat(failure.get()).hasMessageContaining("posix: peer worker closed (an orderly close").hasMessageNotContaining("died");
         assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isSameAs(failure.get());
     }
 
