@@ -65,7 +65,13 @@ public final class OwnerLease implements AutoCloseable {
         for (int attempt = 1; ; attempt++) {
             String owner = SharedDirectory.randomId();
             String pending = prefix + "-" + owner + PENDING;
-            FileDescriptor fd = directory.createExclusive(pending);
+            FileDescriptor fd;
+            try {
+                fd = directory.createExclusive(pending);
+            } catch (ErrnoException e) {
+                throw new ConduitException("cannot create lease " + directory.path().resolve(pending) + ": " + e.errnoName() + " ("
+                        + e.getMessage() + "); " + directory.creationRemedy(e), e);
+            }
             try {
                 if (libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) {
                     Files.move(directory.path().resolve(pending), directory.path().resolve(prefix + "-" + owner + LEASE), StandardCopyOption.ATOMIC_MOVE);
@@ -239,7 +245,7 @@ public final class OwnerLease implements AutoCloseable {
         if (closed) return;
         closed = true;
         try {
-            directory.unlink(leaseName(prefix, owner));
+            directory.remove(leaseName(prefix, owner));
         } finally {
             fd.close();
         }

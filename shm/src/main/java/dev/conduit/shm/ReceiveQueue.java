@@ -208,6 +208,27 @@ public final class ReceiveQueue {
         return new ReceiveQueue(memory, capacity);
     }
 
+    /**
+     * Receiver side: what a process that maps this queue overwrote in its header, or null when the
+     * header is as {@link #format} wrote it (magic, version, capacity, {@code token}) and the tail
+     * lies on a line. Senders check the same when they attach or claim, and refuse; the receiver
+     * reads its own queue through the head alone and would not notice.
+     */
+    public String headerDamage(byte[] token) {
+        int magic = (int) INT.getAcquire(memory, MAGIC_OFFSET);
+        if (magic != MAGIC) return String.format("its magic is 0x%08x", magic);
+        int version = memory.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
+        if (version != VERSION) return "its version is " + version;
+        long written = memory.get(ValueLayout.JAVA_LONG, CAPACITY_OFFSET);
+        if (written != capacity) return "its capacity is " + written;
+        for (int i = 0; i < TOKEN_LENGTH; i++) {
+            if (memory.get(ValueLayout.JAVA_BYTE, TOKEN_OFFSET + i) != token[i]) return "its token changed";
+        }
+        long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        if ((tail & (RECORD_ALIGNMENT - 1)) != 0) return "its tail " + tail + " is not on a " + RECORD_ALIGNMENT + "-byte line";
+        return null;
+    }
+
     public MemorySegment memory() {
         return memory;
     }

@@ -32,11 +32,13 @@ public final class SharedDirectory implements AutoCloseable {
     private final Libc libc;
     private final Path path;
     private final FileDescriptor fd;
+    private final String configKey;
 
-    private SharedDirectory(Libc libc, Path path, FileDescriptor fd) {
+    private SharedDirectory(Libc libc, Path path, FileDescriptor fd, String configKey) {
         this.libc = libc;
         this.path = path;
         this.fd = fd;
+        this.configKey = configKey;
     }
 
     /**
@@ -48,7 +50,7 @@ public final class SharedDirectory implements AutoCloseable {
     public static SharedDirectory open(Libc libc, Path path, String configKey) {
         try {
             FileDescriptor fd = libc.open(path.toString(), OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY | OpenFlags.O_CLOEXEC, 0);
-            return new SharedDirectory(libc, path, fd);
+            return new SharedDirectory(libc, path, fd, configKey);
         } catch (ErrnoException e) {
             throw new ConduitException("cannot open the shared directory " + path + ": " + e.errnoName()
                     + " (" + e.getMessage() + "); " + remedy(e, "create it, make it readable and writable for this user, or set " + configKey), e);
@@ -65,6 +67,26 @@ public final class SharedDirectory implements AutoCloseable {
             + "/dev/shm itself, or run with --security-opt label=disable; AppArmor; the audit log names the rule: ausearch -m avc, "
             + "journalctl -k), else an ACL (getfacl), an immutable or append-only attribute (lsattr), or a network or FUSE file "
             + "system's server (NFS root_squash)";
+
+    /**
+     * What to do about {@code e}, a failure to create a file or a socket in this directory: each
+     * errno has its own cause (a full file system is not a permission problem), and every remedy
+     * that moves the directory names the key that configured it.
+     */
+    public String creationRemedy(ErrnoException e) {
+        String elsewhere = "or set " + configKey + " to another directory";
+        return switch (e.errnoName()) {
+            case "ENOSPC", "EDQUOT" -> "the file system of " + path + " has no room left, of bytes or of inodes (df -h, df -i"
+                    + (e.errnoName().equals("EDQUOT") ? "; EDQUOT: this user's quota" : "") + "): free some, enlarge it (a "
+                    + "container's /dev/shm is 64 MiB unless started with e.g. docker run --shm-size=1g; a tmpfs: mount -o "
+                    + "remount,size=...,nr_inodes=...), " + elsewhere;
+            case "ENOENT" -> "the directory " + path + " was removed while this process uses it: make it again and restart this "
+                    + "process, " + elsewhere;
+            case "EROFS" -> path + " is on a read-only mount: mount it read-write (a container: -v DIR:DIR without :ro), " + elsewhere;
+            case "EACCES", "EPERM" -> "make " + path + " writable for this user, " + elsewhere;
+            default -> remedy(e, "see the cause; the directory is " + path + ", set by " + configKey);
+        };
+    }
 
     /**
      * What to do about {@code e}: raise the descriptor limit when it is {@code EMFILE} or
@@ -117,6 +139,22 @@ public final class SharedDirectory implements AutoCloseable {
         } catch (RuntimeException e) {
             lease.close();
             throw e;
+        }
+    }
+
+    /**
+     * Removes a file of this process's own as its owner closes it, as {@link #unlink}, failing with
+     * the path, the errno and what to do: the directory's permissions or mount changed while in
+     * use, say (EACCES, EROFS). What is left goes with the next reclaim once its owner's lease is
+     * released.
+     */
+    public void remove(String name) {
+        try {
+            unlink(name);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot remove " + path.resolve(name) + ": " + e.errnoName() + " (" + e.getMessage() + "); "
+                    + remedy(e, "restore this user's write access to " + path + " (its permissions or mount changed while in use); "
+                    + "what is left there is removed by the next pool or worker opened on it once its owner has closed or died"), e);
         }
     }
 

@@ -87,6 +87,10 @@ public final class ShmTransport implements Transport {
     /** The queue's memory as handlers see it, read-only: made once, so that a handler's {@code Message.payloadBuffer()} makes no view. */
     private final MemorySegment deliveredQueue;
     private final byte[] address;
+    /** The token written in this worker's queue header, checked at every liveness check. */
+    private final byte[] token;
+    /** Set once the queue's header is found overwritten: the worker can serve nobody any more, and says so at every call. */
+    private ConduitException queueDamaged;
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
@@ -187,7 +191,13 @@ public final class ShmTransport implements Transport {
             dir = SharedDirectory.open(libc, context.sharedDirectory(), "shared.dir (CONDUIT_SHARED_DIR)");
             reclaimDeadPeers(dir);
             ownLease = OwnerLease.acquire(libc, dir, leasePrefix);
-            chunk = provider.allocate(ReceiveQueue.mappedLength(config.queueCapacity()));
+            try {
+                chunk = provider.allocate(ReceiveQueue.mappedLength(config.queueCapacity()));
+            } catch (ConduitException e) {
+                // The provider names the directory and its space; only this says what the chunk is for and which key sizes it.
+                throw new ConduitException(plugin + ": cannot create this worker's receive queue (" + plugin + ".queue.size, "
+                        + config.queueCapacity() + " bytes): " + e.getMessage(), e);
+            }
             byte[] token = new byte[ReceiveQueue.TOKEN_LENGTH];
             RANDOM.nextBytes(token);
             ReceiveQueue q;
@@ -204,6 +214,7 @@ public final class ShmTransport implements Transport {
                     .u64(chunk.segment().byteSize())
                     .bytes(token)
                     .toByteArray();
+            this.token = token;
             this.directory = dir;
             this.senderLeases = new SenderLeases(libc, dir);
             this.lease = ownLease;
@@ -724,6 +735,7 @@ public final class ShmTransport implements Transport {
 
     /** Checks leases and heartbeats; fails endpoints of dead or hung peers, forgets dead senders, unblocks the queue. */
     private int checkPeers(long now) {
+        checkQueueHeader();
         int events = 0;
         boolean someoneDied = false;
         for (ShmEndpoint ep : endpoints) {
@@ -895,6 +907,29 @@ public final class ShmTransport implements Transport {
 
     private void ensureOpen() {
         if (closed) throw new IllegalStateException(plugin + " transport is closed");
+        if (queueDamaged != null) throw queueDamaged;
+    }
+
+    /**
+     * Fails this worker for good when a process that maps its queue overwrote the header: new
+     * senders are refused at the header and current ones fail at the tail, so the worker would
+     * otherwise wait for messages that can no longer come, without a word.
+     */
+    private void checkQueueHeader() {
+        if (queueDamaged != null) throw queueDamaged;
+        String damage;
+        try {
+            damage = queue.headerDamage(token);
+        } catch (InternalError e) {
+            if (!MappedMemoryFaults.isFault(e)) throw e;
+            return; // truncated, not overwritten: every poll says so
+        }
+        if (damage == null) return;
+        queueDamaged = new ConduitException(plugin + ": this worker's receive queue header was overwritten (" + damage + ") by a "
+                + "process that maps the queue: no sender can reach this worker any more. Close it and open a new worker, whose "
+                + "address the peers must connect to; look for the process that wrote it (any process of a user that may write "
+                + "the shared directory, for posix; a connected peer, for memfd)");
+        throw queueDamaged;
     }
 
     @Override
@@ -944,8 +979,13 @@ public final class ShmTransport implements Transport {
         }
         try {
             lease.close();
-        } finally {
+        } catch (RuntimeException e) {
+            failure = add(failure, e);
+        }
+        try {
             directory.close();
+        } catch (RuntimeException e) {
+            failure = add(failure, e);
         }
         if (failure != null) throw failure;
     }

@@ -1,8 +1,10 @@
 package dev.conduit.shm;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Linux;
+import dev.conduit.spi.ConduitException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -51,5 +53,29 @@ class SharedDirectoryTest {
         assertThat(elsewhere.resolve("would-be-created")).doesNotExist();
         assertThat(shared.getParent().resolve("escape")).doesNotExist();
         assertThat(Files.readString(shared.resolve("pre-created"))).isEqualTo("planted");
+    }
+
+    /**
+     * A lease (the first file a worker or pool creates) in a directory removed while this process
+     * uses it fails naming the path, the errno and that cause; the same errno-by-errno remedy goes
+     * for a full file system, which used to be told to make the directory writable, and for a lease,
+     * which used to fail with the bare errno.
+     */
+    @Test
+    void aFileThatCannotBeCreatedFailsWithTheRemedyOfItsErrno() throws IOException {
+        Path removed = Files.createDirectory(elsewhere.resolve("removed"));
+        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), removed, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            Files.delete(removed);
+            assertThatThrownBy(() -> OwnerLease.acquire(Linux.libc(), directory, "conduit-test")).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot create lease " + removed).hasMessageContaining("ENOENT")
+                    .hasMessageContaining("the directory " + removed + " was removed while this process uses it");
+
+            assertThat(directory.creationRemedy(new ErrnoException("openat2", Errno.ENOSPC, "x", "y")))
+                    .contains("has no room left, of bytes or of inodes (df -h, df -i)").contains("shared.dir (CONDUIT_SHARED_DIR)")
+                    .doesNotContain("writable");
+            assertThat(directory.creationRemedy(new ErrnoException("openat2", Errno.EACCES, "x", "y")))
+                    .contains("make " + removed + " writable for this user, or set shared.dir (CONDUIT_SHARED_DIR)");
+            assertThat(directory.creationRemedy(new ErrnoException("openat2", Errno.EMFILE, "x", "y"))).contains("raise its open-file limit");
+        }
     }
 }

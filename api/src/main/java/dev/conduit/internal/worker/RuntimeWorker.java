@@ -553,6 +553,8 @@ public final class RuntimeWorker implements Worker {
                     events += transports[i].progress();
                 } catch (RuntimeException e) {
                     failure = withSuppressed(failure, e);
+                } catch (InternalError e) {
+                    failure = withSuppressed(failure, mappedMemoryFault(e, transportNames[i]));
                 }
                 if (d.failed()) break;
             }
@@ -578,6 +580,20 @@ public final class RuntimeWorker implements Worker {
     }
 
     /** {@code first}, with {@code later} suppressed in it; or {@code later} when there was none. */
+    /**
+     * A fault on memory a transport maps, as the exception it promises: HotSpot delivers a SIGBUS
+     * in compiled code at the thread's next safepoint check ("a fault occurred in a recent unsafe
+     * memory access operation in compiled Java code"), which may come after the transport's own
+     * handler for it, as the transport returns. Any other {@code InternalError} is rethrown.
+     */
+    private static ConduitException mappedMemoryFault(InternalError e, String transport) {
+        String message = e.getMessage();
+        if (message == null || !message.contains("fault occurred") || !message.contains("memory access")) throw e;
+        return new ConduitException("transport '" + transport + "': memory it maps faulted (SIGBUS: a file in the shared directory "
+                + "was truncated by another process while mapped here, or its file system is full and could not supply a page), "
+                + "reported by the JVM as \"" + message + "\" after the transport's own check (docs/guarantees.md, §6)", e);
+    }
+
     private static RuntimeException withSuppressed(RuntimeException first, RuntimeException later) {
         if (first == null) return later;
         if (later != first) first.addSuppressed(later);

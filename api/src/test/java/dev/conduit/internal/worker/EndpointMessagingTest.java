@@ -673,6 +673,33 @@ class EndpointMessagingTest {
     // ------------------------------------------------------------------ closing
 
     /**
+     * HotSpot delivers a SIGBUS in compiled code (a posix queue file truncated under the worker) at
+     * the next safepoint check, which may come after the transport's own handler, as it returns:
+     * {@code progress()} still throws the ConduitException it promises, naming the transport, with
+     * the JVM's error as its cause. Any other InternalError is not taken for one.
+     */
+    @Test
+    void aFaultOnMappedMemoryDeliveredAfterTheTransportReturnedIsAConduitException() {
+        InternalError fault = new InternalError("a fault occurred in a recent unsafe memory access operation in compiled Java code");
+        AtomicReference<InternalError> next = new AtomicReference<>(fault);
+        dev.conduit.testing.RecordingTransport transport = new dev.conduit.testing.RecordingTransport().onProgress(() -> {
+            InternalError e = next.getAndSet(null);
+            if (e != null) throw e;
+        });
+        try (Conduit conduit = dev.conduit.testing.TestConduits.isolated()
+                .addPlugin(dev.conduit.testing.TestPlugin.named("mapped").transports(c -> transport)).build();
+             Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+            assertThatThrownBy(worker::progress).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("transport 'mapped': memory it maps faulted (SIGBUS").hasCause(fault);
+            assertThat(worker.progress()).as("the worker goes on").isEqualTo(1);
+
+            InternalError other = new InternalError("something else");
+            next.set(other);
+            assertThatThrownBy(worker::progress).isSameAs(other);
+        }
+    }
+
+    /**
      * An Error from a plugin's endpoint close (a fault in mapped memory is an InternalError) used to
      * leave the loop: the older endpoints and the transport stayed open, their mappings with them.
      */

@@ -4,6 +4,7 @@ import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
+import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.PeerCredentials;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
@@ -52,6 +53,12 @@ final class FdServer implements AutoCloseable {
     private static final int BACKLOG = 64;
     /** How long the server pauses after a failed {@code accept} (out of descriptors), rather than spin on a connection it cannot take. */
     private static final int ACCEPT_RETRY_MILLIS = 100;
+    /**
+     * How often the server looks for its socket in the shared directory: a cleaner that removes a
+     * user's files there (systemd-logind's RemoveIPC, a tmpfiles rule) leaves it listening on a
+     * name nobody can reach, so it binds the name again.
+     */
+    private static final long SOCKET_CHECK_NANOS = 1_000_000_000L;
     private static final int DROPPED = -1;
     private static final SecureRandom TOKENS = new SecureRandom();
     private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
@@ -61,7 +68,8 @@ final class FdServer implements AutoCloseable {
     private final SharedDirectory directory;
     private final String socketName;
     private final String socketPath;
-    private final FileDescriptor listener;
+    /** Replaced only by the server thread ({@link #bindAgainIfRemoved}); closed by {@link #close()} after that thread ended. */
+    private FileDescriptor listener;
     private final FileDescriptor stop;
     private final int ownUid;
     private final Set<Integer> allowedUids;
@@ -153,13 +161,11 @@ final class FdServer implements AutoCloseable {
                     : "; the path is too long for a socket address, and " + FdProtocol.PROC_SELF_FD
                     + ", through which a longer one is reached, is not there: " + FdProtocol.PROC_REMEDY;
         }
-        return switch (e.errno()) {
-            case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "; make the shared directory " + directory.path()
-                    + " writable for this user, or set " + MemfdConfig.SHARED_DIR_KEY;
-            case Errno.EADDRINUSE -> "; something already has this name, which only someone who read the lease "
-                    + "and guessed 64 random bits could have made: check who writes to " + directory.path();
-            default -> "";
-        };
+        if (e.errno() == Errno.EADDRINUSE) {
+            return "; something already has this name, which only someone who read the lease and guessed 64 random bits could "
+                    + "have made: check who writes to " + directory.path();
+        }
+        return "; " + directory.creationRemedy(e);
     }
 
     private static void setPermissions(String address, String path, Set<PosixFilePermission> permissions) {
@@ -235,19 +241,61 @@ final class FdServer implements AutoCloseable {
         int[] revents = new int[2];
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment request = arena.allocate(FdProtocol.REQUEST_LENGTH);
+            long lastCheck = System.nanoTime();
             while (true) {
-                libc.poll(waitFor, events, revents, -1);
+                libc.poll(waitFor, events, revents, (int) (SOCKET_CHECK_NANOS / 1_000_000));
                 if (revents[1] != 0) {
                     return;
                 }
                 if (revents[0] != 0) {
                     acceptOne(request);
                 }
+                if (System.nanoTime() - lastCheck >= SOCKET_CHECK_NANOS) {
+                    lastCheck = System.nanoTime();
+                    bindAgainIfRemoved();
+                    waitFor[0] = listener;
+                }
             }
         } catch (RuntimeException | Error e) {
             logger.log(ERROR, "the memfd fd server on " + socketPath + " stopped; imports of this provider's chunks will "
                     + "time out until it is reopened", e);
         }
+    }
+
+    /**
+     * Binds the socket's name again when something removed it from the shared directory: the
+     * listening socket still works, but no importer can reach it by name. Imports tried meanwhile
+     * failed, naming the removal (MemfdImporter); later ones succeed.
+     */
+    private void bindAgainIfRemoved() {
+        try {
+            directory.openExisting(socketName, OpenFlags.O_PATH).close();
+            return;
+        } catch (ErrnoException e) {
+            if (e.errno() != Errno.ENOENT) return; // there, but not for us to judge (EACCES): the next import says what is wrong
+        }
+        String address = FdProtocol.bindAddress(directory, socketName);
+        FileDescriptor fresh = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
+        boolean bound = false;
+        try {
+            libc.bind(fresh, address);
+            bound = true;
+            setPermissions(address, socketPath, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
+            libc.listen(fresh, BACKLOG);
+        } catch (RuntimeException e) {
+            if (bound) directory.unlink(socketName); // a name nobody listens on would pass the next check
+            fresh.close();
+            logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while "
+                    + "in use, and binding it again failed (" + e.getMessage() + "); trying again in a second. Imports of this "
+                    + "provider's chunks fail until then");
+            return;
+        }
+        FileDescriptor old = listener;
+        listener = fresh;
+        old.close();
+        logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while in use "
+                + "(a cleanup job, or systemd-logind with RemoveIPC=yes, which removes a user's /dev/shm files when its last session "
+                + "ends); it is bound again. Imports tried meanwhile failed. Keep such cleaners off the shared directory");
     }
 
     private void acceptOne(MemorySegment request) {
@@ -384,7 +432,7 @@ final class FdServer implements AutoCloseable {
                 exports.clear();
             }
             try {
-                directory.unlink(socketName);
+                directory.remove(socketName);
             } finally {
                 try {
                     listener.close();

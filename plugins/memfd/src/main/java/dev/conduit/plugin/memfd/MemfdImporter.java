@@ -8,6 +8,8 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
+import dev.conduit.shm.LeaseWatch;
+import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ChunkMapping;
@@ -157,7 +159,7 @@ final class MemfdImporter implements IpcImporter {
             return directory.openExisting(name, OpenFlags.O_PATH);
         } catch (ErrnoException e) {
             throw switch (e.errno()) {
-                case Errno.ENOENT -> producerGone(path, "does not exist", e);
+                case Errno.ENOENT -> producerAlive(directory, name) ? socketRemoved(path, e) : producerGone(path, "does not exist", e);
                 case Errno.ELOOP -> reader.invalid("socket", path + " is reached through a symbolic link; refused ("
                         + e.getMessage() + ")");
                 case Errno.EXDEV -> reader.invalid("socket", path + " leaves the shared directory; refused (" + e.getMessage() + ")");
@@ -415,6 +417,29 @@ final class MemfdImporter implements IpcImporter {
         }
         return new ConduitException("cannot receive the chunk: " + what + " although this process can open descriptors: a "
                 + "security module (SELinux, AppArmor) refused to pass the memfd to it");
+    }
+
+    /**
+     * Whether the producer whose socket is {@code socketName} ({@code <prefix>-<owner>-<random>.sock},
+     * OwnerLease#newSocketName) still holds its lease: then its socket was removed, not closed.
+     */
+    private boolean producerAlive(SharedDirectory directory, String socketName) {
+        String[] parts = socketName.split("-");
+        if (parts.length < 3 || !socketName.startsWith(FdProtocol.FILE_PREFIX + "-")) return false;
+        String owner = parts[parts.length - 2];
+        try (LeaseWatch lease = LeaseWatch.open(libc, directory, OwnerLease.leaseName(FdProtocol.FILE_PREFIX, owner))) {
+            return lease.ownerAlive();
+        } catch (ConduitException e) { // an ErrnoException too
+            return false; // no lease, or none that can be read: gone as far as this process can tell
+        }
+    }
+
+    private static ConduitException socketRemoved(String path, Throwable cause) {
+        return new ConduitException("the producer's socket " + path + " was removed from the shared directory while the producer "
+                + "lives (its lease is held): something deletes files there (a cleanup job such as systemd-tmpfiles, or systemd-logind "
+                + "with RemoveIPC=yes, which removes a user's /dev/shm files when its last session ends). The producer binds its "
+                + "socket again within a second, and imports work again; keep such cleaners off the shared directory (RemoveIPC=no in "
+                + "logind.conf, or a shared.dir outside /dev/shm)", cause);
     }
 
     private static ConduitException producerGone(String path, String what, Throwable cause) {

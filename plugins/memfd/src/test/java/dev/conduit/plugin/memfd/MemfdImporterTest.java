@@ -254,6 +254,31 @@ class MemfdImporterTest {
                 .hasMessageStartingWith("producer gone (its socket " + shared.resolve(socket) + " does not exist)");
     }
 
+    /**
+     * A cleaner that removes the producer's socket from the shared directory (systemd-logind's
+     * RemoveIPC, a tmpfiles rule) while the producer lives: an import meanwhile says so, not that
+     * the producer is gone, and within a second or so the server binds the name again and imports
+     * work. The server used to stay unreachable for the provider's life.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS)
+    void aSocketRemovedWhileTheProducerLivesIsSaidSoAndBoundAgain() throws Exception {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        Path socket = shared.resolve(MemfdPayload.decode(new PayloadReader(payload)).socketName());
+        java.nio.file.Files.delete(socket);
+
+        assertThatThrownBy(() -> map(importer, payload, SIZE))
+                .hasMessageStartingWith("the producer's socket " + socket + " was removed from the shared directory while the producer lives")
+                .hasMessageContaining("RemoveIPC");
+
+        while (!java.nio.file.Files.exists(socket)) Thread.sleep(50); // bounded by the timeout; not a measurement
+        try (ChunkMapping mapping = map(importer, payload, SIZE)) {
+            chunk.segment().set(JAVA_LONG, 0, 42);
+            assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(42);
+        }
+    }
+
     @Test
     void aSocketNobodyListensOnAnyMoreMeansProducerGone() {
         String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";

@@ -98,7 +98,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         PosixConfig config = PosixConfig.of(context);
         SharedDirectory directory = SharedDirectory.open(libc, config.directory(), config.directoryKeys());
         try {
-            OwnerLease lease = acquireLease(libc, directory, config.directoryKeys());
+            OwnerLease lease = OwnerLease.acquire(libc, directory, FILE_PREFIX);
             try {
                 reclaimDeadOwners(libc, directory, context.logger());
                 return new PosixMemoryProvider(libc, directory, config.directoryKeys(), lease,
@@ -110,15 +110,6 @@ final class PosixMemoryProvider implements MemoryProvider {
         } catch (RuntimeException | Error e) {
             directory.close();
             throw e;
-        }
-    }
-
-    private static OwnerLease acquireLease(Libc libc, SharedDirectory directory, String directoryKeys) {
-        try {
-            return OwnerLease.acquire(libc, directory, FILE_PREFIX);
-        } catch (ErrnoException e) {
-            throw new ConduitException("cannot create the owner lease of a posix provider in " + directory.path() + ": "
-                    + e.getMessage() + "; make the directory writable for this user, or set " + directoryKeys, e);
         }
     }
 
@@ -208,8 +199,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         try {
             return directory.createExclusive(name);
         } catch (ErrnoException e) {
-            throw new ConduitException("cannot create chunk file " + path + ": " + e.getMessage()
-                    + "; " + SharedDirectory.remedy(e, "make " + directory.path() + " writable for this user, or set " + directoryKeys), e);
+            throw new ConduitException("cannot create chunk file " + path + ": " + e.getMessage() + "; " + directory.creationRemedy(e), e);
         }
     }
 
@@ -271,7 +261,7 @@ final class PosixMemoryProvider implements MemoryProvider {
     /** Unlinks first: revoking the export matters even if unmapping fails (a thread still inside a native call on it). */
     private void release(PosixChunk chunk) {
         try {
-            directory.unlink(chunk.fileName());
+            directory.remove(chunk.fileName());
         } finally {
             chunk.mapping().close();
         }

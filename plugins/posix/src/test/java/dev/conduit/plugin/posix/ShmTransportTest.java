@@ -37,6 +37,7 @@ import java.util.concurrent.locks.LockSupport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /** The shared-memory transport over posix chunks, two workers in one JVM: the same mappings two processes would have. */
 class ShmTransportTest {
@@ -1053,6 +1054,61 @@ class ShmTransportTest {
         assertThat(accepted).isBetween(40, 70);
         receiver.progress();
         assertThat(ep.trySend(1, MemorySegment.NULL, payload)).isTrue();
+    }
+
+    /**
+     * A receive queue whose header a process that maps it overwrote fails its worker at the next
+     * liveness check, naming what changed, and at every call after; the close still leaves nothing.
+     * The worker used to go on polling a queue no sender could reach any more, without a word.
+     */
+    @Test
+    void aQueueWhoseHeaderWasOverwrittenFailsItsWorkerSayingSo() throws Exception {
+        Transport receiver = transport(new Received(), "posix.liveness.interval", "1ms");
+        List<String> chunks = ProcessResources.files(shared).stream().filter(n -> n.endsWith(".chunk")).toList();
+        assertThat(chunks).as("the receiver's queue").hasSize(1);
+        try (var file = java.nio.channels.FileChannel.open(shared.resolve(chunks.getFirst()), java.nio.file.StandardOpenOption.WRITE)) {
+            file.write(java.nio.ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), 0);
+        }
+
+        Throwable failure = catchThrowable(() -> {
+            for (int i = 0; i < 1_000_000; i++) receiver.progress();
+        });
+
+        assertThat(failure).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("posix: this worker's receive queue header was overwritten (its magic is 0x04030201)")
+                .hasMessageContaining("Close it and open a new worker");
+        assertThatThrownBy(receiver::progress).isSameAs(failure);
+        receiver.close();
+        assertThat(ProcessResources.files(shared)).isEmpty();
+    }
+
+    /**
+     * A close that cannot remove its files (the directory's permissions or mount changed while in
+     * use) reports every one of them with its remedy, not only the last: the queue's chunk file and
+     * both leases (the worker's and its provider's); the next transport on the directory reclaims
+     * them. The worker's lease used to be reported alone, and the others dropped.
+     */
+    @Test
+    void aCloseThatCannotRemoveItsFilesReportsEachOneAndTheNextTransportReclaimsThem() throws Exception {
+        AtomicBoolean refuse = new AtomicBoolean();
+        Libc libc = FailingLibc.failingWhile("unlinkat", Errno.EACCES, refuse::get);
+        Context context = new Context(TestContext.of(shared), new Received());
+        Transport t = new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
+                PosixMemoryProvider.open(context, libc), new PosixImporter(libc, PosixConfig.of(context), false));
+        refuse.set(true);
+
+        Throwable failure = catchThrowable(t::close);
+
+        refuse.set(false);
+        List<String> messages = new ArrayList<>();
+        messages.add(failure.getMessage());
+        for (Throwable s : failure.getSuppressed()) messages.add(s.getMessage());
+        assertThat(messages).as("every failure of the close").hasSize(3)
+                .allMatch(m -> m.contains("EACCES") && m.contains("restore this user's write access to " + shared))
+                .anyMatch(m -> m.contains(".chunk")).anyMatch(m -> m.contains("conduit-posix-worker-") && m.contains(".lease"));
+        assertThat(ProcessResources.files(shared)).as("left by the failed close").hasSize(3);
+        transport(new Received()).close();
+        assertThat(ProcessResources.files(shared)).as("after the next transport").isEmpty();
     }
 
     /**
