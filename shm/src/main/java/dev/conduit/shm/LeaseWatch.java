@@ -15,6 +15,7 @@ public final class LeaseWatch implements AutoCloseable {
     private final Libc libc;
     private final String name;
     private final FileDescriptor fd;
+    /** Guarded by this: a closing thread asks too ({@code ShmEndpoint#awaitsDrain}). */
     private boolean dead;
 
     private LeaseWatch(Libc libc, String name, FileDescriptor fd) {
@@ -36,12 +37,17 @@ public final class LeaseWatch implements AutoCloseable {
         return name;
     }
 
-    /** Whether the owner still holds its lease. Once dead, always dead. */
-    public boolean ownerAlive() {
+    /**
+     * Whether the owner still holds its lease. Once dead, always dead, and the descriptor is closed
+     * then: a receiver short of descriptors must not keep dead peers' (it would need one to judge,
+     * or to map the ring of, the sender whose message holds its queue's head, and release them only
+     * once that queue is empty).
+     */
+    public synchronized boolean ownerAlive() {
         if (dead) return false;
         if (libc.tryFlock(fd, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) {
-            libc.flock(fd, LockFlags.LOCK_UN);
             dead = true;
+            fd.close(); // which drops the lock just taken
         }
         return !dead;
     }

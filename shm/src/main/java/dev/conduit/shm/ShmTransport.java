@@ -590,8 +590,10 @@ public final class ShmTransport implements Transport {
         if (in.bounceExport != null) {
             startMapping(connection, in, livenessNanos); // the next try; its budget is still reserved
             headWaitsFor = in.pendingRing;
-            throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of a live sender "
-                    + "(connection " + Long.toHexString(connection) + ") to read its large message, which waits at the head of this "
+            String sender = in.lease != null ? "a live sender" : "a sender whose lease this process cannot open either, so that it "
+                    + "cannot tell whether the sender lives";
+            throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of " + sender
+                    + " (connection " + Long.toHexString(connection) + ") to read its large message, which waits at the head of this "
                     + "worker's receive queue with every message behind it; another try starts every liveness.interval: "
                     + failure.getMessage(), failure));
         }

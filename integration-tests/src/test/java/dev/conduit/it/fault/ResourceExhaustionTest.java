@@ -56,8 +56,8 @@ class ResourceExhaustionTest {
                 "mount -t tmpfs -o size=8m conduit-full " + quote(shared.toString()) + " && exec " + java + " #"), FullDirectoryPeer.class);
 
         assertThat(output).contains("filled: yes")
-                .containsPattern("new-worker: ConduitException: not enough space for a chunk of \\d+ bytes in " + shared + ": 0 bytes free\\. "
-                        + "Free space there, enlarge it")
+                .containsPattern("new-worker: ConduitException: posix: cannot create this worker's receive queue \\(posix\\.queue\\.size, "
+                        + "\\d+ bytes\\): not enough space for a chunk of \\d+ bytes in " + shared + ": 0 bytes free\\. Free space there, enlarge it")
                 .containsPattern("allocate: ConduitException: not enough space for a chunk of 1048576 bytes in " + shared)
                 .contains("files-after-failures: 0 []")
                 .contains("region-survived: true")

@@ -1216,4 +1216,54 @@ class ShmTransportTest {
             Files.move(aside, lease);
         }
     }
+
+    /**
+     * A receiver out of descriptors holds a large message whose ring it cannot map; once its
+     * senders are dead, the descriptor of its watch of a dead sender's lease comes back, so that
+     * the head's sender is found dead (or its ring mapped) and the queue goes on. Here the receiver
+     * is "out of descriptors" for as long as it keeps one open on dead sender A's lease. It used to
+     * keep it, and so stay stuck, until its worker closed: the fault-injection audit's receiver at
+     * {@code --nofile=64} held 46 dead senders' lease descriptors 40 s after they were killed.
+     */
+    @Test
+    void aDeadSendersLeaseWatchIsReleasedWhileALargeMessageWaitsForDescriptors() throws Exception {
+        AtomicBoolean limited = new AtomicBoolean(false);
+        AtomicReference<String> leaseA = new AtomicReference<>();
+        Libc libc = FailingLibc.failingWhile("openBeneath", Errno.EMFILE,
+                () -> limited.get() && ProcessResources.descriptorsOn(shared, leaseA.get()) > 0);
+        Received received = new Received();
+        Transport receiver = receiverWith(received, libc, libc, "posix.liveness.interval", "1ms");
+        Transport a = transport(new Received(), "posix.heartbeat.timeout", "10ms");
+        leaseA.set(leaseOf(a));
+        TransportEndpoint epA = connect(a, receiver, cause -> { });
+        assertThat(epA.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1); // the receiver now watches A's lease
+        Transport b = transport(new Received(), "posix.heartbeat.timeout", "10ms");
+        String leaseB = leaseOf(b);
+        TransportEndpoint epB = connect(b, receiver, cause -> { });
+        assertThat(epB.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        assertThat(epB.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        limited.set(true); // out of descriptors from here on: B's lease cannot be watched, its ring cannot be mapped
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("EMFILE")
+                .hasMessageContaining("a sender whose lease this process cannot open either, so that it cannot tell whether the sender lives");
+        // Both senders die: their locks go; B's lease file stays, as a SIGKILL leaves it.
+        a.close();
+        b.close();
+        Files.createFile(shared.resolve(leaseB));
+        for (int i = 0; i < 20_000 && !received.ids.contains(3); i++) {
+            try {
+                progressOrPause(receiver);
+            } catch (ConduitException e) {
+                // "cannot map the bounce ring of a sender whose lease ...": without the fix, forever
+            }
+        }
+        assertThat(ProcessResources.descriptorsOn(shared, leaseA.get())).as("the watch of dead A's lease").isZero();
+        assertThat(received.ids).contains(3);
+    }
+
+    private static String leaseOf(Transport t) {
+        PayloadReader address = new PayloadReader(t.address());
+        address.u8("version");
+        return address.relativePath("lease");
+    }
 }
