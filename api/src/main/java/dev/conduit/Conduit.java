@@ -95,8 +95,13 @@ public interface Conduit extends AutoCloseable {
      * through the IPC cache (a repeated open of a cached export makes no system call).
      *
      * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
+     * <p>A hit asks the producer nothing: a handle this {@code Conduit} imported before its producer
+     * freed the chunk maps the old memory while the cache holds it, which no other process shares
+     * any more (docs/runtime.md, "Consumer-only import and the IPC cache"). The producer's protocol must say when a region is
+     * freed.
+     *
      * @throws dev.conduit.spi.ConduitException when the plugin is not available here, or the export is
-     *         gone (the producer freed it) or cannot be opened; nothing stays open
+     *         gone (the producer freed it; checked on a miss) or cannot be opened; nothing stays open
      */
     ImportedRegion importRegion(byte[] handle);
 

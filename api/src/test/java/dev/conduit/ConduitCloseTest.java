@@ -566,6 +566,30 @@ class ConduitCloseTest {
         assertThat(closed).containsExactly("faulting", "good#1", "faulting", "good#2");
     }
 
+    /**
+     * The JVM's own errors are not collected into the close's ConduitException, where a caller
+     * that catches it would swallow an OutOfMemoryError: the rest is still closed, then the error
+     * is thrown as it is, the other failures suppressed in it.
+     */
+    @Test
+    void anOutOfMemoryErrorFromClosingATransportIsThrownAsItIsOnceEverythingElseIsClosed() {
+        List<String> closed = Collections.synchronizedList(new ArrayList<>());
+        OutOfMemoryError oom = new OutOfMemoryError("Java heap space");
+        TestPlugin exhausted = TestPlugin.named("exhausted").priority(1).transports(c -> new RecordingTransport().onClose(() -> {
+            closed.add("exhausted");
+            throw oom;
+        }));
+        Conduit conduit = isolated().addPlugin(plugin("failing", closed, true).priority(2)).addPlugin(exhausted).build();
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+
+        assertThatThrownBy(worker::close).isSameAs(oom);
+
+        assertThat(closed).containsExactly("exhausted", "failing#1");
+        assertThat(oom.getSuppressed()).singleElement().satisfies(rest -> assertThat(rest.getSuppressed())
+                .extracting(Throwable::getMessage).containsExactly("cannot close failing#1"));
+        conduit.close();
+    }
+
     @Test
     void aWorkerNeedsAPluginWithATransport() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("memonly").capabilities(Capability.MEMORY)).build()) {

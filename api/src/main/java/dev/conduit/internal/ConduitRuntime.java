@@ -215,6 +215,6 @@ public final class ConduitRuntime implements Conduit {
             if (failure == null) failure = new ConduitException("closing Conduit failed; further failures are suppressed");
             failure.addSuppressed(e);
         }
-        if (failure != null) throw failure;
+        CloseFailures.throwCollected(failure);
     }
 }

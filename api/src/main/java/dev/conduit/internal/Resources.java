@@ -75,6 +75,6 @@ public final class Resources {
                 failure.addSuppressed(e);
             }
         }
-        if (failure != null) throw failure;
+        CloseFailures.throwCollected(failure);
     }
 }

@@ -358,4 +358,14 @@ public interface Libc {
 
     /** {@code getpid(2)}: for diagnostics only; Conduit never identifies a process by pid. */
     int getpid();
+
+    /**
+     * A native call that does nothing ({@code getpagesize}, which glibc answers from memory), for
+     * what its return to Java does: HotSpot throws the {@code InternalError} of a {@code SIGBUS}
+     * that compiled code took on mapped memory at the thread's next safepoint check or native
+     * transition, which may lie past the access's {@code try} block, up in its caller (inside a
+     * lock's unlock, whose waiters it then strands). Called right after an access to memory that
+     * another process may truncate, it makes the error come out there.
+     */
+    void deliverPendingFaults();
 }

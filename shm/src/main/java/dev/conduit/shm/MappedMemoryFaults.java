@@ -33,6 +33,14 @@ final class MappedMemoryFaults {
     private MappedMemoryFaults() {
     }
 
+    /**
+     * Whether a chunk of {@code plugin} may shrink under its mappings: not memfd's (sealed) nor
+     * devdax's (a device); posix's and unknown plugins' may.
+     */
+    static boolean mayShrink(String plugin) {
+        return !plugin.equals("memfd") && !plugin.equals("devdax");
+    }
+
     /** Whether {@code error} is the JDK's report of a fault (SIGBUS) on mapped memory. */
     static boolean isFault(InternalError error) {
         String message = error.getMessage();

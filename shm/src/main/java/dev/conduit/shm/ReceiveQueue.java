@@ -26,8 +26,11 @@ import java.lang.invoke.VarHandle;
  *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
  *    388     4  sleeping        receiver                       1 while it waits on the wake sequence
  *    512     8  heartbeat       receiver                       opaque store, once per progress() call
- *    520     4  closing         receiver, once                 release store of 1 when its worker closes:
- *                                                              senders stop waiting for it to read
+ *    520     4  closing         receiver, twice                release store of 1 when its worker starts to
+ *                                                              close (senders stop waiting for it to read),
+ *                                                              of 2 once it has closed all but the queue and
+ *                                                              its lease (a peer tells an orderly close from
+ *                                                              a death, also one during the close, by it)
  *    528     8  read position   receiver                       release store after each poll that read:
  *                                                              every record before it was handled (or dropped)
  *   4096     …  ring            senders write, receiver reads  records, 8-byte aligned (page-aligned start)
@@ -91,10 +94,11 @@ public final class ReceiveQueue {
 
     public static final int MAGIC = 0x51444E43; // "CNDQ"
     /**
-     * 3: records are taken by a CAS on their first word, which holds the line's free word while
-     * free, and records are whole lines (2: the closing word and the read position).
+     * 4: the closing word's second value, 2 when the close is done (3: records are taken by a CAS on
+     * their first word, which holds the line's free word while free, and records are whole lines;
+     * 2: the closing word and the read position).
      */
-    public static final int VERSION = 3;
+    public static final int VERSION = 4;
     public static final int TOKEN_LENGTH = 16;
 
     static final long MAGIC_OFFSET = 0;
@@ -678,6 +682,16 @@ public final class ReceiveQueue {
     /** Tells senders that this receiver reads nothing more ({@link #isClosing}). */
     public void markClosing() {
         INT.setRelease(memory, CLOSING_OFFSET, 1);
+    }
+
+    /** Tells senders that this receiver's close got as far as its queue and lease: what follows cannot be killed halfway. */
+    public void markClosed() {
+        INT.setRelease(memory, CLOSING_OFFSET, 2);
+    }
+
+    /** Whether the receiver's close got as far as {@link #markClosed}: a lease released after it is an orderly close. */
+    public boolean isClosed() {
+        return (int) INT.getAcquire(memory, CLOSING_OFFSET) == 2;
     }
 
     /** Stores the receiver's heartbeat: called once per progress. */

@@ -340,15 +340,15 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
-     * Whether the peer, whose lease is free, closed its worker rather than died: a close marks the
-     * queue closing before it releases the lease. An application's failover tells an orderly
-     * restart from a crash by it.
+     * How far the peer, whose lease is free, got in closing its worker: 2, closed (an orderly close
+     * marks its queue so before it releases the lease); 1, it began and died during the close; 0,
+     * it died. An application's failover tells an orderly restart from a crash by it.
      */
-    private boolean peerClosedItsWorker() {
+    private int peerClose() {
         try {
-            return peer.isClosing();
+            return peer.isClosed() ? 2 : peer.isClosing() ? 1 : 0;
         } catch (InternalError truncated) {
-            return false; // its queue file was cut short: not what a close does
+            return 0; // its queue file was cut short: not what a close does
         }
     }
 
@@ -361,8 +361,13 @@ final class ShmEndpoint implements TransportEndpoint {
     boolean checkPeer(long now) {
         if (failure != null || closed) return false;
         if (!peerLease.ownerAlive()) {
-            fail(transport.plugin() + ": " + (peerClosedItsWorker() ? "peer worker closed (an orderly close: it marked its queue closing and "
-                    + "released its lease " + peerLease.name() + ")" : "peer worker died (its lease " + peerLease.name() + " is no longer held)"));
+            fail(transport.plugin() + ": " + switch (peerClose()) {
+                case 2 -> "peer worker closed (an orderly close: it marked its queue closed, then released its lease " + peerLease.name() + ")";
+                case 1 -> "peer worker died while closing (it began to close, then its lease " + peerLease.name() + " was released before "
+                        + "the close was done: killed during its close, which waits up to heartbeat.timeout for peers to read its large "
+                        + "messages)";
+                default -> "peer worker died (its lease " + peerLease.name() + " is no longer held)";
+            });
             return true;
         }
         try {
@@ -406,6 +411,7 @@ final class ShmEndpoint implements TransportEndpoint {
         MemorySegment segment = local(target);
         try {
             MemorySegment.copy(source, 0, segment, offset, source.byteSize());
+            faultsHere(target);
         } catch (InternalError e) {
             throw regionFault(e, target);
         }
@@ -416,6 +422,7 @@ final class ShmEndpoint implements TransportEndpoint {
         MemorySegment segment = local(source);
         try {
             MemorySegment.copy(segment, offset, destination, 0, destination.byteSize());
+            faultsHere(source);
         } catch (InternalError e) {
             throw regionFault(e, source);
         }
@@ -425,7 +432,9 @@ final class ShmEndpoint implements TransportEndpoint {
     public long fetchAdd(RemoteRegion target, long offset, long delta) {
         MemorySegment segment = local(target);
         try {
-            return (long) LONG.getAndAdd(segment, offset, delta);
+            long previous = (long) LONG.getAndAdd(segment, offset, delta);
+            faultsHere(target);
+            return previous;
         } catch (InternalError e) {
             throw regionFault(e, target);
         }
@@ -437,10 +446,22 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             // An interpreted CAS on a truncated mapping crashes the JVM; this read faults first (MappedMemoryFaults).
             LONG.getOpaque(segment, offset);
-            return (long) LONG.compareAndExchange(segment, offset, expected, desired);
+            long witness = (long) LONG.compareAndExchange(segment, offset, expected, desired);
+            faultsHere(target);
+            return witness;
         } catch (InternalError e) {
             throw regionFault(e, target);
         }
+    }
+
+    /**
+     * Makes a fault of the access just made to {@code region} come out here, inside its operation's
+     * handler, for a region whose file may shrink under it (Libc#deliverPendingFaults): compiled
+     * code got it later, up in the runtime's lock release, which then stranded a MULTI worker's
+     * other threads. About a native call's cost, on posix regions only.
+     */
+    private void faultsHere(RemoteRegion region) {
+        if (MappedMemoryFaults.mayShrink(region.pluginName())) transport.libc().deliverPendingFaults();
     }
 
     private ConduitException regionFault(InternalError e, RemoteRegion region) {

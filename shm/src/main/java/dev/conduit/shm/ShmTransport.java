@@ -89,8 +89,12 @@ public final class ShmTransport implements Transport {
     private final byte[] address;
     /** The token written in this worker's queue header, checked at every liveness check. */
     private final byte[] token;
-    /** Set once the queue's header is found overwritten: the worker can serve nobody any more, and says so at every call. */
-    private ConduitException queueDamaged;
+    /**
+     * Set once the queue's header is found overwritten: the worker can serve nobody any more, and
+     * says so at every call, each time with a new exception (the runtime attaches other failures
+     * of a call to the one it throws, which would pile up on a shared one).
+     */
+    private String queueDamaged;
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
@@ -300,6 +304,9 @@ public final class ShmTransport implements Transport {
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
                     + e.errnoName() + "); " + SharedDirectory.remedy(e, switch (e.errnoName()) {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";
+                        case "EACCES", "EPERM" -> "the peer worker belongs to another user (this process runs as uid " + libc.getuid()
+                                + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
+                                + "memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not their workers";
                         default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)";
                     }), e);
         }
@@ -909,7 +916,7 @@ public final class ShmTransport implements Transport {
 
     private void ensureOpen() {
         if (closed) throw new IllegalStateException(plugin + " transport is closed");
-        if (queueDamaged != null) throw queueDamaged;
+        if (queueDamaged != null) throw new ConduitException(queueDamaged);
     }
 
     /**
@@ -918,7 +925,7 @@ public final class ShmTransport implements Transport {
      * otherwise wait for messages that can no longer come, without a word.
      */
     private void checkQueueHeader() {
-        if (queueDamaged != null) throw queueDamaged;
+        if (queueDamaged != null) throw new ConduitException(queueDamaged);
         String damage;
         try {
             damage = queue.headerDamage(token);
@@ -927,11 +934,11 @@ public final class ShmTransport implements Transport {
             return; // truncated, not overwritten: every poll says so
         }
         if (damage == null) return;
-        queueDamaged = new ConduitException(plugin + ": this worker's receive queue header was overwritten (" + damage + ") by a "
-                + "process that maps the queue: no sender can reach this worker any more. Close it and open a new worker, whose "
-                + "address the peers must connect to; look for the process that wrote it (any process of a user that may write "
-                + "the shared directory, for posix; a connected peer, for memfd)");
-        throw queueDamaged;
+        queueDamaged = plugin + ": this worker's receive queue header was overwritten (" + damage + ") by a process that maps the "
+                + "queue: no sender can reach this worker any more. Close it and open a new worker, whose address the peers must "
+                + "connect to; look for the process that wrote it (any process of a user that may write the shared directory, for "
+                + "posix; a connected peer, for memfd)";
+        throw new ConduitException(queueDamaged);
     }
 
     @Override
@@ -968,6 +975,11 @@ public final class ShmTransport implements Transport {
             context.logger().log(System.Logger.Level.WARNING, plugin + ": a sender's bounce ring was still being mapped when the "
                     + "worker closed (heartbeat.timeout passed, or the closing thread was interrupted); it is unmapped as soon as its "
                     + "mapping is done");
+        }
+        try {
+            queue.markClosed(); // a kill from here on leaves only files to reclaim, and the lease goes last
+        } catch (InternalError queueFault) {
+            // Truncated under it, as above.
         }
         try {
             provider.free(queueChunk);

@@ -6,9 +6,10 @@ import java.io.Serial;
  * The peer of an endpoint died, hung past its heartbeat timeout, or closed its worker. Every
  * operation on the endpoint fails with it from then on, and the endpoint's error callback receives
  * it once. The message says which: the shared-memory transports say "peer worker died" for a
- * process gone without closing (kill -9, a crash), "peer worker closed" for an orderly close, and
- * "is hung" for a peer that stopped progressing. A peer that closes only its own endpoint to this
- * worker fails nothing here: it just sends no more.
+ * process gone without closing (kill -9, a crash) or during its close ("died while closing"),
+ * "peer worker closed" for an orderly close, and "is hung" for a peer that stopped progressing.
+ * A peer that closes only its own endpoint to this worker fails nothing here: it just sends no
+ * more.
  *
  * <p>Thrown (or reported) by transports through the runtime.
  */

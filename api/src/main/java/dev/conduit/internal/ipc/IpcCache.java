@@ -5,6 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
+import dev.conduit.internal.CloseFailures;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
@@ -338,7 +339,7 @@ public final class IpcCache implements AutoCloseable {
                 failure.addSuppressed(unmapFailed);
             }
         }
-        if (failure != null) throw failure;
+        CloseFailures.throwCollected(failure);
     }
 
     /**

@@ -9,6 +9,7 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.internal.RuntimeKeys;
 import dev.conduit.internal.RuntimePluginContext;
 import dev.conduit.internal.config.ConfigResolver;
+import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.discovery.PluginRegistry;
 import dev.conduit.internal.threading.OverlapCheck;
@@ -579,7 +580,6 @@ public final class RuntimeWorker implements Worker {
         return events;
     }
 
-    /** {@code first}, with {@code later} suppressed in it; or {@code later} when there was none. */
     /**
      * A fault on memory a transport maps, as the exception it promises: HotSpot delivers a SIGBUS
      * in compiled code at the thread's next safepoint check ("a fault occurred in a recent unsafe
@@ -589,11 +589,13 @@ public final class RuntimeWorker implements Worker {
     private static ConduitException mappedMemoryFault(InternalError e, String transport) {
         String message = e.getMessage();
         if (message == null || !message.contains("fault occurred") || !message.contains("memory access")) throw e;
-        return new ConduitException("transport '" + transport + "': memory it maps faulted (SIGBUS: a file in the shared directory "
-                + "was truncated by another process while mapped here, or its file system is full and could not supply a page), "
-                + "reported by the JVM as \"" + message + "\" after the transport's own check (docs/guarantees.md, §6)", e);
+        return new ConduitException("transport '" + transport + "': memory it maps faulted (SIGBUS), reported by the JVM as \""
+                + message + "\" after the transport's own check: a file it maps was truncated by another process (posix; memfd "
+                + "seals its chunks), its file system was full when a page was first touched, or another thread closed what it "
+                + "maps during the access, which the JDK should have prevented (JDK-8364167) (docs/guarantees.md, §6)", e);
     }
 
+    /** {@code first}, with {@code later} suppressed in it; or {@code later} when there was none. */
     private static RuntimeException withSuppressed(RuntimeException first, RuntimeException later) {
         if (first == null) return later;
         if (later != first) first.addSuppressed(later);
@@ -721,6 +723,8 @@ public final class RuntimeWorker implements Worker {
                 d.inTransport++;
                 try {
                     woke = waker.await(slice);
+                } catch (InternalError e) {
+                    throw mappedMemoryFault(e, transportNames[wakeup]); // await reads the queue too (its liveness checks)
                 } finally {
                     d.inTransport--;
                 }
@@ -944,7 +948,7 @@ public final class RuntimeWorker implements Worker {
             }
         }
         onClose.accept(this);
-        if (failure != null) throw failure;
+        CloseFailures.throwCollected(failure);
     }
 
     private static RuntimeException collect(RuntimeException failure, Throwable e, String what) {

@@ -718,24 +718,6 @@ class EndpointMessagingTest {
         assertThat(e.getSuppressed()).singleElement().isInstanceOf(InternalError.class);
     }
 
-    /** The same for an endpoint closed on its own: its peer regions are closed first, its transport endpoint still is. */
-    @Test
-    void anErrorFromClosingOneEndpointIsThrownAsItIs() {
-        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
-        plugin.endpointCloseFails = n -> new InternalError("a fault occurred in an unsafe memory access");
-        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
-        Worker peer = loopbacks.conduit(new LoopbackPlugin("lo", 8, false)).newWorker(ThreadMode.SINGLE);
-        Endpoint endpoint = worker.connect(peer.address());
-
-        assertThatThrownBy(endpoint::close).isInstanceOf(InternalError.class);
-
-        assertThat(plugin.closes).containsExactly("endpoint#0");
-        assertThatThrownBy(() -> endpoint.send(1, MemorySegment.NULL)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
-        plugin.endpointCloseFails = n -> null;
-        worker.close();
-        assertThat(plugin.closes).containsExactly("endpoint#0", "transport");
-    }
-
     @Test
     void closingAWorkerClosesItsEndpointsNewestFirstThenItsTransports() {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);

@@ -27,7 +27,7 @@ class TruncatedMappingTest {
     Path shared;
 
     @ParameterizedTest(name = "JVM options: {0}")
-    @ValueSource(strings = {"-XX:TieredStopAtLevel=1", "-Xint", "-XX:-TieredCompilation"})
+    @ValueSource(strings = {"-XX:TieredStopAtLevel=1", "-Xint", "-XX:-TieredCompilation", "-XX:+TieredCompilation"})
     void truncationFailsOnlyTheAffectedEndpointOrOperation(String jvmOption) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(ChildJvm.javaCommand(TruncationPeer.class, List.of(jvmOption), List.of(shared.toString())));
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
@@ -46,6 +46,7 @@ class TruncatedMappingTest {
                 .containsPattern("get: ConduitException: .*" + "was truncated")
                 .containsPattern("cas: ConduitException: .*" + "was truncated")
                 .containsPattern("fetch-add: ConduitException: .*" + "was truncated")
+                .contains("rma-after-truncation: " + 10_000 + " ConduitException, others []")
                 .contains("endpoint-to-A-failed-after-rma: false")
                 .containsPattern("send-to-A: PeerFailedException: .*the peer's receive queue.*" + java.util.regex.Pattern.quote(sigbus))
                 .contains("endpoint-to-A-failed: true")

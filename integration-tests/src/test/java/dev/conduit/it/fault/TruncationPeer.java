@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.stream.Stream;
 
 /**
@@ -62,6 +63,9 @@ public final class TruncationPeer {
                 List<Path> regionFiles = added(before, files(shared));
                 PeerRegion remote = toA.peerRegion(region.exportHandle());
                 toA.put(payload, remote, 0);
+                // Compiled code gets a fault later than interpreted code, at its next safepoint check: a warm RMA path too must
+                // fail inside the operation (it used to throw the JDK's InternalError out of the caller's code, or in the lock's unlock).
+                for (int i = 0; i < RMA_ROUNDS; i++) rma(toA, remote, payload);
 
                 // RMA on a truncated region fails that operation only.
                 truncate(regionFiles);
@@ -69,6 +73,18 @@ public final class TruncationPeer {
                 report("get", () -> toA.get(remote, 0, payload));
                 report("cas", () -> toA.compareAndSwap(remote, 0, 0, 1));
                 report("fetch-add", () -> toA.fetchAdd(remote, 0, 1));
+                int conduitExceptions = 0;
+                List<String> others = new ArrayList<>();
+                for (int i = 0; i < RMA_ROUNDS / 10; i++) {
+                    try {
+                        rma(toA, remote, payload);
+                    } catch (ConduitException e) {
+                        conduitExceptions++;
+                    } catch (Throwable t) {
+                        if (others.size() < 3) others.add(t.toString());
+                    }
+                }
+                System.out.println("rma-after-truncation: " + conduitExceptions + " ConduitException, others " + others);
                 System.out.println("endpoint-to-A-failed-after-rma: " + toA.isFailed());
 
                 truncate(queueOfA);
@@ -92,6 +108,18 @@ public final class TruncationPeer {
         }
         System.out.println("files-left: " + files(shared).size());
         System.out.println("alive: yes");
+    }
+
+    /** RMA operations of the warm-up; a tenth of them again after the truncation. */
+    private static final int RMA_ROUNDS = 100_000;
+
+    private static void rma(Endpoint endpoint, PeerRegion remote, MemorySegment payload) {
+        switch (ThreadLocalRandom.current().nextInt(4)) {
+            case 0 -> endpoint.put(payload, remote, 0);
+            case 1 -> endpoint.get(remote, 0, payload);
+            case 2 -> endpoint.compareAndSwap(remote, 8, 0, 0);
+            default -> endpoint.fetchAdd(remote, 16, 1);
+        }
     }
 
     private interface Step {

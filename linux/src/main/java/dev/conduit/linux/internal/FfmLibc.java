@@ -950,6 +950,15 @@ public final class FfmLibc implements Libc {
         return getpid(Native.callState().capture);
     }
 
+    @Override
+    public void deliverPendingFaults() {
+        try {
+            int ignored = (int) Process.GETPAGESIZE.invokeExact(Native.callState().capture);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
     /** Closes a descriptor for {@link FileDescriptor#close()}; not retried after EINTR (see there). */
     public static void closeDescriptor(int fd, FileDescriptor owner) {
         CallState state = Native.callState();
@@ -1023,7 +1032,7 @@ public final class FfmLibc implements Libc {
             "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat",
             "mkdirat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
-            "syscall", "getuid", "getpid"};
+            "syscall", "getuid", "getpid", "getpagesize"};
 
     /** File descriptors and files. */
     private static final class Files {
@@ -1093,6 +1102,7 @@ public final class FfmLibc implements Libc {
     private static final class Process {
         static final MethodHandle GETUID = Native.function("getuid", FunctionDescriptor.of(JAVA_INT));
         static final MethodHandle GETPID = Native.function("getpid", FunctionDescriptor.of(JAVA_INT));
+        static final MethodHandle GETPAGESIZE = Native.function("getpagesize", FunctionDescriptor.of(JAVA_INT));
     }
 
     private static int open(MemorySegment capture, MemorySegment path, int flags, int mode) {

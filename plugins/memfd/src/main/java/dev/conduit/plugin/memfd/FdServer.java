@@ -59,6 +59,8 @@ final class FdServer implements AutoCloseable {
      * name nobody can reach, so it binds the name again.
      */
     private static final long SOCKET_CHECK_NANOS = 1_000_000_000L;
+    /** The least time between two WARNINGs of one kind that a peer or a cleaner can make the server repeat. */
+    private static final long REPEATED_WARNING_NANOS = 60_000_000_000L;
     private static final int DROPPED = -1;
     private static final SecureRandom TOKENS = new SecureRandom();
     private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
@@ -70,6 +72,11 @@ final class FdServer implements AutoCloseable {
     private final String socketPath;
     /** Replaced only by the server thread ({@link #bindAgainIfRemoved}); closed by {@link #close()} after that thread ended. */
     private FileDescriptor listener;
+    /** When a failed rebind was last said (server thread only); 0 after a success. */
+    private long lastRebindWarning;
+    /** When a refused peer was last said, and how many were refused since (server thread only). */
+    private long lastRefusalWarning;
+    private long refusedSinceWarning;
     private final FileDescriptor stop;
     private final int ownUid;
     private final Set<Integer> allowedUids;
@@ -265,34 +272,48 @@ final class FdServer implements AutoCloseable {
     /**
      * Binds the socket's name again when something removed it from the shared directory: the
      * listening socket still works, but no importer can reach it by name. Imports tried meanwhile
-     * failed, naming the removal (MemfdImporter); later ones succeed.
+     * failed, naming the removal (MemfdImporter); later ones succeed. Nothing here may end the
+     * server: a failure (out of descriptors, the directory itself removed) is tried again at the
+     * next check, and said at most once a minute.
      */
     private void bindAgainIfRemoved() {
-        try {
-            directory.openExisting(socketName, OpenFlags.O_PATH).close();
-            return;
-        } catch (ErrnoException e) {
-            if (e.errno() != Errno.ENOENT) return; // there, but not for us to judge (EACCES): the next import says what is wrong
-        }
-        String address = FdProtocol.bindAddress(directory, socketName);
-        FileDescriptor fresh = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
+        FileDescriptor fresh = null;
         boolean bound = false;
         try {
+            try {
+                directory.openExisting(socketName, OpenFlags.O_PATH).close();
+                return;
+            } catch (ErrnoException e) {
+                if (e.errno() != Errno.ENOENT) return; // there, but not for us to judge (EACCES): the next import says what is wrong
+            }
+            String address = FdProtocol.bindAddress(directory, socketName);
+            fresh = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
             libc.bind(fresh, address);
             bound = true;
             setPermissions(address, socketPath, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
             libc.listen(fresh, BACKLOG);
         } catch (RuntimeException e) {
-            if (bound) directory.unlink(socketName); // a name nobody listens on would pass the next check
-            fresh.close();
-            logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while "
-                    + "in use, and binding it again failed (" + e.getMessage() + "); trying again in a second. Imports of this "
-                    + "provider's chunks fail until then");
+            if (bound) {
+                try {
+                    directory.unlink(socketName); // a name nobody listens on would pass the next check
+                } catch (RuntimeException ignored) {
+                    // the next check finds the name and leaves it; imports then say nobody listens
+                }
+            }
+            if (fresh != null) fresh.close();
+            long now = System.nanoTime();
+            if (lastRebindWarning == 0 || now - lastRebindWarning >= REPEATED_WARNING_NANOS) {
+                lastRebindWarning = now;
+                logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while "
+                        + "in use, and binding it again failed (" + e.getMessage() + "); it is tried every second (said once a minute). "
+                        + "Imports of this provider's chunks fail until then");
+            }
             return;
         }
         FileDescriptor old = listener;
         listener = fresh;
         old.close();
+        lastRebindWarning = 0;
         logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while in use "
                 + "(a cleanup job, or systemd-logind with RemoveIPC=yes, which removes a user's /dev/shm files when its last session "
                 + "ends); it is bound again. Imports tried meanwhile failed. Keep such cleaners off the shared directory");
@@ -354,8 +375,19 @@ final class FdServer implements AutoCloseable {
                 : "memfd fd server answered " + describe(peer) + " with status " + FdProtocol.describeStatus(decision.status()));
     }
 
-    private void logRefusedPeer(PeerCredentials peer) {
-        logger.log(WARNING, () -> refusedPeerMessage(peer, UserNamespace.current()));
+    /**
+     * Says who was refused, at most once a minute (with how many were since): a user the server
+     * does not admit may connect as fast as it likes, and must not flood the producer's log.
+     */
+    void logRefusedPeer(PeerCredentials peer) {
+        refusedSinceWarning++;
+        long now = System.nanoTime();
+        if (lastRefusalWarning != 0 && now - lastRefusalWarning < REPEATED_WARNING_NANOS) return;
+        long refused = refusedSinceWarning;
+        refusedSinceWarning = 0;
+        lastRefusalWarning = now;
+        logger.log(WARNING, () -> refusedPeerMessage(peer, UserNamespace.current())
+                + (refused > 1 ? " (" + refused + " connections refused since the last such warning; said once a minute)" : ""));
     }
 
     /** Why {@code peer} was refused, for the log; in a user namespace, what its overflow uid stands for. */

@@ -159,7 +159,11 @@ final class MemfdImporter implements IpcImporter {
             return directory.openExisting(name, OpenFlags.O_PATH);
         } catch (ErrnoException e) {
             throw switch (e.errno()) {
-                case Errno.ENOENT -> producerAlive(directory, name) ? socketRemoved(path, e) : producerGone(path, "does not exist", e);
+                case Errno.ENOENT -> !producerAlive(directory, name) ? producerGoneOrItsFilesRemoved(path, e)
+                        : otherSocketOfProducer(directory, name).map(other -> (RuntimeException) new ConduitException("no socket "
+                                + path + ", while its producer lives and serves on " + other + ": the handle is corrupt or forged, "
+                                + "or names an earlier fd server of that producer", e))
+                        .orElseGet(() -> socketRemoved(path, e));
                 case Errno.ELOOP -> reader.invalid("socket", path + " is reached through a symbolic link; refused ("
                         + e.getMessage() + ")");
                 case Errno.EXDEV -> reader.invalid("socket", path + " leaves the shared directory; refused (" + e.getMessage() + ")");
@@ -434,6 +438,13 @@ final class MemfdImporter implements IpcImporter {
         }
     }
 
+    /** Another socket than {@code socketName} of the same producer, in the shared directory. */
+    private static java.util.Optional<String> otherSocketOfProducer(SharedDirectory directory, String socketName) {
+        String owner = socketName.substring(0, socketName.lastIndexOf('-') + 1); // <prefix>-<owner>-
+        return directory.list(owner).stream().filter(n -> n.endsWith(FdProtocol.SOCKET_SUFFIX) && !n.equals(socketName))
+                .map(n -> directory.path().resolve(n).toString()).findFirst();
+    }
+
     private static ConduitException socketRemoved(String path, Throwable cause) {
         return new ConduitException("the producer's socket " + path + " was removed from the shared directory while the producer "
                 + "lives (its lease is held): something deletes files there (a cleanup job such as systemd-tmpfiles, or systemd-logind "
@@ -445,6 +456,14 @@ final class MemfdImporter implements IpcImporter {
     private static ConduitException producerGone(String path, String what, Throwable cause) {
         return new ConduitException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or "
                 + "exited, so its chunks can no longer be imported", cause);
+    }
+
+    /** Gone as far as the files say: a cleaner that removes the lease too looks the same from here, for a second. */
+    private static ConduitException producerGoneOrItsFilesRemoved(String path, Throwable cause) {
+        return new ConduitException(producerGone(path, "does not exist, nor does a held lease of its producer", cause).getMessage()
+                + "; or a cleaner removed its files, lease included, while it lives (systemd-logind with RemoveIPC=yes removes a "
+                + "user's /dev/shm files when its last session ends: keep it off the shared directory), and then it binds its "
+                + "socket again within a second", cause);
     }
 
     private ConduitException timeout(String path, String what, Throwable cause) {

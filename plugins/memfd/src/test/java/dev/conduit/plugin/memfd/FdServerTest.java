@@ -64,6 +64,42 @@ class FdServerTest {
         }
     }
 
+    /**
+     * A user the server does not admit may connect as fast as it likes: the refusals are said once
+     * a minute, with their count, instead of once each (2000 connects made 2000 WARNINGs).
+     */
+    @Test
+    void refusalsAreSaidOnceAMinuteWithTheirCount() {
+        List<String> warnings = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        System.Logger recording = new System.Logger() {
+            @Override
+            public String getName() {
+                return "recording";
+            }
+
+            @Override
+            public boolean isLoggable(Level level) {
+                return true;
+            }
+
+            @Override
+            public void log(Level level, java.util.ResourceBundle bundle, String message, Throwable thrown) {
+                if (level == Level.WARNING) warnings.add(message);
+            }
+
+            @Override
+            public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
+                if (level == Level.WARNING) warnings.add(format);
+            }
+        };
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(new TestContext(Map.of(), shared, recording))) {
+            provider.export(provider.allocate(SIZE));
+            FdServer server = provider.server();
+            for (int i = 0; i < 2000; i++) server.logRefusedPeer(new PeerCredentials(1, otherUid, 0));
+        }
+        assertThat(warnings).filteredOn(w -> w.contains("refused")).singleElement().asString().contains("uid " + Integer.toUnsignedString(otherUid));
+    }
+
     @Test
     void anotherUserIsRefusedWhenNoUidsAreAllowed() {
         try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {

@@ -251,7 +251,8 @@ class MemfdImporterTest {
         String socket = MemfdPayload.decode(new PayloadReader(payload)).socketName();
         provider.close();
         assertThatThrownBy(() -> map(importer, payload, SIZE))
-                .hasMessageStartingWith("producer gone (its socket " + shared.resolve(socket) + " does not exist)");
+                .hasMessageStartingWith("producer gone (its socket " + shared.resolve(socket) + " does not exist, nor does a held lease "
+                        + "of its producer)");
     }
 
     /**
@@ -276,6 +277,52 @@ class MemfdImporterTest {
         try (ChunkMapping mapping = map(importer, payload, SIZE)) {
             chunk.segment().set(JAVA_LONG, 0, 42);
             assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(42);
+        }
+    }
+
+    /**
+     * A handle naming a socket its live producer does not have, while the producer serves on
+     * another, is corrupt, forged or stale, not a socket a cleaner removed (which it was called,
+     * with a promise that imports work again within a second that could not come true).
+     */
+    @Test
+    void aHandleNamingAnotherSocketOfALiveProducerIsNotBlamedOnACleaner() {
+        Chunk chunk = provider.allocate(SIZE);
+        MemfdPayload real = MemfdPayload.decode(new PayloadReader(provider.export(chunk)));
+        String name = real.socketName();
+        String forged = name.substring(0, name.length() - FdProtocol.SOCKET_SUFFIX.length() - 1)
+                + (name.charAt(name.length() - FdProtocol.SOCKET_SUFFIX.length() - 1) == '0' ? '1' : '0') + FdProtocol.SOCKET_SUFFIX;
+        assertThatThrownBy(() -> map(importer, new MemfdPayload(forged, new byte[16]).encode(), SIZE))
+                .hasMessageStartingWith("no socket " + shared.resolve(forged) + ", while its producer lives and serves on "
+                        + shared.resolve(name) + ": the handle is corrupt or forged");
+    }
+
+    /**
+     * A rebind that fails (out of descriptors at that moment) is tried again a second later: it
+     * used to end the server thread, and the producer's chunks could never be imported again.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS)
+    void aRebindThatFailsOnceIsTriedAgain() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger socketFailures = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean shortage = new java.util.concurrent.atomic.AtomicBoolean();
+        Libc shortOnce = failing(Errno.EMFILE, (call, args) -> call.equals("socket") && shortage.get()
+                && socketFailures.incrementAndGet() == 1);
+        MemoryProvider producer = MemfdProvider.open(shortOnce, TestContext.of(shared));
+        try {
+            Chunk chunk = producer.allocate(SIZE);
+            byte[] payload = producer.export(chunk);
+            Path socket = shared.resolve(MemfdPayload.decode(new PayloadReader(payload)).socketName());
+            shortage.set(true);
+            java.nio.file.Files.delete(socket);
+
+            while (!java.nio.file.Files.exists(socket)) Thread.sleep(50); // bounded by the timeout; not a measurement
+            assertThat(socketFailures.get()).as("socket() calls refused, then tried again").isGreaterThanOrEqualTo(2);
+            try (ChunkMapping mapping = map(importer, payload, SIZE)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
+            }
+        } finally {
+            producer.close();
         }
     }
 

@@ -575,6 +575,15 @@ class ShmTransportTest {
      * A receiver whose transport opens files with {@code transportLibc} and maps peers' chunks with
      * {@code importerLibc}: for failures the kernel rarely gives.
      */
+    /** A posix transport whose every native call goes through {@code libc}: its own, its provider's and its importer's. */
+    private Transport transportWith(Libc libc) {
+        Context context = new Context(TestContext.of(shared), new Received());
+        Transport t = new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
+                PosixMemoryProvider.open(context, libc), new PosixImporter(libc, PosixConfig.of(context), false));
+        open.add(t);
+        return t;
+    }
+
     private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc, String... keyValues) {
         Context context = new Context(TestContext.of(shared, keyValues), received);
         Transport t = new ShmTransport("posix", transportLibc, context, ShmTransportConfig.read(context.config(), "posix"),
@@ -1057,6 +1066,25 @@ class ShmTransportTest {
     }
 
     /**
+     * A peer worker of another user cannot be connected to (its lease is its owner's 0600 file):
+     * the connect says so, with this process's uid, instead of calling the peer gone or the
+     * directory another one. (The other user is played by an EACCES on the lease's open.)
+     */
+    @Test
+    void aConnectToAnotherUsersWorkerSaysWorkersConnectOnlyWithinOneUser() {
+        Transport receiver = transport(new Received());
+        AtomicBoolean otherUser = new AtomicBoolean();
+        Libc libc = FailingLibc.failingWhile("openBeneath", Errno.EACCES, otherUser::get);
+        Transport sender = transportWith(libc);
+        otherUser.set(true);
+
+        assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot be opened (EACCES)").hasMessageContaining("the peer worker belongs to another user")
+                .hasMessageContaining("workers connect only within one user").hasMessageNotContaining("the peer is gone");
+        otherUser.set(false);
+    }
+
+    /**
      * A receive queue whose header a process that maps it overwrote fails its worker at the next
      * liveness check, naming what changed, and at every call after; the close still leaves nothing.
      * The worker used to go on polling a queue no sender could reach any more, without a word.
@@ -1077,7 +1105,8 @@ class ShmTransportTest {
         assertThat(failure).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("posix: this worker's receive queue header was overwritten (its magic is 0x04030201)")
                 .hasMessageContaining("Close it and open a new worker");
-        assertThatThrownBy(receiver::progress).isSameAs(failure);
+        assertThatThrownBy(receiver::progress).as("every call after, each with an exception of its own").isNotSameAs(failure)
+                .hasMessage(failure.getMessage());
         receiver.close();
         assertThat(ProcessResources.files(shared)).isEmpty();
     }
@@ -1092,9 +1121,7 @@ class ShmTransportTest {
     void aCloseThatCannotRemoveItsFilesReportsEachOneAndTheNextTransportReclaimsThem() throws Exception {
         AtomicBoolean refuse = new AtomicBoolean();
         Libc libc = FailingLibc.failingWhile("unlinkat", Errno.EACCES, refuse::get);
-        Context context = new Context(TestContext.of(shared), new Received());
-        Transport t = new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
-                PosixMemoryProvider.open(context, libc), new PosixImporter(libc, PosixConfig.of(context), false));
+        Transport t = transportWith(libc);
         refuse.set(true);
 
         Throwable failure = catchThrowable(t::close);

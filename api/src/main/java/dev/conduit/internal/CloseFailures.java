@@ -1,0 +1,40 @@
+package dev.conduit.internal;
+
+import dev.conduit.spi.ConduitException;
+
+/**
+ * What a close that went on past every failure throws at its end. Close loops collect plugins'
+ * {@code Error}s too (a fault on mapped memory is an {@code InternalError}, a plugin missing one
+ * of its classes a {@code NoClassDefFoundError}), so that one of them does not leave the rest
+ * open; but the JVM's own ({@link VirtualMachineError}: out of memory, a stack overflow; not the
+ * {@code InternalError} the JDK reports a fault on mapped memory with) must not end up where a
+ * caller that catches {@code ConduitException} would swallow it.
+ */
+public final class CloseFailures {
+
+    private CloseFailures() {
+    }
+
+    /**
+     * Throws {@code collected} (a {@code ConduitException} whose suppressed exceptions are the
+     * failures), or, when one of those is the JVM's own error, that error, with the others
+     * suppressed in it. Nothing when {@code collected} is null.
+     */
+    public static void throwCollected(RuntimeException collected) {
+        if (collected == null) return;
+        VirtualMachineError fatal = null;
+        for (Throwable s : collected.getSuppressed()) {
+            if (s instanceof VirtualMachineError e && !(e instanceof InternalError)) { // the JDK reports a fault on mapped memory with one
+                fatal = e;
+                break;
+            }
+        }
+        if (fatal == null) throw collected;
+        ConduitException rest = new ConduitException(collected.getMessage());
+        for (Throwable s : collected.getSuppressed()) {
+            if (s != fatal) rest.addSuppressed(s);
+        }
+        if (rest.getSuppressed().length > 0) fatal.addSuppressed(rest);
+        throw fatal;
+    }
+}
