@@ -40,7 +40,8 @@ import java.lang.foreign.MemorySegment;
  * (a full queue) fails the endpoint after {@code <plugin>.heartbeat.timeout} (10 s). Other
  * transports document their own detection (docs/plugins.md).
  *
- * <p><b>Threads</b>: every method but {@link #transport()} goes through the worker's thread-mode
+ * <p><b>Threads</b>: every method but {@link #transport()}, {@link #maxHeaderSize()} and
+ * {@link #maxPayloadSize()} (which only read what the endpoint was made with) goes through the worker's thread-mode
  * guard ({@link Worker#threadPolicy()}), exactly as the worker's own methods do: in
  * {@code SINGLE} another thread gets {@link WrongThreadException}, in {@code SERIALIZED} an
  * overlapping call gets {@link dev.conduit.spi.ConcurrentUseException}, in {@code MULTI} calls

@@ -15,8 +15,9 @@ import java.time.Duration;
  * while (running) worker.progress();              ep.send(7, segmentHoldingALong);
  * }</pre>
  *
- * <p>Every call except {@link #signal()}, {@link #threadMode()} and {@link #threadPolicy()} (which
- * only read what the worker was created with) goes through the worker's thread-mode guard
+ * <p>Every call except {@link #signal()}, {@link #threadMode()}, {@link #threadPolicy()} and
+ * {@link #unhandledMessages()} (which only read what the worker was created with, or a counter)
+ * goes through the worker's thread-mode guard
  * ({@link #threadPolicy()}), and so does every call on its endpoints: in {@link ThreadMode#SINGLE}
  * a call from any thread but the owner (the thread that created the worker) throws
  * {@link WrongThreadException}; in {@link ThreadMode#SERIALIZED} overlapping calls throw

@@ -624,9 +624,28 @@ final class RuntimeEndpoint implements Endpoint {
     public void close() {
         boolean entered = worker.enter();
         try {
+            refuseFromItsEncoder();
             close(true);
         } finally {
             worker.exit(entered);
+        }
+    }
+
+    /**
+     * An encoder that closes the endpoint it is encoding for would unmap, under its own send, the
+     * memory its claimed record lies in: the record could be neither committed nor given back, and
+     * the peer's queue would wait for it, for every sender, while this worker lives. Under the
+     * endpoint's lock, so that another thread's close waits for the send instead.
+     */
+    private void refuseFromItsEncoder() {
+        lock();
+        try {
+            if (encoding) {
+                throw new IllegalStateException("a PayloadEncoder closed the endpoint it is encoding for; it must not (its message "
+                        + "is under way in the peer's memory): close after send(...) returns");
+            }
+        } finally {
+            unlock();
         }
     }
 

@@ -700,6 +700,26 @@ class EndpointMessagingTest {
     }
 
     /**
+     * An encoder that closes its own endpoint is refused, and the endpoint stays usable: over the
+     * shared-memory transports the close unmapped the peer's queue under the send's claimed record,
+     * which then blocked that peer's queue for every sender while this worker lived.
+     */
+    @Test
+    void anEncoderThatClosesItsOwnEndpointIsRefused() {
+        Pair p = pair(16);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        Endpoint ep = p.endpoint();
+        assertThatThrownBy(() -> ep.send(1, MemorySegment.NULL, 4096, target -> {
+            ep.close();
+            return 0;
+        })).isInstanceOf(IllegalStateException.class).hasMessageContaining("a PayloadEncoder closed the endpoint it is encoding for");
+        ep.send(1, longs(7));
+        progressUntil(() -> !seen.isEmpty(), p.receiver());
+        assertThat(seen).containsExactly(7L);
+        ep.close();
+    }
+
+    /**
      * An Error from a plugin's endpoint close (a fault in mapped memory is an InternalError) used to
      * leave the loop: the older endpoints and the transport stayed open, their mappings with them.
      */
