@@ -695,6 +695,10 @@ public final class RuntimeWorker implements Worker {
             ensureNotInHandler(d, "await()");
             try {
                 return awaitWork(d, System.nanoTime() + nanos, entered && guard.policy() == ThreadPolicy.RUNTIME_LOCK);
+            } catch (RelockRefused refused) {
+                entered = false; // the lock was let go and not taken again: nothing to leave
+                d.attachTo(refused.deadlock);
+                throw refused.deadlock;
             } catch (RuntimeException | Error e) {
                 d.attachTo(e);
                 throw e;
@@ -748,9 +752,23 @@ public final class RuntimeWorker implements Worker {
             if (events > 0) return true;
             if (releaseLock) {
                 guard.exit();
-                guard.enter();
+                try {
+                    guard.enter();
+                } catch (IllegalStateException deadlock) {
+                    throw new RelockRefused(deadlock); // RuntimeLock found this thread in a cycle of waits
+                }
                 ensureOpen(); // another thread may have closed the worker meanwhile
             }
+        }
+    }
+
+    /** The runtime lock, let go between an await's slices, could not be taken again: the caller holds nothing. */
+    private static final class RelockRefused extends RuntimeException {
+        final IllegalStateException deadlock;
+
+        RelockRefused(IllegalStateException deadlock) {
+            super(null, null, false, false);
+            this.deadlock = deadlock;
         }
     }
 

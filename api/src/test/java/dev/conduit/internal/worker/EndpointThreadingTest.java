@@ -65,6 +65,72 @@ class EndpointThreadingTest {
 
     // ------------------------------------------------------------------ thread modes
 
+    /**
+     * Two MULTI workers under the runtime lock, each progressed by its own thread, whose handlers
+     * send on each other's endpoints: each handler holds its worker's lock and waits for the
+     * other's. One of them is told so (IllegalStateException naming the cause; its send did
+     * nothing), which releases the other, whose send goes through. Both threads used to wait for
+     * good, and Conduit.close() did not free them.
+     */
+    @Test
+    void handlersOfTwoLockedMultiWorkersSendingOnEachOthersEndpointsDoNotDeadlock() throws Exception {
+        Conduit conduit = loopbacks.conduit(new LoopbackPlugin("lo", 8, false));
+        Worker one = conduit.newWorker(ThreadMode.MULTI);
+        Worker two = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(one.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Endpoint oneToTwo = one.connect(two.address());
+        Endpoint twoToOne = two.connect(one.address());
+        CountDownLatch bothInHandlers = new CountDownLatch(2);
+        AtomicInteger replies = new AtomicInteger();
+        // Each handler sends on the other worker's endpoint once both are inside their handlers (each holding its lock).
+        one.onMessage(1, m -> {
+            bothInHandlers.countDown();
+            awaitQuietly(bothInHandlers);
+            twoToOne.send(2, longs(1));
+        });
+        two.onMessage(1, m -> {
+            bothInHandlers.countDown();
+            awaitQuietly(bothInHandlers);
+            oneToTwo.send(2, longs(2));
+        });
+        one.onMessage(2, m -> replies.incrementAndGet());
+        two.onMessage(2, m -> replies.incrementAndGet());
+        twoToOne.send(1, longs(0));
+        oneToTwo.send(1, longs(0));
+
+        List<Future<Throwable>> progressing = new ArrayList<>();
+        for (Worker w : List.of(one, two)) {
+            progressing.add(threads.submit(() -> {
+                try {
+                    while (w.progress() == 0) Thread.onSpinWait();
+                    return null;
+                } catch (RuntimeException e) {
+                    return e;
+                }
+            }));
+        }
+        List<Throwable> outcomes = new ArrayList<>();
+        for (Future<Throwable> f : progressing) outcomes.add(f.get(WAIT_SECONDS, TimeUnit.SECONDS));
+
+        assertThat(outcomes).filteredOn(t -> t != null).singleElement().isInstanceOf(IllegalStateException.class)
+                .satisfies(t -> assertThat(t).hasMessageContaining("deadlock between MULTI workers")
+                        .hasMessageContaining("send only on its own worker's endpoints"));
+        for (int i = 0; i < 1_000_000 && replies.get() < 1; i++) {
+            one.progress();
+            two.progress();
+        }
+        assertThat(replies.get()).as("the send of the handler that was not refused").isEqualTo(1);
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            if (!latch.await(WAIT_SECONDS, TimeUnit.SECONDS)) throw new AssertionError("latch not released");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
     @Test
     void aSingleWorkersEndpointRefusesEveryOtherThread() throws Exception {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
