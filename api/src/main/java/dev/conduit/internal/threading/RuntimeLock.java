@@ -4,6 +4,7 @@ import dev.conduit.ThreadPolicy;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
@@ -15,43 +16,62 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>A handler runs under its worker's lock, so one that sends on another such worker holds two.
  * Two workers whose handlers send on each other's endpoints, each progressed by its own thread,
- * would wait for each other for good. A thread that does not get the lock at once looks, every
- * millisecond while it waits, for a cycle of threads each waiting for a lock the next one holds;
- * of the threads in a cycle, the one with the highest id gives up with an
- * {@link IllegalStateException} naming the cause, which releases the others. The uncontended
- * path is one {@code tryLock}.
+ * would wait for each other for good. A thread that does not get the lock at once looks, while it
+ * waits (after 1 ms, then at doubling pauses up to 50 ms, as long as it finds none), for a cycle of
+ * threads each waiting in this class for a lock the next one holds. The walk reads one thread's
+ * state after another, not all at once, so a cycle counts only when the next look finds the very
+ * same waits again (each wait is an object of its own: a thread that got a lock and waits anew is
+ * another wait); of the threads in it, the one with the highest id then gives up with an
+ * {@link IllegalStateException} naming the cause, which releases the others. Only cycles made of
+ * waits in this class, of at most {@value #MAX_CHAIN} threads, are found: not one through an
+ * endpoint's own lock or a confined plugin's thread. The uncontended path is one {@code tryLock}.
  */
 public final class RuntimeLock extends ThreadGuard {
 
-    /** The lock each thread blocked in {@link #enter()} waits for: the graph a cycle is looked for in. */
-    private static final ConcurrentHashMap<Thread, RuntimeLock> WAITING = new ConcurrentHashMap<>();
-    private static final long RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** What each thread blocked in {@link #enter()} waits for: the graph a cycle is looked for in. */
+    private static final ConcurrentHashMap<Thread, Wait> WAITING = new ConcurrentHashMap<>();
+    private static final long FIRST_LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long LONGEST_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /** Longer chains than this are not followed: more workers than that in one cycle is not a case to serve. */
     private static final int MAX_CHAIN = 64;
 
     private final OwnedLock lock = new OwnedLock();
 
+    /** One thread's wait for one lock; identity tells a wait that went on from a new one. */
+    private static final class Wait {
+        final RuntimeLock lock;
+
+        Wait(RuntimeLock lock) {
+            this.lock = lock;
+        }
+    }
+
     @Override
     public void enter() {
         if (lock.tryLock()) return;
         Thread self = Thread.currentThread();
+        Wait wait = new Wait(this);
         boolean interrupted = false;
-        WAITING.put(self, this);
+        WAITING.put(self, wait);
         try {
+            long pause = FIRST_LOOK_NANOS;
+            List<Wait> suspected = null;
             while (true) {
                 try {
-                    if (lock.tryLock(RECHECK_NANOS, TimeUnit.NANOSECONDS)) return;
+                    if (lock.tryLock(pause, TimeUnit.NANOSECONDS)) return;
                 } catch (InterruptedException e) {
                     interrupted = true; // lock() ignores interrupts too; kept for the caller
                 }
-                List<Thread> cycle = cycleThrough(self);
-                if (cycle != null && self.threadId() == cycle.stream().mapToLong(Thread::threadId).max().orElseThrow()) {
+                List<Wait> cycle = cycleThrough(self, wait);
+                if (cycle != null && cycle.equals(suspected) && self.threadId() == highestThreadId(cycle)) {
                     throw new IllegalStateException("deadlock between MULTI workers: this thread (" + self.getName() + ") holds one's "
                             + "runtime lock and waits for another's, whose holder waits, through " + (cycle.size() - 1)
                             + " thread(s), for this one: their handlers send on each other's endpoints. Let a handler send only on its "
                             + "own worker's endpoints, or hand the message to the thread that progresses the other worker "
                             + "(docs/runtime.md, \"Thread modes\"); this call did nothing");
                 }
+                suspected = cycle;
+                pause = cycle != null ? FIRST_LOOK_NANOS : Math.min(pause * 2, LONGEST_PAUSE_NANOS);
             }
         } finally {
             WAITING.remove(self);
@@ -59,19 +79,34 @@ public final class RuntimeLock extends ThreadGuard {
         }
     }
 
-    /** The threads of a cycle of waits that leads from this lock back to {@code self}, or null. */
-    private List<Thread> cycleThrough(Thread self) {
-        List<Thread> threads = new ArrayList<>();
-        threads.add(self);
+    /** The waits of a cycle that leads from this lock back to {@code self}, {@code self}'s first; or null. */
+    private List<Wait> cycleThrough(Thread self, Wait own) {
+        List<Wait> waits = null;
         RuntimeLock next = this;
-        for (int i = 0; i < MAX_CHAIN && next != null; i++) {
+        for (int i = 0; i < MAX_CHAIN; i++) {
             Thread holder = next.lock.holder();
             if (holder == null) return null;
-            if (holder == self) return threads;
-            threads.add(holder);
-            next = WAITING.get(holder);
+            if (holder == self) {
+                if (waits == null) waits = new ArrayList<>();
+                waits.addFirst(own);
+                return waits;
+            }
+            Wait theirs = WAITING.get(holder);
+            if (theirs == null) return null;
+            if (waits == null) waits = new ArrayList<>();
+            waits.add(theirs);
+            next = theirs.lock;
         }
         return null;
+    }
+
+    /** The highest id of the threads whose waits are {@code cycle}. */
+    private static long highestThreadId(List<Wait> cycle) {
+        long highest = -1;
+        for (Map.Entry<Thread, Wait> e : WAITING.entrySet()) {
+            if (cycle.contains(e.getValue())) highest = Math.max(highest, e.getKey().threadId());
+        }
+        return highest;
     }
 
     @Override

@@ -1,0 +1,125 @@
+package dev.conduit.internal.threading;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The cycle check of {@link RuntimeLock}: a real cycle of waits is broken, one that the walk
+ * stitched together from states that never existed at once is not reported. (Thread-level; the
+ * workers' case is {@code EndpointThreadingTest#handlersOfTwoLockedMultiWorkersSendingOnEachOthersEndpointsDoNotDeadlock}.)
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class RuntimeLockTest {
+
+    /** Two threads each holding one lock and waiting for the other's: the one with the higher id gives up. */
+    @Test
+    void aCycleOfTwoIsBrokenByTheThreadWithTheHigherId() throws Exception {
+        RuntimeLock a = new RuntimeLock();
+        RuntimeLock b = new RuntimeLock();
+        CountDownLatch bothHold = new CountDownLatch(2);
+        AtomicReference<Throwable> first = new AtomicReference<>();
+        AtomicReference<Throwable> second = new AtomicReference<>();
+        Thread t1 = Thread.ofPlatform().unstarted(() -> holdThenTake(a, b, bothHold, first));
+        Thread t2 = Thread.ofPlatform().unstarted(() -> holdThenTake(b, a, bothHold, second));
+        t1.start();
+        t2.start();
+        t1.join();
+        t2.join();
+
+        Thread higher = t1.threadId() > t2.threadId() ? t1 : t2;
+        Throwable refused = higher == t1 ? first.get() : second.get();
+        Throwable other = higher == t1 ? second.get() : first.get();
+        assertThat(refused).isInstanceOf(IllegalStateException.class).hasMessageContaining("deadlock between MULTI workers");
+        assertThat(other).as("the other thread got both locks").isNull();
+    }
+
+    private static void holdThenTake(RuntimeLock held, RuntimeLock wanted, CountDownLatch bothHold, AtomicReference<Throwable> outcome) {
+        held.enter();
+        try {
+            bothHold.countDown();
+            bothHold.await();
+            wanted.enter();
+            wanted.exit();
+        } catch (IllegalStateException | InterruptedException e) {
+            outcome.set(e);
+        } finally {
+            held.exit();
+        }
+    }
+
+    /**
+     * The walk reads a lock's holder, then that holder's wait, at two moments. Here, between the two
+     * (a pause in {@code Thread.hashCode}, which the map lookup calls, stands for a preemption), the
+     * holder lets the lock go and waits for one this thread holds: a "cycle" that never existed. It
+     * used to be reported, and the call refused with the lock free (found by review).
+     */
+    @Test
+    void aCycleTheWalkStitchedFromStatesThatNeverCoexistedIsNotReported() throws Exception {
+        RuntimeLock a = new RuntimeLock();
+        RuntimeLock b = new RuntimeLock();
+        CountDownLatch lowHoldsA = new CountDownLatch(1);
+        PausingThread[] low = new PausingThread[1];
+        low[0] = new PausingThread(() -> {
+            a.enter();
+            lowHoldsA.countDown();
+            try {
+                low[0].paused.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            a.exit(); // holds nothing now, and waits for b, which the other thread holds
+            b.enter();
+            b.exit();
+        });
+        AtomicReference<Throwable> outcome = new AtomicReference<>();
+        low[0].start();
+        lowHoldsA.await();
+        Thread high = Thread.ofPlatform().start(() -> {
+            b.enter();
+            try {
+                low[0].pauseFor = Thread.currentThread();
+                a.enter();
+                a.exit();
+            } catch (IllegalStateException e) {
+                outcome.set(e);
+            } finally {
+                b.exit();
+            }
+        });
+        high.join();
+        low[0].join();
+
+        assertThat(high.threadId()).as("the thread that would be the one to give up").isGreaterThan(low[0].threadId());
+        assertThat(outcome.get()).as("no deadlock existed").isNull();
+    }
+
+    /** A thread whose {@code hashCode()}, called from {@link #pauseFor}, pauses once. */
+    private static final class PausingThread extends Thread {
+        volatile Thread pauseFor;
+        final CountDownLatch paused = new CountDownLatch(1);
+
+        PausingThread(Runnable r) {
+            super(r, "pausing");
+        }
+
+        @Override
+        public int hashCode() {
+            if (Thread.currentThread() == pauseFor) {
+                pauseFor = null;
+                paused.countDown();
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return super.hashCode();
+        }
+    }
+}
