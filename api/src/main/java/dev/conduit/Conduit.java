@@ -94,12 +94,12 @@ public interface Conduit extends AutoCloseable {
      * plugin's importer, which may touch only what this process's configuration allows, and mapped
      * through the IPC cache (a repeated open of a cached export makes no system call).
      *
-     * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
      * <p>A hit asks the producer nothing: a handle this {@code Conduit} imported before its producer
      * freed the chunk maps the old memory while the cache holds it, which no other process shares
-     * any more (docs/runtime.md, "Consumer-only import and the IPC cache"). The producer's protocol must say when a region is
-     * freed.
+     * any more (docs/runtime.md, "Consumer-only import and the IPC cache"). The producer's protocol
+     * must say when a region is freed.
      *
+     * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
      * @throws dev.conduit.spi.ConduitException when the plugin is not available here, or the export is
      *         gone (the producer freed it; checked on a miss) or cannot be opened; nothing stays open
      */

@@ -84,7 +84,7 @@ public interface Endpoint extends AutoCloseable {
      *                                    than the transport's limit ({@link #maxHeaderSize()},
      *                                    {@link #maxPayloadSize()}; the message names both)
      * @throws PeerFailedException        when the endpoint has failed
-     * @throws ConduitException           when the transport cannot carry the message for a cause of
+     * @throws dev.conduit.spi.ConduitException when the transport cannot carry the message for a cause of
      *                                    its own that is not the peer's, named with its remedy (no
      *                                    room in the shared directory for a large message's bounce
      *                                    ring, say); the endpoint stays usable

@@ -15,6 +15,12 @@ public final class CloseFailures {
     private CloseFailures() {
     }
 
+    /** Throws {@code failure} as it is, whichever kind it is (a close kept it to report later); nothing when it is null. */
+    public static void rethrow(Throwable failure) {
+        if (failure instanceof RuntimeException e) throw e;
+        if (failure instanceof Error e) throw e;
+    }
+
     /**
      * Throws {@code collected} (a {@code ConduitException} whose suppressed exceptions are the
      * failures), or, when one of those is the JVM's own error, that error, with the others

@@ -1,5 +1,7 @@
 package dev.conduit.shm;
 
+import dev.conduit.spi.MappedMemoryFault;
+
 /**
  * What the JDK does when mapped memory disappears under an access, and how Conduit reports it.
  *
@@ -41,15 +43,9 @@ final class MappedMemoryFaults {
         return !plugin.equals("memfd") && !plugin.equals("devdax");
     }
 
-    /** Whether {@code error} is the JDK's report of a fault (SIGBUS) on mapped memory. */
-    static boolean isFault(InternalError error) {
-        String message = error.getMessage();
-        return message != null && message.contains("fault occurred") && message.contains("memory access");
-    }
-
     /** Rethrows {@code error} unless it is a fault on mapped memory; then returns what to say about it. */
     static String describe(InternalError error, String plugin, String what) {
-        if (!isFault(error)) throw error;
+        if (!MappedMemoryFault.is(error)) throw error;
         return plugin + ": " + what + " was truncated by another process while mapped here, or lives on a full file system "
                 + "that could not supply a page on first touch (SIGBUS, reported by the JVM as \"" + error.getMessage() + "\"). "
                 + "Either a peer with write access to the shared directory shrank the file (use the memfd plugin, whose chunks are "

@@ -5,6 +5,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MappedMemoryFault;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
@@ -930,7 +931,7 @@ public final class ShmTransport implements Transport {
         try {
             damage = queue.headerDamage(token);
         } catch (InternalError e) {
-            if (!MappedMemoryFaults.isFault(e)) throw e;
+            if (!MappedMemoryFault.is(e)) throw e;
             return; // truncated, not overwritten: every poll says so
         }
         if (damage == null) return;

@@ -3,6 +3,7 @@ package dev.conduit.internal.worker;
 import dev.conduit.Endpoint;
 import dev.conduit.EndpointErrorHandler;
 import dev.conduit.PeerRegion;
+import dev.conduit.internal.CloseFailures;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
@@ -696,7 +697,7 @@ final class RuntimeEndpoint implements Endpoint {
             if (failure == null) failure = e;
             else failure.addSuppressed(e);
         }
-        RuntimeWorker.rethrow(failure);
+        CloseFailures.rethrow(failure);
     }
 
     private void drainQuietly() {

@@ -22,6 +22,7 @@ import dev.conduit.internal.threading.ThreadPolicies;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MappedMemoryFault;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.RemoteMemory;
@@ -587,10 +588,9 @@ public final class RuntimeWorker implements Worker {
      * handler for it, as the transport returns. Any other {@code InternalError} is rethrown.
      */
     private static ConduitException mappedMemoryFault(InternalError e, String transport) {
-        String message = e.getMessage();
-        if (message == null || !message.contains("fault occurred") || !message.contains("memory access")) throw e;
+        if (!MappedMemoryFault.is(e)) throw e;
         return new ConduitException("transport '" + transport + "': memory it maps faulted (SIGBUS), reported by the JVM as \""
-                + message + "\" after the transport's own check: a file it maps was truncated by another process (posix; memfd "
+                + e.getMessage() + "\" after the transport's own check: a file it maps was truncated by another process (posix; memfd "
                 + "seals its chunks), its file system was full when a page was first touched, or another thread closed what it "
                 + "maps during the access, which the JDK should have prevented (JDK-8364167) (docs/guarantees.md, §6)", e);
     }
@@ -668,13 +668,7 @@ public final class RuntimeWorker implements Worker {
                 else failure.addSuppressed(e);
             }
         }
-        rethrow(failure);
-    }
-
-    /** Throws {@code failure}, whichever kind it is; nothing when it is null. */
-    static void rethrow(Throwable failure) {
-        if (failure instanceof RuntimeException e) throw e;
-        if (failure instanceof Error e) throw e;
+        CloseFailures.rethrow(failure);
     }
 
     // ------------------------------------------------------------------ await and signal
@@ -861,7 +855,7 @@ public final class RuntimeWorker implements Worker {
     }
 
     private void rethrowCloseFailure() {
-        rethrow(closeFailure);
+        CloseFailures.rethrow(closeFailure);
     }
 
     /** Waits until the close under way (closeNow) has finished: it is bounded by the transports' own close. */
