@@ -124,9 +124,9 @@ public interface Conduit extends AutoCloseable {
      * all together, at most one second; what is still open then is closed from this thread, with
      * a WARNING, and calls under way on it may fail. A close a worker's user has started is waited
      * for to its end. So stop, or let finish, the threads that use
-     * workers before closing their {@code Conduit}. Called from a message or error handler, it
-     * closes everything else, and the worker running that handler closes as the call that ran
-     * the handler returns.
+     * workers before closing their {@code Conduit}. Called from a message or error handler, or
+     * from a {@code PayloadEncoder}, it closes everything else, and the worker running that
+     * handler or encoder closes as the call that ran it returns.
      *
      * <p>From the moment a close starts, {@link #newWorker}, {@link #pool} and {@link #importRegion}
      * throw {@link IllegalStateException}. Only the first close does the work: called while another

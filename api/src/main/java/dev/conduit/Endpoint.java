@@ -195,7 +195,12 @@ public interface Endpoint extends AutoCloseable {
     /** Why the endpoint failed, or {@code null} while it has not. */
     PeerFailedException failure();
 
-    /** Closes the peer regions opened through this endpoint and the connection. Idempotent. */
+    /**
+     * Closes the peer regions opened through this endpoint and the connection. Idempotent.
+     *
+     * @throws IllegalStateException when called from a {@link PayloadEncoder} of a send on this
+     *         endpoint (its message is under way in the peer's memory); it closes nothing
+     */
     @Override
     void close();
 }

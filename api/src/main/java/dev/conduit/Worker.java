@@ -88,7 +88,8 @@ public interface Worker extends AutoCloseable {
      *
      * <p>If a handler throws, the message still counts as delivered (never delivered again); the
      * transport finishes its progress step, and then this method rethrows the exception (later
-     * ones of the same call are added to it as suppressed). If a transport throws (it cannot go
+     * ones of the same call are added to it as suppressed, while it holds fewer than 16: a
+     * preallocated exception thrown again and again does not grow without bound). If a transport throws (it cannot go
      * on, and says why: a shared-memory worker whose mapping faulted, say), the other transports
      * still progress and error handlers still run; then this method throws that exception, with a
      * handler's exception of the same call suppressed in it.
@@ -133,6 +134,10 @@ public interface Worker extends AutoCloseable {
      * {@code ConduitException} is thrown with every failure suppressed in it. Idempotent. Closing
      * the worker's {@link Conduit} closes it too ({@link Conduit#close()} says how, when another
      * thread is using it).
+     *
+     * @throws IllegalStateException when called from one of the worker's message or error
+     *         handlers, or from a {@link dev.conduit.spi.PayloadEncoder} of a send on one of its
+     *         endpoints (the send's message is under way in the peer's memory); it closes nothing
      */
     @Override
     void close();

@@ -258,6 +258,21 @@ class PerfRunTest {
     }
 
     /**
+     * Over a TCP bootstrap there is no file to name: a client that cannot connect to the worker the
+     * bootstrap names says why, and gives no advice about a file it never read.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aClientOfATcpBootstrapThatCannotConnectSaysWhyAndNamesNoFile() throws Exception {
+        try (TcpServer server = TcpServer.start("-t", "memfd")) {
+            Result result = conduit.run(server.client("-t", "posix", "am_lat", "-n", "10", "--timeout", "5s"));
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains("no transport in common").doesNotContain("may be gone").doesNotContain("remove the file");
+        }
+    }
+
+    /**
      * A server told to exit with its standard input removes the directory it served in only when
      * that is a private directory a client made for it: any other (the default shared directory, one
      * given by hand) holds other processes' files.
@@ -412,8 +427,8 @@ class PerfRunTest {
 
     /** A server that hands out its bootstrap over TCP ({@code --listen 127.0.0.1:0}); its clients use its directory too ({@link #client}). */
     private record TcpServer(ServerProcess server, String port) implements AutoCloseable {
-        static TcpServer start() throws Exception {
-            ServerProcess server = ServerProcess.start("cperf-tcp", "--listen", "127.0.0.1:0", "--exit-with-stdin");
+        static TcpServer start(String... args) throws Exception {
+            ServerProcess server = ServerProcess.start("cperf-tcp", concat(List.of("--listen", "127.0.0.1:0", "--exit-with-stdin"), args));
             try {
                 return new TcpServer(server, server.await(Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)")));
             } catch (IOException | RuntimeException | Error e) {

@@ -29,7 +29,7 @@ final class MessageDispatch implements MessageSink {
     private static final System.Logger LOG = System.getLogger("dev.conduit.worker");
     private static final VarHandle PAGES = MethodHandles.arrayElementVarHandle(MessageHandler[][].class);
     private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(MessageHandler[].class);
-    /** Exceptions beyond the first of one progress call kept as suppressed, at most. */
+    /** Exceptions kept as suppressed in one that progress throws, at most. */
     private static final int MAX_SUPPRESSED = 16;
     /** The {@link #warned} bit of every id outside 0..65535. */
     private static final int OUT_OF_RANGE = 1 << 16;
@@ -142,6 +142,16 @@ final class MessageDispatch implements MessageSink {
     }
 
     /**
+     * Adds {@code t} to {@code into}'s suppressed exceptions while it holds fewer than
+     * {@value #MAX_SUPPRESSED}. The bound is on the object, not on one call: a handler or plugin
+     * that throws one preallocated exception every time (as allocation-free code does) would
+     * otherwise have it grow by each call's other failures for as long as the worker runs.
+     */
+    static void suppress(Throwable into, Throwable t) {
+        if (t != into && into.getSuppressed().length < MAX_SUPPRESSED) into.addSuppressed(t);
+    }
+
+    /**
      * What one thread's delivery needs: its flyweight, whether a handler runs (and on which
      * thread: a confined transport runs it on its own thread), whether a transport's progress is on
      * the stack, and the handler exceptions to rethrow.
@@ -154,19 +164,14 @@ final class MessageDispatch implements MessageSink {
         int inTransport;
         Thread thread;
         private Throwable failure;
-        private int suppressed;
 
         Delivery(Message message) {
             this.message = message;
         }
 
         void fail(Throwable t) {
-            if (failure == null) {
-                failure = t;
-            } else if (t != failure && suppressed < MAX_SUPPRESSED) {
-                suppressed++;
-                failure.addSuppressed(t);
-            }
+            if (failure == null) failure = t;
+            else suppress(failure, t);
         }
 
         boolean failed() {
@@ -177,8 +182,7 @@ final class MessageDispatch implements MessageSink {
         void attachTo(Throwable e) {
             Throwable t = failure;
             failure = null;
-            suppressed = 0;
-            if (t != null && t != e) e.addSuppressed(t);
+            if (t != null) suppress(e, t);
         }
 
         /** Throws the kept handler exception, if any, and forgets it. */
@@ -186,7 +190,6 @@ final class MessageDispatch implements MessageSink {
             Throwable t = failure;
             if (t == null) return;
             failure = null;
-            suppressed = 0;
             if (t instanceof RuntimeException r) throw r;
             if (t instanceof Error e) throw e;
             throw new ConduitException("a message handler threw " + t, t);

@@ -82,8 +82,13 @@ final class RuntimeEndpoint implements Endpoint {
      * must be exactly {@code maxLength} long, and a view cannot be pointed elsewhere.
      */
     private MemorySegment[] targets;
-    /** Whether an encoder of a send on this endpoint is running: a send it makes here would overwrite or overtake its message. */
-    private boolean encoding;
+    /**
+     * The thread whose encoder of a send on this endpoint is running, else {@code null}: a send it
+     * makes here would overwrite or overtake its message, and a close of this endpoint or its
+     * worker would unmap the memory it writes. Written under the endpoint's lock; read without it
+     * only by a thread asking whether it is that thread, which its own writes answer.
+     */
+    private Thread encodingThread;
     /** Whether {@link #pending} is not empty (counted once in the worker's backlog count). */
     private volatile boolean backlogged;
     private volatile PeerFailedException failure;
@@ -141,7 +146,7 @@ final class RuntimeEndpoint implements Endpoint {
             lock();
             try {
                 checkUsable();
-                if (encoding) throw encoderSent();
+                if (encodingThread != null) throw encoderSent();
                 if (pending.isEmpty()) {
                     boolean sent;
                     try {
@@ -177,12 +182,12 @@ final class RuntimeEndpoint implements Endpoint {
             lock();
             try {
                 checkUsable();
-                if (encoding) throw encoderSent();
-                encoding = true;
+                if (encodingThread != null) throw encoderSent();
+                encodingThread = Thread.currentThread();
                 try {
                     return encode(id, header, maxLength, encoder);
                 } finally {
-                    encoding = false;
+                    encodingThread = null;
                 }
             } finally {
                 unlock();
@@ -641,13 +646,18 @@ final class RuntimeEndpoint implements Endpoint {
     private void refuseFromItsEncoder() {
         lock();
         try {
-            if (encoding) {
+            if (encodingThread != null) {
                 throw new IllegalStateException("a PayloadEncoder closed the endpoint it is encoding for; it must not (its message "
                         + "is under way in the peer's memory): close after send(...) returns");
             }
         } finally {
             unlock();
         }
+    }
+
+    /** Whether an encoder of a send on this endpoint runs on the calling thread now (for the worker's close). */
+    boolean encodingOnCurrentThread() {
+        return encodingThread == Thread.currentThread();
     }
 
     /**

@@ -319,6 +319,22 @@ public final class RuntimeWorker implements Worker {
         }
     }
 
+    /**
+     * Whether the calling thread is inside a {@code PayloadEncoder} of a send on one of this
+     * worker's endpoints: a close now would unmap, under that send, the memory its claimed record
+     * lies in (as the endpoint's own close would, which it refuses).
+     */
+    private boolean calledBackOnCurrentThread() {
+        return dispatch.handlingOnCurrentThread() || encodingOnCurrentThread();
+    }
+
+    private boolean encodingOnCurrentThread() {
+        for (RuntimeEndpoint ep : endpoints) {
+            if (ep.encodingOnCurrentThread()) return true;
+        }
+        return false;
+    }
+
     // ------------------------------------------------------------------ what the application sees
 
     @Override
@@ -598,7 +614,7 @@ public final class RuntimeWorker implements Worker {
     /** {@code first}, with {@code later} suppressed in it; or {@code later} when there was none. */
     private static RuntimeException withSuppressed(RuntimeException first, RuntimeException later) {
         if (first == null) return later;
-        if (later != first) first.addSuppressed(later);
+        MessageDispatch.suppress(first, later);
         return first;
     }
 
@@ -804,12 +820,12 @@ public final class RuntimeWorker implements Worker {
      * way, or the next one, closes the worker as it leaves ({@link #exit}), and a thread asleep in
      * {@code await} is woken for that. {@link #closeFromConduit} then waits, for all workers
      * together, at most {@link #OWNER_CLOSE_WAIT_NANOS}. Called from one of the worker's own
-     * handlers, it asks the call running the handler.
+     * handlers or {@code PayloadEncoder}s, it asks the call running it.
      */
     public void requestCloseFromConduit() {
         if (closed) return;
         closedByConduitOn = Thread.currentThread().getName();
-        boolean ask = dispatch.handlingOnCurrentThread() || switch (guard) {
+        boolean ask = calledBackOnCurrentThread() || switch (guard) {
             case OwnerCheck owned -> owned.owner() != Thread.currentThread() && owned.owner().isAlive();
             case OverlapCheck serialized -> true;
             case RuntimeLock locked -> true;
@@ -839,7 +855,7 @@ public final class RuntimeWorker implements Worker {
             return;
         }
         if (closeRequested) {
-            if (dispatch.handlingOnCurrentThread()) return; // the call running the handler closes it as it returns
+            if (calledBackOnCurrentThread()) return; // the call running the handler or encoder closes it as it returns
             if (awaitCloseByItsUsers()) {
                 rethrowCloseFailure();
                 return;
@@ -910,6 +926,10 @@ public final class RuntimeWorker implements Worker {
     private void closeGuarded() {
         if (closed) return;
         ensureNotInHandler(dispatch.delivery(), "close()");
+        if (encodingOnCurrentThread()) {
+            throw new IllegalStateException("a PayloadEncoder closed the worker of the endpoint it is encoding for; it must not (its "
+                    + "message is under way in the peer's memory): close after send(...) returns");
+        }
         closeNow();
     }
 

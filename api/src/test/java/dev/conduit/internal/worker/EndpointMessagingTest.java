@@ -444,6 +444,29 @@ class EndpointMessagingTest {
         assertThat(seen).containsExactly(0L, 1L, 2L, 3L, 4L, 5L);
     }
 
+    /**
+     * Allocation-free code throws one preallocated exception; each progress call used to add that
+     * call's other failures to it, so it grew for as long as the worker ran.
+     */
+    @Test
+    void aPreallocatedExceptionThatAHandlerThrowsEveryTimeKeepsABoundedNumberOfSuppressed() {
+        Pair p = pair(16);
+        IllegalStateException preallocated = new IllegalStateException("rejected (preallocated)");
+        p.receiver().onMessage(1, m -> {
+            throw preallocated;
+        });
+        p.receiver().onMessage(2, m -> {
+            throw new IllegalArgumentException("bad message " + m.payloadLong(0));
+        });
+        for (long call = 0; call < 200; call++) {
+            p.endpoint().send(1, longs(call));
+            p.endpoint().send(2, longs(call));
+            assertThatThrownBy(p.receiver()::progress).isSameAs(preallocated);
+        }
+        assertThat(preallocated.getSuppressed()).hasSize(16)
+                .allSatisfy(s -> assertThat(s).isInstanceOf(IllegalArgumentException.class));
+    }
+
     @Test
     void theMessageIsAFlyweightValidOnlyDuringTheHandler() {
         Pair p = pair(16);
@@ -717,6 +740,52 @@ class EndpointMessagingTest {
         progressUntil(() -> !seen.isEmpty(), p.receiver());
         assertThat(seen).containsExactly(7L);
         ep.close();
+    }
+
+    /** As its endpoint's close would, its worker's close unmapped the peer's queue under the claimed record. */
+    @Test
+    void anEncoderThatClosesItsWorkerIsRefused() {
+        Pair p = pair(16);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        Endpoint ep = p.endpoint();
+        assertThatThrownBy(() -> ep.send(1, MemorySegment.NULL, 4096, target -> {
+            p.sender().close();
+            return 0;
+        })).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("a PayloadEncoder closed the worker of the endpoint it is encoding for");
+        assertThat(p.plugin().transports.getFirst().closed).as("the refused close closed nothing").isFalse();
+        ep.send(1, longs(7));
+        progressUntil(() -> !seen.isEmpty(), p.receiver());
+        assertThat(seen).containsExactly(7L);
+        p.sender().close();
+        assertThat(p.plugin().transports.getFirst().closed).isTrue();
+    }
+
+    /**
+     * Like a handler's close of the Conduit: the Conduit closes everything else, and the worker
+     * closes as the send returns, after its message went out. It used to close the worker under
+     * the encoder, which then wrote into a closed endpoint.
+     */
+    @Test
+    void anEncoderThatClosesItsConduitHasTheWorkerClosedAsItsSendReturns() {
+        LoopbackPlugin senderSide = new LoopbackPlugin("lo", 16, false);
+        Conduit senders = loopbacks.conduit(senderSide);
+        Worker sender = senders.newWorker(ThreadMode.SINGLE);
+        Worker receiver = loopbacks.conduit(new LoopbackPlugin("lo", 16, false)).newWorker(ThreadMode.SINGLE);
+        List<Long> seen = recordFirstLongs(receiver);
+        Endpoint ep = sender.connect(receiver.address());
+
+        long sent = ep.send(1, MemorySegment.NULL, 4096, target -> {
+            senders.close();
+            target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 42L);
+            return 8;
+        });
+
+        assertThat(sent).isEqualTo(8);
+        assertThat(senderSide.transports).singleElement().satisfies(t -> assertThat(t.closed).as("closed as the send returned").isTrue());
+        assertThatThrownBy(sender::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
+        progressUntil(() -> !seen.isEmpty(), receiver);
+        assertThat(seen).containsExactly(42L);
     }
 
     /**
