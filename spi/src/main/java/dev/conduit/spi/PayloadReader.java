@@ -175,7 +175,12 @@ public final class PayloadReader {
         }
     }
 
-    private static String printable(String s) {
+    /**
+     * Text a peer sent, fit for a message or a log line: characters outside printable ASCII
+     * (line breaks, escapes, which could forge lines or hide text) written as {@code \\uXXXX},
+     * and at most 64 of them, then "...".
+     */
+    public static String printable(String s) {
         StringBuilder b = new StringBuilder();
         for (int i = 0; i < s.length() && i < 64; i++) {
             char c = s.charAt(i);

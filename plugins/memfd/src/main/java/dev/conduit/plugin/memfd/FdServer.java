@@ -10,6 +10,7 @@ import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.RepeatedWarning;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -20,6 +21,7 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -60,7 +62,7 @@ final class FdServer implements AutoCloseable {
      */
     private static final long SOCKET_CHECK_NANOS = 1_000_000_000L;
     /** The least time between two WARNINGs of one kind that a peer or a cleaner can make the server repeat. */
-    private static final long REPEATED_WARNING_NANOS = 60_000_000_000L;
+    private static final Duration REPEATED_WARNING = Duration.ofMinutes(1);
     private static final int DROPPED = -1;
     private static final SecureRandom TOKENS = new SecureRandom();
     private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
@@ -72,11 +74,12 @@ final class FdServer implements AutoCloseable {
     private final String socketPath;
     /** Replaced only by the server thread ({@link #bindAgainIfRemoved}); closed by {@link #close()} after that thread ended. */
     private FileDescriptor listener;
-    /** When a failed rebind was last said (server thread only); 0 after a success. */
-    private long lastRebindWarning;
-    /** When a refused peer was last said, and how many were refused since (server thread only). */
-    private long lastRefusalWarning;
-    private long refusedSinceWarning;
+    /** A failed rebind, said again only after a minute or a success. */
+    private final RepeatedWarning rebindFailed;
+    /** A refused peer: any user may connect as fast as it likes. */
+    private final RepeatedWarning refusedPeer;
+    /** An accept that failed (out of descriptors, typically), retried until it works. */
+    private final RepeatedWarning acceptFailed;
     private final FileDescriptor stop;
     private final int ownUid;
     private final Set<Integer> allowedUids;
@@ -103,6 +106,9 @@ final class FdServer implements AutoCloseable {
         this.allowedUids = Set.copyOf(allowedUids);
         this.timeoutNanos = timeoutNanos;
         this.logger = logger;
+        this.rebindFailed = new RepeatedWarning(logger, REPEATED_WARNING);
+        this.refusedPeer = new RepeatedWarning(logger, REPEATED_WARNING);
+        this.acceptFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.thread = Thread.ofPlatform().daemon().name("conduit-memfd-server-" + owner.substring(0, 8))
                 .unstarted(this::serveUntilStopped);
     }
@@ -301,19 +307,15 @@ final class FdServer implements AutoCloseable {
                 }
             }
             if (fresh != null) fresh.close();
-            long now = System.nanoTime();
-            if (lastRebindWarning == 0 || now - lastRebindWarning >= REPEATED_WARNING_NANOS) {
-                lastRebindWarning = now;
-                logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while "
-                        + "in use, and binding it again failed (" + e.getMessage() + "); it is tried every second (said once a minute). "
-                        + "Imports of this provider's chunks fail until then");
-            }
+            rebindFailed.log(() -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while "
+                    + "in use, and binding it again failed (" + e.getMessage() + "); it is tried every second. "
+                    + "Imports of this provider's chunks fail until then");
             return;
         }
         FileDescriptor old = listener;
         listener = fresh;
         old.close();
-        lastRebindWarning = 0;
+        rebindFailed.reset();
         logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while in use "
                 + "(a cleanup job, or systemd-logind with RemoveIPC=yes, which removes a user's /dev/shm files when its last session "
                 + "ends); it is bound again. Imports tried meanwhile failed. Keep such cleaners off the shared directory");
@@ -326,8 +328,8 @@ final class FdServer implements AutoCloseable {
         } catch (ErrnoException e) {
             // Out of descriptors or buffers: the connection stays queued, so poll would report it
             // again at once. Pause instead of spinning, and stay stoppable while paused.
-            logger.log(WARNING, () -> "memfd fd server on " + socketPath + ": " + e.getMessage() + "; retrying in "
-                    + ACCEPT_RETRY_MILLIS + " ms");
+            acceptFailed.log(() -> "memfd fd server on " + socketPath + ": accepting a connection failed: " + e.getMessage()
+                    + "; retrying every " + ACCEPT_RETRY_MILLIS + " ms");
             libc.poll(stop, POLLIN, ACCEPT_RETRY_MILLIS);
             return;
         }
@@ -380,14 +382,7 @@ final class FdServer implements AutoCloseable {
      * does not admit may connect as fast as it likes, and must not flood the producer's log.
      */
     void logRefusedPeer(PeerCredentials peer) {
-        refusedSinceWarning++;
-        long now = System.nanoTime();
-        if (lastRefusalWarning != 0 && now - lastRefusalWarning < REPEATED_WARNING_NANOS) return;
-        long refused = refusedSinceWarning;
-        refusedSinceWarning = 0;
-        lastRefusalWarning = now;
-        logger.log(WARNING, () -> refusedPeerMessage(peer, UserNamespace.current())
-                + (refused > 1 ? " (" + refused + " connections refused since the last such warning; said once a minute)" : ""));
+        refusedPeer.log(() -> refusedPeerMessage(peer, UserNamespace.current()));
     }
 
     /** Why {@code peer} was refused, for the log; in a user namespace, what its overflow uid stands for. */

@@ -749,7 +749,9 @@ final class FfmVerbs implements Verbs {
                 attr.set(JAVA_INT, QP_ATTR_SQ_PSN, packetSequence);
                 attr.set(JAVA_BYTE, QP_ATTR_TIMEOUT, (byte) 14);
                 attr.set(JAVA_BYTE, QP_ATTR_RETRY_CNT, (byte) 7);
-                attr.set(JAVA_BYTE, QP_ATTR_RNR_RETRY, (byte) 7);
+                // 6, not 7 (which retries without end): credits keep a correct peer's receives posted, so a SEND finds none
+                // only at a broken or hostile peer, which must fail the endpoint rather than stall its sends and flush for good.
+                attr.set(JAVA_BYTE, QP_ATTR_RNR_RETRY, (byte) 6);
                 attr.set(JAVA_BYTE, QP_ATTR_MAX_RD_ATOMIC, (byte) 1);
                 return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
             });

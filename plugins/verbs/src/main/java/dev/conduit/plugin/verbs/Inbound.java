@@ -75,10 +75,11 @@ final class Inbound extends VerbsTransport.Connection {
             qp.toReadyToReceive(transport.path(request), domain.port(), domain.gidIndex());
             qp.toReadyToSend(in.psn);
             return in;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) { // an Error too (out of memory for the buffers): nothing stays on the device
             // Completions of receives posted before the failure name a slot no connection holds with this generation: dropped.
-            throw new Teardown("closing a connection that could not be built").queuePair(qp).region(credit).region(receive)
+            new Teardown("closing a connection that could not be built").queuePair(qp).region(credit).region(receive)
                     .memory(arena).suppressedInto(e);
+            throw e;
         }
     }
 
@@ -186,9 +187,23 @@ final class Inbound extends VerbsTransport.Connection {
         try {
             probe.clear();
             int n = wireup.read(probe);
-            return n < 0 || n > 0; // nothing is sent after the handshake: data is a protocol breach, treated as the end
+            if (n > 0) {
+                // Nothing is sent after the handshake: data is a protocol breach, which ends the connection like a close.
+                transport.logger.log(System.Logger.Level.WARNING, () -> "verbs: closed the inbound connection from " + describePeer()
+                        + ": it sent bytes on its wire-up connection after the handshake, where the protocol has none (a protocol "
+                        + "breach: a peer of another version, or not a Conduit verbs transport)");
+            }
+            return n != 0;
         } catch (IOException e) {
             return true;
+        }
+    }
+
+    private String describePeer() {
+        try {
+            return String.valueOf(wireup.getRemoteAddress());
+        } catch (IOException e) {
+            return "a connector whose address is unknown (" + e.getMessage() + ")";
         }
     }
 

@@ -128,8 +128,13 @@ final class Records {
                 total = recordTotal;
                 reassembled = part;
             } else if (type == MORE) {
-                if (reassembled < 0 || recordId != id || recordTotal != total || header != 0 || reassembled + part > total) {
+                if (reassembled < 0) {
                     throw new ProtocolError("a continuation record that continues no message in progress");
+                }
+                if (recordId != id || recordTotal != total || header != 0 || reassembled + part > total) {
+                    throw new ProtocolError("a continuation record that does not fit the message in progress (id " + id + ", "
+                            + total + " bytes, " + reassembled + " received): its id " + recordId + ", total " + recordTotal
+                            + ", header " + header + " (continuations carry none) and " + part + " bytes");
                 }
                 MemorySegment.copy(buffer, body, reassembly, headerLength + reassembled, part);
                 reassembled += part;

@@ -63,6 +63,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     private ByteBuffer replyBody;
     private State state = State.CONNECTING;
     private long sent;
+    /** The peer's credit word when last read: it only grows, and never past {@link #sent}. */
+    private long freedByPeer;
     private PeerFailedException failure;
     private boolean reported;
     private RemoteRegion lastRegion;
@@ -106,7 +108,9 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         VerbsEndpoint endpoint = null;
         try {
             qp = domain.protectionDomain().createQueuePair(transport.sendQueue, transport.receiveQueue, transport.sendBuffers, 1);
-            qp.toInit(domain.port(), domain.access());
+            // The acceptor only writes the credit word through this queue pair: no remote read or atomics, or a hostile
+            // acceptor could read or change any registered memory of this worker whose key and address it learns or guesses.
+            qp.toInit(domain.port(), VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
             ring = domain.protectionDomain().register(VerbsTransport.allocate(arena, (long) transport.sendBuffers * transport.bufferSize),
                     VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
             credit = domain.protectionDomain().register(VerbsTransport.allocate(arena, 64),
@@ -137,6 +141,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             throw release(transport, endpoint, peer, channel, credit, ring, qp, arena).suppressedInto(
                     new ConduitException("verbs: wire-up with " + peer.host() + ":" + peer.tcpPort() + " failed: " + e.getMessage(), e));
         } catch (RuntimeException e) {
+            throw release(transport, endpoint, peer, channel, credit, ring, qp, arena).suppressedInto(e);
+        } catch (Error e) { // out of memory for the buffers, say: the queue pair and registrations are torn down all the same
             throw release(transport, endpoint, peer, channel, credit, ring, qp, arena).suppressedInto(e);
         }
     }
@@ -212,8 +218,13 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         }
         try {
             probe.clear();
-            if (wireup.read(probe) != 0) {
+            int read = wireup.read(probe);
+            if (read < 0) {
                 return fail("the peer closed its end of the wire-up connection: its worker closed or its process died");
+            }
+            if (read > 0) {
+                return fail("the peer sent " + read + " more bytes on the wire-up connection after its reply, where the protocol has "
+                        + "none: a protocol breach (a peer of another version, or not a Conduit verbs transport)");
             }
         } catch (IOException e) {
             // ETIMEDOUT once TCP keepalive gave up on a crashed host or a cut network; ECONNRESET from a peer host that rebooted.
@@ -290,7 +301,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             return false;
         }
         int records = Records.count(headerLength, payloadLength, recordSize);
-        long credits = peer.receiveBuffers() - (sent - VerbsTransport.readLong(creditWord.memory(), 0));
+        long credits = peer.receiveBuffers() - (sent - freedByPeer());
         if (records > credits || records > freeCount) {
             transport.pollSendQueue();
             if (records > freeCount || failure != null) {
@@ -318,6 +329,23 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             sent++;
         }
         return true;
+    }
+
+    /**
+     * The peer's credit word, checked: the peer writes it (RDMA WRITE), so a broken or hostile one
+     * could grant credits for SENDs never made, which would overrun its receive buffers.
+     */
+    private long freedByPeer() {
+        long freed = VerbsTransport.readLong(creditWord.memory(), 0);
+        if (freed != freedByPeer) {
+            if (freed > sent || freed < freedByPeer) {
+                fail("its credit word says " + freed + " of this endpoint's SENDs were received, after " + freedByPeer + " and with "
+                        + sent + " sent: it can only grow, up to the SENDs made (a protocol breach)");
+                checkUsable();
+            }
+            freedByPeer = freed;
+        }
+        return freed;
     }
 
     private void post(int slot, int opcode, long offset, int length, long remoteAddress, int remoteKey, long compareAdd, long swap) {
@@ -412,7 +440,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             }
             WireFormat.Region payload = WireFormat.Region.decode(region.payload());
             if (region.chunkOffset() < 0 || region.length() > payload.length() - region.chunkOffset()) {
-                throw new InvalidHandleException("payload.length", "the region (" + region.length() + " bytes at " + region.chunkOffset()
+                throw new InvalidHandleException(region.chunkOffset() < 0 || region.chunkOffset() > payload.length() ? "region.offset"
+                        : "region.length", "the region (" + region.length() + " bytes at " + region.chunkOffset()
                         + ") does not fit the registered chunk of " + payload.length() + " bytes");
             }
             lastPayload = payload;
@@ -489,6 +518,11 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             case Error e -> throw teardown.suppressedInto(e);
             default -> throw new AssertionError(draining);
         }
+    }
+
+    /** The credit word's memory, for tests that write it as a broken peer would. */
+    MemorySegment creditWordMemory() {
+        return creditWord.memory();
     }
 
     /** The wire-up socket, for tests of its options. */

@@ -106,7 +106,7 @@ final class WireFormat {
             }
             String host = r.string("wireup.host", 64);
             if (!isIpLiteral(host)) {
-                throw r.invalid("wireup.host", "'" + host + "' is not an IPv4 or IPv6 address (names are never resolved)");
+                throw r.invalid("wireup.host", "'" + PayloadReader.printable(host) + "' is not an IPv4 or IPv6 address (names are never resolved)");
             }
             int tcpPort = r.u16("wireup.port");
             if (tcpPort == 0) {

@@ -2,8 +2,11 @@ package dev.conduit.plugin.verbs;
 
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.RepeatedWarning;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -11,6 +14,7 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -22,7 +26,6 @@ import java.util.concurrent.locks.LockSupport;
 
 import static java.lang.System.Logger.Level.DEBUG;
 import static java.lang.System.Logger.Level.ERROR;
-import static java.lang.System.Logger.Level.WARNING;
 
 /**
  * The accepting half of the wire-up, on a thread of its own so that a connector is answered
@@ -39,15 +42,26 @@ import static java.lang.System.Logger.Level.WARNING;
  * generation kept by this thread) and given back by the transport when it closes the connection.
  *
  * <p>Everything else of an inbound connection (completions, credits, liveness, close) stays on
- * the progress thread. A bad request or a failure to build the queue pair is logged and its TCP
- * connection closed (the protocol has no error reply: the connector reports the close); neither
- * stops the thread.
+ * the progress thread. A bad request or a failure to build the queue pair (an {@code Error}
+ * too: out of memory for its buffers) is logged and its TCP connection closed (the protocol has no
+ * error reply: the connector reports the close); neither stops the thread.
+ *
+ * <p>Anyone who can reach the listener can connect before a token is checked, so what that costs
+ * is bounded: at most {@value #MAX_HANDSHAKES} connections wait for their request at once, at
+ * most {@value #MAX_HANDSHAKES_PER_ADDRESS} of them from one address, each for at most
+ * {@code wireup.timeout}; connections beyond are closed as they are accepted. Refusals are logged
+ * with the connector's address, at most once a minute ({@link RepeatedWarning}).
  */
 final class WireupServer implements AutoCloseable {
 
     private static final AtomicInteger THREADS = new AtomicInteger();
     /** How long the thread pauses after an unexpected failure of its own loop, so that a persistent one does not spin. */
     private static final long PAUSE_NANOS = 100_000_000L;
+    /** Connections waiting for their request, at most: each holds a descriptor until it is answered or times out. */
+    static final int MAX_HANDSHAKES = 128;
+    /** Of those, from one address: one host that floods the listener leaves room for the others. */
+    static final int MAX_HANDSHAKES_PER_ADDRESS = 32;
+    private static final Duration REPEATED_WARNING = Duration.ofMinutes(1);
 
     private final VerbsTransport transport;
     private final ServerSocketChannel listener;
@@ -62,6 +76,8 @@ final class WireupServer implements AutoCloseable {
     private final Queue<Inbound> handoff = new ConcurrentLinkedQueue<>();
     private final List<Handshake> handshakes = new ArrayList<>();
     private final Thread thread;
+    private final RepeatedWarning refused;
+    private final RepeatedWarning acceptFailed;
     private volatile boolean stopping;
 
     WireupServer(VerbsTransport transport, ServerSocketChannel listener, byte[] token, int firstSlot, int slots) throws IOException {
@@ -70,6 +86,8 @@ final class WireupServer implements AutoCloseable {
         this.token = token;
         this.timeoutNanos = transport.wireupTimeoutMillis * 1_000_000;
         this.logger = transport.logger;
+        this.refused = new RepeatedWarning(logger, REPEATED_WARNING);
+        this.acceptFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.firstSlot = firstSlot;
         this.taken = new AtomicIntegerArray(slots);
         this.generations = new int[slots];
@@ -124,7 +142,7 @@ final class WireupServer implements AutoCloseable {
                         handshakes.remove(h);
                     }
                 }
-            } catch (IOException | RuntimeException e) {
+            } catch (IOException | RuntimeException | Error e) { // an Error too: a thread that ends accepts nobody again
                 logger.log(ERROR, "verbs: the wire-up server of device " + transport.domain.deviceName() + " failed; retrying", e);
                 LockSupport.parkNanos(PAUSE_NANOS);
             }
@@ -138,25 +156,54 @@ final class WireupServer implements AutoCloseable {
                 accepted = listener.accept();
             } catch (IOException e) {
                 // Out of descriptors, typically: the connection stays queued and is tried again after the pause.
-                logger.log(WARNING, "verbs: accepting a wire-up connection failed: " + e.getMessage());
+                acceptFailed.log(() -> "verbs: accepting a wire-up connection on device " + transport.domain.deviceName() + " failed: "
+                        + e.getMessage() + "; retrying every " + PAUSE_NANOS / 1_000_000 + " ms");
                 LockSupport.parkNanos(PAUSE_NANOS);
                 return;
             }
             if (accepted == null) {
                 return;
             }
+            InetAddress from = null;
             try {
+                from = ((InetSocketAddress) accepted.getRemoteAddress()).getAddress();
+                String full = tooMany(from);
+                if (full != null) {
+                    refuse(from, full);
+                    closeQuietly(accepted);
+                    continue;
+                }
                 accepted.configureBlocking(false);
                 accepted.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 transport.keepalive.apply(accepted);
-                Handshake h = new Handshake(accepted, now);
+                Handshake h = new Handshake(accepted, from, now);
                 h.key = accepted.register(selector, SelectionKey.OP_READ);
                 handshakes.add(h);
             } catch (IOException | RuntimeException e) {
-                logger.log(WARNING, "verbs: refused a wire-up connection: " + e);
+                refuse(from, e.toString());
                 closeQuietly(accepted);
             }
         }
+    }
+
+    /** Why a new connection from {@code from} is not taken, or {@code null} when it is. */
+    private String tooMany(InetAddress from) {
+        if (handshakes.size() >= MAX_HANDSHAKES) {
+            return MAX_HANDSHAKES + " connections are waiting for their request already, the most this listener lets wait "
+                    + "(each one's wait ends with its request, or after " + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT) + ")";
+        }
+        int same = 0;
+        for (Handshake h : handshakes) {
+            if (h.from.equals(from)) same++;
+        }
+        return same < MAX_HANDSHAKES_PER_ADDRESS ? null : same + " connections from this address are waiting for their request "
+                + "already, the most one address may have waiting (each one's wait ends with its request, or after "
+                + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT) + ")";
+    }
+
+    private void refuse(InetAddress from, String why) {
+        refused.log(() -> "verbs: refused a wire-up connection" + (from == null ? "" : " from " + from.getHostAddress()) + " on device "
+                + transport.domain.deviceName() + ": " + why);
     }
 
     /** Takes a free inbound slot and advances its generation; the transport frees it with {@link #release}. */
@@ -175,13 +222,15 @@ final class WireupServer implements AutoCloseable {
     /** A wire-up connection accepted, until its request is read and answered. */
     private final class Handshake {
         private final SocketChannel channel;
+        private final InetAddress from;
         private final long started;
         private final ByteBuffer length = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN);
         private ByteBuffer body;
         SelectionKey key;
 
-        Handshake(SocketChannel channel, long started) {
+        Handshake(SocketChannel channel, InetAddress from, long started) {
             this.channel = channel;
+            this.from = from;
             this.started = started;
         }
 
@@ -217,7 +266,7 @@ final class WireupServer implements AutoCloseable {
                 Inbound in;
                 try {
                     in = Inbound.build(transport, channel, request, slot[0], slot[1]);
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) {
                     release(slot[0]);
                     throw e;
                 }
@@ -226,7 +275,8 @@ final class WireupServer implements AutoCloseable {
                     in.reply(request);
                 } catch (IOException e) {
                     // The transport owns the connection now: closing the socket makes its liveness check drop it.
-                    logger.log(WARNING, "verbs: the wire-up reply could not be sent (" + e.getMessage() + "); the connection is dropped");
+                    refused.log(() -> "verbs: the wire-up reply to " + from.getHostAddress() + " could not be sent (" + e.getMessage()
+                            + "); the connection is dropped");
                     closeQuietly(channel);
                 }
                 logger.log(DEBUG, () -> "verbs: accepted a connection from queue pair " + request.qpn());
@@ -235,6 +285,8 @@ final class WireupServer implements AutoCloseable {
                 return abandon(e.getMessage());
             } catch (IOException | RuntimeException e) {
                 return abandon(e.toString());
+            } catch (Error e) { // out of memory for the connection's buffers, say: its slot is free again, its queue pair gone
+                return abandon("building the connection failed: " + e);
             }
         }
 
@@ -243,7 +295,7 @@ final class WireupServer implements AutoCloseable {
         }
 
         private boolean abandon(String why) {
-            logger.log(WARNING, "verbs: refused a wire-up connection: " + why);
+            refuse(from, why);
             closeQuietly(channel);
             return true;
         }

@@ -389,6 +389,173 @@ class LoopbackTransportTest {
         assertThatThrownBy(() -> e.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
     }
 
+    /**
+     * Out of memory while the wire-up thread builds a connection (its receive buffers, say): the
+     * thread used to die with it, keeping the queue pair on the device and the slot taken, and
+     * every later connector waited for a reply that never came.
+     */
+    @Test
+    void anErrorWhileBuildingAnInboundConnectionLeavesNothingBehindAndTheNextConnectorIsServed() {
+        TestWorker a = peer("verbs.wireup.timeout", "2s");
+        TestWorker b = peer();
+        verbs.throwFromNextPostReceive(new OutOfMemoryError("simulated: no memory left for the receive buffers"));
+        TransportEndpoint first = a.connect(b);
+        progressUntil(() -> !a.failures.isEmpty(), a, b);
+        assertThat(a.failures.getFirst()).hasMessageContaining("before it replied");
+        assertThat(b.transport.wireupThread().isAlive()).as("the wire-up thread").isTrue();
+        assertThat(b.transport.inboundSlotsTaken()).as("the slot of the connection that could not be built").isZero();
+        first.close();
+
+        TransportEndpoint second = connected(a.connect(b), a, b);
+        send(second, 1, MemorySegment.NULL, bytes("served"), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+        // the queue pair and regions of the first: the leak check after each test
+    }
+
+    /**
+     * Anyone who reaches the listener can connect before a token is checked: connections that
+     * wait for their request are bounded, in all and per address, so that a flood of silent ones
+     * exhausts neither the process's descriptors nor the listener for everybody else.
+     */
+    @Test
+    void silentConnectionsBeyondTheMostOneAddressMayHaveWaitingAreClosedAndOthersAreServed() throws Exception {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.wireup.timeout", "60s");
+        int port = WireFormat.Address.decode(new PayloadReader(b.transport.address())).tcpPort();
+        int extra = 8;
+        List<SocketChannel> silent = new ArrayList<>();
+        try {
+            for (int i = 0; i < WireupServer.MAX_HANDSHAKES_PER_ADDRESS + extra; i++) {
+                SocketChannel c = SocketChannel.open();
+                silent.add(c);
+                c.bind(new InetSocketAddress("127.0.0.2", 0)); // another address than the connector's below
+                c.connect(new InetSocketAddress("127.0.0.1", port));
+                c.configureBlocking(false);
+            }
+            progressUntil(() -> closedByPeer(silent) == extra, b);
+            assertThat(closedByPeer(silent)).as("the first ones wait for their request").isEqualTo(extra);
+
+            TransportEndpoint e = connected(a.connect(b), a, b);
+            send(e, 1, MemorySegment.NULL, bytes("served"), a, b);
+            progressUntil(() -> b.received.size() == 1, a, b);
+        } finally {
+            for (SocketChannel c : silent) {
+                c.close();
+            }
+        }
+    }
+
+    /** How many of {@code channels} read the end of the stream: the server closed them. */
+    private static int closedByPeer(List<SocketChannel> channels) {
+        int closed = 0;
+        ByteBuffer one = ByteBuffer.allocate(1);
+        for (SocketChannel c : channels) {
+            try {
+                one.clear();
+                if (c.read(one) < 0) closed++;
+            } catch (java.io.IOException e) {
+                closed++;
+            }
+        }
+        return closed;
+    }
+
+    /** Nothing is sent after the handshake: a connector that does is dropped as for a close. */
+    @Test
+    void aConnectorThatSendsBytesOnTheWireupConnectionAfterTheHandshakeIsDropped() throws Exception {
+        TestWorker b = peer();
+        try (Arena arena = Arena.ofConfined(); RawConnector raw = rawConnector(b, arena)) {
+            progressUntil(() -> b.transport.inboundSlotsTaken() == 1, b);
+            raw.channel().write(ByteBuffer.wrap(new byte[] {1, 2, 3}));
+            progressUntil(() -> b.transport.inboundSlotsTaken() == 0, b);
+            ByteBuffer eof = ByteBuffer.allocate(8);
+            progressUntil(() -> {
+                try {
+                    return raw.channel().read(eof) < 0;
+                } catch (java.io.IOException e) {
+                    return true;
+                }
+            }, b);
+        }
+    }
+
+    /**
+     * The peer writes the credit word: one that grants credits for SENDs never made (or takes
+     * some back) would have this endpoint overrun its receive buffers, which a device answers with
+     * receiver-not-ready retries. It fails the endpoint, naming the breach.
+     */
+    @Test
+    void aCreditWordPastTheSendsMadeFailsTheEndpointAsAProtocolBreach() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        send(e, 1, MemorySegment.NULL, bytes("one"), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+        ((VerbsEndpoint) e).creditWordMemory().set(Records.LONG, 0, 1_000);
+
+        assertThatThrownBy(() -> e.trySend(1, MemorySegment.NULL, bytes("two"))).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("its credit word says 1000 of this endpoint's SENDs were received").hasMessageContaining("with 1 sent")
+                .hasMessageContaining("protocol breach");
+        progressUntil(() -> !a.failures.isEmpty(), a, b);
+        assertThat(b.received).hasSize(1);
+    }
+
+    /**
+     * The acceptor writes the connector's credit word through the connector's queue pair, and does
+     * nothing else through it: a hostile acceptor that learns a chunk's key and address (any handle
+     * of it) could read it through that queue pair while it granted remote reads.
+     */
+    @Test
+    void anAcceptorCannotReadTheConnectorsMemoryThroughItsQueuePair() throws Exception {
+        TestWorker b = peer();
+        MemoryProvider provider = b.memory();
+        closing.add(provider::close);
+        Chunk chunk = provider.allocate(4096);
+        chunk.segment().setString(0, "secret of b");
+        WireFormat.Region region = WireFormat.Region.decode(new PayloadReader(provider.export(chunk)));
+        try (Arena arena = Arena.ofShared();
+             java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
+                     .bind(new InetSocketAddress("127.0.0.1", 0))) {
+            Verbs.Device device = verbs.open("loop0");
+            Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
+            Verbs.CompletionQueue cq = device.createCompletionQueue(16, null);
+            Verbs.QueuePair qp = pd.createQueuePair(cq, cq, 16, 1);
+            Verbs.MemoryRegion buffer = pd.register(arena.allocate(4096, 4096), VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+            closing.add(() -> {
+                qp.close();
+                buffer.close();
+                cq.close();
+                pd.close();
+            });
+            qp.toInit(1, VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+            byte[] token = new byte[16];
+            byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
+                    64, 8192, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
+            TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
+            closing.add(e::close);
+            try (SocketChannel s = server.accept()) {
+                ByteBuffer request = ByteBuffer.allocate(512);
+                while (request.position() < 2 || request.position() < 2 + Short.toUnsignedInt(request.order(java.nio.ByteOrder.LITTLE_ENDIAN).getShort(0))) {
+                    s.read(request);
+                }
+                WireFormat.Wireup r = WireFormat.Wireup.decode(java.util.Arrays.copyOfRange(request.array(), 2, request.position()),
+                        WireFormat.REQUEST);
+                s.write(ByteBuffer.wrap(new WireFormat.Wireup(WireFormat.REPLY, token, qp.number(), 1, 0, LoopbackVerbs.GID,
+                        VerbsAbi.IBV_MTU_1024, 0, 0).encode()));
+                progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), b);
+                qp.toReadyToReceive(new Verbs.PeerPath(r.qpn(), r.psn(), 0, r.gid(), r.mtu(), true), 1, 0);
+                qp.toReadyToSend(1);
+
+                Verbs.Completions completions = new Verbs.Completions(4);
+                qp.postSend(1, VerbsAbi.IBV_WR_RDMA_READ, buffer, 0, 64, region.address(), region.rkey(), 0, 0);
+                assertThat(cq.poll(completions)).isEqualTo(1);
+                assertThat(completions.status[0]).as("the read's completion").isEqualTo(VerbsAbi.IBV_WC_REM_ACCESS_ERR);
+                assertThat(buffer.memory().getString(0)).doesNotContain("secret");
+            }
+        }
+        provider.free(chunk);
+    }
+
     /** A hand-made connector: a raw queue pair of the simulated fabric, wired up to {@code b} over its TCP listener. */
     private record RawConnector(SocketChannel channel, Verbs.QueuePair qp, Verbs.MemoryRegion buffer, Verbs.ProtectionDomain pd,
                                 Verbs.CompletionQueue cq) implements AutoCloseable {

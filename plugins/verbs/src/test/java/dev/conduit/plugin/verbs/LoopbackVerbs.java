@@ -71,6 +71,8 @@ final class LoopbackVerbs implements Verbs {
     /** What a failing poll throws; {@code null}: the device's error, as {@link FfmVerbs} reports a negative return. */
     private Error pollError;
     private int failedPolls;
+    /** What the next {@code ibv_post_recv} throws ({@link #throwFromNextPostReceive}), or {@code null}. */
+    private Error postReceiveError;
 
     LoopbackVerbs(int atomicCap) {
         this.atomicCap = atomicCap;
@@ -110,6 +112,11 @@ final class LoopbackVerbs implements Verbs {
      */
     synchronized void failNext(String call, int count, int errno) {
         failures.put(call, new int[] {count, errno});
+    }
+
+    /** Makes the next {@code ibv_post_recv} throw {@code error}, as running out of memory in the middle of building a connection would. */
+    synchronized void throwFromNextPostReceive(Error error) {
+        postReceiveError = error;
     }
 
     /** Throws the failure {@link #failNext} asked for {@code call}, if one is due. */
@@ -463,6 +470,11 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public void postReceive(long requestId, MemoryRegion region, long offset, int length) {
             synchronized (LoopbackVerbs.this) {
+                Error error = postReceiveError;
+                if (error != null) {
+                    postReceiveError = null;
+                    throw error;
+                }
                 maybeFail("ibv_post_recv", "loop0 qp " + number);
                 if (state == IBV_QPS_RESET) {
                     throw new ErrnoException("ibv_post_recv", Errno.EINVAL, "loop0", "qp " + number + " in RESET");

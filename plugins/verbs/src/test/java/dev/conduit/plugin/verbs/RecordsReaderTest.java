@@ -83,4 +83,18 @@ class RecordsReaderTest {
         }
         assertThat(delivered).isEmpty();
     }
+
+    /** A continuation that lies about the message in progress says which field lies, not that no message is in progress. */
+    @Test
+    void aContinuationThatDoesNotFitTheMessageInProgressNamesItsFields() {
+        try (Arena arena = Arena.ofConfined(); reader) {
+            MemorySegment buffer = arena.allocate(BUFFER);
+            Records.write(buffer, 0, Records.FIRST, 1, 0, 10, 20);
+            reader.read(buffer, 0, Records.HEADER + 10);
+            Records.write(buffer, 0, Records.MORE, 2, 0, 10, 20);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER + 10)).isInstanceOf(Records.ProtocolError.class)
+                    .hasMessageContaining("does not fit the message in progress (id 1, 20 bytes, 10 received): its id 2, total 20");
+        }
+        assertThat(delivered).isEmpty();
+    }
 }

@@ -1,0 +1,62 @@
+package dev.conduit.spi;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.function.Supplier;
+
+/**
+ * A WARNING that a peer, or a fault that persists, can cause again and again: logged at most
+ * once per interval, with how many were held back since the last one logged. A plugin logs what
+ * a peer sends it wrong, so that its user learns of a broken or hostile peer; a peer that repeats
+ * it as fast as it can connect must not flood the log. Thread-safe.
+ */
+public final class RepeatedWarning {
+
+    private final System.Logger logger;
+    private final long intervalNanos;
+    private final String interval;
+    private long lastLogged;
+    private boolean logged;
+    private long heldBack;
+
+    /**
+     * @param logger   where the warnings go
+     * @param interval the least time between two of them
+     */
+    public RepeatedWarning(System.Logger logger, Duration interval) {
+        this.logger = Objects.requireNonNull(logger, "logger");
+        if (interval.isNegative() || interval.isZero()) throw new IllegalArgumentException("interval " + interval + " is not positive");
+        this.intervalNanos = interval.toNanos();
+        this.interval = interval.toSeconds() > 0 && interval.toMillis() % 1000 == 0 ? interval.toSeconds() + " s" : interval.toMillis() + " ms";
+    }
+
+    /**
+     * Logs the warning {@code message} makes, unless one was logged less than the interval ago:
+     * then only counts it. The message is made only when it is logged.
+     *
+     * @return whether it was logged
+     */
+    public boolean log(Supplier<String> message) {
+        long held;
+        synchronized (this) {
+            long now = System.nanoTime();
+            if (logged && now - lastLogged < intervalNanos) {
+                heldBack++;
+                return false;
+            }
+            held = heldBack;
+            heldBack = 0;
+            logged = true;
+            lastLogged = now;
+        }
+        logger.log(System.Logger.Level.WARNING, () -> message.get() + (held == 0 ? ""
+                : " (" + held + " more like it since the last one logged; such warnings are logged at most once every " + interval + ")"));
+        return true;
+    }
+
+    /** Forgets the last one logged (the fault it told of is over): the next is logged at once. */
+    public synchronized void reset() {
+        logged = false;
+        heldBack = 0;
+    }
+}

@@ -1,0 +1,76 @@
+package dev.conduit.spi;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.ResourceBundle;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class RepeatedWarningTest {
+
+    private final List<String> warnings = new ArrayList<>();
+    private final System.Logger logger = new System.Logger() {
+        @Override
+        public String getName() {
+            return "test";
+        }
+
+        @Override
+        public boolean isLoggable(Level level) {
+            return true;
+        }
+
+        @Override
+        public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
+            warnings.add(level + " " + message);
+        }
+
+        @Override
+        public void log(Level level, ResourceBundle bundle, String format, Object... params) {
+            warnings.add(level + " " + format);
+        }
+    };
+
+    @Test
+    void theFirstIsLoggedAndTheRestOfTheIntervalOnlyCountedAndMadeNever() {
+        RepeatedWarning warning = new RepeatedWarning(logger, Duration.ofMinutes(1));
+        AtomicInteger made = new AtomicInteger();
+        assertThat(warning.log(() -> "refused peer " + made.incrementAndGet())).isTrue();
+        for (int i = 0; i < 1000; i++) assertThat(warning.log(() -> "refused peer " + made.incrementAndGet())).isFalse();
+        assertThat(warnings).containsExactly("WARNING refused peer 1");
+        assertThat(made).as("messages made").hasValue(1);
+    }
+
+    @Test
+    void theNextOneLoggedSaysHowManyWereHeldBack() throws InterruptedException {
+        RepeatedWarning warning = new RepeatedWarning(logger, Duration.ofMillis(20));
+        warning.log(() -> "first");
+        warning.log(() -> "held");
+        warning.log(() -> "held");
+        Thread.sleep(40);
+        assertThat(warning.log(() -> "second")).isTrue();
+        assertThat(warnings).containsExactly("WARNING first", "WARNING second (2 more like it since the last one logged; such warnings "
+                + "are logged at most once every 20 ms)");
+    }
+
+    @Test
+    void afterAResetTheNextIsLoggedAtOnce() {
+        RepeatedWarning warning = new RepeatedWarning(logger, Duration.ofMinutes(1));
+        warning.log(() -> "rebind failed");
+        warning.log(() -> "rebind failed");
+        warning.reset();
+        warning.log(() -> "rebind failed again");
+        assertThat(warnings).containsExactly("WARNING rebind failed", "WARNING rebind failed again");
+    }
+
+    @Test
+    void anIntervalThatIsNotPositiveIsRefused() {
+        assertThatThrownBy(() -> new RepeatedWarning(logger, Duration.ZERO)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("not positive");
+    }
+}
