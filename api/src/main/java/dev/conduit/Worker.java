@@ -88,11 +88,13 @@ public interface Worker extends AutoCloseable {
      *
      * <p>If a handler throws, the message still counts as delivered (never delivered again); the
      * transport finishes its progress step, and then this method rethrows the exception (later
-     * ones of the same call are added to it as suppressed, while it holds fewer than 16: a
-     * preallocated exception thrown again and again does not grow without bound). If a transport throws (it cannot go
+     * ones of the same call are added to it as suppressed). If a transport throws (it cannot go
      * on, and says why: a shared-memory worker whose mapping faulted, say), the other transports
      * still progress and error handlers still run; then this method throws that exception, with a
-     * handler's exception of the same call suppressed in it.
+     * handler's exception of the same call suppressed in it. An exception holds at most 16
+     * suppressed ones, counted over every call: one object thrown again and again (a preallocated
+     * exception) would otherwise grow for as long as the worker runs; what it has no room for is
+     * logged instead (a WARNING, at most once a minute with the count of those left out).
      *
      * @return the number of events handled: messages sent from local queues, plus what the
      *         transports report

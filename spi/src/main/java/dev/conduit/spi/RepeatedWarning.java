@@ -37,6 +37,15 @@ public final class RepeatedWarning {
      * @return whether it was logged
      */
     public boolean log(Supplier<String> message) {
+        return log(message, null);
+    }
+
+    /**
+     * As {@link #log(Supplier)}, with {@code thrown} (may be {@code null}) logged with the message.
+     *
+     * @return whether it was logged
+     */
+    public boolean log(Supplier<String> message, Throwable thrown) {
         long held;
         synchronized (this) {
             long now = System.nanoTime();
@@ -49,8 +58,10 @@ public final class RepeatedWarning {
             logged = true;
             lastLogged = now;
         }
-        logger.log(System.Logger.Level.WARNING, () -> message.get() + (held == 0 ? ""
-                : " (" + held + " more like it since the last one logged; such warnings are logged at most once every " + interval + ")"));
+        String text = message.get() + (held == 0 ? ""
+                : " (" + held + " more like it since the last one logged; such warnings are logged at most once every " + interval + ")");
+        if (thrown == null) logger.log(System.Logger.Level.WARNING, text);
+        else logger.log(System.Logger.Level.WARNING, text, thrown);
         return true;
     }
 

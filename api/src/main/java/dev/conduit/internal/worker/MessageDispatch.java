@@ -4,10 +4,12 @@ import dev.conduit.Message;
 import dev.conduit.MessageHandler;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.RepeatedWarning;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.time.Duration;
 import java.util.BitSet;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -31,6 +33,7 @@ final class MessageDispatch implements MessageSink {
     private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(MessageHandler[].class);
     /** Exceptions kept as suppressed in one that progress throws, at most. */
     private static final int MAX_SUPPRESSED = 16;
+
     /** The {@link #warned} bit of every id outside 0..65535. */
     private static final int OUT_OF_RANGE = 1 << 16;
 
@@ -41,6 +44,8 @@ final class MessageDispatch implements MessageSink {
     private final ThreadLocal<Delivery> perThread;
     private final AtomicLong unhandled = new AtomicLong();
     private final BitSet warned = new BitSet();
+    /** What {@link #suppress} could not attach: logged, so that a handler's exception is never lost without a word. */
+    private final RepeatedWarning notSuppressed = new RepeatedWarning(LOG, Duration.ofMinutes(1));
 
     /**
      * @param concurrent whether several threads may deliver at once (a {@code MULTI} worker whose
@@ -49,9 +54,9 @@ final class MessageDispatch implements MessageSink {
     MessageDispatch(boolean concurrent) {
         if (concurrent) {
             shared = null;
-            perThread = ThreadLocal.withInitial(() -> new Delivery(access.create()));
+            perThread = ThreadLocal.withInitial(() -> new Delivery(access.create(), notSuppressed));
         } else {
-            shared = new Delivery(access.create());
+            shared = new Delivery(access.create(), notSuppressed);
             perThread = null;
         }
     }
@@ -145,10 +150,22 @@ final class MessageDispatch implements MessageSink {
      * Adds {@code t} to {@code into}'s suppressed exceptions while it holds fewer than
      * {@value #MAX_SUPPRESSED}. The bound is on the object, not on one call: a handler or plugin
      * that throws one preallocated exception every time (as allocation-free code does) would
-     * otherwise have it grow by each call's other failures for as long as the worker runs.
+     * otherwise have it grow by each call's other failures for as long as the worker runs. What
+     * finds no room is logged instead, at most once a minute per worker.
      */
-    static void suppress(Throwable into, Throwable t) {
-        if (t != into && into.getSuppressed().length < MAX_SUPPRESSED) into.addSuppressed(t);
+    void suppress(Throwable into, Throwable t) {
+        suppress(into, t, notSuppressed);
+    }
+
+    private static void suppress(Throwable into, Throwable t, RepeatedWarning notSuppressed) {
+        if (t == into) return;
+        if (into.getSuppressed().length < MAX_SUPPRESSED) {
+            into.addSuppressed(t);
+            return;
+        }
+        notSuppressed.log(() -> "an exception of a progress call could not be added to the one the call throws, " + into
+                + ", which holds " + MAX_SUPPRESSED + " suppressed exceptions already (one object thrown again and again, such as a "
+                + "preallocated exception): it is logged here instead", t);
     }
 
     /**
@@ -165,13 +182,16 @@ final class MessageDispatch implements MessageSink {
         Thread thread;
         private Throwable failure;
 
-        Delivery(Message message) {
+        private final RepeatedWarning notSuppressed;
+
+        Delivery(Message message, RepeatedWarning notSuppressed) {
+            this.notSuppressed = notSuppressed;
             this.message = message;
         }
 
         void fail(Throwable t) {
             if (failure == null) failure = t;
-            else suppress(failure, t);
+            else suppress(failure, t, notSuppressed);
         }
 
         boolean failed() {
@@ -182,7 +202,7 @@ final class MessageDispatch implements MessageSink {
         void attachTo(Throwable e) {
             Throwable t = failure;
             failure = null;
-            if (t != null) suppress(e, t);
+            if (t != null) suppress(e, t, notSuppressed);
         }
 
         /** Throws the kept handler exception, if any, and forgets it. */

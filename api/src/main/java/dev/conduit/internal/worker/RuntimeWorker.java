@@ -612,9 +612,9 @@ public final class RuntimeWorker implements Worker {
     }
 
     /** {@code first}, with {@code later} suppressed in it; or {@code later} when there was none. */
-    private static RuntimeException withSuppressed(RuntimeException first, RuntimeException later) {
+    private RuntimeException withSuppressed(RuntimeException first, RuntimeException later) {
         if (first == null) return later;
-        MessageDispatch.suppress(first, later);
+        dispatch.suppress(first, later);
         return first;
     }
 

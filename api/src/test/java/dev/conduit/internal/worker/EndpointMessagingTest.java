@@ -458,13 +458,38 @@ class EndpointMessagingTest {
         p.receiver().onMessage(2, m -> {
             throw new IllegalArgumentException("bad message " + m.payloadLong(0));
         });
-        for (long call = 0; call < 200; call++) {
-            p.endpoint().send(1, longs(call));
-            p.endpoint().send(2, longs(call));
-            assertThatThrownBy(p.receiver()::progress).isSameAs(preallocated);
+        List<java.util.logging.LogRecord> warnings = new ArrayList<>();
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit.worker");
+        java.util.logging.Handler recording = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                if (record.getLevel() == java.util.logging.Level.WARNING) warnings.add(record);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(recording);
+        try {
+            for (long call = 0; call < 200; call++) {
+                p.endpoint().send(1, longs(call));
+                p.endpoint().send(2, longs(call));
+                assertThatThrownBy(p.receiver()::progress).isSameAs(preallocated);
+            }
+        } finally {
+            log.removeHandler(recording);
         }
         assertThat(preallocated.getSuppressed()).hasSize(16)
                 .allSatisfy(s -> assertThat(s).isInstanceOf(IllegalArgumentException.class));
+        assertThat(warnings).as("what found no room is logged, not lost: once a minute").singleElement().satisfies(w -> {
+            assertThat(w.getMessage()).contains("could not be added to the one the call throws").contains("rejected (preallocated)");
+            assertThat(w.getThrown()).hasMessage("bad message 16");
+        });
     }
 
     @Test

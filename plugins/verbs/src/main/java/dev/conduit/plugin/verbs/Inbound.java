@@ -50,16 +50,19 @@ final class Inbound extends VerbsTransport.Connection {
     /**
      * Creates the queue pair for {@code request} on the transport's completion queues in inbound
      * {@code slot}, posts the receive buffers and moves it to RTS. Runs on the wire-up server's
-     * thread; the transport takes the connection from there.
+     * thread; the transport takes the connection from there. When that fails, whatever was built
+     * is torn down and {@code releaseSlot} run, unless a queue pair could not be destroyed.
      */
-    static Inbound build(VerbsTransport transport, SocketChannel wireup, WireFormat.Wireup request, int slot, int generation) {
+    static Inbound build(VerbsTransport transport, SocketChannel wireup, WireFormat.Wireup request, int slot, int generation,
+                         Runnable releaseSlot) {
         VerbsDomain domain = transport.domain;
         Verbs.ProtectionDomain pd = domain.protectionDomain();
-        Arena arena = Arena.ofShared();
+        Arena arena = null;
         Verbs.QueuePair qp = null;
         Verbs.MemoryRegion receive = null;
         Verbs.MemoryRegion credit = null;
         try {
+            arena = Arena.ofShared();
             qp = pd.createQueuePair(transport.sendQueue, transport.receiveQueue, 2, transport.receiveBuffers);
             qp.toInit(domain.port(), domain.access());
             receive = pd.register(VerbsTransport.allocate(arena, (long) transport.receiveBuffers * transport.bufferSize),
@@ -77,8 +80,11 @@ final class Inbound extends VerbsTransport.Connection {
             return in;
         } catch (RuntimeException | Error e) { // an Error too (out of memory for the buffers): nothing stays on the device
             // Completions of receives posted before the failure name a slot no connection holds with this generation: dropped.
-            new Teardown("closing a connection that could not be built").queuePair(qp).region(credit).region(receive)
-                    .memory(arena).suppressedInto(e);
+            Teardown teardown = new Teardown("closing a connection that could not be built").queuePair(qp).region(credit).region(receive);
+            if (arena != null) teardown.memory(arena);
+            teardown.suppressedInto(e);
+            // A queue pair that could not be destroyed may still complete into the slot: it stays taken, as close() keeps it.
+            if (!teardown.deviceMayWrite()) releaseSlot.run();
             throw e;
         }
     }
@@ -109,7 +115,8 @@ final class Inbound extends VerbsTransport.Connection {
         if (status != VerbsAbi.IBV_WC_SUCCESS) {
             // Flushed when the queue pair went to the error state: the peer is gone or broke the protocol.
             if (status != VerbsAbi.IBV_WC_WR_FLUSH_ERR) {
-                transport.logger.log(System.Logger.Level.WARNING, "verbs: receive failed on an inbound connection: " + Completion.status(status));
+                transport.droppedByProtocol.log(() -> "verbs: receive failed on the inbound connection from " + describePeer() + ": "
+                        + Completion.status(status));
             }
             breakDown();
             return;
@@ -119,8 +126,8 @@ final class Inbound extends VerbsTransport.Connection {
         try {
             records.read(m, at, byteLength);
         } catch (Records.ProtocolError e) {
-            transport.logger.log(System.Logger.Level.WARNING, "verbs: dropped an inbound connection that broke the record protocol: "
-                    + e.getMessage());
+            transport.droppedByProtocol.log(() -> "verbs: dropped the inbound connection from " + describePeer() + ", which broke the "
+                    + "record protocol: " + e.getMessage());
             breakDown();
         } catch (RuntimeException e) {
             // This connection's state is unknown now; the other connections' completions in the same batch still need handling.
@@ -189,7 +196,7 @@ final class Inbound extends VerbsTransport.Connection {
             int n = wireup.read(probe);
             if (n > 0) {
                 // Nothing is sent after the handshake: data is a protocol breach, which ends the connection like a close.
-                transport.logger.log(System.Logger.Level.WARNING, () -> "verbs: closed the inbound connection from " + describePeer()
+                transport.droppedByProtocol.log(() -> "verbs: closed the inbound connection from " + describePeer()
                         + ": it sent bytes on its wire-up connection after the handshake, where the protocol has none (a protocol "
                         + "breach: a peer of another version, or not a Conduit verbs transport)");
             }

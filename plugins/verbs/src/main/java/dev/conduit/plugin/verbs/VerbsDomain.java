@@ -27,10 +27,12 @@ final class VerbsDomain {
     private final int gidIndex;
     private final byte[] gid;
     private final Verbs.ProtectionDomain pd;
+    private final Verbs.ProtectionDomain outboundPd;
     private int users;
 
     private VerbsDomain(Verbs.Device device, String deviceName, int port, Verbs.PortAttributes portAttributes,
-                        Verbs.DeviceAttributes deviceAttributes, int gidIndex, byte[] gid, Verbs.ProtectionDomain pd) {
+                        Verbs.DeviceAttributes deviceAttributes, int gidIndex, byte[] gid, Verbs.ProtectionDomain pd,
+                        Verbs.ProtectionDomain outboundPd) {
         this.device = device;
         this.deviceName = deviceName;
         this.port = port;
@@ -39,6 +41,7 @@ final class VerbsDomain {
         this.gidIndex = gidIndex;
         this.gid = gid;
         this.pd = pd;
+        this.outboundPd = outboundPd;
     }
 
     /** The real sysfs, where the kernel says which GIDs are RoCE v2. */
@@ -70,7 +73,11 @@ final class VerbsDomain {
             }
             domain = null;
             try {
-                released.pd.close();
+                try {
+                    released.outboundPd.close();
+                } finally {
+                    released.pd.close();
+                }
             } finally {
                 released.device.close();
             }
@@ -105,7 +112,14 @@ final class VerbsDomain {
                     int gidIndex = gidIndex(device, name, port, p, config.get(VerbsConfig.GID_INDEX).intValue(), sysfs, logger);
                     byte[] gid = device.gid(port, gidIndex);
                     Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
-                    return new VerbsDomain(device, name, port, p, attributes, gidIndex, gid, pd);
+                    Verbs.ProtectionDomain outboundPd;
+                    try {
+                        outboundPd = device.allocateProtectionDomain();
+                    } catch (RuntimeException e) {
+                        pd.close();
+                        throw e;
+                    }
+                    return new VerbsDomain(device, name, port, p, attributes, gidIndex, gid, pd, outboundPd);
                 }
                 if (wantedPort > attributes.physicalPorts()) {
                     tried.add(name + " has no port " + wantedPort);
@@ -232,8 +246,18 @@ final class VerbsDomain {
         return deviceAttributes.atomicCap();
     }
 
+    /** The protection domain of the pools' chunks and of inbound connections, through which peers do RMA on them. */
     Verbs.ProtectionDomain protectionDomain() {
         return pd;
+    }
+
+    /**
+     * The protection domain of outbound connections: their queue pairs, send rings and credit
+     * words, and nothing else. The acceptor of a connection reaches, through its queue pair, only
+     * what this domain holds with remote access: credit words, never a pool's chunks.
+     */
+    Verbs.ProtectionDomain outboundProtectionDomain() {
+        return outboundPd;
     }
 
     /** The access flags of every registration: local write, remote read and write, and remote atomics when the device has them. */

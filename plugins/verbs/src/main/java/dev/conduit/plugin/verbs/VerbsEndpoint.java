@@ -107,13 +107,13 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         SocketChannel channel = null;
         VerbsEndpoint endpoint = null;
         try {
-            qp = domain.protectionDomain().createQueuePair(transport.sendQueue, transport.receiveQueue, transport.sendBuffers, 1);
-            // The acceptor only writes the credit word through this queue pair: no remote read or atomics, or a hostile
-            // acceptor could read or change any registered memory of this worker whose key and address it learns or guesses.
+            qp = domain.outboundProtectionDomain().createQueuePair(transport.sendQueue, transport.receiveQueue, transport.sendBuffers, 1);
+            // The acceptor only writes the credit word through this queue pair: no remote read or atomics, and a domain
+            // that holds no chunk of a pool, or a hostile acceptor could read or change memory it learns or guesses a key of.
             qp.toInit(domain.port(), VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
-            ring = domain.protectionDomain().register(VerbsTransport.allocate(arena, (long) transport.sendBuffers * transport.bufferSize),
+            ring = domain.outboundProtectionDomain().register(VerbsTransport.allocate(arena, (long) transport.sendBuffers * transport.bufferSize),
                     VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
-            credit = domain.protectionDomain().register(VerbsTransport.allocate(arena, 64),
+            credit = domain.outboundProtectionDomain().register(VerbsTransport.allocate(arena, 64),
                     VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
             InetSocketAddress listener = new InetSocketAddress(InetAddress.ofLiteral(peer.host()), peer.tcpPort());
             channel = SocketChannel.open();

@@ -7,6 +7,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.RepeatedWarning;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
@@ -21,6 +22,7 @@ import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.nio.channels.ServerSocketChannel;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -74,6 +76,8 @@ final class VerbsTransport implements Transport {
     final TransportContext context;
     final MessageSink sink;
     final System.Logger logger;
+    /** Inbound connections dropped for what their connector sent: a peer with the token may repeat that at will. */
+    final RepeatedWarning droppedByProtocol;
     final int bufferSize;
     final int receiveBuffers;
     final int sendBuffers;
@@ -127,6 +131,7 @@ final class VerbsTransport implements Transport {
         this.context = context;
         this.sink = context.messageSink();
         this.logger = context.logger();
+        this.droppedByProtocol = new RepeatedWarning(logger, Duration.ofMinutes(1));
         this.libc = libc;
         var config = context.config();
         long buffer = config.get(VerbsConfig.BUFFER_SIZE);

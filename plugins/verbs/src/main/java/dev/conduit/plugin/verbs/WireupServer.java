@@ -48,7 +48,8 @@ import static java.lang.System.Logger.Level.ERROR;
  *
  * <p>Anyone who can reach the listener can connect before a token is checked, so what that costs
  * is bounded: at most {@value #MAX_HANDSHAKES} connections wait for their request at once, at
- * most {@value #MAX_HANDSHAKES_PER_ADDRESS} of them from one address, each for at most
+ * most {@value #MAX_HANDSHAKES_PER_ADDRESS} of them from one source (an IPv4 address, an IPv6 /64:
+ * one host usually has a whole /64), each for at most
  * {@code wireup.timeout}; connections beyond are closed as they are accepted. Refusals are logged
  * with the connector's address, at most once a minute ({@link RepeatedWarning}).
  */
@@ -59,7 +60,7 @@ final class WireupServer implements AutoCloseable {
     private static final long PAUSE_NANOS = 100_000_000L;
     /** Connections waiting for their request, at most: each holds a descriptor until it is answered or times out. */
     static final int MAX_HANDSHAKES = 128;
-    /** Of those, from one address: one host that floods the listener leaves room for the others. */
+    /** Of those, from one source ({@link #source}): one host that floods the listener leaves room for the others. */
     static final int MAX_HANDSHAKES_PER_ADDRESS = 32;
     private static final Duration REPEATED_WARNING = Duration.ofMinutes(1);
 
@@ -192,13 +193,28 @@ final class WireupServer implements AutoCloseable {
             return MAX_HANDSHAKES + " connections are waiting for their request already, the most this listener lets wait "
                     + "(each one's wait ends with its request, or after " + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT) + ")";
         }
+        String source = source(from);
         int same = 0;
         for (Handshake h : handshakes) {
-            if (h.from.equals(from)) same++;
+            if (h.source.equals(source)) same++;
         }
-        return same < MAX_HANDSHAKES_PER_ADDRESS ? null : same + " connections from this address are waiting for their request "
-                + "already, the most one address may have waiting (each one's wait ends with its request, or after "
+        return same < MAX_HANDSHAKES_PER_ADDRESS ? null : same + " connections from " + source + " are waiting for their request "
+                + "already, the most one source may have waiting (each one's wait ends with its request, or after "
                 + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT) + ")";
+    }
+
+    /** What one host connects from: its IPv4 address, or its IPv6 address's /64 network, which one host usually has whole. */
+    static String source(InetAddress address) {
+        if (address instanceof java.net.Inet6Address) {
+            byte[] network = Arrays.copyOf(address.getAddress(), 16); // the lower 64 bits zeroed below
+            Arrays.fill(network, 8, 16, (byte) 0);
+            try {
+                return InetAddress.getByAddress(network).getHostAddress() + "/64";
+            } catch (java.net.UnknownHostException impossible) { // 16 bytes are always an IPv6 address
+                throw new AssertionError(impossible);
+            }
+        }
+        return address.getHostAddress();
     }
 
     private void refuse(InetAddress from, String why) {
@@ -223,6 +239,7 @@ final class WireupServer implements AutoCloseable {
     private final class Handshake {
         private final SocketChannel channel;
         private final InetAddress from;
+        private final String source;
         private final long started;
         private final ByteBuffer length = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN);
         private ByteBuffer body;
@@ -231,6 +248,7 @@ final class WireupServer implements AutoCloseable {
         Handshake(SocketChannel channel, InetAddress from, long started) {
             this.channel = channel;
             this.from = from;
+            this.source = source(from);
             this.started = started;
         }
 
@@ -263,13 +281,7 @@ final class WireupServer implements AutoCloseable {
                 // The connection leaves the selector: from the handoff on, the progress thread reads it (for its end of stream).
                 key.cancel();
                 int[] slot = takeSlot();
-                Inbound in;
-                try {
-                    in = Inbound.build(transport, channel, request, slot[0], slot[1]);
-                } catch (RuntimeException | Error e) {
-                    release(slot[0]);
-                    throw e;
-                }
+                Inbound in = Inbound.build(transport, channel, request, slot[0], slot[1], () -> release(slot[0]));
                 handoff.add(in);
                 try {
                     in.reply(request);

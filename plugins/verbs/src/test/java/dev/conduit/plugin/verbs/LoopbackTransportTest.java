@@ -412,6 +412,20 @@ class LoopbackTransportTest {
         // the queue pair and regions of the first: the leak check after each test
     }
 
+    /** As an inbound connection's close does: a queue pair that could not be destroyed may still complete into its slot. */
+    @Test
+    void aConnectionThatCouldNeitherBeBuiltNorTornDownKeepsItsSlot() {
+        TestWorker a = peer("verbs.wireup.timeout", "2s");
+        TestWorker b = peer();
+        verbs.throwFromNextPostReceive(new OutOfMemoryError("simulated: no memory left for the receive buffers"));
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY); // the teardown of what was built
+        TransportEndpoint first = a.connect(b);
+        progressUntil(() -> !a.failures.isEmpty(), a, b);
+        assertThat(b.transport.inboundSlotsTaken()).as("the slot of the queue pair still on the device").isEqualTo(1);
+        first.close();
+        verbs.reclaimLeftovers(); // the queue pair that failed to go, which the kernel releases when the process exits
+    }
+
     /**
      * Anyone who reaches the listener can connect before a token is checked: connections that
      * wait for their request are bounded, in all and per address, so that a flood of silent ones
@@ -443,6 +457,18 @@ class LoopbackTransportTest {
                 c.close();
             }
         }
+    }
+
+    /** One host usually has a whole IPv6 /64: waiting connections are counted per /64 there, per address on IPv4. */
+    @Test
+    void waitingConnectionsAreCountedPerIpv4AddressAndPerIpv6Network() throws Exception {
+        java.net.InetAddress a = java.net.InetAddress.getByName("2001:db8::1");
+        java.net.InetAddress b = java.net.InetAddress.getByName("2001:db8::ffff:2");
+        java.net.InetAddress other = java.net.InetAddress.getByName("2001:db8:0:1::1");
+        assertThat(WireupServer.source(a)).isEqualTo(WireupServer.source(b)).isEqualTo("2001:db8:0:0:0:0:0:0/64");
+        assertThat(WireupServer.source(other)).isNotEqualTo(WireupServer.source(a));
+        assertThat(WireupServer.source(java.net.InetAddress.getByName("10.0.0.1"))).isEqualTo("10.0.0.1");
+        assertThat(WireupServer.source(java.net.InetAddress.getByName("10.0.0.2"))).isEqualTo("10.0.0.2");
     }
 
     /** How many of {@code channels} read the end of the stream: the server closed them. */
@@ -501,12 +527,15 @@ class LoopbackTransportTest {
     }
 
     /**
-     * The acceptor writes the connector's credit word through the connector's queue pair, and does
-     * nothing else through it: a hostile acceptor that learns a chunk's key and address (any handle
-     * of it) could read it through that queue pair while it granted remote reads.
+     * The acceptor writes the connector's credit word through the connector's queue pair, and
+     * reaches nothing else through it: a hostile acceptor that learns a chunk's key and address
+     * (any handle of it) could read, write or add to it through that queue pair while it granted
+     * remote reads (read, atomics) or shared the chunks' protection domain (write).
      */
-    @Test
-    void anAcceptorCannotReadTheConnectorsMemoryThroughItsQueuePair() throws Exception {
+    @org.junit.jupiter.params.ParameterizedTest(name = "opcode {0}")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {VerbsAbi.IBV_WR_RDMA_READ, VerbsAbi.IBV_WR_RDMA_WRITE,
+            VerbsAbi.IBV_WR_ATOMIC_FETCH_AND_ADD})
+    void anAcceptorReachesNoChunkOfTheConnectorThroughItsQueuePair(int opcode) throws Exception {
         TestWorker b = peer();
         MemoryProvider provider = b.memory();
         closing.add(provider::close);
@@ -528,14 +557,15 @@ class LoopbackTransportTest {
                 pd.close();
             });
             qp.toInit(1, VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+            buffer.memory().setString(0, "OVERWRITTEN by the acceptor");
             byte[] token = new byte[16];
             byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
                     64, 8192, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
             TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
             closing.add(e::close);
             try (SocketChannel s = server.accept()) {
-                ByteBuffer request = ByteBuffer.allocate(512);
-                while (request.position() < 2 || request.position() < 2 + Short.toUnsignedInt(request.order(java.nio.ByteOrder.LITTLE_ENDIAN).getShort(0))) {
+                ByteBuffer request = ByteBuffer.allocate(512).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                while (request.position() < 2 || request.position() < 2 + Short.toUnsignedInt(request.getShort(0))) {
                     s.read(request);
                 }
                 WireFormat.Wireup r = WireFormat.Wireup.decode(java.util.Arrays.copyOfRange(request.array(), 2, request.position()),
@@ -546,11 +576,13 @@ class LoopbackTransportTest {
                 qp.toReadyToReceive(new Verbs.PeerPath(r.qpn(), r.psn(), 0, r.gid(), r.mtu(), true), 1, 0);
                 qp.toReadyToSend(1);
 
+                qp.postSend(1, opcode, buffer, 0, opcode == VerbsAbi.IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 32, region.address(), region.rkey(),
+                        1, 0);
                 Verbs.Completions completions = new Verbs.Completions(4);
-                qp.postSend(1, VerbsAbi.IBV_WR_RDMA_READ, buffer, 0, 64, region.address(), region.rkey(), 0, 0);
                 assertThat(cq.poll(completions)).isEqualTo(1);
-                assertThat(completions.status[0]).as("the read's completion").isEqualTo(VerbsAbi.IBV_WC_REM_ACCESS_ERR);
-                assertThat(buffer.memory().getString(0)).doesNotContain("secret");
+                assertThat(completions.status[0]).as("the completion").isEqualTo(VerbsAbi.IBV_WC_REM_ACCESS_ERR);
+                assertThat(chunk.segment().getString(0)).as("the connector's chunk").isEqualTo("secret of b");
+                assertThat(buffer.memory().getString(0)).as("what the acceptor read").doesNotContain("secret");
             }
         }
         provider.free(chunk);
