@@ -149,6 +149,13 @@ public interface Libc {
     /** {@code unlinkat(2)}: removes {@code path} relative to {@code directory}; {@code flags} may be {@code AT_REMOVEDIR}. */
     void unlinkat(FileDescriptor directory, String path, int flags);
 
+    /**
+     * {@code renameat(2)}: renames {@code from} to {@code to}, both relative to {@code directory},
+     * atomically, replacing what {@code to} names: a file made under a temporary name appears under
+     * its own complete (a socket already listening, say).
+     */
+    void renameat(FileDescriptor directory, String from, String to);
+
     /** {@code mkdirat(2)}: creates directory {@code path} relative to {@code directory}, with permissions {@code mode} (less the umask). */
     void mkdirat(FileDescriptor directory, String path, int mode);
 

@@ -131,6 +131,18 @@ class FileTest {
     }
 
     @Test
+    void aFileIsRenamedRelativeToADescriptorReplacingTheTarget() throws IOException {
+        try (FileDescriptor dir = libc.open(directory.toString(), O_PATH | O_DIRECTORY, 0)) {
+            Files.writeString(directory.resolve("temporary"), "new");
+            Files.writeString(directory.resolve("final"), "old");
+            libc.renameat(dir, "temporary", "final");
+            assertThat(Files.readString(directory.resolve("final"))).isEqualTo("new");
+            assertThat(Files.exists(directory.resolve("temporary"))).isFalse();
+            assertErrno(() -> libc.renameat(dir, "temporary", "final"), Errno.ENOENT, "renameat");
+        }
+    }
+
+    @Test
     void exclusiveLockOfASecondOpenFailsWithEwouldblockUntilReleased() {
         String path = directory.resolve("lease").toString();
         FileDescriptor first = libc.open(path, O_RDWR | O_CREAT, 0600);

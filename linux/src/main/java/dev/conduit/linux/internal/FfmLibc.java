@@ -406,6 +406,16 @@ public final class FfmLibc implements Libc {
     }
 
     @Override
+    public void renameat(FileDescriptor directory, String from, String to) {
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            if (renameat(state.capture, directory.fd(), cString(arena, from), directory.fd(), cString(arena, to)) < 0) {
+                throw failure(state, "renameat", to, directory + ", " + quote(from) + ", " + directory + ", " + quote(to));
+            }
+        }
+    }
+
+    @Override
     public void mkdirat(FileDescriptor directory, String path, int mode) {
         CallState state = Native.callState();
         try (Arena arena = Arena.ofConfined()) {
@@ -1029,7 +1039,7 @@ public final class FfmLibc implements Libc {
     // ================================================================ downcalls
 
     private static final String[] SYMBOLS = {
-            "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat",
+            "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat", "renameat",
             "mkdirat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
             "syscall", "getuid", "getpid", "getpagesize"};
@@ -1045,6 +1055,8 @@ public final class FfmLibc implements Libc {
         static final MethodHandle CLOSE = Native.function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
         static final MethodHandle UNLINKAT = Native.function("unlinkat",
                 FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle RENAMEAT = Native.function("renameat",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
         static final MethodHandle MKDIRAT = Native.function("mkdirat",
                 FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
         // syscall(SYS_fstat, fd, buf): glibc exports fstat only from 2.33 (before, a stat() call reached __fxstat),
@@ -1140,6 +1152,14 @@ public final class FfmLibc implements Libc {
     private static int unlinkat(MemorySegment capture, int directory, MemorySegment path, int flags) {
         try {
             return (int) Files.UNLINKAT.invokeExact(capture, directory, path, flags);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int renameat(MemorySegment capture, int fromDirectory, MemorySegment from, int toDirectory, MemorySegment to) {
+        try {
+            return (int) Files.RENAMEAT.invokeExact(capture, fromDirectory, from, toDirectory, to);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

@@ -72,6 +72,8 @@ final class FdServer implements AutoCloseable {
     private final SharedDirectory directory;
     private final String socketName;
     private final String socketPath;
+    /** Where {@link #bindAgainIfRemoved} binds before it renames to {@link #socketName}: the owner's prefix, another suffix. */
+    private final String rebindName;
     /** Replaced only by the server thread ({@link #bindAgainIfRemoved}); closed by {@link #close()} after that thread ended. */
     private FileDescriptor listener;
     /** A failed rebind, said again only after a minute or a success. */
@@ -100,6 +102,7 @@ final class FdServer implements AutoCloseable {
         this.directory = directory;
         this.socketName = socketName;
         this.socketPath = socketPath;
+        this.rebindName = socketName.substring(0, socketName.length() - FdProtocol.SOCKET_SUFFIX.length()) + ".rebind";
         this.listener = listener;
         this.stop = stop;
         this.ownUid = libc.getuid();
@@ -278,9 +281,12 @@ final class FdServer implements AutoCloseable {
     /**
      * Binds the socket's name again when something removed it from the shared directory: the
      * listening socket still works, but no importer can reach it by name. Imports tried meanwhile
-     * failed, naming the removal (MemfdImporter); later ones succeed. Nothing here may end the
-     * server: a failure (out of descriptors, the directory itself removed) is tried again at the
-     * next check, and said at most once a minute.
+     * failed, naming the removal (MemfdImporter); later ones succeed. The new socket is bound and
+     * listening under a temporary name of the same owner (which a reclaim of a dead owner's files
+     * removes too), then renamed: bound under its own name, it refused the connections that came
+     * before its {@code listen}, and an importer took that for a producer gone. Nothing here may end
+     * the server: a failure (out of descriptors, the directory itself removed) is tried again at
+     * the next check, and said at most once a minute.
      */
     private void bindAgainIfRemoved() {
         FileDescriptor fresh = null;
@@ -292,18 +298,19 @@ final class FdServer implements AutoCloseable {
             } catch (ErrnoException e) {
                 if (e.errno() != Errno.ENOENT) return; // there, but not for us to judge (EACCES): the next import says what is wrong
             }
-            String address = FdProtocol.bindAddress(directory, socketName);
+            String address = FdProtocol.bindAddress(directory, rebindName);
             fresh = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
             libc.bind(fresh, address);
             bound = true;
             setPermissions(address, socketPath, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
             libc.listen(fresh, BACKLOG);
+            libc.renameat(directory.fd(), rebindName, socketName);
         } catch (RuntimeException e) {
             if (bound) {
                 try {
-                    directory.unlink(socketName); // a name nobody listens on would pass the next check
+                    directory.unlink(rebindName); // the rename failed: the temporary name is left to remove
                 } catch (RuntimeException ignored) {
-                    // the next check finds the name and leaves it; imports then say nobody listens
+                    // removed by the same cleaner, or it cannot be: a dead owner's reclaim removes it at the latest
                 }
             }
             if (fresh != null) fresh.close();
