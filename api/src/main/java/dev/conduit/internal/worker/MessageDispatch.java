@@ -159,9 +159,12 @@ final class MessageDispatch implements MessageSink {
 
     private static void suppress(Throwable into, Throwable t, RepeatedWarning notSuppressed) {
         if (t == into) return;
-        if (into.getSuppressed().length < MAX_SUPPRESSED) {
-            into.addSuppressed(t);
-            return;
+        // Locked on the exception, as Throwable's own methods are: threads of a MULTI worker may throw the same object.
+        synchronized (into) {
+            if (into.getSuppressed().length < MAX_SUPPRESSED) {
+                into.addSuppressed(t);
+                return;
+            }
         }
         notSuppressed.log(() -> "an exception of a progress call could not be added to the one the call throws, " + into
                 + ", which holds " + MAX_SUPPRESSED + " suppressed exceptions already (one object thrown again and again, such as a "

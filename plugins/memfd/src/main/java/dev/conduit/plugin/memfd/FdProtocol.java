@@ -60,6 +60,8 @@ final class FdProtocol {
     static final String FILE_PREFIX = "conduit-memfd";
     /** Suffix of the fd server's socket name. */
     static final String SOCKET_SUFFIX = ".sock";
+    /** A socket bound under a temporary name before it is renamed to its own: as long as {@link #SOCKET_SUFFIX}, so it fits where that does. */
+    static final String BIND_SUFFIX = ".bind";
     /**
      * Length of the fd server's socket name as {@link dev.conduit.shm.OwnerLease#newSocketName}
      * makes it: prefix, {@code -}, 32 hex digits of owner, {@code -}, 16 of random, suffix.

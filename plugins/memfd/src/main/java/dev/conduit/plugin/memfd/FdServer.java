@@ -72,8 +72,8 @@ final class FdServer implements AutoCloseable {
     private final SharedDirectory directory;
     private final String socketName;
     private final String socketPath;
-    /** Where {@link #bindAgainIfRemoved} binds before it renames to {@link #socketName}: the owner's prefix, another suffix. */
-    private final String rebindName;
+    /** The socket name's "{@code <prefix>-<owner>-}", which the temporary names of {@link #bindAgainIfRemoved} share. */
+    private final String ownerPrefix;
     /** Replaced only by the server thread ({@link #bindAgainIfRemoved}); closed by {@link #close()} after that thread ended. */
     private FileDescriptor listener;
     /** A failed rebind, said again only after a minute or a success. */
@@ -102,7 +102,7 @@ final class FdServer implements AutoCloseable {
         this.directory = directory;
         this.socketName = socketName;
         this.socketPath = socketPath;
-        this.rebindName = socketName.substring(0, socketName.length() - FdProtocol.SOCKET_SUFFIX.length()) + ".rebind";
+        this.ownerPrefix = socketName.substring(0, socketName.lastIndexOf('-') + 1);
         this.listener = listener;
         this.stop = stop;
         this.ownUid = libc.getuid();
@@ -282,14 +282,18 @@ final class FdServer implements AutoCloseable {
      * Binds the socket's name again when something removed it from the shared directory: the
      * listening socket still works, but no importer can reach it by name. Imports tried meanwhile
      * failed, naming the removal (MemfdImporter); later ones succeed. The new socket is bound and
-     * listening under a temporary name of the same owner (which a reclaim of a dead owner's files
-     * removes too), then renamed: bound under its own name, it refused the connections that came
-     * before its {@code listen}, and an importer took that for a producer gone. Nothing here may end
+     * listening under a temporary name, then renamed: bound under its own name, it refused the
+     * connections that came before its {@code listen}, and an importer took that for a producer
+     * gone. The temporary name is the owner's prefix (a reclaim of a dead owner's files removes it
+     * too), new random bits (a name known in advance could be taken by anyone who may write the
+     * directory, which would block every rebind) and {@link FdProtocol#BIND_SUFFIX}, as long as
+     * the socket's suffix, so that whatever directory fits the socket's address fits it too. Nothing here may end
      * the server: a failure (out of descriptors, the directory itself removed) is tried again at
      * the next check, and said at most once a minute.
      */
     private void bindAgainIfRemoved() {
         FileDescriptor fresh = null;
+        String temporary = null;
         boolean bound = false;
         try {
             try {
@@ -298,17 +302,18 @@ final class FdServer implements AutoCloseable {
             } catch (ErrnoException e) {
                 if (e.errno() != Errno.ENOENT) return; // there, but not for us to judge (EACCES): the next import says what is wrong
             }
-            String address = FdProtocol.bindAddress(directory, rebindName);
+            temporary = ownerPrefix + SharedDirectory.randomId().substring(0, 16) + FdProtocol.BIND_SUFFIX;
+            String address = FdProtocol.bindAddress(directory, temporary);
             fresh = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
             libc.bind(fresh, address);
             bound = true;
             setPermissions(address, socketPath, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
             libc.listen(fresh, BACKLOG);
-            libc.renameat(directory.fd(), rebindName, socketName);
+            libc.renameat(directory.fd(), temporary, socketName);
         } catch (RuntimeException e) {
             if (bound) {
                 try {
-                    directory.unlink(rebindName); // the rename failed: the temporary name is left to remove
+                    directory.unlink(temporary); // the rename failed: the temporary name is left to remove
                 } catch (RuntimeException ignored) {
                     // removed by the same cleaner, or it cannot be: a dead owner's reclaim removes it at the latest
                 }

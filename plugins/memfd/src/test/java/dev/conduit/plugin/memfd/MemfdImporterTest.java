@@ -326,6 +326,33 @@ class MemfdImporterTest {
         }
     }
 
+    /**
+     * The rebind's temporary name fits wherever the socket's name does: in a directory of the
+     * longest path whose socket fits an AF_UNIX address, it binds by path, without /proc (a longer
+     * temporary name needed /proc there, and every rebind failed where it is not mounted).
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS)
+    void aRebindInTheLongestDirectoryThatFitsASocketAddressNeedsNoProc() throws Exception {
+        int pad = FdProtocol.maxDirectoryLength() - shared.toString().length() - 1;
+        org.junit.jupiter.api.Assumptions.assumeTrue(pad > 0, "the temporary directory's path is too long already: " + shared);
+        Path longest = Files.createDirectories(shared.resolve("d".repeat(pad)));
+        assertThat(longest.toString()).hasSize(FdProtocol.maxDirectoryLength());
+        MemoryProvider producer = MemfdProvider.open(failingThroughProc(), TestContext.of(longest));
+        try {
+            byte[] payload = producer.export(producer.allocate(SIZE));
+            Path socket = longest.resolve(MemfdPayload.decode(new PayloadReader(payload)).socketName());
+            Files.delete(socket);
+
+            while (!Files.exists(socket)) Thread.sleep(50); // bounded by the timeout; not a measurement
+            try (ChunkMapping mapping = map(new MemfdImporter(libc, longest, 2_000_000_000L), payload, SIZE)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
+            }
+        } finally {
+            producer.close();
+        }
+    }
+
     @Test
     void aSocketNobodyListensOnAnyMoreMeansProducerGone() {
         String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";

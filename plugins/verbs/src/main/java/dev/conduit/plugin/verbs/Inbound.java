@@ -51,7 +51,8 @@ final class Inbound extends VerbsTransport.Connection {
      * Creates the queue pair for {@code request} on the transport's completion queues in inbound
      * {@code slot}, posts the receive buffers and moves it to RTS. Runs on the wire-up server's
      * thread; the transport takes the connection from there. When that fails, whatever was built
-     * is torn down and {@code releaseSlot} run, unless a queue pair could not be destroyed.
+     * is torn down and {@code releaseSlot} run, unless the device may still write into it (a queue
+     * pair or registration that could not be torn down), as {@link #close()} keeps the slot then.
      */
     static Inbound build(VerbsTransport transport, SocketChannel wireup, WireFormat.Wireup request, int slot, int generation,
                          Runnable releaseSlot) {
@@ -83,7 +84,7 @@ final class Inbound extends VerbsTransport.Connection {
             Teardown teardown = new Teardown("closing a connection that could not be built").queuePair(qp).region(credit).region(receive);
             if (arena != null) teardown.memory(arena);
             teardown.suppressedInto(e);
-            // A queue pair that could not be destroyed may still complete into the slot: it stays taken, as close() keeps it.
+            // What could not be torn down may still complete into the slot: it stays taken, as close() keeps it.
             if (!teardown.deviceMayWrite()) releaseSlot.run();
             throw e;
         }

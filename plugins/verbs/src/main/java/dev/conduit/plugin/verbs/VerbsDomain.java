@@ -12,10 +12,11 @@ import java.util.List;
 import java.util.function.Function;
 
 /**
- * The device context and protection domain of one plugin instance, shared by its memory provider
- * and its transports: memory registered by the provider is reachable through every queue pair of
- * the transports only because they share this protection domain. Opened by the first user,
- * closed by the last ({@link #acquire}/{@link #release}); thread-safe.
+ * The device context and protection domains of one plugin instance, shared by its memory provider
+ * and its transports: memory registered by the provider is reachable through the inbound queue
+ * pairs of the transports, through which peers do RMA on it, only because they share its
+ * protection domain; outbound connections have one of their own ({@link #outboundProtectionDomain}).
+ * Opened by the first user, closed by the last ({@link #acquire}/{@link #release}); thread-safe.
  */
 final class VerbsDomain {
 
@@ -72,15 +73,8 @@ final class VerbsDomain {
                 return;
             }
             domain = null;
-            try {
-                try {
-                    released.outboundPd.close();
-                } finally {
-                    released.pd.close();
-                }
-            } finally {
-                released.device.close();
-            }
+            new Teardown("closing device " + released.deviceName).other(released.outboundPd::close).other(released.pd::close)
+                    .other(released.device::close).rethrow();
         }
     }
 
@@ -116,8 +110,7 @@ final class VerbsDomain {
                     try {
                         outboundPd = device.allocateProtectionDomain();
                     } catch (RuntimeException e) {
-                        pd.close();
-                        throw e;
+                        throw new Teardown("closing the protection domain of device " + name).other(pd::close).suppressedInto(e);
                     }
                     return new VerbsDomain(device, name, port, p, attributes, gidIndex, gid, pd, outboundPd);
                 }

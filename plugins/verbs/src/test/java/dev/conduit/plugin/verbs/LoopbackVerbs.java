@@ -31,7 +31,11 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       (counted in {@link #receiverNotReady()}, which a correct sender never causes);</li>
  *   <li>RDMA WRITE, READ and the two atomics act on memory registered in the destination's
  *       protection domain with the right access, within its bounds, else
- *       {@code IBV_WC_REM_ACCESS_ERR};</li>
+ *       {@code IBV_WC_REM_ACCESS_ERR}; a SEND's receive buffer must be in the receiver's domain
+ *       and locally writable, else the same;</li>
+ *   <li>a work request's local buffer must be registered, in bounds, in the queue pair's
+ *       protection domain, and locally writable where the adapter writes it (READ, atomics), else
+ *       {@code IBV_WC_LOC_PROT_ERR};</li>
  *   <li>a work request to a destroyed queue pair fails with {@code IBV_WC_RETRY_EXC_ERR}; a
  *       failed queue pair goes to the error state and flushes its receives
  *       ({@code IBV_WC_WR_FLUSH_ERR});</li>
@@ -273,6 +277,10 @@ final class LoopbackVerbs implements Verbs {
             }
         }
 
+        /**
+         * Unlike {@code ibv_dealloc_pd}, not refused ({@code EBUSY}) while a queue pair or registration of it is left:
+         * the tests that make a destroy fail leave one, as the process would until it exits, and then close the transport.
+         */
         @Override
         public void close() {
             closed(toString());
@@ -496,7 +504,11 @@ final class LoopbackVerbs implements Verbs {
                 }
                 if (opcode == VerbsAbi.IBV_WR_RDMA_WRITE) maybeFail("ibv_post_send", "loop0 qp " + number + " RDMA write");
                 Mr local = (Mr) region;
-                if (offset < 0 || offset + length > local.memory.byteSize() || regions.get(local.key) != local) {
+                // As an adapter checks a work request's local buffer: registered, in bounds, in this queue pair's protection
+                // domain, and writable locally where the adapter writes it (the result of a read or an atomic).
+                boolean adapterWrites = opcode == IBV_WR_RDMA_READ || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+                if (offset < 0 || offset + length > local.memory.byteSize() || regions.get(local.key) != local || local.pd != pd
+                        || adapterWrites && (local.access & IBV_ACCESS_LOCAL_WRITE) == 0) {
                     fail(requestId, opcode, IBV_WC_LOC_PROT_ERR);
                     return;
                 }
@@ -519,7 +531,8 @@ final class LoopbackVerbs implements Verbs {
                             return;
                         }
                         Mr target = regions.get((int) receive[1]);
-                        if (target == null || length > receive[3]) {
+                        // The receive buffer is checked when a SEND lands in it: registered, writable, in the receiver's domain.
+                        if (target == null || length > receive[3] || target.pd != peer.pd || (target.access & IBV_ACCESS_LOCAL_WRITE) == 0) {
                             fail(requestId, opcode, IBV_WC_REM_ACCESS_ERR);
                             return;
                         }
