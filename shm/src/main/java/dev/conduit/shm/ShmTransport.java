@@ -852,16 +852,19 @@ public final class ShmTransport implements Transport {
         // would not do: the runtime sleeps again until the caller's whole timeout has passed.)
         long slice = Math.min(timeoutNanos, livenessNanos);
         CompletableFuture<?> waiting = headWaitsFor;
+        boolean woken;
         if (waiting != null && !waiting.isDone()) {
             // The record at the head waits for its ring: nothing here to do until the mapping is done (it wakes this
             // worker), a sender commits, or a peer is due for a check. Pending records do not count as work meanwhile.
-            if (sleepBeating(Math.min(slice, heartbeatNanos / 2), headRingMapped)) return true;
+            woken = sleepBeating(Math.min(slice, heartbeatNanos / 2), headRingMapped);
         } else if (queue.isHeadBlocked()) {
-            if (awaitBlockedHead(slice)) return true;
-        } else if (queue.await(libc, slice)) {
-            return true;
+            woken = awaitBlockedHead(slice);
+        } else {
+            woken = queue.await(libc, slice);
         }
-        return checkPeersIfDue() > 0;
+        // Also when woken: a worker that awaits between messages progresses once per message, and progress reads the
+        // clock only every 256th busy call, which a trickle of messages 15 ms apart stretched to seconds past a death.
+        return checkPeersIfDue() > 0 || woken;
     }
 
     /**

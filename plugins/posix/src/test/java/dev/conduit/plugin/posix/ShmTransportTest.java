@@ -1186,6 +1186,33 @@ class ShmTransportTest {
         assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isSameAs(failure.get());
     }
 
+    /**
+     * A worker that awaits between messages (await, then progress) while another peer trickles
+     * messages in: every await is woken by a message, and every progress has one to deliver. The
+     * peers were checked only on every 256th such progress, seconds past a death at a message every
+     * 15 ms. Bounded by rounds, not timed: each round sleeps past the liveness interval.
+     */
+    @Test
+    void aWorkerThatAwaitsBetweenATricklesMessagesStillChecksItsPeersEveryInterval() throws Exception {
+        Transport worker = transport(new Received(), "posix.liveness.interval", "1ms");
+        Transport trickle = transport(new Received());
+        Transport peer = transport(new Received());
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        connect(worker, peer, failure::set);
+        TransportEndpoint in = connect(trickle, worker, cause -> { });
+        peer.close();
+        int rounds = 0;
+        while (failure.get() == null && rounds < 100) {
+            assertThat(in.trySend(1, MemorySegment.NULL, bytes(8, rounds))).isTrue();
+            assertThat(worker.await(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(100))).isTrue();
+            worker.progress();
+            Thread.sleep(2); // past the liveness interval
+            rounds++;
+        }
+        assertThat(failure.get()).as("the closed peer, within %d rounds", rounds).isNotNull();
+        assertThat(rounds).isLessThan(100);
+    }
+
     @Test
     void aClosedTransportLeavesNothingInTheSharedDirectory() throws Exception {
         Received received = new Received();
