@@ -577,6 +577,11 @@ public final class ReceiveQueue {
     }
 
     /** Whether a record (complete or not) waits at the head: the ring is not empty. */
+    /** The tail: every record claimed so far starts before it. */
+    public long tailPosition() {
+        return (long) LONG.getVolatile(memory, TAIL_OFFSET);
+    }
+
     public boolean hasPending() {
         return (long) LONG.getVolatile(memory, TAIL_OFFSET) - head > 0;
     }

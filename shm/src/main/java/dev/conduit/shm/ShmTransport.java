@@ -156,6 +156,8 @@ public final class ShmTransport implements Transport {
         boolean budgeted;
         ChunkMapping bounceMapping;
         BounceRing bounce;
+        /** The queue's tail when the sender was first found dead, else -1: all it ever claimed lies before it. */
+        long deadAtTail = -1;
 
         Inbound(String leaseName, LeaseWatch lease) {
             this.leaseName = leaseName;
@@ -673,7 +675,7 @@ public final class ShmTransport implements Transport {
      * Releases what this worker holds of a sender's connection: its share of the lease watch, its
      * ring and its budget. A ring is being mapped only for the large message at the head of the
      * queue, which stays there until the mapping is done and adopted, so no record (CLOSE), no
-     * liveness check (it waits for an empty queue) and no reaping (it runs for the record at the
+     * liveness check (it waits for the head to pass the sender's records) and no reaping (it runs for the record at the
      * head) forgets such a connection: only close does, and then the ring is unmapped as soon as
      * its mapping is done.
      */
@@ -759,7 +761,7 @@ public final class ShmTransport implements Transport {
         for (int i = 0; i < senders; i++) {
             long connection = connections[i];
             Inbound in = inbound.get(connection);
-            if (!senderAlive(in) && !queue.hasPending()) {
+            if (!senderAlive(in) && deadSendersRecordsAreRead(in)) {
                 inbound.remove(connection);
                 forget(in);
                 someoneDied = true;
@@ -780,6 +782,21 @@ public final class ShmTransport implements Transport {
         finishCloses();
         if (someoneDied) reclaimDeadPeers(directory);
         return events;
+    }
+
+    /**
+     * Whether the head has passed everything a dead sender could have claimed: the queue is empty,
+     * or has moved past the tail as it was when the sender was first found dead (a dead sender
+     * claims nothing more). Waiting for an empty queue alone kept the rings of senders killed
+     * under sustained traffic mapped for as long as the traffic lasted.
+     */
+    private boolean deadSendersRecordsAreRead(Inbound in) {
+        if (!queue.hasPending()) return true;
+        if (in.deadAtTail < 0) {
+            in.deadAtTail = queue.tailPosition();
+            return false;
+        }
+        return queue.headPosition() - in.deadAtTail >= 0;
     }
 
     /**
