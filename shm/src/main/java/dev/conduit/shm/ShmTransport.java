@@ -13,6 +13,7 @@ import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.RepeatedWarning;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
@@ -131,6 +132,8 @@ public final class ShmTransport implements Transport {
     private long lastLivenessCheck = System.nanoTime();
     /** When a liveness check first found the head blocked at {@link #blockedAt}; 0 when it was not. */
     private long blockedSince;
+    /** A live sender's taken record that has held the head for heartbeat.timeout: said, at most once a minute. */
+    private final RepeatedWarning headHeldByALiveSender;
     /** The ring position of the head that was blocked since {@link #blockedSince}: a block is one record's. */
     private long blockedAt;
     /** The head position await last found claimed and uncommitted, and its next sleep there (0: spin first). */
@@ -190,6 +193,7 @@ public final class ShmTransport implements Transport {
         this.lastReap = System.nanoTime() - livenessNanos;
         this.unblockNanos = config.unblockTimeout().toNanos();
         this.heartbeatNanos = config.heartbeatTimeout().toNanos();
+        this.headHeldByALiveSender = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.leasePrefix = "conduit-" + plugin + "-worker";
         SharedDirectory dir = null;
         OwnerLease ownLease = null;
@@ -825,8 +829,20 @@ public final class ShmTransport implements Transport {
         long connection = queue.blockedConnection();
         Inbound claimant = inbound.get(connection);
         boolean dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection);
-        if (!dead || !queue.skipDeadClaim()) return false;
-        context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message a sender claimed and never committed: it died mid-send");
+        if (!dead) {
+            long held = System.nanoTime() - blockedSince;
+            if (held >= heartbeatNanos) {
+                headHeldByALiveSender.log(() -> plugin + ": a live sender (connection " + Long.toHexString(connection)
+                        + (claimant != null ? ", lease " + claimant.leaseName : "") + ") has held the head of this worker's receive "
+                        + "queue for " + held / 1_000_000 + " ms with a message it took and has not committed: every message behind it, "
+                        + "of every sender, waits until it resumes or dies (nothing is lost). It is stopped (SIGSTOP, a debugger, a "
+                        + "paused container) or its PayloadEncoder takes that long");
+            }
+            return false;
+        }
+        if (!queue.skipDeadClaim()) return false;
+        context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message that connection " + Long.toHexString(connection)
+                + " claimed and never committed: its sender died mid-send");
         return true;
     }
 

@@ -465,6 +465,49 @@ class ShmTransportTest {
     }
 
     /**
+     * A live sender stopped with a record taken holds every other sender's messages behind it, for
+     * as long as it stays stopped; past heartbeat.timeout the receiver says so, naming the sender
+     * (once a minute). It used to say nothing while the whole queue waited.
+     */
+    @Test
+    void aLiveSenderThatHoldsTheHeadPastTheHeartbeatTimeoutIsNamedInAWarning() throws Exception {
+        List<String> warnings = java.util.Collections.synchronizedList(new ArrayList<>());
+        System.Logger recording = new System.Logger() {
+            @Override
+            public String getName() {
+                return "recording";
+            }
+
+            @Override
+            public boolean isLoggable(Level level) {
+                return true;
+            }
+
+            @Override
+            public void log(Level level, java.util.ResourceBundle bundle, String message, Throwable thrown) {
+                if (level == Level.WARNING) warnings.add(message);
+            }
+
+            @Override
+            public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
+                if (level == Level.WARNING) warnings.add(format);
+            }
+        };
+        Received received = new Received();
+        TestContext configured = TestContext.of(shared, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
+                "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
+        Transport receiver = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, recording), received));
+        open.add(receiver);
+        long record = aLiveSenderStoppedAfterItsTake(receiver, received, new TransportEndpoint[1]);
+        for (int i = 0; i < 20_000 && warnings.stream().noneMatch(w -> w.contains("has held the head")); i++) progressOrPause(receiver);
+        assertThat(warnings).filteredOn(w -> w.contains("has held the head")).singleElement().asString()
+                .contains("a live sender (connection ").contains(", lease ").contains("every message behind it, of every sender, waits");
+        commitAsTheSenderWould(record);
+        for (int i = 0; i < 20_000 && received.ids.size() < 2; i++) progressOrPause(receiver);
+        assertThat(received.ids).containsExactly(6, 5);
+    }
+
+    /**
      * While a live sender's taken record holds the head (the sender stopped between its take and
      * its commit: SIGSTOP, a paused container), await sleeps: it used to take the pending record
      * for work and return at once, so a thread looping on await spun for as long as the sender
