@@ -161,6 +161,10 @@ public final class ShmTransport implements Transport {
         BounceRing bounce;
         /** The queue's tail when the sender was first found dead, else -1: all it ever claimed lies before it. */
         long deadAtTail = -1;
+        /** Whether its ring's exporter once refused or reset the connection while its lease was held (a death under way). */
+        boolean refusedWhileAlive;
+        /** Whether the next try is to be made without a word: that refusal's, once. */
+        boolean tryAgainQuietly;
 
         Inbound(String leaseName, LeaseWatch lease) {
             this.leaseName = leaseName;
@@ -604,6 +608,10 @@ public final class ShmTransport implements Transport {
         if (in.bounceExport != null) {
             startMapping(connection, in, livenessNanos); // the next try; its budget is still reserved
             headWaitsFor = in.pendingRing;
+            if (in.tryAgainQuietly) {
+                in.tryAgainQuietly = false;
+                throw ReceiveQueue.RecordNotReady.LATER; // by then its lease is most likely released: then dropped, above
+            }
             String sender = in.lease != null ? "a live sender" : "a sender whose lease this process cannot open either, so that it "
                     + "cannot tell whether the sender lives";
             throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of " + sender
@@ -622,7 +630,10 @@ public final class ShmTransport implements Transport {
 
     /**
      * Judges why a ring could not be mapped: a shortage of descriptors keeps the announcement, for
-     * a retry; any other reason is kept instead, and a malformed announcement breaks the protocol.
+     * a retry; so does, once per connection, a refusal by the ring's exporter while the sender's
+     * lease is held (a sender being killed), for one quiet retry a liveness interval later, by
+     * which time its death shows and its message is dropped; any other reason is kept instead,
+     * and a malformed announcement breaks the protocol.
      *
      * @return the failure, when it is a {@link ConduitException}
      */
@@ -633,7 +644,15 @@ public final class ShmTransport implements Transport {
                 throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
             }
             case ConduitException e -> {
-                if (!isShortage(e)) refuseBounce(in, e.getMessage());
+                if (isShortage(e)) return e;
+                if (isRefusedByADyingExporter(e) && !in.refusedWhileAlive) {
+                    // A killed process's descriptors close one at a time: its ring's server may refuse before its lease
+                    // is released. Once, that is taken for a death under way and looked at again a liveness interval later.
+                    in.refusedWhileAlive = true;
+                    in.tryAgainQuietly = true;
+                    return e;
+                }
+                refuseBounce(in, e.getMessage());
                 return e;
             }
             case RuntimeException e -> throw e;
@@ -713,6 +732,24 @@ public final class ShmTransport implements Transport {
             inboundBounceBytes -= in.bounceLength;
             in.budgeted = false;
         }
+    }
+
+    /**
+     * Whether {@code failure} is the ring's exporter refusing or resetting the connection
+     * ({@code ECONNREFUSED}, {@code ECONNRESET}): memfd's fd server of a process being killed does
+     * so before the kernel releases that process's lease.
+     */
+    private static boolean isRefusedByADyingExporter(Throwable failure) {
+        Throwable t = failure;
+        for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) { // bounded: a cycle of causes ends too
+            if (t instanceof ErrnoException e) {
+                return switch (e.errnoName()) {
+                    case "ECONNREFUSED", "ECONNRESET" -> true;
+                    default -> false;
+                };
+            }
+        }
+        return false;
     }
 
     /**

@@ -667,6 +667,33 @@ class ShmTransportTest {
     }
 
     /**
+     * A killed process's descriptors close one at a time: memfd's fd server of a sender being
+     * killed may refuse or reset the connection for its ring before its lease is released. Once per
+     * connection, such a refusal of a sender whose lease is held is taken for a death under way and
+     * tried again, without a word, a liveness interval later (by then a dead sender's message is
+     * dropped quietly; here the sender lives, and the retry maps its ring). progress() used to
+     * throw, and the message was dropped for good. (The refusal is injected into the posix
+     * importer: the transport's judgement is the same for every plugin.)
+     */
+    @Test
+    void aRingRefusedOnceWhileItsSendersLeaseIsHeldIsTriedAgainQuietly() {
+        java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(1);
+        Received received = new Received();
+        Transport receiver = receiverWith(received, Linux.libc(),
+                FailingLibc.failingWhile("openBeneath", Errno.ECONNREFUSED, () -> refusals.getAndUpdate(n -> Math.max(0, n - 1)) > 0),
+                "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        receive(receiver, received, 3); // throws if progress does
+        assertThat(refusals).as("the refusal was met").hasValue(0);
+        assertThat(received.ids).containsExactly(1, 2, 3);
+        assertThat(received.payloads.get(1)).isEqualTo(bytes(100_000, 2).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
      * A receiver out of descriptors when a new sender's CONNECT arrives cannot watch its lease yet,
      * but the sender's messages need none: they keep flowing (the lease is opened later, when
      * descriptors are back). It used to take the sender for dead and drop its large messages as
