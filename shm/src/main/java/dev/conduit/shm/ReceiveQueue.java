@@ -576,12 +576,12 @@ public final class ReceiveQueue {
         LONG.setRelease(memory, HEAD_OFFSET, zeroed);
     }
 
-    /** Whether a record (complete or not) waits at the head: the ring is not empty. */
     /** The tail: every record claimed so far starts before it. */
     public long tailPosition() {
         return (long) LONG.getVolatile(memory, TAIL_OFFSET);
     }
 
+    /** Whether a record (complete or not) waits at the head: the ring is not empty. */
     public boolean hasPending() {
         return (long) LONG.getVolatile(memory, TAIL_OFFSET) - head > 0;
     }
