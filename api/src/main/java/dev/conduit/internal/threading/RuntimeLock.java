@@ -4,7 +4,6 @@ import dev.conduit.ThreadPolicy;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
@@ -40,9 +39,11 @@ public final class RuntimeLock extends ThreadGuard {
     /** One thread's wait for one lock; identity tells a wait that went on from a new one. */
     private static final class Wait {
         final RuntimeLock lock;
+        final long threadId;
 
-        Wait(RuntimeLock lock) {
+        Wait(RuntimeLock lock, long threadId) {
             this.lock = lock;
+            this.threadId = threadId;
         }
     }
 
@@ -50,7 +51,7 @@ public final class RuntimeLock extends ThreadGuard {
     public void enter() {
         if (lock.tryLock()) return;
         Thread self = Thread.currentThread();
-        Wait wait = new Wait(this);
+        Wait wait = new Wait(this, self.threadId());
         boolean interrupted = false;
         WAITING.put(self, wait);
         try {
@@ -100,12 +101,14 @@ public final class RuntimeLock extends ThreadGuard {
         return null;
     }
 
-    /** The highest id of the threads whose waits are {@code cycle}. */
+    /**
+     * The highest id of the threads whose waits are {@code cycle}, from the waits themselves: looked
+     * up in {@link #WAITING}, it missed a thread that had just given up and left, and the thread it
+     * had freed took itself for the highest and gave up too (seen once in CI).
+     */
     private static long highestThreadId(List<Wait> cycle) {
         long highest = -1;
-        for (Map.Entry<Thread, Wait> e : WAITING.entrySet()) {
-            if (cycle.contains(e.getValue())) highest = Math.max(highest, e.getKey().threadId());
-        }
+        for (Wait w : cycle) highest = Math.max(highest, w.threadId);
         return highest;
     }
 
