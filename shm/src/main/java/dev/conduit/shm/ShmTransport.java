@@ -735,14 +735,14 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Whether {@code failure} is the ring's exporter refusing, resetting or closing the connection
-     * ({@link ProducerGoneException}, {@code ECONNREFUSED}, {@code ECONNRESET}): memfd's fd server
-     * of a process being killed does so before the kernel releases that process's lease.
+     * Whether {@code failure} is the ring's exporter refusing or resetting the connection
+     * ({@code ECONNREFUSED}, {@code ECONNRESET}): memfd's fd server of a process being killed does
+     * so before the kernel releases that process's lease. (One that read the request and closed
+     * without answering gives no errno, and is not recognized.)
      */
     private static boolean isRefusedByADyingExporter(Throwable failure) {
         Throwable t = failure;
         for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) { // bounded: a cycle of causes ends too
-            if (t instanceof ProducerGoneException) return true;
             if (t instanceof ErrnoException e) {
                 return switch (e.errnoName()) {
                     case "ECONNREFUSED", "ECONNRESET" -> true;

@@ -10,7 +10,6 @@ import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
 import dev.conduit.shm.LeaseWatch;
 import dev.conduit.shm.OwnerLease;
-import dev.conduit.shm.ProducerGoneException;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ChunkMapping;
@@ -455,13 +454,13 @@ final class MemfdImporter implements IpcImporter {
     }
 
     private static ConduitException producerGone(String path, String what, Throwable cause) {
-        return new ProducerGoneException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or "
+        return new ConduitException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or "
                 + "exited, so its chunks can no longer be imported", cause);
     }
 
     /** Gone as far as the files say: a cleaner that removes the lease too looks the same from here, for a second. */
     private static ConduitException producerGoneOrItsFilesRemoved(String path, Throwable cause) {
-        return new ProducerGoneException(producerGone(path, "does not exist, nor does a held lease of its producer", cause).getMessage()
+        return new ConduitException(producerGone(path, "does not exist, nor does a held lease of its producer", cause).getMessage()
                 + "; or a cleaner removed its files, lease included, while it lives (systemd-logind with RemoveIPC=yes removes a "
                 + "user's /dev/shm files when its last session ends: keep it off the shared directory), and then it binds its "
                 + "socket again within a second", cause);
