@@ -741,16 +741,8 @@ public final class ShmTransport implements Transport {
      * without answering gives no errno, and is not recognized.)
      */
     private static boolean isRefusedByADyingExporter(Throwable failure) {
-        Throwable t = failure;
-        for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) { // bounded: a cycle of causes ends too
-            if (t instanceof ErrnoException e) {
-                return switch (e.errnoName()) {
-                    case "ECONNREFUSED", "ECONNRESET" -> true;
-                    default -> false;
-                };
-            }
-        }
-        return false;
+        String errno = firstErrno(failure);
+        return "ECONNREFUSED".equals(errno) || "ECONNRESET".equals(errno);
     }
 
     /**
@@ -760,16 +752,17 @@ public final class ShmTransport implements Transport {
      * announcing a huge ring, and must not be able to hold this worker's queue with it.
      */
     private static boolean isShortage(Throwable failure) {
+        String errno = firstErrno(failure);
+        return "EMFILE".equals(errno) || "ENFILE".equals(errno);
+    }
+
+    /** The errno name of the first {@link ErrnoException} among {@code failure} and its causes, or null. */
+    private static String firstErrno(Throwable failure) {
         Throwable t = failure;
         for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) { // bounded: a cycle of causes ends too
-            if (t instanceof ErrnoException e) {
-                return switch (e.errnoName()) {
-                    case "EMFILE", "ENFILE" -> true;
-                    default -> false;
-                };
-            }
+            if (t instanceof ErrnoException e) return e.errnoName();
         }
-        return false;
+        return null;
     }
 
     private static PayloadReader control(MemorySegment m, long offset, int length, String prefix) {

@@ -2,6 +2,7 @@ package dev.conduit.spi;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -13,6 +14,7 @@ import java.util.function.Supplier;
 public final class RepeatedWarning {
 
     private final System.Logger logger;
+    private final LongSupplier nanoTime;
     private final long intervalNanos;
     private final String interval;
     private long lastLogged;
@@ -24,7 +26,13 @@ public final class RepeatedWarning {
      * @param interval the least time between two of them
      */
     public RepeatedWarning(System.Logger logger, Duration interval) {
+        this(logger, interval, System::nanoTime);
+    }
+
+    /** With the clock {@code nanoTime} reads, for tests that move time themselves. */
+    RepeatedWarning(System.Logger logger, Duration interval, LongSupplier nanoTime) {
         this.logger = Objects.requireNonNull(logger, "logger");
+        this.nanoTime = nanoTime;
         if (interval.isNegative() || interval.isZero()) throw new IllegalArgumentException("interval " + interval + " is not positive");
         this.intervalNanos = interval.toNanos();
         this.interval = interval.toSeconds() > 0 && interval.toMillis() % 1000 == 0 ? interval.toSeconds() + " s" : interval.toMillis() + " ms";
@@ -48,7 +56,7 @@ public final class RepeatedWarning {
     public boolean log(Supplier<String> message, Throwable thrown) {
         long held;
         synchronized (this) {
-            long now = System.nanoTime();
+            long now = nanoTime.getAsLong();
             if (logged && now - lastLogged < intervalNanos) {
                 heldBack++;
                 return false;

@@ -47,12 +47,14 @@ class RepeatedWarningTest {
     }
 
     @Test
-    void theNextOneLoggedSaysHowManyWereHeldBack() throws InterruptedException {
-        RepeatedWarning warning = new RepeatedWarning(logger, Duration.ofMillis(20));
+    void theNextOneLoggedSaysHowManyWereHeldBack() {
+        long[] now = {0};
+        RepeatedWarning warning = new RepeatedWarning(logger, Duration.ofMillis(20), () -> now[0]);
         warning.log(() -> "first");
+        now[0] = 19_999_999; // just inside the interval
         warning.log(() -> "held");
         warning.log(() -> "held");
-        Thread.sleep(40);
+        now[0] = 20_000_000;
         assertThat(warning.log(() -> "second")).isTrue();
         assertThat(warnings).containsExactly("WARNING first", "WARNING second (2 more like it since the last one logged; such warnings "
                 + "are logged at most once every 20 ms)");
