@@ -18,6 +18,7 @@ import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
 
+import java.io.EOFException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.security.SecureRandom;
@@ -736,13 +737,13 @@ public final class ShmTransport implements Transport {
 
     /**
      * Whether {@code failure} is the ring's exporter refusing or resetting the connection
-     * ({@code ECONNREFUSED}, {@code ECONNRESET}): memfd's fd server of a process being killed does
-     * so before the kernel releases that process's lease. (One that read the request and closed
-     * without answering gives no errno, and is not recognized.)
+     * ({@code ECONNREFUSED}, {@code ECONNRESET}), or closing it without an answer (an
+     * {@link EOFException} among the causes): memfd's fd server of a process being killed does
+     * one of these before the kernel releases that process's lease.
      */
     private static boolean isRefusedByADyingExporter(Throwable failure) {
         String errno = firstErrno(failure);
-        return "ECONNREFUSED".equals(errno) || "ECONNRESET".equals(errno);
+        return "ECONNREFUSED".equals(errno) || "ECONNRESET".equals(errno) || firstCause(failure, EOFException.class) != null;
     }
 
     /**
@@ -758,9 +759,15 @@ public final class ShmTransport implements Transport {
 
     /** The errno name of the first {@link ErrnoException} among {@code failure} and its causes, or null. */
     private static String firstErrno(Throwable failure) {
+        ErrnoException e = firstCause(failure, ErrnoException.class);
+        return e == null ? null : e.errnoName();
+    }
+
+    /** The first of {@code failure} and its causes that is a {@code type}, or null. */
+    private static <T extends Throwable> T firstCause(Throwable failure, Class<T> type) {
         Throwable t = failure;
         for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) { // bounded: a cycle of causes ends too
-            if (t instanceof ErrnoException e) return e.errnoName();
+            if (type.isInstance(t)) return type.cast(t);
         }
         return null;
     }

@@ -18,6 +18,7 @@ import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
 
+import java.io.EOFException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -329,9 +330,11 @@ final class MemfdImporter implements IpcImporter {
                     }
                     libc.poll(socket, POLLIN, timeout);
                 } else if (message.bytes() == 0) {
+                    // The end of stream is the cause: a transport retrying an exporter that dies recognizes it, as an errno.
                     throw received == 0
                             ? producerGone(path, "closed the connection without answering: the producer is closing, or dropped "
-                            + "this request after its " + MemfdConfig.describe(MemfdConfig.SERVER_TIMEOUT), null)
+                            + "this request after its " + MemfdConfig.describe(MemfdConfig.SERVER_TIMEOUT),
+                            new EOFException("end of stream from " + path + " before the reply"))
                             : protocolError(path, "ended its reply after " + received + " of " + FdProtocol.OK_REPLY_LENGTH + " bytes");
                 } else {
                     received += message.bytes();

@@ -364,6 +364,37 @@ class MemfdImporterTest {
                 .hasRootCauseInstanceOf(ErrnoException.class);
     }
 
+    /**
+     * A producer's fd server that reads the request and closes without answering (it is being
+     * killed, or dropped the request after its timeout) means producer gone, with the end of stream
+     * as the cause: a transport recognizes a dying exporter by it, as by an errno.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS) // a hang guard
+    void aSocketThatClosesWithoutAnsweringMeansProducerGoneWithTheEndOfStreamAsCause() throws Exception {
+        String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
+        try (FileDescriptor listener = libc.socket(SocketFlags.SOCK_STREAM)) {
+            libc.bind(listener, shared.resolve(name).toString());
+            libc.listen(listener, 4);
+            Thread server = Thread.ofPlatform().start(() -> {
+                try (FileDescriptor client = libc.accept(listener, 0);
+                     java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                    MemorySegment request = arena.allocate(FdProtocol.REQUEST_LENGTH);
+                    for (int read = 0; read < FdProtocol.REQUEST_LENGTH; ) {
+                        int n = libc.recv(client, request.asSlice(read), 0);
+                        if (n == 0) break;
+                        read += n;
+                    }
+                }
+            });
+            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+                    .hasMessageStartingWith("producer gone (its socket " + shared.resolve(name)
+                            + " closed the connection without answering")
+                    .hasCauseInstanceOf(java.io.EOFException.class);
+            server.join();
+        }
+    }
+
     // ---------------------------------------------------------------- bad payloads
 
     @Test

@@ -7,6 +7,7 @@ import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.EOFException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -32,8 +34,10 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.UnaryOperator;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -628,9 +632,20 @@ class ShmTransportTest {
     }
 
     private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc, String... keyValues) {
+        return receiverWith(received, transportLibc, importerLibc, importer -> importer, keyValues);
+    }
+
+    /** A receiver whose importer of rings is {@code importer} applied to the posix one. */
+    private Transport receiverWith(Received received, UnaryOperator<IpcImporter> importer, String... keyValues) {
+        return receiverWith(received, Linux.libc(), Linux.libc(), importer, keyValues);
+    }
+
+    private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc, UnaryOperator<IpcImporter> importer,
+                                   String... keyValues) {
         Context context = new Context(TestContext.of(shared, keyValues), received);
         Transport t = new ShmTransport("posix", transportLibc, context, ShmTransportConfig.read(context.config(), "posix"),
-                new PosixPlugin().openMemoryProvider(context), new PosixImporter(importerLibc, PosixConfig.of(context), false));
+                new PosixPlugin().openMemoryProvider(context),
+                importer.apply(new PosixImporter(importerLibc, PosixConfig.of(context), false)));
         open.add(t);
         return t;
     }
@@ -677,20 +692,45 @@ class ShmTransportTest {
      */
     @Test
     void aRingRefusedOnceWhileItsSendersLeaseIsHeldIsTriedAgainQuietly() {
-        java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(1);
+        AtomicInteger refusals = new AtomicInteger(1);
         Received received = new Received();
         Transport receiver = receiverWith(received, Linux.libc(),
                 FailingLibc.failingWhile("openBeneath", Errno.ECONNREFUSED, () -> refusals.getAndUpdate(n -> Math.max(0, n - 1)) > 0),
                 "posix.liveness.interval", "1ms");
+        sendSmallLargeSmallAndReceiveAllWithoutAThrow(receiver, received);
+        assertThat(refusals).as("the refusal was met").hasValue(0);
+    }
+
+    /** A live sender sends a small, a large and a small message; {@code receiver} delivers the three, and progress() never throws. */
+    private void sendSmallLargeSmallAndReceiveAllWithoutAThrow(Transport receiver, Received received) {
         Transport sender = transport(new Received());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
         assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
         receive(receiver, received, 3); // throws if progress does
-        assertThat(refusals).as("the refusal was met").hasValue(0);
         assertThat(received.ids).containsExactly(1, 2, 3);
         assertThat(received.payloads.get(1)).isEqualTo(bytes(100_000, 2).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * The same for an exporter that closes the connection without answering, as memfd's fd server
+     * killed after it read the request does: memfd's importer gives an end of stream as the cause,
+     * with no errno. progress() used to throw "producer gone" for it.
+     */
+    @Test
+    void aRingWhoseExporterClosedWithoutAnsweringWhileItsSendersLeaseIsHeldIsTriedAgainQuietly() {
+        AtomicInteger closes = new AtomicInteger(1);
+        Received received = new Received();
+        Transport receiver = receiverWith(received, posix -> (payload, chunkLength) -> {
+            if (closes.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                throw new ConduitException("producer gone (its socket closed the connection without answering)",
+                        new EOFException("end of stream before the reply"));
+            }
+            return posix.map(payload, chunkLength);
+        }, "posix.liveness.interval", "1ms");
+        sendSmallLargeSmallAndReceiveAllWithoutAThrow(receiver, received);
+        assertThat(closes).as("the close was met").hasValue(0);
     }
 
     /**
