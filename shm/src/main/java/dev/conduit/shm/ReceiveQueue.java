@@ -33,6 +33,11 @@ import java.lang.invoke.VarHandle;
  *                                                              a death, also one during the close, by it)
  *    528     8  read position   receiver                       release store after each poll that read:
  *                                                              every record before it was handled (or dropped)
+ *   1024     8  refusals        receiver                       release store: how many connections it refused
+ *   1088  2048  refused         receiver                       the last 128 refusals, 16 bytes each: the
+ *                                                              connection id (0 while the slot is rewritten,
+ *                                                              then a release store) and the reason; a sender
+ *                                                              that finds its connection here fails its endpoint
  *   4096     …  ring            senders write, receiver reads  records, 8-byte aligned (page-aligned start)
  * </pre>
  *
@@ -75,6 +80,15 @@ import java.lang.invoke.VarHandle;
  * the shared head plus one ring: no sender can claim there yet, and an earlier lap's record, read
  * but not yet zeroed, still lies there.
  *
+ * <h2>Refused connections</h2>
+ * A connection of which the receiver dropped a message while its sender lived (it keeps too many
+ * connections, or cannot map the connection's bounce ring) is refused: the receiver drops every
+ * later record of it too, so that what it delivered of the connection is a prefix of what was
+ * sent, without a hole, and lists it under {@code refused} ({@link #refuse}). A sender looks there
+ * when {@code refusals} changed, at its liveness checks ({@link #refusalOf}), and fails its
+ * endpoint. A sender that checks less often than 128 refusals are made may miss its own; it then
+ * learns from its bounce ring, when a large message waits for room the receiver never releases.
+ *
  * <h2>Senders that stop</h2>
  * A record taken but never committed names its sender's owner: the receiver turns it into padding
  * once that owner's lease shows it dead ({@link #skipDeadClaim}), never while it lives, for a live
@@ -94,11 +108,11 @@ public final class ReceiveQueue {
 
     public static final int MAGIC = 0x51444E43; // "CNDQ"
     /**
-     * 4: the closing word's second value, 2 when the close is done (3: records are taken by a CAS on
+     * 5: the refused connections; 4: the closing word's second value, 2 when the close is done (3: records are taken by a CAS on
      * their first word, which holds the line's free word while free, and records are whole lines;
      * 2: the closing word and the read position).
      */
-    public static final int VERSION = 4;
+    public static final int VERSION = 5;
     public static final int TOKEN_LENGTH = 16;
 
     static final long MAGIC_OFFSET = 0;
@@ -112,6 +126,10 @@ public final class ReceiveQueue {
     static final long HEARTBEAT_OFFSET = 512;
     static final long CLOSING_OFFSET = 520;
     static final long READ_OFFSET = 528;
+    static final long REFUSALS_OFFSET = 1024;
+    static final long REFUSED_OFFSET = 1088;
+    static final int REFUSED_SLOTS = 128;
+    static final long REFUSED_SLOT = 16;
     public static final long HEADER_LENGTH = 4096;
 
     public static final int RECORD_HEADER = 48;
@@ -682,6 +700,32 @@ public final class ReceiveQueue {
     /** The position before which the receiver handled (or dropped) every record, as of its last poll. */
     public long readPosition() {
         return (long) LONG.getAcquire(memory, READ_OFFSET);
+    }
+
+    /** Receiver side: lists {@code connection} as refused, for {@code reason} (not 0), over the oldest of the last {@value #REFUSED_SLOTS}. */
+    public void refuse(long connection, int reason) {
+        long refusals = (long) LONG.get(memory, REFUSALS_OFFSET);
+        long slot = REFUSED_OFFSET + (refusals & (REFUSED_SLOTS - 1)) * REFUSED_SLOT;
+        LONG.setRelease(memory, slot, 0L);
+        LONG.setRelease(memory, slot + 8, (long) reason);
+        LONG.setRelease(memory, slot, connection);
+        LONG.setRelease(memory, REFUSALS_OFFSET, refusals + 1);
+    }
+
+    /** How many connections the receiver refused so far: a sender looks for its own ({@link #refusalOf}) when this changed. */
+    public long refusals() {
+        return (long) LONG.getAcquire(memory, REFUSALS_OFFSET);
+    }
+
+    /** The reason the receiver gave when it refused {@code connection}, among its last {@value #REFUSED_SLOTS} refusals; else 0. */
+    public int refusalOf(long connection) {
+        for (int i = 0; i < REFUSED_SLOTS; i++) {
+            long slot = REFUSED_OFFSET + i * REFUSED_SLOT;
+            if ((long) LONG.getAcquire(memory, slot) != connection) continue;
+            long reason = (long) LONG.getAcquire(memory, slot + 8);
+            if ((long) LONG.getAcquire(memory, slot) == connection) return (int) reason; // not rewritten meanwhile
+        }
+        return 0;
     }
 
     /** Tells senders that this receiver reads nothing more ({@link #isClosing}). */

@@ -48,6 +48,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private boolean waitingForRing;
     /** The peer's queue position just past our last LARGE record: once the peer has read past it, it has released every payload it will. */
     private long lastLargeEnd;
+    /** The peer's count of refused connections as this endpoint last looked for its own among them. */
+    private long refusalsSeen;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -353,8 +355,9 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
-     * Checks the peer: dead (its lease is free) or hung (no progress for {@code heartbeat.timeout}
-     * while this endpoint waits on it). Reports a failure once.
+     * Checks the peer: dead (its lease is free), refusing this connection (listed among its
+     * queue's refused connections), or hung (no progress for {@code heartbeat.timeout} while this
+     * endpoint waits on it). Reports a failure once.
      *
      * @return whether the peer failed now
      */
@@ -371,6 +374,16 @@ final class ShmEndpoint implements TransportEndpoint {
             return true;
         }
         try {
+            long refusals = peer.refusals();
+            if (refusals != refusalsSeen) {
+                refusalsSeen = refusals;
+                int reason = peer.refusalOf(connection);
+                if (reason != 0) {
+                    fail(transport.plugin() + ": the peer worker refused this connection, and drops what it sends: "
+                            + ShmTransport.refusal(transport.plugin(), reason));
+                    return true;
+                }
+            }
             if (waitingForRing && ringRefused()) {
                 fail(transport.plugin() + ": the peer worker read this connection's large messages without releasing them from its "
                         + "bounce ring, so a large message waits for room there forever: the peer cannot map the ring, or "

@@ -68,6 +68,12 @@ import java.util.concurrent.CompletionException;
 public final class ShmTransport implements Transport {
 
     static final int ADDRESS_VERSION = 1;
+    /** Why a connection was refused ({@link ReceiveQueue#refuse}, {@link #refusal}): {@code inbound.max}. */
+    static final int REFUSED_PAST_INBOUND_MAX = 1;
+    /** Why a connection was refused: its bounce ring could not be mapped, or not within {@code inbound.bounce.max}. */
+    static final int REFUSED_RING = 2;
+    /** Why a connection was refused: a large message of a live sender's connection this worker does not keep. */
+    static final int REFUSED_NOT_KEPT = 3;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final int POLL_LIMIT = 64;
     /** How long await spins on a head claimed and not yet committed, before it sleeps (awaitBlockedHead). */
@@ -112,6 +118,12 @@ public final class ShmTransport implements Transport {
      * mapped, or waiting for a retry after a shortage.
      */
     private long inboundBounceBytes;
+    /**
+     * A connection this worker keeps ({@link #inbound}), the one of the last small message, or 0
+     * (no connection id is 0): a small message of a connection not kept is dropped, and most are
+     * of the same sender as the one before.
+     */
+    private long keptConnection;
     /** Maps announced bounce rings off the progress thread; started by the first large message. */
     private RingMapper ringMapper;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
@@ -383,14 +395,18 @@ public final class ShmTransport implements Transport {
                     "record of type " + type + " has " + length + " bytes, less than the " + ReceiveQueue.RECORD_HEADER + "-byte record header");
         }
         if (type == ReceiveQueue.MSG) {
-            // The path of every small message: the fewest loads, the connection id only for an error.
+            // The path of every small message: the fewest loads, and a map lookup only when the sender changes.
+            long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
+            if (connection != keptConnection) {
+                if (inbound.get(connection) == null) return; // refused, forgotten or never announced: see keptConnection
+                keptConnection = connection;
+            }
             long idAndHeader = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.MESSAGE_ID);
             int headerLength = ReceiveQueue.secondInt(idAndHeader);
             long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
             long body = length - ReceiveQueue.RECORD_HEADER;
             if (headerLength < 0 || payloadLength < 0 || headerLength > body || payloadLength > body - headerLength) {
-                throw protocolError(m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION),
-                        "message of " + headerLength + " + " + payloadLength + " bytes in a record of " + length);
+                throw protocolError(connection, "message of " + headerLength + " + " + payloadLength + " bytes in a record of " + length);
             }
             long start = offset + ReceiveQueue.RECORD_HEADER;
             sink.onMessage(ReceiveQueue.firstInt(idAndHeader), deliveredQueue, start, headerLength, deliveredQueue, start + headerLength,
@@ -406,14 +422,20 @@ public final class ShmTransport implements Transport {
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
                 if (in == null) {
+                    if (queue.refusalOf(connection) != 0) return; // refused: said then
                     // Its CONNECT found the sender's lease gone: the payload died with it, unless its connection id says otherwise.
                     if (!OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) return;
                     String key = ShmTransportConfig.inboundMaxKey(plugin);
+                    refuseConnection(connection, REFUSED_NOT_KEPT);
                     throw droppedLargeMessage(connection, "this worker does not keep that connection (refused past " + key
                             + ", closed, or never announced); if it was refused, raise " + key + " or have senders close the "
                             + "endpoints they no longer use");
                 }
-                if (in.bounce == null && !mapBounce(connection, in)) return;
+                if (in.bounce == null && !mapBounce(connection, in)) {
+                    Inbound dead = removeInbound(connection); // its sender died: its later messages go with this one
+                    if (dead != null) forget(dead);
+                    return;
+                }
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
                 int headerLength = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE);
                 long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
@@ -455,12 +477,12 @@ public final class ShmTransport implements Transport {
                 if (inbound.size() >= config.inboundMaximum()) reapDeadSenders();
                 if (inbound.size() >= config.inboundMaximum()) {
                     if (watch != null) senderLeases.release(watch);
+                    refuseConnection(connection, REFUSED_PAST_INBOUND_MAX);
                     String key = ShmTransportConfig.inboundMaxKey(plugin);
                     throw new ConduitException(plugin + ": refused connection " + Long.toHexString(connection) + " of the sender "
                             + "with lease " + leaseName + ": this worker keeps " + inbound.size() + " connections from senders, "
-                            + "the most " + key + " allows. Its small messages are delivered, its large ones dropped, and its "
-                            + "endpoint fails once a large message waits for bounce-ring room. Raise " + key + ", or have senders "
-                            + "close the endpoints they no longer use");
+                            + "the most " + key + " allows. Its messages are dropped, and its endpoint fails at the sender's next "
+                            + "liveness check. Raise " + key + ", or have senders close the endpoints they no longer use");
                 }
                 inbound.put(connection, new Inbound(leaseName, watch));
             }
@@ -480,7 +502,7 @@ public final class ShmTransport implements Transport {
                 in.bounceLength = ringLength;
             }
             case ReceiveQueue.CLOSE -> {
-                Inbound in = inbound.remove(connection);
+                Inbound in = removeInbound(connection);
                 if (in != null) forget(in);
             }
             default -> throw protocolError(connection, "unknown record type " + type);
@@ -531,8 +553,7 @@ public final class ShmTransport implements Transport {
     private String overBudget(Inbound in) {
         String key = ShmTransportConfig.inboundBounceMaxKey(plugin);
         return "this worker maps " + inboundBounceBytes + " bytes of senders' bounce rings, and this one's " + in.bounceLength
-                + " would take that past " + key + " (" + config.inboundBounceMaximum() + "); its large messages are dropped until "
-                + "there is room. Raise " + key + ", or lower the senders' " + plugin + ".bounce.size, or have them close the "
+                + " would take that past " + key + " (" + config.inboundBounceMaximum() + "). Raise " + key + ", or lower the senders' " + plugin + ".bounce.size, or have them close the "
                 + "endpoints they no longer use";
     }
 
@@ -555,7 +576,7 @@ public final class ShmTransport implements Transport {
             long connection = connections[i];
             Inbound in = inbound.get(connection);
             if (!senderAlive(in)) {
-                forget(inbound.remove(connection));
+                forget(removeInbound(connection));
                 reaped++;
             }
         }
@@ -571,11 +592,12 @@ public final class ShmTransport implements Transport {
     /**
      * Makes sure the bounce ring a large message of {@code in} needs is mapped. While its mapping
      * is under way the record waits at the head ({@link ReceiveQueue.RecordNotReady#LATER}). A
-     * ring that does not fit the budget drops the record (the next large message tries again). A
-     * sender that died took its unmapped ring with it: the record is dropped. A live sender frees
-     * its ring only after this process released every payload in it, so when mapping it failed for
-     * a shortage of descriptors, the record stays at the head of the queue, progress() says why,
-     * and another try starts a liveness interval later. Any other reason drops the record.
+     * ring that does not fit the budget refuses the connection ({@link #refuseConnection}). A
+     * sender that died took its unmapped ring with it: the record is dropped, and the caller
+     * forgets the connection. A live sender frees its ring only after this process released every
+     * payload in it, so when mapping it failed for a shortage of descriptors, the record stays at
+     * the head of the queue, progress() says why, and another try starts a liveness interval
+     * later. Any other reason refuses the connection.
      *
      * @return whether the ring is mapped; false when the record is to be dropped (its sender is dead)
      * @throws ReceiveQueue.RecordNotReady while the mapping is under way, or when the sender lives and this process is
@@ -584,7 +606,9 @@ public final class ShmTransport implements Transport {
     private boolean mapBounce(long connection, Inbound in) {
         if (in.pendingRing == null && in.bounceExport != null && !startMapping(connection, in, 0)) {
             if (inbound.get(connection) != in) return false; // its sender died
-            throw droppedLargeMessage(connection, "its bounce ring is not mapped: " + overBudget(in));
+            String why = overBudget(in);
+            refuseConnection(connection, REFUSED_RING);
+            throw droppedLargeMessage(connection, "its bounce ring is not mapped: " + why);
         }
         ConduitException failure = null;
         if (in.pendingRing != null) {
@@ -620,13 +644,49 @@ public final class ShmTransport implements Transport {
                     + "worker's receive queue with every message behind it; another try starts every liveness.interval: "
                     + failure.getMessage(), failure));
         }
+        refuseConnection(connection, REFUSED_RING);
         if (in.bounceRefusal == null) throw protocolError(connection, "large message before its bounce ring was announced");
         throw droppedLargeMessage(connection, "its bounce ring cannot be mapped: " + in.bounceRefusal);
     }
 
-    /** A large message this worker consumed without delivering it, for a reason that is no broken protocol. */
+    /**
+     * A large message of a connection this worker refused ({@link #refuseConnection}), consumed
+     * without delivering it, for a reason that is no broken protocol.
+     */
     private ConduitException droppedLargeMessage(long connection, String why) {
-        return new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection) + ": " + why);
+        return new ConduitException(plugin + ": dropped a large message of connection " + Long.toHexString(connection) + ": " + why
+                + "; the connection is refused: its later messages are dropped too, and its endpoint fails at the sender's next "
+                + "liveness check");
+    }
+
+    /**
+     * Refuses a connection of which a message is dropped while its sender may live: forgets it, so
+     * that its later records are dropped too (what this worker delivered of it stays a prefix of
+     * what was sent, without a hole), and lists it in the queue, where its sender finds it at its
+     * next liveness check and fails its endpoint ({@link ReceiveQueue}, "Refused connections").
+     */
+    private void refuseConnection(long connection, int reason) {
+        Inbound in = removeInbound(connection);
+        if (in != null) forget(in);
+        queue.refuse(connection, reason);
+    }
+
+    /** Removes a connection this worker keeps, and so drops its later records: see {@link #keptConnection}. */
+    private Inbound removeInbound(long connection) {
+        if (connection == keptConnection) keptConnection = 0;
+        return inbound.remove(connection);
+    }
+
+    /** The message of a sender whose connection {@code reason} refused ({@link ReceiveQueue#refusalOf}). */
+    static String refusal(String plugin, int reason) {
+        return switch (reason) {
+            case REFUSED_PAST_INBOUND_MAX -> "it keeps the most connections from senders its " + ShmTransportConfig.inboundMaxKey(plugin)
+                    + " allows; raise it there, or have senders close the endpoints they no longer use";
+            case REFUSED_RING -> "it could not map this connection's bounce ring to read a large message (past its "
+                    + ShmTransportConfig.inboundBounceMaxKey(plugin) + ", or a failure its progress() named), and dropped it";
+            case REFUSED_NOT_KEPT -> "it does not keep this connection (refused, or forgotten as a dead sender's)";
+            default -> "for a reason it gave as " + reason;
+        };
     }
 
     /**
@@ -641,7 +701,7 @@ public final class ShmTransport implements Transport {
     private ConduitException refuseOrKeep(long connection, Inbound in, Throwable failure) {
         switch (failure) {
             case dev.conduit.spi.InvalidHandleException e -> {
-                refuseBounce(in, e.getMessage());
+                refuseConnection(connection, REFUSED_RING);
                 throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
             }
             case ConduitException e -> {
@@ -806,7 +866,7 @@ public final class ShmTransport implements Transport {
             if (senderAlive(in)) {
                 in.deadAtTail = -1; // judged dead before without its lease (none could be opened): that bound was not one
             } else if (deadSendersRecordsAreRead(in)) {
-                inbound.remove(connection);
+                removeInbound(connection);
                 forget(in);
                 someoneDied = true;
             }
@@ -1043,7 +1103,7 @@ public final class ShmTransport implements Transport {
         }
         for (long connection : inbound.keys()) {
             try {
-                forget(inbound.remove(connection));
+                forget(removeInbound(connection));
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }

@@ -101,13 +101,15 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
         return ConfigKey.integer(p + ".inbound.max", 4096, 1, 1 << 20,
                 "Connections from senders each worker keeps at once (each holds a share of a lease watch and may map a "
                         + "bounce ring: one memory mapping, so keep well below vm.max_map_count). A connection beyond it is "
-                        + "refused: progress() throws naming this key, and that connection's large messages are not delivered.");
+                        + "refused: progress() throws naming this key, none of its messages is delivered, and the sender's endpoint fails "
+                        + "at its next liveness check.");
     }
 
     private static ConfigKey<Long> inboundBounceMax(String p) {
         return ConfigKey.bytes(p + ".inbound.bounce.max", 64L << 30, 1L << 20,
                 "Bytes of senders' bounce rings each worker maps at once (address space, not memory: the rings are the "
-                        + "senders'; a default ring is 4m and a 4k header). A ring beyond it is not mapped until there is "
-                        + "room: its large messages are dropped meanwhile, and progress() throws naming this key.");
+                        + "senders'; a default ring is 4m and a 4k header). A ring beyond it is not mapped: progress() throws "
+                        + "naming this key, its connection is refused (its later messages dropped too), and the sender's "
+                        + "endpoint fails at its next liveness check.");
     }
 }

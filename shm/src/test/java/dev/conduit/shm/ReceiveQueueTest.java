@@ -33,6 +33,21 @@ class ReceiveQueueTest {
         return values;
     }
 
+    /** The receiver lists the last 128 connections it refused, with their reasons; a sender finds its own, once the count moved. */
+    @Test
+    void aSenderFindsItsConnectionAmongTheLast128Refused() {
+        assertThat(sender.refusals()).isZero();
+        assertThat(sender.refusalOf(42)).isZero();
+        for (long connection = 1; connection <= 130; connection++) receiver.refuse(connection, (int) (connection % 3) + 1);
+        assertThat(sender.refusals()).isEqualTo(130);
+        assertThat(sender.refusalOf(1)).as("overwritten").isZero();
+        assertThat(sender.refusalOf(2)).as("overwritten").isZero();
+        for (long connection = 3; connection <= 130; connection++) {
+            assertThat(sender.refusalOf(connection)).as("connection %d", connection).isEqualTo((int) (connection % 3) + 1);
+        }
+        assertThat(sender.refusalOf(131)).isZero();
+    }
+
     @Test
     void recordsArriveInOrderAcrossManyWraps() {
         long next = 1;

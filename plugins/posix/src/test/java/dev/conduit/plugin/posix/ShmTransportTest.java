@@ -909,22 +909,79 @@ class ShmTransportTest {
 
     /**
      * A ring that cannot be mapped for a reason that will not pass (here: permission denied) does
-     * not block the queue: the large message is dropped, said once by progress(), and every other
-     * message is delivered.
+     * not block the queue: the large message is dropped, said once by progress(), and its
+     * connection is refused: its later messages are dropped too, so that what arrived of it is
+     * what was sent up to the hole, and its sender's endpoint fails saying why. Another sender's
+     * messages are delivered. (The small message after the dropped one used to be delivered: an
+     * endpoint's stream with a hole in it, and a live sender never told.)
      */
     @Test
-    void aBounceRingRefusedForGoodDropsOnlyItsMessageAndBlocksNothing() {
+    void aBounceRingRefusedForGoodRefusesItsConnectionAndBlocksNothing() {
         Received received = new Received();
-        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.failing("openBeneath", Errno.EACCES));
-        Transport sender = transport(new Received());
-        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.failing("openBeneath", Errno.EACCES),
+                "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        Transport other = transport(new Received());
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        TransportEndpoint fromOther = connect(other, receiver, cause -> { });
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
         assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        assertThat(fromOther.trySend(4, MemorySegment.NULL, bytes(8, 4))).isTrue();
         assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("dropped a large message").hasMessageContaining("cannot be mapped").hasMessageContaining("EACCES");
+                .hasMessageContaining("dropped a large message").hasMessageContaining("cannot be mapped").hasMessageContaining("EACCES")
+                .hasMessageContaining("the connection is refused");
         receive(receiver, received, 2);
-        assertThat(received.ids).containsExactly(1, 3);
+        assertThat(received.ids).containsExactly(1, 4);
+        assertThat(ep.trySend(5, MemorySegment.NULL, bytes(8, 5))).isTrue(); // sent before the sender's liveness check
+        untilFailed(sender, failure);
+        assertThat(failure.get()).hasMessageContaining("the peer worker refused this connection")
+                .hasMessageContaining("could not map this connection's bounce ring");
+        assertThatThrownBy(() -> ep.trySend(6, MemorySegment.NULL, bytes(8, 6))).isSameAs(failure.get());
+        settle(sender, receiver);
+        assertThat(received.ids).as("nothing after the hole").containsExactly(1, 4);
+    }
+
+    /**
+     * The queue lists the last 128 refusals. A sender that missed its own (more refusals came
+     * before its next liveness check) still learns: a large message that waits for room in its
+     * bounce ring, which the receiver read past without releasing, fails its endpoint.
+     */
+    @Test
+    void aSenderThatMissedItsRefusalFailsWhenItsRingWaitsForRoomThePeerNeverReleases() {
+        Received received = new Received();
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.failing("openBeneath", Errno.EACCES),
+                "posix.inbound.max", "1");
+        Transport sender = transport(new Received(), "posix.bounce.size", "64k", "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        MemorySegment large = bytes(40_000, 1); // one fits the 64 KiB ring, a second only once the first is released
+        assertThat(ep.trySend(1, MemorySegment.NULL, large)).isTrue();
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("the connection is refused");
+        Transport other = transport(new Received());
+        int refusals = 0;
+        for (int i = 0; i <= 128; i++) { // one kept, 128 refused: the sender's refusal is no longer listed
+            assertThat(connect(other, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue(); // its CONNECT goes first
+            try {
+                receiver.progress();
+            } catch (ConduitException e) {
+                assertThat(e).hasMessageContaining("refused connection");
+                refusals++;
+            }
+        }
+        assertThat(refusals).isEqualTo(128);
+        assertThat(ep.trySend(1, MemorySegment.NULL, large)).as("no room before the first is released").isFalse();
+        untilFailed(sender, failure);
+        assertThat(failure.get()).hasMessageContaining("without releasing them from its bounce ring");
+    }
+
+    /** Progresses {@code sender} until an endpoint reports {@code failure}; bounded, not timed. */
+    private static void untilFailed(Transport sender, AtomicReference<PeerFailedException> failure) {
+        for (int i = 0; i < 10_000 && failure.get() == null; i++) {
+            if (sender.progress() == 0) LockSupport.parkNanos(100_000);
+        }
+        assertThat(failure.get()).as("the endpoint's failure").isNotNull();
     }
 
     /**
@@ -951,7 +1008,7 @@ class ShmTransportTest {
             sender.progress();
             Thread.sleep(1);
         }
-        assertThat(failure.get()).isNotNull().hasMessageContaining("without releasing them from its bounce ring");
+        assertThat(failure.get()).isNotNull().hasMessageContaining("the peer worker refused this connection");
         assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 2))).isSameAs(failure.get());
     }
 
@@ -1080,30 +1137,34 @@ class ShmTransportTest {
 
     /**
      * A sender may connect again and again; the receiver keeps at most {@code inbound.max}
-     * connections. One beyond it is refused, naming the key: its large messages are not delivered,
-     * nothing else of anyone is held up, and a connection that closes makes room. (Without the
-     * bound, each CONNECT grew the receiver's heap for as long as the sender lived.)
+     * connections. One beyond it is refused, naming the key: none of its messages is delivered,
+     * its endpoint fails naming the key, nothing else of anyone is held up, and a connection that
+     * closes makes room. (Without the bound, each CONNECT grew the receiver's heap for as long as
+     * the sender lived. Until the refusal was listed in the queue, the refused connection's small
+     * messages were delivered and its large ones dropped, and its sender learned nothing unless a
+     * large message waited for room in its ring.)
      */
     @Test
     void aConnectionBeyondInboundMaxIsRefusedNamingTheKeyAndAClosedOneMakesRoom() {
         Received received = new Received();
         Transport receiver = transport(received, "posix.inbound.max", "2");
-        Transport sender = transport(new Received());
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
         TransportEndpoint first = connect(sender, receiver, cause -> { });
         TransportEndpoint second = connect(sender, receiver, cause -> { });
-        TransportEndpoint third = connect(sender, receiver, cause -> { });
+        AtomicReference<PeerFailedException> refused = new AtomicReference<>();
+        TransportEndpoint third = connect(sender, receiver, refused::set);
         assertThat(first.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         assertThat(second.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
         assertThat(third.trySend(3, MemorySegment.NULL, bytes(100_000, 3))).isTrue();
+        assertThat(third.trySend(5, MemorySegment.NULL, bytes(8, 5))).isTrue();
         assertThat(second.trySend(4, MemorySegment.NULL, bytes(8, 4))).isTrue();
         assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("refused connection").hasMessageContaining("keeps 2 connections")
                 .hasMessageContaining("posix.inbound.max");
-        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("dropped a large message").hasMessageContaining("does not keep that connection")
-                .hasMessageContaining("posix.inbound.max");
-        receive(receiver, received, 3);
+        receive(receiver, received, 3); // throws if progress does: the refused connection's records go without a word
         assertThat(received.ids).containsExactly(1, 2, 4);
+        untilFailed(sender, refused);
+        assertThat(refused.get()).hasMessageContaining("the peer worker refused this connection").hasMessageContaining("posix.inbound.max");
 
         first.close();
         assertThatANewConnectionGetsALargeMessageThrough(sender, receiver, received);
@@ -1112,31 +1173,31 @@ class ShmTransportTest {
     /**
      * The bounce rings a receiver maps are bounded in bytes ({@code inbound.bounce.max}): a sender
      * may announce a ring of up to a TiB on every connection. A ring past the bound is not mapped,
-     * its large message is dropped naming the key, the rest flows, and a closed connection's ring
-     * makes room.
+     * its large message is dropped naming the key and its connection refused (its sender's
+     * endpoint fails), the rest flows, and a closed connection's ring makes room for a new one.
      */
     @Test
     void bounceRingsPastInboundBounceMaxAreNotMappedAndAClosedOneMakesRoom() {
         Received received = new Received();
         Transport receiver = transport(received, "posix.inbound.bounce.max", "1m");
-        Transport sender = transport(new Received(), "posix.bounce.size", "512k"); // one ring and its header fit, two do not
+        // one ring and its header fit, two do not
+        Transport sender = transport(new Received(), "posix.bounce.size", "512k", "posix.liveness.interval", "1ms");
         TransportEndpoint first = connect(sender, receiver, cause -> { });
-        TransportEndpoint second = connect(sender, receiver, cause -> { });
+        AtomicReference<PeerFailedException> refused = new AtomicReference<>();
+        TransportEndpoint second = connect(sender, receiver, refused::set);
         assertThat(first.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
         assertThat(second.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
         assertThat(second.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
         assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("dropped a large message").hasMessageContaining("posix.inbound.bounce.max (1048576)")
-                .hasMessageContaining("until there is room").hasMessageContaining("posix.bounce.size");
-        receive(receiver, received, 2);
-        assertThat(received.ids).containsExactly(1, 3);
-        // Room comes back with a closed connection's ring: the waiting ring is mapped at its next large message.
+                .hasMessageContaining("posix.bounce.size").hasMessageContaining("the connection is refused");
+        receive(receiver, received, 1);
+        untilFailed(sender, refused);
+        assertThat(refused.get()).hasMessageContaining("posix.inbound.bounce.max");
+        // Room comes back with a closed connection's ring: a new connection's ring is mapped at its first large message.
         first.close();
-        settle(sender, receiver);
-        assertThat(second.trySend(4, MemorySegment.NULL, bytes(100_000, 4))).isTrue();
-        receive(receiver, received, 3);
-        assertThat(received.ids).containsExactly(1, 3, 4);
-        assertThat(received.payloads.get(2)).isEqualTo(bytes(100_000, 4).toArray(ValueLayout.JAVA_BYTE));
+        assertThatANewConnectionGetsALargeMessageThrough(sender, receiver, received);
+        assertThat(received.ids).as("nothing of the refused connection").containsExactly(1, 99);
     }
 
     /** Once both sides took a close's steps (bounded, not timed), a new connection's large message arrives intact. */
@@ -1414,7 +1475,9 @@ class ShmTransportTest {
         a.close();
         b.close();
         Files.createFile(shared.resolve(leaseB));
-        for (int i = 0; i < 20_000 && !received.ids.contains(3); i++) {
+        Transport c = transport(new Received());
+        assertThat(connect(c, receiver, cause -> { }).trySend(4, MemorySegment.NULL, bytes(8, 4))).isTrue();
+        for (int i = 0; i < 20_000 && !received.ids.contains(4); i++) {
             try {
                 progressOrPause(receiver);
             } catch (ConduitException e) {
@@ -1422,7 +1485,8 @@ class ShmTransportTest {
             }
         }
         assertThat(ProcessResources.descriptorsOn(shared, leaseA.get())).as("the watch of dead A's lease").isZero();
-        assertThat(received.ids).contains(3);
+        // B's small message behind its dropped large one went with it: a dead sender's stream ends at a hole, it has none.
+        assertThat(received.ids).containsExactly(1, 4);
     }
 
     private static String leaseOf(Transport t) {
