@@ -82,12 +82,15 @@ import java.lang.invoke.VarHandle;
  *
  * <h2>Refused connections</h2>
  * A connection of which the receiver dropped a message while its sender lived (it keeps too many
- * connections, or cannot map the connection's bounce ring) is refused: the receiver drops every
- * later record of it too, so that what it delivered of the connection is a prefix of what was
- * sent, without a hole, and lists it under {@code refused} ({@link #refuse}). A sender looks there
- * when {@code refusals} changed, at its liveness checks ({@link #refusalOf}), and fails its
- * endpoint. A sender that checks less often than 128 refusals are made may miss its own; it then
- * learns from its bounce ring, when a large message waits for room the receiver never releases.
+ * connections, cannot map the connection's bounce ring, or found a record of it that breaks the
+ * protocol) is refused: the receiver drops every later record of it too, so that what it
+ * delivered of the connection is a prefix of what was sent, without a hole, and lists it under
+ * {@code refused} ({@link #refuse}). A sender looks there when {@code refusals} changed, at its
+ * liveness checks ({@link #refusalOf}), and fails its endpoint; one that closed its endpoint
+ * before the receiver read its CONNECT waits for that, and logs a WARNING. A sender that checks
+ * less often than 128 refusals are made may miss its own: the receiver lists it again at its
+ * next message, and its bounce ring tells it too, when a large message waits for room the
+ * receiver never releases.
  *
  * <h2>Senders that stop</h2>
  * A record taken but never committed names its sender's owner: the receiver turns it into padding

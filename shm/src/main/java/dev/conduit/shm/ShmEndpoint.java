@@ -50,6 +50,10 @@ final class ShmEndpoint implements TransportEndpoint {
     private long lastLargeEnd;
     /** The peer's count of refused connections as this endpoint last looked for its own among them. */
     private long refusalsSeen;
+    /** The peer's queue position just past our CONNECT record: once the peer has read past it, it kept or refused the connection. */
+    private long connectEnd;
+    /** When our CLOSE record was sent, else 0 (unsent). */
+    private long closeSentAt;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -252,6 +256,7 @@ final class ShmEndpoint implements TransportEndpoint {
         if (!connectSent) {
             if (!sendControl(ReceiveQueue.CONNECT, new PayloadWriter().string(transport.ownLeaseName()).toByteArray())) return false;
             connectSent = true;
+            connectEnd = peer.claimedUpTo();
         }
         return true;
     }
@@ -503,11 +508,14 @@ final class ShmEndpoint implements TransportEndpoint {
      * with it: the bounce ring until the peer has read every large payload in it (freed earlier, a
      * ring the peer has not mapped yet would be gone, and the messages in it with it), then room in
      * the peer's queue for the CLOSE record that lets the peer release its side of the connection
-     * (its watch of our lease, its mapping of our ring). Until then the transport finishes the close
-     * as it progresses, connects or closes other endpoints ({@link #finishClose()}). The wait for
-     * the ring ends when the peer dies, closes its worker, or has read past our last large message
-     * without releasing it (it could not map the ring); a peer that is slow or makes no progress
-     * is waited for while it lives.
+     * (its watch of our lease, its mapping of our ring), then, for a connection the peer has not
+     * heard of yet, the peer's reading of CONNECT, by which it kept or refused it
+     * ({@link #warnIfRefused}). Until then the
+     * transport finishes the close as it progresses, connects or closes other endpoints
+     * ({@link #finishClose()}). The wait for the ring ends when the peer dies, closes its worker,
+     * or has read past our last large message without releasing it (it could not map the ring); a
+     * peer that is slow or makes no progress is waited for while it lives. The wait for CONNECT to
+     * be read ends as well after {@code heartbeat.timeout}.
      */
     @Override
     public void close() {
@@ -528,7 +536,11 @@ final class ShmEndpoint implements TransportEndpoint {
         boolean complete = true;
         try {
             if (connectSent && peerLease.ownerAlive()) {
-                complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
+                if (closeSentAt == 0) {
+                    complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
+                    if (complete) closeSentAt = System.nanoTime() | 1; // never 0
+                }
+                complete = complete && !awaitsConnectRead();
             }
         } catch (InternalError | ReceiveQueue.CorruptQueueException queueFault) {
             // The peer's queue is not there, or not writable as the protocol says, any more: nothing to say, and nothing to wait for.
@@ -552,6 +564,19 @@ final class ShmEndpoint implements TransportEndpoint {
         } catch (InternalError fault) {
             return false; // a mapping is gone: nothing can be read any more
         }
+    }
+
+    /**
+     * Whether a close should wait for the peer to read our CONNECT, by which it kept or refused the
+     * connection (a refusal for a ring or a broken record comes later, and is known when a close
+     * that waited for the ring's drain releases): the peer has not read past it yet, this
+     * endpoint has not failed, the peer lives and is not closing its worker, and
+     * {@code heartbeat.timeout} has not passed since CLOSE was sent. A connection the peer heard of
+     * long ago does not wait.
+     */
+    private boolean awaitsConnectRead() {
+        return failure == null && peer.readPosition() - connectEnd < 0 && !peer.isClosing() && peerLease.ownerAlive()
+                && System.nanoTime() - closeSentAt < heartbeatTimeoutNanos;
     }
 
     /**
@@ -586,6 +611,7 @@ final class ShmEndpoint implements TransportEndpoint {
 
     private void release() {
         try {
+            warnIfRefused();
             if (bounceChunk != null) {
                 warnIfUnread();
                 transport.provider().free(bounceChunk);
@@ -598,6 +624,23 @@ final class ShmEndpoint implements TransportEndpoint {
                 peerLease.close();
                 transport.released(this);
             }
+        }
+    }
+
+    /**
+     * A connection the peer refused after this endpoint's last liveness check, and so not failed
+     * (an endpoint that sends a few messages and closes at once), lost what it sent since: say so.
+     */
+    private void warnIfRefused() {
+        if (failure != null || !connectSent) return;
+        try {
+            int reason = peer.refusalOf(connection);
+            if (reason != 0) {
+                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection that the peer worker "
+                        + "had refused; it dropped what was sent on it from its refusal on: " + ShmTransport.refusal(transport.plugin(), reason));
+            }
+        } catch (InternalError fault) {
+            // The peer's queue is gone: nothing to read.
         }
     }
 

@@ -72,8 +72,10 @@ public final class ShmTransport implements Transport {
     static final int REFUSED_PAST_INBOUND_MAX = 1;
     /** Why a connection was refused: its bounce ring could not be mapped, or not within {@code inbound.bounce.max}. */
     static final int REFUSED_RING = 2;
-    /** Why a connection was refused: a large message of a live sender's connection this worker does not keep. */
+    /** Why a connection was refused: a message of a live sender's connection this worker does not keep. */
     static final int REFUSED_NOT_KEPT = 3;
+    /** Why a connection was refused: a record of it broke the queue protocol. */
+    static final int REFUSED_BROKEN_PROTOCOL = 4;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final int POLL_LIMIT = 64;
     /** How long await spins on a head claimed and not yet committed, before it sleeps (awaitBlockedHead). */
@@ -124,6 +126,8 @@ public final class ShmTransport implements Transport {
      * of the same sender as the one before.
      */
     private long keptConnection;
+    /** The connection of the last small message dropped as not kept ({@link #dropNotKept}), or 0. */
+    private long droppedConnection;
     /** Maps announced bounce rings off the progress thread; started by the first large message. */
     private RingMapper ringMapper;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
@@ -398,7 +402,10 @@ public final class ShmTransport implements Transport {
             // The path of every small message: the fewest loads, and a map lookup only when the sender changes.
             long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
             if (connection != keptConnection) {
-                if (inbound.get(connection) == null) return; // refused, forgotten or never announced: see keptConnection
+                if (inbound.get(connection) == null) {
+                    dropNotKept(connection);
+                    return;
+                }
                 keptConnection = connection;
             }
             long idAndHeader = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.MESSAGE_ID);
@@ -406,7 +413,7 @@ public final class ShmTransport implements Transport {
             long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
             long body = length - ReceiveQueue.RECORD_HEADER;
             if (headerLength < 0 || payloadLength < 0 || headerLength > body || payloadLength > body - headerLength) {
-                throw protocolError(connection, "message of " + headerLength + " + " + payloadLength + " bytes in a record of " + length);
+                throw brokenProtocol(connection, "message of " + headerLength + " + " + payloadLength + " bytes in a record of " + length);
             }
             long start = offset + ReceiveQueue.RECORD_HEADER;
             sink.onMessage(ReceiveQueue.firstInt(idAndHeader), deliveredQueue, start, headerLength, deliveredQueue, start + headerLength,
@@ -442,7 +449,7 @@ public final class ShmTransport implements Transport {
                 long bounceOffset = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_OFFSET);
                 long bounceEnd = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_END);
                 if (headerLength < 0 || headerLength > length - ReceiveQueue.RECORD_HEADER || !in.bounce.contains(bounceOffset, payloadLength)) {
-                    throw protocolError(connection, "large message of " + payloadLength + " bytes at bounce offset " + bounceOffset);
+                    throw brokenProtocol(connection, "large message of " + payloadLength + " bytes at bounce offset " + bounceOffset);
                 }
                 try {
                     sink.onMessage(id, deliveredQueue, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.delivered(), bounceOffset,
@@ -561,8 +568,8 @@ public final class ShmTransport implements Transport {
      * When a bound is reached: forgets the connections of senders that died, at once, so that
      * their share of {@code inbound.max} and {@code inbound.bounce.max} goes to live senders, and
      * reclaims their files. ({@link #checkPeers} waits for an empty queue instead, so that what
-     * dead senders left in it is still delivered; the large messages of the connections forgotten
-     * here that are still in the queue are dropped, and said so.) At most once per liveness
+     * dead senders left in it is still delivered; the messages of the connections forgotten here
+     * that are still in the queue are dropped, and said so.) At most once per liveness
      * interval: it checks every sender's lease, and a live sender can make the bound be hit.
      */
     private void reapDeadSenders() {
@@ -584,7 +591,7 @@ public final class ShmTransport implements Transport {
             int n = reaped;
             warnBestEffort(() -> plugin + ": forgot " + n + " connections of dead senders to make room under "
                     + ShmTransportConfig.inboundMaxKey(plugin) + " or " + ShmTransportConfig.inboundBounceMaxKey(plugin)
-                    + "; their large messages still in the receive queue are dropped");
+                    + "; their messages still in the receive queue are dropped");
             reclaimDeadPeers(directory);
         }
     }
@@ -644,8 +651,8 @@ public final class ShmTransport implements Transport {
                     + "worker's receive queue with every message behind it; another try starts every liveness.interval: "
                     + failure.getMessage(), failure));
         }
+        if (in.bounceRefusal == null) throw brokenProtocol(connection, "large message before its bounce ring was announced");
         refuseConnection(connection, REFUSED_RING);
-        if (in.bounceRefusal == null) throw protocolError(connection, "large message before its bounce ring was announced");
         throw droppedLargeMessage(connection, "its bounce ring cannot be mapped: " + in.bounceRefusal);
     }
 
@@ -669,6 +676,33 @@ public final class ShmTransport implements Transport {
         Inbound in = removeInbound(connection);
         if (in != null) forget(in);
         queue.refuse(connection, reason);
+        droppedConnection = 0; // a listing may have gone with this one: the next small message not kept looks again
+    }
+
+    /** A record of {@code connection} that breaks the protocol: dropped, and the connection refused ({@link #refuseConnection}). */
+    private ConduitException brokenProtocol(long connection, String what) {
+        refuseConnection(connection, REFUSED_BROKEN_PROTOCOL);
+        return protocolError(connection, what + "; the connection is refused: its later messages are dropped too");
+    }
+
+    /**
+     * Drops a small message of a connection this worker does not keep (refused, forgotten as a
+     * dead sender's, or never announced). A live sender's connection that is no longer listed
+     * among the refused ones (128 refusals came after it) is listed again, so that its sender,
+     * which may send only small messages, still learns. Once per run of messages of one such
+     * connection ({@link #droppedConnection}).
+     */
+    private void dropNotKept(long connection) {
+        if (connection == droppedConnection) return;
+        droppedConnection = connection;
+        try {
+            if (queue.refusalOf(connection) == 0 && OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) {
+                queue.refuse(connection, REFUSED_NOT_KEPT);
+            }
+        } catch (RuntimeException e) {
+            warnBestEffort(() -> plugin + ": could not tell whether the sender of connection " + Long.toHexString(connection)
+                    + ", whose messages this worker drops, lives: " + e.getMessage());
+        }
     }
 
     /** Removes a connection this worker keeps, and so drops its later records: see {@link #keptConnection}. */
@@ -685,6 +719,7 @@ public final class ShmTransport implements Transport {
             case REFUSED_RING -> "it could not map this connection's bounce ring to read a large message (past its "
                     + ShmTransportConfig.inboundBounceMaxKey(plugin) + ", or a failure its progress() named), and dropped it";
             case REFUSED_NOT_KEPT -> "it does not keep this connection (refused, or forgotten as a dead sender's)";
+            case REFUSED_BROKEN_PROTOCOL -> "a record of this connection broke the queue protocol (its progress() named it)";
             default -> "for a reason it gave as " + reason;
         };
     }
@@ -700,10 +735,7 @@ public final class ShmTransport implements Transport {
      */
     private ConduitException refuseOrKeep(long connection, Inbound in, Throwable failure) {
         switch (failure) {
-            case dev.conduit.spi.InvalidHandleException e -> {
-                refuseConnection(connection, REFUSED_RING);
-                throw protocolError(connection, "bounce ring announcement: " + e.getMessage());
-            }
+            case dev.conduit.spi.InvalidHandleException e -> throw brokenProtocol(connection, "bounce ring announcement: " + e.getMessage());
             case ConduitException e -> {
                 if (isShortage(e)) return e;
                 if (isRefusedByADyingExporter(e) && !in.refusedWhileAlive) {
@@ -732,7 +764,7 @@ public final class ShmTransport implements Transport {
             } finally {
                 refuseBounce(in, e.getMessage());
             }
-            throw protocolError(connection, e.getMessage());
+            throw brokenProtocol(connection, e.getMessage());
         }
         in.bounceMapping = mapping;
         in.bounceExport = null;

@@ -475,28 +475,8 @@ class ShmTransportTest {
      */
     @Test
     void aLiveSenderThatHoldsTheHeadPastTheHeartbeatTimeoutIsNamedInAWarning() throws Exception {
-        List<String> warnings = java.util.Collections.synchronizedList(new ArrayList<>());
-        System.Logger recording = new System.Logger() {
-            @Override
-            public String getName() {
-                return "recording";
-            }
-
-            @Override
-            public boolean isLoggable(Level level) {
-                return true;
-            }
-
-            @Override
-            public void log(Level level, java.util.ResourceBundle bundle, String message, Throwable thrown) {
-                if (level == Level.WARNING) warnings.add(message);
-            }
-
-            @Override
-            public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
-                if (level == Level.WARNING) warnings.add(format);
-            }
-        };
+        RecordingLogger recording = new RecordingLogger();
+        List<String> warnings = recording.warnings;
         Received received = new Received();
         TestContext configured = TestContext.of(shared, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
                 "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
@@ -974,6 +954,106 @@ class ShmTransportTest {
         assertThat(ep.trySend(1, MemorySegment.NULL, large)).as("no room before the first is released").isFalse();
         untilFailed(sender, failure);
         assertThat(failure.get()).hasMessageContaining("without releasing them from its bounce ring");
+    }
+
+    /**
+     * A ring whose mapping turns out not to be a bounce ring (a malformed header; a posix ring
+     * truncated under the receiver) breaks the protocol: its large message is dropped and its
+     * connection refused, so the small message after it is not delivered either, and the sender
+     * is told. It used to keep the connection: a hole, with the sender never told.
+     */
+    @Test
+    void aRingThatIsNoBounceRingRefusesItsConnection() {
+        Received received = new Received();
+        Transport receiver = receiverWith(received, posix -> (payload, chunkLength) -> {
+            posix.map(payload, chunkLength).close();
+            Arena arena = Arena.ofShared();
+            MemorySegment zeros = arena.allocate(chunkLength, 4096);
+            return new dev.conduit.spi.ChunkMapping() {
+                @Override
+                public MemorySegment segment() {
+                    return zeros;
+                }
+
+                @Override
+                public void close() {
+                    arena.close();
+                }
+            };
+        });
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("broke the queue protocol")
+                .hasMessageContaining("the connection is refused");
+        untilFailed(sender, failure);
+        assertThat(failure.get()).hasMessageContaining("broke the queue protocol");
+        settle(sender, receiver);
+        assertThat(received.ids).as("nothing after the hole").containsExactly(1);
+    }
+
+    /**
+     * A connection refused before its sender's next liveness check, whose endpoint the sender
+     * closes at once (a few messages, then close): the close waits for the peer to read its CLOSE,
+     * and then says, in a WARNING, that what was sent was dropped. It used to be released at once,
+     * with nothing said on the sender's side.
+     */
+    @Test
+    void aRefusedConnectionClosedBeforeItsSendersNextCheckIsNamedInAWarning() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.inbound.max", "1");
+        RecordingLogger logger = new RecordingLogger();
+        TestContext configured = TestContext.of(shared, "posix.liveness.interval", "1ms");
+        Transport sender = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, logger), new Received()));
+        open.add(sender);
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        AtomicReference<PeerFailedException> refused = new AtomicReference<>();
+        TransportEndpoint second = connect(sender, receiver, refused::set);
+        assertThat(second.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        assertThat(second.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        second.close();
+        assertThat(logger.warnings).isEmpty();
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("refused connection").hasMessageContaining("posix.inbound.max");
+        for (int i = 0; i < 1000 && logger.warnings.isEmpty(); i++) {
+            progressOrPause(receiver);
+            sender.progress(); // its liveness checks take the next step of the close
+        }
+        assertThat(logger.warnings).singleElement().asString().contains("closed a connection that the peer worker had refused")
+                .contains("posix.inbound.max");
+        assertThat(received.ids).containsExactly(1);
+        assertThat(refused.get()).as("a closed endpoint reports no failure").isNull();
+    }
+
+    /**
+     * A sender that sends only small messages and missed its refusal's listing (128 more came
+     * first) is listed again at its next message, and learns. It used to send into the void.
+     */
+    @Test
+    void aSmallMessagesOnlySenderThatMissedItsRefusalIsListedAgainAndLearns() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.inbound.max", "1");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        Transport other = transport(new Received());
+        assertThat(connect(other, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue(); // kept
+        receive(receiver, received, 1);
+        AtomicReference<PeerFailedException> refused = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, refused::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        for (int i = 0; i <= 128; i++) { // the sender's refusal, then 128 more: it is no longer listed
+            if (i > 0) assertThat(connect(other, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue();
+            assertThatThrownBy(receiver::progress).hasMessageContaining("refused connection");
+        }
+        for (int i = 0; i < 10_000 && refused.get() == null; i++) {
+            ep.trySend(2, MemorySegment.NULL, bytes(8, 2));
+            sender.progress();
+            progressOrPause(receiver);
+        }
+        assertThat(refused.get()).as("the sender's failure").isNotNull()
+                .hasMessageContaining("the peer worker refused this connection").hasMessageContaining("does not keep this connection");
+        assertThat(received.ids).containsExactly(7);
     }
 
     /** Progresses {@code sender} until an endpoint reports {@code failure}; bounded, not timed. */
