@@ -30,9 +30,9 @@ import java.lang.foreign.MemorySegment;
  * on the progress thread, and every later operation throws {@link PeerFailedException} (whose cause
  * is {@link #failure()}). Messages the transport had already accepted are the peer's; if the peer
  * died they are lost with it. A peer may also refuse the connection (over memfd and posix: it keeps
- * {@code <plugin>.inbound.max} connections already, or cannot map the connection's bounce ring;
- * the failure says which): it then delivered the messages up to the first it dropped, and none
- * after it.
+ * {@code <plugin>.inbound.max} connections already, cannot map the connection's bounce ring, or
+ * found a record of it that breaks the protocol; the failure says which): it then delivered the
+ * messages up to the first it dropped, and none after it.
  *
  * <p><b>How soon</b>: over the shared-memory transports (memfd, posix) a peer that dies, also by
  * {@code kill -9}, is noticed by its lease, which the worker checks every

@@ -87,9 +87,10 @@ import java.lang.invoke.VarHandle;
  * delivered of the connection is a prefix of what was sent, without a hole, and lists it under
  * {@code refused} ({@link #refuse}). A sender looks there when {@code refusals} changed, at its
  * liveness checks ({@link #refusalOf}), and fails its endpoint; one that closed its endpoint
- * before the receiver read its CONNECT waits for that, and logs a WARNING. A sender that checks
- * less often than 128 refusals are made may miss its own: the receiver lists it again at its
- * next message, and its bounce ring tells it too, when a large message waits for room the
+ * before the receiver read its CONNECT waits for that (bounded), and logs a WARNING if it was
+ * refused. A sender that checks less often than 128 refusals are made may miss its own: the
+ * receiver lists it again at its next message if its owner's lease is held (one such look per
+ * liveness interval), and its bounce ring tells it too, when a large message waits for room the
  * receiver never releases.
  *
  * <h2>Senders that stop</h2>

@@ -54,6 +54,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private long connectEnd;
     /** When our CLOSE record was sent, else 0 (unsent). */
     private long closeSentAt;
+    /** Whether this close is its worker's, which reports refusals once for all its endpoints. */
+    private boolean closingWithWorker;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -526,9 +528,10 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /**
      * Takes the next step of a close: releases everything once the peer has read our large
-     * payloads (or will not: {@link #awaitsDrain}) and CLOSE is sent, or at
-     * once when there is no one to tell (the peer is dead, never heard of this connection, or its
-     * queue's mapping faulted).
+     * payloads (or will not: {@link #awaitsDrain}), CLOSE is sent, and the peer has read our
+     * CONNECT (or may not be waited for: {@link #awaitsConnectRead}), or at once when there is no
+     * one to tell (the peer is dead, never heard of this connection, or its queue's mapping
+     * faulted).
      *
      * @return whether the close is complete
      */
@@ -540,7 +543,7 @@ final class ShmEndpoint implements TransportEndpoint {
                     complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
                     if (complete) closeSentAt = System.nanoTime() | 1; // never 0
                 }
-                complete = complete && !awaitsConnectRead();
+                complete = complete && !(awaitsConnectRead() && transport.mayAwaitConnectRead());
             }
         } catch (InternalError | ReceiveQueue.CorruptQueueException queueFault) {
             // The peer's queue is not there, or not writable as the protocol says, any more: nothing to say, and nothing to wait for.
@@ -572,7 +575,8 @@ final class ShmEndpoint implements TransportEndpoint {
      * that waited for the ring's drain releases): the peer has not read past it yet, this
      * endpoint has not failed, the peer lives and is not closing its worker, and
      * {@code heartbeat.timeout} has not passed since CLOSE was sent. A connection the peer heard of
-     * long ago does not wait.
+     * long ago does not wait, and at most 64 closes of a worker wait at once
+     * ({@link ShmTransport#mayAwaitConnectRead}).
      */
     private boolean awaitsConnectRead() {
         return failure == null && peer.readPosition() - connectEnd < 0 && !peer.isClosing() && peerLease.ownerAlive()
@@ -603,10 +607,16 @@ final class ShmEndpoint implements TransportEndpoint {
      * Completes a close because this worker closes, after the worker waited while any of its
      * endpoints {@link #awaitsDrain awaited} its peer: tells the peer CLOSE if its queue has room,
      * and releases everything.
+     *
+     * @return whether the peer had refused this connection, unseen by a liveness check: the worker
+     *         says so once for all its endpoints
      */
-    void closeWithWorker() {
+    boolean closeWithWorker() {
         closed = true;
+        closingWithWorker = true;
+        boolean refused = refusal() != 0;
         if (!finishClose()) release();
+        return refused;
     }
 
     private void release() {
@@ -632,15 +642,21 @@ final class ShmEndpoint implements TransportEndpoint {
      * (an endpoint that sends a few messages and closes at once), lost what it sent since: say so.
      */
     private void warnIfRefused() {
-        if (failure != null || !connectSent) return;
+        if (closingWithWorker) return; // the worker says so once for all
+        int reason = refusal();
+        if (reason != 0) {
+            transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection that the peer worker "
+                    + "had refused; it dropped what was sent on it from its refusal on: " + ShmTransport.refusal(transport.plugin(), reason));
+        }
+    }
+
+    /** Why the peer refused this connection, when no liveness check failed the endpoint for it yet; else 0. */
+    private int refusal() {
+        if (failure != null || !connectSent) return 0;
         try {
-            int reason = peer.refusalOf(connection);
-            if (reason != 0) {
-                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection that the peer worker "
-                        + "had refused; it dropped what was sent on it from its refusal on: " + ShmTransport.refusal(transport.plugin(), reason));
-            }
+            return peer.refusalOf(connection);
         } catch (InternalError fault) {
-            // The peer's queue is gone: nothing to read.
+            return 0; // the peer's queue is gone: nothing to read
         }
     }
 

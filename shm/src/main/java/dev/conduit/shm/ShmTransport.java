@@ -78,6 +78,8 @@ public final class ShmTransport implements Transport {
     static final int REFUSED_BROKEN_PROTOCOL = 4;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final int POLL_LIMIT = 64;
+    /** How many closed endpoints may wait at once for their peer to read their CONNECT ({@link #mayAwaitConnectRead}). */
+    private static final int MAX_CLOSES_AWAITING = 64;
     /** How long await spins on a head claimed and not yet committed, before it sleeps (awaitBlockedHead). */
     private static final long BLOCKED_SPIN_NANOS = 20_000;
     /** The first and the longest of await's sleeps while the head stays claimed and uncommitted (awaitBlockedHead). */
@@ -128,6 +130,8 @@ public final class ShmTransport implements Transport {
     private long keptConnection;
     /** The connection of the last small message dropped as not kept ({@link #dropNotKept}), or 0. */
     private long droppedConnection;
+    /** When {@link #dropNotKept} last looked whether a sender lives. */
+    private long lastRelisting;
     /** Maps announced bounce rings off the progress thread; started by the first large message. */
     private RingMapper ringMapper;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
@@ -468,11 +472,11 @@ public final class ShmTransport implements Transport {
                     watch = senderLeases.acquire(leaseName);
                 } catch (ErrnoException e) {
                     if (OwnerLease.isNoLease(e)) {
-                        // The sender died between claiming and our reading (or its lease never was one): nothing of it to keep.
+                        // The sender closed its worker, or died, after sending (or its lease never was one): what it sent before
+                        // is delivered, and the connection forgotten once the head passes it (checkPeers finds no lease).
                         context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
-                        return;
                     }
-                    // Out of descriptors, say. Its messages need none; its death is noticed once the lease can be opened
+                    // Or out of descriptors, say. Its messages need none; its death is noticed once the lease can be opened
                     // (senderAlive). Only DEBUG: out of descriptors, formatting a log record may itself fail (the JDK
                     // loads its time-zone data).
                     context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": cannot watch the lease of a new sender "
@@ -690,18 +694,23 @@ public final class ShmTransport implements Transport {
      * dead sender's, or never announced). A live sender's connection that is no longer listed
      * among the refused ones (128 refusals came after it) is listed again, so that its sender,
      * which may send only small messages, still learns. Once per run of messages of one such
-     * connection ({@link #droppedConnection}).
+     * connection ({@link #droppedConnection}), and at most once per liveness interval: a look
+     * lists the shared directory.
      */
     private void dropNotKept(long connection) {
         if (connection == droppedConnection) return;
+        long now = System.nanoTime();
+        if (now - lastRelisting < livenessNanos) return; // a look lists the directory: senders that interleave share one per interval
+        lastRelisting = now;
         droppedConnection = connection;
         try {
             if (queue.refusalOf(connection) == 0 && OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) {
                 queue.refuse(connection, REFUSED_NOT_KEPT);
             }
         } catch (RuntimeException e) {
-            warnBestEffort(() -> plugin + ": could not tell whether the sender of connection " + Long.toHexString(connection)
-                    + ", whose messages this worker drops, lives: " + e.getMessage());
+            // Only DEBUG: this runs for dropped messages, maybe out of descriptors; the next look is an interval away.
+            context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": could not tell whether the sender of connection "
+                    + Long.toHexString(connection) + ", whose messages this worker drops, lives: " + e.getMessage());
         }
     }
 
@@ -978,6 +987,11 @@ public final class ShmTransport implements Transport {
         return true;
     }
 
+    /** Whether a closed endpoint may wait for its peer to read its CONNECT: at most this many closes wait (each keeps a mapping). */
+    boolean mayAwaitConnectRead() {
+        return closing.size() < MAX_CLOSES_AWAITING;
+    }
+
     void closing(ShmEndpoint endpoint) {
         endpoints.remove(endpoint);
         finishCloses();
@@ -1126,12 +1140,18 @@ public final class ShmTransport implements Transport {
         List<ShmEndpoint> remaining = new ArrayList<>(endpoints);
         remaining.addAll(closing);
         awaitPeersReading(remaining, deadline);
+        int refused = 0;
         for (ShmEndpoint ep : remaining) {
             try {
-                ep.closeWithWorker();
+                if (ep.closeWithWorker()) refused++;
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }
+        }
+        if (refused > 0) {
+            int n = refused;
+            warnBestEffort(() -> plugin + ": closed " + n + " connections that their peer workers had refused; each dropped what "
+                    + "was sent on it from its refusal on (its progress() named the reason)");
         }
         for (long connection : inbound.keys()) {
             try {
