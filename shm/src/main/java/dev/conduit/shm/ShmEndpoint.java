@@ -56,6 +56,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private long closeSentAt;
     /** Whether this close is its worker's, which reports refusals once for all its endpoints. */
     private boolean closingWithWorker;
+    /** Whether this close holds one of the places of closes waiting for the peer to read CONNECT. */
+    private boolean inConnectWait;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -541,9 +543,13 @@ final class ShmEndpoint implements TransportEndpoint {
             if (connectSent && peerLease.ownerAlive()) {
                 if (closeSentAt == 0) {
                     complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
-                    if (complete) closeSentAt = System.nanoTime() | 1; // never 0
+                    if (complete) {
+                        closeSentAt = System.nanoTime() | 1; // never 0
+                        // Decided once: the peer read our CONNECT already, or there is a place to wait for that.
+                        inConnectWait = !closingWithWorker && !peerReadConnect() && transport.enterConnectWait();
+                    }
                 }
-                complete = complete && !(awaitsConnectRead() && transport.mayAwaitConnectRead());
+                complete = complete && !(inConnectWait && awaitsConnectRead());
             }
         } catch (InternalError | ReceiveQueue.CorruptQueueException queueFault) {
             // The peer's queue is not there, or not writable as the protocol says, any more: nothing to say, and nothing to wait for.
@@ -576,11 +582,15 @@ final class ShmEndpoint implements TransportEndpoint {
      * endpoint has not failed, the peer lives and is not closing its worker, and
      * {@code heartbeat.timeout} has not passed since CLOSE was sent. A connection the peer heard of
      * long ago does not wait, and at most 64 closes of a worker wait at once
-     * ({@link ShmTransport#mayAwaitConnectRead}).
+     * ({@link ShmTransport#enterConnectWait}); a worker's close does not wait for it.
      */
     private boolean awaitsConnectRead() {
-        return failure == null && peer.readPosition() - connectEnd < 0 && !peer.isClosing() && peerLease.ownerAlive()
+        return failure == null && !peerReadConnect() && !peer.isClosing() && peerLease.ownerAlive()
                 && System.nanoTime() - closeSentAt < heartbeatTimeoutNanos;
+    }
+
+    private boolean peerReadConnect() {
+        return peer.readPosition() - connectEnd >= 0;
     }
 
     /**
@@ -620,6 +630,10 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private void release() {
+        if (inConnectWait) {
+            inConnectWait = false;
+            transport.leaveConnectWait();
+        }
         try {
             warnIfRefused();
             if (bounceChunk != null) {

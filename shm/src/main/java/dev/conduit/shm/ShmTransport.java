@@ -78,7 +78,7 @@ public final class ShmTransport implements Transport {
     static final int REFUSED_BROKEN_PROTOCOL = 4;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final int POLL_LIMIT = 64;
-    /** How many closed endpoints may wait at once for their peer to read their CONNECT ({@link #mayAwaitConnectRead}). */
+    /** How many closed endpoints may wait at once for their peer to read their CONNECT ({@link #enterConnectWait}). */
     private static final int MAX_CLOSES_AWAITING = 64;
     /** How long await spins on a head claimed and not yet committed, before it sleeps (awaitBlockedHead). */
     private static final long BLOCKED_SPIN_NANOS = 20_000;
@@ -132,6 +132,8 @@ public final class ShmTransport implements Transport {
     private long droppedConnection;
     /** When {@link #dropNotKept} last looked whether a sender lives. */
     private long lastRelisting;
+    /** Closed endpoints waiting for their peer to read their CONNECT ({@link #enterConnectWait}). */
+    private int closesAwaitingConnect;
     /** Maps announced bounce rings off the progress thread; started by the first large message. */
     private RingMapper ringMapper;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
@@ -216,6 +218,7 @@ public final class ShmTransport implements Transport {
         this.sink = context.messageSink();
         this.livenessNanos = config.livenessInterval().toNanos();
         this.lastReap = System.nanoTime() - livenessNanos;
+        this.lastRelisting = lastReap;
         this.unblockNanos = config.unblockTimeout().toNanos();
         this.heartbeatNanos = config.heartbeatTimeout().toNanos();
         this.headHeldByALiveSender = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
@@ -399,8 +402,10 @@ public final class ShmTransport implements Transport {
     private void onRecord(MemorySegment m, long offset, int type, int length) {
         if (length < ReceiveQueue.RECORD_HEADER) {
             // Only padding may be shorter than a record header; the fields of this one would lie past it (or past the ring).
-            throw protocolError(length >= ReceiveQueue.CONNECTION + 8 ? m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION) : 0,
-                    "record of type " + type + " has " + length + " bytes, less than the " + ReceiveQueue.RECORD_HEADER + "-byte record header");
+            String what = "record of type " + type + " has " + length + " bytes, less than the " + ReceiveQueue.RECORD_HEADER
+                    + "-byte record header";
+            throw length >= ReceiveQueue.CONNECTION + 8 ? brokenProtocol(m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION), what)
+                    : protocolError(0, what);
         }
         if (type == ReceiveQueue.MSG) {
             // The path of every small message: the fewest loads, and a map lookup only when the sender changes.
@@ -433,14 +438,8 @@ public final class ShmTransport implements Transport {
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
                 if (in == null) {
-                    if (queue.refusalOf(connection) != 0) return; // refused: said then
-                    // Its CONNECT found the sender's lease gone: the payload died with it, unless its connection id says otherwise.
-                    if (!OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) return;
-                    String key = ShmTransportConfig.inboundMaxKey(plugin);
-                    refuseConnection(connection, REFUSED_NOT_KEPT);
-                    throw droppedLargeMessage(connection, "this worker does not keep that connection (refused past " + key
-                            + ", closed, or never announced); if it was refused, raise " + key + " or have senders close the "
-                            + "endpoints they no longer use");
+                    dropNotKept(connection); // as a small message's
+                    return;
                 }
                 if (in.bounce == null && !mapBounce(connection, in)) {
                     Inbound dead = removeInbound(connection); // its sender died: its later messages go with this one
@@ -468,25 +467,29 @@ public final class ShmTransport implements Transport {
                 r.end("lease");
                 if (inbound.get(connection) != null) throw protocolError(connection, "connection announced twice");
                 LeaseWatch watch;
+                boolean gone = false;
                 try {
                     watch = senderLeases.acquire(leaseName);
                 } catch (ErrnoException e) {
+                    watch = null;
                     if (OwnerLease.isNoLease(e)) {
                         // The sender closed its worker, or died, after sending (or its lease never was one): what it sent before
                         // is delivered, and the connection forgotten once the head passes it (checkPeers finds no lease).
+                        gone = true;
                         context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
+                    } else {
+                        // Out of descriptors, say. Its messages need none; its death is noticed once the lease can be opened
+                        // (senderAlive). Only DEBUG: out of descriptors, formatting a log record may itself fail (the JDK
+                        // loads its time-zone data).
+                        context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": cannot watch the lease of a new sender "
+                                + directory.path().resolve(leaseName) + " yet: " + e.getMessage() + "; its messages are delivered, "
+                                + "and its death is noticed once the lease can be opened");
                     }
-                    // Or out of descriptors, say. Its messages need none; its death is noticed once the lease can be opened
-                    // (senderAlive). Only DEBUG: out of descriptors, formatting a log record may itself fail (the JDK
-                    // loads its time-zone data).
-                    context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": cannot watch the lease of a new sender "
-                            + directory.path().resolve(leaseName) + " yet: " + e.getMessage() + "; its messages are delivered, and "
-                            + "its death is noticed once the lease can be opened");
-                    watch = null;
                 }
                 // A sender is free to connect again and again; each connection kept costs heap and may map a ring.
                 if (inbound.size() >= config.inboundMaximum()) reapDeadSenders();
                 if (inbound.size() >= config.inboundMaximum()) {
+                    if (gone) return; // nobody to tell: its messages are dropped, as a dead sender's after a hole
                     if (watch != null) senderLeases.release(watch);
                     refuseConnection(connection, REFUSED_PAST_INBOUND_MAX);
                     String key = ShmTransportConfig.inboundMaxKey(plugin);
@@ -616,7 +619,7 @@ public final class ShmTransport implements Transport {
      */
     private boolean mapBounce(long connection, Inbound in) {
         if (in.pendingRing == null && in.bounceExport != null && !startMapping(connection, in, 0)) {
-            if (inbound.get(connection) != in) return false; // its sender died
+            if (inbound.get(connection) != in || !senderAlive(in)) return false; // its sender died
             String why = overBudget(in);
             refuseConnection(connection, REFUSED_RING);
             throw droppedLargeMessage(connection, "its bounce ring is not mapped: " + why);
@@ -699,14 +702,16 @@ public final class ShmTransport implements Transport {
      */
     private void dropNotKept(long connection) {
         if (connection == droppedConnection) return;
+        if (queue.refusalOf(connection) != 0) { // listed: its sender learns
+            droppedConnection = connection;
+            return;
+        }
         long now = System.nanoTime();
         if (now - lastRelisting < livenessNanos) return; // a look lists the directory: senders that interleave share one per interval
         lastRelisting = now;
-        droppedConnection = connection;
         try {
-            if (queue.refusalOf(connection) == 0 && OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) {
-                queue.refuse(connection, REFUSED_NOT_KEPT);
-            }
+            if (OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) queue.refuse(connection, REFUSED_NOT_KEPT);
+            droppedConnection = connection;
         } catch (RuntimeException e) {
             // Only DEBUG: this runs for dropped messages, maybe out of descriptors; the next look is an interval away.
             context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": could not tell whether the sender of connection "
@@ -987,9 +992,19 @@ public final class ShmTransport implements Transport {
         return true;
     }
 
-    /** Whether a closed endpoint may wait for its peer to read its CONNECT: at most this many closes wait (each keeps a mapping). */
-    boolean mayAwaitConnectRead() {
-        return closing.size() < MAX_CLOSES_AWAITING;
+    /**
+     * Takes one of the {@value #MAX_CLOSES_AWAITING} places of closes that wait for their peer to
+     * read their CONNECT (each keeps a mapping of the peer's queue and a descriptor), if one is
+     * free; {@link #leaveConnectWait} gives it back.
+     */
+    boolean enterConnectWait() {
+        if (closesAwaitingConnect >= MAX_CLOSES_AWAITING) return false;
+        closesAwaitingConnect++;
+        return true;
+    }
+
+    void leaveConnectWait() {
+        closesAwaitingConnect--;
     }
 
     void closing(ShmEndpoint endpoint) {

@@ -1047,6 +1047,27 @@ class ShmTransportTest {
     }
 
     /**
+     * A sender that closed its worker before the receiver read its CONNECT, which finds no room
+     * under {@code inbound.max}, has nobody to tell: its messages are dropped without a word, and
+     * no refusal is listed (nor thrown by progress(), as for a live sender).
+     */
+    @Test
+    void aGoneSendersConnectionPastInboundMaxIsDroppedQuietly() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.inbound.max", "1");
+        Transport other = transport(new Received());
+        assertThat(connect(other, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue(); // kept
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        ep.close();
+        sender.close();
+        receive(receiver, received, 1); // throws if progress does
+        settle(other, receiver);
+        assertThat(received.ids).containsExactly(7);
+    }
+
+    /**
      * Closes of connections the receiver has not heard of yet wait for it to read their CONNECT
      * (to learn whether it refused them), but at most 64 at once: each keeps a mapping of the
      * peer's queue and a watch of its lease.
