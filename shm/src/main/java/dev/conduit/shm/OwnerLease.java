@@ -25,6 +25,9 @@ import java.util.regex.Pattern;
  */
 public final class OwnerLease implements AutoCloseable {
 
+    private static final String PROBE = "-probe-";
+    private static final long STALE_PROBE_MILLIS = 60_000;
+
     private static final String LEASE = ".lease";
     private static final String PENDING = ".lease-pending";
     private static final Pattern OWNER_ID = Pattern.compile("([a-z]+-)?[0-9a-f]{32}");
@@ -165,8 +168,29 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
+     * A name for a file that an availability probe creates and removes at once
+     * ({@code <prefix>-probe-<random>}): one left by a process killed in between is removed by
+     * {@link #reclaimDead} once it is older than a minute.
+     */
+    public static String newProbeName(String prefix) {
+        return prefix + PROBE + SharedDirectory.randomId();
+    }
+
+    /** A probe lives for microseconds: one older than {@link #STALE_PROBE_MILLIS} was left by a process killed in between. */
+    private static boolean isStaleProbe(SharedDirectory directory, String name) {
+        try {
+            java.nio.file.attribute.BasicFileAttributes attributes = Files.readAttributes(directory.path().resolve(name),
+                    java.nio.file.attribute.BasicFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            return System.currentTimeMillis() - attributes.lastModifiedTime().toMillis() > STALE_PROBE_MILLIS;
+        } catch (IOException e) {
+            return false; // gone already
+        }
+    }
+
+    /**
      * Removes the files of every dead owner with {@code prefix}: each lease (or pending lease) that
-     * can be locked, every {@code <prefix>-<owner>-*} file, then the lease itself.
+     * can be locked, every {@code <prefix>-<owner>-*} file, then the lease itself; and probe files
+     * ({@link #newProbeName}) older than a minute.
      *
      * @return the names of dead owners' files removed; a pending lease, which owns nothing yet (it
      *         may be a starting owner's, see {@link #acquire}), is removed without being listed
@@ -174,6 +198,10 @@ public final class OwnerLease implements AutoCloseable {
     public static List<String> reclaimDead(Libc libc, SharedDirectory directory, String prefix) {
         List<String> removed = new ArrayList<>();
         for (String name : directory.list(prefix + "-")) {
+            if (name.startsWith(prefix + PROBE)) {
+                if (isStaleProbe(directory, name) && unlinkQuietly(directory, name)) removed.add(name);
+                continue;
+            }
             boolean lease = name.endsWith(LEASE) || name.endsWith(PENDING);
             if (!lease) continue;
             String owner = name.substring(prefix.length() + 1, name.lastIndexOf(".lease"));

@@ -61,6 +61,27 @@ class OwnerLeaseTest {
         assertThat(shared).isEmptyDirectory();
     }
 
+    /**
+     * A probe file lives for microseconds; one a process killed between creating and removing it
+     * left behind (seen in a soak of killed peers) is reclaimed once it is older than a minute,
+     * while a fresh one, another process's probe under way, stays.
+     */
+    @Test
+    void aProbeFileLeftByAKilledProcessIsReclaimedOnceItIsOlderThanAMinute() throws Exception {
+        Libc libc = Linux.libc();
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            String left = OwnerLease.newProbeName("conduit-test");
+            String underWay = OwnerLease.newProbeName("conduit-test");
+            Path leftPath = java.nio.file.Files.createFile(shared.resolve(left));
+            java.nio.file.Files.createFile(shared.resolve(underWay));
+            java.nio.file.Files.setLastModifiedTime(leftPath,
+                    java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 120_000));
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).containsExactly(left);
+            assertThat(shared.resolve(left)).doesNotExist();
+            assertThat(shared.resolve(underWay)).exists();
+        }
+    }
+
     @Test
     void aDecoyLeaseWhoseNameIsNoOwnerIdMakesNoLiveOwnersFilesLookDead() throws Exception {
         Libc libc = Linux.libc();

@@ -7,6 +7,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.Seals;
+import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.ShmTransport;
@@ -190,7 +191,7 @@ public final class MemfdPlugin implements ConduitPlugin {
             return -1;
         }
         try (opened) {
-            attempt.accept(opened, FdProtocol.FILE_PREFIX + "-probe-" + SharedDirectory.randomId());
+            attempt.accept(opened, OwnerLease.newProbeName(FdProtocol.FILE_PREFIX));
             return 0;
         } catch (ErrnoException e) {
             return e.errno();

@@ -76,7 +76,7 @@ final class DirectoryProbe {
             return Availability.unavailable(e.getMessage(), details);
         }
         try (directory) {
-            String name = PosixMemoryProvider.FILE_PREFIX + "-probe-" + SharedDirectory.randomId();
+            String name = OwnerLease.newProbeName(PosixMemoryProvider.FILE_PREFIX);
             String readOnlyMount = null;
             try {
                 directory.createExclusive(name).close();
