@@ -12,8 +12,8 @@ import java.lang.foreign.MemorySegment;
  * peer's exported regions.
  *
  * <p><b>Active messages</b> sent on one endpoint are delivered to the peer's handler for their id
- * <b>in the order sent, exactly once</b>, while both workers live, whatever the transport. The
- * runtime guarantees it for every plugin:
+ * <b>in the order sent, exactly once</b>, while both workers live and the peer keeps the
+ * connection (see Failure), whatever the transport. The runtime guarantees it for every plugin:
  * <ul>
  * <li>{@link #send} never blocks and never drops. When the transport cannot take a message now
  *     (the peer's queue is full), the runtime copies it into this endpoint's local queue and
@@ -24,15 +24,15 @@ import java.lang.foreign.MemorySegment;
  *     with {@link IllegalArgumentException} naming the limit and the plugin; nothing is sent.</li>
  * </ul>
  *
- * <p><b>Failure</b>: when the transport reports that the peer died, hung or broke the connection,
+ * <p><b>Failure</b>: when the transport reports that the peer died, hung, broke or refused the connection,
  * the endpoint fails once: messages still queued locally are discarded (their number is in the
  * exception's message, nothing disappears silently), the {@link EndpointErrorHandler} is called
  * on the progress thread, and every later operation throws {@link PeerFailedException} (whose cause
  * is {@link #failure()}). Messages the transport had already accepted are the peer's; if the peer
  * died they are lost with it. A peer may also refuse the connection (over memfd and posix: it keeps
  * {@code <plugin>.inbound.max} connections already, cannot map the connection's bounce ring, or
- * found a record of it that breaks the protocol; the failure says which): it then delivered the
- * messages up to the first it dropped, and none after it.
+ * found a record of it that breaks the protocol; the failure says which, or that it does not keep
+ * the connection): it then delivered the messages up to the first it dropped, and none after it.
  *
  * <p><b>How soon</b>: over the shared-memory transports (memfd, posix) a peer that dies, also by
  * {@code kill -9}, is noticed by its lease, which the worker checks every

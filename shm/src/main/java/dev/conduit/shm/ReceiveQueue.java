@@ -16,7 +16,7 @@ import java.lang.invoke.VarHandle;
  * offset  size  field           written by                     how
  * ------  ----  --------------  -----------------------------  -----------------------------------------
  *      0     4  magic "CNDQ"    receiver, once                 before the queue is published
- *      4     4  version (3)     receiver, once
+ *      4     4  version (5)     receiver, once
  *      8     8  capacity        receiver, once                 ring bytes, a power of two
  *     16    16  token           receiver, once                 random; a connector proves it reached this
  *                                                              queue by finding its address's token here

@@ -157,6 +157,8 @@ public final class ShmTransport implements Transport {
     private long blockedSince;
     /** A live sender's taken record that has held the head for heartbeat.timeout: said, at most once a minute. */
     private final RepeatedWarning headHeldByALiveSender;
+    /** Said when a connection of a sender that is gone finds no room under inbound.max: nobody else would say it. */
+    private final RepeatedWarning goneSendersPastInboundMax;
     /** The ring position of the head that was blocked since {@link #blockedSince}: a block is one record's. */
     private long blockedAt;
     /** The head position await last found claimed and uncommitted, and its next sleep there (0: spin first). */
@@ -222,6 +224,7 @@ public final class ShmTransport implements Transport {
         this.unblockNanos = config.unblockTimeout().toNanos();
         this.heartbeatNanos = config.heartbeatTimeout().toNanos();
         this.headHeldByALiveSender = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
+        this.goneSendersPastInboundMax = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.leasePrefix = "conduit-" + plugin + "-worker";
         SharedDirectory dir = null;
         OwnerLease ownLease = null;
@@ -465,7 +468,7 @@ public final class ShmTransport implements Transport {
                 PayloadReader r = control(m, offset, length, "connect.");
                 String leaseName = r.relativePath("lease");
                 r.end("lease");
-                if (inbound.get(connection) != null) throw protocolError(connection, "connection announced twice");
+                if (inbound.get(connection) != null) throw brokenProtocol(connection, "connection announced twice");
                 LeaseWatch watch;
                 boolean gone = false;
                 try {
@@ -489,7 +492,15 @@ public final class ShmTransport implements Transport {
                 // A sender is free to connect again and again; each connection kept costs heap and may map a ring.
                 if (inbound.size() >= config.inboundMaximum()) reapDeadSenders();
                 if (inbound.size() >= config.inboundMaximum()) {
-                    if (gone) return; // nobody to tell: its messages are dropped, as a dead sender's after a hole
+                    if (gone) {
+                        // Nobody to tell, and no listing to spend: its sender closed its worker, or died, after sending.
+                        String key = ShmTransportConfig.inboundMaxKey(plugin);
+                        goneSendersPastInboundMax.log(() -> plugin + ": dropped the messages of connection " + Long.toHexString(connection)
+                                + " of a sender that closed its worker, or died, before this worker read them (its lease " + leaseName
+                                + " is gone): this worker keeps " + inbound.size() + " connections from senders, the most " + key
+                                + " allows. Raise " + key + ", or have senders close the endpoints they no longer use");
+                        return;
+                    }
                     if (watch != null) senderLeases.release(watch);
                     refuseConnection(connection, REFUSED_PAST_INBOUND_MAX);
                     String key = ShmTransportConfig.inboundMaxKey(plugin);
@@ -504,7 +515,7 @@ public final class ShmTransport implements Transport {
                 Inbound in = inbound.get(connection);
                 if (in == null) return; // sender already gone, or its connection refused (see CONNECT)
                 if (in.bounce != null || in.bounceExport != null || in.bounceRefusal != null) {
-                    throw protocolError(connection, "bounce ring announced twice");
+                    throw brokenProtocol(connection, "bounce ring announced twice");
                 }
                 PayloadReader r = control(m, offset, length, "bounce.");
                 int exportLength = r.u16("payload.length");
@@ -519,7 +530,7 @@ public final class ShmTransport implements Transport {
                 Inbound in = removeInbound(connection);
                 if (in != null) forget(in);
             }
-            default -> throw protocolError(connection, "unknown record type " + type);
+            default -> throw brokenProtocol(connection, "unknown record type " + type);
         }
     }
 

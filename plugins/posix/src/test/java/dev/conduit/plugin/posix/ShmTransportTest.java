@@ -1048,13 +1048,17 @@ class ShmTransportTest {
 
     /**
      * A sender that closed its worker before the receiver read its CONNECT, which finds no room
-     * under {@code inbound.max}, has nobody to tell: its messages are dropped without a word, and
-     * no refusal is listed (nor thrown by progress(), as for a live sender).
+     * under {@code inbound.max}, has nobody to tell: its messages are dropped, the receiver says so
+     * in a WARNING naming the key (at most once a minute), lists no refusal and throws nothing
+     * from progress() (a live sender's refusal throws).
      */
     @Test
-    void aGoneSendersConnectionPastInboundMaxIsDroppedQuietly() {
+    void aGoneSendersConnectionPastInboundMaxIsDroppedWithAWarning() {
         Received received = new Received();
-        Transport receiver = transport(received, "posix.inbound.max", "1");
+        RecordingLogger logger = new RecordingLogger();
+        TestContext configured = TestContext.of(shared, "posix.inbound.max", "1");
+        Transport receiver = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, logger), received));
+        open.add(receiver);
         Transport other = transport(new Received());
         assertThat(connect(other, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue(); // kept
         Transport sender = transport(new Received());
@@ -1065,6 +1069,8 @@ class ShmTransportTest {
         receive(receiver, received, 1); // throws if progress does
         settle(other, receiver);
         assertThat(received.ids).containsExactly(7);
+        assertThat(logger.warnings).singleElement().asString().contains("dropped the messages of connection")
+                .contains("closed its worker, or died").contains("posix.inbound.max");
     }
 
     /**
