@@ -996,6 +996,36 @@ class ShmTransportTest {
     }
 
     /**
+     * A record of a live sender's connection with a type no sender writes (a process that writes
+     * the queue made it) is dropped and its connection refused, as every breach of the protocol:
+     * the sender's later messages are not delivered, and its endpoint fails. It used to keep the
+     * connection: a hole.
+     */
+    @Test
+    void aRecordOfAnUnknownTypeRefusesItsConnection() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        writeIntoTheQueue(queue -> {
+            // The sender's connection id is its CONNECT's, at ring offset 0, read and not yet zeroed.
+            long record = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8));
+            queue.set(ValueLayout.JAVA_INT, record + 4, 99); // a type no sender writes
+            queue.set(ValueLayout.JAVA_INT, record, 64); // committed
+        });
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("unknown record type 99")
+                .hasMessageContaining("the connection is refused");
+        untilFailed(sender, failure);
+        assertThat(failure.get()).hasMessageContaining("broke the queue protocol");
+        settle(sender, receiver);
+        assertThat(received.ids).as("nothing after the hole").containsExactly(1);
+    }
+
+    /**
      * A connection refused before its sender's next liveness check, whose endpoint the sender
      * closes at once (a few messages, then close): the close waits for the peer to read its CONNECT,
      * and then says, in a WARNING, that what was sent was dropped. It used to be released at once,
