@@ -176,8 +176,6 @@ public final class ShmTransport implements Transport {
         /** The sender's announcement of its bounce ring (the plugin's export payload and the ring's length), until it is mapped. */
         byte[] bounceExport;
         long bounceLength;
-        /** Why the announced ring cannot be mapped, for a reason that will not pass (it is gone, refused, malformed). */
-        String bounceRefusal;
         /** The ring's mapping while it is under way (RingMapper), for the large message at the head of the queue. */
         CompletableFuture<ChunkMapping> pendingRing;
         /** Whether the ring's length counts against inbound.bounce.max: from the start of its mapping until it is refused or forgotten. */
@@ -514,7 +512,7 @@ public final class ShmTransport implements Transport {
             case ReceiveQueue.BOUNCE -> {
                 Inbound in = inbound.get(connection);
                 if (in == null) return; // sender already gone, or its connection refused (see CONNECT)
-                if (in.bounce != null || in.bounceExport != null || in.bounceRefusal != null) {
+                if (in.bounce != null || in.bounceExport != null) {
                     throw brokenProtocol(connection, "bounce ring announced twice");
                 }
                 PayloadReader r = control(m, offset, length, "bounce.");
@@ -669,9 +667,9 @@ public final class ShmTransport implements Transport {
                     + "worker's receive queue with every message behind it; another try starts every liveness.interval: "
                     + failure.getMessage(), failure));
         }
-        if (in.bounceRefusal == null) throw brokenProtocol(connection, "large message before its bounce ring was announced");
+        if (failure == null) throw brokenProtocol(connection, "large message before its bounce ring was announced");
         refuseConnection(connection, REFUSED_RING);
-        throw droppedLargeMessage(connection, "its bounce ring cannot be mapped: " + in.bounceRefusal);
+        throw droppedLargeMessage(connection, "its bounce ring cannot be mapped: " + failure.getMessage());
     }
 
     /**
@@ -770,7 +768,7 @@ public final class ShmTransport implements Transport {
                     in.tryAgainQuietly = true;
                     return e;
                 }
-                refuseBounce(in, e.getMessage());
+                in.bounceExport = null; // for good: mapBounce refuses the connection
                 return e;
             }
             case RuntimeException e -> throw e;
@@ -784,12 +782,13 @@ public final class ShmTransport implements Transport {
         try {
             in.bounce = BounceRing.attach(mapping.segment());
         } catch (IllegalStateException | InternalError e) { // a malformed header; a posix ring truncated under us (SIGBUS)
+            ConduitException broken = brokenProtocol(connection, e.getMessage()); // forgets the connection, and its budget
             try {
                 mapping.close();
-            } finally {
-                refuseBounce(in, e.getMessage());
+            } catch (RuntimeException closing) {
+                broken.addSuppressed(closing);
             }
-            throw brokenProtocol(connection, e.getMessage());
+            throw broken;
         }
         in.bounceMapping = mapping;
         in.bounceExport = null;
@@ -837,12 +836,6 @@ public final class ShmTransport implements Transport {
         } catch (RuntimeException e) {
             warnBestEffort(() -> plugin + ": could not unmap a forgotten connection's bounce ring: " + e.getMessage());
         }
-    }
-
-    private void refuseBounce(Inbound in, String why) {
-        in.bounceExport = null;
-        in.bounceRefusal = why;
-        releaseBudget(in);
     }
 
     private void releaseBudget(Inbound in) {

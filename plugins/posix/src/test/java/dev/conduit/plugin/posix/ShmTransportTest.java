@@ -109,6 +109,14 @@ class ShmTransportTest {
         return t;
     }
 
+    /** A transport whose WARNINGs {@code logger} keeps. */
+    private Transport transport(MessageSink sink, RecordingLogger logger, String... keyValues) {
+        TestContext configured = TestContext.of(shared, keyValues);
+        Transport t = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, logger), sink));
+        open.add(t);
+        return t;
+    }
+
     private static TransportEndpoint connect(Transport from, Transport to, EndpointEvents events) {
         byte[] address = to.address();
         return from.connect(new PayloadReader(address), events);
@@ -478,10 +486,8 @@ class ShmTransportTest {
         RecordingLogger recording = new RecordingLogger();
         List<String> warnings = recording.warnings;
         Received received = new Received();
-        TestContext configured = TestContext.of(shared, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
+        Transport receiver = transport(received, recording, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
                 "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
-        Transport receiver = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, recording), received));
-        open.add(receiver);
         long record = aLiveSenderStoppedAfterItsTake(receiver, received, new TransportEndpoint[1]);
         for (int i = 0; i < 20_000 && warnings.stream().noneMatch(w -> w.contains("has held the head")); i++) progressOrPause(receiver);
         assertThat(warnings).filteredOn(w -> w.contains("has held the head")).singleElement().asString()
@@ -987,12 +993,7 @@ class ShmTransportTest {
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
         assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
-        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("broke the queue protocol")
-                .hasMessageContaining("the connection is refused");
-        untilFailed(sender, failure);
-        assertThat(failure.get()).hasMessageContaining("broke the queue protocol");
-        settle(sender, receiver);
-        assertThat(received.ids).as("nothing after the hole").containsExactly(1);
+        assertTheConnectionIsRefusedAfterMessage1(receiver, sender, failure, received, "broke the queue protocol");
     }
 
     /**
@@ -1017,8 +1018,18 @@ class ShmTransportTest {
             queue.set(ValueLayout.JAVA_INT, record, 64); // committed
         });
         assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
-        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("unknown record type 99")
-                .hasMessageContaining("the connection is refused");
+        assertTheConnectionIsRefusedAfterMessage1(receiver, sender, failure, received, "unknown record type 99");
+    }
+
+    /**
+     * The receiver's progress() throws {@code breach} for a record of the sender's connection
+     * after message 1, and refuses the connection: the sender's endpoint fails, and nothing of the
+     * connection after the hole arrives.
+     */
+    private static void assertTheConnectionIsRefusedAfterMessage1(Transport receiver, Transport sender,
+                                                                 AtomicReference<PeerFailedException> failure, Received received,
+                                                                 String breach) {
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining(breach).hasMessageContaining("the connection is refused");
         untilFailed(sender, failure);
         assertThat(failure.get()).hasMessageContaining("broke the queue protocol");
         settle(sender, receiver);
@@ -1036,9 +1047,7 @@ class ShmTransportTest {
         Received received = new Received();
         Transport receiver = transport(received, "posix.inbound.max", "1");
         RecordingLogger logger = new RecordingLogger();
-        TestContext configured = TestContext.of(shared, "posix.liveness.interval", "1ms");
-        Transport sender = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, logger), new Received()));
-        open.add(sender);
+        Transport sender = transport(new Received(), logger, "posix.liveness.interval", "1ms");
         assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         AtomicReference<PeerFailedException> refused = new AtomicReference<>();
         TransportEndpoint second = connect(sender, receiver, refused::set);
@@ -1086,9 +1095,7 @@ class ShmTransportTest {
     void aGoneSendersConnectionPastInboundMaxIsDroppedWithAWarning() {
         Received received = new Received();
         RecordingLogger logger = new RecordingLogger();
-        TestContext configured = TestContext.of(shared, "posix.inbound.max", "1");
-        Transport receiver = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, logger), received));
-        open.add(receiver);
+        Transport receiver = transport(received, logger, "posix.inbound.max", "1");
         Transport other = transport(new Received());
         assertThat(connect(other, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue(); // kept
         Transport sender = transport(new Received());
@@ -1133,8 +1140,7 @@ class ShmTransportTest {
     void aWorkerClosingWithRefusedConnectionsSaysSoOnce() {
         Transport receiver = transport(new Received(), "posix.inbound.max", "1");
         RecordingLogger logger = new RecordingLogger();
-        TestContext configured = TestContext.of(shared, "posix.liveness.interval", "1h");
-        Transport sender = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, logger), new Received()));
+        Transport sender = transport(new Received(), logger, "posix.liveness.interval", "1h");
         for (int i = 0; i < 4; i++) assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         int refusals = 0;
         for (int i = 0; i < 100 && refusals < 3; i++) {
