@@ -993,7 +993,7 @@ class ShmTransportTest {
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
         assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
-        assertTheConnectionIsRefusedAfterMessage1(receiver, sender, failure, received, "broke the queue protocol");
+        assertTheConnectionIsRefusedAfter(receiver, sender, failure, received, "broke the queue protocol", 1);
     }
 
     /**
@@ -1004,36 +1004,101 @@ class ShmTransportTest {
      */
     @Test
     void aRecordOfAnUnknownTypeRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("unknown record type 99", queue -> {
+            long record = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8));
+            queue.set(ValueLayout.JAVA_INT, record + 4, 99); // a type no sender writes
+            queue.set(ValueLayout.JAVA_INT, record, 64); // committed
+        }, 8);
+    }
+
+    /**
+     * A second CONNECT of a kept connection (a copy of its first, which still lies read and not yet
+     * zeroed at ring offset 0) refuses the connection: the receiver cannot tell which announcement
+     * is its sender's, and a later message of it would follow a hole.
+     */
+    @Test
+    void aConnectionAnnouncedTwiceIsRefused() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("connection announced twice", queue -> copyToTheTail(queue, 4096), 8);
+    }
+
+    /** The same for a second BOUNCE record of a connection whose bounce ring is mapped already. */
+    @Test
+    void aBounceRingAnnouncedTwiceRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("bounce ring announced twice", queue -> {
+            long bounce = 4096;
+            while (queue.get(ValueLayout.JAVA_INT, bounce + 4) != 4) bounce += queue.get(ValueLayout.JAVA_INT, bounce); // BOUNCE
+            copyToTheTail(queue, bounce);
+        }, 8, 100_000); // the large message announces the ring first
+    }
+
+    /**
+     * A record of a live sender's connection shorter than a record header (padding after it to the
+     * end of its line, so that the framing holds) refuses the connection, as every breach does. It
+     * used to be dropped with the connection kept: a hole.
+     */
+    @Test
+    void aRecordShorterThanARecordHeaderRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("less than the 48-byte record header", queue -> {
+            long record = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8));
+            queue.set(ValueLayout.JAVA_INT, record + 24, 40);
+            queue.set(ValueLayout.JAVA_INT, record + 24 + 4, 6); // PAD, to the end of the line
+            queue.set(ValueLayout.JAVA_INT, record + 4, 1); // MSG
+            queue.set(ValueLayout.JAVA_INT, record, 24); // committed: 24 bytes, the connection id among them
+        }, 8);
+    }
+
+    /**
+     * A sender sends messages 1, 2, … of the {@code sizes} given, and the receiver (a 64 KiB queue)
+     * delivers them; then {@code write} writes a record of the sender's connection into the queue,
+     * as a process that maps it could (the connection id is the CONNECT's, at ring offset 0, read
+     * and not yet zeroed), and the sender sends one more message. The receiver must name
+     * {@code breach} and refuse the connection: the sender's endpoint fails, and only the messages
+     * before the breach are delivered.
+     */
+    private void assertThatWritingIntoTheQueueRefusesTheConnection(String breach, java.util.function.Consumer<MemorySegment> write,
+                                                                   int... sizes) throws Exception {
         Received received = new Received();
         Transport receiver = transport(received, "posix.queue.size", "64k");
         Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
         AtomicReference<PeerFailedException> failure = new AtomicReference<>();
         TransportEndpoint ep = connect(sender, receiver, failure::set);
-        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        receive(receiver, received, 1);
-        writeIntoTheQueue(queue -> {
-            // The sender's connection id is its CONNECT's, at ring offset 0, read and not yet zeroed.
-            long record = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8));
-            queue.set(ValueLayout.JAVA_INT, record + 4, 99); // a type no sender writes
-            queue.set(ValueLayout.JAVA_INT, record, 64); // committed
-        });
-        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
-        assertTheConnectionIsRefusedAfterMessage1(receiver, sender, failure, received, "unknown record type 99");
+        Integer[] sent = new Integer[sizes.length];
+        for (int i = 0; i < sizes.length; i++) {
+            sent[i] = i + 1;
+            assertThat(ep.trySend(i + 1, MemorySegment.NULL, bytes(sizes[i], i + 1))).isTrue();
+        }
+        receive(receiver, received, sizes.length);
+        writeIntoTheQueue(write);
+        assertThat(ep.trySend(sizes.length + 1, MemorySegment.NULL, bytes(8, sizes.length + 1))).isTrue();
+        assertTheConnectionIsRefusedAfter(receiver, sender, failure, received, breach, sent);
+    }
+
+    /**
+     * Copies the committed record at {@code from} to the tail of a queue that {@link #writeIntoTheQueue}
+     * maps, as its sender would write it again: claimed, taken, then committed with its length.
+     */
+    private static void copyToTheTail(MemorySegment queue, long from) {
+        int length = queue.get(ValueLayout.JAVA_INT, from);
+        assertThat(length).as("a record whose length is a multiple of a line").isPositive().isEqualTo(length & -64);
+        long tail = queue.get(ValueLayout.JAVA_LONG, 128);
+        long record = 4096 + tail;
+        queue.set(ValueLayout.JAVA_LONG, 128, tail + length);
+        MemorySegment.copy(queue, from + 4, queue, record + 4, length - 4);
+        queue.set(ValueLayout.JAVA_INT, record, length);
     }
 
     /**
      * The receiver's progress() throws {@code breach} for a record of the sender's connection
-     * after message 1, and refuses the connection: the sender's endpoint fails, and nothing of the
-     * connection after the hole arrives.
+     * after the messages {@code delivered}, and refuses the connection: the sender's endpoint
+     * fails, and nothing of the connection after the hole arrives.
      */
-    private static void assertTheConnectionIsRefusedAfterMessage1(Transport receiver, Transport sender,
-                                                                 AtomicReference<PeerFailedException> failure, Received received,
-                                                                 String breach) {
+    private static void assertTheConnectionIsRefusedAfter(Transport receiver, Transport sender, AtomicReference<PeerFailedException> failure,
+                                                          Received received, String breach, Integer... delivered) {
         assertThat(progressUntilItThrows(receiver)).hasMessageContaining(breach).hasMessageContaining("the connection is refused");
         untilFailed(sender, failure);
         assertThat(failure.get()).hasMessageContaining("broke the queue protocol");
         settle(sender, receiver);
-        assertThat(received.ids).as("nothing after the hole").containsExactly(1);
+        assertThat(received.ids).as("nothing after the hole").containsExactly(delivered);
     }
 
     /**
@@ -1183,6 +1248,41 @@ class ShmTransportTest {
         assertThat(refused.get()).as("the sender's failure").isNotNull()
                 .hasMessageContaining("the peer worker refused this connection").hasMessageContaining("does not keep this connection");
         assertThat(received.ids).containsExactly(7);
+    }
+
+    /**
+     * Listing a dropped message's sender again costs a look through the shared directory, so
+     * senders whose refused connections interleave share one look per liveness interval: here the
+     * first of two such senders is listed again, and the second, within the same (hour-long)
+     * interval, is not.
+     */
+    @Test
+    void sendersThatMissedTheirRefusalAreListedAgainAtMostOncePerLivenessInterval() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.inbound.max", "1", "posix.liveness.interval", "1h");
+        Transport first = transport(new Received(), "posix.liveness.interval", "1h");
+        Transport second = transport(new Received(), "posix.liveness.interval", "1h");
+        Transport other = transport(new Received());
+        assertThat(connect(other, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue(); // kept
+        receive(receiver, received, 1);
+        TransportEndpoint a = connect(first, receiver, cause -> { });
+        TransportEndpoint b = connect(second, receiver, cause -> { });
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(b.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        for (int i = 0; i < 2 + 128; i++) { // both refusals, then 128 more: neither is listed any longer
+            if (i >= 2) assertThat(connect(other, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue();
+            assertThatThrownBy(receiver::progress).hasMessageContaining("refused connection");
+        }
+        long[] refusals = new long[1];
+        writeIntoTheQueue(queue -> refusals[0] = queue.get(ValueLayout.JAVA_LONG, 1024));
+        assertThat(refusals[0]).isEqualTo(130);
+        assertThat(a.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        assertThat(b.trySend(4, MemorySegment.NULL, bytes(8, 4))).isTrue();
+        assertThat(a.trySend(5, MemorySegment.NULL, bytes(8, 5))).isTrue();
+        for (int i = 0; i < 10; i++) receiver.progress();
+        writeIntoTheQueue(queue -> refusals[0] = queue.get(ValueLayout.JAVA_LONG, 1024));
+        assertThat(refusals[0]).as("one look: the first sender listed again, the second not").isEqualTo(131);
+        assertThat(received.ids).containsOnly(7);
     }
 
     /** Progresses {@code sender} until an endpoint reports {@code failure}; bounded, not timed. */
