@@ -38,7 +38,8 @@ import java.util.concurrent.TimeUnit;
  * handler), but with every line in this core's cache. Half of it is what one message costs in
  * instructions; what a two-process ping-pong costs beyond it is the hardware's transfers.
  * {@code stream} is the same for a one-way stream, {@code streamEncoded} for a stream of zero-copy
- * sends, {@code idleProgress} a poll that finds nothing.
+ * sends, {@code streamFanIn} for a stream from two senders whose messages interleave in the
+ * receiver's queue, {@code idleProgress} a poll that finds nothing.
  */
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
@@ -65,6 +66,9 @@ public class LocalHopBenchmark {
     private Worker server;
     private Endpoint toServer;
     private Endpoint toClient;
+    /** A second sender to the server, for {@link #streamFanIn}. */
+    private Worker otherClient;
+    private Endpoint otherToServer;
     private Arena arena;
     private MemorySegment payload;
     private long pongs;
@@ -80,6 +84,8 @@ public class LocalHopBenchmark {
             server = conduit.newWorker(ThreadMode.SINGLE);
             toServer = client.connect(server.address());
             toClient = server.connect(client.address());
+            otherClient = conduit.newWorker(ThreadMode.SINGLE);
+            otherToServer = otherClient.connect(server.address());
             arena = Arena.ofShared();
             payload = arena.allocate(size);
             server.onMessage(PING, m -> toClient.send(PONG, payload));
@@ -129,6 +135,20 @@ public class LocalHopBenchmark {
     public long stream() {
         toServer.send(DATA, payload);
         if (++streamed % BATCH == 0) handOver();
+        return received;
+    }
+
+    /**
+     * {@link #stream} from two senders (two workers, so two connections) taking turns, so that no
+     * two messages in a row in the receiver's queue are of one connection: what a receiver pays to
+     * find each message's connection when many peers send to it at once.
+     */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.NANOSECONDS)
+    public long streamFanIn() {
+        ((++streamed & 1) == 0 ? toServer : otherToServer).send(DATA, payload);
+        if (streamed % BATCH == 0) handOver();
         return received;
     }
 
@@ -190,7 +210,8 @@ public class LocalHopBenchmark {
         do {
             server.progress();
             client.progress();
-        } while (toServer.pending() > 0);
+            otherClient.progress();
+        } while (toServer.pending() > 0 || otherToServer.pending() > 0);
     }
 
     /** A {@code progress()} that finds nothing: what a busy-polling worker spins on between messages. */

@@ -61,12 +61,13 @@ public final class CompareReport {
             new Peer("Conduit posix", "conduit", "posix", Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
             new Peer("UCX posix", "ucx", "posix", Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
             new Peer("C limit", "c", "-", Map.of("am_lat", "c_pingpong/am_lat", "am_bw", "c_memcpy/memcpy", "put_bw", "c_memcpy/memcpy")),
+            new Peer("Java limit", "java_line", "-", Map.of("am_lat", "am_lat")),
             new Peer("Unix socket (JDK)", "uds", "-", Map.of("am_lat", "am_lat", "am_bw", "am_bw")),
             new Peer("Aeron IPC", "aeron", "-", Map.of("am_lat", "am_lat")),
             new Peer("Agrona ring buffer", "agrona", "-", Map.of("am_lat", "am_lat")));
 
     /** One colour per column of the table, the same in every chart. */
-    private static final Color[] PAINTS = {new Color(0xD62728), new Color(0xFF7F0E), new Color(0x1F77B4), Color.BLACK,
+    private static final Color[] PAINTS = {new Color(0xD62728), new Color(0xFF7F0E), new Color(0x1F77B4), Color.BLACK, Color.GRAY,
             new Color(0x9467BD), new Color(0x2CA02C), new Color(0x8C564B)};
 
     /** Byte counts as the table writes them (8 B, 4 KiB, 1 MiB). */
@@ -176,7 +177,7 @@ public final class CompareReport {
         sb.append("Latency is the p50 of one-way latency (round trip / 2) in µs; bandwidth is MB/s (10^6 bytes). ")
                 .append("Each peer's cell is its figure and, after it, Conduit memfd's figure divided by it (latency: below 1× Conduit is faster; ")
                 .append("bandwidth: above 1× Conduit is faster). The C limit is a cache-line ping-pong with one memcpy of the payload per hop ")
-                .append("(latency), and single-thread memcpy (bandwidth). The last column is Conduit posix's figure over UCX posix's: ")
+                .append("(latency), and single-thread memcpy (bandwidth); the Java limit is the same ping-pong between two JVMs. The last column is Conduit posix's figure over UCX posix's: ")
                 .append("the same kind of transport on both sides.\n\n");
         sb.append("| test | size |");
         for (Peer p : PEERS) {
@@ -221,8 +222,10 @@ public final class CompareReport {
         return String.format(Locale.ROOT, "%,.0f MB/s", v);
     }
 
+    /** Two significant digits below 1 (a Unix socket's 0.004× is not 0.00×), two decimals up to 10, none above. */
     private static String ratio(double r) {
-        return r < 10 ? String.format(Locale.ROOT, "%.2f×", r) : String.format(Locale.ROOT, "%.0f×", r);
+        return r < 0.1 ? String.format(Locale.ROOT, "%.2g×", r) : r < 10 ? String.format(Locale.ROOT, "%.2f×", r)
+                : String.format(Locale.ROOT, "%.0f×", r);
     }
 
     private void chart(Path file) throws IOException {

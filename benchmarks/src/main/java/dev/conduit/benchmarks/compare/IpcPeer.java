@@ -8,6 +8,10 @@ import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
 import io.aeron.logbuffer.FragmentHandler;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
@@ -35,6 +39,14 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *       reassembled with a {@link FragmentAssembler}.</li>
  *   <li>{@code IpcPeer agrona}: two Agrona {@link OneToOneRingBuffer}s (16 MiB each) over one file in
  *       /dev/shm mapped by both JVMs ({@link MappedByteBuffer} wrapped in an {@link UnsafeBuffer}).</li>
+ *   <li>{@code IpcPeer line}: the Java limit, the C limit's ping-pong ({@code peers/pingpong.c}) in
+ *       Java: one 64-byte aligned slot per direction in a file in /dev/shm that both JVMs map
+ *       ({@link FileChannel#map(FileChannel.MapMode, long, long, Arena)}, a shared arena), a word in
+ *       the slot's first 8 bytes that the other side spins on (acquire; a release store after the
+ *       payload: the payload's length in its upper half, a sequence number in its lower) and the
+ *       payload from its byte 8, so that up to 56 bytes a hop is one cache line; one copy of the
+ *       payload per hop on each side, with {@link MemorySegment#copy}. No queue, no handler: what
+ *       the JVM itself reaches, for the other rows to be read against.</li>
  * </ul>
  * The other JVM ({@code IpcPeer --echo KIND PATH}) is started with {@link ProcessBuilder}, with the
  * same java, class path and JVM options, and echoes every message.
@@ -46,6 +58,10 @@ public final class IpcPeer {
     private static final int RING_BYTES = RING + RingBufferDescriptor.TRAILER_LENGTH;
     private static final int PING = 1, BYE = 2;
     private static final long MAX_NANOS = 5_000_000_000L;
+    /** {@code line}: where a slot's payload starts, after its word; a slot's size, a whole number of lines. */
+    private static final long LINE_PAYLOAD = 8;
+    private static final long LINE_SLOT = LINE_PAYLOAD + (1 << 20) + 63 & -64;
+    private static final VarHandle SEQUENCE = ValueLayout.JAVA_LONG.varHandle();
     /** Fragments a poll may hand over: a large message is many MTU-sized fragments, not one poll each. */
     private static final int FRAGMENT_LIMIT = 64;
     private static final long FIRST_WARMUP_NANOS = 2_000_000_000L;
@@ -63,10 +79,10 @@ public final class IpcPeer {
 
     public static void main(String[] args) throws Exception {
         if (args.length == 3 && args[0].equals("--echo")) {
-            if (args[1].equals("aeron")) {
-                aeronEcho(args[2]);
-            } else {
-                agronaEcho(Path.of(args[2]));
+            switch (args[1]) {
+                case "aeron" -> aeronEcho(args[2]);
+                case "line" -> lineEcho(Path.of(args[2]));
+                default -> agronaEcho(Path.of(args[2]));
             }
             return;
         }
@@ -105,6 +121,42 @@ public final class IpcPeer {
                 bye.putInt(0, -1);
                 offer(pub, bye, 4);
                 peer.waitFor(30, TimeUnit.SECONDS);
+            }
+        } else if (kind.equals("line")) {
+            try (FileChannel fc = FileChannel.open(dir, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                 Arena arena = Arena.ofShared()) {
+                MemorySegment slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
+                MemorySegment toPeer = slots.asSlice(0, LINE_SLOT), fromPeer = slots.asSlice(LINE_SLOT, LINE_SLOT);
+                MemorySegment received = arena.allocate(SIZES[SIZES.length - 1], 64);
+                Process peer = startPeer("line", dir.toString());
+                long[] word = new long[1];
+                measure("java_line", new Link() {
+                    private UnsafeBuffer wrapped;
+                    private MemorySegment source;
+
+                    @Override
+                    public void send(UnsafeBuffer buf, int length) {
+                        if (buf != wrapped) { // a new buffer per size, not per message: nothing allocated per hop
+                            wrapped = buf;
+                            source = MemorySegment.ofBuffer(buf.byteBuffer());
+                        }
+                        MemorySegment.copy(source, 0, toPeer, LINE_PAYLOAD, length);
+                        word[0] = (long) length << 32 | (word[0] + 1 & 0xFFFF_FFFFL);
+                        SEQUENCE.setRelease(toPeer, 0L, word[0]);
+                    }
+
+                    @Override
+                    public void awaitOne() {
+                        while ((long) SEQUENCE.getAcquire(fromPeer, 0L) != word[0]) {
+                            Thread.onSpinWait();
+                        }
+                        MemorySegment.copy(fromPeer, LINE_PAYLOAD, received, 0, word[0] >>> 32);
+                    }
+                });
+                SEQUENCE.setRelease(toPeer, 0L, -1L); // bye
+                peer.waitFor(30, TimeUnit.SECONDS);
+            } finally {
+                Files.deleteIfExists(dir);
             }
         } else {
             try (FileChannel fc = FileChannel.open(dir, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
@@ -233,6 +285,29 @@ public final class IpcPeer {
                 if (sub.poll(echo, FRAGMENT_LIMIT) == 0) {
                     Thread.onSpinWait();
                 }
+            }
+        }
+    }
+
+    /**
+     * The echo of {@code line}: waits for a new word in the main JVM's slot, copies the payload of
+     * the length it names into its own slot, and publishes the same word there; -1 ends it.
+     */
+    private static void lineEcho(Path file) throws IOException {
+        try (FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+             Arena arena = Arena.ofShared()) {
+            MemorySegment slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
+            MemorySegment fromMain = slots.asSlice(0, LINE_SLOT), toMain = slots.asSlice(LINE_SLOT, LINE_SLOT);
+            long seen = 0;
+            while (true) {
+                long s;
+                while ((s = (long) SEQUENCE.getAcquire(fromMain, 0L)) == seen) {
+                    Thread.onSpinWait();
+                }
+                if (s == -1) return;
+                seen = s;
+                MemorySegment.copy(fromMain, LINE_PAYLOAD, toMain, LINE_PAYLOAD, s >>> 32);
+                SEQUENCE.setRelease(toMain, 0L, s);
             }
         }
     }
