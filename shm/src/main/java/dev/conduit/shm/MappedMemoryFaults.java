@@ -35,14 +35,6 @@ final class MappedMemoryFaults {
     private MappedMemoryFaults() {
     }
 
-    /**
-     * Whether a chunk of {@code plugin} may shrink under its mappings: not memfd's (sealed) nor
-     * devdax's (a device); posix's and unknown plugins' may.
-     */
-    static boolean mayShrink(String plugin) {
-        return !plugin.equals("memfd") && !plugin.equals("devdax");
-    }
-
     /** Rethrows {@code error} unless it is a fault on mapped memory; then returns what to say about it. */
     static String describe(InternalError error, String plugin, String what) {
         if (!MappedMemoryFault.is(error)) throw error;

@@ -480,10 +480,11 @@ final class ShmEndpoint implements TransportEndpoint {
      * Makes a fault of the access just made to {@code region} come out here, inside its operation's
      * handler, for a region whose file may shrink under it (Libc#deliverPendingFaults): compiled
      * code got it later, up in the runtime's lock release, which then stranded a MULTI worker's
-     * other threads. About a native call's cost, on posix regions only.
+     * other threads. About a native call's cost, on regions whose mapping may shrink (posix's, not
+     * memfd's or devdax's: {@link dev.conduit.spi.ChunkMapping#mayShrink()}).
      */
     private void faultsHere(RemoteRegion region) {
-        if (MappedMemoryFaults.mayShrink(region.pluginName())) transport.libc().deliverPendingFaults();
+        if (region.mayShrink()) transport.libc().deliverPendingFaults();
     }
 
     private ConduitException regionFault(InternalError e, RemoteRegion region) {

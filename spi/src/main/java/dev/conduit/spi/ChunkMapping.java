@@ -14,6 +14,18 @@ public interface ChunkMapping extends AutoCloseable {
     /** The mapped chunk, exactly as long as the handle's chunk length. */
     MemorySegment segment();
 
+    /**
+     * Whether another process may shrink the chunk under this mapping, so that an access to a lost
+     * page faults ({@code SIGBUS}, which the JDK reports as an {@code InternalError}:
+     * {@link MappedMemoryFault}). A transport then ends each RMA operation on the region with a
+     * native call that makes such a fault come out inside the operation, about 10 ns. True unless
+     * the plugin rules it out: memfd's chunks are sealed against shrinking, a device does not
+     * shrink. Since SPI 1.1.
+     */
+    default boolean mayShrink() {
+        return true;
+    }
+
     /** Unmaps. Afterwards {@link #segment()} access throws instead of reaching unmapped memory. */
     @Override
     void close();

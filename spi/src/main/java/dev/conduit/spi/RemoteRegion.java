@@ -32,6 +32,12 @@ public interface RemoteRegion extends AutoCloseable {
      */
     MemorySegment localSegment();
 
+    /**
+     * Whether another process may shrink the region under {@link #localSegment()}: its mapping's
+     * {@link ChunkMapping#mayShrink()}; false when it is not mapped here.
+     */
+    boolean mayShrink();
+
     /** Releases this process's use of the mapping (the cache keeps it until eviction). */
     @Override
     void close();

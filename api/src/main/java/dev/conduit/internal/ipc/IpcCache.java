@@ -373,6 +373,11 @@ public final class IpcCache implements AutoCloseable {
             return region;
         }
 
+        /** {@link ChunkMapping#mayShrink()} of the cached mapping. */
+        public boolean mayShrink() {
+            return entry.mapping.mayShrink();
+        }
+
         @Override
         public MemorySegment segment() {
             return region;

@@ -116,6 +116,11 @@ public final class IpcImports implements RemoteMemory {
         }
 
         @Override
+        public boolean mayShrink() {
+            return lease != null && lease.mayShrink();
+        }
+
+        @Override
         public synchronized void close() {
             if (closed) return;
             closed = true;

@@ -43,6 +43,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final java.util.concurrent.atomic.AtomicReference<Error> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
+    /** Whether imported mappings say that they cannot shrink ({@link ChunkMapping#mayShrink()}), as memfd's sealed ones do. */
+    public volatile boolean sealedImports;
     /** Whether imports map read-only, as posix does through a read-only mount. */
     public volatile boolean readOnlyImports;
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
@@ -109,11 +111,17 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
         Arena arena = Arena.ofShared();
         MemorySegment allocated = arena.allocate(chunkLength, PAGE);
         MemorySegment segment = readOnlyImports ? allocated.asReadOnly() : allocated;
+        boolean mayShrink = !sealedImports;
         maps.incrementAndGet();
         return new ChunkMapping() {
             @Override
             public MemorySegment segment() {
                 return segment;
+            }
+
+            @Override
+            public boolean mayShrink() {
+                return mayShrink;
             }
 
             @Override

@@ -54,6 +54,24 @@ class EndpointRmaTest {
         return transport.transports.getFirst().endpoints.getFirst().rmaCalls.get();
     }
 
+    /**
+     * A transport learns from the region whether its mapping may shrink under it (and so whether
+     * RMA must make a fault come out inside the operation): what the importing plugin's mapping
+     * says, passed through the IPC cache.
+     */
+    @Test
+    void aTransportLearnsFromTheRegionWhetherItsMappingMayShrink() {
+        open(new LoopbackPlugin("lo", 8, false));
+        endpoint.put(longs(1), endpoint.peerRegion(handle), 0);
+        assertThat(transport.transports.getFirst().endpoints.getFirst().lastRegionMayShrink).as("unless said otherwise").isTrue();
+
+        InProcessMemoryPlugin sealed = new InProcessMemoryPlugin();
+        sealed.sealedImports = true;
+        open(new LoopbackPlugin("lo", 8, false), sealed);
+        endpoint.put(longs(1), endpoint.peerRegion(handle), 0);
+        assertThat(transport.transports.getFirst().endpoints.getFirst().lastRegionMayShrink).as("a sealed mapping").isFalse();
+    }
+
     @Test
     void putGetAndAtomicsReachThePeersRegionThroughTheIpcCache() {
         open(new LoopbackPlugin("lo", 8, false));

@@ -41,6 +41,12 @@ final class DaxMapping implements ChunkMapping {
         return segment;
     }
 
+    /** Never: a device's size is fixed. */
+    @Override
+    public boolean mayShrink() {
+        return false;
+    }
+
     @Override
     public synchronized void close() {
         if (closed) return;

@@ -27,6 +27,12 @@ final class MemfdMapping implements ChunkMapping {
         return segment;
     }
 
+    /** Never: the importer maps only a memfd sealed against shrinking ({@code F_SEAL_SHRINK}). */
+    @Override
+    public boolean mayShrink() {
+        return false;
+    }
+
     /** Unmaps, once; later calls do nothing. */
     @Override
     public void close() {

@@ -7,6 +7,7 @@ import dev.conduit.linux.Linux;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -24,24 +25,31 @@ final class FailingLibc {
 
     /** Like {@link #failing}, but only while {@code when} says so. */
     static Libc failingWhile(String call, int errno, BooleanSupplier when) {
-        Libc real = Linux.libc();
-        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
-            if (method.getName().equals(call) && when.getAsBoolean()) {
-                throw new ErrnoException(call, errno, "fake", "injected by the test");
-            }
-            try {
-                return method.invoke(real, args);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
-            }
+        return beforeEach(call, () -> {
+            if (when.getAsBoolean()) throw new ErrnoException(call, errno, "fake", "injected by the test");
         });
+    }
+
+    /** The real one, counting the calls of {@code call} in {@code calls}. */
+    static Libc counting(String call, AtomicInteger calls) {
+        return beforeEach(call, calls::incrementAndGet);
     }
 
     /** Like the real one, but {@code call} first waits until {@code released} is counted down. */
     static Libc waitingIn(String call, CountDownLatch released) {
+        return beforeEach(call, released::await);
+    }
+
+    /** What runs before each call of one method; it may throw, in place of the call. */
+    private interface Before {
+        void run() throws Exception;
+    }
+
+    /** The real {@link Libc}, with {@code before} run before each call of {@code call}. */
+    private static Libc beforeEach(String call, Before before) {
         Libc real = Linux.libc();
         return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
-            if (method.getName().equals(call)) released.await();
+            if (method.getName().equals(call)) before.run();
             try {
                 return method.invoke(real, args);
             } catch (InvocationTargetException e) {

@@ -14,6 +14,7 @@ import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteMemory;
+import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
@@ -604,10 +605,6 @@ class ShmTransportTest {
         assertThat(received.ids).hasSize(sizes.size());
     }
 
-    /**
-     * A receiver whose transport opens files with {@code transportLibc} and maps peers' chunks with
-     * {@code importerLibc}: for failures the kernel rarely gives.
-     */
     /** A posix transport whose every native call goes through {@code libc}: its own, its provider's and its importer's. */
     private Transport transportWith(Libc libc) {
         Context context = new Context(TestContext.of(shared), new Received());
@@ -617,6 +614,10 @@ class ShmTransportTest {
         return t;
     }
 
+    /**
+     * A receiver whose transport opens files with {@code transportLibc} and maps peers' chunks with
+     * {@code importerLibc}: for failures the kernel rarely gives.
+     */
     private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc, String... keyValues) {
         return receiverWith(received, transportLibc, importerLibc, importer -> importer, keyValues);
     }
@@ -634,6 +635,72 @@ class ShmTransportTest {
                 importer.apply(new PosixImporter(importerLibc, PosixConfig.of(context), false)));
         open.add(t);
         return t;
+    }
+
+    /**
+     * RMA on a region whose mapping may shrink under it (a posix file another process may
+     * truncate) ends with the native call that makes a fault come out inside the operation
+     * (MappedMemoryFaults); RMA on a region whose mapping says it cannot (memfd's sealed chunks, a
+     * device) is spared it. The region's mapping decides, whatever its plugin is called: it used to
+     * be decided by the plugin's name, so that a third party's sealed chunks paid the call and a
+     * plugin named "memfd" or "devdax" was trusted without saying so.
+     */
+    @Test
+    void rmaPaysTheFaultDeliveryOnlyOnRegionsWhoseMappingMayShrink() {
+        AtomicInteger deliveries = new AtomicInteger();
+        Transport transport = transportWith(FailingLibc.counting("deliverPendingFaults", deliveries));
+        TransportEndpoint ep = connect(transport, transport(new Received()), cause -> { });
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment memory = arena.allocate(64, 8);
+            ep.put(bytes(8, 1), region("memfd", memory, true), 0);
+            assertThat(deliveries).as("a region that may shrink").hasValue(1);
+            RemoteRegion sealed = region("posix", memory, false);
+            ep.put(bytes(8, 1), sealed, 0);
+            ep.get(sealed, 0, arena.allocate(8));
+            ep.fetchAdd(sealed, 8, 1);
+            ep.compareAndSwap(sealed, 8, 1, 2);
+            assertThat(deliveries).as("regions that cannot").hasValue(1);
+            assertThat(memory.get(ValueLayout.JAVA_LONG, 8)).isEqualTo(2);
+        }
+    }
+
+    /** A peer's region as the runtime gives it to a transport: {@code memory}, of {@code plugin}, whose mapping may shrink or not. */
+    private static RemoteRegion region(String plugin, MemorySegment memory, boolean mayShrink) {
+        return new RemoteRegion() {
+            @Override
+            public String pluginName() {
+                return plugin;
+            }
+
+            @Override
+            public long length() {
+                return memory.byteSize();
+            }
+
+            @Override
+            public long chunkOffset() {
+                return 0;
+            }
+
+            @Override
+            public PayloadReader payload() {
+                return new PayloadReader(new byte[0], 0, 0, "payload.");
+            }
+
+            @Override
+            public MemorySegment localSegment() {
+                return memory;
+            }
+
+            @Override
+            public boolean mayShrink() {
+                return mayShrink;
+            }
+
+            @Override
+            public void close() {
+            }
+        };
     }
 
     /**

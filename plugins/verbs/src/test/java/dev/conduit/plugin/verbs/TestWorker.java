@@ -93,6 +93,11 @@ final class TestWorker implements AutoCloseable {
         }
 
         @Override
+        public boolean mayShrink() {
+            return false;
+        }
+
+        @Override
         public void close() {
         }
     }
