@@ -15,14 +15,17 @@ public interface ChunkMapping extends AutoCloseable {
     MemorySegment segment();
 
     /**
-     * Whether another process may shrink the chunk under this mapping, so that an access to a lost
-     * page faults ({@code SIGBUS}, which the JDK reports as an {@code InternalError}:
-     * {@link MappedMemoryFault}). A transport then ends each RMA operation on the region with a
-     * native call that makes such a fault come out inside the operation, about 10 ns. True unless
-     * the plugin rules it out: memfd's chunks are sealed against shrinking, a device does not
-     * shrink. Since SPI 1.1.
+     * Whether an access through this mapping may fault ({@code SIGBUS}, which the JDK reports as an
+     * {@code InternalError}: {@link MappedMemoryFault}): another process may shrink the chunk under
+     * it, or a page of a sparse chunk may be one its file system cannot supply on first touch. A
+     * transport then ends each RMA operation on the region with a native call that makes such a
+     * fault come out inside the operation, about 10 ns. Asked once, when the runtime maps the chunk;
+     * the answer holds for the mapping's life. True unless the plugin rules both out: memfd's
+     * chunks are sealed against shrinking and backed by memory, not a file system's space; a DAX
+     * device has a fixed size and no holes (a regular file named as one has neither guarantee).
+     * Since SPI 1.1.
      */
-    default boolean mayShrink() {
+    default boolean mayFault() {
         return true;
     }
 

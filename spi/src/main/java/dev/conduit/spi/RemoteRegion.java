@@ -33,10 +33,13 @@ public interface RemoteRegion extends AutoCloseable {
     MemorySegment localSegment();
 
     /**
-     * Whether another process may shrink the region under {@link #localSegment()}: its mapping's
-     * {@link ChunkMapping#mayShrink()}; false when it is not mapped here.
+     * Whether an access to {@link #localSegment()} may fault: its mapping's
+     * {@link ChunkMapping#mayFault()}. Since SPI 1.1; a default of true, the safe answer, so that
+     * a transport's test doubles need not say.
      */
-    boolean mayShrink();
+    default boolean mayFault() {
+        return true;
+    }
 
     /** Releases this process's use of the mapping (the cache keeps it until eviction). */
     @Override

@@ -79,6 +79,8 @@ public final class IpcCache implements AutoCloseable {
         final byte[] pluginBytes;
         final long exportId;
         final ChunkMapping mapping;
+        /** {@link ChunkMapping#mayFault()}, asked once: RMA reads it per operation. */
+        final boolean mayFault;
         final long length;
         /** The payload the importer validated and mapped; a hit must carry the same. */
         final byte[] payload;
@@ -96,6 +98,7 @@ public final class IpcCache implements AutoCloseable {
             this.pluginBytes = plugin.getBytes(StandardCharsets.US_ASCII);
             this.exportId = exportId;
             this.mapping = mapping;
+            this.mayFault = mapping.mayFault();
             this.length = length;
             this.payload = payload;
         }
@@ -373,9 +376,9 @@ public final class IpcCache implements AutoCloseable {
             return region;
         }
 
-        /** {@link ChunkMapping#mayShrink()} of the cached mapping. */
-        public boolean mayShrink() {
-            return entry.mapping.mayShrink();
+        /** {@link ChunkMapping#mayFault()} of the cached mapping, as it said when it was mapped. */
+        public boolean mayFault() {
+            return entry.mayFault;
         }
 
         @Override

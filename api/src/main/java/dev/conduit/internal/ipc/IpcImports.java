@@ -116,8 +116,8 @@ public final class IpcImports implements RemoteMemory {
         }
 
         @Override
-        public boolean mayShrink() {
-            return lease != null && lease.mayShrink();
+        public boolean mayFault() {
+            return lease == null || lease.mayFault();
         }
 
         @Override

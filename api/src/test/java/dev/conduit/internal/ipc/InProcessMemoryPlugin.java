@@ -43,7 +43,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final java.util.concurrent.atomic.AtomicReference<Error> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
-    /** Whether imported mappings say that they cannot shrink ({@link ChunkMapping#mayShrink()}), as memfd's sealed ones do. */
+    /** Whether imported mappings say that an access cannot fault ({@link ChunkMapping#mayFault()}), as memfd's sealed ones do. */
     public volatile boolean sealedImports;
     /** Whether imports map read-only, as posix does through a read-only mount. */
     public volatile boolean readOnlyImports;
@@ -111,7 +111,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
         Arena arena = Arena.ofShared();
         MemorySegment allocated = arena.allocate(chunkLength, PAGE);
         MemorySegment segment = readOnlyImports ? allocated.asReadOnly() : allocated;
-        boolean mayShrink = !sealedImports;
+        boolean mayFault = !sealedImports;
         maps.incrementAndGet();
         return new ChunkMapping() {
             @Override
@@ -120,8 +120,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
             }
 
             @Override
-            public boolean mayShrink() {
-                return mayShrink;
+            public boolean mayFault() {
+                return mayFault;
             }
 
             @Override

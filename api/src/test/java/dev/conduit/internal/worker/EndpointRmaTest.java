@@ -55,21 +55,21 @@ class EndpointRmaTest {
     }
 
     /**
-     * A transport learns from the region whether its mapping may shrink under it (and so whether
+     * A transport learns from the region whether an access to its mapping may fault (and so whether
      * RMA must make a fault come out inside the operation): what the importing plugin's mapping
      * says, passed through the IPC cache.
      */
     @Test
-    void aTransportLearnsFromTheRegionWhetherItsMappingMayShrink() {
+    void aTransportLearnsFromTheRegionWhetherItsMappingMayFault() {
         open(new LoopbackPlugin("lo", 8, false));
         endpoint.put(longs(1), endpoint.peerRegion(handle), 0);
-        assertThat(transport.transports.getFirst().endpoints.getFirst().lastRegionMayShrink).as("unless said otherwise").isTrue();
+        assertThat(transport.transports.getFirst().endpoints.getFirst().lastRegionMayFault).as("unless said otherwise").isTrue();
 
         InProcessMemoryPlugin sealed = new InProcessMemoryPlugin();
         sealed.sealedImports = true;
         open(new LoopbackPlugin("lo", 8, false), sealed);
         endpoint.put(longs(1), endpoint.peerRegion(handle), 0);
-        assertThat(transport.transports.getFirst().endpoints.getFirst().lastRegionMayShrink).as("a sealed mapping").isFalse();
+        assertThat(transport.transports.getFirst().endpoints.getFirst().lastRegionMayFault).as("a sealed mapping").isFalse();
     }
 
     @Test

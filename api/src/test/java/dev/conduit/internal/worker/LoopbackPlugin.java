@@ -339,8 +339,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile boolean closedDuringProgress;
         final AtomicLong trySends = new AtomicLong();
         final AtomicLong rmaCalls = new AtomicLong();
-        /** What the last RMA call's region said of its mapping ({@link RemoteRegion#mayShrink()}). */
-        volatile boolean lastRegionMayShrink;
+        /** What the last RMA call's region said of its mapping ({@link RemoteRegion#mayFault()}). */
+        volatile boolean lastRegionMayFault;
 
         LoopbackEndpoint(LoopbackTransport owner, LoopbackTransport target, EndpointEvents events, int number) {
             this.owner = owner;
@@ -379,7 +379,7 @@ final class LoopbackPlugin implements ConduitPlugin {
 
         private MemorySegment local(RemoteRegion r) {
             rmaCalls.incrementAndGet();
-            lastRegionMayShrink = r.mayShrink();
+            lastRegionMayFault = r.mayFault();
             if (target.dead) throw new PeerFailedException("loopback peer " + target.key + " is dead");
             return r.localSegment();
         }

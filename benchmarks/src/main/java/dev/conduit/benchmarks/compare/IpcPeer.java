@@ -44,9 +44,10 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *       ({@link FileChannel#map(FileChannel.MapMode, long, long, Arena)}, a shared arena), a word in
  *       the slot's first 8 bytes that the other side spins on (acquire; a release store after the
  *       payload: the payload's length in its upper half, a sequence number in its lower) and the
- *       payload from its byte 8, so that up to 56 bytes a hop is one cache line; one copy of the
- *       payload per hop on each side, with {@link MemorySegment#copy}. No queue, no handler: what
- *       the JVM itself reaches, for the other rows to be read against.</li>
+ *       payload from its byte 8, so that up to 56 bytes a hop is one cache line; each hop copies the
+ *       payload that came in into the outgoing slot with {@link MemorySegment#copy} (one copy a
+ *       hop, as the C limit's {@code memcpy}). No queue, no handler: what the JVM itself reaches,
+ *       for the other rows to be read against.</li>
  * </ul>
  * The other JVM ({@code IpcPeer --echo KIND PATH}) is started with {@link ProcessBuilder}, with the
  * same java, class path and JVM options, and echoes every message.
@@ -62,6 +63,8 @@ public final class IpcPeer {
     private static final long LINE_PAYLOAD = 8;
     private static final long LINE_SLOT = LINE_PAYLOAD + (1 << 20) + 63 & -64;
     private static final VarHandle SEQUENCE = ValueLayout.JAVA_LONG.varHandle();
+    /** {@code line}: a spinning side looks whether the other JVM still lives once per this many spins (+1), about every 10 ms. */
+    private static final long ALIVE_CHECK = (1 << 20) - 1;
     /** Fragments a poll may hand over: a large message is many MTU-sized fragments, not one poll each. */
     private static final int FRAGMENT_LIMIT = 64;
     private static final long FIRST_WARMUP_NANOS = 2_000_000_000L;
@@ -98,94 +101,129 @@ public final class IpcPeer {
                  Publication pub = aeron.addPublication("aeron:ipc", 1001);
                  Subscription sub = aeron.addSubscription("aeron:ipc", 1002)) {
                 Process peer = startPeer("aeron", dir.toString());
-                while (!pub.isConnected() || !sub.isConnected()) {
-                    Thread.sleep(1);
-                }
-                boolean[] got = new boolean[1];
-                FragmentAssembler assembler = new FragmentAssembler((b, o, l, h) -> got[0] = true);
-                measure("aeron", new Link() {
-                    @Override
-                    public void send(UnsafeBuffer buf, int length) {
-                        offer(pub, buf, length);
+                try {
+                    while (!pub.isConnected() || !sub.isConnected()) {
+                        Thread.sleep(1);
                     }
-
-                    @Override
-                    public void awaitOne() {
-                        got[0] = false;
-                        while (!got[0]) {
-                            sub.poll(assembler, FRAGMENT_LIMIT);
+                    boolean[] got = new boolean[1];
+                    FragmentAssembler assembler = new FragmentAssembler((b, o, l, h) -> got[0] = true);
+                    measure("aeron", new Link() {
+                        @Override
+                        public void send(UnsafeBuffer buf, int length) {
+                            offer(pub, buf, length);
                         }
-                    }
-                });
-                UnsafeBuffer bye = new UnsafeBuffer(new byte[4]);
-                bye.putInt(0, -1);
-                offer(pub, bye, 4);
-                peer.waitFor(30, TimeUnit.SECONDS);
+
+                        @Override
+                        public void awaitOne() {
+                            got[0] = false;
+                            while (!got[0]) {
+                                sub.poll(assembler, FRAGMENT_LIMIT);
+                            }
+                        }
+                    });
+                    UnsafeBuffer bye = new UnsafeBuffer(new byte[4]);
+                    bye.putInt(0, -1);
+                    offer(pub, bye, 4);
+                } finally {
+                    end(peer);
+                }
             }
         } else if (kind.equals("line")) {
-            try (FileChannel fc = FileChannel.open(dir, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
-                 Arena arena = Arena.ofShared()) {
-                MemorySegment slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
-                MemorySegment toPeer = slots.asSlice(0, LINE_SLOT), fromPeer = slots.asSlice(LINE_SLOT, LINE_SLOT);
-                MemorySegment received = arena.allocate(SIZES[SIZES.length - 1], 64);
-                Process peer = startPeer("line", dir.toString());
-                long[] word = new long[1];
-                measure("java_line", new Link() {
-                    private UnsafeBuffer wrapped;
-                    private MemorySegment source;
-
-                    @Override
-                    public void send(UnsafeBuffer buf, int length) {
-                        if (buf != wrapped) { // a new buffer per size, not per message: nothing allocated per hop
-                            wrapped = buf;
-                            source = MemorySegment.ofBuffer(buf.byteBuffer());
-                        }
-                        MemorySegment.copy(source, 0, toPeer, LINE_PAYLOAD, length);
-                        word[0] = (long) length << 32 | (word[0] + 1 & 0xFFFF_FFFFL);
-                        SEQUENCE.setRelease(toPeer, 0L, word[0]);
-                    }
-
-                    @Override
-                    public void awaitOne() {
-                        while ((long) SEQUENCE.getAcquire(fromPeer, 0L) != word[0]) {
-                            Thread.onSpinWait();
-                        }
-                        MemorySegment.copy(fromPeer, LINE_PAYLOAD, received, 0, word[0] >>> 32);
-                    }
-                });
-                SEQUENCE.setRelease(toPeer, 0L, -1L); // bye
-                peer.waitFor(30, TimeUnit.SECONDS);
-            } finally {
-                Files.deleteIfExists(dir);
-            }
+            javaLimit(dir);
         } else {
             try (FileChannel fc = FileChannel.open(dir, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 MappedByteBuffer map = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2L * RING_BYTES);
                 OneToOneRingBuffer toPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, 0, RING_BYTES));
                 OneToOneRingBuffer fromPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, RING_BYTES, RING_BYTES));
                 Process peer = startPeer("agrona", dir.toString());
-                measure("agrona", new Link() {
+                try {
+                    measure("agrona", new Link() {
+                        @Override
+                        public void send(UnsafeBuffer buf, int length) {
+                            while (!toPeer.write(PING, buf, 0, length)) {
+                                Thread.onSpinWait();
+                            }
+                        }
+
+                        @Override
+                        public void awaitOne() {
+                            while (fromPeer.read((t, b, i, l) -> { }, 1) == 0) {
+                                Thread.onSpinWait();
+                            }
+                        }
+                    });
+                    while (!toPeer.write(BYE, new UnsafeBuffer(new byte[4]), 0, 4)) {
+                        Thread.onSpinWait();
+                    }
+                } finally {
+                    end(peer);
+                }
+            } finally {
+                Files.deleteIfExists(dir);
+            }
+        }
+    }
+
+    /**
+     * The Java limit ({@code line}, the class's javadoc): the C limit's ping-pong, hop for hop.
+     * The file is unlinked once both JVMs have mapped it (after the first round trip), so that
+     * nothing is left in /dev/shm however this JVM ends.
+     */
+    private static void javaLimit(Path file) throws IOException, InterruptedException {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment slots;
+            try (FileChannel fc = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
+            } catch (IOException | RuntimeException e) {
+                Files.deleteIfExists(file);
+                throw e;
+            }
+            MemorySegment toPeer = slots.asSlice(0, LINE_SLOT), fromPeer = slots.asSlice(LINE_SLOT, LINE_SLOT);
+            Process peer = startPeer("line", file.toString());
+            try {
+                measure("java_line", new Link() {
+                    private long word;
+                    private boolean unlinked;
+
+                    /** As the C limit: what came back goes out again (one copy a hop); {@code buf} is not read. */
                     @Override
                     public void send(UnsafeBuffer buf, int length) {
-                        while (!toPeer.write(PING, buf, 0, length)) {
-                            Thread.onSpinWait();
-                        }
+                        MemorySegment.copy(fromPeer, LINE_PAYLOAD, toPeer, LINE_PAYLOAD, length);
+                        word = (long) length << 32 | (word + 1 & 0xFFFF_FFFFL);
+                        SEQUENCE.setRelease(toPeer, 0L, word);
                     }
 
                     @Override
                     public void awaitOne() {
-                        while (fromPeer.read((t, b, i, l) -> { }, 1) == 0) {
+                        long spins = 0;
+                        while ((long) SEQUENCE.getAcquire(fromPeer, 0L) != word) {
                             Thread.onSpinWait();
+                            if ((++spins & ALIVE_CHECK) == 0 && !peer.isAlive()) {
+                                throw new IllegalStateException("the echo JVM exited with status " + peer.exitValue());
+                            }
+                        }
+                        if (!unlinked) {
+                            unlinked = true;
+                            try {
+                                Files.delete(file);
+                            } catch (IOException e) {
+                                throw new java.io.UncheckedIOException(e);
+                            }
                         }
                     }
                 });
-                while (!toPeer.write(BYE, new UnsafeBuffer(new byte[4]), 0, 4)) {
-                    Thread.onSpinWait();
-                }
-                peer.waitFor(30, TimeUnit.SECONDS);
             } finally {
-                Files.deleteIfExists(dir);
+                SEQUENCE.setRelease(toPeer, 0L, -1L); // bye
+                end(peer);
+                Files.deleteIfExists(file);
             }
+        }
+    }
+
+    /** Waits for the echo JVM to end, and ends it if it does not within 30 s. */
+    private static void end(Process peer) throws InterruptedException {
+        if (!peer.waitFor(30, TimeUnit.SECONDS)) {
+            peer.destroyForcibly();
         }
     }
 
@@ -291,9 +329,11 @@ public final class IpcPeer {
 
     /**
      * The echo of {@code line}: waits for a new word in the main JVM's slot, copies the payload of
-     * the length it names into its own slot, and publishes the same word there; -1 ends it.
+     * the length it names into its own slot, and publishes the same word there; -1 ends it, and so
+     * does the main JVM's end.
      */
     private static void lineEcho(Path file) throws IOException {
+        ProcessHandle main = ProcessHandle.current().parent().orElseThrow();
         try (FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
              Arena arena = Arena.ofShared()) {
             MemorySegment slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
@@ -301,8 +341,10 @@ public final class IpcPeer {
             long seen = 0;
             while (true) {
                 long s;
+                long spins = 0;
                 while ((s = (long) SEQUENCE.getAcquire(fromMain, 0L)) == seen) {
                     Thread.onSpinWait();
+                    if ((++spins & ALIVE_CHECK) == 0 && !main.isAlive()) return;
                 }
                 if (s == -1) return;
                 seen = s;

@@ -23,17 +23,21 @@ final class DaxMapping implements ChunkMapping {
     private final long offset;
     private final Arena arena;
     private final MemorySegment segment;
+    private final boolean mayFault;
     private boolean closed;
 
     /**
-     * @param segment the mapping, read-only ({@link MemorySegment#asReadOnly()}) when it was mapped
-     *                without {@code PROT_WRITE}, so that a write throws instead of faulting
+     * @param segment  the mapping, read-only ({@link MemorySegment#asReadOnly()}) when it was mapped
+     *                 without {@code PROT_WRITE}, so that a write throws instead of faulting
+     * @param mayFault whether an access may fault ({@link #mayFault()}): true for a regular file
+     *                 named as the device, which its writers may truncate and which may be sparse
      */
-    DaxMapping(Path device, long offset, Arena arena, MemorySegment segment) {
+    DaxMapping(Path device, long offset, Arena arena, MemorySegment segment, boolean mayFault) {
         this.device = device;
         this.offset = offset;
         this.arena = arena;
         this.segment = segment;
+        this.mayFault = mayFault;
     }
 
     @Override
@@ -41,10 +45,10 @@ final class DaxMapping implements ChunkMapping {
         return segment;
     }
 
-    /** Never: a device's size is fixed. */
+    /** Not on a DAX device, whose size is fixed and which has no holes; on a regular file named as one, yes. */
     @Override
-    public boolean mayShrink() {
-        return false;
+    public boolean mayFault() {
+        return mayFault;
     }
 
     @Override

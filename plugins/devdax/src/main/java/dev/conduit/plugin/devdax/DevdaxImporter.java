@@ -207,7 +207,8 @@ final class DevdaxImporter implements IpcImporter {
         try {
             MemorySegment segment = Mapper.mapPreferringSync(libc, device.fd(), payload.offset(), payload.length(),
                     payload.protection(), arena).segment();
-            return new DaxMapping(device.path(), payload.offset(), arena, payload.writable() ? segment : segment.asReadOnly());
+            return new DaxMapping(device.path(), payload.offset(), arena, payload.writable() ? segment : segment.asReadOnly(),
+                    device.kind() == Device.Kind.REGULAR_FILE);
         } catch (ErrnoException e) {
             arena.close();
             throw new ConduitException("cannot map [" + payload.offset() + ", " + (payload.offset() + payload.length())

@@ -289,7 +289,8 @@ final class DevdaxProvider implements MemoryProvider {
             segment.fill((byte) 0);
             long allocationId = nonZero(random);
             byte[] payload = new DevdaxPayload(device.alias(), layoutId, offset, size, READ_WRITE, allocationId, generation).encode();
-            DevdaxChunk chunk = new DevdaxChunk(this, offset, new DaxMapping(device.path(), offset, arena, segment), payload);
+            DevdaxChunk chunk = new DevdaxChunk(this, offset, new DaxMapping(device.path(), offset, arena, segment,
+                    device.kind() == Device.Kind.REGULAR_FILE), payload);
             Layout.publish(metadata, geometry, offset, allocationId, size);
             Layout.writeNextOffset(metadata, free.next());
             live.add(chunk);

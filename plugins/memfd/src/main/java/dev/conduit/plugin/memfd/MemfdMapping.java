@@ -29,7 +29,7 @@ final class MemfdMapping implements ChunkMapping {
 
     /** Never: the importer maps only a memfd sealed against shrinking ({@code F_SEAL_SHRINK}). */
     @Override
-    public boolean mayShrink() {
+    public boolean mayFault() {
         return false;
     }
 

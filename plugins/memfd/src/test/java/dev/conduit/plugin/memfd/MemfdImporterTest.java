@@ -82,7 +82,7 @@ class MemfdImporterTest {
             imported.set(JAVA_LONG, SIZE - 8, 77);
             assertThat(chunk.segment().get(JAVA_LONG, SIZE - 8)).isEqualTo(77);
             assertThat(imported.address()).isNotEqualTo(chunk.segment().address());
-            assertThat(mapping.mayShrink()).as("sealed against shrinking: RMA on it is spared the fault delivery").isFalse();
+            assertThat(mapping.mayFault()).as("sealed against shrinking: RMA on it is spared the fault delivery").isFalse();
         }
     }
 

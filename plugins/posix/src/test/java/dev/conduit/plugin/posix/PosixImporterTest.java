@@ -72,7 +72,7 @@ class PosixImporterTest {
         try (ChunkMapping mapping = importer.map(reader(payload), 2 * page)) {
             assertThat(mapping.segment().byteSize()).isEqualTo(2 * page);
             assertThat(mapping.segment().address()).isNotEqualTo(chunk.segment().address());
-            assertThat(mapping.mayShrink()).as("a file any writer may truncate").isTrue();
+            assertThat(mapping.mayFault()).as("a file any writer may truncate").isTrue();
 
             chunk.segment().set(JAVA_LONG, 8, 0x1122334455667788L);
             assertThat(mapping.segment().get(JAVA_LONG, 8)).isEqualTo(0x1122334455667788L);

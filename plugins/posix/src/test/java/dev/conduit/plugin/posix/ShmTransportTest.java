@@ -638,34 +638,38 @@ class ShmTransportTest {
     }
 
     /**
-     * RMA on a region whose mapping may shrink under it (a posix file another process may
-     * truncate) ends with the native call that makes a fault come out inside the operation
-     * (MappedMemoryFaults); RMA on a region whose mapping says it cannot (memfd's sealed chunks, a
-     * device) is spared it. The region's mapping decides, whatever its plugin is called: it used to
-     * be decided by the plugin's name, so that a third party's sealed chunks paid the call and a
-     * plugin named "memfd" or "devdax" was trusted without saying so.
+     * RMA on a region whose mapping may fault (a posix file another process may truncate) ends each
+     * operation with the native call that makes a fault come out inside it (MappedMemoryFaults);
+     * RMA on a region whose mapping says it cannot (memfd's sealed chunks, a DAX device) is spared
+     * it. The region's mapping decides, whatever its plugin is called: it used to be decided by the
+     * plugin's name, so that a third party's sealed chunks paid the call and a plugin that took the
+     * name "memfd" or "devdax" was trusted without saying so.
      */
     @Test
-    void rmaPaysTheFaultDeliveryOnlyOnRegionsWhoseMappingMayShrink() {
+    void rmaPaysTheFaultDeliveryOnlyOnRegionsWhoseMappingMayFault() {
         AtomicInteger deliveries = new AtomicInteger();
         Transport transport = transportWith(FailingLibc.counting("deliverPendingFaults", deliveries));
         TransportEndpoint ep = connect(transport, transport(new Received()), cause -> { });
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment memory = arena.allocate(64, 8);
-            ep.put(bytes(8, 1), region("memfd", memory, true), 0);
-            assertThat(deliveries).as("a region that may shrink").hasValue(1);
-            RemoteRegion sealed = region("posix", memory, false);
-            ep.put(bytes(8, 1), sealed, 0);
-            ep.get(sealed, 0, arena.allocate(8));
-            ep.fetchAdd(sealed, 8, 1);
-            ep.compareAndSwap(sealed, 8, 1, 2);
-            assertThat(deliveries).as("regions that cannot").hasValue(1);
-            assertThat(memory.get(ValueLayout.JAVA_LONG, 8)).isEqualTo(2);
+            rmaOfEachKind(ep, region("memfd", memory, true), arena);
+            assertThat(deliveries).as("four operations on a region that may fault").hasValue(4);
+            rmaOfEachKind(ep, region("posix", memory, false), arena);
+            assertThat(deliveries).as("none more on one that cannot").hasValue(4);
+            assertThat(memory.get(ValueLayout.JAVA_LONG, 8)).isEqualTo(2 + 2);
         }
     }
 
-    /** A peer's region as the runtime gives it to a transport: {@code memory}, of {@code plugin}, whose mapping may shrink or not. */
-    private static RemoteRegion region(String plugin, MemorySegment memory, boolean mayShrink) {
+    /** A put, a get, a fetch-and-add of 1 and a compare-and-swap that adds 1 more, at offset 8 of {@code region}. */
+    private static void rmaOfEachKind(TransportEndpoint ep, RemoteRegion region, Arena arena) {
+        ep.put(bytes(8, 1), region, 0);
+        ep.get(region, 0, arena.allocate(8));
+        long before = ep.fetchAdd(region, 8, 1);
+        assertThat(ep.compareAndSwap(region, 8, before + 1, before + 2)).isEqualTo(before + 1);
+    }
+
+    /** A peer's region as the runtime gives it to a transport: {@code memory}, of {@code plugin}, whose mapping may fault or not. */
+    private static RemoteRegion region(String plugin, MemorySegment memory, boolean mayFault) {
         return new RemoteRegion() {
             @Override
             public String pluginName() {
@@ -693,8 +697,8 @@ class ShmTransportTest {
             }
 
             @Override
-            public boolean mayShrink() {
-                return mayShrink;
+            public boolean mayFault() {
+                return mayFault;
             }
 
             @Override
@@ -1093,7 +1097,12 @@ class ShmTransportTest {
     void aBounceRingAnnouncedTwiceRefusesItsConnection() throws Exception {
         assertThatWritingIntoTheQueueRefusesTheConnection("bounce ring announced twice", queue -> {
             long bounce = 4096;
-            while (queue.get(ValueLayout.JAVA_INT, bounce + 4) != 4) bounce += queue.get(ValueLayout.JAVA_INT, bounce); // BOUNCE
+            while (queue.get(ValueLayout.JAVA_INT, bounce + 4) != 4) { // BOUNCE
+                int length = queue.get(ValueLayout.JAVA_INT, bounce);
+                assertThat(length).as("a record read and not yet zeroed, before the tail").isPositive();
+                bounce += length;
+                assertThat(bounce).isLessThan(4096 + queue.get(ValueLayout.JAVA_LONG, 128));
+            }
             copyToTheTail(queue, bounce);
         }, 8, 100_000); // the large message announces the ring first
     }

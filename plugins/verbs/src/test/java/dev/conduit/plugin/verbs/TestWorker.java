@@ -93,11 +93,6 @@ final class TestWorker implements AutoCloseable {
         }
 
         @Override
-        public boolean mayShrink() {
-            return false;
-        }
-
-        @Override
         public void close() {
         }
     }
