@@ -3,6 +3,7 @@ package dev.conduit.shm;
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.Worker;
 import dev.conduit.internal.worker.AddressFormat;
@@ -35,7 +36,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * payloads naming leases and bounce rings. For any such records the worker's {@code progress()}
  * delivers messages whose bytes lie inside the record or a mapped bounce ring, or throws a
  * {@link ConduitException} naming the broken rule; it never throws anything else, and the worker
- * stays usable.
+ * stays usable: a real sender's message still goes through.
  */
 class ShmQueueFuzzTest {
 
@@ -43,6 +44,9 @@ class ShmQueueFuzzTest {
     private static Path shared;
     private static Conduit conduit;
     private static Worker worker;
+    /** A real sender to {@link #worker}, whose messages must still arrive whatever the hostile one wrote. */
+    private static Endpoint realSender;
+    private static Worker realSenderWorker;
     private static Arena arena;
     private static ReceiveQueue queue;
     private static long delivered;
@@ -59,6 +63,8 @@ class ShmQueueFuzzTest {
                 delivered += m.headerToArray().length + m.payloadToArray().length;
             });
         }
+        realSenderWorker = conduit.newWorker(ThreadMode.SINGLE);
+        realSender = realSenderWorker.connect(worker.address());
         // Map the worker's queue as a sender in another process would: from its address.
         AddressFormat.Entry entry = AddressFormat.decode(worker.address().toBytes()).entry("posix");
         PayloadReader r = new PayloadReader(entry.address(), 0, entry.address().length, "");
@@ -100,17 +106,41 @@ class ShmQueueFuzzTest {
         aWellFormedMessageGoesThrough();
     }
 
-    /** Still a working queue: a well-formed message goes through. */
+    /**
+     * Still a working queue: a real sender's message of 8 bytes goes through. (Until 2026-12-01
+     * this wrote a message of connection 0 into the queue itself; the worker delivered it only
+     * while it kept no connection, and a CONNECT of connection 0 threw an IllegalArgumentException
+     * out of progress(), which this fuzz target found.)
+     */
     private static void aWellFormedMessageGoesThrough() {
         long before = delivered;
-        long offset = claim(ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + 8), 0);
-        MemorySegment m = queue.memory();
-        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID, 1);
-        m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.HEADER_SIZE, 0);
-        m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE, 8);
-        queue.commit(offset, ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + 8), ReceiveQueue.MSG);
+        realSender.send(1, EIGHT_BYTES);
+        for (int round = 0; round < 64 && realSender.pending() > 0; round++) {
+            realSenderWorker.progress();
+            drain();
+        }
         drain();
         assertThat(delivered - before).isEqualTo(8);
+    }
+
+    private static final MemorySegment EIGHT_BYTES = MemorySegment.ofArray(new byte[8]);
+
+    /** A record of connection 0, which no sender makes, is a protocol error, never a message, whatever the worker keeps. */
+    @Test
+    void aRecordOfConnection0IsAProtocolError() {
+        aWellFormedMessageGoesThrough(); // the worker keeps a connection: a message of 0 must not pass as it
+        for (int type : new int[] {ReceiveQueue.MSG, ReceiveQueue.CONNECT, ReceiveQueue.LARGE}) {
+            long before = delivered;
+            long offset = claim(64, 0);
+            MemorySegment m = queue.memory();
+            m.set(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID, 1);
+            m.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE, 8);
+            queue.commit(offset, 64, type);
+            assertThatThrownBy(worker::progress).as("type %d", type).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("a record of connection 0, which no sender has");
+            assertThat(delivered).isEqualTo(before);
+        }
+        aWellFormedMessageGoesThrough();
     }
 
     @Test

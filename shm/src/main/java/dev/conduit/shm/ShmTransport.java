@@ -409,9 +409,11 @@ public final class ShmTransport implements Transport {
                     : protocolError(0, what);
         }
         if (type == ReceiveQueue.MSG) {
-            // The path of every small message: the fewest loads, and a map lookup only when the sender changes.
+            // The path of every small message: the fewest loads, and a map lookup only when the sender changes. No
+            // sender's connection is 0, which keptConnection holds when it names none.
             long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
-            if (connection != keptConnection) {
+            if (connection != keptConnection || connection == 0) {
+                if (connection == 0) throw protocolError(0, NO_CONNECTION);
                 if (inbound.get(connection) == null) {
                     dropNotKept(connection);
                     return;
@@ -435,6 +437,7 @@ public final class ShmTransport implements Transport {
 
     private void onControlOrLarge(MemorySegment m, long offset, int type, int length) {
         long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
+        if (connection == 0) throw protocolError(0, NO_CONNECTION + " (record type " + type + ")");
         switch (type) {
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
@@ -891,6 +894,9 @@ public final class ShmTransport implements Transport {
         MemorySegment.copy(m, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, bytes, 0, bytes.length);
         return new PayloadReader(bytes, 0, bytes.length, prefix);
     }
+
+    /** What a record of connection 0 breaks: {@code OwnerLease#newConnectionId} never makes it. */
+    private static final String NO_CONNECTION = "a record of connection 0, which no sender has";
 
     private ConduitException protocolError(long connection, String what) {
         return new ConduitException(plugin + ": a peer (connection " + Long.toHexString(connection)
