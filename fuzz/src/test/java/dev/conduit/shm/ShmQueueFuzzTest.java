@@ -140,6 +140,11 @@ class ShmQueueFuzzTest {
                     .hasMessageContaining("a record of connection 0, which no sender has");
             assertThat(delivered).isEqualTo(before);
         }
+        long refusals = queue.refusals();
+        long line = claim(64, 0);
+        commitInClaim(line, 64, 16, ReceiveQueue.MSG); // shorter than a record header, of connection 0
+        assertThatThrownBy(worker::progress).isInstanceOf(ConduitException.class).hasMessageContaining("less than the 48-byte record header");
+        assertThat(queue.refusals()).as("no connection to refuse, no listing spent").isEqualTo(refusals);
         aWellFormedMessageGoesThrough();
     }
 

@@ -700,6 +700,7 @@ public final class ShmTransport implements Transport {
 
     /** A record of {@code connection} that breaks the protocol: dropped, and the connection refused ({@link #refuseConnection}). */
     private ConduitException brokenProtocol(long connection, String what) {
+        if (connection == 0) return protocolError(0, what); // no sender's: nothing to refuse, no listing to spend
         refuseConnection(connection, REFUSED_BROKEN_PROTOCOL);
         return protocolError(connection, what + "; the connection is refused: its later messages are dropped too");
     }
