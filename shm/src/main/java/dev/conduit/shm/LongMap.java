@@ -2,11 +2,15 @@ package dev.conduit.shm;
 
 
 /**
- * A map from non-zero {@code long} keys to values, by open addressing: lookups on the receive path
- * neither box keys nor allocate. Not thread-safe; used by one progress thread.
+ * A map from non-zero {@code long} keys to values, by open addressing (linear probing, a keyed
+ * hash, backward-shift removal): lookups on the receive path neither box keys nor allocate, and
+ * keys a peer chose cost what random ones do. Not thread-safe; used by one progress thread.
  */
 final class LongMap<V> {
 
+    private static final java.security.SecureRandom SEEDS = new java.security.SecureRandom();
+
+    private final long seed = SEEDS.nextLong();
     private long[] keys = new long[16];
     private Object[] values = new Object[16];
     private int size;
@@ -39,28 +43,32 @@ final class LongMap<V> {
         }
     }
 
+    /**
+     * Removes {@code key}, closing the gap by shifting back the entries of the probe run behind it
+     * that may move into it (no re-insertion, no tombstones).
+     */
     @SuppressWarnings("unchecked")
     V remove(long key) {
         int mask = keys.length - 1;
-        for (int i = index(key, mask); ; i = (i + 1) & mask) {
+        int i = index(key, mask);
+        while (keys[i] != key) {
             if (keys[i] == 0) return null;
-            if (keys[i] == key) {
-                V old = (V) values[i];
-                keys[i] = 0;
-                values[i] = null;
-                size--;
-                // Re-insert the rest of the probe run, so later lookups do not stop at the hole.
-                for (int j = (i + 1) & mask; keys[j] != 0; j = (j + 1) & mask) {
-                    long k = keys[j];
-                    Object v = values[j];
-                    keys[j] = 0;
-                    values[j] = null;
-                    size--;
-                    put(k, (V) v);
-                }
-                return old;
+            i = (i + 1) & mask;
+        }
+        V old = (V) values[i];
+        int hole = i;
+        for (int j = (i + 1) & mask; keys[j] != 0; j = (j + 1) & mask) {
+            // The entry at j may fill the hole when the hole lies between its home slot and j (cyclically).
+            if (((j - index(keys[j], mask)) & mask) >= ((j - hole) & mask)) {
+                keys[hole] = keys[j];
+                values[hole] = values[j];
+                hole = j;
             }
         }
+        keys[hole] = 0;
+        values[hole] = null;
+        size--;
+        return old;
     }
 
     int size() {
@@ -94,8 +102,23 @@ final class LongMap<V> {
         for (int i = 0; i < oldKeys.length; i++) if (oldKeys[i] != 0) put(oldKeys[i], (V) oldValues[i]);
     }
 
-    private static int index(long key, int mask) {
-        long h = key * 0x9E3779B97F4A7C15L;
-        return (int) (h ^ (h >>> 32)) & mask;
+    /** How many slots a lookup of {@code key} probes: for tests of the hash's spread. */
+    int probes(long key) {
+        int mask = keys.length - 1;
+        int n = 1;
+        for (int i = index(key, mask); keys[i] != key && keys[i] != 0; i = (i + 1) & mask) n++;
+        return n;
+    }
+
+    /**
+     * The home slot of {@code key}: a mix of it with this map's random seed (murmur3's finalizer),
+     * so that a peer that picks the keys (connection ids are written by senders) cannot pick ones
+     * that share a slot and make every lookup and removal walk a long run.
+     */
+    private int index(long key, int mask) {
+        long h = key ^ seed;
+        h = (h ^ (h >>> 33)) * 0xFF51AFD7ED558CCDL;
+        h = (h ^ (h >>> 33)) * 0xC4CEB9FE1A85EC53L;
+        return (int) (h ^ (h >>> 33)) & mask;
     }
 }

@@ -31,6 +31,7 @@ public final class OwnerLease implements AutoCloseable {
     private static final String LEASE = ".lease";
     private static final String PENDING = ".lease-pending";
     private static final Pattern OWNER_ID = Pattern.compile("([a-z]+-)?[0-9a-f]{32}");
+    private static final Pattern HEX = Pattern.compile("[0-9a-f]{32}");
     private static final System.Logger LOG = System.getLogger("dev.conduit.shm");
 
     private final SharedDirectory directory;
@@ -130,6 +131,18 @@ public final class OwnerLease implements AutoCloseable {
                     && isAlive(libc, directory, name)) return true;
         }
         return false;
+    }
+
+    /**
+     * Whether {@code leaseName} is the name of a lease of {@code prefix} whose owner could have
+     * made {@code connection} ({@link #newConnectionId}): {@code <prefix>-<owner>.lease}, the owner
+     * id 32 lower-case hex digits whose first 8 are the connection's first 32 bits. A sender's
+     * CONNECT names its lease; a name of any other form is no sender's.
+     */
+    public static boolean isLeaseOf(String prefix, String leaseName, long connection) {
+        String start = prefix + "-" + String.format("%08x", connection >>> 32);
+        return leaseName.length() == prefix.length() + 1 + 32 + LEASE.length() && leaseName.startsWith(start) && leaseName.endsWith(LEASE)
+                && HEX.matcher(leaseName.substring(prefix.length() + 1, leaseName.length() - LEASE.length())).matches();
     }
 
     /** A new, unguessable name for a file of this owner: {@code <prefix>-<owner>-<random><suffix>}. */
@@ -240,15 +253,20 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
-     * Whether opening a lease failed because there is no lease by that name: the file is gone
-     * ({@code ENOENT}), or what has the name is no regular file ({@code EINVAL}, {@link SharedDirectory#openLease})
-     * or a symbolic link ({@code ELOOP}). A live owner's lease is none of these; a shortage of
-     * descriptors ({@code EMFILE}, {@code ENFILE}) says nothing about the owner.
+     * Whether opening a lease failed because there is no live owner's lease by that name: any
+     * failure but a shortage ({@code EMFILE}, {@code ENFILE}, {@code ENOMEM}) or an interrupted
+     * call ({@code EINTR}), which say nothing about the owner. A live owner's lease is a regular
+     * file of this user that opens: the file is gone ({@code ENOENT}), or what has the name is no
+     * regular file ({@code EINVAL}, {@link SharedDirectory#openLease}), a symbolic link
+     * ({@code ELOOP}), a Unix socket ({@code ENXIO}), a file this user may not read
+     * ({@code EACCES}), each of which a process that writes the shared directory can put under a
+     * lease's name. Taking any of them for a live owner would let such a file, left behind, hold
+     * a dead claim at the head of a queue, or keep a dead sender's connection, for ever.
      */
     public static boolean isNoLease(ErrnoException e) {
         return switch (e.errnoName()) {
-            case "ENOENT", "EINVAL", "ELOOP" -> true;
-            default -> false;
+            case "EMFILE", "ENFILE", "ENOMEM", "EINTR" -> false;
+            default -> true;
         };
     }
 

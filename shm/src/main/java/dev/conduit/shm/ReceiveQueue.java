@@ -236,9 +236,12 @@ public final class ReceiveQueue {
 
     /**
      * Receiver side: what a process that maps this queue overwrote in its header, or null when the
-     * header is as {@link #format} wrote it (magic, version, capacity, {@code token}) and the tail
-     * lies on a line. Senders check the same when they attach or claim, and refuse; the receiver
-     * reads its own queue through the head alone and would not notice.
+     * header is as {@link #format} wrote it (magic, version, capacity, {@code token}), the shared
+     * head is where this receiver last put it, and the tail lies on a line, at most a ring ahead of
+     * that head and not behind it. Senders check the same when they attach or claim, and refuse;
+     * the receiver reads its own queue through the head alone and would not notice. A shared head
+     * written back, or a tail written far ahead, would otherwise make every sender find the queue
+     * full for ever, while the receiver, beating, seems well.
      */
     public String headerDamage(byte[] token) {
         int magic = (int) INT.getAcquire(memory, MAGIC_OFFSET);
@@ -250,8 +253,11 @@ public final class ReceiveQueue {
         for (int i = 0; i < TOKEN_LENGTH; i++) {
             if (memory.get(ValueLayout.JAVA_BYTE, TOKEN_OFFSET + i) != token[i]) return "its token changed";
         }
+        long sharedHead = (long) LONG.getVolatile(memory, HEAD_OFFSET);
+        if (sharedHead != zeroed) return "its head is " + sharedHead + ", not " + zeroed + " where this receiver put it";
         long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
         if ((tail & (RECORD_ALIGNMENT - 1)) != 0) return "its tail " + tail + " is not on a " + RECORD_ALIGNMENT + "-byte line";
+        if (tail - zeroed < 0 || tail - zeroed > capacity) return "its tail " + tail + " is not within a ring of its head " + zeroed;
         return null;
     }
 
@@ -339,6 +345,11 @@ public final class ReceiveQueue {
                     }
                     headCache = head;
                     continue;
+                }
+                if (tail - head > capacity) {
+                    // Claims never take more than the room the head leaves: a tail further ahead was written.
+                    throw new CorruptQueueException("its tail " + tail + " is more than a ring ahead of its head " + head
+                            + ": a process that maps the queue wrote one of them");
                 }
                 headCache = head;
                 if (required > capacity - (tail - head)) return -1;

@@ -393,6 +393,11 @@ final class ShmEndpoint implements TransportEndpoint {
                     return true;
                 }
             }
+            if (waitingSince != 0 && peer.isClosing()) {
+                fail(transport.plugin() + ": the peer worker reads nothing more, so this endpoint's messages wait for room that "
+                        + "never comes: it is closing, or found its receive queue's header overwritten (its progress() says which)");
+                return true;
+            }
             if (waitingForRing && ringRefused()) {
                 fail(transport.plugin() + ": the peer worker read this connection's large messages without releasing them from its "
                         + "bounce ring, so a large message waits for room there forever: the peer cannot map the ring, or "

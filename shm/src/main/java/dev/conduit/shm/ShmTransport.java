@@ -466,10 +466,16 @@ public final class ShmTransport implements Transport {
                 }
             }
             case ReceiveQueue.CONNECT -> {
-                PayloadReader r = control(m, offset, length, "connect.");
+                PayloadReader r = control(m, offset, length, CONNECT_PAYLOAD_MAX, "connect.");
                 String leaseName = r.relativePath("lease");
                 r.end("lease");
                 if (inbound.get(connection) != null) throw brokenProtocol(connection, "connection announced twice");
+                if (!OwnerLease.isLeaseOf(leasePrefix, leaseName, connection)) {
+                    // Its liveness would be judged by whatever has that name: a socket, a link to a live worker's lease.
+                    throw brokenProtocol(connection, "connection announced with lease " + PayloadReader.printable(leaseName)
+                            + ", which is no lease " + leasePrefix + "-<owner>.lease of the owner "
+                            + String.format("%08x", connection >>> 32) + " that made the connection");
+                }
                 LeaseWatch watch;
                 boolean gone = false;
                 try {
@@ -518,7 +524,7 @@ public final class ShmTransport implements Transport {
                 if (in.bounce != null || in.bounceExport != null) {
                     throw brokenProtocol(connection, "bounce ring announced twice");
                 }
-                PayloadReader r = control(m, offset, length, "bounce.");
+                PayloadReader r = control(m, offset, length, BOUNCE_PAYLOAD_MAX, "bounce.");
                 int exportLength = r.u16("payload.length");
                 byte[] export = r.bytes("payload", exportLength);
                 long ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
@@ -886,10 +892,21 @@ public final class ShmTransport implements Transport {
         return null;
     }
 
-    private static PayloadReader control(MemorySegment m, long offset, int length, String prefix) {
+    /** The longest CONNECT payload: the lease's relative path, its u16 length first. */
+    private static final int CONNECT_PAYLOAD_MAX = 2 + PayloadReader.MAX_PATH_LENGTH;
+    /** The longest BOUNCE payload: the ring's export (u16 length, so at most 65535 bytes), then its length. */
+    private static final int BOUNCE_PAYLOAD_MAX = 2 + 0xFFFF + 8;
+
+    /**
+     * A reader of the control payload of the record at {@code offset}: at most {@code maxLength}
+     * bytes, copied to the heap only once its length is known to be one a sender writes (a record
+     * may be as long as the queue).
+     */
+    private static PayloadReader control(MemorySegment m, long offset, int length, int maxLength, String prefix) {
         long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
-        if (payloadLength < 0 || payloadLength > length - ReceiveQueue.RECORD_HEADER) {
-            throw new ConduitException("control record of " + payloadLength + " bytes in a record of " + length);
+        if (payloadLength < 0 || payloadLength > length - ReceiveQueue.RECORD_HEADER || payloadLength > maxLength) {
+            throw new ConduitException("control record of " + payloadLength + " bytes in a record of " + length + " (at most "
+                    + maxLength + " for its type)");
         }
         byte[] bytes = new byte[(int) payloadLength];
         MemorySegment.copy(m, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, bytes, 0, bytes.length);
@@ -985,7 +1002,14 @@ public final class ShmTransport implements Transport {
         }
         long connection = queue.blockedConnection();
         Inbound claimant = inbound.get(connection);
-        boolean dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection);
+        boolean dead;
+        try {
+            dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection);
+        } catch (ErrnoException e) {
+            // Out of descriptors or memory (OwnerLease#isNoLease): no telling now; the next liveness check looks again,
+            // and this one still finishes closes and reclaims the dead.
+            return false;
+        }
         if (!dead) {
             long held = System.nanoTime() - blockedSince;
             if (held >= heartbeatNanos) {
@@ -1147,6 +1171,11 @@ public final class ShmTransport implements Transport {
                 + "queue: no sender can reach this worker any more. Close it and open a new worker, whose address the peers must "
                 + "connect to; look for the process that wrote it (any process of a user that may write the shared directory, for "
                 + "posix; a connected peer, for memfd)";
+        try {
+            queue.markClosing(); // so that senders stop waiting for room it will never give, and fail their endpoints
+        } catch (InternalError truncated) {
+            // Then their sends fault, and fail their endpoints that way.
+        }
         throw new ConduitException(queueDamaged);
     }
 

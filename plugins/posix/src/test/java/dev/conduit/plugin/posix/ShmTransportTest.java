@@ -41,6 +41,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.UnaryOperator;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
@@ -378,10 +379,15 @@ class ShmTransportTest {
      * @return the record's offset in the mapping
      */
     private static long takeALineAtTheTail(MemorySegment queue, long connection) {
+        return takeAtTheTail(queue, connection, 64);
+    }
+
+    /** {@link #takeALineAtTheTail} for {@code length} bytes, a multiple of 64 that fits before the ring's end. */
+    private static long takeAtTheTail(MemorySegment queue, long connection, int length) {
         long tail = queue.get(ValueLayout.JAVA_LONG, 128);
         long record = 4096 + tail;
-        queue.set(ValueLayout.JAVA_LONG, 128, tail + 64);
-        queue.set(ValueLayout.JAVA_INT, record, -64);
+        queue.set(ValueLayout.JAVA_LONG, 128, tail + length);
+        queue.set(ValueLayout.JAVA_INT, record, -length);
         queue.set(ValueLayout.JAVA_INT, record + 4, (int) (connection >>> 32));
         queue.set(ValueLayout.JAVA_LONG, record + 8, connection);
         return record;
@@ -1665,6 +1671,120 @@ class ShmTransportTest {
                 .hasMessage(failure.getMessage());
         receiver.close();
         assertThat(ProcessResources.files(shared)).isEmpty();
+    }
+
+    /**
+     * The shared head written back a ring (every claim would find the queue full for ever, while
+     * the receiver, beating, seems well): the receiver finds it at its next liveness check, and a
+     * sender waiting for room fails instead of waiting for ever. A tail written far ahead: the
+     * sender's next claim fails its endpoint, and the receiver finds it too.
+     */
+    @Test
+    void aSharedHeadWrittenBackOrATailWrittenAheadFailsTheWorkerAndItsSenders() throws Exception {
+        for (long[] write : new long[][] {{256, -65536}, {128, 1L << 40}}) { // the head a ring back; the tail 2^40 ahead
+            Received received = new Received();
+            Transport receiver = transport(received, "posix.queue.size", "64k", "posix.liveness.interval", "1ms");
+            Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+            AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+            TransportEndpoint ep = connect(sender, receiver, failure::set);
+            assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+            receive(receiver, received, 1);
+            writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_LONG, write[0],
+                    queue.get(ValueLayout.JAVA_LONG, 128) + write[1])); // relative to the tail
+            assertThat(progressUntilItThrows(receiver)).hasMessageContaining("receive queue header was overwritten")
+                    .hasMessageContaining(write[0] == 256 ? "its head is" : "is not within a ring of its head");
+            for (int i = 0; i < 10_000 && failure.get() == null; i++) {
+                try {
+                    ep.trySend(2, MemorySegment.NULL, bytes(8, 2));
+                } catch (PeerFailedException expected) {
+                    break;
+                }
+                sender.progress();
+                LockSupport.parkNanos(100_000);
+            }
+            assertThat(failure.get()).as("the sender's endpoint").isNotNull() // whichever it notices first
+                    .message().containsAnyOf("the peer worker reads nothing more", "more than a ring ahead of its head");
+            assertThat(received.ids).containsExactly(1);
+            sender.close();
+            receiver.close(); // writeIntoTheQueue finds the next one's queue by its size
+        }
+    }
+
+    /**
+     * What has a lease's name but is no lease a process could hold (a Unix socket, which opens
+     * with ENXIO; a file this user may not read) says that no owner lives: a record taken under
+     * that owner's tag and never committed is skipped once unblock.timeout passed, and the message
+     * behind it arrives. Such an open error used to be thrown out of every liveness check, and the
+     * head held for ever, also after the process that made the socket was gone.
+     */
+    @Test
+    void aSocketWithALeasesNameMakesNoOwnerAlive() throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        writeIntoTheQueue(queue -> takeALineAtTheTail(queue, 0xdeadbeef_00000001L)); // taken, never committed
+        Path socket = shared.resolve("conduit-posix-worker-deadbeef" + "0".repeat(24) + ".lease");
+        Path bound = shared.getParent().resolve("s" + ProcessHandle.current().pid()); // a socket's path must fit 107 bytes
+        try (var server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            server.bind(java.net.UnixDomainSocketAddress.of(bound));
+        }
+        Files.move(bound, socket);
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue();
+        for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) {
+            assertThatCode(receiver::progress).as("no open error out of progress()").doesNotThrowAnyException();
+            LockSupport.parkNanos(50_000);
+        }
+        assertThat(received.ids).containsExactly(7);
+        Files.delete(socket);
+    }
+
+    /**
+     * A CONNECT names its sender's lease, which the receiver judges the sender's liveness by: a
+     * name that is not {@code conduit-posix-worker-<owner>.lease} of the owner whose tag the
+     * connection carries (a socket's, the receiver's own lease's) would let whatever has that name
+     * keep a dead sender's claims at the head for ever. Such a CONNECT refuses its connection.
+     */
+    @Test
+    void aConnectThatNamesNoLeaseOfItsOwnerRefusesItsConnection() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        String ownLease;
+        {
+            PayloadReader r = new PayloadReader(receiver.address());
+            r.u8("version");
+            ownLease = r.relativePath("lease");
+        }
+        for (String lease : List.of("anything", ownLease)) {
+            byte[] payload = new dev.conduit.spi.PayloadWriter().string(lease).toByteArray();
+            writeIntoTheQueue(queue -> {
+                long record = takeAtTheTail(queue, 0x12345678_00000001L, 128);
+                queue.set(ValueLayout.JAVA_LONG, record + 24, payload.length);
+                MemorySegment.copy(payload, 0, queue, ValueLayout.JAVA_BYTE, record + 48, payload.length);
+                queue.set(ValueLayout.JAVA_INT, record + 4, 3); // CONNECT
+                queue.set(ValueLayout.JAVA_INT, record, 128);
+            });
+            assertThat(progressUntilItThrows(receiver)).hasMessageContaining("connection announced with lease " + lease)
+                    .hasMessageContaining("which is no lease conduit-posix-worker-<owner>.lease of the owner 12345678")
+                    .hasMessageContaining("the connection is refused");
+        }
+    }
+
+    /**
+     * A control record's payload is copied to the heap to be read: one longer than its type ever
+     * is (a CONNECT names a path of at most 255 bytes) is refused before that, so that a record as
+     * long as the queue (up to 1 GiB) cannot make the worker allocate as much.
+     */
+    @Test
+    void aControlPayloadLongerThanItsTypeEverIsRefusedBeforeItIsCopied() throws Exception {
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        writeIntoTheQueue(queue -> {
+            long record = takeAtTheTail(queue, 0x12345678_00000001L, 4096);
+            queue.set(ValueLayout.JAVA_LONG, record + 24, 4096 - 48);
+            queue.set(ValueLayout.JAVA_INT, record + 4, 3); // CONNECT
+            queue.set(ValueLayout.JAVA_INT, record, 4096);
+        });
+        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("control record of 4048 bytes in a record of 4096 (at most 257 for its type)");
     }
 
     /**
