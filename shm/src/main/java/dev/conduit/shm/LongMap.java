@@ -49,6 +49,7 @@ final class LongMap<V> {
      */
     @SuppressWarnings("unchecked")
     V remove(long key) {
+        if (key == 0) return null; // never a key: the scan below would stop at the first empty slot as if it held it
         int mask = keys.length - 1;
         int i = index(key, mask);
         while (keys[i] != key) {

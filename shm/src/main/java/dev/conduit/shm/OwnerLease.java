@@ -253,20 +253,21 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
-     * Whether opening a lease failed because there is no live owner's lease by that name: any
-     * failure but a shortage ({@code EMFILE}, {@code ENFILE}, {@code ENOMEM}) or an interrupted
-     * call ({@code EINTR}), which say nothing about the owner. A live owner's lease is a regular
-     * file of this user that opens: the file is gone ({@code ENOENT}), or what has the name is no
-     * regular file ({@code EINVAL}, {@link SharedDirectory#openLease}), a symbolic link
-     * ({@code ELOOP}), a Unix socket ({@code ENXIO}), a file this user may not read
-     * ({@code EACCES}), each of which a process that writes the shared directory can put under a
-     * lease's name. Taking any of them for a live owner would let such a file, left behind, hold
-     * a dead claim at the head of a queue, or keep a dead sender's connection, for ever.
+     * Whether opening a lease failed in a way that proves that no live owner holds a lease by that
+     * name: the file is gone ({@code ENOENT}, {@code ENOTDIR}), or what has the name is no regular
+     * file ({@code EINVAL}, {@link SharedDirectory#openLease}), a symbolic link ({@code ELOOP}), a
+     * Unix socket or a device node ({@code ENXIO}) — each of which a process that writes the shared
+     * directory can put under a lease's name, and which, taken for a live owner, would let it hold
+     * a dead claim at the head of a queue for ever. Any other failure says nothing about the owner:
+     * a shortage ({@code EMFILE}, {@code ENFILE}, {@code ENOMEM}), a permission ({@code EACCES}: a
+     * sender that runs as root, whose lease this user may not open), an I/O error of a network
+     * file system; taking a live owner for dead would drop its messages, or skip a record it is
+     * still writing.
      */
     public static boolean isNoLease(ErrnoException e) {
         return switch (e.errnoName()) {
-            case "EMFILE", "ENFILE", "ENOMEM", "EINTR" -> false;
-            default -> true;
+            case "ENOENT", "ENOTDIR", "EINVAL", "ELOOP", "ENXIO" -> true;
+            default -> false;
         };
     }
 

@@ -30,7 +30,9 @@ import java.lang.invoke.VarHandle;
  *                                                              close (senders stop waiting for it to read),
  *                                                              of 2 once it has closed all but the queue and
  *                                                              its lease (a peer tells an orderly close from
- *                                                              a death, also one during the close, by it)
+ *                                                              a death, also one during the close, by it);
+ *                                                              of 3 when it found this header overwritten
+ *                                                              (senders waiting for room fail)
  *    528     8  read position   receiver                       release store after each poll that read:
  *                                                              every record before it was handled (or dropped)
  *   1024     8  refusals        receiver                       release store: how many connections it refused
@@ -129,6 +131,8 @@ public final class ReceiveQueue {
     static final long SLEEPING_OFFSET = 388;
     static final long HEARTBEAT_OFFSET = 512;
     static final long CLOSING_OFFSET = 520;
+    /** The closing word's value when the receiver found its header overwritten: see {@link #markDamaged}. */
+    private static final int DAMAGED = 3;
     static final long READ_OFFSET = 528;
     static final long REFUSALS_OFFSET = 1024;
     static final long REFUSED_OFFSET = 1088;
@@ -746,6 +750,20 @@ public final class ReceiveQueue {
     /** Tells senders that this receiver reads nothing more ({@link #isClosing}). */
     public void markClosing() {
         INT.setRelease(memory, CLOSING_OFFSET, 1);
+    }
+
+    /**
+     * Tells senders that this receiver reads nothing more because it found its header overwritten
+     * ({@link #headerDamage}): {@link #isClosing} as well, and {@link #isDamaged}. Its worker's
+     * close, if it comes, writes over it.
+     */
+    public void markDamaged() {
+        INT.setRelease(memory, CLOSING_OFFSET, DAMAGED);
+    }
+
+    /** Whether the receiver found its header overwritten and reads nothing more ({@link #markDamaged}). */
+    public boolean isDamaged() {
+        return (int) INT.getAcquire(memory, CLOSING_OFFSET) == DAMAGED;
     }
 
     /** Tells senders that this receiver's close got as far as its queue and lease: what follows cannot be killed halfway. */

@@ -393,9 +393,10 @@ final class ShmEndpoint implements TransportEndpoint {
                     return true;
                 }
             }
-            if (waitingSince != 0 && peer.isClosing()) {
+            if (waitingSince != 0 && peer.isDamaged()) {
                 fail(transport.plugin() + ": the peer worker reads nothing more, so this endpoint's messages wait for room that "
-                        + "never comes: it is closing, or found its receive queue's header overwritten (its progress() says which)");
+                        + "never comes: it found its receive queue's header overwritten by a process that maps the queue (its "
+                        + "progress() says what changed)");
                 return true;
             }
             if (waitingForRing && ringRefused()) {

@@ -1006,8 +1006,8 @@ public final class ShmTransport implements Transport {
         try {
             dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection);
         } catch (ErrnoException e) {
-            // Out of descriptors or memory (OwnerLease#isNoLease): no telling now; the next liveness check looks again,
-            // and this one still finishes closes and reclaims the dead.
+            // A lease that does not open, for a reason that proves nothing (OwnerLease#isNoLease: out of descriptors, a
+            // permission): no telling now; the next liveness check looks again, and this one still finishes closes.
             return false;
         }
         if (!dead) {
@@ -1172,7 +1172,7 @@ public final class ShmTransport implements Transport {
                 + "connect to; look for the process that wrote it (any process of a user that may write the shared directory, for "
                 + "posix; a connected peer, for memfd)";
         try {
-            queue.markClosing(); // so that senders stop waiting for room it will never give, and fail their endpoints
+            queue.markDamaged(); // so that senders waiting for room it will never give fail their endpoints, saying why
         } catch (InternalError truncated) {
             // Then their sends fault, and fail their endpoints that way.
         }

@@ -69,4 +69,14 @@ class LongMapTest {
         assertThat((double) probes / keys.length).as("mean probes of a lookup").isLessThan(3);
         assertThat(longest).as("the longest lookup").isLessThan(64);
     }
+
+    /** 0 is never a key: removing it changes nothing (it used to count one entry less). */
+    @Test
+    void removingTheReservedKeyChangesNothing() {
+        LongMap<String> map = new LongMap<>();
+        map.put(5, "five");
+        assertThat(map.remove(0)).isNull();
+        assertThat(map.size()).isEqualTo(1);
+        assertThat(map.get(5)).isEqualTo("five");
+    }
 }

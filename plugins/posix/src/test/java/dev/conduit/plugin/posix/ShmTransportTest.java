@@ -1739,6 +1739,60 @@ class ShmTransportTest {
     }
 
     /**
+     * A sender whose lease this worker may not open (EACCES: a sender that runs as root, as seen by
+     * a worker that does not) proves neither life nor death: its connection is kept and all its
+     * messages delivered, also after liveness checks. Taken for "no lease" (as a review found the
+     * audit's first fix doing), its messages were dropped after the first check, and it was never
+     * told.
+     */
+    @Test
+    void aSenderWhoseLeaseThisWorkerMayNotOpenLosesNothing() {
+        Received received = new Received();
+        AtomicBoolean denied = new AtomicBoolean();
+        Transport receiver = receiverWith(received, FailingLibc.failingWhile("openBeneath", Errno.EACCES, denied::get), Linux.libc(),
+                "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        denied.set(true);
+        for (int id = 1; id <= 3; id++) {
+            assertThat(ep.trySend(id, MemorySegment.NULL, bytes(8, id))).isTrue();
+            for (int i = 0; i < 100; i++) { // liveness checks between the messages: bounded, not timed
+                receiver.progress();
+                sender.progress();
+                LockSupport.parkNanos(50_000);
+            }
+        }
+        denied.set(false);
+        assertThat(received.ids).containsExactly(1, 2, 3);
+        assertThat(failure.get()).isNull();
+    }
+
+    /**
+     * A sender that waits for room in a worker that closes in order is told so ("peer worker
+     * closed", what a failover tells an orderly restart from a crash by), not that the worker reads
+     * nothing more, which the audit's first fix said as soon as the close began.
+     */
+    @Test
+    void aSenderWaitingForRoomInAWorkerThatClosesInOrderIsToldItClosed() throws Exception {
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k", "posix.heartbeat.timeout", "1s");
+        Transport slowPeer = transport(new Received()); // never progresses: the receiver's close waits for it to read a large message
+        assertThat(connect(receiver, slowPeer, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        for (int i = 0; i < 100_000 && ep.trySend(2, MemorySegment.NULL, bytes(8, 2)); i++) { } // the receiver never reads: its queue fills
+        Thread closer = new Thread(receiver::close);
+        closer.start();
+        for (int i = 0; i < 100_000 && failure.get() == null; i++) { // bounded, not timed
+            sender.progress();
+            LockSupport.parkNanos(100_000);
+        }
+        closer.join();
+        assertThat(failure.get()).isNotNull().hasMessageContaining("posix: peer worker closed (an orderly close");
+    }
+
+    /**
      * A CONNECT names its sender's lease, which the receiver judges the sender's liveness by: a
      * name that is not {@code conduit-posix-worker-<owner>.lease} of the owner whose tag the
      * connection carries (a socket's, the receiver's own lease's) would let whatever has that name
