@@ -111,9 +111,18 @@ public final class BounceRing {
      *
      * @return the payload's offset in {@link #memory()}, or -1 when the receiver has not released
      *         enough yet; on success {@link #position()} is the position to announce with it
+     * @throws ReceiveQueue.CorruptQueueException when the receiver's release lies past what was
+     *         reserved, which no receiver writes on its own ({@link #follows})
      */
     public long reserve(long length) {
         long consumed = (long) LONG.getAcquire(memory, CONSUMED_OFFSET);
+        if (consumed - produced > 0) {
+            // Only the receiver releases, and only up to positions this sender announced: a record written into its queue in
+            // this connection's name moved it. Reserving on would write over payloads the receiver has not read.
+            throw new ReceiveQueue.CorruptQueueException("this connection's bounce ring was released up to position " + consumed
+                    + ", past the " + produced + " this sender reserved: a record written into the queue in this connection's "
+                    + "name, by a process that maps the queue, moved it");
+        }
         long need = (length + ALIGNMENT - 1) & -ALIGNMENT;
         long index = produced & mask;
         long toEnd = capacity - index;
@@ -143,7 +152,26 @@ public final class BounceRing {
 
     /** Sender side: whether the receiver released every payload reserved so far. */
     public boolean drained() {
-        return (long) LONG.getAcquire(memory, CONSUMED_OFFSET) == produced;
+        return (long) LONG.getAcquire(memory, CONSUMED_OFFSET) - produced >= 0; // past it: see reserve; nothing to wait for
+    }
+
+    /**
+     * Whether a payload of {@code length} bytes at {@code offset}, announced with the sender's
+     * position {@code end} after its reservation, can follow the receiver's last release at
+     * {@code released}: the payload lies in the ring and fits between its offset and {@code end}
+     * (a zero-copy send reserves more than it writes, so not exactly), and {@code end} is not
+     * before {@code released} nor two rings past it (a reservation takes at most the room the
+     * release left, or, in an empty ring, a skipped end and at most a ring). A receiver checks
+     * this before it releases up to {@code end}, so that a record it did not get from this ring's
+     * sender (written into its queue in that sender's name) cannot move the release backwards or
+     * far ahead, which would make the sender find no room for ever, or write over payloads not yet
+     * read.
+     */
+    public boolean follows(long released, long end, long offset, long length) {
+        if (!contains(offset, length)) return false;
+        long ahead = end - released;
+        long reserved = ((end - (offset - HEADER_LENGTH) - 1) & mask) + 1; // from the payload's start up to end: 1..capacity
+        return ahead >= 0 && ahead < 2 * capacity && length <= reserved;
     }
 
     /** Whether {@code [offset, offset + length)} lies in the payload area: a receiver's check of a peer's record. */

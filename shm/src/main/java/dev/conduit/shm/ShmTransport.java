@@ -182,6 +182,8 @@ public final class ShmTransport implements Transport {
         boolean budgeted;
         ChunkMapping bounceMapping;
         BounceRing bounce;
+        /** Up to where this receiver released the ring ({@link BounceRing#follows}): 0, as the sender formatted it, until the first large message. */
+        long released;
         /** The queue's tail when the sender was first found dead, else -1: all it ever claimed lies before it. */
         long deadAtTail = -1;
         /** Whether its ring's exporter once refused or reset the connection while its lease was held (a death under way). */
@@ -455,14 +457,17 @@ public final class ShmTransport implements Transport {
                 long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
                 long bounceOffset = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_OFFSET);
                 long bounceEnd = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.BOUNCE_END);
-                if (headerLength < 0 || headerLength > length - ReceiveQueue.RECORD_HEADER || !in.bounce.contains(bounceOffset, payloadLength)) {
-                    throw brokenProtocol(connection, "large message of " + payloadLength + " bytes at bounce offset " + bounceOffset);
+                if (headerLength < 0 || headerLength > length - ReceiveQueue.RECORD_HEADER
+                        || !in.bounce.follows(in.released, bounceEnd, bounceOffset, payloadLength)) {
+                    throw brokenProtocol(connection, "large message of " + payloadLength + " bytes at bounce offset " + bounceOffset
+                            + " ending at ring position " + bounceEnd + " after a release at " + in.released);
                 }
                 try {
                     sink.onMessage(id, deliveredQueue, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.delivered(), bounceOffset,
                             payloadLength);
                 } finally {
                     in.bounce.release(bounceEnd);
+                    in.released = bounceEnd;
                 }
             }
             case ReceiveQueue.CONNECT -> {

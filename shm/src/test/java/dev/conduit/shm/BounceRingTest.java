@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The bounce ring's reservations, with sender and receiver as two flyweights over one segment. */
 class BounceRingTest {
@@ -39,5 +40,52 @@ class BounceRingTest {
         assertThat(sender.reserve(8 << 10)).as("4 KiB free at the end, none at the start").isNegative();
         assertThat(sender.reserve(4 << 10)).isEqualTo(BounceRing.HEADER_LENGTH + (12 << 10));
         assertThat(sender.reserve(1)).as("full").isNegative();
+    }
+
+    /**
+     * Every payload an honest sender announces follows the receiver's last release
+     * ({@link BounceRing#follows}): random sizes, reservations larger than the payload written (a
+     * zero-copy send), the skipped end of an empty ring; and the receiver releasing in order.
+     */
+    @Test
+    void everyPayloadAnHonestSenderAnnouncesFollowsTheLastRelease() {
+        java.util.SplittableRandom random = new java.util.SplittableRandom(7);
+        java.util.ArrayDeque<long[]> announced = new java.util.ArrayDeque<>(); // offset, length, end
+        long released = 0;
+        for (int i = 0; i < 100_000; i++) {
+            long reserved = random.nextInt(4) == 0 ? 9 << 10 : random.nextLong(0, 5 << 10); // now and then more than half the ring
+            long written = random.nextBoolean() ? reserved : random.nextLong(0, reserved + 1);
+            long offset = sender.reserve(reserved);
+            if (offset >= 0) announced.add(new long[] {offset, written, sender.position()});
+            if (offset < 0 || random.nextInt(3) == 0) {
+                while (!announced.isEmpty() && (offset < 0 || random.nextBoolean())) {
+                    long[] a = announced.poll();
+                    assertThat(receiver.follows(released, a[2], a[0], a[1])).as("payload %d of %d bytes ending at %d", a[0], a[1], a[2]).isTrue();
+                    receiver.release(a[2]);
+                    released = a[2];
+                }
+            }
+        }
+    }
+
+    /** What no honest sender announces: an end before the last release, two rings past it, a payload past its end. */
+    @Test
+    void aReleaseBackwardsFarAheadOrBeforeItsPayloadDoesNotFollow() {
+        long offset = sender.reserve(1024);
+        long end = sender.position();
+        assertThat(receiver.follows(0, end, offset, 1024)).isTrue();
+        assertThat(receiver.follows(end + 64, end, offset, 1024)).as("before the last release").isFalse();
+        assertThat(receiver.follows(0, end + 2 * receiver.capacity(), offset, 1024)).as("two rings ahead").isFalse();
+        assertThat(receiver.follows(0, end, offset + 64, 1024)).as("the payload past the end").isFalse();
+    }
+
+    /** A release past what the sender reserved (a record in its name moved it) fails the sender's next reservation, before it writes over unread payloads. */
+    @Test
+    void aReleasePastWhatWasReservedFailsTheNextReservation() {
+        sender.reserve(1024);
+        receiver.release(sender.position() + 4096);
+        assertThatThrownBy(() -> sender.reserve(64)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
+                .hasMessageContaining("bounce ring was released up to position");
+        assertThat(sender.drained()).as("nothing to wait for in a close").isTrue();
     }
 }

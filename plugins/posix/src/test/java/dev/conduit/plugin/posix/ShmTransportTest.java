@@ -1114,6 +1114,26 @@ class ShmTransportTest {
     }
 
     /**
+     * A LARGE record in a sender's name (a copy of its last one) whose ring position lies far ahead
+     * of what the receiver released: releasing up to it would let the sender write over payloads
+     * not yet read, or, as far back, find no room for ever. It refuses the connection instead.
+     */
+    @Test
+    void aLargeMessageThatWouldMoveTheRingsReleaseFarAheadRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("ending at ring position", queue -> {
+            long large = 4096;
+            while (queue.get(ValueLayout.JAVA_INT, large + 4) != 2) { // LARGE
+                int length = queue.get(ValueLayout.JAVA_INT, large);
+                assertThat(length).as("a record read and not yet zeroed, before the tail").isPositive();
+                large += length;
+            }
+            long copy = 4096 + queue.get(ValueLayout.JAVA_LONG, 128);
+            copyToTheTail(queue, large);
+            queue.set(ValueLayout.JAVA_LONG, copy + 32, queue.get(ValueLayout.JAVA_LONG, copy + 32) + (1L << 40)); // its bounce end
+        }, 8, 100_000);
+    }
+
+    /**
      * A record of a live sender's connection shorter than a record header (padding after it to the
      * end of its line, so that the framing holds) refuses the connection, as every breach does. It
      * used to be dropped with the connection kept: a hole.
