@@ -1101,16 +1101,8 @@ class ShmTransportTest {
     /** The same for a second BOUNCE record of a connection whose bounce ring is mapped already. */
     @Test
     void aBounceRingAnnouncedTwiceRefusesItsConnection() throws Exception {
-        assertThatWritingIntoTheQueueRefusesTheConnection("bounce ring announced twice", queue -> {
-            long bounce = 4096;
-            while (queue.get(ValueLayout.JAVA_INT, bounce + 4) != 4) { // BOUNCE
-                int length = queue.get(ValueLayout.JAVA_INT, bounce);
-                assertThat(length).as("a record read and not yet zeroed, before the tail").isPositive();
-                bounce += length;
-                assertThat(bounce).isLessThan(4096 + queue.get(ValueLayout.JAVA_LONG, 128));
-            }
-            copyToTheTail(queue, bounce);
-        }, 8, 100_000); // the large message announces the ring first
+        assertThatWritingIntoTheQueueRefusesTheConnection("bounce ring announced twice",
+                queue -> copyToTheTail(queue, firstRecordOfType(queue, 4)), 8, 100_000); // the large message announces the ring (BOUNCE) first
     }
 
     /**
@@ -1121,14 +1113,8 @@ class ShmTransportTest {
     @Test
     void aLargeMessageThatWouldMoveTheRingsReleaseFarAheadRefusesItsConnection() throws Exception {
         assertThatWritingIntoTheQueueRefusesTheConnection("ending at ring position", queue -> {
-            long large = 4096;
-            while (queue.get(ValueLayout.JAVA_INT, large + 4) != 2) { // LARGE
-                int length = queue.get(ValueLayout.JAVA_INT, large);
-                assertThat(length).as("a record read and not yet zeroed, before the tail").isPositive();
-                large += length;
-            }
             long copy = 4096 + queue.get(ValueLayout.JAVA_LONG, 128);
-            copyToTheTail(queue, large);
+            copyToTheTail(queue, firstRecordOfType(queue, 2)); // LARGE
             queue.set(ValueLayout.JAVA_LONG, copy + 32, queue.get(ValueLayout.JAVA_LONG, copy + 32) + (1L << 40)); // its bounce end
         }, 8, 100_000);
     }
@@ -1173,6 +1159,18 @@ class ShmTransportTest {
         writeIntoTheQueue(write);
         assertThat(ep.trySend(sizes.length + 1, MemorySegment.NULL, bytes(8, sizes.length + 1))).isTrue();
         assertTheConnectionIsRefusedAfter(receiver, sender, failure, received, breach, sent);
+    }
+
+    /** The offset of the first record of {@code type} in a queue that {@link #writeIntoTheQueue} maps, read and not yet zeroed. */
+    private static long firstRecordOfType(MemorySegment queue, int type) {
+        long record = 4096;
+        while (queue.get(ValueLayout.JAVA_INT, record + 4) != type) {
+            int length = queue.get(ValueLayout.JAVA_INT, record);
+            assertThat(length).as("a record read and not yet zeroed, before the tail").isPositive();
+            record += length;
+            assertThat(record).isLessThan(4096 + queue.get(ValueLayout.JAVA_LONG, 128));
+        }
+        return record;
     }
 
     /**
