@@ -62,6 +62,7 @@ public final class BounceRing {
             throw new IllegalArgumentException("bounce capacity " + capacity + " must be a power of two of at least 4096");
         }
         memory.set(ValueLayout.JAVA_LONG, CAPACITY_OFFSET, capacity);
+        memory.set(ValueLayout.JAVA_LONG, CONSUMED_OFFSET, 0); // the receiver starts from 0 (follows)
         INT.setRelease(memory, 0, MAGIC);
         return new BounceRing(memory, capacity);
     }
@@ -123,7 +124,9 @@ public final class BounceRing {
                     + ", past the " + produced + " this sender reserved: a record written into the queue in this connection's "
                     + "name, by a process that maps the queue, moved it");
         }
-        long need = (length + ALIGNMENT - 1) & -ALIGNMENT;
+        // At least a line, also for an empty payload: every reservation moves the position, so that a close waits for the
+        // receiver to read each large message (drained), not only those with bytes.
+        long need = Math.max(ALIGNMENT, (length + ALIGNMENT - 1) & -ALIGNMENT);
         long index = produced & mask;
         long toEnd = capacity - index;
         long skip = need > toEnd ? toEnd : 0;

@@ -26,7 +26,7 @@ import java.lang.invoke.VarHandle;
  *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
  *    388     4  sleeping        receiver                       1 while it waits on the wake sequence
  *    512     8  heartbeat       receiver                       opaque store, once per progress() call
- *    520     4  closing         receiver, twice                release store of 1 when its worker starts to
+ *    520     4  closing         receiver                       release store of 1 when its worker starts to
  *                                                              close (senders stop waiting for it to read),
  *                                                              of 2 once it has closed all but the queue and
  *                                                              its lease (a peer tells an orderly close from
@@ -84,8 +84,8 @@ import java.lang.invoke.VarHandle;
  *
  * <h2>Refused connections</h2>
  * A connection of which the receiver dropped a message while its sender lived (it keeps too many
- * connections, cannot map the connection's bounce ring, or found a record of it that breaks the
- * protocol) is refused: the receiver drops every later record of it too, so that what it
+ * connections, cannot map the connection's bounce ring, found a record of it that breaks the
+ * protocol, or cannot open its sender's lease: another user's) is refused: the receiver drops every later record of it too, so that what it
  * delivered of the connection is a prefix of what was sent, without a hole, and lists it under
  * {@code refused} ({@link #refuse}). A sender looks there when {@code refusals} changed, at its
  * liveness checks ({@link #refusalOf}), and fails its endpoint; one that closed its endpoint
@@ -114,7 +114,8 @@ public final class ReceiveQueue {
 
     public static final int MAGIC = 0x51444E43; // "CNDQ"
     /**
-     * 5: the refused connections; 4: the closing word's second value, 2 when the close is done (3: records are taken by a CAS on
+     * 5: the refused connections (and, with no version of its own, the closing word's 3, which a
+     * reader that does not know it takes for 1, closing); 4: the closing word's second value, 2 when the close is done (3: records are taken by a CAS on
      * their first word, which holds the line's free word while free, and records are whole lines;
      * 2: the closing word and the read position).
      */

@@ -357,7 +357,7 @@ final class ShmEndpoint implements TransportEndpoint {
      */
     private int peerClose() {
         try {
-            return peer.isClosed() ? 2 : peer.isClosing() ? 1 : 0;
+            return peer.isClosed() ? 2 : peer.isDamaged() ? 3 : peer.isClosing() ? 1 : 0;
         } catch (InternalError truncated) {
             return 0; // its queue file was cut short: not what a close does
         }
@@ -378,6 +378,8 @@ final class ShmEndpoint implements TransportEndpoint {
                 case 1 -> "peer worker died while closing (it began to close, then its lease " + peerLease.name() + " was released before "
                         + "the close was done: killed during its close, which waits up to heartbeat.timeout for peers to read its large "
                         + "messages)";
+                case 3 -> "peer worker died after finding its receive queue's header overwritten (its lease " + peerLease.name()
+                        + " is no longer held)";
                 default -> "peer worker died (its lease " + peerLease.name() + " is no longer held)";
             });
             return true;
@@ -393,11 +395,15 @@ final class ShmEndpoint implements TransportEndpoint {
                     return true;
                 }
             }
-            if (waitingSince != 0 && peer.isDamaged()) {
-                fail(transport.plugin() + ": the peer worker reads nothing more, so this endpoint's messages wait for room that "
-                        + "never comes: it found its receive queue's header overwritten by a process that maps the queue (its "
-                        + "progress() says what changed)");
+            if (peer.isDamaged()) {
+                fail(transport.plugin() + ": the peer worker reads nothing more: it found its receive queue's header overwritten by "
+                        + "a process that maps the queue (its progress() says what changed)");
                 return true;
+            }
+            if (waitingSince != 0 && peer.isClosing()) {
+                // A closing worker does not beat while it waits for its peers to read (at most its heartbeat.timeout): its lease's
+                // release tells this endpoint how the close ended, not the heartbeat.
+                waitingSince = now;
             }
             if (waitingForRing && ringRefused()) {
                 fail(transport.plugin() + ": the peer worker read this connection's large messages without releasing them from its "

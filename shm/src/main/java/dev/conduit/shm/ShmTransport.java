@@ -76,6 +76,8 @@ public final class ShmTransport implements Transport {
     static final int REFUSED_NOT_KEPT = 3;
     /** Why a connection was refused: a record of it broke the queue protocol. */
     static final int REFUSED_BROKEN_PROTOCOL = 4;
+    /** Why a connection was refused: its sender's lease does not open for this worker's user (a sender of another user, root say). */
+    static final int REFUSED_OTHER_USER = 5;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final int POLL_LIMIT = 64;
     /** How many closed endpoints may wait at once for their peer to read their CONNECT ({@link #enterConnectWait}). */
@@ -466,8 +468,8 @@ public final class ShmTransport implements Transport {
                     sink.onMessage(id, deliveredQueue, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.delivered(), bounceOffset,
                             payloadLength);
                 } finally {
-                    in.bounce.release(bounceEnd);
                     in.released = bounceEnd;
+                    in.bounce.release(bounceEnd);
                 }
             }
             case ReceiveQueue.CONNECT -> {
@@ -487,6 +489,14 @@ public final class ShmTransport implements Transport {
                     watch = senderLeases.acquire(leaseName);
                 } catch (ErrnoException e) {
                     watch = null;
+                    if (OwnerLease.isOtherUsers(e)) {
+                        // Its liveness cannot be judged from this user, ever: a dead one would keep its claims at the head and its
+                        // connection for good. Workers connect only within one user (connect() says so the other way round).
+                        refuseConnection(connection, REFUSED_OTHER_USER);
+                        throw new ConduitException(plugin + ": refused connection " + Long.toHexString(connection) + ": its sender's "
+                                + "lease " + directory.path().resolve(leaseName) + " does not open for this worker's user (uid "
+                                + libc.getuid() + "; " + e.errnoName() + "): workers connect only within one user");
+                    }
                     if (OwnerLease.isNoLease(e)) {
                         // The sender closed its worker, or died, after sending (or its lease never was one): what it sent before
                         // is delivered, and the connection forgotten once the head passes it (checkPeers finds no lease).
@@ -758,6 +768,7 @@ public final class ShmTransport implements Transport {
                     + ShmTransportConfig.inboundBounceMaxKey(plugin) + ", or a failure its progress() named), and dropped it";
             case REFUSED_NOT_KEPT -> "it does not keep this connection (refused, or forgotten as a dead sender's)";
             case REFUSED_BROKEN_PROTOCOL -> "a record of this connection broke the queue protocol (its progress() named it)";
+            case REFUSED_OTHER_USER -> "this sender's lease does not open for its user: workers connect only within one user";
             default -> "for a reason it gave as " + reason;
         };
     }

@@ -88,4 +88,16 @@ class BounceRingTest {
                 .hasMessageContaining("bounce ring was released up to position");
         assertThat(sender.drained()).as("nothing to wait for in a close").isTrue();
     }
+
+    /** An empty payload still takes a line: the position moves, so that a close waits for the receiver to read it. */
+    @Test
+    void anEmptyPayloadMovesThePosition() {
+        long offset = sender.reserve(0);
+        assertThat(offset).isEqualTo(BounceRing.HEADER_LENGTH);
+        assertThat(sender.position()).isEqualTo(64);
+        assertThat(sender.drained()).as("not until the receiver released it").isFalse();
+        assertThat(receiver.follows(0, sender.position(), offset, 0)).isTrue();
+        receiver.release(sender.position());
+        assertThat(sender.drained()).isTrue();
+    }
 }

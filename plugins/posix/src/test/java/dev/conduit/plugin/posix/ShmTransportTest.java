@@ -1730,7 +1730,7 @@ class ShmTransportTest {
 
     /**
      * What has a lease's name but is no lease a process could hold (a Unix socket, which opens
-     * with ENXIO; a file this user may not read) says that no owner lives: a record taken under
+     * with ENXIO) says that no owner lives: a record taken under
      * that owner's tag and never committed is skipped once unblock.timeout passed, and the message
      * behind it arrives. Such an open error used to be thrown out of every liveness check, and the
      * head held for ever, also after the process that made the socket was gone.
@@ -1757,14 +1757,13 @@ class ShmTransportTest {
     }
 
     /**
-     * A sender whose lease this worker may not open (EACCES: a sender that runs as root, as seen by
-     * a worker that does not) proves neither life nor death: its connection is kept and all its
-     * messages delivered, also after liveness checks. Taken for "no lease" (as a review found the
-     * audit's first fix doing), its messages were dropped after the first check, and it was never
-     * told.
+     * A sender whose lease this worker may not open (EACCES: a sender of another user, root say)
+     * can never be judged alive or dead by it: its connection is refused, naming the cause, and
+     * the sender told, rather than kept for ever (a dead one's claims at the head with it) or
+     * taken for dead while it lives (its messages dropped unsaid, as the audit's first fix did).
      */
     @Test
-    void aSenderWhoseLeaseThisWorkerMayNotOpenLosesNothing() {
+    void aSenderWhoseLeaseThisWorkerMayNotOpenIsRefusedAndTold() {
         Received received = new Received();
         AtomicBoolean denied = new AtomicBoolean();
         Transport receiver = receiverWith(received, FailingLibc.failingWhile("openBeneath", Errno.EACCES, denied::get), Linux.libc(),
@@ -1773,17 +1772,39 @@ class ShmTransportTest {
         AtomicReference<PeerFailedException> failure = new AtomicReference<>();
         TransportEndpoint ep = connect(sender, receiver, failure::set);
         denied.set(true);
-        for (int id = 1; id <= 3; id++) {
-            assertThat(ep.trySend(id, MemorySegment.NULL, bytes(8, id))).isTrue();
-            for (int i = 0; i < 100; i++) { // liveness checks between the messages: bounded, not timed
-                receiver.progress();
-                sender.progress();
-                LockSupport.parkNanos(50_000);
-            }
-        }
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("does not open for this worker's user")
+                .hasMessageContaining("workers connect only within one user");
         denied.set(false);
-        assertThat(received.ids).containsExactly(1, 2, 3);
-        assertThat(failure.get()).isNull();
+        untilFailed(sender, failure);
+        assertThat(failure.get()).hasMessageContaining("the peer worker refused this connection")
+                .hasMessageContaining("workers connect only within one user");
+        assertThat(received.ids).isEmpty();
+    }
+
+    /**
+     * A file of another user with a lease's name (anyone may create one in a sticky /dev/shm) is
+     * no lease of a sender this user's workers keep: a record taken under its owner tag and never
+     * committed is skipped once unblock.timeout passed. The EACCES it opens with used to leave
+     * the owner unjudged, and the head held for ever.
+     */
+    @Test
+    void anotherUsersFileWithALeasesNameMakesNoOwnerAlive() throws Exception {
+        Received received = new Received();
+        AtomicBoolean denied = new AtomicBoolean();
+        Transport receiver = receiverWith(received, FailingLibc.failingWhile("openBeneath", Errno.EACCES, denied::get), Linux.libc(),
+                "posix.queue.size", "64k", "posix.unblock.timeout", "1ms", "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 6))).isTrue();
+        receive(receiver, received, 1); // the sender's lease is watched: no open of it from here on
+        writeIntoTheQueue(queue -> takeALineAtTheTail(queue, 0xdeadbeef_00000001L)); // taken, never committed
+        Files.createFile(shared.resolve("conduit-posix-worker-deadbeef" + "0".repeat(24) + ".lease"));
+        assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue();
+        denied.set(true); // every open of this worker's now fails as another user's file would
+        for (int i = 0; i < 20_000 && received.ids.size() < 2; i++) progressOrPause(receiver);
+        denied.set(false);
+        assertThat(received.ids).containsExactly(6, 7);
     }
 
     /**
@@ -1794,9 +1815,10 @@ class ShmTransportTest {
     @Test
     void aSenderWaitingForRoomInAWorkerThatClosesInOrderIsToldItClosed() throws Exception {
         Transport receiver = transport(new Received(), "posix.queue.size", "64k", "posix.heartbeat.timeout", "1s");
+        // The sender's heartbeat.timeout as long as the close's wait: it used to take the close for a hang.
         Transport slowPeer = transport(new Received()); // never progresses: the receiver's close waits for it to read a large message
         assertThat(connect(receiver, slowPeer, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
-        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "1s");
         AtomicReference<PeerFailedException> failure = new AtomicReference<>();
         TransportEndpoint ep = connect(sender, receiver, failure::set);
         for (int i = 0; i < 100_000 && ep.trySend(2, MemorySegment.NULL, bytes(8, 2)); i++) { } // the receiver never reads: its queue fills
