@@ -37,6 +37,11 @@ public final class LeaseWatch implements AutoCloseable {
         return name;
     }
 
+    /** The user id that owns the lease file, as this process's user namespace maps it. */
+    public int fileOwner() {
+        return libc.fstat(fd).uid();
+    }
+
     /**
      * Whether the owner still holds its lease. Once dead, always dead, and the descriptor is closed
      * then: a receiver short of descriptors must not keep dead peers' (it would need one to judge,

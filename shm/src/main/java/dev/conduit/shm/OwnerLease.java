@@ -132,9 +132,9 @@ public final class OwnerLease implements AutoCloseable {
             try {
                 if (isAlive(libc, directory, name)) return true;
             } catch (ErrnoException e) {
-                // Another user's file (anyone may create one in a sticky /dev/shm) is no lease of a worker that may send to this
-                // user's workers: skipped. A shortage or an I/O error leaves the owner unjudged, unless another lease is held.
-                if (!isOtherUsers(e) && unjudged == null) unjudged = e;
+                // A shortage or an I/O error (isAlive returns false for what proves no lease) leaves this owner unjudged,
+                // unless another of its leases is held.
+                if (unjudged == null) unjudged = e;
             }
         }
         if (unjudged != null) throw unjudged;
@@ -261,33 +261,22 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
-     * Whether opening a lease failed because it is not this user's to open ({@code EACCES},
-     * {@code EPERM}): another user's file, or one chmodded against its owner. A worker's lease is
-     * its owner's {@code 0600} file, and workers connect only within one user: no such file is the
-     * lease of a sender that this user's workers keep.
-     */
-    public static boolean isOtherUsers(ErrnoException e) {
-        return switch (e.errnoName()) {
-            case "EACCES", "EPERM" -> true;
-            default -> false;
-        };
-    }
-
-    /**
-     * Whether opening a lease failed in a way that proves that no live owner holds a lease by that
-     * name: the file is gone ({@code ENOENT}, {@code ENOTDIR}), or what has the name is no regular
-     * file ({@code EINVAL}, {@link SharedDirectory#openLease}), a symbolic link ({@code ELOOP}), a
-     * Unix socket or a device node ({@code ENXIO}) — each of which a process that writes the shared
-     * directory can put under a lease's name, and which, taken for a live owner, would let it hold
-     * a dead claim at the head of a queue for ever. Any other failure says nothing about the owner:
-     * a shortage ({@code EMFILE}, {@code ENFILE}, {@code ENOMEM}), an I/O error of a network file
+     * Whether opening a lease failed in a way that proves that no owner that may send to this
+     * user's workers holds a lease by that name: the file is gone ({@code ENOENT}, {@code ENOTDIR}),
+     * what has the name is no regular file ({@code EINVAL}, {@link SharedDirectory#openLease}), a
+     * symbolic link ({@code ELOOP}), a Unix socket or a device node ({@code ENXIO}), or a file
+     * this user may not open ({@code EACCES}, {@code EPERM}): another user's, whose workers never
+     * connect to this user's (a sender checks the owner of the lease it connects to) — each of
+     * which a process that writes the shared directory, or any user in a sticky {@code /dev/shm},
+     * can put under a lease's name, and which, taken for a live owner, would let it hold a dead
+     * claim at the head of a queue for ever. Any other failure says nothing about the owner: a
+     * shortage ({@code EMFILE}, {@code ENFILE}, {@code ENOMEM}), an I/O error of a network file
      * system; taking a live owner for dead would drop its messages, or skip a record it is still
-     * writing. A permission ({@link #isOtherUsers}) is neither: a receiver refuses such a sender's
-     * connection, and does not count such a file among an owner's leases.
+     * writing.
      */
     public static boolean isNoLease(ErrnoException e) {
         return switch (e.errnoName()) {
-            case "ENOENT", "ENOTDIR", "EINVAL", "ELOOP", "ENXIO" -> true;
+            case "ENOENT", "ENOTDIR", "EINVAL", "ELOOP", "ENXIO", "EACCES", "EPERM" -> true;
             default -> false;
         };
     }

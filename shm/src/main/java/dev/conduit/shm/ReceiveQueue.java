@@ -32,7 +32,8 @@ import java.lang.invoke.VarHandle;
  *                                                              its lease (a peer tells an orderly close from
  *                                                              a death, also one during the close, by it);
  *                                                              of 3 when it found this header overwritten
- *                                                              (senders waiting for room fail)
+ *                                                              (its senders fail); any other value while
+ *                                                              its worker is open is header damage
  *    528     8  read position   receiver                       release store after each poll that read:
  *                                                              every record before it was handled (or dropped)
  *   1024     8  refusals        receiver                       release store: how many connections it refused
@@ -241,9 +242,10 @@ public final class ReceiveQueue {
 
     /**
      * Receiver side: what a process that maps this queue overwrote in its header, or null when the
-     * header is as {@link #format} wrote it (magic, version, capacity, {@code token}), the shared
-     * head is where this receiver last put it, and the tail lies on a line, at most a ring ahead of
-     * that head and not behind it. Senders check the same when they attach or claim, and refuse;
+     * header is as {@link #format} wrote it (magic, version, capacity, {@code token}), the closing
+     * word still 0 (the receiver calls this only while its worker is open), the shared head where
+     * this receiver last put it, and the tail on a line, at most a ring ahead of that head and not
+     * behind it. Senders check the same when they attach or claim, and refuse;
      * the receiver reads its own queue through the head alone and would not notice. A shared head
      * written back, or a tail written far ahead, would otherwise make every sender find the queue
      * full for ever, while the receiver, beating, seems well.
@@ -258,6 +260,8 @@ public final class ReceiveQueue {
         for (int i = 0; i < TOKEN_LENGTH; i++) {
             if (memory.get(ValueLayout.JAVA_BYTE, TOKEN_OFFSET + i) != token[i]) return "its token changed";
         }
+        int closing = (int) INT.getAcquire(memory, CLOSING_OFFSET);
+        if (closing != 0) return "its closing word is " + closing + ", which this receiver, open, did not write";
         long sharedHead = (long) LONG.getVolatile(memory, HEAD_OFFSET);
         if (sharedHead != zeroed) return "its head is " + sharedHead + ", not " + zeroed + " where this receiver put it";
         long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);

@@ -400,11 +400,6 @@ final class ShmEndpoint implements TransportEndpoint {
                         + "a process that maps the queue (its progress() says what changed)");
                 return true;
             }
-            if (waitingSince != 0 && peer.isClosing()) {
-                // A closing worker does not beat while it waits for its peers to read (at most its heartbeat.timeout): its lease's
-                // release tells this endpoint how the close ended, not the heartbeat.
-                waitingSince = now;
-            }
             if (waitingForRing && ringRefused()) {
                 fail(transport.plugin() + ": the peer worker read this connection's large messages without releasing them from its "
                         + "bounce ring, so a large message waits for room there forever: the peer cannot map the ring, or "

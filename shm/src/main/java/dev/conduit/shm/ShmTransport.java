@@ -76,8 +76,6 @@ public final class ShmTransport implements Transport {
     static final int REFUSED_NOT_KEPT = 3;
     /** Why a connection was refused: a record of it broke the queue protocol. */
     static final int REFUSED_BROKEN_PROTOCOL = 4;
-    /** Why a connection was refused: its sender's lease does not open for this worker's user (a sender of another user, root say). */
-    static final int REFUSED_OTHER_USER = 5;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final int POLL_LIMIT = 64;
     /** How many closed endpoints may wait at once for their peer to read their CONNECT ({@link #enterConnectWait}). */
@@ -352,6 +350,15 @@ public final class ShmTransport implements Transport {
         }
         ChunkMapping mapping = null;
         try {
+            int owner = peerLease.fileOwner();
+            if (owner != libc.getuid()) {
+                // A root sender could open another user's worker's files; that worker could never open its lease, and so never
+                // tell it alive from dead (OwnerLease#isNoLease takes it for gone). Workers connect only within one user.
+                throw new ConduitException(plugin + ": cannot connect to the peer: its lease " + directory.path().resolve(leaseName)
+                        + " belongs to uid " + owner + " and this process runs as uid " + libc.getuid() + ": workers connect only "
+                        + "within one user (memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not "
+                        + "their workers)");
+            }
             if (!peerLease.ownerAlive()) throw new PeerFailedException(plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
             mapping = importer.map(new PayloadReader(export, 0, export.length, "queue."), queueLength);
             ReceiveQueue peerQueue;
@@ -489,14 +496,6 @@ public final class ShmTransport implements Transport {
                     watch = senderLeases.acquire(leaseName);
                 } catch (ErrnoException e) {
                     watch = null;
-                    if (OwnerLease.isOtherUsers(e)) {
-                        // Its liveness cannot be judged from this user, ever: a dead one would keep its claims at the head and its
-                        // connection for good. Workers connect only within one user (connect() says so the other way round).
-                        refuseConnection(connection, REFUSED_OTHER_USER);
-                        throw new ConduitException(plugin + ": refused connection " + Long.toHexString(connection) + ": its sender's "
-                                + "lease " + directory.path().resolve(leaseName) + " does not open for this worker's user (uid "
-                                + libc.getuid() + "; " + e.errnoName() + "): workers connect only within one user");
-                    }
                     if (OwnerLease.isNoLease(e)) {
                         // The sender closed its worker, or died, after sending (or its lease never was one): what it sent before
                         // is delivered, and the connection forgotten once the head passes it (checkPeers finds no lease).
@@ -768,7 +767,6 @@ public final class ShmTransport implements Transport {
                     + ShmTransportConfig.inboundBounceMaxKey(plugin) + ", or a failure its progress() named), and dropped it";
             case REFUSED_NOT_KEPT -> "it does not keep this connection (refused, or forgotten as a dead sender's)";
             case REFUSED_BROKEN_PROTOCOL -> "a record of this connection broke the queue protocol (its progress() named it)";
-            case REFUSED_OTHER_USER -> "this sender's lease does not open for its user: workers connect only within one user";
             default -> "for a reason it gave as " + reason;
         };
     }
@@ -1188,7 +1186,7 @@ public final class ShmTransport implements Transport {
                 + "connect to; look for the process that wrote it (any process of a user that may write the shared directory, for "
                 + "posix; a connected peer, for memfd)";
         try {
-            queue.markDamaged(); // so that senders waiting for room it will never give fail their endpoints, saying why
+            queue.markDamaged(); // so that its senders, whose messages it will never read, fail their endpoints, saying why
         } catch (InternalError truncated) {
             // Then their sends fault, and fail their endpoints that way.
         }
@@ -1276,6 +1274,11 @@ public final class ShmTransport implements Transport {
             boolean waiting = false;
             for (ShmEndpoint ep : endpoints) waiting |= ep.awaitsDrain();
             if (!waiting) return;
+            try {
+                queue.beat(++progressCount); // alive while it waits: its senders wait for its lease's release, not for a hang
+            } catch (InternalError truncated) {
+                // Its own queue is gone: senders judge it by its lease.
+            }
             java.util.concurrent.locks.LockSupport.parkNanos(50_000);
         }
     }

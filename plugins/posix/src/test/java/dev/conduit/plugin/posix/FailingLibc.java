@@ -40,6 +40,23 @@ final class FailingLibc {
         return beforeEach(call, released::await);
     }
 
+    /** The real one, but {@code fstat} says that every file belongs to {@code uid} while {@code when} says so. */
+    static Libc ownedBy(int uid, BooleanSupplier when) {
+        Libc real = Linux.libc();
+        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+            Object result;
+            try {
+                result = method.invoke(real, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+            if (result instanceof dev.conduit.linux.FileStatus s && method.getName().equals("fstat") && when.getAsBoolean()) {
+                return new dev.conduit.linux.FileStatus(s.size(), s.mode(), uid, s.gid(), s.dev(), s.rdev(), s.inode());
+            }
+            return result;
+        });
+    }
+
     /** What runs before each call of one method; it may throw, in place of the call. */
     private interface Before {
         void run() throws Exception;
