@@ -77,6 +77,7 @@ public final class OwnerLease implements AutoCloseable {
                         + e.getMessage() + "); " + directory.creationRemedy(e), e);
             }
             try {
+                libc.fchmod(fd, 0600); // whatever the umask: a lease its owner's user cannot read could not be judged by peers
                 if (libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) {
                     Files.move(directory.path().resolve(pending), directory.path().resolve(prefix + "-" + owner + LEASE), StandardCopyOption.ATOMIC_MOVE);
                     return new OwnerLease(directory, prefix, owner, fd);
@@ -122,9 +123,14 @@ public final class OwnerLease implements AutoCloseable {
     /**
      * Whether an owner that may have made {@code connection} ({@link #newConnectionId}) lives: some
      * lease {@code <prefix>-<owner>.lease} whose owner id starts with the connection's first 32 bits
-     * is held. No such lease at all means the owner is dead and reclaimed.
+     * is held. No such lease at all means the owner is dead and reclaimed. {@code user} is the owner
+     * of the asking worker's lease: another user's file is none of its senders' leases
+     * ({@link #isNoLeaseOf}).
+     *
+     * @throws ErrnoException when no lease is held and one could not be judged (a shortage, an
+     *         I/O error, a file of {@code user} that does not open)
      */
-    public static boolean anyOwnerAlive(Libc libc, SharedDirectory directory, String prefix, long connection) {
+    public static boolean anyOwnerAlive(Libc libc, SharedDirectory directory, String prefix, long connection, int user) {
         String ownerStart = String.format("%08x", connection >>> 32);
         ErrnoException unjudged = null;
         for (String name : directory.list(prefix + "-" + ownerStart)) {
@@ -132,9 +138,9 @@ public final class OwnerLease implements AutoCloseable {
             try {
                 if (isAlive(libc, directory, name)) return true;
             } catch (ErrnoException e) {
-                // A shortage or an I/O error (isAlive returns false for what proves no lease) leaves this owner unjudged,
-                // unless another of its leases is held.
-                if (unjudged == null) unjudged = e;
+                // Another user's file is no lease of an owner that connects with this user's workers; a shortage, an I/O
+                // error or a file of this user that does not open leaves this owner unjudged, unless another lease is held.
+                if (!isNoLeaseOf(directory, name, user, e) && unjudged == null) unjudged = e;
             }
         }
         if (unjudged != null) throw unjudged;
@@ -151,6 +157,17 @@ public final class OwnerLease implements AutoCloseable {
         String start = prefix + "-" + String.format("%08x", connection >>> 32);
         return leaseName.length() == prefix.length() + 1 + 32 + LEASE.length() && leaseName.startsWith(start) && leaseName.endsWith(LEASE)
                 && HEX.matcher(leaseName.substring(prefix.length() + 1, leaseName.length() - LEASE.length())).matches();
+    }
+
+    /**
+     * The user that owns this lease's file, as the file system and this process's user namespace
+     * report it: the owner every lease of a worker this one connects with must have
+     * ({@link #isNoLeaseOf}), compared by file owner rather than by the process's ids, so that a
+     * setuid program, or a file system that reports one owner for every file, compares like with
+     * like.
+     */
+    public int fileOwner(Libc libc) {
+        return libc.fstat(fd).uid();
     }
 
     /** A new, unguessable name for a file of this owner: {@code <prefix>-<owner>-<random><suffix>}. */
@@ -261,24 +278,40 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
-     * Whether opening a lease failed in a way that proves that no owner that may send to this
-     * user's workers holds a lease by that name: the file is gone ({@code ENOENT}, {@code ENOTDIR}),
-     * what has the name is no regular file ({@code EINVAL}, {@link SharedDirectory#openLease}), a
-     * symbolic link ({@code ELOOP}), a Unix socket or a device node ({@code ENXIO}), or a file
-     * this user may not open ({@code EACCES}, {@code EPERM}): another user's, whose workers never
-     * connect to this user's (a sender checks the owner of the lease it connects to) — each of
-     * which a process that writes the shared directory, or any user in a sticky {@code /dev/shm},
-     * can put under a lease's name, and which, taken for a live owner, would let it hold a dead
-     * claim at the head of a queue for ever. Any other failure says nothing about the owner: a
+     * Whether opening a lease failed in a way that proves that no owner holds a lease by that name:
+     * the file is gone ({@code ENOENT}, {@code ENOTDIR}), or what has the name is no regular file
+     * ({@code EINVAL}, {@link SharedDirectory#openLease}), a symbolic link ({@code ELOOP}), a Unix
+     * socket or a device node ({@code ENXIO}) — each of which a process that writes the shared
+     * directory can put under a lease's name, and which, taken for a live owner, would let it hold
+     * a dead claim at the head of a queue for ever. Any other failure says nothing by itself: a
      * shortage ({@code EMFILE}, {@code ENFILE}, {@code ENOMEM}), an I/O error of a network file
-     * system; taking a live owner for dead would drop its messages, or skip a record it is still
-     * writing.
+     * system, a permission ({@link #isNoLeaseOf} looks further); taking a live owner for dead would
+     * drop its messages, or skip a record it is still writing.
      */
     public static boolean isNoLease(ErrnoException e) {
         return switch (e.errnoName()) {
-            case "ENOENT", "ENOTDIR", "EINVAL", "ELOOP", "ENXIO", "EACCES", "EPERM" -> true;
+            case "ENOENT", "ENOTDIR", "EINVAL", "ELOOP", "ENXIO" -> true;
             default -> false;
         };
+    }
+
+    /**
+     * {@link #isNoLease}, or a permission refused ({@code EACCES}, {@code EPERM}) on a file that
+     * belongs to another user than {@code user} (the owner of this worker's own lease,
+     * {@link #fileOwner}): such a file, which anyone may create in a sticky {@code /dev/shm}, is no
+     * lease of an owner that connects with this user's workers (a sender refuses a worker whose
+     * lease another user owns). A file of {@code user} that does not open (a security module's
+     * rule) proves nothing.
+     */
+    public static boolean isNoLeaseOf(SharedDirectory directory, String name, int user, ErrnoException e) {
+        if (isNoLease(e)) return true;
+        if (!e.errnoName().equals("EACCES") && !e.errnoName().equals("EPERM")) return false;
+        try {
+            Object owner = Files.getAttribute(directory.path().resolve(name), "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            return owner instanceof Integer uid && uid != user;
+        } catch (IOException | RuntimeException unknown) {
+            return false;
+        }
     }
 
     /** An owner id as {@link #acquire} makes them (32 hex digits), after one optional lower-case word and '-' ("worker-"). */

@@ -94,6 +94,8 @@ public final class ShmTransport implements Transport {
     private final IpcImporter importer;
     private final SharedDirectory directory;
     private final OwnerLease lease;
+    /** The owner of this worker's lease file ({@link OwnerLease#fileOwner}): the user whose workers this one connects with. */
+    private final int user;
     private final String leasePrefix;
     private final Chunk queueChunk;
     private final ReceiveQueue queue;
@@ -166,7 +168,8 @@ public final class ShmTransport implements Transport {
     private long awaitBlockedPause;
     /** Whether the head is no longer claimed and uncommitted, made once (await must not allocate). */
     private final java.util.function.BooleanSupplier headUnblocked = this::isHeadUnblocked;
-    private boolean closed;
+    /** Volatile: a close forced past a stuck owner thread ({@code Conduit.close()}) may run while a progress() still does. */
+    private volatile boolean closed;
 
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
@@ -260,6 +263,7 @@ public final class ShmTransport implements Transport {
             this.directory = dir;
             this.senderLeases = new SenderLeases(libc, dir);
             this.lease = ownLease;
+            this.user = ownLease.fileOwner(libc);
             this.queueChunk = chunk;
             this.queue = q;
             this.deliveredQueue = q.memory().asReadOnly();
@@ -351,13 +355,12 @@ public final class ShmTransport implements Transport {
         ChunkMapping mapping = null;
         try {
             int owner = peerLease.fileOwner();
-            if (owner != libc.getuid()) {
+            if (owner != user) {
                 // A root sender could open another user's worker's files; that worker could never open its lease, and so never
-                // tell it alive from dead (OwnerLease#isNoLease takes it for gone). Workers connect only within one user.
+                // tell it alive from dead (OwnerLease#isNoLeaseOf takes it for gone). Workers connect only within one user.
                 throw new ConduitException(plugin + ": cannot connect to the peer: its lease " + directory.path().resolve(leaseName)
-                        + " belongs to uid " + owner + " and this process runs as uid " + libc.getuid() + ": workers connect only "
-                        + "within one user (memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not "
-                        + "their workers)");
+                        + " belongs to uid " + owner + ", this worker's to uid " + user + ": workers connect only within one user "
+                        + "(memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not their workers)");
             }
             if (!peerLease.ownerAlive()) throw new PeerFailedException(plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
             mapping = importer.map(new PayloadReader(export, 0, export.length, "queue."), queueLength);
@@ -496,7 +499,7 @@ public final class ShmTransport implements Transport {
                     watch = senderLeases.acquire(leaseName);
                 } catch (ErrnoException e) {
                     watch = null;
-                    if (OwnerLease.isNoLease(e)) {
+                    if (OwnerLease.isNoLeaseOf(directory, leaseName, user, e)) {
                         // The sender closed its worker, or died, after sending (or its lease never was one): what it sent before
                         // is delivered, and the connection forgotten once the head passes it (checkPeers finds no lease).
                         gone = true;
@@ -743,7 +746,7 @@ public final class ShmTransport implements Transport {
         if (now - lastRelisting < livenessNanos) return; // a look lists the directory: senders that interleave share one per interval
         lastRelisting = now;
         try {
-            if (OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection)) queue.refuse(connection, REFUSED_NOT_KEPT);
+            if (OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection, user)) queue.refuse(connection, REFUSED_NOT_KEPT);
             droppedConnection = connection;
         } catch (RuntimeException e) {
             // Only DEBUG: this runs for dropped messages, maybe out of descriptors; the next look is an interval away.
@@ -822,14 +825,14 @@ public final class ShmTransport implements Transport {
     /**
      * Whether the sender of {@code in} holds its lease. A lease its CONNECT could not open (out of
      * descriptors, say) is opened now; until it can be, the sender counts as alive unless there is
-     * no lease by that name ({@link OwnerLease#isNoLease}).
+     * no lease by that name ({@link OwnerLease#isNoLeaseOf}).
      */
     private boolean senderAlive(Inbound in) {
         if (in.lease == null) {
             try {
                 in.lease = senderLeases.acquire(in.leaseName);
             } catch (ErrnoException e) {
-                return !OwnerLease.isNoLease(e);
+                return !OwnerLease.isNoLeaseOf(directory, in.leaseName, user, e);
             }
         }
         return in.lease.ownerAlive();
@@ -1018,9 +1021,9 @@ public final class ShmTransport implements Transport {
         Inbound claimant = inbound.get(connection);
         boolean dead;
         try {
-            dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection);
+            dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection, user);
         } catch (ErrnoException e) {
-            // A lease that does not open, for a reason that proves nothing (OwnerLease#isNoLease: out of descriptors, a
+            // A lease that does not open, for a reason that proves nothing (OwnerLease#isNoLeaseOf: out of descriptors, a
             // permission): no telling now; the next liveness check looks again, and this one still finishes closes.
             return false;
         }
@@ -1173,6 +1176,7 @@ public final class ShmTransport implements Transport {
      */
     private void checkQueueHeader() {
         if (queueDamaged != null) throw new ConduitException(queueDamaged);
+        if (closed) return; // a close under way wrote the closing word: not damage
         String damage;
         try {
             damage = queue.headerDamage(token);

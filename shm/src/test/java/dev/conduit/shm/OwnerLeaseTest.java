@@ -146,8 +146,8 @@ class OwnerLeaseTest {
         assertThat(mkfifo.waitFor()).isZero();
         java.nio.file.Files.createDirectory(shared.resolve("conduit-test-worker-f" + id.substring(1) + ".lease"));
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
-            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0x01234567_00000001L)).isFalse();
-            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0xf1234567_00000001L)).isFalse();
+            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0x01234567_00000001L, libc.getuid())).isFalse();
+            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0xf1234567_00000001L, libc.getuid())).isFalse();
             assertThatThrownBy(() -> directory.openLease("conduit-test-worker-" + id + ".lease"))
                     .isInstanceOfSatisfying(dev.conduit.linux.ErrnoException.class, e -> assertThat(OwnerLease.isNoLease(e)).isTrue());
         }
