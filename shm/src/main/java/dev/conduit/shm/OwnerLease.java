@@ -77,7 +77,11 @@ public final class OwnerLease implements AutoCloseable {
                         + e.getMessage() + "); " + directory.creationRemedy(e), e);
             }
             try {
-                libc.fchmod(fd, 0600); // whatever the umask: a lease its owner's user cannot read could not be judged by peers
+                try {
+                    libc.fchmod(fd, 0600); // whatever the umask: a lease its owner's user cannot read could not be judged by peers
+                } catch (ErrnoException modesNotKept) {
+                    // A file system without modes (vfat, say) refuses it; there the umask does not apply either.
+                }
                 if (libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) {
                     Files.move(directory.path().resolve(pending), directory.path().resolve(prefix + "-" + owner + LEASE), StandardCopyOption.ATOMIC_MOVE);
                     return new OwnerLease(directory, prefix, owner, fd);

@@ -1775,6 +1775,20 @@ class ShmTransportTest {
     }
 
     /**
+     * Leases are made 0600 whatever the umask; a file system that keeps no modes refuses that
+     * (vfat: EPERM), and a worker opens there all the same.
+     */
+    @Test
+    void aWorkerOpensWhereTheFileSystemRefusesToSetItsLeasesMode() {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transportWith(FailingLibc.failing("fchmod", Errno.EPERM));
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(received.ids).containsExactly(1);
+    }
+
+    /**
      * A live sender of this worker's own user whose lease does not open for it (EACCES: a
      * security module's rule) is neither alive nor dead to it: its connection is kept and all it
      * sends delivered, also after liveness checks. Counting EACCES as "no lease" dropped its
