@@ -140,7 +140,7 @@ public final class OwnerLease implements AutoCloseable {
         for (String name : directory.list(prefix + "-" + ownerStart)) {
             if (!name.endsWith(LEASE) || !isOwnerId(name.substring(prefix.length() + 1, name.length() - LEASE.length()))) continue;
             try {
-                if (isAlive(libc, directory, name)) return true;
+                if (isAlive(libc, directory, name, user)) return true;
             } catch (ErrnoException e) {
                 // Another user's file is no lease of an owner that connects with this user's workers; a shortage, an I/O
                 // error or a file of this user that does not open leaves this owner unjudged, unless another lease is held.
@@ -201,7 +201,17 @@ public final class OwnerLease implements AutoCloseable {
      * Takes the lock for an instant when the owner is dead; never blocks.
      */
     public static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName) {
+        return isAlive(libc, directory, leaseName, -1);
+    }
+
+    /**
+     * {@link #isAlive(Libc, SharedDirectory, String)} for a lease of {@code user} ({@link #fileOwner}):
+     * a file of another user, even one that opens and is locked, is none (anyone may create one
+     * under a lease's name in a sticky {@code /dev/shm}, and lock it).
+     */
+    static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName, int user) {
         try (FileDescriptor probe = directory.openLease(leaseName)) {
+            if (user >= 0 && libc.fstat(probe).uid() != user) return false;
             return !libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB);
         } catch (ErrnoException e) {
             if (isNoLease(e)) return false;

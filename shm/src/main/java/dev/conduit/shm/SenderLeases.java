@@ -1,5 +1,8 @@
 package dev.conduit.shm;
 
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+
 import dev.conduit.linux.Libc;
 
 import java.util.HashMap;
@@ -14,6 +17,8 @@ final class SenderLeases {
 
     private final Libc libc;
     private final SharedDirectory directory;
+    /** The owner of the receiver's own lease: a sender's lease is a file of the same user ({@link OwnerLease#fileOwner}). */
+    private final int user;
     private final Map<String, Shared> byName = new HashMap<>();
 
     private static final class Shared {
@@ -25,20 +30,36 @@ final class SenderLeases {
         }
     }
 
-    SenderLeases(Libc libc, SharedDirectory directory) {
+    SenderLeases(Libc libc, SharedDirectory directory, int user) {
         this.libc = libc;
         this.directory = directory;
+        this.user = user;
     }
 
     /**
      * The watch of lease {@code name} for one more connection: the one already open, or a new one.
      *
-     * @throws dev.conduit.linux.ErrnoException when the lease cannot be opened (ENOENT: its owner is gone)
+     * @throws dev.conduit.linux.ErrnoException when the lease cannot be opened (ENOENT: its owner is
+     *         gone), or, as EACCES, when it belongs to another user (anyone may create a file under
+     *         a lease's name in a sticky {@code /dev/shm}, and lock it): no sender of this worker's
      */
     LeaseWatch acquire(String name) {
         Shared shared = byName.get(name);
         if (shared == null) {
-            shared = new Shared(LeaseWatch.open(libc, directory, name));
+            LeaseWatch watch = LeaseWatch.open(libc, directory, name);
+            int owner;
+            try {
+                owner = watch.fileOwner();
+            } catch (RuntimeException e) {
+                watch.close();
+                throw e;
+            }
+            if (owner != user) {
+                watch.close();
+                throw new ErrnoException("open", Errno.EACCES, directory.path().resolve(name).toString(), "lease",
+                        "it belongs to uid " + owner + ", not to this worker's user, uid " + user);
+            }
+            shared = new Shared(watch);
             byName.put(name, shared);
         }
         shared.connections++;

@@ -261,9 +261,9 @@ public final class ShmTransport implements Transport {
                     .toByteArray();
             this.token = token;
             this.directory = dir;
-            this.senderLeases = new SenderLeases(libc, dir);
             this.lease = ownLease;
             this.user = ownLease.fileOwner(libc);
+            this.senderLeases = new SenderLeases(libc, dir, user);
             this.queueChunk = chunk;
             this.queue = q;
             this.deliveredQueue = q.memory().asReadOnly();
@@ -1184,7 +1184,7 @@ public final class ShmTransport implements Transport {
             if (!MappedMemoryFault.is(e)) throw e;
             return; // truncated, not overwritten: every poll says so
         }
-        if (damage == null) return;
+        if (damage == null || closed) return; // a close that began meanwhile wrote the closing word
         queueDamaged = plugin + ": this worker's receive queue header was overwritten (" + damage + ") by a process that maps the "
                 + "queue: no sender can reach this worker any more. Close it and open a new worker, whose address the peers must "
                 + "connect to; look for the process that wrote it (any process of a user that may write the shared directory, for "

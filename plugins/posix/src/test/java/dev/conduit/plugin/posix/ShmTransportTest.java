@@ -1865,6 +1865,34 @@ class ShmTransportTest {
     }
 
     /**
+     * Also one that opens (this worker runs as root, or it is readable) and is locked: a lease
+     * of another user, held, names no sender of this worker's, and a record taken under its owner
+     * tag and never committed is skipped. It used to count as a live owner, and hold the head for
+     * as long as its maker held the lock.
+     */
+    @Test
+    void anotherUsersHeldLeaseMakesNoOwnerOfThisWorkersAlive() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Linux.libc().getuid() == 0, "giving a file to another user needs root (CI runs as root)");
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 6))).isTrue();
+        receive(receiver, received, 1);
+        try (dev.conduit.shm.SharedDirectory directory = dev.conduit.shm.SharedDirectory.open(Linux.libc(), shared, "test");
+             dev.conduit.shm.OwnerLease held = dev.conduit.shm.OwnerLease.acquire(Linux.libc(), directory, "conduit-posix-worker")) {
+            Path lease = shared.resolve("conduit-posix-worker-" + held.owner() + ".lease");
+            Files.setAttribute(lease, "unix:uid", 54321);
+            long tag = Long.parseUnsignedLong(held.owner().substring(0, 8), 16);
+            writeIntoTheQueue(queue -> takeALineAtTheTail(queue, tag << 32 | 1)); // taken under its tag, never committed
+            assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue();
+            for (int i = 0; i < 20_000 && received.ids.size() < 2; i++) progressOrPause(receiver);
+            assertThat(received.ids).containsExactly(6, 7);
+            Files.setAttribute(lease, "unix:uid", 0); // its own again, for its close
+        }
+    }
+
+    /**
      * A sender that waits for room in a worker that closes in order is told so ("peer worker
      * closed", what a failover tells an orderly restart from a crash by), not that the worker reads
      * nothing more, which the audit's first fix said as soon as the close began.
