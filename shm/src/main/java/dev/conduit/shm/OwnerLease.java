@@ -201,7 +201,7 @@ public final class OwnerLease implements AutoCloseable {
      * Takes the lock for an instant when the owner is dead; never blocks.
      */
     public static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName) {
-        return isAlive(libc, directory, leaseName, -1);
+        return isAlive(libc, directory, leaseName, false, 0);
     }
 
     /**
@@ -210,8 +210,13 @@ public final class OwnerLease implements AutoCloseable {
      * under a lease's name in a sticky {@code /dev/shm}, and lock it).
      */
     static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName, int user) {
+        return isAlive(libc, directory, leaseName, true, user);
+    }
+
+    /** Uids are unsigned: no value of {@code user} can stand for "any user", hence {@code ofUser}. */
+    private static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName, boolean ofUser, int user) {
         try (FileDescriptor probe = directory.openLease(leaseName)) {
-            if (user >= 0 && libc.fstat(probe).uid() != user) return false;
+            if (ofUser && libc.fstat(probe).uid() != user) return false;
             return !libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB);
         } catch (ErrnoException e) {
             if (isNoLease(e)) return false;
