@@ -40,8 +40,9 @@ final class SenderLeases {
      * The watch of lease {@code name} for one more connection: the one already open, or a new one.
      *
      * @throws dev.conduit.linux.ErrnoException when the lease cannot be opened (ENOENT: its owner is
-     *         gone), or, as EACCES, when it belongs to another user (anyone may create a file under
-     *         a lease's name in a sticky {@code /dev/shm}, and lock it): no sender of this worker's
+     *         gone), or, as EINVAL, what has its name is no lease of this worker's user (anyone may
+     *         create a file under a lease's name in a sticky {@code /dev/shm}, and lock it):
+     *         {@link OwnerLease#isNoLease} either way
      */
     LeaseWatch acquire(String name) {
         Shared shared = byName.get(name);
@@ -56,8 +57,8 @@ final class SenderLeases {
             }
             if (owner != user) {
                 watch.close();
-                throw new ErrnoException("open", Errno.EACCES, directory.path().resolve(name).toString(), "lease",
-                        "it belongs to uid " + owner + ", not to this worker's user, uid " + user);
+                throw new ErrnoException("open", Errno.EINVAL, directory.path().resolve(name).toString(), "lease",
+                        "a lease is a file of this worker's user, uid " + user + "; this one belongs to uid " + owner);
             }
             shared = new Shared(watch);
             byName.put(name, shared);

@@ -422,12 +422,13 @@ public final class ShmTransport implements Transport {
             throw length >= ReceiveQueue.CONNECTION + 8 ? brokenProtocol(m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION), what)
                     : protocolError(0, what);
         }
+        // Every record names its sender's connection, never 0 (OwnerLease#newConnectionId): 0 is what keptConnection holds
+        // when it names none, and no key of the connections' map.
+        long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
+        if (connection == 0) throw protocolError(0, "a record of connection 0, which no sender has (record type " + type + ")");
         if (type == ReceiveQueue.MSG) {
-            // The path of every small message: the fewest loads, and a map lookup only when the sender changes. No
-            // sender's connection is 0, which keptConnection holds when it names none.
-            long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
-            if (connection != keptConnection || connection == 0) {
-                if (connection == 0) throw protocolError(0, NO_CONNECTION);
+            // The path of every small message: the fewest loads, and a map lookup only when the sender changes.
+            if (connection != keptConnection) {
                 if (inbound.get(connection) == null) {
                     dropNotKept(connection);
                     return;
@@ -445,13 +446,11 @@ public final class ShmTransport implements Transport {
             sink.onMessage(ReceiveQueue.firstInt(idAndHeader), deliveredQueue, start, headerLength, deliveredQueue, start + headerLength,
                     payloadLength);
         } else {
-            onControlOrLarge(m, offset, type, length);
+            onControlOrLarge(m, offset, type, length, connection);
         }
     }
 
-    private void onControlOrLarge(MemorySegment m, long offset, int type, int length) {
-        long connection = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
-        if (connection == 0) throw protocolError(0, NO_CONNECTION + " (record type " + type + ")");
+    private void onControlOrLarge(MemorySegment m, long offset, int type, int length, long connection) {
         switch (type) {
             case ReceiveQueue.LARGE -> {
                 Inbound in = inbound.get(connection);
@@ -929,9 +928,6 @@ public final class ShmTransport implements Transport {
         MemorySegment.copy(m, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, bytes, 0, bytes.length);
         return new PayloadReader(bytes, 0, bytes.length, prefix);
     }
-
-    /** What a record of connection 0 breaks: {@code OwnerLease#newConnectionId} never makes it. */
-    private static final String NO_CONNECTION = "a record of connection 0, which no sender has";
 
     private ConduitException protocolError(long connection, String what) {
         return new ConduitException(plugin + ": a peer (connection " + Long.toHexString(connection)

@@ -1699,33 +1699,44 @@ class ShmTransportTest {
      */
     @Test
     void aSharedHeadWrittenBackOrATailWrittenAheadFailsTheWorkerAndItsSenders() throws Exception {
-        for (long[] write : new long[][] {{256, -65536}, {128, 1L << 40}}) { // the head a ring back; the tail 2^40 ahead
-            Received received = new Received();
-            Transport receiver = transport(received, "posix.queue.size", "64k", "posix.liveness.interval", "1ms");
-            Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
-            AtomicReference<PeerFailedException> failure = new AtomicReference<>();
-            TransportEndpoint ep = connect(sender, receiver, failure::set);
-            assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
-            receive(receiver, received, 1);
-            writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_LONG, write[0],
-                    queue.get(ValueLayout.JAVA_LONG, 128) + write[1])); // relative to the tail
-            assertThat(progressUntilItThrows(receiver)).hasMessageContaining("receive queue header was overwritten")
-                    .hasMessageContaining(write[0] == 256 ? "its head is" : "is not within a ring of its head");
-            for (int i = 0; i < 10_000 && failure.get() == null; i++) {
-                try {
-                    ep.trySend(2, MemorySegment.NULL, bytes(8, 2));
-                } catch (PeerFailedException expected) {
-                    break;
-                }
-                sender.progress();
-                LockSupport.parkNanos(100_000);
+        assertThatOverwritingTheHeaderFailsTheWorkerAndItsSenders( // the head a ring back
+                queue -> queue.set(ValueLayout.JAVA_LONG, 256, queue.get(ValueLayout.JAVA_LONG, 128) - 65536), "its head is",
+                "the peer worker reads nothing more", "more than a ring ahead of its head"); // whichever the sender notices first
+        assertThatOverwritingTheHeaderFailsTheWorkerAndItsSenders( // the tail 2^40 ahead
+                queue -> queue.set(ValueLayout.JAVA_LONG, 128, queue.get(ValueLayout.JAVA_LONG, 128) + (1L << 40)),
+                "is not within a ring of its head", "the peer worker reads nothing more", "more than a ring ahead of its head");
+    }
+
+    /**
+     * A worker whose sender delivered message 1 finds, once {@code write} overwrote its queue's
+     * header, the {@code damage}, and says so; its sender's endpoint fails saying one of
+     * {@code senderFailures}; nothing more is delivered.
+     */
+    private void assertThatOverwritingTheHeaderFailsTheWorkerAndItsSenders(java.util.function.Consumer<MemorySegment> write,
+                                                                            String damage, String... senderFailures) throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        writeIntoTheQueue(write);
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("receive queue header was overwritten")
+                .hasMessageContaining(damage);
+        for (int i = 0; i < 10_000 && failure.get() == null; i++) { // bounded, not timed
+            try {
+                ep.trySend(2, MemorySegment.NULL, bytes(8, 2));
+            } catch (PeerFailedException expected) {
+                break;
             }
-            assertThat(failure.get()).as("the sender's endpoint").isNotNull() // whichever it notices first
-                    .message().containsAnyOf("the peer worker reads nothing more", "more than a ring ahead of its head");
-            assertThat(received.ids).containsExactly(1);
-            sender.close();
-            receiver.close(); // writeIntoTheQueue finds the next one's queue by its size
+            sender.progress();
+            LockSupport.parkNanos(100_000);
         }
+        assertThat(failure.get()).as("the sender's endpoint").isNotNull().message().containsAnyOf(senderFailures);
+        assertThat(received.ids).containsExactly(1);
+        sender.close();
+        receiver.close(); // writeIntoTheQueue finds the next one's queue by its size
     }
 
     /**
@@ -1824,17 +1835,8 @@ class ShmTransportTest {
      */
     @Test
     void aClosingWordWrittenIntoAnOpenWorkersQueueIsHeaderDamage() throws Exception {
-        Received received = new Received();
-        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.liveness.interval", "1ms");
-        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
-        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
-        TransportEndpoint ep = connect(sender, receiver, failure::set);
-        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        receive(receiver, received, 1);
-        writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_INT, 520, 3));
-        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("its closing word is 3, which this receiver, open, did not write");
-        untilFailed(sender, failure);
-        assertThat(failure.get()).hasMessageContaining("the peer worker reads nothing more");
+        assertThatOverwritingTheHeaderFailsTheWorkerAndItsSenders(queue -> queue.set(ValueLayout.JAVA_INT, 520, 3),
+                "its closing word is 3, which this receiver, open, did not write", "the peer worker reads nothing more");
     }
 
     /**
