@@ -6,9 +6,10 @@ package dev.conduit;
  * <p>Called on the thread that calls {@link Worker#progress()} (or {@link Worker#await}), inside
  * the worker's thread-mode guard, once per message, in the order the sender sent them on its
  * endpoint. (Under {@link ThreadPolicy#CONFINED_THREAD}, a confined plugin's messages are handled
- * on its runtime-owned thread, which acts for the {@code progress()} caller while that waits.) The handler may send on any endpoint of the worker (guards are re-entrant) but may not
- * call {@link Worker#progress()}, {@link Worker#await} or {@link Worker#close()} (those throw
- * {@link IllegalStateException}).
+ * on its runtime-owned thread, which acts for the {@code progress()} caller while that waits.) The handler may send on any endpoint of the worker, and connect
+ * new ones (guards are re-entrant: the way to answer, since a message does not name its sender;
+ * see {@link Worker}), but may not call {@link Worker#progress()}, {@link Worker#await} or
+ * {@link Worker#close()} (those throw {@link IllegalStateException}).
  *
  * <p>The {@link Message} is valid only during the call; copy what must outlive it. An exception
  * thrown by the handler does not disturb the transport: the message counts as delivered (it is

@@ -25,8 +25,12 @@ import java.time.Duration;
  * by the runtime unless every transport declares {@code MULTI}.
  *
  * <p>Message handlers and endpoint error handlers run on the thread that calls {@link #progress()}
- * (or {@link #await}), inside the guard, so they may send; they may not call {@code progress()},
- * {@code await} or {@link #close()} (which throw {@link IllegalStateException}).
+ * (or {@link #await}), inside the guard, so they may send and {@link #connect}; they may not call
+ * {@code progress()}, {@code await} or {@link #close()} (which throw {@link IllegalStateException}).
+ *
+ * <p>An endpoint goes one way, and a {@link Message} does not name its sender: to answer one, a
+ * worker connects to the sender's address, which the two exchanged out of band or the request
+ * carried, and keeps that endpoint for later answers (docs/runtime.md, "Answering a message").
  */
 public interface Worker extends AutoCloseable {
 

@@ -50,7 +50,7 @@ class SelectionTest {
             assertThat(conduit.plugins()).extracting(PluginInfo::name).startsWith("a", "c");
             PluginInfo b = info(conduit, "b");
             assertThat(b.status()).isEqualTo(Status.EXCLUDED);
-            assertThat(b.reason()).isEqualTo("not named by transports=a,c (CONDUIT_TRANSPORTS), so not probed; name it there to use it");
+            assertThat(b.reason()).isEqualTo("not named by transports=a,c (from the builder), so not probed; name it there to use it");
         }
     }
 
@@ -75,14 +75,14 @@ class SelectionTest {
         try (Conduit conduit = fourPlugins().transports("^b").build()) {
             assertThat(conduit.selectedPlugins()).containsExactly("c", "a");
             assertThat(info(conduit, "b").status()).isEqualTo(Status.EXCLUDED);
-            assertThat(info(conduit, "b").reason()).isEqualTo("excluded by transports=^b (CONDUIT_TRANSPORTS), so not probed; take it out of that list to use it");
+            assertThat(info(conduit, "b").reason()).isEqualTo("excluded by transports=^b (from the builder), so not probed; take it out of that list to use it");
         }
         try (Conduit conduit = fourPlugins().transports("^b", "^a").build()) {
             assertThat(conduit.selectedPlugins()).containsExactly("c");
         }
         try (Conduit conduit = fourPlugins().set("transports", "^b,a").build()) {
             assertThat(info(conduit, "a").reason()).as("no ^a in the setting to remove")
-                    .isEqualTo("excluded by transports=^b,a (CONDUIT_TRANSPORTS), so not probed; take it out of that list to use it");
+                    .isEqualTo("excluded by transports=^b,a (from the builder), so not probed; take it out of that list to use it");
         }
     }
 
@@ -133,8 +133,7 @@ class SelectionTest {
     void anUnknownNameFailsListingTheKnownNames() {
         assertThatThrownBy(() -> fourPlugins().transports("a", "memfd").build())
                 .isInstanceOf(ConfigException.class)
-                .hasMessageContaining("'memfd'")
-                .hasMessageContaining("CONDUIT_TRANSPORTS")
+                .hasMessageContaining("transports=a,memfd (from the builder) names plugin 'memfd', which was not found")
                 .hasMessageContaining("found: a, b, c, down");
         assertThatThrownBy(() -> fourPlugins().transports("^verbs").build())
                 .isInstanceOf(ConfigException.class)
@@ -203,6 +202,25 @@ class SelectionTest {
         p.setProperty("conduit.transports", "^c");
         try (Conduit conduit = fourPlugins().environment(Map.of("CONDUIT_TRANSPORTS", "c,b")).systemProperties(p).build()) {
             assertThat(conduit.selectedPlugins()).containsExactly("b", "a");
+        }
+    }
+
+    /**
+     * A bad selection names where it was set: it used to name CONDUIT_TRANSPORTS whatever set it,
+     * sending a user who had typed {@code conduit perf -t tcp}, or set a system property, to a variable they never set.
+     */
+    @Test
+    void aBadSelectionNamesWhereItWasSet() {
+        Properties p = new Properties();
+        p.setProperty("conduit.transports", "nope");
+        assertThatThrownBy(() -> fourPlugins().systemProperties(p).build()).isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("transports=nope (from system property conduit.transports) names plugin 'nope', which was not found")
+                .hasMessageNotContaining("CONDUIT_TRANSPORTS");
+        assertThatThrownBy(() -> fourPlugins().environment(Map.of("CONDUIT_TRANSPORTS", "a,^b")).build()).isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("transports=a,^b (from environment variable CONDUIT_TRANSPORTS) mixes names to use and names to exclude");
+        try (Conduit conduit = fourPlugins().environment(Map.of("CONDUIT_TRANSPORTS", "c")).build()) {
+            assertThat(info(conduit, "a").reason())
+                    .isEqualTo("not named by transports=c (from environment variable CONDUIT_TRANSPORTS), so not probed; name it there to use it");
         }
     }
 

@@ -67,7 +67,7 @@ public final class ConduitRuntime implements Conduit {
         Path shared = config.get(RuntimeKeys.SHARED_DIR);
         PluginRegistry registry = PluginRegistry.probeAndSelect(records,
                 name -> RuntimePluginContext.of(config, shared, name),
-                config.get(RuntimeKeys.PROBE_TIMEOUT), config.get(RuntimeKeys.TRANSPORTS));
+                config.get(RuntimeKeys.PROBE_TIMEOUT), config.get(RuntimeKeys.TRANSPORTS), config.sourceOf(RuntimeKeys.TRANSPORTS));
         registry.report(LOG);
         return new ConduitRuntime(config, registry, shared);
     }

@@ -70,7 +70,7 @@ class InfoJsonTest {
         assertThat(Json.plugin(info, "alpha")).containsEntry("preference", BigDecimal.TWO);
         assertThat(Json.plugin(info, "delta")).as("left out, so not probed: whether it works is not known")
                 .containsEntry("status", "EXCLUDED").containsEntry("available", null).containsEntry("unsupportedHere", null)
-                .containsEntry("reason", "not named by transports=gamma,alpha (CONDUIT_TRANSPORTS), so not probed; name it there to use it")
+                .containsEntry("reason", "not named by transports=gamma,alpha (from the builder), so not probed; name it there to use it")
                 .containsEntry("preference", null);
         Map<String, Object> all = JsonParser.parseObject(conduit.run("info", "--json").out());
         assertThat(Json.plugin(all, "beta")).containsEntry("status", "UNAVAILABLE").containsEntry("available", false)

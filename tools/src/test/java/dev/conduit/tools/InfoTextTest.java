@@ -63,7 +63,7 @@ class InfoTextTest {
         Result result = conduit.run("info", "--set", "transports=gamma");
 
         assertThat(section(result.out(), "  alpha 1.2.0  [EXCLUDED]"))
-                .contains("status        not named by transports=gamma (CONDUIT_TRANSPORTS), so not probed; name it there to use it")
+                .contains("status        not named by transports=gamma (from the builder), so not probed; name it there to use it")
                 .contains("probe         not probed");
     }
 

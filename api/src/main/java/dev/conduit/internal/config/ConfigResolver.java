@@ -88,6 +88,16 @@ public final class ConfigResolver implements Config {
         return value == Unset.INSTANCE ? null : (T) value;
     }
 
+    /**
+     * Where the value of {@code key} in force comes from, as a phrase an error message can name:
+     * "the builder", "system property conduit.transports", "environment variable
+     * CONDUIT_TRANSPORTS" or "the default".
+     */
+    public String sourceOf(ConfigKey<?> key) {
+        Raw raw = raw(key);
+        return describe(raw == null ? Source.DEFAULT : raw.source(), key);
+    }
+
     /** Parses every declared key now, so a malformed value fails at build time, not at first use. */
     public void validate() {
         for (Declared d : declared.values()) get(d.key());

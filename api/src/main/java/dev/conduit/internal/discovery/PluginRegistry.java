@@ -178,8 +178,8 @@ public final class PluginRegistry {
      * and selects those that are available. A plugin left out is never probed.
      */
     public static PluginRegistry probeAndSelect(List<PluginRecord> records, Function<String, PluginContext> contexts,
-                                                Duration timeout, List<String> transports) {
-        List<String> preference = leaveOut(records, transports);
+                                                Duration timeout, List<String> transports, String transportsSource) {
+        List<String> preference = leaveOut(records, transports, transportsSource);
         probe(records, contexts, timeout);
         List<PluginRecord> selected = select(records, preference);
         for (PluginRecord r : selected) r.status = Status.SELECTED;
@@ -241,7 +241,7 @@ public final class PluginRegistry {
      *
      * @return the names to use in preference order; empty when every available plugin is used by priority
      */
-    private static List<String> leaveOut(List<PluginRecord> records, List<String> transports) {
+    private static List<String> leaveOut(List<PluginRecord> records, List<String> transports, String source) {
         if (transports.isEmpty()) return List.of();
         Set<String> known = new LinkedHashSet<>();
         Map<String, PluginRecord> broken = new LinkedHashMap<>();
@@ -254,19 +254,19 @@ public final class PluginRegistry {
         }
         // As UCX_TLS: a leading ^ makes the whole list one of names to exclude (^verbs,devdax; ^verbs,^devdax too).
         boolean exclude = transports.getFirst().startsWith("^");
-        String setting = String.join(",", transports);
+        // Named with where it was set: a user who typed conduit perf -t, or set a system property, is not sent to a variable they never set.
+        String setting = "transports=" + String.join(",", transports) + " (from " + source + ")";
         List<String> names = new ArrayList<>();
         for (String t : transports) {
             boolean excluded = t.startsWith("^");
             if (excluded && !exclude) {
-                throw new ConfigException("transports (CONDUIT_TRANSPORTS) mixes names to use and names to exclude: "
-                        + setting + "; write either memfd,posix or ^verbs,devdax");
+                throw new ConfigException(setting + " mixes names to use and names to exclude; write either memfd,posix or ^verbs,devdax");
             }
             String name = excluded ? t.substring(1) : t;
             // Excluding a plugin that is installed but broken is how a user who cannot remove it silences it.
             if (!known.contains(name) && !(exclude && broken.containsKey(name))) {
                 PluginRecord unusable = broken.get(name);
-                throw new ConfigException("transports (CONDUIT_TRANSPORTS) names plugin '" + name + "', which "
+                throw new ConfigException(setting + " names plugin '" + name + "', which "
                         + (unusable != null ? "was found but is BROKEN (" + unusable.reason + ")" : "was not found") + "; found: "
                         + (known.isEmpty() ? "none" : String.join(", ", known)));
             }
@@ -276,7 +276,7 @@ public final class PluginRegistry {
             r.excludedByName = exclude && names.contains(r.name);
             if (r.isCandidate() && names.contains(r.name) == exclude) {
                 r.status = Status.EXCLUDED;
-                r.reason = (exclude ? "excluded by" : "not named by") + " transports=" + setting + " (CONDUIT_TRANSPORTS), so not probed; "
+                r.reason = (exclude ? "excluded by " : "not named by ") + setting + ", so not probed; "
                         + (exclude ? "take it out of that list" : "name it there") + " to use it";
             }
         }

@@ -48,7 +48,7 @@ class PluginReportTest {
         RuntimeSettings settings = new RuntimeSettings(Map.of(), Map.of(), new Properties(),
                 PluginReportTest.class.getClassLoader(), false, List.of(plugins));
         List<PluginRecord> records = PluginRegistry.discover(settings, null);
-        PluginRegistry registry = PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), transports);
+        PluginRegistry registry = PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), transports, "the builder");
         Recorded log = new Recorded();
         registry.report(log);
         return log.lines;

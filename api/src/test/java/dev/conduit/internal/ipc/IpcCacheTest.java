@@ -63,7 +63,7 @@ class IpcCacheTest {
                 .addPlugin(new InProcessMemoryPlugin()).set("transports", "^inproc").build()) {
             assertThatThrownBy(() -> excluding.importRegion(handle)).isInstanceOf(ConduitException.class)
                     .hasMessageContaining("plugin 'inproc', which cannot be used here: excluded by transports=^inproc")
-                    .hasMessageContaining("(CONDUIT_TRANSPORTS)");
+                    .hasMessageContaining("transports=^inproc (from the builder)");
         }
     }
 

@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Message;
 import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
@@ -13,7 +14,9 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -115,6 +118,35 @@ class EndpointMessagingTest {
                 .hasMessageContaining("'lo-b': lo-b cannot open the peer's queue; 'lo-a': lo-a handshake token mismatch")
                 .hasMessageContaining("The peer also offers [lo-c], which this worker has no transport for")
                 .satisfies(e -> assertThat(e.getSuppressed()).hasSize(2));
+    }
+
+    /**
+     * A message does not name its sender: to answer, a receiver connects to an address the request
+     * carries, from the handler if it likes (connect goes through the same re-entrant guard as a
+     * send), and keeps the endpoint for later answers (docs/runtime.md, "Answering a message").
+     */
+    @Test
+    void aHandlerAnswersByConnectingToTheAddressItsRequestCarriesAndKeepingTheEndpoint() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker client = conduit.newWorker(ThreadMode.SINGLE);
+        Worker server = conduit.newWorker(ThreadMode.SINGLE);
+        Map<String, Endpoint> replyTo = new HashMap<>();
+        AtomicInteger answered = new AtomicInteger();
+        server.onMessage(1, m -> {
+            byte[] address = m.payloadToArray();
+            Endpoint back = replyTo.computeIfAbsent(java.util.HexFormat.of().formatHex(address),
+                    a -> server.connect(WorkerAddress.fromBytes(address)));
+            back.send(2, longs(answered.incrementAndGet()));
+        });
+        List<Long> answers = new ArrayList<>();
+        client.onMessage(2, m -> answers.add(m.payloadLong(0)));
+        Endpoint toServer = client.connect(server.address());
+        byte[] clientAddress = client.address().toBytes();
+        for (int i = 0; i < 3; i++) toServer.send(1, MemorySegment.ofArray(clientAddress));
+        progressUntil(() -> answers.size() == 3, server, client);
+        assertThat(answers).containsExactly(1L, 2L, 3L);
+        assertThat(replyTo).as("one endpoint back, kept").hasSize(1);
     }
 
     @Test
