@@ -32,6 +32,7 @@ public final class BounceRing {
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
     private final MemorySegment memory;
     /** The payload bytes without the header: what an encoder gets to write a payload in place. */
@@ -151,6 +152,19 @@ public final class BounceRing {
     /** The receiver's release of every payload up to {@code position}. */
     public void release(long position) {
         LONG.setRelease(memory, CONSUMED_OFFSET, position);
+    }
+
+    /**
+     * Receiver side: reads the last byte of the payload of {@code length} bytes at {@code offset}
+     * (the release word, for an empty one), so that a ring whose file was truncated faults here:
+     * a truncation takes a file's pages from its end, so when that byte is there, the whole
+     * payload is.
+     *
+     * @return the byte read, for the caller to keep: C2 drops a read whose value nobody uses, a
+     *         volatile one too (it did, and the fault came out in the handler)
+     */
+    public byte touch(long offset, long length) {
+        return (byte) BYTE.getVolatile(memory, length > 0 ? offset + length - 1 : CONSUMED_OFFSET);
     }
 
     /** Sender side: whether the receiver released every payload reserved so far. */

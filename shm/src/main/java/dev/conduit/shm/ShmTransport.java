@@ -146,6 +146,8 @@ public final class ShmTransport implements Transport {
         return waiting == null || waiting.isDone();
     };
     private long lastReap;
+    /** The bytes {@link #touchPayload} read, kept only so that the compiler keeps the reads. */
+    private byte touched;
     private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
     /** Closed endpoints whose peer still needs something of them (ShmEndpoint#close). */
@@ -185,6 +187,8 @@ public final class ShmTransport implements Transport {
         boolean budgeted;
         ChunkMapping bounceMapping;
         BounceRing bounce;
+        /** Whether an access to the ring may fault ({@link ChunkMapping#mayFault}): its file may be truncated under this worker. */
+        boolean ringMayFault;
         /** Up to where this receiver released the ring ({@link BounceRing#follows}): 0, as the sender formatted it, until the first large message. */
         long released;
         /** The queue's tail when the sender was first found dead, else -1: all it ever claimed lies before it. */
@@ -473,6 +477,7 @@ public final class ShmTransport implements Transport {
                     throw brokenProtocol(connection, "large message of " + payloadLength + " bytes at bounce offset " + bounceOffset
                             + " ending at ring position " + bounceEnd + " after a release at " + in.released);
                 }
+                if (in.ringMayFault) touchPayload(connection, in, bounceOffset, payloadLength);
                 try {
                     sink.onMessage(id, deliveredQueue, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.delivered(), bounceOffset,
                             payloadLength);
@@ -698,6 +703,25 @@ public final class ShmTransport implements Transport {
     }
 
     /**
+     * Reads a payload's last byte in a ring that another process may truncate (posix), so that a
+     * truncation faults here, where it refuses the connection and drops the message, and not in
+     * the application's handler, which gets the JDK's bare {@code InternalError} and refuses
+     * nothing: the connection's next message would follow a hole. A truncation between this and
+     * the handler's read is still the handler's (docs/guarantees.md, §6).
+     */
+    private void touchPayload(long connection, Inbound in, long offset, long length) {
+        try {
+            touched ^= in.bounce.touch(offset, length);
+            // Compiled code gets the fault at its next safepoint check, which may lie in the handler.
+            libc.deliverPendingFaults();
+        } catch (InternalError e) {
+            String why = MappedMemoryFaults.describe(e, plugin, "its bounce ring");
+            refuseConnection(connection, REFUSED_RING);
+            throw droppedLargeMessage(connection, why);
+        }
+    }
+
+    /**
      * A large message of a connection this worker refused ({@link #refuseConnection}), consumed
      * without delivering it, for a reason that is no broken protocol.
      */
@@ -817,6 +841,7 @@ public final class ShmTransport implements Transport {
             throw broken;
         }
         in.bounceMapping = mapping;
+        in.ringMayFault = mapping.mayFault();
         in.bounceExport = null;
         return null;
     }

@@ -963,7 +963,7 @@ public final class FfmLibc implements Libc {
     @Override
     public void deliverPendingFaults() {
         try {
-            int ignored = (int) Process.GETPAGESIZE.invokeExact(Native.callState().capture);
+            int ignored = (int) Process.GETPAGESIZE.invokeExact();
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
@@ -1114,7 +1114,8 @@ public final class FfmLibc implements Libc {
     private static final class Process {
         static final MethodHandle GETUID = Native.function("getuid", FunctionDescriptor.of(JAVA_INT));
         static final MethodHandle GETPID = Native.function("getpid", FunctionDescriptor.of(JAVA_INT));
-        static final MethodHandle GETPAGESIZE = Native.function("getpagesize", FunctionDescriptor.of(JAVA_INT));
+        // Called after every RMA operation on a region that may fault, and every large message of a posix ring: allocation-free.
+        static final MethodHandle GETPAGESIZE = Native.infallible("getpagesize", FunctionDescriptor.of(JAVA_INT));
     }
 
     private static int open(MemorySegment capture, MemorySegment path, int flags, int mode) {

@@ -23,6 +23,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.EOFException;
 import java.lang.foreign.Arena;
@@ -1071,6 +1073,50 @@ class ShmTransportTest {
         assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
         assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
         assertTheConnectionIsRefusedAfter(receiver, sender, failure, received, "broke the queue protocol", 1);
+    }
+
+    /**
+     * A posix bounce ring truncated (by its sender or any process that may write the shared
+     * directory) while the receiver maps it, with a large message in it not yet read: reading the
+     * payload would fault (SIGBUS, the JDK's {@code InternalError}). The receiver finds that out
+     * before it hands the payload to a handler, drops the message and refuses the connection,
+     * naming the truncation: the small message after it is not delivered either, and the sender
+     * is told. The handler used to get the fault, and progress() threw a message that named
+     * neither the connection nor a refusal, which there was none of: the small message after the
+     * hole was delivered. Truncated to nothing, and to the ring's header alone. That read ends
+     * with the native call that makes compiled code's fault come out inside it (MappedMemoryFaults).
+     */
+    @ParameterizedTest(name = "truncated to {0} bytes")
+    @ValueSource(longs = {0, 4096})
+    void aBounceRingTruncatedUnderTheReceiverRefusesItsConnectionBeforeAHandlerReadsIt(long truncatedTo) throws Exception {
+        Received received = new Received();
+        AtomicInteger deliveries = new AtomicInteger();
+        Transport receiver = receiverWith(received, FailingLibc.counting("deliverPendingFaults", deliveries), Linux.libc(),
+                "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.bounce.size", "256k", "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        receive(receiver, received, 1); // the ring is mapped
+        assertThat(deliveries).as("pending faults delivered after the large message's read").hasValue(1);
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        Path ring;
+        try (var files = Files.list(shared)) {
+            ring = files.filter(f -> f.toFile().length() == 4096 + (256 << 10)).findFirst().orElseThrow();
+        }
+        try (var channel = java.nio.channels.FileChannel.open(ring, java.nio.file.StandardOpenOption.WRITE)) {
+            channel.truncate(truncatedTo);
+        }
+
+        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("dropped a large message of connection")
+                .hasMessageContaining("its bounce ring was truncated by another process while mapped here")
+                .hasMessageContaining("the connection is refused");
+        untilFailed(sender, failure);
+        assertThat(failure.get()).hasMessageContaining("could not map this connection's bounce ring to read a large message");
+        for (int i = 0; i < 1000; i++) progressOrPause(receiver);
+        assertThat(received.ids).as("nothing after the hole").containsExactly(1);
     }
 
     /**
