@@ -86,7 +86,8 @@ import java.lang.invoke.VarHandle;
  * <h2>Refused connections</h2>
  * A connection of which the receiver dropped a message while its sender lived (it keeps too many
  * connections, cannot map the connection's bounce ring, or found a record of it that breaks the
- * protocol) is refused: the receiver drops every later record of it too, so that what it
+ * protocol) is refused: the receiver drops every later record of it too (a CONNECT in its name,
+ * which no sender writes twice, does not take it back while it is listed), so that what it
  * delivered of the connection is a prefix of what was sent, without a hole, and lists it under
  * {@code refused} ({@link #refuse}). A sender looks there when {@code refusals} changed, at its
  * liveness checks ({@link #refusalOf}), and fails its endpoint; one that closed its endpoint

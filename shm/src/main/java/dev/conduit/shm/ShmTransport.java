@@ -497,6 +497,12 @@ public final class ShmTransport implements Transport {
                             + ", which is no lease " + leasePrefix + "-<owner>.lease of the owner "
                             + String.format("%08x", connection >>> 32) + " that made the connection");
                 }
+                if (queue.refusalOf(connection) != 0) {
+                    // Kept anew, its messages after the refusal would follow the hole the refusal made. Listed already: no
+                    // listing to spend. (A refusal 128 others pushed off the list is not known here any more.)
+                    throw protocolError(connection, "connection announced again after this worker refused it, which no sender does: "
+                            + "a process that maps this worker's queue wrote it; the connection stays refused");
+                }
                 LeaseWatch watch;
                 boolean gone = false;
                 try {

@@ -1144,6 +1144,37 @@ class ShmTransportTest {
         assertThatWritingIntoTheQueueRefusesTheConnection("connection announced twice", queue -> copyToTheTail(queue, 4096), 8);
     }
 
+    /**
+     * A CONNECT in the name of a connection the receiver refused (a copy of its first, written by
+     * a process that maps the queue) does not take it back: the sender's messages after the
+     * refusal are dropped, all of them, so that what was delivered stays a prefix of what was
+     * sent. It used to keep the connection anew, and deliver message 3 after the hole where
+     * message 2 was dropped.
+     */
+    @Test
+    void aRefusedConnectionIsNotTakenBackByAnotherConnectInItsName() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        writeIntoTheQueue(queue -> {
+            long record = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8));
+            queue.set(ValueLayout.JAVA_INT, record + 4, 99); // a type no sender writes: the connection is refused
+            queue.set(ValueLayout.JAVA_INT, record, 64);
+        });
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        writeIntoTheQueue(queue -> copyToTheTail(queue, 4096)); // its CONNECT again
+        assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("unknown record type 99");
+        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("connection announced again after this worker refused it");
+        for (int i = 0; i < 1000; i++) progressOrPause(receiver);
+        assertThat(received.ids).as("nothing after the hole").containsExactly(1);
+    }
+
     /** The same for a second BOUNCE record of a connection whose bounce ring is mapped already. */
     @Test
     void aBounceRingAnnouncedTwiceRefusesItsConnection() throws Exception {
