@@ -5,6 +5,7 @@ import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
 
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -20,7 +21,8 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>One daemon thread per transport, started by the first mapping and ended after a second
  * idle. The transport starts a mapping only for the large message at the head of its queue,
- * which waits for it, so there is one at a time.
+ * which waits for it, so there is one at a time, but for the cancelled ones of connections it
+ * forgot meanwhile (a process that writes the queue wrote over the record that waited).
  */
 final class RingMapper {
 
@@ -39,16 +41,33 @@ final class RingMapper {
      * Starts mapping the ring of {@code ringLength} bytes exported as {@code export}, after
      * {@code delayNanos} (a retry after a shortage of descriptors waits a while). The future
      * completes with the mapping, or with what {@link IpcImporter#map} threw, or with a
-     * {@link CancellationException} when the worker closed during the wait.
+     * {@link CancellationException} when the worker closed during the wait. Cancelling it drops
+     * the mapping: not started, it is never made; under way, it is unmapped once made.
      */
     CompletableFuture<ChunkMapping> map(IpcImporter importer, byte[] export, long ringLength, long delayNanos) {
-        return CompletableFuture.supplyAsync(() -> {
-            for (long until = System.nanoTime() + delayNanos; delayNanos > 0 && until - System.nanoTime() > 0; ) {
-                LockSupport.parkNanos(until - System.nanoTime());
-                if (Thread.interrupted()) throw new CancellationException("the worker closed");
+        CompletableFuture<ChunkMapping> ring = new CompletableFuture<>();
+        Runnable task = () -> {
+            if (ring.isDone()) return;
+            try {
+                for (long until = System.nanoTime() + delayNanos; delayNanos > 0 && until - System.nanoTime() > 0; ) {
+                    LockSupport.parkNanos(until - System.nanoTime());
+                    if (Thread.interrupted()) throw new CancellationException("the worker closed");
+                }
+                ChunkMapping mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
+                if (!ring.complete(mapping)) mapping.close(); // cancelled meanwhile: nobody takes it
+            } catch (RuntimeException | Error e) {
+                // Wrapped as supplyAsync would: join() then throws it as a CompletionException, which the transport handles,
+                // a CancellationException (the worker closed) included, which join() would otherwise throw bare.
+                ring.completeExceptionally(new CompletionException(e));
             }
-            return importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
-        }, executor);
+        };
+        // A process that writes the queue can have the ring a large message waits for forgotten (a CLOSE written over
+        // it) and another one started, as often as it likes: a cancelled mapping leaves the queue, with its announcement.
+        ring.whenComplete((mapping, failure) -> {
+            if (ring.isCancelled()) executor.remove(task);
+        });
+        executor.execute(task);
+        return ring;
     }
 
     /**

@@ -873,15 +873,17 @@ public final class ShmTransport implements Transport {
      * ring and its budget. A ring is being mapped only for the large message at the head of the
      * queue, which stays there until the mapping is done and adopted, so no record (CLOSE), no
      * liveness check (it waits for the head to pass the sender's records) and no reaping (it runs for the record at the
-     * head) forgets such a connection: only close does, and then the ring is unmapped as soon as
-     * its mapping is done.
+     * head) forgets such a connection: only close does, or a CLOSE that a process which writes the
+     * queue wrote over that record. Its mapping is then cancelled: one not started is never made,
+     * one under way is unmapped as soon as it is done.
      */
     private void forget(Inbound in) {
         CompletableFuture<ChunkMapping> ring = in.pendingRing;
         in.pendingRing = null;
         if (ring != null) {
             if (ring == headWaitsFor) headWaitsFor = null;
-            ring.thenAccept(this::unmapQuietly);
+            // Cancelled, a mapping not yet made never is, and one under way is unmapped by the mapper once made.
+            if (!ring.cancel(false)) ring.thenAccept(this::unmapQuietly);
         }
         releaseBudget(in);
         in.close(senderLeases);

@@ -1175,6 +1175,75 @@ class ShmTransportTest {
         assertThat(received.ids).as("nothing after the hole").containsExactly(1);
     }
 
+    /**
+     * A process that maps the queue rewrites the large message waiting at the head for its ring
+     * into a CLOSE, again and again, each time after announcing a new connection with a ring and
+     * a large message (copies of a sender's records): each forgotten connection's mapping, not yet
+     * started behind the first (which waits), is dropped with it. They used to stay queued in the
+     * ring mapper, as many as the process wrote, each holding its announcement, and were all
+     * mapped (and unmapped) once the first was done.
+     */
+    @Test
+    void theRingMappingsOfForgottenConnectionsDoNotPileUp() throws Exception {
+        CountDownLatch mapped = new CountDownLatch(1);
+        AtomicInteger maps = new AtomicInteger();
+        Received received = new Received();
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.waitingIn("openBeneath", mapped),
+                posix -> (payload, chunkLength) -> {
+                    maps.incrementAndGet();
+                    return posix.map(payload, chunkLength);
+                }, "posix.queue.size", "64k");
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
+            // the connection's announcements: CONNECT, BOUNCE
+        }
+        assertThat(receiver.progress()).as("the large message waits for its ring").isZero();
+        byte[][] records = new byte[3][];
+        long[] head = new long[1];
+        writeIntoTheQueue(queue -> {
+            int i = 0;
+            for (int type : new int[] {3, 4, 2}) { // CONNECT, BOUNCE, LARGE
+                long record = firstRecordOfType(queue, type);
+                records[i++] = queue.asSlice(record, queue.get(ValueLayout.JAVA_INT, record)).toArray(ValueLayout.JAVA_BYTE);
+                head[0] = record;
+            }
+        });
+        int connections = 20;
+        for (int c = 1; c <= connections; c++) {
+            long at = head[0];
+            writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_INT, at + 4, 5)); // the waiting large message: now a CLOSE
+            long connection = java.nio.ByteBuffer.wrap(records[0], 8, 8).order(java.nio.ByteOrder.nativeOrder()).getLong() + c;
+            writeIntoTheQueue(queue -> {
+                for (byte[] record : records) head[0] = writeAtTheTail(queue, record, connection);
+            });
+            for (int i = 0; i < 10 && receiver.progress() > 0; i++) {
+                // the CLOSE, then the new connection's CONNECT and BOUNCE, until its large message waits
+            }
+        }
+        assertThat(maps).as("mappings started while the first waits").hasValue(1);
+
+        mapped.countDown();
+        receive(receiver, received, 1); // the last connection's copy of message 1, once its ring is mapped
+        assertThat(received.ids).containsExactly(1);
+        assertThat(maps).as("mappings after the first was done: only the one the head waited for").hasValue(2);
+    }
+
+    /**
+     * Writes {@code record} (a whole record, lines long) at the tail of a queue that
+     * {@link #writeIntoTheQueue} maps, in the name of {@code connection}, as its sender would:
+     * claimed, taken, then committed with its length.
+     *
+     * @return the record's offset in the mapping
+     */
+    private static long writeAtTheTail(MemorySegment queue, byte[] record, long connection) {
+        long at = takeAtTheTail(queue, connection, record.length);
+        MemorySegment.copy(record, 16, queue, ValueLayout.JAVA_BYTE, at + 16, record.length - 16);
+        MemorySegment.copy(record, 4, queue, ValueLayout.JAVA_BYTE, at + 4, 4); // its type
+        queue.set(ValueLayout.JAVA_INT, at, record.length);
+        return at;
+    }
+
     /** The same for a second BOUNCE record of a connection whose bounce ring is mapped already. */
     @Test
     void aBounceRingAnnouncedTwiceRefusesItsConnection() throws Exception {
