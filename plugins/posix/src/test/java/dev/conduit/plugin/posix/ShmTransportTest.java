@@ -2115,6 +2115,31 @@ class ShmTransportTest {
     }
 
     /**
+     * A BOUNCE's export is kept until the connection's first large message: one longer than any
+     * plugin's export (at most 3 KiB, MemoryProvider#export) is refused before it is copied, so
+     * that a process that writes the queue cannot make each of inbound.max connections keep 64 KiB
+     * (256 MiB at 4,096), which the u16 length allowed.
+     */
+    @Test
+    void aBounceExportLongerThanAnyPluginsIsRefusedBeforeItIsCopied() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1); // kept, no ring announced yet
+        writeIntoTheQueue(queue -> {
+            long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 4096);
+            queue.set(ValueLayout.JAVA_LONG, record + 24, 2 + 4000 + 8);
+            queue.set(ValueLayout.JAVA_SHORT, record + 48, (short) 4000); // the export's length (PayloadWriter's u16)
+            queue.set(ValueLayout.JAVA_LONG_UNALIGNED, record + 48 + 2 + 4000, 4096 + 65536); // a ring's length
+            queue.set(ValueLayout.JAVA_INT, record + 4, 4); // BOUNCE
+            queue.set(ValueLayout.JAVA_INT, record, 4096);
+        });
+        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("control record of 4010 bytes in a record of 4096 (at most 3082 for its type)");
+    }
+
+    /**
      * A close that cannot remove its files (the directory's permissions or mount changed while in
      * use) reports every one of them with its remedy, not only the last: the queue's chunk file and
      * both leases (the worker's and its provider's); the next transport on the directory reclaims
