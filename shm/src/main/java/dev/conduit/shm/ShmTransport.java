@@ -948,7 +948,7 @@ public final class ShmTransport implements Transport {
      * ({@code MemoryProvider#export}). Kept until the connection's first large message: the u16
      * length allowed 64 KiB, 256 MiB of heap at 4,096 connections of a process that writes the queue.
      */
-    private static final int BOUNCE_EXPORT_MAX = 3072;
+    static final int BOUNCE_EXPORT_MAX = 3072;
     /** The longest BOUNCE payload: the ring's export (u16 length first), then its length. */
     private static final int BOUNCE_PAYLOAD_MAX = 2 + BOUNCE_EXPORT_MAX + 8;
 
