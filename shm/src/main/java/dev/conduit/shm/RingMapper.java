@@ -10,6 +10,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -42,29 +43,41 @@ final class RingMapper {
      * {@code delayNanos} (a retry after a shortage of descriptors waits a while). The future
      * completes with the mapping, or with what {@link IpcImporter#map} threw, or with a
      * {@link CancellationException} when the worker closed during the wait. Cancelling it drops
-     * the mapping: not started, it is never made; under way, it is unmapped once made.
+     * the mapping: not started, or waiting out its delay, it is never made; under way, it is
+     * unmapped once made.
      */
     CompletableFuture<ChunkMapping> map(IpcImporter importer, byte[] export, long ringLength, long delayNanos) {
         CompletableFuture<ChunkMapping> ring = new CompletableFuture<>();
+        AtomicReference<Thread> delaying = new AtomicReference<>();
         Runnable task = () -> {
-            if (ring.isDone()) return;
             try {
-                for (long until = System.nanoTime() + delayNanos; delayNanos > 0 && until - System.nanoTime() > 0; ) {
+                delaying.set(Thread.currentThread());
+                for (long until = System.nanoTime() + delayNanos; delayNanos > 0 && until - System.nanoTime() > 0 && !ring.isDone(); ) {
                     LockSupport.parkNanos(until - System.nanoTime());
                     if (Thread.interrupted()) throw new CancellationException("the worker closed");
                 }
+                delaying.set(null);
+                if (ring.isDone()) return; // cancelled before or during its delay: never made
                 ChunkMapping mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
                 if (!ring.complete(mapping)) mapping.close(); // cancelled meanwhile: nobody takes it
-            } catch (RuntimeException | Error e) {
+            } catch (Throwable e) {
                 // Wrapped as supplyAsync would: join() then throws it as a CompletionException, which the transport handles,
-                // a CancellationException (the worker closed) included, which join() would otherwise throw bare.
+                // a CancellationException (the worker closed) included, which join() would otherwise throw bare. Every
+                // Throwable: a checked one (an importer in another JVM language) would otherwise end the thread and leave
+                // the future, and the large message waiting at the head for it, for ever.
                 ring.completeExceptionally(new CompletionException(e));
+            } finally {
+                delaying.set(null);
             }
         };
         // A process that writes the queue can have the ring a large message waits for forgotten (a CLOSE written over
-        // it) and another one started, as often as it likes: a cancelled mapping leaves the queue, with its announcement.
+        // it) and another one started, as often as it likes: a cancelled mapping leaves the queue, with its announcement,
+        // and a retry waiting out its delay ends it at once, so that the next mapping does not wait behind it.
         ring.whenComplete((mapping, failure) -> {
-            if (ring.isCancelled()) executor.remove(task);
+            if (!ring.isCancelled()) return;
+            executor.remove(task);
+            Thread thread = delaying.get();
+            if (thread != null) LockSupport.unpark(thread);
         });
         executor.execute(task);
         return ring;

@@ -5,9 +5,11 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
+import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
@@ -1199,16 +1201,9 @@ class ShmTransportTest {
             // the connection's announcements: CONNECT, BOUNCE
         }
         assertThat(receiver.progress()).as("the large message waits for its ring").isZero();
-        byte[][] records = new byte[3][];
-        long[] head = new long[1];
-        writeIntoTheQueue(queue -> {
-            int i = 0;
-            for (int type : new int[] {3, 4, 2}) { // CONNECT, BOUNCE, LARGE
-                long record = firstRecordOfType(queue, type);
-                records[i++] = queue.asSlice(record, queue.get(ValueLayout.JAVA_INT, record)).toArray(ValueLayout.JAVA_BYTE);
-                head[0] = record;
-            }
-        });
+        ConnectionRecords copied = copyTheConnectionsRecords();
+        byte[][] records = copied.records();
+        long[] head = {copied.largeAt()};
         int connections = 20;
         for (int c = 1; c <= connections; c++) {
             long at = head[0];
@@ -1242,6 +1237,109 @@ class ShmTransportTest {
         MemorySegment.copy(record, 4, queue, ValueLayout.JAVA_BYTE, at + 4, 4); // its type
         queue.set(ValueLayout.JAVA_INT, at, record.length);
         return at;
+    }
+
+    /** Copies of a connection's CONNECT, BOUNCE and LARGE records, and where the LARGE one lies in the queue. */
+    private record ConnectionRecords(byte[][] records, long largeAt) {}
+
+    private ConnectionRecords copyTheConnectionsRecords() throws java.io.IOException {
+        byte[][] records = new byte[3][];
+        long[] large = new long[1];
+        writeIntoTheQueue(queue -> {
+            int i = 0;
+            for (int type : new int[] {3, 4, 2}) { // CONNECT, BOUNCE, LARGE
+                long record = firstRecordOfType(queue, type);
+                records[i++] = queue.asSlice(record, queue.get(ValueLayout.JAVA_INT, record)).toArray(ValueLayout.JAVA_BYTE);
+                large[0] = record;
+            }
+        });
+        return new ConnectionRecords(records, large[0]);
+    }
+
+    /** Throws {@code t} whatever its kind, as code compiled from another JVM language (Kotlin) may. */
+    @SuppressWarnings("unchecked")
+    private static <T extends Throwable> RuntimeException sneaky(Throwable t) throws T {
+        throw (T) t;
+    }
+
+    /** The receiver's ring-mapper thread is inside a mapping task (its delay or its import), not idle in its queue. */
+    private static boolean mapperIsInATask() {
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (!t.getName().equals("conduit-posix-ring-mapper")) continue;
+            for (StackTraceElement frame : t.getStackTrace()) {
+                if (frame.getClassName().startsWith("dev.conduit.shm.RingMapper") && frame.getMethodName().startsWith("lambda")) return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * An importer that throws a checked exception (as code of another JVM language may) fails its
+     * mapping, which progress() reports. When the ring mapper caught only unchecked ones (f5e85ac),
+     * the exception ended the mapper's thread, the mapping never completed, and the large message
+     * waited at the head for ever, with everything behind it, unsaid.
+     */
+    @Test
+    void anImporterThatThrowsACheckedExceptionFailsItsMappingInsteadOfWedgingTheQueue() {
+        AtomicInteger throwsLeft = new AtomicInteger(1);
+        Received received = new Received();
+        Transport receiver = receiverWith(received, posix -> (payload, chunkLength) -> {
+            if (throwsLeft.getAndDecrement() > 0) throw sneaky(new java.io.IOException("injected checked failure"));
+            return posix.map(payload, chunkLength);
+        }, "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        Throwable thrown = null;
+        for (int i = 0; i < 20_000 && thrown == null && received.ids.size() < 2; i++) {
+            try {
+                progressOrPause(receiver);
+            } catch (RuntimeException e) {
+                thrown = e;
+            }
+        }
+        assertThat(throwsLeft.get()).as("the importer was called").isLessThanOrEqualTo(0);
+        assertThat(thrown != null || received.ids.size() == 2)
+                .as("progress() reported the failed mapping, or went on; received " + received.ids + ", thrown " + thrown).isTrue();
+    }
+
+    /**
+     * A retry of a mapping (after a shortage of descriptors) waits a liveness interval on the
+     * mapper's thread before it maps. A CLOSE written over the large message that waits for it
+     * forgets the connection and cancels the retry: it is never made, and the next connection's
+     * mapping does not wait behind its delay. It used to be made once its delay had passed (and
+     * then unmapped), the next mapping waiting behind it.
+     */
+    @Test
+    void aRetryCancelledDuringItsDelayIsNeverMade() throws Exception {
+        AtomicBoolean outOfDescriptors = new AtomicBoolean(true);
+        AtomicInteger maps = new AtomicInteger();
+        Received received = new Received();
+        Transport receiver = receiverWith(received, Linux.libc(), FailingLibc.failingWhile("openBeneath", Errno.EMFILE, outOfDescriptors::get),
+                posix -> (payload, chunkLength) -> {
+                    maps.incrementAndGet();
+                    return posix.map(payload, chunkLength);
+                }, "posix.queue.size", "64k", "posix.liveness.interval", "300ms");
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("EMFILE");
+        assertThat(maps).as("the first try").hasValue(1);
+        for (int i = 0; i < 100_000 && !mapperIsInATask(); i++) LockSupport.parkNanos(10_000);
+        assertThat(mapperIsInATask()).as("the retry is under way, in its delay").isTrue();
+        outOfDescriptors.set(false);
+        ConnectionRecords copied = copyTheConnectionsRecords();
+        byte[][] records = copied.records();
+        long[] head = {copied.largeAt()};
+        long at = head[0];
+        long connection = java.nio.ByteBuffer.wrap(records[0], 8, 8).order(java.nio.ByteOrder.nativeOrder()).getLong() + 1;
+        writeIntoTheQueue(queue -> {
+            queue.set(ValueLayout.JAVA_INT, at + 4, 5); // the waiting large message: now a CLOSE
+            for (byte[] record : records) writeAtTheTail(queue, record, connection);
+        });
+        receive(receiver, received, 1); // the new connection's copy of message 1
+        assertThat(received.ids).containsExactly(1);
+        assertThat(maps).as("mappings: the first try, and the new connection's; not the cancelled retry's").hasValue(2);
     }
 
     /** The same for a second BOUNCE record of a connection whose bounce ring is mapped already. */
@@ -2137,6 +2235,35 @@ class ShmTransportTest {
         });
         assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("control record of 4010 bytes in a record of 4096 (at most 3082 for its type)");
+    }
+
+    /**
+     * A sender whose memory provider breaks {@code MemoryProvider#export}'s 3 KiB bound fails its
+     * large send at once, naming the provider, and its small messages still go. The peer used to
+     * refuse the announcement, and the sender learnt it only at a later check, as a broken protocol.
+     */
+    @Test
+    void aSenderWhoseProviderExportsMoreThan3KiBFailsItsLargeSendNamingTheProvider() {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Context context = new Context(TestContext.of(shared), new Received());
+        MemoryProvider posix = new PosixPlugin().openMemoryProvider(context);
+        MemoryProvider overlong = new MemoryProvider() {
+            @Override public long pageSize() { return posix.pageSize(); }
+            @Override public Chunk allocate(long size) { return posix.allocate(size); }
+            @Override public byte[] export(Chunk chunk) { return new byte[3073]; }
+            @Override public void free(Chunk chunk) { posix.free(chunk); }
+            @Override public void close() { posix.close(); }
+        };
+        Transport sender = new ShmTransport("posix", Linux.libc(), context, ShmTransportConfig.read(context.config(), "posix"), overlong,
+                new PosixImporter(Linux.libc(), PosixConfig.of(context), false));
+        open.add(sender);
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("exported the bounce ring in 3073 bytes, more than the 3072 MemoryProvider#export allows");
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(received.ids).containsExactly(2);
     }
 
     /**
