@@ -944,11 +944,11 @@ public final class ShmTransport implements Transport {
     /** The longest CONNECT payload: the lease's relative path, its u16 length first. */
     private static final int CONNECT_PAYLOAD_MAX = 2 + PayloadReader.MAX_PATH_LENGTH;
     /**
-     * The longest export of a bounce ring: a provider's export payload is at most 3 KiB
-     * ({@code MemoryProvider#export}). Kept until the connection's first large message: the u16
-     * length allowed 64 KiB, 256 MiB of heap at 4,096 connections of a process that writes the queue.
+     * The longest export of a bounce ring: what any provider's export may be. Kept until the
+     * connection's first large message: the u16 length allowed 64 KiB, 256 MiB of heap at 4,096
+     * connections of a process that writes the queue.
      */
-    static final int BOUNCE_EXPORT_MAX = 3072;
+    static final int BOUNCE_EXPORT_MAX = MemoryProvider.MAX_EXPORT_LENGTH;
     /** The longest BOUNCE payload: the ring's export (u16 length first), then its length. */
     private static final int BOUNCE_PAYLOAD_MAX = 2 + BOUNCE_EXPORT_MAX + 8;
 

@@ -25,8 +25,15 @@ public interface MemoryProvider extends AutoCloseable {
     Chunk allocate(long size);
 
     /**
+     * The most bytes {@link #export} may return: what an IPC handle, and a shared-memory
+     * transport's announcement of a bounce ring, carry of a plugin's export, and all a peer that
+     * reads one needs to accept.
+     */
+    int MAX_EXPORT_LENGTH = 3072;
+
+    /**
      * Makes {@code chunk} mappable by other processes and returns the plugin's part of the IPC
-     * handle (at most 3 KiB), e.g. a relative file name or a socket name and a capability token.
+     * handle (at most {@value #MAX_EXPORT_LENGTH} bytes), e.g. a relative file name or a socket name and a capability token.
      * The runtime calls it at most once per chunk and reuses the result until the chunk is freed.
      * Optional ({@link Capability#IPC}).
      */

@@ -2,6 +2,7 @@ package dev.conduit.internal.ipc;
 
 import dev.conduit.internal.codec.Envelope;
 import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 
@@ -52,7 +53,7 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
     public static final int MAGIC = 0x48444E43;
     public static final int VERSION = 1;
     public static final int MAX_LENGTH = 4096;
-    public static final int MAX_PAYLOAD = 3072;
+    public static final int MAX_PAYLOAD = MemoryProvider.MAX_EXPORT_LENGTH;
     /** The shortest possible handle: one-letter plugin name, empty payload. */
     public static final int MIN_LENGTH = 4 + 2 + 2 + 3 + 16 + 8 * 4 + 2 + 4;
 
