@@ -807,10 +807,12 @@ public final class ShmTransport implements Transport {
      * Judges why a ring could not be mapped: a shortage of descriptors keeps the announcement, for
      * a retry; so does, once per connection, a refusal by the ring's exporter while the sender's
      * lease is held (a sender being killed), for one quiet retry a liveness interval later, by
-     * which time its death shows and its message is dropped; any other reason is kept instead,
-     * and a malformed announcement breaks the protocol.
+     * which time its death shows and its message is dropped; a malformed announcement breaks the
+     * protocol; any other failure, whatever its type (an importer of another JVM language may throw
+     * a checked exception), refuses the connection: its message is lost, and so must be every later
+     * one of it. An {@code Error} of the JVM (out of memory) is thrown on once that is done.
      *
-     * @return the failure, when it is a {@link ConduitException}
+     * @return the failure as a {@link ConduitException}
      */
     private ConduitException refuseOrKeep(long connection, Inbound in, Throwable failure) {
         switch (failure) {
@@ -827,9 +829,15 @@ public final class ShmTransport implements Transport {
                 in.bounceExport = null; // for good: mapBounce refuses the connection
                 return e;
             }
-            case RuntimeException e -> throw e;
-            case Error e -> throw e;
-            default -> throw new IllegalStateException(failure);
+            case VirtualMachineError e -> {
+                // The record is consumed once this is thrown out of its handler: without the refusal, a hole.
+                refuseConnection(connection, REFUSED_RING);
+                throw e;
+            }
+            default -> {
+                in.bounceExport = null;
+                return new ConduitException(plugin + ": its importer failed: " + failure, failure);
+            }
         }
     }
 

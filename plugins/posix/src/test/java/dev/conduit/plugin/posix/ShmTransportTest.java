@@ -1274,34 +1274,55 @@ class ShmTransportTest {
     }
 
     /**
-     * An importer that throws a checked exception (as code of another JVM language may) fails its
-     * mapping, which progress() reports. When the ring mapper caught only unchecked ones (f5e85ac),
-     * the exception ended the mapper's thread, the mapping never completed, and the large message
-     * waited at the head for ever, with everything behind it, unsaid.
+     * An importer that fails with anything but a {@code ConduitException} (a checked exception,
+     * as code of another JVM language may throw, or an {@code Error}) refuses its connection: the
+     * large message is lost, and so is every later message of the connection, which progress()
+     * says; an {@code Error} of the JVM is thrown on once that is done. When the ring mapper caught
+     * only unchecked ones (f5e85ac), a checked one ended its thread and the large message waited at
+     * the head for ever, unsaid; before and after, an unchecked one or an {@code Error} dropped the
+     * large message and kept the connection, whose next message followed the hole (found by review).
      */
     @Test
-    void anImporterThatThrowsACheckedExceptionFailsItsMappingInsteadOfWedgingTheQueue() {
-        AtomicInteger throwsLeft = new AtomicInteger(1);
+    void anImporterThatThrowsACheckedExceptionRefusesItsConnection() {
+        Throwable thrown = importerThatThrowsRefusesItsConnection(new java.io.IOException("injected checked failure"));
+        assertThat(thrown).isInstanceOf(ConduitException.class).hasMessageContaining("the connection is refused")
+                .hasMessageContaining("java.io.IOException: injected checked failure");
+    }
+
+    @Test
+    void anImporterThatThrowsAnErrorRefusesItsConnectionAndTheErrorIsThrownOn() {
+        assertThat(importerThatThrowsRefusesItsConnection(new StackOverflowError("injected"))).isInstanceOf(StackOverflowError.class);
+    }
+
+    @Test
+    void anImporterThatThrowsAnUncheckedExceptionRefusesItsConnection() {
+        assertThat(importerThatThrowsRefusesItsConnection(new IllegalStateException("injected"))).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("the connection is refused");
+    }
+
+    /** A large message, then a small one, of one connection whose ring's importer throws {@code failure}: what progress() threw. */
+    private Throwable importerThatThrowsRefusesItsConnection(Throwable failure) {
         Received received = new Received();
         Transport receiver = receiverWith(received, posix -> (payload, chunkLength) -> {
-            if (throwsLeft.getAndDecrement() > 0) throw sneaky(new java.io.IOException("injected checked failure"));
-            return posix.map(payload, chunkLength);
+            throw sneaky(failure);
         }, "posix.liveness.interval", "1ms");
-        Transport sender = transport(new Received());
-        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
         assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
         Throwable thrown = null;
-        for (int i = 0; i < 20_000 && thrown == null && received.ids.size() < 2; i++) {
+        for (int i = 0; i < 20_000 && thrown == null; i++) {
             try {
                 progressOrPause(receiver);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 thrown = e;
             }
         }
-        assertThat(throwsLeft.get()).as("the importer was called").isLessThanOrEqualTo(0);
-        assertThat(thrown != null || received.ids.size() == 2)
-                .as("progress() reported the failed mapping, or went on; received " + received.ids + ", thrown " + thrown).isTrue();
+        assertThat(thrown).as("progress() said the mapping failed").isNotNull();
+        for (int i = 0; i < 100; i++) {
+            assertThatCode(() -> progressOrPause(receiver)).as("the connection's later records are dropped quietly").doesNotThrowAnyException();
+        }
+        assertThat(received.ids).as("no message of the connection after the lost one").isEmpty();
+        return thrown;
     }
 
     /**
