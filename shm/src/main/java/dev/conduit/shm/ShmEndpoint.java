@@ -272,9 +272,12 @@ final class ShmEndpoint implements TransportEndpoint {
             byte[] export = transport.provider().export(bounceChunk);
             if (export.length > ShmTransport.BOUNCE_EXPORT_MAX) {
                 // The peer would refuse the announcement, and this endpoint learn it only at its next large message, unsaid why.
-                throw new ConduitException(transport.plugin() + ": the memory provider exported the bounce ring in " + export.length
-                        + " bytes, more than the " + ShmTransport.BOUNCE_EXPORT_MAX + " MemoryProvider#export allows: a bug of the "
-                        + "provider, which no large message can get past");
+                // For good: the endpoint fails, so that the runtime neither retries the message from its backlog for ever nor
+                // sends what follows it.
+                fail(transport.plugin() + ": the memory provider exported the bounce ring in " + export.length + " bytes, more than the "
+                        + ShmTransport.BOUNCE_EXPORT_MAX + " MemoryProvider#export allows: a bug of the provider, which no large message "
+                        + "can get past");
+                throw failure;
             }
             byte[] announcement = new PayloadWriter().u16(export.length).bytes(export).u64(bounceChunk.segment().byteSize()).toByteArray();
             if (!sendControl(ReceiveQueue.BOUNCE, announcement)) return false;
