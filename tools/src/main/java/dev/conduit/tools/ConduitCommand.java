@@ -3,6 +3,7 @@ package dev.conduit.tools;
 import dev.conduit.Conduit;
 import dev.conduit.ConduitBuilder;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -91,8 +92,13 @@ public final class ConduitCommand implements Runnable {
     private int reportFailure(Exception failure, CommandLine command, ParseResult parsed) {
         PrintWriter err = command.getErr();
         if (failure instanceof ConduitException) {
-            // Conduit's messages name the key, value, plugin or system call and the remedy: enough on their own.
-            err.println("conduit: " + failure.getMessage());
+            // Conduit's messages name the key, value, plugin or system call and the remedy: enough on their own, but for a
+            // setting's source: what this command was given with --set or -t, Conduit knows as set in its builder.
+            String message = failure.getMessage();
+            if (failure instanceof ConfigException && message.contains("the builder")) {
+                message += " (this command passes --set, and perf's -t, to the builder)";
+            }
+            err.println("conduit: " + message);
         } else {
             err.println("conduit: unexpected failure: " + failure);
         }

@@ -38,6 +38,19 @@ class ConduitCommandTest {
         assertThat(result.err()).contains("transports");
     }
 
+    /**
+     * A bad selection given with --set says where it was set, and that --set is what Conduit calls
+     * its builder: a user of the command never touched one (found by review).
+     */
+    @Test
+    void aBadSelectionGivenWithSetSaysThatSetIsTheBuilder() {
+        Result result = conduit.run("info", "--set", "transports=nope");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("transports=nope (from the builder) names plugin 'nope'")
+                .contains("(this command passes --set, and perf's -t, to the builder)");
+    }
+
     @Test
     void aMalformedValueFailsWithAMessageNamingTheKeyAndNoStackTrace() {
         Result result = conduit.run("info", "--set", "probe.timeout=soon");
