@@ -133,7 +133,7 @@ if command -v ucx_perftest >/dev/null; then
                 case $s in 8) n=200000 ;; 4096) n=100000 ;; 65536) n=20000 ;; *) n=2000 ;; esac
                 if line=$(ucx_run "$tls" "ucp_$test" "$s" "$n"); then
                     # Final: iterations p50 average overall bw_avg bw_overall rate_avg rate_overall ($7: the whole
-                    # run's bandwidth; $6 is the average since the last progress report)
+                    # run's bandwidth, what the table reports as UCX's)
                     if [ "$test" = am_lat ]; then
                         awk -v t="$tls" -v s="$s" '{printf "ucx\tposix\tam_lat\t%s\tp50_us\t%s\n", s, $3}' <<<"$line" >>"$results"
                     else
@@ -147,7 +147,7 @@ if command -v ucx_perftest >/dev/null; then
         peers_ran+=("UCX UCX_TLS=$tls")
     fi
 else
-    missing "UCX: ucx_perftest not installed and could not be installed (apt-get missing, not root, or no package)"
+    missing "UCX: ucx_perftest not installed and could not be installed (apt-get missing, not root, or no package$([ -s "$out/apt.log" ] && echo ": see $out/apt.log"))"
 fi
 
 # --- 4. Unix-domain socket, two JVMs -----------------------------------------------------------

@@ -10,7 +10,8 @@
 # benchmarks and what they depend on quietly (Maven's output is shown only if the build fails),
 # then runs benchmarks/target/benchmarks.jar with the arguments passed through unchanged.
 # Results go to benchmarks/target/jmh-result.json (JSON) unless the arguments name -rf or -rff
-# (a -rff without -rf still gets JSON).
+# (a -rff without -rf still gets JSON). A failing benchmark stops the run with a non-zero exit
+# (-foe true) unless the arguments name -foe.
 # --no-build skips the build and runs the jar as it is.
 set -euo pipefail
 
@@ -43,15 +44,22 @@ elif [ ! -f "$jar" ]; then
 fi
 
 # Results as JSON in benchmarks/target unless the caller chose a format (-rf) or a file (-rff).
+# A benchmark that fails ends the run with a non-zero exit (JMH's -foe true) unless the caller chose -foe: by JMH's own
+# default the run goes on, exits 0 and may write an empty result, which a script cannot tell from a good run.
 result_args=()
 has_rf=0
 has_rff=0
+has_foe=0
 for arg in "$@"; do
     case "$arg" in
         -rf) has_rf=1 ;;
         -rff) has_rff=1 ;;
+        -foe) has_foe=1 ;;
     esac
 done
+if [ "$has_foe" = 0 ]; then
+    result_args+=(-foe true)
+fi
 if [ "$has_rf" = 0 ]; then
     result_args+=(-rf json)
     if [ "$has_rff" = 0 ]; then

@@ -21,6 +21,7 @@ import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -44,7 +45,7 @@ public final class JmhChart {
     private JmhChart() {
     }
 
-    public static void main(String[] args) throws IOException {
+    public static void main(String[] args) {
         if (args.length > 2) {
             System.err.println("usage: JmhChart [RESULT.json [CHART.png]]");
             System.exit(2);
@@ -52,7 +53,19 @@ public final class JmhChart {
         System.setProperty("java.awt.headless", "true");
         Path in = Path.of(args.length > 0 ? args[0] : "benchmarks/target/jmh-result.json");
         Path out = Path.of(args.length > 1 ? args[1] : "docs/img/jmh.png");
+        try {
+            draw(in, out);
+        } catch (NoSuchFileException e) {
+            System.err.println("JmhChart: " + e.getFile() + " does not exist (paths are relative to the working directory: "
+                    + "run from the tree's root, or name the result and the chart)");
+            System.exit(1);
+        } catch (IOException e) {
+            System.err.println("JmhChart: " + e.getMessage());
+            System.exit(1);
+        }
+    }
 
+    private static void draw(Path in, Path out) throws IOException {
         Object parsed = new Json(Files.readString(in)).value();
         if (!(parsed instanceof List<?> results)) throw new IOException(in + ": not a JMH JSON result (an array)");
 
@@ -77,7 +90,7 @@ public final class JmhChart {
             datasets.computeIfAbsent(key, k -> new DefaultStatisticalCategoryDataset())
                     .add(score, Double.isFinite(error) ? error : 0.0, series, category);
         }
-        if (datasets.isEmpty()) throw new IOException(in + ": no results");
+        if (datasets.isEmpty()) throw new IOException(in + ": no results (every benchmark of the run failed, or none matched)");
 
         int n = datasets.size(), cols = Math.min(COLUMNS, n), rows = (n + cols - 1) / cols;
         BufferedImage image = new BufferedImage(cols * WIDTH, rows * HEIGHT, BufferedImage.TYPE_INT_RGB);

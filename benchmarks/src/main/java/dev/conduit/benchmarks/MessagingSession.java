@@ -7,7 +7,6 @@ import dev.conduit.spi.ThreadMode;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.function.Consumer;
@@ -40,8 +39,7 @@ final class MessagingSession implements AutoCloseable {
             throws IOException, InterruptedException {
         MessagingSession s = new MessagingSession();
         try {
-            // Short: memfd's fd server binds a Unix socket in it (at most 108 bytes of path in all).
-            s.dir = Files.createTempDirectory(Path.of("/dev/shm"), "cjmh");
+            s.dir = BenchmarkDirectory.create();
             s.conduit = conduitOver(plugin, s.dir);
             s.worker = s.conduit.newWorker(ThreadMode.SINGLE);
             handlers.accept(s.worker);
