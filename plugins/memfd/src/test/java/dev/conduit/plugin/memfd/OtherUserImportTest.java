@@ -28,10 +28,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
 /**
- * An importer that really runs as another user (uid/gid 65534, started through util-linux
- * {@code setpriv}): the fd server's socket is {@code 0600} and the kernel refuses the connection
- * unless {@code memfd.allowed.uids} is set; with it set, {@code SO_PEERCRED} admits only the listed
- * users. Needs root to start a process as another user; CI runs as root.
+ * An importer, and a worker, that really run as another user (uid/gid 65534, started through
+ * util-linux {@code setpriv}). The importer: the fd server's socket is {@code 0600} and the kernel
+ * refuses the connection unless {@code memfd.allowed.uids} is set; with it set,
+ * {@code SO_PEERCRED} admits only the listed users. The worker: workers connect only within one
+ * user. Needs root to start a process as another user; CI runs as root.
  */
 class OtherUserImportTest {
     private static final long SIZE = 64 * 1024;
@@ -145,6 +146,48 @@ class OtherUserImportTest {
         assertThat(probed.exitCode()).as(probed.output()).isZero();
         assertThat(probed.output()).contains("available=true").contains("notHere=MEMORY,AM,RMA,ATOMICS,WAKEUP")
                 .contains("is not writable by this user (uid 0 here, " + OTHER + " in the parent user namespace): make it writable");
+    }
+
+    /**
+     * Workers of two users do not connect, either way, and each side names both uids: the root
+     * host's lease does not open for uid 65534, and the other user's lease, which root could open,
+     * is refused by its owner, since its worker could never open root's lease to tell it alive from
+     * dead (docs/runtime.md, "Host and container": run both as one user). Until this test the rule
+     * was checked with a file system double only, never with a second real user.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void workersOfTwoUsersDoNotConnectEitherWayAndEachSideNamesBothUids() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx")); // both users make their files here
+        try (dev.conduit.spi.Transport host = new MemfdPlugin().openTransport(new TestTransportContext(TestContext.of(shared),
+                (id, h, ho, hl, p, po, pl) -> { }))) {
+            Process other = new ProcessBuilder(wrapped(List.of(), java(ConnectingProcess.class, shared.toString(),
+                    HexFormat.of().formatHex(host.address())))).directory(readable.toFile()).redirectErrorStream(true).start();
+            try (java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(other.getInputStream(),
+                    StandardCharsets.UTF_8))) {
+                List<String> lines = new ArrayList<>();
+                String line;
+                while ((line = out.readLine()) != null) {
+                    lines.add(line);
+                    if (line.startsWith("refused: ") || line.equals("connected")) break;
+                }
+                String address = lines.stream().filter(l -> l.startsWith("address=")).findFirst().orElseThrow(
+                        () -> new AssertionError("the other user's process printed no address: " + lines)).substring("address=".length());
+                assertThat(lines.getLast()).as("the other user's connect to root's worker")
+                        .contains("refused: ").contains("(this process runs as uid " + OTHER + ")")
+                        .contains("workers connect only within one user");
+
+                Throwable refused = org.assertj.core.api.Assertions.catchThrowable(() -> host.connect(
+                        new dev.conduit.spi.PayloadReader(HexFormat.of().parseHex(address)), cause -> { }));
+                assertThat(refused).as("root's connect to the other user's worker").isInstanceOf(dev.conduit.spi.ConduitException.class)
+                        .hasMessageContaining("belongs to uid " + OTHER + ", this worker's to uid 0")
+                        .hasMessageContaining("workers connect only within one user");
+            } finally {
+                other.getOutputStream().close();
+                if (!other.waitFor(30, TimeUnit.SECONDS)) other.destroyForcibly();
+            }
+            assertThat(other.exitValue()).isZero();
+        }
     }
 
     private record Result(int exitCode, String output) {}
