@@ -11,7 +11,7 @@ public final class RuntimeKeys {
 
     public static final ConfigKey<List<String>> TRANSPORTS = ConfigKey.list("transports", List.of(),
             "Plugins to use, most preferred first (e.g. memfd,posix), or ^name,... to use every available plugin but those. "
-                    + "Unset: every available plugin, by priority.");
+                    + "Empty (the default): every available plugin, by priority.");
 
     public static final ConfigKey<String> PLUGIN_PATH = ConfigKey.string("plugin.path", null,
             "Directories of plugin jars, separated by '" + java.io.File.pathSeparator + "'. In each, every sub-directory is one plugin "

@@ -325,11 +325,21 @@ public final class OwnerLease implements AutoCloseable {
     public static boolean isNoLeaseOf(SharedDirectory directory, String name, int user, ErrnoException e) {
         if (isNoLease(e)) return true;
         if (!e.errnoName().equals("EACCES") && !e.errnoName().equals("EPERM")) return false;
+        Integer owner = ownerOf(directory, name);
+        return owner != null && owner != user;
+    }
+
+    /**
+     * The user that owns what has {@code name} in {@code directory} (the link itself, not what it
+     * points to), read without opening it: also when it does not open for this process; null when
+     * that cannot be told.
+     */
+    public static Integer ownerOf(SharedDirectory directory, String name) {
         try {
-            Object owner = Files.getAttribute(directory.path().resolve(name), "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS);
-            return owner instanceof Integer uid && uid != user;
+            return Files.getAttribute(directory.path().resolve(name), "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    instanceof Integer uid ? uid : null;
         } catch (IOException | RuntimeException unknown) {
-            return false;
+            return null;
         }
     }
 

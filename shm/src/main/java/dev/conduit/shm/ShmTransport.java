@@ -350,8 +350,8 @@ public final class ShmTransport implements Transport {
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
                     + e.errnoName() + "); " + SharedDirectory.remedy(e, switch (e.errnoName()) {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";
-                        case "EACCES", "EPERM" -> "the peer worker belongs to another user (this process runs as uid " + libc.getuid()
-                                + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
+                        case "EACCES", "EPERM" -> "the peer worker belongs to another user (" + leaseOwner(leaseName) + "this process runs as uid "
+                                + libc.getuid() + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
                                 + "memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not their workers";
                         default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)";
                     }), e);
@@ -796,7 +796,8 @@ public final class ShmTransport implements Transport {
             case REFUSED_PAST_INBOUND_MAX -> "it keeps the most connections from senders its " + ShmTransportConfig.inboundMaxKey(plugin)
                     + " allows; raise it there, or have senders close the endpoints they no longer use";
             case REFUSED_RING -> "it could not map this connection's bounce ring to read a large message (past its "
-                    + ShmTransportConfig.inboundBounceMaxKey(plugin) + ", or a failure its progress() named), and dropped it";
+                    + ShmTransportConfig.inboundBounceMaxKey(plugin) + ", a failure its progress() named, or the ring's file "
+                    + "truncated under it), and dropped it";
             case REFUSED_NOT_KEPT -> "it does not keep this connection (refused, or forgotten as a dead sender's)";
             case REFUSED_BROKEN_PROTOCOL -> "a record of this connection broke the queue protocol (its progress() named it)";
             default -> "for a reason it gave as " + reason;
@@ -947,6 +948,12 @@ public final class ShmTransport implements Transport {
             if (type.isInstance(t)) return type.cast(t);
         }
         return null;
+    }
+
+    /** "its lease belongs to uid N, " when the lease's owner can be read without opening it, else nothing. */
+    private String leaseOwner(String leaseName) {
+        Integer owner = OwnerLease.ownerOf(directory, leaseName);
+        return owner == null ? "" : "its lease belongs to uid " + Integer.toUnsignedString(owner) + ", ";
     }
 
     /** The longest CONNECT payload: the lease's relative path, its u16 length first. */

@@ -174,7 +174,7 @@ class OtherUserImportTest {
                 String address = lines.stream().filter(l -> l.startsWith("address=")).findFirst().orElseThrow(
                         () -> new AssertionError("the other user's process printed no address: " + lines)).substring("address=".length());
                 assertThat(lines.getLast()).as("the other user's connect to root's worker")
-                        .contains("refused: ").contains("(this process runs as uid " + OTHER + ")")
+                        .contains("refused: ").contains("(its lease belongs to uid 0, this process runs as uid " + OTHER + ")")
                         .contains("workers connect only within one user");
 
                 Throwable refused = org.assertj.core.api.Assertions.catchThrowable(() -> host.connect(
