@@ -147,7 +147,7 @@ if command -v ucx_perftest >/dev/null; then
         peers_ran+=("UCX UCX_TLS=$tls")
     fi
 else
-    missing "UCX: ucx_perftest not installed and could not be installed (apt-get missing, not root, or no package$([ -s "$out/apt.log" ] && echo ": see $out/apt.log"))"
+    missing "UCX: ucx_perftest not installed and could not be installed (apt-get missing, not root, or no package$([ -s "$out/apt.log" ] && echo ": see benchmarks/target/compare/apt.log"))"
 fi
 
 # --- 4. Unix-domain socket, two JVMs -----------------------------------------------------------

@@ -51,10 +51,11 @@ has_rf=0
 has_rff=0
 has_foe=0
 for arg in "$@"; do
+    # JMH takes an option as -name value, -name=value, and with two dashes too.
     case "$arg" in
-        -rf) has_rf=1 ;;
-        -rff) has_rff=1 ;;
-        -foe) has_foe=1 ;;
+        -rf | --rf | -rf=* | --rf=*) has_rf=1 ;;
+        -rff | --rff | -rff=* | --rff=*) has_rff=1 ;;
+        -foe | --foe | -foe=* | --foe=*) has_foe=1 ;;
     esac
 done
 if [ "$has_foe" = 0 ]; then

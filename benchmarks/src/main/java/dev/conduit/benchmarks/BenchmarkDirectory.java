@@ -1,19 +1,21 @@
 package dev.conduit.benchmarks;
 
 import java.io.IOException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.Comparator;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.stream.Stream;
 
 /**
  * The fresh shared directories the benchmarks make under {@code /dev/shm}, one per trial. Each is
- * removed at the trial's tear-down, and, when a run is stopped before that (Ctrl-C, which JMH
- * passes on to its forks), by a shutdown hook: no later run would ever look into a directory of a
- * random name and reclaim what the stopped one left there.
+ * removed at the trial's tear-down, and, when a run is stopped before that (Ctrl-C, which the
+ * terminal sends to the whole process group, JMH's forks included; a fork whose host alone was
+ * ended exits a while later), by a shutdown hook: no later run would ever look into a directory
+ * of a random name and reclaim what the stopped one left there.
  */
 final class BenchmarkDirectory {
 
@@ -48,16 +50,33 @@ final class BenchmarkDirectory {
         LIVE.remove(dir);
     }
 
+    /**
+     * Walks {@code dir} bottom-up deleting what it finds; files another process or thread removes
+     * meanwhile (a runtime's own close, a dying peer's) are skipped, not an error.
+     */
     private static void deleteRecursively(Path dir) throws IOException {
-        try (Stream<Path> paths = Files.walk(dir)) {
-            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (NoSuchFileException ignored) {
-                    // removed by a runtime's own close meanwhile
+        try {
+            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attributes) throws IOException {
+                    Files.deleteIfExists(file);
+                    return FileVisitResult.CONTINUE;
                 }
-            }
-        } catch (NoSuchFileException ignored) {
+
+                @Override
+                public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
+                    if (e instanceof NoSuchFileException) return FileVisitResult.CONTINUE;
+                    throw e;
+                }
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path directory, IOException e) throws IOException {
+                    if (e != null && !(e instanceof NoSuchFileException)) throw e;
+                    Files.deleteIfExists(directory);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (NoSuchFileException gone) {
             // already gone
         }
     }

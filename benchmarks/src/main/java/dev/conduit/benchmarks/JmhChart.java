@@ -62,6 +62,9 @@ public final class JmhChart {
         } catch (IOException e) {
             System.err.println("JmhChart: " + e.getMessage());
             System.exit(1);
+        } catch (RuntimeException e) { // malformed JSON, or a result without the members JMH writes
+            System.err.println("JmhChart: " + in + " is not a JMH JSON result: " + e);
+            System.exit(1);
         }
     }
 

@@ -100,7 +100,8 @@ public class LocalHopBenchmark {
                 if (i >= 1_000) java.util.concurrent.locks.LockSupport.parkNanos(10_000);
             }
             if (pongs != 1) {
-                throw new IllegalStateException("no pong to one ping of " + size + " bytes over " + plugin + " within about a second");
+                throw new IllegalStateException("no pong to one ping of " + size + " bytes over " + plugin + " in 100,000 rounds of "
+                        + "progress (seconds)");
             }
         } catch (RuntimeException | Error e) {
             try {

@@ -351,7 +351,7 @@ public final class ShmTransport implements Transport {
                     + e.errnoName() + "); " + SharedDirectory.remedy(e, switch (e.errnoName()) {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";
                         case "EACCES", "EPERM" -> "the peer worker belongs to another user (" + leaseOwner(leaseName) + "this process runs as uid "
-                                + libc.getuid() + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
+                                + Integer.toUnsignedString(libc.getuid()) + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
                                 + "memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not their workers";
                         default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)";
                     }), e);
@@ -363,7 +363,8 @@ public final class ShmTransport implements Transport {
                 // A root sender could open another user's worker's files; that worker could never open its lease, and so never
                 // tell it alive from dead (OwnerLease#isNoLeaseOf takes it for gone). Workers connect only within one user.
                 throw new ConduitException(plugin + ": cannot connect to the peer: its lease " + directory.path().resolve(leaseName)
-                        + " belongs to uid " + owner + ", this worker's to uid " + user + ": workers connect only within one user "
+                        + " belongs to uid " + Integer.toUnsignedString(owner) + ", this worker's to uid " + Integer.toUnsignedString(user)
+                        + ": workers connect only within one user "
                         + "(memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not their workers)");
             }
             if (!peerLease.ownerAlive()) throw new PeerFailedException(plugin + ": the peer is dead (its lease " + leaseName + " is not held)");

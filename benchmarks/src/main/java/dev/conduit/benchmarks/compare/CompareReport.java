@@ -219,8 +219,8 @@ public final class CompareReport {
         if (lat) {
             return v < 10 ? String.format(Locale.ROOT, "%.3f µs", v) : String.format(Locale.ROOT, "%,.1f µs", v);
         }
-        // A stream slowed to under 10 MB/s keeps a decimal: a "0 MB/s" beside a ratio reads as an error.
-        return String.format(Locale.ROOT, v < 10 ? "%.1f MB/s" : "%,.0f MB/s", v);
+        // A stream slowed to under 10 MB/s keeps two significant digits: a "0 MB/s" beside a ratio reads as an error.
+        return v < 9.5 ? String.format(Locale.ROOT, "%.2g MB/s", v) : String.format(Locale.ROOT, "%,.0f MB/s", v);
     }
 
     /** Two significant digits below 1 (a Unix socket's 0.004× is not 0.00×), two decimals up to 10, none above. */

@@ -163,17 +163,26 @@ class OtherUserImportTest {
                 (id, h, ho, hl, p, po, pl) -> { }))) {
             Process other = new ProcessBuilder(wrapped(List.of(), java(ConnectingProcess.class, shared.toString(),
                     HexFormat.of().formatHex(host.address())))).directory(readable.toFile()).redirectErrorStream(true).start();
-            try (java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(other.getInputStream(),
-                    StandardCharsets.UTF_8))) {
-                List<String> lines = new ArrayList<>();
-                String line;
-                while ((line = out.readLine()) != null) {
-                    lines.add(line);
-                    if (line.startsWith("refused: ") || line.equals("connected")) break;
+            // Read on a thread of its own: a blocked read ignores the test's timeout, and the child waits on its input.
+            java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+            Thread reader = Thread.ofPlatform().daemon().start(() -> {
+                try (java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(other.getInputStream(),
+                        StandardCharsets.UTF_8))) {
+                    for (String line; (line = out.readLine()) != null; ) lines.add(line);
+                } catch (IOException ended) {
+                    // the child is gone
                 }
-                String address = lines.stream().filter(l -> l.startsWith("address=")).findFirst().orElseThrow(
-                        () -> new AssertionError("the other user's process printed no address: " + lines)).substring("address=".length());
-                assertThat(lines.getLast()).as("the other user's connect to root's worker")
+            });
+            try {
+                List<String> seen = new ArrayList<>();
+                while (!seen.contains("connected") && seen.stream().noneMatch(l -> l.startsWith("refused: "))) {
+                    String line = lines.poll(60, TimeUnit.SECONDS);
+                    if (line == null) throw new AssertionError("the other user's process said no more within 60 s: " + seen);
+                    seen.add(line);
+                }
+                String address = seen.stream().filter(l -> l.startsWith("address=")).findFirst().orElseThrow(
+                        () -> new AssertionError("the other user's process printed no address: " + seen)).substring("address=".length());
+                assertThat(seen.getLast()).as("the other user's connect to root's worker")
                         .contains("refused: ").contains("(its lease belongs to uid 0, this process runs as uid " + OTHER + ")")
                         .contains("workers connect only within one user");
 
@@ -183,10 +192,15 @@ class OtherUserImportTest {
                         .hasMessageContaining("belongs to uid " + OTHER + ", this worker's to uid 0")
                         .hasMessageContaining("workers connect only within one user");
             } finally {
-                other.getOutputStream().close();
-                if (!other.waitFor(30, TimeUnit.SECONDS)) other.destroyForcibly();
+                other.getOutputStream().close(); // its cue to close its transport and end
+                if (!other.waitFor(30, TimeUnit.SECONDS)) {
+                    other.descendants().forEach(ProcessHandle::destroyForcibly);
+                    other.destroyForcibly();
+                    other.waitFor(30, TimeUnit.SECONDS);
+                }
+                reader.join(TimeUnit.SECONDS.toMillis(30));
             }
-            assertThat(other.exitValue()).isZero();
+            assertThat(other.exitValue()).as("the other user's process, ended by its closed input").isZero();
         }
     }
 
