@@ -158,10 +158,22 @@ class OtherUserImportTest {
     @Test
     @Timeout(120) // a hang guard, not a speed check
     void workersOfTwoUsersDoNotConnectEitherWayAndEachSideNamesBothUids() throws Exception {
+        workersOfRootAndAnotherUserDoNotConnect(OTHER);
+    }
+
+    /** The same with a uid of 2^31 or more, which Java's int holds as a negative number: each side names it unsigned. */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void aUidOf2To31OrMoreIsNamedUnsigned() throws Exception {
+        workersOfRootAndAnotherUserDoNotConnect((int) 3_000_000_000L);
+    }
+
+    private void workersOfRootAndAnotherUserDoNotConnect(int uid) throws Exception {
+        String otherUid = Integer.toUnsignedString(uid);
         Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx")); // both users make their files here
         try (dev.conduit.spi.Transport host = new MemfdPlugin().openTransport(new TestTransportContext(TestContext.of(shared),
                 (id, h, ho, hl, p, po, pl) -> { }))) {
-            Process other = new ProcessBuilder(wrapped(List.of(), java(ConnectingProcess.class, shared.toString(),
+            Process other = new ProcessBuilder(wrapped(uid, List.of(), java(ConnectingProcess.class, shared.toString(),
                     HexFormat.of().formatHex(host.address())))).directory(readable.toFile()).redirectErrorStream(true).start();
             // Read on a thread of its own: a blocked read ignores the test's timeout, and the child waits on its input.
             java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
@@ -183,13 +195,13 @@ class OtherUserImportTest {
                 String address = seen.stream().filter(l -> l.startsWith("address=")).findFirst().orElseThrow(
                         () -> new AssertionError("the other user's process printed no address: " + seen)).substring("address=".length());
                 assertThat(seen.getLast()).as("the other user's connect to root's worker")
-                        .contains("refused: ").contains("(its lease belongs to uid 0, this process runs as uid " + OTHER + ")")
+                        .contains("refused: ").contains("(its lease belongs to uid 0, this process runs as uid " + otherUid + ")")
                         .contains("workers connect only within one user");
 
                 Throwable refused = org.assertj.core.api.Assertions.catchThrowable(() -> host.connect(
                         new dev.conduit.spi.PayloadReader(HexFormat.of().parseHex(address)), cause -> { }));
                 assertThat(refused).as("root's connect to the other user's worker").isInstanceOf(dev.conduit.spi.ConduitException.class)
-                        .hasMessageContaining("belongs to uid " + OTHER + ", this worker's to uid 0")
+                        .hasMessageContaining("belongs to uid " + otherUid + ", this worker's to uid 0")
                         .hasMessageContaining("workers connect only within one user");
             } finally {
                 other.getOutputStream().close(); // its cue to close its transport and end
@@ -233,7 +245,13 @@ class OtherUserImportTest {
 
     /** {@code command} through {@code wrapper}, all as uid 65534. */
     private static List<String> wrapped(List<String> wrapper, List<String> command) {
-        List<String> all = new ArrayList<>(List.of("setpriv", "--reuid=" + OTHER, "--regid=" + OTHER, "--clear-groups", "--"));
+        return wrapped(OTHER, wrapper, command);
+    }
+
+    /** {@code command} through {@code wrapper}, all as {@code uid} (unsigned) and its own group. */
+    private static List<String> wrapped(int uid, List<String> wrapper, List<String> command) {
+        String id = Integer.toUnsignedString(uid);
+        List<String> all = new ArrayList<>(List.of("setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups", "--"));
         all.addAll(wrapper);
         all.addAll(command);
         return all;
