@@ -131,11 +131,26 @@ public abstract class TransportContract extends PluginContract {
 
     /** Progresses both transports until {@code done}; fails after {@link #progressGuard()}. */
     private void progressUntil(String what, BooleanSupplier done, Transport... transports) {
+        progressUntil(() -> what, done, transports);
+    }
+
+    /** The same, {@code what} said as it is when the guard runs out (a count of what arrived by then, say). */
+    private void progressUntil(java.util.function.Supplier<String> what, BooleanSupplier done, Transport... transports) {
         long deadline = System.nanoTime() + progressGuard().toNanos();
         while (!done.getAsBoolean()) {
             for (Transport t : transports) t.progress();
-            if (System.nanoTime() > deadline) throw new AssertionError("no progress for " + progressGuard() + " waiting for: " + what);
+            if (System.nanoTime() > deadline) throw new AssertionError("no progress for " + progressGuard() + " waiting for: " + what.get());
         }
+    }
+
+    /** What arrived of messages numbered from 0: how many, and the first number missing from them. */
+    private static String arrived(Inbox inbox) {
+        java.util.Set<Integer> ids = new java.util.HashSet<>();
+        for (Inbox.Received m : inbox.messages) ids.add(m.id());
+        int missing = 0;
+        while (ids.contains(missing)) missing++;
+        return inbox.size() + " arrived, the first missing is message " + missing
+                + " (a message trySend accepted must arrive: when the peer's queue is full, trySend returns false)";
     }
 
     private void sendWhenAccepted(TransportEndpoint ep, int id, MemorySegment header, MemorySegment payload, Transport... transports) {
@@ -204,7 +219,7 @@ public abstract class TransportContract extends PluginContract {
         for (int i = 0; i < count; i++) {
             sendWhenAccepted(ep, i, messages.header(i), messages.payload(i), receiver, sender);
         }
-        progressUntil(count + " messages delivered (" + inbox.size() + " so far)", () -> inbox.size() >= count, receiver, sender);
+        progressUntil(() -> count + " messages delivered (" + arrived(inbox) + ")", () -> inbox.size() >= count, receiver, sender);
         for (int i = 0; i < 1000; i++) {
             receiver.progress();
             sender.progress();
@@ -243,7 +258,7 @@ public abstract class TransportContract extends PluginContract {
             int id = i;
             retryUntilAccepted(id, () -> ep.trySend(id, headerBuffer, headerAt, headerLength, buffer, payloadAt, size), receiver, sender);
         }
-        progressUntil(count + " messages delivered (" + inbox.size() + " so far)", () -> inbox.size() >= count, receiver, sender);
+        progressUntil(() -> count + " messages delivered (" + arrived(inbox) + ")", () -> inbox.size() >= count, receiver, sender);
         messages.expectDelivered(inbox, count, i -> switch (i % 3) {
             case 0 -> ", sent as ranges of one buffer";
             case 1 -> ", sent as ranges of two buffers";
@@ -264,7 +279,8 @@ public abstract class TransportContract extends PluginContract {
             accepted++;
             sent += payload.byteSize();
             assertThat(sent).as("bytes accepted while the receiver never progressed: the transport must refuse (trySend false) "
-                    + "when its peer's queue is full rather than queue without bound").isLessThanOrEqualTo(backpressureBound());
+                    + "when its peer's queue is full, rather than queue without bound or drop what does not fit")
+                    .isLessThanOrEqualTo(backpressureBound());
         }
         int acceptedBeforeFull = accepted;
         progressUntil(acceptedBeforeFull + " accepted messages delivered", () -> inbox.size() >= acceptedBeforeFull, receiver, sender);
@@ -302,6 +318,32 @@ public abstract class TransportContract extends PluginContract {
                     .as("connecting to an address cut to %d of its %d bytes", length, address.length)
                     .isInstanceOf(ConduitException.class).hasMessageNotContaining("null");
         }
+        byte[] longer = Arrays.copyOf(address, address.length + 1);
+        assertThat(catchThrowable(() -> sender.connect(new PayloadReader(longer), cause -> { }).close()))
+                .as("connecting to an address of %d bytes with a byte after its end (PayloadReader#end checks there is none)",
+                        address.length).isInstanceOf(ConduitException.class).hasMessageNotContaining("null");
+    }
+
+    /**
+     * A message that {@code trySend} accepted is delivered also when its endpoint is closed before
+     * the peer read it ({@link TransportEndpoint#close()}): the runtime closes an endpoint as soon
+     * as its local queue is empty, not when the peer has read everything.
+     */
+    @Test
+    public void messagesAcceptedBeforeTheEndpointClosesAreDelivered() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        sendWhenAccepted(ep, 0, MemorySegment.NULL, Patterns.segment(64, 0), receiver, sender); // connected (wired up, if it must be)
+        int count = 1;
+        while (count < 64 && ep.trySend(count, MemorySegment.NULL, Patterns.segment(64, count))) count++; // the receiver reads none of these
+        int accepted = count;
+        ep.close();
+        progressUntil(() -> accepted + " messages accepted before the endpoint closed, delivered (" + arrived(inbox) + ")",
+                () -> inbox.size() >= accepted, receiver, sender);
+        assertThat(inbox.messages).extracting(Inbox.Received::id).as("ids delivered")
+                .containsExactlyElementsOf(java.util.stream.IntStream.range(0, accepted).boxed().toList());
     }
 
     @Test

@@ -90,6 +90,22 @@ final class BrokenPlugins {
         }
     }
 
+    /** Drops, when an endpoint closes, what it sent that the peer has not read yet. */
+    public static final class DropsOnEndpointClose extends LoopbackPlugin {
+        @Override
+        boolean deliversAfterEndpointClose() {
+            return false;
+        }
+    }
+
+    /** Takes an address with bytes after its last field for a good one. */
+    public static final class AcceptsTrailingBytes extends LoopbackPlugin {
+        @Override
+        boolean refusesTrailingBytes() {
+            return false;
+        }
+    }
+
     /** Never tells the runtime that a peer went away. */
     public static final class HidesPeerDeath extends LoopbackPlugin {
         @Override
@@ -519,6 +535,20 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new NeverRefuses();
+        }
+    }
+
+    public static final class DropsOnEndpointCloseSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new DropsOnEndpointClose();
+        }
+    }
+
+    public static final class AcceptsTrailingBytesSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new AcceptsTrailingBytes();
         }
     }
 

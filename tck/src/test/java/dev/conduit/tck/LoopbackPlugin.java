@@ -129,6 +129,16 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** Whether closing an endpoint keeps what it sent and the peer has not read yet (a broken fixture drops it). */
+    boolean deliversAfterEndpointClose() {
+        return true;
+    }
+
+    /** Whether connect refuses an address with bytes after its last field. */
+    boolean refusesTrailingBytes() {
+        return true;
+    }
+
     /** Hands one message to the receiver's queue; the MULTI fixture overrides it to do so unsafely. */
     void enqueue(LoopbackEndpoint from, Message message) {
         from.target.offer(message);
@@ -167,6 +177,11 @@ public class LoopbackPlugin implements ConduitPlugin {
             if (messagesWake()) wake.release();
         }
 
+        synchronized void dropQueued() {
+            queue.clear();
+            queuedBytes = 0;
+        }
+
         private synchronized Message poll() {
             Message m = queue.poll();
             if (m != null) queuedBytes -= m.bytes();
@@ -181,7 +196,7 @@ public class LoopbackPlugin implements ConduitPlugin {
         @Override
         public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) {
             long peer = peerAddress.u64("transport");
-            peerAddress.end("end");
+            if (refusesTrailingBytes()) peerAddress.end("end");
             LoopbackTransport target = TRANSPORTS.get(peer);
             if (target == null && !provesReachability()) {
                 // Assumes the peer is there: the endpoint's messages go to a transport nobody reads.
@@ -290,6 +305,7 @@ public class LoopbackPlugin implements ConduitPlugin {
         @Override
         public void close() {
             closed = true;
+            if (!deliversAfterEndpointClose()) target.dropQueued();
         }
     }
 }
