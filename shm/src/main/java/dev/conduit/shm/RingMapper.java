@@ -10,7 +10,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -26,6 +25,9 @@ import java.util.concurrent.locks.LockSupport;
  * forgot meanwhile (a process that writes the queue wrote over the record that waited).
  */
 final class RingMapper {
+
+    /** How long a retry's delay parks at a time before it looks whether it was cancelled. */
+    private static final long DELAY_SLICE_NANOS = 1_000_000;
 
     private final ThreadPoolExecutor executor;
 
@@ -48,15 +50,14 @@ final class RingMapper {
      */
     CompletableFuture<ChunkMapping> map(IpcImporter importer, byte[] export, long ringLength, long delayNanos) {
         CompletableFuture<ChunkMapping> ring = new CompletableFuture<>();
-        AtomicReference<Thread> delaying = new AtomicReference<>();
         Runnable task = () -> {
             try {
-                delaying.set(Thread.currentThread());
+                // In slices, looking whether it was cancelled meanwhile: a cancelled retry ends its delay within one, so that
+                // the next mapping does not wait behind it.
                 for (long until = System.nanoTime() + delayNanos; delayNanos > 0 && until - System.nanoTime() > 0 && !ring.isDone(); ) {
-                    LockSupport.parkNanos(until - System.nanoTime());
+                    LockSupport.parkNanos(Math.min(until - System.nanoTime(), DELAY_SLICE_NANOS));
                     if (Thread.interrupted()) throw new CancellationException("the worker closed");
                 }
-                delaying.set(null);
                 if (ring.isDone()) return; // cancelled before or during its delay: never made
                 ChunkMapping mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
                 if (!ring.complete(mapping)) mapping.close(); // cancelled meanwhile: nobody takes it
@@ -66,18 +67,12 @@ final class RingMapper {
                 // Throwable: a checked one (an importer in another JVM language) would otherwise end the thread and leave
                 // the future, and the large message waiting at the head for it, for ever.
                 ring.completeExceptionally(new CompletionException(e));
-            } finally {
-                delaying.set(null);
             }
         };
         // A process that writes the queue can have the ring a large message waits for forgotten (a CLOSE written over
-        // it) and another one started, as often as it likes: a cancelled mapping leaves the queue, with its announcement,
-        // and a retry waiting out its delay ends it at once, so that the next mapping does not wait behind it.
+        // it) and another one started, as often as it likes: a cancelled mapping leaves the queue, with its announcement.
         ring.whenComplete((mapping, failure) -> {
-            if (!ring.isCancelled()) return;
-            executor.remove(task);
-            Thread thread = delaying.get();
-            if (thread != null) LockSupport.unpark(thread);
+            if (ring.isCancelled()) executor.remove(task);
         });
         executor.execute(task);
         return ring;
