@@ -1,29 +1,115 @@
 package dev.conduit.tck;
 
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.Transport;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 
-/** A message sink that copies out every message it is given, in arrival order. */
+/**
+ * A message sink that copies out every message it is given, in arrival order. Once it knows the
+ * transport it belongs to ({@link #deliveredOnlyInsideProgressOf}), it also checks that every
+ * message arrives inside that transport's {@code progress()}, called by the TCK on the delivering
+ * thread ({@link #calling}): a message delivered anywhere else (from {@code trySend}, from a thread
+ * of the plugin's own) makes every later look at the inbox fail, saying where it arrived.
+ */
 final class Inbox implements MessageSink {
 
     record Received(int id, byte[] header, byte[] payload) {
     }
 
-    final List<Received> messages = new CopyOnWriteArrayList<>();
+    /** A call into the plugin that may throw what its body throws. */
+    @FunctionalInterface
+    interface Call<T, E extends Exception> {
+        T call() throws E;
+    }
+
+    /** What the TCK is calling on this thread now: a transport (its {@code progress()}), or the name of another call. */
+    private static final ThreadLocal<Object> CALLING = new ThreadLocal<>();
+
+    private final List<Received> messages = new CopyOnWriteArrayList<>();
+    private volatile Transport receiver;
+    private volatile Predicate<Thread> testThreads = t -> false;
+    /** The first delivery made outside the receiver's progress(), said as the failure says it. */
+    private final AtomicReference<String> misdelivery = new AtomicReference<>();
+    /** Whether a look at the inbox already failed for it: the check after the test then does not say it again. */
+    private volatile boolean misdeliveryReported;
+
+    /** Runs {@code call} marked as {@code what} on this thread: a transport for its progress(), else the call's name. */
+    static <T, E extends Exception> T calling(Object what, Call<T, E> call) throws E {
+        Object before = CALLING.get();
+        CALLING.set(what);
+        try {
+            return call.call();
+        } finally {
+            CALLING.set(before);
+        }
+    }
+
+    /** Calls {@code transport.progress()}, marked so that its deliveries are known to be made there. */
+    static int progress(Transport transport) {
+        return calling(transport, transport::progress);
+    }
+
+    /**
+     * From now on, a message is accepted only inside {@code progress()} of {@code transport}, the
+     * transport this sink was given to; {@code testThreads} tells the test's own threads (a delivery on
+     * one of them outside any marked call) from the plugin's.
+     */
+    void deliveredOnlyInsideProgressOf(Transport transport, Predicate<Thread> testThreads) {
+        this.testThreads = testThreads;
+        this.receiver = transport;
+    }
 
     @Override
     public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                           MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+        Transport expected = receiver;
+        Object calling = CALLING.get();
+        if (expected != null && calling != expected) misdelivery.compareAndSet(null, misdelivered(id, calling));
         messages.add(new Received(id,
                 headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE),
                 payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE)));
     }
 
+    private String misdelivered(int id, Object calling) {
+        Thread thread = Thread.currentThread();
+        String where;
+        if (calling instanceof Transport) {
+            where = "inside the progress() of another transport (the sender's)";
+        } else if (calling != null) {
+            where = "from inside " + calling + ", outside progress()";
+        } else if (testThreads.test(thread)) {
+            where = "outside progress() (a thread of the test, in a call other than progress())";
+        } else {
+            where = "outside progress() (a thread of the plugin's own: the TCK never calls the transport there)";
+        }
+        return "the transport delivered message " + id + " on thread '" + thread.getName() + "' " + where
+                + ": a transport hands messages to its MessageSink only inside its own progress(), on the thread that calls it "
+                + "(never from a thread of its own, never from trySend): the runtime's thread modes and handlers rely on it";
+    }
+
+    /** The messages delivered so far, in order; fails when one was delivered outside the receiver's progress(). */
+    List<Received> messages() {
+        String wrong = misdelivery.get();
+        if (wrong != null) {
+            misdeliveryReported = true;
+            throw new AssertionError(wrong);
+        }
+        return messages;
+    }
+
+    /** After the test: fails for a delivery outside progress() that no look at the inbox has failed for yet. */
+    void checkDeliveredOnlyInsideProgress() {
+        String wrong = misdelivery.get();
+        if (wrong != null && !misdeliveryReported) throw new AssertionError(wrong);
+    }
+
     int size() {
-        return messages.size();
+        return messages().size();
     }
 }

@@ -32,6 +32,8 @@ import java.util.TreeSet;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -53,6 +55,13 @@ import static org.assertj.core.api.Assertions.assertThat;
  * with its own {@code @Timeout} replaces it. Threads a test started, and the test's own thread when it
  * timed out, are interrupted and joined (for at most {@link #progressGuard()}) before what the test
  * opened is closed, and once more after; one still running then fails the test with its stack.
+ *
+ * <p>Every thread the plugin started during a test must end once what the test opened is closed
+ * ({@code close} stops them): one still alive {@link #progressGuard()} after the close fails the
+ * test, named with its daemon status and its stack. The test method runs on a thread of a thread
+ * group of its own, which every thread started from it inherits, the plugin's and the runtime's,
+ * and their threads' threads: so the TCK tells them from the JDK's (in the JDK's own groups, or
+ * the common pool's), JUnit's and those of other tests running in the same JVM (in theirs).
  */
 @Timeout(value = PluginContract.TEST_TIMEOUT_MINUTES, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 @ExtendWith(PluginContract.TestThreads.class)
@@ -67,6 +76,8 @@ public abstract class PluginContract {
     private final List<Thread> threads = new CopyOnWriteArrayList<>();
     private final List<ExecutorService> executors = new CopyOnWriteArrayList<>();
     private volatile boolean ending;
+    /** The group of the thread that runs the test method, inherited by every thread started from it: what the test started. */
+    private volatile ThreadGroup testThreadGroup;
     private Path sharedDirectory;
     private Set<String> filesBefore;
 
@@ -93,8 +104,8 @@ public abstract class PluginContract {
     }
 
     /**
-     * How long a test waits for progress it expects (a message, a failure, a wake-up) before it
-     * fails: a guard against hangs, never a speed check.
+     * How long a test waits for progress it expects (a message, a failure, a wake-up, the plugin's
+     * threads ending after the close) before it fails: a guard against hangs, never a speed check.
      */
     protected Duration progressGuard() {
         return Duration.ofSeconds(60);
@@ -103,6 +114,7 @@ public abstract class PluginContract {
     @BeforeEach
     final void openSharedDirectory() throws IOException {
         ending = false;
+        testThreadGroup = null;
         threads.removeIf(t -> !t.isAlive()); // a subclass may keep one instance for all its tests
         sharedDirectory = newSharedDirectory();
         filesBefore = listing(sharedDirectory);
@@ -117,7 +129,10 @@ public abstract class PluginContract {
             stopTestThreads(progressGuard());
             for (AutoCloseable c : opened.reversed()) {
                 try {
-                    c.close();
+                    Inbox.calling("close()", () -> {
+                        c.close();
+                        return null;
+                    });
                 } catch (Exception e) {
                     failure = add(failure, e);
                 }
@@ -131,6 +146,13 @@ public abstract class PluginContract {
                         + "plugin that does not return (the SPI's calls never block, or bound what they wait for):"
                         + alive.stream().map(t -> "\n  " + t.getName() + " in " + t.getState() + Arrays.stream(t.getStackTrace())
                                 .map(e -> "\n      at " + e).collect(Collectors.joining())).collect(Collectors.joining())));
+            }
+            List<Thread> left = threadsTheTestStartedStillAlive(progressGuard());
+            if (!left.isEmpty()) {
+                failure = add(failure, new AssertionError(left.size() + " thread(s) started during the test (by the plugin, or by the "
+                        + "runtime for it) still alive " + progressGuard() + " after everything the test opened was closed: close() stops "
+                        + "every thread the plugin started, and its threads are daemon threads (one left running keeps the "
+                        + "application's JVM from exiting):" + left.stream().map(PluginContract::describe).collect(Collectors.joining())));
             }
             Set<String> after = listing(sharedDirectory);
             after.removeAll(filesBefore);
@@ -174,6 +196,52 @@ public abstract class PluginContract {
         return threads.stream().filter(Thread::isAlive).toList();
     }
 
+    /**
+     * The threads started during the test, from its method's thread or from threads it started, that
+     * are still alive, waiting at most {@code bound} for them to end (a thread may end a moment after
+     * the close that stopped it). Not the test's own threads (joined above), nor threads of the JDK's
+     * common pool, which the JDK makes in the current group and keeps for later users.
+     */
+    private List<Thread> threadsTheTestStartedStillAlive(Duration bound) throws InterruptedException {
+        ThreadGroup group = testThreadGroup;
+        if (group == null) return List.of(); // the test method never ran
+        long deadline = System.nanoTime() + bound.toNanos();
+        while (true) {
+            Thread[] found = new Thread[group.activeCount() + 16];
+            int count = group.enumerate(found, true);
+            List<Thread> alive = Arrays.stream(found, 0, count)
+                    .filter(t -> t.isAlive() && !threads.contains(t) && !ofTheCommonPool(t)).toList();
+            if (alive.isEmpty() || System.nanoTime() - deadline > 0) return alive;
+            Thread.sleep(10);
+        }
+    }
+
+    /**
+     * Whether {@code t} is a thread of the JDK's common pool: its workers are in a group of the JDK's,
+     * but its delay scheduler (the timer of {@code CompletableFuture.orTimeout} and {@code delayedExecutor})
+     * is made in the group of the thread that first needs it, and lives as long as the JVM.
+     */
+    private static boolean ofTheCommonPool(Thread t) {
+        if (t instanceof ForkJoinWorkerThread worker) return worker.getPool() == ForkJoinPool.commonPool();
+        return t.getClass().getName().equals("java.util.concurrent.DelayScheduler") && t.getName().startsWith("ForkJoinPool.commonPool-");
+    }
+
+    /** A thread left running: its name, whether it is a daemon, its state and the top of its stack. */
+    private static String describe(Thread t) {
+        StackTraceElement[] stack = t.getStackTrace();
+        ThreadGroup group = t.getThreadGroup(); // null once it ended
+        int shown = Math.min(stack.length, 12);
+        return "\n  '" + t.getName() + "' (" + (t.isDaemon() ? "a daemon" : "not a daemon")
+                + (group == null ? "" : ", group '" + group.getName() + "'") + ") in " + t.getState()
+                + Arrays.stream(stack, 0, shown).map(e -> "\n      at " + e).collect(Collectors.joining())
+                + (stack.length > shown ? "\n      ... " + (stack.length - shown) + " more" : "");
+    }
+
+    /** Whether {@code t} is a thread of the test's own (its method's, or one it started through {@link #startTestThread}). */
+    final boolean startedByTheTest(Thread t) {
+        return threads.contains(t);
+    }
+
     /** Starts {@code body} on a platform thread that the test's end interrupts and joins ({@link #testEnding()}). */
     final Thread startTestThread(String name, Runnable body) {
         Thread t = Thread.ofPlatform().name(name).unstarted(body);
@@ -199,21 +267,40 @@ public abstract class PluginContract {
     }
 
     /**
-     * Records the thread that runs each test method ({@link Timeout.ThreadMode#SEPARATE_THREAD}: one of
-     * JUnit's, which JUnit abandons when the timeout fires), so that the test's end joins it too.
+     * Runs each test method on a thread of a new thread group ({@link #testThreadGroup}), which every
+     * thread started from it inherits, and records that thread, so that the test's end joins it too:
+     * JUnit's thread ({@link Timeout.ThreadMode#SEPARATE_THREAD}) waits for it, and is abandoned with it
+     * when the timeout fires.
      */
     static final class TestThreads implements InvocationInterceptor {
         @Override
         public void interceptTestMethod(Invocation<Void> invocation, ReflectiveInvocationContext<Method> context,
                                         ExtensionContext extensionContext) throws Throwable {
             PluginContract test = (PluginContract) extensionContext.getRequiredTestInstance();
-            Thread current = Thread.currentThread();
-            test.threads.add(current);
+            ThreadGroup group = new ThreadGroup("tck " + context.getExecutable().getName());
+            test.testThreadGroup = group;
+            Throwable[] thrown = new Throwable[1];
+            // Not a daemon, as an application's main thread is not: a plugin thread made with new Thread() inherits that,
+            // and a leak report then says the thread would keep the JVM from exiting.
+            Thread body = Thread.ofPlatform().group(group).daemon(false).name("tck-test " + context.getExecutable().getName())
+                    .unstarted(() -> {
+                        try {
+                            invocation.proceed();
+                        } catch (Throwable e) {
+                            thrown[0] = e;
+                        }
+                    });
+            test.threads.add(body);
+            body.start();
             try {
-                invocation.proceed();
-            } finally {
-                test.threads.remove(current);
+                body.join();
+            } catch (InterruptedException e) {
+                // JUnit gave up on the test: its end interrupts and joins the body, still recorded.
+                body.interrupt();
+                throw e;
             }
+            test.threads.remove(body);
+            if (thrown[0] != null) throw thrown[0];
         }
     }
 

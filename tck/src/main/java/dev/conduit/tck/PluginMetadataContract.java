@@ -294,7 +294,7 @@ public abstract class PluginMetadataContract extends PluginContract {
                     turns.call("the receiver's progress()", receiver::progress);
                     turns.call("the sender's progress()", sender::progress);
                 }
-                assertThat(inbox.messages).extracting(Inbox.Received::id).as("ids delivered, calls made from threads in turn")
+                assertThat(inbox.messages()).extracting(Inbox.Received::id).as("ids delivered, calls made from threads in turn")
                         .containsExactlyElementsOf(java.util.stream.IntStream.range(0, 200).boxed().toList());
             }
         } finally {

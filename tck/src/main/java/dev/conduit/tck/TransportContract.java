@@ -17,6 +17,7 @@ import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportEndpoint;
 import dev.conduit.tck.internal.Patterns;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -41,8 +42,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The contract of a transport ({@link Capability#AM}): connect, ordered exactly-once delivery,
- * backpressure, peer death, close, malformed addresses, wakeup ({@link Capability#WAKEUP}); then
- * the same plugin under the runtime: a {@code MULTI} worker used from several threads, peer failure,
+ * every message delivered inside the receiver's {@code progress()} (never from {@code trySend},
+ * never from a thread of the plugin's own: a failure names the message, the thread and where it
+ * came), backpressure, peer death, close, malformed addresses, wakeup ({@link Capability#WAKEUP});
+ * then the same plugin under the runtime: a {@code MULTI} worker used from several threads, peer failure,
  * RMA ({@link Capability#RMA}, {@link Capability#ATOMICS}).
  *
  * <p>Two transports of the plugin in this JVM talk to each other, as two processes' would.
@@ -77,8 +80,29 @@ public abstract class TransportContract extends PluginContract {
         requireOfferedHere(plugin, capability);
     }
 
+    /** The inboxes of the transports this test opened, each checked after the test for a delivery outside progress(). */
+    private final List<Inbox> inboxes = new CopyOnWriteArrayList<>();
+
+    /**
+     * A transport delivering to {@code inbox}, which from then on takes messages only inside that
+     * transport's progress() (called through {@link Inbox#progress}): a delivery anywhere else fails
+     * the test where it next looks at the inbox, or after it.
+     */
     private Transport open(Inbox inbox) {
-        return closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, inbox)));
+        Transport transport = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, inbox)));
+        inbox.deliveredOnlyInsideProgressOf(transport, this::startedByTheTest);
+        inboxes.add(inbox);
+        return transport;
+    }
+
+    /** Also a test that never looks at what arrived fails for a message delivered outside progress(). */
+    @AfterEach
+    final void everyMessageWasDeliveredInsideProgress() {
+        try {
+            for (Inbox inbox : inboxes) inbox.checkDeliveredOnlyInsideProgress();
+        } finally {
+            inboxes.clear();
+        }
     }
 
     private static TransportEndpoint connect(Transport from, Transport to, EndpointEvents events) {
@@ -120,7 +144,7 @@ public abstract class TransportContract extends PluginContract {
         /** Messages 0 to {@code count - 1} arrived in order, intact; {@code how} says how message i was sent, for the failure. */
         void expectDelivered(Inbox inbox, int count, IntFunction<String> how) {
             for (int i = 0; i < count; i++) {
-                Inbox.Received m = inbox.messages.get(i);
+                Inbox.Received m = inbox.messages().get(i);
                 String sent = how.apply(i);
                 assertThat(m.id()).as("id of message %d%s (order)", i, sent).isEqualTo(i);
                 assertThat(m.header()).as("header of message %d%s", i, sent).isEqualTo(Patterns.bytes(headerLength(i), -i));
@@ -138,7 +162,7 @@ public abstract class TransportContract extends PluginContract {
     private void progressUntil(java.util.function.Supplier<String> what, BooleanSupplier done, Transport... transports) {
         long deadline = System.nanoTime() + progressGuard().toNanos();
         while (!done.getAsBoolean()) {
-            for (Transport t : transports) t.progress();
+            for (Transport t : transports) Inbox.progress(t);
             if (System.nanoTime() > deadline) throw new AssertionError("no progress for " + progressGuard() + " waiting for: " + what.get());
         }
     }
@@ -146,11 +170,16 @@ public abstract class TransportContract extends PluginContract {
     /** What arrived of messages numbered from 0: how many, and the first number missing from them. */
     private static String arrived(Inbox inbox) {
         java.util.Set<Integer> ids = new java.util.HashSet<>();
-        for (Inbox.Received m : inbox.messages) ids.add(m.id());
+        for (Inbox.Received m : inbox.messages()) ids.add(m.id());
         int missing = 0;
         while (ids.contains(missing)) missing++;
         return inbox.size() + " arrived, the first missing is message " + missing
                 + " (a message trySend accepted must arrive: when the peer's queue is full, trySend returns false)";
+    }
+
+    /** {@code ep.trySend} of a message without a header, marked so that a delivery inside it is named as one. */
+    private static boolean trySend(TransportEndpoint ep, int id, MemorySegment payload) {
+        return Inbox.calling("trySend()", () -> ep.trySend(id, MemorySegment.NULL, payload));
     }
 
     private void sendWhenAccepted(TransportEndpoint ep, int id, MemorySegment header, MemorySegment payload, Transport... transports) {
@@ -159,8 +188,8 @@ public abstract class TransportContract extends PluginContract {
 
     private void retryUntilAccepted(int id, BooleanSupplier trySend, Transport... transports) {
         long deadline = System.nanoTime() + progressGuard().toNanos();
-        while (!trySend.getAsBoolean()) {
-            for (Transport t : transports) t.progress();
+        while (!Inbox.calling("trySend()", trySend::getAsBoolean)) {
+            for (Transport t : transports) Inbox.progress(t);
             if (System.nanoTime() > deadline) throw new AssertionError("message " + id + " not accepted within " + progressGuard() + " while the receiver progressed");
         }
     }
@@ -221,8 +250,8 @@ public abstract class TransportContract extends PluginContract {
         }
         progressUntil(() -> count + " messages delivered (" + arrived(inbox) + ")", () -> inbox.size() >= count, receiver, sender);
         for (int i = 0; i < 1000; i++) {
-            receiver.progress();
-            sender.progress();
+            Inbox.progress(receiver);
+            Inbox.progress(sender);
         }
         assertThat(inbox.size()).as("messages delivered for %d sent (a duplicate makes more)", count).isEqualTo(count);
         messages.expectDelivered(inbox, count, i -> "");
@@ -275,7 +304,7 @@ public abstract class TransportContract extends PluginContract {
         MemorySegment payload = Patterns.segment(Math.min(16_384, ep.maxPayloadSize()), 3);
         int accepted = 0;
         long sent = 0;
-        while (ep.trySend(accepted, MemorySegment.NULL, payload)) {
+        while (trySend(ep, accepted, payload)) {
             accepted++;
             sent += payload.byteSize();
             assertThat(sent).as("bytes accepted while the receiver never progressed: the transport must refuse (trySend false) "
@@ -286,7 +315,7 @@ public abstract class TransportContract extends PluginContract {
         progressUntil(acceptedBeforeFull + " accepted messages delivered", () -> inbox.size() >= acceptedBeforeFull, receiver, sender);
         sendWhenAccepted(ep, accepted, MemorySegment.NULL, payload, receiver, sender);
         progressUntil("the message sent after the queue drained", () -> inbox.size() >= acceptedBeforeFull + 1, receiver, sender);
-        assertThat(inbox.messages).extracting(Inbox.Received::id).as("ids delivered")
+        assertThat(inbox.messages()).extracting(Inbox.Received::id).as("ids delivered")
                 .containsExactlyElementsOf(java.util.stream.IntStream.rangeClosed(0, acceptedBeforeFull).boxed().toList());
     }
 
@@ -299,11 +328,11 @@ public abstract class TransportContract extends PluginContract {
         sendWhenAccepted(ep, 1, MemorySegment.NULL, Patterns.segment(8, 1), receiver, sender);
         receiver.close(); // as a process exit would: the peer never closes its endpoints
         progressUntil("the endpoint to a closed peer to fail", () -> !failures.isEmpty(), sender);
-        for (int i = 0; i < 100; i++) sender.progress();
+        for (int i = 0; i < 100; i++) Inbox.progress(sender);
         assertThat(failures).as("failures reported for one dead peer").hasSize(1);
         assertThat(failures.getFirst().getMessage()).as("the failure's message").isNotBlank();
         assertThat(catchThrowable(() -> {
-            for (int i = 0; i < 1000; i++) ep.trySend(2, MemorySegment.NULL, Patterns.segment(8, 2));
+            for (int i = 0; i < 1000; i++) trySend(ep, 2, Patterns.segment(8, 2));
         })).as("sending to a dead peer").isInstanceOf(PeerFailedException.class);
     }
 
@@ -337,12 +366,12 @@ public abstract class TransportContract extends PluginContract {
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
         sendWhenAccepted(ep, 0, MemorySegment.NULL, Patterns.segment(64, 0), receiver, sender); // connected (wired up, if it must be)
         int count = 1;
-        while (count < 64 && ep.trySend(count, MemorySegment.NULL, Patterns.segment(64, count))) count++; // the receiver reads none of these
+        while (count < 64 && trySend(ep, count, Patterns.segment(64, count))) count++; // the receiver reads none of these
         int accepted = count;
         ep.close();
         progressUntil(() -> accepted + " messages accepted before the endpoint closed, delivered (" + arrived(inbox) + ")",
                 () -> inbox.size() >= accepted, receiver, sender);
-        assertThat(inbox.messages).extracting(Inbox.Received::id).as("ids delivered")
+        assertThat(inbox.messages()).extracting(Inbox.Received::id).as("ids delivered")
                 .containsExactlyElementsOf(java.util.stream.IntStream.range(0, accepted).boxed().toList());
     }
 
@@ -432,7 +461,7 @@ public abstract class TransportContract extends PluginContract {
      */
     private void drainWakeups(Transport transport) {
         long deadline = System.nanoTime() + progressGuard().toNanos();
-        while (transport.await(1_000_000)) {
+        while (Inbox.calling("await()", () -> transport.await(1_000_000))) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("await() still returns true " + progressGuard() + " after the last signal(), with no work: "
                         + "it returns true only for a signal or work (a kept signal makes one await return true, not every one)");
@@ -448,7 +477,7 @@ public abstract class TransportContract extends PluginContract {
     private void awaitTrue(Transport transport) {
         long deadline = System.nanoTime() + progressGuard().toNanos();
         while (System.nanoTime() < deadline && !testEnding()) {
-            if (transport.await(deadline - System.nanoTime())) {
+            if (Inbox.calling("await()", () -> transport.await(deadline - System.nanoTime()))) {
                 wokenAfterSend = sendStarted;
                 woken = true;
                 return;
@@ -476,7 +505,7 @@ public abstract class TransportContract extends PluginContract {
         List<Thread> senders = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             long thread = t;
-            senders.add(Thread.ofPlatform().start(() -> {
+            senders.add(startTestThread("tck-multi-worker-sender-" + thread, () -> {
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment payload = arena.allocate(16);
                     for (long seq = 0; seq < perThread; seq++) {

@@ -296,6 +296,69 @@ final class BrokenPlugins {
         }
     }
 
+    /** Hands each message to the receiver's sink from inside trySend, on the sender's thread, instead of queueing it for the receiver's progress(). */
+    public static final class DeliversInTrySend extends LoopbackPlugin {
+        @Override
+        void enqueue(LoopbackEndpoint from, Message message) {
+            from.target.sink.onMessage(message.id(), MemorySegment.ofArray(message.header()), 0, message.header().length,
+                    MemorySegment.ofArray(message.payload()), 0, message.payload().length);
+        }
+    }
+
+    /**
+     * Delivers from a daemon thread of its own, which drains the queue (and its close stops and joins),
+     * while its progress() does nothing: the runtime would run the application's handlers there,
+     * outside its thread mode.
+     */
+    public static final class DeliversFromItsOwnThread extends LoopbackPlugin {
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                private final Thread pump = Thread.ofPlatform().daemon().name("tck-fixture-pump-" + id).start(() -> {
+                    while (!closed) {
+                        super.progress();
+                        LockSupport.parkNanos(100_000);
+                    }
+                });
+
+                @Override
+                public int progress() {
+                    return 0;
+                }
+
+                @Override
+                public void close() {
+                    super.close();
+                    try {
+                        pump.join();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            };
+        }
+    }
+
+    /** Released by the self-test once it has seen the TCK report the threads of {@link LeavesAThreadRunning}. */
+    static final CountDownLatch RELEASE_LEFT_THREADS = new CountDownLatch(1);
+
+    /**
+     * Each transport starts a housekeeping thread made with {@code new Thread()}, not a daemon, which
+     * its close() forgets to stop: an application that closed everything would still not exit.
+     */
+    public static final class LeavesAThreadRunning extends LoopbackPlugin {
+        static final String THREAD_NAME = "tck-fixture-housekeeping-";
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            Thread housekeeping = new Thread(() -> {
+                while (RELEASE_LEFT_THREADS.getCount() > 0) LockSupport.parkNanos(1_000_000);
+            }, THREAD_NAME + id);
+            housekeeping.start();
+            return super.newTransport(id, sink);
+        }
+    }
+
     /** Its transport's close() does its work, then throws. */
     public static final class ThrowsOnClose extends LoopbackPlugin {
         @Override
@@ -726,6 +789,27 @@ final class BrokenPlugins {
         @Override
         protected Path newSharedDirectory() throws IOException {
             return recorded(super.newSharedDirectory());
+        }
+    }
+
+    public static final class DeliversInTrySendSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new DeliversInTrySend();
+        }
+    }
+
+    public static final class DeliversFromItsOwnThreadSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new DeliversFromItsOwnThread();
+        }
+    }
+
+    public static final class LeavesAThreadRunningSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LeavesAThreadRunning();
         }
     }
 

@@ -63,7 +63,16 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.SwapsRegardlessSuite.class, "atomicsReachThePeersExportedRegion", "it must stay"),
                 Arguments.of(BrokenPlugins.RecyclesDirtyChunksSuite.class, "chunksMadeOfFreedMemoryAreZeroedToo", "also when it reuses"),
                 Arguments.of(BrokenPlugins.RefusesZeroVaguelySuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize", "allocate(0)"),
-                Arguments.of(BrokenPlugins.HangsInImportSuite.class, "anExportMapsInASecondProcess", "did not end within PT5S"));
+                Arguments.of(BrokenPlugins.HangsInImportSuite.class, "anExportMapsInASecondProcess", "did not end within PT5S"),
+                Arguments.of(BrokenPlugins.DeliversInTrySendSuite.class, "deliversEveryMessageOnceInOrder",
+                        "delivered message 0 on thread 'tck-test deliversEveryMessageOnceInOrder' from inside trySend(), outside progress()"),
+                // This test never looks at what the receiver got: the check after the test catches it.
+                Arguments.of(BrokenPlugins.DeliversInTrySendSuite.class, "aPeerThatGoesAwayFailsTheEndpointOnce",
+                        "from inside trySend(), outside progress()"),
+                Arguments.of(BrokenPlugins.DeliversFromItsOwnThreadSuite.class, "deliversEveryMessageOnceInOrder",
+                        "on thread 'tck-fixture-pump-"),
+                Arguments.of(BrokenPlugins.DeliversFromItsOwnThreadSuite.class, "messagesAcceptedBeforeTheEndpointClosesAreDelivered",
+                        "outside progress() (a thread of the plugin's own"));
     }
 
     @ParameterizedTest(name = "{0} fails {1}")
@@ -134,6 +143,25 @@ class TckCatchesBrokenPluginsTest {
                     .satisfies(e -> assertThat(e.getMessage()).contains("still running").contains("HangsForever").contains("progress"));
         } finally {
             BrokenPlugins.RELEASE_HANGS_FOREVER.countDown();
+        }
+    }
+
+    /**
+     * A thread the plugin started and its close() left running fails the test once everything is
+     * closed, named with whether it is a daemon and its stack, after a bounded wait for it to end; the
+     * threads the test itself started are not taken for the plugin's.
+     */
+    @Test
+    void aThreadThePluginLeftRunningAfterCloseFailsTheTestNamingIt() {
+        try {
+            Throwable cause = failureOf(BrokenPlugins.LeavesAThreadRunningSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives");
+            assertThat(cause).isInstanceOf(AssertionError.class);
+            assertThat(cause.getMessage()).contains("2 thread(s) started during the test").contains("still alive PT3S after")
+                    .contains("'" + BrokenPlugins.LeavesAThreadRunning.THREAD_NAME).contains("(not a daemon")
+                    .contains(BrokenPlugins.LeavesAThreadRunning.class.getName() + ".lambda")
+                    .doesNotContain("tck-await-").doesNotContain("tck-test ");
+        } finally {
+            BrokenPlugins.RELEASE_LEFT_THREADS.countDown();
         }
     }
 

@@ -18,6 +18,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Plugins that use a freedom the SPI gives, which a suite must not mistake for a broken rule:
@@ -151,6 +152,28 @@ final class WellBehavedVariants {
             public long compareAndSwap(RemoteRegion region, long offset, long expected, long desired) {
                 return (long) WORD.compareAndExchange(region.localSegment(), offset, expected, desired);
             }
+        }
+    }
+
+    /**
+     * Each transport keeps a daemon thread of its own (a ticker, as a transport's keep-alive or
+     * wire-up thread would be) that delivers nothing; close() tells it to stop and returns without
+     * waiting, so that it ends a moment after the close: the TCK waits for it instead of calling it a leak.
+     */
+    public static final class StopsItsThreadOnClose extends LoopbackPlugin {
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                private final Thread ticker = Thread.ofPlatform().daemon().name("tck-variant-ticker-" + id).start(() -> {
+                    while (!closed) LockSupport.parkNanos(20_000_000);
+                });
+
+                @Override
+                public void close() {
+                    super.close();
+                    ticker.interrupt();
+                }
+            };
         }
     }
 }

@@ -48,4 +48,13 @@ class WellBehavedVariantsTckTest {
             return new WellBehavedVariants.AtomicsWithoutRma();
         }
     }
+
+    /** A daemon thread per transport that ends a moment after close(): not taken for a leak. */
+    @Nested
+    class StopsItsThreadOnCloseTransport extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new WellBehavedVariants.StopsItsThreadOnClose();
+        }
+    }
 }
