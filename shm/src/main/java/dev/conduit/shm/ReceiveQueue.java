@@ -727,6 +727,38 @@ public final class ReceiveQueue {
         return (long) LONG.getAcquire(memory, READ_OFFSET);
     }
 
+    /**
+     * Sender side, once the receiver reads nothing more (its worker closed or died): how many
+     * messages (MSG and LARGE records) of {@code connection} lie between its {@link #readPosition}
+     * and {@code upTo}, the end of that connection's last message, and so were never handled. Walks
+     * the records there without trusting them: a length no sender writes, or a line claimed and
+     * never taken, moves on by one cache line, where the next record starts; never more than one
+     * ring, and never past {@code upTo}.
+     */
+    public long unreadMessagesOf(long connection, long upTo) {
+        long from = readPosition();
+        if (upTo - from <= 0) return 0;
+        if (upTo - from > capacity) from = upTo - capacity; // a read position no receiver writes: at most a ring was claimed
+        long count = 0;
+        for (long at = from; upTo - at > 0; ) {
+            long index = at & mask;
+            long offset = HEADER_LENGTH + index;
+            long lengthAndType = (long) LONG.getVolatile(memory, offset);
+            int length = Math.abs(firstInt(lengthAndType)); // taken and never committed: still a record's room
+            if (length < 8 || (length & 7) != 0 || length > capacity - index) {
+                at += toNextLine(index);
+                continue;
+            }
+            int type = secondInt(lengthAndType);
+            if (firstInt(lengthAndType) > 0 && (type == MSG || type == LARGE)
+                    && (long) LONG.getVolatile(memory, offset + CONNECTION) == connection) {
+                count++;
+            }
+            at += length;
+        }
+        return count;
+    }
+
     /** Receiver side: lists {@code connection} as refused, for {@code reason} (not 0), over the oldest of the last {@value #REFUSED_SLOTS}. */
     public void refuse(long connection, int reason) {
         long refusals = (long) LONG.get(memory, REFUSALS_OFFSET);

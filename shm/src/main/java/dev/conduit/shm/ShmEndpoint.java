@@ -48,6 +48,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private boolean waitingForRing;
     /** The peer's queue position just past our last LARGE record: once the peer has read past it, it has released every payload it will. */
     private long lastLargeEnd;
+    /** The ring position just past this endpoint's last message (MSG or LARGE) in the peer's queue: what it read is judged by it. */
+    private long lastMessageEnd;
     /** The peer's count of refused connections as this endpoint last looked for its own among them. */
     private long refusalsSeen;
     /** The peer's queue position just past our CONNECT record: once the peer has read past it, it kept or refused the connection. */
@@ -339,6 +341,7 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private boolean sent() {
+        lastMessageEnd = peer.claimedUpTo();
         waitingSince = 0;
         waitingForRing = false;
         peer.wakeIfSleeping(transport.libc());
@@ -382,7 +385,8 @@ final class ShmEndpoint implements TransportEndpoint {
     boolean checkPeer(long now) {
         if (failure != null || closed) return false;
         if (!peerLease.ownerAlive()) {
-            fail(transport.plugin() + ": " + switch (peerClose()) {
+            int how = peerClose();
+            fail(transport.plugin() + ": " + switch (how) {
                 case 2 -> "peer worker closed (an orderly close: it marked its queue closed, then released its lease " + peerLease.name() + ")";
                 case 1 -> "peer worker died while closing (it began to close, then its lease " + peerLease.name() + " was released before "
                         + "the close was done: killed during its close, which waits up to heartbeat.timeout for peers to read its large "
@@ -390,7 +394,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 case 3 -> "peer worker died after finding its receive queue's header overwritten (its lease " + peerLease.name()
                         + " is no longer held)";
                 default -> "peer worker died (its lease " + peerLease.name() + " is no longer held)";
-            });
+            } + unread(how == 0));
             return true;
         }
         try {
@@ -433,6 +437,28 @@ final class ShmEndpoint implements TransportEndpoint {
             }
         }
         return false;
+    }
+
+    /**
+     * What the peer, which reads nothing more, left unread of this endpoint's messages: the
+     * transport took them (a send learns of a close or a death only at the next liveness check),
+     * and they are lost with the peer, always the last ones sent. Said either way, so that a
+     * failover knows how many to send again to the peer's successor. A worker that began to close
+     * (or found its queue's header overwritten) reads nothing from then on, so the count is exact;
+     * one that died in the middle of a progress() may have been handling some of them, for its read
+     * position moves at the end of each.
+     */
+    private String unread(boolean diedReading) {
+        long unread;
+        try {
+            unread = peer.unreadMessagesOf(connection, lastMessageEnd);
+        } catch (InternalError truncated) {
+            return ""; // its queue file was cut short: nothing can be read there
+        }
+        if (unread == 0) return "; it had read every message sent on this endpoint";
+        String them = unread == 1 ? "message sent on this endpoint was" : unread + " messages sent on this endpoint were";
+        return "; the last " + them + " never read by it" + (diedReading ? " (or being handled as it died)" : "")
+                + ": lost with it, to be sent again to its successor";
     }
 
     private void fail(String message) {

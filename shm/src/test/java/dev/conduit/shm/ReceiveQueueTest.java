@@ -173,6 +173,31 @@ class ReceiveQueueTest {
         assertThat(sender.readPosition()).isEqualTo(last);
     }
 
+    /**
+     * A sender counts its own messages past the receiver's read position, once the receiver reads
+     * nothing more: not another connection's, not a control record, not what lies beyond its last
+     * message, and a record it cannot parse (a length no sender writes, a claim never taken) costs
+     * a line, not the count.
+     */
+    @Test
+    void aSenderCountsItsOwnMessagesThatTheReceiverLeftUnread() {
+        send(ReceiveQueue.MSG, 7, 64);
+        assertThat(drain()).containsExactly(7L);
+        send(ReceiveQueue.MSG, 7, 128);
+        send(ReceiveQueue.MSG, 8, 64);
+        send(ReceiveQueue.CONNECT, 7, 64);
+        long garbled = send(ReceiveQueue.MSG, 9, 64);
+        memory.set(ValueLayout.JAVA_INT, garbled, 13); // a length no sender writes
+        sender.claim(128); // claimed and never taken: free words
+        send(ReceiveQueue.LARGE, 7, 192);
+        long last = sender.claimedUpTo();
+        send(ReceiveQueue.MSG, 7, 64); // past the end given: another's, or not yet counted
+
+        assertThat(sender.unreadMessagesOf(7, last)).isEqualTo(2);
+        assertThat(sender.unreadMessagesOf(8, last)).isEqualTo(1);
+        assertThat(sender.unreadMessagesOf(7, sender.readPosition())).isZero();
+    }
+
     @Test
     void sendersSeeAReceiverThatCloses() {
         assertThat(sender.isClosing()).isFalse();

@@ -2369,6 +2369,51 @@ class ShmTransportTest {
     }
 
     /**
+     * Messages sent after the peer's worker closed in order are taken (the sender learns of the
+     * close at its next liveness check) and never read: the failure counts them, so that a failover
+     * knows how many of the last messages to send again to the peer's successor. It used to say
+     * nothing of them, and the runtime's "no message was waiting in the local queue" read as if
+     * nothing had been lost. Messages the peer read before it closed are not counted.
+     */
+    @Test
+    void messagesTakenAfterThePeersWorkerLastReadAreCountedInTheFailureOfItsOrderlyClose() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        for (int i = 0; i < 3; i++) assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, i))).isTrue();
+        receive(receiver, received, 3);
+        assertThat(received.ids).hasSize(3);
+        receiver.close();
+
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 3))).as("taken: the sender cannot know of the close yet").isTrue();
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(9000, 4))).as("a large one, through the bounce ring").isTrue();
+        while (failure.get() == null) sender.progress();
+
+        assertThat(failure.get()).hasMessageContaining("posix: peer worker closed (an orderly close")
+                .hasMessageContaining("the last 2 messages sent on this endpoint were never read by it: lost with it");
+    }
+
+    /** The other way round: a peer that read everything before its orderly close is said to have done so. */
+    @Test
+    void aPeerThatReadEverythingBeforeItsOrderlyCloseIsSaidToHaveReadEveryMessage() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(9000, 2))).isTrue();
+        receive(receiver, received, 2);
+        receiver.close();
+        while (failure.get() == null) sender.progress();
+
+        assertThat(failure.get()).hasMessageContaining("posix: peer worker closed (an orderly close")
+                .hasMessageContaining("it had read every message sent on this endpoint");
+    }
+
+    /**
      * A worker that awaits between messages (await, then progress) while another peer trickles
      * messages in: every await is woken by a message, and every progress has one to deliver. The
      * peers were checked only on every 256th such progress, seconds past a death at a message every
