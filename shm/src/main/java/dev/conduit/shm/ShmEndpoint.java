@@ -60,6 +60,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private boolean closingWithWorker;
     /** Whether this close holds one of the places of closes waiting for the peer to read CONNECT. */
     private boolean inConnectWait;
+    /** Whether the ring, the mapping of the peer's queue and the watch of its lease are given back: by a close, or when the peer is gone. */
+    private boolean released;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -395,6 +397,15 @@ final class ShmEndpoint implements TransportEndpoint {
                         + " is no longer held)";
                 default -> "peer worker died (its lease " + peerLease.name() + " is no longer held)";
             } + unread(how == 0));
+            // Nothing here serves anyone any more: the ring (a file of bounce.size, for posix in the shared directory) and the
+            // peer's queue, whose pages this mapping alone would keep. An application that drops the failed endpoint unclosed,
+            // as one that reconnects to the peer's successor may, kept them for good.
+            try {
+                release();
+            } catch (RuntimeException e) {
+                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": could not release a connection to a peer "
+                        + "that is gone: " + e.getMessage());
+            }
             return true;
         }
         try {
@@ -582,6 +593,7 @@ final class ShmEndpoint implements TransportEndpoint {
      * @return whether the close is complete
      */
     boolean finishClose() {
+        if (released) return true; // at the failure that found the peer gone
         boolean complete = true;
         try {
             if (connectSent && peerLease.ownerAlive()) {
@@ -674,6 +686,8 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private void release() {
+        if (released) return;
+        released = true;
         if (inConnectWait) {
             inConnectWait = false;
             transport.leaveConnectWait();

@@ -994,8 +994,9 @@ public final class ShmTransport implements Transport {
         checkQueueHeader();
         int events = 0;
         boolean someoneDied = false;
-        for (ShmEndpoint ep : endpoints) {
-            if (ep.checkPeer(now)) {
+        // Backwards: an endpoint that finds its peer gone releases itself, and leaves the list (released).
+        for (int i = endpoints.size() - 1; i >= 0; i--) {
+            if (endpoints.get(i).checkPeer(now)) {
                 events++;
                 someoneDied = true;
             }

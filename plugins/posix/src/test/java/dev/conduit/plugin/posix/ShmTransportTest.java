@@ -2395,6 +2395,49 @@ class ShmTransportTest {
                 .hasMessageContaining("the last 2 messages sent on this endpoint were never read by it: lost with it");
     }
 
+    /**
+     * An endpoint whose peer's worker is gone (closed in order here; dead alike) lets go at once
+     * of what only that peer could use: its bounce ring (a file of {@code bounce.size} in the shared
+     * directory, and its mapping) and its mapping of the peer's queue, whose pages the peer's close
+     * or death would otherwise leave held. A service that reconnects to a restarted peer and drops
+     * the failed endpoint without closing it (it can do nothing more) kept all of it for good: 800
+     * restarts left 200 ring files and 400 mappings in a test of 4 such cycles a peer.
+     */
+    @Test
+    void anEndpointWhosePeerIsGoneReleasesItsRingAndItsMappingOfThePeersQueueBeforeItIsClosed() throws java.io.IOException {
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        List<String> sendersFiles = sharedFiles();
+        long sendersMappings = mappingsOfTheSharedDirectory();
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(9000, 1))).as("through the bounce ring").isTrue();
+        receive(receiver, received, 1);
+        receiver.close();
+        while (failure.get() == null) sender.progress();
+
+        assertThat(sharedFiles()).as("the shared directory, the endpoint failed and not closed").isEqualTo(sendersFiles);
+        assertThat(mappingsOfTheSharedDirectory()).as("mappings of its files").isEqualTo(sendersMappings);
+        assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 2))).isSameAs(failure.get());
+        ep.close(); // nothing left to release, and nothing released twice
+        ep.close();
+        assertThat(sharedFiles()).isEqualTo(sendersFiles);
+    }
+
+    private List<String> sharedFiles() throws java.io.IOException {
+        try (var files = Files.list(shared)) {
+            return files.map(f -> f.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    /** Lines of /proc/self/maps that map a file of the shared directory, deleted or not. */
+    private long mappingsOfTheSharedDirectory() throws java.io.IOException {
+        try (var lines = Files.lines(Path.of("/proc/self/maps"))) {
+            return lines.filter(l -> l.contains(shared.toString() + "/")).count();
+        }
+    }
+
     /** The other way round: a peer that read everything before its orderly close is said to have done so. */
     @Test
     void aPeerThatReadEverythingBeforeItsOrderlyCloseIsSaidToHaveReadEveryMessage() {
