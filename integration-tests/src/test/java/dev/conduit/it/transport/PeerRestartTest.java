@@ -1,0 +1,108 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.OpenResources;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A long-lived process A keeps an endpoint to a peer process B; B is killed, and its successor B'
+ * starts on the same shared directory, with the same settings, before A noticed. What a failover
+ * of a long-running service goes through, once per restart.
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
+class PeerRestartTest {
+
+    private static final int MESSAGES = 1000;
+
+    /**
+     * A's endpoint to B fails saying B died and that the message A sent after the death was never
+     * read (it used to be taken and lost unsaid: "no message was waiting in the local queue"); the
+     * failed endpoint, which A drops without closing as a failover may, leaves nothing of B mapped
+     * and no file of its own behind (its bounce ring and its mapping of B's queue used to stay until
+     * it was closed); A reaches B' at its new address, and B's files are gone.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aKilledPeersSuccessorIsReachedAndNothingOfThePeerStaysWithTheEndpointThatFailed(
+            String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        try (Conduit conduit = Setup.conduit(shared, plugin);
+             Worker a = conduit.newWorker(ThreadMode.SINGLE)) {
+            OpenResources alone = OpenResources.ofThisProcess();
+            try (RemoteTransportPeer b = RemoteTransportPeer.start(shared, Launcher.direct())) {
+                Set<String> withoutB = new HashSet<>(Setup.files(shared));
+                WorkerAddress first = b.worker("w", plugin, "SINGLE");
+                b.receive("w");
+                Set<String> bs = new HashSet<>(Setup.files(shared));
+                bs.removeAll(withoutB);
+                Endpoint toFirst = a.connect(first);
+                stream(a, toFirst, 0, MESSAGES);
+                Set<String> ring = new HashSet<>(Setup.files(shared));
+                ring.removeAll(withoutB);
+                ring.removeAll(bs); // what A made for the endpoint
+                Setup.waitUntil(() -> b.stats("w").get("messages").equals(Integer.toString(MESSAGES)), Duration.ofSeconds(60),
+                        () -> "B's receiver: " + b.stats("w"));
+                b.kill();
+
+                try (RemoteTransportPeer successor = RemoteTransportPeer.start(shared, Launcher.direct())) {
+                    WorkerAddress second = successor.worker("w", plugin, "SINGLE");
+                    successor.receive("w");
+
+                    stream(a, toFirst, MESSAGES, 1); // taken: A has not noticed yet
+                    PeerFailedException failure = awaitFailure(a, toFirst);
+                    assertThat(failure).hasMessageContaining(plugin + ": peer worker died")
+                            .hasMessageContaining("the last message sent on this endpoint was never read by it");
+                    OpenResources failed = OpenResources.ofThisProcess();
+                    assertThat(failed.conduitMappings()).as("A's mappings, the failed endpoint not closed: %s, alone: %s",
+                            failed.format(), alone.format()).isEqualTo(alone.conduitMappings());
+                    assertThat(failed.conduitFds()).as("A's descriptors: %s, alone: %s", failed.format(), alone.format())
+                            .isEqualTo(alone.conduitFds());
+                    // For posix a file, for memfd a descriptor (counted above).
+                    assertThat(ring).as("the failed endpoint's bounce ring").noneMatch(Setup.files(shared)::contains);
+
+                    Endpoint toSecond = a.connect(second);
+                    stream(a, toSecond, 0, MESSAGES);
+                    Setup.waitUntil(() -> successor.stats("w").get("messages").equals(Integer.toString(MESSAGES)), Duration.ofSeconds(60),
+                            () -> "B''s receiver: " + successor.stats("w"));
+                    assertThat(successor.stats("w")).containsEntry("errors", "0");
+                    assertThat(Setup.files(shared)).as("B's files").doesNotContainAnyElementsOf(bs);
+                    toSecond.close();
+                }
+            }
+        }
+    }
+
+    private static void stream(Worker w, Endpoint ep, long from, long count) {
+        MemorySegment header = Traffic.newHeader();
+        for (long n = from; n < from + count; n++) {
+            ep.send(Traffic.DATA, Traffic.header(header, 0, Traffic.Profile.MIXED, n), Traffic.payload(0, Traffic.Profile.MIXED, n));
+        }
+        for (int i = 0; i < 10_000_000 && ep.pending() > 0 && !ep.isFailed(); i++) w.progress();
+    }
+
+    private static PeerFailedException awaitFailure(Worker w, Endpoint ep) {
+        Setup.waitUntil(() -> {
+            w.progress();
+            return ep.isFailed();
+        }, Duration.ofSeconds(60), () -> "the endpoint to the killed peer has not failed");
+        return ep.failure();
+    }
+}
