@@ -694,6 +694,7 @@ final class ShmEndpoint implements TransportEndpoint {
         }
         try {
             warnIfRefused();
+            warnIfLostWithThePeer();
             if (bounceChunk != null) {
                 warnIfUnread();
                 transport.provider().free(bounceChunk);
@@ -719,6 +720,34 @@ final class ShmEndpoint implements TransportEndpoint {
         if (reason != 0) {
             transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection that the peer worker "
                     + "had refused; it dropped what was sent on it from its refusal on: " + ShmTransport.refusal(transport.plugin(), reason));
+        }
+    }
+
+    /**
+     * A connection closed before a liveness check found its peer's worker closed or dead lost what
+     * it sent after the peer last read, as a failure would have: say how much, since no failure will
+     * (unread()). A peer that lives and reads on reads it after the close.
+     */
+    private void warnIfLostWithThePeer() {
+        if (failure != null || !connectSent) return; // the failure said so; or nothing was sent
+        try {
+            boolean alive = peerLease.ownerAlive();
+            if (alive && !peer.isClosing()) return;
+            long unread = peer.unreadMessagesOf(connection, lastMessageEnd);
+            if (unread == 0) return;
+            int close = alive ? -1 : peerClose();
+            String how = alive ? (peer.isDamaged() ? "reads nothing more (it found its receive queue's header overwritten)"
+                    : "is closing its worker") : switch (close) {
+                case 2 -> "closed its worker";
+                case 1 -> "died while closing its worker";
+                default -> "died";
+            };
+            String them = unread == 1 ? "message sent on it was" : unread + " messages sent on it were";
+            transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer worker " + how
+                    + ": the last " + them + " never read by it" + (close == 0 ? " (or being handled as it died)" : "")
+                    + ", and lost with it");
+        } catch (InternalError fault) {
+            // Its queue is gone: nothing can be read there.
         }
     }
 

@@ -2438,6 +2438,50 @@ class ShmTransportTest {
         }
     }
 
+    /**
+     * An endpoint closed before its liveness check found the peer's worker closed: what it sent
+     * after the peer last read is lost, and the close says so, as a failure would have. It used to
+     * close without a word (the liveness interval is an hour here, as any interval is between
+     * checks).
+     */
+    @Test
+    void closingAnEndpointWhosePeersWorkerClosedSaysHowManyMessagesItNeverRead() {
+        RecordingLogger logger = new RecordingLogger();
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received(), logger, "posix.liveness.interval", "1h");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        receiver.close();
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(9000, 3))).isTrue();
+
+        ep.close();
+
+        assertThat(logger.warnings).singleElement().asString().contains("posix: closed a connection whose peer worker closed its worker")
+                .contains("the last 2 messages sent on it were never read by it");
+    }
+
+    /** A peer that lives and reads on is owed no word: what it has not read yet it reads after the close. */
+    @Test
+    void closingAnEndpointWhosePeerLivesSaysNothingOfWhatItHasNotReadYet() {
+        RecordingLogger logger = new RecordingLogger();
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received(), logger);
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 2))).isTrue();
+
+        ep.close();
+        receive(receiver, received, 2);
+
+        assertThat(received.ids).hasSize(2);
+        assertThat(logger.warnings).isEmpty();
+    }
+
     /** The other way round: a peer that read everything before its orderly close is said to have done so. */
     @Test
     void aPeerThatReadEverythingBeforeItsOrderlyCloseIsSaidToHaveReadEveryMessage() {
