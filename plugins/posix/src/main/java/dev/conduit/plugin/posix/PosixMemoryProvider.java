@@ -48,7 +48,10 @@ import static java.lang.System.Logger.Level.WARNING;
  * then, the touching process gets {@code SIGBUS}. {@link #allocate(long)} therefore refuses a
  * chunk larger than the directory's free space, with a message that says how to get more. The
  * check cannot see pages that mapped but untouched chunks will take later, so it catches an
- * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit.
+ * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit. Nor can it
+ * tell that the space is taken by chunks already freed: an unlinked file's pages stay while any
+ * process maps it, and an importer's IPC cache keeps unused imports mapped (up to its
+ * {@code ipc.cache.bytes}), so the refusal says so ({@link #FREED_BUT_MAPPED}).
  *
  * <p>Thread-safe: state changes are guarded by one lock, system calls run outside it.
  */
@@ -57,6 +60,13 @@ final class PosixMemoryProvider implements MemoryProvider {
     /** Prefix of every file this plugin creates, and of the leases {@link OwnerLease#reclaimDead} looks at. */
     static final String FILE_PREFIX = "conduit-posix";
     static final String CHUNK_SUFFIX = ".chunk";
+    /**
+     * Why a directory can be full of no files: an unlinked chunk's pages stay until the last
+     * mapping of it goes, and importers' IPC caches keep unused imports mapped.
+     */
+    static final String FREED_BUT_MAPPED = "Chunks freed here keep their space while another process still maps them: an importing "
+            + "process's IPC cache keeps up to ipc.cache.bytes (1 GiB by default) of unused imports mapped, so lower ipc.cache.bytes "
+            + "in the importing processes where this directory is small (docs/runtime.md, \"Consumer-only import and the IPC cache\")";
 
     private final Libc libc;
     private final SharedDirectory directory;
@@ -191,7 +201,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         if (free < size) {
             throw new ConduitException("not enough space for a chunk of " + size + " bytes in " + directory.path() + ": "
                     + free + " bytes free. Free space there, enlarge it (a container's /dev/shm is 64 MiB unless started "
-                    + "with e.g. docker run --shm-size=1g), or set " + directoryKeys + " to a larger directory");
+                    + "with e.g. docker run --shm-size=1g), or set " + directoryKeys + " to a larger directory. " + FREED_BUT_MAPPED);
         }
     }
 
@@ -199,7 +209,8 @@ final class PosixMemoryProvider implements MemoryProvider {
         try {
             return directory.createExclusive(name);
         } catch (ErrnoException e) {
-            throw new ConduitException("cannot create chunk file " + path + ": " + e.getMessage() + "; " + directory.creationRemedy(e), e);
+            String full = e.errnoName().equals("ENOSPC") ? ". " + FREED_BUT_MAPPED : "";
+            throw new ConduitException("cannot create chunk file " + path + ": " + e.getMessage() + "; " + directory.creationRemedy(e) + full, e);
         }
     }
 
