@@ -5,8 +5,9 @@ package dev.conduit;
  * provider chunks (64 B up to a quarter of {@code pool.chunk.size}), larger allocations in chunks
  * of their own. Made by {@link Conduit#pool(String)}. Thread-safe.
  *
- * <p>Closing the pool frees every chunk: regions still open become unusable (their segments throw
- * {@link IllegalStateException}), never dangling.
+ * <p>Closing the pool frees every chunk: regions still open become unusable (their segments and
+ * {@link Region#exportHandle()} throw {@link IllegalStateException}, {@link Region#isOpen()} is
+ * {@code false}), never dangling.
  */
 public interface Pool extends AutoCloseable {
 

@@ -25,11 +25,14 @@ public interface Region extends AutoCloseable {
      * region: at most 4 KiB, with no absolute path, pid or host id in it. The chunk is exported
      * once, on the first call for any region in it, and the export stays valid until the chunk is
      * freed.
+     *
+     * @throws IllegalStateException when the region, or its pool, is closed
      */
     byte[] exportHandle();
 
     /**
-     * Whether the region is still allocated: {@code false} once {@link #close()} was called. For
+     * Whether the region is still allocated: {@code false} once {@link #close()} was called or its
+     * {@link Pool} closed. For
      * views that must refuse use after free (a {@code dev.conduit.chronicle} view checks it on every
      * access); the segment itself cannot tell.
      */

@@ -52,12 +52,15 @@ final class PoolRegion implements Region {
         if ((int) FREED.getVolatile(this) != 0) {
             throw new IllegalStateException("region is closed: export a region before freeing it");
         }
+        // The pool's close freed the chunk; an export made before would still be handed out, naming memory gone.
+        pool.ensureOpen();
         return pool.exportHandle(chunk, offset, segment.byteSize());
     }
 
     @Override
     public boolean isOpen() {
-        return (int) FREED.getVolatile(this) == 0;
+        // Closing the pool frees every region in it: a view that checks this must not take such a region for live.
+        return (int) FREED.getVolatile(this) == 0 && pool.isOpen();
     }
 
     @Override

@@ -185,8 +185,12 @@ public final class RuntimePool implements Pool {
                 export.payload()).encode();
     }
 
-    private void ensureOpen() {
+    void ensureOpen() {
         if (closed) throw new IllegalStateException("pool of plugin '" + plugin + "' is closed");
+    }
+
+    boolean isOpen() {
+        return !closed;
     }
 
     @Override

@@ -158,6 +158,30 @@ class RuntimePoolTest {
         r.close();
     }
 
+    /**
+     * A region of a closed pool is freed with it: it used to say it was open, so a Chronicle view
+     * over it passed its open check, and to export a handle whenever its chunk had been exported
+     * before, which no importer could open (the chunk was gone).
+     */
+    @Test
+    void aRegionOfAClosedPoolIsNotOpenAndExportsNothing() {
+        pool();
+        Region small = pool.allocate(128);
+        Region big = pool.allocate(CHUNK * 2);
+        small.exportHandle();
+        big.exportHandle();
+        pool.close();
+
+        assertThat(small.isOpen()).isFalse();
+        assertThat(big.isOpen()).isFalse();
+        assertThatThrownBy(small::exportHandle).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("pool of plugin 'inproc' is closed");
+        assertThatThrownBy(big::exportHandle).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("pool of plugin 'inproc' is closed");
+        small.close();
+        big.close();
+    }
+
     @Test
     void concurrentAllocationNeverHandsOutOneSlotTwice() throws Exception {
         pool();
