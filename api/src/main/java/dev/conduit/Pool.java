@@ -24,8 +24,8 @@ public interface Pool extends AutoCloseable {
      * Allocates {@code size} bytes aligned to {@code alignment}, a power of two no larger than
      * {@link #pageSize()}.
      *
-     * @throws IllegalArgumentException for a non-positive size or an alignment that is not a power of
-     *         two or exceeds the page size
+     * @throws IllegalArgumentException for a non-positive size, a size that cannot be rounded up to
+     *         the page size, or an alignment that is not a power of two or exceeds the page size
      * @throws dev.conduit.spi.ConduitException when the provider cannot supply memory (the message
      *         names the resource and errno)
      */

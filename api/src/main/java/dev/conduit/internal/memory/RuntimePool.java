@@ -110,7 +110,11 @@ public final class RuntimePool implements Pool {
             long slot = c.take();
             return new PoolRegion(this, c, slot, c.chunk(slot), c.offset(slot), size);
         }
-        long length = Math.addExact(size, pageSize - 1) & -pageSize;
+        if (size > Long.MAX_VALUE - (pageSize - 1)) {
+            throw new IllegalArgumentException("size " + size + " cannot be rounded up to the page size " + pageSize
+                    + " of plugin '" + plugin + "': no chunk is that large");
+        }
+        long length = (size + pageSize - 1) & -pageSize;
         PooledChunk chunk = newChunk(length);
         providerLock.lock();
         try {

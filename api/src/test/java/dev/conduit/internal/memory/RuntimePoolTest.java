@@ -182,6 +182,16 @@ class RuntimePoolTest {
         big.close();
     }
 
+    /** A size that cannot be rounded up to a page used to fail with a bare ArithmeticException ("long overflow"). */
+    @Test
+    void aSizeTooLargeForAnyChunkIsAnIllegalArgumentNamingIt() {
+        pool();
+        assertThatThrownBy(() -> pool.allocate(Long.MAX_VALUE)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(Long.toString(Long.MAX_VALUE)).hasMessageContaining("page size");
+        assertThatThrownBy(() -> pool.allocate(Long.MAX_VALUE - 1, 8)).isInstanceOf(IllegalArgumentException.class);
+        assertThat(plugin.chunksAllocated).hasValue(0);
+    }
+
     @Test
     void concurrentAllocationNeverHandsOutOneSlotTwice() throws Exception {
         pool();
