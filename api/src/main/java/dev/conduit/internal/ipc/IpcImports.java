@@ -51,9 +51,27 @@ public final class IpcImports implements RemoteMemory {
         PluginRecord r = registry.selected(handle.plugin()).orElse(null);
         if (r != null && r.offers(Capability.IPC) && !r.capabilities().contains(Capability.CROSS_HOST)) {
             IpcImporter importer = importer(handle.plugin());
-            return new Remote(handle, cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength())));
+            return new Remote(handle, cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength())), null);
         }
-        return new Remote(handle, null);
+        return new Remote(handle, null, whyNotMapped(handle.plugin(), r));
+    }
+
+    /**
+     * Why a region that {@link #open} left unmapped is not mapped here, or {@code null} for one it
+     * mapped. A cross-host transport needs no mapping; one that does (shared memory) can only say
+     * that it has none, and this says why and what to do.
+     */
+    public static String whyNotMapped(RemoteRegion region) {
+        return region instanceof Remote remote ? remote.unmapped : null;
+    }
+
+    private String whyNotMapped(String plugin, PluginRecord selected) {
+        if (selected == null) return notHere(plugin).getMessage();
+        if (selected.capabilities().contains(Capability.CROSS_HOST)) {
+            return "plugin '" + plugin + "' reaches memory of other hosts and maps none here";
+        }
+        String why = selected.unsupportedHere().get(Capability.IPC);
+        return "plugin '" + plugin + "' imports no IPC handles here" + (why == null ? " (no capability IPC)" : ": " + why);
     }
 
     private IpcImporter importer(String plugin) {
@@ -83,11 +101,13 @@ public final class IpcImports implements RemoteMemory {
     private static final class Remote implements RemoteRegion {
         private final IpcHandle handle;
         private final IpcCache.Lease lease;
+        private final String unmapped;
         private boolean closed;
 
-        Remote(IpcHandle handle, IpcCache.Lease lease) {
+        Remote(IpcHandle handle, IpcCache.Lease lease, String unmapped) {
             this.handle = handle;
             this.lease = lease;
+            this.unmapped = unmapped;
         }
 
         @Override

@@ -4,6 +4,7 @@ import dev.conduit.Endpoint;
 import dev.conduit.EndpointErrorHandler;
 import dev.conduit.PeerRegion;
 import dev.conduit.internal.CloseFailures;
+import dev.conduit.internal.ipc.IpcImports;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
@@ -490,7 +491,7 @@ final class RuntimeEndpoint implements Endpoint {
             } catch (PeerFailedException e) {
                 throw failedNow(e);
             } catch (NotSupportedException e) {
-                throw unsupported("put", "RMA", e);
+                throw unsupported("put", "RMA", r, e);
             }
         } finally {
             worker.exit(entered);
@@ -512,7 +513,7 @@ final class RuntimeEndpoint implements Endpoint {
             } catch (PeerFailedException e) {
                 throw failedNow(e);
             } catch (NotSupportedException e) {
-                throw unsupported("get", "RMA", e);
+                throw unsupported("get", "RMA", r, e);
             }
         } finally {
             worker.exit(entered);
@@ -533,7 +534,7 @@ final class RuntimeEndpoint implements Endpoint {
             } catch (PeerFailedException e) {
                 throw failedNow(e);
             } catch (NotSupportedException e) {
-                throw unsupported("fetchAdd", "ATOMICS", e);
+                throw unsupported("fetchAdd", "ATOMICS", r, e);
             }
         } finally {
             worker.exit(entered);
@@ -554,7 +555,7 @@ final class RuntimeEndpoint implements Endpoint {
             } catch (PeerFailedException e) {
                 throw failedNow(e);
             } catch (NotSupportedException e) {
-                throw unsupported("compareAndSwap", "ATOMICS", e);
+                throw unsupported("compareAndSwap", "ATOMICS", r, e);
             }
         } finally {
             worker.exit(entered);
@@ -617,9 +618,14 @@ final class RuntimeEndpoint implements Endpoint {
         }
     }
 
-    private NotSupportedException unsupported(String op, String capability, NotSupportedException e) {
-        NotSupportedException n = new NotSupportedException(op + ": transport '" + transport + "' of this endpoint does not support it "
-                + "(capability " + capability + "): " + e.getMessage());
+    private NotSupportedException unsupported(String op, String capability, RemoteRegion region, NotSupportedException e) {
+        // A region the runtime could not map here refuses every operation of a transport that needs a mapping, which does
+        // support them: the cause to name is the region's plugin, not the transport's capability.
+        String unmapped = region.localSegment() == null ? IpcImports.whyNotMapped(region) : null;
+        NotSupportedException n = new NotSupportedException(unmapped != null
+                ? op + ": the peer region is not mapped in this process, and transport '" + transport + "' of this endpoint reaches it "
+                        + "only through a mapping: " + unmapped + " (" + e.getMessage() + ")"
+                : op + ": transport '" + transport + "' of this endpoint does not support it (capability " + capability + "): " + e.getMessage());
         n.initCause(e);
         return n;
     }

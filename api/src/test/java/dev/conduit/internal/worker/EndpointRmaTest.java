@@ -187,6 +187,33 @@ class EndpointRmaTest {
         assertThat(rmaCalls()).as("calls that reached the transport").isZero();
     }
 
+    /**
+     * A handle of a plugin this {@code Conduit} does not select is opened unmapped (a cross-host
+     * transport needs no mapping). On a transport that needs one, every operation used to say
+     * that the endpoint's transport "does not support it (capability ATOMICS)", which it declares,
+     * without naming why the region was not mapped (its plugin left out by {@code transports}) or
+     * the remedy (found with memfd and posix: {@code transports=memfd} and a posix region).
+     */
+    @Test
+    void rmaOnARegionOfAPluginNotSelectedHereNamesThePluginAndTheRemedy() {
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        byte[] excludedHandle = loopbacks.conduit(memory).pool("inproc").allocate(4096).exportHandle();
+        transport = new LoopbackPlugin("lo", 8, false);
+        conduit = loopbacks.conduit(b -> b.transports("lo"), transport, memory);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        endpoint = worker.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        PeerRegion region = endpoint.peerRegion(excludedHandle);
+
+        assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1)).isInstanceOf(NotSupportedException.class)
+                .hasMessageStartingWith("fetchAdd: the peer region is not mapped in this process")
+                .hasMessageContaining("plugin 'inproc'").hasMessageContaining("transports=lo").hasMessageContaining("name it there")
+                .hasMessageNotContaining("does not support");
+        assertThatThrownBy(() -> endpoint.put(longs(1), region, 0)).isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("transports=lo");
+        assertThatThrownBy(() -> endpoint.get(region, 0, longs(0))).isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("transports=lo");
+    }
+
     @Test
     void rmaOnAFailedEndpointThrowsPeerFailedException() {
         open(new LoopbackPlugin("lo", 8, false));

@@ -381,7 +381,13 @@ final class LoopbackPlugin implements ConduitPlugin {
             rmaCalls.incrementAndGet();
             lastRegionMayFault = r.mayFault();
             if (target.dead) throw new PeerFailedException("loopback peer " + target.key + " is dead");
-            return r.localSegment();
+            // As the shared-memory transports: a region reaches them only through a mapping here.
+            MemorySegment segment = r.localSegment();
+            if (segment == null) {
+                throw new dev.conduit.spi.NotSupportedException("loopback reaches peers in this process only; region of plugin '"
+                        + r.pluginName() + "' is not mapped here");
+            }
+            return segment;
         }
 
         @Override
