@@ -30,7 +30,8 @@ public final class RuntimeKeys {
 
     public static final ConfigKey<Long> IPC_CACHE_BYTES = ConfigKey.bytes("ipc.cache.bytes", 1L << 30, 0,
             "How many bytes of imported chunks the IPC cache keeps mapped for no open region, so that importing them again "
-                    + "makes no system call. Mappings in use are never unmapped and do not count.");
+                    + "makes no system call. Mappings in use are never unmapped; one opened again by a hit after it was unused "
+                    + "still counts until the cache lets it go (it stays mapped while open).");
 
     public static final ConfigKey<Long> POOL_CHUNK_SIZE = ConfigKey.bytes("pool.chunk.size", 2L << 20, 64L << 10,
             "Size of the chunks pools take from a memory provider (rounded up to its page size). Allocations up to a quarter "

@@ -17,6 +17,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
@@ -34,8 +36,10 @@ import java.util.function.Function;
  *       ({@code evictionListener}), and never while counted. An entry made by a miss weighs 0
  *       (Caffeine never evicts it for size) until its count first drops to 0; from then on it weighs
  *       its length, so the bound ({@code ipc.cache.bytes}) limits what stays mapped for no open
- *       region, least recently used first. Should the policy pick an entry that a hit has counted
- *       meanwhile, the entry leaves the cache but stays mapped until its last region closes.</li>
+ *       region, least recently used first. A hit does not re-weigh an entry (that would take
+ *       Caffeine's lock), so one counted again by a hit after its count dropped to 0 weighs its
+ *       length while open and may be picked: it leaves the cache but stays mapped and in the
+ *       index until its last region closes, counted by the stats and unmapped by {@link #close()}.</li>
  *   <li>Export ids are never reused by their origin, so a key never names another chunk than the
  *       one cached (UMF's stale-key unmap of an in-use entry cannot happen); and a hit must carry
  *       the plugin, chunk length and payload that the importer validated on the miss.</li>
@@ -63,6 +67,12 @@ public final class IpcCache implements AutoCloseable {
     /** Set first by {@link #close()}: no import maps anything after it. */
     private volatile boolean closed;
     private final HitIndex index = new HitIndex();
+    /**
+     * Entries the policy evicted while regions were open on them: out of the cache, still mapped
+     * and in the index (imports of them are hits), until their last release unmaps them; the
+     * cache's close unmaps them with the rest, and the stats count them.
+     */
+    private final Set<Entry> evictedInUse = ConcurrentHashMap.newKeySet();
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
     private final LongAdder evictions = new LongAdder();
@@ -269,15 +279,27 @@ public final class IpcCache implements AutoCloseable {
             });
             if (released[0]) return;
         }
-        if (entry.decrement() == 0 && entry.detached && entry.kill()) unmap(entry, "released after eviction");
+        if (entry.decrement() == 0 && entry.detached && entry.kill()) {
+            index.remove(entry);
+            evictedInUse.remove(entry);
+            unmap(entry, "released after eviction");
+        }
     }
 
     private void evicted(Entry e, RemovalCause cause) {
         evictions.increment();
-        index.remove(e);
         e.detached = true;
-        if (e.kill()) unmap(e, cause.name());
-        // else: counted by a hit that raced the eviction; its last release unmaps.
+        if (e.kill()) {
+            index.remove(e);
+            unmap(e, cause.name());
+            return;
+        }
+        // Counted: a hit takes no lock to re-weigh an entry, so one counted again after its count dropped to 0 still weighs
+        // its length and may be picked while open. It stays mapped and in the index, so that imports of it are hits rather
+        // than a second mapping of the chunk, until its last release unmaps it. Kept here for the stats and the cache's close,
+        // which must unmap it too; a release that killed it before it was added is seen by the check after.
+        evictedInUse.add(e);
+        if (e.refs == DEAD) evictedInUse.remove(e);
     }
 
     private void unmap(Entry e, String cause) {
@@ -312,7 +334,9 @@ public final class IpcCache implements AutoCloseable {
     public IpcCacheStats stats() {
         cache.cleanUp();
         long inUse = cache.asMap().values().stream().filter(e -> e.refs > 0).count();
-        return new IpcCacheStats(hits.sum(), misses.sum(), evictions.sum(), mappedBytes.get(), cache.estimatedSize(), inUse, maximumBytes);
+        long evictedOpen = evictedInUse.stream().filter(e -> e.refs > 0).count();
+        return new IpcCacheStats(hits.sum(), misses.sum(), evictions.sum(), mappedBytes.get(), cache.estimatedSize() + evictedOpen,
+                inUse + evictedOpen, maximumBytes);
     }
 
     /**
@@ -332,6 +356,8 @@ public final class IpcCache implements AutoCloseable {
                 return null;
             });
         }
+        entries.addAll(evictedInUse);
+        evictedInUse.clear();
         ConduitException failure = null;
         for (Entry e : entries) {
             if (!detachAndKill(e)) continue;
