@@ -157,8 +157,12 @@ public interface Endpoint extends AutoCloseable {
      * once {@link #flush()} returns (at once on shared-memory transports).
      *
      * @throws IndexOutOfBoundsException when {@code [offset, offset + source.byteSize())} is not inside {@code target}
-     * @throws IllegalArgumentException  when {@code target} is mapped read-only in this process (posix through a read-only mount)
+     * @throws IllegalArgumentException  when {@code target} was opened on another endpoint, or is mapped read-only in this
+     *                                   process (posix through a read-only mount)
      * @throws NotSupportedException     when the transport has no RMA (capability RMA)
+     * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
+     *                                   the peer regions opened on it)
+     * @throws PeerFailedException       when the endpoint has failed
      */
     void put(MemorySegment source, PeerRegion target, long offset);
 
@@ -166,7 +170,11 @@ public interface Endpoint extends AutoCloseable {
      * Copies {@code destination.byteSize()} bytes of {@code source} at {@code offset} into {@code destination}.
      *
      * @throws IndexOutOfBoundsException when the range is not inside {@code source}
+     * @throws IllegalArgumentException  when {@code source} was opened on another endpoint
      * @throws NotSupportedException     when the transport has no RMA (capability RMA)
+     * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
+     *                                   the peer regions opened on it)
+     * @throws PeerFailedException       when the endpoint has failed
      */
     void get(PeerRegion source, long offset, MemorySegment destination);
 
@@ -174,10 +182,13 @@ public interface Endpoint extends AutoCloseable {
      * Atomically adds {@code delta} to the 8-byte word at {@code offset} of {@code target} (native
      * byte order of the target's host); returns the previous value.
      *
-     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8, or {@code target} is mapped read-only in
-     *                                   this process (posix through a read-only mount)
+     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8, or {@code target} was opened on another
+     *                                   endpoint or is mapped read-only in this process (posix through a read-only mount)
      * @throws IndexOutOfBoundsException when the word is not inside {@code target}
      * @throws NotSupportedException     when the transport has no atomics (capability ATOMICS)
+     * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
+     *                                   the peer regions opened on it)
+     * @throws PeerFailedException       when the endpoint has failed
      */
     long fetchAdd(PeerRegion target, long offset, long delta);
 
@@ -185,10 +196,13 @@ public interface Endpoint extends AutoCloseable {
      * Atomically replaces the 8-byte word at {@code offset} of {@code target} with {@code desired}
      * if it equals {@code expected}; returns the previous value (equal to {@code expected} on success).
      *
-     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8, or {@code target} is mapped read-only in
-     *                                   this process (posix through a read-only mount)
+     * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8, or {@code target} was opened on another
+     *                                   endpoint or is mapped read-only in this process (posix through a read-only mount)
      * @throws IndexOutOfBoundsException when the word is not inside {@code target}
      * @throws NotSupportedException     when the transport has no atomics (capability ATOMICS)
+     * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
+     *                                   the peer regions opened on it)
+     * @throws PeerFailedException       when the endpoint has failed
      */
     long compareAndSwap(PeerRegion target, long offset, long expected, long desired);
 

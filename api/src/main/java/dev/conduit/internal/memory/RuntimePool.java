@@ -125,6 +125,22 @@ public final class RuntimePool implements Pool {
         return new PoolRegion(this, null, 0, chunk, 0, size);
     }
 
+    /**
+     * A chunk of {@code pool.chunk.size} for the size classes. Its size is a setting, not what the
+     * caller asked for, so a provider's refusal (no room for it) names the setting as well.
+     */
+    PooledChunk newSharedChunk() {
+        try {
+            return newChunk(chunkSize);
+        } catch (NotSupportedException e) {
+            throw e;
+        } catch (ConduitException e) {
+            throw new ConduitException("pool of plugin '" + plugin + "': could not take a chunk of " + chunkSize + " bytes (pool.chunk.size; "
+                    + "allocations up to a quarter of it share chunks of that size): " + e.getMessage() + ". Lower pool.chunk.size if "
+                    + "chunks of that size cannot fit where the plugin allocates", e);
+        }
+    }
+
     PooledChunk newChunk(long length) {
         providerLock.lock();
         try {

@@ -39,7 +39,7 @@ final class SizeClass {
     }
 
     private void refill() {
-        PooledChunk c = pool.newChunk(pool.chunkSize());
+        PooledChunk c = pool.newSharedChunk();
         if (chunkCount == chunks.length) chunks = Arrays.copyOf(chunks, chunkCount * 2);
         int index = chunkCount++;
         chunks[index] = c;

@@ -24,6 +24,8 @@ final class RuntimePeerRegion implements PeerRegion {
     private final long size;
     @SuppressWarnings("unused") // through CLOSED
     private volatile boolean closed;
+    /** Whether its endpoint's close closed it, for the error of a later use: the application never closed it itself. */
+    private volatile boolean closedWithEndpoint;
 
     RuntimePeerRegion(RuntimeEndpoint owner, RemoteRegion remote) {
         this.owner = owner;
@@ -33,7 +35,10 @@ final class RuntimePeerRegion implements PeerRegion {
 
     /** The transport's view, for an operation; fails if closed. */
     RemoteRegion remote() {
-        if (closed) throw new IllegalStateException("this PeerRegion is closed");
+        if (closed) {
+            throw new IllegalStateException(closedWithEndpoint ? "this PeerRegion is closed: its endpoint was closed (or its worker), "
+                    + "which closes the peer regions opened on it; open the region again on a live endpoint to the peer" : "this PeerRegion is closed");
+        }
         return remote;
     }
 
@@ -60,7 +65,10 @@ final class RuntimePeerRegion implements PeerRegion {
 
     /** Releases the region without telling its endpoint (which is closing). */
     void closeByEndpoint() {
-        if (CLOSED.compareAndSet(this, false, true)) remote.close();
+        if (CLOSED.compareAndSet(this, false, true)) {
+            closedWithEndpoint = true;
+            remote.close();
+        }
     }
 
     @Override

@@ -45,6 +45,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
     /** Whether imported mappings say that an access cannot fault ({@link ChunkMapping#mayFault()}), as memfd's sealed ones do. */
     public volatile boolean sealedImports;
+    /** The largest chunk the provider makes; a larger one is refused as a full file system refuses it. */
+    public volatile long largestChunk = Long.MAX_VALUE;
     /** Whether imports map read-only, as posix does through a read-only mount. */
     public volatile boolean readOnlyImports;
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
@@ -150,6 +152,9 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public Chunk allocate(long size) {
+            if (size > largestChunk) {
+                throw new ConduitException("no room for a chunk of " + size + " bytes: at most " + largestChunk + " (on purpose)");
+            }
             Arena arena = Arena.ofShared();
             InProcessChunk c = new InProcessChunk(arena, arena.allocate(size, PAGE), new long[1]);
             live.add(c);

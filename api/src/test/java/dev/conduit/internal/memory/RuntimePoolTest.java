@@ -114,6 +114,22 @@ class RuntimePoolTest {
         assertThat(IpcHandle.decode(own.exportHandle()).exportId()).isGreaterThan(ha.exportId());
     }
 
+    /** A small allocation that fails for want of room for a whole shared chunk: the size that failed is a setting's, so say which. */
+    @Test
+    void aSharedChunkTheProviderRefusesNamesPoolChunkSize() {
+        pool();
+        plugin.largestChunk = CHUNK - 1;
+        assertThatThrownBy(() -> pool.allocate(64)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("could not take a chunk of " + CHUNK + " bytes (pool.chunk.size;")
+                .hasMessageContaining("no room for a chunk of " + CHUNK + " bytes")
+                .hasMessageContaining("Lower pool.chunk.size");
+        // A chunk of its own is the size asked for, not the setting's.
+        plugin.largestChunk = CHUNK * 2;
+        assertThatThrownBy(() -> pool.allocate(CHUNK * 3)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("no room for a chunk of " + CHUNK * 3 + " bytes")
+                .hasMessageNotContaining("pool.chunk.size");
+    }
+
     @Test
     void aPoolWhoseProviderFailedToCloseTriesAgainAtTheNextCloseAndAllocatesNothingMeanwhile() {
         pool();

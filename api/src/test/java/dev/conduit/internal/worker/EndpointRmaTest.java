@@ -164,6 +164,22 @@ class EndpointRmaTest {
         assertThatThrownBy(() -> second.peerRegion(new byte[10])).isInstanceOf(InvalidHandleException.class);
     }
 
+    /** A region its application never closed is said to have closed with its endpoint, and one it closed is not. */
+    @Test
+    void aRegionClosedWithItsEndpointSaysSo() {
+        open(new LoopbackPlugin("lo", 8, false));
+        PeerRegion closedHere = endpoint.peerRegion(handle);
+        PeerRegion closedWithEndpoint = endpoint.peerRegion(handle);
+        closedHere.close();
+        assertThatThrownBy(() -> endpoint.put(longs(1), closedHere, 0))
+                .isInstanceOf(IllegalStateException.class).hasMessage("this PeerRegion is closed");
+        endpoint.close();
+        assertThatThrownBy(() -> endpoint.put(longs(1), closedWithEndpoint, 0))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("its endpoint was closed (or its worker), which closes the peer regions opened on it");
+        assertThatThrownBy(() -> endpoint.put(longs(1), closedHere, 0)).hasMessage("this PeerRegion is closed");
+    }
+
     @Test
     void aTransportWithoutRmaOrAtomicsIsNamedWithTheMissingCapability() {
         open(new LoopbackPlugin("lo", 8, false).capabilities(Capability.WAKEUP));
