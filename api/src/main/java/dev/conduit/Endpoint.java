@@ -34,8 +34,9 @@ import java.lang.foreign.MemorySegment;
  * found a record of it that breaks the protocol; the failure says which, or that it does not keep
  * the connection): it then delivered the messages up to the first it dropped, and none after it.
  * Over memfd and posix an endpoint whose peer worker is gone (it closed or died) gives back what
- * only that peer could use (its bounce ring, its mapping of the peer's queue) as it fails; closing
- * it is still what releases its peer regions and the runtime's part.
+ * only that peer could use (its bounce ring, its mapping of the peer's queue) as it fails (or, when
+ * it failed earlier for another reason, at the first liveness check that finds the peer gone);
+ * closing it is still what releases its peer regions and the runtime's part.
  *
  * <p><b>How soon</b>: over the shared-memory transports (memfd, posix) a peer that dies, also by
  * {@code kill -9}, is noticed by its lease, which the worker checks every

@@ -385,7 +385,18 @@ final class ShmEndpoint implements TransportEndpoint {
      * @return whether the peer failed now
      */
     boolean checkPeer(long now) {
-        if (failure != null || closed) return false;
+        if (closed || released) return false;
+        if (failure != null) {
+            // Failed while the peer lived (refused, judged hung, its queue damaged or faulted): once the peer is gone too,
+            // what only it could use goes as below, or an endpoint dropped unclosed kept it for good.
+            try {
+                if (!peerLease.ownerAlive()) releaseForAPeerThatIsGone();
+            } catch (RuntimeException e) {
+                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": could not check the peer of a failed "
+                        + "connection: " + e.getMessage());
+            }
+            return false;
+        }
         if (!peerLease.ownerAlive()) {
             int how = peerClose();
             fail(transport.plugin() + ": " + switch (how) {
@@ -397,15 +408,7 @@ final class ShmEndpoint implements TransportEndpoint {
                         + " is no longer held)";
                 default -> "peer worker died (its lease " + peerLease.name() + " is no longer held)";
             } + unread(how == 0));
-            // Nothing here serves anyone any more: the ring (a file of bounce.size, for posix in the shared directory) and the
-            // peer's queue, whose pages this mapping alone would keep. An application that drops the failed endpoint unclosed,
-            // as one that reconnects to the peer's successor may, kept them for good.
-            try {
-                release();
-            } catch (RuntimeException e) {
-                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": could not release a connection to a peer "
-                        + "that is gone: " + e.getMessage());
-            }
+            releaseForAPeerThatIsGone();
             return true;
         }
         try {
@@ -448,6 +451,21 @@ final class ShmEndpoint implements TransportEndpoint {
             }
         }
         return false;
+    }
+
+    /**
+     * Nothing here serves anyone any more once the peer's worker is gone: the ring (a file of
+     * bounce.size, for posix in the shared directory) and the peer's queue, whose pages this mapping
+     * alone would keep. An application that drops the failed endpoint unclosed, as one that
+     * reconnects to the peer's successor may, kept them for good.
+     */
+    private void releaseForAPeerThatIsGone() {
+        try {
+            release();
+        } catch (RuntimeException e) {
+            transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": could not release a connection to a peer "
+                    + "that is gone: " + e.getMessage());
+        }
     }
 
     /**

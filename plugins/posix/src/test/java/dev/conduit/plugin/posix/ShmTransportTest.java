@@ -2425,6 +2425,35 @@ class ShmTransportTest {
         assertThat(sharedFiles()).isEqualTo(sendersFiles);
     }
 
+    /**
+     * The same once the endpoint failed first for another reason while the peer lived (here judged
+     * hung: its queue stayed full past heartbeat.timeout), and the peer's worker went afterwards (a
+     * hung process is killed, or closes): the failed endpoint, dropped unclosed by a service that
+     * reconnects to the peer's successor, kept its ring file and its mappings for good, for the
+     * liveness check looked for a released lease only on endpoints that had not failed yet.
+     */
+    @Test
+    void anEndpointThatFailedBeforeItsPeerWentReleasesItsRingWhenThePeerIsGone() throws java.io.IOException {
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
+        List<String> sendersFiles = sharedFiles();
+        long sendersMappings = mappingsOfTheSharedDirectory();
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(9000, 1))).as("through the bounce ring").isTrue();
+        while (ep.trySend(2, MemorySegment.NULL, bytes(8, 2))) { } // the receiver never progresses: its queue fills
+        while (failure.get() == null) sender.progress();
+        assertThat(failure.get()).hasMessageContaining("hung");
+        receiver.close();
+        for (long until = System.nanoTime() + 100_000_000; System.nanoTime() < until; ) sender.progress();
+
+        assertThat(sharedFiles()).as("the shared directory, the endpoint failed, its peer gone, the endpoint not closed")
+                .isEqualTo(sendersFiles);
+        assertThat(mappingsOfTheSharedDirectory()).as("mappings of its files").isEqualTo(sendersMappings);
+        ep.close();
+        assertThat(sharedFiles()).isEqualTo(sendersFiles);
+    }
+
     private List<String> sharedFiles() throws java.io.IOException {
         try (var files = Files.list(shared)) {
             return files.map(f -> f.getFileName().toString()).sorted().toList();
