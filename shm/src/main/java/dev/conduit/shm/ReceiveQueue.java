@@ -750,7 +750,9 @@ public final class ReceiveQueue {
                 continue;
             }
             int type = secondInt(lengthAndType);
-            if (firstInt(lengthAndType) > 0 && (type == MSG || type == LARGE)
+            // A message has its record header: one shorter (which no sender writes) may lie in the ring's last bytes, with no
+            // connection field in the ring.
+            if (firstInt(lengthAndType) > 0 && (type == MSG || type == LARGE) && length >= RECORD_HEADER
                     && (long) LONG.getVolatile(memory, offset + CONNECTION) == connection) {
                 count++;
             }

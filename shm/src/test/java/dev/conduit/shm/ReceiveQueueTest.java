@@ -198,6 +198,23 @@ class ReceiveQueueTest {
         assertThat(sender.unreadMessagesOf(7, sender.readPosition())).isZero();
     }
 
+    /**
+     * A record of 8 bytes in the ring's last 8 bytes (a length and type a process that maps the
+     * queue wrote; no sender writes a record shorter than a line) has no connection field: the
+     * count read 8 bytes past the mapped ring there, and threw IndexOutOfBoundsException out of the
+     * liveness check (which then never failed the endpoint, and threw again at every check).
+     */
+    @Test
+    void aSendersCountReadsNoConnectionFieldPastTheRingsEnd() {
+        send(ReceiveQueue.MSG, 7, 4032);
+        long last = send(ReceiveQueue.MSG, 7, 64);
+        assertThat(last).isEqualTo(ReceiveQueue.HEADER_LENGTH + 4032);
+        memory.set(ValueLayout.JAVA_LONG, last, ReceiveQueue.twoInts(56, ReceiveQueue.PAD));
+        memory.set(ValueLayout.JAVA_LONG, last + 56, ReceiveQueue.twoInts(8, ReceiveQueue.MSG));
+
+        assertThat(sender.unreadMessagesOf(7, sender.claimedUpTo())).isEqualTo(1);
+    }
+
     @Test
     void sendersSeeAReceiverThatCloses() {
         assertThat(sender.isClosing()).isFalse();
