@@ -57,7 +57,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * opened is closed, and once more after; one still running then fails the test with its stack.
  *
  * <p>Every thread the plugin started during a test must end once what the test opened is closed
- * ({@code close} stops them): one still alive {@link #progressGuard()} after the close fails the
+ * ({@code close} stops them): one still alive {@link #progressGuard()} (at least 5 s) after the close fails the
  * test, named with its daemon status and its stack. The test method runs on a thread of a thread
  * group of its own, which every thread started from it inherits, the plugin's and the runtime's,
  * and their threads' threads: so the TCK tells them from the JDK's (in the JDK's own groups, or
@@ -147,10 +147,11 @@ public abstract class PluginContract {
                         + alive.stream().map(t -> "\n  " + t.getName() + " in " + t.getState() + Arrays.stream(t.getStackTrace())
                                 .map(e -> "\n      at " + e).collect(Collectors.joining())).collect(Collectors.joining())));
             }
-            List<Thread> left = threadsTheTestStartedStillAlive(progressGuard());
+            Duration threadsEnding = threadsEndingBound();
+            List<Thread> left = threadsTheTestStartedStillAlive(threadsEnding);
             if (!left.isEmpty()) {
                 failure = add(failure, new AssertionError(left.size() + " thread(s) started during the test (by the plugin, or by the "
-                        + "runtime for it) still alive " + progressGuard() + " after everything the test opened was closed: close() stops "
+                        + "runtime for it) still alive " + threadsEnding + " after everything the test opened was closed: close() stops "
                         + "every thread the plugin started, and its threads are daemon threads (one left running keeps the "
                         + "application's JVM from exiting):" + left.stream().map(PluginContract::describe).collect(Collectors.joining())));
             }
@@ -195,6 +196,20 @@ public abstract class PluginContract {
         }
         return threads.stream().filter(Thread::isAlive).toList();
     }
+
+    /**
+     * How long the check after a test waits for the threads the test started to end: {@link
+     * #progressGuard()}, and never less than {@link #THREADS_ENDING_AT_LEAST}, for threads end on
+     * their own a while after a close (conduit-linux's {@code conduit-unmapper} a second after the
+     * last unmap) whatever guard a suite sets against hangs.
+     */
+    private Duration threadsEndingBound() {
+        Duration guard = progressGuard();
+        return guard.compareTo(THREADS_ENDING_AT_LEAST) < 0 ? THREADS_ENDING_AT_LEAST : guard;
+    }
+
+    /** The least {@link #threadsEndingBound()} waits: a second of conduit-unmapper's grace, with room for a loaded machine. */
+    static final Duration THREADS_ENDING_AT_LEAST = Duration.ofSeconds(5);
 
     /**
      * The threads started during the test, from its method's thread or from threads it started, that

@@ -176,4 +176,26 @@ final class WellBehavedVariants {
             };
         }
     }
+
+    /**
+     * As conduit-linux's {@code conduit-unmapper} does with the ranges a close gives back: each
+     * transport's close() leaves a daemon thread that ends on its own a second later, which no
+     * {@code progressGuard()} of a suite (a hang guard) should make a leak.
+     */
+    public static final class EndsItsThreadASecondAfterClose extends LoopbackPlugin {
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public void close() {
+                    boolean first = !closed;
+                    super.close();
+                    if (first) Thread.ofPlatform().daemon().name("tck-variant-unmapper-" + id).start(() -> {
+                        long until = System.nanoTime() + 1_000_000_000L;
+                        while (System.nanoTime() < until) LockSupport.parkNanos(until - System.nanoTime());
+                    });
+                }
+            };
+        }
+    }
 }

@@ -57,4 +57,22 @@ class WellBehavedVariantsTckTest {
             return new WellBehavedVariants.StopsItsThreadOnClose();
         }
     }
+
+    /**
+     * A thread that ends on its own a second after the close (conduit-unmapper's grace) under a
+     * progressGuard() shorter than that: the posix and memfd suites with a guard of 500 ms failed
+     * their first test, naming conduit-unmapper as a thread the plugin left running.
+     */
+    @Nested
+    class EndsItsThreadASecondAfterCloseUnderAShortGuardTransport extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new WellBehavedVariants.EndsItsThreadASecondAfterClose();
+        }
+
+        @Override
+        protected Duration progressGuard() {
+            return Duration.ofMillis(500);
+        }
+    }
 }
