@@ -479,15 +479,23 @@ final class ShmEndpoint implements TransportEndpoint {
      */
     private String unread(boolean diedReading) {
         long unread;
+        int refused;
         try {
             unread = peer.unreadMessagesOf(connection, lastMessageEnd);
+            refused = connectSent ? peer.refusalOf(connection) : 0;
         } catch (InternalError truncated) {
             return ""; // its queue file was cut short: nothing can be read there
         }
-        if (unread == 0) return "; it had read every message sent on this endpoint";
         String them = unread == 1 ? "message sent on this endpoint was" : unread + " messages sent on this endpoint were";
-        return "; the last " + them + " never read by it" + (diedReading ? " (or being handled as it died)" : "")
+        String lost = "; the last " + them + " never read by it" + (diedReading ? " (or being handled as it died)" : "")
                 + ": lost with it, to be sent again to its successor";
+        if (refused != 0) {
+            // Its read position passed what it dropped: "read every message" would tell a failover that nothing was lost.
+            return "; it had refused this connection, and dropped what was sent on it from its refusal on: "
+                    + ShmTransport.refusal(transport.plugin(), refused) + (unread == 0 ? "" : lost);
+        }
+        if (unread == 0) return "; it had read every message sent on this endpoint";
+        return lost;
     }
 
     private void fail(String message) {

@@ -2511,6 +2511,33 @@ class ShmTransportTest {
         assertThat(logger.warnings).isEmpty();
     }
 
+    /**
+     * A peer that refused the connection (past inbound.max) and dropped its messages, then closed
+     * in order before the sender's next liveness check: the failure said the peer "had read every
+     * message sent on this endpoint", for its read position is past them, and a failover took that
+     * for nothing lost. It names the refusal instead, and counts nothing as read.
+     */
+    @Test
+    void aPeerThatRefusedTheConnectionAndClosedIsNotSaidToHaveReadEveryMessage() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.inbound.max", "1");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms"); // not progressed until the receiver closed
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint second = connect(sender, receiver, failure::set);
+        assertThat(second.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        assertThat(second.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("refused connection");
+        for (int i = 0; i < 10; i++) progressOrPause(receiver);
+        assertThat(received.ids).containsExactly(1);
+        receiver.close();
+        while (failure.get() == null) sender.progress();
+
+        assertThat(failure.get()).isNotNull();
+        assertThat(failure.get().getMessage()).contains("posix: peer worker closed (an orderly close")
+                .doesNotContain("it had read every message sent on this endpoint").contains("posix.inbound.max");
+    }
+
     /** The other way round: a peer that read everything before its orderly close is said to have done so. */
     @Test
     void aPeerThatReadEverythingBeforeItsOrderlyCloseIsSaidToHaveReadEveryMessage() {
