@@ -64,8 +64,8 @@ final class PosixMemoryProvider implements MemoryProvider {
      * Why a directory can be full of no files: an unlinked chunk's pages stay until the last
      * mapping of it goes, and importers' IPC caches keep unused imports mapped.
      */
-    static final String FREED_BUT_MAPPED = "Chunks freed here keep their space while another process still maps them: an importing "
-            + "process's IPC cache keeps up to ipc.cache.bytes (1 GiB by default) of unused imports mapped, so lower ipc.cache.bytes "
+    static final String FREED_BUT_MAPPED = "Chunks freed here keep their space while another process still maps them: each importing "
+            + "Conduit's IPC cache keeps up to ipc.cache.bytes (1 GiB by default) of unused imports mapped, so lower ipc.cache.bytes "
             + "in the importing processes where this directory is small (docs/runtime.md, \"Consumer-only import and the IPC cache\")";
 
     private final Libc libc;
