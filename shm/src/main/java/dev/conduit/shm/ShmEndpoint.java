@@ -444,9 +444,11 @@ final class ShmEndpoint implements TransportEndpoint {
                 lastHeartbeat = beat;
                 waitingSince = now;
             } else if (now - waitingSince > heartbeatTimeoutNanos) {
+                String key = transport.plugin() + ".heartbeat.timeout";
                 fail(transport.plugin() + ": peer worker is hung: " + (waitingForRing ? "this connection's bounce ring" : "its queue")
                         + " stayed full and it made no progress for "
-                        + (now - waitingSince) / 1_000_000 + " ms (heartbeat.timeout)");
+                        + (now - waitingSince) / 1_000_000 + " ms (" + key + ")" + unreadWhileHung()
+                        + "; raise " + key + " for a peer that is only slow or paused, or connect to it again once it progresses");
                 return true;
             }
         }
@@ -496,6 +498,24 @@ final class ShmEndpoint implements TransportEndpoint {
         }
         if (unread == 0) return "; it had read every message sent on this endpoint";
         return lost;
+    }
+
+    /**
+     * What a hung peer's queue still holds of this endpoint: it lives, so it delivers that if it
+     * resumes, and loses it if it dies. A failover must know both ways: sent again after a resume it
+     * arrives twice, not sent again after a death it is lost. Counted as the peer left it; one that
+     * resumes during the count has read some of them already.
+     */
+    private String unreadWhileHung() {
+        long unread;
+        try {
+            unread = peer.unreadMessagesOf(connection, lastMessageEnd);
+        } catch (InternalError truncated) {
+            return ""; // its queue file was cut short: nothing can be read there
+        }
+        if (unread == 0) return "; it had read every message sent on this endpoint";
+        return "; the last " + (unread == 1 ? "message sent on this endpoint is" : unread + " messages sent on this endpoint are")
+                + " unread in its queue: delivered if it resumes, lost if it dies";
     }
 
     private void fail(String message) {

@@ -2454,6 +2454,35 @@ class ShmTransportTest {
         assertThat(sharedFiles()).isEqualTo(sendersFiles);
     }
 
+    /**
+     * A peer judged hung (its queue stayed full past heartbeat.timeout: a subscriber stopped with
+     * SIGSTOP, say) still holds in its queue what the transport took, and delivers it if it
+     * resumes. The failure said only "hung" and the time: neither those messages, which a failover
+     * needs to count (sent again after a resume they arrive twice; not sent again after a death
+     * they are lost), nor the key to raise for a peer that is only slow, nor that the peer can be
+     * connected to again.
+     */
+    @Test
+    void aPeerJudgedHungIsToldHowManyMessagesItsQueueStillHoldsAndTheKeyToRaise() {
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        int taken = 0;
+        while (ep.trySend(2, MemorySegment.NULL, bytes(8, taken))) taken++; // the receiver makes no progress: its queue fills
+        while (failure.get() == null) sender.progress();
+
+        assertThat(failure.get()).hasMessageContaining("hung")
+                .hasMessageContaining("the last " + taken + " messages sent on this endpoint are unread in its queue")
+                .hasMessageContaining("posix.heartbeat.timeout");
+        receive(receiver, received, taken); // it resumes: they were not lost
+        assertThat(received.ids).hasSize(taken);
+        ep.close();
+        receiver.close();
+        sender.close();
+    }
+
     private List<String> sharedFiles() throws java.io.IOException {
         try (var files = Files.list(shared)) {
             return files.map(f -> f.getFileName().toString()).sorted().toList();
