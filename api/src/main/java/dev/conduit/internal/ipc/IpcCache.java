@@ -39,7 +39,9 @@ import java.util.function.Function;
  *       region, least recently used first. A hit does not re-weigh an entry (that would take
  *       Caffeine's lock), so one counted again by a hit after its count dropped to 0 weighs its
  *       length while open and may be picked: it leaves the cache but stays mapped and in the
- *       index until its last region closes, counted by the stats and unmapped by {@link #close()}.</li>
+ *       index until its last region closes, counted by the stats and unmapped by {@link #close()};
+ *       {@link #open} (a peer region's, or an import whose look-up ran before the entry was
+ *       made) finds it there too, rather than mapping its chunk a second time.</li>
  *   <li>Export ids are never reused by their origin, so a key never names another chunk than the
  *       one cached (UMF's stale-key unmap of an in-use entry cannot happen); and a hit must carry
  *       the plugin, chunk length and payload that the importer validated on the miss.</li>
@@ -205,9 +207,26 @@ public final class IpcCache implements AutoCloseable {
     public Lease open(IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper) {
         Key key = new Key(handle.originHigh(), handle.originLow(), handle.exportId());
         boolean[] missed = new boolean[1];
-        Entry entry = cache.asMap().compute(key, (k, cached) -> {
+        Entry[] evictedOpen = new Entry[1];
+        Entry computed = cache.asMap().compute(key, (k, cached) -> {
             if (cached == null || !cached.acquire()) {
                 if (closed) throw closedException();
+                if (cached == null) {
+                    // One the policy evicted while open is still mapped and in the index: its mapping serves this open too,
+                    // as a lock-free hit's would; mapping the chunk again would give it two mappings (and the new entry
+                    // would take the open one's place in the index). A dead one is on its way out: map afresh.
+                    Entry open = index.find(key.originHigh(), key.originLow(), key.exportId());
+                    if (open != null && open.refs != DEAD) {
+                        if (open.length != handle.chunkLength() || !open.plugin.equals(handle.plugin())
+                                || !Arrays.equals(open.payload, handle.payload())) {
+                            throw contradiction(open, handle);
+                        }
+                        if (open.acquire()) {
+                            evictedOpen[0] = open;
+                            return null;
+                        }
+                    }
+                }
                 missed[0] = true;
                 Entry fresh = map(key, handle, mapper);
                 fresh.refs = 1;
@@ -222,6 +241,7 @@ public final class IpcCache implements AutoCloseable {
             cached.pinned = true; // counted again: weigh 0 until the count drops to 0
             return cached;
         });
+        Entry entry = computed != null ? computed : evictedOpen[0];
         if (closed) {
             // close() may have listed the entries before this one went in: take it out here, if it is still there.
             cache.asMap().computeIfPresent(key, (k, cached) -> cached == entry ? null : cached);

@@ -195,6 +195,52 @@ class IpcCacheTest {
         conduit = null;
     }
 
+    /**
+     * An entry the policy evicted while open stays in the hit index, so that importing its chunk
+     * again reuses its mapping; but {@link IpcCache#open} (a peer region's open for RMA, and an
+     * import whose lock-free look-up ran before the entry was made) consulted only Caffeine's map,
+     * found nothing and mapped the chunk a second time, and the new entry took the old one's place
+     * in the index.
+     */
+    @Test
+    void openingAChunkWhoseEntryThePolicyPickedWhileOpenReusesItsMapping() {
+        IpcCache cache = new IpcCache(2 * CHUNK);
+        java.util.concurrent.atomic.AtomicInteger mapped = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.function.Function<IpcHandle, ChunkMapping> mapper = h -> {
+            mapped.incrementAndGet();
+            Arena arena = Arena.ofShared();
+            MemorySegment segment = arena.allocate(h.chunkLength(), 4096);
+            return new ChunkMapping() {
+                @Override
+                public MemorySegment segment() {
+                    return segment;
+                }
+
+                @Override
+                public void close() {
+                    arena.close();
+                }
+            };
+        };
+        List<IpcHandle> handles = new ArrayList<>();
+        for (int i = 1; i <= 6; i++) handles.add(new IpcHandle("inproc", 1, 2, i, CHUNK, 0, CHUNK, new byte[] {(byte) i}));
+        try (cache) {
+            cache.open(handles.get(0), mapper).close();
+            IpcCache.Lease held = cache.tryHit(handles.get(0).encode());
+            assertThat(held).as("a hit").isNotNull();
+            for (int i = 1; i < 6; i++) cache.open(handles.get(i), mapper).close();
+            cache.cleanUp();
+            assertThat(held.isOpen()).isTrue();
+            int before = mapped.get();
+
+            try (IpcCache.Lease again = cache.open(handles.get(0), mapper)) {
+                assertThat(mapped).as("the open mapping serves it").hasValue(before);
+                assertThat(again.segment().address()).isEqualTo(held.segment().address());
+            }
+            held.close();
+        }
+    }
+
     @Test
     void manyImportCloseCyclesKeepTheMappingCountFlat() {
         Pool pool = open(1 << 30).pool("inproc");

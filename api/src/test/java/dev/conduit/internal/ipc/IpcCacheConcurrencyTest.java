@@ -1,0 +1,153 @@
+package dev.conduit.internal.ipc;
+
+import dev.conduit.Conduit;
+import dev.conduit.ImportedRegion;
+import dev.conduit.Pool;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Several threads import and close regions of the same and of different chunks through an IPC
+ * cache far smaller than they use (so that hits, first releases, evictions of open and unused
+ * entries and misses race), while another thread closes the Conduit.
+ */
+class IpcCacheConcurrencyTest {
+
+    private static final long CHUNK = 64 << 10;
+    private static final int THREADS = 4;
+
+    @Test
+    void importsClosesEvictionsAndTheConduitsCloseRaceSafely() throws Exception {
+        for (int round = 0; round < 30; round++) {
+            round(round, true);
+        }
+    }
+
+    /** The same without the close: once every region is closed, the stats count every mapping left, and none is in use. */
+    @Test
+    void afterTheRaceTheStatsCountEveryMappingLeft() throws Exception {
+        for (int round = 0; round < 10; round++) {
+            round(round, false);
+        }
+    }
+
+    private void round(int round, boolean closeConduit) throws Exception {
+        InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
+        Conduit conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("ipc.cache.bytes", Long.toString(CHUNK)).set("pool.chunk.size", Long.toString(CHUNK)).build();
+        Conduit producer = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("pool.chunk.size", Long.toString(CHUNK)).build();
+        try (producer) {
+            Pool pool = producer.pool("inproc");
+            List<byte[]> handles = new ArrayList<>();
+            for (int i = 0; i < 5; i++) handles.add(pool.allocate(CHUNK).exportHandle());
+
+            Queue<String> faults = new ConcurrentLinkedQueue<>();
+            Queue<ImportedRegion> left = new ConcurrentLinkedQueue<>();
+            AtomicLong ops = new AtomicLong();
+            java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
+            CountDownLatch start = new CountDownLatch(1);
+            long closeAfter = 2_000 + ThreadLocalRandom.current().nextInt(20_000);
+            List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < THREADS; t++) {
+                int seed = t;
+                threads.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        start.await();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    List<ImportedRegion> held = new ArrayList<>();
+                    ThreadLocalRandom random = ThreadLocalRandom.current();
+                    try {
+                        while (!closing.get() || (closeConduit && ops.get() < closeAfter + 5_000)) {
+                            if (ops.incrementAndGet() > closeAfter + 50_000) break;
+                            byte[] handle = handles.get(random.nextInt(handles.size()));
+                            ImportedRegion a;
+                            try {
+                                a = conduit.importRegion(handle);
+                            } catch (IllegalStateException closed) {
+                                if (!closing.get() || !closeConduit) faults.add("import refused before the close: " + closed);
+                                break;
+                            }
+                            boolean beforeClose = !closing.get();
+                            try {
+                                a.segment().set(ValueLayout.JAVA_LONG, 8L * seed, ops.get());
+                                long value = a.segment().get(ValueLayout.JAVA_LONG, 8L * seed);
+                                ImportedRegion b = conduit.importRegion(handle);
+                                try {
+                                    if (beforeClose && !closing.get() && b.segment().address() != a.segment().address()) {
+                                        faults.add("two mappings of one chunk while a region is open on it");
+                                    }
+                                    if (b.segment().get(ValueLayout.JAVA_LONG, 8L * seed) != value && !closing.get()) {
+                                        faults.add("a second region of the chunk reads other memory");
+                                    }
+                                } finally {
+                                    b.close();
+                                }
+                            } catch (IllegalStateException unmapped) {
+                                if (!closing.get()) faults.add("an open region's memory went away before the close: " + unmapped);
+                            }
+                            if (random.nextInt(4) == 0) {
+                                held.add(a);
+                            } else {
+                                a.close();
+                            }
+                            if (held.size() > 3) held.remove(random.nextInt(held.size())).close();
+                        }
+                    } catch (Throwable e) {
+                        faults.add("thread " + seed + ": " + e);
+                    } finally {
+                        left.addAll(held);
+                    }
+                }));
+            }
+            Thread closer = Thread.ofPlatform().start(() -> {
+                try {
+                    start.await();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                while (ops.get() < closeAfter) Thread.onSpinWait();
+                closing.set(true);
+                if (closeConduit) conduit.close();
+            });
+            start.countDown();
+            for (Thread t : threads) t.join();
+            closer.join();
+
+            assertThat(faults).as("round " + round).isEmpty();
+            if (!closeConduit) {
+                for (ImportedRegion r : left) {
+                    assertThat(r.isOpen()).isTrue();
+                    r.close();
+                }
+                var stats = conduit.ipcCacheStats();
+                assertThat(stats.entriesInUse()).as("round %d: in use", round).isZero();
+                assertThat(stats.entries()).as("round %d: entries for the chunks mapped", round)
+                        .isEqualTo(plugin.maps.get() - plugin.unmaps.get());
+                assertThat(stats.mappedBytes()).isEqualTo(stats.entries() * CHUNK);
+                assertThat(stats.mappedBytes()).as("round %d: within the bound once nothing is open", round).isLessThanOrEqualTo(CHUNK);
+                conduit.close();
+                assertThat(plugin.unmaps.get()).isEqualTo(plugin.maps.get());
+                return;
+            }
+            for (ImportedRegion r : left) {
+                assertThat(r.isOpen()).as("a region held over the Conduit's close").isFalse();
+                r.close();
+            }
+            assertThat(plugin.unmaps.get()).as("round %d: every mapping is gone with the Conduit", round).isEqualTo(plugin.maps.get());
+        }
+    }
+}
