@@ -150,4 +150,69 @@ class IpcCacheConcurrencyTest {
             assertThat(plugin.unmaps.get()).as("round %d: every mapping is gone with the Conduit", round).isEqualTo(plugin.maps.get());
         }
     }
+
+    /**
+     * Imports as endpoint.peerRegion makes them ({@link IpcCache#open}, no lock-free hit first) mixed
+     * with lock-free hits: once every region is closed, what stays mapped is within the bound, and
+     * the stats count it.
+     */
+    @Test
+    void peerRegionOpensAndHitsLeaveNoMoreMappedThanTheBound() throws Exception {
+        for (int round = 0; round < 10; round++) {
+            IpcCache cache = new IpcCache(CHUNK);
+            java.util.concurrent.atomic.AtomicInteger maps = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicInteger unmaps = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.function.Function<IpcHandle, dev.conduit.spi.ChunkMapping> mapper = h -> {
+                maps.incrementAndGet();
+                java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+                java.lang.foreign.MemorySegment segment = arena.allocate(h.chunkLength(), 4096);
+                return new dev.conduit.spi.ChunkMapping() {
+                    @Override
+                    public java.lang.foreign.MemorySegment segment() {
+                        return segment;
+                    }
+
+                    @Override
+                    public void close() {
+                        unmaps.incrementAndGet();
+                        arena.close();
+                    }
+                };
+            };
+            List<IpcHandle> handles = new ArrayList<>();
+            for (int i = 1; i <= 4; i++) handles.add(new IpcHandle("inproc", 1, 2, i, CHUNK, 0, CHUNK, new byte[] {(byte) i}));
+            Queue<String> faults = new ConcurrentLinkedQueue<>();
+            List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < THREADS; t++) {
+                int seed = t;
+                threads.add(Thread.ofPlatform().start(() -> {
+                    ThreadLocalRandom random = ThreadLocalRandom.current();
+                    List<IpcCache.Lease> held = new ArrayList<>();
+                    try {
+                        for (int i = 0; i < 20_000; i++) {
+                            IpcHandle h = handles.get(random.nextInt(handles.size()));
+                            IpcCache.Lease lease = random.nextBoolean() ? cache.tryHit(h.encode()) : null;
+                            if (lease == null) lease = cache.open(h, mapper);
+                            lease.segment().set(ValueLayout.JAVA_LONG, 8L * seed, i);
+                            if (random.nextInt(3) == 0) held.add(lease);
+                            else lease.close();
+                            if (held.size() > 2) held.remove(random.nextInt(held.size())).close();
+                        }
+                    } catch (Throwable e) {
+                        faults.add("thread " + seed + ": " + e);
+                    } finally {
+                        held.forEach(IpcCache.Lease::close);
+                    }
+                }));
+            }
+            for (Thread t : threads) t.join();
+            assertThat(faults).isEmpty();
+            var stats = cache.stats();
+            assertThat(stats.entriesInUse()).isZero();
+            assertThat(stats.entries()).as("round %d: entries for the chunks mapped", round).isEqualTo(maps.get() - unmaps.get());
+            assertThat(stats.mappedBytes()).as("round %d: mapped for no open region, bound %d", round, CHUNK).isLessThanOrEqualTo(CHUNK);
+            cache.close();
+            assertThat(unmaps.get()).isEqualTo(maps.get());
+        }
+    }
 }
