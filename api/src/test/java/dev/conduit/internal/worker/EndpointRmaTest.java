@@ -164,6 +164,35 @@ class EndpointRmaTest {
         assertThatThrownBy(() -> second.peerRegion(new byte[10])).isInstanceOf(InvalidHandleException.class);
     }
 
+    /**
+     * A peer region of a chunk whose IPC-cache entry the policy evicted while an imported region was
+     * open on it (import, close, import again, others imported) takes that open mapping, as an import
+     * does: it mapped the chunk a second time.
+     */
+    @Test
+    void aPeerRegionOfAChunkWhoseOpenEntryThePolicyPickedUsesItsMapping() {
+        long chunk = 64 << 10;
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        transport = new LoopbackPlugin("lo", 8, false);
+        conduit = loopbacks.conduit(b -> b.set("ipc.cache.bytes", Long.toString(2 * chunk)).set("pool.chunk.size", Long.toString(chunk)),
+                transport, memory);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        endpoint = worker.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        java.util.List<byte[]> handles = new java.util.ArrayList<>();
+        for (int i = 0; i < 6; i++) handles.add(conduit.pool("inproc").allocate(chunk).exportHandle());
+        conduit.importRegion(handles.get(0)).close();
+        try (ImportedRegion held = conduit.importRegion(handles.get(0))) {
+            for (int i = 1; i < 6; i++) conduit.importRegion(handles.get(i)).close();
+            int maps = memory.maps.get();
+
+            try (PeerRegion region = endpoint.peerRegion(handles.get(0))) {
+                assertThat(memory.maps).as("the open mapping serves it").hasValue(maps);
+                endpoint.put(longs(42), region, 8);
+                assertThat(held.segment().get(LE_LONG, 8)).isEqualTo(42);
+            }
+        }
+    }
+
     /** A region its application never closed is said to have closed with its endpoint, and one it closed is not. */
     @Test
     void aRegionClosedWithItsEndpointSaysSo() {
