@@ -115,7 +115,7 @@ public final class RuntimePool implements Pool {
                     + " of plugin '" + plugin + "': no chunk is that large");
         }
         long length = (size + pageSize - 1) & -pageSize;
-        PooledChunk chunk = newChunk(length);
+        PooledChunk chunk = newChunk(length, false);
         providerLock.lock();
         try {
             dedicated.put(chunk, Boolean.TRUE);
@@ -125,27 +125,31 @@ public final class RuntimePool implements Pool {
         return new PoolRegion(this, null, 0, chunk, 0, size);
     }
 
-    /**
-     * A chunk of {@code pool.chunk.size} for the size classes. Its size is a setting, not what the
-     * caller asked for, so a provider's refusal (no room for it) names the setting as well.
-     */
+    /** A chunk of {@code pool.chunk.size} for the size classes. */
     PooledChunk newSharedChunk() {
-        try {
-            return newChunk(chunkSize);
-        } catch (NotSupportedException e) {
-            throw e;
-        } catch (ConduitException e) {
-            throw new ConduitException("pool of plugin '" + plugin + "': could not take a chunk of " + chunkSize + " bytes (pool.chunk.size; "
-                    + "allocations up to a quarter of it share chunks of that size): " + e.getMessage() + ". Lower pool.chunk.size if "
-                    + "chunks of that size cannot fit where the plugin allocates", e);
-        }
+        return newChunk(chunkSize, true);
     }
 
-    PooledChunk newChunk(long length) {
+    /**
+     * A chunk of {@code length} bytes from the provider. A shared chunk's size is a setting, not
+     * what the caller asked for, so the provider's refusal of one (no room for it) names the
+     * setting as well.
+     */
+    private PooledChunk newChunk(long length, boolean shared) {
         providerLock.lock();
         try {
             ensureOpen();
-            Chunk chunk = provider.allocate(length);
+            Chunk chunk;
+            try {
+                chunk = provider.allocate(length);
+            } catch (NotSupportedException e) {
+                throw e;
+            } catch (ConduitException e) {
+                if (!shared) throw e;
+                throw new ConduitException("pool of plugin '" + plugin + "': could not take a chunk of " + length + " bytes (pool.chunk.size; "
+                        + "allocations up to a quarter of it share chunks of that size): " + e.getMessage() + ". Lower pool.chunk.size if "
+                        + "chunks of that size cannot fit where the plugin allocates", e);
+            }
             if (chunk == null || chunk.segment().byteSize() != length) {
                 if (chunk != null) provider.free(chunk);
                 throw new ConduitException("plugin '" + plugin + "' returned a chunk of the wrong size for " + length + " bytes");

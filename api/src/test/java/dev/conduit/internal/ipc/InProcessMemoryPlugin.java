@@ -47,6 +47,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public volatile boolean sealedImports;
     /** The largest chunk the provider makes; a larger one is refused as a full file system refuses it. */
     public volatile long largestChunk = Long.MAX_VALUE;
+    /** Whether the provider makes its chunks a page shorter than asked, as a broken plugin would. */
+    public volatile boolean shortChunks;
     /** Whether imports map read-only, as posix does through a read-only mount. */
     public volatile boolean readOnlyImports;
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
@@ -156,7 +158,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
                 throw new ConduitException("no room for a chunk of " + size + " bytes: at most " + largestChunk + " (on purpose)");
             }
             Arena arena = Arena.ofShared();
-            InProcessChunk c = new InProcessChunk(arena, arena.allocate(size, PAGE), new long[1]);
+            InProcessChunk c = new InProcessChunk(arena, arena.allocate(shortChunks ? size - PAGE : size, PAGE), new long[1]);
             live.add(c);
             chunksAllocated.incrementAndGet();
             return c;

@@ -128,6 +128,12 @@ class RuntimePoolTest {
         assertThatThrownBy(() -> pool.allocate(CHUNK * 3)).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("no room for a chunk of " + CHUNK * 3 + " bytes")
                 .hasMessageNotContaining("pool.chunk.size");
+        // The runtime's own refusal of what the provider made is no matter of the setting.
+        plugin.largestChunk = Long.MAX_VALUE;
+        plugin.shortChunks = true;
+        assertThatThrownBy(() -> pool.allocate(64)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("returned a chunk of the wrong size for " + CHUNK + " bytes")
+                .hasMessageNotContaining("pool.chunk.size");
     }
 
     @Test
