@@ -77,6 +77,10 @@ public final class ShmTransport implements Transport {
     /** Why a connection was refused: a record of it broke the queue protocol. */
     static final int REFUSED_BROKEN_PROTOCOL = 4;
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** What to do when a peer worker belongs to another user: the part of a refused connect that says how to connect. */
+    private static final String ONE_USER_REMEDY = "run both processes as one user (a container as the host process's uid: docker run "
+            + "--user \"$(id -u):$(id -g)\", rootless Podman --userns=keep-id); memfd.allowed.uids and posix.trusted.uids admit other "
+            + "users' imports of regions, not their workers";
     private static final int POLL_LIMIT = 64;
     /** How many closed endpoints may wait at once for their peer to read their CONNECT ({@link #enterConnectWait}). */
     private static final int MAX_CLOSES_AWAITING = 64;
@@ -352,7 +356,7 @@ public final class ShmTransport implements Transport {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";
                         case "EACCES", "EPERM" -> "the peer worker belongs to another user (" + leaseOwner(leaseName) + "this process runs as uid "
                                 + Integer.toUnsignedString(libc.getuid()) + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
-                                + "memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not their workers";
+                                + ONE_USER_REMEDY;
                         default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)";
                     }), e);
         }
@@ -364,8 +368,7 @@ public final class ShmTransport implements Transport {
                 // tell it alive from dead (OwnerLease#isNoLeaseOf takes it for gone). Workers connect only within one user.
                 throw new ConduitException(plugin + ": cannot connect to the peer: its lease " + directory.path().resolve(leaseName)
                         + " belongs to uid " + Integer.toUnsignedString(owner) + ", this worker's to uid " + Integer.toUnsignedString(user)
-                        + ": workers connect only within one user "
-                        + "(memfd.allowed.uids and posix.trusted.uids admit other users' imports of regions, not their workers)");
+                        + ": workers connect only within one user; " + ONE_USER_REMEDY);
             }
             if (!peerLease.ownerAlive()) throw new PeerFailedException(plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
             mapping = importer.map(new PayloadReader(export, 0, export.length, "queue."), queueLength);

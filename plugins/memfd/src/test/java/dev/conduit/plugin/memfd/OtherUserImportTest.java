@@ -202,7 +202,7 @@ class OtherUserImportTest {
                         new dev.conduit.spi.PayloadReader(HexFormat.of().parseHex(address)), cause -> { }));
                 assertThat(refused).as("root's connect to the other user's worker").isInstanceOf(dev.conduit.spi.ConduitException.class)
                         .hasMessageContaining("belongs to uid " + otherUid + ", this worker's to uid 0")
-                        .hasMessageContaining("workers connect only within one user");
+                        .hasMessageContaining("workers connect only within one user").hasMessageContaining("run both processes as one user");
             } finally {
                 other.getOutputStream().close(); // its cue to close its transport and end
                 if (!other.waitFor(30, TimeUnit.SECONDS)) {

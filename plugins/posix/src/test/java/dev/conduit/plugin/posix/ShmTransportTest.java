@@ -1925,7 +1925,8 @@ class ShmTransportTest {
 
         assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("cannot be opened (EACCES)").hasMessageContaining("the peer worker belongs to another user")
-                .hasMessageContaining("workers connect only within one user").hasMessageNotContaining("the peer is gone");
+                .hasMessageContaining("workers connect only within one user").hasMessageNotContaining("the peer is gone")
+                .hasMessageContaining("run both processes as one user").hasMessageContaining("docker run --user");
         otherUser.set(false);
     }
 
@@ -2045,7 +2046,8 @@ class ShmTransportTest {
         foreign.set(true); // every file this sender looks at belongs to uid 54321, the peer's lease among them
         assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("belongs to uid 54321, this worker's to uid")
-                .hasMessageContaining("workers connect only within one user");
+                .hasMessageContaining("workers connect only within one user")
+                .hasMessageContaining("run both processes as one user").hasMessageContaining("docker run --user");
         foreign.set(false);
         assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
     }
