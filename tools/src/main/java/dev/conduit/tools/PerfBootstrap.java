@@ -14,6 +14,7 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -176,6 +177,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 if (b != null) return b;
             } catch (NoSuchFileException e) {
                 // not yet
+            } catch (AccessDeniedException e) {
+                throw new ConduitException("cannot read " + file + ": EACCES (" + owners(file) + "): the server creates it 0600, for "
+                        + "its own user alone (it carries the handles of its regions), and workers connect only within one user: run the "
+                        + "client as the server's user (a container as the host process's uid: docker run --user \"$(id -u):$(id -g)\")", e);
             } catch (IOException e) {
                 throw new ConduitException("cannot read " + file + ": " + e, e);
             }
@@ -186,6 +191,22 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                         + "' (or give --timeout)");
             }
             sleep(20);
+        }
+    }
+
+    /** Whose {@code file} is and which user this process runs as, as uids, for a refused read. */
+    private static String owners(Path file) {
+        String owner;
+        try {
+            owner = "it belongs to uid " + Files.getAttribute(file, "unix:uid");
+        } catch (IOException | RuntimeException e) {
+            owner = "its owner cannot be read: " + e;
+        }
+        try {
+            // /proc/self is owned by the process's effective uid.
+            return owner + ", this process runs as uid " + Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+        } catch (IOException | RuntimeException e) {
+            return owner + ", this process runs as user " + System.getProperty("user.name");
         }
     }
 

@@ -273,6 +273,36 @@ class PerfRunTest {
     }
 
     /**
+     * A client of another user than the server (a container not run as the host process's uid)
+     * cannot read the server's {@code 0600} bootstrap file: it says whose file it is, which user it
+     * runs as, and to run both as one user. It used to say only "cannot read <file>:
+     * java.nio.file.AccessDeniedException: <file>". The other user is played by a file of uid 65534
+     * and a client run as root without {@code CAP_DAC_OVERRIDE}, for which file modes bind.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aClientOfAnotherUserThanTheServerIsToldWhoseFileItCannotReadAndToRunBothAsOneUser() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-user");
+        try {
+            Path file = Files.writeString(shared.resolve("conduit-perf-other.addr"), "conduit-perf 1\n");
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+            Files.setAttribute(file, "unix:uid", 65534);
+            List<String> command = new ArrayList<>(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"));
+            command.addAll(PerfPeer.javaCommand());
+            command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "other", "--timeout", "5s"));
+            Process client = new ProcessBuilder(command).redirectErrorStream(true)
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
+            assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(output).contains("cannot read " + file).contains("EACCES").contains("belongs to uid 65534")
+                    .contains("this process runs as uid 0").contains("run the client as the server's user");
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    /**
      * A server told to exit with its standard input removes the directory it served in only when
      * that is a private directory a client made for it: any other (the default shared directory, one
      * given by hand) holds other processes' files.
