@@ -198,16 +198,21 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     private static String owners(Path file) {
         String owner;
         try {
-            owner = "it belongs to uid " + Files.getAttribute(file, "unix:uid");
+            owner = "it belongs to uid " + uid(Files.getAttribute(file, "unix:uid"));
         } catch (IOException | RuntimeException e) {
             owner = "its owner cannot be read: " + e;
         }
         try {
             // /proc/self is owned by the process's effective uid.
-            return owner + ", this process runs as uid " + Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+            return owner + ", this process runs as uid " + uid(Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
         } catch (IOException | RuntimeException e) {
             return owner + ", this process runs as user " + System.getProperty("user.name");
         }
+    }
+
+    /** A uid as the file system gives it (an {@code int}), printed unsigned as {@code id} prints it: 3000000000, not -1294967296. */
+    private static String uid(Object attribute) {
+        return Integer.toUnsignedString((Integer) attribute);
     }
 
     // ------------------------------------------------------------------ TCP
