@@ -739,6 +739,9 @@ public final class ReceiveQueue {
         long from = readPosition();
         if (upTo - from <= 0) return 0;
         if (upTo - from > capacity) from = upTo - capacity; // a read position no receiver writes: at most a ring was claimed
+        // Every record starts on a line, so does every read position a receiver writes: one off a line (a process that maps
+        // the queue wrote it) would make the first read a misaligned access, which throws; the next record starts on the next.
+        from = (from + RECORD_ALIGNMENT - 1) & -RECORD_ALIGNMENT;
         long count = 0;
         for (long at = from; upTo - at > 0; ) {
             long index = at & mask;

@@ -215,6 +215,69 @@ class ReceiveQueueTest {
         assertThat(sender.unreadMessagesOf(7, sender.claimedUpTo())).isEqualTo(1);
     }
 
+    /** A read position no receiver writes (off 8 bytes, by a process that maps the queue) makes the count throw nothing. */
+    @Test
+    void aSendersCountTrustsNoReadPositionOffEightBytes() {
+        send(ReceiveQueue.MSG, 7, 64);
+        send(ReceiveQueue.MSG, 7, 64);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.READ_OFFSET, 3);
+
+        assertThat(sender.unreadMessagesOf(7, sender.claimedUpTo())).isBetween(0L, 2L);
+    }
+
+    /**
+     * A hung peer's queue is counted while its receiver lives and may read, zero and give back the
+     * ring to other senders under the walk: the count throws nothing and never says more than this
+     * sender's messages that were unread when it began.
+     */
+    @Test
+    void aSendersCountWhileTheReceiverReadsAndOthersSendThrowsNothingAndStaysWithinWhatItSent() throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        ReceiveQueue other = ReceiveQueue.attach(memory, TOKEN);
+        java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread reader = Thread.ofPlatform().start(() -> {
+            try {
+                while (!stop.get()) receiver.poll((m, offset, type, length) -> { }, 1000);
+            } catch (Throwable t) {
+                failed.set(t);
+            }
+        });
+        Thread others = Thread.ofPlatform().start(() -> {
+            try {
+                java.util.Random random = new java.util.Random(1);
+                while (!stop.get()) {
+                    int length = 64 * (1 + random.nextInt(8));
+                    long offset = other.claim(length);
+                    if (offset < 0) continue;
+                    // A payload of lengths and types of every kind, where a walk that lands inside the record reads them.
+                    for (long at = offset + ReceiveQueue.CONNECTION; at + 8 <= offset + length; at += 8) {
+                        memory.set(ValueLayout.JAVA_LONG, at, ReceiveQueue.twoInts(8 * random.nextInt(600), random.nextInt(8)));
+                    }
+                    memory.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, 99);
+                    other.commit(offset, length, ReceiveQueue.MSG);
+                }
+            } catch (Throwable t) {
+                failed.set(t);
+            }
+        });
+        try {
+            long deadline = System.nanoTime() + 2_000_000_000L;
+            long rounds = 0;
+            long sent = 0;
+            while (System.nanoTime() < deadline && failed.get() == null) {
+                for (int i = 0; i < 3; i++) if (send(ReceiveQueue.MSG, 7, 64 * (1 + i)) >= 0) sent++;
+                long count = sender.unreadMessagesOf(7, sender.claimedUpTo());
+                assertThat(count).as("round %d", rounds).isBetween(0L, Math.min(sent, 4096 / 64));
+                rounds++;
+            }
+        } finally {
+            stop.set(true);
+            reader.join();
+            others.join();
+        }
+        assertThat(failed.get()).isNull();
+    }
+
     @Test
     void sendersSeeAReceiverThatCloses() {
         assertThat(sender.isClosing()).isFalse();
