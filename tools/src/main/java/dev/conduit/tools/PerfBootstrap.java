@@ -178,9 +178,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             } catch (NoSuchFileException e) {
                 // not yet
             } catch (AccessDeniedException e) {
-                throw new ConduitException("cannot read " + file + ": EACCES (" + owners(file) + "): the server creates it 0600, for "
-                        + "its own user alone (it carries the handles of its regions), and workers connect only within one user: run the "
-                        + "client as the server's user (a container as the host process's uid: docker run --user \"$(id -u):$(id -g)\")", e);
+                throw new ConduitException("cannot read " + file + ": EACCES (" + owners(file) + "): " + accessRemedy(file), e);
             } catch (IOException e) {
                 throw new ConduitException("cannot read " + file + ": " + e, e);
             }
@@ -192,6 +190,27 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             }
             sleep(20);
         }
+    }
+
+    /**
+     * What to do about a refused read of {@code file}: another user's file is the server's of
+     * another user; this process's own (or one whose owner cannot be told) is refused for its mode
+     * or by a security module, which running as another user would not mend.
+     */
+    private static String accessRemedy(Path file) {
+        String otherUser = "the server creates it 0600, for its own user alone (it carries the handles of its regions), and workers "
+                + "connect only within one user: run the client as the server's user (a container as the host process's uid: docker run "
+                + "--user \"$(id -u):$(id -g)\")";
+        try {
+            Object owner = Files.getAttribute(file, "unix:uid");
+            Object self = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+            if (!owner.equals(self)) return otherUser;
+        } catch (IOException | RuntimeException e) {
+            return otherUser;
+        }
+        return "the file is this process's user's own, so the refusal is its mode (the server creates it 0600; "
+                + "check what changed it) or a security module's (under SELinux, relabel the shared directory: a container's "
+                + "volume with :z)";
     }
 
     /** Whose {@code file} is and which user this process runs as, as uids, for a refused read. */

@@ -303,6 +303,35 @@ class PerfRunTest {
     }
 
     /**
+     * A bootstrap file of this process's own user that it still cannot read (its mode, or a
+     * security module: SELinux without a relabel) is no matter of users: the refusal says so rather
+     * than telling to run the client as the server's user, which it already is. It used to say "run
+     * the client as the server's user" with both uids equal.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aClientRefusedItsOwnUsersFileIsNotToldToRunAsTheServersUser() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-user");
+        try {
+            Path file = Files.writeString(shared.resolve("conduit-perf-own.addr"), "conduit-perf 1\n");
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("---------"));
+            List<String> command = new ArrayList<>(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"));
+            command.addAll(PerfPeer.javaCommand());
+            command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "own", "--timeout", "5s"));
+            Process client = new ProcessBuilder(command).redirectErrorStream(true)
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
+            assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(output).contains("cannot read " + file).contains("EACCES").contains("belongs to uid 0")
+                    .contains("this process runs as uid 0").doesNotContain("run the client as the server's user")
+                    .contains("its mode").contains("security module");
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    /**
      * A server told to exit with its standard input removes the directory it served in only when
      * that is a private directory a client made for it: any other (the default shared directory, one
      * given by hand) holds other processes' files.
