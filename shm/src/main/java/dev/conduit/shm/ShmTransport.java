@@ -354,9 +354,7 @@ public final class ShmTransport implements Transport {
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
                     + e.errnoName() + "); " + SharedDirectory.remedy(e, switch (e.errnoName()) {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";
-                        case "EACCES", "EPERM" -> "the peer worker belongs to another user (" + leaseOwner(leaseName) + "this process runs as uid "
-                                + Integer.toUnsignedString(libc.getuid()) + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
-                                + ONE_USER_REMEDY;
+                        case "EACCES", "EPERM" -> refusedLease(leaseName);
                         default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)";
                     }), e);
         }
@@ -955,6 +953,23 @@ public final class ShmTransport implements Transport {
     }
 
     /** "its lease belongs to uid N, " when the lease's owner can be read without opening it, else nothing. */
+    /**
+     * Why a peer's lease did not open (EACCES, EPERM): another user's is its owner's 0600 file; one of
+     * this worker's own user is refused by a security module (or a mode changed by hand), which
+     * running both as one user would not mend.
+     */
+    private String refusedLease(String leaseName) {
+        Integer owner = OwnerLease.ownerOf(directory, leaseName);
+        if (owner != null && owner == user) {
+            return "its lease is this worker's own user's (uid " + Integer.toUnsignedString(user) + "), so not another user's rule but "
+                    + "usually a security module's refused it (SELinux on a container's bind mount: relabel a dedicated directory with :z, "
+                    + "or label=disable; AppArmor; the audit log), else its mode was changed (a lease is made 0600)";
+        }
+        return "the peer worker belongs to another user (" + leaseOwner(leaseName) + "this process runs as uid "
+                + Integer.toUnsignedString(libc.getuid()) + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
+                + ONE_USER_REMEDY;
+    }
+
     private String leaseOwner(String leaseName) {
         Integer owner = OwnerLease.ownerOf(directory, leaseName);
         return owner == null ? "" : "its lease belongs to uid " + Integer.toUnsignedString(owner) + ", ";

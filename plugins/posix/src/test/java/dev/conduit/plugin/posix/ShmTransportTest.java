@@ -1913,21 +1913,58 @@ class ShmTransportTest {
     /**
      * A peer worker of another user cannot be connected to (its lease is its owner's 0600 file):
      * the connect says so, with this process's uid, instead of calling the peer gone or the
-     * directory another one. (The other user is played by an EACCES on the lease's open.)
+     * directory another one. (The other user is played by an EACCES on the lease's open, and the
+     * lease's file given to uid 54321.)
      */
     @Test
-    void aConnectToAnotherUsersWorkerSaysWorkersConnectOnlyWithinOneUser() {
+    void aConnectToAnotherUsersWorkerSaysWorkersConnectOnlyWithinOneUser() throws Exception {
         Transport receiver = transport(new Received());
+        java.nio.file.Path lease = receiverLease();
         AtomicBoolean otherUser = new AtomicBoolean();
         Libc libc = FailingLibc.failingWhile("openBeneath", Errno.EACCES, otherUser::get);
         Transport sender = transportWith(libc);
+        Object ownUid = java.nio.file.Files.getAttribute(lease, "unix:uid");
+        java.nio.file.Files.setAttribute(lease, "unix:uid", 54321);
         otherUser.set(true);
+        try {
+            assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot be opened (EACCES)").hasMessageContaining("the peer worker belongs to another user")
+                    .hasMessageContaining("its lease belongs to uid 54321")
+                    .hasMessageContaining("workers connect only within one user").hasMessageNotContaining("the peer is gone")
+                    .hasMessageContaining("run both processes as one user").hasMessageContaining("docker run --user");
+        } finally {
+            otherUser.set(false);
+            java.nio.file.Files.setAttribute(lease, "unix:uid", ownUid);
+        }
+    }
 
-        assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("cannot be opened (EACCES)").hasMessageContaining("the peer worker belongs to another user")
-                .hasMessageContaining("workers connect only within one user").hasMessageNotContaining("the peer is gone")
-                .hasMessageContaining("run both processes as one user").hasMessageContaining("docker run --user");
-        otherUser.set(false);
+    /**
+     * A peer's lease of this worker's own user that its open refuses all the same (EACCES: a
+     * security module's rule, as SELinux's on a bind mount not relabelled) is no matter of users:
+     * the connect says so and names the security module, rather than that the peer belongs to
+     * another user and to run both as one user, which they are. It said "the peer worker belongs to
+     * another user (its lease belongs to uid 0, this process runs as uid 0)".
+     */
+    @Test
+    void aConnectRefusedALeaseOfItsOwnUserNamesASecurityModuleNotAnotherUser() {
+        Transport receiver = transport(new Received());
+        AtomicBoolean denied = new AtomicBoolean();
+        Transport sender = transportWith(FailingLibc.failingWhile("openBeneath", Errno.EACCES, denied::get));
+        denied.set(true);
+        try {
+            assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot be opened (EACCES)").hasMessageNotContaining("belongs to another user")
+                    .hasMessageNotContaining("run both processes as one user").hasMessageContaining("security module")
+                    .hasMessageContaining(":z");
+        } finally {
+            denied.set(false);
+        }
+    }
+
+    private java.nio.file.Path receiverLease() throws java.io.IOException {
+        List<String> leases = ProcessResources.files(shared).stream().filter(n -> n.contains("-worker-") && n.endsWith(".lease")).toList();
+        assertThat(leases).as("the receiver's worker lease alone").hasSize(1);
+        return shared.resolve(leases.getFirst());
     }
 
     /**
