@@ -29,7 +29,10 @@ import java.lang.foreign.MemorySegment;
  * exception's message, nothing disappears silently), the {@link EndpointErrorHandler} is called
  * on the progress thread, and every later operation throws {@link PeerFailedException} (whose cause
  * is {@link #failure()}). Messages the transport had already accepted are the peer's; if the peer
- * died they are lost with it. A peer may also refuse the connection (over memfd and posix: it keeps
+ * died they are lost with it. Over memfd and posix the failure's message counts those of them the
+ * peer never read, always the last ones sent (for a peer judged hung, which lives: those still
+ * unread in its queue, delivered if it resumes), so that a failover knows how many to send again
+ * (docs/runtime.md, "Failure"). A peer may also refuse the connection (over memfd and posix: it keeps
  * {@code <plugin>.inbound.max} connections already, cannot map the connection's bounce ring, or
  * found a record of it that breaks the protocol; the failure says which, or that it does not keep
  * the connection): it then delivered the messages up to the first it dropped, and none after it.

@@ -5,7 +5,8 @@ package dev.conduit;
  *
  * @param hits         opens served from the cache, with no system call
  * @param misses       opens that mapped a chunk
- * @param evictions    entries evicted (and unmapped) because of the bound
+ * @param evictions    entries evicted because of the bound: unmapped then, or, if regions were open on one (opened again
+ *                     by a hit after it was unused), when the last of them closes
  * @param mappedBytes  bytes currently mapped by the cache, in use or not
  * @param entries      chunks currently mapped
  * @param entriesInUse chunks with at least one open {@link ImportedRegion}

@@ -6,8 +6,9 @@ import java.lang.foreign.MemorySegment;
  * A chunk of another process's memory, mapped here by an {@link IpcImporter}.
  *
  * <p><b>Implemented by</b> plugins; <b>owned by</b> the runtime's IPC cache, which hands out
- * slices of {@link #segment()} to applications and calls {@link #close()} only when it evicts an
- * entry that no open imported region uses.
+ * slices of {@link #segment()} to applications and calls {@link #close()} only when no open
+ * imported region uses it any more (when it evicts the entry, or, for one it evicted while in use,
+ * when the last region on it closes) or when the {@code Conduit} closes.
  */
 public interface ChunkMapping extends AutoCloseable {
 

@@ -17,7 +17,8 @@ public interface IpcImporter {
      *
      * @param payload     the plugin's payload, exactly as {@link MemoryProvider#export(Chunk)} made it
      * @param chunkLength the chunk's length as the handle states it; the mapping must be exactly this long
-     * @return the mapping; the runtime closes it when the cache evicts the entry
+     * @return the mapping; the runtime closes it when the cache evicts the entry (one evicted while in use: when its last region
+     *                    closes) or the {@code Conduit} closes
      * @throws InvalidHandleException when the payload is malformed or names something not allowed
      * @throws ConduitException       when the chunk is gone (stale export) or cannot be mapped,
      *                                naming path, errno and remedy; nothing stays open
