@@ -105,7 +105,8 @@ public abstract class PluginContract {
 
     /**
      * How long a test waits for progress it expects (a message, a failure, a wake-up, the plugin's
-     * threads ending after the close) before it fails: a guard against hangs, never a speed check.
+     * threads ending after the close, for which it waits at least 5 s whatever this returns) before
+     * it fails: a guard against hangs, never a speed check.
      */
     protected Duration progressGuard() {
         return Duration.ofSeconds(60);
