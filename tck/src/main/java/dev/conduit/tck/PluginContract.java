@@ -140,10 +140,12 @@ public abstract class PluginContract {
             }
             opened.clear();
             // A thread blocked in a plugin call may have been released by the close.
-            List<Thread> alive = stopTestThreads(Duration.ofSeconds(5));
+            Duration afterClose = Duration.ofSeconds(5);
+            List<Thread> alive = stopTestThreads(afterClose);
             if (!alive.isEmpty()) {
                 failure = add(failure, new AssertionError(alive.size() + " thread(s) of the test still running after it ended, they were "
-                        + "interrupted and joined for " + progressGuard() + ", and everything the test opened was closed: a call into the "
+                        + "interrupted and joined for " + progressGuard() + ", everything the test opened was closed, and they were joined "
+                        + "for " + afterClose + " more: a call into the "
                         + "plugin that does not return (the SPI's calls never block, or bound what they wait for):"
                         + alive.stream().map(t -> "\n  " + t.getName() + " in " + t.getState() + Arrays.stream(t.getStackTrace())
                                 .map(e -> "\n      at " + e).collect(Collectors.joining())).collect(Collectors.joining())));
