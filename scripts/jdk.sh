@@ -7,9 +7,17 @@
 readonly CONDUIT_REQUIRED_JAVA=25
 
 # The feature release of the JVM at $1/bin/java (25 for "25.0.1", 8 for "1.8.0"), or nothing.
+# The JDK's release file says it without starting a JVM: one that cannot start here (a low
+# address-space limit, ulimit -v, fails its 1 GiB class-space reservation) is still found, and
+# its own error is what the user then sees, not "no JDK found". java -version when there is none.
 java_feature_version() {
-    local version
-    version=$("$1/bin/java" -version 2>&1 | sed -n 's/^[^"]*version "\([^"]*\)".*/\1/p' | head -n 1) || return 0
+    local version=
+    if [[ -r $1/release ]]; then
+        version=$(sed -n 's/^JAVA_VERSION="\([^"]*\)".*/\1/p' "$1/release" | head -n 1) || version=
+    fi
+    if [[ -z $version ]]; then
+        version=$("$1/bin/java" -version 2>&1 | sed -n 's/^[^"]*version "\([^"]*\)".*/\1/p' | head -n 1) || return 0
+    fi
     case $version in
         1.*) version=${version#1.} ;;
     esac
