@@ -214,7 +214,7 @@ final class DevdaxImporter implements IpcImporter {
             throw new ConduitException("cannot map [" + payload.offset() + ", " + (payload.offset() + payload.length())
                     + ") of device " + device.describe() + " " + MmapFlags.describeProtection(payload.protection()) + ": "
                     + e.getMessage() + (e.errno() == Errno.ENOMEM ? "; the process is out of address space or mappings: close "
-                    + "imported regions, lower CONDUIT_IPC_CACHE_BYTES, or raise vm.max_map_count" : Device.mapRemedy(e)), e);
+                    + "imported regions, lower CONDUIT_IPC_CACHE_BYTES, or raise the address-space limit (ulimit -v, RLIMIT_AS) or vm.max_map_count" : Device.mapRemedy(e)), e);
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, arena::close);
             throw e;

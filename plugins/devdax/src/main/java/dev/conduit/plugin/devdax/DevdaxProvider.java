@@ -300,7 +300,7 @@ final class DevdaxProvider implements MemoryProvider {
             free.give(offset, size);
             throw new ConduitException("cannot map [" + offset + ", " + (offset + size) + ") of device " + device.describe() + ": "
                     + e.getMessage() + (e.errnoName().equals("ENOMEM") ? "; the process is out of address space or mappings: "
-                    + "raise vm.max_map_count, or keep fewer chunks (pool.chunk.size)" : Device.mapRemedy(e)), e);
+                    + "raise the address-space limit (ulimit -v, RLIMIT_AS) or vm.max_map_count, or keep fewer chunks (pool.chunk.size)" : Device.mapRemedy(e)), e);
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, arena::close);
             free.give(offset, size);

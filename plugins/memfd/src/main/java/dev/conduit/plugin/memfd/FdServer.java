@@ -132,7 +132,12 @@ final class FdServer implements AutoCloseable {
         String name = lease.newSocketName(FdProtocol.SOCKET_SUFFIX);
         String path = FdProtocol.socketPath(directory.path(), name);
         String address = FdProtocol.bindAddress(directory, name);
-        FileDescriptor listener = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
+        FileDescriptor listener;
+        try {
+            listener = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
+        } catch (ErrnoException e) {
+            throw startFailure(path, e);
+        }
         FileDescriptor stop = null;
         boolean bound = false;
         try {
@@ -146,8 +151,12 @@ final class FdServer implements AutoCloseable {
             // bind made the file with the umask's permissions. Narrowing them now is safe: until
             // listen, a connect is refused whatever the permissions say.
             setPermissions(address, path, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
-            libc.listen(listener, BACKLOG);
-            stop = libc.eventfd(0, EFD_NONBLOCK);
+            try {
+                libc.listen(listener, BACKLOG);
+                stop = libc.eventfd(0, EFD_NONBLOCK);
+            } catch (ErrnoException e) {
+                throw startFailure(path, e);
+            }
             FdServer server = new FdServer(libc, directory, name, path, listener, stop, allowedUids, timeoutNanos,
                     lease.owner(), logger);
             server.thread.start();
@@ -167,6 +176,12 @@ final class FdServer implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /** A failure of the socket, listen or eventfd call of {@link #start}: the errno and, when out of descriptors, the limit to raise. */
+    private static ConduitException startFailure(String path, ErrnoException e) {
+        return new ConduitException("cannot start the memfd fd server at " + path + ": " + e.getMessage() + "; "
+                + SharedDirectory.remedy(e, "see the cause"), e);
     }
 
     private static String bindRemedy(ErrnoException e, SharedDirectory directory, String path, String address) {

@@ -131,7 +131,7 @@ final class MemfdImporter implements IpcImporter {
             arena.close();
             throw new ConduitException("cannot map the chunk imported from " + path + ": " + e.getMessage()
                     + (e.errno() == Errno.ENOMEM ? ": not enough address space or mappings; close imported regions, "
-                    + "lower CONDUIT_IPC_CACHE_BYTES, or raise vm.max_map_count" : ""), e);
+                    + "lower CONDUIT_IPC_CACHE_BYTES, or raise the address-space limit (ulimit -v, RLIMIT_AS) or vm.max_map_count" : ""), e);
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;

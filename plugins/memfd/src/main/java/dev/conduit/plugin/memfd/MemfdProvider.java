@@ -147,7 +147,8 @@ final class MemfdProvider implements MemoryProvider {
         String remedy = switch (e.errno()) {
             case Errno.EMFILE, Errno.ENFILE -> ": every memfd chunk keeps one descriptor open; raise the open-file limit "
                     + "(ulimit -n) or use larger chunks";
-            case Errno.ENOMEM -> ": not enough memory or mappings; free chunks, or raise vm.max_map_count";
+            case Errno.ENOMEM -> ": not enough memory, address space or mappings; free chunks, or raise the address-space limit "
+                    + "(ulimit -v, RLIMIT_AS) or vm.max_map_count";
             default -> "";
         };
         return new ConduitException("cannot allocate a memfd chunk of " + size + " bytes: " + e.getMessage() + remedy, e);

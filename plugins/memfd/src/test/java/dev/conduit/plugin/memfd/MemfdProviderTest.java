@@ -211,4 +211,54 @@ class MemfdProviderTest {
         }
         assertThat(Leaks.files(deep)).isEmpty();
     }
+
+    /**
+     * A process out of descriptors when its first export starts the fd server (socket, listen or
+     * eventfd failing with EMFILE) was told "eventfd(0, EFD_NONBLOCK|EFD_CLOEXEC): EMFILE (Too many
+     * open files)" and nothing else (conduit perf at --nofile=36): no path, no remedy. The export
+     * now names the server's socket and the descriptor limit to raise, and leaves no socket behind.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"socket", "listen", "eventfd"})
+    void anExportOutOfDescriptorsWhenItStartsTheServerSaysToRaiseTheLimitAndLeavesNoSocket(String call) {
+        try (MemoryProvider provider = MemfdProvider.open(failing(call, dev.conduit.linux.Errno.EMFILE), TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(SIZE);
+            assertThatThrownBy(() -> provider.export(chunk))
+                    .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageContaining("cannot start the memfd fd server at " + shared)
+                    .hasMessageContaining("EMFILE")
+                    .hasMessageContaining("raise its open-file limit (ulimit -n");
+            assertThat(Leaks.files(shared)).singleElement().satisfies(name -> assertThat(name).endsWith(".lease"));
+        }
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+
+    /**
+     * A chunk whose mmap fails with ENOMEM under an address-space limit (conduit perf under
+     * prlimit --as: the bounce ring's chunk) was blamed on memory or mappings, with vm.max_map_count
+     * to raise: the limit that refused it, ulimit -v, was not named.
+     */
+    @Test
+    void aChunkThatCannotBeMappedForWantOfAddressSpaceNamesTheAddressSpaceLimit() {
+        try (MemoryProvider provider = MemfdProvider.open(failing("mmap", dev.conduit.linux.Errno.ENOMEM), TestContext.of(shared))) {
+            assertThatThrownBy(() -> provider.allocate(SIZE))
+                    .hasMessageContaining("ENOMEM")
+                    .hasMessageContaining("address-space limit (ulimit -v");
+        }
+    }
+
+    /** The real libc, except that {@code call} fails with {@code errno}. */
+    private Libc failing(String call, int errno) {
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals(call)) {
+                        throw new dev.conduit.linux.ErrnoException(call, errno, "fake", "injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
 }
