@@ -167,13 +167,49 @@ public final class SharedDirectory implements AutoCloseable {
         }
     }
 
-    /** The names in the directory that start with {@code prefix}, sorted. */
+    /**
+     * The names in the directory that start with {@code prefix}, sorted.
+     *
+     * @throws ConduitException naming the errno and what to do: listing opens a descriptor, so a
+     *                          process out of them fails here ({@code EMFILE}), and a directory removed
+     *                          while in use is {@code ENOENT}
+     */
     public List<String> list(String prefix) {
         try (Stream<Path> s = Files.list(path)) {
             return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(prefix)).sorted().toList();
         } catch (IOException e) {
-            throw new ConduitException("cannot list the shared directory " + path + ": " + e, e);
+            throw listFailure(e);
         }
+    }
+
+    /**
+     * Why {@link #list} failed, with the errno, which the JDK's exception does not carry but
+     * spells: its reason is the errno's {@code strerror} text ("Too many open files"); a directory
+     * gone by its path is {@code NoSuchFileException}, with no reason.
+     */
+    ConduitException listFailure(IOException e) {
+        int number = 0;
+        if (e instanceof java.nio.file.NoSuchFileException) {
+            number = Errno.ENOENT;
+        } else if (e instanceof java.nio.file.AccessDeniedException) {
+            number = Errno.EACCES;
+        } else if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) {
+            for (int candidate = 1; candidate < 256 && number == 0; candidate++) {
+                if (Errno.isKnown(candidate) && Errno.description(candidate).equals(f.getReason())) number = candidate;
+            }
+        }
+        if (number == 0) {
+            return new ConduitException("cannot list the shared directory " + path + ": " + e + "; check the directory set by "
+                    + configKey, e);
+        }
+        ErrnoException errno = new ErrnoException("opendir", number, path.toString(), "");
+        String remedy = switch (errno.errnoName()) {
+            case "EACCES", "EPERM" -> "make " + path + " readable for this user (its permissions or mount changed while in use), "
+                    + "or set " + configKey + " to another directory";
+            default -> creationRemedy(errno);
+        };
+        return new ConduitException("cannot list the shared directory " + path + ": " + errno.errnoName() + " (" + e.getMessage()
+                + "); " + remedy, e);
     }
 
     /** 128 random bits as 32 hex digits: names no peer can guess or collide with. */

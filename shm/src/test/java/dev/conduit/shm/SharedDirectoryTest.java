@@ -56,6 +56,31 @@ class SharedDirectoryTest {
     }
 
     /**
+     * Listing a directory (a reclaim of dead owners' files does, at every pool and worker open)
+     * failed with the JDK's bare exception: "cannot list the shared directory D:
+     * java.nio.file.FileSystemException: D: Too many open files" (conduit perf at
+     * prlimit --nofile=34), "java.nio.file.NoSuchFileException: D" for one removed while in use.
+     * It now names the errno, found by opening the directory again through its descriptor, and the remedy.
+     */
+    @Test
+    void aDirectoryThatCannotBeListedFailsWithTheErrnoAndItsRemedy() throws IOException {
+        Path removed = Files.createDirectory(elsewhere.resolve("removed"));
+        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), removed, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            Files.delete(removed);
+            assertThatThrownBy(() -> directory.list("conduit-")).isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("cannot list the shared directory " + removed + ": ENOENT")
+                    .hasMessageContaining("the directory " + removed + " was removed while this process uses it")
+                    .hasMessageNotContaining("java.nio.file");
+            assertThat(directory.listFailure(new java.nio.file.FileSystemException(removed.toString(), null, "Too many open files")))
+                    .hasMessageStartingWith("cannot list the shared directory " + removed + ": EMFILE")
+                    .hasMessageContaining("raise its open-file limit (ulimit -n");
+            assertThat(directory.listFailure(new java.nio.file.AccessDeniedException(removed.toString())))
+                    .hasMessageStartingWith("cannot list the shared directory " + removed + ": EACCES")
+                    .hasMessageContaining("make " + removed + " readable for this user");
+        }
+    }
+
+    /**
      * A lease (the first file a worker or pool creates) in a directory removed while this process
      * uses it fails naming the path, the errno and that cause; the same errno-by-errno remedy goes
      * for a full file system, which used to be told to make the directory writable, and for a lease,
