@@ -269,6 +269,9 @@ final class PerfPeer implements AutoCloseable {
      * purpose: memfd's socket path then fits an AF_UNIX address (a shared directory of at most 38 bytes)
      * and needs no detour through /proc/self/fd.
      */
+    /** How errors name the runtime's key for the shared directory. */
+    private static final String SHARED_DIR_KEY = "shared.dir, CONDUIT_SHARED_DIR";
+
     private static Path privateDirectory(Path parent) {
         SecureRandom random = new SecureRandom();
         for (int attempt = 0; ; attempt++) {
@@ -277,9 +280,19 @@ final class PerfPeer implements AutoCloseable {
                 return Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             } catch (java.nio.file.FileAlreadyExistsException e) {
                 if (attempt > 10) throw new ConduitException("cannot make a private directory under " + parent + ": " + e, e);
+            } catch (java.nio.file.NoSuchFileException e) {
+                throw new ConduitException("cannot make a private directory for the perf server: the shared directory " + parent
+                        + " does not exist (" + SHARED_DIR_KEY + ", /dev/shm unless set): create it, or choose another with "
+                        + "--shared-dir or -D shared.dir=DIR", e);
+            } catch (java.nio.file.AccessDeniedException e) {
+                throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
+                        + " (" + SHARED_DIR_KEY + "): EACCES, this user may not create files there: make it writable for "
+                        + "this user, or choose another with --shared-dir or -D shared.dir=DIR", e);
             } catch (IOException e) {
-                throw new ConduitException("cannot make a private directory under " + parent + " for the perf server: " + e
-                        + " (choose another with --shared-dir)", e);
+                String reason = e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
+                throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
+                        + " (" + SHARED_DIR_KEY + "): " + reason + " (" + dir + "): choose another with --shared-dir or "
+                        + "-D shared.dir=DIR" + ("Read-only file system".equals(reason) ? " that is mounted read-write" : ""), e);
             }
         }
     }

@@ -161,6 +161,24 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A configured shared.dir that does not exist (the default /dev/shm where none is mounted, as in
+     * a minimal container) failed with "cannot make a private directory under D for the perf server:
+     * java.nio.file.NoSuchFileException: D/conduit-perf-1a2b3c4d": the JDK's exception, naming a
+     * directory the user never chose; a read-only one said "FileSystemException: ...: Read-only file system".
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aConfiguredSharedDirectoryThatDoesNotExistIsNamedWithItsKey() throws Exception {
+        Path missing = Path.of("/dev/shm/cperf-missing-" + ProcessHandle.current().pid());
+        Result result = conduit.run("perf", "am_lat", "-n", "200", "-D", "shared.dir=" + missing);
+
+        assertThat(result.exitCode()).as(result.err()).isNotEqualTo(ConduitCommand.EXIT_OK);
+        assertThat(result.err()).contains("the shared directory " + missing + " does not exist")
+                .contains("shared.dir, CONDUIT_SHARED_DIR").contains("--shared-dir").doesNotContain("java.nio.file");
+        assertThat(missing).doesNotExist();
+    }
+
     /** The spawned server's private directory goes into the configured shared.dir; it went into /dev/shm whatever it said. */
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
