@@ -20,7 +20,6 @@ import java.awt.RenderingHints;
 import java.awt.geom.Rectangle2D;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.text.FieldPosition;
@@ -90,10 +89,31 @@ final class PerfPlot {
         } finally {
             g.dispose();
         }
-        try (OutputStream out = Files.newOutputStream(file)) {
-            ChartUtils.writeBufferedImageAsPNG(out, image);
+        // Encoded in memory first: ImageIO reports a failed write as "I/O error writing PNG file!", hiding its cause.
+        // And without ImageIO's cache file in java.io.tmpdir, which failed every plot where /tmp is full.
+        javax.imageio.ImageIO.setUseCache(false);
+        java.io.ByteArrayOutputStream png = new java.io.ByteArrayOutputStream();
+        try {
+            ChartUtils.writeBufferedImageAsPNG(png, image);
         } catch (IOException e) {
-            throw new ConduitException("--plot: cannot write " + file + ": " + e, e);
+            throw new ConduitException("--plot: cannot encode the PNG for " + file + ": " + e, e);
+        }
+        boolean existed = Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        try {
+            Files.write(file, png.toByteArray());
+        } catch (IOException e) {
+            // A file this run created and could not fill (a full file system) is not left behind, empty or cut short.
+            if (!existed && Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                try {
+                    Files.deleteIfExists(file);
+                } catch (IOException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+            }
+            String reason = e instanceof java.nio.file.FileSystemException f ? (f.getReason() != null ? f.getReason() : e.toString())
+                    : e.getMessage() != null ? e.getMessage() : e.toString();
+            throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + reason
+                    + ("No space left on device".equals(reason) ? " (ENOSPC): free space there or give another --plot file" : ""), e);
         }
     }
 

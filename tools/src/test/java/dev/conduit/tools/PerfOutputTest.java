@@ -131,4 +131,18 @@ class PerfOutputTest {
         byte[] bytes = Files.readAllBytes(png);
         assertThat(new String(bytes, 1, 3, java.nio.charset.StandardCharsets.US_ASCII)).isEqualTo("PNG");
     }
+
+    /**
+     * A plot written to a full file system (a full /tmp) failed with ImageIO's "javax.imageio.IIOException: I/O error
+     * writing PNG file!", which hides the cause; /dev/full fails every write with ENOSPC.
+     */
+    @Test
+    void aPlotThatCannotBeWrittenSaysWhy() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.exists(Path.of("/dev/full")), "no /dev/full here");
+
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> PerfPlot.write(run(), Path.of("/dev/full")))
+                .hasMessageContaining("--plot: cannot write /dev/full").hasMessageContaining("No space left on device (ENOSPC)")
+                .hasMessageNotContaining("I/O error writing PNG file");
+        assertThat(Path.of("/dev/full")).exists();
+    }
 }
