@@ -304,7 +304,8 @@ class PerfRunTest {
         try {
             Path file = Files.writeString(shared.resolve("conduit-perf-other.addr"), "conduit-perf 1\n");
             Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-            Files.setAttribute(file, "unix:uid", 65534);
+            // A uid past 2^31 also shows it printed unsigned, as id prints it.
+            Files.setAttribute(file, "unix:uid", (int) 3_000_000_000L);
             List<String> command = new ArrayList<>(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"));
             command.addAll(PerfPeer.javaCommand());
             command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "other", "--timeout", "5s"));
@@ -313,7 +314,7 @@ class PerfRunTest {
             String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
             assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
-            assertThat(output).contains("cannot read " + file).contains("EACCES").contains("belongs to uid 65534")
+            assertThat(output).contains("cannot read " + file).contains("EACCES").contains("belongs to uid 3000000000")
                     .contains("this process runs as uid 0").contains("run the client as the server's user");
         } finally {
             PerfPeer.deleteTree(shared);
