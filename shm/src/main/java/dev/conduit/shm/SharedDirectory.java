@@ -185,10 +185,14 @@ public final class SharedDirectory implements AutoCloseable {
     /**
      * Why {@link #list} failed, with the errno, which the JDK's exception does not carry but
      * spells: its reason is the errno's {@code strerror} text ("Too many open files"); a directory
-     * gone by its path is {@code NoSuchFileException}, with no reason.
+     * gone by its path is {@code NoSuchFileException}, with no reason. That text is in the process's
+     * locale ("Zu viele offene Dateien" under LANG=de_DE.UTF-8), so a reason this table does not
+     * know is asked of the kernel: the directory is opened again through libc, whose errno is the
+     * cause unless the failure has passed meanwhile.
      */
     ConduitException listFailure(IOException e) {
         int number = 0;
+        ErrnoException probed = null;
         if (e instanceof java.nio.file.NoSuchFileException) {
             number = Errno.ENOENT;
         } else if (e instanceof java.nio.file.AccessDeniedException) {
@@ -199,10 +203,14 @@ public final class SharedDirectory implements AutoCloseable {
             }
         }
         if (number == 0) {
-            return new ConduitException("cannot list the shared directory " + path + ": " + e + "; check the directory set by "
-                    + configKey, e);
+            probed = probeOpen();
+            if (probed == null) {
+                return new ConduitException("cannot list the shared directory " + path + ": " + e + "; if this process is out of "
+                        + "file descriptors, raise its open-file limit (ulimit -n, RLIMIT_NOFILE, systemd LimitNOFILE), else check "
+                        + "the directory set by " + configKey, e);
+            }
         }
-        ErrnoException errno = new ErrnoException("opendir", number, path.toString(), "");
+        ErrnoException errno = probed != null ? probed : new ErrnoException("opendir", number, path.toString(), "");
         String remedy = switch (errno.errnoName()) {
             case "EACCES", "EPERM" -> "make " + path + " readable for this user (its permissions or mount changed while in use), "
                     + "or set " + configKey + " to another directory";
@@ -210,6 +218,18 @@ public final class SharedDirectory implements AutoCloseable {
         };
         return new ConduitException("cannot list the shared directory " + path + ": " + errno.errnoName() + " (" + e.getMessage()
                 + "); " + remedy, e);
+    }
+
+    /** The failure of opening the directory by its path again, as {@link #list} does; null if it opens now. */
+    private ErrnoException probeOpen() {
+        try {
+            libc.open(path.toString(), OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY | OpenFlags.O_CLOEXEC, 0).close();
+            return null;
+        } catch (ErrnoException e) {
+            return e;
+        } catch (RuntimeException e) {
+            return null;
+        }
     }
 
     /** 128 random bits as 32 hex digits: names no peer can guess or collide with. */

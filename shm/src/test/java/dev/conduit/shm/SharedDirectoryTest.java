@@ -60,7 +60,7 @@ class SharedDirectoryTest {
      * failed with the JDK's bare exception: "cannot list the shared directory D:
      * java.nio.file.FileSystemException: D: Too many open files" (conduit perf at
      * prlimit --nofile=34), "java.nio.file.NoSuchFileException: D" for one removed while in use.
-     * It now names the errno, found by opening the directory again through its descriptor, and the remedy.
+     * It now names the errno, read from the reason (or, in another language, by opening the directory again), and the remedy.
      */
     @Test
     void aDirectoryThatCannotBeListedFailsWithTheErrnoAndItsRemedy() throws IOException {
@@ -77,6 +77,47 @@ class SharedDirectoryTest {
             assertThat(directory.listFailure(new java.nio.file.AccessDeniedException(removed.toString())))
                     .hasMessageStartingWith("cannot list the shared directory " + removed + ": EACCES")
                     .hasMessageContaining("make " + removed + " readable for this user");
+        }
+    }
+
+    /**
+     * The JDK's reason is strerror in the process's locale: under LANG=de_DE.UTF-8 a process out of
+     * descriptors got "D: Zu viele offene Dateien", which matched no errno, so list said "cannot list
+     * the shared directory D: java.nio.file.FileSystemException: D: Zu viele offene Dateien; check the
+     * directory set by shared.dir": no errno, and a remedy aimed at the directory, which was not at
+     * fault. An unrecognised reason now asks the kernel: the directory is opened again through libc,
+     * whose errno names the cause; if that open succeeds, the message says both possible remedies.
+     */
+    @Test
+    void aReasonInAnotherLanguageStillNamesTheErrnoAndItsRemedy() throws IOException {
+        java.util.concurrent.atomic.AtomicBoolean outOfDescriptors = new java.util.concurrent.atomic.AtomicBoolean();
+        dev.conduit.linux.Libc real = Linux.libc();
+        dev.conduit.linux.Libc libc = (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(
+                dev.conduit.linux.Libc.class.getClassLoader(), new Class<?>[] {dev.conduit.linux.Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("open") && outOfDescriptors.get()) {
+                        throw new ErrnoException("open", Errno.EMFILE, (String) args[0], "injected by the test");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        java.nio.file.FileSystemException german = new java.nio.file.FileSystemException(shared.toString(), null,
+                "Zu viele offene Dateien");
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            outOfDescriptors.set(true);
+            assertThat(directory.listFailure(german))
+                    .hasMessageStartingWith("cannot list the shared directory " + shared + ": EMFILE")
+                    .hasMessageContaining("Zu viele offene Dateien")
+                    .hasMessageContaining("raise its open-file limit (ulimit -n");
+            outOfDescriptors.set(false);
+            assertThat(directory.listFailure(german))
+                    .hasMessageStartingWith("cannot list the shared directory " + shared + ": ")
+                    .hasMessageContaining("Zu viele offene Dateien")
+                    .hasMessageContaining("open-file limit (ulimit -n")
+                    .hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
         }
     }
 
