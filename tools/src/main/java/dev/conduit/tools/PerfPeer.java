@@ -264,14 +264,14 @@ final class PerfPeer implements AutoCloseable {
         return option.startsWith("-Xloggc") || lower.contains("file=") || lower.contains("path=") || lower.contains("atexit=");
     }
 
+    /** How errors name the runtime's key for the shared directory. */
+    private static final String SHARED_DIR_KEY = "shared.dir, CONDUIT_SHARED_DIR";
+
     /**
      * A new directory {@code conduit-perf-<8 hex digits>} under {@code parent}, {@code 0700}. Short on
      * purpose: memfd's socket path then fits an AF_UNIX address (a shared directory of at most 38 bytes)
      * and needs no detour through /proc/self/fd.
      */
-    /** How errors name the runtime's key for the shared directory. */
-    private static final String SHARED_DIR_KEY = "shared.dir, CONDUIT_SHARED_DIR";
-
     private static Path privateDirectory(Path parent) {
         SecureRandom random = new SecureRandom();
         for (int attempt = 0; ; attempt++) {
@@ -292,8 +292,20 @@ final class PerfPeer implements AutoCloseable {
                 String reason = e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
                 throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
                         + " (" + SHARED_DIR_KEY + "): " + reason + " (" + dir + "): choose another with --shared-dir or "
-                        + "-D shared.dir=DIR" + ("Read-only file system".equals(reason) ? " that is mounted read-write" : ""), e);
+                        + "-D shared.dir=DIR" + (readOnly(parent) ? " that is mounted read-write" : ""), e);
             }
+        }
+    }
+
+    /**
+     * Whether {@code dir} is on a read-only mount, as its file store (statvfs) says: the JDK's reason
+     * for EROFS is strerror in the process's locale ("Das Dateisystem ist nur lesbar"), not a text to match.
+     */
+    private static boolean readOnly(Path dir) {
+        try {
+            return Files.getFileStore(dir).isReadOnly();
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 

@@ -179,6 +179,48 @@ class PerfRunTest {
         assertThat(missing).doesNotExist();
     }
 
+    /**
+     * A read-only shared.dir was told to choose one "that is mounted read-write" only when the JDK's
+     * reason was the English "Read-only file system": the reason is strerror in the process's locale,
+     * and under LC_ALL=de_DE.UTF-8 ("Das Dateisystem ist nur lesbar") the hint was lost. The run
+     * below is in its own mount namespace, with a read-only tmpfs as shared.dir and a German locale
+     * made with localedef; the hint now comes from the file store, not from the text.
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aReadOnlySharedDirectorySaysToMountItReadWriteInAnyLanguage() throws Exception {
+        Path locales = Files.createTempDirectory("conduit-locale");
+        Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-ro");
+        Path script = Files.createTempFile("conduit-perf-ro", ".sh");
+        try {
+            Process localedef = new ProcessBuilder("localedef", "-i", "de_DE", "-f", "UTF-8", locales.resolve("de_DE.UTF-8").toString())
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            org.junit.jupiter.api.Assumptions.assumeTrue(localedef.waitFor(60, TimeUnit.SECONDS) && localedef.exitValue() == 0,
+                    "localedef could not make de_DE.UTF-8");
+            List<String> java = new ArrayList<>(PerfPeer.javaCommand());
+            java.addAll(List.of("perf", "am_lat", "-n", "200", "-D", "shared.dir=" + mountPoint));
+            Files.writeString(script, String.join("\n",
+                    "set -e",
+                    "mount -t tmpfs -o ro none " + quote(mountPoint.toString()),
+                    "exec " + java.stream().map(PerfRunTest::quote).collect(Collectors.joining(" ")),
+                    ""));
+            ProcessBuilder pb = new ProcessBuilder("unshare", "--mount", "sh", script.toString()).redirectErrorStream(true);
+            pb.environment().put("LOCPATH", locales.toString());
+            pb.environment().put("LC_ALL", "de_DE.UTF-8");
+            Process run = pb.start();
+            String output = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(run.waitFor(60, TimeUnit.SECONDS)).isTrue();
+
+            assertThat(run.exitValue()).as(output).isNotZero();
+            assertThat(output).contains("cannot make a private directory for the perf server in the shared directory " + mountPoint)
+                    .contains("Das Dateisystem ist nur lesbar").contains("mounted read-write");
+        } finally {
+            PerfPeer.deleteTree(locales);
+            Files.deleteIfExists(mountPoint);
+            Files.deleteIfExists(script);
+        }
+    }
+
     /** The spawned server's private directory goes into the configured shared.dir; it went into /dev/shm whatever it said. */
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
