@@ -113,7 +113,8 @@ final class PerfPlot {
             String reason = e instanceof java.nio.file.FileSystemException f ? (f.getReason() != null ? f.getReason() : e.toString())
                     : e.getMessage() != null ? e.getMessage() : e.toString();
             throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + reason
-                    + ("No space left on device".equals(reason) ? " (ENOSPC): free space there or give another --plot file" : ""), e);
+                    + ("No space left on device".equals(reason) || tooFull(file, png.size())
+                    ? " (ENOSPC): free space there or give another --plot file" : ""), e);
         }
     }
 
@@ -236,6 +237,20 @@ final class PerfPlot {
         @Override
         public Number parse(String source, ParsePosition pos) {
             return null;
+        }
+    }
+
+    /**
+     * Whether the file system {@code file} is on has less room than {@code bytes}, as its file store
+     * (statvfs) says: the JDK's reason for ENOSPC is strerror in the process's locale ("Auf dem Gerät
+     * ist kein Speicherplatz mehr verfügbar"), not a text to match.
+     */
+    private static boolean tooFull(Path file, long bytes) {
+        try {
+            Path parent = file.toAbsolutePath().getParent();
+            return parent != null && Files.getFileStore(parent).getUsableSpace() < bytes;
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 }

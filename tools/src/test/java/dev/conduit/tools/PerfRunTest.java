@@ -221,6 +221,50 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A --plot file on a full file system was told "(ENOSPC): free space there or give another --plot
+     * file" only when the JDK's reason was the English "No space left on device": under
+     * LC_ALL=de_DE.UTF-8 it said "...: Auf dem Gerät ist kein Speicherplatz mehr verfügbar" and no
+     * more. The run below is in its own mount namespace, with the plot on a full 16 KiB tmpfs.
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aPlotOnAFullFileSystemSaysEnospcInAnyLanguage() throws Exception {
+        Path locales = Files.createTempDirectory("conduit-locale");
+        Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-full");
+        Path script = Files.createTempFile("conduit-perf-full", ".sh");
+        try {
+            Process localedef = new ProcessBuilder("localedef", "-i", "de_DE", "-f", "UTF-8", locales.resolve("de_DE.UTF-8").toString())
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            org.junit.jupiter.api.Assumptions.assumeTrue(localedef.waitFor(60, TimeUnit.SECONDS) && localedef.exitValue() == 0,
+                    "localedef could not make de_DE.UTF-8");
+            Path plot = mountPoint.resolve("p.png");
+            List<String> java = new ArrayList<>(PerfPeer.javaCommand());
+            java.addAll(List.of("perf", "am_lat", "-n", "200", "-s", "8", "--plot", plot.toString()));
+            Files.writeString(script, String.join("\n",
+                    "set -e",
+                    "mount -t tmpfs -o size=16k none " + quote(mountPoint.toString()),
+                    "dd if=/dev/zero of=" + quote(mountPoint.resolve("fill").toString()) + " bs=4k count=4 2>/dev/null || true",
+                    java.stream().map(PerfRunTest::quote).collect(Collectors.joining(" ")) + " && exit 9 || true",
+                    "if [ -e " + quote(plot.toString()) + " ]; then echo PLOT-LEFT-BEHIND; fi",
+                    ""));
+            ProcessBuilder pb = new ProcessBuilder("unshare", "--mount", "sh", script.toString()).redirectErrorStream(true);
+            pb.environment().put("LOCPATH", locales.toString());
+            pb.environment().put("LC_ALL", "de_DE.UTF-8");
+            Process run = pb.start();
+            String output = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(run.waitFor(60, TimeUnit.SECONDS)).isTrue();
+
+            assertThat(run.exitValue()).as(output).isZero();
+            assertThat(output).contains("--plot: cannot write " + plot).contains("Auf dem Gerät ist kein Speicherplatz mehr verfügbar")
+                    .contains("(ENOSPC): free space there or give another --plot file").doesNotContain("PLOT-LEFT-BEHIND");
+        } finally {
+            PerfPeer.deleteTree(locales);
+            Files.deleteIfExists(mountPoint);
+            Files.deleteIfExists(script);
+        }
+    }
+
     /** The spawned server's private directory goes into the configured shared.dir; it went into /dev/shm whatever it said. */
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
