@@ -98,23 +98,42 @@ final class PerfPlot {
         } catch (IOException e) {
             throw new ConduitException("--plot: cannot encode the PNG for " + file + ": " + e, e);
         }
-        boolean existed = Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS);
         try {
-            Files.write(file, png.toByteArray());
+            writeWhole(file, png.toByteArray());
         } catch (IOException e) {
-            // A file this run created and could not fill (a full file system) is not left behind, empty or cut short.
-            if (!existed && Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                try {
-                    Files.deleteIfExists(file);
-                } catch (IOException cleanup) {
-                    e.addSuppressed(cleanup);
-                }
-            }
             String reason = e instanceof java.nio.file.FileSystemException f ? (f.getReason() != null ? f.getReason() : e.toString())
                     : e.getMessage() != null ? e.getMessage() : e.toString();
             throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + reason
                     + ("No space left on device".equals(reason) || tooFull(file, png.size())
                     ? " (ENOSPC): free space there or give another --plot file" : ""), e);
+        }
+    }
+
+    /**
+     * Writes {@code bytes} as {@code file}, whole or not at all: into a new file beside it, renamed
+     * over it once written, so that a failure (a full file system) leaves neither a file cut short
+     * nor a previous plot overwritten in part, and removes nothing it did not create. What is not a
+     * regular file (a device such as {@code /dev/stdout}) is written in place: renaming over it would
+     * replace it.
+     */
+    private static void writeWhole(Path file, byte[] bytes) throws IOException {
+        if (Files.exists(file) && !Files.isRegularFile(file)) {
+            Files.write(file, bytes);
+            return;
+        }
+        Path parent = file.toAbsolutePath().getParent();
+        // Not createTempFile, which makes it 0600: the plot gets the mode a new file gets here (the umask's).
+        Path partial = Files.createFile(parent.resolve("." + file.getFileName() + "." + Long.toHexString(System.nanoTime()) + ".partial"));
+        try {
+            Files.write(partial, bytes);
+            Files.move(partial, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | RuntimeException e) {
+            try {
+                Files.deleteIfExists(partial);
+            } catch (IOException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
         }
     }
 

@@ -265,6 +265,42 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A plot that cannot be written whole (a full file system) leaves a plot already there as it
+     * was, and nothing beside it: it used to be truncated and overwritten in part. The run below is
+     * in its own mount namespace, with the plot on a full 16 KiB tmpfs.
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aPlotThatCannotBeWrittenWholeLeavesThePreviousPlotAsItWas() throws Exception {
+        Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-full");
+        Path script = Files.createTempFile("conduit-perf-full", ".sh");
+        try {
+            Path plot = mountPoint.resolve("p.png");
+            List<String> java = new ArrayList<>(PerfPeer.javaCommand());
+            java.addAll(List.of("perf", "am_lat", "-n", "200", "-s", "8", "--plot", plot.toString()));
+            Files.writeString(script, String.join("\n",
+                    "set -e",
+                    "mount -t tmpfs -o size=16k none " + quote(mountPoint.toString()),
+                    "echo previous-plot > " + quote(plot.toString()),
+                    "dd if=/dev/zero of=" + quote(mountPoint.resolve("fill").toString()) + " bs=4k count=4 2>/dev/null || true",
+                    java.stream().map(PerfRunTest::quote).collect(Collectors.joining(" ")) + " && exit 9 || true",
+                    "echo CONTENT: $(cat " + quote(plot.toString()) + ")",
+                    "echo FILES: $(ls -A " + quote(mountPoint.toString()) + ")",
+                    ""));
+            Process run = new ProcessBuilder("unshare", "--mount", "sh", script.toString()).redirectErrorStream(true).start();
+            String output = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(run.waitFor(60, TimeUnit.SECONDS)).isTrue();
+
+            assertThat(run.exitValue()).as(output).isZero();
+            assertThat(output).contains("--plot: cannot write " + plot).contains("(ENOSPC)")
+                    .contains("CONTENT: previous-plot").contains("FILES: fill p.png\n");
+        } finally {
+            Files.deleteIfExists(mountPoint);
+            Files.deleteIfExists(script);
+        }
+    }
+
     /** The spawned server's private directory goes into the configured shared.dir; it went into /dev/shm whatever it said. */
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
