@@ -952,7 +952,6 @@ public final class ShmTransport implements Transport {
         return null;
     }
 
-    /** "its lease belongs to uid N, " when the lease's owner can be read without opening it, else nothing. */
     /**
      * Why a peer's lease did not open (EACCES, EPERM): another user's is its owner's 0600 file; one of
      * this worker's own user is refused by a security module (or a mode changed by hand), which
@@ -965,14 +964,10 @@ public final class ShmTransport implements Transport {
                     + "usually a security module's refused it (SELinux on a container's bind mount: relabel a dedicated directory with :z, "
                     + "or label=disable; AppArmor; the audit log), else its mode was changed (a lease is made 0600)";
         }
-        return "the peer worker belongs to another user (" + leaseOwner(leaseName) + "this process runs as uid "
+        String leaseOwner = owner == null ? "" : "its lease belongs to uid " + Integer.toUnsignedString(owner) + ", ";
+        return "the peer worker belongs to another user (" + leaseOwner + "this process runs as uid "
                 + Integer.toUnsignedString(libc.getuid()) + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
                 + ONE_USER_REMEDY;
-    }
-
-    private String leaseOwner(String leaseName) {
-        Integer owner = OwnerLease.ownerOf(directory, leaseName);
-        return owner == null ? "" : "its lease belongs to uid " + Integer.toUnsignedString(owner) + ", ";
     }
 
     /** The longest CONNECT payload: the lease's relative path, its u16 length first. */
