@@ -27,6 +27,10 @@ final class ShmEndpoint implements TransportEndpoint {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int MAX_HEADER = 1024;
     private static final byte[] NO_BYTES = {};
+    /** A peer that left none of this endpoint's messages unread: said, so that a failover knows there is nothing to send again. */
+    private static final String READ_EVERY_MESSAGE = "; it had read every message sent on this endpoint";
+    /** A dead peer's read position moves at the end of each message, so the count may hold the one it was handling. */
+    private static final String OR_HANDLED_AS_IT_DIED = " (or being handled as it died)";
 
     private final ShmTransport transport;
     private final ReceiveQueue peer;
@@ -488,16 +492,14 @@ final class ShmEndpoint implements TransportEndpoint {
         } catch (InternalError truncated) {
             return ""; // its queue file was cut short: nothing can be read there
         }
-        String them = unread == 1 ? "message sent on this endpoint was" : unread + " messages sent on this endpoint were";
-        String lost = "; the last " + them + " never read by it" + (diedReading ? " (or being handled as it died)" : "")
-                + ": lost with it, to be sent again to its successor";
+        String lost = unread == 0 ? "" : "; " + theLast(unread, "this endpoint", "was", "were") + " never read by it"
+                + (diedReading ? OR_HANDLED_AS_IT_DIED : "") + ": lost with it, to be sent again to its successor";
         if (refused != 0) {
             // Its read position passed what it dropped: "read every message" would tell a failover that nothing was lost.
             return "; it had refused this connection, and dropped what was sent on it from its refusal on: "
-                    + ShmTransport.refusal(transport.plugin(), refused) + (unread == 0 ? "" : lost);
+                    + ShmTransport.refusal(transport.plugin(), refused) + lost;
         }
-        if (unread == 0) return "; it had read every message sent on this endpoint";
-        return lost;
+        return unread == 0 ? READ_EVERY_MESSAGE : lost;
     }
 
     /**
@@ -513,9 +515,17 @@ final class ShmEndpoint implements TransportEndpoint {
         } catch (InternalError truncated) {
             return ""; // its queue file was cut short: nothing can be read there
         }
-        if (unread == 0) return "; it had read every message sent on this endpoint";
-        return "; the last " + (unread == 1 ? "message sent on this endpoint is" : unread + " messages sent on this endpoint are")
-                + " unread in its queue: delivered if it resumes, lost if it dies";
+        if (unread == 0) return READ_EVERY_MESSAGE;
+        return "; " + theLast(unread, "this endpoint", "is", "are") + " unread in its queue: delivered if it resumes, lost if it dies";
+    }
+
+    /**
+     * "the last message sent on {@code on} was", or "the last N messages ... were": how every count
+     * of a peer's unread messages begins, so that a failover reads one phrase for it.
+     */
+    private static String theLast(long count, String on, String singularVerb, String pluralVerb) {
+        return count == 1 ? "the last message sent on " + on + " " + singularVerb
+                : "the last " + count + " messages sent on " + on + " " + pluralVerb;
     }
 
     private void fail(String message) {
@@ -788,9 +798,8 @@ final class ShmEndpoint implements TransportEndpoint {
                 case 1 -> "died while closing its worker";
                 default -> "died";
             };
-            String them = unread == 1 ? "message sent on it was" : unread + " messages sent on it were";
             transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer worker " + how
-                    + ": the last " + them + " never read by it" + (close == 0 ? " (or being handled as it died)" : "")
+                    + ": " + theLast(unread, "it", "was", "were") + " never read by it" + (close == 0 ? OR_HANDLED_AS_IT_DIED : "")
                     + ", and lost with it");
         } catch (InternalError fault) {
             // Its queue is gone: nothing can be read there.
