@@ -8,7 +8,10 @@ import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.ConduitException;
 
 import java.io.IOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.HexFormat;
@@ -27,6 +30,7 @@ import java.util.stream.Stream;
 public final class SharedDirectory implements AutoCloseable {
 
     private static final SecureRandom RANDOM = new SecureRandom();
+    private static final String RAISE_OPEN_FILE_LIMIT = "raise its open-file limit (ulimit -n, RLIMIT_NOFILE, systemd LimitNOFILE)";
     private static final int CREATE = OpenFlags.O_RDWR | OpenFlags.O_CREAT | OpenFlags.O_EXCL | OpenFlags.O_NOFOLLOW | OpenFlags.O_CLOEXEC;
 
     private final Libc libc;
@@ -94,8 +98,7 @@ public final class SharedDirectory implements AutoCloseable {
      */
     public static String remedy(ErrnoException e, String otherwise) {
         return switch (e.errnoName()) {
-            case "EMFILE" -> "this process has no file descriptor left: raise its open-file limit (ulimit -n, RLIMIT_NOFILE, "
-                    + "systemd LimitNOFILE) or close descriptors it no longer needs";
+            case "EMFILE" -> "this process has no file descriptor left: " + RAISE_OPEN_FILE_LIMIT + " or close descriptors it no longer needs";
             case "ENFILE" -> "the system's open-file table is full: raise fs.file-max or stop processes that hold many files";
             default -> otherwise;
         };
@@ -193,21 +196,18 @@ public final class SharedDirectory implements AutoCloseable {
     ConduitException listFailure(IOException e) {
         int number = 0;
         ErrnoException probed = null;
-        if (e instanceof java.nio.file.NoSuchFileException) {
+        if (e instanceof NoSuchFileException) {
             number = Errno.ENOENT;
-        } else if (e instanceof java.nio.file.AccessDeniedException) {
+        } else if (e instanceof AccessDeniedException) {
             number = Errno.EACCES;
-        } else if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) {
-            for (int candidate = 1; candidate < 256 && number == 0; candidate++) {
-                if (Errno.isKnown(candidate) && Errno.description(candidate).equals(f.getReason())) number = candidate;
-            }
+        } else if (e instanceof FileSystemException f && f.getReason() != null) {
+            number = Errno.withDescription(f.getReason());
         }
         if (number == 0) {
             probed = probeOpen();
             if (probed == null) {
                 return new ConduitException("cannot list the shared directory " + path + ": " + e + "; if this process is out of "
-                        + "file descriptors, raise its open-file limit (ulimit -n, RLIMIT_NOFILE, systemd LimitNOFILE), else check "
-                        + "the directory set by " + configKey, e);
+                        + "file descriptors, " + RAISE_OPEN_FILE_LIMIT + ", else check the directory set by " + configKey, e);
             }
         }
         ErrnoException errno = probed != null ? probed : new ErrnoException("opendir", number, path.toString(), "");

@@ -3,16 +3,22 @@ package dev.conduit.shm;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -71,10 +77,10 @@ class SharedDirectoryTest {
                     .hasMessageStartingWith("cannot list the shared directory " + removed + ": ENOENT")
                     .hasMessageContaining("the directory " + removed + " was removed while this process uses it")
                     .hasMessageNotContaining("java.nio.file");
-            assertThat(directory.listFailure(new java.nio.file.FileSystemException(removed.toString(), null, "Too many open files")))
+            assertThat(directory.listFailure(new FileSystemException(removed.toString(), null, "Too many open files")))
                     .hasMessageStartingWith("cannot list the shared directory " + removed + ": EMFILE")
                     .hasMessageContaining("raise its open-file limit (ulimit -n");
-            assertThat(directory.listFailure(new java.nio.file.AccessDeniedException(removed.toString())))
+            assertThat(directory.listFailure(new AccessDeniedException(removed.toString())))
                     .hasMessageStartingWith("cannot list the shared directory " + removed + ": EACCES")
                     .hasMessageContaining("make " + removed + " readable for this user");
         }
@@ -90,21 +96,21 @@ class SharedDirectoryTest {
      */
     @Test
     void aReasonInAnotherLanguageStillNamesTheErrnoAndItsRemedy() throws IOException {
-        java.util.concurrent.atomic.AtomicBoolean outOfDescriptors = new java.util.concurrent.atomic.AtomicBoolean();
-        dev.conduit.linux.Libc real = Linux.libc();
-        dev.conduit.linux.Libc libc = (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(
-                dev.conduit.linux.Libc.class.getClassLoader(), new Class<?>[] {dev.conduit.linux.Libc.class},
+        AtomicBoolean outOfDescriptors = new AtomicBoolean();
+        Libc real = Linux.libc();
+        Libc libc = (Libc) Proxy.newProxyInstance(
+                Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
                 (proxy, method, args) -> {
                     if (method.getName().equals("open") && outOfDescriptors.get()) {
                         throw new ErrnoException("open", Errno.EMFILE, (String) args[0], "injected by the test");
                     }
                     try {
                         return method.invoke(real, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
+                    } catch (InvocationTargetException e) {
                         throw e.getCause();
                     }
                 });
-        java.nio.file.FileSystemException german = new java.nio.file.FileSystemException(shared.toString(), null,
+        FileSystemException german = new FileSystemException(shared.toString(), null,
                 "Zu viele offene Dateien");
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
             outOfDescriptors.set(true);
