@@ -8,8 +8,12 @@ import java.io.InputStreamReader;
 import java.lang.module.ModuleFinder;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -278,18 +282,18 @@ final class PerfPeer implements AutoCloseable {
             Path dir = parent.resolve("conduit-perf-" + HexFormat.of().toHexDigits(random.nextInt()));
             try {
                 return Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-            } catch (java.nio.file.FileAlreadyExistsException e) {
+            } catch (FileAlreadyExistsException e) {
                 if (attempt > 10) throw new ConduitException("cannot make a private directory under " + parent + ": " + e, e);
-            } catch (java.nio.file.NoSuchFileException e) {
+            } catch (NoSuchFileException e) {
                 throw new ConduitException("cannot make a private directory for the perf server: the shared directory " + parent
                         + " does not exist (" + SHARED_DIR_KEY + ", /dev/shm unless set): create it, or choose another with "
                         + "--shared-dir or -D shared.dir=DIR", e);
-            } catch (java.nio.file.AccessDeniedException e) {
+            } catch (AccessDeniedException e) {
                 throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
                         + " (" + SHARED_DIR_KEY + "): EACCES, this user may not create files there: make it writable for "
                         + "this user, or choose another with --shared-dir or -D shared.dir=DIR", e);
             } catch (IOException e) {
-                String reason = e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
+                String reason = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
                 throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
                         + " (" + SHARED_DIR_KEY + "): " + reason + " (" + dir + "): choose another with --shared-dir or "
                         + "-D shared.dir=DIR" + (readOnly(parent) ? " that is mounted read-write" : ""), e);

@@ -13,15 +13,19 @@ import org.jfree.chart.title.TextTitle;
 import org.jfree.data.xy.XYSeries;
 import org.jfree.data.xy.XYSeriesCollection;
 
+import javax.imageio.ImageIO;
 import java.awt.Color;
 import java.awt.Font;
 import java.awt.Graphics2D;
 import java.awt.RenderingHints;
 import java.awt.geom.Rectangle2D;
 import java.awt.image.BufferedImage;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.text.FieldPosition;
 import java.text.NumberFormat;
 import java.text.ParsePosition;
@@ -91,8 +95,8 @@ final class PerfPlot {
         }
         // Encoded in memory first: ImageIO reports a failed write as "I/O error writing PNG file!", hiding its cause.
         // And without ImageIO's cache file in java.io.tmpdir, which failed every plot where /tmp is full.
-        javax.imageio.ImageIO.setUseCache(false);
-        java.io.ByteArrayOutputStream png = new java.io.ByteArrayOutputStream();
+        ImageIO.setUseCache(false);
+        ByteArrayOutputStream png = new ByteArrayOutputStream();
         try {
             ChartUtils.writeBufferedImageAsPNG(png, image);
         } catch (IOException e) {
@@ -101,7 +105,7 @@ final class PerfPlot {
         try {
             writeWhole(file, png.toByteArray());
         } catch (IOException e) {
-            String reason = e instanceof java.nio.file.FileSystemException f ? (f.getReason() != null ? f.getReason() : e.toString())
+            String reason = e instanceof FileSystemException f ? (f.getReason() != null ? f.getReason() : e.toString())
                     : e.getMessage() != null ? e.getMessage() : e.toString();
             throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + reason
                     + ("No space left on device".equals(reason) || tooFull(file, png.size())
@@ -126,7 +130,7 @@ final class PerfPlot {
         Path partial = Files.createFile(parent.resolve("." + file.getFileName() + "." + Long.toHexString(System.nanoTime()) + ".partial"));
         try {
             Files.write(partial, bytes);
-            Files.move(partial, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            Files.move(partial, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException | RuntimeException e) {
             try {
                 Files.deleteIfExists(partial);
