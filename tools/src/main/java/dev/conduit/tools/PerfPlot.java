@@ -118,19 +118,21 @@ final class PerfPlot {
      * over it once written, so that a failure (a full file system) leaves neither a file cut short
      * nor a previous plot overwritten in part, and removes nothing it did not create. What is not a
      * regular file (a device such as {@code /dev/stdout}) is written in place: renaming over it would
-     * replace it.
+     * replace it. A symbolic link is followed, as a write through it would be: renamed over, the link
+     * would be replaced and the file it names left as it was.
      */
     private static void writeWhole(Path file, byte[] bytes) throws IOException {
         if (Files.exists(file) && !Files.isRegularFile(file)) {
             Files.write(file, bytes);
             return;
         }
-        Path parent = file.toAbsolutePath().getParent();
+        Path target = Files.exists(file) ? file.toRealPath() : file.toAbsolutePath();
         // Not createTempFile, which makes it 0600: the plot gets the mode a new file gets here (the umask's).
-        Path partial = Files.createFile(parent.resolve("." + file.getFileName() + "." + Long.toHexString(System.nanoTime()) + ".partial"));
+        Path partial = Files.createFile(target.resolveSibling("." + target.getFileName() + "." + Long.toHexString(System.nanoTime())
+                + ".partial"));
         try {
             Files.write(partial, bytes);
-            Files.move(partial, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            Files.move(partial, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException | RuntimeException e) {
             try {
                 Files.deleteIfExists(partial);

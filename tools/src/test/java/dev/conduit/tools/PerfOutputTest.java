@@ -145,4 +145,24 @@ class PerfOutputTest {
                 .hasMessageNotContaining("I/O error writing PNG file");
         assertThat(Path.of("/dev/full")).exists();
     }
+
+    /**
+     * A plot is written whole into a file beside it, then renamed over it: given a symbolic link (a
+     * latest.png that names the newest of many), the rename replaced the link with the plot and left
+     * the file it named as it was; a write through the link, as before, updated that file.
+     */
+    @Test
+    void aPlotGivenASymbolicLinkIsWrittenToTheFileItNamesAndLeavesTheLink(@TempDir Path dir) throws Exception {
+        Path target = Files.writeString(dir.resolve("run-7.png"), "the previous plot");
+        Path link = Files.createSymbolicLink(dir.resolve("latest.png"), target.getFileName());
+
+        PerfPlot.write(run(), link);
+
+        assertThat(link).isSymbolicLink();
+        assertThat(Files.readSymbolicLink(link)).isEqualTo(target.getFileName());
+        assertThat(ImageIO.read(target.toFile())).as("the file the link names holds the plot").isNotNull();
+        try (var leftovers = Files.list(dir)) {
+            assertThat(leftovers).as("no partial file is left beside it").containsExactlyInAnyOrder(target, link);
+        }
+    }
 }
