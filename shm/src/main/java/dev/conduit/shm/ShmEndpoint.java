@@ -748,20 +748,23 @@ final class ShmEndpoint implements TransportEndpoint {
             inConnectWait = false;
             transport.leaveConnectWait();
         }
+        // The warnings read the ring, the peer's queue and its lease, so they come first; one that fails (its lease check
+        // refused) must not keep what is released after it.
         try {
             warnIfRefused();
             warnIfLostWithThePeer();
-            if (bounceChunk != null) {
-                warnIfUnread();
-                transport.provider().free(bounceChunk);
-            }
+            if (bounceChunk != null) warnIfUnread();
         } finally {
-            bounceChunk = null;
             try {
-                peerMapping.close();
+                if (bounceChunk != null) transport.provider().free(bounceChunk);
             } finally {
-                peerLease.close();
-                transport.released(this);
+                bounceChunk = null;
+                try {
+                    peerMapping.close();
+                } finally {
+                    peerLease.close();
+                    transport.released(this);
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.ShmTransport;
@@ -2491,6 +2492,31 @@ class ShmTransportTest {
         assertThat(mappingsOfTheSharedDirectory()).as("mappings of its files").isEqualTo(sendersMappings);
         ep.close();
         assertThat(sharedFiles()).isEqualTo(sendersFiles);
+    }
+
+    /**
+     * A close whose look at the peer's lease fails (flock refused: ENOLCK) still frees the bounce
+     * ring: the close's warning of messages lost with a gone peer (e62dc76) asks the lease too, and
+     * it ran before the ring's free, which its exception skipped, leaving the ring's file for good.
+     */
+    @Test
+    void aCloseWhoseLookAtThePeersLeaseFailsStillFreesItsRing() throws java.io.IOException {
+        AtomicBoolean flockFails = new AtomicBoolean();
+        Transport sender = transportWith(FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get));
+        Received received = new Received();
+        Transport receiver = transport(received);
+        List<String> beforeTheRing = sharedFiles();
+        TransportEndpoint ep = connect(sender, receiver, failure -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(9000, 1))).as("through the bounce ring").isTrue();
+        receive(receiver, received, 1);
+        assertThat(sharedFiles()).as("the ring's file").hasSizeGreaterThan(beforeTheRing.size());
+
+        flockFails.set(true);
+        Throwable closing = catchThrowable(ep::close);
+        flockFails.set(false);
+
+        assertThat(closing).as("the lease's failure is the close's to report").isInstanceOf(ErrnoException.class);
+        assertThat(sharedFiles()).as("the ring's file is gone").isEqualTo(beforeTheRing);
     }
 
     /**
