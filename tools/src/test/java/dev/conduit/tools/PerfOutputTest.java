@@ -16,6 +16,8 @@ import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** The three renderings of a run — table, JSON, PNG — on a made-up run, so that no number here depends on this machine. */
 class PerfOutputTest {
@@ -138,9 +140,9 @@ class PerfOutputTest {
      */
     @Test
     void aPlotThatCannotBeWrittenSaysWhy() {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.exists(Path.of("/dev/full")), "no /dev/full here");
+        assumeTrue(Files.exists(Path.of("/dev/full")), "no /dev/full here");
 
-        org.assertj.core.api.Assertions.assertThatThrownBy(() -> PerfPlot.write(run(), Path.of("/dev/full")))
+        assertThatThrownBy(() -> PerfPlot.write(run(), Path.of("/dev/full")))
                 .hasMessageContaining("--plot: cannot write /dev/full").hasMessageContaining("No space left on device (ENOSPC)")
                 .hasMessageNotContaining("I/O error writing PNG file");
         assertThat(Path.of("/dev/full")).exists();

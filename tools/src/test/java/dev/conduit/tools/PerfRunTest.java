@@ -5,6 +5,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.net.InetSocketAddress;
@@ -25,6 +26,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Short real runs of {@code conduit perf} between two JVMs: with the server it spawns itself, with
@@ -193,10 +195,7 @@ class PerfRunTest {
         Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-ro");
         Path script = Files.createTempFile("conduit-perf-ro", ".sh");
         try {
-            Process localedef = new ProcessBuilder("localedef", "-i", "de_DE", "-f", "UTF-8", locales.resolve("de_DE.UTF-8").toString())
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            org.junit.jupiter.api.Assumptions.assumeTrue(localedef.waitFor(60, TimeUnit.SECONDS) && localedef.exitValue() == 0,
-                    "localedef could not make de_DE.UTF-8");
+            makeGermanLocale(locales);
             List<String> java = new ArrayList<>(PerfPeer.javaCommand());
             java.addAll(List.of("perf", "am_lat", "-n", "200", "-D", "shared.dir=" + mountPoint));
             Files.writeString(script, String.join("\n",
@@ -234,10 +233,7 @@ class PerfRunTest {
         Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-full");
         Path script = Files.createTempFile("conduit-perf-full", ".sh");
         try {
-            Process localedef = new ProcessBuilder("localedef", "-i", "de_DE", "-f", "UTF-8", locales.resolve("de_DE.UTF-8").toString())
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            org.junit.jupiter.api.Assumptions.assumeTrue(localedef.waitFor(60, TimeUnit.SECONDS) && localedef.exitValue() == 0,
-                    "localedef could not make de_DE.UTF-8");
+            makeGermanLocale(locales);
             Path plot = mountPoint.resolve("p.png");
             List<String> java = new ArrayList<>(PerfPeer.javaCommand());
             java.addAll(List.of("perf", "am_lat", "-n", "200", "-s", "8", "--plot", plot.toString()));
@@ -432,7 +428,7 @@ class PerfRunTest {
             command.addAll(PerfPeer.javaCommand());
             command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "other", "--timeout", "5s"));
             Process client = new ProcessBuilder(command).redirectErrorStream(true)
-                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
             String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
             assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
@@ -460,7 +456,7 @@ class PerfRunTest {
             command.addAll(PerfPeer.javaCommand());
             command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "own", "--timeout", "5s"));
             Process client = new ProcessBuilder(command).redirectErrorStream(true)
-                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
             String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
             assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
@@ -485,7 +481,7 @@ class PerfRunTest {
         try {
             List<String> command = new ArrayList<>(PerfPeer.javaCommand());
             command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString(), "--name", "stdin", "--exit-with-stdin"));
-            Process server = new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+            Process server = new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .start();
             assertThat(server.waitFor(45, TimeUnit.SECONDS)).as("the server exits when its standard input ends").isTrue();
             String output = new String(server.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -673,6 +669,17 @@ class PerfRunTest {
         } catch (RuntimeException e) {
             return "(unreadable)";
         }
+    }
+
+    /**
+     * Makes de_DE.UTF-8 in {@code locales}, for a child run with it as LOCPATH and LC_ALL: the JDK's
+     * reasons are strerror in the process's locale, so its messages must not depend on their text.
+     * Skips the test where localedef cannot.
+     */
+    private static void makeGermanLocale(Path locales) throws IOException, InterruptedException {
+        Process localedef = new ProcessBuilder("localedef", "-i", "de_DE", "-f", "UTF-8", locales.resolve("de_DE.UTF-8").toString())
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        assumeTrue(localedef.waitFor(60, TimeUnit.SECONDS) && localedef.exitValue() == 0, "localedef could not make de_DE.UTF-8");
     }
 
     private static String quote(String s) {
