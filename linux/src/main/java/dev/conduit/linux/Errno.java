@@ -442,18 +442,6 @@ public final class Errno {
         return description != null ? description : "";
     }
 
-    /**
-     * The errno whose {@code strerror(3)} text (as {@link #description} gives it) is
-     * {@code description}, such as the reason of a JDK {@code FileSystemException}; 0 if none is.
-     * Only the C locale's texts match: a process in another locale gets its own language's.
-     */
-    public static int withDescription(String description) {
-        for (int errno = 1; errno < LIMIT; errno++) {
-            if (description.equals(DESCRIPTIONS[errno])) return errno;
-        }
-        return 0;
-    }
-
     /** Whether this table has a name for {@code errno}. */
     public static boolean isKnown(int errno) {
         return errno > 0 && errno < LIMIT && NAMES[errno] != null;

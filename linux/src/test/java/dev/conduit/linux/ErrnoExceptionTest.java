@@ -30,13 +30,6 @@ class ErrnoExceptionTest {
     }
 
     @Test
-    void anErrnoIsFoundByItsStrerrorText() {
-        assertThat(Errno.withDescription("Too many open files")).isEqualTo(Errno.EMFILE);
-        assertThat(Errno.withDescription("Zu viele offene Dateien")).as("another locale's text").isZero();
-        assertThat(Errno.withDescription("")).as("the holes of the table describe nothing").isZero();
-    }
-
-    @Test
     void aliasesAreAcceptedOnlyForTheirNumber() {
         assertThat(new ErrnoException("flock", Errno.EAGAIN, "EWOULDBLOCK", "fd 3", "fd 3", null).errnoName())
                 .isEqualTo("EWOULDBLOCK");

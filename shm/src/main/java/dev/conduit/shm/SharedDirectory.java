@@ -8,10 +8,7 @@ import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.ConduitException;
 
 import java.io.IOException;
-import java.nio.file.AccessDeniedException;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.HexFormat;
@@ -186,31 +183,18 @@ public final class SharedDirectory implements AutoCloseable {
     }
 
     /**
-     * Why {@link #list} failed, with the errno, which the JDK's exception does not carry but
-     * spells: its reason is the errno's {@code strerror} text ("Too many open files"); a directory
-     * gone by its path is {@code NoSuchFileException}, with no reason. That text is in the process's
-     * locale ("Zu viele offene Dateien" under LANG=de_DE.UTF-8), so a reason this table does not
-     * know is asked of the kernel: the directory is opened again through libc, whose errno is the
-     * cause unless the failure has passed meanwhile.
+     * Why {@link #list} failed, with the errno, which the JDK's exception does not carry: its
+     * reason is {@code strerror} in the process's locale ("Zu viele offene Dateien" under
+     * LANG=de_DE.UTF-8), and a directory gone by its path has none. So the kernel is asked: the
+     * directory is opened again by its path through libc, as the listing opened it, and that
+     * errno is the cause, unless the failure has passed meanwhile.
      */
     ConduitException listFailure(IOException e) {
-        int number = 0;
-        ErrnoException probed = null;
-        if (e instanceof NoSuchFileException) {
-            number = Errno.ENOENT;
-        } else if (e instanceof AccessDeniedException) {
-            number = Errno.EACCES;
-        } else if (e instanceof FileSystemException f && f.getReason() != null) {
-            number = Errno.withDescription(f.getReason());
+        ErrnoException errno = probeOpen();
+        if (errno == null) {
+            return new ConduitException("cannot list the shared directory " + path + ": " + e + "; if this process is out of "
+                    + "file descriptors, " + RAISE_OPEN_FILE_LIMIT + ", else check the directory set by " + configKey, e);
         }
-        if (number == 0) {
-            probed = probeOpen();
-            if (probed == null) {
-                return new ConduitException("cannot list the shared directory " + path + ": " + e + "; if this process is out of "
-                        + "file descriptors, " + RAISE_OPEN_FILE_LIMIT + ", else check the directory set by " + configKey, e);
-            }
-        }
-        ErrnoException errno = probed != null ? probed : new ErrnoException("opendir", number, path.toString(), "");
         String remedy = switch (errno.errnoName()) {
             case "EACCES", "EPERM" -> "make " + path + " readable for this user (its permissions or mount changed while in use), "
                     + "or set " + configKey + " to another directory";
