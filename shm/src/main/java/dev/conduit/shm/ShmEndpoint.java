@@ -396,8 +396,8 @@ final class ShmEndpoint implements TransportEndpoint {
             try {
                 if (!peerLease.ownerAlive()) releaseForAPeerThatIsGone();
             } catch (RuntimeException e) {
-                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": could not check the peer of a failed "
-                        + "connection: " + e.getMessage());
+                transport.failedEndpointLeaseChecks.log(() -> transport.plugin() + ": could not check the peer of a failed connection: "
+                        + e.getMessage());
             }
             return false;
         }

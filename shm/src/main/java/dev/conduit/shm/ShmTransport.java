@@ -167,6 +167,11 @@ public final class ShmTransport implements Transport {
     private final RepeatedWarning headHeldByALiveSender;
     /** Said when a connection of a sender that is gone finds no room under inbound.max: nobody else would say it. */
     private final RepeatedWarning goneSendersPastInboundMax;
+    /**
+     * A failed endpoint's look at its peer's lease that fails: it is made at every liveness check
+     * (every 20 ms by default) until the peer goes, so a lasting cause is said at most once a minute.
+     */
+    final RepeatedWarning failedEndpointLeaseChecks;
     /** The ring position of the head that was blocked since {@link #blockedSince}: a block is one record's. */
     private long blockedAt;
     /** The head position await last found claimed and uncommitted, and its next sleep there (0: spin first). */
@@ -236,6 +241,7 @@ public final class ShmTransport implements Transport {
         this.heartbeatNanos = config.heartbeatTimeout().toNanos();
         this.headHeldByALiveSender = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.goneSendersPastInboundMax = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
+        this.failedEndpointLeaseChecks = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.leasePrefix = "conduit-" + plugin + "-worker";
         SharedDirectory dir = null;
         OwnerLease ownLease = null;

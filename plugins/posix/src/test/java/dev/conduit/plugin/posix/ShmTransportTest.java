@@ -2548,6 +2548,40 @@ class ShmTransportTest {
         sender.close();
     }
 
+    /**
+     * A failed endpoint looks at its peer's lease at every liveness check until the peer goes (to
+     * release its ring then); a look that keeps failing (ENOLCK here) was logged at every check,
+     * 50 times a second at the default interval: now once a minute.
+     */
+    @Test
+    void aFailedEndpointWhoseLookAtItsPeersLeaseKeepsFailingSaysSoOnceAMinute() throws InterruptedException {
+        AtomicBoolean flockFails = new AtomicBoolean();
+        Libc libc = FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get);
+        RecordingLogger logger = new RecordingLogger();
+        TestContext configured = TestContext.of(shared, "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
+        Context context = new Context(new TestContext(configured.config(), shared, logger), new Received());
+        Transport sender = new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
+                PosixMemoryProvider.open(context, libc), new PosixImporter(libc, PosixConfig.of(context), false));
+        open.add(sender);
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        int taken = 0;
+        while (ep.trySend(2, MemorySegment.NULL, bytes(8, taken))) taken++; // the receiver makes no progress: its queue fills
+        while (failure.get() == null) sender.progress();
+
+        flockFails.set(true);
+        for (int check = 0; check < 20; check++) {
+            Thread.sleep(2); // past the liveness interval; an idle transport reads the clock every 16th progress()
+            for (int poll = 0; poll < 32; poll++) sender.progress();
+        }
+        flockFails.set(false);
+
+        assertThat(logger.warnings.stream().filter(w -> w.contains("could not check the peer of a failed connection")))
+                .as("said once, not at each of 20 checks").hasSize(1);
+        ep.close();
+    }
+
     private List<String> sharedFiles() throws java.io.IOException {
         try (var files = Files.list(shared)) {
             return files.map(f -> f.getFileName().toString()).sorted().toList();
