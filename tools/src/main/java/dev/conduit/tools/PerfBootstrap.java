@@ -178,7 +178,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             } catch (NoSuchFileException e) {
                 // not yet
             } catch (AccessDeniedException e) {
-                throw new ConduitException("cannot read " + file + ": EACCES (" + owners(file) + "): " + accessRemedy(file), e);
+                throw new ConduitException("cannot read " + file + ": EACCES (" + refusedRead(file), e);
             } catch (IOException e) {
                 throw new ConduitException("cannot read " + file + ": " + e, e);
             }
@@ -193,39 +193,34 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     }
 
     /**
-     * What to do about a refused read of {@code file}: another user's file is the server's of
+     * Why a read of {@code file} was refused, and what to do, after "EACCES (": whose the file is
+     * and which user this process runs as, then the remedy. Another user's file is the server's of
      * another user; this process's own (or one whose owner cannot be told) is refused for its mode
      * or by a security module, which running as another user would not mend.
      */
-    private static String accessRemedy(Path file) {
-        String otherUser = "the server creates it 0600, for its own user alone (it carries the handles of its regions), and workers "
+    private static String refusedRead(Path file) {
+        Object owner = uidOf(file);
+        // /proc/self is owned by the process's effective uid.
+        Object self = uidOf(Path.of("/proc/self"));
+        String whose = (owner instanceof Integer o ? "it belongs to uid " + uid(o) : "its owner cannot be read")
+                + (self instanceof Integer u ? ", this process runs as uid " + uid(u) : ", this process runs as user " + System.getProperty("user.name"))
+                + "): ";
+        if (owner != null && owner.equals(self)) {
+            return whose + "the file is this process's user's own, so the refusal is its mode (the server creates it 0600; "
+                    + "check what changed it) or a security module's (under SELinux, relabel the shared directory: a container's "
+                    + "volume with :z)";
+        }
+        return whose + "the server creates it 0600, for its own user alone (it carries the handles of its regions), and workers "
                 + "connect only within one user: run the client as the server's user (a container as the host process's uid: docker run "
                 + "--user \"$(id -u):$(id -g)\")";
-        try {
-            Object owner = Files.getAttribute(file, "unix:uid");
-            Object self = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
-            if (!owner.equals(self)) return otherUser;
-        } catch (IOException | RuntimeException e) {
-            return otherUser;
-        }
-        return "the file is this process's user's own, so the refusal is its mode (the server creates it 0600; "
-                + "check what changed it) or a security module's (under SELinux, relabel the shared directory: a container's "
-                + "volume with :z)";
     }
 
-    /** Whose {@code file} is and which user this process runs as, as uids, for a refused read. */
-    private static String owners(Path file) {
-        String owner;
+    /** The uid that owns {@code path}, or null when it cannot be read. */
+    private static Object uidOf(Path path) {
         try {
-            owner = "it belongs to uid " + uid(Files.getAttribute(file, "unix:uid"));
+            return Files.getAttribute(path, "unix:uid");
         } catch (IOException | RuntimeException e) {
-            owner = "its owner cannot be read: " + e;
-        }
-        try {
-            // /proc/self is owned by the process's effective uid.
-            return owner + ", this process runs as uid " + uid(Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
-        } catch (IOException | RuntimeException e) {
-            return owner + ", this process runs as user " + System.getProperty("user.name");
+            return null;
         }
     }
 
