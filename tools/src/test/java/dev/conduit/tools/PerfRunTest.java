@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -230,67 +231,59 @@ class PerfRunTest {
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aPlotOnAFullFileSystemSaysEnospcInAnyLanguage() throws Exception {
         Path locales = Files.createTempDirectory("conduit-locale");
-        Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-full");
-        Path script = Files.createTempFile("conduit-perf-full", ".sh");
         try {
             makeGermanLocale(locales);
-            Path plot = mountPoint.resolve("p.png");
-            List<String> java = new ArrayList<>(PerfPeer.javaCommand());
-            java.addAll(List.of("perf", "am_lat", "-n", "200", "-s", "8", "--plot", plot.toString()));
-            Files.writeString(script, String.join("\n",
-                    "set -e",
-                    "mount -t tmpfs -o size=16k none " + quote(mountPoint.toString()),
-                    "dd if=/dev/zero of=" + quote(mountPoint.resolve("fill").toString()) + " bs=4k count=4 2>/dev/null || true",
-                    java.stream().map(PerfRunTest::quote).collect(Collectors.joining(" ")) + " && exit 9 || true",
-                    "if [ -e " + quote(plot.toString()) + " ]; then echo PLOT-LEFT-BEHIND; fi",
-                    ""));
-            ProcessBuilder pb = new ProcessBuilder("unshare", "--mount", "sh", script.toString()).redirectErrorStream(true);
-            pb.environment().put("LOCPATH", locales.toString());
-            pb.environment().put("LC_ALL", "de_DE.UTF-8");
-            Process run = pb.start();
-            String output = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(run.waitFor(60, TimeUnit.SECONDS)).isTrue();
-
-            assertThat(run.exitValue()).as(output).isZero();
-            assertThat(output).contains("--plot: cannot write " + plot).contains("Auf dem Gerät ist kein Speicherplatz mehr verfügbar")
+            String output = plotOnAFullTmpfs(Map.of("LOCPATH", locales.toString(), "LC_ALL", "de_DE.UTF-8"), plot -> List.of(),
+                    plot -> List.of("if [ -e " + quote(plot.toString()) + " ]; then echo PLOT-LEFT-BEHIND; fi"));
+            assertThat(output).contains("--plot: cannot write ").contains("Auf dem Gerät ist kein Speicherplatz mehr verfügbar")
                     .contains("(ENOSPC): free space there or give another --plot file").doesNotContain("PLOT-LEFT-BEHIND");
         } finally {
             PerfPeer.deleteTree(locales);
-            Files.deleteIfExists(mountPoint);
-            Files.deleteIfExists(script);
         }
     }
 
     /**
      * A plot that cannot be written whole (a full file system) leaves a plot already there as it
-     * was, and nothing beside it: it used to be truncated and overwritten in part. The run below is
-     * in its own mount namespace, with the plot on a full 16 KiB tmpfs.
+     * was, and nothing beside it: it used to be truncated and overwritten in part.
      */
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aPlotThatCannotBeWrittenWholeLeavesThePreviousPlotAsItWas() throws Exception {
+        String output = plotOnAFullTmpfs(Map.of(), plot -> List.of("echo previous-plot > " + quote(plot.toString())),
+                plot -> List.of("echo CONTENT: $(cat " + quote(plot.toString()) + ")",
+                        "echo FILES: $(ls -A " + quote(plot.getParent().toString()) + ")"));
+        assertThat(output).contains("--plot: cannot write ").contains("(ENOSPC)")
+                .contains("CONTENT: previous-plot").contains("FILES: fill p.png\n");
+    }
+
+    /**
+     * Runs {@code conduit perf am_lat --plot DIR/p.png} in a mount namespace of its own, with
+     * {@code environment}, where DIR is a 16 KiB tmpfs that {@code before} (shell lines, given the
+     * plot's path) prepares and a file then fills; {@code after} runs once the command failed.
+     * Returns the whole output, after checking that the command failed and the script ran through.
+     */
+    private static String plotOnAFullTmpfs(Map<String, String> environment, Function<Path, List<String>> before,
+                                           Function<Path, List<String>> after) throws Exception {
         Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-full");
         Path script = Files.createTempFile("conduit-perf-full", ".sh");
         try {
             Path plot = mountPoint.resolve("p.png");
             List<String> java = new ArrayList<>(PerfPeer.javaCommand());
             java.addAll(List.of("perf", "am_lat", "-n", "200", "-s", "8", "--plot", plot.toString()));
-            Files.writeString(script, String.join("\n",
-                    "set -e",
-                    "mount -t tmpfs -o size=16k none " + quote(mountPoint.toString()),
-                    "echo previous-plot > " + quote(plot.toString()),
-                    "dd if=/dev/zero of=" + quote(mountPoint.resolve("fill").toString()) + " bs=4k count=4 2>/dev/null || true",
-                    java.stream().map(PerfRunTest::quote).collect(Collectors.joining(" ")) + " && exit 9 || true",
-                    "echo CONTENT: $(cat " + quote(plot.toString()) + ")",
-                    "echo FILES: $(ls -A " + quote(mountPoint.toString()) + ")",
-                    ""));
-            Process run = new ProcessBuilder("unshare", "--mount", "sh", script.toString()).redirectErrorStream(true).start();
+            List<String> lines = new ArrayList<>(List.of("set -e", "mount -t tmpfs -o size=16k none " + quote(mountPoint.toString())));
+            lines.addAll(before.apply(plot));
+            lines.add("dd if=/dev/zero of=" + quote(mountPoint.resolve("fill").toString()) + " bs=4k count=4 2>/dev/null || true");
+            lines.add(java.stream().map(PerfRunTest::quote).collect(Collectors.joining(" ")) + " && exit 9 || true");
+            lines.addAll(after.apply(plot));
+            Files.writeString(script, String.join("\n", lines) + "\n");
+            ProcessBuilder pb = new ProcessBuilder("unshare", "--mount", "sh", script.toString()).redirectErrorStream(true);
+            pb.environment().putAll(environment);
+            Process run = pb.start();
             String output = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertThat(run.waitFor(60, TimeUnit.SECONDS)).isTrue();
-
             assertThat(run.exitValue()).as(output).isZero();
-            assertThat(output).contains("--plot: cannot write " + plot).contains("(ENOSPC)")
-                    .contains("CONTENT: previous-plot").contains("FILES: fill p.png\n");
+            assertThat(output).contains("--plot: cannot write " + plot);
+            return output;
         } finally {
             Files.deleteIfExists(mountPoint);
             Files.deleteIfExists(script);
