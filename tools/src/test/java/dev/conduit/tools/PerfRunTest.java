@@ -417,15 +417,7 @@ class PerfRunTest {
             Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
             // A uid past 2^31 also shows it printed unsigned, as id prints it.
             Files.setAttribute(file, "unix:uid", (int) 3_000_000_000L);
-            List<String> command = new ArrayList<>(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"));
-            command.addAll(PerfPeer.javaCommand());
-            command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "other", "--timeout", "5s"));
-            Process client = new ProcessBuilder(command).redirectErrorStream(true)
-                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
-            String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
-            assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
-            assertThat(output).contains("cannot read " + file).contains("EACCES").contains("belongs to uid 3000000000")
+            assertThat(connectWithoutOverridingFileModes(shared, "other")).contains("cannot read " + file).contains("EACCES").contains("belongs to uid 3000000000")
                     .contains("this process runs as uid 0").contains("run the client as the server's user");
         } finally {
             PerfPeer.deleteTree(shared);
@@ -445,20 +437,29 @@ class PerfRunTest {
         try {
             Path file = Files.writeString(shared.resolve("conduit-perf-own.addr"), "conduit-perf 1\n");
             Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("---------"));
-            List<String> command = new ArrayList<>(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"));
-            command.addAll(PerfPeer.javaCommand());
-            command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "own", "--timeout", "5s"));
-            Process client = new ProcessBuilder(command).redirectErrorStream(true)
-                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
-            String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
-            assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
-            assertThat(output).contains("cannot read " + file).contains("EACCES").contains("belongs to uid 0")
+            assertThat(connectWithoutOverridingFileModes(shared, "own")).contains("cannot read " + file).contains("EACCES").contains("belongs to uid 0")
                     .contains("this process runs as uid 0").doesNotContain("run the client as the server's user")
                     .contains("its mode").contains("security module");
         } finally {
             PerfPeer.deleteTree(shared);
         }
+    }
+
+    /**
+     * The output of {@code conduit perf --connect} to the server {@code name} of {@code shared}, run
+     * as root without the capabilities that override file modes (as another user reads a 0600
+     * file), after checking that it failed.
+     */
+    private static String connectWithoutOverridingFileModes(Path shared, String name) throws Exception {
+        List<String> command = new ArrayList<>(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"));
+        command.addAll(PerfPeer.javaCommand());
+        command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", name, "--timeout", "5s"));
+        Process client = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
+        String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
+        assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
+        return output;
     }
 
     /**
