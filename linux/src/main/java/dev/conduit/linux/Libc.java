@@ -159,6 +159,19 @@ public interface Libc {
     /** {@code mkdirat(2)}: creates directory {@code path} relative to {@code directory}, with permissions {@code mode} (less the umask). */
     void mkdirat(FileDescriptor directory, String path, int mode);
 
+    /**
+     * The names in {@code directory}, but {@code .} and {@code ..}, in the kernel's order: read
+     * with {@code getdents64(2)} from a descriptor of the same directory opened for the listing
+     * ({@code openat(directory, ".")}, so the given descriptor's file offset is not moved and
+     * threads may list at once). Names are decoded as UTF-8, as paths are encoded. The directory
+     * listed is the one the descriptor holds, also when its path now names another.
+     *
+     * @throws ErrnoException from {@code openat} (e.g. {@code EMFILE}: the listing takes a
+     *                        descriptor) or {@code getdents64} ({@code ENOENT} once the directory
+     *                        was removed, {@code EIO})
+     */
+    java.util.List<String> listDirectory(FileDescriptor directory);
+
     /** {@code fstat(2)}: size, type, owner and device numbers of an open file. */
     FileStatus fstat(FileDescriptor fd);
 

@@ -6,6 +6,9 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 
 import static dev.conduit.linux.LockFlags.LOCK_EX;
 import static dev.conduit.linux.LockFlags.LOCK_NB;
@@ -127,6 +130,52 @@ class FileTest {
             libc.unlinkat(dir, "made/file", 0);
             libc.unlinkat(dir, "made", OpenFlags.AT_REMOVEDIR);
             assertThat(Files.exists(directory.resolve("made"))).isFalse();
+        }
+    }
+
+    /**
+     * getdents64 fills its buffer with as many entries as fit: 3,000 names of 60 bytes take about
+     * six buffers, so the listing must go on until the kernel returns 0, and step by each entry's
+     * own length. Names are UTF-8, as paths are encoded.
+     */
+    @Test
+    void aDirectoryIsListedWholeThroughItsDescriptorWithoutDotAndDotDot() throws IOException {
+        Set<String> made = new HashSet<>();
+        for (int i = 0; i < 3_000; i++) {
+            made.add("conduit-" + "x".repeat(48) + String.format("%04d", i));
+        }
+        made.add("naïve-straße-名前");
+        for (String name : made) Files.createFile(directory.resolve(name));
+        try (FileDescriptor dir = libc.open(directory.toString(), O_PATH | O_DIRECTORY, 0)) {
+            List<String> listed = libc.listDirectory(dir);
+            assertThat(listed).hasSize(made.size()).doesNotHaveDuplicates();
+            assertThat(new HashSet<>(listed)).isEqualTo(made);
+            assertThat(libc.listDirectory(dir)).as("the descriptor given is not moved: a second listing sees everything again")
+                    .hasSize(made.size());
+        }
+    }
+
+    /**
+     * The listing is of the directory the descriptor holds, not of what its path names now: one
+     * removed while held fails (the kernel's ENOENT for a dead directory), and the directory made
+     * at its path since is not listed in its place.
+     */
+    @Test
+    void theDirectoryListedIsTheOneHeldEvenWhenItsPathNamesAnotherNow() throws IOException {
+        Path held = Files.createDirectory(directory.resolve("held"));
+        try (FileDescriptor dir = libc.open(held.toString(), O_RDONLY | O_DIRECTORY, 0)) {
+            Files.delete(held);
+            Files.createDirectory(held);
+            Files.createFile(held.resolve("in-the-new-one"));
+            assertErrno(() -> libc.listDirectory(dir), Errno.ENOENT, "getdents64");
+        }
+    }
+
+    @Test
+    void listingADescriptorThatIsNoDirectoryFailsWithEnotdir() throws IOException {
+        Path file = Files.createFile(directory.resolve("file"));
+        try (FileDescriptor fd = libc.open(file.toString(), O_RDONLY, 0)) {
+            assertErrno(() -> libc.listDirectory(fd), Errno.ENOTDIR, "openat");
         }
     }
 

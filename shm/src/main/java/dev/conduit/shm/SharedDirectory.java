@@ -7,13 +7,10 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.ConduitException;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * This process's view of the directory shared with peers ({@code shared.dir}), opened once.
@@ -168,52 +165,31 @@ public final class SharedDirectory implements AutoCloseable {
     }
 
     /**
-     * The names in the directory that start with {@code prefix}, sorted.
+     * The names in the directory that start with {@code prefix}, sorted: the directory this
+     * process holds open, as every other operation here, not whatever its path names now.
      *
      * @throws ConduitException naming the errno and what to do: listing opens a descriptor, so a
      *                          process out of them fails here ({@code EMFILE}), and a directory removed
      *                          while in use is {@code ENOENT}
      */
     public List<String> list(String prefix) {
-        try (Stream<Path> s = Files.list(path)) {
-            return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(prefix)).sorted().toList();
-        } catch (IOException e) {
+        List<String> names;
+        try {
+            names = libc.listDirectory(fd);
+        } catch (ErrnoException e) {
             throw listFailure(e);
         }
+        return names.stream().filter(n -> n.startsWith(prefix)).sorted().toList();
     }
 
-    /**
-     * Why {@link #list} failed, with the errno, which the JDK's exception does not carry: its
-     * reason is {@code strerror} in the process's locale ("Zu viele offene Dateien" under
-     * LANG=de_DE.UTF-8), and a directory gone by its path has none. So the kernel is asked: the
-     * directory is opened again by its path through libc, as the listing opened it, and that
-     * errno is the cause, unless the failure has passed meanwhile.
-     */
-    ConduitException listFailure(IOException e) {
-        ErrnoException errno = probeOpen();
-        if (errno == null) {
-            return new ConduitException("cannot list the shared directory " + path + ": " + e + "; if this process is out of "
-                    + "file descriptors, " + RAISE_OPEN_FILE_LIMIT + ", else check the directory set by " + configKey, e);
-        }
-        String remedy = switch (errno.errnoName()) {
+    private ConduitException listFailure(ErrnoException e) {
+        String remedy = switch (e.errnoName()) {
             case "EACCES", "EPERM" -> "make " + path + " readable for this user (its permissions or mount changed while in use), "
                     + "or set " + configKey + " to another directory";
-            default -> creationRemedy(errno);
+            default -> creationRemedy(e);
         };
-        return new ConduitException("cannot list the shared directory " + path + ": " + errno.errnoName() + " (" + e.getMessage()
+        return new ConduitException("cannot list the shared directory " + path + ": " + e.errnoName() + " (" + e.getMessage()
                 + "); " + remedy, e);
-    }
-
-    /** The failure of opening the directory by its path again, as {@link #list} does; null if it opens now. */
-    private ErrnoException probeOpen() {
-        try {
-            libc.open(path.toString(), OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY | OpenFlags.O_CLOEXEC, 0).close();
-            return null;
-        } catch (ErrnoException e) {
-            return e;
-        } catch (RuntimeException e) {
-            return null;
-        }
     }
 
     /** 128 random bits as 32 hex digits: names no peer can guess or collide with. */

@@ -15,23 +15,25 @@ public final class Abi {
 
     /** The architectures whose ABI this module encodes. */
     public enum Arch {
-        X86_64("x86_64", 202, 5, 319, 0200000, 0400000),
-        AARCH64("aarch64", 98, 80, 279, 040000, 0100000),
+        X86_64("x86_64", 202, 5, 319, 217, 0200000, 0400000),
+        AARCH64("aarch64", 98, 80, 279, 61, 040000, 0100000),
         /** Anything else: values are the x86-64 ones only so that constant classes still load. */
-        UNSUPPORTED("unsupported", -1, -1, -1, 0200000, 0400000);
+        UNSUPPORTED("unsupported", -1, -1, -1, -1, 0200000, 0400000);
 
         final String displayName;
         final int sysFutex;
         final int sysFstat;
         final int sysMemfdCreate;
+        final int sysGetdents64;
         final int oDirectory;
         final int oNofollow;
 
-        Arch(String displayName, int sysFutex, int sysFstat, int sysMemfdCreate, int oDirectory, int oNofollow) {
+        Arch(String displayName, int sysFutex, int sysFstat, int sysMemfdCreate, int sysGetdents64, int oDirectory, int oNofollow) {
             this.displayName = displayName;
             this.sysFutex = sysFutex;
             this.sysFstat = sysFstat;
             this.sysMemfdCreate = sysMemfdCreate;
+            this.sysGetdents64 = sysGetdents64;
             this.oDirectory = oDirectory;
             this.oNofollow = oNofollow;
         }
@@ -63,6 +65,8 @@ public final class Abi {
     public static final long SYS_fstat = ARCH.sysFstat;
     /** {@code SYS_memfd_create}: called through {@code syscall(2)}, since glibc has the wrapper only from 2.27. */
     public static final long SYS_memfd_create = ARCH.sysMemfdCreate;
+    /** {@code SYS_getdents64}: glibc has a wrapper only from 2.30, and its {@code readdir} needs a {@code DIR} to manage. */
+    public static final long SYS_getdents64 = ARCH.sysGetdents64;
     /**
      * {@code SYS_openat2}, the same on every architecture (numbers from 424 on are shared); called
      * through {@code syscall(2)} because glibc 2.36 has no wrapper.

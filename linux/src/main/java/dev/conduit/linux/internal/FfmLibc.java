@@ -425,6 +425,31 @@ public final class FfmLibc implements Libc {
         }
     }
 
+    /** The bytes {@link #listDirectory} asks {@code getdents64} to fill at a time: a shared directory's few hundred names in one or two calls. */
+    private static final int DIRENT_BUFFER = 32 << 10;
+
+    @Override
+    public List<String> listDirectory(FileDescriptor directory) {
+        try (FileDescriptor listing = openat(directory, ".", OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY, 0);
+             Arena arena = Arena.ofConfined()) {
+            CallState state = Native.callState();
+            MemorySegment entries = arena.allocate(DIRENT_BUFFER, Long.BYTES);
+            List<String> names = new ArrayList<>();
+            while (true) {
+                long filled = getdents64(state.capture, listing.fd(), entries, entries.byteSize());
+                if (filled < 0) {
+                    if (state.errno() == Errno.EINTR) continue;
+                    throw failure(state, "getdents64", directory.toString(), listing + ", " + DIRENT_BUFFER);
+                }
+                if (filled == 0) return names;
+                for (long at = 0; at < filled; at += Short.toUnsignedInt(entries.get(JAVA_SHORT, at + D_RECLEN))) {
+                    String name = entries.getString(at + D_NAME, StandardCharsets.UTF_8);
+                    if (!name.equals(".") && !name.equals("..")) names.add(name);
+                }
+            }
+        }
+    }
+
     @Override
     public FileStatus fstat(FileDescriptor fd) {
         CallState state = Native.callState();
@@ -1062,6 +1087,9 @@ public final class FfmLibc implements Libc {
         // syscall(SYS_fstat, fd, buf): glibc exports fstat only from 2.33 (before, a stat() call reached __fxstat),
         // and the kernel's struct stat is glibc's on x86-64 and aarch64.
         static final MethodHandle FSTAT = Native.variadic("syscall", 1, FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+        // syscall(SYS_getdents64, fd, buffer, length): glibc has the getdents64 wrapper only from 2.30.
+        static final MethodHandle GETDENTS64 = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
         static final MethodHandle FCHMOD = Native.function("fchmod", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle FLOCK = Native.function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle FTRUNCATE = Native.function("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
@@ -1129,6 +1157,14 @@ public final class FfmLibc implements Libc {
     private static int openat(MemorySegment capture, int directory, MemorySegment path, int flags, int mode) {
         try {
             return (int) Files.OPENAT.invokeExact(capture, directory, path, flags, mode);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static long getdents64(MemorySegment capture, int fd, MemorySegment buffer, long length) {
+        try {
+            return (long) Files.GETDENTS64.invokeExact(capture, Abi.SYS_getdents64, (long) fd, buffer, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

@@ -75,6 +75,20 @@ public final class Layouts {
             JAVA_LONG.withName("resolve")
     ).withName("open_how");
 
+    /**
+     * {@code struct dirent64}, glibc's name for the kernel's {@code linux_dirent64}, which
+     * {@code getdents64} packs into its buffer: each entry {@code d_reclen} bytes long, its name
+     * NUL-terminated from {@code d_name} (the 256 bytes here are glibc's bound, not the entry's).
+     */
+    public static final StructLayout DIRENT64 = MemoryLayout.structLayout(
+            JAVA_LONG.withName("d_ino"),
+            JAVA_LONG.withName("d_off"),
+            JAVA_SHORT.withName("d_reclen"),
+            JAVA_BYTE.withName("d_type"),
+            MemoryLayout.sequenceLayout(256, JAVA_BYTE).withName("d_name"),
+            MemoryLayout.paddingLayout(5)
+    ).withName("dirent64");
+
     /** {@code struct timespec}: the futex timeout. */
     public static final StructLayout TIMESPEC = MemoryLayout.structLayout(
             JAVA_LONG.withName("tv_sec"),
@@ -120,7 +134,7 @@ public final class Layouts {
 
     /** Every layout above that the system calls use, for {@code AbiTest}. */
     public static final List<StructLayout> ALL =
-            List.of(IOVEC, MSGHDR, CMSGHDR, SOCKADDR_UN, UCRED, POLLFD, OPEN_HOW, TIMESPEC, STAT);
+            List.of(IOVEC, MSGHDR, CMSGHDR, SOCKADDR_UN, UCRED, POLLFD, OPEN_HOW, DIRENT64, TIMESPEC, STAT);
 
     public static final long IOV_BASE = offset(IOVEC, "iov_base");
     public static final long IOV_LEN = offset(IOVEC, "iov_len");
@@ -151,6 +165,9 @@ public final class Layouts {
     public static final long HOW_FLAGS = offset(OPEN_HOW, "flags");
     public static final long HOW_MODE = offset(OPEN_HOW, "mode");
     public static final long HOW_RESOLVE = offset(OPEN_HOW, "resolve");
+
+    public static final long D_RECLEN = offset(DIRENT64, "d_reclen");
+    public static final long D_NAME = offset(DIRENT64, "d_name");
 
     public static final long TV_SEC = offset(TIMESPEC, "tv_sec");
     public static final long TV_NSEC = offset(TIMESPEC, "tv_nsec");

@@ -3,6 +3,7 @@
  * Java side of dev.conduit.linux encodes, one "key value" per line, for AbiTest to compare.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -35,6 +36,8 @@ int main(void) {
     STRUCT(ucred); FIELD(ucred, pid); FIELD(ucred, uid); FIELD(ucred, gid);
     STRUCT(pollfd); FIELD(pollfd, fd); FIELD(pollfd, events); FIELD(pollfd, revents);
     STRUCT(open_how); FIELD(open_how, flags); FIELD(open_how, mode); FIELD(open_how, resolve);
+    STRUCT(dirent64); FIELD(dirent64, d_ino); FIELD(dirent64, d_off); FIELD(dirent64, d_reclen); FIELD(dirent64, d_type);
+    FIELD(dirent64, d_name);
     STRUCT(timespec); FIELD(timespec, tv_sec); FIELD(timespec, tv_nsec);
     STRUCT(stat); FIELD(stat, st_dev); FIELD(stat, st_ino); FIELD(stat, st_nlink); FIELD(stat, st_mode);
     FIELD(stat, st_uid); FIELD(stat, st_gid); FIELD(stat, st_rdev); FIELD(stat, st_size);
@@ -80,7 +83,7 @@ int main(void) {
     CONST(S_IFCHR); CONST(S_IFIFO);
 
     /* Internal constants (dev.conduit.linux.internal.Abi). */
-    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE);
+    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(SYS_getdents64); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE);
     CONST(F_GETFL); CONST(F_SETFL); CONST(F_ADD_SEALS); CONST(F_GET_SEALS); CONST(MAP_FAILED);
     return 0;
 }
