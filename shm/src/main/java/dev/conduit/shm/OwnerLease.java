@@ -11,6 +11,8 @@ import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongPredicate;
 import java.util.regex.Pattern;
 
 /**
@@ -38,9 +40,10 @@ public final class OwnerLease implements AutoCloseable {
     private final String prefix;
     private final String owner;
     private final FileDescriptor fd;
+    /** The upper half of every connection id of this owner ({@link #newConnectionId}): its id's first 32 bits. */
+    private final long ownerBits;
     /** The low half of the next connection id; starts at random so that two owners whose ids share their first 32 bits still differ. */
-    private final java.util.concurrent.atomic.AtomicInteger connections =
-            new java.util.concurrent.atomic.AtomicInteger(java.util.concurrent.ThreadLocalRandom.current().nextInt());
+    private final AtomicInteger connections = new AtomicInteger(java.util.concurrent.ThreadLocalRandom.current().nextInt());
     private boolean closed;
 
     private OwnerLease(SharedDirectory directory, String prefix, String owner, FileDescriptor fd) {
@@ -48,6 +51,7 @@ public final class OwnerLease implements AutoCloseable {
         this.prefix = prefix;
         this.owner = owner;
         this.fd = fd;
+        this.ownerBits = Long.parseUnsignedLong(owner.substring(0, 8), 16) << 32;
     }
 
     /**
@@ -110,18 +114,43 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
-     * A new id for a connection of this owner, never 0: the owner id's first 32 bits above 32 bits
-     * that count this owner's connections. The first 32 bits are also the owner tag a sender takes a
-     * record with ({@code ReceiveQueue#claim}): a receiver that finds a record taken by a connection it
-     * was never introduced to — its sender died between taking the connection's first record and
-     * committing it — can still judge that sender by its lease ({@link #anyOwnerAlive}).
+     * A new id for a connection of this owner: the owner id's first 32 bits above 32 bits that count
+     * this owner's connections from a random start. The first 32 bits are also the owner tag a sender
+     * takes a record with ({@code ReceiveQueue#claim}): a receiver that finds a record taken by a
+     * connection it was never introduced to — its sender died between taking the connection's first
+     * record and committing it — can still judge that sender by its lease ({@link #anyOwnerAlive}).
+     *
+     * <p>Never 0, which a receiver reads as "no connection", and never an id for which
+     * {@code unusable} is true: the count comes round after 2^32 connections, and an id it comes
+     * back to may still be taken. The caller names the ids that are, and they are skipped
+     * ({@code ShmTransport#connect}: those of this worker's endpoints not yet released, to any
+     * receiver, or released without a CLOSE while their receiver may live; and those the receiver
+     * connected to lists as refused). So a connection never shares its id with another of this owner
+     * that its receiver may still know, however many connections the owner made. Called once per
+     * connection, never per message; {@code unusable} is asked once per id skipped, and once more.
+     *
+     * @throws ConduitException when {@code unusable} is true for every one of the owner's 2^32 ids
      */
-    public long newConnectionId() {
-        long ownerBits = Long.parseUnsignedLong(owner.substring(0, 8), 16) << 32;
-        while (true) {
-            long id = ownerBits | (connections.getAndIncrement() & 0xFFFF_FFFFL);
-            if (id != 0) return id;
+    public long newConnectionId(LongPredicate unusable) {
+        return nextConnectionId(ownerBits, connections, unusable);
+    }
+
+    /**
+     * The next id of {@link #newConnectionId} for an owner whose ids start with {@code ownerBits},
+     * whose count is {@code count}: the first, counting on, that is not 0 and not {@code unusable}.
+     */
+    static long nextConnectionId(long ownerBits, AtomicInteger count, LongPredicate unusable) {
+        for (long tried = 0; tried <= 0xFFFF_FFFFL; tried++) {
+            long id = ownerBits | (count.getAndIncrement() & 0xFFFF_FFFFL);
+            if (id != 0 && !unusable.test(id)) return id;
         }
+        throw new ConduitException("no connection id is left for owner " + String.format("%08x", ownerBits >>> 32) + ": all 2^32 "
+                + "are taken by this worker's endpoints or refused by the receiver. Close the endpoints this worker no longer uses");
+    }
+
+    /** For tests: the low half of this owner's next connection id, as though its count had come that far. */
+    void countConnectionsFrom(int next) {
+        connections.set(next);
     }
 
     /**

@@ -95,7 +95,8 @@ import java.lang.invoke.VarHandle;
  * refused. A sender that checks less often than 128 refusals are made may miss its own: the
  * receiver lists it again at its next message if its owner's lease is held (one such look per
  * liveness interval), and its bounce ring tells it too, when a large message waits for room the
- * receiver never releases.
+ * receiver never releases. A sender never gives a new connection an id listed here
+ * ({@code OwnerLease.newConnectionId}).
  *
  * <h2>Senders that stop</h2>
  * A record taken but never committed names its sender's owner: the receiver turns it into padding

@@ -66,6 +66,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private boolean inConnectWait;
     /** Whether the ring, the mapping of the peer's queue and the watch of its lease are given back: by a close, or when the peer is gone. */
     private boolean released;
+    /** Whether the peer's lease was found free at a close or a liveness check: no receiver is left that knows this connection. */
+    private boolean peerGone;
 
     ShmEndpoint(ShmTransport transport, ReceiveQueue peer, ChunkMapping peerMapping, LeaseWatch peerLease, EndpointEvents events,
                 long connection) {
@@ -79,6 +81,11 @@ final class ShmEndpoint implements TransportEndpoint {
         // fit the peer's ring (ReceiveQueue#largestRecordThatAlwaysFits), so it goes through the bounce ring.
         this.inlineMaximum = Math.min(transport.config().inlineMaximum(), peer.largestRecordThatAlwaysFits());
         this.heartbeatTimeoutNanos = transport.config().heartbeatTimeout().toNanos();
+    }
+
+    /** This connection's id ({@link OwnerLease#newConnectionId}): taken from this worker's ids until the endpoint is released. */
+    long connection() {
+        return connection;
     }
 
     @Override
@@ -466,6 +473,7 @@ final class ShmEndpoint implements TransportEndpoint {
      * reconnects to the peer's successor may, kept them for good.
      */
     private void releaseForAPeerThatIsGone() {
+        peerGone = true;
         try {
             release();
         } catch (RuntimeException e) {
@@ -652,7 +660,8 @@ final class ShmEndpoint implements TransportEndpoint {
         if (released) return true; // at the failure that found the peer gone
         boolean complete = true;
         try {
-            if (connectSent && peerLease.ownerAlive()) {
+            if (connectSent && !peerGone && !peerLease.ownerAlive()) peerGone = true;
+            if (connectSent && !peerGone) {
                 if (closeSentAt == 0) {
                     complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
                     if (complete) {
@@ -763,7 +772,10 @@ final class ShmEndpoint implements TransportEndpoint {
                     peerMapping.close();
                 } finally {
                     peerLease.close();
-                    transport.released(this);
+                    // Its receiver forgets this id at its CLOSE, which it reads before any later record of the id, or knows
+                    // nothing of it; else (a close whose look at the peer's lease failed, a queue that faulted) it may
+                    // keep the connection while this worker lives, and a new connection must never take the id.
+                    transport.released(this, connectSent && closeSentAt == 0 && !peerGone);
                 }
             }
         }

@@ -154,6 +154,17 @@ public final class ShmTransport implements Transport {
     private byte touched;
     private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
+    /**
+     * The connection ids a new connection must not take ({@link OwnerLease#newConnectionId}): those
+     * of this worker's endpoints, open or closing, until they are released. A released endpoint's
+     * receiver may not have read its CLOSE yet, but reads it before any later record of that id: an
+     * endpoint is released once its CLOSE is committed in the receiver's queue, ahead of whatever is
+     * claimed there after it, or once no receiver is left that knows the connection (never
+     * announced, or the peer gone). One released without a CLOSE while its receiver may live (a
+     * close whose look at the peer's lease failed, a peer's queue that faulted or was found
+     * overwritten) may still be kept there: its id stays here for as long as this worker lives.
+     */
+    private final LongMap<Boolean> connectionsInUse = new LongMap<>();
     /** Closed endpoints whose peer still needs something of them (ShmEndpoint#close). */
     private final List<ShmEndpoint> closing = new ArrayList<>();
     private final long livenessNanos;
@@ -333,6 +344,11 @@ public final class ShmTransport implements Transport {
         return OwnerLease.leaseName(leasePrefix, lease.owner());
     }
 
+    /** This worker's lease: a test starts its count of connections where it needs it ({@link OwnerLease#countConnectionsFrom}). */
+    OwnerLease ownLease() {
+        return lease;
+    }
+
     String plugin() {
         return plugin;
     }
@@ -382,8 +398,12 @@ public final class ShmTransport implements Transport {
             } catch (IllegalStateException e) {
                 throw new ConduitException(plugin + ": cannot reach the peer: " + e.getMessage());
             }
-            ShmEndpoint endpoint = new ShmEndpoint(this, peerQueue, mapping, peerLease, events, lease.newConnectionId());
+            // Not an id this worker's count came round to while it is still taken: the receiver would take the two
+            // connections for one (a second CONNECT refuses it), or refuse the new one at once (listed as refused).
+            long connection = lease.newConnectionId(id -> connectionsInUse.get(id) != null || peerQueue.refusalOf(id) != 0);
+            ShmEndpoint endpoint = new ShmEndpoint(this, peerQueue, mapping, peerLease, events, connection);
             endpoints.add(endpoint);
+            connectionsInUse.put(connection, Boolean.TRUE);
             return endpoint;
         } catch (RuntimeException e) {
             if (mapping != null) mapping.close();
@@ -1151,9 +1171,14 @@ public final class ShmTransport implements Transport {
         }
     }
 
-    void released(ShmEndpoint endpoint) {
+    /**
+     * Forgets a released endpoint. Its connection id is free again unless {@code receiverMayKeepIt}:
+     * it was released without a CLOSE while its receiver may live (see {@link #connectionsInUse}).
+     */
+    void released(ShmEndpoint endpoint, boolean receiverMayKeepIt) {
         endpoints.remove(endpoint);
         closing.remove(endpoint);
+        if (!receiverMayKeepIt) connectionsInUse.remove(endpoint.connection());
     }
 
     System.Logger logger() {

@@ -95,6 +95,22 @@ class OwnerLeaseTest {
         }
     }
 
+    /**
+     * A connection id is never 0, which a receiver reads as "no connection", also for an owner whose
+     * id starts with 32 zero bits as its count comes round; and never an id the caller names
+     * unusable (ShmTransport: one still taken).
+     */
+    @Test
+    void connectionIdsSkip0AndEveryIdTheCallerNamesUnusable() {
+        java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger(-1);
+        assertThat(OwnerLease.nextConnectionId(0, count, id -> false)).isEqualTo(0xFFFF_FFFFL);
+        assertThat(OwnerLease.nextConnectionId(0, count, id -> id == 1)).as("0, then 1, skipped").isEqualTo(2);
+        long owner = 0xabcdef01L << 32;
+        count.set(-1);
+        assertThat(OwnerLease.nextConnectionId(owner, count, id -> id == (owner | 0xFFFF_FFFFL) || id == owner))
+                .as("the count comes round past both").isEqualTo(owner | 1);
+    }
+
     @Test
     void ownerIdsAreThoseAcquireMakes() {
         String id = "0123456789abcdef0123456789abcdef";

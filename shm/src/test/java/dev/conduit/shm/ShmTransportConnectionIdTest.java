@@ -1,0 +1,304 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.Config;
+import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.RemoteMemory;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.TransportContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+/**
+ * Connection ids of one worker that its count comes round to after 2^32 connections: a new
+ * connection skips an id its receiver may still know. The count is started where a test needs it
+ * ({@link OwnerLease#countConnectionsFrom}); the transports share this JVM's memory, exported as
+ * numbers (the plugins' own transport tests are posix's and memfd's).
+ */
+class ShmTransportConnectionIdTest {
+
+    @TempDir
+    Path shared;
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : open.reversed()) c.close();
+    }
+
+    /**
+     * A connection opened when the count stood at 0, still open as the count comes round from
+     * 0xffffffff: the next connection skips its id. It used to take it, and the receiver took the
+     * new connection's CONNECT for a second announcement of the open one, refused both and dropped
+     * their messages.
+     */
+    @Test
+    void aCountThatComesRoundSkipsTheIdOfAnOpenConnection() {
+        List<Integer> received = new ArrayList<>();
+        ShmTransport receiver = transport(received, 4096);
+        ShmTransport sender = transport(new ArrayList<>(), 4096);
+        sender.ownLease().countConnectionsFrom(0);
+        ShmEndpoint open = connect(sender, receiver);
+        assertThat(open.trySend(1, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        sender.ownLease().countConnectionsFrom(-1); // just below the wrap: 0xffffffff, then 0, the open connection's
+        ShmEndpoint last = connect(sender, receiver);
+        ShmEndpoint next = connect(sender, receiver);
+        assertThat(last.trySend(2, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        assertThat(next.trySend(3, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        assertThat(open.trySend(4, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        receive(receiver, received, 4);
+        assertThat(received).containsExactly(1, 2, 3, 4);
+        assertThat(next.connection()).isNotIn(open.connection(), last.connection());
+    }
+
+    /**
+     * A closed connection whose CLOSE found no room in its receiver's queue yet keeps its id: the
+     * next connection that the count comes round to it with skips it. It used to take it, and its
+     * CONNECT reached the receiver before the old connection's CLOSE.
+     */
+    @Test
+    void aClosedConnectionWhoseCloseIsNotSentYetKeepsItsId() {
+        List<Integer> received = new ArrayList<>();
+        ShmTransport receiver = transport(received, 4096);
+        ShmTransport sender = transport(new ArrayList<>(), 4096);
+        sender.ownLease().countConnectionsFrom(0);
+        ShmEndpoint closed = connect(sender, receiver);
+        int sent = 0;
+        while (sent < 10_000 && closed.trySend(1, MemorySegment.NULL, EIGHT_BYTES)) sent++;
+        assertThat(closed.trySend(1, MemorySegment.NULL, EIGHT_BYTES)).as("the receiver's queue is full").isFalse();
+        closed.close(); // its CLOSE waits for room
+        sender.ownLease().countConnectionsFrom(-1);
+        connect(sender, receiver);
+        ShmEndpoint next = connect(sender, receiver);
+        receive(receiver, received, sent);
+        assertThat(next.trySend(2, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        receive(receiver, received, sent + 1);
+        assertThat(received).hasSize(sent + 1).endsWith(2);
+        assertThat(next.connection()).isNotEqualTo(closed.connection());
+    }
+
+    /**
+     * A connection the receiver refused (past inbound.max) and its sender closed: the receiver
+     * still lists its id among its refused connections, and the next connection the count comes
+     * round to it with skips it. It used to take it, and the receiver refused the new connection at
+     * once, as an announcement of a connection it had refused.
+     */
+    @Test
+    void anIdTheReceiverListsAsRefusedIsSkipped() {
+        List<Integer> received = new ArrayList<>();
+        ShmTransport receiver = transport(received, 1);
+        ShmTransport sender = transport(new ArrayList<>(), 4096);
+        ShmEndpoint kept = connect(sender, receiver);
+        assertThat(kept.trySend(1, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        receive(receiver, received, 1);
+        sender.ownLease().countConnectionsFrom(100);
+        ShmEndpoint refused = connect(sender, receiver);
+        assertThat(refused.trySend(2, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        assertThatThrownBy(() -> receive(receiver, received, 2)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("refused connection").hasMessageContaining("test.inbound.max");
+        refused.close();
+        kept.close(); // makes room under inbound.max
+        for (int i = 0; i < 100; i++) receiver.progress(); // reads both CLOSEs
+
+        sender.ownLease().countConnectionsFrom(100);
+        ShmEndpoint next = connect(sender, receiver);
+        assertThat(next.trySend(3, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        receive(receiver, received, 2);
+        assertThat(received).containsExactly(1, 3);
+        assertThat(next.connection()).isNotEqualTo(refused.connection());
+    }
+
+    /**
+     * A connection whose close could not look at its peer's lease (flock refused: ENOLCK) is
+     * released without a CLOSE while its receiver lives and keeps it: its id stays taken for as
+     * long as the sender's worker lives, and the count that comes round to it skips it. It used to
+     * be taken again, and the receiver took the new connection's CONNECT for a second announcement
+     * of the old one.
+     */
+    @Test
+    void aConnectionReleasedWithoutItsCloseWhileItsReceiverLivesKeepsItsIdForGood() {
+        List<Integer> received = new ArrayList<>();
+        ShmTransport receiver = transport(received, 4096);
+        AtomicBoolean flockFails = new AtomicBoolean();
+        ShmTransport sender = transport(new ArrayList<>(), 4096, failingWhile("tryFlock", Errno.ENOLCK, flockFails::get));
+        sender.ownLease().countConnectionsFrom(0);
+        ShmEndpoint closed = connect(sender, receiver);
+        assertThat(closed.trySend(1, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        receive(receiver, received, 1);
+        flockFails.set(true);
+        assertThat(catchThrowable(closed::close)).as("the lease's failure is the close's to report").isInstanceOf(ErrnoException.class);
+        flockFails.set(false);
+
+        sender.ownLease().countConnectionsFrom(0);
+        ShmEndpoint next = connect(sender, receiver);
+        assertThat(next.trySend(2, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
+        receive(receiver, received, 2);
+        assertThat(received).containsExactly(1, 2);
+        assertThat(next.connection()).isNotEqualTo(closed.connection());
+    }
+
+    /** The real {@link Libc}, but {@code call} fails with {@code errno} while {@code when} says so. */
+    private static Libc failingWhile(String call, int errno, BooleanSupplier when) {
+        Libc real = Linux.libc();
+        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+            if (method.getName().equals(call) && when.getAsBoolean()) throw new ErrnoException(call, errno, "fake", "injected by the test");
+            try {
+                return method.invoke(real, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        });
+    }
+
+    private static final MemorySegment EIGHT_BYTES = MemorySegment.ofArray(new byte[8]);
+
+    /** Progresses the receiver until {@code count} messages arrived; bounded, not timed. */
+    private static void receive(ShmTransport receiver, List<Integer> received, int count) {
+        for (int i = 0; i < 10_000 && received.size() < count; i++) receiver.progress();
+        assertThat(received).hasSizeGreaterThanOrEqualTo(count);
+    }
+
+    private static ShmEndpoint connect(ShmTransport from, ShmTransport to) {
+        return (ShmEndpoint) from.connect(new PayloadReader(to.address()), cause -> { });
+    }
+
+    /** A transport of plugin "test" with a 64 KiB queue, that keeps at most {@code inboundMaximum} senders' connections. */
+    private ShmTransport transport(List<Integer> received, long inboundMaximum) {
+        return transport(received, inboundMaximum, Linux.libc());
+    }
+
+    private ShmTransport transport(List<Integer> received, long inboundMaximum, Libc libc) {
+        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(20), Duration.ofSeconds(10),
+                Duration.ofMillis(50), inboundMaximum, 64L << 30);
+        InProcessMemory memory = new InProcessMemory();
+        ShmTransport t = new ShmTransport("test", libc, new Context(shared, (id, h, ho, hl, p, po, pl) -> received.add(id)),
+                config, memory, memory);
+        open.add(t);
+        return t;
+    }
+
+    private record Context(Path sharedDirectory, MessageSink messageSink) implements TransportContext {
+        @Override
+        public ThreadMode threadMode() {
+            return ThreadMode.SERIALIZED;
+        }
+
+        @Override
+        public RemoteMemory remoteMemory() {
+            return handle -> {
+                throw new NotSupportedException("not in this test");
+            };
+        }
+
+        @Override
+        public Config config() {
+            return new Config() {
+                @Override
+                public <T> T get(ConfigKey<T> key) {
+                    return key.defaultValue();
+                }
+            };
+        }
+
+        @Override
+        public System.Logger logger() {
+            return System.getLogger(ShmTransportConnectionIdTest.class.getName());
+        }
+    }
+
+    /**
+     * Chunks of this JVM's memory, exported as a number that any transport's importer here maps
+     * back to the same memory: what two processes mapping one file share.
+     */
+    private static final class InProcessMemory implements MemoryProvider, IpcImporter {
+        private static final AtomicLong KEYS = new AtomicLong();
+        private static final Map<Long, MemorySegment> EXPORTED = new ConcurrentHashMap<>();
+
+        private record InProcessChunk(long key, Arena arena, MemorySegment segment) implements Chunk {
+        }
+
+        @Override
+        public long pageSize() {
+            return 4096;
+        }
+
+        @Override
+        public Chunk allocate(long size) {
+            Arena arena = Arena.ofShared();
+            InProcessChunk chunk = new InProcessChunk(KEYS.incrementAndGet(), arena, arena.allocate(size, 4096));
+            EXPORTED.put(chunk.key(), chunk.segment());
+            return chunk;
+        }
+
+        @Override
+        public byte[] export(Chunk chunk) {
+            return new PayloadWriter().u64(((InProcessChunk) chunk).key()).toByteArray();
+        }
+
+        @Override
+        public void free(Chunk chunk) {
+            InProcessChunk c = (InProcessChunk) chunk;
+            EXPORTED.remove(c.key());
+            c.arena().close();
+        }
+
+        @Override
+        public void close() {
+        }
+
+        @Override
+        public ChunkMapping map(PayloadReader payload, long chunkLength) {
+            long key = payload.u64("key");
+            payload.end("key");
+            MemorySegment segment = EXPORTED.get(key);
+            if (segment == null || segment.byteSize() != chunkLength) throw new ConduitException("no chunk " + key + " of " + chunkLength + " bytes");
+            return new ChunkMapping() {
+                @Override
+                public MemorySegment segment() {
+                    return segment;
+                }
+
+                @Override
+                public boolean mayFault() {
+                    return false;
+                }
+
+                @Override
+                public void close() {
+                }
+            };
+        }
+    }
+}
