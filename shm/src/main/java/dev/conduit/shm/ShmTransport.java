@@ -405,11 +405,16 @@ public final class ShmTransport implements Transport {
             endpoints.add(endpoint);
             connectionsInUse.put(connection, Boolean.TRUE);
             return endpoint;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | InternalError e) {
             if (mapping != null) mapping.close();
             peerLease.close();
             // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory.
             if (e instanceof PeerFailedException) reclaimDeadPeers(directory);
+            // A posix queue file truncated after the importer checked its length: the first read of its header faults.
+            if (e instanceof InternalError fault) {
+                throw new ConduitException(plugin + ": cannot reach the peer: " + MappedMemoryFaults.describe(fault, plugin,
+                        "its receive queue (lease " + leaseName + ")"), fault);
+            }
             throw e;
         }
     }

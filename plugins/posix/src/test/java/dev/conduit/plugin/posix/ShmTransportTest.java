@@ -649,6 +649,44 @@ class ShmTransportTest {
     }
 
     /**
+     * A peer's queue file truncated after the importer checked its length (a process with write
+     * access to the shared directory shrank it) faults at the connect's first read of its header:
+     * the connect used to throw the JVM's bare InternalError and keep the mapping of the queue and
+     * the watch of the peer's lease. It now fails naming the truncation, and keeps nothing.
+     */
+    @Test
+    void aPeersQueueTruncatedAsItIsMappedFailsTheConnectNamingItAndKeepsNoMapping() throws Exception {
+        List<String> before = ProcessResources.files(shared);
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        Path queue = ProcessResources.files(shared).stream().filter(name -> !before.contains(name)).map(shared::resolve)
+                .filter(Files::isRegularFile).max(java.util.Comparator.comparingLong(ShmTransportTest::sizeOf)).orElseThrow();
+        Transport sender = receiverWith(new Received(), importer -> (payload, length) -> {
+            var mapping = importer.map(payload, length);
+            try (var channel = java.nio.channels.FileChannel.open(queue, java.nio.file.StandardOpenOption.WRITE)) {
+                channel.truncate(0);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return mapping;
+        });
+        long mappings = ProcessResources.mappingsOf(shared);
+        long descriptors = ProcessResources.openDescriptors();
+        assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("posix: cannot reach the peer: posix: its receive queue (lease conduit-posix-")
+                .hasMessageContaining("was truncated by another process while mapped here");
+        assertThat(ProcessResources.mappingsOf(shared)).as("the mapping of the peer's queue").isEqualTo(mappings);
+        assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
+    }
+
+    private static long sizeOf(Path file) {
+        try {
+            return Files.size(file);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
      * RMA on a region whose mapping may fault (a posix file another process may truncate) ends each
      * operation with the native call that makes a fault come out inside it (MappedMemoryFaults);
      * RMA on a region whose mapping says it cannot (memfd's sealed chunks, a DAX device) is spared
