@@ -122,10 +122,13 @@ public interface Worker extends AutoCloseable {
      *     transports between slices.</li>
      * <li>A {@code signal()} while no thread awaits makes the next {@code await} return at once:
      *     a wakeup is never lost, but one may be spurious.</li>
+     * <li>An interrupt of the calling thread ends it, as it ends a {@code Selector.select}: it
+     *     returns {@code true} at once (also when the thread was interrupted before the call) and
+     *     keeps the interrupt status, which the caller clears or acts on.</li>
      * </ul>
      *
-     * @return {@code true} when woken (by a transport, a signal, or progress made between
-     *         slices), {@code false} when the timeout passed
+     * @return {@code true} when woken (by a transport, a signal, an interrupt, or progress made
+     *         between slices), {@code false} when the timeout passed
      */
     boolean await(Duration timeout);
 

@@ -122,6 +122,9 @@ public final class RuntimeWorker implements Worker {
     /** The thread whose {@code Conduit.close()} closed or asked to close this worker, for the message of later calls. */
     private volatile String closedByConduitOn;
 
+    /** Turns an interrupt of a thread asleep in {@link #await} into a {@link #signal()}: a transport's sleep may not see it. */
+    private final InterruptWake interruptWake = new InterruptWake(this::signal);
+
     private final Object endpointsLock = new Object();
     /** Open endpoints, oldest first; copied on write (connect and close are rare, progress reads it). */
     private volatile RuntimeEndpoint[] endpoints = new RuntimeEndpoint[0];
@@ -718,12 +721,30 @@ public final class RuntimeWorker implements Worker {
         }
     }
 
+    /**
+     * Sleeps until there may be work. An interrupt of the calling thread ends it, as it ends a
+     * {@code Selector.select} or a park, and keeps the interrupt status: one already set returns at
+     * once, one that comes during a transport's sleep (a futex wait or a {@code poll}, which an
+     * interrupt does not reach) wakes it through {@link #interruptWake}. Until 2026-12-01 an
+     * interrupted thread slept its whole timeout over the shared-memory transports, while it woke at
+     * once without a transport that sleeps (AwaitInterruptTest).
+     */
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
+        interruptWake.beginSleep();
+        try {
+            return awaitWorkInterruptibly(d, deadline, releaseLock);
+        } finally {
+            interruptWake.endSleep();
+        }
+    }
+
+    private boolean awaitWorkInterruptibly(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
         Transport waker = wakeup >= 0 ? transports[wakeup] : null;
         boolean others = transports.length > (waker == null ? 0 : 1);
         if (waker == null && signalled.getAndSet(false)) return true;
         while (true) {
             if (failuresToReport || closeRequested) return true; // a close request is served as the call returns (exit)
+            if (Thread.currentThread().isInterrupted()) return true;
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) return false;
             long slice = remaining;

@@ -1,0 +1,78 @@
+package dev.conduit.internal.worker;
+
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.spi.AbstractSelectableChannel;
+import java.nio.channels.spi.AbstractSelector;
+import java.nio.channels.spi.SelectorProvider;
+import java.util.Set;
+
+/**
+ * Makes an interrupt of a thread asleep in {@code Worker.await} wake it, as an interrupt wakes a
+ * thread blocked in {@link Selector#select()}: a transport may sleep where an interrupt does not
+ * reach (the shared-memory transports in a futex wait, verbs in {@code poll}), so between
+ * {@link #beginSleep()} and {@link #endSleep()} the JDK's hook for interruptible blocking
+ * ({@link AbstractSelector#begin()}, public API for exactly this) turns an interrupt of the
+ * sleeping thread into {@link #wakeup()}, which signals the worker. No selector is ever opened:
+ * this one has no channels, keys or descriptors, and only its {@code wakeup} does anything.
+ */
+final class InterruptWake extends AbstractSelector {
+
+    private final Runnable signal;
+
+    /** @param signal what wakes the sleeping thread ({@code Worker.signal()}); called on the interrupting thread, never blocks */
+    InterruptWake(Runnable signal) {
+        super(SelectorProvider.provider());
+        this.signal = signal;
+    }
+
+    /** From now on, until {@link #endSleep()}, an interrupt of the calling thread signals; so does one already pending. */
+    void beginSleep() {
+        begin();
+    }
+
+    /** Interrupts of the calling thread signal no more. */
+    void endSleep() {
+        end();
+    }
+
+    @Override
+    public Selector wakeup() {
+        signal.run();
+        return this;
+    }
+
+    @Override
+    protected void implCloseSelector() {
+    }
+
+    @Override
+    protected SelectionKey register(AbstractSelectableChannel ch, int ops, Object att) {
+        throw new UnsupportedOperationException("not a selector for channels");
+    }
+
+    @Override
+    public Set<SelectionKey> keys() {
+        return Set.of();
+    }
+
+    @Override
+    public Set<SelectionKey> selectedKeys() {
+        return Set.of();
+    }
+
+    @Override
+    public int selectNow() {
+        throw new UnsupportedOperationException("not a selector for channels");
+    }
+
+    @Override
+    public int select(long timeout) {
+        throw new UnsupportedOperationException("not a selector for channels");
+    }
+
+    @Override
+    public int select() {
+        throw new UnsupportedOperationException("not a selector for channels");
+    }
+}
