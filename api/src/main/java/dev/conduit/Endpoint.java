@@ -172,9 +172,12 @@ public interface Endpoint extends AutoCloseable {
 
     /**
      * Copies {@code destination.byteSize()} bytes of {@code source} at {@code offset} into {@code destination}.
+     * Complete when it returns: {@code destination} holds the bytes, with no {@link #flush()} (the TCK checks it of every
+     * transport).
      *
      * @throws IndexOutOfBoundsException when the range is not inside {@code source}
-     * @throws IllegalArgumentException  when {@code source} was opened on another endpoint
+     * @throws IllegalArgumentException  when {@code source} was opened on another endpoint, or {@code destination} is
+     *                                   read-only
      * @throws NotSupportedException     when the transport has no RMA (capability RMA)
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
      *                                   the peer regions opened on it)

@@ -505,7 +505,9 @@ final class RuntimeEndpoint implements Endpoint {
         try {
             RemoteRegion r = region(source, "get");
             checkRange("get", offset, destination.byteSize(), source);
-            if (destination.isReadOnly()) throw new IllegalArgumentException("get into a read-only destination segment");
+            if (destination.isReadOnly()) throw new IllegalArgumentException("get into a read-only destination segment: get writes "
+                    + "the bytes it reads into it; pass a writable segment (a Message's payload(), a region mapped read-only and an "
+                    + "asReadOnly() view are not)");
             requireCapability(rma, "get", Capability.RMA);
             checkUsable();
             try {

@@ -132,7 +132,9 @@ class EndpointRmaTest {
         assertThatThrownBy(() -> endpoint.get(region, 4000, MemorySegment.ofArray(new byte[97])))
                 .isInstanceOf(IndexOutOfBoundsException.class).hasMessageContaining("get of 97 bytes at offset 4000");
         assertThatThrownBy(() -> endpoint.get(region, 0, MemorySegment.ofArray(new byte[8]).asReadOnly()))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("read-only");
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("get into a read-only destination segment: get writes the "
+                        + "bytes it reads into it; pass a writable segment (a Message's payload(), a region mapped read-only and an "
+                        + "asReadOnly() view are not)");
         assertThatThrownBy(() -> endpoint.fetchAdd(region, 4, 1))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("multiple of 8");
         assertThatThrownBy(() -> endpoint.compareAndSwap(region, 4089, 0, 1)).isInstanceOf(IllegalArgumentException.class);
