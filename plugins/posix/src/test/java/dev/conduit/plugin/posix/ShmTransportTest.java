@@ -2007,6 +2007,41 @@ class ShmTransportTest {
     }
 
     /**
+     * A peer of another Conduit version (a rolling upgrade: an older one's queue layout, or a newer
+     * one's, written where this version's {@code format} put its own): the connect refuses at once,
+     * naming both versions, which side runs the older Conduit and what to upgrade. It said only
+     * "receive queue version 4, expected 5" (a build of f55d545, layout 4, reached from this one).
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {-1, +1})
+    void aPeerOfAnotherQueueLayoutIsRefusedAtConnectNamingBothVersionsAndWhichSideToUpgrade(int step) throws Exception {
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        Transport sender = transport(new Received());
+        int peers = dev.conduit.shm.ReceiveQueue.VERSION + step;
+        writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_INT, 4, peers));
+
+        assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("posix: cannot reach the peer: its receive queue has layout version " + peers
+                        + ", and this process's Conduit reads only version " + dev.conduit.shm.ReceiveQueue.VERSION)
+                .hasMessageContaining(step < 0 ? "the peer runs an older Conduit than this process; upgrade the peer"
+                        : "the peer runs a newer Conduit than this process; upgrade this process")
+                .hasMessageContaining("Processes of different Conduit versions");
+    }
+
+    /** The same for the transport's own address, the first thing a connect reads of the peer. It said "address version 2, this plugin reads 1". */
+    @Test
+    void aPeerAddressOfAnotherVersionIsRefusedNamingWhichSideToUpgrade() {
+        Transport receiver = transport(new Received());
+        Transport sender = transport(new Received());
+        byte[] newer = receiver.address();
+        newer[0]++;
+
+        assertThatThrownBy(() -> sender.connect(new PayloadReader(newer), cause -> { })).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("field 'version': its posix address has version " + newer[0] + ", and this process's Conduit reads only version")
+                .hasMessageContaining("the peer runs a newer Conduit than this process; upgrade this process");
+    }
+
+    /**
      * A receive queue whose header a process that maps it overwrote fails its worker at the next
      * liveness check, naming what changed, and at every call after; the close still leaves nothing.
      * The worker used to go on polling a queue no sender could reach any more, without a word.
