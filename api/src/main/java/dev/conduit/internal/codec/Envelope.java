@@ -53,6 +53,10 @@ public final class Envelope {
      */
     public static PayloadReader open(byte[] bytes, int magic, int version, int minLength, int maxLength, String kind) {
         if (bytes == null) throw new dev.conduit.spi.InvalidHandleException("total.length", "no bytes (null) given as a " + kind);
+        // Another version of this record is judged by its version before anything else: its bounds may be others.
+        if (bytes.length >= 8 && littleEndian(bytes, 0, 4) == (magic & 0xFFFF_FFFFL) && littleEndian(bytes, 4, 2) != version) {
+            throw otherVersion((int) littleEndian(bytes, 4, 2), version, kind);
+        }
         if (bytes.length < minLength || bytes.length > maxLength) {
             throw new dev.conduit.spi.InvalidHandleException("total.length", bytes.length + " bytes given; a " + kind + " has "
                     + minLength + " to " + maxLength);
@@ -62,15 +66,32 @@ public final class Envelope {
         if (found != (magic & 0xFFFF_FFFFL)) {
             throw r.invalid("magic", String.format("0x%08x is not a %s (0x%08x)", found, kind, magic));
         }
-        int v = r.u16("version");
-        if (v != version) {
-            throw r.invalid("version", "format version " + v + " is not supported; this runtime reads version " + version);
-        }
+        r.u16("version"); // checked above
         int total = r.u16("total.length");
         if (total != bytes.length) {
             throw r.invalid("total.length", "says " + total + " bytes, " + bytes.length + " given (truncated or padded)");
         }
         return r;
+    }
+
+    /**
+     * A record of {@code kind} whose format version is {@code found}, where this runtime reads only
+     * {@code version}: a Conduit of another version made it, and nothing translates between versions
+     * of a format. Says which side runs the older Conduit and what to do.
+     */
+    private static dev.conduit.spi.InvalidHandleException otherVersion(int found, int version, String kind) {
+        boolean newer = found > version;
+        return new dev.conduit.spi.InvalidHandleException("version", "format version " + found + " is not supported; this runtime reads version "
+                + version + " only: " + (newer ? "a newer" : "an older") + " Conduit than this process's made this " + kind + "; "
+                + (newer ? "upgrade this process to that Conduit, or run the process that made it with this one"
+                         : "upgrade the process that made it to this process's Conduit, or run this process with that one")
+                + " (docs/runtime.md, \"Processes of different Conduit versions\")");
+    }
+
+    private static long littleEndian(byte[] bytes, int offset, int length) {
+        long value = 0;
+        for (int i = length - 1; i >= 0; i--) value = value << 8 | (bytes[offset + i] & 0xFF);
+        return value;
     }
 
     /** Reads the trailer (the reader must be at it) and checks it against the bytes. */

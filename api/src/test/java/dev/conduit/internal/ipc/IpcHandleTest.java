@@ -56,6 +56,26 @@ class IpcHandleTest {
         assertField(zeroOrigin, "origin");
     }
 
+    /**
+     * A handle of another format version, which a Conduit of another version made (a rolling
+     * upgrade), is refused by its version, naming both, which side runs the older Conduit and what
+     * to upgrade; also when its length is out of this version's bounds, which a newer layout's need
+     * not keep. It said only "format version 2 is not supported; this runtime reads version 1", and a
+     * longer handle of a newer version was refused on its length ("total.length").
+     */
+    @Test
+    void aHandleOfAnotherFormatVersionSaysWhichSideRunsTheOlderConduitAndWhatToUpgrade() {
+        byte[] newer = set(HANDLE.encode(), 4, IpcHandle.VERSION + 1);
+        assertThatThrownBy(() -> IpcHandle.decode(newer)).isInstanceOf(InvalidHandleException.class)
+                .hasMessageContaining("field 'version': format version " + (IpcHandle.VERSION + 1) + " is not supported; this runtime reads version "
+                        + IpcHandle.VERSION + " only: a newer Conduit than this process's made this Conduit IPC handle; upgrade this process")
+                .hasMessageContaining("Processes of different Conduit versions");
+        assertField(Arrays.copyOf(newer, IpcHandle.MAX_LENGTH + 64), "version");
+        assertField(Arrays.copyOf(newer, 8), "version");
+        assertThatThrownBy(() -> IpcHandle.decode(set(HANDLE.encode(), 4, IpcHandle.VERSION - 1)))
+                .hasMessageContaining("an older Conduit than this process's made this Conduit IPC handle; upgrade the process that made it");
+    }
+
     @Test
     void aWellFormedButAlteredHandleFailsOnItsCrc() {
         assertField(set(HANDLE.encode(), PAYLOAD_LENGTH + 2, 9), "crc");

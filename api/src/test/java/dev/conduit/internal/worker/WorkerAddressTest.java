@@ -104,6 +104,14 @@ class WorkerAddressTest {
         assertThat(d.idHigh()).isEqualTo(9);
     }
 
+    /** The address of a worker of a newer Conduit (its format version 2) says to upgrade this process; it said only that version 2 is not supported. */
+    @Test
+    void anAddressOfANewerFormatVersionSaysToUpgradeThisProcess() {
+        assertThatThrownBy(() -> WorkerAddress.fromBytes(mutated(b -> b[4] = AddressFormat.VERSION + 1))).isInstanceOf(InvalidHandleException.class)
+                .hasMessageContaining("field 'version': format version " + (AddressFormat.VERSION + 1) + " is not supported; this runtime reads version "
+                        + AddressFormat.VERSION + " only: a newer Conduit than this process's made this Conduit worker address; upgrade this process");
+    }
+
     @Test
     void everyMalformedFieldIsNamed() {
         assertField(null, "total.length");
