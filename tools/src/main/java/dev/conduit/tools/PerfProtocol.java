@@ -53,6 +53,17 @@ final class PerfProtocol {
     private PerfProtocol() {
     }
 
+    /**
+     * Why a server refuses a client of protocol {@code clientVersion} (WELCOME's error, and the
+     * server's own line): both versions, whose {@code conduit} is the older, and what to do.
+     */
+    static String otherVersion(int clientVersion) {
+        boolean newer = clientVersion > VERSION;
+        return "the client speaks conduit perf protocol version " + clientVersion + ", this server version " + VERSION
+                + ": the client's conduit is " + (newer ? "newer" : "older") + " than the server's; run conduit perf of one version on "
+                + "both sides (upgrade the " + (newer ? "server's" : "client's") + ")";
+    }
+
     /** Builds a control payload. */
     static final class Writer {
         private final ByteArrayOutputStream out = new ByteArrayOutputStream();

@@ -320,8 +320,8 @@ final class PerfServer {
         clientName = "pid " + pid + " on " + host;
         phases = 0;
         if (version != PerfProtocol.VERSION) {
-            sendWelcome("protocol version " + version + ", this server speaks " + PerfProtocol.VERSION);
-            throw new ConduitException("client " + clientName + " speaks protocol version " + version);
+            sendWelcome(PerfProtocol.otherVersion(version));
+            throw new ConduitException("client " + clientName + ": " + PerfProtocol.otherVersion(version));
         }
         sessionRegion = regions.get(transport);
         sessionPool = pools.get(transport);

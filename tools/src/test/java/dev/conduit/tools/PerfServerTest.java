@@ -8,6 +8,7 @@ import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -111,6 +112,42 @@ class PerfServerTest {
         }
     }
 
+    /**
+     * A client of another conduit perf version (a rolling upgrade: one side's conduit upgraded,
+     * the other's not; their queue layouts the same, as between builds of fdfa993^ and 8f25f9c^) is
+     * refused in WELCOME, and the server says so too: both protocol versions, whose conduit is the
+     * older, and to run one version on both sides. WELCOME said "protocol version 2, this server
+     * speaks 3", and the server only "client pid N on H speaks protocol version 2", without its own.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aClientOfAnOlderProtocolIsRefusedNamingBothVersionsAndWhatToUpgrade() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
+        StringWriter serverErr = new StringWriter();
+        AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
+        try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
+            PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
+                    Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
+            Thread serverThread = Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> serverExit.set(server.run()));
+            String refusal;
+            try (Session session = new Session(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
+                    serverErr::toString)) {
+                refusal = session.hello(PerfProtocol.VERSION - 1);
+            } finally {
+                serverThread.join(TimeUnit.SECONDS.toMillis(30));
+            }
+            String expected = "the client speaks conduit perf protocol version " + (PerfProtocol.VERSION - 1) + ", this server version "
+                    + PerfProtocol.VERSION + ": the client's conduit is older than the server's; run conduit perf of one version on both sides "
+                    + "(upgrade the client's)";
+            assertThat(refusal).as("WELCOME's error").isEqualTo(expected);
+            assertThat(serverErr.toString()).as("the server's own line").contains("could not start a session: client pid "
+                    + ProcessHandle.current().pid() + " on " + PerfCommand.hostName() + ": " + expected);
+            assertThat(serverExit.get()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
     private static Conduit conduit(String transport, Path shared) {
         return CommandRunner.discovering().builder().transports(transport).sharedDirectory(shared).build();
     }
@@ -190,11 +227,16 @@ class PerfServerTest {
         }
 
         void hello() {
-            ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid())
+            assertThat(hello(PerfProtocol.VERSION)).as("WELCOME's error").isEmpty();
+        }
+
+        /** Says HELLO as a client of protocol {@code version}; returns WELCOME's error, empty when the session began. */
+        String hello(int version) {
+            ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(version).u64(ProcessHandle.current().pid())
                     .string(PerfCommand.hostName()).string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label()).string(ep.transport())
                     .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
             progressUntil(() -> welcome != null, "WELCOME");
-            assertThat(welcome.string()).as("WELCOME's error").isEmpty();
+            return welcome.string();
         }
 
         int begin(PerfTest test, long size) {
