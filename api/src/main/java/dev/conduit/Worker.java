@@ -116,8 +116,9 @@ public interface Worker extends AutoCloseable {
      *     the others between slices (delivering their messages), returning {@code true} as soon as
      *     they had work; so does it, in slices of at most 1 ms, while endpoints have locally queued
      *     messages, which it tries to send between slices. Under {@link ThreadPolicy#RUNTIME_LOCK}
-     *     slices are at most 1 ms and the lock is released between them, so other threads can
-     *     send.</li>
+     *     the sleep holds the worker's lock, in slices of at most 1 ms: a thread that comes to wait
+     *     for the lock (to send, say) wakes the sleeper, and {@code await} returns, possibly
+     *     without work, or hands the lock over between slices.</li>
      * <li>When no transport can sleep, it parks in slices of at most 1 ms, progressing the
      *     transports between slices.</li>
      * <li>A {@code signal()} while no thread awaits makes the next {@code await} return at once:

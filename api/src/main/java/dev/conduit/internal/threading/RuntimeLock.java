@@ -23,7 +23,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * another wait); of the threads in it, the one with the highest id then gives up with an
  * {@link IllegalStateException} naming the cause, which releases the others. Only cycles made of
  * waits in this class, of at most {@value #MAX_CHAIN} threads, are found: not one through an
- * endpoint's own lock or a confined plugin's thread. The uncontended path is one {@code tryLock}.
+ * endpoint's own lock or a confined plugin's thread.
+ *
+ * <p>Threads get the lock in the order they came to wait for it: a thread that calls in again and
+ * again (one that busy-polls {@code progress()}) queues behind those already waiting, where a lock
+ * that let it take the lock first whenever it was free kept a sending thread waiting for tens of
+ * milliseconds. A thread that has to wait first runs the holder's wake ({@link #wakeHolderWith}):
+ * the worker's holder may be asleep in {@code await}, inside its transport, for as long as a slice.
+ * The uncontended path is one look at the queue and one {@code tryLock}.
  */
 public final class RuntimeLock extends ThreadGuard {
 
@@ -35,6 +42,10 @@ public final class RuntimeLock extends ThreadGuard {
     private static final int MAX_CHAIN = 64;
 
     private final OwnedLock lock = new OwnedLock();
+    /** Run by a thread that must wait for the lock: wakes a holder asleep under it. */
+    private volatile Runnable wakeHolder = () -> { };
+    /** Threads in {@link #enter()} that did not get the lock at once. */
+    private final java.util.concurrent.atomic.AtomicInteger contenders = new java.util.concurrent.atomic.AtomicInteger();
 
     /** One thread's wait for one lock; identity tells a wait that went on from a new one. */
     private static final class Wait {
@@ -47,9 +58,36 @@ public final class RuntimeLock extends ThreadGuard {
         }
     }
 
+    /**
+     * What a thread that must wait for the lock runs first, on its own thread: {@code wake} must
+     * not block, and wakes the holder if it sleeps holding the lock (a worker's {@code await}).
+     */
+    public void wakeHolderWith(Runnable wake) {
+        this.wakeHolder = java.util.Objects.requireNonNull(wake, "wake");
+    }
+
+    /**
+     * Whether a thread waits for the lock, or is about to: a holder that would sleep holding it
+     * hands it over instead. Read after the holder says it sleeps, as each waiter counts itself
+     * before it looks whether to wake the holder: one of the two sees the other.
+     */
+    public boolean contended() {
+        return contenders.get() > 0;
+    }
+
     @Override
     public void enter() {
-        if (lock.tryLock()) return;
+        if (lock.tryLockBehindWaiters()) return;
+        contenders.incrementAndGet();
+        try {
+            wakeHolder.run();
+            waitForLock();
+        } finally {
+            contenders.decrementAndGet();
+        }
+    }
+
+    private void waitForLock() {
         Thread self = Thread.currentThread();
         Wait wait = new Wait(this, self.threadId());
         boolean interrupted = false;
@@ -127,8 +165,21 @@ public final class RuntimeLock extends ThreadGuard {
         return ThreadPolicy.RUNTIME_LOCK;
     }
 
-    /** A lock that says who holds it, for the cycle check. */
+    /** A fair lock that says who holds it, for the cycle check. */
     private static final class OwnedLock extends ReentrantLock {
+        OwnedLock() {
+            super(true);
+        }
+
+        /**
+         * Takes the lock if this thread holds it or nobody waits for it: {@code tryLock()} takes a
+         * free lock even from a fair queue, so a thread that calls in a loop would take it again
+         * before the waiter it was handed to had woken.
+         */
+        boolean tryLockBehindWaiters() {
+            return (isHeldByCurrentThread() || !hasQueuedThreads()) && tryLock();
+        }
+
         Thread holder() {
             return getOwner();
         }

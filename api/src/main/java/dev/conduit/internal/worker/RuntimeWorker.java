@@ -139,6 +139,10 @@ public final class RuntimeWorker implements Worker {
     /** For {@link #await} without a WAKEUP transport. */
     private final AtomicBoolean signalled = new AtomicBoolean();
     private volatile Thread sleeper;
+    /** The guard when it is the runtime lock ({@code MULTI} over a plugin that does not declare it), else null. */
+    private final RuntimeLock runtimeLock;
+    /** Set while a thread of {@link #await} sleeps (or is about to) holding {@link #runtimeLock}: see {@link #wakeSleeperUnderLock}. */
+    private volatile boolean sleepingUnderLock;
 
     private RuntimeWorker(ThreadMode mode, ThreadGuard guard, ThreadPolicy policy, List<Transport> transports, List<PluginRecord> plugins,
                           List<PluginRecord> selected, boolean confining, RemoteMemory remoteMemory, MessageDispatch dispatch,
@@ -148,6 +152,8 @@ public final class RuntimeWorker implements Worker {
         for (PluginRecord r : selected) ruledOut.put(r.name(), r.unsupportedHere());
         this.ruledOutHere = Map.copyOf(ruledOut);
         this.guard = guard;
+        this.runtimeLock = guard instanceof RuntimeLock lock ? lock : null;
+        if (runtimeLock != null) runtimeLock.wakeHolderWith(this::wakeSleeperUnderLock);
         this.policy = policy;
         this.transports = transports.toArray(Transport[]::new);
         int n = plugins.size();
@@ -753,25 +759,34 @@ public final class RuntimeWorker implements Worker {
             } else if (others) {
                 slice = Math.min(slice, SLICE_NANOS);
             }
-            if (waker != null) {
-                boolean woke;
-                d.inTransport++;
-                try {
-                    woke = waker.await(slice);
-                } catch (InternalError e) {
-                    throw mappedMemoryFault(e, transportNames[wakeup]); // await reads the queue too (its liveness checks)
-                } finally {
-                    d.inTransport--;
+            // Under the runtime lock a sleep keeps every other thread out of the worker: a thread that comes to wait for the
+            // lock wakes this one (wakeSleeperUnderLock), and one already waiting is handed the lock without a sleep.
+            if (releaseLock) sleepingUnderLock = true;
+            try {
+                if (waker != null) {
+                    if (!(releaseLock && runtimeLock.contended())) {
+                        boolean woke;
+                        d.inTransport++;
+                        try {
+                            woke = waker.await(slice);
+                        } catch (InternalError e) {
+                            throw mappedMemoryFault(e, transportNames[wakeup]); // await reads the queue too (its liveness checks)
+                        } finally {
+                            d.inTransport--;
+                        }
+                        if (woke) return true;
+                    }
+                } else {
+                    this.sleeper = Thread.currentThread();
+                    try {
+                        if (!signalled.get() && !(releaseLock && runtimeLock.contended())) LockSupport.parkNanos(this, slice);
+                    } finally {
+                        this.sleeper = null;
+                    }
+                    if (signalled.getAndSet(false) || Thread.currentThread().isInterrupted()) return true;
                 }
-                if (woke) return true;
-            } else {
-                this.sleeper = Thread.currentThread();
-                try {
-                    if (!signalled.get()) LockSupport.parkNanos(this, slice);
-                } finally {
-                    this.sleeper = null;
-                }
-                if (signalled.getAndSet(false) || Thread.currentThread().isInterrupted()) return true;
+            } finally {
+                sleepingUnderLock = false;
             }
             int events = 0;
             if (others) {
@@ -806,16 +821,36 @@ public final class RuntimeWorker implements Worker {
     @Override
     public void signal() {
         if (wakeup >= 0) {
-            // Counted in flight, so that a close (closeNow) waits for it before the transport's
-            // descriptors and memory go: a wake must not reach a descriptor number reused since.
-            SIGNALS_IN_FLIGHT.getAndAdd(this, 1);
-            try {
-                if (!closed) transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
-            } finally {
-                SIGNALS_IN_FLIGHT.getAndAdd(this, -1);
-            }
+            signalTransport();
         } else {
             signalled.set(true);
+            Thread t = sleeper;
+            if (t != null) LockSupport.unpark(t);
+        }
+    }
+
+    private void signalTransport() {
+        // Counted in flight, so that a close (closeNow) waits for it before the transport's
+        // descriptors and memory go: a wake must not reach a descriptor number reused since.
+        SIGNALS_IN_FLIGHT.getAndAdd(this, 1);
+        try {
+            if (!closed) transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
+        } finally {
+            SIGNALS_IN_FLIGHT.getAndAdd(this, -1);
+        }
+    }
+
+    /**
+     * Run on a thread that must wait for this worker's runtime lock ({@link RuntimeLock#wakeHolderWith}):
+     * a thread asleep in {@link #await} holds it for up to a slice, so it is woken to let go. Through
+     * its transport, whose await then returns, and so does the worker's ({@code await} may return
+     * without work); a parked one hands the lock over between slices and sleeps on.
+     */
+    private void wakeSleeperUnderLock() {
+        if (!sleepingUnderLock) return;
+        if (wakeup >= 0) {
+            signalTransport();
+        } else {
             Thread t = sleeper;
             if (t != null) LockSupport.unpark(t);
         }

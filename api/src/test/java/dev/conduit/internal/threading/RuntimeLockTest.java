@@ -126,4 +126,58 @@ class RuntimeLockTest {
             return super.hashCode();
         }
     }
+
+    /**
+     * A thread that takes the lock again and again (one that busy-polls {@code progress()}) queues
+     * behind a thread already waiting for it: the lock used to let it in first whenever it was
+     * free, and a waiter, woken by each release, found it taken again (a MULTI worker's sending
+     * thread waited tens of milliseconds a send behind a progress loop).
+     */
+    @org.junit.jupiter.api.RepeatedTest(20)
+    void aThreadTakingTheLockAgainQueuesBehindOneAlreadyWaiting() throws Exception {
+        RuntimeLock lock = new RuntimeLock();
+        java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        lock.enter();
+        Thread waiter = Thread.ofPlatform().start(() -> {
+            lock.enter();
+            order.add("waiter");
+            lock.exit();
+        });
+        while (waiter.getState() != Thread.State.WAITING && waiter.getState() != Thread.State.TIMED_WAITING) Thread.onSpinWait();
+        lock.exit();
+        lock.enter();
+        order.add("again");
+        lock.exit();
+        waiter.join();
+        assertThat(order).containsExactly("waiter", "again");
+    }
+
+    /**
+     * A thread that cannot take the lock at once runs the holder's wake before it waits, so that
+     * a holder asleep under the lock (a worker's await) lets go; one that takes it at once does not.
+     */
+    @Test
+    void aThreadThatMustWaitRunsTheHoldersWakeFirst() throws Exception {
+        RuntimeLock lock = new RuntimeLock();
+        java.util.concurrent.atomic.AtomicInteger wakes = new java.util.concurrent.atomic.AtomicInteger();
+        CountDownLatch woken = new CountDownLatch(1);
+        lock.wakeHolderWith(() -> {
+            wakes.incrementAndGet();
+            woken.countDown();
+        });
+        lock.enter();
+        lock.exit();
+        assertThat(wakes).as("uncontended").hasValue(0);
+        lock.enter();
+        Thread waiter = Thread.ofPlatform().start(() -> {
+            lock.enter();
+            lock.exit();
+        });
+        assertThat(woken.await(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(lock.contended()).as("the waiter counts itself before it wakes the holder").isTrue();
+        lock.exit();
+        waiter.join();
+        assertThat(wakes).hasValue(1);
+        assertThat(lock.contended()).isFalse();
+    }
 }

@@ -397,4 +397,27 @@ class EndpointThreadingTest {
         assertThat(seen).containsExactly(1L);
         assertThat(plugin.transport().overlaps).hasValue(0);
     }
+
+    /**
+     * A thread that calls into a MULTI worker under the runtime lock while another sleeps in
+     * {@code await} holding it wakes the sleeper, which lets go: the call used to wait until the
+     * sleeper's slice ended (up to 1 ms a call over memfd and posix). Here the transport sleeps until
+     * it is signalled, whatever the slice, so before the send waited for good.
+     */
+    @Test
+    void aThreadCallingAMultiWorkerWakesTheThreadAsleepInAwaitUnderItsLock() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Endpoint self = worker.connect(worker.address());
+        plugin.transport().awaitIgnoresTimeout = true;
+        Future<Boolean> sleeper = threads.submit(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS)));
+        plugin.transport().awaitSleeper();
+        assertThat(onAnotherThread(() -> {
+            self.send(1, longs(1));
+            return true;
+        })).isTrue();
+        assertThat(sleeper.get(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        assertThat(plugin.transport().overlaps).hasValue(0);
+    }
 }

@@ -168,6 +168,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         private final Condition work = lock.newCondition();
         volatile boolean waiting;
         private boolean signalled;
+        /** When set, {@code await} sleeps until a message or a signal, however short the timeout it is given. */
+        volatile boolean awaitIgnoresTimeout;
 
         LoopbackTransport(LoopbackPlugin plugin, TransportContext context) {
             this.plugin = plugin;
@@ -280,7 +282,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 lock.lock();
                 try {
                     waiting = true;
-                    long left = timeoutNanos;
+                    long left = awaitIgnoresTimeout ? Long.MAX_VALUE : timeoutNanos;
                     while (queue.isEmpty() && !signalled && left > 0) {
                         left = work.awaitNanos(left);
                     }
