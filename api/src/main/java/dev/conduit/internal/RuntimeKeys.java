@@ -1,5 +1,6 @@
 package dev.conduit.internal;
 
+import dev.conduit.internal.memory.RuntimePool;
 import dev.conduit.spi.ConfigKey;
 
 import java.nio.file.Path;
@@ -34,8 +35,10 @@ public final class RuntimeKeys {
                     + "still counts until the cache lets it go (it stays mapped while open).");
 
     public static final ConfigKey<Long> POOL_CHUNK_SIZE = ConfigKey.bytes("pool.chunk.size", 2L << 20, 64L << 10,
+            RuntimePool.MAX_CHUNK_SIZE,
             "Size of the chunks pools take from a memory provider (rounded up to its page size). Allocations up to a quarter "
-                    + "of it share chunks by size class; larger ones get a chunk of their own.");
+                    + "of it share chunks by size class; larger ones get a chunk of their own. At most 256g: 2^32 slots of the "
+                    + "smallest class, 64 bytes.");
 
     /** Every runtime key (declared in this order; {@code conduit info} sorts them by name). */
     public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT,

@@ -28,6 +28,11 @@ import java.util.function.Consumer;
 public final class RuntimePool implements Pool {
 
     static final int MIN_CLASS_SHIFT = 6;
+    /**
+     * The largest chunk: 2^32 slots of the smallest class, as many as a slot's 32-bit index
+     * ({@link SizeClass}) can name. {@code pool.chunk.size} is bounded by it.
+     */
+    public static final long MAX_CHUNK_SIZE = 1L << (32 + MIN_CLASS_SHIFT);
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final String plugin;
@@ -62,7 +67,10 @@ public final class RuntimePool implements Pool {
         if (pageSize <= 0 || Long.bitCount(pageSize) != 1) {
             throw new ConduitException("plugin '" + plugin + "' reports page size " + pageSize + ", not a power of two");
         }
-        this.chunkSize = Math.max(pageSize, (requestedChunkSize + pageSize - 1) & -pageSize);
+        if (requestedChunkSize <= 0 || requestedChunkSize > MAX_CHUNK_SIZE) {
+            throw new IllegalArgumentException("chunk size " + requestedChunkSize + " is outside 1.." + MAX_CHUNK_SIZE + " (pool.chunk.size)");
+        }
+        this.chunkSize = Math.min(MAX_CHUNK_SIZE, Math.max(pageSize, (requestedChunkSize + pageSize - 1) & -pageSize));
         int count = Math.max(0, 63 - Long.numberOfLeadingZeros(chunkSize / 4) - MIN_CLASS_SHIFT + 1);
         this.classes = new SizeClass[count];
         for (int i = 0; i < count; i++) classes[i] = new SizeClass(this, 1L << (MIN_CLASS_SHIFT + i));

@@ -5,12 +5,24 @@ import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.internal.ipc.IpcHandle;
+import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -212,6 +224,103 @@ class RuntimePoolTest {
                 .hasMessageContaining(Long.toString(Long.MAX_VALUE)).hasMessageContaining("page size");
         assertThatThrownBy(() -> pool.allocate(Long.MAX_VALUE - 1, 8)).isInstanceOf(IllegalArgumentException.class);
         assertThat(plugin.chunksAllocated).hasValue(0);
+    }
+
+    /**
+     * A size class takes a whole chunk for its slots. It used to list every slot of a new chunk on
+     * the heap at once, 8 bytes per slot: a 64-byte region out of a 4 GiB chunk made a long[] of
+     * 512 MiB (with pool.chunk.size=64g, an OutOfMemoryError), and a chunk of 2^32 or more slots
+     * counted them in an int that overflowed (ArrayIndexOutOfBoundsException: Index -1). Both threw
+     * after the chunk was taken, and every later try took another. The chunks here are sparse
+     * files, never touched.
+     */
+    @Test
+    void aSmallRegionOutOfAHugeSharedChunkTakesLittleHeapUpToTheLargestChunk(@TempDir Path dir) {
+        for (long chunkSize : new long[]{4L << 30, RuntimePool.MAX_CHUNK_SIZE}) {
+            SparseFileProvider provider = new SparseFileProvider(dir);
+            try (RuntimePool huge = new RuntimePool("sparse", provider, chunkSize, p -> { })) {
+                long before = allocatedBytes();
+                Region first = huge.allocate(64);
+                Region second = huge.allocate(64);
+                assertThat(allocatedBytes() - before).as("heap taken by two 64-byte regions of a chunk of %d bytes", chunkSize)
+                        .isLessThan(1 << 20);
+                assertThat(provider.chunks).isEqualTo(1);
+                assertThat(second.segment().address() - first.segment().address()).isEqualTo(64);
+                long firstAddress = first.segment().address();
+                first.close();
+                assertThat(huge.allocate(64).segment().address()).isEqualTo(firstAddress);
+                assertThat(huge.allocate(64).segment().address()).isEqualTo(firstAddress + 128);
+            }
+        }
+        assertThatThrownBy(() -> new RuntimePool("sparse", new SparseFileProvider(dir), RuntimePool.MAX_CHUNK_SIZE + 1, p -> { }))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("pool.chunk.size");
+    }
+
+    /** pool.chunk.size had no maximum: one past what a slot's index can name was taken, and failed at the first small allocation. */
+    @Test
+    void aPoolChunkSizeAboveTheLargestChunkIsRefusedWhenTheConduitIsBuiltNamingTheRange() {
+        assertThatThrownBy(() -> Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("pool.chunk.size", "257g").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("'257g'").hasMessageContaining("pool.chunk.size")
+                .hasMessageContaining("from 65536 to " + RuntimePool.MAX_CHUNK_SIZE);
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin).set("pool.chunk.size", "256g").build();
+    }
+
+    /** This thread's allocated bytes (com.sun.management.ThreadMXBean), through reflection: dev.conduit does not read java.management. */
+    private static long allocatedBytes() {
+        try {
+            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+            return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes").invoke(bean);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("cannot read this thread's allocated bytes", e);
+        }
+    }
+
+    /** Chunks that are sparse files mapped whole: as large as the address space allows, taking no memory untouched. */
+    private static final class SparseFileProvider implements MemoryProvider {
+        private final Path dir;
+        private final Map<Chunk, Arena> arenas = new java.util.HashMap<>();
+        int chunks;
+
+        SparseFileProvider(Path dir) {
+            this.dir = dir;
+        }
+
+        @Override
+        public long pageSize() {
+            return 4096;
+        }
+
+        @Override
+        public Chunk allocate(long size) {
+            try {
+                Path file = Files.createTempFile(dir, "chunk", ".sparse");
+                Arena arena = Arena.ofShared();
+                try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.SPARSE)) {
+                    MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+                    Chunk chunk = () -> segment;
+                    arenas.put(chunk, arena);
+                    chunks++;
+                    return chunk;
+                } finally {
+                    Files.delete(file);
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        @Override
+        public void free(Chunk chunk) {
+            arenas.remove(chunk).close();
+        }
+
+        @Override
+        public void close() {
+            arenas.values().forEach(Arena::close);
+            arenas.clear();
+        }
     }
 
     @Test
