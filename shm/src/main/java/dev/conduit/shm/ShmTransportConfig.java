@@ -26,6 +26,14 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
 
     /** The largest receive queue: record lengths are 32-bit. A power of two, so that rounding up stays within it. */
     private static final long MAX_QUEUE_SIZE = 1L << 30;
+    /**
+     * The largest bounce ring, and so the largest payload: one that must wait in the endpoint's
+     * local queue, a heap buffer of at most 2 GiB (the runtime's PendingQueue), still fits there
+     * with its header. A power of two, so that rounding up stays within it. (Without a bound, a
+     * ring past 2 GiB took payloads the local queue then refused, one of a TiB or more was refused
+     * by every receiver, which maps at most 1 TiB, and one past 2^62 rounded up to a negative limit.)
+     */
+    private static final long MAX_BOUNCE_SIZE = 1L << 30;
 
     /** The keys for {@code plugin} (declared in this order; {@code conduit info} sorts them by name). */
     public static List<ConfigKey<?>> keys(String plugin) {
@@ -73,9 +81,10 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     }
 
     private static ConfigKey<Long> bounceSize(String p) {
-        return ConfigKey.bytes(p + ".bounce.size", 4L << 20, 64L << 10,
+        return ConfigKey.bytes(p + ".bounce.size", 4L << 20, 64L << 10, MAX_BOUNCE_SIZE,
                 "Bytes of each connection's bounce ring (rounded up to a power of two), allocated on the first large "
-                        + "message: the largest payload an endpoint can send.");
+                        + "message: the largest payload an endpoint can send. At most 1g, the largest message an endpoint's "
+                        + "local queue also holds when the peer has no room for it.");
     }
 
     private static ConfigKey<Duration> liveness(String p) {

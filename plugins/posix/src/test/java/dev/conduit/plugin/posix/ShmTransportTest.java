@@ -8,6 +8,7 @@ import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
@@ -570,6 +571,26 @@ class ShmTransportTest {
         receive(receiver, received, 2);
         assertThat(received.ids).containsExactly(1, 2);
         assertThat(received.payloads.get(1)).isEqualTo(large.toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * bounce.size had no maximum. Past 2 GiB a payload that had to wait in the endpoint's local
+     * queue (a heap buffer of at most 2 GiB) was refused there, "progress the worker" though nothing
+     * waited; from 1t every receiver refused the ring (it maps at most 1 TiB) and dropped the
+     * message, saying "bounce.length is outside" and then "large message before its bounce ring was
+     * announced"; past 2^62 the limit rounded up to a negative one, and connect failed with
+     * "transport reports negative size limits".
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"1025m", "4g", "1t", "5000000t"})
+    void aBounceSizeAboveTheLargestMessageTheLocalQueueHoldsIsRefusedNamingTheRange(String size) {
+        assertThatThrownBy(() -> transport(new Received(), "posix.bounce.size", size))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("'" + size + "'").hasMessageContaining("posix.bounce.size")
+                .hasMessageContaining("from 65536 to 1073741824");
+        Transport receiver = transport(new Received());
+        Transport sender = transport(new Received(), "posix.bounce.size", "600m");
+        assertThat(connect(sender, receiver, cause -> { }).maxPayloadSize()).as("600m rounded up to a power of two").isEqualTo(1L << 30);
     }
 
     @Test
@@ -2437,22 +2458,25 @@ class ShmTransportTest {
      * A large message whose bounce ring finds no room in the shared directory fails naming what
      * the ring is for and the key that sizes it, as well as the provider's cause; nothing is left
      * in the directory, and the endpoint still sends what fits in the queue. It used to give only the
-     * provider's "not enough space for a chunk", with no word of the key.
+     * provider's "not enough space for a chunk", with no word of the key. (A full directory is made
+     * by the file system's ENOSPC, injected: bounce.size is at most 1g, which the directory holds.)
      */
     @Test
     void aBounceRingThatFindsNoRoomNamesItsKeyAndTheEndpointStillSendsSmallMessages() throws Exception {
         Received received = new Received();
         Transport receiver = transport(received);
-        Transport sender = transport(new Received(), "posix.bounce.size", String.valueOf(1L << 50));
+        AtomicBoolean full = new AtomicBoolean();
+        Transport sender = transportWith(FailingLibc.failingWhile("ftruncate", Errno.ENOSPC, full::get));
         TransportEndpoint ep = connect(sender, receiver, f -> { });
         long filesBefore;
         try (var files = Files.list(shared)) {
             filesBefore = files.count();
         }
 
+        full.set(true);
         assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(16 << 10, 1))).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("posix: cannot create this connection's bounce ring").hasMessageContaining("posix.bounce.size")
-                .hasMessageContaining("not enough space for a chunk");
+                .hasMessageContaining("cannot size chunk file").hasMessageContaining("ENOSPC");
 
         try (var files = Files.list(shared)) {
             assertThat(files.count()).as("files in the shared directory").isEqualTo(filesBefore);
