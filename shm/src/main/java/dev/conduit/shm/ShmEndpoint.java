@@ -38,6 +38,7 @@ final class ShmEndpoint implements TransportEndpoint {
     private final LeaseWatch peerLease;
     private final EndpointEvents events;
     private final long connection;
+    /** The largest header plus payload copied into the peer's queue: inline.max, within what its ring always has room for. */
     private final long inlineMaximum;
     private final long heartbeatTimeoutNanos;
     private boolean connectSent;
@@ -79,7 +80,8 @@ final class ShmEndpoint implements TransportEndpoint {
         this.connection = connection;
         // inline.max is this side's setting and the queue's size the peer's: a larger record may never
         // fit the peer's ring (ReceiveQueue#largestRecordThatAlwaysFits), so it goes through the bounce ring.
-        this.inlineMaximum = Math.min(transport.config().inlineMaximum(), peer.largestRecordThatAlwaysFits());
+        // inline.max counts the header and the payload, as documented, not the record's own header.
+        this.inlineMaximum = Math.min(transport.config().inlineMaximum(), peer.largestRecordThatAlwaysFits() - ReceiveQueue.RECORD_HEADER);
         this.heartbeatTimeoutNanos = transport.config().heartbeatTimeout().toNanos();
     }
 
@@ -118,7 +120,7 @@ final class ShmEndpoint implements TransportEndpoint {
     private boolean send(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                          MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         if (!ready()) return noRoom();
-        if (ReceiveQueue.RECORD_HEADER + headerLength + payloadLength <= inlineMaximum) {
+        if (headerLength + payloadLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
             long offset = peer.claim(length, connection);
             if (offset < 0) return noRoom();
@@ -203,7 +205,7 @@ final class ShmEndpoint implements TransportEndpoint {
         if (!ready()) return noRoomEncoded();
         long headerLength = header.byteSize();
         MemorySegment q = peer.memory();
-        if (ReceiveQueue.RECORD_HEADER + headerLength + maxLength <= inlineMaximum) {
+        if (headerLength + maxLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + maxLength);
             long offset = peer.claim(length, connection);
             if (offset < 0) return noRoomEncoded();

@@ -537,6 +537,57 @@ class ShmTransportTest {
         assertThat(received.ids).containsExactly(6, 5);
     }
 
+    /**
+     * inline.max is the largest header plus payload copied into the peer's queue, as documented.
+     * It used to count the queue record's own 48-byte header too: a message of exactly 8 KiB went
+     * through the bounce ring, and the first such one allocated the connection's 4 MiB ring. One
+     * byte more goes through the ring; so does an encoded send whose maxLength is one more.
+     */
+    @Test
+    void aMessageOfExactlyInlineMaxHeaderAndPayloadIsCopiedIntoThePeersQueueAndOneByteMoreIsNot() {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received(), "posix.inline.max", "8k");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        long chunks = chunkFiles();
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8192, 1))).isTrue();
+        assertThat(ep.trySend(2, bytes(1024, 2), bytes(8192 - 1024, 2))).isTrue();
+        List<String> encodedThrough = new ArrayList<>();
+        PayloadEncoder encoder = new PayloadEncoder() {
+            @Override
+            public long encode(MemorySegment target) {
+                encodedThrough.add("the peer's queue");
+                target.fill((byte) 3);
+                return target.byteSize();
+            }
+
+            @Override
+            public long encode(MemorySegment memory, long offset, long maxLength) {
+                encodedThrough.add("the bounce ring");
+                memory.asSlice(offset, maxLength).fill((byte) 3);
+                return maxLength;
+            }
+        };
+        assertThat(ep.trySendEncoded(3, MemorySegment.NULL, 8192, encoder)).isEqualTo(8192);
+        assertThat(chunkFiles()).as("no bounce ring for messages of inline.max").isEqualTo(chunks);
+        receive(receiver, received, 3);
+        assertThat(ep.trySend(4, MemorySegment.NULL, bytes(8193, 4))).isTrue();
+        assertThat(chunkFiles()).as("a bounce ring for a message one byte larger").isEqualTo(chunks + 1);
+        assertThat(ep.trySendEncoded(5, bytes(1, 5), 8192, encoder)).isEqualTo(8192);
+        assertThat(encodedThrough).containsExactly("the peer's queue", "the bounce ring");
+        receive(receiver, received, 5);
+        assertThat(received.ids).containsExactly(1, 2, 3, 4, 5);
+        assertThat(received.payloads.get(0)).isEqualTo(bytes(8192, 1).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(received.headers.get(1)).isEqualTo(bytes(1024, 2).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(received.payloads.get(3)).isEqualTo(bytes(8193, 4).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(received.payloads.get(4)).hasSize(8192).containsOnly((byte) 3);
+    }
+
+    /** The chunk files in the shared directory: the workers' queues and the connections' bounce rings. */
+    private long chunkFiles() {
+        return ProcessResources.files(shared).stream().filter(n -> n.endsWith(".chunk")).count();
+    }
+
     @Test
     void anInlineLimitAboveHalfThePeersQueueStillDeliversEveryMessage() {
         // The sender's inline.max is its own setting, the queue's size the receiver's. A record of
