@@ -450,7 +450,7 @@ final class FdServer implements AutoCloseable {
                 int got = received;
                 logger.log(WARNING, () -> "memfd fd server on " + socketPath + " dropped " + describe(peer) + ": it sent "
                         + got + " of " + FdProtocol.REQUEST_LENGTH + " request bytes within " + MemfdConfig.SERVER_TIMEOUT.name()
-                        + " (" + (timeoutNanos / 1_000_000) + " ms)");
+                        + " (" + (timeoutNanos % 1_000_000 == 0 ? timeoutNanos / 1_000_000 + " ms" : timeoutNanos + " ns") + ")");
                 return DROPPED;
             }
             libc.poll(waitFor, events, revents, timeout);

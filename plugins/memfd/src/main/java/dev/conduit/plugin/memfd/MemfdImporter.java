@@ -306,7 +306,8 @@ final class MemfdImporter implements IpcImporter {
                     message = libc.recvmsg(socket, MemorySegment.ofArray(reply).asSlice(received), 1);
                 } catch (ErrnoException e) {
                     if (e.errno() == Errno.ECONNRESET) {
-                        throw producerGone(path, "reset the connection before answering", e);
+                        // The server closed with our request unread: it is going away, or gave up waiting for the request.
+                        throw producerGoneOrRequestDropped(path, "reset the connection before answering", e);
                     }
                     throw new ConduitException("cannot receive the reply from the producer's socket " + path + ": " + e.getMessage(), e);
                 }
@@ -332,8 +333,7 @@ final class MemfdImporter implements IpcImporter {
                 } else if (message.bytes() == 0) {
                     // The end of stream is the cause: a transport retrying an exporter that dies recognizes it, as an errno.
                     throw received == 0
-                            ? producerGone(path, "closed the connection without answering: the producer is closing, or dropped "
-                            + "this request after its " + MemfdConfig.describe(MemfdConfig.SERVER_TIMEOUT),
+                            ? producerGoneOrRequestDropped(path, "closed the connection without answering",
                             new EOFException("end of stream from " + path + " before the reply"))
                             : protocolError(path, "ended its reply after " + received + " of " + FdProtocol.OK_REPLY_LENGTH + " bytes");
                 } else {
@@ -459,6 +459,20 @@ final class MemfdImporter implements IpcImporter {
     private static ConduitException producerGone(String path, String what, Throwable cause) {
         return new ConduitException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or "
                 + "exited, so its chunks can no longer be imported", cause);
+    }
+
+    /**
+     * The server closed the connection without an answer, reading the request (end of stream) or
+     * not (a reset): its producer is going away, or its fd server gave up waiting for the request
+     * after its {@code memfd.server.timeout}, which, set shorter than a client takes to send one,
+     * refuses every import while the producer lives. (A reset used to be called the producer's exit
+     * alone.)
+     */
+    private static ConduitException producerGoneOrRequestDropped(String path, String what, Throwable cause) {
+        return new ConduitException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or exited, so "
+                + "its chunks can no longer be imported; or, if it lives, its fd server dropped this request after waiting "
+                + MemfdConfig.describe(MemfdConfig.SERVER_TIMEOUT) + " for it, on the producer's side: a timeout shorter than "
+                + "an importer takes to send its request refuses every import, so raise it there", cause);
     }
 
     /** Gone as far as the files say: a cleaner that removes the lease too looks the same from here, for a second. */

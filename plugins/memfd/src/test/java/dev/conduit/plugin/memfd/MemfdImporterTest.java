@@ -396,6 +396,33 @@ class MemfdImporterTest {
         }
     }
 
+    /**
+     * A server that closes with the request unread resets the connection: its producer is going
+     * away, or its fd server gave up waiting for the request after memfd.server.timeout (at 1 ms
+     * that happened to the first import of a JVM here). The message used to name only the producer's
+     * exit, while the end-of-stream case named the timeout; both name it now. The reset stays the
+     * cause: a transport recognizes a dying exporter by it.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS) // a hang guard
+    void aSocketThatClosesWithTheRequestUnreadNamesTheServerTimeoutToo() throws Exception {
+        String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
+        try (FileDescriptor listener = libc.socket(SocketFlags.SOCK_STREAM)) {
+            libc.bind(listener, shared.resolve(name).toString());
+            libc.listen(listener, 4);
+            Thread server = Thread.ofPlatform().start(() -> {
+                try (FileDescriptor client = libc.accept(listener, 0)) {
+                    libc.poll(client, dev.conduit.linux.PollEvents.POLLIN, 30_000); // the request arrived, and is left unread
+                }
+            });
+            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+                    .hasMessageStartingWith("producer gone (its socket " + shared.resolve(name) + " reset the connection before answering")
+                    .hasMessageContaining("memfd.server.timeout (CONDUIT_MEMFD_SERVER_TIMEOUT)")
+                    .hasCauseInstanceOf(ErrnoException.class);
+            server.join();
+        }
+    }
+
     // ---------------------------------------------------------------- bad payloads
 
     @Test
