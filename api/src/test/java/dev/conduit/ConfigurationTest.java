@@ -78,8 +78,32 @@ class ConfigurationTest {
             assertThat(p.probeContext.config().get(DIR)).isEqualTo(Path.of("/prop/dir"));
             assertThat(p.probeContext.config().get(SIZE)).isEqualTo(4096L);
             assertThat(entry(c, "probe.timeout")).extracting(ConfigEntry::value, ConfigEntry::source)
-                    .containsExactly(Duration.ofSeconds(3).toString(), Source.BUILDER);
+                    .containsExactly("3s", Source.BUILDER);
         }
+    }
+
+    /**
+     * Configuration entries (what conduit info shows) gave durations as Duration#toString, PT5S and
+     * PT0.02S, which no duration key accepts: a value copied from conduit info failed the build.
+     * Each is now in the largest unit that says it exactly, and every value shown builds again.
+     */
+    @Test
+    void everyValueShownIsAcceptedBackAsItIsShown() {
+        try (Conduit c = isolated().addPlugin(plugin()).set("probe.timeout", "1500ms").build()) {
+            assertThat(entry(c, "probe.timeout").value()).isEqualTo("1500ms");
+            for (ConfigEntry shown : c.configuration()) {
+                if (shown.value() == null) continue;
+                try (Conduit again = isolated().addPlugin(plugin()).set(shown.key(), shown.value()).build()) {
+                    assertThat(entry(again, shown.key()).value()).as(shown.key()).isEqualTo(shown.value());
+                }
+            }
+        }
+        Map<String, String> shownAs = Map.of("20ms", "20ms", "1000us", "1ms", "90s", "90s", "120s", "2m", "7ns", "7ns", "24h", "24h");
+        shownAs.forEach((set, shown) -> {
+            try (Conduit c = isolated().addPlugin(plugin()).set("probe.timeout", set).build()) {
+                assertThat(entry(c, "probe.timeout").value()).as(set).isEqualTo(shown);
+            }
+        });
     }
 
     @Test

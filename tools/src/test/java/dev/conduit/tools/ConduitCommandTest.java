@@ -115,7 +115,7 @@ class ConduitCommandTest {
         assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
         Map<String, Object> info = JsonParser.parseObject(result.out());
         assertThat(Json.entry(Json.list(info, "configuration"), "transports")).containsEntry("value", "alpha").containsEntry("source", "BUILDER");
-        assertThat(Json.entry(Json.list(info, "configuration"), "probe.timeout")).containsEntry("value", "PT2S").containsEntry("source", "BUILDER");
+        assertThat(Json.entry(Json.list(info, "configuration"), "probe.timeout")).containsEntry("value", "2s").containsEntry("source", "BUILDER");
         assertThat(Json.entry(Json.list(Json.plugin(info, "alpha"), "configuration"), "alpha.depth")).containsEntry("value", "8");
     }
 

@@ -81,7 +81,7 @@ class InfoTextTest {
             assertThat(runtime).contains("\n  " + key.key() + " ", key.property(), key.environment(),
                     InfoText.wrap(key.doc(), 1000).getFirst().substring(0, Math.min(40, key.doc().length())));
         }
-        assertThat(runtime).containsPattern("probe\\.timeout +PT3S +builder");
+        assertThat(runtime).containsPattern("probe\\.timeout +3s +builder");
         assertThat(runtime).doesNotContain("alpha.depth");
     }
 
