@@ -118,7 +118,8 @@ public interface Worker extends AutoCloseable {
      *     messages, which it tries to send between slices. Under {@link ThreadPolicy#RUNTIME_LOCK}
      *     the sleep holds the worker's lock, in slices of at most 1 ms: a thread that comes to wait
      *     for the lock (to send, say) wakes the sleeper, and {@code await} returns, possibly
-     *     without work, or hands the lock over between slices.</li>
+     *     without work, or hands the lock over between slices. A thread that comes to
+     *     {@code await} too wakes nobody: the two take turns, a slice each.</li>
      * <li>When no transport can sleep, it parks in slices of at most 1 ms, progressing the
      *     transports between slices.</li>
      * <li>A {@code signal()} while no thread awaits makes the next {@code await} return at once:

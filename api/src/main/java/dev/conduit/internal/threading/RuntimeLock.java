@@ -87,6 +87,20 @@ public final class RuntimeLock extends ThreadGuard {
         }
     }
 
+    /**
+     * {@link #enter()} for a thread that comes to sleep holding the lock (a worker's {@code await},
+     * also between its slices): it waits its turn without waking a holder asleep under the lock
+     * and without counting as {@link #contended()}. It has nothing to do but sleep, which it does
+     * once it holds the lock; counted as a caller that needs the lock at once, as a send does, two
+     * threads awaiting one worker woke each other (their awaits returned {@code true} without work)
+     * or handed the lock to each other without sleeping, spinning a core each for as long as they
+     * awaited.
+     */
+    public void enterToSleep() {
+        if (lock.tryLockBehindWaiters()) return;
+        waitForLock();
+    }
+
     private void waitForLock() {
         Thread self = Thread.currentThread();
         Wait wait = new Wait(this, self.threadId());

@@ -286,6 +286,17 @@ public final class RuntimeWorker implements Worker {
     }
 
     /**
+     * {@link #enter()} for {@link #await}: under the runtime lock, a thread that comes to sleep
+     * waits its turn without waking a thread asleep under the lock ({@link RuntimeLock#enterToSleep}).
+     */
+    private boolean enterToAwait() {
+        if (runtimeLock == null) return enter();
+        if (confining && dispatch.handling(Thread.currentThread())) return false;
+        runtimeLock.enterToSleep();
+        return true;
+    }
+
+    /**
      * Leaves the guard. After {@code Conduit.close()} asked for it ({@link #requestCloseFromConduit}),
      * the outermost call of a thread using the worker closes it first: here, on a thread the guard
      * let in, with no handler running. A failure of that close is kept ({@link #closeFailure}) and
@@ -707,13 +718,13 @@ public final class RuntimeWorker implements Worker {
         } catch (ArithmeticException e) {
             nanos = timeout.isNegative() ? 0 : Long.MAX_VALUE / 4;
         }
-        boolean entered = enter();
+        boolean entered = enterToAwait();
         try {
             ensureOpen();
             MessageDispatch.Delivery d = dispatch.delivery();
             ensureNotInHandler(d, "await()");
             try {
-                return awaitWork(d, System.nanoTime() + nanos, entered && guard.policy() == ThreadPolicy.RUNTIME_LOCK);
+                return awaitWork(d, System.nanoTime() + nanos, entered && runtimeLock != null);
             } catch (RelockRefused refused) {
                 entered = false; // the lock was let go and not taken again: nothing to leave
                 d.attachTo(refused.deadlock);
@@ -797,9 +808,9 @@ public final class RuntimeWorker implements Worker {
             d.rethrow();
             if (events > 0) return true;
             if (releaseLock) {
-                guard.exit();
+                runtimeLock.exit();
                 try {
-                    guard.enter();
+                    runtimeLock.enterToSleep(); // behind any thread waiting meanwhile, and waking no other sleeper
                 } catch (IllegalStateException deadlock) {
                     throw new RelockRefused(deadlock); // RuntimeLock found this thread in a cycle of waits
                 }

@@ -420,4 +420,31 @@ class EndpointThreadingTest {
         assertThat(sleeper.get(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
         assertThat(plugin.transport().overlaps).hasValue(0);
     }
+
+    /**
+     * Two threads that await one MULTI worker under the runtime lock, with nothing to do, take
+     * turns sleeping in the transport and do not wake each other: each await runs out. A thread
+     * that comes to await is no call that needs the lock at once, as a send is; when it counted as
+     * one, the sleeper was woken (its await returned true without work) or handed the lock over
+     * without sleeping, to a thread that did the same to it, and the two spun a core each for as
+     * long as they awaited.
+     */
+    @Test
+    void twoThreadsAwaitingAMultiWorkerDoNotWakeEachOther() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        CyclicBarrier start = new CyclicBarrier(2);
+        Callable<List<Boolean>> awaiting = () -> {
+            start.await(WAIT_SECONDS, TimeUnit.SECONDS);
+            List<Boolean> woken = new ArrayList<>();
+            for (int i = 0; i < 10; i++) woken.add(worker.await(Duration.ofMillis(20)));
+            return woken;
+        };
+        Future<List<Boolean>> one = threads.submit(awaiting);
+        Future<List<Boolean>> two = threads.submit(awaiting);
+        assertThat(one.get(WAIT_SECONDS, TimeUnit.SECONDS)).as("nothing woke the first thread's awaits").containsOnly(false);
+        assertThat(two.get(WAIT_SECONDS, TimeUnit.SECONDS)).as("nothing woke the second thread's awaits").containsOnly(false);
+        assertThat(plugin.transport().overlaps).hasValue(0);
+    }
 }
