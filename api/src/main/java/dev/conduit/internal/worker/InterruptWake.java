@@ -36,9 +36,20 @@ final class InterruptWake extends AbstractSelector {
         end();
     }
 
+    /**
+     * Runs inside {@code Thread.interrupt()} of whichever thread interrupts the sleeper (an
+     * executor's {@code shutdownNow} stops interrupting its other threads at the first exception),
+     * and inside {@link #beginSleep()} for a thread interrupted before: it throws nothing. A signal
+     * that fails (a ConduitException, or a fault of a queue's memory) leaves the sleeper to meet the
+     * broken transport itself, in its own sleep, and to see its interrupt when its slice ends.
+     */
     @Override
     public Selector wakeup() {
-        signal.run();
+        try {
+            signal.run();
+        } catch (RuntimeException | InternalError notForTheInterrupter) {
+            // the interrupt status is set: the sleeper returns at its next look
+        }
         return this;
     }
 

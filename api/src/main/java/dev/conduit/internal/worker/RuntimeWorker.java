@@ -747,8 +747,8 @@ public final class RuntimeWorker implements Worker {
      * once without a transport that sleeps (AwaitInterruptTest).
      */
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
-        interruptWake.beginSleep();
         try {
+            interruptWake.beginSleep(); // in the try: the hook must come off this thread whatever happens
             return awaitWorkInterruptibly(d, deadline, releaseLock);
         } finally {
             interruptWake.endSleep();

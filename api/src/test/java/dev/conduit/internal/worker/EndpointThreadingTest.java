@@ -447,4 +447,55 @@ class EndpointThreadingTest {
         assertThat(two.get(WAIT_SECONDS, TimeUnit.SECONDS)).as("nothing woke the second thread's awaits").containsOnly(false);
         assertThat(plugin.transport().overlaps).hasValue(0);
     }
+
+    /**
+     * The hook that turns an interrupt of a thread in {@code await} into a signal runs inside
+     * {@code Thread.interrupt()} of whichever thread interrupts (an executor's {@code shutdownNow},
+     * which stops interrupting its other threads at the first exception), and, for a thread
+     * interrupted before its call, inside {@code await}'s setup. A transport whose signal failed
+     * threw out of the interrupter's {@code interrupt()}, and out of {@code await} before the hook
+     * was taken down again: every later interrupt of that thread, long after its await, signalled
+     * the worker (and threw again). Now the hook throws nothing (the sleeper meets a broken
+     * transport itself, and sees its interrupt at the latest when its slice ends), an interrupted
+     * thread's await returns {@code true} keeping the interrupt, and the hook is taken down.
+     */
+    @Test
+    void anInterruptWhoseSignalFailsThrowsNothingAndLeavesNoHookOnTheThread() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        plugin.transport().signalFault = new IllegalStateException("the signal failed");
+        CountDownLatch awaited = new CountDownLatch(1);
+        CountDownLatch reinterrupted = new CountDownLatch(1);
+        AtomicReference<Object> outcome = new AtomicReference<>();
+        Thread user = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                Thread.currentThread().interrupt();
+                boolean woke = worker.await(Duration.ofSeconds(WAIT_SECONDS));
+                outcome.set(woke + ", interrupted " + Thread.interrupted());
+            } catch (Throwable e) {
+                outcome.set(e);
+                Thread.interrupted();
+            }
+            awaited.countDown();
+            try {
+                reinterrupted.await(); // out of await: an interrupt here is no business of the worker's
+            } catch (InterruptedException expected) {
+            }
+        });
+        await(awaited);
+        assertThat(outcome.get()).isEqualTo("true, interrupted true");
+        long signals = plugin.transport().signals.get();
+        while (user.getState() != Thread.State.WAITING) Thread.onSpinWait();
+        user.interrupt(); // threw the transport's exception here before
+        reinterrupted.countDown();
+        user.join();
+        assertThat(plugin.transport().signals).as("an interrupt after await signals nobody").hasValue(signals);
+
+        // One that comes while the thread sleeps in await: interrupt() throws nothing, and await ends.
+        Future<Boolean> sleeper = threads.submit(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS)));
+        plugin.transport().awaitSleeper();
+        threads.shutdownNow(); // interrupts the sleeper; threw the transport's exception before
+        assertThat(sleeper.get(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        plugin.transport().signalFault = null;
+    }
 }

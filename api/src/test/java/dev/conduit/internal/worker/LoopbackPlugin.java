@@ -170,6 +170,10 @@ final class LoopbackPlugin implements ConduitPlugin {
         private boolean signalled;
         /** When set, {@code await} sleeps until a message or a signal, however short the timeout it is given. */
         volatile boolean awaitIgnoresTimeout;
+        /** Thrown by signal() while set: a transport whose wake fails (a queue's memory gone bad, say). */
+        volatile RuntimeException signalFault;
+        /** Calls of signal(). */
+        final AtomicLong signals = new AtomicLong();
 
         LoopbackTransport(LoopbackPlugin plugin, TransportContext context) {
             this.plugin = plugin;
@@ -303,6 +307,8 @@ final class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public void signal() {
+            signals.incrementAndGet();
+            if (signalFault != null) throw signalFault;
             wake(true); // any thread: not counted
         }
 
