@@ -30,13 +30,17 @@ import java.util.concurrent.locks.ReentrantLock;
  * that let it take the lock first whenever it was free kept a sending thread waiting for tens of
  * milliseconds. A thread that has to wait first runs the holder's wake ({@link #wakeHolderWith}):
  * the worker's holder may be asleep in {@code await}, inside its transport, for as long as a slice.
- * The uncontended path is one look at the queue and one {@code tryLock}.
+ * It then spins for the lock a while ({@link #spinForLock}) before it queues and parks, and the
+ * holder does not take the lock again while such a waiter is counted. The uncontended path is a
+ * look at the count and the queue, and one {@code tryLock}.
  */
 public final class RuntimeLock extends ThreadGuard {
 
     /** What each thread blocked in {@link #enter()} waits for: the graph a cycle is looked for in. */
     private static final ConcurrentHashMap<Thread, Wait> WAITING = new ConcurrentHashMap<>();
     private static final long FIRST_LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** How long a thread spins for the lock before it queues and parks. */
+    private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
     private static final long LONGEST_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /** Longer chains than this are not followed: more workers than that in one cycle is not a case to serve. */
     private static final int MAX_CHAIN = 64;
@@ -77,10 +81,11 @@ public final class RuntimeLock extends ThreadGuard {
 
     @Override
     public void enter() {
-        if (lock.tryLockBehindWaiters()) return;
+        if ((lock.isHeldByCurrentThread() || (contenders.get() == 0 && !lock.hasQueuedThreads())) && lock.tryLock()) return;
         contenders.incrementAndGet();
         try {
             wakeHolder.run();
+            if (spinForLock()) return;
             waitForLock();
         } finally {
             contenders.decrementAndGet();
@@ -99,6 +104,21 @@ public final class RuntimeLock extends ThreadGuard {
     public void enterToSleep() {
         if (lock.tryLockBehindWaiters()) return;
         waitForLock();
+    }
+
+    /**
+     * Spins for the lock for up to {@link #SPIN_NANOS}, while nobody is queued for it: a holder
+     * inside a short call (a {@code progress()} that found nothing, a send) lets go within that,
+     * and a park and unpark would cost the hand-over tens of microseconds. The holder's next
+     * {@link #enter()} sees this thread counted and does not take the lock first.
+     */
+    private boolean spinForLock() {
+        long deadline = System.nanoTime() + SPIN_NANOS;
+        for (int i = 1; ; i++) {
+            Thread.onSpinWait();
+            if (!lock.hasQueuedThreads() && lock.tryLock()) return true;
+            if ((i & 15) == 0 && System.nanoTime() - deadline > 0) return false;
+        }
     }
 
     private void waitForLock() {
