@@ -1,0 +1,154 @@
+package dev.conduit.benchmarks;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.ThreadPolicy;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ThreadMode;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A {@code MULTI} worker shared by threads, as an application shares one: over memfd or posix,
+ * which declare only {@code SERIALIZED}, the runtime's lock serializes its calls
+ * ({@link ThreadPolicy#RUNTIME_LOCK}). A thread of the worker's own ({@code receiver}) progresses
+ * it, busy-polling ({@code mode=busy}) or sleeping in {@code await} between polls
+ * ({@code mode=await}); the benchmark thread sends a ping on the worker's endpoint to an echoing
+ * {@code SINGLE} worker in another thread and waits until the receiver thread has delivered the
+ * pong. {@code roundTrip} (µs/op) is that round trip: the benchmark thread's send waits for the
+ * lock the receiver thread holds, so it measures how soon the lock changes hands (a holder inside
+ * a short {@code progress()}, or asleep in the transport under the lock), plus the echo thread's
+ * wakeup from its own {@code await}.
+ *
+ * <p>Three threads on this project's two cores: the figures include the scheduler's share, and
+ * compare builds on one machine, not with a ping-pong between two processes.
+ */
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@Threads(1)
+@State(Scope.Benchmark)
+public class MultiWorkerBenchmark {
+
+    static final int PING = 1;
+    static final int PONG = 2;
+
+    @Param({"posix"})
+    public String plugin;
+
+    @Param({"await", "busy"})
+    public String mode;
+
+    private Path dir;
+    private Conduit conduit;
+    private Worker shared;
+    private Endpoint toEcho;
+    private Arena arena;
+    private MemorySegment payload;
+    private final AtomicLong pongs = new AtomicLong();
+    private volatile boolean stop;
+    private Thread receiver;
+    private Thread echo;
+
+    @Setup(Level.Trial)
+    public void open() throws IOException, InterruptedException {
+        dir = BenchmarkDirectory.create();
+        try {
+            conduit = MessagingSession.conduitOver(plugin, dir);
+            shared = conduit.newWorker(ThreadMode.MULTI);
+            if (shared.threadPolicy() != ThreadPolicy.RUNTIME_LOCK) {
+                throw new IllegalStateException(plugin + " gives a MULTI worker " + shared.threadPolicy() + ", not the runtime lock this measures");
+            }
+            arena = Arena.ofShared();
+            payload = arena.allocate(8);
+            shared.onMessage(PONG, m -> pongs.incrementAndGet());
+            CompletableFuture<WorkerAddress> echoAddress = new CompletableFuture<>();
+            WorkerAddress sharedAddress = shared.address();
+            echo = Thread.ofPlatform().name("echo").daemon().start(() -> {
+                try (Worker w = conduit.newWorker(ThreadMode.SINGLE)) {
+                    Endpoint back = w.connect(sharedAddress);
+                    w.onMessage(PING, m -> back.send(PONG, payload));
+                    echoAddress.complete(w.address());
+                    while (!stop) {
+                        if (w.progress() == 0) w.await(Duration.ofMillis(100));
+                    }
+                } catch (RuntimeException | Error e) {
+                    echoAddress.completeExceptionally(e);
+                }
+            });
+            toEcho = shared.connect(echoAddress.join());
+            boolean sleeps = mode.equals("await");
+            receiver = Thread.ofPlatform().name("receiver").daemon().start(() -> {
+                while (!stop) {
+                    if (shared.progress() == 0 && sleeps) shared.await(Duration.ofMillis(100));
+                }
+            });
+            roundTrip(); // fails here, not in the measurement, if nothing comes back
+        } catch (RuntimeException | Error e) {
+            try {
+                close();
+            } catch (IOException | RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void close() throws IOException, InterruptedException {
+        try {
+            stop = true;
+            if (shared != null) shared.signal();
+            if (receiver != null) receiver.join();
+            if (echo != null) echo.join();
+            if (conduit != null) conduit.close();
+            if (arena != null) arena.close();
+        } finally {
+            BenchmarkDirectory.delete(dir);
+        }
+    }
+
+    /** A ping sent on the shared worker from this thread, and its pong delivered by the receiver thread. */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.MICROSECONDS)
+    public long roundTrip() {
+        long target = pongs.get() + 1;
+        toEcho.send(PING, payload);
+        long deadline = 0;
+        for (int i = 1; pongs.get() < target; i++) {
+            Thread.onSpinWait();
+            if ((i & 0xFFFF) == 0) {
+                long now = System.nanoTime();
+                if (deadline == 0) {
+                    deadline = now + TimeUnit.SECONDS.toNanos(10);
+                } else if (now - deadline > 0) {
+                    throw new IllegalStateException("no pong within 10 s over " + plugin + " (mode " + mode + ")");
+                }
+            }
+        }
+        return target;
+    }
+}
