@@ -421,8 +421,13 @@ public final class ShmTransport implements Transport {
             connectionsInUse.put(connection, Boolean.TRUE);
             return endpoint;
         } catch (RuntimeException | InternalError e) {
-            if (mapping != null) mapping.close();
-            peerLease.close();
+            try {
+                if (mapping != null) mapping.close();
+            } catch (RuntimeException unmapFailure) {
+                e.addSuppressed(unmapFailure); // the lease's watch still goes, and the connect's own failure is what it says
+            } finally {
+                peerLease.close();
+            }
             // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory.
             if (e instanceof PeerFailedException) reclaimDeadPeers(directory);
             // A posix queue file truncated after the importer checked its length: the first read of its header faults.

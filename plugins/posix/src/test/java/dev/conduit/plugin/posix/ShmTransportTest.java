@@ -750,6 +750,39 @@ class ShmTransportTest {
         assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
     }
 
+    /**
+     * A connect that fails after mapping the peer's queue (here its token is not the address's)
+     * and whose unmapping then fails too still lets go of its watch of the peer's lease, and says
+     * why the connect failed, with the unmapping's failure suppressed in it: the lease's descriptor
+     * used to stay open, and the unmapping's exception replaced the connect's.
+     */
+    @Test
+    void aConnectWhoseUnmappingFailsStillClosesTheLeaseWatchAndSaysWhyItFailed() {
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        Transport sender = receiverWith(new Received(), importer -> (payload, length) -> {
+            var mapping = importer.map(payload, length);
+            return new dev.conduit.spi.ChunkMapping() {
+                @Override
+                public MemorySegment segment() {
+                    return mapping.segment();
+                }
+
+                @Override
+                public void close() {
+                    mapping.close();
+                    throw new IllegalStateException("unmapping failed (injected by the test)");
+                }
+            };
+        });
+        byte[] address = receiver.address();
+        address[address.length - 1] ^= 1; // the token's last byte: the queue is not the one the address names
+        long descriptors = ProcessResources.openDescriptors();
+        Throwable failure = catchThrowable(() -> sender.connect(new PayloadReader(address), cause -> { }));
+        assertThat(failure).isInstanceOf(ConduitException.class).hasMessageContaining("cannot reach the peer");
+        assertThat(failure.getSuppressed()).singleElement().satisfies(s -> assertThat(s).hasMessageContaining("unmapping failed"));
+        assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
+    }
+
     private static long sizeOf(Path file) {
         try {
             return Files.size(file);
