@@ -64,7 +64,8 @@ public final class RuntimeLock extends ThreadGuard {
 
     /**
      * What a thread that must wait for the lock runs first, on its own thread: {@code wake} must
-     * not block, and wakes the holder if it sleeps holding the lock (a worker's {@code await}).
+     * neither block nor throw, and wakes the holder if it sleeps holding the lock (a worker's
+     * {@code await}).
      */
     public void wakeHolderWith(Runnable wake) {
         this.wakeHolder = java.util.Objects.requireNonNull(wake, "wake");

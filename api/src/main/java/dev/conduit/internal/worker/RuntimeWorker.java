@@ -855,15 +855,24 @@ public final class RuntimeWorker implements Worker {
      * Run on a thread that must wait for this worker's runtime lock ({@link RuntimeLock#wakeHolderWith}):
      * a thread asleep in {@link #await} holds it for up to a slice, so it is woken to let go. Through
      * its transport, whose await then returns, and so does the worker's ({@code await} may return
-     * without work); a parked one hands the lock over between slices and sleeps on.
+     * without work); a parked one hands the lock over between slices and sleeps on. It throws
+     * nothing, as {@link InterruptWake} does not: a signal that fails (a ConduitException, a fault of
+     * a queue's memory) is the sleeper's to meet in its own sleep, which under the lock lasts at most
+     * a 1 ms slice, and the waiting thread waits that long; it used to throw the signal's failure out
+     * of the waiting thread's call (a progress, a send on another transport's endpoint, a close),
+     * which had done nothing.
      */
     private void wakeSleeperUnderLock() {
         if (!sleepingUnderLock) return;
-        if (wakeup >= 0) {
-            signalTransport();
-        } else {
-            Thread t = sleeper;
-            if (t != null) LockSupport.unpark(t);
+        try {
+            if (wakeup >= 0) {
+                signalTransport();
+            } else {
+                Thread t = sleeper;
+                if (t != null) LockSupport.unpark(t);
+            }
+        } catch (RuntimeException | InternalError notForTheWaiter) {
+            // the sleeper lets go of the lock when its slice ends, or when its sleep meets the broken transport
         }
     }
 

@@ -422,6 +422,33 @@ class EndpointThreadingTest {
     }
 
     /**
+     * A thread that must wait for a MULTI worker's runtime lock wakes the thread asleep in
+     * {@code await} under it through the transport's signal; a signal that fails (a queue's memory
+     * gone bad) is the sleeper's to meet in its own sleep, which ends within its 1 ms slice. The
+     * waiting thread's call (a progress, a send on another transport's endpoint, a close) threw the
+     * signal's exception, having done nothing.
+     */
+    @Test
+    void aCallWhoseWakeOfTheSleeperUnderTheLockFailsWaitsForTheLockAndDoesNotThrowTheWakesFailure() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Future<Boolean> sleeper = threads.submit(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS)));
+        plugin.transport().awaitSleeper();
+        plugin.transport().signalFault = new IllegalStateException("the signal failed");
+        long signals = plugin.transport().signals.get();
+        try {
+            assertThat(onAnotherThread(worker::progress)).isZero(); // threw "the signal failed" before
+            assertThat(plugin.transport().signals.get()).as("the sleeper was signalled").isGreaterThan(signals);
+        } finally {
+            plugin.transport().signalFault = null;
+        }
+        worker.signal();
+        assertThat(sleeper.get(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        assertThat(plugin.transport().overlaps).hasValue(0);
+    }
+
+    /**
      * Two threads that await one MULTI worker under the runtime lock, with nothing to do, take
      * turns sleeping in the transport and do not wake each other: each await runs out. A thread
      * that comes to await is no call that needs the lock at once, as a send is; when it counted as
