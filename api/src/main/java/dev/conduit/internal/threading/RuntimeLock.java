@@ -25,14 +25,15 @@ import java.util.concurrent.locks.ReentrantLock;
  * waits in this class, of at most {@value #MAX_CHAIN} threads, are found: not one through an
  * endpoint's own lock or a confined plugin's thread.
  *
- * <p>Threads get the lock in the order they came to wait for it: a thread that calls in again and
+ * <p>Threads queued for the lock get it in the order they queued: a thread that calls in again and
  * again (one that busy-polls {@code progress()}) queues behind those already waiting, where a lock
  * that let it take the lock first whenever it was free kept a sending thread waiting for tens of
  * milliseconds. A thread that has to wait first runs the holder's wake ({@link #wakeHolderWith}):
  * the worker's holder may be asleep in {@code await}, inside its transport, for as long as a slice.
- * It then spins for the lock a while ({@link #spinForLock}) before it queues and parks, and the
- * holder does not take the lock again while such a waiter is counted. The uncontended path is a
- * look at the count and the queue, and one {@code tryLock}.
+ * It then spins for the lock a while ({@link #spinForLock}) before it queues and parks, and a
+ * holder that comes back while such a waiter is counted does not take the uncontended path but
+ * spins beside it: a race the waiter usually wins, not a turn; the order of arrival holds from the
+ * queue on. The uncontended path is a look at the count and the queue, and one {@code tryLock}.
  */
 public final class RuntimeLock extends ThreadGuard {
 
@@ -111,7 +112,8 @@ public final class RuntimeLock extends ThreadGuard {
      * Spins for the lock for up to {@link #SPIN_NANOS}, while nobody is queued for it: a holder
      * inside a short call (a {@code progress()} that found nothing, a send) lets go within that,
      * and a park and unpark would cost the hand-over tens of microseconds. The holder's next
-     * {@link #enter()} sees this thread counted and does not take the lock first.
+     * {@link #enter()} sees this thread counted and spins too, rather than take the free lock by the
+     * uncontended path; which of the spinners gets it is a race.
      */
     private boolean spinForLock() {
         long deadline = System.nanoTime() + SPIN_NANOS;
