@@ -42,6 +42,8 @@ public final class RuntimeLock extends ThreadGuard {
     private static final long FIRST_LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     /** How long a thread spins for the lock before it queues and parks. */
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
+    /** Whether waiters spin at all: not on a single processor, where the holder needs the one there is. */
+    private static final boolean SPIN = Runtime.getRuntime().availableProcessors() > 1;
     private static final long LONGEST_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /** Longer chains than this are not followed: more workers than that in one cycle is not a case to serve. */
     private static final int MAX_CHAIN = 64;
@@ -113,13 +115,17 @@ public final class RuntimeLock extends ThreadGuard {
      * inside a short call (a {@code progress()} that found nothing, a send) lets go within that,
      * and a park and unpark would cost the hand-over tens of microseconds. The holder's next
      * {@link #enter()} sees this thread counted and spins too, rather than take the free lock by the
-     * uncontended path; which of the spinners gets it is a race.
+     * uncontended path; which of the spinners gets it is a race. No spin on a single processor,
+     * where it would only keep the holder from running, nor once a thread is queued, which a
+     * spinner may not pass.
      */
     private boolean spinForLock() {
+        if (!SPIN) return false;
         long deadline = System.nanoTime() + SPIN_NANOS;
         for (int i = 1; ; i++) {
             Thread.onSpinWait();
-            if (!lock.hasQueuedThreads() && lock.tryLock()) return true;
+            if (lock.hasQueuedThreads()) return false;
+            if (lock.tryLock()) return true;
             if ((i & 15) == 0 && System.nanoTime() - deadline > 0) return false;
         }
     }
