@@ -747,6 +747,8 @@ public final class RuntimeWorker implements Worker {
      * once without a transport that sleeps (AwaitInterruptTest).
      */
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
+        // Before the hook: it would turn the pending interrupt into a signal, which the transport keeps for the next await.
+        if (Thread.currentThread().isInterrupted()) return true;
         try {
             interruptWake.beginSleep(); // in the try: the hook must come off this thread whatever happens
             return awaitWorkInterruptibly(d, deadline, releaseLock);

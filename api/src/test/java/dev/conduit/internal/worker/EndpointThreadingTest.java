@@ -525,4 +525,19 @@ class EndpointThreadingTest {
         assertThat(sleeper.get(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
         plugin.transport().signalFault = null;
     }
+
+    /**
+     * An await of a thread interrupted before the call returns at once and leaves nothing behind:
+     * it used to set the interrupt hook first, which turned the pending interrupt into a signal
+     * that the transport kept, so the thread's next await, its interrupt cleared, returned at once
+     * without work.
+     */
+    @Test
+    void anAwaitOfAnInterruptedThreadLeavesNoWakeupForTheNextOne() {
+        Worker worker = loopbacks.conduit(new LoopbackPlugin("lo", 64, false)).newWorker(ThreadMode.SINGLE);
+        Thread.currentThread().interrupt();
+        assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
+        assertThat(Thread.interrupted()).as("the interrupt status is kept").isTrue();
+        assertThat(worker.await(Duration.ofMillis(1))).as("no wakeup left behind").isFalse();
+    }
 }
