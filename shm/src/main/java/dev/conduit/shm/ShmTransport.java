@@ -172,6 +172,18 @@ public final class ShmTransport implements Transport {
     private final long heartbeatNanos;
     private long progressCount;
     private long lastLivenessCheck = System.nanoTime();
+    /**
+     * Which polls read the clock (a mask of {@link #progressCount}), idle and busy: every 16th idle
+     * and 256th busy poll while the calls come faster than {@link #SPACED_POLL_NANOS} apart (a
+     * busy-polling loop, where 22 ns of clock on every spin would cost), every poll when they come
+     * spaced (a timer, a loop that does other work), where counting to 16 would check a dead peer
+     * 16 calls after its death, not a liveness interval. Judged at each read of the clock.
+     */
+    private int idleClockMask = 15;
+    private int busyClockMask = 255;
+    private long lastClock = System.nanoTime();
+    private long countAtLastClock;
+    private static final long SPACED_POLL_NANOS = 1_000;
     /** When a liveness check first found the head blocked at {@link #blockedAt}; 0 when it was not. */
     private long blockedSince;
     /** A live sender's taken record that has held the head for heartbeat.timeout: said, at most once a minute. */
@@ -458,14 +470,19 @@ public final class ShmTransport implements Transport {
             throw e instanceof ReceiveQueue.RecordNotReady notReady ? notReady.reason() : e;
         }
         queue.beat(++progressCount);
-        // The clock is read every 16th idle poll (and every 256th busy one), not on every spin of a busy-polling worker.
-        if ((handled == 0 && (progressCount & 15) == 0) || (progressCount & 255) == 0) handled += checkPeersIfDue();
+        // The clock is read every 16th idle poll (and every 256th busy one) of a busy-polling worker, not on every spin.
+        if ((progressCount & (handled == 0 ? idleClockMask : busyClockMask)) == 0) handled += checkPeersIfDue();
         return handled;
     }
 
     /** Checks peers ({@link #checkPeers}) when a liveness interval has passed since the last check; the events found. */
     private int checkPeersIfDue() {
         long now = System.nanoTime();
+        boolean spaced = now - lastClock > (progressCount - countAtLastClock) * SPACED_POLL_NANOS;
+        idleClockMask = spaced ? 0 : 15;
+        busyClockMask = spaced ? 0 : 255;
+        lastClock = now;
+        countAtLastClock = progressCount;
         if (now - lastLivenessCheck < livenessNanos) return 0;
         lastLivenessCheck = now;
         return checkPeers(now);

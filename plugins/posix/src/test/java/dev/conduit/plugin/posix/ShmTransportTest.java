@@ -783,6 +783,34 @@ class ShmTransportTest {
         assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
     }
 
+    /**
+     * A worker progressed now and then (a timer, a loop doing other work) learns that a peer is
+     * gone at its first progress() a liveness interval after: an idle poll read the clock at every
+     * 16th call only, so such a worker learnt it up to 16 calls later (160 ms at a call every 10 ms,
+     * against a 5 ms interval). Counted in calls, each a sleep of twice the interval after the last.
+     */
+    @Test
+    void aWorkerProgressedNowAndThenLearnsThatItsPeerIsGoneAtItsNextProgressNotSixteenCallsLater() throws Exception {
+        Transport receiver = transport(new Received(), "posix.liveness.interval", "5ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "5ms");
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        connect(sender, receiver, failure::set);
+        for (int i = 0; i < 40; i++) {
+            sender.progress();
+            receiver.progress();
+            Thread.sleep(10);
+        }
+        receiver.close();
+        int calls = 0;
+        while (failure.get() == null && calls < 100) {
+            Thread.sleep(10);
+            sender.progress();
+            calls++;
+        }
+        assertThat(failure.get()).isInstanceOf(PeerFailedException.class);
+        assertThat(calls).as("progress() calls after the peer closed, each 10 ms after the last").isLessThanOrEqualTo(2);
+    }
+
     private static long sizeOf(Path file) {
         try {
             return Files.size(file);
