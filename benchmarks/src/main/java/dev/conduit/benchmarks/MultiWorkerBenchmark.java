@@ -71,6 +71,8 @@ public class MultiWorkerBenchmark {
     private volatile boolean stop;
     private Thread receiver;
     private Thread echo;
+    /** What ended the echo or receiver thread early: named when no pong comes, not lost on stderr. */
+    private volatile Throwable threadFailure;
 
     @Setup(Level.Trial)
     public void open() throws IOException, InterruptedException {
@@ -95,14 +97,19 @@ public class MultiWorkerBenchmark {
                         if (w.progress() == 0) w.await(Duration.ofMillis(100));
                     }
                 } catch (RuntimeException | Error e) {
+                    threadFailure = new IllegalStateException("the echo thread failed: " + e, e);
                     echoAddress.completeExceptionally(e);
                 }
             });
             toEcho = shared.connect(echoAddress.join());
             boolean sleeps = mode.equals("await");
             receiver = Thread.ofPlatform().name("receiver").daemon().start(() -> {
-                while (!stop) {
-                    if (shared.progress() == 0 && sleeps) shared.await(Duration.ofMillis(100));
+                try {
+                    while (!stop) {
+                        if (shared.progress() == 0 && sleeps) shared.await(Duration.ofMillis(100));
+                    }
+                } catch (RuntimeException | Error e) {
+                    threadFailure = new IllegalStateException("the receiver thread failed: " + e, e);
                 }
             });
             roundTrip(); // fails here, not in the measurement, if nothing comes back
@@ -118,15 +125,19 @@ public class MultiWorkerBenchmark {
 
     @TearDown(Level.Trial)
     public void close() throws IOException, InterruptedException {
+        stop = true;
         try {
-            stop = true;
             if (shared != null) shared.signal();
-            if (receiver != null) receiver.join();
-            if (echo != null) echo.join();
-            if (conduit != null) conduit.close();
-            if (arena != null) arena.close();
         } finally {
-            BenchmarkDirectory.delete(dir);
+            try {
+                // Each ends within its 100 ms await once stop is set, signalled or not.
+                if (receiver != null) receiver.join();
+                if (echo != null) echo.join();
+                if (conduit != null) conduit.close();
+                if (arena != null) arena.close();
+            } finally {
+                BenchmarkDirectory.delete(dir);
+            }
         }
     }
 
@@ -145,7 +156,8 @@ public class MultiWorkerBenchmark {
                 if (deadline == 0) {
                     deadline = now + TimeUnit.SECONDS.toNanos(10);
                 } else if (now - deadline > 0) {
-                    throw new IllegalStateException("no pong within 10 s over " + plugin + " (mode " + mode + ")");
+                    throw new IllegalStateException("no pong within 10 s over " + plugin + " (mode " + mode + ")"
+                            + (threadFailure == null ? "" : ": " + threadFailure.getMessage()), threadFailure);
                 }
             }
         }
