@@ -53,20 +53,19 @@ public final class Envelope {
      */
     public static PayloadReader open(byte[] bytes, int magic, int version, int minLength, int maxLength, String kind) {
         if (bytes == null) throw new dev.conduit.spi.InvalidHandleException("total.length", "no bytes (null) given as a " + kind);
+        PayloadReader r = new PayloadReader(bytes);
+        boolean headed = bytes.length >= 6;
+        long found = headed ? r.u32("magic") : -1;
+        int foundVersion = headed ? r.u16("version") : -1;
         // Another version of this record is judged by its version before anything else: its bounds may be others.
-        if (bytes.length >= 8 && littleEndian(bytes, 0, 4) == (magic & 0xFFFF_FFFFL) && littleEndian(bytes, 4, 2) != version) {
-            throw otherVersion((int) littleEndian(bytes, 4, 2), version, kind);
-        }
+        if (found == (magic & 0xFFFF_FFFFL) && foundVersion != version) throw otherVersion(foundVersion, version, kind);
         if (bytes.length < minLength || bytes.length > maxLength) {
             throw new dev.conduit.spi.InvalidHandleException("total.length", bytes.length + " bytes given; a " + kind + " has "
                     + minLength + " to " + maxLength);
         }
-        PayloadReader r = new PayloadReader(bytes);
-        long found = r.u32("magic");
         if (found != (magic & 0xFFFF_FFFFL)) {
             throw r.invalid("magic", String.format("0x%08x is not a %s (0x%08x)", found, kind, magic));
         }
-        r.u16("version"); // checked above
         int total = r.u16("total.length");
         if (total != bytes.length) {
             throw r.invalid("total.length", "says " + total + " bytes, " + bytes.length + " given (truncated or padded)");
@@ -86,12 +85,6 @@ public final class Envelope {
                 + (newer ? "upgrade this process to that Conduit, or run the process that made it with this one"
                          : "upgrade the process that made it to this process's Conduit, or run this process with that one")
                 + " (docs/runtime.md, \"Processes of different Conduit versions\")");
-    }
-
-    private static long littleEndian(byte[] bytes, int offset, int length) {
-        long value = 0;
-        for (int i = length - 1; i >= 0; i--) value = value << 8 | (bytes[offset + i] & 0xFF);
-        return value;
     }
 
     /** Reads the trailer (the reader must be at it) and checks it against the bytes. */
