@@ -131,6 +131,25 @@ public final class ConfigKey<T> {
         });
     }
 
+    /**
+     * {@code d} as a {@link #duration} key reads it, in the largest unit that says it exactly:
+     * {@code 20ms}, {@code 10s}, {@code 1500ms}, {@code 7ns}. For messages and listings that show a
+     * duration a user may set again as shown ({@link Duration#toString()} is ISO-8601,
+     * {@code PT0.02S}, which no key accepts). Since SPI 1.1.
+     *
+     * @throws ArithmeticException if {@code d} is too long for nanoseconds, as no key's value is
+     */
+    public static String durationText(Duration d) {
+        long nanos = d.toNanos();
+        for (int i = 0; i < DURATION_UNITS.length; i++) {
+            if (nanos % DURATION_UNIT_NANOS[i] == 0) return nanos / DURATION_UNIT_NANOS[i] + DURATION_UNITS[i];
+        }
+        return nanos + "ns";
+    }
+
+    private static final String[] DURATION_UNITS = {"h", "m", "s", "ms", "us"};
+    private static final long[] DURATION_UNIT_NANOS = {3_600_000_000_000L, 60_000_000_000L, 1_000_000_000L, 1_000_000L, 1_000L};
+
     /** One constant of {@code type}, written in any case. */
     public static <E extends Enum<E>> ConfigKey<E> enumeration(String name, Class<E> type, E defaultValue, String doc) {
         String forms = Arrays.stream(type.getEnumConstants()).map(e -> e.name().toLowerCase(Locale.ROOT)).toList().toString();

@@ -230,6 +230,16 @@ class ConfigKeyTest {
         void refusesMissingUnitsZeroNegativeAndOverflow(String raw) {
             assertRefused(key, raw);
         }
+
+        /** The text a duration is shown as is one the key reads back to the same duration, in the largest exact unit. */
+        @ParameterizedTest
+        @CsvSource({"7ns,7ns", "250us,250us", "1500us,1500us", "20ms,20ms", "1500ms,1500ms", "10s,10s", "90s,90s", "2m,2m",
+                "60m,1h", "3600s,1h"})
+        void showsADurationAsTheKeyReadsItBack(String raw, String shown) {
+            Duration d = key.parse(raw, SOURCE);
+            assertThat(ConfigKey.durationText(d)).isEqualTo(shown);
+            assertThat(key.parse(ConfigKey.durationText(d), SOURCE)).isEqualTo(d);
+        }
     }
 
     @Nested

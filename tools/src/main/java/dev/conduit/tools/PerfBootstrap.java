@@ -1,6 +1,7 @@
 package dev.conduit.tools;
 
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigKey;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -184,7 +185,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             }
             if (gone.getAsBoolean()) throw new ConduitException("the perf server exited before it published " + file);
             if (System.nanoTime() > deadline) {
-                throw new ConduitException("no perf server published " + file + " within " + PerfParsing.formatDuration(timeout)
+                throw new ConduitException("no perf server published " + file + " within " + ConfigKey.durationText(timeout)
                         + ": start one with 'conduit perf --server --shared-dir " + directory + (name.equals("default") ? "" : " --name " + name)
                         + "' (or give --timeout)");
             }
@@ -352,14 +353,14 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 throw noServer(server, timeout, e);
             } catch (IOException e) {
                 throw new ConduitException("the TCP bootstrap with " + server + " failed: " + e
-                        + (System.nanoTime() - deadline > 0 ? " (--timeout " + PerfParsing.formatDuration(timeout) + " passed)" : ""), e);
+                        + (System.nanoTime() - deadline > 0 ? " (--timeout " + ConfigKey.durationText(timeout) + " passed)" : ""), e);
             }
         }
     }
 
     private static ConduitException noServer(PerfParsing.HostPort server, Duration timeout, IOException e) {
         return new ConduitException("no perf server answers at " + server + " (" + e.getMessage() + ") within "
-                + PerfParsing.formatDuration(timeout) + ": start one with 'conduit perf --server --listen " + server + "'", e);
+                + ConfigKey.durationText(timeout) + ": start one with 'conduit perf --server --listen " + server + "'", e);
     }
 
     /** At least 1: a bound of 0 would mean none. */

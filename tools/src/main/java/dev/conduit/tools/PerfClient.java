@@ -11,6 +11,7 @@ import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.HdrHistogram.Histogram;
@@ -189,7 +190,7 @@ final class PerfClient implements AutoCloseable {
                 idle.progress();
                 if (System.nanoTime() - t0 > timeoutNanos) {
                     throw new ConduitException("idle peer " + i + " of --peers " + plan.peers() + " could not send its message to the perf server within "
-                            + PerfParsing.formatDuration(plan.timeout()) + " (--timeout)");
+                            + ConfigKey.durationText(plan.timeout()) + " (--timeout)");
                 }
             }
         }
@@ -625,7 +626,7 @@ final class PerfClient implements AutoCloseable {
 
     private void checkStall(long since) {
         if (System.nanoTime() - since > timeoutNanos) {
-            throw new ConduitException("no answer from the perf server for " + PerfParsing.formatDuration(plan.timeout()) + " during "
+            throw new ConduitException("no answer from the perf server for " + ConfigKey.durationText(plan.timeout()) + " during "
                     + phase + " (--timeout)");
         }
     }
@@ -644,7 +645,7 @@ final class PerfClient implements AutoCloseable {
         while (!condition.getAsBoolean()) {
             poll();
             if (System.nanoTime() - t0 > timeoutNanos) {
-                throw new ConduitException("no " + what + " from the perf server within " + PerfParsing.formatDuration(plan.timeout())
+                throw new ConduitException("no " + what + " from the perf server within " + ConfigKey.durationText(plan.timeout())
                         + " (" + phase + ", --timeout)");
             }
         }

@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.ConduitBuilder;
 import dev.conduit.ConfigEntry;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ThreadMode;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -329,7 +330,7 @@ final class PerfCommand implements Callable<Integer> {
             parent = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
         }
         List<String> serverArguments = new ArrayList<>(List.of("--thread-mode", threadMode.name().toLowerCase(Locale.ROOT),
-                "--region-size", Long.toString(plan.largestSize()), "--timeout", PerfParsing.formatDuration(plan.timeout())));
+                "--region-size", Long.toString(plan.largestSize()), "--timeout", ConfigKey.durationText(plan.timeout())));
         if (transport != null) serverArguments.addAll(List.of("-t", transport));
         options.settings().forEach((k, v) -> serverArguments.addAll(List.of("--set", k + "=" + v)));
         PerfPeer peer = PerfPeer.start(parent, serverArguments);

@@ -1,5 +1,6 @@
 package dev.conduit.tools;
 
+import dev.conduit.spi.ConfigKey;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 
@@ -78,17 +79,6 @@ final class PerfParsing {
         return Long.toString(bytes);
     }
 
-    /** A duration as it was written: 2s, 500ms. */
-    static String formatDuration(Duration d) {
-        long nanos = d.toNanos();
-        if (nanos % 3_600_000_000_000L == 0) return nanos / 3_600_000_000_000L + "h";
-        if (nanos % 60_000_000_000L == 0) return nanos / 60_000_000_000L + "m";
-        if (nanos % 1_000_000_000L == 0) return nanos / 1_000_000_000L + "s";
-        if (nanos % 1_000_000L == 0) return nanos / 1_000_000L + "ms";
-        if (nanos % 1_000L == 0) return nanos / 1_000L + "us";
-        return nanos + "ns";
-    }
-
     /** A warm-up: a number of iterations, or a duration. */
     record Warmup(long iterations, Duration duration) {
         static final Warmup NONE = new Warmup(0, null);
@@ -99,7 +89,7 @@ final class PerfParsing {
 
         @Override
         public String toString() {
-            return isDuration() ? formatDuration(duration) : Long.toString(iterations);
+            return isDuration() ? ConfigKey.durationText(duration) : Long.toString(iterations);
         }
     }
 

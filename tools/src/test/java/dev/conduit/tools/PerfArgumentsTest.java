@@ -1,5 +1,6 @@
 package dev.conduit.tools;
 
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.tools.CommandRunner.Result;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -188,7 +189,7 @@ class PerfArgumentsTest {
         assertThat(PerfParsing.duration("2s")).isEqualTo(Duration.ofSeconds(2));
         assertThat(PerfParsing.duration("1m")).isEqualTo(Duration.ofMinutes(1));
         assertThat(PerfParsing.duration("250us")).isEqualTo(Duration.ofNanos(250_000));
-        assertThat(PerfParsing.formatDuration(Duration.ofMillis(1500))).isEqualTo("1500ms");
+        assertThat(ConfigKey.durationText(Duration.ofMillis(1500))).isEqualTo("1500ms");
         assertThatThrownBy(() -> PerfParsing.duration("2")).hasMessageContaining("is not a duration");
     }
 

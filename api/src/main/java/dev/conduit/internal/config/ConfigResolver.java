@@ -166,26 +166,11 @@ public final class ConfigResolver implements Config {
         Object value = get(key);
         String text = value == null ? null
                 : value instanceof List<?> l ? String.join(",", l.stream().map(String::valueOf).toList())
-                : value instanceof Duration duration ? duration(duration)
+                : value instanceof Duration duration ? ConfigKey.durationText(duration)
                 : String.valueOf(value);
         return new ConfigEntry(key.name(), key.propertyName(), key.environmentName(), text,
                 raw == null ? Source.DEFAULT : raw.source(), d.owner(),
                 key.doc() + " (" + key.expectedForm() + ")");
-    }
-
-    /**
-     * A duration as a duration key reads it: in the largest unit that says it exactly ({@code 20ms},
-     * {@code 10s}, {@code 1500ms}), so that what {@code conduit info} shows can be set again as
-     * shown. ({@link Duration#toString()}, shown before, is ISO-8601, {@code PT0.02S}, which no key accepts.)
-     */
-    static String duration(Duration d) {
-        long nanos = d.toNanos(); // duration keys hold only what nanoseconds can represent
-        String[] units = {"h", "m", "s", "ms", "us"};
-        long[] sizes = {3_600_000_000_000L, 60_000_000_000L, 1_000_000_000L, 1_000_000L, 1_000L};
-        for (int i = 0; i < units.length; i++) {
-            if (nanos % sizes[i] == 0) return nanos / sizes[i] + units[i];
-        }
-        return nanos + "ns";
     }
 
     private Raw raw(ConfigKey<?> key) {

@@ -9,6 +9,7 @@ import dev.conduit.linux.PeerCredentials;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.RepeatedWarning;
 
@@ -450,7 +451,7 @@ final class FdServer implements AutoCloseable {
                 int got = received;
                 logger.log(WARNING, () -> "memfd fd server on " + socketPath + " dropped " + describe(peer) + ": it sent "
                         + got + " of " + FdProtocol.REQUEST_LENGTH + " request bytes within " + MemfdConfig.SERVER_TIMEOUT.name()
-                        + " (" + (timeoutNanos % 1_000_000 == 0 ? timeoutNanos / 1_000_000 + " ms" : timeoutNanos + " ns") + ")");
+                        + " (" + ConfigKey.durationText(java.time.Duration.ofNanos(timeoutNanos)) + ")");
                 return DROPPED;
             }
             libc.poll(waitFor, events, revents, timeout);
