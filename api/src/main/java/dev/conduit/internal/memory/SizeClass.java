@@ -13,6 +13,10 @@ import java.util.Arrays;
  * of 512 MiB for one 64-byte region out of a 4 GiB chunk, and past 2^31 slots a count that
  * overflowed; both threw after the chunk was taken, which the class kept, so every further try
  * took another.)
+ *
+ * <p>The freed slots are kept in pages of {@value #PAGE} rather than one array: a freed slot never
+ * waits for a copy of every slot freed before it (a growing array copied gigabytes once billions of
+ * regions had been freed), and no count of them can overflow an array's {@code int} length.
  */
 final class SizeClass {
 
@@ -24,8 +28,12 @@ final class SizeClass {
     private int chunkCount;
     /** The next slot of the newest chunk never handed out; {@link #slotsPerChunk} when there is none. */
     private long unused;
-    private long[] free = new long[64];
-    private int top;
+    private static final int PAGE_SHIFT = 12;
+    private static final int PAGE = 1 << PAGE_SHIFT;
+    /** The freed slots, newest last: slot {@code i} is {@code freePages[i >>> PAGE_SHIFT][i & (PAGE - 1)]}. */
+    private long[][] freePages = new long[1][];
+    /** How many freed slots are listed; the pages below {@code ceil(freed / PAGE)} exist, those above are dropped. */
+    private long freed;
 
     SizeClass(RuntimePool pool, long slotSize) {
         this.pool = pool;
@@ -35,14 +43,25 @@ final class SizeClass {
     }
 
     synchronized long take() {
-        if (top > 0) return free[--top];
+        if (freed > 0) {
+            long i = --freed;
+            long slot = freePages[(int) (i >>> PAGE_SHIFT)][(int) i & (PAGE - 1)];
+            // A page emptied is given back, but only once the one below it empties too, so that a slot freed and taken
+            // again and again at a page's edge does not allocate a page each time.
+            int keep = (int) ((freed + PAGE - 1) >>> PAGE_SHIFT) + 1;
+            if (keep < freePages.length && freePages[keep] != null) freePages[keep] = null;
+            return slot;
+        }
         if (unused == slotsPerChunk) refill();
         return (long) (chunkCount - 1) << 32 | unused++;
     }
 
     synchronized void give(long slot) {
-        if (top == free.length) free = Arrays.copyOf(free, top * 2);
-        free[top++] = slot;
+        int page = (int) (freed >>> PAGE_SHIFT);
+        if (page == freePages.length) freePages = Arrays.copyOf(freePages, page * 2);
+        if (freePages[page] == null) freePages[page] = new long[PAGE];
+        freePages[page][(int) freed & (PAGE - 1)] = slot;
+        freed++;
     }
 
     synchronized PooledChunk chunk(long slot) {

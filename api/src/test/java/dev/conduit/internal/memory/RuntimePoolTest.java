@@ -101,6 +101,31 @@ class RuntimePoolTest {
         assertThat(plugin.chunksAllocated).hasValue(1);
     }
 
+    /**
+     * Freed slots are listed in pages of 4,096: thousands freed and taken back, twice, across the
+     * pages' edges, come back each one once, the last freed first, without a new chunk.
+     */
+    @Test
+    void everyFreedSlotIsTakenBackOnceLastFreedFirstAcrossThePagesOfTheFreeList() {
+        pool();
+        int count = (int) (CHUNK / 64) * 4; // four chunks of 64-byte slots: 16,384 slots, four pages of the list
+        List<Region> regions = new ArrayList<>();
+        for (int i = 0; i < count; i++) regions.add(pool.allocate(64));
+        int chunks = plugin.chunksAllocated.get();
+        for (int round = 0; round < 2; round++) {
+            List<Long> freed = new ArrayList<>();
+            for (Region r : regions) {
+                freed.add(r.segment().address());
+                r.close();
+            }
+            regions.clear();
+            for (int i = 0; i < count; i++) regions.add(pool.allocate(64));
+            List<Long> taken = regions.stream().map(r -> r.segment().address()).toList();
+            assertThat(taken).as("round %d", round).isEqualTo(freed.reversed());
+        }
+        assertThat(plugin.chunksAllocated).hasValue(chunks);
+    }
+
     @Test
     void aLargeRegionHasAChunkOfItsOwnThatFreeingReturns() {
         pool();
