@@ -309,6 +309,7 @@ final class PerfServer {
 
     private void welcome(PerfProtocol.Reader hello) {
         int version = hello.u8();
+        if (version != PerfProtocol.VERSION) refuseOtherVersion(hello, version);
         long pid = hello.u64();
         String host = hello.string();
         String mode = hello.string();
@@ -319,10 +320,6 @@ final class PerfServer {
         client = worker.connect(WorkerAddress.fromBytes(address), (ep, cause) -> clientFailure = cause);
         clientName = "pid " + pid + " on " + host;
         phases = 0;
-        if (version != PerfProtocol.VERSION) {
-            sendWelcome(PerfProtocol.otherVersion(version));
-            throw new ConduitException("client " + clientName + ": " + PerfProtocol.otherVersion(version));
-        }
         sessionRegion = regions.get(transport);
         sessionPool = pools.get(transport);
         if (sessionRegion == null) {
@@ -334,6 +331,31 @@ final class PerfServer {
         err.println("conduit perf server: session with " + clientName + " (thread mode " + mode + ", wakeup " + wakeup + ", transport "
                 + transport + ")");
         sendWelcome("");
+    }
+
+    /**
+     * Refuses a HELLO of protocol {@code version}, judged before any other field: another version may
+     * lay them out otherwise. The refusal reaches the client when its HELLO still carries its pid, host
+     * and address where this version's does (so far every version's has); otherwise the server's line
+     * alone says it, and the client's wait for WELCOME ends at its timeout.
+     */
+    private void refuseOtherVersion(PerfProtocol.Reader hello, int version) {
+        String refusal = PerfProtocol.otherVersion(version);
+        WorkerAddress address;
+        try {
+            long pid = hello.u64();
+            String host = hello.string();
+            for (int i = 0; i < 3; i++) hello.string(); // thread mode, wakeup, transport
+            hello.bytes(); // the region's handle
+            address = WorkerAddress.fromBytes(hello.bytes());
+            clientName = "pid " + pid + " on " + host;
+        } catch (RuntimeException unreadable) {
+            throw new ConduitException("a client's HELLO: " + refusal + " (its HELLO is laid out otherwise, so it was not told;"
+                    + " it stops at its own timeout)");
+        }
+        client = worker.connect(address, (ep, cause) -> clientFailure = cause);
+        sendWelcome(refusal);
+        throw new ConduitException("client " + clientName + ": " + refusal);
     }
 
     private void sendWelcome(String error) {

@@ -148,6 +148,39 @@ class PerfServerTest {
         }
     }
 
+    /**
+     * A client whose HELLO is laid out otherwise past its version (a later protocol may change any
+     * field) is refused by its version, judged first: the server's line names both versions and what
+     * to upgrade. It said "malformed HELLO message from the perf peer", read from the fields after
+     * the version, which did not parse.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aHelloOfANewerProtocolLaidOutOtherwiseIsRefusedByItsVersionNotAsMalformed() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
+        StringWriter serverErr = new StringWriter();
+        AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
+        try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
+            PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
+                    Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
+            Thread serverThread = Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> serverExit.set(server.run()));
+            try (Session session = new Session(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
+                    serverErr::toString)) {
+                session.ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION + 1).u8(0xFF).segment());
+                serverThread.join(TimeUnit.SECONDS.toMillis(60));
+            }
+            assertThat(serverThread.isAlive()).as("the server refuses the client and ends; " + serverErr).isFalse();
+            assertThat(serverErr.toString()).contains("could not start a session: a client's HELLO: the client speaks conduit perf "
+                            + "protocol version " + (PerfProtocol.VERSION + 1) + ", this server version " + PerfProtocol.VERSION
+                            + ": the client's conduit is newer than the server's; run conduit perf of one version on both sides "
+                            + "(upgrade the server's) (its HELLO is laid out otherwise, so it was not told; it stops at its own timeout)")
+                    .doesNotContain("malformed");
+            assertThat(serverExit.get()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
     private static Conduit conduit(String transport, Path shared) {
         return CommandRunner.discovering().builder().transports(transport).sharedDirectory(shared).build();
     }
