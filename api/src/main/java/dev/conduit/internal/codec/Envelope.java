@@ -20,6 +20,11 @@ import java.util.zip.CRC32C;
  *
  * Little-endian. The fields are validated before the CRC, so a malformed field is reported by
  * name; a well-formed but altered record fails on {@code crc}.
+ *
+ * <p>The frame — magic, version and total length first, the CRC last — is the same in every
+ * version of every record, so that a record of another version is told from a damaged one: the
+ * former's length and CRC check, the latter's do not. A version is judged before the record's
+ * length bounds, which another version's need not keep.
  */
 public final class Envelope {
 
@@ -58,7 +63,9 @@ public final class Envelope {
         long found = headed ? r.u32("magic") : -1;
         int foundVersion = headed ? r.u16("version") : -1;
         // Another version of this record is judged by its version before anything else: its bounds may be others.
-        if (found == (magic & 0xFFFF_FFFFL) && foundVersion != version) throw otherVersion(foundVersion, version, kind);
+        if (found == (magic & 0xFFFF_FFFFL) && foundVersion != version) {
+            throw intactFrame(bytes) ? otherVersion(foundVersion, version, kind) : damagedOtherVersion(foundVersion, kind);
+        }
         if (bytes.length < minLength || bytes.length > maxLength) {
             throw new dev.conduit.spi.InvalidHandleException("total.length", bytes.length + " bytes given; a " + kind + " has "
                     + minLength + " to " + maxLength);
@@ -85,6 +92,25 @@ public final class Envelope {
                 + (newer ? "upgrade this process to that Conduit, or run the process that made it with this one"
                          : "upgrade the process that made it to this process's Conduit, or run this process with that one")
                 + " (docs/runtime.md, \"Processes of different Conduit versions\")");
+    }
+
+    /** Whether {@code bytes} (headed) say their own length and end in their CRC: a whole record, of whatever version. */
+    private static boolean intactFrame(byte[] bytes) {
+        if (bytes.length < OVERHEAD) return false;
+        int total = (bytes[6] & 0xFF) | (bytes[7] & 0xFF) << 8;
+        int trailer = 0;
+        for (int i = 0; i < 4; i++) trailer |= (bytes[bytes.length - 4 + i] & 0xFF) << (8 * i);
+        return total == bytes.length && trailer == crc(bytes);
+    }
+
+    /**
+     * A record of {@code kind} whose version is not this runtime's and whose frame does not check:
+     * its version field may itself be the damage, so no Conduit version is blamed.
+     */
+    private static dev.conduit.spi.InvalidHandleException damagedOtherVersion(int found, String kind) {
+        return new dev.conduit.spi.InvalidHandleException("version", "format version " + found + " in a " + kind
+                + " whose length or checksum does not match its bytes: it was damaged (truncated, padded or altered) between"
+                + " the process that made it and this one, not made by another Conduit version; pass its bytes on unchanged");
     }
 
     /** Reads the trailer (the reader must be at it) and checks it against the bytes. */

@@ -4,6 +4,7 @@ import dev.conduit.spi.InvalidHandleException;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -65,15 +66,31 @@ class IpcHandleTest {
      */
     @Test
     void aHandleOfAnotherFormatVersionSaysWhichSideRunsTheOlderConduitAndWhatToUpgrade() {
-        byte[] newer = set(HANDLE.encode(), 4, IpcHandle.VERSION + 1);
+        byte[] newer = sealed(set(HANDLE.encode(), 4, IpcHandle.VERSION + 1));
         assertThatThrownBy(() -> IpcHandle.decode(newer)).isInstanceOf(InvalidHandleException.class)
                 .hasMessageContaining("field 'version': format version " + (IpcHandle.VERSION + 1) + " is not supported; this runtime reads version "
                         + IpcHandle.VERSION + " only: a newer Conduit than this process's made this Conduit IPC handle; upgrade this process")
                 .hasMessageContaining("Processes of different Conduit versions");
-        assertField(Arrays.copyOf(newer, IpcHandle.MAX_LENGTH + 64), "version");
-        assertField(Arrays.copyOf(newer, 8), "version");
-        assertThatThrownBy(() -> IpcHandle.decode(set(HANDLE.encode(), 4, IpcHandle.VERSION - 1)))
+        byte[] longer = sealed(Arrays.copyOf(newer, IpcHandle.MAX_LENGTH + 64));
+        assertThatThrownBy(() -> IpcHandle.decode(longer)).hasMessageContaining("a newer Conduit than this process's made this");
+        assertThatThrownBy(() -> IpcHandle.decode(sealed(set(HANDLE.encode(), 4, IpcHandle.VERSION - 1))))
                 .hasMessageContaining("an older Conduit than this process's made this Conduit IPC handle; upgrade the process that made it");
+    }
+
+    /**
+     * A handle of another version's magic and version whose length or checksum does not match its
+     * bytes — truncated, padded, or its version byte itself altered — is called damaged, and no
+     * Conduit version is blamed. Each said "a newer Conduit ... made this; upgrade this process".
+     */
+    @Test
+    void aHandleWhoseVersionDoesNotCheckIsCalledDamagedNotAnotherVersion() {
+        byte[] newer = sealed(set(HANDLE.encode(), 4, IpcHandle.VERSION + 1));
+        for (byte[] damaged : List.of(set(HANDLE.encode(), 4, 0x3A), Arrays.copyOf(newer, 8), Arrays.copyOf(newer, newer.length - 1),
+                Arrays.copyOf(newer, newer.length + 16), set(newer.clone(), 20, newer[20] + 1))) {
+            assertField(damaged, "version");
+            assertThatThrownBy(() -> IpcHandle.decode(damaged)).hasMessageContaining("whose length or checksum does not match its bytes: "
+                    + "it was damaged").hasMessageNotContaining("upgrade");
+        }
     }
 
     @Test
@@ -161,6 +178,17 @@ class IpcHandleTest {
                 .isInstanceOf(InvalidHandleException.class)
                 .satisfies(e -> assertThat(((InvalidHandleException) e).field()).isEqualTo(field))
                 .hasMessageContaining(field);
+    }
+
+    /** {@code b} framed as a Conduit that writes its version would frame it: its total length and CRC made to match its bytes. */
+    private static byte[] sealed(byte[] b) {
+        b[6] = (byte) b.length;
+        b[7] = (byte) (b.length >>> 8);
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(b, 0, b.length - 4);
+        int c = (int) crc.getValue();
+        for (int i = 0; i < 4; i++) b[b.length - 4 + i] = (byte) (c >>> (8 * i));
+        return b;
     }
 
     private static byte[] set(byte[] b, int at, int value) {

@@ -69,11 +69,7 @@ class WorkerAddressTest {
         byte[] b = w.u32(0).toByteArray();
         b[6] = (byte) b.length;
         b[7] = (byte) (b.length >>> 8);
-        CRC32C crc = new CRC32C();
-        crc.update(b, 0, b.length - 4);
-        int c = (int) crc.getValue();
-        for (int i = 0; i < 4; i++) b[b.length - 4 + i] = (byte) (c >>> (8 * i));
-        return b;
+        return resealed(b);
     }
 
     private static byte[] valid() {
@@ -107,9 +103,32 @@ class WorkerAddressTest {
     /** The address of a worker of a newer Conduit (its format version 2) says to upgrade this process; it said only that version 2 is not supported. */
     @Test
     void anAddressOfANewerFormatVersionSaysToUpgradeThisProcess() {
-        assertThatThrownBy(() -> WorkerAddress.fromBytes(mutated(b -> b[4] = AddressFormat.VERSION + 1))).isInstanceOf(InvalidHandleException.class)
+        byte[] newer = resealed(mutated(b -> b[4] = AddressFormat.VERSION + 1));
+        assertThatThrownBy(() -> WorkerAddress.fromBytes(newer)).isInstanceOf(InvalidHandleException.class)
                 .hasMessageContaining("field 'version': format version " + (AddressFormat.VERSION + 1) + " is not supported; this runtime reads version "
                         + AddressFormat.VERSION + " only: a newer Conduit than this process's made this Conduit worker address; upgrade this process");
+    }
+
+    /**
+     * An address whose version byte was altered on its way (its checksum no longer matches) is called
+     * damaged, and no Conduit version is blamed: it said "a newer Conduit ... made this; upgrade this
+     * process".
+     */
+    @Test
+    void anAddressWhoseVersionWasAlteredOnItsWayIsCalledDamagedNotAnotherVersion() {
+        assertThatThrownBy(() -> WorkerAddress.fromBytes(mutated(b -> b[4] = 0x3A))).isInstanceOf(InvalidHandleException.class)
+                .hasMessageContaining("field 'version': format version " + 0x3A + " in a Conduit worker address whose length or checksum "
+                        + "does not match its bytes: it was damaged")
+                .hasMessageNotContaining("upgrade");
+    }
+
+    /** {@code b} with its CRC made to match its bytes, as a Conduit that writes its version would seal it. */
+    private static byte[] resealed(byte[] b) {
+        CRC32C crc = new CRC32C();
+        crc.update(b, 0, b.length - 4);
+        int c = (int) crc.getValue();
+        for (int i = 0; i < 4; i++) b[b.length - 4 + i] = (byte) (c >>> (8 * i));
+        return b;
     }
 
     @Test
