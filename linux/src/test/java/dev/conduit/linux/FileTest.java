@@ -66,6 +66,17 @@ class FileTest {
         libc.open(link, O_RDONLY, 0).close();
     }
 
+    /** What a reclaim judges a file left by a killed process by: its age, from {@code st_mtim}, to the millisecond. */
+    @Test
+    void fstatSaysWhenTheFilesContentsLastChanged() throws IOException {
+        Path file = Files.createFile(directory.resolve("aged"));
+        long then = System.currentTimeMillis() - 90_000;
+        Files.setLastModifiedTime(file, java.nio.file.attribute.FileTime.fromMillis(then));
+        try (FileDescriptor fd = libc.open(file.toString(), O_RDONLY, 0)) {
+            assertThat(libc.fstat(fd).modifiedMillis()).isEqualTo(then);
+        }
+    }
+
     @Test
     void createdFileHasTheRequestedModeAndOwner() {
         try (FileDescriptor file = libc.open(directory.resolve("created").toString(), O_RDWR | O_CREAT | O_EXCL, 0600)) {

@@ -6,9 +6,6 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
 import dev.conduit.spi.ConduitException;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -87,13 +84,21 @@ public final class OwnerLease implements AutoCloseable {
                     // A file system without modes (vfat, say) refuses it; there the umask does not apply either.
                 }
                 if (libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) {
-                    Files.move(directory.path().resolve(pending), directory.path().resolve(prefix + "-" + owner + LEASE), StandardCopyOption.ATOMIC_MOVE);
+                    // Through the directory's descriptor, as every other file of it: by path, a directory whose path is
+                    // longer than PATH_MAX, which opens, failed here with ENAMETOOLONG.
+                    libc.renameat(directory.fd(), pending, prefix + "-" + owner + LEASE);
                     return new OwnerLease(directory, prefix, owner, fd);
                 }
                 // Lost: a reclaimer holds the lock.
-            } catch (java.nio.file.NoSuchFileException lost) {
+            } catch (ErrnoException e) {
+                if (!e.errnoName().equals("ENOENT")) {
+                    fd.close();
+                    directory.unlink(pending);
+                    throw new ConduitException("cannot create lease " + directory.path().resolve(prefix + "-" + owner + LEASE) + ": "
+                            + e.errnoName() + " (" + e.getMessage() + "); " + directory.creationRemedy(e), e);
+                }
                 // Lost: a reclaimer removed the file before the rename.
-            } catch (IOException | RuntimeException e) {
+            } catch (RuntimeException e) {
                 fd.close();
                 directory.unlink(pending);
                 throw e instanceof ConduitException c ? c
@@ -265,11 +270,9 @@ public final class OwnerLease implements AutoCloseable {
     /** A probe lives for microseconds: one older than {@link #STALE_PROBE_MILLIS} was left by a process killed in between. */
     private static boolean isStaleProbe(SharedDirectory directory, String name) {
         try {
-            java.nio.file.attribute.BasicFileAttributes attributes = Files.readAttributes(directory.path().resolve(name),
-                    java.nio.file.attribute.BasicFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-            return System.currentTimeMillis() - attributes.lastModifiedTime().toMillis() > STALE_PROBE_MILLIS;
-        } catch (IOException e) {
-            return false; // gone already
+            return System.currentTimeMillis() - directory.status(name).modifiedMillis() > STALE_PROBE_MILLIS;
+        } catch (ErrnoException gone) {
+            return false;
         }
     }
 
@@ -365,9 +368,8 @@ public final class OwnerLease implements AutoCloseable {
      */
     public static Integer ownerOf(SharedDirectory directory, String name) {
         try {
-            return Files.getAttribute(directory.path().resolve(name), "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS)
-                    instanceof Integer uid ? uid : null;
-        } catch (IOException | RuntimeException unknown) {
+            return directory.status(name).uid();
+        } catch (ErrnoException unknown) {
             return null;
         }
     }

@@ -3,6 +3,7 @@ package dev.conduit.shm;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.ConduitException;
@@ -56,6 +57,14 @@ public final class SharedDirectory implements AutoCloseable {
     }
 
     /**
+     * Why a directory path of more than {@code PATH_MAX} bytes does not open, and what to do: only the
+     * open of the directory itself takes its whole path (every file in it is reached through its
+     * descriptor), so a shorter way to the same directory is enough.
+     */
+    public static final String TOO_LONG_A_PATH = "the path is longer than the kernel takes (PATH_MAX: 4,095 bytes): reach the same "
+            + "directory through a shorter path, a symbolic link or a bind mount to it, and configure that";
+
+    /**
      * Why a file whose owner and mode bits let this process in was refused, and where to look:
      * usually a security module (on SELinux hosts a container reaches a bind-mounted directory
      * only with the container's label), else an ACL, a file attribute or a network file system.
@@ -88,12 +97,14 @@ public final class SharedDirectory implements AutoCloseable {
 
     /**
      * What to do about {@code e}: raise the descriptor limit when it is {@code EMFILE} or
-     * {@code ENFILE} (no path or configuration is at fault then), else {@code otherwise}.
+     * {@code ENFILE} (no path or configuration is at fault then), shorten the path when it is
+     * {@code ENAMETOOLONG}, else {@code otherwise}.
      */
     public static String remedy(ErrnoException e, String otherwise) {
         return switch (e.errnoName()) {
             case "EMFILE" -> "this process has no file descriptor left: " + RAISE_OPEN_FILE_LIMIT + " or close descriptors it no longer needs";
             case "ENFILE" -> "the system's open-file table is full: raise fs.file-max or stop processes that hold many files";
+            case "ENAMETOOLONG" -> TOO_LONG_A_PATH + "; " + otherwise;
             default -> otherwise;
         };
     }
@@ -117,6 +128,19 @@ public final class SharedDirectory implements AutoCloseable {
      */
     public FileDescriptor openExisting(String relative, int flags) {
         return libc.openBeneath(fd, relative, flags | OpenFlags.O_NOFOLLOW | OpenFlags.O_CLOEXEC, 0);
+    }
+
+    /**
+     * The status of what has {@code name} below the directory — the link itself, not what it points
+     * to — read without opening it for reading ({@code O_PATH}): also when it does not open for this
+     * process.
+     *
+     * @throws ErrnoException as {@link #openExisting} ({@code ENOENT} when it is gone)
+     */
+    public FileStatus status(String name) {
+        try (FileDescriptor file = openExisting(name, OpenFlags.O_PATH)) {
+            return libc.fstat(file);
+        }
     }
 
     /**

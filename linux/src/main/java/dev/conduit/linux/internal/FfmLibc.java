@@ -464,7 +464,8 @@ public final class FfmLibc implements Libc {
                 stat.get(JAVA_INT, ST_GID),
                 stat.get(JAVA_LONG, ST_DEV),
                 stat.get(JAVA_LONG, ST_RDEV),
-                stat.get(JAVA_LONG, ST_INO));
+                stat.get(JAVA_LONG, ST_INO),
+                stat.get(JAVA_LONG, ST_MTIM) * 1000 + stat.get(JAVA_LONG, ST_MTIM + 8) / 1_000_000);
     }
 
     @Override

@@ -97,7 +97,8 @@ public final class Layouts {
 
     /**
      * glibc's x86-64 {@code struct stat} (144 bytes), with the fields Conduit reads named and the
-     * others ({@code st_nlink}, {@code st_blksize}, {@code st_blocks}, the times) left as padding.
+     * others ({@code st_nlink}, {@code st_blksize}, {@code st_blocks}, the access time and the
+     * change time) left as padding.
      */
     static final StructLayout STAT_X86_64 = MemoryLayout.structLayout(
             JAVA_LONG.withName("st_dev"),
@@ -109,7 +110,9 @@ public final class Layouts {
             MemoryLayout.paddingLayout(4),
             JAVA_LONG.withName("st_rdev"),
             JAVA_LONG.withName("st_size"),
-            MemoryLayout.paddingLayout(144 - 56)
+            MemoryLayout.paddingLayout(88 - 56),
+            TIMESPEC.withName("st_mtim"),
+            MemoryLayout.paddingLayout(144 - 104)
     ).withName("stat");
 
     /**
@@ -126,7 +129,9 @@ public final class Layouts {
             JAVA_LONG.withName("st_rdev"),
             MemoryLayout.paddingLayout(8),
             JAVA_LONG.withName("st_size"),
-            MemoryLayout.paddingLayout(128 - 56)
+            MemoryLayout.paddingLayout(88 - 56),
+            TIMESPEC.withName("st_mtim"),
+            MemoryLayout.paddingLayout(128 - 104)
     ).withName("stat");
 
     /** {@code struct stat} of this architecture. */
@@ -179,6 +184,7 @@ public final class Layouts {
     public static final long ST_GID = offset(STAT, "st_gid");
     public static final long ST_RDEV = offset(STAT, "st_rdev");
     public static final long ST_SIZE = offset(STAT, "st_size");
+    public static final long ST_MTIM = offset(STAT, "st_mtim");
 
     /** {@code sizeof(size_t)}: control messages are aligned to it. */
     private static final long CMSG_ALIGNMENT = JAVA_LONG.byteSize();

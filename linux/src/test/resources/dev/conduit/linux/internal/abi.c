@@ -41,7 +41,7 @@ int main(void) {
     STRUCT(timespec); FIELD(timespec, tv_sec); FIELD(timespec, tv_nsec);
     STRUCT(stat); FIELD(stat, st_dev); FIELD(stat, st_ino); FIELD(stat, st_nlink); FIELD(stat, st_mode);
     FIELD(stat, st_uid); FIELD(stat, st_gid); FIELD(stat, st_rdev); FIELD(stat, st_size);
-    FIELD(stat, st_blksize); FIELD(stat, st_blocks);
+    FIELD(stat, st_blksize); FIELD(stat, st_blocks); FIELD(stat, st_mtim);
 
     /* The control-message macros, for 0 to 4 descriptors. */
     unsigned char control[CMSG_SPACE(4 * sizeof(int))];

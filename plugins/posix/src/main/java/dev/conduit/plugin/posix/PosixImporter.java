@@ -14,9 +14,6 @@ import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 
 /**
@@ -94,13 +91,13 @@ final class PosixImporter implements IpcImporter {
             try {
                 opened = directory.openExisting(name, OPEN_FLAGS);
             } catch (ErrnoException e) {
-                if (!readOnlyThroughReadOnlyMounts || !"EROFS".equals(e.errnoName())) throw refused(e, name, path, payload);
+                if (!readOnlyThroughReadOnlyMounts || !"EROFS".equals(e.errnoName())) throw refused(e, directory, name, path, payload);
                 // A read-only mount (a container's -v DIR:DIR:ro): the chunk can still be read, so it is mapped for reading only.
                 try {
                     opened = directory.openExisting(name, READ_ONLY_OPEN_FLAGS);
                     writable = false;
                 } catch (ErrnoException readOnly) {
-                    throw refused(readOnly, name, path, payload);
+                    throw refused(readOnly, directory, name, path, payload);
                 }
             }
             FileMapping mapping = null;
@@ -118,7 +115,7 @@ final class PosixImporter implements IpcImporter {
     }
 
     /** Why {@code path} could not be opened ({@code e}), as the exception to throw. */
-    private RuntimeException refused(ErrnoException e, String name, Path path, PayloadReader payload) {
+    private RuntimeException refused(ErrnoException e, SharedDirectory directory, String name, Path path, PayloadReader payload) {
         return switch (e.errnoName()) {
             case "ENOENT" -> new ConduitException("export gone: " + path + " does not exist. Its producer freed the chunk "
                     + "or died (a dead producer's files are removed by the next posix provider that opens on the directory). "
@@ -131,7 +128,7 @@ final class PosixImporter implements IpcImporter {
             case "ENOTDIR" -> payload.invalid("path", "'" + name + "' passes through something that is not a directory in "
                     + config.directory());
             case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
-                    + permissionRemedy(path), e);
+                    + permissionRemedy(directory, name), e);
             default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
                     + SharedDirectory.remedy(e, "check the directory set by " + config.directoryKeys()), e);
         };
@@ -185,13 +182,14 @@ final class PosixImporter implements IpcImporter {
     }
 
     /** Why this user may not open its chunk file, and what to do, as far as the file's owner tells. */
-    private String permissionRemedy(Path path) {
+    private String permissionRemedy(SharedDirectory directory, String name) {
         Integer owner;
         Integer mode;
         try {
-            owner = (Integer) Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-            mode = (Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS);
-        } catch (IOException | RuntimeException e) {
+            FileStatus status = directory.status(name);
+            owner = status.uid();
+            mode = status.mode();
+        } catch (ErrnoException unknown) {
             owner = null;
             mode = null;
         }

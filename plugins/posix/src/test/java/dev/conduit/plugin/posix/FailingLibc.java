@@ -3,6 +3,7 @@ package dev.conduit.plugin.posix;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.linux.OpenFlags;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -23,21 +24,26 @@ final class FailingLibc {
         return failingWhile(call, errno, () -> true);
     }
 
-    /** Like {@link #failing}, but only while {@code when} says so. */
+    /**
+     * Like {@link #failing}, but only while {@code when} says so. An {@code openBeneath} with
+     * {@code O_PATH} is let through: the kernel checks no permission of the file it names (nor does
+     * a security module), so the refusals these tests play would not refuse it.
+     */
     static Libc failingWhile(String call, int errno, BooleanSupplier when) {
-        return beforeEach(call, () -> {
-            if (when.getAsBoolean()) throw new ErrnoException(call, errno, "fake", "injected by the test");
+        return beforeEach(call, args -> {
+            boolean pathOnly = call.equals("openBeneath") && ((int) args[2] & OpenFlags.O_PATH) != 0;
+            if (when.getAsBoolean() && !pathOnly) throw new ErrnoException(call, errno, "fake", "injected by the test");
         });
     }
 
     /** The real one, counting the calls of {@code call} in {@code calls}. */
     static Libc counting(String call, AtomicInteger calls) {
-        return beforeEach(call, calls::incrementAndGet);
+        return beforeEach(call, args -> calls.incrementAndGet());
     }
 
     /** Like the real one, but {@code call} first waits until {@code released} is counted down. */
     static Libc waitingIn(String call, CountDownLatch released) {
-        return beforeEach(call, released::await);
+        return beforeEach(call, args -> released.await());
     }
 
     /** The real one, but {@code fstat} says that every file belongs to {@code uid} while {@code when} says so. */
@@ -51,7 +57,7 @@ final class FailingLibc {
                 throw e.getCause();
             }
             if (result instanceof dev.conduit.linux.FileStatus s && method.getName().equals("fstat") && when.getAsBoolean()) {
-                return new dev.conduit.linux.FileStatus(s.size(), s.mode(), uid, s.gid(), s.dev(), s.rdev(), s.inode());
+                return new dev.conduit.linux.FileStatus(s.size(), s.mode(), uid, s.gid(), s.dev(), s.rdev(), s.inode(), s.modifiedMillis());
             }
             return result;
         });
@@ -59,14 +65,14 @@ final class FailingLibc {
 
     /** What runs before each call of one method; it may throw, in place of the call. */
     private interface Before {
-        void run() throws Exception;
+        void run(Object[] args) throws Exception;
     }
 
     /** The real {@link Libc}, with {@code before} run before each call of {@code call}. */
     private static Libc beforeEach(String call, Before before) {
         Libc real = Linux.libc();
         return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
-            if (method.getName().equals(call)) before.run();
+            if (method.getName().equals(call)) before.run(args);
             try {
                 return method.invoke(real, args);
             } catch (InvocationTargetException e) {
