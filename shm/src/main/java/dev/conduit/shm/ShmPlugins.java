@@ -27,6 +27,16 @@ public final class ShmPlugins {
     private ShmPlugins() {
     }
 
+    /**
+     * The probe's {@code formats} detail ({@code conduit info}): the version of each format the
+     * plugin exchanges with other processes, the transport's first, then the plugin's own
+     * ({@code ownFormats}, such as "handle payload 1"). Processes connect and import only where
+     * their versions are the same (docs/runtime.md, "Processes of different Conduit versions").
+     */
+    public static String formats(String ownFormats) {
+        return "receive queue layout " + ReceiveQueue.VERSION + ", transport address " + ShmTransport.ADDRESS_VERSION + ", " + ownFormats;
+    }
+
     /** The plugin's own keys followed by the transport's, under the plugin's name. */
     public static List<ConfigKey<?>> configKeys(String plugin, List<ConfigKey<?>> pluginKeys) {
         List<ConfigKey<?>> keys = new ArrayList<>(pluginKeys);

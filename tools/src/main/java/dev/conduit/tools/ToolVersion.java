@@ -56,6 +56,8 @@ final class ToolVersion implements IVersionProvider {
         return new String[] {
                 "conduit " + current(),
                 "SPI " + ConduitPlugin.SPI_VERSION,
+                // What conduit perf's client and server must share; each plugin's formats are in conduit info.
+                "conduit perf protocol " + PerfProtocol.VERSION,
                 "Java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ")"
         };
     }

@@ -153,14 +153,15 @@ class ConduitCommandTest {
     }
 
     @Test
-    void versionNamesTheBuildTheSpiAndTheJvm() {
+    void versionNamesTheBuildTheSpiThePerfProtocolAndTheJvm() {
         Result result = conduit.run("--version");
 
         assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_OK);
         List<String> lines = result.out().lines().toList();
-        assertThat(lines).hasSize(3);
+        assertThat(lines).hasSize(4);
         assertThat(lines.get(0)).isEqualTo("conduit " + ToolVersion.current()).doesNotEndWith(" ");
         assertThat(lines.get(1)).isEqualTo("SPI " + dev.conduit.spi.ConduitPlugin.SPI_VERSION);
-        assertThat(lines.get(2)).startsWith("Java " + Runtime.version().feature());
+        assertThat(lines.get(2)).as("what a perf client and server must share").isEqualTo("conduit perf protocol " + PerfProtocol.VERSION);
+        assertThat(lines.get(3)).startsWith("Java " + Runtime.version().feature());
     }
 }

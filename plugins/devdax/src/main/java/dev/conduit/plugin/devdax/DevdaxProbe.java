@@ -61,6 +61,8 @@ final class DevdaxProbe {
         Availability linux = Linux.availability();
         if (!linux.isAvailable()) return linux;
         Map<String, String> details = new LinkedHashMap<>(linux.details());
+        // The versions of what processes exchange (conduit info): docs/runtime.md, "Processes of different Conduit versions".
+        details.put("formats", "device layout " + Layout.VERSION + ", handle payload " + DevdaxPayload.VERSION);
         Libc libc = Linux.libc();
         Map<String, Path> table;
         try {

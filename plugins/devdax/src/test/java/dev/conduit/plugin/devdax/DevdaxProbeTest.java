@@ -34,7 +34,8 @@ class DevdaxProbeTest {
         Availability availability = plugin().probe(TestContext.of());
         assertThat(availability.isAvailable()).isFalse();
         assertThat(availability.reason()).startsWith("no " + dev.resolve("dax") + "* devices; set CONDUIT_DEVDAX_DEVICES");
-        assertThat(availability.details()).containsKeys("arch", "kernel");
+        assertThat(availability.details()).containsKeys("arch", "kernel")
+                .as("also where it is unavailable").containsEntry("formats", "device layout 1, handle payload 1");
     }
 
     /** It used to say there were no devices, though there may be some this process cannot see. */

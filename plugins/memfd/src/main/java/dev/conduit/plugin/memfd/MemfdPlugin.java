@@ -100,6 +100,7 @@ public final class MemfdPlugin implements ConduitPlugin {
             return linux;
         }
         Map<String, String> details = new LinkedHashMap<>(linux.details());
+        details.put("formats", ShmPlugins.formats("handle payload " + MemfdPayload.VERSION + ", fd protocol " + FdProtocol.VERSION));
         Libc libc = Linux.libc();
         try (FileDescriptor probe = libc.memfdCreate("conduit-memfd-probe", MFD_ALLOW_SEALING)) {
             libc.addSeals(probe, Seals.FIXED_SIZE);

@@ -6,6 +6,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.shm.ShmPlugins;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
@@ -59,6 +60,7 @@ final class DirectoryProbe {
         Availability linux = Linux.availability();
         if (!linux.isAvailable()) return linux;
         Map<String, String> details = new LinkedHashMap<>(linux.details());
+        details.put("formats", ShmPlugins.formats("handle payload " + ExportPayload.VERSION));
         PosixConfig config;
         try {
             config = PosixConfig.of(context);
