@@ -126,9 +126,7 @@ class PerfServerTest {
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
         try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
-            PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
-                    Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
-            Thread serverThread = Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> serverExit.set(server.run()));
+            Thread serverThread = startServer(serverConduit, shared, serverErr, serverExit);
             String refusal;
             try (Session session = new Session(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
                     serverErr::toString)) {
@@ -161,9 +159,7 @@ class PerfServerTest {
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
         try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
-            PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
-                    Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
-            Thread serverThread = Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> serverExit.set(server.run()));
+            Thread serverThread = startServer(serverConduit, shared, serverErr, serverExit);
             try (Session session = new Session(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
                     serverErr::toString)) {
                 session.ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION + 1).u8(0xFF).segment());
@@ -179,6 +175,13 @@ class PerfServerTest {
         } finally {
             PerfPeer.deleteTree(shared);
         }
+    }
+
+    /** Starts a server of one session on {@code shared}, its errors to {@code serverErr} and its exit code to {@code serverExit}. */
+    private static Thread startServer(Conduit serverConduit, Path shared, StringWriter serverErr, AtomicInteger serverExit) {
+        PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
+                Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
+        return Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> serverExit.set(server.run()));
     }
 
     private static Conduit conduit(String transport, Path shared) {
