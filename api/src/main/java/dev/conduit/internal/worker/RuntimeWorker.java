@@ -274,7 +274,7 @@ public final class RuntimeWorker implements Worker {
      * holder and does not enter.
      */
     boolean enter() {
-        if (confining && dispatch.handling(Thread.currentThread())) return false;
+        if (actsForTheHolder()) return false;
         try {
             guard.enter();
         } catch (ConcurrentUseException inUse) {
@@ -291,9 +291,14 @@ public final class RuntimeWorker implements Worker {
      */
     private boolean enterToAwait() {
         if (runtimeLock == null) return enter();
-        if (confining && dispatch.handling(Thread.currentThread())) return false;
+        if (actsForTheHolder()) return false;
         runtimeLock.enterToSleep();
         return true;
+    }
+
+    /** Whether this thread is a confined transport's running a handler: it acts for the guard's holder, and enters nothing. */
+    private boolean actsForTheHolder() {
+        return confining && dispatch.handling(Thread.currentThread());
     }
 
     /**
