@@ -250,7 +250,7 @@ public final class ReceiveQueue {
      * versions connect only when their queue layouts are the same ({@link ShmTransport#otherConduit}).
      */
     static String otherVersion(int version) {
-        return ShmTransport.otherConduit("its receive queue has layout version", Integer.toUnsignedLong(version), VERSION);
+        return ShmTransport.otherConduit("its receive queue layout", Integer.toUnsignedLong(version), VERSION);
     }
 
     /**

@@ -5,6 +5,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.MappedMemoryFault;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
@@ -314,18 +315,11 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * What a connect says of a peer whose {@code subject} ("its receive queue has layout version")
-     * is {@code found}, where this Conduit reads only {@code ours}: a Conduit of another version made
-     * it, which side runs the older one, and what to do. Nothing translates between versions of a
-     * format: both sides must run a Conduit that writes the same ones.
+     * What a connect says of a peer whose {@code format} ("its receive queue layout") has version
+     * {@code found}, where this Conduit reads only {@code ours} ({@link FormatVersions#refusal}).
      */
-    static String otherConduit(String subject, long found, int ours) {
-        boolean newer = found > ours;
-        return subject + " " + found + ", and this process's Conduit reads only version " + ours + ": the peer runs "
-                + (newer ? "a newer" : "an older") + " Conduit than this process; "
-                + (newer ? "upgrade this process to the peer's Conduit, or run the peer with this process's"
-                         : "upgrade the peer to this process's Conduit, or run this process with the peer's")
-                + " (docs/runtime.md, \"Processes of different Conduit versions\")";
+    static String otherConduit(String format, long found, int ours) {
+        return FormatVersions.refusal(format, found, ours, "the peer");
     }
 
     /** Removes what dead workers and providers of this plugin left in the shared directory. */
@@ -385,7 +379,7 @@ public final class ShmTransport implements Transport {
         ensureOpen();
         finishCloses();
         int version = peer.u8("version");
-        if (version != ADDRESS_VERSION) throw peer.invalid("version", otherConduit("its " + plugin + " address has version", version, ADDRESS_VERSION));
+        if (version != ADDRESS_VERSION) throw peer.invalid("version", otherConduit("its " + plugin + " transport address", version, ADDRESS_VERSION));
         String leaseName = peer.relativePath("lease");
         if (!leaseName.startsWith("conduit-" + plugin + "-") || !leaseName.endsWith(".lease")) {
             throw peer.invalid("lease", "'" + leaseName + "' is not a " + plugin + " worker lease");

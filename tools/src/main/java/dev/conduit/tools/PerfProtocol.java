@@ -2,6 +2,7 @@ package dev.conduit.tools;
 
 import dev.conduit.Message;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.FormatVersions;
 
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
@@ -58,10 +59,7 @@ final class PerfProtocol {
      * server's own line): both versions, whose {@code conduit} is the older, and what to do.
      */
     static String otherVersion(int clientVersion) {
-        boolean newer = clientVersion > VERSION;
-        return "the client speaks conduit perf protocol version " + clientVersion + ", this server version " + VERSION
-                + ": the client's conduit is " + (newer ? "newer" : "older") + " than the server's; run conduit perf of one version on "
-                + "both sides (upgrade the " + (newer ? "server's" : "client's") + ")";
+        return FormatVersions.refusal("the client's conduit perf protocol", clientVersion, VERSION, "the client");
     }
 
     /** Builds a control payload. */

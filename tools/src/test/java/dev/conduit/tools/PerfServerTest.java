@@ -134,9 +134,9 @@ class PerfServerTest {
             } finally {
                 serverThread.join(TimeUnit.SECONDS.toMillis(30));
             }
-            String expected = "the client speaks conduit perf protocol version " + (PerfProtocol.VERSION - 1) + ", this server version "
-                    + PerfProtocol.VERSION + ": the client's conduit is older than the server's; run conduit perf of one version on both sides "
-                    + "(upgrade the client's)";
+            String expected = "the client's conduit perf protocol version " + (PerfProtocol.VERSION - 1) + ", where this process's Conduit "
+                    + "reads only version " + PerfProtocol.VERSION + ": the client runs an older Conduit than this process; upgrade the client, "
+                    + "or run this process with the older one (docs/runtime.md, \"Processes of different Conduit versions\")";
             assertThat(refusal).as("WELCOME's error").isEqualTo(expected);
             assertThat(serverErr.toString()).as("the server's own line").contains("could not start a session: client pid "
                     + ProcessHandle.current().pid() + " on " + PerfCommand.hostName() + ": " + expected);
@@ -166,10 +166,11 @@ class PerfServerTest {
                 serverThread.join(TimeUnit.SECONDS.toMillis(60));
             }
             assertThat(serverThread.isAlive()).as("the server refuses the client and ends; " + serverErr).isFalse();
-            assertThat(serverErr.toString()).contains("could not start a session: a client's HELLO: the client speaks conduit perf "
-                            + "protocol version " + (PerfProtocol.VERSION + 1) + ", this server version " + PerfProtocol.VERSION
-                            + ": the client's conduit is newer than the server's; run conduit perf of one version on both sides "
-                            + "(upgrade the server's) (its HELLO is laid out otherwise, so it was not told; it stops at its own timeout)")
+            assertThat(serverErr.toString()).contains("could not start a session: a client's HELLO: the client's conduit perf protocol "
+                            + "version " + (PerfProtocol.VERSION + 1) + ", where this process's Conduit reads only version " + PerfProtocol.VERSION
+                            + ": the client runs a newer Conduit than this process; upgrade this process, or run the client with the older "
+                            + "one (docs/runtime.md, \"Processes of different Conduit versions\") (its HELLO is laid out otherwise, so it "
+                            + "was not told; it stops at its own timeout)")
                     .doesNotContain("malformed");
             assertThat(serverExit.get()).isEqualTo(ConduitCommand.EXIT_FAILED);
         } finally {

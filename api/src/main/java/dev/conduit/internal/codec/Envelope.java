@@ -86,12 +86,8 @@ public final class Envelope {
      * of a format. Says which side runs the older Conduit and what to do.
      */
     private static dev.conduit.spi.InvalidHandleException otherVersion(int found, int version, String kind) {
-        boolean newer = found > version;
-        return new dev.conduit.spi.InvalidHandleException("version", "format version " + found + " is not supported; this runtime reads version "
-                + version + " only: " + (newer ? "a newer" : "an older") + " Conduit than this process's made this " + kind + "; "
-                + (newer ? "upgrade this process to that Conduit, or run the process that made it with this one"
-                         : "upgrade the process that made it to this process's Conduit, or run this process with that one")
-                + " (docs/runtime.md, \"Processes of different Conduit versions\")");
+        return new dev.conduit.spi.InvalidHandleException("version",
+                dev.conduit.spi.FormatVersions.refusal(kind + " format", found, version, "the process that made it"));
     }
 
     /** Whether {@code bytes} (headed) say their own length and end in their CRC: a whole record, of whatever version. */

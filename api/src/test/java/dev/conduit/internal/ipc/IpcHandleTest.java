@@ -68,13 +68,14 @@ class IpcHandleTest {
     void aHandleOfAnotherFormatVersionSaysWhichSideRunsTheOlderConduitAndWhatToUpgrade() {
         byte[] newer = sealed(set(HANDLE.encode(), 4, IpcHandle.VERSION + 1));
         assertThatThrownBy(() -> IpcHandle.decode(newer)).isInstanceOf(InvalidHandleException.class)
-                .hasMessageContaining("field 'version': format version " + (IpcHandle.VERSION + 1) + " is not supported; this runtime reads version "
-                        + IpcHandle.VERSION + " only: a newer Conduit than this process's made this Conduit IPC handle; upgrade this process")
+                .hasMessageContaining("field 'version': Conduit IPC handle format version " + (IpcHandle.VERSION + 1) + ", where this process's "
+                        + "Conduit reads only version " + IpcHandle.VERSION + ": the process that made it runs a newer Conduit than this process; "
+                        + "upgrade this process, or run the process that made it with the older one")
                 .hasMessageContaining("Processes of different Conduit versions");
         byte[] longer = sealed(Arrays.copyOf(newer, IpcHandle.MAX_LENGTH + 64));
-        assertThatThrownBy(() -> IpcHandle.decode(longer)).hasMessageContaining("a newer Conduit than this process's made this");
+        assertThatThrownBy(() -> IpcHandle.decode(longer)).hasMessageContaining("the process that made it runs a newer Conduit");
         assertThatThrownBy(() -> IpcHandle.decode(sealed(set(HANDLE.encode(), 4, IpcHandle.VERSION - 1))))
-                .hasMessageContaining("an older Conduit than this process's made this Conduit IPC handle; upgrade the process that made it");
+                .hasMessageContaining("the process that made it runs an older Conduit than this process; upgrade the process that made it,");
     }
 
     /**

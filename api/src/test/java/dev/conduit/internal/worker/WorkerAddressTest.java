@@ -105,8 +105,9 @@ class WorkerAddressTest {
     void anAddressOfANewerFormatVersionSaysToUpgradeThisProcess() {
         byte[] newer = resealed(mutated(b -> b[4] = AddressFormat.VERSION + 1));
         assertThatThrownBy(() -> WorkerAddress.fromBytes(newer)).isInstanceOf(InvalidHandleException.class)
-                .hasMessageContaining("field 'version': format version " + (AddressFormat.VERSION + 1) + " is not supported; this runtime reads version "
-                        + AddressFormat.VERSION + " only: a newer Conduit than this process's made this Conduit worker address; upgrade this process");
+                .hasMessageContaining("field 'version': Conduit worker address format version " + (AddressFormat.VERSION + 1) + ", where this "
+                        + "process's Conduit reads only version " + AddressFormat.VERSION + ": the process that made it runs a newer Conduit than "
+                        + "this process; upgrade this process");
     }
 
     /**

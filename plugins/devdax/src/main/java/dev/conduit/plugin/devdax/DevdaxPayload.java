@@ -1,6 +1,7 @@
 package dev.conduit.plugin.devdax;
 
 import dev.conduit.linux.MmapFlags;
+import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
@@ -66,8 +67,7 @@ record DevdaxPayload(String alias, long layoutId, long offset, long length, int 
     static DevdaxPayload decode(PayloadReader reader) {
         int version = reader.u8("version");
         if (version != VERSION) {
-            throw reader.invalid("version", "devdax payload version " + version + " is not supported; this importer reads version "
-                    + VERSION + " (is the producer's Conduit newer than this one?)");
+            throw reader.invalid("version", FormatVersions.refusal("devdax export payload", version, VERSION, "the producer"));
         }
         String alias = reader.name("alias", MAX_ALIAS_LENGTH);
         long layoutId = reader.u64("layout");

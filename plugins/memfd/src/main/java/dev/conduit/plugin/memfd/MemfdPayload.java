@@ -1,5 +1,6 @@
 package dev.conduit.plugin.memfd;
 
+import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 
@@ -55,8 +56,7 @@ record MemfdPayload(String socketName, byte[] token) {
     static MemfdPayload decode(PayloadReader reader) {
         int version = reader.u8("version");
         if (version != VERSION) {
-            throw reader.invalid("version", "memfd payload version " + version + " is not supported (this importer reads "
-                    + VERSION + "): the producer runs a different Conduit version");
+            throw reader.invalid("version", FormatVersions.refusal("memfd export payload", version, VERSION, "the producer"));
         }
         String socket = reader.relativePath("socket");
         if (socket.indexOf('/') >= 0 || !socket.startsWith(FdProtocol.FILE_PREFIX + "-")

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
@@ -46,8 +47,7 @@ final class ExportPayload {
     static String decode(PayloadReader payload) {
         int version = payload.u8("version");
         if (version != VERSION) {
-            throw payload.invalid("version", "posix payload version " + version + " is not supported; this plugin reads version "
-                    + VERSION + " (is the producer's Conduit newer than this one?)");
+            throw payload.invalid("version", FormatVersions.refusal("posix export payload", version, VERSION, "the producer"));
         }
         String path = payload.relativePath("path");
         payload.end("end");

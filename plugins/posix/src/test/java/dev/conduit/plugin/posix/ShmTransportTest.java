@@ -2156,10 +2156,10 @@ class ShmTransportTest {
         writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_INT, 4, peers));
 
         assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("posix: cannot reach the peer: its receive queue has layout version " + peers
-                        + ", and this process's Conduit reads only version " + dev.conduit.shm.ReceiveQueue.VERSION)
-                .hasMessageContaining(step < 0 ? "the peer runs an older Conduit than this process; upgrade the peer"
-                        : "the peer runs a newer Conduit than this process; upgrade this process")
+                .hasMessageContaining("posix: cannot reach the peer: its receive queue layout version " + peers
+                        + ", where this process's Conduit reads only version " + dev.conduit.shm.ReceiveQueue.VERSION)
+                .hasMessageContaining(step < 0 ? "the peer runs an older Conduit than this process; upgrade the peer, or run this process with the older one"
+                        : "the peer runs a newer Conduit than this process; upgrade this process, or run the peer with the older one")
                 .hasMessageContaining("Processes of different Conduit versions");
     }
 
@@ -2172,7 +2172,7 @@ class ShmTransportTest {
         newer[0]++;
 
         assertThatThrownBy(() -> sender.connect(new PayloadReader(newer), cause -> { })).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("field 'version': its posix address has version " + newer[0] + ", and this process's Conduit reads only version")
+                .hasMessageContaining("field 'version': its posix transport address version " + newer[0] + ", where this process's Conduit reads only version")
                 .hasMessageContaining("the peer runs a newer Conduit than this process; upgrade this process");
     }
 

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 
@@ -77,7 +78,7 @@ final class WireFormat {
         static Address decode(PayloadReader r) {
             int version = r.u8("version");
             if (version != ADDRESS_VERSION) {
-                throw r.invalid("version", "address version " + version + ", this plugin reads " + ADDRESS_VERSION);
+                throw r.invalid("version", FormatVersions.refusal("verbs address", version, ADDRESS_VERSION, "the peer"));
             }
             byte[] token = r.bytes("token", TOKEN_LENGTH);
             int port = r.u8("port");
@@ -140,7 +141,7 @@ final class WireFormat {
             }
             int version = r.u8("version");
             if (version != WIREUP_VERSION) {
-                throw r.invalid("version", "wire-up version " + version + ", this plugin speaks " + WIREUP_VERSION);
+                throw r.invalid("version", FormatVersions.refusal("verbs wire-up", version, WIREUP_VERSION, "the peer"));
             }
             int kind = r.u8("kind");
             if (kind != expectedKind) {
@@ -185,7 +186,7 @@ final class WireFormat {
         static Region decode(PayloadReader r) {
             int version = r.u8("version");
             if (version != REGION_VERSION) {
-                throw r.invalid("version", "region payload version " + version + ", this plugin reads " + REGION_VERSION);
+                throw r.invalid("version", FormatVersions.refusal("verbs region payload", version, REGION_VERSION, "the peer"));
             }
             long address = r.u64("address");
             if (address == 0) {

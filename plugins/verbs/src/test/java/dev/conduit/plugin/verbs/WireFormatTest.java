@@ -135,6 +135,10 @@ class WireFormatTest {
         assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(-8).u64(16).u32(1).toByteArray()))))
                 .isEqualTo("length");
         assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).toByteArray())))).isEqualTo("version");
+        // Which side to upgrade, as every format's refusal says it: it named both versions only.
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).toByteArray())))
+                .hasMessageContaining("verbs region payload version 2, where this process's Conduit reads only version 1: the peer runs a "
+                        + "newer Conduit than this process; upgrade this process");
         assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(8).u64(8).toByteArray()))))
                 .isEqualTo("rkey");
     }
