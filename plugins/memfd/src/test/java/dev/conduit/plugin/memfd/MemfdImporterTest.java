@@ -443,7 +443,7 @@ class MemfdImporterTest {
 
         byte[] version = payload.clone();
         version[0] = 2;
-        assertInvalid(version, "payload.version", "version 2 is not supported");
+        assertInvalid(version, "payload.version", "memfd export payload version 2, where this process's Conduit reads only version 1: the producer runs a newer Conduit than this process; upgrade this process");
 
         byte[] trailing = Arrays.copyOf(payload, payload.length + 1);
         assertInvalid(trailing, "payload.token", "1 unexpected trailing bytes");
