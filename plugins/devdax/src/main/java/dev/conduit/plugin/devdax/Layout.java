@@ -16,8 +16,9 @@ import java.util.zip.CRC32C;
  * <table class="striped">
  * <caption>Header (offset 0)</caption>
  * <tr><th>offset</th><th>size</th><th>field</th><th>meaning</th></tr>
- * <tr><td>0</td><td>8</td><td>magic</td><td>ASCII {@code CNDTDAX} and a NUL; written last when formatting, so a
- *     half-written layout reads as none</td></tr>
+ * <tr><td>0</td><td>8</td><td>magic</td><td>ASCII {@code CNDTDAX} and a NUL; when formatting, cleared first (a
+ *     store-store fence keeps every later store behind it) and written last (release), so a half-written layout
+ *     reads as none</td></tr>
  * <tr><td>8</td><td>4</td><td>version</td><td>{@value #VERSION}</td></tr>
  * <tr><td>12</td><td>4</td><td>reserved</td><td>0</td></tr>
  * <tr><td>16</td><td>8</td><td>layout id</td><td>random, not 0, chosen when the layout is first written and kept by
@@ -209,10 +210,14 @@ final class Layout {
     /**
      * Writes a new, empty layout over {@code metadata} (the whole metadata region, mapped
      * read-write): invalidates the magic first, clears the table, writes the header, and the magic
-     * last, so that a crash at any point leaves either the old layout or none.
+     * last, so that a crash at any point leaves either the old layout or none. The invalidation is
+     * followed by a store-store fence: a release store orders the stores before it, not those
+     * after it, which the compiler may move above it and an aarch64 core may make visible first
+     * (x86 keeps stores in order, so the fence costs no instruction there).
      */
     static void format(MemorySegment metadata, Geometry geometry, long layoutId, long generation) {
         LONG_HANDLE.setRelease(metadata, OFFSET_MAGIC, 0L);
+        VarHandle.storeStoreFence();
         metadata.asSlice(OFFSET_VERSION, TABLE_OFFSET + ENTRY_SIZE * geometry.capacity() - OFFSET_VERSION).fill((byte) 0);
         metadata.set(INT, OFFSET_VERSION, VERSION);
         metadata.set(LONG, OFFSET_LAYOUT_ID, layoutId);
