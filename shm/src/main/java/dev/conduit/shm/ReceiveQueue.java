@@ -24,7 +24,9 @@ import java.lang.invoke.VarHandle;
  *    256     8  head            receiver                       release store after zeroing what it read
  *                                                              (zeroing is batched: see release)
  *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
- *    388     4  sleeping        receiver                       1 while it waits on the wake sequence
+ *    388     4  sleeping        receiver                       1 while it waits on the wake sequence: a volatile
+ *                                                              store and a full fence before it looks for work;
+ *                                                              senders read it (volatile) after their claim's CAS
  *    512     8  heartbeat       receiver                       opaque store, once per progress() call
  *    520     4  closing         receiver                       release store of 1 when its worker starts to
  *                                                              close (senders stop waiting for it to read),
@@ -477,6 +479,14 @@ public final class ReceiveQueue {
      * before it reads the tail (volatile) in {@link #await}. Volatile accesses have one total
      * order, so either the receiver sees the claimed tail and does not sleep, or this sees the flag
      * and wakes it: no lost wake-up, and no second full fence per message.
+     *
+     * <p>That holds for a receiver that looks at the tail. One that waits for the record at its
+     * head to be committed ({@link #awaitSignal} with {@code ShmTransport}'s head check) looks at
+     * the commit, and the commit's release store is not ordered before this read: on x86 both are
+     * plain moves and the read may pass the store, so such a receiver can go to sleep on a commit
+     * this read missed. (On aarch64 a store-release and a later load-acquire, stlr and ldar, stay
+     * in order.) It sleeps in pauses of at most a millisecond for that reason
+     * ({@code ShmTransport#awaitBlockedHead}): the price of keeping the fence off every message.
      *
      * @return whether the receiver was sleeping
      */
