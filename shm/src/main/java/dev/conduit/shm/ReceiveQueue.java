@@ -24,7 +24,7 @@ import java.lang.invoke.VarHandle;
  *    256     8  head            receiver                       release store after zeroing what it read
  *                                                              (zeroing is batched: see release)
  *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
- *    388     4  sleeping        receiver                       1 while it waits on the wake sequence: a volatile
+ *    388     4  sleeping        receiver                       1 while it waits on the wake sequence: an opaque
  *                                                              store and a full fence before it looks for work;
  *                                                              senders read it (volatile) after their claim's CAS
  *    512     8  heartbeat       receiver                       opaque store, once per progress() call
@@ -475,10 +475,11 @@ public final class ReceiveQueue {
     /**
      * Wakes the receiver if it sleeps; call after committing a record claimed through this
      * flyweight. No fence is needed here: the claim's CAS on the tail is a volatile write that
-     * precedes this volatile read of the sleeping flag, and the receiver sets the flag (volatile)
-     * before it reads the tail (volatile) in {@link #await}. Volatile accesses have one total
-     * order, so either the receiver sees the claimed tail and does not sleep, or this sees the flag
-     * and wakes it: no lost wake-up, and no second full fence per message.
+     * precedes this volatile read of the sleeping flag, and the receiver sets the flag and then a
+     * full fence before it reads the tail (volatile) in {@link #awaitSignal}. The CAS, the fence and
+     * the volatile accesses have one total order, so either the receiver sees the claimed tail and
+     * does not sleep, or this sees the flag and wakes it: no lost wake-up, and no second full fence
+     * per message.
      *
      * <p>That holds for a receiver that looks at the tail. One that waits for the record at its
      * head to be committed ({@link #awaitSignal} with {@code ShmTransport}'s head check) looks at
@@ -871,7 +872,9 @@ public final class ReceiveQueue {
             observedSequence = sequence;
             return true;
         }
-        INT.setVolatile(memory, SLEEPING_OFFSET, 1);
+        // One fence orders the flag before the reads of ready(): a volatile store would add a second one (x86: two locked
+        // instructions where one does).
+        INT.setOpaque(memory, SLEEPING_OFFSET, 1);
         VarHandle.fullFence();
         try {
             // After the flag: whoever makes this true later sees the flag, or signals after this reads the sequence.
@@ -880,7 +883,8 @@ public final class ReceiveQueue {
             if (woken) observedSequence = (int) INT.getVolatile(memory, WAKE_OFFSET);
             return woken;
         } finally {
-            INT.setVolatile(memory, SLEEPING_OFFSET, 0);
+            // No fence: a sender that still sees 1 wakes nobody in vain but once, and the next sleep sets it again, fenced.
+            INT.setRelease(memory, SLEEPING_OFFSET, 0);
         }
     }
 
