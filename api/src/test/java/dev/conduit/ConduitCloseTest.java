@@ -507,6 +507,29 @@ class ConduitCloseTest {
                 .hasMessageContaining("closed");
     }
 
+    /**
+     * From the moment a close starts, a pool and an import are refused as a worker is. Conduit.pool()
+     * looked for a plugin that provides memory first, so a closed Conduit without one threw the
+     * ConduitException "no selected plugin provides memory", which sends its user looking at the
+     * plugins, not at the close.
+     */
+    @Test
+    void aClosedConduitRefusesPoolsAndImportsAsItRefusesWorkers() {
+        Conduit withoutMemory = isolated().addPlugin(TestPlugin.named("p")).build();
+        withoutMemory.close();
+        assertThatThrownBy(withoutMemory::pool).isInstanceOf(IllegalStateException.class).hasMessageContaining("Conduit is closed");
+
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("p")).addPlugin(memory).build();
+        byte[] handle = conduit.pool("inproc").allocate(64).exportHandle();
+        conduit.close();
+        assertThatThrownBy(conduit::pool).isInstanceOf(IllegalStateException.class).hasMessageContaining("Conduit is closed");
+        assertThatThrownBy(() -> conduit.pool("inproc")).isInstanceOf(IllegalStateException.class).hasMessageContaining("Conduit is closed");
+        assertThatThrownBy(() -> conduit.importRegion(handle)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("Conduit is closed");
+        assertThat(memory.maps).as("nothing was mapped").hasValue(0);
+    }
+
     @Test
     void aWorkerClosedByItselfIsNotClosedAgainAndRefusesFurtherUse() {
         RecordingTransport t = new RecordingTransport();

@@ -141,6 +141,7 @@ public final class ConduitRuntime implements Conduit {
 
     @Override
     public Pool pool() {
+        ensureOpen(); // before looking for a plugin: a closed Conduit says it is closed, whatever its plugins
         return pool(registry.selected().stream().filter(p -> p.offers(Capability.MEMORY)).findFirst()
                 .map(PluginRecord::name)
                 .orElseThrow(() -> new ConduitException("no selected plugin provides memory (capability MEMORY) here; "
