@@ -27,6 +27,12 @@ public interface Region extends AutoCloseable {
      * freed.
      *
      * @throws IllegalStateException when the region, or its pool, is closed
+     * @throws dev.conduit.spi.NotSupportedException when the pool's plugin exports no handles (it
+     *         does not declare {@link dev.conduit.spi.Capability#IPC}), or none here (its probe
+     *         ruled {@code IPC} out: {@link PluginInfo#unsupportedHere()}); the message names the
+     *         plugin and why. Such a region serves this process only
+     * @throws dev.conduit.spi.ConduitException when the plugin cannot export the chunk (the message
+     *         names the cause)
      */
     byte[] exportHandle();
 

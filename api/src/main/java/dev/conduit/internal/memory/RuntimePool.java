@@ -192,7 +192,18 @@ public final class RuntimePool implements Pool {
                 ensureOpen();
                 export = chunk.export;
                 if (export == null) {
-                    byte[] payload = provider.export(chunk.chunk);
+                    byte[] payload;
+                    try {
+                        payload = provider.export(chunk.chunk);
+                    } catch (NotSupportedException e) {
+                        // The SPI's default says only "this memory provider": name the plugin, and what to use instead.
+                        NotSupportedException named = new NotSupportedException("plugin '" + plugin + "' exports no IPC handles "
+                                + "(capability IPC): " + e.getMessage() + ". Its regions serve this process only; to share memory "
+                                + "with another process, allocate from the pool of a plugin that declares IPC ('conduit info' lists "
+                                + "each plugin's capabilities)");
+                        named.initCause(e);
+                        throw named;
+                    }
                     if (payload == null || payload.length > IpcHandle.MAX_PAYLOAD) {
                         throw new ConduitException("plugin '" + plugin + "' made an export payload of "
                                 + (payload == null ? "null" : payload.length + " bytes") + "; at most " + IpcHandle.MAX_PAYLOAD + " allowed");

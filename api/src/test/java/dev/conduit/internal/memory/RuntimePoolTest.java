@@ -9,6 +9,7 @@ import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -239,6 +240,63 @@ class RuntimePoolTest {
                 .hasMessageContaining("pool of plugin 'inproc' is closed");
         small.close();
         big.close();
+    }
+
+    /**
+     * A provider that exports nothing (a plugin with MEMORY and no IPC, which keeps the SPI's
+     * default export) is named with the capability, as NotSupportedException promises of the
+     * runtime: the region's exportHandle threw the provider's bare "this memory provider cannot
+     * export chunks", which says neither which plugin nor what to use instead.
+     */
+    @Test
+    void aRegionOfAPluginThatExportsNothingIsRefusedNamingThePluginAndTheCapability() {
+        try (RuntimePool local = new RuntimePool("local-only", arenaProvider(null), CHUNK, p -> { })) {
+            Region small = local.allocate(64);
+            Region big = local.allocate(CHUNK * 2);
+            for (Region r : List.of(small, big)) {
+                assertThatThrownBy(r::exportHandle).isInstanceOf(NotSupportedException.class)
+                        .hasMessageContaining("plugin 'local-only' exports no IPC handles (capability IPC)")
+                        .hasMessageContaining("this memory provider cannot export chunks")
+                        .hasMessageContaining("a plugin that declares IPC");
+            }
+            assertThat(small.segment().byteSize()).as("the region itself is usable").isEqualTo(64);
+        }
+    }
+
+    /** MemoryProvider.MAX_EXPORT_LENGTH: an export payload longer than an IPC handle carries is the plugin's fault, named so. */
+    @Test
+    void anExportLongerThanAHandleCarriesIsRefusedNamingThePluginAndTheLimit() {
+        byte[] tooLong = new byte[MemoryProvider.MAX_EXPORT_LENGTH + 1];
+        try (RuntimePool local = new RuntimePool("verbose", arenaProvider(tooLong), CHUNK, p -> { })) {
+            Region r = local.allocate(64);
+            assertThatThrownBy(r::exportHandle).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("plugin 'verbose' made an export payload of 3073 bytes; at most 3072 allowed");
+        }
+        byte[] longest = new byte[MemoryProvider.MAX_EXPORT_LENGTH];
+        try (RuntimePool local = new RuntimePool("verbose", arenaProvider(longest), CHUNK, p -> { })) {
+            assertThat(local.allocate(64).exportHandle().length).as("the longest payload fits in a handle of at most 4 KiB")
+                    .isLessThanOrEqualTo(4096);
+        }
+    }
+
+    /** A provider of arena memory whose export returns {@code export}, or keeps the SPI's default (none) when it is null. */
+    private static MemoryProvider arenaProvider(byte[] export) {
+        Arena arena = Arena.ofShared();
+        if (export == null) {
+            return new MemoryProvider() {
+                @Override public long pageSize() { return 4096; }
+                @Override public Chunk allocate(long size) { MemorySegment m = arena.allocate(size, 4096); return () -> m; }
+                @Override public void free(Chunk chunk) { }
+                @Override public void close() { arena.close(); }
+            };
+        }
+        return new MemoryProvider() {
+            @Override public long pageSize() { return 4096; }
+            @Override public Chunk allocate(long size) { MemorySegment m = arena.allocate(size, 4096); return () -> m; }
+            @Override public byte[] export(Chunk chunk) { return export.clone(); }
+            @Override public void free(Chunk chunk) { }
+            @Override public void close() { arena.close(); }
+        };
     }
 
     /** A size that cannot be rounded up to a page used to fail with a bare ArithmeticException ("long overflow"). */
