@@ -153,6 +153,8 @@ public interface Endpoint extends AutoCloseable {
      *
      * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
      * @throws dev.conduit.spi.ConduitException       when the region cannot be opened here
+     * @throws IllegalStateException                  when this endpoint or its worker is closed
+     * @throws PeerFailedException                    when the endpoint has failed
      */
     PeerRegion peerRegion(byte[] handle);
 
@@ -213,7 +215,12 @@ public interface Endpoint extends AutoCloseable {
      */
     long compareAndSwap(PeerRegion target, long offset, long expected, long desired);
 
-    /** Returns when every RMA operation issued on this endpoint before it is complete at the target. */
+    /**
+     * Returns when every RMA operation issued on this endpoint before it is complete at the target.
+     *
+     * @throws IllegalStateException when this endpoint or its worker is closed
+     * @throws PeerFailedException   when the endpoint has failed
+     */
     void flush();
 
     /** Whether the peer failed (see {@link #failure()}). */

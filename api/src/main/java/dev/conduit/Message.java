@@ -136,7 +136,12 @@ public final class Message {
         MemorySegment.copy(payloadBuffer, ValueLayout.JAVA_BYTE, payloadOffset + offset, destination, destinationOffset, length);
     }
 
-    /** A copy of the payload, the simplest way to keep it. */
+    /**
+     * A copy of the payload, the simplest way to keep it.
+     *
+     * @throws IllegalStateException for a payload too large for an array (more than
+     *         {@code Integer.MAX_VALUE - 8} bytes): copy it with {@link #copyPayload(long, MemorySegment, long, long)}
+     */
     public byte[] payloadToArray() {
         check();
         if (payloadLength > MAX_ARRAY) {

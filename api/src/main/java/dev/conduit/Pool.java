@@ -17,7 +17,10 @@ public interface Pool extends AutoCloseable {
     /** The provider's page size: the largest alignment {@link #allocate(long, long)} honours. */
     long pageSize();
 
-    /** Allocates {@code size} bytes, aligned to at least 8 bytes; the memory is not zeroed when reused. */
+    /**
+     * Allocates {@code size} bytes, aligned to at least 8 bytes; the memory is not zeroed when
+     * reused. Throws as {@link #allocate(long, long)} does.
+     */
     Region allocate(long size);
 
     /**
@@ -28,6 +31,8 @@ public interface Pool extends AutoCloseable {
      *         the page size, or an alignment that is not a power of two or exceeds the page size
      * @throws dev.conduit.spi.ConduitException when the provider cannot supply memory (the message
      *         names the resource and errno)
+     * @throws IllegalStateException when the pool is closed (by its {@link #close()} or its
+     *         {@code Conduit}'s)
      */
     Region allocate(long size, long alignment);
 

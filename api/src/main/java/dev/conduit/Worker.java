@@ -28,6 +28,13 @@ import java.time.Duration;
  * (or {@link #await}), inside the guard, so they may send and {@link #connect}; they may not call
  * {@code progress()}, {@code await} or {@link #close()} (which throw {@link IllegalStateException}).
  *
+ * <p>Once the worker is closed ({@link #close()}, or its {@code Conduit}'s), every call that goes
+ * through the guard throws {@link IllegalStateException} (saying so; when its {@code Conduit}'s
+ * close closed it, naming the thread that called that), but {@code close()} itself, which does
+ * nothing more. So do its endpoints' sends, {@link Endpoint#peerRegion}, RMA operations and
+ * {@link Endpoint#flush()}. {@link #signal()} then does nothing, and {@link #threadMode()},
+ * {@link #threadPolicy()} and {@link #unhandledMessages()} still answer.
+ *
  * <p>An endpoint goes one way, and a {@link Message} does not name its sender: to answer one, a
  * worker connects to the sender's address, which the two exchanged out of band or the request
  * carried, and keeps that endpoint for later answers (docs/runtime.md, "Answering a message").

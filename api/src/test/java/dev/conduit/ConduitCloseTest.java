@@ -542,6 +542,38 @@ class ConduitCloseTest {
         assertThat(t.closes()).isEqualTo(1);
     }
 
+    /**
+     * Worker's javadoc: once closed, every call through the guard throws IllegalStateException but
+     * close, which does nothing more; signal does nothing, and threadMode, threadPolicy and
+     * unhandledMessages answer, from any thread (unhandledMessages: "also after the close").
+     */
+    @Test
+    void aClosedWorkerRefusesEveryGuardedCallAndStillAnswersTheOthersFromAnyThread() throws Exception {
+        RecordingTransport t = new RecordingTransport();
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("p").transports(c -> t)).build()) {
+            Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+            WorkerAddress address = worker.address();
+            worker.close();
+
+            List<Runnable> refused = List.of(worker::address, () -> worker.connect(address), () -> worker.connect(address, (e, c) -> { }),
+                    () -> worker.onMessage(1, m -> { }), worker::progress, () -> worker.await(Duration.ofMillis(1)));
+            for (Runnable call : refused) {
+                assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class).hasMessage("worker is closed");
+            }
+            worker.close();
+            assertThat(t.closes()).as("a second close does nothing").isEqualTo(1);
+            assertThat(t.progressCalls()).as("no refused call reached the transport").isZero();
+
+            AtomicReference<Object> answers = new AtomicReference<>();
+            Thread other = Thread.ofPlatform().start(() -> {
+                worker.signal();
+                answers.set(List.of(worker.threadMode(), worker.threadPolicy(), worker.unhandledMessages()));
+            });
+            other.join();
+            assertThat(answers.get()).isEqualTo(List.of(ThreadMode.SINGLE, ThreadPolicy.OWNER_CHECK, 0L));
+        }
+    }
+
     @Test
     void whenOpeningATransportFailsTheOnesAlreadyOpenedAreClosed() {
         List<String> closed = Collections.synchronizedList(new ArrayList<>());

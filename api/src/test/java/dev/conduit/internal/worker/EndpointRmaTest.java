@@ -15,6 +15,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 import static dev.conduit.internal.worker.Loopbacks.LE_LONG;
 import static dev.conduit.internal.worker.Loopbacks.longs;
@@ -209,6 +210,62 @@ class EndpointRmaTest {
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("its endpoint was closed (or its worker), which closes the peer regions opened on it");
         assertThatThrownBy(() -> endpoint.put(longs(1), closedHere, 0)).hasMessage("this PeerRegion is closed");
+    }
+
+    /**
+     * Endpoint's javadoc: an operation on a closed endpoint, or on one whose worker closed, throws
+     * IllegalStateException (peerRegion and flush said nothing of it); closing it again does
+     * nothing, and pending() and isFailed() still answer.
+     */
+    @Test
+    void everyOperationOnAClosedEndpointOrOneOfAClosedWorkerThrowsIllegalStateException() {
+        open(new LoopbackPlugin("lo", 8, false));
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint ofClosedWorker = worker.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        PeerRegion region = endpoint.peerRegion(handle);
+        PeerRegion regionOfClosedWorker = ofClosedWorker.peerRegion(handle);
+        endpoint.close();
+        worker.close();
+
+        for (Endpoint ep : List.of(endpoint, ofClosedWorker)) {
+            PeerRegion r = ep == endpoint ? region : regionOfClosedWorker;
+            String closed = ep == endpoint ? "endpoint over 'lo' to " : "worker is closed";
+            List<Runnable> refused = List.of(
+                    () -> ep.send(1, longs(1)),
+                    () -> ep.send(1, MemorySegment.NULL, longs(1)),
+                    () -> ep.send(1, MemorySegment.NULL, 8, target -> 0),
+                    () -> ep.peerRegion(handle),
+                    ep::flush);
+            for (Runnable call : refused) {
+                assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class).hasMessageContaining(closed);
+            }
+            List<Runnable> onItsRegion = List.of(
+                    () -> ep.put(longs(1), r, 0),
+                    () -> ep.get(r, 0, MemorySegment.ofArray(new byte[8])),
+                    () -> ep.fetchAdd(r, 0, 1),
+                    () -> ep.compareAndSwap(r, 0, 0, 1));
+            for (Runnable call : onItsRegion) {
+                assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("its endpoint was closed (or its worker)");
+            }
+            ep.close();
+            assertThat(ep.pending()).isZero();
+            assertThat(ep.isFailed()).isFalse();
+        }
+        assertThat(rmaCalls()).as("nothing reached the transport").isZero();
+    }
+
+    /** PeerRegion's javadoc: closing the worker closes the regions opened through its endpoints, as closing an endpoint does. */
+    @Test
+    void closingTheWorkerReleasesThePeerRegionsOfItsEndpoints() {
+        open(new LoopbackPlugin("lo", 8, false));
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint ep = worker.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        ep.peerRegion(handle);
+        ep.peerRegion(handle);
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isEqualTo(1);
+        worker.close();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("the worker's close released both").isZero();
     }
 
     @Test

@@ -1,12 +1,26 @@
 package dev.conduit.internal.worker;
 
+import dev.conduit.Message;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
-/** What a transport hands the dispatcher comes from a peer: an id no handler can have included. */
+/**
+ * What a transport hands the dispatcher comes from a peer: an id no handler can have included; and
+ * the {@link Message} flyweight it fills, where an end-to-end test cannot reach.
+ */
 class MessageDispatchTest {
 
     @Test
@@ -19,6 +33,71 @@ class MessageDispatchTest {
         // Remembering which ids were warned about by their value took 256 MiB for Integer.MAX_VALUE.
         assertThat(retainedHeap() - before).as("heap kept after the hostile ids").isLessThan(64L << 20);
         assertThat(dispatch.unhandled()).isEqualTo(5);
+    }
+
+    /**
+     * Message's javadoc: "(A message delivered while a handler of the same thread still runs, by a
+     * plugin called from that handler, gets a flyweight of its own.)" The outer handler's message
+     * stays valid through the nested delivery and after it, and the nested one is invalid once its
+     * handler returned.
+     */
+    @Test
+    void aMessageDeliveredFromInsideAHandlerGetsAFlyweightOfItsOwn() {
+        MessageDispatch dispatch = new MessageDispatch(false);
+        MemorySegment outerBytes = MemorySegment.ofArray(new byte[] {1, 2, 3});
+        MemorySegment innerBytes = MemorySegment.ofArray(new byte[] {9});
+        List<Message> seen = new ArrayList<>();
+        List<Object> read = new ArrayList<>();
+        dispatch.setHandler(2, m -> {
+            seen.add(m);
+            read.add(m.payloadByte(0));
+        });
+        dispatch.setHandler(1, m -> {
+            seen.add(m);
+            dispatch.onMessage(2, MemorySegment.NULL, 0, 0, innerBytes, 0, 1); // a plugin delivering from a call of this handler
+            read.add(m.id());
+            read.add(m.payloadSize());
+            read.add(m.payloadByte(2));
+        });
+        dispatch.onMessage(1, MemorySegment.NULL, 0, 0, outerBytes, 0, 3);
+
+        assertThat(read).containsExactly((byte) 9, 1, 3L, (byte) 3);
+        assertThat(seen).hasSize(2);
+        assertThat(seen.get(1)).isNotSameAs(seen.get(0));
+        assertThat(seen).allSatisfy(m -> assertThat(m).hasToString("Message[invalid]"));
+        dispatch.onMessage(2, MemorySegment.NULL, 0, 0, innerBytes, 0, 1);
+        assertThat(seen.get(2)).as("outside a handler, the worker's one flyweight").isSameAs(seen.get(0));
+    }
+
+    /**
+     * Message.payloadToArray of a payload no array can hold throws IllegalStateException naming
+     * copyPayload, as its javadoc says; the payload is a 3 GiB sparse file, never touched.
+     */
+    @Test
+    void aPayloadTooLargeForAnArrayIsRefusedByPayloadToArrayAndStillCopiedInParts(@TempDir Path dir) throws IOException {
+        long size = 3L << 30;
+        Path file = dir.resolve("payload");
+        try (Arena arena = Arena.ofConfined();
+             FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                     StandardOpenOption.WRITE, StandardOpenOption.SPARSE)) {
+            MemorySegment huge = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            huge.set(ValueLayout.JAVA_BYTE, size - 1, (byte) 7);
+            MessageDispatch dispatch = new MessageDispatch(false);
+            List<Object> outcome = new ArrayList<>();
+            dispatch.setHandler(1, m -> {
+                outcome.add(m.payloadSize());
+                outcome.add(catchThrowable(m::payloadToArray));
+                byte[] last = new byte[1];
+                m.copyPayload(size - 1, last, 0, 1);
+                outcome.add(last[0]);
+            });
+            dispatch.onMessage(1, MemorySegment.NULL, 0, 0, huge.asReadOnly(), 0, size);
+
+            assertThat(outcome.get(0)).isEqualTo(size);
+            assertThat((Throwable) outcome.get(1)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining(size + " bytes does not fit in an array; use copyPayload");
+            assertThat(outcome.get(2)).isEqualTo((byte) 7);
+        }
     }
 
     private static long retainedHeap() {
