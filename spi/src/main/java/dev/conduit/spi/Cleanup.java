@@ -23,6 +23,16 @@ public final class Cleanup {
     /**
      * Runs {@code step} and returns the first failure so far: {@code first}, or the step's
      * exception if there was none, the step's added to {@code first} as suppressed otherwise.
+     *
+     * <p>An {@code Error} of the step (a class missing from a plugin, a fault on mapped memory,
+     * which the JDK reports as an {@code InternalError}) is collected too, so that the steps after
+     * it still run: as the first failure it is returned as the cause of a {@link ConduitException}
+     * that names it. The JVM's own ({@link VirtualMachineError} other than {@code InternalError}:
+     * out of memory, a stack overflow) is thrown at once, with {@code first} suppressed in it,
+     * where no caller that catches {@code ConduitException} would swallow it. (Since SPI 1.1;
+     * before, any {@code Error} left the caller's loop and lost {@code first}.)
+     *
+     * @throws VirtualMachineError the step's, when it is the JVM's own
      */
     public static RuntimeException collect(RuntimeException first, Runnable step) {
         try {
@@ -30,6 +40,14 @@ public final class Cleanup {
             return first;
         } catch (RuntimeException e) {
             if (first == null) return e;
+            first.addSuppressed(e);
+            return first;
+        } catch (Error e) {
+            if (e instanceof VirtualMachineError && !(e instanceof InternalError)) {
+                if (first != null) e.addSuppressed(first);
+                throw e;
+            }
+            if (first == null) return new ConduitException("a clean-up step failed with " + e, e);
             first.addSuppressed(e);
             return first;
         }

@@ -5,7 +5,9 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -121,5 +123,57 @@ class ContractTypesTest {
         assertThat(encoder.encode(memory.asSlice(16, 8))).isEqualTo(1);
         assertThat(seen).containsExactly(0, 8);
         assertThat(memory.get(ValueLayout.JAVA_BYTE, 16)).isEqualTo((byte) 9);
+    }
+
+    /** Cleanup.run: a failing step, Error or not, is suppressed in the primary exception and the steps after it still run. */
+    @Test
+    void cleanupRunAddsAFailingStepToThePrimaryExceptionAndGoesOn() {
+        RuntimeException primary = new IllegalStateException("open failed");
+        List<String> ran = new ArrayList<>();
+        Cleanup.run(primary, () -> {
+            ran.add("unmap");
+            throw new InternalError("a fault occurred in an unsafe memory access operation");
+        });
+        Cleanup.run(primary, () -> ran.add("close descriptor"));
+        assertThat(ran).containsExactly("unmap", "close descriptor");
+        assertThat(primary.getSuppressed()).singleElement().isInstanceOf(InternalError.class);
+    }
+
+    /**
+     * Cleanup's promise, "one failing step neither stops the others nor hides the exception that
+     * matters", held for collect only while steps threw RuntimeExceptions: an Error (a plugin missing
+     * one of its classes, a fault on mapped memory) left the caller's loop, so the later steps never
+     * ran, and the failure collected so far was lost with it. collect now keeps such an Error, as
+     * the runtime's own close loops do; the JVM's own (out of memory, a stack overflow) it throws
+     * at once, with what it had collected suppressed in it.
+     */
+    @Test
+    void cleanupCollectGoesOnPastEveryFailureButTheJvmsOwnAndLosesNone() {
+        assertThat(Cleanup.collect(null, () -> { })).isNull();
+        RuntimeException first = new IllegalStateException("first");
+        assertThat(Cleanup.collect(null, () -> { throw first; })).isSameAs(first);
+        assertThat(Cleanup.collect(first, () -> { throw new IllegalArgumentException("second"); })).isSameAs(first);
+        assertThat(first.getSuppressed()).singleElement().hasFieldOrPropertyWithValue("message", "second");
+
+        List<String> ran = new ArrayList<>();
+        NoClassDefFoundError missing = new NoClassDefFoundError("org/example/Missing");
+        RuntimeException failure = Cleanup.collect(null, () -> {
+            ran.add("release chunk");
+            throw missing;
+        });
+        failure = Cleanup.collect(failure, () -> ran.add("close lease"));
+        InternalError fault = new InternalError("a fault occurred in an unsafe memory access operation");
+        failure = Cleanup.collect(failure, () -> {
+            ran.add("close directory");
+            throw fault;
+        });
+        assertThat(ran).as("every step ran").containsExactly("release chunk", "close lease", "close directory");
+        assertThat(failure).isInstanceOf(ConduitException.class).hasCause(missing).hasMessageContaining("org/example/Missing");
+        assertThat(failure.getSuppressed()).containsExactly(fault);
+
+        RuntimeException collected = new IllegalStateException("collected before");
+        OutOfMemoryError oom = new OutOfMemoryError("Java heap space");
+        assertThatThrownBy(() -> Cleanup.collect(collected, () -> { throw oom; })).isSameAs(oom);
+        assertThat(oom.getSuppressed()).containsExactly(collected);
     }
 }
