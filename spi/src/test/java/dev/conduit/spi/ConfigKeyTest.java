@@ -240,6 +240,13 @@ class ConfigKeyTest {
             assertThat(ConfigKey.durationText(d)).isEqualTo(shown);
             assertThat(key.parse(ConfigKey.durationText(d), SOURCE)).isEqualTo(d);
         }
+
+        /** durationText: "@throws ArithmeticException if d is too long for nanoseconds, as no key's value is". */
+        @Test
+        void aDurationTooLongForNanosecondsHasNoText() {
+            assertThatThrownBy(() -> ConfigKey.durationText(Duration.ofDays(365L * 300))).isInstanceOf(ArithmeticException.class);
+            assertThat(ConfigKey.durationText(Duration.ofNanos(Long.MAX_VALUE))).isEqualTo(Long.MAX_VALUE + "ns");
+        }
     }
 
     @Nested

@@ -176,4 +176,25 @@ class ContractTypesTest {
         assertThatThrownBy(() -> Cleanup.collect(collected, () -> { throw oom; })).isSameAs(oom);
         assertThat(oom.getSuppressed()).containsExactly(collected);
     }
+
+    /** MappedMemoryFault.is: both forms of the JDK's report of a fault on mapped memory, and no other InternalError. */
+    @Test
+    void aFaultOnMappedMemoryIsToldFromOtherInternalErrors() {
+        assertThat(MappedMemoryFault.is(new InternalError("a fault occurred in an unsafe memory access operation"))).isTrue();
+        assertThat(MappedMemoryFault.is(new InternalError(
+                "a fault occurred in a recent unsafe memory access operation in compiled Java code"))).isTrue();
+        assertThat(MappedMemoryFault.is(new InternalError("unexpected state in the interpreter"))).isFalse();
+        assertThat(MappedMemoryFault.is(new InternalError((String) null))).isFalse();
+    }
+
+    /** PayloadEncoder.checkWritten: a length in 0..maxLength is returned; any other is an IllegalStateException naming both numbers. */
+    @Test
+    void checkWrittenPassesALengthTheTargetHoldsAndNamesBothNumbersOtherwise() {
+        assertThat(PayloadEncoder.checkWritten(0, 64)).isZero();
+        assertThat(PayloadEncoder.checkWritten(64, 64)).isEqualTo(64);
+        assertThatThrownBy(() -> PayloadEncoder.checkWritten(65, 64)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("returned 65 bytes written, outside 0..64").hasMessageContaining("nothing was sent");
+        assertThatThrownBy(() -> PayloadEncoder.checkWritten(-1, 64)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("-1").hasMessageContaining("0..64");
+    }
 }
