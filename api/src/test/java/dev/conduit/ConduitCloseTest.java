@@ -101,6 +101,37 @@ class ConduitCloseTest {
         assertThat(closed).containsExactly("b#3", "a#3", "b#2", "a#2", "b#1", "a#1");
     }
 
+    /**
+     * Conduit.close(): "Closes every worker and pool opened through this Conduit, newest first ...,
+     * then unmaps every imported region": pools and workers in one order, newest first, and the
+     * imports after them all. Each transport's close notes how many pools were closed and how many
+     * mappings unmapped by then.
+     */
+    @Test
+    void closingTheConduitClosesPoolsAndWorkersTogetherNewestFirstThenUnmapsImportedRegions() {
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        List<String> closed = Collections.synchronizedList(new ArrayList<>());
+        AtomicInteger n = new AtomicInteger();
+        TestPlugin transports = TestPlugin.named("a").transports(c -> {
+            String id = "worker#" + n.incrementAndGet();
+            return new RecordingTransport().onClose(() -> closed.add(id + ": pools closed " + memory.providersClosed.get()
+                    + ", mappings unmapped " + memory.unmaps.get()));
+        });
+        Conduit conduit = isolated().addPlugin(transports).addPlugin(memory).build();
+        conduit.newWorker(ThreadMode.SINGLE);
+        Pool first = conduit.pool("inproc");
+        conduit.newWorker(ThreadMode.SINGLE);
+        Pool second = conduit.pool("inproc");
+        ImportedRegion imported = conduit.importRegion(first.allocate(64).exportHandle());
+        second.allocate(64);
+
+        conduit.close();
+
+        assertThat(closed).containsExactly("worker#2: pools closed 1, mappings unmapped 0", "worker#1: pools closed 2, mappings unmapped 0");
+        assertThat(memory.unmaps).as("the import, last").hasValue(1);
+        assertThat(imported.isOpen()).isFalse();
+    }
+
     @Test
     void closingTheConduitFromAnotherThreadClosesASingleThreadedWorkerToo() throws Exception {
         List<String> closed = Collections.synchronizedList(new ArrayList<>());

@@ -4,6 +4,7 @@ import dev.conduit.ConfigEntry.Source;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
@@ -11,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
@@ -200,6 +202,44 @@ class ConfigurationTest {
                 .threadConfinement(true).build()) {
             assertThat(entry(c, "shared.dir").value()).isEqualTo("/mnt/shared");
             assertThat(entry(c, "thread.confine").value()).isEqualTo("true");
+        }
+    }
+
+    /**
+     * ConduitBuilder.build(): a malformed value, an unknown builder key, a transports setting that
+     * names a plugin not found or mixes names to use and to exclude all fail it with a
+     * ConfigException "before any probe runs".
+     */
+    @Test
+    void whatFailsBuildWithAConfigExceptionFailsItBeforeAnyProbeRuns() {
+        List<java.util.function.UnaryOperator<ConduitBuilder>> mistakes = List.of(
+                b -> b.set("cfg.size", "tiny"),
+                b -> b.set("probe.timout", "1s"),
+                b -> b.transports("cfg", "memfd"),
+                b -> b.transports("cfg", "^other"));
+        for (var mistake : mistakes) {
+            TestPlugin p = plugin();
+            TestPlugin other = TestPlugin.named("other");
+            assertThatThrownBy(() -> mistake.apply(isolated().addPlugin(p).addPlugin(other)).build()).isInstanceOf(ConfigException.class);
+            assertThat(p.probes.get() + other.probes.get()).as("probes run").isZero();
+        }
+    }
+
+    /**
+     * PluginContext: the configuration, this process's view of the shared directory, and "a logger
+     * named after the plugin", in the probe's context and a transport's alike.
+     */
+    @Test
+    void aPluginsContextGivesTheSharedDirectoryAndALoggerNamedAfterThePlugin() {
+        TestPlugin p = plugin();
+        try (Conduit c = isolated().addPlugin(p).sharedDirectory(Path.of("/mnt/shared")).set("cfg.size", "8k").build();
+             Worker worker = c.newWorker(ThreadMode.SINGLE)) {
+            for (PluginContext context : List.of(p.probeContext, p.transportContexts.getFirst())) {
+                assertThat(context.sharedDirectory()).isEqualTo(Path.of("/mnt/shared"));
+                assertThat(context.logger().getName()).isEqualTo("dev.conduit.plugin.cfg");
+                assertThat(context.config().get(SIZE)).isEqualTo(8192L);
+            }
+            assertThat(worker.threadMode()).isEqualTo(ThreadMode.SINGLE);
         }
     }
 

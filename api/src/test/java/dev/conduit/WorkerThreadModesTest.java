@@ -240,6 +240,44 @@ class WorkerThreadModesTest {
         assertThat(confined.opened).as("nothing was opened").isEmpty();
     }
 
+    /**
+     * Conduit.threadPolicy(mode): what newWorker(mode).threadPolicy() would say, without opening a
+     * transport; and where newWorker would refuse the mode, the same refusal with the same message.
+     * Over every kind of plugin set: all MULTI, a SERIALIZED one, a mix, a SINGLE one with and
+     * without thread confinement.
+     */
+    @ParameterizedTest
+    @EnumSource(ThreadMode.class)
+    void theConduitSaysHowAWorkerWouldBeGuardedWithoutMakingOne(ThreadMode mode) {
+        for (boolean confine : new boolean[] {false, true}) {
+            List<List<TestPlugin>> pluginSets = List.of(
+                    List.of(TestPlugin.named("multi")),
+                    List.of(TestPlugin.named("serialized").threadModes(SINGLE, SERIALIZED)),
+                    List.of(TestPlugin.named("multi"), TestPlugin.named("serialized").threadModes(SINGLE, SERIALIZED)),
+                    List.of(TestPlugin.named("confined").threadModes(SINGLE)));
+            for (List<TestPlugin> plugins : pluginSets) {
+                Conduit conduit = conduit(confine, plugins.toArray(TestPlugin[]::new));
+                String what = plugins.stream().map(TestPlugin::name).toList() + (confine ? " with thread.confine" : "");
+                Throwable refusal = null;
+                ThreadPolicy said = null;
+                try {
+                    said = conduit.threadPolicy(mode);
+                } catch (ConduitException e) {
+                    refusal = e;
+                }
+                assertThat(plugins).as("%s: threadPolicy opened no transport", what).allSatisfy(p -> assertThat(p.opened).isEmpty());
+                if (refusal == null) {
+                    Worker worker = conduit.newWorker(mode);
+                    assertThat(worker.threadPolicy()).as(what).isEqualTo(said);
+                    worker.close();
+                } else {
+                    String message = refusal.getMessage();
+                    assertThatThrownBy(() -> conduit.newWorker(mode)).as(what).isInstanceOf(ConduitException.class).hasMessage(message);
+                }
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(value = ThreadMode.class, names = {"SERIALIZED", "MULTI"})
     void withThreadConfinementEveryCallToASingleOnlyPluginRunsOnOneRuntimeThread(ThreadMode mode) throws Exception {

@@ -95,6 +95,48 @@ class IpcCacheTest {
         assertThat(conduit.ipcCacheStats().mappedBytes()).isEqualTo(CHUNK);
     }
 
+    /**
+     * ImportedRegion.close is idempotent: a second close of one region must not release another
+     * region's use of the mapping (here the cache keeps nothing unused, so such a release would
+     * unmap the chunk under the region still open).
+     */
+    @Test
+    void closingAnImportedRegionTwiceReleasesItsUseOnce() {
+        Pool pool = open(0).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        ImportedRegion closedTwice = conduit.importRegion(handle);
+        ImportedRegion stillOpen = conduit.importRegion(handle);
+        stillOpen.segment().set(ValueLayout.JAVA_LONG, 0, 42);
+        closedTwice.close();
+        closedTwice.close();
+        assertThat(closedTwice.isOpen()).isFalse();
+        assertThat(plugin.unmaps).as("the other region still uses the mapping").hasValue(0);
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isEqualTo(1);
+        assertThat(stillOpen.isOpen()).isTrue();
+        assertThat(stillOpen.segment().get(ValueLayout.JAVA_LONG, 0)).isEqualTo(42);
+        assertThat(stillOpen.plugin()).isEqualTo("inproc");
+        assertThat(stillOpen.size()).as("as long as the handle says").isEqualTo(CHUNK);
+        stillOpen.close();
+        assertThat(plugin.unmaps).hasValue(1);
+    }
+
+    /**
+     * ImportedRegion: a region the plugin could map only for reading here (posix through a read-only
+     * mount) has a read-only segment, through which a write throws IllegalArgumentException.
+     */
+    @Test
+    void aRegionThePluginCouldMapOnlyForReadingHasAReadOnlySegment() {
+        plugin.readOnlyImports = true;
+        Pool pool = open(1 << 30).pool("inproc");
+        Region region = ownChunk(pool);
+        region.segment().set(ValueLayout.JAVA_LONG, 0, 7);
+        try (ImportedRegion imported = conduit.importRegion(region.exportHandle())) {
+            assertThat(imported.segment().isReadOnly()).isTrue();
+            assertThatThrownBy(() -> imported.segment().set(ValueLayout.JAVA_LONG, 0, 1)).isInstanceOf(IllegalArgumentException.class);
+            imported.segment().get(ValueLayout.JAVA_LONG, 0);
+        }
+    }
+
     @Test
     void anUnusedEntryIsUnmappedByEvictionAndItsSegmentThenThrows() {
         Pool pool = open(0).pool("inproc");

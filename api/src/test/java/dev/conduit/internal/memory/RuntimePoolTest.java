@@ -136,6 +136,27 @@ class RuntimePoolTest {
         assertThat(plugin.chunksFreed).hasValue(1);
     }
 
+    /**
+     * Region: a freed region exports no handle (IllegalStateException), and one with a chunk of its
+     * own is unmapped as it closes, so that an access then throws IllegalStateException instead of
+     * reaching unmapped memory; a size-class region stays mapped until the pool closes.
+     */
+    @Test
+    void aFreedRegionExportsNoHandleAndTheMemoryOfALargeOneIsGone() {
+        pool();
+        Region small = pool.allocate(128);
+        Region big = pool.allocate(CHUNK * 2);
+        small.close();
+        big.close();
+        for (Region r : List.of(small, big)) {
+            assertThat(r.isOpen()).isFalse();
+            assertThatThrownBy(r::exportHandle).isInstanceOf(IllegalStateException.class)
+                    .hasMessage("region is closed: export a region before freeing it");
+        }
+        assertThatThrownBy(() -> big.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+        small.segment().get(ValueLayout.JAVA_BYTE, 0);
+    }
+
     @Test
     void aChunkIsExportedOnceForAllItsRegions() {
         pool();

@@ -607,6 +607,74 @@ class EndpointMessagingTest {
         assertThatThrownBy(() -> receiver.onMessage(-1, m -> { })).isInstanceOf(IllegalArgumentException.class);
     }
 
+    /**
+     * Message's javadoc for the header: read little-endian at any alignment, offsets checked
+     * against the header (IndexOutOfBoundsException), header() read-only; headerSize 0 when the
+     * sender gave none; ids 0 and 65535, the ends of the range, arrive as sent; toString describes a
+     * valid message.
+     */
+    @Test
+    void theHeaderIsReadLittleEndianAndCheckedAgainstItsLengthAsThePayloadIs() {
+        Pair p = pair(16);
+        List<Throwable> failures = new ArrayList<>();
+        List<String> seen = new ArrayList<>();
+        p.receiver().onMessage(65535, m -> {
+            try {
+                assertThat(m.id()).isEqualTo(65535);
+                assertThat(m.headerSize()).isEqualTo(9);
+                assertThat(m.headerShort(1)).isEqualTo((short) 0x0302);
+                assertThat(m.headerInt(1)).isEqualTo(0x05040302);
+                assertThat(m.headerLong(1)).isEqualTo(0x0908070605040302L);
+                assertThat(m.headerByte(8)).isEqualTo((byte) 9);
+                byte[] part = new byte[5];
+                m.copyHeader(6, part, 1, 3);
+                assertThat(part).containsExactly(0, 7, 8, 9, 0);
+                MemorySegment into = MemorySegment.ofArray(new byte[4]);
+                m.copyHeader(0, into, 1, 2);
+                assertThat(into.toArray(ValueLayout.JAVA_BYTE)).containsExactly(0, 1, 2, 0);
+                m.copyPayload(1, into, 0, 1);
+                assertThat(into.get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 20);
+                MemorySegment header = m.header();
+                assertThat(header.isReadOnly()).isTrue();
+                assertThat(header.byteSize()).isEqualTo(9);
+                assertThatThrownBy(() -> m.headerShort(8)).isInstanceOf(IndexOutOfBoundsException.class);
+                assertThatThrownBy(() -> m.headerInt(6)).isInstanceOf(IndexOutOfBoundsException.class);
+                assertThatThrownBy(() -> m.headerLong(2)).isInstanceOf(IndexOutOfBoundsException.class);
+                assertThatThrownBy(() -> m.headerByte(-1)).isInstanceOf(IndexOutOfBoundsException.class);
+                assertThatThrownBy(() -> m.copyHeader(5, new byte[8], 0, 5)).isInstanceOf(IndexOutOfBoundsException.class);
+                assertThatThrownBy(() -> m.copyHeader(0, MemorySegment.ofArray(new byte[16]), 0, 10))
+                        .isInstanceOf(IndexOutOfBoundsException.class);
+                seen.add(m.toString());
+            } catch (Throwable t) {
+                failures.add(t);
+            }
+        });
+        p.receiver().onMessage(0, m -> seen.add(m.id() + ": header " + m.headerSize() + ", " + java.util.Arrays.toString(m.headerToArray())));
+        p.endpoint().send(65535, bytes(1, 2, 3, 4, 5, 6, 7, 8, 9), bytes(10, 20));
+        p.endpoint().send(0, bytes(5));
+        p.receiver().progress();
+        assertThat(failures).isEmpty();
+        assertThat(seen).containsExactly("Message[id=65535, header=9 B, payload=2 B]", "0: header 0, []");
+    }
+
+    /**
+     * Worker.progress(): "the number of events handled: messages sent from local queues, plus what
+     * the transports report" (the loopback reports each message it delivered).
+     */
+    @Test
+    void progressCountsTheMessagesItSentFromLocalQueuesWithWhatTheTransportsReport() {
+        Pair p = pair(2);
+        recordFirstLongs(p.receiver());
+        for (long i = 0; i < 5; i++) p.endpoint().send(1, longs(i));
+        assertThat(p.endpoint().pending()).isEqualTo(3);
+        assertThat(p.receiver().progress()).as("two delivered").isEqualTo(2);
+        assertThat(p.sender().progress()).as("two sent from the local queue, nothing else").isEqualTo(2);
+        assertThat(p.receiver().progress()).isEqualTo(2);
+        assertThat(p.sender().progress()).as("the last one").isEqualTo(1);
+        assertThat(p.receiver().progress()).isEqualTo(1);
+        assertThat(p.sender().progress()).as("nothing to do").isZero();
+    }
+
     @Test
     void aHandlerMaySendButMayNotProgressTheWorker() {
         Pair p = pair(16);
@@ -659,6 +727,71 @@ class EndpointMessagingTest {
         assertThat(reported).as("reported once").hasSize(1);
         assertThat(p.endpoint().isFailed()).as("the transport reported the other endpoint too").isTrue();
         ep.close();
+    }
+
+    /** Worker.connect(peer): "its failure is only logged" (a WARNING of logger dev.conduit.worker) "and visible through isFailed()". */
+    @Test
+    void theFailureOfAnEndpointConnectedWithoutAnErrorHandlerIsLoggedAsAWarning() {
+        Pair p = pair(4);
+        List<java.util.logging.LogRecord> warnings = new ArrayList<>();
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit.worker");
+        java.util.logging.Handler recording = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                if (record.getLevel() == java.util.logging.Level.WARNING) warnings.add(record);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(recording);
+        try {
+            p.receiverTransport().kill();
+            p.sender().progress();
+            p.sender().progress();
+        } finally {
+            log.removeHandler(recording);
+        }
+        assertThat(p.endpoint().isFailed()).isTrue();
+        assertThat(warnings).as("once").singleElement().satisfies(w -> assertThat(w.getMessage())
+                .contains(p.endpoint().failure().getMessage())
+                .contains("(no error handler was given to connect)"));
+    }
+
+    /**
+     * EndpointErrorHandler: "it may close the endpoint or connect again": a failover from the
+     * handler, inside the progress call that reported the failure, to a standby that then gets
+     * what is sent.
+     */
+    @Test
+    void anErrorHandlerMayCloseItsEndpointAndConnectAgain() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker client = conduit.newWorker(ThreadMode.SINGLE);
+        Worker primary = conduit.newWorker(ThreadMode.SINGLE);
+        Worker standby = conduit.newWorker(ThreadMode.SINGLE);
+        List<Long> atStandby = recordFirstLongs(standby);
+        WorkerAddress standbyAddress = standby.address();
+        Endpoint[] current = new Endpoint[1];
+        current[0] = client.connect(primary.address(), (failed, cause) -> {
+            failed.close();
+            current[0] = client.connect(standbyAddress);
+        });
+        Endpoint first = current[0];
+        plugin.transports.get(1).kill(); // the primary's
+
+        client.progress();
+
+        assertThat(current[0]).isNotSameAs(first);
+        assertThatThrownBy(() -> first.send(1, longs(1))).isInstanceOf(IllegalStateException.class).hasMessageContaining("is closed");
+        current[0].send(1, longs(5));
+        standby.progress();
+        assertThat(atStandby).containsExactly(5L);
     }
 
     @Test

@@ -145,7 +145,12 @@ class EndpointThreadingTest {
                 () -> ep.send(1, MemorySegment.NULL, 8, t -> 0),
                 ep::pending,
                 ep::isFailed,
+                ep::failure,
                 () -> ep.peerRegion(new byte[0]),
+                () -> { ep.put(longs(1), null, 0); return null; },
+                () -> { ep.get(null, 0, longs(0)); return null; },
+                () -> ep.fetchAdd(null, 0, 1),
+                () -> ep.compareAndSwap(null, 0, 0, 1),
                 () -> { ep.flush(); return null; },
                 () -> { ep.close(); return null; },
                 () -> worker.connect(peer.address()),
@@ -159,7 +164,11 @@ class EndpointThreadingTest {
                     .hasMessageContaining("test-thread-");
         }
         assertThat(plugin.transports.getFirst().calls.get()).as("no refused call reached the plugin").isEqualTo(callsBefore);
-        onAnotherThread(() -> { worker.signal(); return null; }); // the one call any thread may make
+        // What only reads what the worker or the endpoint was made with, or a counter, and signal: any thread.
+        onAnotherThread(() -> { worker.signal(); return null; });
+        assertThat(onAnotherThread(() -> List.of(worker.threadMode(), worker.threadPolicy(), worker.unhandledMessages(),
+                ep.transport(), ep.maxHeaderSize(), ep.maxPayloadSize())))
+                .isEqualTo(List.of(ThreadMode.SINGLE, ThreadPolicy.OWNER_CHECK, 0L, "lo", ep.maxHeaderSize(), ep.maxPayloadSize()));
 
         ep.send(1, longs(1));
         assertThat(ep.pending()).isZero();

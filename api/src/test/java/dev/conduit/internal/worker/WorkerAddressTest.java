@@ -1,11 +1,15 @@
 package dev.conduit.internal.worker;
 
 import dev.conduit.Conduit;
+import dev.conduit.ConduitBuilder;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.RecordingTransport;
+import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
@@ -184,5 +188,58 @@ class WorkerAddressTest {
         List<AddressFormat.Entry> five = List.of(new AddressFormat.Entry("a", new byte[1000]), new AddressFormat.Entry("b", new byte[1000]),
                 new AddressFormat.Entry("c", new byte[1000]), new AddressFormat.Entry("d", new byte[1000]), new AddressFormat.Entry("e", new byte[1000]));
         assertThatThrownBy(() -> AddressFormat.encode(1, 1, five)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("4096");
+    }
+
+    /**
+     * Worker.address(): transports whose addresses do not fit the format (at most 16 transports,
+     * 1 KiB each, 4 KiB in all) are a ConduitException that says which rule and what to do; 16
+     * transports of empty addresses fit.
+     */
+    @Test
+    void aWorkerWhoseTransportsDoNotFitAnAddressSaysWhichRuleAndWhatToDo() {
+        try (Conduit sixteen = withTransports(16, 0); Worker worker = sixteen.newWorker(ThreadMode.SINGLE)) {
+            assertThat(worker.address().transports()).hasSize(16);
+        }
+        try (Conduit seventeen = withTransports(17, 0); Worker worker = seventeen.newWorker(ThreadMode.SINGLE)) {
+            assertThatThrownBy(worker::address).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("a worker address lists 1 to 16 transports, not 17")
+                    .hasMessageContaining("Select fewer transports (CONDUIT_TRANSPORTS)");
+        }
+        try (Conduit five = withTransports(5, 1000); Worker worker = five.newWorker(ThreadMode.SINGLE)) {
+            assertThatThrownBy(worker::address).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("at most 4096 are allowed")
+                    .hasMessageContaining("Select fewer transports (CONDUIT_TRANSPORTS)");
+        }
+        try (Conduit one = withTransports(1, 1025); Worker worker = one.newWorker(ThreadMode.SINGLE)) {
+            assertThatThrownBy(worker::address).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("transport 't0' gave an address of 1025 bytes; at most 1024")
+                    .hasMessageContaining("a plugin bug: report it to its author");
+        }
+    }
+
+    /** {@code count} plugins t0, t1, ... whose transports have addresses of {@code addressLength} bytes. */
+    private static Conduit withTransports(int count, int addressLength) {
+        ConduitBuilder b = Conduit.builder().discoverPlugins(false).environment(Map.of()).systemProperties(new Properties());
+        for (int i = 0; i < count; i++) {
+            b.addPlugin(TestPlugin.named("t" + i).priority(-i).transports(c -> new RecordingTransport() {
+                @Override
+                public byte[] address() {
+                    return new byte[addressLength];
+                }
+            }));
+        }
+        return b.build();
+    }
+
+    /** WorkerAddress.fromBytes: "The bytes are copied." A change to the array afterwards changes nothing. */
+    @Test
+    void anAddressKeepsItsOwnCopyOfTheBytesItWasDecodedFrom() {
+        byte[] bytes = valid();
+        byte[] original = bytes.clone();
+        WorkerAddress address = WorkerAddress.fromBytes(bytes);
+        bytes[10] ^= 1;
+        bytes[bytes.length - 1] ^= 1;
+        assertThat(address.toBytes()).isEqualTo(original);
+        assertThat(address).isEqualTo(WorkerAddress.fromBytes(original));
     }
 }
