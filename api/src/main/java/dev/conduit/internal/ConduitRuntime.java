@@ -161,7 +161,7 @@ public final class ConduitRuntime implements Conduit {
 
     private void ensureOpen() {
         // From the start of a close (Resources#seal refuses a worker that passed this just before).
-        if (closeClaimed.get()) throw new IllegalStateException("Conduit is closed");
+        if (closeClaimed.get()) throw new IllegalStateException(Resources.CLOSED);
     }
 
     @Override

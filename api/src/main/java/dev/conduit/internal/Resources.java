@@ -13,6 +13,9 @@ import java.util.function.Consumer;
  */
 public final class Resources {
 
+    /** What a {@code Conduit} whose close has started says to a call that would open something. */
+    public static final String CLOSED = "Conduit is closed: it opens nothing more once its close has started; open another Conduit to go on";
+
     /** What is open, in opening order, each with how the owner closes it. */
     private final LinkedHashMap<AutoCloseable, AutoCloseable> open = new LinkedHashMap<>();
     private boolean closed;
@@ -27,7 +30,7 @@ public final class Resources {
     /** Tracks {@code resource}, to be closed by {@code closer} when the owner closes. */
     public synchronized <T extends AutoCloseable> T register(T resource, AutoCloseable closer) {
         if (sealed || closed) {
-            throw new IllegalStateException("Conduit is closed");
+            throw new IllegalStateException(CLOSED);
         }
         open.put(resource, closer);
         return resource;

@@ -343,7 +343,7 @@ public final class IpcCache implements AutoCloseable {
     }
 
     private static IllegalStateException closedException() {
-        return new IllegalStateException("Conduit is closed: its IPC cache maps nothing more");
+        return new IllegalStateException("Conduit is closed: its IPC cache maps nothing more; open another Conduit to go on");
     }
 
     /** Runs pending maintenance now (evictions due to the bound). */

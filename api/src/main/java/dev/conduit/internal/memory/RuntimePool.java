@@ -229,7 +229,7 @@ public final class RuntimePool implements Pool {
     }
 
     void ensureOpen() {
-        if (closed) throw new IllegalStateException("pool of plugin '" + plugin + "' is closed");
+        if (closed) throw new IllegalStateException("pool of plugin '" + plugin + "' is closed: allocate from another pool (Conduit.pool)");
     }
 
     boolean isOpen() {

@@ -448,7 +448,10 @@ final class RuntimeEndpoint implements Endpoint {
     /** Fails unless the endpoint can be used: open, worker open, not failed. */
     private void checkUsable() {
         worker.ensureOpen(); // first: a worker closed with its Conduit says so, which the endpoint's own message would not
-        if (closed) throw new IllegalStateException("endpoint over '" + transport + "' to " + peer + " is closed");
+        if (closed) {
+            throw new IllegalStateException("endpoint over '" + transport + "' to " + peer + " is closed: it takes no more calls; "
+                    + "connect again (Worker.connect) to reach that peer");
+        }
         if (failure != null) throw rethrowable();
     }
 

@@ -37,7 +37,7 @@ final class RuntimePeerRegion implements PeerRegion {
     RemoteRegion remote() {
         if (closed) {
             throw new IllegalStateException(closedWithEndpoint ? "this PeerRegion is closed: its endpoint was closed (or its worker), "
-                    + "which closes the peer regions opened on it; open the region again on a live endpoint to the peer" : "this PeerRegion is closed");
+                    + "which closes the peer regions opened on it; open the region again on a live endpoint to the peer" : "this PeerRegion is closed: open the region again with Endpoint.peerRegion(handle) to use it");
         }
         return remote;
     }

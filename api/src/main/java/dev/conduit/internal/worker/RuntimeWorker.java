@@ -330,8 +330,10 @@ public final class RuntimeWorker implements Worker {
 
     private IllegalStateException closedException(Throwable cause) {
         String on = closedByConduitOn;
-        IllegalStateException closedNow = new IllegalStateException(on == null ? "worker is closed"
-                : "worker is closed: its Conduit was closed (Conduit.close() on thread '" + on + "')", cause);
+        IllegalStateException closedNow = new IllegalStateException(on == null
+                ? "worker is closed: it takes no more calls; make another with Conduit.newWorker to go on"
+                : "worker is closed: its Conduit was closed (Conduit.close() on thread '" + on + "'); open another Conduit and make a "
+                        + "worker of it to go on", cause);
         Throwable failed = closeFailure;
         if (failed != null) closedNow.addSuppressed(failed);
         return closedNow;

@@ -203,7 +203,8 @@ class RuntimePoolTest {
 
         assertThatThrownBy(pool::close).isInstanceOf(ConduitException.class).hasMessageContaining("on purpose");
         assertThat(plugin.providersClosed).hasValue(0);
-        assertThatThrownBy(() -> pool.allocate(8)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> pool.allocate(8)).isInstanceOf(IllegalStateException.class)
+                .hasMessage("pool of plugin 'inproc' is closed: allocate from another pool (Conduit.pool)");
 
         pool.close();
         assertThat(plugin.providersClosed).hasValue(1);

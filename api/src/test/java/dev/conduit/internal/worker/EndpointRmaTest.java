@@ -204,12 +204,13 @@ class EndpointRmaTest {
         PeerRegion closedWithEndpoint = endpoint.peerRegion(handle);
         closedHere.close();
         assertThatThrownBy(() -> endpoint.put(longs(1), closedHere, 0))
-                .isInstanceOf(IllegalStateException.class).hasMessage("this PeerRegion is closed");
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("this PeerRegion is closed: open the region again with Endpoint.peerRegion(handle) to use it");
         endpoint.close();
         assertThatThrownBy(() -> endpoint.put(longs(1), closedWithEndpoint, 0))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("its endpoint was closed (or its worker), which closes the peer regions opened on it");
-        assertThatThrownBy(() -> endpoint.put(longs(1), closedHere, 0)).hasMessage("this PeerRegion is closed");
+        assertThatThrownBy(() -> endpoint.put(longs(1), closedHere, 0)).hasMessageStartingWith("this PeerRegion is closed:");
     }
 
     /**
@@ -229,7 +230,8 @@ class EndpointRmaTest {
 
         for (Endpoint ep : List.of(endpoint, ofClosedWorker)) {
             PeerRegion r = ep == endpoint ? region : regionOfClosedWorker;
-            String closed = ep == endpoint ? "endpoint over 'lo' to " : "worker is closed";
+            String closed = ep == endpoint ? "is closed: it takes no more calls; connect again (Worker.connect) to reach that peer"
+                    : "worker is closed: it takes no more calls; make another with Conduit.newWorker to go on";
             List<Runnable> refused = List.of(
                     () -> ep.send(1, longs(1)),
                     () -> ep.send(1, MemorySegment.NULL, longs(1)),
