@@ -9,6 +9,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -168,6 +170,32 @@ class PluginDirectoryTest {
                         assertThat(e.value()).isEqualTo(plugins.toString());
                         assertThat(e.source()).isEqualTo(ConfigEntry.Source.ENVIRONMENT);
                     });
+        }
+    }
+
+    /**
+     * ConduitBuilder.classLoader: "The class loader whose class path is searched for plugins
+     * (default: the thread's context loader)". A plugin jar on a loader of its own is found through
+     * that loader, given to the builder or made the thread's context loader, and not otherwise.
+     */
+    @Test
+    void theClassLoaderGivenToTheBuilderOrTheContextLoaderIsSearchedForPlugins() throws IOException {
+        try (URLClassLoader loader = new URLClassLoader("solo-jar", new URL[] {plugins.resolve("solo.jar").toUri().toURL()},
+                PluginDirectoryTest.class.getClassLoader())) {
+            try (Conduit conduit = Loading.isolatedBuilder().classLoader(loader).build()) {
+                assertThat(info(conduit, "dir-solo").status()).isEqualTo(Status.SELECTED);
+            }
+            try (Conduit conduit = Loading.isolatedBuilder().build()) {
+                assertThat(conduit.plugins()).extracting(PluginInfo::name).doesNotContain("dir-solo");
+            }
+            Thread thread = Thread.currentThread();
+            ClassLoader context = thread.getContextClassLoader();
+            thread.setContextClassLoader(loader);
+            try (Conduit conduit = Loading.isolatedBuilder().build()) {
+                assertThat(info(conduit, "dir-solo").status()).isEqualTo(Status.SELECTED);
+            } finally {
+                thread.setContextClassLoader(context);
+            }
         }
     }
 }
