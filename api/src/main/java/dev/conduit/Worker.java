@@ -131,6 +131,9 @@ public interface Worker extends AutoCloseable {
      *     transports between slices.</li>
      * <li>A {@code signal()} while no thread awaits makes the next {@code await} return at once:
      *     a wakeup is never lost, but one may be spurious.</li>
+     * <li>A timeout of zero or less does not sleep: it returns at once, {@code false} (but
+     *     {@code true} for an interrupt, below, or an endpoint's failure to report), and keeps a
+     *     signal made before it for the next {@code await}, whichever transports the worker has.</li>
      * <li>An interrupt of the calling thread ends it, as it ends a {@code Selector.select}: it
      *     returns {@code true} at once (also when the thread was interrupted before the call) and
      *     keeps the interrupt status, which the caller clears or acts on.</li>

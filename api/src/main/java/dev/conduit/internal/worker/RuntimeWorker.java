@@ -767,7 +767,8 @@ public final class RuntimeWorker implements Worker {
     private boolean awaitWorkInterruptibly(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
         Transport waker = wakeup >= 0 ? transports[wakeup] : null;
         boolean others = transports.length > (waker == null ? 0 : 1);
-        if (waker == null && signalled.getAndSet(false)) return true;
+        // A signal made before the call is taken in the loop, once the deadline is known not to have passed: a timeout
+        // of zero or less keeps it for the next await, as a transport that sleeps keeps it (its await is never called then).
         while (true) {
             if (failuresToReport || closeRequested) return true; // a close request is served as the call returns (exit)
             if (Thread.currentThread().isInterrupted()) return true;

@@ -334,6 +334,26 @@ class EndpointThreadingTest {
         assertThat(worker.await(Duration.ofNanos(-1))).isFalse();
     }
 
+    /**
+     * A timeout of zero or less does not sleep: await returns false at once and keeps a signal made
+     * before it for the next await, whether a transport can sleep (WAKEUP) or the worker parks.
+     * Without a WAKEUP transport it used to take the signal and return true, so the same call
+     * answered differently by the plugins selected; and a signal was still "never lost" only over
+     * WAKEUP.
+     */
+    @Test
+    void aTimeoutOfZeroOrLessReturnsFalseAtOnceAndKeepsASignalForTheNextAwait() {
+        Worker sleeps = loopbacks.conduit(new LoopbackPlugin("lo", 8, false)).newWorker(ThreadMode.SINGLE);
+        Worker parks = loopbacks.conduit(new LoopbackPlugin("lo-park", 8, false).capabilities(Capability.RMA)).newWorker(ThreadMode.SINGLE);
+        for (Worker worker : List.of(sleeps, parks)) {
+            for (Duration none : List.of(Duration.ZERO, Duration.ofNanos(-1))) {
+                worker.signal();
+                assertThat(worker.await(none)).as("%s, %s", worker, none).isFalse();
+                assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).as("%s: the signal was kept", worker).isTrue();
+            }
+        }
+    }
+
     @Test
     void withoutAWakeupTransportAwaitParksAndASignalIsNeverLost() throws Exception {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).capabilities(Capability.RMA);
