@@ -158,4 +158,46 @@ class EncodedSendTest {
             assertThat(endpoint.pending()).isZero();
         }
     }
+
+    /**
+     * Endpoint's javadoc: over the shared-memory transports a header takes up to 1 KiB and a payload
+     * up to {@code <plugin>.bounce.size} (4 MiB by default); a larger one, plain or encoded, is
+     * refused with IllegalArgumentException naming the limit and the plugin, and nothing is sent;
+     * the limits themselves are sent.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void headersOf1KiBAndPayloadsOfTheBounceSizeAreSentAndOneByteMoreIsRefused(String plugin, @TempDir(factory = ShmDir.class) Path shared) {
+        try (Conduit conduit = Setup.conduit(shared, plugin)) {
+            Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+            Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+            List<Received> seen = receive(receiver);
+            Endpoint endpoint = sender.connect(receiver.address());
+            assertThat(endpoint.transport()).isEqualTo(plugin);
+            assertThat(endpoint.maxHeaderSize()).isEqualTo(1024);
+            assertThat(endpoint.maxPayloadSize()).isEqualTo(4L << 20);
+
+            MemorySegment tooLongHeader = MemorySegment.ofArray(new byte[1025]);
+            MemorySegment tooLargePayload = MemorySegment.ofArray(new byte[(4 << 20) + 1]);
+            assertThatThrownBy(() -> endpoint.send(ID, tooLongHeader, MemorySegment.NULL)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("header of 1025 bytes").hasMessageContaining("'" + plugin + "'").hasMessageContaining("1024 bytes");
+            assertThatThrownBy(() -> endpoint.send(ID, header(0), tooLargePayload)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("payload of 4194305 bytes").hasMessageContaining("'" + plugin + "'")
+                    .hasMessageContaining("4194304 bytes");
+            assertThatThrownBy(() -> endpoint.send(ID, header(0), (4L << 20) + 1, t -> 0)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("4194304 bytes");
+
+            MemorySegment longestHeader = MemorySegment.ofArray(new byte[1024]);
+            longestHeader.set(ValueLayout.JAVA_INT_UNALIGNED, 0, 1);
+            endpoint.send(ID, longestHeader, MemorySegment.NULL);
+            MemorySegment largest = MemorySegment.ofArray(new byte[4 << 20]);
+            fill(largest, largest.byteSize(), 2);
+            endpoint.send(ID, header(2), largest);
+            progressUntil(sender, receiver, seen, 2);
+            assertThat(seen).extracting(Received::seed).as("only what fits was sent").containsExactly(1, 2);
+            assertThat(seen.get(0).header()).hasSize(1024);
+            assertThat(seen.get(1).payload()).hasSize(4 << 20);
+            assertThat(matches(seen.get(1).payload(), 2)).isTrue();
+        }
+    }
 }
