@@ -305,6 +305,27 @@ class IpcCacheTest {
         assertThat(plugin.maps).hasValue(0);
     }
 
+    /**
+     * Conduit.importRegion's warning: "A hit asks the producer nothing": a handle imported before its
+     * producer freed the chunk opens again, from the cache, on the old memory (which the producer no
+     * longer shares), while the cache holds it; only a miss finds the export gone.
+     */
+    @Test
+    void aHitAfterTheProducerFreedTheChunkOpensTheCachedMappingWithoutAskingTheProducer() {
+        Pool pool = open(1 << 30).pool("inproc");
+        Region region = ownChunk(pool);
+        byte[] handle = region.exportHandle();
+        try (ImportedRegion first = conduit.importRegion(handle)) {
+            first.segment().set(ValueLayout.JAVA_LONG, 0, 42);
+        }
+        region.close();
+        try (ImportedRegion again = conduit.importRegion(handle)) {
+            assertThat(again.segment().get(ValueLayout.JAVA_LONG, 0)).as("the old memory, still mapped here").isEqualTo(42);
+        }
+        assertThat(plugin.maps).as("no miss: the producer was not asked").hasValue(1);
+        assertThat(conduit.ipcCacheStats().hits()).isEqualTo(1);
+    }
+
     @Test
     void aHandleThatContradictsTheCachedExportIsRefused() {
         Pool pool = open(1 << 30).pool("inproc");

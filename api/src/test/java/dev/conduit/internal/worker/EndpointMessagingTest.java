@@ -794,6 +794,42 @@ class EndpointMessagingTest {
         assertThat(atStandby).containsExactly(5L);
     }
 
+    /**
+     * An error handler, like a message handler, may not progress, await or close its worker (each
+     * throws IllegalStateException and closes nothing: Worker, EndpointErrorHandler), and may close
+     * the Conduit, which closes the worker as the progress call that ran the handler returns
+     * (Conduit.close()).
+     */
+    @Test
+    void anErrorHandlerMayNotProgressAwaitOrCloseItsWorkerButMayCloseTheConduit() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        List<Throwable> refused = new ArrayList<>();
+        boolean[] conduitClosed = {false};
+        sender.connect(receiver.address(), (endpoint, cause) -> {
+            for (Runnable call : List.<Runnable>of(sender::progress, () -> sender.await(java.time.Duration.ofMillis(1)), sender::close)) {
+                try {
+                    call.run();
+                } catch (RuntimeException e) {
+                    refused.add(e);
+                }
+            }
+            conduit.close();
+            conduitClosed[0] = true;
+        });
+        plugin.transports.get(1).kill(); // the receiver's
+
+        sender.progress();
+
+        assertThat(refused).hasSize(3).allSatisfy(e -> assertThat(e).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("was called from a message or error handler"));
+        assertThat(conduitClosed[0]).isTrue();
+        assertThat(plugin.transports).allSatisfy(t -> assertThat(t.closed).as("closed once the call returned").isTrue());
+        assertThatThrownBy(sender::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
+    }
+
     @Test
     void aFailureTheTransportReportsReachesTheHandlerOnTheProgressThread() {
         Pair p = pair(4);
