@@ -13,6 +13,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
@@ -67,6 +69,30 @@ class MessageDispatchTest {
         assertThat(seen).allSatisfy(m -> assertThat(m).hasToString("Message[invalid]"));
         dispatch.onMessage(2, MemorySegment.NULL, 0, 0, innerBytes, 0, 1);
         assertThat(seen.get(2)).as("outside a handler, the worker's one flyweight").isSameAs(seen.get(0));
+    }
+
+    /**
+     * Message's javadoc: one flyweight per worker, "one per progressing thread under PASS_THROUGH"
+     * (a MULTI worker whose plugins all take concurrent calls), so that threads delivering at once
+     * never share one.
+     */
+    @Test
+    void underPassThroughEachProgressingThreadHasAFlyweightOfItsOwn() throws InterruptedException {
+        MessageDispatch dispatch = new MessageDispatch(true);
+        Map<Thread, List<Message>> seen = new ConcurrentHashMap<>();
+        dispatch.setHandler(1, m -> seen.computeIfAbsent(Thread.currentThread(), t -> new ArrayList<>()).add(m));
+        Runnable deliverTwice = () -> {
+            for (int i = 0; i < 2; i++) dispatch.onMessage(1, MemorySegment.NULL, 0, 0, MemorySegment.NULL, 0, 0);
+        };
+        deliverTwice.run();
+        Thread other = Thread.ofPlatform().start(deliverTwice);
+        other.join();
+
+        List<Message> here = seen.get(Thread.currentThread());
+        List<Message> there = seen.get(other);
+        assertThat(here.get(1)).as("one per thread, kept").isSameAs(here.get(0));
+        assertThat(there.get(1)).isSameAs(there.get(0));
+        assertThat(there.get(0)).as("another thread's").isNotSameAs(here.get(0));
     }
 
     /**
