@@ -80,16 +80,20 @@ public interface TransportEndpoint extends AutoCloseable {
     }
 
     /**
-     * The largest header this endpoint carries, in bytes. The runtime refuses a larger one with an
-     * error before calling {@link #trySend}.
+     * The largest header this endpoint carries, in bytes. The runtime refuses a larger one, before
+     * calling {@link #trySend}, with an {@code IllegalArgumentException} naming the limit and the
+     * plugin.
      */
     default int maxHeaderSize() {
         return 1024;
     }
 
     /**
-     * The largest payload this endpoint carries, in bytes. The runtime refuses a larger one with an
-     * error naming the limit and the plugin's key that raises it, before calling {@link #trySend}.
+     * The largest payload this endpoint carries, in bytes. The runtime refuses a larger one, before
+     * calling {@link #trySend}, with an {@code IllegalArgumentException} naming the limit and the
+     * plugin; it cannot tell whether a key of the plugin raises the limit, so it points to
+     * docs/plugins.md, which gives each plugin's limits and keys: document yours there (or in your
+     * plugin's own documentation).
      */
     long maxPayloadSize();
 
