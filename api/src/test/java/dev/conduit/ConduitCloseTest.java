@@ -143,6 +143,22 @@ class ConduitCloseTest {
     }
 
     /**
+     * ConduitPlugin.threadModes: the one close of a thread-confined (SINGLE-only) plugin's transport
+     * on another thread than its owner's is Conduit.close()'s, once that owner has ended. It comes
+     * after the owner's last call, and from the closing thread.
+     */
+    @Test
+    void aThreadConfinedPluginsTransportIsClosedOnTheClosingThreadOnceItsOwnerHasEnded() throws Exception {
+        AtomicReference<Thread> closedOn = new AtomicReference<>();
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("confined").threadModes(ThreadMode.SINGLE).transports(c ->
+                new RecordingTransport().onClose(() -> closedOn.set(Thread.currentThread())))).build();
+        Thread owner = Thread.ofPlatform().start(() -> conduit.newWorker(ThreadMode.SINGLE).progress());
+        owner.join();
+        conduit.close();
+        assertThat(closedOn.get()).isSameAs(Thread.currentThread());
+    }
+
+    /**
      * The common shutdown: a thread loops on its SINGLE worker while another closes the Conduit.
      * The close asks, and the owner's next call closes the worker on the owner's thread and fails
      * naming the cause. (It used to close the worker's transports from the closing thread while
