@@ -257,6 +257,22 @@ class EndpointRmaTest {
         assertThat(rmaCalls()).as("nothing reached the transport").isZero();
     }
 
+    /**
+     * Endpoint.peerRegion: "ConduitException when the region cannot be opened here" (RemoteMemory.open
+     * for the transport): an export its producer freed is gone, named so, and nothing is cached.
+     */
+    @Test
+    void aPeerRegionOfAnExportItsProducerFreedIsRefusedAsGone() {
+        open(new LoopbackPlugin("lo", 8, false));
+        Region freed = conduit.pool("inproc").allocate(1 << 20); // a chunk of its own, freed with it
+        byte[] stale = freed.exportHandle();
+        freed.close();
+        assertThatThrownBy(() -> endpoint.peerRegion(stale)).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("is gone");
+        assertThat(conduit.ipcCacheStats().entries()).isZero();
+        assertThat(endpoint.peerRegion(handle).size()).as("the endpoint goes on").isEqualTo(4096);
+    }
+
     /** PeerRegion's javadoc: closing the worker closes the regions opened through its endpoints, as closing an endpoint does. */
     @Test
     void closingTheWorkerReleasesThePeerRegionsOfItsEndpoints() {
