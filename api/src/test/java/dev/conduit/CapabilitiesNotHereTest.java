@@ -97,6 +97,28 @@ class CapabilitiesNotHereTest {
         }
     }
 
+    /**
+     * Conduit.pool(): over "the most preferred selected plugin that provides memory here (declares
+     * MEMORY, and its probe did not rule it out)": importonly is preferred (priority 2) but ruled
+     * memory out, so inproc; of two that provide it, the preferred one.
+     */
+    @Test
+    void theDefaultPoolIsOverTheMostPreferredPluginThatProvidesMemoryHere() {
+        try (Conduit conduit = isolated().addPlugin(importOnly()).addPlugin(new InProcessMemoryPlugin()).build();
+             Pool pool = conduit.pool()) {
+            assertThat(conduit.selectedPlugins()).startsWith("importonly");
+            assertThat(pool.plugin()).isEqualTo("inproc");
+        }
+        for (String preferred : java.util.List.of("inproc", "other")) {
+            String[] order = preferred.equals("inproc") ? new String[] {"inproc", "other"} : new String[] {"other", "inproc"};
+            try (Conduit conduit = isolated().addPlugin(new InProcessMemoryPlugin())
+                    .addPlugin(new InProcessMemoryPlugin("other", java.util.EnumSet.of(ThreadMode.SERIALIZED))).transports(order).build();
+                 Pool pool = conduit.pool()) {
+                assertThat(pool.plugin()).isEqualTo(preferred);
+            }
+        }
+    }
+
     @Test
     void aWorkerWithNoPluginFoundAtAllSaysWhereToPutOne() {
         try (Conduit conduit = isolated().build()) {
