@@ -55,11 +55,22 @@ final class PerfProtocol {
     }
 
     /**
-     * Why a server refuses a client of protocol {@code clientVersion} (WELCOME's error, and the
-     * server's own line): both versions, whose {@code conduit} is the older, and what to do.
+     * Why a server refuses a client of protocol {@code clientVersion}, on the server's own line:
+     * both versions, whose {@code conduit} is the older, and what to do, "this process" being the
+     * server.
      */
     static String otherVersion(int clientVersion) {
         return FormatVersions.refusal("the client's conduit perf protocol", clientVersion, VERSION, "the client");
+    }
+
+    /**
+     * The same refusal as WELCOME carries it to the client, which prints it as its own: there
+     * "this process" is the client, so it says the server's version and what the client's side is
+     * to do ({@link #otherVersion} told a client of an older conduit to upgrade "this process's"
+     * peer and run "this process" with the older one, the wrong way round).
+     */
+    static String otherVersionForTheClient(int clientVersion) {
+        return FormatVersions.refusal("the server's conduit perf protocol", VERSION, clientVersion, "the server");
     }
 
     /** Builds a control payload. */

@@ -354,7 +354,7 @@ final class PerfServer {
                     + " it stops at its own timeout)");
         }
         client = worker.connect(address, (ep, cause) -> clientFailure = cause);
-        sendWelcome(refusal);
+        sendWelcome(PerfProtocol.otherVersionForTheClient(version)); // read there, where "this process" is the client
         throw new ConduitException("client " + clientName + ": " + refusal);
     }
 

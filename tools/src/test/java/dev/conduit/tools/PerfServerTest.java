@@ -116,7 +116,7 @@ class PerfServerTest {
      * A client of another conduit perf version (a rolling upgrade: one side's conduit upgraded,
      * the other's not; their queue layouts the same, as between builds of fdfa993^ and 8f25f9c^) is
      * refused in WELCOME, and the server says so too: both protocol versions, whose conduit is the
-     * older, and to run one version on both sides. WELCOME said "protocol version 2, this server
+     * older, and what to upgrade, each from its own side. WELCOME said "protocol version 2, this server
      * speaks 3", and the server only "client pid N on H speaks protocol version 2", without its own.
      */
     @Test
@@ -134,12 +134,18 @@ class PerfServerTest {
             } finally {
                 serverThread.join(TimeUnit.SECONDS.toMillis(30));
             }
-            String expected = "the client's conduit perf protocol version " + (PerfProtocol.VERSION - 1) + ", where this process's Conduit "
-                    + "reads only version " + PerfProtocol.VERSION + ": the client runs an older Conduit than this process; upgrade the client, "
-                    + "or run this process with the older one (docs/runtime.md, \"Processes of different Conduit versions\")";
-            assertThat(refusal).as("WELCOME's error").isEqualTo(expected);
+            // The client prints WELCOME's error as its own ("the perf server refused this session: ..."): there "this process" is
+            // the client. It read "the client runs an older Conduit than this process; upgrade the client, or run this process
+            // with the older one", the server's words, which a client's user takes the wrong way round.
+            assertThat(refusal).as("WELCOME's error, read by the client").isEqualTo("the server's conduit perf protocol version "
+                    + PerfProtocol.VERSION + ", where this process's Conduit reads only version " + (PerfProtocol.VERSION - 1)
+                    + ": the server runs a newer Conduit than this process; upgrade this process, or run the server with the older one "
+                    + "(docs/runtime.md, \"Processes of different Conduit versions\")");
             assertThat(serverErr.toString()).as("the server's own line").contains("could not start a session: client pid "
-                    + ProcessHandle.current().pid() + " on " + PerfCommand.hostName() + ": " + expected);
+                    + ProcessHandle.current().pid() + " on " + PerfCommand.hostName() + ": the client's conduit perf protocol version "
+                    + (PerfProtocol.VERSION - 1) + ", where this process's Conduit reads only version " + PerfProtocol.VERSION
+                    + ": the client runs an older Conduit than this process; upgrade the client, or run this process with the older one "
+                    + "(docs/runtime.md, \"Processes of different Conduit versions\")");
             assertThat(serverExit.get()).isEqualTo(ConduitCommand.EXIT_FAILED);
         } finally {
             PerfPeer.deleteTree(shared);
