@@ -490,32 +490,13 @@ class EndpointMessagingTest {
         p.receiver().onMessage(2, m -> {
             throw new IllegalArgumentException("bad message " + m.payloadLong(0));
         });
-        List<java.util.logging.LogRecord> warnings = new ArrayList<>();
-        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit.worker");
-        java.util.logging.Handler recording = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord record) {
-                if (record.getLevel() == java.util.logging.Level.WARNING) warnings.add(record);
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        log.addHandler(recording);
-        try {
+        List<java.util.logging.LogRecord> warnings = warningsLoggedWhile(() -> {
             for (long call = 0; call < 200; call++) {
                 p.endpoint().send(1, longs(call));
                 p.endpoint().send(2, longs(call));
                 assertThatThrownBy(p.receiver()::progress).isSameAs(preallocated);
             }
-        } finally {
-            log.removeHandler(recording);
-        }
+        });
         assertThat(preallocated.getSuppressed()).hasSize(16)
                 .allSatisfy(s -> assertThat(s).isInstanceOf(IllegalArgumentException.class));
         assertThat(warnings).as("what found no room is logged, not lost: once a minute").singleElement().satisfies(w -> {
@@ -733,30 +714,11 @@ class EndpointMessagingTest {
     @Test
     void theFailureOfAnEndpointConnectedWithoutAnErrorHandlerIsLoggedAsAWarning() {
         Pair p = pair(4);
-        List<java.util.logging.LogRecord> warnings = new ArrayList<>();
-        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit.worker");
-        java.util.logging.Handler recording = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord record) {
-                if (record.getLevel() == java.util.logging.Level.WARNING) warnings.add(record);
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        log.addHandler(recording);
-        try {
+        List<java.util.logging.LogRecord> warnings = warningsLoggedWhile(() -> {
             p.receiverTransport().kill();
             p.sender().progress();
             p.sender().progress();
-        } finally {
-            log.removeHandler(recording);
-        }
+        });
         assertThat(p.endpoint().isFailed()).isTrue();
         assertThat(warnings).as("once").singleElement().satisfies(w -> assertThat(w.getMessage())
                 .contains(p.endpoint().failure().getMessage())
@@ -1075,5 +1037,32 @@ class EndpointMessagingTest {
         p.endpoint().close(); // 2 and 3 fit, 4 is discarded and logged
         for (int i = 0; i < 3; i++) p.receiver().progress();
         assertThat(seen).containsExactly(0L, 1L, 2L, 3L);
+    }
+
+    /** The WARNINGs that logger {@code dev.conduit.worker} logs while {@code action} runs. */
+    private static List<java.util.logging.LogRecord> warningsLoggedWhile(Runnable action) {
+        List<java.util.logging.LogRecord> warnings = new ArrayList<>();
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit.worker");
+        java.util.logging.Handler recording = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                if (record.getLevel() == java.util.logging.Level.WARNING) warnings.add(record);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(recording);
+        try {
+            action.run();
+        } finally {
+            log.removeHandler(recording);
+        }
+        return warnings;
     }
 }
