@@ -8,6 +8,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.ConduitException;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.HexFormat;
@@ -51,10 +52,23 @@ public final class SharedDirectory implements AutoCloseable {
             FileDescriptor fd = libc.open(path.toString(), OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY | OpenFlags.O_CLOEXEC, 0);
             return new SharedDirectory(libc, path, fd, configKey);
         } catch (ErrnoException e) {
+            String otherwise = "create it, make it readable and writable for this user, or set " + configKey;
+            // ENAMETOOLONG is also a single name of more than NAME_MAX on the way, in a path well within PATH_MAX: no shorter
+            // way to the directory helps then, as no directory has that name.
+            String remedy = e.errnoName().equals("ENAMETOOLONG") && path.toString().getBytes(StandardCharsets.UTF_8).length < PATH_MAX
+                    ? TOO_LONG_A_NAME + "; " + otherwise
+                    : remedy(e, otherwise);
             throw new ConduitException("cannot open the shared directory " + path + ": " + e.errnoName()
-                    + " (" + e.getMessage() + "); " + remedy(e, "create it, make it readable and writable for this user, or set " + configKey), e);
+                    + " (" + e.getMessage() + "); " + remedy, e);
         }
     }
+
+    /** {@code PATH_MAX}, with the terminating NUL: the longest path the kernel takes is one byte shorter. */
+    private static final int PATH_MAX = 4096;
+
+    /** Why a path within {@code PATH_MAX} fails with {@code ENAMETOOLONG}: a name on it, or in a link it passes, is too long. */
+    static final String TOO_LONG_A_NAME = "a name on the path (or in a symbolic link it passes through) is longer than the kernel "
+            + "takes (NAME_MAX: 255 bytes), so no directory is there: check the path";
 
     /**
      * Why a directory path of more than {@code PATH_MAX} bytes does not open, and what to do: only the

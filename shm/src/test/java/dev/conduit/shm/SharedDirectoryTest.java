@@ -60,6 +60,29 @@ class SharedDirectoryTest {
     }
 
     /**
+     * ENAMETOOLONG from the open of the directory itself is a path past PATH_MAX, whose remedy is a
+     * shorter way to the directory, or one name on it past NAME_MAX (255 bytes) in a path well
+     * within PATH_MAX, which no directory can have. The second was refused as the first: "the path
+     * is longer than the kernel takes (PATH_MAX: 4,095 bytes): reach the same directory through a
+     * shorter path", of a path of 300-odd bytes.
+     */
+    @Test
+    void aNameLongerThanNameMaxIsToldFromAPathLongerThanPathMax() {
+        Path longName = elsewhere.resolve("n".repeat(300));
+        assertThatThrownBy(() -> SharedDirectory.open(Linux.libc(), longName, "shared.dir (CONDUIT_SHARED_DIR)"))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("cannot open the shared directory " + longName + ": ENAMETOOLONG")
+                .hasMessageContaining("a name on the path (or in a symbolic link it passes through) is longer than the kernel takes "
+                        + "(NAME_MAX: 255 bytes), so no directory is there: check the path; create it")
+                .hasMessageNotContaining("PATH_MAX");
+
+        Path longPath = elsewhere.resolve(String.join("/", java.util.Collections.nCopies(20, "p".repeat(250))));
+        assertThatThrownBy(() -> SharedDirectory.open(Linux.libc(), longPath, "shared.dir (CONDUIT_SHARED_DIR)"))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining(SharedDirectory.TOO_LONG_A_PATH);
+    }
+
+    /**
      * Listing a directory (a reclaim of dead owners' files does, at every pool and worker open)
      * failed with the JDK's bare exception: "cannot list the shared directory D:
      * java.nio.file.FileSystemException: D: Too many open files" (conduit perf at
