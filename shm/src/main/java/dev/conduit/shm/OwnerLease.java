@@ -363,8 +363,9 @@ public final class OwnerLease implements AutoCloseable {
 
     /**
      * The user that owns what has {@code name} in {@code directory} (the link itself, not what it
-     * points to), read without opening it: also when it does not open for this process; null when
-     * that cannot be told.
+     * points to), read through an {@code O_PATH} descriptor ({@link SharedDirectory#status}), which
+     * no permission of the file refuses: also when it does not open for this process; null when
+     * that cannot be told (it is gone, or this process has no descriptor left).
      */
     public static Integer ownerOf(SharedDirectory directory, String name) {
         try {

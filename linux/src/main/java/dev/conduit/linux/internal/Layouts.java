@@ -89,7 +89,7 @@ public final class Layouts {
             MemoryLayout.paddingLayout(5)
     ).withName("dirent64");
 
-    /** {@code struct timespec}: the futex timeout. */
+    /** {@code struct timespec}: the futex timeout, and {@code st_mtim} of {@link #STAT}. */
     public static final StructLayout TIMESPEC = MemoryLayout.structLayout(
             JAVA_LONG.withName("tv_sec"),
             JAVA_LONG.withName("tv_nsec")
