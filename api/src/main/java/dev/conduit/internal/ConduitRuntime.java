@@ -125,7 +125,8 @@ public final class ConduitRuntime implements Conduit {
         MemoryProvider provider = r.plugin().openMemoryProvider(contextOf(plugin));
         RuntimePool pool;
         try {
-            pool = new RuntimePool(plugin, provider, r.unsupportedHere().get(Capability.IPC), config.get(RuntimeKeys.POOL_CHUNK_SIZE),
+            pool = new RuntimePool(plugin, provider, r.capabilities().contains(Capability.IPC), r.unsupportedHere().get(Capability.IPC),
+                    config.get(RuntimeKeys.POOL_CHUNK_SIZE),
                     resources::unregister);
         } catch (RuntimeException e) {
             provider.close();

@@ -50,17 +50,24 @@ public final class RuntimePool implements Pool {
     private final Object closeLock = new Object();
     private boolean providerClosed;
     private final String exportRefusal;
+    private final boolean declaresIpc;
 
+    /** A pool of a plugin that does not declare {@code IPC}. */
     public RuntimePool(String plugin, MemoryProvider provider, long requestedChunkSize, Consumer<AutoCloseable> onClose) {
-        this(plugin, provider, null, requestedChunkSize, onClose);
+        this(plugin, provider, false, null, requestedChunkSize, onClose);
     }
 
     /**
+     * @param declaresIpc   whether its plugin declares {@code IPC}: a provider that then refuses an
+     *                      export breaks the plugin's word, which a refusal says rather than advise
+     *                      another plugin
      * @param exportRefusal why its plugin's probe ruled {@code IPC} out here, so that no region of
      *                      this pool is exported; null when it exports
      */
-    public RuntimePool(String plugin, MemoryProvider provider, String exportRefusal, long requestedChunkSize, Consumer<AutoCloseable> onClose) {
+    public RuntimePool(String plugin, MemoryProvider provider, boolean declaresIpc, String exportRefusal, long requestedChunkSize,
+                       Consumer<AutoCloseable> onClose) {
         this.plugin = plugin;
+        this.declaresIpc = declaresIpc;
         this.exportRefusal = exportRefusal;
         this.provider = provider;
         this.pageSize = provider.pageSize();
@@ -197,7 +204,12 @@ public final class RuntimePool implements Pool {
                         payload = provider.export(chunk.chunk);
                     } catch (NotSupportedException e) {
                         // The SPI's default says only "this memory provider": name the plugin, and what to use instead.
-                        NotSupportedException named = new NotSupportedException("plugin '" + plugin + "' exports no IPC handles "
+                        NotSupportedException named = new NotSupportedException(declaresIpc
+                                ? "plugin '" + plugin + "' declares IPC, but its memory provider refused to export a chunk: "
+                                        + e.getMessage() + ". That is the plugin's fault (the TCK's MemoryProviderContract "
+                                        + "shows it): report it to the plugin's authors; meanwhile allocate shared regions from "
+                                        + "another plugin's pool"
+                                : "plugin '" + plugin + "' exports no IPC handles "
                                 + "(capability IPC): " + e.getMessage() + ". Its regions serve this process only; to share memory "
                                 + "with another process, allocate from the pool of a plugin that declares IPC ('conduit info' lists "
                                 + "each plugin's capabilities)");

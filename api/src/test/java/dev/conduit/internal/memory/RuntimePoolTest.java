@@ -285,6 +285,22 @@ class RuntimePoolTest {
         }
     }
 
+    /**
+     * A plugin that declares IPC and whose provider refuses an export all the same breaks its word:
+     * the refusal says so and to report it, rather than to allocate from "a plugin that declares
+     * IPC", which this one does (what it said before).
+     */
+    @Test
+    void aRefusedExportOfAPluginThatDeclaresIpcIsCalledThePluginsFault() {
+        try (RuntimePool local = new RuntimePool("broken", arenaProvider(null), true, null, CHUNK, p -> { })) {
+            assertThatThrownBy(local.allocate(64)::exportHandle).isInstanceOf(NotSupportedException.class)
+                    .hasMessageContaining("plugin 'broken' declares IPC, but its memory provider refused to export a chunk: ")
+                    .hasMessageContaining("this memory provider cannot export chunks")
+                    .hasMessageContaining("report it to the plugin's authors")
+                    .hasMessageNotContaining("a plugin that declares IPC");
+        }
+    }
+
     /** MemoryProvider.MAX_EXPORT_LENGTH: an export payload longer than an IPC handle carries is the plugin's fault, named so. */
     @Test
     void anExportLongerThanAHandleCarriesIsRefusedNamingThePluginAndTheLimit() {
