@@ -519,11 +519,20 @@ public abstract class TransportContract extends PluginContract {
                 }
             }));
         }
+        // The guard runs from the last message that arrived, not from the first: it catches a hang, and a loaded machine's
+        // slower stream of 8,000 messages is none.
         long deadline = System.nanoTime() + progressGuard().toNanos();
+        int arrived = 0;
         while (count.get() < threads * perThread && errors.isEmpty()) {
             receiver.progress();
             sender.progress();
-            if (System.nanoTime() > deadline) throw new AssertionError("only " + count.get() + " of " + threads * perThread + " messages arrived");
+            int now = count.get();
+            if (now != arrived) {
+                arrived = now;
+                deadline = System.nanoTime() + progressGuard().toNanos();
+            } else if (System.nanoTime() > deadline) {
+                throw new AssertionError("no message arrived for " + progressGuard() + ": only " + now + " of " + threads * perThread);
+            }
         }
         for (Thread t : senders) t.join();
         assertThat(errors).as("errors of the sending threads").isEmpty();
