@@ -73,6 +73,17 @@ final class PerfProtocol {
         return FormatVersions.refusal("the server's conduit perf protocol", VERSION, clientVersion, "the server");
     }
 
+    /** HELLO's fields after its version, which the server reads first: a client of another version may lay out the rest otherwise. */
+    record Hello(long pid, String host, String threadMode, String wakeup, String transport, byte[] regionHandle, byte[] workerAddress) {
+        static Hello read(Reader r) {
+            return new Hello(r.u64(), r.string(), r.string(), r.string(), r.string(), r.bytes(), r.bytes());
+        }
+
+        String clientName() {
+            return "pid " + pid + " on " + host;
+        }
+    }
+
     /** Builds a control payload. */
     static final class Writer {
         private final ByteArrayOutputStream out = new ByteArrayOutputStream();

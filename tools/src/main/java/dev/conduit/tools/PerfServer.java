@@ -307,18 +307,14 @@ final class PerfServer {
         }
     }
 
-    private void welcome(PerfProtocol.Reader hello) {
-        int version = hello.u8();
-        if (version != PerfProtocol.VERSION) refuseOtherVersion(hello, version);
-        long pid = hello.u64();
-        String host = hello.string();
-        String mode = hello.string();
-        String wakeup = hello.string();
-        String transport = hello.string();
-        byte[] handle = hello.bytes();
-        byte[] address = hello.bytes();
-        client = worker.connect(WorkerAddress.fromBytes(address), (ep, cause) -> clientFailure = cause);
-        clientName = "pid " + pid + " on " + host;
+    private void welcome(PerfProtocol.Reader r) {
+        int version = r.u8();
+        if (version != PerfProtocol.VERSION) refuseOtherVersion(r, version);
+        PerfProtocol.Hello hello = PerfProtocol.Hello.read(r);
+        String transport = hello.transport();
+        String wakeup = hello.wakeup();
+        client = worker.connect(WorkerAddress.fromBytes(hello.workerAddress()), (ep, cause) -> clientFailure = cause);
+        clientName = hello.clientName();
         phases = 0;
         sessionRegion = regions.get(transport);
         sessionPool = pools.get(transport);
@@ -326,9 +322,9 @@ final class PerfServer {
             sendWelcome("this server exported no region through '" + transport + "'");
             throw new ConduitException("client " + clientName + " connected through '" + transport + "', which has no region here");
         }
-        clientRegion = client.peerRegion(handle);
+        clientRegion = client.peerRegion(hello.regionHandle());
         sessionBusy = !"await".equals(wakeup);
-        err.println("conduit perf server: session with " + clientName + " (thread mode " + mode + ", wakeup " + wakeup + ", transport "
+        err.println("conduit perf server: session with " + clientName + " (thread mode " + hello.threadMode() + ", wakeup " + wakeup + ", transport "
                 + transport + ")");
         sendWelcome("");
     }
@@ -339,16 +335,13 @@ final class PerfServer {
      * and address where this version's does (so far every version's has); otherwise the server's line
      * alone says it, and the client's wait for WELCOME ends at its timeout.
      */
-    private void refuseOtherVersion(PerfProtocol.Reader hello, int version) {
+    private void refuseOtherVersion(PerfProtocol.Reader r, int version) {
         String refusal = PerfProtocol.otherVersion(version);
         WorkerAddress address;
         try {
-            long pid = hello.u64();
-            String host = hello.string();
-            for (int i = 0; i < 3; i++) hello.string(); // thread mode, wakeup, transport
-            hello.bytes(); // the region's handle
-            address = WorkerAddress.fromBytes(hello.bytes());
-            clientName = "pid " + pid + " on " + host;
+            PerfProtocol.Hello hello = PerfProtocol.Hello.read(r);
+            address = WorkerAddress.fromBytes(hello.workerAddress());
+            clientName = hello.clientName();
         } catch (RuntimeException unreadable) {
             throw new ConduitException("a client's HELLO: " + refusal + " (its HELLO is laid out otherwise, so it was not told;"
                     + " it stops at its own timeout)");
@@ -368,16 +361,10 @@ final class PerfServer {
     }
 
     /** A second client while one is served: tell it, and forget it. */
-    private void refuse(PerfProtocol.Reader hello) {
+    private void refuse(PerfProtocol.Reader r) {
         try {
-            hello.u8();
-            hello.u64();
-            hello.string();
-            hello.string();
-            hello.string();
-            hello.string();
-            hello.bytes();
-            Endpoint other = worker.connect(WorkerAddress.fromBytes(hello.bytes()));
+            r.u8();
+            Endpoint other = worker.connect(WorkerAddress.fromBytes(PerfProtocol.Hello.read(r).workerAddress()));
             other.send(PerfProtocol.WELCOME, new PerfProtocol.Writer().string("busy with another client (" + clientName + ")").segment());
             long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
             while (other.pending() > 0 && System.nanoTime() < deadline) worker.progress();
