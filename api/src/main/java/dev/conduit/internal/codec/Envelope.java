@@ -93,10 +93,9 @@ public final class Envelope {
     /** Whether {@code bytes} (headed) say their own length and end in their CRC: a whole record, of whatever version. */
     private static boolean intactFrame(byte[] bytes) {
         if (bytes.length < OVERHEAD) return false;
-        int total = (bytes[6] & 0xFF) | (bytes[7] & 0xFF) << 8;
-        int trailer = 0;
-        for (int i = 0; i < 4; i++) trailer |= (bytes[bytes.length - 4 + i] & 0xFF) << (8 * i);
-        return total == bytes.length && trailer == crc(bytes);
+        int total = new PayloadReader(bytes, 6, 2, "").u16("total.length");
+        long trailer = new PayloadReader(bytes, bytes.length - 4, 4, "").u32("crc");
+        return total == bytes.length && trailer == (crc(bytes) & 0xFFFF_FFFFL);
     }
 
     /**
