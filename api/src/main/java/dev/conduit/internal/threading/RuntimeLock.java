@@ -85,7 +85,7 @@ public final class RuntimeLock extends ThreadGuard {
 
     @Override
     public void enter() {
-        if ((lock.isHeldByCurrentThread() || (contenders.get() == 0 && !lock.hasQueuedThreads())) && lock.tryLock()) return;
+        if ((contenders.get() == 0 || lock.isHeldByCurrentThread()) && lock.tryLockBehindWaiters()) return;
         contenders.incrementAndGet();
         try {
             wakeHolder.run();
