@@ -53,11 +53,7 @@ public final class SharedDirectory implements AutoCloseable {
             return new SharedDirectory(libc, path, fd, configKey);
         } catch (ErrnoException e) {
             String otherwise = "create it, make it readable and writable for this user, or set " + configKey;
-            // ENAMETOOLONG is also a single name of more than NAME_MAX on the way, in a path well within PATH_MAX: no shorter
-            // way to the directory helps then, as no directory has that name.
-            String remedy = e.errnoName().equals("ENAMETOOLONG") && path.toString().getBytes(StandardCharsets.UTF_8).length < PATH_MAX
-                    ? TOO_LONG_A_NAME + "; " + otherwise
-                    : remedy(e, otherwise);
+            String remedy = e.errnoName().equals("ENAMETOOLONG") ? tooLong(path) + "; " + otherwise : remedy(e, otherwise);
             throw new ConduitException("cannot open the shared directory " + path + ": " + e.errnoName()
                     + " (" + e.getMessage() + "); " + remedy, e);
         }
@@ -65,6 +61,20 @@ public final class SharedDirectory implements AutoCloseable {
 
     /** {@code PATH_MAX}, with the terminating NUL: the longest path the kernel takes is one byte shorter. */
     private static final int PATH_MAX = 4096;
+
+    /** Whether the kernel refuses {@code path} whole, for its length alone ({@code ENAMETOOLONG}). */
+    public static boolean isPastPathMax(Path path) {
+        return path.toString().getBytes(StandardCharsets.UTF_8).length >= PATH_MAX;
+    }
+
+    /**
+     * Why opening the directory {@code path} failed with {@code ENAMETOOLONG}, and what to do: a path
+     * past {@code PATH_MAX} ({@link #TOO_LONG_A_PATH}), or, in a path within it, a single name past
+     * {@code NAME_MAX}, which no shorter way to it helps, as no directory has that name.
+     */
+    public static String tooLong(Path path) {
+        return isPastPathMax(path) ? TOO_LONG_A_PATH : TOO_LONG_A_NAME;
+    }
 
     /** Why a path within {@code PATH_MAX} fails with {@code ENAMETOOLONG}: a name on it, or in a link it passes, is too long. */
     static final String TOO_LONG_A_NAME = "a name on the path (or in a symbolic link it passes through) is longer than the kernel "
@@ -111,14 +121,13 @@ public final class SharedDirectory implements AutoCloseable {
 
     /**
      * What to do about {@code e}: raise the descriptor limit when it is {@code EMFILE} or
-     * {@code ENFILE} (no path or configuration is at fault then), shorten the path when it is
-     * {@code ENAMETOOLONG}, else {@code otherwise}.
+     * {@code ENFILE} (no path or configuration is at fault then), else {@code otherwise}. (An
+     * {@code ENAMETOOLONG} of the directory's own path: {@link #tooLong}.)
      */
     public static String remedy(ErrnoException e, String otherwise) {
         return switch (e.errnoName()) {
             case "EMFILE" -> "this process has no file descriptor left: " + RAISE_OPEN_FILE_LIMIT + " or close descriptors it no longer needs";
             case "ENFILE" -> "the system's open-file table is full: raise fs.file-max or stop processes that hold many files";
-            case "ENAMETOOLONG" -> TOO_LONG_A_PATH + "; " + otherwise;
             default -> otherwise;
         };
     }

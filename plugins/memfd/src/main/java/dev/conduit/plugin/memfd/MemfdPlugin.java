@@ -116,7 +116,7 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (directory == null) {
             return Availability.unavailable("no shared directory is configured: set " + MemfdConfig.SHARED_DIR_KEY, details);
         }
-        if (directory.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length >= 4096) {
+        if (SharedDirectory.isPastPathMax(directory)) {
             // The JDK's check below says only false for it.
             return Availability.unavailable("the shared directory " + directory + " cannot be opened: " + SharedDirectory.TOO_LONG_A_PATH
                     + " (" + MemfdConfig.SHARED_DIR_KEY + ")", details);
