@@ -1,5 +1,7 @@
 package dev.conduit.shm;
 
+import dev.conduit.spi.FormatVersions;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -123,7 +125,7 @@ public final class ReceiveQueue {
      * reader that does not know it takes for 1, closing); 4: the closing word's second value, 2 when the close is done (3: records are taken by a CAS on
      * their first word, which holds the line's free word while free, and records are whole lines;
      * 2: the closing word and the read position). A sender attaches to a queue of this version only
-     * ({@link #otherVersion} says why it refuses another), so a change to what senders write or
+     * ({@link #attach} refuses another), so a change to what senders write or
      * receivers accept that breaks an honest peer of the previous layout takes a new version.
      */
     public static final int VERSION = 5;
@@ -233,7 +235,10 @@ public final class ReceiveQueue {
         int magic = (int) INT.getAcquire(memory, MAGIC_OFFSET);
         if (magic != MAGIC) throw new IllegalStateException(String.format("no receive queue here (magic 0x%08x)", magic));
         int version = memory.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
-        if (version != VERSION) throw new IllegalStateException(otherVersion(version));
+        if (version != VERSION) {
+            // No translation between layouts: processes of two Conduit versions connect only when their queue layouts are the same.
+            throw new IllegalStateException(FormatVersions.refusal("its receive queue layout", Integer.toUnsignedLong(version), VERSION, "the peer"));
+        }
         long capacity = memory.get(ValueLayout.JAVA_LONG, CAPACITY_OFFSET);
         if (capacity != memory.byteSize() - HEADER_LENGTH || Long.bitCount(capacity) != 1) {
             throw new IllegalStateException("receive queue says capacity " + capacity + " but " + memory.byteSize() + " bytes are mapped");
@@ -244,15 +249,6 @@ public final class ReceiveQueue {
             throw new IllegalStateException("the queue's token does not match the address: a stale or forged address");
         }
         return new ReceiveQueue(memory, capacity);
-    }
-
-    /**
-     * Why a sender refuses a queue of another layout {@code version}, which a Conduit of another
-     * version formatted: there is no translation between layouts, so processes of two Conduit
-     * versions connect only when their queue layouts are the same ({@link ShmTransport#otherConduit}).
-     */
-    static String otherVersion(int version) {
-        return ShmTransport.otherConduit("its receive queue layout", Integer.toUnsignedLong(version), VERSION);
     }
 
     /**

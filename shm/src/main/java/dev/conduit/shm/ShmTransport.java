@@ -314,14 +314,6 @@ public final class ShmTransport implements Transport {
         }
     }
 
-    /**
-     * What a connect says of a peer whose {@code format} ("its receive queue layout") has version
-     * {@code found}, where this Conduit reads only {@code ours} ({@link FormatVersions#refusal}).
-     */
-    static String otherConduit(String format, long found, int ours) {
-        return FormatVersions.refusal(format, found, ours, "the peer");
-    }
-
     /** Removes what dead workers and providers of this plugin left in the shared directory. */
     private void reclaimDeadPeers(SharedDirectory dir) {
         try {
@@ -379,7 +371,7 @@ public final class ShmTransport implements Transport {
         ensureOpen();
         finishCloses();
         int version = peer.u8("version");
-        if (version != ADDRESS_VERSION) throw peer.invalid("version", otherConduit("its " + plugin + " transport address", version, ADDRESS_VERSION));
+        if (version != ADDRESS_VERSION) throw peer.invalid("version", FormatVersions.refusal("its " + plugin + " transport address", version, ADDRESS_VERSION, "the peer"));
         String leaseName = peer.relativePath("lease");
         if (!leaseName.startsWith("conduit-" + plugin + "-") || !leaseName.endsWith(".lease")) {
             throw peer.invalid("lease", "'" + leaseName + "' is not a " + plugin + " worker lease");
