@@ -196,7 +196,7 @@ class WorkerAddressTest {
      * transports of empty addresses fit.
      */
     @Test
-    void aWorkerWhoseTransportsDoNotFitAnAddressSaysWhichRuleAndWhatToDo() {
+    void aWorkerWhoseTransportsDoNotFitAnAddressNamesTheRuleAndTheRemedy() {
         try (Conduit sixteen = withTransports(16, 0); Worker worker = sixteen.newWorker(ThreadMode.SINGLE)) {
             assertThat(worker.address().transports()).hasSize(16);
         }
