@@ -407,8 +407,7 @@ class EndpointThreadingTest {
     @Test
     void awaitUnderTheRuntimeLockLetsOtherThreadsSendBetweenSlices() throws Exception {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
-        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
-        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Worker worker = multiWorkerUnderTheRuntimeLock(plugin);
         Endpoint self = worker.connect(worker.address());
         AtomicBoolean sent = new AtomicBoolean();
         Future<?> sender = threads.submit(() -> {
@@ -436,8 +435,7 @@ class EndpointThreadingTest {
     @Test
     void aThreadCallingAMultiWorkerWakesTheThreadAsleepInAwaitUnderItsLock() throws Exception {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
-        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
-        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Worker worker = multiWorkerUnderTheRuntimeLock(plugin);
         Endpoint self = worker.connect(worker.address());
         plugin.transport().awaitIgnoresTimeout = true;
         Future<Boolean> sleeper = threads.submit(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS)));
@@ -460,8 +458,7 @@ class EndpointThreadingTest {
     @Test
     void aCallWhoseWakeOfTheSleeperUnderTheLockFailsWaitsForTheLockAndDoesNotThrowTheWakesFailure() throws Exception {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
-        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
-        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Worker worker = multiWorkerUnderTheRuntimeLock(plugin);
         Future<Boolean> sleeper = threads.submit(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS)));
         plugin.transport().awaitSleeper();
         plugin.transport().signalFault = new IllegalStateException("the signal failed");
@@ -488,8 +485,7 @@ class EndpointThreadingTest {
     @Test
     void twoThreadsAwaitingAMultiWorkerDoNotWakeEachOther() throws Exception {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
-        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
-        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Worker worker = multiWorkerUnderTheRuntimeLock(plugin);
         CyclicBarrier start = new CyclicBarrier(2);
         Callable<List<Boolean>> awaiting = () -> {
             start.await(WAIT_SECONDS, TimeUnit.SECONDS);
@@ -568,5 +564,12 @@ class EndpointThreadingTest {
         assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
         assertThat(Thread.interrupted()).as("the interrupt status is kept").isTrue();
         assertThat(worker.await(Duration.ofMillis(1))).as("no wakeup left behind").isFalse();
+    }
+
+    /** A MULTI worker over {@code plugin}, which declares SERIALIZED at most: the runtime lock guards it. */
+    private Worker multiWorkerUnderTheRuntimeLock(LoopbackPlugin plugin) {
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        return worker;
     }
 }
