@@ -89,9 +89,14 @@ public class LoopbackPlugin implements ConduitPlugin {
 
     // ---- hooks the broken fixtures override ----
 
-    /** Whether the receiver refuses when {@link #QUEUE_BYTES} are queued. */
+    /** Whether the receiver refuses when {@link #queueBytes()} are queued. */
     boolean refusesWhenFull() {
         return true;
+    }
+
+    /** How many bytes of messages a transport's queue holds before trySend refuses. */
+    long queueBytes() {
+        return QUEUE_BYTES;
     }
 
     /** Whether the message numbered {@code sequence} (per endpoint, from 0) is queued. */
@@ -166,7 +171,7 @@ public class LoopbackPlugin implements ConduitPlugin {
         }
 
         synchronized boolean hasRoomFor(Message m) {
-            return !refusesWhenFull() || queuedBytes + m.bytes() <= QUEUE_BYTES || queue.isEmpty();
+            return !refusesWhenFull() || queuedBytes + m.bytes() <= queueBytes() || queue.isEmpty();
         }
 
         void offer(Message m) {

@@ -2,6 +2,7 @@ package dev.conduit.tck;
 
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
@@ -16,6 +17,7 @@ import dev.conduit.spi.TransportContext;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
@@ -196,6 +198,45 @@ final class WellBehavedVariants {
                     });
                 }
             };
+        }
+    }
+    /**
+     * Delivers every message a millisecond after the one before it: slow, and never stopped. Its
+     * queue holds a whole stream of 1,000 of the suite's messages (about 35 MB), which then takes a
+     * second to arrive, longer than a suite's short {@code progressGuard()}: a hang guard, which
+     * must run from the last message that arrived, not bound the whole stream.
+     */
+    public static final class DeliversSlowlyButSteadily extends LoopbackPlugin {
+        @Override
+        long queueBytes() {
+            return 64L << 20;
+        }
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, (messageId, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength) -> {
+                long until = System.nanoTime() + 1_000_000L;
+                while (System.nanoTime() < until) LockSupport.parkNanos(until - System.nanoTime());
+                sink.onMessage(messageId, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength);
+            });
+        }
+    }
+
+    /** The transport suite on {@link DeliversSlowlyButSteadily} under a guard of half its stream; run by {@link WellBehavedVariantsTckTest}. */
+    public static final class DeliversSlowlyButSteadilySuite extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new DeliversSlowlyButSteadily();
+        }
+
+        @Override
+        protected Duration progressGuard() {
+            return Duration.ofMillis(500);
+        }
+
+        @Override
+        protected long backpressureBound() {
+            return 128L << 20;
         }
     }
 }

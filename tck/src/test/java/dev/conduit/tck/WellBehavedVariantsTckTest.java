@@ -2,8 +2,12 @@ package dev.conduit.tck;
 
 import dev.conduit.spi.ConduitPlugin;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+import org.junit.platform.testkit.engine.EngineTestKit;
 
 import java.time.Duration;
+
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectMethod;
 
 /** Plugins that use a freedom the SPI gives ({@link WellBehavedVariants}) pass the suites. */
 class WellBehavedVariantsTckTest {
@@ -77,5 +81,19 @@ class WellBehavedVariantsTckTest {
             // from the first message, not from the last: 6,894 had arrived).
             return Duration.ofMillis(900);
         }
+    }
+
+    /**
+     * A transport that delivers 1,000 messages a millisecond apart passes the delivery test under a
+     * guard of 500 ms: the guard runs from the last message that arrived. It failed while the guard
+     * bounded the whole stream.
+     */
+    @Test
+    void aStreamSlowerThanTheGuardButNeverStoppedPasses() {
+        EngineTestKit.engine("junit-jupiter")
+                .selectors(selectMethod(WellBehavedVariants.DeliversSlowlyButSteadilySuite.class, "deliversEveryMessageOnceInOrder"))
+                .execute()
+                .testEvents()
+                .assertStatistics(stats -> stats.started(1).succeeded(1).failed(0));
     }
 }
