@@ -24,21 +24,26 @@ import java.nio.file.Path;
  *      0  1     version   {@value #VERSION}
  *      1  16    token     the chunk's capability token, from the handle's payload
  *
- * reply, server to importer: 1 byte, or {@value #OK_REPLY_LENGTH} with status 0
+ * reply, server to importer: 1 byte; {@value #OK_REPLY_LENGTH} with status 0, 2 with status 4
  * offset  size  field     value
  * ------  ----  --------  ------------------------------------------------------------------
  *      0  1     status    0 ok: the memfd comes with this byte (SCM_RIGHTS, same sendmsg)
  *                         1 unknown or revoked token: the chunk was freed or never exported
  *                         2 peer not allowed: SO_PEERCRED uid is neither the server's own
  *                           nor in the server's memfd.allowed.uids
- *                         3 bad request: wrong length or version
+ *                         3 bad request: the request's length is not its version's
+ *                         4 other version: the request's version is not the server's
  *      1  8     length    u64 little-endian, the chunk's length; only with status 0
+ *      1  1     version   the version the server reads; only with status 4
  * </pre>
  *
  * The server then closes the connection. It checks, in this order: the peer's uid, as soon as
  * it accepts the connection (a refused user is answered at once, learns nothing about tokens, and
- * cannot hold the server), the request's shape, the token, which it compares in constant time
- * with every live export. An importer whose request met a closed connection ({@code EPIPE})
+ * cannot hold the server), the request's version (its first byte, judged as soon as it arrives:
+ * another version may make its request longer or shorter), the request's length, the token, which
+ * it compares in constant time with every live export. Status 4 and its version byte are how
+ * every later version answers a request it does not read, so that an importer of either side can
+ * say which process runs the older Conduit. An importer whose request met a closed connection ({@code EPIPE})
  * still reads the reply, which the server may have sent before it read anything. It answers one connection at a time and waits at most
  * {@code memfd.server.timeout} for a request; the importer waits at most
  * {@code memfd.connect.timeout} for the whole exchange. Integers are little-endian, as in every
@@ -55,6 +60,7 @@ final class FdProtocol {
     static final int STATUS_UNKNOWN_TOKEN = 1;
     static final int STATUS_PEER_NOT_ALLOWED = 2;
     static final int STATUS_BAD_REQUEST = 3;
+    static final int STATUS_OTHER_VERSION = 4;
 
     /** Prefix of the provider's lease and of every file it puts in the shared directory. */
     static final String FILE_PREFIX = "conduit-memfd";
@@ -98,12 +104,21 @@ final class FdProtocol {
         return reply;
     }
 
-    /** The one-byte reply of a refusal. */
+    /** The reply of a refusal: its status, and for {@link #STATUS_OTHER_VERSION} the version this server reads. */
     static byte[] refusal(int status) {
         if (status == STATUS_OK || status < 0 || status > 0xFF) {
             throw new IllegalArgumentException("not a refusal status: " + status);
         }
-        return new byte[] {(byte) status};
+        return status == STATUS_OTHER_VERSION ? new byte[] {(byte) status, VERSION} : new byte[] {(byte) status};
+    }
+
+    /** How long a reply whose first byte is {@code status} is. */
+    static int replyLength(int status) {
+        return switch (status) {
+            case STATUS_OK -> OK_REPLY_LENGTH;
+            case STATUS_OTHER_VERSION -> 2;
+            default -> 1;
+        };
     }
 
     /** The chunk length of a complete ok reply. */
@@ -122,6 +137,7 @@ final class FdProtocol {
             case STATUS_UNKNOWN_TOKEN -> "1 (unknown or revoked token)";
             case STATUS_PEER_NOT_ALLOWED -> "2 (peer not allowed)";
             case STATUS_BAD_REQUEST -> "3 (bad request)";
+            case STATUS_OTHER_VERSION -> "4 (other version)";
             default -> status + " (undefined)";
         };
     }

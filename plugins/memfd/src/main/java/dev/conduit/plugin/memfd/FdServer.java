@@ -237,13 +237,17 @@ final class FdServer implements AutoCloseable {
 
     /**
      * The answer to {@code request} from {@code peer}. Checks the peer's uid first, so that a
-     * refused user learns nothing about tokens, then the request's shape, then the token.
+     * refused user learns nothing about tokens, then the request's version, then its length, then
+     * the token.
      */
     Decision decide(PeerCredentials peer, byte[] request) {
         if (!admits(peer)) {
             return new Decision(FdProtocol.STATUS_PEER_NOT_ALLOWED, null);
         }
-        if (request.length != FdProtocol.REQUEST_LENGTH || request[0] != FdProtocol.VERSION) {
+        if (request.length > 0 && request[0] != FdProtocol.VERSION) {
+            return new Decision(FdProtocol.STATUS_OTHER_VERSION, null);
+        }
+        if (request.length != FdProtocol.REQUEST_LENGTH) {
             return new Decision(FdProtocol.STATUS_BAD_REQUEST, null);
         }
         byte[] token = Arrays.copyOfRange(request, 1, FdProtocol.REQUEST_LENGTH);
@@ -441,6 +445,9 @@ final class FdServer implements AutoCloseable {
             int count = libc.recv(connection, buffer.asSlice(received), 0);
             if (count > 0) {
                 received += count;
+                // Another version is answered at once: its request may be shorter than ours, and waiting for the rest would
+                // hold the client for memfd.server.timeout.
+                if (buffer.get(JAVA_BYTE, 0) != FdProtocol.VERSION) return received;
                 continue;
             }
             if (count == 0) {

@@ -14,6 +14,7 @@ import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
@@ -335,14 +336,14 @@ final class MemfdImporter implements IpcImporter {
                     throw received == 0
                             ? producerGoneOrRequestDropped(path, "closed the connection without answering",
                             new EOFException("end of stream from " + path + " before the reply"))
-                            : protocolError(path, "ended its reply after " + received + " of " + FdProtocol.OK_REPLY_LENGTH + " bytes");
+                            : protocolError(path, "ended its reply after " + received + " of " + expectedReplyLength(reply, received) + " bytes");
                 } else {
                     received += message.bytes();
                 }
             }
             int status = reply[0] & 0xFF;
             if (status != FdProtocol.STATUS_OK) {
-                throw refusal(status, path);
+                throw refusal(status, reply, path);
             }
             if (memfd == null) {
                 throw protocolError(path, "answered ok without passing a descriptor");
@@ -362,12 +363,22 @@ final class MemfdImporter implements IpcImporter {
         }
     }
 
-    /** A reply is one byte, or {@link FdProtocol#OK_REPLY_LENGTH} if its status is ok. */
+    /** The length its status gives a reply, once its first byte came; until then, that of an ok reply. */
     private static int expectedReplyLength(byte[] reply, int received) {
-        return received > 0 && reply[0] != FdProtocol.STATUS_OK ? 1 : FdProtocol.OK_REPLY_LENGTH;
+        return received > 0 ? FdProtocol.replyLength(reply[0] & 0xFF) : FdProtocol.OK_REPLY_LENGTH;
     }
 
-    private ConduitException refusal(int status, String path) {
+    /** The server reads only {@code serverVersion} of the protocol, not this process's. */
+    private static ConduitException otherVersion(int serverVersion, String path) {
+        if (serverVersion == FdProtocol.VERSION) {
+            return protocolError(path, "refused the request as of another protocol version, but named this process's own, "
+                    + FdProtocol.VERSION);
+        }
+        return new ConduitException("the producer's fd server on " + path + " refused the request: "
+                + FormatVersions.refusal("memfd fd protocol", serverVersion, FdProtocol.VERSION, "the producer"));
+    }
+
+    private ConduitException refusal(int status, byte[] reply, String path) {
         return switch (status) {
             case FdProtocol.STATUS_UNKNOWN_TOKEN -> new ConduitException("export gone: the producer freed the chunk or closed its pool "
                     + "(its fd server on " + path + " no longer knows the handle's token)");
@@ -375,7 +386,8 @@ final class MemfdImporter implements IpcImporter {
                     + "process's user (" + describeOurUid() + "): to admit it, add " + uidToAllow() + " to "
                     + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side");
             case FdProtocol.STATUS_BAD_REQUEST -> protocolError(path, "rejected the request as malformed (protocol version "
-                    + FdProtocol.VERSION + "): it may run an incompatible Conduit version");
+                    + FdProtocol.VERSION + ")");
+            case FdProtocol.STATUS_OTHER_VERSION -> otherVersion(reply[1] & 0xFF, path);
             default -> protocolError(path, "answered with undefined status " + status);
         };
     }

@@ -125,7 +125,10 @@ class FdServerTest {
 
             byte[] version = request.clone();
             version[0] = 2;
-            assertThat(server.decide(us, version).status()).isEqualTo(FdProtocol.STATUS_BAD_REQUEST);
+            assertThat(server.decide(us, version).status()).isEqualTo(FdProtocol.STATUS_OTHER_VERSION);
+            // Judged by its version before its length: another version may lay its request out otherwise.
+            assertThat(server.decide(us, Arrays.copyOf(version, 5)).status()).isEqualTo(FdProtocol.STATUS_OTHER_VERSION);
+            assertThat(server.decide(us, Arrays.copyOf(version, 40)).status()).isEqualTo(FdProtocol.STATUS_OTHER_VERSION);
             assertThat(server.decide(us, Arrays.copyOf(request, 16)).status()).isEqualTo(FdProtocol.STATUS_BAD_REQUEST);
             assertThat(server.decide(us, Arrays.copyOf(request, 18)).status()).isEqualTo(FdProtocol.STATUS_BAD_REQUEST);
             assertThat(server.decide(us, new byte[0]).status()).isEqualTo(FdProtocol.STATUS_BAD_REQUEST);
@@ -136,15 +139,16 @@ class FdServerTest {
         }
     }
 
+    /** A request of another version is answered with status 4 and the version the server reads. */
     @Test
-    void overTheWireABadVersionGetsStatusThreeAndAPartialRequestIsDropped() {
+    void overTheWireAnotherVersionGetsStatusFourAndTheServersVersionAndAPartialRequestIsDropped() {
         try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
             provider.export(provider.allocate(SIZE));
             String socket = shared.resolve(provider.server().socketName()).toString();
-            byte[] badVersion = FdProtocol.request(new byte[16]);
-            badVersion[0] = 7;
-            try (Wire.Reply reply = Wire.exchange(libc, socket, badVersion)) {
-                assertThat(reply.bytes()).containsExactly(FdProtocol.STATUS_BAD_REQUEST);
+            byte[] otherVersion = FdProtocol.request(new byte[16]);
+            otherVersion[0] = 7;
+            try (Wire.Reply reply = Wire.exchange(libc, socket, otherVersion)) {
+                assertThat(reply.bytes()).containsExactly(FdProtocol.STATUS_OTHER_VERSION, FdProtocol.VERSION);
                 assertThat(reply.fds()).isEmpty();
             }
             // A client that sends part of a request and then nothing is dropped unanswered after memfd.server.timeout.
@@ -155,6 +159,23 @@ class FdServerTest {
                     assertThat(libc.poll(client, PollEvents.POLLIN, 10_000)).isNotZero();
                     assertThat(libc.recv(client, arena.allocate(16), 0)).isZero();
                 }
+            }
+        }
+    }
+
+    /**
+     * A request of another version that is shorter than ours is answered at its first byte, not
+     * held for memfd.server.timeout (an hour here) waiting for bytes its version may not have.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aShorterRequestOfAnotherVersionIsAnsweredWithoutWaitingForTheRest() {
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(
+                TestContext.of(shared, Map.of("memfd.server.timeout", "1h")))) {
+            provider.export(provider.allocate(SIZE));
+            String socket = shared.resolve(provider.server().socketName()).toString();
+            try (Wire.Reply reply = Wire.exchange(libc, socket, new byte[] {2, 0, 0})) {
+                assertThat(reply.bytes()).containsExactly(FdProtocol.STATUS_OTHER_VERSION, FdProtocol.VERSION);
             }
         }
     }

@@ -557,12 +557,32 @@ class MemfdImporterTest {
         assertRefusal(9, "undefined status 9");
     }
 
+    /**
+     * A server that reads another version of the protocol says which (status 4, then its version),
+     * and the refusal says which side runs the older Conduit and what to do.
+     */
+    @Test
+    void aServerOfAnotherProtocolVersionIsNamedWithBothVersionsAndWhichSideToUpgrade() {
+        assertRefusal(new byte[] {FdProtocol.STATUS_OTHER_VERSION, 2}, "refused the request: memfd fd protocol version 2, where this "
+                + "process's Conduit reads only version 1: the producer runs a newer Conduit than this process; upgrade this process, "
+                + "or run the producer with the older one (docs/runtime.md");
+        assertRefusal(new byte[] {FdProtocol.STATUS_OTHER_VERSION, 0}, "the producer runs an older Conduit than this process; "
+                + "upgrade the producer, or run this process with the older one");
+        assertRefusal(new byte[] {FdProtocol.STATUS_OTHER_VERSION, FdProtocol.VERSION}, "protocol error: the memfd fd server on "
+                + shared + "/conduit-memfd-");
+        assertRefusal(new byte[] {FdProtocol.STATUS_OTHER_VERSION}, "ended its reply after 1 of 2 bytes");
+    }
+
     private void assertRefusal(int status, String message) {
+        assertRefusal(new byte[] {(byte) status}, message);
+    }
+
+    private void assertRefusal(byte[] reply, String message) {
         byte[][] seen = new byte[1][];
         byte[] expected;
         try (Wire.FakeServer server = new Wire.FakeServer(libc, shared, request -> {
             seen[0] = request;
-            return new Wire.Answer(new byte[] {(byte) status}, null);
+            return new Wire.Answer(reply, null);
         })) {
             byte[] token = SharedDirectory.randomId().substring(0, 16).getBytes();
             assertThatThrownBy(() -> map(importer, server.payload(token), SIZE)).hasMessageContaining(message);
