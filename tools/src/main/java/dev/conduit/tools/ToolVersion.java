@@ -1,5 +1,6 @@
 package dev.conduit.tools;
 
+import dev.conduit.internal.formats.RuntimeFormats;
 import dev.conduit.spi.ConduitPlugin;
 import picocli.CommandLine.IVersionProvider;
 
@@ -56,7 +57,9 @@ final class ToolVersion implements IVersionProvider {
         return new String[] {
                 "conduit " + current(),
                 "SPI " + ConduitPlugin.SPI_VERSION,
-                // What conduit perf's client and server must share; each plugin's formats are in conduit info.
+                // What two processes' runtimes must share; each plugin's formats are in conduit info.
+                "runtime formats: " + RuntimeFormats.describe(),
+                // What conduit perf's client and server must share.
                 "conduit perf protocol " + PerfProtocol.VERSION,
                 "Java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ")"
         };

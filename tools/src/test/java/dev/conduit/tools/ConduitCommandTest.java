@@ -153,15 +153,17 @@ class ConduitCommandTest {
     }
 
     @Test
-    void versionNamesTheBuildTheSpiThePerfProtocolAndTheJvm() {
+    void versionNamesTheBuildTheSpiTheRuntimesFormatsThePerfProtocolAndTheJvm() {
         Result result = conduit.run("--version");
 
         assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_OK);
         List<String> lines = result.out().lines().toList();
-        assertThat(lines).hasSize(4);
+        assertThat(lines).hasSize(5);
         assertThat(lines.get(0)).isEqualTo("conduit " + ToolVersion.current()).doesNotEndWith(" ");
         assertThat(lines.get(1)).isEqualTo("SPI " + dev.conduit.spi.ConduitPlugin.SPI_VERSION);
-        assertThat(lines.get(2)).as("what a perf client and server must share").isEqualTo("conduit perf protocol " + PerfProtocol.VERSION);
-        assertThat(lines.get(3)).startsWith("Java " + Runtime.version().feature());
+        assertThat(lines.get(2)).as("what two processes' runtimes must share")
+                .isEqualTo("runtime formats: worker address 1, IPC handle 1"); // version 1 in every build so far (runtime.md)
+        assertThat(lines.get(3)).as("what a perf client and server must share").isEqualTo("conduit perf protocol " + PerfProtocol.VERSION);
+        assertThat(lines.get(4)).startsWith("Java " + Runtime.version().feature());
     }
 }
