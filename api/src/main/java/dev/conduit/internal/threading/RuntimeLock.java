@@ -2,11 +2,14 @@ package dev.conduit.internal.threading;
 
 import dev.conduit.ThreadPolicy;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@code MULTI} over a plugin that declares only {@code SERIALIZED}: the runtime's own lock
@@ -28,7 +31,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Threads queued for the lock get it in the order they queued: a thread that calls in again and
  * again (one that busy-polls {@code progress()}) queues behind those already waiting, where a lock
  * that let it take the lock first whenever it was free kept a sending thread waiting for tens of
- * milliseconds. A thread that has to wait first runs the holder's wake ({@link #wakeHolderWith}):
+ * milliseconds. A queued thread keeps its place while it looks for a cycle between its pauses
+ * ({@link OwnedLock}: the timed {@code tryLock} of a fair {@code ReentrantLock} used before left the
+ * queue at every pause and queued again behind every thread that had come meanwhile). A thread that has to wait first runs the holder's wake ({@link #wakeHolderWith}):
  * the worker's holder may be asleep in {@code await}, inside its transport, for as long as a slice.
  * It then spins for the lock a while ({@link #spinForLock}) before it queues and parks, and a
  * holder that comes back while such a waiter is counted does not take the uncontended path but
@@ -130,19 +135,33 @@ public final class RuntimeLock extends ThreadGuard {
         }
     }
 
+    /**
+     * Queues this thread and waits its turn. It keeps its place for as long as it waits, also while
+     * it looks for a deadlock between pauses: a timed {@code tryLock} of a fair
+     * {@code ReentrantLock}, as before, left the queue at each pause and queued again at its end,
+     * behind every thread that had come meanwhile.
+     */
     private void waitForLock() {
         Thread self = Thread.currentThread();
         Wait wait = new Wait(this, self.threadId());
         boolean interrupted = false;
+        boolean got = false;
         WAITING.put(self, wait);
+        lock.enqueue(self);
         try {
             long pause = FIRST_LOOK_NANOS;
+            long lookAt = System.nanoTime() + pause;
             List<Wait> suspected = null;
             while (true) {
-                try {
-                    if (lock.tryLock(pause, TimeUnit.NANOSECONDS)) return;
-                } catch (InterruptedException e) {
-                    interrupted = true; // lock() ignores interrupts too; kept for the caller
+                if (lock.tryLockFirstInQueue(self)) {
+                    got = true;
+                    return;
+                }
+                long left = lookAt - System.nanoTime();
+                if (left > 0) {
+                    LockSupport.parkNanos(this, left);
+                    if (Thread.interrupted()) interrupted = true; // lock() ignores interrupts too; kept for the caller
+                    continue;
                 }
                 List<Wait> cycle = cycleThrough(self, wait);
                 if (cycle != null && cycle.equals(suspected) && self.threadId() == highestThreadId(cycle)) {
@@ -154,8 +173,10 @@ public final class RuntimeLock extends ThreadGuard {
                 }
                 suspected = cycle;
                 pause = cycle != null ? FIRST_LOOK_NANOS : Math.min(pause * 2, LONGEST_PAUSE_NANOS);
+                lookAt = System.nanoTime() + pause;
             }
         } finally {
+            if (!got) lock.leaveQueue(self);
             WAITING.remove(self);
             if (interrupted) self.interrupt();
         }
@@ -208,23 +229,107 @@ public final class RuntimeLock extends ThreadGuard {
         return ThreadPolicy.RUNTIME_LOCK;
     }
 
-    /** A fair lock that says who holds it, for the cycle check. */
-    private static final class OwnedLock extends ReentrantLock {
-        OwnedLock() {
-            super(true);
+    /**
+     * A fair re-entrant lock that says who holds it, for the cycle check, and whose queued threads
+     * keep their place for as long as they wait: a thread leaves the queue only when it has the lock
+     * or gives up (a deadlock). {@link #tryLock()} takes a free lock whoever is queued, as
+     * {@code ReentrantLock.tryLock()} does; {@link #tryLockBehindWaiters()} only when nobody is.
+     */
+    private static final class OwnedLock {
+        private static final VarHandle OWNER;
+
+        static {
+            try {
+                OWNER = MethodHandles.lookup().findVarHandle(OwnedLock.class, "owner", Thread.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
         }
 
+        /** The thread that holds the lock, or null: set by a CAS from null, cleared by the holder's last unlock. */
+        private volatile Thread owner;
+        /** How many times the owner holds the lock; read and written by the owner only. */
+        private int holds;
+        /** The threads waiting for the lock, in the order they queued; the first is the next to take it. */
+        private final ConcurrentLinkedQueue<Thread> queue = new ConcurrentLinkedQueue<>();
+
         /**
-         * Takes the lock if this thread holds it or nobody waits for it: {@code tryLock()} takes a
-         * free lock even from a fair queue, so a thread that calls in a loop would take it again
+         * Takes the lock if this thread holds it or nobody waits for it: a free lock taken even from a
+         * fair queue ({@link #tryLock()}) would let a thread that calls in a loop take it again
          * before the waiter it was handed to had woken.
          */
         boolean tryLockBehindWaiters() {
-            return (isHeldByCurrentThread() || !hasQueuedThreads()) && tryLock();
+            Thread me = Thread.currentThread();
+            Thread o = owner;
+            if (o == me) {
+                holds++;
+                return true;
+            }
+            return o == null && queue.isEmpty() && take(me);
+        }
+
+        /** Takes the lock if this thread holds it or it is free, whoever is queued. */
+        boolean tryLock() {
+            Thread me = Thread.currentThread();
+            Thread o = owner;
+            if (o == me) {
+                holds++;
+                return true;
+            }
+            return o == null && take(me);
+        }
+
+        private boolean take(Thread me) {
+            if (!OWNER.compareAndSet(this, null, me)) return false;
+            holds = 1;
+            return true;
+        }
+
+        /** Queues {@code me}, which does not hold the lock: from now on it is passed by nobody but {@link #tryLock()}. */
+        void enqueue(Thread me) {
+            queue.add(me);
+        }
+
+        /**
+         * Takes the lock for {@code me}, queued, if it is first in the queue and the lock is free; it
+         * then leaves the queue. The holder's last unlock clears the owner before it looks at the
+         * queue, and {@code me} queued before it looks at the owner: one of the two sees the other,
+         * so either this finds the lock free, or the unlock wakes {@code me}.
+         */
+        boolean tryLockFirstInQueue(Thread me) {
+            if (queue.peek() != me || owner != null || !take(me)) return false;
+            queue.poll(); // me: only a thread itself takes its entry out
+            return true;
+        }
+
+        /** Takes {@code me}, which gave up, out of the queue, and wakes the next one should the lock be free. */
+        void leaveQueue(Thread me) {
+            queue.remove(me);
+            if (owner == null) wakeFirst();
+        }
+
+        void unlock() {
+            if (owner != Thread.currentThread()) throw new IllegalMonitorStateException("the runtime lock is not held by this thread");
+            if (--holds > 0) return;
+            owner = null;
+            wakeFirst();
+        }
+
+        private void wakeFirst() {
+            Thread first = queue.peek();
+            if (first != null) LockSupport.unpark(first);
+        }
+
+        boolean isHeldByCurrentThread() {
+            return owner == Thread.currentThread();
+        }
+
+        boolean hasQueuedThreads() {
+            return !queue.isEmpty();
         }
 
         Thread holder() {
-            return getOwner();
+            return owner;
         }
     }
 }

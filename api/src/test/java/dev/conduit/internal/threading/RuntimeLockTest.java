@@ -153,6 +153,87 @@ class RuntimeLockTest {
     }
 
     /**
+     * A queued thread keeps its place while it looks for a deadlock between its pauses. Here the
+     * first waiter's look is held (in the holder's {@code hashCode}, which the walk's map lookup
+     * calls) while the holder lets go: the lock is the first waiter's, not the second's, which
+     * queued after it. The fair {@code ReentrantLock}'s timed {@code tryLock} took the waiter out
+     * of the queue at each pause, so the second waiter, still queued, got the lock first.
+     */
+    @org.junit.jupiter.api.RepeatedTest(5)
+    void aWaiterKeepsItsPlaceInTheQueueWhileItLooksForADeadlock() throws Exception {
+        RuntimeLock lock = new RuntimeLock();
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch letGo = new CountDownLatch(1);
+        LookHoldingThread holder = new LookHoldingThread(() -> {
+            lock.enter();
+            holding.countDown();
+            awaitQuietly(letGo);
+            lock.exit();
+        });
+        holder.start();
+        assertThat(holding.await(60, TimeUnit.SECONDS)).isTrue();
+        java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        Thread first = Thread.ofPlatform().start(() -> {
+            lock.enter();
+            order.add("first");
+            lock.exit();
+        });
+        waitUntilParked(first);
+        Thread second = Thread.ofPlatform().start(() -> {
+            lock.enter();
+            order.add("second");
+            lock.exit();
+        });
+        waitUntilParked(second);
+        holder.holdLooksOf = first; // the first waiter's next look stops in the holder's hashCode
+        assertThat(holder.looking.await(60, TimeUnit.SECONDS)).as("the first waiter looks for a deadlock").isTrue();
+        letGo.countDown();
+        holder.join(); // the lock is free, the first waiter still in its look
+        holder.lookGoesOn.countDown();
+        first.join();
+        second.join();
+        assertThat(order).containsExactly("first", "second");
+    }
+
+    /** Waits until {@code t} is parked: a thread waiting for the runtime lock parks with a timeout. */
+    private static void waitUntilParked(Thread t) {
+        while (t.getState() != Thread.State.TIMED_WAITING) {
+            assertThat(t.isAlive()).as("%s waits for the lock", t).isTrue();
+            Thread.onSpinWait();
+        }
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            if (!latch.await(60, TimeUnit.SECONDS)) throw new AssertionError("latch not released");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    /** A thread whose {@code hashCode()}, called from {@link #holdLooksOf}, stops once until {@link #lookGoesOn}. */
+    private static final class LookHoldingThread extends Thread {
+        volatile Thread holdLooksOf;
+        final CountDownLatch looking = new CountDownLatch(1);
+        final CountDownLatch lookGoesOn = new CountDownLatch(1);
+
+        LookHoldingThread(Runnable r) {
+            super(r, "holder");
+        }
+
+        @Override
+        public int hashCode() {
+            if (Thread.currentThread() == holdLooksOf) {
+                holdLooksOf = null;
+                looking.countDown();
+                awaitQuietly(lookGoesOn);
+            }
+            return super.hashCode();
+        }
+    }
+
+    /**
      * A thread that cannot take the lock at once runs the holder's wake before it waits, so that
      * a holder asleep under the lock (a worker's await) lets go; one that takes it at once does not.
      */
