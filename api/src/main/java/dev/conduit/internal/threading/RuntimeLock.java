@@ -38,7 +38,8 @@ import java.util.concurrent.locks.LockSupport;
  * It then spins for the lock a while ({@link #spinForLock}) before it queues and parks, and a
  * holder that comes back while such a waiter is counted does not take the uncontended path but
  * spins beside it: a race the waiter usually wins, not a turn; the order of arrival holds from the
- * queue on. The uncontended path is a look at the count and the queue, and one {@code tryLock}.
+ * queue on. A thread that comes back to sleep under the lock ({@link #enterToSleep}) does not race:
+ * it lets the spinners have the lock first. The uncontended path is a look at the count and the queue, and one {@code tryLock}.
  */
 public final class RuntimeLock extends ThreadGuard {
 
@@ -111,8 +112,27 @@ public final class RuntimeLock extends ThreadGuard {
      * awaited.
      */
     public void enterToSleep() {
+        yieldToSpinners();
         if (lock.tryLockBehindWaiters()) return;
         waitForLock();
+    }
+
+    /**
+     * Waits, while the lock is free and nobody is queued, until no thread is counted in
+     * {@link #enter()}: such a thread spins for the lock ({@link #spinForLock}) and needs it at once,
+     * where one that comes to sleep does not. Taking the free lock first, as it used to, the thread
+     * of an {@code await} loop beat the spinner every time (it calls {@code tryLock} an instant
+     * after it let go, between two slices or two awaits), found it counted, did not sleep, let go,
+     * and took the lock back again, until the spinner gave up its spin and queued: each call that
+     * woke an awaiting thread paid for a spin and a park, and the awaiting thread spun beside it.
+     * Bounded by the spinner, which takes the lock or queues within its spin; it yields the
+     * processor now and then, for a spinner that is not running.
+     */
+    private void yieldToSpinners() {
+        for (int i = 1; contenders.get() > 0 && lock.holder() == null && !lock.hasQueuedThreads(); i++) {
+            if ((i & 63) == 0) Thread.yield();
+            else Thread.onSpinWait();
+        }
     }
 
     /**

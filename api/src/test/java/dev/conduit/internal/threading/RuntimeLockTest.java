@@ -195,6 +195,38 @@ class RuntimeLockTest {
         assertThat(order).containsExactly("first", "second");
     }
 
+    /**
+     * A thread that comes back to sleep under the lock (an await between slices, or the next await
+     * of a loop) lets a thread counted in {@code enter()}, spinning for the lock, have it first: that
+     * one needs it at once. Here the caller is held in the holder's wake until the sleeper has let
+     * go. The sleeper's {@code enterToSleep} took the free lock at once, ahead of the spinner.
+     */
+    @org.junit.jupiter.api.RepeatedTest(5)
+    void aThreadComingBackToSleepLetsAThreadSpinningForTheLockHaveItFirst() throws Exception {
+        RuntimeLock lock = new RuntimeLock();
+        CountDownLatch counted = new CountDownLatch(1);
+        CountDownLatch goOn = new CountDownLatch(1);
+        lock.wakeHolderWith(() -> {
+            counted.countDown();
+            awaitQuietly(goOn);
+        });
+        java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        lock.enterToSleep();
+        Thread caller = Thread.ofPlatform().start(() -> {
+            lock.enter();
+            order.add("caller");
+            lock.exit();
+        });
+        assertThat(counted.await(60, TimeUnit.SECONDS)).as("the caller waits for the lock").isTrue();
+        lock.exit(); // between two slices
+        goOn.countDown(); // the caller goes on to spin for the lock
+        lock.enterToSleep();
+        order.add("sleeper");
+        lock.exit();
+        caller.join();
+        assertThat(order).containsExactly("caller", "sleeper");
+    }
+
     /** Waits until {@code t} is parked: a thread waiting for the runtime lock parks with a timeout. */
     private static void waitUntilParked(Thread t) {
         while (t.getState() != Thread.State.TIMED_WAITING) {
