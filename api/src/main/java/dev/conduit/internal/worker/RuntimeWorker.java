@@ -751,7 +751,11 @@ public final class RuntimeWorker implements Worker {
      * once, one that comes during a transport's sleep (a futex wait or a {@code poll}, which an
      * interrupt does not reach) wakes it through {@link #interruptWake}. Until 2026-12-01 an
      * interrupted thread slept its whole timeout over the shared-memory transports, while it woke at
-     * once without a transport that sleeps (AwaitInterruptTest).
+     * once without a transport that sleeps (AwaitInterruptTest). The hook is set again before every
+     * slice: the JDK keeps one per thread, and code run between slices that blocks in an
+     * interruptible channel (an error handler writing to a pipe) clears it as its channel's
+     * {@code end()} returns; an interrupt in the next sleep then waited for the slice to end
+     * (EndpointThreadingTest#anInterruptWakesAnAwaitInWhichAnErrorHandlerBlockedInAChannel).
      */
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
         // Before the hook: it would turn the pending interrupt into a signal, which the transport keeps for the next await.
@@ -772,6 +776,9 @@ public final class RuntimeWorker implements Worker {
         while (true) {
             if (failuresToReport || closeRequested) return true; // a close request is served as the call returns (exit)
             if (Thread.currentThread().isInterrupted()) return true;
+            // Again before every slice: code run between slices (an error handler, a transport's progress, a deferred close)
+            // that blocks in an interruptible channel takes the hook down as its channel's end() does (one per thread).
+            interruptWake.beginSleep();
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) return false;
             long slice = remaining;

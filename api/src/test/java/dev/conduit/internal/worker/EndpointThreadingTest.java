@@ -552,6 +552,59 @@ class EndpointThreadingTest {
     }
 
     /**
+     * Code that runs between an await's slices and blocks in an interruptible channel (here an
+     * endpoint's error handler that writes to a pipe) takes the JDK's one hook per thread for
+     * interruptible blocking with it: its channel's {@code end()} clears it, and the hook that turns
+     * an interrupt of the awaiting thread into a signal was set only once, as await began. An
+     * interrupt in the next sleep, in a transport whose sleep an interrupt does not end (a futex
+     * wait), then woke nobody until the slice ran out; here the transport sleeps until woken,
+     * whatever the slice, so the await slept on for good. The hook is set again before every slice.
+     */
+    @Test
+    void anInterruptWakesAnAwaitInWhichAnErrorHandlerBlockedInAChannel() throws Exception {
+        LoopbackPlugin waking = new LoopbackPlugin("lo-w", 8, false).priority(190);
+        LoopbackPlugin polled = new LoopbackPlugin("lo-n", 1, false).capabilities(Capability.RMA).priority(110);
+        Worker receiver = multiWorkerUnderTheRuntimeLock(waking, polled);
+        Worker peer = loopbacks.conduit(new LoopbackPlugin("lo-n", 1, false)).newWorker(ThreadMode.SINGLE);
+        java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
+        CountDownLatch handled = new CountDownLatch(1);
+        Endpoint ep = receiver.connect(peer.address(), (endpoint, failure) -> {
+            try {
+                pipe.sink().write(java.nio.ByteBuffer.allocate(1)); // blocking: begin() and end() of the channel
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            waking.transport().awaitIgnoresTimeout = true; // from now on only a signal ends the sleep
+            handled.countDown();
+        });
+        assertThat(ep.transport()).isEqualTo("lo-n");
+        ep.send(1, longs(1));
+        ep.send(1, longs(2)); // the peer's queue holds one: this one waits in the local queue
+        assertThat(ep.pending()).isEqualTo(1);
+        polled.transport().endpoints.getFirst().sendFault = new dev.conduit.spi.PeerFailedException("the peer went away");
+        waking.transport().awaitDeafToInterrupts = true;
+
+        java.util.concurrent.CompletableFuture<Boolean> woke = new java.util.concurrent.CompletableFuture<>();
+        Thread awaiting = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                woke.complete(receiver.await(Duration.ofSeconds(WAIT_SECONDS)));
+            } catch (Throwable e) {
+                woke.completeExceptionally(e);
+            }
+        });
+        try {
+            await(handled); // between two slices: the await's drain of the local queue failed the endpoint
+            waking.transport().awaitSleeper(); // the next slice
+            awaiting.interrupt();
+            assertThat(woke.get(WAIT_SECONDS, TimeUnit.SECONDS)).as("woken by the interrupt").isTrue();
+        } finally {
+            receiver.signal(); // frees a thread the interrupt did not wake
+            awaiting.join();
+        }
+        assertThat(waking.transport().overlaps).hasValue(0);
+    }
+
+    /**
      * An await of a thread interrupted before the call returns at once and leaves nothing behind:
      * it used to set the interrupt hook first, which turned the pending interrupt into a signal
      * that the transport kept, so the thread's next await, its interrupt cleared, returned at once
@@ -566,9 +619,9 @@ class EndpointThreadingTest {
         assertThat(worker.await(Duration.ofMillis(1))).as("no wakeup left behind").isFalse();
     }
 
-    /** A MULTI worker over {@code plugin}, which declares SERIALIZED at most: the runtime lock guards it. */
-    private Worker multiWorkerUnderTheRuntimeLock(LoopbackPlugin plugin) {
-        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+    /** A MULTI worker over {@code plugins}, which declare SERIALIZED at most: the runtime lock guards it. */
+    private Worker multiWorkerUnderTheRuntimeLock(LoopbackPlugin... plugins) {
+        Worker worker = loopbacks.conduit(plugins).newWorker(ThreadMode.MULTI);
         assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
         return worker;
     }

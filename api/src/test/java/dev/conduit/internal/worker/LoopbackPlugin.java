@@ -170,6 +170,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         private boolean signalled;
         /** When set, {@code await} sleeps until a message or a signal, however short the timeout it is given. */
         volatile boolean awaitIgnoresTimeout;
+        /** When set, an interrupt does not end {@code await}'s sleep, as it does not end a futex wait; it is kept for the caller. */
+        volatile boolean awaitDeafToInterrupts;
         /** Thrown by signal() while set: a transport whose wake fails (a queue's memory gone bad, say). */
         volatile RuntimeException signalFault;
         /** Calls of signal(). */
@@ -282,13 +284,19 @@ final class LoopbackPlugin implements ConduitPlugin {
         @Override
         public boolean await(long timeoutNanos) {
             enter();
+            boolean interruptedWhileDeaf = false;
             try {
                 lock.lock();
                 try {
                     waiting = true;
                     long left = awaitIgnoresTimeout ? Long.MAX_VALUE : timeoutNanos;
                     while (queue.isEmpty() && !signalled && left > 0) {
-                        left = work.awaitNanos(left);
+                        try {
+                            left = work.awaitNanos(left);
+                        } catch (InterruptedException e) {
+                            if (!awaitDeafToInterrupts) throw e;
+                            interruptedWhileDeaf = true;
+                        }
                     }
                     boolean woke = !queue.isEmpty() || signalled;
                     signalled = false;
@@ -299,6 +307,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 } finally {
                     waiting = false;
                     lock.unlock();
+                    if (interruptedWhileDeaf) Thread.currentThread().interrupt();
                 }
             } finally {
                 exit();
