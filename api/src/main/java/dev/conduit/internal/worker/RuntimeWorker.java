@@ -878,6 +878,15 @@ public final class RuntimeWorker implements Worker {
      * a 1 ms slice, and the waiting thread waits that long; it used to throw the signal's failure out
      * of the waiting thread's call (a progress, a send on another transport's endpoint, a close),
      * which had done nothing.
+     *
+     * <p>The signal may find no sleep to end, and is then kept by the transport for the next
+     * {@code await} (Transport#signal), whoever calls it: the sleeper read {@link #sleepingUnderLock}
+     * set, and found this waiter counted and did not sleep, or its sleep had just ended (timeout, or
+     * a message). That await returns {@code true} at once without work: a spurious wakeup, which
+     * Worker.await allows, at most one per call that woke a sleeper (signals kept coalesce). It is
+     * not taken back: the transport cannot tell it from an application's {@code signal()} made
+     * meanwhile, which must not be lost (docs/decisions.md, "The runtime lock is fair, and wakes its
+     * sleeping holder").
      */
     private void wakeSleeperUnderLock() {
         if (!sleepingUnderLock) return;
