@@ -35,6 +35,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntSupplier;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -110,6 +113,29 @@ public abstract class PluginContract {
      */
     protected Duration progressGuard() {
         return Duration.ofSeconds(60);
+    }
+
+    /**
+     * Calls {@code progress} until {@code done}, while messages keep arriving ({@code arrived} counts
+     * them): fails when none arrived for {@link #progressGuard()}. The guard runs from the last
+     * arrival, not from the first: it catches a stream that stopped, and a loaded machine's slower
+     * stream is none ({@link #progressGuard()} is a hang guard, and one that bounded a whole stream
+     * failed a plugin delivering 1,000 messages a millisecond apart under a guard of 500 ms).
+     */
+    final <E extends Exception> void progressWhileArriving(Supplier<String> waitingFor, BooleanSupplier done, IntSupplier arrived,
+            Inbox.Call<?, E> progress) throws E {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        int before = arrived.getAsInt();
+        while (!done.getAsBoolean()) {
+            progress.call();
+            int now = arrived.getAsInt();
+            if (now != before) {
+                before = now;
+                deadline = System.nanoTime() + progressGuard().toNanos();
+            } else if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("no message arrived for " + progressGuard() + " waiting for " + waitingFor.get());
+            }
+        }
     }
 
     @BeforeEach

@@ -39,6 +39,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.IntSupplier;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -289,11 +290,11 @@ public abstract class PluginMetadataContract extends PluginContract {
                     }
                     turns.call("the receiver's progress()", receiver::progress);
                 }
-                long deadline = System.nanoTime() + progressGuard().toNanos();
-                while (inbox.size() < 200 && System.nanoTime() < deadline) {
-                    turns.call("the receiver's progress()", receiver::progress);
-                    turns.call("the sender's progress()", sender::progress);
-                }
+                progressWhileArriving(() -> "200 messages sent from threads in turn: " + inbox.size() + " arrived", () -> inbox.size() >= 200,
+                        inbox::size, () -> {
+                            turns.call("the receiver's progress()", receiver::progress);
+                            return turns.call("the sender's progress()", sender::progress);
+                        });
                 assertThat(inbox.messages()).extracting(Inbox.Received::id).as("ids delivered, calls made from threads in turn")
                         .containsExactlyElementsOf(java.util.stream.IntStream.range(0, 200).boxed().toList());
             }
@@ -421,8 +422,9 @@ public abstract class PluginMetadataContract extends PluginContract {
         // The threads' own failures first: they say what the plugin did wrong (a message it never accepted, a chunk overwritten).
         assertThat(errors).as("failures under concurrent calls to a plugin that declares MULTI").isEmpty();
         if (receiver != null) {
-            long deadline = System.nanoTime() + progressGuard().toNanos();
-            while (received.values().stream().mapToInt(List::size).sum() < THREADS * perThread && System.nanoTime() < deadline) receiver.progress();
+            IntSupplier arrived = () -> received.values().stream().mapToInt(List::size).sum();
+            progressWhileArriving(() -> THREADS * perThread + " messages from " + THREADS + " threads: " + arrived.getAsInt() + " arrived",
+                    () -> arrived.getAsInt() >= THREADS * perThread, arrived, receiver::progress);
             for (int t = 0; t < THREADS; t++) {
                 List<Integer> got = received.get(t);
                 String wrong = firstWrong(got, perThread);

@@ -162,25 +162,12 @@ public abstract class TransportContract extends PluginContract {
         }
     }
 
-    /**
-     * Progresses the transports until {@code inbox} holds {@code count} messages. The guard runs
-     * from the last message that arrived, not from the first: it catches a stream that stopped,
-     * and a loaded machine's slower stream is none ({@link #progressGuard()} is a hang guard).
-     */
+    /** Progresses the transports until {@code inbox} holds {@code count} messages, while they keep arriving. */
     private void progressUntilDelivered(Inbox inbox, int count, String what, Transport... transports) {
-        long deadline = System.nanoTime() + progressGuard().toNanos();
-        int arrived = inbox.size();
-        while (arrived < count) {
+        progressWhileArriving(() -> count + " " + what + ": " + arrived(inbox), () -> inbox.size() >= count, inbox::size, () -> {
             for (Transport t : transports) Inbox.progress(t);
-            int now = inbox.size();
-            if (now != arrived) {
-                arrived = now;
-                deadline = System.nanoTime() + progressGuard().toNanos();
-            } else if (System.nanoTime() > deadline) {
-                throw new AssertionError("no message arrived for " + progressGuard() + " waiting for " + count + " " + what + ": "
-                        + arrived(inbox));
-            }
-        }
+            return null;
+        });
     }
 
     /** What arrived of messages numbered from 0: how many, and the first number missing from them. */
@@ -534,21 +521,12 @@ public abstract class TransportContract extends PluginContract {
                 }
             }));
         }
-        // The guard runs from the last message that arrived, not from the first: it catches a hang, and a loaded machine's
-        // slower stream of 8,000 messages is none.
-        long deadline = System.nanoTime() + progressGuard().toNanos();
-        int arrived = 0;
-        while (count.get() < threads * perThread && errors.isEmpty()) {
-            receiver.progress();
-            sender.progress();
-            int now = count.get();
-            if (now != arrived) {
-                arrived = now;
-                deadline = System.nanoTime() + progressGuard().toNanos();
-            } else if (System.nanoTime() > deadline) {
-                throw new AssertionError("no message arrived for " + progressGuard() + ": only " + now + " of " + threads * perThread);
-            }
-        }
+        // Until every message arrived, or a sender failed: its own error says more than the messages missing.
+        progressWhileArriving(() -> threads * perThread + " messages from " + threads + " threads: " + count.get() + " arrived",
+                () -> count.get() >= threads * perThread || !errors.isEmpty(), count::get, () -> {
+                    receiver.progress();
+                    return sender.progress();
+                });
         for (Thread t : senders) t.join();
         assertThat(errors).as("errors of the sending threads").isEmpty();
         assertThat(received).hasSize(threads);

@@ -200,13 +200,21 @@ final class WellBehavedVariants {
             };
         }
     }
+
     /**
-     * Delivers every message a millisecond after the one before it: slow, and never stopped. Its
-     * queue holds a whole stream of 1,000 of the suite's messages (about 35 MB), which then takes a
-     * second to arrive, longer than a suite's short {@code progressGuard()}: a hang guard, which
-     * must run from the last message that arrived, not bound the whole stream.
+     * Delivers a message at most every {@code pace}, one a progress() at most: slow, and never
+     * stopped. Its queue holds a whole stream of 1,000 of the transport suite's messages (about
+     * 35 MB), which then takes a second at a millisecond's pace, longer than a suite's short
+     * {@code progressGuard()}: a hang guard, which must run from the last message that arrived, not
+     * bound the whole stream.
      */
     public static final class DeliversSlowlyButSteadily extends LoopbackPlugin {
+        private final long paceNanos;
+
+        DeliversSlowlyButSteadily(Duration pace) {
+            this.paceNanos = pace.toNanos();
+        }
+
         @Override
         long queueBytes() {
             return 64L << 20;
@@ -214,11 +222,17 @@ final class WellBehavedVariants {
 
         @Override
         LoopbackTransport newTransport(long id, MessageSink sink) {
-            return new LoopbackTransport(id, (messageId, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength) -> {
-                long until = System.nanoTime() + 1_000_000L;
-                while (System.nanoTime() < until) LockSupport.parkNanos(until - System.nanoTime());
-                sink.onMessage(messageId, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength);
-            });
+            return new LoopbackTransport(id, sink) {
+                private long next = System.nanoTime();
+
+                @Override
+                boolean deliversNext() {
+                    long now = System.nanoTime();
+                    if (now - next < 0) return false;
+                    next = now + paceNanos;
+                    return true;
+                }
+            };
         }
     }
 
@@ -226,7 +240,7 @@ final class WellBehavedVariants {
     public static final class DeliversSlowlyButSteadilySuite extends TransportContract {
         @Override
         protected ConduitPlugin newPlugin() {
-            return new DeliversSlowlyButSteadily();
+            return new DeliversSlowlyButSteadily(Duration.ofMillis(1));
         }
 
         @Override
@@ -237,6 +251,27 @@ final class WellBehavedVariants {
         @Override
         protected long backpressureBound() {
             return 128L << 20;
+        }
+    }
+
+    /**
+     * The metadata suite on {@link DeliversSlowlyButSteadily}, a message every 5 ms: the 200 messages of
+     * aSerializedPluginWorksFromThreadsTakingTurns take a second, twice its guard; run by {@link WellBehavedVariantsTckTest}.
+     */
+    public static final class DeliversSlowlyButSteadilyMetadataSuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new DeliversSlowlyButSteadily(Duration.ofMillis(5));
+        }
+
+        @Override
+        protected Duration progressGuard() {
+            return Duration.ofMillis(500);
+        }
+
+        @Override
+        protected boolean foundByServiceLoader() {
+            return false; // a test class, added in code
         }
     }
 }
