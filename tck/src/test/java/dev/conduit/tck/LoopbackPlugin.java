@@ -37,7 +37,7 @@ public class LoopbackPlugin implements ConduitPlugin {
 
     private static final Map<Long, LoopbackTransport> TRANSPORTS = new ConcurrentHashMap<>();
     private static final AtomicLong IDS = new AtomicLong();
-    /** Bytes a receiver queues before senders are refused. */
+    /** Bytes a receiver queues before senders are refused, unless a fixture's {@link #queueBytes()} says otherwise. */
     static final long QUEUE_BYTES = 1 << 20;
 
     @Override
@@ -309,7 +309,7 @@ public class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public long maxPayloadSize() {
-            return QUEUE_BYTES / 2;
+            return queueBytes() / 2;
         }
 
         @Override
