@@ -31,7 +31,9 @@ import java.nio.file.Path;
  *                         1 unknown or revoked token: the chunk was freed or never exported
  *                         2 peer not allowed: SO_PEERCRED uid is neither the server's own
  *                           nor in the server's memfd.allowed.uids
- *                         3 bad request: the request's length is not its version's
+ *                         3 bad request: the client ended its request (shut down or closed
+ *                           its end) before the {@value #REQUEST_LENGTH} bytes of this version;
+ *                           also an empty one. Bytes past them are not read
  *                         4 other version: the request's version is not the server's
  *      1  8     length    u64 little-endian, the chunk's length; only with status 0
  *      1  1     version   the version the server reads; only with status 4
@@ -42,8 +44,9 @@ import java.nio.file.Path;
  * cannot hold the server), the request's version (its first byte, judged as soon as it arrives:
  * another version may make its request longer or shorter), the request's length, the token, which
  * it compares in constant time with every live export. Status 4 and its version byte are how
- * every later version answers a request it does not read, so that an importer of either side can
- * say which process runs the older Conduit. An importer whose request met a closed connection ({@code EPIPE})
+ * every later version answers a request it does not read, so that an importer of any version
+ * since this one (2026-12-02) says which process runs the older Conduit; an importer from before
+ * reads status 4 as undefined. An importer whose request met a closed connection ({@code EPIPE})
  * still reads the reply, which the server may have sent before it read anything. It answers one connection at a time and waits at most
  * {@code memfd.server.timeout} for a request; the importer waits at most
  * {@code memfd.connect.timeout} for the whole exchange. Integers are little-endian, as in every
