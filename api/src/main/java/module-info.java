@@ -4,8 +4,9 @@
  * <p>Applications use {@link dev.conduit.Conduit}: {@code Conduit.open()} or
  * {@code Conduit.builder()...build()}. This module is also the runtime that enforces, for every
  * plugin, discovery and selection, configuration, the thread-mode policy, the IPC-handle cache and
- * liveness. Only {@code dev.conduit} is exported; everything under {@code dev.conduit.internal} is
- * the runtime's own, but for the versions of its formats, which the {@code conduit} command shows.
+ * liveness. Applications get {@code dev.conduit} only; everything under {@code dev.conduit.internal}
+ * is the runtime's own, but for {@code dev.conduit.internal.formats}, exported to the tools module
+ * alone, so that {@code conduit --version} shows the versions of the runtime's formats.
  */
 module dev.conduit {
     requires transitive dev.conduit.spi;
