@@ -9,7 +9,6 @@ import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.TransportContext;
-import dev.conduit.tck.internal.TckContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Timeout;
@@ -374,12 +373,12 @@ public abstract class PluginContract {
 
     /** A plugin context as the runtime would give it: this test's shared directory and configuration. */
     protected final PluginContext pluginContext() {
-        return TckContext.of(sharedDirectory, configuration(sharedDirectory), ThreadMode.SERIALIZED, NO_MESSAGES);
+        return TestContext.of(sharedDirectory, configuration(sharedDirectory));
     }
 
     /** A transport context delivering to {@code sink}, in {@code mode}. RMA through it is not supported: the suites check RMA through the runtime. */
     protected final TransportContext transportContext(ThreadMode mode, MessageSink sink) {
-        return TckContext.of(sharedDirectory, configuration(sharedDirectory), mode, sink);
+        return TestContext.of(sharedDirectory, configuration(sharedDirectory)).forTransport(mode, sink);
     }
 
     /** A runtime that knows only the plugin under test (discovery off), configured like {@link #pluginContext()}. */
@@ -394,10 +393,6 @@ public abstract class PluginContract {
         configuration(sharedDirectory).forEach(builder::set);
         return builder;
     }
-
-    private static final MessageSink NO_MESSAGES = (id, hb, ho, hl, pb, po, pl) -> {
-        throw new IllegalStateException("this context delivers no messages");
-    };
 
     private static Set<String> listing(Path directory) throws IOException {
         try (Stream<Path> s = Files.walk(directory)) {

@@ -6,7 +6,6 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.PayloadReader;
-import dev.conduit.spi.ThreadMode;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -47,7 +46,7 @@ public final class ImportingChild {
         ConduitPlugin plugin = find(name, args[1]);
         try {
             if (payload != null) {
-                try (ChunkMapping mapping = plugin.ipcImporter(TckContext.of(shared, config, ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { })).map(
+                try (ChunkMapping mapping = plugin.ipcImporter(dev.conduit.tck.TestContext.of(shared, config)).map(
                     new PayloadReader(payload, 0, payload.length, "payload."), chunkLength)) {
                     check("spi", mapping.segment(), chunkLength, seed);
                 }
@@ -82,7 +81,6 @@ public final class ImportingChild {
         }
         System.out.println("OK " + step);
     }
-
 
     private static ConduitPlugin find(String name, String className) throws ReflectiveOperationException {
         for (ConduitPlugin p : ServiceLoader.load(ConduitPlugin.class)) {

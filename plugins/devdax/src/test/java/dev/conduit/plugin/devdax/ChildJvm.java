@@ -1,5 +1,7 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.tck.TestContext;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -35,6 +37,7 @@ final class ChildJvm implements AutoCloseable {
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.devdax=" + testClasses,
+                "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.devdax=ALL-UNNAMED",
                 "-m", "dev.conduit.plugin.devdax/" + DevdaxChild.class.getName()));
         command.addAll(List.of(args));
         return new ChildJvm(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.PIPE).start());

@@ -31,7 +31,7 @@ class CrossProcessTest {
         Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
         Path symlink = Files.createSymbolicLink(dir.resolve("symlink.img"), device);
         Path hardLink = Files.createLink(dir.resolve("hardlink.img"), device);
-        try (MemoryProvider provider = new DevdaxPlugin().openMemoryProvider(TestContext.device("pmem0", device))) {
+        try (MemoryProvider provider = new DevdaxPlugin().openMemoryProvider(Fixtures.device("pmem0", device))) {
             Chunk chunk = provider.allocate(2 * UNIT);
             byte[] export = provider.export(chunk);
             long value = 4710;

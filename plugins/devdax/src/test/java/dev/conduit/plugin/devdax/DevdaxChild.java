@@ -3,6 +3,7 @@ package dev.conduit.plugin.devdax;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.tck.TestContext;
 
 import java.util.HexFormat;
 

@@ -9,6 +9,7 @@ import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadWriter;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -40,11 +41,11 @@ class DevdaxImporterTest {
     }
 
     private MemoryProvider provider() {
-        return plugin.openMemoryProvider(TestContext.device("pmem0", device));
+        return plugin.openMemoryProvider(Fixtures.device("pmem0", device));
     }
 
     private IpcImporter importer(Path path) {
-        return plugin.ipcImporter(TestContext.device("pmem0", path));
+        return plugin.ipcImporter(Fixtures.device("pmem0", path));
     }
 
     @Test
@@ -87,7 +88,7 @@ class DevdaxImporterTest {
         try (MemoryProvider provider = provider()) {
             byte[] payload = provider.export(provider.allocate(UNIT));
             long descriptors = Fixtures.openDescriptors();
-            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.device("other", device)).map(reader(payload), UNIT))
+            assertThatThrownBy(() -> plugin.ipcImporter(Fixtures.device("other", device)).map(reader(payload), UNIT))
                     .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.alias"))
                     .hasMessageContaining("alias 'pmem0' is not in this process's device table [other]")
                     .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
@@ -204,7 +205,7 @@ class DevdaxImporterTest {
     @Test
     void anAllocationFreedWhileItIsBeingMappedIsGoneNotTheNextOwnersMemory() {
         Path small = Fixtures.deviceFile(dir, "small.img", 4 * MIB); // one unit after the metadata: a freed range is reused at once
-        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.device("pmem0", small))) {
+        try (MemoryProvider provider = plugin.openMemoryProvider(Fixtures.device("pmem0", small))) {
             Chunk chunk = provider.allocate(UNIT);
             byte[] payload = provider.export(chunk);
             long offset = ((DevdaxChunk) chunk).offset();
@@ -257,7 +258,7 @@ class DevdaxImporterTest {
             assertThatThrownBy(() -> importer(other).map(reader(payload), UNIT))
                     .isInstanceOf(ConduitException.class)
                     .hasMessageContaining("holds no devdax layout");
-            try (MemoryProvider otherProvider = plugin.openMemoryProvider(TestContext.device("pmem0", other))) {
+            try (MemoryProvider otherProvider = plugin.openMemoryProvider(Fixtures.device("pmem0", other))) {
                 otherProvider.allocate(UNIT);
                 assertThatThrownBy(() -> importer(other).map(reader(payload), UNIT))
                         .isInstanceOf(ConduitException.class)

@@ -4,6 +4,7 @@ import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -10,6 +10,7 @@ import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,7 +37,7 @@ class DevdaxProviderTest {
     private final DevdaxPlugin plugin = new DevdaxPlugin();
 
     private DevdaxProvider open(Path device, String... keyValues) {
-        return (DevdaxProvider) plugin.openMemoryProvider(TestContext.device("pmem0", device, keyValues));
+        return (DevdaxProvider) plugin.openMemoryProvider(Fixtures.device("pmem0", device, keyValues));
     }
 
     @Test
@@ -213,7 +214,7 @@ class DevdaxProviderTest {
                     .hasMessageContaining("then close it again");
             assertThatThrownBy(() -> open(device)).as("still locked").hasMessageContaining("is in use by another devdax provider");
             assertThatThrownBy(() -> idle.segment().get(JAVA_LONG, 0)).as("what could be freed was").isInstanceOf(IllegalStateException.class);
-            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.device("pmem0", device)).map(Fixtures.reader(busyExport), UNIT))
+            assertThatThrownBy(() -> plugin.ipcImporter(Fixtures.device("pmem0", device)).map(Fixtures.reader(busyExport), UNIT))
                     .as("the busy chunk's exports are revoked").hasMessageStartingWith("export gone: ");
             assertThat(Fixtures.descriptorsOn(device)).isEqualTo(1);
 
@@ -258,7 +259,7 @@ class DevdaxProviderTest {
         Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
         AtomicBoolean failing = new AtomicBoolean();
         Libc libc = FailingLibc.failing("fstat", Errno.EIO, args -> failing.get());
-        try (DevdaxProvider provider = DevdaxProvider.open(libc, TestContext.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+        try (DevdaxProvider provider = DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
             failing.set(true);
             assertThatThrownBy(() -> provider.allocate(UNIT))
                     .isInstanceOf(ConduitException.class)
@@ -278,7 +279,7 @@ class DevdaxProviderTest {
         Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
         Libc libc = FailingLibc.failing("fstat", Errno.EIO, args -> true);
         long descriptors = Fixtures.openDescriptors();
-        assertThatThrownBy(() -> DevdaxProvider.open(libc, TestContext.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
+        assertThatThrownBy(() -> DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
                 .isInstanceOf(ConduitException.class)
                 .hasMessageStartingWith("cannot learn what device " + device + " (alias 'pmem0') is: ")
                 .hasMessageContaining("EIO")
@@ -291,7 +292,7 @@ class DevdaxProviderTest {
     void aDisabledDeviceIsNamedAsSuchWhenAChunkCannotBeMapped() {
         Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
         Libc libc = FailingLibc.failing("mmapAligned", Errno.ENXIO, args -> true);
-        try (DevdaxProvider provider = DevdaxProvider.open(libc, TestContext.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+        try (DevdaxProvider provider = DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
             assertThatThrownBy(() -> provider.allocate(UNIT))
                     .isInstanceOf(ConduitException.class)
                     .hasMessageContaining("cannot map [" + UNIT + ", " + 2 * UNIT + ") of device " + device + " (alias 'pmem0')")

@@ -41,7 +41,7 @@ class DeviceLockTest {
     }
 
     private MemoryProvider open(Path path, String... keyValues) {
-        return plugin.openMemoryProvider(TestContext.device("pmem0", path, keyValues));
+        return plugin.openMemoryProvider(Fixtures.device("pmem0", path, keyValues));
     }
 
     @Test
@@ -76,7 +76,7 @@ class DeviceLockTest {
         DevdaxProvider first = (DevdaxProvider) open(small);
         Chunk mine = first.allocate(Fixtures.UNIT);
         Libc otherNode = FailingLibc.answering("tryFlock", true);
-        try (DevdaxProvider second = DevdaxProvider.open(otherNode, TestContext.device("pmem0", small), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+        try (DevdaxProvider second = DevdaxProvider.open(otherNode, Fixtures.device("pmem0", small), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
             Chunk theirs = second.allocate(Fixtures.UNIT);
             assertThat(((DevdaxChunk) theirs).offset()).as("the same range: the reset forgot the first one's").isEqualTo(((DevdaxChunk) mine).offset());
             byte[] theirExport = second.export(theirs);
@@ -94,7 +94,7 @@ class DeviceLockTest {
                     .hasMessageContaining("was taken over")
                     .hasMessageContaining("closed without writing the table");
             assertThat(Fixtures.mappingsOf(small)).as("the second provider's metadata and chunk").isEqualTo(2);
-            try (ChunkMapping mapping = plugin.ipcImporter(TestContext.device("pmem0", small)).map(reader(theirExport), Fixtures.UNIT)) {
+            try (ChunkMapping mapping = plugin.ipcImporter(Fixtures.device("pmem0", small)).map(reader(theirExport), Fixtures.UNIT)) {
                 assertThat(mapping.segment().byteSize()).as("the first one's close left the second one's entry").isEqualTo(Fixtures.UNIT);
             }
         }
@@ -119,7 +119,7 @@ class DeviceLockTest {
     @Test
     void theExportsOfAKilledOwnerSurviveRecoverAndNotReset() throws Exception {
         Path containerView = Files.createLink(dir.resolve("container-view.img"), device);
-        IpcImporter importer = plugin.ipcImporter(TestContext.device("pmem0", containerView));
+        IpcImporter importer = plugin.ipcImporter(Fixtures.device("pmem0", containerView));
         byte[] export;
         long length;
         try (ChildJvm child = ChildJvm.start("produce", "pmem0=" + device)) {

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.devdax;
 
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.tck.TestContext;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -19,6 +20,15 @@ final class Fixtures {
     static final long MIB = 1L << 20;
     /** The default alignment of a file-backed device ({@code devdax.file.align}). */
     static final long UNIT = 2 * MIB;
+
+    /** A context whose device table has {@code alias=path} and nothing else, plus {@code keyValues}. */
+    static TestContext device(String alias, Path path, String... keyValues) {
+        String[] all = new String[keyValues.length + 2];
+        all[0] = "devdax.devices";
+        all[1] = alias + "=" + path;
+        System.arraycopy(keyValues, 0, all, 2, keyValues.length);
+        return TestContext.of(all);
+    }
 
     private Fixtures() {
     }

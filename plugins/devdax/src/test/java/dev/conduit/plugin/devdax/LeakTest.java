@@ -33,7 +33,7 @@ class LeakTest {
     }
 
     private MemoryProvider provider(String... keyValues) {
-        return plugin.openMemoryProvider(TestContext.device("pmem0", device, keyValues));
+        return plugin.openMemoryProvider(Fixtures.device("pmem0", device, keyValues));
     }
 
     @Test
@@ -50,7 +50,7 @@ class LeakTest {
 
     @SuppressWarnings("try") // the mapping only has to exist
     private void roundTrip() {
-        IpcImporter importer = plugin.ipcImporter(TestContext.device("pmem0", device));
+        IpcImporter importer = plugin.ipcImporter(Fixtures.device("pmem0", device));
         try (MemoryProvider provider = provider()) {
             assertThat(Fixtures.descriptorsOn(device)).as("the provider's one descriptor, which holds the lock").isEqualTo(1);
             for (int i = 0; i < ROUNDS; i++) {
@@ -68,17 +68,17 @@ class LeakTest {
     @Test
     void failedImportsLeaveNothing() {
         Path other = Fixtures.deviceFile(dir, "other.img", 16 * MIB);
-        try (MemoryProvider provider = provider(); MemoryProvider otherProvider = plugin.openMemoryProvider(TestContext.device("pmem0", other))) {
+        try (MemoryProvider provider = provider(); MemoryProvider otherProvider = plugin.openMemoryProvider(Fixtures.device("pmem0", other))) {
             Chunk freed = provider.allocate(UNIT);
             byte[] gone = provider.export(freed);
             provider.free(freed);
             byte[] live = provider.export(provider.allocate(UNIT));
             DevdaxPayload decoded = DevdaxPayload.decode(reader(live));
             byte[] misaligned = new DevdaxPayload("pmem0", decoded.layoutId(), decoded.offset() + 4096, UNIT, 3, 1, 1).encode();
-            IpcImporter importer = plugin.ipcImporter(TestContext.device("pmem0", device));
-            IpcImporter wrongDevice = plugin.ipcImporter(TestContext.device("pmem0", other));
-            IpcImporter unknownAlias = plugin.ipcImporter(TestContext.device("other", device));
-            IpcImporter missingPath = plugin.ipcImporter(TestContext.device("pmem0", dir.resolve("missing.img")));
+            IpcImporter importer = plugin.ipcImporter(Fixtures.device("pmem0", device));
+            IpcImporter wrongDevice = plugin.ipcImporter(Fixtures.device("pmem0", other));
+            IpcImporter unknownAlias = plugin.ipcImporter(Fixtures.device("other", device));
+            IpcImporter missingPath = plugin.ipcImporter(Fixtures.device("pmem0", dir.resolve("missing.img")));
             assertThatThrownBy(() -> importer.map(reader(gone), UNIT)).hasMessageContaining("export gone");
             long descriptors = Fixtures.openDescriptors();
             long mappings = Fixtures.mappingsOf(device);

@@ -71,7 +71,7 @@ class RealDeviceTest {
     }
 
     private MemoryProvider open(Path path, String... keyValues) {
-        return plugin.openMemoryProvider(TestContext.device("pmem0", path, keyValues));
+        return plugin.openMemoryProvider(Fixtures.device("pmem0", path, keyValues));
     }
 
     @Test
@@ -99,7 +99,7 @@ class RealDeviceTest {
             assertThat(chunk.segment().get(JAVA_LONG, alignment - 8)).isEqualTo(77L);
             provider.free(chunk);
         }
-        Availability availability = plugin.probe(TestContext.device("pmem0", device));
+        Availability availability = plugin.probe(Fixtures.device("pmem0", device));
         assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
         assertThat(availability.details().get("alias pmem0")).contains("device-DAX").contains("MAP_SYNC accepted");
     }
@@ -112,7 +112,7 @@ class RealDeviceTest {
             Chunk chunk = provider.allocate(unit);
             chunk.segment().set(JAVA_LONG, 0, 4711L);
             byte[] export = provider.export(chunk);
-            try (ChunkMapping mapping = plugin.ipcImporter(TestContext.device("pmem0", containerView)).map(reader(export), unit)) {
+            try (ChunkMapping mapping = plugin.ipcImporter(Fixtures.device("pmem0", containerView)).map(reader(export), unit)) {
                 assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(4711L);
             }
             try (ChildJvm child = ChildJvm.start("import", "pmem0=" + containerView, HexFormat.of().formatHex(export),
@@ -122,7 +122,7 @@ class RealDeviceTest {
             }
             assertThat(chunk.segment().get(JAVA_LONG, 8)).isEqualTo(DevdaxChild.WRITTEN);
             provider.free(chunk);
-            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.device("pmem0", device)).map(reader(export), unit))
+            assertThatThrownBy(() -> plugin.ipcImporter(Fixtures.device("pmem0", device)).map(reader(export), unit))
                     .hasMessageStartingWith("export gone: ");
         }
         assertThat(Fixtures.descriptorsOn(device)).isZero();
@@ -131,7 +131,7 @@ class RealDeviceTest {
 
     @Test
     void theLockAndTheRestartPoliciesWorkOnTheDevice() throws Exception {
-        IpcImporter importer = plugin.ipcImporter(TestContext.device("pmem0", device));
+        IpcImporter importer = plugin.ipcImporter(Fixtures.device("pmem0", device));
         try (ChildJvm child = ChildJvm.start("produce", "pmem0=" + device)) {
             String[] produced = child.readLine().split(" ");
             byte[] export = HexFormat.of().parseHex(produced[0]);

@@ -36,7 +36,7 @@ class RestartPolicyTest {
     @BeforeEach
     void createDevice() {
         device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
-        importer = plugin.ipcImporter(TestContext.device("pmem0", device));
+        importer = plugin.ipcImporter(Fixtures.device("pmem0", device));
     }
 
     private DevdaxProvider open(String onStart, String... keyValues) {
@@ -44,7 +44,7 @@ class RestartPolicyTest {
         all[0] = "devdax.on.start";
         all[1] = onStart;
         System.arraycopy(keyValues, 0, all, 2, keyValues.length);
-        return (DevdaxProvider) plugin.openMemoryProvider(TestContext.device("pmem0", device, all));
+        return (DevdaxProvider) plugin.openMemoryProvider(Fixtures.device("pmem0", device, all));
     }
 
     @Test
@@ -139,10 +139,10 @@ class RestartPolicyTest {
     @Test
     void resetIsTheDefault() {
         open("reset").abandon();
-        DevdaxProvider crashed = (DevdaxProvider) plugin.openMemoryProvider(TestContext.device("pmem0", device));
+        DevdaxProvider crashed = (DevdaxProvider) plugin.openMemoryProvider(Fixtures.device("pmem0", device));
         byte[] export = crashed.export(crashed.allocate(UNIT));
         crashed.abandon();
-        try (MemoryProvider next = plugin.openMemoryProvider(TestContext.device("pmem0", device))) {
+        try (MemoryProvider next = plugin.openMemoryProvider(Fixtures.device("pmem0", device))) {
             assertThatThrownBy(() -> importer.map(reader(export), UNIT)).hasMessageStartingWith("export gone: ");
         }
     }

@@ -3,7 +3,6 @@ package dev.conduit.plugin.devdax;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitException;
-import dev.conduit.spi.MemoryProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -145,14 +144,14 @@ class SysfsTest {
         }
         daxEntry(sys, zero.rdevMajor(), zero.rdevMinor(), Long.toString(64 * MIB), Long.toString(4 * MIB), "dax");
         DevdaxPlugin plugin = new DevdaxPlugin(Path.of("/dev"), sys, LockHolders.PROC_LOCKS);
-        try (DevdaxProvider provider = (DevdaxProvider) plugin.openMemoryProvider(TestContext.device("zero", Path.of("/dev/zero"),
+        try (DevdaxProvider provider = (DevdaxProvider) plugin.openMemoryProvider(Fixtures.device("zero", Path.of("/dev/zero"),
                 "devdax.file.align", "64k"))) {
             assertThat(provider.kind()).isEqualTo(Device.Kind.DEVICE_DAX);
             assertThat(provider.pageSize()).as("sysfs, not devdax.file.align").isEqualTo(4 * MIB);
             assertThat(provider.geometry().size()).isEqualTo(64 * MIB);
             assertThat(provider.geometry().dataOffset()).isEqualTo(4 * MIB);
             assertThat(provider.generation()).isEqualTo(1);
-            assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.device("zero", Path.of("/dev/zero"))))
+            assertThatThrownBy(() -> plugin.openMemoryProvider(Fixtures.device("zero", Path.of("/dev/zero"))))
                     .hasMessageContaining("device /dev/zero (alias 'zero') is in use")
                     .hasMessageContaining("held by pid " + ProcessHandle.current().pid());
         }

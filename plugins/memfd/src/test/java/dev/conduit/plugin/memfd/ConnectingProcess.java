@@ -2,6 +2,8 @@ package dev.conduit.plugin.memfd;
 
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.Transport;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.tck.TestContext;
 
 import java.nio.file.Path;
 import java.util.HexFormat;
@@ -20,7 +22,7 @@ public final class ConnectingProcess {
     public static void main(String[] args) throws Exception {
         Path shared = Path.of(args[0]);
         byte[] peer = HexFormat.of().parseHex(args[1]);
-        try (Transport transport = new MemfdPlugin().openTransport(new TestTransportContext(TestContext.of(shared),
+        try (Transport transport = new MemfdPlugin().openTransport(TestContext.of(shared).forTransport(ThreadMode.SINGLE,
                 (id, h, ho, hl, p, po, pl) -> { }))) {
             System.out.println("address=" + HexFormat.of().formatHex(transport.address()));
             try {

@@ -2,6 +2,7 @@ package dev.conduit.plugin.memfd;
 
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -88,6 +89,7 @@ class CrossProcessImportTest {
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
+                "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.memfd=ALL-UNNAMED",
                 "-m", "dev.conduit.plugin.memfd/" + ImportingProcess.class.getName(),
                 shared.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE)));
         Process process = new ProcessBuilder(command)

@@ -2,6 +2,7 @@ package dev.conduit.plugin.memfd;
 
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.tck.TestContext;
 
 import java.nio.file.Path;
 import java.util.HexFormat;

@@ -19,6 +19,7 @@ import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -703,7 +704,6 @@ class MemfdImporterTest {
                     }
                 });
     }
-
 
     // ---------------------------------------------------------------- leaks
 

@@ -1,12 +1,12 @@
 package dev.conduit.plugin.memfd;
 
-import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Version;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

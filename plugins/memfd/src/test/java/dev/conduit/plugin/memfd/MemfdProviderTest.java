@@ -11,6 +11,7 @@ import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

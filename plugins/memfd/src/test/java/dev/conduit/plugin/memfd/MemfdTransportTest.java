@@ -1,14 +1,12 @@
 package dev.conduit.plugin.memfd;
 
 import dev.conduit.spi.MessageSink;
-import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
-import dev.conduit.spi.RemoteMemory;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
-import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -42,7 +40,7 @@ class MemfdTransportTest {
     }
 
     private Transport transport(MessageSink sink, Map<String, String> config) {
-        Transport t = new MemfdPlugin().openTransport(new TestTransportContext(TestContext.of(shared, config), sink));
+        Transport t = new MemfdPlugin().openTransport(TestContext.of(shared, config).forTransport(ThreadMode.SINGLE, sink));
         open.add(t);
         return t;
     }

@@ -3,6 +3,8 @@ package dev.conduit.plugin.memfd;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -46,6 +48,8 @@ class OtherUserImportTest {
 
     private static String modulePath;
     private static Path testClasses;
+    /** The copy of the TCK's jar (or classes), for the children's contexts. */
+    private static Path tck;
 
     /** The other user cannot read this user's Maven repository: copy the module path where it can. */
     @BeforeAll
@@ -61,6 +65,8 @@ class OtherUserImportTest {
             entries.add(target.toString());
         }
         modulePath = String.join(File.pathSeparator, entries);
+        tck = readable.resolve("tck-" + TestContext.location().getFileName());
+        copy(TestContext.location(), tck);
         testClasses = readable.resolve("test-classes");
         copy(Path.of(ImportingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI()), testClasses);
     }
@@ -171,7 +177,7 @@ class OtherUserImportTest {
     private void workersOfRootAndAnotherUserDoNotConnect(int uid) throws Exception {
         String otherUid = Integer.toUnsignedString(uid);
         Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx")); // both users make their files here
-        try (dev.conduit.spi.Transport host = new MemfdPlugin().openTransport(new TestTransportContext(TestContext.of(shared),
+        try (dev.conduit.spi.Transport host = new MemfdPlugin().openTransport(TestContext.of(shared).forTransport(ThreadMode.SINGLE,
                 (id, h, ho, hl, p, po, pl) -> { }))) {
             Process other = new ProcessBuilder(wrapped(uid, List.of(), java(ConnectingProcess.class, shared.toString(),
                     HexFormat.of().formatHex(host.address())))).directory(readable.toFile()).redirectErrorStream(true).start();
@@ -238,6 +244,7 @@ class OtherUserImportTest {
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", modulePath,
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
+                "-cp", tck.toString(), "--add-reads", "dev.conduit.plugin.memfd=ALL-UNNAMED",
                 "-m", "dev.conduit.plugin.memfd/" + main.getName()));
         command.addAll(List.of(args));
         return command;

@@ -1,6 +1,8 @@
 package dev.conduit.plugin.memfd;
 
 import dev.conduit.spi.Availability;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.tck.TestContext;
 
 import java.nio.file.Path;
 import java.util.function.Function;
@@ -33,7 +35,8 @@ public final class ProbingProcess {
                 .append('\n');
         if (!availability.isAvailable()) return out.toString();
         out.append("provider=").append(open(context, plugin::openMemoryProvider)).append('\n');
-        out.append("transport=").append(open(context, c -> plugin.openTransport(new TestTransportContext(c, (id, h, ho, hl, p, po, pl) -> {}))))
+        out.append("transport=").append(open(context, c -> plugin.openTransport(c.forTransport(ThreadMode.SINGLE,
+                (id, h, ho, hl, p, po, pl) -> {}))))
                 .append('\n');
         return out.toString();
     }

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.memfd;
 
 import dev.conduit.linux.Linux;
+import dev.conduit.tck.TestContext;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -57,6 +58,7 @@ final class WithoutDacOverride {
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
+                "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.memfd=ALL-UNNAMED",
                 "-m", "dev.conduit.plugin.memfd/" + ProbingProcess.class.getName()));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();

@@ -6,6 +6,7 @@ import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -125,6 +126,7 @@ class CrossProcessTest {
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.posix=" + testClasses,
+                "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.posix=ALL-UNNAMED",
                 "-m", "dev.conduit.plugin.posix/" + PosixChild.class.getName()));
         command.addAll(List.of(args));
         return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.PIPE).start();

@@ -1,9 +1,9 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.PageSize;
-import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -4,6 +4,7 @@ import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.tck.TestContext;
 
 import java.nio.file.Path;
 import java.util.HexFormat;

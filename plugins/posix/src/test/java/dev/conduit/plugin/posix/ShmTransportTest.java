@@ -13,16 +13,15 @@ import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
-import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
-import dev.conduit.spi.RemoteMemory;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -82,37 +81,8 @@ class ShmTransportTest {
         }
     }
 
-    private record Context(TestContext plugin, MessageSink messageSink) implements TransportContext {
-        @Override
-        public ThreadMode threadMode() {
-            return ThreadMode.SERIALIZED;
-        }
-
-        @Override
-        public RemoteMemory remoteMemory() {
-            return handle -> {
-                throw new NotSupportedException("not in this test");
-            };
-        }
-
-        @Override
-        public dev.conduit.spi.Config config() {
-            return plugin.config();
-        }
-
-        @Override
-        public Path sharedDirectory() {
-            return plugin.sharedDirectory();
-        }
-
-        @Override
-        public System.Logger logger() {
-            return plugin.logger();
-        }
-    }
-
     private Transport transport(MessageSink sink, String... keyValues) {
-        Transport t = new PosixPlugin().openTransport(new Context(TestContext.of(shared, keyValues), sink));
+        Transport t = new PosixPlugin().openTransport(TestContext.of(shared, keyValues).forTransport(ThreadMode.SERIALIZED, sink));
         open.add(t);
         return t;
     }
@@ -120,7 +90,7 @@ class ShmTransportTest {
     /** A transport whose WARNINGs {@code logger} keeps. */
     private Transport transport(MessageSink sink, RecordingLogger logger, String... keyValues) {
         TestContext configured = TestContext.of(shared, keyValues);
-        Transport t = new PosixPlugin().openTransport(new Context(new TestContext(configured.config(), shared, logger), sink));
+        Transport t = new PosixPlugin().openTransport(configured.withLogger(logger).forTransport(ThreadMode.SERIALIZED, sink));
         open.add(t);
         return t;
     }
@@ -690,7 +660,7 @@ class ShmTransportTest {
 
     /** A posix transport whose every native call goes through {@code libc}: its own, its provider's and its importer's. */
     private Transport transportWith(Libc libc) {
-        Context context = new Context(TestContext.of(shared), new Received());
+        TransportContext context = TestContext.of(shared).forTransport(ThreadMode.SERIALIZED, new Received());
         Transport t = new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
                 PosixMemoryProvider.open(context, libc), new PosixImporter(libc, PosixConfig.of(context), false));
         open.add(t);
@@ -712,7 +682,7 @@ class ShmTransportTest {
 
     private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc, UnaryOperator<IpcImporter> importer,
                                    String... keyValues) {
-        Context context = new Context(TestContext.of(shared, keyValues), received);
+        TransportContext context = TestContext.of(shared, keyValues).forTransport(ThreadMode.SERIALIZED, received);
         Transport t = new ShmTransport("posix", transportLibc, context, ShmTransportConfig.read(context.config(), "posix"),
                 new PosixPlugin().openMemoryProvider(context),
                 importer.apply(new PosixImporter(importerLibc, PosixConfig.of(context), false)));
@@ -2518,7 +2488,7 @@ class ShmTransportTest {
     void aSenderWhoseProviderExportsMoreThan3KiBFailsItsEndpointNamingTheProvider() {
         Received received = new Received();
         Transport receiver = transport(received);
-        Context context = new Context(TestContext.of(shared), new Received());
+        TransportContext context = TestContext.of(shared).forTransport(ThreadMode.SERIALIZED, new Received());
         MemoryProvider posix = new PosixPlugin().openMemoryProvider(context);
         MemoryProvider overlong = new MemoryProvider() {
             @Override public long pageSize() { return posix.pageSize(); }
@@ -2770,7 +2740,7 @@ class ShmTransportTest {
         Libc libc = FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get);
         RecordingLogger logger = new RecordingLogger();
         TestContext configured = TestContext.of(shared, "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
-        Context context = new Context(new TestContext(configured.config(), shared, logger), new Received());
+        TransportContext context = configured.withLogger(logger).forTransport(ThreadMode.SERIALIZED, new Received());
         Transport sender = new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
                 PosixMemoryProvider.open(context, libc), new PosixImporter(libc, PosixConfig.of(context), false));
         open.add(sender);

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.Linux;
+import dev.conduit.tck.TestContext;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -48,6 +49,7 @@ final class WithoutDacOverride {
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.posix=" + testClasses,
+                "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.posix=ALL-UNNAMED",
                 "-m", "dev.conduit.plugin.posix/" + PosixChild.class.getName()));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();

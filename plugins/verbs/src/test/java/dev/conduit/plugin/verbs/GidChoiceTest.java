@@ -1,5 +1,7 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.tck.TestContext;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -7,6 +7,7 @@ import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 

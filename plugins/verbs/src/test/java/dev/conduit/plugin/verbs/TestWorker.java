@@ -6,11 +6,10 @@ import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
-import dev.conduit.spi.RemoteMemory;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
-import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.TestContext;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -54,7 +53,7 @@ final class TestWorker implements AutoCloseable {
             }
             received.add(new Received(id, hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE), pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE)));
         };
-        this.transport = (VerbsTransport) plugin.openTransport(new Context(config, sink));
+        this.transport = (VerbsTransport) plugin.openTransport(config.forTransport(ThreadMode.SINGLE, sink));
     }
 
     private static String[] withDefaults(String... keyValues) {
@@ -113,34 +112,5 @@ final class TestWorker implements AutoCloseable {
     @Override
     public void close() {
         transport.close();
-    }
-
-    private record Context(TestContext base, MessageSink messageSink) implements TransportContext {
-        @Override
-        public ThreadMode threadMode() {
-            return ThreadMode.SINGLE;
-        }
-
-        @Override
-        public RemoteMemory remoteMemory() {
-            return handle -> {
-                throw new UnsupportedOperationException("transport tests hand regions to the endpoint directly");
-            };
-        }
-
-        @Override
-        public dev.conduit.spi.Config config() {
-            return base.config();
-        }
-
-        @Override
-        public java.nio.file.Path sharedDirectory() {
-            return base.sharedDirectory();
-        }
-
-        @Override
-        public System.Logger logger() {
-            return base.logger();
-        }
     }
 }

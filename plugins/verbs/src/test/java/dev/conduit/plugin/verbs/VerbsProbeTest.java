@@ -3,6 +3,7 @@ package dev.conduit.plugin.verbs;
 import dev.conduit.linux.Errno;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
