@@ -55,10 +55,33 @@ public final class RuntimeLock extends ThreadGuard {
     private static final int MAX_CHAIN = 64;
 
     private final OwnedLock lock = new OwnedLock();
+    /** A waiter's first look for a deadlock comes this long after it queued, and again this long after a look that found one. */
+    private final long firstLookNanos;
+    /** The longest pause between a waiter's looks, reached by doubling while they find no deadlock. */
+    private final long longestPauseNanos;
     /** Run by a thread that must wait for the lock: wakes a holder asleep under it. */
     private volatile Runnable wakeHolder = () -> { };
     /** Threads in {@link #enter()} that did not get the lock at once. */
     private final java.util.concurrent.atomic.AtomicInteger contenders = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** The runtime's: a waiter looks first after 1 ms, then at pauses doubling up to 50 ms. */
+    public RuntimeLock() {
+        this(FIRST_LOOK_NANOS, LONGEST_PAUSE_NANOS);
+    }
+
+    /**
+     * A lock whose waiters pause as given between their looks for a deadlock, for tests: a waiter
+     * parks for its pause and relies on an unlock to wake it sooner, so with pauses longer than a
+     * test a wake-up that an unlock failed to make is a hang the test sees, not a delay of up to
+     * {@link #LONGEST_PAUSE_NANOS} (RuntimeLockStressTest).
+     */
+    RuntimeLock(long firstLookNanos, long longestPauseNanos) {
+        if (firstLookNanos <= 0 || longestPauseNanos < firstLookNanos) {
+            throw new IllegalArgumentException("pauses " + firstLookNanos + " and " + longestPauseNanos + " ns");
+        }
+        this.firstLookNanos = firstLookNanos;
+        this.longestPauseNanos = longestPauseNanos;
+    }
 
     /** One thread's wait for one lock; identity tells a wait that went on from a new one. */
     private static final class Wait {
@@ -169,7 +192,7 @@ public final class RuntimeLock extends ThreadGuard {
         WAITING.put(self, wait);
         lock.enqueue(self);
         try {
-            long pause = FIRST_LOOK_NANOS;
+            long pause = firstLookNanos;
             long lookAt = System.nanoTime() + pause;
             List<Wait> suspected = null;
             while (true) {
@@ -192,7 +215,7 @@ public final class RuntimeLock extends ThreadGuard {
                             + "(docs/runtime.md, \"Thread modes\"); this call did nothing");
                 }
                 suspected = cycle;
-                pause = cycle != null ? FIRST_LOOK_NANOS : Math.min(pause * 2, LONGEST_PAUSE_NANOS);
+                pause = cycle != null ? firstLookNanos : Math.min(pause * 2, longestPauseNanos);
                 lookAt = System.nanoTime() + pause;
             }
         } finally {

@@ -227,6 +227,42 @@ class RuntimeLockTest {
         assertThat(order).containsExactly("caller", "sleeper");
     }
 
+    /**
+     * An interrupt neither ends a wait for the lock nor costs the waiter its place, and the waiter
+     * has it when it gets the lock: interrupted before it came, and again while queued, the first
+     * waiter still gets the lock before the second. Waiters here pause an hour between looks, so
+     * each gets the lock only by an unlock's wake.
+     */
+    @Test
+    void anInterruptedWaiterWaitsOnInItsPlaceAndKeepsItsInterrupt() throws Exception {
+        long hour = TimeUnit.HOURS.toNanos(1);
+        RuntimeLock lock = new RuntimeLock(hour, hour);
+        java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        java.util.concurrent.atomic.AtomicBoolean keptInterrupt = new java.util.concurrent.atomic.AtomicBoolean();
+        lock.enter();
+        Thread first = Thread.ofPlatform().start(() -> {
+            Thread.currentThread().interrupt();
+            lock.enter();
+            keptInterrupt.set(Thread.interrupted());
+            order.add("first");
+            lock.exit();
+        });
+        waitUntilParked(first);
+        Thread second = Thread.ofPlatform().start(() -> {
+            lock.enter();
+            order.add("second");
+            lock.exit();
+        });
+        waitUntilParked(second);
+        first.interrupt();
+        waitUntilParked(first);
+        lock.exit();
+        first.join();
+        second.join();
+        assertThat(order).containsExactly("first", "second");
+        assertThat(keptInterrupt).as("the waiter's interrupt status when it got the lock").isTrue();
+    }
+
     /** Waits until {@code t} is parked: a thread waiting for the runtime lock parks with a timeout. */
     private static void waitUntilParked(Thread t) {
         while (t.getState() != Thread.State.TIMED_WAITING) {
