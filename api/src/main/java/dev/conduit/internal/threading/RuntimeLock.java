@@ -83,14 +83,20 @@ public final class RuntimeLock extends ThreadGuard {
         this.longestPauseNanos = longestPauseNanos;
     }
 
-    /** One thread's wait for one lock; identity tells a wait that went on from a new one. */
+    /**
+     * One thread's wait for one lock; identity tells a wait that went on from a new one. It is also
+     * the thread's place in the lock's queue, found by identity: a thread's own {@code equals} (a
+     * subclass may compare names) must not take another thread's place out.
+     */
     private static final class Wait {
         final RuntimeLock lock;
+        final Thread thread;
         final long threadId;
 
-        Wait(RuntimeLock lock, long threadId) {
+        Wait(RuntimeLock lock, Thread thread) {
             this.lock = lock;
-            this.threadId = threadId;
+            this.thread = thread;
+            this.threadId = thread.threadId();
         }
     }
 
@@ -186,17 +192,17 @@ public final class RuntimeLock extends ThreadGuard {
      */
     private void waitForLock() {
         Thread self = Thread.currentThread();
-        Wait wait = new Wait(this, self.threadId());
+        Wait wait = new Wait(this, self);
         boolean interrupted = false;
         boolean got = false;
         WAITING.put(self, wait);
-        lock.enqueue(self);
+        lock.enqueue(wait);
         try {
             long pause = firstLookNanos;
             long lookAt = System.nanoTime() + pause;
             List<Wait> suspected = null;
             while (true) {
-                if (lock.tryLockFirstInQueue(self)) {
+                if (lock.tryLockFirstInQueue(wait)) {
                     got = true;
                     return;
                 }
@@ -219,7 +225,7 @@ public final class RuntimeLock extends ThreadGuard {
                 lookAt = System.nanoTime() + pause;
             }
         } finally {
-            if (!got) lock.leaveQueue(self);
+            if (!got) lock.leaveQueue(wait);
             WAITING.remove(self);
             if (interrupted) self.interrupt();
         }
@@ -293,8 +299,13 @@ public final class RuntimeLock extends ThreadGuard {
         private volatile Thread owner;
         /** How many times the owner holds the lock; read and written by the owner only. */
         private int holds;
-        /** The threads waiting for the lock, in the order they queued; the first is the next to take it. */
-        private final ConcurrentLinkedQueue<Thread> queue = new ConcurrentLinkedQueue<>();
+        /**
+         * The waits of the threads waiting for the lock, in the order they queued; the first is the
+         * next to take it. Waits, not threads: {@code Wait} keeps {@code Object}'s {@code equals}, so
+         * {@code remove} takes out the very entry, where a thread's own {@code equals} could match
+         * another thread's.
+         */
+        private final ConcurrentLinkedQueue<Wait> queue = new ConcurrentLinkedQueue<>();
 
         /**
          * Takes the lock if this thread holds it or nobody waits for it: a free lock taken even from a
@@ -328,8 +339,8 @@ public final class RuntimeLock extends ThreadGuard {
             return true;
         }
 
-        /** Queues {@code me}, which does not hold the lock: from now on it is passed by nobody but {@link #tryLock()}. */
-        void enqueue(Thread me) {
+        /** Queues {@code me}, whose thread does not hold the lock: from now on it is passed by nobody but {@link #tryLock()}. */
+        void enqueue(Wait me) {
             queue.add(me);
         }
 
@@ -339,14 +350,14 @@ public final class RuntimeLock extends ThreadGuard {
          * queue, and {@code me} queued before it looks at the owner: one of the two sees the other,
          * so either this finds the lock free, or the unlock wakes {@code me}.
          */
-        boolean tryLockFirstInQueue(Thread me) {
-            if (queue.peek() != me || owner != null || !take(me)) return false;
+        boolean tryLockFirstInQueue(Wait me) {
+            if (queue.peek() != me || owner != null || !take(me.thread)) return false;
             queue.poll(); // me: only a thread itself takes its entry out
             return true;
         }
 
         /** Takes {@code me}, which gave up, out of the queue, and wakes the next one should the lock be free. */
-        void leaveQueue(Thread me) {
+        void leaveQueue(Wait me) {
             queue.remove(me);
             if (owner == null) wakeFirst();
         }
@@ -359,8 +370,8 @@ public final class RuntimeLock extends ThreadGuard {
         }
 
         private void wakeFirst() {
-            Thread first = queue.peek();
-            if (first != null) LockSupport.unpark(first);
+            Wait first = queue.peek();
+            if (first != null) LockSupport.unpark(first.thread);
         }
 
         boolean isHeldByCurrentThread() {

@@ -263,6 +263,87 @@ class RuntimeLockTest {
         assertThat(keptInterrupt).as("the waiter's interrupt status when it got the lock").isTrue();
     }
 
+    /**
+     * A waiter that gives up (the deadlock's exception) takes its own place out of the queue, not
+     * one that its thread's {@code equals} matches. Here the thread that gives up equals any thread
+     * of its name (equals and hashCode by name), and a thread of that name is queued ahead of it for
+     * the same lock. The queue held threads and took out the first that {@code equals} matched: the
+     * thread ahead lost its place and never got the lock, and the place of the one that had given
+     * up stayed first, so nobody did.
+     */
+    @Test
+    void aWaiterThatGivesUpLeavesItsOwnPlaceWhateverItsThreadsEquals() throws Exception {
+        RuntimeLock first = new RuntimeLock();
+        RuntimeLock second = new RuntimeLock();
+        CountDownLatch lowHolds = new CountDownLatch(1);
+        CountDownLatch lowGoesOn = new CountDownLatch(1);
+        CountDownLatch quitterHolds = new CountDownLatch(1);
+        CountDownLatch quitterGoesOn = new CountDownLatch(1);
+        AtomicReference<Throwable> quitterOutcome = new AtomicReference<>();
+        Thread low = Thread.ofPlatform().name("low").unstarted(() -> {
+            first.enter();
+            try {
+                lowHolds.countDown();
+                awaitQuietly(lowGoesOn);
+                second.enter(); // the cycle: the quitter holds it and waits for the first
+                second.exit();
+            } finally {
+                first.exit();
+            }
+        });
+        // Made after low, so of the two in the cycle it has the higher id: it gives up.
+        Thread quitter = new EqualByName("pool-worker", () -> {
+            second.enter();
+            try {
+                quitterHolds.countDown();
+                awaitQuietly(quitterGoesOn);
+                first.enter();
+                first.exit();
+                quitterOutcome.set(new AssertionError("got the first lock"));
+            } catch (IllegalStateException deadlock) {
+                quitterOutcome.set(deadlock);
+            } finally {
+                second.exit();
+            }
+        });
+        Thread ahead = Thread.ofPlatform().name("pool-worker").unstarted(() -> {
+            first.enter();
+            first.exit();
+        });
+        low.start();
+        assertThat(lowHolds.await(60, TimeUnit.SECONDS)).isTrue();
+        quitter.start();
+        assertThat(quitterHolds.await(60, TimeUnit.SECONDS)).isTrue();
+        ahead.start();
+        waitUntilParked(ahead); // queued for the first lock
+        quitterGoesOn.countDown(); // queues behind it
+        lowGoesOn.countDown(); // and the cycle closes
+        quitter.join();
+        assertThat(quitterOutcome.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("deadlock");
+        low.join();
+        ahead.join(TimeUnit.SECONDS.toMillis(30)); // a guard: it gets the lock as soon as low lets go
+        assertThat(ahead.isAlive()).as("the thread queued ahead of the one that gave up got the lock").isFalse();
+        assertThat(first.tryEnter()).as("the first lock is free").isTrue();
+        first.exit();
+    }
+
+    /** A thread equal to any thread of its name, as a subclass may make it. */
+    private static final class EqualByName extends Thread {
+        EqualByName(String name, Runnable r) {
+            super(r, name);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Thread t && t.getName().equals(getName());
+        }
+
+        @Override
+        public int hashCode() {
+            return getName().hashCode();
+        }
+    }
+
     /** Waits until {@code t} is parked: a thread waiting for the runtime lock parks with a timeout. */
     private static void waitUntilParked(Thread t) {
         while (t.getState() != Thread.State.TIMED_WAITING) {
