@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
@@ -57,6 +58,34 @@ final class Setup {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new AssertionError("interrupted waiting for: " + what.get());
+            }
+        }
+    }
+
+    /**
+     * Polls until {@code count} reaches {@code target} or {@code stop} holds; fails with {@code what}
+     * once {@code count} has not moved for {@code guard}. A hang guard that runs from the last
+     * progress, never a bound on the whole run: a loaded machine's slower stream passes, one that
+     * stops fails.
+     */
+    static void waitWhileProgressing(LongSupplier count, long target, BooleanSupplier stop, Duration guard, Supplier<String> what) {
+        long seen = count.getAsLong();
+        long deadline = System.nanoTime() + guard.toNanos();
+        while (seen < target && !stop.getAsBoolean()) {
+            long now = count.getAsLong();
+            if (now != seen) {
+                seen = now;
+                deadline = System.nanoTime() + guard.toNanos();
+                continue;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no progress for the hang guard of " + guard + " at " + seen + " of " + target + ": " + what.get());
+            }
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted at " + seen + " of " + target + ": " + what.get());
             }
         }
     }

@@ -4,7 +4,6 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.spi.ThreadMode;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -31,11 +30,18 @@ import static org.assertj.core.api.Assertions.assertThat;
  * </ul>
  *
  * Throughput is printed (informational; nothing here asserts a duration).
+ *
+ * <p>No {@code @Timeout} bounds a whole test: a million round trips take seconds on an idle machine
+ * and many minutes on a loaded one (440,946 of them in 300 s beside two busy loops), so a bound on
+ * the whole run failed a slow exchange that never stopped. The waits for the stream and the
+ * echoes are hang guards that run from the last message that arrived ({@link
+ * Setup#waitWhileProgressing}); every call to the child or to the worker's thread has its own
+ * reply timeout.
  */
-@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class StreamingTest {
 
     static final long MESSAGES = 1_000_000;
+    /** How long no message may arrive, or a call's tail may take: a hang guard, not a speed check. */
     private static final Duration GUARD = Duration.ofSeconds(240);
 
     @ParameterizedTest
@@ -50,9 +56,10 @@ class StreamingTest {
             child.connect("w", "to-test", local.address());
 
             child.stream("s", "w", "to-test", 7, Traffic.Profile.MIXED, MESSAGES, 8192);
+            Setup.waitWhileProgressing(received::messages, MESSAGES, () -> received.errorCount() > 0, GUARD,
+                    () -> received.summary() + "; the child's stream: " + child.status("s"));
             Map<String, String> result = child.join("s", GUARD);
             assertThat(result).containsEntry("sent", Long.toString(MESSAGES)).containsEntry("failed", "false");
-            Setup.waitUntil(() -> received.messages() >= MESSAGES || received.errorCount() > 0, GUARD, received::summary);
 
             assertThat(received.errors()).as("what the receiver found wrong").isEmpty();
             assertThat(received.messages()).isEqualTo(MESSAGES);
@@ -86,6 +93,8 @@ class StreamingTest {
                         plugin, n, echoes.bytes(), nanos / 1_000_000, Setup.perSecond(n, nanos), nanos / 1e3 / Math.max(1, n));
                 return n;
             });
+            Setup.waitWhileProgressing(() -> echoes.received(3), MESSAGES, pingPong::isDone, GUARD,
+                    () -> "echoes: " + echoes.summary() + "; the child: " + child.stats("w"));
             assertThat(pingPong.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("round trips").isEqualTo(MESSAGES);
 
             assertThat(echoes.errors()).as("what this JVM found wrong in the echoes").isEmpty();
