@@ -60,7 +60,7 @@ class HungPeerTest {
                 reports[0]++;
                 reported.set(failure);
             });
-            new ProcessBuilder("kill", "-STOP", Long.toString(child.pid())).start().waitFor();
+            ChildJvm.stop(child.pid()); // returns once every thread of the child has stopped, not when kill does
             if (plugin.equals("memfd")) {
                 // Connecting needs the peer's fd server to answer: a frozen one is named, with the key to raise.
                 assertThatThrownBy(() -> survivor.connect(frozen)).hasMessageContaining("did not answer within memfd.connect.timeout");

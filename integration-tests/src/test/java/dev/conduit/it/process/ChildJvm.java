@@ -184,6 +184,72 @@ public final class ChildJvm implements AutoCloseable {
         return command;
     }
 
+    /**
+     * Sends {@code signal} ({@code -STOP}, {@code -CONT}, ...) to the process {@code pid} with
+     * kill(1); fails unless kill succeeds.
+     */
+    public static void signal(long pid, String signal) {
+        try {
+            Process p = new ProcessBuilder("kill", signal, Long.toString(pid)).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) throw new AssertionError("kill " + signal + " " + pid + " failed: " + out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted sending " + signal + " to " + pid);
+        }
+    }
+
+    /**
+     * Freezes the process {@code pid} with {@code SIGSTOP} and returns once every thread of it has
+     * stopped. kill(2) returns before that: the kernel wakes one thread to take the signal, and
+     * that thread stops the others when it runs, so on a loaded machine they run on meanwhile (200
+     * stops of an idle JVM beside other builds found threads still running in 38 as kill returned,
+     * and HungPeerTest's "frozen" memfd peer answered a connect). The wait is bounded by
+     * {@link #REPLY_TIMEOUT}, a hang guard.
+     */
+    public static void stop(long pid) {
+        signal(pid, "-STOP");
+        long deadline = System.nanoTime() + REPLY_TIMEOUT.toNanos();
+        List<String> running;
+        while (!(running = runningThreads(pid)).isEmpty()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("threads of " + pid + " still not stopped " + REPLY_TIMEOUT + " after SIGSTOP (tid:state): " + running);
+            }
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted waiting for " + pid + " to stop");
+            }
+        }
+    }
+
+    /** The threads of {@code pid} that are neither stopped nor gone, as {@code tid:state} from /proc. */
+    private static List<String> runningThreads(long pid) {
+        Path tasks = Path.of("/proc", Long.toString(pid), "task");
+        List<String> running = new ArrayList<>();
+        try (var threads = Files.list(tasks)) {
+            for (Path task : threads.toList()) {
+                String stat;
+                try {
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (java.nio.file.NoSuchFileException ended) {
+                    continue; // the thread ended since the listing
+                }
+                // pid (comm) state ...: comm may hold spaces and parentheses, the state follows the last ')'.
+                char state = stat.charAt(stat.lastIndexOf(')') + 2);
+                if ("TtZX".indexOf(state) < 0) running.add(task.getFileName() + ":" + state);
+            }
+        } catch (java.nio.file.NoSuchFileException gone) {
+            throw new AssertionError("process " + pid + " is gone: it cannot be stopped");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return running;
+    }
+
     /** The {@code READY} line's fields: at least {@code pid}, {@code hostname}, {@code shared}, {@code loading}, {@code ns.*}. */
     public Map<String, String> hello() {
         return hello;

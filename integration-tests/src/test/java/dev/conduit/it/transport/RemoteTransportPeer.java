@@ -11,7 +11,6 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 /** A {@link TransportPeer} in a child JVM, as typed calls. */
 final class RemoteTransportPeer implements AutoCloseable {
@@ -129,28 +128,17 @@ final class RemoteTransportPeer implements AutoCloseable {
         child.call("close", w);
     }
 
-    /** {@code SIGSTOP} to the child JVM: every thread freezes wherever it is, as a descheduled or debugged process would. */
+    /**
+     * {@code SIGSTOP} to the child JVM: every thread freezes wherever it is, as a descheduled or
+     * debugged process would. Returns once all have stopped ({@link ChildJvm#stop}).
+     */
     void stop() {
-        signal("-STOP");
+        ChildJvm.stop(child.jvm().pid());
     }
 
     /** {@code SIGCONT}: the child JVM runs on from where {@link #stop()} froze it. */
     void resume() {
-        signal("-CONT");
-    }
-
-    private void signal(String signal) {
-        long pid = child.jvm().pid();
-        try {
-            Process p = new ProcessBuilder("kill", signal, Long.toString(pid)).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes());
-            if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) throw new AssertionError("kill " + signal + " " + pid + " failed: " + out);
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError("interrupted sending " + signal);
-        }
+        ChildJvm.signal(child.jvm().pid(), "-CONT");
     }
 
     int kill() {
