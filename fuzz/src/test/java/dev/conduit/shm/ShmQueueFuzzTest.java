@@ -37,6 +37,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * delivers messages whose bytes lie inside the record or a mapped bounce ring, or throws a
  * {@link ConduitException} naming the broken rule; it never throws anything else, and the worker
  * stays usable: a real sender's message still goes through.
+ *
+ * <p>The hostile records never carry the real sender's connection id. A record that does is that
+ * connection's as far as the worker can tell, and one that breaks the protocol gets the connection
+ * refused, rightly: a process that writes into the queue can do that to any sender whose id it
+ * knows. The fuzzer learns values the code compares with (the worker's check of each record's
+ * connection against the last one it kept), and so found the real id in CI on 2026-12-02: the real
+ * sender's message was dropped and the check below failed.
  */
 class ShmQueueFuzzTest {
 
@@ -50,6 +57,8 @@ class ShmQueueFuzzTest {
     private static Arena arena;
     private static ReceiveQueue queue;
     private static long delivered;
+    /** The real sender's connection id, which no hostile record may carry. */
+    private static long realConnection;
 
     @BeforeAll
     static void openWorker() throws IOException {
@@ -65,6 +74,7 @@ class ShmQueueFuzzTest {
         }
         realSenderWorker = conduit.newWorker(ThreadMode.SINGLE);
         realSender = realSenderWorker.connect(worker.address());
+        realConnection = connectionOf(realSender);
         // Map the worker's queue as a sender in another process would: from its address.
         AddressFormat.Entry entry = AddressFormat.decode(worker.address().toBytes()).entry("posix");
         PayloadReader r = new PayloadReader(entry.address(), 0, entry.address().length, "");
@@ -79,6 +89,17 @@ class ShmQueueFuzzTest {
         arena = Arena.ofShared();
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             queue = ReceiveQueue.attach(channel.map(FileChannel.MapMode.READ_WRITE, 0, queueLength, arena), token);
+        }
+    }
+
+    /** The connection id of {@code endpoint}'s shared-memory endpoint (the fuzz tests run on the class path). */
+    private static long connectionOf(Endpoint endpoint) {
+        try {
+            java.lang.reflect.Field transportEndpoint = endpoint.getClass().getDeclaredField("te");
+            transportEndpoint.setAccessible(true);
+            return ((ShmEndpoint) transportEndpoint.get(endpoint)).connection();
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("cannot read the real sender's connection id", e);
         }
     }
 
@@ -176,6 +197,7 @@ class ShmQueueFuzzTest {
     private static void writeRecord(FuzzedDataProvider data) {
         int type = data.consumeInt(0, 8);
         long connection = data.consumeBoolean() ? data.consumeInt(0, 3) : data.consumeLong();
+        if (connection == realConnection) connection = ~connection; // the real sender's: see the class's javadoc
         int id = IDS[data.consumeInt(0, IDS.length - 1)];
         int headerLength = data.consumeBoolean() ? data.consumeInt(-8, 64) : data.consumeInt();
         long payloadLength = data.consumeBoolean() ? data.consumeLong(-8, 4096) : data.consumeLong();
