@@ -39,7 +39,7 @@ import java.util.concurrent.TimeUnit;
  * <tr><td>{@code OWNER_CHECK}</td><td>SINGLE</td><td>all modes</td><td>one thread comparison</td></tr>
  * <tr><td>{@code OVERLAP_CHECK}</td><td>SERIALIZED</td><td>all modes</td><td>CAS on an in-use flag, release store</td></tr>
  * <tr><td>{@code PASS_THROUGH}</td><td>MULTI</td><td>MULTI</td><td>none</td></tr>
- * <tr><td>{@code RUNTIME_LOCK}</td><td>MULTI</td><td>SERIALIZED only</td><td>{@code ReentrantLock}, uncontended</td></tr>
+ * <tr><td>{@code RUNTIME_LOCK}</td><td>MULTI</td><td>SERIALIZED only</td><td>{@code RuntimeLock} (the runtime's own fair lock since 2026-12-02, a {@code ReentrantLock} before), uncontended: a read of its contender count, owner and queue, one CAS, and a volatile write and a look at the queue to let go</td></tr>
  * </table>
  *
  * <p><b>Targets</b> (from the issue): the {@code SINGLE} guard costs at most 2 ns over the direct
