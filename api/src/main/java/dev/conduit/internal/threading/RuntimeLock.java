@@ -39,7 +39,8 @@ import java.util.concurrent.locks.LockSupport;
  * holder that comes back while such a waiter is counted does not take the uncontended path but
  * spins beside it: a race the waiter usually wins, not a turn; the order of arrival holds from the
  * queue on. A thread that comes back to sleep under the lock ({@link #enterToSleep}) does not race:
- * it lets the spinners have the lock first. The uncontended path is a look at the count and the queue, and one {@code tryLock}.
+ * it lets the spinners have the lock first. The uncontended path is a read of the count, the
+ * owner and the queue, and one CAS.
  */
 public final class RuntimeLock extends ThreadGuard {
 
@@ -154,8 +155,10 @@ public final class RuntimeLock extends ThreadGuard {
      * after it let go, between two slices or two awaits), found it counted, did not sleep, let go,
      * and took the lock back again, until the spinner gave up its spin and queued: each call that
      * woke an awaiting thread paid for a spin and a park, and the awaiting thread spun beside it.
-     * Bounded by the spinner, which takes the lock or queues within its spin; it yields the
-     * processor now and then, for a spinner that is not running.
+     * Bounded by the counted thread: it runs the holder's wake ({@link #wakeHolderWith}), which
+     * must not block, then takes the lock or queues within its spin (at once on a single
+     * processor, where it does not spin); this thread yields the processor now and then, for a
+     * counted thread that is not running.
      */
     private void yieldToSpinners() {
         for (int i = 1; contenders.get() > 0 && lock.holder() == null && !lock.hasQueuedThreads(); i++) {
