@@ -760,8 +760,7 @@ public final class RuntimeWorker implements Worker {
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
         // Before the hook: it would turn the pending interrupt into a signal, which the transport keeps for the next await.
         if (Thread.currentThread().isInterrupted()) return true;
-        try {
-            interruptWake.beginSleep(); // in the try: the hook must come off this thread whatever happens
+        try { // the loop sets the hook before each slice; it must come off this thread whatever happens
             return awaitWorkInterruptibly(d, deadline, releaseLock);
         } finally {
             interruptWake.endSleep();
