@@ -138,11 +138,7 @@ class RuntimeLockTest {
         RuntimeLock lock = new RuntimeLock();
         java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
         lock.enter();
-        Thread waiter = Thread.ofPlatform().start(() -> {
-            lock.enter();
-            order.add("waiter");
-            lock.exit();
-        });
+        Thread waiter = enterAndRecord(lock, order, "waiter");
         while (waiter.getState() != Thread.State.WAITING && waiter.getState() != Thread.State.TIMED_WAITING) Thread.onSpinWait();
         lock.exit();
         lock.enter();
@@ -173,17 +169,9 @@ class RuntimeLockTest {
         holder.start();
         assertThat(holding.await(60, TimeUnit.SECONDS)).isTrue();
         java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
-        Thread first = Thread.ofPlatform().start(() -> {
-            lock.enter();
-            order.add("first");
-            lock.exit();
-        });
+        Thread first = enterAndRecord(lock, order, "first");
         waitUntilParked(first);
-        Thread second = Thread.ofPlatform().start(() -> {
-            lock.enter();
-            order.add("second");
-            lock.exit();
-        });
+        Thread second = enterAndRecord(lock, order, "second");
         waitUntilParked(second);
         holder.holdLooksOf = first; // the first waiter's next look stops in the holder's hashCode
         assertThat(holder.looking.await(60, TimeUnit.SECONDS)).as("the first waiter looks for a deadlock").isTrue();
@@ -212,11 +200,7 @@ class RuntimeLockTest {
         });
         java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
         lock.enterToSleep();
-        Thread caller = Thread.ofPlatform().start(() -> {
-            lock.enter();
-            order.add("caller");
-            lock.exit();
-        });
+        Thread caller = enterAndRecord(lock, order, "caller");
         assertThat(counted.await(60, TimeUnit.SECONDS)).as("the caller waits for the lock").isTrue();
         lock.exit(); // between two slices
         goOn.countDown(); // the caller goes on to spin for the lock
@@ -248,11 +232,7 @@ class RuntimeLockTest {
             lock.exit();
         });
         waitUntilParked(first);
-        Thread second = Thread.ofPlatform().start(() -> {
-            lock.enter();
-            order.add("second");
-            lock.exit();
-        });
+        Thread second = enterAndRecord(lock, order, "second");
         waitUntilParked(second);
         first.interrupt();
         waitUntilParked(first);
@@ -342,6 +322,15 @@ class RuntimeLockTest {
         public int hashCode() {
             return getName().hashCode();
         }
+    }
+
+    /** A thread that enters {@code lock}, adds {@code name} to {@code order} and leaves: who got the lock when. */
+    private static Thread enterAndRecord(RuntimeLock lock, java.util.List<String> order, String name) {
+        return Thread.ofPlatform().start(() -> {
+            lock.enter();
+            order.add(name);
+            lock.exit();
+        });
     }
 
     /** Waits until {@code t} is parked: a thread waiting for the runtime lock parks with a timeout. */
