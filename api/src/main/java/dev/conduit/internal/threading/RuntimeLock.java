@@ -10,6 +10,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 
 /**
  * {@code MULTI} over a plugin that declares only {@code SERIALIZED}: the runtime's own lock
@@ -44,8 +45,12 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class RuntimeLock extends ThreadGuard {
 
-    /** What each thread blocked in {@link #enter()} waits for: the graph a cycle is looked for in. */
-    private static final ConcurrentHashMap<Thread, Wait> WAITING = new ConcurrentHashMap<>();
+    /**
+     * What each thread blocked in {@link #enter()} waits for, by thread id: the graph a cycle is
+     * looked for in. Not by {@code Thread}: a subclass's {@code equals} could make two threads one
+     * (a deadlock reported that does not exist), and its {@code hashCode} would run inside the wait.
+     */
+    private static final ConcurrentHashMap<Long, Wait> WAITING = new ConcurrentHashMap<>();
     private static final long FIRST_LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     /** How long a thread spins for the lock before it queues and parks. */
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
@@ -60,6 +65,11 @@ public final class RuntimeLock extends ThreadGuard {
     private final long firstLookNanos;
     /** The longest pause between a waiter's looks, reached by doubling while they find no deadlock. */
     private final long longestPauseNanos;
+    /**
+     * Given each holder of this lock whose wait the deadlock walk is about to look up, between its
+     * two reads; nothing but in tests, where it stands for a preemption there.
+     */
+    private final Consumer<Thread> beforeLookingUpWaitOf;
     /** Run by a thread that must wait for the lock: wakes a holder asleep under it. */
     private volatile Runnable wakeHolder = () -> { };
     /** Threads in {@link #enter()} that did not get the lock at once. */
@@ -67,21 +77,23 @@ public final class RuntimeLock extends ThreadGuard {
 
     /** The runtime's: a waiter looks first after 1 ms, then at pauses doubling up to 50 ms. */
     public RuntimeLock() {
-        this(FIRST_LOOK_NANOS, LONGEST_PAUSE_NANOS);
+        this(FIRST_LOOK_NANOS, LONGEST_PAUSE_NANOS, holder -> { });
     }
 
     /**
      * A lock whose waiters pause as given between their looks for a deadlock, for tests: a waiter
      * parks for its pause and relies on an unlock to wake it sooner, so with pauses longer than a
      * test a wake-up that an unlock failed to make is a hang the test sees, not a delay of up to
-     * {@link #LONGEST_PAUSE_NANOS} (RuntimeLockStressTest).
+     * {@link #LONGEST_PAUSE_NANOS} (RuntimeLockStressTest). {@code beforeLookingUpWaitOf} lets a
+     * test hold a deadlock walk between reading this lock's holder and looking up what it waits for.
      */
-    RuntimeLock(long firstLookNanos, long longestPauseNanos) {
+    RuntimeLock(long firstLookNanos, long longestPauseNanos, Consumer<Thread> beforeLookingUpWaitOf) {
         if (firstLookNanos <= 0 || longestPauseNanos < firstLookNanos) {
             throw new IllegalArgumentException("pauses " + firstLookNanos + " and " + longestPauseNanos + " ns");
         }
         this.firstLookNanos = firstLookNanos;
         this.longestPauseNanos = longestPauseNanos;
+        this.beforeLookingUpWaitOf = java.util.Objects.requireNonNull(beforeLookingUpWaitOf, "beforeLookingUpWaitOf");
     }
 
     /**
@@ -198,7 +210,7 @@ public final class RuntimeLock extends ThreadGuard {
         Wait wait = new Wait(this, self);
         boolean interrupted = false;
         boolean got = false;
-        WAITING.put(self, wait);
+        WAITING.put(wait.threadId, wait);
         lock.enqueue(wait);
         try {
             long pause = firstLookNanos;
@@ -229,7 +241,7 @@ public final class RuntimeLock extends ThreadGuard {
             }
         } finally {
             if (!got) lock.leaveQueue(wait);
-            WAITING.remove(self);
+            WAITING.remove(wait.threadId, wait);
             if (interrupted) self.interrupt();
         }
     }
@@ -246,7 +258,8 @@ public final class RuntimeLock extends ThreadGuard {
                 waits.addFirst(own);
                 return waits;
             }
-            Wait theirs = WAITING.get(holder);
+            next.beforeLookingUpWaitOf.accept(holder);
+            Wait theirs = WAITING.get(holder.threadId());
             if (theirs == null) return null;
             if (waits == null) waits = new ArrayList<>();
             waits.add(theirs);

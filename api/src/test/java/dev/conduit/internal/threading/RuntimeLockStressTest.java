@@ -90,7 +90,7 @@ class RuntimeLockStressTest {
     void threadsEnteringEveryWayAtOnceAreExcludedAndAllGetTheLock() throws Exception {
         // Waiters that pause an hour between looks: one that no unlock wakes waits for good, and the guard sees it.
         long hour = TimeUnit.HOURS.toNanos(1);
-        Guarded g = new Guarded(new RuntimeLock(hour, hour));
+        Guarded g = new Guarded(new RuntimeLock(hour, hour, holder -> { }));
         run(THREADS, (rnd, index) -> oneOperation(g, rnd, index % 2 == 0));
         assertThat(g.overlaps).as("critical sections that overlapped").hasValue(0);
         assertThat(g.count).as("the count kept under the lock").isEqualTo(g.entries.get());

@@ -59,13 +59,15 @@ class RuntimeLockTest {
 
     /**
      * The walk reads a lock's holder, then that holder's wait, at two moments. Here, between the two
-     * (a pause in {@code Thread.hashCode}, which the map lookup calls, stands for a preemption), the
+     * (a pause in the lock's hook before the lookup stands for a preemption), the
      * holder lets the lock go and waits for one this thread holds: a "cycle" that never existed. It
      * used to be reported, and the call refused with the lock free (found by review).
      */
     @Test
     void aCycleTheWalkStitchedFromStatesThatNeverCoexistedIsNotReported() throws Exception {
-        RuntimeLock a = new RuntimeLock();
+        RuntimeLock a = withLookHook(holder -> {
+            if (holder instanceof PausingThread p) p.lookedUp();
+        });
         RuntimeLock b = new RuntimeLock();
         CountDownLatch lowHoldsA = new CountDownLatch(1);
         PausingThread[] low = new PausingThread[1];
@@ -103,7 +105,7 @@ class RuntimeLockTest {
         assertThat(outcome.get()).as("no deadlock existed").isNull();
     }
 
-    /** A thread whose {@code hashCode()}, called from {@link #pauseFor}, pauses once. */
+    /** A thread whose wait, looked up from {@link #pauseFor}, pauses that thread once. */
     private static final class PausingThread extends Thread {
         volatile Thread pauseFor;
         final CountDownLatch paused = new CountDownLatch(1);
@@ -112,8 +114,7 @@ class RuntimeLockTest {
             super(r, "pausing");
         }
 
-        @Override
-        public int hashCode() {
+        void lookedUp() {
             if (Thread.currentThread() == pauseFor) {
                 pauseFor = null;
                 paused.countDown();
@@ -123,8 +124,12 @@ class RuntimeLockTest {
                     Thread.currentThread().interrupt();
                 }
             }
-            return super.hashCode();
         }
+    }
+
+    /** A lock with the runtime's pauses whose deadlock walk calls {@code hook} with each holder it looks up. */
+    private static RuntimeLock withLookHook(java.util.function.Consumer<Thread> hook) {
+        return new RuntimeLock(TimeUnit.MILLISECONDS.toNanos(1), TimeUnit.MILLISECONDS.toNanos(50), hook);
     }
 
     /**
@@ -150,14 +155,16 @@ class RuntimeLockTest {
 
     /**
      * A queued thread keeps its place while it looks for a deadlock between its pauses. Here the
-     * first waiter's look is held (in the holder's {@code hashCode}, which the walk's map lookup
-     * calls) while the holder lets go: the lock is the first waiter's, not the second's, which
+     * first waiter's look is held (in the lock's hook, before it looks up the holder's wait) while
+     * the holder lets go: the lock is the first waiter's, not the second's, which
      * queued after it. The fair {@code ReentrantLock}'s timed {@code tryLock} took the waiter out
      * of the queue at each pause, so the second waiter, still queued, got the lock first.
      */
     @org.junit.jupiter.api.RepeatedTest(5)
     void aWaiterKeepsItsPlaceInTheQueueWhileItLooksForADeadlock() throws Exception {
-        RuntimeLock lock = new RuntimeLock();
+        RuntimeLock lock = withLookHook(holder -> {
+            if (holder instanceof LookHoldingThread h) h.lookedUp();
+        });
         CountDownLatch holding = new CountDownLatch(1);
         CountDownLatch letGo = new CountDownLatch(1);
         LookHoldingThread holder = new LookHoldingThread(() -> {
@@ -173,7 +180,7 @@ class RuntimeLockTest {
         waitUntilParked(first);
         Thread second = enterAndRecord(lock, order, "second");
         waitUntilParked(second);
-        holder.holdLooksOf = first; // the first waiter's next look stops in the holder's hashCode
+        holder.holdLooksOf = first; // the first waiter's next look stops in the lock's hook
         assertThat(holder.looking.await(60, TimeUnit.SECONDS)).as("the first waiter looks for a deadlock").isTrue();
         letGo.countDown();
         holder.join(); // the lock is free, the first waiter still in its look
@@ -220,7 +227,7 @@ class RuntimeLockTest {
     @Test
     void anInterruptedWaiterWaitsOnInItsPlaceAndKeepsItsInterrupt() throws Exception {
         long hour = TimeUnit.HOURS.toNanos(1);
-        RuntimeLock lock = new RuntimeLock(hour, hour);
+        RuntimeLock lock = new RuntimeLock(hour, hour, holder -> { });
         java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
         java.util.concurrent.atomic.AtomicBoolean keptInterrupt = new java.util.concurrent.atomic.AtomicBoolean();
         lock.enter();
@@ -307,6 +314,65 @@ class RuntimeLockTest {
         first.exit();
     }
 
+    /**
+     * The deadlock walk looks a holder's wait up by thread id, not by the thread's {@code equals}.
+     * Here the holder of the lock this thread waits for is not waiting at all, but it equals, by
+     * name, a thread that waits for a lock this thread holds: looked up by {@code Thread}, that
+     * thread's wait stood for the holder's, the walk closed a cycle that does not exist, and this
+     * thread, the higher id of the two, gave up with a deadlock.
+     */
+    @Test
+    void aHoldersWaitIsLookedUpByIdNotByItsThreadsEquals() throws Exception {
+        CountDownLatch holderHolds = new CountDownLatch(1);
+        CountDownLatch holderLetsGo = new CountDownLatch(1);
+        CountDownLatch selfHolds = new CountDownLatch(1);
+        CountDownLatch selfGoesOn = new CountDownLatch(1);
+        CountDownLatch looksAtHolder = new CountDownLatch(4);
+        Thread[] holder = new Thread[1];
+        RuntimeLock wanted = withLookHook(h -> {
+            if (h == holder[0]) looksAtHolder.countDown();
+        });
+        RuntimeLock held = new RuntimeLock();
+        AtomicReference<Throwable> outcome = new AtomicReference<>();
+        holder[0] = new EqualByName("twin", () -> {
+            wanted.enter();
+            holderHolds.countDown();
+            awaitQuietly(holderLetsGo);
+            wanted.exit();
+        });
+        Thread twin = new EqualByName("twin", () -> {
+            held.enter();
+            held.exit();
+        });
+        Thread self = Thread.ofPlatform().unstarted(() -> { // made after its twin: the higher id
+            held.enter();
+            try {
+                selfHolds.countDown();
+                awaitQuietly(selfGoesOn);
+                wanted.enter();
+                wanted.exit();
+            } catch (IllegalStateException e) {
+                outcome.set(e);
+            } finally {
+                held.exit();
+            }
+        });
+        assertThat(self.threadId()).isGreaterThan(twin.threadId());
+        holder[0].start();
+        assertThat(holderHolds.await(60, TimeUnit.SECONDS)).isTrue();
+        self.start();
+        assertThat(selfHolds.await(60, TimeUnit.SECONDS)).isTrue();
+        twin.start();
+        waitUntilParked(twin); // waits for the lock self holds
+        selfGoesOn.countDown(); // self waits for the holder's lock and looks for a cycle
+        while (looksAtHolder.getCount() > 0 && self.isAlive()) Thread.sleep(1);
+        holderLetsGo.countDown();
+        self.join();
+        twin.join();
+        holder[0].join();
+        assertThat(outcome.get()).as("no deadlock existed").isNull();
+    }
+
     /** A thread equal to any thread of its name, as a subclass may make it. */
     private static final class EqualByName extends Thread {
         EqualByName(String name, Runnable r) {
@@ -350,7 +416,7 @@ class RuntimeLockTest {
         }
     }
 
-    /** A thread whose {@code hashCode()}, called from {@link #holdLooksOf}, stops once until {@link #lookGoesOn}. */
+    /** A thread whose wait, looked up from {@link #holdLooksOf}, stops that thread once until {@link #lookGoesOn}. */
     private static final class LookHoldingThread extends Thread {
         volatile Thread holdLooksOf;
         final CountDownLatch looking = new CountDownLatch(1);
@@ -360,14 +426,12 @@ class RuntimeLockTest {
             super(r, "holder");
         }
 
-        @Override
-        public int hashCode() {
+        void lookedUp() {
             if (Thread.currentThread() == holdLooksOf) {
                 holdLooksOf = null;
                 looking.countDown();
                 awaitQuietly(lookGoesOn);
             }
-            return super.hashCode();
         }
     }
 
