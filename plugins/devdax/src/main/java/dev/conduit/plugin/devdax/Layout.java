@@ -6,6 +6,8 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.zip.CRC32C;
 
 /**
@@ -18,7 +20,7 @@ import java.util.zip.CRC32C;
  * <tr><th>offset</th><th>size</th><th>field</th><th>meaning</th></tr>
  * <tr><td>0</td><td>8</td><td>magic</td><td>ASCII {@code CNDTDAX} and a NUL; when formatting, cleared first (a
  *     store-store fence keeps every later store behind it) and written last (release), so a half-written layout
- *     reads as none</td></tr>
+ *     reads as none; readers copy the header between two looks at it ({@link #read})</td></tr>
  * <tr><td>8</td><td>4</td><td>version</td><td>{@value #VERSION}</td></tr>
  * <tr><td>12</td><td>4</td><td>reserved</td><td>0</td></tr>
  * <tr><td>16</td><td>8</td><td>layout id</td><td>random, not 0, chosen when the layout is first written and kept by
@@ -81,6 +83,9 @@ final class Layout {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final VarHandle LONG_HANDLE = LONG.varHandle();
+    /** How long {@link #read} waits for a format that began under it to end. */
+    static final long FORMAT_WAIT_MILLIS = 100;
+    private static final long REREAD_PAUSE_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
 
     private Layout() {
     }
@@ -148,25 +153,65 @@ final class Layout {
     /**
      * Reads the header from {@code metadata}, a mapping of at least the device's first
      * {@value #TABLE_OFFSET} bytes, and checks every field.
+     *
+     * <p>An owner may format the device while another process reads it (an importer, or
+     * {@code conduit info}): the magic is then cleared under the read, and the fields read are half
+     * old, half new. So the header is copied between two looks at the magic, as a seqlock's
+     * readers copy between two looks at its sequence, and checked in the copy: a copy the magic
+     * changed under is not trusted, and the format's end is waited for (up to
+     * {@value #FORMAT_WAIT_MILLIS} ms; then the device holds no layout, or a writer that never
+     * finishes, and says so). A copy found damaged is taken again, because a whole format may
+     * have passed between the two looks; damage is reported once two copies in a row are the same
+     * bytes.
      */
     static Found read(MemorySegment metadata) {
-        if ((long) LONG_HANDLE.getAcquire(metadata, OFFSET_MAGIC) != MAGIC) {
-            return new Blank();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FORMAT_WAIT_MILLIS);
+        boolean formatSeen = false;
+        MemorySegment copy = MemorySegment.ofArray(new long[(int) (TABLE_OFFSET / Long.BYTES)]);
+        MemorySegment damagedCopy = null;
+        while (true) {
+            boolean late = System.nanoTime() - deadline > 0;
+            if (magic(metadata) != MAGIC) {
+                if (!formatSeen || late) return new Blank();
+                LockSupport.parkNanos(REREAD_PAUSE_NANOS);
+                continue;
+            }
+            MemorySegment.copy(metadata, 0, copy, 0, TABLE_OFFSET);
+            VarHandle.loadLoadFence(); // the copy's loads come before the second look at the magic
+            if (magic(metadata) != MAGIC) {
+                if (late) {
+                    return new Damaged("its owner kept rewriting it while it was read for " + FORMAT_WAIT_MILLIS
+                            + " ms; read it again once the owner has started");
+                }
+                formatSeen = true;
+                continue;
+            }
+            Found found = readFields(copy);
+            if (!(found instanceof Damaged) || late || (damagedCopy != null && copy.mismatch(damagedCopy) == -1)) return found;
+            damagedCopy = MemorySegment.ofArray(new long[(int) (TABLE_OFFSET / Long.BYTES)]).copyFrom(copy);
         }
-        int version = metadata.get(INT, OFFSET_VERSION);
+    }
+
+    private static long magic(MemorySegment metadata) {
+        return (long) LONG_HANDLE.getAcquire(metadata, OFFSET_MAGIC);
+    }
+
+    /** The header's fields in {@code header}, a copy of the device's first {@value #TABLE_OFFSET} bytes, checked. */
+    private static Found readFields(MemorySegment header) {
+        int version = header.get(INT, OFFSET_VERSION);
         if (version != VERSION) {
             return new Damaged("layout version " + Integer.toUnsignedString(version) + ", but this plugin reads version " + VERSION);
         }
-        int crc = metadata.get(INT, OFFSET_CRC);
-        if (crc != crc(metadata)) {
+        int crc = header.get(INT, OFFSET_CRC);
+        if (crc != crc(header)) {
             return new Damaged("the header's checksum does not match its contents");
         }
-        long layoutId = metadata.get(LONG, OFFSET_LAYOUT_ID);
-        long size = metadata.get(LONG, OFFSET_SIZE);
-        long alignment = metadata.get(LONG, OFFSET_ALIGNMENT);
-        long tableOffset = metadata.get(LONG, OFFSET_TABLE);
-        long dataOffset = metadata.get(LONG, OFFSET_DATA);
-        long generation = (long) LONG_HANDLE.getAcquire(metadata, OFFSET_GENERATION);
+        long layoutId = header.get(LONG, OFFSET_LAYOUT_ID);
+        long size = header.get(LONG, OFFSET_SIZE);
+        long alignment = header.get(LONG, OFFSET_ALIGNMENT);
+        long tableOffset = header.get(LONG, OFFSET_TABLE);
+        long dataOffset = header.get(LONG, OFFSET_DATA);
+        long generation = header.get(LONG, OFFSET_GENERATION);
         if (alignment < 4096 || Long.bitCount(alignment) != 1 || size <= 0 || size % alignment != 0) {
             return new Damaged("size " + size + " and alignment " + alignment + " are not a valid geometry");
         }
@@ -201,7 +246,7 @@ final class Layout {
     /** Over the fields between the magic and the CRC: the magic is written last, after the CRC. */
     private static int crc(MemorySegment metadata) {
         CRC32C crc = new CRC32C();
-        crc.update(metadata.asSlice(OFFSET_VERSION, OFFSET_CRC - OFFSET_VERSION).asByteBuffer());
+        crc.update(metadata.asSlice(OFFSET_VERSION, OFFSET_CRC - OFFSET_VERSION).toArray(ValueLayout.JAVA_BYTE));
         return (int) crc.getValue();
     }
 

@@ -1,0 +1,68 @@
+package dev.conduit.plugin.devdax;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Reading a device's header while its owner writes a new layout over it. */
+class LayoutTest {
+
+    private static final Layout.Geometry GEOMETRY = new Layout.Geometry(64L << 20, 4096);
+
+    /**
+     * An importer or {@code conduit info} may read the header while an owner formats the device:
+     * the magic was looked at once, before the fields, so a format that began after that look
+     * gave fields half cleared ("layout version 0", "checksum does not match"), and the layout
+     * was called damaged, with the remedy of a reset that was under way. The reader now sees
+     * either layout, or the device blank, never a damaged one.
+     */
+    @Test
+    void aReadThatAFormatOverlapsSeesALayoutNeverADamagedOne() throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
+            Layout.format(metadata, GEOMETRY, 0x1111, 1);
+            int formats = 2_000;
+            Thread owner = Thread.ofPlatform().start(() -> {
+                for (int i = 0; i < formats; i++) {
+                    Layout.format(metadata, GEOMETRY, i % 2 == 0 ? 0x2222 : 0x1111, i + 2);
+                    LockSupport.parkNanos(20_000);
+                }
+            });
+            List<String> damaged = new ArrayList<>();
+            long reads = 0;
+            while (owner.isAlive()) {
+                reads++;
+                if (Layout.read(metadata) instanceof Layout.Damaged(String reason)) damaged.add(reason);
+            }
+            owner.join();
+            assertThat(damaged).as("reads seen as damaged, of %d reads beside %d formats", reads, formats).isEmpty();
+            assertThat(Layout.read(metadata)).isInstanceOf(Layout.Valid.class);
+        }
+    }
+
+    /** Damage that stays is reported as damage, after one more read: the retry is for a format under way, not for this. */
+    @Test
+    void aHeaderDamagedForGoodIsStillDamaged() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
+            Layout.format(metadata, GEOMETRY, 0x1111, 1);
+            metadata.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, Layout.OFFSET_SIZE, 3 * 4096L);
+            assertThat(Layout.read(metadata)).isEqualTo(new Layout.Damaged("the header's checksum does not match its contents"));
+        }
+    }
+
+    /** A device whose magic is absent reads as blank at once: nothing was under way when the read began. */
+    @Test
+    void aDeviceWithoutTheMagicIsBlank() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
+            assertThat(Layout.read(metadata)).isEqualTo(new Layout.Blank());
+        }
+    }
+}
