@@ -8,7 +8,6 @@ import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -18,7 +17,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -26,9 +24,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code worker.await} across processes: it sleeps on the futex word in this worker's receive
  * queue, and a sender in another process that commits a message while it sleeps wakes it.
  */
-@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class AwaitAcrossProcessesTest {
 
+    /**
+     * How long no message may arrive, or a call's tail may take: a hang guard, not a speed check.
+     * No {@code @Timeout} bounds a whole test: the trickle's wait runs from the last message that
+     * arrived ({@link Setup#waitWhileProgressing}), the ping-pong ends at the first await that ran
+     * out (none may), every await has its own timeout and every call to the child its reply
+     * timeout.
+     */
     private static final Duration GUARD = Duration.ofSeconds(120);
 
     /**
@@ -53,21 +57,25 @@ class AwaitAcrossProcessesTest {
             child.connect("s", "to-test", worker.address());
             child.trickle("t", "s", "to-test", 5, messages, 42);
 
-            long awaits = 0;
-            long ranOut = 0;
-            long empty = 0;
-            while (check.messages() < messages && check.errorCount() == 0) {
-                boolean woke = worker.await(Duration.ofSeconds(10));
-                awaits++;
-                if (!woke) ranOut++;
-                if (worker.progress() == 0) empty++;
-            }
+            long[] awaits = {0};
+            long[] ranOut = {0};
+            long[] empty = {0};
+            // The receiver's loop is the wait's step; the guard runs from the last message that arrived.
+            Setup.waitWhileProgressing(check::messages, messages, () -> check.errorCount() > 0, GUARD,
+                    () -> "messages of the child's trickle taken by await and progress: " + check.summary() + "; " + awaits[0] + " awaits, "
+                            + ranOut[0] + " ran out",
+                    () -> {
+                        boolean woke = worker.await(Duration.ofSeconds(10));
+                        awaits[0]++;
+                        if (!woke) ranOut[0]++;
+                        if (worker.progress() == 0) empty[0]++;
+                    });
             assertThat(check.errors()).isEmpty();
             assertThat(check.received(5)).isEqualTo(messages);
             assertThat(child.join("t", GUARD)).containsEntry("sent", Long.toString(messages)).containsEntry("failed", "false");
             Setup.report("%s await: %d messages, %d awaits, %d ran out (false), %d followed by an empty progress()", plugin, messages,
-                    awaits, ranOut, empty);
-            assertThat(ranOut).as("awaits that slept their whole 10 s although messages kept coming: lost wake-ups").isZero();
+                    awaits[0], ranOut[0], empty[0]);
+            assertThat(ranOut[0]).as("awaits that slept their whole 10 s although messages kept coming: lost wake-ups").isZero();
         }
     }
 
@@ -105,7 +113,8 @@ class AwaitAcrossProcessesTest {
             }
             Setup.report("%s await in a ping-pong: %d round trips, %d awaits, %d ran out (false)", plugin, echoes.received(stream),
                     awaits, ranOut);
-            assertThat(ranOut).as("awaits that slept their whole 10 s with the echo waiting: lost wake-ups").isZero();
+            assertThat(ranOut).as("awaits that slept their whole 10 s with the echo waiting: lost wake-ups (at %d of %d round trips)",
+                    echoes.received(stream), rounds).isZero();
             assertThat(ep.isFailed()).isFalse();
             assertThat(echoes.errors()).isEmpty();
             assertThat(echoes.received(stream)).isEqualTo(rounds);

@@ -6,7 +6,6 @@ import dev.conduit.it.process.CommandLoop;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -18,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -30,11 +30,18 @@ import static org.assertj.core.api.Assertions.assertThat;
  * it crosses those namespaces. Runs in CI as root; without {@code unshare} or root it fails (never
  * skips), naming what is missing.
  */
-@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class ContainerTransportTest {
 
     private static final long MESSAGES = 100_000;
+    /**
+     * How long no message may arrive, or a call's tail or one event (a death report) may take: a
+     * hang guard, not a speed check. No {@code @Timeout} bounds a whole test: the streams' waits
+     * run from the last message taken ({@link Setup#waitWhileProgressing}), and every call to a
+     * child or to a worker's thread has its own reply timeout.
+     */
     private static final Duration GUARD = Duration.ofSeconds(120);
+    /** How often a wait asks a child how far its receiver got. */
+    private static final Duration CHILD_POLL = Duration.ofMillis(20);
 
     /**
      * This JVM and a container exchange 10^5 mixed messages each way at the same time, each checked
@@ -57,16 +64,22 @@ class ContainerTransportTest {
                 host.connect("to-container", c);
 
                 container.stream("s", "c", "to-host", 1, Traffic.Profile.MIXED, MESSAGES, 4096);
+                AtomicLong hostSent = new AtomicLong();
                 Future<Long> sent = host.submit(() -> {
-                    long n = Traffic.stream(host.worker(), host.endpoint("to-container"), 2, Traffic.Profile.MIXED, 0, MESSAGES, 4096, p -> { });
+                    long n = Traffic.stream(host.worker(), host.endpoint("to-container"), 2, Traffic.Profile.MIXED, 0, MESSAGES, 4096,
+                            hostSent, p -> { });
                     Traffic.drain(host.worker(), host.endpoint("to-container"));
                     return n;
                 });
+                // Both directions as one count: the guard runs from the last message either side took.
+                Setup.waitWhileProgressing(() -> fromContainer.messages() + container.messages("c"), 2 * MESSAGES,
+                        () -> fromContainer.errorCount() > 0 || sent.state() == Future.State.FAILED, GUARD,
+                        () -> "messages taken by the host and the container; the host took " + fromContainer.summary()
+                                + ", its stream had sent " + hostSent.get() + " (" + sent.state() + "); the container took "
+                                + container.stats("c") + ", its stream: " + container.status("s"),
+                        Setup.pause(CHILD_POLL));
                 assertThat(sent.get(GUARD.toSeconds(), TimeUnit.SECONDS)).isEqualTo(MESSAGES);
                 assertThat(container.join("s", GUARD)).containsEntry("sent", Long.toString(MESSAGES)).containsEntry("failed", "false");
-                Setup.waitUntil(() -> fromContainer.messages() >= MESSAGES || fromContainer.errorCount() > 0, GUARD, fromContainer::summary);
-                Setup.waitUntil(() -> container.stats("c").get("messages").equals(Long.toString(MESSAGES)), GUARD,
-                        () -> container.stats("c").toString());
                 assertThat(fromContainer.errors()).isEmpty();
                 assertThat(fromContainer.received(1)).isEqualTo(MESSAGES);
                 assertThat(container.stats("c")).as("what the container received")
@@ -131,11 +144,14 @@ class ContainerTransportTest {
             hostSide.connect("h", "to-container", c);
             container.stream("s", "c", "to-host", 1, Traffic.Profile.MIXED, messages, 4096);
             hostSide.stream("s", "h", "to-container", 2, Traffic.Profile.MIXED, messages, 4096);
+            // Both directions as one count: the guard runs from the last message either side took.
+            Setup.waitWhileProgressing(() -> container.messages("c") + hostSide.messages("h"), 2 * messages, () -> false, GUARD,
+                    () -> "messages taken by the container and the host side; the container took " + container.stats("c")
+                            + ", its stream: " + container.status("s") + "; the host side took " + hostSide.stats("h")
+                            + ", its stream: " + hostSide.status("s"),
+                    Setup.pause(CHILD_POLL));
             container.join("s", GUARD);
             hostSide.join("s", GUARD);
-            Setup.waitUntil(() -> container.stats("c").get("messages").equals(Long.toString(messages))
-                            && hostSide.stats("h").get("messages").equals(Long.toString(messages)), GUARD,
-                    () -> "container " + container.stats("c") + ", host side " + hostSide.stats("h"));
             assertThat(container.stats("c")).containsEntry("errors", "0").containsEntry("streams", "2:" + messages);
             assertThat(hostSide.stats("h")).containsEntry("errors", "0").containsEntry("streams", "1:" + messages);
             List<String> before = Setup.files(shared);

@@ -4,7 +4,6 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.spi.ThreadMode;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -16,7 +15,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -28,11 +28,18 @@ import static org.assertj.core.api.Assertions.assertThat;
  * answers would). Every message is checked by {@link Traffic.Receiver}: per sender in order, none
  * lost, none twice, intact.
  */
-@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class ManyPeersTest {
 
     private static final int PER_CHILD = 4;
+    /**
+     * How long no message may arrive, or a call or one event (a death report, a job's tail) may
+     * take: a hang guard, not a speed check. No {@code @Timeout} bounds a whole test: the waits
+     * for the streams run from their last progress ({@link Setup#waitWhileProgressing}), and every
+     * call to a child or to the receiver's thread has its own reply timeout.
+     */
     private static final Duration GUARD = Duration.ofSeconds(120);
+    /** How often a wait asks the children how far their senders got. */
+    private static final Duration CHILD_POLL = Duration.ofMillis(20);
 
     /** Both children, their senders' names and addresses, and the receiver. */
     private record Setting(List<RemoteTransportPeer> children, WorkerHost receiver, Traffic.Receiver check) {
@@ -77,6 +84,12 @@ class ManyPeersTest {
             for (int s = 0; s < 2 * PER_CHILD; s++) {
                 t.childOf(s).stream("s" + s, "w" + s, "to-receiver", s, Traffic.Profile.MIXED, perSender, 0);
             }
+            // The senders' sends, all eight streams as one count: the guard runs from the last send that returned.
+            Setup.waitWhileProgressing(() -> IntStream.range(0, 2 * PER_CHILD).mapToLong(s -> t.childOf(s).sent("s" + s)).sum(),
+                    2 * PER_CHILD * perSender, () -> false, GUARD,
+                    () -> "sends returned while the receiver took nothing; the senders: " + IntStream.range(0, 2 * PER_CHILD)
+                            .mapToObj(s -> s + ": " + t.childOf(s).status("s" + s)).toList(),
+                    Setup.pause(CHILD_POLL));
             List<Long> pendingAtIssue = new ArrayList<>();
             for (int s = 0; s < 2 * PER_CHILD; s++) {
                 int sender = s;
@@ -95,11 +108,12 @@ class ManyPeersTest {
             assertThat(pendingAtIssue).as("each sender's local queue once all its sends returned").allSatisfy(p -> assertThat(p).isPositive());
 
             receiver.pause(false);
+            Setup.waitWhileProgressing(check::messages, 2 * PER_CHILD * perSender, () -> check.errorCount() > 0, GUARD,
+                    () -> "messages of the eight senders the receiver took once it progressed again: " + check.summary());
             for (int s = 0; s < 2 * PER_CHILD; s++) {
                 Map<String, String> r = t.childOf(s).join("s" + s, GUARD);
                 assertThat(r).as("sender %d", s).containsEntry("sent", Long.toString(perSender)).containsEntry("failed", "false");
             }
-            Setup.waitUntil(() -> check.messages() >= 2 * PER_CHILD * perSender || check.errorCount() > 0, GUARD, check::summary);
             assertThat(check.errors()).isEmpty();
             for (int s = 0; s < 2 * PER_CHILD; s++) assertThat(check.received(s)).as("messages of sender %d", s).isEqualTo(perSender);
             assertThat(check.messages()).isEqualTo(2 * PER_CHILD * perSender);
@@ -142,12 +156,10 @@ class ManyPeersTest {
             assertThat(victims).as("files that appeared with child b's workers").anyMatch(n -> n.endsWith(".lease"));
 
             for (int s = PER_CHILD; s < 2 * PER_CHILD; s++) b.stream("s" + s, "w" + s, "to-receiver", s, Traffic.Profile.MIXED, perSender, 4096);
-            Setup.waitUntil(() -> IntStream.range(PER_CHILD, 2 * PER_CHILD).allMatch(s -> check.received(s) >= 1000) || check.errorCount() > 0,
-                    GUARD, check::summary);
+            waitForFirst(check, PER_CHILD, 2 * PER_CHILD, 1000, () -> "child b's four streams", () -> false);
             for (int s = 0; s < PER_CHILD; s++) a.stream("s" + s, "w" + s, "to-receiver", s, Traffic.Profile.BULKY, survivors, 256);
             // Mid-stream: every stream has delivered some, none has finished.
-            Setup.waitUntil(() -> IntStream.range(0, 2 * PER_CHILD).allMatch(s -> check.received(s) >= 1000) || check.errorCount() > 0,
-                    GUARD, check::summary);
+            waitForFirst(check, 0, 2 * PER_CHILD, 1000, () -> "all eight streams", () -> false);
             // The survivors' process is frozen meanwhile (SIGSTOP), each sender wherever it was — quite
             // possibly between claiming a record in the receiver's queue and committing it, with its
             // payload half copied. The receiver must wait for a live sender's record, however long,
@@ -175,6 +187,11 @@ class ManyPeersTest {
                     plugin, detection.stream().map(d -> String.format("%.1f", d)).toList(), (reaped - killedAt) / 1e6);
             Setup.report("%s victims' streams had delivered %s of %d when killed", plugin, victimCounts, perSender);
 
+            // The survivors' streams, as one count: the guard runs from the last of their messages that arrived. A survivor
+            // whose endpoint failed is reported by the receiver's error handler too, or by its stream's status below.
+            waitForFirst(check, 0, PER_CHILD, survivors, () -> "the surviving senders' streams; their status: "
+                    + IntStream.range(0, PER_CHILD).mapToObj(s -> s + ": " + a.status("s" + s)).toList() + "; error handler calls: "
+                    + receiver.failures(), () -> receiver.failures().size() > PER_CHILD);
             for (int s = 0; s < PER_CHILD; s++) {
                 Map<String, String> r = a.join("s" + s, GUARD);
                 if (!r.get("failed").equals("false")) {
@@ -183,8 +200,6 @@ class ManyPeersTest {
                 }
                 assertThat(r).as("surviving sender %d", s).containsEntry("sent", Long.toString(survivors)).containsEntry("failed", "false");
             }
-            Setup.waitUntil(() -> IntStream.range(0, PER_CHILD).allMatch(s -> check.received(s) >= survivors) || check.errorCount() > 0,
-                    GUARD, check::summary);
             assertThat(check.errors()).as("order and content, the victims' streams included, up to where they stopped").isEmpty();
             for (int s = 0; s < PER_CHILD; s++) assertThat(check.received(s)).as("messages of surviving sender %d", s).isEqualTo(survivors);
             for (int s = PER_CHILD; s < 2 * PER_CHILD; s++) assertThat(check.received(s)).as("messages of killed sender %d", s).isLessThan(perSender);
@@ -199,14 +214,23 @@ class ManyPeersTest {
 
     private static void warmUp(Setting t, int child) {
         RemoteTransportPeer c = t.children().get(child);
-        for (int i = 0; i < PER_CHILD; i++) {
-            int s = child * PER_CHILD + i;
+        int first = child * PER_CHILD;
+        for (int s = first; s < first + PER_CHILD; s++) {
             c.stream("warm" + s, "w" + s, "to-receiver", 100 + s, Traffic.Profile.MIXED, 1000, 4096);
         }
-        for (int i = 0; i < PER_CHILD; i++) {
-            int s = child * PER_CHILD + i;
-            c.join("warm" + s, GUARD);
-            Setup.waitUntil(() -> t.check().received(100 + s) >= 1000 || t.check().errorCount() > 0, GUARD, t.check()::summary);
-        }
+        waitForFirst(t.check(), 100 + first, 100 + first + PER_CHILD, 1000, () -> "the warm-up streams of child " + child, () -> false);
+        for (int s = first; s < first + PER_CHILD; s++) c.join("warm" + s, GUARD);
+    }
+
+    /**
+     * Waits until each of the streams {@code from .. to - 1} has delivered its first {@code n}
+     * messages to {@code check}, or it found an error, or {@code stop} holds: their sum, capped at
+     * {@code n} each, is one count whose guard runs from the last of those messages that arrived.
+     */
+    private static void waitForFirst(Traffic.Receiver check, int from, int to, long n, Supplier<String> what, BooleanSupplier stop) {
+        Setup.waitWhileProgressing(() -> IntStream.range(from, to).mapToLong(s -> Math.min(check.received(s), n)).sum(), (to - from) * n,
+                () -> check.errorCount() > 0 || stop.getAsBoolean(), GUARD,
+                () -> "the first " + n + " messages of each of streams " + from + ".." + (to - 1) + " (" + what.get() + "); the receiver: "
+                        + check.summary());
     }
 }

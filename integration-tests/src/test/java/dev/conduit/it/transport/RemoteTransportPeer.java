@@ -73,7 +73,9 @@ final class RemoteTransportPeer implements AutoCloseable {
 
     /**
      * Waits for the job, in slices of at most 10 s (each reply stays well within the harness's
-     * reply timeout), up to {@code guard} — a hang guard, not a speed check.
+     * reply timeout), up to {@code guard} — a hang guard, not a speed check. It bounds the whole
+     * job: wait for a stream's messages first ({@link Setup#waitWhileProgressing}, from the last
+     * one that arrived), and join for the job's tail.
      */
     Map<String, String> join(String job, Duration guard) {
         long deadline = System.nanoTime() + guard.toNanos();
@@ -90,6 +92,16 @@ final class RemoteTransportPeer implements AutoCloseable {
     /** The DATA receiver's summary: messages, bytes, errors, streams (s:count,…), firstErrors. */
     Map<String, String> stats(String w) {
         return fields(child.call("stats", w));
+    }
+
+    /** How many messages the DATA receiver of {@code w} has taken so far (from {@link #stats}). */
+    long messages(String w) {
+        return Long.parseLong(stats(w).get("messages"));
+    }
+
+    /** How many sends of the stream job returned so far, whether it is done or not (from {@link #status}). */
+    long sent(String job) {
+        return Long.parseLong(status(job).get("sent"));
     }
 
     /** Error handler calls on {@code w}: endpoint, nanoTime, type, message (blanks as _). */

@@ -62,31 +62,71 @@ final class Setup {
         }
     }
 
+    /** What a wait does between two looks at its count: sleeps, or drives the worker whose progress it waits for. */
+    @FunctionalInterface
+    interface Step {
+        void run() throws InterruptedException;
+    }
+
+    /** A step that sleeps {@code pause}: for a count read by a call to a child, {@code 20 ms} spares the child's command thread. */
+    static Step pause(Duration pause) {
+        long millis = pause.toMillis();
+        return () -> Thread.sleep(millis);
+    }
+
     /**
      * Polls until {@code count} reaches {@code target} or {@code stop} holds; fails with {@code what}
      * once {@code count} has not moved for {@code guard}. A hang guard that runs from the last
      * progress, never a bound on the whole run: a loaded machine's slower stream passes, one that
-     * stops fails.
+     * stops fails. Sleeps 2 ms between looks.
      */
     static void waitWhileProgressing(LongSupplier count, long target, BooleanSupplier stop, Duration guard, Supplier<String> what) {
-        long seen = count.getAsLong();
+        waitWhileProgressing(count, target, stop, guard, what, pause(Duration.ofMillis(2)));
+    }
+
+    /**
+     * As {@link #waitWhileProgressing(LongSupplier, long, BooleanSupplier, Duration, Supplier)},
+     * running {@code between} between every two looks at the count, whether it moved or not (so a
+     * wait whose count moves at every look does not spin): a longer pause for a count that costs a
+     * call to a child, or the progress of a worker that belongs to the waiting thread. The guard
+     * is checked between steps, so a step must return (e.g. an {@code await} with a timeout). A
+     * count that cannot be read (a child that does not answer within its reply timeout) fails
+     * with the last count seen; a description that fails is named in the message, not thrown.
+     */
+    static void waitWhileProgressing(LongSupplier count, long target, BooleanSupplier stop, Duration guard, Supplier<String> what,
+                                     Step between) {
+        long seen = read(count, 0, target);
         long deadline = System.nanoTime() + guard.toNanos();
         while (seen < target && !stop.getAsBoolean()) {
-            long now = count.getAsLong();
+            try {
+                between.run();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted at " + seen + " of " + target + ": " + describe(what));
+            }
+            long now = read(count, seen, target);
             if (now != seen) {
                 seen = now;
                 deadline = System.nanoTime() + guard.toNanos();
-                continue;
+            } else if (System.nanoTime() > deadline) {
+                throw new AssertionError("no progress for the hang guard of " + guard + " at " + seen + " of " + target + ": " + describe(what));
             }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("no progress for the hang guard of " + guard + " at " + seen + " of " + target + ": " + what.get());
-            }
-            try {
-                Thread.sleep(2);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError("interrupted at " + seen + " of " + target + ": " + what.get());
-            }
+        }
+    }
+
+    private static long read(LongSupplier count, long seen, long target) {
+        try {
+            return count.getAsLong();
+        } catch (RuntimeException | AssertionError e) {
+            throw new AssertionError("could not read the count, last seen at " + seen + " of " + target + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static String describe(Supplier<String> what) {
+        try {
+            return what.get();
+        } catch (RuntimeException | AssertionError e) {
+            return "(could not describe the wait: " + e.getMessage() + ")";
         }
     }
 

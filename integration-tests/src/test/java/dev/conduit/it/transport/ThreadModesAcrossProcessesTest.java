@@ -8,7 +8,6 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.spi.ThreadMode;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -33,10 +32,17 @@ import static org.assertj.core.api.Assertions.assertThat;
  * sending threads while a fifth progresses it, and a {@code SINGLE} worker used from a thread that
  * does not own it.
  */
-@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class ThreadModesAcrossProcessesTest {
 
+    /**
+     * How long no message may arrive, or a call or a sender's tail may take: a hang guard, not a
+     * speed check. No {@code @Timeout} bounds a whole test: the waits for the streams run from the
+     * last message the child took ({@link Setup#waitWhileProgressing}), and every call to the
+     * child has its own reply timeout.
+     */
     private static final Duration GUARD = Duration.ofSeconds(120);
+    /** How often a wait asks the child how far its receiver got. */
+    private static final Duration CHILD_POLL = Duration.ofMillis(20);
 
     /**
      * Four threads send 50 000 mixed messages each on one endpoint of a {@code MULTI} worker (the
@@ -89,11 +95,15 @@ class ThreadModesAcrossProcessesTest {
                     return maxPending;
                 }));
             }
+            Setup.waitWhileProgressing(() -> child.messages("r"), threads * perThread,
+                    () -> senders.stream().anyMatch(f -> f.state() == Future.State.FAILED) || progress.isDone(), GUARD,
+                    () -> "messages the child took of " + threads + " threads' streams: " + child.stats("r") + "; senders "
+                            + senders.stream().map(Future::state).toList() + ", pending " + ep.pending() + ", progress thread "
+                            + progress.state(),
+                    Setup.pause(CHILD_POLL));
             List<Long> maxPending = new ArrayList<>();
             for (Future<Long> f : senders) maxPending.add(f.get(GUARD.toSeconds(), TimeUnit.SECONDS));
             Setup.waitUntil(() -> ep.pending() == 0, GUARD, () -> "pending " + ep.pending());
-            Setup.waitUntil(() -> child.stats("r").get("messages").equals(Long.toString(threads * perThread)), GUARD,
-                    () -> child.stats("r").toString());
             stop.set(true);
             long rounds = progress.get(GUARD.toSeconds(), TimeUnit.SECONDS);
 
@@ -157,8 +167,10 @@ class ThreadModesAcrossProcessesTest {
             for (long n = 0; n < 100; n++) {
                 ep.send(Traffic.DATA, Traffic.header(h, 0, Traffic.Profile.MIXED, n), Traffic.payload(0, Traffic.Profile.MIXED, n));
             }
-            while (ep.pending() > 0) worker.progress();
-            Setup.waitUntil(() -> child.stats("r").get("messages").equals("100"), GUARD, () -> child.stats("r").toString());
+            Setup.waitWhileProgressing(() -> 100 - ep.pending(), 100, () -> false, GUARD, () -> "sends of 100 handed on, pending " + ep.pending(),
+                    worker::progress);
+            Setup.waitWhileProgressing(() -> child.messages("r"), 100, () -> false, GUARD, () -> "messages the child took: " + child.stats("r"),
+                    Setup.pause(CHILD_POLL));
             assertThat(child.stats("r")).containsEntry("errors", "0").containsEntry("streams", "0:100");
         }
     }

@@ -122,17 +122,20 @@ final class Traffic {
      * application does: past {@code maxPending} queued messages it progresses the worker until
      * half drained. Stops early if the endpoint fails.
      *
+     * @param sentSoFar set to the number of sends returned so far, after each (for a waiting
+     *        thread's hang guard: how far the stream got)
      * @param issued called once every send returned, with the endpoint's {@code pending()} then
      * @return the number of messages sent
      */
     static long stream(Worker w, Endpoint ep, int s, Profile p, long from, long count, long maxPending,
-                       java.util.function.LongConsumer issued) {
+                       AtomicLong sentSoFar, java.util.function.LongConsumer issued) {
         MemorySegment h = newHeader();
         long sent = 0;
         for (long n = from; n < from + count; n++) {
             if (ep.isFailed()) break;
             ep.send(DATA, header(h, s, p, n), payload(s, p, n));
             sent++;
+            sentSoFar.lazySet(sent);
             if (maxPending > 0 && (n & 31) == 0 && ep.pending() > maxPending) {
                 int empty = 0;
                 while (ep.pending() > maxPending / 2 && !ep.isFailed()) {

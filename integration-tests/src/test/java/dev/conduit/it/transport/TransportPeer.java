@@ -27,6 +27,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 import java.util.stream.Collectors;
@@ -47,7 +48,7 @@ import java.util.zip.CRC32C;
  * stream &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;profile&gt; &lt;count&gt; &lt;maxPending&gt;   job: {@link Traffic#stream}, then drain → sent=… pendingAtIssue=…
  * pingpong &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;profile&gt; &lt;count&gt;         job: {@link Traffic#pingPong} → roundTrips=… echoes=&lt;summary&gt;
  * trickle &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;count&gt; &lt;seed&gt;   job: count SMALL messages with random pauses (none, spin, yield, park) between them
- * status &lt;job&gt;                             done=false stage=…, or done=true and the result
+ * status &lt;job&gt;                             done=false stage=… sent=… (sends returned, of a stream), or done=true and the result
  * join &lt;job&gt; &lt;millis&gt;                      waits at most millis, then as status
  * stats &lt;w&gt;                                the DATA receiver's summary
  * failures &lt;w&gt;                             count=… list=ep@nanoTime@type@message,… (message with _ for blanks)
@@ -70,10 +71,11 @@ public final class TransportPeer {
     private final Map<String, Region> regions = new ConcurrentHashMap<>();
     private final Map<String, Pool> pools = new ConcurrentHashMap<>();
 
-    /** A long operation: its result once done, meanwhile what it is doing. */
+    /** A long operation: its result once done, meanwhile what it is doing and, for a stream, how many sends returned. */
     private static final class Job {
         volatile Future<String> future;
         volatile String stage = "queued";
+        final AtomicLong sent = new AtomicLong();
     }
 
     private TransportPeer() {
@@ -184,7 +186,7 @@ public final class TransportPeer {
         startJob(job, h, j -> () -> {
             long[] atIssue = {0};
             long t0 = System.nanoTime();
-            long sent = Traffic.stream(h.worker(), h.endpoint(ep), s, profile, 0, count, maxPending, pending -> {
+            long sent = Traffic.stream(h.worker(), h.endpoint(ep), s, profile, 0, count, maxPending, j.sent, pending -> {
                 atIssue[0] = pending;
                 j.stage = "issued pendingAtIssue=" + pending;
             });
@@ -260,15 +262,19 @@ public final class TransportPeer {
         if (j == null) throw new IllegalArgumentException("no job '" + name + "'; known: " + jobs.keySet());
         try {
             String result = millis > 0 ? j.future.get(millis, TimeUnit.MILLISECONDS) : (j.future.isDone() ? j.future.get() : null);
-            if (result == null) return "done=false stage=" + j.stage.replace(' ', ',');
+            if (result == null) return running(j);
             return "done=true " + result;
         } catch (TimeoutException e) {
-            return "done=false stage=" + j.stage.replace(' ', ',');
+            return running(j);
         } catch (ExecutionException e) {
             Throwable c = e.getCause();
             c.printStackTrace();
             return "done=true error=" + (c.getClass().getSimpleName() + ":" + c.getMessage()).replace(' ', '_');
         }
+    }
+
+    private static String running(Job j) {
+        return "done=false stage=" + j.stage.replace(' ', ',') + " sent=" + j.sent.get();
     }
 
     private String region(List<String> a) {
