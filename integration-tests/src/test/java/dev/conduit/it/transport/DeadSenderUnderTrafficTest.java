@@ -6,21 +6,24 @@ import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.OpenResources;
 import dev.conduit.spi.ThreadMode;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** What a worker holds of a sender killed while other senders keep its queue busy. */
-@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class DeadSenderUnderTrafficTest {
 
+    /**
+     * How long no message may arrive, or one event (the ring let go) may take: a hang guard, not a
+     * speed check. No {@code @Timeout} bounds a whole test: the waits for the streams run from the
+     * last message that arrived ({@link Setup#waitWhileProgressing}), and every call to a child
+     * has its own reply timeout.
+     */
     private static final Duration GUARD = Duration.ofSeconds(60);
     private static final int FLOOD = 0;
     private static final int VICTIM = 1;
@@ -42,6 +45,10 @@ class DeadSenderUnderTrafficTest {
              RemoteTransportPeer victim = RemoteTransportPeer.start(shared, Launcher.direct())) {
             Traffic.Receiver received = new Traffic.Receiver();
             worker.onMessage(Traffic.DATA, received);
+            Setup.Step progress = () -> { // the worker belongs to this thread: the waits progress it, every 2 ms
+                worker.progress();
+                Thread.sleep(2);
+            };
             flooder.worker("f", plugin, "SINGLE");
             flooder.connect("f", "to-test", worker.address());
             victim.worker("v", plugin, "SINGLE");
@@ -49,18 +56,14 @@ class DeadSenderUnderTrafficTest {
 
             long before = OpenResources.ofThisProcess().conduitMappings();
             victim.stream("large", "v", "to-test", VICTIM, Traffic.Profile.BULKY, 4, 0);
-            Setup.waitUntil(() -> {
-                worker.progress();
-                return received.received(VICTIM) == 4;
-            }, GUARD, () -> "the victim's 4 large messages");
+            Setup.waitWhileProgressing(() -> received.received(VICTIM), 4, () -> false, GUARD,
+                    () -> "the victim's large messages: " + received.summary(), progress);
             long withRing = OpenResources.ofThisProcess().conduitMappings();
             assertThat(withRing).as("the victim's bounce ring, mapped here").isGreaterThan(before);
 
             flooder.stream("flood", "f", "to-test", FLOOD, Traffic.Profile.SMALL, Long.MAX_VALUE / 2, 1 << 16);
-            Setup.waitUntil(() -> {
-                worker.progress();
-                return received.received(FLOOD) > 10_000;
-            }, GUARD, () -> "the flood under way");
+            Setup.waitWhileProgressing(() -> received.received(FLOOD), 10_001, () -> false, GUARD,
+                    () -> "the flood under way: " + received.summary(), progress);
             victim.kill();
 
             // Progressed every 2 ms: the flood fills the queue between two calls, so no check finds it empty.

@@ -5,7 +5,6 @@ import dev.conduit.Endpoint;
 import dev.conduit.Worker;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.spi.ThreadMode;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -13,9 +12,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -28,10 +27,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * encoder that throws or lies about its length leaves nothing behind and the stream goes on, in
  * order.
  */
-@Timeout(value = 120, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class EncodedSendTest {
 
     private static final int ID = 9;
+    /**
+     * How long no message may arrive: a hang guard, not a speed check. No {@code @Timeout} bounds
+     * a whole test: every wait runs from the last message that arrived ({@link
+     * Setup#waitWhileProgressing}).
+     */
+    private static final Duration GUARD = Duration.ofSeconds(60);
 
     /** Fills {@code length} bytes with a pattern derived from {@code seed}; returns the length. */
     private static long fill(MemorySegment target, long length, int seed) {
@@ -53,13 +57,12 @@ class EncodedSendTest {
         return seen;
     }
 
+    /** Progresses both workers until {@code count} messages arrived; the hang guard runs from the last that did. */
     private static void progressUntil(Worker sender, Worker receiver, List<Received> seen, int count) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (seen.size() < count) {
+        Setup.waitWhileProgressing(seen::size, count, () -> false, GUARD, () -> "messages arrived, " + count + " sent", () -> {
             sender.progress();
             receiver.progress();
-            if (System.nanoTime() > deadline) throw new AssertionError("only " + seen.size() + " of " + count + " messages arrived");
-        }
+        });
     }
 
     private static MemorySegment header(int seed) {

@@ -9,7 +9,6 @@ import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.OpenResources;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -19,7 +18,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -28,10 +26,18 @@ import static org.assertj.core.api.Assertions.assertThat;
  * starts on the same shared directory, with the same settings, before A noticed. What a failover
  * of a long-running service goes through, once per restart.
  */
-@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class PeerRestartTest {
 
     private static final int MESSAGES = 1000;
+    /**
+     * How long no message may arrive, or one event (the failure of the endpoint to the killed
+     * peer) may take: a hang guard, not a speed check. No {@code @Timeout} bounds a whole test:
+     * the waits for the streams run from the last message the receiver took ({@link
+     * Setup#waitWhileProgressing}), and every call to a child has its own reply timeout.
+     */
+    private static final Duration GUARD = Duration.ofSeconds(60);
+    /** How often a wait asks a child how far its receiver got. */
+    private static final Duration CHILD_POLL = Duration.ofMillis(20);
 
     /**
      * A's endpoint to B fails saying B died and that the message A sent after the death was never
@@ -58,8 +64,8 @@ class PeerRestartTest {
                 Set<String> ring = new HashSet<>(Setup.files(shared));
                 ring.removeAll(withoutB);
                 ring.removeAll(bs); // what A made for the endpoint
-                Setup.waitUntil(() -> b.stats("w").get("messages").equals(Integer.toString(MESSAGES)), Duration.ofSeconds(60),
-                        () -> "B's receiver: " + b.stats("w"));
+                Setup.waitWhileProgressing(() -> b.messages("w"), MESSAGES, () -> false, GUARD, () -> "B's receiver: " + b.stats("w"),
+                        Setup.pause(CHILD_POLL));
                 b.kill();
 
                 try (RemoteTransportPeer successor = RemoteTransportPeer.start(shared, Launcher.direct())) {
@@ -80,8 +86,8 @@ class PeerRestartTest {
 
                     Endpoint toSecond = a.connect(second);
                     stream(a, toSecond, 0, MESSAGES);
-                    Setup.waitUntil(() -> successor.stats("w").get("messages").equals(Integer.toString(MESSAGES)), Duration.ofSeconds(60),
-                            () -> "B''s receiver: " + successor.stats("w"));
+                    Setup.waitWhileProgressing(() -> successor.messages("w"), MESSAGES, () -> false, GUARD,
+                            () -> "B''s receiver: " + successor.stats("w"), Setup.pause(CHILD_POLL));
                     assertThat(successor.stats("w")).containsEntry("errors", "0");
                     assertThat(Setup.files(shared)).as("B's files").doesNotContainAnyElementsOf(bs);
                     toSecond.close();
@@ -102,7 +108,7 @@ class PeerRestartTest {
         Setup.waitUntil(() -> {
             w.progress();
             return ep.isFailed();
-        }, Duration.ofSeconds(60), () -> "the endpoint to the killed peer has not failed");
+        }, GUARD, () -> "the endpoint to the killed peer has not failed");
         return ep.failure();
     }
 }

@@ -10,7 +10,6 @@ import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.Patterns;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -34,13 +33,19 @@ import static org.assertj.core.api.Assertions.assertThat;
  * never run there.
  */
 @EnabledIfEnvironmentVariable(named = "CONDUIT_TEST_VERBS_DEVICE", matches = ".+")
-@Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
 class VerbsAcrossProcessesTest {
 
     /** The device, and buffers enough for the 1 MiB messages of the MIXED profile (129 records of 8 KiB). */
     private static final String[] KEYS = {"verbs.device=" + System.getenv("CONDUIT_TEST_VERBS_DEVICE"), "verbs.receive.buffers=256",
             "verbs.send.buffers=256"};
     private static final long MESSAGES = 100_000;
+    /**
+     * How long no message may arrive, or a call's tail or one event (a death report) may take: a
+     * hang guard, not a speed check. No {@code @Timeout} bounds a whole test: the waits for the
+     * stream and the echoes run from the last message that arrived ({@link
+     * Setup#waitWhileProgressing}), and every call to the child or to the worker's thread has its
+     * own reply timeout.
+     */
     private static final Duration GUARD = Duration.ofSeconds(240);
 
     @Test
@@ -54,9 +59,10 @@ class VerbsAcrossProcessesTest {
             WorkerAddress remote = child.worker("w", "verbs", "SINGLE", KEYS);
             child.connect("w", "to-test", local.address());
             child.stream("s", "w", "to-test", 7, Traffic.Profile.MIXED, MESSAGES, 8192);
+            Setup.waitWhileProgressing(received::messages, MESSAGES, () -> received.errorCount() > 0, GUARD,
+                    () -> received.summary() + "; the child's stream: " + child.status("s"));
             Map<String, String> result = child.join("s", GUARD);
             assertThat(result).containsEntry("sent", Long.toString(MESSAGES)).containsEntry("failed", "false");
-            Setup.waitUntil(() -> received.messages() >= MESSAGES || received.errorCount() > 0, GUARD, received::summary);
             assertThat(received.errors()).isEmpty();
             assertThat(received.received(7)).as("next sequence number of the stream").isEqualTo(MESSAGES);
 
@@ -64,6 +70,8 @@ class VerbsAcrossProcessesTest {
             local.connect("to-child", remote);
             Future<Long> pingPong = local.submit(() -> Traffic.pingPong(local.worker(), local.endpoint("to-child"), 3,
                     Traffic.Profile.MIXED, 10_000, echoes));
+            Setup.waitWhileProgressing(() -> echoes.received(3), 10_000, pingPong::isDone, GUARD,
+                    () -> "echoes: " + echoes.summary() + "; the child: " + child.stats("w"));
             assertThat(pingPong.get(GUARD.toSeconds(), TimeUnit.SECONDS)).isEqualTo(10_000);
             assertThat(echoes.errors()).isEmpty();
             assertThat(local.failures()).isEmpty();
