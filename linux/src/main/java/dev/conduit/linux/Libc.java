@@ -348,7 +348,12 @@ public interface Libc {
      * <p>The segment's arena stays acquired while the thread sleeps: closing a shared arena
      * then fails with {@link IllegalStateException}, so wake the waiters first.
      *
-     * @param timeoutNanos relative timeout; negative to wait without limit
+     * <p>A timeout of 0 only reads the word (no system call): {@link FutexResult#TIMED_OUT} if it
+     * holds {@code expected}, else {@link FutexResult#VALUE_MISMATCH}. A positive timeout sleeps
+     * on a kernel timer that may fire up to the thread's timer slack late (50 µs by default,
+     * {@code prctl(PR_SET_TIMERSLACK)}), however short the timeout.
+     *
+     * @param timeoutNanos relative timeout; 0 to look without sleeping; negative to wait without limit
      * @throws IllegalArgumentException if the word is not 4-byte aligned
      * @throws IndexOutOfBoundsException if the word is not inside the segment
      */

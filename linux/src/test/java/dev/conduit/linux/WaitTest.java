@@ -2,8 +2,11 @@ package dev.conduit.linux;
 
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -64,6 +67,34 @@ class WaitTest {
             assertThat(libc.futexWait(word, 0, 0, TimeUnit.MILLISECONDS.toNanos(1))).isEqualTo(FutexResult.TIMED_OUT);
             assertThat(libc.futexWait(word, 0, 0, 0)).isEqualTo(FutexResult.TIMED_OUT);
         }
+    }
+
+    /**
+     * A zero timeout is a look at the word. FUTEX_WAIT given one put the thread to sleep on a timer
+     * every time, deferred by the timer slack: a voluntary context switch per call (and about 70 us).
+     */
+    @Test
+    void aZeroTimeoutLooksAtTheWordWithoutSleeping() throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment word = arena.allocate(JAVA_INT);
+            int calls = 1000;
+            long switchesBefore = voluntaryContextSwitchesOfThisThread();
+            for (int i = 0; i < calls; i++) {
+                assertThat(libc.futexWait(word, 0, 0, 0)).isEqualTo(FutexResult.TIMED_OUT);
+                assertThat(libc.futexWait(word, 0, 1, 0)).isEqualTo(FutexResult.VALUE_MISMATCH);
+            }
+            // A few for safepoints and the like; the sleeping wait made one per call.
+            assertThat(voluntaryContextSwitchesOfThisThread() - switchesBefore).as("voluntary context switches").isLessThan(calls / 10);
+        }
+    }
+
+    private static long voluntaryContextSwitchesOfThisThread() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/thread-self/status"))) {
+            if (line.startsWith("voluntary_ctxt_switches:")) {
+                return Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+            }
+        }
+        throw new AssertionError("no voluntary_ctxt_switches in /proc/thread-self/status");
     }
 
     @Test

@@ -24,6 +24,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -924,9 +925,18 @@ public final class FfmLibc implements Libc {
         return true;
     }
 
+    /** A futex word read as {@code FUTEX_WAIT} reads it: once, ordered with what the caller did before. */
+    private static final VarHandle FUTEX_WORD = JAVA_INT.varHandle();
+
     @Override
     public FutexResult futexWait(MemorySegment segment, long offset, int expected, long timeoutNanos) {
         MemorySegment word = futexWord(segment, offset);
+        if (timeoutNanos == 0) {
+            // FUTEX_WAIT with a zero timeout does not return at once: it queues the thread and sleeps until an hrtimer
+            // fires, which the thread's timer slack (50 us by default) lets the kernel defer. A context switch and tens
+            // of microseconds to learn what one read of the word tells.
+            return (int) FUTEX_WORD.getVolatile(word, 0L) == expected ? FutexResult.TIMED_OUT : FutexResult.VALUE_MISMATCH;
+        }
         CallState state = Native.callState();
         MemorySegment timeout = MemorySegment.NULL;
         if (timeoutNanos >= 0) {
