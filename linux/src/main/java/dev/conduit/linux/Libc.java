@@ -370,8 +370,10 @@ public interface Libc {
      * the range is mapped again by then, it may wake a waiter there early, which every futex
      * waiter must expect anyway.
      *
+     * @param count how many waiters to wake at most, positive ({@link Integer#MAX_VALUE} for all)
      * @return how many were woken
-     * @throws IllegalArgumentException if the word is not 4-byte aligned
+     * @throws IllegalArgumentException if {@code count} is not positive (the kernel would wake one
+     *                                  for 0), or the word is not 4-byte aligned
      * @throws IndexOutOfBoundsException if the word is not inside the segment
      */
     int futexWake(MemorySegment segment, long offset, int count);

@@ -88,6 +88,18 @@ class WaitTest {
         }
     }
 
+    /** The kernel counts a woken waiter before it compares with the count: a wake of 0 used to wake one. */
+    @Test
+    void aWakeOfNoneIsRefusedRatherThanWakingOne() throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment word = arena.allocate(JAVA_INT);
+            for (int count : new int[] {0, -1}) {
+                assertThatThrownBy(() -> libc.futexWake(word, 0, count)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("futex wake of " + count + " waiters").hasMessageContaining("positive count");
+            }
+        }
+    }
+
     private static long voluntaryContextSwitchesOfThisThread() throws IOException {
         for (String line : Files.readAllLines(Path.of("/proc/thread-self/status"))) {
             if (line.startsWith("voluntary_ctxt_switches:")) {

@@ -960,6 +960,11 @@ public final class FfmLibc implements Libc {
 
     @Override
     public int futexWake(MemorySegment segment, long offset, int count) {
+        if (count <= 0) {
+            // The kernel counts a waiter woken before it compares with the count: FUTEX_WAKE of 0 (or less) wakes one.
+            throw new IllegalArgumentException("futex wake of " + count + " waiters: FUTEX_WAKE would wake one anyway; "
+                    + "pass a positive count (Integer.MAX_VALUE for all)");
+        }
         MemorySegment word = futexWord(segment, offset);
         CallState state = Native.callState();
         // The address, not the segment: a downcall holds a segment's arena until it returns, and a
