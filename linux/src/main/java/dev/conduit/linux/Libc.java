@@ -29,6 +29,12 @@ import java.lang.foreign.MemorySegment;
  *       cannot be closed during the call. Paths are Java strings, encoded as UTF-8; a path
  *       containing NUL is refused with {@link IllegalArgumentException} instead of being cut
  *       short at the NUL.</li>
+ *   <li>A call that blocks ({@code poll} or a futex wait without limit, {@code flock} without
+ *       {@code LOCK_NB}, a read, {@code recv} or {@code accept} on a blocking descriptor that has
+ *       nothing) is not ended by {@link Thread#interrupt()}: HotSpot interrupts a thread without a
+ *       signal, so the kernel never learns of it. Give such a call a timeout, or poll an eventfd
+ *       beside the descriptor and write it to stop the wait. A virtual thread in such a call holds
+ *       its carrier thread for as long as it blocks.</li>
  * </ul>
  *
  * <p>The implementation is thread-safe: methods may be called from any thread, concurrently.
