@@ -135,6 +135,10 @@ public interface Libc {
      * {@code openat2(2)} (Linux 5.6): {@link #openat} with {@code RESOLVE_*} restrictions on how
      * the path may be resolved.
      *
+     * <p>Under {@code RESOLVE_BENEATH} or {@code RESOLVE_IN_ROOT} the kernel answers a {@code ..}
+     * that a rename or mount anywhere on the system raced with {@code EAGAIN}; such a call is
+     * tried again, up to 16 times, before the {@code EAGAIN} is thrown.
+     *
      * @param resolve {@link OpenFlags} {@code RESOLVE_*}
      * @throws ErrnoException {@code EXDEV} for a path that leaves {@code directory} under
      *                        {@code RESOLVE_BENEATH}, {@code ELOOP} for a symbolic link under

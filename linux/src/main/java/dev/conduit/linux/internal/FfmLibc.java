@@ -301,6 +301,11 @@ public final class FfmLibc implements Libc {
         }
     }
 
+    /** The {@code RESOLVE_*} flags whose lookups check {@code ..} against renames and mounts. */
+    private static final long SCOPED = OpenFlags.RESOLVE_BENEATH | OpenFlags.RESOLVE_IN_ROOT;
+    /** How many times {@link #openat2} tries again after a scoped lookup's {@code EAGAIN} (each such race is rare). */
+    private static final int SCOPED_RACE_RETRIES = 16;
+
     @Override
     public FileDescriptor openat2(FileDescriptor directory, String path, int flags, int mode, long resolve) {
         int allFlags = flags | OpenFlags.O_CLOEXEC;
@@ -313,12 +318,24 @@ public final class FfmLibc implements Libc {
             how.set(JAVA_LONG, HOW_MODE, creates(allFlags) ? mode : 0);
             how.set(JAVA_LONG, HOW_RESOLVE, resolve);
             long fd;
-            do {
+            int raced = 0;
+            while (true) {
                 fd = syscall(state.capture, Abi.SYS_openat2, directory.fd(), cPath, how, OPEN_HOW.byteSize());
-            } while (fd < 0 && state.errno() == Errno.EINTR);
+                if (fd >= 0) break;
+                if (state.errno() == Errno.EINTR) continue;
+                // A scoped lookup (RESOLVE_BENEATH, RESOLVE_IN_ROOT) gives EAGAIN for a '..' that a rename or mount
+                // anywhere on the system raced, as it cannot tell whether the '..' left the directory: a retry is what
+                // openat2(2) prescribes. Bounded, so that a storm of renames ends in an error rather than a spin.
+                if (state.errno() != Errno.EAGAIN || (resolve & SCOPED) == 0 || ++raced > SCOPED_RACE_RETRIES) break;
+            }
             if (fd < 0) {
-                throw failure(state, "openat2", path, directory + ", " + quote(path) + ", {" + openArguments(allFlags, mode)
-                        + ", " + OpenFlags.describeResolve(resolve) + "}");
+                String arguments = directory + ", " + quote(path) + ", {" + openArguments(allFlags, mode)
+                        + ", " + OpenFlags.describeResolve(resolve) + "}";
+                if (raced > SCOPED_RACE_RETRIES) {
+                    throw new ErrnoException("openat2", state.errno(), path, arguments, "renames or mounts on this system raced "
+                            + "the '..' of the path " + raced + " times in a row: try again, or give a path without '..'");
+                }
+                throw failure(state, "openat2", path, arguments);
             }
             return FileDescriptor.adopt((int) fd, resolve(directory, path));
         }
