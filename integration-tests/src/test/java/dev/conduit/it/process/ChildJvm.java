@@ -385,16 +385,27 @@ public final class ChildJvm implements AutoCloseable {
      * the kernel releases its descriptors and locks. Waits until the JVM, and for a container
      * unshare, are gone; returns the exit code of {@link #process()}: 137 (128 + SIGKILL) direct;
      * for a container unshare's, which says only that its child failed (1 with util-linux 2.38).
+     *
+     * <p>It returns as soon as the JVM is reaped, so that a test can time the death: it waits for
+     * {@link #process()} first, which this JVM reaps ({@code waitpid}) the moment it exits, and
+     * unshare exits once its child, the JVM, is gone. {@link ProcessHandle#onExit()} of a process
+     * that is not this JVM's child (the JVM in a container) polls, the first time 300 ms after the
+     * call: waited for first, as before 2026-12-02, it made the tests report the container's JVM
+     * "reaped" 300 ms after the signal, whatever its death took. Asked after unshare's exit, it
+     * finds the JVM gone at once.
      */
     public int kill() {
         ProcessHandle target = jvm();
         target.destroyForcibly();
+        if (!waitQuietly()) {
+            throw fail("the JVM (pid " + target.pid() + ") did not die after SIGKILL, or " + process.info().command().orElse("its launcher")
+                    + " did not exit");
+        }
         try {
             target.onExit().get(REPLY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             throw fail("the JVM (pid " + target.pid() + ") did not die after SIGKILL: " + e);
         }
-        if (!waitQuietly()) throw fail("the JVM died but " + process.info().command().orElse("its launcher") + " did not exit");
         return process.exitValue();
     }
 
