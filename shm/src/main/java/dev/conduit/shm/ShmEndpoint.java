@@ -393,15 +393,19 @@ final class ShmEndpoint implements TransportEndpoint {
     /**
      * Checks the peer: dead (its lease is free), refusing this connection (listed among its
      * queue's refused connections), or hung (no progress for {@code heartbeat.timeout} while this
-     * endpoint waits on it). Reports a failure once.
+     * endpoint waits on it). Reports a failure once. A peer found gone is reported, and what only
+     * it could use (the mapping of its queue, the watch of its lease, this connection's bounce
+     * ring) is released at the next check: the runtime calls the error handler once the check
+     * returns, and releasing first kept it waiting (ShmTransport#checkPeers).
      *
      * @return whether the peer failed now
      */
     boolean checkPeer(long now) {
         if (closed || released) return false;
         if (failure != null) {
-            // Failed while the peer lived (refused, judged hung, its queue damaged or faulted): once the peer is gone too,
-            // what only it could use goes as below, or an endpoint dropped unclosed kept it for good.
+            // Failed at an earlier check: its peer found gone then, or failed while the peer lived (refused, judged hung, its
+            // queue damaged or faulted). Once the peer is gone, what only it could use goes, or an endpoint dropped unclosed
+            // kept it for good.
             try {
                 if (!peerLease.ownerAlive()) releaseForAPeerThatIsGone();
             } catch (RuntimeException e) {
@@ -421,8 +425,7 @@ final class ShmEndpoint implements TransportEndpoint {
                         + " is no longer held)";
                 default -> "peer worker died (its lease " + peerLease.name() + " is no longer held)";
             } + unread(how == 0));
-            releaseForAPeerThatIsGone();
-            return true;
+            return true; // released at the next check (above)
         }
         try {
             long refusals = peer.refusals();
