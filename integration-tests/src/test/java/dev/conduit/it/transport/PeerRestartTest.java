@@ -46,8 +46,8 @@ class PeerRestartTest {
      * and no file of its own behind (its bounce ring and its mapping of B's queue used to stay until
      * it was closed); A reaches B' at its new address, and B's files are gone. The failed endpoint
      * lets go of B's share at the liveness check after the one that failed it (that check returns
-     * at once, so that the error handler does not wait for the release), so A progresses on for a
-     * few liveness intervals before what it holds is counted.
+     * at once, so that the error handler does not wait for the release), so A progresses on until
+     * its mappings are back to its own before what it holds is counted.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -79,7 +79,11 @@ class PeerRestartTest {
                     PeerFailedException failure = awaitFailure(a, toFirst);
                     assertThat(failure).hasMessageContaining(plugin + ": peer worker died")
                             .hasMessageContaining("the last message sent on this endpoint was never read by it");
-                    progressFor(a, Duration.ofMillis(100)); // five liveness intervals: the next check has come
+                    Setup.waitUntil(() -> { // the check after the one that failed it releases what it kept
+                        a.progress();
+                        return OpenResources.ofThisProcess().conduitMappings() == alone.conduitMappings();
+                    }, GUARD, () -> "A's mappings, the failed endpoint not closed, back to those of A alone: "
+                            + OpenResources.ofThisProcess().format() + ", alone: " + alone.format());
                     OpenResources failed = OpenResources.ofThisProcess();
                     assertThat(failed.conduitMappings()).as("A's mappings, the failed endpoint not closed: %s, alone: %s",
                             failed.format(), alone.format()).isEqualTo(alone.conduitMappings());
@@ -106,12 +110,6 @@ class PeerRestartTest {
             ep.send(Traffic.DATA, Traffic.header(header, 0, Traffic.Profile.MIXED, n), Traffic.payload(0, Traffic.Profile.MIXED, n));
         }
         for (int i = 0; i < 10_000_000 && ep.pending() > 0 && !ep.isFailed(); i++) w.progress();
-    }
-
-    private static void progressFor(Worker w, Duration duration) {
-        for (long until = System.nanoTime() + duration.toNanos(); System.nanoTime() - until < 0; ) {
-            if (w.progress() == 0) w.await(Duration.ofMillis(1));
-        }
     }
 
     private static PeerFailedException awaitFailure(Worker w, Endpoint ep) {
