@@ -136,8 +136,9 @@ public interface Libc {
      * the path may be resolved.
      *
      * <p>Under {@code RESOLVE_BENEATH} or {@code RESOLVE_IN_ROOT} the kernel answers a {@code ..}
-     * that a rename or mount anywhere on the system raced with {@code EAGAIN}; such a call is
-     * tried again, up to 16 times, before the {@code EAGAIN} is thrown.
+     * that a rename or mount anywhere on the system raced with {@code EAGAIN}; a call for a path
+     * with a {@code ..} is tried again, up to 16 times, before the {@code EAGAIN} is thrown. An
+     * {@code EAGAIN} for a path without one has another cause and is thrown at once.
      *
      * @param resolve {@link OpenFlags} {@code RESOLVE_*}
      * @throws ErrnoException {@code EXDEV} for a path that leaves {@code directory} under

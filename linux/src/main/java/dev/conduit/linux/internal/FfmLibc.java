@@ -306,6 +306,13 @@ public final class FfmLibc implements Libc {
     /** How many times {@link #openat2} tries again after a scoped lookup's {@code EAGAIN} (each such race is rare). */
     private static final int SCOPED_RACE_RETRIES = 16;
 
+    private static boolean hasDotDot(String path) {
+        for (String name : path.split("/")) {
+            if (name.equals("..")) return true;
+        }
+        return false;
+    }
+
     @Override
     public FileDescriptor openat2(FileDescriptor directory, String path, int flags, int mode, long resolve) {
         int allFlags = flags | OpenFlags.O_CLOEXEC;
@@ -326,7 +333,11 @@ public final class FfmLibc implements Libc {
                 // A scoped lookup (RESOLVE_BENEATH, RESOLVE_IN_ROOT) gives EAGAIN for a '..' that a rename or mount
                 // anywhere on the system raced, as it cannot tell whether the '..' left the directory: a retry is what
                 // openat2(2) prescribes. Bounded, so that a storm of renames ends in an error rather than a spin.
-                if (state.errno() != Errno.EAGAIN || (resolve & SCOPED) == 0 || ++raced > SCOPED_RACE_RETRIES) break;
+                // Only for a path with a '..': an EAGAIN of another cause (O_NONBLOCK on a file under a conflicting lease) is
+                // thrown as it came, not retried and named a race.
+                if (state.errno() != Errno.EAGAIN || (resolve & SCOPED) == 0 || !hasDotDot(path) || ++raced > SCOPED_RACE_RETRIES) {
+                    break;
+                }
             }
             if (fd < 0) {
                 String arguments = directory + ", " + quote(path) + ", {" + openArguments(allFlags, mode)

@@ -156,9 +156,10 @@ final class Layout {
      *
      * <p>An owner may format the device while another process reads it (an importer, or
      * {@code conduit info}): the magic is then cleared under the read, and the fields read are half
-     * old, half new. So the header is copied between two looks at the magic, as a seqlock's
-     * readers copy between two looks at its sequence, and checked in the copy: a copy the magic
-     * changed under is not trusted, and the format's end is waited for (up to
+     * old, half new. So the header is copied between two looks at the magic and the generation,
+     * as a seqlock's readers copy between two looks at its sequence, and checked in the copy: a
+     * copy either changed under (a format clears the magic, and every owner's start, a format's
+     * too, moves the generation, so one that came and went between the looks is seen) is not trusted, and the format's end is waited for (up to
      * {@value #FORMAT_WAIT_MILLIS} ms; then the device holds no layout, or a writer that never
      * finishes, and says so). A copy found damaged is taken again, because a whole format may
      * have passed between the two looks; damage is reported once two copies in a row are the same
@@ -176,9 +177,11 @@ final class Layout {
                 LockSupport.parkNanos(REREAD_PAUSE_NANOS);
                 continue;
             }
+            long generation = generation(metadata);
             MemorySegment.copy(metadata, 0, copy, 0, TABLE_OFFSET);
             VarHandle.loadLoadFence(); // the copy's loads come before the second look at the magic
-            if (magic(metadata) != MAGIC) {
+            if (magic(metadata) != MAGIC || generation(metadata) != generation) {
+                // A format began, or one came and went (the magic back, the generation not: every owner's start moves it).
                 if (late) {
                     return new Damaged("its owner kept rewriting it while it was read for " + FORMAT_WAIT_MILLIS
                             + " ms; read it again once the owner has started");
@@ -189,6 +192,7 @@ final class Layout {
             Found found = readFields(copy);
             if (!(found instanceof Damaged) || late || (damagedCopy != null && copy.mismatch(damagedCopy) == -1)) return found;
             damagedCopy = MemorySegment.ofArray(new long[(int) (TABLE_OFFSET / Long.BYTES)]).copyFrom(copy);
+            LockSupport.parkNanos(REREAD_PAUSE_NANOS); // damage whose bytes keep changing is not read in a spin
         }
     }
 

@@ -27,7 +27,7 @@ class LayoutTest {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
             Layout.format(metadata, GEOMETRY, 0x1111, 1);
-            int formats = 2_000;
+            int formats = 2_000; // layout id 0x2222 with even generations, 0x1111 with odd ones
             Thread owner = Thread.ofPlatform().start(() -> {
                 for (int i = 0; i < formats; i++) {
                     Layout.format(metadata, GEOMETRY, i % 2 == 0 ? 0x2222 : 0x1111, i + 2);
@@ -35,13 +35,20 @@ class LayoutTest {
                 }
             });
             List<String> damaged = new ArrayList<>();
+            List<Layout.Header> torn = new ArrayList<>();
             long reads = 0;
             while (owner.isAlive()) {
                 reads++;
-                if (Layout.read(metadata) instanceof Layout.Damaged(String reason)) damaged.add(reason);
+                switch (Layout.read(metadata)) {
+                    case Layout.Damaged(String reason) -> damaged.add(reason);
+                    // Each format writes layout id 0x2222 with an even generation, 0x1111 with an odd one.
+                    case Layout.Valid(Layout.Header h) when (h.layoutId() == 0x2222) != (h.generation() % 2 == 0) -> torn.add(h);
+                    default -> { }
+                }
             }
             owner.join();
             assertThat(damaged).as("reads seen as damaged, of %d reads beside %d formats", reads, formats).isEmpty();
+            assertThat(torn).as("headers of one format with the generation of another").isEmpty();
             assertThat(Layout.read(metadata)).isInstanceOf(Layout.Valid.class);
         }
     }
