@@ -1090,8 +1090,7 @@ public final class ShmTransport implements Transport {
             }
         }
         lastCheckCutShort = false;
-        boolean someoneDied = reclaimDue;
-        reclaimDue = false;
+        boolean someoneDied = reclaimDue; // cleared once reclaimed: a fault of what comes first leaves it to the next check
         int senders = inbound.size();
         connections = inbound.keys(connections);
         for (int i = 0; i < senders; i++) {
@@ -1118,7 +1117,10 @@ public final class ShmTransport implements Transport {
             blockedSince = 0;
         }
         finishCloses();
-        if (someoneDied) reclaimDeadPeers(directory);
+        if (someoneDied) {
+            reclaimDeadPeers(directory); // which throws nothing
+            reclaimDue = false;
+        }
         return events;
     }
 
