@@ -170,6 +170,15 @@ final class Inbound extends VerbsTransport.Connection {
         announced = reposted;
     }
 
+    /**
+     * Whether buffers posted again since the last announcement wait for the credit write in flight
+     * to complete: they are announced by the next {@link #announceCredits()} after that completion,
+     * which comes on the transport's send completion queue.
+     */
+    boolean awaitsCreditWrite() {
+        return creditInFlight && reposted != announced && !broken && slot >= 0;
+    }
+
     @Override
     void onSendCompletion(int kind, int index, int status, int vendorError) {
         creditInFlight = false;

@@ -56,8 +56,9 @@ import java.util.List;
  *       receive buffer, so they can never deadlock. A sender without credits or free send
  *       buffers returns {@code false} from trySend; it never overruns the peer's receive queue
  *       (which would be an RNR error) and never blocks.</li>
- *   <li><b>Completions</b>: one send and one receive completion queue per worker, the receive one
- *       on a completion channel for {@link #await}. Work-request ids name the connection (slot
+ *   <li><b>Completions</b>: one send and one receive completion queue per worker, both on a
+ *       completion channel for {@link #await}, which arms the send queue only while credits wait
+ *       for a credit write to complete. Work-request ids name the connection (slot
  *       and generation, so completions of a closed connection are recognised and dropped), the
  *       kind and the buffer.</li>
  * </ul>
@@ -166,7 +167,8 @@ final class VerbsTransport implements Transport {
                         + " entries (max_cqe), too few for " + VerbsConfig.describe(VerbsConfig.RECEIVE_BUFFERS) + " " + receiveBuffers
                         + " or " + VerbsConfig.describe(VerbsConfig.SEND_BUFFERS) + " " + sendBuffers + ": lower them");
             }
-            sendQueue = device.createCompletionQueue(outboundLimit * sendBuffers + inboundLimit, null);
+            // On the channel too, armed by await only while credits wait for a credit write to complete (see there).
+            sendQueue = device.createCompletionQueue(outboundLimit * sendBuffers + inboundLimit, channel);
             opened.add(sendQueue);
             receiveQueue = device.createCompletionQueue(inboundLimit * receiveBuffers, channel);
             opened.add(receiveQueue);
@@ -564,10 +566,20 @@ final class VerbsTransport implements Transport {
             return true;
         }
         receiveQueue.requestNotification();
+        // An inbound connection announces the buffers it posted again only once its last credit write completed, on the
+        // send queue; its connector may need exactly those credits for its next message and send nothing until then. So
+        // while credits wait for such a write, its completion must wake this await: the send queue is armed too.
+        boolean creditsWait = creditsWaitForAWrite();
+        if (creditsWait) {
+            sendQueue.requestNotification();
+        }
         // A completion that arrived before the queue was armed raises no event: look once more after arming.
         stashed = receiveQueue.poll(receiveCompletions);
         if (stashed > 0) {
             return true;
+        }
+        if (creditsWait && pollSendQueue() > 0) {
+            return true; // the next progress announces the credits
         }
         // Credits arrive as RDMA writes, which raise no completion here: sleep at most one liveness interval.
         long sleep = Math.min(timeoutNanos, livenessNanos);
@@ -593,6 +605,16 @@ final class VerbsTransport implements Transport {
         }
         lastLiveness = now;
         return adoptInbounds() + checkLiveness(now) + dropBroken() + reportFailures() > 0;
+    }
+
+    /** Whether an inbound connection has buffers to announce once its credit write in flight completes. */
+    private boolean creditsWaitForAWrite() {
+        for (int i = 0; i < inbounds.size(); i++) {
+            if (inbounds.get(i).awaitsCreditWrite()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

@@ -695,6 +695,44 @@ class LoopbackTransportTest {
         assertThat(b.transport.await(1_000_000)).as("await once it is taken, with nothing else to do").isFalse();
     }
 
+    /**
+     * An acceptor announces buffers it posted again only once its last credit write completed, and
+     * that completion lands on the send completion queue. await used to arm only the receive queue:
+     * a receiver that had buffers to announce behind a write in flight slept through the write's
+     * completion, while its connector, short of the credits for its next message, sent nothing that
+     * would wake it. With verbs the only transport of a worker, whose await calls the transport's
+     * await again and again without progress, both waited for good.
+     */
+    @Test
+    void awaitWakesForTheCompletionOfACreditWriteThatBuffersPostedAgainWaitFor() throws Exception {
+        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "4");
+        TestWorker b = peer("verbs.buffer.size", "4k", "verbs.receive.buffers", "4", "verbs.liveness.interval", "1h");
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        verbs.delayCompletions(b.transport.sendQueue);
+        send(e, 1, MemorySegment.NULL, bytes("one"), a);
+        b.transport.progress(); // delivers it, posts its buffer again and writes that credit: the write's completion is late
+        send(e, 2, MemorySegment.NULL, bytes("two"), a);
+        b.transport.progress(); // delivers it and posts its buffer again: that credit waits for the first write's completion
+        assertThat(b.received).hasSize(2);
+        MemorySegment largest = MemorySegment.ofArray(new byte[(int) e.maxPayloadSize()]); // all four of b's buffers
+        a.transport.progress();
+        assertThat(e.trySend(3, MemorySegment.NULL, largest)).as("the largest message, with three credits").isFalse();
+
+        Thread late = Thread.ofPlatform().name("credit-write-completes").start(() -> {
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000_000L);
+            verbs.completeDelayed(); // while b sleeps in await
+        });
+        boolean woken = b.transport.await(5_000_000_000L);
+        late.join();
+
+        assertThat(woken).as("await woken by the credit write's completion").isTrue();
+        b.transport.progress(); // as a worker does after its await: the credit waiting for that write goes out
+        a.transport.progress();
+        assertThat(e.trySend(3, MemorySegment.NULL, largest)).as("the largest message, with the fourth credit").isTrue();
+        progressUntil(() -> b.received.size() == 3, a, b);
+    }
+
     @Test
     void aBufferSizeThatIsNotAMultipleOf64IsRefusedNamingTheKeyAndTheRemedy() {
         // 4100: the second buffer's record would start at 4100 and its 8-byte total sit at 4116, not 8-byte aligned.

@@ -47,6 +47,9 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
  *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
  *       ({@link #throwFromNextPoll}).</li>
+ *   <li>on request, the completions of one completion queue come late ({@link #delayCompletions}): a
+ *       work request still acts at once (a write lands), but its completion reaches the queue
+ *       only at {@link #completeDelayed}, as a device's comes after the peer's acknowledgement.</li>
  * </ul>
  * Every device opened from one instance is on the same simulated fabric. Thread-safe: every call
  * that reads or changes the fabric's state holds the instance's lock, as the transport builds
@@ -77,6 +80,9 @@ final class LoopbackVerbs implements Verbs {
     private int failedPolls;
     /** What the next {@code ibv_post_recv} throws ({@link #throwFromNextPostReceive}), or {@code null}. */
     private Error postReceiveError;
+    /** The completion queue whose completions {@link #delayCompletions} holds back, or {@code null}. */
+    private Cq delayedQueue;
+    private final List<Wc> delayed = new ArrayList<>();
 
     LoopbackVerbs(int atomicCap) {
         this.atomicCap = atomicCap;
@@ -155,6 +161,19 @@ final class LoopbackVerbs implements Verbs {
     /** Ends {@link #failPollsAfter} and {@link #throwFromNextPoll}: polls succeed again. */
     synchronized void healPolls() {
         failingQueue = null;
+    }
+
+    /** Holds back the completions of {@code queue} until {@link #completeDelayed()}; its work requests still act at once. */
+    synchronized void delayCompletions(CompletionQueue queue) {
+        delayedQueue = (Cq) queue;
+    }
+
+    /** Ends {@link #delayCompletions}: what it held back reaches its queue now, in order, and signals an armed channel. */
+    synchronized void completeDelayed() {
+        Cq queue = delayedQueue;
+        delayedQueue = null;
+        delayed.forEach(queue::add);
+        delayed.clear();
     }
 
     /** Polls that {@link #failPollsAfter} or {@link #throwFromNextPoll} made fail so far. */
@@ -377,6 +396,10 @@ final class LoopbackVerbs implements Verbs {
         }
 
         void add(Wc wc) {
+            if (this == delayedQueue) {
+                delayed.add(wc);
+                return;
+            }
             entries.add(wc);
             if (armed && channel != null) {
                 armed = false;
