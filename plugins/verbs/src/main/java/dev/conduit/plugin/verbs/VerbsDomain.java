@@ -1,5 +1,6 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.linux.ErrnoException;
 import dev.conduit.spi.Config;
 import dev.conduit.spi.ConduitException;
 
@@ -78,12 +79,17 @@ final class VerbsDomain {
         }
     }
 
-    /** Opens {@code verbs.device} (or the first device with an active port), its port and GID, and a protection domain. */
+    /**
+     * Opens {@code verbs.device} (or the first device with an active port), its port and GID, and a
+     * protection domain. Without {@code verbs.device}, a device that cannot be opened or queried is
+     * passed over, as the probe passes over it (which finds the plugin available through another).
+     */
     static VerbsDomain open(Verbs verbs, Config config, Path sysfs, System.Logger logger) {
         String wanted = config.get(VerbsConfig.DEVICE);
         int wantedPort = config.get(VerbsConfig.PORT).intValue();
         List<String> names = wanted.isEmpty() ? verbs.deviceNames() : List.of(wanted);
         List<String> tried = new ArrayList<>();
+        List<String> unusable = new ArrayList<>();
         for (String name : names) {
             Verbs.Device device;
             try {
@@ -91,14 +97,39 @@ final class VerbsDomain {
             } catch (IllegalArgumentException e) {
                 throw new ConduitException("verbs: " + e.getMessage() + " (" + VerbsConfig.describe(VerbsConfig.DEVICE) + "; devices: "
                         + verbs.deviceNames() + ")", e);
+            } catch (ErrnoException e) {
+                if (!wanted.isEmpty()) {
+                    throw e;
+                }
+                unusable.add(e.getMessage());
+                continue;
             }
             try {
-                Verbs.DeviceAttributes attributes = device.attributes();
+                Verbs.DeviceAttributes attributes;
+                try {
+                    attributes = device.attributes();
+                } catch (ErrnoException e) {
+                    if (!wanted.isEmpty()) {
+                        throw e;
+                    }
+                    unusable.add(e.getMessage());
+                    device.close();
+                    continue;
+                }
                 for (int port = 1; port <= attributes.physicalPorts(); port++) {
                     if (wantedPort != 0 && port != wantedPort) {
                         continue;
                     }
-                    Verbs.PortAttributes p = device.port(port);
+                    Verbs.PortAttributes p;
+                    try {
+                        p = device.port(port);
+                    } catch (ErrnoException e) {
+                        if (!wanted.isEmpty()) {
+                            throw e;
+                        }
+                        unusable.add(e.getMessage());
+                        continue;
+                    }
                     if (!p.isActive()) {
                         tried.add(name + " port " + port + " " + VerbsAbi.portState(p.state()));
                         continue;
@@ -123,9 +154,14 @@ final class VerbsDomain {
             }
             device.close();
         }
+        // The probe's words: a device that could not be opened or queried is the reason only when no port was found at all.
+        if (tried.isEmpty() && !unusable.isEmpty()) {
+            throw new ConduitException("verbs: no usable RDMA device: " + String.join("; ", unusable));
+        }
         throw new ConduitException("verbs: no active port to use (" + String.join(", ", tried) + "); check "
                 + VerbsConfig.describe(VerbsConfig.DEVICE) + " and " + VerbsConfig.describe(VerbsConfig.PORT)
-                + ", and bring a link up (ip link set <netdev> up; ibstat)");
+                + ", and bring a link up (ip link set <netdev> up; ibstat)"
+                + (unusable.isEmpty() ? "" : "; besides: " + String.join("; ", unusable)));
     }
 
     /**

@@ -16,6 +16,7 @@ import static dev.conduit.plugin.verbs.VerbsAbi.IBV_LINK_LAYER_INFINIBAND;
 import static dev.conduit.plugin.verbs.VerbsAbi.IBV_PORT_ACTIVE;
 import static dev.conduit.plugin.verbs.VerbsAbi.IBV_PORT_DOWN;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 /**
@@ -119,6 +120,62 @@ class VerbsProbeTest {
                 Map.entry("rxe0 port 1", "ACTIVE, link layer Ethernet, lid 7, active mtu 1024, gid table 2"),
                 Map.entry("rxe0 port 1 gid[0]", "fe80:0000:0000:0000:5054:00ff:fe12:3456"),
                 Map.entry("mlx4_0", "unusable: ibv_open_device(mlx4_0): EACCES (Permission denied): check the permissions of /dev/infiniband/uverbs*"));
+    }
+
+    /** The simulated fabric behind a first device this process may not open: a host with two adapters and the permissions of one. */
+    private static Verbs withAnUnopenableDeviceFirst(LoopbackVerbs fabric) {
+        return new Verbs() {
+            @Override
+            public String library() {
+                return fabric.library();
+            }
+
+            @Override
+            public List<String> deviceNames() {
+                return List.of("mlx5_0", "loop0");
+            }
+
+            @Override
+            public Device open(String name) {
+                if (name.equals("mlx5_0")) {
+                    throw new dev.conduit.linux.ErrnoException("ibv_open_device", Errno.EACCES, name, name,
+                            "check the permissions of /dev/infiniband/uverbs*");
+                }
+                return fabric.open(name);
+            }
+        };
+    }
+
+    /**
+     * Without verbs.device the probe passes over a device it cannot open and finds the plugin
+     * available through the next; the transport and the memory provider used to stop at that first
+     * device and throw its EACCES, so a worker failed to open the plugin its probe had offered.
+     */
+    @Test
+    void aDeviceThatCannotBeOpenedIsPassedOverByTheTransportAsByTheProbe() {
+        LoopbackVerbs fabric = new LoopbackVerbs(VerbsAbi.IBV_ATOMIC_HCA);
+        Verbs verbs = withAnUnopenableDeviceFirst(fabric);
+        assertThat(probe(verbs).isAvailable()).as("the probe").isTrue();
+        try (TestWorker worker = new TestWorker(verbs)) {
+            assertThat(worker.transport.domain.deviceName()).isEqualTo("loop0");
+        }
+        assertThat(fabric.openObjects()).isZero();
+    }
+
+    /** Named, a device that cannot be opened is the error, as before; when none opens, the error says why for each. */
+    @Test
+    void aNamedDeviceThatCannotBeOpenedIsTheErrorAndSoIsEveryDeviceWhenNoneOpens() {
+        Verbs verbs = withAnUnopenableDeviceFirst(new LoopbackVerbs(VerbsAbi.IBV_ATOMIC_HCA));
+        assertThatThrownBy(() -> new VerbsPlugin(library -> verbs).openTransport(TestContext.of("verbs.device", "mlx5_0")
+                .forTransport(dev.conduit.spi.ThreadMode.SINGLE, (id, hb, ho, hl, pb, po, pl) -> { })))
+                .isInstanceOf(dev.conduit.linux.ErrnoException.class).hasMessageStartingWith("ibv_open_device(mlx5_0): EACCES");
+        FakeVerbs none = new FakeVerbs()
+                .device("mlx5_0", new FakeVerbs.FakeDevice(FakeVerbs.attributes(1), List.of(), Map.of(), Errno.EACCES))
+                .device("mlx5_1", new FakeVerbs.FakeDevice(FakeVerbs.attributes(1), List.of(), Map.of(), Errno.ENODEV));
+        assertThatThrownBy(() -> new VerbsPlugin(library -> none).openMemoryProvider(TestContext.of()))
+                .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageStartingWith("verbs: no usable RDMA device: ibv_open_device(mlx5_0): EACCES")
+                .hasMessageContaining("; ibv_open_device(mlx5_1): ENODEV");
     }
 
     @Test
