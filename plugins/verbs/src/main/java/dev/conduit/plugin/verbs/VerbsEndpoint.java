@@ -509,9 +509,11 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             // Whatever the drain threw (another connection's completion included), the connection is torn down.
             draining = e;
         }
-        transport.unregister(this);
         transport.closed(this);
         Teardown teardown = release(transport, null, peer, wireup, creditWord, ring, qp, arena);
+        // A queue pair that could not be destroyed may still complete its outstanding work into the send queue, sized for
+        // the outbound limit: its slot is not handed to a new endpoint (as an inbound connection's close keeps its slot).
+        transport.unregister(this, !teardown.deviceMayWrite());
         switch (draining) {
             case null -> teardown.rethrow();
             case RuntimeException e -> throw teardown.suppressedInto(e);

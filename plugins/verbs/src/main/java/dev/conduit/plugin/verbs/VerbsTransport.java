@@ -259,9 +259,9 @@ final class VerbsTransport implements Transport {
                 return;
             }
         }
-        throw new ConduitException("verbs: this worker already has " + outboundLimit + " outbound connections, the most its "
-                + "completion queues hold (" + MAX_CONNECTIONS + ", or fewer when the device's max_cqe is small: lower "
-                + VerbsConfig.describe(VerbsConfig.SEND_BUFFERS) + ")");
+        throw new ConduitException("verbs: this worker already has " + outboundLimit + " outbound connections (counting those "
+                + "whose queue pair could not be destroyed), the most its completion queues hold (" + MAX_CONNECTIONS + ", or fewer "
+                + "when the device's max_cqe is small: lower " + VerbsConfig.describe(VerbsConfig.SEND_BUFFERS) + ")");
     }
 
     void unregister(Connection c) {
@@ -274,18 +274,31 @@ final class VerbsTransport implements Transport {
     }
 
     /**
-     * Stops routing completions to {@code c}; with {@code releaseSlot} false, an inbound's slot stays
-     * taken for good (its queue pair could not be destroyed and may still complete work).
+     * Stops routing completions to {@code c}; with {@code releaseSlot} false, its slot stays taken
+     * for good (its queue pair could not be destroyed and may still complete work): an inbound's by
+     * the wire-up server, an outbound one by {@link #KEPT}.
      */
     void unregister(Connection c, boolean releaseSlot) {
         if (c.slot >= 0 && connections[c.slot] == c) {
-            connections[c.slot] = null;
+            connections[c.slot] = c.slot < MAX_CONNECTIONS && !releaseSlot ? KEPT : null;
             if (c.slot >= MAX_CONNECTIONS && releaseSlot) {
                 wireupServer.release(c.slot);
             }
         }
         c.slot = -1;
     }
+
+    /** Holds the outbound slot of a queue pair that could not be destroyed: no completion matches its generation, no endpoint takes it. */
+    private static final Connection KEPT = new Connection() {
+        {
+            generation = -1; // ids carry 16 bits of generation: never -1
+        }
+
+        @Override
+        void onSendCompletion(int kind, int index, int status, int vendorError) {
+            throw new AssertionError("a completion routed to a kept slot");
+        }
+    };
 
     /** Takes the inbound connections the wire-up server built since the last call into their slots. */
     private int adoptInbounds() {

@@ -107,6 +107,34 @@ class TeardownTest {
         progressUntil(() -> b.transport.inbounds().isEmpty(), b); // the wire-up socket was closed all the same
     }
 
+    /**
+     * As an inbound connection's: an endpoint's queue pair that could not be destroyed may still
+     * complete its outstanding work into the worker's send queue, which is sized for the outbound
+     * limit (send buffers per slot). Its slot used to be handed to the next endpoint all the same,
+     * so that queue could be asked to hold more than it has room for.
+     */
+    @Test
+    void anEndpointWhoseQueuePairCannotBeDestroyedKeepsItsSlotAndOneClosedCleanlyGivesItBack() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        VerbsEndpoint first = (VerbsEndpoint) connected(a.connect(b), a, b);
+        int kept = first.slot;
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY);
+        assertThatThrownBy(first::close).hasMessageContaining("EBUSY");
+        VerbsEndpoint second = (VerbsEndpoint) connected(a.connect(b), a, b);
+        assertThat(second.slot).as("the slot of the next endpoint").isNotEqualTo(kept);
+        int freed = second.slot;
+        second.close();
+        VerbsEndpoint third = (VerbsEndpoint) connected(a.connect(b), a, b);
+        assertThat(third.slot).as("the slot of an endpoint closed cleanly, taken again").isEqualTo(freed);
+        send(third, 1, "still works", a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+    }
+
+    private static void send(TransportEndpoint e, int id, String payload, TestWorker... progress) {
+        progressUntil(() -> e.trySend(id, MemorySegment.NULL, MemorySegment.ofArray(payload.getBytes(StandardCharsets.UTF_8))), progress);
+    }
+
     /** A connect that failed and then failed to destroy its queue pair used to throw the destroy's error, not why it failed. */
     @Test
     void aFailedConnectReportsItsCauseAlsoWhenItsTeardownFailsToo() throws Exception {
