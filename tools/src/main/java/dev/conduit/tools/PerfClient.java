@@ -581,7 +581,8 @@ final class PerfClient implements AutoCloseable {
     /**
      * Streaming puts of {@code size} bytes to offset 0 of the server's region, then flush and
      * PUT_DONE with the marker the last put carried; the server checks the marker is there and
-     * acknowledges. Elapsed time is from the first put to the ACK.
+     * acknowledges. Elapsed time is from the first put to the ACK. A timed stream is whole blocks of
+     * 64 puts, at least one.
      */
     private void putBw(long size, PerfPlan.Phase p) {
         MemorySegment source = buffer.asSlice(0, size);
@@ -593,7 +594,9 @@ final class PerfClient implements AutoCloseable {
         long start = System.nanoTime();
         long deadline = start + p.nanos();
         long i = 0;
-        while (i < n || p.nanos() > 0 && ((i & 63) != 0 || System.nanoTime() - deadline < 0)) {
+        // A timed stream ends on a whole block of 64, as am_bw's does, and is never empty: a duration shorter than the
+        // first look at the clock (-d 1ns) would send no put, and PUT_DONE would name a marker that none carried.
+        while (i < n || p.nanos() > 0 && (i == 0 || (i & 63) != 0 || System.nanoTime() - deadline < 0)) {
             ep.put(source, serverRegion, 0);
             i++;
             if ((i & 1023) == 0) progress.tick(i, System.nanoTime());

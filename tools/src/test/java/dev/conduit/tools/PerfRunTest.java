@@ -139,6 +139,24 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A duration shorter than the loop's first look at the clock (-d or -w of a few ns) still streams:
+     * put_bw looked at the deadline before its first put, sent none, and the server, not finding the
+     * marker of a put that never was, failed the run ("the server did not find the last put's marker").
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aStreamOfADurationShorterThanALookAtTheClockStillStreams() {
+        Result result = conduit.run("perf", "am_bw", "put_bw", "-s", "8", "-d", "1ns", "-w", "1ns", "--json");
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+        assertThat(Json.objects(JsonParser.parseObject(result.out()), "results")).hasSize(2).allSatisfy(r -> {
+            assertThat(r.get("skipped")).isNull();
+            assertThat(((Number) r.get("iterations")).longValue()).as(r.get("test") + ": a stream is at least one block of 64").isEqualTo(64);
+            assertThat(((Number) r.get("warmupIterations")).longValue()).as(r.get("test") + "'s warm-up").isEqualTo(64);
+        });
+    }
+
     /** A connect that the server's host never answers (here: a full accept queue) gives up at --timeout. */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
