@@ -317,7 +317,7 @@ final class PerfCommand implements Callable<Integer> {
                         + bootstrap.host() + ") may be gone: a server that was killed leaves its file, and a new --server refuses to "
                         + "replace it. If none runs, remove the file and start one", e);
             }
-            report(run, out);
+            report(run, out, err);
             return ConduitCommand.EXIT_OK;
         }
     }
@@ -351,7 +351,7 @@ final class PerfCommand implements Callable<Integer> {
             err.println("conduit perf: warning: the server process exited with " + (exit == -1 ? "no code (it had to be stopped)" : "code " + exit)
                     + "; it said: " + indent(peer.output()));
         }
-        report(run, out);
+        report(run, out, err);
         return ConduitCommand.EXIT_OK;
     }
 
@@ -382,16 +382,23 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** The JSON document and the chart, once the peer is done. */
-    private void report(PerfRun run, PrintWriter out) {
+    private void report(PerfRun run, PrintWriter out, PrintWriter err) {
         if (json) PerfJson.write(run, out);
         if (plot != null) {
-            PerfPlot.write(run, plot);
-            if (!json) {
-                out.println();
-                out.println("chart: " + plot);
+            if (PerfPlot.hasData(run)) {
+                PerfPlot.write(run, plot);
+                if (!json) {
+                    out.println();
+                    out.println("chart: " + plot);
+                }
+            } else {
+                // The run completed, and a run with skipped rows exits with 0: an empty chart is no reason to fail it.
+                err.println("conduit perf: warning: --plot " + plot + ": every row was skipped, so there is no chart to draw; "
+                        + "the file was not written");
             }
         }
         out.flush();
+        err.flush();
     }
 
     /** Opens Conduit with --set, then -t, the shared directory of this run and {@code extra} on top. */

@@ -49,7 +49,12 @@ final class PerfPlot {
     private PerfPlot() {
     }
 
-    /** Draws the charts of {@code run} into {@code file} (PNG). */
+    /** Whether {@code run} has a row to draw: one that was measured, not skipped. */
+    static boolean hasData(PerfRun run) {
+        return run.results().stream().anyMatch(r -> !r.isSkipped());
+    }
+
+    /** Draws the charts of {@code run} into {@code file} (PNG); it must have a row to draw ({@link #hasData}). */
     static void write(PerfRun run, Path file) {
         // Before any AWT class loads: no display is needed, or wanted.
         System.setProperty("java.awt.headless", "true");

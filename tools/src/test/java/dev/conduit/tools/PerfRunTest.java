@@ -157,6 +157,28 @@ class PerfRunTest {
         });
     }
 
+    /**
+     * A run whose every row was skipped completed (exit code 0, as tools.md says for skipped rows), and
+     * --plot has nothing to draw: a warning, no file. It failed with "--plot: no test produced data to
+     * draw" and exit code 1, after the document had been written.
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aPlotOfARunWhoseEveryRowWasSkippedIsAWarningNotAFailure() throws Exception {
+        Path plot = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-plot").resolve("perf.png");
+        try (TcpServer server = TcpServer.start("--region-size", "4k")) {
+            Result result = conduit.run(server.client("put_lat", "-s", "8k", "-n", "10", "-w", "0", "--json", "--plot", plot.toString()));
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(Json.objects(JsonParser.parseObject(result.out()), "results")).singleElement()
+                    .satisfies(r -> assertThat((String) r.get("skipped")).contains("larger than the server's region"));
+            assertThat(result.err()).contains("warning: --plot " + plot + ": every row was skipped, so there is no chart to draw");
+            assertThat(plot).doesNotExist();
+        } finally {
+            PerfPeer.deleteTree(plot.getParent());
+        }
+    }
+
     /** A connect that the server's host never answers (here: a full accept queue) gives up at --timeout. */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
