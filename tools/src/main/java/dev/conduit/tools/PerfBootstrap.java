@@ -170,6 +170,15 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * @throws ConduitException when it does not appear within {@code timeout}
      */
     static PerfBootstrap await(Path directory, String name, Duration timeout, BooleanSupplier gone) {
+        return await(directory, name, timeout, gone, "start one with 'conduit perf --server --shared-dir " + directory
+                + (name.equals("default") ? "" : " --name " + name) + "' (or give --timeout)");
+    }
+
+    /**
+     * The same, with what to do when no server published in time: {@code remedy} follows the
+     * timeout's message.
+     */
+    static PerfBootstrap await(Path directory, String name, Duration timeout, BooleanSupplier gone, String remedy) {
         Path file = file(directory, name);
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
@@ -185,9 +194,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             }
             if (gone.getAsBoolean()) throw new ConduitException("the perf server exited before it published " + file);
             if (System.nanoTime() > deadline) {
-                throw new ConduitException("no perf server published " + file + " within " + ConfigKey.durationText(timeout)
-                        + ": start one with 'conduit perf --server --shared-dir " + directory + (name.equals("default") ? "" : " --name " + name)
-                        + "' (or give --timeout)");
+                throw new ConduitException("no perf server published " + file + " within " + ConfigKey.durationText(timeout) + ": " + remedy);
             }
             sleep(20);
         }

@@ -338,7 +338,11 @@ final class PerfCommand implements Callable<Integer> {
         try {
             sharedDirectory = peer.directory();
             try (Conduit c = open(Map.of())) {
-                PerfBootstrap bootstrap = PerfBootstrap.await(peer.directory(), PerfPeer.NAME, plan.timeout(), () -> !peer.isAlive());
+                // Not the remedy of a server started by hand (start one in this directory): this one was started here, in a
+                // directory removed with it, and the start of its JVM is what --timeout bounded.
+                PerfBootstrap bootstrap = PerfBootstrap.await(peer.directory(), PerfPeer.NAME, plan.timeout(), () -> !peer.isAlive(),
+                        "the server this process started had not published it yet, and the start of its JVM counts against "
+                                + "--timeout: give a longer --timeout");
                 run = measure(c, bootstrap, plan, "spawned by this process, private shared directory " + peer.directory(), out, err);
             }
         } catch (RuntimeException e) {

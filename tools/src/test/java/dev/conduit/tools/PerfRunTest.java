@@ -179,6 +179,21 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A spawned server that has not published its bootstrap within --timeout (its JVM's start counts) is
+     * not one to start by hand: the message told the user to run 'conduit perf --server --shared-dir
+     * /dev/shm/conduit-perf-...' in the private directory this run made and removed at once.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aSpawnedServerThatIsNotUpWithinTheTimeoutIsToldAsTheTimeoutNotAsAServerToStart() {
+        Result result = conduit.run("perf", "am_lat", "-s", "8", "-n", "10", "--timeout", "1ms");
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("within 1ms: the server this process started had not published it yet",
+                "the start of its JVM counts against --timeout: give a longer --timeout").doesNotContain("start one with");
+    }
+
     /** A connect that the server's host never answers (here: a full accept queue) gives up at --timeout. */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
