@@ -197,6 +197,10 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("--shared-dir " + sharedDir + (Files.exists(sharedDir) ? " is not a directory" : " does not exist")
                     + ": give a directory both processes see (a tmpfs such as /dev/shm), or create it");
         }
+        if (sizes.isEmpty() && spec.commandLine().getParseResult().hasMatchedOption("--sizes")) {
+            // picocli splits "-s ," into no value at all: without this, the run measured the default sizes instead.
+            throw usage("-s names no size: give sizes separated by commas, e.g. -s 8,4k,1m");
+        }
         if (iterations != null && duration != null) throw usage("-n and -d exclude each other: measure a number of iterations or for a duration");
         if (iterations != null && (iterations < 1 || iterations > 1_000_000_000L)) throw usage("-n must be from 1 to 1000000000, not " + iterations);
         if (peers < 1 || peers > MAX_PEERS) throw usage("--peers must be from 1 to " + MAX_PEERS + ", not " + peers);

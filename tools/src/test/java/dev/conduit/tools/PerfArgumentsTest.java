@@ -32,11 +32,11 @@ class PerfArgumentsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"8,4q", "0", "-1", "4kb", "2g", "k", "8,,4k", "99999999999"})
+    @ValueSource(strings = {"8,4q", "0", "-1", "4kb", "2g", "k", "8,,4k", "99999999999", ",", ""})
     void aBadSizeIsAUsageError(String sizes) {
         Result result = usageError("perf", "-s", sizes);
 
-        assertThat(result.err()).containsAnyOf("is not a size", "is outside 1 byte to 1g", "Invalid value");
+        assertThat(result.err()).containsAnyOf("is not a size", "is outside 1 byte to 1g", "Invalid value", "-s names no size");
     }
 
     @Test
