@@ -265,7 +265,20 @@ final class PerfPeer implements AutoCloseable {
     /** An option that names a file both JVMs would write (a log, a heap dump, an archive): not passed on. */
     private static boolean namesAFile(String option) {
         String lower = option.toLowerCase(java.util.Locale.ROOT);
-        return option.startsWith("-Xloggc") || lower.contains("file=") || lower.contains("path=") || lower.contains("atexit=");
+        return option.startsWith("-Xloggc") || lower.contains("file=") || lower.contains("path=") || lower.contains("atexit=")
+                || logsToAFile(option);
+    }
+
+    /**
+     * Whether {@code -Xlog[:what[:output[:...]]]} writes a file: its output is one unless it is empty,
+     * {@code stdout} or {@code stderr}, and a file may be named without {@code file=} ({@code -Xlog:gc:gc.log}).
+     */
+    private static boolean logsToAFile(String option) {
+        if (!option.startsWith("-Xlog:")) return false;
+        String[] fields = option.substring("-Xlog:".length()).split(":", -1);
+        if (fields.length < 2) return false;
+        String output = fields[1];
+        return !output.isEmpty() && !output.equals("stdout") && !output.equals("stderr");
     }
 
     /** How errors name the runtime's key for the shared directory. */
