@@ -157,9 +157,19 @@ public final class IpcCache implements AutoCloseable {
 
     public IpcCache(long maximumBytes) {
         this.maximumBytes = maximumBytes;
+        // Caffeine weighs an entry with an int: in bytes, every chunk over 2 GiB would count as 2 GiB, and a bound above that
+        // would keep more than it says mapped. So weights are in units of 2^shift bytes, few enough that the bound is under
+        // 2^30 of them: a chunk's weight rounds up and the bound down, so what the weights allow never exceeds the bound's
+        // bytes, and a chunk longer than the bound (its weight capped at Integer.MAX_VALUE) still outweighs it.
+        int shift = Math.max(0, 64 - Long.numberOfLeadingZeros(maximumBytes) - 30);
+        long unit = 1L << shift;
         this.cache = Caffeine.newBuilder()
-                .maximumWeight(maximumBytes)
-                .weigher((Key k, Entry e) -> e.pinned ? 0 : (int) Math.min(Integer.MAX_VALUE, e.length))
+                .maximumWeight(maximumBytes >>> shift)
+                .weigher((Key k, Entry e) -> {
+                    if (e.pinned) return 0;
+                    long units = (e.length >>> shift) + ((e.length & unit - 1) == 0 ? 0 : 1);
+                    return (int) Math.min(Integer.MAX_VALUE, units);
+                })
                 .evictionListener((Key k, Entry e, RemovalCause cause) -> {
                     if (e != null) evicted(e, cause);
                 })

@@ -10,10 +10,15 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -173,6 +178,44 @@ class IpcCacheTest {
         assertThat(stats.mappedBytes()).isLessThanOrEqualTo(3 * CHUNK);
         assertThat(stats.evictions()).isGreaterThanOrEqualTo(17);
         assertThat(plugin.maps.get() - plugin.unmaps.get()).isEqualTo(stats.entries());
+    }
+
+    /**
+     * Caffeine weighs an entry with an {@code int}, and the cache weighed a chunk in bytes capped at
+     * {@code Integer.MAX_VALUE}: every chunk over 2 GiB (a {@code pool.chunk.size} up to 256g, a
+     * large region's chunk of its own) counted as 2 GiB, so a bound of 4 GiB kept two unused 3 GiB
+     * chunks, 6 GiB, mapped. The chunks here are one sparse file's mapping, taking no memory.
+     */
+    @Test
+    void theByteBoundHoldsForChunksLargerThanAnIntCanWeigh(@TempDir Path dir) throws IOException {
+        long chunk = 3L << 30;
+        long bound = 4L << 30;
+        java.util.concurrent.atomic.AtomicInteger unmapped = new java.util.concurrent.atomic.AtomicInteger();
+        try (Arena arena = Arena.ofShared();
+             FileChannel channel = FileChannel.open(dir.resolve("chunk"), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                     StandardOpenOption.WRITE, StandardOpenOption.SPARSE);
+             IpcCache cache = new IpcCache(bound)) {
+            MemorySegment sparse = channel.map(FileChannel.MapMode.READ_WRITE, 0, chunk, arena);
+            java.util.function.Function<IpcHandle, ChunkMapping> mapper = h -> new ChunkMapping() {
+                @Override
+                public MemorySegment segment() {
+                    return sparse;
+                }
+
+                @Override
+                public void close() {
+                    unmapped.incrementAndGet();
+                }
+            };
+            for (int i = 1; i <= 3; i++) {
+                cache.open(new IpcHandle("inproc", 1, 2, i, chunk, 0, chunk, new byte[] {(byte) i}), mapper).close();
+            }
+            cache.cleanUp();
+            IpcCacheStats stats = cache.stats();
+            assertThat(stats.mappedBytes()).as("bytes mapped for no open region").isLessThanOrEqualTo(bound);
+            assertThat(stats.entries()).isEqualTo(1);
+            assertThat(unmapped).hasValue(2);
+        }
     }
 
     @Test
