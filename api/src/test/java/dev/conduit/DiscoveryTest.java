@@ -286,6 +286,29 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * A key must be the plugin's alone. One named as a runtime key (a plugin called "shared" with a
+     * key shared.dir, which its prefix allows) or declared twice by one plugin was accepted, and
+     * the first declaration won: the plugin read the runtime's value (or its other key's, of
+     * another type: a ClassCastException in its probe), and a setting meant for it set the
+     * runtime's shared directory.
+     */
+    @Test
+    void aPluginKeyThatIsTheRuntimesOrDeclaredTwiceIsRefused() {
+        ConfigKey<java.nio.file.Path> stolen = ConfigKey.path("shared.dir", java.nio.file.Path.of("/mnt/plugin"), "the plugin's own");
+        TestPlugin shared = TestPlugin.named("shared").configKeys(ConfigKey.string("shared.mode", null, "ok"), stolen);
+        TestPlugin twice = TestPlugin.named("twice").configKeys(ConfigKey.string("twice.size", "8k", "text"),
+                ConfigKey.bytes("twice.size", 4096, 0, "a size"));
+        try (Conduit conduit = isolated().addPlugin(shared).addPlugin(twice).build()) {
+            assertThat(info(conduit, "shared").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "shared").reason()).contains("'shared.dir'").contains("the runtime's");
+            assertThat(info(conduit, "twice").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "twice").reason()).contains("'twice.size'").contains("twice");
+            assertThat(conduit.configuration()).filteredOn(e -> e.key().equals("shared.dir")).extracting(ConfigEntry::owner)
+                    .containsExactly("runtime");
+        }
+    }
+
     @Test
     void aPluginDeclaringNoThreadModesIsRefused() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nomodes").noThreadModes()).build()) {

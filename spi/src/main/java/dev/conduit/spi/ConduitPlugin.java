@@ -79,7 +79,11 @@ public interface ConduitPlugin {
      */
     Set<ThreadMode> threadModes();
 
-    /** The configuration keys this plugin reads; names start with {@code name() + "."}. */
+    /**
+     * The configuration keys this plugin reads; names start with {@code name() + "."}, each name
+     * once, and none is a runtime key's ({@code shared.dir} of a plugin called {@code shared}): the
+     * runtime refuses a plugin that breaks one of these rules.
+     */
     default List<ConfigKey<?>> configKeys() {
         return List.of();
     }

@@ -1,6 +1,7 @@
 package dev.conduit.internal.discovery;
 
 import dev.conduit.PluginInfo.Status;
+import dev.conduit.internal.RuntimeKeys;
 import dev.conduit.internal.RuntimeSettings;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.spi.Availability;
@@ -33,6 +34,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 
 /**
  * The plugins of one {@code Conduit}: discovered, validated, de-duplicated, left out by
@@ -41,6 +43,7 @@ import java.util.function.Function;
 public final class PluginRegistry {
 
     private static final Version RUNTIME_SPI = Version.parse(ConduitPlugin.SPI_VERSION);
+    private static final Set<String> RUNTIME_KEYS = RuntimeKeys.ALL.stream().map(ConfigKey::name).collect(Collectors.toUnmodifiableSet());
 
     private final List<PluginRecord> all;
     private final List<PluginRecord> selected;
@@ -132,9 +135,18 @@ public final class PluginRegistry {
                     + "; upgrade Conduit or use an older version of the plugin";
         }
         if (noModes) return "declares no thread modes";
+        Set<String> names = new LinkedHashSet<>();
         for (ConfigKey<?> k : keys) {
             if (!k.name().startsWith(name + ".")) {
                 return "config key '" + k.name() + "' must start with the plugin's name: '" + name + ".'";
+            }
+            // A key is read by its name, and the first declaration of a name wins: the plugin would read the runtime's
+            // value, or its other key's of another type, and a setting meant for it would set the runtime's.
+            if (RUNTIME_KEYS.contains(k.name())) {
+                return "config key '" + k.name() + "' is the runtime's: a plugin declares keys of its own, named otherwise";
+            }
+            if (!names.add(k.name())) {
+                return "config key '" + k.name() + "' is declared twice: each key of a plugin needs a name of its own";
             }
         }
         return null;
