@@ -93,8 +93,20 @@ class DiscoveryTest {
         try (Conduit conduit = isolated().set("probe.timeout", "200ms").addPlugin(hangs).addPlugin(good).build()) {
             PluginInfo i = info(conduit, "hangs");
             assertThat(i.status()).isEqualTo(Status.UNAVAILABLE);
-            assertThat(i.reason()).contains("did not finish within 200 ms").contains("probe.timeout").contains("CONDUIT_PROBE_TIMEOUT");
+            assertThat(i.reason()).contains("did not finish within 200ms").contains("probe.timeout").contains("CONDUIT_PROBE_TIMEOUT");
             assertThat(info(conduit, "good").status()).isEqualTo(Status.SELECTED);
+        }
+    }
+
+    /** The timeout is named as the key reads it: one under a millisecond was "within 0 ms", 1500us "within 1 ms". */
+    @Test
+    void aProbeTimeoutIsNamedAsItWasSet() {
+        TestPlugin hangs = TestPlugin.named("hangs").probe(c -> {
+            awaitUninterruptibly(releaseHungProbes);
+            return Availability.available();
+        });
+        try (Conduit conduit = isolated().set("probe.timeout", "1500us").addPlugin(hangs).build()) {
+            assertThat(info(conduit, "hangs").reason()).contains("did not finish within 1500us (probe.timeout");
         }
     }
 

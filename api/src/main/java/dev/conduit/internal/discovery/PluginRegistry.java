@@ -225,7 +225,7 @@ public final class PluginRegistry {
                         r.unsupportedHere = java.util.Collections.unmodifiableMap(notHere);
                     }
                 } catch (TimeoutException ex) {
-                    unavailable(r, "probe did not finish within " + timeout.toMillis() + " ms (probe.timeout, CONDUIT_PROBE_TIMEOUT)");
+                    unavailable(r, "probe did not finish within " + ConfigKey.durationText(timeout) + " (probe.timeout, CONDUIT_PROBE_TIMEOUT)");
                 } catch (ExecutionException ex) {
                     Throwable cause = ex.getCause();
                     unavailable(r, "probe failed: " + cause.getClass().getSimpleName() + ": " + ServiceDiscovery.describe(cause));
