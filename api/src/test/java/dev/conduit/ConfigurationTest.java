@@ -251,6 +251,28 @@ class ConfigurationTest {
         }
     }
 
+    /**
+     * A plugin found but REFUSED (built for another SPI) or BROKEN (its metadata threw) costs only a
+     * WARNING, but a builder setting for one of its keys failed the build as an "unknown config key",
+     * with a "did you mean" pointing at another key: its keys were not declared, so an application
+     * configuring a plugin could not start on a host where that plugin's jar is unusable. Such a
+     * setting is now left unread, like the plugin, and an unknown key of a plugin in use still fails.
+     */
+    @Test
+    void keysOfARefusedOrBrokenPluginMayStillBeSet() {
+        TestPlugin refused = TestPlugin.named("cfg").spiVersion("2.0").configKeys(SIZE);
+        TestPlugin broken = TestPlugin.named("bro").configKeys(ConfigKey.string("bro.dir", null, "Directory."))
+                .brokenMetadata(new NoClassDefFoundError("dev/example/Native"));
+        try (Conduit c = isolated().addPlugin(refused).addPlugin(broken).set("cfg.size", "8k").set("bro.dir", "/mnt").build()) {
+            assertThat(c.plugins()).extracting(PluginInfo::name, PluginInfo::status)
+                    .containsExactlyInAnyOrder(org.assertj.core.api.Assertions.tuple("cfg", PluginInfo.Status.REFUSED),
+                            org.assertj.core.api.Assertions.tuple("bro", PluginInfo.Status.BROKEN));
+            assertThat(c.configuration()).extracting(ConfigEntry::key).doesNotContain("cfg.size", "bro.dir");
+        }
+        assertThatThrownBy(() -> isolated().addPlugin(plugin()).addPlugin(broken).set("cfg.sise", "8k").build())
+                .isInstanceOf(ConfigException.class).hasMessageContaining("did you mean 'cfg.size'?");
+    }
+
     @Test
     void aBuilderCanBuildMoreThanOnce() {
         ConduitBuilder b = isolated().addPlugin(TestPlugin.named("x"));

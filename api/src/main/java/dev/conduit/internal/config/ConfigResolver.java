@@ -11,7 +11,9 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
@@ -45,6 +47,8 @@ public final class ConfigResolver implements Config {
     private final Map<String, String> properties;
     private final Map<String, Declared> declared = new LinkedHashMap<>();
     private final Map<String, Object> parsed = new ConcurrentHashMap<>();
+    /** Plugins found but not usable (refused, broken), whose keys nothing declares: settings under their names are not unknown. */
+    private final Set<String> unreadPlugins = new LinkedHashSet<>();
 
     private record Declared(ConfigKey<?> key, String owner) {
     }
@@ -104,10 +108,29 @@ public final class ConfigResolver implements Config {
         for (Declared d : declared.values()) get(d.key());
     }
 
+    /**
+     * Leaves the settings under {@code plugin}'s name ({@code plugin.x}, {@code conduit.plugin.x},
+     * {@code CONDUIT_PLUGIN_X}) unread without calling them unknown: the plugin was found but cannot
+     * be used (refused, broken), so its keys are not declared, and its own WARNING says why. A
+     * setting for it is no misspelling, and must not fail the build of an application that
+     * configures a plugin which happens to be unusable here.
+     */
+    public void leaveUnread(String plugin) {
+        unreadPlugins.add(plugin);
+    }
+
+    private boolean isForUnreadPlugin(String key) {
+        return unreadPlugins.stream().anyMatch(p -> key.startsWith(p + "."));
+    }
+
+    private boolean isForUnreadPluginVariable(String variable) {
+        return unreadPlugins.stream().anyMatch(p -> variable.startsWith(ENV_PREFIX + p.replace('-', '_').toUpperCase(Locale.ROOT) + "_"));
+    }
+
     /** Fails for a builder key that nothing declares, naming the nearest declared one. */
     public void rejectUnknownBuilderKeys() {
         for (String name : builder.keySet()) {
-            if (!declared.containsKey(name)) {
+            if (!declared.containsKey(name) && !isForUnreadPlugin(name)) {
                 String nearest = Suggestions.nearest(name, declared.keySet());
                 throw new ConfigException("unknown config key '" + name + "' set in the builder"
                         + (nearest != null ? " (did you mean '" + nearest + "'?)" : "") + "; known keys: " + declared.keySet());
@@ -129,12 +152,12 @@ public final class ConfigResolver implements Config {
         }
         for (String name : environment.keySet()) {
             if (NOT_CONFIG.contains(name) || name.startsWith(TEST_PREFIX)) continue;
-            if (!knownEnv.containsKey(name) && WARNED.add(name)) {
+            if (!knownEnv.containsKey(name) && !isForUnreadPluginVariable(name) && WARNED.add(name)) {
                 warnings.add(unknownMessage("environment variable", name, knownEnv.keySet()));
             }
         }
         for (String name : properties.keySet()) {
-            if (!knownProps.containsKey(name) && WARNED.add(name)) {
+            if (!knownProps.containsKey(name) && !isForUnreadPlugin(name.substring(PROPERTY_PREFIX.length())) && WARNED.add(name)) {
                 warnings.add(unknownMessage("system property", name, knownProps.keySet()));
             }
         }

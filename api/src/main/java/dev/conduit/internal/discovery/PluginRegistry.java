@@ -176,11 +176,24 @@ public final class PluginRegistry {
 
     /**
      * The config keys every candidate declares: also those of a plugin that {@code transports} will leave
-     * out, so that a setting for it is not taken for a misspelt key.
+     * out, so that a setting for it is not taken for a misspelt key. Settings under the name of a
+     * plugin found refused or broken are left unread, not refused as unknown.
      */
     public static void declareKeys(List<PluginRecord> records, ConfigResolver config) {
+        Set<String> usable = new LinkedHashSet<>();
         for (PluginRecord r : records) {
-            if (r.isCandidate()) config.declareAll(r.configKeys, r.name);
+            if (r.isCandidate()) {
+                config.declareAll(r.configKeys, r.name);
+                usable.add(r.name);
+            }
+        }
+        // A refused or broken plugin's keys are not declared (they may break the rules, or be unknown), but a setting for
+        // it is no misspelt key: it is left unread with the plugin, which its WARNING reports.
+        for (PluginRecord r : records) {
+            if ((r.status == Status.REFUSED || r.status == Status.BROKEN) && r.name != null && PayloadReader.isName(r.name)
+                    && !usable.contains(r.name)) {
+                config.leaveUnread(r.name);
+            }
         }
     }
 

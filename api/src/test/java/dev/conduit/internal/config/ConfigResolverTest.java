@@ -75,6 +75,21 @@ class ConfigResolverTest {
         assertThat(r.unknownSettingWarnings()).isEmpty();
     }
 
+    /** A setting for a plugin found refused or broken is not a misspelt key: no warning, no failure; others still are. */
+    @Test
+    void settingsOfAPluginLeftUnreadAreNeitherWarnedAboutNorRefused() {
+        ConfigResolver r = new ConfigResolver(Map.of("warnf-x.size", "8k"),
+                Map.of("CONDUIT_WARNF_X_DEVICE", "mlx5_0", "CONDUIT_WARNF_Y_DEVICE", "mlx5_0"),
+                props("conduit.warnf-x.port", "1", "conduit.warnf-y.port", "1"));
+        r.declare(ConfigKey.string("warnf-y.other", null, "doc"), "warnf-y");
+        r.leaveUnread("warnf-x");
+        r.rejectUnknownBuilderKeys();
+        List<String> warnings = r.unknownSettingWarnings();
+        assertThat(warnings).hasSize(2);
+        assertThat(String.join("\n", warnings)).contains("CONDUIT_WARNF_Y_DEVICE", "conduit.warnf-y.port")
+                .doesNotContain("WARNF_X", "warnf-x");
+    }
+
     @Test
     void sourcesArePrecedenceOrdered() {
         ConfigKey<String> k = ConfigKey.string("prec.key", "default", "doc");
