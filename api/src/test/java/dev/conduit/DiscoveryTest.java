@@ -283,6 +283,27 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * A plugin's exception whose causes form a loop (a cause chain that comes back to itself, which
+     * Throwable allows and printStackTrace guards against) made the description of the failure
+     * loop, appending the same causes until the heap ran out, so one broken plugin broke the build.
+     */
+    @Test
+    void aFailureWhoseCausesLoopIsDescribedOnceAroundTheLoop() {
+        RuntimeException outer = new IllegalStateException("device query failed");
+        RuntimeException inner = new IllegalArgumentException("native part missing", outer);
+        outer.initCause(inner);
+        TestPlugin looping = TestPlugin.named("looping").probe(c -> {
+            throw outer;
+        });
+        try (Conduit conduit = isolated().addPlugin(looping).addPlugin(TestPlugin.named("good")).build()) {
+            PluginInfo i = info(conduit, "looping");
+            assertThat(i.status()).isEqualTo(Status.UNAVAILABLE);
+            assertThat(i.reason()).contains("device query failed").contains("native part missing").hasSizeLessThan(500);
+            assertThat(info(conduit, "good").status()).isEqualTo(Status.SELECTED);
+        }
+    }
+
     @Test
     void configKeysNotPrefixedByThePluginNameAreRefused() {
         TestPlugin sloppy = TestPlugin.named("sloppy").configKeys(

@@ -3,7 +3,9 @@ package dev.conduit.internal.discovery;
 import dev.conduit.spi.ConduitPlugin;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.ServiceConfigurationError;
@@ -66,9 +68,15 @@ final class ServiceDiscovery {
         }
     }
 
+    /**
+     * A plugin's failure with its causes, each once: a cause chain may loop back on itself (Throwable
+     * allows it), and a plugin's bad exception must not hang the discovery of the others.
+     */
     static String describe(Throwable e) {
         StringBuilder b = new StringBuilder(String.valueOf(e.getMessage() != null ? e.getMessage() : e.getClass().getName()));
-        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+        Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        seen.add(e);
+        for (Throwable c = e.getCause(); c != null && seen.add(c); c = c.getCause()) {
             b.append("; caused by ").append(c.getClass().getSimpleName()).append(": ").append(c.getMessage());
         }
         return b.toString();
