@@ -19,6 +19,7 @@ import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import java.util.zip.ZipFile;
 
 /**
  * Loads plugins from a plugin directory ({@code plugin.path}), like Kafka Connect's plugin path:
@@ -147,6 +148,18 @@ final class PluginDirectory {
                 ServiceDiscovery.collect(ServiceLoader.load(layer, ConduitPlugin.class), new HashSet<>(), found, where,
                         type -> type.getModule().getLayer() == layer);
             } else {
+                // A URLClassLoader skips a jar it cannot read without a word: the plugin would look like one without
+                // META-INF/services, and its user would be sent to add a declaration it may well have.
+                for (Path jar : jars) {
+                    try (ZipFile readable = new ZipFile(jar.toFile())) {
+                        readable.size();
+                    } catch (IOException e) {
+                        found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
+                                "cannot read " + jar + ": " + ServiceDiscovery.describe(e) + ". The jar is damaged (truncated or "
+                                        + "altered in a copy, say): put an intact copy in its place"));
+                        return found;
+                    }
+                }
                 URL[] urls = new URL[jars.size()];
                 for (int i = 0; i < urls.length; i++) urls[i] = jars.get(i).toUri().toURL();
                 URLClassLoader loader = new URLClassLoader("conduit-plugin-" + entry.getFileName(), urls, parentLoader);

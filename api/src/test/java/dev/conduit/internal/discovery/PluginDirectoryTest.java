@@ -123,6 +123,24 @@ class PluginDirectoryTest {
         assertThat(resolvedIn(plugin)).as("modules resolved in the plugin's layer").contains(LINUX, "bundleslinux");
     }
 
+    /**
+     * A damaged jar (truncated in a copy) is named as damaged wherever the runtime runs. On the class
+     * path the plugin's class loader skipped the unreadable jar in silence, and it was reported as
+     * a jar without META-INF/services, with the remedy of adding a declaration it may well have.
+     */
+    @Test
+    void aDamagedJarIsReportedAsDamagedAlsoOnTheClassPath() throws IOException {
+        Path dir = tmp.resolve("damaged");
+        Files.createDirectories(dir);
+        Files.write(dir.resolve("plugin.jar"), new byte[] {'P', 'K', 3, 4, 1, 2, 3});
+        for (List<Candidate> found : List.of(PluginDirectory.load(dir, null), PluginDirectory.load(dir, runtimeLayer()))) {
+            assertThat(found).singleElement().satisfies(c -> {
+                assertThat(c.plugin()).isNull();
+                assertThat(c.error()).contains("plugin.jar").contains("zip END header not found").doesNotContain("META-INF/services");
+            });
+        }
+    }
+
     /** The {@code dev.conduit.linux.Copy} class as the plugin's code resolves it. */
     private static Class<?> seenBy(ConduitPlugin plugin) {
         return loadCopy(plugin.getClass().getClassLoader());
