@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import static java.lang.System.Logger.Level.DEBUG;
 import static java.lang.System.Logger.Level.WARNING;
@@ -53,7 +54,9 @@ import static java.lang.System.Logger.Level.WARNING;
  * process maps it, and an importer's IPC cache keeps unused imports mapped (up to its
  * {@code ipc.cache.bytes}), so the refusal says so ({@link #FREED_BUT_MAPPED}).
  *
- * <p>Thread-safe: state changes are guarded by one lock, system calls run outside it.
+ * <p>Thread-safe: state changes are guarded by one lock, system calls run outside it. Allocations
+ * and frees run beside each other; {@link #close()} waits for those under way, as it closes the
+ * directory's descriptor they create and remove files through.
  */
 final class PosixMemoryProvider implements MemoryProvider {
 
@@ -78,6 +81,14 @@ final class PosixMemoryProvider implements MemoryProvider {
     /** {@code conduit-posix-<owner>-}: the start of this provider's file names, which tells its chunks from others'. */
     private final String ownFilePrefix;
 
+    /**
+     * Held for reading by {@link #allocate} and {@link #free} while they use the directory's
+     * descriptor, for writing by {@link #close()}, which closes it. Without it a close beside an
+     * allocation or a free closed the descriptor under it: that failed with "fd N is closed" and
+     * left its chunk file in the directory, without a lease (and had the number been reused
+     * meanwhile, the call would have created or removed a file in whatever directory had it).
+     */
+    private final ReentrantReadWriteLock directoryInUse = new ReentrantReadWriteLock();
     private final Object lock = new Object();
     /** Chunks allocated and not freed yet. Guarded by {@link #lock}. */
     private final Set<PosixChunk> live = new HashSet<>();
@@ -163,31 +174,32 @@ final class PosixMemoryProvider implements MemoryProvider {
         if (size <= 0 || size % pageSize != 0) {
             throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the page size " + pageSize);
         }
-        ensureOpen();
-        checkFreeSpace(size);
-        String name = lease.newFileName(CHUNK_SUFFIX);
-        Path path = directory.path().resolve(name);
-        FileDescriptor fd = create(name, path);
-        FileMapping mapping = null;
+        directoryInUse.readLock().lock();
         try {
-            try (fd) {
-                size(fd, size, path);
-                mapping = FileMapping.map(libc, fd, size, true, path, directoryKeys);
+            ensureOpen(); // and open until this returns: close waits
+            checkFreeSpace(size);
+            String name = lease.newFileName(CHUNK_SUFFIX);
+            Path path = directory.path().resolve(name);
+            FileDescriptor fd = create(name, path);
+            FileMapping mapping = null;
+            try {
+                try (fd) {
+                    size(fd, size, path);
+                    mapping = FileMapping.map(libc, fd, size, true, path, directoryKeys);
+                }
+            } catch (RuntimeException | Error e) {
+                if (mapping != null) Cleanup.run(e, mapping::close);
+                Cleanup.run(e, () -> directory.unlink(name));
+                throw e;
             }
-        } catch (RuntimeException | Error e) {
-            if (mapping != null) Cleanup.run(e, mapping::close);
-            Cleanup.run(e, () -> directory.unlink(name));
-            throw e;
-        }
-        PosixChunk chunk = new PosixChunk(name, mapping);
-        synchronized (lock) {
-            if (!closed) {
+            PosixChunk chunk = new PosixChunk(name, mapping);
+            synchronized (lock) {
                 live.add(chunk);
-                return chunk;
             }
+            return chunk;
+        } finally {
+            directoryInUse.readLock().unlock();
         }
-        release(chunk);
-        throw closedException();
     }
 
     private void checkFreeSpace(long size) {
@@ -252,13 +264,18 @@ final class PosixMemoryProvider implements MemoryProvider {
     @Override
     public void free(Chunk chunk) {
         PosixChunk posix = own(chunk);
-        synchronized (lock) {
-            if (!live.remove(posix)) {
-                if (closed) return;
-                throw new IllegalStateException(posix + " was freed already");
+        directoryInUse.readLock().lock();
+        try {
+            synchronized (lock) {
+                if (!live.remove(posix)) {
+                    if (closed) return;
+                    throw new IllegalStateException(posix + " was freed already");
+                }
             }
+            release(posix);
+        } finally {
+            directoryInUse.readLock().unlock();
         }
-        release(posix);
     }
 
     private PosixChunk own(Chunk chunk) {
@@ -279,26 +296,31 @@ final class PosixMemoryProvider implements MemoryProvider {
     }
 
     /**
-     * Frees every chunk still allocated, then gives up the owner lease and the directory. Idempotent.
-     * If some chunk cannot be released, the others and the lease still are, and the first failure
-     * is thrown with the rest suppressed.
+     * Waits for the allocations and frees under way, frees every chunk still allocated, then gives
+     * up the owner lease and the directory. Idempotent. If some chunk cannot be released, the
+     * others and the lease still are, and the first failure is thrown with the rest suppressed.
      */
     @Override
     public void close() {
-        List<PosixChunk> chunks;
-        synchronized (lock) {
-            if (closed) return;
-            closed = true;
-            chunks = new ArrayList<>(live);
-            live.clear();
+        directoryInUse.writeLock().lock();
+        try {
+            List<PosixChunk> chunks;
+            synchronized (lock) {
+                if (closed) return;
+                closed = true;
+                chunks = new ArrayList<>(live);
+                live.clear();
+            }
+            RuntimeException failure = null;
+            for (PosixChunk chunk : chunks) {
+                failure = Cleanup.collect(failure, () -> release(chunk));
+            }
+            failure = Cleanup.collect(failure, lease::close);
+            failure = Cleanup.collect(failure, directory::close);
+            if (failure != null) throw failure;
+        } finally {
+            directoryInUse.writeLock().unlock();
         }
-        RuntimeException failure = null;
-        for (PosixChunk chunk : chunks) {
-            failure = Cleanup.collect(failure, () -> release(chunk));
-        }
-        failure = Cleanup.collect(failure, lease::close);
-        failure = Cleanup.collect(failure, directory::close);
-        if (failure != null) throw failure;
     }
 
     private void ensureOpen() {

@@ -46,6 +46,13 @@ final class FailingLibc {
         return beforeEach(call, args -> released.await());
     }
 
+    /** Like {@link #waitingIn}, but only the calls whose arguments {@code which} accepts wait. */
+    static Libc waitingIn(String call, java.util.function.Predicate<Object[]> which, CountDownLatch released) {
+        return beforeEach(call, args -> {
+            if (which.test(args)) released.await();
+        });
+    }
+
     /** The real one, but {@code fstat} says that every file belongs to {@code uid} while {@code when} says so. */
     static Libc ownedBy(int uid, BooleanSupplier when) {
         Libc real = Linux.libc();

@@ -6,6 +6,7 @@ import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.MemorySegment;
@@ -14,9 +15,12 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -219,6 +223,73 @@ class PosixMemoryProviderTest {
             }
             for (Future<?> result : results) result.get();
             assertThat(chunkFiles()).isEmpty();
+        }
+    }
+
+    /**
+     * A close beside an allocation that had created its file closed the directory's descriptor
+     * under it: the allocation failed with "fd N (...) is closed" and left its file in the
+     * directory, whose lease was gone (and with the number reused meanwhile, its next call would
+     * have reached whatever file had it). The close now waits for the allocation and frees its chunk.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aCloseBesideAnAllocationWaitsForItAndLeavesNoFile() throws Exception {
+        CountDownLatch released = new CountDownLatch(1);
+        MemoryProvider provider = PosixMemoryProvider.open(TestContext.of(shared), FailingLibc.waitingIn("ftruncate", released));
+        FutureTask<Chunk> allocation = startAndLetItWait(() -> provider.allocate(provider.pageSize()));
+        assertThat(chunkFiles()).as("created, not sized yet").hasSize(1);
+
+        closeWhileItWaits(provider, released);
+
+        assertThat(ProcessResources.files(shared)).isEmpty();
+        assertThat(ProcessResources.mappingsOf(shared)).isZero();
+        Chunk chunk = allocation.get();
+        assertThatThrownBy(() -> chunk.segment().get(JAVA_LONG, 0)).as("freed by the close").isInstanceOf(IllegalStateException.class);
+    }
+
+    /** The same for a free that had not removed its file yet: it failed, and the file stayed. */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aCloseBesideAFreeWaitsForItAndLeavesNoFile() throws Exception {
+        CountDownLatch released = new CountDownLatch(1);
+        MemoryProvider provider = PosixMemoryProvider.open(TestContext.of(shared),
+                FailingLibc.waitingIn("unlinkat", args -> ((String) args[1]).endsWith(PosixMemoryProvider.CHUNK_SUFFIX), released));
+        Chunk chunk = provider.allocate(provider.pageSize());
+        FutureTask<Void> free = startAndLetItWait(() -> {
+            provider.free(chunk);
+            return null;
+        });
+
+        closeWhileItWaits(provider, released);
+
+        assertThat(ProcessResources.files(shared)).isEmpty();
+        assertThat(ProcessResources.mappingsOf(shared)).isZero();
+        assertThatCode(free::get).doesNotThrowAnyException();
+    }
+
+    /** Runs {@code operation} on a thread of its own, and returns once that thread waits (where the test's libc holds it) or ended. */
+    private static <T> FutureTask<T> startAndLetItWait(Callable<T> operation) throws InterruptedException {
+        FutureTask<T> task = new FutureTask<>(operation);
+        awaitWaitingOrEnded(Thread.ofPlatform().name("operation").start(task));
+        return task;
+    }
+
+    /**
+     * Closes {@code provider} on another thread while an operation waits in the test's libc, and
+     * lets the operation go on once the close has ended (it did not wait for the operation) or
+     * waits itself (for the operation to end).
+     */
+    private static void closeWhileItWaits(MemoryProvider provider, CountDownLatch released) throws InterruptedException {
+        Thread closer = Thread.ofPlatform().name("closer").start(provider::close);
+        awaitWaitingOrEnded(closer);
+        released.countDown();
+        closer.join();
+    }
+
+    private static void awaitWaitingOrEnded(Thread thread) throws InterruptedException {
+        while (thread.isAlive() && thread.getState() != Thread.State.WAITING) {
+            Thread.sleep(1);
         }
     }
 
