@@ -92,6 +92,11 @@ final class FileMapping implements ChunkMapping {
         closed = true;
     }
 
+    /** Whether {@link #close()} has unmapped it. */
+    synchronized boolean isClosed() {
+        return closed;
+    }
+
     @Override
     public String toString() {
         return "mapping of " + path + " (" + segment.byteSize() + " bytes)";

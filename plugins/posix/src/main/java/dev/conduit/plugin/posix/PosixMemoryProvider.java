@@ -258,7 +258,10 @@ final class PosixMemoryProvider implements MemoryProvider {
      * mapped it keep their mapping, and the memory, until they unmap. After {@link #close()}, which
      * freed every chunk, this does nothing.
      *
-     * @throws IllegalStateException    if the chunk was freed already
+     * @throws IllegalStateException    if the chunk was freed already; or if another thread still
+     *                                  uses its memory (a native call on it): its file is removed
+     *                                  then, so its export is revoked, but the chunk stays allocated
+     *                                  until a later free, or the close, unmaps it
      * @throws IllegalArgumentException if the chunk is not this provider's
      */
     @Override
@@ -272,7 +275,17 @@ final class PosixMemoryProvider implements MemoryProvider {
                     throw new IllegalStateException(posix + " was freed already");
                 }
             }
-            release(posix);
+            try {
+                release(posix);
+            } catch (RuntimeException | Error e) {
+                // Still mapped: forgotten now, it would stay mapped for the life of the process.
+                if (!posix.mapping().isClosed()) {
+                    synchronized (lock) {
+                        live.add(posix);
+                    }
+                }
+                throw e;
+            }
         } finally {
             directoryInUse.readLock().unlock();
         }

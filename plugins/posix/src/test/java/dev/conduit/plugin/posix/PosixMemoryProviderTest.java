@@ -1,5 +1,9 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.SocketFlags;
+import dev.conduit.linux.SocketPair;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
@@ -9,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -224,6 +229,58 @@ class PosixMemoryProviderTest {
             for (Future<?> result : results) result.get();
             assertThat(chunkFiles()).isEmpty();
         }
+    }
+
+    /**
+     * A chunk another thread is inside a native call on cannot be unmapped. free removed its file,
+     * then, the unmap refused, forgot the chunk all the same: a second free said "freed already"
+     * and the close did not unmap it, so the mapping, and the file's pages, stayed for the life of
+     * the process. The chunk now stays allocated (its file gone: its export is revoked) until a
+     * free, or the close, that comes once the call has returned unmaps it.
+     */
+    @Test
+    void aFreeThatCannotUnmapTheChunkKeepsItForALaterFreeToUnmap() throws Exception {
+        Libc libc = Linux.libc();
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+             SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
+             Arena arena = Arena.ofConfined()) {
+            Chunk busy = provider.allocate(provider.pageSize());
+            byte[] export = provider.export(busy);
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
+            ProcessResources.awaitBlockedInRead(pair.first());
+
+            assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class);
+            assertThat(chunkFiles()).as("the export is revoked").isEmpty();
+            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.of(shared)).map(new PayloadReader(export), provider.pageSize()))
+                    .hasMessageStartingWith("export gone: ");
+            assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1);
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+            provider.free(busy);
+            assertThat(ProcessResources.mappingsOf(shared)).isZero();
+            assertThatThrownBy(() -> busy.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class).hasMessageContaining("freed already");
+        }
+        assertThat(ProcessResources.files(shared)).isEmpty();
+    }
+
+    /** The same chunk, still in use when the provider closed: the close that comes after the call unmaps it. */
+    @Test
+    void aChunkThatAFreeCouldNotUnmapIsUnmappedByTheClose() throws Exception {
+        Libc libc = Linux.libc();
+        MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Chunk busy = provider.allocate(provider.pageSize());
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
+            ProcessResources.awaitBlockedInRead(pair.first());
+            assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class);
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+        }
+        provider.close();
+        assertThat(ProcessResources.mappingsOf(shared)).isZero();
+        assertThat(ProcessResources.files(shared)).isEmpty();
     }
 
     /**
