@@ -57,6 +57,12 @@ final class MemfdProvider implements MemoryProvider {
     private final long serverTimeoutNanos;
     private final System.Logger logger;
     private final Set<MemfdChunk> chunks = new HashSet<>();
+    /**
+     * Chunks a close could not unmap (another thread was inside a native call on them), their
+     * tokens revoked and memfds closed: a later close unmaps them, as the runtime's pool tries a
+     * refused close again.
+     */
+    private final List<MemfdChunk> unmapLater = new ArrayList<>();
     private FdServer server;
     private boolean closed;
 
@@ -213,26 +219,42 @@ final class MemfdProvider implements MemoryProvider {
     /**
      * Stops the fd server and removes its socket, frees every chunk, then releases the lease.
      * Every step runs even if an earlier one fails; the first failure is thrown with the others
-     * suppressed. Idempotent.
+     * suppressed. A chunk that could not be unmapped (another thread inside a native call on it)
+     * is unmapped by the next close. Idempotent.
      */
     @Override
     public synchronized void close() {
+        List<RuntimeException> failures = new ArrayList<>();
         if (closed) {
+            if (unmapLater.isEmpty()) {
+                return;
+            }
+            for (MemfdChunk chunk : unmapLater) {
+                run(chunk.arena()::close, failures);
+            }
+            unmapLater.removeIf(chunk -> !chunk.arena().scope().isAlive());
+            throwFirst(failures);
             return;
         }
         closed = true;
-        List<RuntimeException> failures = new ArrayList<>();
         if (server != null) {
             run(server::close, failures);
         }
         for (MemfdChunk chunk : chunks) {
             run(() -> release(chunk), failures);
-            // If the mapping could not be closed, the descriptor still must be: nobody can free this chunk later.
+            // If the mapping could not be closed, the descriptor still must be: the lease goes, and no token reaches it.
             run(chunk.memfd()::close, failures);
+            if (chunk.arena().scope().isAlive()) {
+                unmapLater.add(chunk);
+            }
         }
         chunks.clear();
         run(lease::close, failures);
         run(directory::close, failures);
+        throwFirst(failures);
+    }
+
+    private static void throwFirst(List<RuntimeException> failures) {
         if (!failures.isEmpty()) {
             RuntimeException first = failures.getFirst();
             failures.subList(1, failures.size()).forEach(first::addSuppressed);

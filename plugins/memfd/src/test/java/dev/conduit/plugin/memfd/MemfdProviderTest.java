@@ -6,6 +6,7 @@ import dev.conduit.linux.Linux;
 import dev.conduit.linux.LockFlags;
 import dev.conduit.linux.Seals;
 import dev.conduit.linux.SocketFlags;
+import dev.conduit.linux.SocketPair;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
@@ -15,6 +16,7 @@ import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -110,6 +112,38 @@ class MemfdProviderTest {
             assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a live chunk");
             assertThatThrownBy(() -> provider.export(chunk)).isInstanceOf(IllegalArgumentException.class);
         }
+    }
+
+    /**
+     * A chunk another thread is inside a native call on cannot be unmapped. close() then closed its
+     * memfd, forgot it and marked itself closed, so that the close the runtime's pool tries again
+     * did nothing and the mapping stayed for the life of the process. It is now unmapped by the
+     * close that comes once the call returned; the rest was released by the first.
+     */
+    @Test
+    void aCloseThatCannotUnmapABusyChunkUnmapsItWhenTriedAgain() throws Exception {
+        MemfdProvider provider = (MemfdProvider) plugin.openMemoryProvider(TestContext.of(shared));
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Chunk busy = provider.allocate(SIZE);
+            Chunk idle = provider.allocate(SIZE);
+            byte[] export = provider.export(busy);
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
+            Leaks.awaitBlockedInRead(pair.first());
+
+            assertThatThrownBy(provider::close).isInstanceOf(IllegalStateException.class);
+            assertThat(Leaks.memfdMappings()).as("the busy chunk's").isEqualTo(1);
+            assertThat(Leaks.memfdDescriptors()).isZero();
+            assertThat(Leaks.files(shared)).isEmpty();
+            assertThatThrownBy(() -> idle.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> new MemfdPlugin().ipcImporter(TestContext.of(shared)).map(new PayloadReader(export), SIZE))
+                    .hasMessageStartingWith("producer gone");
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+        }
+        provider.close();
+        assertThat(Leaks.memfdMappings()).isZero();
+        provider.close(); // idempotent
     }
 
     @Test

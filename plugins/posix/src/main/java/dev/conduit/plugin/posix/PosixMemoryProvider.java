@@ -92,6 +92,12 @@ final class PosixMemoryProvider implements MemoryProvider {
     private final Object lock = new Object();
     /** Chunks allocated and not freed yet. Guarded by {@link #lock}. */
     private final Set<PosixChunk> live = new HashSet<>();
+    /**
+     * Chunks a close could not unmap (another thread was inside a native call on them), their files
+     * removed: a later close unmaps them, as the runtime's pool tries a refused close again.
+     * Guarded by {@link #lock}.
+     */
+    private final List<PosixChunk> unmapLater = new ArrayList<>();
     /** Guarded by {@link #lock}. */
     private boolean closed;
 
@@ -311,25 +317,41 @@ final class PosixMemoryProvider implements MemoryProvider {
     /**
      * Waits for the allocations and frees under way, frees every chunk still allocated, then gives
      * up the owner lease and the directory. Idempotent. If some chunk cannot be released, the
-     * others and the lease still are, and the first failure is thrown with the rest suppressed.
+     * others and the lease still are, and the first failure is thrown with the rest suppressed; a
+     * chunk that could not be unmapped (another thread inside a native call on it; its file is
+     * removed) is unmapped by the next close.
      */
     @Override
     public void close() {
         directoryInUse.writeLock().lock();
         try {
+            boolean first;
             List<PosixChunk> chunks;
+            List<PosixChunk> stillMapped;
             synchronized (lock) {
-                if (closed) return;
+                first = !closed;
                 closed = true;
                 chunks = new ArrayList<>(live);
                 live.clear();
+                stillMapped = new ArrayList<>(unmapLater);
+                unmapLater.clear();
             }
+            if (!first && stillMapped.isEmpty()) return;
             RuntimeException failure = null;
             for (PosixChunk chunk : chunks) {
                 failure = Cleanup.collect(failure, () -> release(chunk));
             }
-            failure = Cleanup.collect(failure, lease::close);
-            failure = Cleanup.collect(failure, directory::close);
+            for (PosixChunk chunk : stillMapped) {
+                failure = Cleanup.collect(failure, chunk.mapping()::close);
+            }
+            if (first) {
+                failure = Cleanup.collect(failure, lease::close);
+                failure = Cleanup.collect(failure, directory::close);
+            }
+            synchronized (lock) {
+                for (PosixChunk chunk : chunks) if (!chunk.mapping().isClosed()) unmapLater.add(chunk);
+                for (PosixChunk chunk : stillMapped) if (!chunk.mapping().isClosed()) unmapLater.add(chunk);
+            }
             if (failure != null) throw failure;
         } finally {
             directoryInUse.writeLock().unlock();

@@ -284,6 +284,36 @@ class PosixMemoryProviderTest {
     }
 
     /**
+     * A chunk still in use when the provider closes: close() removed its file and, the unmap
+     * refused, forgot it and marked itself closed, so that the close the runtime's pool tries
+     * again did nothing and the mapping stayed. It is now unmapped by the close that comes once
+     * the call returned; everything else was released by the first.
+     */
+    @Test
+    void aCloseThatCannotUnmapABusyChunkUnmapsItWhenTriedAgain() throws Exception {
+        Libc libc = Linux.libc();
+        MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Chunk busy = provider.allocate(provider.pageSize());
+            Chunk idle = provider.allocate(provider.pageSize());
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
+            ProcessResources.awaitBlockedInRead(pair.first());
+
+            assertThatThrownBy(provider::close).isInstanceOf(IllegalStateException.class);
+            assertThat(ProcessResources.files(shared)).isEmpty();
+            assertThat(ProcessResources.mappingsOf(shared)).as("the busy chunk's").isEqualTo(1);
+            assertThatThrownBy(() -> idle.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatCode(() -> provider.free(busy)).as("left to the close").doesNotThrowAnyException();
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+        }
+        provider.close();
+        assertThat(ProcessResources.mappingsOf(shared)).isZero();
+        assertThatCode(provider::close).doesNotThrowAnyException();
+    }
+
+    /**
      * A close beside an allocation that had created its file closed the directory's descriptor
      * under it: the allocation failed with "fd N (...) is closed" and left its file in the
      * directory, whose lease was gone (and with the number reused meanwhile, its next call would
