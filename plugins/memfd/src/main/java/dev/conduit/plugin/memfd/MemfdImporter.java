@@ -171,7 +171,8 @@ final class MemfdImporter implements IpcImporter {
                 case Errno.EXDEV -> reader.invalid("socket", path + " leaves the shared directory; refused (" + e.getMessage() + ")");
                 case Errno.EACCES -> new ConduitException("cannot reach the producer's socket " + path + ": " + e.getMessage()
                         + "; the shared directory " + sharedDirectory + " must be searchable by this user", e);
-                default -> new ConduitException("cannot check the producer's socket " + path + ": " + e.getMessage(), e);
+                default -> new ConduitException("cannot check the producer's socket " + path + ": " + e.getMessage() + "; "
+                        + SharedDirectory.remedy(e, "see the cause"), e);
             };
         }
     }

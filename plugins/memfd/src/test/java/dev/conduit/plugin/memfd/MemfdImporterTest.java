@@ -108,6 +108,32 @@ class MemfdImporterTest {
     }
 
     /**
+     * An importer with one descriptor left opens the shared directory and then fails to open the
+     * socket file (O_PATH) with EMFILE: that was "cannot check the producer's socket ...: EMFILE",
+     * without the limit to raise that every other shortage names.
+     */
+    @Test
+    void aSocketFileThatCannotBeOpenedForWantOfDescriptorsSaysToRaiseTheLimit() {
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        Libc outOfDescriptors = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("openBeneath") && ((int) args[2] & OpenFlags.O_PATH) != 0) {
+                        throw new ErrnoException("openat2", Errno.EMFILE, String.valueOf(args[1]), "injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        assertThatThrownBy(() -> map(new MemfdImporter(outOfDescriptors, shared, 2_000_000_000L), payload, SIZE))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining(shared.toString())
+                .hasMessageContaining("EMFILE")
+                .hasMessageContaining("raise its open-file limit (ulimit -n");
+    }
+
+    /**
      * The real libc, except that passed descriptors are dropped as the kernel drops those it
      * cannot install; and, if asked, the importer's probe open (of /dev/null) fails with EMFILE.
      */
