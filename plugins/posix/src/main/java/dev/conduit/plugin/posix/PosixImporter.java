@@ -129,15 +129,35 @@ final class PosixImporter implements IpcImporter {
                     + config.directory());
             case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
                     + permissionRemedy(directory, name), e);
+            // A Unix socket (or a device without its driver) does not open at all, so fstat never sees it: tell what it is.
+            case "ENXIO" -> notRegularFile(directory, name, path, payload)
+                    .orElseGet(() -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
+                            + SharedDirectory.remedy(e, "check the directory set by " + config.directoryKeys()), e));
             default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
                     + SharedDirectory.remedy(e, "check the directory set by " + config.directoryKeys()), e);
         };
     }
 
+    /** The refusal of what has {@code name}, looked at without opening it for I/O, if it is not a regular file. */
+    private static java.util.Optional<RuntimeException> notRegularFile(SharedDirectory directory, String name, Path path,
+                                                                        PayloadReader payload) {
+        FileStatus status;
+        try {
+            status = directory.status(name);
+        } catch (ErrnoException unknown) {
+            return java.util.Optional.empty();
+        }
+        return status.isRegularFile() ? java.util.Optional.empty() : java.util.Optional.of(notRegularFile(status, path, payload));
+    }
+
+    private static InvalidHandleException notRegularFile(FileStatus status, Path path, PayloadReader payload) {
+        return payload.invalid("path", path + " is not a regular file (" + typeName(status) + "); refused: chunk files are "
+                + "regular files");
+    }
+
     private void check(FileStatus status, Path path, long chunkLength, PayloadReader payload) {
         if (!status.isRegularFile()) {
-            throw payload.invalid("path", path + " is not a regular file (" + typeName(status) + "); refused: chunk files are "
-                    + "regular files");
+            throw notRegularFile(status, path, payload);
         }
         int self = libc.getuid();
         if (status.uid() != self) {

@@ -187,6 +187,23 @@ class PosixImporterTest {
         assertThat(ProcessResources.openDescriptors()).as("the FIFO opened for fstat is closed").isEqualTo(descriptors);
     }
 
+    /**
+     * A Unix socket under a chunk's name does not open at all (ENXIO), so fstat never saw it: the
+     * import failed with "cannot open ...: ENXIO (No such device or address); check the directory
+     * set by shared.dir", a ConduitException that blamed the configuration, where every other file
+     * type is refused as the handle's payload.path, naming what it is.
+     */
+    @Test
+    void refusesASocketUnderAChunksName() {
+        Libc libc = Linux.libc();
+        try (dev.conduit.linux.FileDescriptor socket = libc.socket(dev.conduit.linux.SocketFlags.SOCK_STREAM)) {
+            libc.bind(socket, shared.resolve("conduit-posix-socket.chunk").toString());
+            assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-socket.chunk")), page))
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
+                    .hasMessageContaining("not a regular file (a socket)");
+        }
+    }
+
     @Test
     void aFreedExportIsGoneWithAClearMessage() {
         Chunk chunk = provider.allocate(page);
