@@ -10,6 +10,7 @@ import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.tck.BlockedCalls;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -204,7 +205,7 @@ class DevdaxProviderTest {
         byte[] busyExport = provider.export(busy);
         try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
             Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            Fixtures.awaitBlockedInRead(pair.first());
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
 
             assertThatThrownBy(provider::close)
                     .isInstanceOf(ConduitException.class)

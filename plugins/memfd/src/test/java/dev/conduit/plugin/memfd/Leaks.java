@@ -84,32 +84,6 @@ final class Leaks {
                 .filter(name -> name.startsWith("conduit-memfd-server-")).toList();
     }
 
-    /**
-     * Returns once a thread of this process is blocked in {@code read(fd, ...)}: inside a native
-     * call on the segment it reads into, which its arena then refuses to close. At most 30 s.
-     */
-    static void awaitBlockedInRead(dev.conduit.linux.FileDescriptor fd) throws InterruptedException {
-        // /proc/<tid>/syscall: the syscall's number, then its arguments; read(2) is 0 on x86-64 and 63 on aarch64.
-        int read = System.getProperty("os.arch").equals("aarch64") ? 63 : 0;
-        String prefix = read + " 0x" + Integer.toHexString(fd.fd()) + " ";
-        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
-        while (System.nanoTime() < deadline) {
-            try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
-                if (tasks.anyMatch(task -> {
-                    try {
-                        return Files.readString(task.resolve("syscall")).startsWith(prefix);
-                    } catch (IOException e) {
-                        return false; // the thread ended meanwhile
-                    }
-                })) return;
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            Thread.sleep(5);
-        }
-        throw new AssertionError("no thread of this process blocked in read(" + fd + ") within 30 s");
-    }
-
     /** The names in {@code directory}. */
     static List<String> files(Path directory) {
         try (Stream<Path> files = Files.list(directory)) {

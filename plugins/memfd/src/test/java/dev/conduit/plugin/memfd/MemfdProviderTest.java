@@ -12,6 +12,7 @@ import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.tck.BlockedCalls;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -128,7 +129,7 @@ class MemfdProviderTest {
             Chunk idle = provider.allocate(SIZE);
             byte[] export = provider.export(busy);
             Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            Leaks.awaitBlockedInRead(pair.first());
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
 
             assertThatThrownBy(provider::close).isInstanceOf(IllegalStateException.class);
             assertThat(Leaks.memfdMappings()).as("the busy chunk's").isEqualTo(1);

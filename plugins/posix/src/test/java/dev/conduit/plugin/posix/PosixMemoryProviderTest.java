@@ -8,6 +8,7 @@ import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.tck.BlockedCalls;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -247,7 +248,7 @@ class PosixMemoryProviderTest {
             Chunk busy = provider.allocate(provider.pageSize());
             byte[] export = provider.export(busy);
             Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            ProcessResources.awaitBlockedInRead(pair.first());
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
 
             assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class);
             assertThat(chunkFiles()).as("the export is revoked").isEmpty();
@@ -273,7 +274,7 @@ class PosixMemoryProviderTest {
         try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
             Chunk busy = provider.allocate(provider.pageSize());
             Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            ProcessResources.awaitBlockedInRead(pair.first());
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
             assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class);
             libc.write(pair.second(), arena.allocate(1));
             reader.join();
@@ -297,7 +298,7 @@ class PosixMemoryProviderTest {
             Chunk busy = provider.allocate(provider.pageSize());
             Chunk idle = provider.allocate(provider.pageSize());
             Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            ProcessResources.awaitBlockedInRead(pair.first());
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
 
             assertThatThrownBy(provider::close).isInstanceOf(IllegalStateException.class);
             assertThat(ProcessResources.files(shared)).isEmpty();
