@@ -314,17 +314,32 @@ final class ShmEndpoint implements TransportEndpoint {
             chunk = transport.provider().allocate(BounceRing.mappedLength(transport.config().bounceCapacity()));
         } catch (ConduitException e) {
             // The provider names the directory and its space; only this says what the chunk is for and which key sizes it.
-            throw new ConduitException(transport.plugin() + ": cannot create this connection's bounce ring, which a message larger than "
-                    + transport.plugin() + ".inline.max needs (" + transport.plugin() + ".bounce.size, " + transport.config().bounceCapacity()
-                    + " bytes, also the largest payload): " + e.getMessage(), e);
+            throw cannotCreateBounce(e.getMessage(), e);
         }
         try {
             bounce = BounceRing.format(chunk.segment());
+            // Formatting is the first touch of the ring's header page: on a full tmpfs (another process took the space the
+            // provider found free) or a file truncated under it, that faults, and compiled code gets the fault later.
+            transport.libc().deliverPendingFaults();
             bounceChunk = chunk;
-        } catch (RuntimeException e) {
-            transport.provider().free(chunk);
-            throw e;
+        } catch (RuntimeException | InternalError e) {
+            bounce = null;
+            try {
+                transport.provider().free(chunk); // else its file stayed in the shared directory until the worker closed
+            } catch (RuntimeException freeing) {
+                e.addSuppressed(freeing);
+            }
+            if (!(e instanceof InternalError fault)) throw e;
+            // Not the peer's fault nor this send's: the endpoint stays usable (small messages, a later large one), as when
+            // the provider finds no room; thrown on as the InternalError, trySend took it for a send's fault and failed it.
+            throw cannotCreateBounce(MappedMemoryFaults.describe(fault, transport.plugin(), "its new bounce ring"), fault);
         }
+    }
+
+    private ConduitException cannotCreateBounce(String why, Throwable cause) {
+        return new ConduitException(transport.plugin() + ": cannot create this connection's bounce ring, which a message larger than "
+                + transport.plugin() + ".inline.max needs (" + transport.plugin() + ".bounce.size, " + transport.config().bounceCapacity()
+                + " bytes, also the largest payload): " + why, cause);
     }
 
     /**

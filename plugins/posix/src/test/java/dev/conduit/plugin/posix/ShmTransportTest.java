@@ -2612,6 +2612,64 @@ class ShmTransportTest {
     }
 
     /**
+     * A bounce ring whose first page cannot be had when it is formatted (a full tmpfs, where the
+     * provider's look at the free space raced another process; here its file truncated as it is
+     * made) fails that send as the provider's lack of room does, and leaves no file behind. The
+     * fault used to come out of trySend as the send's own, failing the endpoint with a
+     * PeerFailedException that blamed the peer's queue or the message, while the ring's file
+     * stayed in the shared directory until the worker closed.
+     */
+    @Test
+    void aBounceRingThatFaultsAsItIsFormattedFailsTheSendLeavesNoFileAndTheEndpointStillSends() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        TransportContext context = TestContext.of(shared).forTransport(ThreadMode.SERIALIZED, new Received());
+        ShmTransportConfig config = ShmTransportConfig.read(context.config(), "posix");
+        MemoryProvider posix = PosixMemoryProvider.open(context, Linux.libc());
+        long ringLength = dev.conduit.shm.BounceRing.mappedLength(config.bounceCapacity());
+        MemoryProvider truncatingRings = new MemoryProvider() {
+            @Override public long pageSize() { return posix.pageSize(); }
+            @Override public byte[] export(Chunk chunk) { return posix.export(chunk); }
+            @Override public void free(Chunk chunk) { posix.free(chunk); }
+            @Override public void close() { posix.close(); }
+
+            @Override
+            public Chunk allocate(long size) {
+                List<String> before = ProcessResources.files(shared);
+                Chunk chunk = posix.allocate(size);
+                if (size == ringLength) {
+                    for (String name : ProcessResources.files(shared)) {
+                        if (before.contains(name)) continue;
+                        try (var file = new java.io.RandomAccessFile(shared.resolve(name).toFile(), "rw")) {
+                            file.setLength(0);
+                        } catch (java.io.IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }
+                }
+                return chunk;
+            }
+        };
+        Transport sender = new ShmTransport("posix", Linux.libc(), context, config, truncatingRings,
+                new PosixImporter(Linux.libc(), PosixConfig.of(context), false));
+        open.add(sender);
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        List<String> filesBefore = ProcessResources.files(shared);
+
+        assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(16 << 10, 1))).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("posix: cannot create this connection's bounce ring").hasMessageContaining("posix.bounce.size")
+                .hasMessageContaining("its new bounce ring was truncated by another process while mapped here, or lives on a full "
+                        + "file system");
+
+        assertThat(ProcessResources.files(shared)).as("files in the shared directory").containsExactlyInAnyOrderElementsOf(filesBefore);
+        assertThat(failure.get()).as("the endpoint's failure").isNull();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(received.ids).containsExactly(2);
+    }
+
+    /**
      * A peer that closed its worker is reported as closed, not as dead (kill -9 says "died":
      * ContainerTransportTest, ManyPeersTest): an application's failover tells an orderly restart
      * from a crash by it. Both used to say "died".
