@@ -10,6 +10,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
@@ -44,7 +45,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * The contract of a transport ({@link Capability#AM}): connect, ordered exactly-once delivery,
  * every message delivered inside the receiver's {@code progress()} (never from {@code trySend},
  * never from a thread of the plugin's own: a failure names the message, the thread and where it
- * came), backpressure, peer death, close, malformed addresses, wakeup ({@link Capability#WAKEUP});
+ * came), backpressure, zero-copy send where offered, peer death, close, malformed addresses, wakeup
+ * ({@link Capability#WAKEUP});
  * then the same plugin under the runtime: a {@code MULTI} worker used from several threads, peer failure,
  * RMA ({@link Capability#RMA}, {@link Capability#ATOMICS}).
  *
@@ -296,6 +298,119 @@ public abstract class TransportContract extends PluginContract {
             case 1 -> ", sent as ranges of two buffers";
             default -> ", sent as views";
         });
+    }
+
+    /**
+     * Zero-copy send ({@link TransportEndpoint#trySendEncoded}), where the transport offers it: the
+     * encoder is called once, on {@code maxLength} bytes; what it wrote is committed and delivered in
+     * order with the other messages; a claim whose encoder threw, or returned a length outside
+     * {@code 0..maxLength}, is abandoned (the receiver never delivers it) and the exception reaches
+     * the caller. A transport without it throws {@link NotSupportedException} without calling the
+     * encoder, and the test ends as aborted.
+     */
+    @Test
+    public void zeroCopySendCommitsWhatTheEncoderWroteAndAbandonsAFailedClaim() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        long maxLength = Math.min(4096, ep.maxPayloadSize());
+        assumeTrue(maxLength > 1024, "maxPayloadSize() is " + ep.maxPayloadSize()
+                + ": the runtime calls trySendEncoded only for a maxLength above 1 KiB");
+        MemorySegment header = Patterns.segment(Math.min(ep.maxHeaderSize(), 16), -1);
+        CheckedEncoder first = new CheckedEncoder(0, maxLength - 100, maxLength - 100, null);
+        long sent;
+        try {
+            sent = sendEncodedWhenAccepted(ep, first, header, maxLength, receiver, sender);
+        } catch (NotSupportedException e) {
+            assertThat(first.calls).as("encoder calls made by a trySendEncoded that threw NotSupportedException (it must not call the "
+                    + "encoder: the runtime then has it encode into a buffer of its own, a second time)").isZero();
+            assumeTrue(false, "plugin '" + plugin.name() + "' has no zero-copy send (trySendEncoded throws NotSupportedException): "
+                    + "the runtime encodes into a buffer of its own and calls trySend");
+            return;
+        }
+        assertThat(sent).as("what trySendEncoded of message 0 returned (the length its encoder wrote)").isEqualTo(maxLength - 100);
+        RuntimeException failure = new RuntimeException("the TCK's encoder of message 1 fails on purpose");
+        assertThat(catchThrowable(() -> sendEncodedWhenAccepted(ep, new CheckedEncoder(1, 64, 64, failure), header, maxLength, receiver, sender)))
+                .as("what trySendEncoded of message 1 threw, whose encoder threw (the encoder's exception reaches the caller)").isSameAs(failure);
+        assertThat(catchThrowable(() -> sendEncodedWhenAccepted(ep, new CheckedEncoder(2, 64, maxLength + 1, null), header, maxLength,
+                receiver, sender))).as("what trySendEncoded of message 2 threw, whose encoder returned maxLength + 1 = %d (the transport checks "
+                + "the length with PayloadEncoder.checkWritten before it commits, and abandons the claim)", maxLength + 1)
+                .isInstanceOf(RuntimeException.class);
+        assertThat(sendEncodedWhenAccepted(ep, new CheckedEncoder(3, 5, 5, null), header, maxLength, receiver, sender))
+                .as("what trySendEncoded of message 3 returned (the length its encoder wrote)").isEqualTo(5);
+        progressUntilDelivered(inbox, 2, "messages delivered (0 and 3)", receiver, sender);
+        for (int i = 0; i < 100; i++) {
+            Inbox.progress(receiver);
+            Inbox.progress(sender);
+        }
+        assertThat(inbox.messages()).extracting(Inbox.Received::id).as("ids delivered of zero-copy sends 0 to 3, whose encoders of 1 and 2 "
+                + "failed (a claim whose encoder threw or returned a length outside 0..maxLength is abandoned: the receiver never delivers it)")
+                .containsExactly(0, 3);
+        for (int i = 0; i < 2; i++) {
+            Inbox.Received m = inbox.messages().get(i);
+            long length = m.id() == 0 ? maxLength - 100 : 5;
+            assertThat(m.header()).as("header of zero-copy send %d", m.id()).isEqualTo(Patterns.bytes(header.byteSize(), -1));
+            assertThat(m.payload()).as("payload of zero-copy send %d (the %d bytes its encoder wrote and returned)", m.id(), length)
+                    .isEqualTo(Patterns.bytes(length, m.id()));
+        }
+    }
+
+    /**
+     * An encoder of message {@code id} that writes {@code length} bytes patterned from the id and
+     * returns {@code returns}, or throws {@code failure}; it counts its calls and checks that it
+     * is given {@code maxLength} bytes, by either call.
+     */
+    private static final class CheckedEncoder implements PayloadEncoder {
+        final int id;
+        final long length;
+        final long returns;
+        final RuntimeException failure;
+        int calls;
+        long given = -1;
+
+        CheckedEncoder(int id, long length, long returns, RuntimeException failure) {
+            this.id = id;
+            this.length = length;
+            this.returns = returns;
+            this.failure = failure;
+        }
+
+        @Override
+        public long encode(MemorySegment target) {
+            return encode(target, 0, target.byteSize());
+        }
+
+        @Override
+        public long encode(MemorySegment memory, long offset, long maxLength) {
+            calls++;
+            given = maxLength;
+            if (failure != null) throw failure;
+            Patterns.fill(memory.asSlice(offset, length), id);
+            return returns;
+        }
+    }
+
+    /** {@code ep.trySendEncoded} of the encoder's message, retried while it says there is no room; checks how it called the encoder. */
+    private long sendEncodedWhenAccepted(TransportEndpoint ep, CheckedEncoder encoder, MemorySegment header, long maxLength, Transport... transports) {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (true) {
+            long sent;
+            try {
+                sent = Inbox.calling("trySendEncoded()", () -> ep.trySendEncoded(encoder.id, header, maxLength, encoder));
+            } finally {
+                assertThat(encoder.calls).as("encoder calls made by one trySendEncoded() of message %d (once per send)", encoder.id).isLessThanOrEqualTo(1);
+                if (encoder.calls == 1) {
+                    assertThat(encoder.given).as("bytes trySendEncoded() of message %d gave its encoder (maxLength)", encoder.id).isEqualTo(maxLength);
+                }
+            }
+            if (sent >= 0) return sent;
+            assertThat(encoder.calls).as("encoder calls made by a trySendEncoded() of message %d that returned -1 (no room: the encoder must "
+                    + "not have been called, since the runtime then has it encode again)", encoder.id).isZero();
+            for (Transport t : transports) Inbox.progress(t);
+            if (System.nanoTime() > deadline) throw new AssertionError("message " + encoder.id + " not accepted by trySendEncoded within "
+                    + progressGuard() + " while the receiver progressed");
+        }
     }
 
     @Test

@@ -296,6 +296,22 @@ final class BrokenPlugins {
         }
     }
 
+    /** Commits a zero-copy send's claim also when its encoder threw or returned a length outside 0..maxLength: the receiver delivers it. */
+    public static final class CommitsFailedEncodings extends LoopbackPlugin {
+        @Override
+        boolean abandonsFailedEncodings() {
+            return false;
+        }
+    }
+
+    /** Commits what a zero-copy send's encoder says it wrote without checking it against maxLength (PayloadEncoder.checkWritten). */
+    public static final class TrustsEncodedLengths extends LoopbackPlugin {
+        @Override
+        boolean checksEncodedLengths() {
+            return false;
+        }
+    }
+
     /** Hands each message to the receiver's sink from inside trySend, on the sender's thread, instead of queueing it for the receiver's progress(). */
     public static final class DeliversInTrySend extends LoopbackPlugin {
         @Override
@@ -570,6 +586,20 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new DropsMessages();
+        }
+    }
+
+    public static final class CommitsFailedEncodingsSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new CommitsFailedEncodings();
+        }
+    }
+
+    public static final class TrustsEncodedLengthsSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new TrustsEncodedLengths();
         }
     }
 

@@ -6,6 +6,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.PeerFailedException;
@@ -20,6 +21,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -141,6 +143,16 @@ public class LoopbackPlugin implements ConduitPlugin {
 
     /** Whether connect refuses an address with bytes after its last field. */
     boolean refusesTrailingBytes() {
+        return true;
+    }
+
+    /** Whether a zero-copy send whose encoder failed (threw, or returned a length outside 0..maxLength) is abandoned. */
+    boolean abandonsFailedEncodings() {
+        return true;
+    }
+
+    /** Whether a zero-copy send checks the length its encoder returned ({@link PayloadEncoder#checkWritten}) before committing. */
+    boolean checksEncodedLengths() {
         return true;
     }
 
@@ -305,6 +317,32 @@ public class LoopbackPlugin implements ConduitPlugin {
             if (!target.hasRoomFor(m)) return false;
             if (keeps(sequence++)) enqueue(this, m);
             return true;
+        }
+
+        /**
+         * Zero-copy send: claims {@code maxLength} bytes, has the encoder write them with the ranged
+         * call (the claim is this message's alone), and commits what it wrote, as a transport that
+         * claims room in the peer's queue does.
+         */
+        @Override
+        public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+            if (failure != null) throw failure;
+            if (closed) throw new IllegalStateException("loopback endpoint is closed");
+            if (!connects()) return -1;
+            byte[] headerBytes = header.toArray(ValueLayout.JAVA_BYTE);
+            byte[] claim = new byte[Math.toIntExact(maxLength)];
+            if (!target.hasRoomFor(new Message(id, headerBytes, claim))) return -1;
+            long written;
+            try {
+                written = encoder.encode(MemorySegment.ofArray(claim), 0, maxLength);
+                if (checksEncodedLengths()) PayloadEncoder.checkWritten(written, maxLength);
+            } catch (RuntimeException | Error e) {
+                if (!abandonsFailedEncodings() && keeps(sequence++)) enqueue(this, new Message(id, headerBytes, claim));
+                throw e;
+            }
+            Message m = new Message(id, headerBytes, Arrays.copyOf(claim, (int) Math.clamp(written, 0, maxLength)));
+            if (keeps(sequence++)) enqueue(this, m);
+            return written;
         }
 
         @Override
