@@ -18,7 +18,8 @@ import java.nio.channels.SocketChannel;
  * is the runtime's local queue, never an unbounded one here.
  *
  * <p>The peer never writes on this connection, so a read that sees end of stream or an error means
- * the peer's transport or process is gone: the endpoint fails once.
+ * the peer's transport or process is gone: the endpoint fails once. A close leaves the connection
+ * open until the frame in the buffer is written whole, which the transport's progress() does.
  */
 final class TcpEndpoint implements TransportEndpoint {
 
@@ -118,9 +119,35 @@ final class TcpEndpoint implements TransportEndpoint {
         return closed;
     }
 
+    /**
+     * Closes the connection, once the frame trySend last committed is written: a frame the socket
+     * has not taken whole yet is a message the peer must still get (TransportEndpoint.close), so
+     * the transport's progress() finishes it ({@link #finishAfterClose()}) rather than this call
+     * waiting on the peer.
+     */
     @Override
     public void close() {
         if (closed) return;
+        closed = true;
+        if (!out.hasRemaining() || failure != null || broken != null) TcpTransport.closeQuietly(channel);
+    }
+
+    /** For a closed endpoint: writes what is left of its last frame; whether that is done and the connection closed. */
+    boolean finishAfterClose() {
+        if (channel.isOpen() && out.hasRemaining()) {
+            try {
+                channel.write(out);
+                if (out.hasRemaining()) return false;
+            } catch (IOException e) {
+                // The peer is gone: no one is left to deliver the frame to.
+            }
+        }
+        TcpTransport.closeQuietly(channel);
+        return true;
+    }
+
+    /** Closes the connection now, written or not: the transport is closing. */
+    void release() {
         closed = true;
         TcpTransport.closeQuietly(channel);
     }

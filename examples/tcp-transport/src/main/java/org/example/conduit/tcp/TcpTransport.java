@@ -125,7 +125,8 @@ final class TcpTransport implements Transport {
         for (int i = endpoints.size() - 1; i >= 0; i--) {
             TcpEndpoint ep = endpoints.get(i);
             if (ep.isClosed()) {
-                endpoints.remove(i);
+                // A closed endpoint stays until the frame it committed last is written: the peer must still get it.
+                if (ep.finishAfterClose()) endpoints.remove(i);
             } else {
                 events += ep.progress();
             }
@@ -137,7 +138,7 @@ final class TcpTransport implements Transport {
     public void close() {
         if (closed) return;
         closed = true;
-        endpoints.forEach(TcpEndpoint::close);
+        endpoints.forEach(TcpEndpoint::release);
         endpoints.clear();
         inbound.forEach(Inbound::close);
         inbound.clear();
