@@ -5,6 +5,7 @@ import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.RepeatedWarning;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
@@ -18,6 +19,7 @@ import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -34,6 +36,8 @@ final class TcpTransport implements Transport {
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final System.Logger log;
+    /** Anyone who reaches the port can make a connection this drops, as fast as it can connect: at most one warning a minute. */
+    private final RepeatedWarning inboundDropped;
     private final MessageSink sink;
     private final ServerSocketChannel server;
     private final byte[] address;
@@ -45,6 +49,7 @@ final class TcpTransport implements Transport {
 
     private TcpTransport(TransportContext context, ServerSocketChannel server, String host, int maxPayload) throws IOException {
         this.log = context.logger();
+        this.inboundDropped = new RepeatedWarning(log, Duration.ofMinutes(1));
         this.sink = context.messageSink();
         this.server = server;
         this.maxPayload = maxPayload;
@@ -118,7 +123,7 @@ final class TcpTransport implements Transport {
                     events += delivered;
                 }
             } catch (IOException | ConduitException e) {
-                log.log(System.Logger.Level.WARNING, "tcp: dropping an inbound connection: " + e.getMessage());
+                inboundDropped.log(() -> "tcp: dropping an inbound connection: " + e.getMessage());
                 inbound.remove(i).close();
             }
         }
