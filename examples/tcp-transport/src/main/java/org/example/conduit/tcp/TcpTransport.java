@@ -167,13 +167,14 @@ final class TcpTransport implements Transport {
     private final class Inbound {
         private final SocketChannel channel;
         private final ByteBuffer buffer;
+        /** The buffer as the sink gets it: read-only and made once, so the runtime hands it on as it is, with no view per message. */
         private final MemorySegment segment;
         private boolean verified;
 
         Inbound(SocketChannel channel, int capacity) {
             this.channel = channel;
             this.buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
-            this.segment = MemorySegment.ofBuffer(buffer);
+            this.segment = MemorySegment.ofBuffer(buffer).asReadOnly();
         }
 
         /** Reads what arrived and delivers every whole frame; -1 at end of stream. */

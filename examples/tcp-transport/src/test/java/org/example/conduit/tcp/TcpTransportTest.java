@@ -3,11 +3,13 @@ package org.example.conduit.tcp;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportEndpoint;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -18,9 +20,10 @@ import java.util.ResourceBundle;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** What the TCK cannot see: how the transport treats a stranger that connects to its port. */
+/** What the TCK does not check: how the transport treats a stranger that connects to its port, and what it hands its sink. */
 class TcpTransportTest {
 
     /**
@@ -48,6 +51,32 @@ class TcpTransportTest {
             assertEquals(1, warnings.size(), "warnings logged for " + strangers + " connections with a wrong token, made one after "
                     + "another within a minute: " + warnings);
             assertTrue(warnings.getFirst().contains("wrong token"), warnings.getFirst());
+        }
+    }
+
+    /**
+     * The sink gets read-only segments made once (plugin-authoring.md, "Read-only delivery"), so
+     * that the runtime gives the application the transport's own segment, with no view per message.
+     */
+    @Test
+    void messagesAreDeliveredFromOneReadOnlySegment(@TempDir Path shared) {
+        List<MemorySegment> delivered = new CopyOnWriteArrayList<>();
+        TestContext context = TestContext.of(shared);
+        try (Transport receiver = new TcpPlugin().openTransport(context.forTransport(ThreadMode.SERIALIZED,
+                (id, hb, ho, hl, pb, po, pl) -> delivered.add(pb)));
+             Transport sender = new TcpPlugin().openTransport(context.forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
+            for (int i = 0; i < 3; i++) {
+                while (!ep.trySend(i, MemorySegment.NULL, MemorySegment.ofArray(new byte[]{(byte) i}))) sender.progress();
+            }
+            while (delivered.size() < 3) {
+                receiver.progress();
+                sender.progress();
+            }
+            for (MemorySegment segment : delivered) {
+                assertTrue(segment.isReadOnly(), "a payload's segment is read-only: " + segment);
+                assertSame(delivered.getFirst(), segment, "every message of a connection is delivered from the same segment");
+            }
         }
     }
 
