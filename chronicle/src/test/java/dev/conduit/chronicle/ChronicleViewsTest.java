@@ -66,6 +66,32 @@ class ChronicleViewsTest {
         assertThat(ChronicleViews.store(region).readLong(100)).isEqualTo(42L);
     }
 
+    /**
+     * Numbers appended as text ({@code append(int/long/double)}, Chronicle's text and Wire formats)
+     * are written as Chronicle's own stores write them; Chronicle leaves that to the store, whose
+     * default throws {@link UnsupportedOperationException}.
+     */
+    @Test
+    void numbersAppendedAsTextReadAsOnChroniclesOwnStores() {
+        Region region = region(256);
+        Bytes<Void> bytes = ChronicleViews.bytes(region);
+        Bytes<?> expected = Bytes.allocateElasticOnHeap(256);
+        for (Bytes<?> b : java.util.List.of(bytes.clear(), expected)) {
+            b.append(0).append(' ').append(-42).append(' ').append(Long.MAX_VALUE).append(' ').append(Long.MIN_VALUE).append(' ')
+                    .append(1.25).append(' ').append(-0.001).append(' ').append(5.0).append(' ').append(1e-7).append(' ').append(123456.789, 2);
+        }
+        assertThat(bytes.toString()).isEqualTo(expected.toString()).startsWith("0 -42 9223372036854775807 -9223372036854775808 1.25 -0.001");
+        assertThat(new String(region.segment().asSlice(0, bytes.writePosition()).toArray(ValueLayout.JAVA_BYTE),
+                java.nio.charset.StandardCharsets.ISO_8859_1)).as("the text in the region's memory").isEqualTo(expected.toString());
+
+        bytes.writePosition(250);
+        assertThatThrownBy(() -> bytes.append(1234567L)).as("a number past the region's end").isInstanceOf(BufferOverflowException.class);
+        assertThat(bytes.writePosition()).isEqualTo(250);
+        region.close();
+        assertThatThrownBy(() -> ChronicleViews.store(region).appendAndReturnLength(0, false, 5, 0, false))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("used after it was closed");
+    }
+
     @Test
     void everyAccessOutsideTheRegionThrowsAndNothingOutsideIsTouched() {
         conduit = Conduits.posix(shared);

@@ -361,6 +361,41 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
         return at + length;
     }
 
+    /**
+     * Writes a number as text at {@code position}, as Chronicle's own stores do: the digits of
+     * {@code mantissa} with a decimal point {@code exponent} digits from the right ("0." first when
+     * there are none to its left and {@code append0}), a '-' if {@code negative}. Chronicle's
+     * {@code Bytes.append(int/long/double)} leave this to the store (they have made sure the cursor
+     * has room), and the interface's default throws {@link UnsupportedOperationException}. Written
+     * backwards, then turned around, each byte through the checked accessors.
+     *
+     * @return how many bytes it wrote
+     */
+    @Override
+    public long appendAndReturnLength(long position, boolean negative, long mantissa, int exponent, boolean append0) {
+        long end = position;
+        if (exponent <= 0) {
+            if (append0) {
+                writeByte(end++, (byte) '0');
+                writeByte(end++, (byte) '.');
+            }
+            while (exponent++ < 0) writeByte(end++, (byte) '0');
+            exponent = -1;
+        }
+        do {
+            writeByte(end++, (byte) ('0' + mantissa % 10));
+            mantissa /= 10;
+            if (--exponent == 0) writeByte(end++, (byte) '.');
+        } while (mantissa > 0 || exponent >= 0);
+        if (negative) writeByte(end++, (byte) '-');
+        for (long i = position, j = end - 1; i < j; i++, j--) {
+            byte first = readByte(i);
+            writeByte(i, readByte(j));
+            writeByte(j, first);
+        }
+        return end - position;
+    }
+
     @Override
     public String toString() {
         return "SegmentBytesStore[" + what + ", " + size + " bytes" + (open.getAsBoolean() ? "" : ", closed") + "]";

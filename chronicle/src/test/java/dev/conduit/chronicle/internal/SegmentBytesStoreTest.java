@@ -7,6 +7,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.BufferOverflowException;
+import java.nio.charset.StandardCharsets;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -49,6 +50,21 @@ class SegmentBytesStoreTest {
             if (i >= OFFSET && i < OFFSET + LENGTH) continue;
             assertThat(memory.get(ValueLayout.JAVA_BYTE, i)).as("byte %d, outside the range", i).isEqualTo((byte) 0x5A);
         }
+    }
+
+    @Test
+    void aNumberAppendedAsTextIsWrittenInTheRangeOnly() {
+        MemorySegment memory = Arena.ofAuto().allocate(4096);
+        memory.fill((byte) 0x5A);
+        SegmentBytesStore store = new SegmentBytesStore(MemorySegment.NULL, () -> true, "a range", true);
+        store.point(memory, OFFSET, LENGTH);
+        assertThat(store.appendAndReturnLength(LENGTH - 5, true, 125, 2, false)).as("the length of -1.25").isEqualTo(5);
+        assertThat(new String(memory.asSlice(OFFSET + LENGTH - 5, 5).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.ISO_8859_1))
+                .isEqualTo("-1.25");
+        assertThatThrownBy(() -> store.appendAndReturnLength(LENGTH - 4, true, 125, 2, false)).as("-1.25 in the last 4 bytes")
+                .isInstanceOf(IndexOutOfBoundsException.class);
+        assertThat(memory.get(ValueLayout.JAVA_BYTE, OFFSET + LENGTH)).as("the byte after the range").isEqualTo((byte) 0x5A);
+        assertThat(memory.get(ValueLayout.JAVA_BYTE, OFFSET - 1)).as("the byte before the range").isEqualTo((byte) 0x5A);
     }
 
     @Test
