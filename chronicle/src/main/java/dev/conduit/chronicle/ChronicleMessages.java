@@ -69,7 +69,8 @@ public final class ChronicleMessages {
      * @param maxLength the most bytes the marshalled form may take
      * @return the payload's length
      * @throws IllegalStateException when the marshalled form would exceed {@code maxLength}
-     *                               (Chronicle's overflow is its cause); nothing is sent
+     *                               (Chronicle's overflow, or the exception Chronicle wrapped it in,
+     *                               is its cause); nothing is sent
      */
     public long send(Endpoint endpoint, int id, MemorySegment header, WriteBytesMarshallable payload, long maxLength) {
         Objects.requireNonNull(payload, "payload");
@@ -94,11 +95,20 @@ public final class ChronicleMessages {
         sendBytes.clear();
         try {
             marshalling.writeMarshallable(sendBytes);
-        } catch (java.nio.BufferOverflowException e) {
+        } catch (RuntimeException e) {
+            if (!overflowed(e)) throw e;
             throw new IllegalStateException("the marshalled payload does not fit in maxLength " + maxLength
                     + " bytes; nothing was sent. Raise maxLength (at most the transport's payload limit)", e);
         }
         return sendBytes.writePosition();
+    }
+
+    /** Whether {@code e} is Chronicle's overflow, also one it wrapped (a text append past the limit is an IndexOutOfBoundsException of it). */
+    private static boolean overflowed(Throwable e) {
+        for (int depth = 0; e != null && depth < 8; e = e.getCause(), depth++) {
+            if (e instanceof java.nio.BufferOverflowException) return true;
+        }
+        return false;
     }
 
     /**

@@ -147,6 +147,32 @@ class ChronicleMessagesTest {
         assertThat(sequences).containsExactly(3L);
     }
 
+    /**
+     * Chronicle reports some overflows wrapped in another exception (a text append past the limit:
+     * an IndexOutOfBoundsException whose cause is the overflow); they too are a payload that does
+     * not fit, in the endpoint's buffer (up to 1 KiB) and in the transport's.
+     */
+    @Test
+    void aPayloadAppendedAsTextPastMaxLengthSendsNothingAndSaysSo() {
+        connect();
+        ChronicleMessages out = new ChronicleMessages();
+        List<Long> received = new ArrayList<>();
+        receiver.onMessage(QUOTE, m -> received.add(m.payloadSize()));
+        String text = "x".repeat(5000);
+        for (long maxLength : new long[] {100, 4096}) {
+            assertThatThrownBy(() -> out.send(endpoint, QUOTE, bytes -> bytes.append(text), maxLength))
+                    .as("text of 5000 characters in maxLength %d", maxLength)
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("does not fit in maxLength " + maxLength);
+            assertThatThrownBy(() -> out.send(endpoint, QUOTE, bytes -> { for (int i = 0; i < 1000; i++) bytes.append(123456789L); }, maxLength))
+                    .as("1000 numbers as text in maxLength %d", maxLength)
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("does not fit in maxLength " + maxLength);
+        }
+        out.send(endpoint, QUOTE, bytes -> bytes.append("fits"), 100);
+        progressUntil(() -> !received.isEmpty());
+        receiver.progress();
+        assertThat(received).as("payload sizes received").containsExactly(4L);
+    }
+
     @Test
     void aPayloadViewKeptAfterTheHandlerThrows() {
         connect();
