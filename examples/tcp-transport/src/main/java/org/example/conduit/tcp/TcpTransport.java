@@ -29,7 +29,9 @@ import java.util.List;
  * connections they opened to it (inbound, read during {@link #progress()}), and the endpoints this
  * worker connected (outbound, see {@link TcpEndpoint}). Not thread-safe (declared SERIALIZED).
  *
- * <p>Address: {@code host (string) | port (u16) | token (16 bytes)}.
+ * <p>Address: {@code host (string) | port (u16) | max payload (u32) | token (16 bytes)}. The
+ * largest payload is the receiver's ({@code tcp.max.payload}, which sizes its buffer for a whole
+ * frame): an endpoint carries the smaller of its own and its peer's.
  */
 final class TcpTransport implements Transport {
 
@@ -55,7 +57,7 @@ final class TcpTransport implements Transport {
         this.maxPayload = maxPayload;
         RANDOM.nextBytes(token);
         int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-        this.address = new PayloadWriter().string(host).u16(port).bytes(token).toByteArray();
+        this.address = new PayloadWriter().string(host).u16(port).u32(maxPayload).bytes(token).toByteArray();
     }
 
     static TcpTransport open(TransportContext context, String host, int maxPayload) {
@@ -81,6 +83,7 @@ final class TcpTransport implements Transport {
         ensureOpen();
         String host = peerAddress.string("host", 255);
         int port = peerAddress.u16("port");
+        long peerMaxPayload = peerAddress.u32("max payload");
         byte[] peerToken = peerAddress.bytes("token", Frame.TOKEN_LENGTH);
         peerAddress.end("end");
         if (port == 0) throw peerAddress.invalid("port", "port 0 is not a listening port");
@@ -91,7 +94,8 @@ final class TcpTransport implements Transport {
             ByteBuffer hello = ByteBuffer.wrap(peerToken);
             while (hello.hasRemaining()) channel.write(hello);
             channel.configureBlocking(false);
-            TcpEndpoint ep = new TcpEndpoint(channel, events, maxPayload, host + ":" + port);
+            // The peer takes no frame larger than its own limit: a larger one it would drop, and the connection with it.
+            TcpEndpoint ep = new TcpEndpoint(channel, events, (int) Math.min(maxPayload, peerMaxPayload), host + ":" + port);
             endpoints.add(ep);
             return ep;
         } catch (IOException e) {

@@ -80,6 +80,29 @@ class TcpTransportTest {
         }
     }
 
+    /**
+     * The endpoint carries no more than the peer takes: a receiver with a smaller tcp.max.payload
+     * than the sender's would take a larger frame for a corrupt one and drop the connection.
+     */
+    @Test
+    void anEndpointCarriesNoLargerPayloadThanThePeerReceives(@TempDir Path shared) {
+        List<Long> received = new CopyOnWriteArrayList<>();
+        try (Transport receiver = new TcpPlugin().openTransport(TestContext.of(shared, "tcp.max.payload", "64k")
+                .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> received.add(pl)));
+             Transport sender = new TcpPlugin().openTransport(TestContext.of(shared, "tcp.max.payload", "1m")
+                     .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
+            assertEquals(64 << 10, ep.maxPayloadSize(), "maxPayloadSize() of an endpoint to a transport that receives at most 64k");
+            MemorySegment largest = MemorySegment.ofArray(new byte[64 << 10]);
+            while (!ep.trySend(1, MemorySegment.NULL, largest)) sender.progress();
+            while (received.isEmpty()) {
+                receiver.progress();
+                sender.progress();
+            }
+            assertEquals(List.of(64L << 10), received, "payload lengths received");
+        }
+    }
+
     /** A logger that keeps the text of every WARNING. */
     private static System.Logger recording(List<String> warnings) {
         return new System.Logger() {
