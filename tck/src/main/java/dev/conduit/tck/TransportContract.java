@@ -451,7 +451,9 @@ public abstract class TransportContract extends PluginContract {
         assertThat(failures.getFirst().getMessage()).as("the failure's message").isNotBlank();
         assertThat(catchThrowable(() -> {
             for (int i = 0; i < 1000; i++) trySend(ep, 2, Patterns.segment(8, 2));
-        })).as("sending to a dead peer").isInstanceOf(PeerFailedException.class);
+        })).as("what 1000 calls of trySend() threw after the endpoint reported its peer failed (EndpointEvents.peerFailed; from then "
+                + "on trySend throws that PeerFailedException: it neither returns false nor accepts the message)")
+                .isInstanceOf(PeerFailedException.class);
     }
 
     @Test

@@ -312,6 +312,19 @@ final class BrokenPlugins {
         }
     }
 
+    /** Reports a dead peer through peerFailed, but its trySend then keeps returning false instead of throwing the failure. */
+    public static final class RefusesInsteadOfFailing extends LoopbackPlugin {
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new LoopbackEndpoint(target, events) {
+                @Override
+                public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+                    return failure == null && super.trySend(id, header, payload);
+                }
+            };
+        }
+    }
+
     /** Hands each message to the receiver's sink from inside trySend, on the sender's thread, instead of queueing it for the receiver's progress(). */
     public static final class DeliversInTrySend extends LoopbackPlugin {
         @Override
@@ -600,6 +613,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new TrustsEncodedLengths();
+        }
+    }
+
+    public static final class RefusesInsteadOfFailingSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new RefusesInsteadOfFailing();
         }
     }
 

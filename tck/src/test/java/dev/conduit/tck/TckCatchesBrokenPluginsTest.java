@@ -39,6 +39,8 @@ class TckCatchesBrokenPluginsTest {
                         "returned maxLength + 1"),
                 Arguments.of(BrokenPlugins.NeverRefusesSuite.class, "refusesWhenFullAndDeliversWhatItAcceptedOnceTheReceiverProgresses", "must refuse"),
                 Arguments.of(BrokenPlugins.HidesPeerDeathSuite.class, "aPeerThatGoesAwayFailsTheEndpointOnce", "closed peer to fail"),
+                Arguments.of(BrokenPlugins.RefusesInsteadOfFailingSuite.class, "aPeerThatGoesAwayFailsTheEndpointOnce",
+                        "from then on trySend throws that PeerFailedException"),
                 Arguments.of(BrokenPlugins.DropsOnEndpointCloseSuite.class, "messagesAcceptedBeforeTheEndpointClosesAreDelivered",
                         "accepted before the endpoint closed"),
                 Arguments.of(BrokenPlugins.AcceptsTrailingBytesSuite.class, "malformedAddressesAreRefusedNamingTheProblem",
