@@ -40,6 +40,8 @@ final class TcpTransport implements Transport {
     private final System.Logger log;
     /** Anyone who reaches the port can make a connection this drops, as fast as it can connect: at most one warning a minute. */
     private final RepeatedWarning inboundDropped;
+    /** An accept that fails (the process out of descriptors) fails again at every progress(): at most one warning a minute. */
+    private final RepeatedWarning acceptFailed;
     private final MessageSink sink;
     private final ServerSocketChannel server;
     private final byte[] address;
@@ -52,6 +54,7 @@ final class TcpTransport implements Transport {
     private TcpTransport(TransportContext context, ServerSocketChannel server, String host, int maxPayload) throws IOException {
         this.log = context.logger();
         this.inboundDropped = new RepeatedWarning(log, Duration.ofMinutes(1));
+        this.acceptFailed = new RepeatedWarning(log, Duration.ofMinutes(1));
         this.sink = context.messageSink();
         this.server = server;
         this.maxPayload = maxPayload;
@@ -115,7 +118,7 @@ final class TcpTransport implements Transport {
                 inbound.add(new Inbound(c, Frame.PREFIX + Frame.MAX_HEADER + maxPayload));
             }
         } catch (IOException e) {
-            log.log(System.Logger.Level.WARNING, "tcp: accept failed: " + e.getMessage());
+            acceptFailed.log(() -> "tcp: accept failed: " + e.getMessage());
         }
         for (int i = inbound.size() - 1; i >= 0; i--) {
             Inbound in = inbound.get(i);

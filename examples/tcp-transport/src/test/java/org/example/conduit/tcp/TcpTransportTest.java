@@ -15,6 +15,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.ResourceBundle;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -78,6 +79,38 @@ class TcpTransportTest {
                 assertSame(delivered.getFirst(), segment, "every message of a connection is delivered from the same segment");
             }
         }
+    }
+
+    /**
+     * A process out of file descriptors cannot accept the connections waiting on the listening
+     * socket, and every progress() tries again: the failure is warned about once a minute, not once
+     * per progress() (RepeatedWarning: "a fault that persists").
+     */
+    @Test
+    void anAcceptThatKeepsFailingForWantOfDescriptorsIsNotWarnedAboutAtEveryProgress(@TempDir Path shared) throws IOException {
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording(warnings))
+                .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            PayloadReader address = new PayloadReader(transport.address());
+            InetSocketAddress listening = new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
+            try (SocketChannel first = SocketChannel.open(listening); SocketChannel waiting = SocketChannel.open(listening)) {
+                transport.progress(); // takes both, as it will try to take the next one below
+                try (SocketChannel third = SocketChannel.open(listening)) {
+                    List<java.nio.channels.FileChannel> held = new ArrayList<>();
+                    try {
+                        try {
+                            while (true) held.add(java.nio.channels.FileChannel.open(Path.of("/dev/null")));
+                        } catch (IOException allTaken) {
+                            // every descriptor of the process is in use: accept(2) fails with EMFILE
+                        }
+                        for (int i = 0; i < 50; i++) transport.progress();
+                    } finally {
+                        for (java.nio.channels.FileChannel c : held) c.close();
+                    }
+                }
+            }
+        }
+        assertEquals(1, warnings.size(), "warnings logged for 50 progress() calls that could not accept a connection: " + warnings);
     }
 
     /**
