@@ -90,6 +90,8 @@ final class TcpTransport implements Transport {
         byte[] peerToken = peerAddress.bytes("token", Frame.TOKEN_LENGTH);
         peerAddress.end("end");
         if (port == 0) throw peerAddress.invalid("port", "port 0 is not a listening port");
+        // The host is the peer's text: in messages only escaped, so that a forged address cannot write lines into the log.
+        String peer = PayloadReader.printable(host) + ":" + port;
         SocketChannel channel = null;
         try {
             channel = SocketChannel.open(new InetSocketAddress(InetAddress.getByName(host), port));
@@ -98,12 +100,12 @@ final class TcpTransport implements Transport {
             while (hello.hasRemaining()) channel.write(hello);
             channel.configureBlocking(false);
             // The peer takes no frame larger than its own limit: a larger one it would drop, and the connection with it.
-            TcpEndpoint ep = new TcpEndpoint(channel, events, (int) Math.min(maxPayload, peerMaxPayload), host + ":" + port);
+            TcpEndpoint ep = new TcpEndpoint(channel, events, (int) Math.min(maxPayload, peerMaxPayload), peer);
             endpoints.add(ep);
             return ep;
         } catch (IOException e) {
             closeQuietly(channel);
-            throw new ConduitException("tcp: cannot connect to " + host + ":" + port + ": " + e.getMessage()
+            throw new ConduitException("tcp: cannot connect to " + peer + ": " + PayloadReader.printable(String.valueOf(e.getMessage()))
                     + " (is the peer worker open and tcp.host an address this host can reach?)", e);
         }
     }

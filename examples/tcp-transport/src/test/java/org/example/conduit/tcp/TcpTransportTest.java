@@ -1,6 +1,8 @@
 package org.example.conduit.tcp;
 
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportEndpoint;
@@ -21,7 +23,9 @@ import java.util.ResourceBundle;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** What the TCK does not check: how the transport treats a stranger that connects to its port, and what it hands its sink. */
@@ -111,6 +115,24 @@ class TcpTransportTest {
             }
         }
         assertEquals(1, warnings.size(), "warnings logged for 50 progress() calls that could not accept a connection: " + warnings);
+    }
+
+    /**
+     * A worker address comes from a peer: its host reaches the refusal only escaped
+     * (plugin-authoring.md: peer text goes into messages through PayloadReader.printable), so that
+     * a forged address cannot write lines of its own into the application's log.
+     */
+    @Test
+    void aForgedHostIsShownEscapedInTheRefusal(@TempDir Path shared) {
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
+                .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            byte[] forged = new PayloadWriter().string("no-such-host.invalid\nWARNING: forged line").u16(9).u32(1024)
+                    .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
+            ConduitException refusal = assertThrows(ConduitException.class,
+                    () -> transport.connect(new PayloadReader(forged), cause -> { }));
+            assertFalse(refusal.getMessage().contains("\n"), "the refusal's message holds a line break of the peer's: " + refusal.getMessage());
+            assertTrue(refusal.getMessage().contains("no-such-host.invalid\\u000aWARNING"), refusal.getMessage());
+        }
     }
 
     /**
