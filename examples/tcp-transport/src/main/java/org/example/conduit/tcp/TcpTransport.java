@@ -175,30 +175,35 @@ final class TcpTransport implements Transport {
     /** A connection a peer opened to this transport: its token, then frames, each delivered once whole. */
     private final class Inbound {
         private final SocketChannel channel;
-        private final ByteBuffer buffer;
-        /** The buffer as the sink gets it: read-only and made once, so the runtime hands it on as it is, with no view per message. */
-        private final MemorySegment segment;
+        private final int capacity;
+        /**
+         * Until the token is verified, room for the token alone: a connection whose peer presents
+         * none (anyone who reaches the port can open one) costs no buffer for a whole frame.
+         */
+        private ByteBuffer buffer = ByteBuffer.allocate(Frame.TOKEN_LENGTH);
+        /** The frame buffer as the sink gets it: read-only and made once, so the runtime hands it on as it is, with no view per message. */
+        private MemorySegment segment;
         private boolean verified;
 
         Inbound(SocketChannel channel, int capacity) {
             this.channel = channel;
-            this.buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
-            this.segment = MemorySegment.ofBuffer(buffer).asReadOnly();
+            this.capacity = capacity;
         }
 
         /** Reads what arrived and delivers every whole frame; -1 at end of stream. */
         int read() throws IOException {
+            if (!verified) {
+                int n = channel.read(buffer);
+                if (buffer.hasRemaining()) return n < 0 ? -1 : 0;
+                if (!Arrays.equals(buffer.array(), token)) throw new ConduitException("tcp: a peer presented a wrong token");
+                verified = true;
+                buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
+                segment = MemorySegment.ofBuffer(buffer).asReadOnly();
+            }
             int n = channel.read(buffer);
             buffer.flip();
             int delivered = 0;
             try {
-                if (!verified) {
-                    if (buffer.remaining() < Frame.TOKEN_LENGTH) return n < 0 ? -1 : 0;
-                    byte[] presented = new byte[Frame.TOKEN_LENGTH];
-                    buffer.get(presented);
-                    if (!Arrays.equals(presented, token)) throw new ConduitException("tcp: a peer presented a wrong token");
-                    verified = true;
-                }
                 while (buffer.remaining() >= Frame.PREFIX) {
                     int start = buffer.position();
                     long length = Integer.toUnsignedLong(buffer.getInt(start));

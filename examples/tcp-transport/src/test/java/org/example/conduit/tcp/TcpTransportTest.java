@@ -118,6 +118,46 @@ class TcpTransportTest {
     }
 
     /**
+     * A connection gets its buffer for a whole frame (tcp.max.payload, 1 MiB by default) once it
+     * presented the token: strangers who connect and send nothing cost the transport no memory.
+     */
+    @Test
+    void connectionsThatPresentNoTokenGetNoFrameBuffer(@TempDir Path shared) throws IOException {
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
+                .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            PayloadReader address = new PayloadReader(transport.address());
+            InetSocketAddress listening = new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
+            int strangers = 20;
+            List<SocketChannel> connected = new ArrayList<>();
+            try {
+                transport.progress();
+                long before = directMemoryUsed();
+                for (int i = 0; i < strangers; i++) connected.add(SocketChannel.open(listening));
+                for (int i = 0; i < 10; i++) transport.progress(); // accepts them
+                long grown = directMemoryUsed() - before;
+                assertTrue(grown < 1 << 20, "direct memory taken for " + strangers + " connections that sent nothing: " + grown + " bytes");
+            } finally {
+                for (SocketChannel c : connected) c.close();
+            }
+        }
+    }
+
+    /** The direct buffers' memory in use, through reflection: the module does not read java.management. */
+    private static long directMemoryUsed() {
+        try {
+            Class<?> pool = Class.forName("java.lang.management.BufferPoolMXBean");
+            List<?> pools = (List<?>) Class.forName("java.lang.management.ManagementFactory").getMethod("getPlatformMXBeans", Class.class)
+                    .invoke(null, pool);
+            for (Object p : pools) {
+                if ("direct".equals(pool.getMethod("getName").invoke(p))) return (Long) pool.getMethod("getMemoryUsed").invoke(p);
+            }
+            throw new AssertionError("no direct buffer pool");
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("cannot read the direct buffers' memory", e);
+        }
+    }
+
+    /**
      * A worker address comes from a peer: its host reaches the refusal only escaped
      * (plugin-authoring.md: peer text goes into messages through PayloadReader.printable), so that
      * a forged address cannot write lines of its own into the application's log.
