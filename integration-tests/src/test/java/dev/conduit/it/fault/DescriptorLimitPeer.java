@@ -10,8 +10,11 @@ import dev.conduit.it.process.OpenResources;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ThreadMode;
 
+import java.io.File;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.module.ModuleReader;
+import java.lang.module.ResolvedModule;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -50,6 +53,7 @@ public final class DescriptorLimitPeer {
             byte[] handle = region.exportHandle();
 
             OpenResources before = OpenResources.ofThisProcess();
+            loadConduitClasses();
             List<FileChannel> filler = exhaust();
             System.out.println("exhausted: " + filler.size());
             report("new-worker", () -> conduit.newWorker(ThreadMode.SINGLE));
@@ -86,6 +90,40 @@ public final class DescriptorLimitPeer {
         }
         try (Stream<Path> s = Files.list(shared)) {
             System.out.println("files-left: " + s.count());
+        }
+    }
+
+    /**
+     * Loads every class of Conduit's modules (and of this test), without initializing them, before
+     * descriptors run out. From a jar a class loads through the jar's open descriptor; from a
+     * build's class directory (the reactor's module path or class path under {@code mvn test}) it
+     * needs a descriptor of its own, so the failures under test were {@code NoClassDefFoundError}s
+     * there (of {@code Errno}, {@code MemfdFlags}, {@code ShmTransport$Inbound}, ...) instead of
+     * the Conduit exceptions a deployment, which runs from jars, gets.
+     */
+    private static void loadConduitClasses() throws IOException {
+        ClassLoader loader = DescriptorLimitPeer.class.getClassLoader();
+        List<String> names = new ArrayList<>();
+        for (ResolvedModule module : ModuleLayer.boot().configuration().modules()) {
+            if (!module.name().startsWith("dev.conduit")) continue;
+            try (ModuleReader reader = module.reference().open(); Stream<String> resources = reader.list()) {
+                resources.forEach(names::add);
+            }
+        }
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            Path root = Path.of(entry);
+            if (!Files.isDirectory(root.resolve("dev/conduit"))) continue;
+            try (Stream<Path> files = Files.walk(root.resolve("dev/conduit"))) {
+                files.forEach(f -> names.add(root.relativize(f).toString()));
+            }
+        }
+        for (String name : names) {
+            if (!name.endsWith(".class") || name.endsWith("module-info.class")) continue;
+            try {
+                Class.forName(name.substring(0, name.length() - ".class".length()).replace('/', '.'), false, loader);
+            } catch (ClassNotFoundException | LinkageError e) {
+                // A class this loader cannot see (another module's, not read by this one): not on the paths under test.
+            }
         }
     }
 
