@@ -6,6 +6,7 @@ import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.RecordingLogger;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -19,7 +20,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.ResourceBundle;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -38,8 +38,9 @@ class TcpTransportTest {
      */
     @Test
     void strangersThatPresentAWrongTokenAreDroppedWithoutFloodingTheLog(@TempDir Path shared) throws IOException {
-        List<String> warnings = new CopyOnWriteArrayList<>();
-        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording(warnings))
+        RecordingLogger recording = new RecordingLogger();
+        List<String> warnings = recording.warnings();
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
             PayloadReader address = new PayloadReader(transport.address());
             InetSocketAddress listening = new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
@@ -92,8 +93,9 @@ class TcpTransportTest {
      */
     @Test
     void anAcceptThatKeepsFailingForWantOfDescriptorsIsNotWarnedAboutAtEveryProgress(@TempDir Path shared) throws IOException {
-        List<String> warnings = new CopyOnWriteArrayList<>();
-        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording(warnings))
+        RecordingLogger recording = new RecordingLogger();
+        List<String> warnings = recording.warnings();
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
             PayloadReader address = new PayloadReader(transport.address());
             InetSocketAddress listening = new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
@@ -198,29 +200,4 @@ class TcpTransportTest {
         }
     }
 
-    /** A logger that keeps the text of every WARNING. */
-    private static System.Logger recording(List<String> warnings) {
-        return new System.Logger() {
-            @Override
-            public String getName() {
-                return "tcp-test";
-            }
-
-            @Override
-            public boolean isLoggable(Level level) {
-                return true;
-            }
-
-            @Override
-            public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
-                if (level == Level.WARNING) warnings.add(message);
-            }
-
-            @Override
-            public void log(Level level, ResourceBundle bundle, String format, Object... params) {
-                if (level == Level.WARNING) warnings.add(params == null || params.length == 0 ? format
-                        : java.text.MessageFormat.format(format, params));
-            }
-        };
-    }
 }

@@ -71,28 +71,8 @@ class FdServerTest {
      */
     @Test
     void refusalsAreSaidOnceAMinuteWithTheirCount() {
-        List<String> warnings = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
-        System.Logger recording = new System.Logger() {
-            @Override
-            public String getName() {
-                return "recording";
-            }
-
-            @Override
-            public boolean isLoggable(Level level) {
-                return true;
-            }
-
-            @Override
-            public void log(Level level, java.util.ResourceBundle bundle, String message, Throwable thrown) {
-                if (level == Level.WARNING) warnings.add(message);
-            }
-
-            @Override
-            public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
-                if (level == Level.WARNING) warnings.add(format);
-            }
-        };
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        List<String> warnings = recording.warnings();
         try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(new TestContext(Map.of(), shared, recording))) {
             provider.export(provider.allocate(SIZE));
             FdServer server = provider.server();

@@ -21,6 +21,7 @@ import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.RecordingLogger;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -467,7 +468,7 @@ class ShmTransportTest {
     @Test
     void aLiveSenderThatHoldsTheHeadPastTheHeartbeatTimeoutIsNamedInAWarning() throws Exception {
         RecordingLogger recording = new RecordingLogger();
-        List<String> warnings = recording.warnings;
+        List<String> warnings = recording.warnings();
         Received received = new Received();
         Transport receiver = transport(received, recording, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
                 "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
@@ -1668,13 +1669,13 @@ class ShmTransportTest {
         assertThat(second.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
         assertThat(second.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
         second.close();
-        assertThat(logger.warnings).isEmpty();
+        assertThat(logger.warnings()).isEmpty();
         assertThat(progressUntilItThrows(receiver)).hasMessageContaining("refused connection").hasMessageContaining("posix.inbound.max");
-        for (int i = 0; i < 1000 && logger.warnings.isEmpty(); i++) {
+        for (int i = 0; i < 1000 && logger.warnings().isEmpty(); i++) {
             progressOrPause(receiver);
             sender.progress(); // its liveness checks take the next step of the close
         }
-        assertThat(logger.warnings).singleElement().asString().contains("closed a connection that the peer worker had refused")
+        assertThat(logger.warnings()).singleElement().asString().contains("closed a connection that the peer worker had refused")
                 .contains("posix.inbound.max");
         assertThat(received.ids).containsExactly(1);
         assertThat(refused.get()).as("a closed endpoint reports no failure").isNull();
@@ -1720,7 +1721,7 @@ class ShmTransportTest {
         receive(receiver, received, 1); // throws if progress does
         settle(other, receiver);
         assertThat(received.ids).containsExactly(7);
-        assertThat(logger.warnings).singleElement().asString().contains("dropped the messages of connection")
+        assertThat(logger.warnings()).singleElement().asString().contains("dropped the messages of connection")
                 .contains("closed its worker, or died").contains("posix.inbound.max");
     }
 
@@ -1766,7 +1767,7 @@ class ShmTransportTest {
         }
         assertThat(refusals).isEqualTo(3);
         sender.close();
-        assertThat(logger.warnings).singleElement().asString().contains("closed 3 connections that their peer workers had refused");
+        assertThat(logger.warnings()).singleElement().asString().contains("closed 3 connections that their peer workers had refused");
     }
 
     /**
@@ -2862,7 +2863,7 @@ class ShmTransportTest {
         }
         flockFails.set(false);
 
-        assertThat(logger.warnings.stream().filter(w -> w.contains("could not check the peer of a failed connection")))
+        assertThat(logger.warnings().stream().filter(w -> w.contains("could not check the peer of a failed connection")))
                 .as("said once, not at each of 20 checks").hasSize(1);
         ep.close();
     }
@@ -2901,7 +2902,7 @@ class ShmTransportTest {
 
         ep.close();
 
-        assertThat(logger.warnings).singleElement().asString().contains("posix: closed a connection whose peer worker closed its worker")
+        assertThat(logger.warnings()).singleElement().asString().contains("posix: closed a connection whose peer worker closed its worker")
                 .contains("the last 2 messages sent on it were never read by it");
     }
 
@@ -2921,7 +2922,7 @@ class ShmTransportTest {
         receive(receiver, received, 2);
 
         assertThat(received.ids).hasSize(2);
-        assertThat(logger.warnings).isEmpty();
+        assertThat(logger.warnings()).isEmpty();
     }
 
     /**
