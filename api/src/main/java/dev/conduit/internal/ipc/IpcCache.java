@@ -91,6 +91,8 @@ public final class IpcCache implements AutoCloseable {
         final byte[] pluginBytes;
         final long exportId;
         final ChunkMapping mapping;
+        /** {@link ChunkMapping#segment()}, asked once: a plugin's may make a new view per call. */
+        final MemorySegment chunk;
         /** {@link ChunkMapping#mayFault()}, asked once: RMA reads it per operation. */
         final boolean mayFault;
         final long length;
@@ -103,6 +105,13 @@ public final class IpcCache implements AutoCloseable {
         volatile boolean pinned = true;
         /** Left the cache while counted: the last release unmaps. */
         volatile boolean detached;
+        /**
+         * The view of the region last opened on this chunk, handed to the next open of the same region
+         * rather than a new one: a view is immutable and lives as long as the mapping, not the lease,
+         * so sharing it changes nothing a region's user can see. A race between opens of two regions
+         * only costs one of them a new view.
+         */
+        private MemorySegment lastView;
 
         Entry(Key key, String plugin, long exportId, ChunkMapping mapping, long length, byte[] payload) {
             this.key = key;
@@ -110,9 +119,19 @@ public final class IpcCache implements AutoCloseable {
             this.pluginBytes = plugin.getBytes(StandardCharsets.US_ASCII);
             this.exportId = exportId;
             this.mapping = mapping;
+            this.chunk = mapping.segment();
             this.mayFault = mapping.mayFault();
             this.length = length;
             this.payload = payload;
+        }
+
+        /** The view of {@code length} bytes at {@code offset} of the chunk. */
+        MemorySegment view(long offset, long length) {
+            MemorySegment last = lastView;
+            if (last != null && last.byteSize() == length && last.address() - chunk.address() == offset) return last;
+            MemorySegment view = chunk.asSlice(offset, length);
+            lastView = view;
+            return view;
         }
 
         /** Raises the count unless the mapping is gone. */
@@ -181,7 +200,7 @@ public final class IpcCache implements AutoCloseable {
      * The hit path: when {@code bytes} are a valid handle of a cached, mapped export with the same
      * plugin, chunk length and payload, counts a region on it and returns the lease; otherwise
      * {@code null}, and the caller decodes the handle (which reports what is wrong) and calls
-     * {@link #open}. Allocates only the lease and its segment view.
+     * {@link #open}. Allocates only the lease (the region's view is the entry's, {@link Entry#view}).
      */
     public Lease tryHit(byte[] bytes) {
         if (closed || !IpcHandle.isValid(bytes)) return null;
@@ -204,7 +223,7 @@ public final class IpcCache implements AutoCloseable {
             event.hit = true;
             event.commit();
         }
-        return new Lease(this, e, e.mapping.segment().asSlice(IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes)));
+        return new Lease(this, e, e.view(IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes)));
     }
 
     /**
@@ -267,7 +286,7 @@ public final class IpcCache implements AutoCloseable {
             event.hit = !missed[0];
             event.commit();
         }
-        return new Lease(this, entry, entry.mapping.segment().asSlice(handle.regionOffset(), handle.regionLength()));
+        return new Lease(this, entry, entry.view(handle.regionOffset(), handle.regionLength()));
     }
 
     private static InvalidHandleException contradiction(Entry cached, IpcHandle handle) {
@@ -403,7 +422,7 @@ public final class IpcCache implements AutoCloseable {
 
     /**
      * One open of a cached chunk: a region of it, counted until closed. It is also the application's
-     * {@link ImportedRegion}, so that a hit allocates only this and its segment view.
+     * {@link ImportedRegion}, so that a hit allocates only this.
      */
     public static final class Lease implements ImportedRegion {
         private static final VarHandle CLOSED;

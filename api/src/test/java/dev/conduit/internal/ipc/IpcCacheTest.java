@@ -91,6 +91,35 @@ class IpcCacheTest {
         assertThat(stats.entries()).isEqualTo(1);
     }
 
+    /**
+     * A hit hands out the view the last open of the same region made (a view lives as long as the
+     * mapping, so sharing it is invisible), and regions of one chunk taking turns each get their own.
+     */
+    @Test
+    void aRepeatedImportOfARegionReusesItsViewAndRegionsOfOneChunkKeepTheirOwn() {
+        Pool pool = open(1 << 30).pool("inproc");
+        Region a = pool.allocate(1024);
+        Region b = pool.allocate(1024);
+        byte[] handleA = a.exportHandle();
+        byte[] handleB = b.exportHandle();
+        try (ImportedRegion first = conduit.importRegion(handleA); ImportedRegion again = conduit.importRegion(handleA)) {
+            assertThat(again.segment()).isSameAs(first.segment());
+            first.segment().set(ValueLayout.JAVA_LONG, 0, 1);
+        }
+        try (ImportedRegion ofB = conduit.importRegion(handleB)) {
+            ofB.segment().set(ValueLayout.JAVA_LONG, 0, 2);
+        }
+        for (int i = 0; i < 3; i++) {
+            try (ImportedRegion ofB = conduit.importRegion(handleB); ImportedRegion ofA = conduit.importRegion(handleA)) {
+                assertThat(ofB.segment().get(ValueLayout.JAVA_LONG, 0)).isEqualTo(2);
+                assertThat(ofA.segment().get(ValueLayout.JAVA_LONG, 0)).isEqualTo(1);
+                assertThat(ofA.size()).isEqualTo(1024);
+                assertThat(ofA.segment().address() - ofB.segment().address()).isEqualTo(a.segment().address() - b.segment().address());
+            }
+        }
+        assertThat(conduit.ipcCacheStats().entries()).isEqualTo(1);
+    }
+
     @Test
     void closingARegionUnmapsNothingWhileTheBoundAllowsKeepingIt() {
         Pool pool = open(1 << 30).pool("inproc");
