@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.security.MessageDigest;
 
 /**
  * A worker's receive queue in shared memory: a bounded ring written by many senders in other
@@ -245,7 +246,7 @@ public final class ReceiveQueue {
         }
         byte[] found = new byte[TOKEN_LENGTH];
         MemorySegment.copy(memory, ValueLayout.JAVA_BYTE, TOKEN_OFFSET, found, 0, TOKEN_LENGTH);
-        if (!java.security.MessageDigest.isEqual(found, token)) {
+        if (!MessageDigest.isEqual(found, token)) {
             throw new IllegalStateException("the queue's token does not match the address: a stale or forged address");
         }
         return new ReceiveQueue(memory, capacity);

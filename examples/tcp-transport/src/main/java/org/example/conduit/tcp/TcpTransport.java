@@ -18,10 +18,10 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -195,7 +195,7 @@ final class TcpTransport implements Transport {
             if (!verified) {
                 int n = channel.read(buffer);
                 if (buffer.hasRemaining()) return n < 0 ? -1 : 0;
-                if (!Arrays.equals(buffer.array(), token)) throw new ConduitException("tcp: a peer presented a wrong token");
+                if (!MessageDigest.isEqual(buffer.array(), token)) throw new ConduitException("tcp: a peer presented a wrong token");
                 verified = true;
                 buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
                 segment = MemorySegment.ofBuffer(buffer).asReadOnly();

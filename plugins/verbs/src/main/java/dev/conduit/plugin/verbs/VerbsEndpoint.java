@@ -18,6 +18,7 @@ import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
+import java.security.MessageDigest;
 
 /**
  * The connecting side of a connection: a queue pair that SENDs active messages into the peer's
@@ -189,7 +190,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                 return 0;
             }
             WireFormat.Wireup reply = WireFormat.Wireup.decode(replyBody.array(), WireFormat.REPLY);
-            if (!java.util.Arrays.equals(reply.token(), peer.token())) {
+            if (!MessageDigest.isEqual(reply.token(), peer.token())) {
                 return fail("the wire-up reply names another transport (token mismatch)");
             }
             qp.toReadyToReceive(transport.path(reply), transport.domain.port(), transport.domain.gidIndex());

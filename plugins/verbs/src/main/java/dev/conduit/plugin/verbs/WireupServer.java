@@ -14,6 +14,7 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -275,7 +276,7 @@ final class WireupServer implements AutoCloseable {
                     return timedOut(now);
                 }
                 WireFormat.Wireup request = WireFormat.Wireup.decode(body.array(), WireFormat.REQUEST);
-                if (!Arrays.equals(request.token(), token)) {
+                if (!MessageDigest.isEqual(request.token(), token)) {
                     return abandon("the request names another transport (token mismatch): the peer used a stale worker address");
                 }
                 // The connection leaves the selector: from the handoff on, the progress thread reads it (for its end of stream).
