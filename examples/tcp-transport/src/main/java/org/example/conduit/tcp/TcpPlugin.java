@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -31,6 +32,8 @@ public final class TcpPlugin implements ConduitPlugin {
             "The address the transport listens on and publishes to peers, e.g. 127.0.0.1 or a host's LAN address.");
     static final ConfigKey<Long> MAX_PAYLOAD = ConfigKey.bytes("tcp.max.payload", 1L << 20, 1024,
             "The largest payload one message carries; the receiver's buffer holds one whole message.");
+    static final ConfigKey<Duration> CONNECT_TIMEOUT = ConfigKey.duration("tcp.connect.timeout", Duration.ofSeconds(2),
+            "How long connect waits for the peer's host to accept the connection before it fails.");
 
     @Override
     public String name() {
@@ -75,7 +78,7 @@ public final class TcpPlugin implements ConduitPlugin {
 
     @Override
     public List<ConfigKey<?>> configKeys() {
-        return List.of(HOST, MAX_PAYLOAD);
+        return List.of(HOST, MAX_PAYLOAD, CONNECT_TIMEOUT);
     }
 
     @Override
@@ -85,6 +88,7 @@ public final class TcpPlugin implements ConduitPlugin {
 
     @Override
     public Transport openTransport(TransportContext context) {
-        return TcpTransport.open(context, context.config().get(HOST), Math.toIntExact(context.config().get(MAX_PAYLOAD)));
+        return TcpTransport.open(context, context.config().get(HOST), Math.toIntExact(context.config().get(MAX_PAYLOAD)),
+                context.config().get(CONNECT_TIMEOUT));
     }
 }

@@ -1,6 +1,7 @@
 package org.example.conduit.tcp;
 
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
@@ -14,6 +15,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
@@ -47,29 +49,33 @@ final class TcpTransport implements Transport {
     private final byte[] address;
     private final byte[] token = new byte[Frame.TOKEN_LENGTH];
     private final int maxPayload;
+    /** tcp.connect.timeout: an unreachable host's SYN may go unanswered for minutes, and connect must end in bounded time. */
+    private final Duration connectTimeout;
     private final List<Inbound> inbound = new ArrayList<>();
     private final List<TcpEndpoint> endpoints = new ArrayList<>();
     private boolean closed;
 
-    private TcpTransport(TransportContext context, ServerSocketChannel server, String host, int maxPayload) throws IOException {
+    private TcpTransport(TransportContext context, ServerSocketChannel server, String host, int maxPayload, Duration connectTimeout)
+            throws IOException {
         this.log = context.logger();
         this.inboundDropped = new RepeatedWarning(log, Duration.ofMinutes(1));
         this.acceptFailed = new RepeatedWarning(log, Duration.ofMinutes(1));
         this.sink = context.messageSink();
         this.server = server;
         this.maxPayload = maxPayload;
+        this.connectTimeout = connectTimeout;
         RANDOM.nextBytes(token);
         int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
         this.address = new PayloadWriter().string(host).u16(port).u32(maxPayload).bytes(token).toByteArray();
     }
 
-    static TcpTransport open(TransportContext context, String host, int maxPayload) {
+    static TcpTransport open(TransportContext context, String host, int maxPayload, Duration connectTimeout) {
         ServerSocketChannel server = null;
         try {
             server = ServerSocketChannel.open();
             server.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
             server.configureBlocking(false);
-            return new TcpTransport(context, server, host, maxPayload);
+            return new TcpTransport(context, server, host, maxPayload, connectTimeout);
         } catch (IOException e) {
             closeQuietly(server);
             throw new ConduitException("tcp: cannot listen on " + host + ": " + e.getMessage() + "; set tcp.host (CONDUIT_TCP_HOST) to a local address", e);
@@ -94,7 +100,9 @@ final class TcpTransport implements Transport {
         String peer = PayloadReader.printable(host) + ":" + port;
         SocketChannel channel = null;
         try {
-            channel = SocketChannel.open(new InetSocketAddress(InetAddress.getByName(host), port));
+            channel = SocketChannel.open();
+            channel.socket().connect(new InetSocketAddress(InetAddress.getByName(host), port),
+                    (int) Math.clamp(connectTimeout.toMillis(), 1, Integer.MAX_VALUE));
             channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
             ByteBuffer hello = ByteBuffer.wrap(peerToken);
             while (hello.hasRemaining()) channel.write(hello);
@@ -103,6 +111,11 @@ final class TcpTransport implements Transport {
             TcpEndpoint ep = new TcpEndpoint(channel, events, (int) Math.min(maxPayload, peerMaxPayload), peer);
             endpoints.add(ep);
             return ep;
+        } catch (SocketTimeoutException e) {
+            closeQuietly(channel);
+            throw new ConduitException("tcp: cannot connect to " + peer + ": its host did not accept the connection within "
+                    + "tcp.connect.timeout (" + ConfigKey.durationText(connectTimeout) + "); is the peer's host up and reachable from here, "
+                    + "or does tcp.connect.timeout (CONDUIT_TCP_CONNECT_TIMEOUT) need to be longer?", e);
         } catch (IOException e) {
             closeQuietly(channel);
             throw new ConduitException("tcp: cannot connect to " + peer + ": " + PayloadReader.printable(String.valueOf(e.getMessage()))

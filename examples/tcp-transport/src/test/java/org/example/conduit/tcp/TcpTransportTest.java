@@ -9,6 +9,7 @@ import dev.conduit.spi.TransportEndpoint;
 import dev.conduit.tck.RecordingLogger;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
@@ -16,6 +17,7 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -174,6 +176,37 @@ class TcpTransportTest {
                     () -> transport.connect(new PayloadReader(forged), cause -> { }));
             assertFalse(refusal.getMessage().contains("\n"), "the refusal's message holds a line break of the peer's: " + refusal.getMessage());
             assertTrue(refusal.getMessage().contains("no-such-host.invalid\\u000aWARNING"), refusal.getMessage());
+        }
+    }
+
+    /**
+     * connect ends in bounded time (plugin-authoring.md, "Transport") even when the peer's host never
+     * answers: a listener whose accept queue is full drops every SYN, as an unreachable host would,
+     * and a plain blocking connect would wait for the kernel's SYN retries, about two minutes.
+     */
+    @Test
+    @Timeout(60)
+    void aConnectThatTheHostNeverAnswersFailsAfterTheConnectTimeoutNamingIt(@TempDir Path shared) throws IOException {
+        List<SocketChannel> queued = new ArrayList<>();
+        try (ServerSocketChannel neverAccepting = ServerSocketChannel.open();
+             Transport transport = new TcpPlugin().openTransport(TestContext.of(shared, "tcp.connect.timeout", "200ms")
+                     .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            neverAccepting.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1);
+            InetSocketAddress listening = (InetSocketAddress) neverAccepting.getLocalAddress();
+            for (int i = 0; i < 4; i++) { // backlog 1 holds two; the SYNs of the rest are dropped
+                SocketChannel filler = SocketChannel.open();
+                queued.add(filler);
+                filler.configureBlocking(false);
+                filler.connect(listening);
+            }
+            byte[] address = new PayloadWriter().string(listening.getAddress().getHostAddress()).u16(listening.getPort()).u32(1024)
+                    .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
+            ConduitException refusal = assertThrows(ConduitException.class,
+                    () -> transport.connect(new PayloadReader(address), cause -> { }));
+            assertTrue(refusal.getMessage().contains("did not accept the connection within tcp.connect.timeout (200ms)"),
+                    refusal.getMessage());
+        } finally {
+            for (SocketChannel c : queued) c.close();
         }
     }
 
