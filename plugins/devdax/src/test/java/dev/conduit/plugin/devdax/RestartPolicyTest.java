@@ -178,6 +178,31 @@ class RestartPolicyTest {
         }
     }
 
+    /**
+     * The generation lies outside the checksum. One that cannot be moved on (the largest value)
+     * was trusted: the next owner's start wrapped it to a negative one, every export it made was
+     * refused by every importer as a malformed handle ("payload.generation"), and only its own
+     * successor called the layout damaged.
+     */
+    @Test
+    void aGenerationThatCannotBeMovedOnIsDamageThatRecoverRefusesAndResetRewrites() {
+        open("reset").abandon();
+        Fixtures.writeLong(device, Layout.OFFSET_GENERATION, Long.MAX_VALUE);
+
+        assertThatThrownBy(() -> open("recover"))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot recover the allocations on device " + device)
+                .hasMessageContaining("generation " + Long.MAX_VALUE)
+                .hasMessageContaining("devdax.on.start (CONDUIT_DEVDAX_ON_START) = reset");
+        try (DevdaxProvider reset = open("reset")) {
+            assertThat(reset.generation()).isEqualTo(1);
+            Chunk chunk = reset.allocate(UNIT);
+            try (ChunkMapping mapping = importer.map(reader(reset.export(chunk)), UNIT)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(UNIT);
+            }
+        }
+    }
+
     @Test
     void recoverRefusesALayoutMadeForAnotherAlignmentWhichResetAdapts() {
         DevdaxProvider first = open("reset");
