@@ -179,7 +179,8 @@ final class DevdaxProbe {
                 case Layout.Valid(Layout.Header header) -> "layout generation " + header.generation() + " (id "
                         + Long.toHexString(header.layoutId()) + ")";
                 case Layout.Blank() -> "no layout yet";
-                case Layout.Damaged(String reason) -> "damaged layout (" + reason + "): a provider with on.start=reset rewrites it";
+                case Layout.Damaged(String reason) -> "damaged layout (" + reason + "): a provider opened with "
+                        + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset rewrites it";
             };
             return path + ": " + device.kind() + ", " + device.size() + " bytes, alignment " + alignment + ", MAP_SYNC "
                     + (first.sync() ? "accepted" : "refused (" + first.syncRefusal() + "), chunks are mapped MAP_SHARED") + ", " + layout

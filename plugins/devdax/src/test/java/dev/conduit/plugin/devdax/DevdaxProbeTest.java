@@ -72,6 +72,19 @@ class DevdaxProbeTest {
         }
     }
 
+    /** The remedy for a damaged layout named the key as "on.start", which no source knows: neither the property nor the variable. */
+    @Test
+    void aDamagedLayoutIsDescribedNamingTheKeyThatRewritesIt() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
+        TestContext context = TestContext.of("devdax.devices", "pmem0=" + device);
+        ((DevdaxProvider) plugin().openMemoryProvider(context)).abandon();
+        Fixtures.writeLong(device, Layout.OFFSET_SIZE, 3 * Fixtures.UNIT); // breaks the header's checksum
+
+        assertThat(plugin().probe(context).details().get("alias pmem0"))
+                .contains("damaged layout (the header's checksum does not match its contents)")
+                .contains("a provider opened with devdax.on.start (CONDUIT_DEVDAX_ON_START) = reset rewrites it");
+    }
+
     @Test
     void aTableWithNoUsableDeviceIsUnavailableNamingEachProblem() {
         Path missing = dir.resolve("missing.img");
