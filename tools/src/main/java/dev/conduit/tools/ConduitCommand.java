@@ -10,8 +10,10 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
 
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
@@ -19,8 +21,8 @@ import java.util.function.Supplier;
  * {@code perf}) that mixes in the shared options ({@code --set}, {@code --verbose}) and opens
  * Conduit through {@link #openConduit}, so configuration and failures work the same in all of them.
  *
- * <p>Exit codes: {@value #EXIT_OK} success, {@value #EXIT_FAILED} Conduit failed (the message goes
- * to standard error), {@value #EXIT_USAGE} usage error.
+ * <p>Exit codes: {@value #EXIT_OK} success, {@value #EXIT_FAILED} Conduit failed or the output could
+ * not be written (the message goes to standard error), {@value #EXIT_USAGE} usage error.
  */
 @Command(name = "conduit",
         mixinStandardHelpOptions = true,
@@ -33,7 +35,8 @@ import java.util.function.Supplier;
                 // picocli wraps a footer line longer than the usage width (80) badly: keep each below it.
                 "  0  success",
                 "  1  Conduit failed (configuration error, plugin failure): the message goes",
-                "     to standard error; --verbose adds the stack trace",
+                "     to standard error; --verbose adds the stack trace. Also when the output",
+                "     could not be written (a full disk, a pipe whose reader is gone)",
                 "  2  usage error: unknown option or subcommand, malformed argument",
                 "",
                 "Configuration comes, strongest first, from a subcommand's --set, conduit.*",
@@ -43,7 +46,7 @@ public final class ConduitCommand implements Runnable {
 
     /** The command did what was asked. */
     public static final int EXIT_OK = 0;
-    /** Conduit failed: bad configuration, a plugin failure, or a bug. */
+    /** Conduit failed (bad configuration, a plugin failure, or a bug), or the output could not be written. */
     public static final int EXIT_FAILED = 1;
     /** The command line could not be parsed; picocli's own code for invalid input. */
     public static final int EXIT_USAGE = 2;
@@ -65,12 +68,31 @@ public final class ConduitCommand implements Runnable {
 
     /** Runs the command and exits the JVM with its exit code. */
     public static void main(String... args) {
-        System.exit(new ConduitCommand().commandLine().execute(args));
+        System.exit(new ConduitCommand().commandLine(StandardOutput.ofProcess()).execute(args));
     }
 
-    /** This command, ready to execute: exceptions become exit code {@value #EXIT_FAILED} with a one-line message. */
-    CommandLine commandLine() {
-        return new CommandLine(this).setExecutionExceptionHandler(this::reportFailure);
+    /**
+     * This command, ready to execute, printing to {@code out}: exceptions become exit code
+     * {@value #EXIT_FAILED} with a one-line message, and so does output that could not be written.
+     */
+    CommandLine commandLine(StandardOutput out) {
+        return new CommandLine(this)
+                .setOut(out)
+                .setExecutionStrategy(parsed -> executeCheckingOutput(parsed, out))
+                .setExecutionExceptionHandler(this::reportFailure);
+    }
+
+    /** Runs what was asked, help and version included; a success whose output was not all written is a failure. */
+    private static int executeCheckingOutput(ParseResult parsed, StandardOutput out) {
+        int exitCode = new CommandLine.RunLast().execute(parsed);
+        Optional<IOException> failure = out.failure();
+        if (failure.isEmpty()) return exitCode;
+        PrintWriter err = parsed.commandSpec().commandLine().getErr();
+        IOException cause = failure.get();
+        err.println("conduit: cannot write to standard output: " + (cause.getMessage() == null ? cause : cause.getMessage())
+                + "; the output is incomplete");
+        err.flush();
+        return exitCode == EXIT_OK ? EXIT_FAILED : exitCode;
     }
 
     /** Without a subcommand there is nothing to do but show what there is to do. */

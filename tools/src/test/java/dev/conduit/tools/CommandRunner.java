@@ -6,6 +6,7 @@ import dev.conduit.spi.ConduitPlugin;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.io.Writer;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -49,11 +50,16 @@ final class CommandRunner {
 
     Result run(String... args) {
         StringWriter out = new StringWriter();
+        Result result = runWritingTo(out, args);
+        return new Result(result.exitCode(), out.toString(), result.err());
+    }
+
+    /** Runs with standard output going to {@code out}, e.g. a writer that fails as a full disk does; {@link Result#out()} is empty. */
+    Result runWritingTo(Writer out, String... args) {
         StringWriter err = new StringWriter();
-        int exitCode = new ConduitCommand(this::builder).commandLine()
-                .setOut(new PrintWriter(out, true))
+        int exitCode = new ConduitCommand(this::builder).commandLine(new StandardOutput(out))
                 .setErr(new PrintWriter(err, true))
                 .execute(args);
-        return new Result(exitCode, out.toString(), err.toString());
+        return new Result(exitCode, "", err.toString());
     }
 }

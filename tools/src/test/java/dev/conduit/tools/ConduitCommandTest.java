@@ -127,6 +127,40 @@ class ConduitCommandTest {
         assertThat(Json.entry(Json.list(alpha, "configuration"), "alpha.depth")).containsEntry("value", "9");
     }
 
+    /**
+     * Output that could not be written (a full disk, a pipe whose reader is gone) was a success:
+     * PrintWriter, and System.out under it, only flag a failed write, so {@code conduit info --json
+     * > info.json} on a full disk exited with 0 and left an empty or truncated file.
+     */
+    @Test
+    void outputThatCannotBeWrittenIsAFailureNamingTheCause() {
+        for (String[] args : List.of(new String[] {"info"}, new String[] {"info", "--json"}, new String[] {"--version"},
+                new String[] {"info", "--help"})) {
+            Result result = conduit.runWritingTo(new FullDisk(), args);
+
+            assertThat(result.exitCode()).as(String.join(" ", args)).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).as(String.join(" ", args))
+                    .isEqualTo("conduit: cannot write to standard output: No space left on device; the output is incomplete"
+                            + System.lineSeparator());
+        }
+    }
+
+    /** A destination that refuses every write, as a file on a full disk does ({@code ENOSPC}). */
+    private static final class FullDisk extends java.io.Writer {
+        @Override
+        public void write(char[] text, int offset, int length) throws java.io.IOException {
+            throw new java.io.IOException("No space left on device");
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
     @Test
     void withoutASubcommandItPrintsUsage() {
         Result result = conduit.run();
