@@ -34,8 +34,9 @@ import java.util.Map;
  *   <li>opens the device ({@code O_RDWR}, or {@code O_RDONLY} for a read-only export), learns its
  *       shape (sysfs for device DAX, {@code fstat} for a regular file), and maps its first unit
  *       read-only to read the header ({@link Layout}): there must be a valid layout, with the
- *       export's layout id (else the alias leads here to another device than the producer's),
- *       that fits the device;</li>
+ *       export's layout id (else the alias leads here to another device than the producer's, or
+ *       the device got a new layout since, which forgot the export's allocation), that fits the
+ *       device;</li>
  *   <li>checks the range against the layout: offset and length multiples of the alignment, past
  *       the metadata region, inside the device ({@link InvalidHandleException} naming
  *       {@code payload.offset} or {@code payload.length});</li>
@@ -127,8 +128,10 @@ final class DevdaxImporter implements IpcImporter {
         if (header.layoutId() != payload.layoutId()) {
             throw new ConduitException("cannot import from device " + device.describe() + ": its layout (id "
                     + Long.toHexString(header.layoutId()) + ") is not the one the export was made on (id "
-                    + Long.toHexString(payload.layoutId()) + "): this process's " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
-                    + " leads alias '" + payload.alias() + "' to another device than the producer's");
+                    + Long.toHexString(payload.layoutId()) + "): either this process's " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
+                    + " leads alias '" + payload.alias() + "' to another device than the producer's, or a new layout was written "
+                    + "over the device since the export was made (its owner found it blank or damaged when it started, the device is "
+                    + "at generation " + header.generation() + "), which forgot every allocation of the old one");
         }
         Geometry geometry = header.geometry();
         if (geometry.size() > device.size() || geometry.alignment() % device.mapUnit() != 0) {

@@ -203,6 +203,28 @@ class RestartPolicyTest {
         }
     }
 
+    /**
+     * An export made before its device got a new layout (its owner found it damaged or blank) was
+     * refused as if the consumer's device table led the alias to another device: a consumer whose
+     * table was right was sent to fix it, and not told that the allocation is gone.
+     */
+    @Test
+    void anExportFromALayoutWrittenOverSinceSaysSoNotOnlyThatTheAliasMayLeadElsewhere() {
+        DevdaxProvider first = open("reset");
+        byte[] export = first.export(first.allocate(UNIT));
+        first.abandon();
+        Fixtures.writeLong(device, Layout.OFFSET_SIZE, 3 * UNIT); // breaks the header's checksum: reset writes a new layout
+
+        try (DevdaxProvider reset = open("reset")) {
+            reset.allocate(UNIT);
+            assertThatThrownBy(() -> importer.map(reader(export), UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("is not the one the export was made on")
+                    .hasMessageContaining("leads alias 'pmem0' to another device than the producer's")
+                    .hasMessageContaining("or a new layout was written over the device since the export was made");
+        }
+    }
+
     @Test
     void recoverRefusesALayoutMadeForAnotherAlignmentWhichResetAdapts() {
         DevdaxProvider first = open("reset");
