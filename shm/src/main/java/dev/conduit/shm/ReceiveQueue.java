@@ -846,7 +846,7 @@ public final class ReceiveQueue {
 
     /**
      * Sleeps until a sender commits, {@link #signal} is called (also before this call: a signal is
-     * never lost), or {@code timeoutNanos} pass.
+     * never lost), or {@code timeoutNanos} pass; a timeout of 0 or less only looks.
      *
      * @return {@code true} if there may be work (a record, or a signal)
      */
@@ -858,7 +858,7 @@ public final class ReceiveQueue {
      * Sleeps until a sender commits, {@link #signal} is called (also before this call: a signal is
      * never lost), {@code ready} says so, or {@code timeoutNanos} pass; records already pending do
      * not end it (their handler waits for something else, which signals when it is done:
-     * {@code ready}).
+     * {@code ready}). A timeout of 0 or less has passed already: this only looks.
      *
      * @return {@code true} if there may be work
      */
@@ -876,7 +876,9 @@ public final class ReceiveQueue {
         try {
             // After the flag: whoever makes this true later sees the flag, or signals after this reads the sequence.
             if (ready.getAsBoolean()) return true;
-            boolean woken = libc.futexWait(memory, WAKE_OFFSET, sequence, timeoutNanos) != dev.conduit.linux.FutexResult.TIMED_OUT;
+            // The futex takes a negative timeout for none at all: a caller's "time left" that ran out would sleep until woken.
+            long timeout = Math.max(0, timeoutNanos);
+            boolean woken = libc.futexWait(memory, WAKE_OFFSET, sequence, timeout) != dev.conduit.linux.FutexResult.TIMED_OUT;
             if (woken) observedSequence = (int) INT.getVolatile(memory, WAKE_OFFSET);
             return woken;
         } finally {

@@ -43,7 +43,8 @@ public interface Transport extends AutoCloseable {
      * default, this is for when latency may be traded for an idle core ({@link Capability#WAKEUP}).
      * A transport may return before {@code timeoutNanos} with nothing to do, for instance to check
      * its peers' liveness: callers loop ({@code progress()}, then {@code await} with the time left)
-     * until their own deadline, as the runtime's {@code Worker.await} does.
+     * until their own deadline, as the runtime's {@code Worker.await} does. A timeout of 0 or less
+     * has passed: the transport looks for work (a kept signal included) and returns without sleeping.
      *
      * @return {@code true} if woken by work or {@link #signal()}; {@code false} when the timeout
      *         passed or the transport returned early with nothing to do

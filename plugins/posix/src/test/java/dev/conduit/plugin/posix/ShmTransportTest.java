@@ -2081,6 +2081,37 @@ class ShmTransportTest {
         assertThat(receiver.await(TimeUnit.MILLISECONDS.toNanos(10))).as("one signal, one wake-up").isFalse();
     }
 
+    /**
+     * A timeout of zero or less has passed already: await looks and returns, whatever waits at the
+     * head of the queue (nothing, a stopped sender's record, a large message whose ring is being
+     * mapped). A negative one used to reach the futex, which reads it as no limit: a caller that
+     * computed its time left as {@code deadline - System.nanoTime()} slept until a message or a
+     * signal came, its liveness checks with it. Not timed: the liveness interval is an hour.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a futex no interrupt ends
+    void anAwaitWhoseTimeoutHasPassedReturnsAtOnceWhateverHoldsTheHead() throws Exception {
+        Transport idle = transport(new Received(), "posix.liveness.interval", "1h");
+        for (long passed : new long[] {0, -1, Long.MIN_VALUE}) {
+            assertThat(idle.await(passed)).as("an idle queue, a timeout of %d", passed).isFalse();
+        }
+        idle.signal();
+        assertThat(idle.await(-1)).as("a signal made before").isTrue();
+
+        Received received = new Received();
+        Transport blocked = transport(received, "posix.queue.size", "64k", "posix.liveness.interval", "1h");
+        aLiveSenderStoppedAfterItsTake(blocked, received, new TransportEndpoint[1]);
+        assertThat(blocked.await(-1)).as("a stopped sender's record at the head").isFalse();
+
+        CountDownLatch mapped = new CountDownLatch(1);
+        try {
+            Transport mapping = receiverWithALargeMessageWaitingForItsRing(new Received(), mapped, "posix.liveness.interval", "1h");
+            assertThat(mapping.await(-1)).as("a large message at the head, its ring being mapped").isFalse();
+        } finally {
+            mapped.countDown();
+        }
+    }
+
     @Test
     void aFullQueueRefusesUntilTheReceiverProgresses() {
         Received received = new Received();
