@@ -192,7 +192,8 @@ public interface Endpoint extends AutoCloseable {
      * byte order of the target's host); returns the previous value.
      *
      * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8, or {@code target} was opened on another
-     *                                   endpoint or is mapped read-only in this process (posix through a read-only mount)
+     *                                   endpoint or is mapped read-only in this process (posix through a read-only mount),
+     *                                   or its handle places it off an 8-byte boundary of its chunk (no pool does)
      * @throws IndexOutOfBoundsException when the word is not inside {@code target}
      * @throws NotSupportedException     when the transport has no atomics (capability ATOMICS)
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
@@ -206,7 +207,8 @@ public interface Endpoint extends AutoCloseable {
      * if it equals {@code expected}; returns the previous value (equal to {@code expected} on success).
      *
      * @throws IllegalArgumentException  when {@code offset} is not a multiple of 8, or {@code target} was opened on another
-     *                                   endpoint or is mapped read-only in this process (posix through a read-only mount)
+     *                                   endpoint or is mapped read-only in this process (posix through a read-only mount),
+     *                                   or its handle places it off an 8-byte boundary of its chunk (no pool does)
      * @throws IndexOutOfBoundsException when the word is not inside {@code target}
      * @throws NotSupportedException     when the transport has no atomics (capability ATOMICS)
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes

@@ -596,6 +596,8 @@ final class ShmEndpoint implements TransportEndpoint {
             return previous;
         } catch (InternalError e) {
             throw regionFault(e, target);
+        } catch (IllegalArgumentException e) {
+            throw misalignedWord(e, "fetchAdd", target, segment, offset);
         }
     }
 
@@ -610,7 +612,24 @@ final class ShmEndpoint implements TransportEndpoint {
             return witness;
         } catch (InternalError e) {
             throw regionFault(e, target);
+        } catch (IllegalArgumentException e) {
+            throw misalignedWord(e, "compareAndSwap", target, segment, offset);
         }
+    }
+
+    /**
+     * An atomic's word that is no aligned word of this process although its offset in the region
+     * is a multiple of 8 (the runtime checks that): the peer's handle placed the region off an
+     * 8-byte boundary of its chunk. Said so, rather than with the JDK's message, which blames that
+     * offset. Judged only once the access refused it: nothing on the path of an atomic that works.
+     */
+    private static IllegalArgumentException misalignedWord(IllegalArgumentException e, String op, RemoteRegion region,
+                                                           MemorySegment segment, long offset) {
+        if (((segment.address() + offset) & 7) == 0) return e;
+        return new IllegalArgumentException(op + " at offset " + offset + " of the peer's region: the region starts at byte "
+                + region.chunkOffset() + " of its chunk, as its handle says, off an 8-byte boundary, so none of its words is "
+                + "aligned as the CPU's atomics need. A Conduit pool places every region on a 64-byte boundary: this handle was "
+                + "made otherwise, or altered; have the peer export a region of a pool for atomics (put and get need no alignment)", e);
     }
 
     /**
