@@ -73,9 +73,11 @@ final class DevdaxConfig {
             String alias = equals < 0 ? "" : item.substring(0, equals).trim();
             String path = equals < 0 ? "" : item.substring(equals + 1).trim();
             if (equals < 0 || !PayloadReader.isName(alias) || path.isEmpty() || !path.startsWith("/")) {
-                throw new ConfigException("bad item '" + item + "' in config key " + DEVICES.propertyName() + " ("
-                        + DEVICES.environmentName() + "): expected alias=/absolute/path, e.g. pmem0=/dev/dax0.0, where the "
-                        + "alias is lower-case letters, digits and '-', starts with a letter and has at most 32 characters");
+                throw badItem(item, "");
+            }
+            // Path.of would throw InvalidPathException: the environment and a command line cannot carry a NUL, Conduit.builder().set can.
+            if (path.indexOf('\0') >= 0) {
+                throw badItem(item, "the path contains a NUL character, which no file name can hold; ");
             }
             if (table.putIfAbsent(alias, Path.of(path)) != null) {
                 throw new ConfigException("alias '" + alias + "' appears twice in config key " + DEVICES.propertyName() + " ("
@@ -83,6 +85,12 @@ final class DevdaxConfig {
             }
         }
         return table;
+    }
+
+    private static ConfigException badItem(String item, String why) {
+        return new ConfigException("bad item '" + item.replace("\0", "\\0") + "' in config key " + DEVICES.propertyName() + " ("
+                + DEVICES.environmentName() + "): " + why + "expected alias=/absolute/path, e.g. pmem0=/dev/dax0.0, where the "
+                + "alias is lower-case letters, digits and '-', starts with a letter and has at most 32 characters");
     }
 
     /**

@@ -3,6 +3,7 @@ package dev.conduit.plugin.devdax;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
+import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
@@ -13,6 +14,7 @@ import java.nio.file.Path;
 
 import static dev.conduit.plugin.devdax.Fixtures.MIB;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** Available with a usable device table or a readable DAX device; otherwise a reason that says what to set. */
 class DevdaxProbeTest {
@@ -102,6 +104,29 @@ class DevdaxProbeTest {
         Availability availability = plugin().probe(TestContext.of("devdax.devices", "pmem0"));
         assertThat(availability.isAvailable()).isFalse();
         assertThat(availability.reason()).contains("bad item 'pmem0'").contains("CONDUIT_DEVDAX_DEVICES");
+    }
+
+    /**
+     * A path with a NUL (possible through Conduit.builder().set or a system property, never the
+     * environment) escaped as InvalidPathException: the probe, which expects configuration errors,
+     * failed instead of reporting, and the provider and the importer named neither key nor item.
+     */
+    @Test
+    void aPathWithANulIsABadItemOfTheTableNamingTheKey() {
+        TestContext context = TestContext.of("devdax.devices", "pmem0=/dev/dax0.0\0.img");
+        Availability availability = plugin().probe(context);
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason())
+                .startsWith("bad item 'pmem0=/dev/dax0.0\\0.img' in config key conduit.devdax.devices (CONDUIT_DEVDAX_DEVICES): ")
+                .contains("the path contains a NUL character")
+                .contains("expected alias=/absolute/path")
+                .doesNotContain("\0");
+        assertThatThrownBy(() -> plugin().openMemoryProvider(context))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("the path contains a NUL character");
+        assertThatThrownBy(() -> plugin().ipcImporter(context))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("the path contains a NUL character");
     }
 
     /** A {@code /dev/dax*} node found without a table: a link to {@code /dev/zero}, which the fixture sysfs calls device DAX. */
