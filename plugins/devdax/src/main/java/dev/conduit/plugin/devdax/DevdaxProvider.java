@@ -2,6 +2,7 @@ package dev.conduit.plugin.devdax;
 
 import dev.conduit.spi.Cleanup;
 import dev.conduit.linux.PageSize;
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
@@ -165,7 +166,8 @@ final class DevdaxProvider implements MemoryProvider {
         try {
             locked = libc.tryFlock(device.fd(), LockFlags.LOCK_EX);
         } catch (ErrnoException e) {
-            throw new ConduitException("cannot lock device " + device.describe() + ": " + e.getMessage(), e);
+            throw new ConduitException("cannot lock device " + device.describe() + ": " + e.getMessage() + "; a provider allocates "
+                    + "only from a device it holds locked, so that no other provider hands out the same memory: " + lockRemedy(e), e);
         }
         if (!locked) {
             throw new ConduitException("device " + device.describe() + " is in use by another devdax provider: "
@@ -173,6 +175,18 @@ final class DevdaxProvider implements MemoryProvider {
                     + ". One provider allocates from a device at a time: close that provider, or give this one another device ("
                     + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")");
         }
+    }
+
+    /** What to do when {@code flock} fails for another reason than a held lock. */
+    private static String lockRemedy(ErrnoException e) {
+        if (e.errno() == Errno.ENOLCK) {
+            // A device node's locks are the kernel's own; a regular file on NFS needs its lock service.
+            return "the kernel is out of memory for lock records, or the file lies on a network file system whose lock service "
+                    + "(NFS's lockd) did not answer; retry when memory is free, and keep a file that stands in for a device on a "
+                    + "local file system (e.g. /dev/shm)";
+        }
+        return "check that the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " leads to a device-DAX device or to a "
+                + "regular file on a local file system";
     }
 
     private static Mapper.Mapped mapMetadata(Libc libc, Device device, Geometry geometry, Arena arena) {

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.Libc;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
@@ -62,6 +63,30 @@ class DeviceLockTest {
             assertThat(Fixtures.openDescriptors()).as("the refused opens closed their descriptors").isEqualTo(descriptors);
             assertThat(owner.allocate(owner.pageSize()).segment().byteSize()).as("the owner is unaffected").isEqualTo(owner.pageSize());
         }
+    }
+
+    /**
+     * A flock that fails for another reason than a held lock (ENOLCK: no lock record, or a network
+     * file system's lock service that does not answer) used to name the errno and nothing to do.
+     */
+    @Test
+    void aLockThatCannotBeTakenNamesTheCauseAndTheRemedyAndLeavesNothingOpen() {
+        long descriptors = Fixtures.openDescriptors();
+        Libc noLocks = FailingLibc.failing("tryFlock", Errno.ENOLCK, args -> true);
+        assertThatThrownBy(() -> DevdaxProvider.open(noLocks, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("cannot lock device " + device + " (alias 'pmem0'): ")
+                .hasMessageContaining("ENOLCK")
+                .hasMessageContaining("a provider allocates only from a device it holds locked")
+                .hasMessageContaining("out of memory for lock records")
+                .hasMessageContaining("local file system");
+        Libc refused = FailingLibc.failing("tryFlock", Errno.EINVAL, args -> true);
+        assertThatThrownBy(() -> DevdaxProvider.open(refused, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("EINVAL")
+                .hasMessageContaining("a provider allocates only from a device it holds locked")
+                .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
+        assertThat(Fixtures.openDescriptors()).isEqualTo(descriptors);
     }
 
     /**
