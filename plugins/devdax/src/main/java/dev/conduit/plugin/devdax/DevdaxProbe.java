@@ -173,7 +173,7 @@ final class DevdaxProbe {
             try {
                 first = Mapper.mapPreferringSync(libc, device.fd(), 0, device.mapUnit(), MmapFlags.PROT_READ, arena);
             } catch (ErrnoException e) {
-                throw new ConduitException("cannot map " + device.describe() + ": " + e.getMessage() + Device.mapRemedy(e), e);
+                throw new ConduitException("cannot map " + device.describe() + ": " + e.getMessage() + Device.mapRemedy(e, null), e);
             }
             String layout = switch (Layout.read(first.segment())) {
                 case Layout.Valid(Layout.Header header) -> "layout generation " + header.generation() + " (id "

@@ -194,7 +194,7 @@ final class DevdaxProvider implements MemoryProvider {
             return Mapper.mapPreferringSync(libc, device.fd(), 0, geometry.dataOffset(), READ_WRITE, arena);
         } catch (ErrnoException e) {
             throw new ConduitException("cannot map the metadata of device " + device.describe() + " (" + geometry.dataOffset()
-                    + " bytes): " + e.getMessage() + Device.mapRemedy(e), e);
+                    + " bytes): " + e.getMessage() + Device.mapRemedy(e, null), e);
         }
     }
 
@@ -313,8 +313,7 @@ final class DevdaxProvider implements MemoryProvider {
             arena.close();
             free.give(offset, size);
             throw new ConduitException("cannot map [" + offset + ", " + (offset + size) + ") of device " + device.describe() + ": "
-                    + e.getMessage() + (e.errnoName().equals("ENOMEM") ? "; the process is out of address space or mappings: "
-                    + "raise the address-space limit (ulimit -v, RLIMIT_AS) or vm.max_map_count, or keep fewer chunks (pool.chunk.size)" : Device.mapRemedy(e)), e);
+                    + e.getMessage() + Device.mapRemedy(e, "keep fewer chunks (pool.chunk.size)"), e);
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, arena::close);
             free.give(offset, size);

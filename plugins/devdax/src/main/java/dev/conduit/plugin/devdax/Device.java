@@ -140,12 +140,24 @@ final class Device implements AutoCloseable {
             + "(daxctl enable-device) before retrying";
 
     /**
-     * What to append to a failed {@code mmap}'s message: the remedy for {@code ENXIO}, which device
-     * DAX returns for a disabled device. ({@code ENODEV} from {@code mmap} means something else:
-     * that the file cannot be mapped at all.)
+     * What to append to a failed {@code mmap}'s message: the cause and the remedy. {@code ENXIO} is
+     * what device DAX returns for a disabled device; {@code ENODEV} means something else, that the
+     * file cannot be mapped at all; {@code ENOMEM}, that the process has no address space or
+     * mapping left.
+     *
+     * @param fewerMappings how the caller's process can hold fewer mappings, offered for {@code ENOMEM}
+     *                      besides raising the limits; {@code null} if there is no such way
      */
-    static String mapRemedy(ErrnoException e) {
-        return e.errno() == Errno.ENXIO ? "; " + UNBOUND : "";
+    static String mapRemedy(ErrnoException e, String fewerMappings) {
+        return "; " + switch (e.errno()) {
+            case Errno.ENXIO -> UNBOUND;
+            case Errno.ENOMEM -> "the process is out of address space or mappings: raise the address-space limit (ulimit -v, "
+                    + "RLIMIT_AS) or vm.max_map_count" + (fewerMappings == null ? "" : ", or " + fewerMappings);
+            case Errno.ENODEV -> "the path is neither a device-DAX device nor a file that can be mapped (its file system or driver "
+                    + "does not support mmap): point the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " at a /dev/daxX.Y "
+                    + "device, or at a regular file on a file system that maps files, such as tmpfs (/dev/shm), ext4 or xfs";
+            default -> "check the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES);
+        };
     }
 
     static String describeType(int fileType) {

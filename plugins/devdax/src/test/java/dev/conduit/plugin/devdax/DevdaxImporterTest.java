@@ -250,6 +250,38 @@ class DevdaxImporterTest {
         }
     }
 
+    /**
+     * mmap failing for a shortage (ENOMEM) or a file that cannot be mapped (ENODEV) named the errno
+     * and nothing to do when the metadata was being mapped; the range's ENOMEM alone had a remedy.
+     */
+    @Test
+    void aMappingThatFailsForAShortageOrAnUnmappableFileSaysWhatToDo() {
+        try (MemoryProvider provider = provider()) {
+            Chunk chunk = provider.allocate(UNIT);
+            byte[] payload = provider.export(chunk);
+            long offset = ((DevdaxChunk) chunk).offset();
+            for (long failingAt : new long[] {0, offset}) { // the header, the range
+                Libc shortOfMappings = FailingLibc.failing("mmap", Errno.ENOMEM, args -> (long) args[1] == failingAt);
+                assertThatThrownBy(() -> new DevdaxImporter(shortOfMappings, Map.of("pmem0", device), Sysfs.SYSTEM).map(reader(payload), UNIT))
+                        .as("mmap at " + failingAt)
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining(device + " (alias 'pmem0')")
+                        .hasMessageContaining("ENOMEM")
+                        .hasMessageContaining("out of address space or mappings")
+                        .hasMessageContaining("vm.max_map_count")
+                        .hasMessageContaining("ipc.cache.bytes");
+                Libc unmappable = FailingLibc.failing("mmap", Errno.ENODEV, args -> (long) args[1] == failingAt);
+                assertThatThrownBy(() -> new DevdaxImporter(unmappable, Map.of("pmem0", device), Sysfs.SYSTEM).map(reader(payload), UNIT))
+                        .as("mmap at " + failingAt)
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("ENODEV")
+                        .hasMessageContaining("nor a file that can be mapped")
+                        .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
+            }
+            assertThat(Fixtures.mappingsOf(device)).isEqualTo(2);
+        }
+    }
+
     @Test
     void anAliasThatLeadsToAnotherDeviceIsNamedAsSuch() {
         Path other = Fixtures.deviceFile(dir, "other.img", 32 * MIB);

@@ -304,6 +304,43 @@ class DevdaxProviderTest {
         }
     }
 
+    /** mmap of the metadata failing for a shortage (ENOMEM) or a file that cannot be mapped (ENODEV) named no remedy. */
+    @Test
+    void aMetadataMappingThatFailsForAShortageOrAnUnmappableFileSaysWhatToDo() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        long descriptors = Fixtures.openDescriptors();
+        Libc shortOfMappings = FailingLibc.failing("mmap", Errno.ENOMEM, args -> true);
+        assertThatThrownBy(() -> DevdaxProvider.open(shortOfMappings, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("cannot map the metadata of device " + device + " (alias 'pmem0')")
+                .hasMessageContaining("ENOMEM")
+                .hasMessageContaining("out of address space or mappings")
+                .hasMessageContaining("vm.max_map_count");
+        Libc unmappable = FailingLibc.failing("mmap", Errno.ENODEV, args -> true);
+        assertThatThrownBy(() -> DevdaxProvider.open(unmappable, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("ENODEV")
+                .hasMessageContaining("nor a file that can be mapped")
+                .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
+        assertThat(Fixtures.mappingsOf(device)).isZero();
+        assertThat(Fixtures.openDescriptors()).isEqualTo(descriptors);
+    }
+
+    /** A chunk's mmap failing for ENODEV named no remedy; its ENOMEM did. */
+    @Test
+    void aChunkMappingThatFailsForAnUnmappableFileSaysWhatToDo() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        for (int errno : new int[] {Errno.ENOMEM, Errno.ENODEV}) {
+            Libc libc = FailingLibc.failing("mmapAligned", errno, args -> true);
+            try (DevdaxProvider provider = DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+                assertThatThrownBy(() -> provider.allocate(UNIT))
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("cannot map [" + UNIT + ", " + 2 * UNIT + ") of device " + device + " (alias 'pmem0')")
+                        .hasMessageContaining(errno == Errno.ENOMEM ? "pool.chunk.size" : "nor a file that can be mapped");
+            }
+        }
+    }
+
     @Test
     void unusableDevicesAreRefusedWithTheReasonAndTheRemedy() throws Exception {
         Path missing = dir.resolve("missing.img");
