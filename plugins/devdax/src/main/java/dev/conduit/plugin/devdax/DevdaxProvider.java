@@ -289,6 +289,7 @@ final class DevdaxProvider implements MemoryProvider {
         }
         ensureOpen();
         ensureStillOwner("allocate");
+        long searchFrom = free.next();
         long offset = free.take(size);
         if (offset < 0) {
             throw new ConduitException("device " + device.describe() + " has no free range of " + size + " bytes: " + free.freeBytes()
@@ -311,14 +312,24 @@ final class DevdaxProvider implements MemoryProvider {
             return chunk;
         } catch (ErrnoException e) {
             arena.close();
-            free.give(offset, size);
+            untake(offset, size, searchFrom);
             throw new ConduitException("cannot map [" + offset + ", " + (offset + size) + ") of device " + device.describe() + ": "
                     + e.getMessage() + Device.mapRemedy(e, "keep fewer chunks (pool.chunk.size)"), e);
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, arena::close);
-            free.give(offset, size);
+            untake(offset, size, searchFrom);
             throw e;
         }
+    }
+
+    /**
+     * Gives back a range that a failed allocation took, and puts the search back where it started:
+     * the range was never handed out, so the next allocation may have it, where a range freed after
+     * use comes round again only after the rest of the device.
+     */
+    private void untake(long offset, long size, long searchFrom) {
+        free.give(offset, size);
+        free.startAt(searchFrom);
     }
 
     /**

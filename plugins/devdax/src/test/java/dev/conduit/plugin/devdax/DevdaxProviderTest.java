@@ -85,6 +85,24 @@ class DevdaxProviderTest {
         }
     }
 
+    /**
+     * A range whose mapping failed was given back, but the next-fit search had already moved past
+     * it: the next allocation skipped it, as if it had been handed out and freed, and it came
+     * round again only after the rest of the device.
+     */
+    @Test
+    void aRangeWhoseMappingFailedIsTheNextAllocationsNotSkipped() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        AtomicBoolean failing = new AtomicBoolean(true);
+        Libc libc = FailingLibc.failing("mmapAligned", Errno.ENOMEM, args -> failing.get());
+        try (DevdaxProvider provider = DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+            assertThatThrownBy(() -> provider.allocate(UNIT)).hasMessageContaining("ENOMEM");
+            failing.set(false);
+            assertThat(((DevdaxChunk) provider.allocate(UNIT)).offset()).as("the range the failed allocation took").isEqualTo(UNIT);
+            assertThat(((DevdaxChunk) provider.allocate(UNIT)).offset()).isEqualTo(2 * UNIT);
+        }
+    }
+
     /** pageSize() promises aligned addresses, and pools rely on it for alignments up to it; a file's mapping is only page-aligned by the kernel. */
     @Test
     void chunksAreMappedAtAddressesAlignedToTheUnit() {
