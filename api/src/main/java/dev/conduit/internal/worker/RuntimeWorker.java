@@ -514,12 +514,31 @@ public final class RuntimeWorker implements Worker {
         return e instanceof ConduitException && m != null ? m : e.getClass().getName() + (m == null ? "" : ": " + m);
     }
 
+    /**
+     * Adds a connected endpoint to those the worker's close closes; or, when that close already took
+     * them (under {@code PASS_THROUGH} it may run while another thread connects), closes it and
+     * throws as every call on a closed worker does. The close takes the endpoints under
+     * {@link #endpointsLock} after it set {@link #closed}, so one of the two sees the other.
+     */
     private void register(RuntimeEndpoint ep) {
+        boolean closedMeanwhile;
         synchronized (endpointsLock) {
-            RuntimeEndpoint[] now = endpoints;
-            RuntimeEndpoint[] next = Arrays.copyOf(now, now.length + 1);
-            next[now.length] = ep;
-            endpoints = next;
+            closedMeanwhile = closed;
+            if (!closedMeanwhile) {
+                RuntimeEndpoint[] now = endpoints;
+                RuntimeEndpoint[] next = Arrays.copyOf(now, now.length + 1);
+                next[now.length] = ep;
+                endpoints = next;
+            }
+        }
+        if (closedMeanwhile) {
+            IllegalStateException refused = closedException(null);
+            try {
+                ep.close(false);
+            } catch (RuntimeException | Error e) {
+                refused.addSuppressed(e);
+            }
+            throw refused;
         }
         if (ep.isFailed()) failuresToReport = true; // failed while connecting
     }

@@ -59,6 +59,22 @@ class EndpointThreadingTest {
         }
     }
 
+    /** A plugin's hook that, the first time it runs, closes {@code target} on another thread and waits for that close. */
+    private Runnable closingOnAnotherThreadOnce(AutoCloseable target) {
+        AtomicBoolean ran = new AtomicBoolean();
+        return () -> {
+            if (!ran.compareAndSet(false, true)) return;
+            try {
+                onAnotherThread(() -> {
+                    target.close();
+                    return null;
+                });
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        };
+    }
+
     private static void await(CountDownLatch latch) throws InterruptedException {
         assertThat(latch.await(WAIT_SECONDS, TimeUnit.SECONDS)).as("latch released").isTrue();
     }
@@ -262,6 +278,28 @@ class EndpointThreadingTest {
         Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
         assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
         hammer(worker, worker.connect(worker.address()), 4, 25_000);
+    }
+
+    /**
+     * Under PASS_THROUGH a worker's close may run while another thread connects. A connect whose
+     * transport finished after the close had closed the worker's endpoints used to register its
+     * endpoint all the same: it returned an endpoint of a closed worker, whose transport endpoint
+     * no close had reached (the worker's was over, and only the application's own would).
+     */
+    @Test
+    void aConnectThatAWorkersCloseOvertookClosesWhatItOpenedAndSaysTheWorkerIsClosed() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        Worker peer = conduit.newWorker(ThreadMode.MULTI);
+        plugin.whileConnecting = closingOnAnotherThreadOnce(worker);
+
+        assertThatThrownBy(() -> worker.connect(peer.address()))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("worker is closed");
+        LoopbackPlugin.LoopbackEndpoint opened = plugin.transports.getFirst().endpoints.getFirst();
+        assertThat(opened.closed).as("the transport endpoint the connect opened").isTrue();
     }
 
     @ParameterizedTest

@@ -62,6 +62,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean failWhileConnecting;
     /** When set, {@code connect} fails with this reason. */
     volatile String refuseConnect;
+    /** Run by {@code connect} once it made the endpoint, before it returns it: for what happens meanwhile. */
+    volatile Runnable whileConnecting = () -> { };
     final List<LoopbackTransport> transports = new CopyOnWriteArrayList<>();
     /** When set, closing endpoint number n (from 0, in connect order) throws this after it is recorded closed. */
     volatile java.util.function.IntFunction<Error> endpointCloseFails = n -> null;
@@ -227,6 +229,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 if (target == null) throw new ConduitException("no loopback transport is listening at " + peerKey);
                 LoopbackEndpoint ep = new LoopbackEndpoint(this, target, events, endpoints.size());
                 endpoints.add(ep);
+                plugin.whileConnecting.run();
                 if (plugin.failWhileConnecting) {
                     ep.reported = true;
                     events.peerFailed(new PeerFailedException("the peer hung up during the handshake"));
