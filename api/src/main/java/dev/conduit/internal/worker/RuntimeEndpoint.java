@@ -448,11 +448,13 @@ final class RuntimeEndpoint implements Endpoint {
     /** Fails unless the endpoint can be used: open, worker open, not failed. */
     private void checkUsable() {
         worker.ensureOpen(); // first: a worker closed with its Conduit says so, which the endpoint's own message would not
-        if (closed) {
-            throw new IllegalStateException("endpoint over '" + transport + "' to " + peer + " is closed: it takes no more calls; "
-                    + "connect again (Worker.connect) to reach that peer");
-        }
+        if (closed) throw closedException();
         if (failure != null) throw rethrowable();
+    }
+
+    private IllegalStateException closedException() {
+        return new IllegalStateException("endpoint over '" + transport + "' to " + peer + " is closed: it takes no more calls; "
+                + "connect again (Worker.connect) to reach that peer");
     }
 
     // ---------------------------------------------------------------- RMA
@@ -465,9 +467,19 @@ final class RuntimeEndpoint implements Endpoint {
             checkUsable();
             RuntimePeerRegion region = new RuntimePeerRegion(this, worker.remoteMemory().open(handle));
             synchronized (regions) {
-                regions.add(region);
+                // Under PASS_THROUGH this endpoint's close may have run meanwhile: it sets closed, then takes the regions here.
+                if (!closed) {
+                    regions.add(region);
+                    return region;
+                }
             }
-            return region;
+            IllegalStateException refused = closedException();
+            try {
+                region.closeByEndpoint();
+            } catch (RuntimeException | Error e) {
+                refused.addSuppressed(e);
+            }
+            throw refused;
         } finally {
             worker.exit(entered);
         }

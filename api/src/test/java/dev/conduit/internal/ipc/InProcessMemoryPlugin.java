@@ -51,6 +51,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public volatile boolean shortChunks;
     /** Whether imports map read-only, as posix does through a read-only mount. */
     public volatile boolean readOnlyImports;
+    /** Run by an import once it mapped the chunk, before it returns the mapping: for what happens meanwhile. */
+    public volatile Runnable whileMapping = () -> { };
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
     private final AtomicLong tokens = new AtomicLong();
     private final String name;
@@ -117,6 +119,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
         MemorySegment segment = readOnlyImports ? allocated.asReadOnly() : allocated;
         boolean mayFault = !sealedImports;
         maps.incrementAndGet();
+        whileMapping.run();
         return new ChunkMapping() {
             @Override
             public MemorySegment segment() {

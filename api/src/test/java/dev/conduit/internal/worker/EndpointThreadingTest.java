@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
+import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.ThreadMode;
@@ -300,6 +301,29 @@ class EndpointThreadingTest {
                 .hasMessageStartingWith("worker is closed");
         LoopbackPlugin.LoopbackEndpoint opened = plugin.transports.getFirst().endpoints.getFirst();
         assertThat(opened.closed).as("the transport endpoint the connect opened").isTrue();
+    }
+
+    /**
+     * Under PASS_THROUGH an endpoint's close may run while another thread opens a peer region on
+     * it. A region opened after the close had closed the endpoint's regions used to be added to
+     * them all the same: it stayed open, holding its IPC-cache entry, though the endpoint promised
+     * to close the regions opened on it.
+     */
+    @Test
+    void aPeerRegionThatItsEndpointsCloseOvertookIsReleasedAndSaysTheEndpointIsClosed() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        Conduit conduit = loopbacks.conduit(plugin, memory);
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        Endpoint endpoint = worker.connect(conduit.newWorker(ThreadMode.MULTI).address());
+        byte[] handle = conduit.pool("inproc").allocate(4096).exportHandle();
+        memory.whileMapping = closingOnAnotherThreadOnce(endpoint);
+
+        assertThatThrownBy(() -> endpoint.peerRegion(handle))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("is closed");
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("the region the call opened was released").isZero();
     }
 
     @ParameterizedTest
