@@ -496,7 +496,7 @@ final class RuntimeEndpoint implements Endpoint {
         Objects.requireNonNull(source, "source");
         boolean entered = worker.enter();
         try {
-            RemoteRegion r = region(target, "put");
+            RemoteRegion r = region(target, "target", "put");
             checkRange("put", offset, source.byteSize(), target);
             requireCapability(rma, "put", Capability.RMA);
             checkUsable();
@@ -518,7 +518,7 @@ final class RuntimeEndpoint implements Endpoint {
         Objects.requireNonNull(destination, "destination");
         boolean entered = worker.enter();
         try {
-            RemoteRegion r = region(source, "get");
+            RemoteRegion r = region(source, "source", "get");
             checkRange("get", offset, destination.byteSize(), source);
             if (destination.isReadOnly()) throw new IllegalArgumentException("get into a read-only destination segment: get writes "
                     + "the bytes it reads into it; pass a writable segment (a Message's payload(), a region mapped read-only and an "
@@ -541,7 +541,7 @@ final class RuntimeEndpoint implements Endpoint {
     public long fetchAdd(PeerRegion target, long offset, long delta) {
         boolean entered = worker.enter();
         try {
-            RemoteRegion r = region(target, "fetchAdd");
+            RemoteRegion r = region(target, "target", "fetchAdd");
             checkWord("fetchAdd", offset, target);
             requireCapability(atomics, "fetchAdd", Capability.ATOMICS);
             checkUsable();
@@ -562,7 +562,7 @@ final class RuntimeEndpoint implements Endpoint {
     public long compareAndSwap(PeerRegion target, long offset, long expected, long desired) {
         boolean entered = worker.enter();
         try {
-            RemoteRegion r = region(target, "compareAndSwap");
+            RemoteRegion r = region(target, "target", "compareAndSwap");
             checkWord("compareAndSwap", offset, target);
             requireCapability(atomics, "compareAndSwap", Capability.ATOMICS);
             checkUsable();
@@ -594,8 +594,9 @@ final class RuntimeEndpoint implements Endpoint {
         }
     }
 
-    private RemoteRegion region(PeerRegion region, String op) {
-        Objects.requireNonNull(region, "region");
+    /** The transport's view of {@code region}, the operation's argument named {@code parameter}. */
+    private RemoteRegion region(PeerRegion region, String parameter, String op) {
+        Objects.requireNonNull(region, parameter);
         if (!(region instanceof RuntimePeerRegion r) || r.owner != this) {
             throw new IllegalArgumentException(op + ": the PeerRegion was not opened through this endpoint; open it with peerRegion(handle) on the endpoint that uses it");
         }

@@ -150,6 +150,22 @@ class EndpointRmaTest {
         assertThat(rmaCalls()).isEqualTo(3);
     }
 
+    /** A null region was named "region" whatever the parameter: put's and the atomics' is target, get's is source. */
+    @Test
+    void aNullArgumentIsNamedByItsParameter() {
+        open(new LoopbackPlugin("lo", 8, false));
+        PeerRegion region = endpoint.peerRegion(handle);
+        assertThatThrownBy(() -> endpoint.put(null, region, 0)).isInstanceOf(NullPointerException.class).hasMessage("source");
+        assertThatThrownBy(() -> endpoint.put(longs(1), null, 0)).isInstanceOf(NullPointerException.class).hasMessage("target");
+        assertThatThrownBy(() -> endpoint.get(null, 0, MemorySegment.ofArray(new byte[8])))
+                .isInstanceOf(NullPointerException.class).hasMessage("source");
+        assertThatThrownBy(() -> endpoint.get(region, 0, null)).isInstanceOf(NullPointerException.class).hasMessage("destination");
+        assertThatThrownBy(() -> endpoint.fetchAdd(null, 0, 1)).isInstanceOf(NullPointerException.class).hasMessage("target");
+        assertThatThrownBy(() -> endpoint.compareAndSwap(null, 0, 0, 1)).isInstanceOf(NullPointerException.class).hasMessage("target");
+        assertThatThrownBy(() -> endpoint.peerRegion(null)).isInstanceOf(NullPointerException.class).hasMessage("handle");
+        assertThat(rmaCalls()).as("nothing reached the transport").isZero();
+    }
+
     @Test
     void aRegionIsUsedWithTheEndpointThatOpenedItAndClosedWithIt() {
         open(new LoopbackPlugin("lo", 8, false));
