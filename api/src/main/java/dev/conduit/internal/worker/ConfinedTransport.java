@@ -31,7 +31,8 @@ final class ConfinedTransport implements Transport {
 
     @Override
     public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) {
-        return new Endpoint(thread.call(() -> delegate.connect(peerAddress, events)));
+        TransportEndpoint connected = thread.call(() -> delegate.connect(peerAddress, events));
+        return connected == null ? null : new Endpoint(connected); // the worker names a plugin that returned none
     }
 
     @Override

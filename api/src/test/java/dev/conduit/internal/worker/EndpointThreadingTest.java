@@ -351,6 +351,24 @@ class EndpointThreadingTest {
         assertThat(plugin.transport().overlaps).hasValue(0);
     }
 
+    /**
+     * A transport that returns no endpoint is named as such; a confined one's null used to be
+     * wrapped as an endpoint, whose first call failed with a NullPointerException that the connect
+     * reported instead.
+     */
+    @ParameterizedTest
+    @EnumSource(value = ThreadMode.class, names = {"SINGLE", "SERIALIZED"})
+    void aTransportThatReturnsNoEndpointIsNamedAsSuchConfinedOrNot(ThreadMode mode) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).singleOnly();
+        Conduit conduit = loopbacks.conduit(b -> b.threadConfinement(true), plugin);
+        Worker worker = conduit.newWorker(mode);
+        assertThat(worker.threadPolicy()).isEqualTo(mode == ThreadMode.SINGLE ? ThreadPolicy.OWNER_CHECK : ThreadPolicy.CONFINED_THREAD);
+        plugin.connectReturnsNull = true;
+        assertThatThrownBy(() -> worker.connect(worker.address()))
+                .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("'lo': transport returned no endpoint (null)");
+    }
+
     // ------------------------------------------------------------------ await and signal
 
     @Test

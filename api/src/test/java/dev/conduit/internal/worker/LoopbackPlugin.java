@@ -62,6 +62,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean failWhileConnecting;
     /** When set, {@code connect} fails with this reason. */
     volatile String refuseConnect;
+    /** When set, {@code connect} returns {@code null}, as a broken plugin would. */
+    volatile boolean connectReturnsNull;
     /** Run by {@code connect} once it made the endpoint, before it returns it: for what happens meanwhile. */
     volatile Runnable whileConnecting = () -> { };
     final List<LoopbackTransport> transports = new CopyOnWriteArrayList<>();
@@ -225,6 +227,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 String peerKey = peerAddress.string("key", 64);
                 peerAddress.end("key");
                 if (plugin.refuseConnect != null) throw new ConduitException(plugin.refuseConnect);
+                if (plugin.connectReturnsNull) return null;
                 LoopbackTransport target = REGISTRY.get(peerKey);
                 if (target == null) throw new ConduitException("no loopback transport is listening at " + peerKey);
                 LoopbackEndpoint ep = new LoopbackEndpoint(this, target, events, endpoints.size());
