@@ -449,7 +449,7 @@ public final class RuntimeWorker implements Worker {
                 RuntimeEndpoint ep;
                 try {
                     ep = new RuntimeEndpoint(this, name, peer.toString(), te, rma[i], atomics[i], concurrent, onError);
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | LinkageError e) { // it reads the limits: plugin code, failing as its connect may
                     reasons.add("'" + name + "': " + describe(e));
                     causes.add(e);
                     try {

@@ -121,6 +121,32 @@ class EndpointMessagingTest {
     }
 
     /**
+     * A transport endpoint whose limits cannot be read is closed, and the next transport tried, as
+     * for a transport whose connect fails. One whose limits threw a LinkageError (a plugin missing
+     * one of its classes, which a connect's own failure may be too) used to stay open, and the
+     * error left connect at once, trying no other transport.
+     */
+    @Test
+    void anEndpointWhoseLimitsCannotBeReadIsClosedAndTheNextTransportTried() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Worker worker = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), a, b).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"),
+                new LoopbackPlugin("lo-a", 8, false), new LoopbackPlugin("lo-b", 8, false)).newWorker(ThreadMode.SINGLE);
+
+        a.limitsError = new NoClassDefFoundError("dev/conduit/plugin/a/Limits");
+        assertThat(worker.connect(peer.address()).transport()).isEqualTo("lo-b");
+        assertThat(a.transport().endpoints.getFirst().closed).as("the endpoint whose limits could not be read").isTrue();
+
+        b.limitsError = new NoClassDefFoundError("dev/conduit/plugin/b/Limits");
+        assertThatThrownBy(() -> worker.connect(peer.address()))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("'lo-a': java.lang.NoClassDefFoundError: dev/conduit/plugin/a/Limits; "
+                        + "'lo-b': java.lang.NoClassDefFoundError: dev/conduit/plugin/b/Limits");
+        assertThat(b.transport().endpoints.get(1).closed).isTrue();
+    }
+
+    /**
      * A message does not name its sender: to answer, a receiver connects to an address the request
      * carries, from the handler if it likes (connect goes through the same re-entrant guard as a
      * send), and keeps the endpoint for later answers (docs/runtime.md, "Answering a message").

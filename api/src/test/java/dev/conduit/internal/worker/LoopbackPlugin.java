@@ -62,6 +62,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean failWhileConnecting;
     /** When set, {@code connect} fails with this reason. */
     volatile String refuseConnect;
+    /** When set, an endpoint's {@code maxHeaderSize} throws it, as a plugin missing one of its classes would. */
+    volatile Error limitsError;
     /** When set, {@code connect} returns {@code null}, as a broken plugin would. */
     volatile boolean connectReturnsNull;
     /** Run by {@code connect} once it made the endpoint, before it returns it: for what happens meanwhile. */
@@ -392,6 +394,8 @@ final class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public int maxHeaderSize() {
+            Error error = owner.plugin.limitsError;
+            if (error != null) throw error;
             return owner.plugin.maxHeader;
         }
 
