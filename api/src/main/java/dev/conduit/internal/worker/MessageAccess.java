@@ -39,6 +39,10 @@ public abstract class MessageAccess {
     public abstract void fill(Message m, int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                               MemorySegment payloadBuffer, long payloadOffset, long payloadLength);
 
-    /** Makes {@code m} invalid and drops its references to the transport's buffers. */
+    /**
+     * Makes {@code m} invalid and drops its references to the message's buffers. It keeps the
+     * read-only view of the last writable buffer its payload came from (and so that buffer), which
+     * spares the next message from the same buffer a new view.
+     */
     public abstract void invalidate(Message m);
 }
