@@ -28,8 +28,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>The transport is {@link GuardBenchPlugin}'s, which only increments a field, so the difference
  * between {@link #worker} and {@link #direct} is what the runtime adds to every call: the guard's
- * {@code enter}/{@code exit} and the worker's own bookkeeping around the transport (closed check,
- * message-delivery context, loop over its transports). Comparing the policies with each other
+ * {@code enter}/{@code exit} and the worker's own bookkeeping around the transport (its state
+ * word, message-delivery context, in-transport count; this worker has one transport, which it
+ * calls without a loop). Comparing the policies with each other
  * isolates the guards; comparing {@code OWNER_CHECK} with {@code direct} is the issue's target.
  * Results are returned, so JMH's Blackhole consumes them.
  *

@@ -69,14 +69,24 @@ public final class RuntimeWorker implements Worker {
     /** How long {@code Conduit.close()} waits for the threads using its workers to close them (requestCloseFromConduit). */
     static final long OWNER_CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final SecureRandom RANDOM = new SecureRandom();
-    private static final VarHandle BACKLOGGED;
-    private static final VarHandle CLOSED;
+    private static final VarHandle STATE;
     private static final VarHandle SIGNALS_IN_FLIGHT;
+
+    // The flags and the count that the word state holds.
+    /** Set by the one call that closes (closeNow), as it starts; never cleared. */
+    private static final long CLOSED = 1;
+    /** Set by {@link #requestCloseFromConduit}, after it wrote the deadline: the outermost call of a thread using the worker closes it (exit); never cleared. */
+    private static final long CLOSE_REQUESTED = 1 << 1;
+    /** Set, under the lock of {@link #deferredCloses}, when a close is added to it; cleared, under it, by the progress that runs them. */
+    private static final long CLOSES_DEFERRED = 1 << 2;
+    /** Set when an endpoint failed; cleared by the progress that calls the error handlers, before it looks at the endpoints. */
+    private static final long FAILURES_TO_REPORT = 1 << 3;
+    /** The upper half counts the endpoints with locally queued messages: added to as an endpoint's local queue fills or empties. */
+    private static final long BACKLOG_UNIT = 1L << 32;
 
     static {
         try {
-            BACKLOGGED = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "backlogged", int.class);
-            CLOSED = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "closed", boolean.class);
+            STATE = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "state", long.class);
             SIGNALS_IN_FLIGHT = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "signalsInFlight", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
@@ -87,6 +97,8 @@ public final class RuntimeWorker implements Worker {
     private final ThreadGuard guard;
     private final ThreadPolicy policy;
     private final Transport[] transports;
+    /** The worker's transport when it has only one (most do): {@link #progress} then calls it without a loop. Else null. */
+    private final Transport sole;
     private final String[] transportNames;
     /** What the probe of each selected plugin ruled out here, with why: a transport left out, RMA or atomics refused. */
     private final Map<String, Map<Capability, String>> ruledOutHere;
@@ -104,20 +116,34 @@ public final class RuntimeWorker implements Worker {
     private final long idHigh;
     private final long idLow;
     private volatile WorkerAddress address;
-    /** Set, through CLOSED, by the one call that closes (closeNow), as it starts. */
-    private volatile boolean closed;
-    /** Set by {@link #requestCloseFromConduit}: the outermost call of a thread using this worker closes it (exit). */
-    private volatile boolean closeRequested;
+    /**
+     * What a progress call must see to besides its transports, in one word so that the common call
+     * reads it once and finds zero ({@link #progress}): the flags {@link #CLOSED},
+     * {@link #CLOSE_REQUESTED}, {@link #CLOSES_DEFERRED} and {@link #FAILURES_TO_REPORT} in the
+     * lower half, the count of backlogged endpoints in the upper ({@link #BACKLOG_UNIT}). Every
+     * change is an atomic read-modify-write through STATE ({@code getAndBitwiseOr},
+     * {@code getAndBitwiseAnd}, {@code getAndAdd}), so that none loses another's, and a volatile
+     * one: what was written before it (a deferred close in its list, an endpoint's failure, the
+     * close request's deadline) is seen by whoever reads the bit. A count that goes below zero for a
+     * moment never reaches the flags: adding multiples of 2<sup>32</sup> leaves the lower half as it is.
+     *
+     * <p>Progress reads it inside the guard, whose entry sees what the previous holder did (a
+     * SERIALIZED worker's send that queued locally on another thread). Only {@code CLOSE_REQUESTED}
+     * and an endpoint's failure come from threads outside the guard at any time; a failure is
+     * reported by the round that reads its bit, this one or the next, as before, and a close request
+     * by the call's {@link #exit}, which reads the word again as it leaves.
+     */
+    private volatile long state;
     /** Set by the first {@link #closeFromConduit}. */
     private final AtomicBoolean closedForConduit = new AtomicBoolean();
     /** Set when the close (closeNow) has finished, successfully or not. */
     private volatile boolean closeDone;
     /** What the close threw, for the calls and the Conduit close that come after it. */
     private volatile Throwable closeFailure;
-    /** Signals between their check of {@link #closed} and their return: through SIGNALS_IN_FLIGHT. */
+    /** Signals between their check of {@link #CLOSED} and their return: through SIGNALS_IN_FLIGHT. */
     @SuppressWarnings("unused")
     private volatile int signalsInFlight;
-    /** Until when {@link #closeFromConduit} waits for that; written before {@link #closeRequested}. */
+    /** Until when {@link #closeFromConduit} waits for that; written before {@link #CLOSE_REQUESTED}. */
     private long closeRequestDeadline;
     /** The thread whose {@code Conduit.close()} closed or asked to close this worker, for the message of later calls. */
     private volatile String closedByConduitOn;
@@ -128,14 +154,8 @@ public final class RuntimeWorker implements Worker {
     private final Object endpointsLock = new Object();
     /** Open endpoints, oldest first; copied on write (connect and close are rare, progress reads it). */
     private volatile RuntimeEndpoint[] endpoints = new RuntimeEndpoint[0];
-    /** How many endpoints have locally queued messages. */
-    @SuppressWarnings("unused") // through BACKLOGGED
-    private volatile int backlogged;
-    /** Set when an endpoint failed; progress then calls the error handlers not called yet. */
-    private volatile boolean failuresToReport;
     /** Transport endpoints a handler closed while their transport's progress was on the stack. */
     private final List<TransportEndpoint> deferredCloses = new ArrayList<>();
-    private volatile boolean closesDeferred;
     /** For {@link #await} without a WAKEUP transport. */
     private final AtomicBoolean signalled = new AtomicBoolean();
     private volatile Thread sleeper;
@@ -156,6 +176,7 @@ public final class RuntimeWorker implements Worker {
         if (runtimeLock != null) runtimeLock.wakeHolderWith(this::wakeSleeperUnderLock);
         this.policy = policy;
         this.transports = transports.toArray(Transport[]::new);
+        this.sole = this.transports.length == 1 ? this.transports[0] : null;
         int n = plugins.size();
         this.transportNames = new String[n];
         this.rma = new boolean[n];
@@ -279,7 +300,7 @@ public final class RuntimeWorker implements Worker {
             guard.enter();
         } catch (ConcurrentUseException inUse) {
             // The thread inside may be closing this worker for its Conduit: say that, not "overlap".
-            if (closeRequested || closed) throw closedException(inUse);
+            if (has(CLOSE_REQUESTED | CLOSED)) throw closedException(inUse);
             throw inUse;
         }
         return true;
@@ -310,7 +331,7 @@ public final class RuntimeWorker implements Worker {
     void exit(boolean entered) {
         if (!entered) return;
         try {
-            if (closeRequested && !closed && dispatch.delivery().depth == 0) closeQuietly();
+            if ((state & (CLOSE_REQUESTED | CLOSED)) == CLOSE_REQUESTED && dispatch.delivery().depth == 0) closeQuietly();
         } finally {
             guard.exit();
         }
@@ -325,7 +346,12 @@ public final class RuntimeWorker implements Worker {
     }
 
     void ensureOpen() {
-        if (closed) throw closedException(null);
+        if (has(CLOSED)) throw closedException(null);
+    }
+
+    /** Whether any of the flags {@code bits} of {@link #state} is set. */
+    private boolean has(long bits) {
+        return (state & bits) != 0;
     }
 
     private IllegalStateException closedException(Throwable cause) {
@@ -518,12 +544,12 @@ public final class RuntimeWorker implements Worker {
      * Adds a connected endpoint to those the worker's close closes; or, when that close already took
      * them (under {@code PASS_THROUGH} it may run while another thread connects), closes it and
      * throws as every call on a closed worker does. The close takes the endpoints under
-     * {@link #endpointsLock} after it set {@link #closed}, so one of the two sees the other.
+     * {@link #endpointsLock} after it set {@link #CLOSED}, so one of the two sees the other.
      */
     private void register(RuntimeEndpoint ep) {
         boolean closedMeanwhile;
         synchronized (endpointsLock) {
-            closedMeanwhile = closed;
+            closedMeanwhile = has(CLOSED);
             if (!closedMeanwhile) {
                 RuntimeEndpoint[] now = endpoints;
                 RuntimeEndpoint[] next = Arrays.copyOf(now, now.length + 1);
@@ -540,7 +566,7 @@ public final class RuntimeWorker implements Worker {
             }
             throw refused;
         }
-        if (ep.isFailed()) failuresToReport = true; // failed while connecting
+        if (ep.isFailed()) failureToReport(); // failed while connecting
     }
 
     void removeEndpoint(RuntimeEndpoint ep) {
@@ -572,16 +598,26 @@ public final class RuntimeWorker implements Worker {
 
     // ------------------------------------------------------------------ progress
 
+    /**
+     * One round ({@link #progressOnce}). When the worker has one transport and {@link #state} is
+     * zero (open, no close requested, nothing queued locally, no close deferred, no failure to
+     * report), which is every call of a busy-polling loop with nothing to do, the round is that
+     * transport's progress alone ({@link #progressSole}), without the loop over the transports
+     * and the checks it needs: the guard, one read of {@code state}, the in-handler check, the
+     * transport. What the transport's handlers leave to do is looked at after it, from
+     * {@code state} again.
+     */
     @Override
     public int progress() {
         boolean entered = enter();
         try {
-            ensureOpen();
+            boolean alone = sole != null && state == 0;
+            if (!alone) ensureOpen(); // a zero state says open
             MessageDispatch.Delivery d = dispatch.delivery();
             ensureNotInHandler(d, "progress()");
             int events;
             try {
-                events = progressOnce(d, -1);
+                events = alone ? progressSole(d) : progressOnce(d, -1);
             } catch (RuntimeException | Error e) {
                 d.attachTo(e); // a plugin failed after a handler threw: lose neither
                 throw e;
@@ -602,7 +638,7 @@ public final class RuntimeWorker implements Worker {
     private int progressOnce(MessageDispatch.Delivery d, int skip) {
         int events = 0;
         RuntimeException failure = null;
-        if (backlogged != 0) {
+        if (backlogged()) {
             try {
                 events += drainBacklogs();
             } catch (RuntimeException e) {
@@ -625,14 +661,43 @@ public final class RuntimeWorker implements Worker {
         } finally {
             d.inTransport--;
         }
-        if (closesDeferred) {
+        return endRound(d, events, failure);
+    }
+
+    /**
+     * {@link #progressOnce} for a worker of one transport when {@link #state} was zero: nothing to
+     * drain, no other transport to progress, no failure to report from before.
+     */
+    private int progressSole(MessageDispatch.Delivery d) {
+        int events = 0;
+        RuntimeException failure = null;
+        d.inTransport++;
+        try {
+            events = sole.progress();
+        } catch (RuntimeException e) {
+            failure = e;
+        } catch (InternalError e) {
+            failure = mappedMemoryFault(e, transportNames[0]);
+        } finally {
+            d.inTransport--;
+        }
+        // Its handlers may have closed endpoints, failed them, or queued messages locally; the next round drains those.
+        return failure == null && state == 0 ? events : endRound(d, events, failure);
+    }
+
+    /**
+     * The end of a round, once no transport's progress is on the stack: closes what handlers
+     * closed, calls the error handlers of endpoints that failed, and throws the round's failure.
+     */
+    private int endRound(MessageDispatch.Delivery d, int events, RuntimeException failure) {
+        if (has(CLOSES_DEFERRED)) {
             try {
                 runDeferredCloses();
             } catch (RuntimeException e) {
                 failure = withSuppressed(failure, e);
             }
         }
-        if (failuresToReport) {
+        if (has(FAILURES_TO_REPORT)) {
             try {
                 reportFailures(d);
             } catch (RuntimeException e) {
@@ -684,15 +749,20 @@ public final class RuntimeWorker implements Worker {
     }
 
     void backlogChanged(int delta) {
-        BACKLOGGED.getAndAdd(this, delta);
+        STATE.getAndAdd(this, delta * BACKLOG_UNIT);
+    }
+
+    /** Whether an endpoint has messages queued locally. */
+    private boolean backlogged() {
+        return (int) (state >>> 32) != 0;
     }
 
     void failureToReport() {
-        failuresToReport = true;
+        STATE.getAndBitwiseOr(this, FAILURES_TO_REPORT);
     }
 
     private void reportFailures(MessageDispatch.Delivery d) {
-        failuresToReport = false;
+        STATE.getAndBitwiseAnd(this, ~FAILURES_TO_REPORT);
         for (RuntimeEndpoint ep : endpoints) {
             ep.reportFailure(d);
         }
@@ -707,8 +777,8 @@ public final class RuntimeWorker implements Worker {
         if (dispatch.delivery().inTransport > 0) {
             synchronized (deferredCloses) {
                 deferredCloses.add(te);
+                STATE.getAndBitwiseOr(this, CLOSES_DEFERRED);
             }
-            closesDeferred = true;
             return;
         }
         te.close();
@@ -717,7 +787,7 @@ public final class RuntimeWorker implements Worker {
     private void runDeferredCloses() {
         List<TransportEndpoint> toClose;
         synchronized (deferredCloses) {
-            closesDeferred = false;
+            STATE.getAndBitwiseAnd(this, ~CLOSES_DEFERRED);
             toClose = List.copyOf(deferredCloses);
             deferredCloses.clear();
         }
@@ -792,7 +862,7 @@ public final class RuntimeWorker implements Worker {
         // A signal made before the call is taken in the loop, once the deadline is known not to have passed: a timeout
         // of zero or less keeps it for the next await, as a transport that sleeps keeps it (its await is never called then).
         while (true) {
-            if (failuresToReport || closeRequested) return true; // a close request is served as the call returns (exit)
+            if (has(FAILURES_TO_REPORT | CLOSE_REQUESTED)) return true; // a close request is served as the call returns (exit)
             if (Thread.currentThread().isInterrupted()) return true;
             // Again before every slice: code run between slices (an error handler, a transport's progress, a deferred close)
             // that blocks in an interruptible channel takes the hook down as its channel's end() does (one per thread).
@@ -800,7 +870,7 @@ public final class RuntimeWorker implements Worker {
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) return false;
             long slice = remaining;
-            if (waker == null || backlogged != 0 || releaseLock) {
+            if (waker == null || backlogged() || releaseLock) {
                 slice = Math.min(slice, SHORT_SLICE_NANOS);
             } else if (others) {
                 slice = Math.min(slice, SLICE_NANOS);
@@ -837,7 +907,7 @@ public final class RuntimeWorker implements Worker {
             int events = 0;
             if (others) {
                 events = progressOnce(d, wakeup);
-            } else if (backlogged != 0) {
+            } else if (backlogged()) {
                 events = drainBacklogs();
             }
             d.rethrow();
@@ -880,7 +950,7 @@ public final class RuntimeWorker implements Worker {
         // descriptors and memory go: a wake must not reach a descriptor number reused since.
         SIGNALS_IN_FLIGHT.getAndAdd(this, 1);
         try {
-            if (!closed) transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
+            if (!has(CLOSED)) transports[wakeup].signal(); // which keeps it for the next await when nobody sleeps (Transport#signal)
         } finally {
             SIGNALS_IN_FLIGHT.getAndAdd(this, -1);
         }
@@ -943,7 +1013,7 @@ public final class RuntimeWorker implements Worker {
      * handlers or {@code PayloadEncoder}s, it asks the call running it.
      */
     public void requestCloseFromConduit() {
-        if (closed) return;
+        if (has(CLOSED)) return;
         closedByConduitOn = Thread.currentThread().getName();
         boolean ask = calledBackOnCurrentThread() || switch (guard) {
             case OwnerCheck owned -> owned.owner() != Thread.currentThread() && owned.owner().isAlive();
@@ -953,7 +1023,7 @@ public final class RuntimeWorker implements Worker {
         };
         if (!ask) return;
         closeRequestDeadline = System.nanoTime() + OWNER_CLOSE_WAIT_NANOS;
-        closeRequested = true;
+        STATE.getAndBitwiseOr(this, CLOSE_REQUESTED);
         signal();
     }
 
@@ -969,12 +1039,12 @@ public final class RuntimeWorker implements Worker {
      */
     public void closeFromConduit() {
         if (!closedForConduit.compareAndSet(false, true)) return; // once: its failure is reported once
-        if (closed) {
+        if (has(CLOSED)) {
             awaitCloseDone(); // its user is closing it, or did
-            if (closeRequested) rethrowCloseFailure(); // a close this Conduit asked for: reported here too
+            if (has(CLOSE_REQUESTED)) rethrowCloseFailure(); // a close this Conduit asked for: reported here too
             return;
         }
-        if (closeRequested) {
+        if (has(CLOSE_REQUESTED)) {
             if (calledBackOnCurrentThread()) return; // the call running the handler or encoder closes it as it returns
             if (awaitCloseByItsUsers()) {
                 rethrowCloseFailure();
@@ -1012,7 +1082,7 @@ public final class RuntimeWorker implements Worker {
         boolean interrupted = Thread.interrupted(); // a park would not wait otherwise
         try {
             while (!closeDone) {
-                if (closed) {
+                if (has(CLOSED)) {
                     // A user is closing it: wait for that close, which its transports bound, past the deadline too.
                     LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));
                     continue;
@@ -1044,7 +1114,7 @@ public final class RuntimeWorker implements Worker {
     }
 
     private void closeGuarded() {
-        if (closed) return;
+        if (has(CLOSED)) return;
         ensureNotInHandler(dispatch.delivery(), "close()");
         if (encodingOnCurrentThread()) {
             throw new IllegalStateException("a PayloadEncoder closed the worker of the endpoint it is encoding for; it must not (its "
@@ -1058,7 +1128,7 @@ public final class RuntimeWorker implements Worker {
      * the owner's own close (at its call's {@link #exit}), and only one of them may run it.
      */
     private void closeNow() {
-        if (!CLOSED.compareAndSet(this, false, true)) return;
+        if (((long) STATE.getAndBitwiseOr(this, CLOSED) & CLOSED) != 0) return;
         // A signal that passed its check of closed before that store is still using the transport.
         while ((int) SIGNALS_IN_FLIGHT.getVolatile(this) != 0) Thread.onSpinWait();
         try {
@@ -1085,7 +1155,7 @@ public final class RuntimeWorker implements Worker {
                 failure = collect(failure, e, "closing the worker's endpoints failed");
             }
         }
-        if (closesDeferred) {
+        if (has(CLOSES_DEFERRED)) {
             try {
                 runDeferredCloses();
             } catch (RuntimeException | Error e) {
@@ -1111,7 +1181,7 @@ public final class RuntimeWorker implements Worker {
 
     @Override
     public String toString() {
-        return "Worker[" + mode + ", " + policy + ", " + List.of(transportNames) + (closed ? ", closed" : "") + "]";
+        return "Worker[" + mode + ", " + policy + ", " + List.of(transportNames) + (has(CLOSED) ? ", closed" : "") + "]";
     }
 
     private record WorkerTransportContext(RuntimePluginContext plugin, ThreadMode threadMode, MessageSink messageSink,
