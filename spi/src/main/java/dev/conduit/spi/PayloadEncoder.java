@@ -19,8 +19,9 @@ import java.lang.foreign.MemorySegment;
  * where a write outside the range reaches no other sender's message. {@link Ranged} is an encoder
  * written for the second, as a lambda.
  *
- * <p>The encoder must not use the endpoint it is sending on (the runtime refuses a send on it, and
- * a close of it or of its worker, with {@code IllegalStateException}; a close of the
+ * <p>The encoder must not use the endpoint it is sending on (the runtime refuses a send on it, a
+ * close of it or of its worker, and a {@code progress()} or {@code await()} of that worker, with
+ * {@code IllegalStateException}; a close of the
  * {@code Conduit} closes that worker as the send returns), and must not keep the target: once
  * it returns, the bytes belong to the transport (they may be in the peer's receive queue). Keep it
  * short: on a shared-memory transport a large payload's space is claimed in the peer's queue, and

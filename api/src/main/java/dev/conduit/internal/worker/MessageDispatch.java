@@ -180,6 +180,8 @@ final class MessageDispatch implements MessageSink {
         final Message message;
         /** Handlers (message or error) running now. */
         int depth;
+        /** {@code PayloadEncoder}s running now, of sends on this worker's endpoints. */
+        int encoders;
         /** Transport progress or await calls on the stack. */
         int inTransport;
         Thread thread;

@@ -185,9 +185,12 @@ final class RuntimeEndpoint implements Endpoint {
                 checkUsable();
                 if (encodingThread != null) throw encoderSent();
                 encodingThread = Thread.currentThread();
+                MessageDispatch.Delivery d = worker.delivery();
+                d.encoders++;
                 try {
                     return encode(id, header, maxLength, encoder);
                 } finally {
+                    d.encoders--;
                     encodingThread = null;
                 }
             } finally {

@@ -365,11 +365,16 @@ public final class RuntimeWorker implements Worker {
         return closedNow;
     }
 
-    private void ensureNotInHandler(MessageDispatch.Delivery d, String call) {
+    /** Refuses {@code call} from inside a handler or a {@code PayloadEncoder} of this worker, whose caller holds the worker. */
+    private void ensureNotCalledBack(MessageDispatch.Delivery d, String call) {
+        if ((d.depth | d.encoders) == 0) return;
         if (d.depth > 0) {
             throw new IllegalStateException(call + " was called from a message or error handler; return from the handler instead "
                     + "(the progress call that runs it goes on)");
         }
+        // Progress would run the transports, and their handlers, while the encoder's message is half written in the transport.
+        throw new IllegalStateException(call + " was called from a PayloadEncoder; it must not (its message is under way): "
+                + "call it after send(...) returns");
     }
 
     /**
@@ -379,6 +384,11 @@ public final class RuntimeWorker implements Worker {
      */
     private boolean calledBackOnCurrentThread() {
         return dispatch.handlingOnCurrentThread() || encodingOnCurrentThread();
+    }
+
+    /** The calling thread's delivery context: a send counts its encoder there ({@link MessageDispatch.Delivery#encoders}). */
+    MessageDispatch.Delivery delivery() {
+        return dispatch.delivery();
     }
 
     private boolean encodingOnCurrentThread() {
@@ -614,7 +624,7 @@ public final class RuntimeWorker implements Worker {
             boolean alone = sole != null && state == 0;
             if (!alone) ensureOpen(); // a zero state says open
             MessageDispatch.Delivery d = dispatch.delivery();
-            ensureNotInHandler(d, "progress()");
+            ensureNotCalledBack(d, "progress()");
             int events;
             try {
                 events = alone ? progressSole(d) : progressOnce(d, -1);
@@ -818,7 +828,7 @@ public final class RuntimeWorker implements Worker {
         try {
             ensureOpen();
             MessageDispatch.Delivery d = dispatch.delivery();
-            ensureNotInHandler(d, "await()");
+            ensureNotCalledBack(d, "await()");
             try {
                 return awaitWork(d, System.nanoTime() + nanos, entered && runtimeLock != null);
             } catch (RelockRefused refused) {
@@ -1115,11 +1125,11 @@ public final class RuntimeWorker implements Worker {
 
     private void closeGuarded() {
         if (has(CLOSED)) return;
-        ensureNotInHandler(dispatch.delivery(), "close()");
         if (encodingOnCurrentThread()) {
             throw new IllegalStateException("a PayloadEncoder closed the worker of the endpoint it is encoding for; it must not (its "
                     + "message is under way in the peer's memory): close after send(...) returns");
         }
+        ensureNotCalledBack(dispatch.delivery(), "close()");
         closeNow();
     }
 

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -953,6 +954,30 @@ class EndpointMessagingTest {
         ep.send(1, longs(7));
         progressUntil(() -> !seen.isEmpty(), p.receiver());
         assertThat(seen).containsExactly(7L);
+        ep.close();
+    }
+
+    /**
+     * progress() or await() from an encoder would run the transports, and their handlers, while the
+     * encoder's message is half written in the transport: refused, as from a handler, and the send
+     * goes on to deliver its message.
+     */
+    @Test
+    void anEncoderThatProgressesOrAwaitsItsWorkerIsRefused() {
+        Pair p = pair(16);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        Endpoint ep = p.endpoint();
+        for (Runnable call : List.<Runnable>of(() -> p.sender().progress(), () -> p.sender().await(Duration.ZERO))) {
+            assertThatThrownBy(() -> ep.send(1, MemorySegment.NULL, 4096, target -> {
+                call.run();
+                return 0;
+            })).isInstanceOf(IllegalStateException.class)
+                    .hasMessageMatching("(progress|await)\\(\\) was called from a PayloadEncoder; it must not .*");
+        }
+        ep.send(1, longs(7));
+        progressUntil(() -> !seen.isEmpty(), p.receiver());
+        assertThat(seen).containsExactly(7L);
+        assertThat(p.sender().progress()).as("the worker works on once the send returned").isGreaterThanOrEqualTo(0);
         ep.close();
     }
 
