@@ -981,6 +981,30 @@ class EndpointMessagingTest {
         ep.close();
     }
 
+    /**
+     * A close the Conduit asked for runs as the outermost call of the worker's user returns; a call
+     * an encoder makes on another endpoint of the worker is not that call, or its return would close
+     * the worker, and the endpoint being encoded for, under the encoder's message.
+     */
+    @Test
+    void aCloseAskedForWhileAnEncoderRunsWaitsForItsSendNotForACallTheEncoderMakes() {
+        Pair p = pair(16);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        Endpoint other = p.sender().connect(p.receiver().address());
+        RuntimeWorker sender = (RuntimeWorker) p.sender();
+        long sent = p.endpoint().send(1, MemorySegment.NULL, 4096, target -> {
+            sender.requestCloseFromConduit(); // as Conduit.close() on another thread would, while this thread holds the worker
+            other.send(2, longs(9));
+            target.set(ValueLayout.JAVA_LONG, 0, 7);
+            return 8;
+        });
+        assertThat(sent).isEqualTo(8);
+        assertThatThrownBy(() -> p.sender().progress()).as("closed as the send returned").isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("worker is closed");
+        progressUntil(() -> !seen.isEmpty(), p.receiver());
+        assertThat(seen).containsExactly(7L);
+    }
+
     /** As its endpoint's close would, its worker's close unmapped the peer's queue under the claimed record. */
     @Test
     void anEncoderThatClosesItsWorkerIsRefused() {
