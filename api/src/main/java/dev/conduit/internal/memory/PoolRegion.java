@@ -20,21 +20,27 @@ final class PoolRegion implements Region {
     }
 
     private final RuntimePool pool;
+    /** Null for a region with a chunk of its own. */
     private final SizeClass sizeClass;
-    private final long slot;
-    private final PooledChunk chunk;
-    private final long offset;
+    /**
+     * The index of its slot in the chunk, read unsigned ({@link SizeClass}): 32 bits keep a region
+     * at 40 bytes, all that an allocation of a freed slot allocates. 0 for a chunk of its own.
+     */
+    final int slot;
+    final PooledChunk chunk;
     private final MemorySegment segment;
+    /** The region freed before this one, while this one is on its size class's free list ({@link SizeClass}'s protocol). */
+    PoolRegion next;
     @SuppressWarnings("unused") // through FREED
     private volatile int freed;
 
-    PoolRegion(RuntimePool pool, SizeClass sizeClass, long slot, PooledChunk chunk, long offset, long size) {
+    /** A region of a size class's slot, or ({@code sizeClass} null, {@code slot} 0) of a chunk of its own. */
+    PoolRegion(RuntimePool pool, SizeClass sizeClass, int slot, PooledChunk chunk, MemorySegment segment) {
         this.pool = pool;
         this.sizeClass = sizeClass;
         this.slot = slot;
         this.chunk = chunk;
-        this.offset = offset;
-        this.segment = chunk.segment.asSlice(offset, size);
+        this.segment = segment;
     }
 
     @Override
@@ -54,7 +60,7 @@ final class PoolRegion implements Region {
         }
         // The pool's close freed the chunk; an export made before would still be handed out, naming memory gone.
         pool.ensureOpen();
-        return pool.exportHandle(chunk, offset, segment.byteSize());
+        return pool.exportHandle(chunk, sizeClass == null ? 0 : sizeClass.offset(slot), segment.byteSize());
     }
 
     @Override
@@ -67,7 +73,7 @@ final class PoolRegion implements Region {
     public void close() {
         if (!FREED.compareAndSet(this, 0, 1)) return;
         if (sizeClass != null) {
-            pool.free(sizeClass, slot);
+            pool.free(sizeClass, this);
         } else {
             pool.freeDedicated(chunk);
         }

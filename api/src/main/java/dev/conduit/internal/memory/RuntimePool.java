@@ -21,9 +21,10 @@ import java.util.function.Consumer;
  * returned to the provider when freed. Class chunks stay with the pool until it closes.
  *
  * <p>The provider is only ever called under {@link #providerLock}, so a provider that declares
- * {@code SERIALIZED} is safe under a pool used by many threads. The pool is the producer side of
- * the IPC-handle format: it owns the origin id (128 random bits, per provider instance) and the
- * export ids (a counter, never reused), and exports each chunk once.
+ * {@code SERIALIZED} is safe under a pool used by many threads. Freeing a size-class region, and
+ * taking a freed slot back, take no lock: the class's free list is lock-free ({@link SizeClass}).
+ * The pool is the producer side of the IPC-handle format: it owns the origin id (128 random bits,
+ * per provider instance) and the export ids (a counter, never reused), and exports each chunk once.
  */
 public final class RuntimePool implements Pool {
 
@@ -121,9 +122,7 @@ public final class RuntimePool implements Pool {
         long need = Math.max(size, alignment);
         int index = need <= (1L << MIN_CLASS_SHIFT) ? 0 : 64 - Long.numberOfLeadingZeros(need - 1) - MIN_CLASS_SHIFT;
         if (index < classes.length) {
-            SizeClass c = classes[index];
-            long slot = c.take();
-            return new PoolRegion(this, c, slot, c.chunk(slot), c.offset(slot), size);
+            return classes[index].allocate(size);
         }
         if (size > Long.MAX_VALUE - (pageSize - 1)) {
             throw new IllegalArgumentException("size " + size + " cannot be rounded up to the page size " + pageSize
@@ -137,7 +136,7 @@ public final class RuntimePool implements Pool {
         } finally {
             providerLock.unlock();
         }
-        return new PoolRegion(this, null, 0, chunk, 0, size);
+        return new PoolRegion(this, null, 0, chunk, chunk.segment.asSlice(0, size));
     }
 
     /** A chunk of {@code pool.chunk.size} for the size classes. */
@@ -175,8 +174,8 @@ public final class RuntimePool implements Pool {
         }
     }
 
-    void free(SizeClass c, long slot) {
-        if (!closed) c.give(slot);
+    void free(SizeClass c, PoolRegion region) {
+        if (!closed) c.free(region);
     }
 
     void freeDedicated(PooledChunk chunk) {

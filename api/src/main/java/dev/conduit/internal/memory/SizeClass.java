@@ -1,39 +1,68 @@
 package dev.conduit.internal.memory;
 
-import java.util.Arrays;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
- * The free slots of one power-of-two size, in chunks this class took whole from the pool. A slot
- * is {@code chunkIndex << 32 | slotIndex}; its offset is {@code slotIndex * slotSize}, so a slot is
- * aligned to its size (up to the chunk's page alignment).
+ * The slots of one power-of-two size, in chunks this class takes whole from the pool. A slot is
+ * named by its index in its chunk, 32 bits read unsigned; its offset is {@code index * slotSize},
+ * so a slot is aligned to its size (up to the chunk's page alignment).
  *
- * <p>The newest chunk hands out its slots in order, low offsets first, and only freed slots are
- * listed: the heap this takes grows with the slots freed, not with the chunk's size. (Listing every
- * slot of a new chunk at once, as before, took 8 bytes of heap per 64-byte slot: a {@code long[]}
- * of 512 MiB for one 64-byte region out of a 4 GiB chunk, and past 2^31 slots a count that
- * overflowed; both threw after the chunk was taken, which the class kept, so every further try
- * took another.)
+ * <p><b>Freed slots</b> are kept as the regions that held them: the free list is a lock-free
+ * last-in-first-out stack (Treiber's) of closed {@link PoolRegion}s, linked through
+ * {@link PoolRegion#next}. An allocation pops the region freed last and makes a new region of its
+ * slot and chunk, with the same segment when the size asked is the one it had (a size-class
+ * segment stays usable after its region's close anyway, until the pool closes: {@link dev.conduit.Region}).
+ * So allocate + free of a freed slot takes no lock and allocates one object, the new region. The
+ * protocol:
+ * <ul>
+ *   <li>Only a region's {@link PoolRegion#close() close} pushes it, after winning the CAS of its
+ *       freed flag, so a region is pushed at most once in its life; a popped one is never pushed
+ *       again (the allocation made a new region). A region seen at the head therefore never comes
+ *       back to it once popped, and a pop whose CAS expects a region another thread popped
+ *       meanwhile fails: no tag against ABA is needed, as the garbage collector keeps a region's
+ *       identity while any thread holds it.
+ *   <li>A region's {@code next} is written before the CAS that pushes it and read after a
+ *       volatile read of the head that returned it, which orders the two; it does not change
+ *       while the region is on the list. Its popper clears it, so that a closed region the
+ *       application still holds keeps none of the list alive; another popper that read the head
+ *       before may then read that null, and its CAS fails all the same.
+ *   <li>A push after the pool closed is skipped ({@link RuntimePool#free}), and one that raced
+ *       the close is harmless: a closed pool allocates nothing.
+ * </ul>
+ * The list keeps 80 bytes of heap per freed slot, the region and its segment, which the
+ * application held before it freed them: it grows with the slots freed, not with the chunk's size,
+ * and a free never waits for a copy of the slots freed before it.
  *
- * <p>The freed slots are kept in pages of {@value #PAGE} rather than one array: a freed slot never
- * waits for a copy of every slot freed before it (a growing array copied gigabytes once billions of
- * regions had been freed), and no count of them can overflow an array's {@code int} length.
+ * <p><b>Slots never handed out</b> come from the newest chunk, in order, low offsets first, under
+ * this class's lock, only when the free list is empty. (Listing every slot of a new chunk at once,
+ * as before, took 8 bytes of heap per 64-byte slot: a {@code long[]} of 512 MiB for one 64-byte
+ * region out of a 4 GiB chunk, and past 2^31 slots a count that overflowed; both threw after the
+ * chunk was taken, which the class kept, so every further try took another.)
  */
 final class SizeClass {
+
+    private static final VarHandle FREE_LIST;
+
+    static {
+        try {
+            FREE_LIST = MethodHandles.lookup().findVarHandle(SizeClass.class, "freeList", PoolRegion.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     final long slotSize;
     private final RuntimePool pool;
     /** Slots per chunk: at most 2^32, as a slot's index has 32 bits (RuntimePool bounds the chunk size so). */
     private final long slotsPerChunk;
-    private PooledChunk[] chunks = new PooledChunk[4];
-    private int chunkCount;
-    /** The next slot of the newest chunk never handed out; {@link #slotsPerChunk} when there is none. */
+    /** The region freed last, the head of the free list; null when it is empty. Changed through {@link #FREE_LIST}. */
+    private volatile PoolRegion freeList;
+    /** The chunk whose slots are handed out in order; guarded by this. */
+    private PooledChunk newest;
+    /** The next slot of {@link #newest} never handed out; {@link #slotsPerChunk} when there is none. Guarded by this. */
     private long unused;
-    private static final int PAGE_SHIFT = 12;
-    private static final int PAGE = 1 << PAGE_SHIFT;
-    /** The freed slots, newest last: slot {@code i} is {@code freePages[i >>> PAGE_SHIFT][i & (PAGE - 1)]}. */
-    private long[][] freePages = new long[1][];
-    /** How many freed slots are listed; the pages below {@code ceil(freed / PAGE)} exist, those above are dropped. */
-    private long freed;
 
     SizeClass(RuntimePool pool, long slotSize) {
         this.pool = pool;
@@ -42,41 +71,46 @@ final class SizeClass {
         this.unused = slotsPerChunk;
     }
 
-    synchronized long take() {
-        if (freed > 0) {
-            long i = --freed;
-            long slot = freePages[(int) (i >>> PAGE_SHIFT)][(int) i & (PAGE - 1)];
-            // A page emptied is given back, but only once the one below it empties too, so that a slot freed and taken
-            // again and again at a page's edge does not allocate a page each time.
-            int keep = (int) ((freed + PAGE - 1) >>> PAGE_SHIFT) + 1;
-            if (keep < freePages.length && freePages[keep] != null) freePages[keep] = null;
-            return slot;
+    /** A region of {@code size} bytes, at most {@link #slotSize}: the slot freed last, else one never handed out. */
+    PoolRegion allocate(long size) {
+        PoolRegion freed = popFreed();
+        if (freed == null) return allocateUnused(size);
+        MemorySegment segment = freed.segment();
+        if (segment.byteSize() != size) segment = freed.chunk.segment.asSlice(offset(freed.slot), size);
+        return new PoolRegion(pool, this, freed.slot, freed.chunk, segment);
+    }
+
+    /** Lists the slot of {@code region}, which its close just freed (and which is never listed twice: see the protocol). */
+    void free(PoolRegion region) {
+        PoolRegion head;
+        do {
+            head = freeList;
+            region.next = head;
+        } while (!FREE_LIST.compareAndSet(this, head, region));
+    }
+
+    long offset(int slot) {
+        return Integer.toUnsignedLong(slot) * slotSize;
+    }
+
+    private PoolRegion popFreed() {
+        PoolRegion head;
+        PoolRegion next;
+        do {
+            head = freeList;
+            if (head == null) return null;
+            next = head.next;
+        } while (!FREE_LIST.compareAndSet(this, head, next));
+        head.next = null;
+        return head;
+    }
+
+    private synchronized PoolRegion allocateUnused(long size) {
+        if (unused == slotsPerChunk) {
+            newest = pool.newSharedChunk();
+            unused = 0;
         }
-        if (unused == slotsPerChunk) refill();
-        return (long) (chunkCount - 1) << 32 | unused++;
-    }
-
-    synchronized void give(long slot) {
-        int page = (int) (freed >>> PAGE_SHIFT);
-        if (page == freePages.length) freePages = Arrays.copyOf(freePages, page * 2);
-        if (freePages[page] == null) freePages[page] = new long[PAGE];
-        freePages[page][(int) freed & (PAGE - 1)] = slot;
-        freed++;
-    }
-
-    synchronized PooledChunk chunk(long slot) {
-        return chunks[(int) (slot >>> 32)];
-    }
-
-    long offset(long slot) {
-        return (slot & 0xFFFF_FFFFL) * slotSize;
-    }
-
-    private void refill() {
-        // Room first: nothing may fail once the chunk is taken.
-        if (chunkCount == chunks.length) chunks = Arrays.copyOf(chunks, chunkCount * 2);
-        chunks[chunkCount] = pool.newSharedChunk();
-        chunkCount++;
-        unused = 0;
+        int slot = (int) unused++;
+        return new PoolRegion(pool, this, slot, newest, newest.segment.asSlice(offset(slot), size));
     }
 }

@@ -26,8 +26,14 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -103,13 +109,13 @@ class RuntimePoolTest {
     }
 
     /**
-     * Freed slots are listed in pages of 4,096: thousands freed and taken back, twice, across the
-     * pages' edges, come back each one once, the last freed first, without a new chunk.
+     * Thousands of freed slots, of four chunks, taken back twice: each comes back once, the last
+     * freed first, without a new chunk.
      */
     @Test
-    void everyFreedSlotIsTakenBackOnceLastFreedFirstAcrossThePagesOfTheFreeList() {
+    void everyFreedSlotIsTakenBackOnceLastFreedFirst() {
         pool();
-        int count = (int) (CHUNK / 64) * 4; // four chunks of 64-byte slots: 16,384 slots, four pages of the list
+        int count = (int) (CHUNK / 64) * 4; // four chunks of 64-byte slots: 16,384 slots
         List<Region> regions = new ArrayList<>();
         for (int i = 0; i < count; i++) regions.add(pool.allocate(64));
         int chunks = plugin.chunksAllocated.get();
@@ -464,6 +470,137 @@ class RuntimePoolTest {
             }
             for (Future<?> f : futures) f.get();
         }
+    }
+
+    /**
+     * Regions allocated by one thread are freed by another, each closed by two threads at once, on
+     * the size classes' lock-free free lists: no slot is held by two regions at a time, and none is
+     * listed twice, which a second push of one close would do (the slots taken back afterwards,
+     * more than were ever listed, are all distinct).
+     */
+    @Test
+    void regionsFreedByOtherThreadsAndClosedTwiceAtOnceAreHandedOutOnceEach() throws Exception {
+        pool();
+        int threads = 4;
+        int perThread = 50_000;
+        Map<Long, Region> holders = new ConcurrentHashMap<>();
+        Queue<Region> toClose = new ConcurrentLinkedQueue<>();
+        try (ExecutorService executor = Executors.newFixedThreadPool(threads)) {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                futures.add(executor.submit(() -> {
+                    for (int i = 0; i < perThread; i++) {
+                        Region r = pool.allocate(64L << (i % 3));
+                        Region holder = holders.putIfAbsent(r.segment().address(), r);
+                        assertThat(holder).as("the slot at %x is still held by another region", r.segment().address()).isNull();
+                        // Twice on the queue: two threads close it, perhaps at once.
+                        toClose.add(r);
+                        toClose.add(r);
+                        for (int k = 0; k < 2; k++) closeNext(toClose, holders);
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : futures) f.get();
+        }
+        assertThat(toClose).isEmpty();
+        assertThat(holders).isEmpty();
+
+        long listedAtMost = (long) plugin.chunksAllocated.get() * CHUNK / 64;
+        for (long size : new long[]{64, 128, 256}) {
+            Set<Long> addresses = new HashSet<>();
+            for (long i = 0; i < listedAtMost; i++) {
+                assertThat(addresses.add(pool.allocate(size).segment().address())).as("a slot of %d bytes taken back twice", size).isTrue();
+            }
+        }
+    }
+
+    /** Closes the next region of {@code toClose}, no longer its slot's holder once it is closed. */
+    private static void closeNext(Queue<Region> toClose, Map<Long, Region> holders) {
+        Region r = toClose.poll();
+        if (r == null) return;
+        holders.remove(r.segment().address(), r);
+        r.close();
+        assertThat(r.isOpen()).isFalse();
+    }
+
+    /**
+     * Threads allocating and freeing, and closing regions allocated by others, while the pool
+     * closes: an allocation fails only as one from a closed pool does, a close never fails, every
+     * region is closed once its pool is, and no chunk is taken after the provider closed.
+     */
+    @Test
+    void allocationsAndFreesRacingThePoolsCloseFailOnlyAsAClosedPoolSays() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            InProcessMemoryPlugin inproc = new InProcessMemoryPlugin();
+            try (Conduit c = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(inproc)
+                    .set("pool.chunk.size", Long.toString(CHUNK)).build()) {
+                Pool racing = c.pool("inproc");
+                int threads = 3;
+                Queue<Region> kept = new ConcurrentLinkedQueue<>();
+                CountDownLatch started = new CountDownLatch(threads);
+                List<Future<?>> futures = new ArrayList<>();
+                try (ExecutorService executor = Executors.newFixedThreadPool(threads)) {
+                    for (int t = 0; t < threads; t++) {
+                        futures.add(executor.submit(() -> {
+                            for (int i = 0; ; i++) {
+                                if (i == 1_000) started.countDown();
+                                Region r;
+                                try {
+                                    r = racing.allocate(64L << (i % 3));
+                                } catch (IllegalStateException e) {
+                                    assertThat(e).hasMessage("pool of plugin 'inproc' is closed: allocate from another pool (Conduit.pool)");
+                                    return null;
+                                }
+                                if (i % 2 == 0) {
+                                    kept.add(r); // for another thread to close
+                                } else {
+                                    r.close();
+                                }
+                                Region other = kept.poll();
+                                if (other != null) other.close();
+                            }
+                        }));
+                    }
+                    started.await();
+                    racing.close();
+                    for (Future<?> f : futures) f.get();
+                }
+                assertThat(kept).allSatisfy(r -> assertThat(r.isOpen()).isFalse());
+                kept.forEach(Region::close);
+                assertThat(inproc.providersClosed).hasValue(1);
+                assertThat(inproc.chunksFreed.get()).as("round %d", round).isEqualTo(inproc.chunksAllocated.get());
+                assertThatThrownBy(() -> racing.allocate(64)).isInstanceOf(IllegalStateException.class);
+            }
+        }
+    }
+
+    /**
+     * allocate + free of a slot allocates the region and nothing more: a slot taken back keeps the
+     * segment it had when the size asked is the same (it allocated a new slice of the chunk each
+     * time too, 88 bytes per cycle), and gets its own when the size differs.
+     */
+    @Test
+    void aSlotTakenBackKeepsItsSegmentForTheSameSizeAndAllocatesOnlyTheRegion() {
+        pool();
+        Region first = pool.allocate(100);
+        first.close();
+        Region second = pool.allocate(100);
+        assertThat(second).isNotSameAs(first);
+        assertThat(second.segment()).isSameAs(first.segment());
+        assertThat(first.isOpen()).isFalse();
+        assertThat(second.isOpen()).isTrue();
+        second.close();
+        Region longer = pool.allocate(120);
+        assertThat(longer.segment().address()).isEqualTo(first.segment().address());
+        assertThat(longer.size()).isEqualTo(120);
+        longer.close();
+
+        int cycles = 10_000;
+        for (int i = 0; i < cycles; i++) pool.allocate(64).close();
+        long before = allocatedBytes();
+        for (int i = 0; i < cycles; i++) pool.allocate(64).close();
+        assertThat((allocatedBytes() - before) / cycles).as("bytes allocated per allocate + free").isLessThan(64);
     }
 
     @Test
