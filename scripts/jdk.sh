@@ -39,12 +39,14 @@ is_suitable_jdk() {
     [[ -n $feature ]] && ((feature >= CONDUIT_REQUIRED_JAVA))
 }
 
-# Prints the JDK's path; or, when there is none, says so on stderr (prefixed with "$1: ") and fails.
+# Prints the JDK's absolute path; or, when there is none, says so on stderr (prefixed with "$1: ")
+# and fails. Absolute because the scripts run Maven from the tree's root: a JAVA_HOME relative to
+# the caller's directory would name nothing there.
 find_jdk25() {
     local who=$1 candidate
     if [[ -n ${JAVA_HOME:-} ]] && is_suitable_jdk "$JAVA_HOME"; then
-        printf '%s\n' "$JAVA_HOME"
-        return 0
+        (CDPATH='' cd -- "$JAVA_HOME" && pwd)
+        return
     fi
     for candidate in /usr/lib/jvm/*; do
         if is_suitable_jdk "$candidate"; then
