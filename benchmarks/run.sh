@@ -30,6 +30,8 @@ fi
 jar="$root/benchmarks/target/benchmarks.jar"
 if [ "$build" = 1 ]; then
     log="$(mktemp "${TMPDIR:-/tmp}/conduit-benchmarks-build.XXXXXX")"
+    # Also when the build is stopped (Ctrl-C, a closed terminal, timeout's SIGTERM).
+    trap 'rm -f "$log"' EXIT
     echo "benchmarks/run.sh: building benchmarks/target/benchmarks.jar with $JAVA_HOME" >&2
     if ! (cd "$root" && mvn -q -B -Dmaven.test.skip=true -pl benchmarks -am package) >"$log" 2>&1; then
         cat "$log" >&2
