@@ -489,7 +489,7 @@ public final class RuntimeWorker implements Worker {
                     reasons.add("'" + name + "': " + describe(e));
                     causes.add(e);
                     try {
-                        te.close();
+                        closeTransportEndpoint(te); // after the transport's step when a handler connects
                     } catch (RuntimeException | Error suppressed) {
                         e.addSuppressed(suppressed);
                     }

@@ -148,6 +148,37 @@ class EndpointMessagingTest {
     }
 
     /**
+     * A connect made in a handler, while the transport delivering the message is on the stack,
+     * closes an endpoint whose limits cannot be read after that transport's step, as it closes one
+     * the handler closes: the transport is not made to close an endpoint under its own progress.
+     */
+    @Test
+    void anEndpointWhoseLimitsCannotBeReadInAHandlersConnectIsClosedAfterTheTransportsStep() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker client = conduit.newWorker(ThreadMode.SINGLE);
+        Worker server = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint toServer = client.connect(server.address());
+        List<Throwable> refused = new ArrayList<>();
+        server.onMessage(1, m -> {
+            plugin.limitsError = new NoClassDefFoundError("dev/conduit/plugin/lo/Limits");
+            try {
+                server.connect(client.address());
+            } catch (ConduitException e) {
+                refused.add(e);
+            } finally {
+                plugin.limitsError = null;
+            }
+        });
+        toServer.send(1, longs(1));
+        server.progress();
+        assertThat(refused).hasSize(1);
+        LoopbackPlugin.LoopbackEndpoint te = plugin.transports.get(1).endpoints.getLast();
+        assertThat(te.closed).as("the endpoint whose limits could not be read").isTrue();
+        assertThat(te.closedDuringProgress).as("not while the transport delivered").isFalse();
+    }
+
+    /**
      * A message does not name its sender: to answer, a receiver connects to an address the request
      * carries, from the handler if it likes (connect goes through the same re-entrant guard as a
      * send), and keeps the endpoint for later answers (docs/runtime.md, "Answering a message").
