@@ -7,6 +7,7 @@ import io.aeron.Subscription;
 import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
 import io.aeron.logbuffer.FragmentHandler;
+import io.aeron.logbuffer.FrameDescriptor;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,6 +24,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
@@ -36,9 +38,11 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *       ({@code SHARED} threading, backing-off idle strategy, so it does not take a core; 16 MiB
  *       terms), one
  *       publication and one subscription each way; messages over the MTU are fragmented and
- *       reassembled with a {@link FragmentAssembler}.</li>
+ *       reassembled with a {@link FragmentAssembler}, which copies them out; an unfragmented echo is
+ *       copied out by the handler.</li>
  *   <li>{@code IpcPeer agrona}: two Agrona {@link OneToOneRingBuffer}s (16 MiB each) over one file in
- *       /dev/shm mapped by both JVMs ({@link MappedByteBuffer} wrapped in an {@link UnsafeBuffer}).</li>
+ *       /dev/shm mapped by both JVMs ({@link MappedByteBuffer} wrapped in an {@link UnsafeBuffer});
+ *       the handler copies each echo out of the ring.</li>
  *   <li>{@code IpcPeer line}: the Java limit, the C limit's ping-pong ({@code peers/pingpong.c}) in
  *       Java: one 64-byte aligned slot per direction in a file in /dev/shm that both JVMs map
  *       ({@link FileChannel#map(FileChannel.MapMode, long, long, Arena)}, a shared arena), a word in
@@ -50,7 +54,10 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *       for the other rows to be read against.</li>
  * </ul>
  * The other JVM ({@code IpcPeer --echo KIND PATH}) is started with {@link ProcessBuilder}, with the
- * same java, class path and JVM options, and echoes every message.
+ * same java, class path and JVM options, and echoes every message. Both sides read every payload
+ * they receive, as {@code conduit perf} does (its server copies each PING's payload into the PONG,
+ * its client copies each PONG's out): a payload nobody reads is never moved to the reader's core,
+ * which would make large messages look cheaper than they are.
  */
 public final class IpcPeer {
 
@@ -106,7 +113,18 @@ public final class IpcPeer {
                         Thread.sleep(1);
                     }
                     boolean[] got = new boolean[1];
+                    // The echo is read, as conduit perf's client copies each PONG's payload out: the assembler copies a
+                    // fragmented one (4 KiB and up: over the MTU) into its own buffer, an unfragmented one is copied here.
+                    UnsafeBuffer received = new UnsafeBuffer(ByteBuffer.allocateDirect(1 << 20));
                     FragmentAssembler assembler = new FragmentAssembler((b, o, l, h) -> got[0] = true);
+                    FragmentHandler reader = (b, o, l, h) -> {
+                        if ((h.flags() & FrameDescriptor.UNFRAGMENTED) == FrameDescriptor.UNFRAGMENTED) {
+                            b.getBytes(o, received, 0, l);
+                            got[0] = true;
+                        } else {
+                            assembler.onFragment(b, o, l, h);
+                        }
+                    };
                     measure("aeron", new Link() {
                         @Override
                         public void send(UnsafeBuffer buf, int length) {
@@ -117,7 +135,7 @@ public final class IpcPeer {
                         public void awaitOne() {
                             got[0] = false;
                             while (!got[0]) {
-                                sub.poll(assembler, FRAGMENT_LIMIT);
+                                sub.poll(reader, FRAGMENT_LIMIT);
                             }
                         }
                     });
@@ -137,6 +155,9 @@ public final class IpcPeer {
                 OneToOneRingBuffer fromPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, RING_BYTES, RING_BYTES));
                 Process peer = startPeer("agrona", dir.toString());
                 try {
+                    // The echo is copied out of the ring, as conduit perf's client copies each PONG's payload out.
+                    UnsafeBuffer received = new UnsafeBuffer(ByteBuffer.allocateDirect(1 << 20));
+                    MessageHandler reader = (type, b, i, l) -> b.getBytes(i, received, 0, l);
                     measure("agrona", new Link() {
                         @Override
                         public void send(UnsafeBuffer buf, int length) {
@@ -147,7 +168,7 @@ public final class IpcPeer {
 
                         @Override
                         public void awaitOne() {
-                            while (fromPeer.read((t, b, i, l) -> { }, 1) == 0) {
+                            while (fromPeer.read(reader, 1) == 0) {
                                 Thread.onSpinWait();
                             }
                         }
