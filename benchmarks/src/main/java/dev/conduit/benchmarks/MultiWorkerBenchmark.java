@@ -20,6 +20,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -75,7 +76,13 @@ public class MultiWorkerBenchmark {
     private volatile Throwable threadFailure;
 
     @Setup(Level.Trial)
-    public void open() throws IOException, InterruptedException {
+    public void open(BenchmarkParams params) throws IOException, InterruptedException {
+        // The state, and so the pong count, is the benchmark's: with a second benchmark thread a pong would end whichever
+        // round trip waits for that count, its own or the other's, and each would be timed shorter than it is.
+        if (params.getThreads() != 1) {
+            throw new IllegalStateException("MultiWorkerBenchmark times one benchmark thread's round trips over the shared worker; "
+                    + "run it with one (no -t), not " + params.getThreads());
+        }
         dir = BenchmarkDirectory.create();
         try {
             conduit = MessagingSession.conduitOver(plugin, dir);
