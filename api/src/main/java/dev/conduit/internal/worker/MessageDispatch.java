@@ -178,9 +178,13 @@ final class MessageDispatch implements MessageSink {
      */
     static final class Delivery {
         final Message message;
-        /** Handlers (message or error) running now. */
+        /**
+         * Handlers (message or error) and {@code PayloadEncoder}s of sends on this worker's endpoints
+         * running now: what their code calls on the worker is a call-back, one count that the
+         * progress path tests at no more cost than it did for handlers alone.
+         */
         int depth;
-        /** {@code PayloadEncoder}s running now, of sends on this worker's endpoints. */
+        /** Of {@link #depth}, the {@code PayloadEncoder}s: for the message of a call refused from one. */
         int encoders;
         /** Transport progress or await calls on the stack. */
         int inTransport;

@@ -186,11 +186,13 @@ final class RuntimeEndpoint implements Endpoint {
                 if (encodingThread != null) throw encoderSent();
                 encodingThread = Thread.currentThread();
                 MessageDispatch.Delivery d = worker.delivery();
+                d.depth++;
                 d.encoders++;
                 try {
                     return encode(id, header, maxLength, encoder);
                 } finally {
                     d.encoders--;
+                    d.depth--;
                     encodingThread = null;
                 }
             } finally {

@@ -367,8 +367,8 @@ public final class RuntimeWorker implements Worker {
 
     /** Refuses {@code call} from inside a handler or a {@code PayloadEncoder} of this worker, whose caller holds the worker. */
     private void ensureNotCalledBack(MessageDispatch.Delivery d, String call) {
-        if ((d.depth | d.encoders) == 0) return;
-        if (d.depth > 0) {
+        if (d.depth == 0) return;
+        if (d.encoders == 0) {
             throw new IllegalStateException(call + " was called from a message or error handler; return from the handler instead "
                     + "(the progress call that runs it goes on)");
         }
