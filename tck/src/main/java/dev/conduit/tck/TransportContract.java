@@ -551,6 +551,34 @@ public abstract class TransportContract extends PluginContract {
                 .as("await() after a signal() made while nobody slept (Worker.await promises it is never lost)").isTrue();
     }
 
+    /**
+     * A timeout of 0 or less has passed: await looks once and returns ({@link Transport#await}).
+     * Callers that pass the time left to a deadline pass one once the deadline is gone; a transport
+     * that hands it to a wait reading it as "no timeout" sleeps until a signal, its liveness checks
+     * with it.
+     */
+    @Test
+    public void anAwaitWhoseTimeoutHasPassedReturnsAtOnce() throws Exception {
+        assume(Capability.WAKEUP);
+        Transport receiver = open(new Inbox());
+        long[] passed = {0, -1, Long.MIN_VALUE};
+        java.util.concurrent.atomic.AtomicInteger returned = new java.util.concurrent.atomic.AtomicInteger();
+        Thread waiter = startTestThread("tck-await-passed-timeout", () -> {
+            for (long timeout : passed) {
+                Inbox.calling("await()", () -> receiver.await(timeout));
+                returned.incrementAndGet();
+            }
+        });
+        waiter.join(progressGuard().toMillis());
+        int stuckAt = returned.get();
+        while (waiter.isAlive()) { // free it for the tests after this one
+            receiver.signal();
+            waiter.join(10);
+        }
+        assertThat(stuckAt).as("await(%d) still running %s later: a timeout of 0 or less has passed, so await looks once and "
+                + "returns", stuckAt < passed.length ? passed[stuckAt] : 0, progressGuard()).isEqualTo(passed.length);
+    }
+
     @Test
     public void awaitSleepsUntilSignalledOrAMessageArrives() throws Exception {
         assume(Capability.WAKEUP);

@@ -130,6 +130,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Takes an await timeout of 0 or less for none, as a futex does: sleeps until a signal. */
+    public static final class SleepsPastAPassedTimeout extends LoopbackPlugin {
+        @Override
+        boolean honoursPassedTimeouts() {
+            return false;
+        }
+    }
+
     /** Declares MULTI, but two threads sending at once overwrite each other's staged message. */
     public static final class ClaimsMulti extends LoopbackPlugin {
         private Message staged;
@@ -683,6 +691,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ForgetsEarlySignals();
+        }
+    }
+
+    public static final class SleepsPastAPassedTimeoutSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new SleepsPastAPassedTimeout();
         }
     }
 

@@ -131,6 +131,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** Whether await takes a timeout of 0 or less as one that has passed (rather than as none, as a futex does). */
+    boolean honoursPassedTimeouts() {
+        return true;
+    }
+
     /** Whether a message arriving wakes a thread in await (or makes the next await return true). */
     boolean messagesWake() {
         return true;
@@ -268,7 +273,8 @@ public class LoopbackPlugin implements ConduitPlugin {
                 }
                 sleeping = true;
                 try {
-                    boolean woken = wake.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
+                    boolean woken = wake.tryAcquire(timeoutNanos > 0 || honoursPassedTimeouts() ? timeoutNanos : Long.MAX_VALUE,
+                            TimeUnit.NANOSECONDS);
                     wake.drainPermits();
                     return woken;
                 } finally {

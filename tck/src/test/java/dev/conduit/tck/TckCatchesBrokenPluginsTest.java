@@ -49,6 +49,8 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.HidesPeerDeathSuite.class, "aPeerWorkerThatGoesAwayFailsTheEndpointThroughTheRuntime", "did not fail"),
                 Arguments.of(BrokenPlugins.SleepsThroughWakeupsSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives", "after signal()"),
                 Arguments.of(BrokenPlugins.ForgetsEarlySignalsSuite.class, "aSignalBeforeAwaitMakesTheNextAwaitReturnTrue", "made while nobody slept"),
+                Arguments.of(BrokenPlugins.SleepsPastAPassedTimeoutSuite.class, "anAwaitWhoseTimeoutHasPassedReturnsAtOnce",
+                        "a timeout of 0 or less has passed"),
                 Arguments.of(BrokenPlugins.ClaimsMultiSuite.class, "aMultiPluginWithstandsConcurrentCalls", "concurrently"),
                 Arguments.of(BrokenPlugins.UndeclaredSuite.class, "itsJarDeclaresItForServiceLoader", "and nothing says why"),
                 Arguments.of(BrokenPlugins.NeverConnectsSuite.class, "aSerializedPluginWorksFromThreadsTakingTurns", "not accepted within"),
