@@ -68,7 +68,9 @@ public interface Worker extends AutoCloseable {
      * peer reachable (opens what the peer published, completes its handshake) or says why not. No
      * host id is compared.
      *
-     * @param onError called once, on the progress thread, if the peer later fails
+     * @param onError called once, on the progress thread, if the peer later fails while the endpoint
+     *                is open: an endpoint the application closed before a progress call reported
+     *                its failure (a send had thrown it) is not called back, and still says it failed
      * @throws dev.conduit.spi.ConduitException listing each transport tried and why it failed, and the
      *         peer's transports this worker does not have
      */

@@ -784,6 +784,28 @@ class EndpointMessagingTest {
     }
 
     /**
+     * The error handler is for an endpoint the application still holds open: one it closed after a
+     * send told it of the failure, before a progress call reported it, is not called back (the
+     * application has its answer, from the send), and still says it failed.
+     */
+    @Test
+    void anEndpointClosedAfterASendReportedItsFailureIsNotCalledBack() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker client = conduit.newWorker(ThreadMode.SINGLE);
+        Worker server = conduit.newWorker(ThreadMode.SINGLE);
+        List<Throwable> reported = new ArrayList<>();
+        Endpoint ep = client.connect(server.address(), (failed, cause) -> reported.add(cause));
+        plugin.transports.get(1).kill(); // the server's
+        assertThatThrownBy(() -> ep.send(1, longs(1))).isInstanceOf(PeerFailedException.class);
+        ep.close();
+        client.progress();
+        assertThat(reported).isEmpty();
+        assertThat(ep.isFailed()).isTrue();
+        assertThat(ep.failure()).isNotNull();
+    }
+
+    /**
      * EndpointErrorHandler: "it may close the endpoint or connect again": a failover from the
      * handler, inside the progress call that reported the failure, to a standby that then gets
      * what is sent.
