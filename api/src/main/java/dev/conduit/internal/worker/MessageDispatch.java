@@ -181,11 +181,10 @@ final class MessageDispatch implements MessageSink {
         /**
          * Handlers (message or error) and {@code PayloadEncoder}s of sends on this worker's endpoints
          * running now: what their code calls on the worker is a call-back, one count that the
-         * progress path tests at no more cost than it did for handlers alone.
+         * progress path tests at no more cost than it did for handlers alone. (Which of the two runs
+         * innermost, an endpoint's encoding thread says.)
          */
         int depth;
-        /** Of {@link #depth}, the {@code PayloadEncoder}s: for the message of a call refused from one. */
-        int encoders;
         /** Transport progress or await calls on the stack. */
         int inTransport;
         Thread thread;

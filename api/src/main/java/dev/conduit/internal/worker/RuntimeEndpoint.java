@@ -186,12 +186,10 @@ final class RuntimeEndpoint implements Endpoint {
                 if (encodingThread != null) throw encoderSent();
                 encodingThread = Thread.currentThread();
                 MessageDispatch.Delivery d = worker.delivery();
-                d.depth++;
-                d.encoders++;
+                d.depth++; // the encoder's calls on the worker are call-backs, as a handler's are
                 try {
                     return encode(id, header, maxLength, encoder);
                 } finally {
-                    d.encoders--;
                     d.depth--;
                     encodingThread = null;
                 }

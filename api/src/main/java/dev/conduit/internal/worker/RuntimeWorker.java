@@ -368,7 +368,8 @@ public final class RuntimeWorker implements Worker {
     /** Refuses {@code call} from inside a handler or a {@code PayloadEncoder} of this worker, whose caller holds the worker. */
     private void ensureNotCalledBack(MessageDispatch.Delivery d, String call) {
         if (d.depth == 0) return;
-        if (d.encoders == 0) {
+        // Nothing is delivered while an encoder runs (this refuses it): an encoder on this thread is the innermost call-back.
+        if (!encodingOnCurrentThread()) {
             throw new IllegalStateException(call + " was called from a message or error handler; return from the handler instead "
                     + "(the progress call that runs it goes on)");
         }
@@ -386,7 +387,7 @@ public final class RuntimeWorker implements Worker {
         return dispatch.handlingOnCurrentThread() || encodingOnCurrentThread();
     }
 
-    /** The calling thread's delivery context: a send counts its encoder there ({@link MessageDispatch.Delivery#encoders}). */
+    /** The calling thread's delivery context: a send counts its encoder there ({@link MessageDispatch.Delivery#depth}). */
     MessageDispatch.Delivery delivery() {
         return dispatch.delivery();
     }
