@@ -44,8 +44,7 @@ class TcpTransportTest {
         List<String> warnings = recording.warnings();
         try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
-            PayloadReader address = new PayloadReader(transport.address());
-            InetSocketAddress listening = new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
+            InetSocketAddress listening = listeningAddress(transport);
             int strangers = 20;
             for (int i = 0; i < strangers; i++) {
                 try (SocketChannel stranger = SocketChannel.open(listening)) {
@@ -99,8 +98,7 @@ class TcpTransportTest {
         List<String> warnings = recording.warnings();
         try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
-            PayloadReader address = new PayloadReader(transport.address());
-            InetSocketAddress listening = new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
+            InetSocketAddress listening = listeningAddress(transport);
             try (SocketChannel first = SocketChannel.open(listening); SocketChannel waiting = SocketChannel.open(listening)) {
                 transport.progress(); // takes both, as it will try to take the next one below
                 try (SocketChannel third = SocketChannel.open(listening)) {
@@ -129,8 +127,7 @@ class TcpTransportTest {
     void connectionsThatPresentNoTokenGetNoFrameBuffer(@TempDir Path shared) throws IOException {
         try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
-            PayloadReader address = new PayloadReader(transport.address());
-            InetSocketAddress listening = new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
+            InetSocketAddress listening = listeningAddress(transport);
             int strangers = 20;
             List<SocketChannel> connected = new ArrayList<>();
             try {
@@ -233,4 +230,9 @@ class TcpTransportTest {
         }
     }
 
+    /** Where {@code transport} listens, as its address says. */
+    private static InetSocketAddress listeningAddress(Transport transport) throws IOException {
+        PayloadReader address = new PayloadReader(transport.address());
+        return new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
+    }
 }
