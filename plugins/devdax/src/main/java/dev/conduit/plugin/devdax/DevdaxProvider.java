@@ -13,6 +13,7 @@ import dev.conduit.plugin.devdax.Layout.Entry;
 import dev.conduit.plugin.devdax.Layout.Geometry;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MappedMemoryFault;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PluginContext;
 
@@ -279,7 +280,9 @@ final class DevdaxProvider implements MemoryProvider {
      * @throws IllegalArgumentException if {@code size} is not a positive multiple of {@link #pageSize()}
      * @throws IllegalStateException    if the provider is closed
      * @throws ConduitException         when the device has no free range that large, the range cannot be mapped
-     *                                  ({@code ENXIO}: the device was disabled), or another provider took the device over
+     *                                  ({@code ENXIO}: the device was disabled) or zeroed (a regular file truncated
+     *                                  meanwhile, or its file system full), or another provider took the device over;
+     *                                  a failed allocation leaves no table entry and its range free
      */
     @Override
     public synchronized Chunk allocate(long size) {
@@ -297,18 +300,20 @@ final class DevdaxProvider implements MemoryProvider {
                     + "(pool.chunk.size), or give this provider a larger device (" + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")");
         }
         Arena arena = Arena.ofShared();
+        DevdaxChunk chunk = null;
         try {
             checkFileStillCovers(offset + size);
             // Aligned to the unit, as pageSize() promises and pools rely on: a DAX device gets that from the kernel, a file would not.
             MemorySegment segment = libc.mmapAligned(device.fd(), offset, size, geometry.alignment(), READ_WRITE, metadataMapping.flags(), arena);
-            segment.fill((byte) 0);
+            zero(segment, offset);
             long allocationId = nonZero(random);
             byte[] payload = new DevdaxPayload(device.alias(), layoutId, offset, size, READ_WRITE, allocationId, generation).encode();
-            DevdaxChunk chunk = new DevdaxChunk(this, offset, new DaxMapping(device.path(), offset, arena, segment,
+            chunk = new DevdaxChunk(this, offset, new DaxMapping(device.path(), offset, arena, segment,
                     device.kind() == Device.Kind.REGULAR_FILE), payload);
+            live.add(chunk);
+            // Last: the catches below give the range back, which must then have no entry in the table.
             Layout.publish(metadata, geometry, offset, allocationId, size);
             Layout.writeNextOffset(metadata, free.next());
-            live.add(chunk);
             return chunk;
         } catch (ErrnoException e) {
             arena.close();
@@ -316,6 +321,7 @@ final class DevdaxProvider implements MemoryProvider {
             throw new ConduitException("cannot map [" + offset + ", " + (offset + size) + ") of device " + device.describe() + ": "
                     + e.getMessage() + Device.mapRemedy(e, "keep fewer chunks (pool.chunk.size)"), e);
         } catch (RuntimeException | Error e) {
+            live.remove(chunk);
             Cleanup.run(e, arena::close);
             untake(offset, size, searchFrom);
             throw e;
@@ -330,6 +336,32 @@ final class DevdaxProvider implements MemoryProvider {
     private void untake(long offset, long size, long searchFrom) {
         free.give(offset, size);
         free.startAt(searchFrom);
+    }
+
+    /**
+     * Zeroes a chunk just mapped at {@code offset}. A page that is gone faults ({@code SIGBUS}, which
+     * the JDK throws as an {@link InternalError}): the file was truncated after
+     * {@link #checkFileStillCovers}, a full file system could not supply a page of a sparse file, or
+     * the device was disabled since it was mapped.
+     */
+    private void zero(MemorySegment segment, long offset) {
+        try {
+            segment.fill((byte) 0);
+        } catch (InternalError fault) {
+            if (!MappedMemoryFault.is(fault)) throw fault;
+            long end = offset + segment.byteSize();
+            String range = "cannot zero [" + offset + ", " + end + ") of device " + device.describe() + ", just mapped: touching it faulted (SIGBUS)";
+            if (device.kind() == Device.Kind.DEVICE_DAX) throw new ConduitException(range + "; " + Device.UNBOUND, fault);
+            try {
+                checkFileStillCovers(end);
+            } catch (ConduitException check) {
+                check.addSuppressed(fault);
+                throw check;
+            }
+            throw new ConduitException(range + ", though the file still covers it: the file system that holds it could not "
+                    + "supply a page of the sparse file (full?). Free space there, or give the file its blocks up front "
+                    + "(fallocate -l " + geometry.size() + " " + device.path() + ")", fault);
+        }
     }
 
     /**

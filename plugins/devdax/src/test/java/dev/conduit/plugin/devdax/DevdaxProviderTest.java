@@ -262,13 +262,35 @@ class DevdaxProviderTest {
         Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
         try (DevdaxProvider provider = open(device)) {
             provider.allocate(UNIT);
-            try (var file = new java.io.RandomAccessFile(device.toFile(), "rw")) {
-                file.setLength(4 * MIB);
-            }
+            Fixtures.resize(device, 4 * MIB);
             assertThatThrownBy(() -> provider.allocate(4 * UNIT))
                     .isInstanceOf(ConduitException.class)
                     .hasMessageContaining("was truncated to " + 4 * MIB + " bytes")
                     .hasMessageContaining("SIGBUS");
+        }
+    }
+
+    /**
+     * A file truncated after the size check and before the chunk is zeroed faults the zeroing
+     * (SIGBUS): the allocation escaped as the JDK's bare InternalError ("a fault occurred in an
+     * unsafe memory access operation"), naming neither the file nor the cause. Nothing is in the
+     * table for the range, which is free again once the file has its size back.
+     */
+    @Test
+    void aFileTruncatedWhileAChunkIsZeroedIsNamedAndLeavesTheTableAndTheFreeSpaceAsBefore() throws Exception {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        Libc libc = FailingLibc.runningBefore("mmapAligned", args -> true, () -> Fixtures.resize(device, UNIT));
+        try (DevdaxProvider provider = DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+            assertThatThrownBy(() -> provider.allocate(UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("device file " + device + " (alias 'pmem0') was truncated to " + UNIT + " bytes")
+                    .hasMessageContaining("SIGBUS")
+                    .hasMessageContaining("restore its size or reopen the provider")
+                    .satisfies(e -> assertThat(e.getSuppressed()).singleElement().isInstanceOf(InternalError.class));
+            assertThat(Fixtures.mappingsOf(device)).as("the metadata only").isEqualTo(1);
+            assertThat(Fixtures.readLong(device, Layout.TABLE_OFFSET + Layout.ENTRY_SIZE)).as("no table entry for the range").isZero();
+            Fixtures.resize(device, 16 * MIB);
+            assertThat(((DevdaxChunk) provider.allocate(UNIT)).offset()).as("the range is free again").isEqualTo(UNIT);
         }
     }
 

@@ -44,6 +44,15 @@ final class Fixtures {
         return path;
     }
 
+    /** Truncates or extends {@code file} to {@code size} bytes, as another process with write access may. */
+    static void resize(Path file, long size) {
+        try (RandomAccessFile open = new RandomAccessFile(file.toFile(), "rw")) {
+            open.setLength(size);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /** Overwrites the 8 bytes at {@code offset} of {@code file} with {@code value}, little-endian. */
     static void writeLong(Path file, long offset, long value) {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
