@@ -140,23 +140,37 @@ final class Device implements AutoCloseable {
             + "(daxctl enable-device) before retrying";
 
     /**
-     * What to append to a failed {@code mmap}'s message: the cause and the remedy. {@code ENXIO} is
-     * what device DAX returns for a disabled device; {@code ENODEV} means something else, that the
-     * file cannot be mapped at all; {@code ENOMEM}, that the process has no address space or
-     * mapping left.
+     * What to append to a failed {@code mmap}'s message: the cause and the remedy, where the errno
+     * tells them. {@code ENXIO} is what device DAX returns for a disabled device; {@code ENODEV}
+     * means something else, that the file cannot be mapped at all; {@code ENOMEM}, that the process
+     * has no address space or mapping left. The alias cannot be at fault for the others: it led to
+     * a device that opened. {@code EACCES} and {@code EPERM} come from a security module or a
+     * seccomp filter here (the descriptor has the access the mapping asks for); {@code EAGAIN}, from
+     * a process that locks its future mappings ({@code mlockall(MCL_FUTURE)}) reaching its
+     * locked-memory limit; {@code EINVAL}, from a device that maps in larger units than it had when
+     * the caller learnt its alignment. Any other errno is left to speak for itself.
      *
      * @param fewerMappings how the caller's process can hold fewer mappings, offered for {@code ENOMEM}
-     *                      besides raising the limits; {@code null} if there is no such way
+     *                      and {@code EAGAIN} besides raising the limits; {@code null} if there is no such way
      */
     static String mapRemedy(ErrnoException e, String fewerMappings) {
-        return "; " + switch (e.errno()) {
-            case Errno.ENXIO -> UNBOUND;
-            case Errno.ENOMEM -> "the process is out of address space or mappings: raise the address-space limit (ulimit -v, "
-                    + "RLIMIT_AS) or vm.max_map_count" + (fewerMappings == null ? "" : ", or " + fewerMappings);
-            case Errno.ENODEV -> "the path is neither a device-DAX device nor a file that can be mapped (its file system or driver "
+        String orFewer = fewerMappings == null ? "" : ", or " + fewerMappings;
+        return switch (e.errno()) {
+            case Errno.ENXIO -> "; " + UNBOUND;
+            case Errno.ENOMEM -> "; the process is out of address space or mappings: raise the address-space limit (ulimit -v, "
+                    + "RLIMIT_AS) or vm.max_map_count" + orFewer;
+            case Errno.ENODEV -> "; the path is neither a device-DAX device nor a file that can be mapped (its file system or driver "
                     + "does not support mmap): point the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " at a /dev/daxX.Y "
                     + "device, or at a regular file on a file system that maps files, such as tmpfs (/dev/shm), ext4 or xfs";
-            default -> "check the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES);
+            case Errno.EACCES, Errno.EPERM -> "; the device opened with the access the mapping needs, so a security module (SELinux, "
+                    + "AppArmor) or a seccomp filter refused the mapping: see the audit log (ausearch -m avc, dmesg) and allow this "
+                    + "process to map the device";
+            case Errno.EAGAIN -> "; the process locks the memory it maps (mlockall) and this mapping would pass its locked-memory "
+                    + "limit: raise it (ulimit -l, RLIMIT_MEMLOCK)" + orFewer;
+            case Errno.EINVAL -> "; the device refused the range: a device-DAX device maps only whole units of its alignment "
+                    + "(sysfs align), which may have been changed (daxctl reconfigure-device --align) since this process opened it; "
+                    + "see daxctl list, and reopen what maps the device";
+            default -> "";
         };
     }
 

@@ -381,6 +381,37 @@ class DevdaxProviderTest {
         }
     }
 
+    /**
+     * Every errno but ENXIO, ENOMEM and ENODEV got "check the alias in devdax.devices", which
+     * cannot help when the alias leads to the device and the mapping is refused for another reason:
+     * a security module's refusal (EACCES, EPERM), a locked-memory limit (EAGAIN), a range the device
+     * does not map (EINVAL). Each now says what fits it; an errno with nothing specific to do (EBADF)
+     * is named alone.
+     */
+    @Test
+    void aChunkMappingRefusedForAnotherReasonThanTheDeviceSaysWhatFitsTheErrno() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        java.util.Map<Integer, String> remedies = java.util.Map.of(
+                Errno.EACCES, "security module",
+                Errno.EPERM, "security module",
+                Errno.EAGAIN, "ulimit -l",
+                Errno.EINVAL, "daxctl reconfigure-device");
+        for (int errno : new int[] {Errno.EACCES, Errno.EPERM, Errno.EAGAIN, Errno.EINVAL, Errno.EBADF}) {
+            Libc libc = FailingLibc.failing("mmapAligned", errno, args -> true);
+            try (DevdaxProvider provider = DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+                assertThatThrownBy(() -> provider.allocate(UNIT))
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("cannot map [" + UNIT + ", " + 2 * UNIT + ") of device " + device + " (alias 'pmem0')")
+                        .hasMessageContaining(Errno.name(errno))
+                        .hasMessageNotContaining("devdax.devices")
+                        .satisfies(e -> {
+                            if (remedies.containsKey(errno)) assertThat(e.getMessage()).contains(remedies.get(errno));
+                            else assertThat(e.getMessage()).as("the errno alone").endsWith("EBADF (Bad file descriptor)");
+                        });
+            }
+        }
+    }
+
     @Test
     void unusableDevicesAreRefusedWithTheReasonAndTheRemedy() throws Exception {
         Path missing = dir.resolve("missing.img");
