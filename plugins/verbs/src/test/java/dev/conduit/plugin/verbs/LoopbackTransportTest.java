@@ -875,6 +875,42 @@ class LoopbackTransportTest {
         assertThat(acceptor.getOption(ExtendedSocketOptions.TCP_KEEPCOUNT)).isEqualTo(3);
     }
 
+    /**
+     * await sleeps in poll for at most one liveness interval, which it turned into int milliseconds
+     * by a cast: an interval past 24.8 days wrapped, to a negative timeout (poll sleeps without
+     * end) or to 0 (2^32 ms: an await that never sleeps), and one of about 292 years overflowed
+     * the rounding up, to 0. The poll's timeout is now that interval capped at the largest poll
+     * takes.
+     */
+    @Test
+    void awaitSleepsAtMostTheLargestPollTimeoutWhenTheLivenessIntervalIsLonger() {
+        for (String interval : List.of("720h", "4294967296ms", Long.MAX_VALUE + "ns")) {
+            List<Integer> timeouts = new ArrayList<>();
+            dev.conduit.linux.Libc real = dev.conduit.linux.Linux.libc();
+            dev.conduit.linux.Libc recording = (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(
+                    dev.conduit.linux.Libc.class.getClassLoader(), new Class<?>[] {dev.conduit.linux.Libc.class}, (proxy, method, args) -> {
+                        if (method.getName().equals("poll") && args.length == 4) {
+                            timeouts.add((Integer) args[3]);
+                            return 0; // as if the timeout passed: the test does not sleep it
+                        }
+                        try {
+                            return method.invoke(real, args);
+                        } catch (java.lang.reflect.InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                    });
+            VerbsDomain.Holder domains = new VerbsDomain.Holder(library -> verbs, VerbsDomain.SYSFS);
+            dev.conduit.tck.TestContext context = dev.conduit.tck.TestContext.of("verbs.wireup.address", "127.0.0.1",
+                    "verbs.liveness.interval", interval);
+            VerbsDomain domain = domains.acquire(context.config(), context.logger());
+            try (VerbsTransport transport = new VerbsTransport(domains, domain,
+                    context.forTransport(dev.conduit.spi.ThreadMode.SINGLE, (id, hb, ho, hl, pb, po, pl) -> { }), recording)) {
+                transport.await(Long.MAX_VALUE);
+            }
+            assertThat(timeouts).as("poll's timeout for a liveness interval of " + interval).containsExactly(Integer.MAX_VALUE);
+        }
+    }
+
     @Test
     void recordHeadersAndTheCreditWordAreLittleEndian() {
         // On a little-endian host this holds with native order too: it pins the format for a big-endian one.
