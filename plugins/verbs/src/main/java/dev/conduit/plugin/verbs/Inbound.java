@@ -96,11 +96,11 @@ final class Inbound extends VerbsTransport.Connection {
         byte[] reply = new WireFormat.Wireup(WireFormat.REPLY, request.token(), qp.number(), psn, domain.lid(), domain.gid(),
                 domain.activeMtu(), 0, 0).encode();
         ByteBuffer out = ByteBuffer.wrap(reply);
-        long deadline = System.nanoTime() + transport.wireupTimeoutMillis * 1_000_000;
+        long start = System.nanoTime();
         while (out.hasRemaining()) {
             wireup.write(out);
             if (out.hasRemaining()) {
-                if (System.nanoTime() > deadline) {
+                if (!transport.withinWireupTimeout(start)) {
                     throw new IOException("the connector does not read its wire-up reply");
                 }
                 Thread.onSpinWait();

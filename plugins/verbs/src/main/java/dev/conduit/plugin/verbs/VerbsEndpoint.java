@@ -499,8 +499,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         try {
             if (healthy) {
                 // Let what was sent reach the peer before the end of stream tells it to tear the connection down.
-                long deadline = System.nanoTime() + transport.wireupTimeoutMillis * 1_000_000;
-                while (freeCount < slots && failure == null && System.nanoTime() < deadline) {
+                long start = System.nanoTime();
+                while (freeCount < slots && failure == null && transport.withinWireupTimeout(start)) {
                     if (transport.pollSendQueue() == 0) {
                         Thread.onSpinWait();
                     }

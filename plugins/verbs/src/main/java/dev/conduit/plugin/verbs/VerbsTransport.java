@@ -636,6 +636,16 @@ final class VerbsTransport implements Transport {
         libc.eventfdWrite(wake, 1);
     }
 
+    /**
+     * Whether less than {@code verbs.wireup.timeout} has passed since {@code start}, a
+     * {@link System#nanoTime()} value. Compared as elapsed time: a deadline of start plus the
+     * timeout overflows for the longest timeouts a key takes (about 292 years), and a deadline in
+     * the past ended every wait at once.
+     */
+    boolean withinWireupTimeout(long start) {
+        return System.nanoTime() - start < wireupTimeoutMillis * 1_000_000;
+    }
+
     private void ensureOpen() {
         if (closed) {
             throw new IllegalStateException("verbs transport is closed");

@@ -911,6 +911,31 @@ class LoopbackTransportTest {
         }
     }
 
+    /**
+     * An endpoint's close waits up to verbs.wireup.timeout for its sends to complete, until a
+     * deadline of now plus that timeout: one of about 292 years overflowed it to the past, and the
+     * close tore the connection down at once, its sends in flight.
+     */
+    @Test
+    void aCloseWaitsForSendsInFlightAlsoUnderTheLongestWireupTimeout() throws Exception {
+        TestWorker a = peer("verbs.wireup.timeout", Long.MAX_VALUE + "ns");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        verbs.delayCompletions(a.transport.sendQueue);
+        send(e, 1, MemorySegment.NULL, bytes("in flight"), a);
+        java.util.concurrent.atomic.AtomicBoolean completing = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread late = Thread.ofPlatform().name("send-completes").start(() -> {
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000_000L);
+            completing.set(true); // before the completion exists: a close that waits for it returns after this
+            verbs.completeDelayed();
+        });
+        e.close();
+        boolean waited = completing.get();
+        late.join();
+        assertThat(waited).as("the close waited for the send's completion").isTrue();
+        progressUntil(() -> b.received.size() == 1, b);
+    }
+
     @Test
     void recordHeadersAndTheCreditWordAreLittleEndian() {
         // On a little-endian host this holds with native order too: it pins the format for a big-endian one.
