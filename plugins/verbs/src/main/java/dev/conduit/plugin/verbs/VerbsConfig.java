@@ -72,7 +72,8 @@ final class VerbsConfig {
 
     static final ConfigKey<Duration> HEARTBEAT_TIMEOUT = ConfigKey.duration("verbs.heartbeat.timeout", Duration.ofSeconds(10),
             "How long a peer's host may stay silent (crashed, powered off, network cut) before its connections fail: "
-                    + "TCP keepalive on the wire-up connections, in whole seconds and at least 4 s, plus up to one "
+                    + "TCP keepalive on the wire-up connections, in whole seconds, at least 4 s and at most 131068s (36 h 24 min "
+                    + "28 s, the longest Linux's keepalive counts: a longer value is shortened to it, with a WARNING), plus up to one "
                     + "verbs.liveness.interval. A peer whose process dies is noticed at once; one that lives but stops "
                     + "progressing is not detected by this (its kernel answers the probes).");
 

@@ -4,6 +4,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.PollEvents;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
@@ -151,7 +152,15 @@ final class VerbsTransport implements Transport {
         this.sendBuffers = config.get(VerbsConfig.SEND_BUFFERS).intValue();
         this.wireupTimeoutMillis = Math.max(1, config.get(VerbsConfig.WIREUP_TIMEOUT).toMillis());
         this.livenessNanos = config.get(VerbsConfig.LIVENESS_INTERVAL).toNanos();
-        this.keepalive = Keepalive.within(config.get(VerbsConfig.HEARTBEAT_TIMEOUT));
+        Duration heartbeat = config.get(VerbsConfig.HEARTBEAT_TIMEOUT);
+        this.keepalive = Keepalive.within(heartbeat);
+        if (heartbeat.compareTo(Keepalive.LONGEST) > 0) {
+            logger.log(System.Logger.Level.WARNING, "verbs: " + VerbsConfig.describe(VerbsConfig.HEARTBEAT_TIMEOUT) + " is "
+                    + ConfigKey.durationText(heartbeat) + ", longer than Linux's TCP keepalive can count (at most 32767 s of silence "
+                    + "before the first probe, and as long between probes): a silent peer's connections fail after "
+                    + ConfigKey.durationText(Keepalive.LONGEST) + " (36 h 24 min 28 s) instead. Set it to at most "
+                    + ConfigKey.durationText(Keepalive.LONGEST) + " to silence this warning");
+        }
         RANDOM.nextBytes(token);
         List<AutoCloseable> opened = new ArrayList<>();
         try {
