@@ -16,6 +16,7 @@ import dev.conduit.internal.ipc.IpcImports;
 import dev.conduit.internal.memory.RuntimePool;
 import dev.conduit.internal.threading.ThreadPolicies;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.MemoryProvider;
@@ -129,13 +130,14 @@ public final class ConduitRuntime implements Conduit {
                     config.get(RuntimeKeys.POOL_CHUNK_SIZE),
                     resources::unregister);
         } catch (RuntimeException e) {
-            provider.close();
+            // Why there is no pool is what the caller must read: a failing close is added to it, not put in its place.
+            Cleanup.run(e, provider::close);
             throw e;
         }
         try {
             return resources.register(pool);
         } catch (IllegalStateException e) {
-            pool.close();
+            Cleanup.run(e, pool::close);
             throw e;
         }
     }

@@ -47,10 +47,14 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public volatile boolean sealedImports;
     /** The largest chunk the provider makes; a larger one is refused as a full file system refuses it. */
     public volatile long largestChunk = Long.MAX_VALUE;
+    /** The page size the provider reports: a broken plugin's is not a power of two. */
+    public volatile long pageSize = PAGE;
     /** Whether the provider makes its chunks a page shorter than asked, as a broken plugin would. */
     public volatile boolean shortChunks;
     /** Whether imports map read-only, as posix does through a read-only mount. */
     public volatile boolean readOnlyImports;
+    /** Run by openMemoryProvider before it returns the provider: for what happens meanwhile. */
+    public volatile Runnable whileOpeningProvider = () -> { };
     /** Run by an import once it mapped the chunk, before it returns the mapping: for what happens meanwhile. */
     public volatile Runnable whileMapping = () -> { };
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
@@ -99,7 +103,9 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
     @Override
     public MemoryProvider openMemoryProvider(PluginContext context) {
-        return new Provider();
+        Provider provider = new Provider();
+        whileOpeningProvider.run();
+        return provider;
     }
 
     @Override
@@ -152,7 +158,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public long pageSize() {
-            return PAGE;
+            return pageSize;
         }
 
         @Override

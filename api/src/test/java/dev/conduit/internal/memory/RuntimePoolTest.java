@@ -219,6 +219,39 @@ class RuntimePoolTest {
         assertThat(plugin.providersClosed).as("closed once it succeeded").hasValue(1);
     }
 
+    /**
+     * A pool that cannot be made over its provider (here: a page size that is no power of two)
+     * closes the provider again; when that close failed too, its exception replaced the one that
+     * says why there is no pool, and the user read only "provider close failed".
+     */
+    @Test
+    void aPoolThatCannotBeMadeSaysWhyAlsoWhenClosingItsProviderFails() {
+        plugin.pageSize = 3000;
+        plugin.failingProviderCloses.set(1);
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin).build();
+        assertThatThrownBy(() -> conduit.pool("inproc")).isInstanceOf(ConduitException.class)
+                .hasMessage("plugin 'inproc' reports page size 3000, not a power of two")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().extracting(Throwable::getMessage).asString()
+                        .contains("provider close failed on purpose"));
+    }
+
+    /**
+     * A pool made while its Conduit closes is refused by the Conduit and closed; when its
+     * provider's close failed, that exception replaced the refusal's IllegalStateException.
+     */
+    @Test
+    void aPoolRefusedByItsClosingConduitSaysSoAlsoWhenClosingItsProviderFails() {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin).build();
+        plugin.whileOpeningProvider = () -> {
+            plugin.failingProviderCloses.set(1);
+            conduit.close();
+        };
+        assertThatThrownBy(() -> conduit.pool("inproc")).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("Conduit is closed")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().extracting(Throwable::getMessage).asString()
+                        .contains("provider close failed on purpose"));
+    }
+
     /** The pool used to leave its Conduit at its failed close, so the Conduit's close never tried the provider again. */
     @Test
     void aPoolWhoseProviderFailedToCloseIsClosedByItsConduitsClose() {
