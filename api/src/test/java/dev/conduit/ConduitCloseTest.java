@@ -556,6 +556,26 @@ class ConduitCloseTest {
     }
 
     /**
+     * A worker made while its Conduit closes is refused by the Conduit and closed; when a
+     * transport's close failed there, the worker's close exception replaced the refusal's
+     * IllegalStateException.
+     */
+    @Test
+    void aWorkerRefusedByItsClosingConduitSaysSoAlsoWhenClosingItFails() {
+        AtomicReference<Conduit> conduit = new AtomicReference<>();
+        conduit.set(isolated().addPlugin(TestPlugin.named("a").transports(c -> {
+            conduit.get().close();
+            return new RecordingTransport().onClose(() -> {
+                throw new IllegalStateException("cannot close the transport, on purpose");
+            });
+        })).build());
+        assertThatThrownBy(() -> conduit.get().newWorker(ThreadMode.SINGLE)).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("Conduit is closed")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().satisfies(closeFailure -> assertThat(closeFailure)
+                        .hasStackTraceContaining("cannot close the transport, on purpose")));
+    }
+
+    /**
      * From the moment a close starts, a pool and an import are refused as a worker is. Conduit.pool()
      * looked for a plugin that provides memory first, so a closed Conduit without one threw the
      * ConduitException "no selected plugin provides memory", which sends its user looking at the

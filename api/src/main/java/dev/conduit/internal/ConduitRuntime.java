@@ -96,7 +96,7 @@ public final class ConduitRuntime implements Conduit {
         try {
             return resources.register(worker, worker::closeFromConduit);
         } catch (IllegalStateException e) {
-            worker.close();
+            Cleanup.run(e, worker::close); // the refusal is what the caller must read; a failing close is added to it
             throw e;
         }
     }
