@@ -5,6 +5,7 @@ import dev.conduit.Region;
 import dev.conduit.internal.ipc.IpcEvents;
 import dev.conduit.internal.ipc.IpcHandle;
 import dev.conduit.spi.Chunk;
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.NotSupportedException;
@@ -165,8 +166,10 @@ public final class RuntimePool implements Pool {
                         + "chunks of that size cannot fit where the plugin allocates", e);
             }
             if (chunk == null || chunk.segment().byteSize() != length) {
-                if (chunk != null) provider.free(chunk);
-                throw new ConduitException("plugin '" + plugin + "' returned a chunk of the wrong size for " + length + " bytes");
+                ConduitException wrong = new ConduitException("plugin '" + plugin + "' returned a chunk of the wrong size for " + length + " bytes");
+                // The plugin's fault is what the caller must read: a free that fails too is added to it.
+                if (chunk != null) Cleanup.run(wrong, () -> provider.free(chunk));
+                throw wrong;
             }
             return new PooledChunk(chunk);
         } finally {

@@ -41,6 +41,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger failingUnmaps = new AtomicInteger();
     /** When set, the next unmap throws it instead of unmapping (an Error: a fault in the plugin's own code). */
     public final java.util.concurrent.atomic.AtomicReference<Error> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
+    /** How many of the next frees fail (the chunk stays the provider's), as a chunk still in use does. */
+    public final AtomicInteger failingFrees = new AtomicInteger();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
     /** Whether imported mappings say that an access cannot fault ({@link ChunkMapping#mayFault()}), as memfd's sealed ones do. */
@@ -184,6 +186,9 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public void free(Chunk chunk) {
+            if (failingFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                throw new ConduitException("free failed on purpose: chunk still in use");
+            }
             InProcessChunk c = (InProcessChunk) chunk;
             if (live.remove(c)) {
                 exported.remove(c.token()[0]);

@@ -201,6 +201,21 @@ class RuntimePoolTest {
                 .hasMessageNotContaining("pool.chunk.size");
     }
 
+    /**
+     * A chunk of the wrong size is given back to the provider before the pool says so; when that
+     * free failed, its exception replaced the one naming the plugin's fault.
+     */
+    @Test
+    void aChunkOfTheWrongSizeIsNamedAlsoWhenGivingItBackFails() {
+        pool();
+        plugin.shortChunks = true;
+        plugin.failingFrees.set(1);
+        assertThatThrownBy(() -> pool.allocate(64)).isInstanceOf(ConduitException.class)
+                .hasMessage("plugin 'inproc' returned a chunk of the wrong size for " + CHUNK + " bytes")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().extracting(Throwable::getMessage).asString()
+                        .contains("free failed on purpose"));
+    }
+
     @Test
     void aPoolWhoseProviderFailedToCloseTriesAgainAtTheNextCloseAndAllocatesNothingMeanwhile() {
         pool();
