@@ -89,9 +89,15 @@ public final class ShmTransport implements Transport {
     private static final int MAX_CLOSES_AWAITING = 64;
     /** How long await spins on a head claimed and not yet committed, before it sleeps (awaitBlockedHead). */
     private static final long BLOCKED_SPIN_NANOS = 20_000;
-    /** The first and the longest of await's sleeps while the head stays claimed and uncommitted (awaitBlockedHead). */
+    /** The first of await's sleeps while the head stays claimed and uncommitted (awaitBlockedHead). */
     private static final long BLOCKED_PAUSE_FIRST_NANOS = 100_000;
-    private static final long BLOCKED_PAUSE_MAX_NANOS = 1_000_000;
+    /**
+     * The longest await sleeps at once while the record at the head waits ({@link #sleepBeating}):
+     * senders blocked behind it judge this worker by its beats, each with a {@code heartbeat.timeout}
+     * of its own, which may be far shorter than this worker's; and a sender's wake after its commit
+     * can miss a worker that waits for the head to be committed ({@link #awaitBlockedHead}).
+     */
+    private static final long HEAD_SLEEP_MAX_NANOS = 1_000_000;
 
     private final String plugin;
     private final Libc libc;
@@ -1252,7 +1258,7 @@ public final class ShmTransport implements Transport {
         if (waiting != null && !waiting.isDone()) {
             // The record at the head waits for its ring: nothing here to do until the mapping is done (it wakes this
             // worker), a sender commits, or a peer is due for a check. Pending records do not count as work meanwhile.
-            woken = sleepBeating(Math.min(slice, heartbeatNanos / 2), headRingMapped);
+            woken = sleepBeating(slice, headRingMapped);
         } else if (queue.isHeadBlocked()) {
             woken = awaitBlockedHead(slice);
         } else {
@@ -1270,7 +1276,7 @@ public final class ShmTransport implements Transport {
      * it stays stopped, so past the spin this sleeps. A sender's wake after its commit is ordered
      * after its claim's CAS, not after the commit (no fence between them: one less on every
      * message), and can miss a receiver that goes to sleep in that instant; so each sleep is a
-     * pause, doubling up to {@link #BLOCKED_PAUSE_MAX_NANOS}, after which this looks again: a
+     * pause, doubling up to {@link #HEAD_SLEEP_MAX_NANOS}, after which this looks again: a
      * wake-up lost there costs at most that. A signal or another sender's message wakes the sleep
      * at once (the spin sees only the head: a signal waits for its end). It beats, as progress()
      * would. (Taking the pending record for work, as before, spun a thread looping on await for as
@@ -1288,19 +1294,26 @@ public final class ShmTransport implements Transport {
             awaitBlockedPause = BLOCKED_PAUSE_FIRST_NANOS;
         }
         long pause = Math.min(slice, awaitBlockedPause);
-        awaitBlockedPause = Math.min(2 * awaitBlockedPause, BLOCKED_PAUSE_MAX_NANOS);
+        awaitBlockedPause = Math.min(2 * awaitBlockedPause, HEAD_SLEEP_MAX_NANOS);
         return sleepBeating(pause, headUnblocked) || isHeadUnblocked();
     }
 
     /**
      * Sleeps on the queue's futex ({@link ReceiveQueue#awaitSignal}) while the record at the head
-     * waits for something, beating before and after: no progress() runs meanwhile (the runtime's
-     * await loop does not call it), and senders waiting on a queue full behind that record must
-     * not judge this worker hung.
+     * waits for something, beating before, after, and at least every {@link #HEAD_SLEEP_MAX_NANOS}
+     * between: no progress() runs meanwhile (the runtime's await loop does not call it), and
+     * senders waiting on a queue full behind that record, or for room in their bounce ring, must not
+     * judge this worker hung, whatever their heartbeat.timeout. (Beating only before and after, a
+     * worker slept up to half its own heartbeat.timeout unbeaten, and a sender whose timeout was
+     * shorter failed it as hung.)
      */
     private boolean sleepBeating(long nanos, java.util.function.BooleanSupplier ready) {
-        queue.beat(++progressCount);
-        boolean woken = queue.awaitSignal(libc, nanos, ready);
+        long deadline = System.nanoTime() + nanos;
+        boolean woken;
+        do {
+            queue.beat(++progressCount);
+            woken = queue.awaitSignal(libc, Math.min(deadline - System.nanoTime(), HEAD_SLEEP_MAX_NANOS), ready);
+        } while (!woken && deadline - System.nanoTime() > 0);
         queue.beat(++progressCount);
         return woken;
     }

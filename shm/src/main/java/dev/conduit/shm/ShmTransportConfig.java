@@ -96,7 +96,9 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     private static ConfigKey<Duration> heartbeat(String p) {
         return ConfigKey.duration(p + ".heartbeat.timeout", Duration.ofSeconds(10),
                 "How long a peer that lives but makes no progress may keep a sender's messages waiting before its "
-                        + "endpoint fails as hung.");
+                        + "endpoint fails as hung. A peer beats at every progress() call, and at least every millisecond while "
+                        + "it sleeps in await on a message it cannot read yet; keep this above the longest its handlers, or "
+                        + "its pauses between calls, take.");
     }
 
     private static ConfigKey<Duration> unblock(String p) {

@@ -1074,9 +1074,10 @@ class ShmTransportTest {
     /**
      * While the record at the head waits for its ring, a waiting worker sleeps instead of
      * spinning (the pending record is no work it can do), and the mapping's completion wakes it.
-     * Not timed (the liveness interval is an hour, so await sleeps its whole timeout unless woken):
-     * without the sleep the first await returns {@code true} at once; without the wake-up the
-     * second returns {@code false} after half the heartbeat timeout.
+     * Not timed (the liveness interval is an hour, so await sleeps its whole timeout unless woken
+     * or the mapping is done): without the sleep the first await returns {@code true} at once;
+     * without the wake-up the second sees the mapping done only when it next beats, a millisecond
+     * later at most.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a futex no interrupt ends
@@ -1101,15 +1102,37 @@ class ShmTransportTest {
      * @return how many messages the blocked sender sent
      */
     private int aSenderBlockedOnTheFullQueueWhileItAwaits(Transport receiver) {
-        Transport blocked = transport(new Received(), "posix.heartbeat.timeout", "300ms", "posix.liveness.interval", "1ms");
+        return aSenderBlockedWhileItAwaits(receiver, 8);
+    }
+
+    /**
+     * {@link #aSenderBlockedOnTheFullQueueWhileItAwaits} with payloads of {@code payloadLength}
+     * bytes: past inline.max they go through the blocked sender's bounce ring (64 KiB), which its
+     * unread large messages fill first.
+     */
+    private int aSenderBlockedWhileItAwaits(Transport receiver, int payloadLength) {
+        Transport blocked = transport(new Received(), "posix.heartbeat.timeout", "300ms", "posix.liveness.interval", "1ms",
+                "posix.bounce.size", "64k");
         AtomicReference<PeerFailedException> failure = new AtomicReference<>();
         TransportEndpoint ep = connect(blocked, receiver, failure::set);
         int sent = 0;
-        while (ep.trySend(2, MemorySegment.NULL, bytes(8, 2))) sent++;
-        // Not a measurement: long enough for the blocked sender's heartbeat verdict, five times.
-        for (long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500); System.nanoTime() - until < 0; ) {
+        while (ep.trySend(2, MemorySegment.NULL, bytes(payloadLength, 2))) sent++;
+        // Not a measurement: long enough for the blocked sender's heartbeat verdict, five times. The sender checks on a
+        // thread of its own, as one in another process does: checked between the receiver's awaits, it always found a beat.
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500);
+        Thread sender = Thread.ofPlatform().start(() -> {
+            while (System.nanoTime() - until < 0) {
+                blocked.progress();
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+            }
+        });
+        while (System.nanoTime() - until < 0) {
             if (receiver.await(TimeUnit.SECONDS.toNanos(1))) receiver.progress();
-            blocked.progress();
+        }
+        try {
+            sender.join();
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
         }
         assertThat(failure.get()).as("the blocked sender's verdict on the receiver").isNull();
         return sent;
@@ -1131,6 +1154,28 @@ class ShmTransportTest {
         mapped.countDown();
         receive(receiver, received, 1 + sent);
         assertThat(received.ids).hasSize(1 + sent);
+    }
+
+    /**
+     * A worker asleep in await while its head waits for a ring beats at least every millisecond,
+     * whatever its own liveness.interval and heartbeat.timeout: a sender whose heartbeat.timeout
+     * is much shorter than the receiver's, and whose large message waits for room in its own
+     * bounce ring (its earlier one lies unread behind the head), does not judge it hung. The
+     * receiver used to sleep up to half its heartbeat.timeout between beats (here its liveness
+     * interval is an hour, so the caller's second): that sender failed it ("this connection's
+     * bounce ring stayed full and it made no progress for 300 ms").
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aWorkerAwaitingARingBeatsForASenderWithAShorterHeartbeatTimeoutWaitingForRoomInItsBounceRing() {
+        CountDownLatch mapped = new CountDownLatch(1);
+        Received received = new Received();
+        Transport receiver = receiverWithALargeMessageWaitingForItsRing(received, mapped, "posix.liveness.interval", "1h");
+        int sent = aSenderBlockedWhileItAwaits(receiver, 40_000);
+        assertThat(sent).as("large messages before the ring was full").isEqualTo(1);
+        mapped.countDown();
+        receive(receiver, received, 1 + sent);
+        assertThat(received.ids).containsExactly(1, 2);
     }
 
     /**
