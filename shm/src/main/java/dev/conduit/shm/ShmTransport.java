@@ -215,6 +215,14 @@ public final class ShmTransport implements Transport {
     private long awaitBlockedPause;
     /** Whether the head is no longer claimed and uncommitted, made once (await must not allocate). */
     private final java.util.function.BooleanSupplier headUnblocked = this::isHeadUnblocked;
+    /**
+     * Whether {@link #signal()} was called since a sleep on the head last took it: a wake of the
+     * queue's futex is that or a sender's after its commit, and only that ends such a sleep while
+     * the head cannot be read ({@link #sleepBeating}). Set before the wake, so a sleep the signal
+     * woke sees it; left set when another await returned for the signal, it ends one such sleep
+     * early, in vain, and loses nothing.
+     */
+    private final java.util.concurrent.atomic.AtomicBoolean signalled = new java.util.concurrent.atomic.AtomicBoolean();
     /** Volatile: a close forced past a stuck owner thread ({@code Conduit.close()}) may run while a progress() still does. */
     private volatile boolean closed;
 
@@ -1257,7 +1265,7 @@ public final class ShmTransport implements Transport {
         boolean woken;
         if (waiting != null && !waiting.isDone()) {
             // The record at the head waits for its ring: nothing here to do until the mapping is done (it wakes this
-            // worker), a sender commits, or a peer is due for a check. Pending records do not count as work meanwhile.
+            // worker), a signal(), or a peer is due for a check. Records pending, or committed meanwhile, are no work yet.
             woken = sleepBeating(slice, headRingMapped);
         } else if (queue.isHeadBlocked()) {
             woken = awaitBlockedHead(slice);
@@ -1277,8 +1285,9 @@ public final class ShmTransport implements Transport {
      * after its claim's CAS, not after the commit (no fence between them: one less on every
      * message), and can miss a receiver that goes to sleep in that instant; so each sleep is a
      * pause, doubling up to {@link #HEAD_SLEEP_MAX_NANOS}, after which this looks again: a
-     * wake-up lost there costs at most that. A signal or another sender's message wakes the sleep
-     * at once (the spin sees only the head: a signal waits for its end). It beats, as progress()
+     * wake-up lost there costs at most that. A signal wakes the sleep at once (the spin sees only
+     * the head: a signal waits for its end); another sender's message, behind the head, only makes
+     * it look at the head again ({@link #sleepBeating}). It beats, as progress()
      * would. (Taking the pending record for work, as before, spun a thread looping on await for as
      * long as its sender stayed stopped.)
      */
@@ -1305,14 +1314,17 @@ public final class ShmTransport implements Transport {
      * senders waiting on a queue full behind that record, or for room in their bounce ring, must not
      * judge this worker hung, whatever their heartbeat.timeout. (Beating only before and after, a
      * worker slept up to half its own heartbeat.timeout unbeaten, and a sender whose timeout was
-     * shorter failed it as hung.)
+     * shorter failed it as hung.) A sender's wake after a commit behind that record is no work
+     * this worker can do: it sleeps on (returning, it made a caller's await loop go round once per
+     * such message); only {@code ready} or a {@link #signal()} ends the sleep early.
      */
     private boolean sleepBeating(long nanos, java.util.function.BooleanSupplier ready) {
         long deadline = System.nanoTime() + nanos;
         boolean woken;
         do {
             queue.beat(++progressCount);
-            woken = queue.awaitSignal(libc, Math.min(deadline - System.nanoTime(), HEAD_SLEEP_MAX_NANOS), ready);
+            woken = queue.awaitSignal(libc, Math.min(deadline - System.nanoTime(), HEAD_SLEEP_MAX_NANOS), ready)
+                    && (ready.getAsBoolean() || signalled.getAndSet(false));
         } while (!woken && deadline - System.nanoTime() > 0);
         queue.beat(++progressCount);
         return woken;
@@ -1324,6 +1336,7 @@ public final class ShmTransport implements Transport {
 
     @Override
     public void signal() {
+        signalled.set(true);
         queue.signal(libc);
     }
 

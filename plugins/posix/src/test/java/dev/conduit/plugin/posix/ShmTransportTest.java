@@ -509,6 +509,33 @@ class ShmTransportTest {
     }
 
     /**
+     * A message committed behind a live sender's taken record wakes a worker asleep in await (the
+     * sender wakes it after its commit), but is no work it can do while that record holds the head:
+     * await sleeps on rather than return {@code true}, which made a caller's await loop go round once
+     * per such message, up to a full queue. A signal() still ends the sleep (none is lost), and so
+     * does the head's commit, after which everything arrives in order.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a futex no interrupt ends
+    void messagesCommittedBehindAStoppedSendersTakenRecordDoNotEndAnAwait() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        long record = aLiveSenderStoppedAfterItsTake(receiver, received, new TransportEndpoint[1]);
+        TransportEndpoint other = connect(transport(new Received()), receiver, cause -> { });
+        for (int id = 7; id < 10; id++) {
+            writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_INT, 388, 1)); // the sleeping flag, as the receiver's await sets it
+            assertThat(other.trySend(id, MemorySegment.NULL, bytes(8, id))).isTrue(); // so its commit wakes the receiver
+            assertThat(receiver.await(TimeUnit.MILLISECONDS.toNanos(5))).as("woken by message " + id + ", behind the head").isFalse();
+        }
+        receiver.signal();
+        assertThat(receiver.await(TimeUnit.HOURS.toNanos(1))).as("a signal while the head is held").isTrue();
+        commitAsTheSenderWould(record);
+        assertThat(receiver.await(TimeUnit.HOURS.toNanos(1))).as("the head committed").isTrue();
+        receive(receiver, received, 5);
+        assertThat(received.ids).containsExactly(6, 5, 7, 8, 9);
+    }
+
+    /**
      * inline.max is the largest header plus payload copied into the peer's queue, as documented.
      * It used to count the queue record's own 48-byte header too: a message of exactly 8 KiB went
      * through the bounce ring, and the first such one allocated the connection's 4 MiB ring. One
