@@ -81,6 +81,8 @@ final class FdServer implements AutoCloseable {
     private final RepeatedWarning rebindFailed;
     /** A refused peer: any user may connect as fast as it likes. */
     private final RepeatedWarning refusedPeer;
+    /** An admitted client dropped for its silence: it may connect and stay silent again and again. */
+    private final RepeatedWarning silentClient;
     /** An accept that failed (out of descriptors, typically), retried until it works. */
     private final RepeatedWarning acceptFailed;
     private final FileDescriptor stop;
@@ -112,6 +114,7 @@ final class FdServer implements AutoCloseable {
         this.logger = logger;
         this.rebindFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.refusedPeer = new RepeatedWarning(logger, REPEATED_WARNING);
+        this.silentClient = new RepeatedWarning(logger, REPEATED_WARNING);
         this.acceptFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.thread = Thread.ofPlatform().daemon().name("conduit-memfd-server-" + owner.substring(0, 8))
                 .unstarted(this::serveUntilStopped);
@@ -430,7 +433,8 @@ final class FdServer implements AutoCloseable {
     }
 
     /**
-     * Reads the request, waiting at most {@code memfd.server.timeout} for it.
+     * Reads the request, waiting at most {@code memfd.server.timeout} for it. A client dropped for
+     * its silence is said at most once a minute, with how many were since, as a refused one is.
      *
      * @return the bytes received (fewer than a request if the client shut down its end early),
      *         or {@link #DROPPED} if the time ran out or the server is stopping
@@ -456,7 +460,7 @@ final class FdServer implements AutoCloseable {
             int timeout = FdProtocol.pollTimeout(deadline);
             if (timeout == 0) {
                 int got = received;
-                logger.log(WARNING, () -> "memfd fd server on " + socketPath + " dropped " + describe(peer) + ": it sent "
+                silentClient.log(() -> "memfd fd server on " + socketPath + " dropped " + describe(peer) + ": it sent "
                         + got + " of " + FdProtocol.REQUEST_LENGTH + " request bytes within " + MemfdConfig.SERVER_TIMEOUT.name()
                         + " (" + ConfigKey.durationText(java.time.Duration.ofNanos(timeoutNanos)) + ")");
                 return DROPPED;

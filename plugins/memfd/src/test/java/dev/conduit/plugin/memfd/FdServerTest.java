@@ -185,6 +185,38 @@ class FdServerTest {
         }
     }
 
+    /**
+     * An admitted client may connect and stay silent again and again: each drop is a WARNING, said
+     * once a minute with the count of those held back, as for refused users (three silent clients
+     * made three WARNINGs, and one that kept at it one per memfd.server.timeout). The import behind
+     * them is served once all three were dropped, so it finds every WARNING made.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void silentClientsAreSaidOnceAMinuteWithTheirCount() {
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        List<String> warnings = recording.warnings();
+        Map<String, String> config = Map.of("memfd.server.timeout", "50ms", "memfd.connect.timeout", "30s");
+        List<FileDescriptor> silent = new java.util.ArrayList<>();
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(new TestContext(config, shared, recording))) {
+            Chunk chunk = provider.allocate(SIZE);
+            byte[] payload = provider.export(chunk);
+            String socket = shared.resolve(provider.server().socketName()).toString();
+            for (int i = 0; i < 3; i++) {
+                FileDescriptor client = libc.socket(SocketFlags.SOCK_STREAM);
+                silent.add(client);
+                libc.connect(client, socket);
+            }
+            try (ChunkMapping mapping = new MemfdPlugin().ipcImporter(TestContext.of(shared, config)).map(new PayloadReader(payload), SIZE)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
+            }
+        } finally {
+            silent.forEach(FileDescriptor::close);
+        }
+        assertThat(warnings).filteredOn(w -> w.contains("dropped")).singleElement().asString()
+                .contains("within memfd.server.timeout");
+    }
+
     @Test
     @Timeout(60) // a hang guard, not a speed check
     void closeStopsTheServerWhileAClientHoldsAConnectionAndLeavesNoSocketOrThread() {
