@@ -12,8 +12,11 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PluginContext;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -49,6 +52,8 @@ final class MemfdProvider implements MemoryProvider {
     static final long PAGE_SIZE = 4096;
     /** Shown in {@code /proc/<pid>/maps} and {@code /proc/<pid>/fd} as {@code memfd:conduit-memfd-chunk}. */
     static final String MEMFD_NAME = "conduit-memfd-chunk";
+    /** Where the kernel says how much memory is available ({@link #checkAvailableMemory}). */
+    private static final Path MEMINFO = Path.of("/proc/meminfo");
 
     private final Libc libc;
     private final SharedDirectory directory;
@@ -110,6 +115,7 @@ final class MemfdProvider implements MemoryProvider {
         if (size <= 0 || size % PAGE_SIZE != 0) {
             throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the page size " + PAGE_SIZE);
         }
+        checkAvailableMemory(size);
         FileDescriptor memfd = create(size);
         Arena arena = Arena.ofShared();
         try {
@@ -126,6 +132,43 @@ final class MemfdProvider implements MemoryProvider {
             memfd.closeAfter(e);
             throw e;
         }
+    }
+
+    /**
+     * Refuses a chunk larger than the memory and swap available now ({@code MemAvailable} plus
+     * {@code SwapFree}): a memfd takes its pages as they are first written, and a write past what
+     * memory holds fails nothing but has the kernel's OOM killer end a process, often this one
+     * (ftruncate and mmap reserve nothing; fallocate would, but takes every page at once, also
+     * those of a chunk written sparsely). Like posix's free-space check, it catches a chunk that
+     * cannot fit, not every overcommit: it cannot see the pages that chunks already mapped take
+     * later, nor a cgroup's memory limit. Where the kernel does not say, nothing is checked.
+     */
+    private static void checkAvailableMemory(long size) {
+        long available = availableMemory(MEMINFO);
+        if (available >= 0 && size > available) {
+            throw new ConduitException("cannot allocate a memfd chunk of " + size + " bytes: only " + available + " bytes of memory "
+                    + "available (MemAvailable plus SwapFree in " + MEMINFO + "). A memfd takes its pages from memory as they are first "
+                    + "written, and past what memory holds the kernel's OOM killer ends a process rather than fail the write: free "
+                    + "memory or add swap, or allocate less (smaller regions; pool.chunk.size, memfd.queue.size and memfd.bounce.size "
+                    + "size what Conduit allocates itself)");
+        }
+    }
+
+    /** {@code MemAvailable} plus {@code SwapFree} in bytes, as {@code meminfo} gives them; -1 when it does not say. */
+    static long availableMemory(Path meminfo) {
+        long memory = -1;
+        long swap = 0;
+        try {
+            for (String line : Files.readAllLines(meminfo)) {
+                String[] fields = line.trim().split("\\s+");
+                if (fields.length != 3 || !fields[2].equals("kB")) continue;
+                if (fields[0].equals("MemAvailable:")) memory = Long.parseLong(fields[1]) * 1024;
+                else if (fields[0].equals("SwapFree:")) swap = Long.parseLong(fields[1]) * 1024;
+            }
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+        return memory < 0 ? -1 : memory + swap;
     }
 
     /** A sealed memfd of {@code size} bytes. */

@@ -8,6 +8,7 @@ import dev.conduit.linux.Seals;
 import dev.conduit.linux.SocketFlags;
 import dev.conduit.linux.SocketPair;
 import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
@@ -38,6 +39,27 @@ class MemfdProviderTest {
 
     @TempDir
     Path shared;
+
+    /**
+     * A chunk larger than the memory and swap the system has available is refused, naming its
+     * size, what is available and what to do: a memfd takes its pages as they are first written,
+     * and past what memory holds the kernel's OOM killer ends a process rather than fail the write.
+     * It used to be allocated (ftruncate and mmap reserve nothing), and its first use past memory
+     * killed the JVM. Nothing is touched here, and no descriptor or mapping is left.
+     */
+    @Test
+    void aChunkLargerThanTheAvailableMemoryIsRefusedNamingItsSizeWhatIsAvailableAndTheRemedy() {
+        long size = 1L << 44; // 16 TiB: more than any test machine's memory, and within the address space
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            long descriptors = Leaks.memfdDescriptors();
+            long mappings = Leaks.memfdMappings();
+            assertThatThrownBy(() -> provider.allocate(size)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("chunk of " + size + " bytes").hasMessageContaining("bytes of memory available")
+                    .hasMessageContaining("MemAvailable").hasMessageContaining("OOM killer").hasMessageContaining("pool.chunk.size");
+            assertThat(Leaks.memfdDescriptors()).isEqualTo(descriptors);
+            assertThat(Leaks.memfdMappings()).isEqualTo(mappings);
+        }
+    }
 
     @Test
     void allocatesZeroedSealedWritableChunks() {
