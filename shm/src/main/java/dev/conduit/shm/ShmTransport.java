@@ -620,6 +620,11 @@ public final class ShmTransport implements Transport {
                             + "liveness check. Raise " + key + ", or have senders close the endpoints they no longer use");
                 }
                 inbound.put(connection, new Inbound(leaseName, watch));
+                if (closed) {
+                    // Closed from another thread meanwhile (Conduit.close() past an owner still in this call), after it forgot
+                    // every connection: nobody else would release this one's lease watch, a descriptor for the process's life.
+                    forget(removeInbound(connection));
+                }
             }
             case ReceiveQueue.BOUNCE -> {
                 Inbound in = inbound.get(connection);

@@ -1249,6 +1249,43 @@ class ShmTransportTest {
     }
 
     /**
+     * A close from another thread ({@code Conduit.close()} closes a worker whose owner is still
+     * inside a call, after a second) that runs while progress() has opened a new sender's lease for
+     * its CONNECT and not yet kept the connection finds no connection to forget; the progress that
+     * keeps it afterwards gives its lease watch back. It was kept, and its descriptor stayed open
+     * for the life of the process. Once both workers are closed no descriptor is left on a lease.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileProgressOpensTheLeaseOfANewSenderLeavesNoDescriptor() throws Exception {
+        CountDownLatch opened = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        // The lease's descriptor is open when openLease checks it is a file (fstat): that check waits for the close.
+        Transport receiver = receiverWith(new Received(), FailingLibc.waitingIn("fstat", args -> {
+            if (!armed.compareAndSet(true, false)) return false;
+            opened.countDown();
+            return true;
+        }, closed), Linux.libc());
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        armed.set(true);
+        Thread progress = Thread.ofPlatform().start(() -> {
+            try {
+                receiver.progress();
+            } catch (RuntimeException queueClosedUnderIt) {
+                // The rest of the poll reads the queue the close unmapped, as a forced close's call under way may.
+            }
+        });
+        opened.await();
+        receiver.close();
+        closed.countDown();
+        progress.join();
+        sender.close();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+    }
+
+    /**
      * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
      * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
      * the close.
