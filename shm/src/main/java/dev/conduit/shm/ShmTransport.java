@@ -197,8 +197,13 @@ public final class ShmTransport implements Transport {
     private long blockedSince;
     /** Whether the last liveness check failed endpoints and left the rest of its work to the next ({@link #checkPeers}). */
     private boolean lastCheckCutShort;
-    /** Whether a check failed endpoints and the next check, or close, is to reclaim dead peers' files. */
-    private boolean reclaimDue;
+    /**
+     * Whether a check failed endpoints and the next check, or close, is to reclaim dead peers' files.
+     * Volatile, as {@link #closed}: a close forced from another thread reads it. Best effort: one
+     * that misses it (a check under way on the owner's thread sets it after the close read it)
+     * leaves the files to the next worker or pool that opens on the directory.
+     */
+    private volatile boolean reclaimDue;
     /** A live sender's taken record that has held the head for heartbeat.timeout: said, at most once a minute. */
     private final RepeatedWarning headHeldByALiveSender;
     /** Said when a connection of a sender that is gone finds no room under inbound.max: nobody else would say it. */
