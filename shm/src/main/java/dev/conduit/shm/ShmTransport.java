@@ -628,7 +628,8 @@ public final class ShmTransport implements Transport {
                 if (closed) {
                     // Closed from another thread meanwhile (Conduit.close() past an owner still in this call), after it forgot
                     // every connection: nobody else would release this one's lease watch, a descriptor for the process's life.
-                    forget(removeInbound(connection));
+                    Inbound kept = removeInbound(connection);
+                    if (kept != null) forget(kept);
                 }
             }
             case ReceiveQueue.BOUNCE -> {
@@ -944,6 +945,14 @@ public final class ShmTransport implements Transport {
         in.bounceMapping = mapping;
         in.ringMayFault = mapping.mayFault();
         in.bounceExport = null;
+        if (closed && inbound.get(connection) != in) {
+            // Forgotten by a close from another thread meanwhile (as at CONNECT), with its mapping under way, which this one
+            // had taken from the mapper already: nobody else would unmap it. Nothing more is delivered.
+            in.bounce = null;
+            in.bounceMapping = null;
+            mapping.close();
+            ensureOpen();
+        }
         return null;
     }
 

@@ -1286,6 +1286,64 @@ class ShmTransportTest {
     }
 
     /**
+     * The same for a sender's bounce ring: a close from another thread that runs while progress()
+     * adopts the ring's mapping, made and handed over by the ring mapper, finds nothing of it to
+     * unmap (its connection holds no mapping yet, and the mapper's future was taken); the progress
+     * that adopts it afterwards unmaps it. It kept it, mapped for the life of the process. Once both
+     * workers are closed no file of the shared directory is mapped.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileProgressAdoptsASendersRingLeavesNoMapping() throws Exception {
+        CountDownLatch adopting = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        // The adoption's first look at the mapping (BounceRing.attach) waits for the close.
+        Transport receiver = receiverWith(new Received(), posix -> (payload, chunkLength) -> {
+            dev.conduit.spi.ChunkMapping ring = posix.map(payload, chunkLength);
+            AtomicBoolean first = new AtomicBoolean(true);
+            return new dev.conduit.spi.ChunkMapping() {
+                @Override
+                public MemorySegment segment() {
+                    if (first.getAndSet(false)) {
+                        adopting.countDown();
+                        try {
+                            closed.await();
+                        } catch (InterruptedException e) {
+                            throw new AssertionError(e);
+                        }
+                    }
+                    return ring.segment();
+                }
+
+                @Override
+                public boolean mayFault() {
+                    return ring.mayFault();
+                }
+
+                @Override
+                public void close() {
+                    ring.close();
+                }
+            };
+        });
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        Thread progress = Thread.ofPlatform().start(() -> {
+            try {
+                while (adopting.getCount() > 0) progressOrPause(receiver);
+            } catch (RuntimeException queueClosedUnderIt) {
+                // The rest of the poll reads the queue the close unmapped, as a forced close's call under way may.
+            }
+        });
+        adopting.await();
+        receiver.close();
+        closed.countDown();
+        progress.join();
+        sender.close();
+        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
+    }
+
+    /**
      * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
      * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
      * the close.
