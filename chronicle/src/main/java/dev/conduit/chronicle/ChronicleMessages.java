@@ -130,7 +130,9 @@ public final class ChronicleMessages {
 
     /**
      * A message handler that gives {@code handler} the payload as a read-only Chronicle
-     * {@link Bytes} (read position 0, read limit the payload's length), valid during the call.
+     * {@link Bytes} (read position 0, read limit the payload's length), valid during the call:
+     * its {@code readWrite()} is {@code false}, and a write throws {@link IllegalArgumentException}
+     * (the payload is the transport's memory; copy it to change it).
      */
     public MessageHandler handler(PayloadHandler handler) {
         Objects.requireNonNull(handler, "handler");

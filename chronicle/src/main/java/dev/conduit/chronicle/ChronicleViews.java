@@ -47,7 +47,11 @@ public final class ChronicleViews {
         return readable(store(region));
     }
 
-    /** A cursor view of an imported region, all of it readable. */
+    /**
+     * A cursor view of an imported region, all of it readable. Of one a plugin could map only for
+     * reading here ({@code region.segment().isReadOnly()}), {@code readWrite()} is {@code false} and
+     * a write throws {@link IllegalArgumentException}.
+     */
     public static Bytes<Void> bytes(ImportedRegion region) {
         return readable(store(region));
     }

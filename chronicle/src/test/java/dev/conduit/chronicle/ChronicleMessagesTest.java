@@ -2,6 +2,7 @@ package dev.conduit.chronicle;
 
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
+import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.ThreadMode;
@@ -117,6 +118,43 @@ class ChronicleMessagesTest {
             assertThat(failure.get()).as("thread " + n).isNull();
         }
         assertThat(read).containsExactly("0/1.5/1/T0/0", "1/1.5/1/T1/0", "2/1.5/1/T2/0", "3/1.5/1/T3/0");
+    }
+
+    /**
+     * A received payload lies in the transport's memory, which the receiver may only read: its
+     * view says so ({@code readWrite()}), and a write names the view and the remedy. The view said
+     * it was read-write, and a write failed with the segment's "Attempt to write a read-only
+     * segment", or Chronicle's exception wrapping it.
+     */
+    @Test
+    void aReceivedPayloadsViewSaysItIsReadOnlyAndAWriteSaysWhyAndWhatToDo() {
+        connect();
+        List<Throwable> writes = new ArrayList<>();
+        List<Boolean> readWrite = new ArrayList<>();
+        List<Long> read = new ArrayList<>();
+        ChronicleMessages in = new ChronicleMessages();
+        receiver.onMessage(QUOTE, in.handler((message, payload) -> {
+            readWrite.add(payload.readWrite());
+            readWrite.add(payload.bytesStore().readWrite());
+            for (Runnable write : List.<Runnable>of(() -> payload.writeLong(0, 1L), () -> payload.bytesStore().writeByte(0, (byte) 1),
+                    () -> payload.compareAndSwapLong(0, 7L, 1L), () -> payload.bytesStore().zeroOut(0, 8))) {
+                try {
+                    write.run();
+                } catch (RuntimeException e) {
+                    writes.add(e);
+                }
+            }
+            read.add(payload.readLong(0));
+        }));
+        endpoint.send(QUOTE, MemorySegment.ofArray(new long[]{7L, 8L}));
+        progressUntil(() -> read.size() == 1);
+
+        assertThat(readWrite).containsExactly(false, false);
+        assertThat(writes).hasSize(4).allSatisfy(e -> assertThat(e).hasStackTraceContaining("IllegalArgumentException: Chronicle view of "
+                + "a received message's payload is read-only").hasStackTraceContaining("copy them (Bytes.copy())"));
+        assertThat(read).containsExactly(7L);
+        Region region = conduit.pool("posix").allocate(64);
+        assertThat(ChronicleViews.bytes(region).readWrite()).as("a region's view").isTrue();
     }
 
     @Test

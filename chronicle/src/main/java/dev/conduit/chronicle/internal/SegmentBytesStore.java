@@ -23,8 +23,10 @@ import java.util.function.BooleanSupplier;
  *
  * <p>It reports {@link #isDirectMemory()} {@code false} and has no address
  * ({@link #addressForRead}: {@link UnsupportedOperationException}), so Chronicle's raw-address
- * fast paths never bypass these checks. Primitives are native byte order, at any alignment;
- * atomics (CAS, volatile, ordered) need natural alignment (otherwise
+ * fast paths never bypass these checks. Over read-only memory (a received payload, an imported
+ * region mapped for reading only) {@link #readWrite()} is {@code false} and every write throws
+ * {@link IllegalArgumentException} saying so, as the segment's own writes do. Primitives are
+ * native byte order, at any alignment; atomics (CAS, volatile, ordered) need natural alignment (otherwise
  * {@link IllegalArgumentException}) and are the CPU's, coherent across processes.
  *
  * <p>The store can be re-pointed so that one store serves one message after another without
@@ -52,6 +54,8 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     private long base;
     /** The store's length: accesses are bounded by it, not only by the segment. */
     private long size;
+    /** Whether {@link #segment} is read-only, kept with it so that a write checks a field, not the segment. */
+    private boolean readOnly;
 
     /**
      * @param segment the memory (its arena bounds its lifetime)
@@ -78,6 +82,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
         this.segment = memory;
         this.base = offset;
         this.size = length;
+        this.readOnly = memory.isReadOnly();
     }
 
     /** Where {@code length} bytes at the store's {@code offset} are in the segment, once they are checked to be in the store. */
@@ -92,6 +97,21 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
                     + "a view is valid only while what it views is open");
         }
         return segment;
+    }
+
+    /**
+     * The memory for a write, after the liveness check. Read-only memory is refused here, not by the
+     * segment: its message ("Attempt to write a read-only segment") names neither the view nor why
+     * it cannot be written, and Chronicle passes it on as the cause of exceptions of its own.
+     */
+    private MemorySegment w() {
+        MemorySegment s = m();
+        if (readOnly) {
+            throw new IllegalArgumentException("Chronicle view of " + what + " is read-only: this process may only read "
+                    + "that memory (a received payload is the transport's, an imported region may be mapped for reading "
+                    + "only); to change the bytes, copy them (Bytes.copy()) and write the copy");
+        }
+        return s;
     }
 
     // ---------------------------------------------------------------- identity
@@ -109,6 +129,12 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     @Override
     public boolean sharedMemory() {
         return shared;
+    }
+
+    /** {@code false} over read-only memory, whose every write throws. */
+    @Override
+    public boolean readWrite() {
+        return !readOnly;
     }
 
     @Override
@@ -206,84 +232,84 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public SegmentBytesStore writeByte(long offset, byte value) {
-        m().set(ValueLayout.JAVA_BYTE, at(offset, 1), value);
+        w().set(ValueLayout.JAVA_BYTE, at(offset, 1), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeShort(long offset, short value) {
-        m().set(SHORT, at(offset, 2), value);
+        w().set(SHORT, at(offset, 2), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeInt(long offset, int value) {
-        m().set(INT, at(offset, 4), value);
+        w().set(INT, at(offset, 4), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeLong(long offset, long value) {
-        m().set(LONG, at(offset, 8), value);
+        w().set(LONG, at(offset, 8), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeFloat(long offset, float value) {
-        m().set(FLOAT, at(offset, 4), value);
+        w().set(FLOAT, at(offset, 4), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeDouble(long offset, double value) {
-        m().set(DOUBLE, at(offset, 8), value);
+        w().set(DOUBLE, at(offset, 8), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeOrderedInt(long offset, int value) {
-        INT_ATOMIC.setRelease(m(), at(offset, 4), value);
+        INT_ATOMIC.setRelease(w(), at(offset, 4), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeOrderedLong(long offset, long value) {
-        LONG_ATOMIC.setRelease(m(), at(offset, 8), value);
+        LONG_ATOMIC.setRelease(w(), at(offset, 8), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileByte(long offset, byte value) {
-        BYTE_ATOMIC.setVolatile(m(), at(offset, 1), value);
+        BYTE_ATOMIC.setVolatile(w(), at(offset, 1), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileShort(long offset, short value) {
-        SHORT_ATOMIC.setVolatile(m(), at(offset, 2), value);
+        SHORT_ATOMIC.setVolatile(w(), at(offset, 2), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileInt(long offset, int value) {
-        INT_ATOMIC.setVolatile(m(), at(offset, 4), value);
+        INT_ATOMIC.setVolatile(w(), at(offset, 4), value);
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileLong(long offset, long value) {
-        LONG_ATOMIC.setVolatile(m(), at(offset, 8), value);
+        LONG_ATOMIC.setVolatile(w(), at(offset, 8), value);
         return this;
     }
 
     @Override
     public boolean compareAndSwapInt(long offset, int expected, int value) {
-        return INT_ATOMIC.compareAndSet(m(), at(offset, 4), expected, value);
+        return INT_ATOMIC.compareAndSet(w(), at(offset, 4), expected, value);
     }
 
     @Override
     public boolean compareAndSwapLong(long offset, long expected, long value) {
-        return LONG_ATOMIC.compareAndSet(m(), at(offset, 8), expected, value);
+        return LONG_ATOMIC.compareAndSet(w(), at(offset, 8), expected, value);
     }
 
     @Override
@@ -297,19 +323,19 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public SegmentBytesStore write(long offsetInRDO, byte[] bytes, int offset, int length) {
-        MemorySegment.copy(bytes, offset, m(), ValueLayout.JAVA_BYTE, at(offsetInRDO, length), length);
+        MemorySegment.copy(bytes, offset, w(), ValueLayout.JAVA_BYTE, at(offsetInRDO, length), length);
         return this;
     }
 
     @Override
     public void write(long offsetInRDO, ByteBuffer bytes, int offset, int length) {
-        MemorySegment target = m();
+        MemorySegment target = w();
         MemorySegment.copy(MemorySegment.ofBuffer(bytes.duplicate().clear()), offset, target, at(offsetInRDO, length), length);
     }
 
     @Override
     public SegmentBytesStore write(long writeOffset, RandomDataInput bytes, long readOffset, long length) {
-        MemorySegment target = m();
+        MemorySegment target = w();
         long to = at(writeOffset, length);
         if (bytes instanceof SegmentBytesStore other) {
             MemorySegment.copy(other.m(), other.at(readOffset, length), target, to, length);
@@ -323,7 +349,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public void move(long from, long to, long length) {
-        MemorySegment s = m();
+        MemorySegment s = w();
         MemorySegment.copy(s, at(from, length), s, at(to, length), length);
     }
 
@@ -338,7 +364,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     /** Copies {@code length} bytes from Chronicle's native memory at {@code address} (Chronicle's own) to {@code position}. */
     @Override
     public void nativeWrite(long address, long position, long length) {
-        MemorySegment s = m();
+        MemorySegment s = w();
         long to = at(position, length);
         for (long i = 0; i < length; i++) s.set(ValueLayout.JAVA_BYTE, to + i, UnsafeMemory.MEMORY.readByte(address + i));
     }
@@ -347,7 +373,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     @Override
     public long write8bit(long position, String s, int start, int length) {
         long at = BytesInternal.writeStopBit(this, position, length);
-        MemorySegment target = m();
+        MemorySegment target = w();
         long to = at(at, length);
         for (int i = 0; i < length; i++) target.set(ValueLayout.JAVA_BYTE, to + i, (byte) s.charAt(start + i));
         return at + length;
