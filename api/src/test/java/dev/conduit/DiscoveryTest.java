@@ -342,6 +342,32 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * A key's environment variable must be its alone too: '.' and '-' both become '_', so a plugin
+     * called "pool" with a key pool.chunk-size, or one with keys dash.max-size and dash.max.size,
+     * was accepted, and CONDUIT_POOL_CHUNK_SIZE set the runtime's pool.chunk.size and the plugin's
+     * key at once (CONDUIT_DASH_MAX_SIZE both of the plugin's).
+     */
+    @Test
+    void aPluginKeyWhoseEnvironmentVariableIsAnotherKeysIsRefused() {
+        TestPlugin pool = TestPlugin.named("pool").configKeys(ConfigKey.string("pool.mode", null, "ok"),
+                ConfigKey.bytes("pool.chunk-size", 4096, 0, "the plugin's own"));
+        TestPlugin dash = TestPlugin.named("dash").configKeys(ConfigKey.bytes("dash.max-size", 4096, 0, "a size"),
+                ConfigKey.bytes("dash.max.size", 8192, 0, "another size"));
+        try (Conduit conduit = isolated().environment(Map.of("CONDUIT_POOL_CHUNK_SIZE", "128k"))
+                .addPlugin(pool).addPlugin(dash).build()) {
+            assertThat(info(conduit, "pool").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "pool").reason()).contains("'pool.chunk-size'").contains("CONDUIT_POOL_CHUNK_SIZE")
+                    .contains("the runtime's key 'pool.chunk.size'");
+            assertThat(info(conduit, "dash").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "dash").reason()).contains("'dash.max.size'").contains("CONDUIT_DASH_MAX_SIZE")
+                    .contains("its key 'dash.max-size'");
+            assertThat(conduit.configuration()).filteredOn(e -> e.environment().equals("CONDUIT_POOL_CHUNK_SIZE"))
+                    .extracting(ConfigEntry::key, ConfigEntry::owner, ConfigEntry::value)
+                    .containsExactly(org.assertj.core.api.Assertions.tuple("pool.chunk.size", "runtime", "131072"));
+        }
+    }
+
     @Test
     void aPluginDeclaringNoThreadModesIsRefused() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nomodes").noThreadModes()).build()) {

@@ -17,7 +17,9 @@ import java.util.regex.Pattern;
  * ({@code .set("posix.dir", "/mnt/shared")}), the system property {@code conduit.posix.dir} or the
  * environment variable {@code CONDUIT_POSIX_DIR}, strongest first. Plugin keys start with the
  * plugin's name; a {@code -} in a name (a plugin called {@code dev-dax}) becomes {@code _} in the
- * variable.
+ * variable, as a {@code .} does, so {@code a.max-size} and {@code a.max.size} would share one: the
+ * runtime refuses a plugin one of whose keys has the variable of another of its keys or of a
+ * runtime key.
  *
  * <p>Instances are immutable and compared by name.
  *

@@ -44,6 +44,9 @@ public final class PluginRegistry {
 
     private static final Version RUNTIME_SPI = Version.parse(ConduitPlugin.SPI_VERSION);
     private static final Set<String> RUNTIME_KEYS = RuntimeKeys.ALL.stream().map(ConfigKey::name).collect(Collectors.toUnmodifiableSet());
+    /** The runtime's keys by the environment variable that sets each. */
+    private static final Map<String, String> RUNTIME_VARIABLES = RuntimeKeys.ALL.stream()
+            .collect(Collectors.toUnmodifiableMap(ConfigKey::environmentName, ConfigKey::name));
 
     private final List<PluginRecord> all;
     private final List<PluginRecord> selected;
@@ -136,6 +139,7 @@ public final class PluginRegistry {
         }
         if (noModes) return "declares no thread modes";
         Set<String> names = new LinkedHashSet<>();
+        Map<String, String> variables = new LinkedHashMap<>();
         for (ConfigKey<?> k : keys) {
             if (!k.name().startsWith(name + ".")) {
                 return "config key '" + k.name() + "' must start with the plugin's name: '" + name + ".'";
@@ -148,6 +152,15 @@ public final class PluginRegistry {
             if (!names.add(k.name())) {
                 return "config key '" + k.name() + "' is declared twice: each key of a plugin needs a name of its own";
             }
+            // '.' and '-' both become '_' in a variable: two names can share one, which would set both keys at once.
+            String variable = k.environmentName();
+            String other = RUNTIME_VARIABLES.containsKey(variable) ? "the runtime's key '" + RUNTIME_VARIABLES.get(variable) + "'"
+                    : variables.containsKey(variable) ? "its key '" + variables.get(variable) + "'" : null;
+            if (other != null) {
+                return "config key '" + k.name() + "' is set by environment variable " + variable + ", as " + other
+                        + " is ('.' and '-' both become '_'): a plugin names its keys so that each has a variable of its own";
+            }
+            variables.put(variable, k.name());
         }
         return null;
     }
