@@ -32,7 +32,9 @@ public final class ConduitBuilder {
     /**
      * Sets configuration key {@code key} (e.g. {@code "posix.dir"}, or as a property,
      * {@code "conduit.posix.dir"}) to {@code value}, parsed as the key's type when the
-     * {@code Conduit} is built. An unknown key fails {@link #build()}, naming the nearest known one.
+     * {@code Conduit} is built. An unknown key fails {@link #build()}, naming the nearest known one,
+     * and, when its first word is no plugin found here ({@code verbs.device} without the verbs
+     * plugin), the plugins that were.
      */
     public ConduitBuilder set(String key, String value) {
         Objects.requireNonNull(key, "key");

@@ -160,6 +160,26 @@ class ConfigurationTest {
                 .hasMessageNotContaining("did you mean");
     }
 
+    /**
+     * A builder setting for a plugin that is not installed here fails, saying that no plugin of
+     * that name was found and which were. The message only called the key unknown, and where
+     * devdax is installed suggested another plugin's key: "did you mean 'devdax.device'?".
+     */
+    @Test
+    void aBuilderSettingForAPluginNotFoundHereSaysNoSuchPluginWasFound() {
+        assertThatThrownBy(() -> isolated().addPlugin(plugin()).addPlugin(TestPlugin.named("keyless")).set("verbs.device", "mlx5_0").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("unknown config key 'verbs.device' set in the builder; no plugin called 'verbs' was found here "
+                        + "(found: cfg, keyless), so nothing reads it: install that plugin (module path, class path or plugin.path) "
+                        + "or leave the setting out");
+        for (String key : List.of("cfg.sise", "keyless.size", "probe.timout", "transport")) {
+            assertThatThrownBy(() -> isolated().addPlugin(plugin()).addPlugin(TestPlugin.named("keyless")).set(key, "1").build())
+                    .as("%s: a plugin or runtime word found here", key)
+                    .isInstanceOf(ConfigException.class).hasMessageContaining("unknown config key '" + key + "'")
+                    .hasMessageNotContaining("was found here");
+        }
+    }
+
     @Test
     void unknownEnvironmentVariablesAndPropertiesOnlyWarn() {
         Map<String, String> env = new HashMap<>();

@@ -49,6 +49,8 @@ public final class ConfigResolver implements Config {
     private final Map<String, Object> parsed = new ConcurrentHashMap<>();
     /** Plugins found but not usable (refused, broken), whose keys nothing declares: settings under their names are not unknown. */
     private final Set<String> unreadPlugins = new LinkedHashSet<>();
+    /** Every plugin found, usable or not: an unknown setting under a name none of them has is for a plugin not installed here. */
+    private final Set<String> pluginsFound = new java.util.TreeSet<>();
 
     private record Declared(ConfigKey<?> key, String owner) {
     }
@@ -119,12 +121,45 @@ public final class ConfigResolver implements Config {
         unreadPlugins.add(plugin);
     }
 
+    /** Records that a plugin called {@code plugin} was found, so that an unknown setting under its name is not said to be for a plugin not installed. */
+    public void pluginFound(String plugin) {
+        pluginsFound.add(plugin);
+    }
+
+    /**
+     * For an unknown setting whose first word ({@code verbs} of {@code verbs.device} or
+     * {@code CONDUIT_VERBS_DEVICE}) is neither a plugin found here nor the start of a declared key:
+     * that nothing reads it because no such plugin is installed, and what to do. Empty otherwise.
+     * Without it, the "did you mean" alone sent a user who configured an absent plugin to another
+     * plugin's key ({@code devdax.device} for {@code verbs.device}).
+     */
+    private String forNoPluginHere(String setting, boolean variable) {
+        // A plugin's keys are its name and more words: a setting of one word is no plugin's.
+        if ((variable ? setting.indexOf('_', ENV_PREFIX.length()) : setting.indexOf('.')) < 0) return "";
+        Set<String> words = new LinkedHashSet<>(pluginsFound);
+        words.addAll(unreadPlugins);
+        for (String key : declared.keySet()) words.add(key.contains(".") ? key.substring(0, key.indexOf('.')) : key);
+        for (String word : words) {
+            String start = variable ? variablePrefix(word) : word + ".";
+            if (setting.startsWith(start)) return "";
+        }
+        String named = variable ? "no plugin found here has the name it starts with"
+                : "no plugin called '" + setting.substring(0, setting.indexOf('.')) + "' was found here";
+        return "; " + named + " (found: " + (pluginsFound.isEmpty() ? "none" : String.join(", ", pluginsFound))
+                + "), so nothing reads it: install that plugin (module path, class path or plugin.path) or leave the setting out";
+    }
+
     private boolean isForUnreadPlugin(String key) {
         return unreadPlugins.stream().anyMatch(p -> key.startsWith(p + "."));
     }
 
     private boolean isForUnreadPluginVariable(String variable) {
-        return unreadPlugins.stream().anyMatch(p -> variable.startsWith(ENV_PREFIX + p.replace('-', '_').toUpperCase(Locale.ROOT) + "_"));
+        return unreadPlugins.stream().anyMatch(p -> variable.startsWith(variablePrefix(p)));
+    }
+
+    /** How the variables of keys under {@code word} ({@code dev-dax}: {@code CONDUIT_DEV_DAX_}) start. */
+    private static String variablePrefix(String word) {
+        return ENV_PREFIX + word.replace('-', '_').toUpperCase(Locale.ROOT) + "_";
     }
 
     /** Fails for a builder key that nothing declares, naming the nearest declared one. */
@@ -132,7 +167,7 @@ public final class ConfigResolver implements Config {
         for (String name : builder.keySet()) {
             if (!declared.containsKey(name) && !isForUnreadPlugin(name)) {
                 String nearest = Suggestions.nearest(name, declared.keySet());
-                throw new ConfigException("unknown config key '" + name + "' set in the builder"
+                throw new ConfigException("unknown config key '" + name + "' set in the builder" + forNoPluginHere(name, false)
                         + (nearest != null ? " (did you mean '" + nearest + "'?)" : "") + "; known keys: " + declared.keySet());
             }
         }
@@ -153,20 +188,21 @@ public final class ConfigResolver implements Config {
         for (String name : environment.keySet()) {
             if (NOT_CONFIG.contains(name) || name.startsWith(TEST_PREFIX)) continue;
             if (!knownEnv.containsKey(name) && !isForUnreadPluginVariable(name) && WARNED.add(name)) {
-                warnings.add(unknownMessage("environment variable", name, knownEnv.keySet()));
+                warnings.add(unknownMessage("environment variable", name, forNoPluginHere(name, true), knownEnv.keySet()));
             }
         }
         for (String name : properties.keySet()) {
             if (!knownProps.containsKey(name) && !isForUnreadPlugin(name.substring(PROPERTY_PREFIX.length())) && WARNED.add(name)) {
-                warnings.add(unknownMessage("system property", name, knownProps.keySet()));
+                warnings.add(unknownMessage("system property", name, forNoPluginHere(name.substring(PROPERTY_PREFIX.length()), false),
+                        knownProps.keySet()));
             }
         }
         return warnings;
     }
 
-    private static String unknownMessage(String kind, String name, Collection<String> known) {
+    private static String unknownMessage(String kind, String name, String noPlugin, Collection<String> known) {
         String nearest = Suggestions.nearest(name, known);
-        return "unknown " + kind + " " + name + " is ignored" + (nearest != null ? "; did you mean " + nearest + "?" : "")
+        return "unknown " + kind + " " + name + " is ignored" + noPlugin + (nearest != null ? "; did you mean " + nearest + "?" : "")
                 + " ('conduit info' lists every key)";
     }
 

@@ -195,6 +195,7 @@ public final class PluginRegistry {
     public static void declareKeys(List<PluginRecord> records, ConfigResolver config) {
         Set<String> usable = new LinkedHashSet<>();
         for (PluginRecord r : records) {
+            if (r.name != null && PayloadReader.isName(r.name)) config.pluginFound(r.name);
             if (r.isCandidate()) {
                 config.declareAll(r.configKeys, r.name);
                 usable.add(r.name);

@@ -90,6 +90,26 @@ class ConfigResolverTest {
                 .doesNotContain("WARNF_X", "warnf-x");
     }
 
+    /** An unknown variable or property under no plugin found here says so; one under a plugin found does not. */
+    @Test
+    void anUnknownSettingForAPluginNotFoundHereSaysNoSuchPluginWasFound() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("CONDUIT_WARNG_ABSENT_DEVICE", "x", "CONDUIT_WARNG_HERE_DEVIC", "x"),
+                props("conduit.warng-absent.port", "1", "conduit.warng-here.devic", "1"));
+        r.declare(ConfigKey.string("warng-here.device", null, "doc"), "warng-here");
+        r.pluginFound("warng-here");
+        List<String> warnings = r.unknownSettingWarnings();
+        String found = " (found: warng-here), so nothing reads it: install that plugin (module path, class path or plugin.path) "
+                + "or leave the setting out";
+        assertThat(warnings).filteredOn(w -> w.contains("ABSENT")).singleElement().asString()
+                .startsWith("unknown environment variable CONDUIT_WARNG_ABSENT_DEVICE is ignored; no plugin found here has the name "
+                        + "it starts with" + found);
+        assertThat(warnings).filteredOn(w -> w.contains("warng-absent")).singleElement().asString()
+                .startsWith("unknown system property conduit.warng-absent.port is ignored; no plugin called 'warng-absent' was found here"
+                        + found);
+        assertThat(warnings).filteredOn(w -> w.contains(" CONDUIT_WARNG_HERE_DEVIC ") || w.contains(" conduit.warng-here.devic ")).hasSize(2)
+                .allSatisfy(w -> assertThat(w).doesNotContain("was found here", "no plugin found here"));
+    }
+
     @Test
     void sourcesArePrecedenceOrdered() {
         ConfigKey<String> k = ConfigKey.string("prec.key", "default", "doc");
