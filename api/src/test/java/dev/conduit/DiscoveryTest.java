@@ -368,6 +368,27 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * Two plugins' keys may share a variable too: dev.dax.path of a plugin called "dev" and
+     * dev-dax.path of one called "dev-dax" are both CONDUIT_DEV_DAX_PATH. Both plugins were used,
+     * and the variable set both keys; the later one found is refused, naming the other.
+     */
+    @Test
+    void aPluginKeyWhoseEnvironmentVariableIsAnotherPluginsKeysIsRefused() {
+        TestPlugin dev = TestPlugin.named("dev").configKeys(ConfigKey.string("dev.dax.path", null, "dev's own"));
+        TestPlugin devDax = TestPlugin.named("dev-dax").configKeys(ConfigKey.string("dev-dax.mode", null, "ok"),
+                ConfigKey.string("dev-dax.path", null, "dev-dax's own"));
+        try (Conduit conduit = isolated().environment(Map.of("CONDUIT_DEV_DAX_PATH", "/mnt/x")).addPlugin(dev).addPlugin(devDax).build()) {
+            assertThat(info(conduit, "dev").status()).isEqualTo(Status.SELECTED);
+            assertThat(info(conduit, "dev-dax").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "dev-dax").reason()).contains("'dev-dax.path'").contains("CONDUIT_DEV_DAX_PATH")
+                    .contains("key 'dev.dax.path' of plugin dev");
+            assertThat(conduit.configuration()).filteredOn(e -> e.environment().equals("CONDUIT_DEV_DAX_PATH"))
+                    .extracting(ConfigEntry::key, ConfigEntry::value)
+                    .containsExactly(org.assertj.core.api.Assertions.tuple("dev.dax.path", "/mnt/x"));
+        }
+    }
+
     @Test
     void aPluginDeclaringNoThreadModesIsRefused() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nomodes").noThreadModes()).build()) {

@@ -18,8 +18,8 @@ import java.util.regex.Pattern;
  * environment variable {@code CONDUIT_POSIX_DIR}, strongest first. Plugin keys start with the
  * plugin's name; a {@code -} in a name (a plugin called {@code dev-dax}) becomes {@code _} in the
  * variable, as a {@code .} does, so {@code a.max-size} and {@code a.max.size} would share one: the
- * runtime refuses a plugin one of whose keys has the variable of another of its keys or of a
- * runtime key.
+ * runtime refuses a plugin one of whose keys has the variable of another of its keys, of a
+ * runtime key, or of a key of a plugin found before it.
  *
  * <p>Instances are immutable and compared by name.
  *

@@ -190,16 +190,31 @@ public final class PluginRegistry {
     /**
      * The config keys every candidate declares: also those of a plugin that {@code transports} will leave
      * out, so that a setting for it is not taken for a misspelt key. Settings under the name of a
-     * plugin found refused or broken are left unread, not refused as unknown.
+     * plugin found refused or broken are left unread, not refused as unknown. A candidate one of
+     * whose keys has the environment variable of a key of a plugin found before it is refused:
+     * {@code dev.dax.path} of a plugin called {@code dev} and {@code dev-dax.path} of one called
+     * {@code dev-dax} are both {@code CONDUIT_DEV_DAX_PATH}, which would set both.
      */
     public static void declareKeys(List<PluginRecord> records, ConfigResolver config) {
         Set<String> usable = new LinkedHashSet<>();
+        Map<String, String> variables = new LinkedHashMap<>();
         for (PluginRecord r : records) {
             if (r.name != null && PayloadReader.isName(r.name)) config.pluginFound(r.name);
-            if (r.isCandidate()) {
-                config.declareAll(r.configKeys, r.name);
-                usable.add(r.name);
+            if (!r.isCandidate()) continue;
+            Optional<ConfigKey<?>> shared = r.configKeys.stream().filter(k -> variables.containsKey(k.environmentName())).findFirst();
+            if (shared.isPresent()) {
+                ConfigKey<?> k = shared.get();
+                r.status = Status.REFUSED;
+                r.reason = "config key '" + k.name() + "' is set by environment variable " + k.environmentName() + ", as "
+                        + variables.get(k.environmentName()) + " is ('.' and '-' both become '_'): remove one of the two "
+                        + "plugins, or have their keys named apart";
+                continue;
             }
+            for (ConfigKey<?> k : r.configKeys) {
+                variables.put(k.environmentName(), "key '" + k.name() + "' of plugin " + r.name + " (" + r.origin + ")");
+            }
+            config.declareAll(r.configKeys, r.name);
+            usable.add(r.name);
         }
         // A refused or broken plugin's keys are not declared (they may break the rules, or be unknown), but a setting for
         // it is no misspelt key: it is left unread with the plugin, which its WARNING reports.
