@@ -154,6 +154,11 @@ class ConfigurationTest {
         assertThatThrownBy(() -> isolated().addPlugin(plugin()).set("conduit.cfg.sise", "8k").build())
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("did you mean 'cfg.size'?");
+        // A variable's name is far from its key's by edit distance, so it got no suggestion at all.
+        assertThatThrownBy(() -> isolated().addPlugin(plugin()).set("CONDUIT_CFG_SIZE", "8k").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("unknown config key 'CONDUIT_CFG_SIZE' set in the builder: that is the environment variable of key "
+                        + "'cfg.size'; the builder takes the key: set(\"cfg.size\", value)");
         assertThatThrownBy(() -> isolated().set("completely.unrelated.setting", "1").build())
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("unknown config key 'completely.unrelated.setting'")

@@ -166,6 +166,13 @@ public final class ConfigResolver implements Config {
     public void rejectUnknownBuilderKeys() {
         for (String name : builder.keySet()) {
             if (!declared.containsKey(name) && !isForUnreadPlugin(name)) {
+                // A key's variable is nowhere near its name by edit distance: CONDUIT_POSIX_DIR would get no suggestion.
+                String variableOf = declared.values().stream().map(Declared::key).filter(k -> k.environmentName().equals(name))
+                        .map(ConfigKey::name).findFirst().orElse(null);
+                if (variableOf != null) {
+                    throw new ConfigException("unknown config key '" + name + "' set in the builder: that is the environment variable "
+                            + "of key '" + variableOf + "'; the builder takes the key: set(\"" + variableOf + "\", value)");
+                }
                 String nearest = Suggestions.nearest(name, declared.keySet());
                 throw new ConfigException("unknown config key '" + name + "' set in the builder" + forNoPluginHere(name, false)
                         + (nearest != null ? " (did you mean '" + nearest + "'?)" : "") + "; known keys: " + declared.keySet());
