@@ -142,6 +142,15 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
         return null;
     }
 
+    /**
+     * {@code false}: there is no address to read through. Chronicle's default of this call calls
+     * itself (2.27ea0) and ended in {@link StackOverflowError}.
+     */
+    @Override
+    public boolean canReadDirect() {
+        return false;
+    }
+
     @Override
     public long addressForRead(long offset) {
         throw noAddress();

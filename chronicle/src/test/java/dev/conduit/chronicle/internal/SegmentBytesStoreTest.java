@@ -52,6 +52,14 @@ class SegmentBytesStoreTest {
         }
     }
 
+    /** Chronicle's default of canReadDirect() calls itself: the store's answer ended in StackOverflowError. */
+    @Test
+    void theStoreSaysItCannotBeReadDirectly() {
+        SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(64), () -> true, "a segment", true);
+        assertThat(store.canReadDirect()).isFalse();
+        assertThat(store.canReadDirect(8)).isFalse();
+    }
+
     @Test
     void aNumberAppendedAsTextIsWrittenInTheRangeOnly() {
         MemorySegment memory = Arena.ofAuto().allocate(4096);
