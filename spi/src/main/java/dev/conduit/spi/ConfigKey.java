@@ -112,7 +112,12 @@ public final class ConfigKey<T> {
         });
     }
 
-    /** A positive duration with a unit: {@code 250us}, {@code 100ms}, {@code 5s}, {@code 2m}, {@code 1h}. */
+    /**
+     * A positive duration with a unit: {@code 250us}, {@code 100ms}, {@code 5s}, {@code 2m}, {@code 1h}.
+     * At most {@link Long#MAX_VALUE} nanoseconds (about 292 years), so {@link Duration#toNanos()}
+     * never throws; {@code System.nanoTime()} plus it may overflow, so a deadline made of it is
+     * compared by difference ({@code deadline - System.nanoTime() > 0}), never with {@code <}.
+     */
     public static ConfigKey<Duration> duration(String name, Duration defaultValue, String doc) {
         return new ConfigKey<>(name, Duration.class, defaultValue, "a positive duration with a unit (ns, us, ms, s, m, h), e.g. 100ms", doc, s -> {
             var m = DURATION.matcher(s.trim());
@@ -126,7 +131,7 @@ public final class ConfigKey<T> {
                 case "m" -> Duration.ofMinutes(n);
                 default -> Duration.ofHours(n);
             };
-            // Positive, and representable in nanoseconds (about 292 years), so users of the value never overflow.
+            // Positive, and representable in nanoseconds (about 292 years), so that toNanos() never throws.
             if (d.isZero()) throw new IllegalArgumentException();
             d.toNanos();
             return d;
