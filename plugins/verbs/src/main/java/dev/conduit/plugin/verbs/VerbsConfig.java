@@ -18,7 +18,7 @@ import java.util.List;
  * <tr><td>{@code verbs.gid.index}</td><td>-1: on RoCE the first IPv4-mapped GID of type RoCE v2, else 0</td></tr>
  * <tr><td>{@code verbs.wireup.address}</td><td>empty: the GID's IPv4 on RoCE, else the first non-loopback interface</td></tr>
  * <tr><td>{@code verbs.wireup.timeout}</td><td>5 s</td></tr>
- * <tr><td>{@code verbs.buffer.size}</td><td>8 KiB (a multiple of 64)</td></tr>
+ * <tr><td>{@code verbs.buffer.size}</td><td>8 KiB (4 KiB to 1 GiB, a multiple of 64)</td></tr>
  * <tr><td>{@code verbs.receive.buffers}</td><td>64</td></tr>
  * <tr><td>{@code verbs.send.buffers}</td><td>64</td></tr>
  * <tr><td>{@code verbs.liveness.interval}</td><td>20 ms</td></tr>
@@ -55,7 +55,11 @@ final class VerbsConfig {
     /** Buffers must be a multiple of this: each starts a record whose 8-byte fields must be aligned (and keeps to its own cache lines). */
     static final int BUFFER_ALIGNMENT = 64;
 
-    static final ConfigKey<Long> BUFFER_SIZE = ConfigKey.bytes("verbs.buffer.size", 8L << 10, 4L << 10,
+    /** The largest buffer: the wire-up carries it as a u32, and peers refuse one above it (WireFormat). */
+    static final long MAX_BUFFER_SIZE = 1L << 30;
+
+    // Bounded by the key, so that a value above it fails the build naming the range, not only the first worker's transport.
+    static final ConfigKey<Long> BUFFER_SIZE = ConfigKey.bytes("verbs.buffer.size", 8L << 10, 4L << 10, MAX_BUFFER_SIZE,
             "The size of each registered send and receive buffer, a multiple of 64: messages up to it (less a 24-byte "
                     + "record header) take one SEND; larger ones are cut into several, reassembled by the receiver.");
 

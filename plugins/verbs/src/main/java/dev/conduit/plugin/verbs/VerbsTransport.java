@@ -137,9 +137,6 @@ final class VerbsTransport implements Transport {
         this.libc = libc;
         var config = context.config();
         long buffer = config.get(VerbsConfig.BUFFER_SIZE);
-        if (buffer > 1 << 30) {
-            throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE) + " is " + buffer + " bytes; at most 1 GiB");
-        }
         if (buffer % VerbsConfig.BUFFER_ALIGNMENT != 0) {
             long down = buffer / VerbsConfig.BUFFER_ALIGNMENT * VerbsConfig.BUFFER_ALIGNMENT;
             throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE) + " is " + buffer + " bytes, not a "

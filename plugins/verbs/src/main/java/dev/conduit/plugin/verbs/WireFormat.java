@@ -97,7 +97,7 @@ final class WireFormat {
                 throw r.invalid("receive.buffers", receiveBuffers + " is outside [2, 4096]");
             }
             long bufferSize = r.u32("buffer.size");
-            if (bufferSize < 4096 || bufferSize > 1 << 30) {
+            if (bufferSize < 4096 || bufferSize > VerbsConfig.MAX_BUFFER_SIZE) {
                 throw r.invalid("buffer.size", bufferSize + " is outside [4096, 2^30]");
             }
             if (bufferSize % VerbsConfig.BUFFER_ALIGNMENT != 0) {

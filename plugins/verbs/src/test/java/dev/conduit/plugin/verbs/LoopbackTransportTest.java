@@ -3,6 +3,7 @@ package dev.conduit.plugin.verbs;
 import dev.conduit.linux.Errno;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
@@ -731,6 +732,19 @@ class LoopbackTransportTest {
         a.transport.progress();
         assertThat(e.trySend(3, MemorySegment.NULL, largest)).as("the largest message, with the fourth credit").isTrue();
         progressUntil(() -> b.received.size() == 3, a, b);
+    }
+
+    /**
+     * Above 1 GiB a buffer size is refused by the key itself, naming its range, so that a Conduit with it fails to
+     * build. The key took any size from 4 KiB, and only opening a transport refused one above 1 GiB: the build passed,
+     * and so did every probe, and the first worker failed with a ConduitException that named neither the source nor
+     * the lower bound.
+     */
+    @Test
+    void aBufferSizeAboveOneGibIsRefusedByTheKeyNamingItsRange() {
+        assertThatThrownBy(() -> peer("verbs.buffer.size", "2g")).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("bad value '2g' for config key conduit.verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE)")
+                .hasMessageContaining("a size in bytes from 4096 to 1073741824");
     }
 
     @Test
