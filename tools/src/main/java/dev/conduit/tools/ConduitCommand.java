@@ -84,15 +84,29 @@ public final class ConduitCommand implements Runnable {
 
     /** Runs what was asked, help and version included; a success whose output was not all written is a failure. */
     private static int executeCheckingOutput(ParseResult parsed, StandardOutput out) {
-        int exitCode = new CommandLine.RunLast().execute(parsed);
+        int exitCode;
+        try {
+            exitCode = new CommandLine.RunLast().execute(parsed);
+        } catch (RuntimeException | Error e) {
+            // Reported by picocli's handlers once this returns (exit code 1, or 2 for a usage error found in a command's
+            // run). Until then a line the command had not ended is still in the buffer under the writer, which System.exit
+            // would drop: flushed first, so that it comes before the failure, and a write that failed is said as well.
+            reportIncompleteOutput(parsed, out);
+            throw e;
+        }
+        return reportIncompleteOutput(parsed, out) && exitCode == EXIT_OK ? EXIT_FAILED : exitCode;
+    }
+
+    /** Flushes what the command printed; if any of it could not be written, says so on standard error. Whether it did. */
+    private static boolean reportIncompleteOutput(ParseResult parsed, StandardOutput out) {
         Optional<IOException> failure = out.failure();
-        if (failure.isEmpty()) return exitCode;
+        if (failure.isEmpty()) return false;
         PrintWriter err = parsed.commandSpec().commandLine().getErr();
         IOException cause = failure.get();
         err.println("conduit: cannot write to standard output: " + (cause.getMessage() == null ? cause : cause.getMessage())
                 + "; the output is incomplete");
         err.flush();
-        return exitCode == EXIT_OK ? EXIT_FAILED : exitCode;
+        return true;
     }
 
     /** Without a subcommand there is nothing to do but show what there is to do. */

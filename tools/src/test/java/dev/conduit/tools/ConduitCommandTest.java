@@ -1,7 +1,13 @@
 package dev.conduit.tools;
 
 import dev.conduit.tools.CommandRunner.Result;
+import dev.conduit.spi.ConduitException;
 import org.junit.jupiter.api.Test;
+import picocli.CommandLine.Command;
+
+import java.io.BufferedWriter;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 
 import java.util.List;
 import java.util.Map;
@@ -142,6 +148,54 @@ class ConduitCommandTest {
             assertThat(result.err()).as(String.join(" ", args))
                     .isEqualTo("conduit: cannot write to standard output: No space left on device; the output is incomplete"
                             + System.lineSeparator());
+        }
+    }
+
+    /**
+     * A command that fails after printing part of a line: that part reaches standard output before
+     * the failure's message. Under the writer is a buffer, as over file descriptor 1 (the
+     * OutputStreamWriter's encoder), and only a finished line was flushed, so the part was dropped
+     * by System.exit (found by review).
+     */
+    @Test
+    void aCommandThatFailsMidLineStillWritesWhatItPrinted() {
+        StringWriter written = new StringWriter();
+        StandardOutput out = new StandardOutput(new BufferedWriter(written));
+
+        Result result = runFailing(out);
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(written.toString()).isEqualTo("a whole line" + System.lineSeparator() + "part of a line");
+        assertThat(result.err()).isEqualTo("conduit: the command failed after printing" + System.lineSeparator());
+    }
+
+    /** ... and when that output could not be written, the failure to write is said as well: it was said only after a success. */
+    @Test
+    void aCommandThatFailsAfterOutputThatCouldNotBeWrittenSaysBoth() {
+        Result result = runFailing(new StandardOutput(new FullDisk()));
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).isEqualTo("conduit: cannot write to standard output: No space left on device; the output is incomplete"
+                + System.lineSeparator() + "conduit: the command failed after printing" + System.lineSeparator());
+    }
+
+    /** Runs a subcommand {@code fails} that prints a line and part of another to {@code out}, then throws. */
+    private Result runFailing(StandardOutput out) {
+        StringWriter err = new StringWriter();
+        int exitCode = new ConduitCommand(conduit::builder).commandLine(out)
+                .addSubcommand("fails", new FailsMidLine(out))
+                .setErr(new PrintWriter(err, true))
+                .execute("fails");
+        return new Result(exitCode, "", err.toString());
+    }
+
+    @Command(name = "fails")
+    private record FailsMidLine(PrintWriter out) implements Runnable {
+        @Override
+        public void run() {
+            out.println("a whole line"); // flushed: the writer flushes on println
+            out.print("part of a line");
+            throw new ConduitException("the command failed after printing");
         }
     }
 
