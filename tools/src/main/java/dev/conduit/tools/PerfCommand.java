@@ -174,7 +174,7 @@ final class PerfCommand implements Callable<Integer> {
         List<PerfTest> tests = validate();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        if (server || connect != null) sharedDirectory = sharedDir;
+        if ((server || connect != null) && sharedDir != null) sharedDirectory = absolute(sharedDir);
         if (server) return serve(out, err);
         PerfPlan plan = new PerfPlan(tests, sizes.isEmpty() ? defaultSizes() : sizes, iterations, duration, warmup,
                 wakeup == null ? PerfPlan.Wakeup.BUSY : wakeup, timeout, peers);
@@ -277,7 +277,7 @@ final class PerfCommand implements Callable<Integer> {
         int exit;
         PerfServer server;
         try (Conduit c = open(Map.of())) {
-            dir = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
+            dir = sharedDirectoryOf(c);
             PerfServer.Options o = new PerfServer.Options(threadMode, regionSize != null ? regionSize : 1L << 20, keep, dir,
                     name != null ? name : DEFAULT_NAME, listen, exitWithStdin, timeout);
             server = new PerfServer(c, o, out, err);
@@ -298,7 +298,7 @@ final class PerfCommand implements Callable<Integer> {
             String how;
             Path file = null;
             if (connect.isEmpty()) {
-                Path dir = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
+                Path dir = sharedDirectoryOf(c);
                 String n = name != null ? name : DEFAULT_NAME;
                 bootstrap = PerfBootstrap.await(dir, n, plan.timeout(), () -> false);
                 file = PerfBootstrap.file(dir, n);
@@ -331,7 +331,7 @@ final class PerfCommand implements Callable<Integer> {
         // Opened before the server is started: a configuration error (-t, --set) is reported once, from here, and the
         // server's private directory goes into the configured shared.dir (--set, system property, CONDUIT_SHARED_DIR).
         try (Conduit c = open(Map.of())) {
-            parent = sharedDir != null ? sharedDir : sharedDirectoryOf(c);
+            parent = sharedDirectoryOf(c);
         }
         List<String> serverArguments = new ArrayList<>(List.of("--thread-mode", threadMode.name().toLowerCase(Locale.ROOT),
                 "--region-size", Long.toString(plan.largestSize()), "--timeout", ConfigKey.durationText(plan.timeout())));
@@ -421,11 +421,27 @@ final class PerfCommand implements Callable<Integer> {
     /** This process's shared.dir when this run sets it: --shared-dir with a peer option, or the spawned server's directory. */
     private Path sharedDirectory;
 
-    private static Path sharedDirectoryOf(Conduit c) {
+    /**
+     * The directory this run shares with its peer: {@code --shared-dir}, else {@code c}'s shared.dir.
+     * Absolute, as the output and the errors name it: a relative one means nothing to a reader in
+     * another directory, the server's own user included.
+     */
+    private Path sharedDirectoryOf(Conduit c) {
+        if (sharedDir != null) return absolute(sharedDir);
         for (ConfigEntry e : c.configuration()) {
-            if (e.key().equals("shared.dir") && e.value() != null) return Path.of(e.value());
+            if (e.key().equals("shared.dir") && e.value() != null) return absolute(Path.of(e.value()));
         }
         return Path.of("/dev/shm");
+    }
+
+    /** {@code dir} as given when absolute; a relative one resolved as the kernel resolves it (a ".." after a symbolic link too). */
+    private static Path absolute(Path dir) {
+        if (dir.isAbsolute()) return dir;
+        try {
+            return dir.toRealPath();
+        } catch (java.io.IOException e) {
+            return dir.toAbsolutePath().normalize(); // not there: the error that follows names it, the best this can say
+        }
     }
 
     /** The cost of one System.nanoTime() call, in nanoseconds (after a short warm-up). */

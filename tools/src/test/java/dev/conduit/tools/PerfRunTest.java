@@ -365,6 +365,49 @@ class PerfRunTest {
     }
 
     /**
+     * A relative --shared-dir: the output names the spawned server's private directory by its
+     * absolute path. It named it relative to where the client ran, which tells a reader elsewhere
+     * (another terminal, a saved JSON document) nothing (found by review).
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aRelativeSharedDirectoryIsNamedByItsAbsolutePath() throws Exception {
+        Path given = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-relative");
+        try {
+            Result result = conduit.run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "--shared-dir", relative(given));
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat((String) JsonParser.parseObject(result.out()).get("bootstrap"))
+                    .startsWith("spawned by this process, private shared directory " + given.resolve("conduit-perf-"));
+        } finally {
+            PerfPeer.deleteTree(given);
+        }
+    }
+
+    /** The same for a client of a server's file: the header named the directory as given. */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aClientGivenARelativeSharedDirectoryNamesItByItsAbsolutePath() throws Exception {
+        try (ServerProcess server = ServerProcess.start("cperf-relative", "--name", "relative")) {
+            server.await(Pattern.compile("published "));
+
+            Result result = conduit.run("perf", "--connect", "--shared-dir", relative(server.shared()), "--name", "relative", "am_lat",
+                    "-n", "200", "-w", "50", "-s", "8", "--json");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(JsonParser.parseObject(result.out()).get("bootstrap"))
+                    .isEqualTo("bootstrap through the shared directory " + server.shared() + ", file conduit-perf-relative.addr");
+        }
+    }
+
+    /** {@code dir} relative to this process's working directory. */
+    private static String relative(Path dir) {
+        Path relative = Path.of("").toAbsolutePath().relativize(dir);
+        assertThat(relative.isAbsolute()).isFalse();
+        return relative.toString();
+    }
+
+    /**
      * A server stopped by a signal (SIGTERM here, as Ctrl-C's SIGINT) closes its worker and regions
      * before the JVM exits, so their files leave the shared directory with its bootstrap file. It
      * used to remove only the bootstrap file, leaving chunk files, queues and leases (found by an audit).
