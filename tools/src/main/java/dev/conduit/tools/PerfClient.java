@@ -49,6 +49,8 @@ final class PerfClient implements AutoCloseable {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(2);
+    /** The most characters of why a run failed that BYE carries. */
+    private static final int MAX_REASON = 2000;
 
     private final Conduit conduit;
     private final Supplier<Conduit> uncachedConduits;
@@ -85,6 +87,11 @@ final class PerfClient implements AutoCloseable {
     private long serverAllocated = -1;
     private PerfProtocol.Reader welcome;
     private PeerFailedException failure;
+    /**
+     * Why the run did not complete, for BYE to tell the server: a session that ends unfinished is a
+     * failed one there too, not one that ended as planned. Null once {@link #runAll} has completed.
+     */
+    private String unfinished = "the client stopped before its run completed";
 
     // What the last loop did.
     private long doneIterations;
@@ -210,6 +217,17 @@ final class PerfClient implements AutoCloseable {
 
     /** Runs every test of the plan; {@code onTest} gets each test's rows as soon as they are measured. */
     List<PerfResult> runAll(Consumer<List<PerfResult>> onTest) {
+        try {
+            List<PerfResult> all = runEach(onTest);
+            unfinished = null;
+            return all;
+        } catch (RuntimeException | Error e) {
+            unfinished = e.getMessage() == null ? e.toString() : e.getMessage();
+            throw e;
+        }
+    }
+
+    private List<PerfResult> runEach(Consumer<List<PerfResult>> onTest) {
         List<PerfResult> all = new ArrayList<>();
         for (PerfTest test : plan.tests()) {
             List<String> variants = test == PerfTest.IPC_IMPORT ? List.of("cached", "uncached") : Arrays.asList((String) null);
@@ -690,13 +708,16 @@ final class PerfClient implements AutoCloseable {
 
     // ------------------------------------------------------------------ closing
 
-    /** Says goodbye (the server then ends the session normally) and releases everything. */
+    /**
+     * Says goodbye, with why when the run did not complete (the server then ends the session as
+     * failed), and releases everything. Nothing is said to a server that failed.
+     */
     @Override
     public void close() {
         RuntimeException failed = null;
         try {
             if (failure == null && ep != null && !ep.isFailed()) {
-                ep.send(PerfProtocol.BYE, MemorySegment.NULL);
+                ep.send(PerfProtocol.BYE, unfinished == null ? MemorySegment.NULL : new PerfProtocol.Writer().string(abridged(unfinished)).segment());
                 long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
                 while (ep.pending() > 0 && System.nanoTime() < deadline) worker.progress();
             }
@@ -705,6 +726,11 @@ final class PerfClient implements AutoCloseable {
         }
         closeResources(failed);
         if (failed != null) throw failed;
+    }
+
+    /** A control message stays small: the client prints the whole reason itself. */
+    private static String abridged(String reason) {
+        return reason.length() <= MAX_REASON ? reason : reason.substring(0, MAX_REASON) + " ...";
     }
 
     private void closeResources(Throwable primary) {

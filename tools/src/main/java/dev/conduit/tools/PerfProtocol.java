@@ -28,7 +28,12 @@ import java.nio.charset.StandardCharsets;
  * LAST    size bytes (am_bw, the last one)       ACK     messages counted since BEGIN
  * PUT_DONE marker byte (put_bw)                  ACK     1 when the region's last byte is the marker
  * PEER    (from an idle worker of --peers)       (counted, not answered)
- * BYE     (the session is over)
+ * BYE     (the session is over) empty when the
+ *         run completed, else why it failed on
+ *         the client's side (string): the server
+ *         then ends the session as failed. An
+ *         older server, which reads no payload,
+ *         takes it as a completed run
  * </pre>
  */
 final class PerfProtocol {

@@ -113,6 +113,8 @@ final class PerfServer {
     private PerfProtocol.Reader begin;
     private int endSeq = -1;
     private boolean bye;
+    /** Why the client's run failed, as its BYE said; null when the run completed (an empty BYE, all an older client sends). */
+    private String clientGaveUp;
     private PeerFailedException clientFailure;
     private String clientName;
     private int phases;
@@ -227,7 +229,10 @@ final class PerfServer {
         worker.onMessage(PerfProtocol.HELLO, m -> hellos.add(new PerfProtocol.Reader(m, "HELLO")));
         worker.onMessage(PerfProtocol.BEGIN, m -> begin = new PerfProtocol.Reader(m, "BEGIN"));
         worker.onMessage(PerfProtocol.END, m -> endSeq = m.payloadInt(0));
-        worker.onMessage(PerfProtocol.BYE, m -> bye = true);
+        worker.onMessage(PerfProtocol.BYE, m -> {
+            clientGaveUp = m.payloadSize() == 0 ? null : new PerfProtocol.Reader(m, "BYE").string();
+            bye = true;
+        });
         // An idle worker of --peers: its connection is what counts, so that this worker tracks N senders.
         worker.onMessage(PerfProtocol.PEER, m -> { });
         // Every handler reads the payload it got, as the peers conduit perf is compared with do (a C ping-pong hop
@@ -281,6 +286,11 @@ final class PerfServer {
                 if (!hellos.isEmpty()) refuse(hellos.removeFirst());
                 if (begin != null) begin();
                 if (endSeq >= 0) end();
+                if (bye && clientGaveUp != null) {
+                    err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases, on the client's "
+                            + "side: " + clientGaveUp);
+                    return ConduitCommand.EXIT_FAILED;
+                }
                 if (bye) {
                     err.println("conduit perf server: session with " + clientName + " ended after " + phases
                             + " phases (each size of each test, and the warm-up of every size before a test's first)");
@@ -474,6 +484,7 @@ final class PerfServer {
         begin = null;
         endSeq = -1;
         bye = false;
+        clientGaveUp = null;
         clientFailure = null;
         count = 0;
         ping = null;

@@ -29,6 +29,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * A real {@link PerfServer}, run in this JVM on a thread of its own, driven by a bare Conduit worker
@@ -122,34 +123,27 @@ class PerfServerTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aClientOfAnOlderProtocolIsRefusedNamingBothVersionsAndWhatToUpgrade() throws Exception {
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
-        StringWriter serverErr = new StringWriter();
-        AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
-        try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
-            Thread serverThread = startServer(serverConduit, shared, serverErr, serverExit);
-            String refusal;
-            try (Session session = new Session(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
-                    serverErr::toString)) {
-                refusal = session.hello(PerfProtocol.VERSION - 1);
-            } finally {
-                serverThread.join(TimeUnit.SECONDS.toMillis(30));
+        AtomicReference<String> refusal = new AtomicReference<>();
+
+        ServerRun server = serveOneClient((clientConduit, bootstrap, serverErr) -> {
+            try (Session session = new Session(clientConduit, bootstrap, serverErr::toString)) {
+                refusal.set(session.hello(PerfProtocol.VERSION - 1));
             }
-            // The client prints WELCOME's error as its own ("the perf server refused this session: ..."): there "this process" is
-            // the client. It read "the client runs an older Conduit than this process; upgrade the client, or run this process
-            // with the older one", the server's words, which a client's user takes the wrong way round.
-            assertThat(refusal).as("WELCOME's error, read by the client").isEqualTo("the server's conduit perf protocol version "
-                    + PerfProtocol.VERSION + ", where this process's Conduit reads only version " + (PerfProtocol.VERSION - 1)
-                    + ": the server runs a newer Conduit than this process; upgrade this process, or run the server with the older one "
-                    + "(docs/runtime.md, \"Processes of different Conduit versions\")");
-            assertThat(serverErr.toString()).as("the server's own line").contains("could not start a session: client pid "
-                    + ProcessHandle.current().pid() + " on " + PerfCommand.hostName() + ": the client's conduit perf protocol version "
-                    + (PerfProtocol.VERSION - 1) + ", where this process's Conduit reads only version " + PerfProtocol.VERSION
-                    + ": the client runs an older Conduit than this process; upgrade the client, or run this process with the older one "
-                    + "(docs/runtime.md, \"Processes of different Conduit versions\")");
-            assertThat(serverExit.get()).isEqualTo(ConduitCommand.EXIT_FAILED);
-        } finally {
-            PerfPeer.deleteTree(shared);
-        }
+        });
+
+        // The client prints WELCOME's error as its own ("the perf server refused this session: ..."): there "this process" is
+        // the client. It read "the client runs an older Conduit than this process; upgrade the client, or run this process
+        // with the older one", the server's words, which a client's user takes the wrong way round.
+        assertThat(refusal.get()).as("WELCOME's error, read by the client").isEqualTo("the server's conduit perf protocol version "
+                + PerfProtocol.VERSION + ", where this process's Conduit reads only version " + (PerfProtocol.VERSION - 1)
+                + ": the server runs a newer Conduit than this process; upgrade this process, or run the server with the older one "
+                + "(docs/runtime.md, \"Processes of different Conduit versions\")");
+        assertThat(server.err()).as("the server's own line").contains("could not start a session: client pid "
+                + ProcessHandle.current().pid() + " on " + PerfCommand.hostName() + ": the client's conduit perf protocol version "
+                + (PerfProtocol.VERSION - 1) + ", where this process's Conduit reads only version " + PerfProtocol.VERSION
+                + ": the client runs an older Conduit than this process; upgrade the client, or run this process with the older one "
+                + "(docs/runtime.md, \"Processes of different Conduit versions\")");
+        assertThat(server.exit()).isEqualTo(ConduitCommand.EXIT_FAILED);
     }
 
     /**
@@ -161,24 +155,76 @@ class PerfServerTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aHelloOfANewerProtocolLaidOutOtherwiseIsRefusedByItsVersionNotAsMalformed() throws Exception {
+        ServerRun server = serveOneClient((clientConduit, bootstrap, serverErr) -> {
+            try (Session session = new Session(clientConduit, bootstrap, serverErr::toString)) {
+                session.ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION + 1).u8(0xFF).segment());
+                // The session stays open until the server has judged the HELLO, as a client waiting for WELCOME would.
+                session.progressUntil(() -> serverErr.toString().contains("could not start a session"), "the server's refusal");
+            }
+        });
+
+        assertThat(server.err()).contains("could not start a session: a client's HELLO: the client's conduit perf protocol "
+                        + "version " + (PerfProtocol.VERSION + 1) + ", where this process's Conduit reads only version " + PerfProtocol.VERSION
+                        + ": the client runs a newer Conduit than this process; upgrade this process, or run the client with the older "
+                        + "one (docs/runtime.md, \"Processes of different Conduit versions\") (its HELLO is laid out otherwise, so it "
+                        + "was not told; it stops at its own timeout)")
+                .doesNotContain("malformed");
+        assertThat(server.exit()).isEqualTo(ConduitCommand.EXIT_FAILED);
+    }
+
+    /**
+     * A run that fails on the client's side (here its output; an answer it found wrong, a stall past
+     * --timeout) ends the server's session as failed, with the client's reason on the server's line.
+     * The client said BYE as after a completed run, so the server, the spawned one too, exited with 0
+     * and "session ... ended" (found by review).
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRunThatFailsOnTheClientsSideEndsTheServersSessionAsFailedSayingWhy() throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 100L, null, new PerfParsing.Warmup(10, null),
+                PerfPlan.Wakeup.BUSY, Duration.ofSeconds(30), 1);
+
+        ServerRun server = serveOneClient((clientConduit, bootstrap, serverErr) -> assertThatThrownBy(() -> {
+            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan, PerfProgress.off())) {
+                client.runAll(rows -> {
+                    throw new IllegalStateException("the table could not be printed");
+                });
+            }
+        }).hasMessage("the table could not be printed"));
+
+        assertThat(server.err()).contains("failed after 1 phases, on the client's side: the table could not be printed")
+                .doesNotContain("ended after");
+        assertThat(server.exit()).isEqualTo(ConduitCommand.EXIT_FAILED);
+    }
+
+    /** What a one-session server said on its standard error, and its exit code. */
+    private record ServerRun(int exit, String err) {
+    }
+
+    /** A client of a one-session server: its Conduit, the server's bootstrap, and what the server says so far. */
+    @FunctionalInterface
+    private interface Client {
+        void run(Conduit clientConduit, PerfBootstrap bootstrap, StringWriter serverErr) throws Exception;
+    }
+
+    /**
+     * Runs {@code client} against a posix server of one session in a shared directory of its own, in
+     * this JVM, and waits for the server to end.
+     */
+    private static ServerRun serveOneClient(Client client) throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
         try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
             Thread serverThread = startServer(serverConduit, shared, serverErr, serverExit);
-            try (Session session = new Session(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
-                    serverErr::toString)) {
-                session.ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION + 1).u8(0xFF).segment());
+            try {
+                client.run(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()), serverErr);
+            } finally {
+                // Also after a failure: the client's worker is closed by now, which ends the server's session.
                 serverThread.join(TimeUnit.SECONDS.toMillis(60));
             }
-            assertThat(serverThread.isAlive()).as("the server refuses the client and ends; " + serverErr).isFalse();
-            assertThat(serverErr.toString()).contains("could not start a session: a client's HELLO: the client's conduit perf protocol "
-                            + "version " + (PerfProtocol.VERSION + 1) + ", where this process's Conduit reads only version " + PerfProtocol.VERSION
-                            + ": the client runs a newer Conduit than this process; upgrade this process, or run the client with the older "
-                            + "one (docs/runtime.md, \"Processes of different Conduit versions\") (its HELLO is laid out otherwise, so it "
-                            + "was not told; it stops at its own timeout)")
-                    .doesNotContain("malformed");
-            assertThat(serverExit.get()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(serverThread.isAlive()).as("the server ends its one session; " + serverErr).isFalse();
+            return new ServerRun(serverExit.get(), serverErr.toString());
         } finally {
             PerfPeer.deleteTree(shared);
         }
