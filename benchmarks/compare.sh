@@ -5,8 +5,9 @@
 # benchmarks/peers/ with gcc into benchmarks/target/peers/), then measures, never two at once:
 #   1. conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m --json, with -t memfd and with -t posix;
 #   2. the C limit: cross-process cache-line ping-pong (peers/pingpong.c) and memcpy (peers/memcpy_bw.c);
-#   3. UCX's ucx_perftest on loopback, UCX_TLS=posix (sm if posix fails): ucp_am_lat, ucp_am_bw,
-#      ucp_put_bw (installs ucx-utils with apt-get when ucx_perftest is missing and we are root);
+#   3. UCX's ucx_perftest on loopback, UCX_TLS=posix (sm if posix fails, and its rows then say sm):
+#      ucp_am_lat, ucp_am_bw, ucp_put_bw (installs ucx-utils with apt-get when ucx_perftest is missing
+#      and we are root);
 #   4. the JDK's SocketChannel over a Unix-domain socket between two JVMs (compare.UnixSocketPeer);
 #   5. Aeron IPC (embedded media driver) and Agrona's OneToOneRingBuffer over a mapped file, two
 #      JVMs, ping-pong, and the Java limit: the C limit's cache-line ping-pong between two JVMs,
@@ -126,12 +127,14 @@ if command -v ucx_perftest >/dev/null; then
     fact ucx "$(ucx_info -v 2>/dev/null | sed -n 's/^# *Version */version /p' | head -n 1), ucx_perftest on loopback"
     tls=posix
     if ! ucx_run posix ucp_am_lat 8 1000 >/dev/null; then
+        # Read before the sm run writes the client's log over it.
+        posix_failure=$(tail -n 1 "$out/ucx-client.log")
         if ucx_run sm ucp_am_lat 8 1000 >/dev/null; then
             tls=sm
-            fact ucx "UCX_TLS=posix failed ($(tail -n 1 "$out/ucx-client.log")); UCX_TLS=sm used"
+            fact ucx "UCX_TLS=posix failed ($posix_failure); UCX_TLS=sm used"
         else
             tls=""
-            missing "UCX: ucx_perftest failed with UCX_TLS=posix and sm: $(tail -n 1 "$out/ucx-client.log")"
+            missing "UCX: ucx_perftest failed with UCX_TLS=posix ($posix_failure) and sm ($(tail -n 1 "$out/ucx-client.log"))"
         fi
     fi
     if [ -n "$tls" ]; then
@@ -142,11 +145,12 @@ if command -v ucx_perftest >/dev/null; then
                 case $s in 8) n=200000 ;; 4096) n=100000 ;; 65536) n=20000 ;; *) n=2000 ;; esac
                 if line=$(ucx_run "$tls" "ucp_$test" "$s" "$n"); then
                     # Final: iterations p50 average overall bw_avg bw_overall rate_avg rate_overall ($7: the whole
-                    # run's bandwidth, what the table reports as UCX's)
+                    # run's bandwidth, what the table reports as UCX's). The transport column is the UCX_TLS used: the
+                    # report labels UCX's column with it (UCX sm after posix failed, not UCX posix).
                     if [ "$test" = am_lat ]; then
-                        awk -v s="$s" '{printf "ucx\tposix\tam_lat\t%s\tp50_us\t%s\n", s, $3}' <<<"$line" >>"$results"
+                        awk -v s="$s" -v tls="$tls" '{printf "ucx\t%s\tam_lat\t%s\tp50_us\t%s\n", tls, s, $3}' <<<"$line" >>"$results"
                     else
-                        awk -v s="$s" -v test="$test" '{printf "ucx\tposix\t%s\t%s\tMBps\t%.1f\n", test, s, $7 * 1.048576}' <<<"$line" >>"$results"
+                        awk -v s="$s" -v tls="$tls" -v test="$test" '{printf "ucx\t%s\t%s\t%s\tMBps\t%.1f\n", tls, test, s, $7 * 1.048576}' <<<"$line" >>"$results"
                     fi
                 else
                     missing "UCX ucp_$test $s B: $(tail -n 1 "$out/ucx-client.log")"

@@ -56,15 +56,26 @@ public final class CompareReport {
         }
     }
 
-    private static final List<Peer> PEERS = List.of(
-            new Peer("Conduit memfd", "conduit", "memfd", Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
-            new Peer("Conduit posix", "conduit", "posix", Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
-            new Peer("UCX posix", "ucx", "posix", Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
-            new Peer("C limit", "c", "-", Map.of("am_lat", "c_pingpong/am_lat", "am_bw", "c_memcpy/memcpy", "put_bw", "c_memcpy/memcpy")),
-            new Peer("Java limit", "java_line", "-", Map.of("am_lat", "am_lat")),
-            new Peer("Unix socket (JDK)", "uds", "-", Map.of("am_lat", "am_lat", "am_bw", "am_bw")),
-            new Peer("Aeron IPC", "aeron", "-", Map.of("am_lat", "am_lat")),
-            new Peer("Agrona ring buffer", "agrona", "-", Map.of("am_lat", "am_lat")));
+    /** The columns of the table and the chart, in order: Conduit memfd (what every ratio divides), Conduit posix, UCX over {@code ucxTransport}, then the rest. */
+    private static List<Peer> peers(String ucxTransport) {
+        return List.of(
+                new Peer("Conduit memfd", "conduit", "memfd", Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
+                new Peer("Conduit posix", "conduit", "posix", Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
+                new Peer(ucxLabel(ucxTransport), "ucx", ucxTransport, Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
+                new Peer("C limit", "c", "-", Map.of("am_lat", "c_pingpong/am_lat", "am_bw", "c_memcpy/memcpy", "put_bw", "c_memcpy/memcpy")),
+                new Peer("Java limit", "java_line", "-", Map.of("am_lat", "am_lat")),
+                new Peer("Unix socket (JDK)", "uds", "-", Map.of("am_lat", "am_lat", "am_bw", "am_bw")),
+                new Peer("Aeron IPC", "aeron", "-", Map.of("am_lat", "am_lat")),
+                new Peer("Agrona ring buffer", "agrona", "-", Map.of("am_lat", "am_lat")));
+    }
+
+    private static String ucxLabel(String transport) {
+        return "UCX " + transport;
+    }
+
+    /** What UCX was measured over: posix, or sm when compare.sh found posix failing (its results say which). */
+    private String ucxTransport = "posix";
+    private List<Peer> columns = peers(ucxTransport);
 
     /** One colour per column of the table, the same in every chart. */
     private static final Color[] PAINTS = {new Color(0xD62728), new Color(0xFF7F0E), new Color(0x1F77B4), Color.BLACK, Color.GRAY,
@@ -127,10 +138,14 @@ public final class CompareReport {
             }
             try {
                 values.put(key(f[0], f[1], f[2], Long.parseLong(f[3])), Double.parseDouble(f[5]));
+                if (f[0].equals("ucx")) {
+                    ucxTransport = f[1];
+                }
             } catch (NumberFormatException ignored) {
                 // a line that is not a result
             }
         }
+        columns = peers(ucxTransport);
         for (String line : Files.readAllLines(factsFile)) {
             int eq = line.indexOf('=');
             if (eq > 0) {
@@ -177,21 +192,23 @@ public final class CompareReport {
         sb.append("Latency is the p50 of one-way latency (round trip / 2) in µs; bandwidth is MB/s (10^6 bytes). ")
                 .append("Each peer's cell is its figure and, after it, Conduit memfd's figure divided by it (latency: below 1× Conduit is faster; ")
                 .append("bandwidth: above 1× Conduit is faster). The C limit is a cache-line ping-pong with one memcpy of the payload per hop ")
-                .append("(latency), and single-thread memcpy (bandwidth); the Java limit is the same ping-pong between two JVMs. The last column is Conduit posix's figure over UCX posix's: ")
-                .append("the same kind of transport on both sides.\n\n");
+                .append("(latency), and single-thread memcpy (bandwidth); the Java limit is the same ping-pong between two JVMs. The last column is Conduit posix's figure over ")
+                .append(ucxLabel(ucxTransport)).append("'s: ").append(ucxTransport.equals("posix") ? "the same kind of transport on both sides"
+                        : "shared memory on both sides, through UCX's " + ucxTransport + " transports (its posix transport failed in this run: see UCX above)")
+                .append(".\n\n");
         sb.append("| test | size |");
-        for (Peer p : PEERS) {
+        for (Peer p : columns) {
             sb.append(' ').append(p.label()).append(" |");
         }
-        sb.append(" posix ÷ UCX posix |\n|---|---:|");
-        sb.append("---:|".repeat(PEERS.size() + 1)).append("\n");
+        sb.append(" posix ÷ ").append(ucxLabel(ucxTransport)).append(" |\n|---|---:|");
+        sb.append("---:|".repeat(columns.size() + 1)).append("\n");
         for (String test : TESTS) {
             boolean lat = test.endsWith("_lat");
             for (long size : SIZES) {
-                Double conduit = value(PEERS.get(0), test, size);
+                Double conduit = value(columns.get(0), test, size);
                 sb.append("| ").append(test).append(" | ").append(sizeLabel(size)).append(" |");
-                for (int i = 0; i < PEERS.size(); i++) {
-                    Double v = value(PEERS.get(i), test, size);
+                for (int i = 0; i < columns.size(); i++) {
+                    Double v = value(columns.get(i), test, size);
                     sb.append(' ');
                     if (v == null) {
                         sb.append('–');
@@ -203,7 +220,7 @@ public final class CompareReport {
                     }
                     sb.append(" |");
                 }
-                Double posix = value(PEERS.get(1), test, size), ucx = value(PEERS.get(2), test, size);
+                Double posix = value(columns.get(1), test, size), ucx = value(columns.get(2), test, size);
                 sb.append(' ').append(posix != null && ucx != null && ucx > 0 ? ratio(posix / ucx) : "–").append(" |\n");
             }
         }
@@ -259,8 +276,8 @@ public final class CompareReport {
         boolean lat = test.endsWith("_lat");
         XYSeriesCollection data = new XYSeriesCollection();
         List<Color> paints = new ArrayList<>();
-        for (int k = 0; k < PEERS.size(); k++) {
-            Peer p = PEERS.get(k);
+        for (int k = 0; k < columns.size(); k++) {
+            Peer p = columns.get(k);
             XYSeries s = new XYSeries(p.label());
             for (long size : SIZES) {
                 Double v = value(p, test, size);
