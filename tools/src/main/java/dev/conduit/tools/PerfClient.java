@@ -25,6 +25,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -92,6 +93,11 @@ final class PerfClient implements AutoCloseable {
      * failed one there too, not one that ended as planned. Null once {@link #runAll} has completed.
      */
     private String unfinished = "the client stopped before its run completed";
+    /** Why the run was stopped from another thread (a signal); null while it runs. The loops look now and then. */
+    private volatile String stoppedBecause;
+    /** Counted down when everything this client opened is closed: the shutdown hook waits for it. */
+    private final CountDownLatch closed = new CountDownLatch(1);
+    private final Thread cleanup;
 
     // What the last loop did.
     private long doneIterations;
@@ -112,6 +118,15 @@ final class PerfClient implements AutoCloseable {
         this.busy = plan.wakeup() == PerfPlan.Wakeup.BUSY;
         this.stallMask = busy ? 0xFFFF : 0;
         this.timeoutNanos = plan.timeout().toNanos();
+        // Ctrl-C or kill: the run stops at its next look, says why in BYE and closes its worker, pools and regions before the
+        // JVM exits. Without it their files (a region's chunk, the worker's leases) stayed in the shared directory, where
+        // only another process's reclaim of a dead owner's files removes them; a spawned server's directory goes anyway.
+        cleanup = new Thread(() -> {
+            if (closed.getCount() == 0) return;
+            stop("stopped by a signal");
+            PerfServer.awaitQuietly(closed, PerfServer.SHUTDOWN_WAIT_NANOS);
+        }, "conduit-perf-client-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             Arena arena = Arena.ofShared();
             resources.add(arena);
@@ -213,6 +228,25 @@ final class PerfClient implements AutoCloseable {
 
     String transport() {
         return ep.transport();
+    }
+
+    /** Stops the run from any thread: it throws at its next look, which closing it then follows. */
+    private void stop(String because) {
+        stoppedBecause = because;
+        Worker w = worker;
+        if (w != null) w.signal();
+    }
+
+    /** Throws when the run was stopped; called where the loops already look at the clock or at the progress line. */
+    private void checkStopped() {
+        String because = stoppedBecause;
+        if (because != null) throw new ConduitException(because + " during " + phase);
+    }
+
+    /** The progress line's tick, and every 1024 iterations a look at whether the run was stopped. */
+    private void tick(long iteration, long now) {
+        progress.tick(iteration, now);
+        if ((iteration & 1023) == 0) checkStopped();
     }
 
     /** Runs every test of the plan; {@code onTest} gets each test's rows as soon as they are measured. */
@@ -400,7 +434,7 @@ final class PerfClient implements AutoCloseable {
             long t1 = System.nanoTime();
             record(h, (t1 - t0) >> 1);
             now = t1;
-            progress.tick(++i, now);
+            tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
@@ -437,7 +471,7 @@ final class PerfClient implements AutoCloseable {
             long t1 = System.nanoTime();
             record(h, (t1 - t0) >> 1);
             now = t1;
-            progress.tick(++i, now);
+            tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
@@ -465,7 +499,7 @@ final class PerfClient implements AutoCloseable {
             long t1 = System.nanoTime();
             record(h, t1 - t0);
             now = t1;
-            progress.tick(++i, now);
+            tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
@@ -484,7 +518,7 @@ final class PerfClient implements AutoCloseable {
             long t1 = System.nanoTime();
             record(h, t1 - t0);
             now = t1;
-            progress.tick(++i, now);
+            tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
@@ -531,7 +565,7 @@ final class PerfClient implements AutoCloseable {
             long t1 = System.nanoTime();
             record(h, t1 - t0);
             now = t1;
-            progress.tick(++i, now);
+            tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
@@ -567,7 +601,7 @@ final class PerfClient implements AutoCloseable {
             } else if ((i & 255) == 0) {
                 worker.progress();
             }
-            if ((i & 1023) == 0) progress.tick(i, System.nanoTime());
+            if ((i & 1023) == 0) tick(i, System.nanoTime());
             if (last) break;
         }
         // The answer is waited for from the end of the stream: a stream longer than --timeout is no stall.
@@ -617,7 +651,7 @@ final class PerfClient implements AutoCloseable {
         while (i < n || p.nanos() > 0 && (i == 0 || (i & 63) != 0 || System.nanoTime() - deadline < 0)) {
             ep.put(source, serverRegion, 0);
             i++;
-            if ((i & 1023) == 0) progress.tick(i, System.nanoTime());
+            if ((i & 1023) == 0) tick(i, System.nanoTime());
         }
         ep.flush();
         ep.send(PerfProtocol.PUT_DONE, oneByte);
@@ -646,6 +680,7 @@ final class PerfClient implements AutoCloseable {
     }
 
     private void checkStall(long since) {
+        checkStopped();
         if (System.nanoTime() - since > timeoutNanos) {
             throw new ConduitException("no answer from the perf server for " + ConfigKey.durationText(plan.timeout()) + " during "
                     + phase + " (--timeout)");
@@ -664,6 +699,7 @@ final class PerfClient implements AutoCloseable {
     private void waitUntil(BooleanSupplier condition, String what) {
         long t0 = System.nanoTime();
         while (!condition.getAsBoolean()) {
+            checkStopped();
             poll();
             if (System.nanoTime() - t0 > timeoutNanos) {
                 throw new ConduitException("no " + what + " from the perf server within " + ConfigKey.durationText(plan.timeout())
@@ -742,5 +778,11 @@ final class PerfClient implements AutoCloseable {
             }
         }
         resources.clear();
+        closed.countDown();
+        try {
+            Runtime.getRuntime().removeShutdownHook(cleanup);
+        } catch (IllegalStateException e) {
+            // shutting down: the hook, which waited for this, ends too
+        }
     }
 }

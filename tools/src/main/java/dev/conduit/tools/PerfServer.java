@@ -64,10 +64,10 @@ final class PerfServer {
     private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
     private static final long CLOSE_WAIT_NANOS = 2_000_000_000L;
     /**
-     * How long the shutdown hook waits for {@link #run} to close what it opened: longer than a session's own waits
-     * (ending one, refusing a client: {@link #CLOSE_WAIT_NANOS} each) and a worker's close.
+     * How long a shutdown hook, this server's or a client's, waits for the run to close what it opened: longer than a
+     * session's own waits (ending one, refusing a client, a client's BYE: {@link #CLOSE_WAIT_NANOS} each) and a worker's close.
      */
-    private static final long SHUTDOWN_WAIT_NANOS = 15_000_000_000L;
+    static final long SHUTDOWN_WAIT_NANOS = 15_000_000_000L;
 
     private final Conduit conduit;
     private final Options options;
@@ -523,7 +523,7 @@ final class PerfServer {
         }
     }
 
-    private static void awaitQuietly(CountDownLatch latch, long nanos) {
+    static void awaitQuietly(CountDownLatch latch, long nanos) {
         try {
             latch.await(nanos, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {

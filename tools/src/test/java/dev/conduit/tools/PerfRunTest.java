@@ -441,6 +441,40 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A client stopped by a signal (SIGTERM here, as Ctrl-C's SIGINT) in the middle of a row stops
+     * its run, tells the server why in BYE and closes its worker, pools and regions before the JVM
+     * exits. It left their files (a region's 2 MiB chunk, its workers' leases) in the shared directory
+     * until another process reclaimed them, and the server said only that its peer died (found by review).
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aClientStoppedByASignalLeavesNothingInTheSharedDirectoryAndTellsTheServerWhy() throws Exception {
+        try (ServerProcess server = ServerProcess.start("cperf-client-signal", "--name", "signal")) {
+            server.await(Pattern.compile("published "));
+            List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+            command.addAll(List.of("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "signal", "am_lat", "-s", "8",
+                    "-d", "60s"));
+            Process client = new ProcessBuilder(command).redirectErrorStream(true).start();
+            try {
+                BufferedReader clientLines = new BufferedReader(new InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
+                awaitLine(clientLines, Pattern.compile("^  server +pid ")); // the header: the session began, the run follows
+
+                client.toHandle().destroy(); // SIGTERM; Process.destroy() would close the stream read above
+                assertThat(client.waitFor(30, TimeUnit.SECONDS)).as("the client exits on SIGTERM").isTrue();
+
+                String said = drain(server.lines()); // up to the server's end: it served its one client
+                assertThat(server.process().waitFor(30, TimeUnit.SECONDS)).isTrue();
+                try (var left = Files.list(server.shared())) {
+                    assertThat(left.toList()).as(said).isEmpty();
+                }
+                assertThat(said).contains("failed after 1 phases, on the client's side: stopped by a signal during am_lat 8");
+            } finally {
+                client.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+
     private static boolean hasAWorkerLease(Path shared) throws IOException {
         try (var files = Files.list(shared)) {
             return files.anyMatch(f -> f.getFileName().toString().matches("conduit-[a-z]+-worker-.*\\.lease"));
