@@ -127,6 +127,7 @@ final class PerfClient implements AutoCloseable {
             PerfServer.awaitQuietly(closed, PerfServer.SHUTDOWN_WAIT_NANOS);
         }, "conduit-perf-client-cleanup");
         Runtime.getRuntime().addShutdownHook(cleanup);
+        boolean welcomed = false;
         try {
             Arena arena = Arena.ofShared();
             resources.add(arena);
@@ -183,6 +184,7 @@ final class PerfClient implements AutoCloseable {
             PerfProtocol.Reader w = welcome;
             String error = w.string();
             if (!error.isEmpty()) throw new ConduitException("the perf server refused this session: " + error);
+            welcomed = true;
             server = new PerfRun.Peer(w.u64(), w.string(), w.string(), w.string(), Arrays.asList(w.string().split(",")));
             self = new PerfRun.Peer(ProcessHandle.current().pid(), PerfCommand.hostName(), mode.name(), worker.threadPolicy().name(),
                     worker.address().transports());
@@ -191,6 +193,15 @@ final class PerfClient implements AutoCloseable {
             serverRegionSize = serverRegion.size();
             connectIdlePeers(WorkerAddress.fromBytes(bootstrap.address()));
         } catch (RuntimeException | Error e) {
+            if (welcomed) {
+                // The server began the session: it is told why it ends, as after a run that failed.
+                unfinished = reasonOf(e);
+                try {
+                    sayBye();
+                } catch (RuntimeException bye) {
+                    e.addSuppressed(bye);
+                }
+            }
             closeResources(e);
             throw e;
         }
@@ -256,7 +267,7 @@ final class PerfClient implements AutoCloseable {
             unfinished = null;
             return all;
         } catch (RuntimeException | Error e) {
-            unfinished = e.getMessage() == null ? e.toString() : e.getMessage();
+            unfinished = reasonOf(e);
             throw e;
         }
     }
@@ -752,16 +763,25 @@ final class PerfClient implements AutoCloseable {
     public void close() {
         RuntimeException failed = null;
         try {
-            if (failure == null && ep != null && !ep.isFailed()) {
-                ep.send(PerfProtocol.BYE, unfinished == null ? MemorySegment.NULL : new PerfProtocol.Writer().string(abridged(unfinished)).segment());
-                long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
-                while (ep.pending() > 0 && System.nanoTime() < deadline) worker.progress();
-            }
+            sayBye();
         } catch (RuntimeException e) {
             failed = e;
         }
         closeResources(failed);
         if (failed != null) throw failed;
+    }
+
+    /** BYE, with why when the run did not complete ({@link #unfinished}); nothing to a server that failed. */
+    private void sayBye() {
+        if (failure == null && ep != null && !ep.isFailed()) {
+            ep.send(PerfProtocol.BYE, unfinished == null ? MemorySegment.NULL : new PerfProtocol.Writer().string(abridged(unfinished)).segment());
+            long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
+            while (ep.pending() > 0 && System.nanoTime() < deadline) worker.progress();
+        }
+    }
+
+    private static String reasonOf(Throwable failure) {
+        return failure.getMessage() == null ? failure.toString() : failure.getMessage();
     }
 
     /** A control message stays small: the client prints the whole reason itself. */

@@ -22,6 +22,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -194,6 +195,33 @@ class PerfServerTest {
 
         assertThat(server.err()).contains("failed after 1 phases, on the client's side: the table could not be printed")
                 .doesNotContain("ended after");
+        assertThat(server.exit()).isEqualTo(ConduitCommand.EXIT_FAILED);
+    }
+
+    /**
+     * A client that fails once the server welcomed it, before its run (here on the server's region
+     * handle, which it cannot open), tells the server why in BYE too. It closed without a word, and
+     * the server said only that its peer's worker died, once it noticed (found by review).
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aClientThatFailsAfterTheWelcomeTellsTheServerWhy() throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 100L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
+                Duration.ofSeconds(30), 1);
+        AtomicReference<Throwable> clientFailed = new AtomicReference<>();
+
+        ServerRun server = serveOneClient((clientConduit, bootstrap, serverErr) -> {
+            PerfBootstrap unopenable = new PerfBootstrap(bootstrap.pid(), bootstrap.host(), bootstrap.threadMode(), bootstrap.regionSize(),
+                    bootstrap.address(), Map.of("posix", new byte[] {1, 2, 3}));
+            try {
+                new PerfClient(clientConduit, () -> clientConduit, unopenable, ThreadMode.SINGLE, plan, PerfProgress.off()).close();
+            } catch (RuntimeException e) {
+                clientFailed.set(e);
+            }
+        });
+
+        assertThat(clientFailed.get()).as("the client's failure to open the server's region").isNotNull();
+        assertThat(server.err()).contains("failed after 0 phases, on the client's side: " + clientFailed.get().getMessage());
         assertThat(server.exit()).isEqualTo(ConduitCommand.EXIT_FAILED);
     }
 
