@@ -14,7 +14,6 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -106,15 +105,12 @@ public final class MessagingPeer {
     }
 
     /**
-     * Publishes {@code worker}'s address in {@code dir} and starts a peer JVM on this JVM's class
-     * path for {@code plugin}, echoing up to {@code size} bytes.
+     * Publishes {@code worker}'s address in {@code dir} and starts a peer JVM like this one ({@link PeerJvm}) for
+     * {@code plugin}, echoing up to {@code size} bytes.
      */
     static Process start(Path dir, String plugin, int size, long ackEvery, Worker worker) throws IOException {
         publish(dir, BENCH_ADDRESS, worker.address().toBytes());
-        String java = ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("no java command"));
-        return new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"),
-                MessagingPeer.class.getName(), dir.toString(), plugin, Integer.toString(size),
+        return new ProcessBuilder(PeerJvm.command(MessagingPeer.class, dir.toString(), plugin, Integer.toString(size),
                 Long.toString(ackEvery), Long.toString(ProcessHandle.current().pid())))
                 .inheritIO().start();
     }

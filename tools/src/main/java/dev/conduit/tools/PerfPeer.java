@@ -46,7 +46,6 @@ import java.util.regex.Pattern;
 final class PerfPeer implements AutoCloseable {
 
     static final String NAME = "peer";
-    private static final List<String> MEASURING_X_OPTIONS = List.of("-Xmx", "-Xms", "-Xmn", "-Xss", "-Xint", "-Xcomp", "-Xbatch", "-Xlog");
     private static final Pattern PRIVATE_DIRECTORY = Pattern.compile("conduit-perf-\\p{XDigit}{8}");
     private static final String MAIN_MODULE = "dev.conduit.tools";
     private static final String MAIN_CLASS = "dev.conduit.tools.ConduitCommand";
@@ -203,7 +202,7 @@ final class PerfPeer implements AutoCloseable {
     /**
      * {@code java} and its options to run the {@code conduit} command as this JVM runs it: the same
      * binary, module path, class path, native-access grant, {@code conduit.*} properties and the VM
-     * options that shape a measurement ({@link #isMeasuringOption}).
+     * options that shape a measurement ({@link PeerJvmOptions#passesToPeer}).
      */
     static List<String> javaCommand() {
         List<String> cmd = new ArrayList<>();
@@ -215,7 +214,7 @@ final class PerfPeer implements AutoCloseable {
         for (String option : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
             if (option.startsWith("--enable-native-access=")) {
                 nativeAccess.addAll(Arrays.asList(option.substring(option.indexOf('=') + 1).split(",")));
-            } else if (option.startsWith("--illegal-native-access") || option.startsWith("-Dconduit.") || isMeasuringOption(option)) {
+            } else if (PeerJvmOptions.passesToPeer(option)) {
                 cmd.add(option);
             }
         }
@@ -247,38 +246,6 @@ final class PerfPeer implements AutoCloseable {
             cmd.add(MAIN_CLASS);
         }
         return cmd;
-    }
-
-    /**
-     * Whether a JVM option of the client shapes what is measured and so goes to the server too: the
-     * VM's flags (collector, compilers, heap), its modes ({@code -Xint}, {@code -Xcomp},
-     * {@code -Xbatch}) and logging. Not a recording or an agent: two JVMs would share its file or port.
-     */
-    static boolean isMeasuringOption(String option) {
-        if (namesAFile(option)) return false;
-        if (option.startsWith("-XX:")) {
-            return !option.startsWith("-XX:StartFlightRecording") && !option.startsWith("-XX:FlightRecorderOptions");
-        }
-        return MEASURING_X_OPTIONS.stream().anyMatch(option::startsWith);
-    }
-
-    /** An option that names a file both JVMs would write (a log, a heap dump, an archive): not passed on. */
-    private static boolean namesAFile(String option) {
-        String lower = option.toLowerCase(java.util.Locale.ROOT);
-        return option.startsWith("-Xloggc") || lower.contains("file=") || lower.contains("path=") || lower.contains("atexit=")
-                || logsToAFile(option);
-    }
-
-    /**
-     * Whether {@code -Xlog[:what[:output[:...]]]} writes a file: its output is one unless it is empty,
-     * {@code stdout} or {@code stderr}, and a file may be named without {@code file=} ({@code -Xlog:gc:gc.log}).
-     */
-    private static boolean logsToAFile(String option) {
-        if (!option.startsWith("-Xlog:")) return false;
-        String[] fields = option.substring("-Xlog:".length()).split(":", -1);
-        if (fields.length < 2) return false;
-        String output = fields[1];
-        return !output.isEmpty() && !output.equals("stdout") && !output.equals("stderr");
     }
 
     /** How errors name the runtime's key for the shared directory. */

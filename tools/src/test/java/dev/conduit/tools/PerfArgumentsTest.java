@@ -109,11 +109,11 @@ class PerfArgumentsTest {
     @Test
     void theSpawnedServerGetsTheOptionsThatShapeAMeasurementButNoRecordingOrAgent() {
         assertThat(List.of("-Xmx256m", "-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1", "-Xint", "-Xlog:gc", "-Xlog:gc:stderr",
-                "-Xlog:gc*:stdout:uptime", "-Xlog:gc::uptime", "-Xlog:disable")).allMatch(PerfPeer::isMeasuringOption);
+                "-Xlog:gc*:stdout:uptime", "-Xlog:gc::uptime", "-Xlog:disable")).allMatch(PeerJvmOptions::isMeasuringOption);
         // -Xlog's output is a file when it is neither stdout nor stderr, named with file= or alone: -Xlog:gc:gc.log writes gc.log.
         assertThat(List.of("-XX:StartFlightRecording=filename=a.jfr", "-javaagent:x.jar", "-agentlib:jdwp=transport=dt_socket", "-Dfoo=bar",
                 "-Xlog:gc:file=gc.log", "-Xlog:gc:gc.log", "-Xlog:gc*:/tmp/gc.log:uptime", "-Xloggc:gc.log", "-XX:HeapDumpPath=/tmp/h", "-XX:LogFile=x.log", "-XX:ArchiveClassesAtExit=a.jsa"))
-                .as("options that name a file both JVMs would write").noneMatch(PerfPeer::isMeasuringOption);
+                .as("options that name a file both JVMs would write").noneMatch(PeerJvmOptions::isMeasuringOption);
     }
 
     @Test

@@ -1,5 +1,7 @@
 package dev.conduit.benchmarks.compare;
 
+import dev.conduit.benchmarks.PeerJvm;
+
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -9,14 +11,13 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
  * A peer of benchmarks/compare.sh: the JDK's {@link SocketChannel} over a Unix-domain socket
  * between two JVMs. Run without arguments it listens on a socket in a fresh temporary directory,
- * starts the other JVM ({@code UnixSocketPeer --echo PATH}, same java and class path) with
- * {@link ProcessBuilder}, and measures, for 8 B, 4 KiB, 64 KiB and 1 MiB:
+ * starts the other JVM ({@code UnixSocketPeer --echo PATH}, same java, class path and the JVM options that shape a
+ * measurement: {@link PeerJvm}) with {@link ProcessBuilder}, and measures, for 8 B, 4 KiB, 64 KiB and 1 MiB:
  * <ul>
  *   <li>{@code am_lat}: ping-pong, the peer echoes each message; one-way latency = round trip / 2,
  *       each round trip timed with {@link System#nanoTime}; the median is printed;</li>
@@ -43,10 +44,7 @@ public final class UnixSocketPeer {
         Path socket = dir.resolve("s");
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             server.bind(UnixDomainSocketAddress.of(socket));
-            String java = ProcessHandle.current().info().command().orElse("java");
-            Process peer = new ProcessBuilder(List.of(java, "-cp", System.getProperty("java.class.path"),
-                    UnixSocketPeer.class.getName(), "--echo", socket.toString()))
-                    .inheritIO().start();
+            Process peer = new ProcessBuilder(PeerJvm.command(UnixSocketPeer.class, "--echo", socket.toString())).inheritIO().start();
             try (SocketChannel ch = server.accept()) {
                 // Warm-ups as conduit perf's: at least 2 s before the first measurement, 300 ms before the others.
                 long warmUntil = System.nanoTime() + 2_000_000_000L;
