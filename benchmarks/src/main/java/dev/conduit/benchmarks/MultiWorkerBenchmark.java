@@ -55,6 +55,8 @@ public class MultiWorkerBenchmark {
 
     static final int PING = 1;
     static final int PONG = 2;
+    /** How long the tear-down waits for a thread of the trial to end: a hang guard, 100 times the longest it sleeps between stop checks. */
+    static final Duration THREAD_END = Duration.ofSeconds(10);
 
     @Param({"posix"})
     public String plugin;
@@ -137,15 +139,27 @@ public class MultiWorkerBenchmark {
             if (shared != null) shared.signal();
         } finally {
             try {
-                // Each ends within its 100 ms await once stop is set, signalled or not.
-                if (receiver != null) receiver.join();
-                if (echo != null) echo.join();
+                awaitEnd(receiver);
+                awaitEnd(echo);
                 if (conduit != null) conduit.close();
                 if (arena != null) arena.close();
             } finally {
                 BenchmarkDirectory.delete(dir);
             }
         }
+    }
+
+    /**
+     * Waits for {@code thread} (if any) to end, which it does within its 100 ms await once stop is set, signalled or not;
+     * one stuck in a call that never returns fails the trial, naming it and where it is, instead of hanging the run. The
+     * Conduit and the memory it may be using are left to the fork's exit (the threads are daemons).
+     */
+    private void awaitEnd(Thread thread) throws InterruptedException {
+        if (thread == null || thread.join(THREAD_END)) return;
+        StringBuilder where = new StringBuilder();
+        for (StackTraceElement frame : thread.getStackTrace()) where.append("\n    at ").append(frame);
+        throw new IllegalStateException("the " + thread.getName() + " thread did not end within " + THREAD_END.toSeconds()
+                + " s of the trial's end over " + plugin + " (mode " + mode + "), " + thread.getState() + ":" + where, threadFailure);
     }
 
     /** A ping sent on the shared worker from this thread, and its pong delivered by the receiver thread. */
