@@ -78,6 +78,12 @@ final class UcxStyleService {
     static final int OK = 0;
     static final int REFUSED = 1;
 
+    /**
+     * How long one event may take (an answer, the server's start or end, a message leaving): a hang
+     * guard, not a speed check. Each wait has its own, so a run with many is not bounded as a whole.
+     */
+    static final Duration GUARD = Duration.ofSeconds(60);
+
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -129,7 +135,7 @@ final class UcxStyleService {
         /** Starts the server's thread; returns the address clients connect to. */
         WorkerAddress start() throws Exception {
             thread.start();
-            return address.get(60, TimeUnit.SECONDS);
+            return address.get(GUARD.toNanos(), TimeUnit.NANOSECONDS);
         }
 
         private void run() {
@@ -248,7 +254,7 @@ final class UcxStyleService {
             stopping = true;
             Worker w = worker;
             if (w != null) w.signal();
-            if (thread.isAlive() || !stopped.isDone()) stopped.get(60, TimeUnit.SECONDS);
+            if (thread.isAlive() || !stopped.isDone()) stopped.get(GUARD.toNanos(), TimeUnit.NANOSECONDS);
         }
     }
 
@@ -299,7 +305,7 @@ final class UcxStyleService {
             MemorySegment.copy(address, 0, payload, ValueLayout.JAVA_BYTE, 0, address.length);
             MemorySegment.copy(handle, 0, payload, ValueLayout.JAVA_BYTE, address.length, handle.length);
             server.send(HELLO, header, payload);
-            return answer(0, Duration.ofSeconds(60));
+            return answer(0, GUARD);
         }
 
         long put(long offset, long length, long seed) {
@@ -318,9 +324,9 @@ final class UcxStyleService {
             return call(CAS, offset, expected, desired);
         }
 
-        /** Sends a request and waits for its answer (at most a minute: a hang guard). */
+        /** Sends a request and waits for its answer (for at most {@link UcxStyleService#GUARD}). */
         long call(int op, long offset, long a, long b) {
-            return answer(send(op, offset, a, b), Duration.ofSeconds(60));
+            return answer(send(op, offset, a, b), GUARD);
         }
 
         /** Sends a request; returns its id. */
@@ -373,7 +379,12 @@ final class UcxStyleService {
             MemorySegment header = MemorySegment.ofArray(new byte[8]);
             header.set(LONG, 0, id);
             server.send(BYE, header, MemorySegment.NULL);
-            while (server.pending() > 0) worker.progress(); // deliver before closing: close does not flush
+            // Deliver before closing: close does not flush.
+            long deadline = System.nanoTime() + GUARD.toNanos();
+            while (server.pending() > 0) {
+                worker.progress();
+                if (System.nanoTime() - deadline > 0) throw new AssertionError("the BYE still waits here after the hang guard of " + GUARD);
+            }
         }
 
         MemorySegment memory() {
