@@ -1423,7 +1423,10 @@ public final class ShmTransport implements Transport {
         }
         for (long connection : inbound.keys()) {
             try {
-                forget(removeInbound(connection));
+                // Null when a progress() still under way on the owner's thread forgot it since the listing (its CLOSE
+                // record read, or the CONNECT's look at a close): it released the connection itself.
+                Inbound in = removeInbound(connection);
+                if (in != null) forget(in);
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }

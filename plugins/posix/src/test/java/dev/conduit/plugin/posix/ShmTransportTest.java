@@ -1344,6 +1344,97 @@ class ShmTransportTest {
     }
 
     /**
+     * A close from another thread that has listed the connections it forgets, while progress()
+     * (still inside its call) reads a CLOSE record of one of them and forgets it first: the close
+     * found that connection gone when it came to it. It forgot it again, unguarded
+     * ({@code forget(null)}), and threw a NullPointerException after releasing everything else, as
+     * the failure of the whole close. Here the close waits while it unmaps the first connection's
+     * ring; progress, whose lease check of a new sender waited for the close to start, then reads
+     * both senders' CLOSE records.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseThatFindsAConnectionProgressForgotMeanwhileThrowsNothing() throws Exception {
+        CountDownLatch inLeaseCheck = new CountDownLatch(1);
+        CountDownLatch leaseCheckReleased = new CountDownLatch(1);
+        CountDownLatch unmapping = new CountDownLatch(1);
+        CountDownLatch unmapReleased = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        AtomicBoolean firstUnmapOfTheClose = new AtomicBoolean(true);
+        Thread[] closer = new Thread[1];
+        // The new sender's lease check (fstat) waits until the close is under way.
+        Libc transportLibc = FailingLibc.waitingIn("fstat", args -> {
+            if (!armed.compareAndSet(true, false)) return false;
+            inLeaseCheck.countDown();
+            return true;
+        }, leaseCheckReleased);
+        Received received = new Received();
+        Transport receiver = receiverWith(received, transportLibc, Linux.libc(), posix -> (payload, chunkLength) -> {
+            dev.conduit.spi.ChunkMapping ring = posix.map(payload, chunkLength);
+            return new dev.conduit.spi.ChunkMapping() {
+                @Override
+                public MemorySegment segment() {
+                    return ring.segment();
+                }
+
+                @Override
+                public boolean mayFault() {
+                    return ring.mayFault();
+                }
+
+                @Override
+                public void close() {
+                    // The close's first unmap, of whichever connection it forgets first, waits for progress to forget the other.
+                    if (Thread.currentThread() == closer[0] && firstUnmapOfTheClose.getAndSet(false)) {
+                        unmapping.countDown();
+                        try {
+                            unmapReleased.await();
+                        } catch (InterruptedException e) {
+                            throw new AssertionError(e);
+                        }
+                    }
+                    ring.close();
+                }
+            };
+        }, "posix.liveness.interval", "1h");
+        List<TransportEndpoint> withRings = new ArrayList<>();
+        for (int id = 1; id <= 2; id++) {
+            TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+            assertThat(ep.trySend(id, MemorySegment.NULL, bytes(100_000, id))).isTrue();
+            receive(receiver, received, id);
+            withRings.add(ep);
+        }
+        assertThat(received.ids).containsExactly(1, 2);
+        // A new sender's CONNECT, then both ring holders' CLOSE records behind it.
+        assertThat(connect(transport(new Received()), receiver, cause -> { }).trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        for (TransportEndpoint ep : withRings) ep.close();
+        armed.set(true);
+        Thread progress = Thread.ofPlatform().start(() -> {
+            try {
+                receiver.progress();
+            } catch (RuntimeException queueClosedUnderIt) {
+                // A forced close's call under way may fail; what counts is the close's own outcome.
+            }
+        });
+        inLeaseCheck.await();
+        java.util.concurrent.atomic.AtomicReference<Throwable> closeFailure = new java.util.concurrent.atomic.AtomicReference<>();
+        closer[0] = Thread.ofPlatform().unstarted(() -> {
+            try {
+                receiver.close();
+            } catch (Throwable e) {
+                closeFailure.set(e);
+            }
+        });
+        closer[0].start();
+        unmapping.await();
+        leaseCheckReleased.countDown();
+        progress.join();
+        unmapReleased.countDown();
+        closer[0].join();
+        assertThat(closeFailure.get()).as("the close's failure").isNull();
+    }
+
+    /**
      * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
      * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
      * the close.
