@@ -54,6 +54,8 @@ final class MemfdProvider implements MemoryProvider {
     static final String MEMFD_NAME = "conduit-memfd-chunk";
     /** Where the kernel says how much memory is available ({@link #checkAvailableMemory}). */
     private static final Path MEMINFO = Path.of("/proc/meminfo");
+    /** Where ZFS says how large its ARC is, and how far it shrinks, on a host that has it. */
+    private static final Path ARCSTATS = Path.of("/proc/spl/kstat/zfs/arcstats");
 
     private final Libc libc;
     private final SharedDirectory directory;
@@ -136,26 +138,33 @@ final class MemfdProvider implements MemoryProvider {
 
     /**
      * Refuses a chunk larger than the memory and swap available now ({@code MemAvailable} plus
-     * {@code SwapFree}): a memfd takes its pages as they are first written, and a write past what
-     * memory holds fails nothing but has the kernel's OOM killer end a process, often this one
-     * (ftruncate and mmap reserve nothing; fallocate would, but takes every page at once, also
-     * those of a chunk written sparsely). Like posix's free-space check, it catches a chunk that
-     * cannot fit, not every overcommit: it cannot see the pages that chunks already mapped take
-     * later, nor a cgroup's memory limit. Where the kernel does not say, nothing is checked.
+     * {@code SwapFree}, plus what ZFS's ARC would give back): a memfd takes its pages as they are
+     * first written, and a write past what memory holds fails nothing but has the kernel's OOM
+     * killer end a process, often this one (ftruncate and mmap reserve nothing; fallocate would,
+     * but takes every page at once, also those of a chunk written sparsely). Like posix's
+     * free-space check, it catches a chunk that cannot fit, not every overcommit: it cannot see the
+     * pages that chunks already mapped take later, nor a cgroup's memory limit. Where the kernel
+     * does not say, nothing is checked.
      */
     private static void checkAvailableMemory(long size) {
-        long available = availableMemory(MEMINFO);
+        long available = availableMemory(MEMINFO, ARCSTATS);
         if (available >= 0 && size > available) {
             throw new ConduitException("cannot allocate a memfd chunk of " + size + " bytes: only " + available + " bytes of memory "
-                    + "available (MemAvailable plus SwapFree in " + MEMINFO + "). A memfd takes its pages from memory as they are first "
-                    + "written, and past what memory holds the kernel's OOM killer ends a process rather than fail the write: free "
-                    + "memory or add swap, or allocate less (smaller regions; pool.chunk.size, memfd.queue.size and memfd.bounce.size "
-                    + "size what Conduit allocates itself)");
+                    + "available (MemAvailable plus SwapFree in " + MEMINFO + ", and what a ZFS ARC would give back). A memfd takes "
+                    + "its pages from memory as they are first written, and past what memory holds the kernel's OOM killer ends a "
+                    + "process rather than fail the write: free memory or add swap, or allocate less (smaller regions; "
+                    + "pool.chunk.size, memfd.queue.size and memfd.bounce.size size what Conduit allocates itself)");
         }
     }
 
-    /** {@code MemAvailable} plus {@code SwapFree} in bytes, as {@code meminfo} gives them; -1 when it does not say. */
-    static long availableMemory(Path meminfo) {
+    /**
+     * {@code MemAvailable} plus {@code SwapFree} in bytes, as {@code meminfo} gives them, plus the
+     * part of a ZFS ARC above its minimum ({@code size - c_min} in {@code arcstats}, when there is
+     * one): the kernel does not count the ARC as available (openzfs/zfs#10255), though ZFS shrinks
+     * it under memory pressure, and on a host whose ARC held most of the memory a chunk that fit
+     * was refused. -1 when {@code meminfo} does not say.
+     */
+    static long availableMemory(Path meminfo, Path arcstats) {
         long memory = -1;
         long swap = 0;
         try {
@@ -168,7 +177,25 @@ final class MemfdProvider implements MemoryProvider {
         } catch (IOException | NumberFormatException e) {
             return -1;
         }
-        return memory < 0 ? -1 : memory + swap;
+        return memory < 0 ? -1 : memory + swap + reclaimableArc(arcstats);
+    }
+
+    /** What a ZFS ARC holds above its minimum, from {@code arcstats} ("size 4 N", "c_min 4 N"); 0 without one. */
+    private static long reclaimableArc(Path arcstats) {
+        if (!Files.isReadable(arcstats)) return 0;
+        long size = -1;
+        long minimum = -1;
+        try {
+            for (String line : Files.readAllLines(arcstats)) {
+                String[] fields = line.trim().split("\\s+");
+                if (fields.length != 3) continue;
+                if (fields[0].equals("size")) size = Long.parseLong(fields[2]);
+                else if (fields[0].equals("c_min")) minimum = Long.parseLong(fields[2]);
+            }
+        } catch (IOException | NumberFormatException e) {
+            return 0; // not as ZFS writes it: the check then counts what the kernel says, as without ZFS
+        }
+        return size < 0 || minimum < 0 ? 0 : Math.max(0, size - minimum);
     }
 
     /** A sealed memfd of {@code size} bytes. */

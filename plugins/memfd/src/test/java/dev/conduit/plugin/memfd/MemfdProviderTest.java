@@ -61,6 +61,38 @@ class MemfdProviderTest {
         }
     }
 
+    /**
+     * On a host whose file systems are ZFS (Proxmox, Ubuntu on ZFS), the ARC is a cache the kernel
+     * does not count in MemAvailable (openzfs/zfs#10255), though ZFS gives it back under memory
+     * pressure down to its minimum (c_min): the memory available counts that part too. Counting
+     * MemAvailable and SwapFree alone, a host of 64 GiB whose ARC held 40 GiB refused a chunk of
+     * 30 GiB that fit (found by review). Where there is no ARC (no arcstats), nothing is added.
+     */
+    @Test
+    void theMemoryAvailableCountsWhatZfsArcWouldGiveBack() throws Exception {
+        Path meminfo = Files.writeString(shared.resolve("meminfo"), """
+                MemTotal:       67108864 kB
+                MemFree:         4194304 kB
+                MemAvailable:    8388608 kB
+                SwapTotal:       2097152 kB
+                SwapFree:        1048576 kB
+                """);
+        Path arcstats = Files.writeString(shared.resolve("arcstats"), """
+                13 1 0x01 147 39984 5207933186 96379112204473
+                name                            type data
+                hits                            4    1922412
+                size                            4    42949672960
+                c                               4    42949672960
+                c_min                           4    2147483648
+                c_max                           4    64424509440
+                """);
+
+        assertThat(MemfdProvider.availableMemory(meminfo, arcstats)).as("MemAvailable + SwapFree + ARC size - c_min")
+                .isEqualTo((8L << 30) + (1L << 30) + (40L << 30) - (2L << 30));
+        assertThat(MemfdProvider.availableMemory(meminfo, shared.resolve("no-arcstats"))).as("no ARC")
+                .isEqualTo((8L << 30) + (1L << 30));
+    }
+
     @Test
     void allocatesZeroedSealedWritableChunks() {
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
