@@ -67,6 +67,22 @@ import java.util.concurrent.CompletionException;
  * BOUNCE    payload (u16 length + bytes), length (u64): the sender's bounce ring, exported by its plugin
  * CLOSE     (empty): the sender closed the connection
  * </pre>
+ *
+ * <h2>Closed from another thread</h2>
+ * The transport is its owner's thread's, but {@code Conduit.close()} closes a worker whose owner
+ * is still inside a call after a second, from its own thread, while that call runs on. What the
+ * call hands over to the worker meanwhile is released exactly once ({@link #handOff}): a new
+ * sender's connection and its lease watch (CONNECT), a ring mapping it starts, a ring it adopts;
+ * the close releases what was handed over before it, the call gives back what it would hand over
+ * after it and fails with {@link IllegalStateException}. The rest of the worker's state (the
+ * connections' map, the lease watches, the endpoint lists) is not locked: the message path reads
+ * it, and must not pay for a close. So a call under way that changes it as the close walks it (a
+ * CLOSE or a refusal that forgets a connection, a dead sender reaped, an endpoint it closes or a
+ * connect it completes) may make the close miss an entry or release it twice (a second release
+ * is harmless) or fail, and the call itself may fail, reading the queue the close freed. What a
+ * missed entry holds (a lease watch's descriptor, a ring's mapping, a peer's queue mapping) stays
+ * until the process exits; the files stay in the shared directory until a worker or pool opened
+ * there reclaims them. A close the owner runs itself, when asked, meets none of this.
  */
 public final class ShmTransport implements Transport {
 
@@ -230,6 +246,22 @@ public final class ShmTransport implements Transport {
     private final java.util.concurrent.atomic.AtomicBoolean signalled = new java.util.concurrent.atomic.AtomicBoolean();
     /** Volatile: a close forced past a stuck owner thread ({@code Conduit.close()}) may run while a progress() still does. */
     private volatile boolean closed;
+    /**
+     * Orders what the owner's thread hands over to this worker (a new sender's connection, a ring
+     * mapping it starts, a ring it adopts) against a close forced from another thread, so that
+     * exactly one of them releases it: the close sets {@link #closed} holding this lock, and the
+     * owner's thread holds it while it looks at {@code closed} and hands over. Handed over first,
+     * the close finds it (the lock makes the owner's writes visible to the close's later reads of
+     * {@link #inbound}, {@link #ringMapper} and the connection's ring); else the owner's thread sees
+     * the close and gives back what it holds itself. A flag alone would not do: the owner's write
+     * and its read of {@code closed} may pass each other (x86 lets a load pass a store), and each
+     * side would miss the other. Taken only off the message path, once per connection or ring
+     * mapping, never by a small or a large message whose ring is mapped. What this does not cover
+     * is said under "Closed from another thread" in the class's javadoc.
+     */
+    private final Object handOff = new Object();
+    /** Tests only: run on the owner's thread as a ring mapping is about to start, before its hand-off (a test holds it there). */
+    Runnable beforeRingMapping;
 
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
@@ -624,13 +656,17 @@ public final class ShmTransport implements Transport {
                             + "the most " + key + " allows. Its messages are dropped, and its endpoint fails at the sender's next "
                             + "liveness check. Raise " + key + ", or have senders close the endpoints they no longer use");
                 }
-                inbound.put(connection, new Inbound(leaseName, watch));
-                if (closed) {
-                    // Closed from another thread meanwhile (Conduit.close() past an owner still in this call), after it forgot
-                    // every connection: nobody else would release this one's lease watch, a descriptor for the process's life.
-                    Inbound kept = removeInbound(connection);
-                    if (kept != null) forget(kept);
+                synchronized (handOff) {
+                    if (!closed) {
+                        inbound.put(connection, new Inbound(leaseName, watch));
+                        return;
+                    }
+                    // Closed from another thread meanwhile (Conduit.close() past an owner still in this call): the close forgets
+                    // only the connections handed over before it (handOff), so this one's lease watch is given back here, or
+                    // its descriptor would stay open for the process's life.
+                    if (watch != null) senderLeases.release(watch);
                 }
+                throw closedError();
             }
             case ReceiveQueue.BOUNCE -> {
                 Inbound in = inbound.get(connection);
@@ -667,6 +703,7 @@ public final class ShmTransport implements Transport {
      *         ({@code inbound.get(connection) != in})
      */
     private boolean startMapping(long connection, Inbound in, long delayNanos) {
+        if (beforeRingMapping != null) beforeRingMapping.run();
         if (!in.budgeted) {
             // A sender may announce a ring of up to a TiB on every connection: mapped, they would use up the address space.
             if (!fitsBudget(in)) {
@@ -676,10 +713,18 @@ public final class ShmTransport implements Transport {
             inboundBounceBytes += in.bounceLength;
             in.budgeted = true;
         }
-        if (ringMapper == null) ringMapper = new RingMapper(plugin);
-        in.pendingRing = ringMapper.map(importer, in.bounceExport, in.bounceLength, delayNanos);
+        CompletableFuture<ChunkMapping> ring;
+        synchronized (handOff) {
+            // A close from another thread that came first found no mapper to shut down, or a mapper and no mapping of this
+            // connection to cancel: a mapper made or a mapping started now would map a ring nobody unmaps, for the life of
+            // the process. So nothing is started; one started before the close is the close's (handOff).
+            if (closed) throw closedError();
+            if (ringMapper == null) ringMapper = new RingMapper(plugin);
+            ring = ringMapper.map(importer, in.bounceExport, in.bounceLength, delayNanos);
+            in.pendingRing = ring;
+        }
         // This worker may sleep in await() meanwhile, its next record waiting for this ring.
-        in.pendingRing.whenComplete((mapping, failure) -> wakeSelf());
+        ring.whenComplete((mapping, failure) -> wakeSelf());
         return true;
     }
 
@@ -757,14 +802,18 @@ public final class ShmTransport implements Transport {
             throw droppedLargeMessage(connection, "its bounce ring is not mapped: " + why);
         }
         ConduitException failure = null;
-        if (in.pendingRing != null) {
-            if (!in.pendingRing.isDone()) {
-                headWaitsFor = in.pendingRing;
+        CompletableFuture<ChunkMapping> ring = in.pendingRing; // read once: a close from another thread may clear it
+        if (ring != null) {
+            if (!ring.isDone()) {
+                headWaitsFor = ring;
                 throw ReceiveQueue.RecordNotReady.LATER;
             }
             headWaitsFor = null;
-            CompletableFuture<ChunkMapping> ring = in.pendingRing;
-            in.pendingRing = null;
+            synchronized (handOff) {
+                // Taken from the connection, its ring is this thread's to unmap if a close comes before adopt hands it over.
+                if (closed) throw closedError(); // the close forgets the connection, and unmaps its ring with it
+                in.pendingRing = null;
+            }
             try {
                 failure = adopt(connection, in, ring.join());
             } catch (CompletionException e) {
@@ -942,18 +991,19 @@ public final class ShmTransport implements Transport {
             }
             throw broken;
         }
-        in.bounceMapping = mapping;
-        in.ringMayFault = mapping.mayFault();
-        in.bounceExport = null;
-        if (closed && inbound.get(connection) != in) {
-            // Forgotten by a close from another thread meanwhile (as at CONNECT), with its mapping under way, which this one
-            // had taken from the mapper already: nobody else would unmap it. Nothing more is delivered.
-            in.bounce = null;
-            in.bounceMapping = null;
-            mapping.close();
-            ensureOpen();
+        synchronized (handOff) {
+            if (!closed) {
+                in.bounceMapping = mapping;
+                in.ringMayFault = mapping.mayFault();
+                in.bounceExport = null;
+                return null;
+            }
         }
-        return null;
+        // Closed from another thread since mapBounce took the ring: the close found it neither being mapped nor mapped, so
+        // it is unmapped here, or it would stay mapped for the process's life. Nothing more is delivered.
+        in.bounce = null;
+        mapping.close();
+        throw closedError();
     }
 
     /**
@@ -1360,8 +1410,12 @@ public final class ShmTransport implements Transport {
     }
 
     private void ensureOpen() {
-        if (closed) throw new IllegalStateException(plugin + " transport is closed");
+        if (closed) throw closedError();
         if (queueDamaged != null) throw new ConduitException(queueDamaged);
+    }
+
+    private IllegalStateException closedError() {
+        return new IllegalStateException(plugin + " transport is closed");
     }
 
     /**
@@ -1394,8 +1448,12 @@ public final class ShmTransport implements Transport {
 
     @Override
     public void close() {
-        if (closed) return;
-        closed = true;
+        synchronized (handOff) {
+            if (closed) return;
+            // From here the owner's thread, if a forced close runs past it, hands nothing more over (handOff): what it
+            // handed over before, this close sees below and releases.
+            closed = true;
+        }
         long deadline = System.nanoTime() + heartbeatNanos;
         RuntimeException failure = null;
         try {
@@ -1421,14 +1479,14 @@ public final class ShmTransport implements Transport {
             warnBestEffort(() -> plugin + ": closed " + n + " connections that their peer workers had refused; each dropped what "
                     + "was sent on it from its refusal on (its progress() named the reason)");
         }
-        for (long connection : inbound.keys()) {
-            try {
-                // Null when a progress() still under way on the owner's thread forgot it since the listing (its CLOSE
-                // record read, or the CONNECT's look at a close): it released the connection itself.
-                Inbound in = removeInbound(connection);
-                if (in != null) forget(in);
-            } catch (RuntimeException e) {
-                failure = add(failure, e);
+        synchronized (handOff) { // as the owner's thread gives back a lease watch (CONNECT) that it can no longer hand over
+            for (long connection : inbound.keys()) {
+                try {
+                    Inbound in = removeInbound(connection);
+                    if (in != null) forget(in); // null: forgotten meanwhile by the owner's call still under way
+                } catch (RuntimeException e) {
+                    failure = add(failure, e);
+                }
             }
         }
         if (reclaimDue) reclaimDeadPeers(directory); // a check failed endpoints, and none came after it to reclaim (checkPeers)

@@ -4,25 +4,12 @@ import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
-import dev.conduit.spi.Chunk;
-import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
-import dev.conduit.spi.Config;
-import dev.conduit.spi.ConfigKey;
-import dev.conduit.spi.IpcImporter;
-import dev.conduit.spi.MemoryProvider;
-import dev.conduit.spi.MessageSink;
-import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
-import dev.conduit.spi.PayloadWriter;
-import dev.conduit.spi.RemoteMemory;
-import dev.conduit.spi.ThreadMode;
-import dev.conduit.spi.TransportContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -30,10 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -203,102 +187,9 @@ class ShmTransportConnectionIdTest {
         ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(20), Duration.ofSeconds(10),
                 Duration.ofMillis(50), inboundMaximum, 64L << 30);
         InProcessMemory memory = new InProcessMemory();
-        ShmTransport t = new ShmTransport("test", libc, new Context(shared, (id, h, ho, hl, p, po, pl) -> received.add(id)),
+        ShmTransport t = new ShmTransport("test", libc, new InProcessContext(shared, (id, h, ho, hl, p, po, pl) -> received.add(id)),
                 config, memory, memory);
         open.add(t);
         return t;
-    }
-
-    private record Context(Path sharedDirectory, MessageSink messageSink) implements TransportContext {
-        @Override
-        public ThreadMode threadMode() {
-            return ThreadMode.SERIALIZED;
-        }
-
-        @Override
-        public RemoteMemory remoteMemory() {
-            return handle -> {
-                throw new NotSupportedException("not in this test");
-            };
-        }
-
-        @Override
-        public Config config() {
-            return new Config() {
-                @Override
-                public <T> T get(ConfigKey<T> key) {
-                    return key.defaultValue();
-                }
-            };
-        }
-
-        @Override
-        public System.Logger logger() {
-            return System.getLogger(ShmTransportConnectionIdTest.class.getName());
-        }
-    }
-
-    /**
-     * Chunks of this JVM's memory, exported as a number that any transport's importer here maps
-     * back to the same memory: what two processes mapping one file share.
-     */
-    private static final class InProcessMemory implements MemoryProvider, IpcImporter {
-        private static final AtomicLong KEYS = new AtomicLong();
-        private static final Map<Long, MemorySegment> EXPORTED = new ConcurrentHashMap<>();
-
-        private record InProcessChunk(long key, Arena arena, MemorySegment segment) implements Chunk {
-        }
-
-        @Override
-        public long pageSize() {
-            return 4096;
-        }
-
-        @Override
-        public Chunk allocate(long size) {
-            Arena arena = Arena.ofShared();
-            InProcessChunk chunk = new InProcessChunk(KEYS.incrementAndGet(), arena, arena.allocate(size, 4096));
-            EXPORTED.put(chunk.key(), chunk.segment());
-            return chunk;
-        }
-
-        @Override
-        public byte[] export(Chunk chunk) {
-            return new PayloadWriter().u64(((InProcessChunk) chunk).key()).toByteArray();
-        }
-
-        @Override
-        public void free(Chunk chunk) {
-            InProcessChunk c = (InProcessChunk) chunk;
-            EXPORTED.remove(c.key());
-            c.arena().close();
-        }
-
-        @Override
-        public void close() {
-        }
-
-        @Override
-        public ChunkMapping map(PayloadReader payload, long chunkLength) {
-            long key = payload.u64("key");
-            payload.end("key");
-            MemorySegment segment = EXPORTED.get(key);
-            if (segment == null || segment.byteSize() != chunkLength) throw new ConduitException("no chunk " + key + " of " + chunkLength + " bytes");
-            return new ChunkMapping() {
-                @Override
-                public MemorySegment segment() {
-                    return segment;
-                }
-
-                @Override
-                public boolean mayFault() {
-                    return false;
-                }
-
-                @Override
-                public void close() {
-                }
-            };
-        }
     }
 }
