@@ -72,17 +72,19 @@ import java.util.concurrent.CompletionException;
  * The transport is its owner's thread's, but {@code Conduit.close()} closes a worker whose owner
  * is still inside a call after a second, from its own thread, while that call runs on. What the
  * call hands over to the worker meanwhile is released exactly once ({@link #handOff}): a new
- * sender's connection and its lease watch (CONNECT), a ring mapping it starts, a ring it adopts;
- * the close releases what was handed over before it, the call gives back what it would hand over
- * after it and fails with {@link IllegalStateException}. The rest of the worker's state (the
- * connections' map, the lease watches, the endpoint lists) is not locked: the message path reads
- * it, and must not pay for a close. So a call under way that changes it as the close walks it (a
- * CLOSE or a refusal that forgets a connection, a dead sender reaped, an endpoint it closes or a
- * connect it completes) may make the close miss an entry or release it twice (a second release
- * is harmless) or fail, and the call itself may fail, reading the queue the close freed. What a
- * missed entry holds (a lease watch's descriptor, a ring's mapping, a peer's queue mapping) stays
- * until the process exits; the files stay in the shared directory until a worker or pool opened
- * there reclaims them. A close the owner runs itself, when asked, meets none of this.
+ * sender's connection and its lease watch (CONNECT), a ring mapping it starts, a ring it adopts,
+ * an endpoint it connects (its mapping of the peer's queue, its watch of the peer's lease); the
+ * close releases what was handed over before it, the call gives back what it would hand over after
+ * it and fails with {@link IllegalStateException}. The rest of the worker's state (the
+ * connections' map, the lease watches, the endpoint lists, an endpoint's bounce ring) is not
+ * locked: the message path reads it, and must not pay for a close. So a call under way that
+ * changes it as the close walks it (a CLOSE or a refusal that forgets a connection, a dead sender
+ * reaped, an endpoint it closes, a first large message that makes its endpoint's bounce ring) may
+ * make the close miss an entry or release it twice (every release it makes closes nothing twice)
+ * or fail, and the call itself may fail, reading the queue the close freed. What a missed entry
+ * holds (a lease watch's descriptor, a ring's mapping, a peer's queue mapping) stays until the
+ * process exits; its files stay in the shared directory until a worker or pool opened there
+ * reclaims them. A close the owner runs itself, when asked, meets none of this.
  */
 public final class ShmTransport implements Transport {
 
@@ -248,16 +250,17 @@ public final class ShmTransport implements Transport {
     private volatile boolean closed;
     /**
      * Orders what the owner's thread hands over to this worker (a new sender's connection, a ring
-     * mapping it starts, a ring it adopts) against a close forced from another thread, so that
-     * exactly one of them releases it: the close sets {@link #closed} holding this lock, and the
-     * owner's thread holds it while it looks at {@code closed} and hands over. Handed over first,
-     * the close finds it (the lock makes the owner's writes visible to the close's later reads of
-     * {@link #inbound}, {@link #ringMapper} and the connection's ring); else the owner's thread sees
-     * the close and gives back what it holds itself. A flag alone would not do: the owner's write
-     * and its read of {@code closed} may pass each other (x86 lets a load pass a store), and each
-     * side would miss the other. Taken only off the message path, once per connection or ring
-     * mapping, never by a small or a large message whose ring is mapped. What this does not cover
-     * is said under "Closed from another thread" in the class's javadoc.
+     * mapping it starts, a ring it adopts, an endpoint it connects) against a close forced from
+     * another thread, so that exactly one of them releases it: the close sets {@link #closed} holding
+     * this lock, and the owner's thread holds it while it looks at {@code closed} and hands over.
+     * Handed over first, the close finds it (the lock makes the owner's writes visible to the close's
+     * later reads of {@link #inbound}, {@link #ringMapper}, the connection's ring and
+     * {@link #endpoints}); else the owner's thread sees the close and gives back what it holds
+     * itself. A flag alone would not do: the owner's write and its read of {@code closed} may pass each other (x86
+     * lets a load pass a store), and each side would miss the other. Taken only off the message path,
+     * once per connect, connection or ring mapping, never for a small message nor a large one whose
+     * ring is mapped. What this does not cover is said under "Closed from another thread" in the
+     * class's javadoc.
      */
     private final Object handOff = new Object();
     /** Tests only: run on the owner's thread as a ring mapping is about to start, before its hand-off (a test holds it there). */
@@ -472,8 +475,14 @@ public final class ShmTransport implements Transport {
             // connections for one (a second CONNECT refuses it), or refuse the new one at once (listed as refused).
             long connection = lease.newConnectionId(id -> connectionsInUse.get(id) != null || peerQueue.refusalOf(id) != 0);
             ShmEndpoint endpoint = new ShmEndpoint(this, peerQueue, mapping, peerLease, events, connection);
-            endpoints.add(endpoint);
-            connectionsInUse.put(connection, Boolean.TRUE);
+            synchronized (handOff) {
+                // Closed from another thread meanwhile (Conduit.close() past an owner still in this call): the close walks
+                // only the endpoints handed over before it, so this one's mapping of the peer's queue and its watch of the
+                // peer's lease are given back below, or they would stay for the process's life.
+                if (closed) throw closedError();
+                endpoints.add(endpoint);
+                connectionsInUse.put(connection, Boolean.TRUE);
+            }
             return endpoint;
         } catch (RuntimeException | InternalError e) {
             try {

@@ -1435,6 +1435,49 @@ class ShmTransportTest {
     }
 
     /**
+     * The same for a connect: a close from another thread that runs while the worker's owner is
+     * inside connect(), mapping the peer's queue, finds no endpoint of it to close; the connect
+     * that hands it over afterwards gives back its mapping of the peer's queue and its watch of
+     * the peer's lease, and fails. It returned the endpoint, whose mapping and descriptor stayed for
+     * the life of the process. Once both workers are closed nothing of the shared directory is
+     * mapped or open.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileAConnectMapsThePeersQueueLeavesNoMappingAndNoDescriptor() throws Exception {
+        CountDownLatch mapping = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        Transport receiver = transport(new Received());
+        // The connect's import of the receiver's queue waits for the close.
+        Transport sender = receiverWith(new Received(), posix -> (payload, length) -> {
+            mapping.countDown();
+            try {
+                closed.await();
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+            return posix.map(payload, length);
+        });
+        AtomicReference<Object> connected = new AtomicReference<>();
+        Thread connecting = Thread.ofPlatform().start(() -> {
+            try {
+                connected.set(connect(sender, receiver, cause -> { }));
+            } catch (RuntimeException e) {
+                connected.set(e);
+            }
+        });
+        mapping.await();
+        sender.close();
+        closed.countDown();
+        connecting.join();
+        receiver.close();
+        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+        assertThat(connected.get()).as("the connect, past the close").isInstanceOf(IllegalStateException.class)
+                .asString().contains("posix transport is closed");
+    }
+
+    /**
      * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
      * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
      * the close.
