@@ -260,7 +260,13 @@ final class PerfClient implements AutoCloseable {
         if ((iteration & 1023) == 0) checkStopped();
     }
 
+    /** What the run is doing or did last: a row's or warm-up's label ("am_lat 8", "ipc_import uncached 8"), or "connecting". */
+    String phase() {
+        return phase;
+    }
+
     /** Runs every test of the plan; {@code onTest} gets each test's rows as soon as they are measured. */
+
     List<PerfResult> runAll(Consumer<List<PerfResult>> onTest) {
         try {
             List<PerfResult> all = runEach(onTest);

@@ -151,7 +151,7 @@ final class PerfCommand implements Callable<Integer> {
                     + "Default: 30s.")
     private Duration timeout = Duration.ofSeconds(30);
 
-    @Option(names = "--json", description = "Writes one JSON document instead of the tables.")
+    @Option(names = "--json", description = "Writes one JSON document instead of the tables (after a failure: the rows measured before it, and error).")
     private boolean json;
 
     @Option(names = "--plot", paramLabel = "FILE.png", description = "Also draws the latency distributions and bandwidth by size into a PNG.")
@@ -367,7 +367,11 @@ final class PerfCommand implements Callable<Integer> {
         return text.contains("\n") ? "\n  " + text.replace("\n", "\n  ") : text;
     }
 
-    /** Connects, measures, prints the tables as they come (unless --json). */
+    /**
+     * Connects, measures, prints the tables as they come (unless --json). A run that fails once connected
+     * still writes the JSON document and the chart of the rows measured before ({@link #report}): a
+     * failure in the last test lost minutes of measurement, which the text tables had already shown.
+     */
     private PerfRun measure(Conduit c, PerfBootstrap bootstrap, PerfPlan plan, String how, PrintWriter out, PrintWriter err) {
         Instant date = Instant.now().truncatedTo(ChronoUnit.SECONDS);
         double timer = timerNanos();
@@ -378,11 +382,22 @@ final class PerfCommand implements Callable<Integer> {
             PerfRun header = new PerfRun(ToolVersion.current(), date, client.transport(), plan.wakeup().label(), plan.peers(), client.self(), client.server(),
                     how, timer, PerfRun.Machine.current(), List.of());
             if (!json) PerfText.header(header, out);
-            List<PerfResult> results = client.runAll(rows -> {
-                if (!json) PerfText.table(rows, out);
-            });
-            run = new PerfRun(header.version(), date, header.transport(), header.wakeup(), header.peers(), header.client(), header.server(), how, timer,
-                    header.machine(), results);
+            List<PerfResult> done = new ArrayList<>();
+            try {
+                run = header.withResults(client.runAll(rows -> {
+                    done.addAll(rows);
+                    if (!json) PerfText.table(rows, out);
+                }));
+            } catch (RuntimeException | Error e) {
+                progress.clear();
+                String message = e.getMessage() == null ? e.toString() : e.getMessage();
+                try {
+                    report(header.withResults(done), new PerfJson.Stop(client.phase(), message), out, err);
+                } catch (RuntimeException | Error reportFailure) {
+                    e.addSuppressed(reportFailure);
+                }
+                throw e;
+            }
         } finally {
             progress.clear();
         }
@@ -391,17 +406,28 @@ final class PerfCommand implements Callable<Integer> {
 
     /** The JSON document and the chart, once the peer is done. */
     private void report(PerfRun run, PrintWriter out, PrintWriter err) {
-        if (json) PerfJson.write(run, out);
+        report(run, null, out, err);
+    }
+
+    /**
+     * The JSON document and the chart of {@code run}, completed ({@code stop} null) or stopped by a failure,
+     * whose rows measured before it are written: the failure itself goes to standard error as any does.
+     */
+    private void report(PerfRun run, PerfJson.Stop stop, PrintWriter out, PrintWriter err) {
+        if (json) PerfJson.write(run, stop, out);
         if (plot != null) {
             if (PerfPlot.hasData(run)) {
                 PerfPlot.write(run, plot);
                 if (!json) {
                     out.println();
-                    out.println("chart: " + plot);
+                    out.println("chart: " + plot + (stop == null ? "" : " (of the rows measured before the failure)"));
                 }
-            } else {
+            } else if (stop == null) {
                 // The run completed, and a run with skipped rows exits with 0: an empty chart is no reason to fail it.
                 err.println("conduit perf: warning: --plot " + plot + ": every row was skipped, so there is no chart to draw; "
+                        + "the file was not written");
+            } else {
+                err.println("conduit perf: --plot " + plot + ": no row was measured before the failure, so there is no chart to draw; "
                         + "the file was not written");
             }
         }

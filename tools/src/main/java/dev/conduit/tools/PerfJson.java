@@ -15,7 +15,26 @@ final class PerfJson {
     private PerfJson() {
     }
 
+    /**
+     * Why a run stopped before it completed, for the {@code error} member of its document.
+     *
+     * @param during  the row or warm-up it was measuring ({@link PerfClient#phase()})
+     * @param message the failure's message, as standard error gives it (there with the spawned server's output too)
+     */
+    record Stop(String during, String message) {
+    }
+
+    /** The document of a completed run: no {@code error} member, as before runs that failed had a document at all. */
     static void write(PerfRun run, PrintWriter out) {
+        write(run, null, out);
+    }
+
+    /**
+     * The document of {@code run}; for a run that failed ({@code stop} not null), with the rows measured before
+     * and an {@code error} member saying where and why it stopped. Members are only added, so a reader of
+     * completed runs reads these too: it tells them by {@code error}, or by the exit code 1.
+     */
+    static void write(PerfRun run, Stop stop, PrintWriter out) {
         JsonWriter json = new JsonWriter(out);
         json.beginObject()
                 .member("tool", "conduit perf")
@@ -40,6 +59,12 @@ final class PerfJson {
         json.name("results").beginArray();
         for (PerfResult r : run.results()) result(json, r);
         json.endArray();
+        if (stop != null) {
+            json.name("error").beginObject()
+                    .member("during", stop.during())
+                    .member("message", stop.message())
+                    .endObject();
+        }
         json.endObject();
         json.finish();
         out.println();

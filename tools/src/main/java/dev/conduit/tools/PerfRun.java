@@ -30,6 +30,11 @@ record PerfRun(String version, Instant date, String transport, String wakeup, in
         results = List.copyOf(results);
     }
 
+    /** This run with {@code rows} as its results: the header a client made once connected, and the rows measured since. */
+    PerfRun withResults(List<PerfResult> rows) {
+        return new PerfRun(version, date, transport, wakeup, peers, client, server, bootstrap, timerNanos, machine, rows);
+    }
+
     /**
      * One of the two processes.
      *

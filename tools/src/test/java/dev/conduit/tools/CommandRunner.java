@@ -10,6 +10,9 @@ import java.io.Writer;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 
 /**
  * Runs {@code conduit} in this JVM over a Conduit that sees only the given plugins and none of the
@@ -54,10 +57,29 @@ final class CommandRunner {
         return new Result(result.exitCode(), out.toString(), result.err());
     }
 
+    /** An unknown key: a builder given it fails its build as a configuration error does. */
+    static final String FAILING_KEY = "test.failing.build";
+
+    /**
+     * Runs with the {@code n}th builder the command takes (1 for the first; each Conduit it opens takes
+     * one) passed through {@code nth}: a run made to fail part way, e.g. where ipc_import uncached opens
+     * its second Conduit, by a builder given {@link #FAILING_KEY} or by a function that throws.
+     */
+    Result runAlteringBuilder(int n, UnaryOperator<ConduitBuilder> nth, String... args) {
+        AtomicInteger taken = new AtomicInteger();
+        StringWriter out = new StringWriter();
+        Result result = runWritingTo(out, () -> taken.incrementAndGet() == n ? nth.apply(builder()) : builder(), args);
+        return new Result(result.exitCode(), out.toString(), result.err());
+    }
+
     /** Runs with standard output going to {@code out}, e.g. a writer that fails as a full disk does; {@link Result#out()} is empty. */
     Result runWritingTo(Writer out, String... args) {
+        return runWritingTo(out, this::builder, args);
+    }
+
+    private Result runWritingTo(Writer out, Supplier<ConduitBuilder> builders, String... args) {
         StringWriter err = new StringWriter();
-        int exitCode = new ConduitCommand(this::builder).commandLine(new StandardOutput(out))
+        int exitCode = new ConduitCommand(builders).commandLine(new StandardOutput(out))
                 .setErr(new PrintWriter(err, true))
                 .execute(args);
         return new Result(exitCode, "", err.toString());

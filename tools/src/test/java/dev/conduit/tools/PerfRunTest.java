@@ -180,6 +180,35 @@ class PerfRunTest {
     }
 
     /**
+     * A run that fails in its second test still writes the JSON document of the rows measured before,
+     * with an error member saying where and why it stopped, and the chart of those rows: both were
+     * written only after a completed run, so the failure lost every row. The failure here is the
+     * configuration error of the third Conduit the command opens (spawned: its own two, then
+     * ipc_import uncached's).
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aRunThatFailsInItsSecondTestWritesTheRowsMeasuredBeforeWithTheError() throws Exception {
+        Path plot = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-plot").resolve("perf.png");
+        try {
+            Result result = conduit.runAlteringBuilder(3, b -> b.set(CommandRunner.FAILING_KEY, "x"), "perf", "am_lat", "ipc_import", "-n", "200", "-w", "50", "-s", "8", "--json",
+                    "--plot", plot.toString());
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains(CommandRunner.FAILING_KEY, "the server process (pid");
+            Map<String, Object> doc = JsonParser.parseObject(result.out());
+            assertThat(Json.objects(doc, "results")).extracting(r -> r.get("test") + " " + r.get("variant"))
+                    .containsExactly("am_lat null", "ipc_import cached");
+            Map<String, Object> error = Json.object(doc, "error");
+            assertThat(error.get("during")).isEqualTo("ipc_import uncached 8");
+            assertThat((String) error.get("message")).contains(CommandRunner.FAILING_KEY);
+            assertThat(plot).as("the chart of the rows measured").isNotEmptyFile();
+        } finally {
+            PerfPeer.deleteTree(plot.getParent());
+        }
+    }
+
+    /**
      * A spawned server that has not published its bootstrap within --timeout (its JVM's start counts) is
      * not one to start by hand: the message told the user to run 'conduit perf --server --shared-dir
      * /dev/shm/conduit-perf-...' in the private directory this run made and removed at once.
