@@ -82,8 +82,12 @@ public final class ConduitCommand implements Runnable {
                 .setExecutionExceptionHandler(this::reportFailure);
     }
 
-    /** Runs what was asked, help and version included; a success whose output was not all written is a failure. */
-    private static int executeCheckingOutput(ParseResult parsed, StandardOutput out) {
+    /**
+     * Runs what was asked, help and version included; a success whose output was not all written is a failure.
+     * An Error the command let through is reported here as a failure (exit code 1): picocli hands its handler
+     * exceptions only, and an Error went out of main as a raw stack trace.
+     */
+    private int executeCheckingOutput(ParseResult parsed, StandardOutput out) {
         int exitCode;
         try {
             exitCode = new CommandLine.RunLast().execute(parsed);
@@ -92,6 +96,7 @@ public final class ConduitCommand implements Runnable {
             // run). Until then a line the command had not ended is still in the buffer under the writer, which System.exit
             // would drop: flushed first, so that it comes before the failure, and a write that failed is said as well.
             reportIncompleteOutput(parsed, out);
+            if (e instanceof Error error) return reportFailure(error, parsed.commandSpec().commandLine(), parsed);
             throw e;
         }
         return reportIncompleteOutput(parsed, out) && exitCode == EXIT_OK ? EXIT_FAILED : exitCode;
@@ -125,7 +130,7 @@ public final class ConduitCommand implements Runnable {
         return options.applyTo(builders.get());
     }
 
-    private int reportFailure(Exception failure, CommandLine command, ParseResult parsed) {
+    private int reportFailure(Throwable failure, CommandLine command, ParseResult parsed) {
         PrintWriter err = command.getErr();
         if (failure instanceof ConduitException) {
             // Conduit's messages name the key, value, plugin or system call and the remedy: enough on their own, but for a
@@ -140,7 +145,8 @@ public final class ConduitCommand implements Runnable {
         }
         if (verboseRequested(parsed)) {
             failure.printStackTrace(err);
-        } else if (!(failure instanceof ConduitException)) {
+        } else if (!(failure instanceof ConduitException) || failure.getCause() instanceof Error) {
+            // An Error that a command wrapped to add what it knows (perf: its server's output) is a bug all the same.
             err.println("conduit: run again with --verbose for the stack trace");
         }
         err.flush();

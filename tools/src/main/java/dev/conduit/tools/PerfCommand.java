@@ -349,9 +349,12 @@ final class PerfCommand implements Callable<Integer> {
                                 + "--timeout: give a longer --timeout");
                 run = measure(c, bootstrap, plan, "spawned by this process, private shared directory " + peer.directory(), out, err);
             }
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // An Error too (OutOfMemoryError, StackOverflowError, a LinkageError): it left the server running until this
+            // JVM's exit, and its output, which says what the server saw, unshown.
             int exit = peer.stopAfterFailure();
-            throw new ConduitException(e.getMessage() + "; the server process (pid " + peer.pid() + ", "
+            String what = e instanceof Error || e.getMessage() == null ? "unexpected failure: " + e : e.getMessage();
+            throw new ConduitException(what + "; the server process (pid " + peer.pid() + ", "
                     + (exit == -1 ? "stopped" : "exit code " + exit) + ") said: " + indent(peer.output()), e);
         }
         int exit = peer.stop();

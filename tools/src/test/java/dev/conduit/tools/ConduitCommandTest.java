@@ -99,6 +99,22 @@ class ConduitCommandTest {
         assertThat(result.err()).contains("conduit.probe.timeout", "ConfigException", "\tat ");
     }
 
+    /**
+     * An Error out of a command (here the builder's, as a StackOverflowError or a LinkageError would come) is
+     * reported as any failure is, naming it, with exit code 1: picocli's handler gets exceptions only, and the
+     * Error went out of main as a raw stack trace.
+     */
+    @Test
+    void anErrorIsReportedNamingItWithExitCodeOne() {
+        Result result = conduit.runAlteringBuilder(1, b -> {
+            throw new StackOverflowError("injected by the test");
+        }, "info");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).isEqualTo("conduit: unexpected failure: java.lang.StackOverflowError: injected by the test"
+                + System.lineSeparator() + "conduit: run again with --verbose for the stack trace" + System.lineSeparator());
+    }
+
     @Test
     void verboseHasAShortForm() {
         Result result = conduit.run("info", "-v", "--set", "probe.timeout=soon");

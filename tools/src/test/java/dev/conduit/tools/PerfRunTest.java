@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.regex.Matcher;
@@ -206,6 +207,28 @@ class PerfRunTest {
         } finally {
             PerfPeer.deleteTree(plot.getParent());
         }
+    }
+
+    /**
+     * An Error in the client of a spawned run (here the builder of ipc_import uncached's Conduit throws one)
+     * stops the server and shows its output, as any failure does: only a RuntimeException did, so the server
+     * ran until this JVM's exit and the Error went out as a raw stack trace. The rows before are written too.
+     */
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void anErrorInASpawnedRunStopsTheServerAndShowsItsOutput() {
+        Result result = conduit.runAlteringBuilder(3, b -> {
+            throw new StackOverflowError("injected by the test");
+        }, "perf", "am_lat", "ipc_import", "-n", "200", "-w", "50", "-s", "8", "--json");
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("conduit: unexpected failure: java.lang.StackOverflowError: injected by the test; the server process (pid ",
+                "conduit perf server: pid ", "run again with --verbose for the stack trace");
+        Matcher pid = Pattern.compile("the server process \\(pid (\\d+)").matcher(result.err());
+        assertThat(pid.find()).isTrue();
+        assertThat(ProcessHandle.of(Long.parseLong(pid.group(1))).map(ProcessHandle::isAlive)).as("the server was stopped")
+                .isIn(Optional.empty(), Optional.of(false));
+        assertThat(Json.objects(JsonParser.parseObject(result.out()), "results")).hasSize(2);
     }
 
     /**
