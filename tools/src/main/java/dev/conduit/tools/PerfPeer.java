@@ -50,6 +50,12 @@ final class PerfPeer implements AutoCloseable {
     private static final String MAIN_MODULE = "dev.conduit.tools";
     private static final String MAIN_CLASS = "dev.conduit.tools.ConduitCommand";
     private static final Duration EXIT_WAIT = Duration.ofSeconds(10);
+    /**
+     * How long a client that failed gives the server to exit by itself before it closes the server's standard
+     * input: its BYE (if the session began) says why, and a server that saw its input end before it read the
+     * BYE said only that. Shorter than {@link #EXIT_WAIT}: a server that got no BYE waits for its input.
+     */
+    private static final Duration FAILURE_EXIT_WAIT = Duration.ofSeconds(2);
     /** Conduit's modules that call native code (design: native access for these only). */
     private static final List<String> NATIVE_MODULES = List.of("dev.conduit.linux", "dev.conduit.plugin.verbs");
 
@@ -63,7 +69,8 @@ final class PerfPeer implements AutoCloseable {
     private final Thread reader;
     private boolean closed;
 
-    private PerfPeer(Path directory, Process process, Thread hook) {
+    /** Over a started {@code process} in {@code directory}; {@code hook}, registered or not, is removed once it is stopped. */
+    PerfPeer(Path directory, Process process, Thread hook) {
         this.directory = directory;
         this.process = process;
         this.hook = hook;
@@ -157,8 +164,10 @@ final class PerfPeer implements AutoCloseable {
     }
 
     /**
-     * Ends the server after the client failed: no BYE is coming, so its standard input is closed at
-     * once instead of after a wait for it to exit by itself.
+     * Ends the server after the client failed. The client's BYE, when the session had begun, says why, and
+     * the server then exits by itself: it is given {@link #FAILURE_EXIT_WAIT} to read it before its standard
+     * input is closed, which it would otherwise take for the client's end ("standard input ended"). A server
+     * that got no BYE (the failure came first, or it is stuck) is stopped after that wait as after a session.
      *
      * @return the server's exit code, or -1 when it had to be destroyed
      */
@@ -171,7 +180,8 @@ final class PerfPeer implements AutoCloseable {
         closed = true;
         int exit = -1;
         try {
-            if (failed || !process.waitFor(EXIT_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS)) {
+            long exitWait = failed ? FAILURE_EXIT_WAIT.toMillis() : EXIT_WAIT.toMillis() / 2;
+            if (!process.waitFor(exitWait, TimeUnit.MILLISECONDS)) {
                 process.getOutputStream().close();
                 if (!process.waitFor(EXIT_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS)) {
                     process.destroyForcibly().waitFor(EXIT_WAIT.toMillis(), TimeUnit.MILLISECONDS);

@@ -1,0 +1,40 @@
+package dev.conduit.tools;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** How the spawning client ends its server process, with a shell standing in for the server. */
+class PerfPeerTest {
+
+    /**
+     * After the client's own failure, the server is given a bounded time to read the client's BYE and exit
+     * before its standard input is closed: closed at once, it could end before the BYE was read, and the
+     * server then said "standard input ended" instead of the client's reason. The stand-in reads its
+     * "BYE" half a second in (well within the wait) and says whether its input had ended by then.
+     */
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void aServerIsGivenTimeToReadTheByeOfAClientThatFailedBeforeItsInputIsClosed() throws Exception {
+        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-peer");
+        Process server = new ProcessBuilder("bash", "-c",
+                "echo started; sleep 0.5; read -r -t 0.1 line; if [ $? -eq 1 ]; then echo 'standard input ended'; else echo 'read the BYE'; fi")
+                .redirectErrorStream(true).start();
+        PerfPeer peer = new PerfPeer(dir, server, new Thread(() -> { }));
+        try {
+            int exit = peer.stopAfterFailure();
+
+            assertThat(exit).as(peer.output()).isZero();
+            assertThat(peer.output()).isEqualTo("started\nread the BYE");
+            assertThat(dir).as("removed with its server").doesNotExist();
+        } finally {
+            server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            PerfPeer.deleteTree(dir);
+        }
+    }
+}
