@@ -116,17 +116,36 @@ final class Device implements AutoCloseable {
     }
 
     private static ConduitException openFailure(Libc libc, String alias, Path path, boolean writable, ErrnoException e) {
-        String remedy = switch (e.errno()) {
-            case Errno.ENOENT -> "it does not exist here: fix the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
-                    + " (each process names the path where it sees the device)";
+        return new ConduitException("cannot open device " + path + " (alias '" + alias + "'): " + e.getMessage() + "; "
+                + openRemedy(libc, path, writable, e), e);
+    }
+
+    /**
+     * The cause and the remedy of a failed {@code open}, where the errno tells them, as {@link #mapRemedy}
+     * does for {@code mmap}. Only a path that leads nowhere usable is the alias's fault; a shortage of
+     * descriptors ({@code EMFILE}, {@code ENFILE}) or memory ({@code ENOMEM}), or a device held open
+     * exclusively ({@code EBUSY}), is not, and "check the alias" sent the user the wrong way. Any other
+     * errno is left to speak for itself, with the key that names the path.
+     */
+    static String openRemedy(Libc libc, Path path, boolean writable, ErrnoException e) {
+        String key = DevdaxConfig.describe(DevdaxConfig.DEVICES);
+        return switch (e.errno()) {
+            case Errno.ENOENT -> "it does not exist here: fix the alias in " + key + " (each process names the path where it sees the device)";
             case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "this process (uid " + Integer.toUnsignedString(libc.getuid()) + ") may not open it "
                     + (writable ? "for reading and writing" : "for reading")
-                    + ": grant access to the device (its group, a udev rule, or the container's device cgroup), or fix "
-                    + DevdaxConfig.describe(DevdaxConfig.DEVICES);
+                    + ": grant access to the device (its group, a udev rule, or the container's device cgroup), or fix " + key;
             case Errno.ENXIO, Errno.ENODEV -> UNBOUND;
-            default -> "check the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES);
+            case Errno.EMFILE -> "this process has no file descriptor left, whatever the alias: raise its open-file limit (ulimit -n, "
+                    + "RLIMIT_NOFILE, systemd LimitNOFILE) or close descriptors it no longer needs";
+            case Errno.ENFILE -> "the system's open-file table is full, whatever the alias: raise fs.file-max or stop processes that "
+                    + "hold many files";
+            case Errno.ENOMEM -> "the kernel had no memory for the open, whatever the alias: free memory (see /proc/meminfo, dmesg) "
+                    + "and retry";
+            case Errno.EBUSY -> "the device is held open exclusively by another user (a file system mounted on it, or a driver that "
+                    + "claimed it): see lsof " + path + " and daxctl list, and release it, or point the alias in " + key + " at another device";
+            case Errno.ENOTDIR, Errno.ELOOP, Errno.ENAMETOOLONG -> "the path cannot be resolved: fix the alias in " + key;
+            default -> "see the errno; the path comes from the alias in " + key;
         };
-        return new ConduitException("cannot open device " + path + " (alias '" + alias + "'): " + e.getMessage() + "; " + remedy, e);
     }
 
     /**

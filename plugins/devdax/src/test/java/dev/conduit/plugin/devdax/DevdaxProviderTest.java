@@ -412,6 +412,28 @@ class DevdaxProviderTest {
         }
     }
 
+    /**
+     * Every open errno but ENOENT, EACCES, EPERM, EROFS, ENXIO and ENODEV got "check the alias in
+     * devdax.devices", which cannot help when the process has no descriptor left (EMFILE) or another user
+     * holds the device (EBUSY): each now says what fits it, and EMFILE that the alias is not at fault.
+     */
+    @Test
+    void aDeviceThatCannotBeOpenedForAnotherReasonThanItsPathSaysWhatFitsTheErrno() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        java.util.Map<Integer, String> remedies = java.util.Map.of(
+                Errno.EMFILE, "no file descriptor left, whatever the alias: raise its open-file limit (ulimit -n",
+                Errno.EBUSY, "held open exclusively by another user");
+        remedies.forEach((errno, remedy) -> {
+            Libc libc = FailingLibc.failing("open", errno, args -> device.toString().equals(args[0]));
+            assertThatThrownBy(() -> DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot open device " + device + " (alias 'pmem0')")
+                    .hasMessageContaining(Errno.name(errno))
+                    .hasMessageContaining(remedy)
+                    .hasMessageNotContaining("check the alias");
+        });
+    }
+
     @Test
     void unusableDevicesAreRefusedWithTheReasonAndTheRemedy() throws Exception {
         Path missing = dir.resolve("missing.img");
