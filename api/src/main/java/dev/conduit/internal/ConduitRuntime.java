@@ -137,6 +137,11 @@ public final class ConduitRuntime implements Conduit {
         try {
             return resources.register(pool);
         } catch (IllegalStateException e) {
+            // Closed once, its failure added to the refusal, and not kept for a retry (RuntimePool#close keeps a pool whose
+            // provider refused, for its Conduit's close): that retry waits out memory still in use, and this pool handed out
+            // none. A provider that fails to close with no memory out has failed for good (devdax then has no chunk left to
+            // keep its device for: it closes its descriptor, and the lock with it); and the close that refused the pool may
+            // have passed its closeAll already, leaving nothing to retry it.
             Cleanup.run(e, pool::close);
             throw e;
         }
