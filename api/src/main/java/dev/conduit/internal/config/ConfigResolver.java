@@ -115,7 +115,9 @@ public final class ConfigResolver implements Config {
      * {@code CONDUIT_PLUGIN_X}) unread without calling them unknown: the plugin was found but cannot
      * be used (refused, broken), so its keys are not declared, and its own WARNING says why. A
      * setting for it is no misspelling, and must not fail the build of an application that
-     * configures a plugin which happens to be unusable here.
+     * configures a plugin which happens to be unusable here. Settings that a declared key's name or
+     * variable also starts with (a plugin called {@code pool} beside the runtime's
+     * {@code pool.chunk.size}) are still checked: there a misspelling is the likelier reading.
      */
     public void leaveUnread(String plugin) {
         unreadPlugins.add(plugin);
@@ -149,12 +151,20 @@ public final class ConfigResolver implements Config {
                 + "), so nothing reads it: install that plugin (module path, class path or plugin.path) or leave the setting out";
     }
 
+    /**
+     * Whether {@code key} is under the name of a plugin left unread. Not where a declared key is
+     * too: a refused plugin called {@code pool} must not make a misspelt {@code pool.chunk.siz}
+     * pass as its setting when it is far likelier a typo of the runtime's {@code pool.chunk.size}.
+     */
     private boolean isForUnreadPlugin(String key) {
-        return unreadPlugins.stream().anyMatch(p -> key.startsWith(p + "."));
+        return unreadPlugins.stream().map(p -> p + ".")
+                .anyMatch(start -> key.startsWith(start) && declared.keySet().stream().noneMatch(k -> k.startsWith(start)));
     }
 
+    /** As {@link #isForUnreadPlugin}, for a variable: {@code CONDUIT_POOL_CHUNK_SIZ} stays warned about beside a refused {@code pool}. */
     private boolean isForUnreadPluginVariable(String variable) {
-        return unreadPlugins.stream().anyMatch(p -> variable.startsWith(variablePrefix(p)));
+        return unreadPlugins.stream().map(ConfigResolver::variablePrefix).anyMatch(start -> variable.startsWith(start)
+                && declared.values().stream().noneMatch(d -> d.key().environmentName().startsWith(start)));
     }
 
     /** How the variables of keys under {@code word} ({@code dev-dax}: {@code CONDUIT_DEV_DAX_}) start. */

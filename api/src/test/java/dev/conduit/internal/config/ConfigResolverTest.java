@@ -90,6 +90,30 @@ class ConfigResolverTest {
                 .doesNotContain("WARNF_X", "warnf-x");
     }
 
+    /**
+     * A refused plugin named after a runtime word ({@code pool}) must not hide misspellings of the
+     * runtime's keys under that word: they silenced every {@code CONDUIT_POOL_*} variable,
+     * {@code conduit.pool.*} property and {@code pool.*} builder key until 2026-12-02.
+     */
+    @Test
+    void aPluginLeftUnreadUnderAWordOfADeclaredKeyDoesNotHideItsMisspellings() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("CONDUIT_WARNI_CHUNK_SIZ", "4m"),
+                props("conduit.warni.chunk.siz", "4m"));
+        r.declare(ConfigKey.bytes("warni.chunk.size", 2L << 20, 0, "doc"), "runtime");
+        r.leaveUnread("warni");
+        assertThat(r.unknownSettingWarnings()).containsExactlyInAnyOrder(
+                "unknown environment variable CONDUIT_WARNI_CHUNK_SIZ is ignored; did you mean CONDUIT_WARNI_CHUNK_SIZE?"
+                        + " ('conduit info' lists every key)",
+                "unknown system property conduit.warni.chunk.siz is ignored; did you mean conduit.warni.chunk.size?"
+                        + " ('conduit info' lists every key)");
+
+        ConfigResolver b = new ConfigResolver(Map.of("warni.chunk.siz", "4m"), Map.of(), new Properties());
+        b.declare(ConfigKey.bytes("warni.chunk.size", 2L << 20, 0, "doc"), "runtime");
+        b.leaveUnread("warni");
+        assertThatThrownBy(b::rejectUnknownBuilderKeys).isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("unknown config key 'warni.chunk.siz' set in the builder (did you mean 'warni.chunk.size'?)");
+    }
+
     /** An unknown variable or property under no plugin found here says so; one under a plugin found does not. */
     @Test
     void anUnknownSettingForAPluginNotFoundHereSaysNoSuchPluginWasFound() {
