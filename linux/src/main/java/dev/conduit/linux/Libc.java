@@ -331,6 +331,17 @@ public interface Libc {
     int poll(FileDescriptor[] fds, int[] events, int[] revents, int timeoutMillis);
 
     /**
+     * A wait of {@code nanos} as {@link #poll}'s timeout: whole milliseconds rounded up, so that a
+     * wait never ends before its deadline; 0 for none left; and at most {@link Integer#MAX_VALUE}
+     * (24.8 days), the longest poll takes, for a longer one (a duration key may say 292 years).
+     * Rounding by {@code (nanos + 999_999) / 1_000_000} overflowed near {@link Long#MAX_VALUE} into
+     * a negative timeout, which poll reads as "wait without limit".
+     */
+    static int pollTimeoutMillis(long nanos) {
+        return (int) Math.min(Integer.MAX_VALUE, Math.ceilDiv(Math.max(0, nanos), 1_000_000L));
+    }
+
+    /**
      * {@code eventfd(2)}: a counter to signal a waiting thread or process with.
      *
      * @param flags {@link EventfdFlags}; {@code EFD_CLOEXEC} is added

@@ -25,6 +25,17 @@ class WaitTest {
 
     private final Libc libc = Linux.libc();
 
+    /** Rounded up, so that a wait never ends early; capped at what poll takes, never overflowing into "without limit". */
+    @Test
+    void aWaitBecomesPollsMillisecondsRoundedUpAndCapped() {
+        assertThat(Libc.pollTimeoutMillis(-5)).isZero();
+        assertThat(Libc.pollTimeoutMillis(0)).isZero();
+        assertThat(Libc.pollTimeoutMillis(1)).isEqualTo(1);
+        assertThat(Libc.pollTimeoutMillis(1_000_001)).isEqualTo(2);
+        assertThat(Libc.pollTimeoutMillis(Long.MAX_VALUE)).isEqualTo(Integer.MAX_VALUE);
+        assertThat(Libc.pollTimeoutMillis(Long.MAX_VALUE - 1)).isEqualTo(Integer.MAX_VALUE);
+    }
+
     @Test
     void wakeThroughOneMappingReachesAWaiterOnAnother() throws Exception {
         try (FileDescriptor memfd = libc.memfdCreate("conduit-futex", MFD_ALLOW_SEALING);

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.memfd;
 
 import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
 import dev.conduit.linux.SocketFlags;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.ConduitException;
@@ -213,14 +214,9 @@ final class FdProtocol {
 
     /**
      * What is left until {@code deadline} (a {@link System#nanoTime()} value) as a {@code poll}
-     * timeout in milliseconds, rounded up so that a wait never ends before the deadline; 0 once
-     * it has passed.
+     * timeout in milliseconds, as {@link Libc#pollTimeoutMillis} rounds and caps it.
      */
     static int pollTimeout(long deadline) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-            return 0;
-        }
-        return (int) Math.min(Integer.MAX_VALUE, (left + 999_999) / 1_000_000);
+        return Libc.pollTimeoutMillis(deadline - System.nanoTime());
     }
 }

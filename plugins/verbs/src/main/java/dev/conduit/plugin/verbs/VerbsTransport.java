@@ -602,8 +602,7 @@ final class VerbsTransport implements Transport {
         }
         // Credits arrive as RDMA writes, which raise no completion here: sleep at most one liveness interval.
         long sleep = Math.min(timeoutNanos, livenessNanos);
-        // poll takes int milliseconds: a longer interval (past 24.8 days) sleeps the longest poll can, rounded up without overflow.
-        int millis = (int) Math.min(Integer.MAX_VALUE, Math.ceilDiv(Math.max(0, sleep), 1_000_000L));
+        int millis = Libc.pollTimeoutMillis(sleep);
         boolean woken = false;
         if (libc.poll(pollFds, pollEvents, pollReturned, millis) > 0) {
             if (pollReturned[0] != 0) {
