@@ -1,5 +1,7 @@
 package dev.conduit.shm;
 
+import dev.conduit.spi.ConfigKey;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -32,6 +34,35 @@ public final class UserNamespace {
     private UserNamespace(List<String> uidMap, long overflowUid) {
         this.uidMap = uidMap == null ? null : List.copyOf(uidMap);
         this.overflowUid = overflowUid;
+    }
+
+    /** The largest user id: {@code (uid_t) -1} means "no user" to the kernel, so nobody can be allowed or trusted as it. */
+    private static final long MAX_UID = 0xFFFF_FFFEL;
+
+    /**
+     * A key listing numeric user ids (memfd's allowed, posix's trusted), empty by default. An item
+     * that is not one is refused by the key, so the {@code Conduit}'s build fails naming key,
+     * variable, item and source, not the first export or import of a plugin that may never open.
+     */
+    public static ConfigKey<List<String>> uidListKey(String name, String doc) {
+        return ConfigKey.list(name, List.of(), doc).withCheck("a comma-separated list of numeric user ids from 0 to " + MAX_UID
+                + ", e.g. 1000,1001 (names are not accepted: they differ between containers)", items -> items.forEach(UserNamespace::uid));
+    }
+
+    /** The user ids of a {@link #uidListKey} value, as {@code SO_PEERCRED} and {@code stat} report them: unsigned 32-bit. */
+    public static int[] uids(List<String> items) {
+        return items.stream().mapToInt(UserNamespace::uid).toArray();
+    }
+
+    private static int uid(String item) {
+        long uid;
+        try {
+            uid = Long.parseLong(item);
+        } catch (NumberFormatException e) {
+            uid = -1;
+        }
+        if (uid < 0 || uid > MAX_UID) throw new IllegalArgumentException("item '" + item + "' is not a numeric user id");
+        return (int) uid;
     }
 
     /** This process's namespace, as {@code /proc} shows it now. */

@@ -6,8 +6,10 @@ package dev.conduit.spi;
  *
  * <p>Sources, strongest first: the application's builder, system properties
  * ({@code conduit.posix.dir}), environment variables ({@code CONDUIT_POSIX_DIR}), the key's
- * default. A value is parsed when it is read; a malformed one is a {@link ConfigException} naming
- * key, value, source and expected form.
+ * default. A value is parsed when it is read, and checked by the key's own rule
+ * ({@link ConfigKey#withCheck}); the runtime reads every declared key when the {@code Conduit} is
+ * built. A malformed or refused one is a {@link ConfigException} naming key, value, source and
+ * expected form.
  */
 public interface Config {
 

@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 
@@ -20,6 +21,11 @@ import java.util.regex.Pattern;
  * variable, as a {@code .} does, so {@code a.max-size} and {@code a.max.size} would share one: the
  * runtime refuses a plugin one of whose keys has the variable of another of its keys, of a
  * runtime key, or of a key of a plugin found before it.
+ *
+ * <p>A plugin's own rule on a value (a multiple of 64, numeric user ids) belongs in the key,
+ * through {@link #withCheck}: the runtime parses every declared key when the {@code Conduit} is
+ * built, so a value the rule refuses fails the build, in the form of any malformed value, even on a
+ * host where the plugin is never opened.
  *
  * <p>Instances are immutable and compared by name.
  *
@@ -37,8 +43,15 @@ public final class ConfigKey<T> {
     private final String expectedForm;
     private final String doc;
     private final Function<String, T> parser;
+    /** The plugin's own rule on a parsed value ({@link #withCheck}); accepts everything by default. */
+    private final Consumer<? super T> check;
 
     private ConfigKey(String name, Class<T> type, T defaultValue, String expectedForm, String doc, Function<String, T> parser) {
+        this(name, type, defaultValue, expectedForm, doc, parser, value -> { });
+    }
+
+    private ConfigKey(String name, Class<T> type, T defaultValue, String expectedForm, String doc, Function<String, T> parser,
+                      Consumer<? super T> check) {
         if (!NAME.matcher(Objects.requireNonNull(name, "name")).matches()) {
             throw new IllegalArgumentException("config key name '" + name + "' must be lower-case words (letters, digits, '-') separated by dots, e.g. posix.dir");
         }
@@ -48,6 +61,30 @@ public final class ConfigKey<T> {
         this.expectedForm = Objects.requireNonNull(expectedForm, "expectedForm");
         this.doc = Objects.requireNonNull(doc, "doc");
         this.parser = Objects.requireNonNull(parser, "parser");
+        this.check = Objects.requireNonNull(check, "check");
+    }
+
+    /**
+     * This key with a further rule its parsed value must meet, such as "a multiple of 64" or
+     * "numeric user ids": {@link #parse} runs {@code check} on every value it parses, so a value
+     * that breaks the rule fails the {@code Conduit}'s build as a malformed one does, naming key,
+     * variable, value, source and {@code expectedForm}. {@code check} refuses a value by throwing
+     * {@link IllegalArgumentException}; its message, if any, says what is wrong with it ("item 'bob'
+     * is not a number") and goes into the error before the expected form, so it must not carry more
+     * than the value holds. It is not run on the default, which must meet the rule. It sees this
+     * key's value alone: a rule between two keys is checked where the plugin reads them. Since SPI 1.1.
+     *
+     * @param expectedForm the accepted form with the rule, replacing this key's, e.g. "a size in
+     *                     bytes from 4096 to 1073741824 and a multiple of 64, e.g. 8k"
+     * @return a new key with this one's name, type, default and doc
+     */
+    public ConfigKey<T> withCheck(String expectedForm, Consumer<? super T> check) {
+        Objects.requireNonNull(check, "check");
+        Consumer<? super T> before = this.check;
+        return new ConfigKey<>(name, type, defaultValue, expectedForm, doc, parser, value -> {
+            before.accept(value);
+            check.accept(value);
+        });
     }
 
     /** A text value; {@code defaultValue} may be {@code null} for "unset". */
@@ -171,17 +208,32 @@ public final class ConfigKey<T> {
     }
 
     /**
-     * Parses {@code raw}, read from {@code source} (e.g. "environment").
+     * Parses {@code raw}, read from {@code source} (e.g. "environment"), and runs the key's
+     * {@linkplain #withCheck check} on the value.
      *
-     * @throws ConfigException naming key, value, source and the expected form
+     * @throws ConfigException naming key, value, source and the expected form, and what the check
+     *                         found wrong, if it says
      */
     public T parse(String raw, String source) {
+        T value;
         try {
-            return parser.apply(raw);
+            value = parser.apply(raw);
         } catch (RuntimeException e) {
-            throw new ConfigException("bad value '" + raw + "' for " + describe() + " (from " + source + "): expected "
-                    + expectedForm + ". " + doc);
+            throw bad(raw, source, "");
         }
+        try {
+            check.accept(value);
+        } catch (RuntimeException e) {
+            // A parser's own message (NumberFormatException's) says nothing a user can act on; a check's says what it refused.
+            throw bad(raw, source, e instanceof IllegalArgumentException && e.getMessage() != null ? e.getMessage() + "; " : "");
+        }
+        return value;
+    }
+
+    private ConfigException bad(String raw, String source, String reason) {
+        // A NUL (possible through the builder or a system property) would cut the message short where C code prints it.
+        return new ConfigException(("bad value '" + raw + "' for " + describe() + " (from " + source + "): " + reason + "expected "
+                + expectedForm + ". " + doc).replace("\0", "\\0"));
     }
 
     /** The key's name, e.g. {@code posix.dir}. */

@@ -18,13 +18,13 @@ class ConfigKeyTest {
 
     private static final String SOURCE = "environment variable CONDUIT_TEST_KEY";
 
-    /** Asserts that {@code raw} is refused with a message naming key, value, source and expected form. */
+    /** Asserts that {@code raw} is refused with a message naming key, value (a NUL in it shown escaped), source and expected form. */
     private static void assertRefused(ConfigKey<?> key, String raw) {
         assertThatThrownBy(() -> key.parse(raw, SOURCE))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining(key.propertyName())
                 .hasMessageContaining(key.environmentName())
-                .hasMessageContaining("'" + raw + "'")
+                .hasMessageContaining("'" + raw.replace("\0", "\\0") + "'")
                 .hasMessageContaining(SOURCE)
                 .hasMessageContaining(key.expectedForm());
     }
@@ -300,5 +300,34 @@ class ConfigKeyTest {
                 .isInstanceOf(ConfigException.class)
                 .hasMessage("bad value 'x' for config key conduit.pool.slots (CONDUIT_POOL_SLOTS) (from the builder): "
                         + "expected a whole number from 1 to 64. How many slots a pool keeps.");
+    }
+
+    /** A key's own rule fails as a malformed value does, with what is wrong before the expected form; its default is not checked. */
+    @Test
+    void aCheckRefusesAValueInTheFormOfAParseError() {
+        ConfigKey<Long> key = ConfigKey.bytes("checked.size", 8192, 4096, "Doc.").withCheck("a multiple of 64, e.g. 8k", v -> {
+            if (v % 64 != 0) throw new IllegalArgumentException(v + " bytes is not a multiple of 64");
+        });
+        assertThat(key.parse("8k", "the builder")).isEqualTo(8192);
+        assertThat(key.expectedForm()).isEqualTo("a multiple of 64, e.g. 8k");
+        assertThat(key.defaultValue()).isEqualTo(8192);
+        assertThatThrownBy(() -> key.parse("4100", "the builder")).isInstanceOf(ConfigException.class).hasMessage(
+                "bad value '4100' for config key conduit.checked.size (CONDUIT_CHECKED_SIZE) (from the builder): "
+                        + "4100 bytes is not a multiple of 64; expected a multiple of 64, e.g. 8k. Doc.");
+        assertThatThrownBy(() -> key.parse("lots", "the builder")).isInstanceOf(ConfigException.class).hasMessage(
+                "bad value 'lots' for config key conduit.checked.size (CONDUIT_CHECKED_SIZE) (from the builder): "
+                        + "expected a multiple of 64, e.g. 8k. Doc.");
+        ConfigKey<Long> twice = key.withCheck("a multiple of 64 up to 64k", v -> {
+            if (v > 65536) throw new IllegalArgumentException();
+        });
+        assertThatThrownBy(() -> twice.parse("4100", "x")).hasMessageContaining("4100 bytes is not a multiple of 64; expected a multiple of 64 up to 64k");
+        assertThatThrownBy(() -> twice.parse("128k", "x")).hasMessageContaining("(from x): expected a multiple of 64 up to 64k");
+    }
+
+    /** A NUL (the builder can set one) is shown as a backslash and 0, never passed on to whatever prints the message. */
+    @Test
+    void aNulInABadValueIsShownEscaped() {
+        assertThatThrownBy(() -> ConfigKey.integer("nul.int", 1, 0, 9, "Doc.").parse("x\0", "the builder"))
+                .hasMessageStartingWith("bad value 'x\\0' for").hasMessageNotContaining("\0");
     }
 }

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.devdax;
 
+import dev.conduit.linux.PageSize;
 import dev.conduit.spi.Config;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
@@ -14,8 +15,8 @@ import java.util.Map;
  * The devdax plugin's configuration keys, and their values read into the forms the code uses.
  *
  * <p>Each side reads only what it needs: the importer the device table ({@link #DEVICES}), the
- * provider also {@link #DEVICE}, {@link #ON_START} and {@link #FILE_ALIGN}. A malformed
- * provider-side key therefore never stops a process from importing.
+ * provider also {@link #DEVICE}, {@link #ON_START} and {@link #FILE_ALIGN}. Each key's value,
+ * the items of the table and the alignment too, is checked when the {@code Conduit} is built.
  *
  * <table class="striped">
  * <caption>Keys</caption>
@@ -33,7 +34,10 @@ final class DevdaxConfig {
                     + "Handles name a device only by its alias; every process (host or container) maps the alias to the "
                     + "path where it sees the device, and an importer maps only devices listed here. A path may also be a "
                     + "regular file of the same shape (machines without DAX hardware, tests). Aliases are lower-case "
-                    + "letters, digits and '-', start with a letter, at most 32 characters; paths are absolute.");
+                    + "letters, digits and '-', start with a letter, at most 32 characters; paths are absolute.")
+            .withCheck("a comma-separated list of alias=/absolute/path, e.g. pmem0=/dev/dax0.0, where the alias is lower-case "
+                    + "letters, digits and '-', starts with a letter and has at most 32 characters, each alias once",
+                    DevdaxConfig::table);
 
     static final ConfigKey<String> DEVICE = ConfigKey.string("devdax.device", null,
             "The alias (from devdax.devices) of the device this process's memory provider allocates from, e.g. pmem0. "
@@ -49,7 +53,9 @@ final class DevdaxConfig {
     static final ConfigKey<Long> FILE_ALIGN = ConfigKey.bytes("devdax.file.align", 2L << 20, 4096,
             "Allocation alignment and unit when the device is a regular file (a device-DAX device has its own, read "
                     + "from sysfs): a power of two and a multiple of the page size. The default, 2 MiB, is the usual "
-                    + "device-DAX alignment, so that a file stands in for a device faithfully.");
+                    + "device-DAX alignment, so that a file stands in for a device faithfully.")
+            .withCheck("a size in bytes that is a power of two and a multiple of the page size, e.g. 64k, 2m, 1g",
+                    alignment -> checkFileAlignment(alignment, PageSize.get()));
 
     static final List<ConfigKey<?>> KEYS = List.of(DEVICES, DEVICE, ON_START, FILE_ALIGN);
 
@@ -61,36 +67,34 @@ final class DevdaxConfig {
         return key.name() + " (" + key.environmentName() + ")";
     }
 
-    /**
-     * This process's device table, alias to path, in the configured order.
-     *
-     * @throws ConfigException naming the key and the item that is malformed
-     */
+    /** This process's device table, alias to path, in the configured order (checked by {@link #DEVICES} when it was read). */
     static Map<String, Path> deviceTable(Config config) {
+        return table(config.get(DEVICES));
+    }
+
+    /**
+     * The device table of a {@link #DEVICES} value.
+     *
+     * @throws IllegalArgumentException saying which item is malformed, or which alias appears twice
+     */
+    private static Map<String, Path> table(List<String> items) {
         Map<String, Path> table = new LinkedHashMap<>();
-        for (String item : config.get(DEVICES)) {
+        for (String item : items) {
             int equals = item.indexOf('=');
             String alias = equals < 0 ? "" : item.substring(0, equals).trim();
             String path = equals < 0 ? "" : item.substring(equals + 1).trim();
             if (equals < 0 || !PayloadReader.isName(alias) || path.isEmpty() || !path.startsWith("/")) {
-                throw badItem(item, "");
+                throw new IllegalArgumentException("item '" + item + "' is not alias=/absolute/path");
             }
             // Path.of would throw InvalidPathException: the environment and a command line cannot carry a NUL, Conduit.builder().set can.
             if (path.indexOf('\0') >= 0) {
-                throw badItem(item, "the path contains a NUL character, which no file name can hold; ");
+                throw new IllegalArgumentException("the path of item '" + item + "' contains a NUL character, which no file name can hold");
             }
             if (table.putIfAbsent(alias, Path.of(path)) != null) {
-                throw new ConfigException("alias '" + alias + "' appears twice in config key " + DEVICES.propertyName() + " ("
-                        + DEVICES.environmentName() + "): each alias names one device");
+                throw new IllegalArgumentException("alias '" + alias + "' appears twice: each alias names one device");
             }
         }
         return table;
-    }
-
-    private static ConfigException badItem(String item, String why) {
-        return new ConfigException("bad item '" + item.replace("\0", "\\0") + "' in config key " + DEVICES.propertyName() + " ("
-                + DEVICES.environmentName() + "): " + why + "expected alias=/absolute/path, e.g. pmem0=/dev/dax0.0, where the "
-                + "alias is lower-case letters, digits and '-', starts with a letter and has at most 32 characters");
     }
 
     /**
@@ -122,19 +126,17 @@ final class DevdaxConfig {
         return new DeviceChoice(alias.trim(), path, DEVICE.name());
     }
 
-    /**
-     * {@link #FILE_ALIGN}, checked against the page size.
-     *
-     * @throws ConfigException if it is not a power of two or not a multiple of {@code pageSize}
-     */
-    static long fileAlignment(Config config, long pageSize) {
-        long alignment = config.get(FILE_ALIGN);
+    /** {@link #FILE_ALIGN} (checked against this host's page size when it was read). */
+    static long fileAlignment(Config config) {
+        return config.get(FILE_ALIGN);
+    }
+
+    /** Refuses an {@code alignment} that is not a power of two or not a multiple of {@code pageSize}. */
+    static void checkFileAlignment(long alignment, long pageSize) {
         if (Long.bitCount(alignment) != 1 || alignment % pageSize != 0) {
-            throw new ConfigException("bad value " + alignment + " for config key " + FILE_ALIGN.propertyName() + " ("
-                    + FILE_ALIGN.environmentName() + "): expected a power of two that is a multiple of the page size "
-                    + pageSize + ", e.g. 2m");
+            throw new IllegalArgumentException(alignment + " bytes is not a power of two that is a multiple of this host's page size, "
+                    + pageSize);
         }
-        return alignment;
     }
 
     /**

@@ -1,6 +1,5 @@
 package dev.conduit.plugin.devdax;
 
-import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
@@ -88,7 +87,7 @@ final class DevdaxProbe {
             details.put("on start", "invalid: " + e.getMessage());
         }
         try {
-            return DevdaxConfig.fileAlignment(config, PageSize.get());
+            return DevdaxConfig.fileAlignment(config);
         } catch (ConduitException e) {
             details.put("file alignment", "invalid: " + e.getMessage());
             return DevdaxConfig.FILE_ALIGN.defaultValue();

@@ -1,7 +1,6 @@
 package dev.conduit.plugin.devdax;
 
 import dev.conduit.spi.Cleanup;
-import dev.conduit.linux.PageSize;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileStatus;
@@ -127,7 +126,7 @@ final class DevdaxProvider implements MemoryProvider {
         // Configuration first: a bad value fails before anything is opened.
         DeviceChoice choice = DevdaxConfig.providerDevice(context.config());
         OnStart onStart = context.config().get(DevdaxConfig.ON_START);
-        long fileAlignment = DevdaxConfig.fileAlignment(context.config(), PageSize.get());
+        long fileAlignment = DevdaxConfig.fileAlignment(context.config());
 
         Device device = Device.open(libc, choice.alias(), choice.path(), true, sysfs);
         try {

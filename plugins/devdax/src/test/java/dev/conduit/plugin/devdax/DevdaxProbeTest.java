@@ -103,7 +103,7 @@ class DevdaxProbeTest {
     void aMalformedTableIsTheReason() {
         Availability availability = plugin().probe(TestContext.of("devdax.devices", "pmem0"));
         assertThat(availability.isAvailable()).isFalse();
-        assertThat(availability.reason()).contains("bad item 'pmem0'").contains("CONDUIT_DEVDAX_DEVICES");
+        assertThat(availability.reason()).contains("item 'pmem0' is not alias=/absolute/path").contains("CONDUIT_DEVDAX_DEVICES");
     }
 
     /**
@@ -117,16 +117,17 @@ class DevdaxProbeTest {
         Availability availability = plugin().probe(context);
         assertThat(availability.isAvailable()).isFalse();
         assertThat(availability.reason())
-                .startsWith("bad item 'pmem0=/dev/dax0.0\\0.img' in config key conduit.devdax.devices (CONDUIT_DEVDAX_DEVICES): ")
-                .contains("the path contains a NUL character")
-                .contains("expected alias=/absolute/path")
+                .startsWith("bad value 'pmem0=/dev/dax0.0\\0.img' for config key conduit.devdax.devices (CONDUIT_DEVDAX_DEVICES) "
+                        + "(from test configuration): ")
+                .contains("the path of item 'pmem0=/dev/dax0.0\\0.img' contains a NUL character")
+                .contains("expected a comma-separated list of alias=/absolute/path")
                 .doesNotContain("\0");
         assertThatThrownBy(() -> plugin().openMemoryProvider(context))
                 .isInstanceOf(ConfigException.class)
-                .hasMessageContaining("the path contains a NUL character");
+                .hasMessageContaining("contains a NUL character");
         assertThatThrownBy(() -> plugin().ipcImporter(context))
                 .isInstanceOf(ConfigException.class)
-                .hasMessageContaining("the path contains a NUL character");
+                .hasMessageContaining("contains a NUL character");
     }
 
     /** A {@code /dev/dax*} node found without a table: a link to {@code /dev/zero}, which the fixture sysfs calls device DAX. */

@@ -1,27 +1,28 @@
 package dev.conduit.plugin.memfd;
 
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.Config;
-import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 
 import java.time.Duration;
-import java.util.HashSet;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * The memfd plugin's configuration keys, and their values read into the forms the code uses.
  *
  * <p>Each side reads only its own keys: the provider {@link #ALLOWED_UIDS} and
- * {@link #SERVER_TIMEOUT}, the importer {@link #CONNECT_TIMEOUT}. A malformed producer-side key
- * therefore never stops a process from importing.
+ * {@link #SERVER_TIMEOUT}, the importer {@link #CONNECT_TIMEOUT}. Every key's value is checked
+ * when the {@code Conduit} is built, the uids of {@link #ALLOWED_UIDS} too.
  */
 final class MemfdConfig {
 
     /** How errors name the runtime's key for the shared directory. */
     static final String SHARED_DIR_KEY = "shared.dir (CONDUIT_SHARED_DIR)";
 
-    static final ConfigKey<List<String>> ALLOWED_UIDS = ConfigKey.list("memfd.allowed.uids", List.of(),
+    static final ConfigKey<List<String>> ALLOWED_UIDS = UserNamespace.uidListKey("memfd.allowed.uids",
             "Numeric user ids, besides the provider's own, whose processes may receive this provider's chunks "
                     + "(checked with SO_PEERCRED on every request). Empty: only the provider's own user. When set, the "
                     + "fd server's socket is made connectable by every user (0666 instead of 0600), so that the uid "
@@ -38,33 +39,11 @@ final class MemfdConfig {
 
     static final List<ConfigKey<?>> KEYS = List.of(ALLOWED_UIDS, SERVER_TIMEOUT, CONNECT_TIMEOUT);
 
-    /** {@code (uid_t) -1} means "no user" to the kernel, so it is not a uid anyone can be allowed as. */
-    private static final long MAX_UID = 0xFFFF_FFFEL;
-
     private MemfdConfig() {}
 
-    /**
-     * The uids of {@link #ALLOWED_UIDS}, as the unsigned 32-bit values {@code SO_PEERCRED} reports.
-     *
-     * @throws ConfigException naming the key and the item that is not a uid
-     */
+    /** The uids of {@link #ALLOWED_UIDS}, as the unsigned 32-bit values {@code SO_PEERCRED} reports. */
     static Set<Integer> allowedUids(Config config) {
-        Set<Integer> uids = new HashSet<>();
-        for (String item : config.get(ALLOWED_UIDS)) {
-            long uid;
-            try {
-                uid = Long.parseLong(item);
-            } catch (NumberFormatException e) {
-                uid = -1;
-            }
-            if (uid < 0 || uid > MAX_UID) {
-                throw new ConfigException("bad user id '" + item + "' in config key " + ALLOWED_UIDS.propertyName()
-                        + " (" + ALLOWED_UIDS.environmentName() + "): expected a comma-separated list of numeric user ids from 0 to "
-                        + MAX_UID + ", e.g. 1000,1001");
-            }
-            uids.add((int) uid);
-        }
-        return Set.copyOf(uids);
+        return Arrays.stream(UserNamespace.uids(config.get(ALLOWED_UIDS))).boxed().collect(Collectors.toUnmodifiableSet());
     }
 
     /** A key as errors name it: {@code memfd.connect.timeout (CONDUIT_MEMFD_CONNECT_TIMEOUT)}. */

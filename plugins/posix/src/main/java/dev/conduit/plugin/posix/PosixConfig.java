@@ -1,5 +1,6 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PluginContext;
@@ -27,14 +28,12 @@ final class PosixConfig {
                     + "that a container sees elsewhere. Each process sets its own view of it; handles carry only names "
                     + "relative to it. A tmpfs (such as /dev/shm) keeps chunks in memory; a disk file system writes them back.");
 
-    static final ConfigKey<List<String>> TRUSTED_UIDS = ConfigKey.list("posix.trusted.uids", List.of(),
+    static final ConfigKey<List<String>> TRUSTED_UIDS = UserNamespace.uidListKey("posix.trusted.uids",
             "User ids, besides this process's own, whose chunk files the importer may map (as this process sees them, "
                     + "in its user namespace), e.g. 1000,1001. A peer that can write a file it shares can also truncate "
                     + "it while mapped, so list only users you trust.");
 
     static final List<ConfigKey<?>> KEYS = List.of(DIR, TRUSTED_UIDS);
-
-    private static final long MAX_UID = 0xFFFF_FFFEL; // (uid_t) -1 means "no user" to the kernel
 
     private final Path directory;
     private final boolean dedicatedDirectory;
@@ -58,7 +57,7 @@ final class PosixConfig {
         Path directory = dedicated != null ? dedicated : context.sharedDirectory();
         String keys = dedicated != null ? describe(DIR)
                 : SHARED_DIR_KEY + " or " + describe(DIR);
-        return new PosixConfig(directory, dedicated != null, keys, parseUids(context.config().get(TRUSTED_UIDS)));
+        return new PosixConfig(directory, dedicated != null, keys, UserNamespace.uids(context.config().get(TRUSTED_UIDS)));
     }
 
     /** The directory of chunk files as this process sees it. */
@@ -92,25 +91,5 @@ final class PosixConfig {
 
     static String describe(ConfigKey<?> key) {
         return key.name() + " (" + key.environmentName() + ")";
-    }
-
-    private static int[] parseUids(List<String> values) {
-        int[] uids = new int[values.size()];
-        for (int i = 0; i < uids.length; i++) {
-            String value = values.get(i);
-            long uid;
-            try {
-                uid = Long.parseLong(value);
-            } catch (NumberFormatException e) {
-                uid = -1;
-            }
-            if (uid < 0 || uid > MAX_UID) {
-                throw new ConfigException("bad value '" + value + "' in config key " + TRUSTED_UIDS.propertyName() + " ("
-                        + TRUSTED_UIDS.environmentName() + "): expected numeric user ids from 0 to " + MAX_UID
-                        + ", comma-separated, e.g. 1000,1001 (names are not accepted: they differ between containers)");
-            }
-            uids[i] = (int) uid;
-        }
-        return uids;
     }
 }

@@ -58,10 +58,20 @@ final class VerbsConfig {
     /** The largest buffer: the wire-up carries it as a u32, and peers refuse one above it (WireFormat). */
     static final long MAX_BUFFER_SIZE = 1L << 30;
 
-    // Bounded by the key, so that a value above it fails the build naming the range, not only the first worker's transport.
+    // Bounded and checked by the key, so that a value out of range or not a multiple of 64 fails the build naming it, not
+    // only the first worker's transport (or never, on a host without RDMA devices).
     static final ConfigKey<Long> BUFFER_SIZE = ConfigKey.bytes("verbs.buffer.size", 8L << 10, 4L << 10, MAX_BUFFER_SIZE,
             "The size of each registered send and receive buffer, a multiple of 64: messages up to it (less a 24-byte "
-                    + "record header) take one SEND; larger ones are cut into several, reassembled by the receiver.");
+                    + "record header) take one SEND; larger ones are cut into several, reassembled by the receiver.")
+            .withCheck("a size in bytes from 4096 to " + MAX_BUFFER_SIZE + " and a multiple of " + BUFFER_ALIGNMENT + ", e.g. 8k",
+                    buffer -> {
+                        if (buffer % BUFFER_ALIGNMENT != 0) {
+                            long down = buffer / BUFFER_ALIGNMENT * BUFFER_ALIGNMENT;
+                            throw new IllegalArgumentException(buffer + " bytes is not a multiple of " + BUFFER_ALIGNMENT + " (each buffer "
+                                    + "starts a record with 8-byte fields, which must be aligned): such as " + down + " or "
+                                    + (down + BUFFER_ALIGNMENT));
+                        }
+                    });
 
     static final ConfigKey<Long> RECEIVE_BUFFERS = ConfigKey.integer("verbs.receive.buffers", 64, 2, 4096,
             "Receive buffers posted per inbound connection: the sender's credits. The largest message is this many "

@@ -136,15 +136,7 @@ final class VerbsTransport implements Transport {
         this.droppedByProtocol = new RepeatedWarning(logger, Duration.ofMinutes(1));
         this.libc = libc;
         var config = context.config();
-        long buffer = config.get(VerbsConfig.BUFFER_SIZE);
-        if (buffer % VerbsConfig.BUFFER_ALIGNMENT != 0) {
-            long down = buffer / VerbsConfig.BUFFER_ALIGNMENT * VerbsConfig.BUFFER_ALIGNMENT;
-            throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE) + " is " + buffer + " bytes, not a "
-                    + "multiple of " + VerbsConfig.BUFFER_ALIGNMENT + ": each buffer starts a record with 8-byte fields, which must be "
-                    + "aligned; set it to a multiple of " + VerbsConfig.BUFFER_ALIGNMENT + " such as " + down + " or "
-                    + (down + VerbsConfig.BUFFER_ALIGNMENT));
-        }
-        this.bufferSize = (int) buffer;
+        this.bufferSize = config.get(VerbsConfig.BUFFER_SIZE).intValue();
         this.receiveBuffers = config.get(VerbsConfig.RECEIVE_BUFFERS).intValue();
         this.sendBuffers = config.get(VerbsConfig.SEND_BUFFERS).intValue();
         this.wireupTimeoutMillis = Math.max(1, config.get(VerbsConfig.WIREUP_TIMEOUT).toMillis());

@@ -750,8 +750,9 @@ class LoopbackTransportTest {
     @Test
     void aBufferSizeThatIsNotAMultipleOf64IsRefusedNamingTheKeyAndTheRemedy() {
         // 4100: the second buffer's record would start at 4100 and its 8-byte total sit at 4116, not 8-byte aligned.
-        assertThatThrownBy(() -> peer("verbs.buffer.size", "4100")).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE) is 4100 bytes, not a multiple of 64")
+        assertThatThrownBy(() -> peer("verbs.buffer.size", "4100")).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("bad value '4100' for config key conduit.verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE)")
+                .hasMessageContaining("4100 bytes is not a multiple of 64")
                 .hasMessageContaining("such as 4096 or 4160");
         TestWorker a = peer("verbs.buffer.size", "4160");
         TestWorker b = peer("verbs.buffer.size", "4160");
