@@ -305,4 +305,18 @@ class ConfigurationTest {
             assertThat(first.selectedPlugins()).isEqualTo(second.selectedPlugins()).containsExactly("x");
         }
     }
+
+    /**
+     * A directory of plugin.path that no path can name (a NUL, which only the builder and a system property can set) fails the
+     * build as a malformed value, naming the key: until 2026-12-02 Path.of's InvalidPathException escaped the build unexplained.
+     */
+    @Test
+    void aPluginPathNoPathCanNameFailsTheBuildNamingTheKey() {
+        assertThatThrownBy(() -> isolated().set("plugin.path", "/opt/plugins" + java.io.File.pathSeparator + " /opt/a\0b ").build())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("bad value '/opt/plugins" + java.io.File.pathSeparator + " /opt/a\\0b ' for config key "
+                        + "conduit.plugin.path (CONDUIT_PLUGIN_PATH) (from the builder): directory '/opt/a\\0b' is no valid path (Nul "
+                        + "character not allowed); expected directories separated by '" + java.io.File.pathSeparator + "'")
+                .hasMessageNotContaining("\0");
+    }
 }

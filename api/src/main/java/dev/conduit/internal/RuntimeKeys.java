@@ -3,8 +3,11 @@ package dev.conduit.internal;
 import dev.conduit.internal.memory.RuntimePool;
 import dev.conduit.spi.ConfigKey;
 
+import java.io.File;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
 /** The configuration keys the runtime itself declares (plugins declare theirs). */
@@ -14,9 +17,11 @@ public final class RuntimeKeys {
             "Plugins to use, most preferred first (e.g. memfd,posix), or ^name,... to use every available plugin but those. "
                     + "Empty (the default): every available plugin, by priority.");
 
+    // Checked by the key, so that a directory no path can name (a NUL, which the builder can set) fails the build naming the key.
     public static final ConfigKey<String> PLUGIN_PATH = ConfigKey.string("plugin.path", null,
-            "Directories of plugin jars, separated by '" + java.io.File.pathSeparator + "'. In each, every sub-directory is one plugin "
-                    + "(its jars and their dependencies) and every jar at the top is a plugin on its own; each gets its own module layer.");
+            "Directories of plugin jars, separated by '" + File.pathSeparator + "'. In each, every sub-directory is one plugin "
+                    + "(its jars and their dependencies) and every jar at the top is a plugin on its own; each gets its own module layer.")
+            .withCheck("directories separated by '" + File.pathSeparator + "', e.g. /opt/conduit/plugins", RuntimeKeys::pluginDirectories);
 
     public static final ConfigKey<Path> SHARED_DIR = ConfigKey.path("shared.dir", Path.of("/dev/shm"),
             "This process's view of the directory shared with peers, where plugins publish files and sockets. "
@@ -45,5 +50,23 @@ public final class RuntimeKeys {
             THREAD_CONFINE, IPC_CACHE_BYTES, POOL_CHUNK_SIZE);
 
     private RuntimeKeys() {
+    }
+
+    /**
+     * The directories of a {@link #PLUGIN_PATH} value, blanks around each dropped, empty ones skipped.
+     *
+     * @throws IllegalArgumentException naming a directory that is no valid path, and why
+     */
+    public static List<Path> pluginDirectories(String pluginPath) {
+        List<Path> directories = new ArrayList<>();
+        for (String dir : pluginPath.split(File.pathSeparator)) {
+            if (dir.isBlank()) continue;
+            try {
+                directories.add(Path.of(dir.trim()));
+            } catch (InvalidPathException e) {
+                throw new IllegalArgumentException("directory '" + dir.trim() + "' is no valid path (" + e.getReason() + ")");
+            }
+        }
+        return directories;
     }
 }

@@ -14,7 +14,6 @@ import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.Version;
 
-import java.io.File;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -68,10 +67,8 @@ public final class PluginRegistry {
         if (settings.discover()) {
             candidates.addAll(ServiceDiscovery.discover(settings.classLoader()));
         }
-        if (pluginPath != null && !pluginPath.isBlank()) {
-            for (String dir : pluginPath.split(File.pathSeparator)) {
-                if (!dir.isBlank()) candidates.addAll(PluginDirectory.load(Path.of(dir.trim())));
-            }
+        if (pluginPath != null) {
+            for (Path dir : RuntimeKeys.pluginDirectories(pluginPath)) candidates.addAll(PluginDirectory.load(dir));
         }
         List<PluginRecord> records = new ArrayList<>();
         for (Candidate c : candidates) records.add(validate(c));
