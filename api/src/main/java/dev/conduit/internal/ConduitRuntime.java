@@ -62,6 +62,7 @@ public final class ConduitRuntime implements Conduit {
         PluginRegistry.declareKeys(records, config);
         config.rejectUnknownBuilderKeys();
         config.validate();
+        PluginRegistry.checkConfig(records, config);
         for (String warning : config.unknownSettingWarnings()) {
             LOG.log(System.Logger.Level.WARNING, warning);
         }

@@ -76,4 +76,17 @@ class PluginConfigChecksTest {
         assertThat(check).startsWith(head.formatted("4100")).contains("; " + tail);
         assertThat(parse.substring(parse.indexOf(tail))).isEqualTo(check.substring(check.indexOf(tail)));
     }
+
+    /**
+     * A rule between two keys, checked by the plugin's checkConfig when the Conduit is built, fails it in the same form, also in a
+     * process that only imports (where until 2026-12-02 nothing read devdax.device at all).
+     */
+    @Test
+    void aDevdaxDeviceThatIsNotInTheTableFailsTheBuild() {
+        ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class, () -> Loading.isolatedBuilder()
+                .set("devdax.devices", "pmem0=/dev/dax0.0").set("devdax.device", "pmem1").build().close());
+        assertThat(e.getMessage()).startsWith("bad value 'pmem1' for config key conduit.devdax.device (CONDUIT_DEVDAX_DEVICE) (from "
+                + "the builder): alias 'pmem1' is not in devdax.devices (CONDUIT_DEVDAX_DEVICES) [pmem0]: add it there as "
+                + "pmem1=/dev/daxX.Y, or choose one of the listed aliases; expected any text. ");
+    }
 }

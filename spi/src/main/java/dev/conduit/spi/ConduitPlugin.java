@@ -89,6 +89,20 @@ public interface ConduitPlugin {
     }
 
     /**
+     * Checks rules between this plugin's keys that no one key can ({@link ConfigKey#withCheck}
+     * checks a value alone), such as "devdax.device names an alias of devdax.devices". The runtime
+     * calls it when the {@code Conduit} is built, after every key has parsed, for every plugin whose
+     * keys it declared, whether or not the plugin is then probed or used, so that a bad
+     * combination fails the build, not the first open. It must only read {@code config}. A
+     * {@link ConfigException} fails the build: make it with {@link ConfigKey#badValue} and
+     * {@link Config#sourceOf}, so it names key, variable, value, source, the other key and the
+     * remedy; any other exception marks the plugin {@code BROKEN}. The default checks nothing.
+     * Since SPI 1.1.
+     */
+    default void checkConfig(Config config) {
+    }
+
+    /**
      * Preference among available plugins when the user names none ({@code CONDUIT_TRANSPORTS}
      * unset): higher first. Shared-memory transports use 100..199, cross-host ones 0..99.
      */

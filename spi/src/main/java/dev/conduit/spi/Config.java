@@ -15,4 +15,14 @@ public interface Config {
 
     /** The value of {@code key} from the strongest source that sets it, or its default. */
     <T> T get(ConfigKey<T> key);
+
+    /**
+     * Where the value of {@code key} in force comes from, as an error names it: "the builder",
+     * "system property conduit.x.y", "environment variable CONDUIT_X_Y" or "the default"; for
+     * {@link ConfigKey#badValue}. The runtime's configuration says; this default, for a
+     * configuration made elsewhere (a plugin's tests), says "the configuration". Since SPI 1.1.
+     */
+    default String sourceOf(ConfigKey<?> key) {
+        return "the configuration";
+    }
 }

@@ -72,7 +72,7 @@ public final class ConfigKey<T> {
      * {@link IllegalArgumentException}; its message, if any, says what is wrong with it ("item 'bob'
      * is not a number") and goes into the error before the expected form, so it must not carry more
      * than the value holds. It is not run on the default, which must meet the rule. It sees this
-     * key's value alone: a rule between two keys is checked where the plugin reads them. Since SPI 1.1.
+     * key's value alone: a rule between keys belongs in {@link ConduitPlugin#checkConfig}. Since SPI 1.1.
      *
      * @param expectedForm the accepted form with the rule, replacing this key's, e.g. "a size in
      *                     bytes from 4096 to 1073741824 and a multiple of 64, e.g. 8k"
@@ -228,6 +228,19 @@ public final class ConfigKey<T> {
             throw bad(raw, source, e instanceof IllegalArgumentException && e.getMessage() != null ? e.getMessage() + "; " : "");
         }
         return value;
+    }
+
+    /**
+     * The error {@link #parse} throws for a bad value, for a rule between keys that
+     * {@link ConduitPlugin#checkConfig} refuses: "bad value '{@code value}' for config key
+     * conduit.x.y (CONDUIT_X_Y) (from {@code source}): {@code reason}; expected ... ". Since SPI 1.1.
+     *
+     * @param value  the value as set (or as a key reads it back)
+     * @param source where it comes from, {@link Config#sourceOf}
+     * @param reason what is wrong with it, naming the other key and the remedy
+     */
+    public ConfigException badValue(String value, String source, String reason) {
+        return bad(value, source, reason + "; ");
     }
 
     private ConfigException bad(String raw, String source, String reason) {

@@ -91,6 +91,11 @@ public record TestContext(Map<String, String> values, Path sharedDirectory, Syst
                 String raw = values.get(key.name());
                 return raw == null ? key.defaultValue() : key.parse(raw, "test configuration");
             }
+
+            @Override
+            public String sourceOf(ConfigKey<?> key) {
+                return values.containsKey(key.name()) ? "test configuration" : "the default";
+            }
         };
     }
 

@@ -100,6 +100,7 @@ public final class ConfigResolver implements Config {
      * "the builder", "system property conduit.transports", "environment variable
      * CONDUIT_TRANSPORTS" or "the default".
      */
+    @Override
     public String sourceOf(ConfigKey<?> key) {
         Raw raw = raw(key);
         return describe(raw == null ? Source.DEFAULT : raw.source(), key);

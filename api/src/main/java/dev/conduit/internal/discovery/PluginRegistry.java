@@ -224,6 +224,25 @@ public final class PluginRegistry {
     }
 
     /**
+     * Runs each candidate's {@link ConduitPlugin#checkConfig}, once every key has parsed: a rule
+     * between a plugin's keys fails the build, also for a plugin {@code transports} leaves out. A
+     * check that throws anything but a {@link ConfigException} breaks only its plugin.
+     */
+    public static void checkConfig(List<PluginRecord> records, ConfigResolver config) {
+        for (PluginRecord r : records) {
+            if (!r.isCandidate()) continue;
+            try {
+                r.plugin.checkConfig(config);
+            } catch (ConfigException e) {
+                throw e;
+            } catch (RuntimeException e) {
+                r.status = Status.BROKEN;
+                r.reason = "checking its configuration failed: " + ServiceDiscovery.describe(e);
+            }
+        }
+    }
+
+    /**
      * Applies {@code transports} (preference order, {@code ^name} exclusion, or unset: every available
      * plugin by priority), probes the candidates it leaves in at once, each bounded by {@code timeout},
      * and selects those that are available. A plugin left out is never probed.

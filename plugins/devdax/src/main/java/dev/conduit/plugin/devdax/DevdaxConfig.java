@@ -117,13 +117,24 @@ final class DevdaxConfig {
             Map.Entry<String, Path> only = table.entrySet().iterator().next();
             return new DeviceChoice(only.getKey(), only.getValue(), DEVICES.name());
         }
-        Path path = table.get(alias.trim());
-        if (path == null) {
-            throw new ConfigException("config key " + DEVICE.propertyName() + " (" + DEVICE.environmentName() + ") names alias '"
-                    + alias + "', which is not in " + describe(DEVICES) + " " + table.keySet()
-                    + ": add it there as " + alias + "=/dev/daxX.Y, or choose one of the listed aliases");
+        checkDeviceInTable(config);
+        return new DeviceChoice(alias.trim(), table.get(alias.trim()), DEVICE.name());
+    }
+
+    /**
+     * Refuses a {@link #DEVICE} that names no alias of {@link #DEVICES}: also in a process that only
+     * imports, as the {@code Conduit}'s build checks it ({@link DevdaxPlugin#checkConfig}).
+     *
+     * @throws ConfigException naming both keys, the alias, its source and the remedy
+     */
+    static void checkDeviceInTable(Config config) {
+        String alias = config.get(DEVICE);
+        if (alias == null || alias.isBlank()) return;
+        Map<String, Path> table = deviceTable(config);
+        if (!table.containsKey(alias.trim())) {
+            throw DEVICE.badValue(alias, config.sourceOf(DEVICE), "alias '" + alias.trim() + "' is not in " + describe(DEVICES) + " "
+                    + table.keySet() + ": add it there as " + alias.trim() + "=/dev/daxX.Y, or choose one of the listed aliases");
         }
-        return new DeviceChoice(alias.trim(), path, DEVICE.name());
     }
 
     /** {@link #FILE_ALIGN} (checked against this host's page size when it was read). */

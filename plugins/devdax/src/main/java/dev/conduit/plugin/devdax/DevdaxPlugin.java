@@ -3,6 +3,7 @@ package dev.conduit.plugin.devdax;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.Config;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.IpcImporter;
@@ -111,6 +112,12 @@ public final class DevdaxPlugin implements ConduitPlugin {
     @Override
     public List<ConfigKey<?>> configKeys() {
         return DevdaxConfig.KEYS;
+    }
+
+    /** The provider's device must be in the table: a rule between two keys, checked when the Conduit is built. */
+    @Override
+    public void checkConfig(Config config) {
+        DevdaxConfig.checkDeviceInTable(config);
     }
 
     @Override

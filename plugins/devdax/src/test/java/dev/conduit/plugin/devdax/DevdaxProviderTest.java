@@ -469,7 +469,8 @@ class DevdaxProviderTest {
                 .hasMessageContaining("devdax.device (CONDUIT_DEVDAX_DEVICE)");
         assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of("devdax.devices", table, "devdax.device", "pmem-c")))
                 .isInstanceOf(ConfigException.class)
-                .hasMessageContaining("names alias 'pmem-c', which is not in devdax.devices");
+                .hasMessageStartingWith("bad value 'pmem-c' for config key conduit.devdax.device (CONDUIT_DEVDAX_DEVICE) (from test "
+                        + "configuration): alias 'pmem-c' is not in devdax.devices (CONDUIT_DEVDAX_DEVICES) [pmem-a, pmem-b]");
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of("devdax.devices", table, "devdax.device", "pmem-b"))) {
             assertThat(DevdaxPayload.decode(Fixtures.reader(provider.export(provider.allocate(UNIT)))).alias()).isEqualTo("pmem-b");
             assertThat(Fixtures.descriptorsOn(b)).isEqualTo(1);
