@@ -69,6 +69,8 @@ class ShmTransportTest {
         final List<Integer> ids = new ArrayList<>();
         final List<byte[]> headers = new ArrayList<>();
         final List<byte[]> payloads = new ArrayList<>();
+        /** Runs before each delivery, on the thread delivering: a test can hold a progress() inside its call here. */
+        java.util.function.IntConsumer beforeEach = id -> { };
 
         @Override
         public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
@@ -76,6 +78,7 @@ class ShmTransportTest {
             if (!headerBuffer.isReadOnly() || !payloadBuffer.isReadOnly()) {
                 throw new AssertionError("the transport delivered from writable memory: handlers could write its rings");
             }
+            beforeEach.accept(id);
             ids.add(id);
             headers.add(headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE));
             payloads.add(payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE));
@@ -1349,27 +1352,22 @@ class ShmTransportTest {
      * found that connection gone when it came to it. It forgot it again, unguarded
      * ({@code forget(null)}), and threw a NullPointerException after releasing everything else, as
      * the failure of the whole close. Here the close waits while it unmaps the first connection's
-     * ring; progress, whose lease check of a new sender waited for the close to start, then reads
-     * both senders' CLOSE records.
+     * ring; progress, held in the handler of a message until the close is under way, then reads
+     * both senders' CLOSE records. (The hold was first a new sender's lease check; since a CONNECT's
+     * connection is handed over under the lock the close holds while it forgets connections, that
+     * progress waits for the close, and the test waited for both.) Every wait is bounded, so that a
+     * change that makes the two wait for each other fails the test instead of hanging the suite.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aCloseThatFindsAConnectionProgressForgotMeanwhileThrowsNothing() throws Exception {
-        CountDownLatch inLeaseCheck = new CountDownLatch(1);
-        CountDownLatch leaseCheckReleased = new CountDownLatch(1);
+        CountDownLatch inHandler = new CountDownLatch(1);
         CountDownLatch unmapping = new CountDownLatch(1);
         CountDownLatch unmapReleased = new CountDownLatch(1);
-        AtomicBoolean armed = new AtomicBoolean();
         AtomicBoolean firstUnmapOfTheClose = new AtomicBoolean(true);
         Thread[] closer = new Thread[1];
-        // The new sender's lease check (fstat) waits until the close is under way.
-        Libc transportLibc = FailingLibc.waitingIn("fstat", args -> {
-            if (!armed.compareAndSet(true, false)) return false;
-            inLeaseCheck.countDown();
-            return true;
-        }, leaseCheckReleased);
         Received received = new Received();
-        Transport receiver = receiverWith(received, transportLibc, Linux.libc(), posix -> (payload, chunkLength) -> {
+        Transport receiver = receiverWith(received, posix -> (payload, chunkLength) -> {
             dev.conduit.spi.ChunkMapping ring = posix.map(payload, chunkLength);
             return new dev.conduit.spi.ChunkMapping() {
                 @Override
@@ -1387,11 +1385,7 @@ class ShmTransportTest {
                     // The close's first unmap, of whichever connection it forgets first, waits for progress to forget the other.
                     if (Thread.currentThread() == closer[0] && firstUnmapOfTheClose.getAndSet(false)) {
                         unmapping.countDown();
-                        try {
-                            unmapReleased.await();
-                        } catch (InterruptedException e) {
-                            throw new AssertionError(e);
-                        }
+                        awaitBounded(unmapReleased, "progress to forget the other connection");
                     }
                     ring.close();
                 }
@@ -1404,11 +1398,19 @@ class ShmTransportTest {
             receive(receiver, received, id);
             withRings.add(ep);
         }
-        assertThat(received.ids).containsExactly(1, 2);
-        // A new sender's CONNECT, then both ring holders' CLOSE records behind it.
-        assertThat(connect(transport(new Received()), receiver, cause -> { }).trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        TransportEndpoint third = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(third.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        receive(receiver, received, 3);
+        assertThat(received.ids).containsExactly(1, 2, 3);
+        // A message whose handler holds progress until the close is under way, then both ring holders' CLOSE records.
+        assertThat(third.trySend(4, MemorySegment.NULL, bytes(8, 4))).isTrue();
         for (TransportEndpoint ep : withRings) ep.close();
-        armed.set(true);
+        received.beforeEach = id -> {
+            if (id == 4) {
+                inHandler.countDown();
+                awaitBounded(unmapping, "the close to reach its first unmap");
+            }
+        };
         Thread progress = Thread.ofPlatform().start(() -> {
             try {
                 receiver.progress();
@@ -1416,7 +1418,7 @@ class ShmTransportTest {
                 // A forced close's call under way may fail; what counts is the close's own outcome.
             }
         });
-        inLeaseCheck.await();
+        awaitBounded(inHandler, "progress to deliver message 4");
         java.util.concurrent.atomic.AtomicReference<Throwable> closeFailure = new java.util.concurrent.atomic.AtomicReference<>();
         closer[0] = Thread.ofPlatform().unstarted(() -> {
             try {
@@ -1426,12 +1428,20 @@ class ShmTransportTest {
             }
         });
         closer[0].start();
-        unmapping.await();
-        leaseCheckReleased.countDown();
-        progress.join();
+        progress.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(progress.isAlive()).as("progress, past the close's first unmap, still inside its call").isFalse();
         unmapReleased.countDown();
-        closer[0].join();
+        closer[0].join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(closer[0].isAlive()).as("the close still running").isFalse();
         assertThat(closeFailure.get()).as("the close's failure").isNull();
+    }
+
+    private static void awaitBounded(CountDownLatch latch, String what) {
+        try {
+            if (!latch.await(30, TimeUnit.SECONDS)) throw new AssertionError("waited 30 s for " + what);
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
     }
 
     /**
