@@ -171,7 +171,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
                 + "its bounds and close checks");
     }
 
-    /** A copy on the heap of this JVM, independent of the region. */
+    /** A copy in native memory of this JVM that the garbage collector frees (an automatic arena), independent of the region. */
     @Override
     public SegmentBytesStore copy() {
         MemorySegment source = m();
