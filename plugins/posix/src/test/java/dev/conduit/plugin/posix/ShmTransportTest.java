@@ -1302,32 +1302,17 @@ class ShmTransportTest {
         CountDownLatch closed = new CountDownLatch(1);
         // The adoption's first look at the mapping (BounceRing.attach) waits for the close.
         Transport receiver = receiverWith(new Received(), posix -> (payload, chunkLength) -> {
-            dev.conduit.spi.ChunkMapping ring = posix.map(payload, chunkLength);
             AtomicBoolean first = new AtomicBoolean(true);
-            return new dev.conduit.spi.ChunkMapping() {
-                @Override
-                public MemorySegment segment() {
-                    if (first.getAndSet(false)) {
-                        adopting.countDown();
-                        try {
-                            closed.await();
-                        } catch (InterruptedException e) {
-                            throw new AssertionError(e);
-                        }
+            return hooked(posix.map(payload, chunkLength), () -> {
+                if (first.getAndSet(false)) {
+                    adopting.countDown();
+                    try {
+                        closed.await();
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
                     }
-                    return ring.segment();
                 }
-
-                @Override
-                public boolean mayFault() {
-                    return ring.mayFault();
-                }
-
-                @Override
-                public void close() {
-                    ring.close();
-                }
-            };
+            }, () -> { });
         });
         Transport sender = transport(new Received());
         assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
@@ -1368,28 +1353,13 @@ class ShmTransportTest {
         Thread[] closer = new Thread[1];
         Received received = new Received();
         Transport receiver = receiverWith(received, posix -> (payload, chunkLength) -> {
-            dev.conduit.spi.ChunkMapping ring = posix.map(payload, chunkLength);
-            return new dev.conduit.spi.ChunkMapping() {
-                @Override
-                public MemorySegment segment() {
-                    return ring.segment();
+            return hooked(posix.map(payload, chunkLength), () -> { }, () -> {
+                // The close's first unmap, of whichever connection it forgets first, waits for progress to forget the other.
+                if (Thread.currentThread() == closer[0] && firstUnmapOfTheClose.getAndSet(false)) {
+                    unmapping.countDown();
+                    awaitBounded(unmapReleased, "progress to forget the other connection");
                 }
-
-                @Override
-                public boolean mayFault() {
-                    return ring.mayFault();
-                }
-
-                @Override
-                public void close() {
-                    // The close's first unmap, of whichever connection it forgets first, waits for progress to forget the other.
-                    if (Thread.currentThread() == closer[0] && firstUnmapOfTheClose.getAndSet(false)) {
-                        unmapping.countDown();
-                        awaitBounded(unmapReleased, "progress to forget the other connection");
-                    }
-                    ring.close();
-                }
-            };
+            });
         }, "posix.liveness.interval", "1h");
         List<TransportEndpoint> withRings = new ArrayList<>();
         for (int id = 1; id <= 2; id++) {
@@ -1434,6 +1404,28 @@ class ShmTransportTest {
         closer[0].join(TimeUnit.SECONDS.toMillis(30));
         assertThat(closer[0].isAlive()).as("the close still running").isFalse();
         assertThat(closeFailure.get()).as("the close's failure").isNull();
+    }
+
+    /** {@code ring}, running {@code beforeSegment} before each look at its memory and {@code beforeClose} before its unmap. */
+    private static dev.conduit.spi.ChunkMapping hooked(dev.conduit.spi.ChunkMapping ring, Runnable beforeSegment, Runnable beforeClose) {
+        return new dev.conduit.spi.ChunkMapping() {
+            @Override
+            public MemorySegment segment() {
+                beforeSegment.run();
+                return ring.segment();
+            }
+
+            @Override
+            public boolean mayFault() {
+                return ring.mayFault();
+            }
+
+            @Override
+            public void close() {
+                beforeClose.run();
+                ring.close();
+            }
+        };
     }
 
     private static void awaitBounded(CountDownLatch latch, String what) {
