@@ -730,8 +730,10 @@ final class ShmEndpoint implements TransportEndpoint {
             if (bounce == null || failure != null) return false;
             boolean readPast = peerReadPastLastLarge();
             return !readPast && !bounce.drained() && !peer.isClosing() && peerLease.ownerAlive();
-        } catch (InternalError fault) {
-            return false; // a mapping is gone: nothing can be read any more
+        } catch (InternalError | IllegalStateException gone) {
+            // A mapping is gone: nothing can be read any more. Unmapped (IllegalStateException) when the owner's thread released
+            // this endpoint while its worker's close, forced from another thread, waits here: which must not end that close.
+            return false;
         }
     }
 
@@ -790,8 +792,13 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private void release() {
-        if (released) return;
-        released = true;
+        synchronized (transport.handOff) {
+            // The owner's thread (a close, a check that found the peer gone) and a close of the worker forced from another
+            // thread may both come here: one releases, once (a second unmap, or close of the lease's descriptor, could hit
+            // what the process mapped or opened since under the same address or number).
+            if (released) return;
+            released = true;
+        }
         if (inConnectWait) {
             inConnectWait = false;
             transport.leaveConnectWait();
@@ -865,8 +872,8 @@ final class ShmEndpoint implements TransportEndpoint {
         if (failure != null || !connectSent) return 0;
         try {
             return peer.refusalOf(connection);
-        } catch (InternalError fault) {
-            return 0; // the peer's queue is gone: nothing to read
+        } catch (InternalError | IllegalStateException gone) {
+            return 0; // the peer's queue is gone (or unmapped by the owner's release, under a forced close): nothing to read
         }
     }
 

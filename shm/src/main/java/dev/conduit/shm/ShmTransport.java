@@ -182,6 +182,12 @@ public final class ShmTransport implements Transport {
     private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
     /**
+     * The endpoints as a liveness check walks them: a copy made holding {@link #handOff}, since a
+     * check releases some and a close forced from another thread releases them all; kept, so that
+     * a check allocates nothing.
+     */
+    private ShmEndpoint[] checking = new ShmEndpoint[16];
+    /**
      * The connection ids a new connection must not take ({@link OwnerLease#newConnectionId}): those
      * of this worker's endpoints, open or closing, until they are released. A released endpoint's
      * receiver may not have read its CLOSE yet, but reads it before any later record of that id: an
@@ -262,7 +268,7 @@ public final class ShmTransport implements Transport {
      * ring is mapped. What this does not cover is said under "Closed from another thread" in the
      * class's javadoc.
      */
-    private final Object handOff = new Object();
+    final Object handOff = new Object();
     /** Tests only: run on the owner's thread as a ring mapping is about to start, before its hand-off (a test holds it there). */
     Runnable beforeRingMapping;
 
@@ -1170,9 +1176,16 @@ public final class ShmTransport implements Transport {
     private int checkPeers(long now) {
         checkQueueHeader();
         int events = 0;
-        // Backwards: an endpoint whose peer was found gone at an earlier check releases itself here, and leaves the list.
-        for (int i = endpoints.size() - 1; i >= 0; i--) {
-            if (endpoints.get(i).checkPeer(now)) events++;
+        int n;
+        synchronized (handOff) { // a close forced from another thread releases endpoints, and so changes the list
+            n = endpoints.size();
+            if (checking.length < n) checking = new ShmEndpoint[Math.max(n, 2 * checking.length)];
+            for (int i = 0; i < n; i++) checking[i] = endpoints.get(i);
+        }
+        for (int i = 0; i < n; i++) {
+            ShmEndpoint ep = checking[i];
+            checking[i] = null;
+            if (ep.checkPeer(now)) events++; // one whose peer was found gone at an earlier check releases itself here
         }
         if (events > 0) {
             reclaimDue = true;
@@ -1296,10 +1309,17 @@ public final class ShmTransport implements Transport {
         closesAwaitingConnect--;
     }
 
+    /**
+     * Moves a closed endpoint whose peer still needs something of it to {@link #closing}, in one
+     * step under {@link #handOff}: a close forced from another thread that lists both lists finds
+     * it in one of them (between the two, it found it in neither, and released nothing of it).
+     */
     void closing(ShmEndpoint endpoint) {
-        endpoints.remove(endpoint);
         finishCloses();
-        closing.add(endpoint);
+        synchronized (handOff) {
+            endpoints.remove(endpoint);
+            closing.add(endpoint);
+        }
     }
 
     /**
@@ -1308,7 +1328,11 @@ public final class ShmTransport implements Transport {
      */
     private void finishCloses() {
         if (closing.isEmpty()) return;
-        for (ShmEndpoint ep : List.copyOf(closing)) {
+        List<ShmEndpoint> unfinished;
+        synchronized (handOff) { // which a close forced from another thread changes as it releases endpoints
+            unfinished = List.copyOf(closing);
+        }
+        for (ShmEndpoint ep : unfinished) {
             try {
                 ep.finishClose();
             } catch (RuntimeException e) {
@@ -1322,9 +1346,11 @@ public final class ShmTransport implements Transport {
      * it was released without a CLOSE while its receiver may live (see {@link #connectionsInUse}).
      */
     void released(ShmEndpoint endpoint, boolean receiverMayKeepIt) {
-        endpoints.remove(endpoint);
-        closing.remove(endpoint);
-        if (!receiverMayKeepIt) connectionsInUse.remove(endpoint.connection());
+        synchronized (handOff) { // an endpoint's release may be the owner's or a forced close's (ShmEndpoint#release)
+            endpoints.remove(endpoint);
+            closing.remove(endpoint);
+            if (!receiverMayKeepIt) connectionsInUse.remove(endpoint.connection());
+        }
     }
 
     System.Logger logger() {
@@ -1457,11 +1483,15 @@ public final class ShmTransport implements Transport {
 
     @Override
     public void close() {
+        List<ShmEndpoint> remaining;
         synchronized (handOff) {
             if (closed) return;
             // From here the owner's thread, if a forced close runs past it, hands nothing more over (handOff): what it
-            // handed over before, this close sees below and releases.
+            // handed over before, this close sees below and releases. No endpoint is added from here on, and one that
+            // moves between the lists moves in one step (closing).
             closed = true;
+            remaining = new ArrayList<>(endpoints);
+            remaining.addAll(closing);
         }
         long deadline = System.nanoTime() + heartbeatNanos;
         RuntimeException failure = null;
@@ -1472,8 +1502,6 @@ public final class ShmTransport implements Transport {
         }
         // No ring is mapped from now on; one under way is waited for below, within the same bound as the peers.
         if (ringMapper != null) ringMapper.shutdown();
-        List<ShmEndpoint> remaining = new ArrayList<>(endpoints);
-        remaining.addAll(closing);
         awaitPeersReading(remaining, deadline);
         int refused = 0;
         for (ShmEndpoint ep : remaining) {

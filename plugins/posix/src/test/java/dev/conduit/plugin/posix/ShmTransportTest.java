@@ -1480,6 +1480,119 @@ class ShmTransportTest {
     }
 
     /**
+     * A close from another thread that lists the worker's endpoints while the owner, inside an
+     * endpoint's close, moves it from the open endpoints to the closing ones (its peer has not read
+     * its large message yet): the owner finished another close between the two steps, and the
+     * close found the endpoint in neither list, so nothing released it: its mapping of the peer's
+     * queue and its watch of the peer's lease (a descriptor) stayed for the life of the process.
+     * Here the owner is held in that other close's unmap of its own peer's queue. The move is one
+     * step now, under the lock the close lists the endpoints with; every wait is bounded.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileAnEndpointCloseMovesItReleasesItsMappingAndDescriptor() throws Exception {
+        CountDownLatch unmapping = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        Received first = new Received();
+        Transport firstPeer = transport(first);
+        Transport secondPeer = transport(new Received());
+        AtomicInteger imports = new AtomicInteger();
+        // The first peer's queue, as the sender maps it: its unmap, once armed, waits for the sender's close.
+        Transport sender = receiverWith(new Received(), posix -> (payload, chunkLength) -> {
+            boolean firstPeersQueue = imports.getAndIncrement() == 0;
+            return hooked(posix.map(payload, chunkLength), () -> { }, () -> {
+                if (firstPeersQueue && armed.getAndSet(false)) {
+                    unmapping.countDown();
+                    awaitBounded(closed, "the sender's close");
+                }
+            });
+        }, "posix.heartbeat.timeout", "200ms");
+        TransportEndpoint toFirst = connect(sender, firstPeer, cause -> { });
+        TransportEndpoint toSecond = connect(sender, secondPeer, cause -> { });
+        assertThat(toFirst.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        assertThat(toSecond.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        toFirst.close(); // waits for the first peer to read its large message
+        receive(firstPeer, first, 1);
+        assertThat(first.ids).containsExactly(1);
+        armed.set(true);
+        AtomicReference<Throwable> ownerFailure = new AtomicReference<>();
+        // The owner closes the second endpoint (its peer reads nothing), and on the way finishes the first one's close.
+        Thread owner = Thread.ofPlatform().start(() -> {
+            try {
+                toSecond.close();
+            } catch (Throwable e) {
+                ownerFailure.set(e);
+            }
+        });
+        awaitBounded(unmapping, "the owner to finish the first endpoint's close");
+        sender.close();
+        closed.countDown();
+        owner.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(owner.isAlive()).as("the owner still inside the endpoint's close").isFalse();
+        firstPeer.close();
+        secondPeer.close();
+        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once all workers closed").isZero();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once all workers closed").isZero();
+        assertThat(ownerFailure.get()).as("the endpoint's close").isNull();
+    }
+
+    /**
+     * A close from another thread that runs while the owner releases a closed endpoint whose peer
+     * has gone (a liveness check finishing the endpoint's close), its bounce ring freed and its
+     * mapping of the peer's queue not yet: the close, waiting for its endpoints' peers to read
+     * their large messages, looked at the freed ring and failed with the JDK's "Already closed",
+     * before it had released anything of its own (its queue, its provider's chunks, its lease and
+     * directory), which stayed for the life of the process. It now takes a ring or queue released
+     * under it for nothing left to wait for. Here the owner is held in that release's unmap of the
+     * peer's queue; every wait is bounded.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileTheOwnerReleasesAnEndpointWhosePeerIsGoneReleasesEverything() throws Exception {
+        CountDownLatch unmapping = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        Transport peer = transport(new Received());
+        // The peer's queue, as the sender maps it: its unmap, once armed, waits for the sender's close.
+        Transport sender = receiverWith(new Received(), posix -> (payload, chunkLength) -> hooked(posix.map(payload, chunkLength),
+                () -> { }, () -> {
+                    if (armed.getAndSet(false)) {
+                        unmapping.countDown();
+                        awaitBounded(closed, "the sender's close");
+                    }
+                }), "posix.liveness.interval", "1ms");
+        TransportEndpoint ep = connect(sender, peer, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        ep.close(); // waits for the peer to read its large message, which it never does
+        peer.close();
+        armed.set(true);
+        AtomicReference<Throwable> ownerFailure = new AtomicReference<>();
+        // The owner's liveness check finds the peer gone and releases the endpoint.
+        Thread owner = Thread.ofPlatform().start(() -> {
+            try {
+                for (int i = 0; i < 1_000_000 && armed.get(); i++) progressOrPause(sender);
+            } catch (Throwable e) {
+                ownerFailure.set(e);
+            }
+        });
+        awaitBounded(unmapping, "the owner to release the endpoint");
+        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+        try {
+            sender.close();
+        } catch (Throwable e) {
+            closeFailure.set(e);
+        }
+        closed.countDown();
+        owner.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(owner.isAlive()).as("the owner still inside its call").isFalse();
+        assertThat(closeFailure.get()).as("the close's failure").isNull();
+        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+        assertThat(ownerFailure.get()).as("the owner's call").isNull();
+    }
+
+    /**
      * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
      * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
      * the close.
