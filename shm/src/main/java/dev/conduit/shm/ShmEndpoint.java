@@ -321,7 +321,16 @@ final class ShmEndpoint implements TransportEndpoint {
             // Formatting is the first touch of the ring's header page: on a full tmpfs (another process took the space the
             // provider found free) or a file truncated under it, that faults, and compiled code gets the fault later.
             transport.libc().deliverPendingFaults();
-            bounceChunk = chunk;
+            synchronized (transport.handOff) {
+                // Released meanwhile by its worker's close, forced from another thread: that release freed no ring, so this
+                // one is freed below (if the worker's close has freed the provider already, which frees every chunk, the
+                // provider refuses or ignores the free) and the send fails as after any close.
+                if (!released) {
+                    bounceChunk = chunk;
+                    return;
+                }
+            }
+            throw transport.closedError();
         } catch (RuntimeException | InternalError e) {
             bounce = null;
             try {

@@ -1449,7 +1449,7 @@ public final class ShmTransport implements Transport {
         if (queueDamaged != null) throw new ConduitException(queueDamaged);
     }
 
-    private IllegalStateException closedError() {
+    IllegalStateException closedError() {
         return new IllegalStateException(plugin + " transport is closed");
     }
 

@@ -713,9 +713,15 @@ class ShmTransportTest {
 
     private Transport receiverWith(Received received, Libc transportLibc, Libc importerLibc, UnaryOperator<IpcImporter> importer,
                                    String... keyValues) {
+        return transportWith(received, transportLibc, importerLibc, importer, provider -> provider, keyValues);
+    }
+
+    /** A transport whose memory provider is {@code provider} applied to the posix one. */
+    private Transport transportWith(Received received, Libc transportLibc, Libc importerLibc, UnaryOperator<IpcImporter> importer,
+                                    UnaryOperator<MemoryProvider> provider, String... keyValues) {
         TransportContext context = TestContext.of(shared, keyValues).forTransport(ThreadMode.SERIALIZED, received);
         Transport t = new ShmTransport("posix", transportLibc, context, ShmTransportConfig.read(context.config(), "posix"),
-                new PosixPlugin().openMemoryProvider(context),
+                provider.apply(new PosixPlugin().openMemoryProvider(context)),
                 importer.apply(new PosixImporter(importerLibc, PosixConfig.of(context), false)));
         open.add(t);
         return t;
@@ -1590,6 +1596,86 @@ class ShmTransportTest {
         assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
         assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
         assertThat(ownerFailure.get()).as("the owner's call").isNull();
+    }
+
+    /**
+     * A close from another thread that runs while the owner, in a first large send, creates the
+     * endpoint's bounce ring: the close released the endpoint before the ring was made, and the
+     * send went on to announce it through the peer's queue the close had unmapped, failing with the
+     * JDK's bare "Already closed" (the ring itself was freed with the provider, which frees every
+     * chunk it still has). The ring's creation now hands the ring over to the endpoint under the
+     * lock its release takes: released first, the ring is freed at once and the send fails as any
+     * call of a closed transport. Here the close waits, as it frees its own queue, for that send to
+     * end; every wait is bounded.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileAFirstLargeSendCreatesItsRingFreesItAndSaysTheTransportIsClosed() throws Exception {
+        CountDownLatch allocating = new CountDownLatch(1);
+        CountDownLatch closing = new CountDownLatch(1);
+        CountDownLatch sendEnded = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        Thread[] owner = new Thread[1];
+        Transport receiver = transport(new Received());
+        AtomicReference<dev.conduit.spi.Chunk> ring = new AtomicReference<>();
+        // The ring's allocation is the owner's; the close's free of its own queue waits for the owner's send to end.
+        Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer, posix -> new MemoryProvider() {
+            @Override
+            public long pageSize() {
+                return posix.pageSize();
+            }
+
+            @Override
+            public dev.conduit.spi.Chunk allocate(long size) {
+                if (!armed.getAndSet(false)) return posix.allocate(size);
+                allocating.countDown();
+                awaitBounded(closing, "the sender's close to release its endpoint");
+                dev.conduit.spi.Chunk chunk = posix.allocate(size);
+                ring.set(chunk);
+                return chunk;
+            }
+
+            @Override
+            public byte[] export(dev.conduit.spi.Chunk chunk) {
+                return posix.export(chunk);
+            }
+
+            @Override
+            public void free(dev.conduit.spi.Chunk chunk) {
+                if (Thread.currentThread() != owner[0] && ring.get() == null) {
+                    closing.countDown();
+                    awaitBounded(sendEnded, "the owner's large send to end");
+                }
+                posix.free(chunk);
+            }
+
+            @Override
+            public void close() {
+                posix.close();
+            }
+        });
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).as("a small message: CONNECT sent").isTrue();
+        armed.set(true);
+        AtomicReference<Throwable> sendFailure = new AtomicReference<>();
+        owner[0] = Thread.ofPlatform().start(() -> {
+            try {
+                ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2));
+            } catch (Throwable e) {
+                sendFailure.set(e);
+            } finally {
+                sendEnded.countDown();
+            }
+        });
+        awaitBounded(allocating, "the owner to allocate the ring");
+        sender.close();
+        owner[0].join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(owner[0].isAlive()).as("the owner still inside its send").isFalse();
+        receiver.close();
+        assertThat(sendFailure.get()).as("the send, past the close").isInstanceOf(IllegalStateException.class)
+                .hasMessage("posix transport is closed");
+        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
+        assertThat(ProcessResources.files(shared)).as("files left in the shared directory").isEmpty();
     }
 
     /**
