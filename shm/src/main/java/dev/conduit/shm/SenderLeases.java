@@ -11,7 +11,10 @@ import java.util.Map;
 /**
  * A receiver's watches of its senders' leases: one descriptor per sender worker, however many
  * connections it opens, so that a peer cannot spend this process's descriptors by connecting
- * again and again. Used on the receiver's progress thread only.
+ * again and again. Used on the receiver's progress thread, and by a close of the worker forced
+ * from another thread while that thread is still inside a call ({@link ShmTransport}, "Closed
+ * from another thread"): so the table is locked, once per connection made or forgotten, never
+ * per message, and a lease is opened outside the lock (a close does not wait for a file to open).
  */
 final class SenderLeases {
 
@@ -45,35 +48,43 @@ final class SenderLeases {
      *         {@link OwnerLease#isNoLease} either way
      */
     LeaseWatch acquire(String name) {
-        Shared shared = byName.get(name);
-        if (shared == null) {
-            LeaseWatch watch = LeaseWatch.open(libc, directory, name);
-            int owner;
-            try {
-                owner = watch.fileOwner();
-            } catch (RuntimeException e) {
-                watch.close();
-                throw e;
+        synchronized (byName) {
+            Shared shared = byName.get(name);
+            if (shared != null) {
+                shared.connections++;
+                return shared.watch;
             }
-            if (owner != user) {
-                watch.close();
-                throw new ErrnoException("open", Errno.EINVAL, directory.path().resolve(name).toString(), "lease",
-                        "a lease is a file of this worker's user, uid " + user + "; this one belongs to uid " + owner);
-            }
-            shared = new Shared(watch);
-            byName.put(name, shared);
         }
-        shared.connections++;
-        return shared.watch;
+        LeaseWatch watch = LeaseWatch.open(libc, directory, name);
+        int owner;
+        try {
+            owner = watch.fileOwner();
+        } catch (RuntimeException e) {
+            watch.close();
+            throw e;
+        }
+        if (owner != user) {
+            watch.close();
+            throw new ErrnoException("open", Errno.EINVAL, directory.path().resolve(name).toString(), "lease",
+                    "a lease is a file of this worker's user, uid " + user + "; this one belongs to uid " + owner);
+        }
+        synchronized (byName) {
+            // Only the owner's thread acquires, so no other watch of this name came meanwhile; a close may have released others.
+            Shared shared = new Shared(watch);
+            byName.put(name, shared);
+            shared.connections++;
+            return watch;
+        }
     }
 
     /** One connection fewer on {@code watch}; the last one closes it. */
     void release(LeaseWatch watch) {
-        Shared shared = byName.get(watch.name());
-        if (shared == null || shared.watch != watch) return;
-        if (--shared.connections == 0) {
+        synchronized (byName) {
+            Shared shared = byName.get(watch.name());
+            if (shared == null || shared.watch != watch) return;
+            if (--shared.connections > 0) return;
             byName.remove(watch.name());
-            watch.close();
         }
+        watch.close();
     }
 }

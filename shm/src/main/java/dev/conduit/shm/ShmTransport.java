@@ -70,21 +70,25 @@ import java.util.concurrent.CompletionException;
  *
  * <h2>Closed from another thread</h2>
  * The transport is its owner's thread's, but {@code Conduit.close()} closes a worker whose owner
- * is still inside a call after a second, from its own thread, while that call runs on. What the
- * call hands over to the worker meanwhile is released exactly once ({@link #handOff}): a new
- * sender's connection and its lease watch (CONNECT), a ring mapping it starts, a ring it adopts,
- * an endpoint it connects (its mapping of the peer's queue, its watch of the peer's lease); the
- * close releases what was handed over before it, the call gives back what it would hand over after
- * it and fails with {@link IllegalStateException}. The rest of the worker's state (the
- * connections' map, the lease watches, the endpoint lists, an endpoint's bounce ring) is not
- * locked: the message path reads it, and must not pay for a close. So a call under way that
- * changes it as the close walks it (a CLOSE or a refusal that forgets a connection, a dead sender
- * reaped, an endpoint it closes, a first large message that makes its endpoint's bounce ring) may
- * make the close miss an entry or release it twice (every release it makes closes nothing twice)
- * or fail, and the call itself may fail, reading the queue the close freed. What a missed entry
- * holds (a lease watch's descriptor, a ring's mapping, a peer's queue mapping) stays until the
- * process exits; its files stay in the shared directory until a worker or pool opened there
- * reclaims them. A close the owner runs itself, when asked, meets none of this.
+ * is still inside a call after a second, from its own thread, while that call runs on. Every
+ * resource the worker holds is released exactly once, by the close or by that call
+ * ({@link #handOff}): what the call hands over (a new sender's connection and its lease watch at
+ * CONNECT, a watch opened later, a ring mapping it starts, a ring it adopts, an endpoint it
+ * connects with its mapping of the peer's queue and its watch of the peer's lease, an endpoint's
+ * first bounce ring) the close releases if handed over before it, else the call gives it back and
+ * fails with {@link IllegalStateException}; what the call takes away (a connection forgotten at a
+ * CLOSE, a refusal or a dead sender's reaping; an endpoint it closes, moves to the closing ones or
+ * releases) is released by whichever of the two takes it first from the tables they share (the
+ * connections and the endpoint lists, which change only holding that lock; the lease watches'
+ * table, {@link SenderLeases}, has a lock of its own), and a liveness check's walk of the
+ * connections holds it throughout, so that the close waits for the check. All of that happens once
+ * per connection, ring, endpoint or check, never per message. The message path itself is not locked,
+ * and must not pay for a close: a call under way may still read or write what the close released
+ * (this worker's queue, a sender's ring, a peer's queue, an endpoint's bounce ring), and then
+ * fails, with the JDK's {@code IllegalStateException} ("Already closed") or a fault
+ * ({@code InternalError}); it leaks nothing by it. The files of dead peers that a check had left
+ * to the next one may be left to the next worker or pool opened on the directory
+ * ({@link #reclaimDue}). A close the owner runs itself, when asked, meets none of this.
  */
 public final class ShmTransport implements Transport {
 
@@ -255,18 +259,22 @@ public final class ShmTransport implements Transport {
     /** Volatile: a close forced past a stuck owner thread ({@code Conduit.close()}) may run while a progress() still does. */
     private volatile boolean closed;
     /**
-     * Orders what the owner's thread hands over to this worker (a new sender's connection, a ring
-     * mapping it starts, a ring it adopts, an endpoint it connects) against a close forced from
-     * another thread, so that exactly one of them releases it: the close sets {@link #closed} holding
-     * this lock, and the owner's thread holds it while it looks at {@code closed} and hands over.
-     * Handed over first, the close finds it (the lock makes the owner's writes visible to the close's
-     * later reads of {@link #inbound}, {@link #ringMapper}, the connection's ring and
-     * {@link #endpoints}); else the owner's thread sees the close and gives back what it holds
-     * itself. A flag alone would not do: the owner's write and its read of {@code closed} may pass each other (x86
-     * lets a load pass a store), and each side would miss the other. Taken only off the message path,
-     * once per connect, connection or ring mapping, never for a small message nor a large one whose
-     * ring is mapped. What this does not cover is said under "Closed from another thread" in the
-     * class's javadoc.
+     * Orders what the owner's thread hands over to this worker, or takes from it, against a close
+     * forced from another thread, so that exactly one of them releases each resource. The close
+     * sets {@link #closed} holding this lock, with its copy of the endpoint lists; the owner's thread
+     * holds it while it looks at {@code closed} and hands over (a new sender's connection, a lease
+     * watch, a ring mapping it starts or a ring it adopts, an endpoint it connects, an endpoint's
+     * bounce ring), and while it changes the tables the close walks ({@link #inbound}, an endpoint's
+     * move between {@link #endpoints} and {@link #closing}, an endpoint's release). Handed over
+     * first, the close finds it (the lock makes the owner's writes visible to the close's later
+     * reads); else the owner's thread sees the close and gives back what it holds itself. A flag
+     * alone would not do: the owner's write and its read of {@code closed} may pass each other (x86
+     * lets a load pass a store), and each side would miss the other. The close holds it only for
+     * its steps on the tables, never through an unmap, so that a call of the owner's that forgets a
+     * connection meanwhile waits for none. Taken only off the message path: once per connect,
+     * connection, ring mapping, CLOSE, refusal, reaping, endpoint close or release, and liveness
+     * check; never for a small message nor a large one whose ring is mapped. What this does not cover is said under
+     * "Closed from another thread" in the class's javadoc.
      */
     final Object handOff = new Object();
     /** Tests only: run on the owner's thread as a ring mapping is about to start, before its hand-off (a test holds it there). */
@@ -300,14 +308,6 @@ public final class ShmTransport implements Transport {
         Inbound(String leaseName, LeaseWatch lease) {
             this.leaseName = leaseName;
             this.lease = lease;
-        }
-
-        void close(SenderLeases leases) {
-            try {
-                if (bounceMapping != null) bounceMapping.close();
-            } finally {
-                if (lease != null) leases.release(lease);
-            }
         }
     }
 
@@ -591,8 +591,7 @@ public final class ShmTransport implements Transport {
                     return;
                 }
                 if (in.bounce == null && !mapBounce(connection, in)) {
-                    Inbound dead = removeInbound(connection); // its sender died: its later messages go with this one
-                    if (dead != null) forget(dead);
+                    forgetConnection(connection); // its sender died: its later messages go with this one
                     return;
                 }
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
@@ -698,10 +697,7 @@ public final class ShmTransport implements Transport {
                 in.bounceExport = export;
                 in.bounceLength = ringLength;
             }
-            case ReceiveQueue.CLOSE -> {
-                Inbound in = removeInbound(connection);
-                if (in != null) forget(in);
-            }
+            case ReceiveQueue.CLOSE -> forgetConnection(connection);
             default -> throw brokenProtocol(connection, "unknown record type " + type);
         }
     }
@@ -776,14 +772,16 @@ public final class ShmTransport implements Transport {
         if (now - lastReap < livenessNanos) return;
         lastReap = now;
         int reaped = 0;
-        int senders = inbound.size();
-        connections = inbound.keys(connections);
-        for (int i = 0; i < senders; i++) {
-            long connection = connections[i];
-            Inbound in = inbound.get(connection);
-            if (!senderAlive(in)) {
-                forget(removeInbound(connection));
-                reaped++;
+        synchronized (handOff) { // the close, forced from another thread, forgets connections too: not in this walk
+            if (closed) throw closedError();
+            int senders = inbound.size();
+            connections = inbound.keys(connections);
+            for (int i = 0; i < senders; i++) {
+                long connection = connections[i];
+                if (!senderAlive(inbound.get(connection))) {
+                    forgetConnection(connection);
+                    reaped++;
+                }
             }
         }
         if (reaped > 0) {
@@ -895,8 +893,7 @@ public final class ShmTransport implements Transport {
      * next liveness check and fails its endpoint ({@link ReceiveQueue}, "Refused connections").
      */
     private void refuseConnection(long connection, int reason) {
-        Inbound in = removeInbound(connection);
-        if (in != null) forget(in);
+        forgetConnection(connection);
         queue.refuse(connection, reason);
         droppedConnection = 0; // a listing may have gone with this one: the next small message not kept looks again
     }
@@ -1028,25 +1025,49 @@ public final class ShmTransport implements Transport {
      */
     private boolean senderAlive(Inbound in) {
         if (in.lease == null) {
+            LeaseWatch watch;
             try {
-                in.lease = senderLeases.acquire(in.leaseName);
+                watch = senderLeases.acquire(in.leaseName);
             } catch (ErrnoException e) {
                 return !OwnerLease.isNoLeaseOf(directory, in.leaseName, user, e);
+            }
+            synchronized (handOff) {
+                if (closed) {
+                    // A close from another thread that came first forgets this connection without this watch: given back here.
+                    senderLeases.release(watch);
+                    throw closedError();
+                }
+                in.lease = watch;
             }
         }
         return in.lease.ownerAlive();
     }
 
     /**
-     * Releases what this worker holds of a sender's connection: its share of the lease watch, its
-     * ring and its budget. A ring is being mapped only for the large message at the head of the
-     * queue, which stays there until the mapping is done and adopted, so no record (CLOSE), no
-     * liveness check (it waits for the head to pass the sender's records) and no reaping (it runs for the record at the
-     * head) forgets such a connection: only close does, or a CLOSE that a process which writes the
-     * queue wrote over that record. Its mapping is then cancelled: one not started is never made,
-     * one under way is unmapped as soon as it is done.
+     * Forgets a connection this worker keeps, if it still does, and releases what it holds: its share
+     * of the lease watch, its ring and its budget. Exactly once, whether the owner's thread (a
+     * CLOSE, a refusal, a dead sender) or a close forced from another thread comes to it first: its
+     * removal from {@link #inbound} (a map for one thread) and its watch's release are made holding
+     * {@link #handOff}; its ring, this call's alone once removed, is unmapped after, so that a close
+     * does not hold the lock through unmaps. Once per forgotten connection: never on the message
+     * path.
+     *
+     * <p>A ring is being mapped only for the large message at the head of the queue, which stays
+     * there until the mapping is done and adopted, so no record (CLOSE), no liveness check (it waits
+     * for the head to pass the sender's records) and no reaping (it runs for the record at the head)
+     * forgets such a connection: only close does, or a CLOSE that a process which writes the queue
+     * wrote over that record. Its mapping is then cancelled: one not started is never made, one
+     * under way is unmapped as soon as it is done.
      */
-    private void forget(Inbound in) {
+    private void forgetConnection(long connection) {
+        Inbound in;
+        synchronized (handOff) {
+            in = removeInbound(connection);
+            if (in == null) return; // forgotten meanwhile by the other thread, which released it
+            releaseBudget(in);
+            if (in.lease != null) senderLeases.release(in.lease);
+            in.lease = null;
+        }
         CompletableFuture<ChunkMapping> ring = in.pendingRing;
         in.pendingRing = null;
         if (ring != null) {
@@ -1054,8 +1075,7 @@ public final class ShmTransport implements Transport {
             // Cancelled, a mapping not yet made never is, and one under way is unmapped by the mapper once made.
             if (!ring.cancel(false)) ring.thenAccept(this::unmapQuietly);
         }
-        releaseBudget(in);
-        in.close(senderLeases);
+        if (in.bounceMapping != null) in.bounceMapping.close();
     }
 
     private void unmapQuietly(ChunkMapping mapping) {
@@ -1196,17 +1216,19 @@ public final class ShmTransport implements Transport {
         }
         lastCheckCutShort = false;
         boolean someoneDied = reclaimDue; // cleared once reclaimed: a fault of what comes first leaves it to the next check
-        int senders = inbound.size();
-        connections = inbound.keys(connections);
-        for (int i = 0; i < senders; i++) {
-            long connection = connections[i];
-            Inbound in = inbound.get(connection);
-            if (senderAlive(in)) {
-                in.deadAtTail = -1; // judged dead before without its lease (none could be opened): that bound was not one
-            } else if (deadSendersRecordsAreRead(in)) {
-                removeInbound(connection);
-                forget(in);
-                someoneDied = true;
+        synchronized (handOff) { // the close, forced from another thread, forgets connections and closes their watches: not in this walk
+            if (closed) throw closedError();
+            int senders = inbound.size();
+            connections = inbound.keys(connections);
+            for (int i = 0; i < senders; i++) {
+                long connection = connections[i];
+                Inbound in = inbound.get(connection);
+                if (senderAlive(in)) {
+                    in.deadAtTail = -1; // judged dead before without its lease (none could be opened): that bound was not one
+                } else if (deadSendersRecordsAreRead(in)) {
+                    forgetConnection(connection);
+                    someoneDied = true;
+                }
             }
         }
         if (queue.isHeadBlocked()) {
@@ -1268,10 +1290,14 @@ public final class ShmTransport implements Transport {
             return true;
         }
         long connection = queue.blockedConnection();
-        Inbound claimant = inbound.get(connection);
+        Inbound claimant;
         boolean dead;
         try {
-            dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection, user);
+            synchronized (handOff) { // the claimant's watch is not closed under this look by a close forced from another thread
+                if (closed) throw closedError();
+                claimant = inbound.get(connection);
+                dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection, user);
+            }
         } catch (ErrnoException e) {
             // A lease that does not open, for a reason that proves nothing (OwnerLease#isNoLeaseOf: out of descriptors, a
             // permission): no telling now; the next liveness check looks again, and this one still finishes closes.
@@ -1516,14 +1542,15 @@ public final class ShmTransport implements Transport {
             warnBestEffort(() -> plugin + ": closed " + n + " connections that their peer workers had refused; each dropped what "
                     + "was sent on it from its refusal on (its progress() named the reason)");
         }
-        synchronized (handOff) { // as the owner's thread gives back a lease watch (CONNECT) that it can no longer hand over
-            for (long connection : inbound.keys()) {
-                try {
-                    Inbound in = removeInbound(connection);
-                    if (in != null) forget(in); // null: forgotten meanwhile by the owner's call still under way
-                } catch (RuntimeException e) {
-                    failure = add(failure, e);
-                }
+        long[] kept;
+        synchronized (handOff) {
+            kept = inbound.keys();
+        }
+        for (long connection : kept) {
+            try {
+                forgetConnection(connection); // nothing, if the owner's call still under way forgot it meanwhile
+            } catch (RuntimeException e) {
+                failure = add(failure, e);
             }
         }
         if (reclaimDue) reclaimDeadPeers(directory); // a check failed endpoints, and none came after it to reclaim (checkPeers)

@@ -1679,6 +1679,63 @@ class ShmTransportTest {
     }
 
     /**
+     * A close from another thread that runs while progress(), in a liveness check, looks at a
+     * sender's lease: the close forgot every connection under that check, closing the very lease
+     * watch it was looking at, and the check then failed on the closed descriptor (or, for the next
+     * connection of its listing, with a NullPointerException): the forced close's call under way
+     * said nothing of the close, and looked at a descriptor number the process may have reused. The
+     * check's walk of the connections now holds the lock the close forgets them with, so the close
+     * waits for the check to end. Here the check is held in its look at the lease (its flock) until
+     * the close has ended or waits; every wait is bounded.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileALivenessCheckLooksAtASendersLeaseWaitsForIt() throws Exception {
+        CountDownLatch looking = new CountDownLatch(1);
+        CountDownLatch released = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        Received received = new Received();
+        // With no endpoint of its own, the receiver's liveness check flocks only its senders' leases.
+        Transport receiver = receiverWith(received, FailingLibc.waitingIn("tryFlock", args -> {
+            if (!armed.compareAndSet(true, false)) return false;
+            looking.countDown();
+            return true;
+        }, released), Linux.libc(), "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(received.ids).containsExactly(1);
+        armed.set(true);
+        AtomicReference<Throwable> progressFailure = new AtomicReference<>();
+        Thread progress = Thread.ofPlatform().start(() -> {
+            try {
+                for (int i = 0; i < 1_000_000 && armed.get(); i++) progressOrPause(receiver);
+            } catch (Throwable e) {
+                progressFailure.set(e);
+            }
+        });
+        awaitBounded(looking, "the liveness check to look at the sender's lease");
+        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().start(() -> {
+            try {
+                receiver.close();
+            } catch (Throwable e) {
+                closeFailure.set(e);
+            }
+        });
+        for (int i = 0; i < 30_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED; i++) Thread.sleep(1);
+        released.countDown();
+        progress.join(TimeUnit.SECONDS.toMillis(30));
+        closer.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(progress.isAlive()).as("progress still inside its call").isFalse();
+        assertThat(closer.isAlive()).as("the close still running").isFalse();
+        sender.close();
+        assertThat(closeFailure.get()).as("the close's failure").isNull();
+        assertThat(progressFailure.get()).as("the liveness check, with the close waiting for it").isNull();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+    }
+
+    /**
      * Closing a worker while a sender's ring is being mapped ends the mapping (here its import
      * waits for good, interruptibly) and the mapper thread with it: nothing of the mapping outlives
      * the close.
