@@ -197,8 +197,13 @@ public abstract class MemoryProviderContract extends PluginContract {
         Chunk chunk = provider.allocate(chunkSize(provider));
         MemorySegment s = chunk.segment();
         provider.free(chunk);
-        assertThat(catchThrowable(() -> s.get(ValueLayout.JAVA_BYTE, 0))).as("reading a freed chunk")
-                .isInstanceOf(IllegalStateException.class);
+        Throwable late = catchThrowable(() -> s.get(ValueLayout.JAVA_BYTE, 0));
+        if (late == null) {
+            throw new AssertionError("reading a freed chunk of plugin '" + plugin.name() + "' succeeded: MemoryProvider.free unmaps "
+                    + "the chunk (closes the arena of its segment), so that a late access throws IllegalStateException instead of "
+                    + "reading memory the provider may hand out again");
+        }
+        assertThat(late).as("reading a freed chunk").isInstanceOf(IllegalStateException.class);
     }
 
     @Test
@@ -270,6 +275,25 @@ public abstract class MemoryProviderContract extends PluginContract {
         }
     }
 
+    /**
+     * What the importer throws for {@code payload} mapped as {@code chunkLength} bytes, which it must refuse. One that maps it
+     * instead fails here, naming what it mapped and the rule: an assertion on a refusal that never came would only say
+     * "Expecting actual not to be null", which tells the author neither what the importer did nor what it should have done.
+     */
+    private Throwable refusalToMap(byte[] payload, long chunkLength, String what, String rule) {
+        IpcImporter importer = importer();
+        ChunkMapping mapping;
+        try {
+            mapping = importer.map(reader(payload), chunkLength);
+        } catch (Throwable refusal) {
+            return refusal;
+        }
+        long mapped = mapping.segment().byteSize();
+        mapping.close();
+        throw new AssertionError("the importer of plugin '" + plugin.name() + "' mapped " + what + " (" + mapped
+                + " bytes) instead of refusing it: " + rule);
+    }
+
     @Test
     public void anExportOfAFreedChunkNoLongerMaps() {
         assumeIpc();
@@ -277,7 +301,9 @@ public abstract class MemoryProviderContract extends PluginContract {
         Chunk chunk = provider.allocate(size);
         byte[] payload = export(provider, chunk);
         provider.free(chunk);
-        assertThat(catchThrowable(() -> importer().map(reader(payload), size).close()))
+        assertThat(refusalToMap(payload, size, "the export of a freed chunk",
+                "MemoryProvider.free revokes the chunk's export, so that IpcImporter.map then refuses it with a ConduitException "
+                        + "saying the chunk is gone (a stale handle)"))
                 .as("mapping the export of a freed chunk").isInstanceOf(ConduitException.class)
                 .hasMessageNotContaining("null");
     }
@@ -290,13 +316,17 @@ public abstract class MemoryProviderContract extends PluginContract {
         byte[] payload = export(provider, chunk);
         for (int length = 0; length < payload.length; length++) {
             byte[] truncated = Arrays.copyOf(payload, length);
-            assertThat(catchThrowable(() -> importer().map(reader(truncated), size).close()))
+            assertThat(refusalToMap(truncated, size, "a payload cut to " + length + " of its " + payload.length + " bytes",
+                    "IpcImporter.map reads its payload with the PayloadReader it is given, which refuses a field cut short with "
+                            + "InvalidHandleException naming it"))
                     .as("mapping a payload cut to %d of its %d bytes", length, payload.length)
                     .isInstanceOf(InvalidHandleException.class)
                     .hasMessageContaining("payload.");
         }
         byte[] longer = Arrays.copyOf(payload, payload.length + 1);
-        assertThat(catchThrowable(() -> importer().map(reader(longer), size).close()))
+        assertThat(refusalToMap(longer, size, "a payload with a byte after its end",
+                "IpcImporter.map reads its payload up to PayloadReader.end, which refuses bytes after the last field with "
+                        + "InvalidHandleException"))
                 .as("mapping a payload with a byte too many").isInstanceOf(InvalidHandleException.class);
         provider.free(chunk);
     }
@@ -323,7 +353,9 @@ public abstract class MemoryProviderContract extends PluginContract {
             }
         }
         for (long wrong : new long[]{0, size + provider.pageSize(), -1}) {
-            assertThat(catchThrowable(() -> importer().map(reader(payload), wrong).close()))
+            assertThat(refusalToMap(payload, wrong, "the export of a " + size + "-byte chunk as " + wrong + " bytes",
+                    "IpcImporter.map refuses a chunkLength that is not the exported chunk's with a ConduitException: its mapping is "
+                            + "exactly chunkLength long, and the handle's length is a peer's word"))
                     .as("mapping a %d-byte chunk as %d bytes", size, wrong).isInstanceOf(ConduitException.class);
         }
         provider.free(chunk);

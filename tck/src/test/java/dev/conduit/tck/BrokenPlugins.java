@@ -498,6 +498,52 @@ final class BrokenPlugins {
     }
 
     /**
+     * Unmaps a freed chunk but keeps its file, the chunk's export, until the provider closes: an import of a freed chunk's
+     * handle still maps it.
+     */
+    public static final class MapsFreedExports extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            List<Path> freed = new ArrayList<>();
+            return new Provider(context.sharedDirectory()) {
+                @Override
+                public void free(Chunk chunk) {
+                    FileChunk c = (FileChunk) chunk;
+                    chunks.remove(c);
+                    c.arena().close();
+                    freed.add(c.file());
+                }
+
+                @Override
+                public void close() {
+                    super.close();
+                    for (Path file : freed) {
+                        try {
+                            Files.deleteIfExists(file);
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }
+                }
+            };
+        }
+    }
+
+    /** Its importer maps as many bytes as the payload says, whatever length the handle gives the chunk. */
+    public static final class IgnoresChunkLength extends FileMemoryPlugin {
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return (payload, chunkLength) -> {
+                String name = payload.relativePath("file");
+                long length = payload.u64("length");
+                payload.end("end");
+                byte[] full = new dev.conduit.spi.PayloadWriter().string(name).u64(length).toByteArray();
+                return map(context.sharedDirectory(), new dev.conduit.spi.PayloadReader(full), length);
+            };
+        }
+    }
+
+    /**
      * Unmaps a freed chunk and revokes its export (its file is renamed), but keeps the memory (the
      * file) and hands it out again for the next chunk of that size as it is, with what the last user
      * wrote: as a provider that pools shared-memory files or device ranges could.
@@ -794,6 +840,20 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new FreeKeepsMapping();
+        }
+    }
+
+    public static final class MapsFreedExportsSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new MapsFreedExports();
+        }
+    }
+
+    public static final class IgnoresChunkLengthSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new IgnoresChunkLength();
         }
     }
 
