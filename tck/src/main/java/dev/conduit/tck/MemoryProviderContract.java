@@ -233,7 +233,9 @@ public abstract class MemoryProviderContract extends PluginContract {
             Patterns.fill(mapped, 6);
             assertThat(Patterns.mismatch(chunk.segment(), 6)).as("a write through the mapping is seen in the chunk").isEqualTo(-1);
         }
-        assertThat(mapped.scope().isAlive()).as("the mapping after close()").isFalse();
+        assertThat(mapped.scope().isAlive()).as("whether the segment of an importer's mapping of plugin '%s' is still mapped after "
+                + "ChunkMapping.close(), which unmaps it (closes the arena of its segment): the IPC cache closes a mapping once no "
+                + "region uses it, and a mapping close leaves mapped stays until the process exits", plugin.name()).isFalse();
         provider.free(chunk);
     }
 

@@ -478,6 +478,26 @@ final class BrokenPlugins {
         }
     }
 
+    /** Its importer's mappings stay mapped when closed. */
+    public static final class MappingCloseKeepsMapped extends FileMemoryPlugin {
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return (payload, chunkLength) -> {
+                ChunkMapping mapping = map(context.sharedDirectory(), payload, chunkLength);
+                return new ChunkMapping() {
+                    @Override
+                    public MemorySegment segment() {
+                        return mapping.segment();
+                    }
+
+                    @Override
+                    public void close() {
+                    }
+                };
+            };
+        }
+    }
+
     /** Its free() deletes the file but keeps the chunk mapped. */
     public static final class FreeKeepsMapping extends FileMemoryPlugin {
         @Override
@@ -833,6 +853,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ExportsNothing();
+        }
+    }
+
+    public static final class MappingCloseKeepsMappedSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new MappingCloseKeepsMapped();
         }
     }
 

@@ -68,6 +68,8 @@ class TckCatchesBrokenPluginsTest {
                         "declares capability IPC and its probe offers it here, but its memory provider's export() threw"),
                 Arguments.of(BrokenPlugins.ExportsNothingSuite.class, "theRuntimePoolsAndCachesItsRegions",
                         "declares capability IPC and its probe offers it here, but a pool region's exportHandle()"),
+                Arguments.of(BrokenPlugins.MappingCloseKeepsMappedSuite.class, "anExportMapsInThisProcessAsTheSameMemory",
+                        "still mapped after ChunkMapping.close(), which unmaps it"),
                 Arguments.of(BrokenPlugins.FreeKeepsMappingSuite.class, "freeUnmapsTheChunk",
                         "reading a freed chunk of plugin 'tck-file' succeeded: MemoryProvider.free unmaps"),
                 Arguments.of(BrokenPlugins.ConnectsBlindlySuite.class, "connectToAClosedPeerThrowsInsteadOfAssumingItIsThere", "assumed the peer was there"),
