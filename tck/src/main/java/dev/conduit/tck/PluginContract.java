@@ -364,7 +364,14 @@ public abstract class PluginContract {
      */
     final void requireOfferedHere(ConduitPlugin plugin, Capability capability) {
         Availability availability = plugin.probe(pluginContext());
-        String why = availability == null ? null : availability.unsupportedHere().get(capability);
+        // The runtime never opens an unavailable plugin: testing it anyway would pass tests of objects no application gets.
+        if (availability == null || !availability.isAvailable()) {
+            throw new AssertionError("the probe of '" + plugin.name() + "' says it is unavailable here ("
+                    + (availability == null ? "probe() returned null" : availability.reason())
+                    + "), and the runtime opens no " + capability + " of an unavailable plugin: its tests need it; "
+                    + "run the TCK where the plugin can work");
+        }
+        String why = availability.unsupportedHere().get(capability);
         if (why != null) {
             throw new AssertionError("the probe of '" + plugin.name() + "' rules capability " + capability + " out here (" + why
                     + "): its tests need it; run the TCK where the plugin offers it");

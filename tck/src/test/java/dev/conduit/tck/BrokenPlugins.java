@@ -478,6 +478,24 @@ final class BrokenPlugins {
         }
     }
 
+    /** Says it is unavailable here, but its provider and importer work: nothing the runtime would ever open. */
+    public static final class UnavailableMemory extends FileMemoryPlugin {
+        static final String WHY = "no such device here: install one";
+
+        @Override
+        public Availability probe(PluginContext context) {
+            return Availability.unavailable(WHY);
+        }
+    }
+
+    /** Says it is unavailable here, but its transport works: nothing the runtime would ever open. */
+    public static final class UnavailableTransport extends LoopbackPlugin {
+        @Override
+        public Availability probe(PluginContext context) {
+            return Availability.unavailable(UnavailableMemory.WHY);
+        }
+    }
+
     /** Its importer's mappings stay mapped when closed. */
     public static final class MappingCloseKeepsMapped extends FileMemoryPlugin {
         @Override
@@ -853,6 +871,20 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ExportsNothing();
+        }
+    }
+
+    public static final class UnavailableMemorySuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new UnavailableMemory();
+        }
+    }
+
+    public static final class UnavailableTransportSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new UnavailableTransport();
         }
     }
 

@@ -68,6 +68,11 @@ class TckCatchesBrokenPluginsTest {
                         "declares capability IPC and its probe offers it here, but its memory provider's export() threw"),
                 Arguments.of(BrokenPlugins.ExportsNothingSuite.class, "theRuntimePoolsAndCachesItsRegions",
                         "declares capability IPC and its probe offers it here, but a pool region's exportHandle()"),
+                Arguments.of(BrokenPlugins.UnavailableMemorySuite.class, "allocatesZeroedWritablePageAlignedChunks",
+                        "the probe of 'tck-file' says it is unavailable here (" + BrokenPlugins.UnavailableMemory.WHY
+                                + "), and the runtime opens no MEMORY of an unavailable plugin"),
+                Arguments.of(BrokenPlugins.UnavailableTransportSuite.class, "deliversEveryMessageOnceInOrder",
+                        "says it is unavailable here (" + BrokenPlugins.UnavailableMemory.WHY + "), and the runtime opens no AM"),
                 Arguments.of(BrokenPlugins.MappingCloseKeepsMappedSuite.class, "anExportMapsInThisProcessAsTheSameMemory",
                         "still mapped after ChunkMapping.close(), which unmaps it"),
                 Arguments.of(BrokenPlugins.FreeKeepsMappingSuite.class, "freeUnmapsTheChunk",
