@@ -106,6 +106,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Delivers at most the first 100,000 bytes of a payload. */
+    public static final class CutsLargePayloads extends LoopbackPlugin {
+        @Override
+        int deliveredPayloadLength(int length) {
+            return Math.min(length, 100_000);
+        }
+    }
+
     /** Never tells the runtime that a peer went away. */
     public static final class HidesPeerDeath extends LoopbackPlugin {
         @Override
@@ -754,6 +762,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new AcceptsTrailingBytes();
+        }
+    }
+
+    public static final class CutsLargePayloadsSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new CutsLargePayloads();
         }
     }
 

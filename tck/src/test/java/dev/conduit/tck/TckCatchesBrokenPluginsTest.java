@@ -31,6 +31,8 @@ class TckCatchesBrokenPluginsTest {
         return Stream.of(
                 Arguments.of(BrokenPlugins.DropsMessagesSuite.class, "deliversEveryMessageOnceInOrder", "messages delivered"),
                 Arguments.of(BrokenPlugins.ReordersMessagesSuite.class, "deliversEveryMessageOnceInOrder", "(order)"),
+                Arguments.of(BrokenPlugins.CutsLargePayloadsSuite.class, "deliversEveryMessageOnceInOrder",
+                        "payload of message 7: 100000 bytes delivered, 200000 sent"),
                 Arguments.of(BrokenPlugins.DuplicatesMessagesSuite.class, "deliversEveryMessageOnceInOrder", "a duplicate makes more"),
                 Arguments.of(BrokenPlugins.IgnoresRangeOffsetsSuite.class, "sendsHeadersAndPayloadsGivenAsRanges", "sent as ranges"),
                 Arguments.of(BrokenPlugins.CommitsFailedEncodingsSuite.class, "zeroCopySendCommitsWhatTheEncoderWroteAndAbandonsAFailedClaim",
