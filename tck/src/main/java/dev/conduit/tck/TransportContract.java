@@ -365,9 +365,9 @@ public abstract class TransportContract extends PluginContract {
         for (int i = 0; i < 2; i++) {
             Inbox.Received m = inbox.messages().get(i);
             long length = m.id() == 0 ? maxLength - 100 : 5;
-            assertThat(m.header()).as("header of zero-copy send %d", m.id()).isEqualTo(Patterns.bytes(header.byteSize(), -1));
-            assertThat(m.payload()).as("payload of zero-copy send %d (the %d bytes its encoder wrote and returned)", m.id(), length)
-                    .isEqualTo(Patterns.bytes(length, m.id()));
+            assertSameBytes(m.header(), Patterns.bytes(header.byteSize(), -1), "header of zero-copy send " + m.id());
+            assertSameBytes(m.payload(), Patterns.bytes(length, m.id()),
+                    "payload of zero-copy send " + m.id() + " (the " + length + " bytes its encoder wrote and returned)");
         }
     }
 

@@ -106,11 +106,11 @@ final class BrokenPlugins {
         }
     }
 
-    /** Delivers at most the first 100,000 bytes of a payload. */
+    /** Delivers at most the first 3000 bytes of a payload. */
     public static final class CutsLargePayloads extends LoopbackPlugin {
         @Override
         int deliveredPayloadLength(int length) {
-            return Math.min(length, 100_000);
+            return Math.min(length, 3000);
         }
     }
 
