@@ -382,10 +382,55 @@ class DiscoveryTest {
             assertThat(info(conduit, "dev").status()).isEqualTo(Status.SELECTED);
             assertThat(info(conduit, "dev-dax").status()).isEqualTo(Status.REFUSED);
             assertThat(info(conduit, "dev-dax").reason()).contains("'dev-dax.path'").contains("CONDUIT_DEV_DAX_PATH")
-                    .contains("key 'dev.dax.path' of plugin dev");
+                    .contains("key 'dev.dax.path' of plugin dev").contains("transports (^dev-dax or ^dev)");
             assertThat(conduit.configuration()).filteredOn(e -> e.environment().equals("CONDUIT_DEV_DAX_PATH"))
                     .extracting(ConfigEntry::key, ConfigEntry::value)
                     .containsExactly(org.assertj.core.api.Assertions.tuple("dev.dax.path", "/mnt/x"));
+        }
+    }
+
+    /**
+     * Which plugin a shared variable sets does not depend on the order the two were found in while
+     * {@code transports} leaves one out, also when {@code transports} is itself a variable: the
+     * plugin left out (found first here) has its keys neither declared nor read (its integer key
+     * would refuse the path), and the one in use gets the variable. Until 2026-12-02 the one found
+     * later was refused whatever {@code transports} said, and only removing a jar helped.
+     */
+    @Test
+    void aPluginLeftOutByTransportsGivesUpAVariableItsKeySharesWithAPluginInUse() {
+        for (String transports : List.of("^dev-dax", "dev")) {
+            TestPlugin devDax = TestPlugin.named("dev-dax").configKeys(ConfigKey.integer("dev-dax.path", 1, 0, 9, "dev-dax's own"));
+            TestPlugin dev = TestPlugin.named("dev").configKeys(ConfigKey.string("dev.dax.path", null, "dev's own"));
+            try (Conduit conduit = isolated().environment(Map.of("CONDUIT_DEV_DAX_PATH", "/mnt/x", "CONDUIT_TRANSPORTS", transports))
+                    .set("dev-dax.path", "3").addPlugin(devDax).addPlugin(dev).build()) {
+                assertThat(info(conduit, "dev").status()).as(transports).isEqualTo(Status.SELECTED);
+                assertThat(info(conduit, "dev-dax").status()).isEqualTo(Status.EXCLUDED);
+                assertThat(info(conduit, "dev-dax").reason()).contains("its keys are not read").contains("CONDUIT_DEV_DAX_PATH")
+                        .contains("key 'dev.dax.path' of plugin dev").contains("used beside dev, it would be refused");
+                assertThat(info(conduit, "dev-dax").configuration()).isEmpty();
+                assertThat(conduit.configuration()).filteredOn(e -> e.environment().equals("CONDUIT_DEV_DAX_PATH"))
+                        .extracting(ConfigEntry::key, ConfigEntry::value).containsExactly(tuple("dev.dax.path", "/mnt/x"));
+            }
+        }
+    }
+
+    /** Of two plugins in use, the one found later is refused whichever it is, naming the way out: leave one out; and the runtime's key wins. */
+    @Test
+    void ofTwoPluginsInUseWhoseKeysShareAVariableTheOneFoundLaterIsRefused() {
+        TestPlugin devDax = TestPlugin.named("dev-dax").configKeys(ConfigKey.string("dev-dax.path", null, "dev-dax's own"));
+        TestPlugin dev = TestPlugin.named("dev").configKeys(ConfigKey.string("dev.dax.path", null, "dev's own"));
+        try (Conduit conduit = isolated().set("transports", "dev,dev-dax").addPlugin(devDax).addPlugin(dev).build()) {
+            assertThat(info(conduit, "dev-dax").status()).isEqualTo(Status.SELECTED);
+            assertThat(info(conduit, "dev").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "dev").reason()).contains("leaving the other out by transports (^dev or ^dev-dax)");
+        }
+        // A clash with the runtime's keys is refused whatever transports says: the runtime is always in use.
+        TestPlugin pool = TestPlugin.named("pool").configKeys(ConfigKey.bytes("pool.chunk-size", 4096, 0, "the plugin's own"));
+        try (Conduit conduit = isolated().environment(Map.of("CONDUIT_POOL_CHUNK_SIZE", "128k", "CONDUIT_TRANSPORTS", "pool"))
+                .addPlugin(pool).build()) {
+            assertThat(info(conduit, "pool").status()).isEqualTo(Status.REFUSED);
+            assertThat(conduit.configuration()).filteredOn(e -> e.environment().equals("CONDUIT_POOL_CHUNK_SIZE"))
+                    .extracting(ConfigEntry::key, ConfigEntry::value).containsExactly(tuple("pool.chunk.size", "131072"));
         }
     }
 

@@ -59,17 +59,21 @@ public final class ConduitRuntime implements Conduit {
         ConfigResolver config = new ConfigResolver(settings.builderValues(), settings.environment(), settings.systemProperties());
         config.declareAll(RuntimeKeys.ALL, "runtime");
         List<PluginRecord> records = PluginRegistry.discover(settings, config.get(RuntimeKeys.PLUGIN_PATH));
+        // Before any plugin key is declared: which plugin a variable two plugins' keys share sets depends on which are left out.
+        List<String> transports = config.get(RuntimeKeys.TRANSPORTS);
+        List<String> preference = PluginRegistry.leaveOut(records, transports, config.sourceOf(RuntimeKeys.TRANSPORTS));
         PluginRegistry.declareKeys(records, config);
         config.rejectUnknownBuilderKeys();
         config.validate();
         PluginRegistry.checkConfig(records, config);
+        PluginRegistry.requireNamedUsable(records, transports, config.sourceOf(RuntimeKeys.TRANSPORTS));
         for (String warning : config.unknownSettingWarnings()) {
             LOG.log(System.Logger.Level.WARNING, warning);
         }
         Path shared = config.get(RuntimeKeys.SHARED_DIR);
         PluginRegistry registry = PluginRegistry.probeAndSelect(records,
                 name -> RuntimePluginContext.of(config, shared, name),
-                config.get(RuntimeKeys.PROBE_TIMEOUT), config.get(RuntimeKeys.TRANSPORTS), config.sourceOf(RuntimeKeys.TRANSPORTS));
+                config.get(RuntimeKeys.PROBE_TIMEOUT), preference);
         registry.report(LOG);
         return new ConduitRuntime(config, registry, shared);
     }

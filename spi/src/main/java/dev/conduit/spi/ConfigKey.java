@@ -20,7 +20,8 @@ import java.util.regex.Pattern;
  * plugin's name; a {@code -} in a name (a plugin called {@code dev-dax}) becomes {@code _} in the
  * variable, as a {@code .} does, so {@code a.max-size} and {@code a.max.size} would share one: the
  * runtime refuses a plugin one of whose keys has the variable of another of its keys, of a
- * runtime key, or of a key of a plugin found before it.
+ * runtime key, or of a key of a plugin in use found before it (a plugin the {@code transports}
+ * setting leaves out gives such a variable up: its keys are not read).
  *
  * <p>A plugin's own rule on a value (a multiple of 64, numeric user ids) belongs in the key,
  * through {@link #withCheck}: the runtime parses every declared key when the {@code Conduit} is

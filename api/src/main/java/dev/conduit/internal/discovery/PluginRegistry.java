@@ -56,8 +56,8 @@ public final class PluginRegistry {
     }
 
     /**
-     * Discovers and validates plugins and declares their config keys in {@code config}. Probing and
-     * selection follow in {@link #probeAndSelect}, once configuration can be read.
+     * Discovers and validates plugins. {@link #leaveOut}, {@link #declareKeys}, {@link #checkConfig}
+     * and {@link #probeAndSelect} follow, in that order.
      */
     public static List<PluginRecord> discover(RuntimeSettings settings, String pluginPath) {
         List<Candidate> candidates = new ArrayList<>();
@@ -185,52 +185,78 @@ public final class PluginRegistry {
     }
 
     /**
-     * The config keys every candidate declares: also those of a plugin that {@code transports} will leave
-     * out, so that a setting for it is not taken for a misspelt key. Settings under the name of a
-     * plugin found refused or broken are left unread, not refused as unknown. A candidate one of
-     * whose keys has the environment variable of a key of a plugin found before it is refused:
-     * {@code dev.dax.path} of a plugin called {@code dev} and {@code dev-dax.path} of one called
-     * {@code dev-dax} are both {@code CONDUIT_DEV_DAX_PATH}, which would set both.
+     * The config keys of every candidate, and of every plugin {@code transports} left out, so that a
+     * setting for one is not taken for a misspelt key. Runs after {@link #leaveOut}: '.' and '-' both
+     * become '_' in a variable, so {@code dev.dax.path} of a plugin called {@code dev} and
+     * {@code dev-dax.path} of one called {@code dev-dax} are both {@code CONDUIT_DEV_DAX_PATH}, and
+     * which plugin the variable sets must not depend on the order they were found in while one is
+     * left out. The plugins in use claim their variables first: of two in use, the one found later
+     * is refused; a plugin left out whose key's variable is claimed keeps its status, and its keys
+     * are neither declared nor read (it is never probed or opened, so nothing else reads them).
+     * Settings under the name of a plugin found refused or broken, or left out so, are left unread,
+     * not refused as unknown.
      */
     public static void declareKeys(List<PluginRecord> records, ConfigResolver config) {
-        Set<String> usable = new LinkedHashSet<>();
-        Map<String, String> variables = new LinkedHashMap<>();
+        Set<String> declared = new LinkedHashSet<>();
+        Map<String, Claim> variables = new LinkedHashMap<>();
         for (PluginRecord r : records) {
             if (r.name != null && PayloadReader.isName(r.name)) config.pluginFound(r.name);
-            if (!r.isCandidate()) continue;
-            Optional<ConfigKey<?>> shared = r.configKeys.stream().filter(k -> variables.containsKey(k.environmentName())).findFirst();
-            if (shared.isPresent()) {
-                ConfigKey<?> k = shared.get();
-                r.status = Status.REFUSED;
-                r.reason = "config key '" + k.name() + "' is set by environment variable " + k.environmentName() + ", as "
-                        + variables.get(k.environmentName()) + " is ('.' and '-' both become '_'): remove one of the two "
-                        + "plugins, or have their keys named apart";
-                continue;
-            }
-            for (ConfigKey<?> k : r.configKeys) {
-                variables.put(k.environmentName(), "key '" + k.name() + "' of plugin " + r.name + " (" + r.origin + ")");
-            }
-            config.declareAll(r.configKeys, r.name);
-            usable.add(r.name);
+        }
+        for (PluginRecord r : records) {
+            if (r.isCandidate()) declareKeys(r, variables, config, declared);
+        }
+        for (PluginRecord r : records) {
+            if (r.status == Status.EXCLUDED) declareKeys(r, variables, config, declared);
         }
         // A refused or broken plugin's keys are not declared (they may break the rules, or be unknown), but a setting for
         // it is no misspelt key: it is left unread with the plugin, which its WARNING reports.
         for (PluginRecord r : records) {
-            if ((r.status == Status.REFUSED || r.status == Status.BROKEN) && r.name != null && PayloadReader.isName(r.name)
-                    && !usable.contains(r.name)) {
+            if ((r.status == Status.REFUSED || r.status == Status.BROKEN || r.status == Status.EXCLUDED) && r.name != null
+                    && PayloadReader.isName(r.name) && !declared.contains(r.name)) {
                 config.leaveUnread(r.name);
             }
         }
     }
 
+    /** The key of a plugin whose keys are declared that an environment variable sets. */
+    private record Claim(ConfigKey<?> key, PluginRecord owner) {
+        @Override
+        public String toString() {
+            return "key '" + key.name() + "' of plugin " + owner.name + " (" + owner.origin + ")";
+        }
+    }
+
+    private static void declareKeys(PluginRecord r, Map<String, Claim> variables, ConfigResolver config, Set<String> declared) {
+        Optional<ConfigKey<?>> shared = r.configKeys.stream().filter(k -> variables.containsKey(k.environmentName())).findFirst();
+        if (shared.isPresent()) {
+            ConfigKey<?> k = shared.get();
+            Claim other = variables.get(k.environmentName());
+            String clash = "config key '" + k.name() + "' is set by environment variable " + k.environmentName() + ", as "
+                    + other + " is ('.' and '-' both become '_')";
+            if (r.status == Status.EXCLUDED) {
+                r.reason += "; its keys are not read, since " + clash + ", and that variable sets the other's; used beside "
+                        + other.owner().name + ", it would be refused";
+            } else {
+                r.status = Status.REFUSED;
+                r.reason = clash + ": use one of the two, leaving the other out by transports (^" + r.name + " or ^"
+                        + other.owner().name + "), or remove one, or have their keys named apart";
+            }
+            return;
+        }
+        for (ConfigKey<?> k : r.configKeys) variables.put(k.environmentName(), new Claim(k, r));
+        config.declareAll(r.configKeys, r.name);
+        r.keysDeclared = true;
+        declared.add(r.name);
+    }
+
     /**
-     * Runs each candidate's {@link ConduitPlugin#checkConfig}, once every key has parsed: a rule
-     * between a plugin's keys fails the build, also for a plugin {@code transports} leaves out. A
-     * check that throws anything but a {@link ConfigException} breaks only its plugin.
+     * Runs {@link ConduitPlugin#checkConfig} of each plugin whose keys are declared, once every key
+     * has parsed: a rule between a plugin's keys fails the build, also for a plugin {@code transports}
+     * leaves out. A check that throws anything but a {@link ConfigException} breaks only its plugin.
      */
     public static void checkConfig(List<PluginRecord> records, ConfigResolver config) {
         for (PluginRecord r : records) {
-            if (!r.isCandidate()) continue;
+            if (!r.keysDeclared) continue;
             try {
                 r.plugin.checkConfig(config);
             } catch (ConfigException e) {
@@ -243,13 +269,12 @@ public final class PluginRegistry {
     }
 
     /**
-     * Applies {@code transports} (preference order, {@code ^name} exclusion, or unset: every available
-     * plugin by priority), probes the candidates it leaves in at once, each bounded by {@code timeout},
-     * and selects those that are available. A plugin left out is never probed.
+     * Probes the candidates {@link #leaveOut} left in at once, each bounded by {@code timeout}, and
+     * selects those that are available, in {@code preference} order ({@link #leaveOut}'s) or, when it
+     * is empty, by priority. A plugin left out is never probed.
      */
     public static PluginRegistry probeAndSelect(List<PluginRecord> records, Function<String, PluginContext> contexts,
-                                                Duration timeout, List<String> transports, String transportsSource) {
-        List<String> preference = leaveOut(records, transports, transportsSource);
+                                                Duration timeout, List<String> preference) {
         probe(records, contexts, timeout);
         List<PluginRecord> selected = select(records, preference);
         for (PluginRecord r : selected) r.status = Status.SELECTED;
@@ -306,13 +331,41 @@ public final class PluginRegistry {
     }
 
     /**
-     * Checks {@code transports} against the plugins found and marks every candidate it leaves out
-     * {@link Status#EXCLUDED}, before any probe runs.
+     * Applies {@code transports} (preference order, {@code ^name} exclusion, or unset: every available
+     * plugin by priority): checks it against the plugins found and marks every candidate it leaves
+     * out {@link Status#EXCLUDED}, before any plugin key is declared ({@link #declareKeys}) or read,
+     * and before any probe runs. {@code transports} is the runtime's key, and no plugin key may have
+     * a runtime key's variable ({@link #discover} refuses one), so its value is the same whichever
+     * plugins are left out.
      *
      * @return the names to use in preference order; empty when every available plugin is used by priority
      */
-    private static List<String> leaveOut(List<PluginRecord> records, List<String> transports, String source) {
+    public static List<String> leaveOut(List<PluginRecord> records, List<String> transports, String source) {
         if (transports.isEmpty()) return List.of();
+        List<String> names = named(records, transports, source);
+        boolean exclude = transports.getFirst().startsWith("^");
+        String setting = setting(transports, source);
+        for (PluginRecord r : records) {
+            r.excludedByName = exclude && names.contains(r.name);
+            if (r.isCandidate() && names.contains(r.name) == exclude) {
+                r.status = Status.EXCLUDED;
+                r.reason = (exclude ? "excluded by " : "not named by ") + setting + ", so not probed; "
+                        + (exclude ? "take it out of that list" : "name it there") + " to use it";
+            }
+        }
+        return exclude ? List.of() : names;
+    }
+
+    /**
+     * Fails, as {@link #leaveOut} does, if {@code transports} names to use a plugin now
+     * {@code BROKEN}: {@link #checkConfig}, which runs after {@link #leaveOut}, may have broken one.
+     */
+    public static void requireNamedUsable(List<PluginRecord> records, List<String> transports, String source) {
+        if (!transports.isEmpty()) named(records, transports, source);
+    }
+
+    /** The plugins {@code transports} names, once each in its order; fails for one not found or broken and named to use. */
+    private static List<String> named(List<PluginRecord> records, List<String> transports, String source) {
         Set<String> known = new LinkedHashSet<>();
         Map<String, PluginRecord> broken = new LinkedHashMap<>();
         for (PluginRecord r : records) {
@@ -324,8 +377,7 @@ public final class PluginRegistry {
         }
         // As UCX_TLS: a leading ^ makes the whole list one of names to exclude (^verbs,devdax; ^verbs,^devdax too).
         boolean exclude = transports.getFirst().startsWith("^");
-        // Named with where it was set: a user who typed conduit perf -t, or set a system property, is not sent to a variable they never set.
-        String setting = "transports=" + String.join(",", transports) + " (from " + source + ")";
+        String setting = setting(transports, source);
         List<String> names = new ArrayList<>();
         for (String t : transports) {
             boolean excluded = t.startsWith("^");
@@ -342,15 +394,12 @@ public final class PluginRegistry {
             }
             if (!names.contains(name)) names.add(name);
         }
-        for (PluginRecord r : records) {
-            r.excludedByName = exclude && names.contains(r.name);
-            if (r.isCandidate() && names.contains(r.name) == exclude) {
-                r.status = Status.EXCLUDED;
-                r.reason = (exclude ? "excluded by " : "not named by ") + setting + ", so not probed; "
-                        + (exclude ? "take it out of that list" : "name it there") + " to use it";
-            }
-        }
-        return exclude ? List.of() : names;
+        return names;
+    }
+
+    /** Named with where it was set: a user who typed conduit perf -t, or set a system property, is not sent to a variable they never set. */
+    private static String setting(List<String> transports, String source) {
+        return "transports=" + String.join(",", transports) + " (from " + source + ")";
     }
 
     /** The candidates whose probes said yes: in {@code preference} order, or by priority then name when it is empty. */

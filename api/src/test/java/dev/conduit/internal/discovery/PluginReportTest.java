@@ -48,7 +48,8 @@ class PluginReportTest {
         RuntimeSettings settings = new RuntimeSettings(Map.of(), Map.of(), new Properties(),
                 PluginReportTest.class.getClassLoader(), false, List.of(plugins));
         List<PluginRecord> records = PluginRegistry.discover(settings, null);
-        PluginRegistry registry = PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), transports, "the builder");
+        List<String> preference = PluginRegistry.leaveOut(records, transports, "the builder");
+        PluginRegistry registry = PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), preference);
         Recorded log = new Recorded();
         registry.report(log);
         return log.lines;
