@@ -5,6 +5,7 @@ import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.TestPlugin;
@@ -431,6 +432,49 @@ class DiscoveryTest {
             assertThat(info(conduit, "pool").status()).isEqualTo(Status.REFUSED);
             assertThat(conduit.configuration()).filteredOn(e -> e.environment().equals("CONDUIT_POOL_CHUNK_SIZE"))
                     .extracting(ConfigEntry::key, ConfigEntry::value).containsExactly(tuple("pool.chunk.size", "131072"));
+        }
+    }
+
+    /**
+     * A check of a plugin's key that throws anything but IllegalArgumentException, or a checkConfig
+     * that throws anything but ConfigException, is a fault of the plugin: it is BROKEN, saying which
+     * check, for which keys and from where, and the build passes for the other plugins; naming it
+     * in transports to use fails the build saying so. Until 2026-12-02 the key's check failed the
+     * build as a bad value of the user's, and checkConfig's reason named neither the exception nor
+     * the keys.
+     */
+    @Test
+    void aPluginsCheckThatFailsBreaksThePluginNamingTheCheckAndTheKeysNotTheValue() {
+        ConfigKey<Long> size = ConfigKey.bytes("keyed.size", 8192, 4096, "Doc.").withCheck("a multiple of 64", v -> {
+            throw new IllegalStateException("table not loaded");
+        });
+        ConfigKey<String> mode = ConfigKey.string("ruled.mode", "fast", "Doc.");
+        ConfigKey<String> device = ConfigKey.string("ruled.device", null, "Doc.");
+        java.util.function.Supplier<ConduitBuilder> builder = () -> isolated()
+                .environment(Map.of("CONDUIT_KEYED_SIZE", "8k", "CONDUIT_RULED_DEVICE", "d0"))
+                .addPlugin(TestPlugin.named("keyed").configKeys(size))
+                .addPlugin(TestPlugin.named("ruled").configKeys(mode, device).configCheck(c -> {
+                    c.get(mode);
+                    c.get(device).charAt(9);
+                }))
+                .addPlugin(TestPlugin.named("good"));
+        try (Conduit conduit = builder.get().build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("good");
+            PluginInfo keyed = info(conduit, "keyed");
+            assertThat(keyed.status()).isEqualTo(Status.BROKEN);
+            assertThat(keyed.reason()).contains("the check of config key conduit.keyed.size (CONDUIT_KEYED_SIZE) threw "
+                    + "java.lang.IllegalStateException (table not loaded) on value '8k' (from environment variable CONDUIT_KEYED_SIZE)")
+                    .contains("a fault of the check, not of the value").doesNotContain("bad value");
+            assertThat(keyed.configuration()).isEmpty();
+            PluginInfo ruled = info(conduit, "ruled");
+            assertThat(ruled.status()).isEqualTo(Status.BROKEN);
+            assertThat(ruled.reason()).startsWith("its checkConfig threw java.lang.StringIndexOutOfBoundsException")
+                    .contains("after reading config keys ruled.mode (from the default), ruled.device (from environment variable "
+                            + "CONDUIT_RULED_DEVICE): a fault of the plugin, not of the values; report it to its author");
+        }
+        for (String named : List.of("keyed", "ruled")) {
+            assertThatThrownBy(() -> builder.get().transports(named).build()).isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("names plugin '" + named + "', which was found but is BROKEN (");
         }
     }
 

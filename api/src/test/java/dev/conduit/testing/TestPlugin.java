@@ -3,6 +3,7 @@ package dev.conduit.testing;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.Config;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
@@ -16,6 +17,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -36,6 +38,7 @@ public final class TestPlugin implements ConduitPlugin {
     private List<ConfigKey<?>> configKeys = List.of();
     private Function<PluginContext, Availability> probe = c -> Availability.available();
     private Function<TransportContext, Transport> transports = c -> new RecordingTransport();
+    private Consumer<Config> checkConfig = c -> { };
 
     public final AtomicInteger probes = new AtomicInteger();
     public volatile PluginContext probeContext;
@@ -107,6 +110,17 @@ public final class TestPlugin implements ConduitPlugin {
     public TestPlugin probe(Function<PluginContext, Availability> p) {
         this.probe = p;
         return this;
+    }
+
+    /** What {@link #checkConfig} does; default: nothing. */
+    public TestPlugin configCheck(Consumer<Config> check) {
+        this.checkConfig = check;
+        return this;
+    }
+
+    @Override
+    public void checkConfig(Config config) {
+        checkConfig.accept(config);
     }
 
     /** How {@link #openTransport} makes a transport; default: a new {@link RecordingTransport}. */

@@ -9,7 +9,9 @@ package dev.conduit.spi;
  * default. A value is parsed when it is read, and checked by the key's own rule
  * ({@link ConfigKey#withCheck}); the runtime reads every declared key when the {@code Conduit} is
  * built. A malformed or refused one is a {@link ConfigException} naming key, value, source and
- * expected form.
+ * expected form; a check that fails instead of refusing (throws anything but
+ * {@link IllegalArgumentException}) is one that says so, with what it threw as its cause, and the
+ * runtime marks the key's plugin {@code BROKEN} instead of failing the build.
  */
 public interface Config {
 

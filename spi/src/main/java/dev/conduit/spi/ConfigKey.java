@@ -72,8 +72,11 @@ public final class ConfigKey<T> {
      * variable, value, source and {@code expectedForm}. {@code check} refuses a value by throwing
      * {@link IllegalArgumentException}; its message, if any, says what is wrong with it ("item 'bob'
      * is not a number") and goes into the error before the expected form, so it must not carry more
-     * than the value holds. It is not run on the default, which must meet the rule. It sees this
-     * key's value alone: a rule between keys belongs in {@link ConduitPlugin#checkConfig}. Since SPI 1.1.
+     * than the value holds. Anything else it throws is taken for a fault of the check, not of the
+     * value: {@link #parse} then throws a {@link ConfigException} that says so, with what was thrown
+     * as its cause, and the runtime marks the key's plugin {@code BROKEN} instead of failing the
+     * build. It is not run on the default, which must meet the rule. It sees this key's value alone:
+     * a rule between keys belongs in {@link ConduitPlugin#checkConfig}. Since SPI 1.1.
      *
      * @param expectedForm the accepted form with the rule, replacing this key's, e.g. "a size in
      *                     bytes from 4096 to 1073741824 and a multiple of 64, e.g. 8k"
@@ -213,7 +216,9 @@ public final class ConfigKey<T> {
      * {@linkplain #withCheck check} on the value.
      *
      * @throws ConfigException naming key, value, source and the expected form, and what the check
-     *                         found wrong, if it says
+     *                         found wrong, if it says; or, with a cause, and only then, naming key,
+     *                         value, source and what the check threw when it threw anything but
+     *                         {@link IllegalArgumentException}: a fault of the check, not of the value
      */
     public T parse(String raw, String source) {
         T value;
@@ -224,9 +229,15 @@ public final class ConfigKey<T> {
         }
         try {
             check.accept(value);
-        } catch (RuntimeException e) {
+        } catch (IllegalArgumentException e) {
             // A parser's own message (NumberFormatException's) says nothing a user can act on; a check's says what it refused.
-            throw bad(raw, source, e instanceof IllegalArgumentException && e.getMessage() != null ? e.getMessage() + "; " : "");
+            throw bad(raw, source, e.getMessage() != null ? e.getMessage() + "; " : "");
+        } catch (RuntimeException | LinkageError e) {
+            // Called a bad value, it would send the user to mend a value that may well be right.
+            throw new ConfigException(("the check of " + describe() + " threw " + e.getClass().getName()
+                    + (e.getMessage() != null ? " (" + e.getMessage() + ")" : "") + " on value '" + raw + "' (from " + source
+                    + "): a fault of the check, not of the value; report it to the key's author, or leave the setting out "
+                    + "(the check does not judge the default)").replace("\0", "\\0"), e);
         }
         return value;
     }

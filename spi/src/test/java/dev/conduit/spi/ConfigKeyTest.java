@@ -324,6 +324,26 @@ class ConfigKeyTest {
         assertThatThrownBy(() -> twice.parse("128k", "x")).hasMessageContaining("(from x): expected a multiple of 64 up to 64k");
     }
 
+    /**
+     * A check that throws anything but IllegalArgumentException has a fault of its own: the error
+     * says so, naming key, value and source, and keeps what it threw as the cause. Until 2026-12-02
+     * it was a 'bad value', which sent the user to mend a value that may be right.
+     */
+    @Test
+    void aCheckThatFailsIsNamedAsTheChecksFaultNotAsABadValue() {
+        IllegalStateException bug = new IllegalStateException("table not loaded");
+        ConfigKey<Long> key = ConfigKey.bytes("checked.size", 8192, 4096, "Doc.").withCheck("a multiple of 64, e.g. 8k", v -> {
+            throw bug;
+        });
+        assertThatThrownBy(() -> key.parse("8k", "environment variable CONDUIT_CHECKED_SIZE")).isInstanceOf(ConfigException.class)
+                .hasCause(bug)
+                .hasMessage("the check of config key conduit.checked.size (CONDUIT_CHECKED_SIZE) threw java.lang.IllegalStateException "
+                        + "(table not loaded) on value '8k' (from environment variable CONDUIT_CHECKED_SIZE): a fault of the check, "
+                        + "not of the value; report it to the key's author, or leave the setting out (the check does not judge the default)");
+        assertThatThrownBy(() -> key.parse("lots", "the builder")).as("a malformed value is still one").hasNoCause()
+                .hasMessageStartingWith("bad value 'lots'");
+    }
+
     /** A NUL (the builder can set one) is shown as a backslash and 0, never passed on to whatever prints the message. */
     @Test
     void aNulInABadValueIsShownEscaped() {

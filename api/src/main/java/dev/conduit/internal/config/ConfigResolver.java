@@ -29,6 +29,8 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class ConfigResolver implements Config {
 
+    /** The owner of the runtime's own keys ({@link ConfigEntry#owner}). */
+    public static final String RUNTIME = "runtime";
     private static final String ENV_PREFIX = "CONDUIT_";
     private static final String PROPERTY_PREFIX = "conduit.";
 
@@ -106,9 +108,32 @@ public final class ConfigResolver implements Config {
         return describe(raw == null ? Source.DEFAULT : raw.source(), key);
     }
 
-    /** Parses every declared key now, so a malformed value fails at build time, not at first use. */
-    public void validate() {
-        for (Declared d : declared.values()) get(d.key());
+    /**
+     * Parses every declared key now, so a malformed value fails at build time, not at first use. A
+     * check of a plugin's key that fails ({@link ConfigKey#parse}'s exception with a cause) is a
+     * fault of that plugin, not of the value, and is returned instead, for the plugin alone to be
+     * broken; the runtime's own fails the build.
+     *
+     * @return by plugin, the first failed check of one of its keys
+     */
+    public Map<String, ConfigException> validate() {
+        Map<String, ConfigException> failedChecks = new LinkedHashMap<>();
+        for (Declared d : declared.values()) {
+            if (failedChecks.containsKey(d.owner())) continue;
+            try {
+                get(d.key());
+            } catch (ConfigException e) {
+                if (e.getCause() == null || d.owner().equals(RUNTIME)) throw e;
+                failedChecks.put(d.owner(), e);
+            }
+        }
+        return failedChecks;
+    }
+
+    /** Forgets the keys {@code plugin} declared, and leaves settings under its name unread: it is not used ({@link #leaveUnread}). */
+    public void forget(String plugin) {
+        declared.values().removeIf(d -> d.owner().equals(plugin));
+        leaveUnread(plugin);
     }
 
     /**

@@ -37,6 +37,8 @@ public final class PluginRecord {
     Map<Capability, String> unsupportedHere = Map.of();
     /** Whether {@code transports} excludes its name ({@code ^name}): a user who knows it is there and does not want it. */
     boolean excludedByName;
+    /** What it threw when it was found BROKEN at the build (a check of its configuration), for the WARNING; else null. */
+    Throwable failure;
     /** Whether its config keys were declared to the configuration, so read and checked at the build (declareKeys). */
     boolean keysDeclared;
     /** The config keys it declared, as read once at discovery. */

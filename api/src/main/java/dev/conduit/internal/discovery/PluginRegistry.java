@@ -8,6 +8,7 @@ import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.Config;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PayloadReader;
@@ -250,22 +251,59 @@ public final class PluginRegistry {
     }
 
     /**
-     * Runs {@link ConduitPlugin#checkConfig} of each plugin whose keys are declared, once every key
-     * has parsed: a rule between a plugin's keys fails the build, also for a plugin {@code transports}
-     * leaves out. A check that throws anything but a {@link ConfigException} breaks only its plugin.
+     * Parses every declared key ({@link ConfigResolver#validate}), then runs
+     * {@link ConduitPlugin#checkConfig} of each plugin whose keys are declared: a malformed value, or
+     * a rule between a plugin's keys, fails the build, also for a plugin {@code transports} leaves
+     * out. A check that throws anything but a {@link ConfigException} (a key's: anything but an
+     * {@link IllegalArgumentException}) is a fault of the plugin, not of a value: it breaks that
+     * plugin alone, whose reason names the check, the keys and where their values come from, and
+     * whose WARNING carries what was thrown.
      */
     public static void checkConfig(List<PluginRecord> records, ConfigResolver config) {
+        Map<String, ConfigException> failedChecks = config.validate();
         for (PluginRecord r : records) {
-            if (!r.keysDeclared) continue;
-            try {
-                r.plugin.checkConfig(config);
-            } catch (ConfigException e) {
-                throw e;
-            } catch (RuntimeException e) {
-                r.status = Status.BROKEN;
-                r.reason = "checking its configuration failed: " + ServiceDiscovery.describe(e);
+            ConfigException failed = r.keysDeclared ? failedChecks.get(r.name) : null;
+            if (failed != null) {
+                broken(r, failed.getMessage(), failed);
+                config.forget(r.name);
             }
         }
+        for (PluginRecord r : records) {
+            if (!r.keysDeclared) continue;
+            List<ConfigKey<?>> read = new ArrayList<>();
+            Config recording = new Config() {
+                @Override
+                public <T> T get(ConfigKey<T> key) {
+                    read.add(key);
+                    return config.get(key);
+                }
+
+                @Override
+                public String sourceOf(ConfigKey<?> key) {
+                    return config.sourceOf(key);
+                }
+            };
+            try {
+                r.plugin.checkConfig(recording);
+            } catch (ConfigException e) {
+                throw e;
+            } catch (RuntimeException | LinkageError e) {
+                // The keys it read, the last most likely the one it choked on: what a user may try other values of meanwhile.
+                String keys = read.stream().distinct().map(k -> k.name() + " (from " + config.sourceOf(k) + ")")
+                        .collect(Collectors.joining(", "));
+                broken(r, "its checkConfig threw " + e.getClass().getName() + " (" + ServiceDiscovery.describe(e) + ")"
+                        + (keys.isEmpty() ? " before reading any config key" : " after reading config keys " + keys)
+                        + ": a fault of the plugin, not of the values; report it to its author, or try other values", e);
+                config.forget(r.name);
+            }
+        }
+    }
+
+    private static void broken(PluginRecord r, String reason, Throwable failure) {
+        r.status = Status.BROKEN;
+        r.reason = reason;
+        r.failure = failure;
+        r.keysDeclared = false;
     }
 
     /**
@@ -425,9 +463,10 @@ public final class PluginRegistry {
         for (PluginRecord r : all()) {
             Status status = r.status;
             if ((status == Status.BROKEN || status == Status.REFUSED) && !r.excludedByName) {
+                // With what the plugin threw, if it did, for its author: the stack trace says where.
                 log.log(System.Logger.Level.WARNING, () -> "plugin " + r.name + " " + status + ": " + r.reason
                         + " (to stop this warning without removing it, exclude it: add ^" + r.name + " to an exclusion list in "
-                        + "transports, CONDUIT_TRANSPORTS, such as ^" + r.name + " alone)");
+                        + "transports, CONDUIT_TRANSPORTS, such as ^" + r.name + " alone)", r.failure);
             } else if (status != Status.SELECTED && status != Status.EXCLUDED) {
                 log.log(System.Logger.Level.DEBUG, () -> "plugin " + r.name + " " + status + ": " + r.reason
                         + (r.excludedByName ? " (excluded by transports)" : ""));

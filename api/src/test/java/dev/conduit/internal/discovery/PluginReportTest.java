@@ -1,6 +1,7 @@
 package dev.conduit.internal.discovery;
 
 import dev.conduit.internal.RuntimeSettings;
+import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
@@ -24,6 +25,7 @@ class PluginReportTest {
     /** A logger that keeps what it is given, at every level. */
     private static final class Recorded implements System.Logger {
         final List<String> lines = new ArrayList<>();
+        final List<Throwable> thrown = new ArrayList<>();
 
         @Override public String getName() { return "test"; }
         @Override public boolean isLoggable(Level level) { return true; }
@@ -36,6 +38,7 @@ class PluginReportTest {
         @Override
         public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
             lines.add(level + " " + message);
+            if (thrown != null) this.thrown.add(thrown);
         }
 
         @Override
@@ -82,6 +85,25 @@ class PluginReportTest {
         assertThat(lines).noneMatch(l -> l.startsWith("WARNING"));
         assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("DEBUG plugin fragile BROKEN").contains("excluded by transports"));
         assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("DEBUG plugin old REFUSED").contains("excluded by transports"));
+    }
+
+    /** A plugin whose check of its configuration threw is a fault for its author: the WARNING carries what it threw, and where. */
+    @Test
+    void aPluginBrokenByItsConfigurationCheckIsAWarningCarryingWhatItThrew() {
+        NullPointerException bug = new NullPointerException("no table");
+        RuntimeSettings settings = new RuntimeSettings(Map.of(), Map.of(), new Properties(), PluginReportTest.class.getClassLoader(),
+                false, List.of(TestPlugin.named("ruled").configCheck(c -> {
+                    throw bug;
+                }), TestPlugin.named("a")));
+        List<PluginRecord> records = PluginRegistry.discover(settings, null);
+        ConfigResolver config = new ConfigResolver(Map.of(), Map.of(), new Properties());
+        PluginRegistry.declareKeys(records, config);
+        PluginRegistry.checkConfig(records, config);
+        Recorded log = new Recorded();
+        PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), List.of()).report(log);
+        assertThat(log.lines).anySatisfy(l -> assertThat(l).startsWith("WARNING plugin ruled BROKEN: its checkConfig threw "
+                + "java.lang.NullPointerException (no table) before reading any config key: a fault of the plugin"));
+        assertThat(log.thrown).containsExactly(bug);
     }
 
     @Test
