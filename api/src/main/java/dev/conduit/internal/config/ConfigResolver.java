@@ -5,6 +5,7 @@ import dev.conduit.ConfigEntry.Source;
 import dev.conduit.spi.Config;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.PayloadReader;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -162,8 +163,10 @@ public final class ConfigResolver implements Config {
      * plugin's key ({@code devdax.device} for {@code verbs.device}).
      */
     private String forNoPluginHere(String setting, boolean variable) {
-        // A plugin's keys are its name and more words: a setting of one word is no plugin's.
+        // A plugin's keys are its name and more words: a setting of one word is no plugin's, nor one whose first word
+        // no plugin can have as its name (Probe.timeout, a blank before it), which is a misspelt key, not an absent plugin.
         if ((variable ? setting.indexOf('_', ENV_PREFIX.length()) : setting.indexOf('.')) < 0) return "";
+        if (!variable && !PayloadReader.isName(setting.substring(0, setting.indexOf('.')))) return "";
         Set<String> words = new LinkedHashSet<>(pluginsFound);
         words.addAll(unreadPlugins);
         for (String key : declared.keySet()) words.add(key.contains(".") ? key.substring(0, key.indexOf('.')) : key);
