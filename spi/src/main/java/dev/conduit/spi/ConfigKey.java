@@ -145,8 +145,8 @@ public final class ConfigKey<T> {
                 case "g" -> 30;
                 default -> 40;
             };
-            long n = Long.parseLong(m.group(1));
-            if (n > (Long.MAX_VALUE >> shift)) throw new IllegalArgumentException();
+            long n = parseDigits(m.group(1), TOO_LARGE);
+            if (n > (Long.MAX_VALUE >> shift)) throw new Refused(TOO_LARGE);
             long v = n << shift;
             if (v < min || v > max) throw new IllegalArgumentException();
             return v;
@@ -163,20 +163,50 @@ public final class ConfigKey<T> {
         return new ConfigKey<>(name, Duration.class, defaultValue, "a positive duration with a unit (ns, us, ms, s, m, h), e.g. 100ms", doc, s -> {
             var m = DURATION.matcher(s.trim());
             if (!m.matches()) throw new IllegalArgumentException();
-            long n = Long.parseLong(m.group(1));
-            Duration d = switch (m.group(2).toLowerCase(Locale.ROOT)) {
-                case "ns" -> Duration.ofNanos(n);
-                case "us" -> Duration.ofNanos(Math.multiplyExact(n, 1000L));
-                case "ms" -> Duration.ofMillis(n);
-                case "s" -> Duration.ofSeconds(n);
-                case "m" -> Duration.ofMinutes(n);
-                default -> Duration.ofHours(n);
-            };
-            // Positive, and representable in nanoseconds (about 292 years), so that toNanos() never throws.
+            long n = parseDigits(m.group(1), TOO_LONG);
+            Duration d;
+            try {
+                d = switch (m.group(2).toLowerCase(Locale.ROOT)) {
+                    case "ns" -> Duration.ofNanos(n);
+                    case "us" -> Duration.ofNanos(Math.multiplyExact(n, 1000L));
+                    case "ms" -> Duration.ofMillis(n);
+                    case "s" -> Duration.ofSeconds(n);
+                    case "m" -> Duration.ofMinutes(n);
+                    default -> Duration.ofHours(n);
+                };
+                // Positive, and representable in nanoseconds (about 292 years), so that toNanos() never throws.
+                d.toNanos();
+            } catch (ArithmeticException e) {
+                throw new Refused(TOO_LONG);
+            }
             if (d.isZero()) throw new IllegalArgumentException();
-            d.toNanos();
             return d;
         });
+    }
+
+    private static final String TOO_LARGE = "larger than the largest size a key takes, " + Long.MAX_VALUE + " bytes (8 EiB - 1)";
+    private static final String TOO_LONG = "longer than the longest duration a key takes, " + Long.MAX_VALUE + "ns (about 292 years)";
+
+    /** Digits the form matched: a failure can only be a number too large for a {@code long}, which {@code tooLarge} words. */
+    private static long parseDigits(String digits, String tooLarge) {
+        try {
+            return Long.parseLong(digits);
+        } catch (NumberFormatException e) {
+            throw new Refused(tooLarge);
+        }
+    }
+
+    /**
+     * A parser's refusal of a value in the expected form, whose message says why (too large for
+     * the type): the expected form alone would not, since the value has that form. A parser's other
+     * exceptions (NumberFormatException's message) say nothing a user can act on.
+     */
+    private static final class Refused extends IllegalArgumentException {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        Refused(String why) {
+            super(why);
+        }
     }
 
     /**
@@ -224,6 +254,8 @@ public final class ConfigKey<T> {
         T value;
         try {
             value = parser.apply(raw);
+        } catch (Refused e) {
+            throw bad(raw, source, e.getMessage() + "; ");
         } catch (RuntimeException e) {
             throw bad(raw, source, "");
         }

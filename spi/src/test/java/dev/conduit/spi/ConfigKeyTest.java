@@ -344,6 +344,29 @@ class ConfigKeyTest {
                 .hasMessageStartingWith("bad value 'lots'");
     }
 
+    /**
+     * A value in the expected form that is too large for the type says so: the expected form alone
+     * ("a size in bytes of at least 0, e.g. 4096") described the value given. Until 2026-12-02 it
+     * said nothing more.
+     */
+    @Test
+    void aValueInTheFormThatIsTooLargeSaysSo() {
+        ConfigKey<Long> bytes = ConfigKey.bytes("big.bytes", 0, 0, "Doc.");
+        ConfigKey<Duration> duration = ConfigKey.duration("big.wait", Duration.ofSeconds(1), "Doc.");
+        for (String value : List.of("99999999t", "99999999999999999999", "9223372036854775807k")) {
+            assertThatThrownBy(() -> bytes.parse(value, "the builder")).as(value).hasMessage("bad value '" + value
+                    + "' for config key conduit.big.bytes (CONDUIT_BIG_BYTES) (from the builder): larger than the largest size a key "
+                    + "takes, 9223372036854775807 bytes (8 EiB - 1); expected a size in bytes of at least 0, e.g. 4096, 64k, 256m, 1g. Doc.");
+        }
+        for (String value : List.of("999999999h", "99999999999999999999999ms", "9223372036854775807us", "200000000m")) {
+            assertThatThrownBy(() -> duration.parse(value, "the builder")).as(value)
+                    .hasMessageContaining("(from the builder): longer than the longest duration a key takes, 9223372036854775807ns "
+                            + "(about 292 years); expected a positive duration");
+        }
+        assertThat(duration.parse("2562047h", "the builder")).isEqualTo(Duration.ofHours(2562047));
+        assertThatThrownBy(() -> duration.parse("0s", "the builder")).hasMessageContaining("(from the builder): expected a positive");
+    }
+
     /** A NUL (the builder can set one) is shown as a backslash and 0, never passed on to whatever prints the message. */
     @Test
     void aNulInABadValueIsShownEscaped() {
