@@ -257,7 +257,9 @@ public final class ConfigKey<T> {
         } catch (Refused e) {
             throw bad(raw, source, e.getMessage() + "; ");
         } catch (RuntimeException e) {
-            throw bad(raw, source, "");
+            // An empty variable (CONDUIT_X= in an environment file, docker -e CONDUIT_X=) is often meant as unset; it is not.
+            throw bad(raw, source, raw.isBlank() ? "the value is empty, which does not unset the key: remove the setting for its "
+                    + "default; " : "");
         }
         try {
             check.accept(value);

@@ -367,6 +367,22 @@ class ConfigKeyTest {
         assertThatThrownBy(() -> duration.parse("0s", "the builder")).hasMessageContaining("(from the builder): expected a positive");
     }
 
+    /**
+     * An empty value (CONDUIT_X= in an environment file) that the key cannot take says that it does
+     * not unset the key, and how to get the default; a key that takes any text takes it.
+     */
+    @Test
+    void anEmptyValueSaysItDoesNotUnsetTheKey() {
+        for (ConfigKey<?> key : List.of(ConfigKey.integer("e.int", 1, 0, 9, "Doc."), ConfigKey.duration("e.wait", Duration.ofSeconds(1), "Doc."),
+                ConfigKey.path("e.dir", null, "Doc."), ConfigKey.bool("e.on", true, "Doc."))) {
+            assertThatThrownBy(() -> key.parse(" ", "environment variable " + key.environmentName())).as(key.name())
+                    .hasMessageContaining("(from environment variable " + key.environmentName() + "): the value is empty, which does "
+                            + "not unset the key: remove the setting for its default; expected ");
+        }
+        assertThat(ConfigKey.string("e.text", "x", "Doc.").parse("", "the builder")).isEmpty();
+        assertThatThrownBy(() -> ConfigKey.integer("e.int", 1, 0, 9, "Doc.").parse("x", "the builder")).hasMessageNotContaining("empty");
+    }
+
     /** A NUL (the builder can set one) is shown as a backslash and 0, never passed on to whatever prints the message. */
     @Test
     void aNulInABadValueIsShownEscaped() {
