@@ -320,4 +320,22 @@ class ConfigurationTest {
                         + "character not allowed); expected directories separated by '" + java.io.File.pathSeparator + "'")
                 .hasMessageNotContaining("\0");
     }
+
+    /**
+     * A plugin.path directory that is not there is named with where plugin.path was set: until
+     * 2026-12-02 the reason said "fix plugin.path (CONDUIT_PLUGIN_PATH)" also to a user who set it
+     * in the builder or a system property, and has no such variable.
+     */
+    @Test
+    void aPluginPathDirectoryThatIsNotThereIsNamedWithWherePluginPathWasSet(@org.junit.jupiter.api.io.TempDir Path dir) {
+        String missing = dir.resolve("missing").toString();
+        try (Conduit c = isolated().set("plugin.path", missing).build()) {
+            assertThat(c.plugins()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("plugin directory " + missing
+                    + " does not exist or is not a directory; fix plugin.path (from the builder)"));
+        }
+        try (Conduit c = isolated().systemProperties(props("conduit.plugin.path", missing)).build()) {
+            assertThat(c.plugins()).singleElement().satisfies(p -> assertThat(p.reason())
+                    .endsWith("fix plugin.path (from system property conduit.plugin.path)"));
+        }
+    }
 }

@@ -58,7 +58,8 @@ public final class ConduitRuntime implements Conduit {
     public static Conduit open(RuntimeSettings settings) {
         ConfigResolver config = new ConfigResolver(settings.builderValues(), settings.environment(), settings.systemProperties());
         config.declareAll(RuntimeKeys.ALL, ConfigResolver.RUNTIME);
-        List<PluginRecord> records = PluginRegistry.discover(settings, config.get(RuntimeKeys.PLUGIN_PATH));
+        List<PluginRecord> records = PluginRegistry.discover(settings, config.get(RuntimeKeys.PLUGIN_PATH),
+                config.sourceOf(RuntimeKeys.PLUGIN_PATH));
         // Before any plugin key is declared: which plugin a variable two plugins' keys share sets depends on which are left out.
         List<String> transports = config.get(RuntimeKeys.TRANSPORTS);
         List<String> preference = PluginRegistry.leaveOut(records, transports, config.sourceOf(RuntimeKeys.TRANSPORTS));

@@ -155,7 +155,7 @@ class PluginDirectoryTest {
         try (Conduit conduit = Loading.isolatedBuilder().pluginPath(missing, plugins).build()) {
             PluginInfo broken = info(conduit, missing.toString());
             assertThat(broken.status()).isEqualTo(Status.BROKEN);
-            assertThat(broken.reason()).contains(missing.toString()).contains("does not exist").contains("CONDUIT_PLUGIN_PATH");
+            assertThat(broken.reason()).contains(missing.toString()).contains("does not exist").contains("fix plugin.path (from the builder)");
             assertThat(info(conduit, "dir-a").status()).isEqualTo(Status.SELECTED);
         }
     }

@@ -38,19 +38,24 @@ final class PluginDirectory {
     private PluginDirectory() {
     }
 
-    static List<Candidate> load(Path directory) {
-        return load(directory, PluginDirectory.class.getModule().getLayer());
+    /**
+     * The plugins in {@code directory}, one of those {@code pathSource} ({@link dev.conduit.spi.Config#sourceOf}
+     * of {@code plugin.path}) names: where to fix a directory that is not there.
+     */
+    static List<Candidate> load(Path directory, String pathSource) {
+        return load(directory, PluginDirectory.class.getModule().getLayer(), pathSource);
     }
 
     /**
-     * As {@link #load(Path)}, with each plugin's layer a child of {@code parent} ({@code null}: the
+     * As {@link #load(Path, String)}, with each plugin's layer a child of {@code parent} ({@code null}: the
      * runtime is on the class path, each plugin gets a class loader). Tests choose the parent.
      */
-    static List<Candidate> load(Path directory, ModuleLayer parent) {
+    static List<Candidate> load(Path directory, ModuleLayer parent, String pathSource) {
         List<Candidate> found = new ArrayList<>();
         if (!Files.isDirectory(directory)) {
-            found.add(Candidate.broken(directory.toString(), "plugin directory " + directory,
-                    "plugin directory " + directory + " does not exist or is not a directory; fix plugin.path (CONDUIT_PLUGIN_PATH)"));
+            // Named where it was set: a user who set it in the builder or a system property has no variable to fix.
+            found.add(Candidate.broken(directory.toString(), "plugin directory " + directory, "plugin directory " + directory
+                    + " does not exist or is not a directory; fix plugin.path (from " + pathSource + ")"));
             return found;
         }
         List<Path> entries;

@@ -60,7 +60,7 @@ public final class PluginRegistry {
      * Discovers and validates plugins. {@link #leaveOut}, {@link #declareKeys}, {@link #checkConfig}
      * and {@link #probeAndSelect} follow, in that order.
      */
-    public static List<PluginRecord> discover(RuntimeSettings settings, String pluginPath) {
+    public static List<PluginRecord> discover(RuntimeSettings settings, String pluginPath, String pluginPathSource) {
         List<Candidate> candidates = new ArrayList<>();
         for (ConduitPlugin p : settings.extraPlugins()) {
             candidates.add(Candidate.of(p, "added in code (" + p.getClass().getName() + ")"));
@@ -69,7 +69,7 @@ public final class PluginRegistry {
             candidates.addAll(ServiceDiscovery.discover(settings.classLoader()));
         }
         if (pluginPath != null) {
-            for (Path dir : RuntimeKeys.pluginDirectories(pluginPath)) candidates.addAll(PluginDirectory.load(dir));
+            for (Path dir : RuntimeKeys.pluginDirectories(pluginPath)) candidates.addAll(PluginDirectory.load(dir, pluginPathSource));
         }
         List<PluginRecord> records = new ArrayList<>();
         for (Candidate c : candidates) records.add(validate(c));

@@ -97,7 +97,7 @@ class PluginDirectoryTest {
         Configuration withLinux = runtime.configuration().resolve(ModuleFinder.of(applicationLinux), ModuleFinder.of(), Set.of(LINUX));
         ModuleLayer application = runtime.defineModulesWithOneLoader(withLinux, ClassLoader.getSystemClassLoader());
 
-        List<Candidate> found = PluginDirectory.load(bundling, application);
+        List<Candidate> found = PluginDirectory.load(bundling, application, "the builder");
 
         assertThat(found).singleElement().satisfies(c -> assertThat(c.error()).as("error").isNull());
         ConduitPlugin plugin = found.getFirst().plugin();
@@ -112,7 +112,7 @@ class PluginDirectoryTest {
         ModuleLayer runtime = runtimeLayer();
         assertThat(runtime.findModule(LINUX)).as("dev.conduit.linux in the api tests' boot layer").isEmpty();
 
-        List<Candidate> found = PluginDirectory.load(bundling);
+        List<Candidate> found = PluginDirectory.load(bundling, "the builder");
 
         assertThat(found).singleElement().satisfies(c -> assertThat(c.error()).as("error").isNull());
         ConduitPlugin plugin = found.getFirst().plugin();
@@ -133,7 +133,7 @@ class PluginDirectoryTest {
         Path dir = tmp.resolve("damaged");
         Files.createDirectories(dir);
         Files.write(dir.resolve("plugin.jar"), new byte[] {'P', 'K', 3, 4, 1, 2, 3});
-        for (List<Candidate> found : List.of(PluginDirectory.load(dir, null), PluginDirectory.load(dir, runtimeLayer()))) {
+        for (List<Candidate> found : List.of(PluginDirectory.load(dir, null, "the builder"), PluginDirectory.load(dir, runtimeLayer(), "the builder"))) {
             assertThat(found).singleElement().satisfies(c -> {
                 assertThat(c.plugin()).isNull();
                 assertThat(c.error()).contains("plugin.jar").contains("zip END header not found").doesNotContain("META-INF/services");

@@ -50,7 +50,7 @@ class PluginReportTest {
     private static List<String> report(List<String> transports, ConduitPlugin... plugins) {
         RuntimeSettings settings = new RuntimeSettings(Map.of(), Map.of(), new Properties(),
                 PluginReportTest.class.getClassLoader(), false, List.of(plugins));
-        List<PluginRecord> records = PluginRegistry.discover(settings, null);
+        List<PluginRecord> records = PluginRegistry.discover(settings, null, null);
         List<String> preference = PluginRegistry.leaveOut(records, transports, "the builder");
         PluginRegistry registry = PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), preference);
         Recorded log = new Recorded();
@@ -95,7 +95,7 @@ class PluginReportTest {
                 false, List.of(TestPlugin.named("ruled").configCheck(c -> {
                     throw bug;
                 }), TestPlugin.named("a")));
-        List<PluginRecord> records = PluginRegistry.discover(settings, null);
+        List<PluginRecord> records = PluginRegistry.discover(settings, null, null);
         ConfigResolver config = new ConfigResolver(Map.of(), Map.of(), new Properties());
         PluginRegistry.declareKeys(records, config);
         PluginRegistry.checkConfig(records, config);
