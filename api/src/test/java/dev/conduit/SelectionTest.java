@@ -162,6 +162,15 @@ class SelectionTest {
         }
     }
 
+    /** Blanks after a ^ are dropped as those around an item are: '^ a' failed as naming plugin ' a', not found, until 2026-12-02. */
+    @Test
+    void blanksAfterACaretAreDropped() {
+        try (Conduit conduit = fourPlugins().environment(Map.of("CONDUIT_TRANSPORTS", " ^ a, ^\tc ")).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("b");
+            assertThat(info(conduit, "a").reason()).startsWith("excluded by transports=^ a,^\tc (from environment variable CONDUIT_TRANSPORTS)");
+        }
+    }
+
     /** A refused copy found first used to stand for the name, and the usable copy was "not named by transports". */
     @Test
     void aNameWithARefusedAndAUsableCopySelectsTheUsableOne() {

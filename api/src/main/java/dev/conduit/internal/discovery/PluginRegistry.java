@@ -422,7 +422,8 @@ public final class PluginRegistry {
             if (excluded && !exclude) {
                 throw new ConfigException(setting + " mixes names to use and names to exclude; write either memfd,posix or ^verbs,devdax");
             }
-            String name = excluded ? t.substring(1) : t;
+            // Blanks around an item are dropped by the list; those after its ^ too, or '^ verbs' would name plugin ' verbs'.
+            String name = excluded ? t.substring(1).strip() : t;
             // Excluding a plugin that is installed but broken is how a user who cannot remove it silences it.
             if (!known.contains(name) && !(exclude && broken.containsKey(name))) {
                 PluginRecord unusable = broken.get(name);
