@@ -73,7 +73,7 @@ public final class ConduitRuntime implements Conduit {
         Path shared = config.get(RuntimeKeys.SHARED_DIR);
         PluginRegistry registry = PluginRegistry.probeAndSelect(records,
                 name -> RuntimePluginContext.of(config, shared, name),
-                config.get(RuntimeKeys.PROBE_TIMEOUT), preference);
+                config.get(RuntimeKeys.PROBE_TIMEOUT), config.sourceOf(RuntimeKeys.PROBE_TIMEOUT), preference);
         registry.report(LOG);
         return new ConduitRuntime(config, registry, shared);
     }

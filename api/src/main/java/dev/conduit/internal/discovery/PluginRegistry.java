@@ -307,19 +307,20 @@ public final class PluginRegistry {
     }
 
     /**
-     * Probes the candidates {@link #leaveOut} left in at once, each bounded by {@code timeout}, and
+     * Probes the candidates {@link #leaveOut} left in at once, each bounded by {@code timeout} (set in
+     * {@code timeoutSource}, {@link dev.conduit.spi.Config#sourceOf}), and
      * selects those that are available, in {@code preference} order ({@link #leaveOut}'s) or, when it
      * is empty, by priority. A plugin left out is never probed.
      */
     public static PluginRegistry probeAndSelect(List<PluginRecord> records, Function<String, PluginContext> contexts,
-                                                Duration timeout, List<String> preference) {
-        probe(records, contexts, timeout);
+                                                Duration timeout, String timeoutSource, List<String> preference) {
+        probe(records, contexts, timeout, timeoutSource);
         List<PluginRecord> selected = select(records, preference);
         for (PluginRecord r : selected) r.status = Status.SELECTED;
         return new PluginRegistry(List.copyOf(records), List.copyOf(selected));
     }
 
-    private static void probe(List<PluginRecord> records, Function<String, PluginContext> contexts, Duration timeout) {
+    private static void probe(List<PluginRecord> records, Function<String, PluginContext> contexts, Duration timeout, String timeoutSource) {
         ExecutorService executor = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().daemon().name("conduit-probe-", 0).factory());
         try {
             Map<PluginRecord, CompletableFuture<Availability>> running = new LinkedHashMap<>();
@@ -346,7 +347,10 @@ public final class PluginRegistry {
                         r.unsupportedHere = java.util.Collections.unmodifiableMap(notHere);
                     }
                 } catch (TimeoutException ex) {
-                    unavailable(r, "probe did not finish within " + ConfigKey.durationText(timeout) + " (probe.timeout, CONDUIT_PROBE_TIMEOUT)");
+                    // Named where it was set: a user who set it in the builder has no variable to change.
+                    unavailable(r, "probe did not finish within " + ConfigKey.durationText(timeout) + " (probe.timeout, from "
+                            + timeoutSource + "): raise probe.timeout if the probe is slow here, or leave the plugin out (transports=^"
+                            + r.name + ")");
                 } catch (ExecutionException ex) {
                     Throwable cause = ex.getCause();
                     unavailable(r, "probe failed: " + cause.getClass().getSimpleName() + ": " + ServiceDiscovery.describe(cause));

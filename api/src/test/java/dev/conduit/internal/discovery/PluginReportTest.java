@@ -52,7 +52,7 @@ class PluginReportTest {
                 PluginReportTest.class.getClassLoader(), false, List.of(plugins));
         List<PluginRecord> records = PluginRegistry.discover(settings, null, null);
         List<String> preference = PluginRegistry.leaveOut(records, transports, "the builder");
-        PluginRegistry registry = PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), preference);
+        PluginRegistry registry = PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), "the default", preference);
         Recorded log = new Recorded();
         registry.report(log);
         return log.lines;
@@ -100,7 +100,7 @@ class PluginReportTest {
         PluginRegistry.declareKeys(records, config);
         PluginRegistry.checkConfig(records, config);
         Recorded log = new Recorded();
-        PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), List.of()).report(log);
+        PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), "the default", List.of()).report(log);
         assertThat(log.lines).anySatisfy(l -> assertThat(l).startsWith("WARNING plugin ruled BROKEN: its checkConfig threw "
                 + "java.lang.NullPointerException (no table) before reading any config key: a fault of the plugin"));
         assertThat(log.thrown).containsExactly(bug);
