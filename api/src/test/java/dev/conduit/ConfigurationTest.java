@@ -177,8 +177,10 @@ class ConfigurationTest {
                 .hasMessageContaining("unknown config key 'verbs.device' set in the builder; no plugin called 'verbs' was found here "
                         + "(found: cfg, keyless), so nothing reads it: install that plugin (module path, class path or plugin.path) "
                         + "or leave the setting out");
-        // Nor one whose first word no plugin can be called: a misspelt key (until 2026-12-02 'install that plugin').
-        for (String key : List.of("cfg.sise", "keyless.size", "probe.timout", "transport", "Probe.Timeout", " probe.timeout", "2cfg.size")) {
+        // Nor one whose first word no plugin can be called, or is a letter or two from a word found here: a misspelt key
+        // (until 2026-12-02 'install that plugin').
+        for (String key : List.of("cfg.sise", "keyless.size", "probe.timout", "transport", "Probe.Timeout", " probe.timeout", "2cfg.size",
+                "prob.timeout", "keyles.size", "threads.confine")) {
             assertThatThrownBy(() -> isolated().addPlugin(plugin()).addPlugin(TestPlugin.named("keyless")).set(key, "1").build())
                     .as("%s: a plugin or runtime word found here", key)
                     .isInstanceOf(ConfigException.class).hasMessageContaining("unknown config key '" + key + "'")

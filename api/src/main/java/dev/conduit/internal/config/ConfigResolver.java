@@ -170,9 +170,16 @@ public final class ConfigResolver implements Config {
         Set<String> words = new LinkedHashSet<>(pluginsFound);
         words.addAll(unreadPlugins);
         for (String key : declared.keySet()) words.add(key.contains(".") ? key.substring(0, key.indexOf('.')) : key);
+        List<String> parts = variable ? List.of(setting.substring(ENV_PREFIX.length()).toLowerCase(Locale.ROOT).split("_")) : List.of();
         for (String word : words) {
             String start = variable ? variablePrefix(word) : word + ".";
             if (setting.startsWith(start)) return "";
+            // A first word a letter or two from one found here (prob.timeout) is likelier misspelt than an absent plugin's:
+            // the "did you mean" speaks for it. A variable is compared by as many parts as the word has (dev-dax: DEV_DAX).
+            String near = variable ? word.replace('-', '_') : word;
+            String first = variable ? String.join("_", parts.subList(0, Math.min(parts.size(), near.split("_").length)))
+                    : setting.substring(0, setting.indexOf('.'));
+            if (Suggestions.distance(first, near) <= (first.length() >= 5 ? 2 : 1)) return "";
         }
         String named = variable ? "no plugin found here has the name it starts with"
                 : "no plugin called '" + setting.substring(0, setting.indexOf('.')) + "' was found here";

@@ -117,7 +117,8 @@ class ConfigResolverTest {
     /** An unknown variable or property under no plugin found here says so; one under a plugin found does not. */
     @Test
     void anUnknownSettingForAPluginNotFoundHereSaysNoSuchPluginWasFound() {
-        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("CONDUIT_WARNG_ABSENT_DEVICE", "x", "CONDUIT_WARNG_HERE_DEVIC", "x"),
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("CONDUIT_WARNG_ABSENT_DEVICE", "x", "CONDUIT_WARNG_HERE_DEVIC", "x",
+                        "CONDUIT_WARNG_HER_DEVICE", "x"),
                 props("conduit.warng-absent.port", "1", "conduit.warng-here.devic", "1"));
         r.declare(ConfigKey.string("warng-here.device", null, "doc"), "warng-here");
         r.pluginFound("warng-here");
@@ -130,7 +131,9 @@ class ConfigResolverTest {
         assertThat(warnings).filteredOn(w -> w.contains("warng-absent")).singleElement().asString()
                 .startsWith("unknown system property conduit.warng-absent.port is ignored; no plugin called 'warng-absent' was found here"
                         + found);
-        assertThat(warnings).filteredOn(w -> w.contains(" CONDUIT_WARNG_HERE_DEVIC ") || w.contains(" conduit.warng-here.devic ")).hasSize(2)
+        // A first word a letter from one found here is a misspelling, not an absent plugin (until 2026-12-02 'install that plugin').
+        assertThat(warnings).filteredOn(w -> w.contains(" CONDUIT_WARNG_HERE_DEVIC ") || w.contains(" conduit.warng-here.devic ")
+                        || w.contains(" CONDUIT_WARNG_HER_DEVICE ")).hasSize(3)
                 .allSatisfy(w -> assertThat(w).doesNotContain("was found here", "no plugin found here"));
     }
 
