@@ -470,7 +470,7 @@ public final class ShmTransport implements Transport {
                         + ": workers connect only within one user; " + ONE_USER_REMEDY);
             }
             if (!peerLease.ownerAlive()) throw new PeerFailedException(plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
-            mapping = importer.map(new PayloadReader(export, 0, export.length, "queue."), queueLength);
+            mapping = importer.map(new PayloadReader(export, 0, export.length, "queue.", "Conduit worker address"), queueLength);
             ReceiveQueue peerQueue;
             try {
                 peerQueue = ReceiveQueue.attach(mapping.segment(), token);

@@ -8,8 +8,11 @@ import java.util.Objects;
  * names the {@linkplain #field() field} that failed validation, so that a corrupted, truncated or
  * hostile record can be told apart from a stale one.
  *
- * <p>Thrown by the runtime's handle decoder and by a plugin's {@link IpcImporter} when it decodes
- * its own payload. Nothing is opened or mapped when it is thrown.
+ * <p>Thrown by the runtime's handle and address decoders, by a plugin's {@link IpcImporter} when it
+ * decodes its own payload, and by a transport decoding its part of a peer's address. Nothing is
+ * opened or mapped when it is thrown. The message starts with what the bytes were given as
+ * ({@code invalid Conduit worker address: field 'magic': …}); {@code handle} unless the
+ * {@link PayloadReader} that found the fault was told otherwise.
  */
 public class InvalidHandleException extends ConduitException {
     @Serial private static final long serialVersionUID = 1L;
@@ -17,7 +20,16 @@ public class InvalidHandleException extends ConduitException {
     private final String field;
 
     public InvalidHandleException(String field, String message) {
-        super("invalid handle: field '" + Objects.requireNonNull(field) + "': " + message);
+        this("handle", field, message);
+    }
+
+    /**
+     * @param what what the bytes were given as, for the message: {@code "Conduit worker address"},
+     *             {@code "verbs wire-up message"}
+     * @since SPI 1.1
+     */
+    public InvalidHandleException(String what, String field, String message) {
+        super("invalid " + Objects.requireNonNull(what, "what") + ": field '" + Objects.requireNonNull(field) + "': " + message);
         this.field = field;
     }
 

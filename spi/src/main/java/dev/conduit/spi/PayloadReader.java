@@ -23,6 +23,7 @@ public final class PayloadReader {
     private final byte[] bytes;
     private final int end;
     private final String prefix;
+    private final String what;
     private int position;
 
     /**
@@ -30,11 +31,22 @@ public final class PayloadReader {
      * {@code prefix} (e.g. {@code "payload."}).
      */
     public PayloadReader(byte[] bytes, int offset, int length, String prefix) {
+        this(bytes, offset, length, prefix, "handle");
+    }
+
+    /**
+     * As {@link #PayloadReader(byte[], int, int, String)}, for bytes given as {@code what}, which
+     * errors name ({@code "Conduit worker address"}; {@code "handle"} by default).
+     *
+     * @since SPI 1.1
+     */
+    public PayloadReader(byte[] bytes, int offset, int length, String prefix, String what) {
         Objects.checkFromIndexSize(offset, length, bytes.length);
         this.bytes = bytes;
         this.position = offset;
         this.end = offset + length;
         this.prefix = Objects.requireNonNull(prefix, "prefix");
+        this.what = Objects.requireNonNull(what, "what");
     }
 
     /** Reads all of {@code bytes}. */
@@ -154,7 +166,7 @@ public final class PayloadReader {
 
     /** An {@link InvalidHandleException} for {@code field} of this reader. */
     public InvalidHandleException invalid(String field, String message) {
-        return new InvalidHandleException(prefix + field, message);
+        return new InvalidHandleException(what, prefix + field, message);
     }
 
     /** Whether {@code s} is a plugin or alias name: {@code [a-z][a-z0-9-]*}, 1..32 characters. */

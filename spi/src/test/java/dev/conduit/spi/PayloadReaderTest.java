@@ -121,6 +121,16 @@ class PayloadReaderTest {
         }
 
         @Test
+        void errorsNameWhatTheBytesWereGivenAs() {
+            PayloadReader r = new PayloadReader(new byte[] {1}, 0, 1, "address.shm.", "Conduit worker address");
+            r.u8("version");
+            assertThatThrownBy(() -> r.u8("lease")).isInstanceOf(InvalidHandleException.class)
+                    .hasMessageStartingWith("invalid Conduit worker address: field 'address.shm.lease': ");
+            assertThat(r.invalid("x", "why")).hasMessage("invalid Conduit worker address: field 'address.shm.x': why");
+            assertThatThrownBy(() -> new PayloadReader(new byte[1], 0, 1, "", null)).isInstanceOf(NullPointerException.class);
+        }
+
+        @Test
         void refusesAWindowOutsideTheArray() {
             assertThatThrownBy(() -> new PayloadReader(new byte[4], 2, 3, "")).isInstanceOf(IndexOutOfBoundsException.class);
             assertThatThrownBy(() -> new PayloadReader(new byte[4], -1, 1, "")).isInstanceOf(IndexOutOfBoundsException.class);

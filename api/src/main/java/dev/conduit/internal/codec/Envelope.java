@@ -57,8 +57,8 @@ public final class Envelope {
      * @throws dev.conduit.spi.InvalidHandleException naming {@code total.length}, {@code magic} or {@code version}
      */
     public static PayloadReader open(byte[] bytes, int magic, int version, int minLength, int maxLength, String kind) {
-        if (bytes == null) throw new dev.conduit.spi.InvalidHandleException("total.length", "no bytes (null) given as a " + kind);
-        PayloadReader r = new PayloadReader(bytes);
+        if (bytes == null) throw new dev.conduit.spi.InvalidHandleException(kind, "total.length", "no bytes (null) given as a " + kind);
+        PayloadReader r = new PayloadReader(bytes, 0, bytes.length, "", kind);
         boolean headed = bytes.length >= 6;
         long found = headed ? r.u32("magic") : -1;
         int foundVersion = headed ? r.u16("version") : -1;
@@ -67,7 +67,7 @@ public final class Envelope {
             throw intactFrame(bytes) ? otherVersion(foundVersion, version, kind) : damagedOtherVersion(foundVersion, kind);
         }
         if (bytes.length < minLength || bytes.length > maxLength) {
-            throw new dev.conduit.spi.InvalidHandleException("total.length", bytes.length + " bytes given; a " + kind + " has "
+            throw new dev.conduit.spi.InvalidHandleException(kind, "total.length", bytes.length + " bytes given; a " + kind + " has "
                     + minLength + " to " + maxLength);
         }
         if (found != (magic & 0xFFFF_FFFFL)) {
@@ -86,7 +86,7 @@ public final class Envelope {
      * of a format. Says which side runs the older Conduit and what to do.
      */
     private static dev.conduit.spi.InvalidHandleException otherVersion(int found, int version, String kind) {
-        return new dev.conduit.spi.InvalidHandleException("version",
+        return new dev.conduit.spi.InvalidHandleException(kind, "version",
                 dev.conduit.spi.FormatVersions.refusal(kind + " format", found, version, "the process that made it"));
     }
 
@@ -103,7 +103,7 @@ public final class Envelope {
      * its version field may itself be the damage, so no Conduit version is blamed.
      */
     private static dev.conduit.spi.InvalidHandleException damagedOtherVersion(int found, String kind) {
-        return new dev.conduit.spi.InvalidHandleException("version", "format version " + found + " in a " + kind
+        return new dev.conduit.spi.InvalidHandleException(kind, "version", "format version " + found + " in a " + kind
                 + " whose length or checksum does not match its bytes: it was damaged (truncated, padded or altered) between"
                 + " the process that made it and this one, not made by another Conduit version; pass its bytes on unchanged");
     }

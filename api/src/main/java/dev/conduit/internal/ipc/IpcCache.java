@@ -291,12 +291,12 @@ public final class IpcCache implements AutoCloseable {
 
     private static InvalidHandleException contradiction(Entry cached, IpcHandle handle) {
         if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())) {
-            return new InvalidHandleException("chunk.length", "export " + handle.exportId() + " was cached as a " + cached.length
+            return new InvalidHandleException(IpcHandle.KIND, "chunk.length", "export " + handle.exportId() + " was cached as a " + cached.length
                     + "-byte chunk of plugin '" + cached.plugin + "', the handle says " + handle.chunkLength()
                     + " bytes of plugin '" + handle.plugin() + "': the handle is forged or corrupted");
         }
         // The importer validated the payload that was mapped; a different one must not ride on that mapping.
-        return new InvalidHandleException("payload", "export " + handle.exportId() + " was cached with another payload "
+        return new InvalidHandleException(IpcHandle.KIND, "payload", "export " + handle.exportId() + " was cached with another payload "
                 + "than this handle carries: the handle is forged or corrupted");
     }
 

@@ -52,6 +52,8 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
 
     public static final int MAGIC = 0x48444E43;
     public static final int VERSION = 1;
+    /** What errors call these bytes: {@code invalid Conduit IPC handle: field …}, also for a plugin's payload in it. */
+    static final String KIND = "Conduit IPC handle";
     public static final int MAX_LENGTH = 4096;
     public static final int MAX_PAYLOAD = MemoryProvider.MAX_EXPORT_LENGTH;
     /** The shortest possible handle: one-letter plugin name, empty payload. */
@@ -74,7 +76,7 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
      * @throws InvalidHandleException naming the first field that is wrong
      */
     public static IpcHandle decode(byte[] bytes) {
-        PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, "Conduit IPC handle");
+        PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, KIND);
         String plugin = r.name("plugin", 32);
         long originLow = r.u64("origin");
         long originHigh = r.u64("origin");
@@ -176,6 +178,6 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
 
     /** A reader of the payload whose errors name {@code payload.<field>}. */
     public PayloadReader payloadReader() {
-        return new PayloadReader(payload, 0, payload.length, "payload.");
+        return new PayloadReader(payload, 0, payload.length, "payload.", KIND);
     }
 }

@@ -19,6 +19,8 @@ public final class AddressFormat {
 
     public static final int MAGIC = 0x41444E43; // "CNDA" little-endian
     public static final int VERSION = 1;
+    /** What errors call these bytes: {@code invalid Conduit worker address: field …}. */
+    static final String KIND = "Conduit worker address";
     public static final int MAX_LENGTH = 4096;
     public static final int MAX_ENTRIES = 16;
     public static final int MAX_TRANSPORT_ADDRESS = 1024;
@@ -78,7 +80,7 @@ public final class AddressFormat {
      * @throws InvalidHandleException naming the first field that is wrong
      */
     public static Decoded decode(byte[] bytes) {
-        PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, "Conduit worker address");
+        PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, KIND);
         long idLow = r.u64("worker.id");
         long idHigh = r.u64("worker.id");
         if (idLow == 0 && idHigh == 0) throw r.invalid("worker.id", "is zero");

@@ -476,7 +476,7 @@ public final class RuntimeWorker implements Worker {
                 RuntimeEndpoint.Events events = new RuntimeEndpoint.Events(name);
                 TransportEndpoint te;
                 try {
-                    te = transports[i].connect(new PayloadReader(entry.address(), 0, entry.address().length, "address." + name + "."), events);
+                    te = transports[i].connect(new PayloadReader(entry.address(), 0, entry.address().length, "address." + name + ".", AddressFormat.KIND), events);
                     if (te == null) throw new ConduitException("transport returned no endpoint (null)");
                 } catch (RuntimeException | LinkageError e) {
                     reasons.add("'" + name + "': " + describe(e));

@@ -133,7 +133,7 @@ final class WireFormat {
 
         /** Decodes the message body (after its length), expecting {@code kind}. */
         static Wireup decode(byte[] body, int expectedKind) {
-            PayloadReader r = new PayloadReader(body, 0, body.length, "wireup.");
+            PayloadReader r = new PayloadReader(body, 0, body.length, "wireup.", "Conduit verbs wire-up message");
             long magic = r.u32("magic");
             if (magic != WIREUP_MAGIC) {
                 throw r.invalid("magic", "0x" + Long.toHexString(magic) + " is not a Conduit verbs wire-up message (0x"
