@@ -14,6 +14,12 @@ package dev.conduit;
 public record ConfigEntry(String key, String property, String environment, String value, Source source,
                           String owner, String doc) {
 
+    /** {@code key=value (source)}: the doc, a paragraph, is left to {@link #doc()} and {@code conduit info}. */
+    @Override
+    public String toString() {
+        return key + "=" + (value == null ? "(unset)" : value) + " (" + source + ")";
+    }
+
     /** Where a value comes from, strongest first. */
     public enum Source {
         BUILDER, SYSTEM_PROPERTY, ENVIRONMENT, DEFAULT

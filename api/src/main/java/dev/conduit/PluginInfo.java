@@ -50,6 +50,20 @@ public record PluginInfo(String name, String version, String spiVersion, String 
                 configuration);
     }
 
+    /**
+     * One line for a log: name, version, status, capabilities, origin, and the reason or what was ruled out
+     * here, but not the keys' docs, which the record's own form would print, several KB per plugin
+     * ({@code conduit info} shows them).
+     */
+    @Override
+    public String toString() {
+        StringBuilder s = new StringBuilder(name).append(' ').append(version).append(' ').append(status)
+                .append(' ').append(new java.util.TreeSet<>(capabilities)).append(" from ").append(origin);
+        if (!unsupportedHere.isEmpty()) s.append(", not here: ").append(unsupportedHere.keySet());
+        if (status != Status.SELECTED && reason != null) s.append(": ").append(reason);
+        return s.toString();
+    }
+
     /** Where a plugin stands after discovery, probing and selection. */
     public enum Status {
         /** Available and selected: the runtime uses it. */
