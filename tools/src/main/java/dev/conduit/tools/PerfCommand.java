@@ -34,6 +34,7 @@ import java.util.Set;
 import java.util.Stack;
 import java.util.concurrent.Callable;
 import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 
 /**
  * {@code conduit perf}: two processes measured against each other, as {@code ucx_perftest} does
@@ -310,7 +311,7 @@ final class PerfCommand implements Callable<Integer> {
             }
             PerfRun run;
             try {
-                run = measure(c, bootstrap, plan, how, out, err);
+                run = measure(c, bootstrap, plan, how, e -> e, out, err);
             } catch (PerfClient.ServerUnreachable e) {
                 // Only a hint: a pid says nothing across PID namespaces, so it is trusted only to hold the advice back from a
                 // server that evidently runs here (it may have refused for another reason: no transport in common).
@@ -347,15 +348,13 @@ final class PerfCommand implements Callable<Integer> {
                 PerfBootstrap bootstrap = PerfBootstrap.await(peer.directory(), PerfPeer.NAME, plan.timeout(), () -> !peer.isAlive(),
                         "the server this process started had not published it yet, and the start of its JVM counts against "
                                 + "--timeout: give a longer --timeout");
-                run = measure(c, bootstrap, plan, "spawned by this process, private shared directory " + peer.directory(), out, err);
+                run = measure(c, bootstrap, plan, "spawned by this process, private shared directory " + peer.directory(),
+                        e -> withServerOutput(peer, e), out, err);
             }
+        } catch (SpawnedRunFailed e) {
+            throw e; // measure said it with the server's output already, in the document too
         } catch (RuntimeException | Error e) {
-            // An Error too (OutOfMemoryError, StackOverflowError, a LinkageError): it left the server running until this
-            // JVM's exit, and its output, which says what the server saw, unshown.
-            int exit = peer.stopAfterFailure();
-            String what = e instanceof Error || e.getMessage() == null ? "unexpected failure: " + e : e.getMessage();
-            throw new ConduitException(what + "; the server process (pid " + peer.pid() + ", "
-                    + (exit == -1 ? "stopped" : "exit code " + exit) + ") said: " + indent(peer.output()), e);
+            throw withServerOutput(peer, e);
         }
         int exit = peer.stop();
         if (exit != 0) {
@@ -366,6 +365,25 @@ final class PerfCommand implements Callable<Integer> {
         return ConduitCommand.EXIT_OK;
     }
 
+    /** A spawned run's failure, with what its server said: the message standard error and the JSON {@code error} give. */
+    private static final class SpawnedRunFailed extends ConduitException {
+        SpawnedRunFailed(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
+     * {@code e} with the spawned server's last lines, once the server has exited: it was told why in the client's BYE (when
+     * the session had begun), so they say how its side ended. An Error too (OutOfMemoryError, StackOverflowError, a
+     * LinkageError): it left the server running until this JVM's exit, and its output, which says what the server saw, unshown.
+     */
+    private static SpawnedRunFailed withServerOutput(PerfPeer peer, Throwable e) {
+        int exit = peer.stopAfterFailure();
+        String what = e instanceof Error || e.getMessage() == null ? "unexpected failure: " + e : e.getMessage();
+        return new SpawnedRunFailed(what + "; the server process (pid " + peer.pid() + ", "
+                + (exit == -1 ? "stopped" : "exit code " + exit) + ") said: " + indent(peer.output()), e);
+    }
+
     private static String indent(String text) {
         return text.contains("\n") ? "\n  " + text.replace("\n", "\n  ") : text;
     }
@@ -374,37 +392,49 @@ final class PerfCommand implements Callable<Integer> {
      * Connects, measures, prints the tables as they come (unless --json). A run that fails once connected
      * still writes the JSON document and the chart of the rows measured before ({@link #report}): a
      * failure in the last test lost minutes of measurement, which the text tables had already shown.
+     *
+     * @param explain what a failure is thrown as, and said as in the document: {@code e} itself, or with the spawned
+     *                server's output ({@link #withServerOutput}); given once the client is closed, its BYE said
      */
-    private PerfRun measure(Conduit c, PerfBootstrap bootstrap, PerfPlan plan, String how, PrintWriter out, PrintWriter err) {
+    private PerfRun measure(Conduit c, PerfBootstrap bootstrap, PerfPlan plan, String how, UnaryOperator<Throwable> explain,
+                            PrintWriter out, PrintWriter err) {
         Instant date = Instant.now().truncatedTo(ChronoUnit.SECONDS);
         double timer = timerNanos();
         PerfProgress progress = PerfProgress.onTerminal(err);
         Supplier<Conduit> uncached = () -> open(Map.of("ipc.cache.bytes", "0"));
-        PerfRun run;
+        PerfRun stopped = null; // the rows measured before a failure in the run; null when it did not get that far
+        String during = null;
         try (PerfClient client = new PerfClient(c, uncached, bootstrap, threadMode, plan, progress)) {
             PerfRun header = new PerfRun(ToolVersion.current(), date, client.transport(), plan.wakeup().label(), plan.peers(), client.self(), client.server(),
                     how, timer, PerfRun.Machine.current(), List.of());
             if (!json) PerfText.header(header, out);
             List<PerfResult> done = new ArrayList<>();
             try {
-                run = header.withResults(client.runAll(rows -> {
+                return header.withResults(client.runAll(rows -> {
                     done.addAll(rows);
                     if (!json) PerfText.table(rows, out);
                 }));
             } catch (RuntimeException | Error e) {
-                progress.clear();
-                String message = e.getMessage() == null ? e.toString() : e.getMessage();
-                try {
-                    report(header.withResults(done), new PerfJson.Stop(client.phase(), message), out, err);
-                } catch (RuntimeException | Error reportFailure) {
-                    e.addSuppressed(reportFailure);
-                }
+                stopped = header.withResults(done);
+                during = client.phase();
                 throw e;
             }
+        } catch (RuntimeException | Error e) {
+            progress.clear();
+            // Explained after the client's close: a spawned server has then read the BYE that told it why, and said so.
+            Throwable told = explain.apply(e);
+            if (stopped != null) {
+                try {
+                    report(stopped, new PerfJson.Stop(during, told.getMessage() == null ? told.toString() : told.getMessage()), out, err);
+                } catch (RuntimeException | Error reportFailure) {
+                    told.addSuppressed(reportFailure);
+                }
+            }
+            if (told instanceof Error error) throw error;
+            throw (RuntimeException) told;
         } finally {
             progress.clear();
         }
-        return run;
     }
 
     /** The JSON document and the chart, once the peer is done. */

@@ -19,7 +19,7 @@ final class PerfJson {
      * Why a run stopped before it completed, for the {@code error} member of its document.
      *
      * @param during  the row or warm-up it was measuring ({@link PerfClient#phase()})
-     * @param message the failure's message, as standard error gives it (there with the spawned server's output too)
+     * @param message the failure's message, as standard error gives it: for a spawned server, with its last lines
      */
     record Stop(String during, String message) {
     }

@@ -185,7 +185,8 @@ class PerfRunTest {
      * with an error member saying where and why it stopped, and the chart of those rows: both were
      * written only after a completed run, so the failure lost every row. The failure here is the
      * configuration error of the third Conduit the command opens (spawned: its own two, then
-     * ipc_import uncached's).
+     * ipc_import uncached's). The error's message is standard error's, with what the spawned server
+     * said (its session's end, told by the client's BYE): it had the client's message alone.
      */
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
@@ -202,7 +203,9 @@ class PerfRunTest {
                     .containsExactly("am_lat null", "ipc_import cached");
             Map<String, Object> error = Json.object(doc, "error");
             assertThat(error.get("during")).isEqualTo("ipc_import uncached 8");
-            assertThat((String) error.get("message")).contains(CommandRunner.FAILING_KEY);
+            assertThat((String) error.get("message")).contains(CommandRunner.FAILING_KEY, "the server process (pid ",
+                    "phases, on the client's side: ");
+            assertThat(result.err()).as("standard error says the same").contains((String) error.get("message"));
             assertThat(plot).as("the chart of the rows measured").isNotEmptyFile();
         } finally {
             PerfPeer.deleteTree(plot.getParent());
