@@ -1,8 +1,8 @@
 package dev.conduit.tools;
 
+import dev.conduit.ConduitBuilder;
 import dev.conduit.tools.CommandRunner.Result;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 
 import java.io.BufferedReader;
 import java.io.File;
@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -34,7 +35,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * Short real runs of {@code conduit perf} between two JVMs: with the server it spawns itself, with
  * a server bootstrapped over TCP, and with a server in PID, IPC, UTS and mount namespaces of its
  * own that sees the shared directory at another path. They check that the runs complete and that
- * the JSON is well-formed and complete — never how fast anything was.
+ * the JSON is well-formed and complete — never how fast anything was. No {@code @Timeout} bounds a
+ * whole test (two JVMs' start and a run; a wall-clock bound fails a correct run on a loaded machine): each wait
+ * for a run, a process's output or its end is a hang guard of its own ({@link HangGuard}, or a
+ * bound on a process's exit), so a slower run passes and one that stops fails, naming where.
  */
 class PerfRunTest {
 
@@ -45,9 +49,8 @@ class PerfRunTest {
     private final CommandRunner conduit = CommandRunner.discovering();
 
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aRunAgainstASpawnedServerMeasuresEveryTest() {
-        Result result = conduit.run(concat(List.of("perf"), SHORT));
+        Result result = run(concat(List.of("perf"), SHORT));
 
         assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
         Map<String, Object> doc = checkDocument(result.out());
@@ -59,9 +62,8 @@ class PerfRunTest {
     }
 
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void idlePeersStayConnectedToTheServerWhileTheMeasuringOneRuns() {
-        Result result = conduit.run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--peers", "16", "--json");
+        Result result = run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--peers", "16", "--json");
 
         assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
         Map<String, Object> doc = JsonParser.parseObject(result.out());
@@ -70,10 +72,9 @@ class PerfRunTest {
     }
 
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aServerCanHandOutItsBootstrapOverTcp() throws Exception {
         try (TcpServer server = TcpServer.start()) {
-            Result result = conduit.run(server.client("am_lat", "am_bw", "get_lat", "-n", "200", "-w", "50", "-s", "8", "--json"));
+            Result result = run(server.client("am_lat", "am_bw", "get_lat", "-n", "200", "-w", "50", "-s", "8", "--json"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             Map<String, Object> doc = JsonParser.parseObject(result.out());
@@ -89,10 +90,9 @@ class PerfRunTest {
      * is first taken after the JIT compiled the loops without it. Each is a phase the server sees.
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aTestWithSeveralSizesWarmsUpThroughEverySizeBeforeItsFirstRow() throws Exception {
         try (TcpServer server = TcpServer.start()) {
-            Result result = conduit.run(server.client("am_bw", "atomic_lat", "-n", "200", "-s", "8,64k", "--json"));
+            Result result = run(server.client("am_bw", "atomic_lat", "-n", "200", "-s", "8,64k", "--json"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             assertThat(server.process().waitFor(20, TimeUnit.SECONDS)).isTrue();
@@ -107,7 +107,6 @@ class PerfRunTest {
      * holds up the client after them.
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aTcpServerServesTheClientAfterAStrangerAndAClientThatLeftWithoutAHello() throws Exception {
         try (TcpServer server = TcpServer.start()) {
             int port = Integer.parseInt(server.port());
@@ -118,7 +117,7 @@ class PerfRunTest {
             PerfBootstrap taken = PerfBootstrap.fetch(new PerfParsing.HostPort("127.0.0.1", port), Duration.ofSeconds(10));
             assertThat(taken.pid()).isPositive();
 
-            Result result = conduit.run(server.client("am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "--timeout", "10s"));
+            Result result = run(server.client("am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "--timeout", "10s"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             assertThat(server.process().waitFor(20, TimeUnit.SECONDS)).as("the server serves one session, then exits").isTrue();
@@ -128,10 +127,9 @@ class PerfRunTest {
 
     /** A stream (and the flush of puts) that lasts longer than --timeout is no stall: only the wait for the answer is bounded. */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aStreamLongerThanTheTimeoutIsMeasured() throws Exception {
         try (TcpServer server = TcpServer.start()) {
-            Result result = conduit.run(server.client("am_bw", "put_bw", "-s", "8", "-d", "1500ms", "-w", "0", "--timeout", "1s", "--wakeup", "await",
+            Result result = run(server.client("am_bw", "put_bw", "-s", "8", "-d", "1500ms", "-w", "0", "--timeout", "1s", "--wakeup", "await",
                     "--json"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
@@ -146,9 +144,8 @@ class PerfRunTest {
      * marker of a put that never was, failed the run ("the server did not find the last put's marker").
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aStreamOfADurationShorterThanALookAtTheClockStillStreams() {
-        Result result = conduit.run("perf", "am_bw", "put_bw", "-s", "8", "-d", "1ns", "-w", "1ns", "--json");
+        Result result = run("perf", "am_bw", "put_bw", "-s", "8", "-d", "1ns", "-w", "1ns", "--json");
 
         assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
         assertThat(Json.objects(JsonParser.parseObject(result.out()), "results")).hasSize(2).allSatisfy(r -> {
@@ -164,11 +161,10 @@ class PerfRunTest {
      * draw" and exit code 1, after the document had been written.
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aPlotOfARunWhoseEveryRowWasSkippedIsAWarningNotAFailure() throws Exception {
         Path plot = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-plot").resolve("perf.png");
         try (TcpServer server = TcpServer.start("--region-size", "4k")) {
-            Result result = conduit.run(server.client("put_lat", "-s", "8k", "-n", "10", "-w", "0", "--json", "--plot", plot.toString()));
+            Result result = run(server.client("put_lat", "-s", "8k", "-n", "10", "-w", "0", "--json", "--plot", plot.toString()));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             assertThat(Json.objects(JsonParser.parseObject(result.out()), "results")).singleElement()
@@ -189,11 +185,10 @@ class PerfRunTest {
      * said (its session's end, told by the client's BYE): it had the client's message alone.
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aRunThatFailsInItsSecondTestWritesTheRowsMeasuredBeforeWithTheError() throws Exception {
         Path plot = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-plot").resolve("perf.png");
         try {
-            Result result = conduit.runAlteringBuilder(3, b -> b.set(CommandRunner.FAILING_KEY, "x"), "perf", "am_lat", "ipc_import", "-n", "200", "-w", "50", "-s", "8", "--json",
+            Result result = runAlteringBuilder(3, b -> b.set(CommandRunner.FAILING_KEY, "x"), "perf", "am_lat", "ipc_import", "-n", "200", "-w", "50", "-s", "8", "--json",
                     "--plot", plot.toString());
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
@@ -218,9 +213,8 @@ class PerfRunTest {
      * ran until this JVM's exit and the Error went out as a raw stack trace. The rows before are written too.
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void anErrorInASpawnedRunStopsTheServerAndShowsItsOutput() {
-        Result result = conduit.runAlteringBuilder(3, b -> {
+        Result result = runAlteringBuilder(3, b -> {
             throw new StackOverflowError("injected by the test");
         }, "perf", "am_lat", "ipc_import", "-n", "200", "-w", "50", "-s", "8", "--json");
 
@@ -240,9 +234,8 @@ class PerfRunTest {
      * /dev/shm/conduit-perf-...' in the private directory this run made and removed at once.
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aSpawnedServerThatIsNotUpWithinTheTimeoutIsToldAsTheTimeoutNotAsAServerToStart() {
-        Result result = conduit.run("perf", "am_lat", "-s", "8", "-n", "10", "--timeout", "1ms");
+        Result result = run("perf", "am_lat", "-s", "8", "-n", "10", "--timeout", "1ms");
 
         assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
         assertThat(result.err()).contains("within 1ms: the server this process started had not published it yet",
@@ -251,7 +244,6 @@ class PerfRunTest {
 
     /** A connect that the server's host never answers (here: a full accept queue) gives up at --timeout. */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aTcpConnectThatIsNeverAnsweredEndsAtTheTimeout() throws Exception {
         try (ServerSocketChannel silent = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0), 1)) {
             int port = ((InetSocketAddress) silent.getLocalAddress()).getPort();
@@ -264,7 +256,7 @@ class PerfRunTest {
                     c.connect(new InetSocketAddress("127.0.0.1", port));
                     queued.add(c);
                 }
-                Result result = conduit.run("perf", "--connect", "127.0.0.1:" + port, "am_lat", "--timeout", "2s");
+                Result result = run("perf", "--connect", "127.0.0.1:" + port, "am_lat", "--timeout", "2s");
 
                 assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
                 assertThat(result.err()).contains("no perf server answers at 127.0.0.1:" + port);
@@ -281,10 +273,9 @@ class PerfRunTest {
      * directory the user never chose; a read-only one said "FileSystemException: ...: Read-only file system".
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aConfiguredSharedDirectoryThatDoesNotExistIsNamedWithItsKey() throws Exception {
         Path missing = Path.of("/dev/shm/cperf-missing-" + ProcessHandle.current().pid());
-        Result result = conduit.run("perf", "am_lat", "-n", "200", "-D", "shared.dir=" + missing);
+        Result result = run("perf", "am_lat", "-n", "200", "-D", "shared.dir=" + missing);
 
         assertThat(result.exitCode()).as(result.err()).isNotEqualTo(ConduitCommand.EXIT_OK);
         assertThat(result.err()).contains("the shared directory " + missing + " does not exist")
@@ -300,7 +291,6 @@ class PerfRunTest {
      * made with localedef; the hint now comes from the file store, not from the text.
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aReadOnlySharedDirectorySaysToMountItReadWriteInAnyLanguage() throws Exception {
         Path locales = Files.createTempDirectory("conduit-locale");
         Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-ro");
@@ -318,7 +308,7 @@ class PerfRunTest {
             pb.environment().put("LOCPATH", locales.toString());
             pb.environment().put("LC_ALL", "de_DE.UTF-8");
             Process run = pb.start();
-            String output = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            String output = outputOf(run);
             assertThat(run.waitFor(60, TimeUnit.SECONDS)).isTrue();
 
             assertThat(run.exitValue()).as(output).isNotZero();
@@ -338,7 +328,6 @@ class PerfRunTest {
      * more. The run below is in its own mount namespace, with the plot on a full 16 KiB tmpfs.
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aPlotOnAFullFileSystemSaysEnospcInAnyLanguage() throws Exception {
         Path locales = Files.createTempDirectory("conduit-locale");
         try {
@@ -357,7 +346,6 @@ class PerfRunTest {
      * was, and nothing beside it: it used to be truncated and overwritten in part.
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aPlotThatCannotBeWrittenWholeLeavesThePreviousPlotAsItWas() throws Exception {
         String output = plotOnAFullTmpfs(Map.of(), plot -> List.of("echo previous-plot > " + quote(plot.toString())),
                 plot -> List.of("echo CONTENT: $(cat " + quote(plot.toString()) + ")",
@@ -389,7 +377,7 @@ class PerfRunTest {
             ProcessBuilder pb = new ProcessBuilder("unshare", "--mount", "sh", script.toString()).redirectErrorStream(true);
             pb.environment().putAll(environment);
             Process run = pb.start();
-            String output = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            String output = outputOf(run);
             assertThat(run.waitFor(60, TimeUnit.SECONDS)).isTrue();
             assertThat(run.exitValue()).as(output).isZero();
             assertThat(output).contains("--plot: cannot write " + plot);
@@ -402,11 +390,10 @@ class PerfRunTest {
 
     /** The spawned server's private directory goes into the configured shared.dir; it went into /dev/shm whatever it said. */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void theSpawnedServersDirectoryIsMadeInTheConfiguredSharedDirectory() throws Exception {
         Path configured = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-configured");
         try {
-            Result result = conduit.run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "-D", "shared.dir=" + configured);
+            Result result = run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "-D", "shared.dir=" + configured);
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             assertThat((String) JsonParser.parseObject(result.out()).get("bootstrap"))
@@ -425,11 +412,10 @@ class PerfRunTest {
      * (another terminal, a saved JSON document) nothing (found by review).
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aRelativeSharedDirectoryIsNamedByItsAbsolutePath() throws Exception {
         Path given = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-relative");
         try {
-            Result result = conduit.run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "--shared-dir", relative(given));
+            Result result = run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--json", "--shared-dir", relative(given));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             assertThat((String) JsonParser.parseObject(result.out()).get("bootstrap"))
@@ -441,12 +427,11 @@ class PerfRunTest {
 
     /** The same for a client of a server's file: the header named the directory as given. */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aClientGivenARelativeSharedDirectoryNamesItByItsAbsolutePath() throws Exception {
         try (ServerProcess server = ServerProcess.start("cperf-relative", "--name", "relative")) {
             server.await(Pattern.compile("published "));
 
-            Result result = conduit.run("perf", "--connect", "--shared-dir", relative(server.shared()), "--name", "relative", "am_lat",
+            Result result = run("perf", "--connect", "--shared-dir", relative(server.shared()), "--name", "relative", "am_lat",
                     "-n", "200", "-w", "50", "-s", "8", "--json");
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
@@ -468,7 +453,6 @@ class PerfRunTest {
      * used to remove only the bootstrap file, leaving chunk files, queues and leases (found by an audit).
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aServerStoppedByASignalLeavesNothingInTheSharedDirectory() throws Exception {
         try (ServerProcess server = ServerProcess.start("cperf-signal", "--name", "signal")) {
             server.await(Pattern.compile("published "));
@@ -485,7 +469,6 @@ class PerfRunTest {
      * does it used to be registered only once the server had published its address (found by review).
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aServerStoppedByASignalWhileStartingLeavesNothingInTheSharedDirectory() throws Exception {
         try (ServerProcess server = ServerProcess.start("cperf-starting", "--name", "starting")) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -503,7 +486,6 @@ class PerfRunTest {
      * until another process reclaimed them, and the server said only that its peer died (found by review).
      */
     @Test
-    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aClientStoppedByASignalLeavesNothingInTheSharedDirectoryAndTellsTheServerWhy() throws Exception {
         try (ServerProcess server = ServerProcess.start("cperf-client-signal", "--name", "signal")) {
             server.await(Pattern.compile("published "));
@@ -541,7 +523,6 @@ class PerfRunTest {
      * server says so, naming the file to remove (which a new --server refuses to replace).
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientOfABootstrapFileWhoseServerWasKilledNamesTheFileToRemove() throws Exception {
         try (ServerProcess server = ServerProcess.start("cperf-stale", "--name", "stale")) {
             server.await(Pattern.compile("published "));
@@ -549,7 +530,7 @@ class PerfRunTest {
             Path file = server.shared().resolve("conduit-perf-stale.addr");
             assertThat(file).as("left by the killed server").exists();
 
-            Result result = conduit.run("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "stale", "am_lat",
+            Result result = run("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "stale", "am_lat",
                     "-n", "10", "--timeout", "2s");
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
@@ -560,12 +541,11 @@ class PerfRunTest {
 
     /** A server that runs, but that the client cannot connect to (no transport in common), is not called gone. */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientThatCannotConnectToARunningServerDoesNotCallItGone() throws Exception {
         try (ServerProcess server = ServerProcess.start("cperf-running", "--name", "running", "-t", "memfd")) {
             server.await(Pattern.compile("published "));
 
-            Result result = conduit.run("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "running", "-t", "posix",
+            Result result = run("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "running", "-t", "posix",
                     "am_lat", "-n", "10", "--timeout", "5s");
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
@@ -578,10 +558,9 @@ class PerfRunTest {
      * bootstrap names says why, and gives no advice about a file it never read.
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientOfATcpBootstrapThatCannotConnectSaysWhyAndNamesNoFile() throws Exception {
         try (TcpServer server = TcpServer.start("-t", "memfd")) {
-            Result result = conduit.run(server.client("-t", "posix", "am_lat", "-n", "10", "--timeout", "5s"));
+            Result result = run(server.client("-t", "posix", "am_lat", "-n", "10", "--timeout", "5s"));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
             assertThat(result.err()).contains("no transport in common").doesNotContain("may be gone").doesNotContain("remove the file");
@@ -596,7 +575,6 @@ class PerfRunTest {
      * and a client run as root without {@code CAP_DAC_OVERRIDE}, for which file modes bind.
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientOfAnotherUserThanTheServerIsToldWhoseFileItCannotReadAndToRunBothAsOneUser() throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-user");
         try {
@@ -618,7 +596,6 @@ class PerfRunTest {
      * the client as the server's user" with both uids equal.
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClientRefusedItsOwnUsersFileIsNotToldToRunAsTheServersUser() throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-user");
         try {
@@ -643,7 +620,7 @@ class PerfRunTest {
         command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", name, "--timeout", "5s"));
         Process client = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
-        String output = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        String output = outputOf(client);
         assertThat(client.waitFor(45, TimeUnit.SECONDS)).as("hang guard").isTrue();
         assertThat(client.exitValue()).as(output).isEqualTo(ConduitCommand.EXIT_FAILED);
         return output;
@@ -655,7 +632,6 @@ class PerfRunTest {
      * given by hand) holds other processes' files.
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aServerWhoseStandardInputEndsLeavesADirectoryNotMadeForItAsItWas() throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-shared");
         Path bystander = Files.writeString(shared.resolve("someone-elses-file"), "keep me");
@@ -665,7 +641,7 @@ class PerfRunTest {
             Process server = new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .start();
             assertThat(server.waitFor(45, TimeUnit.SECONDS)).as("the server exits when its standard input ends").isTrue();
-            String output = new String(server.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            String output = outputOf(server);
             assertThat(output).contains("standard input ended");
             assertThat(bystander).as(output).exists().hasContent("keep me");
             assertThat(shared.resolve("conduit-perf-stdin.addr")).as("its own bootstrap file is removed").doesNotExist();
@@ -680,7 +656,6 @@ class PerfRunTest {
      * directory connects the two. The bootstrap goes through a file in it.
      */
     @Test
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aServerInItsOwnNamespacesIsReachedThroughTheSharedDirectoryAlone() throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf");
         Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-ct");
@@ -703,7 +678,7 @@ class PerfRunTest {
             assertThat(Files.getPosixFilePermissions(shared.resolve("conduit-perf-ct.addr")))
                     .isEqualTo(PosixFilePermissions.fromString("rw-------"));
 
-            Result result = conduit.run(concat(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "ct"), SHORT));
+            Result result = run(concat(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", "ct"), SHORT));
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
             Map<String, Object> doc = checkDocument(result.out());
@@ -786,7 +761,7 @@ class PerfRunTest {
         /** Sends it SIGTERM, as Ctrl-C's SIGINT would, and asserts it exits leaving its directory empty; what it printed. */
         String stopBySigtermLeavingNothing() throws Exception {
             process.toHandle().destroy(); // SIGTERM; Process.destroy() would close the stream read below
-            String output = lines.lines().collect(Collectors.joining("\n")); // up to its end
+            String output = drain(lines); // up to its end
             assertThat(process.waitFor(30, TimeUnit.SECONDS)).as("the server exits on SIGTERM").isTrue();
             try (var left = Files.list(shared)) {
                 assertThat(left.toList()).as(output).isEmpty();
@@ -833,23 +808,47 @@ class PerfRunTest {
         }
     }
 
-    /** Reads the server's output until a line matches; returns the first group, or the whole match. */
-    private static String awaitLine(BufferedReader lines, Pattern pattern) throws IOException {
+    /**
+     * Reads a process's output until a line matches; returns the first group, or the whole match. Under a hang guard
+     * that each line read, or the work of a process this JVM started, keeps off.
+     */
+    private static String awaitLine(BufferedReader lines, Pattern pattern) {
         StringBuilder seen = new StringBuilder();
-        for (String line; (line = lines.readLine()) != null; ) {
-            seen.append(line).append('\n');
-            Matcher m = pattern.matcher(line);
-            if (m.find()) return m.groupCount() > 0 ? m.group(1) : m.group();
-        }
-        throw new AssertionError("the server ended without printing " + pattern + "; it printed:\n" + seen);
+        return HangGuard.await("a line matching " + pattern, () -> seen.length() + HangGuard.childrenCpu(), () -> {
+            for (String line; (line = lines.readLine()) != null; ) {
+                seen.append(line).append('\n');
+                Matcher m = pattern.matcher(line);
+                if (m.find()) return m.groupCount() > 0 ? m.group(1) : m.group();
+            }
+            throw new AssertionError("the process ended without printing " + pattern + "; it printed:\n" + seen);
+        });
     }
 
+    /** What is left of a process's output, up to its end (under a hang guard). */
     private static String drain(BufferedReader lines) {
-        try {
-            return lines.lines().collect(Collectors.joining("\n"));
-        } catch (RuntimeException e) {
-            return "(unreadable)";
-        }
+        return HangGuard.await("the end of a process's output", HangGuard::childrenCpu, () -> {
+            try {
+                return lines.lines().collect(Collectors.joining("\n"));
+            } catch (RuntimeException e) {
+                return "(unreadable)";
+            }
+        });
+    }
+
+    /** The whole output of {@code process}, up to its end (under a hang guard: the work of the processes this JVM started keeps it off). */
+    private static String outputOf(Process process) {
+        return HangGuard.await("the output of " + process.info().commandLine().orElse("pid " + process.pid()), HangGuard::childrenCpu,
+                () -> new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+    }
+
+    /** {@code conduit args} in this JVM ({@link CommandRunner#run}), under a hang guard: the work of the thread that runs it keeps it off. */
+    private Result run(String... args) {
+        return HangGuard.await("conduit " + String.join(" ", args), () -> conduit.run(args));
+    }
+
+    /** {@link CommandRunner#runAlteringBuilder} under a hang guard, as {@link #run}. */
+    private Result runAlteringBuilder(int n, UnaryOperator<ConduitBuilder> nth, String... args) {
+        return HangGuard.await("conduit " + String.join(" ", args), () -> conduit.runAlteringBuilder(n, nth, args));
     }
 
     /**

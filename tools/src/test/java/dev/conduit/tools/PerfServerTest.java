@@ -9,7 +9,6 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -35,7 +34,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * A real {@link PerfServer}, run in this JVM on a thread of its own, driven by a bare Conduit worker
  * that speaks {@link PerfProtocol} as {@link PerfClient} does (HELLO, BEGIN, the measured messages,
- * END, BYE) but looks at what comes back, which the measuring client only copies and counts.
+ * END, BYE) but looks at what comes back, which the measuring client only copies and counts. No
+ * {@code @Timeout} bounds a whole test: each answer and the server's end have bounds of their own,
+ * and the client's side runs under a {@link HangGuard}, so a slower run passes and one that stops fails.
  */
 class PerfServerTest {
 
@@ -54,7 +55,6 @@ class PerfServerTest {
      */
     @ParameterizedTest
     @ValueSource(strings = {"posix", "memfd"})
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void theServerAnswersEachPingWithAPongCarryingThatPingsPayloadByteForByte(String transport) throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
         StringWriter serverOut = new StringWriter();
@@ -62,53 +62,60 @@ class PerfServerTest {
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
         AtomicReference<Throwable> serverThrew = new AtomicReference<>();
         Supplier<String> serverSaid = () -> "the server said: " + serverOut + serverErr + (serverThrew.get() == null ? "" : "; it threw " + serverThrew.get());
-        try (Conduit serverConduit = conduit(transport, shared); Conduit clientConduit = conduit(transport, shared)) {
-            PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
-                    Duration.ofSeconds(10)), new PrintWriter(serverOut, true), new PrintWriter(serverErr, true));
-            Thread serverThread = Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> {
-                try {
-                    serverExit.set(server.run());
-                } catch (Throwable t) {
-                    serverThrew.set(t);
-                }
-            });
-            try {
-                PerfBootstrap bootstrap;
-                try {
-                    bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
-                } catch (RuntimeException e) {
-                    throw new AssertionError(e.getMessage() + "; " + serverSaid.get(), e);
-                }
-                try (Session session = new Session(clientConduit, bootstrap, serverSaid)) {
-                    assertThat(session.ep.transport()).as("the transport this run is about").isEqualTo(transport);
-                    session.hello();
-                    int message = 0;
-                    for (long size : SIZES) {
-                        int seq = session.begin(PerfTest.AM_LAT, size);
-                        for (int k = 0; k < PINGS_PER_SIZE; k++, message++) {
-                            byte[] ping = pattern(size, message);
-
-                            byte[] pong = session.ping(ping);
-
-                            String what = transport + ": the PONG of PING #" + message + " (" + size + " bytes)";
-                            assertThat(pong.length).as(what + ": its length").isEqualTo(ping.length);
-                            assertThat(firstDifference(pong, ping)).as(what + ": the first byte that differs from the PING's"
-                                    + describe(pong, ping)).isEqualTo(-1);
+        try {
+            // A hang guard, not a bound on the whole test: each answer has its own (ANSWER_WAIT_NANOS), and a call that
+            // never returns (a connect, a close) fails it, naming where.
+            HangGuard.await(transport + ": a session of PINGs of every size", () -> {
+                try (Conduit serverConduit = conduit(transport, shared); Conduit clientConduit = conduit(transport, shared)) {
+                    PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
+                            Duration.ofSeconds(10)), new PrintWriter(serverOut, true), new PrintWriter(serverErr, true));
+                    Thread serverThread = Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> {
+                        try {
+                            serverExit.set(server.run());
+                        } catch (Throwable t) {
+                            serverThrew.set(t);
                         }
-                        long allocated = session.end(seq);
-                        // HotSpot counts each thread's allocation, and this JVM is the server's.
-                        assertThat(allocated).as("ENDED: what the server's thread allocated from READY to END").isNotNegative();
+                    });
+                    try {
+                        PerfBootstrap bootstrap;
+                        try {
+                            bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
+                        } catch (RuntimeException e) {
+                            throw new AssertionError(e.getMessage() + "; " + serverSaid.get(), e);
+                        }
+                        try (Session session = new Session(clientConduit, bootstrap, serverSaid)) {
+                            assertThat(session.ep.transport()).as("the transport this run is about").isEqualTo(transport);
+                            session.hello();
+                            int message = 0;
+                            for (long size : SIZES) {
+                                int seq = session.begin(PerfTest.AM_LAT, size);
+                                for (int k = 0; k < PINGS_PER_SIZE; k++, message++) {
+                                    byte[] ping = pattern(size, message);
+
+                                    byte[] pong = session.ping(ping);
+
+                                    String what = transport + ": the PONG of PING #" + message + " (" + size + " bytes)";
+                                    assertThat(pong.length).as(what + ": its length").isEqualTo(ping.length);
+                                    assertThat(firstDifference(pong, ping)).as(what + ": the first byte that differs from the PING's"
+                                            + describe(pong, ping)).isEqualTo(-1);
+                                }
+                                long allocated = session.end(seq);
+                                // HotSpot counts each thread's allocation, and this JVM is the server's.
+                                assertThat(allocated).as("ENDED: what the server's thread allocated from READY to END").isNotNegative();
+                            }
+                            assertThat(session.pongs).as("one PONG per PING, no more").hasSize(message);
+                            session.bye();
+                        }
+                    } finally {
+                        // Also after a failure: the client's worker is closed by now, which ends the server's session (the
+                        // server serves one client); its Conduit is closed only once the server is done with it.
+                        serverThread.join(TimeUnit.SECONDS.toMillis(30));
                     }
-                    assertThat(session.pongs).as("one PONG per PING, no more").hasSize(message);
-                    session.bye();
+                    assertThat(serverThread.isAlive()).as("the server ends its one session after BYE; " + serverSaid.get()).isFalse();
+                    assertThat(serverExit.get()).as(serverSaid.get()).isEqualTo(ConduitCommand.EXIT_OK);
                 }
-            } finally {
-                // Also after a failure: the client's worker is closed by now, which ends the server's session (the
-                // server serves one client); its Conduit is closed only once the server is done with it.
-                serverThread.join(TimeUnit.SECONDS.toMillis(30));
-            }
-            assertThat(serverThread.isAlive()).as("the server ends its one session after BYE; " + serverSaid.get()).isFalse();
-            assertThat(serverExit.get()).as(serverSaid.get()).isEqualTo(ConduitCommand.EXIT_OK);
+                return null;
+            });
         } finally {
             PerfPeer.deleteTree(shared);
         }
@@ -122,7 +129,6 @@ class PerfServerTest {
      * speaks 3", and the server only "client pid N on H speaks protocol version 2", without its own.
      */
     @Test
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aClientOfAnOlderProtocolIsRefusedNamingBothVersionsAndWhatToUpgrade() throws Exception {
         AtomicReference<String> refusal = new AtomicReference<>();
 
@@ -154,7 +160,6 @@ class PerfServerTest {
      * the version, which did not parse.
      */
     @Test
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aHelloOfANewerProtocolLaidOutOtherwiseIsRefusedByItsVersionNotAsMalformed() throws Exception {
         ServerRun server = serveOneClient((clientConduit, bootstrap, serverErr) -> {
             try (Session session = new Session(clientConduit, bootstrap, serverErr::toString)) {
@@ -180,7 +185,6 @@ class PerfServerTest {
      * and "session ... ended" (found by review).
      */
     @Test
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aRunThatFailsOnTheClientsSideEndsTheServersSessionAsFailedSayingWhy() throws Exception {
         PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 100L, null, new PerfParsing.Warmup(10, null),
                 PerfPlan.Wakeup.BUSY, Duration.ofSeconds(30), 1);
@@ -204,7 +208,6 @@ class PerfServerTest {
      * the server said only that its peer's worker died, once it noticed (found by review).
      */
     @Test
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aClientThatFailsAfterTheWelcomeTellsTheServerWhy() throws Exception {
         PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 100L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
                 Duration.ofSeconds(30), 1);
@@ -243,16 +246,23 @@ class PerfServerTest {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
-        try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
-            Thread serverThread = startServer(serverConduit, shared, serverErr, serverExit);
-            try {
-                client.run(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()), serverErr);
-            } finally {
-                // Also after a failure: the client's worker is closed by now, which ends the server's session.
-                serverThread.join(TimeUnit.SECONDS.toMillis(60));
-            }
-            assertThat(serverThread.isAlive()).as("the server ends its one session; " + serverErr).isFalse();
-            return new ServerRun(serverExit.get(), serverErr.toString());
+        try {
+            // A hang guard, not a bound on the whole test: the client's waits bound each answer, the server's end has its
+            // own bound, and a call that never returns (a connect, a close) fails it, naming where.
+            return HangGuard.await("a client of a one-session server", () -> {
+                try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
+                    Thread serverThread = startServer(serverConduit, shared, serverErr, serverExit);
+                    try {
+                        client.run(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
+                                serverErr);
+                    } finally {
+                        // Also after a failure: the client's worker is closed by now, which ends the server's session.
+                        serverThread.join(TimeUnit.SECONDS.toMillis(60));
+                    }
+                    assertThat(serverThread.isAlive()).as("the server ends its one session; " + serverErr).isFalse();
+                    return new ServerRun(serverExit.get(), serverErr.toString());
+                }
+            });
         } finally {
             PerfPeer.deleteTree(shared);
         }
