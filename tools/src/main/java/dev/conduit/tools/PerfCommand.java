@@ -358,8 +358,8 @@ final class PerfCommand implements Callable<Integer> {
         }
         int exit = peer.stop();
         if (exit != 0) {
-            err.println("conduit perf: warning: the server process exited with " + (exit == -1 ? "no code (it had to be stopped)" : "code " + exit)
-                    + "; it said: " + indent(peer.output()));
+            err.println("conduit perf: warning: the server process (pid " + peer.pid() + ", " + PerfPeer.howItEnded(exit)
+                    + ") did not end as after a completed session; it said: " + indent(peer.output()));
         }
         report(run, out, err);
         return ConduitCommand.EXIT_OK;
@@ -380,8 +380,8 @@ final class PerfCommand implements Callable<Integer> {
     private static SpawnedRunFailed withServerOutput(PerfPeer peer, Throwable e) {
         int exit = peer.stopAfterFailure();
         String what = e instanceof Error || e.getMessage() == null ? "unexpected failure: " + e : e.getMessage();
-        return new SpawnedRunFailed(what + "; the server process (pid " + peer.pid() + ", "
-                + (exit == -1 ? "stopped" : "exit code " + exit) + ") said: " + indent(peer.output()), e);
+        return new SpawnedRunFailed(what + "; the server process (pid " + peer.pid() + ", " + PerfPeer.howItEnded(exit) + ") said: "
+                + indent(peer.output()), e);
     }
 
     private static String indent(String text) {

@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
 import java.util.regex.Matcher;
@@ -226,6 +227,36 @@ class PerfRunTest {
         assertThat(ProcessHandle.of(Long.parseLong(pid.group(1))).map(ProcessHandle::isAlive)).as("the server was stopped")
                 .isIn(Optional.empty(), Optional.of(false));
         assertThat(Json.objects(JsonParser.parseObject(result.out()), "results")).hasSize(2);
+    }
+
+    /**
+     * A spawned server killed with SIGKILL (kill -9, or the kernel's out-of-memory killer) is said to be, naming the
+     * signal: the message gave "exit code 137" alone, which does not say the server was killed, nor by what.
+     */
+    @Test
+    void aSpawnedServerKilledBySigkillIsSaidToBeKilledNamingTheSignal() {
+        AtomicLong killed = new AtomicLong();
+        Thread killer = Thread.ofPlatform().daemon().name("kills the spawned server").start(() -> {
+            while (killed.get() == 0 && !Thread.currentThread().isInterrupted()) {
+                ProcessHandle.current().children()
+                        .filter(p -> p.info().arguments().map(a -> List.of(a).contains("--exit-with-stdin")).orElse(false))
+                        .findFirst().ifPresent(server -> {
+                            killed.set(server.pid());
+                            server.destroyForcibly();
+                        });
+                Thread.onSpinWait();
+            }
+        });
+        try {
+            Result result = run("perf", "am_lat", "-s", "8", "-d", "60s");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(killed.get()).as("the spawned server was found and killed").isPositive();
+            assertThat(result.err()).contains("the server process (pid " + killed.get() + ", exit code 137: ended by signal 9 (SIGKILL: kill -9, "
+                    + "or the kernel's out-of-memory killer");
+        } finally {
+            killer.interrupt();
+        }
     }
 
     /**
