@@ -17,6 +17,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -99,17 +100,24 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     /**
      * Reads what {@link #encode()} wrote.
      *
+     * @param foreign what to do about a text no conduit perf server wrote (its first line is not {@link #MAGIC})
      * @return {@code null} when the text is incomplete (no {@code end} line yet)
      * @throws ConduitException naming the line that is wrong
      */
-    static PerfBootstrap decode(byte[] bytes, String source) {
+    static PerfBootstrap decode(byte[] bytes, String source, String foreign) {
         String text = new String(bytes, StandardCharsets.UTF_8);
+        int firstEnd = text.indexOf('\n');
+        // Judged as soon as its first line is whole: another program's file was waited for as one being written, and the
+        // wait's end then said that no server had published it.
+        if (firstEnd >= 0 && !text.substring(0, firstEnd).equals(MAGIC)) {
+            String first = text.substring(0, firstEnd);
+            throw new ConduitException(source + " is not a conduit perf bootstrap of this version (first line '" + abbreviate(first)
+                    + "', expected '" + MAGIC + "'): " + (first.startsWith("conduit-perf ")
+                    ? "the server runs a Conduit of another bootstrap format; run both sides with the same Conduit version"
+                    : "no conduit perf server wrote it; " + foreign));
+        }
         if (!text.endsWith("end\n")) return null;
         String[] lines = text.split("\n");
-        if (!lines[0].equals(MAGIC)) {
-            throw new ConduitException(source + " is not a conduit perf bootstrap of this version (first line '" + abbreviate(lines[0])
-                    + "', expected '" + MAGIC + "')");
-        }
         long pid = -1;
         long regionSize = -1;
         String host = "?";
@@ -180,20 +188,32 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      */
     static PerfBootstrap await(Path directory, String name, Duration timeout, BooleanSupplier gone, String remedy) {
         Path file = file(directory, name);
+        String foreign = "remove it, or choose another --name";
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
+            int unfinished = -1; // the length of a file read without its end line, -1 when there was none
             try {
-                PerfBootstrap b = decode(Files.readAllBytes(file), file.toString());
+                byte[] bytes = Files.readAllBytes(file);
+                PerfBootstrap b = decode(bytes, file.toString(), foreign);
                 if (b != null) return b;
+                unfinished = bytes.length;
             } catch (NoSuchFileException e) {
                 // not yet
             } catch (AccessDeniedException e) {
                 throw new ConduitException("cannot read " + file + ": EACCES (" + refusedRead(file), e);
             } catch (IOException e) {
-                throw new ConduitException("cannot read " + file + ": " + e, e);
+                if (Files.isDirectory(file)) throw new ConduitException(file + " is a directory, not a perf server's bootstrap file: " + foreign, e);
+                String reason = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
+                throw new ConduitException("cannot read " + file + ": " + reason, e);
             }
             if (gone.getAsBoolean()) throw new ConduitException("the perf server exited before it published " + file);
             if (System.nanoTime() > deadline) {
+                if (unfinished >= 0) {
+                    // It was said "no perf server published" a file that is there: a server that died while writing it leaves one.
+                    throw new ConduitException(file + " is there, but it was not written whole within " + ConfigKey.durationText(timeout) + " ("
+                            + unfinished + " bytes, without the line 'end' that ends a bootstrap): a server that died while writing it "
+                            + "leaves such a file, which a new --server refuses to replace. If none runs, remove the file and start one");
+                }
                 throw new ConduitException("no perf server published " + file + " within " + ConfigKey.durationText(timeout) + ": " + remedy);
             }
             sleep(20);
@@ -347,7 +367,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 Thread watchdog = closeAfter(channel, millisUntil(deadline));
                 try {
                     writeFrame(channel, REQUEST);
-                    PerfBootstrap b = decode(readFrame(channel), "the bootstrap from " + server);
+                    PerfBootstrap b = decode(readFrame(channel), "the bootstrap from " + server,
+                            "check that " + server + " is a 'conduit perf --server --listen'");
                     if (b == null) throw new ConduitException("the bootstrap from " + server + " is incomplete");
                     return b;
                 } finally {
