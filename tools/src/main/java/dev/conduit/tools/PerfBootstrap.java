@@ -17,7 +17,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -203,8 +202,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 throw new ConduitException("cannot read " + file + ": EACCES (" + refusedRead(file), e);
             } catch (IOException e) {
                 if (Files.isDirectory(file)) throw new ConduitException(file + " is a directory, not a perf server's bootstrap file: " + foreign, e);
-                String reason = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
-                throw new ConduitException("cannot read " + file + ": " + reason, e);
+                throw new ConduitException("cannot read " + file + ": " + PerfPeer.reason(e), e);
             }
             if (gone.getAsBoolean()) throw new ConduitException("the perf server exited before it published " + file);
             if (System.nanoTime() > deadline) {

@@ -303,12 +303,16 @@ final class PerfPeer implements AutoCloseable {
                         + " (" + SHARED_DIR_KEY + "): EACCES, this user may not create files there: make it writable for "
                         + "this user, or choose another with --shared-dir or -D shared.dir=DIR", e);
             } catch (IOException e) {
-                String reason = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
                 throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
-                        + " (" + SHARED_DIR_KEY + "): " + reason + " (" + dir + "): choose another with --shared-dir or "
+                        + " (" + SHARED_DIR_KEY + "): " + reason(e) + " (" + dir + "): choose another with --shared-dir or "
                         + "-D shared.dir=DIR" + (readOnly(parent) ? " that is mounted read-write" : ""), e);
             }
         }
+    }
+
+    /** The file system's reason for {@code e} (strerror: "No space left on device"), without the JDK's class name and path. */
+    static String reason(IOException e) {
+        return e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
     }
 
     /**
