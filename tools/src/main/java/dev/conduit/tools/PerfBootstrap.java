@@ -328,11 +328,14 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             try (client) {
                 byte[] request = readFrame(client);
                 if (!new String(request, StandardCharsets.UTF_8).startsWith(MAGIC)) {
-                    err.println("conduit perf server: ignored a TCP client that is not a conduit perf client of this version");
-                    err.flush();
+                    ignored();
                     return;
                 }
                 writeFrame(client, frame);
+            } catch (ForeignFrame e) {
+                // An HTTP request or a port scanner's bytes: read as a frame's length, far above any bootstrap's. It was said
+                // to be a client that went away, with the JDK's exception.
+                ignored();
             } catch (IOException e) {
                 err.println("conduit perf server: a TCP client went away during the bootstrap (or took longer than " + exchangeMillis
                         + " ms, --timeout): " + e);
@@ -340,6 +343,11 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             } finally {
                 watchdog.interrupt();
             }
+        }
+
+        private void ignored() {
+            err.println("conduit perf server: ignored a TCP client that is not a conduit perf client of this version");
+            err.flush();
         }
 
         @Override
@@ -358,6 +366,9 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      */
     static PerfBootstrap fetch(PerfParsing.HostPort server, Duration timeout) {
         InetSocketAddress address = resolve(server, "--connect");
+        // A server of another version closes the connection without a word: it cannot tell the client why.
+        String foreign = "check that " + server + " is a 'conduit perf --server --listen' of this Conduit version (one of another "
+                + "version closes the connection, another program answers something else)";
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             try (SocketChannel channel = SocketChannel.open()) {
@@ -365,9 +376,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 Thread watchdog = closeAfter(channel, millisUntil(deadline));
                 try {
                     writeFrame(channel, REQUEST);
-                    PerfBootstrap b = decode(readFrame(channel), "the bootstrap from " + server,
-                            "check that " + server + " is a 'conduit perf --server --listen'");
-                    if (b == null) throw new ConduitException("the bootstrap from " + server + " is incomplete");
+                    PerfBootstrap b = decode(readFrame(channel), "the bootstrap from " + server, foreign);
+                    if (b == null) throw new ConduitException("the bootstrap from " + server + " is incomplete: " + foreign);
                     return b;
                 } finally {
                     watchdog.interrupt();
@@ -378,8 +388,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             } catch (SocketTimeoutException e) {
                 throw noServer(server, timeout, e);
             } catch (IOException e) {
-                throw new ConduitException("the TCP bootstrap with " + server + " failed: " + e
-                        + (System.nanoTime() - deadline > 0 ? " (--timeout " + ConfigKey.durationText(timeout) + " passed)" : ""), e);
+                // The JDK's class name said nothing to a user, and a connection closed at once or a frame too large for a
+                // bootstrap is what a server of another version or another program gives: it said so with no remedy.
+                throw new ConduitException("the TCP bootstrap with " + server + " failed: " + (e.getMessage() != null ? e.getMessage() : e)
+                        + (System.nanoTime() - deadline > 0 ? " (--timeout " + ConfigKey.durationText(timeout) + " passed)" : ": " + foreign), e);
             }
         }
     }
@@ -424,14 +436,21 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     private static byte[] readFrame(SocketChannel channel) throws IOException {
         ByteBuffer length = readFully(channel, 4);
         int n = length.getInt(0);
-        if (n < 0 || n > MAX_FRAME) throw new IOException("frame of " + n + " bytes (at most " + MAX_FRAME + ")");
+        if (n < 0 || n > MAX_FRAME) throw new ForeignFrame("it sent a frame of " + n + " bytes, more than a bootstrap's " + MAX_FRAME);
         return readFully(channel, n).array();
+    }
+
+    /** A frame no conduit perf peer sends: the other side is not one. */
+    private static final class ForeignFrame extends IOException {
+        ForeignFrame(String message) {
+            super(message);
+        }
     }
 
     private static ByteBuffer readFully(SocketChannel channel, int n) throws IOException {
         ByteBuffer b = ByteBuffer.allocate(n);
         while (b.hasRemaining()) {
-            if (channel.read(b) < 0) throw new IOException("connection closed after " + b.position() + " of " + n + " bytes");
+            if (channel.read(b) < 0) throw new IOException("the connection was closed after " + b.position() + " of " + n + " bytes");
         }
         return b;
     }

@@ -4,13 +4,23 @@ import dev.conduit.spi.ConduitException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** What a client says of a bootstrap file in its shared directory that no server finished writing. */
+/** What a client says of a bootstrap that no conduit perf server of its version gave: a file, or a TCP peer. */
 class PerfBootstrapTest {
 
     private static final Duration TIMEOUT = Duration.ofSeconds(2);
@@ -40,6 +50,63 @@ class PerfBootstrapTest {
                 .hasMessage(file + " is there, but it was not written whole within 2s (21 bytes, without the line 'end' that ends a "
                         + "bootstrap): a server that died while writing it leaves such a file, which a new --server refuses to replace. "
                         + "If none runs, remove the file and start one");
+    }
+
+    /**
+     * A TCP peer that is not a conduit perf server of this version: one that closes the connection at once (a server
+     * of another version does), or that answers something else (HTTP). It said "failed: java.io.IOException:
+     * connection closed after 0 of 4 bytes" and "java.io.IOException: frame of 1213486160 bytes (at most 65536)",
+     * the JDK's class name and no remedy.
+     */
+    @Test
+    void aTcpPeerThatIsNotAServerOfThisVersionIsToldWithWhatToCheck() throws Exception {
+        try (ServerSocketChannel peer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0))) {
+            PerfParsing.HostPort at = new PerfParsing.HostPort("127.0.0.1", ((InetSocketAddress) peer.getLocalAddress()).getPort());
+            String check = ": check that " + at + " is a 'conduit perf --server --listen' of this Conduit version (one of another version "
+                    + "closes the connection, another program answers something else)";
+            Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    peer.accept().close(); // at once
+                    try (SocketChannel second = peer.accept()) {
+                        second.write(ByteBuffer.wrap("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
+                    }
+                } catch (IOException e) {
+                    // the assertions below say what the client got
+                }
+            });
+
+            assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofSeconds(30))).isInstanceOf(ConduitException.class)
+                    .hasMessage("the TCP bootstrap with " + at + " failed: the connection was closed after 0 of 4 bytes" + check);
+            assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofSeconds(30))).isInstanceOf(ConduitException.class)
+                    .hasMessage("the TCP bootstrap with " + at + " failed: it sent a frame of 1213486160 bytes, more than a bootstrap's 65536"
+                            + check);
+        }
+    }
+
+    /**
+     * A TCP server given an HTTP request (a browser, a port scanner) ignores it as a stranger: it said that a client went
+     * away during the bootstrap, with the JDK's "java.io.IOException: frame of 1195725856 bytes (at most 65536)".
+     */
+    @Test
+    void aTcpServerIgnoresAnHttpRequestAsAStranger() throws Exception {
+        StringWriter said = new StringWriter();
+        try (PerfBootstrap.Listener listener = new PerfBootstrap.Listener(new PerfParsing.HostPort("127.0.0.1", 0), Duration.ofSeconds(30),
+                new PrintWriter(said, true))) {
+            listener.serveInBackground(new PerfBootstrap(1, "host", "SINGLE", 4096, new byte[] {1}, Map.of("posix", new byte[] {2})), e -> { });
+            try (SocketChannel browser = SocketChannel.open(new InetSocketAddress("127.0.0.1", listener.address().port()))) {
+                browser.write(ByteBuffer.wrap("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
+                // Until the server closes the connection, which it does once it said why: a reset too, as it leaves the request unread.
+                HangGuard.await("the server's close", () -> {
+                    try {
+                        return browser.read(ByteBuffer.allocate(64));
+                    } catch (IOException reset) {
+                        return -1;
+                    }
+                });
+            }
+        }
+        assertThat(said.toString()).isEqualTo("conduit perf server: ignored a TCP client that is not a conduit perf client of this version"
+                + System.lineSeparator());
     }
 
     /** A directory of that name: it said "cannot read FILE: java.io.IOException: Is a directory", the JDK's words and no remedy. */
