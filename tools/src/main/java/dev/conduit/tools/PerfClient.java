@@ -260,6 +260,11 @@ final class PerfClient implements AutoCloseable {
         if ((iteration & 1023) == 0) checkStopped();
     }
 
+    /** Whether the run was stopped by a signal: this JVM is exiting. */
+    boolean stopped() {
+        return stoppedBecause != null;
+    }
+
     /** What the run is doing or did last: a row's or warm-up's label ("am_lat 8", "ipc_import uncached 8"), or "connecting". */
     String phase() {
         return phase;

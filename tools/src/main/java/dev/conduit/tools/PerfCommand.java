@@ -417,23 +417,33 @@ final class PerfCommand implements Callable<Integer> {
             } catch (RuntimeException | Error e) {
                 stopped = header.withResults(done);
                 during = client.phase();
+                if (client.stopped()) {
+                    // A signal: the JVM exits once the client is closed (its shutdown hook waits for that, no more) and a
+                    // spawned server is destroyed by its own, so the document is written now, with the client's words, or never.
+                    progress.clear();
+                    reportStopped(stopped, during, e, out, err);
+                    stopped = null;
+                }
                 throw e;
             }
         } catch (RuntimeException | Error e) {
             progress.clear();
             // Explained after the client's close: a spawned server has then read the BYE that told it why, and said so.
             Throwable told = explain.apply(e);
-            if (stopped != null) {
-                try {
-                    report(stopped, new PerfJson.Stop(during, told.getMessage() == null ? told.toString() : told.getMessage()), out, err);
-                } catch (RuntimeException | Error reportFailure) {
-                    told.addSuppressed(reportFailure);
-                }
-            }
+            if (stopped != null) reportStopped(stopped, during, told, out, err);
             if (told instanceof Error error) throw error;
             throw (RuntimeException) told;
         } finally {
             progress.clear();
+        }
+    }
+
+    /** The document and chart of the rows measured before {@code failure} stopped the run {@code during} a row or warm-up. */
+    private void reportStopped(PerfRun run, String during, Throwable failure, PrintWriter out, PrintWriter err) {
+        try {
+            report(run, new PerfJson.Stop(during, failure.getMessage() == null ? failure.toString() : failure.getMessage()), out, err);
+        } catch (RuntimeException | Error reportFailure) {
+            failure.addSuppressed(reportFailure);
         }
     }
 

@@ -543,6 +543,56 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A spawned run with --json stopped by a signal (SIGTERM here, as Ctrl-C's SIGINT) in the middle of a row still writes
+     * its document, with the error: a failed run's document is written once the client is closed, for the spawned
+     * server's last lines, and the JVM exits as soon as the client is closed (its shutdown hook waits for no more), so
+     * 6885be4 lost it. The run is under way once a bounce ring (above 4 MiB, made for 64 KiB messages) is in the directory.
+     */
+    @Test
+    void aSpawnedRunStoppedByASignalStillWritesItsDocument() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-signal-json");
+        Path err = Files.createTempFile("conduit-perf-signal", ".err");
+        Process client = null;
+        try {
+            List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+            command.addAll(List.of("perf", "am_lat", "-t", "posix", "-s", "64k", "-d", "60s", "--json", "--shared-dir", shared.toString()));
+            client = new ProcessBuilder(command).redirectError(err.toFile()).start();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!hasARing(shared) && client.isAlive() && System.nanoTime() < deadline) Thread.sleep(10);
+            assertThat(hasARing(shared)).as("the run is under way; " + Files.readString(err)).isTrue();
+
+            client.toHandle().destroy(); // SIGTERM; Process.destroy() would close the stream read below
+            String out = outputOf(client);
+            assertThat(client.waitFor(30, TimeUnit.SECONDS)).as("the client exits on SIGTERM").isTrue();
+
+            Map<String, Object> error = Json.object(JsonParser.parseObject(out), "error");
+            assertThat((String) error.get("message")).as(Files.readString(err)).startsWith("stopped by a signal during ");
+            try (var left = Files.list(shared)) {
+                assertThat(left.toList()).as("the private directory is removed").isEmpty();
+            }
+        } finally {
+            if (client != null) client.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            PerfPeer.deleteTree(shared);
+            Files.deleteIfExists(err);
+        }
+    }
+
+    /** Whether a bounce ring (a chunk above 4 MiB) is in a directory under {@code shared}. */
+    private static boolean hasARing(Path shared) throws IOException {
+        try (var files = Files.walk(shared)) {
+            return files.anyMatch(f -> {
+                try {
+                    return Files.isRegularFile(f) && Files.size(f) > 4L << 20;
+                } catch (IOException gone) {
+                    return false;
+                }
+            });
+        } catch (java.io.UncheckedIOException gone) {
+            return false; // a file went while listed: looked at again
+        }
+    }
+
     private static boolean hasAWorkerLease(Path shared) throws IOException {
         try (var files = Files.list(shared)) {
             return files.anyMatch(f -> f.getFileName().toString().matches("conduit-[a-z]+-worker-.*\\.lease"));
