@@ -442,6 +442,32 @@ public final class Errno {
         return description != null ? description : "";
     }
 
+    /**
+     * What to do about a call that failed with {@code errno}: {@link #shortageRemedy} for a
+     * shortage of file descriptors ({@link #EMFILE}, {@link #ENFILE}), else {@code otherwise}, the
+     * caller's remedy for what the call was about.
+     */
+    public static String remedy(int errno, String otherwise) {
+        return errno == EMFILE || errno == ENFILE ? shortageRemedy(errno) : otherwise;
+    }
+
+    /**
+     * What to do when file descriptors ran out: this process's ({@link #EMFILE}) or the system's
+     * ({@link #ENFILE}). Worded once for every module that reports one, since no path, setting or
+     * peer that the failed call was about is at fault then; a caller adds what its own use of
+     * descriptors changes (a chunk size), or that its configuration is not to blame.
+     *
+     * @throws IllegalArgumentException if {@code errno} is neither
+     */
+    public static String shortageRemedy(int errno) {
+        return switch (errno) {
+            case EMFILE -> "this process has no file descriptor left: raise its open-file limit (ulimit -n, RLIMIT_NOFILE, "
+                    + "systemd LimitNOFILE) or close descriptors it no longer needs";
+            case ENFILE -> "the system's open-file table is full: raise fs.file-max or stop processes that hold many files";
+            default -> throw new IllegalArgumentException(name(errno) + " is no shortage of file descriptors");
+        };
+    }
+
     /** Whether this table has a name for {@code errno}. */
     public static boolean isKnown(int errno) {
         return errno > 0 && errno < LIMIT && NAMES[errno] != null;

@@ -43,6 +43,24 @@ class ErrnoExceptionTest {
                 .hasMessage("connect(fd 3, \"/x\"): ENAMETOOLONG (File name too long): use a shorter directory");
     }
 
+    /**
+     * A shortage of descriptors has one remedy, which shm, memfd and devdax each used to word
+     * themselves (memfd told a full system table to raise ulimit -n); any other errno gets the
+     * caller's own.
+     */
+    @Test
+    void aShortageOfDescriptorsHasOneRemedyAndAnyOtherErrnoTheCallers() {
+        assertThat(Errno.remedy(Errno.EMFILE, "fix the path")).isEqualTo(Errno.shortageRemedy(Errno.EMFILE))
+                .startsWith("this process has no file descriptor left: ")
+                .contains("ulimit -n", "RLIMIT_NOFILE", "systemd LimitNOFILE", "close descriptors it no longer needs")
+                .doesNotContain("fs.file-max");
+        assertThat(Errno.remedy(Errno.ENFILE, "fix the path")).isEqualTo(Errno.shortageRemedy(Errno.ENFILE))
+                .startsWith("the system's open-file table is full: ").contains("fs.file-max").doesNotContain("ulimit");
+        assertThat(Errno.remedy(Errno.ENOENT, "fix the path")).isEqualTo("fix the path");
+        assertThatThrownBy(() -> Errno.shortageRemedy(Errno.ENOMEM))
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("ENOMEM is no shortage of file descriptors");
+    }
+
     @Test
     void flagsRenderWithCNames() {
         assertThat(OpenFlags.describe(OpenFlags.O_RDONLY)).isEqualTo("O_RDONLY");

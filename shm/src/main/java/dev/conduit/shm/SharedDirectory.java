@@ -26,7 +26,6 @@ import java.util.List;
 public final class SharedDirectory implements AutoCloseable {
 
     private static final SecureRandom RANDOM = new SecureRandom();
-    private static final String RAISE_OPEN_FILE_LIMIT = "raise its open-file limit (ulimit -n, RLIMIT_NOFILE, systemd LimitNOFILE)";
     private static final int CREATE = OpenFlags.O_RDWR | OpenFlags.O_CREAT | OpenFlags.O_EXCL | OpenFlags.O_NOFOLLOW | OpenFlags.O_CLOEXEC;
 
     private final Libc libc;
@@ -53,7 +52,7 @@ public final class SharedDirectory implements AutoCloseable {
             return new SharedDirectory(libc, path, fd, configKey);
         } catch (ErrnoException e) {
             String otherwise = "create it, make it readable and writable for this user, or set " + configKey;
-            String remedy = e.errnoName().equals("ENAMETOOLONG") ? tooLong(path) + "; " + otherwise : remedy(e, otherwise);
+            String remedy = e.errnoName().equals("ENAMETOOLONG") ? tooLong(path) + "; " + otherwise : Errno.remedy(e.errno(), otherwise);
             throw new ConduitException("cannot open the shared directory " + path + ": " + e.errnoName()
                     + " (" + e.getMessage() + "); " + remedy, e);
         }
@@ -115,20 +114,7 @@ public final class SharedDirectory implements AutoCloseable {
                     + "process, " + elsewhere;
             case "EROFS" -> path + " is on a read-only mount: mount it read-write (a container: -v DIR:DIR without :ro), " + elsewhere;
             case "EACCES", "EPERM" -> "make " + path + " writable for this user, " + elsewhere;
-            default -> remedy(e, "see the cause; the directory is " + path + ", set by " + configKey);
-        };
-    }
-
-    /**
-     * What to do about {@code e}: raise the descriptor limit when it is {@code EMFILE} or
-     * {@code ENFILE} (no path or configuration is at fault then), else {@code otherwise}. (An
-     * {@code ENAMETOOLONG} of the directory's own path: {@link #tooLong}.)
-     */
-    public static String remedy(ErrnoException e, String otherwise) {
-        return switch (e.errnoName()) {
-            case "EMFILE" -> "this process has no file descriptor left: " + RAISE_OPEN_FILE_LIMIT + " or close descriptors it no longer needs";
-            case "ENFILE" -> "the system's open-file table is full: raise fs.file-max or stop processes that hold many files";
-            default -> otherwise;
+            default -> Errno.remedy(e.errno(), "see the cause; the directory is " + path + ", set by " + configKey);
         };
     }
 
@@ -197,7 +183,7 @@ public final class SharedDirectory implements AutoCloseable {
             unlink(name);
         } catch (ErrnoException e) {
             throw new ConduitException("cannot remove " + path.resolve(name) + ": " + e.errnoName() + " (" + e.getMessage() + "); "
-                    + remedy(e, "restore this user's write access to " + path + " (its permissions or mount changed while in use); "
+                    + Errno.remedy(e.errno(), "restore this user's write access to " + path + " (its permissions or mount changed while in use); "
                     + "what is left there is removed by the next pool or worker opened on it once its owner has closed or died"), e);
         }
     }

@@ -453,7 +453,7 @@ public final class ShmTransport implements Transport {
             peerLease = LeaseWatch.open(libc, directory, leaseName);
         } catch (ErrnoException e) {
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
-                    + e.errnoName() + "); " + SharedDirectory.remedy(e, switch (e.errnoName()) {
+                    + e.errnoName() + "); " + dev.conduit.linux.Errno.remedy(e.errno(), switch (e.errnoName()) {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";
                         case "EACCES", "EPERM" -> refusedLease(leaseName);
                         default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)";

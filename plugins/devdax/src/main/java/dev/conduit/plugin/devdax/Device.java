@@ -135,10 +135,7 @@ final class Device implements AutoCloseable {
                     + (writable ? "for reading and writing" : "for reading")
                     + ": grant access to the device (its group, a udev rule, or the container's device cgroup), or fix " + key;
             case Errno.ENXIO, Errno.ENODEV -> UNBOUND;
-            case Errno.EMFILE -> "this process has no file descriptor left, whatever the alias: raise its open-file limit (ulimit -n, "
-                    + "RLIMIT_NOFILE, systemd LimitNOFILE) or close descriptors it no longer needs";
-            case Errno.ENFILE -> "the system's open-file table is full, whatever the alias: raise fs.file-max or stop processes that "
-                    + "hold many files";
+            case Errno.EMFILE, Errno.ENFILE -> "whatever the alias, " + Errno.shortageRemedy(e.errno());
             case Errno.ENOMEM -> "the kernel had no memory for the open, whatever the alias: free memory (see /proc/meminfo, dmesg) "
                     + "and retry";
             case Errno.EBUSY -> "the device is held open exclusively by another user (a file system mounted on it, or a driver that "

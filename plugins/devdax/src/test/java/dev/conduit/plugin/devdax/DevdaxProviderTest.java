@@ -421,7 +421,8 @@ class DevdaxProviderTest {
     void aDeviceThatCannotBeOpenedForAnotherReasonThanItsPathSaysWhatFitsTheErrno() {
         Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
         java.util.Map<Integer, String> remedies = java.util.Map.of(
-                Errno.EMFILE, "no file descriptor left, whatever the alias: raise its open-file limit (ulimit -n",
+                Errno.EMFILE, "whatever the alias, this process has no file descriptor left: raise its open-file limit (ulimit -n",
+                Errno.ENFILE, "whatever the alias, the system's open-file table is full: raise fs.file-max",
                 Errno.EBUSY, "held open exclusively by another user");
         remedies.forEach((errno, remedy) -> {
             Libc libc = FailingLibc.failing("open", errno, args -> device.toString().equals(args[0]));

@@ -185,7 +185,7 @@ final class FdServer implements AutoCloseable {
     /** A failure of the socket, listen or eventfd call of {@link #start}: the errno and, when out of descriptors, the limit to raise. */
     private static ConduitException startFailure(String path, ErrnoException e) {
         return new ConduitException("cannot start the memfd fd server at " + path + ": " + e.getMessage() + "; "
-                + SharedDirectory.remedy(e, "see the cause"), e);
+                + Errno.remedy(e.errno(), "see the cause"), e);
     }
 
     private static String bindRemedy(ErrnoException e, SharedDirectory directory, String path, String address) {

@@ -172,7 +172,7 @@ final class MemfdImporter implements IpcImporter {
                 case Errno.EACCES -> new ConduitException("cannot reach the producer's socket " + path + ": " + e.getMessage()
                         + "; the shared directory " + sharedDirectory + " must be searchable by this user", e);
                 default -> new ConduitException("cannot check the producer's socket " + path + ": " + e.getMessage() + "; "
-                        + SharedDirectory.remedy(e, "see the cause"), e);
+                        + Errno.remedy(e.errno(), "see the cause"), e);
             };
         }
     }
@@ -205,7 +205,7 @@ final class MemfdImporter implements IpcImporter {
             return libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
         } catch (ErrnoException e) {
             throw new ConduitException("cannot open a socket to reach the producer's socket " + path + ": " + e.getMessage() + "; "
-                    + SharedDirectory.remedy(e, "see the cause"), e);
+                    + Errno.remedy(e.errno(), "see the cause"), e);
         }
     }
 
@@ -433,7 +433,7 @@ final class MemfdImporter implements IpcImporter {
             libc.open("/dev/null", OpenFlags.O_RDONLY | OpenFlags.O_CLOEXEC, 0).close();
         } catch (ErrnoException e) {
             return new ConduitException("cannot receive the chunk: " + what + ", and opening a descriptor here fails too: "
-                    + e.getMessage() + "; " + SharedDirectory.remedy(e, "see the cause"), e);
+                    + e.getMessage() + "; " + Errno.remedy(e.errno(), "see the cause"), e);
         }
         return new ConduitException("cannot receive the chunk: " + what + " although this process can open descriptors: a "
                 + "security module (SELinux, AppArmor) refused to pass the memfd to it");

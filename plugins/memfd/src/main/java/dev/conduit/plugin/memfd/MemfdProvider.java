@@ -221,8 +221,8 @@ final class MemfdProvider implements MemoryProvider {
 
     private static ConduitException allocationFailure(long size, ErrnoException e) {
         String remedy = switch (e.errno()) {
-            case Errno.EMFILE, Errno.ENFILE -> ": every memfd chunk keeps one descriptor open; raise the open-file limit "
-                    + "(ulimit -n) or use larger chunks";
+            case Errno.EMFILE, Errno.ENFILE -> ": " + Errno.shortageRemedy(e.errno()) + "; every memfd chunk keeps a descriptor "
+                    + "open, so larger chunks (pool.chunk.size) need fewer";
             case Errno.ENOMEM -> ": not enough memory, address space or mappings; free chunks, or raise the address-space limit "
                     + "(ulimit -v, RLIMIT_AS) or vm.max_map_count";
             default -> "";

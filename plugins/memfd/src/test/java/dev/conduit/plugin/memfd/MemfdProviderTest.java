@@ -337,6 +337,26 @@ class MemfdProviderTest {
         }
     }
 
+    /**
+     * A chunk that memfd_create refused for want of descriptors was told to raise the process's
+     * open-file limit (ulimit -n) also when the system's table was full (ENFILE), which that limit
+     * does not lift. It now gives the remedy every module gives for each, and what chunks change.
+     */
+    @Test
+    void aChunkRefusedForWantOfDescriptorsSaysWhichLimitToRaise() {
+        Map<Integer, String> limits = Map.of(
+                dev.conduit.linux.Errno.EMFILE, "raise its open-file limit (ulimit -n",
+                dev.conduit.linux.Errno.ENFILE, "raise fs.file-max");
+        limits.forEach((errno, limit) -> {
+            try (MemoryProvider provider = MemfdProvider.open(failing("memfdCreate", errno), TestContext.of(shared))) {
+                assertThatThrownBy(() -> provider.allocate(SIZE))
+                        .hasMessageContaining(dev.conduit.linux.Errno.name(errno))
+                        .hasMessageContaining(limit)
+                        .hasMessageContaining("larger chunks (pool.chunk.size) need fewer");
+            }
+        });
+    }
+
     /** The real libc, except that {@code call} fails with {@code errno}. */
     private Libc failing(String call, int errno) {
         return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},

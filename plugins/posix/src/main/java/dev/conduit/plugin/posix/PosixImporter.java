@@ -1,6 +1,7 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.spi.Cleanup;
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
@@ -132,9 +133,9 @@ final class PosixImporter implements IpcImporter {
             // A Unix socket (or a device without its driver) does not open at all, so fstat never sees it: tell what it is.
             case "ENXIO" -> notRegularFile(directory, name, path, payload)
                     .orElseGet(() -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
-                            + SharedDirectory.remedy(e, "check the directory set by " + config.directoryKeys()), e));
+                            + Errno.remedy(e.errno(), "check the directory set by " + config.directoryKeys()), e));
             default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
-                    + SharedDirectory.remedy(e, "check the directory set by " + config.directoryKeys()), e);
+                    + Errno.remedy(e.errno(), "check the directory set by " + config.directoryKeys()), e);
         };
     }
 
