@@ -15,15 +15,11 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.FutureTask;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
-import java.util.function.LongSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -31,13 +27,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * Marshallable payloads sent into the transport's buffer and read where received, in one JVM. No
  * {@code @Timeout} bounds a whole test: its waits are hang guards that run from the last progress
- * ({@link #GUARD}), so a loaded machine's slower run passes and one that stops fails, naming where.
+ * ({@link HangGuard}), so a loaded machine's slower run passes and one that stops fails, naming where.
  */
 class ChronicleMessagesTest {
 
     private static final int QUOTE = 3;
-    /** How long no message may arrive, or no send return: a hang guard, not a speed check. */
-    private static final Duration GUARD = Duration.ofSeconds(30);
 
     @TempDir
     Path shared;
@@ -58,48 +52,15 @@ class ChronicleMessagesTest {
         endpoint = sender.connect(receiver.address());
     }
 
-    /** Progresses both workers until {@code done}; fails once neither has had an event for {@link #GUARD}. */
+    /** Progresses both workers until {@code done}; fails once neither has had an event for {@link HangGuard#GUARD}. */
     private void progressUntil(BooleanSupplier done) {
-        long deadline = System.nanoTime() + GUARD.toNanos();
+        long deadline = System.nanoTime() + HangGuard.GUARD.toNanos();
         while (!done.getAsBoolean()) {
             if (sender.progress() + receiver.progress() > 0) {
-                deadline = System.nanoTime() + GUARD.toNanos();
+                deadline = System.nanoTime() + HangGuard.GUARD.toNanos();
             } else if (System.nanoTime() - deadline > 0) {
-                throw new AssertionError("no message arrived for the hang guard of " + GUARD + " and the wait is not over");
+                throw new AssertionError("no message arrived for the hang guard of " + HangGuard.GUARD + " and the wait is not over");
             }
-        }
-    }
-
-    /**
-     * Runs {@code work} on a thread of its own to its end, failing once {@code count} has not moved
-     * for {@link #GUARD}, with how far {@code what} got and where the thread is: a call that never
-     * returns fails the test, a slow machine does not. The thread is a daemon, so a stuck one keeps
-     * no JVM alive.
-     */
-    private static void runWhileProgressing(String what, LongSupplier count, Runnable work) throws InterruptedException {
-        FutureTask<Void> task = new FutureTask<>(work, null);
-        Thread thread = Thread.ofPlatform().name(what).daemon().start(task);
-        long seen = count.getAsLong();
-        long deadline = System.nanoTime() + GUARD.toNanos();
-        while (!task.isDone()) {
-            Thread.sleep(10);
-            long now = count.getAsLong();
-            if (now != seen) {
-                seen = now;
-                deadline = System.nanoTime() + GUARD.toNanos();
-            } else if (System.nanoTime() - deadline > 0 && !task.isDone()) {
-                StringBuilder where = new StringBuilder();
-                for (StackTraceElement frame : thread.getStackTrace()) where.append("\n    at ").append(frame);
-                throw new AssertionError("no progress for the hang guard of " + GUARD + " at " + seen + " " + what
-                        + ", the thread " + thread.getState() + ":" + where);
-            }
-        }
-        try {
-            task.get();
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof Error error) throw error;
-            if (e.getCause() instanceof RuntimeException runtime) throw runtime;
-            throw new AssertionError(e.getCause());
         }
     }
 
@@ -368,7 +329,7 @@ class ChronicleMessagesTest {
         long[] allocated = {0};
         // Half a million sends take 3 s on a quiet machine and several times that on a busy one: the guard watches the
         // count, the allocation is the sending thread's own.
-        runWhileProgressing("of " + rounds * messages + " sends marshalled in place", sent::get, () -> {
+        HangGuard.runWhileProgressing("of " + rounds * messages + " sends marshalled in place", sent::get, () -> {
             for (int round = 0; round < rounds; round++) {
                 long before = allocatedBytes(); // the reading itself allocates about 1 KB
                 for (int i = 0; i < messages; i++) {

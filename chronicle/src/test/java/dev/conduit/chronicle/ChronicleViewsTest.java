@@ -7,7 +7,6 @@ import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.MemorySegment;
@@ -15,16 +14,16 @@ import java.lang.foreign.ValueLayout;
 import java.nio.BufferOverflowException;
 import java.nio.BufferUnderflowException;
 import java.nio.file.Path;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** Views of regions and imported regions in one JVM: zero-copy, bounds, close, atomics. */
-@Timeout(value = 60, unit = TimeUnit.SECONDS) // a hang guard
+/**
+ * Views of regions and imported regions in one JVM: zero-copy, bounds, close, atomics. No
+ * {@code @Timeout} bounds a whole test: the waits for other threads are {@link HangGuard}s.
+ */
 class ChronicleViewsTest {
 
     @TempDir
@@ -169,19 +168,19 @@ class ChronicleViewsTest {
 
         int threads = 2;
         long each = 200_000;
-        Thread[] ts = new Thread[threads];
+        Runnable[] increments = new Runnable[threads];
         for (int t = 0; t < threads; t++) {
             BytesStore<?, Void> view = t == 0 ? a : b;
-            ts[t] = Thread.ofPlatform().start(() -> {
+            increments[t] = () -> {
                 for (long i = 0; i < each; i++) {
                     long v;
                     do {
                         v = view.readVolatileLong(32);
                     } while (!view.compareAndSwapLong(32, v, v + 1));
                 }
-            });
+            };
         }
-        for (Thread t : ts) t.join();
+        HangGuard.runWhileProgressing("of " + threads * each + " increments by CAS", () -> a.readVolatileLong(32), increments);
         assertThat(a.readVolatileLong(32)).isEqualTo(threads * each);
     }
 
@@ -199,9 +198,7 @@ class ChronicleViewsTest {
             BytesStore<?, Void> view = ChronicleViews.store(imported);
             AtomicReference<Throwable> ended = new AtomicReference<>();
             AtomicLong reads = new AtomicLong();
-            CountDownLatch started = new CountDownLatch(1);
-            Thread reader = Thread.ofPlatform().start(() -> {
-                started.countDown();
+            Thread reader = Thread.ofPlatform().daemon().start(() -> {
                 try {
                     for (long i = 0; ; i++) {
                         view.readLong((i * 8) & 0xFFF8);
@@ -211,11 +208,11 @@ class ChronicleViewsTest {
                     ended.set(t);
                 }
             });
-            started.await();
-            while (reads.get() < 1000) Thread.onSpinWait();
+            HangGuard.awaitWhileProgressing("reads through the view", reads::get, () -> reads.get() >= 1000 || ended.get() != null, reader);
+            assertThat(ended.get()).as("how the reader ended before the close").isNull();
             conduit.close();
             conduit = null;
-            reader.join(TimeUnit.SECONDS.toMillis(30));
+            HangGuard.join(reader, "the conduit's close, which ends its next read");
             assertThat(ended.get()).satisfiesAnyOf(
                     end -> assertThat(end).isInstanceOf(IllegalStateException.class),
                     end -> assertThat(end).isInstanceOf(InternalError.class).hasMessageContaining("unsafe memory access"));
