@@ -28,7 +28,9 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -57,6 +59,11 @@ public class MultiWorkerBenchmark {
     static final int PONG = 2;
     /** How long the tear-down waits for a thread of the trial to end: a hang guard, 100 times the longest it sleeps between stop checks. */
     static final Duration THREAD_END = Duration.ofSeconds(10);
+    /**
+     * How long a round trip may go without a pong before the watchdog ends the fork: a hang guard, twice the round trip's
+     * own 10 s check, which fails the trial more gently wherever it can (once the send has returned).
+     */
+    static final Duration STUCK = Duration.ofSeconds(20);
 
     @Param({"posix"})
     public String plugin;
@@ -74,6 +81,7 @@ public class MultiWorkerBenchmark {
     private volatile boolean stop;
     private Thread receiver;
     private Thread echo;
+    private Thread watchdog;
     /** What ended the echo or receiver thread early: named when no pong comes, not lost on stderr. */
     private volatile Throwable threadFailure;
 
@@ -110,7 +118,7 @@ public class MultiWorkerBenchmark {
                     echoAddress.completeExceptionally(e);
                 }
             });
-            toEcho = shared.connect(echoAddress.join());
+            toEcho = shared.connect(awaitEchoAddress(echoAddress));
             boolean sleeps = mode.equals("await");
             receiver = Thread.ofPlatform().name("receiver").daemon().start(() -> {
                 try {
@@ -121,6 +129,8 @@ public class MultiWorkerBenchmark {
                     threadFailure = new IllegalStateException("the receiver thread failed: " + e, e);
                 }
             });
+            Thread benchmark = Thread.currentThread(); // JMH's worker thread: it runs the trial's set-up and every round trip
+            watchdog = Thread.ofPlatform().name("watchdog").daemon().start(() -> watch(benchmark));
             roundTrip(); // fails here, not in the measurement, if nothing comes back
         } catch (RuntimeException | Error e) {
             try {
@@ -136,6 +146,7 @@ public class MultiWorkerBenchmark {
     public void close() throws IOException, InterruptedException {
         stop = true;
         try {
+            if (watchdog != null) watchdog.interrupt();
             if (shared != null) shared.signal();
         } finally {
             try {
@@ -156,10 +167,84 @@ public class MultiWorkerBenchmark {
      */
     private void awaitEnd(Thread thread) throws InterruptedException {
         if (thread == null || thread.join(THREAD_END)) return;
-        StringBuilder where = new StringBuilder();
-        for (StackTraceElement frame : thread.getStackTrace()) where.append("\n    at ").append(frame);
         throw new IllegalStateException("the " + thread.getName() + " thread did not end within " + THREAD_END.toSeconds()
-                + " s of the trial's end over " + plugin + " (mode " + mode + "), " + thread.getState() + ":" + where, threadFailure);
+                + " s of the trial's end over " + plugin + " (mode " + mode + "), " + where(thread), threadFailure);
+    }
+
+    /** The echo thread's worker address, once it has one: within {@link #THREAD_END}, or the set-up fails naming where that thread is. */
+    private WorkerAddress awaitEchoAddress(CompletableFuture<WorkerAddress> address) throws InterruptedException {
+        try {
+            return address.get(THREAD_END.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("the echo thread failed before it had an address: " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("the echo thread had no worker address within " + THREAD_END.toSeconds() + " s over "
+                    + plugin + " (mode " + mode + "), " + where(echo));
+        }
+    }
+
+    /**
+     * Ends the fork, naming where each thread is, once a round trip has gone {@link #STUCK} without a pong. Its send waits
+     * for the shared worker's runtime lock, which the receiver thread holds inside {@code progress()} and while asleep in
+     * {@code await()}; that wait ignores interrupts, so a receiver stuck there held the run for good: the round trip's own
+     * check runs only once the send returns, and JMH's iteration timeout only interrupts, again and again. Ending the fork
+     * is the one way out; its host reports the failure with this output. It looks once a second at the pong count, which
+     * the round trips keep anyway: the measured path does nothing for it.
+     */
+    private void watch(Thread benchmark) {
+        long seen = pongs.get();
+        long since = System.nanoTime();
+        try {
+            while (!stop) {
+                Thread.sleep(1000);
+                long now = pongs.get();
+                if (now != seen) {
+                    seen = now;
+                    since = System.nanoTime();
+                } else if (System.nanoTime() - since > STUCK.toNanos() && !stop && inRoundTrip(benchmark)) {
+                    endFork(benchmark);
+                }
+            }
+        } catch (InterruptedException e) {
+            // the trial's tear-down: nothing left to watch
+        }
+    }
+
+    /** Whether {@code thread} is inside {@link #roundTrip}: between iterations no pong is due. */
+    private static boolean inRoundTrip(Thread thread) {
+        for (StackTraceElement frame : thread.getStackTrace()) {
+            if (frame.getMethodName().equals("roundTrip") && frame.getClassName().equals(MultiWorkerBenchmark.class.getName())) return true;
+        }
+        return false;
+    }
+
+    /**
+     * Says why on the fork's stderr, which JMH's host shows, removes the trial's directory (halting runs no shutdown hook)
+     * and halts: {@code System.exit} would run the hooks, and one that waits for a lock the stuck thread holds would hang
+     * the exit instead.
+     */
+    private void endFork(Thread benchmark) {
+        System.err.println("MultiWorkerBenchmark over " + plugin + " (mode " + mode + "): no pong for " + STUCK.toSeconds() + " s, "
+                + "and the round trip cannot end: its send waits for the shared worker's runtime lock, which the receiver thread "
+                + "holds while inside progress() or asleep in await(), and that wait ignores interrupts. Ending this fork (exit "
+                + "status 3) rather than hang the run. The benchmark thread ('" + benchmark.getName() + "'), " + where(benchmark)
+                + "\nThe receiver thread, " + where(receiver) + "\nThe echo thread, " + where(echo)
+                + (threadFailure == null ? "" : "\nEarlier: " + threadFailure));
+        System.err.flush();
+        try {
+            BenchmarkDirectory.delete(dir);
+        } catch (IOException | RuntimeException e) {
+            System.err.println("could not remove the trial's directory " + dir + ": " + e);
+            System.err.flush();
+        }
+        Runtime.getRuntime().halt(3);
+    }
+
+    /** {@code thread}'s state and stack, for a message about where it stopped. */
+    private static String where(Thread thread) {
+        StringBuilder where = new StringBuilder().append(thread.getState()).append(':');
+        for (StackTraceElement frame : thread.getStackTrace()) where.append("\n    at ").append(frame);
+        return where.toString();
     }
 
     /** A ping sent on the shared worker from this thread, and its pong delivered by the receiver thread. */
