@@ -160,7 +160,9 @@ public final class ConfigResolver implements Config {
      * {@code CONDUIT_VERBS_DEVICE}) is neither a plugin found here nor the start of a declared key:
      * that nothing reads it because no such plugin is installed, and what to do. Empty otherwise.
      * Without it, the "did you mean" alone sent a user who configured an absent plugin to another
-     * plugin's key ({@code devdax.device} for {@code verbs.device}).
+     * plugin's key ({@code devdax.device} for {@code verbs.device}); beside it, no "did you mean" is
+     * given: its first word is a letter or two from none found here, so the nearest key is another
+     * plugin's or the runtime's ({@code CONDUIT_SHARED_DIR} for {@code CONDUIT_VERBS_DEVICE}).
      */
     private String forNoPluginHere(String setting, boolean variable) {
         // A plugin's keys are its name and more words: a setting of one word is no plugin's, nor one whose first word
@@ -219,8 +221,9 @@ public final class ConfigResolver implements Config {
                     throw new ConfigException("unknown config key '" + name + "' set in the builder: that is the environment variable "
                             + "of key '" + variableOf + "'; the builder takes the key: set(\"" + variableOf + "\", value)");
                 }
-                String nearest = Suggestions.nearest(name, declared.keySet());
-                throw new ConfigException("unknown config key '" + name + "' set in the builder" + forNoPluginHere(name, false)
+                String noPlugin = forNoPluginHere(name, false);
+                String nearest = noPlugin.isEmpty() ? Suggestions.nearest(name, declared.keySet()) : null;
+                throw new ConfigException("unknown config key '" + name + "' set in the builder" + noPlugin
                         + (nearest != null ? " (did you mean '" + nearest + "'?)" : "") + "; known keys: " + declared.keySet());
             }
         }
@@ -254,7 +257,7 @@ public final class ConfigResolver implements Config {
     }
 
     private static String unknownMessage(String kind, String name, String noPlugin, Collection<String> known) {
-        String nearest = Suggestions.nearest(name, known);
+        String nearest = noPlugin.isEmpty() ? Suggestions.nearest(name, known) : null;
         return "unknown " + kind + " " + name + " is ignored" + noPlugin + (nearest != null ? "; did you mean " + nearest + "?" : "")
                 + " ('conduit info' lists every key)";
     }

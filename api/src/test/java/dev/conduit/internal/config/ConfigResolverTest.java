@@ -137,6 +137,47 @@ class ConfigResolverTest {
                 .allSatisfy(w -> assertThat(w).doesNotContain("was found here", "no plugin found here"));
     }
 
+    /**
+     * A runtime key misspelt by a letter, in the builder or a variable, is a misspelling: reported
+     * earlier on 2026-12-02 as "no plugin called 'shard' was found here ... install that plugin"
+     * (fixed by 08f2c86, which this checks with the runtime's own keys). A variable of a plugin not
+     * installed says so, and offers no other key beside it: until 2026-12-02 CONDUIT_VERBS_DEVICE
+     * added "did you mean CONDUIT_SHARED_DIR?", and verbs.device beside devdax "did you mean
+     * 'devdax.device'?".
+     */
+    @Test
+    void aRuntimeKeyMisspeltByALetterIsAMisspellingAndAnAbsentPluginsVariableIsNotOne() {
+        ConfigResolver b = new ConfigResolver(Map.of("shard.dir", "/mnt"), Map.of(), new Properties());
+        b.declareAll(dev.conduit.internal.RuntimeKeys.ALL, ConfigResolver.RUNTIME);
+        b.pluginFound("devdax");
+        assertThatThrownBy(b::rejectUnknownBuilderKeys).isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("unknown config key 'shard.dir' set in the builder (did you mean 'shared.dir'?)")
+                .hasMessageNotContaining("was found here");
+
+        ConfigResolver e = new ConfigResolver(Map.of(), Map.of("CONDUIT_SHARD_DIR", "/mnt", "CONDUIT_VERBS_DEVICE", "mlx5_0"),
+                new Properties());
+        e.declareAll(dev.conduit.internal.RuntimeKeys.ALL, ConfigResolver.RUNTIME);
+        e.pluginFound("devdax");
+        List<String> warnings = e.unknownSettingWarnings();
+        assertThat(warnings).filteredOn(w -> w.contains("SHARD")).singleElement().asString()
+                .isEqualTo("unknown environment variable CONDUIT_SHARD_DIR is ignored; did you mean CONDUIT_SHARED_DIR?"
+                        + " ('conduit info' lists every key)");
+        assertThat(warnings).filteredOn(w -> w.contains("VERBS")).singleElement().asString()
+                .isEqualTo("unknown environment variable CONDUIT_VERBS_DEVICE is ignored; no plugin found here has the name it starts "
+                        + "with (found: devdax), so nothing reads it: install that plugin (module path, class path or plugin.path) "
+                        + "or leave the setting out ('conduit info' lists every key)");
+
+        ConfigResolver v = new ConfigResolver(Map.of("verbs.device", "mlx5_0"), Map.of(), new Properties());
+        v.declareAll(dev.conduit.internal.RuntimeKeys.ALL, ConfigResolver.RUNTIME);
+        v.declare(ConfigKey.string("devdax.device", null, "doc"), "devdax");
+        v.pluginFound("devdax");
+        assertThatThrownBy(v::rejectUnknownBuilderKeys).isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("unknown config key 'verbs.device' set in the builder; no plugin called 'verbs' was found here "
+                        + "(found: devdax), so nothing reads it: install that plugin (module path, class path or plugin.path) or "
+                        + "leave the setting out; known keys: ")
+                .hasMessageNotContaining("did you mean");
+    }
+
     @Test
     void sourcesArePrecedenceOrdered() {
         ConfigKey<String> k = ConfigKey.string("prec.key", "default", "doc");
