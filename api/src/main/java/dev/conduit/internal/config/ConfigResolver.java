@@ -47,6 +47,8 @@ public final class ConfigResolver implements Config {
 
     private final Map<String, String> builder;
     private final Map<String, String> environment;
+    /** Variables {@code CONDUIT_} in another case ({@code conduit_probe_timeout}): never read, but warned about. */
+    private final List<String> otherCaseVariables = new ArrayList<>();
     private final Map<String, String> properties;
     private final Map<String, Declared> declared = new LinkedHashMap<>();
     private final Map<String, Object> parsed = new ConcurrentHashMap<>();
@@ -66,6 +68,7 @@ public final class ConfigResolver implements Config {
         Map<String, String> env = new LinkedHashMap<>();
         environment.forEach((k, v) -> {
             if (k.startsWith(ENV_PREFIX)) env.put(k, v);
+            else if (k.regionMatches(true, 0, ENV_PREFIX, 0, ENV_PREFIX.length())) otherCaseVariables.add(k);
         });
         this.environment = env;
         Map<String, String> props = new LinkedHashMap<>();
@@ -231,7 +234,8 @@ public final class ConfigResolver implements Config {
 
     /**
      * Warnings for {@code CONDUIT_*} variables and {@code conduit.*} properties that no declared key
-     * reads, each naming the nearest known one. A name is reported once per process.
+     * reads, each naming the nearest known one, and for variables {@code CONDUIT_} in another case
+     * ({@code conduit_probe_timeout}), which none reads. A name is reported once per process.
      */
     public List<String> unknownSettingWarnings() {
         List<String> warnings = new ArrayList<>();
@@ -247,6 +251,11 @@ public final class ConfigResolver implements Config {
                 warnings.add(unknownMessage("environment variable", name, forNoPluginHere(name, true), knownEnv.keySet()));
             }
         }
+        for (String name : otherCaseVariables) {
+            String upper = name.toUpperCase(Locale.ROOT);
+            if (NOT_CONFIG.contains(upper) || upper.startsWith(TEST_PREFIX) || !WARNED.add(name)) continue;
+            warnings.add(otherCaseMessage(name, upper, knownEnv.keySet()));
+        }
         for (String name : properties.keySet()) {
             if (!knownProps.containsKey(name) && !isForUnreadPlugin(name.substring(PROPERTY_PREFIX.length())) && WARNED.add(name)) {
                 warnings.add(unknownMessage("system property", name, forNoPluginHere(name.substring(PROPERTY_PREFIX.length()), false),
@@ -254,6 +263,23 @@ public final class ConfigResolver implements Config {
             }
         }
         return warnings;
+    }
+
+    /**
+     * The warning for {@code name}, a {@code CONDUIT_} variable in another case: variables are read
+     * in upper case alone, as UCX ({@code UCX_TLS}) and libfabric ({@code FI_PROVIDER}) read theirs,
+     * but one typed in lower case was skipped as another program's, so a user never learnt why the
+     * setting had no effect. Names the variable to set instead, or the nearest known one.
+     */
+    private String otherCaseMessage(String name, String upper, Collection<String> known) {
+        String head = "environment variable " + name + " is ignored: Conduit reads its variables in upper case only";
+        // A plugin's left unread (refused) is the one meant all the same: set so, it is left unread with the plugin, as it should.
+        if (known.contains(upper) || isForUnreadPluginVariable(upper)) {
+            return head + (environment.containsKey(upper) ? "; " + upper + ", which is set too, is read" : "; set " + upper + " instead");
+        }
+        String nearest = Suggestions.nearest(upper, known);
+        return head + ", and " + upper + " is no known variable either" + (nearest != null ? "; did you mean " + nearest + "?" : "")
+                + " ('conduit info' lists every key)";
     }
 
     private static String unknownMessage(String kind, String name, String noPlugin, Collection<String> known) {

@@ -69,10 +69,37 @@ class ConfigResolverTest {
     @Test
     void knownAndForeignVariablesAreNotWarnedAbout() {
         ConfigResolver r = new ConfigResolver(Map.of(),
-                Map.of("CONDUIT_WARNE_KEY", "v", "PATH", "/bin", "UCX_TLS", "shm", "conduit_lower", "x"),
+                Map.of("CONDUIT_WARNE_KEY", "v", "PATH", "/bin", "UCX_TLS", "shm", "CONDUITX_LOWER", "x"),
                 props("conduit.warne.key", "v", "java.home", "/jdk"));
         r.declare(ConfigKey.string("warne.key", null, "doc"), "runtime");
         assertThat(r.unknownSettingWarnings()).isEmpty();
+    }
+
+    /**
+     * A variable CONDUIT_ in lower or mixed case is read by nothing (variables are read in upper
+     * case, as UCX's and libfabric's are) and is warned about, naming the variable to set: until
+     * 2026-12-02 it was skipped as another program's, so the setting had no effect and no word said why.
+     */
+    @Test
+    void aVariableInLowerCaseIsWarnedAboutNamingTheOneToSet() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("conduit_warnl_timeout", "5s", "Conduit_Warnl_Dir", "/mnt",
+                "CONDUIT_WARNL_DIR", "/srv", "conduit_warnl_timout", "5s", "conduit_test_warnl", "x", "conduit_java_opts", "-Xmx1g",
+                "conduit_warnl_refused_port", "1"), new Properties());
+        r.declare(ConfigKey.duration("warnl.timeout", java.time.Duration.ofSeconds(1), "doc"), "runtime");
+        r.declare(ConfigKey.path("warnl.dir", null, "doc"), "runtime");
+        r.leaveUnread("warnl-refused");
+        assertThat(r.unknownSettingWarnings()).containsExactlyInAnyOrder(
+                "environment variable conduit_warnl_timeout is ignored: Conduit reads its variables in upper case only; "
+                        + "set CONDUIT_WARNL_TIMEOUT instead",
+                "environment variable Conduit_Warnl_Dir is ignored: Conduit reads its variables in upper case only; "
+                        + "CONDUIT_WARNL_DIR, which is set too, is read",
+                "environment variable conduit_warnl_timout is ignored: Conduit reads its variables in upper case only, and "
+                        + "CONDUIT_WARNL_TIMOUT is no known variable either; did you mean CONDUIT_WARNL_TIMEOUT? ('conduit info' lists "
+                        + "every key)",
+                "environment variable conduit_warnl_refused_port is ignored: Conduit reads its variables in upper case only; "
+                        + "set CONDUIT_WARNL_REFUSED_PORT instead");
+        assertThat(r.get(ConfigKey.duration("warnl.timeout", java.time.Duration.ofSeconds(1), "doc"))).as("not read")
+                .isEqualTo(java.time.Duration.ofSeconds(1));
     }
 
     /** A setting for a plugin found refused or broken is not a misspelt key: no warning, no failure; others still are. */
