@@ -417,6 +417,51 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * The other keys of a plugin whose keys are not read because one shares its variable with a key
+     * of a plugin in use (left out by transports, or refused) are its settings, not misspellings:
+     * until 2026-12-02 CONDUIT_LO_DAX_MODE, the variable of lo-dax.mode, was warned about as unknown
+     * with "did you mean CONDUIT_LO_DAX_PATH?", the other plugin's key. A misspelling of the plugin
+     * in use's key is still warned about.
+     */
+    @Test
+    void theOtherVariablesOfAPluginWhoseKeysAreNotReadAreNotCalledMisspellings() {
+        java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit");
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                if (record.getLevel() == java.util.logging.Level.WARNING) warnings.add(record.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(handler);
+        try {
+            for (String transports : List.of("^lo-dax", "lo,lo-dax")) {
+                TestPlugin loDax = TestPlugin.named("lo-dax").configKeys(ConfigKey.string("lo-dax.path", null, "lo-dax's own"),
+                        ConfigKey.string("lo-dax.mode", null, "lo-dax's own"), ConfigKey.string("lo-dax.mode2", null, "lo-dax's own"));
+                TestPlugin lo = TestPlugin.named("lo").configKeys(ConfigKey.string("lo.dax.path", null, "lo's own"));
+                String mode = transports.startsWith("^") ? "CONDUIT_LO_DAX_MODE" : "CONDUIT_LO_DAX_MODE2";
+                try (Conduit conduit = isolated().environment(Map.of("CONDUIT_TRANSPORTS", transports, mode, "fast",
+                                "CONDUIT_LO_DAX_PAHT" + transports.length(), "/mnt")).addPlugin(lo).addPlugin(loDax).build()) {
+                    assertThat(info(conduit, "lo-dax").status()).as(transports).isIn(Status.EXCLUDED, Status.REFUSED);
+                }
+                assertThat(warnings).as(transports).noneMatch(w -> w.contains(mode + " "));
+                assertThat(warnings).as(transports).anyMatch(w -> w.startsWith("unknown environment variable CONDUIT_LO_DAX_PAHT"
+                        + transports.length() + " is ignored; did you mean CONDUIT_LO_DAX_PATH?"));
+            }
+        } finally {
+            log.removeHandler(handler);
+        }
+    }
+
     /** Of two plugins in use, the one found later is refused whichever it is, naming the way out: leave one out; and the runtime's key wins. */
     @Test
     void ofTwoPluginsInUseWhoseKeysShareAVariableTheOneFoundLaterIsRefused() {

@@ -54,6 +54,8 @@ public final class ConfigResolver implements Config {
     private final Map<String, Object> parsed = new ConcurrentHashMap<>();
     /** Plugins found but not usable (refused, broken), whose keys nothing declares: settings under their names are not unknown. */
     private final Set<String> unreadPlugins = new LinkedHashSet<>();
+    /** The variables of the keys of plugins left unread whose keys are known ({@link #leaveUnread(String, Collection)}). */
+    private final Set<String> unreadVariables = new LinkedHashSet<>();
     /** Every plugin found, usable or not: an unknown setting under a name none of them has is for a plugin not installed here. */
     private final Set<String> pluginsFound = new java.util.TreeSet<>();
 
@@ -153,6 +155,21 @@ public final class ConfigResolver implements Config {
         unreadPlugins.add(plugin);
     }
 
+    /**
+     * As {@link #leaveUnread(String)}, for a plugin whose keys are known but not declared: one left
+     * out by {@code transports}, or refused, because a key of it has the variable of a key of a
+     * plugin in use ({@code dev-dax.path} of {@code dev-dax} and {@code dev.dax.path} of {@code dev},
+     * both {@code CONDUIT_DEV_DAX_PATH}). The declared key under its variables' start hides them
+     * from the rule by name, so its other keys' variables ({@code CONDUIT_DEV_DAX_MODE}) are left
+     * unread by name instead: until 2026-12-02 they were warned about as unknown with "did you mean
+     * CONDUIT_DEV_DAX_PATH?", the other plugin's key.
+     */
+    public void leaveUnread(String plugin, Collection<? extends ConfigKey<?>> keys) {
+        leaveUnread(plugin);
+        // A key not under the plugin's name (a cause of refusal) may be a misspelling of anyone's: its variable stays checked.
+        keys.stream().filter(k -> k.name().startsWith(plugin + ".")).forEach(k -> unreadVariables.add(k.environmentName()));
+    }
+
     /** Records that a plugin called {@code plugin} was found, so that an unknown setting under its name is not said to be for a plugin not installed. */
     public void pluginFound(String plugin) {
         pluginsFound.add(plugin);
@@ -202,10 +219,15 @@ public final class ConfigResolver implements Config {
                 .anyMatch(start -> key.startsWith(start) && declared.keySet().stream().noneMatch(k -> k.startsWith(start)));
     }
 
-    /** As {@link #isForUnreadPlugin}, for a variable: {@code CONDUIT_POOL_CHUNK_SIZ} stays warned about beside a refused {@code pool}. */
+    /**
+     * As {@link #isForUnreadPlugin}, for a variable: {@code CONDUIT_POOL_CHUNK_SIZ} stays warned about
+     * beside a refused {@code pool}; and the variable of any key of a plugin left unread whose keys
+     * are known, which is no misspelling whatever other key's variable starts as it does.
+     */
     private boolean isForUnreadPluginVariable(String variable) {
-        return unreadPlugins.stream().map(ConfigResolver::variablePrefix).anyMatch(start -> variable.startsWith(start)
-                && declared.values().stream().noneMatch(d -> d.key().environmentName().startsWith(start)));
+        return unreadVariables.contains(variable)
+                || unreadPlugins.stream().map(ConfigResolver::variablePrefix).anyMatch(start -> variable.startsWith(start)
+                        && declared.values().stream().noneMatch(d -> d.key().environmentName().startsWith(start)));
     }
 
     /** How the variables of keys under {@code word} ({@code dev-dax}: {@code CONDUIT_DEV_DAX_}) start. */

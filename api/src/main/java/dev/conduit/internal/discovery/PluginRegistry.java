@@ -195,7 +195,7 @@ public final class PluginRegistry {
      * is refused; a plugin left out whose key's variable is claimed keeps its status, and its keys
      * are neither declared nor read (it is never probed or opened, so nothing else reads them).
      * Settings under the name of a plugin found refused or broken, or left out so, are left unread,
-     * not refused as unknown.
+     * not refused as unknown, and so are the variables of its keys where known.
      */
     public static void declareKeys(List<PluginRecord> records, ConfigResolver config) {
         Set<String> declared = new LinkedHashSet<>();
@@ -214,7 +214,7 @@ public final class PluginRegistry {
         for (PluginRecord r : records) {
             if ((r.status == Status.REFUSED || r.status == Status.BROKEN || r.status == Status.EXCLUDED) && r.name != null
                     && PayloadReader.isName(r.name) && !declared.contains(r.name)) {
-                config.leaveUnread(r.name);
+                config.leaveUnread(r.name, r.configKeys);
             }
         }
     }
