@@ -91,7 +91,13 @@ public final class ConfigKey<T> {
         });
     }
 
-    /** A text value; {@code defaultValue} may be {@code null} for "unset". */
+    /**
+     * A text value; {@code defaultValue} may be {@code null} for "unset". Unlike every other kind of
+     * key, the value is given as set, blanks at its ends included: only the plugin knows whether
+     * its text may mean one. Text that names something (an alias, a device, a host) never does, and
+     * its plugin strips it, as devdax does {@code devdax.device} ({@code " pmem0"} selects
+     * {@code pmem0}); an error quotes the value as set ({@link #badValue}), so that a blank shows.
+     */
     public static ConfigKey<String> string(String name, String defaultValue, String doc) {
         return new ConfigKey<>(name, String.class, defaultValue, "any text", doc, s -> s);
     }
