@@ -722,10 +722,21 @@ final class ShmEndpoint implements TransportEndpoint {
             }
         } catch (InternalError | ReceiveQueue.CorruptQueueException queueFault) {
             // The peer's queue is not there, or not writable as the protocol says, any more: nothing to say, and nothing to wait for.
+        } catch (IllegalStateException gone) {
+            // The owner's thread and a close of the worker forced from another thread may both close this endpoint: the other
+            // released it under this look (unmapped the peer's queue, closed the watch of its lease), and left nothing to do.
+            if (!releasedMeanwhile()) throw gone;
+            complete = true;
         } finally {
             if (complete) release();
         }
         return complete;
+    }
+
+    private boolean releasedMeanwhile() {
+        synchronized (transport.handOff) {
+            return released;
+        }
     }
 
     /**

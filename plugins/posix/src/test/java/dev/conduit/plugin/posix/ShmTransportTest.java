@@ -1610,6 +1610,81 @@ class ShmTransportTest {
     }
 
     /**
+     * A close from another thread that comes to an endpoint the owner is closing at the same time:
+     * both look at the peer's lease, and the owner's close released the endpoint (it unmapped the
+     * peer's queue and closed its watch of the peer's lease) while the worker's close waited to
+     * look. That close then failed with "fd N (...lease) closed is closed", naming a descriptor and
+     * a file, though nothing was left for it to release. Here the endpoint has failed (its peer
+     * refused it), so that the owner's release looks at the lease no more; the owner is held in its
+     * look until the close waits for it, and the close in its own until the owner's close has
+     * returned. Every wait is bounded.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseThatLooksAtTheLeaseOfAnEndpointTheOwnerReleasedMeanwhileDoesNotFail() throws Exception {
+        CountDownLatch ownerLooking = new CountDownLatch(1);
+        CountDownLatch closerWaits = new CountDownLatch(1);
+        CountDownLatch ownerClosed = new CountDownLatch(1);
+        AtomicReference<Thread> ownerThread = new AtomicReference<>();
+        AtomicReference<Thread> closerThread = new AtomicReference<>();
+        Transport peer = transport(new Received(), "posix.inbound.max", "1");
+        Transport other = transport(new Received());
+        Transport sender = receiverWith(new Received(), FailingLibc.waitingIn("tryFlock", args -> {
+            if (Thread.currentThread() == ownerThread.get()) {
+                ownerLooking.countDown();
+                awaitBounded(closerWaits, "the close to wait for the owner's look at the peer's lease");
+            } else if (Thread.currentThread() == closerThread.get()) {
+                awaitBounded(ownerClosed, "the owner's close of the endpoint");
+            }
+            return false;
+        }, new CountDownLatch(0)), Linux.libc(), "posix.liveness.interval", "1ms");
+        assertThat(connect(other, peer, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, peer, failure::set);
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        assertThat(progressUntilItThrows(peer)).hasMessageContaining("refused connection");
+        untilFailed(sender, failure);
+        AtomicReference<Throwable> ownerFailure = new AtomicReference<>();
+        Thread owner = Thread.ofPlatform().unstarted(() -> {
+            try {
+                ep.close();
+            } catch (Throwable e) {
+                ownerFailure.set(e);
+            } finally {
+                ownerClosed.countDown();
+            }
+        });
+        ownerThread.set(owner);
+        owner.start();
+        awaitBounded(ownerLooking, "the owner's close to look at the peer's lease");
+        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().unstarted(() -> {
+            try {
+                sender.close();
+            } catch (Throwable e) {
+                closeFailure.set(e);
+            }
+        });
+        closerThread.set(closer);
+        closer.start();
+        // Blocked on the watch the owner looks through: past its look at whether the endpoint was released.
+        for (int i = 0; i < 30_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED; i++) Thread.sleep(1);
+        Thread.State closerState = closer.getState();
+        closerWaits.countDown();
+        owner.join(TimeUnit.SECONDS.toMillis(30));
+        closer.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(owner.isAlive()).as("the owner still inside the endpoint's close").isFalse();
+        assertThat(closer.isAlive()).as("the close still running").isFalse();
+        assertThat(closerState).as("the close, waiting for the owner's look at the peer's lease").isEqualTo(Thread.State.BLOCKED);
+        assertThat(ownerFailure.get()).as("the endpoint's close").isNull();
+        assertThat(closeFailure.get()).as("the close's failure").isNull();
+        peer.close();
+        other.close();
+        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once all workers closed").isZero();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once all workers closed").isZero();
+    }
+
+    /**
      * A close from another thread that runs while the owner, in a first large send, creates the
      * endpoint's bounce ring: the close released the endpoint before the ring was made, and the
      * send went on to announce it through the peer's queue the close had unmapped, failing with the
