@@ -1780,13 +1780,43 @@ class ShmTransportTest {
         CountDownLatch looking = new CountDownLatch(1);
         CountDownLatch released = new CountDownLatch(1);
         AtomicBoolean armed = new AtomicBoolean();
+        CountDownLatch progressEnded = new CountDownLatch(1);
+        AtomicReference<Thread> closerThread = new AtomicReference<>();
         Received received = new Received();
-        // With no endpoint of its own, the receiver's liveness check flocks only its senders' leases.
-        Transport receiver = receiverWith(received, FailingLibc.waitingIn("tryFlock", args -> {
+        // With no endpoint of its own, the receiver's liveness check flocks only its senders' leases. The rest of the
+        // progress() past the check may read the receive queue, which a close frees under a call still under way (the class
+        // javadoc, "Closed from another thread"): so the close's free of it waits for that call to return.
+        Transport receiver = transportWith(received, FailingLibc.waitingIn("tryFlock", args -> {
             if (!armed.compareAndSet(true, false)) return false;
             looking.countDown();
             return true;
-        }, released), Linux.libc(), "posix.liveness.interval", "1ms");
+        }, released), Linux.libc(), importer -> importer, posix -> new MemoryProvider() {
+            @Override
+            public long pageSize() {
+                return posix.pageSize();
+            }
+
+            @Override
+            public Chunk allocate(long size) {
+                return posix.allocate(size);
+            }
+
+            @Override
+            public byte[] export(Chunk chunk) {
+                return posix.export(chunk);
+            }
+
+            @Override
+            public void free(Chunk chunk) {
+                if (Thread.currentThread() == closerThread.get()) awaitBounded(progressEnded, "the progress() under way to return");
+                posix.free(chunk);
+            }
+
+            @Override
+            public void close() {
+                posix.close();
+            }
+        }, "posix.liveness.interval", "1ms");
         Transport sender = transport(new Received());
         assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         receive(receiver, received, 1);
@@ -1798,17 +1828,21 @@ class ShmTransportTest {
                 for (int i = 0; i < 1_000_000 && armed.get(); i++) progressOrPause(receiver);
             } catch (Throwable e) {
                 progressFailure.set(e);
+            } finally {
+                progressEnded.countDown();
             }
         });
         awaitBounded(looking, "the liveness check to look at the sender's lease");
         AtomicReference<Throwable> closeFailure = new AtomicReference<>();
-        Thread closer = Thread.ofPlatform().start(() -> {
+        Thread closer = Thread.ofPlatform().unstarted(() -> {
             try {
                 receiver.close();
             } catch (Throwable e) {
                 closeFailure.set(e);
             }
         });
+        closerThread.set(closer);
+        closer.start();
         for (int i = 0; i < 30_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED; i++) Thread.sleep(1);
         released.countDown();
         progress.join(TimeUnit.SECONDS.toMillis(30));
