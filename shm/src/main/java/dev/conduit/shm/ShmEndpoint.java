@@ -425,6 +425,18 @@ final class ShmEndpoint implements TransportEndpoint {
      * @return whether the peer failed now
      */
     boolean checkPeer(long now) {
+        try {
+            return checkPeerOnce(now);
+        } catch (IllegalStateException gone) {
+            // Released under this check by a close of the worker forced from another thread (the check walks a copy of the
+            // endpoints, unlocked): the close unmapped the peer's queue and closed the watch of its lease. Nothing to check;
+            // the check's walk of the connections then says the transport is closed.
+            if (!releasedMeanwhile()) throw gone;
+            return false;
+        }
+    }
+
+    private boolean checkPeerOnce(long now) {
         if (closed || released) return false;
         if (failure != null) {
             // Failed at an earlier check: its peer found gone then, or failed while the peer lived (refused, judged hung, its
@@ -433,6 +445,7 @@ final class ShmEndpoint implements TransportEndpoint {
             try {
                 if (!peerLease.ownerAlive()) releaseForAPeerThatIsGone();
             } catch (RuntimeException e) {
+                if (e instanceof IllegalStateException && releasedMeanwhile()) throw e; // not a failed look: see checkPeer
                 transport.failedEndpointLeaseChecks.log(() -> transport.plugin() + ": could not check the peer of a failed connection: "
                         + e.getMessage());
             }

@@ -83,9 +83,11 @@ import java.util.concurrent.CompletionException;
  * table, {@link SenderLeases}, has a lock of its own), an endpoint both close at once by the one
  * that claims its release (the other takes what it finds unmapped or closed under it for nothing
  * left to do, and does not fail), and a liveness check's walk of the connections holds it
- * throughout, so that the close waits for the check. All of that happens once per connection,
- * ring, endpoint or check, never per message. The message path itself is not locked,
- * and must not pay for a close: a call under way may still read or write what the close released
+ * throughout, so that the close waits for the check (its look at the endpoints, which walks a
+ * copy, fails on one the close released under it with {@code "<plugin> transport is closed"}, not
+ * on its closed descriptor). All of that happens once per connection, ring, endpoint or check,
+ * never per message. The message path itself is not locked, and must not pay for a close: a call
+ * under way may still read or write what the close released
  * (this worker's queue, a sender's ring, a peer's queue, an endpoint's bounce ring), and then
  * fails, with the JDK's {@code IllegalStateException} ("Already closed") or a fault
  * ({@code InternalError}); it leaks nothing by it. The files of dead peers that a check had left

@@ -1610,6 +1610,57 @@ class ShmTransportTest {
     }
 
     /**
+     * A close from another thread that releases an endpoint whose peer the owner's liveness check
+     * is looking at: the close released it (an endpoint that never sent: nothing to tell the peer)
+     * and closed its watch of the peer's lease under the check, which then failed the owner's call
+     * with "fd N (...lease) closed is closed", naming a descriptor and a file and not the close.
+     * It now says that the transport is closed, as any call of a closed transport. Here the check
+     * is held in its look at the lease until the close has returned; every wait is bounded.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aLivenessCheckLookingAtAnEndpointThatACloseReleasesSaysTheTransportIsClosed() throws Exception {
+        CountDownLatch looking = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        Transport peer = transport(new Received());
+        Transport sender = receiverWith(new Received(), FailingLibc.waitingIn("tryFlock", args -> {
+            if (!armed.compareAndSet(true, false)) return false;
+            looking.countDown();
+            awaitBounded(closed, "the sender's close");
+            return false;
+        }, new CountDownLatch(0)), Linux.libc(), "posix.liveness.interval", "1ms");
+        connect(sender, peer, cause -> { });
+        armed.set(true);
+        AtomicReference<Throwable> progressFailure = new AtomicReference<>();
+        Thread owner = Thread.ofPlatform().start(() -> {
+            try {
+                for (int i = 0; i < 1_000_000 && armed.get(); i++) progressOrPause(sender);
+                progressOrPause(sender); // the check's call returned without the close: the next call sees it
+            } catch (Throwable e) {
+                progressFailure.set(e);
+            }
+        });
+        awaitBounded(looking, "the liveness check to look at the peer's lease");
+        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+        try {
+            sender.close();
+        } catch (Throwable e) {
+            closeFailure.set(e);
+        } finally {
+            closed.countDown();
+        }
+        owner.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(owner.isAlive()).as("the owner still inside its call").isFalse();
+        assertThat(closeFailure.get()).as("the close's failure").isNull();
+        assertThat(progressFailure.get()).as("the owner's call, its check overtaken by the close").isInstanceOf(IllegalStateException.class)
+                .hasMessage("posix transport is closed");
+        peer.close();
+        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+    }
+
+    /**
      * A close from another thread that comes to an endpoint the owner is closing at the same time:
      * both look at the peer's lease, and the owner's close released the endpoint (it unmapped the
      * peer's queue and closed its watch of the peer's lease) while the worker's close waited to
