@@ -1065,13 +1065,30 @@ public final class ShmTransport implements Transport {
      */
     private void forgetConnection(long connection) {
         Inbound in;
+        RuntimeException leaseFailure = null;
         synchronized (handOff) {
             in = removeInbound(connection);
             if (in == null) return; // forgotten meanwhile by the other thread, which released it
             releaseBudget(in);
-            if (in.lease != null) senderLeases.release(in.lease);
+            LeaseWatch lease = in.lease;
             in.lease = null;
+            try {
+                if (lease != null) senderLeases.release(lease);
+            } catch (RuntimeException e) {
+                leaseFailure = e; // close(2) failing (EIO) still closed the descriptor: the ring is unmapped all the same
+            }
         }
+        try {
+            unmapRings(in);
+        } catch (RuntimeException e) {
+            if (leaseFailure == null) throw e;
+            leaseFailure.addSuppressed(e);
+        }
+        if (leaseFailure != null) throw leaseFailure;
+    }
+
+    /** Unmaps what a forgotten connection mapped: its ring, or the mapping of it under way, and its bounce ring. */
+    private void unmapRings(Inbound in) {
         CompletableFuture<ChunkMapping> ring = in.pendingRing;
         in.pendingRing = null;
         if (ring != null) {
