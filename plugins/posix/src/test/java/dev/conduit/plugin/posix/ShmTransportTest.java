@@ -1415,11 +1415,9 @@ class ShmTransportTest {
             }
         });
         closer[0].start();
-        progress.join(TimeUnit.SECONDS.toMillis(30));
-        assertThat(progress.isAlive()).as("progress, past the close's first unmap, still inside its call").isFalse();
+        joinBounded(progress, "progress, past the close's first unmap, still inside its call");
         unmapReleased.countDown();
-        closer[0].join(TimeUnit.SECONDS.toMillis(30));
-        assertThat(closer[0].isAlive()).as("the close still running").isFalse();
+        joinBounded(closer[0], "the close still running");
         assertThat(closeFailure.get()).as("the close's failure").isNull();
     }
 
@@ -1443,6 +1441,18 @@ class ShmTransportTest {
                 ring.close();
             }
         };
+    }
+
+    /** Joins {@code thread} for at most 30 s, failing with {@code what} (a thread still inside its call) if it has not ended. */
+    private static void joinBounded(Thread thread, String what) throws InterruptedException {
+        thread.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(thread.isAlive()).as(what).isFalse();
+    }
+
+    /** Once every worker of a test has closed: nothing of the shared directory is mapped or open. */
+    private void assertNothingHeldOnTheSharedDirectory() {
+        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once the workers closed").isZero();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once the workers closed").isZero();
     }
 
     private static void awaitBounded(CountDownLatch latch, String what) {
@@ -1490,8 +1500,7 @@ class ShmTransportTest {
         closed.countDown();
         connecting.join();
         receiver.close();
-        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
-        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+        assertNothingHeldOnTheSharedDirectory();
         assertThat(connected.get()).as("the connect, past the close").isInstanceOf(IllegalStateException.class)
                 .asString().contains("posix transport is closed");
     }
@@ -1545,12 +1554,10 @@ class ShmTransportTest {
         awaitBounded(unmapping, "the owner to finish the first endpoint's close");
         sender.close();
         closed.countDown();
-        owner.join(TimeUnit.SECONDS.toMillis(30));
-        assertThat(owner.isAlive()).as("the owner still inside the endpoint's close").isFalse();
+        joinBounded(owner, "the owner still inside the endpoint's close");
         firstPeer.close();
         secondPeer.close();
-        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once all workers closed").isZero();
-        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once all workers closed").isZero();
+        assertNothingHeldOnTheSharedDirectory();
         assertThat(ownerFailure.get()).as("the endpoint's close").isNull();
     }
 
@@ -1601,11 +1608,9 @@ class ShmTransportTest {
             closeFailure.set(e);
         }
         closed.countDown();
-        owner.join(TimeUnit.SECONDS.toMillis(30));
-        assertThat(owner.isAlive()).as("the owner still inside its call").isFalse();
+        joinBounded(owner, "the owner still inside its call");
         assertThat(closeFailure.get()).as("the close's failure").isNull();
-        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
-        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+        assertNothingHeldOnTheSharedDirectory();
         assertThat(ownerFailure.get()).as("the owner's call").isNull();
     }
 
@@ -1650,14 +1655,12 @@ class ShmTransportTest {
         } finally {
             closed.countDown();
         }
-        owner.join(TimeUnit.SECONDS.toMillis(30));
-        assertThat(owner.isAlive()).as("the owner still inside its call").isFalse();
+        joinBounded(owner, "the owner still inside its call");
         assertThat(closeFailure.get()).as("the close's failure").isNull();
         assertThat(progressFailure.get()).as("the owner's call, its check overtaken by the close").isInstanceOf(IllegalStateException.class)
                 .hasMessage("posix transport is closed");
         peer.close();
-        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once both workers closed").isZero();
-        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+        assertNothingHeldOnTheSharedDirectory();
     }
 
     /**
@@ -1731,8 +1734,7 @@ class ShmTransportTest {
         assertThat(closeFailure.get()).as("the close's failure").isNull();
         peer.close();
         other.close();
-        assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once all workers closed").isZero();
-        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once all workers closed").isZero();
+        assertNothingHeldOnTheSharedDirectory();
     }
 
     /**
@@ -1806,8 +1808,7 @@ class ShmTransportTest {
         });
         awaitBounded(allocating, "the owner to allocate the ring");
         sender.close();
-        owner[0].join(TimeUnit.SECONDS.toMillis(30));
-        assertThat(owner[0].isAlive()).as("the owner still inside its send").isFalse();
+        joinBounded(owner[0], "the owner still inside its send");
         receiver.close();
         assertThat(sendFailure.get()).as("the send, past the close").isInstanceOf(IllegalStateException.class)
                 .hasMessage("posix transport is closed");
