@@ -338,7 +338,8 @@ final class PerfCommand implements Callable<Integer> {
                 "--region-size", Long.toString(plan.largestSize()), "--timeout", ConfigKey.durationText(plan.timeout())));
         if (transport != null) serverArguments.addAll(List.of("-t", transport));
         options.settings().forEach((k, v) -> serverArguments.addAll(List.of("--set", k + "=" + v)));
-        PerfPeer peer = PerfPeer.start(parent, serverArguments);
+        PerfPeer peer = PerfPeer.start(parent, sharedDir != null ? PerfPeer.ParentSource.OPTION : PerfPeer.ParentSource.CONFIGURATION,
+                serverArguments);
         PerfRun run;
         try {
             sharedDirectory = peer.directory();

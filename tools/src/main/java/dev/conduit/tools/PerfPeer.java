@@ -93,12 +93,33 @@ final class PerfPeer implements AutoCloseable {
     }
 
     /**
+     * Where the directory a spawned server's private directory goes under came from, as its errors
+     * name it and the remedy they give: a directory given with {@code --shared-dir} is changed there,
+     * and {@code -D shared.dir} would not change it (the option wins).
+     */
+    enum ParentSource {
+        /** {@code --shared-dir}. */
+        OPTION("--shared-dir", "--shared-dir"),
+        /** The configured {@code shared.dir}: {@code --set}, system property, environment, else {@code /dev/shm}. */
+        CONFIGURATION("shared.dir, CONDUIT_SHARED_DIR", "--shared-dir or -D shared.dir=DIR");
+
+        private final String key;
+        private final String choose;
+
+        ParentSource(String key, String choose) {
+            this.key = key;
+            this.choose = choose;
+        }
+    }
+
+    /**
      * Makes a private directory under {@code parent} and starts the server in it.
      *
+     * @param source          where {@code parent} came from, for the errors
      * @param serverArguments what follows {@code conduit perf --server --shared-dir DIR --name peer --exit-with-stdin}
      */
-    static PerfPeer start(Path parent, List<String> serverArguments) {
-        Path dir = privateDirectory(parent);
+    static PerfPeer start(Path parent, ParentSource source, List<String> serverArguments) {
+        Path dir = privateDirectory(parent, source);
         List<String> command = new ArrayList<>(javaCommand());
         command.addAll(List.of("perf", "--server", "--shared-dir", dir.toString(), "--name", NAME, "--exit-with-stdin"));
         command.addAll(serverArguments);
@@ -278,15 +299,12 @@ final class PerfPeer implements AutoCloseable {
         return cmd;
     }
 
-    /** How errors name the runtime's key for the shared directory. */
-    private static final String SHARED_DIR_KEY = "shared.dir, CONDUIT_SHARED_DIR";
-
     /**
      * A new directory {@code conduit-perf-<8 hex digits>} under {@code parent}, {@code 0700}. Short on
      * purpose: memfd's socket path then fits an AF_UNIX address (a shared directory of at most 38 bytes)
      * and needs no detour through /proc/self/fd.
      */
-    private static Path privateDirectory(Path parent) {
+    private static Path privateDirectory(Path parent, ParentSource source) {
         SecureRandom random = new SecureRandom();
         for (int attempt = 0; ; attempt++) {
             Path dir = parent.resolve("conduit-perf-" + HexFormat.of().toHexDigits(random.nextInt()));
@@ -296,16 +314,16 @@ final class PerfPeer implements AutoCloseable {
                 if (attempt > 10) throw new ConduitException("cannot make a private directory under " + parent + ": " + e, e);
             } catch (NoSuchFileException e) {
                 throw new ConduitException("cannot make a private directory for the perf server: the shared directory " + parent
-                        + " does not exist (" + SHARED_DIR_KEY + ", /dev/shm unless set): create it, or choose another with "
-                        + "--shared-dir or -D shared.dir=DIR", e);
+                        + " does not exist (" + source.key + (source == ParentSource.CONFIGURATION ? ", /dev/shm unless set" : "")
+                        + "): create it, or choose another with " + source.choose, e);
             } catch (AccessDeniedException e) {
                 throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
-                        + " (" + SHARED_DIR_KEY + "): EACCES, this user may not create files there: make it writable for "
-                        + "this user, or choose another with --shared-dir or -D shared.dir=DIR", e);
+                        + " (" + source.key + "): EACCES, this user may not create files there: make it writable for "
+                        + "this user, or choose another with " + source.choose, e);
             } catch (IOException e) {
                 throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
-                        + " (" + SHARED_DIR_KEY + "): " + reason(e) + " (" + dir + "): choose another with --shared-dir or "
-                        + "-D shared.dir=DIR" + (readOnly(parent) ? " that is mounted read-write" : ""), e);
+                        + " (" + source.key + "): " + reason(e) + " (" + dir + "): choose another with " + source.choose
+                        + (readOnly(parent) ? " that is mounted read-write" : ""), e);
             }
         }
     }
