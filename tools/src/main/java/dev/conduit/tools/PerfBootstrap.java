@@ -154,20 +154,44 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     /**
      * Publishes this bootstrap as {@code conduit-perf-<name>.addr} in {@code directory}: created
      * {@code 0600} and exclusively (a file of that name, or a symbolic link, makes it fail), written whole.
+     * A file it began and could not write whole (a full file system) is removed: left, a new
+     * {@code --server} refused to replace it and a client took it for a server's that died while writing it.
      */
     Path publish(Path directory, String name) {
         Path file = file(directory, name);
-        try (OutputStream out = Channels.newOutputStream(Files.newByteChannel(file,
-                Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
-                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))))) {
-            out.write(encode());
+        byte[] text = encode();
+        OutputStream out;
+        try {
+            out = Channels.newOutputStream(Files.newByteChannel(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))));
         } catch (FileAlreadyExistsException e) {
             throw new ConduitException("cannot publish the perf server's address: " + file + " exists. Another server named '" + name
                     + "' runs with this shared directory, or one died without removing it: choose another --name, or remove the file", e);
         } catch (IOException e) {
-            throw new ConduitException("cannot write " + file + ": " + e, e);
+            throw cannotPublish(file, text.length, e);
+        }
+        try (out) {
+            out.write(text);
+        } catch (IOException e) {
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw cannotPublish(file, text.length, e);
         }
         return file;
+    }
+
+    /** Why {@code file} ({@code bytes} long) could not be created or written, and what to do, as the file system says. */
+    private static ConduitException cannotPublish(Path file, long bytes, IOException e) {
+        Path directory = file.getParent();
+        String why = e instanceof AccessDeniedException
+                ? "EACCES, this user may not create files in " + directory + ": make it writable for this user, or choose another --shared-dir"
+                : PerfPeer.reason(e) + (PerfPeer.readOnly(directory) ? ": choose another --shared-dir that is mounted read-write"
+                        : PerfPeer.tooFull(file, bytes) ? " (ENOSPC): free space in " + directory + ", or choose another --shared-dir"
+                        : ": choose another --shared-dir");
+        return new ConduitException("cannot publish the perf server's address: cannot write " + file + " (" + bytes + " bytes): " + why, e);
     }
 
     /**

@@ -328,16 +328,34 @@ final class PerfPeer implements AutoCloseable {
         }
     }
 
-    /** The file system's reason for {@code e} (strerror: "No space left on device"), without the JDK's class name and path. */
+    /**
+     * The file system's reason for {@code e} (strerror: "No space left on device"), without the JDK's class name and path:
+     * a write's failure is a plain IOException whose message is that reason alone.
+     */
     static String reason(IOException e) {
-        return e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
+        if (e instanceof FileSystemException f && f.getReason() != null) return f.getReason();
+        return e.getMessage() != null ? e.getMessage() : e.toString();
+    }
+
+    /**
+     * Whether the file system {@code file} is on has less room than {@code bytes}, as its file store
+     * (statvfs) says: the JDK's reason for ENOSPC is strerror in the process's locale ("Auf dem Gerät
+     * ist kein Speicherplatz mehr verfügbar"), not a text to match.
+     */
+    static boolean tooFull(Path file, long bytes) {
+        try {
+            Path parent = file.toAbsolutePath().getParent();
+            return parent != null && Files.getFileStore(parent).getUsableSpace() < bytes;
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
     }
 
     /**
      * Whether {@code dir} is on a read-only mount, as its file store (statvfs) says: the JDK's reason
      * for EROFS is strerror in the process's locale ("Das Dateisystem ist nur lesbar"), not a text to match.
      */
-    private static boolean readOnly(Path dir) {
+    static boolean readOnly(Path dir) {
         try {
             return Files.getFileStore(dir).isReadOnly();
         } catch (IOException | RuntimeException e) {

@@ -22,7 +22,6 @@ import java.awt.geom.Rectangle2D;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -110,10 +109,9 @@ final class PerfPlot {
         try {
             writeWhole(file, png.toByteArray());
         } catch (IOException e) {
-            String reason = e instanceof FileSystemException f ? (f.getReason() != null ? f.getReason() : e.toString())
-                    : e.getMessage() != null ? e.getMessage() : e.toString();
+            String reason = PerfPeer.reason(e);
             throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + reason
-                    + ("No space left on device".equals(reason) || tooFull(file, png.size())
+                    + ("No space left on device".equals(reason) || PerfPeer.tooFull(file, png.size())
                     ? " (ENOSPC): free space there or give another --plot file" : ""), e);
         }
     }
@@ -267,20 +265,6 @@ final class PerfPlot {
         @Override
         public Number parse(String source, ParsePosition pos) {
             return null;
-        }
-    }
-
-    /**
-     * Whether the file system {@code file} is on has less room than {@code bytes}, as its file store
-     * (statvfs) says: the JDK's reason for ENOSPC is strerror in the process's locale ("Auf dem Gerät
-     * ist kein Speicherplatz mehr verfügbar"), not a text to match.
-     */
-    private static boolean tooFull(Path file, long bytes) {
-        try {
-            Path parent = file.toAbsolutePath().getParent();
-            return parent != null && Files.getFileStore(parent).getUsableSpace() < bytes;
-        } catch (IOException | RuntimeException e) {
-            return false;
         }
     }
 }

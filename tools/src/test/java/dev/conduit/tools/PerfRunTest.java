@@ -366,6 +366,33 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A server whose bootstrap file cannot be written (a full shared directory: memfd's regions take
+     * none of it, the file does) said "cannot write FILE: java.io.IOException: No space left on
+     * device", the JDK's class name and no remedy, and left the file it began, empty, which the next
+     * --server refused to replace. It now gives the file system's reason, ENOSPC with what to do, and
+     * removes the file.
+     */
+    @Test
+    void aServerThatCannotWriteItsBootstrapFileSaysWhyAndLeavesNoFile() throws Exception {
+        Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-full");
+        try {
+            List<String> java = new ArrayList<>(PerfPeer.javaCommand());
+            java.addAll(List.of("perf", "--server", "--shared-dir", mountPoint.toString(), "-t", "memfd", "--timeout", "10s"));
+            Namespaced run = inMountNamespace(Map.of(), "set -e", "mount -t tmpfs -o size=16k none " + quote(mountPoint.toString()),
+                    "dd if=/dev/zero of=" + quote(mountPoint.resolve("fill").toString()) + " bs=4k count=4 2>/dev/null || true",
+                    shell(java) + " && exit 9 || echo EXIT $?", "echo FILES: $(ls -A " + quote(mountPoint.toString()) + ")");
+
+            assertThat(run.exit()).as(run.output()).isZero();
+            assertThat(run.output()).contains("cannot publish the perf server's address: cannot write "
+                            + PerfBootstrap.file(mountPoint, "default"))
+                    .contains("(ENOSPC): free space in " + mountPoint + ", or choose another --shared-dir")
+                    .contains("EXIT " + ConduitCommand.EXIT_FAILED).contains("FILES: fill\n").doesNotContain("java.io");
+        } finally {
+            Files.deleteIfExists(mountPoint);
+        }
+    }
+
     /** How a script run in a mount namespace of its own ended: its exit code, and its output and error together. */
     private record Namespaced(int exit, String output) {
     }
