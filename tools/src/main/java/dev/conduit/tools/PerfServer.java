@@ -296,10 +296,7 @@ final class PerfServer {
                             + " phases (each size of each test, and the warm-up of every size before a test's first)");
                     return ConduitCommand.EXIT_OK;
                 }
-                if (clientFailure != null) {
-                    err.println("conduit perf server: the client failed: " + clientFailure.getMessage());
-                    return ConduitCommand.EXIT_FAILED;
-                }
+                if (clientFailure != null) return clientFailed(clientFailure);
                 if (stopped()) return ConduitCommand.EXIT_FAILED;
                 if (state == PerfTest.PUT_LAT) {
                     putResponder();
@@ -309,12 +306,32 @@ final class PerfServer {
                     worker.await(AWAIT_SLICE);
                 }
             }
+        } catch (PeerFailedException e) {
+            // An operation on the client's endpoint found it failed before its error handler said so (a send that found the
+            // client's queue gone or damaged): the same end as the handler's.
+            return clientFailed(e);
+        } catch (ConduitException e) {
+            // A transport's own failure, whose message names the cause and the remedy: a message larger than inline.max
+            // whose bounce ring cannot be made (a full shared directory), a put into mapped memory truncated under it.
+            err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases, on this "
+                    + "server's side: " + e.getMessage());
+            return ConduitCommand.EXIT_FAILED;
         } catch (RuntimeException e) {
-            err.println("conduit perf server: the session failed: " + e);
+            // Only a bug gets here (of this server, or of a client that breaks the protocol its version checked): the trace
+            // is what a report needs.
+            err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases on a bug of "
+                    + "conduit perf (report it with the stack trace below): " + e);
+            e.printStackTrace(err);
             return ConduitCommand.EXIT_FAILED;
         } finally {
             endSession();
         }
+    }
+
+    /** Says that the client's endpoint failed (the client died, closed, or was judged hung), and why; the exit code. */
+    private int clientFailed(PeerFailedException e) {
+        err.println("conduit perf server: the client failed: " + e.getMessage());
+        return ConduitCommand.EXIT_FAILED;
     }
 
     private void welcome(PerfProtocol.Reader r) {

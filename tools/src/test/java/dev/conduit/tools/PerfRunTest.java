@@ -393,6 +393,37 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A session that fails on the server's side said "the session failed: " and the exception's
+     * toString ("dev.conduit.spi.ConduitException: posix: cannot create ..."): here the server's
+     * PONG above posix.inline.max needs a bounce ring of posix.bounce.size (1 GiB), which a 32 MiB
+     * shared directory cannot hold. It now says which session failed, on whose side, and the
+     * transport's message with its remedy, and no class name.
+     */
+    @Test
+    void aSessionThatFailsOnTheServersSideSaysWhyWithoutTheExceptionsClass() throws Exception {
+        Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-small");
+        try {
+            List<String> server = new ArrayList<>(PerfPeer.javaCommand());
+            server.addAll(List.of("perf", "--server", "--shared-dir", mountPoint.toString(), "-t", "posix", "--set", "posix.bounce.size=1g",
+                    "--timeout", "20s"));
+            List<String> client = new ArrayList<>(PerfPeer.javaCommand());
+            client.addAll(List.of("perf", "--connect", "--shared-dir", mountPoint.toString(), "-t", "posix", "am_lat", "-s", "16k", "-n",
+                    "100", "--timeout", "20s"));
+            Namespaced run = inMountNamespace(Map.of(), "set -e", "mount -t tmpfs -o size=32m none " + quote(mountPoint.toString()),
+                    shell(server) + " & server=$!", shell(client) + " && exit 9 || echo CLIENT-EXIT $?",
+                    "wait $server && exit 9 || echo SERVER-EXIT $?");
+
+            assertThat(run.exit()).as(run.output()).isZero();
+            assertThat(run.output()).contains("conduit perf server: the session with pid ")
+                    .contains(" failed after 1 phases, on this server's side: posix: cannot create this connection's bounce ring")
+                    .contains("not enough space for a chunk of ").contains(" bytes in " + mountPoint + ": ")
+                    .contains("SERVER-EXIT " + ConduitCommand.EXIT_FAILED).doesNotContain("Exception");
+        } finally {
+            Files.deleteIfExists(mountPoint);
+        }
+    }
+
     /** How a script run in a mount namespace of its own ended: its exit code, and its output and error together. */
     private record Namespaced(int exit, String output) {
     }
