@@ -477,15 +477,39 @@ public abstract class TransportContract extends PluginContract {
         Transport sender = open(new Inbox());
         byte[] address = receiver.address();
         for (int length = 0; length < address.length; length++) {
-            byte[] truncated = Arrays.copyOf(address, length);
-            assertThat(catchThrowable(() -> sender.connect(new PayloadReader(truncated), cause -> { }).close()))
-                    .as("connecting to an address cut to %d of its %d bytes", length, address.length)
-                    .isInstanceOf(ConduitException.class).hasMessageNotContaining("null");
+            assertRefused(sender, Arrays.copyOf(address, length), "connecting to an address cut to " + length + " of its " + address.length
+                    + " bytes");
         }
-        byte[] longer = Arrays.copyOf(address, address.length + 1);
-        assertThat(catchThrowable(() -> sender.connect(new PayloadReader(longer), cause -> { }).close()))
-                .as("connecting to an address of %d bytes with a byte after its end (PayloadReader#end checks there is none)",
-                        address.length).isInstanceOf(ConduitException.class).hasMessageNotContaining("null");
+        assertRefused(sender, Arrays.copyOf(address, address.length + 1), "connecting to an address of " + address.length
+                + " bytes with a byte after its end (PayloadReader#end checks there is none)");
+    }
+
+    /**
+     * Fails unless {@code sender} refuses {@code address} with a {@link ConduitException} whose message names the problem,
+     * saying what the plugin did instead: an assertion that the throwable is not null told an author that the plugin
+     * connected only as "Expecting actual not to be null".
+     */
+    private static void assertRefused(Transport sender, byte[] address, String what) {
+        TransportEndpoint ep;
+        try {
+            ep = sender.connect(new PayloadReader(address), cause -> { });
+        } catch (ConduitException e) {
+            if (e.getMessage() == null || e.getMessage().contains("null")) {
+                throw new AssertionError(what + ": refused, but with a message that names no problem: " + e.getMessage(), e);
+            }
+            return;
+        } catch (RuntimeException e) {
+            throw new AssertionError(what + ": threw " + e + " instead of a ConduitException naming the problem (PayloadReader's "
+                    + "reads and #end throw one)", e);
+        }
+        AssertionError connected = new AssertionError(what + ": the plugin connected (returned an endpoint) instead of refusing the "
+                + "address with a ConduitException naming the problem (PayloadReader's reads and #end throw one)");
+        try {
+            ep.close();
+        } catch (RuntimeException e) {
+            connected.addSuppressed(e);
+        }
+        throw connected;
     }
 
     /**

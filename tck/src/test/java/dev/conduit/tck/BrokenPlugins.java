@@ -10,6 +10,7 @@ import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
@@ -102,6 +103,25 @@ final class BrokenPlugins {
     public static final class AcceptsTrailingBytes extends LoopbackPlugin {
         @Override
         boolean refusesTrailingBytes() {
+            return false;
+        }
+    }
+
+    /**
+     * Reads a peer's address as far as it goes: the bytes there are, as the low bytes of the peer's id,
+     * the rest taken as zeros; and connects without checking that the peer is there, so that a
+     * truncated address gets an endpoint.
+     */
+    public static final class AcceptsTruncatedAddresses extends LoopbackPlugin {
+        @Override
+        long peerOf(PayloadReader address) {
+            long id = 0;
+            for (int i = 0; i < 8 && address.remaining() > 0; i++) id |= (long) address.u8("transport") << (8 * i);
+            return id;
+        }
+
+        @Override
+        boolean provesReachability() {
             return false;
         }
     }
@@ -762,6 +782,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new AcceptsTrailingBytes();
+        }
+    }
+
+    public static final class AcceptsTruncatedAddressesSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new AcceptsTruncatedAddresses();
         }
     }
 

@@ -156,6 +156,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** The peer's transport id, read from its address (a {@code u64}); a broken fixture reads it otherwise. */
+    long peerOf(PayloadReader address) {
+        return address.u64("transport");
+    }
+
     /** Whether a zero-copy send whose encoder failed (threw, or returned a length outside 0..maxLength) is abandoned. */
     boolean abandonsFailedEncodings() {
         return true;
@@ -227,7 +232,7 @@ public class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) {
-            long peer = peerAddress.u64("transport");
+            long peer = peerOf(peerAddress);
             if (refusesTrailingBytes()) peerAddress.end("end");
             LoopbackTransport target = TRANSPORTS.get(peer);
             if (target == null && !provesReachability()) {

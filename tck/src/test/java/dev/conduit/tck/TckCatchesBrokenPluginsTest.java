@@ -48,7 +48,11 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.DropsOnEndpointCloseSuite.class, "messagesAcceptedBeforeTheEndpointClosesAreDelivered",
                         "accepted before the endpoint closed"),
                 Arguments.of(BrokenPlugins.AcceptsTrailingBytesSuite.class, "malformedAddressesAreRefusedNamingTheProblem",
-                        "with a byte after its end"),
+                        "with a byte after its end (PayloadReader#end checks there is none): the plugin connected (returned an endpoint) "
+                                + "instead of refusing the address"),
+                Arguments.of(BrokenPlugins.AcceptsTruncatedAddressesSuite.class, "malformedAddressesAreRefusedNamingTheProblem",
+                        "connecting to an address cut to 0 of its 8 bytes: the plugin connected (returned an endpoint) instead of "
+                                + "refusing the address"),
                 Arguments.of(BrokenPlugins.NeverRefusesSuite.class, "refusesWhenFullAndDeliversWhatItAcceptedOnceTheReceiverProgresses", "or drop"),
                 Arguments.of(BrokenPlugins.HidesPeerDeathSuite.class, "aPeerWorkerThatGoesAwayFailsTheEndpointThroughTheRuntime", "did not fail"),
                 Arguments.of(BrokenPlugins.SleepsThroughWakeupsSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives", "after signal()"),
