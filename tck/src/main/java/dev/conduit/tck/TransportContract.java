@@ -161,12 +161,21 @@ public abstract class TransportContract extends PluginContract {
      * payload was cut short or where it was damaged.
      */
     static void assertSameBytes(byte[] delivered, byte[] sent, String what) {
-        if (delivered.length != sent.length) {
-            throw new AssertionError(what + ": " + delivered.length + " bytes delivered, " + sent.length + " sent");
+        assertSameBytes(delivered, "delivered", sent, "sent", what);
+    }
+
+    /**
+     * The same for bytes that are not a message's, in the words of how each side came to be: {@code actual} as
+     * {@code actualWas} ("found in the region"), {@code expected} as {@code expectedWas} ("put").
+     */
+    static void assertSameBytes(byte[] actual, String actualWas, byte[] expected, String expectedWas, String what) {
+        if (actual.length != expected.length) {
+            throw new AssertionError(what + ": " + actual.length + " bytes " + actualWas + ", " + expected.length + " " + expectedWas);
         }
-        int at = Arrays.mismatch(delivered, sent);
+        int at = Arrays.mismatch(actual, expected);
         if (at >= 0) {
-            throw new AssertionError(what + ": byte " + at + " of " + sent.length + " delivered as " + delivered[at] + ", sent as " + sent[at]);
+            throw new AssertionError(what + ": byte " + at + " of " + expected.length + " " + actualWas + " as " + actual[at] + ", "
+                    + expectedWas + " as " + expected[at]);
         }
     }
 
@@ -758,12 +767,13 @@ public abstract class TransportContract extends PluginContract {
         PeerRegion peer = rig.peer();
         ep.put(Patterns.segment(10_000, 31), peer, 100);
         ep.flush();
-        assertThat(region.segment().asSlice(100, 10_000).toArray(ValueLayout.JAVA_BYTE)).as("bytes put into the peer's region")
-                .isEqualTo(Patterns.bytes(10_000, 31));
+        assertSameBytes(region.segment().asSlice(100, 10_000).toArray(ValueLayout.JAVA_BYTE), "found in the region",
+                Patterns.bytes(10_000, 31), "put", "bytes put into the peer's region at offset 100");
         Patterns.fill(region.segment().asSlice(20_000, 5000), 32);
         MemorySegment got = Arena.ofAuto().allocate(5000);
         ep.get(peer, 20_000, got);
-        assertThat(got.toArray(ValueLayout.JAVA_BYTE)).as("bytes got from the peer's region").isEqualTo(Patterns.bytes(5000, 32));
+        assertSameBytes(got.toArray(ValueLayout.JAVA_BYTE), "got", Patterns.bytes(5000, 32), "in the region",
+                "bytes got from the peer's region at offset 20000");
         assertThat(catchThrowable(() -> ep.put(Patterns.segment(16, 1), peer, 64 * 1024 - 8))).as("a put past the region's end")
                 .isInstanceOfAny(IndexOutOfBoundsException.class, IllegalArgumentException.class);
     }

@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Timeout;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -446,6 +447,38 @@ final class BrokenPlugins {
                 @Override
                 public long compareAndSwap(RemoteRegion region, long offset, long expected, long desired) {
                     return (long) WellBehavedVariants.AtomicsWithoutRma.WORD.getAndSet(region.localSegment(), offset, desired);
+                }
+            };
+        }
+    }
+
+    /**
+     * RMA on the peer's region as mapped in this process (the TCK's file memory, as {@link SwapsRegardless}'s atomics),
+     * except that a put writes byte {@link #WRONG} of a longer source one more than the source's.
+     */
+    public static final class DamagesPuts extends WellBehavedVariants.AtomicsWithoutRma {
+        static final int WRONG = 4999;
+
+        @Override
+        public Set<Capability> capabilities() {
+            return Set.of(Capability.AM, Capability.WAKEUP, Capability.MEMORY, Capability.IPC, Capability.ATOMICS, Capability.RMA);
+        }
+
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new AtomicEndpoint(target, events) {
+                @Override
+                public void put(MemorySegment source, RemoteRegion target, long offset) {
+                    MemorySegment to = target.localSegment().asSlice(offset, source.byteSize());
+                    to.copyFrom(source);
+                    if (source.byteSize() > WRONG) {
+                        to.set(ValueLayout.JAVA_BYTE, WRONG, (byte) (source.get(ValueLayout.JAVA_BYTE, WRONG) + 1));
+                    }
+                }
+
+                @Override
+                public void get(RemoteRegion source, long offset, MemorySegment destination) {
+                    destination.copyFrom(source.localSegment().asSlice(offset, destination.byteSize()));
                 }
             };
         }
@@ -1055,6 +1088,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new SwapsRegardless();
+        }
+    }
+
+    public static final class DamagesPutsSuite extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new DamagesPuts();
         }
     }
 

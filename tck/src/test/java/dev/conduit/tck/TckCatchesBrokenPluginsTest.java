@@ -90,6 +90,9 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.UndeclaredCompareAndSwapSuite.class, "undeclaredOperationsThrowNotSupported", "compareAndSwap() without ATOMICS"),
                 Arguments.of(BrokenPlugins.StopsAcceptingSuite.class, "aMultiPluginWithstandsConcurrentCalls", "not accepted within"),
                 Arguments.of(BrokenPlugins.SwapsRegardlessSuite.class, "atomicsReachThePeersExportedRegion", "it must stay"),
+                Arguments.of(BrokenPlugins.DamagesPutsSuite.class, "rmaReachesThePeersExportedRegion",
+                        "bytes put into the peer's region at offset 100: byte " + BrokenPlugins.DamagesPuts.WRONG + " of 10000 found in the "
+                                + "region as "),
                 Arguments.of(BrokenPlugins.RecyclesDirtyChunksSuite.class, "chunksMadeOfFreedMemoryAreZeroedToo", "also when it reuses"),
                 Arguments.of(BrokenPlugins.RefusesZeroVaguelySuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize", "allocate(0)"),
                 Arguments.of(BrokenPlugins.HangsInImportSuite.class, "anExportMapsInASecondProcess", "did not end within PT5S"),
