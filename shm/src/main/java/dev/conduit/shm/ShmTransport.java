@@ -79,7 +79,9 @@ import java.util.concurrent.CompletionException;
  * fails with {@link IllegalStateException}; what the call takes away (a connection forgotten at a
  * CLOSE, a refusal or a dead sender's reaping; an endpoint it closes, moves to the closing ones or
  * releases) is released by whichever of the two takes it first from the tables they share (the
- * connections and the endpoint lists, which change only holding that lock; the lease watches'
+ * connections and the endpoint lists, which change only holding that lock, and the connections
+ * only on the owner's thread: the close gives a connection back in place, since the message path
+ * looks them up unlocked; the lease watches'
  * table, {@link SenderLeases}, has a lock of its own), an endpoint both close at once by the one
  * that claims its release (the other takes what it finds unmapped or closed under it for nothing
  * left to do, and does not fail), and a liveness check's walk of the connections holds it
@@ -281,6 +283,13 @@ public final class ShmTransport implements Transport {
      * "Closed from another thread" in the class's javadoc.
      */
     final Object handOff = new Object();
+    /** Tests only: the connections the map holds (a close gives them back where they lie: {@link #release}). */
+    int connectionsInMap() {
+        synchronized (handOff) {
+            return inbound.size();
+        }
+    }
+
     /** Tests only: run on the owner's thread as a ring mapping is about to start, before its hand-off (a test holds it there). */
     Runnable beforeRingMapping;
 
@@ -308,6 +317,8 @@ public final class ShmTransport implements Transport {
         boolean refusedWhileAlive;
         /** Whether the next try is to be made without a word: that refusal's, once. */
         boolean tryAgainQuietly;
+        /** Whether its lease and rings were given back (under handOff): by the owner's thread, or by a close left in the map. */
+        boolean forgotten;
 
         Inbound(String leaseName, LeaseWatch lease) {
             this.leaseName = leaseName;
@@ -1064,11 +1075,23 @@ public final class ShmTransport implements Transport {
      * under way is unmapped as soon as it is done.
      */
     private void forgetConnection(long connection) {
+        release(connection, true);
+    }
+
+    /**
+     * Gives back what a connection holds, exactly once ({@link Inbound#forgotten}), removing it from
+     * the connections ({@code remove}, the owner's thread) or leaving it there (a close, which may
+     * run on another thread while the owner's message path looks connections up unlocked: a
+     * removal's backward shift moves a key before its value, so a lookup under it could return the
+     * entry being removed for another connection's, or miss one being moved).
+     */
+    private void release(long connection, boolean remove) {
         Inbound in;
         RuntimeException leaseFailure = null;
         synchronized (handOff) {
-            in = removeInbound(connection);
-            if (in == null) return; // forgotten meanwhile by the other thread, which released it
+            in = remove ? removeInbound(connection) : inbound.get(connection);
+            if (in == null || in.forgotten) return; // given back meanwhile by the other thread
+            in.forgotten = true;
             releaseBudget(in);
             LeaseWatch lease = in.lease;
             in.lease = null;
@@ -1569,7 +1592,7 @@ public final class ShmTransport implements Transport {
         }
         for (long connection : kept) {
             try {
-                forgetConnection(connection); // nothing, if the owner's call still under way forgot it meanwhile
+                release(connection, false); // nothing, if the owner's call still under way forgot it meanwhile
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }

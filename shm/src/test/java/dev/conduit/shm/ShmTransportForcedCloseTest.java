@@ -95,6 +95,27 @@ class ShmTransportForcedCloseTest {
                 .hasMessage("test transport is closed");
     }
 
+    /**
+     * A close gives the connections back where they lie in the map and never takes one out: the
+     * owner's message path looks connections up unlocked, and a removal's backward shift, run by a
+     * close on another thread, moves a key before its value, so that such a lookup could return the
+     * entry being removed for another connection's. The close used to remove each.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseGivesTheConnectionsBackWithoutTakingThemOutOfTheMap() {
+        ShmTransport receiver = transport(new InProcessMemory(), new InProcessMemory());
+        ShmTransport sender = transport(new InProcessMemory(), new InProcessMemory());
+        for (int i = 0; i < 3; i++) {
+            ShmEndpoint endpoint = (ShmEndpoint) sender.connect(new PayloadReader(receiver.address()), cause -> { });
+            assertThat(endpoint.trySend(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[8]))).as("message %d sent", i).isTrue();
+        }
+        for (int i = 0; i < 1000 && receiver.connectionsInMap() < 3; i++) receiver.progress();
+        assertThat(receiver.connectionsInMap()).as("connections the receiver keeps").isEqualTo(3);
+        receiver.close();
+        assertThat(receiver.connectionsInMap()).as("connections left where they lie by the close").isEqualTo(3);
+    }
+
     private static ChunkMapping counted(ChunkMapping mapping, AtomicInteger mapped) {
         mapped.incrementAndGet();
         AtomicBoolean unmapped = new AtomicBoolean();
