@@ -283,7 +283,7 @@ public final class ShmTransport implements Transport {
      * "Closed from another thread" in the class's javadoc.
      */
     final Object handOff = new Object();
-    /** Tests only: the connections the map holds (a close gives them back where they lie: {@link #release}). */
+    /** Tests only: the connections the map holds (a close gives them back where they lie: {@link #giveBackConnection}). */
     int connectionsInMap() {
         synchronized (handOff) {
             return inbound.size();
@@ -1075,7 +1075,7 @@ public final class ShmTransport implements Transport {
      * under way is unmapped as soon as it is done.
      */
     private void forgetConnection(long connection) {
-        release(connection, true);
+        giveBackConnection(connection, true);
     }
 
     /**
@@ -1085,7 +1085,7 @@ public final class ShmTransport implements Transport {
      * removal's backward shift moves a key before its value, so a lookup under it could return the
      * entry being removed for another connection's, or miss one being moved).
      */
-    private void release(long connection, boolean remove) {
+    private void giveBackConnection(long connection, boolean remove) {
         Inbound in;
         RuntimeException leaseFailure = null;
         synchronized (handOff) {
@@ -1592,7 +1592,7 @@ public final class ShmTransport implements Transport {
         }
         for (long connection : kept) {
             try {
-                release(connection, false); // nothing, if the owner's call still under way forgot it meanwhile
+                giveBackConnection(connection, false); // nothing, if the owner's call still under way forgot it meanwhile
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }
