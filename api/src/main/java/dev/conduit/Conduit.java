@@ -105,6 +105,39 @@ public interface Conduit extends AutoCloseable {
      */
     ImportedRegion importRegion(byte[] handle);
 
+    /**
+     * {@link #importRegion(byte[])} into {@code reuse}, a closed {@code ImportedRegion} this
+     * {@code Conduit} returned before, which is reopened on the new region and returned: a hit of
+     * the IPC cache then allocates nothing (Agrona's flyweight way; the one-argument form makes a
+     * new {@code ImportedRegion} per import). For a consumer that imports a region per message and
+     * closes it before the next:
+     *
+     * <pre>{@code
+     * ImportedRegion region = null;
+     * for (byte[] handle : handles) {
+     *     region = conduit.importRegion(handle, region);
+     *     try {
+     *         consume(region.segment());
+     *     } finally {
+     *         region.close();
+     *     }
+     * }
+     * }</pre>
+     *
+     * <p>Every reference to {@code reuse} sees the new region once this returns: hand back only a
+     * region nothing else holds. A {@link java.lang.foreign.MemorySegment} taken from it before stays the old view.
+     * When the import fails, {@code reuse} stays closed, with its old region.
+     *
+     * @param reuse a closed region to reopen, or {@code null} for a new one
+     * @throws IllegalArgumentException when {@code reuse} was not returned by this {@code Conduit}'s
+     *         {@code importRegion}
+     * @throws IllegalStateException when {@code reuse} is still open (close it first), or another
+     *         thread is reopening it
+     * @throws dev.conduit.spi.InvalidHandleException as {@link #importRegion(byte[])}
+     * @throws dev.conduit.spi.ConduitException as {@link #importRegion(byte[])}
+     */
+    ImportedRegion importRegion(byte[] handle, ImportedRegion reuse);
+
     /** The IPC cache's counters. */
     IpcCacheStats ipcCacheStats();
 

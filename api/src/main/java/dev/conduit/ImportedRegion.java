@@ -29,7 +29,10 @@ public interface ImportedRegion extends AutoCloseable {
      */
     boolean isOpen();
 
-    /** Releases it. Idempotent. */
+    /**
+     * Releases it. Idempotent. A closed region can be handed back to
+     * {@link Conduit#importRegion(byte[], ImportedRegion)} to be reopened on the next import.
+     */
     @Override
     void close();
 }

@@ -163,8 +163,13 @@ public final class ConduitRuntime implements Conduit {
 
     @Override
     public ImportedRegion importRegion(byte[] handle) {
+        return importRegion(handle, null);
+    }
+
+    @Override
+    public ImportedRegion importRegion(byte[] handle, ImportedRegion reuse) {
         ensureOpen();
-        return imports.importRegion(handle);
+        return imports.importRegion(handle, reuse);
     }
 
     @Override

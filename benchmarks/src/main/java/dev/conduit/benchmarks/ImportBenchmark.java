@@ -26,7 +26,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * What one {@code conduit.importRegion(handle)} followed by {@code close()} costs, on the consumer
- * side, over the {@code memfd} and {@code posix} plugins, with the IPC cache hitting or not.
+ * side, over the {@code memfd} and {@code posix} plugins, with the IPC cache hitting or not:
+ * {@code importAndClose} with a new {@code ImportedRegion} per import, {@code importIntoClosedAndClose}
+ * reopening the one closed before ({@code importRegion(handle, closed)}).
  *
  * <ul>
  *   <li>{@code cached}: the consumer's IPC cache keeps the chunk mapped (default
@@ -34,7 +36,8 @@ import java.util.concurrent.TimeUnit;
  *       handle's bytes in place (CRC32C included, nothing decoded), look the export up, count it,
  *       slice the region.
  *       No system call. <b>Target</b>: at most 100 ns and allocation-free ({@code -prof gc}:
- *       {@code gc.alloc.rate.norm} 0 B/op).</li>
+ *       {@code gc.alloc.rate.norm} 0 B/op), which {@code importIntoClosedAndClose} is;
+ *       {@code importAndClose} allocates its {@code ImportedRegion}.</li>
  *   <li>{@code uncached}: the consumer has {@code ipc.cache.bytes=0}, so closing the region evicts
  *       and unmaps the chunk, and the next import maps it again. For {@code memfd} that is a connect
  *       to the producer's Unix socket, the token, the fd received by {@code SCM_RIGHTS}, {@code mmap};
@@ -131,5 +134,15 @@ public class ImportBenchmark {
         ImportedRegion region = consumer.importRegion(handle);
         bh.consume(region.segment());
         region.close();
+    }
+
+    private ImportedRegion closed;
+
+    @Benchmark
+    public void importIntoClosedAndClose(Blackhole bh) {
+        ImportedRegion region = consumer.importRegion(handle, closed);
+        bh.consume(region.segment());
+        region.close();
+        closed = region;
     }
 }

@@ -203,6 +203,14 @@ public final class IpcCache implements AutoCloseable {
      * {@link #open}. Allocates only the lease (the region's view is the entry's, {@link Entry#view}).
      */
     public Lease tryHit(byte[] bytes) {
+        return tryHit(bytes, null);
+    }
+
+    /**
+     * {@link #tryHit(byte[])} into {@code reuse}, a lease {@link #claimForReopen claimed} for it (or
+     * {@code null}): a hit then allocates nothing. On a miss {@code reuse} stays claimed.
+     */
+    public Lease tryHit(byte[] bytes, Lease reuse) {
         if (closed || !IpcHandle.isValid(bytes)) return null;
         Entry e = index.find(IpcHandle.originHigh(bytes), IpcHandle.originLow(bytes), IpcHandle.exportId(bytes));
         if (e == null || e.length != IpcHandle.chunkLength(bytes)) return null;
@@ -223,7 +231,7 @@ public final class IpcCache implements AutoCloseable {
             event.hit = true;
             event.commit();
         }
-        return new Lease(this, e, e.view(IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes)));
+        return lease(reuse, e, e.view(IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes)));
     }
 
     /**
@@ -234,6 +242,11 @@ public final class IpcCache implements AutoCloseable {
      * @throws ConduitException       when the mapper fails; nothing is cached then
      */
     public Lease open(IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper) {
+        return open(handle, mapper, null);
+    }
+
+    /** {@link #open(IpcHandle, Function)} into {@code reuse}, as {@link #tryHit(byte[], Lease)}. */
+    public Lease open(IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper, Lease reuse) {
         Key key = new Key(handle.originHigh(), handle.originLow(), handle.exportId());
         boolean[] missed = new boolean[1];
         Entry[] evictedOpen = new Entry[1];
@@ -286,7 +299,29 @@ public final class IpcCache implements AutoCloseable {
             event.hit = !missed[0];
             event.commit();
         }
-        return new Lease(this, entry, entry.view(handle.regionOffset(), handle.regionLength()));
+        return lease(reuse, entry, entry.view(handle.regionOffset(), handle.regionLength()));
+    }
+
+    private Lease lease(Lease reuse, Entry counted, MemorySegment view) {
+        return reuse == null ? new Lease(this, counted, view) : reuse.reopen(counted, view);
+    }
+
+    /**
+     * Claims {@code reuse}, an {@link ImportedRegion} the application hands back to be reopened by
+     * the next import, for this cache ({@code null} stays {@code null}); the caller must
+     * {@link Lease#abandonReopen} it if that import fails.
+     *
+     * @throws IllegalArgumentException when it is not a region this cache's imports returned
+     * @throws IllegalStateException    when it is open, or being reopened by another thread
+     */
+    public Lease claimForReopen(ImportedRegion reuse) {
+        if (reuse == null) return null;
+        if (!(reuse instanceof Lease lease)) {
+            throw new IllegalArgumentException("the ImportedRegion to reuse (" + reuse.getClass().getName()
+                    + ") was not returned by Conduit.importRegion; reuse only regions it returned");
+        }
+        lease.claimForReopen(this);
+        return lease;
     }
 
     private static InvalidHandleException contradiction(Entry cached, IpcHandle handle) {
@@ -422,10 +457,18 @@ public final class IpcCache implements AutoCloseable {
 
     /**
      * One open of a cached chunk: a region of it, counted until closed. It is also the application's
-     * {@link ImportedRegion}, so that a hit allocates only this.
+     * {@link ImportedRegion}, so that a hit allocates only this, or nothing when the caller hands a
+     * closed one back to be reopened ({@link #reopen}).
+     *
+     * <p>States of {@code closed}: 0 open; 1 closed; 2 being reopened by one thread, which alone may
+     * change {@code entry} and {@code region} then. Both are plain fields written before the
+     * volatile write of 0 that opens the lease again, so a thread that sees it open sees them.
      */
     public static final class Lease implements ImportedRegion {
         private static final VarHandle CLOSED;
+        private static final int OPEN = 0;
+        private static final int SHUT = 1;
+        private static final int REOPENING = 2;
 
         static {
             try {
@@ -436,8 +479,8 @@ public final class IpcCache implements AutoCloseable {
         }
 
         private final IpcCache cache;
-        private final Entry entry;
-        private final MemorySegment region;
+        private Entry entry;
+        private MemorySegment region;
         @SuppressWarnings("unused") // through CLOSED
         private volatile int closed;
 
@@ -473,13 +516,42 @@ public final class IpcCache implements AutoCloseable {
 
         @Override
         public boolean isOpen() {
-            return closed == 0 && entry.refs != DEAD;
+            return closed == OPEN && entry.refs != DEAD;
         }
 
         /** Releases the count, once. */
         @Override
         public void close() {
-            if (CLOSED.compareAndSet(this, 0, 1) && entry.refs != DEAD) cache.release(entry);
+            if (CLOSED.compareAndSet(this, OPEN, SHUT) && entry.refs != DEAD) cache.release(entry);
+        }
+
+        /**
+         * Claims this closed lease for {@code cache} to reopen, or says why it cannot be: it is open,
+         * another thread is reopening it, or another {@code Conduit}'s cache made it.
+         */
+        private void claimForReopen(IpcCache by) {
+            if (by != cache) {
+                throw new IllegalArgumentException("the ImportedRegion to reuse was imported through another Conduit; "
+                        + "reuse only regions this Conduit's importRegion returned");
+            }
+            if (!CLOSED.compareAndSet(this, SHUT, REOPENING)) {
+                throw new IllegalStateException(closed == OPEN
+                        ? "the ImportedRegion to reuse is still open: close it first (reopening it would leave its use counted)"
+                        : "the ImportedRegion to reuse is being reopened by another thread: reuse one region on one thread at a time");
+            }
+        }
+
+        /** Opens the claimed lease on {@code counted} (whose count the caller took for it). */
+        private Lease reopen(Entry counted, MemorySegment view) {
+            entry = counted;
+            region = view;
+            closed = OPEN;
+            return this;
+        }
+
+        /** Gives up a claim whose import failed: closed as before, its old region unchanged. */
+        public void abandonReopen() {
+            closed = SHUT;
         }
     }
 

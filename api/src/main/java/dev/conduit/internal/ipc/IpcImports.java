@@ -36,12 +36,19 @@ public final class IpcImports implements RemoteMemory {
         this.cache = cache;
     }
 
-    public ImportedRegion importRegion(byte[] bytes) {
-        IpcCache.Lease hit = cache.tryHit(bytes);
-        if (hit != null) return hit;
-        IpcHandle handle = IpcHandle.decode(bytes);
-        IpcImporter importer = importer(handle.plugin());
-        return cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength()));
+    /** {@code reuse}: a closed region to reopen for this import, or {@code null} ({@link dev.conduit.Conduit#importRegion(byte[], ImportedRegion)}). */
+    public ImportedRegion importRegion(byte[] bytes, ImportedRegion reuse) {
+        IpcCache.Lease claimed = cache.claimForReopen(reuse);
+        try {
+            IpcCache.Lease hit = cache.tryHit(bytes, claimed);
+            if (hit != null) return hit;
+            IpcHandle handle = IpcHandle.decode(bytes);
+            IpcImporter importer = importer(handle.plugin());
+            return cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength()), claimed);
+        } catch (RuntimeException | Error e) {
+            if (claimed != null) claimed.abandonReopen();
+            throw e;
+        }
     }
 
     /** For transports' RMA: the same path, plus handles of plugins that cannot map here (other hosts). */

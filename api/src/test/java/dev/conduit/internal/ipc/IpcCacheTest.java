@@ -5,6 +5,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.Pool;
 import dev.conduit.Region;
+import dev.conduit.internal.ThreadAllocation;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
@@ -152,6 +153,140 @@ class IpcCacheTest {
         assertThat(stillOpen.size()).as("as long as the handle says").isEqualTo(CHUNK);
         stillOpen.close();
         assertThat(plugin.unmaps).hasValue(1);
+    }
+
+    @Test
+    void aClosedRegionHandedBackIsReopenedOnTheNextImportHitOrMiss() {
+        Pool pool = open(CHUNK).pool("inproc");
+        Region a = pool.allocate(64);
+        Region b = ownChunk(pool);
+        ImportedRegion region = conduit.importRegion(a.exportHandle());
+        region.close();
+        assertThat(plugin.maps).hasValue(1);
+        // A miss: b's chunk is not mapped yet, and the bound keeps one chunk, so a's is evicted for it.
+        assertThat(conduit.importRegion(b.exportHandle(), region)).isSameAs(region);
+        assertThat(region.isOpen()).isTrue();
+        assertThat(region.size()).as("b's region, not a's").isEqualTo(CHUNK);
+        assertThat(plugin.maps).hasValue(2);
+        region.segment().set(ValueLayout.JAVA_LONG, 0, 8);
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isEqualTo(1);
+        region.close();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isZero();
+        // A hit: b's chunk stays mapped while the bound allows.
+        long misses = conduit.ipcCacheStats().misses();
+        assertThat(conduit.importRegion(b.exportHandle(), region)).isSameAs(region);
+        assertThat(conduit.ipcCacheStats().misses()).isEqualTo(misses);
+        assertThat(region.segment().get(ValueLayout.JAVA_LONG, 0)).as("the same mapping of b's chunk").isEqualTo(8);
+        region.close();
+        region.close();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("closing the reopened region twice released it once").isZero();
+    }
+
+    @Test
+    void reopeningAClosedRegionForEachCachedImportAllocatesNothing() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = pool.allocate(64).exportHandle();
+        int imports = 200_000;
+        ImportedRegion region = null;
+        long allocated = 0;
+        long sum = 0;
+        for (int round = 0; round < 3; round++) { // two rounds to warm up: the JIT removes the unused JFR event object
+            long before = ThreadAllocation.allocatedBytes();
+            for (int i = 0; i < imports; i++) {
+                region = conduit.importRegion(handle, region);
+                sum += region.segment().get(ValueLayout.JAVA_BYTE, 0);
+                region.close();
+            }
+            allocated = ThreadAllocation.allocatedBytes() - before;
+        }
+        assertThat(sum).isZero();
+        assertThat(allocated).as("bytes allocated by %d cached imports into one region", imports).isLessThan(imports);
+        assertThat(conduit.ipcCacheStats().misses()).isEqualTo(1);
+    }
+
+    @Test
+    void aRegionHandedBackWhileOpenOrFromElsewhereIsRefusedAndLeftAsItWas() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = pool.allocate(64).exportHandle();
+        ImportedRegion open = conduit.importRegion(handle);
+        assertThatThrownBy(() -> conduit.importRegion(handle, open)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("still open: close it first");
+        assertThat(open.isOpen()).isTrue();
+        open.close();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("counted once, released once").isZero();
+
+        try (Conduit other = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin).build()) {
+            ImportedRegion foreign = other.importRegion(handle);
+            foreign.close();
+            assertThatThrownBy(() -> conduit.importRegion(handle, foreign)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("imported through another Conduit");
+            assertThat(foreign.isOpen()).isFalse();
+        }
+        ImportedRegion madeUp = new ImportedRegion() {
+            public MemorySegment segment() { return MemorySegment.NULL; }
+            public long size() { return 0; }
+            public String plugin() { return "inproc"; }
+            public boolean isOpen() { return false; }
+            public void close() { }
+        };
+        assertThatThrownBy(() -> conduit.importRegion(handle, madeUp)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("was not returned by Conduit.importRegion");
+    }
+
+    /** Misuse, but it must not leave a use counted: each reopen is claimed by one thread, and counted once. */
+    @Test
+    void twoThreadsHandingBackOneRegionNeverLeaveAUseCounted() throws Exception {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = pool.allocate(64).exportHandle();
+        ImportedRegion shared = conduit.importRegion(handle);
+        shared.close();
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<Integer>> refusals = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                refusals.add(threads.submit(() -> {
+                    int refused = 0;
+                    for (int i = 0; i < 50_000; i++) {
+                        try {
+                            conduit.importRegion(handle, shared).close();
+                        } catch (IllegalStateException open) {
+                            refused++;
+                        }
+                    }
+                    return refused;
+                }));
+            }
+            for (Future<Integer> f : refusals) f.get();
+        } finally {
+            threads.shutdownNow();
+        }
+        assertThat(shared.isOpen()).isFalse();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("every reopen's use released").isZero();
+        assertThat(conduit.importRegion(handle, shared)).isSameAs(shared);
+        shared.close();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isZero();
+    }
+
+    @Test
+    void aFailedImportLeavesTheRegionHandedBackClosedAndReusable() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = pool.allocate(64).exportHandle();
+        ImportedRegion region = conduit.importRegion(handle);
+        MemorySegment before = region.segment();
+        region.close();
+        byte[] corrupted = handle.clone();
+        corrupted[corrupted.length - 1] ^= 1; // the CRC
+        assertThatThrownBy(() -> conduit.importRegion(corrupted, region)).isInstanceOf(InvalidHandleException.class);
+        assertThat(region.isOpen()).isFalse();
+        assertThat(region.segment()).isSameAs(before);
+        assertThat(conduit.importRegion(handle, region)).isSameAs(region);
+        assertThat(region.isOpen()).isTrue();
+        region.close();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isZero();
+
+        conduit.close();
+        assertThatThrownBy(() -> conduit.importRegion(handle, region)).isInstanceOf(IllegalStateException.class);
+        assertThat(region.isOpen()).isFalse();
     }
 
     /**

@@ -38,6 +38,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
+import static dev.conduit.internal.ThreadAllocation.allocatedBytes;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -440,16 +441,6 @@ class RuntimePoolTest {
                 .hasMessageContaining("'257g'").hasMessageContaining("pool.chunk.size")
                 .hasMessageContaining("from 65536 to " + RuntimePool.MAX_CHUNK_SIZE);
         conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin).set("pool.chunk.size", "256g").build();
-    }
-
-    /** This thread's allocated bytes (com.sun.management.ThreadMXBean), through reflection: dev.conduit does not read java.management. */
-    private static long allocatedBytes() {
-        try {
-            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-            return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes").invoke(bean);
-        } catch (ReflectiveOperationException e) {
-            throw new AssertionError("cannot read this thread's allocated bytes", e);
-        }
     }
 
     /** Chunks that are sparse files mapped whole: as large as the address space allows, taking no memory untouched. */

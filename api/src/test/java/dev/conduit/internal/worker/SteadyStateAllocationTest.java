@@ -21,10 +21,10 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.reflect.Method;
 import java.util.EnumSet;
 import java.util.Set;
 
+import static dev.conduit.internal.ThreadAllocation.allocatedBytes;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -41,20 +41,6 @@ class SteadyStateAllocationTest {
     @AfterEach
     void tearDown() {
         loopbacks.close();
-    }
-
-    /**
-     * This thread's allocated bytes, through reflection: tests run inside module dev.conduit, which
-     * does not read java.management, and core reflection needs no read edge.
-     */
-    private static long allocatedBytes() {
-        try {
-            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-            Method allocated = Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes");
-            return (Long) allocated.invoke(bean);
-        } catch (ReflectiveOperationException e) {
-            throw new AssertionError("cannot read this thread's allocated bytes", e);
-        }
     }
 
     private Worker worker;
