@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -49,6 +50,8 @@ public final class ConfigResolver implements Config {
     private final Map<String, String> environment;
     /** Variables {@code CONDUIT_} in another case ({@code conduit_probe_timeout}): never read, but warned about. */
     private final List<String> otherCaseVariables = new ArrayList<>();
+    /** Properties {@code conduit.} in another case ({@code Conduit.probe.timeout}): never read, warned about if a key's. */
+    private final List<String> otherCaseProperties = new ArrayList<>();
     private final Map<String, String> properties;
     private final Map<String, Declared> declared = new LinkedHashMap<>();
     private final Map<String, Object> parsed = new ConcurrentHashMap<>();
@@ -76,6 +79,7 @@ public final class ConfigResolver implements Config {
         Map<String, String> props = new LinkedHashMap<>();
         for (String name : systemProperties.stringPropertyNames()) {
             if (name.startsWith(PROPERTY_PREFIX)) props.put(name, systemProperties.getProperty(name));
+            else if (name.regionMatches(true, 0, PROPERTY_PREFIX, 0, PROPERTY_PREFIX.length())) otherCaseProperties.add(name);
         }
         this.properties = props;
     }
@@ -256,8 +260,9 @@ public final class ConfigResolver implements Config {
 
     /**
      * Warnings for {@code CONDUIT_*} variables and {@code conduit.*} properties that no declared key
-     * reads, each naming the nearest known one, and for variables {@code CONDUIT_} in another case
-     * ({@code conduit_probe_timeout}), which none reads. A name is reported once per process.
+     * reads, each naming the nearest known one, and for variables {@code CONDUIT_} and properties
+     * {@code conduit.} in another case ({@code conduit_probe_timeout}, {@code Conduit.probe.timeout}),
+     * which none reads. A name is reported once per process.
      */
     public List<String> unknownSettingWarnings() {
         List<String> warnings = new ArrayList<>();
@@ -275,8 +280,11 @@ public final class ConfigResolver implements Config {
         }
         for (String name : otherCaseVariables) {
             String upper = name.toUpperCase(Locale.ROOT);
-            if (NOT_CONFIG.contains(upper) || upper.startsWith(TEST_PREFIX) || !WARNED.add(name)) continue;
-            warnings.add(otherCaseMessage(name, upper, knownEnv.keySet()));
+            if (NOT_CONFIG.contains(upper) || upper.startsWith(TEST_PREFIX)) continue;
+            otherCaseMessage(name, true, knownEnv.keySet()).filter(m -> WARNED.add(name)).ifPresent(warnings::add);
+        }
+        for (String name : otherCaseProperties) {
+            otherCaseMessage(name, false, knownProps.keySet()).filter(m -> WARNED.add(name)).ifPresent(warnings::add);
         }
         for (String name : properties.keySet()) {
             if (!knownProps.containsKey(name) && !isForUnreadPlugin(name.substring(PROPERTY_PREFIX.length())) && WARNED.add(name)) {
@@ -288,20 +296,28 @@ public final class ConfigResolver implements Config {
     }
 
     /**
-     * The warning for {@code name}, a {@code CONDUIT_} variable in another case: variables are read
-     * in upper case alone, as UCX ({@code UCX_TLS}) and libfabric ({@code FI_PROVIDER}) read theirs,
-     * but one typed in lower case was skipped as another program's, so a user never learnt why the
-     * setting had no effect. Names the variable to set instead, or the nearest known one.
+     * The warning for {@code name}, a {@code CONDUIT_} variable ({@code variable}) or a
+     * {@code conduit.} property in another case: variables are read in upper case alone, as UCX
+     * ({@code UCX_TLS}) and libfabric ({@code FI_PROVIDER}) read theirs, and properties in lower case,
+     * as keys are named, but one typed otherwise was skipped as another program's, so a user never
+     * learnt why the setting had no effect. Names the one to set instead; for a variable that is no
+     * key's in any case, the nearest known one. A property whose lower case is no key's gets none:
+     * Java has no namespace for properties, and another library's {@code Conduit.*} is no mistake.
      */
-    private String otherCaseMessage(String name, String upper, Collection<String> known) {
-        String head = "environment variable " + name + " is ignored: Conduit reads its variables in upper case only";
+    private Optional<String> otherCaseMessage(String name, boolean variable, Collection<String> known) {
+        String read = variable ? name.toUpperCase(Locale.ROOT) : name.toLowerCase(Locale.ROOT);
+        String head = (variable ? "environment variable " : "system property ") + name + " is ignored: Conduit reads its "
+                + (variable ? "variables in upper case only" : "system properties in lower case only");
         // A plugin's left unread (refused) is the one meant all the same: set so, it is left unread with the plugin, as it should.
-        if (known.contains(upper) || isForUnreadPluginVariable(upper)) {
-            return head + (environment.containsKey(upper) ? "; " + upper + ", which is set too, is read" : "; set " + upper + " instead");
+        if (known.contains(read)
+                || (variable ? isForUnreadPluginVariable(read) : isForUnreadPlugin(read.substring(PROPERTY_PREFIX.length())))) {
+            boolean alsoSet = (variable ? environment : properties).containsKey(read);
+            return Optional.of(head + (alsoSet ? "; " + read + ", which is set too, is read" : "; set " + read + " instead"));
         }
-        String nearest = Suggestions.nearest(upper, known);
-        return head + ", and " + upper + " is no known variable either" + (nearest != null ? "; did you mean " + nearest + "?" : "")
-                + " ('conduit info' lists every key)";
+        if (!variable) return Optional.empty();
+        String nearest = Suggestions.nearest(read, known);
+        return Optional.of(head + ", and " + read + " is no known variable either" + (nearest != null ? "; did you mean " + nearest + "?" : "")
+                + " ('conduit info' lists every key)");
     }
 
     private static String unknownMessage(String kind, String name, String noPlugin, Collection<String> known) {

@@ -102,6 +102,32 @@ class ConfigResolverTest {
                 .isEqualTo(java.time.Duration.ofSeconds(1));
     }
 
+    /**
+     * A system property conduit. in another case is read by nothing (properties are read as
+     * conduit. and the key's lower-case name) and is warned about as a variable in another case
+     * is, naming the property to set: until 2026-12-02 it was skipped as another library's, so the
+     * setting had no effect and no word said why. One whose lower case is no key's (Conduit.other,
+     * CONDUIT.LIB.MODE) may well be another library's: it is not warned about.
+     */
+    @Test
+    void aPropertyInAnotherCaseIsWarnedAboutNamingTheOneToSet() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of(), props("Conduit.warnp.timeout", "5s", "CONDUIT.WARNP.DIR", "/mnt",
+                "conduit.warnp.dir", "/srv", "Conduit.warnp.timout", "5s", "CONDUIT.LIB.MODE", "x", "Conduit.warnp-refused.port", "1"));
+        r.declare(ConfigKey.duration("warnp.timeout", java.time.Duration.ofSeconds(1), "doc"), "runtime");
+        r.declare(ConfigKey.path("warnp.dir", null, "doc"), "runtime");
+        r.leaveUnread("warnp-refused");
+        assertThat(r.unknownSettingWarnings()).containsExactlyInAnyOrder(
+                "system property Conduit.warnp.timeout is ignored: Conduit reads its system properties in lower case only; "
+                        + "set conduit.warnp.timeout instead",
+                "system property CONDUIT.WARNP.DIR is ignored: Conduit reads its system properties in lower case only; "
+                        + "conduit.warnp.dir, which is set too, is read",
+                "system property Conduit.warnp-refused.port is ignored: Conduit reads its system properties in lower case only; "
+                        + "set conduit.warnp-refused.port instead");
+        assertThat(r.unknownSettingWarnings()).as("once").isEmpty();
+        assertThat(r.get(ConfigKey.duration("warnp.timeout", java.time.Duration.ofSeconds(1), "doc"))).as("not read")
+                .isEqualTo(java.time.Duration.ofSeconds(1));
+    }
+
     /** A setting for a plugin found refused or broken is not a misspelt key: no warning, no failure; others still are. */
     @Test
     void settingsOfAPluginLeftUnreadAreNeitherWarnedAboutNorRefused() {
