@@ -8,6 +8,7 @@ import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.LoggedWarnings;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -426,40 +427,63 @@ class DiscoveryTest {
      */
     @Test
     void theOtherVariablesOfAPluginWhoseKeysAreNotReadAreNotCalledMisspellings() {
-        java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit");
-        java.util.logging.Handler handler = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord record) {
-                if (record.getLevel() == java.util.logging.Level.WARNING) warnings.add(record.getMessage());
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        log.addHandler(handler);
-        try {
-            for (String transports : List.of("^lo-dax", "lo,lo-dax")) {
-                TestPlugin loDax = TestPlugin.named("lo-dax").configKeys(ConfigKey.string("lo-dax.path", null, "lo-dax's own"),
-                        ConfigKey.string("lo-dax.mode", null, "lo-dax's own"), ConfigKey.string("lo-dax.mode2", null, "lo-dax's own"));
-                TestPlugin lo = TestPlugin.named("lo").configKeys(ConfigKey.string("lo.dax.path", null, "lo's own"));
-                String mode = transports.startsWith("^") ? "CONDUIT_LO_DAX_MODE" : "CONDUIT_LO_DAX_MODE2";
-                try (Conduit conduit = isolated().environment(Map.of("CONDUIT_TRANSPORTS", transports, mode, "fast",
-                                "CONDUIT_LO_DAX_PAHT" + transports.length(), "/mnt")).addPlugin(lo).addPlugin(loDax).build()) {
-                    assertThat(info(conduit, "lo-dax").status()).as(transports).isIn(Status.EXCLUDED, Status.REFUSED);
-                }
-                assertThat(warnings).as(transports).noneMatch(w -> w.contains(mode + " "));
-                assertThat(warnings).as(transports).anyMatch(w -> w.startsWith("unknown environment variable CONDUIT_LO_DAX_PAHT"
-                        + transports.length() + " is ignored; did you mean CONDUIT_LO_DAX_PATH?"));
-            }
-        } finally {
-            log.removeHandler(handler);
+        for (String transports : List.of("^lo-dax", "lo,lo-dax")) {
+            String mode = transports.startsWith("^") ? "CONDUIT_LO_DAX_MODE" : "CONDUIT_LO_DAX_MODE2";
+            List<String> warnings = warningsWhileBuilding(isolated().environment(Map.of("CONDUIT_TRANSPORTS", transports, mode, "fast",
+                    "CONDUIT_LO_DAX_PAHT" + transports.length(), "/mnt")), transports);
+            assertThat(warnings).as(transports).noneMatch(w -> w.contains(mode + " "));
+            assertThat(warnings).as(transports).anyMatch(w -> w.startsWith("unknown environment variable CONDUIT_LO_DAX_PAHT"
+                    + transports.length() + " is ignored; did you mean CONDUIT_LO_DAX_PATH?"));
         }
+    }
+
+    /**
+     * A misspelling of a key of a plugin whose keys are not read (left out by transports, or
+     * refused, since a key of it has the variable of a key of a plugin in use) is suggested that
+     * key, and told that the plugin's keys are not read: until 2026-12-02 CONDUIT_LO_DAX_MOD1, a
+     * letter from lo-dax.mode's variable, got "did you mean CONDUIT_LO_DAX_PATH?", the variable of
+     * the plugin in use's key, and so did a property or a builder key whose first word is
+     * misspelt (lodax.mode), since the suggestion was taken from the declared keys alone.
+     */
+    @Test
+    void aMisspellingOfAKeyOfAPluginWhoseKeysAreNotReadIsSuggestedThatKeySayingSo() {
+        for (String transports : List.of("^lo-dax", "lo,lo-dax")) {
+            String n = transports.startsWith("^") ? "1" : "2";
+            String why = transports.startsWith("^") ? "left out by transports" : "refused";
+            String note = "That is a key of plugin lo-dax, which is " + why + ", so nothing reads it either";
+            List<String> warnings = warningsWhileBuilding(isolated().environment(Map.of("CONDUIT_TRANSPORTS", transports,
+                    "CONDUIT_LO_DAX_MOD" + n, "fast")).systemProperties(props("conduit.lodax.mod" + n, "fast")), transports);
+            assertThat(warnings).as(transports).contains(
+                    "unknown environment variable CONDUIT_LO_DAX_MOD" + n + " is ignored; did you mean CONDUIT_LO_DAX_MODE? " + note
+                            + " ('conduit info' lists every key)",
+                    "unknown system property conduit.lodax.mod" + n + " is ignored; did you mean conduit.lo-dax.mode? " + note
+                            + " ('conduit info' lists every key)");
+            assertThatThrownBy(() -> withLoPlugins(isolated().set("transports", transports).set("lodax.mode", "fast")).build())
+                    .as(transports).isInstanceOf(ConfigException.class)
+                    .hasMessageStartingWith("unknown config key 'lodax.mode' set in the builder (did you mean 'lo-dax.mode'? " + note + ")");
+        }
+    }
+
+    /** lo, in use, and lo-dax, whose key lo-dax.path has the variable of lo's lo.dax.path, CONDUIT_LO_DAX_PATH. */
+    private static ConduitBuilder withLoPlugins(ConduitBuilder builder) {
+        return builder.addPlugin(TestPlugin.named("lo").configKeys(ConfigKey.string("lo.dax.path", null, "lo's own")))
+                .addPlugin(TestPlugin.named("lo-dax").configKeys(ConfigKey.string("lo-dax.path", null, "lo-dax's own"),
+                        ConfigKey.string("lo-dax.mode", null, "lo-dax's own"), ConfigKey.string("lo-dax.mode2", null, "lo-dax's own")));
+    }
+
+    /** The WARNINGs of logger dev.conduit while {@code builder} {@linkplain #withLoPlugins with lo and lo-dax} builds, lo-dax unread. */
+    private static List<String> warningsWhileBuilding(ConduitBuilder builder, String transports) {
+        return LoggedWarnings.loggedWhile("dev.conduit", () -> {
+            try (Conduit conduit = withLoPlugins(builder).build()) {
+                assertThat(info(conduit, "lo-dax").status()).as(transports).isIn(Status.EXCLUDED, Status.REFUSED);
+            }
+        }).stream().map(java.util.logging.LogRecord::getMessage).toList();
+    }
+
+    private static java.util.Properties props(String key, String value) {
+        java.util.Properties p = new java.util.Properties();
+        p.setProperty(key, value);
+        return p;
     }
 
     /** Of two plugins in use, the one found later is refused whichever it is, naming the way out: leave one out; and the runtime's key wins. */

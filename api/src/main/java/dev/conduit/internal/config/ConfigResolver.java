@@ -21,6 +21,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 
 /**
  * Resolves typed configuration from its sources, strongest first: the builder, system properties
@@ -57,8 +58,10 @@ public final class ConfigResolver implements Config {
     private final Map<String, Object> parsed = new ConcurrentHashMap<>();
     /** Plugins found but not usable (refused, broken), whose keys nothing declares: settings under their names are not unknown. */
     private final Set<String> unreadPlugins = new LinkedHashSet<>();
-    /** The variables of the keys of plugins left unread whose keys are known ({@link #leaveUnread(String, Collection)}). */
-    private final Set<String> unreadVariables = new LinkedHashSet<>();
+    /** By name, the keys of plugins left unread whose keys are known ({@link #leaveUnread(String, Collection, String)}). */
+    private final Map<String, Declared> unreadKeys = new LinkedHashMap<>();
+    /** Of each plugin in {@link #unreadKeys}, why its keys are not read, as "which is ..." ends: "left out by transports". */
+    private final Map<String, String> whyUnread = new LinkedHashMap<>();
     /** Every plugin found, usable or not: an unknown setting under a name none of them has is for a plugin not installed here. */
     private final Set<String> pluginsFound = new java.util.TreeSet<>();
 
@@ -166,12 +169,16 @@ public final class ConfigResolver implements Config {
      * both {@code CONDUIT_DEV_DAX_PATH}). The declared key under its variables' start hides them
      * from the rule by name, so its other keys' variables ({@code CONDUIT_DEV_DAX_MODE}) are left
      * unread by name instead: until 2026-12-02 they were warned about as unknown with "did you mean
-     * CONDUIT_DEV_DAX_PATH?", the other plugin's key.
+     * CONDUIT_DEV_DAX_PATH?", the other plugin's key. A misspelling of one of its keys is suggested
+     * that key, saying that the plugin is {@code why} and nothing reads it.
+     *
+     * @param why why its keys are not read, to end "plugin P, which is ...": "left out by transports"
      */
-    public void leaveUnread(String plugin, Collection<? extends ConfigKey<?>> keys) {
+    public void leaveUnread(String plugin, Collection<? extends ConfigKey<?>> keys, String why) {
         leaveUnread(plugin);
+        whyUnread.put(plugin, why);
         // A key not under the plugin's name (a cause of refusal) may be a misspelling of anyone's: its variable stays checked.
-        keys.stream().filter(k -> k.name().startsWith(plugin + ".")).forEach(k -> unreadVariables.add(k.environmentName()));
+        keys.stream().filter(k -> k.name().startsWith(plugin + ".")).forEach(k -> unreadKeys.putIfAbsent(k.name(), new Declared(k, plugin)));
     }
 
     /** Records that a plugin called {@code plugin} was found, so that an unknown setting under its name is not said to be for a plugin not installed. */
@@ -229,7 +236,7 @@ public final class ConfigResolver implements Config {
      * are known, which is no misspelling whatever other key's variable starts as it does.
      */
     private boolean isForUnreadPluginVariable(String variable) {
-        return unreadVariables.contains(variable)
+        return unreadKeys.values().stream().anyMatch(d -> d.key().environmentName().equals(variable))
                 || unreadPlugins.stream().map(ConfigResolver::variablePrefix).anyMatch(start -> variable.startsWith(start)
                         && declared.values().stream().noneMatch(d -> d.key().environmentName().startsWith(start)));
     }
@@ -251,9 +258,10 @@ public final class ConfigResolver implements Config {
                             + "of key '" + variableOf + "'; the builder takes the key: set(\"" + variableOf + "\", value)");
                 }
                 String noPlugin = forNoPluginHere(name, false);
-                String nearest = noPlugin.isEmpty() ? Suggestions.nearest(name, declared.keySet()) : null;
+                Suggestion nearest = noPlugin.isEmpty() ? nearest(name, ConfigKey::name) : null;
                 throw new ConfigException("unknown config key '" + name + "' set in the builder" + noPlugin
-                        + (nearest != null ? " (did you mean '" + nearest + "'?)" : "") + "; known keys: " + declared.keySet());
+                        + (nearest != null ? " (did you mean '" + nearest.name() + "'?" + nearest.unread() + ")" : "")
+                        + "; known keys: " + declared.keySet());
             }
         }
     }
@@ -275,7 +283,7 @@ public final class ConfigResolver implements Config {
         for (String name : environment.keySet()) {
             if (NOT_CONFIG.contains(name) || name.startsWith(TEST_PREFIX)) continue;
             if (!knownEnv.containsKey(name) && !isForUnreadPluginVariable(name) && WARNED.add(name)) {
-                warnings.add(unknownMessage("environment variable", name, forNoPluginHere(name, true), knownEnv.keySet()));
+                warnings.add(unknownMessage("environment variable", name, forNoPluginHere(name, true), ConfigKey::environmentName));
             }
         }
         for (String name : otherCaseVariables) {
@@ -289,7 +297,7 @@ public final class ConfigResolver implements Config {
         for (String name : properties.keySet()) {
             if (!knownProps.containsKey(name) && !isForUnreadPlugin(name.substring(PROPERTY_PREFIX.length())) && WARNED.add(name)) {
                 warnings.add(unknownMessage("system property", name, forNoPluginHere(name.substring(PROPERTY_PREFIX.length()), false),
-                        knownProps.keySet()));
+                        ConfigKey::propertyName));
             }
         }
         return warnings;
@@ -315,15 +323,40 @@ public final class ConfigResolver implements Config {
             return Optional.of(head + (alsoSet ? "; " + read + ", which is set too, is read" : "; set " + read + " instead"));
         }
         if (!variable) return Optional.empty();
-        String nearest = Suggestions.nearest(read, known);
-        return Optional.of(head + ", and " + read + " is no known variable either" + (nearest != null ? "; did you mean " + nearest + "?" : "")
+        return Optional.of(head + ", and " + read + " is no known variable either" + didYouMean(read, ConfigKey::environmentName)
                 + " ('conduit info' lists every key)");
     }
 
-    private static String unknownMessage(String kind, String name, String noPlugin, Collection<String> known) {
-        String nearest = noPlugin.isEmpty() ? Suggestions.nearest(name, known) : null;
-        return "unknown " + kind + " " + name + " is ignored" + noPlugin + (nearest != null ? "; did you mean " + nearest + "?" : "")
+    private String unknownMessage(String kind, String name, String noPlugin, Function<ConfigKey<?>, String> form) {
+        return "unknown " + kind + " " + name + " is ignored" + noPlugin + (noPlugin.isEmpty() ? didYouMean(name, form) : "")
                 + " ('conduit info' lists every key)";
+    }
+
+    /** "; did you mean X?" for {@link #nearest}'s suggestion of {@code name}, if any, with what it says of a key not read. */
+    private String didYouMean(String name, Function<ConfigKey<?>, String> form) {
+        Suggestion nearest = nearest(name, form);
+        return nearest == null ? "" : "; did you mean " + nearest.name() + "?" + nearest.unread();
+    }
+
+    /**
+     * A key, in {@code form}, that {@code name} is likely a misspelling of, or {@code null}. The keys
+     * of plugins left unread are candidates too: were they not, a misspelling of one
+     * ({@code CONDUIT_DEV_DAX_MOD} beside a left-out {@code dev-dax}) was sent to another plugin's key
+     * ({@code CONDUIT_DEV_DAX_PATH} of {@code dev}) until 2026-12-02. A declared key wins a tie.
+     */
+    private Suggestion nearest(String name, Function<ConfigKey<?>, String> form) {
+        Map<String, String> unreadOwner = new LinkedHashMap<>();
+        for (Declared d : declared.values()) unreadOwner.putIfAbsent(form.apply(d.key()), "");
+        for (Declared d : unreadKeys.values()) unreadOwner.putIfAbsent(form.apply(d.key()), d.owner());
+        String nearest = Suggestions.nearest(name, unreadOwner.keySet());
+        if (nearest == null) return null;
+        String plugin = unreadOwner.get(nearest);
+        return new Suggestion(nearest, plugin.isEmpty() ? "" : " That is a key of plugin " + plugin + ", which is "
+                + whyUnread.get(plugin) + ", so nothing reads it either");
+    }
+
+    /** A suggested key; {@code unread} says, for a key of a plugin left unread, that nothing reads it, and is empty otherwise. */
+    private record Suggestion(String name, String unread) {
     }
 
     /** Every declared key with its value in force, by name. */

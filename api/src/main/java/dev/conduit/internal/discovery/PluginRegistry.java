@@ -214,7 +214,11 @@ public final class PluginRegistry {
         for (PluginRecord r : records) {
             if ((r.status == Status.REFUSED || r.status == Status.BROKEN || r.status == Status.EXCLUDED) && r.name != null
                     && PayloadReader.isName(r.name) && !declared.contains(r.name)) {
-                config.leaveUnread(r.name, r.configKeys);
+                config.leaveUnread(r.name, r.configKeys, switch (r.status) {
+                    case EXCLUDED -> "left out by transports";
+                    case REFUSED -> "refused";
+                    default -> "broken";
+                });
             }
         }
     }

@@ -8,6 +8,7 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.LoggedWarnings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -548,7 +549,7 @@ class EndpointMessagingTest {
         p.receiver().onMessage(2, m -> {
             throw new IllegalArgumentException("bad message " + m.payloadLong(0));
         });
-        List<java.util.logging.LogRecord> warnings = warningsLoggedWhile(() -> {
+        List<java.util.logging.LogRecord> warnings = LoggedWarnings.loggedWhile("dev.conduit.worker", () -> {
             for (long call = 0; call < 200; call++) {
                 p.endpoint().send(1, longs(call));
                 p.endpoint().send(2, longs(call));
@@ -772,7 +773,7 @@ class EndpointMessagingTest {
     @Test
     void theFailureOfAnEndpointConnectedWithoutAnErrorHandlerIsLoggedAsAWarning() {
         Pair p = pair(4);
-        List<java.util.logging.LogRecord> warnings = warningsLoggedWhile(() -> {
+        List<java.util.logging.LogRecord> warnings = LoggedWarnings.loggedWhile("dev.conduit.worker", () -> {
             p.receiverTransport().kill();
             p.sender().progress();
             p.sender().progress();
@@ -1165,32 +1166,5 @@ class EndpointMessagingTest {
         p.endpoint().close(); // 2 and 3 fit, 4 is discarded and logged
         for (int i = 0; i < 3; i++) p.receiver().progress();
         assertThat(seen).containsExactly(0L, 1L, 2L, 3L);
-    }
-
-    /** The WARNINGs that logger {@code dev.conduit.worker} logs while {@code action} runs. */
-    private static List<java.util.logging.LogRecord> warningsLoggedWhile(Runnable action) {
-        List<java.util.logging.LogRecord> warnings = new ArrayList<>();
-        java.util.logging.Logger log = java.util.logging.Logger.getLogger("dev.conduit.worker");
-        java.util.logging.Handler recording = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord record) {
-                if (record.getLevel() == java.util.logging.Level.WARNING) warnings.add(record);
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        log.addHandler(recording);
-        try {
-            action.run();
-        } finally {
-            log.removeHandler(recording);
-        }
-        return warnings;
     }
 }

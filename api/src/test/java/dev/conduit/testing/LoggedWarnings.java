@@ -1,0 +1,43 @@
+package dev.conduit.testing;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+
+/** What a logger logs at WARNING while a test's action runs. */
+public final class LoggedWarnings {
+
+    private LoggedWarnings() {
+    }
+
+    /** The WARNINGs that logger {@code logger} ({@code dev.conduit}, {@code dev.conduit.worker}) logs while {@code action} runs. */
+    public static List<LogRecord> loggedWhile(String logger, Runnable action) {
+        // Copy-on-write: a build's probe threads may log while the test thread reads.
+        List<LogRecord> warnings = new CopyOnWriteArrayList<>();
+        Logger log = Logger.getLogger(logger);
+        Handler recording = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel() == Level.WARNING) warnings.add(record);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(recording);
+        try {
+            action.run();
+        } finally {
+            log.removeHandler(recording);
+        }
+        return warnings;
+    }
+}
