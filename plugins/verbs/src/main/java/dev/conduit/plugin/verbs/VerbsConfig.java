@@ -1,5 +1,6 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.spi.Config;
 import dev.conduit.spi.ConfigKey;
 
 import java.time.Duration;
@@ -95,6 +96,16 @@ final class VerbsConfig {
             RECEIVE_BUFFERS, SEND_BUFFERS, LIVENESS_INTERVAL, HEARTBEAT_TIMEOUT);
 
     private VerbsConfig() {
+    }
+
+    /**
+     * The value of {@link #LIBRARY}, {@link #DEVICE} or {@link #WIREUP_ADDRESS} without the blanks
+     * at its ends, as every kind of key but text drops them and devdax strips its device's alias: a
+     * library path, a device name or an IP address never has one, so a blank there is a quoting
+     * mistake ({@code CONDUIT_VERBS_DEVICE=" mlx5_0"} from an environment file), not part of it.
+     */
+    static String text(Config config, ConfigKey<String> key) {
+        return config.get(key).strip();
     }
 
     /** A key as messages name it: {@code verbs.library (CONDUIT_VERBS_LIBRARY)}. */

@@ -63,7 +63,7 @@ final class VerbsDomain {
 
         synchronized VerbsDomain acquire(Config config, System.Logger logger) {
             if (domain == null) {
-                domain = open(loader.apply(config.get(VerbsConfig.LIBRARY)), config, sysfs, logger);
+                domain = open(loader.apply(VerbsConfig.text(config, VerbsConfig.LIBRARY)), config, sysfs, logger);
             }
             domain.users++;
             return domain;
@@ -85,7 +85,7 @@ final class VerbsDomain {
      * passed over, as the probe passes over it (which finds the plugin available through another).
      */
     static VerbsDomain open(Verbs verbs, Config config, Path sysfs, System.Logger logger) {
-        String wanted = config.get(VerbsConfig.DEVICE);
+        String wanted = VerbsConfig.text(config, VerbsConfig.DEVICE);
         int wantedPort = config.get(VerbsConfig.PORT).intValue();
         List<String> names = wanted.isEmpty() ? verbs.deviceNames() : List.of(wanted);
         List<String> tried = new ArrayList<>();

@@ -42,7 +42,7 @@ final class VerbsProbe {
     }
 
     Availability probe(Config config) {
-        String library = config.get(VerbsConfig.LIBRARY);
+        String library = VerbsConfig.text(config, VerbsConfig.LIBRARY);
         Map<String, String> details = new LinkedHashMap<>();
         // The versions of what processes exchange (conduit info): docs/runtime.md, "Processes of different Conduit versions".
         details.put("formats", "address " + WireFormat.ADDRESS_VERSION + ", wire-up " + WireFormat.WIREUP_VERSION + ", region "

@@ -175,7 +175,7 @@ final class VerbsTransport implements Transport {
             // The channel's descriptor belongs to libibverbs (ibv_destroy_comp_channel closes it): wrapped for poll, never closed here.
             channelFd = FileDescriptor.adopt(channel.fd(), "completion channel of " + domain.deviceName());
             pollFds = new FileDescriptor[] {channelFd, wake};
-            String host = wireupHost(config.get(VerbsConfig.WIREUP_ADDRESS));
+            String host = wireupHost(VerbsConfig.text(config, VerbsConfig.WIREUP_ADDRESS));
             ServerSocketChannel listener = ServerSocketChannel.open();
             opened.add(listener);
             try {

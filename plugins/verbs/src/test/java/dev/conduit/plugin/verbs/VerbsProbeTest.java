@@ -178,6 +178,35 @@ class VerbsProbeTest {
                 .hasMessageContaining("; ibv_open_device(mlx5_1): ENODEV");
     }
 
+    /**
+     * A library path, a device name and an IP address never start or end with a blank, so blanks
+     * around one (CONDUIT_VERBS_DEVICE=" loop0" from an environment file) are a quoting mistake:
+     * they are dropped, as for every other kind of key and for devdax.device. Until 2026-12-02 they
+     * were kept: the library was opened as " libibverbs.so.1", the device not found ("no device
+     * ' loop0'") and the wire-up address refused ("not an IPv4 or IPv6 address").
+     */
+    @Test
+    void theLibraryDeviceAndWireupAddressAreTakenWithoutTheBlanksAroundThem() {
+        LoopbackVerbs fabric = new LoopbackVerbs(VerbsAbi.IBV_ATOMIC_HCA);
+        List<String> loaded = new java.util.concurrent.CopyOnWriteArrayList<>();
+        VerbsPlugin plugin = new VerbsPlugin(library -> {
+            loaded.add(library);
+            return fabric;
+        });
+        TestContext context = TestContext.of("verbs.library", " libibverbs.so.1\t", "verbs.device", " loop0 ",
+                "verbs.wireup.address", "127.0.0.1 ");
+        assertThat(plugin.probe(context).details()).containsEntry("library", "libibverbs.so.1");
+        try (VerbsTransport transport = (VerbsTransport) plugin.openTransport(context.forTransport(dev.conduit.spi.ThreadMode.SINGLE,
+                (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            assertThat(transport.domain.deviceName()).isEqualTo("loop0");
+            byte[] address = transport.address();
+            assertThat(WireFormat.Address.decode(new dev.conduit.spi.PayloadReader(address, 0, address.length, "address")).host())
+                    .isEqualTo("127.0.0.1");
+        }
+        assertThat(loaded).containsOnly("libibverbs.so.1");
+        assertThat(fabric.openObjects()).isZero();
+    }
+
     @Test
     void aGidThatCannotBeReadIsShownNotFatal() {
         FakeVerbs verbs = new FakeVerbs().device("rxe0", new FakeVerbs.FakeDevice(FakeVerbs.attributes(1),
