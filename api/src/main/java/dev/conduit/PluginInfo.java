@@ -27,10 +27,17 @@ import java.util.Set;
  * @param priority      its default preference, higher first
  * @param details       what its probe found (devices, directories), in its order; empty when it was not probed
  * @param configuration its declared keys with their current values
+ * @param unreadConfiguration the keys it declares that are not read here, because it is not used and they were never
+ *                      declared to the configuration ({@code REFUSED}, {@code BROKEN}, {@code SHADOWED}, or
+ *                      {@code EXCLUDED} while a key of it has the variable of a key of a plugin in use; {@code reason}
+ *                      says which): each with what is set for it, as set and unchecked, and where, or its default,
+ *                      none applying to anything. Empty when its keys are read ({@code configuration}) or not known
+ *                      (its metadata could not be read)
  */
 public record PluginInfo(String name, String version, String spiVersion, String description, String origin,
                          Status status, String reason, Set<Capability> capabilities, Map<Capability, String> unsupportedHere,
-                         Set<ThreadMode> threadModes, int priority, Map<String, String> details, List<ConfigEntry> configuration) {
+                         Set<ThreadMode> threadModes, int priority, Map<String, String> details, List<ConfigEntry> configuration,
+                         List<ConfigEntry> unreadConfiguration) {
 
     public PluginInfo {
         capabilities = Set.copyOf(capabilities);
@@ -40,6 +47,15 @@ public record PluginInfo(String name, String version, String spiVersion, String 
         threadModes = Set.copyOf(threadModes);
         details = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(details));
         configuration = List.copyOf(configuration);
+        unreadConfiguration = List.copyOf(unreadConfiguration);
+    }
+
+    /** Before {@code unreadConfiguration}: a plugin whose keys are read, or not known. */
+    public PluginInfo(String name, String version, String spiVersion, String description, String origin, Status status, String reason,
+                      Set<Capability> capabilities, Map<Capability, String> unsupportedHere, Set<ThreadMode> threadModes, int priority,
+                      Map<String, String> details, List<ConfigEntry> configuration) {
+        this(name, version, spiVersion, description, origin, status, reason, capabilities, unsupportedHere, threadModes, priority,
+                details, configuration, List.of());
     }
 
     /** Before {@code unsupportedHere}: a plugin that rules nothing out here. */
@@ -47,7 +63,7 @@ public record PluginInfo(String name, String version, String spiVersion, String 
                       Set<Capability> capabilities, Set<ThreadMode> threadModes, int priority, Map<String, String> details,
                       List<ConfigEntry> configuration) {
         this(name, version, spiVersion, description, origin, status, reason, capabilities, Map.of(), threadModes, priority, details,
-                configuration);
+                configuration, List.of());
     }
 
     /**

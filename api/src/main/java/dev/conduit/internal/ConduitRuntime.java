@@ -80,7 +80,7 @@ public final class ConduitRuntime implements Conduit {
 
     @Override
     public List<PluginInfo> plugins() {
-        return registry.all().stream().map(r -> r.toInfo(config.entries(r.name()))).toList();
+        return registry.all().stream().map(r -> r.toInfo(config)).toList();
     }
 
     @Override

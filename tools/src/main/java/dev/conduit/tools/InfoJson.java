@@ -94,6 +94,8 @@ final class InfoJson {
         writeMap(plugin.details());
         json.name("configuration");
         writeConfiguration(plugin.configuration());
+        json.name("unreadConfiguration");
+        writeConfiguration(plugin.unreadConfiguration());
         json.endObject();
     }
 

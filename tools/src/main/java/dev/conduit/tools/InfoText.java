@@ -69,12 +69,24 @@ final class InfoText {
         field("priority", Integer.toString(plugin.priority()));
         field("probe", plugin.status() == PluginInfo.Status.EXCLUDED ? "not probed"
                 : plugin.details().isEmpty() ? "no details" : aligned(plugin.details()));
-        if (plugin.configuration().isEmpty()) {
-            field("config", "no keys");
-        } else {
+        if (!plugin.configuration().isEmpty()) {
             out.println(FIELD_INDENT + "config");
             writeConfiguration(plugin.configuration(), FIELD_INDENT + "  ");
+        } else if (!plugin.unreadConfiguration().isEmpty()) {
+            // Listed as read, or as "no keys" (until 2026-12-02), they would hide that what is set for them does nothing.
+            field("config", "not read (the status says why): what is set for its keys applies to nothing");
+            writeConfiguration(plugin.unreadConfiguration(), FIELD_INDENT + "  ");
+        } else {
+            field("config", keysNeverRead(plugin) ? "not read (the status says why)" : "no keys");
         }
+    }
+
+    /** Whether the plugin's keys, if it has any, are never read: only a plugin in use or left out by transports has them read. */
+    private static boolean keysNeverRead(PluginInfo plugin) {
+        return switch (plugin.status()) {
+            case REFUSED, BROKEN, SHADOWED -> true;
+            case SELECTED, EXCLUDED, UNAVAILABLE -> false;
+        };
     }
 
     private String status(PluginInfo plugin) {

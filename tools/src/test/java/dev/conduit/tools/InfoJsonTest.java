@@ -97,6 +97,27 @@ class InfoJsonTest {
                 .containsEntry("selected", List.of("gamma", "alpha"));
     }
 
+    /** A plugin whose keys are not read has them in unreadConfiguration, with what is set for them, and none in configuration. */
+    @Test
+    void listsTheKeysOfAPluginWhoseKeysAreNotReadApart() {
+        CommandRunner loPlugins = CommandRunner.withPlugins(TestPlugin.lo(), TestPlugin.loDax());
+        Map<String, Object> info = JsonParser.parseObject(loPlugins.run("info", "--json", "--set", "lo-dax.mode=fast").out());
+
+        List<PluginInfo> expected;
+        try (Conduit opened = loPlugins.builder().set("lo-dax.mode", "fast").build()) {
+            expected = opened.plugins();
+        }
+        PluginInfo loDax = expected.stream().filter(p -> p.name().equals("lo-dax")).findFirst().orElseThrow();
+        assertThat(loDax.unreadConfiguration()).extracting(ConfigEntry::key, ConfigEntry::value, ConfigEntry::source)
+                .containsExactly(org.assertj.core.api.Assertions.tuple("lo-dax.mode", "fast", ConfigEntry.Source.BUILDER),
+                        org.assertj.core.api.Assertions.tuple("lo-dax.path", null, ConfigEntry.Source.DEFAULT));
+        Map<String, Object> json = Json.plugin(info, "lo-dax");
+        assertThat(json).containsEntry("status", "REFUSED");
+        assertConfiguration(Json.list(json, "configuration"), List.of());
+        assertConfiguration(Json.list(json, "unreadConfiguration"), loDax.unreadConfiguration());
+        assertConfiguration(Json.list(Json.plugin(info, "lo"), "unreadConfiguration"), List.of());
+    }
+
     @Test
     void writesAnUnsetValueAsNull() {
         Map<String, Object> alpha = Json.plugin(JsonParser.parseObject(conduit.run("info", "--json").out()), "alpha");

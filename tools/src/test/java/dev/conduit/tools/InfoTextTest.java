@@ -67,6 +67,32 @@ class InfoTextTest {
                 .contains("probe         not probed");
     }
 
+    /**
+     * A plugin whose keys are not read (left out by transports while a key of it has the variable of
+     * a key of a plugin in use, or refused for it) lists them, with what is set for them, under
+     * "not read": until 2026-12-02 it showed "no keys", as if it declared none, and hid that
+     * lo-dax.mode, set, applies to nothing.
+     */
+    @Test
+    void showsTheKeysOfAPluginWhoseKeysAreNotReadAsNotRead() {
+        CommandRunner loPlugins = CommandRunner.withPlugins(TestPlugin.lo(), TestPlugin.loDax());
+        for (String transports : List.of("^lo-dax", "")) {
+            Result result = loPlugins.run("info", "--set", "transports=" + transports, "--set", "lo-dax.mode=fast");
+
+            assertThat(result.exitCode()).as(result.err()).isZero();
+            String status = transports.isEmpty() ? "REFUSED" : "EXCLUDED";
+            assertThat(section(result.out(), "  lo-dax 1.0.0  [" + status + "]")).as(transports)
+                    .contains("CONDUIT_LO_DAX_PATH",
+                            "config        not read (the status says why): what is set for its keys applies to nothing",
+                            "lo-dax.mode  fast     builder",
+                            "How lo-dax runs. (any text)",
+                            "property conduit.lo-dax.mode, environment CONDUIT_LO_DAX_MODE",
+                            "lo-dax.path  (unset)  default")
+                    .doesNotContain("no keys");
+            assertThat(section(result.out(), "  lo 1.0.0  [SELECTED]")).as(transports).contains("lo.dax.path  (unset)  default");
+        }
+    }
+
     @Test
     void showsEveryRuntimeKeyWithValueSourceAndDoc() {
         Result result = conduit.run("info", "--set", "probe.timeout=3s");

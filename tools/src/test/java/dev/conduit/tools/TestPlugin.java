@@ -47,6 +47,23 @@ record TestPlugin(String name, Version version, String description, Availability
                 EnumSet.of(Capability.MEMORY), EnumSet.of(ThreadMode.SINGLE), List.of(), 120);
     }
 
+    /** lo-dax's key whose variable, CONDUIT_LO_DAX_PATH, is also {@link #LO_DAX_PATH}'s of {@link #lo()}. */
+    static final ConfigKey<String> LO_DAX_OWN_PATH = ConfigKey.string("lo-dax.path", null, "Where lo-dax's files go.");
+    static final ConfigKey<String> LO_DAX_MODE = ConfigKey.string("lo-dax.mode", null, "How lo-dax runs.");
+    static final ConfigKey<String> LO_DAX_PATH = ConfigKey.string("lo.dax.path", null, "Where lo's dax files go.");
+
+    /** Available, with a key whose variable is also one of {@link #loDax()}'s: of the two, only one's keys are read. */
+    static TestPlugin lo() {
+        return new TestPlugin("lo", Version.parse("1.0.0"), "", Availability.available(), EnumSet.of(Capability.AM),
+                EnumSet.of(ThreadMode.SINGLE), List.of(LO_DAX_PATH), 20);
+    }
+
+    /** Available, its keys not read beside {@link #lo()} (left out by transports, or refused). */
+    static TestPlugin loDax() {
+        return new TestPlugin("lo-dax", Version.parse("1.0.0"), "", Availability.available(), EnumSet.of(Capability.AM),
+                EnumSet.of(ThreadMode.SINGLE), List.of(LO_DAX_OWN_PATH, LO_DAX_MODE), 10);
+    }
+
     /** Available, with text that needs escaping in JSON: quotes, backslash, control characters, non-ASCII. */
     static TestPlugin delta(String awkwardText) {
         return new TestPlugin("delta", Version.parse("1.0.0"), awkwardText, Availability.available(Map.of("note", awkwardText)),

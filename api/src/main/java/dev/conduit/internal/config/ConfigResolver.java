@@ -372,17 +372,35 @@ public final class ConfigResolver implements Config {
         return entries().stream().filter(e -> e.owner().equals(owner)).toList();
     }
 
+    /**
+     * Entries of {@code keys} of {@code owner}, a plugin whose keys are not declared, so not read:
+     * each with what is set for it, as set (it is neither parsed nor checked), or its default, for
+     * {@code conduit info} to show what would apply to nothing. Until 2026-12-02 such a plugin
+     * showed "no keys".
+     */
+    public List<ConfigEntry> unreadEntries(Collection<? extends ConfigKey<?>> keys, String owner) {
+        return keys.stream().sorted(Comparator.comparing(ConfigKey::name)).map(key -> {
+            Raw raw = raw(key);
+            return entry(key, owner, raw, raw == null ? text(key.defaultValue()) : raw.value());
+        }).toList();
+    }
+
     private ConfigEntry entry(Declared d) {
-        ConfigKey<?> key = d.key();
-        Raw raw = raw(key);
-        Object value = get(key);
-        String text = value == null ? null
+        return entry(d.key(), d.owner(), raw(d.key()), text(get(d.key())));
+    }
+
+    private static ConfigEntry entry(ConfigKey<?> key, String owner, Raw raw, String text) {
+        return new ConfigEntry(key.name(), key.propertyName(), key.environmentName(), text,
+                raw == null ? Source.DEFAULT : raw.source(), owner,
+                key.doc() + " (" + key.expectedForm() + ")");
+    }
+
+    /** A value as its key accepts it back: a list comma-separated, a duration as {@link ConfigKey#durationText}. */
+    private static String text(Object value) {
+        return value == null ? null
                 : value instanceof List<?> l ? String.join(",", l.stream().map(String::valueOf).toList())
                 : value instanceof Duration duration ? ConfigKey.durationText(duration)
                 : String.valueOf(value);
-        return new ConfigEntry(key.name(), key.propertyName(), key.environmentName(), text,
-                raw == null ? Source.DEFAULT : raw.source(), d.owner(),
-                key.doc() + " (" + key.expectedForm() + ")");
     }
 
     private Raw raw(ConfigKey<?> key) {

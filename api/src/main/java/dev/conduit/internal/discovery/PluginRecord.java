@@ -1,8 +1,8 @@
 package dev.conduit.internal.discovery;
 
-import dev.conduit.ConfigEntry;
 import dev.conduit.PluginInfo;
 import dev.conduit.PluginInfo.Status;
+import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
@@ -101,8 +101,10 @@ public final class PluginRecord {
         return status == null;
     }
 
-    public PluginInfo toInfo(List<ConfigEntry> configuration) {
+    /** Its info, with its keys' entries from {@code config}: those in force if they were declared, else those it would read. */
+    public PluginInfo toInfo(ConfigResolver config) {
         return new PluginInfo(name, version == null ? "?" : version.toString(), spiVersion == null ? "?" : spiVersion,
-                description, origin, status, reason, capabilities, unsupportedHere, threadModes, priority, details, configuration);
+                description, origin, status, reason, capabilities, unsupportedHere, threadModes, priority, details,
+                config.entries(name), keysDeclared ? List.of() : config.unreadEntries(configKeys, name));
     }
 }
