@@ -109,10 +109,8 @@ final class PerfPlot {
         try {
             writeWhole(file, png.toByteArray());
         } catch (IOException e) {
-            String reason = PerfPeer.reason(e);
-            throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + reason
-                    + ("No space left on device".equals(reason) || PerfPeer.tooFull(file, png.size())
-                    ? " (ENOSPC): free space there or give another --plot file" : ""), e);
+            throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + PerfPeer.reason(e)
+                    + (PerfPeer.tooFull(file, png.size()) ? " (ENOSPC): free space there or give another --plot file" : "; give another --plot file"), e);
         }
     }
 
