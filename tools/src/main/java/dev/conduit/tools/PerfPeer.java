@@ -29,6 +29,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 import java.util.regex.Pattern;
 
 /**
@@ -46,6 +47,7 @@ import java.util.regex.Pattern;
 final class PerfPeer implements AutoCloseable {
 
     static final String NAME = "peer";
+    private static final int NAME_ATTEMPTS = 12;
     private static final Pattern PRIVATE_DIRECTORY = Pattern.compile("conduit-perf-\\p{XDigit}{8}");
     private static final String MAIN_MODULE = "dev.conduit.tools";
     private static final String MAIN_CLASS = "dev.conduit.tools.ConduitCommand";
@@ -119,7 +121,7 @@ final class PerfPeer implements AutoCloseable {
      * @param serverArguments what follows {@code conduit perf --server --shared-dir DIR --name peer --exit-with-stdin}
      */
     static PerfPeer start(Path parent, ParentSource source, List<String> serverArguments) {
-        Path dir = privateDirectory(parent, source);
+        Path dir = privateDirectory(parent, source, new SecureRandom()::nextInt);
         List<String> command = new ArrayList<>(javaCommand());
         command.addAll(List.of("perf", "--server", "--shared-dir", dir.toString(), "--name", NAME, "--exit-with-stdin"));
         command.addAll(serverArguments);
@@ -303,15 +305,22 @@ final class PerfPeer implements AutoCloseable {
      * A new directory {@code conduit-perf-<8 hex digits>} under {@code parent}, {@code 0700}. Short on
      * purpose: memfd's socket path then fits an AF_UNIX address (a shared directory of at most 38 bytes)
      * and needs no detour through /proc/self/fd.
+     *
+     * @param names where the 8 hex digits come from: random, so that a name taken is tried again with another
      */
-    private static Path privateDirectory(Path parent, ParentSource source) {
-        SecureRandom random = new SecureRandom();
-        for (int attempt = 0; ; attempt++) {
-            Path dir = parent.resolve("conduit-perf-" + HexFormat.of().toHexDigits(random.nextInt()));
+    static Path privateDirectory(Path parent, ParentSource source, IntSupplier names) {
+        for (int attempt = 1; ; attempt++) {
+            Path dir = parent.resolve("conduit-perf-" + HexFormat.of().toHexDigits(names.getAsInt()));
             try {
                 return Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             } catch (FileAlreadyExistsException e) {
-                if (attempt > 10) throw new ConduitException("cannot make a private directory under " + parent + ": " + e, e);
+                // Of 2^32 names, twelve taken in a row is no chance: a loop without end would hide what holds them.
+                if (attempt == NAME_ATTEMPTS) {
+                    throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
+                            + " (" + source.key + "): EEXIST, each of " + NAME_ATTEMPTS + " random names was taken, the last "
+                            + dir + ": remove the conduit-perf-* directories there that no running conduit perf uses, or "
+                            + "choose another with " + source.choose, e);
+                }
             } catch (NoSuchFileException e) {
                 throw new ConduitException("cannot make a private directory for the perf server: the shared directory " + parent
                         + " does not exist (" + source.key + (source == ParentSource.CONFIGURATION ? ", /dev/shm unless set" : "")

@@ -4,11 +4,13 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** How the spawning client ends its server process, with a shell standing in for the server. */
+/** The spawned server's private directory, and how the spawning client ends its process (a shell standing in for the server). */
 class PerfPeerTest {
 
     /**
@@ -33,6 +35,29 @@ class PerfPeerTest {
         } finally {
             server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             PerfPeer.deleteTree(dir);
+        }
+    }
+
+    /**
+     * When every name tried for the spawned server's private directory is taken (here a name source that repeats one
+     * name, taken already), the error says where, what, and what to do. It said "cannot make a private directory under D:
+     * java.nio.file.FileAlreadyExistsException: D/conduit-perf-0000002a", the JDK's exception and no remedy.
+     */
+    @Test
+    void aPrivateDirectoryWhoseNamesAreAllTakenSaysSoWithWhatToDo() throws Exception {
+        Path parent = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-taken");
+        try {
+            Path taken = Files.createDirectory(parent.resolve("conduit-perf-0000002a"));
+
+            assertThatThrownBy(() -> PerfPeer.privateDirectory(parent, PerfPeer.ParentSource.OPTION, () -> 42))
+                    .hasMessage("cannot make a private directory for the perf server in the shared directory " + parent + " (--shared-dir): "
+                            + "EEXIST, each of 12 random names was taken, the last " + taken + ": remove the conduit-perf-* directories "
+                            + "there that no running conduit perf uses, or choose another with --shared-dir");
+            try (var left = Files.list(parent)) {
+                assertThat(left.toList()).as("nothing made").isEqualTo(List.of(taken));
+            }
+        } finally {
+            PerfPeer.deleteTree(parent);
         }
     }
 }
