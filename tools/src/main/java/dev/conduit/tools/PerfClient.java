@@ -50,8 +50,6 @@ final class PerfClient implements AutoCloseable {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(2);
-    /** The most characters of why a run failed that BYE carries. */
-    private static final int MAX_REASON = 2000;
 
     private final Conduit conduit;
     private final Supplier<Conduit> uncachedConduits;
@@ -88,6 +86,8 @@ final class PerfClient implements AutoCloseable {
     private long serverAllocated = -1;
     private PerfProtocol.Reader welcome;
     private PeerFailedException failure;
+    /** Why the server ended the session on its side, as its FAILED said; null until then. */
+    private String serverFailure;
     /**
      * Why the run did not complete, for BYE to tell the server: a session that ends unfinished is a
      * failed one there too, not one that ended as planned. Null once {@link #runAll} has completed.
@@ -150,6 +150,12 @@ final class PerfClient implements AutoCloseable {
             worker.onMessage(PerfProtocol.ENDED, m -> {
                 serverAllocated = m.payloadLong(4);
                 endedSeq = m.payloadInt(0);
+            });
+            worker.onMessage(PerfProtocol.FAILED, m -> {
+                serverFailure = new PerfProtocol.Reader(m, "FAILED").string();
+                // Thrown from the handler, progress() throws it in whatever wait or loop called it: each calls progress,
+                // and none need look for it. The server closes its endpoint next, which said only that its worker closed.
+                throw new ConduitException("the perf server failed during " + phase + ", on its side: " + serverFailure);
             });
             worker.onMessage(PerfProtocol.WELCOME, m -> {
                 // Keep a copy: the message is valid only during this call.
@@ -784,8 +790,8 @@ final class PerfClient implements AutoCloseable {
 
     /** BYE, with why when the run did not complete ({@link #unfinished}); nothing to a server that failed. */
     private void sayBye() {
-        if (failure == null && ep != null && !ep.isFailed()) {
-            ep.send(PerfProtocol.BYE, unfinished == null ? MemorySegment.NULL : new PerfProtocol.Writer().string(abridged(unfinished)).segment());
+        if (failure == null && serverFailure == null && ep != null && !ep.isFailed()) {
+            ep.send(PerfProtocol.BYE, unfinished == null ? MemorySegment.NULL : new PerfProtocol.Writer().string(PerfProtocol.abridged(unfinished)).segment());
             long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
             while (ep.pending() > 0 && System.nanoTime() < deadline) worker.progress();
         }
@@ -793,11 +799,6 @@ final class PerfClient implements AutoCloseable {
 
     private static String reasonOf(Throwable failure) {
         return failure.getMessage() == null ? failure.toString() : failure.getMessage();
-    }
-
-    /** A control message stays small: the client prints the whole reason itself. */
-    private static String abridged(String reason) {
-        return reason.length() <= MAX_REASON ? reason : reason.substring(0, MAX_REASON) + " ...";
     }
 
     private void closeResources(Throwable primary) {

@@ -34,6 +34,11 @@ import java.nio.charset.StandardCharsets;
  *         then ends the session as failed. An
  *         older server, which reads no payload,
  *         takes it as a completed run
+ *                                                FAILED  why the session failed on the server's side
+ *                                                        (string), sent before the server ends it. An
+ *                                                        older client has no handler for it: its worker
+ *                                                        drops it (logging one warning), and it learns
+ *                                                        only that the server's worker closed
  * </pre>
  */
 final class PerfProtocol {
@@ -49,6 +54,7 @@ final class PerfProtocol {
     static final int ENDED = 0x7C06;
     static final int BYE = 0x7C07;
     static final int PEER = 0x7C08;
+    static final int FAILED = 0x7C09;
     static final int PING = 0x7C10;
     static final int PONG = 0x7C11;
     static final int DATA = 0x7C12;
@@ -56,7 +62,18 @@ final class PerfProtocol {
     static final int ACK = 0x7C14;
     static final int PUT_DONE = 0x7C15;
 
+    /** The most characters of a reason that BYE or FAILED carries. */
+    private static final int MAX_REASON = 2000;
+
     private PerfProtocol() {
+    }
+
+    /**
+     * {@code reason} as BYE or FAILED carries it: a control message stays small, below any {@code inline.max}, so
+     * that it needs no bounce ring (which may be what failed). The side that failed prints the whole reason itself.
+     */
+    static String abridged(String reason) {
+        return reason.length() <= MAX_REASON ? reason : reason.substring(0, MAX_REASON) + " ...";
     }
 
     /**

@@ -297,7 +297,10 @@ final class PerfServer {
                     return ConduitCommand.EXIT_OK;
                 }
                 if (clientFailure != null) return clientFailed(clientFailure);
-                if (stopped()) return ConduitCommand.EXIT_FAILED;
+                if (stopped()) {
+                    tellTheClient(stoppedBecause);
+                    return ConduitCommand.EXIT_FAILED;
+                }
                 if (state == PerfTest.PUT_LAT) {
                     putResponder();
                 } else if (sessionBusy && state != PerfTest.IPC_IMPORT) {
@@ -315,6 +318,7 @@ final class PerfServer {
             // whose bounce ring cannot be made (a full shared directory), a put into mapped memory truncated under it.
             err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases, on this "
                     + "server's side: " + e.getMessage());
+            tellTheClient(e.getMessage());
             return ConduitCommand.EXIT_FAILED;
         } catch (RuntimeException e) {
             // Only a bug gets here (of this server, or of a client that breaks the protocol its version checked): the trace
@@ -322,9 +326,22 @@ final class PerfServer {
             err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases on a bug of "
                     + "conduit perf (report it with the stack trace below): " + e);
             e.printStackTrace(err);
+            tellTheClient("a bug of conduit perf, whose stack trace the server printed (report it with that): " + e);
             return ConduitCommand.EXIT_FAILED;
         } finally {
             endSession();
+        }
+    }
+
+    /**
+     * FAILED: why the session ends on this server's side, before {@link #endSession} closes the endpoint (it waits for the
+     * message to go). Without it a client started by hand ({@code --connect}) learned only that this worker closed.
+     */
+    private void tellTheClient(String why) {
+        try {
+            if (!client.isFailed()) client.send(PerfProtocol.FAILED, new PerfProtocol.Writer().string(PerfProtocol.abridged(why)).segment());
+        } catch (RuntimeException e) {
+            // Best effort: the server's own line has said why, and an endpoint that cannot carry it fails as the client sees.
         }
     }
 

@@ -398,10 +398,11 @@ class PerfRunTest {
      * toString ("dev.conduit.spi.ConduitException: posix: cannot create ..."): here the server's
      * PONG above posix.inline.max needs a bounce ring of posix.bounce.size (1 GiB), which a 32 MiB
      * shared directory cannot hold. It now says which session failed, on whose side, and the
-     * transport's message with its remedy, and no class name.
+     * transport's message with its remedy, and no class name. The client, started by hand
+     * (--connect), learned only that the server's worker closed; the server's FAILED now tells it why.
      */
     @Test
-    void aSessionThatFailsOnTheServersSideSaysWhyWithoutTheExceptionsClass() throws Exception {
+    void aSessionThatFailsOnTheServersSideSaysWhyOnBothSidesWithoutTheExceptionsClass() throws Exception {
         Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-small");
         try {
             List<String> server = new ArrayList<>(PerfPeer.javaCommand());
@@ -419,6 +420,8 @@ class PerfRunTest {
                     .contains(" failed after 1 phases, on this server's side: posix: cannot create this connection's bounce ring")
                     .contains("not enough space for a chunk of ").contains(" bytes in " + mountPoint + ": ")
                     .contains("SERVER-EXIT " + ConduitCommand.EXIT_FAILED).doesNotContain("Exception");
+            assertThat(run.output()).as("the client's line").contains("conduit: the perf server failed during am_lat 16k, on its side: posix: "
+                    + "cannot create this connection's bounce ring").contains("CLIENT-EXIT " + ConduitCommand.EXIT_FAILED);
         } finally {
             Files.deleteIfExists(mountPoint);
         }
