@@ -345,9 +345,13 @@ final class PerfServer {
         }
     }
 
-    /** Says that the client's endpoint failed (the client died, closed, or was judged hung), and why; the exit code. */
+    /**
+     * Says that the client's endpoint failed (the client died, closed without BYE, or was judged hung), and why: which
+     * session, as the other ends of one say it, for a {@code --keep} server's clients follow one another. The exit code.
+     */
     private int clientFailed(PeerFailedException e) {
-        err.println("conduit perf server: the client failed: " + e.getMessage());
+        err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases: the client "
+                + "failed: " + e.getMessage());
         return ConduitCommand.EXIT_FAILED;
     }
 

@@ -640,6 +640,45 @@ class PerfRunTest {
     }
 
     /**
+     * A client killed outright (SIGKILL: no BYE, nothing closed) in the middle of a row: its endpoint fails on the
+     * server, which says which session failed, after how many phases, and the transport's words on the client's end,
+     * and, with --keep, serves the next client. The server said only "the client failed: ..." and no session, which
+     * among a --keep server's clients did not say whose.
+     */
+    @Test
+    void aKeepServerWhoseClientIsKilledSaysWhichSessionFailedAndServesTheNextClient() throws Exception {
+        try (ServerProcess server = ServerProcess.start("cperf-client-killed", "--name", "killed", "--keep")) {
+            server.await(Pattern.compile("published "));
+            List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+            command.addAll(List.of("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "killed", "-t", "posix",
+                    "am_lat", "-s", "64k", "-d", "60s"));
+            Process client = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            try {
+                // The row is under way once a bounce ring (above 4 MiB, made for 64 KiB messages; posix's is a file) is in the
+                // directory.
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!hasARing(server.shared()) && client.isAlive() && System.nanoTime() < deadline) Thread.sleep(10);
+                assertThat(hasARing(server.shared())).as("the row is under way").isTrue();
+
+                client.destroyForcibly(); // SIGKILL
+                assertThat(client.waitFor(30, TimeUnit.SECONDS)).as("the client is killed").isTrue();
+
+                String failed = server.await(Pattern.compile("conduit perf server: .*fail.*"));
+                assertThat(failed).startsWith("conduit perf server: the session with pid " + client.pid() + " on " + PerfCommand.hostName()
+                        + " failed after 1 phases: the client failed: ").contains("posix: peer worker died");
+            } finally {
+                client.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+
+            Result next = run("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "killed", "am_lat", "-n", "200",
+                    "-w", "50", "-s", "8", "--json");
+
+            assertThat(next.exitCode()).as(next.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(server.await(Pattern.compile("session with pid " + ProcessHandle.current().pid() + " .*ended after.*"))).isNotEmpty();
+        }
+    }
+
+    /**
      * A spawned run with --json stopped by a signal (SIGTERM here, as Ctrl-C's SIGINT) in the middle of a row still writes
      * its document, with the error: a failed run's document is written once the client is closed, for the spawned
      * server's last lines, and the JVM exits as soon as the client is closed (its shutdown hook waits for no more), so
