@@ -31,7 +31,13 @@ final class VerbsConfig {
     static final ConfigKey<String> LIBRARY = ConfigKey.string("verbs.library", "libibverbs.so.1",
             "The libibverbs the plugin opens with dlopen: a file name searched the way the dynamic loader searches "
                     + "(LD_LIBRARY_PATH, ld.so.cache), or an absolute path. rdma-core's library is libibverbs.so.1 "
-                    + "(Debian and Ubuntu package libibverbs1).");
+                    + "(Debian and Ubuntu package libibverbs1).")
+            // dlopen("") opens the program itself, which then lacks every ibv_ function: refused here, by name.
+            .withCheck("a library file name or an absolute path, e.g. libibverbs.so.1", library -> {
+                if (library.isBlank()) {
+                    throw new IllegalArgumentException("no library named: remove the setting for libibverbs.so.1, or name the library");
+                }
+            });
 
     static final ConfigKey<String> DEVICE = ConfigKey.string("verbs.device", "",
             "The RDMA device transports and memory use (a name ibv_devices lists, e.g. mlx5_0 or rxe0); empty: the first "

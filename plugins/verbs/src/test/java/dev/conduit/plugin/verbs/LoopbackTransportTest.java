@@ -747,6 +747,16 @@ class LoopbackTransportTest {
                 .hasMessageContaining("a size in bytes from 4096 to 1073741824");
     }
 
+    /** An empty library name was given to dlopen, which opens the program itself: "has no function ibv_get_device_list". */
+    @Test
+    void anEmptyOrBlankLibraryIsRefusedByTheKeyNamingTheRemedy() {
+        for (String blank : new String[] {"", "  "}) {
+            assertThatThrownBy(() -> peer("verbs.library", blank)).isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("bad value '" + blank + "' for config key conduit.verbs.library (CONDUIT_VERBS_LIBRARY)")
+                    .hasMessageContaining("no library named: remove the setting for libibverbs.so.1, or name the library");
+        }
+    }
+
     @Test
     void aBufferSizeThatIsNotAMultipleOf64IsRefusedNamingTheKeyAndTheRemedy() {
         // 4100: the second buffer's record would start at 4100 and its 8-byte total sit at 4116, not 8-byte aligned.
