@@ -85,7 +85,8 @@ public final class FullDirectoryPeer {
                 channel.write(block);
             }
         } catch (IOException e) {
-            if (!String.valueOf(e.getMessage()).contains("No space left")) throw e;
+            // Judged by the free space, not the message, which is in the system's language.
+            if (Files.getFileStore(filler).getUsableSpace() >= 64 << 10) throw e;
         }
     }
 
