@@ -65,8 +65,22 @@ final class ShmEndpoint implements TransportEndpoint {
     private boolean closingWithWorker;
     /** Whether this close holds one of the places of closes waiting for the peer to read CONNECT. */
     private boolean inConnectWait;
-    /** Whether the ring, the mapping of the peer's queue and the watch of its lease are given back: by a close, or when the peer is gone. */
+    /**
+     * Whether the ring, the mapping of the peer's queue and the watch of its lease are given back: by
+     * a close, or when the peer is gone. Set holding {@link #closeSteps} and then the transport's
+     * handOff, so that it may be read holding either.
+     */
     private boolean released;
+    /**
+     * Held through each step of this endpoint's close ({@link #finishClose}), with the claim of the
+     * release that completes it, and through every other claim of its release: the owner's thread and
+     * a close of the worker forced from another thread may both come to finish it, and one at a time
+     * each finds what the other did. Else both found CLOSE unsent and sent it, and a release could
+     * unmap the peer's queue under the other's CLOSE, claimed there and not yet committed (which then
+     * holds the peer's head until its unblock.timeout). Not held through the release's unmaps and
+     * frees. Taken once per step of a close, never on the message path.
+     */
+    private final Object closeSteps = new Object();
     /** Whether the peer's lease was found free at a close or a liveness check: no receiver is left that knows this connection. */
     private boolean peerGone;
 
@@ -718,30 +732,33 @@ final class ShmEndpoint implements TransportEndpoint {
      * @return whether the close is complete
      */
     boolean finishClose() {
-        if (released) return true; // at the failure that found the peer gone
         boolean complete = true;
+        boolean releasing = false;
         try {
-            if (connectSent && !peerGone && !peerLease.ownerAlive()) peerGone = true;
-            if (connectSent && !peerGone) {
-                if (closeSentAt == 0) {
-                    complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
-                    if (complete) {
-                        closeSentAt = System.nanoTime() | 1; // never 0
-                        // Decided once: the peer read our CONNECT already, or there is a place to wait for that.
-                        inConnectWait = !closingWithWorker && !peerReadConnect() && transport.enterConnectWait();
+            synchronized (closeSteps) {
+                if (released) return true; // at the failure that found the peer gone, or by the other thread (closeSteps)
+                try {
+                    if (connectSent && !peerGone && !peerLease.ownerAlive()) peerGone = true;
+                    if (connectSent && !peerGone) {
+                        if (closeSentAt == 0) {
+                            complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
+                            if (complete) {
+                                closeSentAt = System.nanoTime() | 1; // never 0
+                                // Decided once: the peer read our CONNECT already, or there is a place to wait for that.
+                                inConnectWait = !closingWithWorker && !peerReadConnect() && transport.enterConnectWait();
+                            }
+                        }
+                        complete = complete && !(inConnectWait && awaitsConnectRead());
                     }
+                } catch (InternalError | ReceiveQueue.CorruptQueueException queueFault) {
+                    // The peer's queue is not there, or not writable as the protocol says, any more: nothing to say, and nothing to wait for.
+                } finally {
+                    // Claimed with the step, so that the other thread's step finds it released; given back unlocked.
+                    releasing = complete && claimRelease();
                 }
-                complete = complete && !(inConnectWait && awaitsConnectRead());
             }
-        } catch (InternalError | ReceiveQueue.CorruptQueueException queueFault) {
-            // The peer's queue is not there, or not writable as the protocol says, any more: nothing to say, and nothing to wait for.
-        } catch (IllegalStateException gone) {
-            // The owner's thread and a close of the worker forced from another thread may both close this endpoint: the other
-            // released it under this look (unmapped the peer's queue, closed the watch of its lease), and left nothing to do.
-            if (!releasedMeanwhile()) throw gone;
-            complete = true;
         } finally {
-            if (complete) release();
+            if (releasing) giveBack();
         }
         return complete;
     }
@@ -825,13 +842,30 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private void release() {
-        synchronized (transport.handOff) {
-            // The owner's thread (a close, a check that found the peer gone) and a close of the worker forced from another
-            // thread may both come here: one releases, once (a second unmap, or close of the lease's descriptor, could hit
-            // what the process mapped or opened since under the same address or number).
-            if (released) return;
-            released = true;
+        if (claimRelease()) giveBack();
+    }
+
+    /**
+     * Claims this endpoint's release. The owner's thread (a close, a check that found the peer gone)
+     * and a close of the worker forced from another thread may both come to it: one releases, once
+     * (a second unmap, or close of the lease's descriptor, could hit what the process mapped or
+     * opened since under the same address or number), and never under the other's step of the close
+     * ({@link #closeSteps}).
+     *
+     * @return whether this thread is to give everything back ({@link #giveBack}); false when released already
+     */
+    private boolean claimRelease() {
+        synchronized (closeSteps) {
+            synchronized (transport.handOff) {
+                if (released) return false;
+                released = true;
+                return true;
+            }
         }
+    }
+
+    /** Gives back the ring, the mapping of the peer's queue and the watch of its lease, once its release is claimed. */
+    private void giveBack() {
         if (inConnectWait) {
             inConnectWait = false;
             transport.leaveConnectWait();

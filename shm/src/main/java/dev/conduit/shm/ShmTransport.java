@@ -82,9 +82,12 @@ import java.util.concurrent.CompletionException;
  * connections and the endpoint lists, which change only holding that lock, and the connections
  * only on the owner's thread: the close gives a connection back in place, since the message path
  * looks them up unlocked; the lease watches'
- * table, {@link SenderLeases}, has a lock of its own), an endpoint both close at once by the one
- * that claims its release (the other takes what it finds unmapped or closed under it for nothing
- * left to do, and does not fail), and a liveness check's walk of the connections holds it
+ * table, {@link SenderLeases}, has a lock of its own), an endpoint both close at once one step of
+ * its close at a time, each finding what the other did (its CLOSE sent once, its release claimed
+ * once and never under the other's step: {@code ShmEndpoint#finishClose}; the close's unlocked
+ * look at whether it waits for its peer, or the owner's liveness check, takes what it finds
+ * unmapped or closed under it for nothing left to do, and does not fail), and a liveness check's
+ * walk of the connections holds it
  * throughout, so that the close waits for the check (its look at the endpoints, which walks a
  * copy, fails on one the close released under it with {@code "<plugin> transport is closed"}, not
  * on its closed descriptor). All of that happens once per connection, ring, endpoint or check,

@@ -4,6 +4,7 @@ import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.shm.ReceiveQueue;
 import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
 import dev.conduit.spi.Chunk;
@@ -1735,6 +1736,76 @@ class ShmTransportTest {
         peer.close();
         other.close();
         assertNothingHeldOnTheSharedDirectory();
+    }
+
+    /**
+     * A close from another thread that comes to an endpoint while the owner, closing it, sends its
+     * CLOSE: both had found CLOSE unsent, and both sent it, so that the peer read two (it ignores
+     * the second, as a CLOSE of a connection it no longer keeps). The steps of an endpoint's close
+     * are now taken one at a time, so the second finds CLOSE sent. Here the owner is held in its
+     * wake of the peer (whose queue says it sleeps), its CLOSE committed and not yet noted as sent,
+     * until the close waits for it or has returned; every wait is bounded.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseThatComesToAnEndpointTheOwnerSendsCloseOnSendsOneClose() throws Exception {
+        CountDownLatch ownerWaking = new CountDownLatch(1);
+        CountDownLatch released = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        Received received = new Received();
+        Transport peer = transport(received, "posix.queue.size", "64k");
+        // Armed, the sender's first wake of the peer is the owner's, after its CLOSE: it waits.
+        Transport sender = receiverWith(new Received(), FailingLibc.waitingIn("futexWake", args -> {
+            if (!armed.compareAndSet(true, false)) return false;
+            ownerWaking.countDown();
+            return true;
+        }, released), Linux.libc());
+        TransportEndpoint ep = connect(sender, peer, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(peer, received, 1);
+        assertThat(received.ids).containsExactly(1);
+        writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_INT, 388, 1)); // the sleeping flag, as the peer's await sets it
+        armed.set(true);
+        AtomicReference<Throwable> ownerFailure = new AtomicReference<>();
+        Thread owner = startedCatching(ep::close, ownerFailure);
+        awaitBounded(ownerWaking, "the owner to wake the peer after its CLOSE");
+        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+        Thread closer = startedCatching(sender::close, closeFailure);
+        for (int i = 0; i < 30_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED; i++) Thread.sleep(1);
+        released.countDown();
+        joinBounded(owner, "the owner still inside the endpoint's close");
+        joinBounded(closer, "the close still running");
+        assertThat(ownerFailure.get()).as("the endpoint's close").isNull();
+        assertThat(closeFailure.get()).as("the close's failure").isNull();
+        int[] closes = new int[1];
+        writeIntoTheQueue(queue -> closes[0] = unreadRecordsOfType(queue, ReceiveQueue.CLOSE));
+        assertThat(closes[0]).as("CLOSE records in the peer's queue").isEqualTo(1);
+        peer.close();
+        assertNothingHeldOnTheSharedDirectory();
+    }
+
+    /** A thread started on {@code call}, which keeps what the call throws in {@code failure}. */
+    private static Thread startedCatching(Runnable call, AtomicReference<Throwable> failure) {
+        return Thread.ofPlatform().start(() -> {
+            try {
+                call.run();
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
+    }
+
+    /** How many records of {@code type} lie unread in a queue that {@link #writeIntoTheQueue} maps (from its read position to its tail). */
+    private static int unreadRecordsOfType(MemorySegment queue, int type) {
+        int count = 0;
+        long tail = queue.get(ValueLayout.JAVA_LONG, 128);
+        for (long at = queue.get(ValueLayout.JAVA_LONG, 528); at < tail; ) {
+            int length = queue.get(ValueLayout.JAVA_INT, 4096 + at);
+            assertThat(length).as("a committed record before the tail").isPositive();
+            if (queue.get(ValueLayout.JAVA_INT, 4096 + at + 4) == type) count++;
+            at += length;
+        }
+        return count;
     }
 
     /**
