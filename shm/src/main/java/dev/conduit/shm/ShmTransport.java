@@ -178,7 +178,10 @@ public final class ShmTransport implements Transport {
     private long droppedConnection;
     /** When {@link #dropNotKept} last looked whether a sender lives. */
     private long lastRelisting;
-    /** Closed endpoints waiting for their peer to read their CONNECT ({@link #enterConnectWait}). */
+    /**
+     * Closed endpoints waiting for their peer to read their CONNECT ({@link #enterConnectWait}). Unlocked: a close forced
+     * from another thread changes it only once the worker is closed, when the count bounds nothing (it releases every endpoint).
+     */
     private int closesAwaitingConnect;
     /** Maps announced bounce rings off the progress thread; started by the first large message. */
     private RingMapper ringMapper;
