@@ -88,7 +88,8 @@ import java.util.concurrent.CompletionException;
  * look at whether it waits for its peer, or the owner's liveness check, takes what it finds
  * unmapped or closed under it for nothing left to do, and does not fail), and a liveness check's
  * walk of the connections holds it
- * throughout, so that the close waits for the check (its look at the endpoints, which walks a
+ * throughout, as any other look at a sender's lease does (for a large message whose ring could
+ * not be mapped), so that the close waits for them (the check's look at the endpoints, which walks a
  * copy, fails on one the close released under it with {@code "<plugin> transport is closed"}, not
  * on its closed descriptor). All of that happens once per connection, ring, endpoint or check,
  * never per message. The message path itself is not locked, and must not pay for a close: a call
@@ -1045,23 +1046,26 @@ public final class ShmTransport implements Transport {
      * no lease by that name ({@link OwnerLease#isNoLeaseOf}).
      */
     private boolean senderAlive(Inbound in) {
+        LeaseWatch opened = null;
         if (in.lease == null) {
-            LeaseWatch watch;
             try {
-                watch = senderLeases.acquire(in.leaseName);
+                opened = senderLeases.acquire(in.leaseName);
             } catch (ErrnoException e) {
                 return !OwnerLease.isNoLeaseOf(directory, in.leaseName, user, e);
             }
-            synchronized (handOff) {
-                if (closed) {
-                    // A close from another thread that came first forgets this connection without this watch: given back here.
-                    senderLeases.release(watch);
-                    throw closedError();
-                }
-                in.lease = watch;
-            }
         }
-        return in.lease.ownerAlive();
+        // The look itself holds the lock too (once per look, never per message): a close forced from another thread gives
+        // the connection back under it, closing the watch, which a look under way would then flock closed, or by a number
+        // the process may have given another file since.
+        synchronized (handOff) {
+            if (closed) {
+                // A close from another thread that came first forgets this connection without this watch: given back here.
+                if (opened != null) senderLeases.release(opened);
+                throw closedError();
+            }
+            if (opened != null) in.lease = opened;
+            return in.lease.ownerAlive();
+        }
     }
 
     /**

@@ -1913,7 +1913,107 @@ class ShmTransportTest {
             if (!armed.compareAndSet(true, false)) return false;
             looking.countDown();
             return true;
-        }, released), Linux.libc(), importer -> importer, posix -> new MemoryProvider() {
+        }, released), Linux.libc(), importer -> importer, posix -> freeingOnlyAfter(posix, closerThread, progressEnded),
+                "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(received.ids).containsExactly(1);
+        armed.set(true);
+        Throwable[] failures = closeWhileProgressIsHeld(receiver, armed, looking, "the liveness check to look at the sender's lease",
+                released, closerThread, progressEnded);
+        sender.close();
+        assertThat(failures[1]).as("the close's failure").isNull();
+        assertThat(failures[0]).as("the liveness check, with the close waiting for it").isNull();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+    }
+
+    /**
+     * A close from another thread that runs while progress(), whose mapping of a sender's bounce
+     * ring failed, looks at that sender's lease to tell a death from a refusal: the close gave the
+     * connection back and closed the lease's watch under the look, which then failed the owner's
+     * call with "fd N (...lease) closed is closed", naming a descriptor and not the close (a close
+     * between its two reads of the watch made it a NullPointerException, and one just after its
+     * check of the descriptor, a flock on a number the process may have given another file since).
+     * That look now holds the lock the close gives connections back with, as a liveness check's
+     * does, so the close waits for it. Here the look is held in its flock until the close waits or
+     * has given the connection back, and the close's free of the receive queue waits for the
+     * progress() to return; every wait is bounded.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aCloseWhileProgressLooksAtTheLeaseOfASenderWhoseRingItCannotMapWaitsForIt() throws Exception {
+        CountDownLatch looking = new CountDownLatch(1);
+        CountDownLatch released = new CountDownLatch(1);
+        CountDownLatch progressEnded = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        AtomicReference<Thread> closerThread = new AtomicReference<>();
+        Received received = new Received();
+        Transport receiver = transportWith(received, FailingLibc.waitingIn("tryFlock", args -> {
+            if (!armed.compareAndSet(true, false)) return false;
+            looking.countDown();
+            return true;
+        }, released), Linux.libc(), posix -> (payload, length) -> {
+            throw new ConduitException("test: this ring cannot be mapped");
+        }, posix -> freeingOnlyAfter(posix, closerThread, progressEnded), "posix.liveness.interval", "1h");
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        armed.set(true); // no liveness check flocks meanwhile (one an hour): the first flock is the look after the failed mapping
+        Throwable[] failures = closeWhileProgressIsHeld(receiver, armed, looking,
+                "progress to look at the lease of the sender whose ring it could not map", released, closerThread, progressEnded);
+        sender.close();
+        assertThat(failures[1]).as("the close's failure").isNull();
+        assertThat(failures[0]).as("the call, its look at the sender's lease done before the close")
+                .isInstanceOf(ConduitException.class).hasMessageContaining("dropped a large message of connection")
+                .hasMessageContaining("test: this ring cannot be mapped");
+        assertNothingHeldOnTheSharedDirectory();
+    }
+
+    /**
+     * Progresses {@code receiver} on a thread while {@code armed} is set, until a hook of its (armed)
+     * counts {@code looking} down and holds it until {@code released}; closes it meanwhile on a thread
+     * named in {@code closerThread}, and releases the hook once the close is blocked (on the lock the
+     * held call holds) or waits (on a free that {@link #freeingOnlyAfter} holds until the call, which
+     * counts {@code progressEnded} down, has returned). Every wait is bounded.
+     *
+     * @return what the progress() and the close threw, in that order (null: nothing)
+     */
+    private static Throwable[] closeWhileProgressIsHeld(Transport receiver, AtomicBoolean armed, CountDownLatch looking, String held,
+                                                        CountDownLatch released, AtomicReference<Thread> closerThread,
+                                                        CountDownLatch progressEnded) throws InterruptedException {
+        Throwable[] failures = new Throwable[2];
+        Thread progress = Thread.ofPlatform().start(() -> {
+            try {
+                for (int i = 0; i < 1_000_000 && armed.get(); i++) progressOrPause(receiver);
+            } catch (Throwable e) {
+                failures[0] = e;
+            } finally {
+                progressEnded.countDown();
+            }
+        });
+        awaitBounded(looking, held);
+        Thread closer = Thread.ofPlatform().unstarted(() -> {
+            try {
+                receiver.close();
+            } catch (Throwable e) {
+                failures[1] = e;
+            }
+        });
+        closerThread.set(closer);
+        closer.start();
+        for (int i = 0; i < 30_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED
+                && closer.getState() != Thread.State.TIMED_WAITING; i++) {
+            Thread.sleep(1);
+        }
+        released.countDown();
+        joinBounded(progress, "progress still inside its call");
+        joinBounded(closer, "the close still running");
+        return failures;
+    }
+
+    /** {@code posix}, but a free on {@code closer}'s thread (a close's free of its receive queue) waits for {@code callEnded} first. */
+    private static MemoryProvider freeingOnlyAfter(MemoryProvider posix, AtomicReference<Thread> closer, CountDownLatch callEnded) {
+        return new MemoryProvider() {
             @Override
             public long pageSize() {
                 return posix.pageSize();
@@ -1931,7 +2031,7 @@ class ShmTransportTest {
 
             @Override
             public void free(Chunk chunk) {
-                if (Thread.currentThread() == closerThread.get()) awaitBounded(progressEnded, "the progress() under way to return");
+                if (Thread.currentThread() == closer.get()) awaitBounded(callEnded, "the call under way to return");
                 posix.free(chunk);
             }
 
@@ -1939,43 +2039,7 @@ class ShmTransportTest {
             public void close() {
                 posix.close();
             }
-        }, "posix.liveness.interval", "1ms");
-        Transport sender = transport(new Received());
-        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        receive(receiver, received, 1);
-        assertThat(received.ids).containsExactly(1);
-        armed.set(true);
-        AtomicReference<Throwable> progressFailure = new AtomicReference<>();
-        Thread progress = Thread.ofPlatform().start(() -> {
-            try {
-                for (int i = 0; i < 1_000_000 && armed.get(); i++) progressOrPause(receiver);
-            } catch (Throwable e) {
-                progressFailure.set(e);
-            } finally {
-                progressEnded.countDown();
-            }
-        });
-        awaitBounded(looking, "the liveness check to look at the sender's lease");
-        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
-        Thread closer = Thread.ofPlatform().unstarted(() -> {
-            try {
-                receiver.close();
-            } catch (Throwable e) {
-                closeFailure.set(e);
-            }
-        });
-        closerThread.set(closer);
-        closer.start();
-        for (int i = 0; i < 30_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED; i++) Thread.sleep(1);
-        released.countDown();
-        progress.join(TimeUnit.SECONDS.toMillis(30));
-        closer.join(TimeUnit.SECONDS.toMillis(30));
-        assertThat(progress.isAlive()).as("progress still inside its call").isFalse();
-        assertThat(closer.isAlive()).as("the close still running").isFalse();
-        sender.close();
-        assertThat(closeFailure.get()).as("the close's failure").isNull();
-        assertThat(progressFailure.get()).as("the liveness check, with the close waiting for it").isNull();
-        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once both workers closed").isZero();
+        };
     }
 
     /**
