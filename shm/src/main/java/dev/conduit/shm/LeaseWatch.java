@@ -57,8 +57,14 @@ public final class LeaseWatch implements AutoCloseable {
         return !dead;
     }
 
+    /**
+     * Closes the descriptor, once a look under way ({@link #ownerAlive}, on another thread: a
+     * worker's close forced past its owner's liveness check) is done: closed under the look, its
+     * flock would fail on the closed descriptor, or, closed just after the look's check of it, run
+     * on a number the process may have given another file since. A look is one non-blocking flock.
+     */
     @Override
-    public void close() {
+    public synchronized void close() {
         fd.close();
     }
 }

@@ -91,7 +91,8 @@ import java.util.concurrent.CompletionException;
  * throughout, as any other look at a sender's lease does (for a large message whose ring could
  * not be mapped), so that the close waits for them (the check's look at the endpoints, which walks a
  * copy, fails on one the close released under it with {@code "<plugin> transport is closed"}, not
- * on its closed descriptor). All of that happens once per connection, ring, endpoint or check,
+ * on its closed descriptor; a watch's close waits for a look at it under way: {@link LeaseWatch#close}).
+ * All of that happens once per connection, ring, endpoint or check,
  * never per message. The message path itself is not locked, and must not pay for a close: a call
  * under way may still read or write what the close released
  * (this worker's queue, a sender's ring, a peer's queue, an endpoint's bounce ring), and then

@@ -1620,20 +1620,23 @@ class ShmTransportTest {
      * is looking at: the close released it (an endpoint that never sent: nothing to tell the peer)
      * and closed its watch of the peer's lease under the check, which then failed the owner's call
      * with "fd N (...lease) closed is closed", naming a descriptor and a file and not the close.
-     * It now says that the transport is closed, as any call of a closed transport. Here the check
-     * is held in its look at the lease until the close has returned; every wait is bounded.
+     * It now says that the transport is closed, as any call of a closed transport. The close also
+     * closed that descriptor while the look was under way, and one just after the look's check of
+     * it would have made it flock a number the process may have given another file: the close of
+     * the watch now waits for the look. Here the check is held in its look at the lease until the
+     * close waits for it (or, as before, has returned); every wait is bounded.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aLivenessCheckLookingAtAnEndpointThatACloseReleasesSaysTheTransportIsClosed() throws Exception {
         CountDownLatch looking = new CountDownLatch(1);
-        CountDownLatch closed = new CountDownLatch(1);
+        CountDownLatch closerWaits = new CountDownLatch(1);
         AtomicBoolean armed = new AtomicBoolean();
         Transport peer = transport(new Received());
         Transport sender = receiverWith(new Received(), FailingLibc.waitingIn("tryFlock", args -> {
             if (!armed.compareAndSet(true, false)) return false;
             looking.countDown();
-            awaitBounded(closed, "the sender's close");
+            awaitBounded(closerWaits, "the sender's close to wait for the look, or to return");
             return false;
         }, new CountDownLatch(0)), Linux.libc(), "posix.liveness.interval", "1ms");
         connect(sender, peer, cause -> { });
@@ -1649,14 +1652,14 @@ class ShmTransportTest {
         });
         awaitBounded(looking, "the liveness check to look at the peer's lease");
         AtomicReference<Throwable> closeFailure = new AtomicReference<>();
-        try {
-            sender.close();
-        } catch (Throwable e) {
-            closeFailure.set(e);
-        } finally {
-            closed.countDown();
-        }
+        Thread closer = startedCatching(sender::close, closeFailure);
+        // Blocked on the watch the check looks through, as it closes the endpoint's; or, not waiting for the look, returned.
+        for (int i = 0; i < 30_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED; i++) Thread.sleep(1);
+        Thread.State closerState = closer.getState();
+        closerWaits.countDown();
         joinBounded(owner, "the owner still inside its call");
+        joinBounded(closer, "the close still running");
+        assertThat(closerState).as("the close, as the check looked at the lease whose watch it closes").isEqualTo(Thread.State.BLOCKED);
         assertThat(closeFailure.get()).as("the close's failure").isNull();
         assertThat(progressFailure.get()).as("the owner's call, its check overtaken by the close").isInstanceOf(IllegalStateException.class)
                 .hasMessage("posix transport is closed");
