@@ -4,7 +4,9 @@ import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.tools.PeerExit;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -117,18 +119,42 @@ public final class MessagingPeer {
 
     /**
      * Waits for the peer's address (it publishes it once it has connected to {@code worker}:
-     * progresses meanwhile, in case its handshake needs this side) and connects to it.
+     * progresses meanwhile, in case its handshake needs this side) and connects to it. A peer that fails afterwards (dies,
+     * is killed, hangs past the transport's heartbeat timeout) fails the {@code progress()} that learns of it with
+     * {@link #peerFailed}: a benchmark waits for its echo or acknowledgement in a loop of {@code progress()}, which would
+     * otherwise spin for good, since JMH's iteration timeout only interrupts the thread and that loop never looks.
      */
     static Endpoint connect(Path dir, Process peer, Worker worker) throws IOException, InterruptedException {
         Path peerAddress = dir.resolve(PEER_ADDRESS);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (!Files.exists(peerAddress)) {
-            if (!peer.isAlive()) throw new IllegalStateException("the peer exited with status " + peer.exitValue());
+            if (!peer.isAlive()) {
+                throw new IllegalStateException("the peer JVM (" + MessagingPeer.class.getSimpleName() + ", pid " + peer.pid()
+                        + ") ended before it published its address, " + PeerExit.describe(peer.exitValue()) + "; its output, above, says why");
+            }
             if (System.nanoTime() - deadline > 0) throw new IllegalStateException("no peer address after 60 s in " + dir);
             worker.progress();
             Thread.sleep(1);
         }
-        return worker.connect(WorkerAddress.fromBytes(Files.readAllBytes(peerAddress)));
+        return worker.connect(WorkerAddress.fromBytes(Files.readAllBytes(peerAddress)), (endpoint, cause) -> {
+            throw peerFailed(peer, cause);
+        });
+    }
+
+    /** Why the trial cannot go on: {@code peer} failed, as {@code cause} says, and how its process ended if it has. */
+    static IllegalStateException peerFailed(Process peer, PeerFailedException cause) {
+        String ended;
+        try {
+            // The transport learns of a death from the peer's lease, which the kernel releases as the process goes: a
+            // moment before it can be reaped.
+            ended = peer.waitFor(1, TimeUnit.SECONDS) ? PeerExit.describe(peer.exitValue()) : "still running";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            ended = "not known";
+        }
+        return new IllegalStateException("the peer JVM (" + MessagingPeer.class.getSimpleName() + ", pid " + peer.pid() + ", "
+                + ended + ") failed during the trial, so no echo or acknowledgement will come: " + cause.getMessage()
+                + ". Its output, above, says why if it failed by itself", cause);
     }
 
     /** Stops {@code peer} (if any) and removes {@code dir} (if any). */

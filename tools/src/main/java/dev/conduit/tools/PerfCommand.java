@@ -359,7 +359,7 @@ final class PerfCommand implements Callable<Integer> {
         }
         int exit = peer.stop();
         if (exit != 0) {
-            err.println("conduit perf: warning: the server process (pid " + peer.pid() + ", " + PerfPeer.howItEnded(exit)
+            err.println("conduit perf: warning: the server process (pid " + peer.pid() + ", " + PeerExit.describe(exit)
                     + ") did not end as after a completed session; it said: " + indent(peer.output()));
         }
         report(run, out, err);
@@ -381,7 +381,7 @@ final class PerfCommand implements Callable<Integer> {
     private static SpawnedRunFailed withServerOutput(PerfPeer peer, Throwable e) {
         int exit = peer.stopAfterFailure();
         String what = e instanceof Error || e.getMessage() == null ? "unexpected failure: " + e : e.getMessage();
-        return new SpawnedRunFailed(what + "; the server process (pid " + peer.pid() + ", " + PerfPeer.howItEnded(exit) + ") said: "
+        return new SpawnedRunFailed(what + "; the server process (pid " + peer.pid() + ", " + PeerExit.describe(exit) + ") said: "
                 + indent(peer.output()), e);
     }
 

@@ -233,26 +233,6 @@ final class PerfPeer implements AutoCloseable {
     }
 
     /**
-     * How the server ended, from {@link #stop}'s result, for a message: an exit code above 128 is what a process killed
-     * by a signal gives ({@link Process#exitValue}: 128 + the signal), and a bare 137 did not say that the server was
-     * killed, nor what kills with SIGKILL unasked (the kernel's out-of-memory killer).
-     */
-    static String howItEnded(int exit) {
-        if (exit == -1) return "stopped by this process";
-        if (exit <= 128 || exit > 128 + 64) return "exit code " + exit;
-        int signal = exit - 128;
-        String name = switch (signal) {
-            case 9 -> " (SIGKILL: kill -9, or the kernel's out-of-memory killer when memory ran out, which the kernel log names)";
-            case 15 -> " (SIGTERM)";
-            case 2 -> " (SIGINT)";
-            case 6 -> " (SIGABRT: the JVM aborted, see the hs_err file it names)";
-            case 11 -> " (SIGSEGV)";
-            default -> "";
-        };
-        return "exit code " + exit + ": ended by signal " + signal + name;
-    }
-
-    /**
      * {@code java} and its options to run the {@code conduit} command as this JVM runs it: the same
      * binary, module path, class path, native-access grant, {@code conduit.*} properties and the VM
      * options that shape a measurement ({@link PeerJvmOptions#passesToPeer}).
