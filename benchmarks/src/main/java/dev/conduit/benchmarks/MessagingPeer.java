@@ -6,7 +6,6 @@ import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
-import dev.conduit.tools.PeerExit;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -130,7 +129,7 @@ public final class MessagingPeer {
         while (!Files.exists(peerAddress)) {
             if (!peer.isAlive()) {
                 throw new IllegalStateException("the peer JVM (" + MessagingPeer.class.getSimpleName() + ", pid " + peer.pid()
-                        + ") ended before it published its address, " + PeerExit.describe(peer.exitValue()) + "; its output, above, says why");
+                        + ", " + PeerJvm.howItEnded(peer) + ") ended before it published its address; its output, above, says why");
             }
             if (System.nanoTime() - deadline > 0) throw new IllegalStateException("no peer address after 60 s in " + dir);
             worker.progress();
@@ -143,17 +142,8 @@ public final class MessagingPeer {
 
     /** Why the trial cannot go on: {@code peer} failed, as {@code cause} says, and how its process ended if it has. */
     static IllegalStateException peerFailed(Process peer, PeerFailedException cause) {
-        String ended;
-        try {
-            // The transport learns of a death from the peer's lease, which the kernel releases as the process goes: a
-            // moment before it can be reaped.
-            ended = peer.waitFor(1, TimeUnit.SECONDS) ? PeerExit.describe(peer.exitValue()) : "still running";
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            ended = "not known";
-        }
         return new IllegalStateException("the peer JVM (" + MessagingPeer.class.getSimpleName() + ", pid " + peer.pid() + ", "
-                + ended + ") failed during the trial, so no echo or acknowledgement will come: " + cause.getMessage()
+                + PeerJvm.howItEnded(peer) + ") failed during the trial, so no echo or acknowledgement will come: " + cause.getMessage()
                 + ". Its output, above, says why if it failed by itself", cause);
     }
 

@@ -1,10 +1,12 @@
 package dev.conduit.benchmarks;
 
+import dev.conduit.tools.PeerExit;
 import dev.conduit.tools.PeerJvmOptions;
 
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The command of a benchmark's peer JVM: the same {@code java}, class path and the JVM options that
@@ -17,6 +19,19 @@ import java.util.List;
 public final class PeerJvm {
 
     private PeerJvm() {
+    }
+
+    /**
+     * How {@code peer}, found failed or gone, ended, for a message ({@link PeerExit}): its death shows (a lease released,
+     * a socket closed) a moment before the process can be reaped, so this waits up to a second for that.
+     */
+    public static String howItEnded(Process peer) {
+        try {
+            return peer.waitFor(1, TimeUnit.SECONDS) ? PeerExit.describe(peer.exitValue()) : "still running";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "not known (interrupted)";
+        }
     }
 
     /** {@code java}, this JVM's options for a peer, native access for the class path, {@code -cp}, {@code main} and {@code args}. */

@@ -5,10 +5,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
@@ -25,7 +23,7 @@ class MessagingBenchmarkPeerDeathTest {
     void aPingPongWhosePeerIsKilledFailsNamingThePeer(String plugin) throws Exception {
         MessagingBenchmark benchmark = opened(plugin, 8);
         try {
-            ProcessHandle peer = killPeer();
+            ProcessHandle peer = ChildJvms.kill(MessagingPeer.class);
             assertThatThrownBy(() -> {
                 while (true) benchmark.pingPong();
             }).isInstanceOf(IllegalStateException.class)
@@ -44,7 +42,7 @@ class MessagingBenchmarkPeerDeathTest {
         MessagingBenchmark benchmark = opened(plugin, 4096);
         try {
             benchmark.stream();
-            ProcessHandle peer = killPeer();
+            ProcessHandle peer = ChildJvms.kill(MessagingPeer.class);
             assertThatThrownBy(() -> {
                 while (true) benchmark.stream();
             }).isInstanceOf(IllegalStateException.class)
@@ -62,16 +60,5 @@ class MessagingBenchmarkPeerDeathTest {
         benchmark.size = size;
         benchmark.open();
         return benchmark;
-    }
-
-    /** Kills the one peer JVM this test has started, with SIGKILL, and waits until it is gone. */
-    private static ProcessHandle killPeer() throws Exception {
-        List<ProcessHandle> peers = ProcessHandle.current().children()
-                .filter(p -> p.info().commandLine().orElse("").contains(MessagingPeer.class.getName())).toList();
-        assertThat(peers).hasSize(1);
-        ProcessHandle peer = peers.getFirst();
-        peer.destroyForcibly();
-        peer.onExit().get();
-        return peer;
     }
 }

@@ -45,7 +45,7 @@ public final class UnixSocketPeer {
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             server.bind(UnixDomainSocketAddress.of(socket));
             Process peer = new ProcessBuilder(PeerJvm.command(UnixSocketPeer.class, "--echo", socket.toString())).inheritIO().start();
-            try (SocketChannel ch = server.accept()) {
+            try (SocketChannel ch = accept(server, peer)) {
                 // Warm-ups as conduit perf's: at least 2 s before the first measurement, 300 ms before the others.
                 long warmUntil = System.nanoTime() + 2_000_000_000L;
                 for (int size : SIZES) {
@@ -71,6 +71,9 @@ public final class UnixSocketPeer {
                     System.out.printf("uds\t-\tam_bw\t%d\tMBps\t%.1f%n", size, (double) n * size / seconds / 1e6);
                 }
                 header(ch, BYE, 0, 0);
+            } catch (IOException e) {
+                throw peer.isAlive() ? e : new IllegalStateException("the echo JVM (pid " + peer.pid() + ", " + PeerJvm.howItEnded(peer)
+                        + ") ended during the measurement: " + e.getMessage() + "; its output, above, says why if it failed by itself", e);
             }
             if (!peer.waitFor(30, TimeUnit.SECONDS)) {
                 peer.destroy();
@@ -79,6 +82,23 @@ public final class UnixSocketPeer {
             Files.deleteIfExists(socket);
             Files.deleteIfExists(dir);
         }
+    }
+
+    /**
+     * The echo JVM's connection, once it has made it; a blocking accept would wait for good for an echo that died first
+     * (a JVM option it cannot start with, a class path it cannot read, a kill).
+     */
+    static SocketChannel accept(ServerSocketChannel server, Process peer) throws IOException, InterruptedException {
+        server.configureBlocking(false);
+        SocketChannel ch;
+        while ((ch = server.accept()) == null) {
+            if (!peer.isAlive()) {
+                throw new IllegalStateException("the echo JVM (pid " + peer.pid() + ", " + PeerJvm.howItEnded(peer) + ") ended before it connected to "
+                        + server.getLocalAddress() + "; its output, above, says why");
+            }
+            Thread.sleep(1);
+        }
+        return ch; // blocking, whatever the server's mode
     }
 
     private static double[] pingPong(SocketChannel ch, int size, int n) throws IOException {
