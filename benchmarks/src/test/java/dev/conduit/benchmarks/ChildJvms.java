@@ -1,6 +1,7 @@
 package dev.conduit.benchmarks;
 
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -26,5 +27,16 @@ public final class ChildJvms {
         peer.destroyForcibly();
         peer.onExit().get();
         return peer;
+    }
+
+    /** {@link #kill} in a thread of its own, for a test whose own thread starts the JVM and waits on it. */
+    public static CompletableFuture<ProcessHandle> killOnceStarted(Class<?> main) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return kill(main);
+            } catch (InterruptedException | ExecutionException e) {
+                throw new IllegalStateException(e);
+            }
+        });
     }
 }

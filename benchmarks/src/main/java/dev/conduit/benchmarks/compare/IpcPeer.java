@@ -1,5 +1,6 @@
 package dev.conduit.benchmarks.compare;
 
+import dev.conduit.benchmarks.PeerJvm;
 import io.aeron.Aeron;
 import io.aeron.FragmentAssembler;
 import io.aeron.Publication;
@@ -13,6 +14,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
@@ -77,6 +79,24 @@ public final class IpcPeer {
     private static final long FIRST_WARMUP_NANOS = 2_000_000_000L;
     private static final long WARMUP_NANOS = 300_000_000L;
 
+    /**
+     * What a side spinning on the other JVM looks at, once per {@link #ALIVE_CHECK} + 1 spins (about every 10 ms), so that
+     * neither spins for good on one that died: a spin loop never returns by itself, and nothing else would end it.
+     */
+    private static final class Watch {
+        private final ProcessHandle other;
+        private long spins;
+
+        Watch(ProcessHandle other) {
+            this.other = other;
+        }
+
+        /** Counts a spin; whether the other JVM is found gone. */
+        boolean gone() {
+            return (++spins & ALIVE_CHECK) == 0 && !other.isAlive();
+        }
+    }
+
     /** A transport: send a message, wait for one. */
     private interface Link {
         void send(UnsafeBuffer buf, int length);
@@ -108,8 +128,10 @@ public final class IpcPeer {
                  Publication pub = aeron.addPublication("aeron:ipc", 1001);
                  Subscription sub = aeron.addSubscription("aeron:ipc", 1002)) {
                 Process peer = startPeer("aeron", dir.toString());
+                Watch echo = new Watch(peer.toHandle());
                 try {
                     while (!pub.isConnected() || !sub.isConnected()) {
+                        if (!peer.isAlive()) throw echoEnded(peer);
                         Thread.sleep(1);
                     }
                     boolean[] got = new boolean[1];
@@ -128,20 +150,24 @@ public final class IpcPeer {
                     measure("aeron", new Link() {
                         @Override
                         public void send(UnsafeBuffer buf, int length) {
-                            offer(pub, buf, length);
+                            offer(pub, buf, length, () -> {
+                                if (echo.gone()) throw echoEnded(peer);
+                            });
                         }
 
                         @Override
                         public void awaitOne() {
                             got[0] = false;
                             while (!got[0]) {
-                                sub.poll(reader, FRAGMENT_LIMIT);
+                                if (sub.poll(reader, FRAGMENT_LIMIT) == 0 && echo.gone()) throw echoEnded(peer);
                             }
                         }
                     });
                     UnsafeBuffer bye = new UnsafeBuffer(new byte[4]);
                     bye.putInt(0, -1);
-                    offer(pub, bye, 4);
+                    offer(pub, bye, 4, () -> {
+                        if (echo.gone()) throw echoEnded(peer);
+                    });
                 } finally {
                     end(peer);
                 }
@@ -154,6 +180,7 @@ public final class IpcPeer {
                 OneToOneRingBuffer toPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, 0, RING_BYTES));
                 OneToOneRingBuffer fromPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, RING_BYTES, RING_BYTES));
                 Process peer = startPeer("agrona", dir.toString());
+                Watch echo = new Watch(peer.toHandle());
                 try {
                     // The echo is copied out of the ring, as conduit perf's client copies each PONG's payload out.
                     UnsafeBuffer received = new UnsafeBuffer(ByteBuffer.allocateDirect(1 << 20));
@@ -163,6 +190,7 @@ public final class IpcPeer {
                         public void send(UnsafeBuffer buf, int length) {
                             while (!toPeer.write(PING, buf, 0, length)) {
                                 Thread.onSpinWait();
+                                if (echo.gone()) throw echoEnded(peer);
                             }
                         }
 
@@ -170,11 +198,13 @@ public final class IpcPeer {
                         public void awaitOne() {
                             while (fromPeer.read(reader, 1) == 0) {
                                 Thread.onSpinWait();
+                                if (echo.gone()) throw echoEnded(peer);
                             }
                         }
                     });
                     while (!toPeer.write(BYE, new UnsafeBuffer(new byte[4]), 0, 4)) {
                         Thread.onSpinWait();
+                        if (echo.gone()) throw echoEnded(peer);
                     }
                 } finally {
                     end(peer);
@@ -202,6 +232,7 @@ public final class IpcPeer {
             MemorySegment toPeer = slots.asSlice(0, LINE_SLOT), fromPeer = slots.asSlice(LINE_SLOT, LINE_SLOT);
             Process peer = startPeer("line", file.toString());
             try {
+                Watch echo = new Watch(peer.toHandle());
                 measure("java_line", new Link() {
                     private long word;
                     private boolean unlinked;
@@ -216,12 +247,9 @@ public final class IpcPeer {
 
                     @Override
                     public void awaitOne() {
-                        long spins = 0;
                         while ((long) SEQUENCE.getAcquire(fromPeer, 0L) != word) {
                             Thread.onSpinWait();
-                            if ((++spins & ALIVE_CHECK) == 0 && !peer.isAlive()) {
-                                throw new IllegalStateException("the echo JVM exited with status " + peer.exitValue());
-                            }
+                            if (echo.gone()) throw echoEnded(peer);
                         }
                         if (!unlinked) {
                             unlinked = true;
@@ -298,32 +326,35 @@ public final class IpcPeer {
         return recorded;
     }
 
+    /**
+     * The echo JVM: the same java, every JVM option of this one (Agrona's and Aeron's opens, which {@link PeerJvm} would
+     * leave out) and its class path. Not this process's command line up to the main class: one started otherwise (a
+     * test's JVM, by {@code -jar}) has no such class there, and its echo would have been that JVM's command again.
+     */
     private static Process startPeer(String kind, String path) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
-        cmd.addAll(ProcessHandle.current().info().arguments().map(a -> {
-            // The JVM options of this process, up to the main class.
-            List<String> opts = new ArrayList<>();
-            for (String s : a) {
-                if (s.equals(IpcPeer.class.getName())) {
-                    break;
-                }
-                opts.add(s);
-            }
-            return opts;
-        }).orElse(List.of("-cp", System.getProperty("java.class.path"))));
-        cmd.addAll(List.of(IpcPeer.class.getName(), "--echo", kind, path));
+        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), IpcPeer.class.getName(), "--echo", kind, path));
         return new ProcessBuilder(cmd).inheritIO().start();
     }
 
-    private static void offer(Publication pub, UnsafeBuffer buf, int length) {
+    /** Offers until the publication takes it, {@code spun} after each refusal (it may end the wait by throwing). */
+    private static void offer(Publication pub, UnsafeBuffer buf, int length, Runnable spun) {
         long r;
         while ((r = pub.offer(buf, 0, length)) < 0) {
             if (r == Publication.CLOSED || r == Publication.MAX_POSITION_EXCEEDED) {
                 throw new IllegalStateException("Aeron publication: " + Publication.errorString(r));
             }
             Thread.onSpinWait();
+            spun.run();
         }
+    }
+
+    /** Why the measuring JVM stops: its echo JVM ended, so no echo will come. */
+    private static IllegalStateException echoEnded(Process peer) {
+        return new IllegalStateException("the echo JVM (pid " + peer.pid() + ", " + PeerJvm.howItEnded(peer)
+                + ") ended, so no echo will come; its output, above, says why if it failed by itself");
     }
 
     private static void aeronEcho(String dir) {
@@ -338,7 +369,7 @@ public final class IpcPeer {
                     return;
                 }
                 out.putBytes(0, b, o, l);
-                offer(pub, out, l);
+                offer(pub, out, l, () -> { }); // the media driver is the main JVM's: Aeron's client exits once it is gone
             });
             while (!bye[0]) {
                 if (sub.poll(echo, FRAGMENT_LIMIT) == 0) {
@@ -354,7 +385,7 @@ public final class IpcPeer {
      * does the main JVM's end.
      */
     private static void lineEcho(Path file) throws IOException {
-        ProcessHandle main = ProcessHandle.current().parent().orElseThrow();
+        Watch main = new Watch(ProcessHandle.current().parent().orElseThrow());
         try (FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
              Arena arena = Arena.ofShared()) {
             MemorySegment slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
@@ -362,10 +393,9 @@ public final class IpcPeer {
             long seen = 0;
             while (true) {
                 long s;
-                long spins = 0;
                 while ((s = (long) SEQUENCE.getAcquire(fromMain, 0L)) == seen) {
                     Thread.onSpinWait();
-                    if ((++spins & ALIVE_CHECK) == 0 && !main.isAlive()) return;
+                    if (main.gone()) return;
                 }
                 if (s == -1) return;
                 seen = s;
@@ -376,6 +406,7 @@ public final class IpcPeer {
     }
 
     private static void agronaEcho(Path file) throws IOException {
+        Watch main = new Watch(ProcessHandle.current().parent().orElseThrow());
         try (FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MappedByteBuffer map = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2L * RING_BYTES);
             OneToOneRingBuffer fromMain = new OneToOneRingBuffer(new UnsafeBuffer(map, 0, RING_BYTES));
@@ -389,10 +420,15 @@ public final class IpcPeer {
                     }
                     while (!toMain.write(PING, b, i, l)) {
                         Thread.onSpinWait();
+                        if (main.gone()) {
+                            bye[0] = true;
+                            return;
+                        }
                     }
                 }, 1);
                 if (n == 0) {
                     Thread.onSpinWait();
+                    if (main.gone()) return;
                 }
             }
         }

@@ -20,13 +20,7 @@ class UnixSocketPeerTest {
      */
     @Test
     void anEchoJvmKilledAsItStartsFailsTheRunNamingIt() throws Exception {
-        CompletableFuture<ProcessHandle> killed = CompletableFuture.supplyAsync(() -> {
-            try {
-                return ChildJvms.kill(UnixSocketPeer.class);
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<ProcessHandle> killed = ChildJvms.killOnceStarted(UnixSocketPeer.class);
         assertThatThrownBy(() -> UnixSocketPeer.main(new String[0]))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("the echo JVM (pid " + killed.get().pid() + ", exit code 137: ended by signal 9 (SIGKILL");
