@@ -37,6 +37,12 @@ facts="$out/facts.txt"
 : >"$facts"
 fact() { printf '%s=%s\n' "$1" "$2" >>"$facts"; }
 missing() { log "not measured: $*"; fact missing "$*"; }
+# What a failed step said last, for its "Not measured" entry: a JVM's failure ends with its stack trace, whose last line
+# ("at ...Main.main(...)") names no cause, and the JDK's warnings may follow; this is the last line that is neither, so the
+# exception's message (the innermost cause's, when there are several).
+failure_of() {
+    grep -v -e '^WARNING' -e '^[[:space:]]*at ' -e '^[[:space:]]*\.\.\. [0-9]* more$' -e '^[[:space:]]*$' "$1" | tail -n 1
+}
 peers_ran=()
 
 # --- build -------------------------------------------------------------------------------------
@@ -76,7 +82,7 @@ for t in memfd posix; do
             | @tsv' "$out/conduit-$t.json" >>"$results"
         peers_ran+=("Conduit $t")
     else
-        missing "Conduit $t: conduit perf failed ($(tail -n 1 "$out/conduit-$t.err"))"
+        missing "Conduit $t: conduit perf failed ($(failure_of "$out/conduit-$t.err"))"
     fi
 done
 
@@ -168,7 +174,7 @@ log "SocketChannel over a Unix-domain socket, two JVMs"
 if "$JAVA_HOME/bin/java" -cp "$jar" dev.conduit.benchmarks.compare.UnixSocketPeer >>"$results" 2>"$out/uds.err"; then
     peers_ran+=("JDK SocketChannel over a Unix-domain socket")
 else
-    missing "Unix socket: $(tail -n 1 "$out/uds.err")"
+    missing "Unix socket: $(failure_of "$out/uds.err")"
 fi
 
 # --- 5. Aeron IPC, Agrona's ring buffer and the Java limit, two JVMs ------------------------------
@@ -184,8 +190,10 @@ for kind in aeron agrona line; do
             agrona) peers_ran+=("Agrona OneToOneRingBuffer $(pom_version agrona)") ;;
             *) peers_ran+=("Java limit (FFM cache-line ping-pong)") ;;
         esac
+    elif [ $? = 124 ]; then
+        missing "$kind: did not end within 300 s (timeout ended it; its output: benchmarks/target/compare/$kind.err)"
     else
-        missing "$kind: $(grep -v '^WARNING' "$out/$kind.err" | tail -n 1)"
+        missing "$kind: $(failure_of "$out/$kind.err")"
     fi
 done
 
