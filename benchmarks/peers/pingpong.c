@@ -11,9 +11,12 @@
  * as a small message's record is in Conduit's queue: the limit a message can reach. (Until
  * 2026-11-30 the payload began on the line after the flag, and a hop of 8 bytes moved two lines.)
  * Round trips are timed in batches of BATCH with CLOCK_MONOTONIC; the figure is the median batch,
- * divided by BATCH and by 2 (one way), in microseconds.
+ * divided by BATCH and by 2 (one way), in microseconds. A side spinning on the other looks whether it
+ * still lives once per ALIVE_CHECK + 1 spins: the parent ends, naming how the child ended, and the
+ * child exits, rather than spin for good on one that died.
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #define BATCH 100
+#define ALIVE_CHECK ((1UL << 20) - 1)
 
 struct slot_hdr { _Alignas(64) volatile uint64_t flag; };
 
@@ -38,14 +42,40 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static pid_t child, parent;
+
+/* Whether the other process is gone; the parent says how the child ended. */
+static int other_gone(void) {
+    if (child == 0) return getppid() != parent;
+    int status;
+    if (waitpid(child, &status, WNOHANG) != child) return 0;
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "pingpong: the child process (pid %d) was killed by signal %d (%s) during the ping-pong\n",
+                (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        fprintf(stderr, "pingpong: the child process (pid %d) exited with status %d during the ping-pong\n",
+                (int)child, WEXITSTATUS(status));
+    return 1;
+}
+
 static void wait_for(volatile uint64_t *flag, uint64_t v) {
-    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != v) __builtin_ia32_pause();
+    for (unsigned long spins = 1; __atomic_load_n(flag, __ATOMIC_ACQUIRE) != v; spins++) {
+        __builtin_ia32_pause();
+        if ((spins & ALIVE_CHECK) == 0 && other_gone()) {
+            if (child == 0) _exit(1);
+            exit(1);
+        }
+    }
 }
 
 int main(int argc, char **argv) {
     size_t size = argc > 1 ? strtoull(argv[1], NULL, 0) : 8;
     long rounds = argc > 2 ? atol(argv[2]) : (size <= 4096 ? 2000000 : size <= 65536 ? 200000 : 20000);
     long batches = rounds / BATCH;
+    if (batches < 1) {
+        fprintf(stderr, "pingpong: ROUNDS is %ld: at least %d are needed, one batch that is timed\n", rounds, BATCH);
+        return 2;
+    }
     size_t slot = (8 + size + 63) & ~(size_t)63;
     char *base = mmap(NULL, 2 * slot, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) { perror("mmap"); return 1; }
@@ -56,8 +86,10 @@ int main(int argc, char **argv) {
     long warm = batches / 10 * BATCH;
     long total = warm + batches * BATCH;
 
+    parent = getpid();
     pid_t pid = fork();
     if (pid < 0) { perror("fork"); return 1; }
+    child = pid;
     if (pid == 0) {                       /* pong: a -> b */
         for (long i = 1; i <= total; i++) {
             wait_for(&a->flag, (uint64_t)i);
