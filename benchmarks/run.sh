@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the JMH suite: benchmarks/run.sh [--no-build] [JMH options and benchmark regexps]
+# Builds and runs the JMH suite: benchmarks/run.sh [--no-build] [-Dname=value...] [JMH options and benchmark regexps]
 #
 #   benchmarks/run.sh                                   # everything, JMH's default settings per class
 #   benchmarks/run.sh GuardBenchmark -prof gc           # one class, with the GC profiler
@@ -13,6 +13,9 @@
 # (a -rff without -rf still gets JSON). A failing benchmark stops the run with a non-zero exit
 # (-foe true) unless the arguments name -foe.
 # --no-build skips the build and runs the jar as it is.
+# -Dname=value arguments before the first JMH argument are system properties of JMH's host JVM (JMH has no -D option of
+# its own): -Djmh.ignoreLock=true, the remedy JMH's "Unable to acquire the JMH lock" names. Its forks get theirs from
+# -jvmArgsAppend, which JMH takes as it is.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +29,12 @@ if [ "${1:-}" = "--no-build" ]; then
     build=0
     shift
 fi
+
+host_opts=()
+while [ $# -gt 0 ] && [[ $1 == -D?* ]]; do
+    host_opts+=("$1")
+    shift
+done
 
 jar="$root/benchmarks/target/benchmarks.jar"
 if [ "$build" = 1 ]; then
@@ -70,4 +79,4 @@ if [ "$has_rf" = 0 ]; then
     fi
 fi
 
-exec "$JAVA_HOME/bin/java" -jar "$jar" "${result_args[@]}" "$@"
+exec "$JAVA_HOME/bin/java" "${host_opts[@]}" -jar "$jar" "${result_args[@]}" "$@"
