@@ -68,8 +68,16 @@ public final class JmhChart {
         }
     }
 
-    private static void draw(Path in, Path out) throws IOException {
-        Object parsed = new Json(Files.readString(in)).value();
+    /** Draws the charts of the JMH result {@code in} into {@code out}; fails naming the problem with {@code in}. */
+    static void draw(Path in, Path out) throws IOException {
+        String text = Files.readString(in);
+        // JMH empties the result file as a run starts and writes it at the end: an empty one is a run that did not end
+        // well, which the JSON parser would only call an unexpected end at offset 0.
+        if (text.isBlank()) {
+            throw new IOException(in + " is empty: the JMH run that wrote it failed, was stopped, or matched no benchmark "
+                    + "(JMH empties the file as it starts and writes the results at its end); run the benchmarks again");
+        }
+        Object parsed = new Json(text).value();
         if (!(parsed instanceof List<?> results)) throw new IOException(in + ": not a JMH JSON result (an array)");
 
         // benchmark (short name + mode) -> dataset, and its unit
