@@ -118,8 +118,9 @@ public final class MessagingPeer {
 
     /**
      * Waits for the peer's address (it publishes it once it has connected to {@code worker}:
-     * progresses meanwhile, in case its handshake needs this side) and connects to it. A peer that fails afterwards (dies,
-     * is killed, hangs past the transport's heartbeat timeout) fails the {@code progress()} that learns of it with
+     * progresses meanwhile, in case its handshake needs this side) and connects to it. A peer that fails afterwards (dies, is
+     * killed, or, frozen, leaves a send waiting for room in its queue or bounce ring past the transport's heartbeat
+     * timeout) fails the {@code progress()} that learns of it with
      * {@link #peerFailed}: a benchmark waits for its echo or acknowledgement in a loop of {@code progress()}, which would
      * otherwise spin for good, since JMH's iteration timeout only interrupts the thread and that loop never looks.
      */
