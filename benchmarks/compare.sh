@@ -38,10 +38,17 @@ facts="$out/facts.txt"
 fact() { printf '%s=%s\n' "$1" "$2" >>"$facts"; }
 missing() { log "not measured: $*"; fact missing "$*"; }
 # What a failed step said last, for its "Not measured" entry: a JVM's failure ends with its stack trace, whose last line
-# ("at ...Main.main(...)") names no cause, and the JDK's warnings may follow; this is the last line that is neither, so the
-# exception's message (the innermost cause's, when there are several).
+# ("at ...Main.main(...)") names no cause, and the JDK's warnings may follow. So the last uncaught exception's own line (its
+# message says what the step was doing; a cause's, "No space left on device", does not), else the last line that is none
+# of those.
 failure_of() {
-    grep -v -e '^WARNING' -e '^[[:space:]]*at ' -e '^[[:space:]]*\.\.\. [0-9]* more$' -e '^[[:space:]]*$' "$1" | tail -n 1
+    local uncaught
+    uncaught=$(grep '^Exception in thread ' "$1" | tail -n 1)
+    if [ -n "$uncaught" ]; then
+        printf '%s\n' "$uncaught"
+    else
+        grep -v -e '^WARNING' -e '^[[:space:]]*at ' -e '^[[:space:]]*\.\.\. [0-9]* more$' -e '^[[:space:]]*$' "$1" | tail -n 1
+    fi
 }
 peers_ran=()
 

@@ -175,7 +175,7 @@ public final class IpcPeer {
         } else if (kind.equals("line")) {
             javaLimit(dir);
         } else {
-            try (FileChannel fc = FileChannel.open(dir, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            try (FileChannel fc = create(dir, 2L * RING_BYTES)) {
                 MappedByteBuffer map = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2L * RING_BYTES);
                 OneToOneRingBuffer toPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, 0, RING_BYTES));
                 OneToOneRingBuffer fromPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, RING_BYTES, RING_BYTES));
@@ -223,7 +223,7 @@ public final class IpcPeer {
     private static void javaLimit(Path file) throws IOException, InterruptedException {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment slots;
-            try (FileChannel fc = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            try (FileChannel fc = create(file, 2 * LINE_SLOT)) {
                 slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
             } catch (IOException | RuntimeException e) {
                 Files.deleteIfExists(file);
@@ -266,6 +266,29 @@ public final class IpcPeer {
                 end(peer);
                 Files.deleteIfExists(file);
             }
+        }
+    }
+
+    /**
+     * Creates {@code file} of {@code bytes}, written through with zeros: a file system that runs out of room (a small or
+     * full /dev/shm) then fails the write naming ENOSPC, where a mapping of a sparse file faults on the first page it cannot
+     * back, which the JVM reports as "a fault occurred in an unsafe memory access operation", naming nothing.
+     */
+    static FileChannel create(Path file, long bytes) throws IOException {
+        FileChannel fc = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        try {
+            ByteBuffer zeros = ByteBuffer.allocateDirect(1 << 20);
+            for (long at = 0; at < bytes; ) {
+                zeros.clear().limit((int) Math.min(zeros.capacity(), bytes - at));
+                at += fc.write(zeros, at);
+            }
+            return fc;
+        } catch (IOException e) {
+            fc.close();
+            Files.deleteIfExists(file);
+            Path where = file.toAbsolutePath().getParent();
+            throw new IOException(file + ": cannot write its " + (bytes + (1 << 20) - 1 >> 20) + " MiB in " + where + " (" + e.getMessage()
+                    + "): free room there (df -h " + where + "; files that stopped runs left) or make it larger", e);
         }
     }
 

@@ -5,9 +5,12 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 // A hang guard, not a speed check; in a thread of its own, since a test stuck in a spin never sees an interrupt.
@@ -26,5 +29,29 @@ class IpcPeerTest {
         assertThatThrownBy(() -> IpcPeer.main(new String[] {kind}))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("the echo JVM (pid " + killed.get().pid() + ", exit code 137: ended by signal 9 (SIGKILL");
+    }
+
+    /**
+     * A /dev/shm without room for the file both JVMs map fails the run naming ENOSPC, the file and the remedy: the mapping of
+     * the sparse file faulted on the first page tmpfs could not back, which both JVMs reported as "InternalError: a fault
+     * occurred in an unsafe memory access operation". A 1 MiB tmpfs over /dev/shm in a mount namespace of the child's own
+     * (the tests run as root, as the container tests do).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"agrona", "line"})
+    void aDevShmWithoutRoomForTheMappedFileIsNamed(String kind) throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        ProcessBuilder builder = new ProcessBuilder("unshare", "--mount", "--propagation", "private", "sh", "-c",
+                "mount -t tmpfs -o size=1m conduit-full /dev/shm && exec \"$0\" -cp \"$1\" " + IpcPeer.class.getName() + " " + kind,
+                java, System.getProperty("java.class.path"))
+                .redirectErrorStream(true);
+        builder.environment().put("LC_ALL", "C"); // strerror's words, which the message quotes, are the locale's
+        Process child = builder.start();
+        String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(child.waitFor()).as(output).isEqualTo(1);
+        assertThat(output).containsPattern("Exception in thread \"main\" java.io.IOException: /dev/shm/conduit-" + kind
+                        + "-\\d+: cannot write its \\d+ MiB in /dev/shm \\(No space left on device\\): free room there \\(df -h /dev/shm; ")
+                .doesNotContain("a fault occurred in an unsafe memory access operation");
+        assertThat(List.of(output.split("\n"))).noneMatch(line -> line.startsWith("Exception in thread") && !line.contains("No space left"));
     }
 }
