@@ -123,7 +123,7 @@ public final class IpcPeer {
                     .threadingMode(ThreadingMode.SHARED).sharedIdleStrategy(new BackoffIdleStrategy())
                     .ipcTermBufferLength(16 << 20)
                     .dirDeleteOnStart(true).dirDeleteOnShutdown(true);
-            try (MediaDriver driver = MediaDriver.launch(ctx);
+            try (MediaDriver driver = launch(ctx, dir);
                  Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(dir.toString()));
                  Publication pub = aeron.addPublication("aeron:ipc", 1001);
                  Subscription sub = aeron.addSubscription("aeron:ipc", 1002)) {
@@ -288,8 +288,34 @@ public final class IpcPeer {
             Files.deleteIfExists(file);
             Path where = file.toAbsolutePath().getParent();
             throw new IOException(file + ": cannot write its " + (bytes + (1 << 20) - 1 >> 20) + " MiB in " + where + " (" + e.getMessage()
-                    + "): free room there (df -h " + where + "; files that stopped runs left) or make it larger", e);
+                    + "): " + freeRoom(where), e);
         }
+    }
+
+    /**
+     * The embedded media driver, whose files are in {@code dir}. It maps its command-and-control file and fills it through
+     * the mapping, so a /dev/shm without room for it faults, which the JVM reports as an InternalError naming nothing.
+     */
+    private static MediaDriver launch(MediaDriver.Context ctx, Path dir) {
+        try {
+            return MediaDriver.launch(ctx);
+        } catch (InternalError e) {
+            Path where = dir.toAbsolutePath().getParent();
+            long free;
+            try {
+                free = Files.getFileStore(where).getUsableSpace();
+            } catch (IOException unknown) {
+                free = -1;
+            }
+            throw new IllegalStateException("the Aeron media driver could not write its files in " + dir + " (" + e.getMessage()
+                    + "): a page of a file mapped there could not be backed, as when " + where + " is out of room ("
+                    + (free < 0 ? "its free space unknown" : free + " bytes free") + "): " + freeRoom(where), e);
+        }
+    }
+
+    /** The remedy for a shared-memory file system without room. */
+    private static String freeRoom(Path where) {
+        return "free room there (df -h " + where + "; files that stopped runs left) or make it larger";
     }
 
     /** Waits for the echo JVM to end, and ends it if it does not within 30 s. */
