@@ -1,5 +1,7 @@
 package dev.conduit.benchmarks;
 
+import dev.conduit.Conduit;
+
 import java.io.IOException;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
@@ -11,7 +13,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The fresh shared directories the benchmarks make under {@code /dev/shm}, one per trial. Each is
+ * The fresh shared directories the benchmarks make under the configured {@code shared.dir} ({@link #root}), one per
+ * trial. Each is
  * removed at the trial's tear-down, and, when a run is stopped before that (Ctrl-C, which the
  * terminal sends to the whole process group, JMH's forks included; a fork whose host alone was
  * ended exits a while later), by a shutdown hook: no later run would ever look into a directory
@@ -36,9 +39,23 @@ final class BenchmarkDirectory {
     private BenchmarkDirectory() {
     }
 
-    /** A new directory under {@code /dev/shm}, short-named: memfd's fd server binds a Unix socket in it (108 bytes of path). */
+    /**
+     * Where the directories are made: {@code shared.dir} as this process's configuration resolves it
+     * ({@code CONDUIT_SHARED_DIR}, {@code -Dconduit.shared.dir}, else {@code /dev/shm}). Each benchmark sets its own
+     * directory through the builder, which outranks both, so without this the remedy Conduit names for a directory
+     * without room ("set shared.dir ... to a larger directory") changed nothing.
+     */
+    static Path root() {
+        try (Conduit conduit = Conduit.builder().discoverPlugins(false).build()) {
+            return conduit.configuration().stream().filter(e -> e.key().equals("shared.dir") && e.value() != null)
+                    .map(e -> Path.of(e.value())).findFirst()
+                    .orElseThrow(() -> new IllegalStateException("the runtime's configuration has no shared.dir"));
+        }
+    }
+
+    /** A new directory under {@link #root}, short-named: memfd's fd server binds a Unix socket in it (108 bytes of path). */
     static Path create() throws IOException {
-        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "cjmh");
+        Path dir = Files.createTempDirectory(root(), "cjmh");
         LIVE.add(dir);
         return dir;
     }

@@ -42,7 +42,7 @@ import java.util.concurrent.TimeUnit;
  * for {@code segmentEncodeDecode} and {@code rawEncodeDecode}: the symbol and flags folded into one
  * constant, the double converted from its register). Between two operations JMH's loop reads its
  * volatile stop flag, which no load is moved above. Plus one CAS increment ({@code *Cas}). One
- * thread, in-process; the region comes from a posix pool in {@code /dev/shm}.
+ * thread, in-process; the region comes from a posix pool in {@code shared.dir} ({@code /dev/shm} by default).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)

@@ -21,7 +21,6 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
-import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -50,8 +49,9 @@ import java.util.concurrent.TimeUnit;
  * region of a pool chunk (2 MiB, {@code pool.chunk.size}); what is mapped on a miss is the whole
  * chunk whatever the region's size, so region size is not a parameter here. For {@code memfd} the
  * producer's fd server runs in this JVM too, on a thread of its own, so a miss also pays a thread
- * hand-off that two processes would pay as a context switch. The shared directory is the default,
- * {@code /dev/shm}. One thread.
+ * hand-off that two processes would pay as a context switch. The shared directory is the configured
+ * {@code shared.dir}: {@code /dev/shm} unless {@code CONDUIT_SHARED_DIR} or {@code -Dconduit.shared.dir} says otherwise.
+ * One thread.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -77,8 +77,7 @@ public class ImportBenchmark {
 
     @Setup(Level.Trial)
     public void open() {
-        Path shared = Path.of("/dev/shm");
-        var consumerBuilder = Conduit.builder().transports(plugin).sharedDirectory(shared);
+        var consumerBuilder = Conduit.builder().transports(plugin);
         switch (cache) {
             case "cached" -> { }
             case "uncached" -> consumerBuilder.set("ipc.cache.bytes", "0");
@@ -86,7 +85,7 @@ public class ImportBenchmark {
         }
         // JMH skips the tear-down of a trial whose set-up failed: what was opened is closed here.
         try {
-            producer = Conduit.builder().transports(plugin).sharedDirectory(shared).build();
+            producer = Conduit.builder().transports(plugin).build();
             Pool pool = producer.pool(plugin);
             exported = pool.allocate(REGION_SIZE);
             handle = exported.exportHandle();

@@ -39,7 +39,7 @@ import java.util.concurrent.TimeUnit;
  * <p>Both JVMs use a {@code SINGLE} worker owned by the thread that spins on it (here the JMH
  * benchmark thread: {@link Setup} of a {@code Scope.Thread} state runs on it). The measured path
  * allocates nothing: payloads are segments allocated in setup, the handlers read the message
- * through its accessors only. The shared directory is a fresh directory under {@code /dev/shm},
+ * through its accessors only. The shared directory is a fresh directory under {@code shared.dir} ({@link BenchmarkDirectory}),
  * where the two workers' addresses are exchanged as files ({@code bench.addr}, {@code peer.addr})
  * and which {@link #close()} removes after stopping the peer. On a 2-core machine the peer
  * spinning on one core and the benchmark thread on the other leave nothing for JMH, the JITs and

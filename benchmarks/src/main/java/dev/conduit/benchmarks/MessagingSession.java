@@ -13,7 +13,7 @@ import java.util.function.Consumer;
 
 /**
  * This JVM's side of a two-process messaging benchmark: a fresh shared directory under
- * {@code /dev/shm}, a {@code Conduit} with one transport, a {@code SINGLE} worker owned by the
+ * {@code shared.dir} ({@link BenchmarkDirectory}), a {@code Conduit} with one transport, a {@code SINGLE} worker owned by the
  * calling thread (the JMH benchmark thread), a {@link MessagingPeer} JVM and the endpoint to it.
  * {@link #close()} drains what waits locally, closes all of it, stops the peer and removes the
  * directory; a failed {@link #open} leaves nothing behind either.

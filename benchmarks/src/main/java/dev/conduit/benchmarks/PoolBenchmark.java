@@ -36,7 +36,8 @@ import java.util.concurrent.TimeUnit;
  * <p><b>Target</b> (from the issue): at most 50 ns per allocate + free. Run with {@code -prof gc}
  * to see the bytes allocated per operation.
  *
- * <p>The shared directory is the default, {@code /dev/shm} ({@code shared.dir}). One thread.
+ * <p>The shared directory is the configured {@code shared.dir}: {@code /dev/shm} unless {@code CONDUIT_SHARED_DIR} or
+ * {@code -Dconduit.shared.dir} says otherwise. One thread.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -58,7 +59,7 @@ public class PoolBenchmark {
 
     @Setup(Level.Trial)
     public void open() {
-        conduit = Conduit.builder().transports(plugin).sharedDirectory(java.nio.file.Path.of("/dev/shm")).build();
+        conduit = Conduit.builder().transports(plugin).build();
         pool = conduit.pool(plugin);
     }
 
