@@ -97,6 +97,9 @@ public final class IpcPeer {
         }
     }
 
+    /** For an offer that has nothing to look at while it waits. */
+    private static final Runnable NOTHING = () -> { };
+
     /** A transport: send a message, wait for one. */
     private interface Link {
         void send(UnsafeBuffer buf, int length);
@@ -129,6 +132,10 @@ public final class IpcPeer {
                  Subscription sub = aeron.addSubscription("aeron:ipc", 1002)) {
                 Process peer = startPeer("aeron", dir.toString());
                 Watch echo = new Watch(peer.toHandle());
+                // Made once: a lambda made per send would capture anew each time, an allocation on the measured path.
+                Runnable echoAlive = () -> {
+                    if (echo.gone()) throw echoEnded(peer);
+                };
                 try {
                     while (!pub.isConnected() || !sub.isConnected()) {
                         if (!peer.isAlive()) throw echoEnded(peer);
@@ -150,9 +157,7 @@ public final class IpcPeer {
                     measure("aeron", new Link() {
                         @Override
                         public void send(UnsafeBuffer buf, int length) {
-                            offer(pub, buf, length, () -> {
-                                if (echo.gone()) throw echoEnded(peer);
-                            });
+                            offer(pub, buf, length, echoAlive);
                         }
 
                         @Override
@@ -165,9 +170,7 @@ public final class IpcPeer {
                     });
                     UnsafeBuffer bye = new UnsafeBuffer(new byte[4]);
                     bye.putInt(0, -1);
-                    offer(pub, bye, 4, () -> {
-                        if (echo.gone()) throw echoEnded(peer);
-                    });
+                    offer(pub, bye, 4, echoAlive);
                 } finally {
                     end(peer);
                 }
@@ -418,7 +421,7 @@ public final class IpcPeer {
                     return;
                 }
                 out.putBytes(0, b, o, l);
-                offer(pub, out, l, () -> { }); // the media driver is the main JVM's: Aeron's client exits once it is gone
+                offer(pub, out, l, NOTHING); // the media driver is the main JVM's: Aeron's client exits once it is gone
             });
             while (!bye[0]) {
                 if (sub.poll(echo, FRAGMENT_LIMIT) == 0) {
