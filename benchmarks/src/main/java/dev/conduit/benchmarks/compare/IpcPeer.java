@@ -25,6 +25,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.agrona.IoUtil;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -121,6 +122,9 @@ public final class IpcPeer {
         }
         String kind = args.length > 0 ? args[0] : "aeron";
         Path dir = Path.of("/dev/shm", "conduit-" + kind + "-" + ProcessHandle.current().pid());
+        // compare.sh's timeout ends this JVM with SIGTERM, which runs no finally: the media driver's directory (tens of MiB of
+        // term buffers) or the shared file would stay in /dev/shm under a name that no later run reuses.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> IoUtil.delete(dir.toFile(), true), "removes " + dir));
         if (kind.equals("aeron")) {
             MediaDriver.Context ctx = new MediaDriver.Context().aeronDirectoryName(dir.toString())
                     .threadingMode(ThreadingMode.SHARED).sharedIdleStrategy(new BackoffIdleStrategy())
@@ -410,6 +414,7 @@ public final class IpcPeer {
     }
 
     private static void aeronEcho(String dir) {
+        Watch main = new Watch(ProcessHandle.current().parent().orElseThrow());
         try (Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(dir));
              Publication pub = aeron.addPublication("aeron:ipc", 1002);
              Subscription sub = aeron.addSubscription("aeron:ipc", 1001)) {
@@ -426,6 +431,7 @@ public final class IpcPeer {
             while (!bye[0]) {
                 if (sub.poll(echo, FRAGMENT_LIMIT) == 0) {
                     Thread.onSpinWait();
+                    if (main.gone()) return; // not the 10 s of Aeron's driver timeout, spinning
                 }
             }
         }

@@ -42,6 +42,9 @@ public final class UnixSocketPeer {
         }
         Path dir = Files.createTempDirectory("conduit-uds-");
         Path socket = dir.resolve("s");
+        // Also when compare.sh's timeout ends this JVM (SIGTERM runs no finally); deleted in reverse order, the socket first.
+        dir.toFile().deleteOnExit();
+        socket.toFile().deleteOnExit();
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             server.bind(UnixDomainSocketAddress.of(socket));
             Process peer = new ProcessBuilder(PeerJvm.command(UnixSocketPeer.class, "--echo", socket.toString())).inheritIO().start();

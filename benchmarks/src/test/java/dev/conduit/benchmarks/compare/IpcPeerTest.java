@@ -1,12 +1,15 @@
 package dev.conduit.benchmarks.compare;
 
 import dev.conduit.benchmarks.ChildJvms;
+import org.agrona.IoUtil;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -55,6 +58,31 @@ class IpcPeerTest {
         assertThat(output).containsPattern("Exception in thread \"main\" java.lang.IllegalStateException: the Aeron media driver could not "
                 + "write its files in /dev/shm/conduit-aeron-\\d+ \\(a fault occurred in an unsafe memory access operation\\): a page of "
                 + "a file mapped there could not be backed, as when /dev/shm is out of room \\(\\d+ bytes free\\): free room there");
+    }
+
+    /**
+     * A measuring JVM ended by SIGTERM, as compare.sh's timeout ends it, leaves nothing in /dev/shm: the media driver's
+     * directory (tens of MiB) or the shared file stayed there, removed only by the finally blocks SIGTERM does not run.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"aeron", "agrona"})
+    void aMeasuringJvmEndedBySigtermLeavesNothingInDevShm(String kind) throws Exception {
+        Process main = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(), "-cp",
+                System.getProperty("java.class.path"), IpcPeer.class.getName(), kind)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        Path shared = Path.of("/dev/shm", "conduit-" + kind + "-" + main.pid());
+        try {
+            while (!Files.exists(shared)) {
+                assertThat(main.isAlive()).as("the measuring JVM ended before it made " + shared).isTrue();
+                Thread.sleep(1);
+            }
+            main.destroy();
+            main.waitFor();
+            assertThat(shared).doesNotExist();
+        } finally {
+            main.destroyForcibly().waitFor();
+            IoUtil.delete(shared.toFile(), true);
+        }
     }
 
     /** The output of {@code IpcPeer kind} run over a 1 MiB tmpfs on /dev/shm, which it must fail on. */
