@@ -40,6 +40,9 @@ import java.nio.charset.StandardCharsets;
  *                                                        drops it (logging one warning), and it learns
  *                                                        only that the server's worker closed
  * </pre>
+ *
+ * <p>The messages carry no session: the server drops every one but HELLO while it serves no client, and a measured
+ * one outside its test's phase, for a {@code --keep} server's previous client may still send after its session ended.
  */
 final class PerfProtocol {
 

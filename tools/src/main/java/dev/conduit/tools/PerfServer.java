@@ -136,7 +136,7 @@ final class PerfServer {
     }
 
     /** Ends the serving loop, from any thread: the server then closes what it opened and {@link #run} returns 1. */
-    private void stop(String because) {
+    void stop(String because) {
         stoppedBecause = because;
         Worker w = worker;
         if (w != null) w.signal();
@@ -227,9 +227,20 @@ final class PerfServer {
 
     private void registerHandlers() {
         worker.onMessage(PerfProtocol.HELLO, m -> hellos.add(new PerfProtocol.Reader(m, "HELLO")));
-        worker.onMessage(PerfProtocol.BEGIN, m -> begin = new PerfProtocol.Reader(m, "BEGIN"));
-        worker.onMessage(PerfProtocol.END, m -> endSeq = m.payloadInt(0));
+        // Every other message counts only in a session, and a measured one only in its test's phase: a --keep server's
+        // previous client may still send after its session ended (a BYE crossing the server's end of it, what an older
+        // client, which drops FAILED, sends after it, the rest of an am_bw stream). Taken in, such a message was a
+        // NullPointerException (no client, no region) or an IndexOutOfBoundsException (a DATA larger than the last phase's
+        // buffer) out of the serving loop, which ended the server, or a BYE, BEGIN or END that the next client's session
+        // took as its own. It is dropped: the next HELLO starts afresh.
+        worker.onMessage(PerfProtocol.BEGIN, m -> {
+            if (client != null) begin = new PerfProtocol.Reader(m, "BEGIN");
+        });
+        worker.onMessage(PerfProtocol.END, m -> {
+            if (client != null) endSeq = m.payloadInt(0);
+        });
         worker.onMessage(PerfProtocol.BYE, m -> {
+            if (client == null) return;
             clientGaveUp = m.payloadSize() == 0 ? null : new PerfProtocol.Reader(m, "BYE").string();
             bye = true;
         });
@@ -239,14 +250,17 @@ final class PerfServer {
         // copies the incoming slot into the outgoing one, UCX copies into its receive buffer): a zero-copy receive
         // that nobody read would be measured as free. A PING is answered with its own payload, one copy as in C's hop.
         worker.onMessage(PerfProtocol.PING, m -> {
+            if (state != PerfTest.AM_LAT) return;
             ping = m;
             client.send(PerfProtocol.PONG, MemorySegment.NULL, m.payloadSize(), echo);
         });
         worker.onMessage(PerfProtocol.DATA, m -> {
+            if (state != PerfTest.AM_BW) return;
             m.copyPayload(0, buffer, 0, m.payloadSize());
             count++;
         });
         worker.onMessage(PerfProtocol.LAST, m -> {
+            if (state != PerfTest.AM_BW) return;
             m.copyPayload(0, buffer, 0, m.payloadSize());
             count++;
             ack.set(ValueLayout.JAVA_LONG, 0, count);
@@ -257,6 +271,7 @@ final class PerfServer {
     }
 
     private void onPutDone(Message m) {
+        if (state != PerfTest.PUT_BW) return;
         byte marker = m.payloadByte(0);
         byte found = (byte) BYTE.getVolatile(sessionRegion.segment(), size - 1);
         ack.set(ValueLayout.JAVA_LONG, 0, found == marker ? 1 : 0);

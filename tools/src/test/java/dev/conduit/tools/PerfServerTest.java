@@ -69,13 +69,7 @@ class PerfServerTest {
                 try (Conduit serverConduit = conduit(transport, shared); Conduit clientConduit = conduit(transport, shared)) {
                     PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null, false,
                             Duration.ofSeconds(10)), new PrintWriter(serverOut, true), new PrintWriter(serverErr, true));
-                    Thread serverThread = Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> {
-                        try {
-                            serverExit.set(server.run());
-                        } catch (Throwable t) {
-                            serverThrew.set(t);
-                        }
-                    });
+                    Thread serverThread = runInThread(server, serverExit, serverThrew);
                     try {
                         PerfBootstrap bootstrap;
                         try {
@@ -228,6 +222,78 @@ class PerfServerTest {
         assertThat(server.exit()).isEqualTo(ConduitCommand.EXIT_FAILED);
     }
 
+    /**
+     * A message of a --keep server's previous client that comes after its session ended (a BYE crossing the server's end
+     * of the session, what an older client, which drops FAILED, still sends, the rest of an am_bw stream) is dropped, and
+     * the next client is served as if it had not come. A PING, LAST or PUT_DONE was a NullPointerException out of the
+     * serving loop, which ended the server; a DATA larger than the last phase's buffer an IndexOutOfBoundsException; a BYE
+     * with a reason ended the next session at once as "failed after 0 phases, on the client's side: <the old reason>"; a
+     * BEGIN was the next session's first phase, an END an ENDED for a phase the next client had not begun (found by review).
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {PerfProtocol.PING, PerfProtocol.DATA, PerfProtocol.LAST, PerfProtocol.PUT_DONE, PerfProtocol.BYE, PerfProtocol.BEGIN,
+            PerfProtocol.END})
+    void aMessageOfAnEndedSessionIsDroppedAndTheKeepServerServesTheNextClient(int late) throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-keep");
+        StringWriter serverErr = new StringWriter();
+        AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
+        AtomicReference<Throwable> serverThrew = new AtomicReference<>();
+        Supplier<String> serverSaid = () -> "the server said: " + serverErr + (serverThrew.get() == null ? "" : "; it threw " + serverThrew.get());
+        try {
+            HangGuard.await("a late message to a --keep server, then its next client", () -> {
+                try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
+                    PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, true, shared, NAME, null,
+                            false, Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
+                    Thread serverThread = runInThread(server, serverExit, serverThrew);
+                    try {
+                        PerfBootstrap bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
+                        try (Session previous = new Session(clientConduit, bootstrap, serverSaid)) {
+                            previous.hello();
+                            int seq = previous.begin(PerfTest.AM_LAT, 8);
+                            previous.ping(new byte[8]);
+                            previous.end(seq);
+                            previous.bye();
+                            previous.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the first session");
+
+                            previous.ep.send(late, switch (late) {
+                                case PerfProtocol.BYE -> new PerfProtocol.Writer().string("the previous client's reason").segment();
+                                case PerfProtocol.BEGIN -> new PerfProtocol.Writer().u32(1).u8(PerfTest.AM_LAT.ordinal()).u64(8).segment();
+                                case PerfProtocol.END -> new PerfProtocol.Writer().u32(1).segment();
+                                // Larger than the 1 MiB buffer of the phases so far.
+                                case PerfProtocol.DATA -> MemorySegment.ofArray(new byte[2 << 20]);
+                                default -> MemorySegment.ofArray(new byte[8]);
+                            });
+                            // Handed to the server's one receive queue before the next client's HELLO, so read before it.
+                            previous.progressUntil(() -> previous.ep.pending() == 0, "the late message handed to the transport");
+                        }
+                        try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
+                            next.hello();
+                            int seq = next.begin(PerfTest.AM_LAT, 8);
+                            assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+                            // A stale ENDED, sent before the READY, would have been this one, of no phase: -1.
+                            assertThat(next.end(seq)).as("ENDED: what the server's thread allocated in the next client's phase")
+                                    .isNotNegative();
+                            assertThat(next.endeds).as("ENDED messages to the next client, which ended one phase").isEqualTo(1);
+                            next.bye();
+                            next.progressUntil(() -> serverErr.toString().indexOf("ended after 1 phases") != serverErr.toString()
+                                    .lastIndexOf("ended after 1 phases"), "the end of the next session");
+                        }
+                        assertThat(serverThread.isAlive()).as("the --keep server still serves; " + serverSaid.get()).isTrue();
+                        assertThat(serverErr.toString()).as(serverSaid.get()).doesNotContain("failed");
+                    } finally {
+                        server.stop("the test is over");
+                        serverThread.join(TimeUnit.SECONDS.toMillis(30));
+                    }
+                    assertThat(serverThread.isAlive()).as("the server stops when told; " + serverSaid.get()).isFalse();
+                    assertThat(serverThrew.get()).as(serverSaid.get()).isNull();
+                }
+                return null;
+            });
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
     /** What a one-session server said on its standard error, and its exit code. */
     private record ServerRun(int exit, String err) {
     }
@@ -275,6 +341,17 @@ class PerfServerTest {
         return Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> serverExit.set(server.run()));
     }
 
+    /** Runs {@code server} on a thread of its own: its exit code to {@code serverExit}, or what it threw to {@code serverThrew}. */
+    private static Thread runInThread(PerfServer server, AtomicInteger serverExit, AtomicReference<Throwable> serverThrew) {
+        return Thread.ofPlatform().daemon().name("perf-server-under-test").start(() -> {
+            try {
+                serverExit.set(server.run());
+            } catch (Throwable t) {
+                serverThrew.set(t);
+            }
+        });
+    }
+
     private static Conduit conduit(String transport, Path shared) {
         return CommandRunner.discovering().builder().transports(transport).sharedDirectory(shared).build();
     }
@@ -318,6 +395,7 @@ class PerfServerTest {
         private boolean readyOk;
         private String readyError;
         private int endedSeq = -1;
+        int endeds;
         private long serverAllocated = Long.MIN_VALUE;
         private PeerFailedException failure;
         private int seq;
@@ -339,6 +417,7 @@ class PerfServerTest {
                 worker.onMessage(PerfProtocol.ENDED, m -> {
                     serverAllocated = m.payloadLong(4);
                     endedSeq = m.payloadInt(0);
+                    endeds++;
                 });
                 worker.onMessage(PerfProtocol.PONG, m -> pongs.add(m.payloadToArray()));
                 ep = worker.connect(WorkerAddress.fromBytes(bootstrap.address()), (endpoint, cause) -> failure = cause);
