@@ -1,6 +1,7 @@
 package dev.conduit.tools;
 
 import dev.conduit.Conduit;
+import dev.conduit.ConduitBuilder;
 import dev.conduit.Endpoint;
 import dev.conduit.Pool;
 import dev.conduit.Region;
@@ -294,6 +295,34 @@ class PerfServerTest {
         }
     }
 
+    /**
+     * An am_lat size whose PONG the server cannot send (larger than its endpoint's largest payload: a server started with a
+     * smaller posix.bounce.size than the client's) is refused in READY, naming the size, the server's limit, the key that
+     * sets it with its value on the server, and what to do: the client's row says so and the run goes on. The PONG's send
+     * threw IllegalArgumentException in the PING handler, and the server ended the session "on a bug of conduit perf", its
+     * stack trace printed, which the client repeated in its error (found by review).
+     */
+    @Test
+    void anAmLatSizeLargerThanTheServerCanAnswerIsRefusedInReadyNamingItsLimitAndKey() throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L, 128L << 10), 10L, null, new PerfParsing.Warmup(2, null),
+                PerfPlan.Wakeup.BUSY, Duration.ofSeconds(30), 1);
+        List<PerfResult> rows = new ArrayList<>();
+
+        ServerRun server = serveOneClient(Map.of("posix.bounce.size", "64k"), (clientConduit, bootstrap, serverErr) -> {
+            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan, PerfProgress.off())) {
+                rows.addAll(client.runAll(measured -> { }));
+            }
+        });
+
+        assertThat(server.err()).as("the server's line").contains("ended after").doesNotContain("failed").doesNotContain("bug");
+        assertThat(server.exit()).isEqualTo(ConduitCommand.EXIT_OK);
+        assertThat(rows).hasSize(2);
+        assertThat(rows.get(0).isSkipped()).as("am_lat 8: " + rows.get(0).skipped()).isFalse();
+        assertThat(rows.get(1).skipped()).as("am_lat 128k's row").isEqualTo("larger than the server can answer: its PONG of 131072 bytes "
+                + "would exceed the largest payload the server's endpoint carries through 'posix' (65536 bytes); start the server with "
+                + "--set posix.bounce.size=128k or more (or conduit.posix.bounce.size, CONDUIT_POSIX_BOUNCE_SIZE)");
+    }
+
     /** What a one-session server said on its standard error, and its exit code. */
     private record ServerRun(int exit, String err) {
     }
@@ -309,6 +338,11 @@ class PerfServerTest {
      * this JVM, and waits for the server to end.
      */
     private static ServerRun serveOneClient(Client client) throws Exception {
+        return serveOneClient(Map.of(), client);
+    }
+
+    /** As {@link #serveOneClient(Client)}, the server's Conduit built with {@code serverSettings} (keys and values) besides. */
+    private static ServerRun serveOneClient(Map<String, String> serverSettings, Client client) throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
@@ -316,7 +350,7 @@ class PerfServerTest {
             // A hang guard, not a bound on the whole test: the client's waits bound each answer, the server's end has its
             // own bound, and a call that never returns (a connect, a close) fails it, naming where.
             return HangGuard.await("a client of a one-session server", () -> {
-                try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
+                try (Conduit serverConduit = conduit("posix", shared, serverSettings); Conduit clientConduit = conduit("posix", shared)) {
                     Thread serverThread = startServer(serverConduit, shared, serverErr, serverExit);
                     try {
                         client.run(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
@@ -353,7 +387,13 @@ class PerfServerTest {
     }
 
     private static Conduit conduit(String transport, Path shared) {
-        return CommandRunner.discovering().builder().transports(transport).sharedDirectory(shared).build();
+        return conduit(transport, shared, Map.of());
+    }
+
+    private static Conduit conduit(String transport, Path shared, Map<String, String> settings) {
+        ConduitBuilder builder = CommandRunner.discovering().builder().transports(transport).sharedDirectory(shared);
+        settings.forEach(builder::set);
+        return builder.build();
     }
 
     /**
