@@ -103,6 +103,8 @@ final class PerfClient implements AutoCloseable {
     private long doneIterations;
     private long doneNanos;
     private int seq;
+    /** The header of BEGIN, END and BYE: the session number WELCOME gave, by which a --keep server tells this session from the next; empty from an older server. */
+    private MemorySegment session = MemorySegment.NULL;
 
     /**
      * Connects to the server {@code bootstrap} describes and introduces itself.
@@ -192,6 +194,7 @@ final class PerfClient implements AutoCloseable {
             if (!error.isEmpty()) throw new ConduitException("the perf server refused this session: " + error);
             welcomed = true;
             server = new PerfRun.Peer(w.u64(), w.string(), w.string(), w.string(), Arrays.asList(w.string().split(",")));
+            if (w.more()) session = new PerfProtocol.Writer().u64(w.u64()).segment();
             self = new PerfRun.Peer(ProcessHandle.current().pid(), PerfCommand.hostName(), mode.name(), worker.threadPolicy().name(),
                     worker.address().transports());
             serverRegion = ep.peerRegion(serverHandle);
@@ -744,7 +747,7 @@ final class PerfClient implements AutoCloseable {
         int s = ++seq;
         readyHandle = null;
         readyError = null;
-        ep.send(PerfProtocol.BEGIN, new PerfProtocol.Writer().u32(s).u8(test.ordinal()).u64(size).segment());
+        ep.send(PerfProtocol.BEGIN, session, new PerfProtocol.Writer().u32(s).u8(test.ordinal()).u64(size).segment());
         waitUntil(() -> readySeq == s, "READY for " + label);
         return s;
     }
@@ -765,7 +768,7 @@ final class PerfClient implements AutoCloseable {
     /** Ends phase {@code s}; returns the bytes the server's thread allocated from READY to END, or -1 when it could not say. */
     private long end(int s) {
         if (failure != null) return -1;
-        ep.send(PerfProtocol.END, new PerfProtocol.Writer().u32(s).segment());
+        ep.send(PerfProtocol.END, session, new PerfProtocol.Writer().u32(s).segment());
         waitUntil(() -> endedSeq == s, "ENDED");
         return serverAllocated;
     }
@@ -791,7 +794,7 @@ final class PerfClient implements AutoCloseable {
     /** BYE, with why when the run did not complete ({@link #unfinished}); nothing to a server that failed. */
     private void sayBye() {
         if (failure == null && serverFailure == null && ep != null && !ep.isFailed()) {
-            ep.send(PerfProtocol.BYE, unfinished == null ? MemorySegment.NULL : new PerfProtocol.Writer().string(PerfProtocol.abridged(unfinished)).segment());
+            ep.send(PerfProtocol.BYE, session, unfinished == null ? MemorySegment.NULL : new PerfProtocol.Writer().string(PerfProtocol.abridged(unfinished)).segment());
             long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
             while (ep.pending() > 0 && System.nanoTime() < deadline) worker.progress();
         }

@@ -18,8 +18,8 @@ import java.nio.charset.StandardCharsets;
  * <pre>
  * client -> server                               server -> client
  * HELLO   version, pid, host, thread mode,       WELCOME pid, host, thread mode, policy, transport,
- *         wakeup, transport, region handle,              worker transports
- *         worker address (the server connects back)
+ *         wakeup, transport, region handle,              worker transports, session number (absent
+ *         worker address (the server connects back)      from an older server's)
  * BEGIN   seq, test, size                        READY   seq, ok, error or region handle (ipc_import)
  * END     seq                                    ENDED   seq, bytes the server's thread allocated from
  *                                                        READY to END (-1: the JVM does not say)
@@ -41,8 +41,11 @@ import java.nio.charset.StandardCharsets;
  *                                                        only that the server's worker closed
  * </pre>
  *
- * <p>The messages carry no session: the server drops every one but HELLO while it serves no client, and a measured
- * one outside its test's phase, for a {@code --keep} server's previous client may still send after its session ended.
+ * <p>BEGIN, END and BYE carry the session number WELCOME gave in their header (8 bytes; none when WELCOME had none),
+ * for a {@code --keep} server's previous client may still send after its session ended: the server drops one of another
+ * session, every message but HELLO while it serves no client, and a measured one outside its test's phase. The
+ * measured messages carry no header, as the peers conduit perf is compared with send none; nor does an older client's
+ * BEGIN, END or BYE, which the server takes as the current session's.
  */
 final class PerfProtocol {
 
@@ -179,6 +182,11 @@ final class PerfProtocol {
 
         String string() {
             return new String(bytes(), StandardCharsets.UTF_8);
+        }
+
+        /** Whether fields follow: a later version may add them at the end, which an earlier one does not read. */
+        boolean more() {
+            return in.hasRemaining();
         }
 
         private void need(int n) {

@@ -118,6 +118,8 @@ final class PerfServer {
     private PeerFailedException clientFailure;
     private String clientName;
     private int phases;
+    /** The number of the session being served, counting from 1; WELCOME gives it, and the client's BEGIN, END and BYE carry it. */
+    private long session;
 
     PerfServer(Conduit conduit, Options options, PrintWriter out, PrintWriter err) {
         this.conduit = conduit;
@@ -234,13 +236,13 @@ final class PerfServer {
         // buffer) out of the serving loop, which ended the server, or a BYE, BEGIN or END that the next client's session
         // took as its own. It is dropped: the next HELLO starts afresh.
         worker.onMessage(PerfProtocol.BEGIN, m -> {
-            if (client != null) begin = new PerfProtocol.Reader(m, "BEGIN");
+            if (ofThisSession(m)) begin = new PerfProtocol.Reader(m, "BEGIN");
         });
         worker.onMessage(PerfProtocol.END, m -> {
-            if (client != null) endSeq = m.payloadInt(0);
+            if (ofThisSession(m)) endSeq = m.payloadInt(0);
         });
         worker.onMessage(PerfProtocol.BYE, m -> {
-            if (client == null) return;
+            if (!ofThisSession(m)) return;
             clientGaveUp = m.payloadSize() == 0 ? null : new PerfProtocol.Reader(m, "BYE").string();
             bye = true;
         });
@@ -268,6 +270,15 @@ final class PerfServer {
             client.send(PerfProtocol.ACK, ack);
         });
         worker.onMessage(PerfProtocol.PUT_DONE, this::onPutDone);
+    }
+
+    /**
+     * Whether BEGIN, END or BYE is the current client's: there is a session, and the message's header names it (the number
+     * WELCOME gave), so that a previous client still sending after the next one's HELLO is not taken as it. A message
+     * without that header, from an older client, is taken as the current session's.
+     */
+    private boolean ofThisSession(Message m) {
+        return client != null && (m.headerSize() < Long.BYTES || m.headerLong(0) == session);
     }
 
     private void onPutDone(Message m) {
@@ -379,6 +390,7 @@ final class PerfServer {
         client = worker.connect(WorkerAddress.fromBytes(hello.workerAddress()), (ep, cause) -> clientFailure = cause);
         clientName = hello.clientName();
         phases = 0;
+        session++;
         sessionRegion = regions.get(transport);
         sessionPool = pools.get(transport);
         if (sessionRegion == null) {
@@ -418,7 +430,7 @@ final class PerfServer {
         PerfProtocol.Writer w = new PerfProtocol.Writer().string(error);
         if (error.isEmpty()) {
             w.u64(ProcessHandle.current().pid()).string(PerfCommand.hostName()).string(options.mode().name())
-                    .string(worker.threadPolicy().name()).string(String.join(",", worker.address().transports()));
+                    .string(worker.threadPolicy().name()).string(String.join(",", worker.address().transports())).u64(session);
         }
         client.send(PerfProtocol.WELCOME, w.segment());
     }
