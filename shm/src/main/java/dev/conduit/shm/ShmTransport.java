@@ -13,6 +13,7 @@ import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.LongMap;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RepeatedWarning;
 import dev.conduit.spi.Transport;

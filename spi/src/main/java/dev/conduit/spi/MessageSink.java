@@ -32,4 +32,33 @@ public interface MessageSink {
      */
     void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                    MemorySegment payloadBuffer, long payloadOffset, long payloadLength);
+
+    /**
+     * Delivers one message and names the connection it came by, so that the application can answer
+     * it ({@code Message.replyEndpoint()}): {@code sender} is the transport's key of that connection,
+     * which the runtime passes back to {@link Transport#senderAddress(long)} and which
+     * {@link #onSenderClosed} retires. A transport that names senders calls this method for every
+     * message, with the same key for every message of one connection, never 0, and never the key of
+     * another connection it still delivers from; one that cannot calls the method without it.
+     *
+     * <p>The default drops the key and delivers: a sink written before this method (a plugin's own
+     * test sink) keeps working, without answers.
+     */
+    default void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                           MemorySegment payloadBuffer, long payloadOffset, long payloadLength, long sender) {
+        onMessage(id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength);
+    }
+
+    /**
+     * The connection {@code sender} names delivers nothing more: its sender closed it, or its
+     * worker closed or died, or the transport refused it. The runtime then closes the endpoint it
+     * answered that connection's messages through, if any, and forgets the key, which the
+     * transport may give a new connection afterwards. Called on the progress thread, once per key
+     * given to {@link #onMessage(int, MemorySegment, long, int, MemorySegment, long, long, long)},
+     * by transports that name senders; also for a key no message carried (a connection that sent
+     * nothing), which the runtime ignores. Not called when the transport itself closes: the
+     * worker's close closes every endpoint.
+     */
+    default void onSenderClosed(long sender) {
+    }
 }

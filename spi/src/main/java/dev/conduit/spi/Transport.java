@@ -63,6 +63,28 @@ public interface Transport extends AutoCloseable {
         throw new NotSupportedException("this transport cannot sleep until work arrives (capability WAKEUP)");
     }
 
+    /**
+     * The address of the worker that sent the messages of connection {@code sender} (a key this
+     * transport gave {@link MessageSink#onMessage(int, java.lang.foreign.MemorySegment, long, int,
+     * java.lang.foreign.MemorySegment, long, long, long)}): bytes that sender's transport of this
+     * plugin returned from {@link #address()}, as the sender announced them when it connected, which
+     * {@link #connect} accepts. The runtime connects to it when the application answers a message
+     * ({@code Message.replyEndpoint()}), as UCX's {@code reply_ep} does. Called on the progress
+     * thread, from a message handler.
+     *
+     * <p>Optional: the default says "not supported", as a transport whose connections do not
+     * carry the sender's address should.
+     *
+     * @return the address, or {@code null} when the connection is no longer delivered from (its
+     *         {@link MessageSink#onSenderClosed} came, or comes at this progress step)
+     * @throws NotSupportedException when this transport cannot name a sender's address, or this
+     *                               sender did not announce it
+     */
+    default byte[] senderAddress(long sender) {
+        throw new NotSupportedException("this transport does not carry the address of a message's sender, so a message it delivers "
+                + "cannot be answered through Message.replyEndpoint(): have the request carry worker.address().toBytes() and connect to it");
+    }
+
     /** Closes every endpoint, withdraws what the transport published, releases its resources. Idempotent. */
     @Override
     void close();

@@ -1,12 +1,16 @@
-package dev.conduit.shm;
-
+package dev.conduit.spi;
 
 /**
  * A map from non-zero {@code long} keys to values, by open addressing (linear probing, a keyed
- * hash, backward-shift removal): lookups on the receive path neither box keys nor allocate, and
- * keys a peer chose cost what random ones do. Not thread-safe; used by one progress thread.
+ * hash, backward-shift removal), for what a receive path looks up per message: lookups neither
+ * box keys nor allocate, and keys a peer chose (connection ids its records carry) cost what random
+ * ones do, since each map hashes with a random seed of its own. The shared-memory transports keep
+ * their connections in one, the runtime its reply endpoints; a plugin may use it likewise.
+ *
+ * <p>Not thread-safe: use it from one thread (a transport's progress thread), or under a lock.
+ * Key 0 is reserved ({@link #put} refuses it; {@link #get} of it finds nothing).
  */
-final class LongMap<V> {
+public final class LongMap<V> {
 
     private static final java.security.SecureRandom SEEDS = new java.security.SecureRandom();
 
@@ -15,8 +19,9 @@ final class LongMap<V> {
     private Object[] values = new Object[16];
     private int size;
 
+    /** The value mapped to {@code key}, or {@code null} when there is none (always for 0). */
     @SuppressWarnings("unchecked")
-    V get(long key) {
+    public V get(long key) {
         int mask = keys.length - 1;
         for (int i = index(key, mask); ; i = (i + 1) & mask) {
             long k = keys[i];
@@ -25,7 +30,13 @@ final class LongMap<V> {
         }
     }
 
-    void put(long key, V value) {
+    /**
+     * Maps {@code key} to {@code value}, replacing what it was mapped to; grows the table when it is
+     * half full (the only allocation).
+     *
+     * @throws IllegalArgumentException for key 0, which marks a free slot
+     */
+    public void put(long key, V value) {
         if (key == 0) throw new IllegalArgumentException("key 0 is reserved");
         if ((size + 1) * 2 > keys.length) grow();
         int mask = keys.length - 1;
@@ -46,9 +57,11 @@ final class LongMap<V> {
     /**
      * Removes {@code key}, closing the gap by shifting back the entries of the probe run behind it
      * that may move into it (no re-insertion, no tombstones).
+     *
+     * @return the value {@code key} was mapped to, or {@code null}
      */
     @SuppressWarnings("unchecked")
-    V remove(long key) {
+    public V remove(long key) {
         if (key == 0) return null; // never a key: the scan below would stop at the first empty slot as if it held it
         int mask = keys.length - 1;
         int i = index(key, mask);
@@ -72,7 +85,8 @@ final class LongMap<V> {
         return old;
     }
 
-    int size() {
+    /** How many keys are mapped. */
+    public int size() {
         return size;
     }
 
@@ -81,7 +95,7 @@ final class LongMap<V> {
      * iteration that may remove without allocating each time: the first {@link #size()} entries,
      * counted before the iteration, are the keys.
      */
-    long[] keys(long[] into) {
+    public long[] keys(long[] into) {
         long[] out = into.length >= size ? into : new long[Math.max(size, 2 * into.length)];
         int n = 0;
         for (long k : keys) if (k != 0) out[n++] = k;
@@ -89,7 +103,7 @@ final class LongMap<V> {
     }
 
     /** A snapshot of the keys, for iteration that may remove. */
-    long[] keys() {
+    public long[] keys() {
         return keys(new long[size]);
     }
 

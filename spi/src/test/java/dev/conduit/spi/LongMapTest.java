@@ -1,4 +1,4 @@
-package dev.conduit.shm;
+package dev.conduit.spi;
 
 import org.junit.jupiter.api.Test;
 
