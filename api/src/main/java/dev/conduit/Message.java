@@ -1,6 +1,7 @@
 package dev.conduit;
 
 import dev.conduit.internal.worker.MessageAccess;
+import dev.conduit.internal.worker.TransportSink;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -63,6 +64,9 @@ public final class Message {
     /** The last writable buffer {@link #payloadBuffer()} was asked for, and its read-only view: one view per buffer, not per message. */
     private MemorySegment writableBuffer;
     private MemorySegment readOnlyBuffer;
+    /** The sink of the transport the message came through, and its key of the connection: whom {@link #replyEndpoint()} answers. */
+    private TransportSink from;
+    private long sender;
 
     private Message() {
     }
@@ -242,6 +246,45 @@ public final class Message {
         return headerBuffer.asSlice(headerOffset, headerLength).asReadOnly();
     }
 
+    /**
+     * An endpoint to the worker that sent this message, to answer it without having exchanged its
+     * address (as UCX's {@code reply_ep}). The first call for a sender's connection connects to the
+     * address the sender's transport announced when it connected, through the transport the message
+     * came by (a connect, as {@link Worker#connect} makes: over memfd up to
+     * {@code memfd.connect.timeout} against a peer that does not answer, while this handler's
+     * {@code progress()} call waits); later calls for messages of the same connection return the
+     * same endpoint, without a lock or an allocation when the same thread answered that sender
+     * last.
+     *
+     * <p>The worker keeps the endpoint while the sender's connection lasts, and closes it when the
+     * transport reports that connection ended (the sender closed its endpoint, its worker closed or
+     * died): it is not the sender's endpoint, so a sender with two endpoints to this worker is
+     * answered through two. The endpoint has no error handler: the sender's failure shows on its
+     * next use, as {@link dev.conduit.spi.PeerFailedException}. It may be kept past this handler and
+     * used from any call the worker's thread mode allows, like any endpoint; closing it is allowed,
+     * and the next message of that connection is then answered through a new one. The worker's close
+     * closes it with its other endpoints.
+     *
+     * <p>The address is the one the sender announced: a sender that lies can have the answer go to
+     * another worker whose address it knows, as it could by sending that address in a payload. The
+     * connect still proves that worker reachable from this process, as every connect does.
+     *
+     * @throws IllegalStateException when called after the handler returned, or on a closed worker
+     * @throws dev.conduit.spi.NotSupportedException when the message's transport does not name its
+     *         senders and their addresses, an optional operation of a plugin (memfd, posix and verbs
+     *         name them; {@code conduit info} does not tell)
+     * @throws dev.conduit.spi.PeerFailedException when the sender's connection has ended
+     * @throws dev.conduit.spi.ConduitException when the sender's worker cannot be reached from here
+     */
+    public Endpoint replyEndpoint() {
+        check();
+        if (from == null) {
+            throw new dev.conduit.spi.NotSupportedException("this message came through no transport that names its sender, so it cannot "
+                    + "be answered through replyEndpoint(): have the request carry worker.address().toBytes() and connect to it");
+        }
+        return from.replyEndpoint(sender);
+    }
+
     /** Describes the message, or says that it is no longer valid; never throws. */
     @Override
     public String toString() {
@@ -256,8 +299,10 @@ public final class Message {
 
         @Override
         public void fill(Message m, int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
-                         MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                         MemorySegment payloadBuffer, long payloadOffset, long payloadLength, TransportSink from, long sender) {
             m.id = id;
+            m.from = from;
+            m.sender = sender;
             m.headerBuffer = headerBuffer;
             m.headerOffset = headerOffset;
             m.headerLength = headerLength;
@@ -270,6 +315,7 @@ public final class Message {
         @Override
         public void invalidate(Message m) {
             m.valid = false;
+            m.from = null;
             m.headerBuffer = null;
             m.payloadBuffer = null;
         }

@@ -36,6 +36,11 @@ final class ConfinedTransport implements Transport {
     }
 
     @Override
+    public byte[] senderAddress(long sender) {
+        return thread.call(() -> delegate.senderAddress(sender));
+    }
+
+    @Override
     public int progress() {
         return thread.call(delegate::progress);
     }

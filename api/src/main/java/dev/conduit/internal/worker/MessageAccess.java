@@ -35,9 +35,13 @@ public abstract class MessageAccess {
     /** A new, invalid flyweight. */
     public abstract Message create();
 
-    /** Points {@code m} at one message and makes it valid. */
+    /**
+     * Points {@code m} at one message and makes it valid; {@code from} and {@code sender} say whom
+     * to answer ({@code Message.replyEndpoint()}): the sink of the transport it came through (null
+     * for none) and that transport's key of the connection (0 when it does not name it).
+     */
     public abstract void fill(Message m, int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
-                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength);
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength, TransportSink from, long sender);
 
     /**
      * Makes {@code m} invalid and drops its references to the message's buffers. It keeps the

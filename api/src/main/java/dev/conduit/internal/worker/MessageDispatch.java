@@ -97,9 +97,19 @@ final class MessageDispatch implements MessageSink {
         return page == null ? null : (MessageHandler) SLOTS.getAcquire(page, id & 0xFF);
     }
 
+    /** Delivers a message that came through no transport's sink: it cannot be answered ({@code Message.replyEndpoint()}). */
     @Override
     public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                           MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+        deliver(null, 0, id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength);
+    }
+
+    /**
+     * Delivers a message that came through {@code from}, the sink of one transport, by the
+     * connection {@code sender} names (0 when the transport does not name it).
+     */
+    void deliver(TransportSink from, long sender, int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                 MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         MessageHandler handler = handler(id);
         if (handler == null) {
             unhandled(id);
@@ -110,7 +120,7 @@ final class MessageDispatch implements MessageSink {
         // flyweight of its own, so the outer handler's message stays valid.
         Message m = d.depth == 0 ? d.message : access.create();
         access.fill(m, id, headerBuffer == null ? MemorySegment.NULL : headerBuffer, headerOffset, headerLength,
-                payloadBuffer == null ? MemorySegment.NULL : payloadBuffer, payloadOffset, payloadLength);
+                payloadBuffer == null ? MemorySegment.NULL : payloadBuffer, payloadOffset, payloadLength, from, sender);
         Thread previous = d.thread;
         d.thread = Thread.currentThread();
         d.depth++;
@@ -189,12 +199,28 @@ final class MessageDispatch implements MessageSink {
         int inTransport;
         Thread thread;
         private Throwable failure;
+        /** The last answer this thread gave ({@link TransportSink#replyEndpoint}): its sink, sender and endpoint. */
+        private TransportSink replyFrom;
+        private long replySender;
+        private RuntimeEndpoint replyEndpoint;
 
         private final RepeatedWarning notSuppressed;
 
         Delivery(Message message, RepeatedWarning notSuppressed) {
             this.notSuppressed = notSuppressed;
             this.message = message;
+        }
+
+        /** The endpoint this thread last answered {@code sender} of {@code from} through, if it is still open; else null. */
+        RuntimeEndpoint reply(TransportSink from, long sender) {
+            RuntimeEndpoint ep = replyEndpoint;
+            return replyFrom == from && replySender == sender && ep != null && !ep.isClosed() ? ep : null;
+        }
+
+        void rememberReply(TransportSink from, long sender, RuntimeEndpoint ep) {
+            replyFrom = from;
+            replySender = sender;
+            replyEndpoint = ep;
         }
 
         void fail(Throwable t) {

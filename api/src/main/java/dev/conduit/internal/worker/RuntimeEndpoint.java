@@ -682,6 +682,11 @@ final class RuntimeEndpoint implements Endpoint {
         }
     }
 
+    /** Whether this endpoint was closed (by the application, its worker, or as the reply endpoint of a connection that ended). */
+    boolean isClosed() {
+        return closed;
+    }
+
     /** Whether an encoder of a send on this endpoint runs on the calling thread now (for the worker's close). */
     boolean encodingOnCurrentThread() {
         return encodingThread == Thread.currentThread();

@@ -24,7 +24,9 @@ import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MappedMemoryFault;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteMemory;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
@@ -221,10 +223,12 @@ public final class RuntimeWorker implements Worker {
         ThreadPolicy policy = ThreadPolicies.reported(guard, anyConfined);
         MessageDispatch dispatch = new MessageDispatch(guard.policy() == ThreadPolicy.PASS_THROUGH);
         List<Transport> opened = new ArrayList<>();
+        List<TransportSink> sinks = new ArrayList<>();
         try {
             for (PluginRecord r : withTransport) {
+                TransportSink sink = new TransportSink(dispatch, r.name());
                 TransportContext context = new WorkerTransportContext(RuntimePluginContext.of(config, sharedDirectory, r.name()),
-                        mode, dispatch, remoteMemory);
+                        mode, sink, remoteMemory);
                 Transport t;
                 if (confined.get(r.name())) {
                     ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
@@ -238,6 +242,7 @@ public final class RuntimeWorker implements Worker {
                     t = r.plugin().openTransport(context);
                 }
                 opened.add(t);
+                sinks.add(sink);
             }
         } catch (RuntimeException | Error e) {
             // An Error too (a plugin missing a class of its own): the transports opened before it
@@ -251,7 +256,11 @@ public final class RuntimeWorker implements Worker {
             }
             throw e;
         }
-        return new RuntimeWorker(mode, guard, policy, opened, withTransport, plugins.selected(), anyConfined, remoteMemory, dispatch, onClose);
+        RuntimeWorker worker = new RuntimeWorker(mode, guard, policy, opened, withTransport, plugins.selected(), anyConfined, remoteMemory,
+                dispatch, onClose);
+        // Before the worker is returned, so before any progress call: until then a transport delivers nothing.
+        for (int i = 0; i < sinks.size(); i++) sinks.get(i).bind(worker, i);
+        return worker;
     }
 
     /**
@@ -473,35 +482,19 @@ public final class RuntimeWorker implements Worker {
                 String name = transportNames[i];
                 AddressFormat.Entry entry = decoded.entry(name);
                 if (entry == null) continue;
-                RuntimeEndpoint.Events events = new RuntimeEndpoint.Events(name);
-                TransportEndpoint te;
+                RuntimeEndpoint ep;
                 try {
-                    te = transports[i].connect(new PayloadReader(entry.address(), 0, entry.address().length, "address." + name + ".", AddressFormat.KIND), events);
-                    if (te == null) throw new ConduitException("transport returned no endpoint (null)");
+                    ep = connectThrough(i, entry.address(), peer.toString(), onError);
                 } catch (RuntimeException | LinkageError e) {
                     reasons.add("'" + name + "': " + describe(e));
                     causes.add(e);
                     continue;
                 }
-                RuntimeEndpoint ep;
-                try {
-                    ep = new RuntimeEndpoint(this, name, peer.toString(), te, rma[i], atomics[i], concurrent, onError);
-                } catch (RuntimeException | LinkageError e) { // it reads the limits: plugin code, failing as its connect may
-                    reasons.add("'" + name + "': " + describe(e));
-                    causes.add(e);
-                    try {
-                        closeTransportEndpoint(te); // after the transport's step when a handler connects
-                    } catch (RuntimeException | Error suppressed) {
-                        e.addSuppressed(suppressed);
-                    }
-                    continue;
-                }
-                events.bind(ep);
                 register(ep);
-                commit(event, peer, name, reasons);
+                commit(event, peer.toString(), name, reasons);
                 return ep;
             }
-            commit(event, peer, "", reasons);
+            commit(event, peer.toString(), "", reasons);
             ConduitException failure = new ConduitException(connectFailure(peer, decoded, reasons));
             causes.forEach(failure::addSuppressed);
             throw failure;
@@ -510,9 +503,82 @@ public final class RuntimeWorker implements Worker {
         }
     }
 
-    private static void commit(WorkerEvents.Connect event, WorkerAddress peer, String transport, List<String> reasons) {
+    /**
+     * Connects through transport {@code i} to the peer whose address for it is {@code address};
+     * inside the guard. The caller registers the endpoint ({@link #register}), which fails on a
+     * worker whose close overtook the connect: that is no failure of the transport.
+     *
+     * @throws RuntimeException what the transport's connect threw, or a {@link ConduitException} for a plugin that returned no endpoint
+     */
+    private RuntimeEndpoint connectThrough(int i, byte[] address, String peer, EndpointErrorHandler onError) {
+        String name = transportNames[i];
+        RuntimeEndpoint.Events events = new RuntimeEndpoint.Events(name);
+        TransportEndpoint te = transports[i].connect(new PayloadReader(address, 0, address.length, "address." + name + ".", AddressFormat.KIND), events);
+        if (te == null) throw new ConduitException("transport returned no endpoint (null)");
+        RuntimeEndpoint ep;
+        try {
+            ep = new RuntimeEndpoint(this, name, peer, te, rma[i], atomics[i], concurrent, onError);
+        } catch (RuntimeException | LinkageError e) { // it reads the limits: plugin code, failing as its connect may
+            try {
+                closeTransportEndpoint(te); // after the transport's step when a handler connects
+            } catch (RuntimeException | Error suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        events.bind(ep);
+        return ep;
+    }
+
+    /**
+     * Connects through transport {@code i} to the worker that sent the messages of its connection
+     * {@code sender}, at the address that sender announced ({@code Transport.senderAddress}): the
+     * endpoint a handler answers through ({@link TransportSink#replyEndpoint}).
+     *
+     * @throws dev.conduit.spi.NotSupportedException when the transport does not give senders' addresses
+     * @throws PeerFailedException when the transport no longer delivers from that connection
+     * @throws ConduitException    when the sender cannot be reached, naming the transport and why
+     */
+    RuntimeEndpoint connectToSender(int i, long sender) {
+        String name = transportNames[i];
+        boolean entered = enter();
+        try {
+            ensureOpen();
+            byte[] address;
+            try {
+                address = transports[i].senderAddress(sender);
+            } catch (NotSupportedException e) {
+                var n = new NotSupportedException("transport '" + name + "' does not give the address of a message's "
+                        + "sender, so this message cannot be answered through replyEndpoint(): have the request carry "
+                        + "worker.address().toBytes() and connect to it (" + e.getMessage() + ")");
+                n.initCause(e);
+                throw n;
+            }
+            String peer = "the sender of connection " + Long.toHexString(sender) + " over '" + name + "'";
+            if (address == null) {
+                throw new PeerFailedException("cannot answer " + peer + ": that connection has ended (its sender closed it, or its "
+                        + "worker closed or died), so there is nobody to answer");
+            }
+            WorkerEvents.Connect event = new WorkerEvents.Connect();
+            event.begin();
+            RuntimeEndpoint ep;
+            try {
+                ep = connectThrough(i, address, peer, null);
+            } catch (RuntimeException | LinkageError e) {
+                commit(event, peer, "", List.of("'" + name + "': " + describe(e)));
+                throw new ConduitException("cannot answer " + peer + ": connecting to the address it announced failed: " + describe(e), e);
+            }
+            register(ep);
+            commit(event, peer, name, List.of());
+            return ep;
+        } finally {
+            exit(entered);
+        }
+    }
+
+    private static void commit(WorkerEvents.Connect event, String peer, String transport, List<String> reasons) {
         if (event.shouldCommit()) {
-            event.peer = peer.toString();
+            event.peer = peer;
             event.transport = transport;
             event.tried = reasons.size() + (transport.isEmpty() ? 0 : 1);
             event.failures = String.join("; ", reasons);

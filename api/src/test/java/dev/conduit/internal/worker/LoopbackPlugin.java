@@ -71,6 +71,12 @@ final class LoopbackPlugin implements ConduitPlugin {
     final List<LoopbackTransport> transports = new CopyOnWriteArrayList<>();
     /** When set, closing endpoint number n (from 0, in connect order) throws this after it is recorded closed. */
     volatile java.util.function.IntFunction<Error> endpointCloseFails = n -> null;
+    /**
+     * When set, the transports name each message's sender (the connection's key) and give the
+     * address it connected from ({@code Transport.senderAddress}), and tell the sink when a
+     * connection ends ({@code onSenderClosed}): its endpoint closed, or its transport closed or died.
+     */
+    volatile boolean namesSenders;
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
@@ -153,8 +159,12 @@ final class LoopbackPlugin implements ConduitPlugin {
         return transports.getFirst();
     }
 
-    record Msg(int id, byte[] bytes, int headerLength) {
+    /** A message in a receive queue; {@code sender} is its connection's key, 0 when the plugin does not name senders. */
+    record Msg(int id, byte[] bytes, int headerLength, long sender) {
     }
+
+    /** Connection keys, never 0, unique in this JVM. */
+    private static final AtomicLong CONNECTIONS = new AtomicLong(0x5EED_0000_0000L);
 
     static final class LoopbackTransport implements Transport {
         final LoopbackPlugin plugin;
@@ -182,6 +192,12 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile RuntimeException signalFault;
         /** Calls of signal(). */
         final AtomicLong signals = new AtomicLong();
+        /** The endpoints connected to this transport, by connection key, while their connection lasts (namesSenders). */
+        final Map<Long, LoopbackEndpoint> inbound = new ConcurrentHashMap<>();
+        /** The keys whose end was told to the sink ({@code onSenderClosed}), in order. */
+        final List<Long> sendersClosed = new CopyOnWriteArrayList<>();
+        /** Calls of senderAddress(). */
+        final AtomicLong senderAddressCalls = new AtomicLong();
 
         LoopbackTransport(LoopbackPlugin plugin, TransportContext context) {
             this.plugin = plugin;
@@ -234,6 +250,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 if (target == null) throw new ConduitException("no loopback transport is listening at " + peerKey);
                 LoopbackEndpoint ep = new LoopbackEndpoint(this, target, events, endpoints.size());
                 endpoints.add(ep);
+                if (plugin.namesSenders) target.inbound.put(ep.connection, ep);
                 plugin.whileConnecting.run();
                 if (plugin.failWhileConnecting) {
                     ep.reported = true;
@@ -256,8 +273,23 @@ final class LoopbackPlugin implements ConduitPlugin {
                     Msg m = queue.poll();
                     if (m == null) break;
                     MemorySegment s = MemorySegment.ofArray(m.bytes());
-                    sink.onMessage(m.id(), s, 0, m.headerLength(), s, m.headerLength(), m.bytes().length - m.headerLength());
+                    if (m.sender() != 0) {
+                        sink.onMessage(m.id(), s, 0, m.headerLength(), s, m.headerLength(), m.bytes().length - m.headerLength(), m.sender());
+                    } else {
+                        sink.onMessage(m.id(), s, 0, m.headerLength(), s, m.headerLength(), m.bytes().length - m.headerLength());
+                    }
                     events++;
+                }
+                if (queue.isEmpty()) {
+                    // After every message of theirs: a connection whose endpoint closed, or whose transport closed or died, ends.
+                    for (LoopbackEndpoint in : inbound.values()) {
+                        if (in.closed || in.owner.closed || in.owner.dead) {
+                            inbound.remove(in.connection);
+                            sendersClosed.add(in.connection);
+                            sink.onSenderClosed(in.connection);
+                            events++;
+                        }
+                    }
                 }
                 for (LoopbackEndpoint ep : endpoints) {
                     if (ep.target.dead && !ep.reported && !ep.closed) {
@@ -269,6 +301,19 @@ final class LoopbackPlugin implements ConduitPlugin {
                 return events;
             } finally {
                 inProgress = false;
+                exit();
+            }
+        }
+
+        @Override
+        public byte[] senderAddress(long sender) {
+            enter();
+            try {
+                senderAddressCalls.incrementAndGet();
+                if (!plugin.namesSenders) return Transport.super.senderAddress(sender);
+                LoopbackEndpoint in = inbound.get(sender);
+                return in == null ? null : in.owner.address();
+            } finally {
                 exit();
             }
         }
@@ -359,6 +404,7 @@ final class LoopbackPlugin implements ConduitPlugin {
         final LoopbackTransport target;
         final EndpointEvents events;
         final int number;
+        final long connection = CONNECTIONS.incrementAndGet();
         volatile boolean reported;
         volatile boolean closed;
         volatile boolean closedDuringProgress;
@@ -386,7 +432,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 byte[] bytes = new byte[hl + (int) payload.byteSize()];
                 MemorySegment.copy(header, ValueLayout.JAVA_BYTE, 0, bytes, 0, hl);
                 MemorySegment.copy(payload, ValueLayout.JAVA_BYTE, 0, bytes, hl, bytes.length - hl);
-                return target.deliver(new Msg(id, bytes, hl));
+                return target.deliver(new Msg(id, bytes, hl, owner.plugin.namesSenders ? connection : 0));
             } finally {
                 owner.exit();
             }

@@ -1,0 +1,239 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Message;
+import dev.conduit.Worker;
+import dev.conduit.internal.ThreadAllocation;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static dev.conduit.internal.worker.Loopbacks.longs;
+import static dev.conduit.internal.worker.Loopbacks.progressUntil;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * {@code Message.replyEndpoint()}: answering a message through the address its sender's transport
+ * announced, without an address exchanged by the application, as UCX's {@code reply_ep}; shown over
+ * the loopback plugin, which names senders on request.
+ */
+class ReplyEndpointTest {
+
+    private final Loopbacks loopbacks = new Loopbacks();
+
+    @AfterEach
+    void tearDown() {
+        loopbacks.close();
+    }
+
+    /** A client and a server over one loopback plugin that names senders, SINGLE, on this thread. */
+    private record Setup(LoopbackPlugin plugin, Worker client, Worker server) {
+        LoopbackPlugin.LoopbackTransport serverTransport() {
+            return plugin.transports.get(1);
+        }
+    }
+
+    private Setup setup(boolean namesSenders) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        plugin.namesSenders = namesSenders;
+        Conduit conduit = loopbacks.conduit(plugin);
+        return new Setup(plugin, conduit.newWorker(ThreadMode.SINGLE), conduit.newWorker(ThreadMode.SINGLE));
+    }
+
+    /** The server answers every request of id 1 with id 2, carrying the request's first long plus 1000, through replyEndpoint(). */
+    private static List<Endpoint> answerThroughReplyEndpoint(Worker server) {
+        List<Endpoint> used = new ArrayList<>();
+        server.onMessage(1, m -> {
+            Endpoint back = m.replyEndpoint();
+            used.add(back);
+            back.send(2, longs(m.payloadLong(0) + 1000));
+        });
+        return used;
+    }
+
+    private static List<Long> recordAnswers(Worker client) {
+        List<Long> answers = new ArrayList<>();
+        client.onMessage(2, m -> answers.add(m.payloadLong(0)));
+        return answers;
+    }
+
+    @Test
+    void aHandlerAnswersThroughTheReplyEndpointWithoutTheSendersAddressAndTheEndpointIsKeptForTheConnection() {
+        Setup s = setup(true);
+        List<Endpoint> used = answerThroughReplyEndpoint(s.server());
+        List<Long> answers = recordAnswers(s.client());
+        Endpoint toServer = s.client().connect(s.server().address());
+        for (long i = 1; i <= 3; i++) toServer.send(1, longs(i));
+        progressUntil(() -> answers.size() == 3, s.server(), s.client());
+
+        assertThat(answers).containsExactly(1001L, 1002L, 1003L);
+        assertThat(used).hasSize(3);
+        assertThat(used.get(1)).as("one endpoint for the connection").isSameAs(used.getFirst());
+        assertThat(used.get(2)).isSameAs(used.getFirst());
+        assertThat(used.getFirst().transport()).isEqualTo("lo");
+        assertThat(s.serverTransport().senderAddressCalls.get()).as("the sender's address asked once").isEqualTo(1);
+        assertThat(used.getFirst().toString()).contains("the sender of connection");
+    }
+
+    @Test
+    void twoEndpointsOfOneSenderAreAnsweredThroughOneReplyEndpointEach() {
+        Setup s = setup(true);
+        List<Endpoint> used = answerThroughReplyEndpoint(s.server());
+        List<Long> answers = recordAnswers(s.client());
+        Endpoint first = s.client().connect(s.server().address());
+        Endpoint second = s.client().connect(s.server().address());
+        first.send(1, longs(1));
+        second.send(1, longs(2));
+        first.send(1, longs(3));
+        progressUntil(() -> answers.size() == 3, s.server(), s.client());
+
+        assertThat(answers).containsExactlyInAnyOrder(1001L, 1002L, 1003L);
+        assertThat(used.get(0)).isSameAs(used.get(2)).isNotSameAs(used.get(1));
+    }
+
+    @Test
+    void theReplyEndpointIsClosedWhenTheSendersConnectionEndsAndAnswersAfterThatFailNamingWhy() {
+        Setup s = setup(true);
+        List<Endpoint> used = answerThroughReplyEndpoint(s.server());
+        List<Long> answers = recordAnswers(s.client());
+        Endpoint toServer = s.client().connect(s.server().address());
+        toServer.send(1, longs(1));
+        progressUntil(() -> answers.size() == 1, s.server(), s.client());
+        Endpoint reply = used.getFirst();
+        long connection = s.serverTransport().inbound.keySet().iterator().next();
+
+        toServer.close();
+        progressUntil(() -> s.serverTransport().sendersClosed.contains(connection), s.server());
+
+        assertThat(reply.toString()).as("closed by the worker when the connection ended").contains("closed");
+        assertThatThrownBy(() -> reply.send(2, longs(0))).isInstanceOf(IllegalStateException.class);
+        assertThat(s.serverTransport().endpoints.getFirst().closed).as("its transport endpoint closed too").isTrue();
+    }
+
+    @Test
+    void aMessageWhoseConnectionEndedBeforeItsHandlerAnswersIsRefusedAsAPeerFailure() {
+        Setup s = setup(true);
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        s.server().onMessage(1, m -> {
+            s.serverTransport().inbound.clear(); // the transport forgot the connection: its sender went meanwhile
+            try {
+                m.replyEndpoint();
+            } catch (RuntimeException e) {
+                thrown.set(e);
+            }
+        });
+        s.client().connect(s.server().address()).send(1, longs(1));
+        progressUntil(() -> thrown.get() != null, s.server(), s.client());
+
+        assertThat(thrown.get()).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("cannot answer the sender of connection")
+                .hasMessageContaining("over 'lo'")
+                .hasMessageContaining("that connection has ended");
+    }
+
+    @Test
+    void aTransportThatDoesNotNameSendersIsNamedWithTheRemedy() {
+        Setup s = setup(false);
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        s.server().onMessage(1, m -> {
+            try {
+                m.replyEndpoint();
+            } catch (RuntimeException e) {
+                thrown.set(e);
+            }
+        });
+        s.client().connect(s.server().address()).send(1, longs(1));
+        progressUntil(() -> thrown.get() != null, s.server(), s.client());
+
+        assertThat(thrown.get()).isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("transport 'lo' does not name the sender")
+                .hasMessageContaining("worker.address().toBytes()");
+    }
+
+    @Test
+    void aSenderThatCannotBeReachedIsNamedWithTheTransportsReason() {
+        Setup s = setup(true);
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        s.server().onMessage(1, m -> {
+            s.plugin().refuseConnect = "the sender's queue cannot be opened from here";
+            try {
+                m.replyEndpoint();
+            } catch (RuntimeException e) {
+                thrown.set(e);
+            }
+        });
+        s.client().connect(s.server().address()).send(1, longs(1));
+        progressUntil(() -> thrown.get() != null, s.server(), s.client());
+
+        assertThat(thrown.get()).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot answer the sender of connection")
+                .hasMessageContaining("connecting to the address it announced failed")
+                .hasMessageContaining("the sender's queue cannot be opened from here");
+    }
+
+    @Test
+    void aReplyEndpointTheApplicationClosedIsReplacedAtTheNextAnswer() {
+        Setup s = setup(true);
+        List<Endpoint> used = new ArrayList<>();
+        s.server().onMessage(1, m -> {
+            Endpoint back = m.replyEndpoint();
+            used.add(back);
+            back.send(2, longs(m.payloadLong(0)));
+            back.close();
+        });
+        List<Long> answers = recordAnswers(s.client());
+        Endpoint toServer = s.client().connect(s.server().address());
+        toServer.send(1, longs(1));
+        toServer.send(1, longs(2));
+        progressUntil(() -> answers.size() == 2, s.server(), s.client());
+
+        assertThat(answers).containsExactly(1L, 2L);
+        assertThat(used.get(1)).isNotSameAs(used.get(0));
+    }
+
+    @Test
+    void aReplyEndpointIsOnlyForTheHandlerCallAndTheWorkersCloseClosesIt() {
+        Setup s = setup(true);
+        AtomicReference<Message> kept = new AtomicReference<>();
+        AtomicReference<Endpoint> reply = new AtomicReference<>();
+        s.server().onMessage(1, m -> {
+            kept.set(m);
+            reply.set(m.replyEndpoint());
+        });
+        s.client().connect(s.server().address()).send(1, longs(1));
+        progressUntil(() -> reply.get() != null, s.server(), s.client());
+
+        assertThatThrownBy(() -> kept.get().replyEndpoint()).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("only valid during the handler call");
+        s.server().close();
+        assertThat(reply.get().toString()).contains("closed");
+    }
+
+    @Test
+    void answeringTheSenderTheThreadAnsweredLastAllocatesNothing() {
+        Setup s = setup(true);
+        AtomicLong allocated = new AtomicLong(-1);
+        s.server().onMessage(1, m -> {
+            m.replyEndpoint(); // connects, once
+            for (int i = 0; i < 10_000; i++) m.replyEndpoint(); // warm
+            long before = ThreadAllocation.allocatedBytes();
+            for (int i = 0; i < 100_000; i++) m.replyEndpoint();
+            allocated.set(ThreadAllocation.allocatedBytes() - before);
+        });
+        s.client().connect(s.server().address()).send(1, longs(1));
+        progressUntil(() -> allocated.get() >= 0, s.server(), s.client());
+
+        // One object per answer would be 1.6 MB at least; what remains is the measurement's own (a few KB at most).
+        assertThat(allocated.get()).as("bytes over 100,000 answers").isLessThan(16_000);
+    }
+}
