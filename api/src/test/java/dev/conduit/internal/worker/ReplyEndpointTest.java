@@ -120,12 +120,11 @@ class ReplyEndpointTest {
         assertThat(s.serverTransport().endpoints.getFirst().closed).as("its transport endpoint closed too").isTrue();
     }
 
-    @Test
-    void aMessageWhoseConnectionEndedBeforeItsHandlerAnswersIsRefusedAsAPeerFailure() {
-        Setup s = setup(true);
+    /** What {@code replyEndpoint()} throws in the server's handler of one request, {@code first} run before it is asked. */
+    private static Throwable thrownByReplyEndpoint(Setup s, Runnable first) {
         AtomicReference<Throwable> thrown = new AtomicReference<>();
         s.server().onMessage(1, m -> {
-            s.serverTransport().inbound.clear(); // the transport forgot the connection: its sender went meanwhile
+            first.run();
             try {
                 m.replyEndpoint();
             } catch (RuntimeException e) {
@@ -134,8 +133,14 @@ class ReplyEndpointTest {
         });
         s.client().connect(s.server().address()).send(1, longs(1));
         progressUntil(() -> thrown.get() != null, s.server(), s.client());
+        return thrown.get();
+    }
 
-        assertThat(thrown.get()).isInstanceOf(PeerFailedException.class)
+    @Test
+    void aMessageWhoseConnectionEndedBeforeItsHandlerAnswersIsRefusedAsAPeerFailure() {
+        Setup s = setup(true);
+        // The transport forgot the connection: its sender went meanwhile.
+        assertThat(thrownByReplyEndpoint(s, () -> s.serverTransport().inbound.clear())).isInstanceOf(PeerFailedException.class)
                 .hasMessageContaining("cannot answer the sender of connection")
                 .hasMessageContaining("over 'lo'")
                 .hasMessageContaining("that connection has ended");
@@ -143,19 +148,7 @@ class ReplyEndpointTest {
 
     @Test
     void aTransportThatDoesNotNameSendersIsNamedWithTheRemedy() {
-        Setup s = setup(false);
-        AtomicReference<Throwable> thrown = new AtomicReference<>();
-        s.server().onMessage(1, m -> {
-            try {
-                m.replyEndpoint();
-            } catch (RuntimeException e) {
-                thrown.set(e);
-            }
-        });
-        s.client().connect(s.server().address()).send(1, longs(1));
-        progressUntil(() -> thrown.get() != null, s.server(), s.client());
-
-        assertThat(thrown.get()).isInstanceOf(NotSupportedException.class)
+        assertThat(thrownByReplyEndpoint(setup(false), () -> { })).isInstanceOf(NotSupportedException.class)
                 .hasMessageContaining("transport 'lo' does not name the sender")
                 .hasMessageContaining("worker.address().toBytes()");
     }
@@ -163,19 +156,8 @@ class ReplyEndpointTest {
     @Test
     void aSenderThatCannotBeReachedIsNamedWithTheTransportsReason() {
         Setup s = setup(true);
-        AtomicReference<Throwable> thrown = new AtomicReference<>();
-        s.server().onMessage(1, m -> {
-            s.plugin().refuseConnect = "the sender's queue cannot be opened from here";
-            try {
-                m.replyEndpoint();
-            } catch (RuntimeException e) {
-                thrown.set(e);
-            }
-        });
-        s.client().connect(s.server().address()).send(1, longs(1));
-        progressUntil(() -> thrown.get() != null, s.server(), s.client());
-
-        assertThat(thrown.get()).isInstanceOf(ConduitException.class)
+        assertThat(thrownByReplyEndpoint(s, () -> s.plugin().refuseConnect = "the sender's queue cannot be opened from here"))
+                .isInstanceOf(ConduitException.class)
                 .hasMessageContaining("cannot answer the sender of connection")
                 .hasMessageContaining("connecting to the address it announced failed")
                 .hasMessageContaining("the sender's queue cannot be opened from here");
