@@ -43,7 +43,7 @@ class VerbsRecordsFuzzTest {
                 assertThat(ho).isEqualTo(record[0] + Records.HEADER);
                 assertThat(po + pl).isEqualTo(record[0] + record[1]);
             }
-        }, BUFFERS, BUFFER)) {
+        }, BUFFERS, BUFFER, Inbound.senderKey(VerbsTransport.MAX_CONNECTIONS, 1))) {
             for (int i = 0; sends.remaining() >= 2; i++) {
                 int length = Math.min(Short.toUnsignedInt(sends.getShort()), Math.min(BUFFER, sends.remaining()));
                 long at = (long) (i % BUFFERS) * BUFFER;

@@ -11,9 +11,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Wire-up requests (read by the acceptor's wire-up thread) and replies (read by the connector)
  * come from whoever connects to, or listens on, a TCP port. The first input byte picks the kind
  * the reader expects (2: a reply, anything else: a request), the rest is the message body. For any
- * body the decoder returns a message of the expected kind with a 24-bit queue pair number and PSN
- * and a non-null credit address in a request, or throws {@link InvalidHandleException}; a decoded
- * message encodes back to its length and the same body.
+ * body the decoder returns a message of the expected kind with a 24-bit queue pair number and PSN,
+ * and in a request a non-null credit address and the connector's address (within the lengths an
+ * address has, and one that decodes as an address: the acceptor hands it on for answers), or throws
+ * {@link InvalidHandleException}; a decoded message encodes back to its length and the same body.
+ * The seeds are a request and a reply of this version and of version 1, which is refused by its version.
  */
 class VerbsWireupFuzzTest {
 
@@ -37,6 +39,10 @@ class VerbsWireupFuzzTest {
         assertThat(message.mtu()).isBetween(VerbsAbi.IBV_MTU_256, VerbsAbi.IBV_MTU_4096);
         if (expected == WireFormat.REQUEST) {
             assertThat(message.creditAddress()).isNotZero();
+            assertThat(message.senderAddress().length).isBetween(WireFormat.MIN_ADDRESS_LENGTH, WireFormat.MAX_ADDRESS_LENGTH);
+            WireFormat.Address.decode(new dev.conduit.spi.PayloadReader(message.senderAddress()));
+        } else {
+            assertThat(message.senderAddress()).isNull();
         }
         byte[] encoded = message.encode();
         assertThat(Arrays.copyOfRange(encoded, 2, encoded.length)).isEqualTo(body);

@@ -13,6 +13,15 @@ import java.nio.channels.SocketChannel;
  * into the connector's credit word.
  *
  * <p>A message cut into several records is reassembled by the connection's {@link Records.Reader}.
+ *
+ * <p>The connection is named to the sink by its {@linkplain #sender() sender key}, its inbound slot
+ * and that slot's generation: unique among the transport's live inbound connections (each holds its
+ * own slot), never 0 (inbound slots start at {@link VerbsTransport#MAX_CONNECTIONS}), and a new
+ * connection in the same slot gets another generation. Every message it delivers carries the key,
+ * {@link VerbsTransport#senderAddress} resolves it to the address the connector announced in its
+ * wire-up request while the connection delivers, and the transport retires it with
+ * {@link dev.conduit.spi.MessageSink#onSenderClosed} when the connection ends (not when the
+ * transport closes).
  */
 final class Inbound extends VerbsTransport.Connection {
 
@@ -23,6 +32,9 @@ final class Inbound extends VerbsTransport.Connection {
     private final Verbs.MemoryRegion creditSource;
     private final long peerCreditAddress;
     private final int peerCreditKey;
+    /** The connector's transport address, as its wire-up request announced it. */
+    private final byte[] senderAddress;
+    private final long sender;
     private final int bufferSize;
     private final Arena arena;
     private final int psn = VerbsTransport.newPsn();
@@ -34,7 +46,11 @@ final class Inbound extends VerbsTransport.Connection {
     private final Records.Reader records;
 
     private Inbound(VerbsTransport transport, SocketChannel wireup, Verbs.QueuePair qp, Verbs.MemoryRegion receive,
-                    Verbs.MemoryRegion creditSource, WireFormat.Wireup request, Arena arena) {
+                    Verbs.MemoryRegion creditSource, WireFormat.Wireup request, Arena arena, int slot, int generation) {
+        this.slot = slot;
+        this.generation = generation;
+        this.sender = senderKey(slot, generation);
+        this.senderAddress = request.senderAddress();
         this.transport = transport;
         this.wireup = wireup;
         this.qp = qp;
@@ -44,7 +60,37 @@ final class Inbound extends VerbsTransport.Connection {
         this.peerCreditKey = request.creditKey();
         this.bufferSize = transport.bufferSize;
         this.arena = arena;
-        this.records = new Records.Reader(transport.sink, transport.receiveBuffers, bufferSize);
+        this.records = new Records.Reader(transport.sink, transport.receiveBuffers, bufferSize, sender);
+    }
+
+    /** The key of the connection in inbound {@code slot} at {@code generation}: not 0, since inbound slots are not. */
+    static long senderKey(int slot, int generation) {
+        return (long) generation << 32 | slot;
+    }
+
+    /** The inbound slot a {@link #senderKey} names. */
+    static int slotOf(long sender) {
+        return (int) sender;
+    }
+
+    /** The slot generation a {@link #senderKey} names. */
+    static int generationOf(long sender) {
+        return (int) (sender >>> 32);
+    }
+
+    /** This connection's key, which every message it delivers carries. */
+    long sender() {
+        return sender;
+    }
+
+    /** The address the connector announced (a copy), which the transport's {@code connect} accepts. */
+    byte[] senderAddress() {
+        return senderAddress.clone();
+    }
+
+    /** Whether the connection still delivers: not broken down (it is then closed at the end of this progress). */
+    boolean delivers() {
+        return !broken && slot >= 0;
     }
 
     /**
@@ -69,9 +115,7 @@ final class Inbound extends VerbsTransport.Connection {
             receive = pd.register(VerbsTransport.allocate(arena, (long) transport.receiveBuffers * transport.bufferSize),
                     VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
             credit = pd.register(VerbsTransport.allocate(arena, 64), VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
-            Inbound in = new Inbound(transport, wireup, qp, receive, credit, request, arena);
-            in.slot = slot;
-            in.generation = generation;
+            Inbound in = new Inbound(transport, wireup, qp, receive, credit, request, arena, slot, generation);
             for (int i = 0; i < transport.receiveBuffers; i++) {
                 qp.postReceive(VerbsTransport.requestId(in, VerbsTransport.KIND_RECEIVE, i), receive, (long) i * transport.bufferSize,
                         transport.bufferSize);
@@ -93,8 +137,8 @@ final class Inbound extends VerbsTransport.Connection {
     /** Sends the wire-up reply (this queue pair's number, PSN and port): once it is sent, the connector may use the connection. */
     void reply(WireFormat.Wireup request) throws IOException {
         VerbsDomain domain = transport.domain;
-        byte[] reply = new WireFormat.Wireup(WireFormat.REPLY, request.token(), qp.number(), psn, domain.lid(), domain.gid(),
-                domain.activeMtu(), 0, 0).encode();
+        byte[] reply = WireFormat.Wireup.reply(request.token(), qp.number(), psn, domain.lid(), domain.gid(), domain.activeMtu())
+                .encode();
         ByteBuffer out = ByteBuffer.wrap(reply);
         long start = System.nanoTime();
         while (out.hasRemaining()) {

@@ -72,8 +72,8 @@ final class Records {
 
     /**
      * The receiving side of one connection: checks each record a SEND delivered, hands a message
-     * that fits one record to the sink in place, and reassembles the others in a buffer that grows
-     * to the largest message seen (the only allocation on the receive path, and only for messages
+     * that fits one record to the sink in place (with the connection's key, a field: no lookup),
+     * and reassembles the others in a buffer that grows to the largest message seen (the only allocation on the receive path, and only for messages
      * larger than one buffer, never larger than {@link #maxPayload} of this side's buffers).
      * A record that breaks the protocol is a {@link ProtocolError}; the connection is then dropped
      * and this reader used no more.
@@ -81,6 +81,8 @@ final class Records {
     static final class Reader implements AutoCloseable {
 
         private final MessageSink sink;
+        /** The connection's key, passed with every message (MessageSink's sender). */
+        private final long sender;
         private final long maxTotal;
         private final long minReassembly;
         private Arena arena;
@@ -90,9 +92,13 @@ final class Records {
         private long total;
         private long reassembled = -1;
 
-        /** A reader for records that arrive in {@code receiveBuffers} buffers of {@code bufferSize} bytes. */
-        Reader(MessageSink sink, int receiveBuffers, int bufferSize) {
+        /**
+         * A reader for records that arrive in {@code receiveBuffers} buffers of {@code bufferSize}
+         * bytes on the connection named {@code sender}, which every message is delivered with.
+         */
+        Reader(MessageSink sink, int receiveBuffers, int bufferSize, long sender) {
             this.sink = sink;
+            this.sender = sender;
             this.maxTotal = maxPayload(receiveBuffers, bufferSize);
             this.minReassembly = 2L * bufferSize;
         }
@@ -118,7 +124,7 @@ final class Records {
                     throw new ProtocolError("a new message before the last one's records were all received");
                 }
                 if (recordTotal == part) {
-                    sink.onMessage(recordId, buffer, body, header, buffer, body + header, part);
+                    sink.onMessage(recordId, buffer, body, header, buffer, body + header, part, sender);
                     return;
                 }
                 ensureReassembly(header + recordTotal);
@@ -140,7 +146,7 @@ final class Records {
                 reassembled += part;
                 if (reassembled == total) {
                     reassembled = -1;
-                    sink.onMessage(id, reassembly, 0, headerLength, reassembly, headerLength, total);
+                    sink.onMessage(id, reassembly, 0, headerLength, reassembly, headerLength, total, sender);
                 }
             } else {
                 throw new ProtocolError("record type " + type + " is neither " + FIRST + " (first) nor " + MORE + " (more)");

@@ -130,8 +130,9 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             int psn = VerbsTransport.newPsn();
             endpoint = new VerbsEndpoint(transport, events, peer, channel, arena, qp, ring, credit, psn);
             transport.register(endpoint);
+            // With this transport's own address: the acceptor gives it for this connection's messages, which are answered there.
             byte[] request = new WireFormat.Wireup(WireFormat.REQUEST, peer.token(), qp.number(), psn, domain.lid(), domain.gid(),
-                    domain.activeMtu(), credit.memory().address(), credit.remoteKey()).encode();
+                    domain.activeMtu(), credit.memory().address(), credit.remoteKey(), transport.ownAddress()).encode();
             ByteBuffer out = ByteBuffer.wrap(request);
             while (out.hasRemaining()) {
                 channel.write(out); // blocking: a new connection's socket buffer takes the request at once

@@ -50,6 +50,16 @@ import java.util.List;
  *       the connector on the acceptor's memory; the acceptor's queue pair only writes credits
  *       back. Replies go over the connection the peer opens to this worker, as with every Conduit
  *       transport.</li>
+ *   <li><b>Senders</b>: the connector's request carries its own transport address, which the
+ *       acceptor keeps with the {@link Inbound} connection. Every message is delivered with the
+ *       connection's key ({@link Inbound#sender()}: its slot and the slot's generation, so unique
+ *       among live connections and never 0); {@link #senderAddress} gives the connector's address
+ *       for that key while the connection delivers, and {@code null} from the progress step that
+ *       ends it, where the sink is told with {@link MessageSink#onSenderClosed} (once per
+ *       connection: its connector closed the endpoint or its transport, or died, its host went
+ *       silent, or it broke the protocol). So a message can be answered without an address
+ *       exchanged by the application ({@code Message.replyEndpoint()}): the runtime connects to
+ *       that address, which opens a connection the other way.</li>
  *   <li><b>Flow control</b>: the acceptor posts {@code verbs.receive.buffers} buffers per
  *       connection; the connector may have that many SENDs outstanding. Whenever the acceptor
  *       re-posts buffers it RDMA-writes its running count of re-posted buffers into the
@@ -243,6 +253,28 @@ final class VerbsTransport implements Transport {
         return address.clone();
     }
 
+    /** This transport's address, not copied: what {@link VerbsEndpoint#connect} announces in its wire-up request. */
+    byte[] ownAddress() {
+        return address;
+    }
+
+    /**
+     * The address the connector of inbound connection {@code sender} announced in its wire-up
+     * request, or {@code null} once that connection delivers no more: it was closed, or broke
+     * down in this progress step and is closed at its end, where {@link MessageSink#onSenderClosed}
+     * comes. Also {@code null} for a key this transport never gave. A lookup in the slot table,
+     * on the progress thread.
+     */
+    @Override
+    public byte[] senderAddress(long sender) {
+        int slot = Inbound.slotOf(sender);
+        if (slot < MAX_CONNECTIONS || slot >= connections.length) {
+            return null;
+        }
+        return connections[slot] instanceof Inbound in && in.generation == Inbound.generationOf(sender) && in.delivers()
+                ? in.senderAddress() : null;
+    }
+
     /**
      * Takes an outbound connection slot; its generation tells its completions from those of the
      * slot's earlier owners. Inbound slots (from {@link #MAX_CONNECTIONS} on) are taken by the
@@ -409,7 +441,7 @@ final class VerbsTransport implements Transport {
         for (Inbound in : dropping) {
             if (inbounds.contains(in)) {
                 try {
-                    closeInbound(in);
+                    retireInbound(in);
                 } catch (RuntimeException | Error e) {
                     failure = add(failure, e);
                 }
@@ -501,7 +533,7 @@ final class VerbsTransport implements Transport {
                     }
                 }
                 try {
-                    closeInbound(in);
+                    retireInbound(in);
                 } catch (RuntimeException | Error e) {
                     failure = add(failure, e);
                 }
@@ -545,6 +577,28 @@ final class VerbsTransport implements Transport {
     void closeInbound(Inbound in) {
         inbounds.remove(in);
         in.close();
+    }
+
+    /**
+     * Closes an inbound connection that ended while the transport lives, then tells the sink that
+     * its key delivers no more ({@link MessageSink#onSenderClosed}), also when the close failed:
+     * the connection is out of the slot table either way. Once per connection: it leaves
+     * {@link #inbounds} here, and both callers take only connections still in it. The transport's
+     * own {@link #close()} closes its connections without this (the worker closes every endpoint).
+     */
+    private void retireInbound(Inbound in) {
+        Throwable failure = null;
+        try {
+            closeInbound(in);
+        } catch (RuntimeException | Error e) {
+            failure = e;
+        }
+        try {
+            sink.onSenderClosed(in.sender());
+        } catch (RuntimeException | Error e) {
+            failure = add(failure, e);
+        }
+        rethrow(failure);
     }
 
     void failed(VerbsEndpoint endpoint) {

@@ -33,7 +33,7 @@ import java.util.Arrays;
  * <pre>
  * field             encoding   rule on decode
  * magic             u32        0x55575643 ("CVWU")
- * version           u8         1
+ * version           u8         2 (1 until 2026-12-02: a request without sender.address)
  * kind              u8         1 request (connector to acceptor), 2 reply
  * token             16 bytes   the acceptor's address token
  * qpn               u32        1..2^24-1
@@ -43,7 +43,16 @@ import java.util.Arrays;
  * mtu               u8         1..5
  * credit.address    u64        request only: where the acceptor RDMA-writes the count of re-posted receives; not 0
  * credit.rkey       u32        request only
+ * sender.address    u16 length request only: the connector's own transport address (above), 51..114 bytes, decoded
+ *                   + bytes    as an address is (its fields named wireup.sender.address.*): what the acceptor's
+ *                              senderAddress gives for the connection's messages, so that they can be answered
  * </pre>
+ *
+ * <p>Version 2 added {@code sender.address}. The version is read before anything else and another
+ * one is refused naming both ({@link FormatVersions#refusal}): a version-1 acceptor refuses a
+ * version-2 request that way in its log (and closes the connection, which the connector reports as
+ * a refusal), where without the bump it would have read the new field as trailing bytes after
+ * {@code credit.rkey} and named no version; a version-2 acceptor refuses a version-1 request the same way.
  *
  * <h2>Region payload</h2> (the plugin's part of an IPC handle of a chunk of the verbs memory provider)
  * <pre>
@@ -55,13 +64,21 @@ final class WireFormat {
     static final int ADDRESS_VERSION = 1;
     static final int TOKEN_LENGTH = 16;
     static final int WIREUP_MAGIC = 0x55575643;
-    static final int WIREUP_VERSION = 1;
+    static final int WIREUP_VERSION = 2;
     static final int REQUEST = 1;
     static final int REPLY = 2;
     /** Longest wire-up message accepted. */
     static final int MAX_WIREUP = 256;
     static final int REGION_VERSION = 1;
     static final int MAX_QPN = 0xFF_FFFF;
+    /** Longest {@code wireup.host} in an address: an IPv6 literal is at most 45 characters, and a scope id may follow. */
+    static final int MAX_HOST = 64;
+    /** An address's bytes before {@code wireup.host}: version, token, port, link layer, LID, GID, MTU, receive buffers, buffer size. */
+    private static final int ADDRESS_FIXED = 1 + TOKEN_LENGTH + 1 + 1 + 2 + 16 + 1 + 4 + 4;
+    /** The shortest address: a host of one character ("0" is 0.0.0.0 to {@link InetAddress#ofLiteral}). */
+    static final int MIN_ADDRESS_LENGTH = ADDRESS_FIXED + 2 + 1 + 2;
+    /** The longest address: a host of {@link #MAX_HOST} bytes. */
+    static final int MAX_ADDRESS_LENGTH = ADDRESS_FIXED + 2 + MAX_HOST + 2;
 
     private WireFormat() {
     }
@@ -105,7 +122,7 @@ final class WireFormat {
                         + "aligned 8-byte fields): the peer must set " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE)
                         + " to a multiple of " + VerbsConfig.BUFFER_ALIGNMENT);
             }
-            String host = r.string("wireup.host", 64);
+            String host = r.string("wireup.host", MAX_HOST);
             if (!isIpLiteral(host)) {
                 throw r.invalid("wireup.host", "'" + PayloadReader.printable(host) + "' is not an IPv4 or IPv6 address (names are never resolved)");
             }
@@ -118,14 +135,24 @@ final class WireFormat {
         }
     }
 
-    /** A decoded wire-up message: the sender's queue pair and where it is. */
-    record Wireup(int kind, byte[] token, int qpn, int psn, int lid, byte[] gid, int mtu, long creditAddress, int creditKey) {
+    /**
+     * A decoded wire-up message: the sender's queue pair and where it is; a request also carries
+     * the connector's credit word and its own transport address ({@code senderAddress}, the bytes
+     * its {@link VerbsTransport#address()} returns; {@code null} in a reply).
+     */
+    record Wireup(int kind, byte[] token, int qpn, int psn, int lid, byte[] gid, int mtu, long creditAddress, int creditKey,
+                  byte[] senderAddress) {
+
+        /** A reply: this side's queue pair, and nothing of a request's. */
+        static Wireup reply(byte[] token, int qpn, int psn, int lid, byte[] gid, int mtu) {
+            return new Wireup(REPLY, token, qpn, psn, lid, gid, mtu, 0, 0, null);
+        }
 
         byte[] encode() {
             PayloadWriter w = new PayloadWriter().u32(WIREUP_MAGIC).u8(WIREUP_VERSION).u8(kind).bytes(token).u32(qpn).u32(psn)
                     .u16(lid).bytes(gid).u8(mtu);
             if (kind == REQUEST) {
-                w.u64(creditAddress).u32(Integer.toUnsignedLong(creditKey));
+                w.u64(creditAddress).u32(Integer.toUnsignedLong(creditKey)).u16(senderAddress.length).bytes(senderAddress);
             }
             byte[] body = w.toByteArray();
             return new PayloadWriter().u16(body.length).bytes(body).toByteArray();
@@ -162,17 +189,35 @@ final class WireFormat {
             int mtu = readMtu(r, "mtu");
             long creditAddress = 0;
             int creditKey = 0;
+            byte[] senderAddress = null;
             if (kind == REQUEST) {
                 creditAddress = r.u64("credit.address");
                 if (creditAddress == 0) {
                     throw r.invalid("credit.address", "null address");
                 }
                 creditKey = (int) r.u32("credit.rkey");
-                r.end("credit.rkey");
+                senderAddress = readSenderAddress(r);
+                r.end("sender.address");
             } else {
                 r.end("mtu");
             }
-            return new Wireup(kind, token, (int) qpn, (int) psn, lid, gid, mtu, creditAddress, creditKey);
+            return new Wireup(kind, token, (int) qpn, (int) psn, lid, gid, mtu, creditAddress, creditKey, senderAddress);
+        }
+
+        /**
+         * The connector's transport address: of a length an address can have, and one that
+         * {@link Address#decode} accepts (its errors name {@code wireup.sender.address.<field>}),
+         * since the acceptor hands it on as the address to answer the connection's messages at.
+         */
+        private static byte[] readSenderAddress(PayloadReader r) {
+            int length = r.u16("sender.address.length");
+            if (length < MIN_ADDRESS_LENGTH || length > MAX_ADDRESS_LENGTH) {
+                throw r.invalid("sender.address", "an address of " + length + " bytes, where a verbs transport address has "
+                        + MIN_ADDRESS_LENGTH + " to " + MAX_ADDRESS_LENGTH);
+            }
+            byte[] address = r.bytes("sender.address", length);
+            Address.decode(new PayloadReader(address, 0, length, "wireup.sender.address.", "Conduit verbs wire-up message"));
+            return address;
         }
     }
 

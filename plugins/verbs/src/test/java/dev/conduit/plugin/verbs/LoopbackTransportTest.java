@@ -571,8 +571,7 @@ class LoopbackTransportTest {
                 }
                 WireFormat.Wireup r = WireFormat.Wireup.decode(java.util.Arrays.copyOfRange(request.array(), 2, request.position()),
                         WireFormat.REQUEST);
-                s.write(ByteBuffer.wrap(new WireFormat.Wireup(WireFormat.REPLY, token, qp.number(), 1, 0, LoopbackVerbs.GID,
-                        VerbsAbi.IBV_MTU_1024, 0, 0).encode()));
+                s.write(ByteBuffer.wrap(WireFormat.Wireup.reply(token, qp.number(), 1, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024).encode()));
                 progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), b);
                 qp.toReadyToReceive(new Verbs.PeerPath(r.qpn(), r.psn(), 0, r.gid(), r.mtu(), true), 1, 0);
                 qp.toReadyToSend(1);
@@ -590,7 +589,7 @@ class LoopbackTransportTest {
     }
 
     /** A hand-made connector: a raw queue pair of the simulated fabric, wired up to {@code b} over its TCP listener. */
-    private record RawConnector(SocketChannel channel, Verbs.QueuePair qp, Verbs.MemoryRegion buffer, Verbs.ProtectionDomain pd,
+    record RawConnector(SocketChannel channel, Verbs.QueuePair qp, Verbs.MemoryRegion buffer, Verbs.ProtectionDomain pd,
                                 Verbs.CompletionQueue cq) implements AutoCloseable {
         @Override
         public void close() throws Exception {
@@ -602,7 +601,15 @@ class LoopbackTransportTest {
         }
     }
 
+    /** The address a {@link RawConnector} announces in its request: nothing listens behind it, only the acceptor's checks of the request matter. */
+    static final byte[] ANNOUNCED = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
+            VerbsAbi.IBV_MTU_1024, 64, 8192, "127.0.0.1", 9).encode();
+
     private RawConnector rawConnector(TestWorker b, Arena arena) throws Exception {
+        return rawConnector(verbs, b, arena);
+    }
+
+    static RawConnector rawConnector(LoopbackVerbs verbs, TestWorker b, Arena arena) throws Exception {
         WireFormat.Address peer = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
         Verbs.Device device = verbs.open("loop0");
         Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
@@ -612,7 +619,7 @@ class LoopbackTransportTest {
         Verbs.MemoryRegion buffer = pd.register(arena.allocate(8192, 4096), VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
         SocketChannel channel = SocketChannel.open(new InetSocketAddress("127.0.0.1", peer.tcpPort()));
         channel.write(ByteBuffer.wrap(new WireFormat.Wireup(WireFormat.REQUEST, peer.token(), qp.number(), 1, 0, LoopbackVerbs.GID,
-                VerbsAbi.IBV_MTU_1024, buffer.memory().address() + 4096, buffer.remoteKey()).encode()));
+                VerbsAbi.IBV_MTU_1024, buffer.memory().address() + 4096, buffer.remoteKey(), ANNOUNCED).encode()));
         channel.configureBlocking(false);
         ByteBuffer reply = ByteBuffer.allocate(512);
         progressUntil(() -> {

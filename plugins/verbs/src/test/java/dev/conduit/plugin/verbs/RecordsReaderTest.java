@@ -1,5 +1,6 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.spi.MessageSink;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -18,11 +19,23 @@ class RecordsReaderTest {
     private static final int BUFFERS = 4;
 
     private final List<String> delivered = new ArrayList<>();
-    private final Records.Reader reader = new Records.Reader((id, hb, ho, hl, pb, po, pl) -> {
-        byte[] header = hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE);
-        byte[] payload = pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE);
-        delivered.add(id + ":" + header.length + ":" + payload.length + ":" + (payload.length == 0 ? -1 : payload[payload.length - 1]));
-    }, BUFFERS, BUFFER);
+    /** The key of the reader's connection, which every message must carry. */
+    private static final long SENDER = Inbound.senderKey(VerbsTransport.MAX_CONNECTIONS + 3, 7);
+    private final List<Long> senders = new ArrayList<>();
+    private final Records.Reader reader = new Records.Reader(new MessageSink() {
+        @Override
+        public void onMessage(int id, MemorySegment hb, long ho, int hl, MemorySegment pb, long po, long pl) {
+            onMessage(id, hb, ho, hl, pb, po, pl, 0);
+        }
+
+        @Override
+        public void onMessage(int id, MemorySegment hb, long ho, int hl, MemorySegment pb, long po, long pl, long sender) {
+            byte[] header = hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE);
+            byte[] payload = pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE);
+            delivered.add(id + ":" + header.length + ":" + payload.length + ":" + (payload.length == 0 ? -1 : payload[payload.length - 1]));
+            senders.add(sender);
+        }
+    }, BUFFERS, BUFFER, SENDER);
 
     @Test
     void aMessageInOneRecordAndOneCutIntoRecordsAreDelivered() {
@@ -45,6 +58,8 @@ class RecordsReaderTest {
             reader.read(buffer, 0, Records.HEADER + last);
         }
         assertThat(delivered).containsExactly("7:2:3:9", "8:16:" + 2 * BUFFER + ":5");
+        assertThat(senders).as("the connection's key, with the message in one record and with the reassembled one")
+                .containsExactly(SENDER, SENDER);
     }
 
     /** Found by VerbsRecordsFuzzTest: a claimed total near 2^63 overflowed the reassembly size, and a later record was copied out of bounds (IndexOutOfBoundsException from progress); a large one was allocated. */

@@ -25,13 +25,16 @@ import java.util.function.BooleanSupplier;
  */
 final class TestWorker implements AutoCloseable {
 
-    record Received(int id, byte[] header, byte[] payload) {
+    /** A message as the sink got it, with the key of the connection it came by (0: delivered without one). */
+    record Received(int id, byte[] header, byte[] payload, long sender) {
     }
 
     final VerbsPlugin plugin;
     final VerbsTransport transport;
     final List<Received> received = new ArrayList<>();
     final List<PeerFailedException> failures = new ArrayList<>();
+    /** The keys the sink was told deliver no more ({@link MessageSink#onSenderClosed}), in order. */
+    final List<Long> sendersClosed = new ArrayList<>();
     final TestContext config;
     /** Messages of this id make the sink throw {@link SinkError}, as if handling it ran out of memory (the runtime's sink catches the rest). */
     int failingId = -1;
@@ -45,13 +48,33 @@ final class TestWorker implements AutoCloseable {
     }
 
     TestWorker(Verbs verbs, String... keyValues) {
+        this(verbs, null, keyValues);
+    }
+
+    /** A worker whose transport logs to {@code logger} (the test context's own when {@code null}). */
+    TestWorker(Verbs verbs, System.Logger logger, String... keyValues) {
         this.plugin = new VerbsPlugin(library -> verbs);
-        this.config = TestContext.of(withDefaults(keyValues));
-        MessageSink sink = (id, hb, ho, hl, pb, po, pl) -> {
-            if (id == failingId) {
-                throw new SinkError(id);
+        TestContext context = TestContext.of(withDefaults(keyValues));
+        this.config = logger == null ? context : context.withLogger(logger);
+        MessageSink sink = new MessageSink() {
+            @Override
+            public void onMessage(int id, MemorySegment hb, long ho, int hl, MemorySegment pb, long po, long pl) {
+                onMessage(id, hb, ho, hl, pb, po, pl, 0);
             }
-            received.add(new Received(id, hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE), pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE)));
+
+            @Override
+            public void onMessage(int id, MemorySegment hb, long ho, int hl, MemorySegment pb, long po, long pl, long sender) {
+                if (id == failingId) {
+                    throw new SinkError(id);
+                }
+                received.add(new Received(id, hb.asSlice(ho, hl).toArray(ValueLayout.JAVA_BYTE), pb.asSlice(po, pl).toArray(ValueLayout.JAVA_BYTE),
+                        sender));
+            }
+
+            @Override
+            public void onSenderClosed(long sender) {
+                sendersClosed.add(sender);
+            }
         };
         this.transport = (VerbsTransport) plugin.openTransport(config.forTransport(ThreadMode.SINGLE, sink));
     }

@@ -90,7 +90,15 @@ class WireFormatTest {
     }
 
     private static WireFormat.Wireup request(int qpn, int psn, int mtu, long creditAddress) {
-        return new WireFormat.Wireup(WireFormat.REQUEST, TOKEN, qpn, psn, 0, GID, mtu, creditAddress, 0x1234);
+        return request(qpn, psn, mtu, creditAddress, address().encode());
+    }
+
+    private static WireFormat.Wireup request(int qpn, int psn, int mtu, long creditAddress, byte[] senderAddress) {
+        return new WireFormat.Wireup(WireFormat.REQUEST, TOKEN, qpn, psn, 0, GID, mtu, creditAddress, 0x1234, senderAddress);
+    }
+
+    private static WireFormat.Wireup decodeRequest(byte[] body) {
+        return WireFormat.Wireup.decode(body, WireFormat.REQUEST);
     }
 
     @Test
@@ -99,8 +107,10 @@ class WireFormatTest {
         assertThat(w.qpn()).isEqualTo(0x1234);
         assertThat(w.creditAddress()).isEqualTo(0x7000);
         assertThat(w.creditKey()).isEqualTo(0x1234);
-        WireFormat.Wireup reply = new WireFormat.Wireup(WireFormat.REPLY, TOKEN, 9, 1, 4, GID, 5, 0, 0);
+        assertThat(w.senderAddress()).as("the connector's address, as it announced it").isEqualTo(address().encode());
+        WireFormat.Wireup reply = WireFormat.Wireup.reply(TOKEN, 9, 1, 4, GID, 5);
         assertThat(WireFormat.Wireup.decode(body(reply.encode()), WireFormat.REPLY).lid()).isEqualTo(4);
+        assertThat(WireFormat.Wireup.decode(body(reply.encode()), WireFormat.REPLY).senderAddress()).as("a reply's").isNull();
 
         assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(request(0, 1, 3, 8).encode()), WireFormat.REQUEST))).isEqualTo("wireup.qpn");
         assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(request(1 << 24, 1, 3, 8).encode()), WireFormat.REQUEST)))
@@ -112,7 +122,8 @@ class WireFormatTest {
                 .isEqualTo("wireup.credit.address");
         assertThat(fieldOf(() -> WireFormat.Wireup.decode(body(reply.encode()), WireFormat.REQUEST))).isEqualTo("wireup.kind");
         byte[] body = body(request(5, 1, 3, 8).encode());
-        assertThat(fieldOf(() -> WireFormat.Wireup.decode(Arrays.copyOf(body, body.length - 2), WireFormat.REQUEST)))
+        int senderAddressAt = body.length - 2 - address().encode().length;
+        assertThat(fieldOf(() -> WireFormat.Wireup.decode(Arrays.copyOf(body, senderAddressAt - 2), WireFormat.REQUEST)))
                 .isEqualTo("wireup.credit.rkey");
         byte[] magic = body.clone();
         magic[0] ^= 1;
@@ -122,6 +133,75 @@ class WireFormatTest {
         assertThat(fieldOf(() -> WireFormat.Wireup.decode(version, WireFormat.REQUEST))).isEqualTo("wireup.version");
         byte[] http = "GET / HTTP/1.1\r\n\r\n".getBytes();
         assertThat(fieldOf(() -> WireFormat.Wireup.decode(http, WireFormat.REQUEST))).isEqualTo("wireup.magic");
+    }
+
+    /**
+     * Version 2 added the connector's address to the request (the acceptor gives it for the
+     * connection's messages, to answer them). It is validated as an address, within the lengths an
+     * address has, and every bad part of it is named.
+     */
+    @Test
+    void theConnectorsAddressInARequestIsValidatedAsAnAddressAndEveryBadPartIsNamed() {
+        byte[] shortest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "0", 1).encode();
+        byte[] longest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "fe80::1%" + "e".repeat(WireFormat.MAX_HOST - 8), 1)
+                .encode();
+        assertThat(shortest.length).isEqualTo(WireFormat.MIN_ADDRESS_LENGTH);
+        assertThat(longest.length).isEqualTo(WireFormat.MAX_ADDRESS_LENGTH);
+        byte[] longestRequest = request(5, 1, 3, 8, longest).encode();
+        assertThat(longestRequest.length - 2).as("the longest request's body").isLessThanOrEqualTo(WireFormat.MAX_WIREUP);
+        assertThat(decodeRequest(body(request(5, 1, 3, 8, shortest).encode())).senderAddress()).isEqualTo(shortest);
+
+        byte[] tooShort = Arrays.copyOf(shortest, shortest.length - 1);
+        assertThat(catchInvalid(() -> decodeRequest(body(request(5, 1, 3, 8, tooShort).encode()))))
+                .satisfies(e -> assertThat(e.field()).isEqualTo("wireup.sender.address"))
+                .hasMessageContaining("an address of " + (WireFormat.MIN_ADDRESS_LENGTH - 1) + " bytes, where a verbs transport address has "
+                        + WireFormat.MIN_ADDRESS_LENGTH + " to " + WireFormat.MAX_ADDRESS_LENGTH);
+        byte[] tooLong = Arrays.copyOf(longest, longest.length + 1);
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, tooLong).encode())))).isEqualTo("wireup.sender.address");
+        // A bad field inside the address is named inside it.
+        byte[] named = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "evil.example", 1).encode();
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, named).encode())))).isEqualTo("wireup.sender.address.wireup.host");
+        byte[] portZero = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "10.0.0.2", 0).encode();
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, portZero).encode())))).isEqualTo("wireup.sender.address.wireup.port");
+        byte[] otherVersion = address().encode();
+        otherVersion[0] = 2;
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, otherVersion).encode())))).isEqualTo("wireup.sender.address.version");
+        // An address whose own length disagrees with the length before it: bytes left over inside the field.
+        byte[] padded = Arrays.copyOf(address().encode(), address().encode().length + 1);
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, padded).encode())))).isEqualTo("wireup.sender.address.wireup.port");
+
+        byte[] body = body(request(5, 1, 3, 8).encode());
+        assertThat(fieldOf(() -> decodeRequest(Arrays.copyOf(body, body.length - 1)))).as("cut inside the address")
+                .isEqualTo("wireup.sender.address");
+        assertThat(fieldOf(() -> decodeRequest(Arrays.copyOf(body, body.length - 2 - address().encode().length + 1))))
+                .as("cut inside the address's length").isEqualTo("wireup.sender.address.length");
+        assertThat(fieldOf(() -> decodeRequest(Arrays.copyOf(body, body.length + 1)))).as("a byte after the address")
+                .isEqualTo("wireup.sender.address");
+    }
+
+    /**
+     * A request of version 1, an older Conduit's (no connector address), is refused by its version,
+     * naming both and which side to upgrade, before anything else of it is read; an older acceptor
+     * refuses a version-2 request the same way (its check of the version is the same code at 1).
+     */
+    @Test
+    void aRequestOfTheFormerVersionIsRefusedNamingBothVersions() {
+        byte[] version1 = new PayloadWriter().u32(WireFormat.WIREUP_MAGIC).u8(1).u8(WireFormat.REQUEST).bytes(TOKEN).u32(5).u32(1).u16(0)
+                .bytes(GID).u8(3).u64(8).u32(0x1234).toByteArray();
+        assertThat(catchInvalid(() -> decodeRequest(version1)))
+                .satisfies(e -> assertThat(e.field()).isEqualTo("wireup.version"))
+                .hasMessageContaining("verbs wire-up version 1, where this process's Conduit reads only version 2: the peer runs an older "
+                        + "Conduit than this process; upgrade the peer");
+        assertThat(WireFormat.WIREUP_VERSION).isEqualTo(2);
+    }
+
+    private static InvalidHandleException catchInvalid(Runnable decode) {
+        try {
+            decode.run();
+        } catch (InvalidHandleException e) {
+            return e;
+        }
+        throw new AssertionError("decoded without complaint");
     }
 
     @Test
