@@ -19,7 +19,16 @@ import java.util.function.Predicate;
  */
 final class Inbox implements MessageSink {
 
-    record Received(int id, byte[] header, byte[] payload) {
+    /**
+     * A message as the sink got it: {@code named} when the transport gave the key of the connection
+     * it came by ({@link MessageSink#onMessage(int, MemorySegment, long, int, MemorySegment, long, long, long)}),
+     * which is then {@code sender}.
+     */
+    record Received(int id, byte[] header, byte[] payload, boolean named, long sender) {
+    }
+
+    /** A call of {@link MessageSink#onSenderClosed}: the key, and how many messages had arrived before it. */
+    record SenderClosed(long sender, int after) {
     }
 
     /** A call into the plugin that may throw what its body throws. */
@@ -32,6 +41,7 @@ final class Inbox implements MessageSink {
     private static final ThreadLocal<Object> CALLING = new ThreadLocal<>();
 
     private final List<Received> messages = new CopyOnWriteArrayList<>();
+    private final List<SenderClosed> sendersClosed = new CopyOnWriteArrayList<>();
     private volatile Transport receiver;
     private volatile Predicate<Thread> testThreads = t -> false;
     /** The first delivery made outside the receiver's progress(), said as the failure says it. */
@@ -68,15 +78,42 @@ final class Inbox implements MessageSink {
     @Override
     public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                           MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
-        Transport expected = receiver;
-        Object calling = CALLING.get();
-        if (expected != null && calling != expected) misdelivery.compareAndSet(null, misdelivered(id, calling));
-        messages.add(new Received(id,
-                headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE),
-                payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE)));
+        receive(id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength, false, 0);
     }
 
-    private String misdelivered(int id, Object calling) {
+    @Override
+    public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                          MemorySegment payloadBuffer, long payloadOffset, long payloadLength, long sender) {
+        receive(id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength, true, sender);
+    }
+
+    private void receive(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                         MemorySegment payloadBuffer, long payloadOffset, long payloadLength, boolean named, long sender) {
+        Transport expected = receiver;
+        Object calling = CALLING.get();
+        if (expected != null && calling != expected) misdelivery.compareAndSet(null, misdelivered("message " + id, calling));
+        messages.add(new Received(id,
+                headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE),
+                payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE), named, sender));
+    }
+
+    /**
+     * Kept with the number of messages before it. Like a message, it comes on the progress thread:
+     * inside the receiver's {@code progress()} (or an {@code await()}, where a transport may find a
+     * connection ended), never from a thread of the plugin's own, the sender's calls or the
+     * receiver's {@code close()}.
+     */
+    @Override
+    public void onSenderClosed(long sender) {
+        Transport expected = receiver;
+        Object calling = CALLING.get();
+        if (expected != null && calling != expected && !"await()".equals(calling)) {
+            misdelivery.compareAndSet(null, misdelivered("onSenderClosed(" + sender + ")", calling));
+        }
+        sendersClosed.add(new SenderClosed(sender, messages.size()));
+    }
+
+    private String misdelivered(String what, Object calling) {
         Thread thread = Thread.currentThread();
         String where;
         if (calling instanceof Transport) {
@@ -88,9 +125,10 @@ final class Inbox implements MessageSink {
         } else {
             where = "outside progress() (a thread of the plugin's own: the TCK never calls the transport there)";
         }
-        return "the transport delivered message " + id + " on thread '" + thread.getName() + "' " + where
-                + ": a transport hands messages to its MessageSink only inside its own progress(), on the thread that calls it "
-                + "(never from a thread of its own, never from trySend): the runtime's thread modes and handlers rely on it";
+        return "the transport delivered " + what + " on thread '" + thread.getName() + "' " + where
+                + ": a transport hands messages (and the end of a sender, onSenderClosed) to its MessageSink only inside its own "
+                + "progress(), on the thread that calls it (never from a thread of its own, never from trySend): the runtime's "
+                + "thread modes and handlers rely on it";
     }
 
     /** The messages delivered so far, in order; fails when one was delivered outside the receiver's progress(). */
@@ -111,5 +149,21 @@ final class Inbox implements MessageSink {
 
     int size() {
         return messages().size();
+    }
+
+    /** The calls of onSenderClosed so far, in order; fails as {@link #messages()} does. */
+    List<SenderClosed> sendersClosed() {
+        messages();
+        return sendersClosed;
+    }
+
+    /** The calls of onSenderClosed so far, without failing for a delivery outside progress(): for a test that names that itself. */
+    List<SenderClosed> sendersClosedAsCalled() {
+        return sendersClosed;
+    }
+
+    /** How many times onSenderClosed({@code sender}) was called. */
+    long timesClosed(long sender) {
+        return sendersClosed().stream().filter(c -> c.sender() == sender).count();
     }
 }

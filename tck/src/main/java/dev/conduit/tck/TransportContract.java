@@ -46,7 +46,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * every message delivered inside the receiver's {@code progress()} (never from {@code trySend},
  * never from a thread of the plugin's own: a failure names the message, the thread and where it
  * came), backpressure, zero-copy send where offered, peer death, close, malformed addresses, wakeup
- * ({@link Capability#WAKEUP});
+ * ({@link Capability#WAKEUP}), answering a message where offered (each connection named by a key of
+ * its own, {@link Transport#senderAddress} giving the sender's address, which a reply reaches,
+ * {@link dev.conduit.spi.MessageSink#onSenderClosed} once when a connection ends: optional, the
+ * tests end as aborted for a transport that names no sender);
  * then the same plugin under the runtime: a {@code MULTI} worker used from several threads, peer failure,
  * RMA ({@link Capability#RMA}, {@link Capability#ATOMICS}).
  *
@@ -691,6 +694,216 @@ public abstract class TransportContract extends PluginContract {
                 return;
             }
         }
+    }
+
+    // ---- senders: answering a message, optional (MessageSink.onMessage with a sender, Transport.senderAddress, onSenderClosed) ----
+
+    /** Ends the test as aborted unless {@code m} came with the key of its connection: naming senders is optional. */
+    private long keyOrAbort(Inbox.Received m) {
+        assumeTrue(m.named(), "plugin '" + plugin.name() + "' names no sender (it delivers through MessageSink.onMessage without a "
+                + "sender key): answering a message through the address its sender announced (Transport.senderAddress, "
+                + "MessageSink.onSenderClosed) is optional, and not part of its contract");
+        return m.sender();
+    }
+
+    /** Message {@code id} as it arrived. */
+    private static Inbox.Received message(Inbox inbox, int id) {
+        return inbox.messages().stream().filter(m -> m.id() == id).findFirst().orElseThrow();
+    }
+
+    /** The key message {@code id} came with. */
+    private static long keyOf(Inbox inbox, int id) {
+        return message(inbox, id).sender();
+    }
+
+    /** How the tests with three connections name connection {@code e}. */
+    private static String connection(int e) {
+        return e < 2 ? "endpoint " + e + " of the first sender transport" : "the endpoint of the second sender transport";
+    }
+
+    /**
+     * Naming the connection each message came by is optional: a transport that does
+     * ({@link dev.conduit.spi.MessageSink#onMessage(int, MemorySegment, long, int, MemorySegment, long, long, long)})
+     * does it for every message, with the same key for every message of one connection, never 0,
+     * and another key for each connection it delivers from at the same time: here two endpoints of
+     * one sender transport and one of another, sending in turn. A transport that names no sender
+     * passes.
+     */
+    @Test
+    public void aTransportThatNamesSendersGivesEachConnectionOneKeyOfItsOwnNeverZero() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        Transport other = open(new Inbox());
+        List<TransportEndpoint> endpoints = List.of(connect(sender, receiver, cause -> { }), connect(sender, receiver, cause -> { }),
+                connect(other, receiver, cause -> { }));
+        int perEndpoint = 5;
+        for (int i = 0; i < perEndpoint; i++) {
+            for (int e = 0; e < endpoints.size(); e++) {
+                int id = e * 100 + i;
+                sendWhenAccepted(endpoints.get(e), id, MemorySegment.NULL, Patterns.segment(8 + i, id), receiver, sender, other);
+            }
+        }
+        int count = perEndpoint * endpoints.size();
+        progressUntil(count + " messages of three endpoints", () -> inbox.size() >= count, receiver, sender, other);
+        List<Inbox.Received> messages = inbox.messages();
+        long named = messages.stream().filter(Inbox.Received::named).count();
+        if (named == 0) {
+            return; // it names no sender: optional
+        }
+        assertThat(named).as("messages delivered with the key of their connection (MessageSink.onMessage with a sender), of %d "
+                + "delivered: a transport that names senders names the sender of every message", messages.size()).isEqualTo(messages.size());
+        long[] keys = new long[endpoints.size()];
+        for (int e = 0; e < endpoints.size(); e++) {
+            int endpoint = e;
+            List<Long> ofEndpoint = messages.stream().filter(m -> m.id() / 100 == endpoint).map(Inbox.Received::sender).distinct().toList();
+            assertThat(ofEndpoint).as("the keys the messages of %s came with (one connection: one key for every message)", connection(e))
+                    .hasSize(1);
+            keys[e] = ofEndpoint.getFirst();
+            assertThat(keys[e]).as("the key of %s (never 0)", connection(e)).isNotZero();
+        }
+        assertThat(keys[1]).as("the key of %s, against that of %s (two connections delivering at once: never the key of another "
+                + "connection the transport still delivers from)", connection(1), connection(0)).isNotEqualTo(keys[0]);
+        assertThat(keys[2]).as("the key of %s, against those of the first sender transport's two endpoints", connection(2))
+                .isNotEqualTo(keys[0]).isNotEqualTo(keys[1]);
+    }
+
+    /**
+     * A transport that names senders and gives their addresses ({@link Transport#senderAddress},
+     * optional: {@code NotSupportedException} ends this test as aborted) gives the bytes the
+     * sender's transport returns from {@link Transport#address()}, and connecting to them from the
+     * receiver reaches the sender: a reply arrives there.
+     */
+    @Test
+    public void aSendersAddressIsItsTransportsAddressAndAReplyToItArrives() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Inbox senderInbox = new Inbox();
+        Transport sender = open(senderInbox);
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        sendWhenAccepted(ep, 1, MemorySegment.NULL, Patterns.segment(16, 1), receiver, sender);
+        progressUntil("the request", () -> inbox.size() == 1, receiver, sender);
+        long key = keyOrAbort(inbox.messages().getFirst());
+        byte[] address;
+        try {
+            address = receiver.senderAddress(key);
+        } catch (NotSupportedException e) {
+            throw new org.opentest4j.TestAbortedException("plugin '" + plugin.name() + "' names senders but gives no sender's address "
+                    + "(Transport.senderAddress threw NotSupportedException: " + e.getMessage() + "): optional", e);
+        }
+        assertThat(address).as("senderAddress(%d), the key the request came with, while its connection delivers (null only once it "
+                + "no longer does)", key).isNotNull();
+        assertSameBytes(address, "given by the receiver's senderAddress(" + key + ")", sender.address(), "returned by the sender "
+                + "transport's address()", "the address of the request's sender");
+        TransportEndpoint reply = receiver.connect(new PayloadReader(address), cause -> { });
+        sendWhenAccepted(reply, 2, MemorySegment.NULL, Patterns.segment(16, 2), receiver, sender);
+        progressUntil("the reply, sent through an endpoint the receiver connected to the address senderAddress gave, at the sender",
+                () -> senderInbox.size() == 1, receiver, sender);
+        assertThat(senderInbox.messages().getFirst().id()).as("id of the reply").isEqualTo(2);
+        assertSameBytes(senderInbox.messages().getFirst().payload(), Patterns.bytes(16, 2), "payload of the reply");
+    }
+
+    /**
+     * A transport that names senders tells its sink that a connection delivers nothing more
+     * ({@link dev.conduit.spi.MessageSink#onSenderClosed}) once its sender closed the endpoint:
+     * once, after the connection's last message, while the receiver progresses, and not for
+     * another connection of the same sender; {@code senderAddress} of the key is then {@code null}.
+     */
+    @Test
+    public void aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint closing = connect(sender, receiver, cause -> { });
+        TransportEndpoint staying = connect(sender, receiver, cause -> { });
+        for (int i = 0; i < 5; i++) {
+            sendWhenAccepted(closing, i, MemorySegment.NULL, Patterns.segment(8, i), receiver, sender);
+        }
+        sendWhenAccepted(staying, 100, MemorySegment.NULL, Patterns.segment(8, 100), receiver, sender);
+        progressUntil("6 messages of two endpoints", () -> inbox.size() == 6, receiver, sender);
+        long key = keyOrAbort(message(inbox, 0));
+        long stayingKey = keyOf(inbox, 100);
+        closing.close();
+        expectToldOnce(inbox, receiver, key, "the sender closed its endpoint", receiver, sender);
+        assertThat(inbox.timesClosed(stayingKey)).as("calls of onSenderClosed(%d), the key of the sender's other endpoint, which "
+                + "still delivers", stayingKey).isZero();
+        try {
+            assertThat(receiver.senderAddress(stayingKey)).as("senderAddress(%d) of the connection that still delivers", stayingKey)
+                    .isNotNull();
+        } catch (NotSupportedException e) {
+            // it gives no addresses: the keys are all there is to check
+        }
+    }
+
+    /** Every connection of a sender whose transport closes (as when its worker closes or its process dies) is told once. */
+    @Test
+    public void everyConnectionOfASenderWhoseTransportClosesIsToldOnce() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        Transport other = open(new Inbox());
+        List<TransportEndpoint> endpoints = List.of(connect(sender, receiver, cause -> { }), connect(sender, receiver, cause -> { }),
+                connect(other, receiver, cause -> { }));
+        for (int e = 0; e < endpoints.size(); e++) {
+            sendWhenAccepted(endpoints.get(e), e, MemorySegment.NULL, Patterns.segment(8, e), receiver, sender, other);
+        }
+        progressUntil("a message of each of three endpoints", () -> inbox.size() == 3, receiver, sender, other);
+        long first = keyOrAbort(message(inbox, 0));
+        long second = keyOf(inbox, 1);
+        long staying = keyOf(inbox, 2);
+        sender.close();
+        expectToldOnce(inbox, receiver, first, "the sender's transport closed (" + connection(0) + ")", receiver, other);
+        expectToldOnce(inbox, receiver, second, "the sender's transport closed (" + connection(1) + ")", receiver, other);
+        assertThat(inbox.timesClosed(staying)).as("calls of onSenderClosed(%d), the key of %s, which still delivers", staying,
+                connection(2)).isZero();
+    }
+
+    /**
+     * Progresses until onSenderClosed({@code key}) came, then 100 rounds more, and checks it came
+     * once, after every message of the key, and that {@code senderAddress} gives no address for it
+     * any more (where the transport gives addresses).
+     */
+    private void expectToldOnce(Inbox inbox, Transport receiver, long key, String why, Transport... progressing) {
+        progressUntil("onSenderClosed(" + key + ") after " + why + " (MessageSink.onSenderClosed: the connection delivers nothing "
+                + "more; the receiver progressed)", () -> inbox.timesClosed(key) > 0, progressing);
+        for (int i = 0; i < 100; i++) {
+            for (Transport t : progressing) Inbox.progress(t);
+        }
+        assertThat(inbox.timesClosed(key)).as("calls of onSenderClosed(%d) after %s, 100 progress calls after the first (once per "
+                + "key)", key, why).isEqualTo(1);
+        Inbox.SenderClosed told = inbox.sendersClosed().stream().filter(c -> c.sender() == key).findFirst().orElseThrow();
+        List<Inbox.Received> messages = inbox.messages();
+        for (int i = told.after(); i < messages.size(); i++) {
+            Inbox.Received m = messages.get(i);
+            assertThat(m.named() && m.sender() == key).as("message %d, delivered with key %d after onSenderClosed(%d) (%s): the end of a "
+                    + "connection comes after its last message", m.id(), key, key, why).isFalse();
+        }
+        try {
+            assertThat(receiver.senderAddress(key)).as("senderAddress(%d) once onSenderClosed(%d) came (%s): null, the connection "
+                    + "delivers no more", key, key, why).isNull();
+        } catch (NotSupportedException e) {
+            // it gives no addresses: the keys are all there is to check
+        }
+    }
+
+    /**
+     * The receiver's own close tells its sink of no sender: the worker that closes its transport
+     * closes every endpoint itself ({@link dev.conduit.spi.MessageSink#onSenderClosed}).
+     */
+    @Test
+    public void theReceiversOwnCloseTellsOfNoSender() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        sendWhenAccepted(ep, 1, MemorySegment.NULL, Patterns.segment(8, 1), receiver, sender);
+        progressUntil("a message", () -> inbox.size() == 1, receiver, sender);
+        Inbox.calling("the receiver's close()", () -> {
+            receiver.close();
+            return null;
+        });
+        assertThat(inbox.sendersClosedAsCalled()).as("calls of onSenderClosed made by the receiver's own close() (not called when the "
+                + "transport itself closes: the worker closes every endpoint)").isEmpty();
     }
 
     // ---- through the runtime ----

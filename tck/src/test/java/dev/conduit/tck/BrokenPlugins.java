@@ -57,6 +57,62 @@ final class BrokenPlugins {
         }
     }
 
+    /** Names senders, with key 0 for every connection. */
+    public static final class NamesSendersZero extends WellBehavedVariants.NamesSenders {
+        @Override
+        long keyOf(long connection, long from) {
+            return 0;
+        }
+    }
+
+    /** Names senders by their transport: two endpoints of one transport share a key. */
+    public static final class OneKeyPerSenderTransport extends WellBehavedVariants.NamesSenders {
+        @Override
+        long keyOf(long connection, long from) {
+            return from;
+        }
+    }
+
+    /** Gives the receiver's own address as the sender's. */
+    public static final class GivesItsOwnAddressAsTheSenders extends WellBehavedVariants.NamesSenders {
+        @Override
+        long senderAddressOf(long from, long receiver) {
+            return receiver;
+        }
+    }
+
+    /** Never tells its sink that a connection ended. */
+    public static final class NeverTellsOfTheEnd extends WellBehavedVariants.NamesSenders {
+        @Override
+        int timesToldOfTheEnd() {
+            return 0;
+        }
+    }
+
+    /** Tells its sink twice that a connection ended. */
+    public static final class TellsOfTheEndTwice extends WellBehavedVariants.NamesSenders {
+        @Override
+        int timesToldOfTheEnd() {
+            return 2;
+        }
+    }
+
+    /** Still gives the address of a connection whose end it told. */
+    public static final class KeepsEndedSenders extends WellBehavedVariants.NamesSenders {
+        @Override
+        boolean forgetsEndedSenders() {
+            return false;
+        }
+    }
+
+    /** Tells its sink that every connection ended when the receiver itself closes. */
+    public static final class TellsOfSendersWhenItCloses extends WellBehavedVariants.NamesSenders {
+        @Override
+        boolean tellsOfSendersWhenItCloses() {
+            return true;
+        }
+    }
+
     /** Delivers every 10th message after the one that follows it. */
     public static final class ReordersMessages extends LoopbackPlugin {
         private Message held;
@@ -745,6 +801,55 @@ final class BrokenPlugins {
         @Override
         protected long backpressureBound() {
             return 16L << 20;
+        }
+    }
+
+    public static final class NamesSendersZeroSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new NamesSendersZero();
+        }
+    }
+
+    public static final class OneKeyPerSenderTransportSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new OneKeyPerSenderTransport();
+        }
+    }
+
+    public static final class GivesItsOwnAddressAsTheSendersSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new GivesItsOwnAddressAsTheSenders();
+        }
+    }
+
+    public static final class NeverTellsOfTheEndSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new NeverTellsOfTheEnd();
+        }
+    }
+
+    public static final class TellsOfTheEndTwiceSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new TellsOfTheEndTwice();
+        }
+    }
+
+    public static final class KeepsEndedSendersSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new KeepsEndedSenders();
+        }
+    }
+
+    public static final class TellsOfSendersWhenItClosesSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new TellsOfSendersWhenItCloses();
         }
     }
 

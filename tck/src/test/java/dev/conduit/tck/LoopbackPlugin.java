@@ -39,6 +39,8 @@ public class LoopbackPlugin implements ConduitPlugin {
 
     private static final Map<Long, LoopbackTransport> TRANSPORTS = new ConcurrentHashMap<>();
     private static final AtomicLong IDS = new AtomicLong();
+    /** Numbers of connections (endpoints), from 1: the key a transport that names senders gives each. */
+    private static final AtomicLong CONNECTIONS = new AtomicLong();
     /** Bytes a receiver queues before senders are refused, unless a fixture's {@link #queueBytes()} says otherwise. */
     static final long QUEUE_BYTES = 1 << 20;
 
@@ -171,12 +173,51 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /**
+     * Whether the receiver names the connection each message came by (MessageSink.onMessage with a
+     * sender), gives its sender's address and tells the sink when it ends: the optional operations
+     * for answering a message. This fixture does not; {@code WellBehavedVariants.NamesSenders} does.
+     */
+    boolean namesSenders() {
+        return false;
+    }
+
+    /** The key a message of {@code connection}, an endpoint of transport {@code from}, is delivered with. */
+    long keyOf(long connection, long from) {
+        return connection;
+    }
+
+    /** How many times the receiver tells its sink that a connection ended (once). */
+    int timesToldOfTheEnd() {
+        return 1;
+    }
+
+    /** Whether senderAddress of an ended connection is null, as it is once the sink was told. */
+    boolean forgetsEndedSenders() {
+        return true;
+    }
+
+    /** The address senderAddress gives for a connection from transport {@code from} to transport {@code receiver}. */
+    long senderAddressOf(long from, long receiver) {
+        return from;
+    }
+
+    /** Whether the receiver's own close tells its sink that its connections ended (it must not). */
+    boolean tellsOfSendersWhenItCloses() {
+        return false;
+    }
+
     /** Hands one message to the receiver's queue; the MULTI fixture overrides it to do so unsafely. */
     void enqueue(LoopbackEndpoint from, Message message) {
         from.target.offer(message);
     }
 
-    record Message(int id, byte[] header, byte[] payload) {
+    /** A message, and the connection it came by (0: none named). */
+    record Message(int id, byte[] header, byte[] payload, long connection, long from) {
+        Message(int id, byte[] header, byte[] payload) {
+            this(id, header, payload, 0, 0);
+        }
+
         long bytes() {
             return header.length + payload.length + 16;
         }
@@ -191,6 +232,10 @@ public class LoopbackPlugin implements ConduitPlugin {
         private volatile boolean sleeping;
         final List<LoopbackEndpoint> endpoints = new ArrayList<>();
         volatile boolean closed;
+        /** Connections to this transport that deliver, by number: the transport of each's sender. */
+        private final Map<Long, Long> senders = new ConcurrentHashMap<>();
+        /** Connections to this transport that ended (their endpoint or its transport closed), to tell the sink of in progress. */
+        private final java.util.Queue<Long> ended = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
         LoopbackTransport(long id, MessageSink sink) {
             this.id = id;
@@ -241,6 +286,8 @@ public class LoopbackPlugin implements ConduitPlugin {
             }
             if (target == null) throw new ConduitException("no loopback transport " + peer + " in this JVM: the peer closed or is in another process");
             LoopbackEndpoint ep = newEndpoint(target, events);
+            ep.from = id;
+            target.senders.put(ep.connection, id);
             synchronized (endpoints) {
                 endpoints.add(ep);
             }
@@ -253,7 +300,20 @@ public class LoopbackPlugin implements ConduitPlugin {
             for (Message m; deliversNext() && (m = poll()) != null; events++) {
                 MemorySegment header = MemorySegment.ofArray(m.header());
                 MemorySegment payload = MemorySegment.ofArray(m.payload());
-                sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length));
+                if (namesSenders()) {
+                    sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length),
+                            keyOf(m.connection(), m.from()));
+                } else {
+                    sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length));
+                }
+            }
+            // After the messages queued before: a connection ends after its last message.
+            for (Long connection; (connection = ended.poll()) != null; events++) {
+                Long from = senders.get(connection);
+                if (forgetsEndedSenders()) senders.remove(connection);
+                if (namesSenders()) {
+                    for (int i = 0; i < timesToldOfTheEnd(); i++) sink.onSenderClosed(keyOf(connection, from == null ? 0 : from));
+                }
             }
             if (reportsPeerDeath()) {
                 List<LoopbackEndpoint> current;
@@ -302,7 +362,22 @@ public class LoopbackPlugin implements ConduitPlugin {
         }
 
         @Override
+        public byte[] senderAddress(long sender) {
+            if (!namesSenders()) return Transport.super.senderAddress(sender);
+            Long from = senders.get(sender);
+            return from == null ? null : new PayloadWriter().u64(senderAddressOf(from, id)).toByteArray();
+        }
+
+        /** The connection {@code connection} to this transport ended: its sender closed it. */
+        void ended(long connection) {
+            ended.add(connection);
+        }
+
+        @Override
         public void close() {
+            if (tellsOfSendersWhenItCloses() && namesSenders() && !closed) {
+                for (long connection : senders.keySet()) sink.onSenderClosed(connection);
+            }
             closed = true;
             TRANSPORTS.remove(id);
             synchronized (endpoints) {
@@ -315,6 +390,9 @@ public class LoopbackPlugin implements ConduitPlugin {
     class LoopbackEndpoint implements TransportEndpoint {
         final LoopbackTransport target;
         final EndpointEvents events;
+        /** This connection's number, and the transport it sends from. */
+        final long connection = CONNECTIONS.incrementAndGet();
+        long from;
         volatile PeerFailedException failure;
         long sequence;
         boolean closed;
@@ -329,7 +407,7 @@ public class LoopbackPlugin implements ConduitPlugin {
             if (failure != null) throw failure;
             if (closed) throw new IllegalStateException("loopback endpoint is closed");
             if (!connects()) return false;
-            Message m = new Message(id, header.toArray(ValueLayout.JAVA_BYTE), payload.toArray(ValueLayout.JAVA_BYTE));
+            Message m = new Message(id, header.toArray(ValueLayout.JAVA_BYTE), payload.toArray(ValueLayout.JAVA_BYTE), connection, from);
             if (!target.hasRoomFor(m)) return false;
             if (keeps(sequence++)) enqueue(this, m);
             return true;
@@ -353,10 +431,10 @@ public class LoopbackPlugin implements ConduitPlugin {
                 written = encoder.encode(MemorySegment.ofArray(claim), 0, maxLength);
                 if (checksEncodedLengths()) PayloadEncoder.checkWritten(written, maxLength);
             } catch (RuntimeException | Error e) {
-                if (!abandonsFailedEncodings() && keeps(sequence++)) enqueue(this, new Message(id, headerBytes, claim));
+                if (!abandonsFailedEncodings() && keeps(sequence++)) enqueue(this, new Message(id, headerBytes, claim, connection, from));
                 throw e;
             }
-            Message m = new Message(id, headerBytes, Arrays.copyOf(claim, (int) Math.clamp(written, 0, maxLength)));
+            Message m = new Message(id, headerBytes, Arrays.copyOf(claim, (int) Math.clamp(written, 0, maxLength)), connection, from);
             if (keeps(sequence++)) enqueue(this, m);
             return written;
         }
@@ -368,6 +446,7 @@ public class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public void close() {
+            if (!closed) target.ended(connection);
             closed = true;
             if (!deliversAfterEndpointClose()) target.dropQueued();
         }

@@ -104,7 +104,25 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.DeliversFromItsOwnThreadSuite.class, "deliversEveryMessageOnceInOrder",
                         "on thread 'tck-fixture-pump-"),
                 Arguments.of(BrokenPlugins.DeliversFromItsOwnThreadSuite.class, "messagesAcceptedBeforeTheEndpointClosesAreDelivered",
-                        "outside progress() (a thread of the plugin's own"));
+                        "outside progress() (a thread of the plugin's own"),
+                Arguments.of(BrokenPlugins.NamesSendersZeroSuite.class, "aTransportThatNamesSendersGivesEachConnectionOneKeyOfItsOwnNeverZero",
+                        "the key of endpoint 0 of the first sender transport (never 0)"),
+                Arguments.of(BrokenPlugins.OneKeyPerSenderTransportSuite.class,
+                        "aTransportThatNamesSendersGivesEachConnectionOneKeyOfItsOwnNeverZero",
+                        "never the key of another connection the transport still delivers from"),
+                Arguments.of(BrokenPlugins.GivesItsOwnAddressAsTheSendersSuite.class,
+                        "aSendersAddressIsItsTransportsAddressAndAReplyToItArrives",
+                        "the address of the request's sender: byte "),
+                Arguments.of(BrokenPlugins.NeverTellsOfTheEndSuite.class, "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage",
+                        "after the sender closed its endpoint (MessageSink.onSenderClosed: the connection delivers nothing more"),
+                Arguments.of(BrokenPlugins.NeverTellsOfTheEndSuite.class, "everyConnectionOfASenderWhoseTransportClosesIsToldOnce",
+                        "after the sender's transport closed"),
+                Arguments.of(BrokenPlugins.TellsOfTheEndTwiceSuite.class, "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage",
+                        "(once per key)"),
+                Arguments.of(BrokenPlugins.KeepsEndedSendersSuite.class, "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage",
+                        "null, the connection delivers no more"),
+                Arguments.of(BrokenPlugins.TellsOfSendersWhenItClosesSuite.class, "theReceiversOwnCloseTellsOfNoSender",
+                        "not called when the transport itself closes"));
     }
 
     @ParameterizedTest(name = "{0} fails {1}")

@@ -32,6 +32,17 @@ final class WellBehavedVariants {
     }
 
     /**
+     * Names the connection each message came by, gives its sender's address and tells its sink
+     * when a connection ends: the optional operations for answering a message, done right.
+     */
+    public static class NamesSenders extends LoopbackPlugin {
+        @Override
+        boolean namesSenders() {
+            return true;
+        }
+    }
+
+    /**
      * Its probe rules its transport out here ({@code Availability.without}), and openTransport()
      * then says "not supported" with the same reason: honest, as memfd on a read-only shared
      * directory is.

@@ -44,6 +44,15 @@ class WellBehavedVariantsTckTest {
         }
     }
 
+    /** Names senders and gives their addresses: the tests of answering a message are run, not aborted. */
+    @Nested
+    class NamesSendersTransport extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new WellBehavedVariants.NamesSenders();
+        }
+    }
+
     /** ATOMICS without RMA: the atomics are checked, not skipped with the RMA test. */
     @Nested
     class AtomicsWithoutRmaTransport extends TransportContract {
