@@ -73,8 +73,9 @@ final class Records {
     /**
      * The receiving side of one connection: checks each record a SEND delivered, hands a message
      * that fits one record to the sink in place (with the connection's key, a field: no lookup),
-     * and reassembles the others in a buffer that grows to the largest message seen (the only allocation on the receive path, and only for messages
-     * larger than one buffer, never larger than {@link #maxPayload} of this side's buffers).
+     * and reassembles the others in a buffer that grows to the largest message seen (the only
+     * allocation on the receive path, and only for messages larger than one buffer, never larger
+     * than {@link #maxPayload} of this side's buffers).
      * A record that breaks the protocol is a {@link ProtocolError}; the connection is then dropped
      * and this reader used no more.
      */
