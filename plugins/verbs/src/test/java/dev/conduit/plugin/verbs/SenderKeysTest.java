@@ -178,6 +178,54 @@ class SenderKeysTest {
         assertThat(senderOf(b, 3)).as("the next connection's key").isNotZero().isNotEqualTo(b.sendersClosed.getFirst());
     }
 
+    /**
+     * A wire-up connection that breaks with an error rather than an end of stream (a reset here;
+     * keepalive's ETIMEDOUT for a host gone silent takes the same path) retires its connection too.
+     */
+    @Test
+    void theSinkIsToldOnceWhenTheWireupConnectionBreaksWithAnError() throws Exception {
+        TestWorker b = peer();
+        try (Arena arena = Arena.ofConfined(); LoopbackTransportTest.RawConnector rogue = LoopbackTransportTest.rawConnector(verbs, b, arena)) {
+            progressUntil(() -> b.transport.inbounds().size() == 1, b);
+            long key = b.transport.inbounds().getFirst().sender();
+            rogue.channel().setOption(java.net.StandardSocketOptions.SO_LINGER, 0); // close sends a reset: the acceptor's read fails
+            rogue.channel().close();
+            progressUntil(() -> !b.sendersClosed.isEmpty(), b);
+            progressMore(b);
+            assertThat(b.sendersClosed).containsExactly(key);
+            assertThat(b.transport.senderAddress(key)).isNull();
+        }
+    }
+
+    /**
+     * The sink is told also when closing the ended connection fails (its queue pair cannot be
+     * destroyed and is kept): the connection delivers no more either way, and the failure is
+     * thrown after the sink was told.
+     */
+    @Test
+    void theSinkIsToldAlsoWhenTheEndedConnectionCannotBeTornDown() throws Exception {
+        TestWorker b = peer();
+        try (Arena arena = Arena.ofConfined(); LoopbackTransportTest.RawConnector rogue = LoopbackTransportTest.rawConnector(verbs, b, arena)) {
+            progressUntil(() -> b.transport.inbounds().size() == 1, b);
+            long key = b.transport.inbounds().getFirst().sender();
+            verbs.failNext("ibv_destroy_qp", 1, dev.conduit.linux.Errno.EBUSY); // the acceptor's, the only one destroyed next
+            rogue.channel().close();
+            List<Throwable> thrown = new ArrayList<>();
+            progressUntil(() -> {
+                try {
+                    b.transport.progress();
+                } catch (dev.conduit.spi.ConduitException e) {
+                    thrown.add(e);
+                }
+                return !b.sendersClosed.isEmpty();
+            });
+            assertThat(thrown).as("what progress threw").singleElement().asString().contains("EBUSY");
+            assertThat(b.sendersClosed).containsExactly(key);
+            assertThat(b.transport.senderAddress(key)).isNull();
+        }
+        verbs.reclaimLeftovers(); // the queue pair that failed to go, which the kernel releases when the process exits
+    }
+
     /** The worker's close closes every endpoint itself: a transport that closes tells its sink of no sender. */
     @Test
     void theTransportsOwnCloseTellsTheSinkOfNoSender() {
