@@ -721,6 +721,49 @@ public abstract class TransportContract extends PluginContract {
         return e < 2 ? "endpoint " + e + " of the first sender transport" : "the endpoint of the second sender transport";
     }
 
+    /** A receiver and three connections to it: endpoints 0 and 1 of {@code sender}, endpoint 2 of {@code other}. */
+    private record ThreeConnections(Inbox inbox, Transport receiver, Transport sender, Transport other, List<TransportEndpoint> endpoints) {
+        Transport[] transports() {
+            return new Transport[] {receiver, sender, other};
+        }
+    }
+
+    /**
+     * Opens {@link ThreeConnections} and sends {@code perEndpoint} messages over each, in turn,
+     * numbered {@code endpoint * 100 + i}, until all arrived.
+     */
+    private ThreeConnections threeConnectionsThatSent(int perEndpoint) {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        Transport other = open(new Inbox());
+        ThreeConnections c = new ThreeConnections(inbox, receiver, sender, other, List.of(connect(sender, receiver, cause -> { }),
+                connect(sender, receiver, cause -> { }), connect(other, receiver, cause -> { })));
+        for (int i = 0; i < perEndpoint; i++) {
+            for (int e = 0; e < c.endpoints().size(); e++) {
+                int id = e * 100 + i;
+                sendWhenAccepted(c.endpoints().get(e), id, MemorySegment.NULL, Patterns.segment(8 + i, id), c.transports());
+            }
+        }
+        int count = perEndpoint * c.endpoints().size();
+        progressUntil(count + " messages of three endpoints", () -> inbox.size() >= count, c.transports());
+        return c;
+    }
+
+    /**
+     * Runs {@code check} on {@code senderAddress(key)}, unless the transport gives no addresses
+     * ({@code NotSupportedException}: optional, while it may still name senders).
+     */
+    private static void checkSenderAddress(Transport receiver, long key, java.util.function.Consumer<byte[]> check) {
+        byte[] address;
+        try {
+            address = receiver.senderAddress(key);
+        } catch (NotSupportedException e) {
+            return; // it gives no addresses: the keys are all there is to check
+        }
+        check.accept(address);
+    }
+
     /**
      * Naming the connection each message came by is optional: a transport that does
      * ({@link dev.conduit.spi.MessageSink#onMessage(int, MemorySegment, long, int, MemorySegment, long, long, long)})
@@ -731,30 +774,16 @@ public abstract class TransportContract extends PluginContract {
      */
     @Test
     public void aTransportThatNamesSendersGivesEachConnectionOneKeyOfItsOwnNeverZero() {
-        Inbox inbox = new Inbox();
-        Transport receiver = open(inbox);
-        Transport sender = open(new Inbox());
-        Transport other = open(new Inbox());
-        List<TransportEndpoint> endpoints = List.of(connect(sender, receiver, cause -> { }), connect(sender, receiver, cause -> { }),
-                connect(other, receiver, cause -> { }));
-        int perEndpoint = 5;
-        for (int i = 0; i < perEndpoint; i++) {
-            for (int e = 0; e < endpoints.size(); e++) {
-                int id = e * 100 + i;
-                sendWhenAccepted(endpoints.get(e), id, MemorySegment.NULL, Patterns.segment(8 + i, id), receiver, sender, other);
-            }
-        }
-        int count = perEndpoint * endpoints.size();
-        progressUntil(count + " messages of three endpoints", () -> inbox.size() >= count, receiver, sender, other);
-        List<Inbox.Received> messages = inbox.messages();
+        ThreeConnections c = threeConnectionsThatSent(5);
+        List<Inbox.Received> messages = c.inbox().messages();
         long named = messages.stream().filter(Inbox.Received::named).count();
         if (named == 0) {
             return; // it names no sender: optional
         }
         assertThat(named).as("messages delivered with the key of their connection (MessageSink.onMessage with a sender), of %d "
                 + "delivered: a transport that names senders names the sender of every message", messages.size()).isEqualTo(messages.size());
-        long[] keys = new long[endpoints.size()];
-        for (int e = 0; e < endpoints.size(); e++) {
+        long[] keys = new long[c.endpoints().size()];
+        for (int e = 0; e < keys.length; e++) {
             int endpoint = e;
             List<Long> ofEndpoint = messages.stream().filter(m -> m.id() / 100 == endpoint).map(Inbox.Received::sender).distinct().toList();
             assertThat(ofEndpoint).as("the keys the messages of %s came with (one connection: one key for every message)", connection(e))
@@ -827,33 +856,21 @@ public abstract class TransportContract extends PluginContract {
         expectToldOnce(inbox, receiver, key, "the sender closed its endpoint", receiver, sender);
         assertThat(inbox.timesClosed(stayingKey)).as("calls of onSenderClosed(%d), the key of the sender's other endpoint, which "
                 + "still delivers", stayingKey).isZero();
-        try {
-            assertThat(receiver.senderAddress(stayingKey)).as("senderAddress(%d) of the connection that still delivers", stayingKey)
-                    .isNotNull();
-        } catch (NotSupportedException e) {
-            // it gives no addresses: the keys are all there is to check
-        }
+        checkSenderAddress(receiver, stayingKey, address -> assertThat(address)
+                .as("senderAddress(%d) of the connection that still delivers", stayingKey).isNotNull());
     }
 
     /** Every connection of a sender whose transport closes (as when its worker closes or its process dies) is told once. */
     @Test
     public void everyConnectionOfASenderWhoseTransportClosesIsToldOnce() {
-        Inbox inbox = new Inbox();
-        Transport receiver = open(inbox);
-        Transport sender = open(new Inbox());
-        Transport other = open(new Inbox());
-        List<TransportEndpoint> endpoints = List.of(connect(sender, receiver, cause -> { }), connect(sender, receiver, cause -> { }),
-                connect(other, receiver, cause -> { }));
-        for (int e = 0; e < endpoints.size(); e++) {
-            sendWhenAccepted(endpoints.get(e), e, MemorySegment.NULL, Patterns.segment(8, e), receiver, sender, other);
-        }
-        progressUntil("a message of each of three endpoints", () -> inbox.size() == 3, receiver, sender, other);
+        ThreeConnections c = threeConnectionsThatSent(1);
+        Inbox inbox = c.inbox();
         long first = keyOrAbort(message(inbox, 0));
-        long second = keyOf(inbox, 1);
-        long staying = keyOf(inbox, 2);
-        sender.close();
-        expectToldOnce(inbox, receiver, first, "the sender's transport closed (" + connection(0) + ")", receiver, other);
-        expectToldOnce(inbox, receiver, second, "the sender's transport closed (" + connection(1) + ")", receiver, other);
+        long second = keyOf(inbox, 100);
+        long staying = keyOf(inbox, 200);
+        c.sender().close();
+        expectToldOnce(inbox, c.receiver(), first, "the sender's transport closed (" + connection(0) + ")", c.receiver(), c.other());
+        expectToldOnce(inbox, c.receiver(), second, "the sender's transport closed (" + connection(1) + ")", c.receiver(), c.other());
         assertThat(inbox.timesClosed(staying)).as("calls of onSenderClosed(%d), the key of %s, which still delivers", staying,
                 connection(2)).isZero();
     }
@@ -878,12 +895,8 @@ public abstract class TransportContract extends PluginContract {
             assertThat(m.named() && m.sender() == key).as("message %d, delivered with key %d after onSenderClosed(%d) (%s): the end of a "
                     + "connection comes after its last message", m.id(), key, key, why).isFalse();
         }
-        try {
-            assertThat(receiver.senderAddress(key)).as("senderAddress(%d) once onSenderClosed(%d) came (%s): null, the connection "
-                    + "delivers no more", key, key, why).isNull();
-        } catch (NotSupportedException e) {
-            // it gives no addresses: the keys are all there is to check
-        }
+        checkSenderAddress(receiver, key, address -> assertThat(address).as("senderAddress(%d) once onSenderClosed(%d) came (%s): "
+                + "null, the connection delivers no more", key, key, why).isNull());
     }
 
     /**
