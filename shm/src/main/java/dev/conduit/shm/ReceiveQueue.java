@@ -19,7 +19,7 @@ import java.security.MessageDigest;
  * offset  size  field           written by                     how
  * ------  ----  --------------  -----------------------------  -----------------------------------------
  *      0     4  magic "CNDQ"    receiver, once                 before the queue is published
- *      4     4  version (5)     receiver, once
+ *      4     4  version (6)     receiver, once
  *      8     8  capacity        receiver, once                 ring bytes, a power of two
  *     16    16  token           receiver, once                 random; a connector proves it reached this
  *                                                              queue by finding its address's token here
@@ -122,14 +122,15 @@ public final class ReceiveQueue {
 
     public static final int MAGIC = 0x51444E43; // "CNDQ"
     /**
-     * 5: the refused connections (and, with no version of its own, the closing word's 3, which a
+     * 6: a CONNECT carries the sender's own transport address after its lease (a receiver of 5
+     * refuses the trailing bytes); 5: the refused connections (and, with no version of its own, the closing word's 3, which a
      * reader that does not know it takes for 1, closing); 4: the closing word's second value, 2 when the close is done (3: records are taken by a CAS on
      * their first word, which holds the line's free word while free, and records are whole lines;
      * 2: the closing word and the read position). A sender attaches to a queue of this version only
      * ({@link #attach} refuses another), so a change to what senders write or
      * receivers accept that breaks an honest peer of the previous layout takes a new version.
      */
-    public static final int VERSION = 5;
+    public static final int VERSION = 6;
     public static final int TOKEN_LENGTH = 16;
 
     static final long MAGIC_OFFSET = 0;

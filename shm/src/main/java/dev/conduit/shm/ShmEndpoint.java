@@ -289,7 +289,7 @@ final class ShmEndpoint implements TransportEndpoint {
         if (failure != null) throw failure;
         if (closed) throw new IllegalStateException("endpoint is closed");
         if (!connectSent) {
-            if (!sendControl(ReceiveQueue.CONNECT, new PayloadWriter().string(transport.ownLeaseName()).toByteArray())) return false;
+            if (!sendControl(ReceiveQueue.CONNECT, transport.connectPayload())) return false;
             connectSent = true;
             connectEnd = peer.claimedUpTo();
         }

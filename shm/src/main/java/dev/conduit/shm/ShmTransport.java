@@ -8,6 +8,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.MappedMemoryFault;
 import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
@@ -64,7 +65,9 @@ import java.util.concurrent.CompletionException;
  *
  * <h2>Control records</h2> (payloads of queue records, {@link PayloadWriter} encoding)
  * <pre>
- * CONNECT   lease (string): the sender's worker lease, watched by the receiver
+ * CONNECT   lease (string): the sender's worker lease, watched by the receiver;
+ *           address (u16 length + bytes, at most 1,024): the sender's own transport address ({@link #address()}),
+ *           kept while the connection is (since queue version 6)
  * BOUNCE    payload (u16 length + bytes), length (u64): the sender's bounce ring, exported by its plugin
  * CLOSE     (empty): the sender closed the connection
  * </pre>
@@ -149,6 +152,8 @@ public final class ShmTransport implements Transport {
     /** The queue's memory as handlers see it, read-only: made once, so that a handler's {@code Message.payloadBuffer()} makes no view. */
     private final MemorySegment deliveredQueue;
     private final byte[] address;
+    /** What every CONNECT of this worker's endpoints carries: made once ("Control records"). */
+    private final byte[] connectPayload;
     /** The token written in this worker's queue header, checked at every liveness check. */
     private final byte[] token;
     /**
@@ -305,6 +310,8 @@ public final class ShmTransport implements Transport {
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
         final String leaseName;
+        /** The sender's transport address, as its CONNECT announced it. */
+        final byte[] senderAddress;
         /** The watch of the sender's lease (shared by its connections: SenderLeases); null while it cannot be opened. */
         LeaseWatch lease;
         /** The sender's announcement of its bounce ring (the plugin's export payload and the ring's length), until it is mapped. */
@@ -329,8 +336,9 @@ public final class ShmTransport implements Transport {
         /** Whether its lease and rings were given back (under handOff): by the owner's thread, or by a close left in the map. */
         boolean forgotten;
 
-        Inbound(String leaseName, LeaseWatch lease) {
+        Inbound(String leaseName, byte[] senderAddress, LeaseWatch lease) {
             this.leaseName = leaseName;
+            this.senderAddress = senderAddress;
             this.lease = lease;
         }
     }
@@ -387,6 +395,15 @@ public final class ShmTransport implements Transport {
                     .u64(chunk.segment().byteSize())
                     .bytes(token)
                     .toByteArray();
+            if (address.length > MAX_ADDRESS_LENGTH) {
+                // A receiver refuses a CONNECT carrying it, and the runtime a worker address that would: said here, once.
+                throw new ConduitException(plugin + ": this worker's transport address takes " + address.length + " bytes, more than the "
+                        + MAX_ADDRESS_LENGTH + " a transport address may (Transport#address): its memory provider exported the receive "
+                        + "queue in " + export.length + " bytes, a bug of the provider");
+            }
+            this.connectPayload = new PayloadWriter().string(OwnerLease.leaseName(leasePrefix, ownLease.owner()))
+                    .u16(address.length).bytes(address)
+                    .toByteArray();
             this.token = token;
             this.directory = dir;
             this.lease = ownLease;
@@ -429,6 +446,11 @@ public final class ShmTransport implements Transport {
     @Override
     public byte[] address() {
         return address.clone();
+    }
+
+    /** The CONNECT payload of this worker's connections ({@link ShmEndpoint}): its lease, then its address. Not to be written. */
+    byte[] connectPayload() {
+        return connectPayload;
     }
 
     ShmTransportConfig config() {
@@ -639,8 +661,22 @@ public final class ShmTransport implements Transport {
             }
             case ReceiveQueue.CONNECT -> {
                 PayloadReader r = control(m, offset, length, CONNECT_PAYLOAD_MAX, "connect.");
-                String leaseName = r.relativePath("lease");
-                r.end("lease");
+                String leaseName;
+                byte[] senderAddress;
+                try {
+                    leaseName = r.relativePath("lease");
+                    int addressLength = r.u16("address.length");
+                    if (addressLength > MAX_ADDRESS_LENGTH) {
+                        throw r.invalid("address.length", addressLength + " exceeds the " + MAX_ADDRESS_LENGTH
+                                + " bytes a transport address may take");
+                    }
+                    senderAddress = r.bytes("address", addressLength);
+                    r.end("address");
+                } catch (InvalidHandleException e) {
+                    // Thrown bare, it left the connection neither kept nor refused: its later messages were dropped as not
+                    // kept, and its sender told only by a relisting.
+                    throw brokenProtocol(connection, "connection announcement: " + e.getMessage());
+                }
                 if (inbound.get(connection) != null) throw brokenProtocol(connection, "connection announced twice");
                 if (!OwnerLease.isLeaseOf(leasePrefix, leaseName, connection)) {
                     // Its liveness would be judged by whatever has that name: a socket, a link to a live worker's lease.
@@ -696,7 +732,7 @@ public final class ShmTransport implements Transport {
                 }
                 synchronized (handOff) {
                     if (!closed) {
-                        inbound.put(connection, new Inbound(leaseName, watch));
+                        inbound.put(connection, new Inbound(leaseName, senderAddress, watch));
                         return;
                     }
                     // Closed from another thread meanwhile (Conduit.close() past an owner still in this call): the close forgets
@@ -1204,8 +1240,13 @@ public final class ShmTransport implements Transport {
                 + ONE_USER_REMEDY;
     }
 
-    /** The longest CONNECT payload: the lease's relative path, its u16 length first. */
-    private static final int CONNECT_PAYLOAD_MAX = 2 + PayloadReader.MAX_PATH_LENGTH;
+    /**
+     * The longest transport address a CONNECT may carry: what {@link Transport#address()} may be,
+     * and the runtime puts in a worker address ({@code AddressFormat.MAX_TRANSPORT_ADDRESS}).
+     */
+    static final int MAX_ADDRESS_LENGTH = 1024;
+    /** The longest CONNECT payload: the lease's relative path and the sender's address, each with its u16 length first. */
+    private static final int CONNECT_PAYLOAD_MAX = 2 + PayloadReader.MAX_PATH_LENGTH + 2 + MAX_ADDRESS_LENGTH;
     /**
      * The longest export of a bounce ring: what any provider's export may be. Kept until the
      * connection's first large message: the u16 length allowed 64 KiB, 256 MiB of heap at 4,096
@@ -1228,7 +1269,7 @@ public final class ShmTransport implements Transport {
         }
         byte[] bytes = new byte[(int) payloadLength];
         MemorySegment.copy(m, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, bytes, 0, bytes.length);
-        return new PayloadReader(bytes, 0, bytes.length, prefix);
+        return new PayloadReader(bytes, 0, bytes.length, prefix, "control record");
     }
 
     private ConduitException protocolError(long connection, String what) {

@@ -3091,6 +3091,8 @@ class ShmTransportTest {
      * one's, written where this version's {@code format} put its own): the connect refuses at once,
      * naming both versions, which side runs the older Conduit and what to upgrade. It said only
      * "receive queue version 4, expected 5" (a build of f55d545, layout 4, reached from this one).
+     * At layout 6 the older is layout 5, whose receivers refused the sender's address a CONNECT
+     * now carries after its lease.
      */
     @ParameterizedTest
     @ValueSource(ints = {-1, +1})
@@ -3394,13 +3396,15 @@ class ShmTransportTest {
             ownLease = r.relativePath("lease");
         }
         for (String lease : List.of("anything", ownLease)) {
-            byte[] payload = new dev.conduit.spi.PayloadWriter().string(lease).toByteArray();
+            byte[] address = receiver.address(); // well-formed: the lease alone is at fault
+            byte[] payload = new dev.conduit.spi.PayloadWriter().string(lease).u16(address.length).bytes(address).toByteArray();
             writeIntoTheQueue(queue -> {
-                long record = takeAtTheTail(queue, 0x12345678_00000001L, 128);
+                int length = (48 + payload.length + 63) & -64;
+                long record = takeAtTheTail(queue, 0x12345678_00000001L, length);
                 queue.set(ValueLayout.JAVA_LONG, record + 24, payload.length);
                 MemorySegment.copy(payload, 0, queue, ValueLayout.JAVA_BYTE, record + 48, payload.length);
                 queue.set(ValueLayout.JAVA_INT, record + 4, 3); // CONNECT
-                queue.set(ValueLayout.JAVA_INT, record, 128);
+                queue.set(ValueLayout.JAVA_INT, record, length);
             });
             assertThat(progressUntilItThrows(receiver)).hasMessageContaining("connection announced with lease " + lease)
                     .hasMessageContaining("which is no lease conduit-posix-worker-<owner>.lease of the owner 12345678")
@@ -3409,8 +3413,76 @@ class ShmTransportTest {
     }
 
     /**
+     * A CONNECT carries its sender's lease, then its transport address (u16 length, at most 1 KiB,
+     * then the bytes), read strictly: an address longer than a transport address may be, one cut
+     * short, bytes after it, or a lease cut short break the protocol, and refuse the connection
+     * naming the field. Here a process that writes the queue writes such a copy of the sender's
+     * CONNECT (the original lies read and not yet zeroed at ring offset 0). A malformed field used
+     * to be thrown out of progress() as a bare InvalidHandleException, without a refusal.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"address too long", "address cut short", "bytes after the address", "lease cut short"})
+    void aConnectWhoseAddressIsTooLongCutShortOrFollowedByBytesRefusesItsConnection(String fault) throws Exception {
+        String breach = switch (fault) {
+            case "address too long" -> "field 'connect.address.length': 1025 exceeds the 1024 bytes a transport address may take";
+            case "address cut short" -> "field 'connect.address': truncated: needs ";
+            case "bytes after the address" -> "field 'connect.address': 1 unexpected trailing bytes";
+            default -> "field 'connect.lease': truncated: needs ";
+        };
+        assertThatWritingIntoTheQueueRefusesTheConnection("broke the queue protocol, its record was dropped: connection announcement: "
+                + "invalid control record: " + breach, queue -> {
+            long connect = 4096;
+            byte[] original = queue.asSlice(connect + 48, queue.get(ValueLayout.JAVA_LONG, connect + 24)).toArray(ValueLayout.JAVA_BYTE);
+            PayloadReader fields = new PayloadReader(original);
+            String lease = fields.relativePath("lease");
+            byte[] address = fields.bytes("address", fields.u16("address.length"));
+            fields.end("address");
+            dev.conduit.spi.PayloadWriter payload = new dev.conduit.spi.PayloadWriter();
+            switch (fault) {
+                case "address too long" -> payload.string(lease).u16(1025).bytes(java.util.Arrays.copyOf(address, 1025));
+                case "address cut short" -> payload.string(lease).u16(address.length).bytes(java.util.Arrays.copyOf(address, address.length - 10));
+                case "bytes after the address" -> payload.string(lease).u16(address.length).bytes(address).u8(0);
+                default -> payload.u16(lease.length()).bytes(java.util.Arrays.copyOf(lease.getBytes(java.nio.charset.StandardCharsets.US_ASCII), 5));
+            }
+            byte[] bytes = payload.toByteArray();
+            int length = (48 + bytes.length + 63) & -64;
+            long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, connect + 8), length);
+            queue.set(ValueLayout.JAVA_LONG, record + 24, bytes.length);
+            MemorySegment.copy(bytes, 0, queue, ValueLayout.JAVA_BYTE, record + 48, bytes.length);
+            queue.set(ValueLayout.JAVA_INT, record + 4, 3); // CONNECT
+            queue.set(ValueLayout.JAVA_INT, record, length);
+        }, 8);
+    }
+
+    /**
+     * A memory provider that exports the receive queue in so many bytes that the transport's
+     * address passes the 1 KiB a transport address may take (no provider of ours does: a bug of
+     * the provider) fails the transport as it opens, naming both lengths: every receiver would
+     * refuse its CONNECTs, which carry that address, as a broken protocol, and the runtime a
+     * worker address with it.
+     */
+    @Test
+    void aQueueExportThatMakesTheAddressPassOneKiBFailsTheTransportNamingTheProvider() throws Exception {
+        List<String> before = ProcessResources.files(shared);
+        Throwable thrown = catchThrowable(() -> transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer,
+                posix -> new MemoryProvider() {
+                    @Override public long pageSize() { return posix.pageSize(); }
+                    @Override public Chunk allocate(long size) { return posix.allocate(size); }
+                    @Override public byte[] export(Chunk chunk) { return java.util.Arrays.copyOf(posix.export(chunk), 1000); }
+                    @Override public void free(Chunk chunk) { posix.free(chunk); }
+                    @Override public void close() { posix.close(); }
+                }));
+        assertThat(thrown).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("this worker's transport address takes ")
+                .hasMessageContaining("more than the 1024 a transport address may (Transport#address): its memory provider exported the "
+                        + "receive queue in 1000 bytes, a bug of the provider");
+        assertThat(ProcessResources.files(shared)).as("what the failed open made").isEqualTo(before);
+    }
+
+    /**
      * A control record's payload is copied to the heap to be read: one longer than its type ever
-     * is (a CONNECT names a path of at most 255 bytes) is refused before that, so that a record as
+     * is (a CONNECT names a path of at most 255 bytes and an address of at most 1 KiB, each after
+     * its u16 length) is refused before that, so that a record as
      * long as the queue (up to 1 GiB) cannot make the worker allocate as much.
      */
     @Test
@@ -3423,7 +3495,7 @@ class ShmTransportTest {
             queue.set(ValueLayout.JAVA_INT, record, 4096);
         });
         assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("control record of 4048 bytes in a record of 4096 (at most 257 for its type)");
+                .hasMessageContaining("control record of 4048 bytes in a record of 4096 (at most 1283 for its type)");
     }
 
     /**
@@ -3465,10 +3537,15 @@ class ShmTransportTest {
         Transport receiver = transport(received);
         TransportContext context = TestContext.of(shared).forTransport(ThreadMode.SERIALIZED, new Received());
         MemoryProvider posix = new PosixPlugin().openMemoryProvider(context);
+        Chunk[] queue = new Chunk[1]; // the first chunk: exported as posix does, or the transport's address would pass 1 KiB
         MemoryProvider overlong = new MemoryProvider() {
             @Override public long pageSize() { return posix.pageSize(); }
-            @Override public Chunk allocate(long size) { return posix.allocate(size); }
-            @Override public byte[] export(Chunk chunk) { return new byte[3073]; }
+            @Override public Chunk allocate(long size) {
+                Chunk chunk = posix.allocate(size);
+                if (queue[0] == null) queue[0] = chunk;
+                return chunk;
+            }
+            @Override public byte[] export(Chunk chunk) { return chunk == queue[0] ? posix.export(chunk) : new byte[3073]; }
             @Override public void free(Chunk chunk) { posix.free(chunk); }
             @Override public void close() { posix.close(); }
         };
