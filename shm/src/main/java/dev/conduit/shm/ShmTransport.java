@@ -67,7 +67,7 @@ import java.util.concurrent.CompletionException;
  * <pre>
  * CONNECT   lease (string): the sender's worker lease, watched by the receiver;
  *           address (u16 length + bytes, at most 1,024): the sender's own transport address ({@link #address()}),
- *           kept while the connection is (since queue version 6)
+ *           kept while the connection is, for {@link #senderAddress} (since queue version 6)
  * BOUNCE    payload (u16 length + bytes), length (u64): the sender's bounce ring, exported by its plugin
  * CLOSE     (empty): the sender closed the connection
  * </pre>
@@ -104,6 +104,22 @@ import java.util.concurrent.CompletionException;
  * ({@code InternalError}); it leaks nothing by it. The files of dead peers that a check had left
  * to the next one may be left to the next worker or pool opened on the directory
  * ({@link #reclaimDue}). A close the owner runs itself, when asked, meets none of this.
+ *
+ * <h2>Senders named</h2>
+ * Every message is delivered with its connection id as the sender's key
+ * ({@link MessageSink#onMessage(int, MemorySegment, long, int, MemorySegment, long, long, long)}):
+ * an id is never 0, and no two connections this worker keeps share one (a second CONNECT of a kept
+ * id refuses it). {@link #senderAddress} gives the address the connection's CONNECT announced. A
+ * connection forgotten on the owner's thread (its CLOSE, its sender found dead, a refusal) is told
+ * to the sink ({@link MessageSink#onSenderClosed}) once, inside {@link #progress()}, holding no
+ * lock ({@link #tellSendersClosed}): one forgotten on a record's path before the next record is
+ * read, so that a key is retired before a later connection of the same id delivers; one forgotten
+ * under {@link #handOff} (a liveness check's or a reaping's walk) once the walk has left it, and
+ * one a liveness check in {@link #await} forgot at the next progress(), as it begins (as a
+ * message, a sender's close is told from progress() only). None is told once the worker is
+ * closed, forced from another thread or not: its close closes every endpoint. An exception of the
+ * sink's is thrown out of the progress() that told it, as one of {@code onMessage} is, once every
+ * connection forgotten is told.
  */
 public final class ShmTransport implements Transport {
 
@@ -165,6 +181,14 @@ public final class ShmTransport implements Transport {
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
+    /**
+     * Connections the owner's thread forgot whose sink is still to be told ({@link #tellSendersClosed}):
+     * those forgotten under {@link #handOff} wait for the walk to leave it. Kept, so that telling allocates nothing.
+     */
+    private long[] sendersClosed = new long[16];
+    private int sendersClosedCount;
+    /** How many of {@link #sendersClosed} are told already, while they are being told. */
+    private int sendersClosedTold;
     /**
      * The inbound connections' ids as the periodic checks iterate them (which may remove some);
      * kept, so a check allocates nothing. One array for both {@code checkPeers} and
@@ -310,7 +334,7 @@ public final class ShmTransport implements Transport {
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
         final String leaseName;
-        /** The sender's transport address, as its CONNECT announced it. */
+        /** The sender's transport address, as its CONNECT announced it ({@link #senderAddress}). */
         final byte[] senderAddress;
         /** The watch of the sender's lease (shared by its connections: SenderLeases); null while it cannot be opened. */
         LeaseWatch lease;
@@ -448,6 +472,25 @@ public final class ShmTransport implements Transport {
         return address.clone();
     }
 
+    /**
+     * The transport address the sender of connection {@code sender} announced in its CONNECT, a
+     * copy (the runtime may keep it), or null when this worker keeps no such connection (never
+     * announced, or forgotten: its {@link MessageSink#onSenderClosed} was told, or is told at this
+     * call of progress()). On the owner's thread, as every look at the connections.
+     *
+     * <p>The address is what the sender announced, not proven: a hostile sender, or a process that
+     * writes this worker's queue, can name another worker's address it knows, as it could send
+     * that address in a payload. Connecting to it proves what any connect proves, that the queue it
+     * names is reachable and holds its token ({@link #connect}); not that it is the sender's.
+     */
+    @Override
+    public byte[] senderAddress(long sender) {
+        Inbound in = inbound.get(sender);
+        // Given back in place by a close forced from another thread (giveBackConnection): nothing is delivered from it.
+        if (in == null || in.forgotten) return null;
+        return in.senderAddress.clone();
+    }
+
     /** The CONNECT payload of this worker's connections ({@link ShmEndpoint}): its lease, then its address. Not to be written. */
     byte[] connectPayload() {
         return connectPayload;
@@ -558,6 +601,7 @@ public final class ShmTransport implements Transport {
     @Override
     public int progress() {
         ensureOpen();
+        tellSendersClosed(); // those a liveness check in await(), or in a progress() that threw, forgot
         // Only this poll's record at the head may say it waits (a peer may have rewritten the one that did).
         headWaitsFor = null;
         int handled;
@@ -575,7 +619,10 @@ public final class ShmTransport implements Transport {
         }
         queue.beat(++progressCount);
         // The clock is read every 16th idle poll (and every 256th busy one) of a busy-polling worker, not on every spin.
-        if ((progressCount & (handled == 0 ? idleClockMask : busyClockMask)) == 0) handled += checkPeersIfDue();
+        if ((progressCount & (handled == 0 ? idleClockMask : busyClockMask)) == 0) {
+            handled += checkPeersIfDue();
+            tellSendersClosed(); // those the check forgot, now that it left the lock
+        }
         return handled;
     }
 
@@ -622,7 +669,7 @@ public final class ShmTransport implements Transport {
             }
             long start = offset + ReceiveQueue.RECORD_HEADER;
             sink.onMessage(ReceiveQueue.firstInt(idAndHeader), deliveredQueue, start, headerLength, deliveredQueue, start + headerLength,
-                    payloadLength);
+                    payloadLength, connection);
         } else {
             onControlOrLarge(m, offset, type, length, connection);
         }
@@ -638,6 +685,7 @@ public final class ShmTransport implements Transport {
                 }
                 if (in.bounce == null && !mapBounce(connection, in)) {
                     forgetConnection(connection); // its sender died: its later messages go with this one
+                    tellSendersClosed();
                     return;
                 }
                 int id = m.get(ValueLayout.JAVA_INT, offset + ReceiveQueue.MESSAGE_ID);
@@ -653,7 +701,7 @@ public final class ShmTransport implements Transport {
                 if (in.ringMayFault) touchPayload(connection, in, bounceOffset, payloadLength);
                 try {
                     sink.onMessage(id, deliveredQueue, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.delivered(), bounceOffset,
-                            payloadLength);
+                            payloadLength, connection);
                 } finally {
                     in.released = bounceEnd;
                     in.bounce.release(bounceEnd);
@@ -757,7 +805,10 @@ public final class ShmTransport implements Transport {
                 in.bounceExport = export;
                 in.bounceLength = ringLength;
             }
-            case ReceiveQueue.CLOSE -> forgetConnection(connection);
+            case ReceiveQueue.CLOSE -> {
+                forgetConnection(connection);
+                tellSendersClosed();
+            }
             default -> throw brokenProtocol(connection, "unknown record type " + type);
         }
     }
@@ -832,17 +883,21 @@ public final class ShmTransport implements Transport {
         if (now - lastReap < livenessNanos) return;
         lastReap = now;
         int reaped = 0;
-        synchronized (handOff) { // the close, forced from another thread, forgets connections too: not in this walk
-            if (closed) throw closedError();
-            int senders = inbound.size();
-            connections = inbound.keys(connections);
-            for (int i = 0; i < senders; i++) {
-                long connection = connections[i];
-                if (!senderAlive(inbound.get(connection))) {
-                    forgetConnection(connection);
-                    reaped++;
+        try {
+            synchronized (handOff) { // the close, forced from another thread, forgets connections too: not in this walk
+                if (closed) throw closedError();
+                int senders = inbound.size();
+                connections = inbound.keys(connections);
+                for (int i = 0; i < senders; i++) {
+                    long connection = connections[i];
+                    if (!senderAlive(inbound.get(connection))) {
+                        forgetConnection(connection);
+                        reaped++;
+                    }
                 }
             }
+        } finally {
+            tellSendersClosed(); // out of the lock: the sink may close an endpoint
         }
         if (reaped > 0) {
             int n = reaped;
@@ -956,6 +1011,7 @@ public final class ShmTransport implements Transport {
         forgetConnection(connection);
         queue.refuse(connection, reason);
         droppedConnection = 0; // a listing may have gone with this one: the next small message not kept looks again
+        tellSendersClosed(); // once listed: a sink that throws must not keep the sender from learning of its refusal
     }
 
     /** A record of {@code connection} that breaks the protocol: dropped, and the connection refused ({@link #refuseConnection}). */
@@ -1108,7 +1164,8 @@ public final class ShmTransport implements Transport {
 
     /**
      * Forgets a connection this worker keeps, if it still does, and releases what it holds: its share
-     * of the lease watch, its ring and its budget. Exactly once, whether the owner's thread (a
+     * of the lease watch, its ring and its budget. The sink is to be told ({@link #tellSendersClosed},
+     * which the caller calls once it holds no lock), unless the worker is closed by then. Exactly once, whether the owner's thread (a
      * CLOSE, a refusal, a dead sender) or a close forced from another thread comes to it first: its
      * removal from {@link #inbound} (a map for one thread) and its watch's release are made holding
      * {@link #handOff}; its ring, this call's alone once removed, is unmapped after, so that a close
@@ -1140,6 +1197,8 @@ public final class ShmTransport implements Transport {
             in = remove ? removeInbound(connection) : inbound.get(connection);
             if (in == null || in.forgotten) return; // given back meanwhile by the other thread
             in.forgotten = true;
+            // The owner's thread forgetting while the worker is open; a close, its own or forced, tells nobody (MessageSink).
+            if (remove && !closed) senderClosed(connection);
             releaseBudget(in);
             LeaseWatch lease = in.lease;
             in.lease = null;
@@ -1156,6 +1215,37 @@ public final class ShmTransport implements Transport {
             leaseFailure.addSuppressed(e);
         }
         if (leaseFailure != null) throw leaseFailure;
+    }
+
+    /** Keeps {@code connection} for {@link #tellSendersClosed}; the owner's thread only. */
+    private void senderClosed(long connection) {
+        if (sendersClosedCount == sendersClosed.length) sendersClosed = java.util.Arrays.copyOf(sendersClosed, 2 * sendersClosedCount);
+        sendersClosed[sendersClosedCount++] = connection;
+    }
+
+    /**
+     * Tells the sink of every connection forgotten since the last call, in the order forgotten
+     * ({@link MessageSink#onSenderClosed}): inside progress(), holding no lock, since the
+     * runtime's sink closes the endpoint it answered that sender through. Each is told once, also
+     * when the sink throws for one (the first exception is thrown once all are told, the others
+     * suppressed by it) or tells again from inside (a nested call tells those left, each taken
+     * before it is told). Nothing once the worker is closed: its close closes every endpoint.
+     */
+    private void tellSendersClosed() {
+        if (sendersClosedCount == 0) return;
+        RuntimeException failure = null;
+        while (sendersClosedTold < sendersClosedCount) {
+            long sender = sendersClosed[sendersClosedTold++];
+            if (closed) continue;
+            try {
+                sink.onSenderClosed(sender);
+            } catch (RuntimeException e) {
+                failure = add(failure, e);
+            }
+        }
+        sendersClosedCount = 0;
+        sendersClosedTold = 0;
+        if (failure != null) throw failure;
     }
 
     /** Unmaps what a forgotten connection mapped: its ring, or the mapping of it under way, and its bounce ring. */
@@ -1313,6 +1403,8 @@ public final class ShmTransport implements Transport {
         }
         lastCheckCutShort = false;
         boolean someoneDied = reclaimDue; // cleared once reclaimed: a fault of what comes first leaves it to the next check
+        // Those forgotten here are told by progress() as this check returns, out of the lock (the sink may close an
+        // endpoint), or at the next progress() when await() ran the check: a sink is told from progress() only.
         synchronized (handOff) { // the close, forced from another thread, forgets connections and closes their watches: not in this walk
             if (closed) throw closedError();
             int senders = inbound.size();

@@ -79,6 +79,66 @@ class MemfdTransportTest {
         }
     }
 
+    /** Records each message's id and sender key, and the senders told closed. */
+    private static final class Senders implements MessageSink {
+        final List<Integer> ids = new ArrayList<>();
+        final List<Long> keys = new ArrayList<>();
+        final List<Long> closed = new ArrayList<>();
+
+        @Override
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            throw new AssertionError("message " + id + " delivered without its sender's key");
+        }
+
+        @Override
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength, long sender) {
+            ids.add(id);
+            keys.add(sender);
+        }
+
+        @Override
+        public void onSenderClosed(long sender) {
+            closed.add(sender);
+        }
+    }
+
+    /**
+     * Over memfd, where an address names the worker's fd server: a message's sender key gives the
+     * sender's own transport address, exactly; the receiver connects to it (the queue comes from
+     * the sender's fd server) and its answer, small and large, reaches the sender; the sender's
+     * worker closing is told once, and the key has no address from then on.
+     */
+    @Test
+    void theReceiverAnswersThroughTheAddressTheSenderAnnouncedAndItsCloseIsToldOnce() {
+        Senders atReceiver = new Senders();
+        Transport receiver = transport(atReceiver, Map.of("memfd.queue.size", "64k"));
+        Senders atSender = new Senders();
+        Transport sender = transport(atSender, Map.of("memfd.queue.size", "64k"));
+        TransportEndpoint request = sender.connect(new PayloadReader(receiver.address()), cause -> { });
+        assertThat(request.trySend(1, MemorySegment.NULL, Arena.ofAuto().allocate(8))).isTrue();
+        assertThat(request.trySend(2, MemorySegment.NULL, Arena.ofAuto().allocate(100_000))).isTrue();
+        for (int i = 0; i < 1_000_000 && atReceiver.ids.size() < 2; i++) receiver.progress();
+        assertThat(atReceiver.ids).containsExactly(1, 2);
+        long key = atReceiver.keys.getFirst();
+        assertThat(atReceiver.keys).containsExactly(key, key);
+        assertThat(receiver.senderAddress(key)).isEqualTo(sender.address());
+
+        TransportEndpoint reply = receiver.connect(new PayloadReader(receiver.senderAddress(key)), cause -> { });
+        assertThat(reply.trySend(3, MemorySegment.NULL, Arena.ofAuto().allocate(8))).isTrue();
+        assertThat(reply.trySend(4, MemorySegment.NULL, Arena.ofAuto().allocate(100_000))).isTrue();
+        for (int i = 0; i < 1_000_000 && atSender.ids.size() < 2; i++) sender.progress();
+        assertThat(atSender.ids).containsExactly(3, 4);
+        assertThat(sender.senderAddress(atSender.keys.getFirst())).isEqualTo(receiver.address());
+
+        reply.close();
+        sender.close();
+        for (int i = 0; i < 1_000_000 && atReceiver.closed.isEmpty(); i++) receiver.progress();
+        assertThat(atReceiver.closed).containsExactly(key);
+        assertThat(receiver.senderAddress(key)).isNull();
+    }
+
     @Test
     void aPeerThatGoesAwayFailsTheEndpointAndLeavesNoFiles() throws Exception {
         Transport receiver = transport((id, hb, ho, hl, pb, po, pl) -> { }, Map.of("memfd.liveness.interval", "1ms"));

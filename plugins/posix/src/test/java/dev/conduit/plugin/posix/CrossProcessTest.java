@@ -67,6 +67,61 @@ class CrossProcessTest {
     }
 
     /**
+     * A sender killed with its connection kept (no CLOSE, no close of anything; the kernel drops
+     * its lock): its messages, small and large, name one key, for which the receiver gives the
+     * address the sender printed; once a liveness check finds it dead and its messages read, the
+     * sink is told once, and the key has no address from then on.
+     */
+    @Test
+    void aKilledSendersConnectionIsToldClosedOnceAndItsAddressIsGone() throws Exception {
+        List<Long> keys = new ArrayList<>();
+        List<Long> closed = new ArrayList<>();
+        dev.conduit.spi.MessageSink sink = new dev.conduit.spi.MessageSink() {
+            @Override
+            public void onMessage(int id, java.lang.foreign.MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  java.lang.foreign.MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                throw new AssertionError("message " + id + " delivered without its sender's key");
+            }
+
+            @Override
+            public void onMessage(int id, java.lang.foreign.MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  java.lang.foreign.MemorySegment payloadBuffer, long payloadOffset, long payloadLength, long sender) {
+                keys.add(sender);
+            }
+
+            @Override
+            public void onSenderClosed(long sender) {
+                closed.add(sender);
+            }
+        };
+        try (dev.conduit.spi.Transport receiver = plugin.openTransport(TestContext.of(shared, "posix.liveness.interval", "1ms")
+                .forTransport(dev.conduit.spi.ThreadMode.SINGLE, sink))) {
+            Process child = start("send", shared.toString(), HexFormat.of().formatHex(receiver.address()));
+            byte[] senderAddress;
+            try {
+                senderAddress = HexFormat.of().parseHex(readLine(child));
+                for (int i = 0; i < 1_000_000 && keys.size() < 2; i++) progressOrPause(receiver);
+                assertThat(keys).as("messages 1 and 2").hasSize(2);
+                assertThat(keys.get(1)).isEqualTo(keys.getFirst());
+                assertThat(receiver.senderAddress(keys.getFirst())).isEqualTo(senderAddress);
+                assertThat(closed).as("while the sender lives").isEmpty();
+            } finally {
+                child.destroyForcibly(); // SIGKILL: no CLOSE, no close; the kernel drops its flock
+                finish(child);
+            }
+            for (int i = 0; i < 1_000_000 && closed.isEmpty(); i++) progressOrPause(receiver);
+            assertThat(closed).containsExactly(keys.getFirst());
+            assertThat(receiver.senderAddress(keys.getFirst())).isNull();
+            for (int i = 0; i < 1000; i++) progressOrPause(receiver);
+            assertThat(closed).as("told once").hasSize(1);
+        }
+    }
+
+    private static void progressOrPause(dev.conduit.spi.Transport receiver) {
+        if (receiver.progress() == 0) java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+    }
+
+    /**
      * An importer in a user namespace (a rootless container, here root mapped to itself) sees a
      * file of a user its namespace does not map as the overflow uid, 65534, which stands for every
      * unmapped user: the refusal says so, and does not advise trusting 65534.

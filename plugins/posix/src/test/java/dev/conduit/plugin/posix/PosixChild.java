@@ -24,6 +24,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *       {@code provider=<exception>: <message>}).</li>
  *   <li>{@code produce <dir>}: opens a provider, allocates a page, writes 1234 at offset 0, prints
  *       the export payload and the length, then waits to be killed without closing anything.</li>
+ *   <li>{@code send <dir> <receiver's transport address hex>}: opens a transport, connects to the
+ *       receiver, sends message 1 (8 bytes) and message 2 (100,000 bytes: through its bounce
+ *       ring), prints its own transport address, then waits to be killed without closing anything.</li>
  * </ul>
  */
 final class PosixChild {
@@ -67,6 +70,18 @@ final class PosixChild {
                 Chunk chunk = provider.allocate(provider.pageSize());
                 chunk.segment().set(JAVA_LONG, 0, 1234L);
                 System.out.println(HexFormat.of().formatHex(provider.export(chunk)) + " " + provider.pageSize());
+                System.out.flush();
+                System.in.read(); // until killed
+            }
+            case "send" -> {
+                dev.conduit.spi.Transport transport = plugin.openTransport(TestContext.of(directory)
+                        .forTransport(dev.conduit.spi.ThreadMode.SINGLE, (id, h, ho, hl, p, po, pl) -> { }));
+                dev.conduit.spi.TransportEndpoint endpoint = transport.connect(new PayloadReader(HexFormat.of().parseHex(args[2])), cause -> { });
+                if (!endpoint.trySend(1, java.lang.foreign.MemorySegment.NULL, java.lang.foreign.MemorySegment.ofArray(new byte[8]))
+                        || !endpoint.trySend(2, java.lang.foreign.MemorySegment.NULL, java.lang.foreign.MemorySegment.ofArray(new byte[100_000]))) {
+                    throw new IllegalStateException("the receiver's queue had no room for two messages");
+                }
+                System.out.println(HexFormat.of().formatHex(transport.address()));
                 System.out.flush();
                 System.in.read(); // until killed
             }

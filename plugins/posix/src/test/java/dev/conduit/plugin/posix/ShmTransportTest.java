@@ -65,11 +65,15 @@ class ShmTransportTest {
         for (AutoCloseable c : open.reversed()) c.close();
     }
 
-    /** Records every message: id, header and payload copied out during the call. */
+    /** Records every message: id, header and payload copied out during the call, its sender's key; and the senders told closed. */
     static final class Received implements MessageSink {
         final List<Integer> ids = new ArrayList<>();
         final List<byte[]> headers = new ArrayList<>();
         final List<byte[]> payloads = new ArrayList<>();
+        /** Each message's sender key ({@code onMessage}'s last argument), in the order of {@link #ids}. */
+        final List<Long> senders = new ArrayList<>();
+        /** The keys {@code onSenderClosed} told, in order. */
+        final List<Long> closedSenders = new ArrayList<>();
         /** Runs before each delivery, on the thread delivering: a test can hold a progress() inside its call here. */
         java.util.function.IntConsumer beforeEach = id -> { };
 
@@ -83,6 +87,19 @@ class ShmTransportTest {
             ids.add(id);
             headers.add(headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE));
             payloads.add(payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE));
+        }
+
+        @Override
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength, long sender) {
+            int before = ids.size();
+            onMessage(id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength);
+            if (ids.size() > before) senders.add(sender);
+        }
+
+        @Override
+        public void onSenderClosed(long sender) {
+            closedSenders.add(sender);
         }
     }
 
@@ -3452,6 +3469,40 @@ class ShmTransportTest {
             queue.set(ValueLayout.JAVA_INT, record + 4, 3); // CONNECT
             queue.set(ValueLayout.JAVA_INT, record, length);
         }, 8);
+    }
+
+    /**
+     * The sender a message came by, over posix: every message of an endpoint, small or large,
+     * names one key; the receiver gives for it exactly the sender's transport address, which its
+     * own transport connects to and answers through; the endpoint's close is told once, and the
+     * key has no address from then on.
+     */
+    @Test
+    void aMessageNamesItsSenderWhoseAddressTheReceiverAnswersThroughAndWhoseCloseIsToldOnce() {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Received atSender = new Received();
+        Transport sender = transport(atSender);
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        receive(receiver, received, 2);
+        assertThat(received.ids).containsExactly(1, 2);
+        long key = received.senders.getFirst();
+        assertThat(received.senders).containsExactly(key, key);
+        assertThat(key).isNotZero();
+        assertThat(receiver.senderAddress(key)).isEqualTo(sender.address());
+
+        TransportEndpoint reply = receiver.connect(new PayloadReader(receiver.senderAddress(key)), cause -> { });
+        assertThat(reply.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        receive(sender, atSender, 1);
+        assertThat(atSender.ids).containsExactly(3);
+        assertThat(sender.senderAddress(atSender.senders.getFirst())).isEqualTo(receiver.address());
+
+        ep.close();
+        settle(sender, receiver);
+        assertThat(received.closedSenders).containsExactly(key);
+        assertThat(receiver.senderAddress(key)).isNull();
     }
 
     /**
