@@ -173,6 +173,51 @@ class ContainerTransportTest {
         }
     }
 
+    /**
+     * The container answers the host without ever being given the host's address: each message's
+     * {@code replyEndpoint()} connects back to the address the host's transport announced, from the
+     * container's own view of the shared directory (its mount point, its namespaces). The host
+     * ping-pongs mixed messages (up to 1 MiB) and checks every echo; when the host closes its
+     * endpoint, the container's worker closes the reply endpoint, and once both workers closed
+     * nothing is left in the shared directory.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aContainerAnswersTheHostThroughReplyEndpointsWithoutBeingGivenItsAddress(String plugin,
+                                                                                @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        long roundTrips = 10_000;
+        Traffic.Receiver echoes = new Traffic.Receiver();
+        try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, Launcher.container())) {
+            assertIsolated(container, shared);
+            try (WorkerHost host = WorkerHost.start("host", Setup.conduit(shared, plugin), ThreadMode.SINGLE, true)) {
+                host.run(() -> host.worker().onMessage(Traffic.ECHO, echoes));
+                WorkerAddress c = container.worker("c", plugin, "SINGLE");
+                container.reply("c");
+                host.connect("to-container", c);
+
+                Future<Long> pingPong = host.submit(() -> Traffic.pingPong(host.worker(), host.endpoint("to-container"), 4,
+                        Traffic.Profile.MIXED, roundTrips, echoes));
+                Setup.waitWhileProgressing(() -> echoes.received(4), roundTrips, pingPong::isDone, GUARD,
+                        () -> "echoes: " + echoes.summary() + "; the container: " + container.stats("c") + ", failures "
+                                + container.failures("c"), Setup.pause(CHILD_POLL));
+                assertThat(pingPong.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("round trips").isEqualTo(roundTrips);
+                assertThat(echoes.errors()).as("what the host found wrong in the echoes").isEmpty();
+                assertThat(echoes.received(4)).isEqualTo(roundTrips);
+                assertThat(container.stats("c")).as("what the container received").containsEntry("errors", "0")
+                        .containsEntry("streams", "4:" + roundTrips);
+                assertThat(container.failures("c")).isEmpty();
+                assertThat(host.failures()).isEmpty();
+                assertThat(host.progressErrors()).isEmpty();
+                Setup.report("%s host -> container, answered through replyEndpoint(): %d mixed round trips, checked on both sides",
+                        plugin, roundTrips);
+
+                host.run(() -> host.endpoint("to-container").close());
+                container.closeWorker("c");
+            }
+        }
+        assertThat(Setup.files(shared)).as("left in the shared directory once both workers closed").isEmpty();
+    }
+
     private static void assertIsolated(RemoteTransportPeer container, Path shared) {
         Map<String, String> hello = container.child().hello();
         assertThat(hello.get("hostname")).as("the container's hostname").isEqualTo(Launcher.Container.HOSTNAME)

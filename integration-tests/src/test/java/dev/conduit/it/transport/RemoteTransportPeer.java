@@ -54,6 +54,11 @@ final class RemoteTransportPeer implements AutoCloseable {
         child.call("echo", w, ep);
     }
 
+    /** Answers every DATA message on {@code w} with an ECHO through {@code Message.replyEndpoint()}: no address of the sender needed. */
+    void reply(String w) {
+        child.call("reply", w);
+    }
+
     void stream(String job, String w, String ep, int stream, Traffic.Profile profile, long count, long maxPending) {
         child.call("stream", job, w, ep, stream, profile, count, maxPending);
     }

@@ -45,6 +45,7 @@ import java.util.zip.CRC32C;
  * connect &lt;w&gt; &lt;ep&gt; &lt;address hex&gt;           endpoint ep of w; its failures are recorded
  * receive &lt;w&gt;                             a {@link Traffic.Receiver} for DATA on w
  * echo &lt;w&gt; &lt;ep&gt;                           a Receiver for DATA on w that sends each message back on ep as ECHO
+ * reply &lt;w&gt;                               a Receiver for DATA on w that sends each message back as ECHO through its replyEndpoint()
  * stream &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;profile&gt; &lt;count&gt; &lt;maxPending&gt;   job: {@link Traffic#stream}, then drain → sent=… pendingAtIssue=…
  * pingpong &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;profile&gt; &lt;count&gt;         job: {@link Traffic#pingPong} → roundTrips=… echoes=&lt;summary&gt;
  * trickle &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;count&gt; &lt;seed&gt;   job: count SMALL messages with random pauses (none, spin, yield, park) between them
@@ -100,6 +101,13 @@ public final class TransportPeer {
                     WorkerHost h = p.host(a.get(0));
                     String ep = a.get(1);
                     Traffic.Receiver r = new Traffic.Receiver(m -> h.endpoint(ep).send(Traffic.ECHO, m.header(), m.payload()));
+                    h.run(() -> h.worker().onMessage(Traffic.DATA, r));
+                    p.receivers.put(a.get(0), r);
+                    return "";
+                })
+                .on("reply", a -> {
+                    WorkerHost h = p.host(a.get(0));
+                    Traffic.Receiver r = new Traffic.Receiver(m -> m.replyEndpoint().send(Traffic.ECHO, m.header(), m.payload()));
                     h.run(() -> h.worker().onMessage(Traffic.DATA, r));
                     p.receivers.put(a.get(0), r);
                     return "";
