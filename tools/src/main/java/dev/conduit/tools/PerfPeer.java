@@ -28,6 +28,7 @@ import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
 import java.util.regex.Pattern;
@@ -70,12 +71,19 @@ final class PerfPeer implements AutoCloseable {
     private final Deque<String> output = new ArrayDeque<>();
     private final Thread reader;
     private boolean closed;
+    /** Counted down once {@link #stop} is done: what the shutdown hook waits for before it kills the server. */
+    private final CountDownLatch stopped;
 
     /** Over a started {@code process} in {@code directory}; {@code hook}, registered or not, is removed once it is stopped. */
     PerfPeer(Path directory, Process process, Thread hook) {
+        this(directory, process, hook, new CountDownLatch(1));
+    }
+
+    private PerfPeer(Path directory, Process process, Thread hook, CountDownLatch stopped) {
         this.directory = directory;
         this.process = process;
         this.hook = hook;
+        this.stopped = stopped;
         this.reader = new Thread(this::readOutput, "conduit-perf-peer-output");
         reader.setDaemon(true);
         reader.start();
@@ -138,13 +146,25 @@ final class PerfPeer implements AutoCloseable {
             deleteTree(dir);
             throw new ConduitException("cannot start the perf server process (" + command.getFirst() + "): " + e.getMessage(), e);
         }
-        Process started = p;
-        Thread hook = new Thread(() -> {
-            started.destroyForcibly();
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread hook = cleanupHook(p, dir, stopped, PerfServer.SHUTDOWN_WAIT_NANOS);
+        Runtime.getRuntime().addShutdownHook(hook);
+        return new PerfPeer(dir, p, hook, stopped);
+    }
+
+    /**
+     * The shutdown hook of a spawned server: when this JVM exits before the run stopped the server
+     * ({@code stopped}), it kills the server and removes its directory, but only after waiting up
+     * to {@code waitNanos} for that stop. On a signal the run stops at its next look (the client's
+     * own hook), says why in its BYE and stops the server in order; a server killed at once raced
+     * that stop, and the run, finding its server dead first, reported the death instead of the signal.
+     */
+    static Thread cleanupHook(Process server, Path dir, CountDownLatch stopped, long waitNanos) {
+        return new Thread(() -> {
+            PerfServer.awaitQuietly(stopped, waitNanos);
+            server.destroyForcibly();
             deleteTree(dir);
         }, "conduit-perf-peer-cleanup");
-        Runtime.getRuntime().addShutdownHook(hook);
-        return new PerfPeer(dir, p, hook);
     }
 
     /** The shared directory of this run. */
@@ -221,8 +241,9 @@ final class PerfPeer implements AutoCloseable {
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException e) {
-                // shutting down: the hook runs anyway
+                // shutting down: the hook runs anyway, and finds the server stopped
             }
+            stopped.countDown();
         }
         return exit;
     }

@@ -39,6 +39,45 @@ class PerfPeerTest {
     }
 
     /**
+     * The shutdown hook of a spawned server waits for the run to stop the server before it kills it: on a signal the
+     * client stops at its next look and says why; killed at once, the server's death raced that stop, and the client's
+     * document said "the perf server failed during am_lat 64k: ... peer worker died" instead of "stopped by a signal"
+     * (PerfRunTest#aSpawnedRunStoppedByASignalStillWritesItsDocument, in a CI run). A hook that has run for 300 ms has
+     * not touched the stand-in server; once the stop is told, it kills it and removes its directory; one whose stop never
+     * comes kills it after its wait.
+     */
+    @Test
+    void theShutdownHookKillsTheServerOnlyOnceTheRunStoppedItOrItsWaitEnded() throws Exception {
+        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-hook");
+        Process server = new ProcessBuilder("sleep", "60").start();
+        Process unstopped = new ProcessBuilder("sleep", "60").start();
+        try {
+            java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
+            Thread hook = PerfPeer.cleanupHook(server, dir, stopped, TimeUnit.SECONDS.toNanos(60));
+            hook.start();
+            hook.join(300);
+
+            assertThat(server.isAlive()).as("the server while the run stops it").isTrue();
+            assertThat(dir).exists();
+            stopped.countDown();
+            hook.join(TimeUnit.SECONDS.toMillis(30));
+            assertThat(hook.isAlive()).isFalse();
+            assertThat(server.waitFor(10, TimeUnit.SECONDS)).as("killed once the stop was told").isTrue();
+            assertThat(dir).doesNotExist();
+
+            Thread late = PerfPeer.cleanupHook(unstopped, Files.createTempDirectory(Path.of("/dev/shm"), "cperf-hook"),
+                    new java.util.concurrent.CountDownLatch(1), TimeUnit.MILLISECONDS.toNanos(100));
+            late.start();
+            late.join(TimeUnit.SECONDS.toMillis(30));
+            assertThat(unstopped.waitFor(10, TimeUnit.SECONDS)).as("killed after the wait, the stop never told").isTrue();
+        } finally {
+            server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            unstopped.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            PerfPeer.deleteTree(dir);
+        }
+    }
+
+    /**
      * When every name tried for the spawned server's private directory is taken (here a name source that repeats one
      * name, taken already), the error says where, what, and what to do. It said "cannot make a private directory under D:
      * java.nio.file.FileAlreadyExistsException: D/conduit-perf-0000002a", the JDK's exception and no remedy.
