@@ -419,10 +419,10 @@ public final class ShmTransport implements Transport {
                     .u64(chunk.segment().byteSize())
                     .bytes(token)
                     .toByteArray();
-            if (address.length > MAX_ADDRESS_LENGTH) {
+            if (address.length > Transport.MAX_ADDRESS_LENGTH) {
                 // A receiver refuses a CONNECT carrying it, and the runtime a worker address that would: said here, once.
                 throw new ConduitException(plugin + ": this worker's transport address takes " + address.length + " bytes, more than the "
-                        + MAX_ADDRESS_LENGTH + " a transport address may (Transport#address): its memory provider exported the receive "
+                        + Transport.MAX_ADDRESS_LENGTH + " a transport address may (Transport#address): its memory provider exported the receive "
                         + "queue in " + export.length + " bytes, a bug of the provider");
             }
             this.connectPayload = new PayloadWriter().string(OwnerLease.leaseName(leasePrefix, ownLease.owner()))
@@ -714,8 +714,8 @@ public final class ShmTransport implements Transport {
                 try {
                     leaseName = r.relativePath("lease");
                     int addressLength = r.u16("address.length");
-                    if (addressLength > MAX_ADDRESS_LENGTH) {
-                        throw r.invalid("address.length", addressLength + " exceeds the " + MAX_ADDRESS_LENGTH
+                    if (addressLength > Transport.MAX_ADDRESS_LENGTH) {
+                        throw r.invalid("address.length", addressLength + " exceeds the " + Transport.MAX_ADDRESS_LENGTH
                                 + " bytes a transport address may take");
                     }
                     senderAddress = r.bytes("address", addressLength);
@@ -1330,13 +1330,8 @@ public final class ShmTransport implements Transport {
                 + ONE_USER_REMEDY;
     }
 
-    /**
-     * The longest transport address a CONNECT may carry: what {@link Transport#address()} may be,
-     * and the runtime puts in a worker address ({@code AddressFormat.MAX_TRANSPORT_ADDRESS}).
-     */
-    static final int MAX_ADDRESS_LENGTH = 1024;
     /** The longest CONNECT payload: the lease's relative path and the sender's address, each with its u16 length first. */
-    private static final int CONNECT_PAYLOAD_MAX = 2 + PayloadReader.MAX_PATH_LENGTH + 2 + MAX_ADDRESS_LENGTH;
+    private static final int CONNECT_PAYLOAD_MAX = 2 + PayloadReader.MAX_PATH_LENGTH + 2 + Transport.MAX_ADDRESS_LENGTH;
     /**
      * The longest export of a bounce ring: what any provider's export may be. Kept until the
      * connection's first large message: the u16 length allowed 64 KiB, 256 MiB of heap at 4,096

@@ -11,9 +11,12 @@ package dev.conduit.spi;
  */
 public interface Transport extends AutoCloseable {
 
+    /** The longest {@link #address()} a transport may give: what a worker address and a sender's announcement carry. */
+    int MAX_ADDRESS_LENGTH = 1024;
+
     /**
-     * What a peer needs to reach this transport (at most 1 KiB), carried in the worker address.
-     * Paths in it are relative to the shared directory.
+     * What a peer needs to reach this transport (at most {@link #MAX_ADDRESS_LENGTH} bytes), carried
+     * in the worker address. Paths in it are relative to the shared directory.
      */
     byte[] address();
 

@@ -23,7 +23,7 @@ public final class AddressFormat {
     static final String KIND = "Conduit worker address";
     public static final int MAX_LENGTH = 4096;
     public static final int MAX_ENTRIES = 16;
-    public static final int MAX_TRANSPORT_ADDRESS = 1024;
+    public static final int MAX_TRANSPORT_ADDRESS = dev.conduit.spi.Transport.MAX_ADDRESS_LENGTH;
     /** magic, version, length, worker id, count, one entry (1-letter name, empty address), crc. */
     public static final int MIN_LENGTH = 4 + 2 + 2 + 16 + 1 + (2 + 1 + 2) + 4;
 
