@@ -9,6 +9,7 @@ import dev.conduit.spi.RepeatedWarning;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.BitSet;
 import java.util.concurrent.atomic.AtomicLong;
@@ -199,10 +200,19 @@ final class MessageDispatch implements MessageSink {
         int inTransport;
         Thread thread;
         private Throwable failure;
-        /** The last answer this thread gave ({@link TransportSink#replyEndpoint}): its sink, sender and endpoint. */
-        private TransportSink replyFrom;
+        /**
+         * The last answer this thread gave ({@link TransportSink#replyEndpoint}): the index of its
+         * transport in this worker (one delivery context serves one worker), its sender and its
+         * endpoint. The endpoint is held weakly: a {@code MULTI} worker's contexts live in a
+         * thread-local, whose value must not reach back to the worker (an endpoint does), or the
+         * thread-local's weak key never clears and each thread that answered would keep the closed
+         * worker, with its transports and endpoints, for the rest of its life. While the endpoint
+         * is open its transport's sink holds it, so the reference is not cleared under a thread
+         * that answers through it.
+         */
+        private int replyTransport = -1;
         private long replySender;
-        private RuntimeEndpoint replyEndpoint;
+        private WeakReference<RuntimeEndpoint> replyEndpoint;
 
         private final RepeatedWarning notSuppressed;
 
@@ -211,16 +221,17 @@ final class MessageDispatch implements MessageSink {
             this.message = message;
         }
 
-        /** The endpoint this thread last answered {@code sender} of {@code from} through, if it is still open; else null. */
-        RuntimeEndpoint reply(TransportSink from, long sender) {
-            RuntimeEndpoint ep = replyEndpoint;
-            return replyFrom == from && replySender == sender && ep != null && !ep.isClosed() ? ep : null;
+        /** The endpoint this thread last answered {@code sender} of transport {@code transport} through, if it is still open; else null. */
+        RuntimeEndpoint reply(int transport, long sender) {
+            if (replyTransport != transport || replySender != sender) return null;
+            RuntimeEndpoint ep = replyEndpoint.get();
+            return ep != null && !ep.isClosed() ? ep : null;
         }
 
-        void rememberReply(TransportSink from, long sender, RuntimeEndpoint ep) {
-            replyFrom = from;
+        void rememberReply(int transport, long sender, RuntimeEndpoint ep) {
+            replyTransport = transport;
             replySender = sender;
-            replyEndpoint = ep;
+            replyEndpoint = new WeakReference<>(ep);
         }
 
         void fail(Throwable t) {

@@ -90,7 +90,7 @@ public final class TransportSink implements MessageSink {
                     + "and connect to it");
         }
         MessageDispatch.Delivery d = dispatch.delivery();
-        RuntimeEndpoint cached = d.reply(this, sender);
+        RuntimeEndpoint cached = d.reply(transportIndex, sender);
         if (cached != null) return cached;
         RuntimeEndpoint ep;
         synchronized (this) {
@@ -105,7 +105,7 @@ public final class TransportSink implements MessageSink {
                 replies.put(sender, ep);
             }
         }
-        d.rememberReply(this, sender, ep);
+        d.rememberReply(transportIndex, sender, ep);
         return ep;
     }
 

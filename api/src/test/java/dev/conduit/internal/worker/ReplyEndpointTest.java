@@ -12,8 +12,11 @@ import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -217,5 +220,36 @@ class ReplyEndpointTest {
 
         // One object per answer would be 1.6 MB at least; what remains is the measurement's own (a few KB at most).
         assertThat(allocated.get()).as("bytes over 100,000 answers").isLessThan(16_000);
+    }
+
+    /**
+     * A worker whose threads each keep their own delivery context (MULTI over a transport that
+     * declares MULTI) keeps it in a thread-local: what a thread's context holds must not reach
+     * back to the worker, or the thread-local's weak key never clears and every thread that
+     * answered pins the closed worker, its transports and endpoints, for as long as it lives.
+     */
+    @Test
+    void aClosedMultiWorkerIsNotKeptByTheThreadThatAnsweredThroughIt() {
+        WeakReference<Worker> server = answerOnceOnThisThreadAndClose();
+        for (int i = 0; i < 50 && server.get() != null; i++) {
+            System.gc();
+            Thread.onSpinWait();
+        }
+        assertThat(server.get()).as("the closed server worker, after its conduit was closed and dropped").isNull();
+    }
+
+    private static WeakReference<Worker> answerOnceOnThisThreadAndClose() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, true);
+        plugin.namesSenders = true;
+        try (Conduit conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).systemProperties(new Properties())
+                .addPlugin(plugin).build()) {
+            Worker client = conduit.newWorker(ThreadMode.MULTI);
+            Worker server = conduit.newWorker(ThreadMode.MULTI);
+            answerThroughReplyEndpoint(server);
+            List<Long> answers = recordAnswers(client);
+            client.connect(server.address()).send(1, longs(1));
+            progressUntil(() -> answers.size() == 1, server, client);
+            return new WeakReference<>(server);
+        }
     }
 }
