@@ -206,6 +206,11 @@ final class LoopbackPlugin implements ConduitPlugin {
             REGISTRY.put(key, this);
         }
 
+        /** What this transport delivers to: the runtime's sink of it. */
+        MessageSink sink() {
+            return sink;
+        }
+
         /** Calls nested on one thread (a handler that sends) are re-entry, not overlap. */
         private final ThreadLocal<int[]> depth = ThreadLocal.withInitial(() -> new int[1]);
 
@@ -283,8 +288,8 @@ final class LoopbackPlugin implements ConduitPlugin {
                 if (queue.isEmpty()) {
                     // After every message of theirs: a connection whose endpoint closed, or whose transport closed or died, ends.
                     for (LoopbackEndpoint in : inbound.values()) {
-                        if (in.closed || in.owner.closed || in.owner.dead) {
-                            inbound.remove(in.connection);
+                        // Removed by one thread only: the threads of a MULTI worker may walk this at once, and each end is told once.
+                        if ((in.closed || in.owner.closed || in.owner.dead) && inbound.remove(in.connection, in)) {
                             sendersClosed.add(in.connection);
                             sink.onSenderClosed(in.connection);
                             events++;

@@ -11,12 +11,19 @@ import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -250,6 +257,81 @@ class ReplyEndpointTest {
             client.connect(server.address()).send(1, longs(1));
             progressUntil(() -> answers.size() == 1, server, client);
             return new WeakReference<>(server);
+        }
+    }
+
+    /**
+     * A MULTI server progressed by four threads at once, over a transport that declares MULTI (the
+     * threads deliver and answer at once, each with its own delivery context) or one that does not
+     * (under the runtime lock): eight connections' requests are all answered, each connection
+     * through one reply endpoint whichever thread answers; once the client closes its endpoints,
+     * each connection's end is told once, every reply endpoint is closed and none is kept.
+     */
+    @ParameterizedTest(name = "transport declares MULTI: {0}")
+    @ValueSource(booleans = {true, false})
+    void threadsOfAMultiWorkerAnswerAtOnceThroughOneReplyEndpointPerConnectionAllClosedWhenTheConnectionsEnd(boolean multiTransport)
+            throws InterruptedException {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, multiTransport);
+        plugin.namesSenders = true;
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker client = conduit.newWorker(ThreadMode.MULTI);
+        Worker server = conduit.newWorker(ThreadMode.MULTI);
+        int connections = 8;
+        int requests = 500;
+        Map<Long, Set<Endpoint>> repliesByConnection = new ConcurrentHashMap<>();
+        server.onMessage(1, m -> {
+            Endpoint back = m.replyEndpoint();
+            repliesByConnection.computeIfAbsent(m.payloadLong(0), k -> ConcurrentHashMap.newKeySet()).add(back);
+            back.send(2, longs(m.payloadLong(0), m.payloadLong(8)));
+        });
+        AtomicInteger answers = new AtomicInteger();
+        client.onMessage(2, m -> answers.incrementAndGet());
+        LoopbackPlugin.LoopbackTransport serverTransport = plugin.transports.get(1);
+        TransportSink sink = (TransportSink) serverTransport.sink();
+
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> progressing = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            progressing.add(Thread.ofPlatform().name("server-progress-" + t).start(() -> {
+                try {
+                    while (!stop.get()) server.progress();
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }));
+        }
+        try {
+            List<Endpoint> toServer = new ArrayList<>();
+            for (int c = 0; c < connections; c++) toServer.add(client.connect(server.address()));
+            for (int i = 0; i < requests; i++) {
+                for (int c = 0; c < connections; c++) toServer.get(c).send(1, longs(c, i));
+                client.progress();
+            }
+            waitFor(() -> answers.get() == connections * requests || failure.get() != null, client);
+            assertThat(failure.get()).as("what a server thread threw").isNull();
+            assertThat(repliesByConnection).hasSize(connections);
+            repliesByConnection.forEach((c, used) -> assertThat(used).as("reply endpoints of connection " + c).hasSize(1));
+            assertThat(sink.replyCount()).isEqualTo(connections);
+
+            toServer.forEach(Endpoint::close);
+            waitFor(() -> serverTransport.sendersClosed.size() >= connections && sink.replyCount() == 0 || failure.get() != null, client);
+            assertThat(failure.get()).as("what a server thread threw").isNull();
+            assertThat(serverTransport.sendersClosed).as("each connection's end told once").doesNotHaveDuplicates().hasSize(connections);
+            repliesByConnection.values().forEach(used -> assertThat(((RuntimeEndpoint) used.iterator().next()).isClosed())
+                    .as("closed when its connection ended").isTrue());
+        } finally {
+            stop.set(true);
+            for (Thread t : progressing) t.join();
+        }
+    }
+
+    /** Progresses {@code worker} on this thread until {@code done}, while other threads progress theirs; gives up after 60 s. */
+    private static void waitFor(java.util.function.BooleanSupplier done, Worker worker) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("gave up waiting after 60 s");
+            worker.progress();
         }
     }
 }
