@@ -536,7 +536,7 @@ public final class RuntimeWorker implements Worker {
      * endpoint a handler answers through ({@link TransportSink#replyEndpoint}).
      *
      * @throws dev.conduit.spi.NotSupportedException when the transport does not give senders' addresses
-     * @throws PeerFailedException when the transport no longer delivers from that connection
+     * @throws PeerFailedException when the transport no longer delivers from that connection, or its connect found the sender gone
      * @throws ConduitException    when the sender cannot be reached, naming the transport and why
      */
     RuntimeEndpoint connectToSender(int i, long sender) {
@@ -566,7 +566,11 @@ public final class RuntimeWorker implements Worker {
                 ep = connectThrough(i, address, peer, null);
             } catch (RuntimeException | LinkageError e) {
                 commit(event, peer, "", List.of("'" + name + "': " + describe(e)));
-                throw new ConduitException("cannot answer " + peer + ": connecting to the address it announced failed: " + describe(e), e);
+                String why = "cannot answer " + peer + ": connecting to the address it announced failed: " + describe(e);
+                // Its worker is gone, and the transport has not ended the connection yet (a liveness check will): the same
+                // failure as an ended connection's, which an application handles as it handles a sender's death.
+                if (e instanceof PeerFailedException) throw new PeerFailedException(why, e);
+                throw new ConduitException(why, e);
             }
             register(ep);
             commit(event, peer, name, List.of());

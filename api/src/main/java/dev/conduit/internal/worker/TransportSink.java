@@ -81,7 +81,8 @@ public final class TransportSink implements MessageSink {
      * else a new one connected to the address the sender announced.
      *
      * @throws NotSupportedException when the transport does not name senders or their addresses
-     * @throws PeerFailedException   when the connection delivers nothing more: its sender closed it or is gone
+     * @throws PeerFailedException   when the connection delivers nothing more (its sender closed it or is gone), or
+     *                               connecting found the sender gone before the transport ended its connection
      */
     public Endpoint replyEndpoint(long sender) {
         if (sender == 0 || worker == null) {

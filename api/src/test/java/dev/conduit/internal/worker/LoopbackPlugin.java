@@ -64,6 +64,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile String refuseConnect;
     /** When set, an endpoint's {@code maxHeaderSize} throws it, as a plugin missing one of its classes would. */
     volatile Error limitsError;
+    /** When set, {@code connect} throws it: a peer found dead while connecting ({@code PeerFailedException}), say. */
+    volatile RuntimeException connectFault;
     /** When set, {@code connect} returns {@code null}, as a broken plugin would. */
     volatile boolean connectReturnsNull;
     /** Run by {@code connect} once it made the endpoint, before it returns it: for what happens meanwhile. */
@@ -250,6 +252,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 String peerKey = peerAddress.string("key", 64);
                 peerAddress.end("key");
                 if (plugin.refuseConnect != null) throw new ConduitException(plugin.refuseConnect);
+                if (plugin.connectFault != null) throw plugin.connectFault;
                 if (plugin.connectReturnsNull) return null;
                 LoopbackTransport target = REGISTRY.get(peerKey);
                 if (target == null) throw new ConduitException("no loopback transport is listening at " + peerKey);

@@ -12,6 +12,7 @@ import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.ref.WeakReference;
@@ -174,6 +175,17 @@ class ReplyEndpointTest {
     }
 
     @Test
+    void aSenderFoundDeadByTheConnectIsAPeerFailureNamingTheSenderAndTheTransportsReason() {
+        Setup s = setup(true);
+        // Its worker died, and the connection's end is not known yet (it is, at the receiver's next liveness check).
+        assertThat(thrownByReplyEndpoint(s, () -> s.plugin().connectFault = new PeerFailedException("the peer is dead (its lease is not held)")))
+                .isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("cannot answer the sender of connection")
+                .hasMessageContaining("the peer is dead (its lease is not held)")
+                .hasCauseInstanceOf(PeerFailedException.class);
+    }
+
+    @Test
     void aReplyEndpointTheApplicationClosedIsReplacedAtTheNextAnswer() {
         Setup s = setup(true);
         List<Endpoint> used = new ArrayList<>();
@@ -333,5 +345,38 @@ class ReplyEndpointTest {
             if (System.nanoTime() > deadline) throw new AssertionError("gave up waiting after 60 s");
             worker.progress();
         }
+    }
+
+    /**
+     * A thread-confined plugin ({@code thread.confine}) under a worker that lets other threads
+     * call: its handlers, and its onSenderClosed, run on the plugin's own thread, where the reply
+     * endpoint is connected through the confined transport and closed when the connection ends.
+     */
+    @ParameterizedTest(name = "{0} worker")
+    @EnumSource(value = ThreadMode.class, names = {"SERIALIZED", "MULTI"})
+    void aThreadConfinedTransportsMessagesAreAnsweredOnItsThreadAndTheirReplyEndpointsClosedWhenTheConnectionEnds(ThreadMode mode) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false).singleOnly();
+        plugin.namesSenders = true;
+        Conduit conduit = loopbacks.conduit(b -> b.threadConfinement(true), plugin);
+        Worker client = conduit.newWorker(mode);
+        Worker server = conduit.newWorker(mode);
+        List<Endpoint> used = answerThroughReplyEndpoint(server);
+        List<Thread> handlerThreads = new ArrayList<>();
+        server.onMessage(3, m -> handlerThreads.add(Thread.currentThread()));
+        List<Long> answers = recordAnswers(client);
+        Endpoint toServer = client.connect(server.address());
+        toServer.send(3, longs(0));
+        toServer.send(1, longs(1));
+        toServer.send(1, longs(2));
+        progressUntil(() -> answers.size() == 2, server, client);
+
+        assertThat(handlerThreads).singleElement().isNotSameAs(Thread.currentThread());
+        assertThat(answers).containsExactly(1001L, 1002L);
+        assertThat(used.get(1)).isSameAs(used.getFirst());
+        LoopbackPlugin.LoopbackTransport serverTransport = plugin.transports.get(1);
+        toServer.close();
+        progressUntil(() -> serverTransport.sendersClosed.size() == 1, server);
+        assertThat(((RuntimeEndpoint) used.getFirst()).isClosed()).as("closed when its connection ended").isTrue();
+        assertThat(((TransportSink) serverTransport.sink()).replyCount()).isZero();
     }
 }
