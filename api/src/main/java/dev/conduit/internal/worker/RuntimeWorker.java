@@ -548,9 +548,13 @@ public final class RuntimeWorker implements Worker {
             try {
                 address = transports[i].senderAddress(sender);
             } catch (NotSupportedException e) {
-                var n = new NotSupportedException("transport '" + name + "' does not give the address of a message's "
-                        + "sender, so this message cannot be answered through replyEndpoint(): have the request carry "
-                        + "worker.address().toBytes() and connect to it (" + e.getMessage() + ")");
+                String reason = e.getMessage();
+                // The SPI's default, and a plugin's own message that says as much, name the remedy already: said once.
+                var n = new NotSupportedException(reason != null && reason.contains("worker.address().toBytes()")
+                        ? "transport '" + name + "': " + reason
+                        : "transport '" + name + "' does not give the address of a message's sender, so this message cannot be "
+                        + "answered through replyEndpoint(): have the request carry worker.address().toBytes() and connect to it"
+                        + (reason == null ? "" : " (" + reason + ")"));
                 n.initCause(e);
                 throw n;
             }

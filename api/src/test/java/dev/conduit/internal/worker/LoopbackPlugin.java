@@ -79,6 +79,8 @@ final class LoopbackPlugin implements ConduitPlugin {
      * connection ends ({@code onSenderClosed}): its endpoint closed, or its transport closed or died.
      */
     volatile boolean namesSenders;
+    /** When set with {@link #namesSenders}, {@code senderAddress} is the SPI's default: senders named, their addresses not given. */
+    volatile boolean withholdsSenderAddresses;
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
@@ -318,7 +320,7 @@ final class LoopbackPlugin implements ConduitPlugin {
             enter();
             try {
                 senderAddressCalls.incrementAndGet();
-                if (!plugin.namesSenders) return Transport.super.senderAddress(sender);
+                if (!plugin.namesSenders || plugin.withholdsSenderAddresses) return Transport.super.senderAddress(sender);
                 LoopbackEndpoint in = inbound.get(sender);
                 return in == null ? null : in.owner.address();
             } finally {

@@ -165,6 +165,18 @@ class ReplyEndpointTest {
     }
 
     @Test
+    void aTransportThatNamesSendersButNotTheirAddressesIsNamedWithTheRemedyOnce() {
+        Setup s = setup(true);
+        s.plugin().withholdsSenderAddresses = true;
+        Throwable thrown = thrownByReplyEndpoint(s, () -> { });
+        assertThat(thrown).isInstanceOf(NotSupportedException.class)
+                .hasMessageStartingWith("transport 'lo'")
+                .hasMessageContaining("does not carry the address of a message's sender");
+        assertThat(thrown.getMessage().split("worker\\.address\\(\\)\\.toBytes\\(\\)", -1)).as("the remedy, said once: " + thrown.getMessage())
+                .hasSize(2);
+    }
+
+    @Test
     void aSenderThatCannotBeReachedIsNamedWithTheTransportsReason() {
         Setup s = setup(true);
         assertThat(thrownByReplyEndpoint(s, () -> s.plugin().refuseConnect = "the sender's queue cannot be opened from here"))
