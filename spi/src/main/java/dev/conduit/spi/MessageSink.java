@@ -58,6 +58,15 @@ public interface MessageSink {
      * by transports that name senders; also for a key no message carried (a connection that sent
      * nothing), which the runtime ignores. Not called when the transport itself closes: the
      * worker's close closes every endpoint.
+     *
+     * <p>Call it, as {@code onMessage}, holding no lock that {@link Transport#connect} or
+     * {@link Transport#senderAddress} take: the runtime orders it against a handler's connect of a
+     * reply endpoint (another thread's, under {@code MULTI}) under a lock of its own. Make
+     * {@code senderAddress} give {@code null} for the key before telling its end, and, when several
+     * threads deliver at once, give a retired key to a new connection only once no thread still
+     * delivers a message of the old one: an answer to that message would otherwise be connected to
+     * the new connection's sender. A transport that names senders but never calls this has the
+     * runtime keep the reply endpoint of every connection it answered until the worker closes.
      */
     default void onSenderClosed(long sender) {
     }
