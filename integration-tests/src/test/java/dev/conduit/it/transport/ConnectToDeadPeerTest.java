@@ -3,6 +3,7 @@ package dev.conduit.it.transport;
 import dev.conduit.Conduit;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.spi.ThreadMode;
@@ -12,6 +13,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -45,6 +49,56 @@ class ConnectToDeadPeerTest {
             assertThatThrownBy(() -> worker.connect(dead)).hasMessageContaining("the peer is dead (its lease");
 
             assertThat(Setup.files(shared)).as("what is left in the shared directory").containsExactlyInAnyOrderElementsOf(ours);
+        }
+    }
+
+    /**
+     * A message whose sender's process was killed after it sent it, answered before this worker's
+     * liveness check ends the connection (an hour apart here): the transport still gives the
+     * address the sender announced, the reply endpoint's connect finds the sender dead, and
+     * {@code replyEndpoint()} throws {@code PeerFailedException}, as it does for a connection
+     * already ended, so that an application handles a sender's death one way, whenever it is
+     * noticed. (It was a plain {@code ConduitException}.)
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void answeringAMessageOfASenderKilledSinceIsAPeerFailure(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        try (Conduit conduit = Setup.conduit(shared, plugin, plugin + ".liveness.interval=1h");
+             Worker server = conduit.newWorker(ThreadMode.SINGLE)) {
+            List<Throwable> thrown = new ArrayList<>();
+            int[] received = new int[1];
+            // The first message is only counted: its connection is then kept before the kill. The second is answered.
+            server.onMessage(Traffic.DATA, m -> {
+                if (received[0]++ == 0) return;
+                try {
+                    m.replyEndpoint();
+                } catch (RuntimeException e) {
+                    thrown.add(e);
+                }
+            });
+            try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct())) {
+                child.worker("w", plugin, "SINGLE");
+                child.connect("w", "ep", server.address());
+                child.trickle("first", "w", "ep", 1, 1, 1);
+                child.join("first", Duration.ofSeconds(60));
+                progressUntil(server, () -> received[0] == 1);
+                child.trickle("second", "w", "ep", 1, 1, 2);
+                child.join("second", Duration.ofSeconds(60));
+                child.kill();
+            }
+            progressUntil(server, () -> received[0] == 2);
+
+            assertThat(thrown).singleElement().isInstanceOf(PeerFailedException.class)
+                    .satisfies(e -> assertThat(e).hasMessageContaining("cannot answer the sender of connection")
+                            .hasMessageContaining("the peer is dead (its lease"));
+        }
+    }
+
+    private static void progressUntil(Worker worker, java.util.function.BooleanSupplier done) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("gave up waiting after 60 s");
+            worker.progress();
         }
     }
 }
