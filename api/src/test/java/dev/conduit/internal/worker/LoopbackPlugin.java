@@ -81,6 +81,11 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean namesSenders;
     /** When set with {@link #namesSenders}, {@code senderAddress} is the SPI's default: senders named, their addresses not given. */
     volatile boolean withholdsSenderAddresses;
+    /**
+     * When not 0, every connection gets this key: a transport that gives a retired key to its next
+     * connection, as the SPI allows once the key's end was told (tests connect one at a time then).
+     */
+    volatile long reusedKey;
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
@@ -414,7 +419,7 @@ final class LoopbackPlugin implements ConduitPlugin {
         final LoopbackTransport target;
         final EndpointEvents events;
         final int number;
-        final long connection = CONNECTIONS.incrementAndGet();
+        final long connection;
         volatile boolean reported;
         volatile boolean closed;
         volatile boolean closedDuringProgress;
@@ -428,6 +433,8 @@ final class LoopbackPlugin implements ConduitPlugin {
             this.target = target;
             this.events = events;
             this.number = number;
+            long reused = owner.plugin.reusedKey;
+            this.connection = reused != 0 ? reused : CONNECTIONS.incrementAndGet();
         }
 
         @Override

@@ -131,6 +131,35 @@ class ReplyEndpointTest {
         assertThat(s.serverTransport().endpoints.getFirst().closed).as("its transport endpoint closed too").isTrue();
     }
 
+    /**
+     * A key the transport retired (its end told) and gave to a new connection, of another sender:
+     * the answer goes to the new sender, through a new endpoint, though the thread answered the
+     * key last through the old sender's endpoint (kept in its delivery context, closed since).
+     */
+    @Test
+    void aKeyGivenToANewConnectionAfterItsEndWasToldIsAnsweredThroughANewEndpointToTheNewSender() {
+        Setup s = setup(true);
+        s.plugin().reusedKey = 0x77;
+        Worker secondClient = loopbacks.conduit(s.plugin()).newWorker(ThreadMode.SINGLE);
+        List<Endpoint> used = answerThroughReplyEndpoint(s.server());
+        List<Long> firstAnswers = recordAnswers(s.client());
+        List<Long> secondAnswers = recordAnswers(secondClient);
+        Endpoint first = s.client().connect(s.server().address());
+        first.send(1, longs(1));
+        progressUntil(() -> firstAnswers.size() == 1, s.server(), s.client());
+        first.close();
+        progressUntil(() -> s.serverTransport().sendersClosed.contains(0x77L), s.server());
+
+        secondClient.connect(s.server().address()).send(1, longs(2));
+        progressUntil(() -> secondAnswers.size() == 1, s.server(), secondClient);
+        s.client().progress();
+
+        assertThat(secondAnswers).containsExactly(1002L);
+        assertThat(firstAnswers).containsExactly(1001L);
+        assertThat(used.get(1)).isNotSameAs(used.getFirst());
+        assertThat(((RuntimeEndpoint) used.getFirst()).isClosed()).isTrue();
+    }
+
     /** What {@code replyEndpoint()} throws in the server's handler of one request, {@code first} run before it is asked. */
     private static Throwable thrownByReplyEndpoint(Setup s, Runnable first) {
         AtomicReference<Throwable> thrown = new AtomicReference<>();
