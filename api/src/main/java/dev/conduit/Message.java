@@ -278,7 +278,12 @@ public final class Message {
      * @throws dev.conduit.spi.ConduitException when the sender's worker cannot be reached from here
      */
     public Endpoint replyEndpoint() {
-        check();
+        if (!valid) {
+            // check()'s remedy, copying the payload, does not answer anybody.
+            throw new IllegalStateException("this Message is only valid during the handler call that received it; to answer its "
+                    + "sender after the handler, call replyEndpoint() in the handler and keep the endpoint it returns (it stays open "
+                    + "while the sender's connection lasts)");
+        }
         if (from == null) {
             throw new dev.conduit.spi.NotSupportedException("this message came through no transport that names its sender, so it cannot "
                     + "be answered through replyEndpoint(): have the request carry worker.address().toBytes() and connect to it");

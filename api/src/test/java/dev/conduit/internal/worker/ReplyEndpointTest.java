@@ -259,7 +259,8 @@ class ReplyEndpointTest {
         progressUntil(() -> reply.get() != null, s.server(), s.client());
 
         assertThatThrownBy(() -> kept.get().replyEndpoint()).isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("only valid during the handler call");
+                .hasMessageContaining("only valid during the handler call")
+                .hasMessageContaining("call replyEndpoint() in the handler and keep the endpoint it returns");
         s.server().close();
         assertThat(reply.get().toString()).contains("closed");
     }
