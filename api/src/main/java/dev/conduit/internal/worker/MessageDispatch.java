@@ -231,7 +231,7 @@ final class MessageDispatch implements MessageSink {
         void rememberReply(int transport, long sender, RuntimeEndpoint ep) {
             replyTransport = transport;
             replySender = sender;
-            replyEndpoint = new WeakReference<>(ep);
+            replyEndpoint = ep.weakly();
         }
 
         void fail(Throwable t) {

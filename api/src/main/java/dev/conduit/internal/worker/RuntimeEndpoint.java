@@ -17,6 +17,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -96,6 +97,8 @@ final class RuntimeEndpoint implements Endpoint {
     private volatile boolean closed;
     @SuppressWarnings("unused") // through NOTIFIED
     private volatile boolean notified;
+    /** What a thread's delivery context keeps of this endpoint as a reply endpoint ({@link #weakly}); made once. */
+    private WeakReference<RuntimeEndpoint> weakSelf;
 
     /**
      * Wraps a connected transport endpoint, reading its limits once.
@@ -680,6 +683,17 @@ final class RuntimeEndpoint implements Endpoint {
         } finally {
             unlock();
         }
+    }
+
+    /**
+     * A weak reference to this endpoint, the same each time: a thread that answers two senders in
+     * turn remembers each endpoint again and again, and must not allocate a reference each time.
+     * Threads racing on the first call may each make one; either serves.
+     */
+    WeakReference<RuntimeEndpoint> weakly() {
+        WeakReference<RuntimeEndpoint> w = weakSelf;
+        if (w == null) weakSelf = w = new WeakReference<>(this);
+        return w;
     }
 
     /** Whether this endpoint was closed (by the application, its worker, or as the reply endpoint of a connection that ended). */

@@ -284,6 +284,39 @@ class ReplyEndpointTest {
     }
 
     /**
+     * A server answering two senders in turn remembers each one's endpoint in its delivery context
+     * again and again (a cache of one): remembering it again allocates nothing, where a weak
+     * reference made each time did (16 bytes and more an answer).
+     */
+    @Test
+    void answeringTwoSendersInTurnAllocatesNothing() {
+        Setup s = setup(true);
+        Worker secondClient = loopbacks.conduit(s.plugin()).newWorker(ThreadMode.SINGLE);
+        List<Endpoint> used = answerThroughReplyEndpoint(s.server());
+        List<Long> answers = recordAnswers(s.client());
+        List<Long> secondAnswers = recordAnswers(secondClient);
+        s.client().connect(s.server().address()).send(1, longs(1));
+        secondClient.connect(s.server().address()).send(1, longs(2));
+        progressUntil(() -> answers.size() == 1 && secondAnswers.size() == 1, s.server(), s.client(), secondClient);
+        RuntimeEndpoint first = (RuntimeEndpoint) used.get(0);
+        RuntimeEndpoint second = (RuntimeEndpoint) used.get(1);
+        MessageDispatch.Delivery delivery = new MessageDispatch.Delivery(null, null);
+
+        long allocated = 0;
+        for (int round = 0; round < 3; round++) { // the first rounds warm up
+            long before = ThreadAllocation.allocatedBytes();
+            for (int i = 0; i < 100_000; i++) {
+                if (delivery.reply(0, 1) == null) delivery.rememberReply(0, 1, first);
+                if (delivery.reply(0, 2) == null) delivery.rememberReply(0, 2, second);
+            }
+            allocated = ThreadAllocation.allocatedBytes() - before;
+        }
+
+        assertThat(delivery.reply(0, 2)).isSameAs(second);
+        assertThat(allocated).as("bytes over 200,000 answers to two senders in turn").isLessThan(16_000);
+    }
+
+    /**
      * A worker whose threads each keep their own delivery context (MULTI over a transport that
      * declares MULTI) keeps it in a thread-local: what a thread's context holds must not reach
      * back to the worker, or the thread-local's weak key never clears and every thread that
