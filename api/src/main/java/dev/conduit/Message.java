@@ -273,9 +273,11 @@ public final class Message {
      * @throws dev.conduit.spi.NotSupportedException when the message's transport does not name its
      *         senders and their addresses, an optional operation of a plugin (memfd, posix and verbs
      *         name them; {@code conduit info} does not tell)
-     * @throws dev.conduit.spi.PeerFailedException when the sender's connection has ended, or the connect found the sender's
-     *         worker gone (before its transport noticed and ended the connection)
-     * @throws dev.conduit.spi.ConduitException when the sender's worker cannot be reached from here
+     * @throws dev.conduit.spi.PeerFailedException when the sender's connection has ended, or the
+     *         connect (or the transport, asked for the sender's address) found the sender's worker
+     *         gone before its transport ended the connection
+     * @throws dev.conduit.spi.ConduitException when the sender's worker cannot be reached from here,
+     *         or its transport failed to give the address it announced (naming the transport)
      */
     public Endpoint replyEndpoint() {
         if (!valid) {

@@ -544,6 +544,7 @@ public final class RuntimeWorker implements Worker {
         boolean entered = enter();
         try {
             ensureOpen();
+            String peer = "the sender of connection " + Long.toHexString(sender) + " over '" + name + "'";
             byte[] address;
             try {
                 address = transports[i].senderAddress(sender);
@@ -557,8 +558,12 @@ public final class RuntimeWorker implements Worker {
                         + (reason == null ? "" : " (" + reason + ")"));
                 n.initCause(e);
                 throw n;
+            } catch (RuntimeException | LinkageError e) {
+                String why = "cannot answer " + peer + ": transport '" + name + "' failed to give the address the sender announced: "
+                        + describe(e);
+                if (e instanceof PeerFailedException) throw new PeerFailedException(why, e);
+                throw new ConduitException(why, e);
             }
-            String peer = "the sender of connection " + Long.toHexString(sender) + " over '" + name + "'";
             if (address == null) {
                 throw new PeerFailedException("cannot answer " + peer + ": that connection has ended (its sender closed it, or its "
                         + "worker closed or died), so there is nobody to answer");

@@ -81,6 +81,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean namesSenders;
     /** When set with {@link #namesSenders}, {@code senderAddress} is the SPI's default: senders named, their addresses not given. */
     volatile boolean withholdsSenderAddresses;
+    /** When set, {@code senderAddress} throws it: a plugin's own failure. */
+    volatile RuntimeException senderAddressFault;
     /**
      * When not 0, every connection gets this key: a transport that gives a retired key to its next
      * connection, as the SPI allows once the key's end was told (tests connect one at a time then).
@@ -325,6 +327,8 @@ final class LoopbackPlugin implements ConduitPlugin {
             enter();
             try {
                 senderAddressCalls.incrementAndGet();
+                RuntimeException fault = plugin.senderAddressFault;
+                if (fault != null) throw fault;
                 if (!plugin.namesSenders || plugin.withholdsSenderAddresses) return Transport.super.senderAddress(sender);
                 LoopbackEndpoint in = inbound.get(sender);
                 return in == null ? null : in.owner.address();

@@ -205,6 +205,36 @@ class ReplyEndpointTest {
                 .hasSize(2);
     }
 
+    /**
+     * A plugin whose {@code senderAddress} fails (a bug, or a state it did not expect) is named with
+     * the sender and its own words; before, its exception reached the handler as it was, naming
+     * neither the transport nor what was being done.
+     */
+    @Test
+    void aTransportThatFailsToGiveTheSendersAddressIsNamedWithItsReason() {
+        Setup s = setup(true);
+        Throwable thrown = thrownByReplyEndpoint(s,
+                () -> s.plugin().senderAddressFault = new IllegalStateException("connection table corrupt"));
+        assertThat(thrown).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot answer the sender of connection")
+                .hasMessageContaining("over 'lo'")
+                .hasMessageContaining("transport 'lo' failed to give the address the sender announced")
+                .hasMessageContaining("java.lang.IllegalStateException: connection table corrupt")
+                .hasCauseInstanceOf(IllegalStateException.class);
+    }
+
+    /** A plugin that says the sender is gone when asked for its address: a peer failure, as an ended connection's. */
+    @Test
+    void aTransportThatFindsTheSenderGoneWhenAskedForItsAddressIsAPeerFailure() {
+        Setup s = setup(true);
+        Throwable thrown = thrownByReplyEndpoint(s,
+                () -> s.plugin().senderAddressFault = new PeerFailedException("the peer is dead (its lease is not held)"));
+        assertThat(thrown).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("cannot answer the sender of connection")
+                .hasMessageContaining("the peer is dead (its lease is not held)")
+                .hasCauseInstanceOf(PeerFailedException.class);
+    }
+
     @Test
     void aSenderThatCannotBeReachedIsNamedWithTheTransportsReason() {
         Setup s = setup(true);
