@@ -27,9 +27,18 @@ final class Inbox implements MessageSink {
     record Received(int id, byte[] header, byte[] payload, boolean named, long sender) {
     }
 
-    /** A call of {@link MessageSink#onSenderClosed}: the key, and how many messages had arrived before it. */
-    record SenderClosed(long sender, int after) {
+    /**
+     * A call of {@link MessageSink#onSenderClosed}: the key, how many messages had arrived before
+     * it, and what the receiver's {@code senderAddress} of the key gave when asked inside the call
+     * ({@link #addressAtTheEnd}).
+     */
+    record SenderClosed(long sender, int after, String addressThen) {
     }
+
+    /** {@link SenderClosed#addressThen} when the receiver gave {@code null}, as it must by then. */
+    static final String NO_ADDRESS = "null";
+    /** {@link SenderClosed#addressThen} when the receiver gives no addresses ({@code NotSupportedException}) or is not known. */
+    static final String NOT_ASKED = "not asked";
 
     /** A call into the plugin that may throw what its body throws. */
     @FunctionalInterface
@@ -110,7 +119,25 @@ final class Inbox implements MessageSink {
         if (expected != null && calling != expected && !"await()".equals(calling)) {
             misdelivery.compareAndSet(null, misdelivered("onSenderClosed(" + sender + ")", calling));
         }
-        sendersClosed.add(new SenderClosed(sender, messages.size()));
+        sendersClosed.add(new SenderClosed(sender, messages.size(), addressAtTheEnd(expected, sender)));
+    }
+
+    /**
+     * What {@code senderAddress(sender)} gives while its end is being told: the runtime connects a
+     * handler's answer (another thread's, under MULTI) through the address it gives, so it must be
+     * gone before the end is told, and the call must not wait for a lock the transport holds across
+     * the callback (the test's timeout ends a wait that never ends).
+     */
+    private static String addressAtTheEnd(Transport receiver, long sender) {
+        if (receiver == null) return NOT_ASKED;
+        try {
+            byte[] address = receiver.senderAddress(sender);
+            return address == null ? NO_ADDRESS : address.length + " bytes";
+        } catch (dev.conduit.spi.NotSupportedException e) {
+            return NOT_ASKED;
+        } catch (RuntimeException e) {
+            return "threw " + e;
+        }
     }
 
     private String misdelivered(String what, Object calling) {

@@ -878,7 +878,7 @@ public abstract class TransportContract extends PluginContract {
     /**
      * Progresses until onSenderClosed({@code key}) came, then 100 rounds more, and checks it came
      * once, after every message of the key, and that {@code senderAddress} gives no address for it
-     * any more (where the transport gives addresses).
+     * any more (where the transport gives addresses), already when asked inside the callback.
      */
     private void expectToldOnce(Inbox inbox, Transport receiver, long key, String why, Transport... progressing) {
         progressUntil("onSenderClosed(" + key + ") after " + why + " (MessageSink.onSenderClosed: the connection delivers nothing "
@@ -897,6 +897,11 @@ public abstract class TransportContract extends PluginContract {
         }
         checkSenderAddress(receiver, key, address -> assertThat(address).as("senderAddress(%d) once onSenderClosed(%d) came (%s): "
                 + "null, the connection delivers no more", key, key, why).isNull());
+        if (!Inbox.NOT_ASKED.equals(told.addressThen())) {
+            assertThat(told.addressThen()).as("senderAddress(%d), asked inside onSenderClosed(%d) (%s): null, given up before the end "
+                    + "is told, since the runtime connects answers through what it gives (MessageSink.onSenderClosed)", key, key, why)
+                    .isEqualTo(Inbox.NO_ADDRESS);
+        }
     }
 
     /**

@@ -105,6 +105,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Forgets an ended connection's address only after telling its end: an answer connected meanwhile goes to it. */
+    public static final class ForgetsSendersAfterTellingTheirEnd extends WellBehavedVariants.NamesSenders {
+        @Override
+        boolean forgetsBeforeTellingTheEnd() {
+            return false;
+        }
+    }
+
     /** Tells its sink that every connection ended when the receiver itself closes. */
     public static final class TellsOfSendersWhenItCloses extends WellBehavedVariants.NamesSenders {
         @Override
@@ -843,6 +851,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new KeepsEndedSenders();
+        }
+    }
+
+    public static final class ForgetsSendersAfterTellingTheirEndSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ForgetsSendersAfterTellingTheirEnd();
         }
     }
 

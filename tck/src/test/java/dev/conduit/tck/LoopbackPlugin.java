@@ -197,6 +197,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** Whether senderAddress of an ending connection is null before its end is told (it must be), or only after. */
+    boolean forgetsBeforeTellingTheEnd() {
+        return true;
+    }
+
     /** The address senderAddress gives for a connection from transport {@code from} to transport {@code receiver}. */
     long senderAddressOf(long from, long receiver) {
         return from;
@@ -310,10 +315,12 @@ public class LoopbackPlugin implements ConduitPlugin {
             // After the messages queued before: a connection ends after its last message.
             for (Long connection; (connection = ended.poll()) != null; events++) {
                 Long from = senders.get(connection);
-                if (forgetsEndedSenders()) senders.remove(connection);
+                boolean forgetFirst = forgetsBeforeTellingTheEnd();
+                if (forgetsEndedSenders() && forgetFirst) senders.remove(connection);
                 if (namesSenders()) {
                     for (int i = 0; i < timesToldOfTheEnd(); i++) sink.onSenderClosed(keyOf(connection, from == null ? 0 : from));
                 }
+                if (forgetsEndedSenders() && !forgetFirst) senders.remove(connection);
             }
             if (reportsPeerDeath()) {
                 List<LoopbackEndpoint> current;

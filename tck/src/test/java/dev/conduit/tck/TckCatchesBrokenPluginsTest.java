@@ -121,6 +121,8 @@ class TckCatchesBrokenPluginsTest {
                         "(once per key)"),
                 Arguments.of(BrokenPlugins.KeepsEndedSendersSuite.class, "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage",
                         "null, the connection delivers no more"),
+                Arguments.of(BrokenPlugins.ForgetsSendersAfterTellingTheirEndSuite.class,
+                        "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage", "asked inside onSenderClosed"),
                 Arguments.of(BrokenPlugins.TellsOfSendersWhenItClosesSuite.class, "theReceiversOwnCloseTellsOfNoSender",
                         "not called when the transport itself closes"));
     }
