@@ -32,10 +32,12 @@ import java.util.function.BooleanSupplier;
  *
  * The caller's worker is {@code MULTI}: four threads send on one endpoint at once. The tcp plugin
  * declares only {@code SERIALIZED}, so the runtime serializes the calls ({@link ThreadPolicy#RUNTIME_LOCK}).
+ * The responder is never given the caller's address: it answers through
+ * {@link dev.conduit.Message#replyEndpoint()}, which the tcp plugin supports by naming each
+ * message's sender.
  */
 public final class MessagingApp {
 
-    static final int HELLO = 1;       // payload: the caller's worker address
     static final int REGION = 2;      // payload: an IPC handle; the responder adds 1 to every long in it
     static final int REGION_DONE = 3; // payload: the sum the responder read
     static final int COUNT = 4;       // payload: thread, sequence
@@ -66,12 +68,11 @@ public final class MessagingApp {
 
     private static void respond(Conduit conduit) {
         try (Worker worker = conduit.newWorker(ThreadMode.SERIALIZED)) {
-            Endpoint[] caller = new Endpoint[1];
+            Endpoint[] caller = new Endpoint[1]; // the answers' endpoint, kept to see them handed to the transport
             AtomicBoolean bye = new AtomicBoolean();
             long[] nextSequence = new long[THREADS];
             AtomicLong counted = new AtomicLong();
             AtomicBoolean inOrder = new AtomicBoolean(true);
-            worker.onMessage(HELLO, m -> caller[0] = worker.connect(WorkerAddress.fromBytes(m.payloadToArray())));
             worker.onMessage(REGION, m -> {
                 long sum = 0;
                 try (ImportedRegion region = conduit.importRegion(m.payloadToArray())) {
@@ -82,12 +83,16 @@ public final class MessagingApp {
                         s.setAtIndex(ValueLayout.JAVA_LONG, i, v + 1);
                     }
                 }
+                caller[0] = m.replyEndpoint();
                 send(caller[0], REGION_DONE, sum);
             });
             worker.onMessage(COUNT, m -> {
                 int thread = (int) m.payloadLong(0);
                 if (m.payloadLong(8) != nextSequence[thread]++) inOrder.set(false);
-                if (counted.incrementAndGet() == THREADS * PER_THREAD) send(caller[0], COUNTED, inOrder.get() ? counted.get() : -1);
+                if (counted.incrementAndGet() == THREADS * PER_THREAD) {
+                    caller[0] = m.replyEndpoint();
+                    send(caller[0], COUNTED, inOrder.get() ? counted.get() : -1);
+                }
             });
             worker.onMessage(BYE, m -> bye.set(true));
             System.out.println("ADDRESS " + HexFormat.of().formatHex(worker.address().toBytes()));
@@ -104,9 +109,6 @@ public final class MessagingApp {
             worker.onMessage(COUNTED, m -> replies.put(COUNTED, m.payloadLong(0)));
             Endpoint endpoint = worker.connect(responder);
             System.out.println("transport " + endpoint.transport() + ", thread policy " + worker.threadPolicy());
-
-            byte[] address = worker.address().toBytes();
-            endpoint.send(HELLO, MemorySegment.ofArray(address));
 
             try (Region region = conduit.pool("memfd").allocate(LONGS * 8L)) {
                 long sum = 0;

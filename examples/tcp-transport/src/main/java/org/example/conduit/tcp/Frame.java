@@ -1,8 +1,18 @@
 package org.example.conduit.tcp;
 
 /**
- * The wire format. A connection starts with the receiver's 16-byte token (from its address), then
- * carries frames, little-endian:
+ * The wire format. A connection starts with a hello: the receiver's 16-byte token (from its
+ * address), then the connector's own transport address, which the receiver gives for
+ * {@code Transport.senderAddress} (a reply's connect), little-endian:
+ *
+ * <pre>
+ * +-------------+--------------------+-------------------+
+ * | token (16)  | address len (u16)  | address (n bytes) |
+ * |             | n, at most 1024    |                   |
+ * +-------------+--------------------+-------------------+
+ * </pre>
+ *
+ * Then it carries frames:
  *
  * <pre>
  * +----------------+----------+----------------+-----------+------------+
@@ -14,6 +24,8 @@ package org.example.conduit.tcp;
 final class Frame {
 
     static final int TOKEN_LENGTH = 16;
+    /** The hello before the connector's address: the token and the address's length. */
+    static final int HELLO_PREFIX = TOKEN_LENGTH + 2;
     static final int PREFIX = 12;
     static final int MAX_HEADER = 1024;
 

@@ -24,12 +24,20 @@ import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * One worker's TCP transport: a listening socket whose address and token peers connect to, the
  * connections they opened to it (inbound, read during {@link #progress()}), and the endpoints this
  * worker connected (outbound, see {@link TcpEndpoint}). Not thread-safe (declared SERIALIZED).
+ *
+ * <p>It names senders, an optional part of the SPI: each inbound connection gets a key of its own
+ * (never 0, never reused), every message is delivered with it, the address the connector sent in
+ * its hello is given for it ({@link #senderAddress}), and the sink is told once when the
+ * connection ends, after its last message, the key forgotten first.
  *
  * <p>Address: {@code host (string) | port (u16) | max payload (u32) | token (16 bytes)}. The
  * largest payload is the receiver's ({@code tcp.max.payload}, which sizes its buffer for a whole
@@ -52,6 +60,9 @@ final class TcpTransport implements Transport {
     /** tcp.connect.timeout: an unreachable host's SYN may go unanswered for minutes, and connect must end in bounded time. */
     private final Duration connectTimeout;
     private final List<Inbound> inbound = new ArrayList<>();
+    /** The inbound connections that announced their sender, by key: what {@link #senderAddress} gives. */
+    private final Map<Long, Inbound> senders = new HashMap<>();
+    private long lastKey;
     private final List<TcpEndpoint> endpoints = new ArrayList<>();
     private boolean closed;
 
@@ -104,7 +115,8 @@ final class TcpTransport implements Transport {
             channel.socket().connect(new InetSocketAddress(InetAddress.getByName(host), port),
                     (int) Math.clamp(connectTimeout.toMillis(), 1, Integer.MAX_VALUE));
             channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
-            ByteBuffer hello = ByteBuffer.wrap(peerToken);
+            ByteBuffer hello = ByteBuffer.allocate(Frame.HELLO_PREFIX + address.length).order(ByteOrder.LITTLE_ENDIAN)
+                    .put(peerToken).putShort((short) address.length).put(address).flip();
             while (hello.hasRemaining()) channel.write(hello);
             channel.configureBlocking(false);
             // The peer takes no frame larger than its own limit: a larger one it would drop, and the connection with it.
@@ -140,13 +152,13 @@ final class TcpTransport implements Transport {
             try {
                 int delivered = in.read();
                 if (delivered < 0) {
-                    inbound.remove(i).close();
+                    events += end(inbound.remove(i));
                 } else {
                     events += delivered;
                 }
             } catch (IOException | ConduitException e) {
                 inboundDropped.log(() -> "tcp: dropping an inbound connection: " + e.getMessage());
-                inbound.remove(i).close();
+                events += end(inbound.remove(i));
             }
         }
         for (int i = endpoints.size() - 1; i >= 0; i--) {
@@ -161,14 +173,35 @@ final class TcpTransport implements Transport {
         return events;
     }
 
+    /**
+     * Closes a connection that ended and, when it had announced its sender, forgets the key and
+     * then tells the sink (in that order: an answer connected from the callback must not find the
+     * address still given). Returns the events: 1 when the sink was told.
+     */
+    private int end(Inbound in) {
+        in.close();
+        if (in.key == 0) return 0;
+        senders.remove(in.key);
+        sink.onSenderClosed(in.key);
+        return 1;
+    }
+
+    @Override
+    public byte[] senderAddress(long sender) {
+        Inbound in = senders.get(sender);
+        return in == null ? null : in.senderAddress.clone();
+    }
+
     @Override
     public void close() {
         if (closed) return;
         closed = true;
         endpoints.forEach(TcpEndpoint::release);
         endpoints.clear();
+        // The worker closes every endpoint itself: its own close tells the sink of no sender.
         inbound.forEach(Inbound::close);
         inbound.clear();
+        senders.clear();
         closeQuietly(server);
     }
 
@@ -185,18 +218,23 @@ final class TcpTransport implements Transport {
         }
     }
 
-    /** A connection a peer opened to this transport: its token, then frames, each delivered once whole. */
+    /** A connection a peer opened to this transport: its hello (token, then its sender's address), then frames, each delivered once whole. */
     private final class Inbound {
         private final SocketChannel channel;
         private final int capacity;
         /**
-         * Until the token is verified, room for the token alone: a connection whose peer presents
-         * none (anyone who reaches the port can open one) costs no buffer for a whole frame.
+         * Until the hello is read, room for its token and address length, then for the address
+         * alone: a connection whose peer presents no token (anyone who reaches the port can open
+         * one) costs no buffer for a whole frame.
          */
-        private ByteBuffer buffer = ByteBuffer.allocate(Frame.TOKEN_LENGTH);
+        private ByteBuffer buffer = ByteBuffer.allocate(Frame.HELLO_PREFIX).order(ByteOrder.LITTLE_ENDIAN);
         /** The frame buffer as the sink gets it: read-only and made once, so the runtime hands it on as it is, with no view per message. */
         private MemorySegment segment;
         private boolean verified;
+        /** The address the connector announced in its hello; null until it is read. */
+        private byte[] senderAddress;
+        /** The key its messages are delivered with, once its hello is read; 0 before. */
+        private long key;
 
         Inbound(SocketChannel channel, int capacity) {
             this.channel = channel;
@@ -207,9 +245,25 @@ final class TcpTransport implements Transport {
         int read() throws IOException {
             if (!verified) {
                 int n = channel.read(buffer);
+                // Judged as soon as it is whole: a stranger's wrong token is dropped without waiting for more.
+                if (buffer.position() >= Frame.TOKEN_LENGTH && !MessageDigest.isEqual(Arrays.copyOf(buffer.array(), Frame.TOKEN_LENGTH), token)) {
+                    throw new ConduitException("tcp: a peer presented a wrong token");
+                }
                 if (buffer.hasRemaining()) return n < 0 ? -1 : 0;
-                if (!MessageDigest.isEqual(buffer.array(), token)) throw new ConduitException("tcp: a peer presented a wrong token");
+                int length = Short.toUnsignedInt(buffer.getShort(Frame.TOKEN_LENGTH));
+                if (length == 0 || length > Transport.MAX_ADDRESS_LENGTH) {
+                    throw new ConduitException("tcp: a peer announced an address of " + length + " bytes (1 to "
+                            + Transport.MAX_ADDRESS_LENGTH + ")");
+                }
                 verified = true;
+                buffer = ByteBuffer.allocate(length);
+            }
+            if (senderAddress == null) {
+                int n = channel.read(buffer);
+                if (buffer.hasRemaining()) return n < 0 ? -1 : 0;
+                senderAddress = buffer.array();
+                key = ++lastKey;
+                senders.put(key, this);
                 buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
                 segment = MemorySegment.ofBuffer(buffer).asReadOnly();
             }
@@ -228,7 +282,7 @@ final class TcpTransport implements Transport {
                     if (buffer.remaining() < length) break;
                     long payloadLength = length - Frame.PREFIX - headerLength;
                     sink.onMessage(id, segment, start + Frame.PREFIX, (int) headerLength,
-                            segment, start + Frame.PREFIX + headerLength, payloadLength);
+                            segment, start + Frame.PREFIX + headerLength, payloadLength, key);
                     buffer.position(start + (int) length);
                     delivered++;
                 }

@@ -1,6 +1,7 @@
 package org.example.conduit.tcp;
 
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.ThreadMode;
@@ -58,6 +59,48 @@ class TcpTransportTest {
             assertEquals(1, warnings.size(), "warnings logged for " + strangers + " connections with a wrong token, made one after "
                     + "another within a minute: " + warnings);
             assertTrue(warnings.getFirst().contains("wrong token"), warnings.getFirst());
+        }
+    }
+
+    /**
+     * A connector that presents the right token but announces an address no transport has (empty,
+     * or longer than Transport.MAX_ADDRESS_LENGTH) is dropped naming the length, before it gets a
+     * key or a frame buffer; the sink is told of no sender.
+     */
+    @Test
+    void aHelloWithAnAddressOfNoLengthOrTooLongIsDropped(@TempDir Path shared) throws IOException {
+        RecordingLogger recording = new RecordingLogger();
+        List<String> warnings = recording.warnings();
+        List<Long> ended = new CopyOnWriteArrayList<>();
+        MessageSink sink = new MessageSink() {
+            @Override
+            public void onMessage(int id, MemorySegment hb, long ho, int hl, MemorySegment pb, long po, long pl) {
+                throw new AssertionError("a message delivered from a connection whose hello was refused");
+            }
+
+            @Override
+            public void onSenderClosed(long sender) {
+                ended.add(sender);
+            }
+        };
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording)
+                .forTransport(ThreadMode.SERIALIZED, sink))) {
+            InetSocketAddress listening = listeningAddress(transport);
+            byte[] token = java.util.Arrays.copyOfRange(transport.address(), transport.address().length - Frame.TOKEN_LENGTH,
+                    transport.address().length);
+            for (int length : new int[]{0, Transport.MAX_ADDRESS_LENGTH + 1}) {
+                try (SocketChannel peer = SocketChannel.open(listening)) {
+                    ByteBuffer hello = ByteBuffer.allocate(Frame.HELLO_PREFIX).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                            .put(token).putShort((short) length).flip();
+                    while (hello.hasRemaining()) peer.write(hello);
+                    peer.configureBlocking(false);
+                    ByteBuffer nothing = ByteBuffer.allocate(1);
+                    while (peer.read(nothing.clear()) >= 0) transport.progress();
+                }
+            }
+            assertEquals(1, warnings.size(), "warnings (one a minute) for two refused hellos: " + warnings);
+            assertTrue(warnings.getFirst().contains("announced an address of 0 bytes (1 to 1024)"), warnings.getFirst());
+            assertTrue(ended.isEmpty(), "onSenderClosed for connections that never announced a sender: " + ended);
         }
     }
 
