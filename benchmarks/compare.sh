@@ -10,8 +10,9 @@
 #      and we are root);
 #   4. the JDK's SocketChannel over a Unix-domain socket between two JVMs (compare.UnixSocketPeer);
 #   5. Aeron IPC (embedded media driver) and Agrona's OneToOneRingBuffer over a mapped file, two
-#      JVMs, ping-pong, and the Java limit: the C limit's cache-line ping-pong between two JVMs,
-#      through a mapped file with FFM (compare.IpcPeer).
+#      JVMs, ping-pong, the Java limit: the C limit's cache-line ping-pong between two JVMs,
+#      through a mapped file with FFM, and Conduit's queue alone: the ReceiveQueue that memfd and
+#      posix send through, with no transport or runtime on it (compare.IpcPeer).
 # Then writes the table of ratios into docs/performance.md between <!-- compare:begin --> and
 # <!-- compare:end --> (replacing the previous one) and the chart into docs/img/compare.png
 # (compare.CompareReport, JFreeChart). Raw results: benchmarks/target/compare/.
@@ -204,18 +205,19 @@ else
     jvm_failed "Unix socket" $? uds.err
 fi
 
-# --- 5. Aeron IPC, Agrona's ring buffer and the Java limit, two JVMs ------------------------------
+# --- 5. Aeron IPC, Agrona's ring buffer, the Java limit and Conduit's queue alone, two JVMs ---------
 # Agrona and Aeron reach into the JDK: the opens they need on JDK 25, and sun.misc.Unsafe's memory
 # access allowed without the warning (JEP 498).
 ipc_opts=(--add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.base/java.util.zip=ALL-UNNAMED
     --add-opens java.base/sun.nio.ch=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
 pom_version() { sed -n "s|.*<artifactId>$1</artifactId><version>\([^<]*\)</version>.*|\1|p" "$root/benchmarks/pom.xml" | head -n 1; }
-for kind in aeron agrona line; do
+for kind in aeron agrona line queue; do
     log "$kind ping-pong, two JVMs"
     if timeout 300 "$JAVA_HOME/bin/java" "${ipc_opts[@]}" -cp "$jar" dev.conduit.benchmarks.compare.IpcPeer "$kind" >>"$results" 2>"$out/$kind.err"; then
         case $kind in aeron) peers_ran+=("Aeron IPC $(pom_version aeron-driver)") ;;
             agrona) peers_ran+=("Agrona OneToOneRingBuffer $(pom_version agrona)") ;;
-            *) peers_ran+=("Java limit (FFM cache-line ping-pong)") ;;
+            line) peers_ran+=("Java limit (FFM cache-line ping-pong)") ;;
+            *) peers_ran+=("Conduit queue alone (ReceiveQueue, no transport)") ;;
         esac
     else
         jvm_failed "$kind" $? "$kind.err"

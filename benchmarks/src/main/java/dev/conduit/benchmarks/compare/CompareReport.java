@@ -64,6 +64,7 @@ public final class CompareReport {
                 new Peer(ucxLabel(ucxTransport), "ucx", ucxTransport, Map.of("am_lat", "am_lat", "am_bw", "am_bw", "put_bw", "put_bw")),
                 new Peer("C limit", "c", "-", Map.of("am_lat", "c_pingpong/am_lat", "am_bw", "c_memcpy/memcpy", "put_bw", "c_memcpy/memcpy")),
                 new Peer("Java limit", "java_line", "-", Map.of("am_lat", "am_lat")),
+                new Peer("Conduit queue alone", "conduit_queue", "-", Map.of("am_lat", "am_lat")),
                 new Peer("Unix socket (JDK)", "uds", "-", Map.of("am_lat", "am_lat", "am_bw", "am_bw")),
                 new Peer("Aeron IPC", "aeron", "-", Map.of("am_lat", "am_lat")),
                 new Peer("Agrona ring buffer", "agrona", "-", Map.of("am_lat", "am_lat")));
@@ -79,7 +80,7 @@ public final class CompareReport {
 
     /** One colour per column of the table, the same in every chart. */
     private static final Color[] PAINTS = {new Color(0xD62728), new Color(0xFF7F0E), new Color(0x1F77B4), Color.BLACK, Color.GRAY,
-            new Color(0x9467BD), new Color(0x2CA02C), new Color(0x8C564B)};
+            new Color(0xE377C2), new Color(0x9467BD), new Color(0x2CA02C), new Color(0x8C564B)};
 
     /** Byte counts as the table writes them (8 B, 4 KiB, 1 MiB). */
     private static final class SizeFormat extends NumberFormat {
@@ -192,7 +193,7 @@ public final class CompareReport {
         sb.append("Latency is the p50 of one-way latency (round trip / 2) in µs; bandwidth is MB/s (10^6 bytes). ")
                 .append("Each peer's cell is its figure and, after it, Conduit memfd's figure divided by it (latency: below 1× Conduit is faster; ")
                 .append("bandwidth: above 1× Conduit is faster). The C limit is a cache-line ping-pong with one memcpy of the payload per hop ")
-                .append("(latency), and single-thread memcpy (bandwidth); the Java limit is the same ping-pong between two JVMs. The last column is Conduit posix's figure over ")
+                .append("(latency), and single-thread memcpy (bandwidth); the Java limit is the same ping-pong between two JVMs; Conduit queue alone is the shared-memory queue that memfd and posix put messages through, between two JVMs, with no transport or runtime on it (every size inline). The last column is Conduit posix's figure over ")
                 .append(ucxLabel(ucxTransport)).append("'s: ").append(ucxTransport.equals("posix") ? "the same kind of transport on both sides"
                         : "shared memory on both sides, through UCX's " + ucxTransport + " transports (its posix transport failed in this run: see UCX above)")
                 .append(".\n\n");

@@ -1,6 +1,7 @@
 package dev.conduit.benchmarks.compare;
 
 import dev.conduit.benchmarks.PeerJvm;
+import dev.conduit.shm.ReceiveQueue;
 import io.aeron.Aeron;
 import io.aeron.FragmentAssembler;
 import io.aeron.Publication;
@@ -55,6 +56,15 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  *       payload that came in into the outgoing slot with {@link MemorySegment#copy} (one copy a
  *       hop, as the C limit's {@code memcpy}). No queue, no handler: what the JVM itself reaches,
  *       for the other rows to be read against.</li>
+ *   <li>{@code IpcPeer queue}: Conduit's shared-memory queue alone, with no transport, worker or
+ *       handler table on it: two {@link ReceiveQueue}s (16 MiB rings) in one file in /dev/shm that
+ *       both JVMs map; a hop claims a record in the other side's queue ({@code claim}, its two
+ *       CASes), writes the payload's length and the payload into it and commits it, and the other
+ *       side's {@code poll} hands it to a handler that copies the payload out (the echo: into the
+ *       record of its answer, one copy a hop). Every size inline, where the memfd and posix
+ *       transports move a payload above {@code inline.max} through a bounce ring; no wake-up check,
+ *       no liveness, no connection. Read against Conduit memfd, it is what the transport and the
+ *       runtime add; against the Java limit, what the queue's protocol costs.</li>
  * </ul>
  * The other JVM ({@code IpcPeer --echo KIND PATH}) is started with {@link ProcessBuilder}, with the
  * same java, class path and JVM options, and echoes every message. Both sides read every payload
@@ -79,6 +89,13 @@ public final class IpcPeer {
     private static final int FRAGMENT_LIMIT = 64;
     private static final long FIRST_WARMUP_NANOS = 2_000_000_000L;
     private static final long WARMUP_NANOS = 300_000_000L;
+    /** {@code queue}: each ring's capacity; a 1 MiB message is one record, well within what always fits. */
+    private static final long QUEUE_CAPACITY = 16 << 20;
+    /** {@code queue}: where a record's payload length is written, after the record's header; the payload follows it. */
+    private static final long QUEUE_BODY = ReceiveQueue.RECORD_HEADER;
+    private static final long QUEUE_PAYLOAD = QUEUE_BODY + 8;
+    /** {@code queue}: both JVMs are this class's; the token proves nothing between them, and the echo need not be told it. */
+    private static final byte[] QUEUE_TOKEN = new byte[ReceiveQueue.TOKEN_LENGTH];
 
     /**
      * What a side spinning on the other JVM looks at, once per {@link #ALIVE_CHECK} + 1 spins (about every 10 ms), so that
@@ -116,6 +133,7 @@ public final class IpcPeer {
             switch (args[1]) {
                 case "aeron" -> aeronEcho(args[2]);
                 case "line" -> lineEcho(Path.of(args[2]));
+                case "queue" -> queueEcho(Path.of(args[2]));
                 default -> agronaEcho(Path.of(args[2]));
             }
             return;
@@ -181,6 +199,8 @@ public final class IpcPeer {
             }
         } else if (kind.equals("line")) {
             javaLimit(dir);
+        } else if (kind.equals("queue")) {
+            queueAlone(dir);
         } else {
             try (FileChannel fc = create(dir, 2L * RING_BYTES)) {
                 MappedByteBuffer map = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2L * RING_BYTES);
@@ -272,6 +292,118 @@ public final class IpcPeer {
                 SEQUENCE.setRelease(toPeer, 0L, -1L); // bye
                 end(peer);
                 Files.deleteIfExists(file);
+            }
+        }
+    }
+
+    /**
+     * Conduit's queue alone ({@code queue}, the class's javadoc). This JVM formats both queues before
+     * it starts the echo, the echo's first: a flyweight over a fresh queue reads it from its start,
+     * whoever formatted it. The file is unlinked once both JVMs have mapped it (after the first
+     * round trip), as the Java limit's.
+     */
+    private static void queueAlone(Path file) throws IOException, InterruptedException {
+        try (Arena arena = Arena.ofShared()) {
+            long queueBytes = ReceiveQueue.mappedLength(QUEUE_CAPACITY);
+            MemorySegment both;
+            try (FileChannel fc = create(file, 2 * queueBytes)) {
+                both = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * queueBytes, arena);
+            } catch (IOException | RuntimeException e) {
+                Files.deleteIfExists(file);
+                throw e;
+            }
+            ReceiveQueue toEcho = ReceiveQueue.format(both.asSlice(0, queueBytes), QUEUE_TOKEN);
+            ReceiveQueue fromEcho = ReceiveQueue.format(both.asSlice(queueBytes, queueBytes), QUEUE_TOKEN);
+            Process peer = startPeer("queue", file.toString());
+            try {
+                Watch echo = new Watch(peer.toHandle());
+                MemorySegment received = arena.allocate(1 << 20);
+                ReceiveQueue.RecordHandler reader = (memory, offset, type, length) ->
+                        MemorySegment.copy(memory, offset + QUEUE_PAYLOAD, received, 0, memory.get(ValueLayout.JAVA_LONG, offset + QUEUE_BODY));
+                measure("conduit_queue", new Link() {
+                    private UnsafeBuffer sending;
+                    private MemorySegment sendingSegment;
+                    private boolean unlinked;
+
+                    @Override
+                    public void send(UnsafeBuffer buf, int length) {
+                        if (buf != sending) { // one buffer per size: a view made per send would be allocated on the measured path
+                            sending = buf;
+                            sendingSegment = MemorySegment.ofBuffer(buf.byteBuffer());
+                        }
+                        if (!queueSend(toEcho, sendingSegment, 0, length, echo)) throw echoEnded(peer);
+                    }
+
+                    @Override
+                    public void awaitOne() {
+                        while (fromEcho.poll(reader, 1) == 0) {
+                            Thread.onSpinWait();
+                            if (echo.gone()) throw echoEnded(peer);
+                        }
+                        if (!unlinked) {
+                            unlinked = true;
+                            try {
+                                Files.delete(file);
+                            } catch (IOException e) {
+                                throw new java.io.UncheckedIOException(e);
+                            }
+                        }
+                    }
+                });
+                if (!queueSend(toEcho, MemorySegment.NULL, 0, -1, echo)) throw echoEnded(peer); // bye: a length no message has
+            } finally {
+                end(peer);
+                Files.deleteIfExists(file);
+            }
+        }
+    }
+
+    /**
+     * Claims a record in {@code queue} for {@code length} payload bytes (at least none), writes the
+     * length and the payload (from {@code from} at {@code fromOffset}), and commits it; spins while
+     * the ring is full. False, with nothing sent, when the other JVM is found gone meanwhile.
+     */
+    private static boolean queueSend(ReceiveQueue queue, MemorySegment from, long fromOffset, long length, Watch other) {
+        int record = ReceiveQueue.recordLength(QUEUE_PAYLOAD + Math.max(0, length));
+        long offset;
+        while ((offset = queue.claim(record)) < 0) {
+            Thread.onSpinWait();
+            if (other.gone()) return false;
+        }
+        MemorySegment memory = queue.memory();
+        memory.set(ValueLayout.JAVA_LONG, offset + QUEUE_BODY, length);
+        if (length > 0) MemorySegment.copy(from, fromOffset, memory, offset + QUEUE_PAYLOAD, length);
+        queue.commit(offset, record, ReceiveQueue.MSG);
+        return true;
+    }
+
+    /**
+     * The echo of {@code queue}: polls the main JVM's queue and answers each message in the other,
+     * its payload copied from the one record into the other; a length of -1 ends it, and so does
+     * the main JVM's end.
+     */
+    private static void queueEcho(Path file) throws IOException {
+        Watch main = new Watch(ProcessHandle.current().parent().orElseThrow());
+        try (FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+             Arena arena = Arena.ofShared()) {
+            long queueBytes = ReceiveQueue.mappedLength(QUEUE_CAPACITY);
+            MemorySegment both = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * queueBytes, arena);
+            ReceiveQueue fromMain = ReceiveQueue.attach(both.asSlice(0, queueBytes), QUEUE_TOKEN);
+            ReceiveQueue toMain = ReceiveQueue.attach(both.asSlice(queueBytes, queueBytes), QUEUE_TOKEN);
+            boolean[] bye = new boolean[1];
+            ReceiveQueue.RecordHandler answer = (memory, offset, type, length) -> {
+                long size = memory.get(ValueLayout.JAVA_LONG, offset + QUEUE_BODY);
+                if (size < 0) {
+                    bye[0] = true;
+                    return;
+                }
+                if (!queueSend(toMain, memory, offset + QUEUE_PAYLOAD, size, main)) bye[0] = true;
+            };
+            while (!bye[0]) {
+                if (fromMain.poll(answer, 1) == 0) {
+                    Thread.onSpinWait();
+                    if (main.gone()) return;
+                }
             }
         }
     }

@@ -27,7 +27,7 @@ class IpcPeerTest {
      * good on the ring (compare.sh ended both after 300 s, and its table then named a line of a stack trace).
      */
     @ParameterizedTest
-    @ValueSource(strings = {"aeron", "agrona", "line"})
+    @ValueSource(strings = {"aeron", "agrona", "line", "queue"})
     void anEchoJvmKilledAsItStartsFailsTheRunNamingIt(String kind) throws Exception {
         CompletableFuture<ProcessHandle> killed = ChildJvms.killOnceStarted(IpcPeer.class);
         assertThatThrownBy(() -> IpcPeer.main(new String[] {kind}))
@@ -42,7 +42,7 @@ class IpcPeerTest {
      * (the tests run as root, as the container tests do).
      */
     @ParameterizedTest
-    @ValueSource(strings = {"agrona", "line"})
+    @ValueSource(strings = {"agrona", "line", "queue"})
     void aDevShmWithoutRoomForTheMappedFileIsNamed(String kind) throws Exception {
         String output = runInATmpfsOf1MiB(kind);
         assertThat(output).containsPattern("Exception in thread \"main\" java.io.IOException: /dev/shm/conduit-" + kind
@@ -65,7 +65,7 @@ class IpcPeerTest {
      * directory (tens of MiB) or the shared file stayed there, removed only by the finally blocks SIGTERM does not run.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"aeron", "agrona"})
+    @ValueSource(strings = {"aeron", "agrona", "queue"})
     void aMeasuringJvmEndedBySigtermLeavesNothingInDevShm(String kind) throws Exception {
         Process main = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(), "-cp",
                 System.getProperty("java.class.path"), IpcPeer.class.getName(), kind)
