@@ -253,14 +253,15 @@ public final class Message {
      * came by (a connect, as {@link Worker#connect} makes: over memfd up to
      * {@code memfd.connect.timeout} against a peer that does not answer, while this handler's
      * {@code progress()} call waits); later calls for messages of the same connection return the
-     * same endpoint, without a lock or an allocation when the same thread answered that sender
-     * last.
+     * same endpoint, without an allocation, and without a lock when the same thread answered that
+     * sender last.
      *
      * <p>The worker keeps the endpoint while the sender's connection lasts, and closes it when the
      * transport reports that connection ended (the sender closed its endpoint, its worker closed or
      * died): it is not the sender's endpoint, so a sender with two endpoints to this worker is
      * answered through two. The endpoint has no error handler: the sender's failure shows on its
-     * next use, as {@link dev.conduit.spi.PeerFailedException}. It may be kept past this handler and
+     * next use, as {@link dev.conduit.spi.PeerFailedException}, and so does the end of its connection
+     * once the worker closed the endpoint for it. It may be kept past this handler and
      * used from any call the worker's thread mode allows, like any endpoint; closing it is allowed,
      * and the next message of that connection is then answered through a new one. The worker's close
      * closes it with its other endpoints.

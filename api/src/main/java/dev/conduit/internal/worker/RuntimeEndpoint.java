@@ -97,8 +97,18 @@ final class RuntimeEndpoint implements Endpoint {
     private volatile boolean closed;
     @SuppressWarnings("unused") // through NOTIFIED
     private volatile boolean notified;
-    /** What a thread's delivery context keeps of this endpoint as a reply endpoint ({@link #weakly}); made once. */
-    private WeakReference<RuntimeEndpoint> weakSelf;
+    /**
+     * What a thread's delivery context keeps of this endpoint as a reply endpoint ({@link #weakly}):
+     * made with the endpoint, final so that any thread that reads it sees it whole.
+     */
+    private final WeakReference<RuntimeEndpoint> weakSelf = new WeakReference<>(this);
+    /**
+     * Set, before {@link #closed}, when the runtime closed this reply endpoint because the sender's
+     * connection ended ({@link #closeAsEnded}): later calls throw it as a {@link PeerFailedException},
+     * the sender's failure that its use would have found, not "closed, connect again", which an
+     * application that was never given the sender's address cannot do.
+     */
+    private PeerFailedException connectionEnded;
 
     /**
      * Wraps a connected transport endpoint, reading its limits once.
@@ -458,7 +468,9 @@ final class RuntimeEndpoint implements Endpoint {
         if (failure != null) throw rethrowable();
     }
 
-    private IllegalStateException closedException() {
+    private RuntimeException closedException() {
+        PeerFailedException ended = connectionEnded;
+        if (ended != null) return new PeerFailedException(ended.getMessage(), ended);
         return new IllegalStateException("endpoint over '" + transport + "' to " + peer + " is closed: it takes no more calls; "
                 + "connect again (Worker.connect) to reach that peer");
     }
@@ -479,7 +491,7 @@ final class RuntimeEndpoint implements Endpoint {
                     return region;
                 }
             }
-            IllegalStateException refused = closedException();
+            RuntimeException refused = closedException();
             try {
                 region.closeByEndpoint();
             } catch (RuntimeException | Error e) {
@@ -688,12 +700,24 @@ final class RuntimeEndpoint implements Endpoint {
     /**
      * A weak reference to this endpoint, the same each time: a thread that answers two senders in
      * turn remembers each endpoint again and again, and must not allocate a reference each time.
-     * Threads racing on the first call may each make one; either serves.
      */
     WeakReference<RuntimeEndpoint> weakly() {
-        WeakReference<RuntimeEndpoint> w = weakSelf;
-        if (w == null) weakSelf = w = new WeakReference<>(this);
-        return w;
+        return weakSelf;
+    }
+
+    /**
+     * Closes this reply endpoint because the connection it answers ended ({@code why}: the sender
+     * closed it, or its worker closed or died); its later calls throw {@code why} as a
+     * {@link PeerFailedException}. Unregistered from the worker, as {@link #close(boolean)} with true.
+     */
+    void closeAsEnded(PeerFailedException why) {
+        lock();
+        try {
+            if (!closed) connectionEnded = why;
+        } finally {
+            unlock();
+        }
+        close(true);
     }
 
     /** Whether this endpoint was closed (by the application, its worker, or as the reply endpoint of a connection that ended). */

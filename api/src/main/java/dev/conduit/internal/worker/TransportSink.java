@@ -70,7 +70,10 @@ public final class TransportSink implements MessageSink {
             // Not close(): this runs inside the transport's progress, on the thread that holds the worker for it (or on a
             // confined transport's thread acting for that one), which the guard's entry would refuse. The transport's
             // endpoint is closed after this progress step (RuntimeWorker#closeTransportEndpoint).
-            ep.close(true);
+            ep.closeAsEnded(new PeerFailedException("the connection of the sender this endpoint answered (connection "
+                    + Long.toHexString(sender) + " over '" + transportName + "') has ended: the sender closed it, or its worker closed or "
+                    + "died, so this reply endpoint was closed with it; answer the sender's next message, should one come, through "
+                    + "its replyEndpoint()"));
         } catch (RuntimeException | Error e) {
             dispatch.delivery().fail(e);
         }

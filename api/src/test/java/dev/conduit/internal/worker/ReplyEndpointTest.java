@@ -127,7 +127,12 @@ class ReplyEndpointTest {
         progressUntil(() -> s.serverTransport().sendersClosed.contains(connection), s.server());
 
         assertThat(reply.toString()).as("closed by the worker when the connection ended").contains("closed");
-        assertThatThrownBy(() -> reply.send(2, longs(0))).isInstanceOf(IllegalStateException.class);
+        // The sender's failure, as the endpoint's use would have found it; not "closed: connect again", which an application
+        // that was never given the sender's address cannot do.
+        assertThatThrownBy(() -> reply.send(2, longs(0))).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("(connection " + Long.toHexString(connection) + " over 'lo') has ended")
+                .hasMessageContaining("answer the sender's next message, should one come, through its replyEndpoint()");
+        assertThatThrownBy(() -> reply.peerRegion(new byte[16])).isInstanceOf(PeerFailedException.class);
         assertThat(s.serverTransport().endpoints.getFirst().closed).as("its transport endpoint closed too").isTrue();
     }
 
