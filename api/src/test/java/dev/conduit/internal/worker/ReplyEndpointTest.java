@@ -319,35 +319,53 @@ class ReplyEndpointTest {
     }
 
     /**
-     * A server answering two senders in turn remembers each one's endpoint in its delivery context
-     * again and again (a cache of one): remembering it again allocates nothing, where a weak
-     * reference made each time did (16 bytes and more an answer).
+     * A server answering two senders in turn finds each one's endpoint through its transport's sink
+     * (a lock and a map lookup, since the thread's cache of one holds the other sender's) and
+     * remembers it in its delivery context again and again: that allocates nothing, where a weak
+     * reference made per remembering did (16 bytes and more an answer). The sink and the keys are
+     * those two messages came with, read from the flyweight in their handlers; the answers are then
+     * asked of the sink as Message.replyEndpoint() asks it, 100,000 times each, in turn.
      */
     @Test
-    void answeringTwoSendersInTurnAllocatesNothing() {
+    void answeringTwoSendersInTurnAllocatesNothing() throws ReflectiveOperationException {
         Setup s = setup(true);
         Worker secondClient = loopbacks.conduit(s.plugin()).newWorker(ThreadMode.SINGLE);
-        List<Endpoint> used = answerThroughReplyEndpoint(s.server());
-        List<Long> answers = recordAnswers(s.client());
-        List<Long> secondAnswers = recordAnswers(secondClient);
+        java.lang.reflect.Field fromField = dev.conduit.Message.class.getDeclaredField("from");
+        java.lang.reflect.Field senderField = dev.conduit.Message.class.getDeclaredField("sender");
+        fromField.setAccessible(true);
+        senderField.setAccessible(true);
+        List<TransportSink> sinks = new ArrayList<>();
+        List<Long> keys = new ArrayList<>();
+        List<Endpoint> used = new ArrayList<>();
+        s.server().onMessage(1, m -> {
+            try {
+                sinks.add((TransportSink) fromField.get(m));
+                keys.add(senderField.getLong(m));
+            } catch (IllegalAccessException e) {
+                throw new AssertionError(e);
+            }
+            used.add(m.replyEndpoint());
+        });
         s.client().connect(s.server().address()).send(1, longs(1));
         secondClient.connect(s.server().address()).send(1, longs(2));
-        progressUntil(() -> answers.size() == 1 && secondAnswers.size() == 1, s.server(), s.client(), secondClient);
-        RuntimeEndpoint first = (RuntimeEndpoint) used.get(0);
-        RuntimeEndpoint second = (RuntimeEndpoint) used.get(1);
-        MessageDispatch.Delivery delivery = new MessageDispatch.Delivery(null, null);
+        progressUntil(() -> used.size() == 2, s.server(), s.client(), secondClient);
+        TransportSink sink = sinks.getFirst();
+        long first = keys.get(0), second = keys.get(1);
+        assertThat(sinks.get(1)).as("one transport, one sink").isSameAs(sink);
+        assertThat(second).isNotEqualTo(first);
 
         long allocated = 0;
         for (int round = 0; round < 3; round++) { // the first rounds warm up
             long before = ThreadAllocation.allocatedBytes();
             for (int i = 0; i < 100_000; i++) {
-                if (delivery.reply(0, 1) == null) delivery.rememberReply(0, 1, first);
-                if (delivery.reply(0, 2) == null) delivery.rememberReply(0, 2, second);
+                sink.replyEndpoint(first);
+                sink.replyEndpoint(second);
             }
             allocated = ThreadAllocation.allocatedBytes() - before;
         }
 
-        assertThat(delivery.reply(0, 2)).isSameAs(second);
+        assertThat(sink.replyEndpoint(first)).isSameAs(used.get(0));
+        assertThat(sink.replyEndpoint(second)).isSameAs(used.get(1));
         assertThat(allocated).as("bytes over 200,000 answers to two senders in turn").isLessThan(16_000);
     }
 
