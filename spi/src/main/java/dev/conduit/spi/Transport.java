@@ -29,6 +29,9 @@ public interface Transport extends AutoCloseable {
      * fails at its first send.
      *
      * @throws InvalidHandleException when the address is malformed
+     * @throws PeerFailedException    when the peer is known to be gone (its transport closed, its
+     *                                process died): the runtime reports it as such, for instance to
+     *                                a handler answering a sender that died ({@code Message.replyEndpoint()})
      * @throws ConduitException       when the peer cannot be reached from this process
      */
     TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events);

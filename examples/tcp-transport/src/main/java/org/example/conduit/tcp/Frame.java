@@ -1,7 +1,9 @@
 package org.example.conduit.tcp;
 
 /**
- * The wire format. A connection starts with a hello: the receiver's 16-byte token (from its
+ * The wire format, at version {@link #VERSION}, which the transport's address carries first: a
+ * peer of another version is refused at the connect, naming both, rather than misreading the
+ * stream. A connection starts with a hello: the receiver's 16-byte token (from its
  * address), then the connector's own transport address, which the receiver gives for
  * {@code Transport.senderAddress} (a reply's connect), little-endian:
  *
@@ -23,6 +25,8 @@ package org.example.conduit.tcp;
  */
 final class Frame {
 
+    /** 2: the hello carries the connector's address (1: the token alone; its address had no version). */
+    static final int VERSION = 2;
     static final int TOKEN_LENGTH = 16;
     /** The hello before the connector's address: the token and the address's length. */
     static final int HELLO_PREFIX = TOKEN_LENGTH + 2;

@@ -3,9 +3,11 @@ package org.example.conduit.tcp;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RepeatedWarning;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
@@ -13,6 +15,7 @@ import dev.conduit.spi.TransportEndpoint;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
@@ -39,7 +42,7 @@ import java.util.Map;
  * its hello is given for it ({@link #senderAddress}), and the sink is told once when the
  * connection ends, after its last message, the key forgotten first.
  *
- * <p>Address: {@code host (string) | port (u16) | max payload (u32) | token (16 bytes)}. The
+ * <p>Address: {@code version (u8) | host (string) | port (u16) | max payload (u32) | token (16 bytes)}. The
  * largest payload is the receiver's ({@code tcp.max.payload}, which sizes its buffer for a whole
  * frame): an endpoint carries the smaller of its own and its peer's.
  */
@@ -77,7 +80,7 @@ final class TcpTransport implements Transport {
         this.connectTimeout = connectTimeout;
         RANDOM.nextBytes(token);
         int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-        this.address = new PayloadWriter().string(host).u16(port).u32(maxPayload).bytes(token).toByteArray();
+        this.address = new PayloadWriter().u8(Frame.VERSION).string(host).u16(port).u32(maxPayload).bytes(token).toByteArray();
     }
 
     static TcpTransport open(TransportContext context, String host, int maxPayload, Duration connectTimeout) {
@@ -101,6 +104,9 @@ final class TcpTransport implements Transport {
     @Override
     public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) {
         ensureOpen();
+        // First, before anything another version may lay out otherwise.
+        int version = peerAddress.u8("version");
+        if (version != Frame.VERSION) throw peerAddress.invalid("version", FormatVersions.refusal("tcp address", version, Frame.VERSION, "the peer"));
         String host = peerAddress.string("host", 255);
         int port = peerAddress.u16("port");
         long peerMaxPayload = peerAddress.u32("max payload");
@@ -123,6 +129,11 @@ final class TcpTransport implements Transport {
             TcpEndpoint ep = new TcpEndpoint(channel, events, (int) Math.min(maxPayload, peerMaxPayload), peer);
             endpoints.add(ep);
             return ep;
+        } catch (ConnectException e) {
+            closeQuietly(channel);
+            // The address names a port nothing listens on any more: the peer's transport closed, or its process died.
+            throw new PeerFailedException("tcp: cannot connect to " + peer + ": nothing listens there (" + PayloadReader.printable(
+                    String.valueOf(e.getMessage())) + "): the peer's worker closed or its process died, or the address is stale");
         } catch (SocketTimeoutException e) {
             closeQuietly(channel);
             throw new ConduitException("tcp: cannot connect to " + peer + ": its host did not accept the connection within "

@@ -1,6 +1,8 @@
 package org.example.conduit.tcp;
 
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
@@ -12,12 +14,15 @@ import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
@@ -25,13 +30,17 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** What the TCK does not check: how the transport treats a stranger that connects to its port, and what it hands its sink. */
+// A hang guard, not a speed check: several tests spin on progress() until a peer's bytes arrive.
+@Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class TcpTransportTest {
 
     /**
@@ -65,10 +74,12 @@ class TcpTransportTest {
     /**
      * A connector that presents the right token but announces an address no transport has (empty,
      * or longer than Transport.MAX_ADDRESS_LENGTH) is dropped naming the length, before it gets a
-     * key or a frame buffer; the sink is told of no sender.
+     * key or a frame buffer; the sink is told of no sender. Each case on a transport of its own, so
+     * that each has its warning (at most one a minute per transport).
      */
-    @Test
-    void aHelloWithAnAddressOfNoLengthOrTooLongIsDropped(@TempDir Path shared) throws IOException {
+    @ParameterizedTest
+    @ValueSource(ints = {0, Transport.MAX_ADDRESS_LENGTH + 1})
+    void aHelloWithAnAddressOfNoLengthOrTooLongIsDropped(int length, @TempDir Path shared) throws IOException {
         RecordingLogger recording = new RecordingLogger();
         List<String> warnings = recording.warnings();
         List<Long> ended = new CopyOnWriteArrayList<>();
@@ -84,24 +95,110 @@ class TcpTransportTest {
             }
         };
         try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording)
-                .forTransport(ThreadMode.SERIALIZED, sink))) {
-            InetSocketAddress listening = listeningAddress(transport);
-            byte[] token = java.util.Arrays.copyOfRange(transport.address(), transport.address().length - Frame.TOKEN_LENGTH,
-                    transport.address().length);
-            for (int length : new int[]{0, Transport.MAX_ADDRESS_LENGTH + 1}) {
-                try (SocketChannel peer = SocketChannel.open(listening)) {
-                    ByteBuffer hello = ByteBuffer.allocate(Frame.HELLO_PREFIX).order(java.nio.ByteOrder.LITTLE_ENDIAN)
-                            .put(token).putShort((short) length).flip();
-                    while (hello.hasRemaining()) peer.write(hello);
-                    peer.configureBlocking(false);
-                    ByteBuffer nothing = ByteBuffer.allocate(1);
-                    while (peer.read(nothing.clear()) >= 0) transport.progress();
-                }
-            }
-            assertEquals(1, warnings.size(), "warnings (one a minute) for two refused hellos: " + warnings);
-            assertTrue(warnings.getFirst().contains("announced an address of 0 bytes (1 to 1024)"), warnings.getFirst());
-            assertTrue(ended.isEmpty(), "onSenderClosed for connections that never announced a sender: " + ended);
+                .forTransport(ThreadMode.SERIALIZED, sink));
+             SocketChannel peer = SocketChannel.open(listeningAddress(transport))) {
+            // Nothing after the length: bytes the transport never read would make its close a reset, not an end of stream.
+            ByteBuffer hello = ByteBuffer.allocate(Frame.HELLO_PREFIX).order(ByteOrder.LITTLE_ENDIAN)
+                    .put(tokenOf(transport)).putShort((short) length).flip();
+            while (hello.hasRemaining()) peer.write(hello);
+            peer.configureBlocking(false);
+            ByteBuffer nothing = ByteBuffer.allocate(1);
+            while (peer.read(nothing.clear()) >= 0) transport.progress(); // dropped: end of stream
+            assertEquals(List.of("tcp: dropping an inbound connection: tcp: a peer announced an address of " + length
+                    + " bytes (1 to 1024)"), warnings);
+            assertTrue(ended.isEmpty(), "onSenderClosed for a connection that never announced a sender: " + ended);
         }
+    }
+
+    /**
+     * A hello that arrives a byte at a time (TCP may cut it anywhere) is put together across
+     * progress() calls: the token judged once whole, then the address's length, then the address;
+     * the message after it is delivered with the connection's key, for which senderAddress gives
+     * the address the hello carried, until the connection ends, which the sink is told once.
+     */
+    @Test
+    void aHelloThatArrivesAByteAtATimeNamesItsSender(@TempDir Path shared) throws IOException {
+        List<Long> keys = new CopyOnWriteArrayList<>();
+        List<Long> ended = new CopyOnWriteArrayList<>();
+        MessageSink sink = new MessageSink() {
+            @Override
+            public void onMessage(int id, MemorySegment hb, long ho, int hl, MemorySegment pb, long po, long pl) {
+                throw new AssertionError("a message delivered without its sender's key");
+            }
+
+            @Override
+            public void onMessage(int id, MemorySegment hb, long ho, int hl, MemorySegment pb, long po, long pl, long sender) {
+                keys.add(sender);
+            }
+
+            @Override
+            public void onSenderClosed(long sender) {
+                ended.add(sender);
+            }
+        };
+        byte[] announced = "an address".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).forTransport(ThreadMode.SERIALIZED, sink))) {
+            try (SocketChannel peer = SocketChannel.open(listeningAddress(transport))) {
+                ByteBuffer stream = ByteBuffer.allocate(Frame.HELLO_PREFIX + announced.length + Frame.PREFIX).order(ByteOrder.LITTLE_ENDIAN)
+                        .put(tokenOf(transport)).putShort((short) announced.length).put(announced)
+                        .putInt(Frame.PREFIX).putInt(7).putInt(0).flip(); // one frame: id 7, no header, no payload
+                while (stream.hasRemaining()) {
+                    peer.write(stream.slice(stream.position(), 1));
+                    stream.position(stream.position() + 1);
+                    for (int i = 0; i < 3; i++) transport.progress();
+                }
+                while (keys.isEmpty()) transport.progress();
+                long key = keys.getFirst();
+                assertTrue(key != 0, "the key of a connection that announced its sender: never 0");
+                assertArrayEquals(announced, transport.senderAddress(key), "senderAddress of the hello's connection");
+            }
+            while (ended.isEmpty()) transport.progress();
+            assertEquals(keys, ended, "the end told once, for the connection's key");
+            assertNull(transport.senderAddress(keys.getFirst()), "senderAddress once the end was told");
+        }
+    }
+
+    /**
+     * An address of another version of the wire format is refused at the connect, naming both
+     * versions and which side to upgrade (FormatVersions), before anything of it is read: another
+     * version may lay out its host, port and token otherwise.
+     */
+    @Test
+    void anAddressOfAnotherWireVersionIsRefusedNamingBoth(@TempDir Path shared) {
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
+                .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            byte[] older = new PayloadWriter().u8(1).string("127.0.0.1").u16(9).u32(1024).bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
+            InvalidHandleException refusal = assertThrows(InvalidHandleException.class,
+                    () -> transport.connect(new PayloadReader(older), cause -> { }));
+            assertTrue(refusal.getMessage().contains("tcp address version 1, where this process's Conduit reads only version 2: the peer "
+                    + "runs an older Conduit than this process"), refusal.getMessage());
+        }
+    }
+
+    /**
+     * The address of a transport that has closed names a port nothing listens on: the peer is gone,
+     * a PeerFailedException (as the runtime reports a dead sender to a handler answering it), not a
+     * plain failure to reach it.
+     */
+    @Test
+    void connectingToAClosedTransportsAddressIsAPeerFailure(@TempDir Path shared) {
+        byte[] address;
+        try (Transport gone = new TcpPlugin().openTransport(TestContext.of(shared)
+                .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            address = gone.address();
+        }
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
+                .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            PeerFailedException refusal = assertThrows(PeerFailedException.class,
+                    () -> transport.connect(new PayloadReader(address), cause -> { }));
+            assertTrue(refusal.getMessage().contains("nothing listens there"), refusal.getMessage());
+        }
+    }
+
+    /** The token {@code transport}'s address carries, its last bytes. */
+    private static byte[] tokenOf(Transport transport) {
+        byte[] address = transport.address();
+        return java.util.Arrays.copyOfRange(address, address.length - Frame.TOKEN_LENGTH, address.length);
     }
 
     /**
@@ -210,7 +307,7 @@ class TcpTransportTest {
     void aForgedHostIsShownEscapedInTheRefusal(@TempDir Path shared) {
         try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
-            byte[] forged = new PayloadWriter().string("no-such-host.invalid\nWARNING: forged line").u16(9).u32(1024)
+            byte[] forged = new PayloadWriter().u8(Frame.VERSION).string("no-such-host.invalid\nWARNING: forged line").u16(9).u32(1024)
                     .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
             ConduitException refusal = assertThrows(ConduitException.class,
                     () -> transport.connect(new PayloadReader(forged), cause -> { }));
@@ -239,7 +336,7 @@ class TcpTransportTest {
                 filler.configureBlocking(false);
                 filler.connect(listening);
             }
-            byte[] address = new PayloadWriter().string(listening.getAddress().getHostAddress()).u16(listening.getPort()).u32(1024)
+            byte[] address = new PayloadWriter().u8(Frame.VERSION).string(listening.getAddress().getHostAddress()).u16(listening.getPort()).u32(1024)
                     .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
             ConduitException refusal = assertThrows(ConduitException.class,
                     () -> transport.connect(new PayloadReader(address), cause -> { }));
@@ -276,6 +373,7 @@ class TcpTransportTest {
     /** Where {@code transport} listens, as its address says. */
     private static InetSocketAddress listeningAddress(Transport transport) throws IOException {
         PayloadReader address = new PayloadReader(transport.address());
+        address.u8("version");
         return new InetSocketAddress(InetAddress.getByName(address.string("host", 255)), address.u16("port"));
     }
 }
