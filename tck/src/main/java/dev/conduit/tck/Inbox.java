@@ -7,6 +7,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
 
@@ -53,6 +58,8 @@ final class Inbox implements MessageSink {
     private final List<SenderClosed> sendersClosed = new CopyOnWriteArrayList<>();
     private volatile Transport receiver;
     private volatile Predicate<Thread> testThreads = t -> false;
+    /** When set, {@link #onSenderClosed} asks {@code senderAddress} on this executor's thread instead of its own. */
+    private volatile ExecutorService asker;
     /** The first delivery made outside the receiver's progress(), said as the failure says it. */
     private final AtomicReference<String> misdelivery = new AtomicReference<>();
     /** Whether a look at the inbox already failed for it: the check after the test then does not say it again. */
@@ -119,7 +126,39 @@ final class Inbox implements MessageSink {
         if (expected != null && calling != expected && !"await()".equals(calling)) {
             misdelivery.compareAndSet(null, misdelivered("onSenderClosed(" + sender + ")", calling));
         }
-        sendersClosed.add(new SenderClosed(sender, messages.size(), addressAtTheEnd(expected, sender)));
+        ExecutorService other = asker;
+        sendersClosed.add(new SenderClosed(sender, messages.size(),
+                other == null ? addressAtTheEnd(expected, sender) : addressAtTheEndFrom(other, expected, sender)));
+    }
+
+    /**
+     * From now on, {@link #onSenderClosed} asks the receiver's {@code senderAddress} on
+     * {@code asker}'s thread while the callback waits, as a handler on another thread of a
+     * {@code MULTI} worker may ask it while the progress thread tells the end.
+     */
+    void asksFromAnotherThreadAtTheEnd(ExecutorService asker) {
+        this.asker = asker;
+    }
+
+    /** How long the callback waits for the other thread's answer: a lookup takes microseconds; a lock held across the callback, for ever. */
+    static final long ASKER_WAIT_SECONDS = 5;
+
+    /** {@link #addressAtTheEnd} asked on {@code asker}'s thread, or what kept it from answering. */
+    private static String addressAtTheEndFrom(ExecutorService asker, Transport receiver, long sender) {
+        Future<String> answer = asker.submit(() -> addressAtTheEnd(receiver, sender));
+        try {
+            return answer.get(ASKER_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            return "held up: asked on another thread, senderAddress(" + sender + ") did not return within " + ASKER_WAIT_SECONDS
+                    + " s while onSenderClosed(" + sender + ") ran on the progress thread; the transport holds a lock across the "
+                    + "callback that senderAddress takes, which deadlocks a MULTI worker whose handler answers a sender on another "
+                    + "thread (MessageSink.onSenderClosed)";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "not answered: the progress thread was interrupted while it waited";
+        } catch (ExecutionException e) {
+            return "threw " + e.getCause();
+        }
     }
 
     /**

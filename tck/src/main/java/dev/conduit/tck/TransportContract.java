@@ -39,6 +39,7 @@ import java.util.function.IntFunction;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -94,7 +95,11 @@ public abstract class TransportContract extends PluginContract {
      * the test where it next looks at the inbox, or after it.
      */
     private Transport open(Inbox inbox) {
-        Transport transport = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, inbox)));
+        return open(inbox, ThreadMode.SERIALIZED);
+    }
+
+    private Transport open(Inbox inbox, ThreadMode mode) {
+        Transport transport = closeAfterTest(plugin.openTransport(transportContext(mode, inbox)));
         inbox.deliveredOnlyInsideProgressOf(transport, this::startedByTheTest);
         inboxes.add(inbox);
         return transport;
@@ -187,7 +192,8 @@ public abstract class TransportContract extends PluginContract {
         long deadline = System.nanoTime() + progressGuard().toNanos();
         while (!done.getAsBoolean()) {
             for (Transport t : transports) Inbox.progress(t);
-            if (System.nanoTime() > deadline) throw new AssertionError("waited " + progressGuard() + " for: " + what);
+            // Done by the progress that overran (a callback that waited inside it, say) is done, not a timeout.
+            if (System.nanoTime() > deadline && !done.getAsBoolean()) throw new AssertionError("waited " + progressGuard() + " for: " + what);
         }
     }
 
@@ -858,6 +864,39 @@ public abstract class TransportContract extends PluginContract {
                 + "still delivers", stayingKey).isZero();
         checkSenderAddress(receiver, stayingKey, address -> assertThat(address)
                 .as("senderAddress(%d) of the connection that still delivers", stayingKey).isNotNull());
+    }
+
+    /**
+     * A transport that declares {@code MULTI} and names senders gives a sender's address to another
+     * thread while its progress thread tells that connection's end: under a {@code MULTI} worker a
+     * handler on one thread may answer (the runtime asks {@code senderAddress} holding a lock of its
+     * own) while another thread's {@code progress()} tells the end (which takes that lock), so a
+     * plugin lock held across {@code onSenderClosed} that {@code senderAddress} also takes
+     * deadlocks the two ({@link dev.conduit.spi.MessageSink#onSenderClosed}). Asked on another thread
+     * inside the callback, it must answer ({@code null}, by then) within
+     * {@value Inbox#ASKER_WAIT_SECONDS} s. Aborted for a transport that does not declare
+     * {@code MULTI} (one thread at a time calls it), names no sender or gives no addresses.
+     */
+    @Test
+    public void aSendersAddressAskedFromAnotherThreadWhileItsEndIsToldIsNotHeldUp() {
+        assumeTrue(plugin.threadModes().contains(ThreadMode.MULTI), "the plugin does not declare MULTI: one thread at a "
+                + "time calls its transport, so no thread asks senderAddress while another tells an end");
+        Inbox inbox = new Inbox();
+        inbox.asksFromAnotherThreadAtTheEnd(newTestExecutor("tck asks senderAddress"));
+        Transport receiver = open(inbox, ThreadMode.MULTI);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        sendWhenAccepted(ep, 1, MemorySegment.NULL, Patterns.segment(8, 1), receiver, sender);
+        progressUntil("the message", () -> inbox.size() == 1, receiver, sender);
+        long key = keyOrAbort(message(inbox, 1));
+        ep.close();
+        progressUntil("onSenderClosed(" + key + ") after the sender closed its endpoint", () -> inbox.timesClosed(key) > 0,
+                receiver, sender);
+        Inbox.SenderClosed told = inbox.sendersClosed().stream().filter(c -> c.sender() == key).findFirst().orElseThrow();
+        assumeFalse(Inbox.NOT_ASKED.equals(told.addressThen()), "the transport names senders but gives no addresses "
+                + "(senderAddress throws NotSupportedException): optional");
+        assertThat(told.addressThen()).as("senderAddress(%d), asked on another thread while onSenderClosed(%d) ran on the progress "
+                + "thread: null, and not held up", key, key).isEqualTo(Inbox.NO_ADDRESS);
     }
 
     /** Every connection of a sender whose transport closes (as when its worker closes or its process dies) is told once. */

@@ -113,6 +113,33 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Declares MULTI and names senders, but its progress() holds the transport's monitor, which its
+     * senderAddress takes too: another thread asking a sender's address while the end is told waits
+     * for the progress to end, a deadlock under a MULTI worker whose handler answers meanwhile.
+     */
+    public static final class HoldsItsLockAcrossTheEnd extends WellBehavedVariants.NamesSenders {
+        @Override
+        public Set<ThreadMode> threadModes() {
+            return Set.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED, ThreadMode.MULTI);
+        }
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public synchronized int progress() {
+                    return super.progress();
+                }
+
+                @Override
+                public synchronized byte[] senderAddress(long sender) {
+                    return super.senderAddress(sender);
+                }
+            };
+        }
+    }
+
     /** Tells its sink that every connection ended when the receiver itself closes. */
     public static final class TellsOfSendersWhenItCloses extends WellBehavedVariants.NamesSenders {
         @Override
@@ -858,6 +885,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ForgetsSendersAfterTellingTheirEnd();
+        }
+    }
+
+    public static final class HoldsItsLockAcrossTheEndSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new HoldsItsLockAcrossTheEnd();
         }
     }
 

@@ -123,6 +123,8 @@ class TckCatchesBrokenPluginsTest {
                         "null, the connection delivers no more"),
                 Arguments.of(BrokenPlugins.ForgetsSendersAfterTellingTheirEndSuite.class,
                         "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage", "asked inside onSenderClosed"),
+                Arguments.of(BrokenPlugins.HoldsItsLockAcrossTheEndSuite.class,
+                        "aSendersAddressAskedFromAnotherThreadWhileItsEndIsToldIsNotHeldUp", "held up: asked on another thread"),
                 Arguments.of(BrokenPlugins.TellsOfSendersWhenItClosesSuite.class, "theReceiversOwnCloseTellsOfNoSender",
                         "not called when the transport itself closes"));
     }

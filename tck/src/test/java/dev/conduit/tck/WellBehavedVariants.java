@@ -65,10 +65,16 @@ final class WellBehavedVariants {
      * Declares MULTI. An endpoint has a few send buffers of its own: trySend refuses when they are
      * all in use, and only the sender's own progress() reclaims them (TransportEndpoint.trySend:
      * {@code false} when "the transport's buffers are full"), as a transport whose sends complete
-     * asynchronously does.
+     * asynchronously does. Names senders: its delivery lock is not one {@code senderAddress} takes,
+     * so another thread gets a sender's address while the end is told.
      */
     public static final class ReclaimsOnOwnProgress extends LoopbackPlugin {
         static final int BUFFERS = 4;
+
+        @Override
+        boolean namesSenders() {
+            return true;
+        }
 
         @Override
         public Set<ThreadMode> threadModes() {
