@@ -249,20 +249,14 @@ public final class IpcPeer {
      */
     private static void javaLimit(Path file) throws IOException, InterruptedException {
         try (Arena arena = Arena.ofShared()) {
-            MemorySegment slots;
-            try (FileChannel fc = create(file, 2 * LINE_SLOT)) {
-                slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
-            } catch (IOException | RuntimeException e) {
-                Files.deleteIfExists(file);
-                throw e;
-            }
+            MemorySegment slots = createAndMap(file, 2 * LINE_SLOT, arena);
             MemorySegment toPeer = slots.asSlice(0, LINE_SLOT), fromPeer = slots.asSlice(LINE_SLOT, LINE_SLOT);
             Process peer = startPeer("line", file.toString());
             try {
                 Watch echo = new Watch(peer.toHandle());
                 measure("java_line", new Link() {
                     private long word;
-                    private boolean unlinked;
+                    private final Unlink unlinked = new Unlink(file);
 
                     /** As the C limit: what came back goes out again (one copy a hop); {@code buf} is not read. */
                     @Override
@@ -278,14 +272,7 @@ public final class IpcPeer {
                             Thread.onSpinWait();
                             if (echo.gone()) throw echoEnded(peer);
                         }
-                        if (!unlinked) {
-                            unlinked = true;
-                            try {
-                                Files.delete(file);
-                            } catch (IOException e) {
-                                throw new java.io.UncheckedIOException(e);
-                            }
-                        }
+                        unlinked.once();
                     }
                 });
             } finally {
@@ -305,13 +292,7 @@ public final class IpcPeer {
     private static void queueAlone(Path file) throws IOException, InterruptedException {
         try (Arena arena = Arena.ofShared()) {
             long queueBytes = ReceiveQueue.mappedLength(QUEUE_CAPACITY);
-            MemorySegment both;
-            try (FileChannel fc = create(file, 2 * queueBytes)) {
-                both = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * queueBytes, arena);
-            } catch (IOException | RuntimeException e) {
-                Files.deleteIfExists(file);
-                throw e;
-            }
+            MemorySegment both = createAndMap(file, 2 * queueBytes, arena);
             ReceiveQueue toEcho = ReceiveQueue.format(both.asSlice(0, queueBytes), QUEUE_TOKEN);
             ReceiveQueue fromEcho = ReceiveQueue.format(both.asSlice(queueBytes, queueBytes), QUEUE_TOKEN);
             Process peer = startPeer("queue", file.toString());
@@ -323,7 +304,7 @@ public final class IpcPeer {
                 measure("conduit_queue", new Link() {
                     private UnsafeBuffer sending;
                     private MemorySegment sendingSegment;
-                    private boolean unlinked;
+                    private final Unlink unlinked = new Unlink(file);
 
                     @Override
                     public void send(UnsafeBuffer buf, int length) {
@@ -340,14 +321,7 @@ public final class IpcPeer {
                             Thread.onSpinWait();
                             if (echo.gone()) throw echoEnded(peer);
                         }
-                        if (!unlinked) {
-                            unlinked = true;
-                            try {
-                                Files.delete(file);
-                            } catch (IOException e) {
-                                throw new java.io.UncheckedIOException(e);
-                            }
-                        }
+                        unlinked.once();
                     }
                 });
                 if (!queueSend(toEcho, MemorySegment.NULL, 0, -1, echo)) throw echoEnded(peer); // bye: a length no message has
@@ -404,6 +378,39 @@ public final class IpcPeer {
                     Thread.onSpinWait();
                     if (main.gone()) return;
                 }
+            }
+        }
+    }
+
+    /** {@code file} created ({@link #create}) and mapped into {@code arena}; removed again when either fails. */
+    private static MemorySegment createAndMap(Path file, long bytes, Arena arena) throws IOException {
+        try (FileChannel fc = create(file, bytes)) {
+            return fc.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(file);
+            throw e;
+        }
+    }
+
+    /**
+     * Removes the file both JVMs map once the first round trip came back, so both have mapped it:
+     * nothing is left in /dev/shm however this JVM ends.
+     */
+    private static final class Unlink {
+        private final Path file;
+        private boolean done;
+
+        Unlink(Path file) {
+            this.file = file;
+        }
+
+        void once() {
+            if (done) return;
+            done = true;
+            try {
+                Files.delete(file);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
             }
         }
     }
