@@ -559,10 +559,7 @@ public final class RuntimeWorker implements Worker {
                 n.initCause(e);
                 throw n;
             } catch (RuntimeException | LinkageError e) {
-                String why = "cannot answer " + peer + ": transport '" + name + "' failed to give the address the sender announced: "
-                        + describe(e);
-                if (e instanceof PeerFailedException) throw new PeerFailedException(why, e);
-                throw new ConduitException(why, e);
+                throw cannotAnswer(peer + ": transport '" + name + "' failed to give the address the sender announced: " + describe(e), e);
             }
             if (address == null) {
                 throw new PeerFailedException("cannot answer " + peer + ": that connection has ended (its sender closed it, or its "
@@ -575,11 +572,7 @@ public final class RuntimeWorker implements Worker {
                 ep = connectThrough(i, address, peer, null);
             } catch (RuntimeException | LinkageError e) {
                 commit(event, peer, "", List.of("'" + name + "': " + describe(e)));
-                String why = "cannot answer " + peer + ": connecting to the address it announced failed: " + describe(e);
-                // Its worker is gone, and the transport has not ended the connection yet (a liveness check will): the same
-                // failure as an ended connection's, which an application handles as it handles a sender's death.
-                if (e instanceof PeerFailedException) throw new PeerFailedException(why, e);
-                throw new ConduitException(why, e);
+                throw cannotAnswer(peer + ": connecting to the address it announced failed: " + describe(e), e);
             }
             register(ep);
             commit(event, peer, name, List.of());
@@ -587,6 +580,17 @@ public final class RuntimeWorker implements Worker {
         } finally {
             exit(entered);
         }
+    }
+
+    /**
+     * Why a handler cannot answer {@code whom}: a {@link PeerFailedException} when the transport's
+     * was one (the sender's worker is gone, and the transport has not ended the connection yet: the
+     * same failure as an ended connection's, which an application handles as a sender's death), else
+     * a {@link ConduitException}.
+     */
+    private static ConduitException cannotAnswer(String whomAndWhy, Throwable cause) {
+        String why = "cannot answer " + whomAndWhy;
+        return cause instanceof PeerFailedException ? new PeerFailedException(why, cause) : new ConduitException(why, cause);
     }
 
     private static void commit(WorkerEvents.Connect event, String peer, String transport, List<String> reasons) {
