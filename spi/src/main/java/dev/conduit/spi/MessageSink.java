@@ -59,9 +59,12 @@ public interface MessageSink {
      * nothing), which the runtime ignores. Not called when the transport itself closes: the
      * worker's close closes every endpoint.
      *
-     * <p>Call it, as {@code onMessage}, holding no lock that {@link Transport#connect} or
-     * {@link Transport#senderAddress} take: the runtime orders it against a handler's connect of a
-     * reply endpoint (another thread's, under {@code MULTI}) under a lock of its own. Make
+     * <p>Call it, as {@code onMessage}, holding no lock that {@link Transport#connect},
+     * {@link Transport#senderAddress} or an endpoint's send take: inside it the runtime closes the
+     * connection's reply endpoint, which hands that endpoint's queued messages to the transport,
+     * while, under {@code MULTI}, a handler on another thread may be asking a sender's address or
+     * connecting a reply endpoint; such a lock makes them wait for the call, or deadlocks with a
+     * thread that sends on the endpoint being closed. Make
      * {@code senderAddress} give {@code null} for the key before telling its end, and, when several
      * threads deliver at once, give a retired key to a new connection only once no thread still
      * delivers a message of the old one: an answer to that message would otherwise be connected to

@@ -869,10 +869,11 @@ public abstract class TransportContract extends PluginContract {
     /**
      * A transport that declares {@code MULTI} and names senders gives a sender's address to another
      * thread while its progress thread tells that connection's end: under a {@code MULTI} worker a
-     * handler on one thread may answer (the runtime asks {@code senderAddress} holding a lock of its
-     * own) while another thread's {@code progress()} tells the end (which takes that lock), so a
-     * plugin lock held across {@code onSenderClosed} that {@code senderAddress} also takes
-     * deadlocks the two ({@link dev.conduit.spi.MessageSink#onSenderClosed}). Asked on another thread
+     * handler on one thread may answer (the runtime asks {@code senderAddress}) while another
+     * thread's {@code progress()} tells the end (and the runtime closes a reply endpoint inside
+     * it, which may wait for a thread that sends on it), so a plugin lock held across
+     * {@code onSenderClosed} that {@code senderAddress} also takes holds up the answer for as long,
+     * or deadlocks it ({@link dev.conduit.spi.MessageSink#onSenderClosed}). Asked on another thread
      * inside the callback, it must answer ({@code null}, by then) within
      * {@value Inbox#ASKER_WAIT_SECONDS} s. Aborted for a transport that does not declare
      * {@code MULTI} (one thread at a time calls it), names no sender or gives no addresses.

@@ -116,7 +116,8 @@ final class BrokenPlugins {
     /**
      * Declares MULTI and names senders, but its progress() holds the transport's monitor, which its
      * senderAddress takes too: another thread asking a sender's address while the end is told waits
-     * for the progress to end, a deadlock under a MULTI worker whose handler answers meanwhile.
+     * for the whole progress step, so an answer on another thread of a MULTI worker is held up by it
+     * (deadlocked, when what that progress step waits for is that thread).
      */
     public static final class HoldsItsLockAcrossTheEnd extends WellBehavedVariants.NamesSenders {
         @Override

@@ -24,7 +24,10 @@ import java.lang.foreign.MemorySegment;
  * <p>The endpoints are looked up under this object's monitor (the threads of a {@code MULTI} worker
  * may deliver at once), but for an answer to the sender the same thread answered last, which the
  * thread's delivery context keeps ({@link MessageDispatch.Delivery}): a server that answers each
- * request of one client takes no lock and allocates nothing per answer. (Public for
+ * request of one client takes no lock and allocates nothing per answer. A reply endpoint is
+ * connected outside the monitor, so that a slow connect holds up only the answers to its own
+ * sender: threads that connect to one sender at once keep the first endpoint and close the others,
+ * and a connection whose end is told meanwhile gets none ({@link Connecting}). (Public for
  * {@code Message}, in another package; this package is not exported.)
  */
 public final class TransportSink implements MessageSink {
@@ -35,6 +38,18 @@ public final class TransportSink implements MessageSink {
     private int transportIndex = -1;
     /** Reply endpoints by the sender key of the connection they answer; under this object's monitor. */
     private final LongMap<RuntimeEndpoint> replies = new LongMap<>();
+    /** The connects under way to a sender, by its key; under this object's monitor. */
+    private final LongMap<Connecting> connecting = new LongMap<>();
+
+    /**
+     * The threads connecting a reply endpoint to one sender now, and whether that sender's end was
+     * told meanwhile, which makes what they connect useless: the address was the ended
+     * connection's, and its key may already be a new connection's. Under the sink's monitor.
+     */
+    private static final class Connecting {
+        int threads;
+        boolean ended;
+    }
 
     TransportSink(MessageDispatch dispatch, String transportName) {
         this.dispatch = dispatch;
@@ -61,22 +76,29 @@ public final class TransportSink implements MessageSink {
 
     @Override
     public void onSenderClosed(long sender) {
+        if (sender == 0) return;
         RuntimeEndpoint ep;
         synchronized (this) {
-            ep = sender == 0 ? null : replies.remove(sender);
+            ep = replies.remove(sender);
+            Connecting underWay = connecting.remove(sender);
+            if (underWay != null) underWay.ended = true;
         }
         if (ep == null) return;
         try {
             // Not close(): this runs inside the transport's progress, on the thread that holds the worker for it (or on a
             // confined transport's thread acting for that one), which the guard's entry would refuse. The transport's
             // endpoint is closed after this progress step (RuntimeWorker#closeTransportEndpoint).
-            ep.closeAsEnded(new PeerFailedException("the connection of the sender this endpoint answered (connection "
-                    + Long.toHexString(sender) + " over '" + transportName + "') has ended: the sender closed it, or its worker closed or "
-                    + "died, so this reply endpoint was closed with it; answer the sender's next message, should one come, through "
-                    + "its replyEndpoint()"));
+            ep.closeAsEnded(ended(sender));
         } catch (RuntimeException | Error e) {
             dispatch.delivery().fail(e);
         }
+    }
+
+    private PeerFailedException ended(long sender) {
+        return new PeerFailedException("the connection of the sender this endpoint answered (connection "
+                + Long.toHexString(sender) + " over '" + transportName + "') has ended: the sender closed it, or its worker closed or "
+                + "died, so this reply endpoint was closed with it; answer the sender's next message, should one come, through "
+                + "its replyEndpoint()");
     }
 
     /**
@@ -97,20 +119,80 @@ public final class TransportSink implements MessageSink {
         RuntimeEndpoint cached = d.reply(transportIndex, sender);
         if (cached != null) return cached;
         RuntimeEndpoint ep;
+        Connecting attempt = null;
         synchronized (this) {
-            ep = replies.get(sender);
-            // One the application closed: answer through a new one, as the javadoc of Message#replyEndpoint promises.
-            if (ep != null && ep.isClosed()) {
-                replies.remove(sender);
-                ep = null;
-            }
+            ep = openReply(sender);
             if (ep == null) {
-                ep = worker.connectToSender(transportIndex, sender);
-                replies.put(sender, ep);
+                attempt = connecting.get(sender);
+                if (attempt == null) {
+                    attempt = new Connecting();
+                    connecting.put(sender, attempt);
+                }
+                attempt.threads++;
             }
         }
+        if (ep == null) ep = connect(sender, attempt);
         d.rememberReply(transportIndex, sender, ep);
         return ep;
+    }
+
+    /** The endpoint kept for {@code sender}, or null; one the application closed is forgotten (the next answer connects anew). */
+    private RuntimeEndpoint openReply(long sender) {
+        RuntimeEndpoint ep = replies.get(sender);
+        if (ep != null && ep.isClosed()) {
+            replies.remove(sender);
+            return null;
+        }
+        return ep;
+    }
+
+    /**
+     * Connects a reply endpoint to {@code sender} outside the monitor and keeps it, unless another
+     * thread's came first (that one is kept, this one closed) or the sender's end was told meanwhile
+     * (this one is closed as ended, and the answer fails as it would have after the end).
+     */
+    private RuntimeEndpoint connect(long sender, Connecting attempt) {
+        RuntimeEndpoint fresh;
+        try {
+            fresh = worker.connectToSender(transportIndex, sender);
+        } catch (RuntimeException | Error e) {
+            synchronized (this) {
+                leave(sender, attempt);
+            }
+            throw e;
+        }
+        RuntimeEndpoint kept;
+        synchronized (this) {
+            leave(sender, attempt);
+            kept = attempt.ended ? null : openReply(sender);
+            if (kept == null && !attempt.ended) {
+                replies.put(sender, fresh);
+                return fresh;
+            }
+        }
+        if (kept == null) {
+            PeerFailedException why = ended(sender);
+            PeerFailedException refusal = new PeerFailedException("cannot answer the sender of connection " + Long.toHexString(sender)
+                    + " over '" + transportName + "': that connection ended while its reply endpoint was connected (its sender closed "
+                    + "it, or its worker closed or died), so there is nobody to answer", why);
+            try {
+                fresh.closeAsEnded(why);
+            } catch (RuntimeException | Error e) {
+                refusal.addSuppressed(e);
+            }
+            throw refusal;
+        }
+        try {
+            fresh.close(true);
+        } catch (RuntimeException | Error e) {
+            // The answer goes through the kept endpoint; the plugin's failure to close the other is the progress call's to report.
+            dispatch.delivery().fail(e);
+        }
+        return kept;
+    }
+
+    private void leave(long sender, Connecting attempt) {
+        if (--attempt.threads == 0 && connecting.get(sender) == attempt) connecting.remove(sender);
     }
 
     /** How many reply endpoints are kept, closed ones not yet noticed included; for tests. */

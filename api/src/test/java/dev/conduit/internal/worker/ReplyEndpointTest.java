@@ -466,6 +466,185 @@ class ReplyEndpointTest {
         }
     }
 
+    /**
+     * A MULTI server over a transport that declares MULTI, whose threads deliver at once: the first
+     * reply endpoint connected after {@link #holdFirstConnect} waits in the transport's connect
+     * until the test lets it go.
+     */
+    private record SlowConnect(LoopbackPlugin plugin, Worker client, Worker server, List<Endpoint> toServer,
+                               java.util.concurrent.CountDownLatch held, java.util.concurrent.CountDownLatch release,
+                               List<Thread> threads, AtomicBoolean stop, AtomicReference<Throwable> failure)
+            implements AutoCloseable {
+
+        LoopbackPlugin.LoopbackTransport serverTransport() {
+            return plugin.transports.get(1);
+        }
+
+        /** Starts a thread that progresses the server until the test ends; what it throws is kept. */
+        void progressServerOnAnotherThread() {
+            threads.add(Thread.ofPlatform().name("server-progress-" + threads.size()).start(() -> {
+                try {
+                    while (!stop.get()) server.progress();
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }));
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            stop.set(true);
+            release.countDown();
+            for (Thread t : threads) t.join();
+        }
+    }
+
+    private SlowConnect holdFirstConnect(int connections) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, true);
+        plugin.namesSenders = true;
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker client = conduit.newWorker(ThreadMode.MULTI);
+        Worker server = conduit.newWorker(ThreadMode.MULTI);
+        List<Endpoint> toServer = new ArrayList<>();
+        for (int c = 0; c < connections; c++) toServer.add(client.connect(server.address()));
+        var held = new java.util.concurrent.CountDownLatch(1);
+        var release = new java.util.concurrent.CountDownLatch(1);
+        AtomicBoolean first = new AtomicBoolean(true);
+        plugin.whileConnecting = () -> {
+            if (!first.getAndSet(false)) return;
+            held.countDown();
+            try {
+                if (!release.await(60, TimeUnit.SECONDS)) throw new AssertionError("the held connect was never let go");
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        };
+        return new SlowConnect(plugin, client, server, toServer, held, release, new ArrayList<>(), new AtomicBoolean(), new AtomicReference<>());
+    }
+
+    /** Progresses {@code worker} on this thread until {@code done}; false if it is not done within 10 s. */
+    private static boolean progressWithin10s(java.util.function.BooleanSupplier done, Worker worker) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() > deadline) return false;
+            worker.progress();
+        }
+        return true;
+    }
+
+    /**
+     * Review finding of 12-02: the sink's lock was held across a reply endpoint's connect, so a slow
+     * connect to one sender held up every thread answering another sender of that transport. Now
+     * only answers to the sender being connected to wait for it.
+     */
+    @Test
+    void aSlowConnectToOneSenderDoesNotHoldUpTheAnswerToAnother() throws InterruptedException {
+        try (SlowConnect s = holdFirstConnect(2)) {
+            Map<Long, Long> answers = new ConcurrentHashMap<>();
+            s.server().onMessage(1, m -> m.replyEndpoint().send(2, longs(m.payloadLong(0))));
+            s.client().onMessage(2, m -> answers.put(m.payloadLong(0), m.payloadLong(0)));
+            s.toServer().get(0).send(1, longs(0));
+            s.progressServerOnAnotherThread();
+            assertThat(s.held().await(10, TimeUnit.SECONDS)).as("the answer to connection 0 is connecting").isTrue();
+
+            s.toServer().get(1).send(1, longs(1));
+            s.progressServerOnAnotherThread();
+            assertThat(progressWithin10s(() -> answers.containsKey(1L) || s.failure().get() != null, s.client()))
+                    .as("connection 1 answered while the reply endpoint of connection 0 is still connecting").isTrue();
+            assertThat(answers).doesNotContainKey(0L);
+
+            s.release().countDown();
+            assertThat(progressWithin10s(() -> answers.containsKey(0L) || s.failure().get() != null, s.client())).isTrue();
+            assertThat(s.failure().get()).as("what a server thread threw").isNull();
+            assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isEqualTo(2);
+        }
+    }
+
+    /**
+     * Two threads answer one sender at once, the first one's connect slow: the second connects too
+     * and answers at once; the first keeps the second's endpoint and closes its own, so that the
+     * connection is answered through one endpoint, in order.
+     */
+    @Test
+    void threadsThatConnectToOneSenderAtOnceKeepTheFirstEndpointMadeAndCloseTheOther() throws InterruptedException {
+        try (SlowConnect s = holdFirstConnect(1)) {
+            Map<Long, Endpoint> usedByRequest = new ConcurrentHashMap<>();
+            AtomicInteger answers = new AtomicInteger();
+            s.server().onMessage(1, m -> {
+                Endpoint back = m.replyEndpoint();
+                usedByRequest.put(m.payloadLong(0), back);
+                back.send(2, longs(m.payloadLong(0)));
+            });
+            s.client().onMessage(2, m -> answers.incrementAndGet());
+            s.toServer().getFirst().send(1, longs(0));
+            s.progressServerOnAnotherThread();
+            assertThat(s.held().await(10, TimeUnit.SECONDS)).isTrue();
+
+            s.toServer().getFirst().send(1, longs(1));
+            s.progressServerOnAnotherThread();
+            assertThat(progressWithin10s(() -> answers.get() == 1 || s.failure().get() != null, s.client()))
+                    .as("the second request answered while the first one's connect is held").isTrue();
+
+            s.release().countDown();
+            assertThat(progressWithin10s(() -> answers.get() == 2 || s.failure().get() != null, s.client())).isTrue();
+            assertThat(s.failure().get()).as("what a server thread threw").isNull();
+            assertThat(usedByRequest.get(0L)).as("the first answer went through the endpoint the second made").isSameAs(usedByRequest.get(1L));
+            List<LoopbackPlugin.LoopbackEndpoint> made = s.serverTransport().endpoints;
+            assertThat(made).hasSize(2);
+            assertThat(made.get(0).closed).as("the held connect's endpoint, made second, closed").isTrue();
+            assertThat(made.get(1).closed).as("the kept one").isFalse();
+            assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isEqualTo(1);
+        }
+    }
+
+    /**
+     * The sender's connection ends while a thread connects its reply endpoint: the end is told at
+     * once (not after the connect), the endpoint that connect made is closed, never kept (its key
+     * may be a new connection's), and the answer is a peer failure.
+     */
+    @Test
+    void aConnectionThatEndsWhileItsReplyEndpointIsConnectedKeepsNoneAndItsAnswerIsAPeerFailure() throws InterruptedException {
+        try (SlowConnect s = holdFirstConnect(1)) {
+            AtomicReference<Throwable> answered = new AtomicReference<>();
+            s.server().onMessage(1, m -> {
+                try {
+                    m.replyEndpoint().send(2, longs(0));
+                    answered.set(new AssertionError("answered"));
+                } catch (PeerFailedException e) {
+                    answered.set(e);
+                }
+            });
+            s.toServer().getFirst().send(1, longs(0));
+            s.progressServerOnAnotherThread();
+            assertThat(s.held().await(10, TimeUnit.SECONDS)).isTrue();
+            long connection = s.serverTransport().inbound.keySet().iterator().next();
+
+            s.toServer().getFirst().close();
+            AtomicBoolean told = new AtomicBoolean();
+            Thread teller = Thread.ofPlatform().name("server-progress-end").start(() -> {
+                try {
+                    while (!s.stop().get() && !s.serverTransport().sendersClosed.contains(connection)) s.server().progress();
+                    told.set(true);
+                } catch (Throwable e) {
+                    s.failure().compareAndSet(null, e);
+                }
+            });
+            teller.join(TimeUnit.SECONDS.toMillis(10));
+            assertThat(told).as("the end told, and the progress that told it returned, while the connect is held").isTrue();
+
+            s.release().countDown();
+            assertThat(progressWithin10s(() -> answered.get() != null || s.failure().get() != null, s.client())).isTrue();
+            assertThat(s.failure().get()).as("what a server thread threw").isNull();
+            assertThat(answered.get()).isInstanceOf(PeerFailedException.class)
+                    .hasMessageContaining("cannot answer the sender of connection " + Long.toHexString(connection))
+                    .hasMessageContaining("ended while its reply endpoint was connected");
+            assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isZero();
+            assertThat(progressWithin10s(() -> s.serverTransport().endpoints.getFirst().closed, s.client()))
+                    .as("the endpoint the held connect made is closed").isTrue();
+            teller.join();
+        }
+    }
+
     /** Progresses {@code worker} on this thread until {@code done}, while other threads progress theirs; gives up after 60 s. */
     private static void waitFor(java.util.function.BooleanSupplier done, Worker worker) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
