@@ -26,11 +26,14 @@ import java.lang.foreign.MemorySegment;
  * thread's delivery context keeps ({@link MessageDispatch.Delivery}): a server that answers each
  * request of one client takes no lock and allocates nothing per answer. A reply endpoint is
  * connected outside the monitor, so that a slow connect holds up only the answers to its own
- * sender: threads that connect to one sender at once keep the first endpoint and close the others,
- * and a connection whose end is told meanwhile gets none ({@link Connecting}). (Public for
+ * sender: threads that connect to one sender at once keep the endpoint whose connect completed
+ * first and close the others (or, when their own connect fails, answer through the kept one), and
+ * a connection whose end is told meanwhile gets none ({@link Connecting}). (Public for
  * {@code Message}, in another package; this package is not exported.)
  */
 public final class TransportSink implements MessageSink {
+
+    private static final System.Logger LOG = System.getLogger("dev.conduit.worker");
 
     private final MessageDispatch dispatch;
     private final String transportName;
@@ -148,18 +151,33 @@ public final class TransportSink implements MessageSink {
 
     /**
      * Connects a reply endpoint to {@code sender} outside the monitor and keeps it, unless another
-     * thread's came first (that one is kept, this one closed) or the sender's end was told meanwhile
-     * (this one is closed as ended, and the answer fails as it would have after the end).
+     * thread's connect completed first (that one is kept, this one closed; also when this one
+     * failed) or the sender's end was told meanwhile (this one is closed as ended, and the answer
+     * fails as it would have after the end).
      */
     private RuntimeEndpoint connect(long sender, Connecting attempt) {
-        RuntimeEndpoint fresh;
+        RuntimeEndpoint fresh = null;
+        boolean left = false;
         try {
             fresh = worker.connectToSender(transportIndex, sender);
         } catch (RuntimeException | Error e) {
+            RuntimeEndpoint kept;
             synchronized (this) {
                 leave(sender, attempt);
+                left = true;
+                kept = attempt.ended ? null : openReply(sender);
             }
-            throw e;
+            if (kept == null) throw e;
+            // Another thread's connect to this sender, made at the same time, was kept: the answer goes through it.
+            LOG.log(System.Logger.Level.DEBUG, () -> "a second connect to the sender of connection " + Long.toHexString(sender)
+                    + " over '" + transportName + "', made at the same time as the one kept, failed: " + e);
+            return kept;
+        } finally {
+            if (fresh == null && !left) {
+                synchronized (this) {
+                    leave(sender, attempt); // a checked exception a plugin threw through connect
+                }
+            }
         }
         RuntimeEndpoint kept;
         synchronized (this) {

@@ -500,6 +500,11 @@ class ReplyEndpointTest {
     }
 
     private SlowConnect holdFirstConnect(int connections) {
+        return holdFirstConnect(connections, null);
+    }
+
+    /** As {@link #holdFirstConnect(int)}; the held connect, once let go, throws {@code thenFails} unless it is null. */
+    private SlowConnect holdFirstConnect(int connections, RuntimeException thenFails) {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, true);
         plugin.namesSenders = true;
         Conduit conduit = loopbacks.conduit(plugin);
@@ -518,6 +523,7 @@ class ReplyEndpointTest {
             } catch (InterruptedException e) {
                 throw new AssertionError(e);
             }
+            if (thenFails != null) throw thenFails;
         };
         return new SlowConnect(plugin, client, server, toServer, held, release, new ArrayList<>(), new AtomicBoolean(), new AtomicReference<>());
     }
@@ -562,11 +568,11 @@ class ReplyEndpointTest {
 
     /**
      * Two threads answer one sender at once, the first one's connect slow: the second connects too
-     * and answers at once; the first keeps the second's endpoint and closes its own, so that the
-     * connection is answered through one endpoint, in order.
+     * and answers at once; the first keeps the second's endpoint, whose connect completed first,
+     * and closes its own, so that the connection is answered through one endpoint, in order.
      */
     @Test
-    void threadsThatConnectToOneSenderAtOnceKeepTheFirstEndpointMadeAndCloseTheOther() throws InterruptedException {
+    void threadsThatConnectToOneSenderAtOnceKeepTheEndpointConnectedFirstAndCloseTheOther() throws InterruptedException {
         try (SlowConnect s = holdFirstConnect(1)) {
             Map<Long, Endpoint> usedByRequest = new ConcurrentHashMap<>();
             AtomicInteger answers = new AtomicInteger();
@@ -591,8 +597,41 @@ class ReplyEndpointTest {
             assertThat(usedByRequest.get(0L)).as("the first answer went through the endpoint the second made").isSameAs(usedByRequest.get(1L));
             List<LoopbackPlugin.LoopbackEndpoint> made = s.serverTransport().endpoints;
             assertThat(made).hasSize(2);
-            assertThat(made.get(0).closed).as("the held connect's endpoint, made second, closed").isTrue();
+            // Closed after the handler's progress round (a close from a handler is deferred), which may end after the answer came.
+            assertThat(progressWithin10s(() -> made.get(0).closed, s.client())).as("the held connect's endpoint, completed second, closed").isTrue();
             assertThat(made.get(1).closed).as("the kept one").isFalse();
+            assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isEqualTo(1);
+        }
+    }
+
+    /**
+     * Two threads answer one sender at once, and the slow connect of the first fails (a refusal, a
+     * transient error) after the second's was kept: the first answers through the kept endpoint, as
+     * it would have had it waited for the second, rather than fail an answer that has an endpoint.
+     */
+    @Test
+    void aThreadWhoseConnectFailsAfterAnotherThreadsConnectToTheSameSenderWasKeptAnswersThroughTheKeptOne()
+            throws InterruptedException {
+        try (SlowConnect s = holdFirstConnect(1, new ConduitException("the sender's queue is full of connections"))) {
+            Map<Long, Endpoint> usedByRequest = new ConcurrentHashMap<>();
+            AtomicInteger answers = new AtomicInteger();
+            s.server().onMessage(1, m -> {
+                Endpoint back = m.replyEndpoint();
+                usedByRequest.put(m.payloadLong(0), back);
+                back.send(2, longs(m.payloadLong(0)));
+            });
+            s.client().onMessage(2, m -> answers.incrementAndGet());
+            s.toServer().getFirst().send(1, longs(0));
+            s.progressServerOnAnotherThread();
+            assertThat(s.held().await(10, TimeUnit.SECONDS)).isTrue();
+            s.toServer().getFirst().send(1, longs(1));
+            s.progressServerOnAnotherThread();
+            assertThat(progressWithin10s(() -> answers.get() == 1 || s.failure().get() != null, s.client())).isTrue();
+
+            s.release().countDown();
+            assertThat(progressWithin10s(() -> answers.get() == 2 || s.failure().get() != null, s.client())).isTrue();
+            assertThat(s.failure().get()).as("what a server thread threw").isNull();
+            assertThat(usedByRequest.get(0L)).isSameAs(usedByRequest.get(1L));
             assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isEqualTo(1);
         }
     }
@@ -629,6 +668,7 @@ class ReplyEndpointTest {
                     s.failure().compareAndSet(null, e);
                 }
             });
+            s.threads().add(teller);
             teller.join(TimeUnit.SECONDS.toMillis(10));
             assertThat(told).as("the end told, and the progress that told it returned, while the connect is held").isTrue();
 
@@ -641,7 +681,6 @@ class ReplyEndpointTest {
             assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isZero();
             assertThat(progressWithin10s(() -> s.serverTransport().endpoints.getFirst().closed, s.client()))
                     .as("the endpoint the held connect made is closed").isTrue();
-            teller.join();
         }
     }
 
