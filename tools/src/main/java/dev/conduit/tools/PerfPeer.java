@@ -323,6 +323,13 @@ final class PerfPeer implements AutoCloseable {
                             + "choose another with " + source.choose, e);
                 }
             } catch (NoSuchFileException e) {
+                if (Files.isDirectory(parent)) {
+                    // procfs and sysfs answer a mkdir with ENOENT: the directory is there, its file system makes none.
+                    throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
+                            + " (" + source.key + "): ENOENT, though the directory exists: its file system makes no new directories "
+                            + "(as /proc and /sys): choose a directory of a file system that holds files, such as a tmpfs (/dev/shm), "
+                            + "with " + source.choose, e);
+                }
                 throw new ConduitException("cannot make a private directory for the perf server: the shared directory " + parent
                         + " does not exist (" + source.key + (source == ParentSource.CONFIGURATION ? ", /dev/shm unless set" : "")
                         + "): create it, or choose another with " + source.choose, e);

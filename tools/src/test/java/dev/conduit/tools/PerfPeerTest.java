@@ -78,6 +78,18 @@ class PerfPeerTest {
     }
 
     /**
+     * A shared directory that exists on a file system that makes no directories (procfs answers a mkdir with ENOENT) is
+     * named as such; the error said "the shared directory /proc does not exist".
+     */
+    @Test
+    void aSharedDirectoryOnAFileSystemThatMakesNoDirectoriesIsNamedAsSuchNotAsMissing() {
+        assertThatThrownBy(() -> PerfPeer.privateDirectory(Path.of("/proc"), PerfPeer.ParentSource.OPTION, () -> 42))
+                .hasMessage("cannot make a private directory for the perf server in the shared directory /proc (--shared-dir): ENOENT, "
+                        + "though the directory exists: its file system makes no new directories (as /proc and /sys): choose a "
+                        + "directory of a file system that holds files, such as a tmpfs (/dev/shm), with --shared-dir");
+    }
+
+    /**
      * When every name tried for the spawned server's private directory is taken (here a name source that repeats one
      * name, taken already), the error says where, what, and what to do. It said "cannot make a private directory under D:
      * java.nio.file.FileAlreadyExistsException: D/conduit-perf-0000002a", the JDK's exception and no remedy.
