@@ -110,12 +110,27 @@ public final class SharedDirectory implements AutoCloseable {
                     + (e.errnoName().equals("EDQUOT") ? "; EDQUOT: this user's quota" : "") + "): free some, enlarge it (a "
                     + "container's /dev/shm is 64 MiB unless started with e.g. docker run --shm-size=1g; a tmpfs: mount -o "
                     + "remount,size=...,nr_inodes=...), " + elsewhere;
-            case "ENOENT" -> "the directory " + path + " was removed while this process uses it: make it again and restart this "
+            case "ENOENT" -> stillThere()
+                    // procfs and sysfs answer a create with ENOENT: the directory is there, its file system makes no files.
+                    ? path + " is on a file system that makes no files of ours (as /proc and /sys do not): set " + configKey
+                    + " to a directory on one that does, such as a tmpfs (/dev/shm)"
+                    : "the directory " + path + " was removed while this process uses it: make it again and restart this "
                     + "process, " + elsewhere;
             case "EROFS" -> path + " is on a read-only mount: mount it read-write (a container: -v DIR:DIR without :ro), " + elsewhere;
             case "EACCES", "EPERM" -> "make " + path + " writable for this user, " + elsewhere;
             default -> Errno.remedy(e.errno(), "see the cause; the directory is " + path + ", set by " + configKey);
         };
+    }
+
+    /** Whether {@link #path()} still names the directory this object opened (same device and inode), not one removed since. */
+    private boolean stillThere() {
+        try {
+            FileStatus opened = libc.fstat(fd);
+            var named = java.nio.file.Files.readAttributes(path, "unix:dev,ino");
+            return opened.dev() == (long) named.get("dev") && opened.inode() == (long) named.get("ino");
+        } catch (java.io.IOException | RuntimeException e) {
+            return false;
+        }
     }
 
     public Path path() {

@@ -163,4 +163,20 @@ class SharedDirectoryTest {
             assertThat(directory.creationRemedy(new ErrnoException("openat2", Errno.EMFILE, "x", "y"))).contains("raise its open-file limit");
         }
     }
+
+    /**
+     * A shared directory on a file system that makes no files (procfs answers a create with
+     * ENOENT) is named as such; the lease's failure said the directory "was removed while this
+     * process uses it", which sends the user to make again a directory that is there.
+     */
+    @Test
+    void aDirectoryOnAFileSystemThatMakesNoFilesIsNamedAsSuchNotAsRemoved() {
+        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), Path.of("/proc"), "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThatThrownBy(() -> OwnerLease.acquire(Linux.libc(), directory, "conduit-test")).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot create lease /proc/").hasMessageContaining("ENOENT")
+                    .hasMessageContaining("/proc is on a file system that makes no files of ours (as /proc and /sys do not): set "
+                            + "shared.dir (CONDUIT_SHARED_DIR) to a directory on one that does, such as a tmpfs (/dev/shm)")
+                    .hasMessageNotContaining("removed");
+        }
+    }
 }

@@ -84,8 +84,8 @@ final class DirectoryProbe {
                 directory.createExclusive(name).close();
             } catch (ErrnoException e) {
                 if (!"EROFS".equals(e.errnoName())) {
-                    return Availability.unavailable("cannot create files in " + directory.path() + ": " + e.getMessage() + "; make it "
-                            + "writable for this user, or set " + config.directoryKeys(), details);
+                    return Availability.unavailable("cannot create files in " + directory.path() + ": " + e.getMessage() + "; "
+                            + directory.creationRemedy(e), details);
                 }
                 readOnlyMount = readOnlyMount(e, directory.path(), config.directoryKeys());
             }

@@ -101,6 +101,16 @@ class DirectoryProbeTest {
         assertThat(availability.reason()).contains(file.toString()).contains("ENOTDIR").contains("posix.dir (CONDUIT_POSIX_DIR)");
     }
 
+    /** A directory on a file system that makes no files (procfs: ENOENT): unavailable, named as such, not as a permission problem. */
+    @Test
+    void unavailableWhenTheDirectoryIsOnAFileSystemThatMakesNoFiles() {
+        Availability availability = plugin.probe(TestContext.of(Path.of("/proc")));
+
+        assertThat(availability.isAvailable()).isFalse();
+        assertThat(availability.reason()).contains("cannot create files in /proc").contains("ENOENT")
+                .contains("/proc is on a file system that makes no files of ours").doesNotContain("writable");
+    }
+
     /** A directory this user cannot create files in, for want of permission: unavailable, naming path, errno and keys. */
     @Test
     void unavailableWhenTheDirectoryIsReadOnly() throws Exception {
