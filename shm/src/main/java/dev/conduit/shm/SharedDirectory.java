@@ -111,8 +111,8 @@ public final class SharedDirectory implements AutoCloseable {
                     + "container's /dev/shm is 64 MiB unless started with e.g. docker run --shm-size=1g; a tmpfs: mount -o "
                     + "remount,size=...,nr_inodes=...), " + elsewhere;
             case "ENOENT" -> stillThere()
-                    // procfs and sysfs answer a create with ENOENT: the directory is there, its file system makes no files.
-                    ? path + " is on a file system that makes no files of ours (as /proc and /sys do not): set " + configKey
+                    // procfs answers a create with ENOENT: the directory is there, its file system makes no files.
+                    ? path + " is on a file system that makes no files of ours (procfs, for one): set " + configKey
                     + " to a directory on one that does, such as a tmpfs (/dev/shm)"
                     : "the directory " + path + " was removed while this process uses it: make it again and restart this "
                     + "process, " + elsewhere;

@@ -174,7 +174,7 @@ class SharedDirectoryTest {
         try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), Path.of("/proc"), "shared.dir (CONDUIT_SHARED_DIR)")) {
             assertThatThrownBy(() -> OwnerLease.acquire(Linux.libc(), directory, "conduit-test")).isInstanceOf(ConduitException.class)
                     .hasMessageContaining("cannot create lease /proc/").hasMessageContaining("ENOENT")
-                    .hasMessageContaining("/proc is on a file system that makes no files of ours (as /proc and /sys do not): set "
+                    .hasMessageContaining("/proc is on a file system that makes no files of ours (procfs, for one): set "
                             + "shared.dir (CONDUIT_SHARED_DIR) to a directory on one that does, such as a tmpfs (/dev/shm)")
                     .hasMessageNotContaining("removed");
         }

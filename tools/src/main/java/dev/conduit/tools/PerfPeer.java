@@ -324,10 +324,10 @@ final class PerfPeer implements AutoCloseable {
                 }
             } catch (NoSuchFileException e) {
                 if (Files.isDirectory(parent)) {
-                    // procfs and sysfs answer a mkdir with ENOENT: the directory is there, its file system makes none.
+                    // procfs answers a mkdir with ENOENT: the directory is there, its file system makes none.
                     throw new ConduitException("cannot make a private directory for the perf server in the shared directory " + parent
                             + " (" + source.key + "): ENOENT, though the directory exists: its file system makes no new directories "
-                            + "(as /proc and /sys): choose a directory of a file system that holds files, such as a tmpfs (/dev/shm), "
+                            + "(procfs, for one): choose a directory of a file system that holds files, such as a tmpfs (/dev/shm), "
                             + "with " + source.choose, e);
                 }
                 throw new ConduitException("cannot make a private directory for the perf server: the shared directory " + parent

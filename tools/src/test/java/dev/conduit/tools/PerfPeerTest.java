@@ -85,7 +85,7 @@ class PerfPeerTest {
     void aSharedDirectoryOnAFileSystemThatMakesNoDirectoriesIsNamedAsSuchNotAsMissing() {
         assertThatThrownBy(() -> PerfPeer.privateDirectory(Path.of("/proc"), PerfPeer.ParentSource.OPTION, () -> 42))
                 .hasMessage("cannot make a private directory for the perf server in the shared directory /proc (--shared-dir): ENOENT, "
-                        + "though the directory exists: its file system makes no new directories (as /proc and /sys): choose a "
+                        + "though the directory exists: its file system makes no new directories (procfs, for one): choose a "
                         + "directory of a file system that holds files, such as a tmpfs (/dev/shm), with --shared-dir");
     }
 
