@@ -3002,6 +3002,140 @@ class ShmTransportTest {
     }
 
     /**
+     * No wake-up is lost for any record a sender commits, not only a small message (which
+     * AwaitAcrossProcessesTest's trickle and ping-pong check across processes): a receiving thread
+     * only loops await (with the time left of 10 s) and progress, while the sending thread, after
+     * random pauses that find it asleep, about to sleep or busy, sends a small message, a large one
+     * through its bounce ring (the first one's ring mapped off the progress thread, whose
+     * completion wakes it), a zero-copy message, a zero-copy send whose encoder throws (its
+     * abandoned claim, then a small message), a CONNECT and a CLOSE (a second connection closed and
+     * made anew), or a signal(), and waits for the receiver to have handled it. A lost wake-up
+     * leaves the receiver asleep for its whole 10 s with the record waiting: none may. The liveness
+     * interval is an hour, since an await also wakes every interval. Nothing here is timed; the
+     * wait for each round is a hang guard.
+     */
+    @Test
+    void awaitWakesForEveryKindOfRecordASenderCommits() throws Exception {
+        AtomicInteger messages = new AtomicInteger();
+        AtomicInteger closes = new AtomicInteger();
+        MessageSink counting = new MessageSink() {
+            @Override
+            public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                messages.incrementAndGet();
+            }
+
+            @Override
+            public void onSenderClosed(long sender) {
+                closes.incrementAndGet();
+            }
+        };
+        Transport receiver = transport(counting, "posix.liveness.interval", "1h");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1h", "posix.bounce.size", "1m");
+        AtomicInteger ranOut = new AtomicInteger();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicReference<Throwable> receiverFailure = new AtomicReference<>();
+        Thread receiving = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                while (!stop.get()) {
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                    while (!receiver.await(deadline - System.nanoTime())) {
+                        if (deadline - System.nanoTime() <= 0) {
+                            ranOut.incrementAndGet();
+                            break;
+                        }
+                    }
+                    receiver.progress();
+                }
+            } catch (Throwable t) {
+                receiverFailure.set(t);
+            }
+        });
+        TransportEndpoint large = connect(sender, receiver, cause -> { });
+        TransportEndpoint reconnected = connect(sender, receiver, cause -> { });
+        MemorySegment small = bytes(100, 1);
+        MemorySegment big = bytes(200_000, 2);
+        PayloadEncoder throwing = (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+            throw new IllegalStateException("the encoder failed");
+        };
+        PayloadEncoder inPlace = (PayloadEncoder.Ranged) (memory, offset, maxLength) -> maxLength;
+        java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+        int expectedMessages = 0;
+        int expectedCloses = 0;
+        try {
+            for (int round = 0; round < 2_000; round++) {
+                String what;
+                switch (random.nextInt(7)) {
+                    case 0 -> {
+                        what = "a small message";
+                        while (!reconnected.trySend(1, MemorySegment.NULL, small)) LockSupport.parkNanos(10_000);
+                        expectedMessages++;
+                    }
+                    case 1 -> {
+                        what = "a large message";
+                        while (!large.trySend(2, MemorySegment.NULL, big)) LockSupport.parkNanos(10_000);
+                        expectedMessages++;
+                    }
+                    case 2 -> {
+                        what = "a zero-copy message";
+                        while (reconnected.trySendEncoded(3, MemorySegment.NULL, 2_000, inPlace) < 0) LockSupport.parkNanos(10_000);
+                        expectedMessages++;
+                    }
+                    case 3 -> {
+                        what = "an abandoned zero-copy send, then a small message";
+                        TransportEndpoint abandoning = reconnected;
+                        assertThatThrownBy(() -> abandoning.trySendEncoded(4, MemorySegment.NULL, 2_000, throwing))
+                                .hasMessage("the encoder failed");
+                        while (!reconnected.trySend(1, MemorySegment.NULL, small)) LockSupport.parkNanos(10_000);
+                        expectedMessages++;
+                    }
+                    case 4 -> {
+                        // Only small messages on it: nothing of its bounce ring to wait for, so CLOSE goes at once.
+                        what = "a CLOSE, then a CONNECT with a small message";
+                        reconnected.close();
+                        expectedCloses++;
+                        reconnected = connect(sender, receiver, cause -> { });
+                        while (!reconnected.trySend(1, MemorySegment.NULL, small)) LockSupport.parkNanos(10_000);
+                        expectedMessages++;
+                    }
+                    case 5 -> {
+                        what = "a signal";
+                        receiver.signal();
+                    }
+                    default -> {
+                        what = "a new connection's CONNECT, one message and CLOSE";
+                        TransportEndpoint extra = connect(sender, receiver, cause -> { });
+                        while (!extra.trySend(1, MemorySegment.NULL, small)) LockSupport.parkNanos(10_000);
+                        expectedMessages++;
+                        extra.close();
+                        expectedCloses++;
+                    }
+                }
+                switch (random.nextInt(3)) {
+                    case 0 -> { }
+                    case 1 -> Thread.yield();
+                    default -> LockSupport.parkNanos(random.nextInt(200_000));
+                }
+                long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while ((messages.get() < expectedMessages || closes.get() < expectedCloses) && ranOut.get() == 0
+                        && receiverFailure.get() == null && System.nanoTime() - guard < 0) {
+                    LockSupport.parkNanos(20_000);
+                }
+                assertThat(receiverFailure.get()).as("the receiving thread's failure").isNull();
+                assertThat(ranOut.get()).as("awaits that slept their whole 10 s with %s waiting (round %d): lost wake-ups", what, round)
+                        .isZero();
+                assertThat(messages.get()).as("messages handled after %s (round %d)", what, round).isEqualTo(expectedMessages);
+                assertThat(closes.get()).as("closes told after %s (round %d)", what, round).isEqualTo(expectedCloses);
+            }
+        } finally {
+            stop.set(true);
+            receiver.signal();
+            receiving.join(TimeUnit.SECONDS.toMillis(60));
+        }
+        assertThat(receiving.isAlive()).as("the receiving thread, signalled to stop").isFalse();
+    }
+
+    /**
      * A timeout of zero or less has passed already: await looks and returns, whatever waits at the
      * head of the queue (nothing, a stopped sender's record, a large message whose ring is being
      * mapped). A negative one used to reach the futex, which reads it as no limit: a caller that
