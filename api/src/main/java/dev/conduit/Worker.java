@@ -128,7 +128,11 @@ public interface Worker extends AutoCloseable {
      *     the sleep holds the worker's lock, in slices of at most 1 ms: a thread that comes to wait
      *     for the lock (to send, say) wakes the sleeper, and {@code await} returns, possibly
      *     without work, or hands the lock over between slices. A thread that comes to
-     *     {@code await} too wakes nobody: the two take turns, a slice each.</li>
+     *     {@code await} too wakes nobody: the two take turns, a slice each. In
+     *     {@link ThreadMode#SERIALIZED} the sleeping thread is inside the worker until it returns,
+     *     up to the whole timeout: another thread's call throws
+     *     {@link dev.conduit.spi.ConcurrentUseException}, which says so; {@code signal()} makes the
+     *     await return.</li>
      * <li>When no transport can sleep, it parks in slices of at most 1 ms, progressing the
      *     transports between slices.</li>
      * <li>A {@code signal()} while no thread awaits makes the next {@code await} return at once:

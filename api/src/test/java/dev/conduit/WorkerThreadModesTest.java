@@ -142,6 +142,39 @@ class WorkerThreadModesTest {
         assertThat(worker.progress()).as("usable again once the other thread left").isEqualTo(1);
     }
 
+    /**
+     * A call that overlaps another thread's await on a SERIALIZED worker says that the thread inside
+     * is in await() and that signal() makes it return: it said only "serialize the calls", while the
+     * thread inside may keep the worker for its whole timeout (a close from another thread was
+     * refused so, and the await slept on). Once signalled, the await returns and the call goes
+     * through.
+     */
+    @Test
+    void aCallThatOverlapsAnotherThreadsAwaitSaysSoAndNamesSignal() throws Exception {
+        CountDownLatch sleeping = new CountDownLatch(1);
+        RecordingTransport idle = new RecordingTransport() {
+            @Override
+            public int progress() {
+                super.progress();
+                return 0; // nothing to do: the await sleeps on
+            }
+        };
+        // Without a WAKEUP transport the await parks in slices and progresses the transport between them: then it is inside.
+        idle.onProgress(sleeping::countDown);
+        Worker worker = conduit(TestPlugin.named("p").threadModes(SERIALIZED).transports(c -> idle)).newWorker(SERIALIZED);
+        Future<Boolean> sleeper = threads.submit(() -> worker.await(java.time.Duration.ofSeconds(WAIT_SECONDS)));
+        await(sleeping);
+        assertThatThrownBy(worker::close)
+                .isInstanceOf(ConcurrentUseException.class)
+                .hasMessageContaining("was inside")
+                .hasMessageMatching("(?s).*Thread 'test-caller-\\d+' is in await\\(\\).*")
+                .hasMessageContaining("call signal() (any thread may, at any time) to make it return");
+        worker.signal();
+        assertThat(sleeper.get(WAIT_SECONDS, TimeUnit.SECONDS)).as("the await, signalled").isTrue();
+        worker.close();
+        assertThat(idle.closes()).isEqualTo(1);
+    }
+
     @Test
     void serializedAllowsSequentialUseFromDifferentThreads() throws Exception {
         RecordingTransport transport = new RecordingTransport().recordThreads();

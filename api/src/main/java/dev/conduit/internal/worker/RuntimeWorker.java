@@ -73,6 +73,7 @@ public final class RuntimeWorker implements Worker {
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final VarHandle STATE;
     private static final VarHandle SIGNALS_IN_FLIGHT;
+    private static final VarHandle IN_AWAIT;
 
     // The flags and the count that the word state holds.
     /** Set by the one call that closes (closeNow), as it starts; never cleared. */
@@ -90,6 +91,7 @@ public final class RuntimeWorker implements Worker {
         try {
             STATE = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "state", long.class);
             SIGNALS_IN_FLIGHT = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "signalsInFlight", int.class);
+            IN_AWAIT = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "inAwait", Thread.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -145,6 +147,13 @@ public final class RuntimeWorker implements Worker {
     /** Signals between their check of {@link #CLOSED} and their return: through SIGNALS_IN_FLIGHT. */
     @SuppressWarnings("unused")
     private volatile int signalsInFlight;
+    /**
+     * The thread inside {@link #await} of a {@code SERIALIZED} worker, else null: the call of
+     * another thread that overlaps it says so ({@link #enter}). Opaque through IN_AWAIT: it only
+     * words that error, so an await pays a plain store for it, not a fence.
+     */
+    @SuppressWarnings("unused")
+    private Thread inAwait;
     /** Until when {@link #closeFromConduit} waits for that; written before {@link #CLOSE_REQUESTED}. */
     private long closeRequestDeadline;
     /** The thread whose {@code Conduit.close()} closed or asked to close this worker, for the message of later calls. */
@@ -310,9 +319,23 @@ public final class RuntimeWorker implements Worker {
         } catch (ConcurrentUseException inUse) {
             // The thread inside may be closing this worker for its Conduit: say that, not "overlap".
             if (has(CLOSE_REQUESTED | CLOSED)) throw closedException(inUse);
+            Thread sleeper = (Thread) IN_AWAIT.getOpaque(this);
+            if (sleeper != null && sleeper != Thread.currentThread()) throw overlapsAwait(inUse, sleeper);
             throw inUse;
         }
         return true;
+    }
+
+    /**
+     * A call that overlaps another thread's {@code await} on a {@code SERIALIZED} worker: that
+     * thread keeps the worker until its await returns, up to its whole timeout, so serializing the
+     * calls takes a {@link #signal()}, which no guard refuses.
+     */
+    private static ConcurrentUseException overlapsAwait(ConcurrentUseException inUse, Thread sleeper) {
+        return new ConcurrentUseException(inUse.getMessage() + " Thread '" + sleeper.getName() + "' is in await(), which keeps the "
+                + "worker until it returns, up to its timeout: call signal() (any thread may, at any time) to make it return, and "
+                + "make this call once it has; or create the worker with ThreadMode.MULTI, under which a call waits for the worker "
+                + "and wakes a thread asleep in await() to have it.");
     }
 
     /**
@@ -909,6 +932,10 @@ public final class RuntimeWorker implements Worker {
             nanos = timeout.isNegative() ? 0 : Long.MAX_VALUE / 4;
         }
         boolean entered = enterToAwait();
+        // Only a SERIALIZED worker refuses an overlapping call; the one before is put back (an await refused inside a handler).
+        boolean marked = entered && guard instanceof OverlapCheck;
+        Thread markedBefore = marked ? (Thread) IN_AWAIT.getOpaque(this) : null;
+        if (marked) IN_AWAIT.setOpaque(this, Thread.currentThread());
         try {
             ensureOpen();
             MessageDispatch.Delivery d = dispatch.delivery();
@@ -924,6 +951,7 @@ public final class RuntimeWorker implements Worker {
                 throw e;
             }
         } finally {
+            if (marked) IN_AWAIT.setOpaque(this, markedBefore);
             exit(entered);
         }
     }
