@@ -3136,6 +3136,82 @@ class ShmTransportTest {
     }
 
     /**
+     * A process that maps the queue and writes its wake words (the wake sequence at 384, the
+     * sleeping flag at 388) neither hangs nor breaks the worker: a flag it clears under a sleeping
+     * worker hides the sleep from senders, whose wakes it then misses, and the worker sleeps to the
+     * end of its slice, at most a liveness interval; a sequence it changes makes the next await
+     * return at once, as a signal does. Here such a writer scribbles on both words while a
+     * receiving thread only loops await (the time left of 10 s) and progress, and 300 messages are
+     * sent one at a time: each arrives, and no await sleeps its whole 10 s. Nothing is timed.
+     */
+    @Test
+    void aProcessWritingTheWakeWordsDelaysAWakeByAtMostALivenessIntervalAndBreaksNothing() throws Exception {
+        AtomicInteger messages = new AtomicInteger();
+        MessageSink counting = (id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength) ->
+                messages.incrementAndGet();
+        Transport receiver = transport(counting, "posix.queue.size", "64k", "posix.liveness.interval", "20ms");
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicInteger ranOut = new AtomicInteger();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread receiving = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                while (!stop.get()) {
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                    while (!receiver.await(deadline - System.nanoTime())) {
+                        if (deadline - System.nanoTime() <= 0) {
+                            ranOut.incrementAndGet();
+                            break;
+                        }
+                    }
+                    receiver.progress();
+                }
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        });
+        Thread writer = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                writeIntoTheQueue(queue -> {
+                    java.util.SplittableRandom random = new java.util.SplittableRandom(11);
+                    while (!stop.get()) {
+                        switch (random.nextInt(3)) {
+                            case 0 -> queue.set(ValueLayout.JAVA_INT, 388, 0); // the sleeping flag cleared
+                            case 1 -> queue.set(ValueLayout.JAVA_INT, 384, queue.get(ValueLayout.JAVA_INT, 384) + 1);
+                            default -> {
+                                queue.set(ValueLayout.JAVA_INT, 384, random.nextInt());
+                                queue.set(ValueLayout.JAVA_INT, 388, random.nextInt());
+                            }
+                        }
+                        LockSupport.parkNanos(random.nextInt(100_000));
+                    }
+                });
+            } catch (Throwable t) {
+                failure.compareAndSet(null, t);
+            }
+        });
+        try {
+            for (int n = 1; n <= 300; n++) {
+                while (!ep.trySend(1, MemorySegment.NULL, bytes(8, n))) LockSupport.parkNanos(10_000);
+                long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (messages.get() < n && ranOut.get() == 0 && failure.get() == null && System.nanoTime() - guard < 0) {
+                    LockSupport.parkNanos(20_000);
+                }
+                assertThat(failure.get()).as("what the receiving thread or the writer threw").isNull();
+                assertThat(ranOut.get()).as("awaits that slept their whole 10 s with message %d waiting", n).isZero();
+                assertThat(messages.get()).as("messages handled").isEqualTo(n);
+            }
+        } finally {
+            stop.set(true);
+            writer.join(TimeUnit.SECONDS.toMillis(60));
+            receiver.signal();
+            receiving.join(TimeUnit.SECONDS.toMillis(60));
+        }
+        assertThat(receiving.isAlive()).as("the receiving thread, signalled to stop").isFalse();
+        assertThat(failure.get()).isNull();
+    }
+
+    /**
      * A timeout of zero or less has passed already: await looks and returns, whatever waits at the
      * head of the queue (nothing, a stopped sender's record, a large message whose ring is being
      * mapped). A negative one used to reach the futex, which reads it as no limit: a caller that
