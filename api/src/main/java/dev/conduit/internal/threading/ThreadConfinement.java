@@ -32,6 +32,11 @@ public final class ThreadConfinement implements AutoCloseable {
         this.thread = created[0];
     }
 
+    /** The thread every call runs on: a segment confined to another thread is not accessible on it. */
+    public Thread thread() {
+        return thread;
+    }
+
     /** Runs {@code call} on the confined thread and returns its result; its exceptions propagate unchanged. */
     public <T> T call(Callable<T> call) {
         if (Thread.currentThread() == thread) {

@@ -7,12 +7,20 @@ import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportEndpoint;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
  * A thread-confined plugin's transport, every call to it and to its endpoints run on one
  * runtime-owned thread ({@code thread.confine}). {@link #signal()} is the exception: it is
  * documented callable from any thread.
+ *
+ * <p>The application's segments reach the plugin on that thread, where one of an arena confined to
+ * the calling thread ({@link Arena#ofConfined()}) cannot be accessed: the plugin's copy of it
+ * would throw {@link WrongThreadException} at the one thread that may access it. Such a segment is
+ * copied on the calling thread into one the plugin's thread can access (a send's header and
+ * payload, a put's source), or a get reads into such a copy and the caller's thread copies it
+ * into the destination. Other segments, the usual case, are handed over as they are.
  */
 final class ConfinedTransport implements Transport {
 
@@ -55,6 +63,16 @@ final class ConfinedTransport implements Transport {
         delegate.signal();
     }
 
+    /** {@code segment}, or a copy the plugin's thread can access when it is confined to another thread (the caller's). */
+    private MemorySegment reachable(MemorySegment segment) {
+        return segment.isAccessibleBy(thread.thread()) ? segment : copy(segment);
+    }
+
+    /** A copy of {@code segment}, made on the calling thread, in memory every thread can access. */
+    private static MemorySegment copy(MemorySegment segment) {
+        return Arena.ofAuto().allocate(segment.byteSize(), 8).copyFrom(segment);
+    }
+
     @Override
     public void close() {
         try {
@@ -73,12 +91,24 @@ final class ConfinedTransport implements Transport {
 
         @Override
         public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
-            return thread.call(() -> ep.trySend(id, header, payload));
+            MemorySegment h = reachable(header);
+            MemorySegment p = reachable(payload);
+            return thread.call(() -> ep.trySend(id, h, p));
         }
 
         @Override
         public boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                                MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            // The runtime's own buffers (its local queue, its encoding buffer) are reachable; the header of an encoded send is the caller's.
+            if (!headerBuffer.isAccessibleBy(thread.thread())) {
+                MemorySegment h = copy(headerBuffer.asSlice(headerOffset, headerLength));
+                MemorySegment p = reachable(payloadBuffer.asSlice(payloadOffset, payloadLength));
+                return thread.call(() -> ep.trySend(id, h, 0, headerLength, p, 0, payloadLength));
+            }
+            if (!payloadBuffer.isAccessibleBy(thread.thread())) {
+                MemorySegment p = copy(payloadBuffer.asSlice(payloadOffset, payloadLength));
+                return thread.call(() -> ep.trySend(id, headerBuffer, headerOffset, headerLength, p, 0, payloadLength));
+            }
             return thread.call(() -> ep.trySend(id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength));
         }
 
@@ -94,12 +124,19 @@ final class ConfinedTransport implements Transport {
 
         @Override
         public void put(MemorySegment source, RemoteRegion target, long offset) {
-            thread.run(() -> ep.put(source, target, offset));
+            MemorySegment s = reachable(source);
+            thread.run(() -> ep.put(s, target, offset));
         }
 
         @Override
         public void get(RemoteRegion source, long offset, MemorySegment destination) {
-            thread.run(() -> ep.get(source, offset, destination));
+            if (destination.isAccessibleBy(thread.thread())) {
+                thread.run(() -> ep.get(source, offset, destination));
+                return;
+            }
+            MemorySegment into = Arena.ofAuto().allocate(destination.byteSize(), 8);
+            thread.run(() -> ep.get(source, offset, into));
+            destination.copyFrom(into);
         }
 
         @Override

@@ -2,6 +2,7 @@ package dev.conduit.internal.worker;
 
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
+import dev.conduit.PeerRegion;
 import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
 import dev.conduit.internal.ipc.InProcessMemoryPlugin;
@@ -13,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -349,6 +351,53 @@ class EndpointThreadingTest {
         assertThat(seen.getFirst()).contains("conduit-confined-lo");
         assertThat(seen.get(1)).isEqualTo("reply 42");
         assertThat(plugin.transport().overlaps).hasValue(0);
+    }
+
+    /**
+     * A confined plugin runs on its own thread, where a segment of an arena confined to the caller
+     * cannot be accessed: sends, a put's source and a get's destination from Arena.ofConfined() used
+     * to fail with the JDK's WrongThreadException, "outside owning thread", thrown at the one thread
+     * that owns them. They are copied across the hand-off now, and each reaches its target.
+     */
+    @ParameterizedTest
+    @EnumSource(value = ThreadMode.class, names = {"SERIALIZED", "MULTI"})
+    void aConfinedPluginTakesSegmentsConfinedToTheCallingThread(ThreadMode mode) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).singleOnly();
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        Conduit conduit = loopbacks.conduit(b -> b.threadConfinement(true), plugin, memory);
+        Worker worker = conduit.newWorker(mode);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.CONFINED_THREAD);
+        Endpoint self = worker.connect(worker.address());
+        byte[] handle = conduit.pool("inproc").allocate(4096).exportHandle();
+        PeerRegion region = self.peerRegion(handle);
+        MemorySegment peerMemory = conduit.importRegion(handle).segment(); // the same mapping, through the IPC cache
+        List<String> received = new ArrayList<>();
+        worker.onMessage(1, m -> received.add(m.headerLong(0) + "/" + m.payloadLong(0) + "/" + m.payloadSize()));
+
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment header = arena.allocate(8).fill((byte) 0);
+            header.set(Loopbacks.LE_LONG, 0, 7);
+            MemorySegment payload = arena.allocate(2048);
+            payload.set(Loopbacks.LE_LONG, 0, 11);
+            self.send(1, header, payload);
+            self.send(1, header, 2048, target -> { // above 1 KiB: encoded into the runtime's buffer, sent with the caller's header
+                target.set(Loopbacks.LE_LONG, 0, 13);
+                return 16;
+            });
+            self.send(1, header, 16, target -> { // within 1 KiB: the same, through the buffer's view per length
+                target.set(Loopbacks.LE_LONG, 0, 17);
+                return 8;
+            });
+            self.put(payload.asSlice(0, 8), region, 64);
+            assertThat(peerMemory.get(Loopbacks.LE_LONG, 64)).as("the word put from a confined segment").isEqualTo(11);
+
+            peerMemory.set(Loopbacks.LE_LONG, 128, 19);
+            MemorySegment destination = arena.allocate(16);
+            self.get(region, 128, destination);
+            assertThat(destination.get(Loopbacks.LE_LONG, 0)).as("the word got into a confined segment").isEqualTo(19);
+        }
+        Loopbacks.progressUntil(() -> received.size() == 3, worker);
+        assertThat(received).containsExactly("7/11/2048", "7/13/16", "7/17/8");
     }
 
     /**
