@@ -654,14 +654,20 @@ final class RuntimeEndpoint implements Endpoint {
         }
     }
 
+    /**
+     * The transport's refusal of an operation whose capability it declares (the runtime checked that):
+     * it cannot do it on this region (verbs: a region of another plugin) or here (verbs: a device
+     * without atomics decides per call), so the region's plugin and the transport's reason are the
+     * cause to name, not a missing capability.
+     */
     private NotSupportedException unsupported(String op, String capability, RemoteRegion region, NotSupportedException e) {
-        // A region the runtime could not map here refuses every operation of a transport that needs a mapping, which does
-        // support them: the cause to name is the region's plugin, not the transport's capability.
+        // A region the runtime could not map here refuses every operation of a transport that needs a mapping: say why it is not mapped.
         String unmapped = region.localSegment() == null ? IpcImports.whyNotMapped(region) : null;
         NotSupportedException n = new NotSupportedException(unmapped != null
                 ? op + ": the peer region is not mapped in this process, and transport '" + transport + "' of this endpoint reaches it "
                         + "only through a mapping: " + unmapped + " (" + e.getMessage() + ")"
-                : op + ": transport '" + transport + "' of this endpoint does not support it (capability " + capability + "): " + e.getMessage());
+                : op + ": transport '" + transport + "' of this endpoint declares capability " + capability + " but refused " + op
+                        + " on this peer region (exported by plugin '" + region.pluginName() + "'): " + e.getMessage());
         n.initCause(e);
         return n;
     }

@@ -352,6 +352,30 @@ class EndpointRmaTest {
                 .hasMessageContaining("transports=lo");
     }
 
+    /**
+     * A transport that declares RMA and ATOMICS may still refuse an operation on a region (verbs
+     * refuses a region of another plugin than verbs, which the runtime maps here all the same, and
+     * atomics on a device without them). The refusal used to be said as "transport 'lo' of this
+     * endpoint does not support it (capability RMA)", which it declares, pointing to a transport
+     * with that capability as the remedy: it names the region's plugin now, and gives the
+     * transport's reason.
+     */
+    @Test
+    void aRegionThatATransportWithTheCapabilityRefusesIsNamedWithItsReasonNotAsAMissingCapability() {
+        open(new LoopbackPlugin("lo", 8, false));
+        transport.refusesRegions = "lo reaches regions of its own memory only";
+        PeerRegion region = endpoint.peerRegion(handle);
+        String refused = " on this peer region (exported by plugin 'inproc'): lo reaches regions of its own memory only";
+        assertThatThrownBy(() -> endpoint.put(longs(1), region, 0)).isInstanceOf(NotSupportedException.class)
+                .hasMessage("put: transport 'lo' of this endpoint declares capability RMA but refused put" + refused);
+        assertThatThrownBy(() -> endpoint.get(region, 0, longs(0))).isInstanceOf(NotSupportedException.class)
+                .hasMessage("get: transport 'lo' of this endpoint declares capability RMA but refused get" + refused);
+        assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1)).isInstanceOf(NotSupportedException.class)
+                .hasMessage("fetchAdd: transport 'lo' of this endpoint declares capability ATOMICS but refused fetchAdd" + refused);
+        assertThatThrownBy(() -> endpoint.compareAndSwap(region, 0, 0, 1)).isInstanceOf(NotSupportedException.class)
+                .hasMessage("compareAndSwap: transport 'lo' of this endpoint declares capability ATOMICS but refused compareAndSwap" + refused);
+    }
+
     @Test
     void rmaOnAFailedEndpointThrowsPeerFailedException() {
         open(new LoopbackPlugin("lo", 8, false));

@@ -88,6 +88,8 @@ final class LoopbackPlugin implements ConduitPlugin {
      * connection, as the SPI allows once the key's end was told (tests connect one at a time then).
      */
     volatile long reusedKey;
+    /** When set, RMA refuses every region, mapped or not, with this NotSupportedException message (as verbs refuses another plugin's). */
+    volatile String refusesRegions;
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
@@ -475,6 +477,8 @@ final class LoopbackPlugin implements ConduitPlugin {
             rmaCalls.incrementAndGet();
             lastRegionMayFault = r.mayFault();
             if (target.dead) throw new PeerFailedException("loopback peer " + target.key + " is dead");
+            String refused = owner.plugin.refusesRegions;
+            if (refused != null) throw new dev.conduit.spi.NotSupportedException(refused);
             // As the shared-memory transports: a region reaches them only through a mapping here.
             MemorySegment segment = r.localSegment();
             if (segment == null) {
