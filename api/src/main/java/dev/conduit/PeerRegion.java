@@ -9,7 +9,11 @@ package dev.conduit;
  * runtime's IPC cache, so opening a region again is cheap. {@link #close()} releases this use of
  * the cached mapping; closing the endpoint or the worker closes the regions opened through it.
  * Operations on a closed region throw {@link IllegalStateException}. Thread-safe; it is used
- * in operations of the endpoint that opened it, under that endpoint's thread mode.
+ * in operations of the endpoint that opened it, under that endpoint's thread mode. Its close takes
+ * no thread-mode guard: a close on another thread while an operation on the region is under way
+ * may unmap it under that operation (when the IPC cache keeps no more of it), which then throws
+ * {@link IllegalStateException} saying so, never reaching unmapped memory; close a region once no
+ * thread uses it.
  */
 public interface PeerRegion extends AutoCloseable {
 

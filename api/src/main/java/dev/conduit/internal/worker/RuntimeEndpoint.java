@@ -525,6 +525,8 @@ final class RuntimeEndpoint implements Endpoint {
                 throw failedNow(e);
             } catch (NotSupportedException e) {
                 throw unsupported("put", "RMA", r, e);
+            } catch (IllegalStateException e) {
+                throw closedUnder(target, e);
             }
         } finally {
             worker.exit(entered);
@@ -549,6 +551,8 @@ final class RuntimeEndpoint implements Endpoint {
                 throw failedNow(e);
             } catch (NotSupportedException e) {
                 throw unsupported("get", "RMA", r, e);
+            } catch (IllegalStateException e) {
+                throw closedUnder(source, e);
             }
         } finally {
             worker.exit(entered);
@@ -570,6 +574,8 @@ final class RuntimeEndpoint implements Endpoint {
                 throw failedNow(e);
             } catch (NotSupportedException e) {
                 throw unsupported("fetchAdd", "ATOMICS", r, e);
+            } catch (IllegalStateException e) {
+                throw closedUnder(target, e);
             }
         } finally {
             worker.exit(entered);
@@ -591,6 +597,8 @@ final class RuntimeEndpoint implements Endpoint {
                 throw failedNow(e);
             } catch (NotSupportedException e) {
                 throw unsupported("compareAndSwap", "ATOMICS", r, e);
+            } catch (IllegalStateException e) {
+                throw closedUnder(target, e);
             }
         } finally {
             worker.exit(entered);
@@ -619,6 +627,16 @@ final class RuntimeEndpoint implements Endpoint {
             throw new IllegalArgumentException(op + ": the PeerRegion was not opened through this endpoint; open it with peerRegion(handle) on the endpoint that uses it");
         }
         return r.remote();
+    }
+
+    /**
+     * An operation's {@code IllegalStateException} once its region was closed under it: a PeerRegion's close takes no worker
+     * guard (it is thread-safe), and a PASS_THROUGH endpoint's close runs beside the operation. When that close released the
+     * chunk's last count and the IPC cache did not keep it, the mapping went under the access, which the JDK fails with a bare
+     * "Already closed": the region's close is the cause to name. Any other is the transport's own, thrown as it is.
+     */
+    private static RuntimeException closedUnder(PeerRegion region, IllegalStateException e) {
+        return ((RuntimePeerRegion) region).closedUnder(e);
     }
 
     /** A put or an atomic needs a region this process may write: one mapped here read-only (posix through a read-only mount) takes none. */

@@ -42,6 +42,17 @@ final class RuntimePeerRegion implements PeerRegion {
         return remote;
     }
 
+    /**
+     * What an operation throws for {@code failure}, an {@link IllegalStateException} from the transport: said as this region's
+     * close, with {@code failure} as the cause, when it was closed meanwhile; else {@code failure} itself.
+     */
+    RuntimeException closedUnder(IllegalStateException failure) {
+        if (!closed) return failure;
+        return new IllegalStateException("this PeerRegion was closed during this operation, by another thread"
+                + (closedWithEndpoint ? " closing its endpoint (or its worker)" : "") + ", which may unmap it under the operation: "
+                + "close a region, or its endpoint, only once no thread uses it", failure);
+    }
+
     @Override
     public long size() {
         return size;

@@ -376,6 +376,72 @@ class EndpointRmaTest {
                 .hasMessage("compareAndSwap: transport 'lo' of this endpoint declares capability ATOMICS but refused compareAndSwap" + refused);
     }
 
+    /**
+     * PeerRegion is thread-safe, and its close takes no worker guard: another thread may close it
+     * while an operation on it is inside the transport. When that close drops the last count of a
+     * chunk the IPC cache does not keep (over ipc.cache.bytes), the mapping is unmapped under the
+     * operation, whose access then fails (FFM's close handshake: never the JVM). It used to throw the
+     * JDK's bare IllegalStateException "Already closed"; it says that the region was closed during
+     * the operation now, with the JDK's exception as the cause, and so does one that an endpoint's
+     * close overtook (a PASS_THROUGH worker's close runs beside the operation).
+     */
+    @Test
+    void anOperationWhoseRegionAnotherThreadClosesUnderItSaysSo() throws Exception {
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        transport = new LoopbackPlugin("lo", 8, false);
+        conduit = loopbacks.conduit(b -> b.set("ipc.cache.bytes", "4096"), transport, memory); // a released chunk is not kept
+        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+        endpoint = worker.connect(conduit.newWorker(ThreadMode.SERIALIZED).address());
+        handle = conduit.pool("inproc").allocate(4096).exportHandle();
+        java.util.concurrent.ExecutorService closer = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            List<Runnable> operations = new java.util.ArrayList<>();
+            PeerRegion[] region = new PeerRegion[1];
+            operations.add(() -> endpoint.put(longs(1), region[0], 0));
+            operations.add(() -> endpoint.get(region[0], 0, MemorySegment.ofArray(new byte[8])));
+            operations.add(() -> endpoint.fetchAdd(region[0], 0, 1));
+            operations.add(() -> endpoint.compareAndSwap(region[0], 0, 0, 1));
+            for (Runnable operation : operations) {
+                region[0] = endpoint.peerRegion(handle);
+                java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+                transport.whileRma = () -> {
+                    if (!once.compareAndSet(false, true)) return;
+                    try {
+                        closer.submit(region[0]::close).get();
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                };
+                assertThatThrownBy(operation::run).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("this PeerRegion was closed during this operation, by another thread")
+                        .hasRootCauseMessage("Already closed");
+                assertThat(conduit.ipcCacheStats().mappedBytes()).as("the chunk was unmapped under the operation").isZero();
+            }
+
+            LoopbackPlugin multi = new LoopbackPlugin("lo", 8, true);
+            Conduit passThrough = loopbacks.conduit(b -> b.set("ipc.cache.bytes", "4096"), multi, memory);
+            Worker shared = passThrough.newWorker(ThreadMode.MULTI);
+            assertThat(shared.threadPolicy()).isEqualTo(dev.conduit.ThreadPolicy.PASS_THROUGH);
+            Endpoint closedUnder = shared.connect(passThrough.newWorker(ThreadMode.MULTI).address());
+            PeerRegion itsRegion = closedUnder.peerRegion(passThrough.pool("inproc").allocate(4096).exportHandle());
+            java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+            multi.whileRma = () -> {
+                if (!once.compareAndSet(false, true)) return;
+                try {
+                    closer.submit(closedUnder::close).get();
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            };
+            assertThatThrownBy(() -> closedUnder.put(longs(1), itsRegion, 0)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("this PeerRegion was closed during this operation, by another thread closing its endpoint")
+                    .hasRootCauseMessage("Already closed");
+        } finally {
+            closer.shutdownNow();
+            transport.whileRma = () -> { };
+        }
+    }
+
     @Test
     void rmaOnAFailedEndpointThrowsPeerFailedException() {
         open(new LoopbackPlugin("lo", 8, false));

@@ -90,6 +90,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile long reusedKey;
     /** When set, RMA refuses every region, mapped or not, with this NotSupportedException message (as verbs refuses another plugin's). */
     volatile String refusesRegions;
+    /** Run by each RMA call once it has the region's mapping, before it touches it. */
+    volatile Runnable whileRma = () -> { };
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
@@ -485,6 +487,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 throw new dev.conduit.spi.NotSupportedException("loopback reaches peers in this process only; region of plugin '"
                         + r.pluginName() + "' is not mapped here");
             }
+            owner.plugin.whileRma.run();
             return segment;
         }
 
