@@ -169,6 +169,8 @@ public interface Endpoint extends AutoCloseable {
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
      *                                   the peer regions opened on it)
      * @throws PeerFailedException       when the endpoint has failed
+     * @throws dev.conduit.spi.ConduitException when the region's memory faulted under the access (a posix chunk file that
+     *                                   another process truncated), naming the cause; only this operation fails
      */
     void put(MemorySegment source, PeerRegion target, long offset);
 
@@ -184,6 +186,8 @@ public interface Endpoint extends AutoCloseable {
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
      *                                   the peer regions opened on it)
      * @throws PeerFailedException       when the endpoint has failed
+     * @throws dev.conduit.spi.ConduitException when the region's memory faulted under the access (a posix chunk file that
+     *                                   another process truncated), naming the cause; only this operation fails
      */
     void get(PeerRegion source, long offset, MemorySegment destination);
 
@@ -199,6 +203,8 @@ public interface Endpoint extends AutoCloseable {
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
      *                                   the peer regions opened on it)
      * @throws PeerFailedException       when the endpoint has failed
+     * @throws dev.conduit.spi.ConduitException when the region's memory faulted under the access (a posix chunk file that
+     *                                   another process truncated), naming the cause; only this operation fails
      */
     long fetchAdd(PeerRegion target, long offset, long delta);
 
@@ -214,6 +220,8 @@ public interface Endpoint extends AutoCloseable {
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
      *                                   the peer regions opened on it)
      * @throws PeerFailedException       when the endpoint has failed
+     * @throws dev.conduit.spi.ConduitException when the region's memory faulted under the access (a posix chunk file that
+     *                                   another process truncated), naming the cause; only this operation fails
      */
     long compareAndSwap(PeerRegion target, long offset, long expected, long desired);
 
