@@ -160,7 +160,13 @@ public interface Endpoint extends AutoCloseable {
 
     /**
      * Copies all of {@code source} into {@code target} at {@code offset}. Complete at the target
-     * once {@link #flush()} returns (at once on shared-memory transports).
+     * once {@link #flush()} returns (at once on shared-memory transports). A {@code source} that
+     * overlaps the target at the same addresses of this process (a segment of the same mapping: an
+     * {@link ImportedRegion} of the same handle, which the IPC cache maps once; over verbs, the
+     * region this process exported) is copied as if through a temporary buffer, as
+     * {@link MemorySegment#copy(MemorySegment, long, MemorySegment, long, long)} copies. Two mappings
+     * of the same memory at different addresses (over memfd or posix, an exporter's own
+     * {@link Region} and its import) hide the overlap: what such a copy leaves is undefined.
      *
      * @throws IndexOutOfBoundsException when {@code [offset, offset + source.byteSize())} is not inside {@code target}
      * @throws IllegalArgumentException  when {@code target} was opened on another endpoint, or is mapped read-only in this
@@ -177,7 +183,8 @@ public interface Endpoint extends AutoCloseable {
     /**
      * Copies {@code destination.byteSize()} bytes of {@code source} at {@code offset} into {@code destination}.
      * Complete when it returns: {@code destination} holds the bytes, with no {@link #flush()} (the TCK checks it of every
-     * transport).
+     * transport). A {@code destination} that overlaps the source is copied into as {@link #put} copies: as if through a
+     * temporary buffer at the same addresses, undefined through two mappings of the same memory.
      *
      * @throws IndexOutOfBoundsException when the range is not inside {@code source}
      * @throws IllegalArgumentException  when {@code source} was opened on another endpoint, or {@code destination} is

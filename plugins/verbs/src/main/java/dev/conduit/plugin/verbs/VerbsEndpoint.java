@@ -367,31 +367,54 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
 
     @Override
     public void put(MemorySegment source, RemoteRegion target, long offset) {
-        long remote = remoteAddress(target, offset, source.byteSize(), "put");
+        long length = source.byteSize();
+        long remote = remoteAddress(target, offset, length, "put");
+        boolean lastFirst = source.isNative() && lastPartFirst(source.address(), remote, length);
         MemorySegment buffers = ring.memory();
-        for (long copied = 0; copied < source.byteSize(); ) {
+        long parts = parts(length);
+        for (long i = 0; i < parts; i++) {
+            long first = (lastFirst ? parts - 1 - i : i) * transport.bufferSize;
+            int part = (int) Math.min(length - first, transport.bufferSize);
             int slot = takeSlot();
             long at = (long) slot * transport.bufferSize;
-            int part = (int) Math.min(source.byteSize() - copied, transport.bufferSize);
-            MemorySegment.copy(source, copied, buffers, at, part);
-            post(slot, VerbsAbi.IBV_WR_RDMA_WRITE, at, part, remote + copied, lastPayload.rkey(), 0, 0);
-            copied += part;
+            MemorySegment.copy(source, first, buffers, at, part);
+            post(slot, VerbsAbi.IBV_WR_RDMA_WRITE, at, part, remote + first, lastPayload.rkey(), 0, 0);
         }
     }
 
     @Override
     public void get(RemoteRegion source, long offset, MemorySegment destination) {
-        long remote = remoteAddress(source, offset, destination.byteSize(), "get");
+        long length = destination.byteSize();
+        long remote = remoteAddress(source, offset, length, "get");
+        boolean lastFirst = destination.isNative() && lastPartFirst(remote, destination.address(), length);
         MemorySegment buffers = ring.memory();
-        for (long copied = 0; copied < destination.byteSize(); ) {
+        long parts = parts(length);
+        for (long i = 0; i < parts; i++) {
+            long first = (lastFirst ? parts - 1 - i : i) * transport.bufferSize;
+            int part = (int) Math.min(length - first, transport.bufferSize);
             int slot = takeSlot();
             long at = (long) slot * transport.bufferSize;
-            int part = (int) Math.min(destination.byteSize() - copied, transport.bufferSize);
-            post(slot, VerbsAbi.IBV_WR_RDMA_READ, at, part, remote + copied, lastPayload.rkey(), 0, 0);
+            post(slot, VerbsAbi.IBV_WR_RDMA_READ, at, part, remote + first, lastPayload.rkey(), 0, 0);
             awaitDone(slot);
-            MemorySegment.copy(buffers, at, destination, copied, part);
-            copied += part;
+            MemorySegment.copy(buffers, at, destination, first, part);
         }
+    }
+
+    /** How many send buffers a put or get of {@code length} bytes goes through, one after the other. */
+    private long parts(long length) {
+        return (length + transport.bufferSize - 1) / transport.bufferSize;
+    }
+
+    /**
+     * Whether a put's or get's parts go from the last to the first: when its destination starts
+     * above its source and within its length, as a copy in the same memory does (the peer is this
+     * process: a region it exported, reached through a connection to itself), where the first part
+     * written would overwrite source bytes of the next before they are read. The order copies what
+     * {@code MemorySegment.copy} and the shared-memory transports copy. Addresses of two processes
+     * compared this way only choose an order, which is otherwise free.
+     */
+    private static boolean lastPartFirst(long from, long to, long length) {
+        return to > from && to - from < length;
     }
 
     @Override
