@@ -23,11 +23,22 @@ public final class ThreadConfinement implements AutoCloseable {
             created[0] = t;
             return t;
         });
+        Future<?> started = executor.submit(() -> { });
+        boolean interrupted = false;
         try {
-            executor.submit(() -> { }).get();
-        } catch (InterruptedException | ExecutionException e) {
+            while (true) {
+                try {
+                    started.get();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true; // the thread starts at once: waited for as a call is (call), the status kept
+                }
+            }
+        } catch (ExecutionException e) {
             executor.shutdownNow();
             throw new IllegalStateException("could not start confinement thread " + name, e);
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
         }
         this.thread = created[0];
     }
@@ -37,23 +48,35 @@ public final class ThreadConfinement implements AutoCloseable {
         return thread;
     }
 
-    /** Runs {@code call} on the confined thread and returns its result; its exceptions propagate unchanged. */
+    /**
+     * Runs {@code call} on the confined thread and returns its result; its exceptions propagate
+     * unchanged. An interrupt of the calling thread does not end the wait: the call is the
+     * caller's (a send, a put, a progress), made on its behalf, and must finish before the caller
+     * goes on, as it would if made directly, where no plugin call is interrupted either. The
+     * interrupt status is kept; a sleep in the plugin's {@code await} is ended by the worker's
+     * signal, which an interrupt of the awaiting thread sends.
+     */
     public <T> T call(Callable<T> call) {
         if (Thread.currentThread() == thread) {
             return callHere(call);
         }
         Future<T> f = executor.submit(call);
+        boolean interrupted = false;
         try {
-            return f.get();
-        } catch (InterruptedException e) {
-            f.cancel(true);
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while waiting for the confined plugin thread", e);
+            while (true) {
+                try {
+                    return f.get();
+                } catch (InterruptedException e) {
+                    interrupted = true; // waited for again: the call may have started, and its effects are the caller's
+                }
+            }
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
             if (cause instanceof RuntimeException r) throw r;
             if (cause instanceof Error err) throw err;
             throw new IllegalStateException(cause);
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
         }
     }
 

@@ -401,6 +401,68 @@ class EndpointThreadingTest {
     }
 
     /**
+     * A call on a confined plugin is the caller's, made on the plugin's thread: an interrupt of the
+     * caller does not end it. The caller used to stop waiting at the interrupt (at once for a thread
+     * whose interrupt status was set, as await leaves it), throw IllegalStateException "interrupted
+     * while waiting for the confined plugin thread" and interrupt the plugin's thread, while the call
+     * went on there: a send that threw was delivered (sent again, it arrived twice), a get wrote its
+     * destination after it threw, and progress and await threw instead of working and returning true;
+     * a worker made by an interrupted thread was refused ("could not start confinement thread"), or
+     * its transport opened on the plugin's thread and never closed. Now each call finishes, once, and
+     * returns as it would unconfined; the interrupt status is kept.
+     */
+    @Test
+    void aCallOfAnInterruptedThreadOnAConfinedPluginIsMadeOnceAndKeepsTheInterruptStatus() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).singleOnly();
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        Conduit conduit = loopbacks.conduit(b -> b.threadConfinement(true), plugin, memory);
+        byte[] handle = conduit.pool("inproc").allocate(4096).exportHandle();
+        MemorySegment peerMemory = conduit.importRegion(handle).segment();
+        List<Long> received = new ArrayList<>();
+
+        Thread.currentThread().interrupt();
+        Worker worker;
+        try {
+            worker = conduit.newWorker(ThreadMode.SERIALIZED); // starts the plugin's thread, opens the transport there
+            assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.CONFINED_THREAD);
+            Endpoint self = worker.connect(worker.address());
+            PeerRegion region = self.peerRegion(handle);
+            worker.onMessage(1, m -> received.add(m.payloadLong(0)));
+            self.send(1, longs(5));
+            self.put(longs(6), region, 0);
+            MemorySegment got = MemorySegment.ofArray(new long[1]);
+            self.get(region, 0, got);
+            assertThat(got.get(Loopbacks.LE_LONG, 0)).as("the word got").isEqualTo(6);
+            assertThat(self.fetchAdd(region, 0, 1)).isEqualTo(6);
+            Loopbacks.progressUntil(() -> received.size() == 1, worker);
+            assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).as("await of an interrupted thread").isTrue();
+            assertThat(Thread.currentThread().isInterrupted()).as("the interrupt status is kept").isTrue();
+        } finally {
+            Thread.interrupted();
+        }
+        assertThat(peerMemory.get(Loopbacks.LE_LONG, 0)).isEqualTo(7);
+        worker.progress();
+        assertThat(received).as("the message, once").containsExactly(5L);
+
+        // An interrupt while the plugin's thread sleeps in await for the caller: the worker's signal ends the sleep.
+        AtomicReference<Object> outcome = new AtomicReference<>();
+        Thread awaiting = Thread.ofPlatform().name("test-awaiting").start(() -> {
+            try {
+                outcome.set(worker.await(Duration.ofSeconds(WAIT_SECONDS)));
+            } catch (Throwable t) {
+                outcome.set(t);
+            }
+        });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (!plugin.transport().waiting && System.nanoTime() < deadline) Thread.onSpinWait();
+        assertThat(plugin.transport().waiting).as("the plugin's thread sleeps in await").isTrue();
+        awaiting.interrupt();
+        awaiting.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        assertThat(outcome.get()).as("what the interrupted await returned or threw").isEqualTo(true);
+        assertThat(plugin.transport().overlaps).hasValue(0);
+    }
+
+    /**
      * A transport that returns no endpoint is named as such; a confined one's null used to be
      * wrapped as an endpoint, whose first call failed with a NullPointerException that the connect
      * reported instead.
