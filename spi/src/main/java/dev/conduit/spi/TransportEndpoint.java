@@ -97,12 +97,20 @@ public interface TransportEndpoint extends AutoCloseable {
      */
     long maxPayloadSize();
 
-    /** Copies {@code source} to {@code target} at {@code offset} ({@link Capability#RMA}). */
+    /**
+     * Copies {@code source} to {@code target} at {@code offset} ({@link Capability#RMA}). A
+     * {@code source} that overlaps the target at the same addresses of this process (the peer is
+     * this process) is copied as if through a temporary buffer, as {@code MemorySegment.copy}
+     * copies, however the transport cuts the copy up (the TCK checks it).
+     */
     default void put(MemorySegment source, RemoteRegion target, long offset) {
         throw new NotSupportedException("this transport has no RMA (capability RMA)");
     }
 
-    /** Copies {@code destination.byteSize()} bytes from {@code source} at {@code offset} ({@link Capability#RMA}). */
+    /**
+     * Copies {@code destination.byteSize()} bytes from {@code source} at {@code offset} ({@link Capability#RMA}); an
+     * overlapping {@code destination} as {@link #put} copies an overlapping source.
+     */
     default void get(RemoteRegion source, long offset, MemorySegment destination) {
         throw new NotSupportedException("this transport has no RMA (capability RMA)");
     }

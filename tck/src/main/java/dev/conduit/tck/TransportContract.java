@@ -1050,7 +1050,7 @@ public abstract class TransportContract extends PluginContract {
     }
 
     /** A 64 KiB region of the plugin's pool, exported, and an endpoint of another worker that opened it. */
-    private record PeerRegionRig(Region region, Endpoint endpoint, PeerRegion peer) {
+    private record PeerRegionRig(Conduit conduit, Region region, Endpoint endpoint, PeerRegion peer) {
     }
 
     private PeerRegionRig peerRegionRig() {
@@ -1060,7 +1060,40 @@ public abstract class TransportContract extends PluginContract {
         Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
         Region region = closeAfterTest(conduit.pool(plugin.name()).allocate(64 * 1024));
         Endpoint ep = sender.connect(receiver.address());
-        return new PeerRegionRig(region, ep, ep.peerRegion(region.exportHandle()));
+        return new PeerRegionRig(conduit, region, ep, ep.peerRegion(region.exportHandle()));
+    }
+
+    /**
+     * Endpoint's put and get: a local segment that overlaps the peer's region at the same addresses
+     * is copied as if through a temporary buffer, whichever way they overlap and however many pieces
+     * the transport cuts the copy into (verbs cut it into send buffers, first to last, and read
+     * bytes its first buffer had already written). The same addresses: over a plugin that maps
+     * regions here, its import through the same Conduit, which the IPC cache maps once with the
+     * peer region; over a cross-host one, the exported region itself, which RMA reaches.
+     */
+    @Test
+    public void aPutOrGetOverlappingThePeersRegionAtTheSameAddressesCopiesAsIfThroughATemporaryBuffer() {
+        assume(Capability.RMA);
+        PeerRegionRig rig = peerRegionRig();
+        MemorySegment memory = plugin.capabilities().contains(Capability.CROSS_HOST) ? rig.region().segment()
+                : closeAfterTest(rig.conduit().importRegion(rig.region().exportHandle())).segment();
+        Endpoint ep = rig.endpoint();
+        int length = 40_000;
+        for (long[] fromTo : new long[][] {{0, 100}, {100, 0}, {1000, 21_000}, {21_000, 1000}}) {
+            for (boolean put : new boolean[] {true, false}) {
+                Patterns.fill(memory, 33);
+                byte[] expected = memory.asSlice(fromTo[0], length).toArray(ValueLayout.JAVA_BYTE);
+                if (put) {
+                    ep.put(memory.asSlice(fromTo[0], length), rig.peer(), fromTo[1]);
+                    ep.flush();
+                } else {
+                    ep.get(rig.peer(), fromTo[0], memory.asSlice(fromTo[1], length));
+                }
+                assertSameBytes(memory.asSlice(fromTo[1], length).toArray(ValueLayout.JAVA_BYTE), "found in the region", expected,
+                        "copied", (put ? "put" : "get") + " of " + length + " bytes from offset " + fromTo[0] + " to " + fromTo[1]
+                                + " of the same memory");
+            }
+        }
     }
 
     /** Atomics are a capability of their own: a plugin may declare ATOMICS without RMA. */
