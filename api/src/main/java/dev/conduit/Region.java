@@ -24,7 +24,11 @@ public interface Region extends AutoCloseable {
      * The IPC handle another process gives to {@link Conduit#importRegion(byte[])} to map this
      * region: at most 4 KiB, with no absolute path, pid or host id in it. The chunk is exported
      * once, on the first call for any region in it, and the export stays valid until the chunk is
-     * freed.
+     * freed. So it outlives this region: once the region is closed while its chunk holds others, a
+     * process that imports the handle, or still maps it (an {@link ImportedRegion}, a
+     * {@link PeerRegion}), reads and writes whatever the pool hands that memory out for next, with
+     * no error; tell importers when a region is freed, and free it once they are done, as with
+     * UCX's and UMF's IPC handles.
      *
      * @throws IllegalStateException when the region, or its pool, is closed
      * @throws dev.conduit.spi.NotSupportedException when the pool's plugin exports no handles (it
