@@ -160,7 +160,9 @@ public interface Endpoint extends AutoCloseable {
 
     /**
      * Copies all of {@code source} into {@code target} at {@code offset}. Complete at the target
-     * once {@link #flush()} returns (at once on shared-memory transports). A {@code source} that
+     * once {@link #flush()} returns (at once on shared-memory transports); {@code source} may be
+     * reused, or freed, as soon as this returns: the transport has taken its bytes (as a send's
+     * payload). A {@code source} that
      * overlaps the target at the same addresses of this process (a segment of the same mapping: an
      * {@link ImportedRegion} of the same handle, which the IPC cache maps once; over verbs, the
      * region this process exported) is copied as if through a temporary buffer, as

@@ -98,7 +98,10 @@ public interface TransportEndpoint extends AutoCloseable {
     long maxPayloadSize();
 
     /**
-     * Copies {@code source} to {@code target} at {@code offset} ({@link Capability#RMA}). A
+     * Copies {@code source} to {@code target} at {@code offset} ({@link Capability#RMA}). When it
+     * returns, the transport has taken {@code source}'s bytes: the caller may overwrite or free it
+     * at once, while the copy completes at the target by {@link #flush()} (a transport that reads
+     * the source later, zero-copy, must have done so before returning; the TCK checks it). A
      * {@code source} that overlaps the target at the same addresses of this process (the peer is
      * this process) is copied as if through a temporary buffer, as {@code MemorySegment.copy}
      * copies, however the transport cuts the copy up (the TCK checks it).

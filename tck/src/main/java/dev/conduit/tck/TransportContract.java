@@ -37,6 +37,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
@@ -1047,6 +1048,43 @@ public abstract class TransportContract extends PluginContract {
                 "bytes got from the peer's region at offset 20000");
         assertThat(catchThrowable(() -> ep.put(Patterns.segment(16, 1), peer, 64 * 1024 - 8))).as("a put past the region's end")
                 .isInstanceOfAny(IndexOutOfBoundsException.class, IllegalArgumentException.class);
+    }
+
+    /**
+     * Endpoint's put: the source may be overwritten, and freed, as soon as put returns, before the
+     * flush that completes the copy at the target; the target gets the bytes the source held at
+     * the call. A transport that read the source later (zero-copy, at the flush) would give what
+     * replaced them, or touch freed memory.
+     */
+    @Test
+    public void aPutsSourceMayBeReusedAndFreedOnceThePutReturns() {
+        assume(Capability.RMA);
+        PeerRegionRig rig = peerRegionRig();
+        int length = 40_000;
+        MemorySegment source = Arena.ofAuto().allocate(length);
+        for (int round = 0; round < 3; round++) {
+            Patterns.fill(source, 40 + round);
+            rig.endpoint().put(source, rig.peer(), 1000L * round);
+            Patterns.fill(source, 90 + round);
+        }
+        rig.endpoint().flush();
+        for (int round = 0; round < 3; round++) {
+            // Each round's put overwrote the previous one's from offset 1000 * round on: what is left of each.
+            long from = 1000L * round;
+            int left = round < 2 ? 1000 : length;
+            assertSameBytes(rig.region().segment().asSlice(from, left).toArray(ValueLayout.JAVA_BYTE), "found in the region",
+                    Arrays.copyOf(Patterns.bytes(length, 40 + round), left), "in the source when put was called",
+                    "put " + round + " at offset " + from + ", its source overwritten as put returned, before the flush");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment freed = arena.allocate(length);
+            Patterns.fill(freed, 50);
+            rig.endpoint().put(freed, rig.peer(), 0);
+        }
+        assertThatCode(() -> rig.endpoint().flush()).as("flush after a put whose source was freed as put returned")
+                .doesNotThrowAnyException();
+        assertSameBytes(rig.region().segment().asSlice(0, length).toArray(ValueLayout.JAVA_BYTE), "found in the region",
+                Patterns.bytes(length, 50), "in the source when put was called", "a put whose source was freed as put returned");
     }
 
     /** A 64 KiB region of the plugin's pool, exported, and an endpoint of another worker that opened it. */

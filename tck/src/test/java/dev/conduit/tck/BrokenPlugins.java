@@ -576,6 +576,40 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * RMA as {@link DamagesPuts} does it right, except that a put only notes its source, which the
+     * flush copies: zero-copy, reading the caller's memory after put returned.
+     */
+    public static final class ReadsPutSourcesAtFlush extends WellBehavedVariants.AtomicsWithoutRma {
+        @Override
+        public Set<Capability> capabilities() {
+            return Set.of(Capability.AM, Capability.WAKEUP, Capability.MEMORY, Capability.IPC, Capability.ATOMICS, Capability.RMA);
+        }
+
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new AtomicEndpoint(target, events) {
+                private final List<Runnable> puts = new ArrayList<>();
+
+                @Override
+                public void put(MemorySegment source, RemoteRegion target, long offset) {
+                    puts.add(() -> target.localSegment().asSlice(offset, source.byteSize()).copyFrom(source));
+                }
+
+                @Override
+                public void flush() {
+                    puts.forEach(Runnable::run);
+                    puts.clear();
+                }
+
+                @Override
+                public void get(RemoteRegion source, long offset, MemorySegment destination) {
+                    destination.copyFrom(source.localSegment().asSlice(offset, destination.byteSize()));
+                }
+            };
+        }
+    }
+
     // ---- memory providers ----
 
     /** Its importer maps a payload without checking that it is complete. */
@@ -1250,6 +1284,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new DamagesPuts();
+        }
+    }
+
+    public static final class ReadsPutSourcesAtFlushSuite extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReadsPutSourcesAtFlush();
         }
     }
 

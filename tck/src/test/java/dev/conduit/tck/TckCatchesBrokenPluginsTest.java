@@ -93,6 +93,8 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.DamagesPutsSuite.class, "rmaReachesThePeersExportedRegion",
                         "bytes put into the peer's region at offset 100: byte " + BrokenPlugins.DamagesPuts.WRONG + " of 10000 found in the "
                                 + "region as "),
+                Arguments.of(BrokenPlugins.ReadsPutSourcesAtFlushSuite.class, "aPutsSourceMayBeReusedAndFreedOnceThePutReturns",
+                        "put 0 at offset 0, its source overwritten as put returned, before the flush: byte 0 of 1000 found in the region as "),
                 Arguments.of(BrokenPlugins.RecyclesDirtyChunksSuite.class, "chunksMadeOfFreedMemoryAreZeroedToo", "also when it reuses"),
                 Arguments.of(BrokenPlugins.RefusesZeroVaguelySuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize", "allocate(0)"),
                 Arguments.of(BrokenPlugins.HangsInImportSuite.class, "anExportMapsInASecondProcess", "did not end within PT5S"),
