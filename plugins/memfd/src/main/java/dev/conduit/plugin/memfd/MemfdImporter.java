@@ -41,8 +41,9 @@ import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
  * present the token and receive the memfd ({@link FdProtocol}), all within
  * {@code memfd.connect.timeout}; check from this side that the memfd is sealed against shrinking
  * and growing (so the producer or any other holder cannot make this mapping fault with
- * {@code SIGBUS}) and has the handle's length; map it {@code MAP_SHARED} into a shared arena of
- * its own; close the descriptor and the connection. Whatever fails, nothing stays open.
+ * {@code SIGBUS}) but not against writing, is open read-write, and has the handle's length; map
+ * it {@code MAP_SHARED} into a shared arena of its own; close the descriptor and the connection.
+ * Whatever fails, nothing stays open.
  *
  * <p>Stateless apart from its configuration, and thread-safe: it opens the shared directory for
  * each import rather than hold a descriptor nobody would close (an importer has no
@@ -59,6 +60,12 @@ final class MemfdImporter implements IpcImporter {
 
     /** The seals that fix the size. {@code F_SEAL_SEAL} is not required: without it seals can only be added, never removed. */
     private static final int REQUIRED_SEALS = Seals.F_SEAL_SHRINK | Seals.F_SEAL_GROW;
+    /** Seals that forbid a writable shared mapping, which every import makes; a provider never sets them. */
+    private static final int WRITE_SEALS = Seals.F_SEAL_WRITE | Seals.F_SEAL_FUTURE_WRITE;
+    /** What a memfd no provider would pass says about the server that passed it. */
+    private static final String NOT_A_PROVIDER = "A Conduit memfd provider passes the read-write descriptor of a chunk it sealed "
+            + "against resizing only, so whatever serves this socket is not one, or not as released: find the process that "
+            + "listens on it (ss -xlp)";
     private static final long MAX_CONNECT_PAUSE_NANOS = 50_000_000;
 
     private final Libc libc;
@@ -395,7 +402,12 @@ final class MemfdImporter implements IpcImporter {
 
     // ---------------------------------------------------------------- checking what arrived
 
-    /** Refuses a descriptor that is not a memfd sealed against resizing, or not {@code chunkLength} long. */
+    /**
+     * Refuses a descriptor that is not a memfd sealed against resizing, or not {@code chunkLength}
+     * long, or that cannot be mapped read-write and shared: sealed against writing, or open for
+     * reading or writing only. A provider passes none of these; each is named here rather than left
+     * to fail in {@code mmap} with a bare EPERM or EACCES, which would point at file permissions.
+     */
     private void verify(FileDescriptor memfd, String path, long chunkLength) {
         int seals;
         try {
@@ -412,10 +424,20 @@ final class MemfdImporter implements IpcImporter {
                     + (seals == 0 ? "none" : Seals.describe(seals)) + ", not " + Seals.describe(REQUIRED_SEALS)
                     + ", so any process holding it could resize it and make this mapping fault with SIGBUS");
         }
+        if ((seals & WRITE_SEALS) != 0) {
+            throw new ConduitException("refusing the chunk passed by " + path + ": its memfd carries the seals " + Seals.describe(seals)
+                    + ", and " + Seals.describe(seals & WRITE_SEALS) + " forbids the writable shared mapping an import makes. "
+                    + NOT_A_PROVIDER);
+        }
         FileStatus status = libc.fstat(memfd);
         if (!status.isRegularFile() || status.size() != chunkLength) {
             throw new ConduitException("refusing the chunk passed by " + path + ": its memfd is " + status.size()
                     + " bytes, but the handle's chunk length is " + chunkLength);
+        }
+        int access = libc.fileStatusFlags(memfd) & OpenFlags.O_ACCMODE;
+        if (access != OpenFlags.O_RDWR) {
+            throw new ConduitException("refusing the chunk passed by " + path + ": its descriptor is open " + OpenFlags.describe(access)
+                    + ", not O_RDWR, so it cannot be mapped read-write, as every import is. " + NOT_A_PROVIDER);
         }
     }
 

@@ -557,6 +557,78 @@ class MemfdImporterTest {
         assertRefusedMemfd(libc.open(file.toString(), OpenFlags.O_RDWR, 0), "is not a memfd");
     }
 
+    /**
+     * A memfd sealed against writing (F_SEAL_WRITE, or F_SEAL_FUTURE_WRITE) cannot be mapped
+     * writable and shared, as every import is. Such a memfd used to pass the checks and fail in
+     * mmap with a bare "EPERM (Operation not permitted)", which named neither the seal nor who set it.
+     */
+    @Test
+    void aMemfdSealedAgainstWritingIsRefusedNamingTheSeal() throws InterruptedException {
+        for (int writeSeal : new int[] {Seals.F_SEAL_WRITE, Seals.F_SEAL_FUTURE_WRITE}) {
+            FileDescriptor memfd = libc.memfdCreate("conduit-write-sealed", MemfdFlags.MFD_ALLOW_SEALING);
+            libc.ftruncate(memfd, SIZE);
+            libc.addSeals(memfd, Seals.FIXED_SIZE | writeSeal);
+            assertRefusedMemfd(memfd, "its memfd carries the seals " + Seals.describe(Seals.FIXED_SIZE | writeSeal) + ", and "
+                    + Seals.describe(writeSeal) + " forbids the writable shared mapping an import makes");
+        }
+    }
+
+    /**
+     * A descriptor of a properly sealed memfd, but opened for reading only (or writing only), as a
+     * reopen through /proc/&lt;pid&gt;/fd gives it, cannot be mapped read-write. It used to pass the
+     * checks and fail in mmap with a bare "EACCES (Permission denied)", which sends its reader to the
+     * shared directory's permissions.
+     */
+    @Test
+    void aDescriptorOfASealedMemfdOpenedForReadingOnlyIsRefusedNamingItsAccessMode() throws InterruptedException {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-read-only", MemfdFlags.MFD_ALLOW_SEALING)) {
+            libc.ftruncate(memfd, SIZE);
+            libc.addSeals(memfd, Seals.FIXED_SIZE);
+            for (int access : new int[] {OpenFlags.O_RDONLY, OpenFlags.O_WRONLY}) {
+                assertRefusedMemfd(libc.open("/proc/self/fd/" + memfd.fd(), access, 0), "its descriptor is open "
+                        + OpenFlags.describe(access) + ", not O_RDWR, so it cannot be mapped read-write");
+            }
+        }
+    }
+
+    /**
+     * A reply that passes more than one descriptor is a protocol error, whether they come in one
+     * message or in two, and every one of them is closed: none stays open in this process.
+     */
+    @Test
+    void descriptorsBeyondTheOneAnOkReplyCarriesAreAProtocolErrorAndAllAreClosed() throws InterruptedException {
+        byte[] ok = FdProtocol.okReply(SIZE);
+        try (FileDescriptor first = sealedMemfd(); FileDescriptor second = sealedMemfd(); FileDescriptor third = sealedMemfd()) {
+            assertPassingFails(new Wire.Answer(List.of(new Wire.Piece(ok, List.of(first, second)))),
+                    "protocol error: the memfd fd server on " + shared + "/conduit-memfd-", "passed more descriptors than one (2 received and closed)");
+            assertPassingFails(new Wire.Answer(List.of(new Wire.Piece(ok, List.of(first, second, third)))),
+                    "protocol error", "passed more descriptors than one");
+            assertPassingFails(new Wire.Answer(List.of(new Wire.Piece(Arrays.copyOf(ok, 1), List.of(first)),
+                    new Wire.Piece(Arrays.copyOfRange(ok, 1, ok.length), List.of(second)))), "protocol error", "passed a second descriptor");
+            // A refusal that comes with a descriptor is a refusal; the descriptor is closed.
+            assertPassingFails(new Wire.Answer(FdProtocol.refusal(FdProtocol.STATUS_UNKNOWN_TOKEN), first), "export gone", "");
+        }
+    }
+
+    /** A memfd as a provider makes it: {@link #SIZE} bytes, sealed against resizing. */
+    private FileDescriptor sealedMemfd() {
+        FileDescriptor memfd = libc.memfdCreate("conduit-extra", MemfdFlags.MFD_ALLOW_SEALING);
+        libc.ftruncate(memfd, SIZE);
+        libc.addSeals(memfd, Seals.FIXED_SIZE);
+        return memfd;
+    }
+
+    /** Serves {@code answer} to one import, which must fail with both messages and leave no descriptor open. */
+    private void assertPassingFails(Wire.Answer answer, String message, String detail) throws InterruptedException {
+        long fds = Leaks.openFdsWhenQuiet();
+        try (Wire.FakeServer server = new Wire.FakeServer(libc, shared, request -> answer)) {
+            assertThatThrownBy(() -> map(importer, server.payload(new byte[16]), SIZE))
+                    .isInstanceOf(ConduitException.class).hasMessageContaining(message).hasMessageContaining(detail);
+        }
+        assertThat(Leaks.openFdsSettlingAt(fds)).as("descriptors after the import").isEqualTo(fds);
+        assertThat(Leaks.memfdMappings()).as("mappings of a memfd of this plugin").isZero();
+    }
+
     /** Serves {@code memfd} (then closes it) with an ok reply of {@link #SIZE} and expects the import to be refused. */
     private void assertRefusedMemfd(FileDescriptor memfd, String message) throws InterruptedException {
         try (memfd) {

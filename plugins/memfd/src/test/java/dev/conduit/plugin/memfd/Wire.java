@@ -55,8 +55,16 @@ final class Wire {
         }
     }
 
-    /** What a {@link FakeServer} sends: reply bytes, and optionally a descriptor with them. */
-    record Answer(byte[] reply, FileDescriptor fd) {}
+    /** One {@code sendmsg} of a {@link FakeServer}'s answer: bytes, and the descriptors that travel with them. */
+    record Piece(byte[] bytes, List<FileDescriptor> fds) {}
+
+    /** What a {@link FakeServer} sends, one {@code sendmsg} per piece; the descriptors stay the test's to close. */
+    record Answer(List<Piece> pieces) {
+        /** The reply in one piece, with {@code fd} if it is not {@code null}. */
+        Answer(byte[] reply, FileDescriptor fd) {
+            this(List.of(new Piece(reply, fd == null ? List.of() : List.of(fd))));
+        }
+    }
 
     /**
      * A server in the shared directory under a valid fd server socket name that answers one
@@ -104,10 +112,8 @@ final class Wire {
                     received += message.bytes();
                 }
                 Answer a = answer.apply(Arrays.copyOf(request, received));
-                if (a.fd() == null) {
-                    libc.sendmsg(connection, MemorySegment.ofArray(a.reply()));
-                } else {
-                    libc.sendmsg(connection, MemorySegment.ofArray(a.reply()), a.fd());
+                for (Piece piece : a.pieces()) {
+                    libc.sendmsg(connection, MemorySegment.ofArray(piece.bytes()), piece.fds().toArray(FileDescriptor[]::new));
                 }
             }
         }
