@@ -404,9 +404,10 @@ final class MemfdImporter implements IpcImporter {
 
     /**
      * Refuses a descriptor that is not a memfd sealed against resizing, or not {@code chunkLength}
-     * long, or that cannot be mapped read-write and shared: sealed against writing, or open for
-     * reading or writing only. A provider passes none of these; each is named here rather than left
-     * to fail in {@code mmap} with a bare EPERM or EACCES, which would point at file permissions.
+     * long, or that cannot be mapped read-write and shared: sealed against writing, or a descriptor
+     * open for reading or writing only, or an O_PATH one. A provider passes none of these; each is
+     * named here rather than left to fail with a bare errno (EPERM or EACCES from {@code mmap},
+     * which would point at file permissions; EBADF from {@code fcntl}).
      */
     private void verify(FileDescriptor memfd, String path, long chunkLength) {
         int seals;
@@ -417,7 +418,14 @@ final class MemfdImporter implements IpcImporter {
                 throw new ConduitException("refusing the chunk passed by " + path + ": the descriptor is not a memfd ("
                         + e.getMessage() + ")", e);
             }
-            throw e;
+            // fcntl answers EBADF for an O_PATH descriptor, which F_GETFL alone accepts: the passed descriptor is open, so
+            // that is what it is, not one of ours mixed up.
+            if (e.errno() == Errno.EBADF && (libc.fileStatusFlags(memfd) & OpenFlags.O_PATH) != 0) {
+                throw new ConduitException("refusing the chunk passed by " + path + ": the descriptor is an O_PATH one, which can be "
+                        + "neither checked for seals nor mapped (" + e.getMessage() + "). " + NOT_A_PROVIDER, e);
+            }
+            throw new ConduitException("cannot check the seals of the chunk passed by " + path + ": " + e.getMessage() + "; "
+                    + Errno.remedy(e.errno(), "see the cause"), e);
         }
         if ((seals & REQUIRED_SEALS) != REQUIRED_SEALS) {
             throw new ConduitException("refusing the chunk passed by " + path + ": its memfd carries the seals "

@@ -557,6 +557,27 @@ class MemfdImporterTest {
         assertRefusedMemfd(libc.open(file.toString(), OpenFlags.O_RDWR, 0), "is not a memfd");
     }
 
+    /** A socket or a directory passed in place of the memfd is refused as no memfd, and closed. */
+    @Test
+    void aSocketOrADirectoryPassedInPlaceOfTheMemfdIsRefusedAsNoMemfd() throws InterruptedException {
+        assertRefusedMemfd(libc.socket(SocketFlags.SOCK_STREAM), "the descriptor is not a memfd");
+        assertRefusedMemfd(libc.open(shared.toString(), OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY, 0), "the descriptor is not a memfd");
+    }
+
+    /**
+     * An O_PATH descriptor of a properly sealed memfd can be passed, but neither checked (fcntl
+     * answers EBADF to F_GET_SEALS) nor mapped. It used to fail the import with the bare
+     * "fcntl(fd N (received), F_GET_SEALS): EBADF (Bad file descriptor)", which named neither the
+     * server nor what it passed, and read as a descriptor this process had mixed up.
+     */
+    @Test
+    void anOPathDescriptorOfASealedMemfdIsRefusedNamingItsKind() throws InterruptedException {
+        try (FileDescriptor memfd = sealedMemfd()) {
+            assertRefusedMemfd(libc.open("/proc/self/fd/" + memfd.fd(), OpenFlags.O_PATH, 0),
+                    "the descriptor is an O_PATH one, which can be neither checked for seals nor mapped");
+        }
+    }
+
     /**
      * A memfd sealed against writing (F_SEAL_WRITE, or F_SEAL_FUTURE_WRITE) cannot be mapped
      * writable and shared, as every import is. Such a memfd used to pass the checks and fail in
@@ -632,7 +653,7 @@ class MemfdImporterTest {
     /** Serves {@code memfd} (then closes it) with an ok reply of {@link #SIZE} and expects the import to be refused. */
     private void assertRefusedMemfd(FileDescriptor memfd, String message) throws InterruptedException {
         try (memfd) {
-            if (libc.fstat(memfd).size() == 0) {
+            if (libc.fstat(memfd).isRegularFile() && libc.fstat(memfd).size() == 0) {
                 libc.ftruncate(memfd, SIZE);
             }
             long fds = Leaks.openFdsWhenQuiet();
