@@ -217,6 +217,93 @@ class FdServerTest {
                 .contains("within memfd.server.timeout");
     }
 
+    /**
+     * Descriptors a client sends with its request are never installed in the server's process
+     * (it reads requests without room for any, so the kernel drops them), and the request is
+     * answered as it would be without them.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void descriptorsAClientSendsWithItsRequestStayOutOfTheServersProcess() throws InterruptedException {
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            byte[] token = MemfdPayload.decode(new PayloadReader(provider.export(provider.allocate(SIZE)))).token();
+            String socket = shared.resolve(provider.server().socketName()).toString();
+            long before = Leaks.openFdsWhenQuiet();
+            byte[] otherVersion = FdProtocol.request(token);
+            otherVersion[0] = 7;
+            for (byte[] request : List.of(FdProtocol.request(token), FdProtocol.request(new byte[16]), otherVersion)) {
+                try (FileDescriptor client = libc.socket(SocketFlags.SOCK_STREAM);
+                     FileDescriptor first = libc.memfdCreate("conduit-sent-to-server", 0);
+                     FileDescriptor second = libc.socket(SocketFlags.SOCK_STREAM)) {
+                    libc.connect(client, socket);
+                    libc.sendmsg(client, MemorySegment.ofArray(request), first, second, client);
+                    try (Wire.Reply reply = receiveUntilClosed(client)) {
+                        assertThat(reply.status()).isEqualTo(request == otherVersion ? FdProtocol.STATUS_OTHER_VERSION
+                                : Arrays.equals(request, FdProtocol.request(token)) ? FdProtocol.STATUS_OK : FdProtocol.STATUS_UNKNOWN_TOKEN);
+                        assertThat(reply.fds()).hasSize(reply.status() == FdProtocol.STATUS_OK ? 1 : 0);
+                    }
+                }
+            }
+            assertThat(Leaks.openFdsSettlingAt(before)).as("descriptors once every exchange is over").isEqualTo(before);
+            assertThat(provider.server().thread().isAlive()).isTrue();
+        }
+    }
+
+    /** What the server sent on {@code client} until it closed. */
+    private Wire.Reply receiveUntilClosed(FileDescriptor client) {
+        byte[] buffer = new byte[64];
+        int received = 0;
+        List<FileDescriptor> fds = new java.util.ArrayList<>();
+        while (true) {
+            assertThat(libc.poll(client, PollEvents.POLLIN, 10_000)).as("the server answers").isNotZero();
+            dev.conduit.linux.ReceivedMessage message = libc.recvmsg(client, MemorySegment.ofArray(buffer).asSlice(received), 4);
+            fds.addAll(message.fds());
+            if (message.bytes() <= 0) {
+                return new Wire.Reply(Arrays.copyOf(buffer, received), fds);
+            }
+            received += message.bytes();
+        }
+    }
+
+    /**
+     * More importers at once than the socket's backlog holds (64) are all served: a connect that
+     * finds the backlog full is tried again until memfd.connect.timeout, and nothing stays open.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void moreImportersAtOnceThanTheBacklogHoldsAreAllServedAndLeaveNothingOpen() throws Exception {
+        int importers = 150;
+        Map<String, String> config = Map.of("memfd.connect.timeout", "60s");
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared, config))) {
+            Chunk chunk = provider.allocate(SIZE);
+            chunk.segment().set(JAVA_LONG, 0, 4242);
+            byte[] payload = provider.export(chunk);
+            dev.conduit.spi.IpcImporter importer = new MemfdPlugin().ipcImporter(TestContext.of(shared, config));
+            try (ChunkMapping warmUp = importer.map(new PayloadReader(payload), SIZE)) {
+                assertThat(warmUp.segment().get(JAVA_LONG, 0)).isEqualTo(4242);
+            }
+            long before = Leaks.openFdsWhenQuiet();
+            java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+            List<java.util.concurrent.Future<Long>> imports = new java.util.ArrayList<>();
+            try (var threads = java.util.concurrent.Executors.newFixedThreadPool(importers)) {
+                for (int i = 0; i < importers; i++) {
+                    imports.add(threads.submit(() -> {
+                        start.await();
+                        try (ChunkMapping mapping = importer.map(new PayloadReader(payload), SIZE)) {
+                            return mapping.segment().get(JAVA_LONG, 0);
+                        }
+                    }));
+                }
+                start.countDown();
+                for (java.util.concurrent.Future<Long> result : imports) {
+                    assertThat(result.get()).isEqualTo(4242);
+                }
+            }
+            assertThat(Leaks.openFdsSettlingAt(before)).as("descriptors once every import is closed").isEqualTo(before);
+            assertThat(Leaks.memfdMappings()).as("the producer's own mapping only").isEqualTo(1);
+        }
+    }
+
     @Test
     @Timeout(60) // a hang guard, not a speed check
     void closeStopsTheServerWhileAClientHoldsAConnectionAndLeavesNoSocketOrThread() {
