@@ -230,6 +230,9 @@ final class MemfdImporter implements IpcImporter {
                             + ", the file opened and checked for it (" + e.getMessage() + "): " + procSelfFd
                             + " does not show this process's descriptors: " + FdProtocol.PROC_REMEDY, e);
                     case Errno.EACCES, Errno.EPERM -> throw permissionDenied(path, socketStatus, e);
+                    case Errno.EPROTOTYPE -> throw new ConduitException("cannot connect to the producer's socket " + path + ": "
+                            + e.getMessage() + ": it is a datagram or seqpacket socket, not the stream socket of a memfd fd server; "
+                            + "the handle is corrupt or forged, or something other than a Conduit producer has the name", e);
                     case Errno.EAGAIN -> {
                         // The server's backlog is full: it is busy with other importers. Retry until the deadline.
                         if (System.nanoTime() + pauseNanos - deadline > 0) {

@@ -719,6 +719,30 @@ class MemfdImporterTest {
         }
     }
 
+    /**
+     * A datagram or seqpacket socket under a memfd socket's name is no fd server. Connecting to
+     * one used to fail with the bare "connect(...): EPROTOTYPE (Protocol wrong type for socket)".
+     */
+    @Test
+    void aSocketOfAnotherTypeUnderTheNameIsRefusedAsNoFdServer() throws InterruptedException {
+        for (int type : new int[] {SocketFlags.SOCK_DGRAM, SocketFlags.SOCK_SEQPACKET}) {
+            String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
+            long fds = Leaks.openFdsWhenQuiet();
+            try (FileDescriptor other = libc.socket(type)) {
+                libc.bind(other, shared.resolve(name).toString());
+                if (type == SocketFlags.SOCK_SEQPACKET) {
+                    libc.listen(other, 4);
+                }
+                assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("cannot connect to the producer's socket " + shared.resolve(name))
+                        .hasMessageContaining("EPROTOTYPE")
+                        .hasMessageContaining("it is a datagram or seqpacket socket, not the stream socket of a memfd fd server");
+            }
+            assertThat(Leaks.openFds()).isEqualTo(fds);
+        }
+    }
+
     @Test
     void aServerThatNeverAnswersTimesOutNamingTheKey() {
         IpcImporter impatient = new MemfdPlugin().ipcImporter(TestContext.of(shared, Map.of("memfd.connect.timeout", "200ms")));
