@@ -631,6 +631,36 @@ class MemfdImporterTest {
         }
     }
 
+    /**
+     * A reply that arrives in pieces (the descriptor with its first byte, the length in two more)
+     * is put together: the import maps the memfd passed; and a status 4 whose version byte comes
+     * apart still names that version.
+     */
+    @Test
+    void aReplySplitAcrossReadsIsPutTogether() throws InterruptedException {
+        byte[] ok = FdProtocol.okReply(SIZE);
+        try (FileDescriptor memfd = sealedMemfd()) {
+            long fds = Leaks.openFdsWhenQuiet();
+            try (Wire.FakeServer server = new Wire.FakeServer(libc, shared, request -> new Wire.Answer(List.of(
+                    new Wire.Piece(Arrays.copyOf(ok, 1), List.of(memfd)), new Wire.Piece(Arrays.copyOfRange(ok, 1, 5), List.of()),
+                    new Wire.Piece(Arrays.copyOfRange(ok, 5, ok.length), List.of()))));
+                 ChunkMapping mapping = map(importer, server.payload(new byte[16]), SIZE)) {
+                mapping.segment().set(JAVA_LONG, SIZE - 8, 99);
+                try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                    MemorySegment own = libc.mmap(memfd, 0, SIZE, dev.conduit.linux.MmapFlags.PROT_READ,
+                            dev.conduit.linux.MmapFlags.MAP_SHARED, arena);
+                    assertThat(own.get(JAVA_LONG, SIZE - 8)).as("written through the import, read through the memfd passed").isEqualTo(99);
+                }
+            }
+            assertThat(Leaks.openFdsSettlingAt(fds)).isEqualTo(fds);
+        }
+        try (Wire.FakeServer server = new Wire.FakeServer(libc, shared, request -> new Wire.Answer(List.of(
+                new Wire.Piece(new byte[] {FdProtocol.STATUS_OTHER_VERSION}, List.of()), new Wire.Piece(new byte[] {2}, List.of()))))) {
+            assertThatThrownBy(() -> map(importer, server.payload(new byte[16]), SIZE))
+                    .hasMessageContaining("memfd fd protocol version 2, where this process's Conduit reads only version 1");
+        }
+    }
+
     /** A memfd as a provider makes it: {@link #SIZE} bytes, sealed against resizing. */
     private FileDescriptor sealedMemfd() {
         FileDescriptor memfd = libc.memfdCreate("conduit-extra", MemfdFlags.MFD_ALLOW_SEALING);

@@ -17,6 +17,7 @@ import java.util.function.Function;
 /** The fd server's protocol spoken by hand: a raw client, and a fake server that answers what a test tells it to. */
 final class Wire {
     private static final int WAIT_MILLIS = 10_000;
+    private static final int PIECE_PAUSE_MILLIS = 50;
 
     private Wire() {}
 
@@ -112,9 +113,22 @@ final class Wire {
                     received += message.bytes();
                 }
                 Answer a = answer.apply(Arrays.copyOf(request, received));
-                for (Piece piece : a.pieces()) {
+                for (int i = 0; i < a.pieces().size(); i++) {
+                    if (i > 0) {
+                        pauseBetweenPieces(); // so that the client most likely reads them apart
+                    }
+                    Piece piece = a.pieces().get(i);
                     libc.sendmsg(connection, MemorySegment.ofArray(piece.bytes()), piece.fds().toArray(FileDescriptor[]::new));
                 }
+            }
+        }
+
+        private static void pauseBetweenPieces() {
+            try {
+                Thread.sleep(PIECE_PAUSE_MILLIS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted between the pieces of an answer", e);
             }
         }
 
