@@ -85,6 +85,8 @@ final class FdServer implements AutoCloseable {
     private final RepeatedWarning silentClient;
     /** An accept that failed (out of descriptors, typically), retried until it works. */
     private final RepeatedWarning acceptFailed;
+    /** A reply that could not be sent for a cause on this side (ETOOMANYREFS): said again only after a minute. */
+    private final RepeatedWarning serveFailed;
     private final FileDescriptor stop;
     private final int ownUid;
     private final Set<Integer> allowedUids;
@@ -116,6 +118,7 @@ final class FdServer implements AutoCloseable {
         this.refusedPeer = new RepeatedWarning(logger, REPEATED_WARNING);
         this.silentClient = new RepeatedWarning(logger, REPEATED_WARNING);
         this.acceptFailed = new RepeatedWarning(logger, REPEATED_WARNING);
+        this.serveFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.thread = Thread.ofPlatform().daemon().name("conduit-memfd-server-" + owner.substring(0, 8))
                 .unstarted(this::serveUntilStopped);
     }
@@ -371,19 +374,37 @@ final class FdServer implements AutoCloseable {
         if (connection == null) {
             return; // the client gave up between poll and accept
         }
+        PeerCredentials[] peer = new PeerCredentials[1];
         try (connection) {
-            serve(connection, request);
+            peer[0] = libc.peerCredentials(connection);
+            serve(connection, peer[0], request);
         } catch (ErrnoException e) {
-            // The client went away mid-exchange (EPIPE, ECONNRESET): its import fails on its side.
-            logger.log(DEBUG, () -> "memfd fd server on " + socketPath + " dropped a connection: " + e.getMessage());
+            if (e.errno() == Errno.EPIPE || e.errno() == Errno.ECONNRESET) {
+                // The client went away mid-exchange: its import fails on its side.
+                logger.log(DEBUG, () -> "memfd fd server on " + socketPath + " dropped a connection: " + e.getMessage());
+            } else {
+                // A cause on this side: the importer learns only that the connection closed, so this log is the one place
+                // that names it.
+                serveFailed.log(() -> "memfd fd server on " + socketPath + " could not answer "
+                        + (peer[0] == null ? "a client" : describe(peer[0])) + ": " + e.getMessage() + "; " + serveRemedy(e.errno())
+                        + "; the importer was told only that the connection closed");
+            }
         } catch (RuntimeException e) {
             // A bug in serving one client must not take the server down for every other one.
             logger.log(ERROR, "memfd fd server on " + socketPath + " failed to serve a connection", e);
         }
     }
 
-    private void serve(FileDescriptor connection, MemorySegment requestBuffer) {
-        PeerCredentials peer = libc.peerCredentials(connection);
+    /** What to do about an errno that kept the server from answering a client. */
+    private static String serveRemedy(int errno) {
+        return errno == Errno.ETOOMANYREFS
+                ? "this user has more descriptors in flight (passed, and not yet received) than its open-file limit: an importer "
+                + "that asks for chunks and does not read the replies holds them (ss -xp shows who has data queued on this "
+                + "socket's connections); close it, or raise the producer's limit (ulimit -n, LimitNOFILE=)"
+                : Errno.remedy(errno, "see the errno");
+    }
+
+    private void serve(FileDescriptor connection, PeerCredentials peer, MemorySegment requestBuffer) {
         if (!admits(peer)) {
             // Answered before reading anything, so a user who may not import cannot hold the
             // server for memfd.server.timeout either.

@@ -511,14 +511,15 @@ final class MemfdImporter implements IpcImporter {
      * The server closed the connection without an answer, reading the request (end of stream) or
      * not (a reset): its producer is going away, or its fd server gave up waiting for the request
      * after its {@code memfd.server.timeout}, which, set shorter than a client takes to send one,
-     * refuses every import while the producer lives. (A reset used to be called the producer's exit
-     * alone.)
+     * refuses every import while the producer lives; or its server could not send the answer (a
+     * WARNING of its own names the cause). (A reset used to be called the producer's exit alone.)
      */
     private static ConduitException producerGoneOrRequestDropped(String path, String what, Throwable cause) {
         return new ConduitException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or exited, so "
                 + "its chunks can no longer be imported; or, if it lives, its fd server dropped this request after waiting "
                 + MemfdConfig.describe(MemfdConfig.SERVER_TIMEOUT) + " for it, on the producer's side: a timeout shorter than "
-                + "an importer takes to send its request refuses every import, so raise it there", cause);
+                + "an importer takes to send its request refuses every import, so raise it there; or its fd server could not send the "
+                + "answer, and a WARNING in the producer's log names why", cause);
     }
 
     /** Gone as far as the files say: a cleaner that removes the lease too looks the same from here, for a second. */

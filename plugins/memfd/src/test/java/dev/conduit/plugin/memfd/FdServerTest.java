@@ -218,6 +218,54 @@ class FdServerTest {
     }
 
     /**
+     * A reply the server cannot send for a cause of its own side (here ETOOMANYREFS, which the
+     * kernel answers when the producer's user has more descriptors in flight, passed and not yet
+     * received, than its open-file limit: an admitted importer that asks for chunks and never reads
+     * the replies can get there) is a WARNING naming the errno and the remedy, once a minute with
+     * the count of those held back; the importer is told only that the connection closed. It was a
+     * DEBUG line, as for a client that went away, so the producer's log said nothing while every
+     * import failed. A client that goes away mid-exchange stays a DEBUG line.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aReplyTheServerCannotSendIsAWarningNamingTheCauseAndTheRemedy() {
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        Libc tooManyInFlight = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("sendmsg") && ((FileDescriptor[]) args[2]).length > 0) {
+                        throw new dev.conduit.linux.ErrnoException("sendmsg", dev.conduit.linux.Errno.ETOOMANYREFS, "socket",
+                                "injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (MemfdProvider provider = MemfdProvider.open(tooManyInFlight, new TestContext(Map.of(), shared, recording))) {
+            byte[] payload = provider.export(provider.allocate(SIZE));
+            dev.conduit.spi.IpcImporter importer = new MemfdPlugin().ipcImporter(TestContext.of(shared));
+            for (int i = 0; i < 3; i++) {
+                org.assertj.core.api.Assertions.assertThatThrownBy(() -> importer.map(new PayloadReader(payload), SIZE))
+                        .hasMessageContaining("closed the connection without answering")
+                        .hasMessageContaining("or its fd server could not send the answer, and a WARNING in the producer's log names why");
+            }
+            // Its own user's client that goes away is no cause for a WARNING.
+            try (FileDescriptor client = libc.socket(SocketFlags.SOCK_STREAM)) {
+                libc.connect(client, shared.resolve(provider.server().socketName()).toString());
+            }
+            assertThat(provider.server().thread().isAlive()).isTrue();
+        }
+        assertThat(recording.warnings()).singleElement().asString()
+                .contains("memfd fd server on " + shared + "/conduit-memfd-")
+                .contains("could not answer a client with uid " + Integer.toUnsignedString(ownUid))
+                .contains("ETOOMANYREFS")
+                .contains("more descriptors in flight")
+                .contains("ulimit -n")
+                .contains("the importer was told only that the connection closed");
+    }
+
+    /**
      * Descriptors a client sends with its request are never installed in the server's process
      * (it reads requests without room for any, so the kernel drops them), and the request is
      * answered as it would be without them.
