@@ -661,6 +661,18 @@ class MemfdImporterTest {
         }
     }
 
+    /** A server that closes after the first byte of an ok reply, the memfd with it, has the import fail naming that, and the memfd closed. */
+    @Test
+    void anOkReplyCutShortIsAProtocolErrorAndTheDescriptorItPassedIsClosed() throws InterruptedException {
+        byte[] ok = FdProtocol.okReply(SIZE);
+        try (FileDescriptor memfd = sealedMemfd()) {
+            assertPassingFails(new Wire.Answer(List.of(new Wire.Piece(Arrays.copyOf(ok, 1), List.of(memfd)))),
+                    "protocol error", "ended its reply after 1 of " + FdProtocol.OK_REPLY_LENGTH + " bytes");
+            assertPassingFails(new Wire.Answer(List.of(new Wire.Piece(Arrays.copyOf(ok, 5), List.of(memfd)))),
+                    "protocol error", "ended its reply after 5 of " + FdProtocol.OK_REPLY_LENGTH + " bytes");
+        }
+    }
+
     /** A memfd as a provider makes it: {@link #SIZE} bytes, sealed against resizing. */
     private FileDescriptor sealedMemfd() {
         FileDescriptor memfd = libc.memfdCreate("conduit-extra", MemfdFlags.MFD_ALLOW_SEALING);
