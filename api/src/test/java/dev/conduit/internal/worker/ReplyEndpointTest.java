@@ -528,6 +528,35 @@ class ReplyEndpointTest {
         return new SlowConnect(plugin, client, server, toServer, held, release, new ArrayList<>(), new AtomicBoolean(), new AtomicReference<>());
     }
 
+    /**
+     * Two requests of one connection, each answered through replyEndpoint() on a thread of its own:
+     * the first one's connect is held until the second is answered, then let go, and both answers
+     * arrive. The reply endpoints used, by request.
+     */
+    private static Map<Long, Endpoint> answerTwoRequestsOfOneSenderTheFirstConnectHeld(SlowConnect s) throws InterruptedException {
+        Map<Long, Endpoint> usedByRequest = new ConcurrentHashMap<>();
+        AtomicInteger answers = new AtomicInteger();
+        s.server().onMessage(1, m -> {
+            Endpoint back = m.replyEndpoint();
+            usedByRequest.put(m.payloadLong(0), back);
+            back.send(2, longs(m.payloadLong(0)));
+        });
+        s.client().onMessage(2, m -> answers.incrementAndGet());
+        s.toServer().getFirst().send(1, longs(0));
+        s.progressServerOnAnotherThread();
+        assertThat(s.held().await(10, TimeUnit.SECONDS)).as("the answer to the first request is connecting").isTrue();
+
+        s.toServer().getFirst().send(1, longs(1));
+        s.progressServerOnAnotherThread();
+        assertThat(progressWithin10s(() -> answers.get() == 1 || s.failure().get() != null, s.client()))
+                .as("the second request answered while the first one's connect is held").isTrue();
+
+        s.release().countDown();
+        assertThat(progressWithin10s(() -> answers.get() == 2 || s.failure().get() != null, s.client())).isTrue();
+        assertThat(s.failure().get()).as("what a server thread threw").isNull();
+        return usedByRequest;
+    }
+
     /** Progresses {@code worker} on this thread until {@code done}; false if it is not done within 10 s. */
     private static boolean progressWithin10s(java.util.function.BooleanSupplier done, Worker worker) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -574,26 +603,7 @@ class ReplyEndpointTest {
     @Test
     void threadsThatConnectToOneSenderAtOnceKeepTheEndpointConnectedFirstAndCloseTheOther() throws InterruptedException {
         try (SlowConnect s = holdFirstConnect(1)) {
-            Map<Long, Endpoint> usedByRequest = new ConcurrentHashMap<>();
-            AtomicInteger answers = new AtomicInteger();
-            s.server().onMessage(1, m -> {
-                Endpoint back = m.replyEndpoint();
-                usedByRequest.put(m.payloadLong(0), back);
-                back.send(2, longs(m.payloadLong(0)));
-            });
-            s.client().onMessage(2, m -> answers.incrementAndGet());
-            s.toServer().getFirst().send(1, longs(0));
-            s.progressServerOnAnotherThread();
-            assertThat(s.held().await(10, TimeUnit.SECONDS)).isTrue();
-
-            s.toServer().getFirst().send(1, longs(1));
-            s.progressServerOnAnotherThread();
-            assertThat(progressWithin10s(() -> answers.get() == 1 || s.failure().get() != null, s.client()))
-                    .as("the second request answered while the first one's connect is held").isTrue();
-
-            s.release().countDown();
-            assertThat(progressWithin10s(() -> answers.get() == 2 || s.failure().get() != null, s.client())).isTrue();
-            assertThat(s.failure().get()).as("what a server thread threw").isNull();
+            Map<Long, Endpoint> usedByRequest = answerTwoRequestsOfOneSenderTheFirstConnectHeld(s);
             assertThat(usedByRequest.get(0L)).as("the first answer went through the endpoint the second made").isSameAs(usedByRequest.get(1L));
             List<LoopbackPlugin.LoopbackEndpoint> made = s.serverTransport().endpoints;
             assertThat(made).hasSize(2);
@@ -613,24 +623,7 @@ class ReplyEndpointTest {
     void aThreadWhoseConnectFailsAfterAnotherThreadsConnectToTheSameSenderWasKeptAnswersThroughTheKeptOne()
             throws InterruptedException {
         try (SlowConnect s = holdFirstConnect(1, new ConduitException("the sender's queue is full of connections"))) {
-            Map<Long, Endpoint> usedByRequest = new ConcurrentHashMap<>();
-            AtomicInteger answers = new AtomicInteger();
-            s.server().onMessage(1, m -> {
-                Endpoint back = m.replyEndpoint();
-                usedByRequest.put(m.payloadLong(0), back);
-                back.send(2, longs(m.payloadLong(0)));
-            });
-            s.client().onMessage(2, m -> answers.incrementAndGet());
-            s.toServer().getFirst().send(1, longs(0));
-            s.progressServerOnAnotherThread();
-            assertThat(s.held().await(10, TimeUnit.SECONDS)).isTrue();
-            s.toServer().getFirst().send(1, longs(1));
-            s.progressServerOnAnotherThread();
-            assertThat(progressWithin10s(() -> answers.get() == 1 || s.failure().get() != null, s.client())).isTrue();
-
-            s.release().countDown();
-            assertThat(progressWithin10s(() -> answers.get() == 2 || s.failure().get() != null, s.client())).isTrue();
-            assertThat(s.failure().get()).as("what a server thread threw").isNull();
+            Map<Long, Endpoint> usedByRequest = answerTwoRequestsOfOneSenderTheFirstConnectHeld(s);
             assertThat(usedByRequest.get(0L)).isSameAs(usedByRequest.get(1L));
             assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isEqualTo(1);
         }

@@ -3002,6 +3002,31 @@ class ShmTransportTest {
     }
 
     /**
+     * A daemon thread that loops, until {@code stop}, an await of up to 10 s and a progress of
+     * {@code receiver}, counting in {@code ranOut} the awaits that slept their whole 10 s (a
+     * wake-up lost), and keeping what it throws in {@code failure}.
+     */
+    private static Thread awaitAndProgressUntil(AtomicBoolean stop, Transport receiver, AtomicInteger ranOut,
+                                                AtomicReference<Throwable> failure) {
+        return Thread.ofPlatform().daemon().start(() -> {
+            try {
+                while (!stop.get()) {
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                    while (!receiver.await(deadline - System.nanoTime())) {
+                        if (deadline - System.nanoTime() <= 0) {
+                            ranOut.incrementAndGet();
+                            break;
+                        }
+                    }
+                    receiver.progress();
+                }
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        });
+    }
+
+    /**
      * No wake-up is lost for any record a sender commits, not only a small message (which
      * AwaitAcrossProcessesTest's trickle and ping-pong check across processes): a receiving thread
      * only loops await (with the time left of 10 s) and progress, while the sending thread, after
@@ -3035,22 +3060,7 @@ class ShmTransportTest {
         AtomicInteger ranOut = new AtomicInteger();
         AtomicBoolean stop = new AtomicBoolean();
         AtomicReference<Throwable> receiverFailure = new AtomicReference<>();
-        Thread receiving = Thread.ofPlatform().daemon().start(() -> {
-            try {
-                while (!stop.get()) {
-                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                    while (!receiver.await(deadline - System.nanoTime())) {
-                        if (deadline - System.nanoTime() <= 0) {
-                            ranOut.incrementAndGet();
-                            break;
-                        }
-                    }
-                    receiver.progress();
-                }
-            } catch (Throwable t) {
-                receiverFailure.set(t);
-            }
-        });
+        Thread receiving = awaitAndProgressUntil(stop, receiver, ranOut, receiverFailure);
         TransportEndpoint large = connect(sender, receiver, cause -> { });
         TransportEndpoint reconnected = connect(sender, receiver, cause -> { });
         MemorySegment small = bytes(100, 1);
@@ -3154,22 +3164,7 @@ class ShmTransportTest {
         AtomicBoolean stop = new AtomicBoolean();
         AtomicInteger ranOut = new AtomicInteger();
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread receiving = Thread.ofPlatform().daemon().start(() -> {
-            try {
-                while (!stop.get()) {
-                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                    while (!receiver.await(deadline - System.nanoTime())) {
-                        if (deadline - System.nanoTime() <= 0) {
-                            ranOut.incrementAndGet();
-                            break;
-                        }
-                    }
-                    receiver.progress();
-                }
-            } catch (Throwable t) {
-                failure.set(t);
-            }
-        });
+        Thread receiving = awaitAndProgressUntil(stop, receiver, ranOut, failure);
         Thread writer = Thread.ofPlatform().daemon().start(() -> {
             try {
                 writeIntoTheQueue(queue -> {
