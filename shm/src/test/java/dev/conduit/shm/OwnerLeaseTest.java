@@ -168,4 +168,49 @@ class OwnerLeaseTest {
                     .isInstanceOfSatisfying(dev.conduit.linux.ErrnoException.class, e -> assertThat(OwnerLease.isNoLease(e)).isTrue());
         }
     }
+    /**
+     * A directory where many owners died (a crash loop, a host that rebooted with no Conduit on the
+     * directory since) is reclaimed in a few listings of it, not one per dead owner: every listing
+     * reads the whole directory, so a listing per owner made a reclaim, which a worker runs inside
+     * {@code progress()} at the check after a peer's death, quadratic in the directory's size. A
+     * file a dead owner made after the reclaim's first listing (the owner lived then) still goes
+     * with it, and its lease only after it, so that nothing is left without a lease to reclaim it by.
+     */
+    @Test
+    void manyDeadOwnersAreReclaimedInAFewListingsOfTheDirectoryAndNoneOfTheirFilesIsLeft() throws Exception {
+        Libc real = Linux.libc();
+        java.util.concurrent.atomic.AtomicInteger listings = new java.util.concurrent.atomic.AtomicInteger();
+        int deadOwners = 300;
+        List<String> owners = new ArrayList<>();
+        for (int i = 0; i < deadOwners; i++) {
+            String owner = SharedDirectory.randomId();
+            owners.add(owner);
+            java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner))); // unlocked: its owner is dead
+            java.nio.file.Files.createFile(shared.resolve("conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk"));
+        }
+        String madeLate = "conduit-test-" + owners.get(deadOwners - 1) + "-" + SharedDirectory.randomId() + ".chunk";
+        Libc counting = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("listDirectory") && listings.incrementAndGet() == 1) {
+                        // As if the last owner, alive at the first listing, made one more file and died just after it.
+                        java.nio.file.Files.createFile(shared.resolve(madeLate));
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (SharedDirectory directory = SharedDirectory.open(counting, shared, "shared.dir (CONDUIT_SHARED_DIR)");
+             OwnerLease live = OwnerLease.acquire(real, directory, "conduit-test")) {
+            java.nio.file.Path liveFile = java.nio.file.Files.createFile(shared.resolve(live.newFileName(".chunk")));
+            List<String> removed = OwnerLease.reclaimDead(counting, directory, "conduit-test");
+            assertThat(removed).hasSize(2 * deadOwners + 1).contains(madeLate);
+            assertThat(listings.get()).as("listings of the directory for " + deadOwners + " dead owners").isLessThanOrEqualTo(1 + 1 + deadOwners / 64);
+            try (var left = java.nio.file.Files.list(shared)) {
+                assertThat(left.map(f -> f.getFileName().toString()).toList())
+                        .containsExactlyInAnyOrder(OwnerLease.leaseName("conduit-test", live.owner()), liveFile.getFileName().toString());
+            }
+        }
+    }
 }
