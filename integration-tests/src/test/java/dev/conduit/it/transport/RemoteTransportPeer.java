@@ -141,6 +141,11 @@ final class RemoteTransportPeer implements AutoCloseable {
         return f.equals("-") ? List.of() : List.of(f.split(","));
     }
 
+    /** Starts a process of the child's own that outlives it ({@code sleep 600}); its pid. */
+    long spawn() {
+        return Long.parseLong(fields(child.call("spawn")).get("pid"));
+    }
+
     void closeWorker(String w) {
         child.call("close", w);
     }
