@@ -491,6 +491,19 @@ public final class ShmTransport implements Transport {
         return in.senderAddress.clone();
     }
 
+    /**
+     * Whether a connection this worker keeps was announced with lease {@code leaseName}: proof that
+     * the lease was in this worker's shared directory. Walks the connections; called only by a
+     * connect whose peer's lease is missing, on the owner's thread, which alone changes them.
+     */
+    private boolean keepsConnectionAnnouncedWith(String leaseName) {
+        for (long connection : inbound.keys()) {
+            Inbound in = inbound.get(connection);
+            if (in != null && !in.forgotten && in.leaseName.equals(leaseName)) return true;
+        }
+        return false;
+    }
+
     /** The CONNECT payload of this worker's connections ({@link ShmEndpoint}): its lease, then its address. Not to be written. */
     byte[] connectPayload() {
         return connectPayload;
@@ -541,6 +554,14 @@ public final class ShmTransport implements Transport {
         try {
             peerLease = LeaseWatch.open(libc, directory, leaseName);
         } catch (ErrnoException e) {
+            if (e.errnoName().equals("ENOENT") && keepsConnectionAnnouncedWith(leaseName)) {
+                // Its connection to this worker found that lease in this very directory: the peer is gone, not elsewhere.
+                // A PeerFailedException, as for a dead peer whose lease is still there (below): an answer to a sender that
+                // closed its worker, or died and had its files reclaimed, is a peer failure however it is noticed.
+                throw new PeerFailedException(plugin + ": the peer is gone: its lease " + leaseName + " is no longer in the shared "
+                        + "directory, where the connection it made to this worker found it (its worker closed, or died and a "
+                        + "Conduit on the directory reclaimed its files)", e);
+            }
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
                     + e.errnoName() + "); " + dev.conduit.linux.Errno.remedy(e.errno(), switch (e.errnoName()) {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";

@@ -94,6 +94,45 @@ class ConnectToDeadPeerTest {
         }
     }
 
+    /**
+     * A message whose sender closed its worker after sending it (or died, and a Conduit opened on
+     * the directory since reclaimed its files, as a restarted sender's does): its lease is no longer
+     * in the shared directory when the message is answered. {@code replyEndpoint()} throws
+     * {@code PeerFailedException}, as for a sender killed whose lease is still there (above), and as
+     * its javadoc promises for a sender's worker found gone. It threw a plain {@code ConduitException}
+     * "cannot reach the peer: its lease ... cannot be opened (ENOENT)", whose remedy suspected this
+     * process's shared directory: the very directory the sender's connection came through.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void answeringAMessageOfASenderWhoseLeaseIsGoneIsAPeerFailure(String plugin, @TempDir(factory = ShmDir.class) Path shared) {
+        try (Conduit conduit = Setup.conduit(shared, plugin, plugin + ".liveness.interval=1h");
+             Worker server = conduit.newWorker(ThreadMode.SINGLE)) {
+            Set<String> ours = new HashSet<>(Setup.files(shared));
+            List<Throwable> thrown = new ArrayList<>();
+            int[] received = new int[1];
+            server.onMessage(Traffic.DATA, m -> {
+                received[0]++;
+                try {
+                    m.replyEndpoint();
+                } catch (RuntimeException e) {
+                    thrown.add(e);
+                }
+            });
+            try (Conduit senderConduit = Setup.conduit(shared, plugin);
+                 Worker sender = senderConduit.newWorker(ThreadMode.SINGLE)) {
+                sender.connect(server.address()).send(Traffic.DATA, java.lang.foreign.MemorySegment.ofArray(new byte[8]));
+                sender.progress();
+            }
+            assertThat(Setup.files(shared)).as("the sender's files, its lease among them, are gone").containsExactlyInAnyOrderElementsOf(ours);
+            progressUntil(server, () -> received[0] == 1);
+
+            assertThat(thrown).singleElement().isInstanceOf(PeerFailedException.class)
+                    .satisfies(e -> assertThat(e).hasMessageContaining("cannot answer the sender of connection")
+                            .hasMessageContaining("the peer is gone"));
+        }
+    }
+
     private static void progressUntil(Worker worker, java.util.function.BooleanSupplier done) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (!done.getAsBoolean()) {
