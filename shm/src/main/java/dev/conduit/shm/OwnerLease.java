@@ -260,8 +260,9 @@ public final class OwnerLease implements AutoCloseable {
 
     /**
      * A name for a file that an availability probe creates and removes at once
-     * ({@code <prefix>-probe-<random>}): one left by a process killed in between is removed by
-     * {@link #reclaimDead} once it is older than a minute.
+     * ({@code <prefix>-probe-<random>}, 32 hex digits of random): one left by a process killed in
+     * between is removed by {@link #reclaimDead} once it is older than a minute; a file of another
+     * form is not.
      */
     public static String newProbeName(String prefix) {
         return prefix + PROBE + SharedDirectory.randomId();
@@ -307,7 +308,11 @@ public final class OwnerLease implements AutoCloseable {
         try {
             for (String name : directory.list(prefix + "-")) {
                 if (name.startsWith(prefix + PROBE)) {
-                    if (isStaleProbe(directory, name) && unlinkQuietly(directory, name)) removed.add(name);
+                    // Only a name newProbeName makes: another program's "<prefix>-probe-results.csv" is not ours to remove.
+                    if (HEX.matcher(name.substring(prefix.length() + PROBE.length())).matches() && isStaleProbe(directory, name)
+                            && unlinkQuietly(directory, name)) {
+                        removed.add(name);
+                    }
                     continue;
                 }
                 boolean lease = name.endsWith(LEASE) || name.endsWith(PENDING);

@@ -64,7 +64,8 @@ class OwnerLeaseTest {
     /**
      * A probe file lives for microseconds; one a process killed between creating and removing it
      * left behind (seen in a soak of killed peers) is reclaimed once it is older than a minute,
-     * while a fresh one, another process's probe under way, stays.
+     * while a fresh one, another process's probe under way, stays; and so does an old file whose
+     * name only starts like a probe's (it was removed: any "{@code <prefix>-probe-}" name was).
      */
     @Test
     void aProbeFileLeftByAKilledProcessIsReclaimedOnceItIsOlderThanAMinute() throws Exception {
@@ -76,9 +77,17 @@ class OwnerLeaseTest {
             java.nio.file.Files.createFile(shared.resolve(underWay));
             java.nio.file.Files.setLastModifiedTime(leftPath,
                     java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 120_000));
+            // Another program's files that only start like a probe's: old, but not of the form newProbeName makes.
+            List<Path> foreign = new ArrayList<>();
+            for (String name : List.of("conduit-test-probe-results.csv", "conduit-test-probe-", left + ".bak", left.substring(0, left.length() - 1))) {
+                Path file = java.nio.file.Files.createFile(shared.resolve(name));
+                java.nio.file.Files.setLastModifiedTime(file, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 120_000));
+                foreign.add(file);
+            }
             assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).containsExactly(left);
             assertThat(shared.resolve(left)).doesNotExist();
             assertThat(shared.resolve(underWay)).exists();
+            assertThat(foreign).as("files not named as a probe is").allMatch(java.nio.file.Files::exists);
         }
     }
 
