@@ -262,6 +262,13 @@ public final class ShmTransport implements Transport {
      */
     private int idleClockMask = 15;
     private int busyClockMask = 255;
+    /**
+     * Whether the last poll handled nothing. A poll that handles something after it narrows
+     * {@link #busyClockMask} to {@link #idleClockMask}: read on a window of idle polls, the pace
+     * said nothing of polls that run handlers, and 256 of those (64 messages each, a handler of a
+     * millisecond) went 16 s without a liveness check.
+     */
+    private boolean lastPollIdle;
     private long lastClock = System.nanoTime();
     private long countAtLastClock;
     private static final long SPACED_POLL_NANOS = 1_000;
@@ -639,6 +646,14 @@ public final class ShmTransport implements Transport {
             throw e instanceof ReceiveQueue.RecordNotReady notReady ? notReady.reason() : e;
         }
         queue.beat(++progressCount);
+        if (handled == 0) {
+            lastPollIdle = true;
+        } else if (lastPollIdle) {
+            // A burst after idle polls: the pace that set busyClockMask may be the idle spin's, and each of the burst's
+            // polls runs handlers. Read the clock as often as idle polls do until a read judges the burst's own pace.
+            lastPollIdle = false;
+            busyClockMask = idleClockMask;
+        }
         // The clock is read every 16th idle poll (and every 256th busy one) of a busy-polling worker, not on every spin.
         if ((progressCount & (handled == 0 ? idleClockMask : busyClockMask)) == 0) {
             handled += checkPeersIfDue();

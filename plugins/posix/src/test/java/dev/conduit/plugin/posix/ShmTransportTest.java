@@ -839,6 +839,40 @@ class ShmTransportTest {
     }
 
     /**
+     * A worker that spun idle, then meets a burst of messages, checks its peers within 16 of the
+     * burst's polls, however long each takes. The clock is read every 256th busy poll only while
+     * polls come less than a microsecond apart, and that pace was judged on the idle spin before
+     * the burst: the burst's polls, each running its handlers, went 256 calls unchecked (with a
+     * handler of a millisecond and 64 messages a poll, 16 s before a dead peer was noticed, where
+     * the default liveness.interval is 20 ms). What is checked is a count of calls, not a time:
+     * the peer closes, and a sleep past the liveness interval passes, before the first of them.
+     */
+    @Test
+    void aWorkerThatSpunIdleChecksItsPeersWithinSixteenPollsOfTheBurstThatFollows() throws Exception {
+        Received received = new Received();
+        Transport worker = transport(received, "posix.liveness.interval", "5ms");
+        Transport peer = transport(new Received(), "posix.liveness.interval", "5ms");
+        Transport burstSender = transport(new Received());
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        connect(worker, peer, failure::set);
+        TransportEndpoint burst = connect(burstSender, worker, e -> { });
+        for (int i = 0; i < 100_000; i++) worker.progress(); // a spin: calls nanoseconds apart
+        int polls = 300;
+        for (int i = 0; i < polls * 64; i++) {
+            assertThat(burst.trySend(1, MemorySegment.NULL, bytes(8, i))).as("message " + i + " fits the queue").isTrue();
+        }
+        peer.close();
+        Thread.sleep(20);
+        int calls = 0;
+        while (failure.get() == null && calls < polls) {
+            assertThat(worker.progress()).as("a poll of the burst").isPositive();
+            calls++;
+        }
+        assertThat(failure.get()).as("the closed peer's failure").isInstanceOf(PeerFailedException.class);
+        assertThat(calls).as("polls of the burst before the check, each past the liveness interval").isLessThanOrEqualTo(16);
+    }
+
+    /**
      * The check that finds a peer gone reports it and returns: what was kept for that peer (here
      * this connection's bounce ring, whose file is in the shared directory) is released by the next
      * check. The runtime calls the error handler when progress() returns, and the release (freeing
