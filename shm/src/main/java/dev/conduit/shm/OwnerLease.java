@@ -289,6 +289,21 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
+     * {@link #reclaimDead} as a memory provider's open does it: housekeeping for others, which must
+     * not stop this process from allocating, so a failure (a file it cannot remove, a directory it
+     * can write but not list) is a WARNING, and the next provider to open there tries again.
+     * (Another user's files are not even tried: its {@code 0600} lease cannot be opened.)
+     */
+    public static void reclaimDeadOrWarn(Libc libc, SharedDirectory directory, String prefix, System.Logger logger) {
+        try {
+            reclaimDead(libc, directory, prefix);
+        } catch (ConduitException e) {
+            logger.log(System.Logger.Level.WARNING, () -> "could not remove every file of dead owners (" + prefix + "-*) in "
+                    + directory.path() + "; the next provider to open there tries again: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Removes the files of every dead owner with {@code prefix}: each lease (or pending lease) that
      * can be locked, every {@code <prefix>-<owner>-*} file, then the lease itself; and probe files
      * ({@link #newProbeName}) older than a minute.

@@ -93,7 +93,7 @@ final class MemfdProvider implements MemoryProvider {
         long serverTimeoutNanos = MemfdConfig.serverTimeoutNanos(context.config());
         SharedDirectory directory = SharedDirectory.open(libc, context.sharedDirectory(), MemfdConfig.SHARED_DIR_KEY);
         try {
-            OwnerLease.reclaimDead(libc, directory, FdProtocol.FILE_PREFIX);
+            OwnerLease.reclaimDeadOrWarn(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
             OwnerLease lease = OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX);
             return new MemfdProvider(libc, directory, lease, allowedUids, serverTimeoutNanos, context.logger());
         } catch (RuntimeException | Error e) {

@@ -357,6 +357,25 @@ class MemfdProviderTest {
         });
     }
 
+    /**
+     * Removing what dead providers left is housekeeping for others: a directory this process can
+     * write but not list (mode 0733, say) lets the provider open and allocate, with a WARNING naming
+     * the directory and why. It failed the provider's open, where the posix provider opened.
+     */
+    @Test
+    void aDirectoryItCannotListOpensTheProviderWithAWarning() {
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        try (MemoryProvider provider = MemfdProvider.open(failing("listDirectory", dev.conduit.linux.Errno.EACCES),
+                TestContext.of(shared).withLogger(recording))) {
+            Chunk chunk = provider.allocate(provider.pageSize());
+            provider.free(chunk);
+        }
+        assertThat(recording.warnings()).singleElement().asString()
+                .contains("could not remove every file of dead owners (conduit-memfd-*) in " + shared)
+                .contains("cannot list the shared directory " + shared + ": EACCES")
+                .contains("the next provider to open there tries again");
+    }
+
     /** The real libc, except that {@code call} fails with {@code errno}. */
     private Libc failing(String call, int errno) {
         return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},

@@ -127,7 +127,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         try {
             OwnerLease lease = OwnerLease.acquire(libc, directory, FILE_PREFIX);
             try {
-                reclaimDeadOwners(libc, directory, context.logger());
+                OwnerLease.reclaimDeadOrWarn(libc, directory, FILE_PREFIX, context.logger());
                 return new PosixMemoryProvider(libc, directory, config.directoryKeys(), lease,
                         fileStore(directory.path(), context.logger()));
             } catch (RuntimeException | Error e) {
@@ -137,19 +137,6 @@ final class PosixMemoryProvider implements MemoryProvider {
         } catch (RuntimeException | Error e) {
             directory.close();
             throw e;
-        }
-    }
-
-    /**
-     * Reclaim is housekeeping for others: a file this process fails to remove must not stop it from
-     * allocating. (Another user's files are not even tried: its {@code 0600} lease cannot be opened.)
-     */
-    private static void reclaimDeadOwners(Libc libc, SharedDirectory directory, System.Logger logger) {
-        try {
-            OwnerLease.reclaimDead(libc, directory, FILE_PREFIX);
-        } catch (ConduitException e) {
-            logger.log(WARNING, () -> "could not remove every file of dead posix owners in " + directory.path()
-                    + "; the next provider to open there tries again: " + e.getMessage(), e);
         }
     }
 
