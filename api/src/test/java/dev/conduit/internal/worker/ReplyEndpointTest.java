@@ -519,7 +519,7 @@ class ReplyEndpointTest {
             if (!first.getAndSet(false)) return;
             held.countDown();
             try {
-                if (!release.await(60, TimeUnit.SECONDS)) throw new AssertionError("the held connect was never let go");
+                release.await(); // let go by the test, or by SlowConnect.close() when the test failed before
             } catch (InterruptedException e) {
                 throw new AssertionError(e);
             }
@@ -544,27 +544,30 @@ class ReplyEndpointTest {
         s.client().onMessage(2, m -> answers.incrementAndGet());
         s.toServer().getFirst().send(1, longs(0));
         s.progressServerOnAnotherThread();
-        assertThat(s.held().await(10, TimeUnit.SECONDS)).as("the answer to the first request is connecting").isTrue();
+        waitProgressing("the answer to the first request connecting", () -> s.held().getCount() == 0, s.client());
 
         s.toServer().getFirst().send(1, longs(1));
         s.progressServerOnAnotherThread();
-        assertThat(progressWithin10s(() -> answers.get() == 1 || s.failure().get() != null, s.client()))
-                .as("the second request answered while the first one's connect is held").isTrue();
+        waitProgressing("the second request answered while the first one's connect is held",
+                () -> answers.get() == 1 || s.failure().get() != null, s.client());
 
         s.release().countDown();
-        assertThat(progressWithin10s(() -> answers.get() == 2 || s.failure().get() != null, s.client())).isTrue();
+        waitProgressing("both answered", () -> answers.get() == 2 || s.failure().get() != null, s.client());
         assertThat(s.failure().get()).as("what a server thread threw").isNull();
         return usedByRequest;
     }
 
-    /** Progresses {@code worker} on this thread until {@code done}; false if it is not done within 10 s. */
-    private static boolean progressWithin10s(java.util.function.BooleanSupplier done, Worker worker) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!done.getAsBoolean()) {
-            if (System.nanoTime() > deadline) return false;
-            worker.progress();
+    /**
+     * {@link Loopbacks#progressUntil} of {@code worker}, failing with {@code what} when its bound of
+     * rounds passes: a count of calls, no clock (a wait that a lock held across the connect never
+     * ends, before 12-03, ends there).
+     */
+    private static void waitProgressing(String what, java.util.function.BooleanSupplier done, Worker worker) {
+        try {
+            Loopbacks.progressUntil(done, worker);
+        } catch (AssertionError e) {
+            throw new AssertionError(what + ": " + e.getMessage(), e);
         }
-        return true;
     }
 
     /**
@@ -580,16 +583,16 @@ class ReplyEndpointTest {
             s.client().onMessage(2, m -> answers.put(m.payloadLong(0), m.payloadLong(0)));
             s.toServer().get(0).send(1, longs(0));
             s.progressServerOnAnotherThread();
-            assertThat(s.held().await(10, TimeUnit.SECONDS)).as("the answer to connection 0 is connecting").isTrue();
+            waitProgressing("the answer to connection 0 connecting", () -> s.held().getCount() == 0, s.client());
 
             s.toServer().get(1).send(1, longs(1));
             s.progressServerOnAnotherThread();
-            assertThat(progressWithin10s(() -> answers.containsKey(1L) || s.failure().get() != null, s.client()))
-                    .as("connection 1 answered while the reply endpoint of connection 0 is still connecting").isTrue();
+            waitProgressing("connection 1 answered while the reply endpoint of connection 0 is still connecting",
+                    () -> answers.containsKey(1L) || s.failure().get() != null, s.client());
             assertThat(answers).doesNotContainKey(0L);
 
             s.release().countDown();
-            assertThat(progressWithin10s(() -> answers.containsKey(0L) || s.failure().get() != null, s.client())).isTrue();
+            waitProgressing("connection 0 answered", () -> answers.containsKey(0L) || s.failure().get() != null, s.client());
             assertThat(s.failure().get()).as("what a server thread threw").isNull();
             assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isEqualTo(2);
         }
@@ -608,7 +611,7 @@ class ReplyEndpointTest {
             List<LoopbackPlugin.LoopbackEndpoint> made = s.serverTransport().endpoints;
             assertThat(made).hasSize(2);
             // Closed after the handler's progress round (a close from a handler is deferred), which may end after the answer came.
-            assertThat(progressWithin10s(() -> made.get(0).closed, s.client())).as("the held connect's endpoint, completed second, closed").isTrue();
+            waitProgressing("the held connect's endpoint, completed second, closed", () -> made.get(0).closed, s.client());
             assertThat(made.get(1).closed).as("the kept one").isFalse();
             assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isEqualTo(1);
         }
@@ -648,7 +651,7 @@ class ReplyEndpointTest {
             });
             s.toServer().getFirst().send(1, longs(0));
             s.progressServerOnAnotherThread();
-            assertThat(s.held().await(10, TimeUnit.SECONDS)).isTrue();
+            waitProgressing("the answer connecting", () -> s.held().getCount() == 0, s.client());
             long connection = s.serverTransport().inbound.keySet().iterator().next();
 
             s.toServer().getFirst().close();
@@ -662,18 +665,16 @@ class ReplyEndpointTest {
                 }
             });
             s.threads().add(teller);
-            teller.join(TimeUnit.SECONDS.toMillis(10));
-            assertThat(told).as("the end told, and the progress that told it returned, while the connect is held").isTrue();
+            waitProgressing("the end told, and the progress that told it returned, while the connect is held", told::get, s.client());
 
             s.release().countDown();
-            assertThat(progressWithin10s(() -> answered.get() != null || s.failure().get() != null, s.client())).isTrue();
+            waitProgressing("the handler's answer", () -> answered.get() != null || s.failure().get() != null, s.client());
             assertThat(s.failure().get()).as("what a server thread threw").isNull();
             assertThat(answered.get()).isInstanceOf(PeerFailedException.class)
                     .hasMessageContaining("cannot answer the sender of connection " + Long.toHexString(connection))
                     .hasMessageContaining("ended while its reply endpoint was connected");
             assertThat(((TransportSink) s.serverTransport().sink()).replyCount()).isZero();
-            assertThat(progressWithin10s(() -> s.serverTransport().endpoints.getFirst().closed, s.client()))
-                    .as("the endpoint the held connect made is closed").isTrue();
+            waitProgressing("the endpoint the held connect made closed", () -> s.serverTransport().endpoints.getFirst().closed, s.client());
         }
     }
 
