@@ -23,22 +23,11 @@ public final class ThreadConfinement implements AutoCloseable {
             created[0] = t;
             return t;
         });
-        Future<?> started = executor.submit(() -> { });
-        boolean interrupted = false;
         try {
-            while (true) {
-                try {
-                    started.get();
-                    break;
-                } catch (InterruptedException e) {
-                    interrupted = true; // the thread starts at once: waited for as a call is (call), the status kept
-                }
-            }
+            getUninterruptibly(executor.submit(() -> { })); // the thread starts at once: waited for as a call is
         } catch (ExecutionException e) {
             executor.shutdownNow();
             throw new IllegalStateException("could not start confinement thread " + name, e);
-        } finally {
-            if (interrupted) Thread.currentThread().interrupt();
         }
         this.thread = created[0];
     }
@@ -60,21 +49,30 @@ public final class ThreadConfinement implements AutoCloseable {
         if (Thread.currentThread() == thread) {
             return callHere(call);
         }
-        Future<T> f = executor.submit(call);
+        try {
+            return getUninterruptibly(executor.submit(call));
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException r) throw r;
+            if (cause instanceof Error err) throw err;
+            throw new IllegalStateException(cause);
+        }
+    }
+
+    /**
+     * The result of {@code f}, waited for whatever interrupts the calling thread (the call may have
+     * started, and its effects are the caller's), whose interrupt status is then set again.
+     */
+    private static <T> T getUninterruptibly(Future<T> f) throws ExecutionException {
         boolean interrupted = false;
         try {
             while (true) {
                 try {
                     return f.get();
                 } catch (InterruptedException e) {
-                    interrupted = true; // waited for again: the call may have started, and its effects are the caller's
+                    interrupted = true;
                 }
             }
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException r) throw r;
-            if (cause instanceof Error err) throw err;
-            throw new IllegalStateException(cause);
         } finally {
             if (interrupted) Thread.currentThread().interrupt();
         }

@@ -374,10 +374,10 @@ final class FdServer implements AutoCloseable {
         if (connection == null) {
             return; // the client gave up between poll and accept
         }
-        PeerCredentials[] peer = new PeerCredentials[1];
+        PeerCredentials peer = null;
         try (connection) {
-            peer[0] = libc.peerCredentials(connection);
-            serve(connection, peer[0], request);
+            peer = libc.peerCredentials(connection);
+            serve(connection, peer, request);
         } catch (ErrnoException e) {
             if (e.errno() == Errno.EPIPE || e.errno() == Errno.ECONNRESET) {
                 // The client went away mid-exchange: its import fails on its side.
@@ -385,9 +385,9 @@ final class FdServer implements AutoCloseable {
             } else {
                 // A cause on this side: the importer learns only that the connection closed, so this log is the one place
                 // that names it.
-                serveFailed.log(() -> "memfd fd server on " + socketPath + " could not answer "
-                        + (peer[0] == null ? "a client" : describe(peer[0])) + ": " + e.getMessage() + "; " + serveRemedy(e.errno())
-                        + "; the importer was told only that the connection closed");
+                String client = peer == null ? "a client" : describe(peer);
+                serveFailed.log(() -> "memfd fd server on " + socketPath + " could not answer " + client + ": " + e.getMessage()
+                        + "; " + serveRemedy(e.errno()) + "; the importer was told only that the connection closed");
             }
         } catch (RuntimeException e) {
             // A bug in serving one client must not take the server down for every other one.
