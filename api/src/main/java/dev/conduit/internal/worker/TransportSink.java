@@ -156,15 +156,13 @@ public final class TransportSink implements MessageSink {
      * fails as it would have after the end).
      */
     private RuntimeEndpoint connect(long sender, Connecting attempt) {
-        RuntimeEndpoint fresh = null;
-        boolean left = false;
+        RuntimeEndpoint fresh;
         try {
             fresh = worker.connectToSender(transportIndex, sender);
-        } catch (RuntimeException | Error e) {
+        } catch (Throwable e) { // also a checked one a plugin threw through connect: the attempt must be left (precise rethrow)
             RuntimeEndpoint kept;
             synchronized (this) {
                 leave(sender, attempt);
-                left = true;
                 kept = attempt.ended ? null : openReply(sender);
             }
             if (kept == null) throw e;
@@ -172,12 +170,6 @@ public final class TransportSink implements MessageSink {
             LOG.log(System.Logger.Level.DEBUG, () -> "a second connect to the sender of connection " + Long.toHexString(sender)
                     + " over '" + transportName + "', made at the same time as the one kept, failed: " + e);
             return kept;
-        } finally {
-            if (fresh == null && !left) {
-                synchronized (this) {
-                    leave(sender, attempt); // a checked exception a plugin threw through connect
-                }
-            }
         }
         RuntimeEndpoint kept;
         synchronized (this) {
