@@ -33,6 +33,13 @@ class PluginConfigChecksTest {
     }
 
     @Test
+    void aMemfdTrustedUidThatIsNoUserIdFailsTheBuild() {
+        assertThat(buildError("memfd.trusted.uids", "-1")).startsWith("bad value '-1' for config key "
+                + "conduit.memfd.trusted.uids (CONDUIT_MEMFD_TRUSTED_UIDS) (from the builder): item '-1' is not a numeric user id; "
+                + "expected a comma-separated list of numeric user ids from 0 to 4294967294");
+    }
+
+    @Test
     void aPosixTrustedUidThatIsNoUserIdFailsTheBuild() {
         assertThat(buildError("posix.trusted.uids", "4294967295")).startsWith("bad value '4294967295' for config key "
                 + "conduit.posix.trusted.uids (CONDUIT_POSIX_TRUSTED_UIDS) (from the builder): item '4294967295' is not a numeric "

@@ -14,8 +14,8 @@ import java.util.stream.Collectors;
  * The memfd plugin's configuration keys, and their values read into the forms the code uses.
  *
  * <p>Each side reads only its own keys: the provider {@link #ALLOWED_UIDS} and
- * {@link #SERVER_TIMEOUT}, the importer {@link #CONNECT_TIMEOUT}. Every key's value is checked
- * when the {@code Conduit} is built, the uids of {@link #ALLOWED_UIDS} too.
+ * {@link #SERVER_TIMEOUT}, the importer {@link #CONNECT_TIMEOUT} and {@link #TRUSTED_UIDS}. Every
+ * key's value is checked when the {@code Conduit} is built, the uids of both lists too.
  */
 final class MemfdConfig {
 
@@ -37,13 +37,24 @@ final class MemfdConfig {
             "How long an import waits for the producer's fd server to accept the connection and answer. Raise it when "
                     + "producers serve many importers at once.");
 
-    static final List<ConfigKey<?>> KEYS = List.of(ALLOWED_UIDS, SERVER_TIMEOUT, CONNECT_TIMEOUT);
+    static final ConfigKey<List<String>> TRUSTED_UIDS = UserNamespace.uidListKey("memfd.trusted.uids",
+            "Numeric user ids, besides this process's own, whose fd servers this process imports chunks from (as this "
+                    + "process sees them, in its user namespace; checked with SO_PEERCRED before the handle's token is sent). "
+                    + "Empty: only fd servers of this process's own user. List a producer's user when it runs as another one "
+                    + "(and admits this one with memfd.allowed.uids).");
+
+    static final List<ConfigKey<?>> KEYS = List.of(ALLOWED_UIDS, SERVER_TIMEOUT, CONNECT_TIMEOUT, TRUSTED_UIDS);
 
     private MemfdConfig() {}
 
     /** The uids of {@link #ALLOWED_UIDS}, as the unsigned 32-bit values {@code SO_PEERCRED} reports. */
     static Set<Integer> allowedUids(Config config) {
         return Arrays.stream(UserNamespace.uids(config.get(ALLOWED_UIDS))).boxed().collect(Collectors.toUnmodifiableSet());
+    }
+
+    /** The uids of {@link #TRUSTED_UIDS}, as the unsigned 32-bit values {@code SO_PEERCRED} reports. */
+    static int[] trustedUids(Config config) {
+        return UserNamespace.uids(config.get(TRUSTED_UIDS));
     }
 
     /** A key as errors name it: {@code memfd.connect.timeout (CONDUIT_MEMFD_CONNECT_TIMEOUT)}. */

@@ -6,6 +6,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
+import dev.conduit.linux.PeerCredentials;
 import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
 import dev.conduit.shm.LeaseWatch;
@@ -23,6 +24,8 @@ import java.io.EOFException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.stream.Collectors;
 
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
 import static dev.conduit.linux.MmapFlags.PROT_READ;
@@ -37,8 +40,10 @@ import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
  * another one that sees the same shared directory at any path.
  *
  * <p>For each import: decode the {@link MemfdPayload}; check that its socket name is a socket
- * directly below this process's shared directory, reached without a symbolic link; connect,
- * present the token and receive the memfd ({@link FdProtocol}), all within
+ * directly below this process's shared directory, reached without a symbolic link; connect;
+ * check that the process listening runs as this process's user or one listed in
+ * {@code memfd.trusted.uids} ({@code SO_PEERCRED}), before the token is sent; present the token
+ * and receive the memfd ({@link FdProtocol}), all within
  * {@code memfd.connect.timeout}; check from this side that the memfd is sealed against shrinking
  * and growing (so the producer or any other holder cannot make this mapping fault with
  * {@code SIGBUS}) but not against writing, is open read-write, and has the handle's length; map
@@ -74,16 +79,29 @@ final class MemfdImporter implements IpcImporter {
     /** This process's descriptors as paths, {@link FdProtocol#PROC_SELF_FD}: through it, connect reaches the file checked. */
     private final Path procSelfFd;
 
+    /** Users besides this process's own whose fd servers it imports from ({@link MemfdConfig#TRUSTED_UIDS}). */
+    private final int[] trustedUids;
+
+    /** An importer that trusts only fd servers of this process's own user. */
     MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos) {
-        this(libc, sharedDirectory, connectTimeoutNanos, FdProtocol.PROC_SELF_FD);
+        this(libc, sharedDirectory, connectTimeoutNanos, new int[0]);
+    }
+
+    MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, int[] trustedUids) {
+        this(libc, sharedDirectory, connectTimeoutNanos, FdProtocol.PROC_SELF_FD, trustedUids);
     }
 
     /** With {@code procSelfFd} in place of {@code /proc/self/fd}: for tests of a process without it. */
     MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, Path procSelfFd) {
+        this(libc, sharedDirectory, connectTimeoutNanos, procSelfFd, new int[0]);
+    }
+
+    private MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, Path procSelfFd, int[] trustedUids) {
         this.libc = libc;
         this.sharedDirectory = sharedDirectory;
         this.connectTimeoutNanos = connectTimeoutNanos;
         this.procSelfFd = procSelfFd;
+        this.trustedUids = trustedUids.clone();
     }
 
     @Override
@@ -202,6 +220,7 @@ final class MemfdImporter implements IpcImporter {
                                  long deadline) {
         try (FileDescriptor socket = openSocket(path)) {
             connect(socket, address, path, socketStatus, deadline);
+            checkServerIsTrusted(socket, path);
             send(socket, FdProtocol.request(payload.token()), path, deadline);
             return receiveReply(socket, path, chunkLength, deadline);
         }
@@ -245,6 +264,57 @@ final class MemfdImporter implements IpcImporter {
                 }
             }
         }
+    }
+
+    /**
+     * Refuses, before the token leaves this process, an fd server that runs as neither this
+     * process's user nor a trusted one. A socket's name outlives its producer in one way: once the
+     * producer is gone and its files removed, any user who can write the shared directory may bind
+     * the name, collect the token of a handle still held here and pass a memfd of its own as the
+     * chunk. The socket file's owner would say who bound it; {@code SO_PEERCRED} says who listens,
+     * which is what the chunk would come from.
+     */
+    private void checkServerIsTrusted(FileDescriptor socket, String path) {
+        PeerCredentials server;
+        try {
+            server = libc.peerCredentials(socket);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot tell which user serves the producer's socket " + path + " (SO_PEERCRED): "
+                    + e.getMessage() + "; " + Errno.remedy(e.errno(), "see the cause"), e);
+        }
+        int self = libc.getuid();
+        if (server.uid() == self) {
+            return;
+        }
+        for (int trusted : trustedUids) {
+            if (trusted == server.uid()) {
+                return;
+            }
+        }
+        throw untrustedServer(server, path, UserNamespace.current());
+    }
+
+    /** Why an fd server of another user was refused, and what to do: trust its user, or drop a handle that outlived its producer. */
+    ConduitException untrustedServer(PeerCredentials server, String path, UserNamespace namespace) {
+        long uid = Integer.toUnsignedLong(server.uid());
+        String refused = "refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), not as "
+                + "this process's " + namespace.describe(Integer.toUnsignedLong(libc.getuid())) + " nor as a user listed in "
+                + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " (" + describeTrusted() + "); the handle's token was not sent. ";
+        if (namespace.mayBeUnmapped(uid)) {
+            return new ConduitException(refused + "In this process's user namespace, uid " + uid + " stands for every user the "
+                    + "namespace does not map (and for its own " + uid + ", if it maps one), so trusting it trusts every one of them "
+                    + "that can write the shared directory: run the producer as a user this namespace maps (for a rootless container, "
+                    + "the user who runs it), or add " + uid + " to " + MemfdConfig.TRUSTED_UIDS.name() + " if all of them may serve "
+                    + "this process");
+        }
+        return new ConduitException(refused + "If uid " + uid + " runs the producer, add it to " + MemfdConfig.TRUSTED_UIDS.name()
+                + " on this side; if the producer runs as this process's user, it is gone and another user bound its socket's name: "
+                + "the handle is stale");
+    }
+
+    private String describeTrusted() {
+        return trustedUids.length == 0 ? "none"
+                : Arrays.stream(trustedUids).mapToObj(Integer::toUnsignedString).collect(Collectors.joining(","));
     }
 
     /**

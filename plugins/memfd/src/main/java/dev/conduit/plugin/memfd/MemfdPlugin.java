@@ -249,7 +249,8 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (context.sharedDirectory() == null) {
             throw new ConduitException("the memfd importer needs a shared directory: set " + MemfdConfig.SHARED_DIR_KEY);
         }
-        return new MemfdImporter(Linux.libc(), context.sharedDirectory(), MemfdConfig.connectTimeoutNanos(context.config()));
+        return new MemfdImporter(Linux.libc(), context.sharedDirectory(), MemfdConfig.connectTimeoutNanos(context.config()),
+                MemfdConfig.trustedUids(context.config()));
     }
 
     /**

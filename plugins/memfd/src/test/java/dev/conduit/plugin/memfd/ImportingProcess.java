@@ -6,12 +6,13 @@ import dev.conduit.tck.TestContext;
 
 import java.nio.file.Path;
 import java.util.HexFormat;
+import java.util.Map;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The main class of a JVM that imports one chunk and never opens a provider, started by
- * {@link CrossProcessImportTest}: {@code <shared dir> <payload hex> <chunk length>}. Prints the
+ * {@link CrossProcessImportTest}: {@code <shared dir> <payload hex> <chunk length> [<memfd.trusted.uids>]}. Prints the
  * long at offset 0, writes {@link #WRITTEN} at offset 8, unmaps, and reports whether any memfd
  * mapping or descriptor of the plugin is left. A failed import prints its message to stderr and
  * exits with 3.
@@ -25,7 +26,8 @@ public final class ImportingProcess {
         Path shared = Path.of(args[0]);
         byte[] payload = HexFormat.of().parseHex(args[1]);
         long chunkLength = Long.parseLong(args[2]);
-        try (ChunkMapping mapping = new MemfdPlugin().ipcImporter(TestContext.of(shared))
+        Map<String, String> config = args.length > 3 && !args[3].isEmpty() ? Map.of("memfd.trusted.uids", args[3]) : Map.of();
+        try (ChunkMapping mapping = new MemfdPlugin().ipcImporter(TestContext.of(shared, config))
                 .map(new PayloadReader(payload, 0, payload.length, "payload."), chunkLength)) {
             System.out.println("read=" + mapping.segment().get(JAVA_LONG, 0));
             mapping.segment().set(JAVA_LONG, 8, WRITTEN);

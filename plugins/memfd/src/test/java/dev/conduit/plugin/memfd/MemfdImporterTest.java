@@ -7,6 +7,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.MemfdFlags;
 import dev.conduit.linux.OpenFlags;
+import dev.conduit.linux.PeerCredentials;
 import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
 import dev.conduit.linux.SocketFlags;
@@ -19,6 +20,7 @@ import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -31,6 +33,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -866,6 +869,65 @@ class MemfdImporterTest {
                 .isInstanceOf(ConduitException.class).hasMessageContaining("permission denied connecting to the producer's socket")
                 .hasMessageContaining("mode 0600").hasMessageContaining("so something else refused: usually a security module")
                 .hasMessageContaining("docker run -v DIR:DIR:z").hasMessageContaining("getfacl").hasMessageNotContaining("memfd.allowed.uids");
+    }
+
+    /**
+     * An fd server that runs as another user, as one that bound the name of a gone producer's
+     * socket would: refused as soon as the connection stands, before the token is sent, unless its
+     * uid is listed in {@code memfd.trusted.uids}. {@code SO_PEERCRED} is answered by the test here;
+     * {@code OtherUserImportTest} has the real other user.
+     */
+    @Test
+    void anFdServerOfAnotherUserIsRefusedBeforeTheTokenIsSentUnlessItsUidIsTrusted() {
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        AtomicInteger sends = new AtomicInteger();
+        Libc servedByAnotherUser = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("peerCredentials")) {
+                        return new PeerCredentials(0, (int) 3_000_000_000L, 4321);
+                    }
+                    if (method.getName().equals("sendmsg")) sends.incrementAndGet();
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        long descriptors = Leaks.memfdDescriptors();
+        assertThatThrownBy(() -> map(new MemfdImporter(servedByAnotherUser, shared, 2_000_000_000L), payload, SIZE))
+                .isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("refusing to import from the fd server on " + shared.resolve(""))
+                .hasMessageContaining("it runs as uid 3000000000 (SO_PEERCRED), not as this process's uid " + Integer.toUnsignedString(libc.getuid()))
+                .hasMessageContaining("nor as a user listed in memfd.trusted.uids (CONDUIT_MEMFD_TRUSTED_UIDS) (none)")
+                .hasMessageContaining("the handle's token was not sent")
+                .hasMessageContaining("If uid 3000000000 runs the producer, add it to memfd.trusted.uids on this side")
+                .hasMessageContaining("another user bound its socket's name: the handle is stale");
+        assertThat(sends).as("requests sent to the untrusted server").hasValue(0);
+        assertThat(Leaks.memfdDescriptors()).isEqualTo(descriptors);
+
+        assertThatThrownBy(() -> map(new MemfdImporter(servedByAnotherUser, shared, 2_000_000_000L, new int[] {1000, 4321}), payload, SIZE))
+                .hasMessageContaining("(1000,4321)");
+        try (ChunkMapping mapping = map(new MemfdImporter(servedByAnotherUser, shared, 2_000_000_000L, new int[] {1000, (int) 3_000_000_000L}),
+                payload, SIZE)) {
+            assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
+        }
+        assertThat(sends).as("requests sent once the server's uid is trusted").hasPositiveValue();
+    }
+
+    /** In a user namespace the overflow uid stands for every user the namespace does not map: the refusal says what trusting it means. */
+    @Test
+    void anFdServerThatShowsAsTheOverflowUidIsNamedAsEveryUnmappedUser() {
+        MemfdImporter importer = new MemfdImporter(libc, shared, 2_000_000_000L);
+        UserNamespace rootless = UserNamespace.of(List.of("0 1000 1"), 65534);
+        String message = importer.untrustedServer(new PeerCredentials(0, 65534, 65534), "/shared/s", rootless).getMessage();
+        assertThat(message).contains("it runs as uid 65534 (SO_PEERCRED)")
+                .contains("uid 65534 stands for every user the namespace does not map")
+                .contains("run the producer as a user this namespace maps (for a rootless container, the user who runs it), or add 65534 "
+                        + "to memfd.trusted.uids if all of them may serve this process")
+                .doesNotContain("the handle is stale");
+        assertThat(importer.untrustedServer(new PeerCredentials(0, 65534, 65534), "/shared/s",
+                UserNamespace.of(List.of("0 0 4294967295"), 65534)).getMessage()).doesNotContain("stands for every user")
+                .contains("the handle is stale");
     }
 
     /** The real libc, except that bind and connect through /proc/self/fd fail with ENOENT, as where /proc is not mounted. */

@@ -44,13 +44,14 @@ class MemfdPluginTest {
     @Test
     void declaresItsKeysWithTheirDefaults() {
         assertThat(plugin.configKeys()).extracting(ConfigKey::name)
-                .containsExactly("memfd.allowed.uids", "memfd.server.timeout", "memfd.connect.timeout",
+                .containsExactly("memfd.allowed.uids", "memfd.server.timeout", "memfd.connect.timeout", "memfd.trusted.uids",
                         "memfd.queue.size", "memfd.inline.max", "memfd.bounce.size", "memfd.liveness.interval",
                         "memfd.heartbeat.timeout", "memfd.unblock.timeout", "memfd.inbound.max", "memfd.inbound.bounce.max")
                 .allMatch(name -> name.startsWith("memfd."));
         assertThat(MemfdConfig.ALLOWED_UIDS.defaultValue()).isEqualTo(List.of());
         assertThat(MemfdConfig.SERVER_TIMEOUT.defaultValue()).isEqualTo(Duration.ofSeconds(1));
         assertThat(MemfdConfig.CONNECT_TIMEOUT.defaultValue()).isEqualTo(Duration.ofSeconds(2));
+        assertThat(MemfdConfig.TRUSTED_UIDS.defaultValue()).isEqualTo(List.of());
         assertThat(plugin.configKeys()).allSatisfy(key -> assertThat(key.doc()).isNotBlank());
     }
 

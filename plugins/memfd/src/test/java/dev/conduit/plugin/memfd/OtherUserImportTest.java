@@ -33,7 +33,8 @@ import static org.assertj.core.api.Assumptions.assumeThat;
  * An importer, and a worker, that really run as another user (uid/gid 65534, started through
  * util-linux {@code setpriv}). The importer: the fd server's socket is {@code 0600} and the kernel
  * refuses the connection unless {@code memfd.allowed.uids} is set; with it set,
- * {@code SO_PEERCRED} admits only the listed users. The worker: workers connect only within one
+ * {@code SO_PEERCRED} admits only the listed users; and the importer takes chunks only from a
+ * server of its own user or one in its {@code memfd.trusted.uids}, checked the same way. The worker: workers connect only within one
  * user. Needs root to start a process as another user; CI runs as root.
  */
 class OtherUserImportTest {
@@ -97,15 +98,58 @@ class OtherUserImportTest {
                     .contains("add uid " + OTHER + " to memfd.allowed.uids");
         }
         try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", "4321")))) {
-            Result refused = importAsOtherUser(provider);
+            Result refused = importAsOtherUser(provider, "0");
             assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
             assertThat(refused.output()).contains("refused this process's user (uid " + OTHER + ")");
         }
         try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", "4321," + OTHER)))) {
-            Result admitted = importAsOtherUser(provider);
+            Result untrusted = importAsOtherUser(provider, "");
+            assertThat(untrusted.exitCode()).as(untrusted.output()).isEqualTo(3);
+            assertThat(untrusted.output()).contains("refusing to import from the fd server on " + shared)
+                    .contains("it runs as uid 0 (SO_PEERCRED), not as this process's uid " + OTHER)
+                    .contains("If uid 0 runs the producer, add it to memfd.trusted.uids on this side");
+            Result admitted = importAsOtherUser(provider, "0");
             assertThat(admitted.exitCode()).as(admitted.output()).isZero();
             assertThat(admitted.output()).contains("read=4711").contains("left=0");
         }
+    }
+
+    /**
+     * A producer is gone, and another user binds its socket's name in a directory both may write
+     * (as {@code /dev/shm}): an importer still holding the producer's handle connects, sees from
+     * {@code SO_PEERCRED} that the listener is a user it does not trust, and leaves without sending
+     * the token. The listener counts what it was sent: nothing.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void aSocketNameBoundByAnotherUserAfterItsProducerIsGoneGetsNoTokenFromAnImporter() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
+        byte[] payload;
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            payload = provider.export(provider.allocate(SIZE));
+        }
+        String socketName = MemfdPayload.decode(new dev.conduit.spi.PayloadReader(payload, 0, payload.length, "payload.")).socketName();
+        assertThat(shared.resolve(socketName)).as("the gone producer's socket").doesNotExist();
+        Process impostor = new ProcessBuilder(wrapped(List.of(), java(ImpostorServer.class, shared.resolve(socketName).toString())))
+                .directory(readable.toFile()).redirectErrorStream(true).start();
+        try (java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(impostor.getInputStream(),
+                StandardCharsets.UTF_8))) {
+            assertThat(out.readLine()).as("the impostor's first line").isEqualTo("listening");
+            Throwable refused = org.assertj.core.api.Assertions.catchThrowable(() -> new MemfdPlugin().ipcImporter(TestContext.of(shared))
+                    .map(new dev.conduit.spi.PayloadReader(payload, 0, payload.length, "payload."), SIZE));
+            assertThat(refused).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageContaining("refusing to import from the fd server on " + shared.resolve(socketName))
+                    .hasMessageContaining("it runs as uid " + OTHER + " (SO_PEERCRED), not as this process's uid 0")
+                    .hasMessageContaining("the handle's token was not sent")
+                    .hasMessageContaining("another user bound its socket's name: the handle is stale");
+            assertThat(out.readLine()).as("what the impostor was sent").isEqualTo("received=0");
+        } finally {
+            if (!impostor.waitFor(30, TimeUnit.SECONDS)) {
+                impostor.destroyForcibly();
+                impostor.waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+        assertThat(impostor.exitValue()).isZero();
     }
 
     /**
@@ -127,13 +171,18 @@ class OtherUserImportTest {
                 + "and, on Ubuntu 24.04 and later, kernel.apparmor_restrict_unprivileged_userns=0): %s", OTHER, works.output()).isZero();
         // Root in its namespace, but not to the server: uid 0 would be the server's own user, and admitted.
         try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", "4321")))) {
-            Result refused = importAsOtherUser(provider, container, mountPoint);
+            Result refused = importAsOtherUser(provider, container, mountPoint, Integer.toString(OTHER));
             assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
             assertThat(refused.output()).contains("refused this process's user (uid 0 here, " + OTHER + " in the parent user namespace): "
                     + "to admit it, add uid " + OTHER + " (this process's uid in the parent user namespace").contains("memfd.allowed.uids");
         }
         try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared, Map.of("memfd.allowed.uids", Integer.toString(OTHER))))) {
-            Result admitted = importAsOtherUser(provider, container, mountPoint);
+            // The host's root is a user the container's namespace does not map: it shows as the overflow uid, 65534.
+            Result untrusted = importAsOtherUser(provider, container, mountPoint, "");
+            assertThat(untrusted.exitCode()).as(untrusted.output()).isEqualTo(3);
+            assertThat(untrusted.output()).contains("it runs as uid 65534 (SO_PEERCRED), not as this process's uid 0 here, " + OTHER
+                    + " in the parent user namespace").contains("stands for every user the namespace does not map");
+            Result admitted = importAsOtherUser(provider, container, mountPoint, "65534");
             assertThat(admitted.exitCode()).as(admitted.output()).isZero();
             assertThat(admitted.output()).contains("read=4711").contains("left=0");
         }
@@ -225,15 +274,25 @@ class OtherUserImportTest {
     private record Result(int exitCode, String output) {}
 
     private Result importAsOtherUser(MemoryProvider provider) throws IOException, InterruptedException {
-        return importAsOtherUser(provider, List.of(), shared);
+        return importAsOtherUser(provider, "");
     }
 
-    /** Imports a chunk of {@code provider} as uid 65534, through {@code wrapper} (run as that user), seeing the shared directory at {@code view}. */
-    private Result importAsOtherUser(MemoryProvider provider, List<String> wrapper, Path view) throws IOException, InterruptedException {
+    /** Imports a chunk of {@code provider} as uid 65534, trusting the fd servers of {@code trustedUids} ({@code memfd.trusted.uids}). */
+    private Result importAsOtherUser(MemoryProvider provider, String trustedUids) throws IOException, InterruptedException {
+        return importAsOtherUser(provider, List.of(), shared, trustedUids);
+    }
+
+    /**
+     * Imports a chunk of {@code provider} as uid 65534, through {@code wrapper} (run as that user),
+     * seeing the shared directory at {@code view}, with {@code trustedUids} as its {@code memfd.trusted.uids}.
+     */
+    private Result importAsOtherUser(MemoryProvider provider, List<String> wrapper, Path view, String trustedUids)
+            throws IOException, InterruptedException {
         Chunk chunk = provider.allocate(SIZE);
         chunk.segment().set(JAVA_LONG, 0, 4711);
         byte[] payload = provider.export(chunk);
-        Result result = run(wrapped(wrapper, java(ImportingProcess.class, view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE))));
+        Result result = run(wrapped(wrapper, java(ImportingProcess.class, view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE),
+                trustedUids)));
         provider.free(chunk);
         return result;
     }
