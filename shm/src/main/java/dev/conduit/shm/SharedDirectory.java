@@ -117,7 +117,11 @@ public final class SharedDirectory implements AutoCloseable {
                     : "the directory " + path + " was removed while this process uses it: make it again and restart this "
                     + "process, " + elsewhere;
             case "EROFS" -> path + " is on a read-only mount: mount it read-write (a container: -v DIR:DIR without :ro), " + elsewhere;
-            case "EACCES", "EPERM" -> "make " + path + " writable for this user, " + elsewhere;
+            case "EACCES", "EPERM" -> java.nio.file.Files.isWritable(path)
+                    // access(2) grants what the create was refused: sysfs refuses even root, a security module anyone.
+                    ? REFUSED_DESPITE_MODE + "; or " + path + " is on a file system that makes no files of ours (sysfs, for one): "
+                    + "set " + configKey + " to a directory on one that does, such as a tmpfs (/dev/shm)"
+                    : "make " + path + " writable for this user, " + elsewhere;
             default -> Errno.remedy(e.errno(), "see the cause; the directory is " + path + ", set by " + configKey);
         };
     }

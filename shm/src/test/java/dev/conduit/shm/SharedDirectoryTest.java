@@ -20,6 +20,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assumptions.assumeThat;
 
 /**
  * Every file Conduit creates in the shared directory goes through {@link SharedDirectory#createExclusive}:
@@ -177,6 +178,23 @@ class SharedDirectoryTest {
                     .hasMessageContaining("/proc is on a file system that makes no files of ours (procfs, for one): set "
                             + "shared.dir (CONDUIT_SHARED_DIR) to a directory on one that does, such as a tmpfs (/dev/shm)")
                     .hasMessageNotContaining("removed");
+        }
+    }
+
+    /**
+     * A create refused with EACCES in a directory that access(2) says this process may write:
+     * sysfs refuses root that way. "Make it writable" was the remedy, which it already is.
+     */
+    @Test
+    void aCreateRefusedInADirectoryThisProcessMayWriteNamesWhatElseRefuses() {
+        assumeThat(Linux.libc().getuid()).as("root may write /sys by its mode bits and capabilities; CI runs as root").isZero();
+        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), Path.of("/sys"), "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThatThrownBy(() -> OwnerLease.acquire(Linux.libc(), directory, "conduit-test")).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot create lease /sys/").hasMessageContaining("EACCES")
+                    .hasMessageContaining(SharedDirectory.REFUSED_DESPITE_MODE)
+                    .hasMessageContaining("or /sys is on a file system that makes no files of ours (sysfs, for one): set "
+                            + "shared.dir (CONDUIT_SHARED_DIR) to a directory on one that does, such as a tmpfs (/dev/shm)")
+                    .hasMessageNotContaining("writable for this user");
         }
     }
 }
