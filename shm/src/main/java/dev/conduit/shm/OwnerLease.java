@@ -21,6 +21,13 @@ import java.util.regex.Pattern;
  *
  * <p>A lease is created under a temporary name, locked, then renamed into place, so that no
  * reclaimer ever sees an unlocked lease of a live owner.
+ *
+ * <p>A lease is removed only once none of its owner's files is left, by its owner's
+ * {@link #close} as by a reclaim ({@link #reclaimDead}): a file with no lease to name it would
+ * never be reclaimed by anyone, and stay in the directory (memory, for a tmpfs such as
+ * {@code /dev/shm}) until the next reboot. When the owner's close cannot remove a file, the
+ * lease stays, unlocked, so that its owner reads as dead and the next reclaim in any process
+ * removes the rest, the lease last.
  */
 public final class OwnerLease implements AutoCloseable {
 
@@ -33,21 +40,26 @@ public final class OwnerLease implements AutoCloseable {
     private static final Pattern HEX = Pattern.compile("[0-9a-f]{32}");
     private static final System.Logger LOG = System.getLogger("dev.conduit.shm");
 
+    private final Libc libc;
     private final SharedDirectory directory;
     private final String prefix;
     private final String owner;
     private final FileDescriptor fd;
+    /** Where {@link #close} says which files it left for a later reclaim: the owner's plugin's logger. */
+    private final System.Logger logger;
     /** The upper half of every connection id of this owner ({@link #newConnectionId}): its id's first 32 bits. */
     private final long ownerBits;
     /** The low half of the next connection id; starts at random so that two owners whose ids share their first 32 bits still differ. */
     private final AtomicInteger connections = new AtomicInteger(java.util.concurrent.ThreadLocalRandom.current().nextInt());
     private boolean closed;
 
-    private OwnerLease(SharedDirectory directory, String prefix, String owner, FileDescriptor fd) {
+    private OwnerLease(Libc libc, SharedDirectory directory, String prefix, String owner, FileDescriptor fd, System.Logger logger) {
+        this.libc = libc;
         this.directory = directory;
         this.prefix = prefix;
         this.owner = owner;
         this.fd = fd;
+        this.logger = logger;
         this.ownerBits = Long.parseUnsignedLong(owner.substring(0, 8), 16) << 32;
     }
 
@@ -65,8 +77,20 @@ public final class OwnerLease implements AutoCloseable {
      * this or another process that looks at it in that instant takes it for a dead owner's: it
      * locks it (our lock then fails) or removes it (our rename then finds nothing). Either way
      * nothing of the new owner exists yet, so this starts over with a new owner id.
+     *
+     * <p>{@link #close} warns through this class's logger ({@code dev.conduit.shm}); an owner that
+     * has a logger of its own passes it to {@link #acquire(Libc, SharedDirectory, String, System.Logger)}.
      */
     public static OwnerLease acquire(Libc libc, SharedDirectory directory, String prefix) {
+        return acquire(libc, directory, prefix, LOG);
+    }
+
+    /**
+     * {@link #acquire(Libc, SharedDirectory, String)}, with {@code logger} for the WARNING of a
+     * {@link #close} that leaves files for a later reclaim (the owner's plugin's logger, so that
+     * the warning reads as that plugin's).
+     */
+    public static OwnerLease acquire(Libc libc, SharedDirectory directory, String prefix, System.Logger logger) {
         for (int attempt = 1; ; attempt++) {
             String owner = SharedDirectory.randomId();
             String pending = prefix + "-" + owner + PENDING;
@@ -87,7 +111,7 @@ public final class OwnerLease implements AutoCloseable {
                     // Through the directory's descriptor, as every other file of it: by path, a directory whose path is
                     // longer than PATH_MAX, which opens, failed here with ENAMETOOLONG.
                     libc.renameat(directory.fd(), pending, prefix + "-" + owner + LEASE);
-                    return new OwnerLease(directory, prefix, owner, fd);
+                    return new OwnerLease(libc, directory, prefix, owner, fd, logger);
                 }
                 // Lost: a reclaimer holds the lock.
             } catch (ErrnoException e) {
@@ -472,15 +496,95 @@ public final class OwnerLease implements AutoCloseable {
         }
     }
 
-    /** Removes the lease and releases the lock. The owner removes its other files first. Idempotent. */
+    /**
+     * Removes the lease and releases the lock, once none of the owner's other files is left. The
+     * owner removes them first; this lists the directory for any still there (one whose removal
+     * failed, or one the owner lost track of: a chunk whose free could not remove it) and tries
+     * each once more. If one still cannot be removed (the directory's permissions or mount changed
+     * while in use, an I/O error), or the directory cannot be listed to tell, the lease is kept and
+     * only unlocked: its owner then reads as dead, and the next reclaim in the directory
+     * ({@link #reclaimDead}), which every Conduit process runs as it opens a memory provider or a
+     * worker there, removes what is left and then the lease. A WARNING names each file left, the
+     * errno and that. Before, the lease was removed whatever was left, and those files, which no
+     * lease named any more, stayed in the directory for good.
+     *
+     * <p>A file under the owner's prefix that belongs to another user than the lease is not the
+     * owner's (it creates every file as itself; anyone may create one by that name in a sticky
+     * {@code /dev/shm}): it is neither removed nor waited for.
+     *
+     * <p>Idempotent. Throws only what it always did: a {@link ConduitException} when the lease
+     * itself, its owner's files all gone, cannot be removed (a later reclaim removes it then). The
+     * lock is released, and the descriptor closed, whatever happens.
+     */
     @Override
     public synchronized void close() {
         if (closed) return;
         closed = true;
         try {
-            directory.remove(leaseName(prefix, owner));
+            FilesLeft left = removeFilesLeft();
+            if (left == null) {
+                directory.remove(leaseName(prefix, owner));
+            } else {
+                logger.log(System.Logger.Level.WARNING, () -> left.what() + "; the lease " + directory.path().resolve(leaseName(prefix, owner))
+                        + " is kept, unlocked, so that the next reclaim of dead owners' files in " + directory.path() + ", which any "
+                        + "Conduit process runs as it opens a memory provider or worker there, removes what is left of this owner's "
+                        + "files and then the lease" + left.remedy());
+            }
         } finally {
             fd.close();
+        }
+    }
+
+    /**
+     * What {@link #close} could not remove, or could not tell about, for its warning, and what to
+     * do about it ("; ..."), when {@code what} does not say so already.
+     */
+    private record FilesLeft(String what, String remedy) {
+    }
+
+    /**
+     * Removes whatever of the owner's files ({@code <prefix>-<owner>-*}) is still in the directory:
+     * null when none is left.
+     */
+    private FilesLeft removeFilesLeft() {
+        String files = prefix + "-" + owner + "-";
+        List<String> names;
+        try {
+            names = directory.list(files);
+        } catch (RuntimeException e) {
+            // The listing's error names its errno and what to do.
+            return new FilesLeft("cannot tell whether every file " + files + "* of this owner is gone from " + directory.path() + ": "
+                    + e.getMessage(), "");
+        }
+        List<String> failures = new ArrayList<>();
+        int firstErrno = 0;
+        for (String name : names) {
+            if (!isOwnFile(name)) continue;
+            try {
+                directory.unlink(name);
+            } catch (ErrnoException e) {
+                if (failures.isEmpty()) firstErrno = e.errno();
+                failures.add(directory.path().resolve(name) + ": " + e.errnoName() + " (" + e.getMessage() + ")");
+            }
+        }
+        if (failures.isEmpty()) return null;
+        return new FilesLeft("cannot remove " + String.join(", ", failures), "; until then they take space there: "
+                + dev.conduit.linux.Errno.remedy(firstErrno, "restore this user's write access to " + directory.path()
+                + " (its permissions or mount changed while in use)"));
+    }
+
+    /**
+     * Whether {@code name}, under this owner's prefix, is this owner's: not when another user than
+     * the lease's owns it (see {@link #close}). When either owner cannot be told, it is taken for
+     * the owner's, whose lease then waits for it rather than leave it without one.
+     */
+    private boolean isOwnFile(String name) {
+        Integer fileOwner = ownerOf(directory, name);
+        if (fileOwner == null) return true;
+        try {
+            return fileOwner == libc.fstat(fd).uid();
+        } catch (ErrnoException e) {
+            return true;
         }
     }
 }

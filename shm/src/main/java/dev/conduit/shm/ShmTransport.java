@@ -402,7 +402,7 @@ public final class ShmTransport implements Transport {
         try {
             dir = SharedDirectory.open(libc, context.sharedDirectory(), "shared.dir (CONDUIT_SHARED_DIR)");
             reclaimDeadPeers(dir);
-            ownLease = OwnerLease.acquire(libc, dir, leasePrefix);
+            ownLease = OwnerLease.acquire(libc, dir, leasePrefix, context.logger());
             try {
                 chunk = provider.allocate(ReceiveQueue.mappedLength(config.queueCapacity()));
             } catch (ConduitException e) {
@@ -1727,6 +1727,14 @@ public final class ShmTransport implements Transport {
         throw new ConduitException(queueDamaged);
     }
 
+    /**
+     * Closes every endpoint (freeing their bounce rings), frees the receive queue, closes the
+     * provider, then the worker's lease and the directory. Every step runs even if an earlier one
+     * fails; the first failure is thrown with the others suppressed. A file the close cannot remove
+     * (the queue's or a ring's, chunks of the provider) keeps the provider's lease, unlocked, so
+     * that the next reclaim in the directory, by any Conduit process, removes it and then the lease
+     * ({@link OwnerLease#close}, which warns naming the file and the errno). Idempotent.
+     */
     @Override
     public void close() {
         List<ShmEndpoint> remaining;

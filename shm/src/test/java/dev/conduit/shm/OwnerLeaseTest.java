@@ -222,4 +222,127 @@ class OwnerLeaseTest {
             }
         }
     }
+
+    /**
+     * A close that cannot remove one of its owner's files (here {@code unlinkat} fails with
+     * {@code EACCES} for it, as when the directory's permissions changed while in use) keeps the
+     * lease, unlocked: the owner reads as dead, and a reclaim by another owner, in this process or
+     * any other, removes the file and then the lease. The close used to remove the lease anyway,
+     * and the file, which no lease named any more, stayed for good: no reclaim ever looked at it.
+     */
+    @Test
+    void aCloseThatCannotRemoveAFileOfItsOwnerKeepsTheLeaseUnlockedForTheNextReclaim() throws Exception {
+        Libc real = Linux.libc();
+        AtomicBoolean refusing = new AtomicBoolean(true);
+        Libc refusingData = unlinkFailing(name -> refusing.get() && name.endsWith(".data"), dev.conduit.linux.Errno.EACCES);
+        try (SharedDirectory directory = SharedDirectory.open(refusingData, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            OwnerLease lease = OwnerLease.acquire(refusingData, directory, "conduit-test");
+            String leaseName = OwnerLease.leaseName("conduit-test", lease.owner());
+            java.nio.file.Path data = java.nio.file.Files.createFile(shared.resolve(lease.newFileName(".data")));
+            lease.close();
+            lease.close(); // idempotent
+            assertThat(data).as("the file it could not remove").exists();
+            assertThat(shared.resolve(leaseName)).as("kept, for a reclaim to find the file by").exists();
+            assertThat(OwnerLease.isAlive(real, directory, leaseName)).as("unlocked: its owner reads as dead").isFalse();
+
+            refusing.set(false);
+            assertThat(OwnerLease.reclaimDead(real, directory, "conduit-test"))
+                    .containsExactlyInAnyOrder(data.getFileName().toString(), leaseName);
+        }
+        assertThat(shared).isEmptyDirectory();
+    }
+
+    /**
+     * A normal close leaves nothing of its owner; and a file of the owner that the owner itself did
+     * not remove (one it lost track of: a chunk whose free failed to remove it) is removed by the
+     * close, where it used to stay after the lease, named by none.
+     */
+    @Test
+    void aCloseLeavesNothingOfItsOwnerAlsoAFileTheOwnerDidNotRemove() throws Exception {
+        Libc libc = Linux.libc();
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            OwnerLease other = OwnerLease.acquire(libc, directory, "conduit-test");
+            java.nio.file.Path othersFile = java.nio.file.Files.createFile(shared.resolve(other.newFileName(".data")));
+            OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test");
+            String removedByItsOwner = lease.newFileName(".data");
+            java.nio.file.Files.createFile(shared.resolve(removedByItsOwner));
+            java.nio.file.Files.createFile(shared.resolve(lease.newFileName(".forgotten")));
+            directory.remove(removedByItsOwner);
+            lease.close();
+            try (var left = java.nio.file.Files.list(shared)) {
+                assertThat(left.map(f -> f.getFileName().toString()).toList()).as("another owner's lease and file stay")
+                        .containsExactlyInAnyOrder(OwnerLease.leaseName("conduit-test", other.owner()), othersFile.getFileName().toString());
+            }
+            java.nio.file.Files.delete(othersFile);
+            other.close();
+        }
+        assertThat(shared).isEmptyDirectory();
+    }
+
+    /**
+     * A file under an owner's prefix that another user owns is none of the owner's (it creates
+     * every file as itself; anyone may create one by that name in a sticky {@code /dev/shm}): the
+     * close neither removes it nor keeps its lease for it.
+     */
+    @Test
+    void anotherUsersFileUnderAnOwnersPrefixIsNeitherRemovedNorWaitedForByItsClose() throws Exception {
+        Libc libc = Linux.libc();
+        org.junit.jupiter.api.Assumptions.assumeTrue(libc.getuid() == 0, "changing a file's owner takes root");
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test");
+            java.nio.file.Path planted = java.nio.file.Files.createFile(shared.resolve(lease.newFileName(".planted")));
+            java.nio.file.Files.setAttribute(planted, "unix:uid", 54321);
+            lease.close();
+            assertThat(planted).exists();
+            assertThat(shared.resolve(OwnerLease.leaseName("conduit-test", lease.owner()))).doesNotExist();
+        }
+    }
+
+    /**
+     * A close that cannot list the directory cannot tell that its owner's files are gone: it keeps
+     * the lease, unlocked, for the next reclaim (which lists it) to remove with whatever is left.
+     */
+    @Test
+    void aCloseThatCannotListTheDirectoryKeepsTheLeaseUnlockedForTheNextReclaim() throws Exception {
+        Libc real = Linux.libc();
+        AtomicBoolean refusing = new AtomicBoolean();
+        Libc refusingLists = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("listDirectory") && refusing.get()) {
+                        throw new dev.conduit.linux.ErrnoException("getdents64", dev.conduit.linux.Errno.EACCES, "fake", "injected by the test");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (SharedDirectory directory = SharedDirectory.open(refusingLists, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            OwnerLease lease = OwnerLease.acquire(refusingLists, directory, "conduit-test");
+            java.nio.file.Path data = java.nio.file.Files.createFile(shared.resolve(lease.newFileName(".data")));
+            refusing.set(true);
+            lease.close();
+            String leaseName = OwnerLease.leaseName("conduit-test", lease.owner());
+            assertThat(OwnerLease.isAlive(real, directory, leaseName)).isFalse();
+            refusing.set(false);
+            assertThat(OwnerLease.reclaimDead(real, directory, "conduit-test")).containsExactlyInAnyOrder(data.getFileName().toString(), leaseName);
+        }
+        assertThat(shared).isEmptyDirectory();
+    }
+
+    /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
+    private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
+        Libc real = Linux.libc();
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("unlinkat") && fails.test((String) args[1])) {
+                        throw new dev.conduit.linux.ErrnoException("unlinkat", errno, (String) args[1], "injected by the test");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
 }

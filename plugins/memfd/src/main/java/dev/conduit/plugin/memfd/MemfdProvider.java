@@ -94,7 +94,7 @@ final class MemfdProvider implements MemoryProvider {
         SharedDirectory directory = SharedDirectory.open(libc, context.sharedDirectory(), MemfdConfig.SHARED_DIR_KEY);
         try {
             OwnerLease.reclaimDeadOrWarn(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
-            OwnerLease lease = OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX);
+            OwnerLease lease = OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
             return new MemfdProvider(libc, directory, lease, allowedUids, serverTimeoutNanos, context.logger());
         } catch (RuntimeException | Error e) {
             try {
@@ -290,7 +290,9 @@ final class MemfdProvider implements MemoryProvider {
      * Stops the fd server and removes its socket, frees every chunk, then releases the lease.
      * Every step runs even if an earlier one fails; the first failure is thrown with the others
      * suppressed. A chunk that could not be unmapped (another thread inside a native call on it)
-     * is unmapped by the next close. Idempotent.
+     * is unmapped by the next close. A socket that could not be removed keeps the lease, unlocked,
+     * for the next reclaim in the directory to remove both ({@link OwnerLease#close}, which warns
+     * naming the socket and the errno). Idempotent.
      */
     @Override
     public synchronized void close() {

@@ -370,10 +370,67 @@ class MemfdProviderTest {
             Chunk chunk = provider.allocate(provider.pageSize());
             provider.free(chunk);
         }
-        assertThat(recording.warnings()).singleElement().asString()
+        assertThat(recording.warnings()).hasSize(2);
+        assertThat(recording.warnings().getFirst())
                 .contains("could not remove every file of dead owners (conduit-memfd-*) in " + shared)
                 .contains("cannot list the shared directory " + shared + ": EACCES")
                 .contains("the next provider to open there tries again");
+        // Its close cannot list the directory either, to tell that its socket is gone: it leaves the lease to a reclaim.
+        assertThat(recording.warnings().get(1))
+                .contains("cannot tell whether every file conduit-memfd-")
+                .contains("cannot list the shared directory " + shared + ": EACCES")
+                .contains(".lease is kept, unlocked");
+    }
+
+    /**
+     * A close that cannot remove the fd server's socket ({@code unlinkat} fails with {@code EACCES},
+     * as when the directory's permissions changed while in use) throws as before, keeps the
+     * provider's lease, unlocked, and warns naming the socket, the errno and the reclaim that will
+     * remove it: the next provider to open on the directory removes the socket and then the lease.
+     * The close used to remove the lease anyway, and the socket, which no lease named any more,
+     * stayed in the directory for good.
+     */
+    @Test
+    void aSocketTheCloseCannotRemoveIsReclaimedWithItsLeaseByTheNextProvider() {
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean();
+        Libc refusingSockets = unlinkFailing(name -> refusing.get() && name.endsWith(FdProtocol.SOCKET_SUFFIX), dev.conduit.linux.Errno.EACCES);
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        MemoryProvider provider = MemfdProvider.open(refusingSockets, TestContext.of(shared).withLogger(recording));
+        provider.export(provider.allocate(provider.pageSize()));
+        java.util.List<String> files = Leaks.files(shared);
+        String socket = files.stream().filter(name -> name.endsWith(FdProtocol.SOCKET_SUFFIX)).findFirst().orElseThrow();
+        String lease = files.stream().filter(name -> name.endsWith(".lease")).findFirst().orElseThrow();
+        refusing.set(true);
+
+        assertThatThrownBy(provider::close).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot remove " + shared.resolve(socket)).hasMessageContaining("EACCES");
+        provider.close(); // idempotent, and throws nothing more
+
+        assertThat(Leaks.files(shared)).containsExactlyInAnyOrder(socket, lease);
+        assertThat(recording.warnings()).singleElement().asString()
+                .contains("cannot remove " + shared.resolve(socket) + ": EACCES")
+                .contains("the lease " + shared.resolve(lease) + " is kept, unlocked")
+                .contains("next reclaim of dead owners' files in " + shared + ", which any Conduit process runs as it opens");
+        refusing.set(false);
+        try (MemoryProvider next = plugin.openMemoryProvider(TestContext.of(shared))) {
+            assertThat(Leaks.files(shared)).singleElement().asString().endsWith(".lease").isNotEqualTo(lease);
+        }
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+
+    /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
+    private Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("unlinkat") && fails.test((String) args[1])) {
+                        throw new dev.conduit.linux.ErrnoException("unlinkat", errno, "fake", "injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
     }
 
     /** The real libc, except that {@code call} fails with {@code errno}. */

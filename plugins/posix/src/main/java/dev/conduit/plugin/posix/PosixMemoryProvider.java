@@ -43,7 +43,10 @@ import static java.lang.System.Logger.Level.WARNING;
  * When it opens, a provider removes the files of every owner whose lease it can lock, i.e. of
  * processes that died without closing (a crash, {@code kill -9}): the kernel dropped their lock.
  * The files of a dead producer are therefore removed by the next provider that opens on the same
- * directory, not at the moment of death.
+ * directory, not at the moment of death. So are those a close could not remove (an unlink that
+ * fails: the directory's permissions or mount changed while in use): the close then keeps the
+ * lease, unlocked, and says so in a WARNING ({@link OwnerLease#close}), where removing it would
+ * have left those files with no lease to name them, for good.
  *
  * <p><b>Space.</b> On a tmpfs a page is allocated when first touched; when the file system is full
  * then, the touching process gets {@code SIGBUS}. {@link #allocate(long)} therefore refuses a
@@ -125,7 +128,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         PosixConfig config = PosixConfig.of(context);
         SharedDirectory directory = SharedDirectory.open(libc, config.directory(), config.directoryKeys());
         try {
-            OwnerLease lease = OwnerLease.acquire(libc, directory, FILE_PREFIX);
+            OwnerLease lease = OwnerLease.acquire(libc, directory, FILE_PREFIX, context.logger());
             try {
                 OwnerLease.reclaimDeadOrWarn(libc, directory, FILE_PREFIX, context.logger());
                 return new PosixMemoryProvider(libc, directory, config.directoryKeys(), lease,
@@ -304,9 +307,12 @@ final class PosixMemoryProvider implements MemoryProvider {
     /**
      * Waits for the allocations and frees under way, frees every chunk still allocated, then gives
      * up the owner lease and the directory. Idempotent. If some chunk cannot be released, the
-     * others and the lease still are, and the first failure is thrown with the rest suppressed; a
-     * chunk that could not be unmapped (another thread inside a native call on it; its file is
-     * removed) is unmapped by the next close.
+     * others still are, and the first failure is thrown with the rest suppressed; a chunk that
+     * could not be unmapped (another thread inside a native call on it; its file is removed) is
+     * unmapped by the next close. A chunk file that could not be removed (also one whose free
+     * failed to) is tried once more by the lease's close, and if it stays, so does the lease,
+     * unlocked, for the next reclaim in the directory to remove both ({@link OwnerLease#close},
+     * which warns naming the file and the errno).
      */
     @Override
     public void close() {

@@ -36,6 +36,13 @@ final class FailingLibc {
         });
     }
 
+    /** Like {@link #failing}, but only the calls whose arguments {@code which} accepts fail. */
+    static Libc failingFor(String call, int errno, java.util.function.Predicate<Object[]> which) {
+        return beforeEach(call, args -> {
+            if (which.test(args)) throw new ErrnoException(call, errno, "fake", "injected by the test");
+        });
+    }
+
     /** The real one, counting the calls of {@code call} in {@code calls}. */
     static Libc counting(String call, AtomicInteger calls) {
         return beforeEach(call, args -> calls.incrementAndGet());

@@ -148,6 +148,64 @@ class PosixMemoryProviderTest {
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
     }
 
+    /**
+     * A close that cannot remove a chunk's file ({@code unlinkat} fails with {@code EACCES}, as
+     * when the directory's permissions changed while in use) throws as before, keeps the
+     * provider's lease, unlocked, and warns naming the file, the errno and the reclaim that will
+     * remove it: the next provider to open on the directory removes the file and then the lease.
+     * The close used to remove the lease anyway, and the chunk file, which no lease named any more,
+     * stayed in the directory (memory, on a tmpfs) for good.
+     */
+    @Test
+    void aChunkFileTheCloseCannotRemoveIsReclaimedWithItsLeaseByTheNextProvider() {
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean();
+        Libc libc = FailingLibc.failingFor("unlinkat", dev.conduit.linux.Errno.EACCES,
+                args -> refusing.get() && ((String) args[1]).endsWith(PosixMemoryProvider.CHUNK_SUFFIX));
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        MemoryProvider provider = PosixMemoryProvider.open(TestContext.of(shared).withLogger(recording), libc);
+        provider.free(provider.allocate(provider.pageSize()));
+        provider.allocate(provider.pageSize());
+        List<String> files = ProcessResources.files(shared);
+        String chunk = files.stream().filter(name -> name.endsWith(PosixMemoryProvider.CHUNK_SUFFIX)).findFirst().orElseThrow();
+        String lease = files.stream().filter(name -> name.endsWith(".lease")).findFirst().orElseThrow();
+        refusing.set(true);
+
+        assertThatThrownBy(provider::close).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot remove " + shared.resolve(chunk)).hasMessageContaining("EACCES");
+        assertThatCode(provider::close).doesNotThrowAnyException();
+
+        assertThat(ProcessResources.files(shared)).containsExactlyInAnyOrder(chunk, lease);
+        assertThat(recording.warnings()).singleElement().asString()
+                .contains("cannot remove " + shared.resolve(chunk) + ": EACCES")
+                .contains("the lease " + shared.resolve(lease) + " is kept, unlocked")
+                .contains("next reclaim of dead owners' files in " + shared + ", which any Conduit process runs as it opens");
+        refusing.set(false);
+        try (MemoryProvider next = plugin.openMemoryProvider(TestContext.of(shared))) {
+            assertThat(ProcessResources.files(shared)).singleElement().asString().endsWith(".lease").isNotEqualTo(lease);
+        }
+        assertThat(ProcessResources.files(shared)).isEmpty();
+    }
+
+    /**
+     * A chunk whose free could not remove its file (the free throws, and the chunk is no longer
+     * the provider's) has that file removed by the provider's close, once it can be: it used to
+     * stay, as the close knew only the chunks still allocated and removed the lease after them.
+     */
+    @Test
+    void aChunkFileAFailedFreeLeftIsRemovedByTheClose() {
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean();
+        Libc libc = FailingLibc.failingFor("unlinkat", dev.conduit.linux.Errno.EIO,
+                args -> refusing.get() && ((String) args[1]).endsWith(PosixMemoryProvider.CHUNK_SUFFIX));
+        MemoryProvider provider = PosixMemoryProvider.open(TestContext.of(shared), libc);
+        Chunk chunk = provider.allocate(provider.pageSize());
+        refusing.set(true);
+        assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(ConduitException.class).hasMessageContaining("EIO");
+        refusing.set(false);
+
+        assertThatCode(provider::close).doesNotThrowAnyException();
+        assertThat(ProcessResources.files(shared)).isEmpty();
+    }
+
     @Test
     void refusesChunksOfAnotherProvider() {
         try (MemoryProvider first = plugin.openMemoryProvider(TestContext.of(shared));
