@@ -4,6 +4,7 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.MappedMemoryFault;
@@ -444,10 +445,16 @@ public final class ShmTransport implements Transport {
             this.queue = q;
             this.deliveredQueue = q.memory().asReadOnly();
         } catch (RuntimeException | Error e) {
-            if (chunk != null) provider.free(chunk);
-            if (ownLease != null) ownLease.close();
-            provider.close();
-            if (dir != null) dir.close();
+            // Each step runs whatever the one before it threw, and what it threw goes with e, which stays the one thrown:
+            // a free that could not remove the queue's file skipped the rest, and kept the worker's lease and the
+            // provider's locked, with their descriptors and the directory's, for the life of the process.
+            Chunk allocated = chunk;
+            OwnerLease taken = ownLease;
+            SharedDirectory opened = dir;
+            if (allocated != null) Cleanup.run(e, () -> provider.free(allocated));
+            if (taken != null) Cleanup.run(e, taken::close);
+            Cleanup.run(e, provider::close);
+            if (opened != null) Cleanup.run(e, opened::close);
             throw e;
         }
     }

@@ -757,6 +757,61 @@ class ShmTransportTest {
         assertThat(ProcessResources.files(shared)).containsExactlyInAnyOrderElementsOf(receiversFiles);
     }
 
+    /**
+     * A worker whose open fails after its receive queue was allocated (here the provider's export
+     * of it fails), and whose free of that queue then fails too (its file cannot be removed:
+     * {@code EACCES}), still closes its lease, its provider and the directory, and throws the
+     * open's own failure with the free's suppressed. The failed free skipped the rest: the
+     * worker's lease and the provider's stayed locked, with their descriptors, for the life of the
+     * process, and the free's failure was thrown in place of the open's. The queue's file stays,
+     * with its provider's lease unlocked, for the next provider on the directory to reclaim.
+     */
+    @Test
+    void aWorkerWhoseOpenFailsAndThenItsQueuesFreeReleasesItsLeasesAndThrowsTheOpensFailure() {
+        AtomicBoolean refusing = new AtomicBoolean(true);
+        Libc libc = FailingLibc.failingFor("unlinkat", Errno.EACCES, args -> refusing.get() && ((String) args[1]).endsWith(".chunk"));
+        TransportContext context = TestContext.of(shared).forTransport(ThreadMode.SERIALIZED, new Received());
+        MemoryProvider posix = PosixMemoryProvider.open(context, libc);
+        MemoryProvider exportRefused = new MemoryProvider() {
+            @Override
+            public long pageSize() {
+                return posix.pageSize();
+            }
+
+            @Override
+            public Chunk allocate(long size) {
+                return posix.allocate(size);
+            }
+
+            @Override
+            public byte[] export(Chunk chunk) {
+                throw new ConduitException("export refused by the test");
+            }
+
+            @Override
+            public void free(Chunk chunk) {
+                posix.free(chunk);
+            }
+
+            @Override
+            public void close() {
+                posix.close();
+            }
+        };
+
+        assertThatThrownBy(() -> new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
+                exportRefused, new PosixImporter(libc, PosixConfig.of(context), false)))
+                .isInstanceOf(ConduitException.class).hasMessage("export refused by the test")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().asString().contains("cannot remove").contains("EACCES"));
+
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("leases still held open").isZero();
+        assertThat(ProcessResources.files(shared)).as("the queue's file, and its provider's lease kept for it")
+                .hasSize(2).anyMatch(name -> name.endsWith(".chunk")).anyMatch(name -> name.endsWith(".lease"));
+        refusing.set(false);
+        new PosixPlugin().openMemoryProvider(TestContext.of(shared)).close();
+        assertThat(ProcessResources.files(shared)).isEmpty();
+    }
+
     /** A posix transport whose every native call goes through {@code libc}: its own, its provider's and its importer's. */
     private Transport transportWith(Libc libc) {
         TransportContext context = TestContext.of(shared).forTransport(ThreadMode.SERIALIZED, new Received());
