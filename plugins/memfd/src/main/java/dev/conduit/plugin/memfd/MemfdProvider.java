@@ -8,6 +8,7 @@ import dev.conduit.linux.Seals;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.Chunk;
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PluginContext;
@@ -296,50 +297,34 @@ final class MemfdProvider implements MemoryProvider {
      */
     @Override
     public synchronized void close() {
-        List<RuntimeException> failures = new ArrayList<>();
+        RuntimeException failure = null;
         if (closed) {
             if (unmapLater.isEmpty()) {
                 return;
             }
             for (MemfdChunk chunk : unmapLater) {
-                run(chunk.arena()::close, failures);
+                failure = Cleanup.collect(failure, chunk.arena()::close);
             }
             unmapLater.removeIf(chunk -> !chunk.arena().scope().isAlive());
-            throwFirst(failures);
+            if (failure != null) throw failure;
             return;
         }
         closed = true;
         if (server != null) {
-            run(server::close, failures);
+            failure = Cleanup.collect(failure, server::close);
         }
         for (MemfdChunk chunk : chunks) {
-            run(() -> release(chunk), failures);
+            failure = Cleanup.collect(failure, () -> release(chunk));
             // If the mapping could not be closed, the descriptor still must be: the lease goes, and no token reaches it.
-            run(chunk.memfd()::close, failures);
+            failure = Cleanup.collect(failure, chunk.memfd()::close);
             if (chunk.arena().scope().isAlive()) {
                 unmapLater.add(chunk);
             }
         }
         chunks.clear();
-        run(lease::close, failures);
-        run(directory::close, failures);
-        throwFirst(failures);
-    }
-
-    private static void throwFirst(List<RuntimeException> failures) {
-        if (!failures.isEmpty()) {
-            RuntimeException first = failures.getFirst();
-            failures.subList(1, failures.size()).forEach(first::addSuppressed);
-            throw first;
-        }
-    }
-
-    private static void run(Runnable step, List<RuntimeException> failures) {
-        try {
-            step.run();
-        } catch (RuntimeException e) {
-            failures.add(e);
-        }
+        failure = Cleanup.collect(failure, lease::close);
+        failure = Cleanup.collect(failure, directory::close);
+        if (failure != null) throw failure;
     }
 
 

@@ -418,6 +418,42 @@ class MemfdProviderTest {
         assertThat(Leaks.files(shared)).isEmpty();
     }
 
+    /**
+     * A step of the close that fails with an {@code Error} (here the socket's removal) stops no
+     * other: the close used to collect only {@code RuntimeException}s, so the error left it there,
+     * with every chunk mapped and the lease locked for the life of the process.
+     */
+    @Test
+    void aStepOfTheCloseThatFailsWithAnErrorStopsNoOtherStep() {
+        java.util.concurrent.atomic.AtomicBoolean failing = new java.util.concurrent.atomic.AtomicBoolean();
+        Libc libcFailingWithAnError = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (failing.get() && method.getName().equals("unlinkat") && ((String) args[1]).endsWith(FdProtocol.SOCKET_SUFFIX)) {
+                        throw new InternalError("injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        MemoryProvider provider = MemfdProvider.open(libcFailingWithAnError, TestContext.of(shared));
+        Chunk chunk = provider.allocate(provider.pageSize());
+        provider.export(chunk);
+        failing.set(true);
+
+        assertThatThrownBy(provider::close).isInstanceOf(ConduitException.class).hasMessageContaining("a clean-up step failed with")
+                .hasCauseInstanceOf(InternalError.class);
+        assertThatThrownBy(() -> chunk.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))
+                .as("the chunk, unmapped by the close's later steps").isInstanceOf(IllegalStateException.class);
+        failing.set(false);
+        try (MemoryProvider next = plugin.openMemoryProvider(TestContext.of(shared))) {
+            assertThat(Leaks.files(shared)).as("the socket and the lease, reclaimed: the lease was unlocked").singleElement().asString()
+                    .endsWith(".lease");
+        }
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
     private Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
         return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
