@@ -128,6 +128,12 @@ public interface Endpoint extends AutoCloseable {
      * <p>The encoder must not send on this endpoint: such a send, plain or encoded, throws
      * {@link IllegalStateException}.
      *
+     * <p>An encoder that writes into a shared-memory peer's queue (above 1 KiB, up to its
+     * {@code inline.max}) runs while its record there is claimed and not yet committed: the peer
+     * delivers no message claimed after it, whoever sent it, until the encoder returns, so such an
+     * encoder must be quick. A larger payload is encoded into the bounce buffer before its record
+     * is claimed, and holds up nobody else's messages however long the encoder takes.
+     *
      * <p>The encoder is called exactly once, on this thread, before {@code send} returns (see
      * {@link PayloadEncoder} for what it may do). If it throws, nothing is sent (a claimed space is
      * abandoned and the peer skips it) and the exception propagates.

@@ -80,7 +80,11 @@ import java.security.MessageDigest;
  * keyed hash of the line's ring position (lap and offset), never 0. Fields a record does not use
  * are zero, but for the first word of each line after the first, which keeps its free word until
  * the payload covers it (an encoder's view of the room sees it). When the record does not fit before the end of the ring, the claim also covers the
- * rest of the ring, which the sender makes a PAD record, by the same CAS.
+ * rest of the ring, which the sender makes a PAD record, by the same CAS. A claimed record stops
+ * the receiver's head until it is committed, and every sender's records behind it with it, so a
+ * LARGE record is claimed only once its payload is in the sender's bounce ring, copied or
+ * encoded: under its claim only its fields and header are written ({@code ShmEndpoint}, "Large
+ * messages"; {@link #hasRoomFor} spares a copy into a full queue).
  *
  * <p>The receiver formats the ring with every line's free word. It reads records while their
  * length is positive, zeroes what it read and writes each line's free word for the next lap (in
@@ -397,6 +401,25 @@ public final class ReceiveQueue {
             claimedUpTo = tail + required;
             return HEADER_LENGTH + (position & mask);
         }
+    }
+
+    /**
+     * Sender side: whether a {@link #claim} of {@code length} bytes (a positive multiple of
+     * {@link #RECORD_ALIGNMENT}) would find room now. A look, not a claim: it reserves nothing, so
+     * other senders may take the room before this one claims it. A large message looks before it
+     * copies its payload into its bounce ring, which it does before its claim (a claimed record
+     * stops the receiver's head until it is committed), so that a full queue costs it no copy.
+     * A tail or head no sender writes answers true: the claim that follows says what is wrong.
+     */
+    public boolean hasRoomFor(int length) {
+        long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        long toEnd = capacity - (tail & mask);
+        long required = length + (length > toEnd ? toEnd : 0);
+        if (required <= capacity - (tail - headCache)) return true;
+        long head = (long) LONG.getVolatile(memory, HEAD_OFFSET);
+        if (head - tail > 0 || tail - head > capacity || (tail & (RECORD_ALIGNMENT - 1)) != 0) return true;
+        headCache = head;
+        return required <= capacity - (tail - head);
     }
 
     /**

@@ -21,6 +21,25 @@ import java.lang.invoke.VarHandle;
  * connection's {@link BounceRing} and read there by the peer. RMA works on the peer's exported
  * regions mapped here through the runtime's IPC cache: put and get are copies, atomics are the
  * CPU's, all coherent, so {@link #flush()} only orders.
+ *
+ * <h2>Large messages</h2>
+ * A record claimed in the peer's queue and not yet committed stops the peer's head: every other
+ * sender's messages behind it wait until it is committed ({@link ReceiveQueue}). A small message
+ * is written into its record, under its claim, as it must be (zero copy; an encoder of an inline
+ * payload runs there too, which is why encoders must be quick). A large one, whose payload may
+ * take megabytes to copy or an application's encoder to write, is put into the bounce ring first:
+ * the send reserves the ring's room, looks whether the peer's queue has room for the record
+ * ({@link ReceiveQueue#hasRoomFor}: when it has none, the reservation is rolled back and nothing
+ * is copied), copies or encodes the payload into the ring, and only then claims the record,
+ * writes its fields and commits it; the claim is held for the record's 48 bytes and the header.
+ * An encoder that throws leaves nothing in the queue, and its reservation is rolled back. When
+ * other senders took the room between the look and the claim, a copied payload's reservation is
+ * rolled back, and the send, refused, copies again when it is retried; an encoded one cannot be
+ * (the encoder runs once per send, and a refused zero-copy send must not have called it), so it
+ * is taken and held ({@link #hold}): posted before anything else this endpoint sends, by the next
+ * send or the transport's progress, or by a close before its CLOSE. The ring's payloads stay in
+ * the order of their records either way, for no reservation follows one not yet posted: the
+ * receiver reads them in that order and releases the ring up to each record's bounce end.
  */
 final class ShmEndpoint implements TransportEndpoint {
 
@@ -51,6 +70,14 @@ final class ShmEndpoint implements TransportEndpoint {
     private long lastHeartbeat;
     /** Whether the last refused send waits for room in our bounce ring (not in the peer's queue). */
     private boolean waitingForRing;
+    /** Whether a large message waits to be posted ({@link #hold}); the fields after it describe it. */
+    private boolean holding;
+    private int heldId;
+    private int heldHeaderLength;
+    private long heldPayloadLength;
+    private long heldBounceOffset;
+    /** The held message's header, copied: the caller's buffer is its own again once the send returned. */
+    private byte[] heldHeader;
     /** The peer's queue position just past our last LARGE record: once the peer has read past it, it has released every payload it will. */
     private long lastLargeEnd;
     /** The ring position just past this endpoint's last message (MSG or LARGE) in the peer's queue: what it read is judged by it. */
@@ -156,23 +183,34 @@ final class ShmEndpoint implements TransportEndpoint {
         long bounceOffset = bounce.reserve(payloadLength);
         if (bounceOffset < 0) return noRingRoom();
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
-        long offset = peer.claim(length, connection);
-        if (offset < 0) {
+        if (!peer.hasRoomFor(length)) {
             bounce.rollback(before);
             return noRoom();
         }
-        MemorySegment q = peer.memory();
         try {
+            // Before the claim (see "Large messages" above): a claimed record stops the peer's head, and every sender's
+            // messages behind it, until it is committed.
             MemorySegment.copy(payloadBuffer, payloadOffset, bounce.memory(), bounceOffset, payloadLength);
-            writeMessageFields(q, offset, id, headerLength, payloadLength);
-            writeBounceFields(q, offset, bounce.position(), bounceOffset);
-            MemorySegment.copy(headerBuffer, headerOffset, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+        } catch (Throwable t) {
+            bounce.rollback(before);
+            throw t;
+        }
+        long offset = peer.claim(length, connection);
+        if (offset < 0) {
+            // Other senders took the room found above. The caller still has the payload and sends it again (the runtime
+            // from its local queue), copying it again: that costs a copy per room lost between the look and the claim, and
+            // never one per retry while the queue stays full (the look finds it full first).
+            bounce.rollback(before);
+            return noRoom();
+        }
+        try {
+            writeLargeRecord(offset, id, headerLength, payloadLength, bounceOffset);
+            MemorySegment.copy(headerBuffer, headerOffset, peer.memory(), offset + ReceiveQueue.RECORD_HEADER, headerLength);
         } catch (Throwable t) {
             abandon(offset, length, before);
             throw t;
         }
-        peer.commit(offset, length, ReceiveQueue.LARGE);
-        lastLargeEnd = peer.claimedUpTo();
+        commitLarge(offset, length);
         return sent();
     }
 
@@ -247,28 +285,123 @@ final class ShmEndpoint implements TransportEndpoint {
             return -1;
         }
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
-        long offset = peer.claim(length, connection);
-        if (offset < 0) {
-            bounce.rollback(before);
+        if (!peer.hasRoomFor(length)) {
+            bounce.rollback(before); // the encoder not called: the runtime has it encode into a buffer of its own
             return noRoomEncoded();
         }
         long written;
         try {
+            // Before the claim (see "Large messages" above): the encoder is the application's, and may take its time.
             written = PayloadEncoder.checkWritten(
                     // This connection's ring of payload bytes, which no other sender writes and the receiver does not parse: a
                     // stray write can only change this connection's own payloads.
                     encoder.encode(bounce.ring(), bounceOffset - BounceRing.HEADER_LENGTH, maxLength), maxLength);
-            writeMessageFields(q, offset, id, (int) headerLength, written);
-            writeBounceFields(q, offset, bounce.position(), bounceOffset);
+        } catch (Throwable t) {
+            bounce.rollback(before);
+            throw t;
+        }
+        long offset = peer.claim(length, connection);
+        if (offset < 0) {
+            // Other senders took the room found above, and the encoder, which runs once per send, has run: the message is
+            // taken, held here and posted before anything else this endpoint sends (see "Large messages" above).
+            hold(id, header, written, bounceOffset, before);
+            return written;
+        }
+        try {
+            writeLargeRecord(offset, id, (int) headerLength, written, bounceOffset);
             MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
         } catch (Throwable t) {
             abandon(offset, length, before);
             throw t;
         }
-        peer.commit(offset, length, ReceiveQueue.LARGE);
-        lastLargeEnd = peer.claimedUpTo();
+        commitLarge(offset, length);
         sent();
         return written;
+    }
+
+    /** Writes a claimed LARGE record's fields but its header bytes: the payload, of this endpoint's last reservation, is in the ring. */
+    private void writeLargeRecord(long offset, int id, int headerLength, long payloadLength, long bounceOffset) {
+        MemorySegment q = peer.memory();
+        writeMessageFields(q, offset, id, headerLength, payloadLength);
+        writeBounceFields(q, offset, bounce.position(), bounceOffset);
+    }
+
+    private void commitLarge(long offset, int length) {
+        peer.commit(offset, length, ReceiveQueue.LARGE);
+        lastLargeEnd = peer.claimedUpTo();
+    }
+
+    /**
+     * Keeps a large message whose payload is encoded in the bounce ring but whose record found no
+     * room in the peer's queue, to post it before anything else this endpoint sends
+     * ({@link #postHeld}); the transport posts it too as it progresses, and a close before it goes.
+     * No reservation follows it in the ring while it is held: the ring's payloads stay in the
+     * order of their records, as the receiver's releases need.
+     */
+    private void hold(int id, MemorySegment header, long payloadLength, long bounceOffset, long bounceBefore) {
+        int headerLength = (int) header.byteSize();
+        // Once per endpoint, on this path only: sends allocate nothing.
+        if (heldHeader == null || heldHeader.length < headerLength) heldHeader = new byte[Math.max(MAX_HEADER, headerLength)];
+        try {
+            MemorySegment.copy(header, ValueLayout.JAVA_BYTE, 0, heldHeader, 0, headerLength);
+        } catch (Throwable t) {
+            bounce.rollback(bounceBefore); // the caller's header is closed or another thread's: nothing is sent, as at a claim
+            throw t;
+        }
+        heldId = id;
+        heldHeaderLength = headerLength;
+        heldPayloadLength = payloadLength;
+        heldBounceOffset = bounceOffset;
+        holding = true;
+        transport.holding(this);
+        noRoom(); // a peer that makes no progress while this waits is judged hung, as for any send that waits on its queue
+    }
+
+    /**
+     * Posts the held large message's record ({@link #hold}) if the peer's queue has room now.
+     * Holding {@link #closeSteps}: a close of the worker forced from another thread posts it too
+     * ({@link #awaitsHeldPost}), and two posts would deliver it twice. Taken only while a message
+     * is held, never on the message path.
+     *
+     * @return whether nothing is held any more (posted, or released meanwhile with the endpoint)
+     */
+    private boolean postHeld() {
+        synchronized (closeSteps) {
+            if (!holding || released) return true;
+            int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + heldHeaderLength);
+            long offset = peer.claim(length, connection);
+            if (offset < 0) {
+                noRoom();
+                return false;
+            }
+            writeLargeRecord(offset, heldId, heldHeaderLength, heldPayloadLength, heldBounceOffset);
+            MemorySegment.copy(heldHeader, 0, peer.memory(), ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, heldHeaderLength);
+            commitLarge(offset, length);
+            holding = false;
+            transport.heldPosted(this);
+        }
+        sent();
+        return true;
+    }
+
+    /**
+     * The transport's post of the held large message, as it progresses: an endpoint that sends
+     * nothing more would hold it for ever. Nothing more is tried once the endpoint failed (the
+     * failure counted the message among those the peer never read) or was released.
+     *
+     * @return whether the endpoint holds nothing more to post
+     */
+    boolean postHeldAsTheTransportProgresses() {
+        if (!holding || failure != null) return true;
+        try {
+            return postHeld();
+        } catch (InternalError e) {
+            sendFault(e);
+            return true;
+        } catch (ReceiveQueue.CorruptQueueException e) {
+            corruptQueue(e);
+            return true;
+        }
     }
 
     /** A send touched mapped memory that is gone (a posix file truncated under it): this endpoint fails. */
@@ -293,7 +426,8 @@ final class ShmEndpoint implements TransportEndpoint {
             connectSent = true;
             connectEnd = peer.claimedUpTo();
         }
-        return true;
+        // A held large message goes first: what follows it is sent after it, in order.
+        return !holding || postHeld();
     }
 
     /** Creates the bounce ring and announces it to the peer once; false when the peer's queue had no room for that. */
@@ -551,7 +685,7 @@ final class ShmEndpoint implements TransportEndpoint {
         long unread;
         int refused;
         try {
-            unread = peer.unreadMessagesOf(connection, lastMessageEnd);
+            unread = unreadMessages();
             refused = connectSent ? peer.refusalOf(connection) : 0;
         } catch (InternalError truncated) {
             return ""; // its queue file was cut short: nothing can be read there
@@ -579,8 +713,23 @@ final class ShmEndpoint implements TransportEndpoint {
         } catch (InternalError truncated) {
             return ""; // its queue file was cut short: nothing can be read there
         }
+        if (holding) {
+            // The failure ends its posting (postHeldAsTheTransportProgresses): it never reaches the queue, resumed or not.
+            String held = "; the last message sent on this endpoint, a large one whose record never found room in its queue, is lost";
+            return unread == 0 ? held : held + ", and " + (unread == 1 ? "the one" : "the " + unread) + " before it "
+                    + (unread == 1 ? "is" : "are") + " unread in its queue: delivered if it resumes, lost if it dies";
+        }
         if (unread == 0) return READ_EVERY_MESSAGE;
         return "; " + theLast(unread, "this endpoint", "is", "are") + " unread in its queue: delivered if it resumes, lost if it dies";
+    }
+
+    /**
+     * This endpoint's messages the peer has not read: those in its queue past its read position,
+     * and the large message this endpoint holds ({@link #hold}), the last one sent, which never got
+     * into the queue.
+     */
+    private long unreadMessages() {
+        return peer.unreadMessagesOf(connection, lastMessageEnd) + (holding ? 1 : 0);
     }
 
     /**
@@ -741,7 +890,7 @@ final class ShmEndpoint implements TransportEndpoint {
                     if (connectSent && !peerGone && !peerLease.ownerAlive()) peerGone = true;
                     if (connectSent && !peerGone) {
                         if (closeSentAt == 0) {
-                            complete = !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
+                            complete = !awaitsHeldPost() && !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
                             if (complete) {
                                 closeSentAt = System.nanoTime() | 1; // never 0
                                 // Decided once: the peer read our CONNECT already, or there is a place to wait for that.
@@ -767,6 +916,17 @@ final class ShmEndpoint implements TransportEndpoint {
         synchronized (transport.handOff) {
             return released;
         }
+    }
+
+    /**
+     * Whether a close should wait to post the large message this endpoint holds ({@link #hold}),
+     * which its CLOSE must follow: one is held, this endpoint has not failed, the peer is not
+     * closing its worker (it reads nothing more: the message is lost with it, and counted so as
+     * the connection is given back) and its queue has no room for the record yet (else it is
+     * posted now). A worker's close tries once ({@link #closeWithWorker}).
+     */
+    private boolean awaitsHeldPost() {
+        return holding && failure == null && !peer.isClosing() && !postHeld();
     }
 
     /**
@@ -917,7 +1077,7 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             boolean alive = peerLease.ownerAlive();
             if (alive && !peer.isClosing()) return;
-            long unread = peer.unreadMessagesOf(connection, lastMessageEnd);
+            long unread = unreadMessages();
             if (unread == 0) return;
             int close = alive ? -1 : peerClose();
             String how = alive ? (peer.isDamaged() ? "reads nothing more (it found its receive queue's header overwritten)"
@@ -947,7 +1107,12 @@ final class ShmEndpoint implements TransportEndpoint {
     /** Freeing a ring with payloads a live peer has not released may lose them: say so. */
     private void warnIfUnread() {
         try {
-            if (!bounce.drained() && !peer.isClosing() && peerLease.ownerAlive()) {
+            if (holding && failure == null && !peer.isClosing() && peerLease.ownerAlive()) {
+                // Only a worker's close gives back an endpoint that holds one (a close of the endpoint waits to post it).
+                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection, with its worker, "
+                        + "while the peer's queue had no room for the record of its last large message, which was never sent: the "
+                        + "peer reads its queue too slowly for its senders (" + transport.plugin() + ".queue.size is the room it has)");
+            } else if (!bounce.drained() && !peer.isClosing() && peerLease.ownerAlive()) {
                 transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer had not read "
                         + "all its large messages (" + (failure != null ? "the endpoint had failed: " + failure.getMessage()
                         : "the peer did not release them in time, or could not map the ring") + "). They arrive only if the peer "

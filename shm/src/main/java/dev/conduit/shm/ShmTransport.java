@@ -249,6 +249,13 @@ public final class ShmTransport implements Transport {
     private final LongMap<Boolean> connectionsInUse = new LongMap<>();
     /** Closed endpoints whose peer still needs something of them (ShmEndpoint#close). */
     private final List<ShmEndpoint> closing = new ArrayList<>();
+    /**
+     * Endpoints, open or closing, that hold a large message whose record found no room in their
+     * peer's queue (ShmEndpoint#hold): each progress() and await() posts what has room. Changed
+     * holding {@link #handOff}, as the other lists, since a close forced from another thread
+     * releases endpoints.
+     */
+    private final List<ShmEndpoint> holding = new ArrayList<>();
     private final long livenessNanos;
     private final long unblockNanos;
     private final long heartbeatNanos;
@@ -324,8 +331,9 @@ public final class ShmTransport implements Transport {
      * lets a load pass a store), and each side would miss the other. The close holds it only for
      * its steps on the tables, never through an unmap, so that a call of the owner's that forgets a
      * connection meanwhile waits for none. Taken only off the message path: once per connect,
-     * connection, ring mapping, CLOSE, refusal, reaping, endpoint close or release, and liveness
-     * check; never for a small message nor a large one whose ring is mapped. What this does not cover is said under
+     * connection, ring mapping, CLOSE, refusal, reaping, endpoint close or release, liveness check,
+     * and large message held for want of room in its peer's queue ({@link #holding}); never for a
+     * small message nor a large one whose ring is mapped and whose record finds room. What this does not cover is said under
      * "Closed from another thread" in the class's javadoc.
      */
     final Object handOff = new Object();
@@ -653,6 +661,7 @@ public final class ShmTransport implements Transport {
             throw e instanceof ReceiveQueue.RecordNotReady notReady ? notReady.reason() : e;
         }
         queue.beat(++progressCount);
+        if (!holding.isEmpty()) postHeld();
         if (handled == 0) {
             lastPollIdle = true;
         } else if (lastPollIdle) {
@@ -1594,6 +1603,31 @@ public final class ShmTransport implements Transport {
         }
     }
 
+    /** Lists an endpoint that holds a large message to post ({@link #holding}). */
+    void holding(ShmEndpoint endpoint) {
+        synchronized (handOff) {
+            holding.add(endpoint);
+        }
+    }
+
+    /** Forgets an endpoint's held large message: posted, or no longer to be (its endpoint failed or was released). */
+    void heldPosted(ShmEndpoint endpoint) {
+        synchronized (handOff) {
+            holding.remove(endpoint);
+        }
+    }
+
+    /** Posts the large messages that endpoints hold ({@link #holding}) where their peers' queues have room now. */
+    private void postHeld() {
+        ShmEndpoint[] held;
+        synchronized (handOff) { // which a close forced from another thread changes as it releases endpoints
+            held = holding.toArray(new ShmEndpoint[0]);
+        }
+        for (ShmEndpoint ep : held) {
+            if (ep.postHeldAsTheTransportProgresses()) heldPosted(ep);
+        }
+    }
+
     /**
      * Forgets a released endpoint. Its connection id is free again unless {@code receiverMayKeepIt}:
      * it was released without a CLOSE while its receiver may live (see {@link #connectionsInUse}).
@@ -1602,6 +1636,7 @@ public final class ShmTransport implements Transport {
         synchronized (handOff) { // an endpoint's release may be the owner's or a forced close's (ShmEndpoint#release)
             endpoints.remove(endpoint);
             closing.remove(endpoint);
+            holding.remove(endpoint);
             if (!receiverMayKeepIt) connectionsInUse.remove(endpoint.connection());
         }
     }
@@ -1618,6 +1653,11 @@ public final class ShmTransport implements Transport {
         // is work, so the caller progresses and the error handler runs. (Merely returning false
         // would not do: the runtime sleeps again until the caller's whole timeout has passed.)
         long slice = Math.min(timeoutNanos, livenessNanos);
+        if (!holding.isEmpty()) {
+            postHeld();
+            // Nothing wakes this worker when a peer's queue gets room: it looks again after a pause.
+            if (!holding.isEmpty()) slice = Math.min(slice, HEAD_SLEEP_MAX_NANOS);
+        }
         CompletableFuture<?> waiting = headWaitsFor;
         boolean woken;
         if (waiting != null && !waiting.isDone()) {

@@ -294,6 +294,27 @@ class ReceiveQueueTest {
         assertThat(send(ReceiveQueue.MSG, 9, 512)).isNotNegative();
     }
 
+    /**
+     * A sender's look for room (a large message's, before it copies its payload) answers as the
+     * claim would, claims nothing, and leaves a tail or head no sender writes to the claim, which
+     * reports it.
+     */
+    @Test
+    void aLookForRoomAnswersAsTheClaimWouldAndClaimsNothing() {
+        assertThat(sender.hasRoomFor(4096)).isTrue();
+        while (sender.hasRoomFor(512)) assertThat(send(ReceiveQueue.MSG, 1, 512)).isNotNegative();
+        long tail = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        assertThat(tail).as("the ring's 4096 bytes claimed").isEqualTo(4096);
+        assertThat(send(ReceiveQueue.MSG, 1, 64)).as("what the look said").isNegative();
+        assertThat(sender.hasRoomFor(64)).isFalse();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).as("nothing claimed by looking").isEqualTo(tail);
+        assertThat(drain()).hasSize(8);
+        assertThat(sender.hasRoomFor(512)).as("once the receiver has read").isTrue();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail + 8);
+        assertThat(sender.hasRoomFor(64)).as("a tail off a line: the claim says what is wrong").isTrue();
+        assertThatThrownBy(() -> sender.claim(64, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class);
+    }
+
     @Test
     void anUncommittedRecordBlocksUntilUnblocked() {
         long claimed = sender.claim(64);

@@ -24,8 +24,11 @@ import java.lang.foreign.MemorySegment;
  * {@code IllegalStateException}; a close of the
  * {@code Conduit} closes that worker as the send returns), and must not keep the target: once
  * it returns, the bytes belong to the transport (they may be in the peer's receive queue). Keep it
- * short: on a shared-memory transport a large payload's space is claimed in the peer's queue, and
- * the peer cannot deliver messages claimed after it until it returns.
+ * short where it writes into a shared-memory peer's receive queue (a payload above 1 KiB and up to
+ * the transport's {@code inline.max}): its record there is claimed while it runs, and the peer
+ * cannot deliver messages claimed after it, any sender's, until it returns. A larger payload is
+ * encoded into the connection's bounce ring before its record is claimed, and holds up no other
+ * sender however long the encoder takes.
  */
 @FunctionalInterface
 public interface PayloadEncoder {

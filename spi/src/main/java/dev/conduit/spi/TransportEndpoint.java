@@ -63,6 +63,12 @@ public interface TransportEndpoint extends AutoCloseable {
      * and calls it only for a {@code maxLength} above 1 KiB: a smaller payload it encodes into a
      * buffer of its own and sends with {@link #trySend(int, MemorySegment, long, int, MemorySegment, long, long)}.
      *
+     * <p>A transport may let the encoder write before it claims the message's place in the
+     * peer's queue (the shared-memory transports do, beyond their {@code inline.max}, so that a
+     * slow encoder holds up no other sender): once the encoder has returned, the message is taken,
+     * and a transport that then finds no room keeps it and sends it before anything this endpoint
+     * sends later; it never answers -1 after calling the encoder.
+     *
      * <p>If the encoder throws or returns a length outside {@code 0..maxLength}
      * ({@link PayloadEncoder#checkWritten}), the transport abandons the claim so that the peer
      * never delivers it, and the exception propagates. A transport without this operation keeps the

@@ -1,0 +1,279 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadEncoder;
+import dev.conduit.spi.PayloadReader;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A large message (above {@code inline.max}, through the sender's bounce ring) claims its record
+ * in the receiver's queue only once its payload is in the ring: a claimed record the sender has
+ * not committed stops the receiver's head, and every other sender's messages behind it, so a
+ * payload copied or encoded under the claim held them all up for as long as that took. These
+ * tests wait by counts of progress rounds, never by the clock; the transports share this JVM's
+ * memory ({@link InProcessMemory}).
+ */
+class ShmTransportLargeMessageTest {
+
+    @TempDir
+    Path shared;
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : open.reversed()) c.close();
+    }
+
+    /** Each message's id, sender key and payload, in the order delivered. */
+    static final class Received implements MessageSink {
+        final List<Integer> ids = new ArrayList<>();
+        final List<Long> keys = new ArrayList<>();
+        final List<byte[]> payloads = new ArrayList<>();
+        final List<Long> closed = new ArrayList<>();
+
+        @Override
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            throw new AssertionError("message " + id + " delivered without its sender's key");
+        }
+
+        @Override
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength, long sender) {
+            ids.add(id);
+            keys.add(sender);
+            payloads.add(payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE));
+        }
+
+        @Override
+        public void onSenderClosed(long sender) {
+            closed.add(sender);
+        }
+    }
+
+    /**
+     * Sender A's large zero-copy send runs an encoder that waits for a latch; meanwhile sender B,
+     * of another worker, sends a small message to the same receiver, which must deliver it while
+     * A's encoder still waits. Before, A claimed its record and then ran the encoder: the
+     * receiver's head stopped at A's claim, and B's message waited for the encoder to return.
+     */
+    @Test
+    @Timeout(60)
+    void anotherSendersMessageIsDeliveredWhileALargeMessagesEncoderIsStillRunning() throws Exception {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmEndpoint a = connect(transport(new Received()), receiver);
+        ShmEndpoint b = connect(transport(new Received()), receiver);
+        // Both connections announced (and A's ring), so that what the receiver waits for below is only the messages.
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        assertThat(b.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, () -> received.ids.size() == 2, "the first two messages");
+
+        CountDownLatch encoding = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        PayloadEncoder held = target -> {
+            encoding.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while held", e);
+            }
+            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
+            return 30_000;
+        };
+        AtomicReference<Object> outcome = new AtomicReference<>();
+        Thread sending = Thread.ofPlatform().name("sender A").start(() -> {
+            try {
+                outcome.set(a.trySendEncoded(3, MemorySegment.NULL, 40_000, held));
+            } catch (Throwable t) {
+                outcome.set(t);
+            }
+        });
+        try {
+            encoding.await();
+            assertThat(b.trySend(4, MemorySegment.NULL, bytes(8, 4))).isTrue();
+            receive(receiver, () -> received.ids.size() == 3, "sender B's message while sender A's encoder is held");
+            assertThat(received.ids).containsExactly(1, 2, 4);
+            assertThat(outcome.get()).as("A's send, still in its encoder").isNull();
+        } finally {
+            release.countDown();
+            sending.join();
+        }
+        assertThat(outcome.get()).as("what A's trySendEncoded returned").isEqualTo(30_000L);
+        receive(receiver, () -> received.ids.size() == 4, "sender A's encoded message");
+        assertThat(received.ids).containsExactly(1, 2, 4, 3);
+        assertThat(received.keys).containsExactly(a.connection(), b.connection(), b.connection(), a.connection());
+        assertThat(received.payloads.get(3)).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * Other senders take the room in the receiver's queue while a large message's encoder runs, so
+     * its record finds none once the payload is encoded. The encoder runs once per send, and a
+     * zero-copy send that answers "no room" must not have called it (the runtime would have it
+     * encode again), so the send is taken and the message held: the sender's transport posts it as
+     * it progresses, with no later send on the endpoint, and until then the endpoint sends nothing
+     * else, so its messages stay in order.
+     */
+    @Test
+    @Timeout(60)
+    void aLargeEncodedMessageWhoseRecordFindsNoRoomAfterItsEncoderIsHeldAndPostedInOrder() {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmTransport aTransport = transport(new Received());
+        ShmEndpoint a = connect(aTransport, receiver);
+        ShmEndpoint filler = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        assertThat(filler.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, () -> received.ids.size() == 2, "the first two messages");
+
+        AtomicInteger calls = new AtomicInteger();
+        int[] fills = new int[1];
+        PayloadEncoder fillingTheQueue = target -> {
+            calls.incrementAndGet();
+            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) fills[0]++;
+            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
+            return 30_000;
+        };
+        assertThat(a.trySendEncoded(3, bytes(16, 33), 40_000, fillingTheQueue)).as("taken: its encoder ran").isEqualTo(30_000);
+        assertThat(calls.get()).as("encoder calls").isEqualTo(1);
+        assertThat(fills[0]).as("messages that filled the queue").isPositive();
+        assertThat(a.trySend(5, MemorySegment.NULL, bytes(8, 5))).as("a send behind the held message, the queue still full").isFalse();
+
+        for (int i = 0; i < ROUNDS && received.ids.size() < 3 + fills[0]; i++) {
+            progressOrPause(receiver);
+            aTransport.progress(); // posts the held message once there is room: nothing else on A does
+        }
+        assertThat(received.ids).hasSize(3 + fills[0]);
+        assertThat(received.ids.getLast()).as("the held message, after the messages that took its room").isEqualTo(3);
+        assertThat(received.keys.getLast()).isEqualTo(a.connection());
+        assertThat(received.payloads.getLast()).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
+
+        assertThat(a.trySend(5, MemorySegment.NULL, bytes(8, 5))).isTrue();
+        assertThat(a.trySend(6, MemorySegment.NULL, bytes(20_000, 6))).isTrue();
+        receive(receiver, () -> received.ids.size() == 5 + fills[0], "A's messages after the held one");
+        assertThat(received.ids.subList(2 + fills[0], received.ids.size())).containsExactly(3, 5, 6);
+        assertThat(received.payloads.getLast()).isEqualTo(bytes(20_000, 6).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * An endpoint closed while it holds a large message (its record found no room after its
+     * encoder ran) posts it before its CLOSE: the receiver delivers it, then is told the sender
+     * closed.
+     */
+    @Test
+    @Timeout(60)
+    void anEndpointClosedWhileItHoldsALargeMessagePostsItBeforeItsClose() {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmTransport aTransport = transport(new Received());
+        ShmEndpoint a = connect(aTransport, receiver);
+        ShmEndpoint filler = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        assertThat(filler.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, () -> received.ids.size() == 2, "the first two messages");
+
+        int[] fills = new int[1];
+        PayloadEncoder fillingTheQueue = target -> {
+            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) fills[0]++;
+            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
+            return 30_000;
+        };
+        assertThat(a.trySendEncoded(3, MemorySegment.NULL, 40_000, fillingTheQueue)).isEqualTo(30_000);
+        a.close();
+        for (int i = 0; i < ROUNDS && received.closed.isEmpty(); i++) {
+            progressOrPause(receiver);
+            aTransport.progress();
+        }
+        assertThat(received.closed).as("senders told closed").containsExactly(a.connection());
+        assertThat(received.ids).hasSize(3 + fills[0]);
+        assertThat(received.ids.getLast()).isEqualTo(3);
+        assertThat(received.payloads.getLast()).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * A large message's encoder that throws has claimed nothing in the receiver's queue (it runs
+     * before the claim) and leaves no reservation in the ring: its exception reaches the caller,
+     * and the endpoint's next large message and another sender's message arrive, in order.
+     */
+    @Test
+    @Timeout(60)
+    void aLargeMessagesEncoderThatThrowsLeavesNothingBehind() {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmEndpoint a = connect(transport(new Received()), receiver);
+        ShmEndpoint b = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        receive(receiver, () -> received.ids.size() == 1, "the first message");
+        IllegalStateException failure = new IllegalStateException("the encoder failed on purpose");
+        PayloadEncoder throwing = target -> {
+            target.set(ValueLayout.JAVA_LONG, 0, -1L);
+            throw failure;
+        };
+        for (int i = 0; i < 10; i++) { // more than the ring holds (64 KiB) in reservations of 40,000 bytes, were they kept
+            assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> a.trySendEncoded(2, MemorySegment.NULL, 40_000, throwing)))
+                    .isSameAs(failure);
+        }
+        assertThat(b.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        assertThat(a.trySend(4, MemorySegment.NULL, bytes(30_000, 4))).isTrue();
+        receive(receiver, () -> received.ids.size() == 3, "the messages after the failed ones");
+        assertThat(received.ids).containsExactly(1, 3, 4);
+        assertThat(received.payloads.getLast()).isEqualTo(bytes(30_000, 4).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /** Progress rounds a wait takes at most: far more than a receiver with its rings mapped needs, which fails a test that waits in vain soon. */
+    private static final int ROUNDS = 20_000;
+
+    /** Progresses until {@code done}; bounded by rounds, not timed (a large message's ring is mapped on another thread). */
+    private static void receive(ShmTransport receiver, BooleanSupplier done, String what) {
+        for (int i = 0; i < ROUNDS; i++) {
+            if (done.getAsBoolean()) return;
+            progressOrPause(receiver);
+        }
+        throw new AssertionError("gave up waiting for " + what + " after " + ROUNDS + " progress rounds");
+    }
+
+    private static int progressOrPause(ShmTransport transport) {
+        int handled = transport.progress();
+        if (handled == 0) java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        return handled;
+    }
+
+    static MemorySegment bytes(int length, int seed) {
+        byte[] b = new byte[length];
+        for (int i = 0; i < length; i++) b[i] = (byte) (seed * 31 + i);
+        return MemorySegment.ofArray(b);
+    }
+
+    private static ShmEndpoint connect(ShmTransport from, ShmTransport to) {
+        return (ShmEndpoint) from.connect(new PayloadReader(to.address()), cause -> { });
+    }
+
+    /** A transport of plugin "test": 64 KiB queue and bounce ring, 8 KiB inline, checks every millisecond. */
+    private ShmTransport transport(MessageSink sink) {
+        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(1), Duration.ofSeconds(10),
+                Duration.ofMillis(50), 1024, 64L << 30);
+        InProcessMemory memory = new InProcessMemory();
+        ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, sink), config, memory, memory);
+        open.add(t);
+        return t;
+    }
+}
