@@ -354,6 +354,10 @@ final class ShmEndpoint implements TransportEndpoint {
         heldBounceOffset = bounceOffset;
         holding = true;
         transport.holding(this);
+        // It waits for the queue, not the ring (a refused send before may have waited for the ring's room): the room it
+        // reserved is unreleased until its record is read, which a liveness check must not take for a ring the peer read
+        // past without releasing (ringRefused).
+        waitingForRing = false;
         noRoom(); // a peer that makes no progress while this waits is judged hung, as for any send that waits on its queue
     }
 
@@ -971,7 +975,7 @@ final class ShmEndpoint implements TransportEndpoint {
      * positions, not time: a peer that is slow, stuck or busy with other senders has not read past.
      */
     private boolean ringRefused() {
-        if (bounce == null) return false;
+        if (bounce == null || holding) return false; // a held message's room is not released until its record is read
         boolean readPast = peerReadPastLastLarge();
         return readPast && !bounce.drained();
     }

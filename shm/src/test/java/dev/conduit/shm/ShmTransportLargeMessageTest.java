@@ -4,6 +4,7 @@ import dev.conduit.linux.Linux;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -175,6 +176,74 @@ class ShmTransportLargeMessageTest {
     }
 
     /**
+     * A held large message's room in the bounce ring is not yet released by the receiver, which
+     * has not read its record: a liveness check must not take that for a ring the receiver read
+     * past without releasing (a receiver that cannot map it), also when the endpoint's last
+     * refused send had waited for ring room. It did: the endpoint failed with "read this
+     * connection's large messages without releasing them".
+     */
+    @Test
+    @Timeout(60)
+    void aHeldMessagesRingRoomIsNotTakenForRoomTheReceiverNeverReleases() {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmTransport aTransport = transport(new Received());
+        List<PeerFailedException> failures = new ArrayList<>();
+        ShmEndpoint a = (ShmEndpoint) aTransport.connect(new PayloadReader(receiver.address()), failures::add);
+        ShmEndpoint filler = connect(transport(new Received()), receiver);
+        int sent = 0;
+        while (a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))) sent++; // until the 64 KiB ring is full
+        assertThat(sent).as("large messages the ring took").isEqualTo(3);
+        assertThat(filler.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        int expected = sent + 1;
+        receive(receiver, () -> received.ids.size() == expected, "the ring's messages, which the receiver releases");
+
+        PayloadEncoder fillingTheQueue = target -> {
+            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) { }
+            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
+            return 30_000;
+        };
+        assertThat(a.trySendEncoded(3, MemorySegment.NULL, 40_000, fillingTheQueue)).isEqualTo(30_000);
+        for (int i = 0; i < 2_000; i++) progressOrPause(aTransport); // liveness checks (every millisecond), the queue still full
+        assertThat(failures).as("failures of the endpoint holding the message").isEmpty();
+        for (int i = 0; i < ROUNDS && !received.ids.contains(3); i++) {
+            progressOrPause(receiver);
+            aTransport.progress();
+        }
+        assertThat(received.ids.getLast()).isEqualTo(3);
+        assertThat(failures).isEmpty();
+    }
+
+    /**
+     * A receiver that stops progressing while an endpoint holds a large message is judged hung
+     * (its queue stayed full), and the failure says that message is lost: it never got into the
+     * queue, so it is not among those delivered if the receiver resumes.
+     */
+    @Test
+    @Timeout(60)
+    void aHungReceiversFailureSaysTheHeldMessageIsLost() {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmTransport aTransport = transport(new Received(), Duration.ofMillis(100));
+        List<PeerFailedException> failures = new ArrayList<>();
+        ShmEndpoint a = (ShmEndpoint) aTransport.connect(new PayloadReader(receiver.address()), failures::add);
+        ShmEndpoint filler = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        receive(receiver, () -> received.ids.size() == 1, "the first message");
+        PayloadEncoder fillingTheQueue = target -> {
+            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) { }
+            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
+            return 30_000;
+        };
+        assertThat(a.trySendEncoded(3, MemorySegment.NULL, 40_000, fillingTheQueue)).isEqualTo(30_000);
+        for (int i = 0; i < ROUNDS && failures.isEmpty(); i++) progressOrPause(aTransport); // the receiver never progresses
+        assertThat(failures).hasSize(1);
+        assertThat(failures.getFirst()).hasMessageContaining("peer worker is hung")
+                .hasMessageContaining("the last message sent on this endpoint, a large one whose record never found room in its "
+                        + "queue, is lost");
+    }
+
+    /**
      * An endpoint closed while it holds a large message (its record found no room after its
      * encoder ran) posts it before its CLOSE: the receiver delivers it, then is told the sender
      * closed.
@@ -269,7 +338,11 @@ class ShmTransportLargeMessageTest {
 
     /** A transport of plugin "test": 64 KiB queue and bounce ring, 8 KiB inline, checks every millisecond. */
     private ShmTransport transport(MessageSink sink) {
-        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(1), Duration.ofSeconds(10),
+        return transport(sink, Duration.ofSeconds(10));
+    }
+
+    private ShmTransport transport(MessageSink sink, Duration heartbeatTimeout) {
+        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(1), heartbeatTimeout,
                 Duration.ofMillis(50), 1024, 64L << 30);
         InProcessMemory memory = new InProcessMemory();
         ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, sink), config, memory, memory);
