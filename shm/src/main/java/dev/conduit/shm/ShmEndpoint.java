@@ -927,10 +927,28 @@ final class ShmEndpoint implements TransportEndpoint {
      * which its CLOSE must follow: one is held, this endpoint has not failed, the peer is not
      * closing its worker (it reads nothing more: the message is lost with it, and counted so as
      * the connection is given back) and its queue has no room for the record yet (else it is
-     * posted now). A worker's close tries once ({@link #closeWithWorker}).
+     * posted now). A worker's close tries before it waits for its peers to read their rings
+     * ({@link #postHeldBeforeTheWorkerCloses}) and once more after ({@link #closeWithWorker}).
      */
     private boolean awaitsHeldPost() {
         return holding && failure == null && !peer.isClosing() && !postHeld();
+    }
+
+    /**
+     * A worker's close posts the large message this endpoint holds, where the peer's queue has room
+     * for it now, before it waits while endpoints {@link #awaitsDrain await} their peers' reading of
+     * their rings, so that the wait covers it as it covers every large message posted before. Posted
+     * only by the close's step after that wait ({@link #closeWithWorker}), the ring was freed at once,
+     * and a peer that had not mapped it yet (the held message was the connection's first large one)
+     * lost it. A fault of the peer's queue, or a release by the owner's thread under a close forced
+     * from another thread, is left to that step, which finds it too.
+     */
+    void postHeldBeforeTheWorkerCloses() {
+        try {
+            awaitsHeldPost();
+        } catch (InternalError | ReceiveQueue.CorruptQueueException | IllegalStateException queueGone) {
+            // See above: closeWithWorker's step says nothing more of it either.
+        }
     }
 
     /**

@@ -1775,7 +1775,9 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Closes every endpoint (freeing their bounce rings), frees the receive queue, closes the
+     * Closes every endpoint (freeing their bounce rings; a large message an endpoint holds is
+     * posted first if its peer's queue has room, and its peer's reading of it waited for as of
+     * every large message: {@link ShmEndpoint#postHeldBeforeTheWorkerCloses}), frees the receive queue, closes the
      * provider, then the worker's lease and the directory. Every step runs even if an earlier one
      * fails; the first failure is thrown with the others suppressed. A file the close cannot remove
      * (the queue's or a ring's, chunks of the provider) keeps the provider's lease, unlocked, so
@@ -1803,6 +1805,9 @@ public final class ShmTransport implements Transport {
         }
         // No ring is mapped from now on; one under way is waited for below, within the same bound as the peers.
         if (ringMapper != null) ringMapper.shutdown();
+        // A large message an endpoint holds goes first where its peer's queue has room now, so that the wait covers it as
+        // it covers every large message posted before it (posted only after the wait, its ring was freed at once).
+        for (ShmEndpoint ep : remaining) ep.postHeldBeforeTheWorkerCloses();
         awaitPeersReading(remaining, deadline);
         int refused = 0;
         for (ShmEndpoint ep : remaining) {

@@ -279,6 +279,61 @@ class ShmTransportLargeMessageTest {
     }
 
     /**
+     * A worker closed while one of its endpoints holds a large message whose record has room in the
+     * peer's queue by then posts it before it waits for its peers to read what is in their rings,
+     * and so waits for this one too: the message, the connection's first large one, arrives. The
+     * close posted it only after that wait, and freed the ring at once, before the receiver could
+     * map it: the message was lost. Here the receiver's mapping of the ring waits until the close
+     * either waits (parked in that wait) or has ended, so that a close that does not wait has freed
+     * the ring first; the bound is of progress rounds, the waits are on the close's own steps.
+     */
+    @Test
+    @Timeout(60)
+    void aWorkerClosedWhileItHoldsALargeMessageWaitsForThePeerToReadIt() throws Exception {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmTransport aTransport = transport(new Received());
+        ShmEndpoint a = connect(aTransport, receiver);
+        ShmEndpoint filler = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue(); // CONNECT; the ring is not announced yet
+        assertThat(filler.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, () -> received.ids.size() == 2, "the first two messages");
+
+        int[] fills = new int[1];
+        PayloadEncoder fillingTheQueue = target -> {
+            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) fills[0]++;
+            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
+            return 30_000;
+        };
+        assertThat(a.trySendEncoded(3, MemorySegment.NULL, 40_000, fillingTheQueue)).as("held").isEqualTo(30_000);
+        receive(receiver, () -> received.ids.size() == 2 + fills[0], "the messages that took the held one's room");
+
+        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().name("sender's close").start(() -> {
+            try {
+                aTransport.close();
+            } catch (Throwable t) {
+                closeFailure.set(t);
+            }
+        });
+        receiver.beforeRingMapping = () -> {
+            for (int i = 0; i < 1_000_000 && closer.isAlive() && closer.getState() != Thread.State.TIMED_WAITING; i++) {
+                java.util.concurrent.locks.LockSupport.parkNanos(10_000);
+            }
+        };
+        try {
+            receive(receiver, () -> received.ids.size() == 3 + fills[0], "the held message, posted by the sender's close");
+        } finally {
+            closer.join();
+        }
+        assertThat(closeFailure.get()).as("the close's failure").isNull();
+        assertThat(received.ids.getLast()).isEqualTo(3);
+        assertThat(received.payloads.getLast()).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
+        receive(receiver, () -> received.closed.contains(a.connection()), "the sender's CLOSE");
+        assertThat(received.ids).as("messages delivered").hasSize(3 + fills[0]);
+    }
+
+    /**
      * A large message's encoder that throws has claimed nothing in the receiver's queue (it runs
      * before the claim) and leaves no reservation in the ring: its exception reaches the caller,
      * and the endpoint's next large message and another sender's message arrive, in order.
