@@ -4511,6 +4511,117 @@ class ShmTransportTest {
         assertThat(received.ids).containsExactly(1, 4);
     }
 
+    /**
+     * An encoder of a large message (id 3, 100,000 bytes) on {@code ep} that fills {@code receiver}'s
+     * queue through {@code filler} with 8-byte messages (id 4) before it writes: the record then finds
+     * no room, and the endpoint holds the message (ShmEndpoint#hold). Returns how many fill messages
+     * were sent.
+     */
+    private static int holdALargeMessage(TransportEndpoint ep, TransportEndpoint filler) {
+        int[] fills = new int[1];
+        PayloadEncoder fillingTheQueue = target -> {
+            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) fills[0]++;
+            MemorySegment.copy(bytes(100_000, 3), 0, target, 0, 100_000);
+            return 100_000;
+        };
+        assertThat(ep.trySendEncoded(3, MemorySegment.NULL, 200_000, fillingTheQueue)).as("taken: its encoder ran").isEqualTo(100_000);
+        assertThat(fills[0]).as("messages that filled the queue").isPositive();
+        return fills[0];
+    }
+
+    /**
+     * A worker closed while one of its endpoints holds a large message whose record the peer's
+     * queue never had room for (it reads nothing until the close is done) warns once, naming the
+     * cause and the key that sizes the peer's queue, and the message is never delivered: the peer
+     * reads the messages that took its room, then learns that the sender's worker is gone.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aWorkerClosedWhileItsHeldLargeMessageNeverFoundRoomWarnsOnceAndItIsNotDelivered() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.liveness.interval", "1ms");
+        RecordingLogger logger = new RecordingLogger();
+        Transport sender = transport(new Received(), logger);
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        TransportEndpoint filler = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        assertThat(filler.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, received, 2);
+        int fills = holdALargeMessage(ep, filler);
+        sender.close();
+        List<String> held = logger.warnings().stream().filter(w -> w.contains("last large message")).toList();
+        assertThat(held).as("warnings of the held message").hasSize(1);
+        assertThat(held.getFirst()).contains("closed a connection, with its worker, while the peer's queue had no room for the record "
+                + "of its last large message, which was never sent").contains("posix.queue.size");
+        for (int i = 0; i < 100_000 && !received.closedSenders.contains(received.senders.getFirst()); i++) progressOrPause(receiver);
+        assertThat(received.closedSenders).as("senders told closed").contains(received.senders.getFirst());
+        assertThat(received.ids).as("messages delivered").hasSize(2 + fills).doesNotContain(3);
+        assertThat(logger.warnings()).as("every warning of the sender's close").hasSize(1);
+    }
+
+    /**
+     * A worker closed from another thread while its owner is inside a call (here a progress() held
+     * in a message handler) and one of its endpoints holds a large message whose record the peer's
+     * queue has room for by then: the close posts it, once, waits for the peer to read it (before
+     * 2026-12-03 it was posted after that wait and the ring freed at once, with a warning), and
+     * sends CLOSE; the owner's call, let go after the close, posts nothing more (the post runs under
+     * the endpoint's closeSteps lock, and finds it posted) and fails only as a call past a forced
+     * close may. Nothing is left: no mapping of the shared directory's files, no descriptor on a
+     * lease, no file once every worker closed.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aWorkerClosedFromAnotherThreadWhileItHoldsALargeMessageDeliversItOnceAndLeavesNothing() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Received senderSink = new Received();
+        RecordingLogger logger = new RecordingLogger();
+        Transport sender = transport(senderSink, logger);
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        Transport fillers = transport(new Received());
+        TransportEndpoint filler = connect(fillers, receiver, cause -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        assertThat(filler.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, received, 2);
+        int fills = holdALargeMessage(ep, filler);
+        receive(receiver, received, 2 + fills); // room for the held record, which nothing on the sender posted yet
+        assertThat(received.ids).doesNotContain(3);
+
+        CountDownLatch inHandler = new CountDownLatch(1);
+        CountDownLatch letGo = new CountDownLatch(1);
+        senderSink.beforeEach = id -> {
+            inHandler.countDown();
+            awaitBounded(letGo, "the close from another thread to end");
+        };
+        assertThat(connect(fillers, sender, cause -> { }).trySend(5, MemorySegment.NULL, bytes(8, 5))).isTrue();
+        AtomicReference<Throwable> ownerFailure = new AtomicReference<>();
+        Thread owner = startedCatching(() -> {
+            for (int i = 0; i < 100_000 && inHandler.getCount() > 0; i++) progressOrPause(sender);
+            for (int i = 0; i < 1_000; i++) sender.progress(); // past the close: the first call throws
+        }, ownerFailure);
+        awaitBounded(inHandler, "the owner's progress() to deliver a message");
+        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+        Thread closer = startedCatching(sender::close, closeFailure);
+        for (int i = 0; i < 100_000 && closer.isAlive(); i++) progressOrPause(receiver); // the close waits for the held message's reading
+        joinBounded(closer, "the close still running");
+        letGo.countDown();
+        joinBounded(owner, "the owner still inside its progress()");
+        long ofEp = received.senders.get(received.ids.indexOf(1));
+        for (int i = 0; i < 100_000 && !received.closedSenders.contains(ofEp); i++) progressOrPause(receiver);
+
+        assertThat(closeFailure.get()).as("the close's failure").isNull();
+        assertThat(logger.warnings()).as("warnings of the close (a ring freed before the peer read it, say)").isEmpty();
+        assertThat(ownerFailure.get()).as("the owner's call, past the close").isInstanceOf(IllegalStateException.class);
+        assertThat(received.ids.stream().filter(id -> id == 3).count()).as("deliveries of the held message").isEqualTo(1);
+        assertThat(received.payloads.get(received.ids.indexOf(3))).isEqualTo(bytes(100_000, 3).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(received.ids).as("messages delivered").hasSize(3 + fills).endsWith(3);
+        assertThat(received.closedSenders).as("senders told closed (the held message's sender's CLOSE)").contains(ofEp);
+        receiver.close();
+        fillers.close();
+        assertNothingHeldOnTheSharedDirectory();
+        assertThat(ProcessResources.files(shared)).as("files left in the shared directory").isEmpty();
+    }
+
     private static String leaseOf(Transport t) {
         PayloadReader address = new PayloadReader(t.address());
         address.u8("version");
