@@ -334,6 +334,129 @@ class ShmTransportLargeMessageTest {
     }
 
     /**
+     * The endpoint's next sends, once the peer's queue has room again, post the held message
+     * first, whatever they are: a small copied message, a large one (whose ring room follows the
+     * held one's, as the receiver's releases need) and an encoded inline one all arrive after it,
+     * in the order sent, with nothing on the sender progressing meanwhile.
+     */
+    @Test
+    @Timeout(60)
+    void theEndpointsNextSendsPostTheHeldMessageFirst() {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmEndpoint a = connect(transport(new Received()), receiver);
+        ShmEndpoint filler = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        receive(receiver, () -> received.ids.size() == 1, "the first message");
+        int fills = holdOn(a, filler);
+        receive(receiver, () -> received.ids.size() == 1 + fills, "the messages that took the held one's room");
+
+        assertThat(a.trySend(5, MemorySegment.NULL, bytes(8, 5))).as("a small send, the held message posted before it").isTrue();
+        assertThat(a.trySend(6, MemorySegment.NULL, bytes(20_000, 6))).as("a large send").isTrue();
+        PayloadEncoder small = target -> {
+            MemorySegment.copy(bytes(16, 7), 0, target, 0, 16);
+            return 16;
+        };
+        assertThat(a.trySendEncoded(7, MemorySegment.NULL, 64, small)).as("an encoded inline send").isEqualTo(16);
+        receive(receiver, () -> received.ids.size() == 5 + fills, "the held message and the three after it");
+        assertThat(received.ids.subList(1 + fills, received.ids.size())).containsExactly(3, 5, 6, 7);
+        assertThat(received.payloads.get(1 + fills)).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(received.payloads.get(3 + fills)).isEqualTo(bytes(20_000, 6).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(received.payloads.getLast()).isEqualTo(bytes(16, 7).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * An endpoint that fails while it holds a large message (its peer's worker closed, its queue
+     * still full) counts the held message among those the peer never read, posts nothing more, and
+     * every send after it throws that failure; its close and its worker's close throw nothing.
+     */
+    @Test
+    @Timeout(60)
+    void anEndpointThatFailsWhileItHoldsALargeMessageCountsItUnreadAndPostsItNoMore() {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmTransport aTransport = transport(new Received());
+        List<PeerFailedException> failures = new ArrayList<>();
+        ShmEndpoint a = (ShmEndpoint) aTransport.connect(new PayloadReader(receiver.address()), failures::add);
+        ShmEndpoint filler = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        receive(receiver, () -> received.ids.size() == 1, "the first message");
+        holdOn(a, filler);
+        open.remove(receiver);
+        receiver.close();
+        for (int i = 0; i < ROUNDS && failures.isEmpty(); i++) progressOrPause(aTransport);
+        assertThat(failures).hasSize(1);
+        assertThat(failures.getFirst()).hasMessageContaining("peer worker closed")
+                .hasMessageContaining("the last message sent on this endpoint was never read by it");
+        for (int i = 0; i < 100; i++) aTransport.progress();
+        assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> a.trySend(5, MemorySegment.NULL, bytes(8, 5))))
+                .as("a send after the failure").isSameAs(failures.getFirst());
+        a.close();
+        aTransport.close();
+        assertThat(received.ids).containsExactly(1);
+    }
+
+    /**
+     * A worker's await while one of its endpoints holds a large message looks again after a pause
+     * (nothing wakes it when the peer's queue gets room), here with liveness checks an hour apart:
+     * it returns while the queue stays full, and once the queue has room it posts the message
+     * itself. Waited for by rounds and a signal, never by the clock; an await that slept on
+     * would fail the test's timeout.
+     */
+    @Test
+    @Timeout(60)
+    void awaitPostsTheHeldMessageAndLooksAgainWhileItIsHeld() throws Exception {
+        Received received = new Received();
+        ShmTransport receiver = transport(received);
+        ShmTransport aTransport = transport(new Received(), Duration.ofSeconds(10), Duration.ofHours(1));
+        ShmEndpoint a = connect(aTransport, receiver);
+        ShmEndpoint filler = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        receive(receiver, () -> received.ids.size() == 1, "the first message");
+        int fills = holdOn(a, filler);
+        for (int i = 0; i < 3; i++) {
+            assertThat(aTransport.await(Duration.ofHours(1).toNanos())).as("an await while the message is held, the queue full").isFalse();
+        }
+        assertThat(received.ids).hasSize(1);
+        receive(receiver, () -> received.ids.size() == 1 + fills, "the messages that took the held one's room");
+
+        AtomicReference<Object> awaited = new AtomicReference<>();
+        Thread awaiting = Thread.ofPlatform().name("sender's await").start(() -> {
+            try {
+                awaited.set(aTransport.await(Duration.ofHours(1).toNanos()));
+            } catch (Throwable t) {
+                awaited.set(t);
+            }
+        });
+        try {
+            receive(receiver, () -> received.ids.size() == 2 + fills, "the held message, posted by the sender's await");
+        } finally {
+            aTransport.signal(); // it sleeps on once nothing is held
+            awaiting.join();
+        }
+        assertThat(awaited.get()).as("the await, signalled").isEqualTo(true);
+        assertThat(received.ids.getLast()).isEqualTo(3);
+        assertThat(received.payloads.getLast()).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * Has {@code a} hold a large message (id 3, 30,000 bytes): its encoder fills the receiver's queue
+     * through {@code filler} (8-byte messages, id 4) before it writes. Returns how many it sent.
+     */
+    private static int holdOn(ShmEndpoint a, ShmEndpoint filler) {
+        int[] fills = new int[1];
+        PayloadEncoder fillingTheQueue = target -> {
+            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) fills[0]++;
+            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
+            return 30_000;
+        };
+        assertThat(a.trySendEncoded(3, MemorySegment.NULL, 40_000, fillingTheQueue)).as("taken: its encoder ran").isEqualTo(30_000);
+        assertThat(fills[0]).as("messages that filled the queue").isPositive();
+        assertThat(a.trySend(5, MemorySegment.NULL, bytes(8, 5))).as("a send behind the held message, the queue full").isFalse();
+        return fills[0];
+    }
+
+    /**
      * A large message's encoder that throws has claimed nothing in the receiver's queue (it runs
      * before the claim) and leaves no reservation in the ring: its exception reaches the caller,
      * and the endpoint's next large message and another sender's message arrive, in order.
@@ -397,7 +520,11 @@ class ShmTransportLargeMessageTest {
     }
 
     private ShmTransport transport(MessageSink sink, Duration heartbeatTimeout) {
-        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(1), heartbeatTimeout,
+        return transport(sink, heartbeatTimeout, Duration.ofMillis(1));
+    }
+
+    private ShmTransport transport(MessageSink sink, Duration heartbeatTimeout, Duration livenessInterval) {
+        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, livenessInterval, heartbeatTimeout,
                 Duration.ofMillis(50), 1024, 64L << 30);
         InProcessMemory memory = new InProcessMemory();
         ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, sink), config, memory, memory);
