@@ -440,6 +440,71 @@ class ShmTransportLargeMessageTest {
     }
 
     /**
+     * A worker closed from another thread while its owner's thread progresses it, one of its
+     * endpoints holding a large message whose record has room: both come to post it (progress()
+     * and the close, each under the endpoint's closeSteps lock), and it arrives once, intact. The
+     * owner's calls past the close fail with an IllegalStateException only; the close throws
+     * nothing, and once the workers closed no file of theirs is left. Rounds of the race, each
+     * started at once on both threads by a latch; waits are bounded by rounds. (Which of the two
+     * posts it is left to the race: the window in which both would find it unposted without that
+     * lock is a claim and a commit wide, which these rounds do not reliably hit.)
+     */
+    @Test
+    @Timeout(120)
+    void aHeldMessageIsPostedOnceByAWorkerClosedFromAnotherThreadWhileItsOwnerProgresses() throws Exception {
+        for (int round = 0; round < 10; round++) {
+            Received received = new Received();
+            ShmTransport receiver = transport(received);
+            ShmTransport aTransport = transport(new Received());
+            ShmTransport fillers = transport(new Received());
+            ShmEndpoint a = connect(aTransport, receiver);
+            ShmEndpoint filler = connect(fillers, receiver);
+            assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+            receive(receiver, () -> received.ids.size() == 1, "the first message");
+            int fills = holdOn(a, filler);
+            receive(receiver, () -> received.ids.size() == 1 + fills, "the messages that took the held one's room");
+
+            CountDownLatch start = new CountDownLatch(1);
+            AtomicReference<Throwable> ownerFailure = new AtomicReference<>();
+            AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+            Thread owner = Thread.ofPlatform().name("owner").start(() -> {
+                try {
+                    start.await();
+                    for (int i = 0; i < 10_000_000; i++) aTransport.progress();
+                } catch (Throwable t) {
+                    ownerFailure.set(t);
+                }
+            });
+            Thread closer = Thread.ofPlatform().name("forced close").start(() -> {
+                try {
+                    start.await();
+                    aTransport.close();
+                } catch (Throwable t) {
+                    closeFailure.set(t);
+                }
+            });
+            start.countDown();
+            receive(receiver, () -> received.closed.contains(a.connection()), "the sender's CLOSE, round " + round);
+            closer.join();
+            owner.join();
+            assertThat(closeFailure.get()).as("the close's failure, round %d", round).isNull();
+            assertThat(ownerFailure.get()).as("the owner's call past the close, round %d", round).isInstanceOf(IllegalStateException.class);
+            assertThat(received.ids.stream().filter(id -> id == 3).count()).as("deliveries of the held message, round %d", round)
+                    .isEqualTo(1);
+            assertThat(received.ids).as("messages delivered, round %d", round).hasSize(2 + fills).endsWith(3);
+            assertThat(received.payloads.getLast()).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
+            for (ShmTransport t : List.of(fillers, receiver)) {
+                open.remove(t);
+                t.close();
+            }
+            open.remove(aTransport);
+            try (java.util.stream.Stream<Path> left = java.nio.file.Files.list(shared)) {
+                assertThat(left.toList()).as("files left in the shared directory once the workers closed, round %d", round).isEmpty();
+            }
+        }
+    }
+
+    /**
      * Has {@code a} hold a large message (id 3, 30,000 bytes): its encoder fills the receiver's queue
      * through {@code filler} (8-byte messages, id 4) before it writes. Returns how many it sent.
      */
