@@ -348,11 +348,13 @@ final class ShmEndpoint implements TransportEndpoint {
             bounce.rollback(bounceBefore); // the caller's header is closed or another thread's: nothing is sent, as at a claim
             throw t;
         }
-        heldId = id;
-        heldHeaderLength = headerLength;
-        heldPayloadLength = payloadLength;
-        heldBounceOffset = bounceOffset;
-        holding = true;
+        synchronized (closeSteps) { // as postHeld reads them: a close forced from another thread may post the message
+            heldId = id;
+            heldHeaderLength = headerLength;
+            heldPayloadLength = payloadLength;
+            heldBounceOffset = bounceOffset;
+            holding = true;
+        }
         transport.holding(this);
         // It waits for the queue, not the ring (a refused send before may have waited for the ring's room): the room it
         // reserved is unreleased until its record is read, which a liveness check must not take for a ring the peer read
