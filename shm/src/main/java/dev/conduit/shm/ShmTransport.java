@@ -266,10 +266,23 @@ public final class ShmTransport implements Transport {
      * and 256th busy poll while the calls come faster than {@link #SPACED_POLL_NANOS} apart (a
      * busy-polling loop, where 22 ns of clock on every spin would cost), every poll when they come
      * spaced (a timer, a loop that does other work), where counting to 16 would check a dead peer
-     * 16 calls after its death, not a liveness interval. Judged at each read of the clock.
+     * 16 calls after its death, not a liveness interval. Judged at each read of the clock. Busy
+     * polls are bounded by {@link #recordsBeforeClock} as well, which a count of polls is not.
      */
     private int idleClockMask = 15;
     private int busyClockMask = 255;
+    /**
+     * How many records (a message's handler each, or a control record) may still be handled before
+     * the clock is read, at most {@value #POLL_LIMIT}: a poll handles no more than that
+     * ({@link #progress()} passes it as the poll's limit), and the poll that brings it to 0 reads
+     * the clock, whatever the masks say. So at most 64 handlers run between two reads, as many as
+     * one poll of a worker that reads at every poll runs. The pace judged at a read says nothing
+     * of the handlers to come: a burst judged fast (polls of a message each, nanoseconds apart)
+     * whose handlers then took a millisecond each, 64 to a poll, went 255 polls without a liveness
+     * check, 16 s where liveness.interval is 20 ms. A poll cut short by it returns what it handled,
+     * and the next goes on; only a burst judged fast is cut so, and its polls rarely hold 64.
+     */
+    private int recordsBeforeClock = POLL_LIMIT;
     /**
      * Whether the last poll handled nothing. A poll that handles something after it narrows
      * {@link #busyClockMask} to {@link #idleClockMask}: read on a window of idle polls, the pace
@@ -649,7 +662,7 @@ public final class ShmTransport implements Transport {
         headWaitsFor = null;
         int handled;
         try {
-            handled = queue.poll(onRecord, POLL_LIMIT);
+            handled = queue.poll(onRecord, recordsBeforeClock);
         } catch (InternalError e) {
             throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue or a sender's bounce ring"), e);
         } catch (ReceiveQueue.RecordNotReady | ReceiveQueue.CorruptQueueException e) {
@@ -662,16 +675,23 @@ public final class ShmTransport implements Transport {
         }
         queue.beat(++progressCount);
         if (!holding.isEmpty()) postHeld();
+        int clockMask;
         if (handled == 0) {
             lastPollIdle = true;
-        } else if (lastPollIdle) {
-            // A burst after idle polls: the pace that set busyClockMask may be the idle spin's, and each of the burst's
-            // polls runs handlers. Read the clock as often as idle polls do until a read judges the burst's own pace.
-            lastPollIdle = false;
-            busyClockMask = idleClockMask;
+            clockMask = idleClockMask;
+        } else {
+            if (lastPollIdle) {
+                // A burst after idle polls: the pace that set busyClockMask may be the idle spin's, and each of the burst's
+                // polls runs handlers. Read the clock as often as idle polls do until a read judges the burst's own pace.
+                lastPollIdle = false;
+                busyClockMask = idleClockMask;
+            }
+            // 64 handlers since the last read: the next may take a millisecond each, whatever the pace judged so far.
+            clockMask = (recordsBeforeClock -= handled) == 0 ? 0 : busyClockMask;
         }
-        // The clock is read every 16th idle poll (and every 256th busy one) of a busy-polling worker, not on every spin.
-        if ((progressCount & (handled == 0 ? idleClockMask : busyClockMask)) == 0) {
+        // The clock is read every 16th idle poll (and every 256th busy one, or 64th handler) of a busy-polling worker, not
+        // on every spin.
+        if ((progressCount & clockMask) == 0) {
             handled += checkPeersIfDue();
             tellSendersClosed(); // those the check forgot, now that it left the lock
         }
@@ -684,6 +704,7 @@ public final class ShmTransport implements Transport {
         boolean spaced = now - lastClock > (progressCount - countAtLastClock) * SPACED_POLL_NANOS;
         idleClockMask = spaced ? 0 : 15;
         busyClockMask = spaced ? 0 : 255;
+        recordsBeforeClock = POLL_LIMIT;
         lastClock = now;
         countAtLastClock = progressCount;
         if (now - lastLivenessCheck < livenessNanos) return 0;

@@ -978,6 +978,55 @@ class ShmTransportTest {
     }
 
     /**
+     * A burst whose handlers slow down checks its peers within 64 handlers of the slow one, as a
+     * worker that reads the clock at every poll would. The burst starts with polls of one message
+     * each, calls nanoseconds apart, so the worker reads the clock at every 256th poll only; then
+     * 64 messages wait at every poll and a handler takes longer than the liveness interval. The
+     * pace judged on the fast polls said nothing of the slow ones: 255 polls of 64 handlers passed
+     * without a liveness check (with a handler of a millisecond, 16 s before a dead peer was
+     * noticed, where the default liveness.interval is 20 ms). What is checked is a count of
+     * handlers, not a time: the peer closes before the slow handler, which sleeps past the interval.
+     */
+    @Test
+    void aBurstWhoseHandlersSlowDownChecksItsPeersWithinSixtyFourHandlersNotTwoHundredFiftySixPolls() throws Exception {
+        Received received = new Received();
+        Transport worker = transport(received, "posix.liveness.interval", "5ms");
+        Transport peer = transport(new Received(), "posix.liveness.interval", "5ms");
+        Transport burstSender = transport(new Received());
+        int[] deliveredAtTheCheck = {-1};
+        connect(worker, peer, cause -> deliveredAtTheCheck[0] = received.ids.size());
+        TransportEndpoint burst = connect(burstSender, worker, e -> { });
+        // The fast part: a message a poll, until the poll count is a multiple of 256, where a worker that counts polls read
+        // the clock last. Plain checks, not assertions: the calls must come less than a microsecond apart.
+        int polls = 0;
+        MemorySegment small = bytes(8, 1);
+        while (polls < 100_000 || polls % 256 != 0) {
+            if (!burst.trySend(1, MemorySegment.NULL, small)) throw new AssertionError("fast message " + polls + " did not fit");
+            if (worker.progress() == 0) throw new AssertionError("fast poll " + polls + " handled nothing");
+            polls++;
+        }
+        int slowPolls = 300;
+        for (int i = 0; i < slowPolls * 64; i++) {
+            assertThat(burst.trySend(2, MemorySegment.NULL, bytes(8, i))).as("slow message " + i + " fits the queue").isTrue();
+        }
+        peer.close();
+        int[] slowHandler = {-1};
+        received.beforeEach = id -> {
+            if (id == 2 && slowHandler[0] < 0) {
+                slowHandler[0] = received.ids.size();
+                long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20); // long, past the liveness interval
+                while (until - System.nanoTime() > 0) LockSupport.parkNanos(until - System.nanoTime());
+            }
+        };
+        for (int i = 0; i < slowPolls && deliveredAtTheCheck[0] < 0; i++) {
+            assertThat(worker.progress()).as("a poll of the slow part").isPositive();
+        }
+        assertThat(deliveredAtTheCheck[0]).as("messages delivered when the closed peer's failure came").isNotNegative();
+        assertThat(deliveredAtTheCheck[0] - slowHandler[0]).as("handlers run from the slow one to the liveness check")
+                .isLessThanOrEqualTo(64);
+    }
+
+    /**
      * The check that finds a peer gone reports it and returns: what was kept for that peer (here
      * this connection's bounce ring, whose file is in the shared directory) is released by the next
      * check. The runtime calls the error handler when progress() returns, and the release (freeing
