@@ -193,12 +193,25 @@ public final class OwnerLease implements AutoCloseable {
      *         I/O error, a file of {@code user} that does not open)
      */
     public static boolean anyOwnerAlive(Libc libc, SharedDirectory directory, String prefix, long connection, int user) {
+        return heldLeaseOf(libc, directory, prefix, connection, user) != null;
+    }
+
+    /**
+     * {@link #anyOwnerAlive}, naming the lease found held: the first one the listing shows, or
+     * null when none is. A caller that asks again about the same connection may look at that
+     * lease alone, by its name (as a lease of {@code user}): while it is held, the answer is the
+     * same, without listing the whole shared directory again (ShmTransport's judgment of a taken
+     * record at the head of its queue whose sender it does not know).
+     *
+     * @throws ErrnoException as {@link #anyOwnerAlive}
+     */
+    public static String heldLeaseOf(Libc libc, SharedDirectory directory, String prefix, long connection, int user) {
         String ownerStart = String.format("%08x", connection >>> 32);
         ErrnoException unjudged = null;
         for (String name : directory.list(prefix + "-" + ownerStart)) {
             if (!name.endsWith(LEASE) || !isOwnerId(name.substring(prefix.length() + 1, name.length() - LEASE.length()))) continue;
             try {
-                if (isAlive(libc, directory, name, user)) return true;
+                if (isAlive(libc, directory, name, user)) return name;
             } catch (ErrnoException e) {
                 // Another user's file is no lease of an owner that connects with this user's workers; a shortage, an I/O
                 // error or a file of this user that does not open leaves this owner unjudged, unless another lease is held.
@@ -206,7 +219,7 @@ public final class OwnerLease implements AutoCloseable {
             }
         }
         if (unjudged != null) throw unjudged;
-        return false;
+        return null;
     }
 
     /**

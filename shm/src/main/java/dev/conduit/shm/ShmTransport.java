@@ -315,6 +315,13 @@ public final class ShmTransport implements Transport {
     final RepeatedWarning failedEndpointLeaseChecks;
     /** The ring position of the head that was blocked since {@link #blockedSince}: a block is one record's. */
     private long blockedAt;
+    /**
+     * The connection of the last record found taken at the head by a sender this worker keeps no
+     * connection of, and the lease a listing found held for it ({@link OwnerLease#heldLeaseOf}),
+     * or null: {@link #unknownTakerAlive}.
+     */
+    private long unknownTaker;
+    private String unknownTakerLease;
     /** The head position await last found claimed and uncommitted, and its next sleep there (0: spin first). */
     private long awaitBlockedAt;
     private long awaitBlockedPause;
@@ -1528,7 +1535,8 @@ public final class ShmTransport implements Transport {
      * yet taken names nobody, and is taken back whoever made it: a live sender that was only
      * stopped loses nothing, it claims anew (ReceiveQueue, "Senders that stop"). A taken one names
      * its sender, and is skipped only once that sender is dead: a known one by the lease its CONNECT
-     * gave, one whose CONNECT is this very record by the leases its owner tag points at.
+     * gave, one whose CONNECT is this very record by the leases its owner tag points at (listed
+     * once, then the one found held looked at by its name: {@link #unknownTakerAlive}).
      */
     private boolean unblockHead() {
         try {
@@ -1553,7 +1561,7 @@ public final class ShmTransport implements Transport {
             synchronized (handOff) { // the claimant's watch is not closed under this look by a close forced from another thread
                 if (closed) throw closedError();
                 claimant = inbound.get(connection);
-                dead = claimant != null ? !senderAlive(claimant) : !OwnerLease.anyOwnerAlive(libc, directory, leasePrefix, connection, user);
+                dead = claimant != null ? !senderAlive(claimant) : !unknownTakerAlive(connection);
             }
         } catch (ErrnoException e) {
             // A lease that does not open, for a reason that proves nothing (OwnerLease#isNoLeaseOf: out of descriptors, a
@@ -1575,6 +1583,32 @@ public final class ShmTransport implements Transport {
         context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message that connection " + Long.toHexString(connection)
                 + " claimed and never committed: its sender died mid-send");
         return true;
+    }
+
+    /**
+     * Whether a sender this worker keeps no connection of, which took the record at the head as
+     * {@code connection} (its first, which would introduce it; or one of a connection refused or
+     * forgotten), lives: some lease of its owner tag is held ({@link OwnerLease#anyOwnerAlive}).
+     * The first look lists the shared directory, since the tag names the owner only by its first
+     * 32 bits; a later look at the same connection opens the lease that listing found held, by
+     * its name, and lists again only once that one is no longer held (its owner died, or another
+     * owner of the tag may have taken the record). Every liveness check past unblock.timeout looks
+     * while a live sender holds the head (stopped, or slow between its take and its commit), and
+     * each look used to list the directory: with thousands of files there, every liveness interval.
+     */
+    private boolean unknownTakerAlive(long connection) {
+        if (connection == unknownTaker && unknownTakerLease != null) {
+            try {
+                if (OwnerLease.isAlive(libc, directory, unknownTakerLease, user)) return true;
+            } catch (ErrnoException e) {
+                // Judged with every other lease of the tag by the listing below, which throws when none is held and one
+                // could not be judged.
+            }
+        }
+        String held = OwnerLease.heldLeaseOf(libc, directory, leasePrefix, connection, user);
+        unknownTaker = connection;
+        unknownTakerLease = held;
+        return held != null;
     }
 
     /**

@@ -48,6 +48,20 @@ final class FailingLibc {
         return beforeEach(call, args -> calls.incrementAndGet());
     }
 
+    /** The real one, counting the calls of each method {@code calls} names in its count there. */
+    static Libc counting(java.util.Map<String, AtomicInteger> calls) {
+        Libc real = Linux.libc();
+        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+            AtomicInteger count = calls.get(method.getName());
+            if (count != null) count.incrementAndGet();
+            try {
+                return method.invoke(real, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        });
+    }
+
     /** Like the real one, but {@code call} first waits until {@code released} is counted down. */
     static Libc waitingIn(String call, CountDownLatch released) {
         return beforeEach(call, args -> released.await());

@@ -463,6 +463,57 @@ class ShmTransportTest {
     }
 
     /**
+     * A record taken and not committed by a live sender the receiver never met (its first record,
+     * which would introduce it; the sender slow, or stopped, between its take and its commit) holds
+     * the head, and every liveness check past unblock.timeout judges its taker, known only by the
+     * owner tag its connection id starts with. The first judgment lists the shared directory for
+     * the tag's leases; the later ones look at the lease that listing found held, by its name, and
+     * list nothing. Every check used to list the directory again, in one of thousands of files a
+     * large cost every liveness interval for as long as the sender held the head. Here two owners
+     * share the tag: once one of their leases is no longer held (its owner killed, the file left
+     * unlocked), a listing finds the other held and the record is still waited for; once neither
+     * is, the record is skipped, as before.
+     */
+    @Test
+    void aLiveSenderNeverMetThatHoldsTheHeadCostsOneListingNotOnePerCheck() throws Exception {
+        AtomicInteger listings = new AtomicInteger();
+        AtomicInteger flocks = new AtomicInteger(); // a judgment of a lease tries its lock: one per look at the taker
+        Received received = new Received();
+        Transport receiver = receiverWith(received, FailingLibc.counting(java.util.Map.of("listDirectory", listings, "tryFlock", flocks)),
+                Linux.libc(), "posix.queue.size", "64k", "posix.unblock.timeout", "1ms", "posix.liveness.interval", "1ms");
+        Libc libc = Linux.libc();
+        List<dev.conduit.linux.FileDescriptor> leases = new ArrayList<>();
+        try (dev.conduit.shm.SharedDirectory directory = dev.conduit.shm.SharedDirectory.open(libc, shared, "test")) {
+            try {
+                for (String owner : List.of("0badcafe" + "5eed".repeat(6), "0badcafe" + "feed".repeat(6))) {
+                    leases.add(directory.createExclusive("conduit-posix-worker-" + owner + ".lease"));
+                    assertThat(libc.tryFlock(leases.getLast(), dev.conduit.linux.LockFlags.LOCK_EX | dev.conduit.linux.LockFlags.LOCK_NB))
+                            .isTrue();
+                }
+                writeIntoTheQueue(queue -> takeALineAtTheTail(queue, 0x0badcafeL << 32 | 1)); // its first record, taken
+                TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+                assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue(); // behind it
+                int listedBefore = listings.get();
+                int looksBefore = flocks.get();
+                for (int i = 0; i < 100_000 && flocks.get() - looksBefore < 50; i++) progressOrPause(receiver);
+                assertThat(flocks.get() - looksBefore).as("looks at the taker's lease").isGreaterThanOrEqualTo(50);
+                assertThat(listings.get() - listedBefore).as("listings of the shared directory for one record at the head, over "
+                        + (flocks.get() - looksBefore) + " looks at its taker").isEqualTo(1);
+
+                leases.getFirst().close(); // one owner of the tag killed; the other may be the taker
+                looksBefore = flocks.get();
+                for (int i = 0; i < 100_000 && flocks.get() - looksBefore < 50; i++) progressOrPause(receiver);
+                assertThat(received.ids).as("nothing skipped while an owner of its tag lives").isEmpty();
+                assertThat(listings.get() - listedBefore).as("listings, the lease found held no longer held once").isLessThanOrEqualTo(2);
+            } finally {
+                for (dev.conduit.linux.FileDescriptor lease : leases) lease.close(); // killed: the lease files left, unlocked
+            }
+            for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver); // bounded, not timed
+            assertThat(received.ids).as("the dead sender's record skipped, what was behind it delivered").containsExactly(7);
+        }
+    }
+
+    /**
      * A record a sender took names it, and may still be being written: it is never skipped while
      * its sender's lease is held, however long unblock.timeout has been, and arrives in order once
      * committed, with what was sent behind it.
