@@ -379,7 +379,7 @@ public final class OwnerLease implements AutoCloseable {
                 } catch (ErrnoException e) {
                     if (locked.isEmpty()) continue; // gone already, or not a regular file we may open: not ours to judge
                     // Perhaps for want of the descriptors this reclaim holds: give them back, and try once more.
-                    removeFilesOf(directory, prefix, locked, removed);
+                    removeFilesOf(libc, directory, prefix, locked, removed);
                     try {
                         fd = directory.openLease(name);
                     } catch (ErrnoException again) {
@@ -409,9 +409,9 @@ public final class OwnerLease implements AutoCloseable {
                     continue;
                 }
                 locked.add(new LockedLease(name, owner, fd));
-                if (locked.size() == RECLAIM_BATCH) removeFilesOf(directory, prefix, locked, removed);
+                if (locked.size() == RECLAIM_BATCH) removeFilesOf(libc, directory, prefix, locked, removed);
             }
-            removeFilesOf(directory, prefix, locked, removed);
+            removeFilesOf(libc, directory, prefix, locked, removed);
         } finally {
             for (LockedLease lease : locked) lease.fd().close();
         }
@@ -424,9 +424,13 @@ public final class OwnerLease implements AutoCloseable {
     /**
      * Removes every {@code <prefix>-<owner>-*} file of the dead owners whose leases {@code locked}
      * holds, as one listing taken now finds them, then each lease whose files all went (so that a
-     * later reclaim retries the rest), and releases the leases, which it empties.
+     * later reclaim retries the rest), and releases the leases, which it empties. A file it cannot
+     * remove that another user than the lease's owns is not the owner's ({@link #isFileOfLeaseOwner}):
+     * it keeps no lease, or another user could pin a dead owner's lease, and a WARNING at every
+     * reclaim, by planting a file under its name in a sticky directory.
      */
-    private static void removeFilesOf(SharedDirectory directory, String prefix, List<LockedLease> locked, List<String> removed) {
+    private static void removeFilesOf(Libc libc, SharedDirectory directory, String prefix, List<LockedLease> locked,
+                                      List<String> removed) {
         if (locked.isEmpty()) return;
         try {
             List<String> names = directory.list(prefix + "-"); // sorted: an owner's files are one run of it
@@ -435,8 +439,17 @@ public final class OwnerLease implements AutoCloseable {
                 int first = java.util.Collections.binarySearch(names, files);
                 boolean all = true;
                 for (int i = first < 0 ? -first - 1 : first; i < names.size() && names.get(i).startsWith(files); i++) {
-                    if (unlinkQuietly(directory, names.get(i))) removed.add(names.get(i));
-                    else all = false;
+                    String name = names.get(i);
+                    try {
+                        directory.unlink(name);
+                        removed.add(name);
+                    } catch (ErrnoException e) {
+                        if (isFileOfLeaseOwner(libc, directory, name, lease.fd())) {
+                            LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: "
+                                    + e.getMessage());
+                            all = false;
+                        }
+                    }
                 }
                 // The lease goes last, and only when all else went, so that a later reclaim retries the rest.
                 if (all && unlinkQuietly(directory, lease.name())) removed.add(lease.name());
@@ -572,7 +585,7 @@ public final class OwnerLease implements AutoCloseable {
         List<String> failures = new ArrayList<>();
         int firstErrno = 0;
         for (String name : names) {
-            if (!isOwnFile(name)) continue;
+            if (!isFileOfLeaseOwner(libc, directory, name, fd)) continue;
             try {
                 directory.unlink(name);
             } catch (ErrnoException e) {
@@ -591,11 +604,18 @@ public final class OwnerLease implements AutoCloseable {
      * the lease's owns it (see {@link #close}). When either owner cannot be told, it is taken for
      * the owner's, whose lease then waits for it rather than leave it without one.
      */
-    private boolean isOwnFile(String name) {
+    /**
+     * Whether {@code name}, under an owner's prefix, is that owner's: not when another user than
+     * the owner of its lease ({@code leaseFd}) owns it, for an owner creates every file as itself,
+     * and anyone may create a file by that name in a sticky directory such as {@code /dev/shm}.
+     * When either owner cannot be told, it is taken for the owner's, whose lease then waits for it
+     * rather than leave it without one.
+     */
+    private static boolean isFileOfLeaseOwner(Libc libc, SharedDirectory directory, String name, FileDescriptor leaseFd) {
         Integer fileOwner = ownerOf(directory, name);
         if (fileOwner == null) return true;
         try {
-            return fileOwner == libc.fstat(fd).uid();
+            return fileOwner == libc.fstat(leaseFd).uid();
         } catch (ErrnoException e) {
             return true;
         }

@@ -299,6 +299,32 @@ class OwnerLeaseTest {
     }
 
     /**
+     * A file another user planted under a dead owner's prefix (anyone may, in a sticky directory
+     * such as /dev/shm, where only its maker or root may remove it) is not the owner's: the
+     * reclaim that cannot remove it removes the rest and the lease all the same. It kept the lease,
+     * and warned, at every reclaim for good.
+     */
+    @Test
+    void aFileAnotherUserPlantedUnderADeadOwnersNameKeepsNoLease() throws Exception {
+        Libc libc = Linux.libc();
+        org.junit.jupiter.api.Assumptions.assumeTrue(libc.getuid() == 0, "changing a file's owner takes root");
+        String owner = SharedDirectory.randomId();
+        String leaseName = OwnerLease.leaseName("conduit-test", owner);
+        java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
+        String chunk = "conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk";
+        java.nio.file.Files.createFile(shared.resolve(chunk));
+        String plantedName = "conduit-test-" + owner + "-planted";
+        java.nio.file.Path planted = java.nio.file.Files.createFile(shared.resolve(plantedName));
+        java.nio.file.Files.setAttribute(planted, "unix:uid", 54321);
+        // Root may remove it from a sticky directory; the user who reclaims, as a rule, may not.
+        Libc notItsMaker = unlinkFailing(plantedName::equals, dev.conduit.linux.Errno.EPERM);
+        try (SharedDirectory directory = SharedDirectory.open(notItsMaker, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThat(OwnerLease.reclaimDead(notItsMaker, directory, "conduit-test")).containsExactlyInAnyOrder(chunk, leaseName);
+        }
+        assertThat(shared.toFile().list()).containsExactly(plantedName);
+    }
+
+    /**
      * A close that cannot list the directory cannot tell that its owner's files are gone: it keeps
      * the lease, unlocked, for the next reclaim (which lists it) to remove with whatever is left.
      */
