@@ -6,7 +6,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
+import java.util.stream.Collectors;
 
 /**
  * How this process's user ids look from its parent user namespace, for messages that tell a user
@@ -52,6 +54,20 @@ public final class UserNamespace {
     /** The user ids of a {@link #uidListKey} value, as {@code SO_PEERCRED} and {@code stat} report them: unsigned 32-bit. */
     public static int[] uids(List<String> items) {
         return items.stream().mapToInt(UserNamespace::uid).toArray();
+    }
+
+    /** Whether {@code uids} (of a {@link #uidListKey}) lists {@code uid}. */
+    public static boolean lists(int[] uids, int uid) {
+        for (int listed : uids) {
+            if (listed == uid) return true;
+        }
+        return false;
+    }
+
+    /** {@code uids} for a message, as the key takes them: {@code 1000,1001}, or {@code none}. */
+    public static String describeUids(int[] uids) {
+        return uids.length == 0 ? "none"
+                : Arrays.stream(uids).mapToObj(Integer::toUnsignedString).collect(Collectors.joining(","));
     }
 
     private static int uid(String item) {

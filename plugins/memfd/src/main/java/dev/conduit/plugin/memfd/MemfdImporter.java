@@ -24,8 +24,6 @@ import java.io.EOFException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.Arrays;
-import java.util.stream.Collectors;
 
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
 import static dev.conduit.linux.MmapFlags.PROT_READ;
@@ -282,16 +280,9 @@ final class MemfdImporter implements IpcImporter {
             throw new ConduitException("cannot tell which user serves the producer's socket " + path + " (SO_PEERCRED): "
                     + e.getMessage() + "; " + Errno.remedy(e.errno(), "see the cause"), e);
         }
-        int self = libc.getuid();
-        if (server.uid() == self) {
-            return;
+        if (server.uid() != libc.getuid() && !UserNamespace.lists(trustedUids, server.uid())) {
+            throw untrustedServer(server, path, UserNamespace.current());
         }
-        for (int trusted : trustedUids) {
-            if (trusted == server.uid()) {
-                return;
-            }
-        }
-        throw untrustedServer(server, path, UserNamespace.current());
     }
 
     /** Why an fd server of another user was refused, and what to do: trust its user, or drop a handle that outlived its producer. */
@@ -299,7 +290,7 @@ final class MemfdImporter implements IpcImporter {
         long uid = Integer.toUnsignedLong(server.uid());
         String refused = "refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), not as "
                 + "this process's " + namespace.describe(Integer.toUnsignedLong(libc.getuid())) + " nor as a user listed in "
-                + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " (" + describeTrusted() + "); the handle's token was not sent. ";
+                + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " (" + UserNamespace.describeUids(trustedUids) + "); the handle's token was not sent. ";
         if (namespace.mayBeUnmapped(uid)) {
             return new ConduitException(refused + "In this process's user namespace, uid " + uid + " stands for every user the "
                     + "namespace does not map (and for its own " + uid + ", if it maps one), so trusting it trusts every one of them "
@@ -310,11 +301,6 @@ final class MemfdImporter implements IpcImporter {
         return new ConduitException(refused + "If uid " + uid + " runs the producer, add it to " + MemfdConfig.TRUSTED_UIDS.name()
                 + " on this side; if the producer runs as this process's user, it is gone and another user bound its socket's name: "
                 + "the handle is stale");
-    }
-
-    private String describeTrusted() {
-        return trustedUids.length == 0 ? "none"
-                : Arrays.stream(trustedUids).mapToObj(Integer::toUnsignedString).collect(Collectors.joining(","));
     }
 
     /**

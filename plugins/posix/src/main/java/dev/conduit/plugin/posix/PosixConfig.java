@@ -6,7 +6,6 @@ import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PluginContext;
 
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -77,16 +76,12 @@ final class PosixConfig {
 
     /** Whether the importer may map a file owned by {@code uid}, given this process's real uid {@code self}. */
     boolean trusts(int uid, int self) {
-        if (uid == self) return true;
-        for (int trusted : trustedUids) {
-            if (trusted == uid) return true;
-        }
-        return false;
+        return uid == self || UserNamespace.lists(trustedUids, uid);
     }
 
     /** The trusted uids besides this process's own, as configured, for messages. */
     String trustedUidsText() {
-        return trustedUids.length == 0 ? "none" : Arrays.stream(trustedUids).mapToObj(Integer::toUnsignedString).toList().toString();
+        return UserNamespace.describeUids(trustedUids);
     }
 
     static String describe(ConfigKey<?> key) {
