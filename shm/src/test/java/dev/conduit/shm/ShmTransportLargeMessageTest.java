@@ -260,20 +260,14 @@ class ShmTransportLargeMessageTest {
         assertThat(filler.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
         receive(receiver, () -> received.ids.size() == 2, "the first two messages");
 
-        int[] fills = new int[1];
-        PayloadEncoder fillingTheQueue = target -> {
-            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) fills[0]++;
-            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
-            return 30_000;
-        };
-        assertThat(a.trySendEncoded(3, MemorySegment.NULL, 40_000, fillingTheQueue)).isEqualTo(30_000);
+        int fills = holdOn(a, filler);
         a.close();
         for (int i = 0; i < ROUNDS && received.closed.isEmpty(); i++) {
             progressOrPause(receiver);
             aTransport.progress();
         }
         assertThat(received.closed).as("senders told closed").containsExactly(a.connection());
-        assertThat(received.ids).hasSize(3 + fills[0]);
+        assertThat(received.ids).hasSize(3 + fills);
         assertThat(received.ids.getLast()).isEqualTo(3);
         assertThat(received.payloads.getLast()).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
     }
@@ -299,14 +293,8 @@ class ShmTransportLargeMessageTest {
         assertThat(filler.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
         receive(receiver, () -> received.ids.size() == 2, "the first two messages");
 
-        int[] fills = new int[1];
-        PayloadEncoder fillingTheQueue = target -> {
-            while (filler.trySend(4, MemorySegment.NULL, bytes(8, 4))) fills[0]++;
-            MemorySegment.copy(bytes(30_000, 3), 0, target, 0, 30_000);
-            return 30_000;
-        };
-        assertThat(a.trySendEncoded(3, MemorySegment.NULL, 40_000, fillingTheQueue)).as("held").isEqualTo(30_000);
-        receive(receiver, () -> received.ids.size() == 2 + fills[0], "the messages that took the held one's room");
+        int fills = holdOn(a, filler);
+        receive(receiver, () -> received.ids.size() == 2 + fills, "the messages that took the held one's room");
 
         AtomicReference<Throwable> closeFailure = new AtomicReference<>();
         Thread closer = Thread.ofPlatform().name("sender's close").start(() -> {
@@ -322,7 +310,7 @@ class ShmTransportLargeMessageTest {
             }
         };
         try {
-            receive(receiver, () -> received.ids.size() == 3 + fills[0], "the held message, posted by the sender's close");
+            receive(receiver, () -> received.ids.size() == 3 + fills, "the held message, posted by the sender's close");
         } finally {
             closer.join();
         }
@@ -330,7 +318,7 @@ class ShmTransportLargeMessageTest {
         assertThat(received.ids.getLast()).isEqualTo(3);
         assertThat(received.payloads.getLast()).isEqualTo(bytes(30_000, 3).toArray(ValueLayout.JAVA_BYTE));
         receive(receiver, () -> received.closed.contains(a.connection()), "the sender's CLOSE");
-        assertThat(received.ids).as("messages delivered").hasSize(3 + fills[0]);
+        assertThat(received.ids).as("messages delivered").hasSize(3 + fills);
     }
 
     /**
