@@ -225,7 +225,8 @@ for kind in aeron agrona line queue; do
 done
 
 fact load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
-fact peers "$(IFS=,; echo "${peers_ran[*]}" | sed 's/,/, /g')"
+# Joined here, not by IFS and a sed of every comma: a peer's label may hold one (the queue alone's does).
+fact peers "$(printf '%s, ' "${peers_ran[@]}" | sed 's/, $//')"
 fact noise "2 cores: both sides of every measurement spin on a core each, so anything else that runs (the JITs and GCs of the JVMs, other processes) preempts one of them; the measurements ran one after another and only figures of this one run are comparable, p50 and MB/s over a whole stream are what to read. Load average $(cut -d' ' -f1-3 /proc/loadavg) after the run."
 
 # --- report ------------------------------------------------------------------------------------
