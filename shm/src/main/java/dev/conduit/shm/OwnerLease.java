@@ -600,11 +600,6 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
-     * Whether {@code name}, under this owner's prefix, is this owner's: not when another user than
-     * the lease's owns it (see {@link #close}). When either owner cannot be told, it is taken for
-     * the owner's, whose lease then waits for it rather than leave it without one.
-     */
-    /**
      * Whether {@code name}, under an owner's prefix, is that owner's: not when another user than
      * the owner of its lease ({@code leaseFd}) owns it, for an owner creates every file as itself,
      * and anyone may create a file by that name in a sticky directory such as {@code /dev/shm}.
