@@ -1,6 +1,7 @@
 package dev.conduit.shm;
 
 import dev.conduit.linux.Linux;
+import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
@@ -189,7 +190,7 @@ class ShmTransportLargeMessageTest {
         ShmTransport receiver = transport(received);
         ShmTransport aTransport = transport(new Received());
         List<PeerFailedException> failures = new ArrayList<>();
-        ShmEndpoint a = (ShmEndpoint) aTransport.connect(new PayloadReader(receiver.address()), failures::add);
+        ShmEndpoint a = connect(aTransport, receiver, failures::add);
         ShmEndpoint filler = connect(transport(new Received()), receiver);
         int sent = 0;
         while (a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))) sent++; // until the 64 KiB ring is full
@@ -226,7 +227,7 @@ class ShmTransportLargeMessageTest {
         ShmTransport receiver = transport(received);
         ShmTransport aTransport = transport(new Received(), Duration.ofMillis(100));
         List<PeerFailedException> failures = new ArrayList<>();
-        ShmEndpoint a = (ShmEndpoint) aTransport.connect(new PayloadReader(receiver.address()), failures::add);
+        ShmEndpoint a = connect(aTransport, receiver, failures::add);
         ShmEndpoint filler = connect(transport(new Received()), receiver);
         assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
         receive(receiver, () -> received.ids.size() == 1, "the first message");
@@ -365,7 +366,7 @@ class ShmTransportLargeMessageTest {
         ShmTransport receiver = transport(received);
         ShmTransport aTransport = transport(new Received());
         List<PeerFailedException> failures = new ArrayList<>();
-        ShmEndpoint a = (ShmEndpoint) aTransport.connect(new PayloadReader(receiver.address()), failures::add);
+        ShmEndpoint a = connect(aTransport, receiver, failures::add);
         ShmEndpoint filler = connect(transport(new Received()), receiver);
         assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
         receive(receiver, () -> received.ids.size() == 1, "the first message");
@@ -564,7 +565,11 @@ class ShmTransportLargeMessageTest {
     }
 
     private static ShmEndpoint connect(ShmTransport from, ShmTransport to) {
-        return (ShmEndpoint) from.connect(new PayloadReader(to.address()), cause -> { });
+        return connect(from, to, cause -> { });
+    }
+
+    private static ShmEndpoint connect(ShmTransport from, ShmTransport to, EndpointEvents events) {
+        return (ShmEndpoint) from.connect(new PayloadReader(to.address()), events);
     }
 
     /** A transport of plugin "test": 64 KiB queue and bounce ring, 8 KiB inline, checks every millisecond. */

@@ -50,15 +50,9 @@ final class FailingLibc {
 
     /** The real one, counting the calls of each method {@code calls} names in its count there. */
     static Libc counting(java.util.Map<String, AtomicInteger> calls) {
-        Libc real = Linux.libc();
-        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
-            AtomicInteger count = calls.get(method.getName());
+        return beforeEvery((call, args) -> {
+            AtomicInteger count = calls.get(call);
             if (count != null) count.incrementAndGet();
-            try {
-                return method.invoke(real, args);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
-            }
         });
     }
 
@@ -96,11 +90,23 @@ final class FailingLibc {
         void run(Object[] args) throws Exception;
     }
 
+    /** What runs before every call, given the method's name; it may throw, in place of the call. */
+    private interface BeforeCall {
+        void run(String call, Object[] args) throws Exception;
+    }
+
     /** The real {@link Libc}, with {@code before} run before each call of {@code call}. */
     private static Libc beforeEach(String call, Before before) {
+        return beforeEvery((name, args) -> {
+            if (name.equals(call)) before.run(args);
+        });
+    }
+
+    /** The real {@link Libc}, with {@code before} run before every call. */
+    private static Libc beforeEvery(BeforeCall before) {
         Libc real = Linux.libc();
         return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
-            if (method.getName().equals(call)) before.run(args);
+            before.run(method.getName(), args);
             try {
                 return method.invoke(real, args);
             } catch (InvocationTargetException e) {
