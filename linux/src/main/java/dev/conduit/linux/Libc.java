@@ -190,6 +190,17 @@ public interface Libc {
     void fchmod(FileDescriptor fd, int mode);
 
     /**
+     * {@code fchown(2)}: sets the owner and group of an open file; {@code -1} leaves either as it
+     * is. Without privilege only the file's owner may set its owner, and only to itself: setting it
+     * to this process's own uid proves the file this user's where a user namespace shows several
+     * users as one uid (the overflow uid stands for every user it does not map).
+     *
+     * @throws ErrnoException {@code EPERM} when this process may not (the file is another user's),
+     *                        {@code EROFS} on a read-only mount
+     */
+    void fchown(FileDescriptor fd, int uid, int gid);
+
+    /**
      * {@code flock(2)}: takes or releases an advisory lock on the whole file. The lock belongs to
      * the open file description: another {@code open} of the same file conflicts with it, a
      * duplicated or passed descriptor shares it.

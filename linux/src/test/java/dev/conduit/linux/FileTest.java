@@ -95,6 +95,22 @@ class FileTest {
         }
     }
 
+    /** What a user namespace's ambiguous overflow uid leaves to prove ownership with (PosixImporter): fchown to oneself. */
+    @Test
+    void theOwnerMaySetItsFileToItselfAndTheErrnoOfARefusalIsNamed() throws IOException {
+        try (FileDescriptor file = libc.open(directory.resolve("owned").toString(), O_RDWR | O_CREAT | O_EXCL, 0600)) {
+            libc.fchown(file, libc.getuid(), -1);
+            libc.fchown(file, -1, -1);
+            assertThat(libc.fstat(file).uid()).isEqualTo(libc.getuid());
+            assertThat(libc.fstat(file).permissions()).isEqualTo(0600);
+        }
+        // An O_PATH descriptor refers to the file without opening it: no fchown through it.
+        try (FileDescriptor path = libc.open(directory.resolve("owned").toString(), O_PATH, 0)) {
+            assertThatThrownBy(() -> libc.fchown(path, libc.getuid(), -1)).isInstanceOfSatisfying(ErrnoException.class,
+                    e -> assertThat(e.errnoName()).isEqualTo("EBADF"));
+        }
+    }
+
     @Test
     void openBeneathRefusesEscapesAndSymlinks() throws IOException {
         Files.createDirectory(directory.resolve("shared"));

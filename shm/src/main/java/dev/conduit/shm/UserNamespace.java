@@ -16,6 +16,9 @@ import java.util.stream.Collectors;
  * namespace, the user who runs the container ({@code SO_PEERCRED} reports a peer's uid in the
  * reader's namespace). A file whose owner the namespace does not map shows up as the overflow
  * uid (65534): from inside, that cannot be told apart from a user the namespace maps to 65534.
+ * A process that itself runs as that uid (a container run as nobody) cannot tell its own files
+ * and peers from theirs by the uid either: {@code mayBeUnmapped(own uid)} is true for it, and its
+ * importers prove ownership otherwise or refuse.
  *
  * <p>Reads {@code /proc/self/uid_map} (whose second column is the parent namespace's uid, for a
  * process that reads its own) and {@code /proc/sys/kernel/overflowuid}. Without {@code /proc},

@@ -89,6 +89,8 @@ final class FdServer implements AutoCloseable {
     private final RepeatedWarning serveFailed;
     private final FileDescriptor stop;
     private final int ownUid;
+    /** Whether a client showing {@link #ownUid} is this provider's user: see {@link #ownUidProvesTheUser}. */
+    private final boolean ownUidProvesTheUser;
     private final Set<Integer> allowedUids;
     private final long timeoutNanos;
     private final System.Logger logger;
@@ -112,6 +114,7 @@ final class FdServer implements AutoCloseable {
         this.stop = stop;
         this.ownUid = libc.getuid();
         this.allowedUids = Set.copyOf(allowedUids);
+        this.ownUidProvesTheUser = ownUidProvesTheUser(ownUid, this.allowedUids, UserNamespace.current());
         this.timeoutNanos = timeoutNanos;
         this.logger = logger;
         this.rebindFailed = new RepeatedWarning(logger, REPEATED_WARNING);
@@ -272,7 +275,18 @@ final class FdServer implements AutoCloseable {
 
     /** Whether {@code peer} runs as our own user or one of {@code memfd.allowed.uids}. */
     private boolean admits(PeerCredentials peer) {
-        return peer.uid() == ownUid || allowedUids.contains(peer.uid());
+        return allowedUids.contains(peer.uid()) || peer.uid() == ownUid && ownUidProvesTheUser;
+    }
+
+    /**
+     * Whether a client that shows {@code ownUid} through {@code SO_PEERCRED} runs as this
+     * provider's user. Not where that uid is the overflow uid of this process's user namespace (a
+     * container run as nobody): every user the namespace does not map shows as it too, and once
+     * {@code allowedUids} opens the socket to everyone, any of them could connect. While the socket
+     * is {@code 0600}, the kernel lets only this user (and the privileged) connect at all.
+     */
+    static boolean ownUidProvesTheUser(int ownUid, Set<Integer> allowedUids, UserNamespace namespace) {
+        return allowedUids.isEmpty() || !namespace.mayBeUnmapped(Integer.toUnsignedLong(ownUid));
     }
 
     // ---------------------------------------------------------------- the server thread
@@ -443,6 +457,15 @@ final class FdServer implements AutoCloseable {
 
     /** Why {@code peer} was refused, for the log; in a user namespace, what its overflow uid stands for. */
     String refusedPeerMessage(PeerCredentials peer, UserNamespace namespace) {
+        if (peer.uid() == ownUid) {
+            String uid = Integer.toUnsignedString(ownUid);
+            return "memfd fd server on " + socketPath + " refused " + describe(peer) + ": uid " + uid + " is this provider's own, but "
+                    + "this provider runs as the overflow uid of its user namespace (" + namespace.describe(Integer.toUnsignedLong(ownUid))
+                    + "), which also stands for every user the namespace does not map, and " + MemfdConfig.ALLOWED_UIDS.name()
+                    + " opens the socket to every user: the client may be any of them. Add " + uid + " to "
+                    + MemfdConfig.ALLOWED_UIDS.name() + " if all of them may receive chunks, or run this provider as a uid other than "
+                    + uid + " (kernel.overflowuid)";
+        }
         String message = "memfd fd server on " + socketPath + " refused " + describe(peer) + ": neither this provider's user (uid "
                 + Integer.toUnsignedString(ownUid) + ") nor listed in " + MemfdConfig.ALLOWED_UIDS.name();
         if (namespace.mayBeUnmapped(Integer.toUnsignedLong(peer.uid()))) {

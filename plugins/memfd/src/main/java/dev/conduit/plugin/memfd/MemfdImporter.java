@@ -280,14 +280,31 @@ final class MemfdImporter implements IpcImporter {
             throw new ConduitException("cannot tell which user serves the producer's socket " + path + " (SO_PEERCRED): "
                     + e.getMessage() + "; " + Errno.remedy(e.errno(), "see the cause"), e);
         }
-        if (server.uid() != libc.getuid() && !UserNamespace.lists(trustedUids, server.uid())) {
-            throw untrustedServer(server, path, UserNamespace.current());
-        }
+        UserNamespace namespace = UserNamespace.current();
+        if (!trusts(server.uid(), namespace)) throw untrustedServer(server, path, namespace);
+    }
+
+    /**
+     * Whether an fd server showing {@code serverUid} ({@code SO_PEERCRED}) runs as this process's
+     * user or a trusted one. Showing this process's own uid is not enough where that uid is the
+     * overflow uid of this process's user namespace (a container run as nobody): every user the
+     * namespace does not map shows as it too.
+     */
+    boolean trusts(int serverUid, UserNamespace namespace) {
+        if (UserNamespace.lists(trustedUids, serverUid)) return true;
+        return serverUid == libc.getuid() && !namespace.mayBeUnmapped(Integer.toUnsignedLong(serverUid));
     }
 
     /** Why an fd server of another user was refused, and what to do: trust its user, or drop a handle that outlived its producer. */
     ConduitException untrustedServer(PeerCredentials server, String path, UserNamespace namespace) {
         long uid = Integer.toUnsignedLong(server.uid());
+        if (server.uid() == libc.getuid()) {
+            return new ConduitException("refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), "
+                    + "this process's own, but this process runs as the overflow uid of its user namespace (" + namespace.describe(uid)
+                    + "), which also stands for every user the namespace does not map, so the server may be any of them; the handle's "
+                    + "token was not sent. Run this process as a uid other than " + uid + " (kernel.overflowuid), or add " + uid + " to "
+                    + MemfdConfig.TRUSTED_UIDS.name() + " if all of those users may serve this process");
+        }
         String refused = "refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), not as "
                 + "this process's " + namespace.describe(Integer.toUnsignedLong(libc.getuid())) + " nor as a user listed in "
                 + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " (" + UserNamespace.describeUids(trustedUids) + "); the handle's token was not sent. ";

@@ -21,6 +21,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -62,6 +63,31 @@ class FdServerTest {
                     .contains("refused a client with uid 65534").contains("stands for every user the namespace does not map");
             assertThat(server.refusedPeerMessage(overflow, UserNamespace.of(List.of("0 0 4294967295"), 65534)))
                     .as("in the initial namespace, 65534 is one user").doesNotContain("stands for every user");
+        }
+    }
+
+    /**
+     * A provider that runs as the overflow uid of its user namespace (a container run as nobody)
+     * cannot tell a client of its own user from one of any unmapped user: both show that uid.
+     * While its socket is {@code 0600} only its own user can connect at all; once
+     * {@code memfd.allowed.uids} opens it to everyone, its own uid admits only where listed.
+     */
+    @Test
+    void theOwnUidAdmitsOnlyWhereItIsNoOverflowUidOrTheSocketIsTheOwnersAlone() {
+        UserNamespace nobodyInAContainer = UserNamespace.of(List.of("65534 1000 1"), 65534);
+        UserNamespace initial = UserNamespace.of(List.of("0 0 4294967295"), 65534);
+        assertThat(FdServer.ownUidProvesTheUser(65534, Set.of(), nobodyInAContainer)).as("a 0600 socket").isTrue();
+        assertThat(FdServer.ownUidProvesTheUser(65534, Set.of(4321), nobodyInAContainer)).isFalse();
+        assertThat(FdServer.ownUidProvesTheUser(65534, Set.of(4321), initial)).as("65534 is one user there").isTrue();
+        assertThat(FdServer.ownUidProvesTheUser(1000, Set.of(4321), nobodyInAContainer)).isTrue();
+        try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            provider.export(provider.allocate(SIZE));
+            String own = Integer.toUnsignedString(ownUid);
+            // This test's own uid made the overflow uid of a namespace, to read what such a provider logs.
+            assertThat(provider.server().refusedPeerMessage(new PeerCredentials(1, ownUid, 0),
+                    UserNamespace.of(List.of(own + " 1000 1"), Integer.toUnsignedLong(ownUid))))
+                    .contains("uid " + own + " is this provider's own, but this provider runs as the overflow uid of its user namespace")
+                    .contains("Add " + own + " to memfd.allowed.uids if all of them may receive chunks");
         }
     }
 

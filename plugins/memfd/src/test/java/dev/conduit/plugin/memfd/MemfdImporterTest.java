@@ -930,6 +930,38 @@ class MemfdImporterTest {
                 .contains("the handle is stale");
     }
 
+    /**
+     * A process that runs as the overflow uid of its user namespace (a container run as nobody)
+     * sees a server of its own user and one of any unmapped user as that uid alike: it trusts
+     * neither unless the uid is listed. In the initial namespace, 65534 is one user. The real
+     * process is {@code OtherUserImportTest}'s.
+     */
+    @Test
+    void aServerShowingTheOwnUidIsNotTrustedWhereThatUidIsTheOverflowUidOfTheNamespace() {
+        Libc asNobody = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("getuid")) return 65534;
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        UserNamespace nobodyInAContainer = UserNamespace.of(List.of("65534 1000 1"), 65534);
+        UserNamespace initial = UserNamespace.of(List.of("0 0 4294967295"), 65534);
+        MemfdImporter importer = new MemfdImporter(asNobody, shared, 2_000_000_000L);
+        assertThat(importer.trusts(65534, nobodyInAContainer)).isFalse();
+        assertThat(importer.trusts(65534, initial)).isTrue();
+        assertThat(importer.trusts(1000, nobodyInAContainer)).isFalse();
+        assertThat(new MemfdImporter(asNobody, shared, 2_000_000_000L, new int[] {65534}).trusts(65534, nobodyInAContainer))
+                .as("listed: every unmapped user may serve it").isTrue();
+        assertThat(importer.untrustedServer(new PeerCredentials(0, 65534, 65534), "/shared/s", nobodyInAContainer).getMessage())
+                .contains("it runs as uid 65534 (SO_PEERCRED), this process's own, but this process runs as the overflow uid of its user "
+                        + "namespace (uid 65534 here, 1000 in the parent user namespace)")
+                .contains("the handle's token was not sent")
+                .contains("Run this process as a uid other than 65534 (kernel.overflowuid), or add 65534 to memfd.trusted.uids");
+    }
+
     /** The real libc, except that bind and connect through /proc/self/fd fail with ENOENT, as where /proc is not mounted. */
     private Libc failingThroughProc() {
         return failing(Errno.ENOENT, (call, args) -> (call.equals("bind") || call.equals("connect"))

@@ -189,6 +189,30 @@ class OtherUserImportTest {
     }
 
     /**
+     * An importer that runs as the overflow uid of its user namespace (a container run as nobody;
+     * here root mapped to 65534) sees its own user's fd server as 65534, as it would see a server of
+     * any user the namespace does not map: it refuses the server, the token unsent, until 65534 is
+     * listed in its {@code memfd.trusted.uids}. Before, it took the server for its own user's.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void anImporterRunningAsTheOverflowUidTrustsNoServerShowingItUnlessListed() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+        List<String> asOverflowUid = List.of("unshare", "--user", "--map-user=" + OTHER, "--map-group=" + OTHER, "--");
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            Result refused = importThrough(provider, asOverflowUid, shared, "");
+            assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
+            assertThat(refused.output()).contains("refusing to import from the fd server on " + shared)
+                    .contains("it runs as uid 65534 (SO_PEERCRED), this process's own, but this process runs as the overflow uid of its "
+                            + "user namespace (uid 65534 here, 0 in the parent user namespace)")
+                    .contains("the handle's token was not sent");
+            Result admitted = importThrough(provider, asOverflowUid, shared, "65534");
+            assertThat(admitted.exitCode()).as(admitted.output()).isZero();
+            assertThat(admitted.output()).contains("read=4711").contains("left=0");
+        }
+    }
+
+    /**
      * The same rootless container, given a host directory it may read but not write: memfd imports
      * only, and the reason names the uid the directory's owner sees (65534), not only the
      * container's 0.
@@ -288,11 +312,22 @@ class OtherUserImportTest {
      */
     private Result importAsOtherUser(MemoryProvider provider, List<String> wrapper, Path view, String trustedUids)
             throws IOException, InterruptedException {
+        return importThrough(provider, wrapped(wrapper, List.of()), view, trustedUids);
+    }
+
+    /**
+     * Imports a chunk of {@code provider} through {@code wrapper} (run as this user: it sets the
+     * user itself, if another), seeing the shared directory at {@code view}, with
+     * {@code trustedUids} as its {@code memfd.trusted.uids}.
+     */
+    private Result importThrough(MemoryProvider provider, List<String> wrapper, Path view, String trustedUids)
+            throws IOException, InterruptedException {
         Chunk chunk = provider.allocate(SIZE);
         chunk.segment().set(JAVA_LONG, 0, 4711);
         byte[] payload = provider.export(chunk);
-        Result result = run(wrapped(wrapper, java(ImportingProcess.class, view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE),
-                trustedUids)));
+        List<String> command = new ArrayList<>(wrapper);
+        command.addAll(java(ImportingProcess.class, view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE), trustedUids));
+        Result result = run(command);
         provider.free(chunk);
         return result;
     }

@@ -104,7 +104,7 @@ final class PosixImporter implements IpcImporter {
             FileMapping mapping = null;
             try {
                 try (FileDescriptor fd = opened) {
-                    check(libc.fstat(fd), path, chunkLength, payload);
+                    check(fd, libc.fstat(fd), path, chunkLength, payload);
                     mapping = FileMapping.map(libc, fd, chunkLength, writable, path, config.directoryKeys());
                 }
                 return mapping;
@@ -156,12 +156,15 @@ final class PosixImporter implements IpcImporter {
                 + "regular files");
     }
 
-    private void check(FileStatus status, Path path, long chunkLength, PayloadReader payload) {
+    private void check(FileDescriptor fd, FileStatus status, Path path, long chunkLength, PayloadReader payload) {
         if (!status.isRegularFile()) {
             throw notRegularFile(status, path, payload);
         }
         int self = libc.getuid();
-        if (status.uid() != self) {
+        if (status.uid() == self) {
+            UserNamespace namespace = UserNamespace.current();
+            if (namespace.mayBeUnmapped(Integer.toUnsignedLong(self))) proveOwn(fd, path, namespace, self);
+        } else {
             UserNamespace namespace = UserNamespace.current();
             long owner = Integer.toUnsignedLong(status.uid());
             String ours = namespace.describe(Integer.toUnsignedLong(self));
@@ -187,6 +190,30 @@ final class PosixImporter implements IpcImporter {
             throw new ConduitException("refusing to map " + path + ": the file is " + status.size() + " bytes long but the handle's "
                     + "chunk.length is " + chunkLength + ", and " + consequence + ". The producer truncated or replaced the file, "
                     + "or the handle was altered");
+        }
+    }
+
+    /**
+     * This process runs as the overflow uid of its user namespace (a container run as nobody), so
+     * a file showing its own uid may be its own or any unmapped user's. Setting the file's owner
+     * to itself, which without privilege only the owner may, tells them apart and changes nothing.
+     */
+    private void proveOwn(FileDescriptor fd, Path path, UserNamespace namespace, int self) {
+        try {
+            libc.fchown(fd, self, -1);
+        } catch (ErrnoException e) {
+            String uid = Integer.toUnsignedString(self);
+            String ambiguous = "refusing to map " + path + ": it shows as uid " + uid + ", this process's own, but this process runs as "
+                    + "the overflow uid of its user namespace (" + namespace.describe(Integer.toUnsignedLong(self)) + "), which also "
+                    + "stands for every user the namespace does not map, ";
+            if (e.errno() == Errno.EPERM) {
+                throw new ConduitException(ambiguous + "and it could not set the file's owner to itself (fchown: EPERM), which its "
+                        + "own file would allow: the file belongs to one of those users. Run the producer as this process's user, or "
+                        + "run this process as a uid other than " + uid + " (kernel.overflowuid), or use memfd", e);
+            }
+            throw new ConduitException(ambiguous + "and setting the file's owner to itself, which proves a file its own there, failed: "
+                    + e.getMessage() + ". " + Errno.remedy(e.errno(), "mount the shared directory read-write for this process")
+                    + ", or run this process as a uid other than " + uid + " (kernel.overflowuid), or use memfd", e);
         }
     }
 

@@ -151,19 +151,75 @@ class CrossProcessTest {
         }
     }
 
+    /**
+     * An importer that runs as the overflow uid of its user namespace (a container run as nobody;
+     * here root mapped to 65534) sees its own files and those of every user the namespace does not
+     * map as that one uid. It maps a file it proves its own (it may set the owner to itself), and
+     * refuses another user's, also one that anybody may open, where it mapped it as its own before.
+     */
+    @Test
+    void anImporterRunningAsTheOverflowUidMapsItsOwnFilesAndRefusesThoseOfUnmappedUsers() throws Exception {
+        assumeThat(Linux.libc().getuid()).as("root can give files away").isZero();
+        List<String> asOverflowUid = List.of("unshare", "--user", "--map-user=65534", "--map-group=65534", "--");
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(provider.pageSize());
+            chunk.segment().set(JAVA_LONG, 0, 4242L);
+            byte[] payload = provider.export(chunk);
+            String[] args = {"import", shared.toString(), HexFormat.of().formatHex(payload), Long.toString(provider.pageSize())};
+
+            Ended own = run(asOverflowUid, args);
+            assertThat(own.exitCode()).as(own.errors()).isZero();
+            assertThat(own.output().trim()).isEqualTo("4242");
+            assertThat(chunk.segment().get(JAVA_LONG, 8)).as("written by the importer").isEqualTo(4243L);
+
+            Path file = shared.resolve(PosixImporterTest.fileName(payload));
+            Files.setAttribute(file, "unix:uid", 4321);
+            Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+            try {
+                Ended other = run(asOverflowUid, args);
+                assertThat(other.exitCode()).as("mapped a file of an unmapped user as its own").isNotZero();
+                assertThat(other.errors()).contains("it shows as uid 65534, this process's own, but this process runs as the overflow uid of its "
+                                + "user namespace (uid 65534 here, 0 in the parent user namespace)")
+                        .contains("(fchown: EPERM)").contains("the file belongs to one of those users")
+                        .contains("run this process as a uid other than 65534");
+                assertThat(Files.getAttribute(file, "unix:uid")).as("the refused look changed nothing").isEqualTo(4321);
+            } finally {
+                Files.setAttribute(file, "unix:uid", 0); // the provider's close removes it
+            }
+        }
+    }
+
     /** What a child importing {@code payload} as root of a new user namespace (mapped to root) printed to stderr; it must fail. */
     private String importInUserNamespace(byte[] payload, long length) throws Exception {
-        Process child = start(List.of("unshare", "--user", "--map-root-user", "--"),
+        Ended child = run(List.of("unshare", "--user", "--map-root-user", "--"),
                 "import", shared.toString(), HexFormat.of().formatHex(payload), Long.toString(length));
+        assertThat(child.exitCode()).as(child.errors()).isNotZero();
+        return child.errors();
+    }
+
+    private record Ended(int exitCode, String output, String errors) {}
+
+    /** Runs a child through {@code wrapper} to its end, its input closed: its exit code, stdout and stderr. */
+    private static Ended run(List<String> wrapper, String... args) throws Exception {
+        Process child = start(wrapper, args);
+        String output;
         String errors;
         try {
             child.getOutputStream().close();
+            // Both read to their ends at once: a child that fills one pipe while the other is read would wait for ever.
+            java.util.concurrent.CompletableFuture<byte[]> out = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return child.getInputStream().readAllBytes();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
             errors = new String(child.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+            output = new String(out.join(), StandardCharsets.UTF_8);
         } finally {
             finish(child);
         }
-        assertThat(child.exitValue()).as(errors).isNotZero();
-        return errors;
+        return new Ended(child.exitValue(), output, errors);
     }
 
     /** A JVM on this test's module path, with this module's test classes patched in, running {@link PosixChild}. */
