@@ -16,6 +16,7 @@ import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
 
 import java.nio.file.Path;
+import java.util.function.Supplier;
 
 /**
  * Maps chunk files that a posix provider, in this or another process, exported. Stateless apart
@@ -30,7 +31,9 @@ import java.nio.file.Path;
  *       and {@code O_NOCTTY} so that a planted FIFO or terminal can neither block the open nor
  *       become the controlling terminal before it is refused;</li>
  *   <li>checks with {@code fstat} that it is a regular file, owned by this process's user or one
- *       listed in {@code posix.trusted.uids}, and exactly as long as the handle's chunk length
+ *       listed in {@code posix.trusted.uids} (where this process runs as the overflow uid of its
+ *       user namespace, which every user the namespace does not map shows as too, its own only
+ *       once setting the file's owner to itself proves it), and exactly as long as the handle's chunk length
  *       (mapping beyond the end of a shorter file would crash the consumer with {@code SIGBUS}
  *       on access);</li>
  *   <li>maps it {@code MAP_SHARED} into a shared arena of its own and closes the descriptor.</li>
@@ -62,6 +65,8 @@ final class PosixImporter implements IpcImporter {
     private final Libc libc;
     private final PosixConfig config;
     private final boolean readOnlyThroughReadOnlyMounts;
+    /** This process's user namespace, as {@code /proc} shows it when asked: what its uids stand for. */
+    private final Supplier<UserNamespace> namespace;
 
     /**
      * @param readOnlyThroughReadOnlyMounts whether a chunk that opens only for reading ({@code EROFS})
@@ -69,9 +74,15 @@ final class PosixImporter implements IpcImporter {
      *                                      transport maps, it writes: peers' queues, bounce rings)
      */
     PosixImporter(Libc libc, PosixConfig config, boolean readOnlyThroughReadOnlyMounts) {
+        this(libc, config, readOnlyThroughReadOnlyMounts, UserNamespace::current);
+    }
+
+    /** With {@code namespace} in place of this process's user namespace: for tests of other namespaces. */
+    PosixImporter(Libc libc, PosixConfig config, boolean readOnlyThroughReadOnlyMounts, Supplier<UserNamespace> namespace) {
         this.libc = libc;
         this.config = config;
         this.readOnlyThroughReadOnlyMounts = readOnlyThroughReadOnlyMounts;
+        this.namespace = namespace;
     }
 
     /**
@@ -161,14 +172,13 @@ final class PosixImporter implements IpcImporter {
             throw notRegularFile(status, path, payload);
         }
         int self = libc.getuid();
+        UserNamespace here = namespace.get();
         if (status.uid() == self) {
-            UserNamespace namespace = UserNamespace.current();
-            if (namespace.mayBeUnmapped(Integer.toUnsignedLong(self))) proveOwn(fd, path, namespace, self);
+            if (here.mayBeUnmapped(Integer.toUnsignedLong(self))) proveOwn(fd, path, here, self);
         } else {
-            UserNamespace namespace = UserNamespace.current();
             long owner = Integer.toUnsignedLong(status.uid());
-            String ours = namespace.describe(Integer.toUnsignedLong(self));
-            if (namespace.mayBeUnmapped(owner)) {
+            String ours = here.describe(Integer.toUnsignedLong(self));
+            if (here.mayBeUnmapped(owner)) {
                 // Whatever posix.trusted.uids says: in a user namespace, this uid is every user the namespace does not map.
                 throw new ConduitException("refusing to map " + path + ": it shows as uid " + owner + ", which in this process's "
                         + "user namespace stands for every user the namespace does not map (and for its own " + owner + ", if it "
@@ -198,13 +208,13 @@ final class PosixImporter implements IpcImporter {
      * a file showing its own uid may be its own or any unmapped user's. Setting the file's owner
      * to itself, which without privilege only the owner may, tells them apart and changes nothing.
      */
-    private void proveOwn(FileDescriptor fd, Path path, UserNamespace namespace, int self) {
+    private void proveOwn(FileDescriptor fd, Path path, UserNamespace here, int self) {
         try {
             libc.fchown(fd, self, -1);
         } catch (ErrnoException e) {
             String uid = Integer.toUnsignedString(self);
             String ambiguous = "refusing to map " + path + ": it shows as uid " + uid + ", this process's own, but this process runs as "
-                    + "the overflow uid of its user namespace (" + namespace.describe(Integer.toUnsignedLong(self)) + "), which also "
+                    + "the overflow uid of its user namespace (" + here.describe(Integer.toUnsignedLong(self)) + "), which also "
                     + "stands for every user the namespace does not map, ";
             if (e.errno() == Errno.EPERM) {
                 throw new ConduitException(ambiguous + "and it could not set the file's owner to itself (fchown: EPERM), which its "
@@ -242,9 +252,9 @@ final class PosixImporter implements IpcImporter {
             mode = null;
         }
         int self = libc.getuid();
-        UserNamespace namespace = UserNamespace.current();
-        String ours = namespace.describe(Integer.toUnsignedLong(self));
-        if (owner != null && namespace.mayBeUnmapped(Integer.toUnsignedLong(owner))) {
+        UserNamespace here = namespace.get();
+        String ours = here.describe(Integer.toUnsignedLong(self));
+        if (owner != null && here.mayBeUnmapped(Integer.toUnsignedLong(owner))) {
             return "Chunk files are created 0600 and this one shows as uid " + Integer.toUnsignedString(owner) + ", which in this "
                     + "process's user namespace stands for every user the namespace does not map: it most likely belongs to one of "
                     + "them. This process runs as " + ours + ": run the producer as a user this namespace maps (for a rootless "

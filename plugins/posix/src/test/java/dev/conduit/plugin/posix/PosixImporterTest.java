@@ -3,6 +3,7 @@ package dev.conduit.plugin.posix;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
@@ -264,6 +265,39 @@ class PosixImporterTest {
                 .hasMessageContaining("EACCES").hasMessageContaining("The file is this user's and its mode is 0600")
                 .hasMessageContaining("so something else refused: usually a security module").hasMessageContaining("docker run -v DIR:DIR:z")
                 .hasMessageContaining("ausearch -m avc").hasMessageContaining("lsattr");
+    }
+
+    /**
+     * This process's uid made the overflow uid of its namespace (a container run as nobody): a file
+     * showing that uid is mapped once setting its owner to itself proves it this user's, and
+     * refused, mapping nothing, when that fails: {@code EPERM}, another user's; {@code EROFS}, a
+     * read-only mount, where nothing proves it. {@code CrossProcessTest} has the real namespace.
+     */
+    @Test
+    void aProcessRunningAsItsNamespacesOverflowUidMapsOnlyAFileItProvesItsOwn() {
+        long self = Integer.toUnsignedLong(Linux.libc().getuid());
+        UserNamespace selfIsOverflow = UserNamespace.of(List.of(self + " 1000 1"), self);
+        Chunk chunk = provider.allocate(page);
+        chunk.segment().set(JAVA_LONG, 0, 77L);
+        byte[] payload = provider.export(chunk);
+        PosixConfig config = PosixConfig.of(TestContext.of(shared));
+        try (ChunkMapping proven = new PosixImporter(Linux.libc(), config, true, () -> selfIsOverflow).map(reader(payload), page)) {
+            assertThat(proven.segment().get(JAVA_LONG, 0)).isEqualTo(77L);
+        }
+        IpcImporter ofAnotherUser = new PosixImporter(FailingLibc.failing("fchown", Errno.EPERM), config, true, () -> selfIsOverflow);
+        assertThatThrownBy(() -> ofAnotherUser.map(reader(payload), page)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("it shows as uid " + self + ", this process's own, but this process runs as the overflow uid of its "
+                        + "user namespace (uid " + self + " here, 1000 in the parent user namespace)")
+                .hasMessageContaining("(fchown: EPERM)").hasMessageContaining("the file belongs to one of those users")
+                .hasMessageContaining("run this process as a uid other than " + self + " (kernel.overflowuid), or use memfd");
+        IpcImporter readOnlyMount = new PosixImporter(FailingLibc.failing("fchown", Errno.EROFS), config, true, () -> selfIsOverflow);
+        assertThatThrownBy(() -> readOnlyMount.map(reader(payload), page)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("EROFS").hasMessageContaining("mount the shared directory read-write for this process")
+                .hasMessageContaining("run this process as a uid other than " + self);
+        try (ChunkMapping initial = new PosixImporter(FailingLibc.failing("fchown", Errno.EPERM), config, true,
+                () -> UserNamespace.of(List.of("0 0 4294967295"), 65534)).map(reader(payload), page)) {
+            assertThat(initial.segment().get(JAVA_LONG, 0)).as("outside a user namespace the uid is proof: no fchown").isEqualTo(77L);
+        }
     }
 
     /** A file of this user whose mode no longer lets it read and write: the message says the mode changed, and blames nothing else. */
