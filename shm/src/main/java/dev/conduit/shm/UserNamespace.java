@@ -36,9 +36,13 @@ public final class UserNamespace {
     private final List<String> uidMap;
     private final long overflowUid;
 
+    /** Whether the map is other than the identity of every uid: see {@link #isNested()}. */
+    private final boolean nested;
+
     private UserNamespace(List<String> uidMap, long overflowUid) {
         this.uidMap = uidMap == null ? null : List.copyOf(uidMap);
         this.overflowUid = overflowUid;
+        this.nested = uidMap != null && !(uidMap.size() == 1 && IDENTITY.equals(fields(uidMap.getFirst())));
     }
 
     /** The largest user id: {@code (uid_t) -1} means "no user" to the kernel, so nobody can be allowed or trusted as it. */
@@ -84,11 +88,26 @@ public final class UserNamespace {
         return (int) uid;
     }
 
-    /** This process's namespace, as {@code /proc} shows it now. */
+    /** {@link #current()} once read with a written map; {@code null} until then. */
+    private static volatile UserNamespace current;
+
+    /**
+     * This process's namespace. Read from {@code /proc} once and kept (two files, some 35 µs,
+     * which an import that checks its file's owner would pay each time): a process with threads
+     * cannot change its user namespace ({@code unshare(2)} and {@code setns(2)} refuse
+     * {@code CLONE_NEWUSER} to it), and a namespace's {@code uid_map} is written only once. A map
+     * not written yet (empty) or not readable is read again at the next call. Only a change of
+     * {@code kernel.overflowuid} by the host's root goes unseen until the process restarts.
+     */
     public static UserNamespace current() {
+        UserNamespace known = current;
+        if (known != null) return known;
         List<String> overflow = readLines(OVERFLOW_UID);
-        return new UserNamespace(readLines(UID_MAP), overflow == null || overflow.isEmpty() ? DEFAULT_OVERFLOW_UID
+        List<String> uidMap = readLines(UID_MAP);
+        UserNamespace read = new UserNamespace(uidMap, overflow == null || overflow.isEmpty() ? DEFAULT_OVERFLOW_UID
                 : parseOrDefault(overflow.getFirst().trim()));
+        if (uidMap != null && !uidMap.isEmpty()) current = read;
+        return read;
     }
 
     /** A namespace with the given {@code uid_map} lines ({@code inside outside count}; {@code null}: unreadable): for tests. */
@@ -98,7 +117,7 @@ public final class UserNamespace {
 
     /** Whether this is a user namespace other than the initial one: its map is not the identity of every uid. */
     public boolean isNested() {
-        return uidMap != null && !(uidMap.size() == 1 && IDENTITY.equals(fields(uidMap.getFirst())));
+        return nested;
     }
 
     /** The uid that {@code uid} is in the parent namespace, or {@code -1} where this namespace does not map it. */
