@@ -413,8 +413,17 @@ public interface Libc {
 
     // ---------------------------------------------------------------- the process, for diagnostics
 
-    /** {@code getuid(2)}: the real user id, e.g. to compare with {@link PeerCredentials#uid()}. */
+    /** {@code getuid(2)}: the real user id, the user who started the process. */
     int getuid();
+
+    /**
+     * {@code geteuid(2)}: the effective user id, the one the files and sockets this process creates
+     * carry (through the file-system uid, which follows it) and the one peers see through
+     * {@link PeerCredentials#uid()}: this process's own user when judging a file's owner or a
+     * peer. It differs from {@link #getuid()} only in a process started through a set-user-id
+     * program that did not set both.
+     */
+    int geteuid();
 
     /** {@code getpid(2)}: for diagnostics only; Conduit never identifies a process by pid. */
     int getpid();

@@ -87,7 +87,7 @@ class FileTest {
             FileStatus status = libc.fstat(file);
             assertThat(status.isRegularFile()).isTrue();
             assertThat(status.permissions()).isEqualTo(0600);
-            assertThat(status.uid()).isEqualTo(libc.getuid());
+            assertThat(status.uid()).isEqualTo(libc.geteuid());
             assertThat(status.size()).isZero();
             libc.fchmod(file, 0640);
             assertThat(libc.fstat(file).permissions()).isEqualTo(0640);
@@ -99,14 +99,14 @@ class FileTest {
     @Test
     void theOwnerMaySetItsFileToItselfAndTheErrnoOfARefusalIsNamed() throws IOException {
         try (FileDescriptor file = libc.open(directory.resolve("owned").toString(), O_RDWR | O_CREAT | O_EXCL, 0600)) {
-            libc.fchown(file, libc.getuid(), -1);
+            libc.fchown(file, libc.geteuid(), -1);
             libc.fchown(file, -1, -1);
-            assertThat(libc.fstat(file).uid()).isEqualTo(libc.getuid());
+            assertThat(libc.fstat(file).uid()).isEqualTo(libc.geteuid());
             assertThat(libc.fstat(file).permissions()).isEqualTo(0600);
         }
         // An O_PATH descriptor refers to the file without opening it: no fchown through it.
         try (FileDescriptor path = libc.open(directory.resolve("owned").toString(), O_PATH, 0)) {
-            assertThatThrownBy(() -> libc.fchown(path, libc.getuid(), -1)).isInstanceOfSatisfying(ErrnoException.class,
+            assertThatThrownBy(() -> libc.fchown(path, libc.geteuid(), -1)).isInstanceOfSatisfying(ErrnoException.class,
                     e -> assertThat(e.errnoName()).isEqualTo("EBADF"));
         }
     }

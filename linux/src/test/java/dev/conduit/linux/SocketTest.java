@@ -68,7 +68,7 @@ class SocketTest {
             try (FileDescriptor server = libc.accept(listener, 0)) {
                 PeerCredentials peer = libc.peerCredentials(server);
                 assertThat(peer.pid()).isEqualTo(ProcessHandle.current().pid()).isEqualTo(libc.getpid());
-                assertThat(peer.uid()).isEqualTo(libc.getuid());
+                assertThat(peer.uid()).isEqualTo(libc.geteuid());
                 assertThat(libc.peerCredentials(client)).isEqualTo(peer);
 
                 libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, arena).set(JAVA_LONG, 16, 1234);

@@ -1406,7 +1406,7 @@ public final class ShmTransport implements Transport {
         }
         String leaseOwner = owner == null ? "" : "its lease belongs to uid " + Integer.toUnsignedString(owner) + ", ";
         return "the peer worker belongs to another user (" + leaseOwner + "this process runs as uid "
-                + Integer.toUnsignedString(libc.getuid()) + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
+                + Integer.toUnsignedString(libc.geteuid()) + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
                 + ONE_USER_REMEDY;
     }
 

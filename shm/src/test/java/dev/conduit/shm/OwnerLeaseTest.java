@@ -171,8 +171,8 @@ class OwnerLeaseTest {
         assertThat(mkfifo.waitFor()).isZero();
         java.nio.file.Files.createDirectory(shared.resolve("conduit-test-worker-f" + id.substring(1) + ".lease"));
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
-            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0x01234567_00000001L, libc.getuid())).isFalse();
-            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0xf1234567_00000001L, libc.getuid())).isFalse();
+            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0x01234567_00000001L, libc.geteuid())).isFalse();
+            assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0xf1234567_00000001L, libc.geteuid())).isFalse();
             assertThatThrownBy(() -> directory.openLease("conduit-test-worker-" + id + ".lease"))
                     .isInstanceOfSatisfying(dev.conduit.linux.ErrnoException.class, e -> assertThat(OwnerLease.isNoLease(e)).isTrue());
         }
@@ -287,7 +287,7 @@ class OwnerLeaseTest {
     @Test
     void anotherUsersFileUnderAnOwnersPrefixIsNeitherRemovedNorWaitedForByItsClose() throws Exception {
         Libc libc = Linux.libc();
-        org.junit.jupiter.api.Assumptions.assumeTrue(libc.getuid() == 0, "changing a file's owner takes root");
+        org.junit.jupiter.api.Assumptions.assumeTrue(libc.geteuid() == 0, "changing a file's owner takes root");
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
             OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test");
             java.nio.file.Path planted = java.nio.file.Files.createFile(shared.resolve(lease.newFileName(".planted")));
@@ -307,7 +307,7 @@ class OwnerLeaseTest {
     @Test
     void aFileAnotherUserPlantedUnderADeadOwnersNameKeepsNoLease() throws Exception {
         Libc libc = Linux.libc();
-        org.junit.jupiter.api.Assumptions.assumeTrue(libc.getuid() == 0, "changing a file's owner takes root");
+        org.junit.jupiter.api.Assumptions.assumeTrue(libc.geteuid() == 0, "changing a file's owner takes root");
         String owner = SharedDirectory.randomId();
         String leaseName = OwnerLease.leaseName("conduit-test", owner);
         java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead

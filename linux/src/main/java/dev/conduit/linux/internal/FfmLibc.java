@@ -1033,6 +1033,11 @@ public final class FfmLibc implements Libc {
     }
 
     @Override
+    public int geteuid() {
+        return geteuid(Native.callState().capture);
+    }
+
+    @Override
     public int getpid() {
         return getpid(Native.callState().capture);
     }
@@ -1119,7 +1124,7 @@ public final class FfmLibc implements Libc {
             "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat", "renameat",
             "mkdirat", "fchmod", "fchown", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
-            "syscall", "getuid", "getpid", "getpagesize"};
+            "syscall", "getuid", "geteuid", "getpid", "getpagesize"};
 
     /** File descriptors and files. */
     private static final class Files {
@@ -1194,6 +1199,7 @@ public final class FfmLibc implements Libc {
     /** The process. */
     private static final class Process {
         static final MethodHandle GETUID = Native.function("getuid", FunctionDescriptor.of(JAVA_INT));
+        static final MethodHandle GETEUID = Native.function("geteuid", FunctionDescriptor.of(JAVA_INT));
         static final MethodHandle GETPID = Native.function("getpid", FunctionDescriptor.of(JAVA_INT));
         // Called after every RMA operation on a region that may fault, and every large message of a posix ring: allocation-free.
         static final MethodHandle GETPAGESIZE = Native.infallible("getpagesize", FunctionDescriptor.of(JAVA_INT));
@@ -1469,6 +1475,14 @@ public final class FfmLibc implements Libc {
     private static int getuid(MemorySegment capture) {
         try {
             return (int) Process.GETUID.invokeExact(capture);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int geteuid(MemorySegment capture) {
+        try {
+            return (int) Process.GETEUID.invokeExact(capture);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

@@ -131,7 +131,7 @@ final class Device implements AutoCloseable {
         String key = DevdaxConfig.describe(DevdaxConfig.DEVICES);
         return switch (e.errno()) {
             case Errno.ENOENT -> "it does not exist here: fix the alias in " + key + " (each process names the path where it sees the device)";
-            case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "this process (uid " + Integer.toUnsignedString(libc.getuid()) + ") may not open it "
+            case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "this process (uid " + Integer.toUnsignedString(libc.geteuid()) + ") may not open it "
                     + (writable ? "for reading and writing" : "for reading")
                     + ": grant access to the device (its group, a udev rule, or the container's device cgroup), or fix " + key;
             case Errno.ENXIO, Errno.ENODEV -> UNBOUND;

@@ -112,7 +112,7 @@ final class FdServer implements AutoCloseable {
         this.ownerPrefix = socketName.substring(0, socketName.lastIndexOf('-') + 1);
         this.listener = listener;
         this.stop = stop;
-        this.ownUid = libc.getuid();
+        this.ownUid = libc.geteuid();
         this.allowedUids = Set.copyOf(allowedUids);
         this.ownUidProvesTheUser = ownUidProvesTheUser(ownUid, this.allowedUids, UserNamespace.current());
         this.timeoutNanos = timeoutNanos;

@@ -292,13 +292,13 @@ final class MemfdImporter implements IpcImporter {
      */
     boolean trusts(int serverUid, UserNamespace namespace) {
         if (UserNamespace.lists(trustedUids, serverUid)) return true;
-        return serverUid == libc.getuid() && !namespace.mayBeUnmapped(Integer.toUnsignedLong(serverUid));
+        return serverUid == libc.geteuid() && !namespace.mayBeUnmapped(Integer.toUnsignedLong(serverUid));
     }
 
     /** Why an fd server of another user was refused, and what to do: trust its user, or drop a handle that outlived its producer. */
     ConduitException untrustedServer(PeerCredentials server, String path, UserNamespace namespace) {
         long uid = Integer.toUnsignedLong(server.uid());
-        if (server.uid() == libc.getuid()) {
+        if (server.uid() == libc.geteuid()) {
             return new ConduitException("refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), "
                     + "this process's own, but this process runs as the overflow uid of its user namespace (" + namespace.describe(uid)
                     + "), which also stands for every user the namespace does not map, so the server may be any of them; the handle's "
@@ -306,7 +306,7 @@ final class MemfdImporter implements IpcImporter {
                     + MemfdConfig.TRUSTED_UIDS.name() + " if all of those users may serve this process");
         }
         String refused = "refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), not as "
-                + "this process's " + namespace.describe(Integer.toUnsignedLong(libc.getuid())) + " nor as a user listed in "
+                + "this process's " + namespace.describe(Integer.toUnsignedLong(libc.geteuid())) + " nor as a user listed in "
                 + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " (" + UserNamespace.describeUids(trustedUids) + "); the handle's token was not sent. ";
         if (namespace.mayBeUnmapped(uid)) {
             return new ConduitException(refused + "In this process's user namespace, uid " + uid + " stands for every user the "
@@ -327,7 +327,7 @@ final class MemfdImporter implements IpcImporter {
     private ConduitException permissionDenied(String path, FileStatus socketStatus, ErrnoException e) {
         int mode = socketStatus.mode();
         long owner = Integer.toUnsignedLong(socketStatus.uid());
-        boolean ours = socketStatus.uid() == libc.getuid();
+        boolean ours = socketStatus.uid() == libc.geteuid();
         boolean permitted = ours ? (mode & 0200) != 0 : (mode & 0002) != 0;
         if (permitted && !UserNamespace.current().mayBeUnmapped(owner)) {
             return new ConduitException("permission denied connecting to the producer's socket " + path + " (" + e.getMessage()
@@ -619,7 +619,7 @@ final class MemfdImporter implements IpcImporter {
      */
     private String uidToAllow() {
         UserNamespace namespace = UserNamespace.current();
-        long self = Integer.toUnsignedLong(libc.getuid());
+        long self = Integer.toUnsignedLong(libc.geteuid());
         if (!namespace.isNested()) {
             return "uid " + self;
         }
@@ -631,6 +631,6 @@ final class MemfdImporter implements IpcImporter {
 
     /** {@code uid 1000}, or {@code uid 0 here, 1000 in the parent user namespace}. */
     private String describeOurUid() {
-        return UserNamespace.current().describe(Integer.toUnsignedLong(libc.getuid()));
+        return UserNamespace.current().describe(Integer.toUnsignedLong(libc.geteuid()));
     }
 }

@@ -171,7 +171,7 @@ public final class MemfdPlugin implements ConduitPlugin {
 
     /** {@code uid 1000}; in a user namespace also its uid in the parent one, which the directory's owner sees. */
     private static String ourUid(Libc libc) {
-        return UserNamespace.current().describe(Integer.toUnsignedLong(libc.getuid()));
+        return UserNamespace.current().describe(Integer.toUnsignedLong(libc.geteuid()));
     }
 
     /** Refuses an operation that writes in the shared directory when this process cannot (the runtime asks the probe first). */

@@ -31,7 +31,7 @@ class FdServerTest {
     private static final long SIZE = 16 * 1024;
 
     private final Libc libc = Linux.libc();
-    private final int ownUid = libc.getuid();
+    private final int ownUid = libc.geteuid();
     private final int otherUid = ownUid + 1000;
 
     @TempDir

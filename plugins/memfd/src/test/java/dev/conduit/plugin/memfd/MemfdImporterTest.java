@@ -715,7 +715,7 @@ class MemfdImporterTest {
 
     @Test
     void refusalsNameTheirCauseAndRemedy() {
-        String uid = Integer.toUnsignedString(libc.getuid());
+        String uid = Integer.toUnsignedString(libc.geteuid());
         assertRefusal(FdProtocol.STATUS_PEER_NOT_ALLOWED, "refused this process's user (uid " + uid + "): to admit it, add uid " + uid
                 + " to memfd.allowed.uids (CONDUIT_MEMFD_ALLOWED_UIDS) on the producer's side");
         assertRefusal(FdProtocol.STATUS_BAD_REQUEST, "protocol error");
@@ -897,7 +897,7 @@ class MemfdImporterTest {
         assertThatThrownBy(() -> map(new MemfdImporter(servedByAnotherUser, shared, 2_000_000_000L), payload, SIZE))
                 .isExactlyInstanceOf(ConduitException.class)
                 .hasMessageContaining("refusing to import from the fd server on " + shared.resolve(""))
-                .hasMessageContaining("it runs as uid 3000000000 (SO_PEERCRED), not as this process's uid " + Integer.toUnsignedString(libc.getuid()))
+                .hasMessageContaining("it runs as uid 3000000000 (SO_PEERCRED), not as this process's uid " + Integer.toUnsignedString(libc.geteuid()))
                 .hasMessageContaining("nor as a user listed in memfd.trusted.uids (CONDUIT_MEMFD_TRUSTED_UIDS) (none)")
                 .hasMessageContaining("the handle's token was not sent")
                 .hasMessageContaining("If uid 3000000000 runs the producer, add it to memfd.trusted.uids on this side")
@@ -940,7 +940,7 @@ class MemfdImporterTest {
     void aServerShowingTheOwnUidIsNotTrustedWhereThatUidIsTheOverflowUidOfTheNamespace() {
         Libc asNobody = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
                 (proxy, method, args) -> {
-                    if (method.getName().equals("getuid")) return 65534;
+                    if (method.getName().equals("geteuid")) return 65534;
                     try {
                         return method.invoke(libc, args);
                     } catch (java.lang.reflect.InvocationTargetException e) {

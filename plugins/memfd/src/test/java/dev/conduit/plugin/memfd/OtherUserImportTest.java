@@ -55,7 +55,7 @@ class OtherUserImportTest {
     /** The other user cannot read this user's Maven repository: copy the module path where it can. */
     @BeforeAll
     static void copyModulePath() throws Exception {
-        assumeThat(Linux.libc().getuid()).as("starting a process as another user needs root").isZero();
+        assumeThat(Linux.libc().geteuid()).as("starting a process as another user needs root").isZero();
         Files.setPosixFilePermissions(readable, PosixFilePermissions.fromString("rwxr-xr-x"));
         List<String> entries = new ArrayList<>();
         int i = 0;
@@ -207,6 +207,22 @@ class OtherUserImportTest {
                             + "user namespace (uid 65534 here, 0 in the parent user namespace)")
                     .contains("the handle's token was not sent");
             Result admitted = importThrough(provider, asOverflowUid, shared, "65534");
+            assertThat(admitted.exitCode()).as(admitted.output()).isZero();
+            assertThat(admitted.output()).contains("read=4711").contains("left=0");
+        }
+    }
+
+    /**
+     * An importer whose real uid is another user's but whose effective uid is the producer's (a
+     * set-user-id program that set only the effective one): {@code SO_PEERCRED} shows the server's
+     * effective uid, which is this process's own; judged by its real uid, it refused it.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void anImporterWhoseEffectiveUidIsTheServersTrustsItWhateverItsRealUid() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            Result admitted = importThrough(provider, List.of("setpriv", "--ruid=" + OTHER, "--euid=0", "--"), shared, "");
             assertThat(admitted.exitCode()).as(admitted.output()).isZero();
             assertThat(admitted.output()).contains("read=4711").contains("left=0");
         }

@@ -171,7 +171,7 @@ final class PosixImporter implements IpcImporter {
         if (!status.isRegularFile()) {
             throw notRegularFile(status, path, payload);
         }
-        int self = libc.getuid();
+        int self = libc.geteuid();
         UserNamespace here = namespace.get();
         if (status.uid() == self) {
             if (here.mayBeUnmapped(Integer.toUnsignedLong(self))) proveOwn(fd, path, here, self);
@@ -251,7 +251,7 @@ final class PosixImporter implements IpcImporter {
             owner = null;
             mode = null;
         }
-        int self = libc.getuid();
+        int self = libc.geteuid();
         UserNamespace here = namespace.get();
         String ours = here.describe(Integer.toUnsignedLong(self));
         if (owner != null && here.mayBeUnmapped(Integer.toUnsignedLong(owner))) {

@@ -128,7 +128,7 @@ class CrossProcessTest {
      */
     @Test
     void aFileOfAUserTheImportersUserNamespaceDoesNotMapIsRefusedWithoutAdvisingToTrustTheOverflowUid() throws Exception {
-        assumeThat(Linux.libc().getuid()).as("root can give files away").isZero();
+        assumeThat(Linux.libc().geteuid()).as("root can give files away").isZero();
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
             Chunk chunk = provider.allocate(provider.pageSize());
             byte[] payload = provider.export(chunk);
@@ -159,7 +159,7 @@ class CrossProcessTest {
      */
     @Test
     void anImporterRunningAsTheOverflowUidMapsItsOwnFilesAndRefusesThoseOfUnmappedUsers() throws Exception {
-        assumeThat(Linux.libc().getuid()).as("root can give files away").isZero();
+        assumeThat(Linux.libc().geteuid()).as("root can give files away").isZero();
         List<String> asOverflowUid = List.of("unshare", "--user", "--map-user=65534", "--map-group=65534", "--");
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
             Chunk chunk = provider.allocate(provider.pageSize());
@@ -186,6 +186,26 @@ class CrossProcessTest {
             } finally {
                 Files.setAttribute(file, "unix:uid", 0); // the provider's close removes it
             }
+        }
+    }
+
+    /**
+     * A process whose real and effective uids differ (started through a set-user-id program that
+     * set only the effective one) creates its files as the effective uid, and peers see that one:
+     * it is this process's own user for the owner check. Judged by the real uid, it refused its own
+     * user's file as another's.
+     */
+    @Test
+    void anImporterWhoseEffectiveUidOwnsTheFileMapsItWhateverItsRealUid() throws Exception {
+        assumeThat(Linux.libc().geteuid()).as("setting another real uid takes root").isZero();
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(provider.pageSize());
+            chunk.segment().set(JAVA_LONG, 0, 5151L);
+            byte[] payload = provider.export(chunk);
+            Ended child = run(List.of("setpriv", "--ruid=4321", "--euid=0", "--"),
+                    "import", shared.toString(), HexFormat.of().formatHex(payload), Long.toString(provider.pageSize()));
+            assertThat(child.exitCode()).as(child.errors()).isZero();
+            assertThat(child.output().trim()).isEqualTo("5151");
         }
     }
 

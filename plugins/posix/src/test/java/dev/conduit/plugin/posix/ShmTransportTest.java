@@ -3781,7 +3781,7 @@ class ShmTransportTest {
         receive(receiver, received, 1); // the sender's lease is watched: no open of it from here on
         writeIntoTheQueue(queue -> takeALineAtTheTail(queue, 0xdeadbeef_00000001L)); // taken, never committed
         Path planted = Files.createFile(shared.resolve("conduit-posix-worker-deadbeef" + "0".repeat(24) + ".lease"));
-        org.junit.jupiter.api.Assumptions.assumeTrue(Linux.libc().getuid() == 0, "giving a file to another user needs root (CI runs as root)");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Linux.libc().geteuid() == 0, "giving a file to another user needs root (CI runs as root)");
         Files.setAttribute(planted, "unix:uid", 54321);
         assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 7))).isTrue();
         denied.set(true); // every open of this worker's now fails as another user's file would
@@ -3798,7 +3798,7 @@ class ShmTransportTest {
      */
     @Test
     void anotherUsersHeldLeaseMakesNoOwnerOfThisWorkersAlive() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Linux.libc().getuid() == 0, "giving a file to another user needs root (CI runs as root)");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Linux.libc().geteuid() == 0, "giving a file to another user needs root (CI runs as root)");
         Received received = new Received();
         Transport receiver = receiverThatUnblocksAtOnce(received);
         Transport sender = transport(new Received());

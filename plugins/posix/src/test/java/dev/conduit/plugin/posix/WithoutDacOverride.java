@@ -24,7 +24,7 @@ final class WithoutDacOverride {
 
     /** Whether this JVM ignores file modes (root), so that a permission test needs {@link #run}. */
     static boolean needed() {
-        return Linux.libc().getuid() == 0;
+        return Linux.libc().geteuid() == 0;
     }
 
     /** {@link PosixChild}'s stdout and stderr for {@code args}. */
