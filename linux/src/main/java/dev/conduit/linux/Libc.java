@@ -67,7 +67,13 @@ public interface Libc {
     /** {@code fcntl(fd, F_GETFL)}: the file status flags (access mode, {@code O_NONBLOCK}, {@code O_APPEND}). */
     int fileStatusFlags(FileDescriptor fd);
 
-    /** {@code fcntl(fd, F_SETFL, flags)}: sets {@code O_NONBLOCK} and {@code O_APPEND}; other bits are ignored by Linux. */
+    /**
+     * {@code fcntl(fd, F_SETFL, flags)}: sets {@code O_NONBLOCK}, {@code O_APPEND} and
+     * {@code O_NOATIME}; other bits are ignored by Linux.
+     *
+     * @throws ErrnoException {@code EPERM} when {@code O_NOATIME} is to be set on a file of another
+     *                        user ({@link OpenFlags#O_NOATIME})
+     */
     void setFileStatusFlags(FileDescriptor fd, int flags);
 
     /** Switches {@code O_NONBLOCK} on or off, keeping the other status flags. */
@@ -188,17 +194,6 @@ public interface Libc {
 
     /** {@code fchmod(2)}: sets the permissions of an open file (not affected by the umask). */
     void fchmod(FileDescriptor fd, int mode);
-
-    /**
-     * {@code fchown(2)}: sets the owner and group of an open file; {@code -1} leaves either as it
-     * is. Without privilege only the file's owner may set its owner, and only to itself: setting it
-     * to this process's own uid proves the file this user's where a user namespace shows several
-     * users as one uid (the overflow uid stands for every user it does not map).
-     *
-     * @throws ErrnoException {@code EPERM} when this process may not (the file is another user's),
-     *                        {@code EROFS} on a read-only mount
-     */
-    void fchown(FileDescriptor fd, int uid, int gid);
 
     /**
      * {@code flock(2)}: takes or releases an advisory lock on the whole file. The lock belongs to

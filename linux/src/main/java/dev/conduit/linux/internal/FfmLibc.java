@@ -506,14 +506,6 @@ public final class FfmLibc implements Libc {
     }
 
     @Override
-    public void fchown(FileDescriptor fd, int uid, int gid) {
-        CallState state = Native.callState();
-        if (fchown(state.capture, fd.fd(), uid, gid) < 0) {
-            throw failure(state, "fchown", fd.toString(), fd + ", " + uid + ", " + gid);
-        }
-    }
-
-    @Override
     public void flock(FileDescriptor fd, int operation) {
         int errno = flockOrErrno(fd, operation);
         if (errno != 0) {
@@ -1122,7 +1114,7 @@ public final class FfmLibc implements Libc {
 
     private static final String[] SYMBOLS = {
             "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat", "renameat",
-            "mkdirat", "fchmod", "fchown", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
+            "mkdirat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
             "syscall", "getuid", "geteuid", "getpid", "getpagesize"};
 
@@ -1148,7 +1140,6 @@ public final class FfmLibc implements Libc {
         static final MethodHandle GETDENTS64 = Native.variadic("syscall", 1,
                 FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
         static final MethodHandle FCHMOD = Native.function("fchmod", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-        static final MethodHandle FCHOWN = Native.function("fchown", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle FLOCK = Native.function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle FTRUNCATE = Native.function("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
         // fcntl(int, int, ...): glibc reads the third argument as a pointer-sized value.
@@ -1280,14 +1271,6 @@ public final class FfmLibc implements Libc {
     private static int fchmod(MemorySegment capture, int fd, int mode) {
         try {
             return (int) Files.FCHMOD.invokeExact(capture, fd, mode);
-        } catch (Throwable t) {
-            throw Native.propagate(t);
-        }
-    }
-
-    private static int fchown(MemorySegment capture, int fd, int uid, int gid) {
-        try {
-            return (int) Files.FCHOWN.invokeExact(capture, fd, uid, gid);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

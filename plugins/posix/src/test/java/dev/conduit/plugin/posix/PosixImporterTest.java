@@ -3,6 +3,7 @@ package dev.conduit.plugin.posix;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.linux.OpenFlags;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
@@ -269,9 +270,10 @@ class PosixImporterTest {
 
     /**
      * This process's uid made the overflow uid of its namespace (a container run as nobody): a file
-     * showing that uid is mapped once setting its owner to itself proves it this user's, and
-     * refused, mapping nothing, when that fails: {@code EPERM}, another user's; {@code EROFS}, a
-     * read-only mount, where nothing proves it. {@code CrossProcessTest} has the real namespace.
+     * showing that uid is mapped once setting {@code O_NOATIME}, which only the owner may, proves it
+     * this user's, and refused, mapping nothing, when that fails: {@code EPERM}, another user's;
+     * another errno (a security module's {@code EACCES}), nothing proven. {@code CrossProcessTest}
+     * has the real namespace, and a read-only mount, where the proof works all the same.
      */
     @Test
     void aProcessRunningAsItsNamespacesOverflowUidMapsOnlyAFileItProvesItsOwn() {
@@ -284,20 +286,27 @@ class PosixImporterTest {
         try (ChunkMapping proven = new PosixImporter(Linux.libc(), config, true, () -> selfIsOverflow).map(reader(payload), page)) {
             assertThat(proven.segment().get(JAVA_LONG, 0)).isEqualTo(77L);
         }
-        IpcImporter ofAnotherUser = new PosixImporter(FailingLibc.failing("fchown", Errno.EPERM), config, true, () -> selfIsOverflow);
+        IpcImporter ofAnotherUser = new PosixImporter(settingNoAtimeFails(Errno.EPERM), config, true, () -> selfIsOverflow);
         assertThatThrownBy(() -> ofAnotherUser.map(reader(payload), page)).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("it shows as uid " + self + ", this process's own, but this process runs as the overflow uid of its "
                         + "user namespace (uid " + self + " here, 1000 in the parent user namespace)")
-                .hasMessageContaining("(fchown: EPERM)").hasMessageContaining("the file belongs to one of those users")
-                .hasMessageContaining("run this process as a uid other than " + self + " (kernel.overflowuid), or use memfd");
-        IpcImporter readOnlyMount = new PosixImporter(FailingLibc.failing("fchown", Errno.EROFS), config, true, () -> selfIsOverflow);
-        assertThatThrownBy(() -> readOnlyMount.map(reader(payload), page)).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("EROFS").hasMessageContaining("mount the shared directory read-write for this process")
+                .hasMessageContaining("(fcntl: EPERM)").hasMessageContaining("the file belongs to one of those users")
+                .hasMessageContaining("Run the producer as this process's user, or run this process as a uid other than " + self
+                        + " (kernel.overflowuid), or use memfd, whose importer here needs " + self + " in memfd.trusted.uids, which "
+                        + "trusts every one of those users");
+        IpcImporter refusedBySecurityModule = new PosixImporter(settingNoAtimeFails(Errno.EACCES), config, true, () -> selfIsOverflow);
+        assertThatThrownBy(() -> refusedBySecurityModule.map(reader(payload), page)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("setting O_NOATIME on the file, which proves a file its own there, failed").hasMessageContaining("EACCES")
                 .hasMessageContaining("run this process as a uid other than " + self);
-        try (ChunkMapping initial = new PosixImporter(FailingLibc.failing("fchown", Errno.EPERM), config, true,
+        try (ChunkMapping initial = new PosixImporter(settingNoAtimeFails(Errno.EPERM), config, true,
                 () -> UserNamespace.of(List.of("0 0 4294967295"), 65534)).map(reader(payload), page)) {
-            assertThat(initial.segment().get(JAVA_LONG, 0)).as("outside a user namespace the uid is proof: no fchown").isEqualTo(77L);
+            assertThat(initial.segment().get(JAVA_LONG, 0)).as("outside a user namespace the uid is proof: no O_NOATIME").isEqualTo(77L);
         }
+    }
+
+    /** The real libc, except that setting {@code O_NOATIME} (the importer's proof of ownership) fails with {@code errno}. */
+    private static Libc settingNoAtimeFails(int errno) {
+        return FailingLibc.failingFor("setFileStatusFlags", errno, args -> ((int) args[1] & OpenFlags.O_NOATIME) != 0);
     }
 
     /** A file of this user whose mode no longer lets it read and write: the message says the mode changed, and blames nothing else. */
