@@ -303,7 +303,7 @@ final class MemfdImporter implements IpcImporter {
                     + "this process's own, but this process runs as the overflow uid of its user namespace (" + namespace.describe(uid)
                     + "), which also stands for every user the namespace does not map, so the server may be any of them; the handle's "
                     + "token was not sent. Run this process as a uid other than " + uid + " (kernel.overflowuid), or add " + uid + " to "
-                    + MemfdConfig.TRUSTED_UIDS.name() + " if all of those users may serve this process");
+                    + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " if all of those users may serve this process");
         }
         String refused = "refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), not as "
                 + "this process's " + namespace.describe(Integer.toUnsignedLong(libc.geteuid())) + " nor as a user listed in "

@@ -87,6 +87,7 @@ class FdServerTest {
             assertThat(provider.server().refusedPeerMessage(new PeerCredentials(1, ownUid, 0),
                     UserNamespace.of(List.of(own + " 1000 1"), Integer.toUnsignedLong(ownUid))))
                     .contains("uid " + own + " is this provider's own, but this provider runs as the overflow uid of its user namespace")
+                    .contains("and memfd.allowed.uids (CONDUIT_MEMFD_ALLOWED_UIDS) opens the socket to every user")
                     .contains("Add " + own + " to memfd.allowed.uids if all of them may receive chunks");
         }
     }

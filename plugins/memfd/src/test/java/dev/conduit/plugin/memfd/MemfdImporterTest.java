@@ -959,7 +959,8 @@ class MemfdImporterTest {
                 .contains("it runs as uid 65534 (SO_PEERCRED), this process's own, but this process runs as the overflow uid of its user "
                         + "namespace (uid 65534 here, 1000 in the parent user namespace)")
                 .contains("the handle's token was not sent")
-                .contains("Run this process as a uid other than 65534 (kernel.overflowuid), or add 65534 to memfd.trusted.uids");
+                .contains("Run this process as a uid other than 65534 (kernel.overflowuid), or add 65534 to memfd.trusted.uids "
+                        + "(CONDUIT_MEMFD_TRUSTED_UIDS) if all of those users may serve this process");
     }
 
     /** The real libc, except that bind and connect through /proc/self/fd fail with ENOENT, as where /proc is not mounted. */
