@@ -278,7 +278,12 @@ public final class OwnerLease implements AutoCloseable {
     /**
      * {@link #isAlive(Libc, SharedDirectory, String)} for a lease of {@code user} ({@link #fileOwner}):
      * a file of another user, even one that opens and is locked, is none (anyone may create one
-     * under a lease's name in a sticky {@code /dev/shm}, and lock it).
+     * under a lease's name in a sticky {@code /dev/shm}, and lock it). Where {@code user} is the
+     * overflow uid of this process's user namespace (a worker run as nobody), every user the
+     * namespace does not map shows as it too: a file showing it is a lease only once this process
+     * proves it owns it ({@link UserNamespace#ownsFile}). Before, such a user could plant a locked
+     * file under a dead sender's lease name and keep that sender alive to the worker, its taken
+     * record blocking the queue for every sender.
      */
     static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName, int user) {
         return isAlive(libc, directory, leaseName, true, user);
@@ -287,7 +292,10 @@ public final class OwnerLease implements AutoCloseable {
     /** Uids are unsigned: no value of {@code user} can stand for "any user", hence {@code ofUser}. */
     private static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName, boolean ofUser, int user) {
         try (FileDescriptor probe = directory.openLease(leaseName)) {
-            if (ofUser && libc.fstat(probe).uid() != user) return false;
+            if (ofUser && (libc.fstat(probe).uid() != user
+                    || UserNamespace.current().mayBeUnmapped(Integer.toUnsignedLong(user)) && !UserNamespace.ownsFile(libc, probe))) {
+                return false;
+            }
             return !libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB);
         } catch (ErrnoException e) {
             if (isNoLease(e)) return false;

@@ -1,5 +1,10 @@
 package dev.conduit.shm;
 
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.ConfigKey;
 
 import java.io.IOException;
@@ -164,6 +169,26 @@ public final class UserNamespace {
      */
     public boolean mayBeUnmapped(long owner) {
         return isNested() && owner == overflowUid;
+    }
+
+    /**
+     * Whether this process owns the open file {@code file}: it may set {@code O_NOATIME} on the
+     * descriptor, which only the file's owner may (or a holder of {@code CAP_FOWNER} in a namespace
+     * that maps the owner, which an unmapped user is not). The proof where the owner's uid says
+     * nothing: this process runs as the overflow uid ({@link #mayBeUnmapped} of its own uid), which
+     * every user the namespace does not map shows as too. The VFS decides it, whatever the file
+     * system; it changes nothing of the file and works through a read-only mount.
+     *
+     * @throws ErrnoException when {@code fcntl} fails otherwise than with {@code EPERM}: nothing proven
+     */
+    public static boolean ownsFile(Libc libc, FileDescriptor file) {
+        try {
+            libc.setFileStatusFlags(file, libc.fileStatusFlags(file) | OpenFlags.O_NOATIME);
+            return true;
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.EPERM) return false;
+            throw e;
+        }
     }
 
     private static List<String> fields(String line) {

@@ -205,34 +205,31 @@ final class PosixImporter implements IpcImporter {
 
     /**
      * This process runs as the overflow uid of its user namespace (a container run as nobody), so
-     * a file showing its own uid may be its own or any unmapped user's. Setting {@code O_NOATIME}
-     * on this descriptor, which only the file's owner may (or a holder of {@code CAP_FOWNER} in a
-     * namespace that maps the owner, which an unmapped user is not), tells them apart. The VFS
-     * decides it, whatever the file system, and it changes nothing of the file: not its owner, its
-     * ctime or its mode, no inotify or fanotify event, no audit record of a {@code chown}; and it
-     * works through a read-only mount. {@code fchown} to oneself proved the same, but on a
-     * read-only mount it failed with {@code EROFS}, it touched the file (ctime, an attribute event),
-     * and where the file system leaves a chown's permission to its server (NFS, FUSE) the server's
-     * rules applied, not the owner's: on NFS without root squashing, host root mapped to 65534
-     * could give another user's file to itself.
+     * a file showing its own uid may be its own or any unmapped user's: it proves the file its own
+     * ({@link UserNamespace#ownsFile}, {@code O_NOATIME}) or refuses it. {@code fchown} to oneself
+     * proved the same, but on a read-only mount it failed with {@code EROFS}, it touched the file
+     * (ctime, an attribute event), and where the file system leaves a chown's permission to its
+     * server (NFS, FUSE) the server's rules applied, not the owner's: on NFS without root
+     * squashing, host root mapped to 65534 could give another user's file to itself.
      */
     private void proveOwn(FileDescriptor fd, Path path, UserNamespace here, int self) {
+        String uid = Integer.toUnsignedString(self);
+        String ambiguous = "refusing to map " + path + ": it shows as uid " + uid + ", this process's own, but this process runs as "
+                + "the overflow uid of its user namespace (" + here.describe(Integer.toUnsignedLong(self)) + "), which also "
+                + "stands for every user the namespace does not map, ";
+        String otherwise = "run this process as a uid other than " + uid + " (kernel.overflowuid), or use memfd, whose importer "
+                + "here needs " + uid + " in memfd.trusted.uids, which trusts every one of those users";
+        boolean owned;
         try {
-            libc.setFileStatusFlags(fd, libc.fileStatusFlags(fd) | OpenFlags.O_NOATIME);
+            owned = UserNamespace.ownsFile(libc, fd);
         } catch (ErrnoException e) {
-            String uid = Integer.toUnsignedString(self);
-            String ambiguous = "refusing to map " + path + ": it shows as uid " + uid + ", this process's own, but this process runs as "
-                    + "the overflow uid of its user namespace (" + here.describe(Integer.toUnsignedLong(self)) + "), which also "
-                    + "stands for every user the namespace does not map, ";
-            String otherwise = "run this process as a uid other than " + uid + " (kernel.overflowuid), or use memfd, whose importer "
-                    + "here needs " + uid + " in memfd.trusted.uids, which trusts every one of those users";
-            if (e.errno() == Errno.EPERM) {
-                throw new ConduitException(ambiguous + "and it may not set O_NOATIME on the file (fcntl: EPERM), which only the "
-                        + "file's owner may: the file belongs to one of those users. Run the producer as this process's user, or "
-                        + otherwise, e);
-            }
             throw new ConduitException(ambiguous + "and setting O_NOATIME on the file, which proves a file its own there, failed: "
                     + e.getMessage() + ". " + Errno.remedy(e.errno(), "see the cause") + "; or " + otherwise, e);
+        }
+        if (!owned) {
+            throw new ConduitException(ambiguous + "and it may not set O_NOATIME on the file (fcntl: EPERM), which only the "
+                    + "file's owner may: the file belongs to one of those users. Run the producer as this process's user, or "
+                    + otherwise);
         }
     }
 

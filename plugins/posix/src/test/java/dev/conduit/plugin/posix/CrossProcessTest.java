@@ -253,6 +253,40 @@ class CrossProcessTest {
         }
     }
 
+    /**
+     * A worker that runs as the overflow uid of its user namespace judges a sender alive by a held
+     * lease of its own user, which every unmapped user's file shows as too: a locked file of such
+     * a user under a sender's lease name is no lease to it, while its own user's locked lease is.
+     * Before, the planted file kept a dead sender alive to the worker, and its taken record
+     * blocked the worker's queue for every sender.
+     */
+    @Test
+    void aWorkerRunningAsTheOverflowUidTakesNoLockedFileOfAnUnmappedUserForALease() throws Exception {
+        assumeThat(Linux.libc().geteuid()).as("root can give files away").isZero();
+        dev.conduit.linux.Libc libc = Linux.libc();
+        String prefix = "conduit-test";
+        String lease = prefix + "-0123456789abcdef0123456789abcdef.lease";
+        String connection = "0123456700000001";
+        List<String> asOverflowUid = List.of("unshare", "--user", "--map-user=65534", "--map-group=65534", "--");
+        Path file = shared.resolve(lease);
+        try (dev.conduit.linux.FileDescriptor locked = libc.open(file.toString(),
+                dev.conduit.linux.OpenFlags.O_RDWR | dev.conduit.linux.OpenFlags.O_CREAT | dev.conduit.linux.OpenFlags.O_EXCL, 0666)) {
+            libc.flock(locked, dev.conduit.linux.LockFlags.LOCK_EX);
+            Ended own = run(asOverflowUid, "held-lease", shared.toString(), prefix, connection, "65534");
+            assertThat(own.exitCode()).as(own.errors()).isZero();
+            assertThat(own.output().trim()).as("its own user's held lease").isEqualTo("held=" + lease);
+
+            Files.setAttribute(file, "unix:uid", 4321);
+            try {
+                Ended planted = run(asOverflowUid, "held-lease", shared.toString(), prefix, connection, "65534");
+                assertThat(planted.exitCode()).as(planted.errors()).isZero();
+                assertThat(planted.output().trim()).as("an unmapped user's locked file").isEqualTo("held=null");
+            } finally {
+                Files.delete(file);
+            }
+        }
+    }
+
     /** What a child importing {@code payload} as root of a new user namespace (mapped to root) printed to stderr; it must fail. */
     private String importInUserNamespace(byte[] payload, long length) throws Exception {
         Ended child = run(List.of("unshare", "--user", "--map-root-user", "--"),

@@ -18,6 +18,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *   <li>{@code import <dir> <payload hex> <length>}: with no provider in this JVM, maps the export,
  *       prints the long at offset 0, writes that value + 1 at offset 8, unmaps; a mapping that is
  *       read-only it does not write, and prints {@code read-only} after the value.</li>
+ *   <li>{@code held-lease <dir> <prefix> <connection hex> <user>}: prints {@code held=} and the
+ *       lease {@code OwnerLease.heldLeaseOf} finds held for the connection among leases of
+ *       {@code user}, or {@code null}.</li>
  *   <li>{@code probe <dir>}: prints the plugin's availability on that directory
  *       ({@code available=<bool> reason=<text>}), then {@code notHere=<capabilities ruled out> why=<reasons>}, and when
  *       available what opening a memory provider there does ({@code provider=opened} or
@@ -50,6 +53,14 @@ final class PosixChild {
                         mapping.segment().set(JAVA_LONG, 8, value + 1);
                         System.out.println(value);
                     }
+                }
+            }
+            case "held-lease" -> {
+                // held-lease <dir> <prefix> <connection hex> <user>: the lease OwnerLease finds held for that connection
+                try (dev.conduit.shm.SharedDirectory shared = dev.conduit.shm.SharedDirectory.open(dev.conduit.linux.Linux.libc(),
+                        directory, "shared.dir")) {
+                    System.out.println("held=" + dev.conduit.shm.OwnerLease.heldLeaseOf(dev.conduit.linux.Linux.libc(), shared, args[2],
+                            Long.parseUnsignedLong(args[3], 16), Integer.parseUnsignedInt(args[4])));
                 }
             }
             case "probe" -> {
