@@ -167,6 +167,18 @@ public interface Libc {
     void unlinkat(FileDescriptor directory, String path, int flags);
 
     /**
+     * {@code fchownat(2)}: sets the owner and group of {@code path} relative to {@code directory}
+     * ({@code -1} leaves either as it is); with {@code AT_EMPTY_PATH} and an empty path, of the
+     * file {@code directory} names itself, an {@code O_PATH} descriptor of a socket included.
+     * Without privilege only the file's owner may set its owner, and only to itself: which proves
+     * a file this user's where nothing else can be done with it (a socket opens for no I/O).
+     *
+     * @throws ErrnoException {@code EPERM} when this process may not (the file is another user's),
+     *                        {@code EROFS} on a read-only mount
+     */
+    void fchownat(FileDescriptor directory, String path, int uid, int gid, int flags);
+
+    /**
      * {@code renameat(2)}: renames {@code from} to {@code to}, both relative to {@code directory},
      * atomically, replacing what {@code to} names: a file made under a temporary name appears under
      * its own complete (a socket already listening, say).

@@ -41,6 +41,8 @@ public final class OpenFlags {
 
     /** {@code unlinkat}: remove a directory. */
     public static final int AT_REMOVEDIR = 0x200;
+    /** For {@code fchownat}: {@code path} is empty and the call acts on the file the descriptor itself names (an {@code O_PATH} one too). */
+    public static final int AT_EMPTY_PATH = 0x1000;
 
     /** {@code openat2}: refuse to cross a mount point. */
     public static final int RESOLVE_NO_XDEV = 0x01;

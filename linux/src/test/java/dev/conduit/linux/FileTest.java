@@ -116,6 +116,23 @@ class FileTest {
         assertThat(OpenFlags.describe(OpenFlags.O_NOATIME)).contains("O_NOATIME");
     }
 
+    /**
+     * The proof for a file that opens for no I/O (a socket, memfd's importer): its owner may set
+     * the owner of what an {@code O_PATH} descriptor names to itself. Another user's refusal
+     * ({@code EPERM}) needs a user without {@code CAP_CHOWN}: {@code OtherUserImportTest} (memfd)
+     * has it, in a real user namespace.
+     */
+    @Test
+    void theOwnerMaySetTheOwnerOfWhatAnOPathDescriptorNamesToItself() throws IOException {
+        Path owned = Files.createFile(directory.resolve("named"));
+        try (FileDescriptor named = libc.open(owned.toString(), O_PATH, 0)) {
+            libc.fchownat(named, "", libc.geteuid(), -1, OpenFlags.AT_EMPTY_PATH);
+            assertThat(libc.fstat(named).uid()).isEqualTo(libc.geteuid());
+            assertThatThrownBy(() -> libc.fchownat(named, "", libc.geteuid(), -1, 0)).as("an empty path without AT_EMPTY_PATH")
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errnoName()).isEqualTo("ENOENT"));
+        }
+    }
+
     @Test
     void openBeneathRefusesEscapesAndSymlinks() throws IOException {
         Files.createDirectory(directory.resolve("shared"));

@@ -191,6 +191,25 @@ public final class UserNamespace {
         }
     }
 
+    /**
+     * Whether this process's user owns the file that {@code named}, an {@code O_PATH} descriptor,
+     * names: a socket, which opens for no I/O, so that {@link #ownsFile} cannot set a flag on it.
+     * It may set the file's owner to its own uid ({@code fchownat} with {@code AT_EMPTY_PATH}),
+     * which without privilege only the owner may. Unlike {@link #ownsFile} it touches the file (its
+     * ctime) and fails on a read-only mount ({@code EROFS}).
+     *
+     * @throws ErrnoException when {@code fchownat} fails otherwise than with {@code EPERM}: nothing proven
+     */
+    public static boolean ownsNamedFile(Libc libc, FileDescriptor named) {
+        try {
+            libc.fchownat(named, "", libc.geteuid(), -1, OpenFlags.AT_EMPTY_PATH);
+            return true;
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.EPERM) return false;
+            throw e;
+        }
+    }
+
     private static List<String> fields(String line) {
         String trimmed = line.trim();
         return trimmed.isEmpty() ? List.of() : List.of(trimmed.split("\\s+"));

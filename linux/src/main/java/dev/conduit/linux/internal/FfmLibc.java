@@ -420,6 +420,18 @@ public final class FfmLibc implements Libc {
     }
 
     @Override
+    public void fchownat(FileDescriptor directory, String path, int uid, int gid, int flags) {
+        CallState state = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            if (fchownat(state.capture, directory.fd(), cString(arena, path), uid, gid, flags) < 0) {
+                String flagNames = flags == OpenFlags.AT_EMPTY_PATH ? "AT_EMPTY_PATH" : "0x" + Integer.toHexString(flags);
+                throw failure(state, "fchownat", path.isEmpty() ? directory.toString() : path,
+                        directory + ", " + quote(path) + ", " + uid + ", " + gid + ", " + flagNames);
+            }
+        }
+    }
+
+    @Override
     public void unlinkat(FileDescriptor directory, String path, int flags) {
         CallState state = Native.callState();
         try (Arena arena = Arena.ofConfined()) {
@@ -1113,7 +1125,7 @@ public final class FfmLibc implements Libc {
     // ================================================================ downcalls
 
     private static final String[] SYMBOLS = {
-            "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat", "renameat",
+            "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat", "fchownat", "renameat",
             "mkdirat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
             "syscall", "getuid", "geteuid", "getpid", "getpagesize"};
@@ -1129,6 +1141,8 @@ public final class FfmLibc implements Libc {
         static final MethodHandle CLOSE = Native.function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
         static final MethodHandle UNLINKAT = Native.function("unlinkat",
                 FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle FCHOWNAT = Native.function("fchownat",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle RENAMEAT = Native.function("renameat",
                 FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
         static final MethodHandle MKDIRAT = Native.function("mkdirat",
@@ -1231,6 +1245,14 @@ public final class FfmLibc implements Libc {
     private static int close(MemorySegment capture, int fd) {
         try {
             return (int) Files.CLOSE.invokeExact(capture, fd);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int fchownat(MemorySegment capture, int directory, MemorySegment path, int uid, int gid, int flags) {
+        try {
+            return (int) Files.FCHOWNAT.invokeExact(capture, directory, path, uid, gid, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

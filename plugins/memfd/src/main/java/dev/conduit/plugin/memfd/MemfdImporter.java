@@ -136,7 +136,9 @@ final class MemfdImporter implements IpcImporter {
              FileDescriptor socketFile = openSocketFile(reader, directory, payload.socketName(), path)) {
             FileStatus socketStatus = checkIsSocket(reader, socketFile, path);
             long deadline = System.nanoTime() + connectTimeoutNanos;
-            memfd = fetch(payload, FdProtocol.connectAddress(path, socketFile, procSelfFd), path, socketStatus, chunkLength, deadline);
+            String address = FdProtocol.connectAddress(path, socketFile, procSelfFd);
+            memfd = fetch(payload, address, path, socketStatus, boundByThisUser(socketFile, socketStatus, address, path), chunkLength,
+                    deadline);
         } catch (RuntimeException | Error e) {
             if (memfd != null) {
                 memfd.closeAfter(e);
@@ -214,11 +216,11 @@ final class MemfdImporter implements IpcImporter {
     // ---------------------------------------------------------------- the exchange
 
     /** Connects, presents the token, and returns the memfd the server passed; throws for any other answer. */
-    private FileDescriptor fetch(MemfdPayload payload, String address, String path, FileStatus socketStatus, long chunkLength,
-                                 long deadline) {
+    private FileDescriptor fetch(MemfdPayload payload, String address, String path, FileStatus socketStatus, boolean boundByThisUser,
+                                 long chunkLength, long deadline) {
         try (FileDescriptor socket = openSocket(path)) {
             connect(socket, address, path, socketStatus, deadline);
-            checkServerIsTrusted(socket, path);
+            checkServerIsTrusted(socket, path, boundByThisUser);
             send(socket, FdProtocol.request(payload.token()), path, deadline);
             return receiveReply(socket, path, chunkLength, deadline);
         }
@@ -272,7 +274,7 @@ final class MemfdImporter implements IpcImporter {
      * chunk. The socket file's owner would say who bound it; {@code SO_PEERCRED} says who listens,
      * which is what the chunk would come from.
      */
-    private void checkServerIsTrusted(FileDescriptor socket, String path) {
+    private void checkServerIsTrusted(FileDescriptor socket, String path, boolean boundByThisUser) {
         PeerCredentials server;
         try {
             server = libc.peerCredentials(socket);
@@ -281,18 +283,39 @@ final class MemfdImporter implements IpcImporter {
                     + e.getMessage() + "; " + Errno.remedy(e.errno(), "see the cause"), e);
         }
         UserNamespace namespace = UserNamespace.current();
-        if (!trusts(server.uid(), namespace)) throw untrustedServer(server, path, namespace);
+        if (!trusts(server.uid(), namespace, boundByThisUser)) throw untrustedServer(server, path, namespace);
     }
 
     /**
      * Whether an fd server showing {@code serverUid} ({@code SO_PEERCRED}) runs as this process's
      * user or a trusted one. Showing this process's own uid is not enough where that uid is the
      * overflow uid of this process's user namespace (a container run as nobody): every user the
-     * namespace does not map shows as it too.
+     * namespace does not map shows as it too. There the socket must be proven bound by this user
+     * ({@code boundByThisUser}, {@link #boundByThisUser}).
      */
-    boolean trusts(int serverUid, UserNamespace namespace) {
+    boolean trusts(int serverUid, UserNamespace namespace, boolean boundByThisUser) {
         if (UserNamespace.lists(trustedUids, serverUid)) return true;
-        return serverUid == libc.geteuid() && !namespace.mayBeUnmapped(Integer.toUnsignedLong(serverUid));
+        return serverUid == libc.geteuid() && (boundByThisUser || !namespace.mayBeUnmapped(Integer.toUnsignedLong(serverUid)));
+    }
+
+    /**
+     * Where this process runs as the overflow uid of its user namespace, whether the socket file
+     * is proven this user's ({@link UserNamespace#ownsNamedFile}): {@code bind} creates the file as
+     * the binding process's user, and only the process that bound a socket listens on it, so a
+     * socket file of this user is served by this user. Proven only when the connect goes through
+     * the checked file itself ({@code /proc/self/fd}): by path, another file could take the name
+     * between the proof and the connect. False elsewhere, and where the proof fails (another
+     * user's file; a read-only mount, {@code EROFS}, where nothing proves it): the uid check decides.
+     */
+    private boolean boundByThisUser(FileDescriptor socketFile, FileStatus socketStatus, String address, String path) {
+        int self = libc.geteuid();
+        if (socketStatus.uid() != self || address.equals(path)) return false;
+        if (!UserNamespace.current().mayBeUnmapped(Integer.toUnsignedLong(self))) return false;
+        try {
+            return UserNamespace.ownsNamedFile(libc, socketFile);
+        } catch (ErrnoException e) {
+            return false;
+        }
     }
 
     /** Why an fd server of another user was refused, and what to do: trust its user, or drop a handle that outlived its producer. */
@@ -301,8 +324,9 @@ final class MemfdImporter implements IpcImporter {
         if (server.uid() == libc.geteuid()) {
             return new ConduitException("refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), "
                     + "this process's own, but this process runs as the overflow uid of its user namespace (" + namespace.describe(uid)
-                    + "), which also stands for every user the namespace does not map, so the server may be any of them; the handle's "
-                    + "token was not sent. Run this process as a uid other than " + uid + " (kernel.overflowuid), or add " + uid + " to "
+                    + "), which also stands for every user the namespace does not map, so the server may be any of them, and its socket "
+                    + "file could not be proven this user's (it is another user's, the shared directory is a read-only mount, or /proc "
+                    + "is not mounted, through which the importer connects to the file it checked); the handle's token was not sent. Run this process as a uid other than " + uid + " (kernel.overflowuid), or add " + uid + " to "
                     + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " if all of those users may serve this process");
         }
         String refused = "refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), not as "

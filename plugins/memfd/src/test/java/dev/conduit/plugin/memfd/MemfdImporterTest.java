@@ -950,10 +950,11 @@ class MemfdImporterTest {
         UserNamespace nobodyInAContainer = UserNamespace.of(List.of("65534 1000 1"), 65534);
         UserNamespace initial = UserNamespace.of(List.of("0 0 4294967295"), 65534);
         MemfdImporter importer = new MemfdImporter(asNobody, shared, 2_000_000_000L);
-        assertThat(importer.trusts(65534, nobodyInAContainer)).isFalse();
-        assertThat(importer.trusts(65534, initial)).isTrue();
-        assertThat(importer.trusts(1000, nobodyInAContainer)).isFalse();
-        assertThat(new MemfdImporter(asNobody, shared, 2_000_000_000L, new int[] {65534}).trusts(65534, nobodyInAContainer))
+        assertThat(importer.trusts(65534, nobodyInAContainer, false)).isFalse();
+        assertThat(importer.trusts(65534, nobodyInAContainer, true)).as("its socket file proven this user's").isTrue();
+        assertThat(importer.trusts(65534, initial, false)).isTrue();
+        assertThat(importer.trusts(1000, nobodyInAContainer, true)).isFalse();
+        assertThat(new MemfdImporter(asNobody, shared, 2_000_000_000L, new int[] {65534}).trusts(65534, nobodyInAContainer, false))
                 .as("listed: every unmapped user may serve it").isTrue();
         assertThat(importer.untrustedServer(new PeerCredentials(0, 65534, 65534), "/shared/s", nobodyInAContainer).getMessage())
                 .contains("it runs as uid 65534 (SO_PEERCRED), this process's own, but this process runs as the overflow uid of its user "

@@ -190,26 +190,53 @@ class OtherUserImportTest {
 
     /**
      * An importer that runs as the overflow uid of its user namespace (a container run as nobody;
-     * here root mapped to 65534) sees its own user's fd server as 65534, as it would see a server of
-     * any user the namespace does not map: it refuses the server, the token unsent, until 65534 is
-     * listed in its {@code memfd.trusted.uids}. Before, it took the server for its own user's.
+     * here root mapped to 65534) sees its own user's fd server as 65534, as it sees a server of any
+     * user the namespace does not map. It trusts the one whose socket file it proves its own user's
+     * (it may set the file's owner to itself), and refuses, the token unsent, a gone producer's
+     * socket name bound by an unmapped user (here host uid 65534), which it took for its own user's
+     * before; listing 65534 in {@code memfd.trusted.uids} would trust that one too.
      */
     @Test
     @Timeout(120) // a hang guard, not a speed check
-    void anImporterRunningAsTheOverflowUidTrustsNoServerShowingItUnlessListed() throws Exception {
-        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+    void anImporterRunningAsTheOverflowUidTrustsTheServerWhoseSocketItProvesItsOwnUsersAndNoOther() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx")); // the impostor binds a name here
         List<String> asOverflowUid = List.of("unshare", "--user", "--map-user=" + OTHER, "--map-group=" + OTHER, "--");
+        byte[] payload;
         try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
-            Result refused = importThrough(provider, asOverflowUid, shared, "");
-            assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
-            assertThat(refused.output()).contains("refusing to import from the fd server on " + shared)
-                    .contains("it runs as uid 65534 (SO_PEERCRED), this process's own, but this process runs as the overflow uid of its "
-                            + "user namespace (uid 65534 here, 0 in the parent user namespace)")
-                    .contains("the handle's token was not sent");
-            Result admitted = importThrough(provider, asOverflowUid, shared, "65534");
+            Result admitted = importThrough(provider, asOverflowUid, shared, "");
             assertThat(admitted.exitCode()).as(admitted.output()).isZero();
             assertThat(admitted.output()).contains("read=4711").contains("left=0");
+            payload = provider.export(provider.allocate(SIZE));
         }
+        String socketName = MemfdPayload.decode(new dev.conduit.spi.PayloadReader(payload, 0, payload.length, "payload.")).socketName();
+        Path socket = shared.resolve(socketName);
+        Process impostor = new ProcessBuilder(wrapped(List.of(), java(ImpostorServer.class, socket.toString())))
+                .directory(readable.toFile()).redirectErrorStream(true).start();
+        try (java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(impostor.getInputStream(),
+                StandardCharsets.UTF_8))) {
+            assertThat(out.readLine()).as("the impostor's first line").isEqualTo("listening");
+            Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rwxrwxrwx")); // anyone may connect, as it would allow
+            Result refused = run(concat(asOverflowUid, java(ImportingProcess.class, shared.toString(), HexFormat.of().formatHex(payload),
+                    Long.toString(SIZE), "")));
+            assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
+            assertThat(refused.output()).contains("refusing to import from the fd server on " + socket)
+                    .contains("it runs as uid 65534 (SO_PEERCRED), this process's own, but this process runs as the overflow uid of its "
+                            + "user namespace (uid 65534 here, 0 in the parent user namespace)")
+                    .contains("its socket file could not be proven this user's").contains("the handle's token was not sent");
+            assertThat(out.readLine()).as("what the impostor was sent").isEqualTo("received=0");
+        } finally {
+            if (!impostor.waitFor(30, TimeUnit.SECONDS)) {
+                impostor.destroyForcibly();
+                impostor.waitFor(30, TimeUnit.SECONDS);
+            }
+            Files.deleteIfExists(socket);
+        }
+    }
+
+    private static List<String> concat(List<String> first, List<String> then) {
+        List<String> all = new ArrayList<>(first);
+        all.addAll(then);
+        return all;
     }
 
     /**
@@ -341,9 +368,8 @@ class OtherUserImportTest {
         Chunk chunk = provider.allocate(SIZE);
         chunk.segment().set(JAVA_LONG, 0, 4711);
         byte[] payload = provider.export(chunk);
-        List<String> command = new ArrayList<>(wrapper);
-        command.addAll(java(ImportingProcess.class, view.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE), trustedUids));
-        Result result = run(command);
+        Result result = run(concat(wrapper, java(ImportingProcess.class, view.toString(), HexFormat.of().formatHex(payload),
+                Long.toString(SIZE), trustedUids)));
         provider.free(chunk);
         return result;
     }
