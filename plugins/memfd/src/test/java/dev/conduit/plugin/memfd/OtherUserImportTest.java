@@ -233,6 +233,31 @@ class OtherUserImportTest {
         }
     }
 
+    /**
+     * The same importer given the shared directory as a read-only mount (a container's
+     * {@code -v DIR:DIR:ro}): setting the socket file's owner fails there ({@code EROFS}), so it
+     * cannot prove its own user's server, refuses it naming the read-only mount among the causes,
+     * and imports once {@code memfd.trusted.uids} lists 65534.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void anImporterRunningAsTheOverflowUidThroughAReadOnlyMountCannotProveItsServerAndSaysSo() throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+        List<String> readOnlyAsOverflowUid = List.of("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" && "
+                        + "exec unshare --user --map-user=" + OTHER + " --map-group=" + OTHER + " -- \"$@\"", shared.toString());
+        try (MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
+            Result refused = importThrough(provider, readOnlyAsOverflowUid, shared, "");
+            assertThat(refused.exitCode()).as(refused.output()).isEqualTo(3);
+            assertThat(refused.output()).contains("it runs as uid 65534 (SO_PEERCRED), this process's own")
+                    .contains("its socket file could not be proven this user's").contains("the shared directory is a read-only mount")
+                    .contains("add 65534 to memfd.trusted.uids (CONDUIT_MEMFD_TRUSTED_UIDS)");
+            Result admitted = importThrough(provider, readOnlyAsOverflowUid, shared, "65534");
+            assertThat(admitted.exitCode()).as(admitted.output()).isZero();
+            assertThat(admitted.output()).contains("read=4711").contains("left=0");
+        }
+    }
+
     private static List<String> concat(List<String> first, List<String> then) {
         List<String> all = new ArrayList<>(first);
         all.addAll(then);
