@@ -32,8 +32,8 @@ public final class OpenFlags {
      * Reads through the descriptor leave the access time as it is. Only the file's owner may set it
      * ({@code open}, or {@code fcntl(F_SETFL)} on an open descriptor), or a process with
      * {@code CAP_FOWNER} in its user namespace where that namespace maps the owner: setting it
-     * proves a file this user's where the owner's uid alone cannot (PosixImporter), and, unlike
-     * {@code fchown}, changes nothing of the file (no ctime, no event) and works on a read-only mount.
+     * proves a file this user's where the owner's uid alone cannot ({@code UserNamespace.ownsFile}
+     * in the shm module), changing nothing of the file, also on a read-only mount.
      */
     public static final int O_NOATIME = 01000000;
     /** A descriptor that only names a file (for {@code *at} calls, {@code fstat}), without opening it for I/O. */

@@ -326,7 +326,8 @@ final class MemfdImporter implements IpcImporter {
                     + "this process's own, but this process runs as the overflow uid of its user namespace (" + namespace.describe(uid)
                     + "), which also stands for every user the namespace does not map, so the server may be any of them, and its socket "
                     + "file could not be proven this user's (it is another user's, the shared directory is a read-only mount, or /proc "
-                    + "is not mounted, through which the importer connects to the file it checked); the handle's token was not sent. Run this process as a uid other than " + uid + " (kernel.overflowuid), or add " + uid + " to "
+                    + "is not mounted, through which the importer connects to the file it checked); the handle's token was not sent. "
+                    + "Run this process as a uid other than " + uid + " (kernel.overflowuid), or add " + uid + " to "
                     + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " if all of those users may serve this process");
         }
         String refused = "refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), not as "

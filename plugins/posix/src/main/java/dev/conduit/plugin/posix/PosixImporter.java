@@ -206,11 +206,8 @@ final class PosixImporter implements IpcImporter {
     /**
      * This process runs as the overflow uid of its user namespace (a container run as nobody), so
      * a file showing its own uid may be its own or any unmapped user's: it proves the file its own
-     * ({@link UserNamespace#ownsFile}, {@code O_NOATIME}) or refuses it. {@code fchown} to oneself
-     * proved the same, but on a read-only mount it failed with {@code EROFS}, it touched the file
-     * (ctime, an attribute event), and where the file system leaves a chown's permission to its
-     * server (NFS, FUSE) the server's rules applied, not the owner's: on NFS without root
-     * squashing, host root mapped to 65534 could give another user's file to itself.
+     * ({@link UserNamespace#ownsFile}, {@code O_NOATIME}) or refuses it (why not {@code fchown}:
+     * docs/decisions.md, "A process that runs as the overflow uid proves nothing by its own uid").
      */
     private void proveOwn(FileDescriptor fd, Path path, UserNamespace here, int self) {
         String uid = Integer.toUnsignedString(self);
