@@ -3,7 +3,8 @@ package dev.conduit;
 /**
  * Receives the active messages of one id on a worker ({@link Worker#onMessage(int, MessageHandler)}).
  *
- * <p>Called on the thread that calls {@link Worker#progress()} (or {@link Worker#await}), inside
+ * <p>Called on the thread that calls {@link Worker#progress()} (or {@link Worker#await}, for a
+ * transport it does not sleep in: it delivers none of the messages of the one it sleeps in), inside
  * the worker's thread-mode guard, once per message, in the order the sender sent them on its
  * endpoint. (Under {@link ThreadPolicy#CONFINED_THREAD}, a confined plugin's messages are handled
  * on its runtime-owned thread, which acts for the {@code progress()} caller while that waits.) The handler may send on any endpoint of the worker, and connect

@@ -25,7 +25,9 @@ import java.time.Duration;
  * by the runtime unless every transport declares {@code MULTI}.
  *
  * <p>Message handlers and endpoint error handlers run on the thread that calls {@link #progress()}
- * (or {@link #await}), inside the guard, so they may send and {@link #connect}; they may not call
+ * (or {@link #await}, which delivers the messages of the transports it does not sleep in, and none
+ * of the one it sleeps in: call {@code progress()} after it), inside the guard, so they may send
+ * and {@link #connect}; they may not call
  * {@code progress()}, {@code await} or {@link #close()} (which throw {@link IllegalStateException}).
  *
  * <p>Once the worker is closed ({@link #close()}, or its {@code Conduit}'s), every call that goes
