@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.ConduitBuilder;
 import dev.conduit.ConfigEntry;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ThreadMode;
 import picocli.CommandLine;
@@ -31,6 +32,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.IntSupplier;
 import java.util.Stack;
 import java.util.concurrent.Callable;
 import java.util.function.Supplier;
@@ -176,11 +178,34 @@ final class PerfCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         if ((server || connect != null) && sharedDir != null) sharedDirectory = absolute(sharedDir);
-        if (server) return serve(out, err);
+        if (server) return namingTheSharedDirOption(() -> serve(out, err));
         PerfPlan plan = new PerfPlan(tests, sizes.isEmpty() ? defaultSizes() : sizes, iterations, duration, warmup,
                 wakeup == null ? PerfPlan.Wakeup.BUSY : wakeup, timeout, peers);
-        if (connect != null) return connectTo(plan, out, err);
+        if (connect != null) return namingTheSharedDirOption(() -> connectTo(plan, out, err));
         return spawned(plan, out, err);
+    }
+
+    /**
+     * Runs a side whose {@code shared.dir} this command may set from {@code --shared-dir}. A plugin
+     * that cannot use the directory (read-only, not writable for this user) says to "set shared.dir
+     * (CONDUIT_SHARED_DIR)", which does nothing here: the option is set in the builder, above
+     * {@code -D shared.dir} and the variable. Such a failure is told that the option set the key and
+     * to give another directory with it. Until 2026-12-03 {@code conduit perf --server --shared-dir
+     * DIR} on a read-only DIR gave the plugins' remedy alone, as the spawned run's private directory
+     * did until 2026-12-02 (PerfRunTest#aServersSharedDirOptionThatNoPluginCanUseIsNamedAsTheOption).
+     */
+    private int namingTheSharedDirOption(IntSupplier side) {
+        try {
+            return side.getAsInt();
+        } catch (ConduitException e) {
+            // A ConfigException names a value of the key, not a directory a plugin could not use; the command adds to it itself.
+            if (sharedDirectory == null || e instanceof ConfigException || e.getMessage() == null
+                    || !e.getMessage().contains("shared.dir (CONDUIT_SHARED_DIR)")) {
+                throw e;
+            }
+            throw new ConduitException(e.getMessage() + " (here --shared-dir " + sharedDirectory + " sets shared.dir, above -D shared.dir "
+                    + "and CONDUIT_SHARED_DIR: choose another directory with --shared-dir)", e);
+        }
     }
 
     private static List<Long> defaultSizes() {

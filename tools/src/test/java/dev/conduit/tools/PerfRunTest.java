@@ -367,6 +367,30 @@ class PerfRunTest {
     }
 
     /**
+     * A server whose --shared-dir no plugin can use (here a read-only mount) failed with the plugins'
+     * remedy, "set shared.dir (CONDUIT_SHARED_DIR) to a writable directory", which does nothing under
+     * the option: it sets shared.dir in the builder, above the variable and -D. The error now says
+     * that the option set it and to choose another directory with it.
+     */
+    @Test
+    void aServersSharedDirOptionThatNoPluginCanUseIsNamedAsTheOption() throws Exception {
+        Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-ro");
+        try {
+            List<String> java = new ArrayList<>(PerfPeer.javaCommand());
+            java.addAll(List.of("perf", "--server", "--shared-dir", mountPoint.toString(), "-D", "transports=memfd,posix"));
+            Namespaced run = inMountNamespace(Map.of(), "set -e", "mount -t tmpfs -o ro none " + quote(mountPoint.toString()),
+                    "exec " + shell(java));
+
+            assertThat(run.exit()).as(run.output()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(run.output()).contains("the shared directory " + mountPoint + " is on a read-only mount")
+                    .contains("(here --shared-dir " + mountPoint + " sets shared.dir, above -D shared.dir and CONDUIT_SHARED_DIR: "
+                            + "choose another directory with --shared-dir)");
+        } finally {
+            Files.deleteIfExists(mountPoint);
+        }
+    }
+
+    /**
      * A server whose bootstrap file cannot be written (a full shared directory: memfd's regions take
      * none of it, the file does) said "cannot write FILE: java.io.IOException: No space left on
      * device", the JDK's class name and no remedy, and left the file it began, empty, which the next
