@@ -141,7 +141,7 @@ public final class ConfigKey<T> {
     public static ConfigKey<Long> bytes(String name, long defaultValue, long min, long max, String doc) {
         String range = max == Long.MAX_VALUE ? "of at least " + min : "from " + min + " to " + max;
         return new ConfigKey<>(name, Long.class, defaultValue,
-                "a size in bytes " + range + ", e.g. 4096, 64k, 256m, 1g", doc, s -> {
+                "a size in bytes " + range + ", e.g. " + sizeExamples(min, max), doc, s -> {
             var m = SIZE.matcher(s.trim());
             if (!m.matches()) throw new IllegalArgumentException();
             int shift = switch (m.group(2).toLowerCase(Locale.ROOT)) {
@@ -157,6 +157,26 @@ public final class ConfigKey<T> {
             if (v < min || v > max) throw new IllegalArgumentException();
             return v;
         });
+    }
+
+    private static final long[] EXAMPLE_SIZES = {4096, 64L << 10, 256L << 20, 1L << 30};
+    private static final String[] EXAMPLE_SIZE_TEXTS = {"4096", "64k", "256m", "1g"};
+
+    /**
+     * Examples of sizes a key in {@code [min, max]} takes: those of 4096, 64k, 256m and 1g that it
+     * takes, else {@code min}. Until 2026-12-03 every size key gave all four, so that
+     * {@code posix.queue.size} (64k to 1g) refused {@code 100} with "e.g. 4096", which it refuses too,
+     * and {@code memfd.inbound.bounce.max} (at least 1m) 4096 and 64k
+     * (ConfigKeyTest#theExamplesOfASizeKeyAreSizesItTakes).
+     */
+    private static String sizeExamples(long min, long max) {
+        StringBuilder examples = new StringBuilder();
+        for (int i = 0; i < EXAMPLE_SIZES.length; i++) {
+            if (EXAMPLE_SIZES[i] < min || EXAMPLE_SIZES[i] > max) continue;
+            if (!examples.isEmpty()) examples.append(", ");
+            examples.append(EXAMPLE_SIZE_TEXTS[i]);
+        }
+        return examples.isEmpty() ? Long.toString(min) : examples.toString();
     }
 
     /**
@@ -325,7 +345,7 @@ public final class ConfigKey<T> {
         return defaultValue;
     }
 
-    /** The accepted form, e.g. "a size in bytes of at least 4096, e.g. 4096, 64k, 256m, 1g". */
+    /** The accepted form, e.g. "a size in bytes of at least 4096, e.g. 4096, 64k, 256m, 1g" (the examples are sizes it takes). */
     public String expectedForm() {
         return expectedForm;
     }

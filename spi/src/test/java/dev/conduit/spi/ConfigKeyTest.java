@@ -345,6 +345,30 @@ class ConfigKeyTest {
     }
 
     /**
+     * The examples in a size key's expected form are sizes it takes. Until 2026-12-03 every size key
+     * gave "e.g. 4096, 64k, 256m, 1g", so that posix.queue.size (64k to 1g) refused 100 naming 4096,
+     * which it refuses too, and memfd.inbound.bounce.max (at least 1m) named 4096 and 64k.
+     */
+    @Test
+    void theExamplesOfASizeKeyAreSizesItTakes() {
+        ConfigKey<Long> queue = ConfigKey.bytes("ranged.queue.size", 2L << 20, 64L << 10, 1L << 30, "Doc.");
+        assertThat(queue.expectedForm()).isEqualTo("a size in bytes from 65536 to 1073741824, e.g. 64k, 256m, 1g");
+        assertThatThrownBy(() -> queue.parse("100", "the builder")).hasMessageContaining("e.g. 64k, 256m, 1g.");
+        assertThat(ConfigKey.bytes("ranged.bounce.max", 64L << 30, 1L << 20, "Doc.").expectedForm())
+                .isEqualTo("a size in bytes of at least 1048576, e.g. 256m, 1g");
+        assertThat(ConfigKey.bytes("ranged.small", 128, 100, 200, "Doc.").expectedForm())
+                .as("no example size fits: the least it takes").isEqualTo("a size in bytes from 100 to 200, e.g. 100");
+        assertThat(ConfigKey.bytes("ranged.any", 0, 0, "Doc.").expectedForm()).isEqualTo("a size in bytes of at least 0, e.g. 4096, 64k, 256m, 1g");
+        for (ConfigKey<Long> key : List.of(queue, ConfigKey.bytes("ranged.bounce.max", 64L << 30, 1L << 20, "Doc."),
+                ConfigKey.bytes("ranged.small", 128, 100, 200, "Doc."), ConfigKey.bytes("ranged.any", 0, 0, "Doc."))) {
+            String examples = key.expectedForm().substring(key.expectedForm().indexOf("e.g. ") + 5);
+            for (String example : examples.split(", ")) {
+                assertThat(key.parse(example, "the builder")).as(key.name() + " takes its example " + example).isNotNull();
+            }
+        }
+    }
+
+    /**
      * A value in the expected form that is too large for the type says so: the expected form alone
      * ("a size in bytes of at least 0, e.g. 4096") described the value given. Until 2026-12-02 it
      * said nothing more.
