@@ -178,13 +178,38 @@ public abstract class MemoryProviderContract extends PluginContract {
         long page = provider.pageSize();
         for (long bad : new long[]{0, -page, page + 1, page / 2}) {
             if (bad == 0 && page == 1) continue;
-            Throwable refusal = catchThrowable(() -> provider.allocate(bad));
+            Throwable refusal = refusalToAllocate(bad);
             assertThat(refusal).as("allocate(%d) with page size %d", bad, page)
                     .isInstanceOfAny(IllegalArgumentException.class, ConduitException.class);
             // The size as a number of its own: "0" is in "4096", and "must be positive" does not say which size was asked for.
             assertThat(namesNumber(refusal.getMessage(), bad))
                     .as("the refusal of allocate(%d) names that size as a number of its own; its message: %s", bad, refusal.getMessage()).isTrue();
         }
+    }
+
+    /**
+     * What {@code allocate(size)} throws for a size it must refuse. One that allocates instead fails here, naming the chunk
+     * it made, which is freed: an assertion on a refusal that never came only said "Expecting actual not to be null".
+     */
+    private Throwable refusalToAllocate(long size) {
+        Chunk chunk;
+        try {
+            chunk = provider.allocate(size);
+        } catch (Throwable refusal) {
+            return refusal;
+        }
+        AssertionError failure = new AssertionError("allocate(" + size + ") of plugin '" + plugin.name() + "' (page size "
+                + provider.pageSize() + ") returned " + (chunk == null ? "null" : "a chunk of " + chunk.segment().byteSize() + " bytes")
+                + " instead of refusing the size: MemoryProvider.allocate takes a positive multiple of pageSize() and refuses any "
+                + "other size with an IllegalArgumentException or a ConduitException naming it");
+        if (chunk != null) {
+            try {
+                provider.free(chunk);
+            } catch (RuntimeException | Error e) {
+                failure.addSuppressed(e);
+            }
+        }
+        throw failure;
     }
 
     /** Whether {@code message} holds {@code n} as a whole number: not part of another number, a decimal or a word. */

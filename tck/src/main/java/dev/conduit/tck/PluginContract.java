@@ -5,9 +5,14 @@ import dev.conduit.ConduitBuilder;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -376,6 +381,55 @@ public abstract class PluginContract {
             throw new AssertionError("the probe of '" + plugin.name() + "' rules capability " + capability + " out here (" + why
                     + "): its tests need it; run the TCK where the plugin offers it");
         }
+    }
+
+    /** An operation of the plugin that may throw, and may return what it made. */
+    @FunctionalInterface
+    interface Operation {
+        Object call() throws Exception;
+    }
+
+    /**
+     * Fails unless {@code operation} throws {@link NotSupportedException}: {@code called} names the call, the plugin and
+     * the capability ("ipcImporter() without IPC (plugin 'x' does not declare it)"), {@code rule} why it must say "not
+     * supported". One
+     * that returns instead fails naming what it returned and the rule, and what it returned is closed (a provider, a
+     * transport): an assertion on a refusal that never came only said "Expecting actual not to be null", which tells the
+     * author neither what the plugin did nor what it should have done. One that throws anything else fails naming it,
+     * with it as the cause.
+     */
+    static void assertNotSupported(String called, String rule, Operation operation) {
+        Object returned;
+        try {
+            returned = operation.call();
+        } catch (NotSupportedException expected) {
+            return;
+        } catch (Exception | Error e) {
+            throw new AssertionError(called + " threw " + e + " instead of NotSupportedException: " + rule, e);
+        }
+        String what = returned == null ? "returned" : "returned " + describeReturned(returned);
+        AssertionError failure = new AssertionError(called + " " + what + " instead of throwing NotSupportedException: " + rule);
+        if (returned instanceof AutoCloseable opened) {
+            try {
+                opened.close();
+            } catch (Exception | Error e) {
+                failure.addSuppressed(e);
+            }
+        }
+        throw failure;
+    }
+
+    /** A value as a failure shows it: a number or a flag as it is, an object by the SPI type it implements, or its class. */
+    private static String describeReturned(Object returned) {
+        if (returned instanceof Number || returned instanceof Boolean) return returned.toString();
+        for (Class<?> type : List.of(MemoryProvider.class, IpcImporter.class, Transport.class, ChunkMapping.class)) {
+            if (type.isInstance(returned)) return article(type.getSimpleName()) + " (" + returned.getClass().getName() + ")";
+        }
+        return article(returned.getClass().getName());
+    }
+
+    private static String article(String name) {
+        return ("AEIOUaeiou".indexOf(name.charAt(0)) >= 0 ? "an " : "a ") + name;
     }
 
     /** A plugin context as the runtime would give it: this test's shared directory and configuration. */

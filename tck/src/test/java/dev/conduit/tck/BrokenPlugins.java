@@ -843,6 +843,27 @@ final class BrokenPlugins {
         }
     }
 
+    /** Rounds every size up to a whole number of pages, at least one, instead of refusing what is not a positive multiple. */
+    public static final class RoundsSizesUp extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory()) {
+                @Override
+                public Chunk allocate(long size) {
+                    return super.allocate(Math.max(PAGE, (size + PAGE - 1) / PAGE * PAGE));
+                }
+            };
+        }
+    }
+
+    /** Declares MEMORY only, yet its ipcImporter() hands out an importer: it guesses instead of saying "not supported". */
+    public static final class ImportsUndeclared extends FileMemoryPlugin {
+        @Override
+        public Set<Capability> capabilities() {
+            return Set.of(Capability.MEMORY);
+        }
+    }
+
     /** Its importer announces itself on stdout, then never returns (a deadlock in map). */
     public static final class HangsInImport extends FileMemoryPlugin {
         static final String ANNOUNCEMENT = "tck fixture HangsInImport: map() entered, blocking for good";
@@ -1305,6 +1326,20 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new RefusesZeroVaguely();
+        }
+    }
+
+    public static final class RoundsSizesUpSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new RoundsSizesUp();
+        }
+    }
+
+    public static final class ImportsUndeclaredSuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ImportsUndeclared();
         }
     }
 
