@@ -166,7 +166,12 @@ public final class RuntimePool implements Pool {
                         + "chunks of that size cannot fit where the plugin allocates", e);
             }
             if (chunk == null || chunk.segment().byteSize() != length) {
-                ConduitException wrong = new ConduitException("plugin '" + plugin + "' returned a chunk of the wrong size for " + length + " bytes");
+                // Both sizes, and whose fault it is: "the wrong size" alone sent the plugin's author looking for which.
+                ConduitException wrong = new ConduitException("plugin '" + plugin + "' returned "
+                        + (chunk == null ? "no chunk (null)" : "a chunk of " + chunk.segment().byteSize() + " bytes") + " from allocate("
+                        + length + "), which gives a chunk exactly as long as asked: that is the plugin's fault (the TCK's "
+                        + "MemoryProviderContract shows it); report it to the plugin's authors, and meanwhile allocate from another "
+                        + "plugin's pool");
                 // The plugin's fault is what the caller must read: a free that fails too is added to it.
                 if (chunk != null) Cleanup.run(wrong, () -> provider.free(chunk));
                 throw wrong;
