@@ -128,7 +128,7 @@ public final class ConduitRuntime implements Conduit {
             throw new ConduitException("plugin '" + plugin + "' declares thread modes " + r.threadModes()
                     + ": a pool is shared by threads and needs a memory provider that supports at least SERIALIZED");
         }
-        MemoryProvider provider = r.plugin().openMemoryProvider(contextOf(plugin));
+        MemoryProvider provider = r.opened("openMemoryProvider()", r.plugin().openMemoryProvider(contextOf(plugin)));
         RuntimePool pool;
         try {
             pool = new RuntimePool(plugin, provider, r.capabilities().contains(Capability.IPC), r.unsupportedHere().get(Capability.IPC),

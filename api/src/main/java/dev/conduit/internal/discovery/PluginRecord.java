@@ -4,6 +4,7 @@ import dev.conduit.PluginInfo;
 import dev.conduit.PluginInfo.Status;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ThreadMode;
@@ -90,6 +91,22 @@ public final class PluginRecord {
     /** Declared capabilities its probe ruled out here, with why. */
     public Map<Capability, String> unsupportedHere() {
         return unsupportedHere;
+    }
+
+    /**
+     * {@code opened}, what the plugin's {@code operation} returned, refused when it is null. The SPI's open operations return
+     * an object or throw; a null used to come out later as a bare {@code NullPointerException} of the runtime's, which named
+     * neither the plugin nor whose fault it was.
+     *
+     * @throws ConduitException naming the plugin, the operation, whose fault it is and what to do meanwhile
+     */
+    public <T> T opened(String operation, T opened) {
+        if (opened == null) {
+            throw new ConduitException("plugin '" + name + "' returned null from " + operation + ", which returns an object or throws: "
+                    + "that is the plugin's fault (the TCK's PluginMetadataContract shows it); report it to the plugin's authors, and "
+                    + "meanwhile leave it out (transports=^" + name + ") or use another plugin");
+        }
+        return opened;
     }
 
     /** Whether it declares {@code capability} and its probe did not rule it out here. */

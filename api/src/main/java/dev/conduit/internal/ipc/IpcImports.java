@@ -90,7 +90,7 @@ public final class IpcImports implements RemoteMemory {
             if (why != null) throw new NotSupportedException("plugin '" + plugin + "' imports no IPC handles here: " + why);
             throw new ConduitException("plugin '" + plugin + "' does not import IPC handles (no capability IPC)");
         }
-        return importers.computeIfAbsent(plugin, p -> r.plugin().ipcImporter(contexts.apply(p)));
+        return importers.computeIfAbsent(plugin, p -> r.opened("ipcImporter()", r.plugin().ipcImporter(contexts.apply(p))));
     }
 
     private ConduitException notHere(String plugin) {

@@ -242,13 +242,13 @@ public final class RuntimeWorker implements Worker {
                 if (confined.get(r.name())) {
                     ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
                     try {
-                        t = new ConfinedTransport(thread.call(() -> r.plugin().openTransport(context)), thread);
+                        t = new ConfinedTransport(thread.call(() -> r.opened("openTransport()", r.plugin().openTransport(context))), thread);
                     } catch (RuntimeException | Error e) {
                         thread.close();
                         throw e;
                     }
                 } else {
-                    t = r.plugin().openTransport(context);
+                    t = r.opened("openTransport()", r.plugin().openTransport(context));
                 }
                 opened.add(t);
                 sinks.add(sink);
