@@ -126,7 +126,9 @@ public final class ConduitRuntime implements Conduit {
         }
         if (!ThreadPolicies.supports(r.threadModes(), ThreadMode.SERIALIZED)) {
             throw new ConduitException("plugin '" + plugin + "' declares thread modes " + r.threadModes()
-                    + ": a pool is shared by threads and needs a memory provider that supports at least SERIALIZED");
+                    + ": a pool is shared by threads and needs a memory provider that supports at least SERIALIZED (the runtime then "
+                    + "serializes calls to it with a lock); a plugin whose objects are confined to one thread gives no pools. Use another "
+                    + "plugin's pool; the plugin's authors declare SERIALIZED if its provider may be called from several threads in turn");
         }
         MemoryProvider provider = r.opened("openMemoryProvider()", r.plugin().openMemoryProvider(contextOf(plugin)));
         RuntimePool pool;

@@ -388,6 +388,29 @@ public abstract class MemoryProviderContract extends PluginContract {
         provider.free(chunk);
     }
 
+    /**
+     * An application reaches the provider only through the runtime's pools, also one that exports nothing: a plugin whose
+     * provider passes every test above may still get no pool (one that declares only SINGLE: a pool is called by any
+     * thread), and would pass the TCK while no application could allocate from it.
+     */
+    @Test
+    public void theRuntimeGivesPoolsOverIt() {
+        provider.close(); // a provider may own its resource exclusively (a device): the runtime's pool opens its own
+        Conduit conduit = newConduit();
+        Pool pool;
+        try {
+            pool = closeAfterTest(conduit.pool(plugin.name()));
+        } catch (ConduitException e) {
+            throw new AssertionError("the runtime gives no pool over plugin '" + plugin.name() + "', and an application allocates "
+                    + "its memory only from one: " + e.getMessage(), e);
+        }
+        assertThat(pool.plugin()).isEqualTo(plugin.name());
+        Region region = closeAfterTest(pool.allocate(1000));
+        Patterns.fill(region.segment(), 31);
+        assertThat(Patterns.mismatch(region.segment(), 31)).as("first byte a pool region of plugin '%s' did not keep", plugin.name())
+                .isEqualTo(-1);
+    }
+
     @Test
     public void theRuntimePoolsAndCachesItsRegions() {
         assumeIpc();

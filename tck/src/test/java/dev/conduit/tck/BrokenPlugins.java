@@ -856,6 +856,24 @@ final class BrokenPlugins {
         }
     }
 
+    /** Declares MEMORY alone and SINGLE alone: its provider works when called directly, and the runtime gives no pool over it. */
+    public static final class SingleThreadedMemory extends FileMemoryPlugin {
+        @Override
+        public Set<Capability> capabilities() {
+            return Set.of(Capability.MEMORY);
+        }
+
+        @Override
+        public Set<ThreadMode> threadModes() {
+            return Set.of(ThreadMode.SINGLE);
+        }
+
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            throw new NotSupportedException("no IPC");
+        }
+    }
+
     /** Declares MEMORY only, yet its ipcImporter() hands out an importer: it guesses instead of saying "not supported". */
     public static final class ImportsUndeclared extends FileMemoryPlugin {
         @Override
@@ -1326,6 +1344,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new RefusesZeroVaguely();
+        }
+    }
+
+    public static final class SingleThreadedMemorySuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new SingleThreadedMemory();
         }
     }
 

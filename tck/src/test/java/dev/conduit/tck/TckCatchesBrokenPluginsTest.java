@@ -102,6 +102,8 @@ class TckCatchesBrokenPluginsTest {
                         "put 0 at offset 0, its source overwritten as put returned, before the flush: byte 0 of 1000 found in the region as "),
                 Arguments.of(BrokenPlugins.RecyclesDirtyChunksSuite.class, "chunksMadeOfFreedMemoryAreZeroedToo", "also when it reuses"),
                 Arguments.of(BrokenPlugins.RefusesZeroVaguelySuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize", "allocate(0)"),
+                Arguments.of(BrokenPlugins.SingleThreadedMemorySuite.class, "theRuntimeGivesPoolsOverIt",
+                        "plugin 'tck-file' declares thread modes [SINGLE]: a pool is shared by threads"),
                 Arguments.of(BrokenPlugins.RoundsSizesUpSuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize",
                         "allocate(0) of plugin 'tck-file' (page size 4096) returned a chunk of 4096 bytes instead of refusing the size"),
                 Arguments.of(BrokenPlugins.HangsInImportSuite.class, "anExportMapsInASecondProcess", "did not end within PT5S"),
