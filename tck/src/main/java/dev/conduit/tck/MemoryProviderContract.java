@@ -126,7 +126,8 @@ public abstract class MemoryProviderContract extends PluginContract {
             Chunk chunk = provider.allocate(size);
             chunks.add(chunk);
             MemorySegment s = chunk.segment();
-            assertThat(s.byteSize()).as("chunk length").isEqualTo(size);
+            assertThat(s.byteSize()).as("length of the chunk allocate(%d) of plugin '%s' returned (exactly the size asked for: the runtime's "
+                    + "pools refuse another)", size, plugin.name()).isEqualTo(size);
             assertThat(s.address() % page).as("chunk address modulo the page size").isZero();
             assertThat(Patterns.mismatch(s, Long.MIN_VALUE)).isNotNegative(); // not already our pattern
             for (long o = 0; o < size; o += 8) {

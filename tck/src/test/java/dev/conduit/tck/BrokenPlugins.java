@@ -856,6 +856,19 @@ final class BrokenPlugins {
         }
     }
 
+    /** Makes every chunk a page longer than asked. */
+    public static final class PadsChunks extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory()) {
+                @Override
+                public Chunk allocate(long size) {
+                    return super.allocate(size + PAGE);
+                }
+            };
+        }
+    }
+
     /** Declares MEMORY alone and SINGLE alone: its provider works when called directly, and the runtime gives no pool over it. */
     public static final class SingleThreadedMemory extends FileMemoryPlugin {
         @Override
@@ -1344,6 +1357,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new RefusesZeroVaguely();
+        }
+    }
+
+    public static final class PadsChunksSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new PadsChunks();
         }
     }
 

@@ -102,6 +102,8 @@ class TckCatchesBrokenPluginsTest {
                         "put 0 at offset 0, its source overwritten as put returned, before the flush: byte 0 of 1000 found in the region as "),
                 Arguments.of(BrokenPlugins.RecyclesDirtyChunksSuite.class, "chunksMadeOfFreedMemoryAreZeroedToo", "also when it reuses"),
                 Arguments.of(BrokenPlugins.RefusesZeroVaguelySuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize", "allocate(0)"),
+                Arguments.of(BrokenPlugins.PadsChunksSuite.class, "allocatesZeroedWritablePageAlignedChunks",
+                        "length of the chunk allocate(8192) of plugin 'tck-file' returned (exactly the size asked for"),
                 Arguments.of(BrokenPlugins.SingleThreadedMemorySuite.class, "theRuntimeGivesPoolsOverIt",
                         "plugin 'tck-file' declares thread modes [SINGLE]: a pool is shared by threads"),
                 Arguments.of(BrokenPlugins.RoundsSizesUpSuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize",
