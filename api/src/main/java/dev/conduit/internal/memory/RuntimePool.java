@@ -224,8 +224,13 @@ public final class RuntimePool implements Pool {
                         throw named;
                     }
                     if (payload == null || payload.length > IpcHandle.MAX_PAYLOAD) {
-                        throw new ConduitException("plugin '" + plugin + "' made an export payload of "
-                                + (payload == null ? "null" : payload.length + " bytes") + "; at most " + IpcHandle.MAX_PAYLOAD + " allowed");
+                        // Whose fault it is, as for a chunk of the wrong size: "an export payload of null" read as a matter of length.
+                        throw new ConduitException("plugin '" + plugin + "' " + (payload == null
+                                ? "returned null from its memory provider's export(), which returns the chunk's payload or throws"
+                                : "made an export payload of " + payload.length + " bytes; at most " + IpcHandle.MAX_PAYLOAD
+                                        + " allowed (MemoryProvider.MAX_EXPORT_LENGTH)")
+                                + ": that is the plugin's fault (the TCK's MemoryProviderContract shows it); report it to the plugin's "
+                                + "authors, and meanwhile allocate shared regions from another plugin's pool");
                     }
                     export = new PooledChunk.ChunkExport(++lastExportId, payload.clone());
                     chunk.export = export;

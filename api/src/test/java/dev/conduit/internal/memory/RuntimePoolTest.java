@@ -364,7 +364,8 @@ class RuntimePoolTest {
         try (RuntimePool local = new RuntimePool("verbose", arenaProvider(tooLong), CHUNK, p -> { })) {
             Region r = local.allocate(64);
             assertThatThrownBy(r::exportHandle).isInstanceOf(ConduitException.class)
-                    .hasMessageContaining("plugin 'verbose' made an export payload of 3073 bytes; at most 3072 allowed");
+                    .hasMessageContaining("plugin 'verbose' made an export payload of 3073 bytes; at most 3072 allowed "
+                            + "(MemoryProvider.MAX_EXPORT_LENGTH): that is the plugin's fault");
         }
         byte[] longest = new byte[MemoryProvider.MAX_EXPORT_LENGTH];
         try (RuntimePool local = new RuntimePool("verbose", arenaProvider(longest), CHUNK, p -> { })) {
@@ -374,6 +375,25 @@ class RuntimePoolTest {
     }
 
     /** A provider of arena memory whose export returns {@code export}, or keeps the SPI's default (none) when it is null. */
+    /** An export that returns null, which MemoryProvider.export never does, is named as the plugin's fault, not as a length. */
+    @Test
+    void anExportThatReturnsNullIsCalledThePluginsFault() {
+        Arena arena = Arena.ofShared();
+        MemoryProvider returnsNull = new MemoryProvider() {
+            @Override public long pageSize() { return 4096; }
+            @Override public Chunk allocate(long size) { MemorySegment m = arena.allocate(size, 4096); return () -> m; }
+            @Override public byte[] export(Chunk chunk) { return null; }
+            @Override public void free(Chunk chunk) { }
+            @Override public void close() { arena.close(); }
+        };
+        try (RuntimePool local = new RuntimePool("careless", returnsNull, CHUNK, p -> { })) {
+            assertThatThrownBy(local.allocate(64)::exportHandle).isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("plugin 'careless' returned null from its memory provider's export(), which returns the "
+                            + "chunk's payload or throws: that is the plugin's fault")
+                    .hasMessageContaining("report it to the plugin's authors");
+        }
+    }
+
     private static MemoryProvider arenaProvider(byte[] export) {
         Arena arena = Arena.ofShared();
         if (export == null) {
