@@ -6,9 +6,10 @@ import java.util.Objects;
  * A {@code major.minor.patch[-qualifier]} version, ordered numerically; a version with a qualifier
  * ({@code 1.2.0-SNAPSHOT}) orders before the same version without one.
  *
- * <p>Used for {@link ConduitPlugin#version()} and {@link ConduitPlugin#spiVersion()}; parsed by the
- * runtime, which refuses a plugin whose SPI major version differs from its own and, of two plugins
- * with one name, keeps the higher version.
+ * <p>What {@link ConduitPlugin#version()} returns; {@link ConduitPlugin#spiVersion()} returns the text
+ * of one ({@link ConduitPlugin#SPI_VERSION}), which the runtime parses with {@link #parse}. The runtime
+ * refuses a plugin whose SPI major version differs from its own and, of two plugins with one name,
+ * keeps the higher version.
  *
  * @param major     the major number; SPI majors are incompatible with each other
  * @param minor     the minor number
