@@ -6,7 +6,10 @@ package dev.conduit.spi;
  * plugin's {@linkplain #export(Chunk) export payload}.
  *
  * <p><b>Implemented by</b> plugins with {@link Capability#MEMORY}; <b>called by</b> the runtime's
- * pools, which serialize calls to a provider that does not declare {@link ThreadMode#MULTI}.
+ * pool that opened it (each pool opens a provider of its own), one call at a time from whichever
+ * thread allocates: the pool holds a lock around every call, whatever the plugin declares. A plugin
+ * with {@code MEMORY} therefore declares {@link ThreadMode#SERIALIZED} or {@link ThreadMode#MULTI};
+ * over one that declares only {@link ThreadMode#SINGLE} the runtime makes no pool.
  *
  * <p>Lifecycle: {@link ConduitPlugin#openMemoryProvider(PluginContext)} → {@code allocate} /
  * {@code export} / {@code free} → {@link #close()}, which frees every chunk still allocated.
