@@ -36,7 +36,7 @@ public interface MemoryProvider extends AutoCloseable {
 
     /**
      * Makes {@code chunk} mappable by other processes and returns the plugin's part of the IPC
-     * handle (at most {@value #MAX_EXPORT_LENGTH} bytes), e.g. a relative file name or a socket name and a capability token.
+     * handle (1 to {@value #MAX_EXPORT_LENGTH} bytes: the runtime refuses an empty one), e.g. a relative file name or a socket name and a capability token.
      * The runtime calls it at most once per chunk and reuses the result until the chunk is freed.
      * Optional ({@link Capability#IPC}).
      */

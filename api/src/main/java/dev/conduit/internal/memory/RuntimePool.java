@@ -223,10 +223,14 @@ public final class RuntimePool implements Pool {
                         named.initCause(e);
                         throw named;
                     }
-                    if (payload == null || payload.length > IpcHandle.MAX_PAYLOAD) {
+                    if (payload == null || payload.length == 0 || payload.length > IpcHandle.MAX_PAYLOAD) {
                         // Whose fault it is, as for a chunk of the wrong size: "an export payload of null" read as a matter of length.
+                        // An empty one names no chunk: each importer would fail on it in turn, never saying whose fault it is.
                         throw new ConduitException("plugin '" + plugin + "' " + (payload == null
                                 ? "returned null from its memory provider's export(), which returns the chunk's payload or throws"
+                                : payload.length == 0
+                                ? "made an empty export payload, which names nothing for an importer to map; an export payload "
+                                        + "has 1 to " + IpcHandle.MAX_PAYLOAD + " bytes (MemoryProvider.MAX_EXPORT_LENGTH)"
                                 : "made an export payload of " + payload.length + " bytes; at most " + IpcHandle.MAX_PAYLOAD
                                         + " allowed (MemoryProvider.MAX_EXPORT_LENGTH)")
                                 + ": that is the plugin's fault (the TCK's MemoryProviderContract shows it); report it to the plugin's "

@@ -374,7 +374,22 @@ class RuntimePoolTest {
         }
     }
 
-    /** A provider of arena memory whose export returns {@code export}, or keeps the SPI's default (none) when it is null. */
+    /**
+     * An empty export payload names nothing for an importer to map: the pool refuses it as the
+     * plugin's fault (the TCK requires 1 to MAX_EXPORT_LENGTH bytes). The handle was made before,
+     * and every importer failed on it in turn, saying nothing of the plugin.
+     */
+    @Test
+    void anEmptyExportIsCalledThePluginsFault() {
+        try (RuntimePool local = new RuntimePool("terse", arenaProvider(new byte[0]), CHUNK, p -> { })) {
+            assertThatThrownBy(local.allocate(64)::exportHandle).isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("plugin 'terse' made an empty export payload, which names nothing for an importer to "
+                            + "map; an export payload has 1 to 3072 bytes (MemoryProvider.MAX_EXPORT_LENGTH): that is the "
+                            + "plugin's fault")
+                    .hasMessageContaining("report it to the plugin's authors");
+        }
+    }
+
     /** An export that returns null, which MemoryProvider.export never does, is named as the plugin's fault, not as a length. */
     @Test
     void anExportThatReturnsNullIsCalledThePluginsFault() {
@@ -394,6 +409,7 @@ class RuntimePoolTest {
         }
     }
 
+    /** A provider of arena memory whose export returns {@code export}, or keeps the SPI's default (none) when it is null. */
     private static MemoryProvider arenaProvider(byte[] export) {
         Arena arena = Arena.ofShared();
         if (export == null) {
