@@ -70,12 +70,15 @@ if ! (cd "$root" && mvn -q -B -Dmaven.test.skip=true -pl benchmarks,tools -am pa
     exit 1
 fi
 jar="$root/benchmarks/target/benchmarks.jar"
-have_c=1
-if command -v gcc >/dev/null; then
-    gcc -O2 -Wall -o "$root/benchmarks/target/peers/pingpong" "$root/benchmarks/peers/pingpong.c" &&
-        gcc -O2 -Wall -o "$root/benchmarks/target/peers/memcpy_bw" "$root/benchmarks/peers/memcpy_bw.c" || have_c=0
-else
-    have_c=0
+# Why the C limit cannot run, for its "Not measured" entry; empty when both peers compiled. gcc's output goes to gcc.log,
+# whose first error names the cause (a missing header, a compiler that cannot run).
+c_unavailable=
+if ! command -v gcc >/dev/null; then
+    c_unavailable="gcc is not on the PATH: install it (Debian and Ubuntu: apt-get install gcc)"
+elif ! gcc -O2 -Wall -o "$root/benchmarks/target/peers/pingpong" "$root/benchmarks/peers/pingpong.c" >"$out/gcc.log" 2>&1 ||
+        ! gcc -O2 -Wall -o "$root/benchmarks/target/peers/memcpy_bw" "$root/benchmarks/peers/memcpy_bw.c" >>"$out/gcc.log" 2>&1; then
+    gcc_error=$(grep -m 1 -i -e 'error' "$out/gcc.log")
+    c_unavailable="gcc did not compile benchmarks/peers/ (${gcc_error:-$(tail -n 1 "$out/gcc.log")}; its output: benchmarks/target/compare/gcc.log)"
 fi
 
 # --- the machine -------------------------------------------------------------------------------
@@ -104,34 +107,62 @@ for t in memfd posix; do
 done
 
 # --- 2. the C limit ----------------------------------------------------------------------------
-if [ "$have_c" = 1 ]; then
+# One run of a C peer, c_run PEER SIZE ARGS...: its row goes to the results; a failure to the "Not measured" line with how
+# it ended and what it said (pingpong names how its child ended), its standard error kept as PEER-SIZE.err.
+c_run() {
+    local peer=$1 size=$2 rc said how
+    shift 2
+    "$root/benchmarks/target/peers/$peer" "$@" >>"$results" 2>"$out/$peer-$size.err"
+    rc=$?
+    if [ $rc = 0 ]; then
+        rm -f "$out/$peer-$size.err"
+        return 0
+    fi
+    how="exit $rc"
+    [ $rc -gt 128 ] && how="ended by signal $((rc - 128)) (SIG$(kill -l $((rc - 128)) 2>/dev/null))"
+    said=$(failure_of "$out/$peer-$size.err")
+    if [ -n "$said" ]; then
+        missing "C limit: $peer $size B failed ($how: $said; its output: benchmarks/target/compare/$peer-$size.err)"
+    else
+        rm -f "$out/$peer-$size.err"
+        missing "C limit: $peer $size B failed ($how, printing nothing)"
+    fi
+    return 1
+}
+if [ -z "$c_unavailable" ]; then
     log "C cache-line ping-pong and memcpy"
     c_rows=0
     for s in "${sizes[@]}"; do
         case $s in 8) n=1000000 ;; 4096) n=200000 ;; 65536) n=20000 ;; *) n=2000 ;; esac
-        if "$root/benchmarks/target/peers/pingpong" "$s" "$n" >>"$results"; then
-            c_rows=$((c_rows + 1))
-        else
-            missing "C limit: pingpong $s B failed (exit $?)"
-        fi
+        c_run pingpong "$s" "$s" "$n" && c_rows=$((c_rows + 1))
     done
     for s in 4096 65536 1048576; do
-        if "$root/benchmarks/target/peers/memcpy_bw" "$s" 1 >>"$results"; then
-            c_rows=$((c_rows + 1))
-        else
-            missing "C limit: memcpy_bw $s B failed (exit $?)"
-        fi
+        c_run memcpy_bw "$s" "$s" 1 && c_rows=$((c_rows + 1))
     done
     # Listed among the peers only when it measured something: its failures are in the Not measured line.
     [ "$c_rows" -gt 0 ] && peers_ran+=("C limit (gcc $(gcc -dumpfullversion))")
 else
-    missing "C limit: gcc missing or the peers did not compile"
+    missing "C limit: $c_unavailable"
 fi
 
 # --- 3. UCX ------------------------------------------------------------------------------------
-if ! command -v ucx_perftest >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    log "installing ucx-utils (ucx_perftest)"
-    apt-get install -y -qq ucx-utils >"$out/apt.log" 2>&1 || { apt-get update -qq >>"$out/apt.log" 2>&1 && apt-get install -y -qq ucx-utils >>"$out/apt.log" 2>&1; }
+# Why UCX cannot run, for its "Not measured" entry: which of the ways to get ucx_perftest failed, and what to do.
+ucx_unavailable=
+if ! command -v ucx_perftest >/dev/null; then
+    if ! command -v apt-get >/dev/null; then
+        ucx_unavailable="ucx_perftest is not on the PATH, and there is no apt-get to install it with: install UCX's ucx_perftest (Debian and Ubuntu: package ucx-utils)"
+    elif [ "$(id -u)" != 0 ]; then
+        ucx_unavailable="ucx_perftest is not on the PATH, and compare.sh installs it only when run as root: install ucx-utils (sudo apt-get install ucx-utils) or run compare.sh as root"
+    else
+        log "installing ucx-utils (ucx_perftest)"
+        if apt-get install -y -qq ucx-utils >"$out/apt.log" 2>&1 ||
+                { apt-get update -qq >>"$out/apt.log" 2>&1 && apt-get install -y -qq ucx-utils >>"$out/apt.log" 2>&1; }; then
+            command -v ucx_perftest >/dev/null ||
+                ucx_unavailable="apt-get installed ucx-utils, but ucx_perftest is not on the PATH: add its directory (dpkg -L ucx-utils names it)"
+        else
+            ucx_unavailable="apt-get could not install ucx-utils ($(tail -n 1 "$out/apt.log"); its output: benchmarks/target/compare/apt.log): install it by hand"
+        fi
+    fi
 fi
 # One ucx_perftest pair: ucx_run TLS TEST SIZE N; prints the client's "Final:" line.
 ucx_port=13370
@@ -193,7 +224,7 @@ if command -v ucx_perftest >/dev/null; then
         peers_ran+=("UCX UCX_TLS=$tls")
     fi
 else
-    missing "UCX: ucx_perftest not installed and could not be installed (apt-get missing, not root, or no package$([ -s "$out/apt.log" ] && echo ": see benchmarks/target/compare/apt.log"))"
+    missing "UCX: $ucx_unavailable"
 fi
 
 # --- 4. Unix-domain socket, two JVMs -----------------------------------------------------------
