@@ -51,6 +51,21 @@ failure_of() {
         grep -v -e '^WARNING' -e '^[[:space:]]*at ' -e '^[[:space:]]*\.\.\. [0-9]* more$' -e '^[[:space:]]*$' "$1" | tail -n 1
     fi
 }
+# What a failed conduit perf said, for its "Not measured" entry: its message, the first line "conduit: ..." (docs/tools.md,
+# "Exit codes") but the launcher's notices that it builds or waits for another's build and the hint to run with --verbose,
+# which name no cause. The spawned server's last lines follow the message, indented, and the last of them ("conduit perf
+# server: session with pid N ...") names none either; before it the JDK's logging may have written INFO lines.
+conduit_failure_of() {
+    local message
+    message=$(grep '^conduit: ' "$1" | grep -v -e '^conduit: building the conduit command (' \
+        -e '^conduit: waiting for another conduit launcher' -e '^conduit: run again with --verbose' | head -n 1)
+    if [ -n "$message" ]; then
+        # "... the server process (pid N, ...) said: " ends the line when the server's lines follow.
+        printf '%s\n' "${message%: }"
+    else
+        failure_of "$1"
+    fi
+}
 # The "Not measured" entry of a JVM peer, NAME, that ended with STATUS under `timeout 300`, its standard error in ERRFILE
 # (under $out): jvm_failed NAME STATUS ERRFILE.
 jvm_failed() {
@@ -102,7 +117,7 @@ for t in memfd posix; do
             | @tsv' "$out/conduit-$t.json" >>"$results"
         peers_ran+=("Conduit $t")
     else
-        missing "Conduit $t: conduit perf failed ($(failure_of "$out/conduit-$t.err"))"
+        missing "Conduit $t: conduit perf failed ($(conduit_failure_of "$out/conduit-$t.err"); its output: benchmarks/target/compare/conduit-$t.err)"
     fi
 done
 
