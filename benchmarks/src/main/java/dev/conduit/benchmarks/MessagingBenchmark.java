@@ -29,7 +29,10 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>{@code pingPong} ({@code AverageTime}, ns/op): send id 1 with {@code size} bytes, progress
  *       until the peer's echo (id 2, same size) has arrived. One op = one round trip; one-way
- *       latency is half of it.</li>
+ *       latency is half of it. The peer copies the ping's payload out; this side counts the echo
+ *       without reading its payload, where {@code conduit perf}'s am_lat client copies it out, so
+ *       above a cache line a round trip here leaves out the echo's payload brought to this
+ *       core.</li>
  *   <li>{@code stream} ({@code Throughput}, ops/s = messages/s): send one id-3 message of
  *       {@code size} bytes and progress once. The peer acknowledges every {@value #ACK_EVERY}-th
  *       message (id 4 carrying its count); the sender never has more than {@value #WINDOW}
