@@ -109,6 +109,24 @@ public final class PluginRecord {
         return opened;
     }
 
+    /**
+     * What to throw for {@code thrown}, which plugin {@code plugin}'s {@code operation} threw: a
+     * {@link ConduitException} as it is (how the SPI's operations fail, naming the cause and the
+     * remedy), anything else unchecked wrapped in one that names the plugin, the operation and
+     * whose fault it most likely is, {@code thrown} its cause. A plugin's bare
+     * {@code IllegalStateException} or {@code NullPointerException} used to reach the application
+     * as it was, from {@code Conduit.pool}, {@code importRegion} or {@code newWorker}, whose callers
+     * catch {@code ConduitException}, naming neither the plugin nor that the application did
+     * nothing wrong.
+     */
+    public static RuntimeException failed(String plugin, String operation, RuntimeException thrown) {
+        if (thrown instanceof ConduitException) return thrown;
+        return new ConduitException("plugin '" + plugin + "' failed in " + operation + ": " + thrown + ". That is no ConduitException, "
+                + "by which the SPI's operations fail naming the cause and what to do, so most likely the plugin's fault: report it to "
+                + "the plugin's authors (this exception's cause is what it threw), and meanwhile leave it out (transports=^" + plugin
+                + ") or use another plugin", thrown);
+    }
+
     /** Whether it declares {@code capability} and its probe did not rule it out here. */
     public boolean offers(Capability capability) {
         return capabilities.contains(capability) && !unsupportedHere.containsKey(capability);

@@ -5,6 +5,7 @@ import dev.conduit.PluginInfo.Status;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.discovery.PluginRegistry;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.NotSupportedException;
@@ -44,7 +45,7 @@ public final class IpcImports implements RemoteMemory {
             if (hit != null) return hit;
             IpcHandle handle = IpcHandle.decode(bytes);
             IpcImporter importer = importer(handle.plugin());
-            return cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength()), claimed);
+            return cache.open(handle, h -> map(importer, h), claimed);
         } catch (RuntimeException | Error e) {
             if (claimed != null) claimed.abandonReopen();
             throw e;
@@ -58,7 +59,7 @@ public final class IpcImports implements RemoteMemory {
         PluginRecord r = registry.selected(handle.plugin()).orElse(null);
         if (r != null && r.offers(Capability.IPC) && !r.capabilities().contains(Capability.CROSS_HOST)) {
             IpcImporter importer = importer(handle.plugin());
-            return new Remote(handle, cache.open(handle, h -> importer.map(h.payloadReader(), h.chunkLength())), null);
+            return new Remote(handle, cache.open(handle, h -> map(importer, h)), null);
         }
         return new Remote(handle, null, whyNotMapped(handle.plugin(), r));
     }
@@ -81,6 +82,15 @@ public final class IpcImports implements RemoteMemory {
         return "plugin '" + plugin + "' imports no IPC handles here" + (why == null ? " (no capability IPC)" : ": " + why);
     }
 
+    /** Maps the chunk {@code handle} names with its plugin's importer, on a miss of the cache. */
+    private static ChunkMapping map(IpcImporter importer, IpcHandle handle) {
+        try {
+            return importer.map(handle.payloadReader(), handle.chunkLength());
+        } catch (RuntimeException e) {
+            throw PluginRecord.failed(handle.plugin(), "its importer's map()", e);
+        }
+    }
+
     private IpcImporter importer(String plugin) {
         IpcImporter importer = importers.get(plugin);
         if (importer != null) return importer;
@@ -90,7 +100,11 @@ public final class IpcImports implements RemoteMemory {
             if (why != null) throw new NotSupportedException("plugin '" + plugin + "' imports no IPC handles here: " + why);
             throw new ConduitException("plugin '" + plugin + "' does not import IPC handles (no capability IPC)");
         }
-        return importers.computeIfAbsent(plugin, p -> r.opened("ipcImporter()", r.plugin().ipcImporter(contexts.apply(p))));
+        try {
+            return importers.computeIfAbsent(plugin, p -> r.opened("ipcImporter()", r.plugin().ipcImporter(contexts.apply(p))));
+        } catch (RuntimeException e) {
+            throw PluginRecord.failed(plugin, "ipcImporter()", e);
+        }
     }
 
     private ConduitException notHere(String plugin) {

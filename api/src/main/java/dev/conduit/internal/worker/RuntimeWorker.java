@@ -243,12 +243,19 @@ public final class RuntimeWorker implements Worker {
                     ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
                     try {
                         t = new ConfinedTransport(thread.call(() -> r.opened("openTransport()", r.plugin().openTransport(context))), thread);
-                    } catch (RuntimeException | Error e) {
+                    } catch (RuntimeException e) {
+                        thread.close();
+                        throw PluginRecord.failed(r.name(), "openTransport()", e);
+                    } catch (Error e) {
                         thread.close();
                         throw e;
                     }
                 } else {
-                    t = r.opened("openTransport()", r.plugin().openTransport(context));
+                    try {
+                        t = r.opened("openTransport()", r.plugin().openTransport(context));
+                    } catch (RuntimeException e) {
+                        throw PluginRecord.failed(r.name(), "openTransport()", e);
+                    }
                 }
                 opened.add(t);
                 sinks.add(sink);

@@ -1,0 +1,106 @@
+package dev.conduit;
+
+import dev.conduit.internal.ipc.InProcessMemoryPlugin;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.RecordingTransport;
+import dev.conduit.testing.TestPlugin;
+import org.junit.jupiter.api.Test;
+
+import static dev.conduit.testing.TestConduits.isolated;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * A plugin whose operation throws an unchecked exception that is no {@code ConduitException} (the
+ * SPI's operations fail with one, naming the cause and the remedy): the application gets a
+ * {@code ConduitException} naming the plugin, the operation and whose fault it most likely is,
+ * with what the plugin threw as its cause. Before, the plugin's bare exception reached it as it
+ * was, from calls whose callers catch {@code ConduitException}, naming neither the plugin nor the
+ * operation (found by a third-party author's plugin). A {@code ConduitException} of the plugin's
+ * passes as it is.
+ */
+class PluginThrowingTest {
+
+    private static String failure(String plugin, String operation, RuntimeException thrown) {
+        return "plugin '" + plugin + "' failed in " + operation + ": " + thrown + ". That is no ConduitException, by which the SPI's "
+                + "operations fail naming the cause and what to do, so most likely the plugin's fault: report it to the plugin's "
+                + "authors (this exception's cause is what it threw), and meanwhile leave it out (transports=^" + plugin + ") or use "
+                + "another plugin";
+    }
+
+    @Test
+    void aPoolOverAPluginWhoseOpenMemoryProviderThrowsNamesThePluginAndTheOperation() {
+        IllegalStateException thrown = new IllegalStateException("device table not loaded");
+        ConduitPlugin throwing = new ForwardingPlugin(new InProcessMemoryPlugin()) {
+            @Override
+            public MemoryProvider openMemoryProvider(PluginContext context) {
+                throw thrown;
+            }
+        };
+        try (Conduit conduit = isolated().addPlugin(throwing).build()) {
+            assertThatThrownBy(() -> conduit.pool("inproc")).isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("inproc", "openMemoryProvider()", thrown)).hasCause(thrown);
+        }
+    }
+
+    @Test
+    void anImportThroughAPluginWhoseIpcImporterThrowsNamesThePluginAndTheOperation() {
+        NullPointerException thrown = new NullPointerException("context");
+        ConduitPlugin throwing = new ForwardingPlugin(new InProcessMemoryPlugin()) {
+            @Override
+            public IpcImporter ipcImporter(PluginContext context) {
+                throw thrown;
+            }
+        };
+        try (Conduit producer = isolated().addPlugin(new InProcessMemoryPlugin()).build();
+             Conduit consumer = isolated().addPlugin(throwing).build()) {
+            byte[] handle = producer.pool("inproc").allocate(4096).exportHandle();
+            assertThatThrownBy(() -> consumer.importRegion(handle)).isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("inproc", "ipcImporter()", thrown)).hasCause(thrown);
+        }
+    }
+
+    /** Its importer's map, which parses what a peer sent, throws a bare exception: named so; one of its ConduitExceptions passes as it is. */
+    @Test
+    void anImportWhoseMapThrowsNamesThePluginAndAConduitExceptionOfItsPassesAsItIs() {
+        IndexOutOfBoundsException thrown = new IndexOutOfBoundsException("Index 7 out of bounds for length 4");
+        ConduitException stale = new ConduitException("export gone: the chunk was freed");
+        RuntimeException[] next = {thrown};
+        ConduitPlugin throwing = new ForwardingPlugin(new InProcessMemoryPlugin()) {
+            @Override
+            public IpcImporter ipcImporter(PluginContext context) {
+                return (payload, chunkLength) -> {
+                    throw next[0];
+                };
+            }
+        };
+        try (Conduit producer = isolated().addPlugin(new InProcessMemoryPlugin()).build();
+             Conduit consumer = isolated().addPlugin(throwing).build()) {
+            byte[] handle = producer.pool("inproc").allocate(4096).exportHandle();
+            assertThatThrownBy(() -> consumer.importRegion(handle)).isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("inproc", "its importer's map()", thrown)).hasCause(thrown);
+            next[0] = stale;
+            assertThatThrownBy(() -> consumer.importRegion(handle)).isSameAs(stale);
+        }
+    }
+
+    /** The worker's other transport, opened before, is closed: nothing of a worker that failed to open stays open. */
+    @Test
+    void aWorkerOverAPluginWhoseOpenTransportThrowsNamesThePluginAndClosesTheOthers() {
+        IllegalStateException thrown = new IllegalStateException("no queue pair");
+        TestPlugin good = TestPlugin.named("good").priority(2);
+        TestPlugin throwing = TestPlugin.named("thrower").priority(1).transports(c -> {
+            throw thrown;
+        });
+        try (Conduit conduit = isolated().addPlugin(good).addPlugin(throwing).build()) {
+            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("thrower", "openTransport()", thrown)).hasCause(thrown);
+            assertThat(good.opened).singleElement().extracting(t -> ((RecordingTransport) t).closes()).isEqualTo(1);
+        }
+    }
+}
