@@ -260,6 +260,19 @@ public final class ShmTransport implements Transport {
     private final long unblockNanos;
     private final long heartbeatNanos;
     private long progressCount;
+    /**
+     * {@link #progressCount} when {@link #await} last returned {@code true}, and how many awaits
+     * in a row have returned {@code true} since with it unchanged: no {@code progress()} between
+     * them. await delivers nothing (the runtime's {@code Worker.await} does not progress the
+     * transport it sleeps in), so a caller that loops on it alone spins on a waiting message, and
+     * its senders judge the worker hung after {@code heartbeat.timeout}, saying so only on their
+     * side; this side says it once, at {@value #AWAITS_WITHOUT_PROGRESS_TO_WARN} such awaits (a
+     * caller that progresses after each await never comes near: its count starts again at each).
+     */
+    private long progressCountAtWokenAwait = -1;
+    private int wokenAwaitsWithoutProgress;
+    private boolean warnedOfAwaitsWithoutProgress;
+    public static final int AWAITS_WITHOUT_PROGRESS_TO_WARN = 10_000;
     private long lastLivenessCheck = System.nanoTime();
     /**
      * Which polls read the clock (a mask of {@link #progressCount}), idle and busy: every 16th idle
@@ -1726,7 +1739,24 @@ public final class ShmTransport implements Transport {
         }
         // Also when woken: a worker that awaits between messages progresses once per message, and progress reads the
         // clock only every 256th busy call, which a trickle of messages 15 ms apart stretched to seconds past a death.
-        return checkPeersIfDue() > 0 || woken;
+        boolean work = checkPeersIfDue() > 0 || woken;
+        if (work) countWokenAwait();
+        return work;
+    }
+
+    /** Counts an await that found work ({@link #wokenAwaitsWithoutProgress}), and warns once when they come with no progress() between. */
+    private void countWokenAwait() {
+        if (progressCount != progressCountAtWokenAwait) {
+            progressCountAtWokenAwait = progressCount;
+            wokenAwaitsWithoutProgress = 1;
+        } else if (++wokenAwaitsWithoutProgress == AWAITS_WITHOUT_PROGRESS_TO_WARN && !warnedOfAwaitsWithoutProgress) {
+            warnedOfAwaitsWithoutProgress = true;
+            context.logger().log(System.Logger.Level.WARNING, () -> plugin + ": await returned " + AWAITS_WITHOUT_PROGRESS_TO_WARN
+                    + " times in a row with no progress() between: work waits in this worker's receive queue, and await delivers "
+                    + "no message of the transport it sleeps in, so a loop of await alone spins and its senders fail this worker as "
+                    + "hung after " + plugin + ".heartbeat.timeout. Call worker.progress() after each await (docs/runtime.md, "
+                    + "\"Sleeping: await and signal\")");
+        }
     }
 
     /**

@@ -533,6 +533,41 @@ class ShmTransportTest {
     }
 
     /**
+     * await delivers nothing: a caller that loops on it alone, with a message waiting, spins, and
+     * only its senders said anything (hung, after heartbeat.timeout). The transport now says so
+     * once, after AWAITS_WITHOUT_PROGRESS_TO_WARN awaits in a row that found work with no progress()
+     * between; one that progresses after each await is never warned, however many messages come.
+     */
+    @Test
+    void awaitsThatFindWorkWithNoProgressBetweenAreNamedOnceInAWarning() {
+        RecordingLogger recording = new RecordingLogger();
+        List<String> warnings = recording.warnings();
+        Received received = new Received();
+        Transport receiver = transport(received, recording);
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        int messages = 0;
+        for (int i = 0; i < 2 * ShmTransport.AWAITS_WITHOUT_PROGRESS_TO_WARN; i++) {
+            assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, i))).isTrue();
+            messages++;
+            assertThat(receiver.await(TimeUnit.HOURS.toNanos(1))).as("a message waits").isTrue();
+            receiver.progress();
+        }
+        assertThat(received.ids).hasSize(messages);
+        assertThat(warnings).as("awaits each followed by progress()").isEmpty();
+
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 0))).isTrue();
+        for (int i = 0; i < 2 * ShmTransport.AWAITS_WITHOUT_PROGRESS_TO_WARN; i++) {
+            assertThat(receiver.await(TimeUnit.HOURS.toNanos(1))).as("the message still waits").isTrue();
+        }
+        assertThat(warnings).singleElement().asString()
+                .contains("posix: await returned " + ShmTransport.AWAITS_WITHOUT_PROGRESS_TO_WARN + " times in a row with no progress() between")
+                .contains("posix.heartbeat.timeout").contains("Call worker.progress() after each await");
+        receiver.progress();
+        assertThat(received.ids).hasSize(messages + 1);
+    }
+
+    /**
      * A live sender stopped with a record taken holds every other sender's messages behind it, for
      * as long as it stays stopped; past heartbeat.timeout the receiver says so, naming the sender
      * (once a minute). It used to say nothing while the whole queue waited.
