@@ -2,6 +2,7 @@ package dev.conduit.internal.memory;
 
 import dev.conduit.Pool;
 import dev.conduit.Region;
+import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.ipc.IpcEvents;
 import dev.conduit.internal.ipc.IpcHandle;
 import dev.conduit.spi.Chunk;
@@ -164,6 +165,8 @@ public final class RuntimePool implements Pool {
                 throw new ConduitException("pool of plugin '" + plugin + "': could not take a chunk of " + length + " bytes (pool.chunk.size; "
                         + "allocations up to a quarter of it share chunks of that size): " + e.getMessage() + ". Lower pool.chunk.size if "
                         + "chunks of that size cannot fit where the plugin allocates", e);
+            } catch (RuntimeException e) {
+                throw PluginRecord.failed(plugin, "its memory provider's allocate(" + length + ")", e);
             }
             if (chunk == null || chunk.segment().byteSize() != length) {
                 // Both sizes, and whose fault it is: "the wrong size" alone sent the plugin's author looking for which.
@@ -222,6 +225,8 @@ public final class RuntimePool implements Pool {
                                 + "each plugin's capabilities)");
                         named.initCause(e);
                         throw named;
+                    } catch (RuntimeException e) {
+                        throw PluginRecord.failed(plugin, "its memory provider's export()", e);
                     }
                     if (payload == null || payload.length == 0 || payload.length > IpcHandle.MAX_PAYLOAD) {
                         // Whose fault it is, as for a chunk of the wrong size: "an export payload of null" read as a matter of length.

@@ -390,6 +390,44 @@ class RuntimePoolTest {
         }
     }
 
+    /**
+     * A provider whose allocate or export throws an unchecked exception that is no
+     * ConduitException (the SPI's way to fail): the pool names the plugin, the operation and whose
+     * fault it most likely is, with what it threw as the cause, where the bare exception reached
+     * the application before; a ConduitException of the provider's passes as it is.
+     */
+    @Test
+    void aProvidersBareExceptionIsNamedAsThePluginsFaultAndItsConduitExceptionPassesAsItIs() {
+        Arena arena = Arena.ofShared();
+        RuntimeException[] allocateThrows = {new IllegalStateException("free list corrupt")};
+        RuntimeException[] exportThrows = {new NullPointerException("token")};
+        MemoryProvider throwing = new MemoryProvider() {
+            @Override public long pageSize() { return 4096; }
+            @Override public Chunk allocate(long size) {
+                if (allocateThrows[0] != null) throw allocateThrows[0];
+                MemorySegment m = arena.allocate(size, 4096);
+                return () -> m;
+            }
+            @Override public byte[] export(Chunk chunk) { throw exportThrows[0]; }
+            @Override public void free(Chunk chunk) { }
+            @Override public void close() { arena.close(); }
+        };
+        try (RuntimePool local = new RuntimePool("flaky", throwing, CHUNK, p -> { })) {
+            assertThatThrownBy(() -> local.allocate(64)).isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("plugin 'flaky' failed in its memory provider's allocate(" + CHUNK + "): "
+                            + "java.lang.IllegalStateException: free list corrupt. That is no ConduitException")
+                    .hasMessageContaining("report it to the plugin's authors").hasCause(allocateThrows[0]);
+            allocateThrows[0] = null;
+            Region region = local.allocate(64);
+            assertThatThrownBy(region::exportHandle).isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("plugin 'flaky' failed in its memory provider's export(): java.lang.NullPointerException: token")
+                    .hasCause(exportThrows[0]);
+            ConduitException gone = new ConduitException("socket gone");
+            exportThrows[0] = gone;
+            assertThatThrownBy(region::exportHandle).isSameAs(gone);
+        }
+    }
+
     /** An export that returns null, which MemoryProvider.export never does, is named as the plugin's fault, not as a length. */
     @Test
     void anExportThatReturnsNullIsCalledThePluginsFault() {
