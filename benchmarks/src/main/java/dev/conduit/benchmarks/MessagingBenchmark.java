@@ -29,12 +29,14 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>{@code pingPong} ({@code AverageTime}, ns/op): send id 1 with {@code size} bytes, progress
  *       until the peer's echo (id 2, same size) has arrived. One op = one round trip; one-way
- *       latency is half of it. The peer copies the ping's payload out; this side counts the echo
- *       without reading its payload, where {@code conduit perf}'s am_lat client copies it out, so
- *       above a cache line a round trip here leaves out the echo's payload brought to this
- *       core.</li>
+ *       latency is half of it. Both sides read what they receive, as {@code conduit perf}'s am_lat
+ *       does: the peer copies the ping's payload out, and this side the echo's (until 2026-12-03
+ *       this side only counted the echo, so that from 4 KiB a round trip left out the echo's
+ *       payload brought to this core).</li>
  *   <li>{@code stream} ({@code Throughput}, ops/s = messages/s): send one id-3 message of
- *       {@code size} bytes and progress once. The peer acknowledges every {@value #ACK_EVERY}-th
+ *       {@code size} bytes and progress once. The peer copies each payload out, as {@code conduit
+ *       perf}'s am_bw receiver does (until 2026-12-03 it only counted the message), and acknowledges
+ *       every {@value #ACK_EVERY}-th
  *       message (id 4 carrying its count); the sender never has more than {@value #WINDOW}
  *       messages unacknowledged: when it has, it progresses until an acknowledgement arrives.</li>
  * </ul>
@@ -72,19 +74,25 @@ public class MessagingBenchmark {
     private MemorySegment payload;
 
     private long pongs;
+    /** Where each echo's payload is copied: this side reads what it receives. */
+    private MemorySegment echoed;
     private long sent;
     private long acked;
 
     @Setup(Level.Trial)
     public void open() throws IOException, InterruptedException {
         session = MessagingSession.open(plugin, size, ACK_EVERY, w -> {
-            w.onMessage(MessagingPeer.PONG, m -> pongs++);
+            w.onMessage(MessagingPeer.PONG, m -> {
+                m.copyPayload(0, echoed, 0, m.payloadSize());
+                pongs++;
+            });
             w.onMessage(MessagingPeer.ACK, m -> acked = m.payloadLong(0));
         });
         worker = session.worker();
         endpoint = session.endpoint();
         try {
             payload = session.arena().allocate(size);
+            echoed = session.arena().allocate(size);
             for (long i = 0; i < size; i++) payload.set(ValueLayout.JAVA_BYTE, i, (byte) i);
             pingPong(); // fails here, not in the measurement, if nothing comes back
         } catch (RuntimeException | Error e) {

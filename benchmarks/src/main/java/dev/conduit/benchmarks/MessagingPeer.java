@@ -29,7 +29,8 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>id 1 (ping): copies the payload into a pre-allocated {@code SIZE}-byte segment and sends it
  *       back as id 2 (pong);</li>
- *   <li>id 3 (stream): counts it; every {@code ACK_EVERY}-th, sends id 4 with the count so far as an
+ *   <li>id 3 (stream): copies the payload into another pre-allocated {@code SIZE}-byte segment
+ *       (the receiver reads what it gets, as {@code conduit perf}'s am_bw does) and counts it; every {@code ACK_EVERY}-th, sends id 4 with the count so far as an
  *       8-byte little-endian long.</li>
  * </ul>
  * Exits when {@code SHARED_DIR/stop} appears or the process {@code PARENT_PID} is gone (checked every
@@ -79,7 +80,9 @@ public final class MessagingPeer {
                 m.copyPayload(0, echo, 0, m.payloadSize());
                 ep.send(PONG, echo);
             });
+            MemorySegment streamed = arena.allocate(Math.max(size, 1)).asSlice(0, size);
             worker.onMessage(STREAM, m -> {
+                m.copyPayload(0, streamed, 0, m.payloadSize()); // the receiver reads what it gets, as conduit perf's am_bw does
                 long n = ++received[0];
                 if (n % ackEvery == 0) {
                     ack.set(LONG_LE, 0, n);
