@@ -30,8 +30,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>id 1 (ping): copies the payload into a pre-allocated {@code SIZE}-byte segment and sends it
  *       back as id 2 (pong);</li>
  *   <li>id 3 (stream): copies the payload into another pre-allocated {@code SIZE}-byte segment
- *       (the receiver reads what it gets, as {@code conduit perf}'s am_bw does) and counts it; every {@code ACK_EVERY}-th, sends id 4 with the count so far as an
- *       8-byte little-endian long.</li>
+ *       (the receiver reads what it gets, as {@code conduit perf}'s am_bw does) and counts it;
+ *       every {@code ACK_EVERY}-th, sends id 4 with the count so far as an 8-byte little-endian
+ *       long.</li>
  * </ul>
  * Exits when {@code SHARED_DIR/stop} appears or the process {@code PARENT_PID} is gone (checked every
  * 100 ms, the clock read once per 1,024 polls), so a benchmark JVM that dies never leaves a peer

@@ -115,9 +115,9 @@ public final class PluginRecord {
      * remedy), anything else unchecked wrapped in one that names the plugin, the operation and
      * whose fault it most likely is, {@code thrown} its cause. A plugin's bare
      * {@code IllegalStateException} or {@code NullPointerException} used to reach the application
-     * as it was, from {@code Conduit.pool}, {@code importRegion} or {@code newWorker}, whose callers
-     * catch {@code ConduitException}, naming neither the plugin nor that the application did
-     * nothing wrong.
+     * as it was, from {@code Conduit.pool}, {@code Pool.allocate}, {@code Region.exportHandle},
+     * {@code importRegion} or {@code newWorker}, whose callers catch {@code ConduitException},
+     * naming neither the plugin nor that the application did nothing wrong.
      */
     public static RuntimeException failed(String plugin, String operation, RuntimeException thrown) {
         if (thrown instanceof ConduitException) return thrown;
