@@ -130,12 +130,7 @@ public final class ConduitRuntime implements Conduit {
                     + "serializes calls to it with a lock); a plugin whose objects are confined to one thread gives no pools. Use another "
                     + "plugin's pool; the plugin's authors declare SERIALIZED if its provider may be called from several threads in turn");
         }
-        MemoryProvider provider;
-        try {
-            provider = r.opened("openMemoryProvider()", r.plugin().openMemoryProvider(contextOf(plugin)));
-        } catch (RuntimeException e) {
-            throw PluginRecord.failed(plugin, "openMemoryProvider()", e);
-        }
+        MemoryProvider provider = r.open("openMemoryProvider()", () -> r.plugin().openMemoryProvider(contextOf(plugin)));
         RuntimePool pool;
         try {
             pool = new RuntimePool(plugin, provider, r.capabilities().contains(Capability.IPC), r.unsupportedHere().get(Capability.IPC),

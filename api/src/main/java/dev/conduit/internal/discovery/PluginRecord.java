@@ -13,6 +13,7 @@ import dev.conduit.spi.Version;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * One discovered plugin as the runtime tracks it: the instance (when there is one), the metadata
@@ -94,13 +95,21 @@ public final class PluginRecord {
     }
 
     /**
-     * {@code opened}, what the plugin's {@code operation} returned, refused when it is null. The SPI's open operations return
-     * an object or throw; a null used to come out later as a bare {@code NullPointerException} of the runtime's, which named
-     * neither the plugin nor whose fault it was.
+     * What the plugin's open {@code operation} ({@code openMemoryProvider()}, {@code ipcImporter()},
+     * {@code openTransport()}) returned through {@code open}. The SPI's open operations return an
+     * object or throw: a null used to come out later as a bare {@code NullPointerException} of the
+     * runtime's, and a bare exception of the plugin's as it was, neither naming the plugin nor whose
+     * fault it was. Both are refused so ({@link #failed} for what it threw).
      *
      * @throws ConduitException naming the plugin, the operation, whose fault it is and what to do meanwhile
      */
-    public <T> T opened(String operation, T opened) {
+    public <T> T open(String operation, Supplier<T> open) {
+        T opened;
+        try {
+            opened = open.get();
+        } catch (RuntimeException e) {
+            throw failed(name, operation, e);
+        }
         if (opened == null) {
             throw new ConduitException("plugin '" + name + "' returned null from " + operation + ", which returns an object or throws: "
                     + "that is the plugin's fault (the TCK's PluginMetadataContract shows it); report it to the plugin's authors, and "

@@ -100,11 +100,7 @@ public final class IpcImports implements RemoteMemory {
             if (why != null) throw new NotSupportedException("plugin '" + plugin + "' imports no IPC handles here: " + why);
             throw new ConduitException("plugin '" + plugin + "' does not import IPC handles (no capability IPC)");
         }
-        try {
-            return importers.computeIfAbsent(plugin, p -> r.opened("ipcImporter()", r.plugin().ipcImporter(contexts.apply(p))));
-        } catch (RuntimeException e) {
-            throw PluginRecord.failed(plugin, "ipcImporter()", e);
-        }
+        return importers.computeIfAbsent(plugin, p -> r.open("ipcImporter()", () -> r.plugin().ipcImporter(contexts.apply(p))));
     }
 
     private ConduitException notHere(String plugin) {

@@ -242,20 +242,13 @@ public final class RuntimeWorker implements Worker {
                 if (confined.get(r.name())) {
                     ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
                     try {
-                        t = new ConfinedTransport(thread.call(() -> r.opened("openTransport()", r.plugin().openTransport(context))), thread);
-                    } catch (RuntimeException e) {
-                        thread.close();
-                        throw PluginRecord.failed(r.name(), "openTransport()", e);
-                    } catch (Error e) {
+                        t = new ConfinedTransport(thread.call(() -> r.open("openTransport()", () -> r.plugin().openTransport(context))), thread);
+                    } catch (RuntimeException | Error e) {
                         thread.close();
                         throw e;
                     }
                 } else {
-                    try {
-                        t = r.opened("openTransport()", r.plugin().openTransport(context));
-                    } catch (RuntimeException e) {
-                        throw PluginRecord.failed(r.name(), "openTransport()", e);
-                    }
+                    t = r.open("openTransport()", () -> r.plugin().openTransport(context));
                 }
                 opened.add(t);
                 sinks.add(sink);
