@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
@@ -53,10 +54,11 @@ class PerfBootstrapTest {
     }
 
     /**
-     * A TCP peer that is not a conduit perf server of this version: one that closes the connection at once (a server
-     * of another version does), or that answers something else (HTTP). It said "failed: java.io.IOException:
-     * connection closed after 0 of 4 bytes" and "java.io.IOException: frame of 1213486160 bytes (at most 65536)",
-     * the JDK's class name and no remedy.
+     * A TCP peer that is not a conduit perf server of this version: one that closes the connection without a word (a
+     * server of another version does), one that resets it, or one that answers something else (HTTP). It said "failed:
+     * java.io.IOException: connection closed after 0 of 4 bytes" and "java.io.IOException: frame of 1213486160 bytes
+     * (at most 65536)", the JDK's class name and no remedy. Each peer reads the client's request first: a socket closed
+     * with the request unread resets the connection, so whether the client saw the close or a reset was a race.
      */
     @Test
     void aTcpPeerThatIsNotAServerOfThisVersionIsToldWithWhatToCheck() throws Exception {
@@ -66,9 +68,16 @@ class PerfBootstrapTest {
                     + "closes the connection, another program answers something else)";
             Thread.ofPlatform().daemon().start(() -> {
                 try {
-                    peer.accept().close(); // at once
-                    try (SocketChannel second = peer.accept()) {
-                        second.write(ByteBuffer.wrap("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
+                    try (SocketChannel closing = peer.accept()) {
+                        readRequest(closing);
+                    }
+                    try (SocketChannel resetting = peer.accept()) {
+                        readRequest(resetting);
+                        resetting.setOption(StandardSocketOptions.SO_LINGER, 0);
+                    }
+                    try (SocketChannel http = peer.accept()) {
+                        readRequest(http);
+                        http.write(ByteBuffer.wrap("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
                     }
                 } catch (IOException e) {
                     // the assertions below say what the client got
@@ -78,8 +87,22 @@ class PerfBootstrapTest {
             assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofSeconds(30))).isInstanceOf(ConduitException.class)
                     .hasMessage("the TCP bootstrap with " + at + " failed: the connection was closed after 0 of 4 bytes" + check);
             assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofSeconds(30))).isInstanceOf(ConduitException.class)
+                    .hasMessage("the TCP bootstrap with " + at + " failed: Connection reset" + check);
+            assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofSeconds(30))).isInstanceOf(ConduitException.class)
                     .hasMessage("the TCP bootstrap with " + at + " failed: it sent a frame of 1213486160 bytes, more than a bootstrap's 65536"
                             + check);
+        }
+    }
+
+    /** Reads a client's whole request frame (its length, then as many bytes), as any server does before it answers. */
+    private static void readRequest(SocketChannel client) throws IOException {
+        ByteBuffer length = ByteBuffer.allocate(4);
+        while (length.hasRemaining()) {
+            if (client.read(length) < 0) throw new IOException("the client closed its request");
+        }
+        ByteBuffer request = ByteBuffer.allocate(length.getInt(0));
+        while (request.hasRemaining()) {
+            if (client.read(request) < 0) throw new IOException("the client closed its request");
         }
     }
 
