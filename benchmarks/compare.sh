@@ -109,15 +109,21 @@ log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # --- 1. Conduit --------------------------------------------------------------------------------
 for t in memfd posix; do
     log "conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m -t $t --json"
-    if (cd "$root" && ./conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m -t "$t" --json) >"$out/conduit-$t.json" 2>"$out/conduit-$t.err"; then
-        jq -r --arg t "$t" '.results[] | select(.skipped == null)
+    (cd "$root" && ./conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m -t "$t" --json) >"$out/conduit-$t.json" 2>"$out/conduit-$t.err"
+    status=$?
+    # A run that failed part-way still writes its JSON, with the rows measured before the failure (docs/tools.md, --json):
+    # those rows are kept, and the Not measured line names the failure. No JSON at all (a usage error, a failed build) keeps none.
+    rows=$(jq -r --arg t "$t" '.results[] | select(.skipped == null)
             | ["conduit", $t, .test, (.size|tostring),
                (if .kind == "latency" then "p50_us" else "MBps" end),
                (if .kind == "latency" then (.latencyMicros.p50|tostring) else (.megabytesPerSecond|tostring) end)]
-            | @tsv' "$out/conduit-$t.json" >>"$results"
-        peers_ran+=("Conduit $t")
-    else
-        missing "Conduit $t: conduit perf failed ($(conduit_failure_of "$out/conduit-$t.err"); its output: benchmarks/target/compare/conduit-$t.err)"
+            | @tsv' "$out/conduit-$t.json" 2>/dev/null)
+    [ -n "$rows" ] && { printf '%s\n' "$rows" >>"$results"; peers_ran+=("Conduit $t"); }
+    if [ "$status" -ne 0 ]; then
+        measured=$(printf '%s' "$rows" | grep -c .)
+        case $measured in 0) when="before its first row" ;; 1) when="after its first row, which the table keeps" ;;
+            *) when="after its first $measured rows, which the table keeps" ;; esac
+        missing "Conduit $t: conduit perf failed $when ($(conduit_failure_of "$out/conduit-$t.err"); its output: benchmarks/target/compare/conduit-$t.err)"
     fi
 done
 
