@@ -4,7 +4,7 @@
 #   benchmarks/run.sh                                   # everything, JMH's default settings per class
 #   benchmarks/run.sh GuardBenchmark -prof gc           # one class, with the GC profiler
 #   benchmarks/run.sh -f 1 -wi 3 -w 1s -i 5 -r 1s       # quicker settings (as in docs/performance.md)
-#   benchmarks/run.sh -h                                # JMH's own options
+#   benchmarks/run.sh -h                                # this text, then JMH's own options
 #
 # Finds a JDK 25 ($JAVA_HOME if it is one, else the first under /usr/lib/jvm, else the javac on the PATH), builds the
 # benchmarks and what they depend on quietly (Maven's output is shown only if the build fails),
@@ -30,13 +30,24 @@ if [ "${1:-}" = "--no-build" ]; then
     shift
 fi
 
+jar="$root/benchmarks/target/benchmarks.jar"
+# A help prints this script's options first, from the comment above (JMH's own help does not know them), then JMH's,
+# which only the jar can print: it is built for that only when there is none.
+help=0
+for arg in "$@"; do
+    case "$arg" in -h | --help | -help) help=1 ;; esac
+done
+if [ "$help" = 1 ]; then
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+    [ -f "$jar" ] && build=0
+fi
+
 host_opts=()
 while [ $# -gt 0 ] && [[ $1 == -D?* ]]; do
     host_opts+=("$1")
     shift
 done
 
-jar="$root/benchmarks/target/benchmarks.jar"
 if [ "$build" = 1 ]; then
     log="$(mktemp "${TMPDIR:-/tmp}/conduit-benchmarks-build.XXXXXX")"
     # Also when the build is stopped (Ctrl-C, a closed terminal, timeout's SIGTERM).
@@ -52,6 +63,11 @@ if [ "$build" = 1 ]; then
 elif [ ! -f "$jar" ]; then
     echo "benchmarks/run.sh: $jar does not exist; run without --no-build" >&2
     exit 1
+fi
+
+if [ "$help" = 1 ]; then
+    echo
+    exec "$JAVA_HOME/bin/java" -jar "$jar" -h
 fi
 
 # Results as JSON in benchmarks/target unless the caller chose a format (-rf) or a file (-rff).
