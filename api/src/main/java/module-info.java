@@ -4,8 +4,9 @@
  * <p>Applications use {@link dev.conduit.Conduit}: {@code Conduit.open()} or
  * {@code Conduit.builder()...build()}. This module is also the runtime that enforces, for every
  * plugin, discovery and selection, configuration, the thread-mode policy, the IPC-handle cache and
- * what follows a peer's failure, which each transport detects and reports. Applications get
- * {@code dev.conduit} only; everything under {@code dev.conduit.internal} is the runtime's own, but
+ * liveness: a keepalive that asks each endpoint's transport whether its peer lives, and what
+ * follows a peer's failure, however the transport found it. Applications get {@code dev.conduit}
+ * only; everything under {@code dev.conduit.internal} is the runtime's own, but
  * for {@code dev.conduit.internal.formats}, exported to the tools module alone, so that
  * {@code conduit --version} shows the versions of the runtime's formats.
  */

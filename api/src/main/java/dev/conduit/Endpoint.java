@@ -48,7 +48,11 @@ import java.lang.foreign.MemorySegment;
  * {@link Worker#await}, well inside 100 ms by default, and the files it left in the shared
  * directory are reclaimed. A peer that lives but stops progressing while this side waits on it
  * (a full queue) fails the endpoint after {@code <plugin>.heartbeat.timeout} (10 s). Other
- * transports document their own detection (docs/plugins.md).
+ * transports document their own detection (docs/plugins.md). Besides, the runtime asks every
+ * endpoint's transport whether its peer lives once per {@code keepalive.interval} (1 s by
+ * default), in the worker's next {@link Worker#progress()}, and fails the endpoint of one found
+ * dead the same way: for a transport that looks only when asked, that bounds how soon
+ * (docs/runtime.md, "Failure").
  *
  * <p><b>Threads</b>: every method but {@link #transport()}, {@link #maxHeaderSize()} and
  * {@link #maxPayloadSize()} (which only read what the endpoint was made with) goes through the worker's thread-mode

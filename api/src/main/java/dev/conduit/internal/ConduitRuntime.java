@@ -20,6 +20,7 @@ import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.internal.worker.Keepalive;
 import dev.conduit.internal.worker.RuntimeWorker;
 import dev.conduit.spi.ThreadMode;
 
@@ -42,6 +43,9 @@ public final class ConduitRuntime implements Conduit {
     private final IpcImports imports;
     /** Set by the one close that runs; any other returns at once (Conduit#close says why it does not wait). */
     private final AtomicBoolean closeClaimed = new AtomicBoolean();
+    /** Started with the first worker (a Conduit used only for pools and imports has no thread of it), stopped by the close. */
+    private Keepalive keepalive;
+    private boolean keepaliveStopped;
 
     private ConduitRuntime(ConfigResolver config, PluginRegistry registry, Path sharedDirectory) {
         this.config = config;
@@ -99,11 +103,27 @@ public final class ConduitRuntime implements Conduit {
         ensureOpen();
         RuntimeWorker worker = RuntimeWorker.open(mode, registry, config, sharedDirectory, imports, resources::unregister);
         try {
-            return resources.register(worker, worker::closeFromConduit);
+            resources.register(worker, worker::closeFromConduit);
+            startKeepalive();
+            return worker;
         } catch (IllegalStateException e) {
             Cleanup.run(e, worker::close); // the refusal is what the caller must read; a failing close is added to it
             throw e;
         }
+    }
+
+    private synchronized void startKeepalive() {
+        // None once the close took it: a worker registered just before the close began is closed by it, unmarked.
+        if (keepalive != null || keepaliveStopped) return;
+        keepalive = new Keepalive(config.get(RuntimeKeys.KEEPALIVE_INTERVAL), each -> resources.forEachOpen(RuntimeWorker.class, each));
+    }
+
+    /** The keepalive to stop, if one started; none starts after this. */
+    private synchronized Keepalive stopKeepalive() {
+        keepaliveStopped = true;
+        Keepalive k = keepalive;
+        keepalive = null;
+        return k;
     }
 
     @Override
@@ -189,6 +209,8 @@ public final class ConduitRuntime implements Conduit {
         // Only one close runs. Another one, while the first still asks its workers, would have run
         // a whole close of its own, and closed the IPC cache under the workers the first waits for.
         if (!closeClaimed.compareAndSet(false, true)) return;
+        Keepalive k = stopKeepalive();
+        if (k != null) k.close();
         // Every worker another thread may be using is asked first, so that their users close them
         // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
         // Errors too (a mapped-memory fault in a worker's close is an InternalError): one must not end the loop that waits for

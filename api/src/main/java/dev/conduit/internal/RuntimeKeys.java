@@ -45,9 +45,14 @@ public final class RuntimeKeys {
                     + "of it share chunks by size class; larger ones get a chunk of their own. At most 256g: 2^32 slots of the "
                     + "smallest class, 64 bytes.");
 
+    public static final ConfigKey<Duration> KEEPALIVE_INTERVAL = ConfigKey.duration("keepalive.interval", Duration.ofSeconds(1),
+            "How often the runtime asks each endpoint's transport whether the peer still lives (its keepalive probe, "
+                    + "TransportEndpoint.checkPeer), at a worker's next progress() after each interval; a peer found dead fails the "
+                    + "endpoint. Transports that watch their peers themselves (memfd, posix: within 100 ms) answer too.");
+
     /** Every runtime key (declared in this order; {@code conduit info} sorts them by name). */
     public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT,
-            THREAD_CONFINE, IPC_CACHE_BYTES, POOL_CHUNK_SIZE);
+            THREAD_CONFINE, IPC_CACHE_BYTES, POOL_CHUNK_SIZE, KEEPALIVE_INTERVAL);
 
     private RuntimeKeys() {
     }

@@ -846,6 +846,18 @@ final class ShmEndpoint implements TransportEndpoint {
         VarHandle.fullFence();
     }
 
+    /**
+     * The runtime's keepalive probe: the same look at the peer as the transport's own liveness
+     * check ({@link #checkPeer(long)}: its lease, its refusals, its queue's damage, a hang while
+     * this side waits), now. A peer found failed is reported through the endpoint's events, and
+     * the transport's next check releases what only it could use and reclaims its files, as after
+     * a failure that check found itself.
+     */
+    @Override
+    public void checkPeer() {
+        if (checkPeer(System.nanoTime())) transport.peerFoundFailed();
+    }
+
     private MemorySegment local(RemoteRegion region) {
         if (failure != null) throw failure;
         MemorySegment segment = region.localSegment();

@@ -718,6 +718,15 @@ public final class ShmTransport implements Transport {
         return handled;
     }
 
+    /**
+     * An endpoint's own look at its peer ({@link ShmEndpoint#checkPeer()}, the runtime's keepalive)
+     * failed it: the next {@link #checkPeers} reclaims the dead peer's files, as after a failure it
+     * found itself.
+     */
+    void peerFoundFailed() {
+        reclaimDue = true;
+    }
+
     /** Checks peers ({@link #checkPeers}) when a liveness interval has passed since the last check; the events found. */
     private int checkPeersIfDue() {
         long now = System.nanoTime();

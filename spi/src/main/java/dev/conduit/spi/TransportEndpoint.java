@@ -139,6 +139,30 @@ public interface TransportEndpoint extends AutoCloseable {
     }
 
     /**
+     * Optional (keepalive probe, as UCT's {@code ep_check}): looks, now, whether the peer still
+     * lives, and reports a peer found dead, hung or unreachable by throwing
+     * {@link PeerFailedException} (or through {@link EndpointEvents#peerFailed}); a peer that
+     * lives, or whose state this look cannot tell, returns normally. The runtime calls it for every
+     * open endpoint that has not failed, at the worker's first {@code progress()} after each
+     * {@code keepalive.interval}, on that thread and outside {@link Transport#progress()}, so a
+     * transport need not keep a timer of its own to notice a dead peer it has nothing to send to or
+     * receive from: the runtime fails the endpoint, as on every other report. It must not block: a
+     * look that takes a round trip to the peer sends its probe here and reports the answer, or its
+     * absence, from a later {@code checkPeer} or {@code progress()}.
+     *
+     * <p>A transport that detects a peer's death by itself, at least as often, may keep the
+     * default, which throws {@link NotSupportedException}; the runtime then never calls it again
+     * on this endpoint. The TCK checks that a transport offering it reports a peer that died, and
+     * not one that lives. Since SPI 1.1.
+     *
+     * @throws PeerFailedException   when the peer is found dead, hung or unreachable
+     * @throws NotSupportedException by default
+     */
+    default void checkPeer() {
+        throw new NotSupportedException("this transport has no keepalive probe (checkPeer)");
+    }
+
+    /**
      * Closes the connection; the peer sees end of stream, not a failure. Idempotent. A message a
      * send accepted before close is still delivered while both workers live. A transport should
      * not block here on the peer for that: it may keep what the peer has yet to read (a payload in

@@ -490,6 +490,54 @@ public abstract class TransportContract extends PluginContract {
                 .isInstanceOf(PeerFailedException.class);
     }
 
+    /**
+     * The keepalive probe ({@link TransportEndpoint#checkPeer}), optional: a transport without it
+     * throws {@code NotSupportedException}, which ends this test as aborted. One that has it must
+     * not report a peer that lives, however often it is asked, and must report one that went away,
+     * by throwing {@code PeerFailedException} or through {@code EndpointEvents.peerFailed}, once
+     * asked again (a probe that waits for an answer may report it from {@code progress()}).
+     */
+    @Test
+    public void aKeepaliveProbeReportsAPeerThatWentAwayAndNoPeerThatLives() {
+        Transport receiver = open(new Inbox());
+        Transport sender = open(new Inbox());
+        List<PeerFailedException> failures = new CopyOnWriteArrayList<>();
+        TransportEndpoint ep = connect(sender, receiver, failures::add);
+        List<PeerFailedException> thrown = new CopyOnWriteArrayList<>();
+        try {
+            probe(ep, thrown);
+        } catch (NotSupportedException e) {
+            assumeTrue(false, "plugin '" + plugin.name() + "' has no keepalive probe (checkPeer throws NotSupportedException: "
+                    + e.getMessage() + "): optional");
+        }
+        for (int i = 0; i < 1000 && thrown.isEmpty(); i++) {
+            probe(ep, thrown);
+            Inbox.progress(receiver);
+            Inbox.progress(sender);
+        }
+        assertThat(thrown).as("what 1000 keepalive probes (checkPeer) of a peer that lives and progresses threw").isEmpty();
+        assertThat(failures).as("failures reported (EndpointEvents.peerFailed) while keepalive probes (checkPeer) looked at a peer that "
+                + "lives and progresses").isEmpty();
+        sendWhenAccepted(ep, 1, MemorySegment.NULL, Patterns.segment(8, 1), receiver, sender);
+
+        receiver.close(); // as a process exit would: the peer never closes its endpoints
+        progressUntil("a keepalive probe (checkPeer) to report the peer that went away (by throwing PeerFailedException or through "
+                + "EndpointEvents.peerFailed)", () -> {
+                    probe(ep, thrown);
+                    return !failures.isEmpty() || !thrown.isEmpty();
+                }, sender);
+        PeerFailedException reported = thrown.isEmpty() ? failures.getFirst() : thrown.getFirst();
+        assertThat(reported.getMessage()).as("the message of the failure the keepalive probe reported").isNotBlank();
+    }
+
+    private static void probe(TransportEndpoint ep, List<PeerFailedException> thrown) {
+        try {
+            ep.checkPeer();
+        } catch (PeerFailedException e) {
+            thrown.add(e);
+        }
+    }
+
     @Test
     public void malformedAddressesAreRefusedNamingTheProblem() {
         Transport receiver = open(new Inbox());

@@ -227,11 +227,24 @@ final class BrokenPlugins {
         }
     }
 
-    /** Never tells the runtime that a peer went away. */
+    /** Never tells the runtime that a peer went away: neither its progress nor its keepalive probe. */
     public static final class HidesPeerDeath extends LoopbackPlugin {
         @Override
         boolean reportsPeerDeath() {
             return false;
+        }
+
+        @Override
+        boolean probeFindsDead(boolean gone) {
+            return false;
+        }
+    }
+
+    /** Its keepalive probe finds every peer dead, also one that lives. */
+    public static final class ProbeFindsLivePeersDead extends LoopbackPlugin {
+        @Override
+        boolean probeFindsDead(boolean gone) {
+            return true;
         }
     }
 
@@ -1077,6 +1090,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new HidesPeerDeath();
+        }
+    }
+
+    public static final class ProbeFindsLivePeersDeadSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ProbeFindsLivePeersDead();
         }
     }
 

@@ -6,6 +6,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
@@ -116,6 +117,16 @@ public class LoopbackPlugin implements ConduitPlugin {
     /** Whether progress reports that a peer's transport closed. */
     boolean reportsPeerDeath() {
         return true;
+    }
+
+    /** Whether endpoints have a keepalive probe (checkPeer); one without throws NotSupportedException. */
+    boolean probesPeers() {
+        return true;
+    }
+
+    /** What the keepalive probe says of a peer whose transport is closed ({@code gone}) or not: whether it is dead. */
+    boolean probeFindsDead(boolean gone) {
+        return gone;
     }
 
     /** Whether an endpoint ever gets connected: one that does not refuses every message. */
@@ -449,6 +460,16 @@ public class LoopbackPlugin implements ConduitPlugin {
         @Override
         public long maxPayloadSize() {
             return queueBytes() / 2;
+        }
+
+        @Override
+        public void checkPeer() {
+            if (!probesPeers()) throw new NotSupportedException("loopback: no keepalive probe");
+            if (failure != null || closed) return;
+            if (probeFindsDead(target.closed)) {
+                failure = new PeerFailedException("loopback peer " + target.id + " closed its transport (found by the keepalive probe)");
+                throw failure;
+            }
         }
 
         @Override

@@ -155,6 +155,11 @@ final class ConfinedTransport implements Transport {
         }
 
         @Override
+        public void checkPeer() {
+            thread.run(ep::checkPeer);
+        }
+
+        @Override
         public void close() {
             thread.run(ep::close);
         }

@@ -71,6 +71,8 @@ final class RuntimeEndpoint implements Endpoint {
     private final long maxPayload;
     /** Whether the transport may do zero-copy sends: until it says it does not ({@link TransportEndpoint#trySendEncoded}). */
     private boolean encodesInPlace = true;
+    /** Cleared when the transport said it has no keepalive probe (checkPeer threw NotSupportedException): not asked again. */
+    private boolean probesPeer = true;
     /**
      * Where encoders write that do not write in place ({@link #encodeHere}): those of at most
      * {@value #ENCODED_HERE_UP_TO} bytes, all over a transport without zero-copy send, and those
@@ -364,6 +366,28 @@ final class RuntimeEndpoint implements Endpoint {
             backlogged = false;
             worker.backlogChanged(-1);
             return sent;
+        } finally {
+            unlock();
+        }
+    }
+
+    /**
+     * The keepalive's look at the peer ({@link TransportEndpoint#checkPeer}), unless this endpoint
+     * is closed or failed, or its transport has no probe. A peer found dead fails the endpoint, as a
+     * transport's report does; the worker's round calls the error handler. Called by the worker's
+     * progress, inside its guard, outside any transport's progress.
+     */
+    void checkPeer() {
+        lock();
+        try {
+            if (!probesPeer || closed || failure != null) return;
+            try {
+                te.checkPeer();
+            } catch (PeerFailedException e) {
+                fail(e);
+            } catch (NotSupportedException e) {
+                probesPeer = false;
+            }
         } finally {
             unlock();
         }

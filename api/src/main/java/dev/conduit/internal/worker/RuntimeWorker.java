@@ -84,6 +84,8 @@ public final class RuntimeWorker implements Worker {
     private static final long CLOSES_DEFERRED = 1 << 2;
     /** Set when an endpoint failed; cleared by the progress that calls the error handlers, before it looks at the endpoints. */
     private static final long FAILURES_TO_REPORT = 1 << 3;
+    /** Set by the Conduit's {@link Keepalive} once per keepalive.interval; cleared by the progress round that looks at the peers. */
+    private static final long KEEPALIVE_DUE = 1 << 4;
     /** The upper half counts the endpoints with locally queued messages: added to as an endpoint's local queue fills or empties. */
     private static final long BACKLOG_UNIT = 1L << 32;
 
@@ -123,8 +125,8 @@ public final class RuntimeWorker implements Worker {
     /**
      * What a progress call must see to besides its transports, in one word so that the common call
      * reads it once and finds zero ({@link #progress}): the flags {@link #CLOSED},
-     * {@link #CLOSE_REQUESTED}, {@link #CLOSES_DEFERRED} and {@link #FAILURES_TO_REPORT} in the
-     * lower half, the count of backlogged endpoints in the upper ({@link #BACKLOG_UNIT}). Every
+     * {@link #CLOSE_REQUESTED}, {@link #CLOSES_DEFERRED}, {@link #FAILURES_TO_REPORT} and
+     * {@link #KEEPALIVE_DUE} in the lower half, the count of backlogged endpoints in the upper ({@link #BACKLOG_UNIT}). Every
      * change is an atomic read-modify-write through STATE ({@code getAndBitwiseOr},
      * {@code getAndBitwiseAnd}, {@code getAndAdd}), so that none loses another's, and a volatile
      * one: what was written before it (a deferred close in its list, an endpoint's failure, the
@@ -132,10 +134,11 @@ public final class RuntimeWorker implements Worker {
      * moment never reaches the flags: adding multiples of 2<sup>32</sup> leaves the lower half as it is.
      *
      * <p>Progress reads it inside the guard, whose entry sees what the previous holder did (a
-     * SERIALIZED worker's send that queued locally on another thread). Only {@code CLOSE_REQUESTED}
-     * and an endpoint's failure come from threads outside the guard at any time; a failure is
-     * reported by the round that reads its bit, this one or the next, as before, and a close request
-     * by the call's {@link #exit}, which reads the word again as it leaves.
+     * SERIALIZED worker's send that queued locally on another thread). Only {@code CLOSE_REQUESTED},
+     * {@code KEEPALIVE_DUE} and an endpoint's failure come from threads outside the guard at any
+     * time; a failure or a keepalive is handled by the round that reads its bit, this one or the
+     * next, as before, and a close request by the call's {@link #exit}, which reads the word again as
+     * it leaves.
      */
     private volatile long state;
     /** Set by the first {@link #closeFromConduit}. */
@@ -814,6 +817,13 @@ public final class RuntimeWorker implements Worker {
                 failure = withSuppressed(failure, e);
             }
         }
+        if (has(KEEPALIVE_DUE)) {
+            try {
+                checkPeers(); // before the error handlers: a peer found dead here is reported in this round
+            } catch (RuntimeException e) {
+                failure = withSuppressed(failure, e);
+            }
+        }
         if (has(FAILURES_TO_REPORT)) {
             try {
                 reportFailures(d);
@@ -863,6 +873,34 @@ public final class RuntimeWorker implements Worker {
         }
         if (failure != null) throw failure;
         return sent;
+    }
+
+    /**
+     * Asks the next progress round to look at every endpoint's peer ({@link #checkPeers}): the
+     * Conduit's {@link Keepalive}, once per keepalive.interval, from its own thread. A worker with
+     * no endpoint is left alone.
+     */
+    void keepaliveDue() {
+        if (endpoints.length > 0 && !has(KEEPALIVE_DUE)) STATE.getAndBitwiseOr(this, KEEPALIVE_DUE);
+    }
+
+    /**
+     * The keepalive's round: asks each endpoint's transport whether its peer lives
+     * ({@link RuntimeEndpoint#checkPeer}); one found dead is failed, and its error handler called
+     * by this round. A probe that throws anything else keeps the others from nothing: its exception
+     * is thrown after them, as a transport's progress failure is.
+     */
+    private void checkPeers() {
+        STATE.getAndBitwiseAnd(this, ~KEEPALIVE_DUE);
+        RuntimeException failure = null;
+        for (RuntimeEndpoint ep : endpoints) {
+            try {
+                ep.checkPeer();
+            } catch (RuntimeException e) {
+                failure = withSuppressed(failure, e);
+            }
+        }
+        if (failure != null) throw failure;
     }
 
     void backlogChanged(int delta) {

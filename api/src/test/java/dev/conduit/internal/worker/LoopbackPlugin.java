@@ -92,6 +92,12 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile String refusesRegions;
     /** Run by each RMA call once it has the region's mapping, before it touches it. */
     volatile Runnable whileRma = () -> { };
+    /** When cleared, progress never reports a dead peer: only the keepalive probe can find it. */
+    volatile boolean reportsDeathInProgress = true;
+    /** When set, endpoints have a keepalive probe (checkPeer) that finds a dead peer; when not, it says it is not supported. */
+    volatile boolean probesPeers;
+    /** When set, the keepalive probe throws it: a plugin's own failure. */
+    volatile RuntimeException probeFault;
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
@@ -313,7 +319,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                     }
                 }
                 for (LoopbackEndpoint ep : endpoints) {
-                    if (ep.target.dead && !ep.reported && !ep.closed) {
+                    if (plugin.reportsDeathInProgress && ep.target.dead && !ep.reported && !ep.closed) {
                         ep.reported = true;
                         ep.events.peerFailed(new PeerFailedException("loopback peer " + ep.target.key + " died"));
                         events++;
@@ -433,6 +439,9 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile boolean closedDuringProgress;
         final AtomicLong trySends = new AtomicLong();
         final AtomicLong rmaCalls = new AtomicLong();
+        /** Calls of the keepalive probe, and the thread of the last one. */
+        final AtomicLong probes = new AtomicLong();
+        volatile Thread probedOn;
         /** What the last RMA call's region said of its mapping ({@link RemoteRegion#mayFault()}). */
         volatile boolean lastRegionMayFault;
 
@@ -473,6 +482,24 @@ final class LoopbackPlugin implements ConduitPlugin {
         @Override
         public long maxPayloadSize() {
             return owner.plugin.maxPayload;
+        }
+
+        @Override
+        public void checkPeer() {
+            owner.enter();
+            try {
+                probes.incrementAndGet();
+                probedOn = Thread.currentThread();
+                if (!owner.plugin.probesPeers) throw new dev.conduit.spi.NotSupportedException("loopback: no keepalive probe");
+                RuntimeException fault = owner.plugin.probeFault;
+                if (fault != null) throw fault;
+                if (target.dead && !reported) {
+                    reported = true;
+                    throw new PeerFailedException("loopback peer " + target.key + " found dead by the keepalive probe");
+                }
+            } finally {
+                owner.exit();
+            }
         }
 
         private MemorySegment local(RemoteRegion r) {

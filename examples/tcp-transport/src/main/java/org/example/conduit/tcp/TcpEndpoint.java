@@ -81,22 +81,37 @@ final class TcpEndpoint implements TransportEndpoint {
             fail(broken);
             return 1;
         }
-        int events = 0;
+        if (peerGone()) return 1;
+        if (!out.hasRemaining()) return 0;
         try {
-            probe.clear();
-            if (channel.read(probe) < 0) {
-                fail(new PeerFailedException("tcp: peer " + peer + " closed the connection (its worker closed or its process died)"));
-                return 1;
-            }
-            if (out.hasRemaining()) {
-                channel.write(out);
-                events++;
-            }
+            channel.write(out);
+            return 1;
         } catch (IOException e) {
             fail(new PeerFailedException("tcp: connection to " + peer + " broke: " + e.getMessage()));
             return 1;
         }
-        return events;
+    }
+
+    /**
+     * The runtime's keepalive probe (once per {@code keepalive.interval}): the look progress() takes
+     * at the connection, so that the runtime's keepalive notices a dead peer too.
+     */
+    @Override
+    public void checkPeer() {
+        if (failure != null || closed) return;
+        peerGone();
+    }
+
+    /** Reads the connection the peer never writes on: end of stream or an error means it is gone, and fails the endpoint. */
+    private boolean peerGone() {
+        try {
+            probe.clear();
+            if (channel.read(probe) >= 0) return false;
+            fail(new PeerFailedException("tcp: peer " + peer + " closed the connection (its worker closed or its process died)"));
+        } catch (IOException e) {
+            fail(new PeerFailedException("tcp: connection to " + peer + " broke: " + e.getMessage()));
+        }
+        return true;
     }
 
     private void fail(PeerFailedException cause) {
