@@ -104,18 +104,23 @@ public final class ConduitRuntime implements Conduit {
         RuntimeWorker worker = RuntimeWorker.open(mode, registry, config, sharedDirectory, imports, resources::unregister);
         try {
             resources.register(worker, worker::closeFromConduit);
-            startKeepalive();
-            return worker;
         } catch (IllegalStateException e) {
             Cleanup.run(e, worker::close); // the refusal is what the caller must read; a failing close is added to it
             throw e;
         }
+        try {
+            startKeepalive();
+        } catch (RuntimeException | Error e) { // no thread to be had (OutOfMemoryError): the worker is not handed out, so it goes
+            Cleanup.run(e, worker::close);
+            throw e;
+        }
+        return worker;
     }
 
     private synchronized void startKeepalive() {
         // None once the close took it: a worker registered just before the close began is closed by it, unmarked.
         if (keepalive != null || keepaliveStopped) return;
-        keepalive = new Keepalive(config.get(RuntimeKeys.KEEPALIVE_INTERVAL), each -> resources.forEachOpen(RuntimeWorker.class, each));
+        keepalive = new Keepalive(config.get(RuntimeKeys.KEEPALIVE_INTERVAL), resources);
     }
 
     /** The keepalive to stop, if one started; none starts after this. */

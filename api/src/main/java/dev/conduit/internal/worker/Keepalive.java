@@ -1,9 +1,11 @@
 package dev.conduit.internal.worker;
 
+import dev.conduit.internal.Resources;
+
+import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Consumer;
 
 /**
  * The runtime's keepalive, as UCP's over UCT's {@code ep_check}: once per {@code keepalive.interval}
@@ -12,7 +14,9 @@ import java.util.function.Consumer;
  * {@code TransportEndpoint.checkPeer}). One daemon thread per {@code Conduit}, started with its
  * first worker and stopped by its close. It only sets a flag in the worker's state word, which
  * progress reads anyway: a worker pays nothing between rounds, and the transports are called on
- * the worker's own progress thread, as its thread mode requires, never on this one.
+ * the worker's own progress thread, as its thread mode requires, never on this one. It holds
+ * what the {@code Conduit} opened only weakly, and ends once that is gone: a {@code Conduit}
+ * dropped without a close is not kept alive by it.
  */
 public final class Keepalive implements AutoCloseable {
 
@@ -21,7 +25,7 @@ public final class Keepalive implements AutoCloseable {
     private static final long CLOSE_WAIT_MILLIS = TimeUnit.SECONDS.toMillis(5);
 
     private final long intervalNanos;
-    private final Consumer<Consumer<RuntimeWorker>> workers;
+    private final WeakReference<Resources> opened;
     private final Thread thread;
     private volatile boolean closed;
 
@@ -29,11 +33,11 @@ public final class Keepalive implements AutoCloseable {
      * Starts the keepalive.
      *
      * @param interval how often the workers are marked
-     * @param workers  calls its argument with every open worker
+     * @param opened   what the {@code Conduit} opened, its workers among it
      */
-    public Keepalive(Duration interval, Consumer<Consumer<RuntimeWorker>> workers) {
+    public Keepalive(Duration interval, Resources opened) {
         this.intervalNanos = interval.toNanos();
-        this.workers = workers;
+        this.opened = new WeakReference<>(opened);
         this.thread = Thread.ofPlatform().daemon().name("conduit-keepalive").start(this::run);
     }
 
@@ -48,12 +52,20 @@ public final class Keepalive implements AutoCloseable {
             next += intervalNanos;
             if (next - System.nanoTime() < 0) next = System.nanoTime() + intervalNanos; // fell behind (a suspended JVM): no burst
             try {
-                workers.accept(RuntimeWorker::keepaliveDue);
+                if (!markWorkers()) return; // the Conduit was dropped unclosed, and collected
             } catch (RuntimeException e) {
                 // Marking sets a bit; nothing of it should throw. Were it to, the next interval tries again rather than end the keepalive.
                 LOG.log(System.Logger.Level.WARNING, "conduit keepalive: marking the workers failed; trying again next interval", e);
             }
         }
+    }
+
+    /** Marks every open worker; false once what the Conduit opened is gone. No reference to it outlives the call. */
+    private boolean markWorkers() {
+        Resources r = opened.get();
+        if (r == null) return false;
+        r.forEachOpen(RuntimeWorker.class, RuntimeWorker::keepaliveDue);
+        return true;
     }
 
     /** Stops the thread and waits for it to end. Idempotent. */

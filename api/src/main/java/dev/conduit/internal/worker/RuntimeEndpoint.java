@@ -72,7 +72,7 @@ final class RuntimeEndpoint implements Endpoint {
     /** Whether the transport may do zero-copy sends: until it says it does not ({@link TransportEndpoint#trySendEncoded}). */
     private boolean encodesInPlace = true;
     /** Cleared when the transport said it has no keepalive probe (checkPeer threw NotSupportedException): not asked again. */
-    private boolean probesPeer = true;
+    private volatile boolean probesPeer = true;
     /**
      * Where encoders write that do not write in place ({@link #encodeHere}): those of at most
      * {@value #ENCODED_HERE_UP_TO} bytes, all over a transport without zero-copy send, and those
@@ -375,21 +375,30 @@ final class RuntimeEndpoint implements Endpoint {
      * The keepalive's look at the peer ({@link TransportEndpoint#checkPeer}), unless this endpoint
      * is closed or failed, or its transport has no probe. A peer found dead fails the endpoint, as a
      * transport's report does; the worker's round calls the error handler. Called by the worker's
-     * progress, inside its guard, outside any transport's progress.
+     * progress, inside its guard, outside any transport's progress on this thread. The probe runs
+     * without this endpoint's lock, as {@code put} and {@code flush} do: a plugin whose probe takes
+     * a lock of its own under which its progress reports a failure (which takes this lock) would
+     * otherwise deadlock with it under {@code PASS_THROUGH}.
+     *
+     * @return whether the probe failed the endpoint now
      */
-    void checkPeer() {
+    boolean checkPeer() {
         lock();
         try {
-            if (!probesPeer || closed || failure != null) return;
-            try {
-                te.checkPeer();
-            } catch (PeerFailedException e) {
-                fail(e);
-            } catch (NotSupportedException e) {
-                probesPeer = false;
-            }
+            if (!probesPeer || closed || failure != null) return false;
         } finally {
             unlock();
+        }
+        try {
+            te.checkPeer();
+            return false;
+        } catch (PeerFailedException e) {
+            boolean first = failure == null;
+            fail(e);
+            return first;
+        } catch (NotSupportedException e) {
+            probesPeer = false;
+            return false;
         }
     }
 

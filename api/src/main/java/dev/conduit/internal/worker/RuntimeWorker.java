@@ -819,7 +819,7 @@ public final class RuntimeWorker implements Worker {
         }
         if (has(KEEPALIVE_DUE)) {
             try {
-                checkPeers(); // before the error handlers: a peer found dead here is reported in this round
+                events += checkPeers(); // before the error handlers: a peer found dead here is reported in this round
             } catch (RuntimeException e) {
                 failure = withSuppressed(failure, e);
             }
@@ -887,20 +887,28 @@ public final class RuntimeWorker implements Worker {
     /**
      * The keepalive's round: asks each endpoint's transport whether its peer lives
      * ({@link RuntimeEndpoint#checkPeer}); one found dead is failed, and its error handler called
-     * by this round. A probe that throws anything else keeps the others from nothing: its exception
-     * is thrown after them, as a transport's progress failure is.
+     * by this round, and counts as an event (an {@code await} that ran the round returns
+     * {@code true}). A probe that throws anything else keeps the others from nothing: its exception
+     * is thrown after them, as a transport's progress failure is, a fault on memory it maps
+     * ({@code InternalError}) as the {@code ConduitException} that names it.
+     *
+     * @return the endpoints the probes failed
      */
-    private void checkPeers() {
+    private int checkPeers() {
         STATE.getAndBitwiseAnd(this, ~KEEPALIVE_DUE);
+        int failed = 0;
         RuntimeException failure = null;
         for (RuntimeEndpoint ep : endpoints) {
             try {
-                ep.checkPeer();
+                if (ep.checkPeer()) failed++;
             } catch (RuntimeException e) {
                 failure = withSuppressed(failure, e);
+            } catch (InternalError e) {
+                failure = withSuppressed(failure, mappedMemoryFault(e, ep.transport()));
             }
         }
         if (failure != null) throw failure;
+        return failed;
     }
 
     void backlogChanged(int delta) {

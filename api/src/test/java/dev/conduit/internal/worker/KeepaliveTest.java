@@ -134,6 +134,56 @@ class KeepaliveTest {
         assertThat(te.probedOn.getName()).as("the thread of the probe").isEqualTo("conduit-confined-lo");
     }
 
+    /**
+     * An {@code await} that progresses the transports between its sleeps (none of them can sleep)
+     * and finds a dead peer through the keepalive returns {@code true}, having called the error
+     * handler: it slept on for its whole timeout, the failure counted as no work.
+     */
+    @Test
+    void anAwaitWhoseRoundFindsADeadPeerReturnsTrue() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 16, false).capabilities(dev.conduit.spi.Capability.RMA); // no WAKEUP
+        plugin.reportsDeathInProgress = false;
+        plugin.probesPeers = true;
+        Conduit conduit = conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        List<PeerFailedException> reported = new CopyOnWriteArrayList<>();
+        sender.connect(conduit.newWorker(ThreadMode.SINGLE).address(), (endpoint, cause) -> reported.add(cause));
+        plugin.transports.get(1).kill();
+
+        boolean work = false;
+        for (int i = 0; i < 100 && reported.isEmpty(); i++) work = sender.await(java.time.Duration.ofDays(1));
+
+        assertThat(reported).as("failures reported").hasSize(1);
+        assertThat(work).as("what the await that found the dead peer returned").isTrue();
+    }
+
+    /** A Conduit dropped without a close is not kept alive by its keepalive thread, which then ends. */
+    @Test
+    void aConduitDroppedUnclosedIsNotKeptAliveByItsKeepalive() throws InterruptedException {
+        Set<Thread> before = keepaliveThreads();
+        java.lang.ref.WeakReference<Conduit> dropped = dropAConduitWithAClosedWorker();
+        Set<Thread> started = keepaliveThreads();
+        started.removeAll(before);
+        assertThat(started).as("keepalive threads started by the dropped Conduit").hasSize(1);
+        Thread keepalive = started.iterator().next();
+
+        for (int i = 0; i < 600 && (dropped.get() != null || keepalive.isAlive()); i++) {
+            System.gc();
+            keepalive.join(100);
+        }
+
+        assertThat(dropped.get()).as("the dropped Conduit, after collections").isNull();
+        assertThat(keepalive.isAlive()).as("its keepalive thread alive after the Conduit was collected").isFalse();
+    }
+
+    private static java.lang.ref.WeakReference<Conduit> dropAConduitWithAClosedWorker() {
+        Conduit conduit = Conduit.builder().discoverPlugins(false).environment(java.util.Map.of())
+                .systemProperties(new java.util.Properties()).set("keepalive.interval", "1ms")
+                .addPlugin(new LoopbackPlugin("lo", 16, false)).build();
+        conduit.newWorker(ThreadMode.SINGLE).close();
+        return new java.lang.ref.WeakReference<>(conduit);
+    }
+
     /** The keepalive's thread starts with a Conduit's first worker and ends with its close. */
     @Test
     void theKeepalivesThreadStartsWithTheFirstWorkerAndEndsWithTheConduit() {
