@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -138,22 +139,35 @@ class ClosedMappingsTest {
         assertThat(closed.heldCount()).isEqualTo(3);
     }
 
+    /**
+     * The unmapper unmaps each range once its grace is over, oldest first, ends once nothing is held, and the next hold
+     * starts another. Each unmap waits for a permit the test gives: the test asserted that the thread was running right
+     * after two holds, and again after the third, with nothing to stop it from unmapping everything and ending first, so
+     * a test thread descheduled for the 50 ms grace (a loaded machine) saw no thread running.
+     */
     @Test
     void rangesAreUnmappedOldestFirstAfterTheGraceAndThenTheUnmapperThreadEnds() throws Exception {
         List<Long> unmapped = new CopyOnWriteArrayList<>();
-        ClosedMappings closed = new ClosedMappings(TimeUnit.MILLISECONDS.toNanos(50), 10, (address, length) -> unmapped.add(address));
+        Semaphore unmapsAllowed = new Semaphore(0);
+        ClosedMappings closed = new ClosedMappings(TimeUnit.MILLISECONDS.toNanos(50), 10, (address, length) -> {
+            unmapsAllowed.acquireUninterruptibly();
+            unmapped.add(address);
+        });
+        try {
+            closed.hold(1 << 12, 4096);
+            closed.hold(2 << 12, 4096);
+            assertThat(closed.unmapperRunning()).as("the unmapper, which cannot end before the test lets it unmap").isTrue();
 
-        closed.hold(1 << 12, 4096);
-        closed.hold(2 << 12, 4096);
-        assertThat(closed.unmapperRunning()).isTrue();
+            unmapsAllowed.release(2);
+            awaitUnmapperEnd(closed);
+            assertThat(unmapped).containsExactly(1L << 12, 2L << 12);
+            assertThat(closed.heldCount()).isZero();
 
-        awaitUnmapperEnd(closed);
-        assertThat(unmapped).containsExactly(1L << 12, 2L << 12);
-        assertThat(closed.heldCount()).isZero();
-        assertThat(closed.unmapperRunning()).as("the unmapper thread ends once nothing is held").isFalse();
-
-        closed.hold(3 << 12, 4096);
-        assertThat(closed.unmapperRunning()).as("and a new one starts with the next range").isTrue();
+            closed.hold(3 << 12, 4096);
+            assertThat(closed.unmapperRunning()).as("and a new one starts with the next range").isTrue();
+        } finally {
+            unmapsAllowed.release(Integer.MAX_VALUE / 2); // no unmapper thread stays waiting for a permit
+        }
     }
 
     @Test
@@ -173,12 +187,16 @@ class ClosedMappingsTest {
         assertThat(unmapped).containsExactly(2L << 12);
     }
 
-    /** Waits, at most ten seconds, until {@code closed} has no unmapper thread running. */
+    /**
+     * Waits until {@code closed} has no unmapper thread running, and fails if it still has one after a minute: a hang guard
+     * (the thread ends within a scheduling delay of its last range's grace), not a speed check.
+     */
     private static void awaitUnmapperEnd(ClosedMappings closed) throws InterruptedException {
-        long deadline = System.nanoTime() + 10_000_000_000L;
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
         while (closed.unmapperRunning() && System.nanoTime() - deadline < 0) {
             Thread.sleep(10);
         }
+        assertThat(closed.unmapperRunning()).as("the unmapper thread ended within the hang guard of a minute").isFalse();
     }
 
     /** Maps {@link #SIZE} bytes of a new memfd named {@code name} in {@code arena}, writes 7 at offset 0, and returns the address. */
@@ -196,9 +214,9 @@ class ClosedMappingsTest {
         return MemorySegment.ofAddress(address).reinterpret(SIZE);
     }
 
-    /** Whether the placeholder left {@code address} within ten seconds. */
+    /** Whether the placeholder left {@code address} within a minute: a hang guard over the grace of a second, not a speed check. */
     private static boolean placeholderGoneFrom(long address) throws Exception {
-        long deadline = System.nanoTime() + 10_000_000_000L;
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
         while (System.nanoTime() - deadline < 0) {
             String line = mappingAt(address);
             if (line == null || !line.contains(PLACEHOLDER)) return true;
