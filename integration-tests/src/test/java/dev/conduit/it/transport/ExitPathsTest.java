@@ -61,6 +61,9 @@ class ExitPathsTest {
             child.getOutputStream().flush();
             AtomicReference<Throwable> failure = new AtomicReference<>();
             Endpoint endpoint = worker.connect(WorkerAddress.fromBytes(HexFormat.of().parseHex(ready[1])), (ep, cause) -> failure.set(cause));
+            // Only now may the child end (a second later in mode return): connected before, this test sees it die.
+            child.getOutputStream().write("CONNECTED\n".getBytes(StandardCharsets.UTF_8));
+            child.getOutputStream().flush();
             assertThat(out.readLine()).isEqualTo("RUNNING");
             if (how.equals("oom")) {
                 endpoint.send(ExitingPeer.FATAL, MemorySegment.ofArray(new byte[8]));

@@ -22,7 +22,9 @@ import java.util.HexFormat;
  * handler throws {@code OutOfMemoryError}, which kills the progressing thread), {@code hook} (a
  * shutdown hook closes the Conduit on SIGTERM while the other thread progresses and awaits). Its
  * stdout: {@code ADDR <worker address> <region handle>}, then {@code RUNNING}; it reads the test
- * worker's address on stdin.
+ * worker's address on stdin, then a line the test writes once its own connect to this worker
+ * returned: in mode {@code return} this process exits a second after, and a test descheduled for
+ * that second between its address and its connect found the peer dead already, so its connect threw.
  */
 public final class ExitingPeer {
 
@@ -50,6 +52,7 @@ public final class ExitingPeer {
         WorkerAddress test = WorkerAddress.fromBytes(HexFormat.of().parseHex(in.readLine().trim()));
         Endpoint endpoint = worker.connect(test, (ep, cause) -> { });
         endpoint.send(1, MemorySegment.ofArray(new byte[8]));
+        in.readLine(); // the test's connect to this worker returned: this process may end now
         if (how.equals("hook")) Runtime.getRuntime().addShutdownHook(new Thread(conduit::close, "closes-conduit"));
         long end = System.nanoTime() + Duration.ofSeconds(1).toNanos();
         Thread.ofPlatform().name("progresses").start(() -> {
