@@ -766,7 +766,9 @@ class LoopbackTransportTest {
             java.util.concurrent.locks.LockSupport.parkNanos(200_000_000L);
             verbs.completeDelayed(); // while b sleeps in await
         });
-        boolean woken = b.transport.await(5_000_000_000L);
+        // A minute, a hang guard: the completion wakes the await as soon as the thread above gets a processor, which a
+        // loaded machine may delay (with 5 s, a thread kept off the processor that long failed the test as a lost wake-up).
+        boolean woken = b.transport.await(60_000_000_000L);
         late.join();
 
         assertThat(woken).as("await woken by the credit write's completion").isTrue();
@@ -888,12 +890,12 @@ class LoopbackTransportTest {
                 thrown.set(t);
             }
         });
-        boolean returned = waiter.join(Duration.ofSeconds(5));
+        boolean returned = waiter.join(Duration.ofMinutes(1)); // a hang guard: the await throws as soon as the thread runs
         int failedPolls = verbs.failedPolls();
         verbs.healPolls(); // lets an await that loops end, so that the workers can be closed
         waiter.join();
 
-        assertThat(returned).as("await returned within 5 s while every poll failed (%d polls failed)", failedPolls).isTrue();
+        assertThat(returned).as("await returned within a minute while every poll failed (%d polls failed)", failedPolls).isTrue();
         assertThat(failedPolls).as("polls that failed: the delivery of the gone peer's messages stops at the first").isEqualTo(1);
         assertThat(thrown.get()).as("what await threw: the poll's failure").isInstanceOf(ConduitException.class)
                 .hasMessageContaining("ibv_poll_cq(loop0 cq ").hasMessageContaining("returned -2");
