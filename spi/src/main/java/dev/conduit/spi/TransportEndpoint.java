@@ -144,7 +144,9 @@ public interface TransportEndpoint extends AutoCloseable {
      * {@link PeerFailedException} (or through {@link EndpointEvents#peerFailed}); a peer that
      * lives, or whose state this look cannot tell, returns normally. The runtime calls it for every
      * open endpoint that has not failed, at the worker's first {@code progress()} after each
-     * {@code keepalive.interval}, on that thread and outside {@link Transport#progress()}, so a
+     * {@code keepalive.interval} (or an {@code await} that progresses the transports between its
+     * sleeps), on that thread, not inside its {@link Transport#progress()} and holding no lock of the
+     * runtime's (in {@code MULTI}, other threads may be in {@code progress()} meanwhile), so a
      * transport need not keep a timer of its own to notice a dead peer it has nothing to send to or
      * receive from: the runtime fails the endpoint, as on every other report. It must not block: a
      * look that takes a round trip to the peer sends its probe here and reports the answer, or its
