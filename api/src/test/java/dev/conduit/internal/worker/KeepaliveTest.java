@@ -135,6 +135,57 @@ class KeepaliveTest {
     }
 
     /**
+     * Under {@code PASS_THROUGH} (a {@code MULTI} worker over a {@code MULTI} plugin) two threads
+     * progress one worker: one's transport progress reports a dead peer under a lock of the
+     * plugin's, while the other's keepalive round probes the same endpoint, which takes that lock.
+     * The report waits, holding it, until the probe has begun, so that the two meet in the order
+     * that deadlocked while the runtime probed under the endpoint's lock (the report's
+     * {@code peerFailed} takes that lock): both threads then stayed blocked for good.
+     */
+    @Test
+    void aProbeUnderThePluginsLockDoesNotDeadlockWithAReportUnderItOnAMultiWorker() throws InterruptedException {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 16, true);
+        plugin.probesPeers = true;
+        plugin.probeAndReportUnderOneLock = true;
+        Conduit conduit = conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.MULTI);
+        List<PeerFailedException> reported = new CopyOnWriteArrayList<>();
+        sender.connect(conduit.newWorker(ThreadMode.MULTI).address(), (endpoint, cause) -> reported.add(cause));
+        List<Throwable> thrown = new CopyOnWriteArrayList<>();
+        plugin.transports.get(1).kill();
+
+        List<Thread> threads = new java.util.ArrayList<>();
+        for (int t = 0; t < 2; t++) {
+            // Daemons: a deadlocked pair must not keep the test JVM alive.
+            threads.add(Thread.ofPlatform().daemon().name("progress-" + t).start(() -> {
+                try {
+                    for (long round = 0; reported.isEmpty() && round < Loopbacks.MAX_ROUNDS; round++) sender.progress();
+                } catch (Throwable e) {
+                    thrown.add(e);
+                }
+            }));
+        }
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(1); // a hang guard: a passing run joins at once
+        for (Thread thread : threads) thread.join(java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+        if (threads.stream().anyMatch(Thread::isAlive)) loopbacks.leaveOpen(conduit); // its close would wait on the deadlock
+
+        assertThat(threads).as("threads still in progress(), deadlocked: %s", stacks(threads)).noneMatch(Thread::isAlive);
+        assertThat(thrown).as("what progress() threw").isEmpty();
+        assertThat(plugin.transports.get(0).reportMetAProbe).as("a probe began while the report held the plugin's lock").isTrue();
+        assertThat(reported).singleElement().satisfies(cause -> assertThat(cause)
+                .hasRootCauseMessage("loopback peer " + plugin.transports.get(1).key + " died"));
+    }
+
+    private static String stacks(List<Thread> threads) {
+        StringBuilder text = new StringBuilder();
+        for (Thread thread : threads) {
+            text.append('\n').append(thread.getName()).append(" (").append(thread.getState()).append(')');
+            for (StackTraceElement frame : thread.getStackTrace()) text.append("\n\tat ").append(frame);
+        }
+        return text.toString();
+    }
+
+    /**
      * An {@code await} that progresses the transports between its sleeps (none of them can sleep)
      * and finds a dead peer through the keepalive returns {@code true}, having called the error
      * handler: it slept on for its whole timeout, the failure counted as no work.

@@ -98,6 +98,13 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean probesPeers;
     /** When set, the keepalive probe throws it: a plugin's own failure. */
     volatile RuntimeException probeFault;
+    /**
+     * When set, the transport takes a lock of its own ({@code LoopbackTransport.pluginLock}) around
+     * its probe and around its progress's report of a dead peer, and that report, holding it, waits
+     * (up to 30 s) for a probe to begin on another thread: the order of a plugin's locks against the
+     * runtime's that deadlocked a {@code MULTI} worker while the runtime probed under its endpoint's lock.
+     */
+    volatile boolean probeAndReportUnderOneLock;
     /** What was closed, in order: "endpoint#n" and "transport". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
@@ -219,6 +226,12 @@ final class LoopbackPlugin implements ConduitPlugin {
         final List<Long> sendersClosed = new CopyOnWriteArrayList<>();
         /** Calls of senderAddress(). */
         final AtomicLong senderAddressCalls = new AtomicLong();
+        /** The plugin's own lock of {@link LoopbackPlugin#probeAndReportUnderOneLock}. */
+        private final Object pluginLock = new Object();
+        /** Probes that began to take {@link #pluginLock}. */
+        private final AtomicLong probesBegun = new AtomicLong();
+        /** Whether a report under {@link #pluginLock} went on once a probe had begun, rather than after its 30 s. */
+        volatile boolean reportMetAProbe;
 
         LoopbackTransport(LoopbackPlugin plugin, TransportContext context) {
             this.plugin = plugin;
@@ -319,6 +332,13 @@ final class LoopbackPlugin implements ConduitPlugin {
                     }
                 }
                 for (LoopbackEndpoint ep : endpoints) {
+                    if (plugin.probeAndReportUnderOneLock) {
+                        if (plugin.reportsDeathInProgress && ep.target.dead && !ep.closed && ep.reportClaimed.compareAndSet(false, true)) {
+                            reportWhileAProbeWaits(ep);
+                            events++;
+                        }
+                        continue;
+                    }
                     if (plugin.reportsDeathInProgress && ep.target.dead && !ep.reported && !ep.closed) {
                         ep.reported = true;
                         ep.events.peerFailed(new PeerFailedException("loopback peer " + ep.target.key + " died"));
@@ -329,6 +349,18 @@ final class LoopbackPlugin implements ConduitPlugin {
             } finally {
                 inProgress = false;
                 exit();
+            }
+        }
+
+        /** {@link LoopbackPlugin#probeAndReportUnderOneLock}: the report, under the plugin's lock, once a probe waits for it. */
+        private void reportWhileAProbeWaits(LoopbackEndpoint ep) {
+            synchronized (pluginLock) {
+                ep.reported = true;
+                long begun = probesBegun.get();
+                long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+                while (probesBegun.get() == begun && System.nanoTime() - deadline < 0) Thread.onSpinWait();
+                reportMetAProbe = probesBegun.get() != begun;
+                ep.events.peerFailed(new PeerFailedException("loopback peer " + ep.target.key + " died"));
             }
         }
 
@@ -435,6 +467,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         final int number;
         final long connection;
         volatile boolean reported;
+        /** Claimed by the one progress that reports the peer's death under {@link LoopbackPlugin#probeAndReportUnderOneLock}. */
+        final java.util.concurrent.atomic.AtomicBoolean reportClaimed = new java.util.concurrent.atomic.AtomicBoolean();
         volatile boolean closed;
         volatile boolean closedDuringProgress;
         final AtomicLong trySends = new AtomicLong();
@@ -491,14 +525,25 @@ final class LoopbackPlugin implements ConduitPlugin {
                 probes.incrementAndGet();
                 probedOn = Thread.currentThread();
                 if (!owner.plugin.probesPeers) throw new dev.conduit.spi.NotSupportedException("loopback: no keepalive probe");
-                RuntimeException fault = owner.plugin.probeFault;
-                if (fault != null) throw fault;
-                if (target.dead && !reported) {
-                    reported = true;
-                    throw new PeerFailedException("loopback peer " + target.key + " found dead by the keepalive probe");
+                if (owner.plugin.probeAndReportUnderOneLock) {
+                    owner.probesBegun.incrementAndGet();
+                    synchronized (owner.pluginLock) {
+                        probeTarget();
+                    }
+                    return;
                 }
+                probeTarget();
             } finally {
                 owner.exit();
+            }
+        }
+
+        private void probeTarget() {
+            RuntimeException fault = owner.plugin.probeFault;
+            if (fault != null) throw fault;
+            if (target.dead && !reported) {
+                reported = true;
+                throw new PeerFailedException("loopback peer " + target.key + " found dead by the keepalive probe");
             }
         }
 
