@@ -1436,9 +1436,9 @@ class ShmTransportTest {
     }
 
     /**
-     * Fills {@code receiver}'s queue from a new sender whose heartbeat timeout is 300 ms, then lets
-     * the receiver sleep in await for five such timeouts, progressing only when await says there
-     * is work (as a caller of Worker.await does, and Worker.await does not between its slices), and
+     * Fills {@code receiver}'s queue from a new sender whose heartbeat timeout is the default 10 s,
+     * then lets the receiver sleep in await for 15 s, progressing only when await says there is
+     * work (as a caller of Worker.await does, and Worker.await does not between its slices), and
      * asserts that the blocked sender did not judge the receiver hung meanwhile.
      *
      * @return how many messages the blocked sender sent
@@ -1453,23 +1453,26 @@ class ShmTransportTest {
      * unread large messages fill first.
      */
     private int aSenderBlockedWhileItAwaits(Transport receiver, int payloadLength) {
-        Transport blocked = transport(new Received(), "posix.heartbeat.timeout", "300ms", "posix.liveness.interval", "1ms",
-                "posix.bounce.size", "64k");
+        // heartbeat.timeout stays at its default, 10 s: at 300 ms a receiver kept off the processor that long (a loaded
+        // machine, a GC pause) was judged hung, rightly by the sender's rules, though it beat whenever it ran.
+        Transport blocked = transport(new Received(), "posix.liveness.interval", "1ms", "posix.bounce.size", "64k");
         AtomicReference<PeerFailedException> failure = new AtomicReference<>();
         TransportEndpoint ep = connect(blocked, receiver, failure::set);
         int sent = 0;
         while (ep.trySend(2, MemorySegment.NULL, bytes(payloadLength, 2))) sent++;
-        // Not a measurement: long enough for the blocked sender's heartbeat verdict, five times. The sender checks on a
-        // thread of its own, as one in another process does: checked between the receiver's awaits, it always found a beat.
-        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500);
+        // Not a measurement: long enough for the blocked sender's heartbeat verdict on a receiver that does not beat while it
+        // sleeps, with 5 s to spare. The sender checks on a thread of its own, as one in another process does: checked
+        // between the receiver's awaits, it always found a beat.
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
         Thread sender = Thread.ofPlatform().start(() -> {
             while (System.nanoTime() - until < 0) {
                 blocked.progress();
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
             }
         });
-        while (System.nanoTime() - until < 0) {
-            if (receiver.await(TimeUnit.SECONDS.toNanos(1))) receiver.progress();
+        // Each await may last the rest of the window: one that sleeps it unbeaten is judged hung within it.
+        for (long left; (left = until - System.nanoTime()) > 0; ) {
+            if (receiver.await(left)) receiver.progress();
         }
         try {
             sender.join();
@@ -1504,15 +1507,17 @@ class ShmTransportTest {
      * is much shorter than the receiver's, and whose large message waits for room in its own
      * bounce ring (its earlier one lies unread behind the head), does not judge it hung. The
      * receiver used to sleep up to half its heartbeat.timeout between beats (here its liveness
-     * interval is an hour, so the caller's second): that sender failed it ("this connection's
-     * bounce ring stayed full and it made no progress for 300 ms").
+     * interval and heartbeat.timeout are an hour, so the caller's whole await): that sender failed
+     * it ("this connection's bounce ring stayed full and it made no progress for 300 ms", when
+     * its timeout was 300 ms and the awaits a second).
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aWorkerAwaitingARingBeatsForASenderWithAShorterHeartbeatTimeoutWaitingForRoomInItsBounceRing() {
         CountDownLatch mapped = new CountDownLatch(1);
         Received received = new Received();
-        Transport receiver = receiverWithALargeMessageWaitingForItsRing(received, mapped, "posix.liveness.interval", "1h");
+        Transport receiver = receiverWithALargeMessageWaitingForItsRing(received, mapped, "posix.liveness.interval", "1h",
+                "posix.heartbeat.timeout", "1h");
         int sent = aSenderBlockedWhileItAwaits(receiver, 40_000);
         assertThat(sent).as("large messages before the ring was full").isEqualTo(1);
         mapped.countDown();
