@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -20,7 +21,9 @@ class LayoutTest {
      * the magic was looked at once, before the fields, so a format that began after that look
      * gave fields half cleared ("layout version 0", "checksum does not match"), and the layout
      * was called damaged, with the remedy of a reset that was under way. The reader now sees
-     * either layout, or the device blank, never a damaged one.
+     * either layout, or the device blank, never a damaged one; only a read that waited
+     * {@link Layout#FORMAT_WAIT_MILLIS} for a format's end may say the owner kept rewriting it,
+     * which this owner, formatting back to back, does.
      */
     @Test
     void aReadThatAFormatOverlapsSeesALayoutNeverADamagedOne() throws Exception {
@@ -39,7 +42,12 @@ class LayoutTest {
             long reads = 0;
             while (owner.isAlive()) {
                 reads++;
-                switch (Layout.read(metadata)) {
+                long began = System.nanoTime();
+                Layout.Found found = Layout.read(metadata);
+                boolean waitedForTheFormat = System.nanoTime() - began >= TimeUnit.MILLISECONDS.toNanos(Layout.FORMAT_WAIT_MILLIS);
+                switch (found) {
+                    // A read that a loaded machine kept off the processor that long finds the owner still rewriting, and says so.
+                    case Layout.Damaged(String reason) when waitedForTheFormat && reason.startsWith("its owner kept rewriting it") -> { }
                     case Layout.Damaged(String reason) -> damaged.add(reason);
                     // Each format writes layout id 0x2222 with an even generation, 0x1111 with an odd one.
                     case Layout.Valid(Layout.Header h) when (h.layoutId() == 0x2222) != (h.generation() % 2 == 0) -> torn.add(h);
