@@ -121,8 +121,13 @@ final class DevdaxImporter implements IpcImporter {
         Header header = switch (Layout.read(first)) {
             case Layout.Valid(Header valid) -> valid;
             case Layout.Blank() -> throw new ConduitException("cannot import from device " + device.describe() + ": it holds no "
-                    + "devdax layout, so no provider allocated from it since it was last wiped. Does "
-                    + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " lead this process to the producer's device?");
+                    + "devdax layout, so no provider allocated from it since it was last wiped, or a provider starting on it is "
+                    + "writing a new one now, which forgets every allocation made before. Does " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
+                    + " lead this process to the producer's device?");
+            case Layout.BeingWritten(String reason) -> throw new ConduitException("cannot import from device " + device.describe()
+                    + ": its owner was writing a new devdax layout on it while this process read it (" + reason + "). A new layout "
+                    + "forgets every allocation of the old one, so an export made before it does not import any more: ask the "
+                    + "producer for a new one once its provider has started");
             case Layout.Damaged(String reason) -> throw new ConduitException("cannot import from device " + device.describe()
                     + ": its devdax layout is damaged (" + reason + "); its owner rewrites it when it next opens with "
                     + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset");

@@ -178,6 +178,7 @@ final class DevdaxProbe {
                 case Layout.Valid(Layout.Header header) -> "layout generation " + header.generation() + " (id "
                         + Long.toHexString(header.layoutId()) + ")";
                 case Layout.Blank() -> "no layout yet";
+                case Layout.BeingWritten(String reason) -> "a layout its owner is writing (" + reason + ")";
                 case Layout.Damaged(String reason) -> "damaged layout (" + reason + "): a provider opened with "
                         + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset rewrites it";
             };

@@ -142,7 +142,7 @@ final class DevdaxProvider implements MemoryProvider {
             try {
                 Mapper.Mapped mapped = mapMetadata(libc, device, geometry, arena);
                 SecureRandom random = new SecureRandom();
-                Start start = start(mapped.segment(), geometry, onStart, device, random);
+                Start start = start(Layout.read(mapped.segment()), mapped.segment(), geometry, onStart, device, random);
                 DevdaxProvider provider = new DevdaxProvider(libc, device, geometry, start, mapped, arena, random);
                 context.logger().log(INFO, () -> provider + ": " + device.size() + " bytes, alignment " + alignment + ", "
                         + mapped.describe() + ", generation " + start.generation() + ", " + start.what());
@@ -205,11 +205,12 @@ final class DevdaxProvider implements MemoryProvider {
      * @param what    for the log: formatted, reset or recovered
      * @param dropped table entries cleared because they cannot describe an allocation
      */
-    private record Start(long layoutId, long generation, List<Entry> adopted, long next, String what, List<String> dropped) {
+    record Start(long layoutId, long generation, List<Entry> adopted, long next, String what, List<String> dropped) {
     }
 
-    private static Start start(MemorySegment metadata, Geometry geometry, OnStart onStart, Device device, SecureRandom random) {
-        Layout.Found found = Layout.read(metadata);
+    /** What the start of an owner does with {@code found}, the layout read from {@code metadata}, the device's first unit(s). */
+    static Start start(Layout.Found found, MemorySegment metadata, Geometry geometry, OnStart onStart, Device device,
+                       SecureRandom random) {
         String remedy = ". To discard its allocations and write a new layout, open it once with "
                 + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset";
         return switch (found) {
@@ -255,7 +256,20 @@ final class DevdaxProvider implements MemoryProvider {
                 Layout.format(metadata, geometry, id, 1);
                 yield new Start(id, 1, List.of(), geometry.dataOffset(), "reset: a damaged layout (" + reason + ") was replaced", List.of());
             }
+            // Under this provider's lock only a provider that reached the device through another node writes it.
+            case Layout.BeingWritten(String reason) -> throw new ConduitException("cannot start on device " + device.describe()
+                    + ": another process was writing a layout on it while this provider, holding the device's lock, read it ("
+                    + reason + "): another devdax provider, which reached the device through another device node (the flock is per "
+                    + "node: a node made with mknod, as docker run --device does, is another inode), is starting on it. "
+                    + onePerDevice(device));
         };
+    }
+
+    /** What to do when two providers reach one device through two nodes. */
+    private static String onePerDevice(Device device) {
+        return "Run one provider per device: close one of them, and let every process that allocates from the device reach it "
+                + "through one node (bind-mount the host's /dev/daxX.Y instead of --device) or give each its own device ("
+                + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")";
     }
 
     private static long nonZero(SecureRandom random) {
@@ -536,9 +550,7 @@ final class DevdaxProvider implements MemoryProvider {
                 + "it at generation " + generation + (sameLayout ? "" : " of layout " + Long.toHexString(layoutId))
                 + ". The other provider reached the device through another device node (the flock is per node: a node made with "
                 + "mknod, as docker run --device does, is another inode) and started over it (reset, or recover of what it found), so memory this provider "
-                + "handed out may be handed out again there. Run one provider per device: close one of them, and let every process "
-                + "that allocates from the device reach it through one node (bind-mount the host's /dev/daxX.Y instead of "
-                + "--device) or give each its own device (" + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")";
+                + "handed out may be handed out again there. " + onePerDevice(device);
     }
 
     /** How chunks are mapped: {@code MAP_SHARED_VALIDATE|MAP_SYNC}, or {@code MAP_SHARED} and why not sync. */

@@ -137,7 +137,7 @@ final class Layout {
     }
 
     /** What the start of a device holds. */
-    sealed interface Found permits Blank, Damaged, Valid {
+    sealed interface Found permits Blank, Damaged, BeingWritten, Valid {
     }
 
     /** No layout: the magic is absent (a new device, or one a format was interrupted on). */
@@ -146,6 +146,14 @@ final class Layout {
 
     /** Something with the magic that is not a layout this plugin can use, and why. */
     record Damaged(String reason) implements Found {
+    }
+
+    /**
+     * A layout its owner was writing while it was read, and had not finished after
+     * {@value #FORMAT_WAIT_MILLIS} ms: neither blank nor damaged, and read again once the owner
+     * has started. (An owner may take seconds: its format writes 16 bytes per allocation unit.)
+     */
+    record BeingWritten(String reason) implements Found {
     }
 
     record Valid(Header header) implements Found {
@@ -161,12 +169,18 @@ final class Layout {
      * as a seqlock's readers copy between two looks at its sequence, and checked in the copy: a
      * copy either changed under (a format clears the magic, and every owner's start, a format's
      * too, moves the generation, so one that came and went between the looks is seen) is not trusted, and the format's end is waited for (up to
-     * {@value #FORMAT_WAIT_MILLIS} ms; then the device holds no layout, or a writer that never
-     * finishes, and says so). A copy found damaged is taken again, because a whole format may
-     * have passed between the two looks; damage is reported once two copies in a row are the same
-     * bytes.
+     * {@value #FORMAT_WAIT_MILLIS} ms; then it is {@link BeingWritten}). A header whose magic is
+     * absent at the first look is {@link Blank}: that look cannot tell a format under way from a
+     * device never formatted, or one whose format was interrupted. A copy found damaged is taken
+     * again, because a whole format may have passed between the two looks; damage is reported
+     * once two copies in a row are the same bytes.
      */
     static Found read(MemorySegment metadata) {
+        return read(metadata, () -> { });
+    }
+
+    /** {@link #read(MemorySegment)}, running {@code afterCopy} between each copy and the second look: tests write there. */
+    static Found read(MemorySegment metadata, Runnable afterCopy) {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FORMAT_WAIT_MILLIS);
         boolean formatSeen = false;
         MemorySegment copy = MemorySegment.ofArray(new long[(int) (TABLE_OFFSET / Long.BYTES)]);
@@ -174,19 +188,21 @@ final class Layout {
         while (true) {
             boolean late = System.nanoTime() - deadline > 0;
             if (magic(metadata) != MAGIC) {
-                if (!formatSeen || late) return new Blank();
+                if (!formatSeen) return new Blank();
+                if (late) {
+                    return new BeingWritten("its owner began writing a new layout while it was read, and had not finished after "
+                            + FORMAT_WAIT_MILLIS + " ms");
+                }
                 LockSupport.parkNanos(REREAD_PAUSE_NANOS);
                 continue;
             }
             long generation = generation(metadata);
             MemorySegment.copy(metadata, 0, copy, 0, TABLE_OFFSET);
+            afterCopy.run();
             VarHandle.loadLoadFence(); // the copy's loads come before the second look at the magic
             if (magic(metadata) != MAGIC || generation(metadata) != generation) {
                 // A format began, or one came and went (the magic back, the generation not: every owner's start moves it).
-                if (late) {
-                    return new Damaged("its owner kept rewriting it while it was read for " + FORMAT_WAIT_MILLIS
-                            + " ms; read it again once the owner has started");
-                }
+                if (late) return new BeingWritten("its owner kept rewriting it while it was read for " + FORMAT_WAIT_MILLIS + " ms");
                 formatSeen = true;
                 continue;
             }

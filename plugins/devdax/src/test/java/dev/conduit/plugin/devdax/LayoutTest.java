@@ -4,6 +4,7 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -22,8 +23,8 @@ class LayoutTest {
      * gave fields half cleared ("layout version 0", "checksum does not match"), and the layout
      * was called damaged, with the remedy of a reset that was under way. The reader now sees
      * either layout, or the device blank, never a damaged one; only a read that waited
-     * {@link Layout#FORMAT_WAIT_MILLIS} for a format's end may say the owner kept rewriting it,
-     * which this owner, formatting back to back, does.
+     * {@link Layout#FORMAT_WAIT_MILLIS} for a format's end may say the layout is being written,
+     * which this owner, formatting back to back, keeps doing.
      */
     @Test
     void aReadThatAFormatOverlapsSeesALayoutNeverADamagedOne() throws Exception {
@@ -47,7 +48,8 @@ class LayoutTest {
                 boolean waitedForTheFormat = System.nanoTime() - began >= TimeUnit.MILLISECONDS.toNanos(Layout.FORMAT_WAIT_MILLIS);
                 switch (found) {
                     // A read that a loaded machine kept off the processor that long finds the owner still rewriting, and says so.
-                    case Layout.Damaged(String reason) when waitedForTheFormat && reason.startsWith("its owner kept rewriting it") -> { }
+                    case Layout.BeingWritten(String reason) when waitedForTheFormat -> { }
+                    case Layout.BeingWritten(String reason) -> damaged.add("being written, before the wait was over: " + reason);
                     case Layout.Damaged(String reason) -> damaged.add(reason);
                     // Each format writes layout id 0x2222 with an even generation, 0x1111 with an odd one.
                     case Layout.Valid(Layout.Header h) when (h.layoutId() == 0x2222) != (h.generation() % 2 == 0) -> torn.add(h);
@@ -61,13 +63,46 @@ class LayoutTest {
         }
     }
 
+    /**
+     * A format that begins under a read (the magic cleared between the copy and the second look)
+     * and does not end within {@link Layout#FORMAT_WAIT_MILLIS} is a layout being written, not a
+     * blank device: read as blank, an importer was told the device holds no layout and asked
+     * whether its device table leads it to the producer's device, which sent it the wrong way.
+     */
+    @Test
+    void aFormatThatBeganUnderAReadAndDoesNotEndIsBeingWritten() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
+            Layout.format(metadata, GEOMETRY, 0x1111, 1);
+            Layout.Found found = Layout.read(metadata, () -> metadata.set(ValueLayout.JAVA_LONG, Layout.OFFSET_MAGIC, 0L));
+            assertThat(found).isEqualTo(new Layout.BeingWritten("its owner began writing a new layout while it was read, and had not "
+                    + "finished after " + Layout.FORMAT_WAIT_MILLIS + " ms"));
+        }
+    }
+
+    /**
+     * An owner whose starts come and go between every copy and its second look (the generation
+     * moves each time) is rewriting the layout: after {@link Layout#FORMAT_WAIT_MILLIS} that is
+     * what the read says, not damage, whose remedy (a reset) would be wrong for it.
+     */
+    @Test
+    void anOwnerThatKeepsRewritingTheLayoutIsWritingIt() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
+            Layout.format(metadata, GEOMETRY, 0x1111, 1);
+            Layout.Found found = Layout.read(metadata, () -> Layout.writeGeneration(metadata, Layout.generation(metadata) + 1));
+            assertThat(found).isEqualTo(new Layout.BeingWritten("its owner kept rewriting it while it was read for "
+                    + Layout.FORMAT_WAIT_MILLIS + " ms"));
+        }
+    }
+
     /** Damage that stays is reported as damage, after one more read: the retry is for a format under way, not for this. */
     @Test
     void aHeaderDamagedForGoodIsStillDamaged() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
             Layout.format(metadata, GEOMETRY, 0x1111, 1);
-            metadata.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, Layout.OFFSET_SIZE, 3 * 4096L);
+            metadata.set(ValueLayout.JAVA_LONG_UNALIGNED, Layout.OFFSET_SIZE, 3 * 4096L);
             assertThat(Layout.read(metadata)).isEqualTo(new Layout.Damaged("the header's checksum does not match its contents"));
         }
     }

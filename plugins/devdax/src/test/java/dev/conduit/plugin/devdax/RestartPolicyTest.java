@@ -47,6 +47,34 @@ class RestartPolicyTest {
         return (DevdaxProvider) plugin.openMemoryProvider(Fixtures.device("pmem0", device, all));
     }
 
+    /**
+     * A layout being written while the starting owner, holding the device's lock, reads it is
+     * another provider's start, through another device node: neither mode writes over it (reset
+     * wrote a new layout over a read that gave up, and recover one over a device it took for
+     * blank); both refuse, naming it and the remedy, and leave the device as it is.
+     */
+    @Test
+    void aLayoutAnotherProviderIsWritingIsNotWrittenOverInEitherMode() {
+        Layout.Geometry geometry = Layout.Geometry.of(32 * MIB, UNIT);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined();
+             Device opened = Device.open(dev.conduit.linux.Linux.libc(), "pmem0", device, true, Sysfs.SYSTEM)) {
+            java.lang.foreign.MemorySegment metadata = arena.allocate(geometry.dataOffset(), 4096);
+            Layout.format(metadata, geometry, 0x1111, 7);
+            Layout.Found before = Layout.read(metadata);
+            for (DevdaxConfig.OnStart mode : DevdaxConfig.OnStart.values()) {
+                assertThatThrownBy(() -> DevdaxProvider.start(new Layout.BeingWritten("what the read found"), metadata, geometry, mode,
+                        opened, new java.security.SecureRandom()))
+                        .as("start with %s", mode)
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("another process was writing a layout on it while this provider, holding the device's lock, "
+                                + "read it (what the read found)")
+                        .hasMessageContaining("reached the device through another device node")
+                        .hasMessageContaining("Run one provider per device");
+                assertThat(Layout.read(metadata)).as("the layout after a start with %s", mode).isEqualTo(before);
+            }
+        }
+    }
+
     @Test
     void recoverReadoptsTheAllocationsOfAnOwnerThatDidNotClose() {
         DevdaxProvider crashed = open("reset");
