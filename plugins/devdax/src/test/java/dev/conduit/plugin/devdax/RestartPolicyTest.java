@@ -49,9 +49,9 @@ class RestartPolicyTest {
 
     /**
      * A layout being written while the starting owner, holding the device's lock, reads it is
-     * another provider's start, through another device node: neither mode writes over it (reset
-     * wrote a new layout over a read that gave up, and recover one over a device it took for
-     * blank); both refuse, naming it and the remedy, and leave the device as it is.
+     * another provider's start, through another device node: neither mode writes over it (a read
+     * that gave up took it for blank, over which either mode wrote a new layout, or for damaged,
+     * which reset replaced); both refuse, naming it and the remedy, and leave the device as it is.
      */
     @Test
     void aLayoutAnotherProviderIsWritingIsNotWrittenOverInEitherMode() {
