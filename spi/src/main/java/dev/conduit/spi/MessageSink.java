@@ -16,6 +16,10 @@ import java.lang.foreign.MemorySegment;
  * ({@code asReadOnly()}, made once): the application's {@code Message.payloadBuffer()} is then the
  * segment itself; from a writable one the runtime makes a read-only view, once per segment in a
  * row.
+ *
+ * <p>The application's handler runs inside the call, and may call back into the transport that is
+ * delivering: a send on one of its endpoints, a connect, {@link Transport#senderAddress}
+ * ({@link Transport#progress()} says which calls come, and which never do).
  */
 public interface MessageSink {
 

@@ -40,6 +40,14 @@ public interface Transport extends AutoCloseable {
      * Makes progress: delivers received messages to the {@link MessageSink}, completes outstanding
      * operations, detects dead peers. Never blocks.
      *
+     * <p>It is re-entered: the application's handlers run inside {@code MessageSink.onMessage}, on
+     * this thread, and an answering handler calls {@link #connect}, {@link #senderAddress} and its
+     * endpoints' {@code trySend}, {@code trySendEncoded} and RMA operations before {@code onMessage}
+     * returns. So deliver from state those calls leave consistent: no iterator they invalidate, no
+     * lock of the plugin's held across the sink that they take (unless it is re-entrant). The
+     * runtime never calls this transport's {@code progress}, {@code await} or {@code close} from
+     * inside it, and closes an endpoint a handler closed only once this call has returned.
+     *
      * @return the number of events handled (0 when there was nothing to do)
      */
     int progress();
