@@ -145,9 +145,13 @@ public interface TransportEndpoint extends AutoCloseable {
      * lives, or whose state this look cannot tell, returns normally. The runtime calls it for every
      * open endpoint that has not failed, at the worker's first {@code progress()} after each
      * {@code keepalive.interval} (or an {@code await} that progresses the transports between its
-     * sleeps), on that thread, not inside its {@link Transport#progress()} and holding no lock of the
-     * runtime's (in {@code MULTI}, other threads may be in {@code progress()} meanwhile), so a
-     * transport need not keep a timer of its own to notice a dead peer it has nothing to send to or
+     * sleeps), on that thread, not inside its {@link Transport#progress()} and without the lock the
+     * runtime keeps for this endpoint, but inside the worker's thread-mode guard, as every call: a
+     * plugin that declares {@code SERIALIZED} and not {@code MULTI} is never probed while another
+     * thread is in its {@code progress()} (a {@code MULTI} worker over it holds the runtime's lock
+     * for the probe); only in a {@code MULTI} worker over a plugin that declares {@code MULTI} may
+     * other threads be in {@code progress()} or sending meanwhile. So a transport need not keep a
+     * timer of its own to notice a dead peer it has nothing to send to or
      * receive from: the runtime fails the endpoint, as on every other report. It must not block: a
      * look that takes a round trip to the peer sends its probe here and reports the answer, or its
      * absence, from a later {@code checkPeer} or {@code progress()}.
