@@ -134,7 +134,17 @@ public interface TransportEndpoint extends AutoCloseable {
         throw new NotSupportedException("this transport has no atomics (capability ATOMICS)");
     }
 
-    /** Returns when every RMA operation issued before it is complete at the target. */
+    /**
+     * Returns when every RMA operation issued before it is complete at the target. It waits, polling
+     * what tells this endpoint's operations complete (verbs: its send queue's completions), but
+     * delivers nothing to the {@link MessageSink}, whose messages come only inside
+     * {@link Transport#progress()}. It runs inside the worker's thread-mode guard, so in a
+     * {@code MULTI} worker over a plugin that does not declare {@code MULTI} every other thread of
+     * the worker waits for it.
+     *
+     * @throws PeerFailedException when the peer is found dead before the operations complete; the
+     *                             runtime fails the endpoint, as on any report
+     */
     default void flush() {
     }
 
