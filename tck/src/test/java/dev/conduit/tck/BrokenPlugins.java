@@ -184,6 +184,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Throws from trySend when the peer's queue is full, instead of returning false. */
+    public static final class ThrowsWhenFull extends LoopbackPlugin {
+        @Override
+        boolean throwsWhenFull() {
+            return true;
+        }
+    }
+
     /** Drops, when an endpoint closes, what it sent that the peer has not read yet. */
     public static final class DropsOnEndpointClose extends LoopbackPlugin {
         @Override
@@ -1055,6 +1063,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new NeverRefuses();
+        }
+    }
+
+    public static final class ThrowsWhenFullSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ThrowsWhenFull();
         }
     }
 

@@ -99,6 +99,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** Whether trySend throws, rather than returns false, when the receiver's queue is full. */
+    boolean throwsWhenFull() {
+        return false;
+    }
+
     /** How many bytes of messages a transport's queue holds before trySend refuses. */
     long queueBytes() {
         return QUEUE_BYTES;
@@ -426,7 +431,10 @@ public class LoopbackPlugin implements ConduitPlugin {
             if (closed) throw new IllegalStateException("loopback endpoint is closed");
             if (!connects()) return false;
             Message m = new Message(id, header.toArray(ValueLayout.JAVA_BYTE), payload.toArray(ValueLayout.JAVA_BYTE), connection, from);
-            if (!target.hasRoomFor(m)) return false;
+            if (!target.hasRoomFor(m)) {
+                if (throwsWhenFull()) throw new IllegalStateException("loopback: queue full");
+                return false;
+            }
             if (keeps(sequence++)) enqueue(this, m);
             return true;
         }

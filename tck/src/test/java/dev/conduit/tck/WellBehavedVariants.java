@@ -47,6 +47,17 @@ final class WellBehavedVariants {
      * then says "not supported" with the same reason: honest, as memfd on a read-only shared
      * directory is.
      */
+    /**
+     * Finds a dead peer only when the keepalive probe asks (checkPeer), never in progress(): the SPI
+     * lets a transport rely on the runtime's keepalive rather than a timer of its own.
+     */
+    public static final class FindsDeathOnlyByProbe extends LoopbackPlugin {
+        @Override
+        boolean reportsPeerDeath() {
+            return false;
+        }
+    }
+
     public static final class RulesTransportOutHonestly extends LoopbackPlugin {
         static final String WHY = "no transport here: the shared directory is read-only";
 

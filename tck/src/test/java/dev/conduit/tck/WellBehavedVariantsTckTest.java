@@ -44,6 +44,18 @@ class WellBehavedVariantsTckTest {
         }
     }
 
+    /**
+     * Finds a dead peer only through its keepalive probe: the tests of a peer that goes away pass,
+     * through the probe the runtime's keepalive asks (and the transport suite asks as it would).
+     */
+    @Nested
+    class FindsDeathOnlyByProbeTransport extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new WellBehavedVariants.FindsDeathOnlyByProbe();
+        }
+    }
+
     /** Names senders and gives their addresses: the tests of answering a message are run, not aborted. */
     @Nested
     class NamesSendersTransport extends TransportContract {
