@@ -64,8 +64,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * opened is closed, and once more after; one still running then fails the test with its stack.
  *
  * <p>Every thread the plugin started during a test must end once what the test opened is closed
- * ({@code close} stops them): one still alive {@link #progressGuard()} (at least 5 s) after the close fails the
- * test, named with its daemon status and its stack. The test method runs on a thread of a thread
+ * ({@code close} stops them): one still alive {@link #progressGuard()} (at least 5 s; 5 s in the
+ * suite's tests after one that left a thread) after the close fails the test, named with its daemon
+ * status and its stack. The test method runs on a thread of a thread
  * group of its own, which every thread started from it inherits, the plugin's and the runtime's,
  * and their threads' threads: so the TCK tells them from the JDK's (in the JDK's own groups, or
  * the common pool's), JUnit's and those of other tests running in the same JVM (in theirs).
@@ -183,10 +184,13 @@ public abstract class PluginContract {
             Duration threadsEnding = threadsEndingBound();
             List<Thread> left = threadsTheTestStartedStillAlive(threadsEnding);
             if (!left.isEmpty()) {
+                boolean first = SUITES_THAT_LEFT_THREADS.add(getClass());
                 failure = add(failure, new AssertionError(left.size() + " thread(s) started during the test (by the plugin, or by the "
                         + "runtime for it) still alive " + threadsEnding + " after everything the test opened was closed: close() stops "
                         + "every thread the plugin started, and its threads are daemon threads (one left running keeps the "
-                        + "application's JVM from exiting):" + left.stream().map(PluginContract::describe).collect(Collectors.joining())));
+                        + "application's JVM from exiting)" + (first && threadsEnding.compareTo(THREADS_ENDING_AT_LEAST) > 0
+                        ? " (the suite's later tests wait " + THREADS_ENDING_AT_LEAST + " for threads to end, not " + threadsEnding + ")" : "")
+                        + ":" + left.stream().map(PluginContract::describe).collect(Collectors.joining())));
             }
             Set<String> after = listing(sharedDirectory);
             after.removeAll(filesBefore);
@@ -234,12 +238,19 @@ public abstract class PluginContract {
      * How long the check after a test waits for the threads the test started to end: {@link
      * #progressGuard()}, and never less than {@link #THREADS_ENDING_AT_LEAST}, for threads end on
      * their own a while after a close (conduit-linux's {@code conduit-unmapper} a second after the
-     * last unmap) whatever guard a suite sets against hangs.
+     * last unmap) whatever guard a suite sets against hangs. Once a test of this suite left a thread
+     * running, the later ones wait {@link #THREADS_ENDING_AT_LEAST} only: a plugin that leaks one in
+     * every test cost every test the whole guard (a minute by default), and a suite of thirty half
+     * an hour, for a failure the first one had already named.
      */
     private Duration threadsEndingBound() {
         Duration guard = progressGuard();
-        return guard.compareTo(THREADS_ENDING_AT_LEAST) < 0 ? THREADS_ENDING_AT_LEAST : guard;
+        if (guard.compareTo(THREADS_ENDING_AT_LEAST) < 0 || SUITES_THAT_LEFT_THREADS.contains(getClass())) return THREADS_ENDING_AT_LEAST;
+        return guard;
     }
+
+    /** The suites one of whose tests left a thread of the plugin's running ({@link #threadsEndingBound()}). */
+    private static final Set<Class<?>> SUITES_THAT_LEFT_THREADS = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /** The least {@link #threadsEndingBound()} waits: a second of conduit-unmapper's grace, with room for a loaded machine. */
     static final Duration THREADS_ENDING_AT_LEAST = Duration.ofSeconds(5);

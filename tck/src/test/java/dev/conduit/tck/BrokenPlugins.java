@@ -527,11 +527,21 @@ final class BrokenPlugins {
      */
     public static final class LeavesAThreadRunning extends LoopbackPlugin {
         static final String THREAD_NAME = "tck-fixture-housekeeping-";
+        /** Its threads run until this is counted down. */
+        private final CountDownLatch release;
+
+        public LeavesAThreadRunning() {
+            this(RELEASE_LEFT_THREADS);
+        }
+
+        LeavesAThreadRunning(CountDownLatch release) {
+            this.release = release;
+        }
 
         @Override
         LoopbackTransport newTransport(long id, MessageSink sink) {
             Thread housekeeping = new Thread(() -> {
-                while (RELEASE_LEFT_THREADS.getCount() > 0) LockSupport.parkNanos(1_000_000);
+                while (release.getCount() > 0) LockSupport.parkNanos(1_000_000);
             }, THREAD_NAME + id);
             housekeeping.start();
             return super.newTransport(id, sink);
@@ -1345,6 +1355,24 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new LeavesAThreadRunning();
+        }
+    }
+
+    /**
+     * {@link LeavesAThreadRunning} under a guard of 8 s, above the 5 s the check always waits, with
+     * threads that only its own test releases.
+     */
+    public static final class LeavesAThreadRunningUnderALongGuardSuite extends LoopbackSuite {
+        static final CountDownLatch RELEASE = new CountDownLatch(1);
+
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LeavesAThreadRunning(RELEASE);
+        }
+
+        @Override
+        protected Duration progressGuard() {
+            return Duration.ofSeconds(8);
         }
     }
 

@@ -242,6 +242,31 @@ class TckCatchesBrokenPluginsTest {
         }
     }
 
+    /**
+     * A plugin that leaves a thread running in every test costs the suite its whole guard once: the
+     * tests after the first that did wait the 5 s the check always waits, and the first one says
+     * so. Each test waited the whole guard, a minute by default: half an hour for a suite.
+     */
+    @Test
+    void aSuiteWaitsItsWholeGuardForThreadsLeftRunningOnceThenFiveSeconds() {
+        Class<?> suite = BrokenPlugins.LeavesAThreadRunningUnderALongGuardSuite.class;
+        try {
+            List<String> messages = EngineTestKit.engine("junit-jupiter")
+                    .selectors(selectMethod(suite, "awaitSleepsUntilSignalledOrAMessageArrives"),
+                            selectMethod(suite, "publishesASmallAddressAndConnects"))
+                    .execute().testEvents().failed().list().stream()
+                    .map(e -> e.getPayload(org.junit.platform.engine.TestExecutionResult.class).orElseThrow().getThrowable()
+                            .orElseThrow().getMessage())
+                    .toList();
+            assertThat(messages).as("failures of the two tests").hasSize(2);
+            assertThat(messages).filteredOn(m -> m.contains("still alive PT8S after")).as("failures after the whole guard")
+                    .singleElement().satisfies(m -> assertThat(m).contains("(the suite's later tests wait PT5S for threads to end, not PT8S)"));
+            assertThat(messages).filteredOn(m -> m.contains("still alive PT5S after")).as("failures after 5 s").hasSize(1);
+        } finally {
+            BrokenPlugins.LeavesAThreadRunningUnderALongGuardSuite.RELEASE.countDown();
+        }
+    }
+
     /** The shared directory is deleted after a test whose close threw or that left files behind, once the listing was taken. */
     @Test
     void theSharedDirectoryIsDeletedAlsoWhenTheTestFails() {
