@@ -76,6 +76,11 @@ final class Inbox implements MessageSink {
         }
     }
 
+    /** What the calling thread is in, marked by {@link #calling}: a call of the TCK's into the plugin; null outside one. */
+    static Object callingNow() {
+        return CALLING.get();
+    }
+
     /** Calls {@code transport.progress()}, marked so that its deliveries are known to be made there. */
     static int progress(Transport transport) {
         return calling(transport, transport::progress);

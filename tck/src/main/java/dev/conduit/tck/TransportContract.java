@@ -116,8 +116,38 @@ public abstract class TransportContract extends PluginContract {
         }
     }
 
-    private static TransportEndpoint connect(Transport from, Transport to, EndpointEvents events) {
-        return from.connect(new PayloadReader(to.address()), events);
+    /** Reports of a dead peer made on a thread of the plugin's own ({@link #connect}): each fails the test after it. */
+    private final List<String> reportsFromThePluginsThreads = new CopyOnWriteArrayList<>();
+
+    @AfterEach
+    final void everyPeerFailureWasReportedOnACallingThread() {
+        try {
+            assertThat(reportsFromThePluginsThreads).as("reports of a dead peer (EndpointEvents.peerFailed) made on a thread of the "
+                    + "plugin's own").isEmpty();
+        } finally {
+            reportsFromThePluginsThreads.clear();
+        }
+    }
+
+    /**
+     * Connects {@code from} to {@code to}, passing {@code events} the reports of a dead peer, and
+     * recording one made on a thread of the plugin's own: neither the thread that connected, nor one
+     * the test started, nor one inside a call of the TCK's into the plugin ({@link EndpointEvents}).
+     */
+    private TransportEndpoint connect(Transport from, Transport to, EndpointEvents events) {
+        Thread connecting = Thread.currentThread();
+        EndpointEvents checked = cause -> {
+            Thread thread = Thread.currentThread();
+            if (thread != connecting && !startedByTheTest(thread) && Inbox.callingNow() == null) {
+                reportsFromThePluginsThreads.add("EndpointEvents.peerFailed(" + cause + ") on thread '" + thread.getName() + "', a thread "
+                        + "of the plugin's own (the TCK never calls the transport there): a transport reports from progress(), "
+                        + "checkPeer() or connect(), on the thread that called them. The runtime discards the endpoint's local queue "
+                        + "on a report, under a lock only in a MULTI worker over a plugin that declares MULTI: elsewhere a report from "
+                        + "another thread races with the application's sends");
+            }
+            events.peerFailed(cause);
+        };
+        return from.connect(new PayloadReader(to.address()), checked);
     }
 
     /**

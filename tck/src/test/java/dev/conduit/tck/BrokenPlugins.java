@@ -11,6 +11,7 @@ import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
@@ -181,6 +182,24 @@ final class BrokenPlugins {
         @Override
         boolean refusesWhenFull() {
             return false;
+        }
+    }
+
+    /** Reports a dead peer from a thread of its own, which its progress() starts and waits for (it has no probe). */
+    public static final class ReportsFromItsOwnThread extends LoopbackPlugin {
+        @Override
+        boolean probesPeers() {
+            return false;
+        }
+
+        @Override
+        void report(LoopbackEndpoint ep, PeerFailedException failure) {
+            Thread reporter = Thread.ofPlatform().daemon().name("tck-fixture-reporter").start(() -> ep.events.peerFailed(failure));
+            try {
+                reporter.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
@@ -1073,6 +1092,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new NeverRefuses();
+        }
+    }
+
+    public static final class ReportsFromItsOwnThreadSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReportsFromItsOwnThread();
         }
     }
 

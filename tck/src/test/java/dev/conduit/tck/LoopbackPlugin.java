@@ -124,6 +124,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** Reports {@code ep}'s peer dead, from inside progress(). */
+    void report(LoopbackEndpoint ep, PeerFailedException failure) {
+        ep.events.peerFailed(failure);
+    }
+
     /** Whether endpoints have a keepalive probe (checkPeer); one without throws NotSupportedException. */
     boolean probesPeers() {
         return true;
@@ -346,7 +351,7 @@ public class LoopbackPlugin implements ConduitPlugin {
                 for (LoopbackEndpoint ep : current) {
                     if (ep.target.closed && ep.failure == null && !ep.closed) {
                         ep.failure = new PeerFailedException("loopback peer " + ep.target.id + " closed its transport");
-                        ep.events.peerFailed(ep.failure);
+                        report(ep, ep.failure);
                         events++;
                     }
                 }
