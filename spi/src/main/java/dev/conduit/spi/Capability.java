@@ -12,9 +12,14 @@ public enum Capability {
     IPC,
     /** Active messages between workers: {@link ConduitPlugin#openTransport(TransportContext)}. */
     AM,
-    /** Put and get on a peer's exported region. */
+    /**
+     * Put and get on a peer's exported region, one-sided, as UCT's: they and {@code flush} complete
+     * without the target worker's progress (its thread may be busy, asleep in {@code await}, or in
+     * a flush of its own toward this process, which would otherwise deadlock the two). An RMA
+     * emulated over messages, which needs the target to progress, is not this capability.
+     */
     RMA,
-    /** Fetch-add and compare-and-swap on a peer's exported region. */
+    /** Fetch-add and compare-and-swap on a peer's exported region, one-sided as {@link #RMA} is. */
     ATOMICS,
     /** A worker can sleep until work arrives ({@link Transport#await(long)}). */
     WAKEUP,
