@@ -99,7 +99,7 @@ final class DevdaxImporter implements IpcImporter {
              Arena views = Arena.ofConfined()) {
             // The metadata is read through read-only mappings of whole units, unmapped when this returns.
             MemorySegment first = mapReadOnly(device, 0, device.mapUnit(), views);
-            Header header = readHeader(first, device, payload);
+            Header header = readHeader(Layout.read(first), device, payload);
             checkRange(reader, payload, header.geometry(), device);
             MemorySegment entryView = checkAllocation(first, views, device, header, payload);
             DaxMapping mapping = mapRange(device, payload);
@@ -116,9 +116,9 @@ final class DevdaxImporter implements IpcImporter {
         }
     }
 
-    /** The device's header, once it is known to be the producer's device and to fit what this process sees. */
-    private static Header readHeader(MemorySegment first, Device device, DevdaxPayload payload) {
-        Header header = switch (Layout.read(first)) {
+    /** The device's header, from {@code found} (its first unit, read), once it is known to be the producer's device and to fit what this process sees. */
+    static Header readHeader(Layout.Found found, Device device, DevdaxPayload payload) {
+        Header header = switch (found) {
             case Layout.Valid(Header valid) -> valid;
             case Layout.Blank() -> throw new ConduitException("cannot import from device " + device.describe() + ": it holds no "
                     + "devdax layout, so no provider allocated from it since it was last wiped, or a provider starting on it is "

@@ -282,6 +282,29 @@ class DevdaxImporterTest {
         }
     }
 
+    /**
+     * An import that finds the layout being written (its owner's format had not ended 100 ms into
+     * the read) says so, and that the export is to be asked for again; one that finds none names a
+     * provider writing one now besides a table that leads elsewhere. Both were told the device holds
+     * no layout, or a damaged one, and asked whether the device table leads to the producer's device.
+     */
+    @Test
+    void anImportThatReadsALayoutBeingWrittenSaysSoAndToAskForANewExport() {
+        DevdaxPayload payload = new DevdaxPayload("pmem0", 0x1111, UNIT, UNIT, 3, 7, 1);
+        try (Device opened = Device.open(dev.conduit.linux.Linux.libc(), "pmem0", device, false, Sysfs.SYSTEM)) {
+            assertThatThrownBy(() -> DevdaxImporter.readHeader(new Layout.BeingWritten("what the read found"), opened, payload))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("its owner was writing a new devdax layout on it while this process read it (what the read "
+                            + "found)")
+                    .hasMessageContaining("ask the producer for a new one once its provider has started")
+                    .hasMessageNotContaining("damaged");
+            assertThatThrownBy(() -> DevdaxImporter.readHeader(new Layout.Blank(), opened, payload))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("holds no devdax layout")
+                    .hasMessageContaining("or a provider starting on it is writing a new one now");
+        }
+    }
+
     @Test
     void anAliasThatLeadsToAnotherDeviceIsNamedAsSuch() {
         Path other = Fixtures.deviceFile(dir, "other.img", 32 * MIB);
