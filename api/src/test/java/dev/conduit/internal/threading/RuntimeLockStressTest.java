@@ -1,5 +1,6 @@
 package dev.conduit.internal.threading;
 
+import dev.conduit.testing.ThreadStacks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -282,7 +283,7 @@ class RuntimeLockStressTest {
                 for (int i = 0; i < threads; i++) {
                     if (workers.get(i).isAlive() && now - lastProgress.get(i) > HANG_GUARD_NANOS) {
                         throw new AssertionError(workers.get(i).getName() + " finished no operation for "
-                                + TimeUnit.NANOSECONDS.toSeconds(HANG_GUARD_NANOS) + " s (seed " + seed + ")\n" + stacks(workers));
+                                + TimeUnit.NANOSECONDS.toSeconds(HANG_GUARD_NANOS) + " s (seed " + seed + ")\n" + ThreadStacks.of(workers));
                     }
                 }
                 if (stopping.now && workers.stream().noneMatch(Thread::isAlive)) break;
@@ -295,14 +296,5 @@ class RuntimeLockStressTest {
         for (int i = 0; i < threads; i++) {
             assertThat(operations.get(i)).as("operations of stress-%d (seed %d)", i, seed).isPositive();
         }
-    }
-
-    private static String stacks(List<Thread> threads) {
-        StringBuilder sb = new StringBuilder();
-        for (Thread t : threads) {
-            sb.append(t.getName()).append(' ').append(t.getState()).append('\n');
-            for (StackTraceElement e : t.getStackTrace()) sb.append("    at ").append(e).append('\n');
-        }
-        return sb.toString();
     }
 }

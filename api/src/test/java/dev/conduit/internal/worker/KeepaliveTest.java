@@ -5,6 +5,7 @@ import dev.conduit.Endpoint;
 import dev.conduit.Worker;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.ThreadStacks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -169,20 +170,11 @@ class KeepaliveTest {
         for (Thread thread : threads) thread.join(java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
         if (threads.stream().anyMatch(Thread::isAlive)) loopbacks.leaveOpen(conduit); // its close would wait on the deadlock
 
-        assertThat(threads).as("threads still in progress(), deadlocked: %s", stacks(threads)).noneMatch(Thread::isAlive);
+        assertThat(threads).as("threads still in progress(), deadlocked: %s", ThreadStacks.of(threads)).noneMatch(Thread::isAlive);
         assertThat(thrown).as("what progress() threw").isEmpty();
         assertThat(plugin.transports.get(0).reportMetAProbe).as("a probe began while the report held the plugin's lock").isTrue();
         assertThat(reported).singleElement().satisfies(cause -> assertThat(cause)
                 .hasRootCauseMessage("loopback peer " + plugin.transports.get(1).key + " died"));
-    }
-
-    private static String stacks(List<Thread> threads) {
-        StringBuilder text = new StringBuilder();
-        for (Thread thread : threads) {
-            text.append('\n').append(thread.getName()).append(" (").append(thread.getState()).append(')');
-            for (StackTraceElement frame : thread.getStackTrace()) text.append("\n\tat ").append(frame);
-        }
-        return text.toString();
     }
 
     /**
