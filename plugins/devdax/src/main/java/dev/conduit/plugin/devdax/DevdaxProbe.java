@@ -174,18 +174,23 @@ final class DevdaxProbe {
             } catch (ErrnoException e) {
                 throw new ConduitException("cannot map " + device.describe() + ": " + e.getMessage() + Device.mapRemedy(e, null), e);
             }
-            String layout = switch (Layout.read(first.segment())) {
-                case Layout.Valid(Layout.Header header) -> "layout generation " + header.generation() + " (id "
-                        + Long.toHexString(header.layoutId()) + ")";
-                case Layout.Blank() -> "no layout yet";
-                case Layout.BeingWritten(String reason) -> "a layout its owner is writing (" + reason + ")";
-                case Layout.Damaged(String reason) -> "damaged layout (" + reason + "): a provider opened with "
-                        + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset rewrites it";
-            };
+            String layout = describe(Layout.read(first.segment()));
             return path + ": " + device.kind() + ", " + device.size() + " bytes, alignment " + alignment + ", MAP_SYNC "
                     + (first.sync() ? "accepted" : "refused (" + first.syncRefusal() + "), chunks are mapped MAP_SHARED") + ", " + layout
                     + ", " + provider(device);
         }
+    }
+
+    /** What a device's first unit holds, as its line says it: a state a device is seldom found in is worded here too. */
+    static String describe(Layout.Found found) {
+        return switch (found) {
+            case Layout.Valid(Layout.Header header) -> "layout generation " + header.generation() + " (id "
+                    + Long.toHexString(header.layoutId()) + ")";
+            case Layout.Blank() -> "no layout yet";
+            case Layout.BeingWritten(String reason) -> "a layout its owner is writing (" + reason + ")";
+            case Layout.Damaged(String reason) -> "damaged layout (" + reason + "): a provider opened with "
+                    + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset rewrites it";
+        };
     }
 
     /** Who holds the device's lock, as far as {@code /proc/locks} shows. */

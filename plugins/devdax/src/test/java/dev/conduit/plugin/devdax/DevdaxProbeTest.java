@@ -87,6 +87,21 @@ class DevdaxProbeTest {
                 .contains("a provider opened with devdax.on.start (CONDUIT_DEVDAX_ON_START) = reset rewrites it");
     }
 
+    /**
+     * A layout its owner was writing while the probe read it (a format that outlasted the read's wait) is said so, neither
+     * "no layout yet" nor "damaged", whose remedy (a reset) would write over the owner's new layout. Given the verdict
+     * directly: a probe's read meets it only in a race with another process's format ({@code LayoutTest} forces those).
+     */
+    @Test
+    void aLayoutBeingWrittenIsDescribedAsItsOwnersNotAsDamage() {
+        String reason = "its owner kept rewriting it while it was read for " + Layout.FORMAT_WAIT_MILLIS + " ms";
+        assertThat(DevdaxProbe.describe(new Layout.BeingWritten(reason)))
+                .isEqualTo("a layout its owner is writing (" + reason + ")");
+        assertThat(DevdaxProbe.describe(new Layout.Blank())).isEqualTo("no layout yet");
+        assertThat(DevdaxProbe.describe(new Layout.Damaged("its magic is 0")))
+                .isEqualTo("damaged layout (its magic is 0): a provider opened with devdax.on.start (CONDUIT_DEVDAX_ON_START) = reset rewrites it");
+    }
+
     @Test
     void aTableWithNoUsableDeviceIsUnavailableNamingEachProblem() {
         Path missing = dir.resolve("missing.img");
