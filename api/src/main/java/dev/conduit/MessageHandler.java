@@ -8,8 +8,8 @@ package dev.conduit;
  * the worker's thread-mode guard, once per message, in the order the sender sent them on its
  * endpoint. (Under {@link ThreadPolicy#CONFINED_THREAD}, a confined plugin's messages are handled
  * on its runtime-owned thread, which acts for the {@code progress()} caller while that waits.) The handler may send on any endpoint of the worker, and connect
- * new ones (guards are re-entrant: the way to answer, since a message does not name its sender;
- * see {@link Worker}), but may not call {@link Worker#progress()}, {@link Worker#await} or
+ * new ones (guards are re-entrant), and answer the sender through {@link Message#replyEndpoint()}
+ * (see {@link Worker}), but may not call {@link Worker#progress()}, {@link Worker#await} or
  * {@link Worker#close()} (those throw {@link IllegalStateException}).
  *
  * <p>The {@link Message} is valid only during the call; copy what must outlive it. An exception

@@ -37,9 +37,12 @@ import java.time.Duration;
  * {@link Endpoint#flush()}. {@link #signal()} then does nothing, and {@link #threadMode()},
  * {@link #threadPolicy()} and {@link #unhandledMessages()} still answer.
  *
- * <p>An endpoint goes one way, and a {@link Message} does not name its sender: to answer one, a
- * worker connects to the sender's address, which the two exchanged out of band or the request
- * carried, and keeps that endpoint for later answers (docs/runtime.md, "Answering a message").
+ * <p>An endpoint goes one way. To answer a message, a handler calls {@link Message#replyEndpoint()},
+ * an endpoint to the sender's worker that needs no address from the application (over the
+ * transports that name their senders: memfd, posix and verbs do); or the worker connects to the
+ * sender's address, which the two exchanged out of band or the request carried, and keeps that
+ * endpoint, with an error handler of its own, for later answers (docs/runtime.md, "Answering a
+ * message").
  */
 public interface Worker extends AutoCloseable {
 
