@@ -62,6 +62,8 @@ final class RuntimeEndpoint implements Endpoint {
     private final boolean rma;
     private final boolean atomics;
     private final EndpointErrorHandler onError;
+    /** Whether {@code Message.replyEndpoint()} made this endpoint: the application gave no connect, so it could give no handler. */
+    private final boolean reply;
     /** {@code null} unless the worker's guard lets calls through concurrently. */
     private final ReentrantLock lock;
     private final PendingQueue pending = new PendingQueue();
@@ -118,7 +120,7 @@ final class RuntimeEndpoint implements Endpoint {
      * @throws IllegalStateException when the transport reports negative limits
      */
     RuntimeEndpoint(RuntimeWorker worker, String transport, String peer, TransportEndpoint te, boolean rma, boolean atomics,
-                    boolean locked, EndpointErrorHandler onError) {
+                    boolean locked, EndpointErrorHandler onError, boolean reply) {
         int h = te.maxHeaderSize();
         long p = te.maxPayloadSize();
         if (h < 0 || p < 0) {
@@ -134,6 +136,7 @@ final class RuntimeEndpoint implements Endpoint {
         this.atomics = atomics;
         this.lock = locked ? new ReentrantLock() : null;
         this.onError = onError;
+        this.reply = reply;
     }
 
     @Override
@@ -484,7 +487,10 @@ final class RuntimeEndpoint implements Endpoint {
             if (onError != null) {
                 onError.onError(this, f);
             } else {
-                LOG.log(System.Logger.Level.WARNING, f.getMessage() + " (no error handler was given to connect)");
+                LOG.log(System.Logger.Level.WARNING, f.getMessage() + (reply
+                        ? " (an endpoint that replyEndpoint() gave, which has no error handler: its next use throws this; to be called "
+                        + "back, connect to the sender's address with an error handler)"
+                        : " (no error handler was given to connect)"));
             }
         } catch (Throwable t) {
             delivery.fail(t);

@@ -510,7 +510,7 @@ public final class RuntimeWorker implements Worker {
                 if (entry == null) continue;
                 RuntimeEndpoint ep;
                 try {
-                    ep = connectThrough(i, entry.address(), peer.toString(), onError);
+                    ep = connectThrough(i, entry.address(), peer.toString(), onError, false);
                 } catch (RuntimeException | LinkageError e) {
                     reasons.add("'" + name + "': " + describe(e));
                     causes.add(e);
@@ -536,14 +536,14 @@ public final class RuntimeWorker implements Worker {
      *
      * @throws RuntimeException what the transport's connect threw, or a {@link ConduitException} for a plugin that returned no endpoint
      */
-    private RuntimeEndpoint connectThrough(int i, byte[] address, String peer, EndpointErrorHandler onError) {
+    private RuntimeEndpoint connectThrough(int i, byte[] address, String peer, EndpointErrorHandler onError, boolean reply) {
         String name = transportNames[i];
         RuntimeEndpoint.Events events = new RuntimeEndpoint.Events(name);
         TransportEndpoint te = transports[i].connect(new PayloadReader(address, 0, address.length, "address." + name + ".", AddressFormat.KIND), events);
         if (te == null) throw new ConduitException("transport returned no endpoint (null)");
         RuntimeEndpoint ep;
         try {
-            ep = new RuntimeEndpoint(this, name, peer, te, rma[i], atomics[i], concurrent, onError);
+            ep = new RuntimeEndpoint(this, name, peer, te, rma[i], atomics[i], concurrent, onError, reply);
         } catch (RuntimeException | LinkageError e) { // it reads the limits: plugin code, failing as its connect may
             try {
                 closeTransportEndpoint(te); // after the transport's step when a handler connects
@@ -595,7 +595,7 @@ public final class RuntimeWorker implements Worker {
             event.begin();
             RuntimeEndpoint ep;
             try {
-                ep = connectThrough(i, address, peer, null);
+                ep = connectThrough(i, address, peer, null, true);
             } catch (RuntimeException | LinkageError e) {
                 commit(event, peer, "", List.of("'" + name + "': " + describe(e)));
                 throw cannotAnswer(peer + ": connecting to the address it announced failed: " + describe(e), e);

@@ -55,7 +55,11 @@ class ReplyEndpointTest {
     }
 
     private Setup setup(boolean namesSenders) {
-        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        return setup(namesSenders, 64);
+    }
+
+    private Setup setup(boolean namesSenders, int queueCapacity) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", queueCapacity, false);
         plugin.namesSenders = namesSenders;
         Conduit conduit = loopbacks.conduit(plugin);
         return new Setup(plugin, conduit.newWorker(ThreadMode.SINGLE), conduit.newWorker(ThreadMode.SINGLE));
@@ -134,6 +138,38 @@ class ReplyEndpointTest {
                 .hasMessageContaining("answer the sender's next message, should one come, through its replyEndpoint()");
         assertThatThrownBy(() -> reply.peerRegion(new byte[16])).isInstanceOf(PeerFailedException.class);
         assertThat(s.serverTransport().endpoints.getFirst().closed).as("its transport endpoint closed too").isTrue();
+    }
+
+    /**
+     * A reply endpoint whose sender died is logged, as every endpoint without an error handler, but not as one whose
+     * application forgot to give one to connect: it gave no connect (helper h3's kill -9 of a client, 2026-12-04).
+     */
+    @Test
+    void theFailureOfAReplyEndpointIsLoggedNamingItAndHowToBeCalledBack() {
+        Setup s = setup(true, 256);
+        List<Endpoint> used = answerThroughReplyEndpoint(s.server());
+        List<Long> answers = recordAnswers(s.client());
+        Endpoint toServer = s.client().connect(s.server().address());
+        toServer.send(1, longs(1));
+        progressUntil(() -> answers.size() == 1, s.server(), s.client());
+        Endpoint reply = used.getFirst();
+        // Messages still queued when the client dies: the loopback tells a connection's end only once its queue is empty, and
+        // takes 64 a progress, so the reply endpoint's failure is reported first, as memfd reported it to h3.
+        s.server().onMessage(3, m -> { });
+        for (int i = 0; i < 100; i++) toServer.send(3, longs(i));
+        s.plugin().transports.getFirst().kill();
+
+        List<java.util.logging.LogRecord> warnings = dev.conduit.testing.LoggedWarnings.loggedWhile("dev.conduit.worker", () -> {
+            s.server().progress();
+            s.server().progress();
+        });
+
+        assertThat(reply.isFailed()).isTrue();
+        assertThat(warnings).as("once").singleElement().satisfies(w -> assertThat(w.getMessage())
+                .contains(reply.failure().getMessage())
+                .contains("(an endpoint that replyEndpoint() gave, which has no error handler: its next use throws this; to be "
+                        + "called back, connect to the sender's address with an error handler)")
+                .doesNotContain("no error handler was given to connect"));
     }
 
     /**

@@ -37,10 +37,11 @@ import java.util.zip.CRC32C;
  * <li>{@code ucp_mem_map} + {@code ucp_rkey_pack} is {@code pool.allocate(size)} +
  *     {@code region.exportHandle()}; {@code ucp_ep_rkey_unpack} is {@code endpoint.peerRegion(handle)},
  *     and RMA addresses are offsets into that region;</li>
- * <li>there is no {@code reply_ep}: a {@link Message} does not name its sender, so the HELLO
- *     carries the client's {@code worker.address()} and the server connects to it from the
- *     handler, keeping that endpoint for every answer and for RMA (docs/runtime.md, "Answering a
- *     message");</li>
+ * <li>{@code reply_ep} is {@code Message.replyEndpoint()} over the transports that name their
+ *     senders (memfd, posix, verbs); this port does what works over every transport, and gives the
+ *     endpoint an error handler of its own: the HELLO carries the client's {@code worker.address()}
+ *     and the server connects to it from the handler, keeping that endpoint for every answer and for
+ *     RMA (docs/runtime.md, "Answering a message");</li>
  * <li>{@code err_handler} is the {@code EndpointErrorHandler} given to {@code connect}, called on
  *     the progress thread; the endpoint must still be closed, which releases its peer regions
  *     ({@code ucp_ep_close_nbx} with {@code UCP_EP_CLOSE_MODE_FORCE});</li>
