@@ -142,6 +142,11 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     @Override
+    public String maxPayloadSizeRemedy() {
+        return ShmTransportConfig.bounceSizeRemedy(transport.plugin());
+    }
+
+    @Override
     public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
         return trySend(id, header, 0, (int) header.byteSize(), payload, 0, payload.byteSize());
     }

@@ -63,6 +63,12 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
         return inboundBounceMax(plugin).name();
     }
 
+    /** What raises an endpoint's largest payload, the sender's bounce ring ({@code TransportEndpoint.maxPayloadSizeRemedy}). */
+    static String bounceSizeRemedy(String plugin) {
+        return bounceSize(plugin).nameAndVariable() + " of this process, the sender, sets it (rounded up to a power of two); at most "
+                + (MAX_BOUNCE_SIZE >> 30) + "g";
+    }
+
     private static long powerOfTwo(long n) {
         return Long.bitCount(n) == 1 ? n : Long.highestOneBit(n) << 1;
     }

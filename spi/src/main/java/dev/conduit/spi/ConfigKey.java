@@ -336,6 +336,14 @@ public final class ConfigKey<T> {
         return "CONDUIT_" + name.replace('.', '_').replace('-', '_').toUpperCase(Locale.ROOT);
     }
 
+    /**
+     * The key as a message names it, so that the reader can set it either way:
+     * {@code posix.dir (CONDUIT_POSIX_DIR)}. Since SPI 1.1.
+     */
+    public String nameAndVariable() {
+        return name + " (" + environmentName() + ")";
+    }
+
     public Class<T> type() {
         return type;
     }

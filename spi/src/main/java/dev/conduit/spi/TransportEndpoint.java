@@ -96,12 +96,24 @@ public interface TransportEndpoint extends AutoCloseable {
 
     /**
      * The largest payload this endpoint carries, in bytes. The runtime refuses a larger one, before
-     * calling {@link #trySend}, with an {@code IllegalArgumentException} naming the limit and the
-     * plugin; it cannot tell whether a key of the plugin raises the limit, so it points to
-     * docs/plugins.md, which gives each plugin's limits and keys: document yours there (or in your
-     * plugin's own documentation).
+     * calling {@link #trySend}, with an {@code IllegalArgumentException} naming the limit, the
+     * plugin and what raises the limit, as {@link #maxPayloadSizeRemedy()} says (without it the
+     * runtime points to docs/plugins.md, which gives each plugin's limits and keys: document yours
+     * there, or in your plugin's own documentation).
      */
     long maxPayloadSize();
+
+    /**
+     * What raises {@link #maxPayloadSize()}, for the runtime's refusal of a larger payload, which
+     * adds it after "or raise the limit: ": the key as {@link ConfigKey#nameAndVariable()} names it,
+     * of which process, and up to what (memfd: {@code "memfd.bounce.size (CONDUIT_MEMFD_BOUNCE_SIZE)
+     * of this process, the sender, sets it; at most 1g"}). Called only for such a refusal. Null, the
+     * default, when no key raises the limit or the plugin does not say; the runtime then points to
+     * docs/plugins.md. Since SPI 1.1.
+     */
+    default String maxPayloadSizeRemedy() {
+        return null;
+    }
 
     /**
      * Copies {@code source} to {@code target} at {@code offset} ({@link Capability#RMA}). When it

@@ -39,6 +39,7 @@ class ConfigKeyTest {
             assertThat(key.propertyName()).isEqualTo("conduit.posix.dir");
             assertThat(key.environmentName()).isEqualTo("CONDUIT_POSIX_DIR");
             assertThat(key).hasToString("posix.dir");
+            assertThat(key.nameAndVariable()).as("as a message names it").isEqualTo("posix.dir (CONDUIT_POSIX_DIR)");
         }
 
         @Test

@@ -305,13 +305,26 @@ final class RuntimeEndpoint implements Endpoint {
     }
 
     /**
-     * The runtime cannot know whether a plugin's key raises the limit (the shared-memory transports'
-     * header limit is fixed, their payload limit is a key): it points to where each plugin's are.
+     * A payload's limit names what raises it as the plugin says ({@code TransportEndpoint.maxPayloadSizeRemedy}); a
+     * header's, and a payload's of a plugin that does not say, point to where each plugin's limits and keys are.
      */
     private IllegalArgumentException tooLarge(String what, long size, long limit) {
-        return new IllegalArgumentException(what + " of " + size + " bytes is larger than transport '" + transport
-                + "' carries on this endpoint (" + limit + " bytes, Endpoint." + (what.startsWith("header") ? "maxHeaderSize" : "maxPayloadSize")
-                + "()); send less, or split it. docs/plugins.md gives each plugin's limits and the keys that set those that can be set");
+        boolean header = what.startsWith("header");
+        String remedy = null;
+        RuntimeException remedyFailure = null;
+        if (!header) {
+            try {
+                remedy = te.maxPayloadSizeRemedy();
+            } catch (RuntimeException e) { // plugin code: its failure must not hide the refusal, nor be lost
+                remedyFailure = e;
+            }
+        }
+        IllegalArgumentException e = new IllegalArgumentException(what + " of " + size + " bytes is larger than transport '" + transport
+                + "' carries on this endpoint (" + limit + " bytes, Endpoint." + (header ? "maxHeaderSize" : "maxPayloadSize")
+                + "()); send less, or split it" + (remedy != null && !remedy.isBlank() ? "; or raise the limit: " + remedy
+                : ". docs/plugins.md gives each plugin's limits and the keys that set those that can be set"));
+        if (remedyFailure != null) e.addSuppressed(remedyFailure);
+        return e;
     }
 
     @Override

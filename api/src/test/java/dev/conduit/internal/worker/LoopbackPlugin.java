@@ -58,6 +58,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     private volatile int priority = 150;
     volatile int maxHeader = 256;
     volatile long maxPayload = 1 << 20;
+    /** What endpoints say raises {@link #maxPayload} ({@code maxPayloadSizeRemedy}): a String, null (the default) or a fault to throw. */
+    volatile Object payloadRemedy;
     /** When set, {@code connect} reports the peer failed before it returns the endpoint. */
     volatile boolean failWhileConnecting;
     /** When set, {@code connect} fails with this reason. */
@@ -516,6 +518,12 @@ final class LoopbackPlugin implements ConduitPlugin {
         @Override
         public long maxPayloadSize() {
             return owner.plugin.maxPayload;
+        }
+
+        @Override
+        public String maxPayloadSizeRemedy() {
+            if (owner.plugin.payloadRemedy instanceof RuntimeException fault) throw fault;
+            return (String) owner.plugin.payloadRemedy;
         }
 
         @Override

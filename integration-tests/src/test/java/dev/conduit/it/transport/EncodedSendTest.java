@@ -165,7 +165,7 @@ class EncodedSendTest {
     /**
      * Endpoint's javadoc: over the shared-memory transports a header takes up to 1 KiB and a payload
      * up to {@code <plugin>.bounce.size} (4 MiB by default); a larger one, plain or encoded, is
-     * refused with IllegalArgumentException naming the limit and the plugin, and nothing is sent;
+     * refused with IllegalArgumentException naming the limit, the plugin and (a payload) the key that raises it, and nothing is sent;
      * the limits themselves are sent.
      */
     @ParameterizedTest
@@ -186,7 +186,9 @@ class EncodedSendTest {
                     .hasMessageContaining("header of 1025 bytes").hasMessageContaining("'" + plugin + "'").hasMessageContaining("1024 bytes");
             assertThatThrownBy(() -> endpoint.send(ID, header(0), tooLargePayload)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("payload of 4194305 bytes").hasMessageContaining("'" + plugin + "'")
-                    .hasMessageContaining("4194304 bytes");
+                    .hasMessageContaining("4194304 bytes")
+                    .hasMessageContaining("or raise the limit: " + plugin + ".bounce.size (CONDUIT_" + plugin.toUpperCase(java.util.Locale.ROOT)
+                            + "_BOUNCE_SIZE) of this process, the sender, sets it");
             assertThatThrownBy(() -> endpoint.send(ID, header(0), (4L << 20) + 1, t -> 0)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("4194304 bytes");
 

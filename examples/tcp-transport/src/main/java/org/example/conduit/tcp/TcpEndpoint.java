@@ -125,6 +125,12 @@ final class TcpEndpoint implements TransportEndpoint {
         return maxPayload;
     }
 
+    /** What Conduit's refusal of a larger payload names as the remedy: the key, on both sides (the connect takes the smaller). */
+    @Override
+    public String maxPayloadSizeRemedy() {
+        return TcpPlugin.MAX_PAYLOAD.nameAndVariable() + " of both processes sets it, the smaller of the two";
+    }
+
     @Override
     public int maxHeaderSize() {
         return Frame.MAX_HEADER;

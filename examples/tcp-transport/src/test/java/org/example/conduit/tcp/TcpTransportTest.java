@@ -360,6 +360,8 @@ class TcpTransportTest {
                      .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
             TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
             assertEquals(64 << 10, ep.maxPayloadSize(), "maxPayloadSize() of an endpoint to a transport that receives at most 64k");
+            assertEquals("tcp.max.payload (CONDUIT_TCP_MAX_PAYLOAD) of both processes sets it, the smaller of the two",
+                    ep.maxPayloadSizeRemedy(), "what Conduit's refusal of a larger payload names as the remedy");
             MemorySegment largest = MemorySegment.ofArray(new byte[64 << 10]);
             while (!ep.trySend(1, MemorySegment.NULL, largest)) sender.progress();
             while (received.isEmpty()) {

@@ -62,11 +62,6 @@ final class DevdaxConfig {
     private DevdaxConfig() {
     }
 
-    /** A key as messages name it: {@code devdax.devices (CONDUIT_DEVDAX_DEVICES)}. */
-    static String describe(ConfigKey<?> key) {
-        return key.name() + " (" + key.environmentName() + ")";
-    }
-
     /** This process's device table, alias to path, in the configured order (checked by {@link #DEVICES} when it was read). */
     static Map<String, Path> deviceTable(Config config) {
         return table(config.get(DEVICES));
@@ -107,12 +102,12 @@ final class DevdaxConfig {
         String alias = config.get(DEVICE);
         if (alias == null || alias.isBlank()) {
             if (table.isEmpty()) {
-                throw new ConfigException("the devdax provider has no device: set " + describe(DEVICES)
+                throw new ConfigException("the devdax provider has no device: set " + DEVICES.nameAndVariable()
                         + ", e.g. pmem0=/dev/dax0.0 (or a regular file of the same shape, e.g. pmem0=/dev/shm/devdax.img)");
             }
             if (table.size() > 1) {
                 throw new ConfigException("the devdax device table has " + table.size() + " aliases " + table.keySet()
-                        + ": set " + describe(DEVICE) + " to the one this process's provider allocates from");
+                        + ": set " + DEVICE.nameAndVariable() + " to the one this process's provider allocates from");
             }
             Map.Entry<String, Path> only = table.entrySet().iterator().next();
             return new DeviceChoice(only.getKey(), only.getValue(), DEVICES.name());
@@ -132,7 +127,7 @@ final class DevdaxConfig {
         if (alias == null || alias.isBlank()) return;
         Map<String, Path> table = deviceTable(config);
         if (!table.containsKey(alias.trim())) {
-            throw DEVICE.badValue(alias, config.sourceOf(DEVICE), "alias '" + alias.trim() + "' is not in " + describe(DEVICES) + " "
+            throw DEVICE.badValue(alias, config.sourceOf(DEVICE), "alias '" + alias.trim() + "' is not in " + DEVICES.nameAndVariable() + " "
                     + table.keySet() + ": add it there as " + alias.trim() + "=/dev/daxX.Y, or choose one of the listed aliases");
         }
     }

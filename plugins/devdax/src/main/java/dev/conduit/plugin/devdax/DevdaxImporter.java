@@ -93,7 +93,7 @@ final class DevdaxImporter implements IpcImporter {
             throw reader.invalid("alias", "alias '" + payload.alias() + "' is not in this process's device table "
                     + devices.keySet() + "; refused: an importer maps only devices its own configuration names. If this process "
                     + "should map it, add " + payload.alias() + "=<the path where this process sees the device> to "
-                    + DevdaxConfig.describe(DevdaxConfig.DEVICES));
+                    + DevdaxConfig.DEVICES.nameAndVariable());
         }
         try (Device device = Device.open(libc, payload.alias(), path, payload.writable(), sysfs);
              Arena views = Arena.ofConfined()) {
@@ -122,7 +122,7 @@ final class DevdaxImporter implements IpcImporter {
             case Layout.Valid(Header valid) -> valid;
             case Layout.Blank() -> throw new ConduitException("cannot import from device " + device.describe() + ": it holds no "
                     + "devdax layout, so no provider allocated from it since it was last wiped, or a provider starting on it is "
-                    + "writing a new one now, which forgets every allocation made before. Does " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
+                    + "writing a new one now, which forgets every allocation made before. Does " + DevdaxConfig.DEVICES.nameAndVariable()
                     + " lead this process to the producer's device?");
             case Layout.BeingWritten(String reason) -> throw new ConduitException("cannot import from device " + device.describe()
                     + ": its owner was writing a new devdax layout on it while this process read it (" + reason + "). A new layout "
@@ -130,12 +130,12 @@ final class DevdaxImporter implements IpcImporter {
                     + "producer for a new one once its provider has started");
             case Layout.Damaged(String reason) -> throw new ConduitException("cannot import from device " + device.describe()
                     + ": its devdax layout is damaged (" + reason + "); its owner rewrites it when it next opens with "
-                    + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset");
+                    + DevdaxConfig.ON_START.nameAndVariable() + " = reset");
         };
         if (header.layoutId() != payload.layoutId()) {
             throw new ConduitException("cannot import from device " + device.describe() + ": its layout (id "
                     + Long.toHexString(header.layoutId()) + ") is not the one the export was made on (id "
-                    + Long.toHexString(payload.layoutId()) + "): either this process's " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
+                    + Long.toHexString(payload.layoutId()) + "): either this process's " + DevdaxConfig.DEVICES.nameAndVariable()
                     + " leads alias '" + payload.alias() + "' to another device than the producer's, or a new layout was written "
                     + "over the device since the export was made (its owner found it blank or damaged when it started, the device is "
                     + "at generation " + header.generation() + "), which forgot every allocation of the old one");
@@ -147,7 +147,7 @@ final class DevdaxImporter implements IpcImporter {
                     + " of " + device.size() + " bytes mapped in units of " + device.mapUnit()
                     + (device.kind() == Device.Kind.REGULAR_FILE ? ": the file was truncated" : "") + ". Mapping it would "
                     + "crash this process with SIGBUS or fail; its owner adapts the layout when it next opens with "
-                    + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset");
+                    + DevdaxConfig.ON_START.nameAndVariable() + " = reset");
         }
         return header;
     }
@@ -208,7 +208,7 @@ final class DevdaxImporter implements IpcImporter {
         return new ConduitException("export gone: device " + device.describe() + " holds no allocation "
                 + Long.toHexString(payload.allocationId()) + " of " + payload.length() + " bytes at offset " + payload.offset()
                 + " any more" + when + ". Its producer freed the chunk or closed its provider, or the device's owner restarted with "
-                + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset (the export is from generation " + payload.generation()
+                + DevdaxConfig.ON_START.nameAndVariable() + " = reset (the export is from generation " + payload.generation()
                 + ", the device is at generation " + header.generation() + ")");
     }
 

@@ -105,7 +105,7 @@ final class DevdaxProbe {
             }
         }
         if (problems.size() == table.size()) {
-            return Availability.unavailable("no device of " + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " can be used: "
+            return Availability.unavailable("no device of " + DevdaxConfig.DEVICES.nameAndVariable() + " can be used: "
                     + String.join("; ", problems), details);
         }
         return Availability.available(details);
@@ -189,7 +189,7 @@ final class DevdaxProbe {
             case Layout.Blank() -> "no layout yet";
             case Layout.BeingWritten(String reason) -> "a layout its owner is writing (" + reason + ")";
             case Layout.Damaged(String reason) -> "damaged layout (" + reason + "): a provider opened with "
-                    + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset rewrites it";
+                    + DevdaxConfig.ON_START.nameAndVariable() + " = reset rewrites it";
         };
     }
 

@@ -136,7 +136,7 @@ final class DevdaxProvider implements MemoryProvider {
             if (!geometry.hasRoomForData()) {
                 throw new ConduitException("device " + device.describe() + " is too small: " + device.size() + " bytes in units of "
                         + alignment + " leave no unit after the metadata (" + geometry.dataOffset() + " bytes). Use a larger device"
-                        + (device.kind() == Device.Kind.REGULAR_FILE ? " or a smaller " + DevdaxConfig.describe(DevdaxConfig.FILE_ALIGN) : ""));
+                        + (device.kind() == Device.Kind.REGULAR_FILE ? " or a smaller " + DevdaxConfig.FILE_ALIGN.nameAndVariable() : ""));
             }
             Arena arena = Arena.ofShared();
             try {
@@ -173,7 +173,7 @@ final class DevdaxProvider implements MemoryProvider {
             throw new ConduitException("device " + device.describe() + " is in use by another devdax provider: "
                     + "flock(LOCK_EX|LOCK_NB) refused it (EWOULDBLOCK), " + LockHolders.describeHolder(procLocks, device.status(), libc.getpid())
                     + ". One provider allocates from a device at a time: close that provider, or give this one another device ("
-                    + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")");
+                    + DevdaxConfig.DEVICE.nameAndVariable() + ")");
         }
     }
 
@@ -185,7 +185,7 @@ final class DevdaxProvider implements MemoryProvider {
                     + "(NFS's lockd) did not answer; retry when memory is free, and keep a file that stands in for a device on a "
                     + "local file system (e.g. /dev/shm)";
         }
-        return "check that the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " leads to a device-DAX device or to a "
+        return "check that the alias in " + DevdaxConfig.DEVICES.nameAndVariable() + " leads to a device-DAX device or to a "
                 + "regular file on a local file system";
     }
 
@@ -212,7 +212,7 @@ final class DevdaxProvider implements MemoryProvider {
     static Start start(Layout.Found found, MemorySegment metadata, Geometry geometry, OnStart onStart, Device device,
                        SecureRandom random) {
         String remedy = ". To discard its allocations and write a new layout, open it once with "
-                + DevdaxConfig.describe(DevdaxConfig.ON_START) + " = reset";
+                + DevdaxConfig.ON_START.nameAndVariable() + " = reset";
         return switch (found) {
             case Layout.Valid(Layout.Header header) when header.geometry().equals(geometry) -> {
                 long nextGeneration = header.generation() + 1;
@@ -269,7 +269,7 @@ final class DevdaxProvider implements MemoryProvider {
     private static String onePerDevice(Device device) {
         return "Run one provider per device: close one of them, and let every process that allocates from the device reach it "
                 + "through one node (bind-mount the host's /dev/daxX.Y instead of --device) or give each its own device ("
-                + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")";
+                + DevdaxConfig.DEVICE.nameAndVariable() + ")";
     }
 
     private static long nonZero(SecureRandom random) {
@@ -310,7 +310,7 @@ final class DevdaxProvider implements MemoryProvider {
         if (offset < 0) {
             throw new ConduitException("device " + device.describe() + " has no free range of " + size + " bytes: " + free.freeBytes()
                     + " bytes free, the longest free range " + free.largest() + " bytes. Free chunks, use smaller ones "
-                    + "(pool.chunk.size), or give this provider a larger device (" + DevdaxConfig.describe(DevdaxConfig.DEVICE) + ")");
+                    + "(pool.chunk.size), or give this provider a larger device (" + DevdaxConfig.DEVICE.nameAndVariable() + ")");
         }
         Arena arena = Arena.ofShared();
         DevdaxChunk chunk = null;

@@ -88,7 +88,7 @@ final class Device implements AutoCloseable {
             } catch (ErrnoException e) {
                 throw new ConduitException("cannot learn what device " + path + " (alias '" + alias + "') is: " + e.getMessage()
                         + "; it was opened, so the file system or driver behind it failed: check dmesg, or point the alias in "
-                        + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " elsewhere", e);
+                        + DevdaxConfig.DEVICES.nameAndVariable() + " elsewhere", e);
             }
             return switch (status.fileType()) {
                 case FileStatus.S_IFCHR -> {
@@ -107,7 +107,7 @@ final class Device implements AutoCloseable {
                         + (status.fileType() == FileStatus.S_IFBLK
                         ? "A /dev/pmemN block device is fsdax: reconfigure the namespace as devdax (ndctl create-namespace "
                         + "--mode=devdax), or put a file on a DAX file system and name that. "
-                        : "") + "Fix the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES));
+                        : "") + "Fix the alias in " + DevdaxConfig.DEVICES.nameAndVariable());
             };
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, fd::close);
@@ -128,7 +128,7 @@ final class Device implements AutoCloseable {
      * errno is left to speak for itself, with the key that names the path.
      */
     static String openRemedy(Libc libc, Path path, boolean writable, ErrnoException e) {
-        String key = DevdaxConfig.describe(DevdaxConfig.DEVICES);
+        String key = DevdaxConfig.DEVICES.nameAndVariable();
         return switch (e.errno()) {
             case Errno.ENOENT -> "it does not exist here: fix the alias in " + key + " (each process names the path where it sees the device)";
             case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "this process (uid " + Integer.toUnsignedString(libc.geteuid()) + ") may not open it "
@@ -176,7 +176,7 @@ final class Device implements AutoCloseable {
             case Errno.ENOMEM -> "; the process is out of address space or mappings: raise the address-space limit (ulimit -v, "
                     + "RLIMIT_AS) or vm.max_map_count" + orFewer;
             case Errno.ENODEV -> "; the path is neither a device-DAX device nor a file that can be mapped (its file system or driver "
-                    + "does not support mmap): point the alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES) + " at a /dev/daxX.Y "
+                    + "does not support mmap): point the alias in " + DevdaxConfig.DEVICES.nameAndVariable() + " at a /dev/daxX.Y "
                     + "device, or at a regular file on a file system that maps files, such as tmpfs (/dev/shm), ext4 or xfs";
             case Errno.EACCES, Errno.EPERM -> "; the device opened with the access the mapping needs, so a security module (SELinux, "
                     + "AppArmor) or a seccomp filter refused the mapping: see the audit log (ausearch -m avc, dmesg) and allow this "

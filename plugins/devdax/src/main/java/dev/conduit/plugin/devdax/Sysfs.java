@@ -69,7 +69,7 @@ final class Sysfs {
         String subsystem = subsystem(directory);
         if (!"dax".equals(subsystem)) {
             throw new ConduitException(device + " is not a device-DAX device: it is a character device of subsystem '" + subsystem
-                    + "' (" + directory.resolve("subsystem") + "). Point its alias in " + DevdaxConfig.describe(DevdaxConfig.DEVICES)
+                    + "' (" + directory.resolve("subsystem") + "). Point its alias in " + DevdaxConfig.DEVICES.nameAndVariable()
                     + " at a /dev/daxX.Y device (ndctl create-namespace --mode=devdax, or daxctl for CXL memory) or at a "
                     + "regular file");
         }

@@ -461,7 +461,7 @@ final class FdServer implements AutoCloseable {
             String uid = Integer.toUnsignedString(ownUid);
             return "memfd fd server on " + socketPath + " refused " + describe(peer) + ": uid " + uid + " is this provider's own, but "
                     + "this provider runs as the overflow uid of its user namespace (" + namespace.describe(Integer.toUnsignedLong(ownUid))
-                    + "), which also stands for every user the namespace does not map, and " + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS)
+                    + "), which also stands for every user the namespace does not map, and " + MemfdConfig.ALLOWED_UIDS.nameAndVariable()
                     + " opens the socket to every user: the client may be any of them. Add " + uid + " to "
                     + MemfdConfig.ALLOWED_UIDS.name() + " if all of them may receive chunks, or run this provider as a uid other than "
                     + uid + " (kernel.overflowuid)";

@@ -57,11 +57,6 @@ final class MemfdConfig {
         return UserNamespace.uids(config.get(TRUSTED_UIDS));
     }
 
-    /** A key as errors name it: {@code memfd.connect.timeout (CONDUIT_MEMFD_CONNECT_TIMEOUT)}. */
-    static String describe(ConfigKey<?> key) {
-        return key.name() + " (" + key.environmentName() + ")";
-    }
-
     /** {@link #SERVER_TIMEOUT} in nanoseconds. */
     static long serverTimeoutNanos(Config config) {
         return config.get(SERVER_TIMEOUT).toNanos();

@@ -328,11 +328,11 @@ final class MemfdImporter implements IpcImporter {
                     + "file could not be proven this user's (it is another user's, the shared directory is a read-only mount, or /proc "
                     + "is not mounted, through which the importer connects to the file it checked); the handle's token was not sent. "
                     + "Run this process as a uid other than " + uid + " (kernel.overflowuid), or add " + uid + " to "
-                    + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " if all of those users may serve this process");
+                    + MemfdConfig.TRUSTED_UIDS.nameAndVariable() + " if all of those users may serve this process");
         }
         String refused = "refusing to import from the fd server on " + path + ": it runs as uid " + uid + " (SO_PEERCRED), not as "
                 + "this process's " + namespace.describe(Integer.toUnsignedLong(libc.geteuid())) + " nor as a user listed in "
-                + MemfdConfig.describe(MemfdConfig.TRUSTED_UIDS) + " (" + UserNamespace.describeUids(trustedUids) + "); the handle's token was not sent. ";
+                + MemfdConfig.TRUSTED_UIDS.nameAndVariable() + " (" + UserNamespace.describeUids(trustedUids) + "); the handle's token was not sent. ";
         if (namespace.mayBeUnmapped(uid)) {
             return new ConduitException(refused + "In this process's user namespace, uid " + uid + " stands for every user the "
                     + "namespace does not map (and for its own " + uid + ", if it maps one), so trusting it trusts every one of them "
@@ -361,7 +361,7 @@ final class MemfdImporter implements IpcImporter {
         }
         return new ConduitException("permission denied connecting to the producer's socket " + path + " (" + e.getMessage()
                 + "): the producer admits only its own user; to admit this process's user, add " + uidToAllow() + " to "
-                + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side", e);
+                + MemfdConfig.ALLOWED_UIDS.nameAndVariable() + " on the producer's side", e);
     }
 
     private static void pause(long nanos, String path) {
@@ -493,7 +493,7 @@ final class MemfdImporter implements IpcImporter {
                     + "(its fd server on " + path + " no longer knows the handle's token)");
             case FdProtocol.STATUS_PEER_NOT_ALLOWED -> new ConduitException("the producer's fd server on " + path + " refused this "
                     + "process's user (" + describeOurUid() + "): to admit it, add " + uidToAllow() + " to "
-                    + MemfdConfig.describe(MemfdConfig.ALLOWED_UIDS) + " on the producer's side");
+                    + MemfdConfig.ALLOWED_UIDS.nameAndVariable() + " on the producer's side");
             case FdProtocol.STATUS_BAD_REQUEST -> protocolError(path, "rejected the request as malformed (protocol version "
                     + FdProtocol.VERSION + ")");
             case FdProtocol.STATUS_OTHER_VERSION -> otherVersion(reply[1] & 0xFF, path);
@@ -615,7 +615,7 @@ final class MemfdImporter implements IpcImporter {
     private static ConduitException producerGoneOrRequestDropped(String path, String what, Throwable cause) {
         return new ConduitException("producer gone (its socket " + path + " " + what + "): the producer closed its pool or exited, so "
                 + "its chunks can no longer be imported; or, if it lives, its fd server dropped this request after waiting "
-                + MemfdConfig.describe(MemfdConfig.SERVER_TIMEOUT) + " for it, on the producer's side: a timeout shorter than "
+                + MemfdConfig.SERVER_TIMEOUT.nameAndVariable() + " for it, on the producer's side: a timeout shorter than "
                 + "an importer takes to send its request refuses every import, so raise it there; or its fd server could not send the "
                 + "answer, and a WARNING in the producer's log names why", cause);
     }
@@ -630,7 +630,7 @@ final class MemfdImporter implements IpcImporter {
 
     private ConduitException timeout(String path, String what, Throwable cause) {
         return new ConduitException("the producer's fd server on " + path + " did not " + what + " within "
-                + MemfdConfig.describe(MemfdConfig.CONNECT_TIMEOUT) + " (" + connectTimeoutNanos / 1_000_000 + " ms): it is hung or "
+                + MemfdConfig.CONNECT_TIMEOUT.nameAndVariable() + " (" + connectTimeoutNanos / 1_000_000 + " ms): it is hung or "
                 + "busy; raise " + MemfdConfig.CONNECT_TIMEOUT.name() + " if producers serve many importers at once", cause);
     }
 

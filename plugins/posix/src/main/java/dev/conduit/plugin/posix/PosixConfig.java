@@ -54,8 +54,8 @@ final class PosixConfig {
     static PosixConfig of(PluginContext context) {
         Path dedicated = context.config().get(DIR);
         Path directory = dedicated != null ? dedicated : context.sharedDirectory();
-        String keys = dedicated != null ? describe(DIR)
-                : SHARED_DIR_KEY + " or " + describe(DIR);
+        String keys = dedicated != null ? DIR.nameAndVariable()
+                : SHARED_DIR_KEY + " or " + DIR.nameAndVariable();
         return new PosixConfig(directory, dedicated != null, keys, UserNamespace.uids(context.config().get(TRUSTED_UIDS)));
     }
 
@@ -82,9 +82,5 @@ final class PosixConfig {
     /** The trusted uids besides this process's own, as configured, for messages. */
     String trustedUidsText() {
         return UserNamespace.describeUids(trustedUids);
-    }
-
-    static String describe(ConfigKey<?> key) {
-        return key.name() + " (" + key.environmentName() + ")";
     }
 }

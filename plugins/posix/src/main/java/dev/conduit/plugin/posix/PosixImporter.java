@@ -190,7 +190,7 @@ final class PosixImporter implements IpcImporter {
                 throw new ConduitException("refusing to map " + path + ": it belongs to uid " + owner + ", not to this process's "
                         + ours + " nor to a trusted one (" + config.trustedUidsText() + "). A peer that can write the file could "
                         + "truncate it under this process. If you trust that user, add the uid to "
-                        + PosixConfig.describe(PosixConfig.TRUSTED_UIDS));
+                        + PosixConfig.TRUSTED_UIDS.nameAndVariable());
             }
         }
         if (status.size() != chunkLength) {

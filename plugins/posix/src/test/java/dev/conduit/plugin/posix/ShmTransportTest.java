@@ -749,6 +749,16 @@ class ShmTransportTest {
         assertThat(connect(sender, receiver, cause -> { }).maxPayloadSize()).as("600m rounded up to a power of two").isEqualTo(1L << 30);
     }
 
+    /** The runtime's refusal of a larger payload names what raises the limit as this says (helper h3 found only a doc named). */
+    @Test
+    void whatRaisesTheLargestPayloadIsTheSendersBounceSize() {
+        Transport receiver = transport(new Received(), "posix.bounce.size", "64k");
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).maxPayloadSizeRemedy())
+                .isEqualTo("posix.bounce.size (CONDUIT_POSIX_BOUNCE_SIZE) of this process, the sender, sets it (rounded up to a power "
+                        + "of two); at most 1g");
+    }
+
     @Test
     void aSendThatFailsAfterItsClaimDoesNotBlockThePeersQueue() {
         Received received = new Received();

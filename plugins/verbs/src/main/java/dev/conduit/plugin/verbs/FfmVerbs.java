@@ -134,10 +134,10 @@ final class FfmVerbs implements Verbs {
         } catch (IllegalArgumentException e) {
             throw new Unavailable(library + " not found (dlopen: " + e.getMessage() + "): install rdma-core's libibverbs "
                     + "(Debian and Ubuntu: apt-get install libibverbs1; RHEL and Fedora: dnf install libibverbs), or name the "
-                    + "library in " + VerbsConfig.describe(VerbsConfig.LIBRARY), e);
+                    + "library in " + VerbsConfig.LIBRARY.nameAndVariable(), e);
         } catch (MissingFunction e) {
             throw new Unavailable(library + " has no function " + e.getMessage() + ": it is not rdma-core's libibverbs "
-                    + "(functions used: " + String.join(", ", FUNCTIONS) + "); check " + VerbsConfig.describe(VerbsConfig.LIBRARY), e);
+                    + "(functions used: " + String.join(", ", FUNCTIONS) + "); check " + VerbsConfig.LIBRARY.nameAndVariable(), e);
         }
     }
 

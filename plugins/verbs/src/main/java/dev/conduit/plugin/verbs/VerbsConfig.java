@@ -113,9 +113,4 @@ final class VerbsConfig {
     static String text(Config config, ConfigKey<String> key) {
         return config.get(key).strip();
     }
-
-    /** A key as messages name it: {@code verbs.library (CONDUIT_VERBS_LIBRARY)}. */
-    static String describe(ConfigKey<?> key) {
-        return key.name() + " (" + key.environmentName() + ")";
-    }
 }

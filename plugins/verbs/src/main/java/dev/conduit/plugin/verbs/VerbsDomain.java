@@ -95,7 +95,7 @@ final class VerbsDomain {
             try {
                 device = verbs.open(name);
             } catch (IllegalArgumentException e) {
-                throw new ConduitException("verbs: " + e.getMessage() + " (" + VerbsConfig.describe(VerbsConfig.DEVICE) + "; devices: "
+                throw new ConduitException("verbs: " + e.getMessage() + " (" + VerbsConfig.DEVICE.nameAndVariable() + "; devices: "
                         + verbs.deviceNames() + ")", e);
             } catch (ErrnoException e) {
                 if (!wanted.isEmpty()) {
@@ -159,7 +159,7 @@ final class VerbsDomain {
             throw new ConduitException("verbs: no usable RDMA device: " + String.join("; ", unusable));
         }
         throw new ConduitException("verbs: no active port to use (" + String.join(", ", tried) + "); check "
-                + VerbsConfig.describe(VerbsConfig.DEVICE) + " and " + VerbsConfig.describe(VerbsConfig.PORT)
+                + VerbsConfig.DEVICE.nameAndVariable() + " and " + VerbsConfig.PORT.nameAndVariable()
                 + ", and bring a link up (ip link set <netdev> up; ibstat)"
                 + (unusable.isEmpty() ? "" : "; besides: " + String.join("; ", unusable)));
     }
@@ -175,7 +175,7 @@ final class VerbsDomain {
                         System.Logger logger) {
         if (configured >= 0) {
             if (configured >= p.gidTableLength()) {
-                throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.GID_INDEX) + " is " + configured
+                throw new ConduitException("verbs: " + VerbsConfig.GID_INDEX.nameAndVariable() + " is " + configured
                         + " but the GID table of port " + port + " has " + p.gidTableLength() + " entries");
             }
             return configured;
@@ -207,12 +207,12 @@ final class VerbsDomain {
             int chosen = firstIpv4;
             logger.log(System.Logger.Level.WARNING, () -> "verbs: " + deviceName + " port " + port + " has no IPv4 GID of type "
                     + ROCE_V2 + " among its first 16 (" + types + "): using index " + chosen + ", RoCE v1, which no IP router "
-                    + "forwards; enable RoCE v2 on the device, or choose a GID with " + VerbsConfig.describe(VerbsConfig.GID_INDEX));
+                    + "forwards; enable RoCE v2 on the device, or choose a GID with " + VerbsConfig.GID_INDEX.nameAndVariable());
         } else {
             int chosen = firstIpv4;
             logger.log(System.Logger.Level.DEBUG, () -> "verbs: " + types + " is missing (a kernel before 4.5, or sysfs not mounted): "
                     + "the GID types of " + deviceName + " port " + port + " are unknown, so the first IPv4-mapped GID, index "
-                    + chosen + ", is used; it may be RoCE v1 (not routable): set " + VerbsConfig.describe(VerbsConfig.GID_INDEX)
+                    + chosen + ", is used; it may be RoCE v1 (not routable): set " + VerbsConfig.GID_INDEX.nameAndVariable()
                     + " to choose");
         }
         return firstIpv4;

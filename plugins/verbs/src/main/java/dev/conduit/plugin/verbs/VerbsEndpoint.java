@@ -123,7 +123,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             } catch (IOException e) {
                 throw new ConduitException("verbs: cannot reach the peer's wire-up listener " + peer.host() + ":" + peer.tcpPort() + " ("
                         + e.getMessage() + "): the peer is gone, or a firewall or routing separates this host from it (the peer chooses "
-                        + "the address with " + VerbsConfig.describe(VerbsConfig.WIREUP_ADDRESS) + ")", e);
+                        + "the address with " + VerbsConfig.WIREUP_ADDRESS.nameAndVariable() + ")", e);
             }
             channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
             transport.keepalive.apply(channel);
@@ -211,7 +211,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     int checkPeer(long now) {
         if (state == State.CONNECTING) {
             if (now - started > transport.wireupTimeoutMillis * 1_000_000) {
-                return fail("no wire-up reply within " + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT) + ": the peer does not progress");
+                return fail("no wire-up reply within " + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable() + ": the peer does not progress");
             }
             return 0;
         }
@@ -231,7 +231,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         } catch (IOException e) {
             // ETIMEDOUT once TCP keepalive gave up on a crashed host or a cut network; ECONNRESET from a peer host that rebooted.
             return fail("the wire-up connection broke (" + e.getMessage() + "): the peer's host crashed or became unreachable within "
-                    + VerbsConfig.describe(VerbsConfig.HEARTBEAT_TIMEOUT) + ", or its process died");
+                    + VerbsConfig.HEARTBEAT_TIMEOUT.nameAndVariable() + ", or its process died");
         }
         return 0;
     }
@@ -273,6 +273,18 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     @Override
     public long maxPayloadSize() {
         return Records.maxPayload(Math.min(peer.receiveBuffers(), slots), recordSize);
+    }
+
+    /** A message is at most as many records as the fewer of the peer's receive buffers and this endpoint's send buffers. */
+    @Override
+    public String maxPayloadSizeRemedy() {
+        String records = peer.receiveBuffers() < slots
+                ? VerbsConfig.RECEIVE_BUFFERS.nameAndVariable() + " of the peer (" + peer.receiveBuffers() + " there, fewer than the "
+                        + slots + " of this process's " + VerbsConfig.SEND_BUFFERS.nameAndVariable() + ")"
+                : VerbsConfig.SEND_BUFFERS.nameAndVariable() + " of this process (" + slots + ", no more than the peer's "
+                        + VerbsConfig.RECEIVE_BUFFERS.nameAndVariable() + ", " + peer.receiveBuffers() + ")";
+        return "a message takes at most " + records + " records of " + recordSize + " bytes, the smaller of the two processes' "
+                + VerbsConfig.BUFFER_SIZE.nameAndVariable() + "; raise them";
     }
 
     private void checkUsable() {

@@ -154,7 +154,7 @@ final class VerbsTransport implements Transport {
         Duration heartbeat = config.get(VerbsConfig.HEARTBEAT_TIMEOUT);
         this.keepalive = Keepalive.within(heartbeat);
         if (heartbeat.compareTo(Keepalive.LONGEST) > 0) {
-            logger.log(System.Logger.Level.WARNING, "verbs: " + VerbsConfig.describe(VerbsConfig.HEARTBEAT_TIMEOUT) + " is "
+            logger.log(System.Logger.Level.WARNING, "verbs: " + VerbsConfig.HEARTBEAT_TIMEOUT.nameAndVariable() + " is "
                     + ConfigKey.durationText(heartbeat) + ", longer than Linux's TCP keepalive can count (at most 32767 s of silence "
                     + "before the first probe, and as long between probes): a silent peer's connections fail after "
                     + ConfigKey.durationText(Keepalive.LONGEST) + " (36 h 24 min 28 s) instead. Set it to at most "
@@ -172,8 +172,8 @@ final class VerbsTransport implements Transport {
             outboundLimit = Math.min(MAX_CONNECTIONS, (maxCqe - inboundLimit) / sendBuffers);
             if (inboundLimit < 1 || outboundLimit < 1) {
                 throw new ConduitException("verbs: device " + domain.deviceName() + " has completion queues of " + maxCqe
-                        + " entries (max_cqe), too few for " + VerbsConfig.describe(VerbsConfig.RECEIVE_BUFFERS) + " " + receiveBuffers
-                        + " or " + VerbsConfig.describe(VerbsConfig.SEND_BUFFERS) + " " + sendBuffers + ": lower them");
+                        + " entries (max_cqe), too few for " + VerbsConfig.RECEIVE_BUFFERS.nameAndVariable() + " " + receiveBuffers
+                        + " or " + VerbsConfig.SEND_BUFFERS.nameAndVariable() + " " + sendBuffers + ": lower them");
             }
             // On the channel too, armed by await only while credits wait for a credit write to complete (see there).
             sendQueue = device.createCompletionQueue(outboundLimit * sendBuffers + inboundLimit, channel);
@@ -192,7 +192,7 @@ final class VerbsTransport implements Transport {
                 listener.bind(new InetSocketAddress(InetAddress.ofLiteral(host), 0), MAX_CONNECTIONS);
             } catch (IOException e) {
                 throw new ConduitException("verbs: cannot listen for wire-up connections on " + host + " (" + e.getMessage() + "); set "
-                        + VerbsConfig.describe(VerbsConfig.WIREUP_ADDRESS) + " to an address of this host", e);
+                        + VerbsConfig.WIREUP_ADDRESS.nameAndVariable() + " to an address of this host", e);
             }
             int tcpPort = ((InetSocketAddress) listener.getLocalAddress()).getPort();
             address = new WireFormat.Address(token, domain.port(), domain.linkLayer(), domain.lid(), domain.gid(), domain.activeMtu(),
@@ -222,7 +222,7 @@ final class VerbsTransport implements Transport {
     private String wireupHost(String configured) {
         if (!configured.isEmpty()) {
             if (!WireFormat.isIpLiteral(configured)) {
-                throw new ConduitException("verbs: " + VerbsConfig.describe(VerbsConfig.WIREUP_ADDRESS) + " is '" + configured
+                throw new ConduitException("verbs: " + VerbsConfig.WIREUP_ADDRESS.nameAndVariable() + " is '" + configured
                         + "', not an IPv4 or IPv6 address");
             }
             return configured;
@@ -291,7 +291,7 @@ final class VerbsTransport implements Transport {
         }
         throw new ConduitException("verbs: this worker already has " + outboundLimit + " outbound connections (counting those "
                 + "whose queue pair could not be destroyed), the most its completion queues hold (" + MAX_CONNECTIONS + ", or fewer "
-                + "when the device's max_cqe is small: lower " + VerbsConfig.describe(VerbsConfig.SEND_BUFFERS) + ")");
+                + "when the device's max_cqe is small: lower " + VerbsConfig.SEND_BUFFERS.nameAndVariable() + ")");
     }
 
     void unregister(Connection c) {

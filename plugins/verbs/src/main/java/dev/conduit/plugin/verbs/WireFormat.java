@@ -119,7 +119,7 @@ final class WireFormat {
             }
             if (bufferSize % VerbsConfig.BUFFER_ALIGNMENT != 0) {
                 throw r.invalid("buffer.size", bufferSize + " is not a multiple of " + VerbsConfig.BUFFER_ALIGNMENT + " (records hold "
-                        + "aligned 8-byte fields): the peer must set " + VerbsConfig.describe(VerbsConfig.BUFFER_SIZE)
+                        + "aligned 8-byte fields): the peer must set " + VerbsConfig.BUFFER_SIZE.nameAndVariable()
                         + " to a multiple of " + VerbsConfig.BUFFER_ALIGNMENT);
             }
             String host = r.string("wireup.host", MAX_HOST);

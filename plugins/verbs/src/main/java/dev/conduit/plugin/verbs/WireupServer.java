@@ -192,7 +192,7 @@ final class WireupServer implements AutoCloseable {
     private String tooMany(InetAddress from) {
         if (handshakes.size() >= MAX_HANDSHAKES) {
             return MAX_HANDSHAKES + " connections are waiting for their request already, the most this listener lets wait "
-                    + "(each one's wait ends with its request, or after " + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT) + ")";
+                    + "(each one's wait ends with its request, or after " + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable() + ")";
         }
         String source = source(from);
         int same = 0;
@@ -201,7 +201,7 @@ final class WireupServer implements AutoCloseable {
         }
         return same < MAX_HANDSHAKES_PER_ADDRESS ? null : same + " connections from " + source + " are waiting for their request "
                 + "already, the most one source may have waiting (each one's wait ends with its request, or after "
-                + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT) + ")";
+                + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable() + ")";
     }
 
     /** What one host connects from: its IPv4 address, or its IPv6 address's /64 network, which one host usually has whole. */
@@ -233,7 +233,7 @@ final class WireupServer implements AutoCloseable {
         }
         throw new ConduitException("verbs: this worker already has " + generations.length + " inbound connections, the most its "
                 + "completion queues hold (" + VerbsTransport.MAX_CONNECTIONS + ", or fewer when the device's max_cqe is small: lower "
-                + VerbsConfig.describe(VerbsConfig.RECEIVE_BUFFERS) + ")");
+                + VerbsConfig.RECEIVE_BUFFERS.nameAndVariable() + ")");
     }
 
     /** A wire-up connection accepted, until its request is read and answered. */
@@ -304,7 +304,7 @@ final class WireupServer implements AutoCloseable {
         }
 
         private boolean timedOut(long now) {
-            return now - started > timeoutNanos && abandon("no complete request within " + VerbsConfig.describe(VerbsConfig.WIREUP_TIMEOUT));
+            return now - started > timeoutNanos && abandon("no complete request within " + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable());
         }
 
         private boolean abandon(String why) {

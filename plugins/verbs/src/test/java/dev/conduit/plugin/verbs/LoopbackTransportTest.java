@@ -112,12 +112,27 @@ class LoopbackTransportTest {
         progressUntil(() -> b.received.size() == 10, a, b);
     }
 
+    /** A peer with fewer receive buffers than this endpoint's send buffers bounds the largest message: its key is named. */
+    @Test
+    void whatRaisesTheLargestPayloadNamesThePeersReceiveBuffersWhenThoseAreFewer() {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.receive.buffers", "8");
+        assertThat(a.connect(b).maxPayloadSizeRemedy())
+                .isEqualTo("a message takes at most verbs.receive.buffers (CONDUIT_VERBS_RECEIVE_BUFFERS) of the peer (8 there, fewer "
+                        + "than the 64 of this process's verbs.send.buffers (CONDUIT_VERBS_SEND_BUFFERS)) records of 8192 bytes, the "
+                        + "smaller of the two processes' verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE); raise them");
+    }
+
     @Test
     void largeMessagesAreCutIntoRecordsAndReassembledInOrderWithSmallOnes() {
         TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
         TestWorker b = peer("verbs.buffer.size", "4k", "verbs.receive.buffers", "16");
         TransportEndpoint e = a.connect(b);
         assertThat(e.maxPayloadSize()).isEqualTo(16L * (4096 - Records.HEADER) - Records.MAX_MESSAGE_HEADER);
+        assertThat(e.maxPayloadSizeRemedy()).as("what raises it, for the runtime's refusal of a larger payload")
+                .isEqualTo("a message takes at most verbs.send.buffers (CONDUIT_VERBS_SEND_BUFFERS) of this process (16, no more than "
+                        + "the peer's verbs.receive.buffers (CONDUIT_VERBS_RECEIVE_BUFFERS), 16) records of 4096 bytes, the smaller of "
+                        + "the two processes' verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE); raise them");
         byte[] large = new byte[(int) e.maxPayloadSize()];
         for (int i = 0; i < large.length; i++) {
             large[i] = (byte) (i * 31 + 7);
