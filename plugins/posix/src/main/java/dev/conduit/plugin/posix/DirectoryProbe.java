@@ -137,6 +137,8 @@ final class DirectoryProbe {
     /** File systems that keep files in memory only: a chunk there costs no disk writes. */
     private static final java.util.Set<String> MEMORY_FILE_SYSTEMS = java.util.Set.of("tmpfs", "ramfs", "hugetlbfs");
 
+    private static final String WRITTEN_BACK = ": chunk pages are written back to its storage; a tmpfs such as /dev/shm keeps them in memory";
+
     /** The file system's type, and, when it is not a memory file system, that chunk pages are written back to disk. */
     static String fileSystem(Path path) {
         String type;
@@ -145,8 +147,13 @@ final class DirectoryProbe {
         } catch (IOException | SecurityException e) {
             return "unknown (" + e.getMessage() + ")";
         }
-        return MEMORY_FILE_SYSTEMS.contains(type) ? type
-                : type + ": chunk pages are written back to its storage; a tmpfs such as /dev/shm keeps them in memory";
+        return MEMORY_FILE_SYSTEMS.contains(type) ? type : type + WRITTEN_BACK;
+    }
+
+    /** {@link #fileSystem} of a directory whose chunk pages are written back to storage; null for memory, or a type unknown. */
+    static String writtenBack(Path path) {
+        String fileSystem = fileSystem(path);
+        return fileSystem.endsWith(WRITTEN_BACK) ? fileSystem : null;
     }
 
     private static String freeBytes(Path path) {

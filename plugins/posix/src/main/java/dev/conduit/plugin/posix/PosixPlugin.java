@@ -58,6 +58,9 @@ import java.util.Set;
  */
 public final class PosixPlugin implements ConduitPlugin {
 
+    /** Chunk directories {@link #tellIfWrittenBack} told of. */
+    private final Set<java.nio.file.Path> toldWrittenBack = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     private static final Version VERSION = Version.parse("0.1.0");
 
     /** Found by {@link java.util.ServiceLoader}. */
@@ -120,7 +123,22 @@ public final class PosixPlugin implements ConduitPlugin {
     @Override
     public MemoryProvider openMemoryProvider(PluginContext context) {
         DirectoryProbe.requireOffered(context, Capability.MEMORY, "memory provider (pool)");
-        return PosixMemoryProvider.open(context);
+        MemoryProvider provider = PosixMemoryProvider.open(context);
+        tellIfWrittenBack(context);
+        return provider;
+    }
+
+    /**
+     * Says, once per directory, that pools and workers opened on a file system with storage: it works, and costs the
+     * writes back of every chunk page, which only {@code conduit info} showed (helper h3, on ext4).
+     */
+    private void tellIfWrittenBack(PluginContext context) {
+        PosixConfig config = PosixConfig.of(context);
+        String fileSystem = DirectoryProbe.writtenBack(config.directory());
+        if (fileSystem != null && toldWrittenBack.add(config.directory())) {
+            context.logger().log(System.Logger.Level.INFO, "the chunk directory " + config.directory() + " is on " + fileSystem
+                    + ": set " + config.directoryKeys() + " to a directory on one");
+        }
     }
 
     /** Maps chunks read-only through a read-only mount, for consumers that only read (PosixImporter). */

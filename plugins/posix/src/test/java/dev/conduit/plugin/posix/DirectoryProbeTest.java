@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -49,6 +50,38 @@ class DirectoryProbeTest {
         assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
         assertThat(availability.details().get("file system")).as("on %s", type).isEqualTo(java.util.Set.of("tmpfs", "ramfs", "hugetlbfs")
                 .contains(type) ? type : type + ": chunk pages are written back to its storage; a tmpfs such as /dev/shm keeps them in memory");
+    }
+
+    /**
+     * Pools and workers on a file system with storage work, and cost the writes back of every chunk page, which only
+     * {@code conduit info} said (helper h3, on ext4): the plugin says it in an INFO, once per directory; on a tmpfs
+     * nothing. (Where /tmp is a memory file system too, neither directory is told of.)
+     */
+    @Test
+    void poolsOnAFileSystemWithStorageSaySoOnceAndOnTmpfsNothing(@TempDir Path elsewhere) throws Exception {
+        List<String> infos = new java.util.concurrent.CopyOnWriteArrayList<>();
+        System.Logger logger = new System.Logger() {
+            @Override public String getName() { return "infos"; }
+            @Override public boolean isLoggable(Level level) { return true; }
+            @Override public void log(Level level, java.util.ResourceBundle bundle, String message, Throwable thrown) {
+                if (level == Level.INFO) infos.add(message);
+            }
+            @Override public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
+                if (level == Level.INFO) infos.add(format);
+            }
+        };
+        try (MemoryProvider first = plugin.openMemoryProvider(TestContext.of(elsewhere).withLogger(logger));
+             MemoryProvider second = plugin.openMemoryProvider(TestContext.of(elsewhere).withLogger(logger));
+             MemoryProvider onTmpfs = plugin.openMemoryProvider(TestContext.of(shared).withLogger(logger))) {
+            String type = fileStoreType(elsewhere);
+            if (java.util.Set.of("tmpfs", "ramfs", "hugetlbfs").contains(type)) {
+                assertThat(infos).as("on %s", type).isEmpty();
+            } else {
+                assertThat(infos).as("once, for the directory on %s", type).containsExactly("the chunk directory " + elsewhere + " is on "
+                        + type + ": chunk pages are written back to its storage; a tmpfs such as /dev/shm keeps them in memory: set "
+                        + "shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a directory on one");
+            }
+        }
     }
 
     private static String fileStoreType(Path directory) {
