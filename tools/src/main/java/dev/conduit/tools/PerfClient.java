@@ -325,7 +325,7 @@ final class PerfClient implements AutoCloseable {
         String label = test.label() + " " + PerfParsing.formatSize(size);
         phase = label;
         PerfPlan.Phase warm = plan.warmup(test, size, false, false);
-        if (warm.none() || test.rma() && size > serverRegionSize) return;
+        if (warm.none() || test.rma() && size > serverRegionSize || test == PerfTest.AM_LAT && size > ep.maxPayloadSize()) return;
         if (test == PerfTest.PUT_LAT) region.segment().asSlice(0, size).fill((byte) 0);
         int s = begin(test, size, label);
         if (readyOk) {
@@ -355,6 +355,11 @@ final class PerfClient implements AutoCloseable {
             return PerfResult.skipped(test, variant, size, "larger than the server's region (" + serverRegionSize
                     + " bytes): start the server with --region-size " + PerfParsing.formatSize(size) + " or more");
         }
+        if (test == PerfTest.AM_LAT && size > ep.maxPayloadSize()) {
+            // This side's own limit, judged before BEGIN: asked first, the server refused it as larger than it can answer and
+            // said to start the server with a larger limit, also to a client whose server it spawned with its own settings.
+            return PerfResult.skipped(test, variant, size, tooLargeToSend(size));
+        }
         if (test == PerfTest.PUT_LAT) region.segment().asSlice(0, size).fill((byte) 0);
         boolean uncachedVariant = "uncached".equals(variant);
         int s = begin(test, size, label);
@@ -383,6 +388,13 @@ final class PerfClient implements AutoCloseable {
         }
         long serverAllocated = end(s);
         return result.isSkipped() || serverAllocated < 0 ? result : result.withCounter("serverAllocatedBytes", serverAllocated);
+    }
+
+    /** Why an am_lat PING of {@code size} bytes cannot be sent here: the words the transport gives an am_bw send of that size. */
+    private String tooLargeToSend(long size) {
+        return "payload of " + size + " bytes is larger than transport '" + ep.transport() + "' carries on this endpoint ("
+                + ep.maxPayloadSize() + " bytes, Endpoint.maxPayloadSize()); send less, or split it. docs/plugins.md gives each "
+                + "plugin's limits and the keys that set those that can be set";
     }
 
     // ------------------------------------------------------------------ phases
