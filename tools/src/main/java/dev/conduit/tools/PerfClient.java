@@ -390,11 +390,18 @@ final class PerfClient implements AutoCloseable {
         return result.isSkipped() || serverAllocated < 0 ? result : result.withCounter("serverAllocatedBytes", serverAllocated);
     }
 
-    /** Why an am_lat PING of {@code size} bytes cannot be sent here: the words the transport gives an am_bw send of that size. */
+    /**
+     * Why an am_lat PING of {@code size} bytes, more than the endpoint carries, cannot be sent: the runtime's own refusal,
+     * asked of a send it checks before anything is sent (its words name the key that raises the limit, as am_bw's row's do).
+     */
     private String tooLargeToSend(long size) {
-        return "payload of " + size + " bytes is larger than transport '" + ep.transport() + "' carries on this endpoint ("
-                + ep.maxPayloadSize() + " bytes, Endpoint.maxPayloadSize()); send less, or split it. docs/plugins.md gives each "
-                + "plugin's limits and the keys that set those that can be set";
+        try {
+            ep.send(PerfProtocol.PING, MemorySegment.NULL, size, target -> 0);
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();
+        }
+        throw new IllegalStateException("a PING of " + size + " bytes, over Endpoint.maxPayloadSize() " + ep.maxPayloadSize()
+                + ", was not refused");
     }
 
     // ------------------------------------------------------------------ phases

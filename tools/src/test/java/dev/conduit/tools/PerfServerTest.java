@@ -351,6 +351,34 @@ class PerfServerTest {
                 + "--set posix.bounce.size=128k or more (or conduit.posix.bounce.size, CONDUIT_POSIX_BOUNCE_SIZE)");
     }
 
+    /**
+     * An am_lat size larger than the client's own endpoint carries is skipped before BEGIN, with the runtime's refusal of
+     * such a send, which names the key of this side that raises it: the server, asked first, refused it as larger than it
+     * can answer and said to start the server with a larger limit, also to a client whose server it had spawned with its
+     * own settings (helper h4, `./conduit perf am_lat -s 8,64m`).
+     */
+    @Test
+    void anAmLatSizeLargerThanTheClientCanSendIsSkippedWithTheRuntimesWordsNotTheServers() throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L, 128L << 10), 10L, null, new PerfParsing.Warmup(2, null),
+                PerfPlan.Wakeup.BUSY, Duration.ofSeconds(30), 1);
+        List<PerfResult> rows = new ArrayList<>();
+
+        // Both sides alike, as a server the client spawned is.
+        ServerRun server = serveOneClient(Map.of("posix.bounce.size", "64k"), Map.of("posix.bounce.size", "64k"), (clientConduit, bootstrap, serverErr) -> {
+            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan, PerfProgress.off())) {
+                rows.addAll(client.runAll(measured -> { }));
+            }
+        });
+
+        assertThat(server.exit()).as(server.err()).isEqualTo(ConduitCommand.EXIT_OK);
+        assertThat(rows).hasSize(2);
+        assertThat(rows.get(0).isSkipped()).as("am_lat 8: " + rows.get(0).skipped()).isFalse();
+        assertThat(rows.get(1).skipped()).as("am_lat 128k's row")
+                .isEqualTo("payload (maxLength) of 131072 bytes is larger than transport 'posix' carries on this endpoint (65536 bytes, "
+                        + "Endpoint.maxPayloadSize()); send less, or split it; or raise the limit: posix.bounce.size "
+                        + "(CONDUIT_POSIX_BOUNCE_SIZE) of this process, the sender, sets it (rounded up to a power of two); at most 1g");
+    }
+
     /** What a one-session server said on its standard error, and its exit code. */
     private record ServerRun(int exit, String err) {
     }
@@ -371,6 +399,12 @@ class PerfServerTest {
 
     /** As {@link #serveOneClient(Client)}, the server's Conduit built with {@code serverSettings} (keys and values) besides. */
     private static ServerRun serveOneClient(Map<String, String> serverSettings, Client client) throws Exception {
+        return serveOneClient(serverSettings, Map.of(), client);
+    }
+
+    /** As {@link #serveOneClient(Map, Client)}, the client's Conduit built with {@code clientSettings} besides. */
+    private static ServerRun serveOneClient(Map<String, String> serverSettings, Map<String, String> clientSettings, Client client)
+            throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-echo");
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
@@ -378,7 +412,7 @@ class PerfServerTest {
             // A hang guard, not a bound on the whole test: the client's waits bound each answer, the server's end has its
             // own bound, and a call that never returns (a connect, a close) fails it, naming where.
             return HangGuard.await("a client of a one-session server", () -> {
-                try (Conduit serverConduit = conduit("posix", shared, serverSettings); Conduit clientConduit = conduit("posix", shared)) {
+                try (Conduit serverConduit = conduit("posix", shared, serverSettings); Conduit clientConduit = conduit("posix", shared, clientSettings)) {
                     Thread serverThread = startServer(serverConduit, shared, serverErr, serverExit);
                     try {
                         client.run(clientConduit, PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive()),
