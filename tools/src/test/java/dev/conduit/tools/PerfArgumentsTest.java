@@ -98,6 +98,19 @@ class PerfArgumentsTest {
         assertThat(directory.err()).contains("is a directory");
     }
 
+    /**
+     * A directory that passes a permission check but holds no file (procfs, as root) is a usage error before the run: the
+     * run measured everything, then failed writing the chart, with a remedy for a full disk (helper h4). Also one the
+     * process may not write, as any user.
+     */
+    @Test
+    void aChartInADirectoryThatHoldsNoFileIsAUsageErrorBeforeTheRun() {
+        Result proc = usageError("perf", "am_lat", "--plot", "/proc/conduit-perf.png");
+
+        assertThat(proc.err()).contains("--plot /proc/conduit-perf.png: the directory /proc cannot hold a file (")
+                .contains("give a file in a writable directory of a file system that holds files");
+    }
+
     @Test
     void anUnresolvableHostNamesTheHostAndTheOption() {
         Result result = conduit.run("perf", "--connect", "no-such-host.invalid:7777", "am_lat", "--timeout", "1s");
