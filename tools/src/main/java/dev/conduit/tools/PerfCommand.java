@@ -193,19 +193,29 @@ final class PerfCommand implements Callable<Integer> {
      * {@code -D shared.dir} and the variable. Such a failure is told that the option set the key and
      * to give another directory with it. Until 2026-12-03 {@code conduit perf --server --shared-dir
      * DIR} on a read-only DIR gave the plugins' remedy alone, as the spawned run's private directory
-     * did until 2026-12-02 (PerfRunTest#aServersSharedDirOptionThatNoPluginCanUseIsNamedAsTheOption).
+     * did until 2026-12-02 (PerfRunTest#aServersSharedDirOptionThatNoPluginCanUseIsNamedAsTheOption). A client
+     * without the option that cannot reach its server there is told to give it the server's directory with it: over
+     * TCP too, only the bootstrap goes through the socket (PerfRunTest#aTcpClientInAnotherSharedDirectoryThanItsServers...).
      */
     private int namingTheSharedDirOption(IntSupplier side) {
         try {
             return side.getAsInt();
         } catch (ConduitException e) {
             // A ConfigException names a value of the key, not a directory a plugin could not use; the command adds to it itself.
-            if (sharedDirectory == null || e instanceof ConfigException || e.getMessage() == null
-                    || !e.getMessage().contains("shared.dir (CONDUIT_SHARED_DIR)")) {
+            String message = e.getMessage();
+            if (e instanceof ConfigException || message == null || !message.contains("shared.dir") || !message.contains("CONDUIT_SHARED_DIR")) {
                 throw e;
             }
-            throw new ConduitException(e.getMessage() + " (here --shared-dir " + sharedDirectory + " sets shared.dir, above -D shared.dir "
-                    + "and CONDUIT_SHARED_DIR: choose another directory with --shared-dir)", e);
+            if (sharedDirectory != null) {
+                throw new ConduitException(message + " (here --shared-dir " + sharedDirectory + " sets shared.dir, above -D shared.dir "
+                        + "and CONDUIT_SHARED_DIR: choose another directory with --shared-dir)", e);
+            }
+            if (!server) {
+                // Over TCP too: only the bootstrap goes through the socket, the transports meet in the server's directory.
+                throw new ConduitException(message + " (a client meets its server in the server's shared directory, also over TCP: "
+                        + "give it the directory the server was given, with --shared-dir)", e);
+            }
+            throw e;
         }
     }
 

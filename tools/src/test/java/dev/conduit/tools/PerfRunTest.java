@@ -397,6 +397,24 @@ class PerfRunTest {
     }
 
     /**
+     * A client of a TCP server that was given --shared-dir, itself left at the default directory, cannot reach the
+     * server's worker there; the transport's remedy named shared.dir alone, which the client sets with --shared-dir, and
+     * nothing said that TCP carries only the bootstrap (helper h4).
+     */
+    @Test
+    void aTcpClientInAnotherSharedDirectoryThanItsServersIsToldToGiveItTheServersWithTheOption() throws Exception {
+        try (TcpServer server = TcpServer.start()) {
+            Result result = run("perf", "--connect", "127.0.0.1:" + server.port(), "am_lat", "-s", "8", "-n", "10", "-w", "0",
+                    "--timeout", "10s");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains("cannot reach the peer")
+                    .contains("(a client meets its server in the server's shared directory, also over TCP: give it the directory the "
+                            + "server was given, with --shared-dir)");
+        }
+    }
+
+    /**
      * A server whose bootstrap file cannot be written (a full shared directory: memfd's regions take
      * none of it, the file does) said "cannot write FILE: java.io.IOException: No space left on
      * device", the JDK's class name and no remedy, and left the file it began, empty, which the next
