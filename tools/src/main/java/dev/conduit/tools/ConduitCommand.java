@@ -130,8 +130,23 @@ public final class ConduitCommand implements Runnable {
         return options.applyTo(builders.get());
     }
 
+    /**
+     * A failure a command has said on standard error itself, where the command's report would come too late: a run
+     * stopped by a signal, whose JVM exits as soon as its resources are closed. Its exit code is all that is left to give.
+     */
+    static final class AlreadySaid extends ConduitException {
+        AlreadySaid(Throwable said) {
+            super(said.getMessage(), said);
+        }
+    }
+
     private int reportFailure(Throwable failure, CommandLine command, ParseResult parsed) {
         PrintWriter err = command.getErr();
+        if (failure instanceof AlreadySaid) {
+            if (verboseRequested(parsed)) failure.getCause().printStackTrace(err);
+            err.flush();
+            return EXIT_FAILED;
+        }
         if (failure instanceof ConduitException) {
             // Conduit's messages name the key, value, plugin or system call and the remedy: enough on their own, but for a
             // setting's source: what this command was given with --set or -t, Conduit knows as set in its builder.

@@ -395,8 +395,8 @@ final class PerfCommand implements Callable<Integer> {
                 run = measure(c, bootstrap, plan, "spawned by this process, private shared directory " + peer.directory(),
                         e -> withServerOutput(peer, e), out, err);
             }
-        } catch (SpawnedRunFailed e) {
-            throw e; // measure said it with the server's output already, in the document too
+        } catch (SpawnedRunFailed | ConduitCommand.AlreadySaid e) {
+            throw e; // measure said it (with the server's output, or stopped by a signal) already, in the document too
         } catch (RuntimeException | Error e) {
             throw withServerOutput(peer, e);
         }
@@ -463,16 +463,21 @@ final class PerfCommand implements Callable<Integer> {
                 during = client.phase();
                 if (client.stopped()) {
                     // A signal: the JVM exits once the client is closed (its shutdown hook waits for that, no more) and a
-                    // spawned server is destroyed by its own, so the document is written now, with the client's words, or never.
+                    // spawned server is destroyed by its own, so the document is written now, with the client's words, or never;
+                    // and so is the line that says why, which text mode otherwise lacked.
                     progress.clear();
                     reportStopped(stopped, during, e, out, err);
-                    stopped = null;
+                    out.flush();
+                    err.println("conduit: " + e.getMessage());
+                    err.flush();
+                    throw new ConduitCommand.AlreadySaid(e);
                 }
                 throw e;
             }
         } catch (RuntimeException | Error e) {
             progress.clear();
             // Explained after the client's close: a spawned server has then read the BYE that told it why, and said so.
+            if (e instanceof ConduitCommand.AlreadySaid) throw e;
             Throwable told = explain.apply(e);
             if (stopped != null) reportStopped(stopped, during, told, out, err);
             if (told instanceof Error error) throw error;

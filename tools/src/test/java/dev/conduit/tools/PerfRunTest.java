@@ -674,6 +674,9 @@ class PerfRunTest {
 
                 client.toHandle().destroy(); // SIGTERM; Process.destroy() would close the stream read above
                 assertThat(client.waitFor(30, TimeUnit.SECONDS)).as("the client exits on SIGTERM").isTrue();
+                // In text mode nothing said why the run ended (helper h4): the JVM exited before the command's report.
+                String clientSaid = drain(clientLines);
+                assertThat(clientSaid).as("the client's own output").containsOnlyOnce("conduit: stopped by a signal during am_lat 8");
 
                 String said = drain(server.lines()); // up to the server's end: it served its one client
                 assertThat(server.process().waitFor(30, TimeUnit.SECONDS)).isTrue();
@@ -751,6 +754,7 @@ class PerfRunTest {
 
             Map<String, Object> error = Json.object(JsonParser.parseObject(out), "error");
             assertThat((String) error.get("message")).as(Files.readString(err)).startsWith("stopped by a signal during ");
+            assertThat(Files.readString(err)).as("standard error, once").containsOnlyOnce("conduit: stopped by a signal during ");
             try (var left = Files.list(shared)) {
                 assertThat(left.toList()).as("the private directory is removed").isEmpty();
             }
