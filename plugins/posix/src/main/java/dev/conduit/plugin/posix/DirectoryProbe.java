@@ -147,13 +147,13 @@ final class DirectoryProbe {
         } catch (IOException | SecurityException e) {
             return "unknown (" + e.getMessage() + ")";
         }
-        return MEMORY_FILE_SYSTEMS.contains(type) ? type : type + WRITTEN_BACK;
+        String writtenBack = writtenBack(type);
+        return writtenBack == null ? type : writtenBack;
     }
 
-    /** {@link #fileSystem} of a directory whose chunk pages are written back to storage; null for memory, or a type unknown. */
-    static String writtenBack(Path path) {
-        String fileSystem = fileSystem(path);
-        return fileSystem.endsWith(WRITTEN_BACK) ? fileSystem : null;
+    /** The file system of type {@code type} and that chunk pages are written back to its storage; null for a memory file system. */
+    static String writtenBack(String type) {
+        return MEMORY_FILE_SYSTEMS.contains(type) ? null : type + WRITTEN_BACK;
     }
 
     private static String freeBytes(Path path) {

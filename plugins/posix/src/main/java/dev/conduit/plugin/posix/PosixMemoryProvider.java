@@ -152,6 +152,21 @@ final class PosixMemoryProvider implements MemoryProvider {
         }
     }
 
+    /** The chunk directory, as this process sees it. */
+    Path directory() {
+        return directory.path();
+    }
+
+    /** The keys that name the chunk directory, for messages. */
+    String directoryKeys() {
+        return directoryKeys;
+    }
+
+    /** {@link DirectoryProbe#writtenBack} of the directory's file system; null on a memory file system or one the JDK cannot tell. */
+    String fileSystemWrittenBack() {
+        return store == null ? null : DirectoryProbe.writtenBack(store.type());
+    }
+
     @Override
     public long pageSize() {
         return pageSize;

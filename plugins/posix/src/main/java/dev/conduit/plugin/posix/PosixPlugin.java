@@ -16,8 +16,10 @@ import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.Version;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The posix plugin: shared memory as files in a directory that producer and consumers both see
@@ -59,7 +61,7 @@ import java.util.Set;
 public final class PosixPlugin implements ConduitPlugin {
 
     /** Chunk directories {@link #tellIfWrittenBack} told of. */
-    private final Set<java.nio.file.Path> toldWrittenBack = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<Path> toldWrittenBack = ConcurrentHashMap.newKeySet();
 
     private static final Version VERSION = Version.parse("0.1.0");
 
@@ -123,8 +125,8 @@ public final class PosixPlugin implements ConduitPlugin {
     @Override
     public MemoryProvider openMemoryProvider(PluginContext context) {
         DirectoryProbe.requireOffered(context, Capability.MEMORY, "memory provider (pool)");
-        MemoryProvider provider = PosixMemoryProvider.open(context);
-        tellIfWrittenBack(context);
+        PosixMemoryProvider provider = PosixMemoryProvider.open(context);
+        tellIfWrittenBack(provider, context.logger());
         return provider;
     }
 
@@ -132,12 +134,11 @@ public final class PosixPlugin implements ConduitPlugin {
      * Says, once per directory, that pools and workers opened on a file system with storage: it works, and costs the
      * writes back of every chunk page, which only {@code conduit info} showed (helper h3, on ext4).
      */
-    private void tellIfWrittenBack(PluginContext context) {
-        PosixConfig config = PosixConfig.of(context);
-        String fileSystem = DirectoryProbe.writtenBack(config.directory());
-        if (fileSystem != null && toldWrittenBack.add(config.directory())) {
-            context.logger().log(System.Logger.Level.INFO, "the chunk directory " + config.directory() + " is on " + fileSystem
-                    + ": set " + config.directoryKeys() + " to a directory on one");
+    private void tellIfWrittenBack(PosixMemoryProvider provider, System.Logger logger) {
+        String fileSystem = provider.fileSystemWrittenBack();
+        if (fileSystem != null && toldWrittenBack.add(provider.directory())) {
+            logger.log(System.Logger.Level.INFO, "the chunk directory " + provider.directory() + " is on " + fileSystem
+                    + ": set " + provider.directoryKeys() + " to a directory on one");
         }
     }
 
