@@ -3,21 +3,32 @@ package dev.conduit.tck;
 import java.text.MessageFormat;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.ResourceBundle;
 
 /**
- * A logger that keeps the text of every WARNING it is given, for a plugin's unit tests that check
- * what the plugin says (give it with {@link TestContext#withLogger}). A message logged with
- * parameters is kept formatted as {@link MessageFormat} formats it. Thread-safe.
+ * A logger that keeps the text of every message it is given, by level, for a plugin's unit tests
+ * that check what the plugin says (give it with {@link TestContext#withLogger}). A message logged
+ * with parameters is kept formatted as {@link MessageFormat} formats it. Thread-safe.
  */
 public final class RecordingLogger implements System.Logger {
 
-    private final List<String> warnings = Collections.synchronizedList(new ArrayList<>());
+    private final Map<Level, List<String>> logged = new EnumMap<>(Level.class);
+
+    public RecordingLogger() {
+        for (Level level : Level.values()) logged.put(level, Collections.synchronizedList(new ArrayList<>()));
+    }
 
     /** The WARNINGs logged so far, in order: a live, synchronized list. */
     public List<String> warnings() {
-        return warnings;
+        return at(Level.WARNING);
+    }
+
+    /** The messages logged so far at {@code level}, in order: a live, synchronized list. */
+    public List<String> at(Level level) {
+        return logged.get(level);
     }
 
     @Override
@@ -32,11 +43,11 @@ public final class RecordingLogger implements System.Logger {
 
     @Override
     public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
-        if (level == Level.WARNING) warnings.add(message);
+        logged.get(level).add(message);
     }
 
     @Override
     public void log(Level level, ResourceBundle bundle, String format, Object... params) {
-        if (level == Level.WARNING) warnings.add(params == null || params.length == 0 ? format : MessageFormat.format(format, params));
+        logged.get(level).add(params == null || params.length == 0 ? format : MessageFormat.format(format, params));
     }
 }

@@ -59,17 +59,8 @@ class DirectoryProbeTest {
      */
     @Test
     void poolsOnAFileSystemWithStorageSaySoOnceAndOnTmpfsNothing(@TempDir Path elsewhere) throws Exception {
-        List<String> infos = new java.util.concurrent.CopyOnWriteArrayList<>();
-        System.Logger logger = new System.Logger() {
-            @Override public String getName() { return "infos"; }
-            @Override public boolean isLoggable(Level level) { return true; }
-            @Override public void log(Level level, java.util.ResourceBundle bundle, String message, Throwable thrown) {
-                if (level == Level.INFO) infos.add(message);
-            }
-            @Override public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
-                if (level == Level.INFO) infos.add(format);
-            }
-        };
+        dev.conduit.tck.RecordingLogger logger = new dev.conduit.tck.RecordingLogger();
+        List<String> infos = logger.at(System.Logger.Level.INFO);
         try (MemoryProvider first = plugin.openMemoryProvider(TestContext.of(elsewhere).withLogger(logger));
              MemoryProvider second = plugin.openMemoryProvider(TestContext.of(elsewhere).withLogger(logger));
              MemoryProvider onTmpfs = plugin.openMemoryProvider(TestContext.of(shared).withLogger(logger))) {
