@@ -326,7 +326,9 @@ public final class IpcCache implements AutoCloseable {
 
     private static InvalidHandleException contradiction(Entry cached, IpcHandle handle) {
         if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())) {
-            return new InvalidHandleException(IpcHandle.KIND, "chunk.length", "export " + handle.exportId() + " was cached as a " + cached.length
+            // Name the field that differs: a handle with the cached length but another plugin is wrong in 'plugin'.
+            String field = cached.length != handle.chunkLength() ? "chunk.length" : "plugin";
+            return new InvalidHandleException(IpcHandle.KIND, field, "export " + handle.exportId() + " was cached as a " + cached.length
                     + "-byte chunk of plugin '" + cached.plugin + "', the handle says " + handle.chunkLength()
                     + " bytes of plugin '" + handle.plugin() + "': the handle is forged or corrupted");
         }

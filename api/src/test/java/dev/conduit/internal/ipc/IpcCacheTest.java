@@ -545,6 +545,27 @@ class IpcCacheTest {
                 .hasMessageContaining("chunk.length");
     }
 
+    /**
+     * A handle that names the cached export's length but another installed plugin is wrong in its
+     * plugin, and says so: the exception named 'chunk.length', which the handle had right.
+     */
+    @Test
+    void aHandleThatNamesAnotherPluginForTheCachedExportIsRefusedNamingThePlugin() {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of())
+                .addPlugin(plugin)
+                .addPlugin(new InProcessMemoryPlugin("other", java.util.EnumSet.of(dev.conduit.spi.ThreadMode.SERIALIZED)))
+                .set("pool.chunk.size", Long.toString(CHUNK))
+                .build();
+        byte[] handle = ownChunk(conduit.pool("inproc")).exportHandle();
+        conduit.importRegion(handle).close();
+        IpcHandle h = IpcHandle.decode(handle);
+        byte[] forged = new IpcHandle("other", h.originHigh(), h.originLow(), h.exportId(), h.chunkLength(),
+                h.regionOffset(), h.regionLength(), h.payload()).encode();
+        assertThatThrownBy(() -> conduit.importRegion(forged)).isInstanceOf(InvalidHandleException.class)
+                .hasMessageContaining("of plugin 'inproc'").hasMessageContaining("of plugin 'other'")
+                .extracting(e -> ((InvalidHandleException) e).field()).isEqualTo("plugin");
+    }
+
     @Test
     void aHitMustCarryThePayloadTheImporterValidated() {
         Pool pool = open(1 << 30).pool("inproc");
