@@ -59,7 +59,7 @@ final class PoolRegion implements Region {
             throw new IllegalStateException("region is closed: export a region before freeing it");
         }
         // The pool's close freed the chunk; an export made before would still be handed out, naming memory gone.
-        pool.ensureOpen();
+        pool.ensureOpenToExport();
         return pool.exportHandle(chunk, sizeClass == null ? 0 : sizeClass.offset(slot), segment.byteSize());
     }
 

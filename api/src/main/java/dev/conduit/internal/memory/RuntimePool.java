@@ -206,7 +206,7 @@ public final class RuntimePool implements Pool {
         if (export == null) {
             providerLock.lock();
             try {
-                ensureOpen();
+                ensureOpenToExport();
                 export = chunk.export;
                 if (export == null) {
                     byte[] payload;
@@ -263,6 +263,17 @@ public final class RuntimePool implements Pool {
 
     void ensureOpen() {
         if (closed) throw new IllegalStateException("pool of plugin '" + plugin + "' is closed: allocate from another pool (Conduit.pool)");
+    }
+
+    /**
+     * For an export of a region of this pool: a closed pool freed the region, so the remedy is not another pool's
+     * allocation (the message {@link #ensureOpen()} gives) but an export made while the pool is open.
+     */
+    void ensureOpenToExport() {
+        if (closed) {
+            throw new IllegalStateException("region's pool of plugin '" + plugin + "' is closed, which freed the region: export a "
+                    + "region while its pool, and its Conduit, are open, and keep them open while it is shared");
+        }
     }
 
     boolean isOpen() {

@@ -218,6 +218,24 @@ class RuntimePoolTest {
                         .contains("free failed on purpose"));
     }
 
+    /**
+     * A region whose pool closed (by its close, or its Conduit's) exports nothing, and says that the pool's close freed
+     * it: the message used to be allocate's, "allocate from another pool (Conduit.pool)", which is no remedy for an
+     * export, and none at all once the Conduit is closed.
+     */
+    @Test
+    void aRegionOfAClosedPoolExportsNothingSayingThePoolsCloseFreedIt() {
+        pool();
+        Region small = pool.allocate(128);
+        Region big = pool.allocate(CHUNK * 2);
+        pool.close();
+        for (Region r : List.of(small, big)) {
+            assertThatThrownBy(r::exportHandle).isInstanceOf(IllegalStateException.class)
+                    .hasMessage("region's pool of plugin 'inproc' is closed, which freed the region: export a region while its"
+                            + " pool, and its Conduit, are open, and keep them open while it is shared");
+        }
+    }
+
     @Test
     void aPoolWhoseProviderFailedToCloseTriesAgainAtTheNextCloseAndAllocatesNothingMeanwhile() {
         pool();
