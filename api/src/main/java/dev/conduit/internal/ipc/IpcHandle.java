@@ -90,7 +90,8 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
             throw r.invalid("region.offset", Long.toUnsignedString(regionOffset) + " is outside the chunk of " + chunkLength + " bytes");
         }
         long regionLength = r.u64("region.length");
-        if (regionLength <= 0 || regionLength > chunkLength - regionOffset) {
+        if (regionLength == 0) throw r.invalid("region.length", "0 is not a positive length");
+        if (regionLength < 0 || regionLength > chunkLength - regionOffset) {
             throw r.invalid("region.length", Long.toUnsignedString(regionLength) + " bytes at offset " + regionOffset
                     + " do not fit in the chunk of " + chunkLength + " bytes");
         }

@@ -100,6 +100,14 @@ class IpcHandleTest {
         assertField(setLong(HANDLE.encode(), EXPORT_ID, 8), "crc");
     }
 
+    /** A region of 0 bytes is refused for its length, not said not to fit (0 bytes fit anywhere): it said "0 bytes at offset 0 do not fit". */
+    @Test
+    void aRegionOfNoBytesIsRefusedAsNoPositiveLength() {
+        assertThatThrownBy(() -> IpcHandle.decode(sealed(setLong(HANDLE.encode(), REGION_LENGTH, 0))))
+                .isInstanceOf(InvalidHandleException.class)
+                .hasMessage("invalid Conduit IPC handle: field 'region.length': 0 is not a positive length");
+    }
+
     @Test
     void everyTruncationAndEveryBitFlipIsRefusedAsInvalid() {
         byte[] good = HANDLE.encode();
