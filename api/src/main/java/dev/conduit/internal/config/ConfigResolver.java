@@ -221,6 +221,28 @@ public final class ConfigResolver implements Config {
     }
 
     /**
+     * For an unknown setting that is a plugin's key without the plugin's name
+     * ({@code heartbeat.timeout}, {@code CONDUIT_QUEUE_SIZE}, {@code -Dconduit.liveness.interval}),
+     * in {@code form}: "; a plugin's key starts with its name: did you mean" and every such key.
+     * Empty for any other setting. Without it, {@code CONDUIT_HEARTBEAT_TIMEOUT}, the shared-memory
+     * transport's key as its table names it ({@code heartbeat.timeout} under "key (memfd. or
+     * posix.)"), was said to be for a plugin called {@code heartbeat} to install (helper h6).
+     */
+    private String forKeyWithoutItsPluginName(String setting, Function<ConfigKey<?>, String> form) {
+        List<String> meant = new ArrayList<>();
+        for (Declared d : declared.values()) {
+            String name = d.key().name();
+            if (d.owner().equals(RUNTIME) || name.indexOf('.') < 0) continue;
+            String rest = name.substring(name.indexOf('.') + 1);
+            if (form.apply(ConfigKey.string(rest, null, "")).equals(setting)) meant.add(form.apply(d.key()));
+        }
+        if (meant.isEmpty()) return "";
+        String last = meant.removeLast();
+        return "; a plugin's key starts with the plugin's name: did you mean "
+                + (meant.isEmpty() ? last : String.join(", ", meant) + " or " + last) + "?";
+    }
+
+    /**
      * Whether {@code key} is under the name of a plugin left unread. Not where a declared key is
      * too: a refused plugin called {@code pool} must not make a misspelt {@code pool.chunk.siz}
      * pass as its setting when it is far likelier a typo of the runtime's {@code pool.chunk.size}.
@@ -257,7 +279,8 @@ public final class ConfigResolver implements Config {
                     throw new ConfigException("unknown config key '" + name + "' set in the builder: that is the environment variable "
                             + "of key '" + variableOf + "'; the builder takes the key: set(\"" + variableOf + "\", value)");
                 }
-                String noPlugin = forNoPluginHere(name, false);
+                String withoutPlugin = forKeyWithoutItsPluginName(name, ConfigKey::name);
+                String noPlugin = withoutPlugin.isEmpty() ? forNoPluginHere(name, false) : withoutPlugin;
                 Suggestion nearest = noPlugin.isEmpty() ? nearest(name, ConfigKey::name) : null;
                 throw new ConfigException("unknown config key '" + name + "' set in the builder" + noPlugin
                         + (nearest != null ? " (did you mean '" + nearest.name() + "'?" + nearest.unread() + ")" : "")
@@ -283,7 +306,9 @@ public final class ConfigResolver implements Config {
         for (String name : environment.keySet()) {
             if (NOT_CONFIG.contains(name) || name.startsWith(TEST_PREFIX)) continue;
             if (!knownEnv.containsKey(name) && !isForUnreadPluginVariable(name) && WARNED.add(name)) {
-                warnings.add(unknownMessage("environment variable", name, forNoPluginHere(name, true), ConfigKey::environmentName));
+                String withoutPlugin = forKeyWithoutItsPluginName(name, ConfigKey::environmentName);
+                warnings.add(unknownMessage("environment variable", name,
+                        withoutPlugin.isEmpty() ? forNoPluginHere(name, true) : withoutPlugin, ConfigKey::environmentName));
             }
         }
         for (String name : otherCaseVariables) {
@@ -296,7 +321,9 @@ public final class ConfigResolver implements Config {
         }
         for (String name : properties.keySet()) {
             if (!knownProps.containsKey(name) && !isForUnreadPlugin(name.substring(PROPERTY_PREFIX.length())) && WARNED.add(name)) {
-                warnings.add(unknownMessage("system property", name, forNoPluginHere(name.substring(PROPERTY_PREFIX.length()), false),
+                String withoutPlugin = forKeyWithoutItsPluginName(name, ConfigKey::propertyName);
+                warnings.add(unknownMessage("system property", name,
+                        withoutPlugin.isEmpty() ? forNoPluginHere(name.substring(PROPERTY_PREFIX.length()), false) : withoutPlugin,
                         ConfigKey::propertyName));
             }
         }

@@ -5,6 +5,7 @@ import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -229,6 +230,36 @@ class ConfigResolverTest {
                         + "(found: devdax), so nothing reads it: install that plugin (module path, class path or plugin.path) or "
                         + "leave the setting out; known keys: ")
                 .hasMessageNotContaining("did you mean");
+    }
+
+    @Test
+    void aPluginsKeyWithoutThePluginsNameIsToldToStartWithIt() {
+        // CONDUIT_HEARTBEAT_TIMEOUT, as the shm transport's table names the key, was said to be for a plugin 'heartbeat' to install.
+        ConfigResolver e = new ConfigResolver(Map.of(), Map.of("CONDUIT_HEARTBEAT_TIMEOUT", "3s"),
+                props("conduit.liveness.interval", "5ms"));
+        e.declareAll(dev.conduit.internal.RuntimeKeys.ALL, ConfigResolver.RUNTIME);
+        e.declare(ConfigKey.duration("memfd.heartbeat.timeout", Duration.ofSeconds(10), "doc"), "memfd");
+        e.declare(ConfigKey.duration("posix.heartbeat.timeout", Duration.ofSeconds(10), "doc"), "posix");
+        e.declare(ConfigKey.duration("posix.liveness.interval", Duration.ofMillis(20), "doc"), "posix");
+        e.pluginFound("memfd");
+        e.pluginFound("posix");
+        List<String> warnings = e.unknownSettingWarnings();
+        assertThat(warnings).filteredOn(w -> w.contains("HEARTBEAT")).singleElement().asString()
+                .isEqualTo("unknown environment variable CONDUIT_HEARTBEAT_TIMEOUT is ignored; a plugin's key starts with the "
+                        + "plugin's name: did you mean CONDUIT_MEMFD_HEARTBEAT_TIMEOUT or CONDUIT_POSIX_HEARTBEAT_TIMEOUT?"
+                        + " ('conduit info' lists every key)");
+        assertThat(warnings).filteredOn(w -> w.contains("liveness")).singleElement().asString()
+                .isEqualTo("unknown system property conduit.liveness.interval is ignored; a plugin's key starts with the "
+                        + "plugin's name: did you mean conduit.posix.liveness.interval? ('conduit info' lists every key)");
+
+        ConfigResolver b = new ConfigResolver(Map.of("heartbeat.timeout", "3s"), Map.of(), new Properties());
+        b.declareAll(dev.conduit.internal.RuntimeKeys.ALL, ConfigResolver.RUNTIME);
+        b.declare(ConfigKey.duration("memfd.heartbeat.timeout", Duration.ofSeconds(10), "doc"), "memfd");
+        b.pluginFound("memfd");
+        assertThatThrownBy(b::rejectUnknownBuilderKeys).isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("unknown config key 'heartbeat.timeout' set in the builder; a plugin's key starts with the "
+                        + "plugin's name: did you mean memfd.heartbeat.timeout?; known keys: ")
+                .hasMessageNotContaining("was found here");
     }
 
     @Test
