@@ -268,6 +268,32 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
+     * Counts the leases under {@code prefix} ({@code conduit-posix}, {@code conduit-memfd}: providers'
+     * and workers') in {@code directory} into a probe's {@code details}: {@code live owners},
+     * {@code dead owners} (leases nobody holds: files the next provider or worker of that plugin to
+     * open there reclaims) and, when some cannot be opened (another user's), {@code unreadable leases}.
+     * For {@code conduit info}, which showed them for posix alone: a dead memfd producer's socket and
+     * leases were not to be seen (helper h6).
+     */
+    public static void countOwners(Libc libc, SharedDirectory directory, String prefix, java.util.Map<String, String> details) {
+        int live = 0;
+        int dead = 0;
+        int unreadable = 0;
+        for (String name : directory.list(prefix + "-")) {
+            if (!name.endsWith(LEASE)) continue;
+            try {
+                if (isAlive(libc, directory, name)) live++;
+                else dead++;
+            } catch (ErrnoException e) {
+                unreadable++;
+            }
+        }
+        details.put("live owners", Integer.toString(live));
+        details.put("dead owners", Integer.toString(dead));
+        if (unreadable > 0) details.put("unreadable leases", Integer.toString(unreadable));
+    }
+
+    /**
      * Whether the owner of lease {@code leaseName} is alive: its lease exists and is locked.
      * Takes the lock for an instant when the owner is dead; never blocks.
      */

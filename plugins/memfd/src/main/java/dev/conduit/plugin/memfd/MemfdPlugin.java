@@ -129,12 +129,26 @@ public final class MemfdPlugin implements ConduitPlugin {
                     + ourUid(libc) + "), so no socket in it can be reached: give it the read and search (r-x) "
                     + "permissions, or set " + MemfdConfig.SHARED_DIR_KEY, details);
         }
+        countOwners(libc, directory, details);
         Availability reachable = socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
         String notWritable = notWritable(libc, directory);
         if (!reachable.isAvailable() || notWritable == null) return reachable;
         // Importing only connects to a producer's socket; everything else puts a lease or a socket in the directory.
         for (Capability c : NEED_A_WRITABLE_DIRECTORY) reachable = reachable.without(c, notWritable);
         return reachable;
+    }
+
+    /**
+     * Puts the counts of live and dead memfd owners (providers and workers) in the shared directory
+     * into {@code details}, as posix's probe does for its own; a directory that cannot be listed
+     * says why there instead of failing the probe (an import may still work).
+     */
+    private static void countOwners(Libc libc, Path directory, Map<String, String> details) {
+        try (SharedDirectory opened = SharedDirectory.open(libc, directory, MemfdConfig.SHARED_DIR_KEY)) {
+            OwnerLease.countOwners(libc, opened, FdProtocol.FILE_PREFIX, details);
+        } catch (RuntimeException e) {
+            details.put("owners", "unknown: " + e.getMessage());
+        }
     }
 
     /** Whether this process can open {@code directory} and reach names in it, as an import does. */

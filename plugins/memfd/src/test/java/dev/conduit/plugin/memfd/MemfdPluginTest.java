@@ -79,6 +79,19 @@ class MemfdPluginTest {
     }
 
     @Test
+    void reportsTheLiveAndDeadOwnersInTheSharedDirectoryAsPosixDoes() throws IOException {
+        // conduit info showed posix's owners alone: a killed memfd producer's lease and socket, or a worker's lease, were not to be seen.
+        assertThat(plugin.probe(TestContext.of(shared)).details()).containsEntry("live owners", "0").containsEntry("dead owners", "0");
+        Files.createFile(shared.resolve("conduit-memfd-0123456789abcdef0123456789abcdef.lease"));
+        Files.createFile(shared.resolve("conduit-memfd-worker-0123456789abcdef0123456789abcdef.lease"));
+        Files.createFile(shared.resolve("conduit-posix-0123456789abcdef0123456789abcdef.lease")); // posix's, counted by posix
+        Availability availability = plugin.probe(TestContext.of(shared));
+        assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+        assertThat(availability.details()).containsEntry("live owners", "0").containsEntry("dead owners", "2")
+                .doesNotContainKey("unreadable leases");
+    }
+
+    @Test
     void isUnavailableWithoutTheSharedDirectoryNamingTheKey() {
         Path missing = shared.resolve("missing");
         Availability availability = plugin.probe(TestContext.of(missing));

@@ -48,7 +48,6 @@ import java.util.Set;
  */
 final class DirectoryProbe {
 
-    private static final String LEASE_SUFFIX = ".lease";
     /** What puts files in the chunk directory: everything but imports. */
     private static final Set<Capability> NEED_A_WRITABLE_DIRECTORY = EnumSet.of(Capability.MEMORY, Capability.AM, Capability.RMA,
             Capability.ATOMICS, Capability.WAKEUP);
@@ -100,7 +99,7 @@ final class DirectoryProbe {
             }
             details.put("file system", fileSystem(path));
             details.put("page size", Long.toString(PageSize.get()));
-            countOwners(libc, directory, details);
+            OwnerLease.countOwners(libc, directory, PosixMemoryProvider.FILE_PREFIX, details);
             Availability available = Availability.available(details);
             if (readOnlyMount != null) {
                 for (Capability c : NEED_A_WRITABLE_DIRECTORY) available = available.without(c, readOnlyMount);
@@ -162,23 +161,5 @@ final class DirectoryProbe {
         } catch (IOException | SecurityException e) {
             return "unknown (" + e.getMessage() + ")";
         }
-    }
-
-    private static void countOwners(Libc libc, SharedDirectory directory, Map<String, String> details) {
-        int live = 0;
-        int dead = 0;
-        int unreadable = 0;
-        for (String name : directory.list(PosixMemoryProvider.FILE_PREFIX + "-")) {
-            if (!name.endsWith(LEASE_SUFFIX)) continue;
-            try {
-                if (OwnerLease.isAlive(libc, directory, name)) live++;
-                else dead++;
-            } catch (ErrnoException e) {
-                unreadable++;
-            }
-        }
-        details.put("live owners", Integer.toString(live));
-        details.put("dead owners", Integer.toString(dead));
-        if (unreadable > 0) details.put("unreadable leases", Integer.toString(unreadable));
     }
 }
