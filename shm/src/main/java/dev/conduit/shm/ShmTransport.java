@@ -1594,10 +1594,13 @@ public final class ShmTransport implements Transport {
             long held = System.nanoTime() - blockedSince;
             if (held >= heartbeatNanos) {
                 headHeldByALiveSender.log(() -> plugin + ": a live sender (connection " + Long.toHexString(connection)
-                        + (claimant != null ? ", lease " + claimant.leaseName : "") + ") has held the head of this worker's receive "
-                        + "queue for " + held / 1_000_000 + " ms with a message it took and has not committed: every message behind it, "
-                        + "of every sender, waits until it resumes or dies (nothing is lost). It is stopped (SIGSTOP, a debugger, a "
-                        + "paused container) or its PayloadEncoder takes that long");
+                        + (claimant != null ? ", lease " + directory.path().resolve(claimant.leaseName) : "") + ") has held the head "
+                        + "of this worker's receive queue for " + held / 1_000_000 + " ms with a message it took and has not "
+                        + "committed: every message behind it, of every sender, waits until it resumes or dies (nothing is lost). It is "
+                        + "stopped (SIGSTOP, a debugger, a paused container) or its PayloadEncoder takes that long. "
+                        + (claimant != null ? "Its process holds the write lock on that lease (lsof on the lease shows it with lock W, "
+                        + "/proc/locks as FLOCK WRITE; the other processes that have it open are its peers): " : "")
+                        + "resume it (kill -CONT, docker unpause) or end it, and its message is skipped at the next liveness check");
             }
             return false;
         }

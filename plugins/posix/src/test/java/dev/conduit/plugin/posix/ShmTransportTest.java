@@ -582,7 +582,10 @@ class ShmTransportTest {
         long record = aLiveSenderStoppedAfterItsTake(receiver, received, new TransportEndpoint[1]);
         for (int i = 0; i < 20_000 && warnings.stream().noneMatch(w -> w.contains("has held the head")); i++) progressOrPause(receiver);
         assertThat(warnings).filteredOn(w -> w.contains("has held the head")).singleElement().asString()
-                .contains("a live sender (connection ").contains(", lease ").contains("every message behind it, of every sender, waits");
+                .contains("a live sender (connection ").contains(", lease " + shared.resolve("conduit-posix-worker-"))
+                .contains("every message behind it, of every sender, waits")
+                .contains("Its process holds the write lock on that lease (lsof on the lease shows it with lock W")
+                .contains("resume it (kill -CONT, docker unpause) or end it, and its message is skipped at the next liveness check");
         commitAsTheSenderWould(record);
         for (int i = 0; i < 20_000 && received.ids.size() < 2; i++) progressOrPause(receiver);
         assertThat(received.ids).containsExactly(6, 5);
