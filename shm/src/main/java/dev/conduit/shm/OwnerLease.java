@@ -8,6 +8,7 @@ import dev.conduit.spi.ConduitException;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongPredicate;
 import java.util.regex.Pattern;
@@ -275,7 +276,7 @@ public final class OwnerLease implements AutoCloseable {
      * For {@code conduit info}, which showed them for posix alone: a dead memfd producer's socket and
      * leases were not to be seen (helper h6).
      */
-    public static void countOwners(Libc libc, SharedDirectory directory, String prefix, java.util.Map<String, String> details) {
+    public static void countOwners(Libc libc, SharedDirectory directory, String prefix, Map<String, String> details) {
         int live = 0;
         int dead = 0;
         int unreadable = 0;
