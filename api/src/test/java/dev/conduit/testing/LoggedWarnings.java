@@ -7,7 +7,7 @@ import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
-/** What a logger logs at WARNING while a test's action runs. */
+/** What a logger logs at WARNING (or at another level) while a test's action runs. */
 public final class LoggedWarnings {
 
     private LoggedWarnings() {
@@ -15,13 +15,18 @@ public final class LoggedWarnings {
 
     /** The WARNINGs that logger {@code logger} ({@code dev.conduit}, {@code dev.conduit.worker}) logs while {@code action} runs. */
     public static List<LogRecord> loggedWhile(String logger, Runnable action) {
+        return loggedWhile(logger, Level.WARNING, action);
+    }
+
+    /** The records of exactly {@code level} that logger {@code logger} logs while {@code action} runs. */
+    public static List<LogRecord> loggedWhile(String logger, Level level, Runnable action) {
         // Copy-on-write: a build's probe threads may log while the test thread reads.
         List<LogRecord> warnings = new CopyOnWriteArrayList<>();
         Logger log = Logger.getLogger(logger);
         Handler recording = new Handler() {
             @Override
             public void publish(LogRecord record) {
-                if (record.getLevel() == Level.WARNING) warnings.add(record);
+                if (record.getLevel() == level) warnings.add(record);
             }
 
             @Override

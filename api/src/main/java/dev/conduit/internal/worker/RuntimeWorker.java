@@ -518,6 +518,7 @@ public final class RuntimeWorker implements Worker {
                 }
                 register(ep);
                 commit(event, peer.toString(), name, reasons);
+                if (!reasons.isEmpty()) logFallback(peer, name, reasons);
                 return ep;
             }
             commit(event, peer.toString(), "", reasons);
@@ -617,6 +618,19 @@ public final class RuntimeWorker implements Worker {
     private static ConduitException cannotAnswer(String whomAndWhy, Throwable cause) {
         String why = "cannot answer " + whomAndWhy;
         return cause instanceof PeerFailedException ? new PeerFailedException(why, cause) : new ConduitException(why, cause);
+    }
+
+    /**
+     * An INFO that {@code peer} was reached through {@code transport} only after the transports this
+     * worker prefers failed, each with its reason: the endpoint works, but over a transport the
+     * configuration ranked lower (posix, which trusts its peers, where memfd timed out, say), which
+     * only the JFR event said before (helper h6). Not a WARNING: a peer on another host is reached by
+     * RDMA after the shared-memory transports found no lease of it, as designed.
+     */
+    private void logFallback(WorkerAddress peer, String transport, List<String> reasons) {
+        LOG.log(System.Logger.Level.INFO, () -> this + " connected to " + peer + " through '" + transport
+                + "' after the transports it prefers failed: " + String.join("; ", reasons)
+                + ". The order is the transports key (CONDUIT_TRANSPORTS); 'conduit info' shows each plugin's state");
     }
 
     private static void commit(WorkerEvents.Connect event, String peer, String transport, List<String> reasons) {

@@ -112,7 +112,17 @@ class EndpointMessagingTest {
         assertThat(worker.connect(peer.address()).transport()).as("our preference, not the peer's").isEqualTo("lo-b");
 
         b.refuseConnect = "lo-b cannot open the peer's queue";
-        assertThat(worker.connect(peer.address()).transport()).as("the next one when the first fails").isEqualTo("lo-a");
+        List<java.util.logging.LogRecord> infos = LoggedWarnings.loggedWhile("dev.conduit.worker", java.util.logging.Level.INFO,
+                () -> assertThat(worker.connect(peer.address()).transport()).as("the next one when the first fails").isEqualTo("lo-a"));
+        assertThat(infos).as("the fallback is said, with why").singleElement().satisfies(i -> assertThat(i.getMessage())
+                .contains("connected to " + peer.address() + " through 'lo-a' after the transports it prefers failed: "
+                        + "'lo-b': lo-b cannot open the peer's queue")
+                .contains("transports key (CONDUIT_TRANSPORTS)"));
+        assertThat(LoggedWarnings.loggedWhile("dev.conduit.worker", java.util.logging.Level.INFO, () -> {
+            b.refuseConnect = null;
+            worker.connect(peer.address());
+        })).as("nothing for the preferred transport").isEmpty();
+        b.refuseConnect = "lo-b cannot open the peer's queue";
 
         a.refuseConnect = "lo-a handshake token mismatch";
         assertThatThrownBy(() -> worker.connect(peer.address()))
