@@ -451,7 +451,7 @@ public final class OwnerLease implements AutoCloseable {
             for (LockedLease lease : locked) lease.fd().close();
         }
         if (!removed.isEmpty()) {
-            LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + " files of dead owners in " + directory + ": " + removed);
+            LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + (removed.size() == 1 ? " file" : " files") + " of dead owners in " + directory + ": " + removed);
         }
         return removed;
     }
