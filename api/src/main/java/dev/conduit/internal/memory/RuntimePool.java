@@ -262,7 +262,8 @@ public final class RuntimePool implements Pool {
     }
 
     void ensureOpen() {
-        if (closed) throw new IllegalStateException("pool of plugin '" + plugin + "' is closed: allocate from another pool (Conduit.pool)");
+        if (closed) throw new IllegalStateException("pool of plugin '" + plugin + "' is closed (by its own close or its Conduit's): "
+                + "allocate from another pool of an open Conduit (Conduit.pool)");
     }
 
     /**

@@ -245,7 +245,7 @@ class RuntimePoolTest {
         assertThatThrownBy(pool::close).isInstanceOf(ConduitException.class).hasMessageContaining("on purpose");
         assertThat(plugin.providersClosed).hasValue(0);
         assertThatThrownBy(() -> pool.allocate(8)).isInstanceOf(IllegalStateException.class)
-                .hasMessage("pool of plugin 'inproc' is closed: allocate from another pool (Conduit.pool)");
+                .hasMessage("pool of plugin 'inproc' is closed (by its own close or its Conduit's): allocate from another pool of an open Conduit (Conduit.pool)");
 
         pool.close();
         assertThat(plugin.providersClosed).hasValue(1);
@@ -681,7 +681,7 @@ class RuntimePoolTest {
                                 try {
                                     r = racing.allocate(64L << (i % 3));
                                 } catch (IllegalStateException e) {
-                                    assertThat(e).hasMessage("pool of plugin 'inproc' is closed: allocate from another pool (Conduit.pool)");
+                                    assertThat(e).hasMessage("pool of plugin 'inproc' is closed (by its own close or its Conduit's): allocate from another pool of an open Conduit (Conduit.pool)");
                                     return null;
                                 }
                                 if (i % 2 == 0) {
