@@ -98,6 +98,27 @@ class CapabilitiesNotHereTest {
     }
 
     /**
+     * A plugin that does not declare the capability is named last, without its reason: it would not
+     * have offered it. With a missing shared directory a worker's error began with devdax's advice to
+     * set its devices (devdax sorts first), before memfd's and posix's real cause (helper h6).
+     */
+    @Test
+    void aPluginThatWouldNotHaveOfferedTheCapabilityDoesNotLeadTheReasons() {
+        String deviceWhy = "no device: set CONDUIT_DEVICE_DEVICES";
+        String shmWhy = "the shared directory /nowhere does not exist: create it or set shared.dir";
+        try (Conduit conduit = isolated()
+                .addPlugin(TestPlugin.named("device").capabilities(Capability.MEMORY).probe(c -> Availability.unavailable(deviceWhy)))
+                .addPlugin(TestPlugin.named("shm").capabilities(Capability.AM, Capability.MEMORY).probe(c -> Availability.unavailable(shmWhy)))
+                .build()) {
+            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("selected: []; shm is UNAVAILABLE: " + shmWhy + "; device (UNAVAILABLE) would offer no AM anyway")
+                    .hasMessageNotContaining(deviceWhy);
+            assertThatThrownBy(conduit::pool).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("selected: []; device is UNAVAILABLE: " + deviceWhy + "; shm is UNAVAILABLE: " + shmWhy);
+        }
+    }
+
+    /**
      * Conduit.pool(): over "the most preferred selected plugin that provides memory here (declares
      * MEMORY, and its probe did not rule it out)": importonly is preferred (priority 2) but ruled
      * memory out, so inproc; of two that provide it, the preferred one.

@@ -488,6 +488,9 @@ public final class PluginRegistry {
      * selected plugins, what rules the capability out for each one that declares it, and why
      * each other plugin is not in use; or that no plugin was found at all. An application may not
      * have {@code conduit info} at hand, and the tool's JVM may see other plugins and options.
+     * Plugins that do not declare the capability, which would not have offered it anyway, come
+     * last and are named without their reasons: with a missing shared directory, a worker's error
+     * began with devdax's advice to set its devices, before memfd's and posix's real cause (helper h6).
      */
     public String whyNoneOffers(Capability capability) {
         if (all.isEmpty()) {
@@ -495,14 +498,18 @@ public final class PluginRegistry {
                     + "class path, or into plugin.path (CONDUIT_PLUGIN_PATH)";
         }
         StringBuilder b = new StringBuilder("selected: ").append(selected.stream().map(r -> r.name).toList());
+        List<String> without = new ArrayList<>();
         for (PluginRecord r : all()) {
             if (r.status == Status.SELECTED) {
                 String why = r.unsupportedHere.get(capability);
                 if (why != null) b.append("; ").append(r.name).append(" offers none here: ").append(why);
+            } else if (!r.capabilities.isEmpty() && !r.capabilities.contains(capability)) { // empty: not known (its metadata failed)
+                without.add(r.name + " (" + r.status + ")");
             } else {
                 b.append("; ").append(r.name).append(" is ").append(r.status).append(": ").append(r.reason);
             }
         }
+        if (!without.isEmpty()) b.append("; ").append(String.join(", ", without)).append(" would offer no ").append(capability).append(" anyway");
         return b.append(" (Conduit.plugins() and 'conduit info' list every plugin)").toString();
     }
 
