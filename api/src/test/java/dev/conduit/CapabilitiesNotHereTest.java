@@ -99,7 +99,7 @@ class CapabilitiesNotHereTest {
 
     /**
      * A plugin that does not declare the capability is named last, without its reason: it would not
-     * have offered it. With a missing shared directory a worker's error began with devdax's advice to
+     * have offered it; the others come in the order an empty transports prefers (priority, then name). With a missing shared directory a worker's error began with devdax's advice to
      * set its devices (devdax sorts first), before memfd's and posix's real cause (helper h6).
      */
     @Test
@@ -108,13 +108,15 @@ class CapabilitiesNotHereTest {
         String shmWhy = "the shared directory /nowhere does not exist: create it or set shared.dir";
         try (Conduit conduit = isolated()
                 .addPlugin(TestPlugin.named("device").capabilities(Capability.MEMORY).probe(c -> Availability.unavailable(deviceWhy)))
-                .addPlugin(TestPlugin.named("shm").capabilities(Capability.AM, Capability.MEMORY).probe(c -> Availability.unavailable(shmWhy)))
+                .addPlugin(TestPlugin.named("shm").priority(110).capabilities(Capability.AM, Capability.MEMORY)
+                        .probe(c -> Availability.unavailable(shmWhy)))
                 .build()) {
             assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
                     .hasMessageContaining("selected: []; shm is UNAVAILABLE: " + shmWhy + "; device (UNAVAILABLE) would offer no AM anyway")
                     .hasMessageNotContaining(deviceWhy);
             assertThatThrownBy(conduit::pool).isInstanceOf(ConduitException.class)
-                    .hasMessageContaining("selected: []; device is UNAVAILABLE: " + deviceWhy + "; shm is UNAVAILABLE: " + shmWhy);
+                    .as("in the order an empty transports prefers: priority, then name")
+                    .hasMessageContaining("selected: []; shm is UNAVAILABLE: " + shmWhy + "; device is UNAVAILABLE: " + deviceWhy);
         }
     }
 

@@ -488,7 +488,8 @@ public final class PluginRegistry {
      * selected plugins, what rules the capability out for each one that declares it, and why
      * each other plugin is not in use; or that no plugin was found at all. An application may not
      * have {@code conduit info} at hand, and the tool's JVM may see other plugins and options.
-     * Plugins that do not declare the capability, which would not have offered it anyway, come
+     * The plugins not in use come in the order an empty {@code transports} prefers (priority, then
+     * name); those that do not declare the capability, which would not have offered it anyway, come
      * last and are named without their reasons: with a missing shared directory, a worker's error
      * began with devdax's advice to set its devices, before memfd's and posix's real cause (helper h6).
      */
@@ -499,7 +500,11 @@ public final class PluginRegistry {
         }
         StringBuilder b = new StringBuilder("selected: ").append(selected.stream().map(r -> r.name).toList());
         List<String> without = new ArrayList<>();
-        for (PluginRecord r : all()) {
+        List<PluginRecord> inOrder = new ArrayList<>(selected);
+        // The others as an empty transports would have preferred them: by priority, then name.
+        all.stream().filter(r -> !selected.contains(r))
+                .sorted(Comparator.comparingInt((PluginRecord r) -> -r.priority).thenComparing(r -> r.name)).forEach(inOrder::add);
+        for (PluginRecord r : inOrder) {
             if (r.status == Status.SELECTED) {
                 String why = r.unsupportedHere.get(capability);
                 if (why != null) b.append("; ").append(r.name).append(" offers none here: ").append(why);
