@@ -4,13 +4,12 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
-import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
@@ -18,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -50,8 +50,8 @@ import java.util.regex.Pattern;
  * region posix &lt;base64 ...&gt;
  * end
  * </pre>
- * The file is created {@code 0600} with {@code O_EXCL} semantics and written whole; a reader
- * takes it only once the {@code end} line is there.
+ * The file is created {@code 0600} with {@code O_EXCL} semantics, locked for the server's life and
+ * written whole; a reader takes it only once the {@code end} line is there.
  *
  * @param pid        the server's pid, as it sees itself (in its own PID namespace)
  * @param host       its host name, as it sees it (in its own UTS namespace)
@@ -153,34 +153,114 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
 
     /**
      * Publishes this bootstrap as {@code conduit-perf-<name>.addr} in {@code directory}: created
-     * {@code 0600} and exclusively (a file of that name, or a symbolic link, makes it fail), written whole.
-     * A file it began and could not write whole (a full file system) is removed: left, a new
-     * {@code --server} refused to replace it and a client took it for a server's that died while writing it.
+     * {@code 0600} and exclusively (a symbolic link of that name makes it fail), locked before it is
+     * written (an exclusive {@code fcntl} lock, held until {@link Published#close()}), written whole.
+     * The lock is the server's lease on the file: a complete file nobody holds it on is one a server
+     * that is gone left (killed: its exit did not remove it), and is replaced; any other file of that
+     * name makes it fail. A server restarted after a {@code kill -9} failed for good on the file its
+     * predecessor left (helper h6). A file it began and could not write whole (a full file system) is
+     * removed: left, a new {@code --server} refused to replace it and a client took it for a server's
+     * that died while writing it.
      */
-    Path publish(Path directory, String name) {
+    Published publish(Path directory, String name) {
         Path file = file(directory, name);
         byte[] text = encode();
-        OutputStream out;
+        String replaced = null;
+        FileChannel channel;
         try {
-            out = Channels.newOutputStream(Files.newByteChannel(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
-                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))));
+            channel = create(file);
         } catch (FileAlreadyExistsException e) {
-            throw new ConduitException("cannot publish the perf server's address: " + file + " exists. Another server named '" + name
-                    + "' runs with this shared directory, or one died without removing it: choose another --name, or remove the file", e);
+            replaced = removeIfItsServerIsGone(file);
+            if (replaced == null) throw exists(file, name, e);
+            try {
+                channel = create(file);
+            } catch (FileAlreadyExistsException again) { // another server of that name won the race for it
+                throw exists(file, name, again);
+            } catch (IOException again) {
+                throw cannotPublish(file, text.length, again);
+            }
         } catch (IOException e) {
             throw cannotPublish(file, text.length, e);
         }
-        try (out) {
-            out.write(text);
-        } catch (IOException e) {
+        try {
+            // Before the text: a complete file is then always one whose server holds its lock while it runs.
+            if (channel.tryLock() == null) throw new IOException("the new file is locked by another process");
+            ByteBuffer remaining = ByteBuffer.wrap(text);
+            while (remaining.hasRemaining()) channel.write(remaining);
+        } catch (IOException | RuntimeException e) {
             try {
                 Files.deleteIfExists(file);
+                channel.close();
             } catch (IOException cleanup) {
                 e.addSuppressed(cleanup);
             }
-            throw cannotPublish(file, text.length, e);
+            if (e instanceof IOException io) throw cannotPublish(file, text.length, io);
+            throw (RuntimeException) e;
         }
-        return file;
+        PUBLISHED_HERE.add(file.toAbsolutePath().normalize());
+        return new Published(file, channel, replaced);
+    }
+
+    /** The files the servers of this JVM published and hold, as absolute paths. */
+    private static final Set<Path> PUBLISHED_HERE = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private static FileChannel create(Path file) throws IOException {
+        return FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+    }
+
+    private static ConduitException exists(Path file, String name, IOException cause) {
+        return new ConduitException("cannot publish the perf server's address: " + file + " exists, and the server that "
+                + "published it was not found gone (a new server replaces the complete file of one that holds no lock on it): another "
+                + "server named '" + name + "' runs with this shared directory, or the file is incomplete or no server's: "
+                + "choose another --name, or, if none runs, remove the file", cause);
+    }
+
+    /**
+     * Removes {@code file} when it is a complete bootstrap on which no process holds the lock (its server is gone), taking
+     * the lock for the removal, so that no server that starts meanwhile judges it too; says whose it was, or returns
+     * {@code null} and leaves it.
+     */
+    private static String removeIfItsServerIsGone(Path file) {
+        // Not even opened when a server of this JVM holds it: closing any descriptor of a file drops every fcntl lock the
+        // process holds on it, that server's too.
+        if (PUBLISHED_HERE.contains(file.toAbsolutePath().normalize())) return null;
+        try (FileChannel left = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
+            if (left.size() > MAX_FRAME) return null;
+            ByteBuffer bytes = ByteBuffer.allocate((int) left.size());
+            while (bytes.hasRemaining() && left.read(bytes) >= 0) { }
+            PerfBootstrap gone = decode(bytes.array(), file.toString(), "remove it");
+            if (gone == null) return null; // incomplete: its server may be writing it now, or died doing so
+            if (left.tryLock() == null) return null; // its server runs
+            Files.delete(file);
+            return "pid " + gone.pid() + " on " + gone.host();
+        } catch (IOException | RuntimeException e) { // not a bootstrap, not ours to open, or locked by this JVM: not known to be gone
+            return null;
+        }
+    }
+
+    /**
+     * A published bootstrap file and the lock its server holds on it while it runs. {@link #close()} removes the file,
+     * then drops the lock; once, whichever of the server's end and its shutdown hook comes first.
+     *
+     * @param replaced whose file this one replaced ("pid 42 on host h": a server that is gone), or {@code null}
+     */
+    record Published(Path file, FileChannel channel, String replaced) implements AutoCloseable {
+        @Override
+        public synchronized void close() {
+            if (!channel.isOpen()) return;
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                // best effort: the process is ending, and a file left unlocked is replaced by the next server
+            }
+            try {
+                channel.close();
+            } catch (IOException e) {
+                // the lock goes with the process anyway
+            }
+            PUBLISHED_HERE.remove(file.toAbsolutePath().normalize());
+        }
     }
 
     /** Why {@code file} ({@code bytes} long) could not be created or written, and what to do, as the file system says. */

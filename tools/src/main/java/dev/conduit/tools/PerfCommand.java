@@ -362,8 +362,8 @@ final class PerfCommand implements Callable<Integer> {
                         && ProcessHandle.of(bootstrap.pid()).map(ProcessHandle::isAlive).orElse(false);
                 if (file == null || runsHere) throw e;
                 throw new ConduitException(e.getMessage() + ". The server that published " + file + " (pid " + bootstrap.pid() + " on "
-                        + bootstrap.host() + ") may be gone: a server that was killed leaves its file, and a new --server refuses to "
-                        + "replace it. If none runs, remove the file and start one", e);
+                        + bootstrap.host() + ") may be gone: a server that was killed leaves its file, which a new --server replaces "
+                        + "once it finds that server's worker gone. If none runs, start one", e);
             }
             report(run, out, err);
             return ConduitCommand.EXIT_OK;

@@ -80,7 +80,7 @@ final class PerfServer {
     private MemorySegment buffer;
     private MemorySegment ack;
     /** The bootstrap file this server published, once it has: removed when it stops, also by the shutdown hook. */
-    private volatile Path published;
+    private volatile PerfBootstrap.Published published;
     /** Why it stops before its clients are done, once something stopped it ({@link #stop}); null while it serves. */
     private volatile String stoppedBecause;
     private volatile boolean stoppedByStdin;
@@ -154,8 +154,8 @@ final class PerfServer {
         Thread cleanup = new Thread(() -> {
             stop("stopped by a signal");
             awaitQuietly(closed, SHUTDOWN_WAIT_NANOS);
-            Path file = published;
-            if (file != null) deleteQuietly(file);
+            PerfBootstrap.Published file = published;
+            if (file != null) file.close();
         }, "conduit-perf-server-cleanup");
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
@@ -188,7 +188,12 @@ final class PerfServer {
                 where = "listening on " + listener.address();
             } else {
                 published = bootstrap.publish(options.sharedDir(), options.name());
-                where = "published " + published;
+                if (published.replaced() != null) {
+                    err.println("conduit perf server: replaced " + published.file() + ", which a server that is gone left ("
+                            + published.replaced() + "; it holds no lock on it)");
+                    err.flush();
+                }
+                where = "published " + published.file();
             }
             out.println("conduit perf server: pid " + bootstrap.pid() + ", host " + bootstrap.host() + ", thread mode " + options.mode()
                     + " (" + worker.threadPolicy() + "), transports " + transports + ", regions of " + options.regionSize() + " bytes; "
@@ -211,8 +216,8 @@ final class PerfServer {
             }
             return exit;
         } finally {
-            Path file = published;
-            if (file != null) deleteQuietly(file);
+            PerfBootstrap.Published file = published;
+            if (file != null) file.close();
             PerfBootstrap.Listener l = listener;
             if (l != null) l.close();
             closeAll();
@@ -619,11 +624,4 @@ final class PerfServer {
         }
     }
 
-    private static void deleteQuietly(Path file) {
-        try {
-            Files.deleteIfExists(file);
-        } catch (IOException e) {
-            // best effort: the process is ending
-        }
-    }
 }

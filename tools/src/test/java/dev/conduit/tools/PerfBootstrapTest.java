@@ -29,6 +29,43 @@ class PerfBootstrapTest {
     @TempDir
     Path shared;
 
+    private static PerfBootstrap bootstrap(long pid) {
+        return new PerfBootstrap(pid, "host-" + pid, "SINGLE", 4096, new byte[] {1, 2, 3}, Map.of("memfd", new byte[] {4}));
+    }
+
+    /**
+     * A complete bootstrap file on which no process holds the lock was left by a server that is gone, and a new server
+     * replaces it, saying whose it was; the new file is locked until the server closes it, which removes it. A server
+     * restarted after a kill -9 used to fail for good on such a file (helper h6).
+     */
+    @Test
+    void aCompleteFileNobodyHoldsTheLockOnIsReplacedAndTheNewOneLockedUntilItsClose() throws Exception {
+        Path file = PerfBootstrap.file(shared, "gone");
+        Files.write(file, bootstrap(41).encode()); // as a killed server leaves it: whole, and its lock gone with it
+
+        try (PerfBootstrap.Published published = bootstrap(42).publish(shared, "gone")) {
+            assertThat(published.replaced()).isEqualTo("pid 41 on host-41");
+            assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).isEqualTo(42);
+            assertThatThrownBy(() -> bootstrap(43).publish(shared, "gone")).as("while its server runs")
+                    .isInstanceOf(ConduitException.class).hasMessageContaining("exists, and the server that published it was not found gone");
+            assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).as("kept").isEqualTo(42);
+        }
+        assertThat(file).as("removed by the close").doesNotExist();
+    }
+
+    /** A file that is not a complete bootstrap (being written, or another program's) is not taken for a gone server's: it stays. */
+    @Test
+    void aFileThatIsNotACompleteBootstrapIsNotReplaced() throws Exception {
+        Path file = PerfBootstrap.file(shared, "partial");
+        byte[] whole = bootstrap(41).encode();
+        for (byte[] text : java.util.List.of(java.util.Arrays.copyOf(whole, whole.length - 4), "garbage\n".getBytes(StandardCharsets.UTF_8))) {
+            Files.write(file, text);
+            assertThatThrownBy(() -> bootstrap(42).publish(shared, "partial")).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("or the file is incomplete or no server's");
+            assertThat(Files.readAllBytes(file)).isEqualTo(text);
+        }
+    }
+
     /**
      * A file of another program under a server's file name is said to be one, at once: it was waited
      * for as a bootstrap being written, until --timeout said that no server had published a file that was there.

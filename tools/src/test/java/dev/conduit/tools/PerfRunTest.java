@@ -788,7 +788,7 @@ class PerfRunTest {
 
     /**
      * A server killed outright leaves its bootstrap file: a client that reads it and cannot reach the
-     * server says so, naming the file to remove (which a new --server refuses to replace).
+     * server says so, naming the file (which a new --server replaces: below).
      */
     @Test
     void aClientOfABootstrapFileWhoseServerWasKilledNamesTheFileToRemove() throws Exception {
@@ -803,7 +803,41 @@ class PerfRunTest {
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
             assertThat(result.err()).contains("The server that published " + file).contains("may be gone")
-                    .contains("If none runs, remove the file and start one");
+                    .contains("which a new --server replaces once it finds that server's worker gone. If none runs, start one");
+        }
+    }
+
+    /**
+     * A server started after one of its name was killed replaces the file the killed one left, once its connect to the
+     * worker that file names found it gone; a client then runs against it. It used to refuse for good ("exists ...
+     * remove the file"), so that a supervisor restarting it after a kill -9 looped (helper h6). A second server while
+     * that one runs still refuses: its worker answers.
+     */
+    @Test
+    void aServerStartedAfterOneWasKilledReplacesTheFileItLeft() throws Exception {
+        try (ServerProcess killed = ServerProcess.start("cperf-restart", "--name", "restart")) {
+            killed.await(Pattern.compile("published "));
+            killed.process().destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            Path file = killed.shared().resolve("conduit-perf-restart.addr");
+            assertThat(file).as("left by the killed server").exists();
+
+            try (ServerProcess restarted = ServerProcess.in(killed.shared(), "--name", "restart", "--keep")) {
+                assertThat(restarted.await(Pattern.compile("((?:replaced|published|cannot publish) .*)")))
+                        .as("the restarted server").contains("replaced " + file + ", which a server that is gone left (pid "
+                                + killed.process().pid());
+                restarted.await(Pattern.compile("published "));
+                Result result = run("perf", "--connect", "--shared-dir", killed.shared().toString(), "--name", "restart", "am_lat",
+                        "-s", "8", "-n", "10", "--timeout", "10s");
+                assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+
+                try (ServerProcess second = ServerProcess.in(killed.shared(), "--name", "restart")) {
+                    assertThat(second.await(Pattern.compile("((?:replaced|published|cannot publish) .*)"))).as("a server of that name runs")
+                            .contains("cannot publish the perf server's address: " + file + " exists, and the server that published it "
+                                    + "was not found gone");
+                    assertThat(second.process().waitFor(30, TimeUnit.SECONDS)).isTrue();
+                    assertThat(file).as("the running server's file").exists();
+                }
+            }
         }
     }
 
@@ -1019,6 +1053,16 @@ class PerfRunTest {
                 PerfPeer.deleteTree(shared);
                 throw e;
             }
+        }
+
+        /** Starts {@code conduit perf --server --shared-dir shared args} in an existing directory, which its close removes. */
+        static ServerProcess in(Path shared, String... args) throws IOException {
+            List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+            command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString()));
+            command.addAll(List.of(args));
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            return new ServerProcess(process, new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)),
+                    shared);
         }
 
         /** Reads its output until a line matches {@code pattern}; what awaitLine returns. */
