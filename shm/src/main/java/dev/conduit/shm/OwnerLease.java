@@ -6,7 +6,9 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
 import dev.conduit.spi.ConduitException;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -450,10 +452,37 @@ public final class OwnerLease implements AutoCloseable {
         } finally {
             for (LockedLease lease : locked) lease.fd().close();
         }
+        for (String name : removed) {
+            if (name.endsWith(LEASE)) remember(directory.path().resolve(name));
+        }
         if (!removed.isEmpty()) {
             LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + (removed.size() == 1 ? " file" : " files") + " of dead owners in " + directory + ": " + removed);
         }
         return removed;
+    }
+
+    /** The last {@value #REMEMBERED} leases this process removed as dead owners', oldest first. */
+    private static final LinkedHashSet<Path> RECLAIMED_HERE = new LinkedHashSet<>();
+    private static final int REMEMBERED = 1024;
+
+    private static void remember(Path lease) {
+        synchronized (RECLAIMED_HERE) {
+            RECLAIMED_HERE.remove(lease);
+            RECLAIMED_HERE.add(lease);
+            if (RECLAIMED_HERE.size() > REMEMBERED) RECLAIMED_HERE.removeFirst();
+        }
+    }
+
+    /**
+     * Whether this process removed lease {@code leaseName} of {@code directory} as a dead owner's (one of the last
+     * {@value #REMEMBERED}): a connect that finds a peer's lease missing can then say the peer is dead, where it could
+     * only say it was gone or in another directory, since the reclaim of this very process's open had removed it (a
+     * perf server restarted after a kill -9, connecting to the address the dead one left: helper h6).
+     */
+    public static boolean reclaimedHere(SharedDirectory directory, String leaseName) {
+        synchronized (RECLAIMED_HERE) {
+            return RECLAIMED_HERE.contains(directory.path().resolve(leaseName));
+        }
     }
 
     /**

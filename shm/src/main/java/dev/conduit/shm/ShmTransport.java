@@ -617,6 +617,10 @@ public final class ShmTransport implements Transport {
                         + "directory, where the connection it made to this worker found it (its worker closed, or died and a "
                         + "Conduit on the directory reclaimed its files)", e);
             }
+            if (e.errnoName().equals("ENOENT") && OwnerLease.reclaimedHere(directory, leaseName)) {
+                throw new PeerFailedException(plugin + ": the peer is dead: this process removed its files from the shared directory, "
+                        + "its lease " + leaseName + " free, when a pool or worker of it opened there or found it dead", e);
+            }
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
                     + e.errnoName() + "); " + dev.conduit.linux.Errno.remedy(e.errno(), switch (e.errnoName()) {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";

@@ -53,6 +53,30 @@ class ConnectToDeadPeerTest {
     }
 
     /**
+     * A connect to the address of a worker whose files this process's own open reclaimed (its lease was free) says
+     * the peer is dead, a {@code PeerFailedException} from the transport: it said "the peer is gone, or this process
+     * sees another shared directory", a {@code ConduitException}, though the process had just removed that lease
+     * itself (helper h6; a perf server restarted after a kill -9 connecting to the address the dead one left).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aConnectToAWorkerWhoseFilesThisProcessReclaimedSaysThePeerIsDead(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        WorkerAddress dead;
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct())) {
+            dead = child.worker("w", plugin, "SINGLE");
+            child.kill();
+        }
+        try (Conduit conduit = Setup.conduit(shared, plugin);
+             Worker worker = conduit.newWorker(ThreadMode.SINGLE)) { // its open reclaims the dead worker's files
+
+            assertThatThrownBy(() -> worker.connect(dead))
+                    .hasMessageContaining(plugin + ": the peer is dead: this process removed its files from the shared directory")
+                    .satisfies(e -> assertThat(e.getSuppressed()).singleElement().isInstanceOf(PeerFailedException.class));
+        }
+    }
+
+    /**
      * A message whose sender's process was killed after it sent it, answered before this worker's
      * liveness check ends the connection (an hour apart here): the transport still gives the
      * address the sender announced, the reply endpoint's connect finds the sender dead, and
