@@ -9,8 +9,8 @@ import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.channels.ClosedChannelException;
+import java.nio.channels.FileChannel;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -190,6 +190,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         } catch (IOException | RuntimeException e) {
             try {
                 Files.deleteIfExists(file);
+            } catch (IOException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            try {
                 channel.close();
             } catch (IOException cleanup) {
                 e.addSuppressed(cleanup);

@@ -363,7 +363,7 @@ final class PerfCommand implements Callable<Integer> {
                 if (file == null || runsHere) throw e;
                 throw new ConduitException(e.getMessage() + ". The server that published " + file + " (pid " + bootstrap.pid() + " on "
                         + bootstrap.host() + ") may be gone: a server that was killed leaves its file, which a new --server replaces "
-                        + "once it finds that server's worker gone. If none runs, start one", e);
+                        + "(the lock the server held on it went with it). If none runs, start one", e);
             }
             report(run, out, err);
             return ConduitCommand.EXIT_OK;

@@ -803,7 +803,7 @@ class PerfRunTest {
 
             assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
             assertThat(result.err()).contains("The server that published " + file).contains("may be gone")
-                    .contains("which a new --server replaces once it finds that server's worker gone. If none runs, start one");
+                    .contains("which a new --server replaces (the lock the server held on it went with it). If none runs, start one");
         }
     }
 
