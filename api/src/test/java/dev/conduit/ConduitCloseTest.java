@@ -651,7 +651,11 @@ class ConduitCloseTest {
             throw new ConduitException("cannot create the receive queue");
         });
         try (Conduit conduit = isolated().addPlugin(plugin("first", closed, false).priority(2)).addPlugin(failing).build()) {
-            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).hasMessage("cannot create the receive queue");
+            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
+                    .as("the plugin's refusal, and that the worker opens without it (helper h6)")
+                    .hasMessage("cannot create the receive queue; or open workers without 'failing' (every selected transport opens in "
+                            + "each worker): leave it out, transports=^failing (CONDUIT_TRANSPORTS)")
+                    .cause().hasMessage("cannot create the receive queue");
             assertThat(closed).containsExactly("first#1");
         }
     }

@@ -49,6 +49,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * The runtime's worker: one transport of every selected plugin that provides one, all behind one
@@ -241,17 +242,20 @@ public final class RuntimeWorker implements Worker {
                 TransportSink sink = new TransportSink(dispatch, r.name());
                 TransportContext context = new WorkerTransportContext(RuntimePluginContext.of(config, sharedDirectory, r.name()),
                         mode, sink, remoteMemory);
+                Supplier<Transport> open = () -> r.plugin().openTransport(context);
+                if (withTransport.size() > 1) open = sayingItCanBeLeftOut(r.name(), open);
+                Supplier<Transport> opening = open;
                 Transport t;
                 if (confined.get(r.name())) {
                     ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
                     try {
-                        t = new ConfinedTransport(thread.call(() -> r.open("openTransport()", () -> r.plugin().openTransport(context))), thread);
+                        t = new ConfinedTransport(thread.call(() -> r.open("openTransport()", opening)), thread);
                     } catch (RuntimeException | Error e) {
                         thread.close();
                         throw e;
                     }
                 } else {
-                    t = r.open("openTransport()", () -> r.plugin().openTransport(context));
+                    t = r.open("openTransport()", opening);
                 }
                 opened.add(t);
                 sinks.add(sink);
@@ -467,6 +471,24 @@ public final class RuntimeWorker implements Worker {
         } finally {
             exit(entered);
         }
+    }
+
+    /**
+     * {@code open}, whose plugin's own refusal (a plain {@link ConduitException}, naming its cause and remedy) also says
+     * that the worker could open without that transport: every selected transport opens in each worker, so one that
+     * cannot (posix without room for its queue in a small shared directory, where memfd's queue needs none) fails the
+     * worker, and its remedy named only its own key (helper h6). A subclass says something of its own, and is kept.
+     */
+    private static Supplier<Transport> sayingItCanBeLeftOut(String transport, Supplier<Transport> open) {
+        return () -> {
+            try {
+                return open.get();
+            } catch (ConduitException e) {
+                if (e.getClass() != ConduitException.class) throw e;
+                throw new ConduitException(e.getMessage() + "; or open workers without '" + transport + "' (every selected transport "
+                        + "opens in each worker): leave it out, transports=^" + transport + " (CONDUIT_TRANSPORTS)", e);
+            }
+        };
     }
 
     private WorkerAddress buildAddress() {
