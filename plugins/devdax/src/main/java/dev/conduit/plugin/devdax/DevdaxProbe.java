@@ -5,6 +5,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.MmapFlags;
 import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.Config;
 import dev.conduit.spi.ConduitException;
 
@@ -15,6 +16,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -49,6 +51,8 @@ final class DevdaxProbe {
     private final Path devRoot;
     private final Sysfs sysfs;
     private final Path procLocks;
+    /** Why each device inspected leaves a provider nothing to allocate, by alias ({@link DevdaxProvider#tooSmall}). */
+    private final Map<String, String> tooSmall = new HashMap<>();
 
     DevdaxProbe(Path devRoot, Sysfs sysfs, Path procLocks) {
         this.devRoot = devRoot;
@@ -70,7 +74,18 @@ final class DevdaxProbe {
             return Availability.unavailable(e.getMessage(), details);
         }
         long fileAlignment = providerSettings(config, details);
-        return table.isEmpty() ? probeDevDirectory(libc, fileAlignment, details) : probeTable(libc, table, fileAlignment, details);
+        Availability found = table.isEmpty() ? probeDevDirectory(libc, fileAlignment, details) : probeTable(libc, table, fileAlignment, details);
+        String providerTooSmall = providerAlias(config) == null ? null : tooSmall.get(providerAlias(config));
+        // Imports from the other devices still work: only allocating is ruled out here.
+        return found.isAvailable() && providerTooSmall != null ? found.without(Capability.MEMORY, providerTooSmall) : found;
+    }
+
+    private static String providerAlias(Config config) {
+        try {
+            return DevdaxConfig.providerDevice(config).alias();
+        } catch (ConduitException e) {
+            return null;
+        }
     }
 
     /** Records the provider's choices in {@code details}; returns the alignment for regular files. */
@@ -168,6 +183,8 @@ final class DevdaxProbe {
                 throw new ConduitException(path + " is a " + device.kind() + ", not a device-DAX device");
             }
             long alignment = device.kind() == Device.Kind.DEVICE_DAX ? device.mapUnit() : fileAlignment;
+            String small = DevdaxProvider.tooSmall(device, Layout.Geometry.of(device.size(), alignment));
+            if (small != null) tooSmall.put(alias, small);
             Mapper.Mapped first;
             try {
                 first = Mapper.mapPreferringSync(libc, device.fd(), 0, device.mapUnit(), MmapFlags.PROT_READ, arena);
@@ -177,7 +194,7 @@ final class DevdaxProbe {
             String layout = describe(Layout.read(first.segment()));
             return path + ": " + device.kind() + ", " + device.size() + " bytes, alignment " + alignment + ", MAP_SYNC "
                     + (first.sync() ? "accepted" : "refused (" + first.syncRefusal() + "), chunks are mapped MAP_SHARED") + ", " + layout
-                    + ", " + provider(device);
+                    + ", " + provider(device) + (small != null ? ", too small to allocate from at this alignment" : "");
         }
     }
 

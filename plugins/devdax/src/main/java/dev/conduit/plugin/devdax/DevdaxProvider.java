@@ -115,6 +115,19 @@ final class DevdaxProvider implements MemoryProvider {
     }
 
     /**
+     * Why a provider cannot allocate from {@code device} laid out as {@code geometry}: no unit left after the
+     * metadata, with the remedy; {@code null} when it can. The provider's refusal, and the probe's, which rules
+     * memory out for such a provider device ({@code conduit info} showed it selected with memory available, and
+     * only {@code pool("devdax")} failed: helper h5, a 64 MiB file at {@code devdax.file.align} 1g).
+     */
+    static String tooSmall(Device device, Geometry geometry) {
+        if (geometry.hasRoomForData()) return null;
+        return "device " + device.describe() + " is too small: " + device.size() + " bytes in units of " + geometry.alignment()
+                + " leave no unit after the metadata (" + geometry.dataOffset() + " bytes). Use a larger device"
+                + (device.kind() == Device.Kind.REGULAR_FILE ? " or a smaller " + DevdaxConfig.FILE_ALIGN.nameAndVariable() : "");
+    }
+
+    /**
      * Opens the configured device ({@code devdax.device} in {@code devdax.devices}), locks it, and
      * resets or recovers its allocation table.
      *
@@ -133,11 +146,8 @@ final class DevdaxProvider implements MemoryProvider {
             lock(libc, device, procLocks);
             long alignment = device.kind() == Device.Kind.DEVICE_DAX ? device.mapUnit() : fileAlignment;
             Geometry geometry = Geometry.of(device.size(), alignment);
-            if (!geometry.hasRoomForData()) {
-                throw new ConduitException("device " + device.describe() + " is too small: " + device.size() + " bytes in units of "
-                        + alignment + " leave no unit after the metadata (" + geometry.dataOffset() + " bytes). Use a larger device"
-                        + (device.kind() == Device.Kind.REGULAR_FILE ? " or a smaller " + DevdaxConfig.FILE_ALIGN.nameAndVariable() : ""));
-            }
+            String tooSmall = tooSmall(device, geometry);
+            if (tooSmall != null) throw new ConduitException(tooSmall);
             Arena arena = Arena.ofShared();
             try {
                 Mapper.Mapped mapped = mapMetadata(libc, device, geometry, arena);

@@ -3,6 +3,7 @@ package dev.conduit.plugin.devdax;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Availability;
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.tck.TestContext;
@@ -75,6 +76,29 @@ class DevdaxProbeTest {
     }
 
     /** The remedy for a damaged layout named the key as "on.start", which no source knows: neither the property nor the variable. */
+    /**
+     * A provider device too small at its alignment rules memory out here, with the provider's own words, and stays
+     * available for imports: conduit info showed devdax selected with memory, and only pool("devdax") failed (helper h5,
+     * a 64 MiB file at devdax.file.align 1g). Another device of the table that has room is not the provider's.
+     */
+    @Test
+    void aProviderDeviceTooSmallAtItsAlignmentRulesMemoryOutButNotImports() {
+        Path small = Fixtures.deviceFile(dir, "small.img", 32 * MIB);
+        Path large = Fixtures.deviceFile(dir, "large.img", 32 * MIB);
+        Availability availability = plugin().probe(TestContext.of("devdax.devices", "pmem0=" + small + ",pmem1=" + large,
+                "devdax.device", "pmem0", "devdax.file.align", "1g"));
+
+        assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+        assertThat(availability.unsupportedHere()).containsOnlyKeys(Capability.MEMORY);
+        assertThat(availability.unsupportedHere().get(Capability.MEMORY)).isEqualTo("device " + small + " (alias 'pmem0') is too small: "
+                + 32 * MIB + " bytes in units of " + (1L << 30) + " leave no unit after the metadata (" + (1L << 30)
+                + " bytes). Use a larger device or a smaller devdax.file.align (CONDUIT_DEVDAX_FILE_ALIGN)");
+        assertThat(availability.details().get("alias pmem0")).endsWith(", too small to allocate from at this alignment");
+
+        Availability roomy = plugin().probe(TestContext.of("devdax.devices", "pmem0=" + small + ",pmem1=" + large, "devdax.device", "pmem0"));
+        assertThat(roomy.unsupportedHere()).isEmpty();
+    }
+
     @Test
     void aDamagedLayoutIsDescribedNamingTheKeyThatRewritesIt() {
         Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
