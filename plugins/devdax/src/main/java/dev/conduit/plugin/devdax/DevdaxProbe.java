@@ -75,7 +75,8 @@ final class DevdaxProbe {
         }
         long fileAlignment = providerSettings(config, details);
         Availability found = table.isEmpty() ? probeDevDirectory(libc, fileAlignment, details) : probeTable(libc, table, fileAlignment, details);
-        String providerTooSmall = providerAlias(config) == null ? null : tooSmall.get(providerAlias(config));
+        String provider = providerAlias(config);
+        String providerTooSmall = provider == null ? null : tooSmall.get(provider);
         // Imports from the other devices still work: only allocating is ruled out here.
         return found.isAvailable() && providerTooSmall != null ? found.without(Capability.MEMORY, providerTooSmall) : found;
     }
