@@ -793,10 +793,7 @@ class PerfRunTest {
     @Test
     void aClientOfABootstrapFileWhoseServerWasKilledNamesTheFileToRemove() throws Exception {
         try (ServerProcess server = ServerProcess.start("cperf-stale", "--name", "stale")) {
-            server.await(Pattern.compile("published "));
-            server.process().destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            Path file = server.shared().resolve("conduit-perf-stale.addr");
-            assertThat(file).as("left by the killed server").exists();
+            Path file = server.killLeavingItsFile("stale");
 
             Result result = run("perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "stale", "am_lat",
                     "-n", "10", "--timeout", "2s");
@@ -808,18 +805,15 @@ class PerfRunTest {
     }
 
     /**
-     * A server started after one of its name was killed replaces the file the killed one left, once its connect to the
-     * worker that file names found it gone; a client then runs against it. It used to refuse for good ("exists ...
-     * remove the file"), so that a supervisor restarting it after a kill -9 looped (helper h6). A second server while
-     * that one runs still refuses: its worker answers.
+     * A server started after one of its name was killed replaces the file the killed one left, whose lock went with the
+     * killed process; a client then runs against it. It used to refuse for good ("exists ... remove the file"), so that a
+     * supervisor restarting it after a kill -9 looped (helper h6). A second server while that one runs still refuses:
+     * the running one holds the lock on its file.
      */
     @Test
     void aServerStartedAfterOneWasKilledReplacesTheFileItLeft() throws Exception {
         try (ServerProcess killed = ServerProcess.start("cperf-restart", "--name", "restart")) {
-            killed.await(Pattern.compile("published "));
-            killed.process().destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            Path file = killed.shared().resolve("conduit-perf-restart.addr");
-            assertThat(file).as("left by the killed server").exists();
+            Path file = killed.killLeavingItsFile("restart");
 
             try (ServerProcess restarted = ServerProcess.in(killed.shared(), "--name", "restart", "--keep")) {
                 assertThat(restarted.await(Pattern.compile("((?:replaced|published|cannot publish) .*)")))
@@ -1042,13 +1036,8 @@ class PerfRunTest {
         /** Starts {@code conduit perf --server --shared-dir <a new directory> args}. */
         static ServerProcess start(String directoryPrefix, String... args) throws IOException {
             Path shared = Files.createTempDirectory(Path.of("/dev/shm"), directoryPrefix);
-            List<String> command = new ArrayList<>(PerfPeer.javaCommand());
-            command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString()));
-            command.addAll(List.of(args));
             try {
-                Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-                return new ServerProcess(process, new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)),
-                        shared);
+                return in(shared, args);
             } catch (IOException | RuntimeException e) {
                 PerfPeer.deleteTree(shared);
                 throw e;
@@ -1063,6 +1052,15 @@ class PerfRunTest {
             Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
             return new ServerProcess(process, new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)),
                     shared);
+        }
+
+        /** Kills it (SIGKILL) once it published as {@code name}, and asserts it left its bootstrap file, which it returns. */
+        Path killLeavingItsFile(String name) throws Exception {
+            await(Pattern.compile("published "));
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            Path file = shared.resolve("conduit-perf-" + name + ".addr");
+            assertThat(file).as("left by the killed server").exists();
+            return file;
         }
 
         /** Reads its output until a line matches {@code pattern}; what awaitLine returns. */
