@@ -6,10 +6,12 @@ package dev.conduit.linux;
  * <p>Used by the providers to check what they opened: the size of a shared file, that a
  * device-DAX path is a character device and which one ({@link #rdevMajor()}:{@link #rdevMinor()}
  * locates it under {@code /sys/dev/char}), that a file belongs to the expected user and is not
- * readable by others, how old a file left by a killed process is. Also holds the {@code S_IF*} file-type constants.
+ * readable by others, how old a file left by a killed process is, whether a file still has a name
+ * (an owner's lease that a cleaner removed from the shared directory while it was held). Also holds the {@code S_IF*} file-type constants.
  *
  * @param size  size in bytes ({@code st_size})
  * @param mode  file type and permission bits ({@code st_mode})
+ * @param links how many names the file has ({@code st_nlink}): 0 once every name was removed while it is open
  * @param uid   owner user id ({@code st_uid}, unsigned)
  * @param gid   owner group id ({@code st_gid}, unsigned)
  * @param dev   the device that holds the file ({@code st_dev})
@@ -17,7 +19,7 @@ package dev.conduit.linux;
  * @param inode inode number ({@code st_ino})
  * @param modifiedMillis when the file's contents last changed, in milliseconds since the epoch ({@code st_mtim})
  */
-public record FileStatus(long size, int mode, int uid, int gid, long dev, long rdev, long inode, long modifiedMillis) {
+public record FileStatus(long size, int mode, long links, int uid, int gid, long dev, long rdev, long inode, long modifiedMillis) {
 
     /** Mask of the file-type bits of {@link #mode()}. */
     public static final int S_IFMT = 0170000;

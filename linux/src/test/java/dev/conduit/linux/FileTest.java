@@ -81,6 +81,20 @@ class FileTest {
         }
     }
 
+    /** How an owner finds that a cleaner removed its lease from the shared directory while it holds it open. */
+    @Test
+    void fstatCountsTheFilesNamesDownToNoneOnceRemovedWhileOpen() throws IOException {
+        Path file = Files.createFile(directory.resolve("named"));
+        try (FileDescriptor fd = libc.open(file.toString(), O_RDONLY, 0)) {
+            assertThat(libc.fstat(fd).links()).isEqualTo(1);
+            Files.createLink(directory.resolve("second name"), file);
+            assertThat(libc.fstat(fd).links()).isEqualTo(2);
+            Files.delete(file);
+            Files.delete(directory.resolve("second name"));
+            assertThat(libc.fstat(fd).links()).isZero();
+        }
+    }
+
     @Test
     void createdFileHasTheRequestedModeAndOwner() {
         try (FileDescriptor file = libc.open(directory.resolve("created").toString(), O_RDWR | O_CREAT | O_EXCL, 0600)) {

@@ -140,6 +140,21 @@ public final class OwnerLease implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether the lease lost its name in the shared directory while its owner holds it: something
+     * removed it (a cleanup job, or systemd-logind with {@code RemoveIPC=yes}). The lock still
+     * holds, so a peer that opened the lease before still finds the owner alive; no one can open it
+     * any more, so no new peer can find the owner, and a reclaim never sees it. False once closed.
+     */
+    public synchronized boolean isRemoved() {
+        return !closed && libc.fstat(fd).links() == 0;
+    }
+
+    /** Where the lease is (or was, once {@link #isRemoved}): for messages. */
+    public Path path() {
+        return directory.path().resolve(leaseName(prefix, owner));
+    }
+
     /** The owner's id: 32 hex digits, part of every name it creates. */
     public String owner() {
         return owner;
@@ -615,7 +630,7 @@ public final class OwnerLease implements AutoCloseable {
             if (left == null) {
                 directory.remove(leaseName(prefix, owner));
             } else {
-                logger.log(System.Logger.Level.WARNING, () -> left.what() + "; the lease " + directory.path().resolve(leaseName(prefix, owner))
+                logger.log(System.Logger.Level.WARNING, () -> left.what() + "; the lease " + path()
                         + " is kept, unlocked, so that the next reclaim of dead owners' files in " + directory.path() + ", which any "
                         + "Conduit process runs as it opens a memory provider or worker there, removes what is left of this owner's "
                         + "files and then the lease" + left.remedy());

@@ -179,6 +179,8 @@ public final class ShmTransport implements Transport {
      * of a call to the one it throws, which would pile up on a shared one).
      */
     private String queueDamaged;
+    /** Set once this worker said that its lease was removed from the shared directory ({@link #checkOwnLease}). */
+    private boolean ownLeaseRemovalSaid;
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
@@ -625,7 +627,8 @@ public final class ShmTransport implements Transport {
                     + e.errnoName() + "); " + dev.conduit.linux.Errno.remedy(e.errno(), switch (e.errnoName()) {
                         case "EINVAL", "ELOOP" -> "what has that name is no lease (not a regular file): the address is forged, or something else took the name";
                         case "EACCES", "EPERM" -> refusedLease(leaseName);
-                        default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR)";
+                        default -> "the peer is gone, or this process sees another shared directory (shared.dir, CONDUIT_SHARED_DIR), "
+                                + "or something removed the peer's files while it lives (a cleanup job: the peer's log then says so)";
                     }), e);
         }
         ChunkMapping mapping = null;
@@ -1483,6 +1486,7 @@ public final class ShmTransport implements Transport {
      */
     private int checkPeers(long now) {
         checkQueueHeader();
+        checkOwnLease();
         int events = 0;
         int n;
         synchronized (handOff) { // a close forced from another thread releases endpoints, and so changes the list
@@ -1873,6 +1877,30 @@ public final class ShmTransport implements Transport {
             // Then their sends fault, and fail their endpoints that way.
         }
         throw new ConduitException(queueDamaged);
+    }
+
+    /**
+     * Says once, with each liveness check until then, when this worker's lease lost its name in the
+     * shared directory: nothing else would. The worker goes on serving the peers connected to it,
+     * whose watches hold the lease open, while every new connect fails on the missing lease, and the
+     * peer's error can only guess why. A lease is never named again (no name can be given back to an
+     * open file that has none), so the remedy is a new worker.
+     */
+    private void checkOwnLease() {
+        if (ownLeaseRemovalSaid) return;
+        boolean removed;
+        try {
+            removed = lease.isRemoved();
+        } catch (RuntimeException e) {
+            return; // it cannot be told (fstat failed): the connects that fail say what they find
+        }
+        if (!removed) return;
+        ownLeaseRemovalSaid = true;
+        warnBestEffort(() -> plugin + ": this worker's lease " + lease.path() + " was removed from the shared directory while the "
+                + "worker holds it (a cleanup job such as systemd-tmpfiles, or systemd-logind with RemoveIPC=yes, which removes a "
+                + "user's /dev/shm files when its last session ends). The peers connected to it are unaffected, but no new peer can "
+                + "connect to it: a connect to its address fails finding no lease. Close this worker and open a new one, whose "
+                + "address the peers must connect to, and keep such cleaners off " + directory.path());
     }
 
     /**

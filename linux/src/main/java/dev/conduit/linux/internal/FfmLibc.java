@@ -501,6 +501,7 @@ public final class FfmLibc implements Libc {
         return new FileStatus(
                 stat.get(JAVA_LONG, ST_SIZE),
                 stat.get(JAVA_INT, ST_MODE),
+                ST_NLINK_SIZE == Long.BYTES ? stat.get(JAVA_LONG, ST_NLINK) : Integer.toUnsignedLong(stat.get(JAVA_INT, ST_NLINK)),
                 stat.get(JAVA_INT, ST_UID),
                 stat.get(JAVA_INT, ST_GID),
                 stat.get(JAVA_LONG, ST_DEV),

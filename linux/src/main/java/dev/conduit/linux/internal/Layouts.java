@@ -97,13 +97,13 @@ public final class Layouts {
 
     /**
      * glibc's x86-64 {@code struct stat} (144 bytes), with the fields Conduit reads named and the
-     * others ({@code st_nlink}, {@code st_blksize}, {@code st_blocks}, the access time and the
-     * change time) left as padding.
+     * others ({@code st_blksize}, {@code st_blocks}, the access time and the change time) left as
+     * padding. {@code st_nlink} is 8 bytes here and 4 in {@link #STAT_GENERIC}.
      */
     static final StructLayout STAT_X86_64 = MemoryLayout.structLayout(
             JAVA_LONG.withName("st_dev"),
             JAVA_LONG.withName("st_ino"),
-            MemoryLayout.paddingLayout(8),
+            JAVA_LONG.withName("st_nlink"),
             JAVA_INT.withName("st_mode"),
             JAVA_INT.withName("st_uid"),
             JAVA_INT.withName("st_gid"),
@@ -123,7 +123,7 @@ public final class Layouts {
             JAVA_LONG.withName("st_dev"),
             JAVA_LONG.withName("st_ino"),
             JAVA_INT.withName("st_mode"),
-            MemoryLayout.paddingLayout(4),
+            JAVA_INT.withName("st_nlink"),
             JAVA_INT.withName("st_uid"),
             JAVA_INT.withName("st_gid"),
             JAVA_LONG.withName("st_rdev"),
@@ -179,6 +179,9 @@ public final class Layouts {
 
     public static final long ST_DEV = offset(STAT, "st_dev");
     public static final long ST_INO = offset(STAT, "st_ino");
+    public static final long ST_NLINK = offset(STAT, "st_nlink");
+    /** 8 bytes on x86-64, 4 in the asm-generic layout. */
+    public static final long ST_NLINK_SIZE = STAT.select(MemoryLayout.PathElement.groupElement("st_nlink")).byteSize();
     public static final long ST_MODE = offset(STAT, "st_mode");
     public static final long ST_UID = offset(STAT, "st_uid");
     public static final long ST_GID = offset(STAT, "st_gid");

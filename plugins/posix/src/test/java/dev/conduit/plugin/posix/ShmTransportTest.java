@@ -2867,6 +2867,42 @@ class ShmTransportTest {
     }
 
     /**
+     * A worker whose files a cleaner removed from the shared directory (its lease, its queue, its
+     * provider's lease) says so once, in a WARNING naming its lease and the remedy, and goes on
+     * serving the peer connected to it; a new connect fails on the missing lease, naming a cleaner
+     * among the causes. The worker used to say nothing: it served on as if whole, and only the new
+     * peer's error hinted, naming a peer gone or another shared directory (helper h6).
+     */
+    @Test
+    void aWorkerWhoseLeaseACleanerRemovedSaysSoOnceAndServesTheConnectedPeer() throws Exception {
+        Received received = new Received();
+        RecordingLogger logger = new RecordingLogger();
+        Transport receiver = transport(received, logger, "posix.liveness.interval", "1ms");
+        List<String> receiversFiles = ProcessResources.files(shared);
+        String lease = receiversFiles.stream().filter(name -> name.startsWith("conduit-posix-worker-")).findFirst().orElseThrow();
+        TransportEndpoint connected = connect(transport(new Received()), receiver, cause -> { });
+        for (String name : receiversFiles) Files.delete(shared.resolve(name));
+
+        assertThat(connected.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        for (int i = 0; i < 1000 && (received.ids.isEmpty() || logger.warnings().isEmpty()); i++) progressOrPause(receiver);
+        assertThat(received.ids).containsExactly(1);
+        assertThat(logger.warnings()).singleElement().asString()
+                .contains("posix: this worker's lease " + shared.resolve(lease) + " was removed from the shared directory")
+                .contains("The peers connected to it are unaffected, but no new peer can connect to it")
+                .contains("Close this worker and open a new one");
+        assertThat(connected.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+        receive(receiver, received, 2);
+        for (int i = 0; i < 20; i++) progressOrPause(receiver);
+        assertThat(received.ids).containsExactly(1, 2);
+        assertThat(logger.warnings()).as("said once").hasSize(1);
+
+        Transport newcomer = transport(new Received());
+        assertThatThrownBy(() -> connect(newcomer, receiver, cause -> { })).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot reach the peer: its lease " + shared.resolve(lease) + " cannot be opened (ENOENT)")
+                .hasMessageContaining("or something removed the peer's files while it lives (a cleanup job: the peer's log then says so)");
+    }
+
+    /**
      * A connection refused before its sender's next liveness check, whose endpoint the sender
      * closes at once (a few messages, then close): the close waits for the peer to read its CONNECT,
      * and then says, in a WARNING, that what was sent was dropped. It used to be released at once,
