@@ -19,7 +19,8 @@ import java.util.zip.CRC32C;
  * </pre>
  *
  * Little-endian. The fields are validated before the CRC, so a malformed field is reported by
- * name; a well-formed but altered record fails on {@code crc}.
+ * name; a well-formed but altered record fails on {@code crc}, and a malformed field of a record
+ * whose CRC fails too says that as well ({@link #malformed}).
  *
  * <p>The frame — magic, version and total length first, the CRC last — is the same in every
  * version of every record, so that a record of another version is told from a damaged one: the
@@ -94,8 +95,7 @@ public final class Envelope {
     private static boolean intactFrame(byte[] bytes) {
         if (bytes.length < OVERHEAD) return false;
         int total = new PayloadReader(bytes, 6, 2, "").u16("total.length");
-        long trailer = new PayloadReader(bytes, bytes.length - 4, 4, "").u32("crc");
-        return total == bytes.length && trailer == (crc(bytes) & 0xFFFF_FFFFL);
+        return total == bytes.length && crcMatches(bytes);
     }
 
     /**
@@ -106,6 +106,30 @@ public final class Envelope {
         return new dev.conduit.spi.InvalidHandleException(kind, "version", "format version " + found + " in a " + kind
                 + " whose length or checksum does not match its bytes: it was damaged (truncated, padded or altered) between"
                 + " the process that made it and this one, not made by another Conduit version; pass its bytes on unchanged");
+    }
+
+    /**
+     * {@code malformed}, a field of the record in {@code bytes} that failed its check, said so that
+     * its reader knows how far to trust the field's name. When the CRC matches, the record's maker
+     * wrote the field so (its bug, or a forgery), and the name is exact. When it does not match
+     * either, the record was altered after it was made, and the byte altered may lie before the
+     * field named: one of an earlier length moves every field after it (a flipped byte of a
+     * handle's plugin-name length was reported as a wrong {@code payload.length}, and nothing else).
+     */
+    public static dev.conduit.spi.InvalidHandleException malformed(dev.conduit.spi.InvalidHandleException malformed, byte[] bytes,
+                                                                    String kind) {
+        if (bytes.length < OVERHEAD || crcMatches(bytes)) return malformed;
+        String prefix = "invalid " + kind + ": field '" + malformed.field() + "': ";
+        String detail = malformed.getMessage().startsWith(prefix) ? malformed.getMessage().substring(prefix.length()) : malformed.getMessage();
+        var altered = new dev.conduit.spi.InvalidHandleException(kind, malformed.field(), detail + "; and its crc does not match its "
+                + "bytes: the " + kind + " was altered or corrupted after it was made, maybe in a byte before this field (a length "
+                + "that moved the fields after it); pass its bytes on unchanged");
+        altered.initCause(malformed);
+        return altered;
+    }
+
+    private static boolean crcMatches(byte[] bytes) {
+        return new PayloadReader(bytes, bytes.length - 4, 4, "").u32("crc") == (crc(bytes) & 0xFFFF_FFFFL);
     }
 
     /** Reads the trailer (the reader must be at it) and checks it against the bytes. */

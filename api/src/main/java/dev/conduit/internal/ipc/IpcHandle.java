@@ -35,7 +35,7 @@ import java.util.zip.CRC32C;
  * </pre>
  *
  * Structural fields are checked before the CRC, so that a malformed field is reported by name;
- * a well-formed but altered handle fails on {@code crc}. The origin id is never a pid: pids
+ * a well-formed but altered handle fails on {@code crc} ({@link Envelope}). The origin id is never a pid: pids
  * repeat and mean nothing across PID namespaces.
  *
  * @param plugin       the exporting plugin
@@ -77,6 +77,18 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
      */
     public static IpcHandle decode(byte[] bytes) {
         PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, KIND);
+        IpcHandle handle;
+        try {
+            handle = fields(r);
+        } catch (InvalidHandleException e) {
+            throw Envelope.malformed(e, bytes, KIND);
+        }
+        Envelope.checkCrc(r, bytes, "handle");
+        return handle;
+    }
+
+    /** The fields between the frame's header and its CRC, each checked. */
+    private static IpcHandle fields(PayloadReader r) {
         String plugin = r.name("plugin", 32);
         long originLow = r.u64("origin");
         long originHigh = r.u64("origin");
@@ -101,7 +113,6 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
             throw r.invalid("payload.length", payloadLength + " does not match the " + (r.remaining() - 4) + " bytes before the crc");
         }
         byte[] payload = r.bytes("payload", payloadLength);
-        Envelope.checkCrc(r, bytes, "handle");
         return new IpcHandle(plugin, originHigh, originLow, exportId, chunkLength, regionOffset, regionLength, payload);
     }
 

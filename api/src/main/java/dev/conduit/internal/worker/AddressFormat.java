@@ -13,7 +13,7 @@ import java.util.Set;
 /**
  * The codec of worker addresses; the format is documented on {@link dev.conduit.WorkerAddress}.
  * Structural fields are checked before the CRC, so that a malformed field is reported by name and an
- * altered but well-formed address fails on {@code crc}.
+ * altered but well-formed address fails on {@code crc} ({@link Envelope}).
  */
 public final class AddressFormat {
 
@@ -81,6 +81,18 @@ public final class AddressFormat {
      */
     public static Decoded decode(byte[] bytes) {
         PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, KIND);
+        Decoded decoded;
+        try {
+            decoded = fields(r);
+        } catch (InvalidHandleException e) {
+            throw Envelope.malformed(e, bytes, KIND);
+        }
+        Envelope.checkCrc(r, bytes, "address");
+        return decoded;
+    }
+
+    /** The fields between the frame's header and its CRC, each checked. */
+    private static Decoded fields(PayloadReader r) {
         long idLow = r.u64("worker.id");
         long idHigh = r.u64("worker.id");
         if (idLow == 0 && idHigh == 0) throw r.invalid("worker.id", "is zero");
@@ -111,7 +123,6 @@ public final class AddressFormat {
             throw r.invalid("entry.count", "says " + count + " transports, but " + (r.remaining() - 4)
                     + " bytes follow the last one before the crc");
         }
-        Envelope.checkCrc(r, bytes, "address");
         return new Decoded(idHigh, idLow, List.copyOf(entries));
     }
 }

@@ -101,6 +101,21 @@ class IpcHandleTest {
     }
 
     /** A region of 0 bytes is refused for its length, not said not to fit (0 bytes fit anywhere): it said "0 bytes at offset 0 do not fit". */
+    /**
+     * A byte altered in a length moves every field after it, so the field that fails first is not
+     * the one altered: a plugin-name length of 4 for "memfd" was reported as a wrong
+     * {@code payload.length} and nothing else (helper h5). The CRC says that the bytes were altered.
+     */
+    @Test
+    void aFieldThatFailsInAnAlteredHandleSaysTheHandleWasAlteredMaybeBeforeIt() {
+        byte[] altered = set(HANDLE.encode(), 8, 4); // the plugin name's length: "memf", and every field after it one byte off
+        assertThatThrownBy(() -> IpcHandle.decode(altered)).isInstanceOf(InvalidHandleException.class)
+                .hasMessageStartingWith("invalid Conduit IPC handle: field '")
+                .hasMessageEndingWith("; and its crc does not match its bytes: the Conduit IPC handle was altered or corrupted after it "
+                        + "was made, maybe in a byte before this field (a length that moved the fields after it); pass its bytes on unchanged")
+                .cause().isInstanceOf(InvalidHandleException.class);
+    }
+
     @Test
     void aRegionOfNoBytesIsRefusedAsNoPositiveLength() {
         assertThatThrownBy(() -> IpcHandle.decode(sealed(setLong(HANDLE.encode(), REGION_LENGTH, 0))))

@@ -164,6 +164,17 @@ class WorkerAddressTest {
         assertField(mutated(b -> b[b.length - 1] ^= 1), "crc");
     }
 
+    /** As a handle's (IpcHandleTest): an altered length moves what follows it, so a field that fails then says the CRC fails too. */
+    @Test
+    void aFieldThatFailsInAnAlteredAddressSaysTheAddressWasAlteredMaybeBeforeIt() {
+        assertThatThrownBy(() -> WorkerAddress.fromBytes(mutated(b -> b[25] = 4))) // the first plugin name's length, 3 ("shm")
+                .isInstanceOf(InvalidHandleException.class)
+                .hasMessageContaining("; and its crc does not match its bytes: the Conduit worker address was altered or corrupted "
+                        + "after it was made, maybe in a byte before this field");
+        assertThatThrownBy(() -> WorkerAddress.fromBytes(seal(raw(1).string("Shm").u16(0)))).as("made so: the field is exact")
+                .isInstanceOf(InvalidHandleException.class).message().doesNotContain("crc");
+    }
+
     @Test
     void anyByteFlippedOrAnyTruncationIsRefusedWithAnInvalidHandleException() {
         byte[] good = valid();
