@@ -4,6 +4,7 @@ import dev.conduit.Endpoint;
 import dev.conduit.EndpointErrorHandler;
 import dev.conduit.PeerRegion;
 import dev.conduit.internal.CloseFailures;
+import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.ipc.IpcImports;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.EndpointEvents;
@@ -172,6 +173,8 @@ final class RuntimeEndpoint implements Endpoint {
                         sent = te.trySend(id, header, payload);
                     } catch (PeerFailedException e) {
                         throw failedNow(e);
+                    } catch (RuntimeException e) {
+                        throw thrownBy(transport, "trySend", e);
                     }
                     if (sent) return;
                     pending.add(id, header, payload);
@@ -270,6 +273,8 @@ final class RuntimeEndpoint implements Endpoint {
                 sent = te.trySend(id, header, 0, (int) header.byteSize(), scratch, 0, written);
             } catch (PeerFailedException e) {
                 throw failedNow(e);
+            } catch (RuntimeException e) {
+                throw thrownBy(transport, "trySend", e);
             }
             if (sent) return written;
             pending.add(id, header, scratch, 0, written);
@@ -374,6 +379,8 @@ final class RuntimeEndpoint implements Endpoint {
                 } catch (PeerFailedException e) {
                     fail(e);
                     return sent;
+                } catch (RuntimeException e) {
+                    throw thrownBy(transport, "trySend", e);
                 }
                 if (!ok) return sent;
                 pending.remove();
@@ -415,6 +422,8 @@ final class RuntimeEndpoint implements Endpoint {
         } catch (NotSupportedException e) {
             probesPeer = false;
             return false;
+        } catch (RuntimeException e) {
+            throw thrownBy(transport, "checkPeer", e);
         }
     }
 
@@ -527,6 +536,20 @@ final class RuntimeEndpoint implements Endpoint {
                 + "connect again (Worker.connect) to reach that peer");
     }
 
+    /**
+     * What the application gets for {@code thrown}, which plugin {@code plugin}'s transport threw
+     * from {@code operation}: the SPI's own failures as they are (a {@code ConduitException}; an
+     * {@code IllegalStateException}, a transport or memory closed under the call; an
+     * {@code IllegalArgumentException}, a limit of the plugin's), anything else named as most likely
+     * the plugin's fault ({@link PluginRecord#failed}). A plugin's {@code NullPointerException} or
+     * {@code IndexOutOfBoundsException} used to reach the application as it was, from calls whose
+     * callers catch {@code ConduitException}, naming neither the plugin nor the operation.
+     */
+    static RuntimeException thrownBy(String plugin, String operation, RuntimeException thrown) {
+        if (thrown instanceof IllegalStateException || thrown instanceof IllegalArgumentException) return thrown;
+        return PluginRecord.failed(plugin, operation + "()", thrown);
+    }
+
     // ---------------------------------------------------------------- RMA
 
     @Override
@@ -579,6 +602,8 @@ final class RuntimeEndpoint implements Endpoint {
                 throw unsupported("put", "RMA", r, e);
             } catch (IllegalStateException e) {
                 throw closedUnder(target, e);
+            } catch (RuntimeException e) {
+                throw thrownBy(transport, "put", e);
             }
         } finally {
             worker.exit(entered);
@@ -605,6 +630,8 @@ final class RuntimeEndpoint implements Endpoint {
                 throw unsupported("get", "RMA", r, e);
             } catch (IllegalStateException e) {
                 throw closedUnder(source, e);
+            } catch (RuntimeException e) {
+                throw thrownBy(transport, "get", e);
             }
         } finally {
             worker.exit(entered);
@@ -628,6 +655,8 @@ final class RuntimeEndpoint implements Endpoint {
                 throw unsupported("fetchAdd", "ATOMICS", r, e);
             } catch (IllegalStateException e) {
                 throw closedUnder(target, e);
+            } catch (RuntimeException e) {
+                throw thrownBy(transport, "fetchAdd", e);
             }
         } finally {
             worker.exit(entered);
@@ -651,6 +680,8 @@ final class RuntimeEndpoint implements Endpoint {
                 throw unsupported("compareAndSwap", "ATOMICS", r, e);
             } catch (IllegalStateException e) {
                 throw closedUnder(target, e);
+            } catch (RuntimeException e) {
+                throw thrownBy(transport, "compareAndSwap", e);
             }
         } finally {
             worker.exit(entered);
@@ -666,6 +697,8 @@ final class RuntimeEndpoint implements Endpoint {
                 te.flush();
             } catch (PeerFailedException e) {
                 throw failedNow(e);
+            } catch (RuntimeException e) {
+                throw thrownBy(transport, "flush", e);
             }
         } finally {
             worker.exit(entered);

@@ -808,7 +808,7 @@ public final class RuntimeWorker implements Worker {
                 try {
                     events += transports[i].progress();
                 } catch (RuntimeException e) {
-                    failure = withSuppressed(failure, e);
+                    failure = withSuppressed(failure, RuntimeEndpoint.thrownBy(transportNames[i], "progress", e));
                 } catch (InternalError e) {
                     failure = withSuppressed(failure, mappedMemoryFault(e, transportNames[i]));
                 }
@@ -831,7 +831,7 @@ public final class RuntimeWorker implements Worker {
         try {
             events = sole.progress();
         } catch (RuntimeException e) {
-            failure = e;
+            failure = RuntimeEndpoint.thrownBy(transportNames[0], "progress", e);
         } catch (InternalError e) {
             failure = mappedMemoryFault(e, transportNames[0]);
         } finally {

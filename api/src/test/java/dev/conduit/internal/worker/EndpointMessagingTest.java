@@ -974,6 +974,37 @@ class EndpointMessagingTest {
                 .satisfies(cause -> assertThat(cause).hasMessageContaining("died"));
     }
 
+    /**
+     * A transport's send or progress that throws an unchecked exception the SPI does not use (a
+     * plugin's bug) reaches the application as a {@code ConduitException} naming the plugin and the
+     * operation, what it threw its cause; the SPI's own (an {@code IllegalStateException} of a
+     * transport closed under the call) pass as they are. The plugin's bare exception used to reach
+     * the application from {@code send} and {@code progress}, naming neither.
+     */
+    @Test
+    void aTransportsBareExceptionFromSendOrProgressIsNamedAsThePluginsFault() {
+        Pair p = pair(1);
+        NullPointerException bug = new NullPointerException("slot");
+        p.transportEndpoint().sendFault = bug;
+        assertThatThrownBy(() -> p.endpoint().send(1, longs(1))).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo' failed in trySend(): java.lang.NullPointerException: slot. That is no "
+                        + "ConduitException").hasMessageContaining("transports=^lo").hasCause(bug);
+        IllegalStateException closedUnderIt = new IllegalStateException("lo transport is closed");
+        p.transportEndpoint().sendFault = closedUnderIt;
+        assertThatThrownBy(() -> p.endpoint().send(1, longs(1))).isSameAs(closedUnderIt);
+        p.transportEndpoint().sendFault = null;
+
+        IndexOutOfBoundsException progressBug = new IndexOutOfBoundsException("Index 9 out of bounds for length 8");
+        p.receiverTransport().progressFault = progressBug;
+        assertThatThrownBy(p.receiver()::progress).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo' failed in progress(): " + progressBug).hasCause(progressBug);
+        p.receiverTransport().progressFault = null;
+        List<Long> seen = recordFirstLongs(p.receiver());
+        p.endpoint().send(1, longs(2));
+        p.receiver().progress();
+        assertThat(seen).as("the worker goes on once the plugin does").containsExactly(2L);
+    }
+
     @Test
     void aBacklogWhoseTransportThrowsKeepsItsMessagesAndNeitherTheWorkersReceivingNorItsOtherEndpoints() {
         Pair p = pair(1);

@@ -442,6 +442,27 @@ class EndpointRmaTest {
         }
     }
 
+    /** As a send's (EndpointMessagingTest): a plugin's bare exception from an RMA operation is named as its fault. */
+    @Test
+    void aTransportsBareExceptionFromAnRmaOperationIsNamedAsThePluginsFault() {
+        open(new LoopbackPlugin("lo", 8, false));
+        PeerRegion region = endpoint.peerRegion(handle);
+        ArithmeticException bug = new ArithmeticException("/ by zero");
+        transport.whileRma = () -> {
+            throw bug;
+        };
+        try {
+            assertThatThrownBy(() -> endpoint.put(longs(1), region, 0)).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageStartingWith("plugin 'lo' failed in put(): java.lang.ArithmeticException: / by zero").hasCause(bug);
+            assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1)).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageStartingWith("plugin 'lo' failed in fetchAdd(): ").hasCause(bug);
+        } finally {
+            transport.whileRma = () -> { };
+        }
+        endpoint.put(longs(5), region, 0);
+        assertThat(endpoint.fetchAdd(region, 0, 1)).isEqualTo(5);
+    }
+
     @Test
     void rmaOnAFailedEndpointThrowsPeerFailedException() {
         open(new LoopbackPlugin("lo", 8, false));
