@@ -5,6 +5,8 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Seals;
+import dev.conduit.shm.CgroupMemory;
+import dev.conduit.shm.Meminfo;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.Chunk;
@@ -54,7 +56,7 @@ final class MemfdProvider implements MemoryProvider {
     /** Shown in {@code /proc/<pid>/maps} and {@code /proc/<pid>/fd} as {@code memfd:conduit-memfd-chunk}. */
     static final String MEMFD_NAME = "conduit-memfd-chunk";
     /** Where the kernel says how much memory is available ({@link #checkAvailableMemory}). */
-    private static final Path MEMINFO = Path.of("/proc/meminfo");
+    private static final Path MEMINFO = Meminfo.PATH;
     /** Where ZFS says how large its ARC is, and how far it shrinks, on a host that has it. */
     private static final Path ARCSTATS = Path.of("/proc/spl/kstat/zfs/arcstats");
 
@@ -144,8 +146,10 @@ final class MemfdProvider implements MemoryProvider {
      * killer end a process, often this one (ftruncate and mmap reserve nothing; fallocate would,
      * but takes every page at once, also those of a chunk written sparsely). Like posix's
      * free-space check, it catches a chunk that cannot fit, not every overcommit: it cannot see the
-     * pages that chunks already mapped take later, nor a cgroup's memory limit. Where the kernel
-     * does not say, nothing is checked.
+     * pages that chunks already mapped take later. The same goes for this process's memory cgroup
+     * (a container's limit, which meminfo does not show), whose OOM killer ends a process of the
+     * container: a chunk larger than what it lets the process take now is refused too. Where the
+     * kernel does not say, nothing is checked.
      */
     private static void checkAvailableMemory(long size) {
         long available = availableMemory(MEMINFO, ARCSTATS);
@@ -156,6 +160,8 @@ final class MemfdProvider implements MemoryProvider {
                     + "process rather than fail the write: free memory or add swap, or allocate less (smaller regions; "
                     + "pool.chunk.size, memfd.queue.size and memfd.bounce.size size what Conduit allocates itself)");
         }
+        CgroupMemory.check(size, "a memfd chunk", "smaller regions; pool.chunk.size, memfd.queue.size and memfd.bounce.size size what "
+                + "Conduit allocates itself");
     }
 
     /**
@@ -166,19 +172,8 @@ final class MemfdProvider implements MemoryProvider {
      * was refused. -1 when {@code meminfo} does not say.
      */
     static long availableMemory(Path meminfo, Path arcstats) {
-        long memory = -1;
-        long swap = 0;
-        try {
-            for (String line : Files.readAllLines(meminfo)) {
-                String[] fields = line.trim().split("\\s+");
-                if (fields.length != 3 || !fields[2].equals("kB")) continue;
-                if (fields[0].equals("MemAvailable:")) memory = Long.parseLong(fields[1]) * 1024;
-                else if (fields[0].equals("SwapFree:")) swap = Long.parseLong(fields[1]) * 1024;
-            }
-        } catch (IOException | NumberFormatException e) {
-            return -1;
-        }
-        return memory < 0 ? -1 : memory + swap + reclaimableArc(arcstats);
+        long memory = Meminfo.bytes(meminfo, "MemAvailable:");
+        return memory < 0 ? -1 : memory + Math.max(0, Meminfo.bytes(meminfo, "SwapFree:")) + reclaimableArc(arcstats);
     }
 
     /** What a ZFS ARC holds above its minimum, from {@code arcstats} ("size 4 N", "c_min 4 N"); 0 without one. */

@@ -6,6 +6,7 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.shm.CgroupMemory;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.Chunk;
@@ -52,7 +53,10 @@ import static java.lang.System.Logger.Level.WARNING;
  * then, the touching process gets {@code SIGBUS}. {@link #allocate(long)} therefore refuses a
  * chunk larger than the directory's free space, with a message that says how to get more. The
  * check cannot see pages that mapped but untouched chunks will take later, so it catches an
- * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit. Nor can it
+ * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit. On a file
+ * system in memory it also refuses a chunk larger than what this process's memory cgroup lets it
+ * take ({@link CgroupMemory}): a container's {@code /dev/shm} may be larger than its memory limit,
+ * whose OOM killer, not {@code SIGBUS}, then meets the touching process. Nor can it
  * tell that the space is taken by chunks already freed: an unlinked file's pages stay while any
  * process maps it, and an importer's IPC cache keeps unused imports mapped (up to its
  * {@code ipc.cache.bytes}), so the refusal says so ({@link #FREED_BUT_MAPPED}).
@@ -225,6 +229,11 @@ final class PosixMemoryProvider implements MemoryProvider {
             throw new ConduitException("not enough space for a chunk of " + size + " bytes in " + directory.path() + ": "
                     + free + " bytes free. Free space there, enlarge it (a container's /dev/shm is 64 MiB unless started "
                     + "with e.g. docker run --shm-size=1g), or set " + directoryKeys + " to a larger directory. " + FREED_BUT_MAPPED);
+        }
+        if (fileSystemWrittenBack() == null) {
+            CgroupMemory.check(size, "a posix chunk in " + directory.path() + " (a file system in memory)", "smaller regions; "
+                    + "pool.chunk.size, posix.queue.size and posix.bounce.size size what Conduit allocates itself; or set "
+                    + directoryKeys + " to a directory on disk");
         }
     }
 

@@ -36,6 +36,30 @@ class CrossProcessTest {
 
     private final PosixPlugin plugin = new PosixPlugin();
 
+    /**
+     * A container whose /dev/shm is larger than its memory limit: a chunk on a file system in
+     * memory larger than what the process's memory cgroup lets it take is refused, naming the
+     * limit's file and the remedy, where the free space alone let it through and writing it brought
+     * the cgroup's OOM killer. A JVM in a cgroup of 256 MiB made here is refused 512 MiB in /dev/shm
+     * and given 16 MiB.
+     */
+    @Test
+    void aChunkInMemoryLargerThanTheProcesssMemoryCgroupLetsItTakeIsRefusedNamingTheLimit() throws Exception {
+        assumeThat(Linux.libc().geteuid()).as("making a memory cgroup needs root").isZero();
+        long mib = 1 << 20;
+        try (dev.conduit.tck.MemoryCgroup cgroup = dev.conduit.tck.MemoryCgroup.create(256 * mib)) {
+            Ended refused = run(cgroup.wrapper(), "allocate", shared.toString(), Long.toString(512 * mib));
+            assertThat(refused.exitCode()).as("exit code (3: refused); stdout %s, stderr %s", refused.output(), refused.errors()).isEqualTo(3);
+            assertThat(refused.errors()).startsWith("cannot allocate a posix chunk in " + shared + " (a file system in memory) of "
+                    + 512 * mib + " bytes: this process's memory cgroup lets it take only ")
+                    .contains("a limit of " + 256 * mib + " bytes in " + cgroup.limitFile()).contains("OOM killer")
+                    .contains("posix.queue.size").contains("to a directory on disk");
+            Ended allocated = run(cgroup.wrapper(), "allocate", shared.toString(), Long.toString(16 * mib));
+            assertThat(allocated.output().strip()).as("stderr %s", allocated.errors()).isEqualTo("allocated");
+        }
+        assertThat(ProcessResources.files(shared)).as("files left").isEmpty();
+    }
+
     @SuppressWarnings("try") // providers only have to be open
     @Test
     void theFilesOfAKilledProducerAreReclaimedByTheNextProvider() throws Exception {

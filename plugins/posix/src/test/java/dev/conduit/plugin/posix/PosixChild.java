@@ -30,6 +30,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *   <li>{@code send <dir> <receiver's transport address hex>}: opens a transport, connects to the
  *       receiver, sends message 1 (8 bytes) and message 2 (100,000 bytes: through its bounce
  *       ring), prints its own transport address, then waits to be killed without closing anything.</li>
+ *   <li>{@code allocate <dir> <size>}: opens a provider and allocates a chunk of {@code size} bytes: prints
+ *       {@code allocated}, or the refusal's message to stderr and exits with 3.</li>
  * </ul>
  */
 final class PosixChild {
@@ -95,6 +97,16 @@ final class PosixChild {
                 System.out.println(HexFormat.of().formatHex(transport.address()));
                 System.out.flush();
                 System.in.read(); // until killed
+            }
+            case "allocate" -> {
+                // allocate <dir> <size>: prints "allocated", or the refusal's message to stderr and exits with 3
+                try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(directory))) {
+                    provider.free(provider.allocate(Long.parseLong(args[2])));
+                    System.out.println("allocated");
+                } catch (RuntimeException e) {
+                    System.err.println(e.getMessage());
+                    System.exit(3);
+                }
             }
             default -> throw new IllegalArgumentException(args[0]);
         }

@@ -1,0 +1,72 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.tck.MemoryCgroup;
+import dev.conduit.tck.TestContext;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * A container's memory limit, which {@code /proc/meminfo} does not show: a memfd chunk larger than
+ * what this process's memory cgroup lets it take is refused, naming the limit's file and the
+ * remedy. It used to be allocated, and writing it brought the cgroup's OOM killer onto a process of
+ * the container (lead of an earlier session: a cgroup's {@code memory.max} was not counted).
+ */
+class MemfdCgroupLimitTest {
+    private static final long MIB = 1 << 20;
+
+    @TempDir
+    Path dir;
+
+    /**
+     * For real: a JVM in a memory cgroup of 256 MiB (made here, v1 or v2, whichever this kernel's
+     * memory controller is on) is refused a chunk of 512 MiB, which the machine's memory would hold,
+     * naming the cgroup's file and the remedy; one of 16 MiB is allocated.
+     */
+    @Test
+    @Timeout(180) // a hang guard, not a speed check
+    void aChunkLargerThanTheProcesssMemoryCgroupLetsItTakeIsRefusedNamingTheLimit() throws Exception {
+        assumeTrue(Linux.libc().geteuid() == 0, "making a memory cgroup needs root");
+        try (MemoryCgroup cgroup = MemoryCgroup.create(256 * MIB)) {
+            Result refused = allocateIn(cgroup, 512 * MIB);
+            assertThat(refused.exitCode()).as("exit code (3: refused); stdout %s, stderr %s", refused.stdout(), refused.stderr()).isEqualTo(3);
+            assertThat(refused.stderr()).startsWith("cannot allocate a memfd chunk of " + 512 * MIB + " bytes: this process's memory "
+                    + "cgroup lets it take only ").contains("a limit of " + 256 * MIB + " bytes in " + cgroup.limitFile())
+                    .contains("OOM killer").contains("docker run --memory").contains("pool.chunk.size");
+            Result allocated = allocateIn(cgroup, 16 * MIB);
+            assertThat(allocated.stdout()).as("stderr %s", allocated.stderr()).isEqualTo("allocated");
+        }
+    }
+
+    private record Result(int exitCode, String stdout, String stderr) {}
+
+    /** Runs {@link AllocatingProcess} in {@code cgroup}. */
+    private Result allocateIn(MemoryCgroup cgroup, long size) throws Exception {
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        Path testClasses = Path.of(AllocatingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        List<String> command = new ArrayList<>(cgroup.wrapper());
+        command.addAll(List.of(java.toString(), "-Xmx64m",
+                "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
+                "--module-path", System.getProperty("jdk.module.path"),
+                "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
+                "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.memfd=ALL-UNNAMED",
+                "-m", "dev.conduit.plugin.memfd/" + AllocatingProcess.class.getName(), dir.toString(), Long.toString(size)));
+        Path errors = Files.createTempFile(dir, "stderr", ".txt");
+        Process process = new ProcessBuilder(command).redirectError(errors.toFile()).start();
+        process.getOutputStream().close();
+        String stdout = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        assertThat(process.waitFor(120, TimeUnit.SECONDS)).as("the allocating JVM ended").isTrue();
+        return new Result(process.exitValue(), stdout, Files.readString(errors).strip());
+    }
+}

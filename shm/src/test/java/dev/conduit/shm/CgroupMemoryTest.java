@@ -1,0 +1,90 @@
+package dev.conduit.shm;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What this process's memory cgroup lets it take, read from cgroup file systems laid out as the
+ * kernel does (v1 and v2); the plugins' tests run a JVM in a real cgroup (memfd
+ * {@code MemfdCgroupLimitTest}, posix {@code CrossProcessTest}).
+ */
+class CgroupMemoryTest {
+    private static final long MIB = 1 << 20;
+
+    @TempDir
+    Path dir;
+
+    private Path write(String relative, String content) throws IOException {
+        Path file = dir.resolve(relative);
+        Files.createDirectories(file.getParent());
+        return Files.writeString(file, content);
+    }
+
+    /** v2: the least headroom of the cgroup and its ancestors, the inactive file cache not held against it, swap within swap.max. */
+    @Test
+    void aV2CgroupsHeadroomIsItsLeastLimitLessWhatItUsesPlusTheSwapItAllows() throws IOException {
+        Path proc = write("proc-self-cgroup", "0::/kubepods/pod1/app\n");
+        write("mnt/memory.max", "max\n"); // the root has none
+        write("mnt/kubepods/memory.max", String.valueOf(1024 * MIB));
+        write("mnt/kubepods/memory.current", String.valueOf(900 * MIB));
+        write("mnt/kubepods/memory.stat", "anon 1\ninactive_file " + 100 * MIB + "\nactive_file 5\n");
+        write("mnt/kubepods/pod1/memory.max", "max");
+        write("mnt/kubepods/pod1/app/memory.max", String.valueOf(512 * MIB));
+        write("mnt/kubepods/pod1/app/memory.current", String.valueOf(300 * MIB));
+        write("mnt/kubepods/pod1/app/memory.stat", "inactive_file " + 100 * MIB + "\n");
+        write("mnt/kubepods/pod1/app/memory.swap.max", String.valueOf(64 * MIB));
+        write("mnt/kubepods/pod1/app/memory.swap.current", String.valueOf(16 * MIB));
+
+        CgroupMemory.Headroom headroom = CgroupMemory.of(proc, dir.resolve("mnt"), 1024 * MIB);
+        // app: 512 - (300 - 100) = 312; kubepods: 1024 - (900 - 100) = 224, the least; swap: 64 - 16 = 48
+        assertThat(headroom).isEqualTo(new CgroupMemory.Headroom(272 * MIB, dir.resolve("mnt/kubepods/memory.max"), 1024 * MIB, 800 * MIB));
+        assertThat(CgroupMemory.of(proc, dir.resolve("mnt"), 10 * MIB).bytes()).as("no more swap than the machine has free")
+                .isEqualTo(234 * MIB);
+    }
+
+    @Test
+    void aV1CgroupsHeadroomIsItsHierarchicalLimitLessWhatItUsesPlusTheSwapItAllows() throws IOException {
+        Path proc = write("proc-self-cgroup", "9:pids:/x\n4:memory:/docker/abc\n0::/\n");
+        write("mnt/memory/docker/abc/memory.stat", "cache 1\nhierarchical_memory_limit " + 256 * MIB
+                + "\nhierarchical_memsw_limit " + 320 * MIB + "\ntotal_inactive_file " + 6 * MIB + "\n");
+        write("mnt/memory/docker/abc/memory.usage_in_bytes", String.valueOf(70 * MIB));
+        write("mnt/memory/docker/abc/memory.memsw.usage_in_bytes", String.valueOf(72 * MIB));
+
+        CgroupMemory.Headroom headroom = CgroupMemory.of(proc, dir.resolve("mnt"), 1024 * MIB);
+        // memory: 256 - (70 - 6) = 192; memory and swap: 320 - 72 = 248, of which 56 past the memory's
+        assertThat(headroom).isEqualTo(new CgroupMemory.Headroom(248 * MIB, dir.resolve("mnt/memory/docker/abc/memory.stat"),
+                256 * MIB, 64 * MIB));
+    }
+
+    /** A container without a cgroup namespace sees the host's path in /proc/self/cgroup, and its own cgroup mounted as the root. */
+    @Test
+    void aCgroupPathNotUnderTheMountIsReadAtTheMount() throws IOException {
+        Path proc = write("proc-self-cgroup", "0::/system.slice/docker-abc.scope\n");
+        write("mnt/memory.max", String.valueOf(128 * MIB));
+        write("mnt/memory.current", String.valueOf(28 * MIB));
+        assertThat(CgroupMemory.of(proc, dir.resolve("mnt"), 0).bytes()).isEqualTo(100 * MIB);
+    }
+
+    /** Nothing to go by reads as no limit: the check guards against an OOM kill and must not refuse memory on a guess. */
+    @Test
+    void noLimitOrNothingReadableIsNoHeadroomToCheck() throws IOException {
+        assertThat(CgroupMemory.of(dir.resolve("absent"), dir, 0)).as("no /proc/self/cgroup").isNull();
+        Path v2 = write("v2", "0::/a\n");
+        write("mnt2/a/memory.max", "max\n");
+        assertThat(CgroupMemory.of(v2, dir.resolve("mnt2"), 0)).as("max all the way up").isNull();
+        Path v1 = write("v1", "4:memory:/\n");
+        write("mnt1/memory/memory.stat", "hierarchical_memory_limit 9223372036854771712\n");
+        write("mnt1/memory/memory.usage_in_bytes", "1");
+        assertThat(CgroupMemory.of(v1, dir.resolve("mnt1"), 0)).as("v1's no limit").isNull();
+        write("mnt2/a/memory.max", "a lot\n");
+        assertThat(CgroupMemory.of(v2, dir.resolve("mnt2"), 0)).as("not as the kernel writes it").isNull();
+        assertThat(CgroupMemory.of(Path.of("/proc/self/cgroup"), Path.of("/sys/fs/cgroup"), 0)).as("this machine's, read without failing")
+                .satisfiesAnyOf(h -> assertThat(h).isNull(), h -> assertThat(h.bytes()).isNotNegative());
+    }
+}
