@@ -8,7 +8,6 @@ import dev.conduit.IpcCacheStats;
 import dev.conduit.internal.CloseFailures;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
-import dev.conduit.spi.InvalidHandleException;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -44,7 +43,9 @@ import java.util.function.Function;
  *       made) finds it there too, rather than mapping its chunk a second time.</li>
  *   <li>Export ids are never reused by their origin, so a key never names another chunk than the
  *       one cached (UMF's stale-key unmap of an in-use entry cannot happen); and a hit must carry
- *       the plugin, chunk length and payload that the importer validated on the miss.</li>
+ *       the plugin, chunk length and payload that the importer validated on the miss. A handle
+ *       under a cached key that carries others is mapped on its own, beside the cache
+ *       ({@link #openBeside}).</li>
  * </ul>
  *
  * <p>Misses and the count's first drop to 0 go through Caffeine ({@code compute}); maintenance
@@ -70,11 +71,12 @@ public final class IpcCache implements AutoCloseable {
     private volatile boolean closed;
     private final HitIndex index = new HitIndex();
     /**
-     * Entries the policy evicted while regions were open on them: out of the cache, still mapped
-     * and in the index (imports of them are hits), until their last release unmaps them; the
-     * cache's close unmaps them with the rest, and the stats count them.
+     * Entries out of the cache while regions are open on them, until their last release unmaps
+     * them: those the policy evicted while counted, still in the index (imports of them are hits),
+     * and those mapped beside the cache for a contradicting handle ({@link #openBeside}), never in
+     * it. The cache's close unmaps them with the rest, and the stats count them.
      */
-    private final Set<Entry> evictedInUse = ConcurrentHashMap.newKeySet();
+    private final Set<Entry> uncachedInUse = ConcurrentHashMap.newKeySet();
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
     private final LongAdder evictions = new LongAdder();
@@ -105,6 +107,8 @@ public final class IpcCache implements AutoCloseable {
         volatile boolean pinned = true;
         /** Left the cache while counted: the last release unmaps. */
         volatile boolean detached;
+        /** Mapped beside the cache for a handle that contradicts the cached export ({@link #openBeside}): never in the cache. */
+        boolean beside;
         /**
          * The view of the region last opened on this chunk, handed to the next open of the same region
          * rather than a new one: a view is immutable and lives as long as the mapping, not the lease,
@@ -235,11 +239,11 @@ public final class IpcCache implements AutoCloseable {
     }
 
     /**
-     * Opens the region {@code handle} describes, mapping its chunk with {@code mapper} on a miss.
+     * Opens the region {@code handle} describes, mapping its chunk with {@code mapper} on a miss; a
+     * handle that disagrees with the export cached under its key (plugin, chunk length or payload)
+     * is mapped beside the cache ({@link #openBeside}).
      *
-     * @throws InvalidHandleException when the handle disagrees with the cached export (plugin, chunk
-     *         length or payload)
-     * @throws ConduitException       when the mapper fails; nothing is cached then
+     * @throws ConduitException when the mapper fails; nothing is cached then
      */
     public Lease open(IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper) {
         return open(handle, mapper, null);
@@ -249,6 +253,7 @@ public final class IpcCache implements AutoCloseable {
     public Lease open(IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper, Lease reuse) {
         Key key = new Key(handle.originHigh(), handle.originLow(), handle.exportId());
         boolean[] missed = new boolean[1];
+        boolean[] contradicts = new boolean[1];
         Entry[] evictedOpen = new Entry[1];
         Entry computed = cache.asMap().compute(key, (k, cached) -> {
             if (cached == null || !cached.acquire()) {
@@ -261,7 +266,8 @@ public final class IpcCache implements AutoCloseable {
                     if (open != null && open.refs != DEAD) {
                         if (open.length != handle.chunkLength() || !open.plugin.equals(handle.plugin())
                                 || !Arrays.equals(open.payload, handle.payload())) {
-                            throw contradiction(open, handle);
+                            contradicts[0] = true;
+                            return null;
                         }
                         if (open.acquire()) {
                             evictedOpen[0] = open;
@@ -278,11 +284,13 @@ public final class IpcCache implements AutoCloseable {
             if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())
                     || !Arrays.equals(cached.payload, handle.payload())) {
                 cached.decrement();
-                throw contradiction(cached, handle);
+                contradicts[0] = true;
+                return cached;
             }
             cached.pinned = true; // counted again: weigh 0 until the count drops to 0
             return cached;
         });
+        if (contradicts[0]) return openBeside(key, handle, mapper, reuse);
         Entry entry = computed != null ? computed : evictedOpen[0];
         if (closed) {
             // close() may have listed the entries before this one went in: take it out here, if it is still there.
@@ -324,17 +332,40 @@ public final class IpcCache implements AutoCloseable {
         return lease;
     }
 
-    private static InvalidHandleException contradiction(Entry cached, IpcHandle handle) {
-        if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())) {
-            // Name the field that differs: a handle with the cached length but another plugin is wrong in 'plugin'.
-            String field = cached.length != handle.chunkLength() ? "chunk.length" : "plugin";
-            return new InvalidHandleException(IpcHandle.KIND, field, "export " + handle.exportId() + " was cached as a " + cached.length
-                    + "-byte chunk of plugin '" + cached.plugin + "', the handle says " + handle.chunkLength()
-                    + " bytes of plugin '" + handle.plugin() + "': the handle is forged or corrupted");
+    /**
+     * Opens {@code handle}, which contradicts the export cached under its key (another chunk length,
+     * plugin or payload), on a mapping of its own beside the cache: a miss, validated by its
+     * importer as any miss is, never cached, unmapped at its last region's close. The cached entry
+     * stays as it is. A handle's key is its own word, which no importer checks against the
+     * producer, so of two handles under one key neither can be told the genuine one: refusing the
+     * later one let whoever may hand this process handles deny it another producer's export, by
+     * having a handle under that key with a payload of its own imported first. A different payload
+     * must not ride on the mapping made for the other, and here it does not.
+     */
+    private Lease openBeside(Key key, IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper, Lease reuse) {
+        if (closed) throw closedException();
+        Entry beside = map(key, handle, mapper);
+        beside.beside = true;
+        beside.pinned = false;
+        beside.detached = true;
+        beside.refs = 1;
+        uncachedInUse.add(beside);
+        if (closed) {
+            // close() may have listed the entries before this one went in: unmapped here, or by close, once.
+            uncachedInUse.remove(beside);
+            if (detachAndKill(beside)) unmap(beside, "conduit closed");
+            throw closedException();
         }
-        // The importer validated the payload that was mapped; a different one must not ride on that mapping.
-        return new InvalidHandleException(IpcHandle.KIND, "payload", "export " + handle.exportId() + " was cached with another payload "
-                + "than this handle carries: the handle is forged or corrupted");
+        misses.increment();
+        IpcEvents.Import event = new IpcEvents.Import();
+        if (event.shouldCommit()) {
+            event.plugin = handle.plugin();
+            event.exportId = handle.exportId();
+            event.chunkLength = handle.chunkLength();
+            event.hit = false;
+            event.commit();
+        }
+        return lease(reuse, beside, beside.view(handle.regionOffset(), handle.regionLength()));
     }
 
     private Entry map(Key key, IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper) {
@@ -367,8 +398,8 @@ public final class IpcCache implements AutoCloseable {
         }
         if (entry.decrement() == 0 && entry.detached && entry.kill()) {
             index.remove(entry);
-            evictedInUse.remove(entry);
-            unmap(entry, "released after eviction");
+            uncachedInUse.remove(entry);
+            unmap(entry, entry.beside ? "released, mapped beside the cache" : "released after eviction");
         }
     }
 
@@ -384,8 +415,8 @@ public final class IpcCache implements AutoCloseable {
         // its length and may be picked while open. It stays mapped and in the index, so that imports of it are hits rather
         // than a second mapping of the chunk, until its last release unmaps it. Kept here for the stats and the cache's close,
         // which must unmap it too; a release that killed it before it was added is seen by the check after.
-        evictedInUse.add(e);
-        if (e.refs == DEAD) evictedInUse.remove(e);
+        uncachedInUse.add(e);
+        if (e.refs == DEAD) uncachedInUse.remove(e);
     }
 
     private void unmap(Entry e, String cause) {
@@ -420,7 +451,7 @@ public final class IpcCache implements AutoCloseable {
     public IpcCacheStats stats() {
         cache.cleanUp();
         long inUse = cache.asMap().values().stream().filter(e -> e.refs > 0).count();
-        long evictedOpen = evictedInUse.stream().filter(e -> e.refs > 0).count();
+        long evictedOpen = uncachedInUse.stream().filter(e -> e.refs > 0).count();
         return new IpcCacheStats(hits.sum(), misses.sum(), evictions.sum(), mappedBytes.get(), cache.estimatedSize() + evictedOpen,
                 inUse + evictedOpen, maximumBytes);
     }
@@ -442,8 +473,8 @@ public final class IpcCache implements AutoCloseable {
                 return null;
             });
         }
-        entries.addAll(evictedInUse);
-        evictedInUse.clear();
+        entries.addAll(uncachedInUse);
+        uncachedInUse.clear();
         ConduitException failure = null;
         for (Entry e : entries) {
             if (!detachAndKill(e)) continue;

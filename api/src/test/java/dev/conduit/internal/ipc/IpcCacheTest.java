@@ -533,27 +533,74 @@ class IpcCacheTest {
         assertThat(conduit.ipcCacheStats().hits()).isEqualTo(1);
     }
 
+    /**
+     * A handle under a cached export's key with another chunk length is opened on a mapping of its
+     * own, beside the cache, by its importer as any miss; the cached entry stays, and serves the
+     * genuine handle's hits; the mapping beside goes at its region's close, and at the Conduit's.
+     * Such a handle used to be refused: whichever came first owned the key (see the next test).
+     */
     @Test
-    void aHandleThatContradictsTheCachedExportIsRefused() {
+    void aHandleThatContradictsTheCachedExportIsMappedBesideItAndTheCachedOneStays() {
         Pool pool = open(1 << 30).pool("inproc");
         byte[] handle = ownChunk(pool).exportHandle();
         conduit.importRegion(handle).close();
         IpcHandle h = IpcHandle.decode(handle);
-        byte[] forged = new IpcHandle(h.plugin(), h.originHigh(), h.originLow(), h.exportId(), h.chunkLength() * 2,
+        byte[] longer = new IpcHandle(h.plugin(), h.originHigh(), h.originLow(), h.exportId(), h.chunkLength() * 2,
                 0, h.chunkLength() * 2, h.payload()).encode();
-        assertThatThrownBy(() -> conduit.importRegion(forged)).isInstanceOf(InvalidHandleException.class)
-                .hasMessageContaining("chunk.length");
+
+        ImportedRegion beside = conduit.importRegion(longer);
+        assertThat(beside.segment().byteSize()).isEqualTo(2 * CHUNK);
+        assertThat(plugin.maps).as("mapped by its importer").hasValue(2);
+        assertThat(conduit.ipcCacheStats().mappedBytes()).isEqualTo(3 * CHUNK);
+        assertThat(conduit.ipcCacheStats().entries()).as("the cached one and the one beside").isEqualTo(2);
+        conduit.importRegion(handle).close();
+        assertThat(conduit.ipcCacheStats().hits()).as("the cached entry still serves its handle").isEqualTo(1);
+        beside.close();
+        assertThat(plugin.unmaps).as("the mapping beside goes with its region").hasValue(1);
+        assertThat(conduit.ipcCacheStats().mappedBytes()).isEqualTo(CHUNK);
+
+        ImportedRegion open = conduit.importRegion(longer);
+        conduit.close();
+        assertThat(plugin.unmaps).as("and with the Conduit").hasValue(3);
+        assertThatThrownBy(() -> open.segment().get(ValueLayout.JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
     }
 
     /**
-     * A handle that names the cached export's length but another installed plugin is wrong in its
-     * plugin, and says so: the exception named 'chunk.length', which the handle had right.
+     * The key is the handle's own word, which no importer checks against the producer: a handle
+     * made with another producer's origin and export id but a payload this process can import
+     * (another export it may map) was cached under that key, and the genuine handle was then
+     * refused as forged or corrupted for as long as the entry stayed (found by helper h5: a denial
+     * of another producer's export by whoever may hand this process handles). The genuine handle
+     * now opens beside it.
      */
     @Test
-    void aHandleThatNamesAnotherPluginForTheCachedExportIsRefusedNamingThePlugin() {
+    void aHandleCachedUnderAnotherExportsKeyDoesNotDenyTheGenuineHandle() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] genuine = ownChunk(pool).exportHandle();
+        IpcHandle g = IpcHandle.decode(genuine);
+        IpcHandle other = IpcHandle.decode(ownChunk(pool).exportHandle());
+        byte[] forged = new IpcHandle(g.plugin(), g.originHigh(), g.originLow(), g.exportId(), g.chunkLength(),
+                g.regionOffset(), g.regionLength(), other.payload()).encode();
+        conduit.importRegion(forged).close(); // cached under the genuine export's key
+
+        try (ImportedRegion region = conduit.importRegion(genuine)) {
+            assertThat(region.segment().byteSize()).isEqualTo(g.regionLength());
+        }
+        assertThat(plugin.maps).hasValue(2);
+        conduit.importRegion(forged).close();
+        assertThat(conduit.ipcCacheStats().hits()).as("the forged handle's entry is still the cached one").isEqualTo(1);
+    }
+
+    /**
+     * A handle that names another installed plugin for a cached export goes to that plugin's
+     * importer, which judges its payload as on any miss (here: no export of its own by that token).
+     */
+    @Test
+    void aHandleThatNamesAnotherPluginForTheCachedExportGoesToThatPluginsImporter() {
+        InProcessMemoryPlugin otherPlugin = new InProcessMemoryPlugin("other", java.util.EnumSet.of(dev.conduit.spi.ThreadMode.SERIALIZED));
         conduit = Conduit.builder().discoverPlugins(false).environment(Map.of())
                 .addPlugin(plugin)
-                .addPlugin(new InProcessMemoryPlugin("other", java.util.EnumSet.of(dev.conduit.spi.ThreadMode.SERIALIZED)))
+                .addPlugin(otherPlugin)
                 .set("pool.chunk.size", Long.toString(CHUNK))
                 .build();
         byte[] handle = ownChunk(conduit.pool("inproc")).exportHandle();
@@ -561,11 +608,13 @@ class IpcCacheTest {
         IpcHandle h = IpcHandle.decode(handle);
         byte[] forged = new IpcHandle("other", h.originHigh(), h.originLow(), h.exportId(), h.chunkLength(),
                 h.regionOffset(), h.regionLength(), h.payload()).encode();
-        assertThatThrownBy(() -> conduit.importRegion(forged)).isInstanceOf(InvalidHandleException.class)
-                .hasMessageContaining("of plugin 'inproc'").hasMessageContaining("of plugin 'other'")
-                .extracting(e -> ((InvalidHandleException) e).field()).isEqualTo("plugin");
+        assertThatThrownBy(() -> conduit.importRegion(forged)).isInstanceOf(ConduitException.class).hasMessageContaining("is gone");
+        assertThat(conduit.ipcCacheStats().entries()).as("nothing beside: the import failed").isEqualTo(1);
+        conduit.importRegion(handle).close();
+        assertThat(conduit.ipcCacheStats().hits()).isEqualTo(1);
     }
 
+    /** A hit must carry the payload the importer validated: another one is a miss, judged by the importer. */
     @Test
     void aHitMustCarryThePayloadTheImporterValidated() {
         Pool pool = open(1 << 30).pool("inproc");
@@ -576,8 +625,7 @@ class IpcCacheTest {
         otherPayload[0] ^= 1;
         byte[] forged = new IpcHandle(h.plugin(), h.originHigh(), h.originLow(), h.exportId(), h.chunkLength(),
                 h.regionOffset(), h.regionLength(), otherPayload).encode();
-        assertThatThrownBy(() -> conduit.importRegion(forged)).isInstanceOf(InvalidHandleException.class)
-                .hasMessageContaining("payload");
+        assertThatThrownBy(() -> conduit.importRegion(forged)).isInstanceOf(ConduitException.class).hasMessageContaining("is gone");
         assertThat(conduit.ipcCacheStats().hits()).isZero();
     }
 
