@@ -6,6 +6,7 @@ import dev.conduit.chronicle.internal.SegmentBytesStore;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
 /**
@@ -21,7 +22,8 @@ import java.util.Objects;
  *       against the region's segment ({@link IndexOutOfBoundsException}). No access goes through a
  *       raw address.</li>
  *   <li><b>Close</b>: every access first checks that the region is open
- *       ({@link Region#isOpen()}); after {@code close()} it throws {@link IllegalStateException}.
+ *       ({@link Region#isOpen()}); after {@code close()} it throws {@link IllegalStateException},
+ *       as does the view of an {@code ImportedRegion} reopened since on another region.
  *       An access racing with {@code close()} on another thread may still complete; it never
  *       touches unmapped memory: a {@code Region}'s memory stays mapped until its pool closes,
  *       an {@code ImportedRegion}'s until the cache unmaps it, and both unmaps close a shared
@@ -62,11 +64,25 @@ public final class ChronicleViews {
         return new SegmentBytesStore(region.segment(), region::isOpen, "a Region of " + region.size() + " bytes", true);
     }
 
-    /** A random-access view of an imported region. */
+    /**
+     * A random-access view of an imported region. It stays the view of the region it was made of:
+     * once {@code conduit.importRegion(handle, region)} reopens that object on another region, the
+     * view throws as after a close (a reopen on the same memory keeps it working).
+     */
     public static BytesStore<?, Void> store(ImportedRegion region) {
         Objects.requireNonNull(region, "region");
-        return new SegmentBytesStore(region.segment(), region::isOpen,
+        MemorySegment viewed = region.segment();
+        return new SegmentBytesStore(viewed, () -> region.isOpen() && sameMemory(region.segment(), viewed),
                 "an ImportedRegion of " + region.size() + " bytes (plugin " + region.plugin() + ")", true);
+    }
+
+    /**
+     * Whether {@code now}, what a reopened region views, is the memory {@code viewed} is. Compared by
+     * address and size: another mapping can take the address only once {@code viewed}'s is gone, and
+     * then every access through {@code viewed} throws on its closed arena anyway.
+     */
+    private static boolean sameMemory(MemorySegment now, MemorySegment viewed) {
+        return now.address() == viewed.address() && now.byteSize() == viewed.byteSize();
     }
 
     private static Bytes<Void> readable(BytesStore<?, Void> store) {

@@ -133,6 +133,36 @@ class ChronicleViewsTest {
         assertThatThrownBy(() -> store.readVolatileLong(0)).isInstanceOf(IllegalStateException.class);
     }
 
+    /**
+     * A view stays the view of the region it was made of: an {@code ImportedRegion} reopened on
+     * another region by {@code importRegion(handle, closed)} is open again, and a view made before
+     * used to pass its open check and read and write the old region, which the IPC cache kept
+     * mapped, with no error (a documented limit until 2026-12-04, found by helper h5). Reopened on
+     * the same region, the view works again.
+     */
+    @Test
+    void aViewOfAnImportedRegionReopenedOnAnotherRegionThrowsAsAfterItsClose() {
+        conduit = Conduits.posix(shared);
+        dev.conduit.Pool pool = conduit.pool("posix");
+        Region first = pool.allocate(4096);
+        Region second = pool.allocate(4096);
+        first.segment().set(ValueLayout.JAVA_LONG, 0, 1L);
+        second.segment().set(ValueLayout.JAVA_LONG, 0, 2L);
+        ImportedRegion imported = conduit.importRegion(first.exportHandle());
+        Bytes<Void> view = ChronicleViews.bytes(imported);
+        assertThat(view.readLong(0)).isEqualTo(1L);
+
+        imported.close();
+        assertThat(conduit.importRegion(second.exportHandle(), imported)).isSameAs(imported);
+        assertThat(imported.segment().get(ValueLayout.JAVA_LONG, 0)).isEqualTo(2L);
+        assertThatThrownBy(() -> view.readLong(0)).isInstanceOf(IllegalStateException.class).hasMessageContaining("used after it was closed");
+        assertThat(ChronicleViews.bytes(imported).readLong(0)).as("a view made after the reopen").isEqualTo(2L);
+
+        imported.close();
+        conduit.importRegion(first.exportHandle(), imported);
+        assertThat(view.readLong(0)).as("reopened on the region it was made of").isEqualTo(1L);
+    }
+
     @Test
     void anImportedRegionsViewSharesTheMemoryAndThrowsAfterItsCloseOrTheConduits() {
         Region region = region(128);
