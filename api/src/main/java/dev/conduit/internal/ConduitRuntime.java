@@ -159,7 +159,7 @@ public final class ConduitRuntime implements Conduit {
         RuntimePool pool;
         try {
             pool = new RuntimePool(plugin, provider, r.capabilities().contains(Capability.IPC), r.unsupportedHere().get(Capability.IPC),
-                    config.get(RuntimeKeys.POOL_CHUNK_SIZE),
+                    config.get(RuntimeKeys.POOL_CHUNK_SIZE), config.get(RuntimeKeys.POOL_MAX_SIZE),
                     resources::unregister);
         } catch (RuntimeException e) {
             // Why there is no pool is what the caller must read: a failing close is added to it, not put in its place.

@@ -45,6 +45,11 @@ public final class RuntimeKeys {
                     + "of it share chunks by size class; larger ones get a chunk of their own. At most 256g: 2^32 slots of the "
                     + "smallest class, 64 bytes.");
 
+    public static final ConfigKey<Long> POOL_MAX_SIZE = ConfigKey.bytes("pool.max.size", 0, 0,
+            "The most bytes of chunks each pool takes from its memory provider at once: an allocation that would need a chunk "
+                    + "past it fails, naming this key. 0: no bound but the provider's own (its directory's free space, the memory "
+                    + "available).");
+
     public static final ConfigKey<Duration> KEEPALIVE_INTERVAL = ConfigKey.duration("keepalive.interval", Duration.ofSeconds(1),
             "How often the runtime asks each endpoint's transport whether the peer still lives (its keepalive probe, "
                     + "TransportEndpoint.checkPeer), at a worker's next progress() after each interval; a peer found dead fails the "
@@ -52,7 +57,7 @@ public final class RuntimeKeys {
 
     /** Every runtime key (declared in this order; {@code conduit info} sorts them by name). */
     public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT,
-            THREAD_CONFINE, IPC_CACHE_BYTES, POOL_CHUNK_SIZE, KEEPALIVE_INTERVAL);
+            THREAD_CONFINE, IPC_CACHE_BYTES, POOL_CHUNK_SIZE, POOL_MAX_SIZE, KEEPALIVE_INTERVAL);
 
     private RuntimeKeys() {
     }

@@ -48,6 +48,10 @@ public final class RuntimePool implements Pool {
     private final Consumer<AutoCloseable> onClose;
     private final ReentrantLock providerLock = new ReentrantLock();
     private final Map<PooledChunk, Boolean> dedicated = new IdentityHashMap<>();
+    /** {@code pool.max.size}: the most bytes of chunks this pool holds at once; 0 for no bound. */
+    private final long maxBytes;
+    /** Bytes of the chunks this pool holds from its provider; under {@link #providerLock}. */
+    private long heldBytes;
     private long lastExportId;
     private volatile boolean closed;
     private final Object closeLock = new Object();
@@ -57,7 +61,7 @@ public final class RuntimePool implements Pool {
 
     /** A pool of a plugin that does not declare {@code IPC}. */
     public RuntimePool(String plugin, MemoryProvider provider, long requestedChunkSize, Consumer<AutoCloseable> onClose) {
-        this(plugin, provider, false, null, requestedChunkSize, onClose);
+        this(plugin, provider, false, null, requestedChunkSize, 0, onClose);
     }
 
     /**
@@ -66,9 +70,10 @@ public final class RuntimePool implements Pool {
      *                      another plugin
      * @param exportRefusal why its plugin's probe ruled {@code IPC} out here, so that no region of
      *                      this pool is exported; null when it exports
+     * @param maxBytes      {@code pool.max.size}: the most bytes of chunks the pool holds at once; 0 for no bound
      */
     public RuntimePool(String plugin, MemoryProvider provider, boolean declaresIpc, String exportRefusal, long requestedChunkSize,
-                       Consumer<AutoCloseable> onClose) {
+                       long maxBytes, Consumer<AutoCloseable> onClose) {
         this.plugin = plugin;
         this.declaresIpc = declaresIpc;
         this.exportRefusal = exportRefusal;
@@ -92,6 +97,7 @@ public final class RuntimePool implements Pool {
         this.originHigh = hi;
         this.originLow = lo;
         this.onClose = onClose;
+        this.maxBytes = maxBytes;
     }
 
     @Override
@@ -155,6 +161,7 @@ public final class RuntimePool implements Pool {
         providerLock.lock();
         try {
             ensureOpen();
+            if (maxBytes > 0 && length > maxBytes - heldBytes) throw beyondMaximum(length, shared);
             Chunk chunk;
             try {
                 chunk = provider.allocate(length);
@@ -179,10 +186,25 @@ public final class RuntimePool implements Pool {
                 if (chunk != null) Cleanup.run(wrong, () -> provider.free(chunk));
                 throw wrong;
             }
+            heldBytes += length;
             return new PooledChunk(chunk);
         } finally {
             providerLock.unlock();
         }
+    }
+
+    /**
+     * A chunk of {@code length} bytes that would take the pool past {@code pool.max.size}. What the
+     * pool holds goes back to the provider only as regions of a chunk of their own close (a size
+     * class keeps its shared chunks for the next regions of its size until the pool closes), which
+     * the remedy says.
+     */
+    private ConduitException beyondMaximum(long length, boolean shared) {
+        return new ConduitException("pool of plugin '" + plugin + "' holds " + heldBytes + " bytes of chunks; a chunk of " + length
+                + " bytes more (" + (shared ? "pool.chunk.size, shared by allocations up to a quarter of it" : "a region of its own")
+                + ") would take it past pool.max.size (" + maxBytes + " bytes). Close regions you no longer need (a region of a "
+                + "chunk of its own gives it back at once; a region of a shared chunk frees its slot for the next of its size), or "
+                + "raise pool.max.size (CONDUIT_POOL_MAX_SIZE)");
     }
 
     void free(SizeClass c, PoolRegion region) {
@@ -194,6 +216,7 @@ public final class RuntimePool implements Pool {
         try {
             if (closed || dedicated.remove(chunk) == null) return;
             provider.free(chunk.chunk);
+            heldBytes -= chunk.segment.byteSize();
         } finally {
             providerLock.unlock();
         }

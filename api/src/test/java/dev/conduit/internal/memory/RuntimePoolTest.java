@@ -61,6 +61,31 @@ class RuntimePoolTest {
         if (conduit != null) conduit.close();
     }
 
+    /**
+     * {@code pool.max.size} bounds the bytes of chunks a pool holds: an allocation that needs a
+     * chunk past it fails naming the key, what the pool holds and the remedy, and takes nothing; a
+     * region of a chunk of its own gives its bytes back at its close. There was no bound but the
+     * provider's own (helper h5: a UMF user looked for one).
+     */
+    @Test
+    void poolMaxSizeBoundsTheChunksAPoolHoldsAndAClosedOwnChunkGivesItsBytesBack() {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("pool.chunk.size", Long.toString(CHUNK)).set("pool.max.size", Long.toString(3 * CHUNK)).build();
+        Pool bounded = conduit.pool("inproc");
+        bounded.allocate(64); // a shared chunk: CHUNK held
+        Region own = bounded.allocate(2 * CHUNK); // 3 * CHUNK held
+        assertThatThrownBy(() -> bounded.allocate(CHUNK)).isInstanceOf(ConduitException.class)
+                .hasMessage("pool of plugin 'inproc' holds " + 3 * CHUNK + " bytes of chunks; a chunk of " + CHUNK + " bytes more (a "
+                        + "region of its own) would take it past pool.max.size (" + 3 * CHUNK + " bytes). Close regions you no longer "
+                        + "need (a region of a chunk of its own gives it back at once; a region of a shared chunk frees its slot for "
+                        + "the next of its size), or raise pool.max.size (CONDUIT_POOL_MAX_SIZE)");
+        assertThatThrownBy(() -> bounded.allocate(CHUNK / 4)).as("a chunk of another size class").isInstanceOf(ConduitException.class)
+                .hasMessageContaining("(pool.chunk.size, shared by allocations up to a quarter of it)");
+        for (int i = 0; i < 100; i++) bounded.allocate(64); // the shared chunk it holds serves these
+        own.close();
+        assertThat(bounded.allocate(2 * CHUNK).size()).as("the closed region's chunk given back").isEqualTo(2 * CHUNK);
+    }
+
     @Test
     void regionsHaveTheAskedSizeAndDoNotOverlap() {
         pool();
@@ -366,7 +391,7 @@ class RuntimePoolTest {
      */
     @Test
     void aRefusedExportOfAPluginThatDeclaresIpcIsCalledThePluginsFault() {
-        try (RuntimePool local = new RuntimePool("broken", arenaProvider(null), true, null, CHUNK, p -> { })) {
+        try (RuntimePool local = new RuntimePool("broken", arenaProvider(null), true, null, CHUNK, 0, p -> { })) {
             assertThatThrownBy(local.allocate(64)::exportHandle).isInstanceOf(NotSupportedException.class)
                     .hasMessageContaining("plugin 'broken' declares IPC, but its memory provider refused to export a chunk: ")
                     .hasMessageContaining("this memory provider cannot export chunks")
