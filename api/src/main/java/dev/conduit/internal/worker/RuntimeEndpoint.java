@@ -540,13 +540,18 @@ final class RuntimeEndpoint implements Endpoint {
      * What the application gets for {@code thrown}, which plugin {@code plugin}'s transport threw
      * from {@code operation}: the SPI's own failures as they are (a {@code ConduitException}; an
      * {@code IllegalStateException}, a transport or memory closed under the call; an
-     * {@code IllegalArgumentException}, a limit of the plugin's), anything else named as most likely
-     * the plugin's fault ({@link PluginRecord#failed}). A plugin's {@code NullPointerException} or
+     * {@code IllegalArgumentException}, a limit of the plugin's; a {@code WrongThreadException}, the
+     * JDK's for an application's segment confined to another thread, which the plugin reads or
+     * writes for the caller), anything else named as most likely the plugin's fault
+     * ({@link PluginRecord#failed}). A plugin's {@code NullPointerException} or
      * {@code IndexOutOfBoundsException} used to reach the application as it was, from calls whose
      * callers catch {@code ConduitException}, naming neither the plugin nor the operation.
      */
     static RuntimeException thrownBy(String plugin, String operation, RuntimeException thrown) {
-        if (thrown instanceof IllegalStateException || thrown instanceof IllegalArgumentException) return thrown;
+        if (thrown instanceof IllegalStateException || thrown instanceof IllegalArgumentException
+                || thrown instanceof WrongThreadException) {
+            return thrown;
+        }
         return PluginRecord.failed(plugin, operation + "()", thrown);
     }
 

@@ -1005,6 +1005,35 @@ class EndpointMessagingTest {
         assertThat(seen).as("the worker goes on once the plugin does").containsExactly(2L);
     }
 
+    /**
+     * A payload of an arena confined to another thread cannot be read by the transport that copies
+     * it: the JDK's {@code WrongThreadException} is the application's mistake, and reaches it as it
+     * is. Wrapping every bare exception of a transport's trySend called it the plugin's fault and
+     * told the user to report it to the plugin's authors and leave the plugin out.
+     */
+    @Test
+    void aPayloadConfinedToAnotherThreadIsTheApplicationsMistakeNotThePlugins() throws Exception {
+        Pair p = pair(1);
+        java.util.concurrent.CompletableFuture<MemorySegment> confined = new java.util.concurrent.CompletableFuture<>();
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+        Thread owner = new Thread(() -> {
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                confined.complete(arena.allocate(8));
+                done.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        owner.start();
+        try {
+            MemorySegment payload = confined.get();
+            assertThatThrownBy(() -> p.endpoint().send(1, payload)).isInstanceOf(WrongThreadException.class);
+        } finally {
+            done.countDown();
+            owner.join();
+        }
+    }
+
     @Test
     void aBacklogWhoseTransportThrowsKeepsItsMessagesAndNeitherTheWorkersReceivingNorItsOtherEndpoints() {
         Pair p = pair(1);
