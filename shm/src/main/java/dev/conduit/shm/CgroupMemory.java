@@ -119,13 +119,17 @@ public final class CgroupMemory {
         if (!Files.isReadable(stat)) return null;
         long limit = statValue(stat, "hierarchical_memory_limit");
         if (limit < 0 || limit >= V1_UNLIMITED) return null;
-        long inUse = Math.max(0, number(cgroup.resolve("memory.usage_in_bytes")) - Math.max(0, statValue(stat, "total_inactive_file")));
+        long inactive = Math.max(0, statValue(stat, "total_inactive_file"));
+        long inUse = Math.max(0, number(cgroup.resolve("memory.usage_in_bytes")) - inactive);
         long memory = Math.max(0, limit - inUse);
         long swap = swapFree;
         long memoryAndSwap = statValue(stat, "hierarchical_memsw_limit");
         Path memswUsage = cgroup.resolve("memory.memsw.usage_in_bytes");
         if (memoryAndSwap >= 0 && memoryAndSwap < V1_UNLIMITED && Files.isReadable(memswUsage)) {
-            swap = Math.min(swap, Math.max(0, memoryAndSwap - number(memswUsage) - memory));
+            // The inactive file cache counts in memsw's usage too, and dropping it frees memory and swap alike: not held
+            // against either, or a large page cache would hide the swap the limit allows.
+            long memoryAndSwapInUse = Math.max(0, number(memswUsage) - inactive);
+            swap = Math.min(swap, Math.max(0, memoryAndSwap - memoryAndSwapInUse - memory));
         }
         return new Headroom(memory + swap, stat, limit, inUse);
     }

@@ -57,9 +57,27 @@ class CgroupMemoryTest {
         write("mnt/memory/docker/abc/memory.memsw.usage_in_bytes", String.valueOf(72 * MIB));
 
         CgroupMemory.Headroom headroom = CgroupMemory.of(proc, dir.resolve("mnt"), 1024 * MIB);
-        // memory: 256 - (70 - 6) = 192; memory and swap: 320 - 72 = 248, of which 56 past the memory's
-        assertThat(headroom).isEqualTo(new CgroupMemory.Headroom(248 * MIB, dir.resolve("mnt/memory/docker/abc/memory.stat"),
+        // memory: 256 - (70 - 6) = 192; memory and swap: 320 - (72 - 6) = 254, of which 62 past the memory's
+        assertThat(headroom).isEqualTo(new CgroupMemory.Headroom(254 * MIB, dir.resolve("mnt/memory/docker/abc/memory.stat"),
                 256 * MIB, 64 * MIB));
+    }
+
+    /**
+     * v1's memory-and-swap usage counts the inactive file cache as its memory usage does, and
+     * dropping that cache frees both: it is held against neither. It was held against the swap, so
+     * a container of 1 GiB (2 GiB with swap, docker's default) that had read 800 MiB of files was
+     * said to have 1148 MiB where it has 1948, and a chunk of 1.5 GiB that swap would hold was refused.
+     */
+    @Test
+    void aV1CgroupsInactiveFileCacheHidesNoneOfTheSwapItAllows() throws IOException {
+        Path proc = write("proc-self-cgroup", "4:memory:/docker/abc\n");
+        write("mnt/memory/docker/abc/memory.stat", "hierarchical_memory_limit " + 1024 * MIB
+                + "\nhierarchical_memsw_limit " + 2048 * MIB + "\ntotal_inactive_file " + 800 * MIB + "\n");
+        write("mnt/memory/docker/abc/memory.usage_in_bytes", String.valueOf(900 * MIB));
+        write("mnt/memory/docker/abc/memory.memsw.usage_in_bytes", String.valueOf(900 * MIB)); // nothing swapped out
+
+        // memory: 1024 - (900 - 800) = 924; memory and swap: 2048 - (900 - 800) = 1948
+        assertThat(CgroupMemory.of(proc, dir.resolve("mnt"), 4096 * MIB).bytes()).isEqualTo(1948 * MIB);
     }
 
     /** A container without a cgroup namespace sees the host's path in /proc/self/cgroup, and its own cgroup mounted as the root. */
