@@ -100,7 +100,6 @@ class IpcHandleTest {
         assertField(setLong(HANDLE.encode(), EXPORT_ID, 8), "crc");
     }
 
-    /** A region of 0 bytes is refused for its length, not said not to fit (0 bytes fit anywhere): it said "0 bytes at offset 0 do not fit". */
     /**
      * A byte altered in a length moves every field after it, so the field that fails first is not
      * the one altered: a plugin-name length of 4 for "memfd" was reported as a wrong
@@ -116,6 +115,7 @@ class IpcHandleTest {
                 .cause().isInstanceOf(InvalidHandleException.class);
     }
 
+    /** A region of 0 bytes is refused for its length, not said not to fit (0 bytes fit anywhere): it said "0 bytes at offset 0 do not fit". */
     @Test
     void aRegionOfNoBytesIsRefusedAsNoPositiveLength() {
         assertThatThrownBy(() -> IpcHandle.decode(sealed(setLong(HANDLE.encode(), REGION_LENGTH, 0))))
