@@ -11,8 +11,8 @@ public interface RemoteMemory {
      * Opens the region an IPC handle describes. When this process can map it (same host), the
      * mapping comes from the IPC cache; otherwise only the handle's fields are available.
      *
-     * @throws InvalidHandleException naming the field, when the handle is malformed or contradicts
-     *         what the cache holds for its export
+     * @throws InvalidHandleException naming the field, when the handle is malformed (one that
+     *         contradicts what the cache holds for its export is mapped beside it, as a miss)
      * @throws ConduitException       when this process maps such regions (the exporting plugin is
      *         selected here and imports) but cannot map this one: the export is gone (its producer
      *         freed it), or the plugin's importer refused it, with the importer's reason
