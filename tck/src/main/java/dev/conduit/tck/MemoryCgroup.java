@@ -9,7 +9,10 @@ import java.util.UUID;
 /**
  * A memory cgroup made for a test, with a limit, for a child process to run in: a container's
  * memory limit without a container. v1 or v2, whichever this kernel's memory controller is on;
- * needs root. Removed at {@link #close}, once its processes have ended.
+ * needs root. It allows no swap, where the kernel accounts swap per cgroup: what a process in it
+ * may take is then the limit less what it uses on every machine, also one with free swap (which
+ * a cgroup whose swap is not limited may take besides). Removed at {@link #close}, once its
+ * processes have ended.
  */
 public final class MemoryCgroup implements AutoCloseable {
 
@@ -39,6 +42,10 @@ public final class MemoryCgroup implements AutoCloseable {
         }
         Path directory = Files.createDirectory((v1 ? V1 : V2).resolve("conduit-test-" + UUID.randomUUID()));
         Files.writeString(directory.resolve(v1 ? "memory.limit_in_bytes" : "memory.max"), Long.toString(limit));
+        // No swap: v1's memory-and-swap limit equal to the memory's (written after it, which it may not be below), v2's swap
+        // limit 0. Absent where the kernel does not account swap (swapaccount=0), and then no cgroup limits it.
+        Path swapLimit = directory.resolve(v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max");
+        if (Files.exists(swapLimit)) Files.writeString(swapLimit, v1 ? Long.toString(limit) : "0");
         // What the kernel names as the limit: v1's hierarchical limit is in memory.stat.
         return new MemoryCgroup(directory, directory.resolve(v1 ? "memory.stat" : "memory.max"));
     }
