@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.LongSupplier;
 
 /**
  * What the memory cgroup of this process lets it take now: a container's memory limit, which the
@@ -21,8 +22,9 @@ import java.util.List;
  * v2       "0::PATH" in /proc/self/cgroup,     memory.max of PATH and each parent up to the    memory.current less inactive_file of
  *          under the mount (/sys/fs/cgroup)    mount ("max": none); swap: memory.swap.max      memory.stat, at the same level; swap:
  *                                                                                              memory.swap.current
- * v1       "N:...memory...:PATH", under        hierarchical_memory_limit of memory.stat;       memory.usage_in_bytes less
- *          MOUNT/memory                        swap: hierarchical_memsw_limit (memory+swap)    total_inactive_file; memory.memsw.usage_in_bytes
+ * v1       "N:...memory...:PATH", under        memory.limit_in_bytes of PATH and each parent   memory.usage_in_bytes less total_inactive_file
+ *          MOUNT/memory                        up to the mount; swap: memory.memsw.limit_in_   of memory.stat, at the same level; swap:
+ *                                              bytes (memory and swap) past the memory's       memory.memsw.usage_in_bytes
  * </pre>
  *
  * What is in use counts as Kubernetes' working set does: the inactive file cache goes first under
@@ -56,7 +58,7 @@ public final class CgroupMemory {
 
     /** The headroom of this process's memory cgroup ({@link #of}), or null when no limit applies or none can be read. */
     public static Headroom ofThisProcess() {
-        return of(PROC_SELF_CGROUP, MOUNT, Math.max(0, Meminfo.bytes(Meminfo.PATH, "SwapFree:")));
+        return of(PROC_SELF_CGROUP, MOUNT, () -> Meminfo.bytes(Meminfo.PATH, "SwapFree:"));
     }
 
     /**
@@ -83,9 +85,10 @@ public final class CgroupMemory {
      *
      * @param procSelfCgroup {@code /proc/self/cgroup}
      * @param mount          where the cgroup file systems are mounted, {@code /sys/fs/cgroup}
-     * @param swapFree       the machine's free swap ({@code SwapFree}), the most a cgroup's swap allowance can give
+     * @param swapFree       the machine's free swap ({@code SwapFree}), the most a cgroup's swap allowance can give; asked
+     *                       only when a limit applies
      */
-    public static Headroom of(Path procSelfCgroup, Path mount, long swapFree) {
+    public static Headroom of(Path procSelfCgroup, Path mount, LongSupplier swapFree) {
         List<String> lines;
         try {
             lines = Files.readAllLines(procSelfCgroup);
@@ -96,7 +99,8 @@ public final class CgroupMemory {
             for (String line : lines) { // v1's memory controller, where it is mounted, counts: v2 then has no memory controller
                 String[] fields = line.split(":", 3);
                 if (fields.length == 3 && !fields[0].equals("0") && List.of(fields[1].split(",")).contains("memory")) {
-                    return v1(cgroupDirectory(mount.resolve("memory"), fields[2]), swapFree);
+                    Path base = mount.resolve("memory");
+                    return v1(base, cgroupDirectory(base, fields[2]), swapFree);
                 }
             }
             for (String line : lines) {
@@ -114,29 +118,42 @@ public final class CgroupMemory {
         return directory.startsWith(base) && Files.isDirectory(directory) ? directory : base;
     }
 
-    private static Headroom v1(Path cgroup, long swapFree) throws IOException {
-        Path stat = cgroup.resolve("memory.stat");
-        if (!Files.isReadable(stat)) return null;
-        long limit = statValue(stat, "hierarchical_memory_limit");
-        if (limit < 0 || limit >= V1_UNLIMITED) return null;
-        long inactive = Math.max(0, statValue(stat, "total_inactive_file"));
-        long inUse = Math.max(0, number(cgroup.resolve("memory.usage_in_bytes")) - inactive);
-        long memory = Math.max(0, limit - inUse);
-        long swap = swapFree;
-        long memoryAndSwap = statValue(stat, "hierarchical_memsw_limit");
-        Path memswUsage = cgroup.resolve("memory.memsw.usage_in_bytes");
-        if (memoryAndSwap >= 0 && memoryAndSwap < V1_UNLIMITED && Files.isReadable(memswUsage)) {
-            // The inactive file cache counts in memsw's usage too, and dropping it frees memory and swap alike: not held
-            // against either, or a large page cache would hide the swap the limit allows.
-            long memoryAndSwapInUse = Math.max(0, number(memswUsage) - inactive);
-            swap = Math.min(swap, Math.max(0, memoryAndSwap - memoryAndSwapInUse - memory));
+    /**
+     * v1: the least headroom of the cgroup and its ancestors under the mount, each level's
+     * {@code memory.limit_in_bytes} less its {@code memory.usage_in_bytes} (which counts its
+     * descendants) less the {@code total_inactive_file} of its {@code memory.stat}; the swap a level
+     * allows is its memory-and-swap headroom ({@code memory.memsw.*}, the inactive cache off its
+     * usage too, as dropping the cache frees both) past its memory headroom. Reading
+     * {@code hierarchical_memory_limit} alone missed what siblings under an ancestor's limit use.
+     */
+    private static Headroom v1(Path base, Path cgroup, LongSupplier swapFree) throws IOException {
+        Headroom least = null;
+        long swap = Long.MAX_VALUE;
+        for (Path level = cgroup; level != null && level.startsWith(base); level = level.getParent()) {
+            Path limitFile = level.resolve("memory.limit_in_bytes");
+            if (!Files.isReadable(limitFile)) continue;
+            long limit = number(limitFile);
+            if (limit < 0 || limit >= V1_UNLIMITED) continue;
+            long inactive = Math.max(0, statValue(level.resolve("memory.stat"), "total_inactive_file"));
+            long inUse = Math.max(0, number(level.resolve("memory.usage_in_bytes")) - inactive);
+            long memory = Math.max(0, limit - inUse);
+            if (least == null || memory < least.bytes()) least = new Headroom(memory, limitFile, limit, inUse);
+            Path memswLimit = level.resolve("memory.memsw.limit_in_bytes");
+            Path memswUsage = level.resolve("memory.memsw.usage_in_bytes");
+            if (Files.isReadable(memswLimit) && Files.isReadable(memswUsage)) {
+                long memoryAndSwap = number(memswLimit);
+                if (memoryAndSwap >= 0 && memoryAndSwap < V1_UNLIMITED) {
+                    swap = Math.min(swap, Math.max(0, memoryAndSwap - Math.max(0, number(memswUsage) - inactive) - memory));
+                }
+            }
         }
-        return new Headroom(memory + swap, stat, limit, inUse);
+        return withSwap(least, swap, swapFree);
     }
 
-    private static Headroom v2(Path mount, Path cgroup, long swapFree) throws IOException {
+    /** v2: the least headroom of the cgroup and its ancestors under the mount, and the least swap they allow. */
+    private static Headroom v2(Path mount, Path cgroup, LongSupplier swapFree) throws IOException {
         Headroom least = null;
-        long swap = swapFree;
+        long swap = Long.MAX_VALUE;
         for (Path level = cgroup; level != null && level.startsWith(mount); level = level.getParent()) {
             Path max = level.resolve("memory.max");
             if (Files.isReadable(max)) {
@@ -154,7 +171,14 @@ public final class CgroupMemory {
                 if (limit >= 0) swap = Math.min(swap, Math.max(0, limit - number(level.resolve("memory.swap.current"))));
             }
         }
-        return least == null ? null : new Headroom(least.bytes() + swap, least.limitFile(), least.limit(), least.inUse());
+        return withSwap(least, swap, swapFree);
+    }
+
+    /** {@code least}, with the swap the levels allow added, at most the machine's free swap (read only when a limit was found). */
+    private static Headroom withSwap(Headroom least, long swapAllowed, LongSupplier swapFree) {
+        if (least == null) return null;
+        return new Headroom(least.bytes() + Math.min(swapAllowed, Math.max(0, swapFree.getAsLong())), least.limitFile(), least.limit(),
+                least.inUse());
     }
 
     /** The number a cgroup file holds; -1 for {@code max}, v2's "no limit". */

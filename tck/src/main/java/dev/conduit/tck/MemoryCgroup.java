@@ -46,8 +46,7 @@ public final class MemoryCgroup implements AutoCloseable {
         // limit 0. Absent where the kernel does not account swap (swapaccount=0), and then no cgroup limits it.
         Path swapLimit = directory.resolve(v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max");
         if (Files.exists(swapLimit)) Files.writeString(swapLimit, v1 ? Long.toString(limit) : "0");
-        // What the kernel names as the limit: v1's hierarchical limit is in memory.stat.
-        return new MemoryCgroup(directory, directory.resolve(v1 ? "memory.stat" : "memory.max"));
+        return new MemoryCgroup(directory, directory.resolve(v1 ? "memory.limit_in_bytes" : "memory.max"));
     }
 
     /** The file that says the limit, as {@code CgroupMemory} names it in its refusals. */
