@@ -53,8 +53,8 @@ import static java.lang.System.Logger.Level.WARNING;
  * then, the touching process gets {@code SIGBUS}. {@link #allocate(long)} therefore refuses a
  * chunk larger than the directory's free space, with a message that says how to get more. The
  * check cannot see pages that mapped but untouched chunks will take later, so it catches an
- * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit. On a file
- * system in memory it also refuses a chunk larger than what this process's memory cgroup lets it
+ * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit. On tmpfs
+ * or ramfs it also refuses a chunk larger than what this process's memory cgroup lets it
  * take ({@link CgroupMemory}): a container's {@code /dev/shm} may be larger than its memory limit,
  * whose OOM killer, not {@code SIGBUS}, then meets the touching process. Nor can it
  * tell that the space is taken by chunks already freed: an unlinked file's pages stay while any
@@ -230,7 +230,7 @@ final class PosixMemoryProvider implements MemoryProvider {
                     + free + " bytes free. Free space there, enlarge it (a container's /dev/shm is 64 MiB unless started "
                     + "with e.g. docker run --shm-size=1g), or set " + directoryKeys + " to a larger directory. " + FREED_BUT_MAPPED);
         }
-        if (fileSystemWrittenBack() == null) {
+        if (fileSystemWrittenBack() == null && !"hugetlbfs".equals(store.type())) { // huge pages are not charged to the memory cgroup
             CgroupMemory.check(size, "a posix chunk in " + directory.path() + " (a file system in memory)", "smaller regions; "
                     + "pool.chunk.size, posix.queue.size and posix.bounce.size size what Conduit allocates itself; or set "
                     + directoryKeys + " to a directory on disk");
