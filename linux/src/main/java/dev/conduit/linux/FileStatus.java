@@ -11,15 +11,23 @@ package dev.conduit.linux;
  *
  * @param size  size in bytes ({@code st_size})
  * @param mode  file type and permission bits ({@code st_mode})
- * @param links how many names the file has ({@code st_nlink}): 0 once every name was removed while it is open
  * @param uid   owner user id ({@code st_uid}, unsigned)
  * @param gid   owner group id ({@code st_gid}, unsigned)
  * @param dev   the device that holds the file ({@code st_dev})
  * @param rdev  the device this file is, for device nodes ({@code st_rdev})
  * @param inode inode number ({@code st_ino})
  * @param modifiedMillis when the file's contents last changed, in milliseconds since the epoch ({@code st_mtim})
+ * @param links how many names the file has ({@code st_nlink}): 0 once every name was removed while it is open
  */
-public record FileStatus(long size, int mode, long links, int uid, int gid, long dev, long rdev, long inode, long modifiedMillis) {
+public record FileStatus(long size, int mode, int uid, int gid, long dev, long rdev, long inode, long modifiedMillis, long links) {
+
+    /**
+     * A status of a file with one name: the record as it was before {@code links}, whose
+     * constructor a plugin's test double may call.
+     */
+    public FileStatus(long size, int mode, int uid, int gid, long dev, long rdev, long inode, long modifiedMillis) {
+        this(size, mode, uid, gid, dev, rdev, inode, modifiedMillis, 1);
+    }
 
     /** Mask of the file-type bits of {@link #mode()}. */
     public static final int S_IFMT = 0170000;

@@ -501,13 +501,13 @@ public final class FfmLibc implements Libc {
         return new FileStatus(
                 stat.get(JAVA_LONG, ST_SIZE),
                 stat.get(JAVA_INT, ST_MODE),
-                ST_NLINK_SIZE == Long.BYTES ? stat.get(JAVA_LONG, ST_NLINK) : Integer.toUnsignedLong(stat.get(JAVA_INT, ST_NLINK)),
                 stat.get(JAVA_INT, ST_UID),
                 stat.get(JAVA_INT, ST_GID),
                 stat.get(JAVA_LONG, ST_DEV),
                 stat.get(JAVA_LONG, ST_RDEV),
                 stat.get(JAVA_LONG, ST_INO),
-                stat.get(JAVA_LONG, ST_MTIM) * 1000 + stat.get(JAVA_LONG, ST_MTIM + 8) / 1_000_000);
+                stat.get(JAVA_LONG, ST_MTIM) * 1000 + stat.get(JAVA_LONG, ST_MTIM + 8) / 1_000_000,
+                ST_NLINK_SIZE == Long.BYTES ? stat.get(JAVA_LONG, ST_NLINK) : Integer.toUnsignedLong(stat.get(JAVA_INT, ST_NLINK)));
     }
 
     @Override

@@ -37,7 +37,7 @@ class LockHoldersTest {
 
     @Test
     void describesTheHolderForTheRefusal(@TempDir Path dir) throws Exception {
-        FileStatus status = new FileStatus(0, FileStatus.S_IFREG, 1, 0, 0, DEV, 0, INODE, 0);
+        FileStatus status = new FileStatus(0, FileStatus.S_IFREG, 0, 0, DEV, 0, INODE, 0);
         Path locks = java.nio.file.Files.writeString(dir.resolve("locks"), LOCKS);
         assertThat(LockHolders.describeHolder(locks, status, 1)).isEqualTo("held by pid 4711");
         assertThat(LockHolders.describeHolder(locks, status, 4711)).isEqualTo("held by pid 4711 (this process)");

@@ -79,7 +79,7 @@ final class FailingLibc {
                 throw e.getCause();
             }
             if (result instanceof dev.conduit.linux.FileStatus s && method.getName().equals("fstat") && when.getAsBoolean()) {
-                return new dev.conduit.linux.FileStatus(s.size(), s.mode(), s.links(), uid, s.gid(), s.dev(), s.rdev(), s.inode(), s.modifiedMillis());
+                return new dev.conduit.linux.FileStatus(s.size(), s.mode(), uid, s.gid(), s.dev(), s.rdev(), s.inode(), s.modifiedMillis(), s.links());
             }
             return result;
         });
