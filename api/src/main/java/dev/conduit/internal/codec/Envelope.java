@@ -109,6 +109,26 @@ public final class Envelope {
     }
 
     /**
+     * Decodes a whole record of {@code kind}: the header ({@link #open}), the record's own
+     * {@code fields}, each checked ({@link #malformed} when one fails), then the CRC ({@link #checkCrc},
+     * whose messages call the record {@code shortKind}).
+     *
+     * @throws dev.conduit.spi.InvalidHandleException naming the first field that is wrong
+     */
+    public static <T> T decode(byte[] bytes, int magic, int version, int minLength, int maxLength, String kind, String shortKind,
+                               java.util.function.Function<PayloadReader, T> fields) {
+        PayloadReader r = open(bytes, magic, version, minLength, maxLength, kind);
+        T record;
+        try {
+            record = fields.apply(r);
+        } catch (dev.conduit.spi.InvalidHandleException e) {
+            throw malformed(e, bytes, kind);
+        }
+        checkCrc(r, bytes, shortKind);
+        return record;
+    }
+
+    /**
      * {@code malformed}, a field of the record in {@code bytes} that failed its check, said so that
      * its reader knows how far to trust the field's name. When the CRC matches, the record's maker
      * wrote the field so (its bug, or a forgery), and the name is exact. When it does not match
@@ -116,7 +136,7 @@ public final class Envelope {
      * field named: one of an earlier length moves every field after it (a flipped byte of a
      * handle's plugin-name length was reported as a wrong {@code payload.length}, and nothing else).
      */
-    public static dev.conduit.spi.InvalidHandleException malformed(dev.conduit.spi.InvalidHandleException malformed, byte[] bytes,
+    static dev.conduit.spi.InvalidHandleException malformed(dev.conduit.spi.InvalidHandleException malformed, byte[] bytes,
                                                                     String kind) {
         if (bytes.length < OVERHEAD || crcMatches(bytes)) return malformed;
         String prefix = "invalid " + kind + ": field '" + malformed.field() + "': ";

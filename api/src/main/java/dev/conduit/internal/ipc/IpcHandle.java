@@ -76,15 +76,7 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
      * @throws InvalidHandleException naming the first field that is wrong
      */
     public static IpcHandle decode(byte[] bytes) {
-        PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, KIND);
-        IpcHandle handle;
-        try {
-            handle = fields(r);
-        } catch (InvalidHandleException e) {
-            throw Envelope.malformed(e, bytes, KIND);
-        }
-        Envelope.checkCrc(r, bytes, "handle");
-        return handle;
+        return Envelope.decode(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, KIND, "handle", IpcHandle::fields);
     }
 
     /** The fields between the frame's header and its CRC, each checked. */

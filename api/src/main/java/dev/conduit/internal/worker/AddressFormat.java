@@ -80,15 +80,7 @@ public final class AddressFormat {
      * @throws InvalidHandleException naming the first field that is wrong
      */
     public static Decoded decode(byte[] bytes) {
-        PayloadReader r = Envelope.open(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, KIND);
-        Decoded decoded;
-        try {
-            decoded = fields(r);
-        } catch (InvalidHandleException e) {
-            throw Envelope.malformed(e, bytes, KIND);
-        }
-        Envelope.checkCrc(r, bytes, "address");
-        return decoded;
+        return Envelope.decode(bytes, MAGIC, VERSION, MIN_LENGTH, MAX_LENGTH, KIND, "address", AddressFormat::fields);
     }
 
     /** The fields between the frame's header and its CRC, each checked. */
