@@ -6,6 +6,7 @@ import dev.conduit.spi.TransportEndpoint;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.function.IntFunction;
 
 /**
  * The messages of one endpoint that its transport could not take yet, in order: the runtime's
@@ -25,7 +26,9 @@ import java.nio.ByteOrder;
  * neither adding nor handing the head to the transport allocates: the head goes as ranges of the
  * buffer ({@link TransportEndpoint#trySend(int, MemorySegment, long, int, MemorySegment, long, long)}),
  * not as views of it. A buffer that grew past {@value #RETAIN} bytes is dropped when the queue
- * empties.
+ * empties. The buffer is on the Java heap: a backlog is bounded by {@value #MAX_BUFFER} bytes and
+ * by the heap, and a growth the heap cannot give is refused as the first bound is, naming the heap
+ * and the remedy, nothing queued.
  *
  * <p>Not thread-safe: its endpoint guards it.
  */
@@ -39,11 +42,21 @@ final class PendingQueue {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.nativeOrder());
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.nativeOrder());
 
+    private final IntFunction<byte[]> allocator;
     private MemorySegment buffer = MemorySegment.NULL;
     private long head;
     private long tail;
     private long messages;
     private long bytes;
+
+    PendingQueue() {
+        this(byte[]::new);
+    }
+
+    /** With {@code allocator} making the buffers (tests: a heap that runs out). */
+    PendingQueue(IntFunction<byte[]> allocator) {
+        this.allocator = allocator;
+    }
 
     boolean isEmpty() {
         return messages == 0;
@@ -133,7 +146,21 @@ final class PendingQueue {
             }
             long newCapacity = Math.max(INITIAL, Math.min(MAX_BUFFER, capacity * 2));
             while (newCapacity < needed) newCapacity = Math.min(MAX_BUFFER, newCapacity * 2);
-            MemorySegment grown = MemorySegment.ofArray(new byte[(int) newCapacity]);
+            byte[] array;
+            try {
+                array = allocator.apply((int) newCapacity);
+            } catch (OutOfMemoryError e) {
+                // One large array the heap cannot give now: the queue is as it was, so the send can be refused as at
+                // MAX_BUFFER rather than leave the application an OutOfMemoryError of no cause it can see.
+                throw new ConduitException("cannot queue a message of " + size + " bytes: " + messages + " messages (" + bytes
+                        + " bytes) already wait locally for this endpoint's transport (its peer reads slower than this endpoint "
+                        + "sends), and growing the local queue, on the Java heap, from " + capacity + " to " + newCapacity
+                        + " bytes failed (" + e + "; the heap's limit, -Xmx, is " + Runtime.getRuntime().maxMemory()
+                        + " bytes). Nothing was queued and the endpoint stays usable. Progress the worker (and the peer) so that "
+                        + "the queue drains, shed a peer whose pending() keeps growing (close its endpoint), or give the JVM "
+                        + "more heap (-Xmx).", e);
+            }
+            MemorySegment grown = MemorySegment.ofArray(array);
             MemorySegment.copy(buffer, head, grown, 0, live);
             buffer = grown;
         }

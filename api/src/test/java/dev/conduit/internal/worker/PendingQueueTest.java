@@ -1,5 +1,6 @@
 package dev.conduit.internal.worker;
 
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.TransportEndpoint;
 import org.junit.jupiter.api.Test;
 
@@ -75,6 +76,46 @@ class PendingQueueTest {
         assertThat(empty.header()).isEmpty();
         assertThat(empty.payload()).isEmpty();
         assertThat(Arrays.asList(q.messages(), q.bytes())).containsExactly(1L, 0L);
+    }
+
+    /**
+     * A backlog that outgrows the heap (a slow subscriber of a publisher with a small {@code -Xmx}, found by
+     * a fan-out run) is refused as one past the buffer's bound is: a {@code ConduitException} naming the
+     * backlog, the heap and the remedy, with nothing queued and the queue intact. It was an
+     * {@code OutOfMemoryError} out of {@code Endpoint.send}, which names no cause an application can see.
+     */
+    @Test
+    void aGrowthTheHeapCannotGiveIsRefusedNamingTheHeapAndLeavesTheQueueIntact() {
+        PendingQueue q = new PendingQueue(n -> {
+            if (n > PendingQueue.INITIAL) throw new OutOfMemoryError("Java heap space");
+            return new byte[n];
+        });
+        MemorySegment small = MemorySegment.ofArray(new byte[100]);
+        for (int i = 0; i < 20; i++) { // 20 records of 116 bytes fill the first buffer, 4 KiB, in part
+            small.set(ValueLayout.JAVA_BYTE, 0, (byte) i);
+            q.add(i, MemorySegment.NULL, small);
+        }
+        assertThat(q.capacity()).isEqualTo(PendingQueue.INITIAL);
+        long messages = q.messages();
+        long bytes = q.bytes();
+        MemorySegment large = MemorySegment.ofArray(new byte[PendingQueue.INITIAL]);
+        assertThatThrownBy(() -> q.add(99, MemorySegment.NULL, large))
+                .isInstanceOf(ConduitException.class)
+                .hasCauseInstanceOf(OutOfMemoryError.class)
+                .hasMessageContaining(messages + " messages (" + bytes + " bytes) already wait locally")
+                .hasMessageContaining("Java heap")
+                .hasMessageContaining("-Xmx")
+                .hasMessageContaining("Nothing was queued")
+                .hasMessageContaining("pending()");
+        assertThat(q.messages()).isEqualTo(messages);
+        assertThat(q.bytes()).isEqualTo(bytes);
+        for (int i = 0; i < messages; i++) {
+            Head head = Head.of(q);
+            assertThat(head.id()).isEqualTo(i);
+            assertThat(head.payload()[0]).isEqualTo((byte) i);
+            q.remove();
+        }
+        assertThat(q.isEmpty()).isTrue();
     }
 
     /** What {@link PendingQueue#offerHead} handed over as ranges (never as views), copied out; the transport refused it. */
