@@ -106,10 +106,14 @@ public interface Worker extends AutoCloseable {
      *
      * <p>If a handler throws, the message still counts as delivered (never delivered again); the
      * transport finishes its progress step, and then this method rethrows the exception (later
-     * ones of the same call are added to it as suppressed). If a transport throws (it cannot go
-     * on, and says why: a shared-memory worker whose mapping faulted, say), the other transports
-     * still progress and error handlers still run; then this method throws that exception, with a
-     * handler's exception of the same call suppressed in it. An exception holds at most 16
+     * ones of the same call are added to it as suppressed). If a transport throws (it could not
+     * handle something, and says why: a shared-memory worker whose mapping faulted, or, over memfd and
+     * posix, a sender's connection it refused or whose large message it could not map), the other
+     * transports still progress and error handlers still run; then this method throws that exception,
+     * with a handler's exception of the same call suppressed in it. The worker stays open: call
+     * {@code progress()} again, as a loop that logs such exceptions and goes on does. A refused
+     * connection is that sender's loss alone (its later messages are dropped, its endpoint fails at
+     * the sender's side, naming why); other senders' messages keep arriving. An exception holds at most 16
      * suppressed ones, counted over every call: one object thrown again and again (a preallocated
      * exception) would otherwise grow for as long as the worker runs; what it has no room for is
      * logged instead (a WARNING, at most once a minute with the count of those left out).
