@@ -31,7 +31,8 @@ import java.lang.foreign.MemorySegment;
  * is {@link #failure()}). Messages the transport had already accepted are the peer's; if the peer
  * died they are lost with it. Over memfd and posix the failure's message counts those of them the
  * peer never read, always the last ones sent (for a peer judged hung, which lives: those still
- * unread in its queue, delivered if it resumes), so that a failover knows how many to send again
+ * unread in its queue, delivered if it resumes, counting those the progress() call it stalled in had
+ * taken already), so that a failover knows how many to send again
  * (docs/runtime.md, "Failure"). A peer may also refuse the connection (over memfd and posix: it keeps
  * {@code <plugin>.inbound.max} connections already, cannot map the connection's bounce ring, or
  * found a record of it that breaks the protocol; the failure says which, or that it does not keep

@@ -50,6 +50,13 @@ final class ShmEndpoint implements TransportEndpoint {
     private static final String READ_EVERY_MESSAGE = "; it had read every message sent on this endpoint";
     /** A dead peer's read position moves at the end of each message, so the count may hold the one it was handling. */
     private static final String OR_HANDLED_AS_IT_DIED = " (or being handled as it died)";
+    /**
+     * A peer judged hung is most often stalled inside a progress() call (a handler that blocks, a long
+     * pause), whose read position moves only at its end: the count takes in what that call's handlers
+     * took already.
+     */
+    private static final String OR_TAKEN_BY_THE_CALL_IT_STALLED_IN = " (counting those the progress() call it stalled in had taken "
+            + "already, whose read position moves only at the call's end: those are not delivered again)";
 
     private final ShmTransport transport;
     private final ReceiveQueue peer;
@@ -728,10 +735,12 @@ final class ShmEndpoint implements TransportEndpoint {
             // The failure ends its posting (postHeldAsTheTransportProgresses): it never reaches the queue, resumed or not.
             String held = "; the last message sent on this endpoint, a large one whose record never found room in its queue, is lost";
             return unread == 0 ? held : held + ", and " + (unread == 1 ? "the one" : "the " + unread) + " before it "
-                    + (unread == 1 ? "is" : "are") + " unread in its queue: delivered if it resumes, lost if it dies";
+                    + (unread == 1 ? "is" : "are") + " unread in its queue" + OR_TAKEN_BY_THE_CALL_IT_STALLED_IN
+                    + ": delivered if it resumes, lost if it dies";
         }
         if (unread == 0) return READ_EVERY_MESSAGE;
-        return "; " + theLast(unread, "this endpoint", "is", "are") + " unread in its queue: delivered if it resumes, lost if it dies";
+        return "; " + theLast(unread, "this endpoint", "is", "are") + " unread in its queue" + OR_TAKEN_BY_THE_CALL_IT_STALLED_IN
+                + ": delivered if it resumes, lost if it dies";
     }
 
     /**

@@ -4436,6 +4436,52 @@ class ShmTransportTest {
     }
 
     /**
+     * A peer judged hung because a handler of its stalled inside a progress() call (a market-data
+     * subscriber's long pause, helper h7) had taken some of the messages counted unread already: its
+     * read position moves at the call's end. The failure said all of them were "unread in its queue:
+     * delivered if it resumes", and a failover that resent them after a resume got those twice.
+     */
+    @Test
+    void aPeerHungInAHandlerIsSaidToHaveTakenSomeOfTheMessagesCountedUnreadAlready() throws Exception {
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        int before = 5;
+        for (int i = 0; i < 10; i++) assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, i))).isTrue();
+        java.util.concurrent.CountDownLatch stalled = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch resume = new java.util.concurrent.CountDownLatch(1);
+        received.beforeEach = id -> {
+            if (received.ids.size() == before && stalled.getCount() == 1) {
+                stalled.countDown();
+                try {
+                    resume.await();
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            }
+        };
+        Thread progressing = new Thread(() -> receiver.progress());
+        progressing.start();
+        stalled.await();
+        int taken = 10;
+        while (ep.trySend(2, MemorySegment.NULL, bytes(8, taken))) taken++; // the stalled receiver reads nothing: its queue fills
+        while (failure.get() == null) sender.progress();
+        resume.countDown();
+        progressing.join();
+        receive(receiver, received, taken);
+
+        assertThat(received.ids).as("every message arrives once the handler returns").hasSize(taken);
+        assertThat(failure.get()).hasMessageContaining("the last " + taken + " messages sent on this endpoint are unread in its queue")
+                .as("of which the call it stalled in had taken " + before + " already")
+                .hasMessageContaining("counting those the progress() call it stalled in had taken already");
+        ep.close();
+        receiver.close();
+        sender.close();
+    }
+
+    /**
      * A failed endpoint looks at its peer's lease at every liveness check until the peer goes (to
      * release its ring then); a look that keeps failing (ENOLCK here) was logged at every check,
      * 50 times a second at the default interval: now once a minute.
