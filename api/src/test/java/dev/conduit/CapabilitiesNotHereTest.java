@@ -91,9 +91,9 @@ class CapabilitiesNotHereTest {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("native").capabilities(Capability.AM, Capability.MEMORY)
                 .probe(c -> Availability.unavailable(reason))).build()) {
             assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
-                    .hasMessageContaining("no selected plugin provides a transport (capability AM) here; selected: []; native is UNAVAILABLE: " + reason);
+                    .hasMessageContaining("no selected plugin provides a transport (capability AM) here; no plugin is selected; native is UNAVAILABLE: " + reason);
             assertThatThrownBy(conduit::pool).isInstanceOf(ConduitException.class)
-                    .hasMessageContaining("no selected plugin provides memory (capability MEMORY) here; selected: []; native is UNAVAILABLE: " + reason);
+                    .hasMessageContaining("no selected plugin provides memory (capability MEMORY) here; no plugin is selected; native is UNAVAILABLE: " + reason);
         }
     }
 
@@ -112,11 +112,11 @@ class CapabilitiesNotHereTest {
                         .probe(c -> Availability.unavailable(shmWhy)))
                 .build()) {
             assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
-                    .hasMessageContaining("selected: []; shm is UNAVAILABLE: " + shmWhy + "; device (UNAVAILABLE) would offer no AM anyway")
+                    .hasMessageContaining("no plugin is selected; shm is UNAVAILABLE: " + shmWhy + "; device (UNAVAILABLE) would offer no AM anyway")
                     .hasMessageNotContaining(deviceWhy);
             assertThatThrownBy(conduit::pool).isInstanceOf(ConduitException.class)
                     .as("in the order an empty transports prefers: priority, then name")
-                    .hasMessageContaining("selected: []; shm is UNAVAILABLE: " + shmWhy + "; device is UNAVAILABLE: " + deviceWhy);
+                    .hasMessageContaining("no plugin is selected; shm is UNAVAILABLE: " + shmWhy + "; device is UNAVAILABLE: " + deviceWhy);
         }
     }
 

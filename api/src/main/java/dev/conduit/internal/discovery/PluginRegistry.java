@@ -498,7 +498,9 @@ public final class PluginRegistry {
             return "no Conduit plugin was found: put one (conduit-plugin-memfd, conduit-plugin-posix) on the module path or the "
                     + "class path, or into plugin.path (CONDUIT_PLUGIN_PATH)";
         }
-        StringBuilder b = new StringBuilder("selected: ").append(selected.stream().map(r -> r.name).toList());
+        // "selected: []" read as a listing gone wrong (helper h7): none is said in words.
+        StringBuilder b = new StringBuilder(selected.isEmpty() ? "no plugin is selected"
+                : "selected: " + selected.stream().map(r -> r.name).toList());
         List<String> without = new ArrayList<>();
         List<PluginRecord> inOrder = new ArrayList<>(selected);
         // The others as an empty transports would have preferred them: by priority, then name.
