@@ -21,7 +21,8 @@ import java.util.function.IntFunction;
  *
  * written at {@code tail} and read at {@code head}. The buffer is reused: when the queue empties
  * both positions return to 0; when a record does not fit at the end, the unread bytes move to the
- * front if at least half the buffer was read, else the buffer doubles. Each byte is moved at most
+ * front if at least half the buffer was read, else the buffer doubles, or grows to what the record
+ * needs when that is more. Each byte is moved at most
  * once per half-buffer of reads, so adding and removing cost amortized O(size). In steady state
  * neither adding nor handing the head to the transport allocates: the head goes as ranges of the
  * buffer ({@link TransportEndpoint#trySend(int, MemorySegment, long, int, MemorySegment, long, long)}),
@@ -42,6 +43,7 @@ final class PendingQueue {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.nativeOrder());
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.nativeOrder());
 
+    /** Makes the buffer's arrays: {@code byte[]::new}, or a test's that fails as a full heap does. */
     private final IntFunction<byte[]> allocator;
     private MemorySegment buffer = MemorySegment.NULL;
     private long head;
@@ -53,7 +55,6 @@ final class PendingQueue {
         this(byte[]::new);
     }
 
-    /** With {@code allocator} making the buffers (tests: a heap that runs out). */
     PendingQueue(IntFunction<byte[]> allocator) {
         this.allocator = allocator;
     }
@@ -144,8 +145,9 @@ final class PendingQueue {
                         + " bytes) already wait locally for this endpoint's transport and the local queue is limited to "
                         + MAX_BUFFER + " bytes. Progress the worker (and the peer) so that the queue drains.");
             }
-            long newCapacity = Math.max(INITIAL, Math.min(MAX_BUFFER, capacity * 2));
-            while (newCapacity < needed) newCapacity = Math.min(MAX_BUFFER, newCapacity * 2);
+            // At least double (amortized O(size)), but no further than the record needs: doubling again until a large
+            // record fitted took up to twice its size of heap (a 256 MiB payload, a 512 MiB buffer).
+            long newCapacity = Math.min(MAX_BUFFER, Math.max(INITIAL, Math.max(capacity * 2, needed)));
             byte[] array;
             try {
                 array = allocator.apply((int) newCapacity);
@@ -154,11 +156,12 @@ final class PendingQueue {
                 // MAX_BUFFER rather than leave the application an OutOfMemoryError of no cause it can see.
                 throw new ConduitException("cannot queue a message of " + size + " bytes: " + messages + " messages (" + bytes
                         + " bytes) already wait locally for this endpoint's transport (its peer reads slower than this endpoint "
-                        + "sends), and growing the local queue, on the Java heap, from " + capacity + " to " + newCapacity
-                        + " bytes failed (" + e + "; the heap's limit, -Xmx, is " + Runtime.getRuntime().maxMemory()
-                        + " bytes). Nothing was queued and the endpoint stays usable. Progress the worker (and the peer) so that "
-                        + "the queue drains, shed a peer whose pending() keeps growing (close its endpoint), or give the JVM "
-                        + "more heap (-Xmx).", e);
+                        + "sends, or the connection's bounce ring is full), and the Java heap has no room for the local queue's "
+                        + "buffer of " + newCapacity + " bytes (grown from " + capacity + "; the heap's limit, -Xmx, is "
+                        + Runtime.getRuntime().maxMemory() + " bytes). Nothing was queued and the endpoint stays usable. Progress "
+                        + "the worker (and the peer) so that the queue drains before sending more, shed a peer whose pending() "
+                        + "keeps growing (close its endpoint), give the JVM more heap (-Xmx), or make room in the transport for "
+                        + "what you send at once (over memfd and posix, <plugin>.bounce.size holds the large payloads in flight)", e);
             }
             MemorySegment grown = MemorySegment.ofArray(array);
             MemorySegment.copy(buffer, head, grown, 0, live);

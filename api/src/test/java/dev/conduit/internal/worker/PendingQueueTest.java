@@ -118,6 +118,47 @@ class PendingQueueTest {
         assertThat(q.isEmpty()).isTrue();
     }
 
+    @Test
+    void aLargeMessageGrowsTheBufferToWhatItNeedsNotToTheNextPowerOfTwo() {
+        // helper h8: one 256 MiB tensor queued behind a full bounce ring took a 512 MiB heap buffer.
+        PendingQueue q = new PendingQueue();
+        int payload = 5 << 20;
+        q.add(1, MemorySegment.ofArray(new byte[8]), MemorySegment.ofArray(new byte[payload]));
+        long record = 16 + 8 + payload;
+        assertThat(q.capacity()).as("the buffer of one large record").isEqualTo(record);
+        q.add(2, MemorySegment.NULL, MemorySegment.ofArray(new byte[100]));
+        assertThat(q.capacity()).as("it still at least doubles, so that adding stays amortized O(size)").isEqualTo(2 * record);
+        assertThat(Arrays.asList(Head.of(q).id(), q.messages())).containsExactly(1, 2L);
+    }
+
+    @Test
+    void aHeapWithNoRoomForTheBufferIsAConduitExceptionNamingTheBacklogAndTheRemedyAndTheQueueKeepsItsMessages() {
+        // helper h8: a fourth 256 MiB send while the ring was full threw the JVM's bare "OutOfMemoryError: Java heap space".
+        int[] asked = {0};
+        PendingQueue q = new PendingQueue(n -> {
+            if (n > 64 << 10) {
+                asked[0] = n;
+                throw new OutOfMemoryError("Java heap space");
+            }
+            return new byte[n];
+        });
+        q.add(7, MemorySegment.NULL, MemorySegment.ofArray(new byte[1000]));
+        assertThatThrownBy(() -> q.add(8, MemorySegment.NULL, MemorySegment.ofArray(new byte[100 << 10])))
+                .isInstanceOf(ConduitException.class)
+                .hasCauseInstanceOf(OutOfMemoryError.class)
+                .hasMessageContaining("cannot queue a message of " + (16 + (100 << 10)) + " bytes: ")
+                .hasMessageContaining("buffer of " + asked[0] + " bytes")
+                .hasMessageContaining("1 messages (1000 bytes) already wait")
+                .hasMessageContaining("-Xmx")
+                .hasMessageContaining("Progress the worker")
+                .hasMessageContaining("bounce.size");
+        assertThat(Arrays.asList(q.messages(), q.bytes())).containsExactly(1L, 1000L);
+        assertThat(Head.of(q).payload()).hasSize(1000);
+        q.add(9, MemorySegment.NULL, MemorySegment.ofArray(new byte[10]));
+        q.remove();
+        assertThat(Head.of(q).id()).isEqualTo(9);
+    }
+
     /** What {@link PendingQueue#offerHead} handed over as ranges (never as views), copied out; the transport refused it. */
     private record Head(int id, byte[] header, byte[] payload) {
 
