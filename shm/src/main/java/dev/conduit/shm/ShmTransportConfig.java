@@ -89,7 +89,9 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     private static ConfigKey<Long> bounceSize(String p) {
         return ConfigKey.bytes(p + ".bounce.size", 4L << 20, 64L << 10, MAX_BOUNCE_SIZE,
                 "Bytes of each connection's bounce ring (rounded up to a power of two), allocated on the first large "
-                        + "message: the largest payload an endpoint can send. At most 1g, the largest message an endpoint's "
+                        + "message: the largest payload an endpoint can send. It holds the payloads the receiver has not released "
+                        + "yet, so a ring of exactly the largest payload takes one at a time and the next waits in the local queue "
+                        + "(heap): 2x the payload for payloads sent back to back. At most 1g, the largest message an endpoint's "
                         + "local queue also holds when the peer has no room for it.");
     }
 
