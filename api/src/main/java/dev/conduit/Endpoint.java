@@ -155,6 +155,12 @@ public interface Endpoint extends AutoCloseable {
      *                                  the endpoint or its worker is closed, or this is called from
      *                                  inside an encoder of a send on this endpoint
      * @throws PeerFailedException      when the endpoint has failed
+     * @throws dev.conduit.spi.ConduitException when the payload must be encoded into this endpoint's
+     *                                  buffer (above) and native memory has no room for {@code maxLength}
+     *                                  bytes (the encoder is not called),
+     *                                  or it must wait in the local queue and the heap has no room for it
+     *                                  there, or as {@link #send(int, MemorySegment, MemorySegment)}; the
+     *                                  endpoint stays usable
      */
     long send(int id, MemorySegment header, long maxLength, PayloadEncoder encoder);
 

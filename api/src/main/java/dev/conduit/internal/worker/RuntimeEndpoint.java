@@ -7,6 +7,7 @@ import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.ipc.IpcImports;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
@@ -255,11 +256,39 @@ final class RuntimeEndpoint implements Endpoint {
      */
     private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         if (maxLength <= PendingQueue.RETAIN) return encodeIntoScratch(id, header, maxLength, encoder);
+        // Past RETAIN a buffer of its own, freed as the send returns (what the encoder wrote was sent or copied into the
+        // local queue), as the local queue gives back a buffer this large: an automatic arena held it until the GC ran.
+        Arena arena = Arena.ofShared();
         try {
+            scratch = allocateScratch(arena, maxLength);
+            targets = null;
             return encodeIntoScratch(id, header, maxLength, encoder);
         } finally {
-            scratch = MemorySegment.NULL; // grown past RETAIN: given back, as the local queue gives back a buffer this large
+            scratch = MemorySegment.NULL;
             targets = null;
+            arena.close();
+        }
+    }
+
+    /**
+     * {@code length} bytes of native memory for {@link #scratch}, from {@code arena}; a JVM that cannot have them is
+     * told with what to do, not with the JDK's bare {@link OutOfMemoryError} (an automatic arena's count against
+     * {@code -XX:MaxDirectMemorySize}, by default the heap's limit; another arena's only against what the system
+     * gives).
+     */
+    private MemorySegment allocateScratch(Arena arena, long length) {
+        try {
+            return arena.allocate(length, 8);
+        } catch (OutOfMemoryError e) {
+            throw new ConduitException("cannot encode a payload of up to " + length + " bytes (maxLength) for transport '" + transport
+                    + "': no room for this endpoint's buffer of that size in native memory (" + e.getMessage() + "). A zero-copy send "
+                    + "is encoded there, and then sent or copied into the local queue, when the transport has no room for it now (over "
+                    + "memfd and posix: the connection's bounce ring still holds payloads the peer has not released) or messages "
+                    + "already wait locally. Progress the worker until pending() is 0 before such a send, pass a smaller maxLength, "
+                    + "or give the transport room for what is in flight (" + transport + ".bounce.size over memfd and posix); a "
+                    + "buffer of up to " + PendingQueue.RETAIN + " bytes, kept for later sends, counts against "
+                    + "-XX:MaxDirectMemorySize (by default the heap's limit, -Xmx), a larger one, freed as the send returns, "
+                    + "against the system's memory only", e);
         }
     }
 
@@ -288,7 +317,7 @@ final class RuntimeEndpoint implements Endpoint {
     /** {@link #scratch}, grown to at least {@code length} bytes. */
     private MemorySegment scratch(long length) {
         if (scratch.byteSize() < length) {
-            scratch = Arena.ofAuto().allocate(Math.max(length, ENCODED_HERE_UP_TO), 8);
+            scratch = allocateScratch(Arena.ofAuto(), Math.max(length, ENCODED_HERE_UP_TO));
             targets = null;
         }
         return scratch;

@@ -513,6 +513,48 @@ class EndpointMessagingTest {
     }
 
     /**
+     * helper h8: a 512 MiB zero-copy send while the memfd bounce ring still held the one before, with
+     * -XX:MaxDirectMemorySize=256m, threw the JDK's bare "OutOfMemoryError: Cannot reserve 536870912
+     * bytes of direct buffer memory" from send; and the endpoint's buffer of such a payload stayed
+     * allocated until the GC ran.
+     */
+    @Test
+    void aPayloadWhoseBufferNativeMemoryCannotHoldIsAConduitExceptionAndALargeBufferIsFreedAsTheSendReturns() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 4, false);
+        plugin.maxPayload = 1L << 50; // no zero-copy send here: every encoder writes into the endpoint's buffer
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Pair p = new Pair(plugin, sender, receiver, sender.connect(receiver.address()));
+        List<Long> seen = recordFirstLongs(p.receiver());
+        boolean[] called = {false};
+        assertThatThrownBy(() -> p.endpoint().send(1, MemorySegment.NULL, 1L << 50, (dev.conduit.spi.PayloadEncoder.Ranged) (memory, offset, max) -> {
+            called[0] = true;
+            return 0;
+        })).isInstanceOf(ConduitException.class)
+                .hasCauseInstanceOf(OutOfMemoryError.class)
+                .hasMessageContaining("cannot encode a payload of up to " + (1L << 50) + " bytes (maxLength) for transport 'lo'")
+                .hasMessageContaining("-XX:MaxDirectMemorySize")
+                .hasMessageContaining("pending() is 0")
+                .hasMessageContaining("smaller maxLength")
+                .hasMessageContaining("lo.bounce.size");
+        assertThat(called[0]).as("the encoder is not called without its target").isFalse();
+
+        MemorySegment[] kept = new MemorySegment[1];
+        long length = PendingQueue.RETAIN + 1;
+        p.endpoint().send(1, MemorySegment.NULL, length, (dev.conduit.spi.PayloadEncoder.Ranged) (memory, offset, max) -> {
+            kept[0] = memory;
+            memory.set(Loopbacks.LE_LONG, offset, 7L);
+            return 8;
+        });
+        assertThatThrownBy(() -> kept[0].get(ValueLayout.JAVA_BYTE, 0))
+                .as("a buffer past RETAIN is freed as the send returns, not when the GC gets to it").isInstanceOf(IllegalStateException.class);
+        p.endpoint().send(1, longs(8));
+        progressUntil(() -> seen.size() == 2, p.receiver(), p.sender());
+        assertThat(seen).containsExactly(7L, 8L);
+    }
+
+    /**
      * Its message would be overwritten (in the endpoint's buffer or the local queue) or overtaken
      * by the nested send: a nested send of either kind is refused, for small and large payloads, and
      * nothing of the encoder's message is sent.
