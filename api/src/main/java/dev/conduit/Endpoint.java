@@ -18,7 +18,8 @@ import java.lang.foreign.MemorySegment;
  * <li>{@link #send} never blocks and never drops. When the transport cannot take a message now
  *     (the peer's queue is full), the runtime copies it into this endpoint's local queue and
  *     returns; {@link Worker#progress()} retries queued messages in order before anything else.
- *     While messages are queued, new ones go behind them. {@link #pending()} says how many wait.</li>
+ *     While messages are queued, new ones go behind them. {@link #pending()} says how many wait,
+ *     {@link #pendingBytes()} how many bytes.</li>
  * <li>The caller's segments may be reused as soon as {@code send} returns.</li>
  * <li>Sizes are checked first: a header or payload larger than the transport carries is refused
  *     with {@link IllegalArgumentException} naming the limit and the plugin; nothing is sent.</li>
@@ -166,6 +167,13 @@ public interface Endpoint extends AutoCloseable {
 
     /** How many messages are queued locally, waiting for the transport to take them (0 once failed). */
     long pending();
+
+    /**
+     * How many bytes of header and payload the messages of {@link #pending()} hold (0 once failed):
+     * what the backlog takes of the Java heap, besides the local queue's spare room. A sender of
+     * large payloads bounds its backlog by this, where a count of messages says little.
+     */
+    long pendingBytes();
 
     /**
      * Opens a peer's exported region for RMA on this endpoint, from its IPC handle

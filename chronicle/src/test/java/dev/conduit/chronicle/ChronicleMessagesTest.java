@@ -265,6 +265,7 @@ class ChronicleMessagesTest {
         @Override public void send(int id, MemorySegment header, MemorySegment payload) { throw unexpected("send"); }
         @Override public void send(int id, MemorySegment payload) { throw unexpected("send"); }
         @Override public long pending() { return 0; }
+        @Override public long pendingBytes() { return 0; }
         @Override public dev.conduit.PeerRegion peerRegion(byte[] handle) { throw unexpected("peerRegion"); }
         @Override public void put(MemorySegment source, dev.conduit.PeerRegion target, long offset) { throw unexpected("put"); }
         @Override public void get(dev.conduit.PeerRegion source, long offset, MemorySegment destination) { throw unexpected("get"); }

@@ -386,6 +386,21 @@ final class RuntimeEndpoint implements Endpoint {
         }
     }
 
+    @Override
+    public long pendingBytes() {
+        boolean entered = worker.enter();
+        try {
+            lock();
+            try {
+                return pending.bytes();
+            } finally {
+                unlock();
+            }
+        } finally {
+            worker.exit(entered);
+        }
+    }
+
     boolean backlogged() {
         return backlogged;
     }

@@ -327,11 +327,14 @@ class EndpointMessagingTest {
             p.endpoint().send(1, longs(i));
         }
         assertThat(p.endpoint().pending()).isEqualTo(96);
+        assertThat(p.endpoint().pendingBytes()).as("their payloads' bytes (helpers h7, h8: a count of messages says little of "
+                + "what a backlog of tensors takes)").isEqualTo(96 * 8);
         assertThat(p.transportEndpoint().trySends).as("4 taken, 1 refused, the rest queued without asking").hasValue(5);
 
         progressUntil(() -> seen.size() == 100, p.receiver(), p.sender());
         assertThat(seen).isEqualTo(java.util.stream.LongStream.range(0, 100).boxed().toList());
         assertThat(p.endpoint().pending()).isZero();
+        assertThat(p.endpoint().pendingBytes()).isZero();
         p.sender().progress();
         p.receiver().progress();
         assertThat(seen).hasSize(100);
