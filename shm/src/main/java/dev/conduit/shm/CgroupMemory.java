@@ -49,16 +49,11 @@ public final class CgroupMemory {
     public record Headroom(long bytes, Path limitFile, long limit, long inUse) {
     }
 
-    /** Which cgroups this process is in, and where they are mounted: {@link #ofThisProcess}. */
+    /** Which cgroups this process is in, and where they are mounted: {@link #check}. */
     private static final Path PROC_SELF_CGROUP = Path.of("/proc/self/cgroup");
     private static final Path MOUNT = Path.of("/sys/fs/cgroup");
 
     private CgroupMemory() {
-    }
-
-    /** The headroom of this process's memory cgroup ({@link #of}), or null when no limit applies or none can be read. */
-    public static Headroom ofThisProcess() {
-        return of(PROC_SELF_CGROUP, MOUNT, () -> Meminfo.bytes(Meminfo.PATH, "SwapFree:"));
     }
 
     /**
@@ -69,7 +64,12 @@ public final class CgroupMemory {
      * @param remedy what to allocate less of, for the message: the keys that size what Conduit allocates
      */
     public static void check(long size, String what, String remedy) {
-        Headroom cgroup = ofThisProcess();
+        check(size, what, remedy, () -> Meminfo.read(Meminfo.PATH).swapFree());
+    }
+
+    /** {@link #check(long, String, String)} with the machine's free swap from a {@link Meminfo} the caller read already. */
+    public static void check(long size, String what, String remedy, LongSupplier swapFree) {
+        Headroom cgroup = of(PROC_SELF_CGROUP, MOUNT, swapFree);
         if (cgroup != null && size > cgroup.bytes()) {
             throw new dev.conduit.spi.ConduitException("cannot allocate " + what + " of " + size + " bytes: this process's memory cgroup "
                     + "lets it take only " + cgroup.bytes() + " bytes more (a limit of " + cgroup.limit() + " bytes in "

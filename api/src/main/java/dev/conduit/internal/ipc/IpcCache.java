@@ -227,14 +227,7 @@ public final class IpcCache implements AutoCloseable {
         if (!e.acquire()) return null;
         hits.increment();
         cache.getIfPresent(e.key); // tells the eviction policy the entry is used
-        IpcEvents.Import event = new IpcEvents.Import();
-        if (event.shouldCommit()) {
-            event.plugin = e.plugin;
-            event.exportId = e.exportId;
-            event.chunkLength = e.length;
-            event.hit = true;
-            event.commit();
-        }
+        importEvent(e.plugin, e.exportId, e.length, true);
         return lease(reuse, e, e.view(IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes)));
     }
 
@@ -299,15 +292,20 @@ public final class IpcCache implements AutoCloseable {
             throw closedException();
         }
         (missed[0] ? misses : hits).increment();
+        importEvent(handle.plugin(), handle.exportId(), handle.chunkLength(), !missed[0]);
+        return lease(reuse, entry, entry.view(handle.regionOffset(), handle.regionLength()));
+    }
+
+    /** The JFR {@code dev.conduit.Import} event of one import, when a recording wants it. */
+    private static void importEvent(String plugin, long exportId, long chunkLength, boolean hit) {
         IpcEvents.Import event = new IpcEvents.Import();
         if (event.shouldCommit()) {
-            event.plugin = handle.plugin();
-            event.exportId = handle.exportId();
-            event.chunkLength = handle.chunkLength();
-            event.hit = !missed[0];
+            event.plugin = plugin;
+            event.exportId = exportId;
+            event.chunkLength = chunkLength;
+            event.hit = hit;
             event.commit();
         }
-        return lease(reuse, entry, entry.view(handle.regionOffset(), handle.regionLength()));
     }
 
     private Lease lease(Lease reuse, Entry counted, MemorySegment view) {
@@ -357,14 +355,7 @@ public final class IpcCache implements AutoCloseable {
             throw closedException();
         }
         misses.increment();
-        IpcEvents.Import event = new IpcEvents.Import();
-        if (event.shouldCommit()) {
-            event.plugin = handle.plugin();
-            event.exportId = handle.exportId();
-            event.chunkLength = handle.chunkLength();
-            event.hit = false;
-            event.commit();
-        }
+        importEvent(handle.plugin(), handle.exportId(), handle.chunkLength(), false);
         return lease(reuse, beside, beside.view(handle.regionOffset(), handle.regionLength()));
     }
 

@@ -152,7 +152,8 @@ final class MemfdProvider implements MemoryProvider {
      * kernel does not say, nothing is checked.
      */
     private static void checkAvailableMemory(long size) {
-        long available = availableMemory(MEMINFO, ARCSTATS);
+        Meminfo meminfo = Meminfo.read(MEMINFO);
+        long available = availableMemory(meminfo, ARCSTATS);
         if (available >= 0 && size > available) {
             throw new ConduitException("cannot allocate a memfd chunk of " + size + " bytes: only " + available + " bytes of memory "
                     + "available (MemAvailable plus SwapFree in " + MEMINFO + ", and what a ZFS ARC would give back). A memfd takes "
@@ -161,7 +162,7 @@ final class MemfdProvider implements MemoryProvider {
                     + "pool.chunk.size, memfd.queue.size and memfd.bounce.size size what Conduit allocates itself)");
         }
         CgroupMemory.check(size, "a memfd chunk", "smaller regions; pool.chunk.size, memfd.queue.size and memfd.bounce.size size what "
-                + "Conduit allocates itself");
+                + "Conduit allocates itself", meminfo::swapFree);
     }
 
     /**
@@ -171,9 +172,8 @@ final class MemfdProvider implements MemoryProvider {
      * it under memory pressure, and on a host whose ARC held most of the memory a chunk that fit
      * was refused. -1 when {@code meminfo} does not say.
      */
-    static long availableMemory(Path meminfo, Path arcstats) {
-        long memory = Meminfo.bytes(meminfo, "MemAvailable:");
-        return memory < 0 ? -1 : memory + Math.max(0, Meminfo.bytes(meminfo, "SwapFree:")) + reclaimableArc(arcstats);
+    static long availableMemory(Meminfo meminfo, Path arcstats) {
+        return meminfo.available() < 0 ? -1 : meminfo.available() + Math.max(0, meminfo.swapFree()) + reclaimableArc(arcstats);
     }
 
     /** What a ZFS ARC holds above its minimum, from {@code arcstats} ("size 4 N", "c_min 4 N"); 0 without one. */

@@ -87,9 +87,9 @@ class MemfdProviderTest {
                 c_max                           4    64424509440
                 """);
 
-        assertThat(MemfdProvider.availableMemory(meminfo, arcstats)).as("MemAvailable + SwapFree + ARC size - c_min")
+        assertThat(MemfdProvider.availableMemory(dev.conduit.shm.Meminfo.read(meminfo), arcstats)).as("MemAvailable + SwapFree + ARC size - c_min")
                 .isEqualTo((8L << 30) + (1L << 30) + (40L << 30) - (2L << 30));
-        assertThat(MemfdProvider.availableMemory(meminfo, shared.resolve("no-arcstats"))).as("no ARC")
+        assertThat(MemfdProvider.availableMemory(dev.conduit.shm.Meminfo.read(meminfo), shared.resolve("no-arcstats"))).as("no ARC")
                 .isEqualTo((8L << 30) + (1L << 30));
     }
 

@@ -83,6 +83,8 @@ final class PosixMemoryProvider implements MemoryProvider {
     private final String directoryKeys;
     private final OwnerLease lease;
     /** For the free-space check; {@code null} if the JDK cannot tell the file system of the directory. */
+    /** File systems whose pages the memory cgroup charges: tmpfs and ramfs, not hugetlbfs (its huge pages are not). */
+    private static final java.util.Set<String> CHARGED_TO_THE_MEMORY_CGROUP = java.util.Set.of("tmpfs", "ramfs");
     private final FileStore store;
     private final long pageSize;
     /** {@code conduit-posix-<owner>-}: the start of this provider's file names, which tells its chunks from others'. */
@@ -230,7 +232,7 @@ final class PosixMemoryProvider implements MemoryProvider {
                     + free + " bytes free. Free space there, enlarge it (a container's /dev/shm is 64 MiB unless started "
                     + "with e.g. docker run --shm-size=1g), or set " + directoryKeys + " to a larger directory. " + FREED_BUT_MAPPED);
         }
-        if (fileSystemWrittenBack() == null && !"hugetlbfs".equals(store.type())) { // huge pages are not charged to the memory cgroup
+        if (CHARGED_TO_THE_MEMORY_CGROUP.contains(store.type())) {
             CgroupMemory.check(size, "a posix chunk in " + directory.path() + " (a file system in memory)", "smaller regions; "
                     + "pool.chunk.size, posix.queue.size and posix.bounce.size size what Conduit allocates itself; or set "
                     + directoryKeys + " to a directory on disk");
