@@ -24,6 +24,24 @@ class PluginConfigChecksTest {
         }
     }
 
+    /**
+     * A ring's size is shown as the size in force: the transports use a power of two, and until
+     * 2026-12-04 {@code conduit info} and {@code Conduit.configuration()} showed {@code 3m} as
+     * 3145728 while 4194304 was used.
+     */
+    @Test
+    void aRingSizeIsShownAsTheSizeInForce() {
+        try (Conduit conduit = Loading.isolatedBuilder().set("memfd.queue.size", "3m").set("posix.bounce.size", "65537").build()) {
+            assertThat(conduit.configuration()).filteredOn(e -> e.key().equals("memfd.queue.size"))
+                    .singleElement().satisfies(e -> assertThat(e.value()).isEqualTo("4194304"));
+            assertThat(conduit.configuration()).filteredOn(e -> e.key().equals("posix.bounce.size"))
+                    .singleElement().satisfies(e -> {
+                        assertThat(e.value()).isEqualTo("131072");
+                        assertThat(e.doc()).contains("rounded up to a power of two");
+                    });
+        }
+    }
+
     @Test
     void aMemfdAllowedUidThatIsNoUserIdFailsTheBuild() {
         assertThat(buildError("memfd.allowed.uids", "1000,bob")).startsWith("bad value '1000,bob' for config key "

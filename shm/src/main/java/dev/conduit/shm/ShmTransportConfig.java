@@ -43,9 +43,9 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
 
     public static ShmTransportConfig read(Config config, String plugin) {
         return new ShmTransportConfig(
-                powerOfTwo(config.get(queueSize(plugin))),
+                config.get(queueSize(plugin)),
                 config.get(inlineMax(plugin)),
-                powerOfTwo(config.get(bounceSize(plugin))),
+                config.get(bounceSize(plugin)),
                 config.get(liveness(plugin)),
                 config.get(heartbeat(plugin)),
                 config.get(unblock(plugin)),
@@ -69,13 +69,9 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
                 + (MAX_BOUNCE_SIZE >> 30) + "g";
     }
 
-    private static long powerOfTwo(long n) {
-        return Long.bitCount(n) == 1 ? n : Long.highestOneBit(n) << 1;
-    }
-
     private static ConfigKey<Long> queueSize(String p) {
-        return ConfigKey.bytes(p + ".queue.size", 2L << 20, 64L << 10, MAX_QUEUE_SIZE,
-                "Bytes of each worker's receive queue, shared by all its senders (rounded up to a power of two). "
+        return ConfigKey.powerOfTwoBytes(p + ".queue.size", 2L << 20, 64L << 10, MAX_QUEUE_SIZE,
+                "Bytes of each worker's receive queue, shared by all its senders. "
                         + "When it is full, senders queue messages locally. The whole queue is written when the worker is "
                         + "created, so it takes this much memory from the start.");
     }
@@ -87,8 +83,8 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     }
 
     private static ConfigKey<Long> bounceSize(String p) {
-        return ConfigKey.bytes(p + ".bounce.size", 4L << 20, 64L << 10, MAX_BOUNCE_SIZE,
-                "Bytes of each connection's bounce ring (rounded up to a power of two), allocated on the first large "
+        return ConfigKey.powerOfTwoBytes(p + ".bounce.size", 4L << 20, 64L << 10, MAX_BOUNCE_SIZE,
+                "Bytes of each connection's bounce ring, allocated on the first large "
                         + "message: the largest payload an endpoint can send. It holds the payloads the receiver has not released "
                         + "yet, so a ring of exactly the largest payload takes one at a time and the next waits in the local queue "
                         + "(heap): 2x the payload for payloads sent back to back. At most 1g, the largest message an endpoint's "

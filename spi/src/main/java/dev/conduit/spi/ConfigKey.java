@@ -139,9 +139,7 @@ public final class ConfigKey<T> {
 
     /** A size in bytes in {@code [min, max]}, written as {@link #bytes(String, long, long, String)} reads it. */
     public static ConfigKey<Long> bytes(String name, long defaultValue, long min, long max, String doc) {
-        String range = max == Long.MAX_VALUE ? "of at least " + min : "from " + min + " to " + max;
-        return new ConfigKey<>(name, Long.class, defaultValue,
-                "a size in bytes " + range + ", e.g. " + sizeExamples(min, max), doc, s -> {
+        return new ConfigKey<>(name, Long.class, defaultValue, sizeForm(min, max, ""), doc, s -> {
             var m = SIZE.matcher(s.trim());
             if (!m.matches()) throw new IllegalArgumentException();
             int shift = switch (m.group(2).toLowerCase(Locale.ROOT)) {
@@ -157,6 +155,32 @@ public final class ConfigKey<T> {
             if (v < min || v > max) throw new IllegalArgumentException();
             return v;
         });
+    }
+
+    /**
+     * A size in bytes in {@code [min, max]}, written as {@link #bytes(String, long, long, String)}
+     * reads it, rounded up to a power of two (a ring's size): {@code 3m} reads as 4194304, which
+     * is then the value in force, what {@link Config#get} returns and {@code conduit info} shows.
+     * {@code min}, {@code max} and {@code defaultValue} must be powers of two, so that a value in
+     * range stays in range once rounded. Since SPI 1.1.
+     */
+    public static ConfigKey<Long> powerOfTwoBytes(String name, long defaultValue, long min, long max, String doc) {
+        for (long bound : new long[] {min, max, defaultValue}) {
+            if (Long.bitCount(bound) != 1) {
+                throw new IllegalArgumentException("config key " + name + ": default " + defaultValue + ", min " + min + " and max " + max
+                        + " must be powers of two, so that a value rounded up to one stays in range");
+            }
+        }
+        ConfigKey<Long> exact = bytes(name, defaultValue, min, max, doc);
+        return new ConfigKey<>(name, Long.class, defaultValue, sizeForm(min, max, ", rounded up to a power of two"), doc, s -> {
+            long v = exact.parser.apply(s);
+            return Long.bitCount(v) == 1 ? v : Long.highestOneBit(v) << 1;
+        });
+    }
+
+    private static String sizeForm(long min, long max, String rounding) {
+        String range = max == Long.MAX_VALUE ? "of at least " + min : "from " + min + " to " + max;
+        return "a size in bytes " + range + rounding + ", e.g. " + sizeExamples(min, max);
     }
 
     private static final long[] EXAMPLE_SIZES = {4096, 64L << 10, 256L << 20, 1L << 30};

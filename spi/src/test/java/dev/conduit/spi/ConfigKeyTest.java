@@ -370,6 +370,31 @@ class ConfigKeyTest {
     }
 
     /**
+     * A ring's size is read rounded up to a power of two, so that what {@code Config.get} returns,
+     * and {@code conduit info} shows, is the size in force. Until 2026-12-04 the transports rounded
+     * after reading, and {@code memfd.queue.size=3m} was shown as 3145728 while 4194304 was used.
+     */
+    @Test
+    void aPowerOfTwoSizeIsReadAsTheSizeInForce() {
+        ConfigKey<Long> ring = ConfigKey.powerOfTwoBytes("ring.size", 2L << 20, 64L << 10, 1L << 30, "Doc.");
+        assertThat(ring.parse("3m", "the builder")).isEqualTo(4L << 20);
+        assertThat(ring.parse("4m", "the builder")).isEqualTo(4L << 20);
+        assertThat(ring.parse("65537", "the builder")).isEqualTo(128L << 10);
+        assertThat(ring.parse("1g", "the builder")).as("the largest stays in range").isEqualTo(1L << 30);
+        assertThat(ring.expectedForm()).isEqualTo("a size in bytes from 65536 to 1073741824, rounded up to a power of two, e.g. 64k, 256m, 1g");
+        assertThatThrownBy(() -> ring.parse("1025m", "the builder")).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("bad value '1025m' for config key conduit.ring.size (CONDUIT_RING_SIZE)").hasMessageContaining("rounded up to a power of two");
+        assertThatThrownBy(() -> ring.parse("1k", "the builder")).isInstanceOf(ConfigException.class);
+        assertThat(ring.withCheck("a size of at most 512m", v -> {
+            if (v > 512L << 20) throw new IllegalArgumentException("more than 512m");
+        }).parse("300m", "the builder")).as("a check sees the rounded value").isEqualTo(512L << 20);
+        assertThatThrownBy(() -> ConfigKey.powerOfTwoBytes("ring.odd", 3L << 20, 64L << 10, 1L << 30, "Doc."))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("config key ring.odd: default 3145728, min 65536 and max 1073741824 must be powers of two, so that a value "
+                        + "rounded up to one stays in range");
+    }
+
+    /**
      * A value in the expected form that is too large for the type says so: the expected form alone
      * ("a size in bytes of at least 0, e.g. 4096") described the value given. Until 2026-12-02 it
      * said nothing more.
