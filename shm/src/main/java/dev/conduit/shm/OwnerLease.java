@@ -55,6 +55,8 @@ public final class OwnerLease implements AutoCloseable {
     /** The low half of the next connection id; starts at random so that two owners whose ids share their first 32 bits still differ. */
     private final AtomicInteger connections = new AtomicInteger(java.util.concurrent.ThreadLocalRandom.current().nextInt());
     private boolean closed;
+    /** Set once {@link #warnOnceIfRemoved} found the lease removed and said so. */
+    private boolean removalSaid;
 
     private OwnerLease(Libc libc, SharedDirectory directory, String prefix, String owner, FileDescriptor fd, System.Logger logger) {
         this.libc = libc;
@@ -148,6 +150,34 @@ public final class OwnerLease implements AutoCloseable {
      */
     public synchronized boolean isRemoved() {
         return !closed && libc.fstat(fd).links() == 0;
+    }
+
+    /**
+     * Says once, in a WARNING through the owner's logger, that the lease lost its name
+     * ({@link #isRemoved}): nothing else would, and the owner goes on as if whole. Looks at each
+     * call until it has spoken; one whose {@code fstat} fails says nothing (what then fails says
+     * what it finds). A failure to log costs the caller nothing: it may be inside a message's handler.
+     *
+     * @param holder      who holds the lease, for the message: "posix: this worker"
+     * @param consequence what the owner can no longer do, and the remedy
+     */
+    public void warnOnceIfRemoved(String holder, String consequence) {
+        synchronized (this) {
+            if (removalSaid) return;
+            try {
+                if (!isRemoved()) return;
+            } catch (RuntimeException cannotTell) {
+                return;
+            }
+            removalSaid = true;
+        }
+        try {
+            logger.log(System.Logger.Level.WARNING, () -> holder + "'s lease " + path() + " was removed from the shared directory while "
+                    + "it holds it (" + SharedDirectory.CLEANERS + "). " + consequence + "; and keep such cleaners off "
+                    + directory.path());
+        } catch (RuntimeException | LinkageError e) {
+            // Out of descriptors, formatting a record can fail too: said nowhere, then.
+        }
     }
 
     /** Where the lease is (or was, once {@link #isRemoved}): for messages. */

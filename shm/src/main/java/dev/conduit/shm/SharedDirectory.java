@@ -88,6 +88,13 @@ public final class SharedDirectory implements AutoCloseable {
             + "directory through a shorter path, a symbolic link or a bind mount to it, and configure that";
 
     /**
+     * What removes Conduit's files from a shared directory while their owners live, for messages
+     * that say so: such cleaners are the usual cause, and keeping them off the directory the remedy.
+     */
+    public static final String CLEANERS = "a cleanup job such as systemd-tmpfiles, or systemd-logind with RemoveIPC=yes, which "
+            + "removes a user's /dev/shm files when its last session ends";
+
+    /**
      * Why a file whose owner and mode bits let this process in was refused, and where to look:
      * usually a security module (on SELinux hosts a container reaches a bind-mounted directory
      * only with the container's label), else an ACL, a file attribute or a network file system.

@@ -179,8 +179,6 @@ public final class ShmTransport implements Transport {
      * of a call to the one it throws, which would pile up on a shared one).
      */
     private String queueDamaged;
-    /** Set once this worker said that its lease was removed from the shared directory ({@link #checkOwnLease}). */
-    private boolean ownLeaseRemovalSaid;
     private final MessageSink sink;
     private final ReceiveQueue.RecordHandler onRecord = this::onRecord;
     private final LongMap<Inbound> inbound = new LongMap<>();
@@ -1880,27 +1878,15 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Says once, with each liveness check until then, when this worker's lease lost its name in the
-     * shared directory: nothing else would. The worker goes on serving the peers connected to it,
-     * whose watches hold the lease open, while every new connect fails on the missing lease, and the
-     * peer's error can only guess why. A lease is never named again (no name can be given back to an
-     * open file that has none), so the remedy is a new worker.
+     * Says once when this worker's lease lost its name in the shared directory. The worker goes on
+     * serving the peers connected to it, whose watches hold the lease open, while every new connect
+     * fails on the missing lease, and the peer's error can only guess why. A lease is never named
+     * again (no name can be given back to an open file that has none), so the remedy is a new worker.
      */
     private void checkOwnLease() {
-        if (ownLeaseRemovalSaid) return;
-        boolean removed;
-        try {
-            removed = lease.isRemoved();
-        } catch (RuntimeException e) {
-            return; // it cannot be told (fstat failed): the connects that fail say what they find
-        }
-        if (!removed) return;
-        ownLeaseRemovalSaid = true;
-        warnBestEffort(() -> plugin + ": this worker's lease " + lease.path() + " was removed from the shared directory while the "
-                + "worker holds it (a cleanup job such as systemd-tmpfiles, or systemd-logind with RemoveIPC=yes, which removes a "
-                + "user's /dev/shm files when its last session ends). The peers connected to it are unaffected, but no new peer can "
-                + "connect to it: a connect to its address fails finding no lease. Close this worker and open a new one, whose "
-                + "address the peers must connect to, and keep such cleaners off " + directory.path());
+        lease.warnOnceIfRemoved(plugin + ": this worker", "The peers connected to it are unaffected, but no new peer can connect "
+                + "to it: a connect to its address fails finding no lease. Close this worker and open a new one, whose address "
+                + "the peers must connect to");
     }
 
     /**

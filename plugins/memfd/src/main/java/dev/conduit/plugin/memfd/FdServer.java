@@ -369,8 +369,7 @@ final class FdServer implements AutoCloseable {
         old.close();
         rebindFailed.reset();
         logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while in use "
-                + "(a cleanup job, or systemd-logind with RemoveIPC=yes, which removes a user's /dev/shm files when its last session "
-                + "ends); it is bound again. Imports tried meanwhile failed. Keep such cleaners off the shared directory");
+                + "(" + SharedDirectory.CLEANERS + "); it is bound again. Imports tried meanwhile failed. Keep such cleaners off the shared directory");
     }
 
     private void acceptOne(MemorySegment request) {

@@ -594,8 +594,7 @@ final class MemfdImporter implements IpcImporter {
 
     private static ConduitException socketRemoved(String path, Throwable cause) {
         return new ConduitException("the producer's socket " + path + " was removed from the shared directory while the producer "
-                + "lives (its lease is held): something deletes files there (a cleanup job such as systemd-tmpfiles, or systemd-logind "
-                + "with RemoveIPC=yes, which removes a user's /dev/shm files when its last session ends). The producer binds its "
+                + "lives (its lease is held): something deletes files there (" + SharedDirectory.CLEANERS + "). The producer binds its "
                 + "socket again within a second, and imports work again; keep such cleaners off the shared directory (RemoveIPC=no in "
                 + "logind.conf, or a shared.dir outside /dev/shm)", cause);
     }

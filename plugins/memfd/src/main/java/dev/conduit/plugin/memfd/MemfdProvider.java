@@ -232,6 +232,9 @@ final class MemfdProvider implements MemoryProvider {
         MemfdChunk memfdChunk = live(chunk, "export");
         byte[] payload = memfdChunk.payload();
         if (payload == null) {
+            lease.warnOnceIfRemoved("memfd: this process's pool", "Its exports work on while its fd server's socket is there, but "
+                    + "should this process die, no Conduit process reclaims that socket in " + directory.path() + ", since no lease "
+                    + "names it. Close the pool and open a new one, whose lease covers its socket");
             if (server == null) {
                 server = FdServer.start(libc, directory, lease, allowedUids, serverTimeoutNanos, logger);
             }

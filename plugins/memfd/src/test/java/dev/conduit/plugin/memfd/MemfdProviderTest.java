@@ -41,6 +41,38 @@ class MemfdProviderTest {
     Path shared;
 
     /**
+     * A pool whose lease a cleaner removed says so once, at its next new export, naming the lease,
+     * the socket no reclaim would remove should the process die, and the remedy; its exports work
+     * on. It used to say nothing (only a worker did, since 2026-12-04).
+     */
+    @Test
+    void aPoolWhoseLeaseACleanerRemovedSaysSoOnceAtItsNextExport() throws Exception {
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared).withLogger(recording))) {
+            Chunk first = provider.allocate(SIZE);
+            provider.export(first);
+            String lease = Files.list(shared).map(p -> p.getFileName().toString()).filter(name -> name.endsWith(".lease"))
+                    .findFirst().orElseThrow();
+            Files.delete(shared.resolve(lease));
+            assertThat(recording.warnings()).isEmpty();
+
+            provider.export(first);
+            assertThat(recording.warnings()).as("an export made before: nothing looked at").isEmpty();
+            Chunk second = provider.allocate(SIZE);
+            byte[] handle = provider.export(second);
+            provider.export(provider.allocate(SIZE));
+            assertThat(recording.warnings()).singleElement().asString()
+                    .contains("memfd: this process's pool's lease " + shared.resolve(lease) + " was removed from the shared directory")
+                    .contains("RemoveIPC=yes").contains("no Conduit process reclaims that socket in " + shared)
+                    .contains("Close the pool and open a new one").contains("keep such cleaners off " + shared);
+            try (var mapping = plugin.ipcImporter(TestContext.of(shared)).map(new PayloadReader(handle, 0, handle.length, "payload."),
+                    SIZE)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
+            }
+        }
+    }
+
+    /**
      * A chunk larger than the memory and swap the system has available is refused, naming its
      * size, what is available and what to do: a memfd takes its pages as they are first written,
      * and past what memory holds the kernel's OOM killer ends a process rather than fail the write.

@@ -194,6 +194,9 @@ final class PosixMemoryProvider implements MemoryProvider {
         directoryInUse.readLock().lock();
         try {
             ensureOpen(); // and open until this returns: close waits
+            lease.warnOnceIfRemoved("posix: this process's pool", "Its chunks work on, but should this process die, no Conduit "
+                    + "process reclaims the chunk files it made in " + directory.path() + ", since no lease names them (remove "
+                    + ownFilePrefix + "* by hand then). Close the pool and open a new one, whose lease covers its chunks");
             checkFreeSpace(size);
             String name = lease.newFileName(CHUNK_SUFFIX);
             Path path = directory.path().resolve(name);

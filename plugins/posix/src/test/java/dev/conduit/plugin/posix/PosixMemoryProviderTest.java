@@ -149,6 +149,37 @@ class PosixMemoryProviderTest {
     }
 
     /**
+     * A pool whose lease a cleaner removed says so once, at its next allocation, naming the lease,
+     * the chunk files no reclaim would remove should the process die, and the remedy; its chunks
+     * work on and its close removes them. It used to say nothing (only a worker did, since
+     * 2026-12-04).
+     */
+    @Test
+    void aPoolWhoseLeaseACleanerRemovedSaysSoOnceAtItsNextAllocation() throws java.io.IOException {
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        MemoryProvider provider = PosixMemoryProvider.open(TestContext.of(shared).withLogger(recording), Linux.libc());
+        Chunk first = provider.allocate(provider.pageSize());
+        String lease = ProcessResources.files(shared).stream().filter(name -> name.endsWith(".lease")).findFirst().orElseThrow();
+        assertThat(recording.warnings()).isEmpty();
+        Files.delete(shared.resolve(lease));
+
+        Chunk second = provider.allocate(provider.pageSize());
+        provider.allocate(provider.pageSize());
+        assertThat(recording.warnings()).singleElement().asString()
+                .contains("posix: this process's pool's lease " + shared.resolve(lease) + " was removed from the shared directory")
+                .contains("systemd-tmpfiles").contains("RemoveIPC=yes")
+                .contains("no Conduit process reclaims the chunk files it made in " + shared)
+                .contains("remove " + lease.substring(0, lease.length() - ".lease".length()) + "-* by hand then")
+                .contains("Close the pool and open a new one").contains("keep such cleaners off " + shared);
+        second.segment().set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, 42);
+        assertThat(second.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG, 0)).isEqualTo(42);
+        provider.free(first);
+        provider.close();
+        assertThat(ProcessResources.files(shared)).isEmpty();
+        assertThat(recording.warnings()).as("said once").hasSize(1);
+    }
+
+    /**
      * A close that cannot remove a chunk's file ({@code unlinkat} fails with {@code EACCES}, as
      * when the directory's permissions changed while in use) throws as before, keeps the
      * provider's lease, unlocked, and warns naming the file, the errno and the reclaim that will
