@@ -14,6 +14,9 @@ module dev.conduit {
     requires transitive dev.conduit.spi;
     requires com.github.benmanes.caffeine;
     requires jdk.jfr;
+    // A probe past probe.timeout is waited for while the probes, or the JVM, use processor time (PluginRegistry).
+    requires java.management;
+    requires jdk.management;
 
     exports dev.conduit;
     exports dev.conduit.internal.formats to dev.conduit.tools;

@@ -28,7 +28,8 @@ public final class RuntimeKeys {
                     + "A container may mount it elsewhere; handles and addresses only carry paths relative to it.");
 
     public static final ConfigKey<Duration> PROBE_TIMEOUT = ConfigKey.duration("probe.timeout", Duration.ofSeconds(5),
-            "How long a plugin's probe may take before the plugin is marked unavailable.");
+            "How long a plugin's probe may take before the plugin is marked unavailable, unless the probes, or the JVM, "
+                    + "still use processor time then: a slow probe is waited for while they do, up to 6 times this.");
 
     public static final ConfigKey<Boolean> THREAD_CONFINE = ConfigKey.bool("thread.confine", false,
             "Let a plugin that declares only SINGLE serve a SERIALIZED or MULTI worker by running every call to it on one "

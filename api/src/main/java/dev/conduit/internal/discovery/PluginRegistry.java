@@ -18,6 +18,7 @@ import dev.conduit.spi.Version;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.EnumSet;
@@ -324,20 +325,39 @@ public final class PluginRegistry {
         return new PluginRegistry(List.copyOf(records), List.copyOf(selected));
     }
 
+    /**
+     * How many times {@code probe.timeout} a probe that keeps making progress past it is waited for
+     * at most: one that spins for good must not hold the build for ever.
+     */
+    static final int PROGRESS_WAIT_FACTOR = 6;
+    /** How long a probe past {@code probe.timeout} must run without using any processor time to be judged stuck. */
+    private static final long PROGRESS_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(1);
+
     private static void probe(List<PluginRecord> records, Function<String, PluginContext> contexts, Duration timeout, String timeoutSource) {
         ExecutorService executor = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().daemon().name("conduit-probe-", 0).factory());
         try {
-            Map<PluginRecord, CompletableFuture<Availability>> running = new LinkedHashMap<>();
+            Map<PluginRecord, RunningProbe> running = new LinkedHashMap<>();
             for (PluginRecord r : records) {
                 if (!r.isCandidate()) continue;
                 PluginContext context = contexts.apply(r.name);
-                running.put(r, CompletableFuture.supplyAsync(() -> r.plugin.probe(context), executor));
+                RunningProbe probe = new RunningProbe();
+                probe.result = CompletableFuture.supplyAsync(() -> {
+                    probe.thread = Thread.currentThread();
+                    return r.plugin.probe(context);
+                }, executor);
+                running.put(r, probe);
             }
-            long deadline = System.nanoTime() + timeout.toNanos();
+            long start = System.nanoTime();
+            long deadline = start + timeout.toNanos();
+            long window = Math.min(PROGRESS_WINDOW_NANOS, timeout.toNanos());
+            // Compared by difference, as nanoTime is: a sum that wraps still orders right within 2^63 ns.
+            long lastChance = start + (timeout.toNanos() >= Long.MAX_VALUE / PROGRESS_WAIT_FACTOR ? Long.MAX_VALUE
+                    : timeout.toNanos() * PROGRESS_WAIT_FACTOR);
+            ProbeProgress progress = new ProbeProgress(running.values());
             for (var e : running.entrySet()) {
                 PluginRecord r = e.getKey();
                 try {
-                    Availability a = e.getValue().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    Availability a = e.getValue().await(deadline, window, lastChance, progress);
                     if (a == null) {
                         unavailable(r, "probe returned null");
                     } else {
@@ -353,8 +373,8 @@ public final class PluginRegistry {
                 } catch (TimeoutException ex) {
                     // Named where it was set: a user who set it in the builder has no variable to change.
                     unavailable(r, "probe did not finish within " + ConfigKey.durationText(timeout) + " (probe.timeout, from "
-                            + timeoutSource + "): raise probe.timeout if the probe is slow here, or leave the plugin out (transports=^"
-                            + r.name + ")");
+                            + timeoutSource + ")" + ex.getMessage() + ". Raise probe.timeout if the probe is slow here, or leave the "
+                            + "plugin out (transports=^" + r.name + ")");
                 } catch (ExecutionException ex) {
                     Throwable cause = ex.getCause();
                     unavailable(r, "probe failed: " + cause.getClass().getSimpleName() + ": " + ServiceDiscovery.describe(cause));
@@ -368,6 +388,111 @@ public final class PluginRegistry {
         } finally {
             // A hung probe keeps its daemon thread; interrupting is all that can be done for it.
             executor.shutdownNow();
+        }
+    }
+
+    /**
+     * A probe under way, and the wait for it. {@code probe.timeout} bounds probes that are stuck, not
+     * ones that are slow: past it, a probe is waited for while the probes make progress (one used
+     * processor time, started or ended: {@link ProbeProgress}), each second, up to
+     * {@link #PROGRESS_WAIT_FACTOR} times the timeout. JVMs that start at once on a few busy cores (a host's services after a
+     * reboot) run their probes for many seconds each; with the plain deadline, eight such JVMs on two
+     * cores found every probe past 5 s and none of them a plugin to use. The probes are judged
+     * together, since one waits for another where they initialize a class both use (the native
+     * bindings). Probes blocked in a call (a hung file system, a driver) use none, and time out at the
+     * deadline, or a second after the last probe that made progress ended.
+     */
+    private static final class RunningProbe {
+        CompletableFuture<Availability> result;
+        /** The probe's thread, once it runs: set by it. */
+        volatile Thread thread;
+        /** The processor time its thread had used at the last {@link ProbeProgress#madeSince} (the caller's thread only). */
+        long processorTime = -1;
+        /** Whether it had ended at the last {@link ProbeProgress#madeSince}. */
+        boolean ended;
+
+        /**
+         * The probe's result, waited for until {@code deadline}, then on while each last {@code window}
+         * (a second, or the timeout if shorter) saw the probes make {@code progress}, until {@code lastChance}.
+         */
+        Availability await(long deadline, long window, long lastChance, ProbeProgress progress)
+                throws InterruptedException, ExecutionException, TimeoutException {
+            long sampledAt = deadline - window;
+            try {
+                return result.get(Math.max(0, sampledAt - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException beforeTheLastWindow) {
+                // The probes' progress is looked at from here on.
+            }
+            sampledAt = System.nanoTime();
+            progress.madeSince();
+            while (true) {
+                long next = lastChance - (sampledAt + window) < 0 ? lastChance : sampledAt + window;
+                try {
+                    return result.get(Math.max(0, next - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (TimeoutException stillRunning) {
+                    if (next == lastChance) {
+                        throw new TimeoutException(", nor within " + PROGRESS_WAIT_FACTOR + " times that while the probes kept making "
+                                + "progress (a probe is waited for past probe.timeout while they do)");
+                    }
+                }
+                sampledAt = System.nanoTime();
+                if (!progress.madeSince() && !result.isDone()) {
+                    throw new TimeoutException(" and no probe made progress in the last " + ConfigKey.durationText(Duration.ofNanos(window))
+                            + " (none used processor time, started or ended): it is stuck in a call (a file system or device that does "
+                            + "not answer) or waits for something");
+                }
+            }
+        }
+    }
+
+    /**
+     * Whether the probes of one build make progress: the JVM's count of each probe thread's
+     * processor time, and their starts and ends. Read by the thread that waits for them only.
+     */
+    private static final class ProbeProgress {
+        private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+        private static final java.lang.management.OperatingSystemMXBean SYSTEM = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        /** The share of one core, in parts per 100, the JVM must use between two looks to count as progress of its own. */
+        private static final long JVM_SHARE_PERCENT = 1;
+
+        private final Collection<RunningProbe> probes;
+        private long jvmTime = -1;
+        private long lookedAt = System.nanoTime();
+
+        ProbeProgress(Collection<RunningProbe> probes) {
+            this.probes = probes;
+        }
+
+        /**
+         * Whether, since the last call, a probe used processor time, ended, or has still not started
+         * (its thread waits for a core: starved, not stuck), or the JVM used at least 1 % of a core
+         * (class loading, compiling and collecting on behalf of probes that wait for it: eight JVMs
+         * starting at once on two busy cores saw a probe use no time of its own for a second while
+         * its JVM worked). A thread whose time the JVM cannot tell shows no progress of its own.
+         */
+        boolean madeSince() {
+            long now = System.nanoTime();
+            long jvm = SYSTEM instanceof com.sun.management.OperatingSystemMXBean os ? os.getProcessCpuTime() : -1;
+            boolean progress = jvmTime >= 0 && jvm - jvmTime >= (now - lookedAt) / 100 * JVM_SHARE_PERCENT;
+            jvmTime = jvm;
+            lookedAt = now;
+            for (RunningProbe p : probes) {
+                if (p.ended) continue;
+                if (p.result.isDone()) {
+                    p.ended = true;
+                    progress = true;
+                    continue;
+                }
+                Thread t = p.thread;
+                if (t == null) {
+                    progress = true;
+                    continue;
+                }
+                long time = THREADS.isThreadCpuTimeSupported() ? THREADS.getThreadCpuTime(t.threadId()) : -1;
+                if (time > p.processorTime) progress = true;
+                p.processorTime = Math.max(time, p.processorTime);
+            }
+            return progress;
         }
     }
 
