@@ -815,10 +815,10 @@ public final class ShmTransport implements Transport {
                 }
             }
             case ReceiveQueue.CONNECT -> {
-                PayloadReader r = control(m, offset, length, CONNECT_PAYLOAD_MAX, "connect.");
                 String leaseName;
                 byte[] senderAddress;
                 try {
+                    PayloadReader r = control(m, offset, length, CONNECT_PAYLOAD_MAX, "connect.");
                     leaseName = r.relativePath("lease");
                     int addressLength = r.u16("address.length");
                     if (addressLength > Transport.MAX_ADDRESS_LENGTH) {
@@ -903,11 +903,18 @@ public final class ShmTransport implements Transport {
                 if (in.bounce != null || in.bounceExport != null) {
                     throw brokenProtocol(connection, "bounce ring announced twice");
                 }
-                PayloadReader r = control(m, offset, length, BOUNCE_PAYLOAD_MAX, "bounce.");
-                int exportLength = r.u16("payload.length");
-                byte[] export = r.bytes("payload", exportLength);
-                long ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
-                r.end("length");
+                byte[] export;
+                long ringLength;
+                try {
+                    PayloadReader r = control(m, offset, length, BOUNCE_PAYLOAD_MAX, "bounce.");
+                    export = r.bytes("payload", r.u16("payload.length"));
+                    ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
+                    r.end("length");
+                } catch (InvalidHandleException e) {
+                    // As a CONNECT's: thrown bare, it left the connection kept without a ring, its next large message
+                    // refused as one before any announcement, which named the wrong record.
+                    throw brokenProtocol(connection, "bounce ring announcement: " + e.getMessage());
+                }
                 // Mapped when its first large message is at the head of the queue (mapBounce).
                 in.bounceExport = export;
                 in.bounceLength = ringLength;
@@ -1452,12 +1459,15 @@ public final class ShmTransport implements Transport {
      * A reader of the control payload of the record at {@code offset}: at most {@code maxLength}
      * bytes, copied to the heap only once its length is known to be one a sender writes (a record
      * may be as long as the queue).
+     *
+     * @throws InvalidHandleException for a payload length no sender writes, which the caller refuses as a broken protocol
      */
     private static PayloadReader control(MemorySegment m, long offset, int length, int maxLength, String prefix) {
         long payloadLength = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.PAYLOAD_SIZE);
         if (payloadLength < 0 || payloadLength > length - ReceiveQueue.RECORD_HEADER || payloadLength > maxLength) {
-            throw new ConduitException("control record of " + payloadLength + " bytes in a record of " + length + " (at most "
-                    + maxLength + " for its type)");
+            // The record's field, not the payload's: named as the queue's layout names it, without the payload's prefix.
+            throw new InvalidHandleException("control record", "payload length", payloadLength + " bytes in a record of " + length
+                    + " (at most " + maxLength + " for its type)");
         }
         byte[] bytes = new byte[(int) payloadLength];
         MemorySegment.copy(m, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, bytes, 0, bytes.length);

@@ -4070,44 +4070,59 @@ class ShmTransportTest {
      * A control record's payload is copied to the heap to be read: one longer than its type ever
      * is (a CONNECT names a path of at most 255 bytes and an address of at most 1 KiB, each after
      * its u16 length) is refused before that, so that a record as
-     * long as the queue (up to 1 GiB) cannot make the worker allocate as much.
+     * long as the queue (up to 1 GiB) cannot make the worker allocate as much. It breaks the
+     * protocol, so its connection is refused, as for any other malformed field of a CONNECT (it
+     * was thrown bare, the connection neither kept nor refused: its later messages were dropped
+     * as not kept, and its sender learnt of it only by a relisting).
      */
     @Test
     void aControlPayloadLongerThanItsTypeEverIsRefusedBeforeItIsCopied() throws Exception {
-        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
-        writeIntoTheQueue(queue -> {
-            long record = takeAtTheTail(queue, 0x12345678_00000001L, 4096);
+        assertThatWritingIntoTheQueueRefusesTheConnection("broke the queue protocol, its record was dropped: connection announcement: "
+                + "invalid control record: field 'payload length': 4048 bytes in a record of 4096 (at most 1283 for its type)", queue -> {
+            long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 4096);
             queue.set(ValueLayout.JAVA_LONG, record + 24, 4096 - 48);
             queue.set(ValueLayout.JAVA_INT, record + 4, 3); // CONNECT
             queue.set(ValueLayout.JAVA_INT, record, 4096);
-        });
-        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("control record of 4048 bytes in a record of 4096 (at most 1283 for its type)");
+        }, 8);
     }
 
     /**
      * A BOUNCE's export is kept until the connection's first large message: one longer than any
      * plugin's export (at most 3 KiB, MemoryProvider#export) is refused before it is copied, so
      * that a process that writes the queue cannot make each of inbound.max connections keep 64 KiB
-     * (256 MiB at 4,096), which the u16 length allowed.
+     * (256 MiB at 4,096), which the u16 length allowed. The connection is refused: it was kept
+     * without a ring, and its next large message refused as one sent before any announcement.
      */
     @Test
     void aBounceExportLongerThanAnyPluginsIsRefusedBeforeItIsCopied() throws Exception {
-        Received received = new Received();
-        Transport receiver = transport(received, "posix.queue.size", "64k");
-        Transport sender = transport(new Received());
-        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        receive(receiver, received, 1); // kept, no ring announced yet
-        writeIntoTheQueue(queue -> {
+        assertThatWritingIntoTheQueueRefusesTheConnection("broke the queue protocol, its record was dropped: bounce ring announcement: "
+                + "invalid control record: field 'payload length': 4010 bytes in a record of 4096 (at most 3082 for its type)", queue -> {
             long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 4096);
             queue.set(ValueLayout.JAVA_LONG, record + 24, 2 + 4000 + 8);
             queue.set(ValueLayout.JAVA_SHORT, record + 48, (short) 4000); // the export's length (PayloadWriter's u16)
             queue.set(ValueLayout.JAVA_LONG_UNALIGNED, record + 48 + 2 + 4000, 4096 + 65536); // a ring's length
             queue.set(ValueLayout.JAVA_INT, record + 4, 4); // BOUNCE
             queue.set(ValueLayout.JAVA_INT, record, 4096);
-        });
-        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("control record of 4010 bytes in a record of 4096 (at most 3082 for its type)");
+        }, 8);
+    }
+
+    /**
+     * A BOUNCE whose fields no sender writes (here a ring shorter than a ring's header and one
+     * page) refuses its connection, naming the field, as a malformed CONNECT does. It was thrown
+     * bare: the connection stayed kept without a ring, and its next large message was refused as
+     * "a large message before its bounce ring was announced", which named the wrong record.
+     */
+    @Test
+    void aBounceAnnouncementWithAFieldNoSenderWritesRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("broke the queue protocol, its record was dropped: bounce ring announcement: "
+                + "invalid control record: field 'bounce.length'", queue -> {
+            byte[] payload = new dev.conduit.spi.PayloadWriter().u16(8).bytes(new byte[8]).u64(100).toByteArray();
+            long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 128);
+            queue.set(ValueLayout.JAVA_LONG, record + 24, payload.length);
+            MemorySegment.copy(payload, 0, queue, ValueLayout.JAVA_BYTE, record + 48, payload.length);
+            queue.set(ValueLayout.JAVA_INT, record + 4, 4); // BOUNCE
+            queue.set(ValueLayout.JAVA_INT, record, 128);
+        }, 8);
     }
 
     /**
