@@ -162,6 +162,10 @@ public interface Worker extends AutoCloseable {
     /**
      * Wakes a thread sleeping in {@link #await}. Callable from any thread, at any time: it does not
      * go through the thread-mode guard.
+     *
+     * @throws dev.conduit.spi.ConduitException when the memory the wake goes through faults (over
+     *         posix, the worker's receive queue file truncated by another process, which its next
+     *         {@code progress()} and {@code await} report too)
      */
     void signal();
 

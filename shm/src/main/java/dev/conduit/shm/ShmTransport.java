@@ -1844,10 +1844,20 @@ public final class ShmTransport implements Transport {
         return !queue.isHeadBlocked();
     }
 
+    /**
+     * @throws ConduitException when this worker's receive queue faults (a posix queue file truncated
+     *         by another process), as progress() and await() then do
+     */
     @Override
     public void signal() {
         signalled.set(true);
-        queue.signal(libc);
+        try {
+            queue.signal(libc);
+        } catch (InternalError e) {
+            // Called on any thread, Worker.signal() among them, where no runtime conversion follows: the JDK's bare error
+            // reached the application's thread.
+            throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue"), e);
+        }
     }
 
     private void ensureOpen() {

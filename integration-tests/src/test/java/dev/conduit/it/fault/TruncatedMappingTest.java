@@ -51,6 +51,7 @@ class TruncatedMappingTest {
                 .containsPattern("send-to-A: PeerFailedException: .*the peer's receive queue.*" + java.util.regex.Pattern.quote(sigbus))
                 .contains("endpoint-to-A-failed: true")
                 .containsPattern("progress-A: ConduitException: posix: this worker's receive queue.*" + java.util.regex.Pattern.quote(sigbus))
+                .containsPattern("signal-A: ConduitException: posix: this worker's receive queue.*" + java.util.regex.Pattern.quote(sigbus))
                 .contains("survivor-C-received: 2")
                 .contains("files-left: 0")
                 .contains("alive: yes")

@@ -93,8 +93,11 @@ public final class TruncationPeer {
                     report("send-to-A", () -> toA.send(1, payload));
                 }
                 System.out.println("endpoint-to-A-failed: " + toA.isFailed());
-                // The receiver of the truncated queue: progress fails with a Conduit exception.
+                // The receiver of the truncated queue: progress fails with a Conduit exception, and so does a signal to it from
+                // another thread (it threw the JDK's bare InternalError).
                 report("progress-A", a::progress);
+                Thread signalling = Thread.ofPlatform().start(() -> report("signal-A", a::signal));
+                signalling.join();
                 // A survivor: the same sender to an untouched worker.
                 toC.send(1, payload);
                 for (int i = 0; i < 100 && receivedByC[0] < 2; i++) c.progress();
@@ -132,7 +135,7 @@ public final class TruncationPeer {
             System.out.println(step + ": ok");
         } catch (ConduitException e) {
             System.out.println(step + ": " + e.getClass().getSimpleName() + ": " + e.getMessage().replace('\n', ' '));
-        } catch (Exception e) {
+        } catch (Exception | InternalError e) {
             System.out.println(step + ": UNEXPECTED " + e);
         }
     }
