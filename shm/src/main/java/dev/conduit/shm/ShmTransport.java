@@ -601,7 +601,9 @@ public final class ShmTransport implements Transport {
         }
         int exportLength = peer.u16("queue.length");
         byte[] export = peer.bytes("queue", exportLength);
-        long queueLength = peer.u64InRange("queue.length", ReceiveQueue.HEADER_LENGTH + 4096, 1L << 40);
+        // No worker makes a longer queue: a forged address had this process map what it gave, up to a TiB per connection.
+        long queueLength = peer.u64InRange("queue.length", ReceiveQueue.HEADER_LENGTH + 4096,
+                ReceiveQueue.mappedLength(ShmTransportConfig.MAX_QUEUE_SIZE));
         byte[] token = peer.bytes("token", ReceiveQueue.TOKEN_LENGTH);
         peer.end("token");
 

@@ -24,8 +24,11 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
                                  Duration heartbeatTimeout, Duration unblockTimeout, long inboundMaximum,
                                  long inboundBounceMaximum) {
 
-    /** The largest receive queue: record lengths are 32-bit. A power of two, so that rounding up stays within it. */
-    private static final long MAX_QUEUE_SIZE = 1L << 30;
+    /**
+     * The largest receive queue: record lengths are 32-bit. A power of two, so that rounding up stays within it. A sender
+     * refuses an address that gives a longer one ({@code ShmTransport#connect}).
+     */
+    static final long MAX_QUEUE_SIZE = 1L << 30;
     /**
      * The largest bounce ring, and so the largest payload: one that must wait in the endpoint's
      * local queue, a heap buffer of at most 2 GiB (the runtime's PendingQueue), still fits there

@@ -4692,6 +4692,39 @@ class ShmTransportTest {
                 .hasMessageContaining("posix.queue.size").hasMessageContaining("from 65536 to 1073741824");
     }
 
+    /**
+     * An address that gives a queue longer than any worker makes ({@code posix.queue.size} is at
+     * most 1 GiB) is refused, naming the field, before anything is mapped. The connect mapped
+     * whatever length a forged address gave, up to a TiB of this process's address space per
+     * connection, and claimed there with record lengths that no longer fit in 32 bits.
+     */
+    @Test
+    void anAddressWhoseQueueIsLongerThanAnyWorkerMakesIsRefusedBeforeItIsMapped() throws Exception {
+        Transport receiver = transport(new Received());
+        Transport sender = transport(new Received());
+        PayloadReader fields = new PayloadReader(receiver.address());
+        int version = fields.u8("version");
+        String lease = fields.relativePath("lease"); // a live worker's, so that only the queue's length is wrong
+        fields.bytes("queue", fields.u16("queue.length"));
+        fields.u64("queue.length");
+        byte[] token = fields.bytes("token", 16);
+        long capacity = 1L << 31;
+        Path queue = shared.resolve("forged-queue");
+        try (java.nio.channels.FileChannel file = java.nio.channels.FileChannel.open(queue, java.nio.file.StandardOpenOption.CREATE_NEW,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            java.nio.ByteBuffer header = java.nio.ByteBuffer.allocate(32).order(java.nio.ByteOrder.nativeOrder());
+            header.putInt(dev.conduit.shm.ReceiveQueue.MAGIC).putInt(dev.conduit.shm.ReceiveQueue.VERSION).putLong(capacity).put(token).flip();
+            file.write(header, 0);
+            file.write(java.nio.ByteBuffer.allocate(1), 4096 + capacity - 1); // sparse: only the header's page is stored
+        }
+        byte[] export = ExportPayload.encode(queue.getFileName().toString());
+        byte[] forged = new dev.conduit.spi.PayloadWriter().u8(version).string(lease).u16(export.length).bytes(export)
+                .u64(4096 + capacity).bytes(token).toByteArray();
+        assertThatThrownBy(() -> sender.connect(new PayloadReader(forged), cause -> { }))
+                .isInstanceOf(dev.conduit.spi.InvalidHandleException.class)
+                .hasMessageContaining("field 'queue.length': value " + (4096 + capacity) + " is outside [8192, " + (4096 + (1L << 30)) + "]");
+    }
+
     @Test
     @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang guard: a FIFO's plain open blocks
     void anAddressWhoseLeaseIsNoRegularFileIsRefusedAsForgedWithoutBlocking() throws Exception {
