@@ -1,7 +1,7 @@
 /**
  * The {@code conduit} command: what Conduit finds, selects and is configured with in this
- * process ({@code conduit info}), and how fast it moves bytes between two processes
- * ({@code conduit perf}).
+ * process, and what memfd and posix keep in the shared directory ({@code conduit info}), and how
+ * fast it moves bytes between two processes ({@code conduit perf}).
  *
  * <p>Run it with {@code ./conduit} at the root of the source tree, or as
  * {@code java --module-path ... -m dev.conduit.tools/dev.conduit.tools.ConduitCommand}. This
@@ -9,6 +9,9 @@
  */
 module dev.conduit.tools {
     requires dev.conduit;
+    // The leases of memfd's and posix's shared directory (conduit info's SHARED FILES):
+    // the plugins' own code, so that the tool judges an owner exactly as a Conduit process does.
+    requires dev.conduit.shm;
     requires info.picocli;
     // conduit perf: latency histograms, the chart of --plot (JFreeChart draws with java.desktop, headless),
     // the JVM options a spawned peer process inherits (java.management), and the bytes each measured

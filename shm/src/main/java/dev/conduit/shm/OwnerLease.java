@@ -341,6 +341,130 @@ public final class OwnerLease implements AutoCloseable {
         if (unreadable > 0) details.put("unreadable leases", Integer.toString(unreadable));
     }
 
+    /** How {@link #survey} judged an owner. */
+    public enum State {
+        /** Its lease is held: the owner lives (or a reclaim holds it, for the instant it removes a dead owner's files). */
+        LIVE,
+        /** Its lease is held by nobody: the next reclaim removes its files, then the lease. */
+        DEAD,
+        /**
+         * Only a pending lease: an owner being created, or one killed between creating and renaming its lease. Not
+         * judged, for judging takes its lock, which makes a starting owner start over ({@link #acquire}); the next
+         * reclaim removes it when it is unlocked.
+         */
+        PENDING,
+        /** Its lease does not open for this process (another user's {@code 0600} lease, a shortage): see {@link Owner#why}. */
+        UNJUDGED
+    }
+
+    /** A file in the shared directory and its size in bytes ({@code -1} when its status could not be read). */
+    public record FileEntry(String name, long bytes) {
+    }
+
+    /**
+     * One owner as {@link #survey} found it: its id, its lease's name, its state, and the files named after it.
+     *
+     * @param why for {@link State#UNJUDGED}, the errno and reason its lease did not open; otherwise null
+     */
+    public record Owner(String id, String lease, State state, String why, List<FileEntry> files) {
+        public Owner {
+            files = List.copyOf(files);
+        }
+    }
+
+    /**
+     * What {@link #survey} found under a prefix: the owners with a lease, files under the prefix that no lease
+     * names (no reclaim removes them), and probe files ({@link #newProbeName}), which a reclaim removes once older
+     * than a minute.
+     */
+    public record Survey(List<Owner> owners, List<FileEntry> unowned, List<FileEntry> probes) {
+        public Survey {
+            owners = List.copyOf(owners);
+            unowned = List.copyOf(unowned);
+            probes = List.copyOf(probes);
+        }
+    }
+
+    /** Whether {@code name} is a regular file, as a lease is ({@link SharedDirectory#openLease}); true when that cannot be told. */
+    private static boolean isRegularFile(SharedDirectory directory, String name) {
+        try {
+            return directory.status(name).isRegularFile();
+        } catch (ErrnoException e) {
+            return true; // isAlive tells
+        }
+    }
+
+    /** The owner id a file name carries after {@code <prefix>-}: {@link #OWNER_ID}, followed by the '-' of its own part. */
+    private static final Pattern FILE_OWNER = Pattern.compile("(?:[a-z]+-)?[0-9a-f]{32}(?=-)");
+
+    /**
+     * Lists the owners under {@code prefix} in {@code directory}, each judged as {@link #reclaimDead} judges it,
+     * and their files with their sizes, for an operator ({@code conduit info}). It removes nothing, and it takes no
+     * lock but the instant's shared one {@link #isAlive} takes on a lease nobody holds (as {@link #countOwners}
+     * does), never on a pending lease: so it neither disturbs a live owner nor makes a starting one start over. A
+     * reclaim that tries to lock a dead owner's lease in that same instant skips that owner, whose files the next
+     * reclaim removes.
+     *
+     * @throws ConduitException when the directory cannot be listed, naming the errno and what to do
+     */
+    public static Survey survey(Libc libc, SharedDirectory directory, String prefix) {
+        List<String> names = directory.list(prefix + "-");
+        Map<String, Owner> owners = new java.util.TreeMap<>();
+        for (String name : names) {
+            boolean pending = name.endsWith(PENDING);
+            if (!pending && !name.endsWith(LEASE)) continue;
+            String owner = name.substring(prefix.length() + 1, name.lastIndexOf(".lease"));
+            if (!isOwnerId(owner) || pending && owners.containsKey(owner)) continue;
+            State state;
+            String why = null;
+            if (pending) {
+                state = State.PENDING;
+            } else if (!isRegularFile(directory, name)) {
+                continue; // no lease, whatever its name: a reclaim does not judge it either, and it is listed as no lease's file
+            } else {
+                try {
+                    state = isAlive(libc, directory, name) ? State.LIVE : State.DEAD;
+                } catch (ErrnoException e) {
+                    state = State.UNJUDGED;
+                    why = e.errnoName() + " (" + e.getMessage() + ")";
+                }
+            }
+            owners.put(owner, new Owner(owner, name, state, why, new ArrayList<>()));
+        }
+        Map<String, List<FileEntry>> files = new java.util.HashMap<>();
+        List<FileEntry> unowned = new ArrayList<>();
+        List<FileEntry> probes = new ArrayList<>();
+        for (String name : names) {
+            if (name.endsWith(LEASE) || name.endsWith(PENDING)) {
+                String owner = name.substring(prefix.length() + 1, name.lastIndexOf(".lease"));
+                Owner listed = owners.get(owner);
+                if (listed != null && listed.lease().equals(name)) continue;
+            }
+            long bytes;
+            try {
+                bytes = directory.status(name).size();
+            } catch (ErrnoException e) {
+                if (isNoLease(e)) continue; // gone since the listing
+                bytes = -1;
+            }
+            FileEntry file = new FileEntry(name, bytes);
+            String rest = name.substring(prefix.length() + 1);
+            java.util.regex.Matcher owner = FILE_OWNER.matcher(rest);
+            if (owner.lookingAt() && owners.containsKey(owner.group())) {
+                files.computeIfAbsent(owner.group(), o -> new ArrayList<>()).add(file);
+            } else if (name.startsWith(prefix + PROBE) && HEX.matcher(name.substring(prefix.length() + PROBE.length())).matches()) {
+                probes.add(file);
+            } else {
+                unowned.add(file);
+            }
+        }
+        List<Owner> listed = new ArrayList<>();
+        for (Owner o : owners.values()) {
+            listed.add(new Owner(o.id(), o.lease(), o.state(), o.why(), files.getOrDefault(o.id(), List.of())));
+        }
+        return new Survey(listed, unowned, probes);
+    }
+
     /**
      * Whether the owner of lease {@code leaseName} is alive: its lease exists and is locked.
      * Takes the lock for an instant when the owner is dead; never blocks.

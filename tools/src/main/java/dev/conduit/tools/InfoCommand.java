@@ -19,7 +19,8 @@ import java.io.PrintWriter;
                 "Shows every plugin found (selected ones first, in preference order): version, SPI version, origin, "
                         + "status and the reason when it is not usable, capabilities, thread modes, priority, probe details "
                         + "and its configuration keys. Then the runtime's own configuration keys, then the selection "
-                        + "(transports, CONDUIT_TRANSPORTS).",
+                        + "(transports, CONDUIT_TRANSPORTS). Then what memfd and posix keep in their directories: each owner, "
+                        + "whether it lives (its lease), its files and their bytes, and files no lease names; nothing is changed.",
                 "Each key is shown with its value, where the value comes from, and what it does."})
 final class InfoCommand implements Runnable {
 

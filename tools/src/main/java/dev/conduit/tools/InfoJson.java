@@ -2,6 +2,7 @@ package dev.conduit.tools;
 
 import dev.conduit.ConfigEntry;
 import dev.conduit.PluginInfo;
+import dev.conduit.shm.OwnerLease;
 
 import java.io.PrintWriter;
 import java.util.Collection;
@@ -57,7 +58,53 @@ final class InfoJson {
         json.name("threadPolicies").beginObject();
         report.threadPolicies().forEach((mode, policy) -> json.member(mode.name(), policy));
         json.endObject();
+        json.name("sharedFiles").beginArray();
+        report.sharedFiles().forEach(this::writeListing);
+        json.endArray();
         json.endObject();
+    }
+
+    private void writeListing(SharedFiles.Listing listing) {
+        json.beginObject();
+        json.member("plugin", listing.place().plugin());
+        json.member("directory", listing.place().directory().toString());
+        json.member("setBy", listing.place().setBy());
+        json.member("error", listing.error());
+        OwnerLease.Survey survey = listing.survey();
+        json.name("owners").beginArray();
+        for (OwnerLease.Owner owner : survey == null ? List.<OwnerLease.Owner>of() : survey.owners()) {
+            json.beginObject();
+            json.member("owner", owner.id());
+            json.member("lease", owner.lease());
+            json.member("state", owner.state().name());
+            json.member("why", owner.why());
+            json.member("bytes", SharedFiles.bytes(owner.files()));
+            json.name("files");
+            writeFiles(owner.files());
+            json.endObject();
+        }
+        json.endArray();
+        json.name("unowned");
+        writeFiles(survey == null ? List.of() : survey.unowned());
+        json.name("probes");
+        writeFiles(survey == null ? List.of() : survey.probes());
+        json.endObject();
+    }
+
+    private void writeFiles(List<OwnerLease.FileEntry> files) {
+        json.beginArray();
+        for (OwnerLease.FileEntry file : files) {
+            json.beginObject();
+            json.member("name", file.name());
+            json.name("bytes");
+            if (file.bytes() < 0) {
+                json.nullValue();
+            } else {
+                json.value(file.bytes());
+            }
+            json.endObject();
+        }
+        json.endArray();
     }
 
     private void writePlugin(PluginInfo plugin, int preference) {

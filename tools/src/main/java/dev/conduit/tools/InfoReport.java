@@ -28,10 +28,11 @@ import java.util.Optional;
  * @param transports           the {@code transports} key that drove the selection, if the runtime declares it
  * @param threadPolicies       for each thread mode a worker may ask for, the policy in force, or why it would be refused
  * @param ipcCache             the IPC cache's counters in this process (its bound, and what this command imported: nothing)
+ * @param sharedFiles          what memfd's and posix's directories hold, owner by owner, for each such plugin in use or available
  */
 record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, List<ConfigEntry> runtimeConfiguration,
                   List<String> selected, Optional<ConfigEntry> transports, Map<ThreadMode, String> threadPolicies,
-                  IpcCacheStats ipcCache) {
+                  IpcCacheStats ipcCache, List<SharedFiles.Listing> sharedFiles) {
 
     static final String RUNTIME_OWNER = "runtime";
     static final String TRANSPORTS_KEY = "transports";
@@ -41,14 +42,18 @@ record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, L
         runtimeConfiguration = List.copyOf(runtimeConfiguration);
         selected = List.copyOf(selected);
         threadPolicies = Collections.unmodifiableMap(new EnumMap<>(threadPolicies));
+        sharedFiles = List.copyOf(sharedFiles);
     }
 
     static InfoReport of(Conduit conduit, String version) {
         List<String> selected = conduit.selectedPlugins();
         List<ConfigEntry> runtime = conduit.configuration().stream().filter(e -> e.owner().equals(RUNTIME_OWNER)).toList();
         Optional<ConfigEntry> transports = runtime.stream().filter(e -> e.key().equals(TRANSPORTS_KEY)).findFirst();
-        return new InfoReport(version, ConduitPlugin.SPI_VERSION, selectedFirst(conduit.plugins(), selected), runtime,
-                selected, transports, threadPolicies(conduit), conduit.ipcCacheStats());
+        List<PluginInfo> plugins = selectedFirst(conduit.plugins(), selected);
+        List<SharedFiles.Listing> sharedFiles = SharedFiles.places(plugins, conduit.configuration()).stream()
+                .map(SharedFiles::survey).toList();
+        return new InfoReport(version, ConduitPlugin.SPI_VERSION, plugins, runtime, selected, transports, threadPolicies(conduit),
+                conduit.ipcCacheStats(), sharedFiles);
     }
 
     /** What a worker in each mode would get: the policy, or the refusal's message. */

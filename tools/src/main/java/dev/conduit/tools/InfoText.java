@@ -3,6 +3,7 @@ package dev.conduit.tools;
 import dev.conduit.ConfigEntry;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.PluginInfo;
+import dev.conduit.shm.OwnerLease;
 
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -41,6 +42,65 @@ final class InfoText {
         writeConfiguration(report.runtimeConfiguration(), PLUGIN_INDENT);
         out.println();
         writeSelection();
+        out.println();
+        writeSharedFiles();
+    }
+
+    private static final int STATE_WIDTH = 10;
+
+    /** Each memfd and posix directory: a summary line, then each owner with its lease's state and its files, then the rest. */
+    private void writeSharedFiles() {
+        out.println("SHARED FILES (leases of memfd and posix, and the files named after them)");
+        if (report.sharedFiles().isEmpty()) {
+            out.println(PLUGIN_INDENT + "none: neither memfd nor posix was found, or transports leaves both out");
+        }
+        for (SharedFiles.Listing listing : report.sharedFiles()) {
+            SharedFiles.Place place = listing.place();
+            out.println(PLUGIN_INDENT + place.plugin() + "  " + place.directory() + "  (" + place.setBy() + ")");
+            if (listing.error() != null) {
+                for (String line : wrap("cannot list: " + listing.error(), WRAP_WIDTH - FIELD_INDENT.length())) {
+                    out.println(FIELD_INDENT + line);
+                }
+                continue;
+            }
+            OwnerLease.Survey survey = listing.survey();
+            out.println(FIELD_INDENT + summary(survey));
+            for (OwnerLease.Owner owner : survey.owners()) {
+                String why = owner.why() == null ? "" : "  " + owner.why();
+                out.println(FIELD_INDENT + pad(owner.state().name(), STATE_WIDTH) + owner.lease() + why);
+                for (OwnerLease.FileEntry file : owner.files()) {
+                    out.println(FIELD_INDENT + " ".repeat(STATE_WIDTH + 2) + file(file));
+                }
+            }
+            for (OwnerLease.FileEntry file : survey.unowned()) out.println(FIELD_INDENT + pad("NO LEASE", STATE_WIDTH) + file(file));
+            for (OwnerLease.FileEntry file : survey.probes()) out.println(FIELD_INDENT + pad("PROBE", STATE_WIDTH) + file(file));
+        }
+    }
+
+    /** How many owners in each state, and the files and bytes of all, and of the dead (what a reclaim would free). */
+    private static String summary(OwnerLease.Survey survey) {
+        Map<OwnerLease.State, Integer> counts = new java.util.EnumMap<>(OwnerLease.State.class);
+        for (OwnerLease.State state : OwnerLease.State.values()) counts.put(state, 0);
+        long files = survey.unowned().size() + survey.probes().size();
+        long bytes = SharedFiles.bytes(survey.unowned()) + SharedFiles.bytes(survey.probes());
+        long deadBytes = 0;
+        for (OwnerLease.Owner owner : survey.owners()) {
+            counts.merge(owner.state(), 1, Integer::sum);
+            files += owner.files().size();
+            bytes += SharedFiles.bytes(owner.files());
+            if (owner.state() == OwnerLease.State.DEAD) deadBytes += SharedFiles.bytes(owner.files());
+        }
+        List<String> states = new ArrayList<>();
+        counts.forEach((state, n) -> {
+            if (n > 0) states.add(n + " " + state.name().toLowerCase(Locale.ROOT));
+        });
+        return survey.owners().size() + (survey.owners().size() == 1 ? " owner" : " owners") + (states.isEmpty() ? "" : " ("
+                + String.join(", ", states) + ")") + "; " + files + (files == 1 ? " file, " : " files, ") + bytes + " bytes"
+                + (counts.get(OwnerLease.State.DEAD) > 0 ? ", of which dead owners' " + deadBytes + " (the next reclaim removes them)" : "");
+    }
+
+    private static String file(OwnerLease.FileEntry file) {
+        return file.name() + "  " + (file.bytes() < 0 ? "? bytes" : file.bytes() + " bytes");
     }
 
     private void writePlugins() {

@@ -28,7 +28,7 @@ class InfoJsonTest {
         assertThat(result.err()).isEmpty();
         assertThat(result.out().chars()).allMatch(c -> c == '\n' || (c >= 0x20 && c < 0x7f));
         Map<String, Object> info = JsonParser.parseObject(result.out());
-        assertThat(info.keySet()).containsExactly("version", "spiVersion", "plugins", "configuration", "selection", "ipcCache", "threadPolicies");
+        assertThat(info.keySet()).containsExactly("version", "spiVersion", "plugins", "configuration", "selection", "ipcCache", "threadPolicies", "sharedFiles");
         assertThat(((Map<?, ?>) info.get("threadPolicies")).keySet().stream().map(String::valueOf).toList()).containsExactlyInAnyOrder("SINGLE", "SERIALIZED", "MULTI");
         assertThat(info).containsEntry("version", ToolVersion.current()).containsEntry("spiVersion", "1.1");
     }

@@ -1,0 +1,123 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.Pool;
+import dev.conduit.Worker;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.tools.CommandRunner.Result;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code conduit info}'s SHARED FILES: a dead owner's files are listed as dead, a live owner's (a
+ * worker and a pool open in this JVM) as live, a pending lease and a file no lease names as such,
+ * and nothing is removed; a directory that cannot be opened is said so, naming the errno and the key.
+ */
+class SharedFilesCommandTest {
+
+    private static final String DEAD = "0123456789abcdef0123456789abcdef";
+    private static final String DEAD_LEASE = "conduit-posix-" + DEAD + ".lease";
+    private static final String DEAD_CHUNK = "conduit-posix-" + DEAD + "-fedcba9876543210fedcba9876543210.chunk";
+    private static final String PENDING = "conduit-posix-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.lease-pending";
+    private static final String STRAY = "conduit-posix-stray.txt";
+
+    private final CommandRunner conduit = CommandRunner.discovering();
+
+    @TempDir
+    Path shared;
+
+    /** What a process killed with -9 leaves: a lease nobody holds and a chunk named after its owner. */
+    private void leaveADeadOwner() throws IOException {
+        Files.createFile(shared.resolve(DEAD_LEASE));
+        Files.write(shared.resolve(DEAD_CHUNK), new byte[4096]);
+        Files.createFile(shared.resolve(PENDING));
+        Files.write(shared.resolve(STRAY), new byte[12]);
+    }
+
+    private Conduit openLiveOwner() {
+        return Conduit.builder().environment(Map.of()).systemProperties(new java.util.Properties())
+                .set("shared.dir", shared.toString()).set("transports", "posix").build();
+    }
+
+    @Test
+    void infoListsADeadOwnerAsDeadAndALiveOneAsLiveAndRemovesNothing() throws IOException {
+        try (Conduit live = openLiveOwner(); Worker worker = live.newWorker(ThreadMode.SINGLE); Pool pool = live.pool("posix")) {
+            pool.allocate(4096);
+            leaveADeadOwner();
+            List<String> before = names();
+
+            Result result = conduit.run("info", "--set", "shared.dir=" + shared);
+
+            assertThat(result.exitCode()).as(result.err()).isZero();
+            String section = result.out().substring(result.out().indexOf("SHARED FILES"));
+            assertThat(section).contains("  posix  " + shared + "  (shared.dir (CONDUIT_SHARED_DIR))",
+                    "DEAD      " + DEAD_LEASE,
+                    "            " + DEAD_CHUNK + "  4096 bytes",
+                    "PENDING   " + PENDING,
+                    "NO LEASE  " + STRAY + "  12 bytes",
+                    "of which dead owners' 4096 (the next reclaim removes them)",
+                    "LIVE      conduit-posix-worker-");
+            assertThat(section).contains("5 owners (3 live, 1 dead, 1 pending)");
+            assertThat(section).containsPattern("LIVE      conduit-posix-[0-9a-f]{32}\\.lease\\n +conduit-posix-[0-9a-f]{32}-[0-9a-f]{32}\\.chunk");
+            assertThat(names()).as("info removes nothing").isEqualTo(before);
+        }
+    }
+
+    @Test
+    void infoOfADirectoryThatIsNoDirectorySaysWhyItCannotBeListed() throws IOException {
+        Path file = Files.createFile(shared.resolve("not-a-directory"));
+
+        Result result = conduit.run("info", "--set", "shared.dir=" + file, "--set", "transports=memfd,posix");
+
+        assertThat(result.exitCode()).as(result.err()).isZero();
+        // Unwrapped: the reason is wrapped at 100 columns.
+        String section = result.out().substring(result.out().indexOf("SHARED FILES")).replace("\n    ", " ");
+        assertThat(section).contains("  memfd  " + file + "  (shared.dir (CONDUIT_SHARED_DIR))",
+                "cannot list: cannot open the shared directory " + file + ": ENOTDIR");
+    }
+
+    @Test
+    void jsonListsEachOwnerWithItsStateFilesAndBytes() throws IOException {
+        leaveADeadOwner();
+        // No lease, whatever its name: a reclaim does not judge it, so it is no owner's, neither live nor dead.
+        String decoy = "conduit-posix-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.lease";
+        Files.createDirectory(shared.resolve(decoy));
+
+        Result result = conduit.run("info", "--json", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+        assertThat(result.exitCode()).as(result.err()).isZero();
+        Map<String, Object> info = JsonParser.parseObject(result.out());
+        List<Map<String, Object>> listings = Json.objects(info, "sharedFiles");
+        assertThat(listings).hasSize(1);
+        Map<String, Object> posix = listings.getFirst();
+        assertThat(posix).containsEntry("plugin", "posix").containsEntry("directory", shared.toString())
+                .containsEntry("setBy", "shared.dir (CONDUIT_SHARED_DIR)").containsEntry("error", null);
+        List<Map<String, Object>> owners = Json.objects(posix, "owners");
+        assertThat(owners).extracting(o -> o.get("state")).containsExactly("DEAD", "PENDING");
+        Map<String, Object> dead = owners.getFirst();
+        assertThat(dead.keySet()).containsExactly("owner", "lease", "state", "why", "bytes", "files");
+        assertThat(dead).containsEntry("owner", DEAD).containsEntry("lease", DEAD_LEASE).containsEntry("why", null);
+        assertThat(((Number) dead.get("bytes")).longValue()).isEqualTo(4096);
+        List<Map<String, Object>> files = Json.objects(dead, "files");
+        assertThat(files).hasSize(1);
+        assertThat(files.getFirst()).containsEntry("name", DEAD_CHUNK);
+        assertThat(((Number) files.getFirst().get("bytes")).longValue()).isEqualTo(4096);
+        assertThat(Json.objects(posix, "unowned")).extracting(f -> f.get("name")).containsExactly(decoy, STRAY);
+        assertThat(Json.objects(posix, "probes")).isEmpty();
+    }
+
+    private List<String> names() throws IOException {
+        try (Stream<Path> files = Files.list(shared)) {
+            return files.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+}
