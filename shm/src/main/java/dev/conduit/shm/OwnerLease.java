@@ -561,6 +561,29 @@ public final class OwnerLease implements AutoCloseable {
      *         may be a starting owner's, see {@link #acquire}), is removed without being listed
      */
     public static List<String> reclaimDead(Libc libc, SharedDirectory directory, String prefix) {
+        return reclaimDead(libc, directory, prefix, null);
+    }
+
+    /**
+     * What a reclaim did, file by file, for a caller that reports it ({@code conduit reclaim}); the reclaim still
+     * logs as {@link #reclaimDead(Libc, SharedDirectory, String)} does.
+     */
+    public interface ReclaimListener {
+        /**
+         * {@code name} was removed; {@code bytes} is its size just before ({@code -1} when that could not be read).
+         * {@code owner} is the dead owner's id, or null for a stale probe file, which no owner has.
+         */
+        void removed(String owner, String name, long bytes);
+
+        /** {@code name}, of the dead owner {@code owner}, could not be removed: its lease stays for the next reclaim. */
+        void notRemoved(String owner, String name, ErrnoException e);
+    }
+
+    /**
+     * {@link #reclaimDead(Libc, SharedDirectory, String)}, telling {@code listener} (when not null) of every file
+     * removed, a pending lease's too, with its size, and of every file of a dead owner that could not be removed.
+     */
+    public static List<String> reclaimDead(Libc libc, SharedDirectory directory, String prefix, ReclaimListener listener) {
         List<String> removed = new ArrayList<>();
         List<LockedLease> locked = new ArrayList<>();
         try {
@@ -568,7 +591,7 @@ public final class OwnerLease implements AutoCloseable {
                 if (name.startsWith(prefix + PROBE)) {
                     // Only a name newProbeName makes: another program's "<prefix>-probe-results.csv" is not ours to remove.
                     if (HEX.matcher(name.substring(prefix.length() + PROBE.length())).matches() && isStaleProbe(directory, name)
-                            && unlinkQuietly(directory, name)) {
+                            && unlinkQuietly(directory, null, name, listener)) {
                         removed.add(name);
                     }
                     continue;
@@ -585,7 +608,7 @@ public final class OwnerLease implements AutoCloseable {
                 } catch (ErrnoException e) {
                     if (locked.isEmpty()) continue; // gone already, or not a regular file we may open: not ours to judge
                     // Perhaps for want of the descriptors this reclaim holds: give them back, and try once more.
-                    removeFilesOf(libc, directory, prefix, locked, removed);
+                    removeFilesOf(libc, directory, prefix, locked, removed, listener);
                     try {
                         fd = directory.openLease(name);
                     } catch (ErrnoException again) {
@@ -608,16 +631,16 @@ public final class OwnerLease implements AutoCloseable {
                     // make one with a live owner's id: remove only it. A starting owner's that we locked first makes that
                     // owner start over (acquire); its removal is not reported as a dead owner's.
                     try {
-                        unlinkQuietly(directory, name);
+                        unlinkQuietly(directory, owner, name, listener);
                     } finally {
                         fd.close();
                     }
                     continue;
                 }
                 locked.add(new LockedLease(name, owner, fd));
-                if (locked.size() == RECLAIM_BATCH) removeFilesOf(libc, directory, prefix, locked, removed);
+                if (locked.size() == RECLAIM_BATCH) removeFilesOf(libc, directory, prefix, locked, removed, listener);
             }
-            removeFilesOf(libc, directory, prefix, locked, removed);
+            removeFilesOf(libc, directory, prefix, locked, removed, listener);
         } finally {
             for (LockedLease lease : locked) lease.fd().close();
         }
@@ -663,7 +686,7 @@ public final class OwnerLease implements AutoCloseable {
      * reclaim, by planting a file under its name in a sticky directory.
      */
     private static void removeFilesOf(Libc libc, SharedDirectory directory, String prefix, List<LockedLease> locked,
-                                      List<String> removed) {
+                                      List<String> removed, ReclaimListener listener) {
         if (locked.isEmpty()) return;
         try {
             List<String> names = directory.list(prefix + "-"); // sorted: an owner's files are one run of it
@@ -673,19 +696,22 @@ public final class OwnerLease implements AutoCloseable {
                 boolean all = true;
                 for (int i = first < 0 ? -first - 1 : first; i < names.size() && names.get(i).startsWith(files); i++) {
                     String name = names.get(i);
+                    long bytes = sizeFor(listener, directory, name);
                     try {
                         directory.unlink(name);
                         removed.add(name);
+                        if (listener != null) listener.removed(lease.owner(), name, bytes);
                     } catch (ErrnoException e) {
                         if (isFileOfLeaseOwner(libc, directory, name, lease.fd())) {
                             LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: "
                                     + e.getMessage());
+                            if (listener != null) listener.notRemoved(lease.owner(), name, e);
                             all = false;
                         }
                     }
                 }
                 // The lease goes last, and only when all else went, so that a later reclaim retries the rest.
-                if (all && unlinkQuietly(directory, lease.name())) removed.add(lease.name());
+                if (all && unlinkQuietly(directory, lease.owner(), lease.name(), listener)) removed.add(lease.name());
             }
         } finally {
             for (LockedLease lease : locked) lease.fd().close();
@@ -745,13 +771,26 @@ public final class OwnerLease implements AutoCloseable {
         return OWNER_ID.matcher(owner).matches();
     }
 
-    private static boolean unlinkQuietly(SharedDirectory directory, String name) {
+    private static boolean unlinkQuietly(SharedDirectory directory, String owner, String name, ReclaimListener listener) {
+        long bytes = sizeFor(listener, directory, name);
         try {
             directory.unlink(name);
+            if (listener != null) listener.removed(owner, name, bytes);
             return true;
         } catch (ErrnoException e) {
             LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: " + e.getMessage());
+            if (listener != null) listener.notRemoved(owner, name, e);
             return false;
+        }
+    }
+
+    /** The size of {@code name} for a listener's report, read only when there is one to tell: a reclaim alone needs none. */
+    private static long sizeFor(ReclaimListener listener, SharedDirectory directory, String name) {
+        if (listener == null) return -1;
+        try {
+            return directory.status(name).size();
+        } catch (ErrnoException e) {
+            return -1;
         }
     }
 

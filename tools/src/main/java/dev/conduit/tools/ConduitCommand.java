@@ -18,7 +18,7 @@ import java.util.function.Supplier;
 
 /**
  * The {@code conduit} command. Each subcommand is a class of its own ({@code info},
- * {@code perf}) that mixes in the shared options ({@code --set}, {@code --verbose}) and opens
+ * {@code perf}, {@code reclaim}) that mixes in the shared options ({@code --set}, {@code --verbose}) and opens
  * Conduit through {@link #openConduit}, so configuration and failures work the same in all of them.
  *
  * <p>Exit codes: {@value #EXIT_OK} success, {@value #EXIT_FAILED} Conduit failed or the output could
@@ -27,16 +27,18 @@ import java.util.function.Supplier;
 @Command(name = "conduit",
         mixinStandardHelpOptions = true,
         versionProvider = ToolVersion.class,
-        subcommands = {InfoCommand.class, PerfCommand.class, CommandLine.HelpCommand.class},
-        description = {"Inspects Conduit in this process: the plugins it finds, their configuration and what it selects (info),",
-                "and measures it between two processes (perf)."},
+        subcommands = {InfoCommand.class, PerfCommand.class, ReclaimCommand.class, CommandLine.HelpCommand.class},
+        description = {"Inspects Conduit in this process: the plugins it finds, their configuration and what it selects, and",
+                "what memfd and posix keep in the shared directory (info); measures it between two processes (perf); and",
+                "removes the files dead processes left in the shared directory (reclaim)."},
         footerHeading = "%nExit codes:%n",
         footer = {
                 // picocli wraps a footer line longer than the usage width (80) badly: keep each below it.
                 "  0  success",
                 "  1  Conduit failed (configuration error, plugin failure): the message goes",
                 "     to standard error; --verbose adds the stack trace. Also when the output",
-                "     could not be written (a full disk, a pipe whose reader is gone)",
+                "     could not be written (a full disk, a pipe whose reader is gone), and",
+                "     when reclaim could not remove a dead owner's file or list a directory",
                 "  2  usage error: unknown option or subcommand, malformed argument",
                 "",
                 "Configuration comes, strongest first, from a subcommand's --set, conduit.*",

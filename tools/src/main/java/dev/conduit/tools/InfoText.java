@@ -96,7 +96,7 @@ final class InfoText {
         });
         return survey.owners().size() + (survey.owners().size() == 1 ? " owner" : " owners") + (states.isEmpty() ? "" : " ("
                 + String.join(", ", states) + ")") + "; " + files + (files == 1 ? " file, " : " files, ") + bytes + " bytes"
-                + (counts.get(OwnerLease.State.DEAD) > 0 ? ", of which dead owners' " + deadBytes + " (the next reclaim removes them)" : "");
+                + (counts.get(OwnerLease.State.DEAD) > 0 ? ", of which dead owners' " + deadBytes + " (conduit reclaim removes them)" : "");
     }
 
     private static String file(OwnerLease.FileEntry file) {

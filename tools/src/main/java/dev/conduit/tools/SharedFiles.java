@@ -16,7 +16,8 @@ import java.util.Set;
 
 /**
  * Where memfd and posix keep their files, as this process's configuration names the directories,
- * and what is in them: the facts {@code conduit info} shows (SHARED FILES). The judging of owners is {@link OwnerLease}'s, the code the plugins run.
+ * and what is in them: the facts {@code conduit info} shows (SHARED FILES) and {@code conduit reclaim}
+ * acts on. The judging of owners is {@link OwnerLease}'s, the code the plugins run.
  */
 final class SharedFiles {
 

@@ -18,9 +18,10 @@ import java.util.stream.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * {@code conduit info}'s SHARED FILES: a dead owner's files are listed as dead, a live owner's (a
- * worker and a pool open in this JVM) as live, a pending lease and a file no lease names as such,
- * and nothing is removed; a directory that cannot be opened is said so, naming the errno and the key.
+ * {@code conduit info}'s SHARED FILES and {@code conduit reclaim}: a dead owner's files are listed as
+ * dead and removed, a live owner's (a worker and a pool open in this JVM) listed as live and left
+ * alone, as are a pending lease and a file no lease names; a directory that cannot be opened is
+ * said so, naming the errno and the key.
  */
 class SharedFilesCommandTest {
 
@@ -64,12 +65,71 @@ class SharedFilesCommandTest {
                     "            " + DEAD_CHUNK + "  4096 bytes",
                     "PENDING   " + PENDING,
                     "NO LEASE  " + STRAY + "  12 bytes",
-                    "of which dead owners' 4096 (the next reclaim removes them)",
+                    "of which dead owners' 4096 (conduit reclaim removes them)",
                     "LIVE      conduit-posix-worker-");
             assertThat(section).contains("5 owners (3 live, 1 dead, 1 pending)");
             assertThat(section).containsPattern("LIVE      conduit-posix-[0-9a-f]{32}\\.lease\\n +conduit-posix-[0-9a-f]{32}-[0-9a-f]{32}\\.chunk");
             assertThat(names()).as("info removes nothing").isEqualTo(before);
         }
+    }
+
+    @Test
+    void reclaimRemovesTheDeadOwnersFilesAndLeavesTheLiveOwnersThePendingLeaseAside() throws IOException {
+        try (Conduit live = openLiveOwner(); Worker worker = live.newWorker(ThreadMode.SINGLE); Pool pool = live.pool("posix")) {
+            pool.allocate(4096);
+            leaveADeadOwner();
+            List<String> liveFiles = names().stream().filter(n -> !n.contains(DEAD) && !n.equals(PENDING) && !n.equals(STRAY)).toList();
+            assertThat(liveFiles).isNotEmpty();
+
+            Result result = conduit.run("reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+            assertThat(result.exitCode()).as(result.out() + result.err()).isZero();
+            assertThat(result.out()).contains(
+                    "removed      " + DEAD_CHUNK + "  4096 bytes  (dead owner " + DEAD + ")",
+                    "removed      " + DEAD_LEASE + "  0 bytes  (dead owner " + DEAD + ")",
+                    "removed      " + PENDING + "  0 bytes  (a pending lease nobody held)",
+                    "removed 3 files, 4096 bytes, of 1 dead owner",
+                    "1 file that no lease names (12 bytes: no reclaim removes them");
+            assertThat(result.out()).containsPattern("left: 3 live owners \\(\\d+ files?, \\d+ bytes\\)");
+            assertThat(names()).as("the live owners' files and the stray file stay").containsExactlyInAnyOrderElementsOf(
+                    Stream.concat(liveFiles.stream(), Stream.of(STRAY)).toList());
+            // The live owners go on: their files are theirs to remove.
+            pool.allocate(4096);
+        }
+        assertThat(names()).containsExactly(STRAY);
+    }
+
+    @Test
+    void aFileOfADeadOwnerThatCannotBeRemovedIsNamedWithItsErrnoAndKeepsTheLease() throws IOException {
+        leaveADeadOwner();
+        // unlink(2) refuses a directory whoever asks (EISDIR), root too, where a permission would not stop root.
+        String directory = "conduit-posix-" + DEAD + "-subdirectory";
+        Files.createDirectory(shared.resolve(directory));
+
+        Result result = conduit.run("reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+        assertThat(result.exitCode()).as(result.out() + result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.out()).contains(
+                "removed      " + DEAD_CHUNK + "  4096 bytes  (dead owner " + DEAD + ")",
+                "not removed  " + directory + "  (dead owner " + DEAD + "): EISDIR (",
+                "a directory has the name of a dead owner's file: remove it by hand (rm -r) once you know no program of yours "
+                        + "made it; its lease stays, so that the next reclaim tries again",
+                "removed 2 files, 4096 bytes, of 1 dead owner; 1 not removed",
+                "left: 1 dead owner (1 file, ");
+        assertThat(result.err()).contains("conduit: 1 file of dead owners could not be removed (above, with what to do)");
+        assertThat(names()).contains(DEAD_LEASE, directory).doesNotContain(DEAD_CHUNK, PENDING);
+    }
+
+    @Test
+    void reclaimOfADirectoryThatDoesNotExistNamesTheErrnoAndTheKey() {
+        Path missing = shared.resolve("missing");
+
+        Result result = conduit.run("reclaim", "--set", "shared.dir=" + missing, "--set", "transports=posix");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.out()).contains("cannot reclaim: cannot open the shared directory " + missing + ": ENOENT",
+                "or set shared.dir (CONDUIT_SHARED_DIR)");
+        assertThat(result.err()).contains("conduit: cannot reclaim in " + missing);
     }
 
     @Test
@@ -83,6 +143,14 @@ class SharedFilesCommandTest {
         String section = result.out().substring(result.out().indexOf("SHARED FILES")).replace("\n    ", " ");
         assertThat(section).contains("  memfd  " + file + "  (shared.dir (CONDUIT_SHARED_DIR))",
                 "cannot list: cannot open the shared directory " + file + ": ENOTDIR");
+    }
+
+    @Test
+    void reclaimWithNeitherMemfdNorPosixSaysThereIsNothingToReclaimAndWhy() {
+        Result result = conduit.run("reclaim", "--set", "transports=devdax");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("conduit: nothing to reclaim: neither memfd nor posix was found, or transports leaves both out");
     }
 
     @Test
