@@ -8,11 +8,16 @@ import dev.conduit.tools.CommandRunner.Result;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -97,6 +102,49 @@ class SharedFilesCommandTest {
             pool.allocate(4096);
         }
         assertThat(names()).containsExactly(STRAY);
+    }
+
+    @Test
+    void theOwnersOfAProcessKilledWithSigkillAreListedLiveThenDeadAndReclaimed() throws Exception {
+        List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+        command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString(), "-t", "posix"));
+        Process server = new ProcessBuilder(command).redirectErrorStream(true).start();
+        try {
+            BufferedReader lines = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+            StringBuilder seen = new StringBuilder();
+            HangGuard.await("the server's 'published' line", () -> seen.length() + HangGuard.childrenCpu(), () -> {
+                for (String line; (line = lines.readLine()) != null; ) {
+                    seen.append(line).append('\n');
+                    if (line.contains("published ")) return line;
+                }
+                throw new AssertionError("the server ended without publishing; it printed:\n" + seen);
+            });
+            String[] posix = {"--set", "shared.dir=" + shared, "--set", "transports=posix"};
+
+            String whileItLives = sharedFiles(conduit.run(concat("info", posix)));
+            assertThat(whileItLives).contains("LIVE      conduit-posix-worker-").doesNotContain("DEAD ");
+
+            server.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+            String once = sharedFiles(conduit.run(concat("info", posix)));
+            assertThat(once).contains("DEAD      conduit-posix-worker-", "conduit reclaim removes them").doesNotContain("LIVE ");
+
+            Result reclaimed = conduit.run(concat("reclaim", posix));
+            assertThat(reclaimed.exitCode()).as(reclaimed.out() + reclaimed.err()).isZero();
+            assertThat(reclaimed.out()).containsPattern("removed      conduit-posix-[0-9a-f]{32}-[0-9a-f]{32}\\.chunk  [1-9]\\d* bytes  "
+                    + "\\(dead owner [0-9a-f]{32}\\)").contains("left: nothing");
+            assertThat(names()).noneMatch(n -> n.startsWith("conduit-posix"));
+        } finally {
+            server.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    private static String[] concat(String first, String... rest) {
+        return Stream.concat(Stream.of(first), Stream.of(rest)).toArray(String[]::new);
+    }
+
+    private static String sharedFiles(Result result) {
+        assertThat(result.exitCode()).as(result.err()).isZero();
+        return result.out().substring(result.out().indexOf("SHARED FILES"));
     }
 
     @Test
