@@ -28,9 +28,10 @@ import java.util.function.Supplier;
         mixinStandardHelpOptions = true,
         versionProvider = ToolVersion.class,
         subcommands = {InfoCommand.class, PerfCommand.class, ReclaimCommand.class, CommandLine.HelpCommand.class},
-        description = {"Inspects Conduit in this process: the plugins it finds, their configuration and what it selects, and",
-                "what memfd and posix keep in the shared directory (info); measures it between two processes (perf); and",
-                "removes the files dead processes left in the shared directory (reclaim)."},
+        description = {"Inspects Conduit in this process: the plugins it finds, their configuration,",
+                "what it selects and what memfd and posix keep in the shared directory (info);",
+                "measures it between two processes (perf); removes what dead processes left",
+                "in the shared directory (reclaim)."},
         footerHeading = "%nExit codes:%n",
         footer = {
                 // picocli wraps a footer line longer than the usage width (80) badly: keep each below it.

@@ -64,7 +64,7 @@ final class ReclaimCommand implements Runnable {
                 SharedFiles.inDirectory(place, (libc, directory) -> OwnerLease.reclaimDead(libc, directory, place.prefix(), report));
             } catch (ConduitException e) {
                 out.println(INDENT + "cannot reclaim: " + e.getMessage());
-                unlisted.add(place.directory().toString());
+                unlisted.add(place.plugin() + " in " + place.directory());
                 out.flush();
                 continue;
             }

@@ -177,7 +177,7 @@ class SharedFilesCommandTest {
         assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
         assertThat(result.out()).contains("cannot reclaim: cannot open the shared directory " + missing + ": ENOENT",
                 "or set shared.dir (CONDUIT_SHARED_DIR)");
-        assertThat(result.err()).contains("conduit: cannot reclaim in " + missing);
+        assertThat(result.err()).contains("conduit: cannot reclaim in posix in " + missing + " (above, with what to do)");
     }
 
     @Test
