@@ -129,25 +129,29 @@ final class ReclaimCommand implements Runnable {
         public void removed(String owner, String name, long size) {
             files++;
             bytes += Math.max(0, size);
-            String whose;
-            if (owner == null) {
-                whose = "a probe file left by a process killed while probing";
-            } else if (name.endsWith(".lease-pending")) {
-                // Owns nothing yet: an owner killed while creating its lease, or one starting, which starts over (OwnerLease.acquire).
-                whose = "a pending lease nobody held";
-            } else {
-                owners.add(owner);
-                whose = "dead owner " + owner;
-            }
-            out.println(INDENT + "removed      " + name + "  " + (size < 0 ? "?" : Long.toString(size)) + " bytes  (" + whose + ")");
+            out.println(INDENT + "removed      " + name + "  " + (size < 0 ? "?" : Long.toString(size)) + " bytes  (" + whose(owner, name)
+                    + ")");
         }
 
         @Override
         public void notRemoved(String owner, String name, ErrnoException e) {
             notRemoved++;
-            if (owner != null) owners.add(owner);
-            out.println(INDENT + "not removed  " + name + "  (dead owner " + owner + "): " + e.errnoName() + " (" + e.getMessage() + "); "
-                    + remedy(e) + "; its lease stays, so that the next reclaim tries again");
+            out.println(INDENT + "not removed  " + name + "  (" + whose(owner, name) + "): " + e.errnoName() + " (" + e.getMessage()
+                    + "); " + remedy(e) + "; " + (owner == null || isPending(name) ? "the next reclaim tries again"
+                    : "its lease stays, so that the next reclaim tries again"));
+        }
+
+        /** Whose file {@code name} is, counting a dead owner once. */
+        private String whose(String owner, String name) {
+            if (owner == null) return "a probe file left by a process killed while probing";
+            // Owns nothing yet: an owner killed while creating its lease, or one starting, which starts over (OwnerLease.acquire).
+            if (isPending(name)) return "a pending lease nobody held";
+            owners.add(owner);
+            return "dead owner " + owner;
+        }
+
+        private static boolean isPending(String name) {
+            return name.endsWith(".lease-pending");
         }
 
         private String remedy(ErrnoException e) {

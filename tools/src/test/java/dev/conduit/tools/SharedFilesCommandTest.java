@@ -169,6 +169,59 @@ class SharedFilesCommandTest {
     }
 
     @Test
+    void reclaimBehindAReadOnlyMountNamesEroFsAndKeepsTheDeadOwnersLease() throws Exception {
+        leaveADeadOwner();
+
+        // A container's -v DIR:DIR:ro: the bind mount refuses root too (EROFS).
+        Output result = runConduitThrough(List.of("unshare", "--mount", "sh", "-c",
+                        "mount --bind -o ro \"$1\" \"$1\" && shift && exec \"$@\"", "read-only-mount", shared.toString()),
+                "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+        assertThat(result.exitCode()).as(result.output()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.output()).contains(
+                "not removed  " + DEAD_CHUNK + "  (dead owner " + DEAD + "): EROFS (",
+                shared + " is mounted read-only here: run conduit reclaim where it is mounted read-write; its lease stays, so "
+                        + "that the next reclaim tries again",
+                "not removed  " + PENDING + "  (a pending lease nobody held): EROFS (",
+                "removed 0 files, 0 bytes, of 1 dead owner; 2 not removed",
+                "conduit: 2 files of dead owners could not be removed (above, with what to do)");
+        assertThat(names()).contains(DEAD_LEASE, DEAD_CHUNK, PENDING);
+    }
+
+    @Test
+    void infoOfADirectoryThisUserCannotReadNamesEaccesAndTheKey() throws Exception {
+        Path unreadable = Files.createDirectory(shared.resolve("unreadable"));
+        Files.setPosixFilePermissions(unreadable, java.util.Set.of());
+
+        // Root reads any directory: without the capabilities that override file modes, modes bind it as any user.
+        Output result = runConduitThrough(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"),
+                "info", "--set", "shared.dir=" + unreadable, "--set", "transports=memfd");
+
+        assertThat(result.exitCode()).as(result.output()).isZero();
+        String section = result.output().substring(result.output().indexOf("SHARED FILES")).replace("\n    ", " ");
+        assertThat(section).contains("  memfd  " + unreadable + "  (shared.dir (CONDUIT_SHARED_DIR))",
+                "cannot list: cannot open the shared directory " + unreadable + ": EACCES",
+                "or set shared.dir (CONDUIT_SHARED_DIR)");
+    }
+
+    /** What a {@code conduit} process printed, standard error included, and its exit code. */
+    private record Output(int exitCode, String output) {
+    }
+
+    /** Runs {@code conduit args} in a JVM of its own, started through {@code prefix} (setpriv, unshare). */
+    private static Output runConduitThrough(List<String> prefix, String... args) throws Exception {
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(PerfPeer.javaCommand());
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+        String output = HangGuard.await("conduit " + String.join(" ", args), HangGuard::childrenCpu,
+                () -> new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        assertThat(process.waitFor(60, TimeUnit.SECONDS)).as("hang guard").isTrue();
+        return new Output(process.exitValue(), output);
+    }
+
+    @Test
     void reclaimOfADirectoryThatDoesNotExistNamesTheErrnoAndTheKey() {
         Path missing = shared.resolve("missing");
 
