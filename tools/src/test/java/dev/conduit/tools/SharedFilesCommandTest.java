@@ -204,6 +204,27 @@ class SharedFilesCommandTest {
                 "or set shared.dir (CONDUIT_SHARED_DIR)");
     }
 
+    @Test
+    void anotherUsersLeaseIsListedUnjudgedWithTheErrnoAndReclaimLeavesItsFiles() throws Exception {
+        leaveADeadOwner();
+        // Another user's 0600 lease, as in a sticky /dev/shm: it does not open, so its owner cannot be judged.
+        for (String name : List.of(DEAD_LEASE, DEAD_CHUNK)) {
+            Files.setAttribute(shared.resolve(name), "unix:uid", 65534);
+            Files.setPosixFilePermissions(shared.resolve(name), java.util.Set.of(java.nio.file.attribute.PosixFilePermission.OWNER_READ,
+                    java.nio.file.attribute.PosixFilePermission.OWNER_WRITE));
+        }
+        List<String> withoutOverride = List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--");
+
+        Output info = runConduitThrough(withoutOverride, "info", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+        Output reclaim = runConduitThrough(withoutOverride, "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+        assertThat(info.exitCode()).as(info.output()).isZero();
+        assertThat(info.output()).contains("UNJUDGED  " + DEAD_LEASE + "  EACCES (", "            " + DEAD_CHUNK + "  4096 bytes");
+        assertThat(reclaim.exitCode()).as(reclaim.output()).isZero();
+        assertThat(reclaim.output()).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases do not open for this user");
+        assertThat(names()).contains(DEAD_LEASE, DEAD_CHUNK);
+    }
+
     /** What a {@code conduit} process printed, standard error included, and its exit code. */
     private record Output(int exitCode, String output) {
     }
