@@ -910,7 +910,9 @@ public final class ShmTransport implements Transport {
                 try {
                     PayloadReader r = control(m, offset, length, BOUNCE_PAYLOAD_MAX, "bounce.");
                     export = r.bytes("payload", r.u16("payload.length"));
-                    ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096, 1L << 40);
+                    // No sender makes a longer one (bounce.size): 1 TiB was taken, each a TiB of this worker's address space.
+                    ringLength = r.u64InRange("length", BounceRing.HEADER_LENGTH + 4096,
+                            BounceRing.mappedLength(ShmTransportConfig.MAX_BOUNCE_SIZE));
                     r.end("length");
                 } catch (InvalidHandleException e) {
                     // As a CONNECT's: thrown bare, it left the connection kept without a ring, its next large message

@@ -36,7 +36,7 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
      * ring past 2 GiB took payloads the local queue then refused, one of a TiB or more was refused
      * by every receiver, which maps at most 1 TiB, and one past 2^62 rounded up to a negative limit.)
      */
-    private static final long MAX_BOUNCE_SIZE = 1L << 30;
+    static final long MAX_BOUNCE_SIZE = 1L << 30;
 
     /** The keys for {@code plugin} (declared in this order; {@code conduit info} sorts them by name). */
     public static List<ConfigKey<?>> keys(String plugin) {

@@ -4126,6 +4126,24 @@ class ShmTransportTest {
     }
 
     /**
+     * A bounce ring announced longer than any sender makes (bounce.size is at most 1 GiB) refuses its
+     * connection before anything is mapped: up to 1 TiB was taken, so that each connection could
+     * take a TiB of the worker's address space.
+     */
+    @Test
+    void aBounceRingAnnouncedLongerThanAnySenderMakesRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("broke the queue protocol, its record was dropped: bounce ring announcement: "
+                + "invalid control record: field 'bounce.length': value 2147487744 is outside [8192, 1073745920]", queue -> {
+            byte[] payload = new dev.conduit.spi.PayloadWriter().u16(8).bytes(new byte[8]).u64((2L << 30) + 4096).toByteArray();
+            long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 128);
+            queue.set(ValueLayout.JAVA_LONG, record + 24, payload.length);
+            MemorySegment.copy(payload, 0, queue, ValueLayout.JAVA_BYTE, record + 48, payload.length);
+            queue.set(ValueLayout.JAVA_INT, record + 4, 4); // BOUNCE
+            queue.set(ValueLayout.JAVA_INT, record, 128);
+        }, 8);
+    }
+
+    /**
      * A sender whose memory provider breaks {@code MemoryProvider#export}'s 3 KiB bound fails its
      * endpoint at its first large send, naming the provider: no large message could get past it,
      * and none after it may be sent. The peer used to refuse the announcement, and the sender
