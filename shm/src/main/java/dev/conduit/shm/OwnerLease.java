@@ -565,8 +565,9 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
-     * What a reclaim did, file by file, for a caller that reports it ({@code conduit reclaim}); the reclaim still
-     * logs as {@link #reclaimDead(Libc, SharedDirectory, String)} does.
+     * What a reclaim did, file by file, for a caller that reports it ({@code conduit reclaim}): the reclaim then logs
+     * none of it itself (neither its INFO of the files removed nor its WARNING of a file it could not remove), which
+     * the caller's report would only repeat.
      */
     public interface ReclaimListener {
         /**
@@ -647,7 +648,7 @@ public final class OwnerLease implements AutoCloseable {
         for (String name : removed) {
             if (name.endsWith(LEASE)) remember(directory.path().resolve(name));
         }
-        if (!removed.isEmpty()) {
+        if (!removed.isEmpty() && listener == null) {
             LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + (removed.size() == 1 ? " file" : " files") + " of dead owners in " + directory + ": " + removed);
         }
         return removed;
@@ -703,9 +704,7 @@ public final class OwnerLease implements AutoCloseable {
                         if (listener != null) listener.removed(lease.owner(), name, bytes);
                     } catch (ErrnoException e) {
                         if (isFileOfLeaseOwner(libc, directory, name, lease.fd())) {
-                            LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: "
-                                    + e.getMessage());
-                            if (listener != null) listener.notRemoved(lease.owner(), name, e);
+                            cannotRemove(directory, lease.owner(), name, e, listener);
                             all = false;
                         }
                     }
@@ -778,9 +777,17 @@ public final class OwnerLease implements AutoCloseable {
             if (listener != null) listener.removed(owner, name, bytes);
             return true;
         } catch (ErrnoException e) {
-            LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: " + e.getMessage());
-            if (listener != null) listener.notRemoved(owner, name, e);
+            cannotRemove(directory, owner, name, e, listener);
             return false;
+        }
+    }
+
+    /** Says that a dead owner's file stays: to the listener, who reports it, or else in a WARNING. */
+    private static void cannotRemove(SharedDirectory directory, String owner, String name, ErrnoException e, ReclaimListener listener) {
+        if (listener != null) {
+            listener.notRemoved(owner, name, e);
+        } else {
+            LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: " + e.getMessage());
         }
     }
 

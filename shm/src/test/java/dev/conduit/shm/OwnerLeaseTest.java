@@ -91,6 +91,42 @@ class OwnerLeaseTest {
         }
     }
 
+    /**
+     * A reclaim that tells a listener what it removes ({@code conduit reclaim}, which prints it) logs
+     * nothing of it itself; one without logs its INFO. {@code conduit reclaim} printed every file
+     * twice: its report, then the reclaim's INFO on standard error.
+     */
+    @Test
+    void aReclaimThatTellsAListenerLogsNothingOfItItself() throws Exception {
+        Libc libc = Linux.libc();
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger("dev.conduit.shm");
+        List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override public void publish(java.util.logging.LogRecord record) { logged.add(record.getLevel() + " " + record.getMessage()); }
+            @Override public void flush() { }
+            @Override public void close() { }
+        };
+        jul.addHandler(handler);
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            String owner = "0123456789abcdef0123456789abcdef";
+            java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner)));
+            java.nio.file.Files.writeString(shared.resolve("conduit-test-" + owner + "-1.chunk"), "data");
+            List<String> told = new ArrayList<>();
+            OwnerLease.reclaimDead(libc, directory, "conduit-test", new OwnerLease.ReclaimListener() {
+                @Override public void removed(String o, String name, long bytes) { told.add(name + " " + bytes); }
+                @Override public void notRemoved(String o, String name, dev.conduit.linux.ErrnoException e) { told.add("not " + name); }
+            });
+            assertThat(told).containsExactly("conduit-test-" + owner + "-1.chunk 4", OwnerLease.leaseName("conduit-test", owner) + " 0");
+            assertThat(logged).isEmpty();
+
+            java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner)));
+            OwnerLease.reclaimDead(libc, directory, "conduit-test");
+            assertThat(logged).singleElement().asString().startsWith("INFO reclaimed 1 file of dead owners in");
+        } finally {
+            jul.removeHandler(handler);
+        }
+    }
+
     @Test
     void aDecoyLeaseWhoseNameIsNoOwnerIdMakesNoLiveOwnersFilesLookDead() throws Exception {
         Libc libc = Linux.libc();
