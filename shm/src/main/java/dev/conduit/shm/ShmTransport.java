@@ -662,22 +662,32 @@ public final class ShmTransport implements Transport {
                 connectionsInUse.put(connection, Boolean.TRUE);
             }
             return endpoint;
-        } catch (RuntimeException | InternalError e) {
+        } catch (RuntimeException | InternalError failure) {
+            // A peer killed after the look above fails the import of its queue ("producer gone": its fd server's socket
+            // reset): that is its death, which a caller handling PeerFailedException (an answer's replyEndpoint()) must be
+            // told as one, not as an importer's error naming pools and timeouts.
+            PeerFailedException died = failure instanceof ConduitException c && !(c instanceof PeerFailedException)
+                    && !peerLease.ownerAlive()
+                    ? new PeerFailedException(plugin + ": the peer died while this worker connected to it (its lease " + leaseName
+                            + " is no longer held): " + c.getMessage(), c)
+                    : null;
             try {
                 if (mapping != null) mapping.close();
             } catch (RuntimeException unmapFailure) {
-                e.addSuppressed(unmapFailure); // the lease's watch still goes, and the connect's own failure is what it says
+                // the lease's watch still goes, and the connect's own failure is what it says
+                (died != null ? died : failure).addSuppressed(unmapFailure);
             } finally {
                 peerLease.close();
             }
             // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory.
-            if (e instanceof PeerFailedException) reclaimDeadPeers(directory);
+            if (died != null || failure instanceof PeerFailedException) reclaimDeadPeers(directory);
+            if (died != null) throw died;
             // A posix queue file truncated after the importer checked its length: the first read of its header faults.
-            if (e instanceof InternalError fault) {
+            if (failure instanceof InternalError fault) {
                 throw new ConduitException(plugin + ": cannot reach the peer: " + MappedMemoryFaults.describe(fault, plugin,
                         "its receive queue (lease " + leaseName + ")"), fault);
             }
-            throw e;
+            throw failure;
         }
     }
 

@@ -1,0 +1,109 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+/** A connect to a peer that dies while the connect imports its receive queue. */
+class ShmTransportConnectTest {
+
+    @TempDir
+    Path shared;
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : open.reversed()) c.close();
+    }
+
+    private static final MessageSink NO_MESSAGES = (id, h, ho, hl, p, po, pl) -> {
+        throw new AssertionError("no message is sent");
+    };
+
+    /**
+     * A peer killed after the connect found its lease held fails the import of its queue (over
+     * memfd: "producer gone", its fd server's socket reset). The connect says the peer died, as a
+     * {@link PeerFailedException}, which a handler answering through {@code replyEndpoint()}
+     * catches for a sender's death; it threw the importer's plain {@link ConduitException}, which
+     * left such a handler through {@code progress()} (helper h12's soak, a sender killed every 30 s,
+     * over memfd). Nothing of the peer stays mapped or watched.
+     */
+    @Test
+    void aPeerThatDiesWhileItsQueueIsImportedIsAPeerFailure() throws Exception {
+        ShmTransport peer = transport(new InProcessMemory());
+        InProcessMemory memory = new InProcessMemory();
+        int[] mapped = {0};
+        IpcImporter dyingProducer = new IpcImporter() {
+            @Override
+            public ChunkMapping map(PayloadReader payload, long chunkLength) {
+                mapped[0]++;
+                peer.close(); // releases its lease, as a killed process's exit does
+                throw new ConduitException("producer gone (its socket reset the connection before answering)");
+            }
+        };
+        ShmTransport connecting = transport(memory, dyingProducer);
+
+        Throwable thrown = catchThrowable(() -> connecting.connect(new PayloadReader(peer.address()), cause -> { }));
+
+        assertThat(mapped[0]).isEqualTo(1);
+        assertThat(thrown).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("test: the peer died while this worker connected to it (its lease conduit-test-")
+                .hasMessageContaining("is no longer held): producer gone (its socket reset the connection before answering)")
+                .hasCauseInstanceOf(ConduitException.class);
+        assertThat(leases()).as("only the connecting worker's lease is left").hasSize(1);
+    }
+
+    /** An importer's failure while the peer lives is its own: the peer did not fail. */
+    @Test
+    void anImportFailureWhileThePeerLivesStaysTheImportersError() {
+        ShmTransport peer = transport(new InProcessMemory());
+        ConduitException refused = new ConduitException("refused by the producer");
+        IpcImporter refusing = new IpcImporter() {
+            @Override
+            public ChunkMapping map(PayloadReader payload, long chunkLength) {
+                throw refused;
+            }
+        };
+        ShmTransport connecting = transport(new InProcessMemory(), refusing);
+
+        Throwable thrown = catchThrowable(() -> connecting.connect(new PayloadReader(peer.address()), cause -> { }));
+
+        assertThat(thrown).isSameAs(refused);
+    }
+
+    private List<Path> leases() throws Exception {
+        try (Stream<Path> s = Files.list(shared)) {
+            return s.filter(p -> p.getFileName().toString().endsWith(".lease")).toList();
+        }
+    }
+
+    private ShmTransport transport(InProcessMemory memory) {
+        return transport(memory, memory);
+    }
+
+    private ShmTransport transport(InProcessMemory memory, IpcImporter importer) {
+        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(20), Duration.ofSeconds(10),
+                Duration.ofMillis(50), 1024, 64L << 30);
+        ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, NO_MESSAGES), config, memory, importer);
+        open.add(t);
+        return t;
+    }
+}
