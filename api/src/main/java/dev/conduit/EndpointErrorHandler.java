@@ -8,7 +8,9 @@ import dev.conduit.spi.PeerFailedException;
  * <p>Called once per endpoint, on a thread calling {@link Worker#progress()} (or
  * {@link Worker#await}), inside the worker's guard, after the transports' progress step: it may
  * close the endpoint or connect again. An exception it throws propagates out of that
- * {@code progress()} call, as a message handler's does.
+ * {@code progress()} call, as a message handler's does. Once it returns, the worker gives back
+ * what the failed endpoint held (its transport endpoint and peer regions), so an endpoint dropped
+ * unclosed leaks nothing; closing it is still allowed, and it keeps throwing the failure.
  */
 @FunctionalInterface
 public interface EndpointErrorHandler {

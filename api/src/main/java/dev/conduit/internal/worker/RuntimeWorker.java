@@ -962,8 +962,13 @@ public final class RuntimeWorker implements Worker {
 
     private void reportFailures(MessageDispatch.Delivery d) {
         STATE.getAndBitwiseAnd(this, ~FAILURES_TO_REPORT);
-        for (RuntimeEndpoint ep : endpoints) {
-            ep.reportFailure(d);
+        for (RuntimeEndpoint ep : endpoints) { // the array as it was: a release replaces it
+            if (!ep.reportFailure(d)) continue;
+            try {
+                ep.releaseFailed();
+            } catch (RuntimeException | Error e) {
+                d.fail(e);
+            }
         }
     }
 

@@ -862,6 +862,31 @@ class EndpointMessagingTest {
         ep.close();
     }
 
+    /**
+     * A failed endpoint the application drops unclosed (its error handler connects to the peer's
+     * successor, say) is given back by the progress call that reports its failure: its transport
+     * endpoint is closed and the worker holds it no more. Until 2026-12-04 the worker kept every
+     * such endpoint until its own close, some 3 KiB of heap each (helper h12: 1,000 peers that
+     * closed, each endpoint to them dropped failed, left 3.2 MB). The endpoint stays failed, not
+     * closed: its calls throw the failure, and closing it later closes nothing twice.
+     */
+    @Test
+    void aFailedEndpointDroppedUnclosedIsGivenBackByTheProgressThatReportsItsFailure() {
+        Pair p = pair(2);
+        List<PeerFailedException> reported = new ArrayList<>();
+        Endpoint ep = p.sender().connect(p.receiver().address(), (endpoint, cause) -> reported.add(cause));
+        ep.send(1, longs(1));
+        p.receiverTransport().kill();
+
+        p.sender().progress();
+
+        assertThat(reported).hasSize(1);
+        assertThat(p.plugin().closes).as("its transport endpoint, closed by the reporting progress()").contains("endpoint#1");
+        assertThatThrownBy(() -> ep.send(1, longs(2))).isInstanceOf(PeerFailedException.class).hasCause(ep.failure());
+        ep.close();
+        assertThat(p.plugin().closes).as("closed once").containsOnlyOnce("endpoint#1");
+    }
+
     /** Worker.connect(peer): "its failure is only logged" (a WARNING of logger dev.conduit.worker) "and visible through isFailed()". */
     @Test
     void theFailureOfAnEndpointConnectedWithoutAnErrorHandlerIsLoggedAsAWarning() {
