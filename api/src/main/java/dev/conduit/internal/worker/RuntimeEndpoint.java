@@ -576,28 +576,7 @@ final class RuntimeEndpoint implements Endpoint {
      * still throw the failure, and its close is still allowed.
      */
     void releaseFailed() {
-        List<RuntimePeerRegion> open;
-        synchronized (regions) {
-            open = List.copyOf(regions);
-            regions.clear();
-        }
-        Throwable failed = null;
-        for (RuntimePeerRegion r : open.reversed()) {
-            try {
-                r.closeByEndpoint();
-            } catch (RuntimeException | Error e) { // the transport's endpoint is still closed
-                if (failed == null) failed = e;
-                else failed.addSuppressed(e);
-            }
-        }
-        worker.removeEndpoint(this);
-        try {
-            worker.closeTransportEndpoint(te);
-        } catch (RuntimeException | Error e) {
-            if (failed == null) failed = e;
-            else failed.addSuppressed(e);
-        }
-        CloseFailures.rethrow(failed);
+        release(true);
     }
 
     /** Fails unless the endpoint can be used: open, worker open, not failed. */
@@ -948,6 +927,11 @@ final class RuntimeEndpoint implements Endpoint {
             LOG.log(System.Logger.Level.WARNING, "endpoint over '" + transport + "' to " + peer + " closed with " + dropped
                     + " messages still waiting in its local queue; they were discarded. Progress the worker until pending() is 0 before closing.");
         }
+        release(unregister);
+    }
+
+    /** Closes the peer regions and the transport endpoint, and leaves the worker if {@code unregister}. */
+    private void release(boolean unregister) {
         Throwable failure = null;
         List<RuntimePeerRegion> open;
         synchronized (regions) {
