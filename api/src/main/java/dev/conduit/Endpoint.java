@@ -40,8 +40,11 @@ import java.lang.foreign.MemorySegment;
  * the connection): it then delivered the messages up to the first it dropped, and none after it.
  * Over memfd and posix an endpoint whose peer worker is gone (it closed or died) gives back what
  * only that peer could use (its bounce ring, its mapping of the peer's queue) as it fails (or, when
- * it failed earlier for another reason, at the first liveness check that finds the peer gone);
- * closing it is still what releases its peer regions and the runtime's part.
+ * it failed earlier for another reason, at the first liveness check that finds the peer gone).
+ * The {@link Worker#progress()} call that reports a failure (calls the error handler, or logs its
+ * WARNING) then gives back the rest, whatever the transport: its peer regions, its transport
+ * connection and its place in the worker, so that an endpoint dropped unclosed leaks nothing; it
+ * keeps throwing its failure, and closing it is still allowed.
  *
  * <p><b>How soon</b>: over the shared-memory transports (memfd, posix) a peer that dies, also by
  * {@code kill -9}, is noticed by its lease, which the worker checks every
