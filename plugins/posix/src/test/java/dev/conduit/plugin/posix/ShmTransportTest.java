@@ -4115,14 +4115,7 @@ class ShmTransportTest {
     @Test
     void aBounceAnnouncementWithAFieldNoSenderWritesRefusesItsConnection() throws Exception {
         assertThatWritingIntoTheQueueRefusesTheConnection("broke the queue protocol, its record was dropped: bounce ring announcement: "
-                + "invalid control record: field 'bounce.length'", queue -> {
-            byte[] payload = new dev.conduit.spi.PayloadWriter().u16(8).bytes(new byte[8]).u64(100).toByteArray();
-            long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 128);
-            queue.set(ValueLayout.JAVA_LONG, record + 24, payload.length);
-            MemorySegment.copy(payload, 0, queue, ValueLayout.JAVA_BYTE, record + 48, payload.length);
-            queue.set(ValueLayout.JAVA_INT, record + 4, 4); // BOUNCE
-            queue.set(ValueLayout.JAVA_INT, record, 128);
-        }, 8);
+                + "invalid control record: field 'bounce.length'", queue -> announceABounceRing(queue, 100), 8);
     }
 
     /**
@@ -4133,14 +4126,21 @@ class ShmTransportTest {
     @Test
     void aBounceRingAnnouncedLongerThanAnySenderMakesRefusesItsConnection() throws Exception {
         assertThatWritingIntoTheQueueRefusesTheConnection("broke the queue protocol, its record was dropped: bounce ring announcement: "
-                + "invalid control record: field 'bounce.length': value 2147487744 is outside [8192, 1073745920]", queue -> {
-            byte[] payload = new dev.conduit.spi.PayloadWriter().u16(8).bytes(new byte[8]).u64((2L << 30) + 4096).toByteArray();
-            long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 128);
-            queue.set(ValueLayout.JAVA_LONG, record + 24, payload.length);
-            MemorySegment.copy(payload, 0, queue, ValueLayout.JAVA_BYTE, record + 48, payload.length);
-            queue.set(ValueLayout.JAVA_INT, record + 4, 4); // BOUNCE
-            queue.set(ValueLayout.JAVA_INT, record, 128);
-        }, 8);
+                + "invalid control record: field 'bounce.length': value 2147487744 is outside [8192, 1073745920]",
+                queue -> announceABounceRing(queue, (2L << 30) + 4096), 8);
+    }
+
+    /**
+     * Writes, at the queue's tail, the BOUNCE record the sender of the queue's first connection would
+     * write, announcing a ring of {@code ringLength} bytes with an 8-byte export.
+     */
+    private static void announceABounceRing(MemorySegment queue, long ringLength) {
+        byte[] payload = new dev.conduit.spi.PayloadWriter().u16(8).bytes(new byte[8]).u64(ringLength).toByteArray();
+        long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 128);
+        queue.set(ValueLayout.JAVA_LONG, record + 24, payload.length);
+        MemorySegment.copy(payload, 0, queue, ValueLayout.JAVA_BYTE, record + 48, payload.length);
+        queue.set(ValueLayout.JAVA_INT, record + 4, 4); // BOUNCE
+        queue.set(ValueLayout.JAVA_INT, record, 128);
     }
 
     /**
