@@ -58,8 +58,9 @@ public interface ConduitPlugin {
      * Whether the plugin can work in this process, and if not, why, in words a person can act on;
      * an available plugin may rule some of its declared capabilities out here
      * ({@link Availability#without}), and the runtime then never asks for them. Must not allocate
-     * resources that outlive the call. The runtime bounds its duration ({@code conduit.probe.timeout})
-     * and treats an exception as "unavailable".
+     * resources that outlive the call. The runtime bounds its duration ({@code conduit.probe.timeout}, and
+     * up to six times it while the probes, or the JVM, keep using processor time) and treats an exception as
+     * "unavailable".
      */
     Availability probe(PluginContext context);
 
