@@ -623,7 +623,7 @@ public final class OwnerLease implements AutoCloseable {
                     fd.close();
                     throw e;
                 }
-                if (!dead) {
+                if (!dead || removedMeanwhile(libc, fd)) {
                     fd.close();
                     continue;
                 }
@@ -778,6 +778,20 @@ public final class OwnerLease implements AutoCloseable {
             return true;
         } catch (ErrnoException e) {
             cannotRemove(directory, owner, name, e, listener);
+            return false;
+        }
+    }
+
+    /**
+     * Whether a lease this reclaim opened lost its name before it locked it: its owner's close or
+     * another reclaim removed it (and the files it names) in between. Not a dead owner's to remove
+     * again: it was, and reported as this reclaim's removal ({@code conduit reclaim} listed a file it
+     * had not removed). A failed {@code fstat} says no: the reclaim then goes on as before.
+     */
+    private static boolean removedMeanwhile(Libc libc, FileDescriptor fd) {
+        try {
+            return libc.fstat(fd).links() == 0;
+        } catch (RuntimeException e) {
             return false;
         }
     }

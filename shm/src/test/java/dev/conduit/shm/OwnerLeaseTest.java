@@ -127,6 +127,47 @@ class OwnerLeaseTest {
         }
     }
 
+    /**
+     * A dead owner's lease that another reclaim (or its owner's close) removes, with its files,
+     * between this reclaim's open of it and its lock is left alone: it was locked and removed
+     * again, and reported as this reclaim's removal of a dead owner's lease ({@code conduit reclaim}
+     * listed a file it had not removed). Found in review.
+     */
+    @Test
+    void aLeaseRemovedBetweenItsOpenAndItsLockIsLeftAlone() throws Exception {
+        Libc real = Linux.libc();
+        String owner = "0123456789abcdef0123456789abcdef";
+        String lease = OwnerLease.leaseName("conduit-test", owner);
+        String chunk = "conduit-test-" + owner + "-1.chunk";
+        Libc racing = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("tryFlock")) {
+                        // Another reclaim, between this one's open and its lock.
+                        java.nio.file.Files.deleteIfExists(shared.resolve(chunk));
+                        java.nio.file.Files.deleteIfExists(shared.resolve(lease));
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (SharedDirectory directory = SharedDirectory.open(racing, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            java.nio.file.Files.createFile(shared.resolve(lease));
+            java.nio.file.Files.createFile(shared.resolve(chunk));
+            List<String> told = new ArrayList<>();
+            List<String> removed = OwnerLease.reclaimDead(racing, directory, "conduit-test", new OwnerLease.ReclaimListener() {
+                @Override public void removed(String o, String name, long bytes) { told.add("removed " + name); }
+                @Override public void notRemoved(String o, String name, dev.conduit.linux.ErrnoException e) {
+                    told.add("not removed " + name + ": " + e.errnoName());
+                }
+            });
+            assertThat(told).isEmpty();
+            assertThat(removed).isEmpty();
+            assertThat(java.nio.file.Files.list(shared)).isEmpty();
+        }
+    }
+
     @Test
     void aDecoyLeaseWhoseNameIsNoOwnerIdMakesNoLiveOwnersFilesLookDead() throws Exception {
         Libc libc = Linux.libc();
