@@ -77,7 +77,9 @@ public interface Worker extends AutoCloseable {
      *                is open: an endpoint the application closed before a progress call reported
      *                its failure (a send had thrown it) is not called back, and still says it failed
      * @throws dev.conduit.spi.ConduitException listing each transport tried and why it failed, and the
-     *         peer's transports this worker does not have
+     *         peer's transports this worker does not have; a {@link dev.conduit.spi.PeerFailedException} when every
+     *         transport tried found the peer failed (over memfd and posix: its worker died or closed,
+     *         as a connect to a dead worker's old address does)
      */
     Endpoint connect(WorkerAddress peer, EndpointErrorHandler onError);
 

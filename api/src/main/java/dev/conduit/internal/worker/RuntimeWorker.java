@@ -544,7 +544,10 @@ public final class RuntimeWorker implements Worker {
                 return ep;
             }
             commit(event, peer.toString(), "", reasons);
-            ConduitException failure = new ConduitException(connectFailure(peer, decoded, reasons));
+            // Every transport found the peer failed (dead, closed, refusing): the failure an application's failover catches.
+            boolean peerFailed = !causes.isEmpty() && causes.stream().allMatch(PeerFailedException.class::isInstance);
+            String why = connectFailure(peer, decoded, reasons);
+            ConduitException failure = peerFailed ? new PeerFailedException(why) : new ConduitException(why);
             causes.forEach(failure::addSuppressed);
             throw failure;
         } finally {

@@ -133,6 +133,31 @@ class EndpointMessagingTest {
     }
 
     /**
+     * A connect whose every transport found the peer failed (a dead worker's old address) is a
+     * {@link PeerFailedException}, the failure a failover catches; one of them failing otherwise
+     * keeps it a {@link ConduitException}. It was a plain {@code ConduitException} whatever each
+     * transport said (helper h12's soak).
+     */
+    @Test
+    void aConnectWhoseEveryTransportFoundThePeerFailedIsAPeerFailure() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Worker worker = loopbacks.conduit(c -> c.transports("lo-b", "lo-a"), a, b).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), new LoopbackPlugin("lo-a", 8, false),
+                new LoopbackPlugin("lo-b", 8, false)).newWorker(ThreadMode.SINGLE);
+        a.connectFault = new PeerFailedException("lo-a: the peer is dead");
+        b.connectFault = new PeerFailedException("lo-b: the peer is dead");
+        assertThatThrownBy(() -> worker.connect(peer.address())).isExactlyInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("every transport tried failed, in this worker's order of preference: 'lo-b': "
+                        + "lo-b: the peer is dead; 'lo-a': lo-a: the peer is dead")
+                .satisfies(e -> assertThat(e.getSuppressed()).hasSize(2));
+
+        b.connectFault = new ConduitException("lo-b cannot open the peer's queue");
+        assertThatThrownBy(() -> worker.connect(peer.address())).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("'lo-b': lo-b cannot open the peer's queue; 'lo-a': ");
+    }
+
+    /**
      * A transport endpoint whose limits cannot be read is closed, and the next transport tried, as
      * for a transport whose connect fails. One whose limits threw a LinkageError (a plugin missing
      * one of its classes, which a connect's own failure may be too) used to stay open, and the
