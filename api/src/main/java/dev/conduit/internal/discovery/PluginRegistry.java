@@ -330,7 +330,7 @@ public final class PluginRegistry {
      * at most: one that spins for good must not hold the build for ever.
      */
     static final int PROGRESS_WAIT_FACTOR = 6;
-    /** How long a probe past {@code probe.timeout} must run without using any processor time to be judged stuck. */
+    /** How long a probe past {@code probe.timeout} must run without any progress ({@link ProbeProgress}) to be judged stuck. */
     private static final long PROGRESS_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private static void probe(List<PluginRecord> records, Function<String, PluginContext> contexts, Duration timeout, String timeoutSource) {
@@ -394,13 +394,13 @@ public final class PluginRegistry {
     /**
      * A probe under way, and the wait for it. {@code probe.timeout} bounds probes that are stuck, not
      * ones that are slow: past it, a probe is waited for while the probes make progress (one used
-     * processor time, started or ended: {@link ProbeProgress}), each second, up to
+     * processor time, started or ended, or the JVM worked: {@link ProbeProgress}), each second, up to
      * {@link #PROGRESS_WAIT_FACTOR} times the timeout. JVMs that start at once on a few busy cores (a host's services after a
      * reboot) run their probes for many seconds each; with the plain deadline, eight such JVMs on two
      * cores found every probe past 5 s and none of them a plugin to use. The probes are judged
      * together, since one waits for another where they initialize a class both use (the native
-     * bindings). Probes blocked in a call (a hung file system, a driver) use none, and time out at the
-     * deadline, or a second after the last probe that made progress ended.
+     * bindings). Probes blocked in a call (a hung file system, a driver) in an otherwise idle JVM
+     * make none, and time out at the deadline, or a second after the last progress.
      */
     private static final class RunningProbe {
         CompletableFuture<Availability> result;
