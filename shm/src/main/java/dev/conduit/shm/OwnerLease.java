@@ -319,7 +319,9 @@ public final class OwnerLease implements AutoCloseable {
      * Counts the leases under {@code prefix} ({@code conduit-posix}, {@code conduit-memfd}: providers'
      * and workers') in {@code directory} into a probe's {@code details}: {@code live owners},
      * {@code dead owners} (leases nobody holds: files the next provider or worker of that plugin to
-     * open there reclaims) and, when some cannot be opened (another user's), {@code unreadable leases}.
+     * open there reclaims) and, when some cannot be opened (another user's), {@code unreadable leases};
+     * judged as {@link #survey} judges them ({@link #judged}), so that a name that is no owner's lease
+     * (a decoy, a directory) is not counted, as no reclaim judges it either.
      * For {@code conduit info}, which showed them for posix alone: a dead memfd producer's socket and
      * leases were not to be seen (helper h6).
      */
@@ -327,13 +329,12 @@ public final class OwnerLease implements AutoCloseable {
         int live = 0;
         int dead = 0;
         int unreadable = 0;
-        for (String name : directory.list(prefix + "-")) {
-            if (!name.endsWith(LEASE)) continue;
-            try {
-                if (isAlive(libc, directory, name)) live++;
-                else dead++;
-            } catch (ErrnoException e) {
-                unreadable++;
+        for (Owner owner : judged(libc, directory, prefix, directory.list(prefix + "-")).values()) {
+            switch (owner.state()) {
+                case LIVE -> live++;
+                case DEAD -> dead++;
+                case UNJUDGED -> unreadable++;
+                case PENDING -> { } // being created: neither, and not locked to find out
             }
         }
         details.put("live owners", Integer.toString(live));
@@ -398,17 +399,11 @@ public final class OwnerLease implements AutoCloseable {
     private static final Pattern FILE_OWNER = Pattern.compile("(?:[a-z]+-)?[0-9a-f]{32}(?=-)");
 
     /**
-     * Lists the owners under {@code prefix} in {@code directory}, each judged as {@link #reclaimDead} judges it,
-     * and their files with their sizes, for an operator ({@code conduit info}). It removes nothing, and it takes no
-     * lock but the instant's shared one {@link #isAlive} takes on a lease nobody holds (as {@link #countOwners}
-     * does), never on a pending lease: so it neither disturbs a live owner nor makes a starting one start over. A
-     * reclaim that tries to lock a dead owner's lease in that same instant skips that owner, whose files the next
-     * reclaim removes.
-     *
-     * @throws ConduitException when the directory cannot be listed, naming the errno and what to do
+     * The owners among {@code names} (a listing under {@code prefix}), by id, each judged as
+     * {@link #reclaimDead} judges it, without their files: what {@link #survey} lists and
+     * {@link #countOwners} counts.
      */
-    public static Survey survey(Libc libc, SharedDirectory directory, String prefix) {
-        List<String> names = directory.list(prefix + "-");
+    private static Map<String, Owner> judged(Libc libc, SharedDirectory directory, String prefix, List<String> names) {
         Map<String, Owner> owners = new java.util.TreeMap<>();
         for (String name : names) {
             boolean pending = name.endsWith(PENDING);
@@ -429,8 +424,24 @@ public final class OwnerLease implements AutoCloseable {
                     why = e.errnoName() + " (" + e.getMessage() + ")";
                 }
             }
-            owners.put(owner, new Owner(owner, name, state, why, new ArrayList<>()));
+            owners.put(owner, new Owner(owner, name, state, why, List.of()));
         }
+        return owners;
+    }
+
+    /**
+     * Lists the owners under {@code prefix} in {@code directory}, each judged as {@link #reclaimDead} judges it,
+     * and their files with their sizes, for an operator ({@code conduit info}). It removes nothing, and it takes no
+     * lock but the instant's shared one {@link #isAlive} takes on a lease nobody holds (as {@link #countOwners}
+     * does), never on a pending lease: so it neither disturbs a live owner nor makes a starting one start over. A
+     * reclaim that tries to lock a dead owner's lease in that same instant skips that owner, whose files the next
+     * reclaim removes.
+     *
+     * @throws ConduitException when the directory cannot be listed, naming the errno and what to do
+     */
+    public static Survey survey(Libc libc, SharedDirectory directory, String prefix) {
+        List<String> names = directory.list(prefix + "-");
+        Map<String, Owner> owners = judged(libc, directory, prefix, names);
         Map<String, List<FileEntry>> files = new java.util.HashMap<>();
         List<FileEntry> unowned = new ArrayList<>();
         List<FileEntry> probes = new ArrayList<>();

@@ -178,6 +178,10 @@ class OwnerLeaseTest {
             assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).isEmpty();
             assertThat(shared.resolve(OwnerLease.leaseName("conduit-test-worker", live.owner()))).exists();
             assertThat(OwnerLease.isAlive(libc, directory, OwnerLease.leaseName("conduit-test-worker", live.owner()))).isTrue();
+            // The probe's counts judge owners as the reclaim does: the decoy was counted a dead owner.
+            java.util.Map<String, String> details = new java.util.HashMap<>();
+            OwnerLease.countOwners(libc, directory, "conduit-test", details);
+            assertThat(details).containsEntry("live owners", "1").containsEntry("dead owners", "0");
         }
     }
 
