@@ -9,10 +9,9 @@ import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.ConduitException;
 
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 
 /**
  * Where memfd and posix keep their files, as this process's configuration names the directories,
@@ -52,22 +51,20 @@ final class SharedFiles {
      * posix's chunk directory when {@code posix.dir} sets another (its providers' leases and chunks).
      */
     static List<Place> places(List<PluginInfo> plugins, List<ConfigEntry> configuration) {
-        Set<Place> places = new LinkedHashSet<>();
+        // posix.dir set to the shared directory itself names one place twice, by two keys: listed once, by the first.
+        Map<List<Object>, Place> places = new LinkedHashMap<>();
         for (PluginInfo plugin : plugins) {
             if (!LEASE_PLUGINS.contains(plugin.name()) || plugin.status() == PluginInfo.Status.EXCLUDED) continue;
             for (String key : plugin.name().equals("posix") ? List.of(SHARED_DIR, POSIX_DIR) : List.of(SHARED_DIR)) {
                 configuration.stream().filter(e -> e.key().equals(key) && e.value() != null && !e.value().isBlank()).findFirst()
-                        .ifPresent(e -> places.add(new Place(plugin.name(), Path.of(e.value()).toAbsolutePath(),
-                                e.key() + " (" + e.environment() + ")")));
+                        .ifPresent(e -> {
+                            Path directory = Path.of(e.value()).toAbsolutePath();
+                            places.putIfAbsent(List.of(plugin.name(), directory),
+                                    new Place(plugin.name(), directory, e.key() + " (" + e.environment() + ")"));
+                        });
             }
         }
-        // posix.dir set to the shared directory itself names one place twice, by two keys: listed once, by the first.
-        List<Place> distinct = new ArrayList<>();
-        Set<String> seen = new java.util.HashSet<>();
-        for (Place place : places) {
-            if (seen.add(place.plugin() + "\0" + place.directory())) distinct.add(place);
-        }
-        return distinct;
+        return List.copyOf(places.values());
     }
 
     /** Lists {@code place} without changing anything in it ({@link OwnerLease#survey}). */
