@@ -342,6 +342,15 @@ public final class OwnerLease implements AutoCloseable {
         if (unreadable > 0) details.put("unreadable leases", Integer.toString(unreadable));
     }
 
+    /**
+     * Whether {@code name} is a pending lease: an owner's being created, which owns nothing yet
+     * ({@link #acquire}); for a {@link ReclaimListener} that reports its removal apart from a dead
+     * owner's files.
+     */
+    public static boolean isPendingLease(String name) {
+        return name.endsWith(PENDING);
+    }
+
     /** How {@link #survey} judged an owner. */
     public enum State {
         /** Its lease is held: the owner lives (or a reclaim holds it, for the instant it removes a dead owner's files). */

@@ -137,7 +137,7 @@ final class ReclaimCommand implements Runnable {
         public void notRemoved(String owner, String name, ErrnoException e) {
             notRemoved++;
             out.println(INDENT + "not removed  " + name + "  (" + whose(owner, name) + "): " + e.errnoName() + " (" + e.getMessage()
-                    + "); " + remedy(e) + "; " + (owner == null || isPending(name) ? "the next reclaim tries again"
+                    + "); " + remedy(e) + "; " + (owner == null || OwnerLease.isPendingLease(name) ? "the next reclaim tries again"
                     : "its lease stays, so that the next reclaim tries again"));
         }
 
@@ -145,13 +145,9 @@ final class ReclaimCommand implements Runnable {
         private String whose(String owner, String name) {
             if (owner == null) return "a probe file left by a process killed while probing";
             // Owns nothing yet: an owner killed while creating its lease, or one starting, which starts over (OwnerLease.acquire).
-            if (isPending(name)) return "a pending lease nobody held";
+            if (OwnerLease.isPendingLease(name)) return "a pending lease nobody held";
             owners.add(owner);
             return "dead owner " + owner;
-        }
-
-        private static boolean isPending(String name) {
-            return name.endsWith(".lease-pending");
         }
 
         private String remedy(ErrnoException e) {
