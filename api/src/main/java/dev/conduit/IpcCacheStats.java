@@ -6,7 +6,8 @@ package dev.conduit;
  * @param hits         opens served from the cache, with no system call
  * @param misses       opens that mapped a chunk
  * @param evictions    entries evicted because of the bound: unmapped then, or, if regions were open on one (opened again
- *                     by a hit after it was unused), when the last of them closes
+ *                     by a hit after it was unused), when the last of them closes; and entries unmapped because no
+ *                     region used them for {@code ipc.cache.idle}
  * @param mappedBytes  bytes currently mapped by the cache, in use or not
  * @param entries      chunks currently mapped
  * @param entriesInUse chunks with at least one open {@link ImportedRegion}

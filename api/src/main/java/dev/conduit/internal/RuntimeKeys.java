@@ -40,6 +40,12 @@ public final class RuntimeKeys {
                     + "makes no system call. Mappings in use are never unmapped; one opened again by a hit after it was unused "
                     + "still counts until the cache lets it go (it stays mapped while open).");
 
+    public static final ConfigKey<Duration> IPC_CACHE_IDLE = ConfigKey.duration("ipc.cache.idle", Duration.ofMinutes(1),
+            "How long the IPC cache keeps an imported chunk mapped that no region used: a sweep once per interval unmaps "
+                    + "those neither imported nor open since its last round, so chunks a producer freed, or a dead producer's, "
+                    + "give their memory back between one and two intervals after their last region closed. A long one (1000h) "
+                    + "leaves them to ipc.cache.bytes alone.");
+
     public static final ConfigKey<Long> POOL_CHUNK_SIZE = ConfigKey.bytes("pool.chunk.size", 2L << 20, 64L << 10,
             RuntimePool.MAX_CHUNK_SIZE,
             "Size of the chunks pools take from a memory provider (rounded up to its page size). Allocations up to a quarter "
@@ -58,7 +64,7 @@ public final class RuntimeKeys {
 
     /** Every runtime key (declared in this order; {@code conduit info} sorts them by name). */
     public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT,
-            THREAD_CONFINE, IPC_CACHE_BYTES, POOL_CHUNK_SIZE, POOL_MAX_SIZE, KEEPALIVE_INTERVAL);
+            THREAD_CONFINE, IPC_CACHE_BYTES, IPC_CACHE_IDLE, POOL_CHUNK_SIZE, POOL_MAX_SIZE, KEEPALIVE_INTERVAL);
 
     private RuntimeKeys() {
     }

@@ -6,13 +6,16 @@ import com.github.benmanes.caffeine.cache.RemovalCause;
 import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.internal.CloseFailures;
+import dev.conduit.internal.Periodic;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.WeakReference;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -20,6 +23,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 
 /**
@@ -51,16 +55,30 @@ import java.util.function.Function;
  * <p>Misses and the count's first drop to 0 go through Caffeine ({@code compute}); maintenance
  * runs on the calling thread, so evictions and their unmaps happen during the open or close that
  * caused them.
+ *
+ * <p>The bound alone would keep unused chunks mapped for as long as nothing new pushes them out:
+ * chunks a producer freed, or a dead producer's, whose pages then stay taken in the producer's
+ * directory or shared memory (a container's 64 MiB {@code /dev/shm} fills) for the life of the
+ * importer. So a sweep ({@code ipc.cache.idle}, on a {@link Periodic} thread started when an entry
+ * first becomes unused) unmaps every entry that no region used between two of its rounds, the
+ * second-chance clock of page replacement: an import or an open region marks its entry used, a
+ * round clears the mark of each unused entry and unmaps those it found unmarked. An entry unused
+ * for a whole interval goes at the next round, between one and two intervals after its last
+ * region closed. The mark is one plain write beside the count's CAS, so a hit still takes no lock
+ * and reads no clock.
  */
 public final class IpcCache implements AutoCloseable {
 
+    private static final System.Logger LOG = System.getLogger("dev.conduit");
     private static final VarHandle REFS;
+    private static final VarHandle USED;
     /** The count of an entry whose mapping is gone; no CAS can raise it. */
     private static final int DEAD = Integer.MIN_VALUE;
 
     static {
         try {
             REFS = MethodHandles.lookup().findVarHandle(Entry.class, "refs", int.class);
+            USED = MethodHandles.lookup().findVarHandle(Entry.class, "used", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -82,6 +100,12 @@ public final class IpcCache implements AutoCloseable {
     private final LongAdder evictions = new LongAdder();
     private final AtomicLong mappedBytes = new AtomicLong();
     private final long maximumBytes;
+    /** {@code ipc.cache.idle}: the interval of the sweep of unused entries. */
+    private final Duration idle;
+    /** The sweep's thread, once an entry became unused; guarded by {@code this} for its start and stop. */
+    private Periodic sweeper;
+    /** Set when no thread could be had for the sweep: the bound alone limits what stays mapped. */
+    private boolean sweeperRefused;
 
     record Key(long originHigh, long originLow, long exportId) {
     }
@@ -105,6 +129,12 @@ public final class IpcCache implements AutoCloseable {
         volatile int refs;
         /** Weighs 0 for Caffeine: made by a miss and not yet released to 0. Written under the cache's lock for the key. */
         volatile boolean pinned = true;
+        /**
+         * Counted or imported since the sweep's last round looked ({@link #sweepIdle}); written
+         * opaquely, only ever read by the sweep, for which a late look costs a round at most.
+         */
+        @SuppressWarnings("unused") // through USED
+        private boolean used;
         /** Left the cache while counted: the last release unmaps. */
         volatile boolean detached;
         /** Mapped beside the cache for a handle that contradicts the cached export ({@link #openBeside}): never in the cache. */
@@ -127,6 +157,7 @@ public final class IpcCache implements AutoCloseable {
             this.mayFault = mapping.mayFault();
             this.length = length;
             this.payload = payload;
+            this.used = true; // mapped for an import, as a count raised by acquire() marks it
         }
 
         /** The view of {@code length} bytes at {@code offset} of the chunk. */
@@ -145,6 +176,7 @@ public final class IpcCache implements AutoCloseable {
                 n = refs;
                 if (n == DEAD) return false;
             } while (!REFS.weakCompareAndSet(this, n, n + 1));
+            USED.setOpaque(this, true);
             return true;
         }
 
@@ -178,8 +210,13 @@ public final class IpcCache implements AutoCloseable {
         }
     }
 
-    public IpcCache(long maximumBytes) {
+    /**
+     * @param maximumBytes {@code ipc.cache.bytes}
+     * @param idle         {@code ipc.cache.idle}: entries no region used for this long are unmapped
+     */
+    public IpcCache(long maximumBytes, Duration idle) {
         this.maximumBytes = maximumBytes;
+        this.idle = idle;
         // Caffeine weighs an entry with an int: in bytes, every chunk over 2 GiB would count as 2 GiB, and a bound above that
         // would keep more than it says mapped. So weights are in units of 2^shift bytes, few enough that the bound is under
         // 2^30 of them: a chunk's weight rounds up and the bound down, so what the weights allow never exceeds the bound's
@@ -385,12 +422,75 @@ public final class IpcCache implements AutoCloseable {
                 if (cached.decrement() == 0) cached.pinned = false;
                 return cached;
             });
-            if (released[0]) return;
+            if (released[0]) {
+                startSweeper();
+                return;
+            }
         }
         if (entry.decrement() == 0 && entry.detached && entry.kill()) {
             index.remove(entry);
             uncachedInUse.remove(entry);
             unmap(entry, entry.beside ? "released, mapped beside the cache" : "released after eviction");
+        }
+    }
+
+    /**
+     * Starts the sweep of unused entries, once: its thread exists only in a {@code Conduit} whose
+     * cache has held an unused entry (one with {@code ipc.cache.bytes=0} keeps none). It holds the
+     * cache weakly, so that a {@code Conduit} dropped unclosed is not kept alive by it.
+     */
+    private void startSweeper() {
+        if (maximumBytes == 0) return;
+        synchronized (this) {
+            if (sweeper != null || sweeperRefused || closed) return;
+            try {
+                sweeper = new Periodic("conduit-ipc-cache-sweep", LOG, idle, sweep(new WeakReference<>(this)));
+            } catch (OutOfMemoryError e) {
+                sweeperRefused = true;
+                LOG.log(System.Logger.Level.WARNING, "IPC cache: no thread could be started to unmap imports unused for ipc.cache.idle ("
+                        + idle + "): unused imports stay mapped up to ipc.cache.bytes (" + maximumBytes + " bytes); lower that key "
+                        + "to bound them, or raise the process's thread limit (ulimit -u)", e);
+            }
+        }
+    }
+
+    private static BooleanSupplier sweep(WeakReference<IpcCache> cache) {
+        return () -> {
+            IpcCache c = cache.get();
+            if (c == null) return false;
+            c.sweepIdle();
+            return true;
+        };
+    }
+
+    /**
+     * One round of the sweep: unmaps each cached entry that was neither counted nor imported since
+     * the round before, and clears the mark of the others. An entry counted now is marked, so that
+     * it is given a whole interval after its last region closes. The entry's count is the guard, as
+     * for an eviction: one that a hit counts between the look and the removal is not killed, and
+     * stays.
+     */
+    void sweepIdle() {
+        for (Entry e : cache.asMap().values()) {
+            if (e.refs != 0) {
+                USED.setOpaque(e, true);
+                continue;
+            }
+            if ((boolean) USED.getOpaque(e)) {
+                USED.setOpaque(e, false);
+                continue;
+            }
+            boolean[] killed = new boolean[1];
+            cache.asMap().computeIfPresent(e.key, (k, cached) -> {
+                if (cached != e || !e.kill()) return cached;
+                killed[0] = true;
+                return null;
+            });
+            if (!killed[0]) continue;
+            index.remove(e);
+            e.detached = true;
+            evictions.increment();
+            unmap(e, "IDLE");
         }
     }
 
@@ -457,6 +557,12 @@ public final class IpcCache implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        Periodic s;
+        synchronized (this) {
+            s = sweeper;
+            sweeper = null;
+        }
+        if (s != null) s.close(); // its round in progress ends first: it unmaps what it took, close the rest
         List<Entry> entries = new ArrayList<>();
         for (Key k : List.copyOf(cache.asMap().keySet())) {
             cache.asMap().computeIfPresent(k, (key, e) -> {

@@ -159,7 +159,7 @@ class IpcCacheConcurrencyTest {
     @Test
     void peerRegionOpensAndHitsLeaveNoMoreMappedThanTheBound() throws Exception {
         for (int round = 0; round < 10; round++) {
-            IpcCache cache = new IpcCache(CHUNK);
+            IpcCache cache = new IpcCache(CHUNK, IpcCacheTest.IDLE);
             java.util.concurrent.atomic.AtomicInteger maps = new java.util.concurrent.atomic.AtomicInteger();
             java.util.concurrent.atomic.AtomicInteger unmaps = new java.util.concurrent.atomic.AtomicInteger();
             java.util.function.Function<IpcHandle, dev.conduit.spi.ChunkMapping> mapper = h -> {

@@ -5,6 +5,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.Pool;
 import dev.conduit.Region;
+import dev.conduit.internal.RuntimeKeys;
 import dev.conduit.internal.ThreadAllocation;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
@@ -20,6 +21,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -34,6 +36,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class IpcCacheTest {
 
     private static final long CHUNK = 64 << 10;
+    /** The default {@code ipc.cache.idle}: no round of the sweep comes during a test. */
+    static final Duration IDLE = RuntimeKeys.IPC_CACHE_IDLE.defaultValue();
 
     private final InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
     private Conduit conduit;
@@ -358,7 +362,7 @@ class IpcCacheTest {
         try (Arena arena = Arena.ofShared();
              FileChannel channel = FileChannel.open(dir.resolve("chunk"), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                      StandardOpenOption.WRITE, StandardOpenOption.SPARSE);
-             IpcCache cache = new IpcCache(bound)) {
+             IpcCache cache = new IpcCache(bound, IDLE)) {
             MemorySegment sparse = channel.map(FileChannel.MapMode.READ_WRITE, 0, chunk, arena);
             java.util.function.Function<IpcHandle, ChunkMapping> mapper = h -> new ChunkMapping() {
                 @Override
@@ -453,24 +457,9 @@ class IpcCacheTest {
      */
     @Test
     void openingAChunkWhoseEntryThePolicyPickedWhileOpenReusesItsMapping() {
-        IpcCache cache = new IpcCache(2 * CHUNK);
-        java.util.concurrent.atomic.AtomicInteger mapped = new java.util.concurrent.atomic.AtomicInteger();
-        java.util.function.Function<IpcHandle, ChunkMapping> mapper = h -> {
-            mapped.incrementAndGet();
-            Arena arena = Arena.ofShared();
-            MemorySegment segment = arena.allocate(h.chunkLength(), 4096);
-            return new ChunkMapping() {
-                @Override
-                public MemorySegment segment() {
-                    return segment;
-                }
-
-                @Override
-                public void close() {
-                    arena.close();
-                }
-            };
-        };
+        IpcCache cache = new IpcCache(2 * CHUNK, IDLE);
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        java.util.concurrent.atomic.AtomicInteger mapped = mapper.maps;
         List<IpcHandle> handles = new ArrayList<>();
         for (int i = 1; i <= 6; i++) handles.add(new IpcHandle("inproc", 1, 2, i, CHUNK, 0, CHUNK, new byte[] {(byte) i}));
         try (cache) {
@@ -686,7 +675,7 @@ class IpcCacheTest {
     void aClosedCacheMapsNothingMore() {
         Pool pool = open(1 << 30).pool("inproc");
         byte[] handle = ownChunk(pool).exportHandle();
-        IpcCache cache = new IpcCache(1 << 30);
+        IpcCache cache = new IpcCache(1 << 30, IDLE);
         cache.close();
         assertThat(cache.tryHit(handle)).isNull();
         assertThatThrownBy(() -> cache.open(IpcHandle.decode(handle), h -> {
@@ -701,7 +690,7 @@ class IpcCacheTest {
      */
     @Test
     void aReleaseAfterTheCacheMarkedAnEntryDeadLeavesItDead() {
-        IpcCache cache = new IpcCache(1 << 30);
+        IpcCache cache = new IpcCache(1 << 30, IDLE);
         MemorySegment chunk = Arena.ofAuto().allocate(4096);
         IpcCache.Entry entry = new IpcCache.Entry(new IpcCache.Key(1, 2, 3), "inproc", 3, new ChunkMapping() {
             @Override

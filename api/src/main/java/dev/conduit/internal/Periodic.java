@@ -1,0 +1,78 @@
+package dev.conduit.internal;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A daemon thread that runs a task once per interval until it is closed, or until the task says
+ * that what it served is gone: the runtime's background work (the keepalive's marks, the IPC
+ * cache's sweep of unused imports) is a short task on such a thread, never a busy one.
+ *
+ * <p>A task holds what it serves only weakly and returns {@code false} once that is gone, so that a
+ * {@code Conduit} dropped without a close is not kept alive by its threads, which then end. A task
+ * that throws is tried again at the next interval: one failed round must not end the background
+ * work for the life of the {@code Conduit}. A JVM suspended past several intervals (a debugger, a
+ * stopped container) runs the task once on waking, not once per interval missed.
+ */
+public final class Periodic implements AutoCloseable {
+
+    /** How long a close waits for the thread to end: a task is short, so it ends at once. */
+    private static final long CLOSE_WAIT_MILLIS = TimeUnit.SECONDS.toMillis(5);
+
+    private final String name;
+    private final System.Logger log;
+    private final long intervalNanos;
+    private final BooleanSupplier task;
+    private final Thread thread;
+    private volatile boolean closed;
+
+    /**
+     * Starts the thread; the task first runs one interval from now.
+     *
+     * @param name     the thread's name, also what a failed round's warning names
+     * @param log      where a failed round is told
+     * @param interval how often the task runs
+     * @param task     the round; {@code false} ends the thread
+     * @throws OutOfMemoryError when no thread can be had
+     */
+    public Periodic(String name, System.Logger log, Duration interval, BooleanSupplier task) {
+        this.name = name;
+        this.log = log;
+        this.intervalNanos = interval.toNanos();
+        this.task = task;
+        this.thread = Thread.ofPlatform().daemon().name(name).inheritInheritableThreadLocals(false).start(this::run);
+    }
+
+    private void run() {
+        long next = System.nanoTime() + intervalNanos;
+        while (!closed) {
+            long wait = next - System.nanoTime();
+            if (wait > 0) {
+                LockSupport.parkNanos(this, wait);
+                continue; // woken early (a close, a spurious wake-up): look again
+            }
+            next += intervalNanos;
+            if (next - System.nanoTime() < 0) next = System.nanoTime() + intervalNanos; // fell behind (a suspended JVM): no burst
+            try {
+                if (!task.getAsBoolean()) return;
+            } catch (RuntimeException e) {
+                log.log(System.Logger.Level.WARNING, name + ": a round failed; trying again next interval", e);
+            }
+        }
+    }
+
+    /** Stops the thread and waits for a round in progress to end. Idempotent. */
+    @Override
+    public void close() {
+        closed = true;
+        LockSupport.unpark(thread);
+        if (Thread.currentThread() == thread) return;
+        try {
+            thread.join(CLOSE_WAIT_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the thread ends by itself: it sees the flag at its next look
+        }
+    }
+}
