@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.ImportedRegion;
 import dev.conduit.Pool;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.OpenResources;
 import dev.conduit.it.process.Patterns;
 import dev.conduit.it.process.RemotePeer;
 import dev.conduit.spi.ConduitException;
@@ -76,5 +77,43 @@ class KilledProducerTest {
             }
         }
         assertThat(ShmDir.files(shared)).isEmpty();
+    }
+
+    /**
+     * What a killed producer leaves mapped in a consumer goes too, once no region of it is open:
+     * the consumer's IPC cache unmaps imports that no region used for {@code ipc.cache.idle}, and
+     * with the mapping the dead producer's memory goes (posix: the pages of the chunk file the
+     * reclaim removed; memfd: the memfd). Until 2026-12-04 such chunks stayed mapped, up to
+     * {@code ipc.cache.bytes} (1 GiB), for the consumer's life.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aKilledProducersChunksLeaveTheConsumerOnceNoRegionUsedThemForIpcCacheIdle(String plugin,
+            @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        long before = OpenResources.ofThisProcess().conduitMappings();
+        try (RemotePeer producer = RemotePeer.start(shared, Launcher.direct());
+             Conduit consumer = Conduit.builder().environment(java.util.Map.of()).systemProperties(new java.util.Properties())
+                     .sharedDirectory(shared).transports(plugin).set("ipc.cache.idle", "100ms").build()) {
+            producer.open();
+            producer.pool(plugin);
+            producer.allocate("large", plugin, 1 << 20);
+            producer.fill("large", 12);
+            try (ImportedRegion region = consumer.importRegion(producer.export("large"))) {
+                assertThat(Patterns.firstMismatch(region.segment(), 12)).isEqualTo(-1);
+                assertThat(OpenResources.ofThisProcess().conduitMappings()).as("mappings of the open import").isGreaterThan(before);
+            }
+            producer.kill();
+            try (Conduit next = Peers.conduit(shared, plugin); Pool pool = next.pool(plugin)) {
+                pool.allocate(64).close(); // reclaims the dead producer's files
+            }
+
+            long mapped = OpenResources.ofThisProcess().conduitMappings();
+            for (int i = 0; i < 600 && mapped > before; i++) {
+                Thread.sleep(100);
+                mapped = OpenResources.ofThisProcess().conduitMappings();
+            }
+            assertThat(mapped).as("the consumer's mappings of Conduit's files once the sweep ran").isEqualTo(before);
+            assertThat(consumer.ipcCacheStats().entries()).isZero();
+        }
     }
 }

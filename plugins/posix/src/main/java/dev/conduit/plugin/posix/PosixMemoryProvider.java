@@ -59,7 +59,7 @@ import static java.lang.System.Logger.Level.WARNING;
  * whose OOM killer, not {@code SIGBUS}, then meets the touching process. Nor can it
  * tell that the space is taken by chunks already freed: an unlinked file's pages stay while any
  * process maps it, and an importer's IPC cache keeps unused imports mapped (up to its
- * {@code ipc.cache.bytes}), so the refusal says so ({@link #FREED_BUT_MAPPED}).
+ * {@code ipc.cache.bytes}, each for up to twice its {@code ipc.cache.idle}), so the refusal says so ({@link #FREED_BUT_MAPPED}).
  *
  * <p>Thread-safe: state changes are guarded by one lock, system calls run outside it. Allocations
  * and frees run beside each other; {@link #close()} waits for those under way, as it closes the
@@ -75,7 +75,8 @@ final class PosixMemoryProvider implements MemoryProvider {
      * mapping of it goes, and importers' IPC caches keep unused imports mapped.
      */
     static final String FREED_BUT_MAPPED = "Chunks freed here keep their space while another process still maps them: each importing "
-            + "Conduit's IPC cache keeps up to ipc.cache.bytes (1 GiB by default) of unused imports mapped, so lower ipc.cache.bytes "
+            + "Conduit's IPC cache keeps up to ipc.cache.bytes (1 GiB by default) of unused imports mapped, each until it has been "
+            + "unused for ipc.cache.idle (1m by default), so retry after that, or lower ipc.cache.bytes or ipc.cache.idle "
             + "in the importing processes where this directory is small (docs/runtime.md, \"Consumer-only import and the IPC cache\")";
 
     private final Libc libc;

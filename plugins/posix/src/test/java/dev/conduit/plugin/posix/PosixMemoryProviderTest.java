@@ -100,7 +100,7 @@ class PosixMemoryProviderTest {
                     .hasMessageContaining("--shm-size")
                     .hasMessageContaining("posix.dir (CONDUIT_POSIX_DIR)")
                     // A directory full of chunks this process freed, which importers' caches still map, shows no files.
-                    .hasMessageContaining("lower ipc.cache.bytes in the importing processes");
+                    .hasMessageContaining("lower ipc.cache.bytes or ipc.cache.idle in the importing processes");
             assertThat(chunkFiles()).isEmpty();
         }
     }
