@@ -107,7 +107,7 @@ public interface Endpoint extends AutoCloseable {
      *                                    its own that is not the peer's, named with its remedy (no
      *                                    room in the shared directory for a large message's bounce
      *                                    ring, say), or when the local queue cannot grow to take it (it
-     *                                    is on the Java heap, at most 2 GiB: a peer that reads slower than
+     *                                    is on the Java heap, a message in it at most 2 GiB: a peer that reads slower than
      *                                    this endpoint sends; docs/runtime.md, "Sending"); nothing is sent
      *                                    or queued then, and the endpoint stays usable
      * @throws IllegalStateException      when the endpoint or its worker is closed, or when called from

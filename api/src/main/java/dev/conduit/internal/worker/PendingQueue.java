@@ -6,48 +6,84 @@ import dev.conduit.spi.TransportEndpoint;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.ArrayDeque;
 import java.util.function.IntFunction;
 
 /**
  * The messages of one endpoint that its transport could not take yet, in order: the runtime's
  * backpressure for every plugin. Messages are copied (so the sender's buffers are free when
  * {@code send} returns; a zero-copy send's payload from the endpoint's own buffer, never written
- * here by its encoder, since nothing checks these records) into one growable heap buffer, as
+ * here by its encoder, since nothing checks these records) into segments of the Java heap, as
  * records
  *
  * <pre>
  *   id (4) | header length (4) | payload length (8) | header | payload
  * </pre>
  *
- * written at {@code tail} and read at {@code head}. The buffer is reused: when the queue empties
- * both positions return to 0; when a record does not fit at the end, the unread bytes move to the
- * front if at least half the buffer was read, else the buffer doubles, or grows to what the record
- * needs when that is more. Each byte is moved at most
- * once per half-buffer of reads, so adding and removing cost amortized O(size). In steady state
- * neither adding nor handing the head to the transport allocates: the head goes as ranges of the
- * buffer ({@link TransportEndpoint#trySend(int, MemorySegment, long, int, MemorySegment, long, long)}),
- * not as views of it. A buffer that grew past {@value #RETAIN} bytes is dropped when the queue
- * empties. The buffer is on the Java heap: a backlog is bounded by {@value #MAX_BUFFER} bytes and
- * by the heap, and a growth the heap cannot give is refused as the first bound is, naming the heap
- * and the remedy, nothing queued.
+ * one after another. A record goes at the end of the last segment if it fits there, else at the
+ * start of a new one, or of one of its own size when it is larger; no record spans two segments, so the transport gets the head as ranges of one buffer
+ * ({@link TransportEndpoint#trySend(int, MemorySegment, long, int, MemorySegment, long, long)}),
+ * never as views of it. The head is read in the first segment, which is recycled once read to its
+ * end.
+ *
+ * <p>Why segments, not one buffer that doubles: a backlog grows by one segment at a time, and no
+ * send copies what is already queued. The doubling buffer this replaced moved the whole backlog at
+ * each growth (a send that found 1 GiB queued allocated 2 GiB and copied 1 GiB: a stall of the
+ * sending thread a send must not have), and was one array, so a backlog stopped at 2 GiB. Now only
+ * a single record is bounded by an array's size ({@value #MAX_RECORD} bytes); the backlog, by the
+ * heap.
+ *
+ * <p>Why segments grow, from {@value #SEGMENT} bytes to {@value #MAX_SEGMENT}, each new one half
+ * the size of those in use: a backlog is live data, and the collector copies small arrays of it
+ * from one young space to the next in its pauses, which stop every thread (G1: a 95 MB backlog of
+ * 64 KiB segments, a 390 ms pause on the project's loaded VM), while it never moves an array of
+ * half a region or more (G1's humongous objects: 1 MiB under a 2 MiB region, up to 16 MiB). So a
+ * small backlog takes small segments, and a large one mostly large ones, that the collector leaves
+ * where they are. They stay at most {@value #MAX_SEGMENT} bytes, because a new array is zeroed, its
+ * pages touched for the first time, in the send that needs it.
+ *
+ * <p>Emptied segments are kept for reuse, up to {@value #RETAIN} bytes of them: in steady state
+ * neither adding nor handing the head to the transport allocates, and a burst's segments beyond
+ * that go back to the heap as the queue drains. A segment the heap cannot give is refused, naming
+ * the heap and the remedy, nothing queued.
  *
  * <p>Not thread-safe: its endpoint guards it.
  */
 final class PendingQueue {
 
-    static final int INITIAL = 4096;
+    /** The size of the first segment; later ones grow to {@link #MAX_SEGMENT}, unless one record needs more. */
+    static final int SEGMENT = 64 << 10;
+    /** The largest segment made for records smaller than it. */
+    static final int MAX_SEGMENT = 8 << 20;
+    /** The most bytes of emptied segments kept for reuse. */
     static final int RETAIN = 4 << 20;
-    /** The largest heap buffer: a backlog beyond it is refused rather than dropped. */
-    static final long MAX_BUFFER = Integer.MAX_VALUE - 64;
+    /** The largest record: one heap array's. */
+    static final long MAX_RECORD = Integer.MAX_VALUE - 64;
     private static final int RECORD = 16;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.nativeOrder());
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.nativeOrder());
 
-    /** Makes the buffer's arrays: {@code byte[]::new}, or a test's that fails as a full heap does. */
+    /** One heap array of records, read at {@code head}, written at {@code tail}. */
+    private static final class Segment {
+        final MemorySegment memory;
+        long head;
+        long tail;
+
+        Segment(byte[] array) {
+            this.memory = MemorySegment.ofArray(array);
+        }
+    }
+
+    /** Makes the segments' arrays: {@code byte[]::new}, or a test's that fails as a full heap does. */
     private final IntFunction<byte[]> allocator;
-    private MemorySegment buffer = MemorySegment.NULL;
-    private long head;
-    private long tail;
+    /** The segments holding records, oldest first; made at the first message queued. */
+    private ArrayDeque<Segment> segments;
+    /** The bytes of {@link #segments}. */
+    private long segmentBytes;
+    /** Emptied segments kept for reuse, {@link #spareBytes} of them. */
+    private Segment[] spares;
+    private int spareCount;
+    private long spareBytes;
     private long messages;
     private long bytes;
 
@@ -72,9 +108,9 @@ final class PendingQueue {
         return bytes;
     }
 
-    /** The buffer's size in bytes (tests). */
-    long capacity() {
-        return buffer.byteSize();
+    /** Bytes of heap the queue holds: its segments, in use or kept for reuse (tests). */
+    long heldBytes() {
+        return segmentBytes + spareBytes;
     }
 
     /** Copies a message in behind the others. */
@@ -86,36 +122,44 @@ final class PendingQueue {
     void add(int id, MemorySegment header, MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         long hl = header.byteSize();
         long size = RECORD + hl + payloadLength;
-        if (tail + size > buffer.byteSize()) makeRoom(size);
-        buffer.set(INT, tail, id);
-        buffer.set(INT, tail + 4, (int) hl);
-        buffer.set(LONG, tail + 8, payloadLength);
-        MemorySegment.copy(header, 0, buffer, tail + RECORD, hl);
-        MemorySegment.copy(payloadBuffer, payloadOffset, buffer, tail + RECORD + hl, payloadLength);
-        tail += size;
+        Segment last = segments == null ? null : segments.peekLast();
+        if (last == null || last.tail + size > last.memory.byteSize()) last = startSegment(size);
+        MemorySegment m = last.memory;
+        long at = last.tail;
+        m.set(INT, at, id);
+        m.set(INT, at + 4, (int) hl);
+        m.set(LONG, at + 8, payloadLength);
+        MemorySegment.copy(header, 0, m, at + RECORD, hl);
+        MemorySegment.copy(payloadBuffer, payloadOffset, m, at + RECORD + hl, payloadLength);
+        last.tail = at + size;
         messages++;
         bytes += hl + payloadLength;
     }
 
     /**
-     * Offers the head record to {@code endpoint} as ranges of this queue's buffer, so that no view
-     * is made; does not remove it.
+     * Offers the head record to {@code endpoint} as ranges of its segment, so that no view is made;
+     * does not remove it.
      *
      * @return whether the transport took it
      */
     boolean offerHead(TransportEndpoint endpoint) {
-        int hl = buffer.get(INT, head + 4);
-        return endpoint.trySend(buffer.get(INT, head), buffer, head + RECORD, hl, buffer, head + RECORD + hl, buffer.get(LONG, head + 8));
+        Segment first = segments.peekFirst();
+        MemorySegment m = first.memory;
+        long head = first.head;
+        int hl = m.get(INT, head + 4);
+        return endpoint.trySend(m.get(INT, head), m, head + RECORD, hl, m, head + RECORD + hl, m.get(LONG, head + 8));
     }
 
     /** Drops the head record (the transport took it). */
     void remove() {
-        int hl = buffer.get(INT, head + 4);
-        long pl = buffer.get(LONG, head + 8);
-        head += RECORD + hl + pl;
+        Segment first = segments.peekFirst();
+        MemorySegment m = first.memory;
+        int hl = m.get(INT, first.head + 4);
+        long pl = m.get(LONG, first.head + 8);
+        first.head += RECORD + hl + pl;
         messages--;
         bytes -= hl + pl;
-        if (messages == 0) reset();
+        if (first.head == first.tail) recycle(segments.pollFirst());
     }
 
     /** Discards every record; returns how many there were. */
@@ -123,51 +167,64 @@ final class PendingQueue {
         long n = messages;
         messages = 0;
         bytes = 0;
-        reset();
+        if (segments != null) {
+            for (Segment s = segments.pollFirst(); s != null; s = segments.pollFirst()) recycle(s);
+        }
         return n;
     }
 
-    private void reset() {
-        head = 0;
-        tail = 0;
-        if (buffer.byteSize() > RETAIN) buffer = MemorySegment.NULL;
+    /** Keeps an emptied segment for reuse while the kept ones stay within {@link #RETAIN} bytes. */
+    private void recycle(Segment s) {
+        long size = s.memory.byteSize();
+        segmentBytes -= size;
+        if (spareBytes + size > RETAIN) return;
+        if (spares == null) spares = new Segment[RETAIN / SEGMENT];
+        if (spareCount == spares.length) return;
+        s.head = 0;
+        s.tail = 0;
+        spares[spareCount++] = s;
+        spareBytes += size;
     }
 
-    private void makeRoom(long size) {
-        long live = tail - head;
-        long capacity = buffer.byteSize();
-        if (live + size <= capacity && head >= capacity / 2) {
-            MemorySegment.copy(buffer, head, buffer, 0, live); // overlapping copy is safe (memmove semantics)
-        } else {
-            long needed = live + size;
-            if (needed > MAX_BUFFER) {
-                throw new ConduitException("cannot queue a message of " + size + " bytes: " + messages + " messages (" + bytes
-                        + " bytes) already wait locally for this endpoint's transport and the local queue is limited to "
-                        + MAX_BUFFER + " bytes. Progress the worker (and the peer) so that the queue drains.");
-            }
-            // At least double (amortized O(size)), but no further than the record needs: doubling again until a large
-            // record fitted took up to twice its size of heap (a 256 MiB payload, a 512 MiB buffer).
-            long newCapacity = Math.min(MAX_BUFFER, Math.max(INITIAL, Math.max(capacity * 2, needed)));
-            byte[] array;
-            try {
-                array = allocator.apply((int) newCapacity);
-            } catch (OutOfMemoryError e) {
-                // One large array the heap cannot give now: the queue is as it was, so the send can be refused as at
-                // MAX_BUFFER rather than leave the application an OutOfMemoryError of no cause it can see.
-                throw new ConduitException("cannot queue a message of " + size + " bytes: " + messages + " messages (" + bytes
-                        + " bytes) already wait locally for this endpoint's transport (its peer reads slower than this endpoint "
-                        + "sends, or the connection's bounce ring is full), and the Java heap has no room for the local queue's "
-                        + "buffer of " + newCapacity + " bytes (grown from " + capacity + "; the heap's limit, -Xmx, is "
-                        + Runtime.getRuntime().maxMemory() + " bytes). Nothing was queued and the endpoint stays usable. Progress "
-                        + "the worker (and the peer) so that the queue drains before sending more, shed a peer whose pending() "
-                        + "keeps growing (close its endpoint), give the JVM more heap (-Xmx), or make room in the transport for "
-                        + "what you send at once (over memfd and posix, <plugin>.bounce.size holds the large payloads in flight)", e);
-            }
-            MemorySegment grown = MemorySegment.ofArray(array);
-            MemorySegment.copy(buffer, head, grown, 0, live);
-            buffer = grown;
+    /** Appends a segment with room for a record of {@code size} bytes: a kept one if one is large enough, else a new one. */
+    private Segment startSegment(long size) {
+        if (size > MAX_RECORD) {
+            throw new ConduitException("cannot queue a message of " + size + " bytes: a message waiting in the local queue is one "
+                    + "Java array, at most " + MAX_RECORD + " bytes, and " + messages + " messages (" + bytes + " bytes) already wait "
+                    + "locally for this endpoint's transport. Nothing was queued. Progress the worker (and the peer) until pending() "
+                    + "is 0, so that the message goes to the transport straight away, or send it in parts");
         }
-        tail = live;
-        head = 0;
+        if (segments == null) segments = new ArrayDeque<>();
+        for (int i = 0; i < spareCount; i++) {
+            Segment s = spares[i];
+            if (s.memory.byteSize() >= size) {
+                spares[i] = spares[--spareCount];
+                spares[spareCount] = null;
+                spareBytes -= s.memory.byteSize();
+                segmentBytes += s.memory.byteSize();
+                segments.addLast(s);
+                return s;
+            }
+        }
+        int length = (int) Math.max(size, Math.clamp(segmentBytes / 2, SEGMENT, MAX_SEGMENT));
+        byte[] array;
+        try {
+            array = allocator.apply(length);
+        } catch (OutOfMemoryError e) {
+            // The queue is as it was, so the send can be refused rather than leave the application an OutOfMemoryError of no
+            // cause it can see.
+            throw new ConduitException("cannot queue a message of " + size + " bytes: " + messages + " messages (" + bytes
+                    + " bytes) already wait locally for this endpoint's transport (its peer reads slower than this endpoint "
+                    + "sends, or the connection's bounce ring is full), and the Java heap has no room for the local queue's "
+                    + "segment of " + length + " bytes (the heap's limit, -Xmx, is " + Runtime.getRuntime().maxMemory()
+                    + " bytes). Nothing was queued and the endpoint stays usable. Progress the worker (and the peer) so that the "
+                    + "queue drains before sending more, shed a peer whose pending() keeps growing (close its endpoint), give the "
+                    + "JVM more heap (-Xmx), or make room in the transport for what you send at once (over memfd and posix, "
+                    + "<plugin>.bounce.size holds the large payloads in flight)", e);
+        }
+        Segment s = new Segment(array);
+        segmentBytes += length;
+        segments.addLast(s);
+        return s;
     }
 }

@@ -81,7 +81,7 @@ final class RuntimeEndpoint implements Endpoint {
      * Where encoders write that do not write in place ({@link #encodeHere}): those of at most
      * {@value #ENCODED_HERE_UP_TO} bytes, all over a transport without zero-copy send, and those
      * that go to the local queue. Made on the first, grown on demand, kept up to
-     * {@link PendingQueue#RETAIN} bytes, as the local queue keeps its buffer.
+     * {@link PendingQueue#RETAIN} bytes, as the local queue keeps its emptied segments.
      */
     private MemorySegment scratch = MemorySegment.NULL;
     /**

@@ -3,17 +3,25 @@ package dev.conduit.internal.worker;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.TransportEndpoint;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The local queue of an endpoint: order, content, reuse of its buffer and a bounded footprint. */
+/** The local queue of an endpoint: order, content, reuse of its segments and a bounded footprint. */
 class PendingQueueTest {
 
     private static byte[] message(Random random, int maxSize) {
@@ -23,12 +31,13 @@ class PendingQueueTest {
     }
 
     @Test
-    void keepsOrderAndContentThroughGrowthAndCompaction() {
+    void keepsOrderAndContentThroughGrowthAndReuse() {
         PendingQueue q = new PendingQueue();
         ArrayDeque<byte[][]> model = new ArrayDeque<>();
         Random random = new Random(7);
-        long maxLive = 0;
         long live = 0;
+        long liveRecords = 0;
+        long maxLiveRecords = 0;
         int nextId = 0;
         ArrayDeque<Integer> ids = new ArrayDeque<>();
         for (int step = 0; step < 200_000; step++) {
@@ -39,9 +48,11 @@ class PendingQueueTest {
                 model.add(new byte[][] {header, payload});
                 ids.add(nextId++);
                 live += header.length + payload.length;
+                liveRecords += 16 + header.length + payload.length;
             } else if (!model.isEmpty()) {
                 byte[][] expected = model.poll();
                 live -= expected[0].length + expected[1].length;
+                liveRecords -= 16 + expected[0].length + expected[1].length;
                 Head head = Head.of(q);
                 assertThat(head.id()).isEqualTo(ids.poll());
                 assertThat(head.header()).isEqualTo(expected[0]);
@@ -50,27 +61,36 @@ class PendingQueueTest {
             }
             assertThat(q.messages()).isEqualTo(model.size());
             assertThat(q.bytes()).isEqualTo(live);
-            maxLive = Math.max(maxLive, live + 16L * model.size());
-            assertThat(q.capacity()).as("bounded by the largest backlog, not by the traffic").isLessThanOrEqualTo(4 * (maxLive + 20_000 + 64) + PendingQueue.INITIAL);
+            maxLiveRecords = Math.max(maxLiveRecords, liveRecords);
+            // Segments are sized by the backlog when they were made, and each holds records up to its end but for less than the
+            // largest record (20,064 bytes here).
+            assertThat(q.heldBytes()).as("bounded by the largest backlog and what is kept for reuse, not by the traffic")
+                    .isLessThanOrEqualTo(4 * maxLiveRecords + 2L * PendingQueue.SEGMENT + PendingQueue.RETAIN);
         }
         assertThat(q.clear()).isEqualTo(model.size());
         assertThat(q.isEmpty()).isTrue();
+        assertThat(q.heldBytes()).as("kept for reuse once cleared").isLessThanOrEqualTo(PendingQueue.RETAIN);
     }
 
     @Test
-    void reusesItsBufferAndDropsAHugeOneWhenEmpty() {
-        PendingQueue q = new PendingQueue();
+    void reusesItsSegmentsAndKeepsNoBurstsOnceEmpty() {
+        List<Integer> allocated = new ArrayList<>();
+        PendingQueue q = new PendingQueue(n -> {
+            allocated.add(n);
+            return new byte[n];
+        });
         MemorySegment small = MemorySegment.ofArray(new byte[100]);
         for (int round = 0; round < 10; round++) {
             for (int i = 0; i < 30; i++) q.add(i, MemorySegment.NULL, small);
             while (!q.isEmpty()) q.remove();
         }
-        assertThat(q.capacity()).isEqualTo(4096);
+        assertThat(allocated).as("segments made for ten rounds of 30 messages").containsExactly(PendingQueue.SEGMENT);
+        assertThat(q.heldBytes()).isEqualTo(PendingQueue.SEGMENT);
 
         q.add(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[PendingQueue.RETAIN + 1]));
-        assertThat(q.capacity()).isGreaterThan(PendingQueue.RETAIN);
+        assertThat(q.heldBytes()).isGreaterThan(PendingQueue.RETAIN);
         q.remove();
-        assertThat(q.capacity()).as("a burst's buffer is not kept").isZero();
+        assertThat(q.heldBytes()).as("a burst's segment is not kept").isEqualTo(PendingQueue.SEGMENT);
         q.add(2, MemorySegment.NULL, MemorySegment.NULL);
         Head empty = Head.of(q);
         assertThat(empty.header()).isEmpty();
@@ -79,26 +99,82 @@ class PendingQueueTest {
     }
 
     /**
-     * A backlog that outgrows the heap (a slow subscriber of a publisher with a small {@code -Xmx}, found by
-     * a fan-out run) is refused as one past the buffer's bound is: a {@code ConduitException} naming the
-     * backlog, the heap and the remedy, with nothing queued and the queue intact. It was an
-     * {@code OutOfMemoryError} out of {@code Endpoint.send}, which names no cause an application can see.
+     * The queue was one buffer that doubled, copying the whole backlog at each growth: a send that
+     * found 1 GiB queued allocated 2 GiB and copied 1 GiB before it returned, and a backlog stopped
+     * at 2 GiB. Now a backlog grows by a segment at a time, and nothing queued is ever moved.
      */
     @Test
-    void aGrowthTheHeapCannotGiveIsRefusedNamingTheHeapAndLeavesTheQueueIntact() {
+    void aGrowingBacklogTakesASegmentAtATimeAndNeverCopiesWhatIsQueued() {
+        // Segments grow (each half the size of those in use, up to MAX_SEGMENT) so that the collector leaves a large
+        // backlog where it is: a 95 MB backlog of 64 KiB segments took a 390 ms young-collection pause to copy.
+        List<Integer> allocated = new ArrayList<>();
         PendingQueue q = new PendingQueue(n -> {
-            if (n > PendingQueue.INITIAL) throw new OutOfMemoryError("Java heap space");
+            allocated.add(n);
+            return new byte[n];
+        });
+        byte[] payload = new byte[1000];
+        int count = 20_000; // about 20 MB
+        for (int i = 0; i < count; i++) {
+            payload[0] = (byte) i;
+            q.add(i, MemorySegment.NULL, MemorySegment.ofArray(payload));
+        }
+        long backlog = 1016L * count;
+        assertThat(allocated).as("every array the backlog took: one segment at a time, from the first size to the largest")
+                .isSorted().allMatch(n -> n >= PendingQueue.SEGMENT && n <= PendingQueue.MAX_SEGMENT)
+                .contains(PendingQueue.MAX_SEGMENT);
+        assertThat(allocated.stream().mapToLong(Integer::longValue).sum()).as("bytes of all of them, for a backlog of %d", backlog)
+                .isLessThan(backlog + PendingQueue.MAX_SEGMENT);
+        for (int i = 0; i < count; i++) {
+            Head head = Head.of(q);
+            assertThat(head.id()).isEqualTo(i);
+            assertThat(head.payload()[0]).isEqualTo((byte) i);
+            q.remove();
+        }
+        assertThat(q.heldBytes()).as("kept for reuse once drained").isPositive().isLessThanOrEqualTo(PendingQueue.RETAIN);
+    }
+
+    @Test
+    void aMessageLargerThanAnArrayIsRefusedNamingTheLimitAndNothingIsQueued(@TempDir Path dir) throws IOException {
+        PendingQueue q = new PendingQueue();
+        q.add(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[10]));
+        try (Arena arena = Arena.ofConfined();
+             FileChannel file = FileChannel.open(dir.resolve("payload"), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                     StandardOpenOption.WRITE, StandardOpenOption.SPARSE)) {
+            MemorySegment huge = file.map(FileChannel.MapMode.READ_WRITE, 0, 3L << 30, arena); // sparse: takes no memory
+            assertThatThrownBy(() -> q.add(2, MemorySegment.NULL, huge))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot queue a message of " + (16 + (3L << 30)) + " bytes")
+                    .hasMessageContaining("at most " + PendingQueue.MAX_RECORD + " bytes")
+                    .hasMessageContaining("1 messages (10 bytes) already wait")
+                    .hasMessageContaining("Nothing was queued")
+                    .hasMessageContaining("pending()");
+        }
+        assertThat(Arrays.asList(q.messages(), q.bytes())).containsExactly(1L, 10L);
+        assertThat(Head.of(q).id()).isEqualTo(1);
+    }
+
+    /**
+     * A backlog that outgrows the heap (a slow subscriber of a publisher with a small {@code -Xmx}, found by
+     * a fan-out run) is refused: a {@code ConduitException} naming the backlog, the heap and the remedy,
+     * with nothing queued and the queue intact. It was an {@code OutOfMemoryError} out of
+     * {@code Endpoint.send}, which names no cause an application can see.
+     */
+    @Test
+    void aSegmentTheHeapCannotGiveIsRefusedNamingTheHeapAndLeavesTheQueueIntact() {
+        int[] made = {0};
+        PendingQueue q = new PendingQueue(n -> {
+            if (made[0]++ > 0) throw new OutOfMemoryError("Java heap space");
             return new byte[n];
         });
         MemorySegment small = MemorySegment.ofArray(new byte[100]);
-        for (int i = 0; i < 20; i++) { // 20 records of 116 bytes fill the first buffer, 4 KiB, in part
+        for (int i = 0; i < 20; i++) { // 20 records of 116 bytes fill the first segment in part
             small.set(ValueLayout.JAVA_BYTE, 0, (byte) i);
             q.add(i, MemorySegment.NULL, small);
         }
-        assertThat(q.capacity()).isEqualTo(PendingQueue.INITIAL);
+        assertThat(q.heldBytes()).isEqualTo(PendingQueue.SEGMENT);
         long messages = q.messages();
         long bytes = q.bytes();
-        MemorySegment large = MemorySegment.ofArray(new byte[PendingQueue.INITIAL]);
+        MemorySegment large = MemorySegment.ofArray(new byte[PendingQueue.SEGMENT]);
         assertThatThrownBy(() -> q.add(99, MemorySegment.NULL, large))
                 .isInstanceOf(ConduitException.class)
                 .hasCauseInstanceOf(OutOfMemoryError.class)
@@ -119,24 +195,25 @@ class PendingQueueTest {
     }
 
     @Test
-    void aLargeMessageGrowsTheBufferToWhatItNeedsNotToTheNextPowerOfTwo() {
+    void aLargeMessageTakesASegmentOfItsOwnSize() {
         // helper h8: one 256 MiB tensor queued behind a full bounce ring took a 512 MiB heap buffer.
         PendingQueue q = new PendingQueue();
         int payload = 5 << 20;
         q.add(1, MemorySegment.ofArray(new byte[8]), MemorySegment.ofArray(new byte[payload]));
         long record = 16 + 8 + payload;
-        assertThat(q.capacity()).as("the buffer of one large record").isEqualTo(record);
+        assertThat(q.heldBytes()).as("the segment of one large record").isEqualTo(record);
         q.add(2, MemorySegment.NULL, MemorySegment.ofArray(new byte[100]));
-        assertThat(q.capacity()).as("it still at least doubles, so that adding stays amortized O(size)").isEqualTo(2 * record);
+        assertThat(q.heldBytes()).as("the next record, in a segment half the size of those in use")
+                .isEqualTo(record + Math.clamp(record / 2, PendingQueue.SEGMENT, PendingQueue.MAX_SEGMENT));
         assertThat(Arrays.asList(Head.of(q).id(), q.messages())).containsExactly(1, 2L);
     }
 
     @Test
-    void aHeapWithNoRoomForTheBufferIsAConduitExceptionNamingTheBacklogAndTheRemedyAndTheQueueKeepsItsMessages() {
+    void aHeapWithNoRoomForASegmentIsAConduitExceptionNamingTheBacklogAndTheRemedyAndTheQueueKeepsItsMessages() {
         // helper h8: a fourth 256 MiB send while the ring was full threw the JVM's bare "OutOfMemoryError: Java heap space".
         int[] asked = {0};
         PendingQueue q = new PendingQueue(n -> {
-            if (n > 64 << 10) {
+            if (n > PendingQueue.SEGMENT) {
                 asked[0] = n;
                 throw new OutOfMemoryError("Java heap space");
             }
@@ -147,7 +224,7 @@ class PendingQueueTest {
                 .isInstanceOf(ConduitException.class)
                 .hasCauseInstanceOf(OutOfMemoryError.class)
                 .hasMessageContaining("cannot queue a message of " + (16 + (100 << 10)) + " bytes: ")
-                .hasMessageContaining("buffer of " + asked[0] + " bytes")
+                .hasMessageContaining("segment of " + asked[0] + " bytes")
                 .hasMessageContaining("1 messages (1000 bytes) already wait")
                 .hasMessageContaining("-Xmx")
                 .hasMessageContaining("Progress the worker")
