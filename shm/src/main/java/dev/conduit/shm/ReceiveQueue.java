@@ -775,9 +775,9 @@ public final class ReceiveQueue {
      * Sender side, once the receiver reads nothing more (its worker closed or died): how many
      * messages (MSG and LARGE records) of {@code connection} lie between its {@link #readPosition}
      * and {@code upTo}, the end of that connection's last message, and so were never handled. Walks
-     * the records there without trusting them: a length no sender writes, or a line claimed and
-     * never taken, moves on by one cache line, where the next record starts; never more than one
-     * ring, and never past {@code upTo}.
+     * the records there without trusting them: a length that is not a whole number of cache lines
+     * (which no sender writes), or a line claimed and never taken, moves on by one line, where the
+     * next record starts; never more than one ring, and never past {@code upTo}.
      */
     public long unreadMessagesOf(long connection, long upTo) {
         long from = readPosition();
@@ -791,15 +791,16 @@ public final class ReceiveQueue {
             long index = at & mask;
             long offset = HEADER_LENGTH + index;
             long lengthAndType = (long) LONG.getVolatile(memory, offset);
-            int length = Math.abs(firstInt(lengthAndType)); // taken and never committed: still a record's room
-            if (length < 8 || (length & 7) != 0 || length > capacity - index) {
-                at += toNextLine(index);
+            // Taken and never committed: still a record's room (a length of Integer.MIN_VALUE stays negative, and is skipped).
+            int length = Math.abs(firstInt(lengthAndType));
+            // Only whole lines, so the walk stays on lines: a length of 8 bytes more than some lines landed inside the next
+            // record, whose fields it then took for a length, and a ring of 8-byte lengths cost a step per 8 bytes.
+            if (length <= 0 || (length & (RECORD_ALIGNMENT - 1)) != 0 || length > capacity - index) {
+                at += RECORD_ALIGNMENT;
                 continue;
             }
             int type = secondInt(lengthAndType);
-            // A message has its record header: one shorter (which no sender writes) may lie in the ring's last bytes, with no
-            // connection field in the ring.
-            if (firstInt(lengthAndType) > 0 && (type == MSG || type == LARGE) && length >= RECORD_HEADER
+            if (firstInt(lengthAndType) > 0 && (type == MSG || type == LARGE)
                     && (long) LONG.getVolatile(memory, offset + CONNECTION) == connection) {
                 count++;
             }

@@ -215,6 +215,34 @@ class ReceiveQueueTest {
         assertThat(sender.unreadMessagesOf(7, sender.claimedUpTo())).isEqualTo(1);
     }
 
+    /**
+     * Every record is a whole number of cache lines and starts on one, so the count walks lines: a
+     * length 8 bytes past a line (a process that maps the queue wrote it) made it step into the
+     * next record, read its connection field as a length, and miss that message; now the walk goes
+     * on at the next line, and counts each message of the connection among records of every kind.
+     */
+    @Test
+    void aSendersCountStaysOnLinesPastLengthsThatAreNoWholeLines() {
+        send(ReceiveQueue.MSG, 7, 64);
+        assertThat(drain()).containsExactly(7L);
+        send(ReceiveQueue.MSG, 7, 128);
+        long overwritten = send(ReceiveQueue.MSG, 9, 64);
+        memory.set(ValueLayout.JAVA_LONG, overwritten, ReceiveQueue.twoInts(72, ReceiveQueue.MSG));
+        send(ReceiveQueue.MSG, 7, 64);
+        send(ReceiveQueue.PAD, 0, 64);
+        long eights = send(ReceiveQueue.MSG, 9, 128);
+        for (long at = eights; at < eights + 64; at += 8) memory.set(ValueLayout.JAVA_LONG, at, ReceiveQueue.twoInts(8, ReceiveQueue.PAD));
+        long negative = send(ReceiveQueue.MSG, 9, 64);
+        memory.set(ValueLayout.JAVA_LONG, negative, ReceiveQueue.twoInts(Integer.MIN_VALUE, ReceiveQueue.MSG));
+        send(ReceiveQueue.LARGE, 7, 192);
+        send(ReceiveQueue.MSG, 8, 64);
+        send(ReceiveQueue.CLOSE, 7, 64);
+        send(ReceiveQueue.MSG, 7, 256);
+
+        assertThat(sender.unreadMessagesOf(7, sender.claimedUpTo())).isEqualTo(4);
+        assertThat(sender.unreadMessagesOf(8, sender.claimedUpTo())).isEqualTo(1);
+    }
+
     /** A read position no receiver writes (off 8 bytes, by a process that maps the queue) makes the count throw nothing. */
     @Test
     void aSendersCountTrustsNoReadPositionOffEightBytes() {
