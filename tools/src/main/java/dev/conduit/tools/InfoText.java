@@ -79,24 +79,19 @@ final class InfoText {
 
     /** How many owners in each state, and the files and bytes of all, and of the dead (what a reclaim would free). */
     private static String summary(OwnerLease.Survey survey) {
-        Map<OwnerLease.State, Integer> counts = new java.util.EnumMap<>(OwnerLease.State.class);
-        for (OwnerLease.State state : OwnerLease.State.values()) counts.put(state, 0);
+        Map<OwnerLease.State, SharedFiles.Tally> byState = SharedFiles.byState(survey);
         long files = survey.unowned().size() + survey.probes().size();
         long bytes = SharedFiles.bytes(survey.unowned()) + SharedFiles.bytes(survey.probes());
-        long deadBytes = 0;
-        for (OwnerLease.Owner owner : survey.owners()) {
-            counts.merge(owner.state(), 1, Integer::sum);
-            files += owner.files().size();
-            bytes += SharedFiles.bytes(owner.files());
-            if (owner.state() == OwnerLease.State.DEAD) deadBytes += SharedFiles.bytes(owner.files());
-        }
         List<String> states = new ArrayList<>();
-        counts.forEach((state, n) -> {
-            if (n > 0) states.add(n + " " + state.name().toLowerCase(Locale.ROOT));
-        });
+        for (Map.Entry<OwnerLease.State, SharedFiles.Tally> state : byState.entrySet()) {
+            files += state.getValue().files();
+            bytes += state.getValue().bytes();
+            states.add(state.getValue().owners() + " " + state.getKey().name().toLowerCase(Locale.ROOT));
+        }
+        SharedFiles.Tally dead = byState.get(OwnerLease.State.DEAD);
         return survey.owners().size() + (survey.owners().size() == 1 ? " owner" : " owners") + (states.isEmpty() ? "" : " ("
                 + String.join(", ", states) + ")") + "; " + files + (files == 1 ? " file, " : " files, ") + bytes + " bytes"
-                + (counts.get(OwnerLease.State.DEAD) > 0 ? ", of which dead owners' " + deadBytes + " (conduit reclaim removes them)" : "");
+                + (dead != null ? ", of which dead owners' " + dead.bytes() + " (conduit reclaim removes them)" : "");
     }
 
     private static String file(OwnerLease.FileEntry file) {

@@ -30,7 +30,8 @@ import java.util.List;
                         + "whose lease nobody holds, then the lease, as the next pool or worker opened there would. Live owners, "
                         + "owners being created and other users' files are left alone, and so are files no lease names.",
                 "Prints each file removed (with its dead owner and bytes), each it could not remove (with the errno and what "
-                        + "to do), then what is left. Exit code 1 when a file could not be removed or a directory listed."})
+                        + "to do), then what is left. Exit code 1 when a file could not be removed, or a directory listed before "
+                        + "or after the reclaim."})
 final class ReclaimCommand implements Runnable {
 
     private static final String INDENT = "  ";
@@ -55,8 +56,9 @@ final class ReclaimCommand implements Runnable {
                     + "run without transports (--set transports=) or name memfd and posix in it");
         }
         PrintWriter out = spec.commandLine().getOut();
-        int notRemoved = 0;
+        int[] notRemoved = new int[Kind.values().length];
         List<String> unlisted = new ArrayList<>();
+        List<String> unknown = new ArrayList<>();
         for (SharedFiles.Place place : places) {
             out.println(place.plugin() + "  " + place.directory() + "  (" + place.setBy() + ")");
             Report report = new Report(out, place.directory());
@@ -68,18 +70,50 @@ final class ReclaimCommand implements Runnable {
                 out.flush();
                 continue;
             }
-            notRemoved += report.notRemoved;
-            out.println(INDENT + "removed " + report.files + (report.files == 1 ? " file, " : " files, ") + report.bytes + " bytes, of "
-                    + report.owners.size() + (report.owners.size() == 1 ? " dead owner" : " dead owners")
-                    + (report.notRemoved > 0 ? "; " + report.notRemoved + " not removed" : ""));
-            out.println(INDENT + left(SharedFiles.survey(place)));
+            for (Kind kind : Kind.values()) notRemoved[kind.ordinal()] += report.notRemoved[kind.ordinal()];
+            out.println(INDENT + report.summary());
+            SharedFiles.Listing left = SharedFiles.survey(place);
+            out.println(INDENT + left(left));
+            if (left.error() != null) unknown.add(place.plugin() + " in " + place.directory());
             out.flush();
         }
-        if (notRemoved > 0 || !unlisted.isEmpty()) {
-            List<String> failures = new ArrayList<>();
-            if (notRemoved > 0) failures.add(notRemoved + (notRemoved == 1 ? " file" : " files") + " of dead owners could not be removed");
-            if (!unlisted.isEmpty()) failures.add("cannot reclaim in " + String.join(", ", unlisted));
-            throw new ConduitException(String.join("; ", failures) + " (above, with what to do)");
+        List<String> failures = new ArrayList<>();
+        String files = Kind.counted(notRemoved);
+        if (!files.isEmpty()) failures.add(files + " could not be removed");
+        if (!unlisted.isEmpty()) failures.add("cannot reclaim in " + String.join(", ", unlisted));
+        // The reclaim went through, but whether a dead owner's file is still there is not known: a script must not take it for done.
+        if (!unknown.isEmpty()) failures.add("cannot tell what is left in " + String.join(", ", unknown));
+        if (!failures.isEmpty()) throw new ConduitException(String.join("; ", failures) + " (above, with what to do)");
+    }
+
+    /** What a reclaim removes, or fails to: each is counted apart, so that no count says "files of dead owners" of a pending lease. */
+    private enum Kind {
+        DEAD_OWNERS_FILE("file of dead owners", "files of dead owners"),
+        PENDING_LEASE("pending lease nobody held", "pending leases nobody held"),
+        PROBE_FILE("probe file left by a killed probe", "probe files left by killed probes");
+
+        private final String one;
+        private final String many;
+
+        Kind(String one, String many) {
+            this.one = one;
+            this.many = many;
+        }
+
+        static Kind of(String owner, String name) {
+            if (owner == null) return PROBE_FILE;
+            return OwnerLease.isPendingLease(name) ? PENDING_LEASE : DEAD_OWNERS_FILE;
+        }
+
+        /** "1 file of dead owners and 2 pending leases nobody held": the counts that are not 0, by kind; empty when all are. */
+        static String counted(int[] counts) {
+            List<String> parts = new ArrayList<>();
+            for (Kind kind : values()) {
+                int n = counts[kind.ordinal()];
+                if (n > 0) parts.add(n + " " + (n == 1 ? kind.one : kind.many));
+            }
+            if (parts.size() < 2) return String.join("", parts);
+            return String.join(", ", parts.subList(0, parts.size() - 1)) + " and " + parts.getLast();
         }
     }
 
@@ -87,14 +121,9 @@ final class ReclaimCommand implements Runnable {
     private static String left(SharedFiles.Listing listing) {
         if (listing.error() != null) return "left: unknown: " + listing.error();
         List<String> parts = new ArrayList<>();
-        for (OwnerLease.State state : OwnerLease.State.values()) {
-            List<OwnerLease.Owner> owners = listing.survey().owners().stream().filter(o -> o.state() == state).toList();
-            if (owners.isEmpty()) continue;
-            long files = owners.stream().mapToLong(o -> o.files().size()).sum();
-            long bytes = owners.stream().mapToLong(o -> SharedFiles.bytes(o.files())).sum();
-            parts.add(owners.size() + " " + state.name().toLowerCase(java.util.Locale.ROOT) + (owners.size() == 1 ? " owner" : " owners")
-                    + " (" + files + (files == 1 ? " file, " : " files, ") + bytes + " bytes)" + LEFT_BECAUSE.get(state));
-        }
+        SharedFiles.byState(listing.survey()).forEach((state, left) -> parts.add(left.owners() + " "
+                + state.name().toLowerCase(java.util.Locale.ROOT) + (left.owners() == 1 ? " owner" : " owners") + " (" + left.files()
+                + (left.files() == 1 ? " file, " : " files, ") + left.bytes() + " bytes)" + LEFT_BECAUSE.get(state)));
         List<OwnerLease.FileEntry> unowned = listing.survey().unowned();
         if (!unowned.isEmpty()) {
             parts.add(unowned.size() + (unowned.size() == 1 ? " file" : " files") + " that no lease names ("
@@ -111,14 +140,15 @@ final class ReclaimCommand implements Runnable {
             OwnerLease.State.UNJUDGED, ": their leases do not open for this user (another user's: run as that user or root)",
             OwnerLease.State.DEAD, ": files above that could not be removed, or an owner that died or was judged since");
 
-    /** Prints each file as the reclaim removes it or fails to, and counts them. */
+    /** Prints each file as the reclaim removes it or fails to, and counts them by kind. */
     private static final class Report implements OwnerLease.ReclaimListener {
         private final PrintWriter out;
         private final Path directory;
         private final java.util.Set<String> owners = new java.util.HashSet<>();
-        private int files;
+        private final int[] removed = new int[Kind.values().length];
+        private final int[] notRemoved = new int[Kind.values().length];
+        /** The bytes of the dead owners' files removed. */
         private long bytes;
-        private int notRemoved;
 
         Report(PrintWriter out, Path directory) {
             this.out = out;
@@ -127,27 +157,47 @@ final class ReclaimCommand implements Runnable {
 
         @Override
         public void removed(String owner, String name, long size) {
-            files++;
-            bytes += Math.max(0, size);
+            Kind kind = Kind.of(owner, name);
+            removed[kind.ordinal()]++;
+            if (kind == Kind.DEAD_OWNERS_FILE) bytes += Math.max(0, size);
             out.println(INDENT + "removed      " + name + "  " + (size < 0 ? "?" : Long.toString(size)) + " bytes  (" + whose(owner, name)
                     + ")");
         }
 
         @Override
         public void notRemoved(String owner, String name, ErrnoException e) {
-            notRemoved++;
+            Kind kind = Kind.of(owner, name);
+            notRemoved[kind.ordinal()]++;
             out.println(INDENT + "not removed  " + name + "  (" + whose(owner, name) + "): " + e.errnoName() + " (" + e.getMessage()
-                    + "); " + remedy(e) + "; " + (owner == null || OwnerLease.isPendingLease(name) ? "the next reclaim tries again"
-                    : "its lease stays, so that the next reclaim tries again"));
+                    + "); " + remedy(e) + "; " + (kind == Kind.DEAD_OWNERS_FILE ? "its lease stays, so that the next reclaim tries again"
+                    : "the next reclaim tries again"));
+        }
+
+        /** "removed 2 files, 4096 bytes, of 1 dead owner; removed 1 pending lease nobody held; not removed: ...". */
+        String summary() {
+            int files = removed[Kind.DEAD_OWNERS_FILE.ordinal()];
+            StringBuilder line = new StringBuilder("removed " + files + (files == 1 ? " file, " : " files, ") + bytes + " bytes, of "
+                    + owners.size() + (owners.size() == 1 ? " dead owner" : " dead owners"));
+            int[] others = removed.clone();
+            others[Kind.DEAD_OWNERS_FILE.ordinal()] = 0;
+            String removedOthers = Kind.counted(others);
+            if (!removedOthers.isEmpty()) line.append("; removed ").append(removedOthers);
+            String failed = Kind.counted(notRemoved);
+            if (!failed.isEmpty()) line.append("; not removed: ").append(failed);
+            return line.toString();
         }
 
         /** Whose file {@code name} is, counting a dead owner once. */
         private String whose(String owner, String name) {
-            if (owner == null) return "a probe file left by a process killed while probing";
-            // Owns nothing yet: an owner killed while creating its lease, or one starting, which starts over (OwnerLease.acquire).
-            if (OwnerLease.isPendingLease(name)) return "a pending lease nobody held";
-            owners.add(owner);
-            return "dead owner " + owner;
+            return switch (Kind.of(owner, name)) {
+                case PROBE_FILE -> "a probe file left by a process killed while probing";
+                // Owns nothing yet: an owner killed while creating its lease, or one starting, which starts over (OwnerLease.acquire).
+                case PENDING_LEASE -> "a pending lease nobody held";
+                case DEAD_OWNERS_FILE -> {
+                    owners.add(owner);
+                    yield "dead owner " + owner;
+                }
+            };
         }
 
         private String remedy(ErrnoException e) {

@@ -94,6 +94,23 @@ final class SharedFiles {
         }
     }
 
+    /** The owners of one state in a survey, with how many files they have and the bytes of those. */
+    record Tally(int owners, long files, long bytes) {
+    }
+
+    /**
+     * The owners of {@code survey} by state, in {@link OwnerLease.State}'s order, a state that no owner has left out:
+     * what {@code conduit info}'s summary line and {@code conduit reclaim}'s {@code left:} line count.
+     */
+    static Map<OwnerLease.State, Tally> byState(OwnerLease.Survey survey) {
+        Map<OwnerLease.State, Tally> tallies = new java.util.EnumMap<>(OwnerLease.State.class);
+        for (OwnerLease.Owner owner : survey.owners()) {
+            tallies.merge(owner.state(), new Tally(1, owner.files().size(), bytes(owner.files())),
+                    (a, b) -> new Tally(a.owners() + b.owners(), a.files() + b.files(), a.bytes() + b.bytes()));
+        }
+        return tallies;
+    }
+
     /** The bytes of {@code files}, those whose size could not be read left out. */
     static long bytes(List<OwnerLease.FileEntry> files) {
         return files.stream().mapToLong(f -> Math.max(0, f.bytes())).sum();
