@@ -78,6 +78,13 @@ final class InfoJson {
             json.member("lease", owner.lease());
             json.member("state", owner.state().name());
             json.member("why", owner.why());
+            json.name("ageSeconds");
+            Long age = listing.pendingAgeSeconds().get(owner.lease());
+            if (age == null || age < 0) {
+                json.nullValue();
+            } else {
+                json.value(age);
+            }
             json.member("bytes", SharedFiles.bytes(owner.files()));
             json.name("files");
             writeFiles(owner.files());

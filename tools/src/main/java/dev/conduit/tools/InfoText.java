@@ -67,6 +67,7 @@ final class InfoText {
             out.println(FIELD_INDENT + summary(survey));
             for (OwnerLease.Owner owner : survey.owners()) {
                 String why = owner.why() == null ? "" : "  " + owner.why();
+                if (owner.state() == OwnerLease.State.PENDING) why = "  " + created(listing.pendingAgeSeconds().get(owner.lease()));
                 out.println(FIELD_INDENT + pad(owner.state().name(), STATE_WIDTH) + owner.lease() + why);
                 for (OwnerLease.FileEntry file : owner.files()) {
                     out.println(FIELD_INDENT + " ".repeat(STATE_WIDTH + 2) + file(file));
@@ -92,6 +93,15 @@ final class InfoText {
         return survey.owners().size() + (survey.owners().size() == 1 ? " owner" : " owners") + (states.isEmpty() ? "" : " ("
                 + String.join(", ", states) + ")") + "; " + files + (files == 1 ? " file, " : " files, ") + bytes + " bytes"
                 + (dead != null ? ", of which dead owners' " + dead.bytes() + " (conduit reclaim removes them)" : "");
+    }
+
+    /** When a pending lease was created, in the largest whole unit up to days ("created 3 h ago"). */
+    private static String created(Long seconds) {
+        if (seconds == null || seconds < 0) return "created ? ago (its status could not be read)";
+        long minutes = seconds / 60;
+        long hours = minutes / 60;
+        String age = seconds < 120 ? seconds + " s" : minutes < 120 ? minutes + " min" : hours < 48 ? hours + " h" : hours / 24 + " days";
+        return "created " + age + " ago";
     }
 
     private static String file(OwnerLease.FileEntry file) {

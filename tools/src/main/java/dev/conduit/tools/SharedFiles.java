@@ -2,6 +2,7 @@ package dev.conduit.tools;
 
 import dev.conduit.ConfigEntry;
 import dev.conduit.PluginInfo;
+import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.OwnerLease;
@@ -41,8 +42,13 @@ final class SharedFiles {
         }
     }
 
-    /** What {@link #survey} found in a place: the survey, or why the directory could not be listed. */
-    record Listing(Place place, OwnerLease.Survey survey, String error) {
+    /**
+     * What {@link #survey} found in a place: the survey, or why the directory could not be listed.
+     *
+     * @param pendingAgeSeconds for each {@link OwnerLease.State#PENDING} owner's lease, how long ago it was last modified
+     *                          (its creation: a starting owner writes nothing into it), {@code -1} when that could not be read
+     */
+    record Listing(Place place, OwnerLease.Survey survey, String error, Map<String, Long> pendingAgeSeconds) {
     }
 
     /**
@@ -70,10 +76,34 @@ final class SharedFiles {
     /** Lists {@code place} without changing anything in it ({@link OwnerLease#survey}). */
     static Listing survey(Place place) {
         try {
-            return inDirectory(place, (libc, directory) -> new Listing(place, OwnerLease.survey(libc, directory, place.prefix()), null));
+            return inDirectory(place, (libc, directory) -> {
+                OwnerLease.Survey survey = OwnerLease.survey(libc, directory, place.prefix());
+                return new Listing(place, survey, null, pendingAges(directory, survey));
+            });
         } catch (ConduitException e) {
-            return new Listing(place, null, e.getMessage());
+            return new Listing(place, null, e.getMessage(), Map.of());
         }
+    }
+
+    /**
+     * The age of each pending lease in {@code survey}: a starting owner renames its pending lease into place three
+     * system calls after creating it (OwnerLease.acquire), so one that is seconds old was left by an owner killed while
+     * creating it, which a reclaim removes.
+     */
+    private static Map<String, Long> pendingAges(SharedDirectory directory, OwnerLease.Survey survey) {
+        Map<String, Long> ages = new LinkedHashMap<>();
+        long now = System.currentTimeMillis();
+        for (OwnerLease.Owner owner : survey.owners()) {
+            if (owner.state() != OwnerLease.State.PENDING) continue;
+            long age;
+            try {
+                age = Math.max(0, now - directory.status(owner.lease()).modifiedMillis()) / 1000;
+            } catch (ErrnoException e) {
+                age = -1; // gone since the listing (renamed into place, or removed), or not to be read here
+            }
+            ages.put(owner.lease(), age);
+        }
+        return ages;
     }
 
     /** What {@link #inDirectory} runs with the directory open. */
