@@ -225,7 +225,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * the lock for the removal, so that no server that starts meanwhile judges it too; says whose it was, or returns
      * {@code null} and leaves it.
      */
-    private static String removeIfItsServerIsGone(Path file) {
+    static String removeIfItsServerIsGone(Path file) {
         // Not even opened when a server of this JVM holds it: closing any descriptor of a file drops every fcntl lock the
         // process holds on it, that server's too.
         if (PUBLISHED_HERE.contains(file.toAbsolutePath().normalize())) return null;

@@ -381,6 +381,8 @@ final class PerfCommand implements Callable<Integer> {
                 "--region-size", Long.toString(plan.largestSize()), "--timeout", ConfigKey.durationText(plan.timeout())));
         if (transport != null) serverArguments.addAll(List.of("-t", transport));
         options.settings().forEach((k, v) -> serverArguments.addAll(List.of("--set", k + "=" + v)));
+        String gone = PerfPeer.removeDirectoriesOfGoneRuns(parent);
+        if (gone != null) err.println(gone);
         PerfPeer peer = PerfPeer.start(parent, sharedDir != null ? PerfPeer.ParentSource.OPTION : PerfPeer.ParentSource.CONFIGURATION,
                 serverArguments);
         PerfRun run;

@@ -1,5 +1,12 @@
 package dev.conduit.tools;
 
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.shm.OwnerLease;
+import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.ConduitException;
 
 import java.io.BufferedReader;
@@ -44,6 +51,8 @@ import java.util.regex.Pattern;
  * it if it does not, and removes the directory; a shutdown hook does the same if this JVM is
  * stopped first. Its standard input is a pipe that this process never writes to: when this
  * process dies, however it dies, the pipe ends and the server exits ({@code --exit-with-stdin}).
+ * A run killed with its server leaves its directory, which the next run under the same directory
+ * removes ({@link #removeDirectoriesOfGoneRuns}).
  */
 final class PerfPeer implements AutoCloseable {
 
@@ -66,6 +75,8 @@ final class PerfPeer implements AutoCloseable {
     private static final int KEEP_LINES = 200;
 
     private final Path directory;
+    /** This run's lease in its directory, held while it runs: what tells a later run not to remove it; null in tests. */
+    private final RunLease lease;
     private final Process process;
     private final Thread hook;
     private final Deque<String> output = new ArrayDeque<>();
@@ -76,11 +87,12 @@ final class PerfPeer implements AutoCloseable {
 
     /** Over a started {@code process} in {@code directory}; {@code hook}, registered or not, is removed once it is stopped. */
     PerfPeer(Path directory, Process process, Thread hook) {
-        this(directory, process, hook, new CountDownLatch(1));
+        this(directory, null, process, hook, new CountDownLatch(1));
     }
 
-    private PerfPeer(Path directory, Process process, Thread hook, CountDownLatch stopped) {
+    private PerfPeer(Path directory, RunLease lease, Process process, Thread hook, CountDownLatch stopped) {
         this.directory = directory;
+        this.lease = lease;
         this.process = process;
         this.hook = hook;
         this.stopped = stopped;
@@ -130,6 +142,13 @@ final class PerfPeer implements AutoCloseable {
      */
     static PerfPeer start(Path parent, ParentSource source, List<String> serverArguments) {
         Path dir = privateDirectory(parent, source, new SecureRandom()::nextInt);
+        RunLease lease;
+        try {
+            lease = RunLease.acquire(dir);
+        } catch (RuntimeException e) {
+            deleteTree(dir);
+            throw e;
+        }
         List<String> command = new ArrayList<>(javaCommand());
         command.addAll(List.of("perf", "--server", "--shared-dir", dir.toString(), "--name", NAME, "--exit-with-stdin"));
         command.addAll(serverArguments);
@@ -143,13 +162,136 @@ final class PerfPeer implements AutoCloseable {
         try {
             p = pb.start();
         } catch (IOException e) {
+            lease.close();
             deleteTree(dir);
             throw new ConduitException("cannot start the perf server process (" + command.getFirst() + "): " + e.getMessage(), e);
         }
         CountDownLatch stopped = new CountDownLatch(1);
         Thread hook = cleanupHook(p, dir, stopped, PerfServer.SHUTDOWN_WAIT_NANOS);
         Runtime.getRuntime().addShutdownHook(hook);
-        return new PerfPeer(dir, p, hook, stopped);
+        return new PerfPeer(dir, lease, p, hook, stopped);
+    }
+
+    /**
+     * The lease of a run on its private directory ({@code conduit-perf-<owner>.lease}, {@link OwnerLease}), taken as the
+     * directory is made and held until it is removed: while the run's process lives its directory has a live owner, also
+     * before its server's and its own workers have leases there, so {@link #removeDirectoriesOfGoneRuns} never takes it.
+     */
+    record RunLease(SharedDirectory directory, OwnerLease lease) {
+        static RunLease acquire(Path dir) {
+            Libc libc = Linux.libc();
+            SharedDirectory directory = SharedDirectory.open(libc, dir, "--shared-dir");
+            try {
+                return new RunLease(directory, OwnerLease.acquire(libc, directory, RUN_PREFIX));
+            } catch (RuntimeException e) {
+                directory.close();
+                throw e;
+            }
+        }
+
+        void close() {
+            try {
+                lease.close();
+            } finally {
+                directory.close();
+            }
+        }
+    }
+
+    /** The prefixes of the files a run's processes name after their owners in its directory: the run's lease, its workers' and pools'. */
+    private static final String RUN_PREFIX = "conduit-perf";
+    private static final List<String> OWNER_PREFIXES = List.of(RUN_PREFIX, "conduit-memfd", "conduit-posix");
+
+    /**
+     * Removes the private directories under {@code parent} that earlier runs of this user left, killed before they
+     * removed them (a {@code kill -9} of the client and its server), judged as a reclaim judges owners
+     * ({@link OwnerLease}): a directory goes only when it has owners and every one of them is dead (the run's lease,
+     * its workers' and pools' leases), and the bootstrap file in it is no running server's; first the dead owners'
+     * files, by {@link OwnerLease#reclaimDead}, then the bootstrap file and the directory. A symbolic link, another
+     * user's directory, one with no owner yet (a run that is starting) or with a live or pending one is left alone.
+     *
+     * @return one line that says what was removed and what could not be, or {@code null} when there was nothing to say
+     */
+    static String removeDirectoriesOfGoneRuns(Path parent) {
+        Libc libc = Linux.libc();
+        List<String> removed = new ArrayList<>();
+        List<String> failed = new ArrayList<>();
+        try (SharedDirectory under = SharedDirectory.open(libc, parent, "--shared-dir")) {
+            for (String name : under.list("conduit-perf-")) {
+                if (!PRIVATE_DIRECTORY.matcher(name).matches()) continue;
+                try {
+                    String gone = removeIfItsRunIsGone(libc, under, name);
+                    if (gone != null) removed.add(name + " (" + gone + ")");
+                } catch (RuntimeException e) {
+                    failed.add(name + ": " + e.getMessage());
+                }
+            }
+        } catch (RuntimeException e) {
+            return null; // no directory to look in: making the run's own says why, with what to do
+        }
+        if (removed.isEmpty() && failed.isEmpty()) return null;
+        String line = "conduit perf: ";
+        if (!removed.isEmpty()) {
+            line += "removed " + (removed.size() == 1 ? "the directory" : removed.size() + " directories") + " that earlier runs "
+                    + "killed before they ended left in " + parent + ", whose processes are all gone: " + String.join(", ", removed);
+        }
+        if (!failed.isEmpty()) {
+            line += (removed.isEmpty() ? "" : "; ") + "could not remove what earlier runs left in " + parent + ": "
+                    + String.join("; ", failed) + " (remove it by hand once no conduit perf of yours runs)";
+        }
+        return line;
+    }
+
+    /** Removes the directory {@code name} under {@code under} when its run is gone; says what went with it, or returns null. */
+    private static String removeIfItsRunIsGone(Libc libc, SharedDirectory under, String name) {
+        FileStatus status;
+        try {
+            status = under.status(name); // the link itself, never what it points to
+        } catch (ErrnoException e) {
+            return null; // gone since the listing
+        }
+        if (!status.isDirectory() || status.uid() != libc.geteuid()) return null;
+        Path path = under.path().resolve(name);
+        try (SharedDirectory run = SharedDirectory.open(libc, path, "--shared-dir")) {
+            FileStatus opened = libc.fstat(run.fd());
+            // Opened by path: one that is not the directory looked at above (replaced since by a link) is not judged.
+            if (opened.dev() != status.dev() || opened.inode() != status.inode()) return null;
+            int owners = 0;
+            for (String prefix : OWNER_PREFIXES) {
+                for (OwnerLease.Owner owner : OwnerLease.survey(libc, run, prefix).owners()) {
+                    if (owner.state() != OwnerLease.State.DEAD) return null;
+                    owners++;
+                }
+            }
+            if (owners == 0) return null;
+            for (String bootstrap : run.list("conduit-perf-")) {
+                if (bootstrap.endsWith(".addr") && PerfBootstrap.removeIfItsServerIsGone(path.resolve(bootstrap)) == null) return null;
+            }
+            long[] files = new long[2];
+            List<String> notRemoved = new ArrayList<>();
+            OwnerLease.ReclaimListener count = new OwnerLease.ReclaimListener() {
+                @Override
+                public void removed(String owner, String file, long bytes) {
+                    files[0]++;
+                    files[1] += Math.max(0, bytes);
+                }
+
+                @Override
+                public void notRemoved(String owner, String file, ErrnoException e) {
+                    notRemoved.add(file + ": " + e.errnoName() + " (" + e.getMessage() + ")");
+                }
+            };
+            for (String prefix : OWNER_PREFIXES) OwnerLease.reclaimDead(libc, run, prefix, count);
+            if (!notRemoved.isEmpty()) throw new ConduitException(String.join(", ", notRemoved));
+            try {
+                libc.unlinkat(under.fd(), name, OpenFlags.AT_REMOVEDIR);
+            } catch (ErrnoException e) {
+                List<String> left = libc.listDirectory(run.fd());
+                throw new ConduitException(e.errnoName() + " (" + e.getMessage() + ")" + (left.isEmpty() ? ""
+                        : ", it still holds " + String.join(", ", left)), e);
+            }
+            return files[0] + (files[0] == 1 ? " file, " : " files, ") + files[1] + " bytes";
+        }
     }
 
     /**
@@ -237,6 +379,13 @@ final class PerfPeer implements AutoCloseable {
         } catch (IOException e) {
             process.destroyForcibly();
         } finally {
+            if (lease != null) {
+                try {
+                    lease.close();
+                } catch (RuntimeException e) {
+                    // its file goes with the directory below; the lock with the descriptor, closed in any case
+                }
+            }
             deleteTree(directory);
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);

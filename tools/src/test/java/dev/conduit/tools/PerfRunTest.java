@@ -835,6 +835,69 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A run killed outright (client and server, kill -9) leaves its private directory: the bootstrap file, its workers'
+     * leases and files. The next spawned run under the same directory removes it, judged as a reclaim judges owners:
+     * every owner in it is dead and its bootstrap file is no running server's; and says so on standard error, in one
+     * line. It leaves alone a directory with a live owner (a run's lease, held here), with a pending lease, with no
+     * owner yet (a run starting), a symbolic link to a dead run's directory, another user's, and one not named as a
+     * run's. Until 2026-12-04 every such directory stayed until removed by hand.
+     */
+    @Test
+    void aSpawnedRunRemovesTheDirectoriesOfEarlierRunsWhoseProcessesAreAllGone() throws Exception {
+        Path parent = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-gone");
+        String deadLease = "conduit-posix-0123456789abcdef0123456789abcdef.lease";
+        try {
+            Path gone = parent.resolve("conduit-perf-0000dead");
+            try (ServerProcess killed = ServerProcess.in(Files.createDirectory(parent.resolve("killed")), "--name", "peer", "-t", "posix")) {
+                killed.killLeavingItsFile("peer");
+                Files.move(killed.shared(), gone); // as a run's private directory; the close then finds nothing to remove
+            }
+            Path live = Files.createDirectory(parent.resolve("conduit-perf-0000a11e"));
+            Files.createFile(live.resolve(deadLease));
+            Path pending = Files.createDirectory(parent.resolve("conduit-perf-0000bead"));
+            Files.createFile(pending.resolve(deadLease));
+            Files.createFile(pending.resolve("conduit-posix-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.lease-pending"));
+            Path starting = Files.createDirectory(parent.resolve("conduit-perf-00000000"));
+            Path target = Files.createDirectory(parent.resolve("target"));
+            Files.createFile(target.resolve(deadLease));
+            Path link = Files.createSymbolicLink(parent.resolve("conduit-perf-0000111c"), target);
+            Path others = Files.createDirectory(parent.resolve("conduit-perf-00000e1f"));
+            Files.createFile(others.resolve(deadLease));
+            Files.setAttribute(others, "unix:uid", 65534);
+            Path unnamed = Files.createDirectory(parent.resolve("conduit-perf-keep"));
+            Files.createFile(unnamed.resolve(deadLease));
+
+            PerfPeer.RunLease held = PerfPeer.RunLease.acquire(live);
+            Result result;
+            try {
+                result = run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--shared-dir", parent.toString());
+            } finally {
+                held.close();
+            }
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(result.err()).containsPattern("conduit perf: removed the directory that earlier runs killed before they ended "
+                    + "left in " + Pattern.quote(parent.toString()) + ", whose processes are all gone: conduit-perf-0000dead \\([1-9]\\d* "
+                    + "files, [1-9]\\d* bytes\\)\n");
+            assertThat(gone).doesNotExist();
+            assertThat(live.resolve(deadLease)).exists();
+            assertThat(pending.resolve(deadLease)).exists();
+            assertThat(starting).isEmptyDirectory();
+            assertThat(link).isSymbolicLink();
+            assertThat(target.resolve(deadLease)).exists();
+            assertThat(others.resolve(deadLease)).exists();
+            assertThat(unnamed.resolve(deadLease)).exists();
+            try (var left = Files.list(parent)) {
+                assertThat(left.map(p -> p.getFileName().toString()).toList()).as("this run's own directory went with it")
+                        .containsExactlyInAnyOrder("conduit-perf-0000a11e", "conduit-perf-0000bead", "conduit-perf-00000000",
+                                "target", "conduit-perf-0000111c", "conduit-perf-00000e1f", "conduit-perf-keep");
+            }
+        } finally {
+            PerfPeer.deleteTree(parent);
+        }
+    }
+
     /** A server that runs, but that the client cannot connect to (no transport in common), is not called gone. */
     @Test
     void aClientThatCannotConnectToARunningServerDoesNotCallItGone() throws Exception {
