@@ -11,6 +11,7 @@
 open module dev.conduit.it {
     requires dev.conduit;
     requires java.compiler;
+    requires jdk.jdi;
     requires org.junit.jupiter.api;
     requires org.junit.jupiter.params;
     requires org.assertj.core;

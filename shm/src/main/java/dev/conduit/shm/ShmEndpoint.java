@@ -653,23 +653,23 @@ final class ShmEndpoint implements TransportEndpoint {
                         + transport.plugin() + ".inbound.bounce.max are its limits)");
                 return true;
             }
+            if (waitingSince != 0) {
+                long beat = peer.heartbeat();
+                if (beat != lastHeartbeat) {
+                    lastHeartbeat = beat;
+                    waitingSince = now;
+                } else if (now - waitingSince > heartbeatTimeoutNanos) {
+                    String key = transport.plugin() + ".heartbeat.timeout";
+                    fail(transport.plugin() + ": peer worker is hung: " + (waitingForRing ? "this connection's bounce ring" : "its queue")
+                            + " stayed full and it made no progress for "
+                            + (now - waitingSince) / 1_000_000 + " ms (" + key + ")" + unreadWhileHung()
+                            + "; raise " + key + " for a peer that is only slow or paused, or connect to it again once it progresses");
+                    return true;
+                }
+            }
         } catch (InternalError e) {
             fail(MappedMemoryFaults.describe(e, transport.plugin(), "the peer's receive queue or this connection's bounce ring"), e);
             return true;
-        }
-        if (waitingSince != 0) {
-            long beat = peer.heartbeat();
-            if (beat != lastHeartbeat) {
-                lastHeartbeat = beat;
-                waitingSince = now;
-            } else if (now - waitingSince > heartbeatTimeoutNanos) {
-                String key = transport.plugin() + ".heartbeat.timeout";
-                fail(transport.plugin() + ": peer worker is hung: " + (waitingForRing ? "this connection's bounce ring" : "its queue")
-                        + " stayed full and it made no progress for "
-                        + (now - waitingSince) / 1_000_000 + " ms (" + key + ")" + unreadWhileHung()
-                        + "; raise " + key + " for a peer that is only slow or paused, or connect to it again once it progresses");
-                return true;
-            }
         }
         return false;
     }

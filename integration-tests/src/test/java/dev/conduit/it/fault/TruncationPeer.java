@@ -150,13 +150,13 @@ public final class TruncationPeer {
         }
     }
 
-    private static List<Path> files(Path directory) throws IOException {
+    static List<Path> files(Path directory) throws IOException {
         try (Stream<Path> s = Files.list(directory)) {
             return s.sorted().toList();
         }
     }
 
-    private static List<Path> added(List<Path> before, List<Path> after) {
+    static List<Path> added(List<Path> before, List<Path> after) {
         List<Path> added = new ArrayList<>(after);
         added.removeAll(before);
         return added;
