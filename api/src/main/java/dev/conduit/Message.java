@@ -3,6 +3,7 @@ package dev.conduit;
 import dev.conduit.internal.worker.MessageAccess;
 import dev.conduit.internal.worker.TransportSink;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -19,7 +20,8 @@ import java.util.Objects;
  * same thread still runs, by a plugin called from that handler, gets a flyweight of its own.)
  * When the handler returns, the runtime invalidates it: every method then throws
  * {@link IllegalStateException}, and the bytes it showed may already hold another message. To keep
- * a payload, copy it during the call: {@link #payloadToArray()}, or
+ * a payload, call {@link #keepPayload()} during the call (zero-copy where the transport can keep it
+ * where it lies), or copy it: {@link #payloadToArray()}, or
  * {@link #copyPayload(long, MemorySegment, long, long)} into memory of your own.
  *
  * <p><b>Zero allocation</b> comes from the accessors: {@link #payloadByte}, {@link #payloadShort},
@@ -67,6 +69,8 @@ public final class Message {
     /** The sink of the transport the message came through, and its key of the connection: whom {@link #replyEndpoint()} answers. */
     private TransportSink from;
     private long sender;
+    /** Whether {@link #keepPayload()} kept this message's payload already. */
+    private boolean kept;
 
     private Message() {
     }
@@ -74,7 +78,7 @@ public final class Message {
     private void check() {
         if (!valid) {
             throw new IllegalStateException("this Message is only valid during the handler call that received it; "
-                    + "copy the payload (payloadToArray(), copyPayload(...)) to keep it");
+                    + "keep the payload during the call (keepPayload()), or copy it (payloadToArray(), copyPayload(...))");
         }
     }
 
@@ -154,6 +158,54 @@ public final class Message {
         byte[] copy = new byte[(int) payloadLength];
         MemorySegment.copy(payloadBuffer, ValueLayout.JAVA_BYTE, payloadOffset, copy, 0, copy.length);
         return copy;
+    }
+
+    /**
+     * Keeps the payload past this handler call, until the {@link KeptPayload} returned is closed:
+     * to hand it to another thread, as UCX's {@code ucp_am_data_release} lets a handler that
+     * returned {@code UCS_INPROGRESS} keep its data. Zero-copy where the transport can keep the
+     * payload where it received it ({@code Transport.keepDelivered()}); otherwise the runtime
+     * copies the payload into native memory of its own, in this call, and the copy is what is kept.
+     *
+     * <p>The kept payload outlives this message and the connection it came by (its sender may close
+     * or die meanwhile); closing the worker that received it closes it.
+     *
+     * @throws IllegalStateException when called after the handler returned, a second time for the
+     *         same message, or while the worker closes
+     * @throws dev.conduit.spi.ConduitException when the transport failed to keep it, naming the
+     *         transport
+     */
+    public KeptPayload keepPayload() {
+        check();
+        if (kept) {
+            throw new IllegalStateException("keepPayload() was called already for this message: share the KeptPayload it returned "
+                    + "(its close gives the payload back once)");
+        }
+        TransportSink sink = from;
+        Runnable inPlace = sink == null ? null : sink.keepDelivered();
+        KeptPayload keep;
+        if (inPlace != null) {
+            keep = new KeptPayload(payloadBuffer.asSlice(payloadOffset, payloadLength).asReadOnly(), inPlace, forget(sink));
+        } else {
+            // Shared: the kept payload goes to other threads, and closing the arena revokes every view of the copy.
+            Arena arena = Arena.ofShared();
+            MemorySegment copy;
+            try {
+                copy = arena.allocate(payloadLength, 64);
+                MemorySegment.copy(payloadBuffer, payloadOffset, copy, 0, payloadLength);
+            } catch (RuntimeException | Error e) {
+                arena.close();
+                throw e;
+            }
+            keep = new KeptPayload(copy.asReadOnly(), arena::close, forget(sink));
+        }
+        kept = true;
+        if (sink != null) sink.keepUntilClosed(keep);
+        return keep;
+    }
+
+    private static java.util.function.Consumer<KeptPayload> forget(TransportSink sink) {
+        return sink == null ? k -> { } : sink::forgetKept;
     }
 
     /** A read-only view of the payload where it was received (allocates the view; valid during the handler call only). */
@@ -318,6 +370,7 @@ public final class Message {
             m.payloadBuffer = payloadBuffer;
             m.payloadOffset = payloadOffset;
             m.payloadLength = payloadLength;
+            m.kept = false;
             m.valid = true;
         }
 

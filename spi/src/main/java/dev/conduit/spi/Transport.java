@@ -99,6 +99,38 @@ public interface Transport extends AutoCloseable {
                 + "cannot be answered through Message.replyEndpoint(): have the request carry worker.address().toBytes() and connect to it");
     }
 
+    /**
+     * Keeps the payload of the message this transport is delivering on the calling thread (the
+     * {@link MessageSink#onMessage} call under way) where it lies, past that call, until the action
+     * returned runs: what the application's {@code Message.keepPayload()} asks, as UCX's
+     * {@code ucp_am_data_release} releases a payload whose handler returned {@code UCS_INPROGRESS}.
+     * Called by the runtime from inside {@code onMessage} only, on the delivering thread, at most
+     * once per message.
+     *
+     * <p>Until the action runs, the payload's bytes (the range {@code onMessage} gave) stay as
+     * delivered and mapped: not reused for later messages, and not unmapped when the connection
+     * they came by ends. Later messages are delivered meanwhile, in order, as usual; a transport
+     * whose senders then run out of room says so to them as backpressure, never by dropping. The
+     * action may run on any thread, once (the runtime never runs it twice), also concurrently
+     * with {@link #progress()}: it only marks the payload released, and the transport gives its
+     * room back from its own progress. The runtime runs every action of a worker's kept payloads
+     * before it closes the worker's transports; an action that runs after {@link #close()} does
+     * nothing. A transport may unmap kept payloads as it closes: the application's views of them
+     * then throw {@link IllegalStateException} (memory of an {@link java.lang.foreign.Arena#ofShared()
+     * shared arena}, never a JVM crash).
+     *
+     * <p>Optional: the default returns {@code null}, "cannot keep this one", and the runtime then
+     * copies the payload into memory of its own, which the application keeps instead. Return
+     * {@code null} too for a payload this transport cannot keep in place (the shared-memory
+     * transports copy one inline in their receive queue, whose slot must be released in order).
+     * Since SPI 1.1.
+     *
+     * @return the action that releases the payload, or {@code null} when the runtime is to copy it
+     */
+    default Runnable keepDelivered() {
+        return null;
+    }
+
     /** Closes every endpoint, withdraws what the transport published, releases its resources. Idempotent. */
     @Override
     void close();

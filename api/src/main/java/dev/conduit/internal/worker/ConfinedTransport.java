@@ -48,6 +48,12 @@ final class ConfinedTransport implements Transport {
         return thread.call(() -> delegate.senderAddress(sender));
     }
 
+    /** Called from a handler, which runs on the plugin's thread: no hand-over. */
+    @Override
+    public Runnable keepDelivered() {
+        return thread.call(delegate::keepDelivered);
+    }
+
     @Override
     public int progress() {
         return thread.call(delegate::progress);

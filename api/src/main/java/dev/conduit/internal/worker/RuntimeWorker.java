@@ -113,6 +113,8 @@ public final class RuntimeWorker implements Worker {
     private final boolean[] atomics;
     /** The most preferred transport with WAKEUP, or -1. */
     private final int wakeup;
+    /** The payloads kept past their handlers ({@code Message.keepPayload()}), which the worker's close closes; under its monitor. */
+    private final java.util.Set<AutoCloseable> keptPayloads = new java.util.HashSet<>();
     /** Whether a transport is confined to a thread of its own (its handlers run there). */
     private final boolean confining;
     /** Whether calls may run concurrently ({@code PASS_THROUGH}): endpoints then lock their own state. */
@@ -632,6 +634,67 @@ public final class RuntimeWorker implements Worker {
         } finally {
             exit(entered);
         }
+    }
+
+    /**
+     * The action that releases the payload transport {@code i} is delivering on this thread, kept
+     * where it lies ({@code Transport.keepDelivered}), or null when the transport cannot keep it.
+     * Called from a handler, inside the transport's progress: the thread holds the worker already.
+     *
+     * @throws ConduitException when the transport fails to keep it, naming the transport
+     */
+    Runnable keepDelivered(int i) {
+        try {
+            return transports[i].keepDelivered();
+        } catch (RuntimeException | LinkageError e) {
+            throw new ConduitException("transport '" + transportNames[i] + "' failed to keep the payload it delivered "
+                    + "(Message.keepPayload()): " + describe(e) + "; copy the payload instead (payloadToArray(), copyPayload(...))", e);
+        }
+    }
+
+    /**
+     * Holds {@code kept} until it is closed ({@link #forgetKept}) or the worker closes, which closes
+     * it; on a closed worker it is closed at once.
+     *
+     * @throws IllegalStateException when the worker is closed
+     */
+    void keepUntilClosed(AutoCloseable kept) {
+        synchronized (keptPayloads) {
+            if (!has(CLOSED)) {
+                keptPayloads.add(kept);
+                return;
+            }
+        }
+        IllegalStateException closedNow = new IllegalStateException("cannot keep the payload: the worker that received it was closed "
+                + "while its handler ran");
+        try {
+            kept.close();
+        } catch (Exception e) {
+            closedNow.addSuppressed(e);
+        }
+        throw closedNow;
+    }
+
+    void forgetKept(AutoCloseable kept) {
+        synchronized (keptPayloads) {
+            keptPayloads.remove(kept);
+        }
+    }
+
+    /** Closes the payloads still kept, so that their transports' release actions run before the transports close. */
+    private RuntimeException closeKeptPayloads(RuntimeException failure) {
+        AutoCloseable[] open;
+        synchronized (keptPayloads) {
+            open = keptPayloads.toArray(AutoCloseable[]::new);
+        }
+        for (AutoCloseable kept : open) {
+            try {
+                kept.close();
+            } catch (Exception | Error e) {
+                failure = collect(failure, e, "giving back the payloads kept from the worker's messages failed");
+            }
+        }
+        return failure;
     }
 
     /**
@@ -1374,6 +1437,7 @@ public final class RuntimeWorker implements Worker {
                 failure = collect(failure, e, "closing the worker's endpoints failed");
             }
         }
+        failure = closeKeptPayloads(failure);
         for (int i = transports.length - 1; i >= 0; i--) {
             try {
                 transports[i].close();

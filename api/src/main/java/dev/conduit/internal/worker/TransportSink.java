@@ -205,6 +205,29 @@ public final class TransportSink implements MessageSink {
         if (--attempt.threads == 0 && connecting.get(sender) == attempt) connecting.remove(sender);
     }
 
+    /**
+     * The action that releases the payload this sink's transport is delivering on this thread,
+     * kept in place ({@code Message.keepPayload()}), or null when the transport cannot keep it and
+     * the caller copies it.
+     */
+    public Runnable keepDelivered() {
+        return worker == null ? null : worker.keepDelivered(transportIndex);
+    }
+
+    /**
+     * Has the worker hold a kept payload until it is closed ({@link #forgetKept}), and close it
+     * with itself.
+     *
+     * @throws IllegalStateException when the worker is closed (the payload is closed then)
+     */
+    public void keepUntilClosed(AutoCloseable kept) {
+        if (worker != null) worker.keepUntilClosed(kept);
+    }
+
+    public void forgetKept(AutoCloseable kept) {
+        if (worker != null) worker.forgetKept(kept);
+    }
+
     /** How many reply endpoints are kept, closed ones not yet noticed included; for tests. */
     synchronized int replyCount() {
         return replies.size();

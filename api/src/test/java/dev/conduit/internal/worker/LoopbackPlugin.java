@@ -107,7 +107,13 @@ final class LoopbackPlugin implements ConduitPlugin {
      * runtime's that deadlocked a {@code MULTI} worker while the runtime probed under its endpoint's lock.
      */
     volatile boolean probeAndReportUnderOneLock;
-    /** What was closed, in order: "endpoint#n" and "transport". */
+    /**
+     * When set, the transports keep what they deliver where it lies ({@code Transport.keepDelivered}):
+     * each release action adds "kept payload" to {@link #closes}, and counts in {@link #keptReleases}.
+     */
+    volatile boolean keepsDelivered;
+    final AtomicLong keptReleases = new AtomicLong();
+    /** What was closed, in order: "endpoint#n", "transport" and "kept payload". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
 
     LoopbackPlugin(String name, int capacity, boolean multi) {
@@ -302,6 +308,16 @@ final class LoopbackPlugin implements ConduitPlugin {
             } finally {
                 exit();
             }
+        }
+
+        @Override
+        public Runnable keepDelivered() {
+            if (!plugin.keepsDelivered) return null;
+            if (!inProgress) throw new AssertionError("keepDelivered called outside the delivery of a message");
+            return () -> {
+                plugin.keptReleases.incrementAndGet();
+                plugin.closes.add("kept payload");
+            };
         }
 
         @Override

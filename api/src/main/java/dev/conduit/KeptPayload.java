@@ -1,0 +1,86 @@
+package dev.conduit;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.function.Consumer;
+
+/**
+ * A received payload kept past its handler ({@link Message#keepPayload()}), until closed: for
+ * handing a large payload to another thread without copying it.
+ *
+ * <p>Where the transport can keep the payload where it received it, {@link #segment()} is that
+ * memory (zero-copy); else it is a copy the runtime made as the handler asked (a transport that
+ * cannot keep what it delivers). Either way it is read-only, and the same until closed.
+ *
+ * <p>Close it once done: a payload kept in place holds room in its transport's memory, which the
+ * sender's later messages may wait for (queued by the sender's runtime, never dropped); a copy
+ * holds native memory. {@code close()} may be called from any thread, and more
+ * than once (the calls after the first do nothing). After it, {@link #segment()} throws
+ * {@link IllegalStateException}; a view taken before reads a copy's memory no more (it throws
+ * {@link IllegalStateException}), and a view of a payload kept in place reads bytes that are the
+ * transport's to reuse, i.e. undefined, until the transport unmaps them (it then throws too: never a
+ * JVM crash).
+ *
+ * <p>Closing the {@link Worker} that received the payload closes every payload kept from it: its
+ * memory is the worker's transports', unmapped by their close.
+ */
+public final class KeptPayload implements AutoCloseable {
+
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(KeptPayload.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final MemorySegment segment;
+    private final Runnable release;
+    private final Consumer<KeptPayload> forget;
+    @SuppressWarnings("unused") // through CLOSED
+    private volatile boolean closed;
+
+    /**
+     * @param segment the payload, read-only
+     * @param release gives the payload's memory back (the transport's action, or a copy's arena close)
+     * @param forget  called after {@code release}, to drop the worker's reference to this
+     */
+    KeptPayload(MemorySegment segment, Runnable release, Consumer<KeptPayload> forget) {
+        this.segment = segment;
+        this.release = release;
+        this.forget = forget;
+    }
+
+    /**
+     * The payload, read-only; {@code segment().byteSize()} is its length.
+     *
+     * @throws IllegalStateException once closed, by {@link #close()} or by the worker's close
+     */
+    public MemorySegment segment() {
+        if (closed) {
+            throw new IllegalStateException("this KeptPayload is closed (by close(), or by the close of the worker that received it); "
+                    + "its memory is given back");
+        }
+        return segment;
+    }
+
+    /** Gives the payload's memory back; idempotent, and callable from any thread. */
+    @Override
+    public void close() {
+        if (!CLOSED.compareAndSet(this, false, true)) return;
+        try {
+            release.run();
+        } finally {
+            forget.accept(this);
+        }
+    }
+
+    /** Says the payload's length, or that it is closed; never throws. */
+    @Override
+    public String toString() {
+        return closed ? "KeptPayload[closed]" : "KeptPayload[" + segment.byteSize() + " B]";
+    }
+}

@@ -1,0 +1,169 @@
+package dev.conduit.internal.worker;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.KeptPayload;
+import dev.conduit.Message;
+import dev.conduit.Worker;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static dev.conduit.internal.worker.Loopbacks.progressUntil;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * {@code Message.keepPayload()} through the runtime: a transport that keeps what it delivers
+ * ({@code Transport.keepDelivered}) has its release action run once, by the first close from
+ * whatever thread, or by the worker's close before its transports close; a transport without the
+ * operation (the SPI's default) has the runtime keep a copy.
+ */
+class KeptPayloadTest {
+
+    private final Loopbacks loopbacks = new Loopbacks();
+
+    @AfterEach
+    void tearDown() {
+        loopbacks.close();
+    }
+
+    private record Pair(LoopbackPlugin plugin, Worker sender, Worker receiver, Endpoint endpoint) {
+    }
+
+    private Pair pair(boolean keepsDelivered) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 16, false);
+        plugin.keepsDelivered = keepsDelivered;
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        return new Pair(plugin, sender, receiver, sender.connect(receiver.address()));
+    }
+
+    private static MemorySegment payload(int first, int length) {
+        byte[] b = new byte[length];
+        for (int i = 0; i < length; i++) b[i] = (byte) (first + i);
+        return MemorySegment.ofArray(b);
+    }
+
+    /** Keeps the payload of every message of id 1, and records the message's own view of it. */
+    private static List<KeptPayload> keepAll(Worker receiver, List<MemorySegment> delivered) {
+        List<KeptPayload> kept = new ArrayList<>();
+        receiver.onMessage(1, m -> {
+            delivered.add(m.payload());
+            kept.add(m.keepPayload());
+        });
+        return kept;
+    }
+
+    private static Thread closeOnAnotherThread(KeptPayload kept) throws InterruptedException {
+        Thread t = new Thread(kept::close, "closer");
+        t.start();
+        t.join();
+        return t;
+    }
+
+    @Test
+    void aTransportWithoutTheOperationHasTheRuntimeKeepACopyThatOutlivesTheHandler() throws Exception {
+        Pair p = pair(false);
+        List<MemorySegment> delivered = new ArrayList<>();
+        List<KeptPayload> kept = keepAll(p.receiver(), delivered);
+        p.endpoint().send(1, payload(10, 300));
+        p.endpoint().send(1, payload(50, 300));
+        progressUntil(() -> kept.size() == 2, p.sender(), p.receiver());
+
+        KeptPayload first = kept.getFirst();
+        MemorySegment view = first.segment();
+        assertThat(view.isReadOnly()).isTrue();
+        assertThat(view.isNative()).as("a copy in native memory of the runtime's, not the transport's heap array").isTrue();
+        assertThat(delivered.getFirst().isNative()).isFalse();
+        assertThat(view.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(payload(10, 300).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(kept.get(1).segment().toArray(ValueLayout.JAVA_BYTE)).isEqualTo(payload(50, 300).toArray(ValueLayout.JAVA_BYTE));
+
+        closeOnAnotherThread(first);
+        assertThatThrownBy(first::segment).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> view.get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+        first.close(); // again: nothing
+        assertThat(kept.get(1).segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 50);
+    }
+
+    @Test
+    void aTransportThatKeepsWhatItDeliversIsReleasedOnceByTheFirstCloseFromAnyThread() throws Exception {
+        Pair p = pair(true);
+        List<MemorySegment> delivered = new ArrayList<>();
+        List<KeptPayload> kept = keepAll(p.receiver(), delivered);
+        p.endpoint().send(1, payload(7, 100));
+        progressUntil(() -> kept.size() == 1, p.sender(), p.receiver());
+
+        KeptPayload k = kept.getFirst();
+        assertThat(k.segment().heapBase()).as("the delivered memory itself").isEqualTo(delivered.getFirst().heapBase());
+        assertThat(k.segment().isReadOnly()).isTrue();
+        assertThat(p.plugin().keptReleases).hasValue(0);
+        closeOnAnotherThread(k);
+        k.close();
+        assertThat(p.plugin().keptReleases).hasValue(1);
+        assertThatThrownBy(k::segment).isInstanceOf(IllegalStateException.class);
+        p.receiver().close();
+        assertThat(p.plugin().keptReleases).as("a closed payload is not released again by the worker's close").hasValue(1);
+    }
+
+    @Test
+    void theWorkersCloseClosesThePayloadsKeptFromItBeforeItsTransports() {
+        Pair p = pair(true);
+        List<KeptPayload> kept = keepAll(p.receiver(), new ArrayList<>());
+        p.endpoint().send(1, payload(1, 10));
+        progressUntil(() -> kept.size() == 1, p.sender(), p.receiver());
+        p.sender().close();
+        p.plugin().closes.clear();
+
+        p.receiver().close();
+        assertThat(p.plugin().closes).containsExactly("kept payload", "transport");
+        assertThatThrownBy(kept.getFirst()::segment).isInstanceOf(IllegalStateException.class);
+        kept.getFirst().close();
+        assertThat(p.plugin().keptReleases).hasValue(1);
+    }
+
+    @Test
+    void theWorkersCloseRevokesACopyKeptFromIt() {
+        Pair p = pair(false);
+        List<KeptPayload> kept = keepAll(p.receiver(), new ArrayList<>());
+        p.endpoint().send(1, payload(1, 10));
+        progressUntil(() -> kept.size() == 1, p.sender(), p.receiver());
+        MemorySegment view = kept.getFirst().segment();
+
+        p.receiver().close();
+        assertThatThrownBy(kept.getFirst()::segment).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> view.get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void keepPayloadOutsideTheHandlerOrTwiceForOneMessageThrows() {
+        Pair p = pair(false);
+        AtomicReference<Message> escaped = new AtomicReference<>();
+        AtomicReference<Throwable> second = new AtomicReference<>();
+        List<KeptPayload> kept = new ArrayList<>();
+        p.receiver().onMessage(1, m -> {
+            escaped.set(m);
+            kept.add(m.keepPayload());
+            try {
+                m.keepPayload();
+            } catch (Throwable t) {
+                second.set(t);
+            }
+        });
+        p.endpoint().send(1, payload(1, 10));
+        progressUntil(() -> escaped.get() != null, p.sender(), p.receiver());
+
+        assertThat(second.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("called already")
+                .hasMessageContaining("share the KeptPayload");
+        assertThatThrownBy(() -> escaped.get().keepPayload()).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("only valid during the handler call").hasMessageContaining("keepPayload()");
+        assertThat(kept.getFirst().segment().get(ValueLayout.JAVA_BYTE, 9)).isEqualTo((byte) 10);
+    }
+}
