@@ -10,12 +10,14 @@ import java.util.function.Consumer;
  * handing a large payload to another thread without copying it.
  *
  * <p>Where the transport can keep the payload where it received it, {@link #segment()} is that
- * memory (zero-copy); else it is a copy the runtime made as the handler asked (a transport that
- * cannot keep what it delivers). Either way it is read-only, and the same until closed.
+ * memory (zero-copy: a large payload in the memfd or posix sender's bounce ring); else it is a
+ * copy the runtime made as the handler asked (a payload inline in a memfd or posix receive queue,
+ * or one of a transport that cannot keep what it delivers). Either way it is read-only, and the
+ * same until closed, also when its sender closes or dies meanwhile.
  *
  * <p>Close it once done: a payload kept in place holds room in its transport's memory, which the
- * sender's later messages may wait for (queued by the sender's runtime, never dropped); a copy
- * holds native memory. {@code close()} may be called from any thread, and more
+ * sender's later messages may wait for (in a bounce ring, every later large message of that
+ * sender's endpoint: queued by the sender's runtime, never dropped); a copy holds native memory. {@code close()} may be called from any thread, and more
  * than once (the calls after the first do nothing). After it, {@link #segment()} throws
  * {@link IllegalStateException}; a view taken before reads a copy's memory no more (it throws
  * {@link IllegalStateException}), and a view of a payload kept in place reads bytes that are the

@@ -164,8 +164,13 @@ public final class Message {
      * Keeps the payload past this handler call, until the {@link KeptPayload} returned is closed:
      * to hand it to another thread, as UCX's {@code ucp_am_data_release} lets a handler that
      * returned {@code UCS_INPROGRESS} keep its data. Zero-copy where the transport can keep the
-     * payload where it received it ({@code Transport.keepDelivered()}); otherwise the runtime
-     * copies the payload into native memory of its own, in this call, and the copy is what is kept.
+     * payload where it received it ({@code Transport.keepDelivered()}): the memfd and posix
+     * transports keep a large payload in its sender's bounce ring, where the sender's later large
+     * messages then wait for room behind it, in order (queued by the sender's runtime, its
+     * {@link Endpoint#pending()}), until it is closed (docs/plugins.md). Otherwise (their payloads
+     * inline in the receive queue, whose records are given back in order for every sender; a
+     * transport that cannot keep what it delivers) the runtime copies the payload into native
+     * memory of its own, in this call, and the copy is what is kept.
      *
      * <p>The kept payload outlives this message and the connection it came by (its sender may close
      * or die meanwhile); closing the worker that received it closes it.

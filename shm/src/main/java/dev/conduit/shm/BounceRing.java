@@ -10,14 +10,20 @@ import java.lang.invoke.VarHandle;
  * payload in once and posts a small LARGE record in the receiver's queue; the receiver's handler
  * reads the payload where it lies (zero-copy) and, once the handler returns, releases it by
  * moving {@code consumed}. Messages of a connection are consumed in order, so one position is
- * enough. The ring lives in memory the sender allocated from its own plugin and exported; the
+ * enough. A payload the receiver's application keeps ({@code Message.keepPayload()}) holds
+ * {@code consumed} before it, and the payloads after it, until it is closed; the receiver then
+ * says how far it has read in {@code read}, so that a sender that finds its large messages read
+ * but not released knows they are kept, not dropped by a receiver that could not map the ring. The ring lives in memory the sender allocated from its own plugin and exported; the
  * receiver maps it once per connection.
  *
  * <pre>
  * offset  size  field          written by   how
  *      0     4  magic "CNDB"   sender       once, before announcing the ring
  *      8     8  capacity       sender       once, a power of two
- *     64     8  consumed       receiver     release store after each payload's handler returned
+ *     64     8  consumed       receiver     release store after each payload's handler returned, or once the
+ *                                           kept payloads before it are closed
+ *     72     8  read           receiver     release store after each payload's handler returned while an earlier
+ *                                           one, or this one, is kept (0 until then); since queue version 7
  *   4096     …  payload bytes  sender       a payload is contiguous; one that does not fit before
  *                                           the end starts again at 0, the rest of the end unused
  * </pre>
@@ -27,6 +33,7 @@ public final class BounceRing {
     public static final int MAGIC = 0x42444E43; // "CNDB"
     static final long CAPACITY_OFFSET = 8;
     static final long CONSUMED_OFFSET = 64;
+    static final long READ_OFFSET = 72;
     public static final long HEADER_LENGTH = 4096;
     private static final long ALIGNMENT = 64;
 
@@ -64,6 +71,7 @@ public final class BounceRing {
         }
         memory.set(ValueLayout.JAVA_LONG, CAPACITY_OFFSET, capacity);
         memory.set(ValueLayout.JAVA_LONG, CONSUMED_OFFSET, 0); // the receiver starts from 0 (follows)
+        memory.set(ValueLayout.JAVA_LONG, READ_OFFSET, 0);
         INT.setRelease(memory, 0, MAGIC);
         return new BounceRing(memory, capacity);
     }
@@ -152,6 +160,19 @@ public final class BounceRing {
     /** The receiver's release of every payload up to {@code position}. */
     public void release(long position) {
         LONG.setRelease(memory, CONSUMED_OFFSET, position);
+    }
+
+    /** The receiver's word that it read every payload up to {@code position}, some of which it keeps unreleased. */
+    public void markRead(long position) {
+        LONG.setRelease(memory, READ_OFFSET, position);
+    }
+
+    /**
+     * Sender side: whether the receiver read every payload reserved so far, released or kept
+     * ({@link #markRead}). Read after the receiver's queue position, as {@link #drained()}.
+     */
+    public boolean readAll() {
+        return (long) LONG.getAcquire(memory, READ_OFFSET) - produced >= 0;
     }
 
     /**

@@ -126,7 +126,9 @@ public final class ReceiveQueue {
 
     public static final int MAGIC = 0x51444E43; // "CNDQ"
     /**
-     * 6: a CONNECT carries the sender's own transport address after its lease (a receiver of 5
+     * 7: a receiver says in its senders' bounce rings how far it read ({@code BounceRing} offset 72)
+     * while its application keeps payloads there unreleased (a sender of 6 took such payloads for a
+     * ring the receiver could not map, and failed its endpoint); 6: a CONNECT carries the sender's own transport address after its lease (a receiver of 5
      * refuses the trailing bytes); 5: the refused connections (and, with no version of its own, the closing word's 3, which a
      * reader that does not know it takes for 1, closing); 4: the closing word's second value, 2 when the close is done (3: records are taken by a CAS on
      * their first word, which holds the line's free word while free, and records are whole lines;
@@ -134,7 +136,7 @@ public final class ReceiveQueue {
      * ({@link #attach} refuses another), so a change to what senders write or
      * receivers accept that breaks an honest peer of the previous layout takes a new version.
      */
-    public static final int VERSION = 6;
+    public static final int VERSION = 7;
     public static final int TOKEN_LENGTH = 16;
 
     static final long MAGIC_OFFSET = 0;

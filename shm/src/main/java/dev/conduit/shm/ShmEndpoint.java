@@ -983,7 +983,8 @@ final class ShmEndpoint implements TransportEndpoint {
      * Whether a close should wait for the peer to read large payloads in our bounce ring: some
      * wait, this endpoint has not failed, and the peer lives, is not closing its worker, and has
      * not read past our last large message yet (once it has, whatever it did not release it
-     * dropped: {@link #ringRefused}).
+     * dropped, {@link #ringRefused}, or its application keeps in the peer's mapping of the ring,
+     * which outlives our free of it).
      */
     boolean awaitsDrain() {
         try {
@@ -1016,14 +1017,16 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
-     * Whether the peer read past our last large message without releasing all our payloads: it
+     * Whether the peer read past our last large message without releasing all our payloads, nor
+     * saying it read them ({@link BounceRing#readAll}: kept by its application): it
      * dropped them, unable to map our bounce ring, and will never release that room. Judged by
      * positions, not time: a peer that is slow, stuck or busy with other senders has not read past.
      */
     private boolean ringRefused() {
         if (bounce == null || holding) return false; // a held message's room is not released until its record is read
         boolean readPast = peerReadPastLastLarge();
-        return readPast && !bounce.drained();
+        // Read but unreleased: payloads the peer's application keeps (Message.keepPayload()), whose room comes back as they close.
+        return readPast && !bounce.drained() && !bounce.readAll();
     }
 
     /**
@@ -1162,7 +1165,8 @@ final class ShmEndpoint implements TransportEndpoint {
                 transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection, with its worker, "
                         + "while the peer's queue had no room for the record of its last large message, which was never sent: the "
                         + "peer reads its queue too slowly for its senders (" + transport.plugin() + ".queue.size is the room it has)");
-            } else if (!bounce.drained() && !peer.isClosing() && peerLease.ownerAlive()) {
+            } else if (!bounce.drained() && !bounce.readAll() && !peer.isClosing() && peerLease.ownerAlive()) {
+                // (Read but not released: payloads the peer's application keeps, in its mapping of the ring, which stays.)
                 transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer had not read "
                         + "all its large messages (" + (failure != null ? "the endpoint had failed: " + failure.getMessage()
                         : "the peer did not release them in time, or could not map the ring") + "). They arrive only if the peer "

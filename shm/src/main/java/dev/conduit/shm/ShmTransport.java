@@ -260,6 +260,15 @@ public final class ShmTransport implements Transport {
     private final long unblockNanos;
     private final long heartbeatNanos;
     private long progressCount;
+    /** The connection whose large message the sink is being given now (its handler may keep the payload: {@link #keepDelivered}), else null. */
+    private Inbound deliveringLarge;
+    /**
+     * The connections whose bounce rings hold payloads the application keeps ({@link #keepDelivered}),
+     * also connections forgotten since, whose mappings stay for those payloads; under {@link #handOff}.
+     */
+    private final List<Inbound> keepingRings = new ArrayList<>();
+    /** Set by the release of a kept payload, on any thread: the next progress() gives its ring's room back ({@link #releaseKept}). */
+    private volatile boolean keptReleased;
     /**
      * {@link #progressCount} when {@link #await} last returned {@code true}, and how many awaits
      * in a row have returned {@code true} since with it unchanged: no {@code progress()} between
@@ -380,6 +389,18 @@ public final class ShmTransport implements Transport {
     /** Tests only: run on the owner's thread as a ring mapping is about to start, before its hand-off (a test holds it there). */
     Runnable beforeRingMapping;
 
+    /** A payload the application keeps in a sender's bounce ring ({@link #keepDelivered}). */
+    private static final class KeptInRing {
+        /** The ring's position before the payload: its release can go up to here while the payload is kept. */
+        final long start;
+        /** Set by the application's close, on any thread; applied by the owner's thread. */
+        volatile boolean released;
+
+        KeptInRing(long start) {
+            this.start = start;
+        }
+    }
+
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
         final String leaseName;
@@ -398,8 +419,16 @@ public final class ShmTransport implements Transport {
         BounceRing bounce;
         /** Whether an access to the ring may fault ({@link ChunkMapping#mayFault}): its file may be truncated under this worker. */
         boolean ringMayFault;
-        /** Up to where this receiver released the ring ({@link BounceRing#follows}): 0, as the sender formatted it, until the first large message. */
+        /**
+         * Up to where this receiver read the ring ({@link BounceRing#follows}): 0, as the sender formatted it, until the first
+         * large message. Released up to there too, unless the application keeps a payload of it ({@link #kept}).
+         */
         long released;
+        /**
+         * The payloads of this ring the application keeps, oldest first, or null while it keeps none: the ring is released
+         * only up to the start of the oldest, so that releases stay in order. Changed on the owner's thread under handOff.
+         */
+        java.util.ArrayDeque<KeptInRing> kept;
         /** The queue's tail when the sender was first found dead, else -1: all it ever claimed lies before it. */
         long deadAtTail = -1;
         /** Whether its ring's exporter once refused or reset the connection while its lease was held (a death under way). */
@@ -699,6 +728,7 @@ public final class ShmTransport implements Transport {
         headWaitsFor = null;
         int handled;
         try {
+            if (keptReleased) releaseKept();
             handled = queue.poll(onRecord, recordsBeforeClock);
         } catch (InternalError e) {
             throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue or a sender's bounce ring"), e);
@@ -733,6 +763,77 @@ public final class ShmTransport implements Transport {
             tellSendersClosed(); // those the check forgot, now that it left the lock
         }
         return handled;
+    }
+
+    /**
+     * Keeps a large payload in its sender's bounce ring: its room, and the room of every later
+     * payload of that ring, is released only once it is closed, in order, at the next progress()
+     * ({@link #releaseKept}); the sender's large messages meanwhile wait for room (backpressure).
+     * Should the connection end first (CLOSE, the sender's death, a refusal), the ring stays mapped
+     * until its last kept payload is closed. A payload inline in the queue is not kept (null: the
+     * runtime copies it): its record is released with the queue's head, which every sender waits on.
+     */
+    @Override
+    public Runnable keepDelivered() {
+        Inbound in = deliveringLarge;
+        if (in == null) return null;
+        KeptInRing kept = new KeptInRing(in.released);
+        synchronized (handOff) { // a close forced from another thread walks keepingRings
+            if (closed) throw closedError();
+            if (in.kept == null) {
+                in.kept = new java.util.ArrayDeque<>();
+                keepingRings.add(in);
+            }
+            in.kept.add(kept);
+        }
+        return () -> releaseLater(kept);
+    }
+
+    /** A kept payload's release, on any thread: marked for the owner's thread, which alone writes the ring's release. */
+    private void releaseLater(KeptInRing kept) {
+        kept.released = true;
+        keptReleased = true;
+        if (closed) return;
+        try {
+            signal(); // a worker asleep in await: its senders may wait for this room
+        } catch (RuntimeException e) {
+            // Closed meanwhile, or the queue faulted: the next progress() reports it; the release is marked all the same.
+        }
+    }
+
+    /**
+     * Releases the rings' room of the kept payloads closed since the last call, up to the oldest
+     * still kept of each ring, and unmaps the ring of a forgotten connection once none of its
+     * payloads is kept any more. The owner's thread, at the start of progress().
+     */
+    private void releaseKept() {
+        keptReleased = false;
+        List<ChunkMapping> unmap = null;
+        synchronized (handOff) {
+            if (closed) return; // the close unmapped every ring
+            for (int i = keepingRings.size() - 1; i >= 0; i--) {
+                Inbound in = keepingRings.get(i);
+                while (!in.kept.isEmpty() && in.kept.peekFirst().released) in.kept.pollFirst();
+                if (!in.kept.isEmpty()) {
+                    if (!in.forgotten) in.bounce.release(in.kept.peekFirst().start);
+                    continue;
+                }
+                in.kept = null;
+                keepingRings.remove(i);
+                if (!in.forgotten) {
+                    in.bounce.release(in.released);
+                } else if (in.bounceMapping != null) {
+                    // Its connection ended while payloads were kept, and left the mapping to them (giveBackConnection).
+                    releaseBudget(in);
+                    if (unmap == null) unmap = new ArrayList<>();
+                    unmap.add(in.bounceMapping);
+                    in.bounceMapping = null;
+                }
+            }
+        }
+        if (unmap != null) {
+            for (ChunkMapping mapping : unmap) unmapQuietly(mapping);
+        }
     }
 
     /**
@@ -818,12 +919,17 @@ public final class ShmTransport implements Transport {
                             + " ending at ring position " + bounceEnd + " after a release at " + in.released);
                 }
                 if (in.ringMayFault) touchPayload(connection, in, bounceOffset, payloadLength);
+                deliveringLarge = in;
                 try {
                     sink.onMessage(id, deliveredQueue, offset + ReceiveQueue.RECORD_HEADER, headerLength, in.bounce.delivered(), bounceOffset,
                             payloadLength, connection);
                 } finally {
+                    deliveringLarge = null;
                     in.released = bounceEnd;
-                    in.bounce.release(bounceEnd);
+                    // Behind a kept payload, this one's room waits for it (releaseKept); the sender is told it was read, so that
+                    // it does not take the ring for one this worker could not map.
+                    if (in.kept == null) in.bounce.release(bounceEnd);
+                    else in.bounce.markRead(bounceEnd);
                 }
             }
             case ReceiveQueue.CONNECT -> {
@@ -1320,6 +1426,7 @@ public final class ShmTransport implements Transport {
      */
     private void giveBackConnection(long connection, boolean remove) {
         Inbound in;
+        boolean keepRing;
         RuntimeException leaseFailure = null;
         synchronized (handOff) {
             in = remove ? removeInbound(connection) : inbound.get(connection);
@@ -1327,7 +1434,9 @@ public final class ShmTransport implements Transport {
             in.forgotten = true;
             // The owner's thread forgetting while the worker is open; a close, its own or forced, tells nobody (MessageSink).
             if (remove && !closed) senderClosed(connection);
-            releaseBudget(in);
+            // Payloads of its ring the application keeps hold the mapping, and its share of inbound.bounce.max (releaseKept).
+            keepRing = in.kept != null && !closed;
+            if (!keepRing) releaseBudget(in);
             LeaseWatch lease = in.lease;
             in.lease = null;
             try {
@@ -1337,7 +1446,7 @@ public final class ShmTransport implements Transport {
             }
         }
         try {
-            unmapRings(in);
+            unmapRings(in, keepRing);
         } catch (RuntimeException e) {
             if (leaseFailure == null) throw e;
             leaseFailure.addSuppressed(e);
@@ -1376,8 +1485,11 @@ public final class ShmTransport implements Transport {
         if (failure != null) throw failure;
     }
 
-    /** Unmaps what a forgotten connection mapped: its ring, or the mapping of it under way, and its bounce ring. */
-    private void unmapRings(Inbound in) {
+    /**
+     * Unmaps what a forgotten connection mapped: its ring, or the mapping of it under way, and its
+     * bounce ring unless {@code keepRing} (payloads of it are kept: {@link #releaseKept} unmaps it).
+     */
+    private void unmapRings(Inbound in, boolean keepRing) {
         CompletableFuture<ChunkMapping> ring = in.pendingRing;
         in.pendingRing = null;
         if (ring != null) {
@@ -1385,7 +1497,7 @@ public final class ShmTransport implements Transport {
             // Cancelled, a mapping not yet made never is, and one under way is unmapped by the mapper once made.
             if (!ring.cancel(false)) ring.thenAccept(this::unmapQuietly);
         }
-        if (in.bounceMapping != null) in.bounceMapping.close();
+        if (in.bounceMapping != null && !keepRing) in.bounceMapping.close();
     }
 
     private void unmapQuietly(ChunkMapping mapping) {
@@ -1978,6 +2090,26 @@ public final class ShmTransport implements Transport {
         for (long connection : kept) {
             try {
                 giveBackConnection(connection, false); // nothing, if the owner's call still under way forgot it meanwhile
+            } catch (RuntimeException e) {
+                failure = add(failure, e);
+            }
+        }
+        List<ChunkMapping> keptRings = new ArrayList<>();
+        synchronized (handOff) {
+            // Rings of connections forgotten while the application kept payloads of them: the close invalidates those
+            // payloads (their views then throw IllegalStateException), as it does every ring it unmaps.
+            for (Inbound in : keepingRings) {
+                if (in.forgotten && in.bounceMapping != null) {
+                    releaseBudget(in);
+                    keptRings.add(in.bounceMapping);
+                    in.bounceMapping = null;
+                }
+            }
+            keepingRings.clear();
+        }
+        for (ChunkMapping mapping : keptRings) {
+            try {
+                mapping.close();
             } catch (RuntimeException e) {
                 failure = add(failure, e);
             }

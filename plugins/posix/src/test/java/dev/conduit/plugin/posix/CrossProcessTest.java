@@ -141,6 +141,75 @@ class CrossProcessTest {
         }
     }
 
+    /**
+     * A payload the receiver keeps in a sender's bounce ring ({@code Transport.keepDelivered}, for
+     * {@code Message.keepPayload()}) outlives that sender's death: once a liveness check forgot the
+     * killed sender's connection, the payload is still there, intact, and the ring's mapping goes
+     * only when the payload is released, at the next progress(). It used to be unmapped with the
+     * connection.
+     */
+    @Test
+    void aPayloadKeptInTheRingOfASenderThatIsKilledStaysReadableAndItsRingIsUnmappedOnceReleased() throws Exception {
+        List<Long> closed = new ArrayList<>();
+        List<java.lang.foreign.MemorySegment> kept = new ArrayList<>();
+        List<Runnable> releases = new ArrayList<>();
+        dev.conduit.spi.Transport[] self = new dev.conduit.spi.Transport[1];
+        dev.conduit.spi.MessageSink sink = new dev.conduit.spi.MessageSink() {
+            @Override
+            public void onMessage(int id, java.lang.foreign.MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  java.lang.foreign.MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                throw new AssertionError("message " + id + " delivered without its sender's key");
+            }
+
+            @Override
+            public void onMessage(int id, java.lang.foreign.MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  java.lang.foreign.MemorySegment payloadBuffer, long payloadOffset, long payloadLength, long sender) {
+                Runnable release = self[0].keepDelivered();
+                if (id == 1) {
+                    assertThat(release).as("an inline payload: the runtime copies it").isNull();
+                    return;
+                }
+                assertThat(release).as("a payload in the sender's bounce ring").isNotNull();
+                releases.add(release);
+                kept.add(payloadBuffer.asSlice(payloadOffset, payloadLength));
+            }
+
+            @Override
+            public void onSenderClosed(long sender) {
+                closed.add(sender);
+            }
+        };
+        try (dev.conduit.spi.Transport receiver = plugin.openTransport(TestContext.of(shared, "posix.liveness.interval", "1ms")
+                .forTransport(dev.conduit.spi.ThreadMode.SINGLE, sink))) {
+            self[0] = receiver;
+            long receiverAlone = ProcessResources.mappingsOf(shared);
+            Process child = start("send", shared.toString(), HexFormat.of().formatHex(receiver.address()));
+            try {
+                readLine(child);
+                for (int i = 0; i < 1_000_000 && kept.isEmpty(); i++) progressOrPause(receiver);
+                assertThat(kept).as("the large message, kept").hasSize(1);
+            } finally {
+                child.destroyForcibly(); // SIGKILL: its ring's file is reclaimed; this process's mapping of it is what is left
+                finish(child);
+            }
+            for (int i = 0; i < 1_000_000 && closed.isEmpty(); i++) progressOrPause(receiver);
+            assertThat(closed).as("the dead sender's connection, forgotten").hasSize(1);
+            for (int i = 0; i < 1000; i++) progressOrPause(receiver);
+            assertThat(kept.getFirst().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)).as("the kept payload, intact")
+                    .isEqualTo(PosixChild.largePayload());
+            assertThat(ProcessResources.mappingsOf(shared)).as("the dead sender's ring, kept mapped").isEqualTo(receiverAlone + 1);
+
+            Thread other = new Thread(releases.getFirst(), "releasing");
+            other.start();
+            other.join();
+            releases.getFirst().run(); // the runtime runs it once; a second run changes nothing either
+            receiver.progress();
+            assertThat(ProcessResources.mappingsOf(shared)).as("once the payload is released").isEqualTo(receiverAlone);
+            assertThatThrownBy(() -> kept.getFirst().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))
+                    .as("a view of the unmapped ring").isInstanceOf(IllegalStateException.class);
+        }
+    }
+
     private static void progressOrPause(dev.conduit.spi.Transport receiver) {
         if (receiver.progress() == 0) java.util.concurrent.locks.LockSupport.parkNanos(50_000);
     }

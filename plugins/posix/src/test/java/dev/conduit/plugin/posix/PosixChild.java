@@ -91,7 +91,7 @@ final class PosixChild {
                         .forTransport(dev.conduit.spi.ThreadMode.SINGLE, (id, h, ho, hl, p, po, pl) -> { }));
                 dev.conduit.spi.TransportEndpoint endpoint = transport.connect(new PayloadReader(HexFormat.of().parseHex(args[2])), cause -> { });
                 if (!endpoint.trySend(1, java.lang.foreign.MemorySegment.NULL, java.lang.foreign.MemorySegment.ofArray(new byte[8]))
-                        || !endpoint.trySend(2, java.lang.foreign.MemorySegment.NULL, java.lang.foreign.MemorySegment.ofArray(new byte[100_000]))) {
+                        || !endpoint.trySend(2, java.lang.foreign.MemorySegment.NULL, java.lang.foreign.MemorySegment.ofArray(largePayload()))) {
                     throw new IllegalStateException("the receiver's queue had no room for two messages");
                 }
                 System.out.println(HexFormat.of().formatHex(transport.address()));
@@ -110,5 +110,12 @@ final class PosixChild {
             }
             default -> throw new IllegalArgumentException(args[0]);
         }
+    }
+
+    /** The large message "send" sends (through its bounce ring): bytes that tell one offset from another. */
+    static byte[] largePayload() {
+        byte[] b = new byte[100_000];
+        for (int i = 0; i < b.length; i++) b[i] = (byte) (i * 7 + 1);
+        return b;
     }
 }
