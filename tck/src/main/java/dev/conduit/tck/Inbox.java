@@ -60,6 +60,12 @@ final class Inbox implements MessageSink {
     private volatile Predicate<Thread> testThreads = t -> false;
     /** When set, {@link #onSenderClosed} asks {@code senderAddress} on this executor's thread instead of its own. */
     private volatile ExecutorService asker;
+    /** While set, the receiver is asked to keep each message's payload ({@code keepDelivered}) until one is kept. */
+    private volatile boolean keepOne;
+    /** The payload kept, as delivered (a view, not a copy), and the action that releases it; null until one is kept. */
+    private volatile MemorySegment kept;
+    private volatile Runnable keptRelease;
+    private volatile int keptId = -1;
     /** The first delivery made outside the receiver's progress(), said as the failure says it. */
     private final AtomicReference<String> misdelivery = new AtomicReference<>();
     /** Whether a look at the inbox already failed for it: the check after the test then does not say it again. */
@@ -116,6 +122,35 @@ final class Inbox implements MessageSink {
         messages.add(new Received(id,
                 headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE),
                 payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE), named, sender));
+        if (keepOne && expected != null) {
+            Runnable release = expected.keepDelivered();
+            if (release != null) {
+                keepOne = false;
+                kept = payloadBuffer.asSlice(payloadOffset, payloadLength);
+                keptRelease = release;
+                keptId = id;
+            }
+        }
+    }
+
+    /** Asks the receiver to keep the payload of each message from now on, until it keeps one ({@code Transport.keepDelivered}). */
+    void keepOnePayload() {
+        keepOne = true;
+    }
+
+    /** The payload kept where it was delivered, or null while none is. */
+    MemorySegment kept() {
+        return kept;
+    }
+
+    /** The id of the message whose payload is {@link #kept()}. */
+    int keptId() {
+        return keptId;
+    }
+
+    /** The receiver's action that releases {@link #kept()}. */
+    Runnable keptRelease() {
+        return keptRelease;
     }
 
     /**

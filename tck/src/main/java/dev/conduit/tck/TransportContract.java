@@ -344,6 +344,68 @@ public abstract class TransportContract extends PluginContract {
     }
 
     /**
+     * A payload the transport keeps ({@link Transport#keepDelivered()}, for the application's
+     * {@code Message.keepPayload()}) stays as delivered while later messages arrive, until its
+     * release runs, here on another thread; meanwhile the transport may refuse later messages for
+     * room (backpressure, retried once it is released), and every message arrives once, in order,
+     * intact. Keeping is optional: a transport that keeps no payload of these messages (returns
+     * {@code null}, and the runtime copies) ends this test as aborted.
+     */
+    @Test
+    public void aKeptPayloadStaysAsDeliveredWhileLaterMessagesArriveUntilReleasedFromAnotherThread() throws Exception {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        Numbered messages = Numbered.on(ep);
+        inbox.keepOnePayload();
+        int count = 200;
+        boolean released = false;
+        for (int i = 0; i < count; i++) {
+            int n = i;
+            BooleanSupplier send = () -> ep.trySend(n, messages.header(n), messages.payload(n));
+            if (!released) {
+                if (acceptedWithin(10_000, send, receiver, sender)) continue;
+                // No room while a payload is kept may be the transport's backpressure: released, the room comes back.
+                released = releaseKept(inbox, messages, "message " + i + " waited for room");
+            }
+            retryUntilAccepted(i, send, receiver, sender);
+        }
+        assumeTrue(inbox.kept() != null, "plugin '" + plugin.name() + "' kept no payload of " + count + " messages of up to "
+                + messages.largestPayload() + " bytes (Transport.keepDelivered() returned null: the runtime copies what an "
+                + "application keeps); keeping is optional");
+        progressUntilDelivered(inbox, count, "messages delivered", receiver, sender);
+        if (!released) releaseKept(inbox, messages, "every later message arrived");
+        for (int i = 0; i < 1000; i++) {
+            Inbox.progress(receiver);
+            Inbox.progress(sender);
+        }
+        assertThat(inbox.size()).as("messages delivered for %d sent (a duplicate makes more)", count).isEqualTo(count);
+        messages.expectDelivered(inbox, count, i -> "");
+    }
+
+    /** Tries a send for up to {@code rounds} progress rounds; whether it was accepted. */
+    private static boolean acceptedWithin(int rounds, BooleanSupplier trySend, Transport... transports) {
+        for (int round = 0; round < rounds; round++) {
+            if (plainSend(trySend)) return true;
+            for (Transport t : transports) Inbox.progress(t);
+        }
+        return false;
+    }
+
+    /** Checks the kept payload against what was sent, then runs its release on a thread of the test's own; true. */
+    private boolean releaseKept(Inbox inbox, Numbered messages, String when) throws InterruptedException {
+        MemorySegment kept = inbox.kept();
+        if (kept == null) return false;
+        int id = inbox.keptId();
+        assertSameBytes(kept.toArray(ValueLayout.JAVA_BYTE), "kept", Patterns.bytes(messages.payloadSize(id), id),
+                "sent", "payload of message " + id + ", kept (Transport.keepDelivered) and read once " + when);
+        Thread releasing = startTestThread("releasing a kept payload", inbox.keptRelease());
+        releasing.join();
+        return true;
+    }
+
+    /**
      * {@link TransportEndpoint#trySend(int, MemorySegment, long, int, MemorySegment, long, long)},
      * by which the runtime sends from its local queue, sends the ranges it is given, at any offset
      * of one buffer holding both or of two buffers, in order with messages sent as views.
