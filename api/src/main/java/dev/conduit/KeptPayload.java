@@ -13,7 +13,9 @@ import java.util.function.Consumer;
  * memory (zero-copy: a large payload in the memfd or posix sender's bounce ring); else it is a
  * copy the runtime made as the handler asked (a payload inline in a memfd or posix receive queue,
  * or one of a transport that cannot keep what it delivers). Either way it is read-only, and the
- * same until closed, also when its sender closes or dies meanwhile.
+ * same until closed, also when its sender closes or dies meanwhile; but a payload kept in place
+ * lies in memory its sender can still write, as the {@link Message}'s own does: input from a peer
+ * that is not trusted is copied and checked in the copy (docs/runtime.md).
  *
  * <p>Close it once done: a payload kept in place holds room in its transport's memory, which the
  * sender's later messages may wait for (in a bounce ring, every later large message of that
