@@ -30,6 +30,27 @@ class BounceRingTest {
         assertThat(sender.reserve(16 << 10)).as("the whole ring, once empty").isEqualTo(BounceRing.HEADER_LENGTH);
     }
 
+    /**
+     * A receiver whose application keeps a payload releases the ring only up to it, and says how
+     * far it read: its sender tells payloads kept from payloads a receiver that could not map the
+     * ring dropped, which it read past without a word.
+     */
+    @Test
+    void aReceiverThatKeepsAPayloadSaysItReadWhatItHasNotReleased() {
+        long before = sender.position();
+        sender.reserve(4 << 10);
+        sender.reserve(4 << 10);
+        assertThat(sender.readAll()).as("nothing said yet, as by a receiver that could not map the ring").isFalse();
+        receiver.release(before); // the first payload kept: released up to its start
+        receiver.markRead(sender.position());
+        assertThat(sender.drained()).isFalse();
+        assertThat(sender.readAll()).as("both read, one kept").isTrue();
+        sender.reserve(4 << 10);
+        assertThat(sender.readAll()).as("a payload reserved after the receiver's word").isFalse();
+        receiver.release(sender.position());
+        assertThat(sender.drained()).isTrue();
+    }
+
     @Test
     void reservationsNeverOverlapWhatTheReceiverHasNotReleased() {
         long a = sender.reserve(4 << 10);
