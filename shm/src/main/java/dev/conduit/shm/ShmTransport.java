@@ -80,10 +80,12 @@ import java.util.concurrent.CompletionException;
  * ({@link #handOff}): what the call hands over (a new sender's connection and its lease watch at
  * CONNECT, a watch opened later, a ring mapping it starts, a ring it adopts, an endpoint it
  * connects with its mapping of the peer's queue and its watch of the peer's lease, an endpoint's
- * first bounce ring) the close releases if handed over before it, else the call gives it back and
- * fails with {@link IllegalStateException}; what the call takes away (a connection forgotten at a
- * CLOSE, a refusal or a dead sender's reaping; an endpoint it closes, moves to the closing ones or
- * releases) is released by whichever of the two takes it first from the tables they share (the
+ * first bounce ring, a payload kept in a sender's ring) the close releases if handed over before
+ * it, else the call gives it back and fails with {@link IllegalStateException}; what the call
+ * takes away (a connection forgotten at a CLOSE, a refusal or a dead sender's reaping; an endpoint
+ * it closes, moves to the closing ones or releases; a ring a forgotten connection left mapped for
+ * kept payloads, {@link #releaseKept}) is released by whichever of the two takes it first from
+ * the tables they share (the
  * connections and the endpoint lists, which change only holding that lock, and the connections
  * only on the owner's thread: the close gives a connection back in place, since the message path
  * looks them up unlocked; the lease watches'
