@@ -3195,6 +3195,63 @@ class ShmTransportTest {
     }
 
     /**
+     * A sender whose last large payload its receiver keeps ({@code Transport.keepDelivered}, for
+     * {@code Message.keepPayload()}) closes its endpoint at once and without a WARNING: the
+     * receiver says in the ring that it read the payload, which such a close took for a ring the
+     * receiver could not map ("closed a connection whose peer had not read all its large
+     * messages"). The ring's file goes with the close; the receiver's mapping keeps the payload,
+     * intact after the CLOSE is read, until it is released.
+     */
+    @Test
+    void anEndpointClosedWhileItsPeerKeepsItsLastLargePayloadWarnsOfNothingAndThePayloadStays() {
+        List<MemorySegment> kept = new ArrayList<>();
+        List<Runnable> releases = new ArrayList<>();
+        List<Long> closed = new ArrayList<>();
+        Transport[] self = new Transport[1];
+        MessageSink keeping = new MessageSink() {
+            @Override
+            public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                Runnable release = self[0].keepDelivered();
+                if (release == null) return;
+                releases.add(release);
+                kept.add(payloadBuffer.asSlice(payloadOffset, payloadLength));
+            }
+
+            @Override
+            public void onSenderClosed(long sender) {
+                closed.add(sender);
+            }
+        };
+        Transport receiver = transport(keeping);
+        self[0] = receiver;
+        RecordingLogger logger = new RecordingLogger();
+        Transport sender = transport(new Received(), logger);
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        List<String> before = ProcessResources.files(shared);
+        MemorySegment payload = bytes(100_000, 3);
+        assertThat(sendWhileProgressing(ep, receiver, 1, payload)).isTrue();
+        List<String> ring = ProcessResources.files(shared).stream().filter(name -> !before.contains(name)).toList();
+        for (int i = 0; i < 100_000 && kept.isEmpty(); i++) progressOrPause(receiver);
+        assertThat(kept).as("the large payload, kept").hasSize(1);
+
+        ep.close();
+        for (int i = 0; i < 100_000 && closed.isEmpty(); i++) {
+            progressOrPause(sender);
+            progressOrPause(receiver);
+        }
+        assertThat(closed).as("the sender's CLOSE, read").hasSize(1);
+        assertThat(logger.warnings()).as("the sender's warnings").isEmpty();
+        assertThat(ring).as("the ring's file").hasSize(1);
+        assertThat(ProcessResources.files(shared)).as("files once the endpoint closed").doesNotContainAnyElementsOf(ring);
+        assertThat(kept.getFirst().mismatch(payload)).as("the kept payload, intact").isEqualTo(-1);
+        releases.getFirst().run();
+        receiver.progress();
+        assertThatThrownBy(() -> kept.getFirst().get(ValueLayout.JAVA_BYTE, 0)).as("a view of the unmapped ring")
+                .isInstanceOf(IllegalStateException.class);
+    }
+
+    /**
      * An endpoint that closes while the peer's queue is full sends its CLOSE later, as it
      * progresses, so that the peer releases its side of the connection (its watch of the sender's
      * lease, its mapping of the bounce ring) while the sender lives on. It used to give up after
