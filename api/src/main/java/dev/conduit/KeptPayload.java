@@ -19,12 +19,12 @@ import java.util.function.Consumer;
  *
  * <p>Close it once done: a payload kept in place holds room in its transport's memory, which the
  * sender's later messages may wait for (in a bounce ring, every later large message of that
- * sender's endpoint: queued by the sender's runtime, never dropped); a copy holds native memory. {@code close()} may be called from any thread, and more
- * than once (the calls after the first do nothing). After it, {@link #segment()} throws
- * {@link IllegalStateException}; a view taken before reads a copy's memory no more (it throws
- * {@link IllegalStateException}), and a view of a payload kept in place reads bytes that are the
- * transport's to reuse, i.e. undefined, until the transport unmaps them (it then throws too: never a
- * JVM crash).
+ * sender's endpoint: queued by the sender's runtime, never dropped); a copy holds native memory.
+ * {@code close()} may be called from any thread, and more than once (the calls after the first do
+ * nothing). After it, {@link #segment()} throws {@link IllegalStateException}; a view taken before
+ * reads a copy's memory no more (it throws {@link IllegalStateException}), and a view of a payload
+ * kept in place reads bytes that are the transport's to reuse, i.e. undefined, until the transport
+ * unmaps them (it then throws too: never a JVM crash).
  *
  * <p>Closing the {@link Worker} that received the payload closes every payload kept from it: its
  * memory is the worker's transports', unmapped by their close.

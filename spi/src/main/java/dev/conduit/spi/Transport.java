@@ -122,7 +122,7 @@ public interface Transport extends AutoCloseable {
      * <p>Optional: the default returns {@code null}, "cannot keep this one", and the runtime then
      * copies the payload into memory of its own, which the application keeps instead. Return
      * {@code null} too for a payload this transport cannot keep in place (the shared-memory
-     * transports copy one inline in their receive queue, whose slot must be released in order).
+     * transports do for one inline in their receive queue, whose records are released in order).
      * Since SPI 1.1.
      *
      * @return the action that releases the payload, or {@code null} when the runtime is to copy it

@@ -224,6 +224,7 @@ public final class TransportSink implements MessageSink {
         if (worker != null) worker.keepUntilClosed(kept);
     }
 
+    /** The worker holds {@code kept} no more: it was closed. */
     public void forgetKept(AutoCloseable kept) {
         if (worker != null) worker.forgetKept(kept);
     }
