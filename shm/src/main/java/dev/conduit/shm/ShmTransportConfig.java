@@ -31,7 +31,7 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     static final long MAX_QUEUE_SIZE = 1L << 30;
     /**
      * The largest bounce ring, and so the largest payload: one that must wait in the endpoint's
-     * local queue, a heap buffer of at most 2 GiB (the runtime's PendingQueue), still fits there
+     * local queue, in a heap array of at most 2 GiB (the runtime's PendingQueue), still fits there
      * with its header. A power of two, so that rounding up stays within it. (Without a bound, a
      * ring past 2 GiB took payloads the local queue then refused, one of a TiB or more was refused
      * by every receiver, which maps at most 1 TiB, and one past 2^62 rounded up to a negative limit.)

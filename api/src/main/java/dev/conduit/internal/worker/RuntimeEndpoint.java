@@ -257,7 +257,7 @@ final class RuntimeEndpoint implements Endpoint {
     private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         if (maxLength <= PendingQueue.RETAIN) return encodeIntoScratch(id, header, maxLength, encoder);
         // Past RETAIN a buffer of its own, freed as the send returns (what the encoder wrote was sent or copied into the
-        // local queue), as the local queue gives back a buffer this large: an automatic arena held it until the GC ran.
+        // local queue), as the local queue gives back a segment this large: an automatic arena held it until the GC ran.
         Arena arena = Arena.ofShared();
         try {
             scratch = allocateScratch(arena, maxLength);
