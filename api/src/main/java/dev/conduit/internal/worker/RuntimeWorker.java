@@ -642,10 +642,13 @@ public final class RuntimeWorker implements Worker {
      * Called from a handler, inside the transport's progress: the thread holds the worker already.
      *
      * @throws ConduitException when the transport fails to keep it, naming the transport
+     * @throws IllegalStateException as the transport threw it: closed under the handler (a forced close)
      */
     Runnable keepDelivered(int i) {
         try {
             return transports[i].keepDelivered();
+        } catch (IllegalStateException e) {
+            throw e; // closed under the call, as for every transport call: not the plugin's fault, and copying would not help
         } catch (RuntimeException | LinkageError e) {
             throw new ConduitException("transport '" + transportNames[i] + "' failed to keep the payload it delivered "
                     + "(Message.keepPayload()): " + describe(e) + "; copy the payload instead (payloadToArray(), copyPayload(...))", e);

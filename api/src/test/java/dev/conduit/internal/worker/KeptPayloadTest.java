@@ -166,4 +166,35 @@ class KeptPayloadTest {
                 .hasMessageContaining("only valid during the handler call").hasMessageContaining("keepPayload()");
         assertThat(kept.getFirst().segment().get(ValueLayout.JAVA_BYTE, 9)).isEqualTo((byte) 10);
     }
+
+    /**
+     * A transport closed under the handler (a forced {@code Conduit.close()} from another thread)
+     * says so with an {@code IllegalStateException}, which {@code keepPayload} passes on as it is,
+     * as the runtime does for every transport call; it was wrapped as the transport's failure to
+     * keep the payload, with the remedy of copying it. Any other exception of the plugin's is still
+     * named as its fault.
+     */
+    @Test
+    void aTransportClosedUnderTheHandlerIsAnIllegalStateAndAPluginsBugIsNamed() {
+        Pair p = pair(true);
+        List<Throwable> thrown = new ArrayList<>();
+        p.receiver().onMessage(1, m -> {
+            try {
+                m.keepPayload();
+            } catch (RuntimeException e) {
+                thrown.add(e);
+            }
+        });
+        p.plugin().keepFailure = new IllegalStateException("transport 'lo' is closed");
+        p.endpoint().send(1, payload(1, 10));
+        progressUntil(() -> thrown.size() == 1, p.sender(), p.receiver());
+        p.plugin().keepFailure = new NullPointerException("a bug");
+        p.endpoint().send(1, payload(2, 10));
+        progressUntil(() -> thrown.size() == 2, p.sender(), p.receiver());
+
+        assertThat(thrown.getFirst()).isExactlyInstanceOf(IllegalStateException.class).hasMessage("transport 'lo' is closed");
+        assertThat(thrown.get(1)).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("transport 'lo' failed to keep the payload").hasCauseInstanceOf(NullPointerException.class);
+        assertThat(p.plugin().keptReleases).hasValue(0);
+    }
 }

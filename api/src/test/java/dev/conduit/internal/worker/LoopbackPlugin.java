@@ -112,6 +112,8 @@ final class LoopbackPlugin implements ConduitPlugin {
      * each release action adds "kept payload" to {@link #closes}, and counts in {@link #keptReleases}.
      */
     volatile boolean keepsDelivered;
+    /** When set, {@code keepDelivered} throws it, as a plugin's bug or a transport closed under the handler does. */
+    volatile RuntimeException keepFailure;
     final AtomicLong keptReleases = new AtomicLong();
     /** What was closed, in order: "endpoint#n", "transport" and "kept payload". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
@@ -312,6 +314,8 @@ final class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public Runnable keepDelivered() {
+            RuntimeException failure = plugin.keepFailure;
+            if (failure != null) throw failure;
             if (!plugin.keepsDelivered) return null;
             if (!inProgress) throw new AssertionError("keepDelivered called outside the delivery of a message");
             return () -> {
