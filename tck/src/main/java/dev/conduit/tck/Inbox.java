@@ -60,7 +60,7 @@ final class Inbox implements MessageSink {
     private volatile Predicate<Thread> testThreads = t -> false;
     /** When set, {@link #onSenderClosed} asks {@code senderAddress} on this executor's thread instead of its own. */
     private volatile ExecutorService asker;
-    /** While set, the receiver is asked to keep each message's payload ({@code keepDelivered}) until one is kept. */
+    /** While set, the receiver is asked to keep each message's non-empty payload ({@code keepDelivered}) until one is kept. */
     private volatile boolean keepOne;
     /** The payload kept, as delivered (a view, not a copy), and the action that releases it; null until one is kept. */
     private volatile MemorySegment kept;
@@ -122,7 +122,8 @@ final class Inbox implements MessageSink {
         messages.add(new Received(id,
                 headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE),
                 payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE), named, sender));
-        if (keepOne && expected != null) {
+        // Not an empty one: a payload of no bytes kept shows nothing of the memory a transport may reuse under it.
+        if (keepOne && expected != null && payloadLength > 0) {
             Runnable release = expected.keepDelivered();
             if (release != null) {
                 keepOne = false;

@@ -185,6 +185,19 @@ final class BrokenPlugins {
         }
     }
 
+    /** Keeps a payload it delivered, and writes over it as it delivers the next ones: memory it promised to keep, reused. */
+    public static final class ReusesKeptPayloads extends LoopbackPlugin {
+        @Override
+        boolean keepsDelivered() {
+            return true;
+        }
+
+        @Override
+        void whileKept(java.lang.foreign.MemorySegment kept) {
+            kept.fill((byte) 0);
+        }
+    }
+
     /** Reports a dead peer from a thread of its own, which its progress() starts and waits for (it has no probe). */
     public static final class ReportsFromItsOwnThread extends LoopbackPlugin {
         @Override
@@ -1085,6 +1098,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new DuplicatesMessages();
+        }
+    }
+
+    public static final class ReusesKeptPayloadsSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReusesKeptPayloads();
         }
     }
 

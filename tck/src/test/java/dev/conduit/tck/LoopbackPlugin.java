@@ -203,6 +203,19 @@ public class LoopbackPlugin implements ConduitPlugin {
         return false;
     }
 
+    /**
+     * Whether its transports keep a payload where they delivered it ({@code Transport.keepDelivered}):
+     * each message's payload is an array of its own, which nothing reuses, so keeping it costs
+     * nothing. This fixture does not; {@code WellBehavedVariants.KeepsDelivered} does.
+     */
+    boolean keepsDelivered() {
+        return false;
+    }
+
+    /** Called after each delivery for each payload kept and not yet released: a broken fixture reuses its memory here. */
+    void whileKept(MemorySegment kept) {
+    }
+
     /** The key a message of {@code connection}, an endpoint of transport {@code from}, is delivered with. */
     long keyOf(long connection, long from) {
         return connection;
@@ -260,6 +273,10 @@ public class LoopbackPlugin implements ConduitPlugin {
         volatile boolean closed;
         /** Connections to this transport that deliver, by number: the transport of each's sender. */
         private final Map<Long, Long> senders = new ConcurrentHashMap<>();
+        /** The payload the sink is being given now, which its keepDelivered() may keep; else null. */
+        private MemorySegment delivering;
+        /** Payloads kept and not yet released; their release runs on any thread. */
+        private final List<MemorySegment> kept = new ArrayList<>();
         /** Connections to this transport that ended (their endpoint or its transport closed), to tell the sink of in progress. */
         private final java.util.Queue<Long> ended = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
@@ -321,16 +338,40 @@ public class LoopbackPlugin implements ConduitPlugin {
         }
 
         @Override
+        public Runnable keepDelivered() {
+            MemorySegment payload = delivering;
+            if (!keepsDelivered() || payload == null) return null;
+            synchronized (kept) {
+                kept.add(payload);
+            }
+            return () -> {
+                synchronized (kept) {
+                    kept.remove(payload);
+                }
+            };
+        }
+
+        @Override
         public int progress() {
             int events = 0;
             for (Message m; deliversNext() && (m = poll()) != null; events++) {
                 MemorySegment header = MemorySegment.ofArray(m.header());
                 MemorySegment payload = MemorySegment.ofArray(m.payload());
-                if (namesSenders()) {
-                    sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length),
-                            keyOf(m.connection(), m.from()));
-                } else {
-                    sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length));
+                delivering = payload;
+                try {
+                    if (namesSenders()) {
+                        sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length),
+                                keyOf(m.connection(), m.from()));
+                    } else {
+                        sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length));
+                    }
+                } finally {
+                    delivering = null;
+                }
+                synchronized (kept) {
+                    for (MemorySegment k : kept) {
+                        if (k != payload) whileKept(k);
+                    }
                 }
             }
             // After the messages queued before: a connection ends after its last message.

@@ -58,6 +58,9 @@ class TckCatchesBrokenPluginsTest {
                         "connecting to an address cut to 0 of its 8 bytes: the plugin connected (returned an endpoint) instead of "
                                 + "refusing the address"),
                 Arguments.of(BrokenPlugins.NeverRefusesSuite.class, "refusesWhenFullAndDeliversWhatItAcceptedOnceTheReceiverProgresses", "or drop"),
+                Arguments.of(BrokenPlugins.ReusesKeptPayloadsSuite.class,
+                        "aKeptPayloadStaysAsDeliveredWhileLaterMessagesArriveUntilReleasedFromAnotherThread",
+                        "kept (Transport.keepDelivered) and read once every later message arrived"),
                 Arguments.of(BrokenPlugins.ReportsFromItsOwnThreadSuite.class, "aPeerThatGoesAwayFailsTheEndpointOnce",
                         "a thread of the plugin's own"),
                 Arguments.of(BrokenPlugins.ThrowsWhenFullSuite.class, "refusesWhenFullAndDeliversWhatItAcceptedOnceTheReceiverProgresses",

@@ -58,6 +58,17 @@ final class WellBehavedVariants {
         }
     }
 
+    /**
+     * Keeps a payload where it delivered it ({@code Transport.keepDelivered}) until released: the
+     * optional operation done right, so that the suite's test of it runs rather than aborts.
+     */
+    public static final class KeepsDelivered extends LoopbackPlugin {
+        @Override
+        boolean keepsDelivered() {
+            return true;
+        }
+    }
+
     public static final class RulesTransportOutHonestly extends LoopbackPlugin {
         static final String WHY = "no transport here: the shared directory is read-only";
 

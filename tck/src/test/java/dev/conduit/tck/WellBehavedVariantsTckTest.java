@@ -65,6 +65,15 @@ class WellBehavedVariantsTckTest {
         }
     }
 
+    /** Keeps what it delivers until released: the test of kept payloads is run, not aborted. */
+    @Nested
+    class KeepsDeliveredTransport extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new WellBehavedVariants.KeepsDelivered();
+        }
+    }
+
     /** ATOMICS without RMA: the atomics are checked, not skipped with the RMA test. */
     @Nested
     class AtomicsWithoutRmaTransport extends TransportContract {
