@@ -74,11 +74,7 @@ public class BacklogBenchmark {
             arena = Arena.ofShared();
             payload = arena.allocate(maxSize);
         } catch (RuntimeException | Error e) {
-            try {
-                close();
-            } catch (IOException | RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            Trials.tearDownAfter(e, this::close);
             throw e;
         }
     }

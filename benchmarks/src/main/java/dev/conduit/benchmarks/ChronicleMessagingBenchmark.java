@@ -118,7 +118,7 @@ public class ChronicleMessagingBenchmark {
             segment();
             copied();
         } catch (RuntimeException | Error e) {
-            session.closeAfter(e);
+            Trials.tearDownAfter(e, session::close);
             throw e;
         }
     }

@@ -104,11 +104,7 @@ public class LocalHopBenchmark {
                         + "progress (seconds)");
             }
         } catch (RuntimeException | Error e) {
-            try {
-                close();
-            } catch (IOException | RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            Trials.tearDownAfter(e, this::close);
             throw e;
         }
     }

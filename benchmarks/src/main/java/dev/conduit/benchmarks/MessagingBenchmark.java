@@ -96,7 +96,7 @@ public class MessagingBenchmark {
             for (long i = 0; i < size; i++) payload.set(ValueLayout.JAVA_BYTE, i, (byte) i);
             pingPong(); // fails here, not in the measurement, if nothing comes back
         } catch (RuntimeException | Error e) {
-            session.closeAfter(e);
+            Trials.tearDownAfter(e, session::close);
             throw e;
         }
     }

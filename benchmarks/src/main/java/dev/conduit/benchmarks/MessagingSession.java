@@ -48,7 +48,7 @@ final class MessagingSession implements AutoCloseable {
             s.arena = Arena.ofShared();
             return s;
         } catch (RuntimeException | IOException | InterruptedException | Error e) {
-            s.closeAfter(e);
+            Trials.tearDownAfter(e, s::close);
             throw e;
         }
     }
@@ -75,15 +75,6 @@ final class MessagingSession implements AutoCloseable {
     /** Memory of this JVM for payloads, freed by {@link #close()}. */
     Arena arena() {
         return arena;
-    }
-
-    /** Closes the session after {@code failure}, which gets whatever closing throws as suppressed. */
-    void closeAfter(Throwable failure) {
-        try {
-            close();
-        } catch (RuntimeException | IOException | InterruptedException suppressed) {
-            failure.addSuppressed(suppressed);
-        }
     }
 
     @Override

@@ -133,11 +133,7 @@ public class MultiWorkerBenchmark {
             watchdog = Thread.ofPlatform().name("watchdog").daemon().start(() -> watch(benchmark));
             roundTrip(); // fails here, not in the measurement, if nothing comes back
         } catch (RuntimeException | Error e) {
-            try {
-                close();
-            } catch (IOException | RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            Trials.tearDownAfter(e, this::close);
             throw e;
         }
     }
