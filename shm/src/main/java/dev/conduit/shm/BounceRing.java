@@ -168,11 +168,12 @@ public final class BounceRing {
     }
 
     /**
-     * Sender side: whether the receiver read every payload reserved so far, released or kept
-     * ({@link #markRead}). Read after the receiver's queue position, as {@link #drained()}.
+     * Sender side: whether the receiver read every payload reserved so far: released them
+     * ({@link #drained()}), or said it read them while it keeps some ({@link #markRead}). Read after
+     * the receiver's queue position, as {@code drained()}.
      */
     public boolean readAll() {
-        return (long) LONG.getAcquire(memory, READ_OFFSET) - produced >= 0;
+        return drained() || (long) LONG.getAcquire(memory, READ_OFFSET) - produced >= 0;
     }
 
     /**

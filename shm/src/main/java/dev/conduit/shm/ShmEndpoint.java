@@ -1026,7 +1026,7 @@ final class ShmEndpoint implements TransportEndpoint {
         if (bounce == null || holding) return false; // a held message's room is not released until its record is read
         boolean readPast = peerReadPastLastLarge();
         // Read but unreleased: payloads the peer's application keeps (Message.keepPayload()), whose room comes back as they close.
-        return readPast && !bounce.drained() && !bounce.readAll();
+        return readPast && !bounce.readAll();
     }
 
     /**
@@ -1165,7 +1165,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection, with its worker, "
                         + "while the peer's queue had no room for the record of its last large message, which was never sent: the "
                         + "peer reads its queue too slowly for its senders (" + transport.plugin() + ".queue.size is the room it has)");
-            } else if (!bounce.drained() && !bounce.readAll() && !peer.isClosing() && peerLease.ownerAlive()) {
+            } else if (!bounce.readAll() && !peer.isClosing() && peerLease.ownerAlive()) {
                 // (Read but not released: payloads the peer's application keeps, in its mapping of the ring, which stays.)
                 transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer had not read "
                         + "all its large messages (" + (failure != null ? "the endpoint had failed: " + failure.getMessage()

@@ -49,6 +49,7 @@ class BounceRingTest {
         assertThat(sender.readAll()).as("a payload reserved after the receiver's word").isFalse();
         receiver.release(sender.position());
         assertThat(sender.drained()).isTrue();
+        assertThat(sender.readAll()).as("released, past the receiver's last word").isTrue();
     }
 
     @Test
