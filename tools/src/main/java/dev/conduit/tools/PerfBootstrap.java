@@ -223,9 +223,23 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     /**
      * Removes {@code file} when it is a complete bootstrap on which no process holds the lock (its server is gone), taking
      * the lock for the removal, so that no server that starts meanwhile judges it too; says whose it was, or returns
-     * {@code null} and leaves it.
+     * {@code null} and leaves it. An incomplete one stays: a server creates the file before it locks it, so one that is
+     * starting may be about to write it.
      */
     static String removeIfItsServerIsGone(Path file) {
+        return removeIfUnlocked(file, false);
+    }
+
+    /**
+     * The same, also for an incomplete bootstrap nobody holds the lock on (its server was killed while writing it): for
+     * a run's private directory in which every owner is dead, so that no server of it can be starting, whose lease there
+     * would be live (PerfPeer.removeDirectoriesOfGoneRuns). One that is being written is locked, and stays.
+     */
+    static String removeIfNoServerHoldsIt(Path file) {
+        return removeIfUnlocked(file, true);
+    }
+
+    private static String removeIfUnlocked(Path file, boolean incompleteToo) {
         // Not even opened when a server of this JVM holds it: closing any descriptor of a file drops every fcntl lock the
         // process holds on it, that server's too.
         if (PUBLISHED_HERE.contains(file.toAbsolutePath().normalize())) return null;
@@ -234,13 +248,23 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             ByteBuffer bytes = ByteBuffer.allocate((int) left.size());
             while (bytes.hasRemaining() && left.read(bytes) >= 0) { }
             PerfBootstrap gone = decode(bytes.array(), file.toString(), "remove it");
-            if (gone == null) return null; // incomplete: its server may be writing it now, or died doing so
-            if (left.tryLock() == null) return null; // its server runs
+            if (gone == null && !(incompleteToo && beginsABootstrap(bytes.array()))) return null;
+            if (left.tryLock() == null) return null; // its server runs, or is writing it now
             Files.delete(file);
-            return "pid " + gone.pid() + " on " + gone.host();
+            return gone != null ? "pid " + gone.pid() + " on " + gone.host() : "an incomplete bootstrap of " + bytes.capacity() + " bytes";
         } catch (IOException | RuntimeException e) { // not a bootstrap, not ours to open, or locked by this JVM: not known to be gone
             return null;
         }
+    }
+
+    /**
+     * Whether {@code bytes}, which {@link #decode} found incomplete, are the start of what a server writes: a first line
+     * not yet ended must be the start of {@link #MAGIC} (decode judges a whole first line), so that another program's
+     * file without a newline is never taken for one.
+     */
+    private static boolean beginsABootstrap(byte[] bytes) {
+        String text = new String(bytes, StandardCharsets.UTF_8);
+        return text.indexOf('\n') >= 0 || (MAGIC + "\n").startsWith(text);
     }
 
     /**

@@ -206,9 +206,11 @@ final class PerfPeer implements AutoCloseable {
      * Removes the private directories under {@code parent} that earlier runs of this user left, killed before they
      * removed them (a {@code kill -9} of the client and its server), judged as a reclaim judges owners
      * ({@link OwnerLease}): a directory goes only when it has owners and every one of them is dead (the run's lease,
-     * its workers' and pools' leases), and the bootstrap file in it is no running server's; first the dead owners'
-     * files, by {@link OwnerLease#reclaimDead}, then the bootstrap file and the directory. A symbolic link, another
-     * user's directory, one with no owner yet (a run that is starting) or with a live or pending one is left alone.
+     * its workers' and pools' leases), and no process holds the lock on the bootstrap file in it, complete or not (a
+     * server killed while writing it leaves it incomplete); first the bootstrap file, then the dead owners' files, by
+     * {@link OwnerLease#reclaimDead}, then the directory. A symbolic link, another user's directory, one with no owner
+     * yet (a run that is starting), with a live or pending one, or with a bootstrap file a process holds locked (its
+     * server runs, or is writing it) or that no server wrote is left alone.
      *
      * @return one line that says what was removed and what could not be, or {@code null} when there was nothing to say
      */
@@ -265,7 +267,7 @@ final class PerfPeer implements AutoCloseable {
             }
             if (owners == 0) return null;
             for (String bootstrap : run.list("conduit-perf-")) {
-                if (bootstrap.endsWith(".addr") && PerfBootstrap.removeIfItsServerIsGone(path.resolve(bootstrap)) == null) return null;
+                if (bootstrap.endsWith(".addr") && PerfBootstrap.removeIfNoServerHoldsIt(path.resolve(bootstrap)) == null) return null;
             }
             long[] files = new long[2];
             List<String> notRemoved = new ArrayList<>();

@@ -898,6 +898,58 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A run killed while its server wrote its bootstrap file leaves the file incomplete (no {@code end} line, or nothing at
+     * all when killed between its creation and its first write). Once every owner in the directory is dead and no process
+     * holds the file's lock, the next spawned run removes the directory as it removes one whose file is complete. A
+     * directory of dead owners whose incomplete file a process holds locked (a server writing it: played by a live
+     * server's file, linked there and cut short) stays, and so does one whose file no server wrote. Until 2026-12-04 an
+     * incomplete file kept its directory for ever.
+     */
+    @Test
+    void aSpawnedRunRemovesTheDirectoryOfARunKilledWhileItsServerWroteItsBootstrap() throws Exception {
+        Path parent = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-half");
+        String deadLease = "conduit-posix-0123456789abcdef0123456789abcdef.lease";
+        try (ServerProcess running = ServerProcess.start("cperf-writing", "--name", "peer", "-t", "posix")) {
+            Path half = parent.resolve("conduit-perf-0000a1f0");
+            try (ServerProcess killed = ServerProcess.in(Files.createDirectory(parent.resolve("killed")), "--name", "peer", "-t", "posix")) {
+                Path file = killed.killLeavingItsFile("peer");
+                String text = Files.readString(file);
+                Files.writeString(file, text.substring(0, text.indexOf("address "))); // the lines before its address, no end
+                Files.move(killed.shared(), half);
+            }
+            Path empty = Files.createDirectory(parent.resolve("conduit-perf-0000e3e0"));
+            Files.createFile(empty.resolve(deadLease));
+            Files.createFile(empty.resolve("conduit-perf-peer.addr"));
+            Path writing = Files.createDirectory(parent.resolve("conduit-perf-0000c0de"));
+            Files.createFile(writing.resolve(deadLease));
+            running.await(Pattern.compile("published "));
+            Path locked = Files.createLink(writing.resolve("conduit-perf-peer.addr"), running.shared().resolve("conduit-perf-peer.addr"));
+            try (var cut = java.nio.channels.FileChannel.open(locked, java.nio.file.StandardOpenOption.WRITE)) {
+                cut.truncate(cut.size() - "end\n".length());
+            }
+            Path foreign = Files.createDirectory(parent.resolve("conduit-perf-0000f00d"));
+            Files.createFile(foreign.resolve(deadLease));
+            Files.writeString(foreign.resolve("conduit-perf-peer.addr"), "not a bootstrap");
+
+            Result result = run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--shared-dir", parent.toString());
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(result.err()).containsPattern("conduit perf: removed 2 directories that earlier runs killed before they ended "
+                    + "left in " + Pattern.quote(parent.toString()) + ", whose processes are all gone: .*\n")
+                    .containsPattern("conduit-perf-0000a1f0 \\([1-9]\\d* files, [1-9]\\d* bytes\\)")
+                    .contains("conduit-perf-0000e3e0 (1 file, 0 bytes)");
+            assertThat(half).doesNotExist();
+            assertThat(empty).doesNotExist();
+            assertThat(locked).as("locked by the process writing it").exists();
+            assertThat(writing.resolve(deadLease)).exists();
+            assertThat(foreign.resolve("conduit-perf-peer.addr")).as("no server wrote it").exists();
+            assertThat(foreign.resolve(deadLease)).exists();
+        } finally {
+            PerfPeer.deleteTree(parent);
+        }
+    }
+
     /** A server that runs, but that the client cannot connect to (no transport in common), is not called gone. */
     @Test
     void aClientThatCannotConnectToARunningServerDoesNotCallItGone() throws Exception {
