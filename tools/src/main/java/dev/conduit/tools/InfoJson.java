@@ -66,10 +66,38 @@ final class InfoJson {
 
     private void writeListing(SharedFiles.Listing listing) {
         json.beginObject();
-        json.member("plugin", listing.place().plugin());
-        json.member("directory", listing.place().directory().toString());
-        json.member("setBy", listing.place().setBy());
+        writePlace(json, listing.place());
         json.member("error", listing.error());
+        writeSurvey(listing);
+        json.endObject();
+    }
+
+    /** The members {@code plugin}, {@code directory} and {@code setBy} of {@code place}, into the object {@code json} is writing. */
+    static void writePlace(JsonWriter json, SharedFiles.Place place) {
+        json.member("plugin", place.plugin());
+        json.member("directory", place.directory().toString());
+        json.member("setBy", place.setBy());
+    }
+
+    /** The member {@code bytes}: a file's size, {@code null} when it could not be read ({@code -1}). */
+    static void writeBytes(JsonWriter json, long bytes) {
+        json.name("bytes");
+        if (bytes < 0) {
+            json.nullValue();
+        } else {
+            json.value(bytes);
+        }
+    }
+
+    /**
+     * The members {@code owners}, {@code unowned} and {@code probes} of {@code listing}, into the object {@code json} is
+     * writing: what {@code conduit info} lists of a place and {@code conduit reclaim --json} says is left in it.
+     */
+    static void writeSurvey(JsonWriter json, SharedFiles.Listing listing) {
+        new InfoJson(json).writeSurvey(listing);
+    }
+
+    private void writeSurvey(SharedFiles.Listing listing) {
         OwnerLease.Survey survey = listing.survey();
         json.name("owners").beginArray();
         for (OwnerLease.Owner owner : survey == null ? List.<OwnerLease.Owner>of() : survey.owners()) {
@@ -95,7 +123,6 @@ final class InfoJson {
         writeFiles(survey == null ? List.of() : survey.unowned());
         json.name("probes");
         writeFiles(survey == null ? List.of() : survey.probes());
-        json.endObject();
     }
 
     private void writeFiles(List<OwnerLease.FileEntry> files) {
@@ -103,12 +130,7 @@ final class InfoJson {
         for (OwnerLease.FileEntry file : files) {
             json.beginObject();
             json.member("name", file.name());
-            json.name("bytes");
-            if (file.bytes() < 0) {
-                json.nullValue();
-            } else {
-                json.value(file.bytes());
-            }
+            writeBytes(json, file.bytes());
             json.endObject();
         }
         json.endArray();

@@ -8,6 +8,7 @@ import dev.conduit.spi.ConduitException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
@@ -19,7 +20,7 @@ import java.util.List;
 /**
  * {@code conduit reclaim}: removes the files of dead owners from memfd's and posix's directories, as
  * the next pool or worker opened there would ({@link OwnerLease#reclaimDead}), and says what it removed
- * and what it could not.
+ * and what it could not: as text, each file as it goes, or as one JSON document at the end ({@link ReclaimJson}).
  */
 @Command(name = "reclaim",
         mixinStandardHelpOptions = true,
@@ -30,11 +31,15 @@ import java.util.List;
                         + "whose lease nobody holds, then the lease, as the next pool or worker opened there would. Live owners, "
                         + "owners being created and other users' files are left alone, and so are files no lease names.",
                 "Prints each file removed (with its dead owner and bytes), each it could not remove (with the errno and what "
-                        + "to do), then what is left. Exit code 1 when a file could not be removed, or a directory listed before "
-                        + "or after the reclaim."})
+                        + "to do), then what is left; with --json, one JSON document of the same. Exit code 1 when a file could not "
+                        + "be removed, or a directory listed before or after the reclaim."})
 final class ReclaimCommand implements Runnable {
 
     private static final String INDENT = "  ";
+
+    @Option(names = "--json", description = "Writes one JSON document, once the reclaim is done: what was removed and what "
+            + "could not be, by kind and with paths, and what is left, for scripts (cron, systemd). The exit code is the same.")
+    private boolean json;
 
     @Mixin
     private ConduitOptions options;
@@ -56,26 +61,53 @@ final class ReclaimCommand implements Runnable {
                     + "run without transports (--set transports=) or name memfd and posix in it");
         }
         PrintWriter out = spec.commandLine().getOut();
-        int[] notRemoved = new int[Kind.values().length];
-        List<String> unlisted = new ArrayList<>();
-        List<String> unknown = new ArrayList<>();
+        // The text says each file as it goes; the document is written whole at the end, never a part of one.
+        PrintWriter text = json ? null : out;
+        List<Reclaimed> reclaimed = new ArrayList<>();
         for (SharedFiles.Place place : places) {
-            out.println(place.plugin() + "  " + place.directory() + "  (" + place.setBy() + ")");
-            Report report = new Report(out, place.directory());
+            if (text != null) text.println(place.plugin() + "  " + place.directory() + "  (" + place.setBy() + ")");
+            Report report = new Report(text, place.directory());
             try {
                 SharedFiles.inDirectory(place, (libc, directory) -> OwnerLease.reclaimDead(libc, directory, place.prefix(), report));
             } catch (ConduitException e) {
-                out.println(INDENT + "cannot reclaim: " + e.getMessage());
-                unlisted.add(place.plugin() + " in " + place.directory());
-                out.flush();
+                reclaimed.add(new Reclaimed(place, e.getMessage(), report.removed, report.notRemoved, null));
+                if (text != null) {
+                    text.println(INDENT + "cannot reclaim: " + e.getMessage());
+                    text.flush();
+                }
                 continue;
             }
-            for (Kind kind : Kind.values()) notRemoved[kind.ordinal()] += report.notRemoved[kind.ordinal()];
-            out.println(INDENT + report.summary());
-            SharedFiles.Listing left = SharedFiles.survey(place);
-            out.println(INDENT + left(left));
-            if (left.error() != null) unknown.add(place.plugin() + " in " + place.directory());
-            out.flush();
+            Reclaimed done = new Reclaimed(place, null, report.removed, report.notRemoved, SharedFiles.survey(place));
+            reclaimed.add(done);
+            if (text != null) {
+                text.println(INDENT + done.summary());
+                text.println(INDENT + left(done.left()));
+                text.flush();
+            }
+        }
+        List<String> failures = failures(reclaimed);
+        if (json) ReclaimJson.write(reclaimed, failures, out);
+        out.flush();
+        if (!failures.isEmpty()) {
+            String where = json ? "the document says each" : "above";
+            throw new ConduitException(String.join("; ", failures) + " (" + where + ", with what to do)");
+        }
+    }
+
+    /** Why the reclaim of {@code reclaimed} exits with 1, each a clause of the one error line; empty when it exits with 0. */
+    static List<String> failures(List<Reclaimed> reclaimed) {
+        int[] notRemoved = new int[Kind.values().length];
+        List<String> unlisted = new ArrayList<>();
+        List<String> unknown = new ArrayList<>();
+        for (Reclaimed place : reclaimed) {
+            String where = place.place().plugin() + " in " + place.place().directory();
+            if (place.error() != null) {
+                unlisted.add(where);
+                continue;
+            }
+            int[] counts = place.notRemovedCounts();
+            for (Kind kind : Kind.values()) notRemoved[kind.ordinal()] += counts[kind.ordinal()];
+            if (place.left().error() != null) unknown.add(where);
         }
         List<String> failures = new ArrayList<>();
         String files = Kind.counted(notRemoved);
@@ -83,11 +115,11 @@ final class ReclaimCommand implements Runnable {
         if (!unlisted.isEmpty()) failures.add("cannot reclaim in " + String.join(", ", unlisted));
         // The reclaim went through, but whether a dead owner's file is still there is not known: a script must not take it for done.
         if (!unknown.isEmpty()) failures.add("cannot tell what is left in " + String.join(", ", unknown));
-        if (!failures.isEmpty()) throw new ConduitException(String.join("; ", failures) + " (above, with what to do)");
+        return failures;
     }
 
     /** What a reclaim removes, or fails to: each is counted apart, so that no count says "files of dead owners" of a pending lease. */
-    private enum Kind {
+    enum Kind {
         DEAD_OWNERS_FILE("file of dead owners", "files of dead owners"),
         PENDING_LEASE("pending lease nobody held", "pending leases nobody held"),
         PROBE_FILE("probe file left by a killed probe", "probe files left by killed probes");
@@ -105,6 +137,13 @@ final class ReclaimCommand implements Runnable {
             return OwnerLease.isPendingLease(name) ? PENDING_LEASE : DEAD_OWNERS_FILE;
         }
 
+        /** How many of {@code files} are of each kind, by ordinal. */
+        static int[] count(List<? extends ReclaimedFile> files) {
+            int[] counts = new int[values().length];
+            for (ReclaimedFile file : files) counts[file.kind().ordinal()]++;
+            return counts;
+        }
+
         /** "1 file of dead owners and 2 pending leases nobody held": the counts that are not 0, by kind; empty when all are. */
         static String counted(int[] counts) {
             List<String> parts = new ArrayList<>();
@@ -117,13 +156,80 @@ final class ReclaimCommand implements Runnable {
         }
     }
 
+    /** A file the reclaim met: its kind, its owner's id ({@code null} for a probe file, which no owner has) and its name. */
+    sealed interface ReclaimedFile permits Removed, NotRemoved {
+        Kind kind();
+
+        String owner();
+
+        String name();
+    }
+
+    /** A file the reclaim removed, with its size just before ({@code -1} when that could not be read). */
+    record Removed(Kind kind, String owner, String name, long bytes) implements ReclaimedFile {
+    }
+
+    /** A file the reclaim could not remove: why, and what to do ({@code remedy}: what the text says after the errno). */
+    record NotRemoved(Kind kind, String owner, String name, ErrnoException cause, String remedy) implements ReclaimedFile {
+    }
+
+    /**
+     * What the reclaim of one place did.
+     *
+     * @param error why its directory could not be opened or listed for the reclaim, with what to do; {@code null} when it
+     *              was reclaimed
+     * @param left  what it holds after the reclaim, as {@code conduit info} lists it; {@code null} when {@code error} is set
+     */
+    record Reclaimed(SharedFiles.Place place, String error, List<Removed> removed, List<NotRemoved> notRemoved,
+                     SharedFiles.Listing left) {
+        Reclaimed {
+            removed = List.copyOf(removed);
+            notRemoved = List.copyOf(notRemoved);
+        }
+
+        int[] removedCounts() {
+            return Kind.count(removed);
+        }
+
+        int[] notRemovedCounts() {
+            return Kind.count(notRemoved);
+        }
+
+        /** The dead owners whose files were removed or could not be, each once. */
+        long deadOwners() {
+            return java.util.stream.Stream.concat(removed.stream(), notRemoved.stream()).filter(f -> f.kind() == Kind.DEAD_OWNERS_FILE)
+                    .map(ReclaimedFile::owner).distinct().count();
+        }
+
+        /** The bytes of the dead owners' files removed, those whose size could not be read left out. */
+        long deadOwnersBytes() {
+            return removed.stream().filter(f -> f.kind() == Kind.DEAD_OWNERS_FILE).mapToLong(f -> Math.max(0, f.bytes())).sum();
+        }
+
+        /** "removed 2 files, 4096 bytes, of 1 dead owner; removed 1 pending lease nobody held; not removed: ...". */
+        String summary() {
+            int files = removedCounts()[Kind.DEAD_OWNERS_FILE.ordinal()];
+            long owners = deadOwners();
+            StringBuilder line = new StringBuilder("removed " + files + (files == 1 ? " file, " : " files, ") + deadOwnersBytes()
+                    + " bytes, of " + owners + (owners == 1 ? " dead owner" : " dead owners"));
+            int[] others = removedCounts();
+            others[Kind.DEAD_OWNERS_FILE.ordinal()] = 0;
+            String removedOthers = Kind.counted(others);
+            if (!removedOthers.isEmpty()) line.append("; removed ").append(removedOthers);
+            String failed = Kind.counted(notRemovedCounts());
+            if (!failed.isEmpty()) line.append("; not removed: ").append(failed);
+            return line.toString();
+        }
+    }
+
     /** What the directory holds once reclaimed: the owners left, by state, and the files no lease names. */
     private static String left(SharedFiles.Listing listing) {
         if (listing.error() != null) return "left: unknown: " + listing.error();
         List<String> parts = new ArrayList<>();
         SharedFiles.byState(listing.survey()).forEach((state, left) -> parts.add(left.owners() + " "
                 + state.name().toLowerCase(java.util.Locale.ROOT) + (left.owners() == 1 ? " owner" : " owners") + " (" + left.files()
-                + (left.files() == 1 ? " file, " : " files, ") + left.bytes() + " bytes)" + LEFT_BECAUSE.get(state)));
+                + (left.files() == 1 ? " file, " : " files, ") + left.bytes() + " bytes)"
+                + (state == OwnerLease.State.LIVE ? "" : ": " + leftBecause(state))));
         List<OwnerLease.FileEntry> unowned = listing.survey().unowned();
         if (!unowned.isEmpty()) {
             parts.add(unowned.size() + (unowned.size() == 1 ? " file" : " files") + " that no lease names ("
@@ -133,22 +239,24 @@ final class ReclaimCommand implements Runnable {
         return "left: " + (parts.isEmpty() ? "nothing" : String.join("; ", parts));
     }
 
-    /** Why a reclaim leaves an owner of each state, for the line that says what is left. */
-    private static final java.util.Map<OwnerLease.State, String> LEFT_BECAUSE = java.util.Map.of(
-            OwnerLease.State.LIVE, "",
-            OwnerLease.State.PENDING, ": being created (a pending lease nobody holds is removed at the next reclaim)",
-            OwnerLease.State.UNJUDGED, ": their leases do not open for this user (another user's: run as that user or root)",
-            OwnerLease.State.DEAD, ": files above that could not be removed, or an owner that died or was judged since");
+    /** Why a reclaim leaves the owners of {@code state}, for what is left; {@code null} for live ones, which need no why. */
+    static String leftBecause(OwnerLease.State state) {
+        return switch (state) {
+            case LIVE -> null;
+            case PENDING -> "being created (a pending lease nobody holds is removed at the next reclaim)";
+            case UNJUDGED -> "their leases do not open for this user (another user's: run as that user or root)";
+            case DEAD -> "files that could not be removed (each said with its errno and what to do), or an owner that died or was "
+                    + "judged since";
+        };
+    }
 
-    /** Prints each file as the reclaim removes it or fails to, and counts them by kind. */
+    /** Keeps each file as the reclaim removes it or fails to, and prints it when there is text to print. */
     private static final class Report implements OwnerLease.ReclaimListener {
+        /** Where each file is said as it goes; {@code null} for the JSON document, written at the end. */
         private final PrintWriter out;
         private final Path directory;
-        private final java.util.Set<String> owners = new java.util.HashSet<>();
-        private final int[] removed = new int[Kind.values().length];
-        private final int[] notRemoved = new int[Kind.values().length];
-        /** The bytes of the dead owners' files removed. */
-        private long bytes;
+        private final List<Removed> removed = new ArrayList<>();
+        private final List<NotRemoved> notRemoved = new ArrayList<>();
 
         Report(PrintWriter out, Path directory) {
             this.out = out;
@@ -157,46 +265,32 @@ final class ReclaimCommand implements Runnable {
 
         @Override
         public void removed(String owner, String name, long size) {
-            Kind kind = Kind.of(owner, name);
-            removed[kind.ordinal()]++;
-            if (kind == Kind.DEAD_OWNERS_FILE) bytes += Math.max(0, size);
-            out.println(INDENT + "removed      " + name + "  " + (size < 0 ? "?" : Long.toString(size)) + " bytes  (" + whose(owner, name)
-                    + ")");
+            Removed file = new Removed(Kind.of(owner, name), owner, name, size);
+            removed.add(file);
+            if (out != null) {
+                out.println(INDENT + "removed      " + name + "  " + (size < 0 ? "?" : Long.toString(size)) + " bytes  (" + whose(file) + ")");
+            }
         }
 
         @Override
         public void notRemoved(String owner, String name, ErrnoException e) {
             Kind kind = Kind.of(owner, name);
-            notRemoved[kind.ordinal()]++;
-            out.println(INDENT + "not removed  " + name + "  (" + whose(owner, name) + "): " + e.errnoName() + " (" + e.getMessage()
-                    + "); " + remedy(e) + "; " + (kind == Kind.DEAD_OWNERS_FILE ? "its lease stays, so that the next reclaim tries again"
-                    : "the next reclaim tries again"));
+            NotRemoved file = new NotRemoved(kind, owner, name, e, remedy(e) + "; " + (kind == Kind.DEAD_OWNERS_FILE
+                    ? "its lease stays, so that the next reclaim tries again" : "the next reclaim tries again"));
+            notRemoved.add(file);
+            if (out != null) {
+                out.println(INDENT + "not removed  " + name + "  (" + whose(file) + "): " + e.errnoName() + " (" + e.getMessage() + "); "
+                        + file.remedy());
+            }
         }
 
-        /** "removed 2 files, 4096 bytes, of 1 dead owner; removed 1 pending lease nobody held; not removed: ...". */
-        String summary() {
-            int files = removed[Kind.DEAD_OWNERS_FILE.ordinal()];
-            StringBuilder line = new StringBuilder("removed " + files + (files == 1 ? " file, " : " files, ") + bytes + " bytes, of "
-                    + owners.size() + (owners.size() == 1 ? " dead owner" : " dead owners"));
-            int[] others = removed.clone();
-            others[Kind.DEAD_OWNERS_FILE.ordinal()] = 0;
-            String removedOthers = Kind.counted(others);
-            if (!removedOthers.isEmpty()) line.append("; removed ").append(removedOthers);
-            String failed = Kind.counted(notRemoved);
-            if (!failed.isEmpty()) line.append("; not removed: ").append(failed);
-            return line.toString();
-        }
-
-        /** Whose file {@code name} is, counting a dead owner once. */
-        private String whose(String owner, String name) {
-            return switch (Kind.of(owner, name)) {
+        /** Whose file it is. */
+        private static String whose(ReclaimedFile file) {
+            return switch (file.kind()) {
                 case PROBE_FILE -> "a probe file left by a process killed while probing";
                 // Owns nothing yet: an owner killed while creating its lease, or one starting, which starts over (OwnerLease.acquire).
                 case PENDING_LEASE -> "a pending lease nobody held";
-                case DEAD_OWNERS_FILE -> {
-                    owners.add(owner);
-                    yield "dead owner " + owner;
-                }
+                case DEAD_OWNERS_FILE -> "dead owner " + file.owner();
             };
         }
 

@@ -360,6 +360,151 @@ class SharedFilesCommandTest {
         assertThat(((Number) owners.getLast().get("ageSeconds")).longValue()).isGreaterThanOrEqualTo(TimeUnit.HOURS.toSeconds(3));
     }
 
+    /**
+     * {@code conduit reclaim --json} writes one document: each file removed with its kind, owner and bytes, the counts by
+     * kind, and what is left, by state with why and as {@code conduit info --json} lists a place; nothing else goes to
+     * standard output. Reclaim had only text, which a script had to scrape.
+     */
+    @Test
+    void reclaimJsonSaysWhatWasRemovedByKindAndWhatIsLeftAndWhy() throws IOException {
+        try (Conduit live = openLiveOwner(); Worker worker = live.newWorker(ThreadMode.SINGLE); Pool pool = live.pool("posix")) {
+            pool.allocate(4096);
+            leaveADeadOwner();
+            Path probe = Files.createFile(shared.resolve("conduit-posix-probe-" + "c".repeat(32)));
+            Files.setLastModifiedTime(probe, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - TimeUnit.MINUTES.toMillis(2)));
+
+            Result result = conduit.run("reclaim", "--json", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+            assertThat(result.exitCode()).as(result.out() + result.err()).isZero();
+            assertThat(result.err()).isEmpty();
+            Map<String, Object> reclaim = JsonParser.parseObject(result.out());
+            assertThat(reclaim.keySet()).containsExactly("version", "places", "failures");
+            assertThat(Json.list(reclaim, "failures")).isEmpty();
+            List<Map<String, Object>> places = Json.objects(reclaim, "places");
+            assertThat(places).hasSize(1);
+            Map<String, Object> posix = places.getFirst();
+            assertThat(posix.keySet()).containsExactly("plugin", "directory", "setBy", "error", "removed", "notRemoved", "removedCounts",
+                    "notRemovedCounts", "deadOwners", "deadOwnersBytes", "left");
+            assertThat(posix).containsEntry("plugin", "posix").containsEntry("directory", shared.toString())
+                    .containsEntry("setBy", "shared.dir (CONDUIT_SHARED_DIR)").containsEntry("error", null);
+            List<Map<String, Object>> removed = Json.objects(posix, "removed");
+            assertThat(removed).extracting(f -> f.get("name"), f -> f.get("kind"), f -> f.get("owner"), f -> ((Number) f.get("bytes")).longValue())
+                    .containsExactlyInAnyOrder(
+                            org.assertj.core.groups.Tuple.tuple(DEAD_CHUNK, "DEAD_OWNERS_FILE", DEAD, 4096L),
+                            org.assertj.core.groups.Tuple.tuple(DEAD_LEASE, "DEAD_OWNERS_FILE", DEAD, 0L),
+                            org.assertj.core.groups.Tuple.tuple(PENDING, "PENDING_LEASE", "a".repeat(32), 0L),
+                            org.assertj.core.groups.Tuple.tuple(probe.getFileName().toString(), "PROBE_FILE", null, 0L));
+            assertThat(Json.list(posix, "notRemoved")).isEmpty();
+            assertThat(longs(Json.object(posix, "removedCounts"))).isEqualTo(Map.of("DEAD_OWNERS_FILE", 2L, "PENDING_LEASE", 1L, "PROBE_FILE", 1L));
+            assertThat(longs(Json.object(posix, "notRemovedCounts"))).isEqualTo(Map.of("DEAD_OWNERS_FILE", 0L, "PENDING_LEASE", 0L, "PROBE_FILE", 0L));
+            assertThat(((Number) posix.get("deadOwners")).longValue()).isEqualTo(1);
+            assertThat(((Number) posix.get("deadOwnersBytes")).longValue()).isEqualTo(4096);
+            Map<String, Object> left = Json.object(posix, "left");
+            assertThat(left.keySet()).containsExactly("error", "byState", "owners", "unowned", "probes");
+            assertThat(left).containsEntry("error", null);
+            List<Map<String, Object>> byState = Json.objects(left, "byState");
+            assertThat(byState).hasSize(1);
+            assertThat(byState.getFirst()).containsEntry("state", "LIVE").containsEntry("why", null);
+            assertThat(((Number) byState.getFirst().get("owners")).longValue()).isEqualTo(3);
+            assertThat(Json.objects(left, "owners")).extracting(o -> o.get("state")).containsOnly("LIVE").hasSize(3);
+            assertThat(Json.objects(left, "unowned")).extracting(f -> f.get("name")).containsExactly(STRAY);
+            assertThat(Json.objects(left, "probes")).isEmpty();
+        }
+    }
+
+    /**
+     * The failures of a reclaim with {@code --json}: the document is written whole, each file that could not be removed
+     * in {@code notRemoved} with its errno and what to do, the owner left as dead with why, and {@code failures} says
+     * what the error line says; the exit code is 1 as for the text.
+     */
+    @Test
+    void reclaimJsonOfAFileThatCannotBeRemovedListsItWithItsErrnoAndExitsWithOne() throws IOException {
+        leaveADeadOwner();
+        String directory = "conduit-posix-" + DEAD + "-subdirectory";
+        Files.createDirectory(shared.resolve(directory));
+
+        Result result = conduit.run("reclaim", "--json", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+        assertThat(result.exitCode()).as(result.out() + result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("conduit: 1 file of dead owners could not be removed (the document says each, with what to do)");
+        Map<String, Object> reclaim = JsonParser.parseObject(result.out());
+        assertThat(Json.list(reclaim, "failures")).containsExactly("1 file of dead owners could not be removed");
+        Map<String, Object> posix = Json.objects(reclaim, "places").getFirst();
+        List<Map<String, Object>> notRemoved = Json.objects(posix, "notRemoved");
+        assertThat(notRemoved).hasSize(1);
+        assertThat(notRemoved.getFirst().keySet()).containsExactly("name", "kind", "owner", "errno", "message", "remedy");
+        assertThat(notRemoved.getFirst()).containsEntry("name", directory).containsEntry("kind", "DEAD_OWNERS_FILE")
+                .containsEntry("owner", DEAD).containsEntry("errno", "EISDIR");
+        assertThat((String) notRemoved.getFirst().get("remedy")).contains("remove it by hand (rm -r)", "its lease stays");
+        assertThat(longs(Json.object(posix, "notRemovedCounts"))).containsEntry("DEAD_OWNERS_FILE", 1L);
+        assertThat(((Number) posix.get("deadOwners")).longValue()).isEqualTo(1);
+        List<Map<String, Object>> byState = Json.objects(Json.object(posix, "left"), "byState");
+        assertThat(byState).extracting(s -> s.get("state")).containsExactly("DEAD");
+        assertThat((String) byState.getFirst().get("why")).startsWith("files that could not be removed");
+        assertThat(names()).contains(DEAD_LEASE, directory);
+    }
+
+    /** A directory that cannot be opened is said in its place's {@code error}, with nothing removed and no {@code left}; exit 1. */
+    @Test
+    void reclaimJsonOfADirectoryThatDoesNotExistSaysWhyInItsPlaceAndExitsWithOne() {
+        Path missing = shared.resolve("missing");
+
+        Result result = conduit.run("reclaim", "--json", "--set", "shared.dir=" + missing, "--set", "transports=posix");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.err()).contains("conduit: cannot reclaim in posix in " + missing + " (the document says each, with what to do)");
+        Map<String, Object> reclaim = JsonParser.parseObject(result.out());
+        assertThat(Json.list(reclaim, "failures")).containsExactly("cannot reclaim in posix in " + missing);
+        Map<String, Object> posix = Json.objects(reclaim, "places").getFirst();
+        assertThat((String) posix.get("error")).contains("cannot open the shared directory " + missing + ": ENOENT",
+                "or set shared.dir (CONDUIT_SHARED_DIR)");
+        assertThat(Json.list(posix, "removed")).isEmpty();
+        assertThat(posix).containsEntry("left", null);
+    }
+
+    /** With nothing to reclaim in, {@code --json} writes no document: the failure is the error line alone, as for any command. */
+    @Test
+    void reclaimJsonWithNeitherMemfdNorPosixWritesNoDocument() {
+        Result result = conduit.run("reclaim", "--json", "--set", "transports=devdax");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(result.out()).isEmpty();
+        assertThat(result.err()).contains("conduit: nothing to reclaim");
+    }
+
+    /**
+     * A reclaim whose directory then could not be listed again ({@link #reclaimThatCannotTellWhatIsLeftExitsWithOne}) has
+     * {@code left.error} set and exits 1; rendered from the reclaim's result, since the document is written at the end,
+     * where the text test moves the directory away as the text is printed.
+     */
+    @Test
+    void reclaimJsonOfAPlaceThatCannotBeListedAfterwardsSaysWhyInLeftAndFails() {
+        SharedFiles.Place place = new SharedFiles.Place("posix", shared, "shared.dir (CONDUIT_SHARED_DIR)");
+        String why = "cannot open the shared directory " + shared + ": ENOENT";
+        ReclaimCommand.Reclaimed reclaimed = new ReclaimCommand.Reclaimed(place, null,
+                List.of(new ReclaimCommand.Removed(ReclaimCommand.Kind.DEAD_OWNERS_FILE, DEAD, DEAD_LEASE, 0)), List.of(),
+                new SharedFiles.Listing(place, null, why, Map.of()));
+        List<String> failures = ReclaimCommand.failures(List.of(reclaimed));
+        java.io.StringWriter out = new java.io.StringWriter();
+
+        ReclaimJson.write(List.of(reclaimed), failures, new java.io.PrintWriter(out));
+
+        assertThat(failures).containsExactly("cannot tell what is left in posix in " + shared);
+        Map<String, Object> posix = Json.objects(JsonParser.parseObject(out.toString()), "places").getFirst();
+        Map<String, Object> left = Json.object(posix, "left");
+        assertThat(left).containsEntry("error", why);
+        assertThat(Json.list(left, "byState")).isEmpty();
+        assertThat(Json.list(left, "owners")).isEmpty();
+        assertThat(((Number) posix.get("deadOwners")).longValue()).isEqualTo(1);
+    }
+
+    /** A JSON object of numbers (JsonParser's BigDecimal) as longs, to compare with Map.of. */
+    private static Map<String, Long> longs(Map<String, Object> counts) {
+        Map<String, Long> longs = new java.util.LinkedHashMap<>();
+        counts.forEach((name, n) -> longs.put(name, ((Number) n).longValue()));
+        return longs;
+    }
+
     private List<String> names() throws IOException {
         try (Stream<Path> files = Files.list(shared)) {
             return files.map(p -> p.getFileName().toString()).sorted().toList();
