@@ -773,6 +773,8 @@ final class RuntimeEndpoint implements Endpoint {
         if (!(region instanceof RuntimePeerRegion r) || r.owner != this) {
             throw new IllegalArgumentException(op + ": the PeerRegion was not opened through this endpoint; open it with peerRegion(handle) on the endpoint that uses it");
         }
+        // The progress() that reported the failure gave the endpoint's regions back: the failure, not their close, is the cause.
+        if (failure != null) throw rethrowable();
         return r.remote();
     }
 

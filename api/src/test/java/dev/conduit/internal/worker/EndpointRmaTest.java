@@ -10,6 +10,7 @@ import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.NotSupportedException;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -210,6 +211,42 @@ class EndpointRmaTest {
                 assertThat(held.segment().get(LE_LONG, 8)).isEqualTo(42);
             }
         }
+    }
+
+    /**
+     * Endpoint's javadoc: once failed, "every later operation throws PeerFailedException". The
+     * progress() that reports the failure gives the endpoint's peer regions back, and RMA on one of
+     * them threw the region's IllegalStateException ("its endpoint was closed (or its worker)"),
+     * which named neither the peer's failure nor anything the application did: a reducer whose
+     * mapper died mid-fetch got it from its next get (it JucxStyleShuffleTest). A region the
+     * application closed itself before the failure says the failure too, as every call does.
+     */
+    @Test
+    void rmaOnARegionOfAnEndpointWhoseFailureWasReportedThrowsTheFailure() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        open(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Worker peer = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint ep = worker.connect(peer.address());
+        PeerRegion region = ep.peerRegion(handle);
+        PeerRegion closedBefore = ep.peerRegion(handle);
+        closedBefore.close();
+        plugin.transports.getLast().kill(); // the peer's
+        worker.progress();
+        assertThat(ep.isFailed()).isTrue();
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("the region, given back by the reporting progress()").isZero();
+
+        List<Runnable> onItsRegions = List.of(
+                () -> ep.put(longs(1), region, 0),
+                () -> ep.get(region, 0, MemorySegment.ofArray(new byte[8])),
+                () -> ep.fetchAdd(region, 0, 1),
+                () -> ep.compareAndSwap(region, 0, 0, 1),
+                () -> ep.get(closedBefore, 0, MemorySegment.ofArray(new byte[8])));
+        for (Runnable call : onItsRegions) {
+            assertThatThrownBy(call::run).isInstanceOf(PeerFailedException.class).hasCause(ep.failure());
+        }
+        assertThatThrownBy(() -> endpoint.get(region, 0, MemorySegment.ofArray(new byte[8])))
+                .as("another endpoint's region is still refused as such").isInstanceOf(IllegalArgumentException.class);
     }
 
     /** A region its application never closed is said to have closed with its endpoint, and one it closed is not. */
