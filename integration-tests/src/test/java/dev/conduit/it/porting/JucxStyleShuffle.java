@@ -121,6 +121,17 @@ final class JucxStyleShuffle {
         }
     }
 
+    /** Where each block of these sizes lies in the mapper's region: back to back, each on a 64-byte boundary. */
+    static long[] offsets(long[] sizes) {
+        long[] offsets = new long[sizes.length];
+        long end = 0;
+        for (int b = 0; b < sizes.length; b++) {
+            offsets[b] = end;
+            end = (end + sizes[b] + 63) & ~63L;
+        }
+        return offsets;
+    }
+
     /**
      * The map side: one thread that owns a {@code SINGLE} worker of a Conduit of its own, and one
      * region of a pool, exported, that holds every block back to back (each on a 64-byte boundary).
@@ -148,13 +159,8 @@ final class JucxStyleShuffle {
             this.plugin = plugin;
             this.sizes = sizes.clone();
             this.seed = seed;
-            this.offsets = new long[sizes.length];
+            this.offsets = offsets(sizes);
             this.crcs = new long[sizes.length];
-            long end = 0;
-            for (int b = 0; b < sizes.length; b++) {
-                offsets[b] = end;
-                end = (end + sizes[b] + 63) & ~63L;
-            }
             this.thread = Thread.ofPlatform().daemon().name("jucx-style-mapper").unstarted(this::run);
         }
 
@@ -290,9 +296,9 @@ final class JucxStyleShuffle {
     /** Called by a fetcher before each get, on its thread, after the progress() that precedes it: for a test to act mid-fetch. */
     @FunctionalInterface
     interface BeforeGet {
-        BeforeGet NOTHING = (block, worker, toMapper) -> { };
+        BeforeGet NOTHING = (block, worker, toMapper, region) -> { };
 
-        void block(int block, Worker worker, Endpoint toMapper) throws Exception;
+        void block(int block, Worker worker, Endpoint toMapper, PeerRegion region) throws Exception;
     }
 
     /**
@@ -538,7 +544,7 @@ final class JucxStyleShuffle {
                 }
                 for (long[] b : share) {
                     worker.progress(); // what reports a dead mapper: the next call on the endpoint then throws its failure
-                    beforeGet.block((int) b[0], worker, toMapper);
+                    beforeGet.block((int) b[0], worker, toMapper, region);
                     toMapper.get(region, b[1], into.get((int) b[0]));
                 }
                 toMapper.flush();

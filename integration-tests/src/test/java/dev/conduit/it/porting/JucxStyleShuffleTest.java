@@ -11,6 +11,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -92,7 +93,7 @@ class JucxStyleShuffleTest {
             // Every block by RMA get, spread over the fetchers.
             Set<String> fetchers = ConcurrentHashMap.newKeySet();
             try (JucxStyleShuffle.FetchedBlocks byRma = reducer.fetch(ids, JucxStyleShuffle.NONE_INLINE,
-                    (block, worker, toMapper) -> fetchers.add(Thread.currentThread().getName()))) {
+                    (block, worker, toMapper, region) -> fetchers.add(Thread.currentThread().getName()))) {
                 assertEveryBlockIsTheMappers(byRma, ids);
                 assertThat(fetchers).as("the threads that got blocks").hasSize(PARALLELISM);
                 for (int id : ids) assertThat(byRma.inline(id)).as("block %d inline", id).isFalse();
@@ -157,9 +158,19 @@ class JucxStyleShuffleTest {
                 reducer.fetch(ids, JucxStyleShuffle.NONE_INLINE).close();
 
                 // Killed before the fourth get of the fetch: some blocks are in, and a get of this fetcher follows.
-                JucxStyleShuffle.BeforeGet killTheMapperOnce = (block, worker, toMapper) -> {
+                long[] offsets = JucxStyleShuffle.offsets(SIZES);
+                JucxStyleShuffle.BeforeGet killTheMapperOnce = (block, worker, toMapper, region) -> {
                     if (gets.incrementAndGet() != 4) return;
                     mapperProcess.kill();
+                    // Until a progress() finds it dead, gets read the dead mapper's region, mapped here, whole.
+                    try (Arena arena = Arena.ofConfined()) {
+                        for (int b = 0; b < SIZES.length; b++) {
+                            MemorySegment read = arena.allocate(Math.max(1, SIZES[b])).asSlice(0, SIZES[b]);
+                            toMapper.get(region, offsets[b], read);
+                            assertThat(JucxStyleShuffle.crc(read)).as("block %d read after the mapper was killed", b)
+                                    .isEqualTo(JucxStyleShuffle.expectedCrc(SEED, b, SIZES[b]));
+                        }
+                    }
                     // Until this fetcher's worker has seen the death: its get then throws it.
                     long deadline = System.nanoTime() + GUARD.toNanos();
                     while (!toMapper.isFailed()) {
