@@ -21,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -209,12 +210,18 @@ final class JucxStyleShuffle {
                 }
                 int count = (int) (m.payloadSize() / 4);
                 int[] blocks = new int[count];
+                BitSet asked = new BitSet(sizes.length);
                 for (int i = 0; i < count; i++) {
                     blocks[i] = m.payloadInt(4L * i);
                     if (blocks[i] < 0 || blocks[i] >= sizes.length) {
                         refuse(reducer, request, "no block " + blocks[i] + " in this map output: it has blocks 0.." + (sizes.length - 1));
                         return;
                     }
+                    if (asked.get(blocks[i])) {
+                        refuse(reducer, request, "block " + blocks[i] + " is asked for twice in one FETCH");
+                        return;
+                    }
+                    asked.set(blocks[i]);
                 }
                 long tableEnd = handle.length + (long) ENTRY * count;
                 if (tableEnd > reducer.maxPayloadSize()) {

@@ -109,7 +109,7 @@ class JucxStyleShuffleTest {
             assertThatThrownBy(() -> mixed.block(SIZES.length - 4).get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))
                     .as("a block fetched by RMA once its memory was given back").isInstanceOf(IllegalStateException.class);
 
-            // A batch of one, and one of the same block twice.
+            // A batch of one block, the largest: one fetcher gets it, the others have nothing to do.
             try (JucxStyleShuffle.FetchedBlocks one = reducer.fetch(new int[] {12}, INLINE_MAX)) {
                 assertEveryBlockIsTheMappers(one, new int[] {12});
             }
@@ -130,6 +130,8 @@ class JucxStyleShuffleTest {
                     .hasMessage("no block " + SIZES.length + " in this map output: it has blocks 0.." + (SIZES.length - 1));
             assertThatThrownBy(() -> reducer.fetch(new int[] {-1}, INLINE_MAX)).isInstanceOf(UcxStyleService.RefusedException.class)
                     .hasMessageStartingWith("no block -1");
+            assertThatThrownBy(() -> reducer.fetch(new int[] {5, 6, 5}, INLINE_MAX)).isInstanceOf(UcxStyleService.RefusedException.class)
+                    .hasMessage("block 5 is asked for twice in one FETCH");
 
             mapperProcess.call("corrupt", 3, 500);      // inline
             mapperProcess.call("corrupt", 11, 700_000); // by RMA
