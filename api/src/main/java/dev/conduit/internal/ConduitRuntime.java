@@ -51,7 +51,8 @@ public final class ConduitRuntime implements Conduit {
         this.config = config;
         this.registry = registry;
         this.sharedDirectory = sharedDirectory;
-        this.ipcCache = new IpcCache(config.get(RuntimeKeys.IPC_CACHE_BYTES), config.get(RuntimeKeys.IPC_CACHE_IDLE));
+        this.ipcCache = new IpcCache(config.get(RuntimeKeys.IPC_CACHE_BYTES), config.get(RuntimeKeys.IPC_CACHE_ENTRIES),
+                config.get(RuntimeKeys.IPC_CACHE_IDLE));
         this.imports = new IpcImports(registry, this::contextOf, ipcCache);
     }
 

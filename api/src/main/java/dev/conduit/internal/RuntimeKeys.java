@@ -40,6 +40,12 @@ public final class RuntimeKeys {
                     + "makes no system call. Mappings in use are never unmapped; one opened again by a hit after it was unused "
                     + "still counts until the cache lets it go (it stays mapped while open).");
 
+    public static final ConfigKey<Long> IPC_CACHE_ENTRIES = ConfigKey.integer("ipc.cache.entries", 4096, 0, Integer.MAX_VALUE,
+            "How many imported chunks the IPC cache keeps mapped for no open region, as ipc.cache.bytes bounds their bytes: "
+                    + "each is one of the process's vm.max_map_count mappings (65530 by default), which the JVM needs too, and "
+                    + "small chunks (pool.chunk.size=64k) reach this bound long before the bytes one. 0: none kept, as "
+                    + "ipc.cache.bytes=0. Mappings in use are never unmapped, and are not refused past the bound.");
+
     public static final ConfigKey<Duration> IPC_CACHE_IDLE = ConfigKey.duration("ipc.cache.idle", Duration.ofMinutes(1),
             "How long the IPC cache keeps an imported chunk mapped that no region used: a sweep once per interval unmaps "
                     + "those neither imported nor open since its last round, so chunks a producer freed, or a dead producer's, "
@@ -64,7 +70,7 @@ public final class RuntimeKeys {
 
     /** Every runtime key (declared in this order; {@code conduit info} sorts them by name). */
     public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT,
-            THREAD_CONFINE, IPC_CACHE_BYTES, IPC_CACHE_IDLE, POOL_CHUNK_SIZE, POOL_MAX_SIZE, KEEPALIVE_INTERVAL);
+            THREAD_CONFINE, IPC_CACHE_BYTES, IPC_CACHE_ENTRIES, IPC_CACHE_IDLE, POOL_CHUNK_SIZE, POOL_MAX_SIZE, KEEPALIVE_INTERVAL);
 
     private RuntimeKeys() {
     }

@@ -39,7 +39,10 @@ import java.util.function.Function;
  *       ({@code evictionListener}), and never while counted. An entry made by a miss weighs 0
  *       (Caffeine never evicts it for size) until its count first drops to 0; from then on it weighs
  *       its length, so the bound ({@code ipc.cache.bytes}) limits what stays mapped for no open
- *       region, least recently used first. A hit does not re-weigh an entry (that would take
+ *       region, least recently used first. The entries that weigh are also counted, and
+ *       {@code ipc.cache.entries} bounds their number the same way ({@link #trimToEntryBound}):
+ *       every mapping is one of the process's {@code vm.max_map_count}, which a burst of imports
+ *       of small chunks would otherwise spend long before their bytes reach the bound. A hit does not re-weigh an entry (that would take
  *       Caffeine's lock), so one counted again by a hit after its count dropped to 0 weighs its
  *       length while open and may be picked: it leaves the cache but stays mapped and in the
  *       index until its last region closes, counted by the stats and unmapped by {@link #close()};
@@ -100,6 +103,13 @@ public final class IpcCache implements AutoCloseable {
     private final LongAdder evictions = new LongAdder();
     private final AtomicLong mappedBytes = new AtomicLong();
     private final long maximumBytes;
+    /** {@code ipc.cache.entries}: the most entries that weigh (that Caffeine may evict) kept at once. */
+    private final long maximumEntries;
+    /**
+     * The entries in the cache that weigh ({@code pinned} false), which {@link #maximumEntries} bounds: changed where
+     * {@code pinned} changes and where such an entry leaves the cache, under the cache's lock for its key.
+     */
+    private final AtomicLong weighing = new AtomicLong();
     /** {@code ipc.cache.idle}: the interval of the sweep of unused entries. */
     private final Duration idle;
     /** The sweep's thread, once an entry became unused; guarded by {@code this} for its start and stop. */
@@ -211,11 +221,13 @@ public final class IpcCache implements AutoCloseable {
     }
 
     /**
-     * @param maximumBytes {@code ipc.cache.bytes}
-     * @param idle         {@code ipc.cache.idle}: entries no region used for this long are unmapped
+     * @param maximumBytes   {@code ipc.cache.bytes}
+     * @param maximumEntries {@code ipc.cache.entries}
+     * @param idle           {@code ipc.cache.idle}: entries no region used for this long are unmapped
      */
-    public IpcCache(long maximumBytes, Duration idle) {
+    public IpcCache(long maximumBytes, long maximumEntries, Duration idle) {
         this.maximumBytes = maximumBytes;
+        this.maximumEntries = maximumEntries;
         this.idle = idle;
         // Caffeine weighs an entry with an int: in bytes, every chunk over 2 GiB would count as 2 GiB, and a bound above that
         // would keep more than it says mapped. So weights are in units of 2^shift bytes, few enough that the bound is under
@@ -231,7 +243,9 @@ public final class IpcCache implements AutoCloseable {
                     return (int) Math.min(Integer.MAX_VALUE, units);
                 })
                 .evictionListener((Key k, Entry e, RemovalCause cause) -> {
-                    if (e != null) evicted(e, cause);
+                    if (e == null) return;
+                    leaving(e);
+                    evicted(e, cause);
                 })
                 .executor(Runnable::run)
                 .build();
@@ -307,6 +321,7 @@ public final class IpcCache implements AutoCloseable {
                 }
                 missed[0] = true;
                 Entry fresh = map(key, handle, mapper);
+                if (cached != null) leaving(cached); // a dead one, replaced
                 fresh.refs = 1;
                 index.put(fresh);
                 return fresh;
@@ -317,14 +332,21 @@ public final class IpcCache implements AutoCloseable {
                 contradicts[0] = true;
                 return cached;
             }
-            cached.pinned = true; // counted again: weigh 0 until the count drops to 0
+            if (!cached.pinned) {
+                cached.pinned = true; // counted again: weigh 0 until the count drops to 0
+                weighing.decrementAndGet();
+            }
             return cached;
         });
         if (contradicts[0]) return openBeside(key, handle, mapper, reuse);
         Entry entry = computed != null ? computed : evictedOpen[0];
         if (closed) {
             // close() may have listed the entries before this one went in: take it out here, if it is still there.
-            cache.asMap().computeIfPresent(key, (k, cached) -> cached == entry ? null : cached);
+            cache.asMap().computeIfPresent(key, (k, cached) -> {
+                if (cached != entry) return cached;
+                leaving(cached);
+                return null;
+            });
             if (detachAndKill(entry)) unmap(entry, "conduit closed");
             throw closedException();
         }
@@ -419,10 +441,14 @@ public final class IpcCache implements AutoCloseable {
             cache.asMap().computeIfPresent(entry.key, (k, cached) -> {
                 if (cached != entry) return cached;
                 released[0] = true;
-                if (cached.decrement() == 0) cached.pinned = false;
+                if (cached.decrement() == 0) {
+                    cached.pinned = false;
+                    weighing.incrementAndGet();
+                }
                 return cached;
             });
             if (released[0]) {
+                trimToEntryBound();
                 startSweeper();
                 return;
             }
@@ -436,11 +462,11 @@ public final class IpcCache implements AutoCloseable {
 
     /**
      * Starts the sweep of unused entries, once: its thread exists only in a {@code Conduit} whose
-     * cache has held an unused entry (one with {@code ipc.cache.bytes=0} keeps none). It holds the
+     * cache has held an unused entry (one with {@code ipc.cache.bytes=0} or {@code ipc.cache.entries=0} keeps none). It holds the
      * cache weakly, so that a {@code Conduit} dropped unclosed is not kept alive by it.
      */
     private void startSweeper() {
-        if (maximumBytes == 0) return;
+        if (maximumBytes == 0 || maximumEntries == 0) return;
         synchronized (this) {
             if (sweeper != null || sweeperRefused || closed) return;
             try {
@@ -484,6 +510,7 @@ public final class IpcCache implements AutoCloseable {
             cache.asMap().computeIfPresent(e.key, (k, cached) -> {
                 if (cached != e || !e.kill()) return cached;
                 killed[0] = true;
+                leaving(e);
                 return null;
             });
             if (!killed[0]) continue;
@@ -492,6 +519,41 @@ public final class IpcCache implements AutoCloseable {
             evictions.increment();
             unmap(e, "IDLE");
         }
+    }
+
+    /**
+     * Evicts entries that weigh, coldest first in Caffeine's order, until no more than
+     * {@code ipc.cache.entries} are left: Caffeine bounds one measure only, the bytes. Called where
+     * an entry starts to weigh, its first release to 0, which is where the bytes bound's own
+     * eviction runs, so both bounds hold at the same moments. An entry is taken as Caffeine takes
+     * one for size: one counted again by a hit since (it still weighs) leaves the cache and stays
+     * mapped until its last region closes ({@link #evicted}). Entries that weigh 0, in use since
+     * their last import by {@link #open}, are never picked: when every entry is in use the count
+     * passes the bound, as the bytes do, and nothing is refused.
+     */
+    private void trimToEntryBound() {
+        long excess = weighing.get() - maximumEntries;
+        if (excess <= 0) return;
+        List<Entry> coldest = cache.policy().eviction().orElseThrow().coldest(entries -> entries
+                .map(entry -> entry.getValue())
+                .filter(entry -> !entry.pinned)
+                .limit(excess)
+                .toList());
+        for (Entry e : coldest) {
+            boolean[] removed = new boolean[1];
+            cache.asMap().computeIfPresent(e.key, (k, cached) -> {
+                if (cached != e || cached.pinned || weighing.get() <= maximumEntries) return cached;
+                removed[0] = true;
+                leaving(e);
+                return null;
+            });
+            if (removed[0]) evicted(e, RemovalCause.SIZE);
+        }
+    }
+
+    /** Called as {@code e} leaves the cache, under its key's lock: one that weighs no longer counts against ipc.cache.entries. */
+    private void leaving(Entry e) {
+        if (!e.pinned) weighing.decrementAndGet();
     }
 
     private void evicted(Entry e, RemovalCause cause) {
@@ -544,7 +606,7 @@ public final class IpcCache implements AutoCloseable {
         long inUse = cache.asMap().values().stream().filter(e -> e.refs > 0).count();
         long evictedOpen = uncachedInUse.stream().filter(e -> e.refs > 0).count();
         return new IpcCacheStats(hits.sum(), misses.sum(), evictions.sum(), mappedBytes.get(), cache.estimatedSize() + evictedOpen,
-                inUse + evictedOpen, maximumBytes);
+                inUse + evictedOpen, maximumBytes, maximumEntries, idle);
     }
 
     /**
@@ -567,6 +629,7 @@ public final class IpcCache implements AutoCloseable {
         for (Key k : List.copyOf(cache.asMap().keySet())) {
             cache.asMap().computeIfPresent(k, (key, e) -> {
                 entries.add(e);
+                leaving(e);
                 return null;
             });
         }

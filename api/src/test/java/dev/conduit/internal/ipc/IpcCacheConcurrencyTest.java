@@ -38,14 +38,27 @@ class IpcCacheConcurrencyTest {
     @Test
     void afterTheRaceTheStatsCountEveryMappingLeft() throws Exception {
         for (int round = 0; round < 10; round++) {
-            round(round, false);
+            round(round, false, "ipc.cache.bytes", Long.toString(CHUNK));
+        }
+    }
+
+    /** The same races under the count bound ({@code ipc.cache.entries=1}, the bytes far from theirs), which evicts beside Caffeine's own policy. */
+    @Test
+    void underTheEntryBoundTheRacesAreAsSafeAndLeaveNoMoreThanItMapped() throws Exception {
+        for (int round = 0; round < 10; round++) {
+            round(round, round % 2 == 0, "ipc.cache.entries", "1");
         }
     }
 
     private void round(int round, boolean closeConduit) throws Exception {
+        round(round, closeConduit, "ipc.cache.bytes", Long.toString(CHUNK));
+    }
+
+    /** One round with {@code boundKey} set so that one unused chunk stays mapped at most. */
+    private void round(int round, boolean closeConduit, String boundKey, String bound) throws Exception {
         InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
         Conduit conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
-                .set("ipc.cache.bytes", Long.toString(CHUNK)).set("pool.chunk.size", Long.toString(CHUNK)).build();
+                .set(boundKey, bound).set("pool.chunk.size", Long.toString(CHUNK)).build();
         Conduit producer = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
                 .set("pool.chunk.size", Long.toString(CHUNK)).build();
         try (producer) {
@@ -159,7 +172,7 @@ class IpcCacheConcurrencyTest {
     @Test
     void peerRegionOpensAndHitsLeaveNoMoreMappedThanTheBound() throws Exception {
         for (int round = 0; round < 10; round++) {
-            IpcCache cache = new IpcCache(CHUNK, IpcCacheTest.IDLE);
+            IpcCache cache = new IpcCache(CHUNK, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE);
             java.util.concurrent.atomic.AtomicInteger maps = new java.util.concurrent.atomic.AtomicInteger();
             java.util.concurrent.atomic.AtomicInteger unmaps = new java.util.concurrent.atomic.AtomicInteger();
             java.util.function.Function<IpcHandle, dev.conduit.spi.ChunkMapping> mapper = h -> {

@@ -42,7 +42,7 @@ class IpcCacheIdleTest {
 
     @Test
     void anEntryUnusedForAWholeRoundIsUnmappedByTheNextRound() {
-        try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.IDLE)) {
+        try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE)) {
             IpcCache.Lease imported = cache.open(handle(1), mapper);
             imported.close();
 
@@ -63,7 +63,7 @@ class IpcCacheIdleTest {
 
     @Test
     void anEntryImportedBetweenRoundsStaysForAnotherWholeRound() {
-        try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.IDLE)) {
+        try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE)) {
             cache.open(handle(1), mapper).close();
             cache.sweepIdle();
 
@@ -81,7 +81,7 @@ class IpcCacheIdleTest {
 
     @Test
     void anOpenRegionsEntryIsNeverSweptAndIsGivenAWholeRoundAfterItsLastClose() {
-        try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.IDLE)) {
+        try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE)) {
             cache.open(handle(1), mapper).close();
             IpcCache.Lease open = cache.tryHit(handle(1).encode());
             for (int round = 0; round < 3; round++) cache.sweepIdle();
@@ -99,7 +99,7 @@ class IpcCacheIdleTest {
 
     @Test
     void roundsRacingWithImportsNeverUnmapAMappingInUse() throws Exception {
-        IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.IDLE);
+        IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE);
         List<IpcHandle> handles = new ArrayList<>();
         for (int i = 1; i <= 8; i++) handles.add(handle(i));
         AtomicBoolean failed = new AtomicBoolean();

@@ -38,6 +38,8 @@ class IpcCacheTest {
     private static final long CHUNK = 64 << 10;
     /** The default {@code ipc.cache.idle}: no round of the sweep comes during a test. */
     static final Duration IDLE = RuntimeKeys.IPC_CACHE_IDLE.defaultValue();
+    /** The default {@code ipc.cache.entries}, far above what a test here keeps. */
+    static final long ENTRIES = RuntimeKeys.IPC_CACHE_ENTRIES.defaultValue();
 
     private final InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
     private Conduit conduit;
@@ -362,7 +364,7 @@ class IpcCacheTest {
         try (Arena arena = Arena.ofShared();
              FileChannel channel = FileChannel.open(dir.resolve("chunk"), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                      StandardOpenOption.WRITE, StandardOpenOption.SPARSE);
-             IpcCache cache = new IpcCache(bound, IDLE)) {
+             IpcCache cache = new IpcCache(bound, ENTRIES, IDLE)) {
             MemorySegment sparse = channel.map(FileChannel.MapMode.READ_WRITE, 0, chunk, arena);
             java.util.function.Function<IpcHandle, ChunkMapping> mapper = h -> new ChunkMapping() {
                 @Override
@@ -457,7 +459,7 @@ class IpcCacheTest {
      */
     @Test
     void openingAChunkWhoseEntryThePolicyPickedWhileOpenReusesItsMapping() {
-        IpcCache cache = new IpcCache(2 * CHUNK, IDLE);
+        IpcCache cache = new IpcCache(2 * CHUNK, ENTRIES, IDLE);
         ArenaChunkMapper mapper = new ArenaChunkMapper();
         java.util.concurrent.atomic.AtomicInteger mapped = mapper.maps;
         List<IpcHandle> handles = new ArrayList<>();
@@ -675,7 +677,7 @@ class IpcCacheTest {
     void aClosedCacheMapsNothingMore() {
         Pool pool = open(1 << 30).pool("inproc");
         byte[] handle = ownChunk(pool).exportHandle();
-        IpcCache cache = new IpcCache(1 << 30, IDLE);
+        IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE);
         cache.close();
         assertThat(cache.tryHit(handle)).isNull();
         assertThatThrownBy(() -> cache.open(IpcHandle.decode(handle), h -> {
@@ -690,7 +692,7 @@ class IpcCacheTest {
      */
     @Test
     void aReleaseAfterTheCacheMarkedAnEntryDeadLeavesItDead() {
-        IpcCache cache = new IpcCache(1 << 30, IDLE);
+        IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE);
         MemorySegment chunk = Arena.ofAuto().allocate(4096);
         IpcCache.Entry entry = new IpcCache.Entry(new IpcCache.Key(1, 2, 3), "inproc", 3, new ChunkMapping() {
             @Override

@@ -1,0 +1,139 @@
+package dev.conduit.internal.ipc;
+
+import dev.conduit.Conduit;
+import dev.conduit.ImportedRegion;
+import dev.conduit.IpcCacheStats;
+import dev.conduit.Pool;
+import dev.conduit.spi.ConduitException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * {@code ipc.cache.entries}: the count of chunks kept mapped for no open region, bounded as
+ * {@code ipc.cache.bytes} bounds their bytes. Without it a burst of imports of small chunks kept up
+ * to 1 GiB of them mapped until the sweep, 16384 mappings at 64 KiB, a quarter of the process's
+ * {@code vm.max_map_count}.
+ */
+class IpcCacheEntryBoundTest {
+
+    private static final long CHUNK = 64 << 10;
+
+    private final InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
+    private Conduit conduit;
+
+    private Conduit open(String entries) {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).systemProperties(new java.util.Properties())
+                .addPlugin(plugin)
+                .set("ipc.cache.entries", entries)
+                .set("pool.chunk.size", Long.toString(CHUNK))
+                .build();
+        return conduit;
+    }
+
+    @AfterEach
+    void close() {
+        if (conduit != null) conduit.close();
+    }
+
+    @Test
+    void theEntryBoundLimitsHowManyChunksStayMappedForNoOpenRegionWellUnderTheByteBound() {
+        Pool pool = open("3").pool("inproc");
+        for (int i = 0; i < 20; i++) {
+            conduit.importRegion(pool.allocate(CHUNK).exportHandle()).close();
+        }
+        IpcCacheStats stats = conduit.ipcCacheStats();
+        assertThat(stats.entries()).as("chunks mapped, with 20 * 64 KiB far under ipc.cache.bytes").isEqualTo(3);
+        assertThat(stats.evictions()).isEqualTo(17);
+        assertThat(plugin.maps.get() - plugin.unmaps.get()).isEqualTo(3);
+        assertThat(stats.mappedBytes()).isEqualTo(3 * CHUNK);
+    }
+
+    /** The most recently used chunks stay: importing them again maps nothing. */
+    @Test
+    void theChunksEvictedForTheEntryBoundAreTheLeastRecentlyUsed() {
+        Pool pool = open("2").pool("inproc");
+        List<byte[]> handles = new ArrayList<>();
+        for (int i = 0; i < 4; i++) handles.add(pool.allocate(CHUNK).exportHandle());
+        for (byte[] handle : handles) conduit.importRegion(handle).close();
+        int maps = plugin.maps.get();
+        conduit.importRegion(handles.get(3)).close();
+        conduit.importRegion(handles.get(2)).close();
+        assertThat(plugin.maps).as("the last two imported are hits").hasValue(maps);
+    }
+
+    /**
+     * Regions in use are never unmapped for the count, and an import is not refused when every
+     * entry is in use: the count passes the bound, as the bytes pass theirs, and falls back to it
+     * as the regions close.
+     */
+    @Test
+    void chunksInUseAreNeitherEvictedNorRefusedPastTheBoundAndTheCountFallsBackToItAsTheyClose() {
+        Pool pool = open("2").pool("inproc");
+        List<ImportedRegion> held = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            ImportedRegion region = conduit.importRegion(pool.allocate(CHUNK).exportHandle());
+            region.segment().set(ValueLayout.JAVA_INT, 0, i);
+            held.add(region);
+        }
+        assertThat(plugin.unmaps).hasValue(0);
+        assertThat(conduit.ipcCacheStats().entriesInUse()).isEqualTo(5);
+        for (int i = 0; i < 5; i++) {
+            assertThat(held.get(i).segment().get(ValueLayout.JAVA_INT, 0)).isEqualTo(i);
+        }
+
+        held.forEach(ImportedRegion::close);
+        IpcCacheStats stats = conduit.ipcCacheStats();
+        assertThat(stats.entries()).isEqualTo(2);
+        assertThat(plugin.unmaps).hasValue(3);
+    }
+
+    /** {@code ipc.cache.entries=0} keeps nothing, as {@code ipc.cache.bytes=0} does: a chunk is unmapped as its last region closes. */
+    @Test
+    void zeroKeepsNoChunkMappedForNoOpenRegion() {
+        Pool pool = open("0").pool("inproc");
+        ImportedRegion imported = conduit.importRegion(pool.allocate(CHUNK).exportHandle());
+        try (ImportedRegion second = conduit.importRegion(pool.allocate(CHUNK).exportHandle())) {
+            imported.close();
+            assertThat(plugin.unmaps).hasValue(1);
+            assertThat(second.segment().get(ValueLayout.JAVA_BYTE, 0)).isZero();
+        }
+        assertThat(plugin.unmaps).hasValue(2);
+        assertThat(conduit.ipcCacheStats().entries()).isZero();
+        assertThatThrownBy(() -> imported.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void theStatsReportBothBoundsAndTheIdleTime() {
+        open("100");
+        IpcCacheStats stats = conduit.ipcCacheStats();
+        assertThat(stats.maximumEntries()).isEqualTo(100);
+        assertThat(stats.maximumBytes()).isEqualTo(1L << 30);
+        assertThat(stats.idle()).isEqualTo(Duration.ofMinutes(1));
+        conduit.close();
+        open("4096").close();
+        conduit = null;
+        try (Conduit defaults = Conduit.builder().discoverPlugins(false).environment(Map.of())
+                .systemProperties(new java.util.Properties()).build()) {
+            assertThat(defaults.ipcCacheStats().maximumEntries()).isEqualTo(4096);
+        }
+    }
+
+    @Test
+    void aBadCountIsRefusedNamingTheKey() {
+        for (String bad : List.of("-1", "many", "4k", "2147483648")) {
+            assertThatThrownBy(() -> open(bad)).as(bad).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("ipc.cache.entries")
+                    .hasMessageContaining("a whole number from 0 to 2147483647");
+        }
+        conduit = null;
+    }
+}
