@@ -48,6 +48,8 @@ final class InfoJson {
         json.endObject();
         json.name("ipcCache").beginObject();
         json.member("maximumBytes", report.ipcCache().maximumBytes());
+        json.member("maximumEntries", report.ipcCache().maximumEntries());
+        json.member("idleMillis", report.ipcCache().idle().toMillis());
         json.member("hits", report.ipcCache().hits());
         json.member("misses", report.ipcCache().misses());
         json.member("evictions", report.ipcCache().evictions());

@@ -4,6 +4,7 @@ import dev.conduit.ConfigEntry;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.PluginInfo;
 import dev.conduit.shm.OwnerLease;
+import dev.conduit.spi.ConfigKey;
 
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -193,6 +194,9 @@ final class InfoText {
         IpcCacheStats cache = report.ipcCache();
         out.println("IPC CACHE (this process)");
         field(PLUGIN_INDENT, "bound", cache.maximumBytes() + " bytes kept mapped for no open region (ipc.cache.bytes)");
+        field(PLUGIN_INDENT, "entries bound", cache.maximumEntries() + " chunks kept mapped for no open region (ipc.cache.entries)");
+        field(PLUGIN_INDENT, "idle", ConfigKey.durationText(cache.idle()) + ": a chunk no region uses is unmapped one to two of these "
+                + "after its last region closed (ipc.cache.idle)");
         field(PLUGIN_INDENT, "counters", "hits " + cache.hits() + ", misses " + cache.misses() + ", evictions " + cache.evictions()
                 + ", mapped " + cache.mappedBytes() + " bytes in " + cache.entries() + " entries, " + cache.entriesInUse() + " in use");
         out.println("THREAD MODES (asked for -> in force)");

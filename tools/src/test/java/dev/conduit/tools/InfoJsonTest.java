@@ -34,6 +34,18 @@ class InfoJsonTest {
     }
 
     @Test
+    void showsTheIpcCachesBoundsIdleTimeAndCounters() {
+        Map<String, Object> cache = Json.object(JsonParser.parseObject(conduit.run("info", "--json").out()), "ipcCache");
+        assertThat(cache).containsEntry("maximumBytes", new BigDecimal(1L << 30))
+                .containsEntry("maximumEntries", new BigDecimal(4096))
+                .containsEntry("idleMillis", new BigDecimal(60_000))
+                .containsKeys("hits", "misses", "evictions", "mappedBytes", "entries", "entriesInUse");
+        Map<String, Object> set = Json.object(JsonParser.parseObject(
+                conduit.run("info", "--json", "--set", "ipc.cache.entries=100", "--set", "ipc.cache.idle=250ms").out()), "ipcCache");
+        assertThat(set).containsEntry("maximumEntries", new BigDecimal(100)).containsEntry("idleMillis", new BigDecimal(250));
+    }
+
+    @Test
     void describesEveryPluginAsTheApiDoes() {
         Map<String, Object> info = JsonParser.parseObject(conduit.run("info", "--json").out());
 

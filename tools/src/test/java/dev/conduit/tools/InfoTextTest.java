@@ -122,6 +122,17 @@ class InfoTextTest {
     }
 
     @Test
+    void showsTheIpcCachesBoundsAndIdleTime() {
+        assertThat(section(conduit.run("info").out(), "SELECTION")).contains(
+                "IPC CACHE (this process)",
+                "  bound         1073741824 bytes kept mapped for no open region (ipc.cache.bytes)",
+                "  entries bound 4096 chunks kept mapped for no open region (ipc.cache.entries)",
+                "  idle          1m: a chunk no region uses is unmapped one to two of these after its last region closed (ipc.cache.idle)");
+        assertThat(section(conduit.run("info", "--set", "ipc.cache.entries=100", "--set", "ipc.cache.idle=30s").out(), "SELECTION"))
+                .contains("  entries bound 100 chunks kept", "  idle          30s: ");
+    }
+
+    @Test
     void saysSoWhenNoPluginIsFound() {
         Result result = CommandRunner.withPlugins().run("info");
 
