@@ -8,6 +8,7 @@ import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.FutexResult;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
+import dev.conduit.linux.MappingCount;
 import dev.conduit.linux.MemfdFlags;
 import dev.conduit.linux.MmapFlags;
 import dev.conduit.linux.OpenFlags;
@@ -150,7 +151,7 @@ public final class FfmLibc implements Libc {
         CallState state = Native.callState();
         MemorySegment address = mmap(state.capture, MemorySegment.NULL, length, protection, flags, fd.fd(), offset);
         if (address.address() == Abi.MAP_FAILED) {
-            throw failure(state, "mmap", fd.toString(), "NULL, " + length + ", " + MmapFlags.describeProtection(protection)
+            throw mmapFailure(state, fd, "NULL, " + length + ", " + MmapFlags.describeProtection(protection)
                     + ", " + MmapFlags.describe(flags) + ", " + fd + ", " + offset);
         }
         try {
@@ -183,13 +184,13 @@ public final class FfmLibc implements Libc {
         MemorySegment reservation = mmap(state.capture, MemorySegment.NULL, reserved, MmapFlags.PROT_NONE,
                 MmapFlags.MAP_PRIVATE | MAP_ANONYMOUS | MmapFlags.MAP_NORESERVE, -1, 0);
         if (reservation.address() == Abi.MAP_FAILED) {
-            throw failure(state, "mmap", fd.toString(), "NULL, " + reserved + ", PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0"
+            throw mmapFailure(state, fd, "NULL, " + reserved + ", PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0"
                     + " (reserving address space for a mapping aligned to " + alignment + ")");
         }
         long start = (reservation.address() + alignment - 1) & -alignment;
         MemorySegment address = mmap(state.capture, MemorySegment.ofAddress(start), length, protection, flags | MAP_FIXED, fd.fd(), offset);
         if (address.address() == Abi.MAP_FAILED) {
-            ErrnoException e = failure(state, "mmap", fd.toString(), "0x" + Long.toHexString(start) + ", " + length + ", "
+            ErrnoException e = mmapFailure(state, fd, "0x" + Long.toHexString(start) + ", " + length + ", "
                     + MmapFlags.describeProtection(protection) + ", " + MmapFlags.describe(flags) + "|MAP_FIXED, " + fd + ", " + offset);
             munmap(state.capture, reservation, reserved);
             throw e;
@@ -1077,6 +1078,16 @@ public final class FfmLibc implements Libc {
 
     private static ErrnoException failure(CallState state, String call, String subject, String arguments) {
         return new ErrnoException(call, state.errno(), subject, arguments);
+    }
+
+    /**
+     * A failed {@code mmap}; its {@code ENOMEM} says whether the process's mappings ran out (against
+     * {@code vm.max_map_count}) or its address space did, which only {@code /proc} can tell, so
+     * every mapping's caller, an import's or a provider's, reports the same.
+     */
+    private static ErrnoException mmapFailure(CallState state, FileDescriptor fd, String arguments) {
+        int errno = state.errno();
+        return new ErrnoException("mmap", errno, fd.toString(), arguments, errno == Errno.ENOMEM ? MappingCount.explainEnomem() : null);
     }
 
     private static boolean creates(int flags) {

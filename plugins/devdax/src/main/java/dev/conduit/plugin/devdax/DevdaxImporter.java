@@ -3,6 +3,7 @@ package dev.conduit.plugin.devdax;
 import dev.conduit.spi.Cleanup;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
+import dev.conduit.linux.MappingCount;
 import dev.conduit.linux.MmapFlags;
 import dev.conduit.plugin.devdax.Layout.Entry;
 import dev.conduit.plugin.devdax.Layout.Geometry;
@@ -61,9 +62,6 @@ import java.util.Map;
  * {@code mmap}s.
  */
 final class DevdaxImporter implements IpcImporter {
-
-    /** For {@code ENOMEM}: what an importing process keeps mapped is its open regions and the IPC cache. */
-    private static final String FEWER_IMPORTED_MAPPINGS = "close imported regions or lower ipc.cache.bytes (CONDUIT_IPC_CACHE_BYTES)";
 
     private final Libc libc;
     private final Map<String, Path> devices;
@@ -223,7 +221,7 @@ final class DevdaxImporter implements IpcImporter {
             arena.close();
             throw new ConduitException("cannot map [" + payload.offset() + ", " + (payload.offset() + payload.length())
                     + ") of device " + device.describe() + " " + MmapFlags.describeProtection(payload.protection()) + ": "
-                    + e.getMessage() + Device.mapRemedy(e, FEWER_IMPORTED_MAPPINGS), e);
+                    + e.getMessage() + Device.mapRemedy(e, MappingCount.FEWER_IMPORTED_MAPPINGS), e);
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, arena::close);
             throw e;
@@ -236,7 +234,7 @@ final class DevdaxImporter implements IpcImporter {
             return libc.mmap(device.fd(), offset, length, MmapFlags.PROT_READ, Mapper.SHARED_FLAGS, arena).asReadOnly();
         } catch (ErrnoException e) {
             throw new ConduitException("cannot map the metadata of device " + device.describe() + " to check an export: "
-                    + e.getMessage() + Device.mapRemedy(e, FEWER_IMPORTED_MAPPINGS), e);
+                    + e.getMessage() + Device.mapRemedy(e, MappingCount.FEWER_IMPORTED_MAPPINGS), e);
         }
     }
 

@@ -269,7 +269,8 @@ class DevdaxImporterTest {
                         .hasMessageContaining("ENOMEM")
                         .hasMessageContaining("out of address space or mappings")
                         .hasMessageContaining("vm.max_map_count")
-                        .hasMessageContaining("ipc.cache.bytes");
+                        .hasMessageContaining("ipc.cache.entries (CONDUIT_IPC_CACHE_ENTRIES) or ipc.cache.bytes")
+                        .hasMessageContaining("pool.chunk.size");
                 Libc unmappable = FailingLibc.failing("mmap", Errno.ENODEV, args -> (long) args[1] == failingAt);
                 assertThatThrownBy(() -> new DevdaxImporter(unmappable, Map.of("pmem0", device), Sysfs.SYSTEM).map(reader(payload), UNIT))
                         .as("mmap at " + failingAt)

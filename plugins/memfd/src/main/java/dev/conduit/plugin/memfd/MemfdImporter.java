@@ -5,6 +5,7 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
+import dev.conduit.linux.MappingCount;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.PeerCredentials;
 import dev.conduit.linux.ReceivedMessage;
@@ -156,8 +157,8 @@ final class MemfdImporter implements IpcImporter {
         } catch (ErrnoException e) {
             arena.close();
             throw new ConduitException("cannot map the chunk imported from " + path + ": " + e.getMessage()
-                    + (e.errno() == Errno.ENOMEM ? ": not enough address space or mappings; close imported regions, "
-                    + "lower CONDUIT_IPC_CACHE_BYTES, or raise the address-space limit (ulimit -v, RLIMIT_AS) or vm.max_map_count" : ""), e);
+                    + (e.errno() == Errno.ENOMEM ? "; not enough address space or mappings: " + MappingCount.FEWER_IMPORTED_MAPPINGS
+                    + ", or raise the address-space limit (ulimit -v, RLIMIT_AS) or vm.max_map_count" : ""), e);
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;

@@ -986,6 +986,40 @@ class MemfdImporterTest {
                 });
     }
 
+    /**
+     * An import whose mmap fails with ENOMEM says what ran out, counting this process's mappings
+     * against vm.max_map_count, and how an importer keeps fewer (the IPC cache's two bounds, larger
+     * chunks); its descriptor is closed. The ENOMEM is the kernel's own: the mmap is passed on to
+     * the real libc asking for 2^50 bytes, more than the address space, which maps nothing.
+     */
+    @Test
+    void anImportOutOfMappingsCountsThemNamesTheKeysThatKeepFewerAndClosesItsDescriptor() throws InterruptedException {
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        Libc tooLong = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("mmap")) args[2] = 1L << 50;
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        MemfdImporter outOfMappings = new MemfdImporter(tooLong, shared, 2_000_000_000L);
+        Runnable failing = () -> assertThatThrownBy(() -> map(outOfMappings, payload, SIZE))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot map the chunk imported from ")
+                .hasMessageContaining("ENOMEM (Cannot allocate memory): this process has ")
+                .hasMessageContaining("memory mappings (/proc/self/maps) and vm.max_map_count is ")
+                .hasMessageContaining("lower ipc.cache.entries (CONDUIT_IPC_CACHE_ENTRIES) or ipc.cache.bytes (CONDUIT_IPC_CACHE_BYTES), "
+                        + "or raise pool.chunk.size in the exporting processes");
+        failing.run(); // first use loads classes
+        long fds = Leaks.openFdsWhenQuiet();
+        long mappings = Leaks.memfdMappings();
+        for (int i = 0; i < 3; i++) failing.run();
+        assertThat(Leaks.openFdsSettlingAt(fds)).isEqualTo(fds);
+        assertThat(Leaks.memfdMappings()).isEqualTo(mappings);
+    }
+
     // ---------------------------------------------------------------- leaks
 
     @Test

@@ -65,7 +65,8 @@ final class FileMapping implements ChunkMapping {
     private static String remedy(String errno, String directoryKeys) {
         return switch (errno) {
             case "ENOMEM" -> "the process is out of address space or mappings: raise vm.max_map_count or the address-space "
-                    + "limit (ulimit -v), or keep fewer chunks mapped (pool.chunk.size, ipc.cache.bytes)";
+                    + "limit (ulimit -v), or keep fewer chunks mapped (a larger pool.chunk.size; in an importer, a lower ipc.cache.entries "
+                    + "or ipc.cache.bytes)";
             case "ENODEV", "EACCES", "EPERM" -> "the file system of this directory cannot be mapped shared and writable: point " + directoryKeys + " at a tmpfs such as /dev/shm";
             default -> "check the directory set by " + directoryKeys;
         };

@@ -128,7 +128,8 @@ class LeakTest {
                         .isInstanceOf(ConduitException.class)
                         .hasMessageContaining("cannot map " + shared)
                         .hasMessageContaining("mmap(")
-                        .hasMessageContaining("ENOMEM");
+                        .hasMessageContaining("ENOMEM")
+                        .hasMessageContaining("in an importer, a lower ipc.cache.entries or ipc.cache.bytes");
             }
             assertThat(ProcessResources.openDescriptors()).isEqualTo(descriptors);
             assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1);
