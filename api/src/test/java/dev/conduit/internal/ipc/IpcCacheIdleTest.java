@@ -164,6 +164,12 @@ class IpcCacheIdleTest {
             conduit.importRegion(conduit.pool("inproc").allocate(CHUNK).exportHandle()).close();
             assertThat(started(before)).as("sweep threads of a Conduit with ipc.cache.bytes=0").isEmpty();
         }
+        try (Conduit conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).systemProperties(new java.util.Properties())
+                .addPlugin(new InProcessMemoryPlugin()).set("ipc.cache.entries", "0").set("ipc.cache.idle", "10ms")
+                .set("pool.chunk.size", Long.toString(CHUNK)).build()) {
+            conduit.importRegion(conduit.pool("inproc").allocate(CHUNK).exportHandle()).close();
+            assertThat(started(before)).as("sweep threads of a Conduit with ipc.cache.entries=0").isEmpty();
+        }
     }
 
     /** A Conduit dropped without a close is not kept alive by its sweep's thread, which then ends. */
