@@ -17,10 +17,10 @@ import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A full shared directory ({@code ENOSPC}) and a process out of descriptors ({@code EMFILE}), each
- * in a real child JVM: the error names the errno or the shortage, the path and a remedy; what
- * existed before keeps working; the failures leak no descriptor, mapping or file; and once the
- * resource is back, everything works again.
+ * A full shared directory ({@code ENOSPC}), a process out of descriptors ({@code EMFILE}) and an
+ * import out of address space ({@code ENOMEM}), each in a real child JVM: the error names the
+ * errno or the shortage, the path and a remedy; what existed before keeps working; the failures
+ * leak no descriptor, mapping or file; and once the resource is back, everything works again.
  */
 class ResourceExhaustionTest {
 
@@ -85,6 +85,27 @@ class ResourceExhaustionTest {
                 .contains("import-after: ok 65536")
                 .contains("new-worker-after: ok connected")
                 .contains("files-left: 0");
+    }
+
+    /**
+     * An import that the address-space limit ({@code ulimit -v}) refuses: the kernel's own
+     * {@code ENOMEM}, which the message tells from running out of mappings by counting them
+     * against {@code vm.max_map_count}, and names how an importer keeps fewer mapped; nothing is
+     * left open, mapped or cached, and the import works once the limit is raised.
+     */
+    @Test
+    void anImportTheAddressSpaceLimitRefusesSaysWhichLimitAndLeavesNothing() throws Exception {
+        String output = run(List.of(), AddressSpaceLimitPeer.class, shared.toString());
+
+        assertThat(output).containsPattern("import: ConduitException: cannot map the chunk imported from .*: mmap\\(NULL, 1073741824, "
+                        + ".*\\): ENOMEM \\(Cannot allocate memory\\): this process has \\d+ memory mappings \\(/proc/self/maps\\) and "
+                        + "vm\\.max_map_count is \\d+, so the address space ran out rather \\(ulimit -v, RLIMIT_AS\\)")
+                .contains("close imported regions, lower ipc.cache.entries (CONDUIT_IPC_CACHE_ENTRIES) or ipc.cache.bytes "
+                        + "(CONDUIT_IPC_CACHE_BYTES), or raise pool.chunk.size in the exporting processes")
+                .contains("descriptors-leaked: 0")
+                .contains("mappings-leaked: 0")
+                .contains("entries-cached: 0")
+                .contains("import-after: ok 1073741824");
     }
 
     private static String quote(String s) {
