@@ -95,8 +95,9 @@ public interface Conduit extends AutoCloseable {
      * through the IPC cache (a repeated open of a cached export makes no system call).
      *
      * <p>A hit asks the producer nothing: a handle this {@code Conduit} imported before its producer
-     * freed the chunk maps the old memory while the cache holds it (up to {@code ipc.cache.bytes} of
-     * unused chunks, each until no region has used it for {@code ipc.cache.idle}), which no other
+     * freed the chunk maps the old memory while the cache holds it (up to {@code ipc.cache.bytes} and
+     * {@code ipc.cache.entries} of unused chunks, each until no region has used it for
+     * {@code ipc.cache.idle}), which no other
      * process shares any more (docs/runtime.md, "Consumer-only import and the IPC cache"). The producer's protocol
      * must say when a region is freed.
      *
@@ -139,7 +140,7 @@ public interface Conduit extends AutoCloseable {
      */
     ImportedRegion importRegion(byte[] handle, ImportedRegion reuse);
 
-    /** The IPC cache's counters. */
+    /** The IPC cache's counters, and the bounds it keeps unused imports to. */
     IpcCacheStats ipcCacheStats();
 
     /**
