@@ -245,7 +245,7 @@ public final class IpcCache implements AutoCloseable {
                 .evictionListener((Key k, Entry e, RemovalCause cause) -> {
                     if (e == null) return;
                     leaving(e);
-                    evicted(e, cause);
+                    evicted(e, cause.name());
                 })
                 .executor(Runnable::run)
                 .build();
@@ -547,7 +547,7 @@ public final class IpcCache implements AutoCloseable {
                 leaving(e);
                 return null;
             });
-            if (removed[0]) evicted(e, RemovalCause.SIZE);
+            if (removed[0]) evicted(e, "ENTRIES");
         }
     }
 
@@ -556,12 +556,13 @@ public final class IpcCache implements AutoCloseable {
         if (!e.pinned) weighing.decrementAndGet();
     }
 
-    private void evicted(Entry e, RemovalCause cause) {
+    /** @param cause the JFR eviction's: Caffeine's ({@code SIZE}, for the bytes), or {@code ENTRIES} for the count */
+    private void evicted(Entry e, String cause) {
         evictions.increment();
         e.detached = true;
         if (e.kill()) {
             index.remove(e);
-            unmap(e, cause.name());
+            unmap(e, cause);
             return;
         }
         // Counted: a hit takes no lock to re-weigh an entry, so one counted again after its count dropped to 0 still weighs

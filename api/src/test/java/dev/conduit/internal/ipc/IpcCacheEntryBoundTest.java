@@ -6,9 +6,13 @@ import dev.conduit.IpcCacheStats;
 import dev.conduit.Pool;
 import dev.conduit.spi.ConduitException;
 import org.junit.jupiter.api.AfterEach;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -109,6 +113,23 @@ class IpcCacheEntryBoundTest {
         assertThat(plugin.unmaps).hasValue(2);
         assertThat(conduit.ipcCacheStats().entries()).isZero();
         assertThatThrownBy(() -> imported.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+    }
+
+    /** A JFR recording tells the count's evictions from the bytes' (SIZE) and the sweep's (IDLE). */
+    @Test
+    void anEvictionForTheCountIsRecordedAsEntries(@TempDir Path dir) throws Exception {
+        Pool pool = open("1").pool("inproc");
+        Path file = dir.resolve("evictions.jfr");
+        try (Recording recording = new Recording()) {
+            recording.enable("dev.conduit.Eviction");
+            recording.start();
+            for (int i = 0; i < 3; i++) conduit.importRegion(pool.allocate(CHUNK).exportHandle()).close();
+            recording.stop();
+            recording.dump(file);
+        }
+        assertThat(RecordingFile.readAllEvents(file)).filteredOn(e -> e.getEventType().getName().equals("dev.conduit.Eviction"))
+                .extracting(e -> e.getString("plugin") + "|" + e.getLong("chunkLength") + "|" + e.getString("cause"))
+                .containsExactly("inproc|" + CHUNK + "|ENTRIES", "inproc|" + CHUNK + "|ENTRIES");
     }
 
     @Test
