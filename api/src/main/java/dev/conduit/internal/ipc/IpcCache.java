@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -42,7 +43,8 @@ import java.util.function.Function;
  *       region, least recently used first. The entries that weigh are also counted, and
  *       {@code ipc.cache.entries} bounds their number the same way ({@link #trimToEntryBound}):
  *       every mapping is one of the process's {@code vm.max_map_count}, which a burst of imports
- *       of small chunks would otherwise spend long before their bytes reach the bound. A hit does not re-weigh an entry (that would take
+ *       of small chunks would otherwise spend long before their bytes reach the bound. A hit does
+ *       not re-weigh an entry (that would take
  *       Caffeine's lock), so one counted again by a hit after its count dropped to 0 weighs its
  *       length while open and may be picked: it leaves the cache but stays mapped and in the
  *       index until its last region closes, counted by the stats and unmapped by {@link #close()};
@@ -462,8 +464,9 @@ public final class IpcCache implements AutoCloseable {
 
     /**
      * Starts the sweep of unused entries, once: its thread exists only in a {@code Conduit} whose
-     * cache has held an unused entry (one with {@code ipc.cache.bytes=0} or {@code ipc.cache.entries=0} keeps none). It holds the
-     * cache weakly, so that a {@code Conduit} dropped unclosed is not kept alive by it.
+     * cache has held an unused entry (one with {@code ipc.cache.bytes=0} or {@code ipc.cache.entries=0}
+     * keeps none). It holds the cache weakly, so that a {@code Conduit} dropped unclosed is not kept
+     * alive by it.
      */
     private void startSweeper() {
         if (maximumBytes == 0 || maximumEntries == 0) return;
@@ -535,7 +538,7 @@ public final class IpcCache implements AutoCloseable {
         long excess = weighing.get() - maximumEntries;
         if (excess <= 0) return;
         List<Entry> coldest = cache.policy().eviction().orElseThrow().coldest(entries -> entries
-                .map(entry -> entry.getValue())
+                .map(Map.Entry::getValue)
                 .filter(entry -> !entry.pinned)
                 .limit(excess)
                 .toList());
