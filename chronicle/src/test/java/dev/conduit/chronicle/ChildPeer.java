@@ -33,12 +33,18 @@ final class ChildPeer implements AutoCloseable {
     private final Path stderr;
 
     ChildPeer(Path shared) throws IOException, InterruptedException {
+        this(CrossProcessPeer.class, shared.toString());
+    }
+
+    /** A child running {@code main}'s {@code main(arguments)}, which answers commands as {@link CrossProcessPeer} does. */
+    ChildPeer(Class<?> main, String... arguments) throws IOException, InterruptedException {
         String flags = System.getProperty("conduit.chronicle.jvm.args");
         if (flags == null) throw new IllegalStateException("system property conduit.chronicle.jvm.args is not set (see chronicle/pom.xml)");
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-XX:+UseSerialGC", "-Xmx256m", "--enable-native-access=ALL-UNNAMED", "--illegal-native-access=deny"));
         command.addAll(Arrays.asList(flags.replace("=chronicle.core", "=ALL-UNNAMED").trim().split("\\s+")));
-        command.addAll(List.of("--class-path", classPath(), CrossProcessPeer.class.getName(), shared.toString()));
+        command.addAll(List.of("--class-path", classPath(), main.getName()));
+        command.addAll(List.of(arguments));
         stderr = Files.createTempFile("chronicle-child", ".err");
         ProcessBuilder pb = new ProcessBuilder(command).redirectError(stderr.toFile());
         pb.environment().keySet().removeIf(k -> k.startsWith("CONDUIT_"));
@@ -100,6 +106,12 @@ final class ChildPeer implements AutoCloseable {
         if (line == null) throw failure("no reply within the hang guard of " + REPLY_SECONDS + " s");
         if (line.equals("<eof>")) throw failure("the child ended");
         return line;
+    }
+
+    /** Kills the child with {@code SIGKILL}: no close, no shutdown hook. Returns its exit status (137). */
+    int kill() throws InterruptedException {
+        process.destroyForcibly();
+        return process.waitFor();
     }
 
     private boolean exited() {
