@@ -30,7 +30,9 @@ import java.util.Objects;
  *       arena, which the JVM completes only between accesses (later ones throw).</li>
  *   <li><b>Atomics</b>: {@code compareAndSwapInt/Long}, {@code readVolatile*},
  *       {@code writeVolatile*}, {@code writeOrdered*} are the CPU's atomic instructions on the
- *       shared memory, so they work between processes; they need a naturally aligned offset.</li>
+ *       shared memory, so they work between processes; they need a naturally aligned offset
+ *       (a misaligned one throws {@link IllegalArgumentException} naming the view, the offset and
+ *       the remedy).</li>
  * </ul>
  *
  * <p>A view starts with the whole region readable ({@code readPosition} 0, {@code readLimit} =

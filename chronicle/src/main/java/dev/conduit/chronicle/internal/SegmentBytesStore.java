@@ -27,7 +27,8 @@ import java.util.function.BooleanSupplier;
  * region mapped for reading only) {@link #readWrite()} is {@code false} and every write throws
  * {@link IllegalArgumentException} saying so, as the segment's own writes do. Primitives are
  * native byte order, at any alignment; atomics (CAS, volatile, ordered) need natural alignment (otherwise
- * {@link IllegalArgumentException}) and are the CPU's, coherent across processes.
+ * {@link IllegalArgumentException} naming the view, the offset and how to align it) and are the CPU's,
+ * coherent across processes.
  *
  * <p>The store can be re-pointed so that one store serves one message after another without
  * allocating: at a whole segment ({@link #point(MemorySegment)}), or at a range of one
@@ -224,17 +225,48 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public short readVolatileShort(long offset) {
-        return (short) SHORT_ATOMIC.getVolatile(m(), at(offset, 2));
+        MemorySegment s = m();
+        long at = at(offset, 2);
+        try {
+            return (short) SHORT_ATOMIC.getVolatile(s, at);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("readVolatileShort", offset, 2, e);
+        }
     }
 
     @Override
     public int readVolatileInt(long offset) {
-        return (int) INT_ATOMIC.getVolatile(m(), at(offset, 4));
+        MemorySegment s = m();
+        long at = at(offset, 4);
+        try {
+            return (int) INT_ATOMIC.getVolatile(s, at);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("readVolatileInt", offset, 4, e);
+        }
     }
 
     @Override
     public long readVolatileLong(long offset) {
-        return (long) LONG_ATOMIC.getVolatile(m(), at(offset, 8));
+        MemorySegment s = m();
+        long at = at(offset, 8);
+        try {
+            return (long) LONG_ATOMIC.getVolatile(s, at);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("readVolatileLong", offset, 8, e);
+        }
+    }
+
+    /**
+     * The segment's refusal of an atomic access at a misaligned address (the only
+     * {@link IllegalArgumentException} its {@code VarHandle}s throw once the access is in bounds and
+     * the memory writable), said of the view: the segment's own message names neither the view nor
+     * the remedy, and gives a raw address.
+     */
+    private IllegalArgumentException misaligned(String operation, long offset, int size, IllegalArgumentException cause) {
+        return new IllegalArgumentException("Chronicle view of " + what + ": " + operation + " at offset " + offset
+                + " is not " + size + "-byte aligned in memory, and an atomic access must be (a misaligned one would not "
+                + "be atomic); lay the field out at an offset that is a multiple of " + size
+                + (base == 0 ? "" : " from an aligned start (this view starts " + base + " bytes into its memory)"), cause);
     }
 
     // ---------------------------------------------------------------- writes
@@ -277,13 +309,25 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public SegmentBytesStore writeOrderedInt(long offset, int value) {
-        INT_ATOMIC.setRelease(w(), at(offset, 4), value);
+        MemorySegment s = w();
+        long at = at(offset, 4);
+        try {
+            INT_ATOMIC.setRelease(s, at, value);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("writeOrderedInt", offset, 4, e);
+        }
         return this;
     }
 
     @Override
     public SegmentBytesStore writeOrderedLong(long offset, long value) {
-        LONG_ATOMIC.setRelease(w(), at(offset, 8), value);
+        MemorySegment s = w();
+        long at = at(offset, 8);
+        try {
+            LONG_ATOMIC.setRelease(s, at, value);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("writeOrderedLong", offset, 8, e);
+        }
         return this;
     }
 
@@ -295,30 +339,60 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public SegmentBytesStore writeVolatileShort(long offset, short value) {
-        SHORT_ATOMIC.setVolatile(w(), at(offset, 2), value);
+        MemorySegment s = w();
+        long at = at(offset, 2);
+        try {
+            SHORT_ATOMIC.setVolatile(s, at, value);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("writeVolatileShort", offset, 2, e);
+        }
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileInt(long offset, int value) {
-        INT_ATOMIC.setVolatile(w(), at(offset, 4), value);
+        MemorySegment s = w();
+        long at = at(offset, 4);
+        try {
+            INT_ATOMIC.setVolatile(s, at, value);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("writeVolatileInt", offset, 4, e);
+        }
         return this;
     }
 
     @Override
     public SegmentBytesStore writeVolatileLong(long offset, long value) {
-        LONG_ATOMIC.setVolatile(w(), at(offset, 8), value);
+        MemorySegment s = w();
+        long at = at(offset, 8);
+        try {
+            LONG_ATOMIC.setVolatile(s, at, value);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("writeVolatileLong", offset, 8, e);
+        }
         return this;
     }
 
     @Override
     public boolean compareAndSwapInt(long offset, int expected, int value) {
-        return INT_ATOMIC.compareAndSet(w(), at(offset, 4), expected, value);
+        MemorySegment s = w();
+        long at = at(offset, 4);
+        try {
+            return INT_ATOMIC.compareAndSet(s, at, expected, value);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("compareAndSwapInt", offset, 4, e);
+        }
     }
 
     @Override
     public boolean compareAndSwapLong(long offset, long expected, long value) {
-        return LONG_ATOMIC.compareAndSet(w(), at(offset, 8), expected, value);
+        MemorySegment s = w();
+        long at = at(offset, 8);
+        try {
+            return LONG_ATOMIC.compareAndSet(s, at, expected, value);
+        } catch (IllegalArgumentException e) {
+            throw misaligned("compareAndSwapLong", offset, 8, e);
+        }
     }
 
     @Override

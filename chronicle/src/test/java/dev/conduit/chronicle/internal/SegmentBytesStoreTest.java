@@ -75,6 +75,40 @@ class SegmentBytesStoreTest {
         assertThat(memory.get(ValueLayout.JAVA_BYTE, OFFSET - 1)).as("the byte before the range").isEqualTo((byte) 0x5A);
     }
 
+    /**
+     * A misaligned atomic is refused naming the view, the operation, the offset and the remedy; the
+     * segment's own refusal ("Target offset 3 is incompatible with alignment constraint 8 (of j8)
+     * for segment MemorySegment{ ... address: 0x... }") named none of them. Every atomic a view has.
+     */
+    @Test
+    void aMisalignedAtomicSaysWhichViewAndOffsetAndHowToAlignIt() {
+        SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8), () -> true, "a Region of 64 bytes", true);
+        java.util.Map<String, org.assertj.core.api.ThrowableAssert.ThrowingCallable> atomics = new java.util.LinkedHashMap<>();
+        atomics.put("compareAndSwapLong", () -> store.compareAndSwapLong(3, 0, 1));
+        atomics.put("compareAndSwapInt", () -> store.compareAndSwapInt(3, 0, 1));
+        atomics.put("readVolatileLong", () -> store.readVolatileLong(3));
+        atomics.put("readVolatileInt", () -> store.readVolatileInt(3));
+        atomics.put("readVolatileShort", () -> store.readVolatileShort(3));
+        atomics.put("writeVolatileLong", () -> store.writeVolatileLong(3, 1));
+        atomics.put("writeVolatileInt", () -> store.writeVolatileInt(3, 1));
+        atomics.put("writeVolatileShort", () -> store.writeVolatileShort(3, (short) 1));
+        atomics.put("writeOrderedLong", () -> store.writeOrderedLong(3, 1));
+        atomics.put("writeOrderedInt", () -> store.writeOrderedInt(3, 1));
+        atomics.forEach((operation, call) -> assertThatThrownBy(call).as(operation)
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("Chronicle view of a Region of 64 bytes: " + operation + " at offset 3 is not")
+                .hasMessageContaining("-byte aligned").hasMessageContaining("lay the field out at an offset that is a multiple of"));
+        assertThatThrownBy(() -> store.addAndGetLong(4, 1)).as("Chronicle's add, a loop of the view's CAS")
+                .hasMessageContaining("readVolatileLong at offset 4 is not 8-byte aligned");
+
+        SegmentBytesStore range = new SegmentBytesStore(MemorySegment.NULL, () -> true, "a message", true);
+        range.point(Arena.ofAuto().allocate(64, 8), 4, 16);
+        assertThatThrownBy(() -> range.compareAndSwapLong(0, 0, 1)).as("offset 0 of a view that starts 4 bytes in")
+                .hasMessageContaining("compareAndSwapLong at offset 0 is not 8-byte aligned")
+                .hasMessageContaining("this view starts 4 bytes into its memory");
+        assertThat(range.compareAndSwapLong(4, 0, 1)).as("4 bytes in: aligned").isTrue();
+    }
+
     @Test
     void aRangeOutsideTheSegmentIsRefused() {
         MemorySegment memory = Arena.ofAuto().allocate(128);
