@@ -18,8 +18,8 @@ import net.openhft.chronicle.bytes.BytesStore;
  * 8                      56             0
  * INDEX_START = 64       SLOTS * 16     the index: SLOTS slots of 16 bytes, slot i at INDEX_START + i * 16
  *   slot + 0             8              key: 0 = empty; claimed once by CAS 0 -> key, never changed after
- *   slot + 8             8              value: the log offset of the key's record; 0 = the insert is under way
- *                                       (written with writeOrderedLong once the key is claimed)
+ *   slot + 8             8              value: the log offset of the key's record, written with writeOrderedLong once
+ *                                       the key is claimed; 0 = the insert is under way, or its inserter died
  * LOG_START              to the end     the log: records one after another, each 8-aligned
  *   record + 0           4              committed length L of the body: 0 = not committed (the reader waits),
  *                                       written last, with writeOrderedInt, once the body is in place
@@ -32,7 +32,9 @@ import net.openhft.chronicle.bytes.BytesStore;
  * one), so every length word a reader can reach is 0 until its record is committed. Native byte
  * order (Chronicle's). Keys are not 0. A reader that sees a length word not 0 sees the whole body
  * (the release of {@code writeOrderedInt} pairs with the acquire of {@code readVolatileInt}); a
- * writer that dies before the length word leaves a record no reader ever reads.
+ * writer that dies before the length word leaves a record no reader ever reads, and one that dies
+ * between claiming a key and writing its value leaves the key with value 0, which a lookup reports
+ * rather than waits on.
  */
 final class SharedLog {
 
@@ -96,30 +98,38 @@ final class SharedLog {
      * @throws IllegalStateException when every slot holds another key
      */
     static boolean insert(BytesStore<?, Void> index, long key, long value) {
+        long slot = claim(index, key);
+        if (slot < 0) return false;
+        index.writeOrderedLong(slot + 8, value);
+        return true;
+    }
+
+    /**
+     * Claims a slot for {@code key} by CAS and returns where it is, its value still 0, or -1 when
+     * the key was there already. An inserter that dies here leaves the key with value 0 for good.
+     */
+    static long claim(BytesStore<?, Void> index, long key) {
         for (int probe = 0, slot = home(key); probe < SLOTS; probe++, slot = (slot + 1) & (SLOTS - 1)) {
             long at = INDEX_START + slot * SLOT_BYTES;
             long found = index.readVolatileLong(at);
-            if (found == 0 && index.compareAndSwapLong(at, 0, key)) {
-                index.writeOrderedLong(at + 8, value);
-                return true;
-            }
+            if (found == 0 && index.compareAndSwapLong(at, 0, key)) return at;
             if (found == 0) found = index.readVolatileLong(at); // another insert claimed it first: whose key?
-            if (found == key) return false;
+            if (found == key) return -1;
         }
         throw new IllegalStateException("the index is full: " + SLOTS + " slots");
     }
 
-    /** The value of {@code key}, waiting out an insert under way, or -1 when the key is absent. */
+    /**
+     * The value of {@code key}, -1 when the key is absent, or 0 when its slot is claimed but its
+     * value not yet written: an insert under way, or one whose inserter died (a reader must not wait
+     * for it).
+     */
     static long lookup(BytesStore<?, Void> index, long key) {
         for (int probe = 0, slot = home(key); probe < SLOTS; probe++, slot = (slot + 1) & (SLOTS - 1)) {
             long at = INDEX_START + slot * SLOT_BYTES;
             long found = index.readVolatileLong(at);
             if (found == 0) return -1;
-            if (found == key) {
-                long value;
-                while ((value = index.readVolatileLong(at + 8)) == 0) Thread.onSpinWait();
-                return value;
-            }
+            if (found == key) return index.readVolatileLong(at + 8);
         }
         return -1;
     }

@@ -136,6 +136,7 @@ class SharedLogAndIndexTest {
 
                 assertThat(store.readLong(record + 8)).as("the body of the record the writer was appending is there").isEqualTo(RECORDS);
                 assertThat(SharedLog.committedLength(store, record)).as("but it was never committed: no reader reads it").isZero();
+                assertThat(SharedLog.lookup(store, SharedLog.writerKey(RECORDS))).as("its key, claimed by CAS, has no value for good").isZero();
 
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
                 while (!toWriter.isFailed() && System.nanoTime() < deadline) worker.await(java.time.Duration.ofMillis(50));

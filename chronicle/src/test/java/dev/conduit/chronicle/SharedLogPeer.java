@@ -31,7 +31,8 @@ import java.util.Properties;
  * writer                allocates a region from a pool, formats it, opens a worker (a writer):
  *                       OK HANDLE_HEX WORKER_ADDRESS_HEX
  * append N              appends and commits N records (inserting writerKey(seq)), then writes record N's body and
- *                       leaves it uncommitted, as a writer killed mid-append does: OK N
+ *                       leaves it uncommitted, and claims writerKey(N) with no value, as a writer killed mid-append
+ *                       does: OK N
  * </pre>
  */
 public final class SharedLogPeer {
@@ -113,6 +114,7 @@ public final class SharedLogPeer {
                                 record = next;
                             }
                             SharedLog.append(log, record, SharedLog.Entry.of(n), false);
+                            SharedLog.claim(store, SharedLog.writerKey(n));
                             yield n;
                         }
                         default -> throw new IllegalArgumentException("unknown command " + c[0]);
