@@ -109,6 +109,25 @@ class SegmentBytesStoreTest {
         assertThat(range.compareAndSwapLong(4, 0, 1)).as("4 bytes in: aligned").isTrue();
     }
 
+    /**
+     * A store's {@code toString()} says what it views and whether that is closed, where Chronicle's
+     * own stores print their bytes; the bytes are a call away, and a view's cursor prints them (and,
+     * once closed, the exception: Chronicle's toString catches it). Neither throws.
+     */
+    @Test
+    void aStoreSaysWhatItViewsAndItsCursorPrintsTheBytes() {
+        java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean(true);
+        SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(8), open::get, "a Region of 8 bytes", true);
+        store.write(0, "abcdefgh".getBytes(StandardCharsets.ISO_8859_1));
+        assertThat(store.toString()).isEqualTo("SegmentBytesStore[a Region of 8 bytes, 8 bytes]");
+        assertThat(store.to8bitString()).isEqualTo("abcdefgh");
+        assertThat(store.bytesForRead().toString()).isEqualTo("abcdefgh");
+        open.set(false);
+        assertThat(store.toString()).isEqualTo("SegmentBytesStore[a Region of 8 bytes, 8 bytes, closed]");
+        assertThat(store.bytesForRead().toString()).as("a closed view's cursor: Chronicle prints the exception, not throwing it")
+                .startsWith("java.lang.IllegalStateException: Chronicle view of a Region of 8 bytes used after it was closed");
+    }
+
     @Test
     void aRangeOutsideTheSegmentIsRefused() {
         MemorySegment memory = Arena.ofAuto().allocate(128);
