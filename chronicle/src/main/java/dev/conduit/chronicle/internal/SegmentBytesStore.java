@@ -16,7 +16,7 @@ import java.util.function.BooleanSupplier;
 /**
  * A Chronicle {@link BytesStore} whose every access goes through a {@link MemorySegment}, never
  * through a raw address: bounded by the memory it is pointed at (an access outside it throws
- * {@link IndexOutOfBoundsException}), refused with {@link IllegalStateException} once its owner
+ * {@link IndexOutOfBoundsException} naming the view), refused with {@link IllegalStateException} once its owner
  * is closed ({@link #open}, checked first), and — because the segment's arena is a shared one —
  * safe against a concurrent unmap: the JVM's close of a shared arena waits out accesses in
  * flight, and a later access throws instead of touching unmapped memory.
@@ -88,7 +88,23 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     /** Where {@code length} bytes at the store's {@code offset} are in the segment, once they are checked to be in the store. */
     private long at(long offset, long length) {
-        return base + java.util.Objects.checkFromIndexSize(offset, length, size);
+        try {
+            return base + java.util.Objects.checkFromIndexSize(offset, length, size);
+        } catch (IndexOutOfBoundsException e) {
+            throw outside(offset, length, e);
+        }
+    }
+
+    /**
+     * An access outside the store, said of the view: the JDK's "Range [4096, 4096 + 8) out of bounds
+     * for length 4096" does not say which view, of which memory, refused it.
+     */
+    private IndexOutOfBoundsException outside(long offset, long length, IndexOutOfBoundsException cause) {
+        IndexOutOfBoundsException e = new IndexOutOfBoundsException("Chronicle view of " + what + ": the access of ["
+                + offset + ", " + offset + " + " + length + ") is outside it; its offsets run from 0 to " + size
+                + " (capacity()), those of a region's view over the whole region, of a message's over its payload");
+        e.initCause(cause);
+        return e;
     }
 
     /** The memory, after the liveness check. */

@@ -128,6 +128,18 @@ class SegmentBytesStoreTest {
                 .startsWith("java.lang.IllegalStateException: Chronicle view of a Region of 8 bytes used after it was closed");
     }
 
+    /** An access outside the store names the view; the JDK's "Range [60, 60 + 8) out of bounds for length 64" did not. */
+    @Test
+    void anAccessOutsideTheStoreSaysWhichViewAndItsOffsets() {
+        SegmentBytesStore store = new SegmentBytesStore(MemorySegment.NULL, () -> true, "a Region of 64 bytes", true);
+        store.point(Arena.ofAuto().allocate(4096), OFFSET, LENGTH);
+        assertThatThrownBy(() -> store.writeOrderedLong(60, 1)).isInstanceOf(IndexOutOfBoundsException.class)
+                .hasMessage("Chronicle view of a Region of 64 bytes: the access of [60, 60 + 8) is outside it; its offsets run from 0 to 64 "
+                        + "(capacity()), those of a region's view over the whole region, of a message's over its payload");
+        assertThatThrownBy(() -> store.readByte(-1)).hasMessageStartingWith("Chronicle view of a Region of 64 bytes: the access of [-1, -1 + 1) is outside it");
+        assertThatThrownBy(() -> store.write(60, new byte[8], 0, 8)).hasMessageContaining("[60, 60 + 8) is outside it");
+    }
+
     @Test
     void aRangeOutsideTheSegmentIsRefused() {
         MemorySegment memory = Arena.ofAuto().allocate(128);
