@@ -107,7 +107,7 @@ class SharedLogAndIndexTest {
     void aWriterKilledMidAppendLeavesNoTornRecordIsSeenDeadThroughAnEndpointAndLeavesNothingOnceReclaimed(String plugin)
             throws Exception {
         try (ChildPeer writer = new ChildPeer(SharedLogPeer.class, shared.toString(), plugin); Conduit conduit = conduit(plugin)) {
-            String[] exported = writer.call("writer").split(" ");
+            String[] exported = writer.call("writer", Integer.toString(1 << 20)).split(" ");
             List<String> theirs = files();
             try (ImportedRegion region = conduit.importRegion(HexFormat.of().parseHex(exported[0]));
                  Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
@@ -154,6 +154,43 @@ class SharedLogAndIndexTest {
             }
         }
         assertThat(files()).as("nothing left in the shared directory").isEmpty();
+    }
+
+    /**
+     * A writer killed at whatever point of its appends the kill finds it (it appends as fast as it
+     * can, into a log it cannot fill before the kill): every record committed is read whole and in
+     * order, and the first one not committed is never read, whatever of it was written.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aWriterKilledWhereverItIsInItsAppendsLeavesEveryCommittedRecordWholeAndNoOtherReadable(String plugin) throws Exception {
+        try (ChildPeer writer = new ChildPeer(SharedLogPeer.class, shared.toString(), plugin); Conduit conduit = conduit(plugin)) {
+            String[] exported = writer.call("writer", Integer.toString(64 << 20)).split(" ");
+            try (ImportedRegion region = conduit.importRegion(HexFormat.of().parseHex(exported[0]))) {
+                BytesStore<?, Void> store = ChronicleViews.store(region);
+                Bytes<Void> log = ChronicleViews.bytes(region);
+                writer.start("appendUntilFull");
+                long record = SharedLog.LOG_START;
+                SharedLog.Entry entry = new SharedLog.Entry();
+                int seq = 0;
+                for (; seq < RECORDS; seq++) {
+                    int length;
+                    while ((length = SharedLog.committedLength(store, record)) == 0) Thread.onSpinWait();
+                    assertThat(SharedLog.read(log, record, length, entry).is(seq)).as("record %d at %d: %s", seq, record, entry).isTrue();
+                    record = SharedLog.next(record, length);
+                }
+                writer.kill();
+                for (int length; (length = SharedLog.committedLength(store, record)) != 0; seq++) {
+                    assertThat(SharedLog.read(log, record, length, entry).is(seq)).as("record %d at %d, after the kill: %s", seq, record, entry).isTrue();
+                    record = SharedLog.next(record, length);
+                }
+                long logBytes = region.size() - SharedLog.LOG_START;
+                // Informational: where the kill found the writer.
+                System.out.println("killed writer over " + plugin + ": " + seq + " records committed, " + (record - SharedLog.LOG_START)
+                        + " of the log's " + logBytes + " bytes; the next record's first body word: " + store.readLong(record + 8));
+                assertThat(record - SharedLog.LOG_START).as("the writer was killed before it filled the log").isLessThan(logBytes - 4096);
+            }
+        }
     }
 
     private List<String> files() throws IOException {

@@ -28,11 +28,13 @@ import java.util.Properties;
  *                       OK N wins=W (W: shared keys this process inserted)
  * race COUNT           inserts the COUNT race keys by CAS, in batches started with the other process: OK inserted=I
  * lookup N EVERY        looks up every key of the N records' writer, reader and shared keys: OK found=F wrong=X
- * writer                allocates a region from a pool, formats it, opens a worker (a writer):
+ * writer SIZE           allocates a region of SIZE bytes from a pool, formats it, opens a worker (a writer):
  *                       OK HANDLE_HEX WORKER_ADDRESS_HEX
  * append N              appends and commits N records (inserting writerKey(seq)), then writes record N's body and
  *                       leaves it uncommitted, and claims writerKey(N) with no value, as a writer killed mid-append
  *                       does: OK N
+ * appendUntilFull       appends and commits records (inserting writerKey(seq)) as fast as it can until the log is full:
+ *                       OK N (unless killed first, as the test means it to be)
  * </pre>
  */
 public final class SharedLogPeer {
@@ -98,7 +100,7 @@ public final class SharedLogPeer {
                             yield "found=" + found + " wrong=" + wrong;
                         }
                         case "writer" -> {
-                            Region region = conduit.pool(plugin).allocate(1 << 20);
+                            Region region = conduit.pool(plugin).allocate(Long.parseLong(c[1]));
                             store = ChronicleViews.store(region);
                             log = ChronicleViews.bytes(region);
                             SharedLog.format(store);
@@ -116,6 +118,19 @@ public final class SharedLogPeer {
                             SharedLog.append(log, record, SharedLog.Entry.of(n), false);
                             SharedLog.claim(store, SharedLog.writerKey(n));
                             yield n;
+                        }
+                        case "appendUntilFull" -> {
+                            long record = SharedLog.LOG_START;
+                            int seq = 0;
+                            try {
+                                for (; ; seq++) {
+                                    long next = SharedLog.append(log, record, SharedLog.Entry.of(seq), true);
+                                    SharedLog.insert(store, SharedLog.writerKey(seq), record);
+                                    record = next;
+                                }
+                            } catch (IllegalStateException | java.nio.BufferOverflowException full) {
+                                yield seq;
+                            }
                         }
                         default -> throw new IllegalArgumentException("unknown command " + c[0]);
                     };
