@@ -36,7 +36,7 @@ final class ChildPeer implements AutoCloseable {
         this(CrossProcessPeer.class, shared.toString());
     }
 
-    /** A child running {@code main}'s {@code main(arguments)}, which answers commands as {@link CrossProcessPeer} does. */
+    /** A child running {@code main}'s {@code main(arguments)}, which answers commands through {@link PeerCommands}. */
     ChildPeer(Class<?> main, String... arguments) throws IOException, InterruptedException {
         String flags = System.getProperty("conduit.chronicle.jvm.args");
         if (flags == null) throw new IllegalStateException("system property conduit.chronicle.jvm.args is not set (see chronicle/pom.xml)");

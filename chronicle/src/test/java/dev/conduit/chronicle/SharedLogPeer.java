@@ -8,9 +8,6 @@ import dev.conduit.spi.ThreadMode;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HexFormat;
 import java.util.Map;
@@ -42,104 +39,94 @@ public final class SharedLogPeer {
     private SharedLogPeer() {
     }
 
+    /** Views of the region this process imported or allocated. */
+    private static BytesStore<?, Void> store;
+    private static Bytes<Void> log;
+    /** Where {@code follow} found each record. */
+    private static long[] offsets = new long[0];
+
     public static void main(String[] args) throws Exception {
         Path shared = Path.of(args[0]);
         String plugin = args[1];
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (Conduit conduit = Conduit.builder().environment(Map.of()).systemProperties(new Properties())
                 .sharedDirectory(shared).transports(plugin).build()) {
-            BytesStore<?, Void> store = null;
-            Bytes<Void> log = null;
-            long[] offsets = new long[0];
-            System.out.println("READY");
-            System.out.flush();
-            for (String line; (line = in.readLine()) != null; ) {
-                String[] c = line.split(" ");
-                String reply;
-                try {
-                    reply = "OK " + switch (c[0]) {
-                        case "import" -> {
-                            ImportedRegion region = conduit.importRegion(HexFormat.of().parseHex(c[1]));
-                            store = ChronicleViews.store(region);
-                            log = ChronicleViews.bytes(region);
-                            yield region.size();
-                        }
-                        case "follow" -> {
-                            int n = Integer.parseInt(c[1]);
-                            int every = Integer.parseInt(c[2]);
-                            offsets = new long[n];
-                            long wins = 0;
-                            long record = SharedLog.LOG_START;
-                            SharedLog.Entry entry = new SharedLog.Entry();
-                            for (int seq = 0; seq < n; seq++) {
-                                int length;
-                                while ((length = SharedLog.committedLength(store, record)) == 0) Thread.onSpinWait();
-                                SharedLog.read(log, record, length, entry);
-                                if (!entry.is(seq)) throw new IllegalStateException("record " + seq + " at " + record + " reads " + entry);
-                                offsets[seq] = record;
-                                SharedLog.insert(store, SharedLog.readerKey(seq), record);
-                                if (seq % every == 0 && SharedLog.insert(store, SharedLog.sharedKey(seq), record)) wins++;
-                                record = SharedLog.next(record, length);
-                            }
-                            yield n + " wins=" + wins;
-                        }
-                        case "race" -> "inserted=" + SharedLog.race(store, Integer.parseInt(c[1]));
-                        case "lookup" -> {
-                            int n = Integer.parseInt(c[1]);
-                            int every = Integer.parseInt(c[2]);
-                            long found = 0;
-                            long wrong = 0;
-                            for (int seq = 0; seq < n; seq++) {
-                                for (long key : new long[] {SharedLog.writerKey(seq), SharedLog.readerKey(seq), seq % every == 0 ? SharedLog.sharedKey(seq) : 0}) {
-                                    if (key == 0) continue;
-                                    long value = SharedLog.lookup(store, key);
-                                    if (value == offsets[seq]) found++;
-                                    else wrong++;
-                                }
-                            }
-                            yield "found=" + found + " wrong=" + wrong;
-                        }
-                        case "writer" -> {
-                            Region region = conduit.pool(plugin).allocate(Long.parseLong(c[1]));
-                            store = ChronicleViews.store(region);
-                            log = ChronicleViews.bytes(region);
-                            SharedLog.format(store);
-                            Worker worker = conduit.newWorker(ThreadMode.SINGLE);
-                            yield HexFormat.of().formatHex(region.exportHandle()) + " " + HexFormat.of().formatHex(worker.address().toBytes());
-                        }
-                        case "append" -> {
-                            int n = Integer.parseInt(c[1]);
-                            long record = SharedLog.LOG_START;
-                            for (int seq = 0; seq < n; seq++) {
-                                long next = SharedLog.append(log, record, SharedLog.Entry.of(seq), true);
-                                SharedLog.insert(store, SharedLog.writerKey(seq), record);
-                                record = next;
-                            }
-                            SharedLog.append(log, record, SharedLog.Entry.of(n), false);
-                            SharedLog.claim(store, SharedLog.writerKey(n));
-                            yield n;
-                        }
-                        case "appendUntilFull" -> {
-                            long record = SharedLog.LOG_START;
-                            int seq = 0;
-                            try {
-                                for (; ; seq++) {
-                                    long next = SharedLog.append(log, record, SharedLog.Entry.of(seq), true);
-                                    SharedLog.insert(store, SharedLog.writerKey(seq), record);
-                                    record = next;
-                                }
-                            } catch (IllegalStateException | java.nio.BufferOverflowException full) {
-                                yield seq;
-                            }
-                        }
-                        default -> throw new IllegalArgumentException("unknown command " + c[0]);
-                    };
-                } catch (Exception e) {
-                    reply = "ERR " + e.getClass().getName() + " " + String.valueOf(e.getMessage()).replace('\n', ' ');
+            PeerCommands.serve(c -> switch (c[0]) {
+                case "import" -> {
+                    ImportedRegion region = conduit.importRegion(HexFormat.of().parseHex(c[1]));
+                    store = ChronicleViews.store(region);
+                    log = ChronicleViews.bytes(region);
+                    yield region.size();
                 }
-                System.out.println(reply);
-                System.out.flush();
-            }
+                case "follow" -> {
+                    int n = Integer.parseInt(c[1]);
+                    int every = Integer.parseInt(c[2]);
+                    offsets = new long[n];
+                    long wins = 0;
+                    long record = SharedLog.LOG_START;
+                    SharedLog.Entry entry = new SharedLog.Entry();
+                    for (int seq = 0; seq < n; seq++) {
+                        int length;
+                        while ((length = SharedLog.committedLength(store, record)) == 0) Thread.onSpinWait();
+                        SharedLog.read(log, record, length, entry);
+                        if (!entry.is(seq)) throw new IllegalStateException("record " + seq + " at " + record + " reads " + entry);
+                        offsets[seq] = record;
+                        SharedLog.insert(store, SharedLog.readerKey(seq), record);
+                        if (seq % every == 0 && SharedLog.insert(store, SharedLog.sharedKey(seq), record)) wins++;
+                        record = SharedLog.next(record, length);
+                    }
+                    yield n + " wins=" + wins;
+                }
+                case "race" -> "inserted=" + SharedLog.race(store, Integer.parseInt(c[1]));
+                case "lookup" -> {
+                    int n = Integer.parseInt(c[1]);
+                    int every = Integer.parseInt(c[2]);
+                    long found = 0;
+                    long wrong = 0;
+                    for (int seq = 0; seq < n; seq++) {
+                        for (long key : new long[] {SharedLog.writerKey(seq), SharedLog.readerKey(seq), seq % every == 0 ? SharedLog.sharedKey(seq) : 0}) {
+                            if (key == 0) continue;
+                            long value = SharedLog.lookup(store, key);
+                            if (value == offsets[seq]) found++;
+                            else wrong++;
+                        }
+                    }
+                    yield "found=" + found + " wrong=" + wrong;
+                }
+                case "writer" -> {
+                    Region region = conduit.pool(plugin).allocate(Long.parseLong(c[1]));
+                    store = ChronicleViews.store(region);
+                    log = ChronicleViews.bytes(region);
+                    SharedLog.format(store);
+                    Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+                    yield HexFormat.of().formatHex(region.exportHandle()) + " " + HexFormat.of().formatHex(worker.address().toBytes());
+                }
+                case "append" -> {
+                    int n = Integer.parseInt(c[1]);
+                    long record = SharedLog.LOG_START;
+                    for (int seq = 0; seq < n; seq++) {
+                        long next = SharedLog.append(log, record, SharedLog.Entry.of(seq), true);
+                        SharedLog.insert(store, SharedLog.writerKey(seq), record);
+                        record = next;
+                    }
+                    SharedLog.append(log, record, SharedLog.Entry.of(n), false);
+                    SharedLog.claim(store, SharedLog.writerKey(n));
+                    yield n;
+                }
+                case "appendUntilFull" -> {
+                    long record = SharedLog.LOG_START;
+                    int seq = 0;
+                    try {
+                        for (; ; seq++) {
+                            long next = SharedLog.append(log, record, SharedLog.Entry.of(seq), true);
+                            SharedLog.insert(store, SharedLog.writerKey(seq), record);
+                            record = next;
+                        }
+                    } catch (IllegalStateException | java.nio.BufferOverflowException full) {
+                        yield seq;
+                    }
+                }
+                default -> throw new IllegalArgumentException("unknown command " + c[0]);
+            });
         }
     }
 }
