@@ -11,6 +11,12 @@ import java.lang.foreign.MemorySegment;
  * {@link IllegalArgumentException}. {@link #close()} releases this use of the
  * cached mapping; the cache unmaps it later, only when no open region uses it. After the owning
  * {@code Conduit} closes, {@link #segment()} access throws {@link IllegalStateException}.
+ *
+ * <p>It says nothing of its exporter's life: over memfd and posix, once the exporter dies (also by
+ * {@code kill -9}) the mapping stays, with what the exporter last wrote, until this process
+ * closes it and the cache unmaps it. A consumer that must know connects an endpoint to a worker
+ * of the exporter's process, which fails ("peer worker died") at its worker's next liveness
+ * check (docs/chronicle.md, "A shared log and index").
  */
 public interface ImportedRegion extends AutoCloseable {
 
