@@ -147,6 +147,11 @@ class SharedLogAndIndexTest {
                 long first = SharedLog.LOG_START;
                 assertThat(SharedLog.read(log, first, SharedLog.committedLength(store, first), entry).is(0))
                         .as("the mapped log outlives its writer").isTrue();
+
+                // The reader takes over as writer: it resumes at the first record not committed, over what the dead writer left.
+                SharedLog.append(log, record, SharedLog.Entry.of(RECORDS + 7), true); // another entry than the torn one, of another length
+                assertThat(SharedLog.read(log, record, SharedLog.committedLength(store, record), entry).is(RECORDS + 7))
+                        .as("the record appended where the dead writer's was torn").isTrue();
             }
             // The reader's worker may have reclaimed them already, at the liveness check after the one that found the writer dead.
             try (Conduit next = conduit(plugin); Pool pool = next.pool(plugin)) { // opening a pool reclaims dead owners' files
