@@ -88,23 +88,18 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     /** Where {@code length} bytes at the store's {@code offset} are in the segment, once they are checked to be in the store. */
     private long at(long offset, long length) {
-        try {
-            return base + java.util.Objects.checkFromIndexSize(offset, length, size);
-        } catch (IndexOutOfBoundsException e) {
-            throw outside(offset, length, e);
-        }
+        if ((offset | length) < 0 || offset > size - length) throw outside(offset, length);
+        return base + offset;
     }
 
     /**
      * An access outside the store, said of the view: the JDK's "Range [4096, 4096 + 8) out of bounds
      * for length 4096" does not say which view, of which memory, refused it.
      */
-    private IndexOutOfBoundsException outside(long offset, long length, IndexOutOfBoundsException cause) {
-        IndexOutOfBoundsException e = new IndexOutOfBoundsException("Chronicle view of " + what + ": the access of ["
+    private IndexOutOfBoundsException outside(long offset, long length) {
+        return new IndexOutOfBoundsException("Chronicle view of " + what + ": the access of ["
                 + offset + ", " + offset + " + " + length + ") is outside it; its offsets run from 0 to " + size
                 + " (capacity()), those of a region's view over the whole region, of a message's over its payload");
-        e.initCause(cause);
-        return e;
     }
 
     /** The memory, after the liveness check. */
