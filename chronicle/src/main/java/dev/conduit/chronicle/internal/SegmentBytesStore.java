@@ -93,8 +93,9 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     }
 
     /**
-     * An access outside the store, said of the view: the JDK's "Range [4096, 4096 + 8) out of bounds
-     * for length 4096" does not say which view, of which memory, refused it.
+     * An access outside the store, said of the view: {@code Objects.checkFromIndexSize}'s "Range
+     * [4096, 4096 + 8) out of bounds for length 4096" did not say which view, of which memory,
+     * refused it. The check is written out in {@link #at} for that, with the same comparisons.
      */
     private IndexOutOfBoundsException outside(long offset, long length) {
         return new IndexOutOfBoundsException("Chronicle view of " + what + ": the access of ["
