@@ -154,6 +154,12 @@ public interface Worker extends AutoCloseable {
      * <li>An interrupt of the calling thread ends it, as it ends a {@code Selector.select}: it
      *     returns {@code true} at once (also when the thread was interrupted before the call) and
      *     keeps the interrupt status, which the caller clears or acts on.</li>
+     * <li>On a virtual thread, the sleep in a transport (a futex wait or a {@code poll}, native
+     *     calls that would pin the virtual thread to its carrier for the whole sleep) is made on a
+     *     platform thread of the runtime's while the virtual thread parks, so that awaiting virtual
+     *     threads leave their carriers to the others. A wake-up then costs a thread hand-off more.
+     *     A plugin that declares only {@code SINGLE} is called on the virtual thread itself, which
+     *     stays pinned while it sleeps (docs/runtime.md, "Virtual threads").</li>
      * </ul>
      *
      * @return {@code true} when woken (by a transport, a signal, an interrupt, or progress made

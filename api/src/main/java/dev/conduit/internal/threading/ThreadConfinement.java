@@ -49,8 +49,16 @@ public final class ThreadConfinement implements AutoCloseable {
         if (Thread.currentThread() == thread) {
             return callHere(call);
         }
+        return resultOf(executor.submit(call));
+    }
+
+    /**
+     * The result of a call made for the calling thread on another one, waited for whatever
+     * interrupts the caller ({@link #getUninterruptibly}); its exceptions propagate unchanged.
+     */
+    static <T> T resultOf(Future<T> f) {
         try {
-            return getUninterruptibly(executor.submit(call));
+            return getUninterruptibly(f);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
             if (cause instanceof RuntimeException r) throw r;

@@ -15,6 +15,7 @@ import dev.conduit.internal.discovery.PluginRegistry;
 import dev.conduit.internal.threading.OverlapCheck;
 import dev.conduit.internal.threading.OwnerCheck;
 import dev.conduit.internal.threading.PassThrough;
+import dev.conduit.internal.threading.PlatformHandOff;
 import dev.conduit.internal.threading.RuntimeLock;
 import dev.conduit.internal.threading.ThreadConfinement;
 import dev.conduit.internal.threading.ThreadGuard;
@@ -113,6 +114,12 @@ public final class RuntimeWorker implements Worker {
     private final boolean[] atomics;
     /** The most preferred transport with WAKEUP, or -1. */
     private final int wakeup;
+    /**
+     * Whether a virtual thread's {@link #await} sleeps in that transport on a platform thread
+     * ({@link PlatformHandOff}): its plugin takes calls from a thread other than its creator's
+     * ({@code SERIALIZED} or {@code MULTI}) and is not confined, whose thread sleeps for the caller already.
+     */
+    private final boolean wakeupHandedOff;
     /** The payloads kept past their handlers ({@code Message.keepPayload()}), which the worker's close closes; under its monitor. */
     private final java.util.Set<AutoCloseable> keptPayloads = new java.util.HashSet<>();
     /** Whether a transport is confined to a thread of its own (its handlers run there). */
@@ -207,6 +214,8 @@ public final class RuntimeWorker implements Worker {
             if (w < 0 && r.offers(Capability.WAKEUP)) w = i;
         }
         this.wakeup = w;
+        this.wakeupHandedOff = w >= 0 && !(this.transports[w] instanceof ConfinedTransport)
+                && (plugins.get(w).threadModes().contains(ThreadMode.SERIALIZED) || plugins.get(w).threadModes().contains(ThreadMode.MULTI));
         this.confining = confining;
         this.concurrent = guard.policy() == ThreadPolicy.PASS_THROUGH;
         this.remoteMemory = remoteMemory;
@@ -1162,7 +1171,7 @@ public final class RuntimeWorker implements Worker {
                         boolean woke;
                         d.inTransport++;
                         try {
-                            woke = waker.await(slice);
+                            woke = sleep(waker, slice);
                         } catch (InternalError e) {
                             throw mappedMemoryFault(e, transportNames[wakeup]); // await reads the queue too (its liveness checks)
                         } finally {
@@ -1200,6 +1209,17 @@ public final class RuntimeWorker implements Worker {
                 ensureOpen(); // another thread may have closed the worker meanwhile
             }
         }
+    }
+
+    /**
+     * A slice of sleep in the WAKEUP transport: a futex wait or a {@code poll}, native calls that
+     * would pin a virtual caller to its carrier for the whole slice, so a virtual thread hands it to
+     * a platform thread and parks (docs/runtime.md, "Virtual threads"). A platform thread sleeps
+     * itself, as before: its path is unchanged but for the test.
+     */
+    private boolean sleep(Transport waker, long slice) {
+        if (wakeupHandedOff && Thread.currentThread().isVirtual()) return PlatformHandOff.call(() -> waker.await(slice));
+        return waker.await(slice);
     }
 
     /** The runtime lock, let go between an await's slices, could not be taken again: the caller holds nothing. */

@@ -230,6 +230,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile RuntimeException signalFault;
         /** Calls of signal(). */
         final AtomicLong signals = new AtomicLong();
+        /** The thread of each await call, in order. */
+        final List<Thread> awaitThreads = new CopyOnWriteArrayList<>();
         /** The endpoints connected to this transport, by connection key, while their connection lasts (namesSenders). */
         final Map<Long, LoopbackEndpoint> inbound = new ConcurrentHashMap<>();
         /** The keys whose end was told to the sink ({@code onSenderClosed}), in order. */
@@ -419,6 +421,7 @@ final class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public boolean await(long timeoutNanos) {
+            awaitThreads.add(Thread.currentThread());
             enter();
             boolean interruptedWhileDeaf = false;
             try {

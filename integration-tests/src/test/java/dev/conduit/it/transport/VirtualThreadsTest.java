@@ -1,0 +1,204 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Workers used from virtual threads, as a Java 25 service that handles each request on one: a
+ * worker's {@code await} sleeps in its transport's futex wait, a native call that pins the virtual
+ * thread's carrier for the whole sleep, and the runtime hands that sleep to a platform thread so
+ * that the virtual thread unmounts. Nothing is timed: every wait is a hang guard.
+ */
+class VirtualThreadsTest {
+
+    /** How long a virtual thread may take to run, or a call to come back: a hang guard, not a speed check. */
+    private static final Duration GUARD = Duration.ofSeconds(60);
+    /** Longer than any guard: an await that returns before it was woken. */
+    private static final Duration LONG = Duration.ofMinutes(5);
+
+    /** The carriers of the default virtual-thread scheduler, as the JDK counts them. */
+    private static int carriers() {
+        return Integer.getInteger("jdk.virtualThreadScheduler.parallelism", Runtime.getRuntime().availableProcessors());
+    }
+
+    private static boolean inTransportSleep(Thread t) {
+        return Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getMethodName().contains("futexWait"));
+    }
+
+    /**
+     * As many virtual threads as the scheduler has carriers, each in {@code await} on a {@code SINGLE}
+     * worker of its own, leave every other virtual thread of the JVM free to run: an unrelated virtual
+     * thread runs while they sleep, and each await still returns {@code true} when its worker is
+     * signalled. Before the sleep was handed to a platform thread, each await pinned its carrier
+     * in the futex wait and the unrelated thread did not run until the awaits returned: the service
+     * starved (this test's guard ran out).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void virtualThreadsAsleepInAwaitOnEveryCarrierLeaveTheOthersRunning(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        int n = carriers();
+        try (Conduit conduit = Setup.conduit(shared, plugin, plugin + ".liveness.interval=1h")) {
+            List<CompletableFuture<Worker>> workers = new ArrayList<>();
+            List<CompletableFuture<Boolean>> woke = new ArrayList<>();
+            List<Thread> sleepers = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                CompletableFuture<Worker> worker = new CompletableFuture<>();
+                CompletableFuture<Boolean> result = new CompletableFuture<>();
+                workers.add(worker);
+                woke.add(result);
+                sleepers.add(Thread.ofVirtual().name("awaiting-" + i).start(() -> {
+                    try (Worker w = conduit.newWorker(ThreadMode.SINGLE)) {
+                        worker.complete(w);
+                        result.complete(w.await(LONG));
+                    } catch (Throwable e) {
+                        worker.completeExceptionally(e);
+                        result.completeExceptionally(e);
+                    }
+                }));
+            }
+            try {
+                for (CompletableFuture<Worker> w : workers) w.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+                // Every sleeper is in its transport's futex wait (on a platform thread of the runtime's once handed over):
+                // the await's own wait is what pins or not.
+                Setup.waitUntil(() -> sleepers.stream().allMatch(t -> t.getState() == Thread.State.WAITING || inTransportSleep(t)),
+                        GUARD, () -> "every awaiting virtual thread asleep");
+                CompletableFuture<String> unrelated = new CompletableFuture<>();
+                Thread.ofVirtual().name("unrelated").start(() -> unrelated.complete("ran"));
+                String ran;
+                try {
+                    ran = unrelated.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    ran = "did not run within the hang guard of " + GUARD + ": the " + n + " virtual threads in await pin all "
+                            + n + " carriers";
+                }
+                assertThat(ran).isEqualTo("ran");
+            } finally {
+                for (CompletableFuture<Worker> w : workers) if (w.isDone() && !w.isCompletedExceptionally()) w.get().signal();
+            }
+            for (CompletableFuture<Boolean> r : woke) assertThat(r.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("a signalled await").isTrue();
+            for (Thread t : sleepers) assertThat(t.join(GUARD)).isTrue();
+        }
+    }
+
+    /**
+     * An interrupt ends the await of a virtual thread whose sleep was handed to a platform thread,
+     * as it ends a platform thread's (AwaitInterruptTest): {@code true}, the interrupt status kept.
+     * The interrupt reaches the parked virtual thread, not the platform thread asleep in the futex
+     * wait, and the worker's signal, which the interrupt sends, wakes that one.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void anInterruptWakesAVirtualThreadAsleepInAwait(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        try (Conduit conduit = Setup.conduit(shared, plugin, plugin + ".liveness.interval=1h")) {
+            CompletableFuture<boolean[]> outcome = new CompletableFuture<>();
+            Thread t = Thread.ofVirtual().start(() -> {
+                try (Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+                    boolean woke = worker.await(LONG);
+                    outcome.complete(new boolean[] {woke, Thread.interrupted()});
+                } catch (Throwable e) {
+                    outcome.completeExceptionally(e);
+                }
+            });
+            Setup.waitUntil(() -> t.getState() == Thread.State.WAITING && Thread.getAllStackTraces().entrySet().stream()
+                            .anyMatch(e -> e.getKey().getName().startsWith("conduit-await-") && inTransportSleep(e.getKey())),
+                    GUARD, () -> "the virtual thread parked while a platform thread sleeps in the futex wait for it");
+            t.interrupt();
+            boolean[] o = outcome.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+            assertThat(o[0]).as("await interrupted in its sleep returned true").isTrue();
+            assertThat(o[1]).as("the interrupt status is kept").isTrue();
+            assertThat(t.join(GUARD)).isTrue();
+        }
+    }
+
+    /**
+     * A virtual thread's await, handed to a platform thread, is still woken by every message from
+     * another process: a ping-pong of 2 000 messages with a child, each echo awaited on a virtual
+     * thread with {@code await(10 s)} then {@code progress()}. A lost wake-up leaves the await asleep
+     * its whole 10 s with the echo there, and it returns {@code false}: none may. The same on a
+     * platform thread, in the same run, for the report's mean round trip of each (what the hand-off
+     * costs; reported, not asserted).
+     */
+    @ParameterizedTest
+    @CsvSource({"memfd, virtual", "posix, virtual", "memfd, platform", "posix, platform"})
+    void aVirtualThreadsAwaitWakesForEveryEchoFromAnotherProcess(String plugin, String kind, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        long rounds = 2_000;
+        int stream = 4;
+        Traffic.Receiver echoes = new Traffic.Receiver();
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, plugin, plugin + ".liveness.interval=1h")) {
+            WorkerAddress remote = child.worker("w", plugin, "SINGLE");
+            CompletableFuture<WorkerAddress> address = new CompletableFuture<>();
+            CompletableFuture<Boolean> connectedBack = new CompletableFuture<>();
+            CompletableFuture<long[]> outcome = new CompletableFuture<>();
+            Thread.Builder builder = kind.equals("virtual") ? Thread.ofVirtual() : Thread.ofPlatform();
+            builder.name("ping-pong").start(() -> {
+                try (Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+                    worker.onMessage(Traffic.ECHO, echoes);
+                    address.complete(worker.address());
+                    connectedBack.get();
+                    Endpoint ep = worker.connect(remote);
+                    MemorySegment header = Traffic.newHeader();
+                    long awaits = 0;
+                    long ranOut = 0;
+                    long start = System.nanoTime();
+                    for (long i = 0; i < rounds && ranOut == 0 && !ep.isFailed(); i++) {
+                        ep.send(Traffic.DATA, Traffic.header(header, stream, Traffic.Profile.SMALL, i),
+                                Traffic.payload(stream, Traffic.Profile.SMALL, i));
+                        long waitingSince = System.nanoTime();
+                        while (echoes.received(stream) <= i && ranOut == 0 && !ep.isFailed()) {
+                            awaits++;
+                            boolean woke = worker.await(Duration.ofSeconds(10));
+                            worker.progress();
+                            if (!woke && echoes.received(stream) > i) ranOut++;
+                            if (System.nanoTime() - waitingSince > GUARD.toNanos()) {
+                                throw new AssertionError("no echo of round trip " + i + " for the hang guard of " + GUARD);
+                            }
+                        }
+                    }
+                    outcome.complete(new long[] {awaits, ranOut, ep.isFailed() ? 1 : 0, System.nanoTime() - start});
+                } catch (Throwable e) {
+                    outcome.completeExceptionally(e);
+                }
+            });
+            child.connect("w", "back", address.get(GUARD.toSeconds(), TimeUnit.SECONDS));
+            child.echo("w", "back");
+            connectedBack.complete(true);
+            long[] o;
+            try {
+                o = outcome.get(GUARD.toSeconds() * 5, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                throw new AssertionError("the virtual thread's ping-pong failed", e.getCause());
+            }
+            Setup.report("%s await on a %s thread in a ping-pong: %d round trips, %d awaits, %d ran out (false), %.1f us a round trip",
+                    plugin, kind, echoes.received(stream), o[0], o[1], o[3] / 1e3 / Math.max(1, echoes.received(stream)));
+            assertThat(o[1]).as("awaits that slept their whole 10 s with the echo waiting: lost wake-ups").isZero();
+            assertThat(o[2]).as("endpoint failed").isZero();
+            assertThat(echoes.errors()).isEmpty();
+            assertThat(echoes.received(stream)).isEqualTo(rounds);
+        }
+    }
+}
