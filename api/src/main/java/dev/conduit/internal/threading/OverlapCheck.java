@@ -65,8 +65,8 @@ public final class OverlapCheck extends ThreadGuard {
 
     private ConcurrentUseException overlap(Thread current) {
         Thread other = (Thread) IN_USE.getOpaque(this);
-        return new ConcurrentUseException(what + " is SERIALIZED: thread '" + current.getName() + "' called it while thread '"
-                + (other == null ? "?" : other.getName()) + "' was inside. Serialize the calls, or create it with ThreadMode.MULTI.");
+        return new ConcurrentUseException(what + " is SERIALIZED: thread " + ThreadNames.of(current) + " called it while thread "
+                + (other == null ? "'?'" : ThreadNames.of(other)) + " was inside. Serialize the calls, or create it with ThreadMode.MULTI.");
     }
 
     @Override

@@ -39,9 +39,9 @@ public final class OwnerCheck extends ThreadGuard {
     }
 
     private WrongThreadException wrongThread() {
-        return new WrongThreadException(what + " is SINGLE-threaded and belongs to thread '" + owner.getName()
-                + "', which created it; called from thread '" + Thread.currentThread().getName()
-                + "'. Create it with ThreadMode.SERIALIZED or MULTI to share it between threads.");
+        return new WrongThreadException(what + " is SINGLE-threaded and belongs to thread " + ThreadNames.of(owner)
+                + ", which created it; called from thread " + ThreadNames.of(Thread.currentThread())
+                + ". Create it with ThreadMode.SERIALIZED or MULTI to share it between threads.");
     }
 
     @Override

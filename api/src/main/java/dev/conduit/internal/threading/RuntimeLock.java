@@ -229,7 +229,7 @@ public final class RuntimeLock extends ThreadGuard {
                 }
                 List<Wait> cycle = cycleThrough(self, wait);
                 if (cycle != null && cycle.equals(suspected) && self.threadId() == highestThreadId(cycle)) {
-                    throw new IllegalStateException("deadlock between MULTI workers: this thread (" + self.getName() + ") holds one's "
+                    throw new IllegalStateException("deadlock between MULTI workers: this thread (" + ThreadNames.of(self) + ") holds one's "
                             + "runtime lock and waits for another's, whose holder waits, through " + (cycle.size() - 1)
                             + " thread(s), for this one: their handlers send on each other's endpoints. Let a handler send only on its "
                             + "own worker's endpoints, or hand the message to the thread that progresses the other worker "

@@ -19,6 +19,7 @@ import dev.conduit.internal.threading.PlatformHandOff;
 import dev.conduit.internal.threading.RuntimeLock;
 import dev.conduit.internal.threading.ThreadConfinement;
 import dev.conduit.internal.threading.ThreadGuard;
+import dev.conduit.internal.threading.ThreadNames;
 import dev.conduit.internal.threading.ThreadPolicies;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
@@ -350,7 +351,7 @@ public final class RuntimeWorker implements Worker {
      * calls takes a {@link #signal()}, which no guard refuses.
      */
     private static ConcurrentUseException overlapsAwait(ConcurrentUseException inUse, Thread sleeper) {
-        return new ConcurrentUseException(inUse.getMessage() + " Thread '" + sleeper.getName() + "' is in await(), which keeps the "
+        return new ConcurrentUseException(inUse.getMessage() + " Thread " + ThreadNames.of(sleeper) + " is in await(), which keeps the "
                 + "worker until it returns, up to its timeout: call signal() (any thread may, at any time) to make it return, and "
                 + "make this call once it has; or create the worker with ThreadMode.MULTI, under which a call waits for the worker "
                 + "and wakes a thread asleep in await() to have it.");
@@ -408,7 +409,7 @@ public final class RuntimeWorker implements Worker {
         String on = closedByConduitOn;
         IllegalStateException closedNow = new IllegalStateException(on == null
                 ? "worker is closed: it takes no more calls; make another with Conduit.newWorker to go on"
-                : "worker is closed: its Conduit was closed (Conduit.close() on thread '" + on + "'); open another Conduit and make a "
+                : "worker is closed: its Conduit was closed (Conduit.close() on thread " + on + "); open another Conduit and make a "
                         + "worker of it to go on", cause);
         Throwable failed = closeFailure;
         if (failed != null) closedNow.addSuppressed(failed);
@@ -1312,7 +1313,7 @@ public final class RuntimeWorker implements Worker {
      */
     public void requestCloseFromConduit() {
         if (has(CLOSED)) return;
-        closedByConduitOn = Thread.currentThread().getName();
+        closedByConduitOn = ThreadNames.of(Thread.currentThread());
         boolean ask = calledBackOnCurrentThread() || switch (guard) {
             case OwnerCheck owned -> owned.owner() != Thread.currentThread() && owned.owner().isAlive();
             case OverlapCheck serialized -> true;
@@ -1396,9 +1397,9 @@ public final class RuntimeWorker implements Worker {
                 }
                 if (System.nanoTime() - closeRequestDeadline >= 0) {
                     Thread user = guard instanceof OwnerCheck owned ? owned.owner() : null;
-                    LOG.log(System.Logger.Level.WARNING, () -> this + (user == null ? "" : " of thread '" + user.getName() + "'")
+                    LOG.log(System.Logger.Level.WARNING, () -> this + (user == null ? "" : " of thread " + ThreadNames.of(user))
                             + " was still in use " + TimeUnit.NANOSECONDS.toMillis(OWNER_CLOSE_WAIT_NANOS) + " ms after Conduit.close() "
-                            + "asked its users to close it; closing it from thread '" + Thread.currentThread().getName() + "', so calls "
+                            + "asked its users to close it; closing it from thread " + ThreadNames.of(Thread.currentThread()) + ", so calls "
                             + "under way on it may fail with IllegalStateException. Stop the threads that use a Conduit's workers, or "
                             + "have them close their workers, before closing the Conduit");
                     return false;
