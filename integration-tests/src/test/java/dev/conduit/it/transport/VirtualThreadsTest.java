@@ -2,6 +2,7 @@ package dev.conduit.it.transport;
 
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
+import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
@@ -20,8 +21,12 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -199,6 +204,65 @@ class VirtualThreadsTest {
             assertThat(o[2]).as("endpoint failed").isZero();
             assertThat(echoes.errors()).isEmpty();
             assertThat(echoes.received(stream)).isEqualTo(rounds);
+        }
+    }
+    /**
+     * A request/response service's hop: a {@code MULTI} worker (the runtime's lock, as memfd and
+     * posix declare {@code SINGLE} and {@code SERIALIZED}) shared by 1 000 requests, each on a fresh
+     * virtual thread that sends 20 messages of its own stream, while one platform thread progresses
+     * it; a child receives. Every message arrives, each request's in order: a virtual thread that
+     * waits for the lock parks (it spins first, at most 20 µs), and nothing holds it across a call
+     * that blocks.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aMultiWorkerSharedByVirtualThreadRequestsDeliversEachInOrder(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        int requests = 1_000;
+        int perRequest = 20;
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, plugin);
+             Worker worker = conduit.newWorker(ThreadMode.MULTI)) {
+            assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+            WorkerAddress r = child.worker("r", plugin, "SINGLE");
+            child.receive("r");
+            Endpoint ep = worker.connect(r);
+            AtomicBoolean stop = new AtomicBoolean();
+            CompletableFuture<Long> progress = new CompletableFuture<>();
+            Thread.ofPlatform().name("progress").start(() -> {
+                try {
+                    long rounds = 0;
+                    while (!stop.get()) {
+                        if (worker.progress() == 0) Thread.onSpinWait();
+                        rounds++;
+                    }
+                    progress.complete(rounds);
+                } catch (Throwable e) {
+                    progress.completeExceptionally(e);
+                }
+            });
+            List<Future<?>> sent = new ArrayList<>();
+            try (ExecutorService service = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (int q = 0; q < requests; q++) {
+                    int stream = q;
+                    sent.add(service.submit(() -> {
+                        MemorySegment h = Traffic.newHeader();
+                        for (long n = 0; n < perRequest; n++) {
+                            ep.send(Traffic.DATA, Traffic.header(h, stream, Traffic.Profile.SMALL, n), Traffic.payload(stream, Traffic.Profile.SMALL, n));
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : sent) f.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+            }
+            Setup.waitWhileProgressing(() -> child.messages("r"), (long) requests * perRequest, progress::isDone, GUARD,
+                    () -> "messages the child took: " + child.messages("r") + ", pending " + ep.pending(), Setup.pause(Duration.ofMillis(20)));
+            Setup.waitUntil(() -> ep.pending() == 0, GUARD, () -> "pending " + ep.pending());
+            stop.set(true);
+            long rounds = progress.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+            assertThat(child.stats("r")).containsEntry("errors", "0").containsEntry("messages", Long.toString((long) requests * perRequest));
+            assertThat(ep.isFailed()).isFalse();
+            Setup.report("%s MULTI worker: %d virtual-thread requests x %d messages, %d progress rounds", plugin, requests, perRequest, rounds);
         }
     }
 }
