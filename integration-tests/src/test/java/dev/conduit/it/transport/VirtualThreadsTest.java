@@ -265,4 +265,44 @@ class VirtualThreadsTest {
             Setup.report("%s MULTI worker: %d virtual-thread requests x %d messages, %d progress rounds", plugin, requests, perRequest, rounds);
         }
     }
+    /**
+     * Under the runtime lock ({@code MULTI} over memfd or posix) a virtual thread asleep in
+     * {@code await} holds the lock while a platform thread sleeps in the transport for it; a virtual
+     * thread that comes to send wakes it and gets the lock, as with a platform sleeper: its send goes
+     * through long before the await's 5 minutes, and the await returns {@code true}.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aVirtualThreadThatComesToSendWakesAVirtualThreadAsleepInAwaitUnderTheRuntimeLock(String plugin,
+                                                                                         @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        try (Conduit conduit = Setup.conduit(shared, plugin, plugin + ".liveness.interval=1h");
+             Worker worker = conduit.newWorker(ThreadMode.MULTI)) {
+            assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+            Endpoint self = worker.connect(worker.address());
+            CompletableFuture<Boolean> woke = new CompletableFuture<>();
+            Thread sleeper = Thread.ofVirtual().start(() -> {
+                try {
+                    woke.complete(worker.await(LONG));
+                } catch (Throwable e) {
+                    woke.completeExceptionally(e);
+                }
+            });
+            Setup.waitUntil(() -> sleeper.getState() == Thread.State.WAITING && Thread.getAllStackTraces().keySet().stream()
+                            .anyMatch(t -> t.getName().startsWith("conduit-await-") && inTransportSleep(t)),
+                    GUARD, () -> "the virtual thread parked while a platform thread sleeps for it");
+            CompletableFuture<Void> sent = new CompletableFuture<>();
+            Thread.ofVirtual().start(() -> {
+                try {
+                    self.send(1, MemorySegment.ofArray(new byte[8]));
+                    sent.complete(null);
+                } catch (Throwable e) {
+                    sent.completeExceptionally(e);
+                }
+            });
+            sent.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+            assertThat(woke.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("the await, woken by the thread that came for the lock").isTrue();
+            assertThat(sleeper.join(GUARD)).isTrue();
+        }
+    }
 }
