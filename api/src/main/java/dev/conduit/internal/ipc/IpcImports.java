@@ -4,6 +4,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.PluginInfo.Status;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.discovery.PluginRegistry;
+import dev.conduit.internal.threading.PlatformHandOff;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
@@ -82,9 +83,18 @@ public final class IpcImports implements RemoteMemory {
         return "plugin '" + plugin + "' imports no IPC handles here" + (why == null ? " (no capability IPC)" : ": " + why);
     }
 
-    /** Maps the chunk {@code handle} names with its plugin's importer, on a miss of the cache. */
+    /**
+     * Maps the chunk {@code handle} names with its plugin's importer, on a miss of the cache. A
+     * virtual thread has it done on a platform thread ({@link PlatformHandOff}) and parks: an
+     * importer may wait in a native call for the exporter (memfd asks the exporter's descriptor
+     * server and {@code poll}s for its answer, up to {@code memfd.connect.timeout}), which would pin
+     * the virtual thread's carrier for that long (docs/runtime.md, "Virtual threads").
+     */
     private static ChunkMapping map(IpcImporter importer, IpcHandle handle) {
         try {
+            if (Thread.currentThread().isVirtual()) {
+                return PlatformHandOff.call(() -> importer.map(handle.payloadReader(), handle.chunkLength()));
+            }
             return importer.map(handle.payloadReader(), handle.chunkLength());
         } catch (RuntimeException e) {
             throw PluginRecord.failed(handle.plugin(), "its importer's map()", e);

@@ -6,7 +6,10 @@ import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.ImportedRegion;
+import dev.conduit.it.process.ChildJvm;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.RemotePeer;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -46,6 +49,12 @@ class VirtualThreadsTest {
     /** The carriers of the default virtual-thread scheduler, as the JDK counts them. */
     private static int carriers() {
         return Integer.getInteger("jdk.virtualThreadScheduler.parallelism", Runtime.getRuntime().availableProcessors());
+    }
+
+    private static boolean inImportersPoll(Thread t) {
+        StackTraceElement[] stack = t.getStackTrace();
+        return Arrays.stream(stack).anyMatch(f -> f.getClassName().endsWith("MemfdImporter"))
+                && Arrays.stream(stack).anyMatch(f -> f.getMethodName().equals("poll"));
     }
 
     private static boolean inTransportSleep(Thread t) {
@@ -303,6 +312,65 @@ class VirtualThreadsTest {
             sent.get(GUARD.toSeconds(), TimeUnit.SECONDS);
             assertThat(woke.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("the await, woken by the thread that came for the lock").isTrue();
             assertThat(sleeper.join(GUARD)).isTrue();
+        }
+    }
+    /**
+     * An import that misses the IPC cache waits for the exporter: over memfd it asks the exporter's
+     * descriptor server and {@code poll}s for the answer, a native call. As many virtual threads as
+     * carriers importing, each a chunk of its own, from an exporter frozen with {@code SIGSTOP}
+     * (its server answers nobody; {@code memfd.connect.timeout} is an hour here) leave the other
+     * virtual threads running: an unrelated one runs while they wait, and once the exporter goes on
+     * every import completes. Before the importer's call was handed to
+     * a platform thread, the unrelated thread did not run until the imports gave up.
+     */
+    @org.junit.jupiter.api.Test
+    void virtualThreadsImportingFromAFrozenExporterLeaveTheOthersRunning(@TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        int n = carriers();
+        try (RemotePeer exporter = RemotePeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, "memfd", "memfd.connect.timeout=1h")) {
+            exporter.open();
+            exporter.pool("memfd");
+            List<byte[]> handles = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                exporter.allocate("r" + i, "memfd", 1 << 20); // above a quarter of the 2 MiB chunk: a chunk of its own
+                exporter.fill("r" + i, i);
+                handles.add(exporter.export("r" + i));
+            }
+            long pid = exporter.child().process().pid();
+            ChildJvm.stop(pid);
+            List<CompletableFuture<Long>> imported = new ArrayList<>();
+            List<Thread> importers = new ArrayList<>();
+            try {
+                for (byte[] handle : handles) {
+                    CompletableFuture<Long> size = new CompletableFuture<>();
+                    imported.add(size);
+                    importers.add(Thread.ofVirtual().start(() -> {
+                        try (ImportedRegion region = conduit.importRegion(handle)) {
+                            size.complete(region.segment().byteSize());
+                        } catch (Throwable e) {
+                            size.completeExceptionally(e);
+                        }
+                    }));
+                }
+                // Each import waits in its poll for the frozen server's answer, on its virtual thread or on a platform thread for it.
+                Setup.waitUntil(() -> java.util.stream.Stream.concat(importers.stream(), Thread.getAllStackTraces().keySet().stream())
+                                .filter(VirtualThreadsTest::inImportersPoll).count() == n,
+                        GUARD, () -> "every import waiting in its poll for the exporter's answer");
+                CompletableFuture<String> unrelated = new CompletableFuture<>();
+                Thread.ofVirtual().name("unrelated").start(() -> unrelated.complete("ran"));
+                String ran;
+                try {
+                    ran = unrelated.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    ran = "did not run within the hang guard of " + GUARD + ": the " + n + " virtual threads importing pin all "
+                            + n + " carriers";
+                }
+                assertThat(ran).isEqualTo("ran");
+                assertThat(imported).as("no import completed while the exporter was frozen").noneMatch(CompletableFuture::isDone);
+            } finally {
+                ChildJvm.signal(pid, "-CONT");
+            }
+            for (CompletableFuture<Long> size : imported) assertThat(size.get(GUARD.toSeconds(), TimeUnit.SECONDS)).isEqualTo(1L << 20);
         }
     }
 }
