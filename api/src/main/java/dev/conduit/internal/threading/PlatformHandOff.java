@@ -8,11 +8,12 @@ import java.util.concurrent.Executors;
  * Makes a blocking native call for a virtual thread on a platform thread, while the virtual thread
  * parks. A native call (an FFM downcall: a futex wait, a {@code poll}) pins a virtual thread to its
  * carrier for as long as it blocks, and the JDK adds no carrier for it as it does for its own
- * blocking I/O: as many virtual threads asleep in a worker's {@code await} as the scheduler has
- * carriers ({@code jdk.virtualThreadScheduler.parallelism}, the number of processors by default)
- * stopped every other virtual thread of the JVM until one woke (VirtualThreadsTest). A parked
- * virtual thread leaves its carrier. The platform threads are daemons, made as sleeps need them
- * (one per sleep under way) and kept a minute once idle.
+ * blocking I/O: as many virtual threads asleep in a worker's {@code await}, or importing from an
+ * exporter whose descriptor server does not answer, as the scheduler has carriers
+ * ({@code jdk.virtualThreadScheduler.parallelism}, the number of processors by default) stopped
+ * every other virtual thread of the JVM until one went on (VirtualThreadsTest). A parked virtual
+ * thread leaves its carrier. The platform threads are daemons, made as calls need them (one per
+ * call under way) and kept a minute once idle.
  */
 public final class PlatformHandOff {
 
