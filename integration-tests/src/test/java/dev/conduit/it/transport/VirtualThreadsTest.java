@@ -51,6 +51,19 @@ class VirtualThreadsTest {
         return Integer.getInteger("jdk.virtualThreadScheduler.parallelism", Runtime.getRuntime().availableProcessors());
     }
 
+    /** A virtual thread started now runs within the hang guard, while {@code busy} hold as many virtual threads as there are carriers. */
+    private static void assertAnUnrelatedVirtualThreadRuns(String busy) throws Exception {
+        CompletableFuture<String> unrelated = new CompletableFuture<>();
+        Thread.ofVirtual().name("unrelated").start(() -> unrelated.complete("ran"));
+        String ran;
+        try {
+            ran = unrelated.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            ran = "did not run within the hang guard of " + GUARD + ": the " + busy + " pin every carrier";
+        }
+        assertThat(ran).isEqualTo("ran");
+    }
+
     private static boolean inImportersPoll(Thread t) {
         StackTraceElement[] stack = t.getStackTrace();
         return Arrays.stream(stack).anyMatch(f -> f.getClassName().endsWith("MemfdImporter"))
@@ -99,16 +112,7 @@ class VirtualThreadsTest {
                 // the await's own wait is what pins or not.
                 Setup.waitUntil(() -> sleepers.stream().allMatch(t -> t.getState() == Thread.State.WAITING || inTransportSleep(t)),
                         GUARD, () -> "every awaiting virtual thread asleep");
-                CompletableFuture<String> unrelated = new CompletableFuture<>();
-                Thread.ofVirtual().name("unrelated").start(() -> unrelated.complete("ran"));
-                String ran;
-                try {
-                    ran = unrelated.get(GUARD.toSeconds(), TimeUnit.SECONDS);
-                } catch (TimeoutException e) {
-                    ran = "did not run within the hang guard of " + GUARD + ": the " + n + " virtual threads in await pin all "
-                            + n + " carriers";
-                }
-                assertThat(ran).isEqualTo("ran");
+                assertAnUnrelatedVirtualThreadRuns(n + " virtual threads in await");
             } finally {
                 for (CompletableFuture<Worker> w : workers) if (w.isDone() && !w.isCompletedExceptionally()) w.get().signal();
             }
@@ -356,16 +360,7 @@ class VirtualThreadsTest {
                 Setup.waitUntil(() -> java.util.stream.Stream.concat(importers.stream(), Thread.getAllStackTraces().keySet().stream())
                                 .filter(VirtualThreadsTest::inImportersPoll).count() == n,
                         GUARD, () -> "every import waiting in its poll for the exporter's answer");
-                CompletableFuture<String> unrelated = new CompletableFuture<>();
-                Thread.ofVirtual().name("unrelated").start(() -> unrelated.complete("ran"));
-                String ran;
-                try {
-                    ran = unrelated.get(GUARD.toSeconds(), TimeUnit.SECONDS);
-                } catch (TimeoutException e) {
-                    ran = "did not run within the hang guard of " + GUARD + ": the " + n + " virtual threads importing pin all "
-                            + n + " carriers";
-                }
-                assertThat(ran).isEqualTo("ran");
+                assertAnUnrelatedVirtualThreadRuns(n + " virtual threads importing");
                 assertThat(imported).as("no import completed while the exporter was frozen").noneMatch(CompletableFuture::isDone);
             } finally {
                 ChildJvm.signal(pid, "-CONT");
