@@ -101,6 +101,10 @@ public interface Conduit extends AutoCloseable {
      * process shares any more (docs/runtime.md, "Consumer-only import and the IPC cache"). The producer's protocol
      * must say when a region is freed.
      *
+     * <p>On a virtual thread, a miss runs the plugin's importer on a platform thread of the
+     * runtime's while the virtual thread parks: an importer may wait in a native call for the
+     * producer (memfd asks its descriptor server), which would pin the carrier for that long.
+     *
      * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
      * @throws dev.conduit.spi.ConduitException when the plugin is not available here, or the export is
      *         gone (the producer freed it; checked on a miss) or cannot be opened; nothing stays open
