@@ -1,5 +1,7 @@
 package dev.conduit;
 
+import dev.conduit.spi.ExporterState;
+
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -12,11 +14,10 @@ import java.lang.foreign.MemorySegment;
  * cached mapping; the cache unmaps it later, only when no open region uses it. After the owning
  * {@code Conduit} closes, {@link #segment()} access throws {@link IllegalStateException}.
  *
- * <p>It says nothing of its exporter's life: over memfd and posix, once the exporter dies (also by
- * {@code kill -9}) the mapping stays, with what the exporter last wrote, until this process
- * closes it and the cache unmaps it. A consumer that must know connects an endpoint to a worker
- * of the exporter's process, which fails ("peer worker died") at its worker's next liveness
- * check (docs/chronicle.md, "A shared log and index").
+ * <p>Its exporter's death does not unmap it: over memfd and posix the mapping stays, with what
+ * the exporter last wrote, until this process closes it and the cache unmaps it. A consumer that
+ * must know asks {@link #exporterState()} from time to time (docs/chronicle.md, "A shared log and
+ * index"), which needs no worker and works wherever the import did, a read-only mount included.
  */
 public interface ImportedRegion extends AutoCloseable {
 
@@ -34,6 +35,32 @@ public interface ImportedRegion extends AutoCloseable {
      * {@code Conduit} closed. For views that must refuse use after close.
      */
     boolean isOpen();
+
+    /**
+     * Whether the process that exported this region still holds it out, judged now (the IPC cache
+     * asks the plugin's mapping of the chunk, {@link dev.conduit.spi.ChunkMapping#exporterState()}):
+     * <ul>
+     * <li>{@link ExporterState#ALIVE}: the exporter's process holds its lease on the pool the chunk
+     *     came from (memfd, posix). It may still have freed the chunk: this mapping then keeps
+     *     memory no one else will write, and a new import of the handle fails ("export gone").</li>
+     * <li>{@link ExporterState#DEAD}: it no longer holds that lease: its process died (also by
+     *     {@code kill -9}), or it closed the pool, which frees every chunk. The mapping still holds
+     *     what the exporter last wrote, readable (and writable, if it was) until closed; nothing more
+     *     comes. Once {@code DEAD}, never {@code ALIVE} again.</li>
+     * <li>{@link ExporterState#UNKNOWN}: the plugin cannot tell (devdax, a plugin without the
+     *     operation), or this process may not look (an exporter of another user, trusted through
+     *     {@code memfd.trusted.uids} or {@code posix.trusted.uids}, whose lease is its own
+     *     {@code 0600}).</li>
+     * </ul>
+     * Judged through the lease in the shared directory as this process sees it, never a pid, and
+     * opened for reading only. Each call costs a few system calls (open the directory and the lease,
+     * {@code flock}, close): for an occasional check (a reader that found nothing new), not for
+     * every access.
+     *
+     * @throws IllegalStateException when it is closed ({@link #isOpen()} false)
+     * @throws dev.conduit.spi.ConduitException when the lease cannot be looked at (naming the path, errno and remedy)
+     */
+    ExporterState exporterState();
 
     /**
      * Releases it. Idempotent. A closed region can be handed back to

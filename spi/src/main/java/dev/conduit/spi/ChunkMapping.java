@@ -30,6 +30,27 @@ public interface ChunkMapping extends AutoCloseable {
         return true;
     }
 
+    /**
+     * Whether the process that exported this chunk still holds it out, as this process can judge:
+     * {@link ExporterState#ALIVE}, {@link ExporterState#DEAD}, or {@link ExporterState#UNKNOWN}
+     * (the default: a plugin that cannot tell, or this process may not look). A plugin that answers
+     * judges something the exporter holds for as long as it lives and the kernel drops when it
+     * dies, never a pid (which another process may have taken since, or which belongs to another
+     * PID namespace): memfd and posix take the exporter's lease in the shared directory, as this
+     * process sees the directory, which needs only to read it. Once it said {@code DEAD}, it never
+     * says {@code ALIVE} again.
+     *
+     * <p>Each call costs a few system calls (memfd and posix: open the directory and the lease,
+     * {@code flock}, close both); for a consumer's occasional check (a reader that finds nothing
+     * new, a watchdog), not for a loop per access. Thread-safe; it may be called after
+     * {@link #close()}, and answers as before. Since SPI 1.1.
+     *
+     * @throws ConduitException when the plugin could look and the look failed (naming the errno and what to do)
+     */
+    default ExporterState exporterState() {
+        return ExporterState.UNKNOWN;
+    }
+
     /** Unmaps. Afterwards {@link #segment()} access throws instead of reaching unmapped memory. */
     @Override
     void close();

@@ -9,6 +9,7 @@ import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.Periodic;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ExporterState;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -714,6 +715,15 @@ public final class IpcCache implements AutoCloseable {
         @Override
         public boolean isOpen() {
             return closed == OPEN && entry.refs != DEAD;
+        }
+
+        @Override
+        public ExporterState exporterState() {
+            if (!isOpen()) {
+                throw new IllegalStateException("the ImportedRegion is closed" + (closed == OPEN ? " (its Conduit closed)" : "")
+                        + ": ask exporterState() of an open one (import the handle again)");
+            }
+            return entry.mapping.exporterState();
         }
 
         /** Releases the count, once. */

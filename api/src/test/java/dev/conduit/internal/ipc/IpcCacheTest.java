@@ -63,6 +63,22 @@ class IpcCacheTest {
         return pool.allocate(CHUNK);
     }
 
+    /** A plugin whose mapping has no {@code exporterState} of its own cannot tell; a closed region refuses to be asked. */
+    @Test
+    void anImportOfAPluginThatCannotTellItsExportersLifeSaysUnknownAndAClosedOneRefusesToBeAsked() {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        ImportedRegion region = conduit.importRegion(handle);
+        assertThat(region.exporterState()).isEqualTo(dev.conduit.spi.ExporterState.UNKNOWN);
+        region.close();
+        assertThatThrownBy(region::exporterState).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the ImportedRegion is closed");
+        ImportedRegion open = conduit.importRegion(handle);
+        conduit.close();
+        assertThatThrownBy(open::exporterState).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("its Conduit closed");
+    }
+
     @Test
     void aHandleOfAPluginThatIsMissingOrLeftOutIsRefusedSayingWhy() {
         Pool pool = open(1 << 30).pool("inproc");
@@ -233,6 +249,7 @@ class IpcCacheTest {
             public long size() { return 0; }
             public String plugin() { return "inproc"; }
             public boolean isOpen() { return false; }
+            public dev.conduit.spi.ExporterState exporterState() { return dev.conduit.spi.ExporterState.UNKNOWN; }
             public void close() { }
         };
         assertThatThrownBy(() -> conduit.importRegion(handle, madeUp)).isInstanceOf(IllegalArgumentException.class)

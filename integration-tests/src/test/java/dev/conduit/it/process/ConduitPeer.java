@@ -36,6 +36,7 @@ import java.util.stream.Stream;
  * closepool &lt;plugin&gt;                pool.close()
  * import &lt;name&gt; &lt;hex&gt;               conduit.importRegion(handle) → size=… plugin=…
  * release &lt;name&gt;                    importedRegion.close()
+ * exporter &lt;name&gt;                   importedRegion.exporterState() → state=ALIVE|DEAD|UNKNOWN
  * fill &lt;name&gt; &lt;seed&gt;                {@link Patterns#fill} on a region or an import
  * check &lt;name&gt; &lt;seed&gt;               → mismatch=&lt;first wrong offset, or -1&gt;
  * stats                             conduit.ipcCacheStats() → hits=… misses=… entries=… inUse=… mappedBytes=…
@@ -76,6 +77,7 @@ public final class ConduitPeer {
                     put(peer.imports, a.get(0), r);
                     return "size=" + r.size() + " plugin=" + r.plugin();
                 })
+                .on("exporter", a -> "state=" + get(peer.imports, a.get(0)).exporterState())
                 .on("release", a -> { get(peer.imports, a.get(0)).close(); peer.imports.remove(a.get(0)); return ""; })
                 .on("fill", a -> { Patterns.fill(peer.segment(a.get(0)), Long.parseLong(a.get(1))); return ""; })
                 .on("check", a -> "mismatch=" + Patterns.firstMismatch(peer.segment(a.get(0)), Long.parseLong(a.get(1))))

@@ -68,6 +68,11 @@ public final class RemotePeer implements AutoCloseable {
         return child.callExpectingFailure("import", "failed", HexFormat.of().formatHex(handle));
     }
 
+    /** {@code ImportedRegion.exporterState()} of the child's import {@code name}: ALIVE, DEAD or UNKNOWN. */
+    public String exporterState(String name) {
+        return ChildJvm.parseFields(child.call("exporter", name)).get("state");
+    }
+
     public void release(String name) {
         child.call("release", name);
     }

@@ -10,6 +10,7 @@ import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.PeerCredentials;
 import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
+import dev.conduit.shm.ExporterLease;
 import dev.conduit.shm.LeaseWatch;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
@@ -110,11 +111,15 @@ final class MemfdImporter implements IpcImporter {
             throw new InvalidHandleException("chunk.length", "chunk length " + chunkLength + " is not positive");
         }
         String path = FdProtocol.socketPath(sharedDirectory, payload.socketName());
-        FileDescriptor memfd = fetchFromCheckedSocket(reader, payload, path, chunkLength);
+        Fetched fetched = fetchFromCheckedSocket(reader, payload, path, chunkLength);
+        FileDescriptor memfd = fetched.memfd();
         MemfdMapping mapping = null;
         try {
             verify(memfd, path, chunkLength);
-            mapping = mapShared(memfd, chunkLength, path);
+            // The socket's user is the producer's: a lease of another one, planted under the name, is none.
+            ExporterLease exporter = ExporterLease.of(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY, FdProtocol.FILE_PREFIX,
+                    payload.socketName(), fetched.producerUser());
+            mapping = mapShared(memfd, chunkLength, path, exporter);
         } catch (RuntimeException | Error e) {
             memfd.closeAfter(e);
             throw e;
@@ -130,12 +135,18 @@ final class MemfdImporter implements IpcImporter {
         return mapping;
     }
 
+    /** A memfd fetched, and the user its producer's socket belongs to. */
+    private record Fetched(FileDescriptor memfd, int producerUser) {
+    }
+
     /** Opens the socket file beneath the shared directory, checks it is a socket, and fetches the memfd through it. */
-    private FileDescriptor fetchFromCheckedSocket(PayloadReader reader, MemfdPayload payload, String path, long chunkLength) {
+    private Fetched fetchFromCheckedSocket(PayloadReader reader, MemfdPayload payload, String path, long chunkLength) {
         FileDescriptor memfd = null;
+        int producerUser;
         try (SharedDirectory directory = SharedDirectory.open(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY);
              FileDescriptor socketFile = openSocketFile(reader, directory, payload.socketName(), path)) {
             FileStatus socketStatus = checkIsSocket(reader, socketFile, path);
+            producerUser = socketStatus.uid();
             long deadline = System.nanoTime() + connectTimeoutNanos;
             String address = FdProtocol.connectAddress(path, socketFile, procSelfFd);
             memfd = fetch(payload, address, path, socketStatus, boundByThisUser(socketFile, socketStatus, address, path), chunkLength,
@@ -146,14 +157,14 @@ final class MemfdImporter implements IpcImporter {
             }
             throw e;
         }
-        return memfd;
+        return new Fetched(memfd, producerUser);
     }
 
     /** Maps the whole memfd into a shared arena of its own: the mapping's lifetime is the cache entry's, on any thread. */
-    private MemfdMapping mapShared(FileDescriptor memfd, long chunkLength, String path) {
+    private MemfdMapping mapShared(FileDescriptor memfd, long chunkLength, String path, ExporterLease exporter) {
         Arena arena = Arena.ofShared();
         try {
-            return new MemfdMapping(arena, libc.mmap(memfd, 0, chunkLength, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
+            return new MemfdMapping(arena, libc.mmap(memfd, 0, chunkLength, PROT_READ | PROT_WRITE, MAP_SHARED, arena), exporter);
         } catch (ErrnoException e) {
             arena.close();
             throw new ConduitException("cannot map the chunk imported from " + path + ": " + e.getMessage()

@@ -1,6 +1,8 @@
 package dev.conduit.plugin.memfd;
 
+import dev.conduit.shm.ExporterLease;
 import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ExporterState;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -15,11 +17,14 @@ final class MemfdMapping implements ChunkMapping {
 
     private final Arena arena;
     private final MemorySegment segment;
+    /** The lease of the provider whose fd server passed the memfd; null when its socket's name carries no owner. */
+    private final ExporterLease exporter;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    MemfdMapping(Arena arena, MemorySegment segment) {
+    MemfdMapping(Arena arena, MemorySegment segment, ExporterLease exporter) {
         this.arena = arena;
         this.segment = segment;
+        this.exporter = exporter;
     }
 
     @Override
@@ -31,6 +36,16 @@ final class MemfdMapping implements ChunkMapping {
     @Override
     public boolean mayFault() {
         return false;
+    }
+
+    /**
+     * Whether the provider that exported the chunk holds its lease ({@code conduit-memfd-<owner>.lease},
+     * the owner its fd server's socket name carries), judged from this process's view of the shared
+     * directory. The memfd itself tells nothing: this mapping keeps its memory whoever else is gone.
+     */
+    @Override
+    public ExporterState exporterState() {
+        return exporter == null ? ExporterState.UNKNOWN : exporter.state();
     }
 
     /** Unmaps, once; later calls do nothing. */

@@ -4,8 +4,10 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.MmapFlags;
+import dev.conduit.shm.ExporterLease;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ExporterState;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -29,12 +31,15 @@ final class FileMapping implements ChunkMapping {
     private final Path path;
     private final Arena arena;
     private final MemorySegment segment;
+    /** An import's: the lease of the provider that exported the chunk; null for the provider's own chunks. */
+    private final ExporterLease exporter;
     private boolean closed;
 
-    private FileMapping(Path path, Arena arena, MemorySegment segment) {
+    private FileMapping(Path path, Arena arena, MemorySegment segment, ExporterLease exporter) {
         this.path = path;
         this.arena = arena;
         this.segment = segment;
+        this.exporter = exporter;
     }
 
     /**
@@ -44,14 +49,16 @@ final class FileMapping implements ChunkMapping {
      * @param writable         whether to map it for writing too ({@code fd} open for both), or for reading only
      * @param path             the file, for messages
      * @param directoryKeys    the key(s) that chose its directory, named in the remedy
+     * @param exporter         an import's: the lease of the provider that exported it; null for a provider's own chunk
      * @throws ConduitException naming {@code mmap}, the errno, the file and the remedy; nothing stays mapped
      */
-    static FileMapping map(Libc libc, FileDescriptor fd, long length, boolean writable, Path path, String directoryKeys) {
+    static FileMapping map(Libc libc, FileDescriptor fd, long length, boolean writable, Path path, String directoryKeys,
+                           ExporterLease exporter) {
         Arena arena = Arena.ofShared();
         try {
             int protection = writable ? MmapFlags.PROT_READ | MmapFlags.PROT_WRITE : MmapFlags.PROT_READ;
             MemorySegment segment = libc.mmap(fd, 0, length, protection, MmapFlags.MAP_SHARED, arena);
-            return new FileMapping(path, arena, writable ? segment : segment.asReadOnly());
+            return new FileMapping(path, arena, writable ? segment : segment.asReadOnly(), exporter);
         } catch (ErrnoException e) {
             arena.close();
             throw new ConduitException("cannot map " + path + " (" + length + " bytes): " + e.getMessage() + "; "
@@ -80,6 +87,16 @@ final class FileMapping implements ChunkMapping {
     @Override
     public MemorySegment segment() {
         return segment;
+    }
+
+    /**
+     * An import's: whether the provider that exported the chunk holds its lease
+     * ({@code conduit-posix-<owner>.lease}, the owner its file name carries), judged from this
+     * process's view of the directory; a provider's own chunk says {@link ExporterState#UNKNOWN}.
+     */
+    @Override
+    public ExporterState exporterState() {
+        return exporter == null ? ExporterState.UNKNOWN : exporter.state();
     }
 
     /**

@@ -7,6 +7,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
+import dev.conduit.shm.ExporterLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ChunkMapping;
@@ -115,8 +116,12 @@ final class PosixImporter implements IpcImporter {
             FileMapping mapping = null;
             try {
                 try (FileDescriptor fd = opened) {
-                    check(fd, libc.fstat(fd), path, chunkLength, payload);
-                    mapping = FileMapping.map(libc, fd, chunkLength, writable, path, config.directoryKeys());
+                    FileStatus status = libc.fstat(fd);
+                    check(fd, status, path, chunkLength, payload);
+                    // The chunk's own user: a lease of another one, planted under the name, is none.
+                    ExporterLease exporter = ExporterLease.of(libc, config.directory(), config.directoryKeys(),
+                            PosixMemoryProvider.FILE_PREFIX, name, status.uid());
+                    mapping = FileMapping.map(libc, fd, chunkLength, writable, path, config.directoryKeys(), exporter);
                 }
                 return mapping;
             } catch (RuntimeException | Error e) {

@@ -206,7 +206,7 @@ final class PosixMemoryProvider implements MemoryProvider {
             try {
                 try (fd) {
                     size(fd, size, path);
-                    mapping = FileMapping.map(libc, fd, size, true, path, directoryKeys);
+                    mapping = FileMapping.map(libc, fd, size, true, path, directoryKeys, null);
                 }
             } catch (RuntimeException | Error e) {
                 if (mapping != null) Cleanup.run(e, mapping::close);

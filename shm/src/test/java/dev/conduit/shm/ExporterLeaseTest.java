@@ -1,0 +1,130 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ExporterState;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The exporter of an imported chunk judged by the lease its chunk's name points to
+ * (ExporterStateTest in integration-tests judges real exporters across processes).
+ */
+class ExporterLeaseTest {
+
+    private static final String KEY = "shared.dir (CONDUIT_SHARED_DIR)";
+
+    @TempDir
+    Path shared;
+
+    private final Libc libc = Linux.libc();
+
+    @Test
+    void anExporterReadsAliveWhileItHoldsItsLeaseAndDeadForGoodOnceItClosedIt() throws Exception {
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, KEY)) {
+            OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test");
+            ExporterLease chunk = ExporterLease.of(libc, shared, KEY, "conduit-test", lease.newFileName(".chunk"), libc.geteuid());
+            ExporterLease socket = ExporterLease.of(libc, shared, KEY, "conduit-test", lease.newSocketName(".sock"), libc.geteuid());
+            assertThat(chunk.state()).isEqualTo(ExporterState.ALIVE);
+            assertThat(socket.state()).isEqualTo(ExporterState.ALIVE);
+            lease.close();
+            assertThat(chunk.state()).as("its lease removed by its close").isEqualTo(ExporterState.DEAD);
+            // A file made under that name since, locked, by the same user: the exporter that died does not come back.
+            String leaseName = OwnerLease.leaseName("conduit-test", lease.owner());
+            try (SharedDirectory again = SharedDirectory.open(libc, shared, KEY);
+                 var planted = again.createExclusive(leaseName)) {
+                libc.tryFlock(planted, dev.conduit.linux.LockFlags.LOCK_EX | dev.conduit.linux.LockFlags.LOCK_NB);
+                assertThat(chunk.state()).as("once dead").isEqualTo(ExporterState.DEAD);
+            }
+        }
+    }
+
+    @Test
+    void aLeaseLeftUnlockedReadsDeadAndOneOfAnotherUserThanTheChunksIsNone() throws Exception {
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, KEY);
+             OwnerLease live = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            String owner = SharedDirectory.randomId();
+            Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner))); // unlocked: its owner died
+            assertThat(ExporterLease.of(libc, shared, KEY, "conduit-test", "conduit-test-" + owner + "-" + SharedDirectory.randomId()
+                    + ".chunk", libc.geteuid()).state()).isEqualTo(ExporterState.DEAD);
+            assertThat(ExporterLease.of(libc, shared, KEY, "conduit-test", live.newFileName(".chunk"), libc.geteuid() + 54321).state())
+                    .as("a held lease of another user than the chunk's").isEqualTo(ExporterState.DEAD);
+        }
+    }
+
+    /** A look holds no descriptor between calls; what it costs is printed, never asserted. */
+    @Test
+    void looksLeaveNoDescriptorOpen() throws Exception {
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, KEY);
+             OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            ExporterLease exporter = ExporterLease.of(libc, shared, KEY, "conduit-test", lease.newFileName(".chunk"), libc.geteuid());
+            for (int i = 0; i < 1_000; i++) exporter.state(); // warm
+            long descriptors = openDescriptors();
+            int looks = 20_000;
+            long start = System.nanoTime();
+            for (int i = 0; i < looks; i++) assertThat(exporter.state()).isEqualTo(ExporterState.ALIVE);
+            long nanos = System.nanoTime() - start;
+            assertThat(openDescriptors()).as("descriptors open after %d looks", looks).isEqualTo(descriptors);
+            System.out.printf("ExporterLease.state() of a live owner: %d ns per look (mean of %d)%n", nanos / looks, looks);
+        }
+    }
+
+    private static long openDescriptors() throws java.io.IOException {
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.count();
+        }
+    }
+
+    @Test
+    void aNameThatCarriesNoOwnerNamesNoLease() {
+        String id = SharedDirectory.randomId();
+        assertThat(ExporterLease.of(libc, shared, KEY, "conduit-test", "conduit-other-" + id + "-" + id + ".chunk", 0)).isNull();
+        assertThat(ExporterLease.of(libc, shared, KEY, "conduit-test", "conduit-test-" + id + ".chunk", 0)).isNull();
+        assertThat(ExporterLease.of(libc, shared, KEY, "conduit-test", "conduit-test-nothex-" + id, 0)).isNull();
+        assertThat(ExporterLease.of(libc, shared, KEY, "conduit-test", "conduit-test-", 0)).isNull();
+        assertThat(ExporterLease.of(libc, shared, KEY, "conduit-test", "conduit-test-worker-" + id + "-" + id, 0))
+                .as("an owner id with its word").isNotNull();
+    }
+
+    /** Another user's {@code 0600} lease (an exporter among the trusted uids) cannot be judged; a shortage is an error naming it. */
+    @Test
+    void aLeaseThisProcessMayNotOpenIsUnknownAndAnyOtherFailureSaysWhatAndWhy() throws Exception {
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, KEY);
+             OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            String chunk = lease.newFileName(".chunk");
+            assertThat(ExporterLease.of(refusingLeases(Errno.EACCES), shared, KEY, "conduit-test", chunk, libc.geteuid()).state())
+                    .isEqualTo(ExporterState.UNKNOWN);
+            assertThatThrownBy(() -> ExporterLease.of(refusingLeases(Errno.EMFILE), shared, KEY, "conduit-test", chunk, libc.geteuid())
+                    .state()).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot judge whether the exporter lives: its lease " + lease.path())
+                    .hasMessageContaining("EMFILE").hasMessageContaining("ulimit");
+            assertThatThrownBy(() -> ExporterLease.of(libc, shared.resolve("gone"), KEY, "conduit-test", chunk, libc.geteuid()).state())
+                    .isInstanceOf(ConduitException.class).hasMessageContaining("cannot open the shared directory " + shared.resolve("gone"))
+                    .hasMessageContaining("ENOENT");
+        }
+    }
+
+    /** This process's libc, but opening a {@code .lease} fails with {@code errno}. */
+    private Libc refusingLeases(int errno) {
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("openBeneath") && String.valueOf(args[1]).endsWith(".lease")) {
+                        throw new ErrnoException("openat2", errno, String.valueOf(args[1]), "injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+}
