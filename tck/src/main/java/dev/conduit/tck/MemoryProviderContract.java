@@ -10,6 +10,7 @@ import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
@@ -263,6 +264,34 @@ public abstract class MemoryProviderContract extends PluginContract {
                 + "ChunkMapping.close(), which unmaps it (closes the arena of its segment): the IPC cache closes a mapping once no "
                 + "region uses it, and a mapping close leaves mapped stays until the process exits", plugin.name()).isFalse();
         provider.free(chunk);
+    }
+
+    /**
+     * Optional ({@link ChunkMapping#exporterState()}, SPI 1.1): a mapping that can tell whether its
+     * exporter lives says {@code ALIVE} while the exporting provider is open and {@code DEAD} once it
+     * closed (which frees every chunk: the exporter gave the chunk up as a dead process does), and
+     * still after its own close. A plugin whose mappings say {@code UNKNOWN} skips it.
+     */
+    @Test
+    public void anImportThatCanTellItsExportersLifeSaysDeadOnceTheExportingProviderClosed() {
+        assumeIpc();
+        long size = chunkSize(provider);
+        byte[] payload = export(provider, provider.allocate(size));
+        ChunkMapping mapping = importer().map(reader(payload), size);
+        try {
+            ExporterState before = mapping.exporterState();
+            assumeTrue(before != ExporterState.UNKNOWN, "the mappings of plugin '" + plugin.name() + "' cannot tell their "
+                    + "exporter's life (ChunkMapping.exporterState() is UNKNOWN): an optional operation");
+            assertThat(before).as("ChunkMapping.exporterState() of plugin '%s' while the exporting provider is open", plugin.name())
+                    .isEqualTo(ExporterState.ALIVE);
+            provider.close();
+            assertThat(mapping.exporterState()).as("ChunkMapping.exporterState() of plugin '%s' once the exporting provider closed, "
+                    + "which frees its chunks: a plugin that can tell says DEAD", plugin.name()).isEqualTo(ExporterState.DEAD);
+        } finally {
+            mapping.close();
+        }
+        assertThat(mapping.exporterState()).as("ChunkMapping.exporterState() of plugin '%s' after the mapping's close, which it "
+                + "must answer as before", plugin.name()).isEqualTo(ExporterState.DEAD);
     }
 
     @Test

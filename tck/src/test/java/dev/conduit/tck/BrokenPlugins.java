@@ -766,6 +766,32 @@ final class BrokenPlugins {
         }
     }
 
+    /** Its mappings say that their exporter lives, whatever became of it. */
+    public static final class ClaimsExportersAliveForever extends FileMemoryPlugin {
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return (payload, chunkLength) -> {
+                ChunkMapping mapping = map(context.sharedDirectory(), payload, chunkLength);
+                return new ChunkMapping() {
+                    @Override
+                    public MemorySegment segment() {
+                        return mapping.segment();
+                    }
+
+                    @Override
+                    public dev.conduit.spi.ExporterState exporterState() {
+                        return dev.conduit.spi.ExporterState.ALIVE;
+                    }
+
+                    @Override
+                    public void close() {
+                        mapping.close();
+                    }
+                };
+            };
+        }
+    }
+
     /** Its free() deletes the file but keeps the chunk mapped. */
     public static final class FreeKeepsMapping extends FileMemoryPlugin {
         @Override
@@ -1299,6 +1325,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new MappingCloseKeepsMapped();
+        }
+    }
+
+    public static final class ClaimsExportersAliveForeverSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ClaimsExportersAliveForever();
         }
     }
 

@@ -97,6 +97,8 @@ class TckCatchesBrokenPluginsTest {
                         "says it is unavailable here (" + BrokenPlugins.UnavailableMemory.WHY + "), and the runtime opens no AM"),
                 Arguments.of(BrokenPlugins.MappingCloseKeepsMappedSuite.class, "anExportMapsInThisProcessAsTheSameMemory",
                         "still mapped after ChunkMapping.close(), which unmaps it"),
+                Arguments.of(BrokenPlugins.ClaimsExportersAliveForeverSuite.class,
+                        "anImportThatCanTellItsExportersLifeSaysDeadOnceTheExportingProviderClosed", "a plugin that can tell says DEAD"),
                 Arguments.of(BrokenPlugins.FreeKeepsMappingSuite.class, "freeUnmapsTheChunk",
                         "reading a freed chunk of plugin 'tck-file' succeeded: MemoryProvider.free unmaps"),
                 Arguments.of(BrokenPlugins.ConnectsBlindlySuite.class, "connectToAClosedPeerThrowsInsteadOfAssumingItIsThere", "assumed the peer was there"),
