@@ -7,6 +7,7 @@ import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.ThreadMode;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
@@ -104,14 +105,16 @@ class SharedLogAndIndexTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
-    void aWriterKilledMidAppendLeavesNoTornRecordIsSeenDeadThroughAnEndpointAndLeavesNothingOnceReclaimed(String plugin)
+    void aWriterKilledMidAppendLeavesNoTornRecordIsSeenDeadThroughTheRegionAndAnEndpointAndLeavesNothingOnceReclaimed(String plugin)
             throws Exception {
         try (ChildPeer writer = new ChildPeer(SharedLogPeer.class, shared.toString(), plugin); Conduit conduit = conduit(plugin)) {
             String[] exported = writer.call("writer", Integer.toString(1 << 20)).split(" ");
             List<String> theirs = files();
             try (ImportedRegion region = conduit.importRegion(HexFormat.of().parseHex(exported[0]));
                  Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
-                // An importer is told nothing of the exporter's death; an endpoint to the exporter's worker is.
+                // The region says whether its exporter lives, with no worker (a reader behind a read-only mount has none);
+                // an endpoint to the exporter's worker says so too.
+                assertThat(region.exporterState()).as("the writer, appending").isEqualTo(ExporterState.ALIVE);
                 Endpoint toWriter = worker.connect(WorkerAddress.fromBytes(HexFormat.of().parseHex(exported[1])));
                 BytesStore<?, Void> store = ChronicleViews.store(region);
                 Bytes<Void> log = ChronicleViews.bytes(region);
@@ -139,6 +142,8 @@ class SharedLogAndIndexTest {
                 assertThat(SharedLog.lookup(store, SharedLog.writerKey(RECORDS))).as("its key, claimed by CAS, has no value for good").isZero();
 
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (region.exporterState() != ExporterState.DEAD && System.nanoTime() < deadline) Thread.sleep(20);
+                assertThat(region.exporterState()).as("the killed writer, as its region tells").isEqualTo(ExporterState.DEAD);
                 while (!toWriter.isFailed() && System.nanoTime() < deadline) worker.await(java.time.Duration.ofMillis(50));
                 worker.progress();
                 assertThat(toWriter.isFailed()).as("the endpoint to the killed writer's worker failed").isTrue();
