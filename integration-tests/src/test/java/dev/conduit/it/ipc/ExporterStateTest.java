@@ -7,7 +7,6 @@ import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.Patterns;
 import dev.conduit.it.process.RemotePeer;
 import dev.conduit.spi.ExporterState;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -86,15 +85,18 @@ class ExporterStateTest {
     /**
      * A consumer that sees the shared directory only through a read-only bind mount (a container's
      * {@code -v DIR:DIR:ro}), where no worker of its can open and so no endpoint could tell it of
-     * the exporter's death: it judges the exporter's posix lease through a read-only descriptor.
+     * the exporter's death: it judges the exporter's lease through a read-only descriptor (memfd's
+     * imports there only connect to the exporter's socket; posix's map the chunk file read-only).
      */
-    @Test
-    void aConsumerBehindAReadOnlyMountLearnsThatAKilledExporterIsDead(@TempDir(factory = ShmDir.class) Path shared) throws Exception {
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aConsumerBehindAReadOnlyMountLearnsThatAKilledExporterIsDead(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
         try (RemotePeer producer = RemotePeer.start(shared, Launcher.direct());
              RemotePeer consumer = RemotePeer.start(shared, Launcher.readOnlyContainer())) {
             producer.open();
-            producer.pool("posix");
-            producer.allocate("r", "posix", 1 << 20);
+            producer.pool(plugin);
+            producer.allocate("r", plugin, 1 << 20);
             producer.fill("r", 9);
             consumer.open();
             consumer.importRegion("r", producer.export("r"));
