@@ -41,7 +41,7 @@ class CrossProcessImportTest {
             chunk.segment().set(JAVA_LONG, 0, 4711);
             Result live = run(provider.export(chunk));
             assertThat(live.exitCode()).as(live.stderr()).isZero();
-            assertThat(live.stdout()).containsExactly("read=4711", "left=0");
+            assertThat(live.stdout()).containsExactly("read=4711", "exporter=ALIVE", "left=0");
             assertThat(chunk.segment().get(JAVA_LONG, 8)).isEqualTo(ImportingProcess.WRITTEN);
 
             Chunk freed = provider.allocate(SIZE);
@@ -68,7 +68,7 @@ class CrossProcessImportTest {
                     "mount --bind -o ro \"$1\" \"$1\" || exit 8; touch \"$1/written\" 2>/dev/null && exit 9; shift && exec \"$@\"",
                     "read-only-mount", shared.toString()));
             assertThat(imported.exitCode()).as("exit code (8: no read-only mount made, 9: the mount was writable); stderr: %s", imported.stderr()).isZero();
-            assertThat(imported.stdout()).containsExactly("read=815", "left=0");
+            assertThat(imported.stdout()).containsExactly("read=815", "exporter=ALIVE", "left=0");
             assertThat(chunk.segment().get(JAVA_LONG, 8)).isEqualTo(ImportingProcess.WRITTEN);
         }
     }

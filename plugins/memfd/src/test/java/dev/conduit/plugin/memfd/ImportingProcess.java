@@ -13,7 +13,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * The main class of a JVM that imports one chunk and never opens a provider, started by
  * {@link CrossProcessImportTest}: {@code <shared dir> <payload hex> <chunk length> [<memfd.trusted.uids>]}. Prints the
- * long at offset 0, writes {@link #WRITTEN} at offset 8, unmaps, and reports whether any memfd
+ * long at offset 0 and what the mapping says of its exporter ({@code exporter=ALIVE}), writes {@link #WRITTEN} at offset 8, unmaps, and reports whether any memfd
  * mapping or descriptor of the plugin is left. A failed import prints its message to stderr and
  * exits with 3.
  */
@@ -30,6 +30,7 @@ public final class ImportingProcess {
         try (ChunkMapping mapping = new MemfdPlugin().ipcImporter(TestContext.of(shared, config))
                 .map(new PayloadReader(payload, 0, payload.length, "payload."), chunkLength)) {
             System.out.println("read=" + mapping.segment().get(JAVA_LONG, 0));
+            System.out.println("exporter=" + mapping.exporterState());
             mapping.segment().set(JAVA_LONG, 8, WRITTEN);
         } catch (RuntimeException e) {
             System.err.println(e.getMessage());
