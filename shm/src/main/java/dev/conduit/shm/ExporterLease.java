@@ -20,7 +20,9 @@ import java.util.regex.Pattern;
  * and holds no descriptor between looks: a mapping may outlive the directory's mount, and an
  * importer with thousands of cached chunks would spend as many descriptors. A lease that is gone
  * reads as dead: its owner's close removes it, and so does the reclaim of a dead owner's files.
- * Once dead, it stays so without looking again.
+ * Once dead, it stays so without looking again: a look takes a dead owner's lease shared for an
+ * instant ({@link OwnerLease#isAlive}), and a reclaim that meets it then skips that owner until
+ * its next round, so a mapping does that once at most.
  */
 public final class ExporterLease {
 
