@@ -14,6 +14,7 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
@@ -101,16 +102,23 @@ class IpcCacheIdleTest {
     void roundsRacingWithImportsNeverUnmapAMappingInUse() throws Exception {
         IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE);
         List<IpcHandle> handles = new ArrayList<>();
-        for (int i = 1; i <= 8; i++) handles.add(handle(i));
+        for (int i = 1; i <= 16; i++) handles.add(handle(i));
         AtomicBoolean failed = new AtomicBoolean();
         AtomicBoolean importing = new AtomicBoolean(true);
+        long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(60); // against hanging, not a speed check
         try (cache; ExecutorService threads = Executors.newFixedThreadPool(4)) {
             List<Future<?>> importers = new ArrayList<>();
             for (int t = 0; t < 3; t++) {
                 int seed = t;
                 importers.add(threads.submit(() -> {
-                    for (int i = 0; i < 20_000 && !failed.get(); i++) {
-                        IpcHandle h = handles.get((i * 7 + seed) % handles.size());
+                    // Past 20,000 imports, on until a round has unmapped (the race is what the test is for: on a loaded
+                    // machine the importers could finish before the sweep got a turn), looked at every 1,000.
+                    for (int i = 0; !failed.get() && (i < 20_000 || i % 1_000 != 0 || cache.stats().evictions() == 0)
+                            && System.nanoTime() - guard < 0; i++) {
+                        // Phases of 2,000 imports over one half of the handles, then the other: the half left goes
+                        // unused, for the rounds to unmap while the other is in use.
+                        int half = (i / 2_000) % 2;
+                        IpcHandle h = handles.get(half * 8 + (i * 7 + seed) % 8);
                         IpcCache.Lease hit = cache.tryHit(h.encode());
                         try (IpcCache.Lease lease = hit != null ? hit : cache.open(h, mapper)) {
                             // Any access to an unmapped segment would throw IllegalStateException here.
