@@ -7,8 +7,6 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ExporterState;
 
 import java.nio.file.Path;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * The {@link OwnerLease} of the provider that exported an imported chunk, named by the chunk's own
@@ -25,9 +23,6 @@ import java.util.regex.Pattern;
  * its next round, so a mapping does that once at most.
  */
 public final class ExporterLease {
-
-    /** {@code <owner>-} at the start of what follows {@code <prefix>-}, as {@link OwnerLease} names files. */
-    private static final Pattern OWNER = Pattern.compile("((?:[a-z]+-)?[0-9a-f]{32})-");
 
     private final Libc libc;
     private final Path directory;
@@ -51,10 +46,9 @@ public final class ExporterLease {
      * when the name carries no owner id.
      */
     public static ExporterLease of(Libc libc, Path directory, String directoryKeys, String prefix, String fileName, int user) {
-        if (!fileName.startsWith(prefix + "-")) return null;
-        Matcher owner = OWNER.matcher(fileName).region(prefix.length() + 1, fileName.length());
-        if (!owner.lookingAt()) return null;
-        return new ExporterLease(libc, directory, directoryKeys, OwnerLease.leaseName(prefix, owner.group(1)), user);
+        String owner = OwnerLease.ownerOfFile(prefix, fileName);
+        if (owner == null) return null;
+        return new ExporterLease(libc, directory, directoryKeys, OwnerLease.leaseName(prefix, owner), user);
     }
 
     /**

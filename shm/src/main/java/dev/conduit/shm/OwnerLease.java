@@ -408,6 +408,16 @@ public final class OwnerLease implements AutoCloseable {
     private static final Pattern FILE_OWNER = Pattern.compile("(?:[a-z]+-)?[0-9a-f]{32}(?=-)");
 
     /**
+     * The owner id that {@code fileName}, a file of an owner under {@code prefix} ({@link #newFileName},
+     * {@link #newSocketName}), carries; null when it carries none.
+     */
+    static String ownerOfFile(String prefix, String fileName) {
+        if (!fileName.startsWith(prefix + "-")) return null;
+        java.util.regex.Matcher owner = FILE_OWNER.matcher(fileName).region(prefix.length() + 1, fileName.length());
+        return owner.lookingAt() ? owner.group() : null;
+    }
+
+    /**
      * The owners among {@code names} (a listing under {@code prefix}), by id, each judged as
      * {@link #reclaimDead} judges it, without their files: what {@link #survey} lists and
      * {@link #countOwners} counts.
@@ -468,10 +478,9 @@ public final class OwnerLease implements AutoCloseable {
                 bytes = -1;
             }
             FileEntry file = new FileEntry(name, bytes);
-            String rest = name.substring(prefix.length() + 1);
-            java.util.regex.Matcher owner = FILE_OWNER.matcher(rest);
-            if (owner.lookingAt() && owners.containsKey(owner.group())) {
-                files.computeIfAbsent(owner.group(), o -> new ArrayList<>()).add(file);
+            String owner = ownerOfFile(prefix, name);
+            if (owner != null && owners.containsKey(owner)) {
+                files.computeIfAbsent(owner, o -> new ArrayList<>()).add(file);
             } else if (name.startsWith(prefix + PROBE) && HEX.matcher(name.substring(prefix.length() + PROBE.length())).matches()) {
                 probes.add(file);
             } else {
