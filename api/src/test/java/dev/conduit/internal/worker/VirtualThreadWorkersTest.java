@@ -127,12 +127,7 @@ class VirtualThreadWorkersTest {
             }
         });
         made.get(WAIT_SECONDS, TimeUnit.SECONDS);
-        LoopbackPlugin.LoopbackTransport transport = plugin.transport();
-        long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
-        while (!transport.waiting) {
-            assertThat(System.nanoTime() - guard).as("the transport asleep within the hang guard").isNegative();
-            Thread.sleep(1);
-        }
+        plugin.transport().awaitSleeper();
         t.interrupt();
         boolean[] o = outcome.get(WAIT_SECONDS, TimeUnit.SECONDS);
         assertThat(o[0]).as("await returned true").isTrue();
