@@ -409,9 +409,10 @@ public final class OwnerLease implements AutoCloseable {
 
     /**
      * The owner id that {@code fileName}, a file of an owner under {@code prefix} ({@link #newFileName},
-     * {@link #newSocketName}), carries; null when it carries none.
+     * {@link #newSocketName}), carries; null when it carries none. Plugins read the owner of a
+     * name a peer gave them (a handle's socket) with it, as the survey reads every file's.
      */
-    static String ownerOfFile(String prefix, String fileName) {
+    public static String ownerOfFile(String prefix, String fileName) {
         if (!fileName.startsWith(prefix + "-")) return null;
         java.util.regex.Matcher owner = FILE_OWNER.matcher(fileName).region(prefix.length() + 1, fileName.length());
         return owner.lookingAt() ? owner.group() : null;

@@ -587,9 +587,8 @@ final class MemfdImporter implements IpcImporter {
      * OwnerLease#newSocketName) still holds its lease: then its socket was removed, not closed.
      */
     private boolean producerAlive(SharedDirectory directory, String socketName) {
-        String[] parts = socketName.split("-");
-        if (parts.length < 3 || !socketName.startsWith(FdProtocol.FILE_PREFIX + "-")) return false;
-        String owner = parts[parts.length - 2];
+        String owner = OwnerLease.ownerOfFile(FdProtocol.FILE_PREFIX, socketName);
+        if (owner == null) return false;
         try (LeaseWatch lease = LeaseWatch.open(libc, directory, OwnerLease.leaseName(FdProtocol.FILE_PREFIX, owner))) {
             return lease.ownerAlive();
         } catch (ConduitException e) { // an ErrnoException too
