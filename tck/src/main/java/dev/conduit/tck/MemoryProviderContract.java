@@ -16,17 +16,27 @@ import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.tck.internal.ExportingChild;
 import dev.conduit.tck.internal.Patterns;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -292,6 +302,116 @@ public abstract class MemoryProviderContract extends PluginContract {
         }
         assertThat(mapping.exporterState()).as("ChunkMapping.exporterState() of plugin '%s' after the mapping's close, which it "
                 + "must answer as before", plugin.name()).isEqualTo(ExporterState.DEAD);
+    }
+
+    /**
+     * Optional, as the check above ({@link ChunkMapping#exporterState()}, SPI 1.1), and the one an
+     * importer needs most: the exporter is another process ({@link ExportingChild}), killed with
+     * {@code SIGKILL}, so nothing of it closes anything. A mapping that can tell says {@code ALIVE}
+     * while that process lives and {@code DEAD} after the kill, asked until it does for at most
+     * {@link #progressGuard()} (a hang guard: no time is asserted); the mapping still holds what the
+     * dead exporter wrote; and its close unmaps it and leaves no descriptor open. A plugin whose
+     * mappings say {@code UNKNOWN} skips it, the exporter then ended by closing its provider. What
+     * the killed exporter left in the shared directory is the plugin's to reclaim later (or to
+     * document, plugin-authoring.md), not this check's: the test removes it.
+     */
+    @Test
+    public void anImportThatCanTellItsExportersLifeSaysDeadOnceTheExportingProcessIsKilledAndKeepsItsData() throws Exception {
+        assumeIpc();
+        long size = chunkSize(provider);
+        provider.close(); // a provider may own its resource exclusively (a device): the exporting process opens its own
+        Set<Path> filesBeforeTheExporter = filesIn(sharedDirectory());
+        long seed = 41;
+        List<String> arguments = new ArrayList<>(List.of(plugin.name(), plugin.getClass().getName(), sharedDirectory().toString(),
+                Long.toString(size), Long.toString(seed)));
+        configuration(sharedDirectory()).forEach((k, v) -> arguments.add(k + "=" + v));
+        ChildJvm.Started exporter = ChildJvm.start(ExportingChild.class, arguments);
+        try {
+            byte[] payload = Patterns.unhex(exporter.awaitLine(ExportingChild.EXPORTED, secondProcessGuard()));
+            Map<String, String> descriptorsBefore = openDescriptors();
+            ChunkMapping mapping = importer().map(reader(payload), size);
+            MemorySegment mapped = mapping.segment();
+            try {
+                assertThat(Patterns.mismatch(mapped, seed)).as("first byte of the import that differs from what the exporting process "
+                        + "wrote").isEqualTo(-1);
+                ExporterState alive = mapping.exporterState();
+                assumeTrue(alive != ExporterState.UNKNOWN, "the mappings of plugin '" + plugin.name() + "' cannot tell their "
+                        + "exporter's life (ChunkMapping.exporterState() is UNKNOWN): an optional operation");
+                assertThat(alive).as("ChunkMapping.exporterState() of plugin '%s' while the exporting process lives", plugin.name())
+                        .isEqualTo(ExporterState.ALIVE);
+                exporter.kill(secondProcessGuard());
+                ExporterState dead = awaitExporterState(mapping, ExporterState.DEAD);
+                assertThat(dead).as("ChunkMapping.exporterState() of plugin '%s' asked for %s after the exporting process was "
+                        + "killed with SIGKILL: a plugin that can tell says DEAD, judged by something the kernel drops with the "
+                        + "process (a lock), never a pid", plugin.name(), progressGuard()).isEqualTo(ExporterState.DEAD);
+                assertThat(Patterns.mismatch(mapped, seed)).as("first byte of the import that no longer holds what its exporter wrote "
+                        + "before it was killed: the mapping keeps the memory").isEqualTo(-1);
+            } finally {
+                mapping.close();
+            }
+            assertThat(mapped.scope().isAlive()).as("whether the import of a killed exporter's chunk is still mapped after "
+                    + "ChunkMapping.close(), which unmaps it").isFalse();
+            assertThat(mapping.exporterState()).as("ChunkMapping.exporterState() of plugin '%s' after the mapping's close, which it "
+                    + "must answer as before", plugin.name()).isEqualTo(ExporterState.DEAD);
+            Map<String, String> left = openDescriptors();
+            left.entrySet().removeAll(descriptorsBefore.entrySet());
+            assertThat(left).as("descriptors opened since the import of plugin '%s' and still open after the mapping's close, "
+                    + "exporterState() asked before and after the exporter's death (a look keeps nothing open)", plugin.name()).isEmpty();
+        } finally {
+            try {
+                exporter.close();
+            } finally {
+                if (exporter.killed()) removeWhatAppeared(sharedDirectory(), filesBeforeTheExporter);
+            }
+        }
+    }
+
+    /** Asks {@code mapping} until it says {@code wanted}, for at most {@link #progressGuard()}: its last answer. */
+    private ExporterState awaitExporterState(ChunkMapping mapping, ExporterState wanted) throws InterruptedException {
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        ExporterState answer = mapping.exporterState();
+        while (answer != wanted && System.nanoTime() - deadline < 0) {
+            Thread.sleep(20);
+            answer = mapping.exporterState();
+        }
+        return answer;
+    }
+
+    /**
+     * This process's descriptors, number to target ({@code /proc/self/fd}); not the listing's own
+     * (which may get other numbers once a leak took the earlier ones), nor the jars a class loader
+     * opened meanwhile to load the plugin's classes, which it keeps for later loads.
+     */
+    private static Map<String, String> openDescriptors() throws IOException {
+        Path listed = Path.of("/proc/self/fd").toRealPath();
+        Map<String, String> descriptors = new TreeMap<>();
+        try (Stream<Path> entries = Files.list(listed)) {
+            for (Path entry : entries.toList()) {
+                try {
+                    String target = Files.readSymbolicLink(entry).toString();
+                    if (!target.endsWith(".jar") && !target.equals(listed.toString())) {
+                        descriptors.put(entry.getFileName().toString(), target);
+                    }
+                } catch (IOException closedMeanwhile) {
+                    // One another thread closed since the listing: nothing the import holds.
+                }
+            }
+        }
+        return descriptors;
+    }
+
+    private static Set<Path> filesIn(Path directory) throws IOException {
+        try (Stream<Path> files = Files.walk(directory)) {
+            return files.collect(Collectors.toSet());
+        }
+    }
+
+    /** Removes what appeared in {@code directory} since {@code before} was listed, deepest first. */
+    private static void removeWhatAppeared(Path directory, Set<Path> before) throws IOException {
+        List<Path> appeared = new ArrayList<>(filesIn(directory));
+        appeared.removeAll(before);
+        appeared.sort(Comparator.reverseOrder());
+        for (Path p : appeared) Files.deleteIfExists(p);
     }
 
     @Test

@@ -1333,6 +1333,12 @@ final class BrokenPlugins {
         protected ConduitPlugin newPlugin() {
             return new ClaimsExportersAliveForever();
         }
+
+        /** How long the check of a killed exporter asks for DEAD: never, from this plugin. */
+        @Override
+        protected Duration progressGuard() {
+            return Duration.ofSeconds(2);
+        }
     }
 
     public static final class FreeKeepsMappingSuite extends MemoryProviderContract {

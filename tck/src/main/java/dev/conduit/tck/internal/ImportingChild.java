@@ -82,7 +82,8 @@ public final class ImportingChild {
         System.out.println("OK " + step);
     }
 
-    private static ConduitPlugin find(String name, String className) throws ReflectiveOperationException {
+    /** The plugin named {@code name} of class {@code className}, as ServiceLoader finds it, or else made from its class. */
+    static ConduitPlugin find(String name, String className) throws ReflectiveOperationException {
         for (ConduitPlugin p : ServiceLoader.load(ConduitPlugin.class)) {
             if (p.name().equals(name) && p.getClass().getName().equals(className)) return p;
         }

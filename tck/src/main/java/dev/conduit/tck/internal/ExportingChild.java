@@ -1,0 +1,53 @@
+package dev.conduit.tck.internal;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.MemoryProvider;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The exporting process of the memory-provider suite's check of a killed exporter: it opens the
+ * plugin's provider, allocates one chunk, fills it with the pattern {@code seed}, exports it and
+ * prints {@code EXPORTED <payload in hex>}; then it waits for its stdin to end, which the test
+ * never ends when it kills it. Once its stdin ends (the test skipped, or failed before the kill) it
+ * closes the provider, so that it leaves nothing in the shared directory, and exits.
+ *
+ * <p>Arguments: {@code pluginName pluginClass sharedDirectory chunkLength seed key=value...}; the
+ * plugin is found as {@link ImportingChild} finds it.
+ */
+public final class ExportingChild {
+
+    /** What the line that carries the export starts with. */
+    public static final String EXPORTED = "EXPORTED ";
+
+    private ExportingChild() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path shared = Path.of(args[2]);
+        long chunkLength = Long.parseLong(args[3]);
+        long seed = Long.parseLong(args[4]);
+        Map<String, String> config = new LinkedHashMap<>();
+        for (int i = 5; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            config.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
+        ConduitPlugin plugin = ImportingChild.find(args[0], args[1]);
+        try (MemoryProvider provider = plugin.openMemoryProvider(dev.conduit.tck.TestContext.of(shared, config))) {
+            Chunk chunk = provider.allocate(chunkLength);
+            Patterns.fill(chunk.segment(), seed);
+            System.out.println(EXPORTED + Patterns.hex(provider.export(chunk)));
+            System.out.flush();
+            while (System.in.read() >= 0) {
+                // Nothing is sent on stdin: its end is the signal.
+            }
+        } catch (RuntimeException | Error e) {
+            System.out.println("ERR " + e);
+            e.printStackTrace();
+            System.exit(1);
+        }
+    }
+}
