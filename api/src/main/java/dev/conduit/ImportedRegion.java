@@ -46,9 +46,11 @@ public interface ImportedRegion extends AutoCloseable {
      * <li>{@link ExporterState#DEAD}: it no longer holds that lease: its process died (also by
      *     {@code kill -9}), or it closed the pool, which frees every chunk. The mapping still holds
      *     what the exporter last wrote, readable (and writable, if it was) until closed; nothing more
-     *     comes. Once {@code DEAD}, never {@code ALIVE} again.</li>
-     * <li>{@link ExporterState#UNKNOWN}: the plugin cannot tell (devdax, a plugin without the
-     *     operation), or this process may not look (an exporter of another user, trusted through
+     *     comes. Once {@code DEAD}, never {@code ALIVE} again. devdax says so once another owner
+     *     started on the device since the export, which happens only after the exporter let go of
+     *     it (and from which on the range may change hands).</li>
+     * <li>{@link ExporterState#UNKNOWN}: the plugin cannot tell (devdax until then, alive or not: its
+     *     allocation table names no owner; a plugin without the operation), or this process may not look (an exporter of another user, trusted through
      *     {@code memfd.trusted.uids} or {@code posix.trusted.uids}, whose lease is its own
      *     {@code 0600}).</li>
      * </ul>

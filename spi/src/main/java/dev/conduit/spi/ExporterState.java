@@ -13,8 +13,9 @@ public enum ExporterState {
     ALIVE,
     /**
      * The exporter no longer holds that claim: its process died (also by {@code kill -9}) or it
-     * closed the pool. Nothing will write the chunk on its behalf any more; the mapping here keeps
-     * what it last wrote. Once dead, always dead.
+     * closed the pool (devdax: another owner started on the device since the export). Nothing will
+     * write the chunk on its behalf any more; the mapping here keeps what it last wrote. Once dead,
+     * always dead.
      */
     DEAD,
     /** The plugin cannot tell: it has no way to judge (the default), or this process may not look (another user's lease). */

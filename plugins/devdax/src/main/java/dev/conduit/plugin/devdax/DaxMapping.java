@@ -1,10 +1,12 @@
 package dev.conduit.plugin.devdax;
 
 import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ExporterState;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.function.Supplier;
 
 /**
  * One mapped range of a device, owned by a shared arena of its own: closing it closes the arena,
@@ -24,6 +26,9 @@ final class DaxMapping implements ChunkMapping {
     private final Arena arena;
     private final MemorySegment segment;
     private final boolean mayFault;
+    /** How an importer looks at its exporter ({@link DevdaxImporter#exporterState}); null for a provider's own chunk. */
+    private final Supplier<ExporterState> exporter;
+    private volatile boolean exporterDead;
     private boolean closed;
 
     /**
@@ -31,13 +36,15 @@ final class DaxMapping implements ChunkMapping {
      *                 without {@code PROT_WRITE}, so that a write throws instead of faulting
      * @param mayFault whether an access may fault ({@link #mayFault()}): true for a regular file
      *                 named as the device, which its writers may truncate and which may be sparse
+     * @param exporter what {@link #exporterState()} asks, or null: {@code UNKNOWN}
      */
-    DaxMapping(Path device, long offset, Arena arena, MemorySegment segment, boolean mayFault) {
+    DaxMapping(Path device, long offset, Arena arena, MemorySegment segment, boolean mayFault, Supplier<ExporterState> exporter) {
         this.device = device;
         this.offset = offset;
         this.arena = arena;
         this.segment = segment;
         this.mayFault = mayFault;
+        this.exporter = exporter;
     }
 
     @Override
@@ -49,6 +56,21 @@ final class DaxMapping implements ChunkMapping {
     @Override
     public boolean mayFault() {
         return mayFault;
+    }
+
+    /**
+     * {@code DEAD} once the device's header shows that another owner started on it since the
+     * export, for good; {@code UNKNOWN} until then, for nothing on the device tells a live owner
+     * from a dead one that nobody succeeded ({@link DevdaxImporter#exporterState}). Answers after
+     * {@link #close()} too: a look reads the device, not this mapping.
+     */
+    @Override
+    public ExporterState exporterState() {
+        if (exporterDead) return ExporterState.DEAD;
+        if (exporter == null) return ExporterState.UNKNOWN;
+        ExporterState state = exporter.get();
+        if (state == ExporterState.DEAD) exporterDead = true;
+        return state;
     }
 
     @Override

@@ -10,6 +10,7 @@ import dev.conduit.plugin.devdax.Layout.Geometry;
 import dev.conduit.plugin.devdax.Layout.Header;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.PayloadReader;
@@ -98,6 +99,11 @@ final class DevdaxImporter implements IpcImporter {
             // The metadata is read through read-only mappings of whole units, unmapped when this returns.
             MemorySegment first = mapReadOnly(device, 0, device.mapUnit(), views);
             Header header = readHeader(Layout.read(first), device, payload);
+            if (payload.generation() > header.generation()) {
+                // exporterState() judges the exporter by this generation: one the device never reached is no exporter's.
+                throw reader.invalid("generation", "generation " + payload.generation() + " is later than device "
+                        + device.describe() + "'s, " + header.generation() + ": no owner of it exported this; refused");
+            }
             checkRange(reader, payload, header.geometry(), device);
             MemorySegment entryView = checkAllocation(first, views, device, header, payload);
             DaxMapping mapping = mapRange(device, payload);
@@ -216,7 +222,7 @@ final class DevdaxImporter implements IpcImporter {
             MemorySegment segment = Mapper.mapPreferringSync(libc, device.fd(), payload.offset(), payload.length(),
                     payload.protection(), arena).segment();
             return new DaxMapping(device.path(), payload.offset(), arena, payload.writable() ? segment : segment.asReadOnly(),
-                    device.kind() == Device.Kind.REGULAR_FILE);
+                    device.kind() == Device.Kind.REGULAR_FILE, () -> exporterState(payload));
         } catch (ErrnoException e) {
             arena.close();
             throw new ConduitException("cannot map [" + payload.offset() + ", " + (payload.offset() + payload.length())
@@ -225,6 +231,35 @@ final class DevdaxImporter implements IpcImporter {
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, arena::close);
             throw e;
+        }
+    }
+
+    /**
+     * What this process can tell of the life of the provider that exported {@code payload}, from the
+     * device's header, read as an import reads it (the device opened read-only, its first unit mapped
+     * read-only, both released before this returns): {@code DEAD} once the header is at another
+     * generation or layout than the export's, for every owner's start moves the generation (a
+     * {@code reset} or a {@code recover}, a format too) and an owner starts only once its
+     * predecessor's lock is gone (died or closed), or its table is no longer the exporter's (a second
+     * node of the device, DevdaxProvider). {@code UNKNOWN} otherwise: the allocation table names
+     * allocations, not an owner, and the owner's claim is its {@code flock} on the device, which a
+     * look cannot judge honestly. Testing it takes the lock, for an instant, which makes a new
+     * owner's open fail ("held by pid" of this importer); and a lock belongs to an inode, so an
+     * importer reaching the device through another node (a container's {@code mknod}) would see
+     * no lock and call a live exporter dead. So a dead owner nobody succeeded reads as
+     * {@code UNKNOWN}, and so does a device without a valid layout (blank, damaged, a format under
+     * way): nothing there says whose it is.
+     *
+     * @throws ConduitException when the device cannot be opened or mapped, naming it, the errno and the remedy
+     */
+    ExporterState exporterState(DevdaxPayload payload) {
+        try (Device device = Device.open(libc, payload.alias(), devices.get(payload.alias()), false, sysfs);
+             Arena views = Arena.ofConfined()) {
+            if (Layout.read(mapReadOnly(device, 0, device.mapUnit(), views)) instanceof Layout.Valid(Header header)
+                    && (header.layoutId() != payload.layoutId() || header.generation() != payload.generation())) {
+                return ExporterState.DEAD;
+            }
+            return ExporterState.UNKNOWN;
         }
     }
 

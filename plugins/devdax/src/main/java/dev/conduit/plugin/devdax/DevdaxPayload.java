@@ -28,7 +28,8 @@ import dev.conduit.spi.PayloadWriter;
  * <tr><td>.</td><td>8</td><td>{@code payload.allocation}</td><td>the allocation id, not 0; the device's table
  *     must hold it, with this length, at this offset</td></tr>
  * <tr><td>.</td><td>8</td><td>{@code payload.generation}</td><td>the device's generation when the range was
- *     allocated, at least 1; only for messages</td></tr>
+ *     allocated, at least 1, not above the device's (refused at import); for messages, and for the importer's
+ *     {@code exporterState()}, {@code DEAD} once the device is at another ({@link DevdaxImporter#exporterState})</td></tr>
  * <tr><td>.</td><td>&nbsp;</td><td>{@code payload.end}</td><td>no bytes follow</td></tr>
  * </table>
  *

@@ -332,7 +332,7 @@ final class DevdaxProvider implements MemoryProvider {
             long allocationId = nonZero(random);
             byte[] payload = new DevdaxPayload(device.alias(), layoutId, offset, size, READ_WRITE, allocationId, generation).encode();
             chunk = new DevdaxChunk(this, offset, new DaxMapping(device.path(), offset, arena, segment,
-                    device.kind() == Device.Kind.REGULAR_FILE), payload);
+                    device.kind() == Device.Kind.REGULAR_FILE, null), payload);
             live.add(chunk);
             // Last: the catches below give the range back, which must then have no entry in the table.
             Layout.publish(metadata, geometry, offset, allocationId, size);

@@ -3,11 +3,14 @@ package dev.conduit.plugin.devdax;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Path;
 
@@ -104,6 +107,81 @@ class RestartPolicyTest {
         assertThatThrownBy(() -> importer.map(reader(keptExport), 2 * UNIT))
                 .as("closing frees re-adopted allocations like its own")
                 .hasMessageStartingWith("export gone: ");
+    }
+
+    /**
+     * What an importer can tell of its devdax exporter's life: nothing while the device's header is
+     * at the export's generation, the exporter alive or killed (the table names no owner, and its
+     * lock is not for an importer to judge: DevdaxImporter#exporterState), and DEAD, for good, once
+     * another owner started, under {@code recover} as under {@code reset}; the mapping keeps what the
+     * dead exporter wrote, and looks leave nothing open on the device.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"recover", "reset"})
+    void anImportSaysUnknownWhileItsExportersGenerationHoldsAndDeadOnceAnotherOwnerStarted(String successorStart) {
+        DevdaxProvider crashed = open("reset");
+        Chunk chunk = crashed.allocate(UNIT);
+        chunk.segment().set(JAVA_LONG, 0, 4321L);
+        ChunkMapping mapping = importer.map(reader(crashed.export(chunk)), UNIT);
+        try {
+            assertThat(mapping.exporterState()).as("its exporter lives").isEqualTo(ExporterState.UNKNOWN);
+            crashed.abandon(); // as kill -9 would: nothing freed, lock dropped
+            assertThat(mapping.exporterState()).as("its exporter died, and no owner started since").isEqualTo(ExporterState.UNKNOWN);
+            try (DevdaxProvider successor = open(successorStart)) {
+                assertThat(mapping.exporterState()).as("another owner started (%s)", successorStart).isEqualTo(ExporterState.DEAD);
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).as("what the dead exporter wrote").isEqualTo(4321L);
+            }
+            assertThat(mapping.exporterState()).as("once the successor closed too").isEqualTo(ExporterState.DEAD);
+        } finally {
+            mapping.close();
+        }
+        assertThat(mapping.exporterState()).as("after the mapping's close").isEqualTo(ExporterState.DEAD);
+        assertThat(Fixtures.descriptorsOn(device)).isZero();
+        assertThat(Fixtures.mappingsOf(device)).isZero();
+    }
+
+    /** An exporter that closed its provider is no more known dead than one killed, until another owner starts. */
+    @Test
+    void anExporterThatClosedItsProviderIsUnknownUntilAnotherOwnerStarts() {
+        ChunkMapping mapping;
+        try (DevdaxProvider exporter = open("reset")) {
+            mapping = importer.map(reader(exporter.export(exporter.allocate(UNIT))), UNIT);
+        }
+        try (mapping) {
+            assertThat(mapping.exporterState()).isEqualTo(ExporterState.UNKNOWN);
+            open("reset").close();
+            assertThat(mapping.exporterState()).isEqualTo(ExporterState.DEAD);
+        }
+    }
+
+    /**
+     * The exporter's generation is the handle's word, which the importer judges the exporter by: one
+     * the device never reached names no exporter and is refused; one a look cannot check (the device
+     * gone) fails naming the device and the remedy, leaving nothing open.
+     */
+    @Test
+    void aHandleFromALaterGenerationIsRefusedAndALookThatCannotReadTheDeviceSaysWhy() throws Exception {
+        try (DevdaxProvider exporter = open("reset")) {
+            byte[] export = exporter.export(exporter.allocate(UNIT));
+            DevdaxPayload real = DevdaxPayload.decode(reader(export));
+            DevdaxPayload later = new DevdaxPayload(real.alias(), real.layoutId(), real.offset(), real.length(), real.protection(),
+                    real.allocationId(), real.generation() + 1);
+            assertThatThrownBy(() -> importer.map(reader(later.encode()), UNIT))
+                    .isInstanceOf(dev.conduit.spi.InvalidHandleException.class)
+                    .hasMessageContaining("payload.generation")
+                    .hasMessageContaining("generation " + (real.generation() + 1) + " is later than device " + device);
+            try (ChunkMapping mapping = importer.map(reader(export), UNIT)) {
+                Path moved = device.resolveSibling("moved.img");
+                java.nio.file.Files.move(device, moved);
+                try {
+                    assertThatThrownBy(mapping::exporterState).isInstanceOf(ConduitException.class)
+                            .hasMessageContaining(device.toString()).hasMessageContaining("ENOENT");
+                } finally {
+                    java.nio.file.Files.move(moved, device);
+                }
+                assertThat(mapping.exporterState()).isEqualTo(ExporterState.UNKNOWN);
+            }
+        }
     }
 
     @Test
