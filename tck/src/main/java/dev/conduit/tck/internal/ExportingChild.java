@@ -5,7 +5,6 @@ import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.MemoryProvider;
 
 import java.nio.file.Path;
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -16,7 +15,7 @@ import java.util.Map;
  * closes the provider, so that it leaves nothing in the shared directory, and exits.
  *
  * <p>Arguments: {@code pluginName pluginClass sharedDirectory chunkLength seed key=value...}; the
- * plugin is found as {@link ImportingChild} finds it.
+ * plugin and the configuration are found as {@link ImportingChild} finds them.
  */
 public final class ExportingChild {
 
@@ -30,11 +29,7 @@ public final class ExportingChild {
         Path shared = Path.of(args[2]);
         long chunkLength = Long.parseLong(args[3]);
         long seed = Long.parseLong(args[4]);
-        Map<String, String> config = new LinkedHashMap<>();
-        for (int i = 5; i < args.length; i++) {
-            int eq = args[i].indexOf('=');
-            config.put(args[i].substring(0, eq), args[i].substring(eq + 1));
-        }
+        Map<String, String> config = ImportingChild.configuration(args, 5);
         ConduitPlugin plugin = ImportingChild.find(args[0], args[1]);
         try (MemoryProvider provider = plugin.openMemoryProvider(dev.conduit.tck.TestContext.of(shared, config))) {
             Chunk chunk = provider.allocate(chunkLength);

@@ -38,11 +38,7 @@ public final class ImportingChild {
         byte[] handle = args[5].equals("-") ? null : HexFormat.of().parseHex(args[5]);
         long regionLength = Long.parseLong(args[6]);
         long seed = Long.parseLong(args[7]);
-        Map<String, String> config = new LinkedHashMap<>();
-        for (int i = 8; i < args.length; i++) {
-            int eq = args[i].indexOf('=');
-            config.put(args[i].substring(0, eq), args[i].substring(eq + 1));
-        }
+        Map<String, String> config = configuration(args, 8);
         ConduitPlugin plugin = find(name, args[1]);
         try {
             if (payload != null) {
@@ -80,6 +76,16 @@ public final class ImportingChild {
             segment.set(ValueLayout.JAVA_BYTE, i, (byte) ~b);
         }
         System.out.println("OK " + step);
+    }
+
+    /** The configuration given as {@code key=value} arguments from {@code args[from]} on. */
+    static Map<String, String> configuration(String[] args, int from) {
+        Map<String, String> config = new LinkedHashMap<>();
+        for (int i = from; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            config.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
+        return config;
     }
 
     /** The plugin named {@code name} of class {@code className}, as ServiceLoader finds it, or else made from its class. */
