@@ -5,6 +5,7 @@ import dev.conduit.linux.Libc;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import org.junit.jupiter.api.BeforeEach;
@@ -141,30 +142,42 @@ class DeviceLockTest {
         }
     }
 
+    /**
+     * Also what an import can tell of the killed owner's life: {@code UNKNOWN} while it lives and
+     * after its {@code kill -9} (nothing on the device changes), {@code DEAD} once the recovering
+     * owner started, for an import made before the kill as for one made after the recovery.
+     */
     @Test
     void theExportsOfAKilledOwnerSurviveRecoverAndNotReset() throws Exception {
         Path containerView = Files.createLink(dir.resolve("container-view.img"), device);
         IpcImporter importer = plugin.ipcImporter(Fixtures.device("pmem0", containerView));
         byte[] export;
         long length;
+        ChunkMapping keptAcrossTheKill;
         try (ChildJvm child = ChildJvm.start("produce", "pmem0=" + device)) {
             String[] produced = child.readLine().split(" ");
             export = HexFormat.of().parseHex(produced[0]);
             length = Long.parseLong(produced[1]);
-            try (ChunkMapping mapping = importer.map(reader(export), length)) {
-                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(DevdaxChild.PRODUCED);
-            }
+            keptAcrossTheKill = importer.map(reader(export), length);
+            assertThat(keptAcrossTheKill.segment().get(JAVA_LONG, 0)).isEqualTo(DevdaxChild.PRODUCED);
+            assertThat(keptAcrossTheKill.exporterState()).as("its owner lives").isEqualTo(ExporterState.UNKNOWN);
             child.kill(); // nothing freed, nothing closed
         }
-        try (ChunkMapping mapping = importer.map(reader(export), length)) {
-            assertThat(mapping.segment().get(JAVA_LONG, 0)).as("the table outlives its owner").isEqualTo(DevdaxChild.PRODUCED);
+        try (keptAcrossTheKill) {
+            assertThat(keptAcrossTheKill.exporterState()).as("killed, and nobody started since").isEqualTo(ExporterState.UNKNOWN);
+            try (ChunkMapping mapping = importer.map(reader(export), length)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).as("the table outlives its owner").isEqualTo(DevdaxChild.PRODUCED);
+            }
+            DevdaxProvider recovered = (DevdaxProvider) open(device, "devdax.on.start", "recover");
+            assertThat(recovered.adoptedCount()).isEqualTo(1);
+            assertThat(keptAcrossTheKill.exporterState()).as("its successor started").isEqualTo(ExporterState.DEAD);
+            try (ChunkMapping mapping = importer.map(reader(export), length)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(DevdaxChild.PRODUCED);
+                assertThat(mapping.exporterState()).as("imported from the successor, exported by the dead owner")
+                        .isEqualTo(ExporterState.DEAD);
+            }
+            recovered.abandon(); // a second crash: the re-adopted allocation stays for the next owner
         }
-        DevdaxProvider recovered = (DevdaxProvider) open(device, "devdax.on.start", "recover");
-        assertThat(recovered.adoptedCount()).isEqualTo(1);
-        try (ChunkMapping mapping = importer.map(reader(export), length)) {
-            assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(DevdaxChild.PRODUCED);
-        }
-        recovered.abandon(); // a second crash: the re-adopted allocation stays for the next owner
 
         try (MemoryProvider reset = open(device, "devdax.on.start", "reset")) {
             assertThatThrownBy(() -> importer.map(reader(export), length))
