@@ -12,7 +12,8 @@ import java.time.Duration;
  *                     region used them for {@code ipc.cache.idle}
  * @param mappedBytes  bytes currently mapped by the cache, in use or not
  * @param entries      chunks currently mapped
- * @param entriesInUse chunks with at least one open {@link ImportedRegion}
+ * @param entriesInUse chunks with at least one open {@link ImportedRegion} or {@link PeerRegion} (a peer region of
+ *                     a worker of this {@code Conduit} is mapped through the same cache)
  * @param maximumBytes the bound on bytes kept mapped for no open region ({@code ipc.cache.bytes})
  * @param maximumEntries the bound on chunks kept mapped for no open region ({@code ipc.cache.entries})
  * @param idle         how long a chunk no region uses stays mapped, at most twice this ({@code ipc.cache.idle})

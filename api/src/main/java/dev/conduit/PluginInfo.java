@@ -97,7 +97,12 @@ public record PluginInfo(String name, String version, String spiVersion, String 
         REFUSED,
         /** Another plugin of the same name and a higher version, or of the same version found first, is used instead. */
         SHADOWED,
-        /** It could not be instantiated or its metadata could not be read. */
+        /**
+         * It could not be instantiated (also a plugin directory entry whose jars cannot be loaded), its metadata could
+         * not be read, or a check of its configuration threw what refuses no value ({@code checkConfig} anything but a
+         * {@code ConfigException}, a key's check anything but an {@code IllegalArgumentException}): a fault of the
+         * plugin, not of the values.
+         */
         BROKEN
     }
 }
