@@ -53,7 +53,7 @@ public interface Conduit extends AutoCloseable {
      * @throws dev.conduit.spi.ConduitException when no selected plugin provides a transport here
      *         (the message names each one ruled out, and why), or a
      *         plugin cannot be used in {@code mode} (the message names plugin and modes, and the
-     *         {@code conduit.thread.confine} option)
+     *         {@code thread.confine} key and its variable, CONDUIT_THREAD_CONFINE)
      */
     Worker newWorker(ThreadMode mode);
 
