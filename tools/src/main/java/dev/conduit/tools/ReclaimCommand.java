@@ -32,7 +32,8 @@ import java.util.List;
                         + "owners being created and other users' files are left alone, and so are files no lease names.",
                 "Prints each file removed (with its dead owner and bytes), each it could not remove (with the errno and what "
                         + "to do), then what is left; with --json, one JSON document of the same. Exit code 1 when a file could not "
-                        + "be removed, or a directory listed before or after the reclaim."})
+                        + "be removed, a directory listed before or after the reclaim, or there is nothing to reclaim in (neither "
+                        + "memfd nor posix was found, or transports leaves both out)."})
 final class ReclaimCommand implements Runnable {
 
     private static final String INDENT = "  ";
