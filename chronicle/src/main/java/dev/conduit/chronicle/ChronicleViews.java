@@ -25,8 +25,9 @@ import java.util.Objects;
  *       ({@link Region#isOpen()}); after {@code close()} it throws {@link IllegalStateException},
  *       as does the view of an {@code ImportedRegion} reopened since on another region.
  *       An access racing with {@code close()} on another thread may still complete; it never
- *       touches unmapped memory: a {@code Region}'s memory stays mapped until its pool closes,
- *       an {@code ImportedRegion}'s until the cache unmaps it, and both unmaps close a shared
+ *       touches unmapped memory: a {@code Region}'s memory stays mapped until its pool closes
+ *       (one with a chunk of its own, until it closes), an {@code ImportedRegion}'s until the
+ *       cache unmaps it, and every unmap closes a shared
  *       arena, which the JVM completes only between accesses (later ones throw).</li>
  *   <li><b>Atomics</b>: {@code compareAndSwapInt/Long}, {@code readVolatile*},
  *       {@code writeVolatile*}, {@code writeOrdered*} are the CPU's atomic instructions on the
