@@ -557,8 +557,14 @@ public final class OwnerLease implements AutoCloseable {
      */
     private static final int RECLAIM_BATCH = 64;
 
-    /** A dead owner's lease, locked by a reclaim until its files are gone ({@link #reclaimDead}). */
+    /**
+     * A dead owner's lease, locked by a reclaim until its files are gone ({@link #reclaimDead}); {@code fd} is null for a
+     * dry run's ({@link #wouldReclaimDead}), which released the lease once judged.
+     */
     private record LockedLease(String name, String owner, FileDescriptor fd) {
+        void release() {
+            if (fd != null) fd.close();
+        }
     }
 
     /**
@@ -601,7 +607,8 @@ public final class OwnerLease implements AutoCloseable {
      */
     public interface ReclaimListener {
         /**
-         * {@code name} was removed; {@code bytes} is its size just before ({@code -1} when that could not be read).
+         * {@code name} was removed (for {@link #wouldReclaimDead}: would be); {@code bytes} is its size just before
+         * ({@code -1} when that could not be read).
          * {@code owner} is the dead owner's id, or null for a stale probe file, which no owner has.
          */
         void removed(String owner, String name, long bytes);
@@ -615,6 +622,29 @@ public final class OwnerLease implements AutoCloseable {
      * removed, a pending lease's too, with its size, and of every file of a dead owner that could not be removed.
      */
     public static List<String> reclaimDead(Libc libc, SharedDirectory directory, String prefix, ReclaimListener listener) {
+        return reclaim(libc, directory, prefix, listener, false);
+    }
+
+    /**
+     * What {@link #reclaimDead(Libc, SharedDirectory, String, ReclaimListener)} would remove if it ran now, judged by the
+     * same code, removing nothing: {@code listener.removed} is told of each file it would remove, in the order it would,
+     * with its size; {@code notRemoved} is never told, since no removal is tried (whether one would fail is the real
+     * reclaim's to find). It locks a lease, a pending one too, only as a reclaim's look at it does, with a shared
+     * {@code flock} released as soon as the lease is judged (where the reclaim holds a dead owner's exclusively until its
+     * files are gone): a reclaim that tries that lease in the same instant skips its owner, as it would skip one that
+     * {@link #survey} looks at; a starting owner that tries to lock its pending lease then starts over with another id, as
+     * it does when a real reclaim takes it ({@link #acquire}). Logs nothing. An owner that dies after this look, or a
+     * probe that grows old, is the real reclaim's business ({@code conduit reclaim --dry-run}).
+     *
+     * @return the names it would remove, as {@link #reclaimDead} returns those it removes
+     * @throws ConduitException when the directory cannot be listed, naming the errno and what to do
+     */
+    public static List<String> wouldReclaimDead(Libc libc, SharedDirectory directory, String prefix, ReclaimListener listener) {
+        return reclaim(libc, directory, prefix, java.util.Objects.requireNonNull(listener, "listener"), true);
+    }
+
+    /** {@link #reclaimDead}, or with {@code dryRun} {@link #wouldReclaimDead}: one judgement for both. */
+    private static List<String> reclaim(Libc libc, SharedDirectory directory, String prefix, ReclaimListener listener, boolean dryRun) {
         List<String> removed = new ArrayList<>();
         List<LockedLease> locked = new ArrayList<>();
         try {
@@ -622,7 +652,7 @@ public final class OwnerLease implements AutoCloseable {
                 if (name.startsWith(prefix + PROBE)) {
                     // Only a name newProbeName makes: another program's "<prefix>-probe-results.csv" is not ours to remove.
                     if (HEX.matcher(name.substring(prefix.length() + PROBE.length())).matches() && isStaleProbe(directory, name)
-                            && unlinkQuietly(directory, null, name, listener)) {
+                            && unlinkQuietly(directory, null, name, listener, dryRun)) {
                         removed.add(name);
                     }
                     continue;
@@ -639,7 +669,7 @@ public final class OwnerLease implements AutoCloseable {
                 } catch (ErrnoException e) {
                     if (locked.isEmpty()) continue; // gone already, or not a regular file we may open: not ours to judge
                     // Perhaps for want of the descriptors this reclaim holds: give them back, and try once more.
-                    removeFilesOf(libc, directory, prefix, locked, removed, listener);
+                    removeFilesOf(libc, directory, prefix, locked, removed, listener, dryRun);
                     try {
                         fd = directory.openLease(name);
                     } catch (ErrnoException again) {
@@ -648,7 +678,8 @@ public final class OwnerLease implements AutoCloseable {
                 }
                 boolean dead;
                 try {
-                    dead = libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB);
+                    // A dry run's look shares the lock, as survey's does: two looks at once both see the owner dead.
+                    dead = libc.tryFlock(fd, (dryRun ? LockFlags.LOCK_SH : LockFlags.LOCK_EX) | LockFlags.LOCK_NB);
                 } catch (RuntimeException e) {
                     fd.close();
                     throw e;
@@ -662,19 +693,24 @@ public final class OwnerLease implements AutoCloseable {
                     // make one with a live owner's id: remove only it. A starting owner's that we locked first makes that
                     // owner start over (acquire); its removal is not reported as a dead owner's.
                     try {
-                        unlinkQuietly(directory, owner, name, listener);
+                        unlinkQuietly(directory, owner, name, listener, dryRun);
                     } finally {
                         fd.close();
                     }
                     continue;
                 }
+                if (dryRun) {
+                    fd.close(); // judged: a look holds no lock while the directory is listed for the owner's files
+                    fd = null;
+                }
                 locked.add(new LockedLease(name, owner, fd));
-                if (locked.size() == RECLAIM_BATCH) removeFilesOf(libc, directory, prefix, locked, removed, listener);
+                if (locked.size() == RECLAIM_BATCH) removeFilesOf(libc, directory, prefix, locked, removed, listener, dryRun);
             }
-            removeFilesOf(libc, directory, prefix, locked, removed, listener);
+            removeFilesOf(libc, directory, prefix, locked, removed, listener, dryRun);
         } finally {
-            for (LockedLease lease : locked) lease.fd().close();
+            for (LockedLease lease : locked) lease.release();
         }
+        if (dryRun) return removed;
         for (String name : removed) {
             if (name.endsWith(LEASE)) remember(directory.path().resolve(name));
         }
@@ -717,7 +753,7 @@ public final class OwnerLease implements AutoCloseable {
      * reclaim, by planting a file under its name in a sticky directory.
      */
     private static void removeFilesOf(Libc libc, SharedDirectory directory, String prefix, List<LockedLease> locked,
-                                      List<String> removed, ReclaimListener listener) {
+                                      List<String> removed, ReclaimListener listener, boolean dryRun) {
         if (locked.isEmpty()) return;
         try {
             List<String> names = directory.list(prefix + "-"); // sorted: an owner's files are one run of it
@@ -729,7 +765,7 @@ public final class OwnerLease implements AutoCloseable {
                     String name = names.get(i);
                     long bytes = sizeFor(listener, directory, name);
                     try {
-                        directory.unlink(name);
+                        if (!dryRun) directory.unlink(name);
                         removed.add(name);
                         if (listener != null) listener.removed(lease.owner(), name, bytes);
                     } catch (ErrnoException e) {
@@ -740,10 +776,10 @@ public final class OwnerLease implements AutoCloseable {
                     }
                 }
                 // The lease goes last, and only when all else went, so that a later reclaim retries the rest.
-                if (all && unlinkQuietly(directory, lease.owner(), lease.name(), listener)) removed.add(lease.name());
+                if (all && unlinkQuietly(directory, lease.owner(), lease.name(), listener, dryRun)) removed.add(lease.name());
             }
         } finally {
-            for (LockedLease lease : locked) lease.fd().close();
+            for (LockedLease lease : locked) lease.release();
             locked.clear();
         }
     }
@@ -800,10 +836,11 @@ public final class OwnerLease implements AutoCloseable {
         return OWNER_ID.matcher(owner).matches();
     }
 
-    private static boolean unlinkQuietly(SharedDirectory directory, String owner, String name, ReclaimListener listener) {
+    /** Removes {@code name} (with {@code dryRun}, only says it would), telling the listener; whether it did. */
+    private static boolean unlinkQuietly(SharedDirectory directory, String owner, String name, ReclaimListener listener, boolean dryRun) {
         long bytes = sizeFor(listener, directory, name);
         try {
-            directory.unlink(name);
+            if (!dryRun) directory.unlink(name);
             if (listener != null) listener.removed(owner, name, bytes);
             return true;
         } catch (ErrnoException e) {

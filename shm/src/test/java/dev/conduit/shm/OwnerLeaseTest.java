@@ -99,23 +99,14 @@ class OwnerLeaseTest {
     @Test
     void aReclaimThatTellsAListenerLogsNothingOfItItself() throws Exception {
         Libc libc = Linux.libc();
-        java.util.logging.Logger jul = java.util.logging.Logger.getLogger("dev.conduit.shm");
         List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.logging.Handler handler = new java.util.logging.Handler() {
-            @Override public void publish(java.util.logging.LogRecord record) { logged.add(record.getLevel() + " " + record.getMessage()); }
-            @Override public void flush() { }
-            @Override public void close() { }
-        };
-        jul.addHandler(handler);
+        java.util.logging.Handler handler = keepingShmLog(logged);
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
             String owner = "0123456789abcdef0123456789abcdef";
             java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner)));
             java.nio.file.Files.writeString(shared.resolve("conduit-test-" + owner + "-1.chunk"), "data");
             List<String> told = new ArrayList<>();
-            OwnerLease.reclaimDead(libc, directory, "conduit-test", new OwnerLease.ReclaimListener() {
-                @Override public void removed(String o, String name, long bytes) { told.add(name + " " + bytes); }
-                @Override public void notRemoved(String o, String name, dev.conduit.linux.ErrnoException e) { told.add("not " + name); }
-            });
+            OwnerLease.reclaimDead(libc, directory, "conduit-test", telling(told));
             assertThat(told).containsExactly("conduit-test-" + owner + "-1.chunk 4", OwnerLease.leaseName("conduit-test", owner) + " 0");
             assertThat(logged).isEmpty();
 
@@ -123,8 +114,69 @@ class OwnerLeaseTest {
             OwnerLease.reclaimDead(libc, directory, "conduit-test");
             assertThat(logged).singleElement().asString().startsWith("INFO reclaimed 1 file of dead owners in");
         } finally {
-            jul.removeHandler(handler);
+            SHM_LOG.removeHandler(handler);
         }
+    }
+
+    /**
+     * A dry run ({@link OwnerLease#wouldReclaimDead}) tells, file by file and in the same order, what the reclaim run
+     * after it removes: a dead owner's files then its lease, a pending lease nobody holds, a probe file older than a
+     * minute; and removes nothing, logs nothing, tells nothing of a live owner's files or of a fresh probe, and holds no
+     * lock once done (the reclaim after it locks the dead owner's lease).
+     */
+    @Test
+    void aDryRunTellsWhatTheReclaimAfterItRemovesAndRemovesNothing() throws Exception {
+        Libc libc = Linux.libc();
+        List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = keepingShmLog(logged);
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)");
+             OwnerLease live = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            java.nio.file.Files.writeString(shared.resolve(live.newFileName(".chunk")), "live");
+            String dead = SharedDirectory.randomId();
+            java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", dead)));
+            java.nio.file.Files.writeString(shared.resolve("conduit-test-" + dead + "-1.chunk"), "data");
+            java.nio.file.Files.createFile(shared.resolve("conduit-test-" + SharedDirectory.randomId() + ".lease-pending"));
+            java.nio.file.Path stale = java.nio.file.Files.createFile(shared.resolve(OwnerLease.newProbeName("conduit-test")));
+            java.nio.file.Files.setLastModifiedTime(stale, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 120_000));
+            java.nio.file.Files.createFile(shared.resolve(OwnerLease.newProbeName("conduit-test")));
+            List<String> before = java.util.Arrays.stream(shared.toFile().list()).sorted().toList();
+
+            List<String> wouldTell = new ArrayList<>();
+            List<String> wouldRemove = OwnerLease.wouldReclaimDead(libc, directory, "conduit-test", telling(wouldTell));
+
+            assertThat(java.util.Arrays.stream(shared.toFile().list()).sorted().toList()).as("nothing removed").isEqualTo(before);
+            assertThat(wouldTell).hasSize(4).noneMatch(told -> told.contains(live.owner()));
+            assertThat(wouldRemove).containsExactly(stale.getFileName().toString(), "conduit-test-" + dead + "-1.chunk",
+                    OwnerLease.leaseName("conduit-test", dead));
+            assertThat(logged).isEmpty();
+            List<String> told = new ArrayList<>();
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test", telling(told))).isEqualTo(wouldRemove);
+            assertThat(told).isEqualTo(wouldTell);
+            assertThat(OwnerLease.isAlive(libc, directory, OwnerLease.leaseName("conduit-test", live.owner()))).isTrue();
+        } finally {
+            SHM_LOG.removeHandler(handler);
+        }
+    }
+
+    private static final java.util.logging.Logger SHM_LOG = java.util.logging.Logger.getLogger("dev.conduit.shm");
+
+    /** Keeps what logger dev.conduit.shm logs from now on in {@code logged}, as "LEVEL message"; remove the handler after. */
+    private static java.util.logging.Handler keepingShmLog(List<String> logged) {
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override public void publish(java.util.logging.LogRecord record) { logged.add(record.getLevel() + " " + record.getMessage()); }
+            @Override public void flush() { }
+            @Override public void close() { }
+        };
+        SHM_LOG.addHandler(handler);
+        return handler;
+    }
+
+    /** A listener that keeps each file it is told of as "name bytes", or "not name" for one not removed. */
+    private static OwnerLease.ReclaimListener telling(List<String> told) {
+        return new OwnerLease.ReclaimListener() {
+            @Override public void removed(String o, String name, long bytes) { told.add(name + " " + bytes); }
+            @Override public void notRemoved(String o, String name, dev.conduit.linux.ErrnoException e) { told.add("not " + name); }
+        };
     }
 
     /**

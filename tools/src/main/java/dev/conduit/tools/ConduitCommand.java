@@ -22,7 +22,8 @@ import java.util.function.Supplier;
  * Conduit through {@link #openConduit}, so configuration and failures work the same in all of them.
  *
  * <p>Exit codes: {@value #EXIT_OK} success, {@value #EXIT_FAILED} Conduit failed or the output could
- * not be written (the message goes to standard error), {@value #EXIT_USAGE} usage error.
+ * not be written (the message goes to standard error), {@value #EXIT_USAGE} usage error,
+ * {@value #EXIT_WOULD_REMOVE} a {@code reclaim --dry-run} that found something to remove.
  */
 @Command(name = "conduit",
         mixinStandardHelpOptions = true,
@@ -42,6 +43,7 @@ import java.util.function.Supplier;
                 "     when reclaim could not remove a dead owner's file or list a directory,",
                 "     or found neither memfd nor posix to reclaim in",
                 "  2  usage error: unknown option or subcommand, malformed argument",
+                "  3  reclaim --dry-run found files that a reclaim would remove",
                 "",
                 "Configuration comes, strongest first, from a subcommand's --set, conduit.*",
                 "system properties, CONDUIT_* environment variables and defaults.",
@@ -54,6 +56,11 @@ public final class ConduitCommand implements Runnable {
     public static final int EXIT_FAILED = 1;
     /** The command line could not be parsed; picocli's own code for invalid input. */
     public static final int EXIT_USAGE = 2;
+    /**
+     * {@code conduit reclaim --dry-run} found files a reclaim would remove (it exits with {@value #EXIT_OK} when it found
+     * none): as {@code diff} says that files differ, so that a script can act on it without reading the output.
+     */
+    public static final int EXIT_WOULD_REMOVE = 3;
 
     @Spec
     private CommandSpec spec;
@@ -103,7 +110,8 @@ public final class ConduitCommand implements Runnable {
             if (e instanceof Error error) return reportFailure(error, parsed.commandSpec().commandLine(), parsed);
             throw e;
         }
-        return reportIncompleteOutput(parsed, out) && exitCode == EXIT_OK ? EXIT_FAILED : exitCode;
+        // A dry run's "something would be removed" of a truncated document is no answer either.
+        return reportIncompleteOutput(parsed, out) && (exitCode == EXIT_OK || exitCode == EXIT_WOULD_REMOVE) ? EXIT_FAILED : exitCode;
     }
 
     /** Flushes what the command printed; if any of it could not be written, says so on standard error. Whether it did. */

@@ -16,11 +16,15 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 
 /**
  * {@code conduit reclaim}: removes the files of dead owners from memfd's and posix's directories, as
  * the next pool or worker opened there would ({@link OwnerLease#reclaimDead}), and says what it removed
  * and what it could not: as text, each file as it goes, or as one JSON document at the end ({@link ReclaimJson}).
+ * With {@code --dry-run} it says what it would remove, judged by the same code ({@link OwnerLease#wouldReclaimDead}),
+ * and removes nothing; its exit code says whether anything would be removed ({@link ConduitCommand#EXIT_WOULD_REMOVE}).
  */
 @Command(name = "reclaim",
         mixinStandardHelpOptions = true,
@@ -33,14 +37,21 @@ import java.util.List;
                 "Prints each file removed (with its dead owner and bytes), each it could not remove (with the errno and what "
                         + "to do), then what is left; with --json, one JSON document of the same. Exit code 1 when a file could not "
                         + "be removed, a directory listed before or after the reclaim, or there is nothing to reclaim in (neither "
-                        + "memfd nor posix was found, or transports leaves both out)."})
-final class ReclaimCommand implements Runnable {
+                        + "memfd nor posix was found, or transports leaves both out).",
+                "With --dry-run, prints what it would remove and leave, judged as a reclaim judges, and removes nothing: exit "
+                        + "code 0 when nothing would be removed, 3 when something would."})
+final class ReclaimCommand implements Callable<Integer> {
 
     private static final String INDENT = "  ";
 
     @Option(names = "--json", description = "Writes one JSON document, once the reclaim is done: what was removed and what "
             + "could not be, by kind and with paths, and what is left, for scripts (cron, systemd). The exit code is the same.")
     private boolean json;
+
+    @Option(names = "--dry-run", description = "Removes nothing: says what a reclaim would remove now, and what it would "
+            + "leave, judging owners by their leases as a reclaim does. Exit code 0 when nothing would be removed, 3 when "
+            + "something would (1 on a failure, as without it).")
+    private boolean dryRun;
 
     @Mixin
     private ConduitOptions options;
@@ -52,7 +63,7 @@ final class ReclaimCommand implements Runnable {
     private CommandSpec spec;
 
     @Override
-    public void run() {
+    public Integer call() {
         List<SharedFiles.Place> places;
         try (Conduit opened = conduit.openConduit(options)) {
             places = SharedFiles.places(opened.plugins(), opened.configuration());
@@ -67,9 +78,11 @@ final class ReclaimCommand implements Runnable {
         List<Reclaimed> reclaimed = new ArrayList<>();
         for (SharedFiles.Place place : places) {
             if (text != null) text.println(place.plugin() + "  " + place.directory() + "  (" + place.setBy() + ")");
-            Report report = new Report(text, place.directory());
+            Report report = new Report(text, place.directory(), dryRun);
             try {
-                SharedFiles.inDirectory(place, (libc, directory) -> OwnerLease.reclaimDead(libc, directory, place.prefix(), report));
+                SharedFiles.inDirectory(place, (libc, directory) -> dryRun
+                        ? OwnerLease.wouldReclaimDead(libc, directory, place.prefix(), report)
+                        : OwnerLease.reclaimDead(libc, directory, place.prefix(), report));
             } catch (ConduitException e) {
                 reclaimed.add(new Reclaimed(place, e.getMessage(), report.removed, report.notRemoved, null));
                 if (text != null) {
@@ -78,21 +91,32 @@ final class ReclaimCommand implements Runnable {
                 }
                 continue;
             }
-            Reclaimed done = new Reclaimed(place, null, report.removed, report.notRemoved, SharedFiles.survey(place));
+            SharedFiles.Listing after = SharedFiles.survey(place);
+            if (dryRun) {
+                // Nothing went: what a reclaim would leave is the directory as it is, less what the dry run listed.
+                after = after.without(report.removed.stream().map(Removed::name).collect(Collectors.toSet()));
+            }
+            Reclaimed done = new Reclaimed(place, null, report.removed, report.notRemoved, after);
             reclaimed.add(done);
             if (text != null) {
-                text.println(INDENT + done.summary());
-                text.println(INDENT + left(done.left()));
+                text.println(INDENT + done.summary(dryRun));
+                text.println(INDENT + (dryRun ? "would leave: " : "left: ") + left(done.left()));
                 text.flush();
             }
         }
         List<String> failures = failures(reclaimed);
-        if (json) ReclaimJson.write(reclaimed, failures, out);
+        if (json) ReclaimJson.write(reclaimed, dryRun, failures, out);
+        if (text != null && dryRun) {
+            text.println("dry run: nothing was removed; conduit reclaim without --dry-run removes what it then finds of dead "
+                    + "owners, an owner that dies meanwhile included");
+        }
         out.flush();
         if (!failures.isEmpty()) {
             String where = json ? "the document says each" : "above";
             throw new ConduitException(String.join("; ", failures) + " (" + where + ", with what to do)");
         }
+        boolean wouldRemove = reclaimed.stream().anyMatch(place -> !place.removed().isEmpty());
+        return dryRun && wouldRemove ? ConduitCommand.EXIT_WOULD_REMOVE : ConduitCommand.EXIT_OK;
     }
 
     /** Why the reclaim of {@code reclaimed} exits with 1, each a clause of the one error line; empty when it exits with 0. */
@@ -179,7 +203,8 @@ final class ReclaimCommand implements Runnable {
      *
      * @param error why its directory could not be opened or listed for the reclaim, with what to do; {@code null} when it
      *              was reclaimed
-     * @param left  what it holds after the reclaim, as {@code conduit info} lists it; {@code null} when {@code error} is set
+     * @param left  what it holds after the reclaim, as {@code conduit info} lists it (for a dry run, what it would hold:
+     *              {@link SharedFiles.Listing#without} what {@code removed} says would go); {@code null} when {@code error} is set
      */
     record Reclaimed(SharedFiles.Place place, String error, List<Removed> removed, List<NotRemoved> notRemoved,
                      SharedFiles.Listing left) {
@@ -207,25 +232,29 @@ final class ReclaimCommand implements Runnable {
             return removed.stream().filter(f -> f.kind() == Kind.DEAD_OWNERS_FILE).mapToLong(f -> Math.max(0, f.bytes())).sum();
         }
 
-        /** "removed 2 files, 4096 bytes, of 1 dead owner; removed 1 pending lease nobody held; not removed: ...". */
-        String summary() {
+        /**
+         * "removed 2 files, 4096 bytes, of 1 dead owner; removed 1 pending lease nobody held; not removed: ...", or for a
+         * dry run "would remove 2 files, ...; would remove 1 pending lease nobody held".
+         */
+        String summary(boolean dryRun) {
+            String verb = dryRun ? "would remove " : "removed ";
             int files = removedCounts()[Kind.DEAD_OWNERS_FILE.ordinal()];
             long owners = deadOwners();
-            StringBuilder line = new StringBuilder("removed " + files + (files == 1 ? " file, " : " files, ") + deadOwnersBytes()
+            StringBuilder line = new StringBuilder(verb + files + (files == 1 ? " file, " : " files, ") + deadOwnersBytes()
                     + " bytes, of " + owners + (owners == 1 ? " dead owner" : " dead owners"));
             int[] others = removedCounts();
             others[Kind.DEAD_OWNERS_FILE.ordinal()] = 0;
             String removedOthers = Kind.counted(others);
-            if (!removedOthers.isEmpty()) line.append("; removed ").append(removedOthers);
+            if (!removedOthers.isEmpty()) line.append("; ").append(verb).append(removedOthers);
             String failed = Kind.counted(notRemovedCounts());
             if (!failed.isEmpty()) line.append("; not removed: ").append(failed);
             return line.toString();
         }
     }
 
-    /** What the directory holds once reclaimed: the owners left, by state, and the files no lease names. */
+    /** What the directory holds once reclaimed: the owners left, by state, and the files no lease names; after "left: ". */
     private static String left(SharedFiles.Listing listing) {
-        if (listing.error() != null) return "left: unknown: " + listing.error();
+        if (listing.error() != null) return "unknown: " + listing.error();
         List<String> parts = new ArrayList<>();
         SharedFiles.byState(listing.survey()).forEach((state, left) -> parts.add(left.owners() + " "
                 + state.name().toLowerCase(java.util.Locale.ROOT) + (left.owners() == 1 ? " owner" : " owners") + " (" + left.files()
@@ -237,7 +266,7 @@ final class ReclaimCommand implements Runnable {
                     + SharedFiles.bytes(unowned) + " bytes: no reclaim removes them; conduit info lists them, remove them by hand "
                     + "once no program of yours uses them)");
         }
-        return "left: " + (parts.isEmpty() ? "nothing" : String.join("; ", parts));
+        return parts.isEmpty() ? "nothing" : String.join("; ", parts);
     }
 
     /** Why a reclaim leaves the owners of {@code state}, for what is left; {@code null} for live ones, which need no why. */
@@ -251,17 +280,22 @@ final class ReclaimCommand implements Runnable {
         };
     }
 
-    /** Keeps each file as the reclaim removes it or fails to, and prints it when there is text to print. */
+    /**
+     * Keeps each file as the reclaim removes it or fails to, and prints it when there is text to print; for a dry run,
+     * each file it would remove.
+     */
     private static final class Report implements OwnerLease.ReclaimListener {
         /** Where each file is said as it goes; {@code null} for the JSON document, written at the end. */
         private final PrintWriter out;
         private final Path directory;
+        private final boolean dryRun;
         private final List<Removed> removed = new ArrayList<>();
         private final List<NotRemoved> notRemoved = new ArrayList<>();
 
-        Report(PrintWriter out, Path directory) {
+        Report(PrintWriter out, Path directory, boolean dryRun) {
             this.out = out;
             this.directory = directory;
+            this.dryRun = dryRun;
         }
 
         @Override
@@ -269,7 +303,8 @@ final class ReclaimCommand implements Runnable {
             Removed file = new Removed(Kind.of(owner, name), owner, name, size);
             removed.add(file);
             if (out != null) {
-                out.println(INDENT + "removed      " + name + "  " + (size < 0 ? "?" : Long.toString(size)) + " bytes  (" + whose(file) + ")");
+                out.println(INDENT + (dryRun ? "would remove " : "removed      ") + name + "  " + (size < 0 ? "?" : Long.toString(size))
+                        + " bytes  (" + whose(file) + ")");
             }
         }
 

@@ -7,22 +7,27 @@ import java.util.List;
  * Renders what {@code conduit reclaim} did as one JSON document ({@code --json}): the same facts as its text, with
  * enum values as their constant names and an absent value as {@code null}. What is left of a place has the members
  * of a place in {@code conduit info}'s {@code sharedFiles}, written by the same code ({@link InfoJson#writeSurvey}).
- * The shape is described in {@code docs/tools.md}; scripts rely on it, so change it only by adding members.
+ * The shape is described in {@code docs/tools.md}; scripts rely on it, so change it only by adding members. A dry run's
+ * ({@code --dry-run}) has the same shape: {@code "dryRun": true}, and in {@code removed} the files it would remove, each
+ * with {@code "action": "WOULD_REMOVE"}.
  */
 final class ReclaimJson {
 
     private final JsonWriter json;
+    private final boolean dryRun;
 
-    private ReclaimJson(JsonWriter json) {
+    private ReclaimJson(JsonWriter json, boolean dryRun) {
         this.json = json;
+        this.dryRun = dryRun;
     }
 
     /**
+     * @param dryRun   whether {@code reclaimed} says what a reclaim would remove, having removed nothing
      * @param failures why the command exits with 1, as its error line says it; empty when it exits with 0
      */
-    static void write(List<ReclaimCommand.Reclaimed> reclaimed, List<String> failures, PrintWriter out) {
+    static void write(List<ReclaimCommand.Reclaimed> reclaimed, boolean dryRun, List<String> failures, PrintWriter out) {
         JsonWriter json = new JsonWriter(out);
-        new ReclaimJson(json).write(reclaimed, failures);
+        new ReclaimJson(json, dryRun).write(reclaimed, failures);
         json.finish();
         out.println();
     }
@@ -30,6 +35,7 @@ final class ReclaimJson {
     private void write(List<ReclaimCommand.Reclaimed> reclaimed, List<String> failures) {
         json.beginObject();
         json.member("version", ToolVersion.current());
+        json.member("dryRun", dryRun);
         json.name("places").beginArray();
         reclaimed.forEach(this::writePlace);
         json.endArray();
@@ -47,6 +53,7 @@ final class ReclaimJson {
         for (ReclaimCommand.Removed file : place.removed()) {
             beginFile(file);
             InfoJson.writeBytes(json, file.bytes());
+            json.member("action", dryRun ? "WOULD_REMOVE" : "REMOVED");
             json.endObject();
         }
         json.endArray();

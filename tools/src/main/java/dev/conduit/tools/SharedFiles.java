@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Where memfd and posix keep their files, as this process's configuration names the directories,
@@ -49,6 +50,22 @@ final class SharedFiles {
      *                          (its creation: a starting owner writes nothing into it), {@code -1} when that could not be read
      */
     record Listing(Place place, OwnerLease.Survey survey, String error, Map<String, Long> pendingAgeSeconds) {
+        /**
+         * This listing without the files named in {@code names} and the owners whose lease is among them: what a
+         * reclaim that removed them would leave ({@code conduit reclaim --dry-run}). A listing that failed stays as it is.
+         */
+        Listing without(Set<String> names) {
+            if (survey == null) return this;
+            List<OwnerLease.Owner> owners = survey.owners().stream().filter(owner -> !names.contains(owner.lease()))
+                    .map(owner -> new OwnerLease.Owner(owner.id(), owner.lease(), owner.state(), owner.why(), without(owner.files(), names)))
+                    .toList();
+            return new Listing(place, new OwnerLease.Survey(owners, without(survey.unowned(), names), without(survey.probes(), names)),
+                    null, pendingAgeSeconds);
+        }
+
+        private static List<OwnerLease.FileEntry> without(List<OwnerLease.FileEntry> files, Set<String> names) {
+            return files.stream().filter(file -> !names.contains(file.name())).toList();
+        }
     }
 
     /**

@@ -104,6 +104,107 @@ class SharedFilesCommandTest {
         assertThat(names()).containsExactly(STRAY);
     }
 
+    /**
+     * {@code conduit reclaim --dry-run} lists what a reclaim would remove (the dead owner's files, its lease last, the pending
+     * lease nobody holds) and what it would leave, and removes nothing: exit code 3, the files all there, none of the live
+     * owners' listed; the reclaim run after it removes what it listed (the dry run left no lock behind), and a dry run then
+     * finds nothing and exits with 0. There was no dry run: {@code conduit info} had to be read as one.
+     */
+    @Test
+    void reclaimDryRunListsWhatItWouldRemoveRemovesNothingAndSaysSoByItsExitCode() throws IOException {
+        try (Conduit live = openLiveOwner(); Worker worker = live.newWorker(ThreadMode.SINGLE); Pool pool = live.pool("posix")) {
+            pool.allocate(4096);
+            leaveADeadOwner();
+            List<String> before = names();
+            List<String> liveFiles = before.stream().filter(n -> !n.contains(DEAD) && !n.equals(PENDING) && !n.equals(STRAY)).toList();
+            String[] posix = {"--set", "shared.dir=" + shared, "--set", "transports=posix"};
+
+            Result dry = conduit.run(concat("reclaim", concat("--dry-run", posix)));
+
+            assertThat(dry.exitCode()).as(dry.out() + dry.err()).isEqualTo(ConduitCommand.EXIT_WOULD_REMOVE);
+            assertThat(dry.err()).isEmpty();
+            assertThat(dry.out()).contains(
+                    "  would remove " + DEAD_CHUNK + "  4096 bytes  (dead owner " + DEAD + ")\n",
+                    "  would remove " + DEAD_LEASE + "  0 bytes  (dead owner " + DEAD + ")\n",
+                    "  would remove " + PENDING + "  0 bytes  (a pending lease nobody held)\n",
+                    "  would remove 2 files, 4096 bytes, of 1 dead owner; would remove 1 pending lease nobody held\n",
+                    "dry run: nothing was removed;");
+            assertThat(dry.out()).containsPattern("  would leave: 3 live owners \\(\\d+ files?, \\d+ bytes\\); 1 file that no lease names");
+            assertThat(dry.out()).doesNotContain("removed      ", STRAY);
+            for (String liveFile : liveFiles) assertThat(dry.out()).as("a live owner's file").doesNotContain(liveFile);
+            assertThat(names()).as("a dry run removes nothing").isEqualTo(before);
+
+            Result reclaim = conduit.run(concat("reclaim", posix));
+            assertThat(reclaim.exitCode()).as(reclaim.out() + reclaim.err()).isZero();
+            assertThat(reclaim.out()).contains("removed 2 files, 4096 bytes, of 1 dead owner; removed 1 pending lease nobody held\n");
+            Result nothingLeft = conduit.run(concat("reclaim", concat("--dry-run", posix)));
+            assertThat(nothingLeft.exitCode()).as(nothingLeft.out() + nothingLeft.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(nothingLeft.out()).contains("  would remove 0 files, 0 bytes, of 0 dead owners\n");
+        }
+    }
+
+    /**
+     * {@code --dry-run --json} writes the real run's document, {@code "dryRun": true}, each file it would remove in
+     * {@code removed} with {@code "action": "WOULD_REMOVE"}, nothing in {@code notRemoved}, and {@code left} what a reclaim
+     * would leave: the live owners and the file no lease names, not the dead owner nor the pending lease.
+     */
+    @Test
+    void reclaimDryRunJsonHasTheRealRunsShapeAndSaysWouldRemove() throws IOException {
+        try (Conduit live = openLiveOwner(); Worker worker = live.newWorker(ThreadMode.SINGLE)) {
+            leaveADeadOwner();
+            List<String> before = names();
+
+            Result result = conduit.run("reclaim", "--dry-run", "--json", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+            assertThat(result.exitCode()).as(result.out() + result.err()).isEqualTo(ConduitCommand.EXIT_WOULD_REMOVE);
+            assertThat(result.err()).isEmpty();
+            Map<String, Object> dry = JsonParser.parseObject(result.out());
+            assertThat(dry.keySet()).containsExactly("version", "dryRun", "places", "failures");
+            assertThat(dry).containsEntry("dryRun", true);
+            assertThat(Json.list(dry, "failures")).isEmpty();
+            Map<String, Object> posix = Json.objects(dry, "places").getFirst();
+            assertThat(posix.keySet()).containsExactly("plugin", "directory", "setBy", "error", "removed", "notRemoved", "removedCounts",
+                    "notRemovedCounts", "deadOwners", "deadOwnersBytes", "left");
+            List<Map<String, Object>> removed = Json.objects(posix, "removed");
+            assertThat(removed.getFirst().keySet()).containsExactly("name", "kind", "owner", "bytes", "action");
+            assertThat(removed).extracting(f -> f.get("name"), f -> f.get("kind"), f -> f.get("action")).containsExactlyInAnyOrder(
+                    org.assertj.core.groups.Tuple.tuple(DEAD_CHUNK, "DEAD_OWNERS_FILE", "WOULD_REMOVE"),
+                    org.assertj.core.groups.Tuple.tuple(DEAD_LEASE, "DEAD_OWNERS_FILE", "WOULD_REMOVE"),
+                    org.assertj.core.groups.Tuple.tuple(PENDING, "PENDING_LEASE", "WOULD_REMOVE"));
+            assertThat(Json.list(posix, "notRemoved")).isEmpty();
+            assertThat(longs(Json.object(posix, "removedCounts"))).isEqualTo(Map.of("DEAD_OWNERS_FILE", 2L, "PENDING_LEASE", 1L, "PROBE_FILE", 0L));
+            assertThat(((Number) posix.get("deadOwners")).longValue()).isEqualTo(1);
+            assertThat(((Number) posix.get("deadOwnersBytes")).longValue()).isEqualTo(4096);
+            Map<String, Object> left = Json.object(posix, "left");
+            assertThat(Json.objects(left, "byState")).extracting(s -> s.get("state")).containsExactly("LIVE");
+            assertThat(Json.objects(left, "owners")).extracting(o -> o.get("state")).containsOnly("LIVE").isNotEmpty();
+            assertThat(Json.objects(left, "unowned")).extracting(f -> f.get("name")).containsExactly(STRAY);
+            assertThat(names()).as("a dry run removes nothing").isEqualTo(before);
+        }
+    }
+
+    /**
+     * A dry run that cannot list a directory fails as the reclaim does (exit code 1, the document's {@code failures}): never
+     * 3 nor 0, which would say what is there. Nor does one whose output could not be written say 3.
+     */
+    @Test
+    void reclaimDryRunThatCannotLookOrWriteExitsWithOne() throws IOException {
+        Path missing = shared.resolve("missing");
+
+        Result result = conduit.run("reclaim", "--dry-run", "--json", "--set", "shared.dir=" + missing, "--set", "transports=posix");
+
+        assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(Json.list(JsonParser.parseObject(result.out()), "failures")).containsExactly("cannot reclaim in posix in " + missing);
+        leaveADeadOwner();
+        Result fullDisk = conduit.runWritingTo(new java.io.Writer() {
+            @Override public void write(char[] text, int offset, int length) throws IOException { throw new IOException("No space left on device"); }
+            @Override public void flush() { }
+            @Override public void close() { }
+        }, "reclaim", "--dry-run", "--json", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+        assertThat(fullDisk.exitCode()).as(fullDisk.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(fullDisk.err()).contains("cannot write to standard output: No space left on device");
+    }
+
     @Test
     void theOwnersOfAProcessKilledWithSigkillAreListedLiveThenDeadAndReclaimed() throws Exception {
         List<String> command = new ArrayList<>(PerfPeer.javaCommand());
@@ -123,10 +224,19 @@ class SharedFilesCommandTest {
 
             String whileItLives = sharedFiles(conduit.run(concat("info", posix)));
             assertThat(whileItLives).contains("LIVE      conduit-posix-worker-").doesNotContain("DEAD ");
+            Result dryWhileItLives = conduit.run(concat("reclaim", concat("--dry-run", posix)));
+            assertThat(dryWhileItLives.exitCode()).as(dryWhileItLives.out() + dryWhileItLives.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            assertThat(dryWhileItLives.out()).doesNotContain("would remove conduit-").contains("would remove 0 files, 0 bytes, of 0 dead owners");
 
             server.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
             String once = sharedFiles(conduit.run(concat("info", posix)));
             assertThat(once).contains("DEAD      conduit-posix-worker-", "conduit reclaim removes them").doesNotContain("LIVE ");
+            List<String> killed = names();
+            Result dryOnceDead = conduit.run(concat("reclaim", concat("--dry-run", posix)));
+            assertThat(dryOnceDead.exitCode()).as(dryOnceDead.out() + dryOnceDead.err()).isEqualTo(ConduitCommand.EXIT_WOULD_REMOVE);
+            assertThat(dryOnceDead.out()).containsPattern("would remove conduit-posix-[0-9a-f]{32}-[0-9a-f]{32}\\.chunk  [1-9]\\d* bytes  "
+                    + "\\(dead owner [0-9a-f]{32}\\)").contains("would leave: nothing");
+            assertThat(names()).as("a dry run removes nothing").isEqualTo(killed);
 
             Result reclaimed = conduit.run(concat("reclaim", posix));
             assertThat(reclaimed.exitCode()).as(reclaimed.out() + reclaimed.err()).isZero();
@@ -378,7 +488,8 @@ class SharedFilesCommandTest {
             assertThat(result.exitCode()).as(result.out() + result.err()).isZero();
             assertThat(result.err()).isEmpty();
             Map<String, Object> reclaim = JsonParser.parseObject(result.out());
-            assertThat(reclaim.keySet()).containsExactly("version", "places", "failures");
+            assertThat(reclaim.keySet()).containsExactly("version", "dryRun", "places", "failures");
+            assertThat(reclaim).containsEntry("dryRun", false);
             assertThat(Json.list(reclaim, "failures")).isEmpty();
             List<Map<String, Object>> places = Json.objects(reclaim, "places");
             assertThat(places).hasSize(1);
@@ -394,6 +505,7 @@ class SharedFilesCommandTest {
                             org.assertj.core.groups.Tuple.tuple(DEAD_LEASE, "DEAD_OWNERS_FILE", DEAD, 0L),
                             org.assertj.core.groups.Tuple.tuple(PENDING, "PENDING_LEASE", "a".repeat(32), 0L),
                             org.assertj.core.groups.Tuple.tuple(probe.getFileName().toString(), "PROBE_FILE", null, 0L));
+            assertThat(removed).extracting(f -> f.get("action")).containsOnly("REMOVED");
             assertThat(Json.list(posix, "notRemoved")).isEmpty();
             assertThat(longs(Json.object(posix, "removedCounts"))).isEqualTo(Map.of("DEAD_OWNERS_FILE", 2L, "PENDING_LEASE", 1L, "PROBE_FILE", 1L));
             assertThat(longs(Json.object(posix, "notRemovedCounts"))).isEqualTo(Map.of("DEAD_OWNERS_FILE", 0L, "PENDING_LEASE", 0L, "PROBE_FILE", 0L));
@@ -487,7 +599,7 @@ class SharedFilesCommandTest {
         List<String> failures = ReclaimCommand.failures(List.of(reclaimed));
         java.io.StringWriter out = new java.io.StringWriter();
 
-        ReclaimJson.write(List.of(reclaimed), failures, new java.io.PrintWriter(out));
+        ReclaimJson.write(List.of(reclaimed), false, failures, new java.io.PrintWriter(out));
 
         assertThat(failures).containsExactly("cannot tell what is left in posix in " + shared);
         Map<String, Object> posix = Json.objects(JsonParser.parseObject(out.toString()), "places").getFirst();
