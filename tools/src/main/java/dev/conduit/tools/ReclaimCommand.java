@@ -221,10 +221,14 @@ final class ReclaimCommand implements Callable<Integer> {
             return Kind.count(notRemoved);
         }
 
-        /** The dead owners whose files were removed or could not be, each once. */
+        /**
+         * The dead owners of which a file was removed, each once: those the summary's "removed N files, B bytes" are of,
+         * as {@link #deadOwnersBytes} counts the bytes removed. An owner none of whose files could be removed is not one
+         * ({@code notRemoved} has its files, and what is left its owner, as dead); until 2026-12-04 it was, and a reclaim
+         * that removed nothing said "removed 0 files, 0 bytes, of 1 dead owner".
+         */
         long deadOwners() {
-            return java.util.stream.Stream.concat(removed.stream(), notRemoved.stream()).filter(f -> f.kind() == Kind.DEAD_OWNERS_FILE)
-                    .map(ReclaimedFile::owner).distinct().count();
+            return removed.stream().filter(f -> f.kind() == Kind.DEAD_OWNERS_FILE).map(ReclaimedFile::owner).distinct().count();
         }
 
         /** The bytes of the dead owners' files removed, those whose size could not be read left out. */

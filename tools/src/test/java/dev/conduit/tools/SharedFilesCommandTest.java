@@ -293,7 +293,7 @@ class SharedFilesCommandTest {
                 shared + " is mounted read-only here: run conduit reclaim where it is mounted read-write; its lease stays, so "
                         + "that the next reclaim tries again",
                 "not removed  " + PENDING + "  (a pending lease nobody held): EROFS (",
-                "removed 0 files, 0 bytes, of 1 dead owner; not removed: 1 file of dead owners and 1 pending lease nobody held\n",
+                "removed 0 files, 0 bytes, of 0 dead owners; not removed: 1 file of dead owners and 1 pending lease nobody held\n",
                 "conduit: 1 file of dead owners and 1 pending lease nobody held could not be removed (above, with what to do)");
         assertThat(names()).contains(DEAD_LEASE, DEAD_CHUNK, PENDING);
     }
@@ -554,6 +554,37 @@ class SharedFilesCommandTest {
         assertThat(byState).extracting(s -> s.get("state")).containsExactly("DEAD");
         assertThat((String) byState.getFirst().get("why")).startsWith("files that could not be removed");
         assertThat(names()).contains(DEAD_LEASE, directory);
+    }
+
+    /**
+     * {@code deadOwners} counts the dead owners of which a file was removed, as {@code deadOwnersBytes} counts the bytes
+     * removed and the text's "removed N files, B bytes, of K dead owners" says: of two dead owners, one whose files go and
+     * one whose only file cannot be removed, it is 1, and the other is in {@code notRemoved} and left as dead. It counted
+     * both, and a reclaim that removed no file said "of 1 dead owner".
+     */
+    @Test
+    void deadOwnersCountsTheOwnersOfWhichAFileWasRemovedAsDeadOwnersBytesCountsTheirBytes() throws IOException {
+        leaveADeadOwner();
+        String pinned = "fedcba9876543210fedcba9876543210";
+        Files.createFile(shared.resolve("conduit-posix-" + pinned + ".lease"));
+        String directory = "conduit-posix-" + pinned + "-subdirectory";
+        Files.createDirectory(shared.resolve(directory));
+        String[] posix = {"--set", "shared.dir=" + shared, "--set", "transports=posix"};
+
+        Result json = conduit.run(concat("reclaim", concat("--json", posix)));
+
+        assertThat(json.exitCode()).as(json.out() + json.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        Map<String, Object> place = Json.objects(JsonParser.parseObject(json.out()), "places").getFirst();
+        assertThat(((Number) place.get("deadOwners")).longValue()).isEqualTo(1);
+        assertThat(((Number) place.get("deadOwnersBytes")).longValue()).isEqualTo(4096);
+        assertThat(Json.objects(place, "notRemoved")).extracting(f -> f.get("owner")).containsExactly(pinned);
+        List<Map<String, Object>> byState = Json.objects(Json.object(place, "left"), "byState");
+        assertThat(byState).extracting(s -> s.get("state")).containsExactly("DEAD");
+        assertThat(((Number) byState.getFirst().get("owners")).longValue()).isEqualTo(1);
+
+        Result text = conduit.run(concat("reclaim", posix));
+        assertThat(text.out()).contains("removed 0 files, 0 bytes, of 0 dead owners; not removed: 1 file of dead owners\n",
+                "left: 1 dead owner (1 file, ");
     }
 
     /** A directory that cannot be opened is said in its place's {@code error}, with nothing removed and no {@code left}; exit 1. */
