@@ -152,6 +152,13 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     // ------------------------------------------------------------------ the shared directory
 
     /**
+     * How many times {@link #publish} creates its file again when another process removed it before this server held it:
+     * each time needs a process that judged the file a gone server's, or a killed run's, in the instant between its
+     * creation and its lock (below).
+     */
+    private static final int PUBLISH_ATTEMPTS = 4;
+
+    /**
      * Publishes this bootstrap as {@code conduit-perf-<name>.addr} in {@code directory}: created
      * {@code 0600} and exclusively (a symbolic link of that name makes it fail), locked before it is
      * written (an exclusive {@code fcntl} lock, held until {@link Published#close()}), written whole.
@@ -161,48 +168,96 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * predecessor left (helper h6). A file it began and could not write whole (a full file system) is
      * removed: left, a new {@code --server} refused to replace it and a client took it for a server's
      * that died while writing it.
+     *
+     * <p>Between its creation and its lock the file is empty and unlocked, and a spawned run that removes a killed
+     * run's directory ({@link #removeIfNoServerHoldsIt}) may judge it so, having found every owner of that directory
+     * dead just before this server made its worker there (a server started by hand with {@code --shared-dir} in such a
+     * directory): it locks the file and removes it. The server then finds its lock taken, or its file no longer under
+     * its name once locked (compared by inode, never by opening it: closing any descriptor of the file would drop the
+     * lock), and creates it again; and a file it found there and was about to judge, removed meanwhile, is created
+     * too. The server wrote its bootstrap into a file nobody could open, and said "published": its clients waited for
+     * it in vain; or it failed, naming a file that was not there, or saying its new file was locked by another process
+     * and to choose another {@code --shared-dir}.
      */
     Published publish(Path directory, String name) {
+        return publish(directory, name, () -> { });
+    }
+
+    /**
+     * {@link #publish(Path, String)}, running {@code meanwhile} after each attempt to create the file, where another
+     * process's judgement of it may come: for tests.
+     */
+    Published publish(Path directory, String name, Runnable meanwhile) {
         Path file = file(directory, name);
         byte[] text = encode();
         String replaced = null;
-        FileChannel channel;
-        try {
-            channel = create(file);
-        } catch (FileAlreadyExistsException e) {
-            replaced = removeIfItsServerIsGone(file);
-            if (replaced == null) throw exists(file, name, e);
+        for (int attempt = 1; ; attempt++) {
+            FileChannel channel;
             try {
                 channel = create(file);
-            } catch (FileAlreadyExistsException again) { // another server of that name won the race for it
-                throw exists(file, name, again);
-            } catch (IOException again) {
-                throw cannotPublish(file, text.length, again);
+            } catch (FileAlreadyExistsException e) {
+                meanwhile.run();
+                String gone = removeIfItsServerIsGone(file);
+                if (gone == null && Files.exists(file, LinkOption.NOFOLLOW_LINKS)) throw exists(file, name, e);
+                if (gone != null) replaced = gone;
+                if (attempt == PUBLISH_ATTEMPTS) throw lost(file);
+                continue; // replaced, or removed meanwhile: created on the next attempt (or found another server's there)
+            } catch (IOException e) {
+                throw cannotPublish(file, text.length, e);
             }
-        } catch (IOException e) {
-            throw cannotPublish(file, text.length, e);
+            boolean held;
+            try {
+                Object created = fileKey(file);
+                meanwhile.run();
+                // Before the text: a complete file is then always one whose server holds its lock while it runs.
+                held = created != null && channel.tryLock() != null; // not held: another process judging it holds it, to remove it
+                if (held) {
+                    ByteBuffer remaining = ByteBuffer.wrap(text);
+                    while (remaining.hasRemaining()) channel.write(remaining);
+                    held = created.equals(fileKey(file)); // not: removed by such a process before this lock was taken
+                }
+            } catch (IOException | RuntimeException e) {
+                try {
+                    Files.deleteIfExists(file);
+                } catch (IOException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+                try {
+                    channel.close();
+                } catch (IOException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+                if (e instanceof IOException io) throw cannotPublish(file, text.length, io);
+                throw (RuntimeException) e;
+            }
+            if (held) {
+                PUBLISHED_HERE.add(file.toAbsolutePath().normalize());
+                return new Published(file, channel, replaced);
+            }
+            try {
+                channel.close(); // the name is not removed: it names no file of this server's any more, or another server's
+            } catch (IOException ignored) {
+                // a file no one can open: nothing is lost
+            }
+            if (attempt == PUBLISH_ATTEMPTS) throw lost(file);
         }
+    }
+
+    /** The identity (device and inode) of what {@code file} names, read without opening it; {@code null} when it names nothing. */
+    private static Object fileKey(Path file) throws IOException {
         try {
-            // Before the text: a complete file is then always one whose server holds its lock while it runs.
-            if (channel.tryLock() == null) throw new IOException("the new file is locked by another process");
-            ByteBuffer remaining = ByteBuffer.wrap(text);
-            while (remaining.hasRemaining()) channel.write(remaining);
-        } catch (IOException | RuntimeException e) {
-            try {
-                Files.deleteIfExists(file);
-            } catch (IOException cleanup) {
-                e.addSuppressed(cleanup);
-            }
-            try {
-                channel.close();
-            } catch (IOException cleanup) {
-                e.addSuppressed(cleanup);
-            }
-            if (e instanceof IOException io) throw cannotPublish(file, text.length, io);
-            throw (RuntimeException) e;
+            return Files.readAttributes(file, java.nio.file.attribute.BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey();
+        } catch (NoSuchFileException e) {
+            return null;
         }
-        PUBLISHED_HERE.add(file.toAbsolutePath().normalize());
-        return new Published(file, channel, replaced);
+    }
+
+    /** {@link #publish} lost its file to other processes' removals {@value #PUBLISH_ATTEMPTS} times in a row. */
+    private static ConduitException lost(Path file) {
+        return new ConduitException("cannot publish the perf server's address: " + file + " was removed by another process as this "
+                + "server created it, " + PUBLISH_ATTEMPTS + " times in a row: a spawned conduit perf removes a killed run's directory "
+                + "(conduit-perf-XXXXXXXX) in which it finds every owner dead, and so may another program that cleans "
+                + file.getParent() + ". Give --shared-dir a directory of your own, not a run's");
     }
 
     /** The files the servers of this JVM published and hold, as absolute paths. */

@@ -53,6 +53,67 @@ class PerfBootstrapTest {
         assertThat(file).as("removed by the close").doesNotExist();
     }
 
+    /**
+     * A server's new file that another process removes before the server locks it (a spawned run removing a killed run's
+     * directory, in which a server was started by hand, takes the empty unlocked file for the killed server's) is created
+     * again, and published under its name. The server wrote its bootstrap into the removed file, said "published", and
+     * no client could find it.
+     */
+    @Test
+    void aNewFileRemovedByAnotherProcessBeforeItsLockIsCreatedAgain() throws Exception {
+        Path file = PerfBootstrap.file(shared, "raced");
+        int[] attempts = {0};
+
+        try (PerfBootstrap.Published published = bootstrap(42).publish(shared, "raced", () -> {
+            if (attempts[0]++ == 0) deleteQuietly(file);
+        })) {
+            assertThat(attempts[0]).isEqualTo(2);
+            assertThat(published.replaced()).isNull();
+            assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).isEqualTo(42);
+        }
+        assertThat(file).as("removed by the close").doesNotExist();
+    }
+
+    /**
+     * A gone server's file that another process removes while the new server is about to judge it is not said to exist:
+     * the server creates its own. It failed with "... exists, and the server that published it was not found gone", of a
+     * file that was not there.
+     */
+    @Test
+    void aGoneServersFileRemovedByAnotherProcessBeforeItIsJudgedIsNotSaidToExist() throws Exception {
+        Path file = PerfBootstrap.file(shared, "gone");
+        Files.write(file, bootstrap(41).encode());
+        int[] attempts = {0};
+
+        try (PerfBootstrap.Published published = bootstrap(42).publish(shared, "gone", () -> {
+            if (attempts[0]++ == 0) deleteQuietly(file);
+        })) {
+            assertThat(published.replaced()).as("removed by the other process, not replaced by this one").isNull();
+            assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).isEqualTo(42);
+        }
+    }
+
+    /** A file removed at every attempt fails the publish after a few, saying by whom it may be and what to do; nothing is left. */
+    @Test
+    void aFileRemovedAtEveryAttemptFailsNamingWhoRemovesSuchFiles() {
+        Path file = PerfBootstrap.file(shared, "always");
+
+        assertThatThrownBy(() -> bootstrap(42).publish(shared, "always", () -> deleteQuietly(file))).isInstanceOf(ConduitException.class)
+                .hasMessage("cannot publish the perf server's address: " + file + " was removed by another process as this server "
+                        + "created it, 4 times in a row: a spawned conduit perf removes a killed run's directory (conduit-perf-XXXXXXXX) "
+                        + "in which it finds every owner dead, and so may another program that cleans " + shared + ". Give "
+                        + "--shared-dir a directory of your own, not a run's");
+        assertThat(shared).isEmptyDirectory();
+    }
+
+    private static void deleteQuietly(Path file) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     /** A file that is not a complete bootstrap (being written, or another program's) is not taken for a gone server's: it stays. */
     @Test
     void aFileThatIsNotACompleteBootstrapIsNotReplaced() throws Exception {
