@@ -85,17 +85,17 @@ public final class IpcImports implements RemoteMemory {
 
     /**
      * Maps the chunk {@code handle} names with its plugin's importer, on a miss of the cache. A
-     * virtual thread has it done on a platform thread ({@link PlatformHandOff}) and parks: an
-     * importer may wait in a native call for the exporter (memfd asks the exporter's descriptor
-     * server and {@code poll}s for its answer, up to {@code memfd.connect.timeout}), which would pin
-     * the virtual thread's carrier for that long (docs/runtime.md, "Virtual threads").
+     * virtual thread has it done on a platform thread ({@link PlatformHandOff#blockingCall}) and
+     * parks: an importer may wait in a native call for the exporter (memfd asks the exporter's
+     * descriptor server and {@code poll}s for its answer, up to {@code memfd.connect.timeout}),
+     * which would pin the virtual thread's carrier for that long (docs/runtime.md, "Virtual
+     * threads"). memfd's importer hands that wait off itself ({@code PluginContext.blockingCall}),
+     * which on the platform thread is a direct call; an importer that does not (one written before
+     * SPI 1.1 had it) is covered here all the same.
      */
     private static ChunkMapping map(IpcImporter importer, IpcHandle handle) {
         try {
-            if (Thread.currentThread().isVirtual()) {
-                return PlatformHandOff.call(() -> importer.map(handle.payloadReader(), handle.chunkLength()));
-            }
-            return importer.map(handle.payloadReader(), handle.chunkLength());
+            return PlatformHandOff.blockingCall(() -> importer.map(handle.payloadReader(), handle.chunkLength()));
         } catch (RuntimeException e) {
             throw PluginRecord.failed(handle.plugin(), "its importer's map()", e);
         }

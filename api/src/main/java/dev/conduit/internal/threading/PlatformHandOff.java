@@ -3,6 +3,7 @@ package dev.conduit.internal.threading;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Supplier;
 
 /**
  * Makes a blocking native call for a virtual thread on a platform thread, while the virtual thread
@@ -11,8 +12,9 @@ import java.util.concurrent.Executors;
  * blocking I/O: as many virtual threads asleep in a worker's {@code await}, or importing from an
  * exporter whose descriptor server does not answer, as the scheduler has carriers
  * ({@code jdk.virtualThreadScheduler.parallelism}, the number of processors by default) stopped
- * every other virtual thread of the JVM until one went on (VirtualThreadsTest). A parked virtual
- * thread leaves its carrier. The platform threads are daemons, made as calls need them (one per
+ * every other virtual thread of the JVM until one went on (VirtualThreadsTest), and so did as
+ * many connecting over memfd to a peer that does not answer. A parked virtual thread leaves its
+ * carrier. The platform threads are daemons, made as calls need them (one per
  * call under way) and kept a minute once idle.
  */
 public final class PlatformHandOff {
@@ -31,5 +33,56 @@ public final class PlatformHandOff {
      */
     public static <T> T call(Callable<T> call) {
         return ThreadConfinement.resultOf(THREADS.submit(call));
+    }
+
+    /**
+     * A plugin's blocking call ({@link dev.conduit.spi.PluginContext#blockingCall}): made by the
+     * calling thread itself when it is a platform thread, as it always was; for a virtual thread,
+     * on a platform thread while the virtual thread parks, as if made by the caller: its result
+     * and its exceptions come back unchanged, and an interrupt of the caller, before or during the
+     * call, interrupts the thread making it while it does (a {@code Thread.sleep} or a JDK blocking
+     * call of the plugin's then ends as it would on the caller; a native call does not see it on
+     * either). The caller's interrupt status is kept. An interrupt meant for a call ends with it:
+     * the platform thread's next call does not see it.
+     */
+    public static <T> T blockingCall(Supplier<T> call) {
+        if (!Thread.currentThread().isVirtual()) return call.get();
+        ForCaller<T> forCaller = new ForCaller<>(call);
+        return ThreadConfinement.resultOf(THREADS.submit(forCaller), forCaller::interrupt);
+    }
+
+    /** A call made for a virtual thread, which passes its interrupts on to the platform thread while that makes it. */
+    private static final class ForCaller<T> implements Callable<T> {
+
+        private final Supplier<T> call;
+        /** The platform thread making the call, while it does; guarded by this. */
+        private Thread maker;
+        /** Whether the caller was interrupted; guarded by this. */
+        private boolean interrupted;
+
+        ForCaller(Supplier<T> call) {
+            this.call = call;
+        }
+
+        @Override
+        public T call() {
+            synchronized (this) {
+                maker = Thread.currentThread();
+                if (interrupted) maker.interrupt();
+            }
+            try {
+                return call.get();
+            } finally {
+                synchronized (this) {
+                    maker = null;
+                }
+                Thread.interrupted(); // the caller's, or the call's own: this pool thread's next call must not see it
+            }
+        }
+
+        synchronized void interrupt() {
+            interrupted = true;
+            if (maker != null) maker.interrupt();
+        }
     }
 }

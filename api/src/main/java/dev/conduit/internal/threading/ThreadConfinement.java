@@ -57,8 +57,16 @@ public final class ThreadConfinement implements AutoCloseable {
      * interrupts the caller ({@link #getUninterruptibly}); its exceptions propagate unchanged.
      */
     static <T> T resultOf(Future<T> f) {
+        return resultOf(f, () -> { });
+    }
+
+    /**
+     * As {@link #resultOf(Future)}, calling {@code onInterrupt} at each interrupt of the calling
+     * thread while it waits (one set before the call included).
+     */
+    static <T> T resultOf(Future<T> f, Runnable onInterrupt) {
         try {
-            return getUninterruptibly(f);
+            return getUninterruptibly(f, onInterrupt);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
             if (cause instanceof RuntimeException r) throw r;
@@ -72,6 +80,10 @@ public final class ThreadConfinement implements AutoCloseable {
      * started, and its effects are the caller's), whose interrupt status is then set again.
      */
     private static <T> T getUninterruptibly(Future<T> f) throws ExecutionException {
+        return getUninterruptibly(f, () -> { });
+    }
+
+    private static <T> T getUninterruptibly(Future<T> f, Runnable onInterrupt) throws ExecutionException {
         boolean interrupted = false;
         try {
             while (true) {
@@ -79,6 +91,7 @@ public final class ThreadConfinement implements AutoCloseable {
                     return f.get();
                 } catch (InterruptedException e) {
                     interrupted = true;
+                    onInterrupt.run();
                 }
             }
         } finally {

@@ -1500,5 +1500,10 @@ public final class RuntimeWorker implements Worker {
         public System.Logger logger() {
             return plugin.logger();
         }
+
+        @Override
+        public <T> T blockingCall(java.util.function.Supplier<T> call) {
+            return plugin.blockingCall(call);
+        }
     }
 }

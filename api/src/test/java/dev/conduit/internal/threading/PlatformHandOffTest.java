@@ -1,0 +1,138 @@
+package dev.conduit.internal.threading;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A plugin's blocking call ({@code PluginContext.blockingCall}) as the runtime makes it: by a
+ * platform thread itself; for a virtual thread, on a platform thread of the runtime's, as if made
+ * by the caller: result, exceptions and interrupts. Nothing is timed: every wait is a hang guard.
+ */
+class PlatformHandOffTest {
+
+    /** How long a call may take to come back: a hang guard, not a speed check. */
+    private static final Duration GUARD = Duration.ofSeconds(60);
+    /** Longer than any guard: a sleep that ends only by an interrupt. */
+    private static final long LONG_MILLIS = Duration.ofMinutes(5).toMillis();
+
+    /** Runs {@code body} on a fresh virtual thread and returns what it returned, within the guard. */
+    private static <T> T onAVirtualThread(java.util.concurrent.Callable<T> body) throws Exception {
+        CompletableFuture<T> outcome = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            try {
+                outcome.complete(body.call());
+            } catch (Throwable e) {
+                outcome.completeExceptionally(e);
+            }
+        });
+        return outcome.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    @Test
+    void aPlatformThreadMakesItsBlockingCallItself() {
+        assertThat(PlatformHandOff.blockingCall(Thread::currentThread)).isSameAs(Thread.currentThread());
+    }
+
+    @Test
+    void aVirtualThreadsBlockingCallIsMadeOnAPlatformThreadOfTheRuntimesAndGivesBackItsResult() throws Exception {
+        Thread maker = onAVirtualThread(() -> PlatformHandOff.blockingCall(Thread::currentThread));
+        assertThat(maker.isVirtual()).isFalse();
+        assertThat(maker.getName()).startsWith("conduit-await-");
+    }
+
+    @Test
+    void aVirtualThreadsBlockingCallThrowsWhatTheCallThrewUnchanged() throws Exception {
+        IllegalStateException thrown = new IllegalStateException("the call's own");
+        Throwable caught = onAVirtualThread(() -> {
+            try {
+                PlatformHandOff.blockingCall(() -> {
+                    throw thrown;
+                });
+                return null;
+            } catch (IllegalStateException e) {
+                return e;
+            }
+        });
+        assertThat(caught).isSameAs(thrown);
+        StackOverflowError error = new StackOverflowError("an error");
+        assertThat(onAVirtualThread(() -> {
+            try {
+                PlatformHandOff.blockingCall(() -> {
+                    throw error;
+                });
+                return null;
+            } catch (StackOverflowError e) {
+                return e;
+            }
+        })).isSameAs(error);
+    }
+
+    /**
+     * An interrupt of the virtual thread while its call runs on the platform thread reaches the
+     * call, as it would on the caller: a sleep in it ends with {@code InterruptedException}, and the
+     * caller's interrupt status is kept. Without the interrupt passed on, the sleep went on for its
+     * 5 minutes (this test's guard ran out).
+     */
+    @Test
+    void anInterruptOfTheCallerDuringTheCallReachesItAndIsKept() throws Exception {
+        CompletableFuture<Object[]> outcome = new CompletableFuture<>();
+        Thread caller = Thread.ofVirtual().start(() -> {
+            try {
+                String how = PlatformHandOff.blockingCall(() -> {
+                    try {
+                        Thread.sleep(LONG_MILLIS);
+                        return "slept";
+                    } catch (InterruptedException e) {
+                        return "interrupted";
+                    }
+                });
+                outcome.complete(new Object[] {how, Thread.interrupted()});
+            } catch (Throwable e) {
+                outcome.completeExceptionally(e);
+            }
+        });
+        waitUntil(() -> Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().startsWith("conduit-await-")
+                && Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getMethodName().equals("sleep"))));
+        caller.interrupt();
+        Object[] o = outcome.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+        assertThat(o[0]).as("the call's sleep").isEqualTo("interrupted");
+        assertThat(o[1]).as("the caller's interrupt status").isEqualTo(true);
+    }
+
+    /**
+     * A virtual thread interrupted before its call makes it with the interrupt status set, as it
+     * would itself, and keeps its own; the platform thread's next call, for a caller not
+     * interrupted, does not see that interrupt, nor one the call set on its thread itself.
+     */
+    @Test
+    void anInterruptSetBeforeTheCallReachesItAndNotTheNextCall() throws Exception {
+        Object[] o = onAVirtualThread(() -> {
+            Thread.currentThread().interrupt();
+            boolean seen = PlatformHandOff.blockingCall(() -> {
+                boolean interrupted = Thread.currentThread().isInterrupted();
+                Thread.currentThread().interrupt(); // as a call that catches InterruptedException and sets it again
+                return interrupted;
+            });
+            boolean kept = Thread.interrupted();
+            boolean seenByTheNext = PlatformHandOff.blockingCall(() -> Thread.currentThread().isInterrupted());
+            return new Object[] {seen, kept, seenByTheNext};
+        });
+        assertThat(o[0]).as("the call saw the caller's interrupt").isEqualTo(true);
+        assertThat(o[1]).as("the caller's interrupt status").isEqualTo(true);
+        assertThat(o[2]).as("the next call saw an interrupt").isEqualTo(false);
+    }
+
+    private static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + GUARD.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) throw new AssertionError("not within the hang guard of " + GUARD);
+            Thread.sleep(10);
+        }
+    }
+}
