@@ -73,6 +73,12 @@ public interface Worker extends AutoCloseable {
      * peer reachable (opens what the peer published, completes its handshake) or says why not. No
      * host id is compared.
      *
+     * <p>On a virtual thread, a transport's wait for the peer in a native call (over memfd, the
+     * exchange with the peer's descriptor server, up to {@code memfd.connect.timeout}) is made on a
+     * platform thread of the runtime's while the virtual thread parks, and leaves its carrier to
+     * other virtual threads; an interrupt does not end that wait, and is kept (docs/runtime.md,
+     * "Virtual threads").
+     *
      * @param onError called once, on the progress thread, if the peer later fails while the endpoint
      *                is open: an endpoint the application closed before a progress call reported
      *                its failure (a send had thrown it) is not called back, and still says it failed

@@ -9,7 +9,9 @@ import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.ImportedRegion;
 import dev.conduit.it.process.ChildJvm;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.OpenResources;
 import dev.conduit.it.process.RemotePeer;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -366,6 +368,144 @@ class VirtualThreadsTest {
                 ChildJvm.signal(pid, "-CONT");
             }
             for (CompletableFuture<Long> size : imported) assertThat(size.get(GUARD.toSeconds(), TimeUnit.SECONDS)).isEqualTo(1L << 20);
+        }
+    }
+
+    /**
+     * {@code worker.connect} over memfd maps the peer's receive queue through the importer, which
+     * asks the peer's descriptor server and {@code poll}s for its answer: a native call. As many
+     * virtual threads as carriers, each connecting a worker of its own to a peer frozen with
+     * {@code SIGSTOP} (its server answers nobody; {@code memfd.connect.timeout} is an hour here),
+     * leave the other virtual threads running: an unrelated one runs while they wait, and once the
+     * peer goes on every connect completes. Before the plugin made that exchange through
+     * {@code PluginContext.blockingCall}, the unrelated thread did not run until the connects gave up.
+     */
+    @org.junit.jupiter.api.Test
+    void virtualThreadsConnectingToAFrozenPeerLeaveTheOthersRunning(@TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        int n = carriers();
+        try (RemoteTransportPeer peer = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, "memfd", "memfd.connect.timeout=1h", "memfd.liveness.interval=1h")) {
+            WorkerAddress frozen = peer.worker("w", "memfd", "SINGLE");
+            peer.stop();
+            List<CompletableFuture<Boolean>> connected = new ArrayList<>();
+            List<Thread> connecting = new ArrayList<>();
+            try {
+                for (int i = 0; i < n; i++) {
+                    CompletableFuture<Boolean> failed = new CompletableFuture<>();
+                    connected.add(failed);
+                    connecting.add(Thread.ofVirtual().name("connecting-" + i).start(() -> {
+                        try (Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+                            failed.complete(worker.connect(frozen).isFailed());
+                        } catch (Throwable e) {
+                            failed.completeExceptionally(e);
+                        }
+                    }));
+                }
+                // Each connect waits in its poll for the frozen server's answer, on its virtual thread or on a platform thread for it.
+                Setup.waitUntil(() -> java.util.stream.Stream.concat(connecting.stream(), Thread.getAllStackTraces().keySet().stream())
+                                .filter(VirtualThreadsTest::inImportersPoll).count() == n,
+                        GUARD, () -> "every connect waiting in its poll for the peer's answer");
+                assertAnUnrelatedVirtualThreadRuns(n + " virtual threads connecting");
+                assertThat(connected).as("no connect completed while the peer was frozen").noneMatch(CompletableFuture::isDone);
+            } finally {
+                peer.resume();
+            }
+            for (CompletableFuture<Boolean> failed : connected) {
+                assertThat(failed.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("endpoint failed").isFalse();
+            }
+        }
+    }
+
+    /**
+     * posix's connect waits on nothing of the peer's: it opens and maps the peer's queue file
+     * ({@code O_NONBLOCK}, a lease looked at with {@code LOCK_NB}), so virtual threads connecting
+     * to a peer frozen with {@code SIGSTOP} all complete while it is frozen, on as many virtual
+     * threads as carriers: no native call of its connect waits long enough to pin a carrier.
+     */
+    @org.junit.jupiter.api.Test
+    void posixConnectsToAFrozenPeerCompleteWhileItIsFrozen(@TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        int n = carriers();
+        try (RemoteTransportPeer peer = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, "posix", "posix.liveness.interval=1h")) {
+            WorkerAddress frozen = peer.worker("w", "posix", "SINGLE");
+            peer.stop();
+            try {
+                List<CompletableFuture<Boolean>> connected = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    CompletableFuture<Boolean> failed = new CompletableFuture<>();
+                    connected.add(failed);
+                    Thread.ofVirtual().start(() -> {
+                        try (Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+                            failed.complete(worker.connect(frozen).isFailed());
+                        } catch (Throwable e) {
+                            failed.completeExceptionally(e);
+                        }
+                    });
+                }
+                for (CompletableFuture<Boolean> failed : connected) {
+                    assertThat(failed.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("endpoint failed").isFalse();
+                }
+            } finally {
+                peer.resume();
+            }
+        }
+    }
+
+    /**
+     * An interrupt of a virtual thread whose memfd connect waits for a frozen peer's answer, on a
+     * platform thread for it, does not end the wait, as it did not on the virtual thread itself
+     * (the {@code poll} sees no interrupt): the connect fails at {@code memfd.connect.timeout} with
+     * the importer's {@code ConduitException} naming that key, the interrupt status kept, and no
+     * descriptor, mapping or file of the attempt is left behind.
+     */
+    @org.junit.jupiter.api.Test
+    void anInterruptedVirtualThreadsConnectToAFrozenPeerEndsAtTheTimeoutLeavingNothing(@TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        try (RemoteTransportPeer peer = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, "memfd", "memfd.connect.timeout=5s", "memfd.liveness.interval=1h")) {
+            WorkerAddress frozen = peer.worker("w", "memfd", "SINGLE");
+            peer.stop();
+            try {
+                CompletableFuture<Worker> worker = new CompletableFuture<>();
+                CompletableFuture<Void> go = new CompletableFuture<>();
+                CompletableFuture<Object[]> outcome = new CompletableFuture<>();
+                Thread t = Thread.ofVirtual().name("connecting").start(() -> {
+                    try (Worker w = conduit.newWorker(ThreadMode.SINGLE)) {
+                        worker.complete(w);
+                        go.get();
+                        Throwable failure = null;
+                        try {
+                            w.connect(frozen);
+                        } catch (Throwable e) {
+                            failure = e;
+                        }
+                        // Taken before the worker's close, which closes its own descriptor server.
+                        outcome.complete(new Object[] {failure, Thread.interrupted(), OpenResources.ofThisProcess()});
+                    } catch (Throwable e) {
+                        worker.completeExceptionally(e);
+                        outcome.completeExceptionally(e);
+                    }
+                });
+                worker.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+                List<String> files = Setup.files(shared);
+                OpenResources before = OpenResources.ofThisProcess();
+                go.complete(null);
+                Setup.waitUntil(() -> java.util.stream.Stream.concat(java.util.stream.Stream.of(t), Thread.getAllStackTraces().keySet().stream())
+                        .anyMatch(VirtualThreadsTest::inImportersPoll), GUARD, () -> "the connect waiting in its poll for the peer's answer");
+                t.interrupt();
+                Object[] o = outcome.get(GUARD.toSeconds(), TimeUnit.SECONDS);
+                assertThat((Throwable) o[0]).isInstanceOf(ConduitException.class).hasMessageContaining("did not answer within")
+                        .hasMessageContaining("memfd.connect.timeout");
+                assertThat(o[1]).as("the interrupt status is kept").isEqualTo(true);
+                OpenResources after = (OpenResources) o[2];
+                assertThat(after.socketFds()).as("sockets open").isEqualTo(before.socketFds());
+                assertThat(after.conduitFds()).as("descriptors on Conduit's files").isEqualTo(before.conduitFds());
+                assertThat(after.conduitMappings()).as("mappings of Conduit's chunks").isEqualTo(before.conduitMappings());
+                assertThat(Setup.files(shared)).as("the shared directory").isEqualTo(files);
+                assertThat(t.join(GUARD)).isTrue();
+            } finally {
+                peer.resume();
+            }
         }
     }
 }

@@ -26,6 +26,8 @@ import java.io.EOFException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.function.Function;
+import java.util.function.Supplier;
 
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
 import static dev.conduit.linux.MmapFlags.PROT_READ;
@@ -49,6 +51,11 @@ import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
  * {@code SIGBUS}) but not against writing, is open read-write, and has the handle's length; map
  * it {@code MAP_SHARED} into a shared arena of its own; close the descriptor and the connection.
  * Whatever fails, nothing stays open.
+ *
+ * <p>The exchange with the fd server (connect, request, the reply's wait in {@code poll}) is made
+ * through {@link dev.conduit.spi.PluginContext#blockingCall}: a virtual thread's import, and its
+ * worker's connect, which maps the peer's receive queue through this importer, wait on a
+ * platform thread of the runtime's and leave their carrier to other virtual threads.
  *
  * <p>Stateless apart from its configuration, and thread-safe: it opens the shared directory for
  * each import rather than hold a descriptor nobody would close (an importer has no
@@ -81,27 +88,37 @@ final class MemfdImporter implements IpcImporter {
 
     /** Users besides this process's own whose fd servers it imports from ({@link MemfdConfig#TRUSTED_UIDS}). */
     private final int[] trustedUids;
+    /** Makes the exchange with the fd server: the runtime's {@link dev.conduit.spi.PluginContext#blockingCall}. */
+    private final Function<Supplier<FileDescriptor>, FileDescriptor> blockingCall;
 
     /** An importer that trusts only fd servers of this process's own user. */
     MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos) {
         this(libc, sharedDirectory, connectTimeoutNanos, new int[0]);
     }
 
+    /** One that makes its exchanges on the calling thread, whatever it is: for tests that make one directly. */
     MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, int[] trustedUids) {
-        this(libc, sharedDirectory, connectTimeoutNanos, FdProtocol.PROC_SELF_FD, trustedUids);
+        this(libc, sharedDirectory, connectTimeoutNanos, trustedUids, Supplier::get);
+    }
+
+    MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, int[] trustedUids,
+                  Function<Supplier<FileDescriptor>, FileDescriptor> blockingCall) {
+        this(libc, sharedDirectory, connectTimeoutNanos, FdProtocol.PROC_SELF_FD, trustedUids, blockingCall);
     }
 
     /** With {@code procSelfFd} in place of {@code /proc/self/fd}: for tests of a process without it. */
     MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, Path procSelfFd) {
-        this(libc, sharedDirectory, connectTimeoutNanos, procSelfFd, new int[0]);
+        this(libc, sharedDirectory, connectTimeoutNanos, procSelfFd, new int[0], Supplier::get);
     }
 
-    private MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, Path procSelfFd, int[] trustedUids) {
+    private MemfdImporter(Libc libc, Path sharedDirectory, long connectTimeoutNanos, Path procSelfFd, int[] trustedUids,
+                          Function<Supplier<FileDescriptor>, FileDescriptor> blockingCall) {
         this.libc = libc;
         this.sharedDirectory = sharedDirectory;
         this.connectTimeoutNanos = connectTimeoutNanos;
         this.procSelfFd = procSelfFd;
         this.trustedUids = trustedUids.clone();
+        this.blockingCall = blockingCall;
     }
 
     @Override
@@ -149,8 +166,9 @@ final class MemfdImporter implements IpcImporter {
             producerUser = socketStatus.uid();
             long deadline = System.nanoTime() + connectTimeoutNanos;
             String address = FdProtocol.connectAddress(path, socketFile, procSelfFd);
-            memfd = fetch(payload, address, path, socketStatus, boundByThisUser(socketFile, socketStatus, address, path), chunkLength,
-                    deadline);
+            boolean boundByThisUser = boundByThisUser(socketFile, socketStatus, address, path);
+            // The exchange waits on the fd server, in poll: a native call, which would pin a virtual thread's carrier.
+            memfd = blockingCall.apply(() -> fetch(payload, address, path, socketStatus, boundByThisUser, chunkLength, deadline));
         } catch (RuntimeException | Error e) {
             if (memfd != null) {
                 memfd.closeAfter(e);

@@ -264,7 +264,7 @@ public final class MemfdPlugin implements ConduitPlugin {
             throw new ConduitException("the memfd importer needs a shared directory: set " + MemfdConfig.SHARED_DIR_KEY);
         }
         return new MemfdImporter(Linux.libc(), context.sharedDirectory(), MemfdConfig.connectTimeoutNanos(context.config()),
-                MemfdConfig.trustedUids(context.config()));
+                MemfdConfig.trustedUids(context.config()), context::blockingCall);
     }
 
     /**

@@ -91,6 +91,57 @@ class MemfdImporterTest {
     }
 
     /**
+     * The exchange with the fd server, which waits in {@code poll} for its answer, is made through
+     * the context's {@code blockingCall} (which the runtime makes on a platform thread for a virtual
+     * thread): once per import, handing back the descriptor that is then mapped, and a refusal's
+     * exception unchanged. The checks before it (opening the socket file) and the mapping after it
+     * are made outside it.
+     */
+    @Test
+    void theExchangeWithTheFdServerIsMadeThroughTheContextsBlockingCall() {
+        TestContext test = TestContext.of(shared);
+        List<String> calls = new java.util.concurrent.CopyOnWriteArrayList<>();
+        dev.conduit.spi.PluginContext context = new dev.conduit.spi.PluginContext() {
+            @Override
+            public dev.conduit.spi.Config config() {
+                return test.config();
+            }
+
+            @Override
+            public Path sharedDirectory() {
+                return test.sharedDirectory();
+            }
+
+            @Override
+            public System.Logger logger() {
+                return test.logger();
+            }
+
+            @Override
+            public <T> T blockingCall(java.util.function.Supplier<T> call) {
+                try {
+                    T result = call.get();
+                    calls.add(result instanceof FileDescriptor ? "descriptor" : String.valueOf(result));
+                    return result;
+                } catch (RuntimeException e) {
+                    calls.add("threw " + e.getMessage());
+                    throw e;
+                }
+            }
+        };
+        IpcImporter throughContext = new MemfdPlugin().ipcImporter(context);
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        try (ChunkMapping mapping = map(throughContext, payload, SIZE)) {
+            assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
+        }
+        assertThat(calls).containsExactly("descriptor");
+        provider.free(chunk);
+        assertThatThrownBy(() -> map(throughContext, payload, SIZE)).hasMessageStartingWith("export gone");
+        assertThat(calls).hasSize(2).last().asString().startsWith("threw export gone");
+    }
+
+    /**
      * The kernel drops a passed descriptor it cannot install and says only MSG_CTRUNC. When this
      * process is out of descriptors (here: a probe open fails with EMFILE) the failure names EMFILE
      * and the remedy, so that a receiver takes it for a shortage that passes; otherwise a security
