@@ -245,8 +245,12 @@ final class LoopbackPlugin implements ConduitPlugin {
         /** Whether a report under {@link #pluginLock} went on once a probe had begun, rather than after its 30 s. */
         volatile boolean reportMetAProbe;
 
+        /** What the runtime gave this transport: a test makes a blocking call through it. */
+        final TransportContext context;
+
         LoopbackTransport(LoopbackPlugin plugin, TransportContext context) {
             this.plugin = plugin;
+            this.context = context;
             this.queue = new ArrayBlockingQueue<>(plugin.capacity);
             this.sink = context.messageSink();
             REGISTRY.put(key, this);

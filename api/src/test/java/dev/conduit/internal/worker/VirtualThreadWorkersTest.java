@@ -88,6 +88,36 @@ class VirtualThreadWorkersTest {
     }
 
     /**
+     * A transport's blocking call ({@code PluginContext.blockingCall}, through the context the
+     * runtime gave it) made inside a virtual thread's {@code connect} runs on a platform thread of
+     * the runtime's and gives its result back; a platform thread's is made by that thread. Fails
+     * if the worker's transport context does not pass the call on to the runtime (the SPI's default
+     * then made it on the virtual thread).
+     */
+    @Test
+    void aTransportsBlockingCallInAVirtualThreadsConnectIsMadeOnAPlatformThread() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        List<Thread> makers = new java.util.concurrent.CopyOnWriteArrayList<>();
+        plugin.whileConnecting = () -> makers.add(plugin.transports.getLast().context.blockingCall(Thread::currentThread));
+        Thread caller = onVirtualThread(() -> {
+            try (Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+                assertThat(worker.connect(worker.address()).isFailed()).isFalse();
+                return Thread.currentThread();
+            }
+        });
+        assertThat(makers).hasSize(1);
+        assertThat(makers.getFirst()).as("the blocking call of " + caller).isNotSameAs(caller);
+        assertThat(makers.getFirst().isVirtual()).isFalse();
+        assertThat(makers.getFirst().getName()).startsWith("conduit-await-");
+
+        try (Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+            worker.connect(worker.address());
+            assertThat(makers.getLast()).as("a platform thread's blocking call").isSameAs(Thread.currentThread());
+        }
+    }
+
+    /**
      * A plugin that declares only {@code SINGLE} may hold what only its creating thread can touch (a
      * confined arena): its await is made on the virtual thread itself, as before, which stays pinned
      * while it sleeps (docs/runtime.md says so and what to do).
