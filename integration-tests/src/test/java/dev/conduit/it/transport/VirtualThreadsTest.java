@@ -479,8 +479,8 @@ class VirtualThreadsTest {
                         } catch (Throwable e) {
                             failure = e;
                         }
-                        // Taken before the worker's close, which closes its own descriptor server.
-                        outcome.complete(new Object[] {failure, Thread.interrupted(), OpenResources.ofThisProcess()});
+                        // Taken before the worker's close, which closes its own descriptor server and removes its files.
+                        outcome.complete(new Object[] {failure, Thread.interrupted(), OpenResources.ofThisProcess(), Setup.files(shared)});
                     } catch (Throwable e) {
                         worker.completeExceptionally(e);
                         outcome.completeExceptionally(e);
@@ -501,7 +501,7 @@ class VirtualThreadsTest {
                 assertThat(after.socketFds()).as("sockets open").isEqualTo(before.socketFds());
                 assertThat(after.conduitFds()).as("descriptors on Conduit's files").isEqualTo(before.conduitFds());
                 assertThat(after.conduitMappings()).as("mappings of Conduit's chunks").isEqualTo(before.conduitMappings());
-                assertThat(Setup.files(shared)).as("the shared directory").isEqualTo(files);
+                assertThat(o[3]).as("the shared directory").isEqualTo(files);
                 assertThat(t.join(GUARD)).isTrue();
             } finally {
                 peer.resume();
