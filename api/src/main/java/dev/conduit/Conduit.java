@@ -103,7 +103,8 @@ public interface Conduit extends AutoCloseable {
      *
      * <p>On a virtual thread, a miss runs the plugin's importer on a platform thread of the
      * runtime's while the virtual thread parks: an importer may wait in a native call for the
-     * producer (memfd asks its descriptor server), which would pin the carrier for that long.
+     * producer (memfd asks its descriptor server), which would pin the carrier for that long. An
+     * interrupt reaches the importer there as it would on the caller, and the caller keeps it.
      *
      * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
      * @throws dev.conduit.spi.ConduitException when the plugin is not available here, or the export is
