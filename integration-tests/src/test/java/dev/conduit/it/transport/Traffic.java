@@ -87,6 +87,15 @@ final class Traffic {
             long size(long n) {
                 return CYCLE[(int) (n & 7)];
             }
+        },
+        /** Market-data ticks: 64 to 512 B, inline. */
+        TICKS {
+            private static final long[] CYCLE = {64, 128, 512, 64, 256, 64, 128, 96};
+
+            @Override
+            long size(long n) {
+                return CYCLE[(int) (n & 7)];
+            }
         };
 
         abstract long size(long n);

@@ -1,0 +1,213 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.Conduit;
+import dev.conduit.WorkerAddress;
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.OpenResources;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * One publisher, many subscribers: a market-data fan-out ({@link FanOutPublisher}, a worker of this
+ * JVM with one endpoint per subscriber) to subscribers that are workers of child JVMs, each with a
+ * Conduit of its own and a {@link Traffic.Receiver} that checks every tick (in order, none lost,
+ * none twice, intact). Ticks are 64 to 512 B. docs/runtime.md, "Fan-out: one publisher, many
+ * subscribers", says what a fan-out application must know; these tests hold it. No test asserts a
+ * duration: every wait is a hang guard that runs from the last progress; what they measure is printed.
+ */
+class FanOutTest {
+
+    private static final Duration GUARD = Duration.ofSeconds(60);
+    private static final Duration CHILD_POLL = Duration.ofMillis(20);
+
+    /** The publisher, its Conduit, and the children that host the subscribers ({@code perChild} each, subscriber s in child s / perChild). */
+    private record Fan(Conduit conduit, FanOutPublisher publisher, List<RemoteTransportPeer> children, int perChild)
+            implements AutoCloseable {
+
+        static Fan open(Path shared, String plugin, int children, int perChild, long shedPastBytes, String... keys) throws IOException {
+            Conduit conduit = Setup.conduit(shared, plugin, keys);
+            FanOutPublisher publisher = new FanOutPublisher(conduit, shedPastBytes);
+            List<RemoteTransportPeer> hosts = new ArrayList<>();
+            Fan fan = new Fan(conduit, publisher, hosts, perChild);
+            try {
+                for (int c = 0; c < children; c++) hosts.add(RemoteTransportPeer.start(shared, Launcher.direct()));
+            } catch (IOException | RuntimeException e) {
+                fan.close();
+                throw e;
+            }
+            return fan;
+        }
+
+        RemoteTransportPeer childOf(int s) {
+            return children.get(s / perChild);
+        }
+
+        /** Starts subscriber {@code s}'s worker in its child, with a receiver; its address. */
+        WorkerAddress subscriber(int s, String plugin, String... keys) {
+            WorkerAddress a = childOf(s).worker("sub" + s, plugin, "SINGLE", keys);
+            childOf(s).receive("sub" + s);
+            return a;
+        }
+
+        void subscribe(int s, String plugin, String... keys) {
+            publisher.join(s, subscriber(s, plugin, keys));
+        }
+
+        long received(int s) {
+            return childOf(s).messages("sub" + s);
+        }
+
+        Map<String, String> stats(int s) {
+            return childOf(s).stats("sub" + s);
+        }
+
+        /** Waits until each of {@code subscribers} has received {@code ticks.get(s)}: one count, whose guard runs from the last tick that arrived. */
+        void awaitReceived(Map<Integer, Long> ticks, String what) {
+            long target = ticks.values().stream().mapToLong(Long::longValue).sum();
+            Setup.waitWhileProgressing(() -> ticks.keySet().stream().mapToLong(s -> Math.min(received(s), ticks.get(s))).sum(), target,
+                    () -> false, GUARD, () -> what + "; received: " + ticks.keySet().stream().map(s -> s + "=" + received(s)).toList()
+                            + "; gone: " + publisher.gone(), Setup.pause(CHILD_POLL));
+        }
+
+        @Override
+        public void close() {
+            try {
+                for (RemoteTransportPeer c : children) c.close();
+            } finally {
+                try {
+                    publisher.close();
+                } finally {
+                    conduit.close();
+                }
+            }
+        }
+    }
+
+    /** Bytes of this process's mappings of Conduit's shared-memory files (posix chunks, memfd chunks), from /proc/self/maps. */
+    static long conduitMappedBytes() {
+        try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
+            return lines.filter(l -> l.contains("conduit-") && !l.contains("conduit-closed-mapping")).mapToLong(l -> {
+                String[] range = l.substring(0, l.indexOf(' ')).split("-");
+                return Long.parseUnsignedLong(range[1], 16) - Long.parseUnsignedLong(range[0], 16);
+            }).sum();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void assertEveryTickInOrder(Fan fan, int s, long ticks) {
+        Map<String, String> st = fan.stats(s);
+        assertThat(st.get("errors")).as("subscriber %d's checks (order, none lost or twice, intact): %s", s, st).isEqualTo("0");
+        assertThat(Long.parseLong(st.get("messages"))).as("subscriber %d's ticks", s).isEqualTo(ticks);
+    }
+
+    /**
+     * Every subscriber gets every tick, in order and intact, from one {@code SINGLE} worker that
+     * sends each tick to each of them without waiting. Prints the rate and what each connection
+     * costs the publisher: descriptors, mappings and mapped bytes (the subscribers' receive
+     * queues; no bounce ring, as every tick is inline).
+     */
+    @ParameterizedTest
+    @CsvSource({"memfd,16,2", "posix,16,2", "memfd,64,4"})
+    void everySubscriberGetsEveryTickInOrder(String plugin, int subscribers, int children, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        long ticks = 20_000;
+        try (Fan fan = Fan.open(shared, plugin, children, subscribers / children, 0)) {
+            fan.publisher().call(w -> w.progress());
+            OpenResources before = OpenResources.ofThisProcess();
+            long mappedBefore = conduitMappedBytes();
+            for (int s = 0; s < subscribers; s++) fan.subscribe(s, plugin);
+            OpenResources joined = OpenResources.ofThisProcess();
+            long mappedJoined = conduitMappedBytes();
+
+            long t0 = System.nanoTime();
+            fan.publisher().publish(ticks);
+            Map<Integer, Long> expected = new java.util.LinkedHashMap<>();
+            for (int s = 0; s < subscribers; s++) expected.put(s, ticks);
+            fan.awaitReceived(expected, "every tick at every subscriber");
+            long nanos = System.nanoTime() - t0;
+            OpenResources after = OpenResources.ofThisProcess();
+            long mappedAfter = conduitMappedBytes();
+            Map<Integer, Long> maxPendingBytes = fan.publisher().maxPendingBytes();
+
+            for (int s = 0; s < subscribers; s++) assertEveryTickInOrder(fan, s, ticks);
+            assertThat(fan.publisher().gone()).isEmpty();
+            Setup.report("%s fan-out to %d subscribers: %d ticks each (64-512 B) in %.1f ms, %s deliveries; per connection: %.2f fds, "
+                            + "%.2f conduit fds, %.2f mappings, %d KiB mapped (after the traffic %d KiB); publisher before: %s, joined: %s,"
+                            + " after: %s; largest pendingBytes per subscriber: %s",
+                    plugin, subscribers, ticks, nanos / 1e6, Setup.perSecond(ticks * subscribers, nanos),
+                    (joined.fds() - before.fds()) / (double) subscribers, (joined.conduitFds() - before.conduitFds()) / (double) subscribers,
+                    (joined.conduitMappings() - before.conduitMappings()) / (double) subscribers,
+                    (mappedJoined - mappedBefore) / subscribers / 1024, (mappedAfter - mappedBefore) / subscribers / 1024,
+                    before.format(), joined.format(), after.format(), maxPendingBytes.values());
+        }
+    }
+
+    /**
+     * A subscriber process stopped ({@code SIGSTOP}, as a long GC pause or a debugger would) while
+     * the publisher sends at full rate: its queue fills and its ticks wait in the publisher's local
+     * queue, growing. Shed by the publisher once {@code pendingBytes()} passes 1 MiB
+     * ({@code shedPastBytes}), or, with no such bound, failed as hung after
+     * {@code heartbeat.timeout} (2 s here): either way only that subscriber's feed ends, and the
+     * others get every tick, in order. Resumed ({@code SIGCONT}), the stopped subscriber delivers
+     * exactly what the transport had taken of its ticks, in order and intact: every tick sent to
+     * it but those that waited in the publisher's local queue, which the close discarded.
+     */
+    @ParameterizedTest
+    @CsvSource({"memfd,16777216", "posix,16777216", "memfd,0", "posix,0"})
+    void aStoppedSubscriberIsShedOrFailedAloneAndOnceResumedDeliversWhatTheTransportTook(String plugin, long shedPastBytes,
+                                                                                        @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        long ticks = 200_000;
+        int subscribers = 6;
+        try (Fan fan = Fan.open(shared, plugin, 3, 2, shedPastBytes, plugin + ".heartbeat.timeout=2s")) {
+            for (int s = 0; s < subscribers; s++) fan.subscribe(s, plugin);
+            RemoteTransportPeer stopped = fan.children().getFirst();
+            stopped.stop();
+            try {
+                fan.publisher().publish(ticks);
+                Setup.waitUntil(() -> fan.publisher().gone().size() >= 2, GUARD, () -> "the stopped subscribers' feeds to end; gone: "
+                        + fan.publisher().gone() + ", backlogs: " + fan.publisher().maxPendingBytes());
+                // A bound sheds whoever passes it: on a loaded machine a live subscriber too, which is then
+                // checked as a stopped one is. Never one judged hung: each of them progresses.
+                Setup.waitUntil(() -> !fan.publisher().publishing(), GUARD, () -> "the publisher's rounds: " + fan.publisher().rounds());
+                Map<Integer, Long> others = new java.util.LinkedHashMap<>();
+                for (int s : fan.publisher().sent().keySet()) others.put(s, ticks);
+                fan.awaitReceived(others, "every tick at the subscribers that kept up");
+                for (int s : others.keySet()) assertEveryTickInOrder(fan, s, ticks);
+            } finally {
+                stopped.resume();
+            }
+            List<FanOutPublisher.Gone> gone = fan.publisher().gone();
+            Setup.report("%s stopped subscribers, shed past %d bytes: %s", plugin, shedPastBytes, gone);
+            if (shedPastBytes > 0) {
+                assertThat(gone).extracting(FanOutPublisher.Gone::subscriber).contains(0, 1);
+                assertThat(gone).extracting(FanOutPublisher.Gone::why).allMatch(w -> w.startsWith("shed"));
+            } else {
+                assertThat(gone).extracting(FanOutPublisher.Gone::subscriber).containsExactlyInAnyOrder(0, 1);
+                assertThat(gone).extracting(FanOutPublisher.Gone::why).allMatch(w -> w.contains("peer worker is hung")
+                        && w.contains(plugin + ".heartbeat.timeout") && w.contains("unread in its queue"));
+            }
+            Map<Integer, Long> delivered = new java.util.LinkedHashMap<>();
+            for (FanOutPublisher.Gone g : gone) delivered.put(g.subscriber(), g.sent() - g.discarded());
+            fan.awaitReceived(delivered, "the resumed subscribers' ticks");
+            for (var e : delivered.entrySet()) assertEveryTickInOrder(fan, e.getKey(), e.getValue());
+        }
+    }
+}
