@@ -8,6 +8,7 @@ import dev.conduit.spi.ThreadMode;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -66,6 +67,8 @@ final class FanOutPublisher implements AutoCloseable {
     private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
     private final CompletableFuture<WorkerAddress> started = new CompletableFuture<>();
     private final Map<Integer, Feed> feeds = new LinkedHashMap<>();
+    /** Subscribers that leave: sent nothing more, each closed once its local queue has drained, so that it gets every tick it was sent. */
+    private final List<Feed> leaving = new ArrayList<>();
     private final List<Gone> gone = new CopyOnWriteArrayList<>();
     private final long shedPastBytes;
     private volatile Worker worker;
@@ -91,6 +94,11 @@ final class FanOutPublisher implements AutoCloseable {
             while (!closing) {
                 Runnable command;
                 while ((command = commands.poll()) != null) command.run();
+                leaving.removeIf(f -> {
+                    if (f.endpoint.pending() > 0 && !f.endpoint.isFailed()) return false;
+                    f.endpoint.close();
+                    return true;
+                });
                 int work;
                 if (rounds < roundsToPublish) {
                     publishRound(header);
@@ -159,14 +167,22 @@ final class FanOutPublisher implements AutoCloseable {
         });
     }
 
-    /** Stops publishing to subscriber {@code s}; returns how many ticks it was sent. */
+    /**
+     * Stops publishing to subscriber {@code s} and closes its endpoint once what waits locally for
+     * it has gone (a close would discard it); returns how many ticks it was sent.
+     */
     long leave(int s) {
         return call(w -> {
             Feed f = feeds.remove(s);
             if (f == null) throw new IllegalArgumentException("subscriber " + s + " is not published to");
-            f.endpoint.close();
+            leaving.add(f);
             return f.next;
         });
+    }
+
+    /** Whether every subscriber that left has had its endpoint closed. */
+    boolean left() {
+        return call(w -> leaving.isEmpty());
     }
 
     /** Publishes {@code count} more rounds, one tick to every subscriber per round, without waiting for them. */

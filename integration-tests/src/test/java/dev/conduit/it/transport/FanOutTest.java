@@ -111,6 +111,11 @@ class FanOutTest {
         }
     }
 
+    private static boolean holdsNoMoreThan(OpenResources now, OpenResources before) {
+        return now.fds() <= before.fds() && now.conduitFds() == before.conduitFds() && now.socketFds() == before.socketFds()
+                && now.conduitMappings() == before.conduitMappings();
+    }
+
     private static void assertEveryTickInOrder(Fan fan, int s, long ticks) {
         Map<String, String> st = fan.stats(s);
         assertThat(st.get("errors")).as("subscriber %d's checks (order, none lost or twice, intact): %s", s, st).isEqualTo("0");
@@ -208,6 +213,95 @@ class FanOutTest {
             for (FanOutPublisher.Gone g : gone) delivered.put(g.subscriber(), g.sent() - g.discarded());
             fan.awaitReceived(delivered, "the resumed subscribers' ticks");
             for (var e : delivered.entrySet()) assertEveryTickInOrder(fan, e.getKey(), e.getValue());
+        }
+    }
+
+    /**
+     * {@code kill -9} of a subscriber process (two subscribers) while the publisher sends at full
+     * rate: the publisher's error handler gets {@code PeerFailedException} ("died") for those two
+     * endpoints only and it publishes on; the others get every tick, in order; the dead process's
+     * files are reclaimed from the shared directory; and once the survivors leave, the publisher
+     * holds as many descriptors and mappings as before any subscriber joined.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aSubscriberKilledMidStreamFailsOnlyItsFeedsAndLeavesNothingInTheSharedDirectoryOrThePublisher(
+            String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        long ticks = 200_000;
+        int subscribers = 6;
+        try (Fan fan = Fan.open(shared, plugin, 3, 2, 0)) {
+            fan.publisher().call(w -> w.progress());
+            OpenResources before = OpenResources.ofThisProcess();
+            long mappedBefore = conduitMappedBytes();
+            List<String> filesBefore = Setup.files(shared);
+            fan.subscribe(0, plugin);
+            fan.subscribe(1, plugin);
+            List<String> victims = new ArrayList<>(Setup.files(shared));
+            victims.removeAll(filesBefore);
+            assertThat(victims).as("files of the process to be killed").anyMatch(n -> n.endsWith(".lease"));
+            for (int s = 2; s < subscribers; s++) fan.subscribe(s, plugin);
+
+            fan.publisher().publish(ticks);
+            Setup.waitWhileProgressing(() -> Math.min(fan.received(0), 1000) + Math.min(fan.received(1), 1000), 2000, () -> false, GUARD,
+                    () -> "the first ticks at the subscribers to be killed", Setup.pause(CHILD_POLL));
+            long killedAt = System.nanoTime();
+            fan.children().getFirst().kill();
+            Setup.waitUntil(() -> fan.publisher().gone().size() >= 2, GUARD, () -> "the publisher's error handler: " + fan.publisher().gone());
+            assertThat(fan.publisher().publishing()).as("still publishing when the deaths were reported (not a speed check: "
+                    + "%d ticks)", ticks).isTrue();
+            Map<Integer, Long> survivors = new java.util.LinkedHashMap<>();
+            for (int s = 2; s < subscribers; s++) survivors.put(s, ticks);
+            fan.awaitReceived(survivors, "every tick at the surviving subscribers");
+            for (int s = 2; s < subscribers; s++) assertEveryTickInOrder(fan, s, ticks);
+            List<FanOutPublisher.Gone> gone = fan.publisher().gone();
+            assertThat(gone).extracting(FanOutPublisher.Gone::subscriber).containsExactlyInAnyOrder(0, 1);
+            assertThat(gone).extracting(FanOutPublisher.Gone::why).allMatch(w -> w.contains("peer worker died"));
+            Setup.report("%s kill -9 of a subscriber process -> the publisher's error handler (ms): %s", plugin,
+                    gone.stream().map(g -> String.format("%.1f", (g.nanoTime() - killedAt) / 1e6)).toList());
+
+            Setup.waitUntil(() -> Setup.files(shared).stream().noneMatch(victims::contains), GUARD,
+                    () -> "files of the dead subscriber process left: " + Setup.files(shared).stream().filter(victims::contains).toList());
+            for (int s = 2; s < subscribers; s++) fan.publisher().leave(s);
+            // The JVM's own descriptors come and go (a jar, a listing): all of them no more than before, Conduit's as before.
+            Setup.waitUntil(() -> fan.publisher().left() && holdsNoMoreThan(OpenResources.ofThisProcess(), before)
+                            && conduitMappedBytes() == mappedBefore,
+                    GUARD, () -> "the publisher's descriptors and mappings as before any subscriber joined: " + before.format()
+                            + ", " + mappedBefore + " bytes mapped; now " + OpenResources.ofThisProcess().format() + ", "
+                            + conduitMappedBytes() + " bytes mapped");
+        }
+    }
+
+    /**
+     * Subscribers join and leave while the publisher sends: one joins late and gets every tick
+     * from its join on, in order; one the publisher lets go gets every tick it was sent (its
+     * endpoint closed once its local queue drained); one that closes its own worker fails only its
+     * feed, "peer worker closed"; the others get every tick.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void subscribersJoinLateAndLeaveWhileThePublisherSends(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        long ticks = 100_000;
+        try (Fan fan = Fan.open(shared, plugin, 2, 3, 0)) {
+            for (int s = 0; s < 5; s++) fan.subscribe(s, plugin);
+            fan.publisher().publish(ticks);
+            Setup.waitUntil(() -> fan.publisher().rounds() > ticks / 10, GUARD, () -> "the first tenth of the ticks");
+            fan.subscribe(5, plugin);
+            long sentToLeaver = fan.publisher().leave(0);
+            fan.childOf(1).closeWorker("sub1");
+            Setup.waitUntil(() -> !fan.publisher().publishing() && fan.publisher().left(), GUARD,
+                    () -> "the publisher's rounds: " + fan.publisher().rounds());
+            Map<Integer, Long> sent = fan.publisher().sent();
+            assertThat(sent).as("subscribers published to at the end").containsOnlyKeys(2, 3, 4, 5);
+            assertThat(sent.get(5)).as("ticks sent to the late subscriber").isLessThan(ticks).isPositive();
+            Map<Integer, Long> expected = new java.util.LinkedHashMap<>(sent);
+            expected.put(0, sentToLeaver);
+            fan.awaitReceived(expected, "every tick sent at every subscriber but the one that closed");
+            for (var e : expected.entrySet()) assertEveryTickInOrder(fan, e.getKey(), e.getValue());
+            Setup.waitUntil(() -> !fan.publisher().gone().isEmpty(), GUARD, () -> "the publisher's error handler for subscriber 1");
+            assertThat(fan.publisher().gone()).singleElement().satisfies(g -> {
+                assertThat(g.subscriber()).isEqualTo(1);
+                assertThat(g.why()).contains("peer worker closed");
+            });
         }
     }
 }
