@@ -27,8 +27,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * One publisher, many subscribers: a market-data fan-out ({@link FanOutPublisher}, a worker of this
  * JVM with one endpoint per subscriber) to subscribers that are workers of child JVMs, each with a
  * Conduit of its own and a {@link Traffic.Receiver} that checks every tick (in order, none lost,
- * none twice, intact). Ticks are 64 to 512 B. docs/runtime.md, "Fan-out: one publisher, many
- * subscribers", says what a fan-out application must know; these tests hold it. No test asserts a
+ * none twice, intact). Ticks are 64 to 512 B. docs/coming-from-ucx-and-aeron.md, "Fan-out: one
+ * publisher, many subscribers", says what a fan-out application must know; these tests hold it. No test asserts a
  * duration: every wait is a hang guard that runs from the last progress; what they measure is printed.
  */
 class FanOutTest {
