@@ -124,20 +124,22 @@ class FanOutTest {
 
     /**
      * Every subscriber gets every tick, in order and intact, from one {@code SINGLE} worker that
-     * sends each tick to each of them without waiting. Prints the rate and what each connection
-     * costs the publisher: descriptors, mappings and mapped bytes (the subscribers' receive
-     * queues; no bounce ring, as every tick is inline).
+     * sends each tick to each of them without waiting. Each connection costs the publisher one
+     * descriptor (the watch of the subscriber's lease) and one mapping, of the subscriber's
+     * receive queue ({@code queue.size} of the subscriber; 256 KiB is plenty for ticks), and the
+     * ticks, all inline, add none: no bounce ring. Prints the rate and the publisher's counts.
      */
     @ParameterizedTest
-    @CsvSource({"memfd,16,2", "posix,16,2", "memfd,64,4"})
-    void everySubscriberGetsEveryTickInOrder(String plugin, int subscribers, int children, @TempDir(factory = ShmDir.class) Path shared)
-            throws Exception {
+    @CsvSource({"memfd,16,2,2m", "posix,16,2,2m", "memfd,64,4,256k"})
+    void everySubscriberGetsEveryTickInOrderAndCostsThePublisherOneDescriptorAndOneMappingOfItsQueue(
+            String plugin, int subscribers, int children, String queueSize, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
         long ticks = 20_000;
+        long queueBytes = queueSize.endsWith("k") ? Long.parseLong(queueSize.replace("k", "")) << 10 : Long.parseLong(queueSize.replace("m", "")) << 20;
         try (Fan fan = Fan.open(shared, plugin, children, subscribers / children, 0)) {
             fan.publisher().call(w -> w.progress());
             OpenResources before = OpenResources.ofThisProcess();
             long mappedBefore = conduitMappedBytes();
-            for (int s = 0; s < subscribers; s++) fan.subscribe(s, plugin);
+            for (int s = 0; s < subscribers; s++) fan.subscribe(s, plugin, plugin + ".queue.size=" + queueSize);
             OpenResources joined = OpenResources.ofThisProcess();
             long mappedJoined = conduitMappedBytes();
 
@@ -153,14 +155,21 @@ class FanOutTest {
 
             for (int s = 0; s < subscribers; s++) assertEveryTickInOrder(fan, s, ticks);
             assertThat(fan.publisher().gone()).isEmpty();
-            Setup.report("%s fan-out to %d subscribers: %d ticks each (64-512 B) in %.1f ms, %s deliveries; per connection: %.2f fds, "
-                            + "%.2f conduit fds, %.2f mappings, %d KiB mapped (after the traffic %d KiB); publisher before: %s, joined: %s,"
-                            + " after: %s; largest pendingBytes per subscriber: %s",
-                    plugin, subscribers, ticks, nanos / 1e6, Setup.perSecond(ticks * subscribers, nanos),
+            Setup.report("%s fan-out to %d subscribers (queue.size %s): %d ticks each (64-512 B) in %.1f ms, %s deliveries; per connection: "
+                            + "%.2f fds, %.2f conduit fds, %.2f mappings, %d KiB mapped (after the traffic %d KiB); publisher before: %s, "
+                            + "joined: %s, after: %s; largest pendingBytes per subscriber: %s",
+                    plugin, subscribers, queueSize, ticks, nanos / 1e6, Setup.perSecond(ticks * subscribers, nanos),
                     (joined.fds() - before.fds()) / (double) subscribers, (joined.conduitFds() - before.conduitFds()) / (double) subscribers,
                     (joined.conduitMappings() - before.conduitMappings()) / (double) subscribers,
                     (mappedJoined - mappedBefore) / subscribers / 1024, (mappedAfter - mappedBefore) / subscribers / 1024,
                     before.format(), joined.format(), after.format(), maxPendingBytes.values());
+            assertThat(joined.conduitFds() - before.conduitFds()).as("Conduit descriptors the connections opened").isEqualTo(subscribers);
+            assertThat(joined.conduitMappings() - before.conduitMappings()).as("mappings the connections made").isEqualTo(subscribers);
+            assertThat((mappedJoined - mappedBefore) / subscribers).as("bytes mapped per connection: the subscriber's queue and its header page")
+                    .isBetween(queueBytes, queueBytes + (64 << 10));
+            assertThat(after.conduitMappings()).as("mappings once every tick arrived: no bounce ring for inline ticks")
+                    .isEqualTo(joined.conduitMappings());
+            assertThat(mappedAfter).as("bytes mapped once every tick arrived").isEqualTo(mappedJoined);
         }
     }
 
