@@ -68,7 +68,7 @@ final class RuntimeEndpoint implements Endpoint {
     private final boolean reply;
     /** {@code null} unless the worker's guard lets calls through concurrently. */
     private final ReentrantLock lock;
-    private final PendingQueue pending = new PendingQueue();
+    private final PendingQueue pending;
     private final List<RuntimePeerRegion> regions = new ArrayList<>();
     private final TransportEndpoint te;
     private final int maxHeader;
@@ -129,6 +129,7 @@ final class RuntimeEndpoint implements Endpoint {
             throw new IllegalStateException("transport '" + transport + "' reports negative size limits (header " + h + ", payload " + p + ")");
         }
         this.worker = worker;
+        this.pending = new PendingQueue(worker.pendingSpares);
         this.transport = transport;
         this.peer = peer;
         this.te = te;

@@ -177,6 +177,12 @@ public final class RuntimeWorker implements Worker {
     private final InterruptWake interruptWake = new InterruptWake(this::signal);
 
     private final Object endpointsLock = new Object();
+    /**
+     * The segments the local queues of this worker's endpoints keep for reuse, shared: a worker with
+     * an endpoint per subscriber keeps {@link PendingQueue#RETAIN} bytes once their backlogs drained,
+     * not that much per endpoint.
+     */
+    final PendingQueue.Spares pendingSpares = new PendingQueue.Spares();
     /** Open endpoints, oldest first; copied on write (connect and close are rare, progress reads it). */
     private volatile RuntimeEndpoint[] endpoints = new RuntimeEndpoint[0];
     /** Transport endpoints a handler closed while their transport's progress was on the stack. */

@@ -99,6 +99,36 @@ class PendingQueueTest {
     }
 
     /**
+     * The queues of one worker's endpoints share what they keep for reuse: 64 of them, each after a
+     * backlog of 4 MB, keep {@link PendingQueue#RETAIN} bytes between them (each kept 3.4 MB of its
+     * own until 2026-12-04: 215 MB), and a backlog on one takes what another kept.
+     */
+    @Test
+    void theQueuesThatShareTheirSparesKeepAtMostRetainBetweenThemAndReuseEachOthers() {
+        List<Integer> allocated = new ArrayList<>();
+        PendingQueue.Spares spares = new PendingQueue.Spares();
+        MemorySegment tick = MemorySegment.ofArray(new byte[148]);
+        MemorySegment header = MemorySegment.ofArray(new byte[16]);
+        List<PendingQueue> queues = new ArrayList<>();
+        for (int e = 0; e < 64; e++) {
+            PendingQueue q = new PendingQueue(n -> {
+                allocated.add(n);
+                return new byte[n];
+            }, spares);
+            queues.add(q);
+            for (long b = 0; b < 4_000_000; b += 180) q.add(e, header, tick);
+            while (!q.isEmpty()) q.remove();
+        }
+        assertThat(spares.bytes()).as("kept by 64 drained queues").isPositive().isLessThanOrEqualTo(PendingQueue.RETAIN);
+        assertThat(queues.getLast().heldBytes()).isEqualTo(spares.bytes());
+        allocated.clear();
+        PendingQueue first = queues.getFirst();
+        for (int i = 0; i < 10_000; i++) first.add(i, header, tick);
+        assertThat(allocated).as("arrays made for a backlog of 1.8 MB on one of them").isEmpty();
+        while (!first.isEmpty()) first.remove();
+    }
+
+    /**
      * The queue was one buffer that doubled, copying the whole backlog at each growth: a send that
      * found 1 GiB queued allocated 2 GiB and copied 1 GiB before it returned, and a backlog stopped
      * at 2 GiB. Now a backlog grows by a segment at a time, and nothing queued is ever moved.
