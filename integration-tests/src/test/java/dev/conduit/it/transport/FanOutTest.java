@@ -41,12 +41,20 @@ class FanOutTest {
             implements AutoCloseable {
 
         static Fan open(Path shared, String plugin, int children, int perChild, long shedPastBytes, String... keys) throws IOException {
+            return open(shared, plugin, children, 0, perChild, shedPastBytes, keys);
+        }
+
+        /** As above, the last {@code containers} of the children in a container of their own ({@link Launcher#container()}). */
+        static Fan open(Path shared, String plugin, int children, int containers, int perChild, long shedPastBytes, String... keys)
+                throws IOException {
             Conduit conduit = Setup.conduit(shared, plugin, keys);
             FanOutPublisher publisher = new FanOutPublisher(conduit, shedPastBytes);
             List<RemoteTransportPeer> hosts = new ArrayList<>();
             Fan fan = new Fan(conduit, publisher, hosts, perChild);
             try {
-                for (int c = 0; c < children; c++) hosts.add(RemoteTransportPeer.start(shared, Launcher.direct()));
+                for (int c = 0; c < children; c++) {
+                    hosts.add(RemoteTransportPeer.start(shared, c < children - containers ? Launcher.direct() : Launcher.container()));
+                }
             } catch (IOException | RuntimeException e) {
                 fan.close();
                 throw e;
@@ -124,7 +132,8 @@ class FanOutTest {
 
     /**
      * Every subscriber gets every tick, in order and intact, from one {@code SINGLE} worker that
-     * sends each tick to each of them without waiting. Each connection costs the publisher one
+     * sends each tick to each of them without waiting; the last child's subscribers are in a
+     * container, which sees the shared directory at another path. Each connection costs the publisher one
      * descriptor (the watch of the subscriber's lease) and one mapping, of the subscriber's
      * receive queue ({@code queue.size} of the subscriber; 256 KiB is plenty for ticks), and the
      * ticks, all inline, add none: no bounce ring. Prints the rate and the publisher's counts.
@@ -135,7 +144,9 @@ class FanOutTest {
             String plugin, int subscribers, int children, String queueSize, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
         long ticks = 20_000;
         long queueBytes = queueSize.endsWith("k") ? Long.parseLong(queueSize.replace("k", "")) << 10 : Long.parseLong(queueSize.replace("m", "")) << 20;
-        try (Fan fan = Fan.open(shared, plugin, children, subscribers / children, 0)) {
+        try (Fan fan = Fan.open(shared, plugin, children, 1, subscribers / children, 0)) {
+            assertThat(fan.children().getLast().child().hello()).as("the last child's READY").containsEntry("hostname", Launcher.Container.HOSTNAME)
+                    .doesNotContainEntry("shared", shared.toString());
             fan.publisher().call(w -> w.progress());
             OpenResources before = OpenResources.ofThisProcess();
             long mappedBefore = conduitMappedBytes();
@@ -281,7 +292,8 @@ class FanOutTest {
     }
 
     /**
-     * Subscribers join and leave while the publisher sends: one joins late and gets every tick
+     * Subscribers join and leave while the publisher sends (those of the second child in a
+     * container): one joins late and gets every tick
      * from its join on, in order; one the publisher lets go gets every tick it was sent (its
      * endpoint closed once its local queue drained); one that closes its own worker fails only its
      * feed, "peer worker closed"; the others get every tick.
@@ -290,7 +302,7 @@ class FanOutTest {
     @ValueSource(strings = {"memfd", "posix"})
     void subscribersJoinLateAndLeaveWhileThePublisherSends(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
         long ticks = 100_000;
-        try (Fan fan = Fan.open(shared, plugin, 2, 3, 0)) {
+        try (Fan fan = Fan.open(shared, plugin, 2, 1, 3, 0)) {
             for (int s = 0; s < 5; s++) fan.subscribe(s, plugin);
             fan.publisher().publish(ticks);
             Setup.waitUntil(() -> fan.publisher().rounds() > ticks / 10, GUARD, () -> "the first tenth of the ticks");
