@@ -192,7 +192,8 @@ class FanOutTest {
      * {@code heartbeat.timeout} (2 s here): either way only that subscriber's feed ends, and the
      * others get every tick, in order. Resumed ({@code SIGCONT}), the stopped subscriber delivers
      * exactly what the transport had taken of its ticks, in order and intact: every tick sent to
-     * it but those that waited in the publisher's local queue, which the close discarded.
+     * it but those that waited in the publisher's local queue, which the close discarded; and it
+     * lets the publisher's connection go, holding no more than before the first tick.
      */
     @ParameterizedTest
     @CsvSource({"memfd,16777216", "posix,16777216", "memfd,0", "posix,0"})
@@ -202,8 +203,11 @@ class FanOutTest {
         long ticks = 200_000;
         int subscribers = 6;
         try (Fan fan = Fan.open(shared, plugin, 3, 2, shedPastBytes, plugin + ".heartbeat.timeout=2s")) {
-            for (int s = 0; s < subscribers; s++) fan.subscribe(s, plugin);
             RemoteTransportPeer stopped = fan.children().getFirst();
+            fan.subscribe(0, plugin);
+            fan.subscribe(1, plugin);
+            OpenResources subscribed = stopped.resources();
+            for (int s = 2; s < subscribers; s++) fan.subscribe(s, plugin);
             stopped.stop();
             try {
                 fan.publisher().publish(ticks);
@@ -233,6 +237,9 @@ class FanOutTest {
             for (FanOutPublisher.Gone g : gone) delivered.put(g.subscriber(), g.sent() - g.discarded());
             fan.awaitReceived(delivered, "the resumed subscribers' ticks");
             for (var e : delivered.entrySet()) assertEveryTickInOrder(fan, e.getKey(), e.getValue());
+            // The publisher's close, or its error handler's, told them CLOSE once their queues had room: they let the connection go.
+            Setup.waitUntil(() -> holdsNoMoreThan(stopped.resources(), subscribed), GUARD, () -> "the resumed subscribers' process to "
+                    + "hold no more than before the publisher's first tick: " + subscribed.format() + "; now " + stopped.resources().format());
         }
     }
 

@@ -3,6 +3,7 @@ package dev.conduit.it.transport;
 import dev.conduit.WorkerAddress;
 import dev.conduit.it.process.ChildJvm;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.OpenResources;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -139,6 +140,11 @@ final class RemoteTransportPeer implements AutoCloseable {
     List<String> files() {
         String f = fields(child.call("files")).get("files");
         return f.equals("-") ? List.of() : List.of(f.split(","));
+    }
+
+    /** What the child holds open: descriptors, Conduit's among them, and mappings of Conduit's files. */
+    OpenResources resources() {
+        return OpenResources.parse(child.call("resources"));
     }
 
     /** Starts a process of the child's own that outlives it ({@code sleep 600}); its pid. */

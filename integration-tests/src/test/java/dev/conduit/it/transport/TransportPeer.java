@@ -7,6 +7,7 @@ import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.WorkerAddress;
 import dev.conduit.it.process.CommandLoop;
+import dev.conduit.it.process.OpenResources;
 import dev.conduit.it.process.Patterns;
 import dev.conduit.spi.ThreadMode;
 
@@ -58,6 +59,7 @@ import java.util.zip.CRC32C;
  * fill &lt;name&gt; &lt;seed&gt; | crc &lt;name&gt; → crc=…  | word &lt;name&gt; &lt;offset&gt; → value=…
  * adder &lt;job&gt; &lt;name&gt; &lt;offset&gt; &lt;count&gt;     job on a thread of its own: once the word after it is not 0, count atomic getAndAdd(1) on the word
  * files                                    names in the shared directory, as this process sees it
+ * resources                                what this process holds open ({@link OpenResources}: descriptors, mappings)
  * spawn                                    starts a process that outlives this one ({@code sleep 600}) → pid=&lt;pid&gt;
  * close &lt;w&gt;                                closes the worker and its conduit
  * </pre>
@@ -147,6 +149,7 @@ public final class TransportPeer {
                 .on("word", a -> "value=" + (long) WORD.getVolatile(p.region(a.get(0)).segment(), Long.parseLong(a.get(1))))
                 .on("adder", p::adder)
                 .on("files", a -> "files=" + files(Path.of(System.getenv("CONDUIT_SHARED_DIR"))))
+                .on("resources", a -> OpenResources.ofThisProcess().format())
                 .on("spawn", a -> {
                     try {
                         return "pid=" + new ProcessBuilder("sleep", "600").redirectErrorStream(true)
