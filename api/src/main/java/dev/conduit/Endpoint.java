@@ -267,6 +267,14 @@ public interface Endpoint extends AutoCloseable {
 
     /**
      * Returns when every RMA operation issued on this endpoint before it is complete at the target.
+     * It is also the only fence, as {@code ucp_worker_fence} is in UCX: an operation issued after it
+     * returns is ordered after those before it, on every transport, so put, flush, then announce
+     * (an atomic, a message). Over memfd and posix each operation is complete when it returns and a
+     * thread's operations are ordered as it issued them (a put's plain stores before a later atomic,
+     * a {@code VarHandle} volatile access): a process that sees an atomic's result with an acquire read
+     * sees the puts before it without a flush; two {@link #get}s are plain loads, not ordered with
+     * each other, and a flush between them (there {@link java.lang.invoke.VarHandle#fullFence()})
+     * orders them (docs/runtime.md, "Coordinating processes with atomics").
      *
      * @throws IllegalStateException when this endpoint or its worker is closed
      * @throws PeerFailedException   when the endpoint has failed
