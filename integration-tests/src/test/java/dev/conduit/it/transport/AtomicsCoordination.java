@@ -47,7 +47,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * 128   FIRST       the data the lock guards: a holder adds 1 to FIRST, then to SECOND;
  * 136   SECOND      FIRST != SECOND when a holder died between the two
  * 256   SLOTS       SLOT_COUNT words: 0 free, else the session that claimed it
- * 1024  DATA        the publication test's records (a put each), announced by SEQUENCE
+ * 1016  NUMBERED    the publication test's count of records numbered
+ * 1024  DATA        the publication test's records (a put each), announced by SEQUENCE, up to the end (4 MiB)
  * </pre>
  * Each group sits on a cache line of its own, so that the lock's traffic does not slow the sequence.
  */
@@ -60,8 +61,9 @@ final class AtomicsCoordination {
     static final long SECOND = 136;
     static final long SLOTS = 256;
     static final int SLOT_COUNT = 16;
+    static final long NUMBERED = 1016;
     static final long DATA = 1024;
-    static final long REGION_SIZE = 64 * 1024;
+    static final long REGION_SIZE = 4 << 20;
 
     static final int HELLO = 1;
     static final int WELCOME = 2;

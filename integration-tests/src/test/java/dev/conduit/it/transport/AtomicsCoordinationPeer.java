@@ -4,6 +4,9 @@ import dev.conduit.Conduit;
 import dev.conduit.WorkerAddress;
 import dev.conduit.it.process.CommandLoop;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -12,6 +15,7 @@ import java.util.function.IntFunction;
 
 import static dev.conduit.it.transport.AtomicsCoordination.DATA;
 import static dev.conduit.it.transport.AtomicsCoordination.FIRST;
+import static dev.conduit.it.transport.AtomicsCoordination.NUMBERED;
 import static dev.conduit.it.transport.AtomicsCoordination.REGION_SIZE;
 import static dev.conduit.it.transport.AtomicsCoordination.SECOND;
 import static dev.conduit.it.transport.AtomicsCoordination.SEQUENCE;
@@ -30,13 +34,20 @@ import static dev.conduit.it.transport.AtomicsCoordination.SEQUENCE;
  * slots &lt;threads&gt; &lt;n&gt;                 each thread claims a slot and releases it n times → full=&lt;claims that found none free&gt;
  * hold                                 takes the lock, adds 1 to FIRST only, claims a slot → slot=…
  * repair                               takes the lock (waiting), makes SECOND equal FIRST, gives it back → first=… second=…
- * publish &lt;n&gt;                          n times: puts a 16-byte record at DATA, then fetch-adds SEQUENCE (no flush) → published=n
+ * publish &lt;n&gt; &lt;size&gt;                   n times: puts a record of size bytes in a ring at DATA, its first, middle and last words its number, then fetch-adds SEQUENCE (no flush) → published=n
  * </pre>
  */
 public final class AtomicsCoordinationPeer {
 
-    /** Records of the publication: 16 bytes, both words the record's sequence number, in a ring after DATA. */
-    static final long RECORDS = (REGION_SIZE - DATA) / 16;
+    /** How many records of {@code size} bytes the publication's ring after DATA holds. */
+    static long records(long size) {
+        return (REGION_SIZE - DATA) / size;
+    }
+
+    /** The words of a record of {@code size} bytes that hold its number (the first, one in the middle, the last); the rest is left as it was. */
+    static long[] markedWords(long size) {
+        return new long[]{0, size / 2 & ~7L, size - 8};
+    }
 
     private AtomicsCoordinationPeer() {
     }
@@ -120,15 +131,17 @@ public final class AtomicsCoordinationPeer {
                 .on("publish", a -> {
                     AtomicsCoordination.Client c = client[0];
                     long n = Long.parseLong(a.get(0));
-                    long[] record = new long[2];
-                    java.lang.foreign.MemorySegment source = java.lang.foreign.MemorySegment.ofArray(record);
-                    for (long i = 0; i < n; i++) {
-                        // The record's number is the sequence value that announces it: the one this fetch-add makes.
-                        long sequence = c.endpoint().fetchAdd(c.words(), DATA - 8, 1) + 1;
-                        record[0] = sequence;
-                        record[1] = sequence;
-                        c.endpoint().put(source, c.words(), DATA + 16 * ((sequence - 1) % RECORDS));
-                        c.endpoint().fetchAdd(c.words(), SEQUENCE, 1);
+                    long size = Long.parseLong(a.get(1));
+                    long records = records(size);
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment source = arena.allocate(size, 64);
+                        for (long i = 0; i < n; i++) {
+                            // The record's number is the sequence value that announces it: the one this fetch-add makes.
+                            long sequence = c.endpoint().fetchAdd(c.words(), NUMBERED, 1) + 1;
+                            for (long at : markedWords(size)) source.set(ValueLayout.JAVA_LONG, at, sequence);
+                            c.endpoint().put(source, c.words(), DATA + size * ((sequence - 1) % records));
+                            c.endpoint().fetchAdd(c.words(), SEQUENCE, 1);
+                        }
                     }
                     return "published=" + n;
                 })
