@@ -97,6 +97,8 @@ final class AtomicsCoordination {
         private final Map<Long, String> recovered = new ConcurrentHashMap<>();
         private final Map<Long, String> causes = new ConcurrentHashMap<>();
         private final AtomicLong slotsTakenBack = new AtomicLong();
+        /** How many turns the coordinator's loop made. */
+        private final AtomicLong turns = new AtomicLong();
         private volatile WorkerAddress address;
         private volatile Throwable failed;
         private volatile boolean stopping;
@@ -127,6 +129,7 @@ final class AtomicsCoordination {
                 while (!stopping) {
                     if (w.progress() == 0) w.await(Duration.ofMillis(5));
                     if (!suspects.isEmpty()) judgeSuspects();
+                    turns.incrementAndGet();
                 }
             } catch (Throwable t) {
                 failed = t;
@@ -199,6 +202,15 @@ final class AtomicsCoordination {
 
         long slotsTakenBack() {
             return slotsTakenBack.get();
+        }
+
+        long turns() {
+            return turns.get();
+        }
+
+        /** The sessions ever made suspects, with the failure that made each one. */
+        Map<Long, String> suspected() {
+            return Map.copyOf(causes);
         }
 
         @Override
@@ -321,12 +333,18 @@ final class AtomicsCoordination {
             if (witness != session) throw new IllegalStateException("slot " + slot + " held by " + witness + ", not by session " + session);
         }
 
-        @Override
-        public void close() throws InterruptedException {
+        /** Closes the worker (its endpoint to the coordinator fails, "closed"), keeping the identity region: the process lives on. */
+        void closeWorker() throws InterruptedException {
             closing = true;
             worker.signal();
             progress.join(GUARD.toMillis());
+            if (progress.isAlive()) throw new AssertionError("the client's progress thread did not end");
             worker.close();
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            closeWorker();
             identity.close();
         }
     }

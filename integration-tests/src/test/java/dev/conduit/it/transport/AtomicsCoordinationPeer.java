@@ -33,6 +33,7 @@ import static dev.conduit.it.transport.AtomicsCoordination.SEQUENCE;
  * locked &lt;threads&gt; &lt;n&gt;                each thread takes the lock n times, adds 1 to FIRST and SECOND → torn=&lt;entries that found them apart&gt;
  * slots &lt;threads&gt; &lt;n&gt;                 each thread claims a slot and releases it n times → full=&lt;claims that found none free&gt;
  * hold                                 takes the lock, adds 1 to FIRST only, claims a slot → slot=…
+ * closeWorker                          closes the client's worker only: the process, and its identity region, live on
  * repair                               takes the lock (waiting), makes SECOND equal FIRST, gives it back → first=… second=…
  * publish &lt;n&gt; &lt;size&gt;                   n times: puts a record of size bytes in a ring at DATA, its first, middle and last words its number, then fetch-adds SEQUENCE (no flush) → published=n
  * </pre>
@@ -119,6 +120,10 @@ public final class AtomicsCoordinationPeer {
                     c.lock();
                     c.putWord(FIRST, c.data()[0] + 1); // dies here, between the two writes of its critical section
                     return "slot=" + c.claimSlot();
+                })
+                .on("closeWorker", a -> {
+                    client[0].closeWorker();
+                    return "";
                 })
                 .on("repair", a -> {
                     AtomicsCoordination.Client c = client[0];

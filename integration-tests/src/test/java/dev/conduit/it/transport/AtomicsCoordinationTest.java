@@ -160,6 +160,45 @@ class AtomicsCoordinationTest {
     }
 
     /**
+     * A lock holder whose worker closes while its process lives on (as a hung one would be failed
+     * while it lives): its endpoint at the coordinator fails ("closed"), but its identity region's
+     * exporter is still ALIVE, so it keeps the lock and its slot, which a live process may still
+     * write through; once its process exits they are taken back. Taken back at the endpoint's
+     * failure, the lock would be given to another while its holder can still write.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aLockHolderWhoseWorkerClosedKeepsTheLockWhileItsProcessLivesAndLosesItWhenItExits(String plugin,
+            @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        try (Conduit conduit = Setup.conduit(shared, plugin);
+             AtomicsCoordination.Coordinator coordinator = new AtomicsCoordination.Coordinator(conduit, plugin);
+             ChildJvm holder = ChildJvm.builder(AtomicsCoordinationPeer.class).sharedDirectory(shared).start();
+             ChildJvm waiter = ChildJvm.builder(AtomicsCoordinationPeer.class).sharedDirectory(shared).start()) {
+            String address = HexFormat.of().formatHex(coordinator.address().toBytes());
+            long holderSession = Long.parseLong(ChildJvm.parseFields(holder.call("client", plugin, address)).get("session"));
+            waiter.call("client", plugin, address);
+            MemorySegment words = coordinator.words();
+            int slot = Integer.parseInt(ChildJvm.parseFields(holder.call("hold")).get("slot"));
+
+            holder.call("closeWorker");
+            Setup.waitUntil(() -> coordinator.suspected().containsKey(holderSession), GUARD, () -> "the holder's endpoint failed at the coordinator");
+            long turn = coordinator.turns();
+            Setup.waitUntil(() -> coordinator.turns() >= turn + 3, GUARD, () -> "the coordinator judged its suspect a few times");
+            assertThat(coordinator.recovered()).as("sessions taken back while the holder's process lives").isEmpty();
+            assertThat(word(words, LOCK)).as("the lock of a live holder whose worker closed").isEqualTo(holderSession);
+            assertThat(word(words, SLOTS + 8L * slot)).isEqualTo(holderSession);
+
+            assertThat(holder.exit()).isZero();
+            Map<String, String> repaired = ChildJvm.parseFields(waiter.call("repair"));
+            assertThat(repaired).containsEntry("first", "1").containsEntry("second", "0");
+            Setup.waitUntil(() -> !coordinator.recovered().isEmpty(), GUARD, () -> "the coordinator noted what it took back");
+            assertThat(coordinator.recovered().get(holderSession)).as("the failure that made it a suspect").contains("closed");
+            assertThat(coordinator.slotsTakenBack()).isEqualTo(1);
+            assertThat(waiter.exit()).isZero();
+        }
+    }
+
+    /**
      * The coordinator killed: the clients' mapping of its region stays, with what was written last;
      * the endpoint's failure (found by the client's progress thread) makes every later RMA on the
      * region throw {@link PeerFailedException} saying the peer died, and an import of the same handle
