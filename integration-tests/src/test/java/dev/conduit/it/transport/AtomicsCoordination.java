@@ -166,10 +166,13 @@ final class AtomicsCoordination {
                 if (e.getValue().identity().exporterState() != ExporterState.DEAD) continue;
                 long session = e.getKey();
                 MemorySegment words = region.segment();
-                // CAS from this session only: a lock the dead session no longer held is someone else's.
-                // The epoch first: a holder that takes the freed lock sees it moved and knows to repair the data.
-                WORD.getAndAdd(words, EPOCH, 1L);
-                if ((long) WORD.compareAndExchange(words, LOCK, session, 0L) != session) WORD.getAndAdd(words, EPOCH, -1L);
+                // A lock the dead session holds stays its own (only its holder gives a lock back), so it is
+                // read, the epoch bumped (a holder that takes the freed lock sees it moved and repairs the data),
+                // then freed by a CAS from that session; a lock it no longer held is someone else's.
+                if ((long) WORD.getAcquire(words, LOCK) == session) {
+                    WORD.getAndAdd(words, EPOCH, 1L);
+                    WORD.compareAndExchange(words, LOCK, session, 0L);
+                }
                 for (int i = 0; i < SLOT_COUNT; i++) {
                     if ((long) WORD.compareAndExchange(words, SLOTS + 8L * i, session, 0L) == session) slotsTakenBack.incrementAndGet();
                 }
