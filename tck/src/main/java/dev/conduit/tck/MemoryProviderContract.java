@@ -16,6 +16,7 @@ import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PluginContext;
 import dev.conduit.tck.internal.ExportingChild;
 import dev.conduit.tck.internal.Patterns;
 import org.junit.jupiter.api.BeforeEach;
@@ -312,8 +313,9 @@ public abstract class MemoryProviderContract extends PluginContract {
      * {@link #progressGuard()} (a hang guard: no time is asserted); the mapping still holds what the
      * dead exporter wrote; and its close unmaps it and leaves no descriptor open. A plugin whose
      * mappings say {@code UNKNOWN} skips it, the exporter then ended by closing its provider. What
-     * the killed exporter left in the shared directory is the plugin's to reclaim later (or to
-     * document, plugin-authoring.md), not this check's: the test removes it.
+     * the killed exporter left in the shared directory is the plugin's to reclaim later, which
+     * {@link #aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay} checks, not this
+     * check's: the test removes it.
      */
     @Test
     public void anImportThatCanTellItsExportersLifeSaysDeadOnceTheExportingProcessIsKilledAndKeepsItsData() throws Exception {
@@ -322,10 +324,7 @@ public abstract class MemoryProviderContract extends PluginContract {
         provider.close(); // a provider may own its resource exclusively (a device): the exporting process opens its own
         Set<Path> filesBeforeTheExporter = filesIn(sharedDirectory());
         long seed = 41;
-        List<String> arguments = new ArrayList<>(List.of(plugin.name(), plugin.getClass().getName(), sharedDirectory().toString(),
-                Long.toString(size), Long.toString(seed)));
-        configuration(sharedDirectory()).forEach((k, v) -> arguments.add(k + "=" + v));
-        ChildJvm.Started exporter = ChildJvm.start(ExportingChild.class, arguments);
+        ChildJvm.Started exporter = startExporter(size, seed);
         try {
             byte[] payload = Patterns.unhex(exporter.awaitLine(ExportingChild.EXPORTED, secondProcessGuard()));
             Map<String, String> descriptorsBefore = openDescriptors();
@@ -364,6 +363,104 @@ public abstract class MemoryProviderContract extends PluginContract {
                 if (exporter.killed()) removeWhatAppeared(sharedDirectory(), filesBeforeTheExporter);
             }
         }
+    }
+
+    /** The reclaim trigger as a failure names it. */
+    private static final String TRIGGER = "reclaimTheFilesOfDeadExporters: by default the next memory provider opened on the directory";
+
+    /**
+     * What makes the plugin reclaim the files that exporters which died left in the shared directory, as
+     * the plugin documents it: {@link #aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay}
+     * looks at the directory while what this returns is open, and closes it after. By default the next
+     * memory provider opened with {@code context} on the directory, as a restarted service's first pool
+     * opens one (where memfd and posix reclaim). Override it for another trigger the plugin documents
+     * (its transport's open, a command of its own), returning what to close; a plugin whose dead
+     * exporters' files something outside it clears, which its documentation names, skips the check with
+     * {@code Assumptions.abort("why")}.
+     */
+    protected AutoCloseable reclaimTheFilesOfDeadExporters(ConduitPlugin plugin, PluginContext context) {
+        return plugin.openMemoryProvider(context);
+    }
+
+    /**
+     * Optional, as the checks of a killed exporter above: what an exporting process killed with
+     * {@code SIGKILL} left in the shared directory (chunk files, sockets, leases: nothing of it closed
+     * anything) is gone once the plugin's reclaim trigger ran ({@link #reclaimTheFilesOfDeadExporters},
+     * by default the next provider opened on the directory), and the files of a second exporting
+     * process, which lives on, are all still there. Without it every crash of an application leaves
+     * its files for good, and under {@code /dev/shm} they are memory. A plugin whose exporting process
+     * made no file in the shared directory (devdax: its memory is a device's) skips it, saying so. The
+     * killed process's files that the plugin left are removed after the check, so that the check of
+     * the directory after the test does not report them twice.
+     */
+    @Test
+    public void aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay() throws Exception {
+        assumeIpc();
+        long size = chunkSize(provider);
+        provider.close(); // a provider may own its resource exclusively (a device): the exporting processes open their own
+        Path shared = sharedDirectory();
+        Set<Path> beforeTheExporters = filesIn(shared);
+        Set<Path> killedExportersFiles = Set.of();
+        ChildJvm.Started killed = startExporter(size, 43);
+        try {
+            killed.awaitLine(ExportingChild.EXPORTED, secondProcessGuard());
+            killedExportersFiles = appearedSince(shared, beforeTheExporters);
+            assumeTrue(!killedExportersFiles.isEmpty(), "the exporting process of plugin '" + plugin.name() + "' made no file in the "
+                    + "shared directory " + shared + ": nothing of a killed exporter's for the plugin to reclaim there");
+            Set<Path> beforeTheLiveExporter = filesIn(shared);
+            try (ChildJvm.Started live = startExporter(size, 44)) {
+                live.awaitLine(ExportingChild.EXPORTED, secondProcessGuard());
+                Set<Path> liveExportersFiles = appearedSince(shared, beforeTheLiveExporter);
+                killed.kill(secondProcessGuard());
+                AutoCloseable trigger = reclaimTheFilesOfDeadExporters(plugin, pluginContext());
+                try {
+                    Set<Path> now = filesIn(shared);
+                    List<String> left = namesIn(shared, killedExportersFiles.stream().filter(now::contains));
+                    if (!left.isEmpty()) {
+                        throw new AssertionError("files of an exporting process of plugin '" + plugin.name() + "' killed with SIGKILL are "
+                                + "still in the shared directory " + shared + " after the plugin's reclaim trigger ran (" + TRIGGER
+                                + "): " + left + ". A killed process closes nothing: the plugin "
+                                + "removes a dead owner's files when it next opens on the directory, telling them from a live "
+                                + "owner's by a lock the kernel drops with the process (memfd and posix hold an OwnerLease), or "
+                                + "its TCK test overrides reclaimTheFilesOfDeadExporters with the trigger its documentation names; "
+                                + "else every crash leaves them for good (under /dev/shm, memory)");
+                    }
+                    List<String> removed = namesIn(shared, liveExportersFiles.stream().filter(f -> !now.contains(f)));
+                    if (!removed.isEmpty()) {
+                        throw new AssertionError("the reclaim trigger of plugin '" + plugin.name() + "' (" + TRIGGER + ") removed files "
+                                + "of an exporting process that lives from the shared directory " + shared + ": " + removed
+                                + ". Only a dead owner's files are reclaimed: judge the owner by a lock the kernel drops with "
+                                + "its process, never by a pid or a file's age");
+                    }
+                } finally {
+                    trigger.close();
+                }
+            } // its stdin ends: the live exporter closes its provider, which removes its files
+        } finally {
+            killed.close();
+            if (killed.killed()) {
+                for (Path p : killedExportersFiles.stream().sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+            }
+        }
+    }
+
+    /** Starts an {@link ExportingChild} of the plugin on the shared directory, exporting a chunk of {@code size} bytes filled with {@code seed}. */
+    private ChildJvm.Started startExporter(long size, long seed) throws IOException {
+        List<String> arguments = new ArrayList<>(List.of(plugin.name(), plugin.getClass().getName(), sharedDirectory().toString(),
+                Long.toString(size), Long.toString(seed)));
+        configuration(sharedDirectory()).forEach((k, v) -> arguments.add(k + "=" + v));
+        return ChildJvm.start(ExportingChild.class, arguments);
+    }
+
+    private static Set<Path> appearedSince(Path directory, Set<Path> before) throws IOException {
+        Set<Path> appeared = filesIn(directory);
+        appeared.removeAll(before);
+        return appeared;
+    }
+
+    /** The names of {@code files} relative to {@code directory}, sorted: what a failure shows. */
+    private static List<String> namesIn(Path directory, Stream<Path> files) {
+        return files.map(f -> directory.relativize(f).toString()).sorted().toList();
     }
 
     /** Asks {@code mapping} until it says {@code wanted}, for at most {@link #progressGuard()}: its last answer. */

@@ -792,6 +792,31 @@ final class BrokenPlugins {
         }
     }
 
+    /** Its provider's open reclaims nothing: the files of an exporter killed with SIGKILL stay for good. */
+    public static final class LeavesDeadOwnersFiles extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory(), false);
+        }
+    }
+
+    /** Its provider's open removes every other owner's files, as a cleaner that cannot tell a live owner from a dead one would. */
+    public static final class ReclaimsLiveOwnersFiles extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            Provider provider = new Provider(context.sharedDirectory(), false);
+            try (java.util.stream.Stream<Path> files = Files.list(context.sharedDirectory())) {
+                for (Path f : files.filter(f -> f.getFileName().toString().startsWith("tck-")
+                        && !f.getFileName().toString().startsWith(provider.owner)).toList()) {
+                    Files.deleteIfExists(f);
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return provider;
+        }
+    }
+
     /** Its free() deletes the file but keeps the chunk mapped. */
     public static final class FreeKeepsMapping extends FileMemoryPlugin {
         @Override
@@ -1338,6 +1363,20 @@ final class BrokenPlugins {
         @Override
         protected Duration progressGuard() {
             return Duration.ofSeconds(2);
+        }
+    }
+
+    public static final class LeavesDeadOwnersFilesSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LeavesDeadOwnersFiles();
+        }
+    }
+
+    public static final class ReclaimsLiveOwnersFilesSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReclaimsLiveOwnersFiles();
         }
     }
 

@@ -8,7 +8,8 @@ import java.nio.file.Path;
 import java.util.Map;
 
 /**
- * The exporting process of the memory-provider suite's check of a killed exporter: it opens the
+ * The exporting process of the memory-provider suite's checks of a killed exporter (and of the
+ * live one beside it whose files a reclaim must leave alone): it opens the
  * plugin's provider, allocates one chunk, fills it with the pattern {@code seed}, exports it and
  * prints {@code EXPORTED <payload in hex>}; then it waits for its stdin to end, which the test
  * never ends when it kills it. Once its stdin ends (the test skipped, or failed before the kill) it
