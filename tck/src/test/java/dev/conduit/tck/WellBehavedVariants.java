@@ -17,6 +17,7 @@ import dev.conduit.spi.TransportContext;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -311,6 +312,52 @@ final class WellBehavedVariants {
         @Override
         protected boolean foundByServiceLoader() {
             return false; // a test class, added in code
+        }
+    }
+
+    /**
+     * Reclaims dead owners' files only when asked ({@link #reclaim}), as a plugin whose documentation
+     * names a command of its own for it would: its provider's open reclaims nothing.
+     */
+    public static final class ReclaimsOnlyWhenAsked extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory(), false);
+        }
+
+        /** What the plugin's documented command runs. */
+        static void reclaim(Path sharedDirectory) {
+            reclaimDeadOwners(sharedDirectory);
+        }
+    }
+
+    /** The memory suite on {@link ReclaimsOnlyWhenAsked}, naming the trigger it documents; run by {@link WellBehavedVariantsTckTest}. */
+    public static final class ReclaimsOnlyWhenAskedSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReclaimsOnlyWhenAsked();
+        }
+
+        @Override
+        protected AutoCloseable reclaimTheFilesOfDeadExporters(ConduitPlugin plugin, PluginContext context) {
+            ReclaimsOnlyWhenAsked.reclaim(context.sharedDirectory());
+            return () -> {
+            };
+        }
+    }
+
+    /** The memory suite on {@link ReclaimsOnlyWhenAsked} for an author whose plugin leaves the clearing to something outside it. */
+    public static final class ClearedOutsideThePluginSuite extends MemoryProviderContract {
+        static final String WHY = "a dead exporter's files are cleared by systemd-tmpfiles, as docs/operating.md says";
+
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReclaimsOnlyWhenAsked();
+        }
+
+        @Override
+        protected AutoCloseable reclaimTheFilesOfDeadExporters(ConduitPlugin plugin, PluginContext context) {
+            return org.junit.jupiter.api.Assumptions.abort(WHY);
         }
     }
 }

@@ -4,9 +4,11 @@ import dev.conduit.spi.ConduitPlugin;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.platform.testkit.engine.EngineTestKit;
+import org.junit.platform.testkit.engine.Events;
 
 import java.time.Duration;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectMethod;
 
 /** Plugins that use a freedom the SPI gives ({@link WellBehavedVariants}) pass the suites. */
@@ -140,5 +142,34 @@ class WellBehavedVariantsTckTest {
                 .execute()
                 .testEvents()
                 .assertStatistics(stats -> stats.started(1).succeeded(1).failed(0));
+    }
+
+    /**
+     * A plugin that reclaims a dead exporter's files only at a trigger of its own passes the check of a
+     * killed exporter's files once its suite names that trigger (reclaimTheFilesOfDeadExporters); with
+     * the default trigger, the next provider, it fails (BrokenPlugins.LeavesDeadOwnersFiles).
+     */
+    @Test
+    void aPluginThatReclaimsAtATriggerOfItsOwnPassesTheCheckOfAKilledExportersFilesWhenItsSuiteNamesIt() {
+        EngineTestKit.engine("junit-jupiter")
+                .selectors(selectMethod(WellBehavedVariants.ReclaimsOnlyWhenAskedSuite.class,
+                        "aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay"))
+                .execute()
+                .testEvents()
+                .assertStatistics(stats -> stats.started(1).succeeded(1).failed(0));
+    }
+
+    /** A suite whose trigger aborts (the files are cleared outside the plugin) skips the check, showing the reason, and leaves nothing. */
+    @Test
+    void aPluginWhoseDeadExportersFilesAreClearedOutsideItSkipsTheCheckSayingWhy() {
+        Events tests = EngineTestKit.engine("junit-jupiter")
+                .selectors(selectMethod(WellBehavedVariants.ClearedOutsideThePluginSuite.class,
+                        "aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay"))
+                .execute()
+                .testEvents();
+        tests.assertStatistics(stats -> stats.started(1).aborted(1).failed(0));
+        assertThat(tests.aborted().list()).singleElement().satisfies(event -> assertThat(
+                event.getPayload(org.junit.platform.engine.TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow())
+                .hasMessage(WellBehavedVariants.ClearedOutsideThePluginSuite.WHY));
     }
 }
