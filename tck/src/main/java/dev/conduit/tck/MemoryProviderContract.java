@@ -438,9 +438,7 @@ public abstract class MemoryProviderContract extends PluginContract {
             } // its stdin ends: the live exporter closes its provider, which removes its files
         } finally {
             killed.close();
-            if (killed.killed()) {
-                for (Path p : killedExportersFiles.stream().sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
-            }
+            if (killed.killed()) removeDeepestFirst(killedExportersFiles);
         }
     }
 
@@ -503,12 +501,13 @@ public abstract class MemoryProviderContract extends PluginContract {
         }
     }
 
-    /** Removes what appeared in {@code directory} since {@code before} was listed, deepest first. */
+    /** Removes what appeared in {@code directory} since {@code before} was listed. */
     private static void removeWhatAppeared(Path directory, Set<Path> before) throws IOException {
-        List<Path> appeared = new ArrayList<>(filesIn(directory));
-        appeared.removeAll(before);
-        appeared.sort(Comparator.reverseOrder());
-        for (Path p : appeared) Files.deleteIfExists(p);
+        removeDeepestFirst(appearedSince(directory, before));
+    }
+
+    private static void removeDeepestFirst(Set<Path> files) throws IOException {
+        for (Path p : files.stream().sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
     }
 
     @Test
