@@ -8,6 +8,7 @@ import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.PeerFailedException.Reason;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.TransportEndpoint;
 
@@ -424,14 +425,14 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /** A send touched mapped memory that is gone (a posix file truncated under it): this endpoint fails. */
     private PeerFailedException sendFault(InternalError e) {
-        fail(MappedMemoryFaults.describe(e, transport.plugin(), "mapped memory this send touched (the peer's receive queue, "
+        fail(Reason.DAMAGED, MappedMemoryFaults.describe(e, transport.plugin(), "mapped memory this send touched (the peer's receive queue, "
                 + "this connection's bounce ring or the message's own segments)"), e);
         return failure;
     }
 
     /** The peer's queue cannot be written as the protocol says any more: this endpoint fails. */
     private PeerFailedException corruptQueue(ReceiveQueue.CorruptQueueException e) {
-        fail(transport.plugin() + ": the peer's " + e.getMessage() + "; nothing more can be sent to it", e);
+        fail(Reason.DAMAGED, transport.plugin() + ": the peer's " + e.getMessage() + "; nothing more can be sent to it", e);
         return failure;
     }
 
@@ -457,7 +458,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 // The peer would refuse the announcement, and this endpoint learn it only at its next large message, unsaid why.
                 // For good: the endpoint fails, so that the runtime neither retries the message from its backlog for ever nor
                 // sends what follows it.
-                fail(transport.plugin() + ": the memory provider exported the bounce ring in " + export.length + " bytes, more than the "
+                fail(Reason.UNKNOWN, transport.plugin() + ": the memory provider exported the bounce ring in " + export.length + " bytes, more than the "
                         + ShmTransport.BOUNCE_EXPORT_MAX + " MemoryProvider#export allows: a bug of the provider, which no large message "
                         + "can get past");
                 throw failure;
@@ -619,7 +620,7 @@ final class ShmEndpoint implements TransportEndpoint {
         }
         if (!peerLease.ownerAlive()) {
             int how = peerClose();
-            fail(transport.plugin() + ": " + switch (how) {
+            fail(how == 2 ? Reason.CLOSED : Reason.DIED, transport.plugin() + ": " + switch (how) {
                 case 2 -> "peer worker closed (an orderly close: it marked its queue closed, then released its lease " + peerLease.name() + ")";
                 case 1 -> "peer worker died while closing (it began to close, then its lease " + peerLease.name() + " was released before "
                         + "the close was done: killed during its close, which waits up to heartbeat.timeout for peers to read its large "
@@ -636,18 +637,18 @@ final class ShmEndpoint implements TransportEndpoint {
                 refusalsSeen = refusals;
                 int reason = peer.refusalOf(connection);
                 if (reason != 0) {
-                    fail(transport.plugin() + ": the peer worker refused this connection, and drops what it sends: "
+                    fail(Reason.REFUSED, transport.plugin() + ": the peer worker refused this connection, and drops what it sends: "
                             + ShmTransport.refusal(transport.plugin(), reason));
                     return true;
                 }
             }
             if (peer.isDamaged()) {
-                fail(transport.plugin() + ": the peer worker reads nothing more: it found its receive queue's header overwritten by "
+                fail(Reason.DAMAGED, transport.plugin() + ": the peer worker reads nothing more: it found its receive queue's header overwritten by "
                         + "a process that maps the queue (its progress() says what changed)");
                 return true;
             }
             if (waitingForRing && ringRefused()) {
-                fail(transport.plugin() + ": the peer worker read this connection's large messages without releasing them from its "
+                fail(Reason.REFUSED, transport.plugin() + ": the peer worker read this connection's large messages without releasing them from its "
                         + "bounce ring, so a large message waits for room there forever: the peer cannot map the ring, or "
                         + "refused this connection (its progress() says why; " + transport.plugin() + ".inbound.max and "
                         + transport.plugin() + ".inbound.bounce.max are its limits)");
@@ -660,7 +661,7 @@ final class ShmEndpoint implements TransportEndpoint {
                     waitingSince = now;
                 } else if (now - waitingSince > heartbeatTimeoutNanos) {
                     String key = transport.plugin() + ".heartbeat.timeout";
-                    fail(transport.plugin() + ": peer worker is hung: " + (waitingForRing ? "this connection's bounce ring" : "its queue")
+                    fail(Reason.HUNG, transport.plugin() + ": peer worker is hung: " + (waitingForRing ? "this connection's bounce ring" : "its queue")
                             + " stayed full and it made no progress for "
                             + (now - waitingSince) / 1_000_000 + " ms (" + key + ")" + unreadWhileHung()
                             + "; raise " + key + " for a peer that is only slow or paused, or connect to it again once it progresses");
@@ -668,7 +669,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 }
             }
         } catch (InternalError e) {
-            fail(MappedMemoryFaults.describe(e, transport.plugin(), "the peer's receive queue or this connection's bounce ring"), e);
+            fail(Reason.DAMAGED, MappedMemoryFaults.describe(e, transport.plugin(), "the peer's receive queue or this connection's bounce ring"), e);
             return true;
         }
         return false;
@@ -761,12 +762,12 @@ final class ShmEndpoint implements TransportEndpoint {
                 : "the last " + count + " messages sent on " + on + " " + pluralVerb;
     }
 
-    private void fail(String message) {
-        fail(message, null);
+    private void fail(Reason reason, String message) {
+        fail(reason, message, null);
     }
 
-    private void fail(String message, Throwable cause) {
-        failure = new PeerFailedException(message, cause);
+    private void fail(Reason reason, String message, Throwable cause) {
+        failure = new PeerFailedException(reason, message, cause);
         events.peerFailed(failure);
     }
 

@@ -17,6 +17,7 @@ import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.LongMap;
 import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.PeerFailedException.Reason;
 import dev.conduit.spi.RepeatedWarning;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
@@ -646,12 +647,12 @@ public final class ShmTransport implements Transport {
                 // Its connection to this worker found that lease in this very directory: the peer is gone, not elsewhere.
                 // A PeerFailedException, as for a dead peer whose lease is still there (below): an answer to a sender that
                 // closed its worker, or died and had its files reclaimed, is a peer failure however it is noticed.
-                throw new PeerFailedException(plugin + ": the peer is gone: its lease " + leaseName + " is no longer in the shared "
+                throw new PeerFailedException(Reason.UNKNOWN, plugin + ": the peer is gone: its lease " + leaseName + " is no longer in the shared "
                         + "directory, where the connection it made to this worker found it (its worker closed, or died and a "
                         + "Conduit on the directory reclaimed its files)", e);
             }
             if (e.errnoName().equals("ENOENT") && OwnerLease.reclaimedHere(directory, leaseName)) {
-                throw new PeerFailedException(plugin + ": the peer is dead: this process removed its files from the shared directory, "
+                throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead: this process removed its files from the shared directory, "
                         + "its lease " + leaseName + " free, when a pool or worker of it opened there or found it dead", e);
             }
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
@@ -672,7 +673,7 @@ public final class ShmTransport implements Transport {
                         + " belongs to uid " + Integer.toUnsignedString(owner) + ", this worker's to uid " + Integer.toUnsignedString(user)
                         + ": workers connect only within one user; " + ONE_USER_REMEDY);
             }
-            if (!peerLease.ownerAlive()) throw new PeerFailedException(plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
+            if (!peerLease.ownerAlive()) throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
             mapping = importer.map(new PayloadReader(export, 0, export.length, "queue.", "Conduit worker address"), queueLength);
             ReceiveQueue peerQueue;
             try {
@@ -699,7 +700,7 @@ public final class ShmTransport implements Transport {
             // told as one, not as an importer's error naming pools and timeouts.
             PeerFailedException died = failure instanceof ConduitException c && !(c instanceof PeerFailedException)
                     && !peerLease.ownerAlive()
-                    ? new PeerFailedException(plugin + ": the peer died while this worker connected to it (its lease " + leaseName
+                    ? new PeerFailedException(Reason.DIED, plugin + ": the peer died while this worker connected to it (its lease " + leaseName
                             + " is no longer held): " + c.getMessage(), c)
                     : null;
             try {

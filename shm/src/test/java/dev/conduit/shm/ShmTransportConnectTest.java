@@ -68,6 +68,7 @@ class ShmTransportConnectTest {
                 .hasMessageContaining("test: the peer died while this worker connected to it (its lease conduit-test-")
                 .hasMessageContaining("is no longer held): producer gone (its socket reset the connection before answering)")
                 .hasCauseInstanceOf(ConduitException.class);
+        assertThat(((PeerFailedException) thrown).reason()).isEqualTo(PeerFailedException.Reason.DIED);
         assertThat(leases()).as("only the connecting worker's lease is left").hasSize(1);
     }
 

@@ -239,6 +239,7 @@ class ShmTransportLargeMessageTest {
         assertThat(a.trySendEncoded(3, MemorySegment.NULL, 40_000, fillingTheQueue)).isEqualTo(30_000);
         for (int i = 0; i < ROUNDS && failures.isEmpty(); i++) progressOrPause(aTransport); // the receiver never progresses
         assertThat(failures).hasSize(1);
+        assertThat(failures.getFirst().reason()).isEqualTo(PeerFailedException.Reason.HUNG);
         assertThat(failures.getFirst()).hasMessageContaining("peer worker is hung")
                 .hasMessageContaining("the last message sent on this endpoint, a large one whose record never found room in its "
                         + "queue, is lost");
@@ -375,6 +376,7 @@ class ShmTransportLargeMessageTest {
         receiver.close();
         for (int i = 0; i < ROUNDS && failures.isEmpty(); i++) progressOrPause(aTransport);
         assertThat(failures).hasSize(1);
+        assertThat(failures.getFirst().reason()).isEqualTo(PeerFailedException.Reason.CLOSED);
         assertThat(failures.getFirst()).hasMessageContaining("peer worker closed")
                 .hasMessageContaining("the last message sent on this endpoint was never read by it");
         for (int i = 0; i < 100; i++) aTransport.progress();

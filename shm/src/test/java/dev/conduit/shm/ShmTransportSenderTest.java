@@ -4,6 +4,7 @@ import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -278,6 +279,7 @@ class ShmTransportSenderTest {
             if (i % 1000 == 0) java.util.concurrent.locks.LockSupport.parkNanos(100_000);
         }
         assertThat(failure.get()).hasMessageContaining("refused this connection");
+        assertThat(((PeerFailedException) failure.get()).reason()).isEqualTo(PeerFailedException.Reason.REFUSED);
         settle(sender, receiver);
         assertThat(senders.closed).as("told once").hasSize(1);
     }

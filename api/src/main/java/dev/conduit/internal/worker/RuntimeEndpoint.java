@@ -512,6 +512,8 @@ final class RuntimeEndpoint implements Endpoint {
             String discarded = messages == 0 ? "no message was waiting in the local queue"
                     : messages + (messages == 1 ? " message" : " messages") + " (" + bytes + " bytes) waiting in the local queue "
                       + (messages == 1 ? "was" : "were") + " discarded";
+            // Made of the transport's failure, it keeps its reason (PeerFailedException(String, PeerFailedException)), as
+            // every failure made of this one does: what the application acts on is the transport's verdict.
             failure = new PeerFailedException("endpoint over '" + transport + "' to " + peer + " failed: " + cause.getMessage()
                     + "; " + discarded, cause);
             WorkerEvents.EndpointFailure event = new WorkerEvents.EndpointFailure();

@@ -565,7 +565,7 @@ public final class RuntimeWorker implements Worker {
             // Every transport found the peer failed (dead, closed, refusing): the failure an application's failover catches.
             boolean peerFailed = !causes.isEmpty() && causes.stream().allMatch(PeerFailedException.class::isInstance);
             String why = connectFailure(peer, decoded, reasons);
-            ConduitException failure = peerFailed ? new PeerFailedException(why) : new ConduitException(why);
+            ConduitException failure = peerFailed ? new PeerFailedException(sharedReason(causes), why) : new ConduitException(why);
             causes.forEach(failure::addSuppressed);
             throw failure;
         } finally {
@@ -724,7 +724,13 @@ public final class RuntimeWorker implements Worker {
      */
     private static ConduitException cannotAnswer(String whomAndWhy, Throwable cause) {
         String why = "cannot answer " + whomAndWhy;
-        return cause instanceof PeerFailedException ? new PeerFailedException(why, cause) : new ConduitException(why, cause);
+        return cause instanceof PeerFailedException failed ? new PeerFailedException(why, failed) : new ConduitException(why, cause);
+    }
+
+    /** The reason every transport's failure gives, or UNKNOWN when they differ: one transport's reason is no peer's. */
+    private static PeerFailedException.Reason sharedReason(List<Throwable> peerFailures) {
+        PeerFailedException.Reason first = ((PeerFailedException) peerFailures.getFirst()).reason();
+        return peerFailures.stream().allMatch(f -> ((PeerFailedException) f).reason() == first) ? first : PeerFailedException.Reason.UNKNOWN;
     }
 
     /**

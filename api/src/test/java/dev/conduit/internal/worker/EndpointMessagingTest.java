@@ -145,12 +145,17 @@ class EndpointMessagingTest {
         Worker worker = loopbacks.conduit(c -> c.transports("lo-b", "lo-a"), a, b).newWorker(ThreadMode.SINGLE);
         Worker peer = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), new LoopbackPlugin("lo-a", 8, false),
                 new LoopbackPlugin("lo-b", 8, false)).newWorker(ThreadMode.SINGLE);
-        a.connectFault = new PeerFailedException("lo-a: the peer is dead");
-        b.connectFault = new PeerFailedException("lo-b: the peer is dead");
+        a.connectFault = new PeerFailedException(PeerFailedException.Reason.DIED, "lo-a: the peer is dead");
+        b.connectFault = new PeerFailedException(PeerFailedException.Reason.DIED, "lo-b: the peer is dead");
         assertThatThrownBy(() -> worker.connect(peer.address())).isExactlyInstanceOf(PeerFailedException.class)
                 .hasMessageContaining("every transport tried failed, in this worker's order of preference: 'lo-b': "
                         + "lo-b: the peer is dead; 'lo-a': lo-a: the peer is dead")
-                .satisfies(e -> assertThat(e.getSuppressed()).hasSize(2));
+                .satisfies(e -> assertThat(e.getSuppressed()).hasSize(2))
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).as("the reason both gave").isEqualTo(PeerFailedException.Reason.DIED));
+
+        b.connectFault = new PeerFailedException("lo-b: the peer is gone");
+        assertThatThrownBy(() -> worker.connect(peer.address())).isExactlyInstanceOf(PeerFailedException.class)
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).as("the transports differ").isEqualTo(PeerFailedException.Reason.UNKNOWN));
 
         b.connectFault = new ConduitException("lo-b cannot open the peer's queue");
         assertThatThrownBy(() -> worker.connect(peer.address())).isExactlyInstanceOf(ConduitException.class)

@@ -66,6 +66,11 @@ class KeepaliveTest {
                 .hasMessageContaining("endpoint over 'lo'")
                 .hasRootCauseMessage("loopback peer " + plugin.transports.get(1).key + " found dead by the keepalive probe"));
         assertThat(ep.isFailed()).isTrue();
+        // The transport's reason, kept by the failure the error handler got, the endpoint's, and what its calls throw.
+        assertThat(reported.getFirst().reason()).isEqualTo(PeerFailedException.Reason.DIED);
+        assertThat(ep.failure().reason()).isEqualTo(PeerFailedException.Reason.DIED);
+        assertThat(((PeerFailedException) catchThrowable(() -> ep.send(2, longs(2)))).reason())
+                .isEqualTo(PeerFailedException.Reason.DIED);
         assertThat(te.probedOn).as("the thread of the probes").isSameAs(Thread.currentThread());
         assertThat(plugin.transports.get(0).overlaps.get()).as("calls into the sender's transport that overlapped").isZero();
         long probes = te.probes.get();

@@ -369,7 +369,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                     }
                     if (plugin.reportsDeathInProgress && ep.target.dead && !ep.reported && !ep.closed) {
                         ep.reported = true;
-                        ep.events.peerFailed(new PeerFailedException("loopback peer " + ep.target.key + " died"));
+                        ep.events.peerFailed(new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + ep.target.key + " died"));
                         events++;
                     }
                 }
@@ -388,7 +388,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
                 while (probesBegun.get() == begun && System.nanoTime() - deadline < 0) Thread.onSpinWait();
                 reportMetAProbe = probesBegun.get() != begun;
-                ep.events.peerFailed(new PeerFailedException("loopback peer " + ep.target.key + " died"));
+                ep.events.peerFailed(new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + ep.target.key + " died"));
             }
         }
 
@@ -524,7 +524,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 trySends.incrementAndGet();
                 if (sendFault != null) throw sendFault;
                 if (closed) throw new IllegalStateException("closed");
-                if (target.dead) throw new PeerFailedException("loopback peer " + target.key + " is dead");
+                if (target.dead) throw new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + target.key + " is dead");
                 int hl = (int) header.byteSize();
                 byte[] bytes = new byte[hl + (int) payload.byteSize()];
                 MemorySegment.copy(header, ValueLayout.JAVA_BYTE, 0, bytes, 0, hl);
@@ -578,14 +578,14 @@ final class LoopbackPlugin implements ConduitPlugin {
             if (fault != null) throw fault;
             if (target.dead && !reported) {
                 reported = true;
-                throw new PeerFailedException("loopback peer " + target.key + " found dead by the keepalive probe");
+                throw new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + target.key + " found dead by the keepalive probe");
             }
         }
 
         private MemorySegment local(RemoteRegion r) {
             rmaCalls.incrementAndGet();
             lastRegionMayFault = r.mayFault();
-            if (target.dead) throw new PeerFailedException("loopback peer " + target.key + " is dead");
+            if (target.dead) throw new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + target.key + " is dead");
             String refused = owner.plugin.refusesRegions;
             if (refused != null) throw new dev.conduit.spi.NotSupportedException(refused);
             // As the shared-memory transports: a region reaches them only through a mapping here.

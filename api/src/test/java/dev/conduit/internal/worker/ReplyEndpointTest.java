@@ -269,11 +269,12 @@ class ReplyEndpointTest {
     void aTransportThatFindsTheSenderGoneWhenAskedForItsAddressIsAPeerFailure() {
         Setup s = setup(true);
         Throwable thrown = thrownByReplyEndpoint(s,
-                () -> s.plugin().senderAddressFault = new PeerFailedException("the peer is dead (its lease is not held)"));
+                () -> s.plugin().senderAddressFault = new PeerFailedException(PeerFailedException.Reason.DIED, "the peer is dead (its lease is not held)"));
         assertThat(thrown).isInstanceOf(PeerFailedException.class)
                 .hasMessageContaining("cannot answer the sender of connection")
                 .hasMessageContaining("the peer is dead (its lease is not held)")
                 .hasCauseInstanceOf(PeerFailedException.class);
+        assertThat(((PeerFailedException) thrown).reason()).as("the transport's, kept").isEqualTo(PeerFailedException.Reason.DIED);
     }
 
     @Test
@@ -290,11 +291,13 @@ class ReplyEndpointTest {
     void aSenderFoundDeadByTheConnectIsAPeerFailureNamingTheSenderAndTheTransportsReason() {
         Setup s = setup(true);
         // Its worker died, and the connection's end is not known yet (it is, at the receiver's next liveness check).
-        assertThat(thrownByReplyEndpoint(s, () -> s.plugin().connectFault = new PeerFailedException("the peer is dead (its lease is not held)")))
+        assertThat(thrownByReplyEndpoint(s, () -> s.plugin().connectFault = new PeerFailedException(PeerFailedException.Reason.DIED,
+                "the peer is dead (its lease is not held)")))
                 .isInstanceOf(PeerFailedException.class)
                 .hasMessageContaining("cannot answer the sender of connection")
                 .hasMessageContaining("the peer is dead (its lease is not held)")
-                .hasCauseInstanceOf(PeerFailedException.class);
+                .hasCauseInstanceOf(PeerFailedException.class)
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).as("the transport's, kept").isEqualTo(PeerFailedException.Reason.DIED));
     }
 
     @Test

@@ -149,6 +149,7 @@ class MemfdTransportTest {
         receiver.close();
         while (failure.get() == null) sender.progress();
         assertThat(failure.get()).hasMessageContaining("memfd: peer worker closed (an orderly close");
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.CLOSED);
         ep.close();
         sender.close();
         try (var files = Files.list(shared)) {

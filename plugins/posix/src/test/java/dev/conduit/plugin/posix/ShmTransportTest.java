@@ -1157,6 +1157,7 @@ class ShmTransportTest {
             calls++;
         }
         assertThat(failure.get()).isInstanceOf(PeerFailedException.class).hasMessageContaining("peer worker closed");
+        assertThat(((PeerFailedException) failure.get()).reason()).isEqualTo(PeerFailedException.Reason.CLOSED);
         assertThat(ProcessResources.files(shared)).as("the ring, as the call that reported the failure returned").containsAll(ring);
         int after = 0;
         while (ProcessResources.files(shared).containsAll(ring) && after < 100) {
@@ -2405,6 +2406,7 @@ class ShmTransportTest {
         untilFailed(sender, failure);
         assertThat(failure.get()).hasMessageContaining("the peer worker refused this connection")
                 .hasMessageContaining("could not map this connection's bounce ring");
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.REFUSED);
         assertThatThrownBy(() -> ep.trySend(6, MemorySegment.NULL, bytes(8, 6))).isSameAs(failure.get());
         settle(sender, receiver);
         assertThat(received.ids).as("nothing after the hole").containsExactly(1, 4);
@@ -3119,6 +3121,7 @@ class ShmTransportTest {
             Thread.sleep(1);
         }
         assertThat(failure.get()).isNotNull().hasMessageContaining("the peer worker refused this connection");
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.REFUSED);
         assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 2))).isSameAs(failure.get());
     }
 
@@ -3803,6 +3806,7 @@ class ShmTransportTest {
             LockSupport.parkNanos(100_000);
         }
         assertThat(failure.get()).as("the sender's endpoint").isNotNull().message().containsAnyOf(senderFailures);
+        assertThat(failure.get().reason()).as("the sender's endpoint").isEqualTo(PeerFailedException.Reason.DAMAGED);
         assertThat(received.ids).containsExactly(1);
         sender.close();
         receiver.close(); // writeIntoTheQueue finds the next one's queue by its size
@@ -3987,6 +3991,7 @@ class ShmTransportTest {
         }
         closer.join();
         assertThat(failure.get()).isNotNull().hasMessageContaining("posix: peer worker closed (an orderly close");
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.CLOSED);
     }
 
     /**
@@ -4376,6 +4381,7 @@ class ShmTransportTest {
         receiver.close();
         while (failure.get() == null) sender.progress();
         assertThat(failure.get()).hasMessageContaining("posix: peer worker closed (an orderly close").hasMessageNotContaining("died");
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.CLOSED);
         assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isSameAs(failure.get());
     }
 
@@ -4461,6 +4467,7 @@ class ShmTransportTest {
         while (ep.trySend(2, MemorySegment.NULL, bytes(8, 2))) { } // the receiver never progresses: its queue fills
         while (failure.get() == null) sender.progress();
         assertThat(failure.get()).hasMessageContaining("hung");
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.HUNG);
         receiver.close();
         for (long until = System.nanoTime() + 100_000_000; System.nanoTime() < until; ) sender.progress();
 

@@ -5,6 +5,7 @@ import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.PeerFailedException.Reason;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.TransportEndpoint;
 
@@ -173,37 +174,37 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         try {
             if (replyBody == null) {
                 if (wireup.read(replyLength) < 0) {
-                    return fail("the peer closed the wire-up connection before it replied: it refused the request (see its log) or died");
+                    return fail(Reason.UNKNOWN, "the peer closed the wire-up connection before it replied: it refused the request (see its log) or died");
                 }
                 if (replyLength.hasRemaining()) {
                     return 0;
                 }
                 int n = Short.toUnsignedInt(replyLength.getShort(0));
                 if (n == 0 || n > WireFormat.MAX_WIREUP) {
-                    return fail("a wire-up reply of " + n + " bytes (at most " + WireFormat.MAX_WIREUP + ")");
+                    return fail(Reason.DAMAGED, "a wire-up reply of " + n + " bytes (at most " + WireFormat.MAX_WIREUP + ")");
                 }
                 replyBody = ByteBuffer.allocate(n);
             }
             if (wireup.read(replyBody) < 0) {
-                return fail("the peer closed the wire-up connection in the middle of its reply");
+                return fail(Reason.UNKNOWN, "the peer closed the wire-up connection in the middle of its reply");
             }
             if (replyBody.hasRemaining()) {
                 return 0;
             }
             WireFormat.Wireup reply = WireFormat.Wireup.decode(replyBody.array(), WireFormat.REPLY);
             if (!MessageDigest.isEqual(reply.token(), peer.token())) {
-                return fail("the wire-up reply names another transport (token mismatch)");
+                return fail(Reason.DAMAGED, "the wire-up reply names another transport (token mismatch)");
             }
             qp.toReadyToReceive(transport.path(reply), transport.domain.port(), transport.domain.gidIndex());
             qp.toReadyToSend(psn);
             state = State.CONNECTED;
             return 1;
         } catch (InvalidHandleException e) {
-            return fail("the wire-up reply is invalid: " + e.getMessage());
+            return fail(Reason.DAMAGED, "the wire-up reply is invalid: " + e.getMessage());
         } catch (IOException e) {
-            return fail("the wire-up connection broke: " + e.getMessage());
+            return fail(Reason.UNKNOWN, "the wire-up connection broke: " + e.getMessage());
         } catch (RuntimeException e) {
-            return fail("the queue pair could not be connected: " + e.getMessage());
+            return fail(Reason.UNKNOWN, "the queue pair could not be connected: " + e.getMessage());
         }
     }
 
@@ -211,7 +212,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     int checkPeer(long now) {
         if (state == State.CONNECTING) {
             if (now - started > transport.wireupTimeoutMillis * 1_000_000) {
-                return fail("no wire-up reply within " + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable() + ": the peer does not progress");
+                return fail(Reason.HUNG, "no wire-up reply within " + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable() + ": the peer does not progress");
             }
             return 0;
         }
@@ -222,26 +223,26 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             probe.clear();
             int read = wireup.read(probe);
             if (read < 0) {
-                return fail("the peer closed its end of the wire-up connection: its worker closed or its process died");
+                return fail(Reason.UNKNOWN, "the peer closed its end of the wire-up connection: its worker closed or its process died");
             }
             if (read > 0) {
-                return fail("the peer sent " + read + " more bytes on the wire-up connection after its reply, where the protocol has "
+                return fail(Reason.DAMAGED, "the peer sent " + read + " more bytes on the wire-up connection after its reply, where the protocol has "
                         + "none: a protocol breach (a peer of another version, or not a Conduit verbs transport)");
             }
         } catch (IOException e) {
             // ETIMEDOUT once TCP keepalive gave up on a crashed host or a cut network; ECONNRESET from a peer host that rebooted.
-            return fail("the wire-up connection broke (" + e.getMessage() + "): the peer's host crashed or became unreachable within "
+            return fail(Reason.UNKNOWN, "the wire-up connection broke (" + e.getMessage() + "): the peer's host crashed or became unreachable within "
                     + VerbsConfig.HEARTBEAT_TIMEOUT.nameAndVariable() + ", or its process died");
         }
         return 0;
     }
 
-    private int fail(String why) {
+    private int fail(Reason reason, String why) {
         if (state == State.FAILED || state == State.CLOSED) {
             return 0;
         }
         state = State.FAILED;
-        failure = new PeerFailedException("verbs: peer " + peerName + ": " + why);
+        failure = new PeerFailedException(reason, "verbs: peer " + peerName + ": " + why);
         transport.failed(this);
         return 1;
     }
@@ -261,7 +262,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         freeSlots[freeCount++] = index;
         done[index] = true;
         if (status != VerbsAbi.IBV_WC_SUCCESS) {
-            fail("a work request failed: " + Completion.status(status) + ", vendor error 0x" + Integer.toHexString(vendorError));
+            fail(Reason.UNKNOWN, "a work request failed: " + Completion.status(status) + ", vendor error 0x" + Integer.toHexString(vendorError));
         }
     }
 
@@ -353,7 +354,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         long freed = VerbsTransport.readLong(creditWord.memory(), 0);
         if (freed != freedByPeer) {
             if (freed > sent || freed < freedByPeer) {
-                fail("its credit word says " + freed + " of this endpoint's SENDs were received, after " + freedByPeer + " and with "
+                fail(Reason.DAMAGED, "its credit word says " + freed + " of this endpoint's SENDs were received, after " + freedByPeer + " and with "
                         + sent + " sent: it can only grow, up to the SENDs made (a protocol breach)");
                 checkUsable();
             }
@@ -370,7 +371,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         } catch (RuntimeException e) {
             freeSlots[freeCount++] = slot;
             done[slot] = true;
-            fail("posting a work request failed: " + e.getMessage());
+            fail(Reason.UNKNOWN, "posting a work request failed: " + e.getMessage());
             throw failure;
         }
     }

@@ -574,6 +574,7 @@ class LoopbackTransportTest {
                 .hasMessageContaining("its credit word says 1000 of this endpoint's SENDs were received").hasMessageContaining("with 1 sent")
                 .hasMessageContaining("protocol breach");
         progressUntil(() -> !a.failures.isEmpty(), a, b);
+        assertThat(a.failures.getFirst().reason()).as("a breach of the peer's").isEqualTo(PeerFailedException.Reason.DAMAGED);
         assertThat(b.received).hasSize(1);
     }
 
@@ -854,6 +855,7 @@ class LoopbackTransportTest {
         progressUntil(() -> b.received.size() == 13, a, b);
         progressUntil(() -> a.failures.size() == 1, a, b);
         assertThat(a.failures.getFirst()).hasMessageContaining("closed its end of the wire-up connection");
+        assertThat(a.failures.getFirst().reason()).as("a close and a death both close the socket").isEqualTo(PeerFailedException.Reason.UNKNOWN);
     }
 
     @Test
