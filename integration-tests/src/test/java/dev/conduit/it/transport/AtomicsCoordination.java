@@ -94,8 +94,8 @@ final class AtomicsCoordination {
         private final Map<Long, Session> sessions = new ConcurrentHashMap<>();
         private final Map<Long, Session> suspects = new ConcurrentHashMap<>();
         /** Sessions whose lock and slots were taken back, with the failure that made them suspects. */
-        private final Map<Long, String> recovered = new ConcurrentHashMap<>();
-        private final Map<Long, String> causes = new ConcurrentHashMap<>();
+        private final Map<Long, PeerFailedException> recovered = new ConcurrentHashMap<>();
+        private final Map<Long, PeerFailedException> causes = new ConcurrentHashMap<>();
         private final AtomicLong slotsTakenBack = new AtomicLong();
         /** How many turns the coordinator's loop made. */
         private final AtomicLong turns = new AtomicLong();
@@ -151,13 +151,13 @@ final class AtomicsCoordination {
             ep.send(WELCOME, header, MemorySegment.ofArray(region.exportHandle()));
         }
 
-        /** The error handler: the client's endpoint failed (died, closed or hung: the message says which). Judged by its lease. */
+        /** The error handler: the client's endpoint failed (died, closed or hung: cause.reason() says which). Judged by its lease. */
         private void suspect(long session, PeerFailedException cause) {
             Session s = sessions.remove(session);
             if (s == null) return;
             s.endpoint().close();
             suspects.put(session, s);
-            causes.put(session, String.valueOf(cause.getMessage()));
+            causes.put(session, cause);
         }
 
         /** Takes back what each suspect whose identity region's exporter is DEAD holds; an ALIVE one stays a suspect. */
@@ -199,7 +199,7 @@ final class AtomicsCoordination {
             return sessions.size();
         }
 
-        Map<Long, String> recovered() {
+        Map<Long, PeerFailedException> recovered() {
             return Map.copyOf(recovered);
         }
 
@@ -212,7 +212,7 @@ final class AtomicsCoordination {
         }
 
         /** The sessions ever made suspects, with the failure that made each one. */
-        Map<Long, String> suspected() {
+        Map<Long, PeerFailedException> suspected() {
             return Map.copyOf(causes);
         }
 

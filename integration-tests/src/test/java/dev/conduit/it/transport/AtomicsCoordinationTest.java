@@ -149,7 +149,8 @@ class AtomicsCoordinationTest {
             Setup.waitUntil(() -> !coordinator.recovered().isEmpty(), GUARD, () -> "the coordinator noted what it took back");
             assertThat(repaired).as("what the next holder found").containsEntry("first", "11").containsEntry("second", "10");
             assertThat(coordinator.recovered()).as("sessions taken back, with their endpoint's failure").containsOnlyKeys(holderSession);
-            assertThat(coordinator.recovered().get(holderSession)).contains("died");
+            assertThat(coordinator.recovered().get(holderSession)).hasMessageContaining("died")
+                    .extracting(PeerFailedException::reason).isEqualTo(PeerFailedException.Reason.DIED);
             assertThat(coordinator.slotsTakenBack()).isEqualTo(1);
             assertThat(word(words, EPOCH)).as("locks taken back from dead holders").isEqualTo(1);
             assertThat(word(words, LOCK)).isZero();
@@ -192,7 +193,8 @@ class AtomicsCoordinationTest {
             Map<String, String> repaired = ChildJvm.parseFields(waiter.call("repair"));
             assertThat(repaired).containsEntry("first", "1").containsEntry("second", "0");
             Setup.waitUntil(() -> !coordinator.recovered().isEmpty(), GUARD, () -> "the coordinator noted what it took back");
-            assertThat(coordinator.recovered().get(holderSession)).as("the failure that made it a suspect").contains("closed");
+            assertThat(coordinator.recovered().get(holderSession)).as("the failure that made it a suspect").hasMessageContaining("closed")
+                    .extracting(PeerFailedException::reason).isEqualTo(PeerFailedException.Reason.CLOSED);
             assertThat(coordinator.slotsTakenBack()).isEqualTo(1);
             assertThat(waiter.exit()).isZero();
         }

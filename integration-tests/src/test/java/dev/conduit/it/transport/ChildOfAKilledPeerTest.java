@@ -58,7 +58,8 @@ class ChildOfAKilledPeerTest {
                 }
                 assertThat(grandchild.isAlive()).as("the process the killed peer started lives on").isTrue();
                 assertThat(failures).as("the endpoint's failure").singleElement()
-                        .satisfies(f -> assertThat(f).hasMessageContaining("peer worker died (its lease"));
+                        .satisfies(f -> assertThat(f).hasMessageContaining("peer worker died (its lease"))
+                        .satisfies(f -> assertThat(f.reason()).isEqualTo(PeerFailedException.Reason.DIED));
                 assertThat(ep.isFailed()).isTrue();
                 assertThat(Setup.files(shared)).as("what is left in the shared directory: the killed peer's files were reclaimed")
                         .containsExactlyInAnyOrderElementsOf(ours);

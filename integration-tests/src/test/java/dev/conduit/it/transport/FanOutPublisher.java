@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 
 import java.lang.foreign.MemorySegment;
@@ -48,11 +49,12 @@ final class FanOutPublisher implements AutoCloseable {
     }
 
     /**
-     * Why a subscriber stopped being published to: shed by the publisher, or its endpoint's
-     * failure; the ticks sent to it and how many of them waited in the local queue and were
-     * discarded (by the shedding close, or by the failure, whose message counts them).
+     * Why a subscriber stopped being published to: shed by the publisher (no reason), or its
+     * endpoint's failure, with its reason (re-subscribe one that CLOSED, alarm on one that DIED);
+     * the ticks sent to it and how many of them waited in the local queue and were discarded (by
+     * the shedding close, or by the failure, whose message counts them).
      */
-    record Gone(int subscriber, String why, long sent, long discarded, long nanoTime) {
+    record Gone(int subscriber, String why, PeerFailedException.Reason reason, long sent, long discarded, long nanoTime) {
     }
 
     /** The count a failure's message gives of the local queue's messages it discarded ("N messages (B bytes) waiting in the local queue were discarded"). */
@@ -126,7 +128,7 @@ final class FanOutPublisher implements AutoCloseable {
                 feeds.remove(f.subscriber);
                 long pending = f.endpoint.pending();
                 f.endpoint.close();
-                gone.add(new Gone(f.subscriber, "shed: " + backlog + " bytes waiting", f.next, pending, System.nanoTime()));
+                gone.add(new Gone(f.subscriber, "shed: " + backlog + " bytes waiting", null, f.next, pending, System.nanoTime()));
             }
         }
     }
@@ -159,7 +161,7 @@ final class FanOutPublisher implements AutoCloseable {
         call(w -> {
             Endpoint e = w.connect(subscriber, (failed, cause) -> {
                 Feed f = feeds.remove(s);
-                gone.add(new Gone(s, cause.getMessage(), f == null ? -1 : f.next, discardedBy(cause.getMessage()), System.nanoTime()));
+                gone.add(new Gone(s, cause.getMessage(), cause.reason(), f == null ? -1 : f.next, discardedBy(cause.getMessage()), System.nanoTime()));
                 failed.close();
             });
             if (feeds.putIfAbsent(s, new Feed(s, e)) != null) throw new IllegalArgumentException("subscriber " + s + " joined already");

@@ -5,6 +5,7 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.OpenResources;
+import dev.conduit.spi.PeerFailedException;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -232,6 +233,7 @@ class FanOutTest {
                 assertThat(gone).extracting(FanOutPublisher.Gone::subscriber).containsExactlyInAnyOrder(0, 1);
                 assertThat(gone).extracting(FanOutPublisher.Gone::why).allMatch(w -> w.contains("peer worker is hung")
                         && w.contains(plugin + ".heartbeat.timeout") && w.contains("unread in its queue"));
+                assertThat(gone).extracting(FanOutPublisher.Gone::reason).containsOnly(PeerFailedException.Reason.HUNG);
             }
             Map<Integer, Long> delivered = new java.util.LinkedHashMap<>();
             for (FanOutPublisher.Gone g : gone) delivered.put(g.subscriber(), g.sent() - g.discarded());
@@ -283,6 +285,7 @@ class FanOutTest {
             List<FanOutPublisher.Gone> gone = fan.publisher().gone();
             assertThat(gone).extracting(FanOutPublisher.Gone::subscriber).containsExactlyInAnyOrder(0, 1);
             assertThat(gone).extracting(FanOutPublisher.Gone::why).allMatch(w -> w.contains("peer worker died"));
+            assertThat(gone).extracting(FanOutPublisher.Gone::reason).containsOnly(PeerFailedException.Reason.DIED);
             Setup.report("%s kill -9 of a subscriber process -> the publisher's error handler (ms): %s", plugin,
                     gone.stream().map(g -> String.format("%.1f", (g.nanoTime() - killedAt) / 1e6)).toList());
 
@@ -329,6 +332,7 @@ class FanOutTest {
             assertThat(fan.publisher().gone()).singleElement().satisfies(g -> {
                 assertThat(g.subscriber()).isEqualTo(1);
                 assertThat(g.why()).contains("peer worker closed");
+                assertThat(g.reason()).isEqualTo(PeerFailedException.Reason.CLOSED);
             });
         }
     }

@@ -5,6 +5,7 @@ import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -80,6 +81,8 @@ class PeerKilledWhileClosingTest {
             }, GUARD, () -> "no failure reported");
             assertThat(failure.get()).hasMessageContaining(plugin + ": peer worker died while closing")
                     .hasMessageNotContaining("orderly");
+            assertThat(((PeerFailedException) failure.get()).reason()).as("a kill during the close is no orderly close")
+                    .isEqualTo(PeerFailedException.Reason.DIED);
         }
     }
 
