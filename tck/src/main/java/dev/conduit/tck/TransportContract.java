@@ -615,6 +615,7 @@ public abstract class TransportContract extends PluginContract {
         assertThat(reported).as("failures reported for one dead peer: thrown by the keepalive probe %s, through EndpointEvents.peerFailed "
                 + "%s (the runtime stops probing an endpoint once it failed)", probed, failures).hasSize(1);
         assertThat(reported.getFirst().getMessage()).as("the failure's message").isNotBlank();
+        assertReasonOfAPeerThatClosed(reported.getFirst());
         assertThat(catchThrowable(() -> {
             for (int i = 0; i < 1000; i++) trySend(ep, 2, Patterns.segment(8, 2));
         })).as("what 1000 calls of trySend() threw after the endpoint reported its peer failed (EndpointEvents.peerFailed; from then "
@@ -660,6 +661,19 @@ public abstract class TransportContract extends PluginContract {
                 }, sender);
         PeerFailedException reported = thrown.isEmpty() ? failures.getFirst() : thrown.getFirst();
         assertThat(reported.getMessage()).as("the message of the failure the keepalive probe reported").isNotBlank();
+        assertReasonOfAPeerThatClosed(reported);
+    }
+
+    /**
+     * The reason a transport gives for a peer that closed while its process lives: {@code CLOSED},
+     * or {@code UNKNOWN} where it cannot tell a close from a death (optional, as for a plugin built
+     * before SPI 1.1). Anything else is wrong, {@code DIED} the worst: an application takes back what
+     * a dead peer held, which this one could still write.
+     */
+    private static void assertReasonOfAPeerThatClosed(PeerFailedException failure) {
+        assertThat(failure.reason()).as("the reason (PeerFailedException.reason()) of the failure of a peer that closed its transport "
+                + "while its process lives: CLOSED, or UNKNOWN where the transport cannot tell; %s", failure.getMessage())
+                .isIn(PeerFailedException.Reason.CLOSED, PeerFailedException.Reason.UNKNOWN);
     }
 
     private static void probe(TransportEndpoint ep, List<PeerFailedException> thrown) {
@@ -1223,6 +1237,9 @@ public abstract class TransportContract extends PluginContract {
         }
         assertThat(ep.isFailed()).isTrue();
         assertThatThrownBy(() -> ep.send(1, Patterns.segment(8, 1))).isInstanceOf(PeerFailedException.class);
+        assertReasonOfAPeerThatClosed(failures.getFirst());
+        assertThat(ep.failure().reason()).as("the endpoint's failure keeps the reason the error handler got")
+                .isEqualTo(failures.getFirst().reason());
     }
 
     @Test

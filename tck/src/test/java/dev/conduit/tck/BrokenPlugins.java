@@ -280,6 +280,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Says a peer that closed its transport died: an application would take back what a live process could still write. */
+    public static final class CallsACloseADeath extends LoopbackPlugin {
+        @Override
+        PeerFailedException.Reason closedPeersReason() {
+            return PeerFailedException.Reason.DIED;
+        }
+    }
+
     /** Its keepalive probe finds every peer dead, also one that lives. */
     public static final class ProbeFindsLivePeersDead extends LoopbackPlugin {
         @Override
@@ -1205,6 +1213,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new CutsLargePayloads();
+        }
+    }
+
+    public static final class CallsACloseADeathSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new CallsACloseADeath();
         }
     }
 

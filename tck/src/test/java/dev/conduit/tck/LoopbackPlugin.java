@@ -124,6 +124,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return true;
     }
 
+    /** The reason it gives for a peer whose transport closed, which it can tell from a death. */
+    PeerFailedException.Reason closedPeersReason() {
+        return PeerFailedException.Reason.CLOSED;
+    }
+
     /** Reports {@code ep}'s peer dead, from inside progress(). */
     void report(LoopbackEndpoint ep, PeerFailedException failure) {
         ep.events.peerFailed(failure);
@@ -391,7 +396,7 @@ public class LoopbackPlugin implements ConduitPlugin {
                 }
                 for (LoopbackEndpoint ep : current) {
                     if (ep.target.closed && ep.failure == null && !ep.closed) {
-                        ep.failure = new PeerFailedException("loopback peer " + ep.target.id + " closed its transport");
+                        ep.failure = new PeerFailedException(closedPeersReason(), "loopback peer " + ep.target.id + " closed its transport");
                         report(ep, ep.failure);
                         events++;
                     }
@@ -521,7 +526,7 @@ public class LoopbackPlugin implements ConduitPlugin {
             if (!probesPeers()) throw new NotSupportedException("loopback: no keepalive probe");
             if (failure != null || closed) return;
             if (probeFindsDead(target.closed)) {
-                failure = new PeerFailedException("loopback peer " + target.id + " closed its transport (found by the keepalive probe)");
+                failure = new PeerFailedException(closedPeersReason(), "loopback peer " + target.id + " closed its transport (found by the keepalive probe)");
                 throw failure;
             }
         }
