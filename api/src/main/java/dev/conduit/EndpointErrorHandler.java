@@ -17,8 +17,10 @@ public interface EndpointErrorHandler {
 
     /**
      * @param endpoint the endpoint that failed; every operation on it now throws {@link PeerFailedException}
-     * @param cause    why, with the transport's report as its cause; its message says how many
-     *                 locally queued messages were discarded
+     * @param cause    why, with the transport's report as its cause: its
+     *                 {@link PeerFailedException#reason() reason()} is the transport's, for the handler
+     *                 to switch on (a close, a death, a hang); its message says how many locally
+     *                 queued messages were discarded
      */
     void onError(Endpoint endpoint, PeerFailedException cause);
 }
