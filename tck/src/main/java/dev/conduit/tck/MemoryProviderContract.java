@@ -30,13 +30,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -76,14 +74,6 @@ public abstract class MemoryProviderContract extends PluginContract {
     /** The size of the chunks the suite allocates; a small multiple of the page size by default. */
     protected long chunkSize(MemoryProvider provider) {
         return 2 * provider.pageSize();
-    }
-
-    /**
-     * How long the second JVM of the import tests may run before it is destroyed and the test fails
-     * (an import that never returns): a hang guard, never a speed check.
-     */
-    protected Duration secondProcessGuard() {
-        return ChildJvm.TIMEOUT;
     }
 
     private void assumeIpc() {
@@ -365,9 +355,6 @@ public abstract class MemoryProviderContract extends PluginContract {
         }
     }
 
-    /** The reclaim trigger as a failure names it. */
-    private static final String TRIGGER = "reclaimTheFilesOfDeadExporters: by default the next memory provider opened on the directory";
-
     /**
      * What makes the plugin reclaim the files that exporters which died left in the shared directory, as
      * the plugin documents it: {@link #aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay}
@@ -414,24 +401,8 @@ public abstract class MemoryProviderContract extends PluginContract {
                 killed.kill(secondProcessGuard());
                 AutoCloseable trigger = reclaimTheFilesOfDeadExporters(plugin, pluginContext());
                 try {
-                    Set<Path> now = filesIn(shared);
-                    List<String> left = namesIn(shared, killedExportersFiles.stream().filter(now::contains));
-                    if (!left.isEmpty()) {
-                        throw new AssertionError("files of an exporting process of plugin '" + plugin.name() + "' killed with SIGKILL are "
-                                + "still in the shared directory " + shared + " after the plugin's reclaim trigger ran (" + TRIGGER
-                                + "): " + left + ". A killed process closes nothing: the plugin "
-                                + "removes a dead owner's files when it next opens on the directory, telling them from a live "
-                                + "owner's by a lock the kernel drops with the process (memfd and posix hold an OwnerLease), or "
-                                + "its TCK test overrides reclaimTheFilesOfDeadExporters with the trigger its documentation names; "
-                                + "else every crash leaves them for good (under /dev/shm, memory)");
-                    }
-                    List<String> removed = namesIn(shared, liveExportersFiles.stream().filter(f -> !now.contains(f)));
-                    if (!removed.isEmpty()) {
-                        throw new AssertionError("the reclaim trigger of plugin '" + plugin.name() + "' (" + TRIGGER + ") removed files "
-                                + "of an exporting process that lives from the shared directory " + shared + ": " + removed
-                                + ". Only a dead owner's files are reclaimed: judge the owner by a lock the kernel drops with "
-                                + "its process, never by a pid or a file's age");
-                    }
+                    assertOnlyTheDeadOwnersFilesWereReclaimed(plugin.name(), shared, killedExportersFiles, liveExportersFiles,
+                            "an exporting process", "reclaimTheFilesOfDeadExporters", "the next memory provider opened on the directory");
                 } finally {
                     trigger.close();
                 }
@@ -448,17 +419,6 @@ public abstract class MemoryProviderContract extends PluginContract {
                 Long.toString(size), Long.toString(seed)));
         configuration(sharedDirectory()).forEach((k, v) -> arguments.add(k + "=" + v));
         return ChildJvm.start(ExportingChild.class, arguments);
-    }
-
-    private static Set<Path> appearedSince(Path directory, Set<Path> before) throws IOException {
-        Set<Path> appeared = filesIn(directory);
-        appeared.removeAll(before);
-        return appeared;
-    }
-
-    /** The names of {@code files} relative to {@code directory}, sorted: what a failure shows. */
-    private static List<String> namesIn(Path directory, Stream<Path> files) {
-        return files.map(f -> directory.relativize(f).toString()).sorted().toList();
     }
 
     /** Asks {@code mapping} until it says {@code wanted}, for at most {@link #progressGuard()}: its last answer. */
@@ -495,19 +455,9 @@ public abstract class MemoryProviderContract extends PluginContract {
         return descriptors;
     }
 
-    private static Set<Path> filesIn(Path directory) throws IOException {
-        try (Stream<Path> files = Files.walk(directory)) {
-            return files.collect(Collectors.toSet());
-        }
-    }
-
     /** Removes what appeared in {@code directory} since {@code before} was listed. */
     private static void removeWhatAppeared(Path directory, Set<Path> before) throws IOException {
         removeDeepestFirst(appearedSince(directory, before));
-    }
-
-    private static void removeDeepestFirst(Set<Path> files) throws IOException {
-        for (Path p : files.stream().sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
     }
 
     @Test

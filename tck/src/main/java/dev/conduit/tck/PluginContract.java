@@ -121,6 +121,15 @@ public abstract class PluginContract {
     }
 
     /**
+     * How long a second JVM of the tests that start one (the memory suite's importer and exporters,
+     * the transport suite's workers) may run, or take to say it is ready, before the test fails: a
+     * hang guard, never a speed check.
+     */
+    protected Duration secondProcessGuard() {
+        return ChildJvm.TIMEOUT;
+    }
+
+    /**
      * Calls {@code progress} until {@code done}, while messages keep arriving ({@code arrived} counts
      * them): fails when none arrived for {@link #progressGuard()}. The guard runs from the last
      * arrival, not from the first: it catches a stream that stopped, and a loaded machine's slower
@@ -464,6 +473,57 @@ public abstract class PluginContract {
                 .sharedDirectory(sharedDirectory).environment(Map.of());
         configuration(sharedDirectory).forEach(builder::set);
         return builder;
+    }
+
+    /** Every path under {@code directory}, itself included. */
+    static Set<Path> filesIn(Path directory) throws IOException {
+        try (Stream<Path> files = Files.walk(directory)) {
+            return files.collect(Collectors.toSet());
+        }
+    }
+
+    static Set<Path> appearedSince(Path directory, Set<Path> before) throws IOException {
+        Set<Path> appeared = filesIn(directory);
+        appeared.removeAll(before);
+        return appeared;
+    }
+
+    /** The names of {@code files} relative to {@code directory}, sorted: what a failure shows. */
+    static List<String> namesIn(Path directory, Stream<Path> files) {
+        return files.map(f -> directory.relativize(f).toString()).sorted().toList();
+    }
+
+    /**
+     * What the checks of a killed process's files ask once the plugin's reclaim trigger ran: none of
+     * {@code deadOwnersFiles} is left in {@code directory}, and all of {@code liveOwnersFiles} are.
+     * {@code owner} names the kind of process ("an exporting process"), {@code hook} the suite's hook
+     * that names the trigger, {@code byDefault} the trigger it runs unless overridden.
+     */
+    static void assertOnlyTheDeadOwnersFilesWereReclaimed(String plugin, Path directory, Set<Path> deadOwnersFiles,
+                                                          Set<Path> liveOwnersFiles, String owner, String hook, String byDefault)
+            throws IOException {
+        String trigger = hook + ": by default " + byDefault;
+        Set<Path> now = filesIn(directory);
+        List<String> left = namesIn(directory, deadOwnersFiles.stream().filter(now::contains));
+        if (!left.isEmpty()) {
+            throw new AssertionError("files of " + owner + " of plugin '" + plugin + "' killed with SIGKILL are still in the shared "
+                    + "directory " + directory + " after the plugin's reclaim trigger ran (" + trigger + "): " + left + ". A killed "
+                    + "process closes nothing: the plugin removes a dead owner's files when it next opens on the directory, telling "
+                    + "them from a live owner's by a lock the kernel drops with the process (memfd and posix hold an OwnerLease), or "
+                    + "its TCK test overrides " + hook + " with the trigger its documentation names; else every crash leaves them "
+                    + "for good (under /dev/shm, memory)");
+        }
+        List<String> removed = namesIn(directory, liveOwnersFiles.stream().filter(f -> !now.contains(f)));
+        if (!removed.isEmpty()) {
+            throw new AssertionError("the reclaim trigger of plugin '" + plugin + "' (" + trigger + ") removed files of " + owner
+                    + " that lives from the shared directory " + directory + ": " + removed + ". Only a dead owner's files are "
+                    + "reclaimed: judge the owner by a lock the kernel drops with its process, never by a pid or a file's age");
+        }
+    }
+
+    /** Removes {@code files}, what is inside a directory before it. */
+    static void removeDeepestFirst(Set<Path> files) throws IOException {
+        for (Path p : files.stream().sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
     }
 
     private static Set<String> listing(Path directory) throws IOException {

@@ -35,15 +35,20 @@ public final class ExportingChild {
         try (MemoryProvider provider = plugin.openMemoryProvider(dev.conduit.tck.TestContext.of(shared, config))) {
             Chunk chunk = provider.allocate(chunkLength);
             Patterns.fill(chunk.segment(), seed);
-            System.out.println(EXPORTED + Patterns.hex(provider.export(chunk)));
-            System.out.flush();
-            while (System.in.read() >= 0) {
-                // Nothing is sent on stdin: its end is the signal.
-            }
+            printAndAwaitTheEndOfStdin(EXPORTED + Patterns.hex(provider.export(chunk)));
         } catch (RuntimeException | Error e) {
             System.out.println("ERR " + e);
             e.printStackTrace();
             System.exit(1);
+        }
+    }
+
+    /** Prints {@code line}, for the test that awaits it, then waits for stdin to end: the test's signal to close and exit. */
+    static void printAndAwaitTheEndOfStdin(String line) throws java.io.IOException {
+        System.out.println(line);
+        System.out.flush();
+        while (System.in.read() >= 0) {
+            // Nothing is sent on stdin: its end is the signal.
         }
     }
 }
