@@ -16,19 +16,24 @@ import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
+import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
 import dev.conduit.tck.internal.Patterns;
+import dev.conduit.tck.internal.TransportingChild;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -51,7 +56,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * ({@link Capability#WAKEUP}), answering a message where offered (each connection named by a key of
  * its own, {@link Transport#senderAddress} giving the sender's address, which a reply reaches,
  * {@link dev.conduit.spi.MessageSink#onSenderClosed} once when a connection ends: optional, the
- * tests end as aborted for a transport that names no sender);
+ * tests end as aborted for a transport that names no sender), a killed worker's files reclaimed
+ * (optional: {@link #reclaimTheFilesOfDeadWorkers});
  * then the same plugin under the runtime: a {@code MULTI} worker used from several threads, peer failure,
  * RMA ({@link Capability#RMA}, {@link Capability#ATOMICS}).
  *
@@ -1172,6 +1178,74 @@ public abstract class TransportContract extends PluginContract {
         });
         assertThat(inbox.sendersClosedAsCalled()).as("calls of onSenderClosed made by the receiver's own close() (not called when the "
                 + "transport itself closes: the worker closes every endpoint)").isEmpty();
+    }
+
+    /**
+     * What makes the plugin reclaim the files that workers which died left in the shared directory, as
+     * the plugin documents it: {@link #aKilledWorkersFilesAreReclaimedByTheNextTransportAndALiveOnesStay}
+     * looks at the directory while what this returns is open, and closes it after. By default the next
+     * transport opened with {@code context} on the directory, as a restarted service's first worker
+     * opens one (where memfd and posix reclaim). Override it for another trigger the plugin documents
+     * (its memory provider's open, a command of its own), returning what to close; a plugin whose dead
+     * workers' files something outside it clears, which its documentation names, skips the check with
+     * {@code Assumptions.abort("why")}.
+     */
+    protected AutoCloseable reclaimTheFilesOfDeadWorkers(ConduitPlugin plugin, TransportContext context) {
+        return plugin.openTransport(context);
+    }
+
+    /**
+     * Optional, as the memory suite's check of a killed exporter's files: what a worker's process
+     * killed with {@code SIGKILL} left in the shared directory (its receive queue, sockets, lease:
+     * it closed nothing) is gone once the plugin's reclaim trigger ran ({@link #reclaimTheFilesOfDeadWorkers},
+     * by default the next transport opened on the directory), and the files of a second worker's
+     * process, which lives on, are all still there. Each process ({@link TransportingChild}) opens the
+     * plugin's transport and connects it to one of this test's, sending it a message, so that files
+     * a transport makes only for a connection are there too. Without it every crash of an
+     * application leaves its files for good, and under {@code /dev/shm} they are memory. A plugin
+     * whose worker made no file in the shared directory (the TCK's loopback, verbs over its simulated
+     * fabric) skips it, saying so. The killed process's files that the plugin left are removed after
+     * the check, so that the check of the directory after the test does not report them twice.
+     */
+    @Test
+    public void aKilledWorkersFilesAreReclaimedByTheNextTransportAndALiveOnesStay() throws Exception {
+        Transport peer = open(new Inbox());
+        Path shared = sharedDirectory();
+        Set<Path> beforeTheWorkers = filesIn(shared);
+        Set<Path> killedWorkersFiles = Set.of();
+        ChildJvm.Started killed = startWorker(peer);
+        try {
+            String connected = killed.awaitLine(TransportingChild.OPENED, secondProcessGuard());
+            killedWorkersFiles = appearedSince(shared, beforeTheWorkers);
+            assumeTrue(!killedWorkersFiles.isEmpty(), "the worker's process of plugin '" + plugin.name() + "' made no file in the "
+                    + "shared directory " + shared + " (its transport opened, "
+                    + (connected.equals(TransportingChild.CONNECTED) ? "connected and sent a message" : connected)
+                    + "): nothing of a killed worker's for the plugin to reclaim there");
+            Set<Path> beforeTheLiveWorker = filesIn(shared);
+            try (ChildJvm.Started live = startWorker(peer)) {
+                live.awaitLine(TransportingChild.OPENED, secondProcessGuard());
+                Set<Path> liveWorkersFiles = appearedSince(shared, beforeTheLiveWorker);
+                killed.kill(secondProcessGuard());
+                AutoCloseable trigger = reclaimTheFilesOfDeadWorkers(plugin, transportContext(ThreadMode.SERIALIZED, new Inbox()));
+                try {
+                    assertOnlyTheDeadOwnersFilesWereReclaimed(plugin.name(), shared, killedWorkersFiles, liveWorkersFiles,
+                            "a worker's process", "reclaimTheFilesOfDeadWorkers", "the next transport opened on the directory");
+                } finally {
+                    trigger.close();
+                }
+            } // its stdin ends: the live worker closes its transport, which removes its files
+        } finally {
+            killed.close();
+            if (killed.killed()) removeDeepestFirst(killedWorkersFiles);
+        }
+    }
+
+    /** Starts a {@link TransportingChild} of the plugin on the shared directory, connecting to {@code peer}. */
+    private ChildJvm.Started startWorker(Transport peer) throws IOException {
+        List<String> arguments = new ArrayList<>(List.of(plugin.name(), plugin.getClass().getName(), sharedDirectory().toString(),
+                Patterns.hex(peer.address())));
+        configuration(sharedDirectory()).forEach((k, v) -> arguments.add(k + "=" + v));
+        return ChildJvm.start(TransportingChild.class, arguments);
     }
 
     // ---- through the runtime ----

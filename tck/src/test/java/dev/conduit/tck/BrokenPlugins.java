@@ -825,6 +825,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** A transport that holds a lease in the shared directory, as a shared-memory one does, and never reclaims a dead worker's. */
+    public static final class LeavesDeadWorkersFiles extends WellBehavedVariants.LeasedLoopback {
+        @Override
+        boolean reclaimsDeadOwners() {
+            return false;
+        }
+    }
+
     /** Its free() deletes the file but keeps the chunk mapped. */
     public static final class FreeKeepsMapping extends FileMemoryPlugin {
         @Override
@@ -1392,6 +1400,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ReclaimsLiveOwnersFiles();
+        }
+    }
+
+    public static final class LeavesDeadWorkersFilesSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LeavesDeadWorkersFiles();
         }
     }
 

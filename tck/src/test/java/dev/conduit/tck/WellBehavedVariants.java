@@ -360,4 +360,54 @@ final class WellBehavedVariants {
             return org.junit.jupiter.api.Assumptions.abort(WHY);
         }
     }
+
+    /**
+     * A loopback whose every transport holds a lease in the shared directory for its life (a
+     * {@link FileMemoryPlugin} provider's, locked with a lock the kernel drops with the process), as
+     * a transport of shared memory holds its queue and lease there; opening a transport reclaims the
+     * leases of dead owners, as memfd's and posix's does. Its workers connect only within one JVM:
+     * the files of its open are what the check of a killed worker's files looks at.
+     */
+    public static class LeasedLoopback extends LoopbackPlugin {
+        private final java.util.Map<Long, MemoryProvider> leases = new java.util.concurrent.ConcurrentHashMap<>();
+
+        /** Whether opening a transport reclaims dead owners' files; a broken fixture's does not. */
+        boolean reclaimsDeadOwners() {
+            return true;
+        }
+
+        @Override
+        public Transport openTransport(TransportContext context) {
+            MemoryProvider lease = new FileMemoryPlugin().new Provider(context.sharedDirectory(), reclaimsDeadOwners());
+            LoopbackTransport transport;
+            try {
+                transport = (LoopbackTransport) super.openTransport(context);
+            } catch (RuntimeException | Error e) {
+                lease.close();
+                throw e;
+            }
+            leases.put(transport.id, lease);
+            return transport;
+        }
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public void close() {
+                    super.close();
+                    MemoryProvider lease = leases.remove(id);
+                    if (lease != null) lease.close();
+                }
+            };
+        }
+    }
+
+    /** The transport suite on {@link LeasedLoopback}; run by {@link WellBehavedVariantsTckTest}. */
+    public static final class LeasedLoopbackSuite extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LeasedLoopback();
+        }
+    }
 }

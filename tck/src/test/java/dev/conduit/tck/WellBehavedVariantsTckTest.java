@@ -172,4 +172,32 @@ class WellBehavedVariantsTckTest {
                 event.getPayload(org.junit.platform.engine.TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow())
                 .hasMessage(WellBehavedVariants.ClearedOutsideThePluginSuite.WHY));
     }
+
+    /**
+     * A transport that holds a lease in the shared directory and reclaims dead owners' at its open
+     * passes the check of a killed worker's files, with the default trigger (the next transport);
+     * without the reclaim it fails (BrokenPlugins.LeavesDeadWorkersFiles).
+     */
+    @Test
+    void aTransportThatReclaimsDeadWorkersFilesAtItsOpenPassesTheCheckOfAKilledWorkersFiles() {
+        EngineTestKit.engine("junit-jupiter")
+                .selectors(selectMethod(WellBehavedVariants.LeasedLoopbackSuite.class,
+                        "aKilledWorkersFilesAreReclaimedByTheNextTransportAndALiveOnesStay"))
+                .execute()
+                .testEvents()
+                .assertStatistics(stats -> stats.started(1).succeeded(1).failed(0));
+    }
+
+    /** The TCK's loopback makes no file: the check is skipped, naming that. */
+    @Test
+    void aTransportThatMakesNoFileSkipsTheCheckOfAKilledWorkersFilesSayingWhy() {
+        Events tests = EngineTestKit.engine("junit-jupiter")
+                .selectors(selectMethod(LoopbackPluginTckTest.class, "aKilledWorkersFilesAreReclaimedByTheNextTransportAndALiveOnesStay"))
+                .execute()
+                .testEvents();
+        tests.assertStatistics(stats -> stats.started(1).aborted(1).failed(0));
+        assertThat(tests.aborted().list()).singleElement().satisfies(event -> assertThat(
+                event.getPayload(org.junit.platform.engine.TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow())
+                .hasMessageContaining("made no file in the shared directory"));
+    }
 }
