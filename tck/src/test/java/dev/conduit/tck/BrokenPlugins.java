@@ -828,8 +828,16 @@ final class BrokenPlugins {
     /** A transport that holds a lease in the shared directory, as a shared-memory one does, and never reclaims a dead worker's. */
     public static final class LeavesDeadWorkersFiles extends WellBehavedVariants.LeasedLoopback {
         @Override
-        boolean reclaimsDeadOwners() {
-            return false;
+        MemoryProvider openLease(Path sharedDirectory) {
+            return new LeavesDeadOwnersFiles().openMemoryProvider(TestContext.of(sharedDirectory));
+        }
+    }
+
+    /** A transport whose open removes every other owner's lease, as a cleaner that cannot tell a live worker from a dead one would. */
+    public static final class ReclaimsLiveWorkersFiles extends WellBehavedVariants.LeasedLoopback {
+        @Override
+        MemoryProvider openLease(Path sharedDirectory) {
+            return new ReclaimsLiveOwnersFiles().openMemoryProvider(TestContext.of(sharedDirectory));
         }
     }
 
@@ -1407,6 +1415,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new LeavesDeadWorkersFiles();
+        }
+    }
+
+    public static final class ReclaimsLiveWorkersFilesSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReclaimsLiveWorkersFiles();
         }
     }
 

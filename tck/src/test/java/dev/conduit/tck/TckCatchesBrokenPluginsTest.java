@@ -114,6 +114,8 @@ class TckCatchesBrokenPluginsTest {
                         "removed files of an exporting process that lives from the shared directory"),
                 Arguments.of(BrokenPlugins.LeavesDeadWorkersFilesSuite.class, "aKilledWorkersFilesAreReclaimedByTheNextTransportAndALiveOnesStay",
                         "files of a worker's process of plugin 'tck-loopback' killed with SIGKILL are still in the shared directory"),
+                Arguments.of(BrokenPlugins.ReclaimsLiveWorkersFilesSuite.class, "aKilledWorkersFilesAreReclaimedByTheNextTransportAndALiveOnesStay",
+                        "removed files of a worker's process that lives from the shared directory"),
                 Arguments.of(BrokenPlugins.FreeKeepsMappingSuite.class, "freeUnmapsTheChunk",
                         "reading a freed chunk of plugin 'tck-file' succeeded: MemoryProvider.free unmaps"),
                 Arguments.of(BrokenPlugins.ConnectsBlindlySuite.class, "connectToAClosedPeerThrowsInsteadOfAssumingItIsThere", "assumed the peer was there"),

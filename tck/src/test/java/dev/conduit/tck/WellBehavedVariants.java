@@ -371,14 +371,14 @@ final class WellBehavedVariants {
     public static class LeasedLoopback extends LoopbackPlugin {
         private final java.util.Map<Long, MemoryProvider> leases = new java.util.concurrent.ConcurrentHashMap<>();
 
-        /** Whether opening a transport reclaims dead owners' files; a broken fixture's does not. */
-        boolean reclaimsDeadOwners() {
-            return true;
+        /** The lease a transport holds, whose open reclaims dead owners' files; a broken fixture's reclaims otherwise. */
+        MemoryProvider openLease(Path sharedDirectory) {
+            return new FileMemoryPlugin().new Provider(sharedDirectory);
         }
 
         @Override
         public Transport openTransport(TransportContext context) {
-            MemoryProvider lease = new FileMemoryPlugin().new Provider(context.sharedDirectory(), reclaimsDeadOwners());
+            MemoryProvider lease = openLease(context.sharedDirectory());
             LoopbackTransport transport;
             try {
                 transport = (LoopbackTransport) super.openTransport(context);
