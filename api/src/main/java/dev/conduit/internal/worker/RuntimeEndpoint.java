@@ -78,10 +78,10 @@ final class RuntimeEndpoint implements Endpoint {
     /** Cleared when the transport said it has no keepalive probe (checkPeer threw NotSupportedException): not asked again. */
     private volatile boolean probesPeer = true;
     /**
-     * Where encoders write that do not write in place ({@link #encodeHere}): those of at most
-     * {@value #ENCODED_HERE_UP_TO} bytes, all over a transport without zero-copy send, and those
-     * that go to the local queue. Made on the first, grown on demand, kept up to
-     * {@link PendingQueue#RETAIN} bytes, as the local queue keeps its emptied segments.
+     * This endpoint's own buffer for encoders that do not write in place ({@link #encodeHere}): those
+     * of at most {@value #ENCODED_HERE_UP_TO} bytes (every such send: the common path touches nothing
+     * shared), and larger ones that found the worker's {@link SharedEncodingBuffer} taken. Made on
+     * the first, grown on demand, kept up to {@link PendingQueue#RETAIN} bytes.
      */
     private MemorySegment scratch = MemorySegment.NULL;
     /**
@@ -247,32 +247,84 @@ final class RuntimeEndpoint implements Endpoint {
     }
 
     /**
-     * Lets the encoder write into {@link #scratch}, then hands the message to the transport as the
-     * local queue hands its records (the ranged {@code trySend}), or queues it: a small payload (one
-     * copy more, no view), any over a transport without zero-copy send, and any that would wait
-     * behind the local queue or found no room. Up to {@value #ENCODED_HERE_UP_TO} bytes the encoder
-     * gets a view kept per length; above, the ranged call on the buffer, which holds nothing else,
-     * so that a stray write past the range reaches no message (never the local queue's records, which
-     * nothing would check).
+     * The buffer a worker's endpoints encode payloads of more than {@value #ENCODED_HERE_UP_TO} bytes
+     * into when they cannot write in place ({@link #encodeHere}), up to {@link PendingQueue#RETAIN}
+     * bytes, kept for later sends: one per worker, where each endpoint kept one of its own until
+     * 2026-12-04 (a publisher with an endpoint per subscriber kept up to 4 MiB of native memory per
+     * subscriber). An encode takes it and gives it back as its send returns, so that it is never
+     * handed to two encodes at once: one that finds it taken, the send an encoder makes on another
+     * endpoint of the worker or, under {@code PASS_THROUGH}, another thread's encode, uses its
+     * endpoint's own buffer instead. Taken atomically, for under {@code PASS_THROUGH} endpoints
+     * encode concurrently; only by sends that cannot go to the transport in place, never by those
+     * of at most {@value #ENCODED_HERE_UP_TO} bytes.
      */
-    private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        if (maxLength <= PendingQueue.RETAIN) return encodeIntoScratch(id, header, maxLength, encoder);
-        // Past RETAIN a buffer of its own, freed as the send returns (what the encoder wrote was sent or copied into the
-        // local queue), as the local queue gives back a segment this large: an automatic arena held it until the GC ran.
-        Arena arena = Arena.ofShared();
-        try {
-            scratch = allocateScratch(arena, maxLength);
-            targets = null;
-            return encodeIntoScratch(id, header, maxLength, encoder);
-        } finally {
-            scratch = MemorySegment.NULL;
-            targets = null;
-            arena.close();
+    static final class SharedEncodingBuffer {
+        private static final VarHandle BUFFER;
+
+        static {
+            try {
+                BUFFER = MethodHandles.lookup().findVarHandle(SharedEncodingBuffer.class, "buffer", MemorySegment.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        /** The buffer, {@link MemorySegment#NULL} until the first encode grows it; {@code null} while an encode has it. */
+        @SuppressWarnings("unused") // through BUFFER
+        private MemorySegment buffer = MemorySegment.NULL;
+
+        /** The buffer, now this caller's until it {@link #give}s it back; {@code null} if another encode has it. */
+        MemorySegment take() {
+            return (MemorySegment) BUFFER.getAndSet(this, (MemorySegment) null);
+        }
+
+        /** Gives back what {@link #take} returned, or the larger buffer it was replaced with. */
+        void give(MemorySegment taken) {
+            BUFFER.setRelease(this, taken);
+        }
+
+        /** Bytes of native memory it holds while no encode has it (tests). */
+        long bytes() {
+            MemorySegment b = (MemorySegment) BUFFER.getAcquire(this);
+            return b == null ? 0 : b.byteSize();
         }
     }
 
     /**
-     * {@code length} bytes of native memory for {@link #scratch}, from {@code arena}; a JVM that cannot have them is
+     * Lets the encoder write into a buffer of the runtime's, then hands the message to the transport
+     * as the local queue hands its records (the ranged {@code trySend}), or queues it: a small
+     * payload (one copy more, no view), any over a transport without zero-copy send, and any that
+     * would wait behind the local queue or found no room. Up to {@value #ENCODED_HERE_UP_TO} bytes
+     * the encoder gets a view of {@link #scratch} kept per length; above, the ranged call on the
+     * worker's {@link SharedEncodingBuffer} (this endpoint's own when another encode has it), which
+     * holds nothing else, so that a stray write past the range reaches no message (never the local
+     * queue's records, which nothing would check).
+     */
+    private long encodeHere(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        if (maxLength <= ENCODED_HERE_UP_TO) {
+            MemorySegment target = scratchTarget(maxLength);
+            return sendEncoded(id, header, scratch, PayloadEncoder.checkWritten(encoder.encode(target), maxLength));
+        }
+        if (maxLength > PendingQueue.RETAIN) {
+            // Past RETAIN a buffer of its own, freed as the send returns (what the encoder wrote was sent or copied into the
+            // local queue), as the local queue gives back a segment this large: an automatic arena held it until the GC ran.
+            try (Arena arena = Arena.ofShared()) {
+                return encodeInto(allocateScratch(arena, maxLength), id, header, maxLength, encoder);
+            }
+        }
+        SharedEncodingBuffer shared = worker.encodingBuffer;
+        MemorySegment buffer = shared.take();
+        if (buffer == null) return encodeInto(scratch(maxLength), id, header, maxLength, encoder);
+        try {
+            if (buffer.byteSize() < maxLength) buffer = allocateScratch(Arena.ofAuto(), maxLength);
+            return encodeInto(buffer, id, header, maxLength, encoder);
+        } finally {
+            shared.give(buffer);
+        }
+    }
+
+    /**
+     * {@code length} bytes of native memory for an encoding buffer, from {@code arena}; a JVM that cannot have them is
      * told with what to do, not with the JDK's bare {@link OutOfMemoryError} (an automatic arena's count against
      * {@code -XX:MaxDirectMemorySize}, by default the heap's limit; another arena's only against what the system
      * gives).
@@ -282,35 +334,38 @@ final class RuntimeEndpoint implements Endpoint {
             return arena.allocate(length, 8);
         } catch (OutOfMemoryError e) {
             throw new ConduitException("cannot encode a payload of up to " + length + " bytes (maxLength) for transport '" + transport
-                    + "': no room for this endpoint's buffer of that size in native memory (" + e.getMessage() + "). A zero-copy send "
-                    + "is encoded there, and then sent or copied into the local queue, when the transport has no room for it now (over "
+                    + "': no room for a buffer of that size in native memory (" + e.getMessage() + "). A zero-copy send is encoded "
+                    + "there, and then sent or copied into the local queue, when the transport has no room for it now (over "
                     + "memfd and posix: the connection's bounce ring still holds payloads the peer has not released) or messages "
                     + "already wait locally. Progress the worker until pending() is 0 before such a send, pass a smaller maxLength, "
                     + "or give the transport room for what is in flight (" + transport + ".bounce.size over memfd and posix); a "
-                    + "buffer of up to " + PendingQueue.RETAIN + " bytes, kept for later sends, counts against "
-                    + "-XX:MaxDirectMemorySize (by default the heap's limit, -Xmx), a larger one, freed as the send returns, "
-                    + "against the system's memory only", e);
+                    + "buffer of up to " + PendingQueue.RETAIN + " bytes, kept for later sends (one per worker, shared by its "
+                    + "endpoints), counts against -XX:MaxDirectMemorySize (by default the heap's limit, -Xmx), a larger one, freed "
+                    + "as the send returns, against the system's memory only", e);
         }
     }
 
-    private long encodeIntoScratch(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
-        long written = PayloadEncoder.checkWritten(maxLength <= ENCODED_HERE_UP_TO
-                ? encoder.encode(scratchTarget(maxLength))
-                : encoder.encode(scratch(maxLength), 0, maxLength), maxLength);
+    /** Lets the encoder write into {@code buffer} through its ranged call, then sends or queues what it wrote. */
+    private long encodeInto(MemorySegment buffer, int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
+        return sendEncoded(id, header, buffer, PayloadEncoder.checkWritten(encoder.encode(buffer, 0, maxLength), maxLength));
+    }
+
+    /** Hands the {@code written} bytes an encoder wrote at the start of {@code buffer} to the transport, or to the local queue. */
+    private long sendEncoded(int id, MemorySegment header, MemorySegment buffer, long written) {
         if (pending.isEmpty()) {
             boolean sent;
             try {
-                sent = te.trySend(id, header, 0, (int) header.byteSize(), scratch, 0, written);
+                sent = te.trySend(id, header, 0, (int) header.byteSize(), buffer, 0, written);
             } catch (PeerFailedException e) {
                 throw failedNow(e);
             } catch (RuntimeException e) {
                 throw thrownBy(transport, "trySend", e);
             }
             if (sent) return written;
-            pending.add(id, header, scratch, 0, written);
+            pending.add(id, header, buffer, 0, written);
             markBacklogged();
         } else {
-            pending.add(id, header, scratch, 0, written);
+            pending.add(id, header, buffer, 0, written);
         }
         return written;
     }
@@ -331,6 +386,11 @@ final class RuntimeEndpoint implements Endpoint {
         MemorySegment target = targets[(int) maxLength];
         if (target == null) targets[(int) maxLength] = target = scratch.asSlice(0, maxLength);
         return target;
+    }
+
+    /** Bytes of native memory this endpoint's own encoding buffer holds (tests; the worker's shared one is apart). */
+    long encodingBytesHeld() {
+        return scratch.byteSize();
     }
 
     /** The local queue was empty and holds a message now. */

@@ -183,6 +183,8 @@ public final class RuntimeWorker implements Worker {
      * not that much per endpoint.
      */
     final PendingQueue.Spares pendingSpares = new PendingQueue.Spares();
+    /** The buffer this worker's endpoints encode into when a send cannot go to the transport in place, shared likewise. */
+    final RuntimeEndpoint.SharedEncodingBuffer encodingBuffer = new RuntimeEndpoint.SharedEncodingBuffer();
     /** Open endpoints, oldest first; copied on write (connect and close are rare, progress reads it). */
     private volatile RuntimeEndpoint[] endpoints = new RuntimeEndpoint[0];
     /** Transport endpoints a handler closed while their transport's progress was on the stack. */

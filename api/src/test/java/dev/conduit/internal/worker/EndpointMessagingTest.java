@@ -3,9 +3,11 @@ package dev.conduit.internal.worker;
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Message;
+import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.LoggedWarnings;
@@ -610,6 +612,154 @@ class EndpointMessagingTest {
         p.endpoint().send(1, longs(2));
         progressUntil(() -> seen.size() == 1, p.receiver(), p.sender());
         assertThat(seen).containsExactly(2L);
+    }
+
+    /** A sender over a loopback queue of {@code capacity} in {@code mode}, which lets payloads of 8 MiB through, and its receiver. */
+    private Pair pairOfLargePayloads(int capacity, ThreadMode mode) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", capacity, mode == ThreadMode.MULTI);
+        plugin.maxPayload = 8 << 20; // no zero-copy send here: every encoder above 1 KiB writes into a buffer of the runtime
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(mode);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        return new Pair(plugin, sender, receiver, sender.connect(receiver.address()));
+    }
+
+    /** An encoder of {@code maxLength} bytes whose payload is {@code value} then {@code fill} to its end; it records where it wrote. */
+    private static PayloadEncoder.Ranged filling(long value, byte fill, List<MemorySegment> wroteAt, Runnable meanwhile) {
+        return (memory, offset, maxLength) -> {
+            wroteAt.add(memory.asSlice(offset, maxLength));
+            memory.asSlice(offset, maxLength).fill(fill);
+            memory.set(Loopbacks.LE_LONG, offset, value);
+            meanwhile.run();
+            return maxLength;
+        };
+    }
+
+    /** Records the first long of every payload of id 1, and checks that the rest of it is the byte the {@link #filling} encoder of that value wrote. */
+    private static List<Long> recordFilledPayloads(Worker receiver, Map<Long, Byte> fillOf) {
+        List<Long> seen = new ArrayList<>();
+        receiver.onMessage(1, m -> {
+            long value = m.payloadLong(0);
+            MemorySegment rest = m.payload().asSlice(8);
+            byte fill = fillOf.get(value);
+            assertThat(rest.mismatch(MemorySegment.ofArray(new byte[(int) rest.byteSize()]).fill(fill)))
+                    .as("payload %d is its own encoder's bytes to its end", value).isEqualTo(-1L);
+            seen.add(value);
+        });
+        return seen;
+    }
+
+    /**
+     * A fan-out publisher with an endpoint per subscriber: 64 endpoints of one worker, each with an
+     * encoded backlog of payloads of 1 MiB, hold one encoding buffer between them once their
+     * backlogs drained. Each endpoint kept one of its own until 2026-12-04, grown to the largest
+     * payload it encoded here, up to 4 MiB: 64 MiB for these, 256 MiB for payloads of 4 MiB.
+     */
+    @Test
+    void theEndpointsOfAWorkerKeepOneEncodingBufferBetweenThemOnceTheirEncodedBacklogsDrained() {
+        Pair p = pairOfLargePayloads(4, ThreadMode.SINGLE);
+        Map<Long, Byte> fillOf = new HashMap<>();
+        List<Long> seen = recordFilledPayloads(p.receiver(), fillOf);
+        List<RuntimeEndpoint> endpoints = new ArrayList<>();
+        for (int e = 0; e < 64; e++) endpoints.add((RuntimeEndpoint) p.sender().connect(p.receiver().address()));
+        int length = 1 << 20;
+        List<Long> sent = new ArrayList<>();
+        List<MemorySegment> wroteAt = new ArrayList<>();
+        for (int e = 0; e < endpoints.size(); e++) {
+            for (int i = 0; i < 3; i++) {
+                long value = e * 10L + i;
+                fillOf.put(value, (byte) value);
+                endpoints.get(e).send(1, MemorySegment.NULL, length, filling(value, (byte) value, wroteAt, () -> { }));
+                sent.add(value);
+            }
+        }
+        assertThat(endpoints.stream().mapToLong(RuntimeEndpoint::pending).sum()).as("a backlog on every endpoint but the first")
+                .isEqualTo(64 * 3 - 4);
+        progressUntil(() -> seen.size() == sent.size(), p.receiver(), p.sender());
+        assertThat(seen).containsExactlyInAnyOrderElementsOf(sent);
+
+        long ownBytes = endpoints.stream().mapToLong(RuntimeEndpoint::encodingBytesHeld).sum();
+        long sharedBytes = ((RuntimeWorker) p.sender()).encodingBuffer.bytes();
+        assertThat(ownBytes + sharedBytes).as("native memory the 64 endpoints' encoding buffers hold once drained").isEqualTo(length);
+        assertThat(wroteAt.stream().map(MemorySegment::address).distinct()).as("every encode wrote into the one buffer").hasSize(1);
+    }
+
+    /**
+     * An encoder may send on another endpoint of its worker: that send's encoder finds the worker's
+     * buffer taken by the first and writes into its own endpoint's buffer, so that neither overwrites
+     * the other's payload; the buffer is the worker's again as the outer send returns, whether its
+     * encoder returned or threw.
+     */
+    @Test
+    void anEncoderThatSendsOnAnotherEndpointOfItsWorkerNeverSharesMemoryWithThatSendsEncoder() {
+        Pair p = pairOfLargePayloads(4, ThreadMode.SINGLE);
+        Map<Long, Byte> fillOf = new HashMap<>(Map.of(0L, (byte) 0x00, 1L, (byte) 0x11, 2L, (byte) 0x22, 3L, (byte) 0x33, 4L, (byte) 0x44));
+        List<Long> seen = recordFilledPayloads(p.receiver(), fillOf);
+        Endpoint other = p.sender().connect(p.receiver().address());
+        RuntimeWorker sender = (RuntimeWorker) p.sender();
+        List<MemorySegment> outer = new ArrayList<>();
+        List<MemorySegment> inner = new ArrayList<>();
+        p.endpoint().send(1, MemorySegment.NULL, 5000, filling(0, (byte) 0x00, outer, () -> { })); // the worker's buffer holds 5000
+        p.endpoint().send(1, MemorySegment.NULL, 3000, filling(1, (byte) 0x11, outer,
+                () -> other.send(1, MemorySegment.NULL, 5000, filling(2, (byte) 0x22, inner, () -> { }))));
+        assertThat(outer.getLast().asOverlappingSlice(inner.getFirst())).as("the nested encoder's memory overlaps the outer's").isEmpty();
+        assertThat(sender.encodingBuffer.bytes()).as("the worker's buffer, given back").isEqualTo(5000);
+        assertThat(((RuntimeEndpoint) other).encodingBytesHeld()).as("the nested send's endpoint's own").isEqualTo(5000);
+
+        List<MemorySegment> after = new ArrayList<>();
+        assertThatThrownBy(() -> other.send(1, MemorySegment.NULL, 2000, (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+            after.add(memory);
+            throw new IllegalArgumentException("cannot encode");
+        })).hasMessage("cannot encode");
+        assertThat(after.getFirst().address()).as("the next send takes the worker's buffer").isEqualTo(outer.getFirst().address());
+        p.endpoint().send(1, MemorySegment.NULL, 3000, filling(3, (byte) 0x33, after, () -> { }));
+        assertThat(after.getLast().address()).as("given back by the send whose encoder threw").isEqualTo(outer.getFirst().address());
+        other.send(1, MemorySegment.NULL, 8, t -> {
+            t.set(Loopbacks.LE_LONG, 0, 4L);
+            return 8;
+        });
+        progressUntil(() -> seen.size() == 5, p.receiver(), p.sender());
+        assertThat(seen).as("the nested send returned first").containsExactly(0L, 2L, 1L, 3L, 4L);
+    }
+
+    /**
+     * Under PASS_THROUGH two threads encode on two endpoints of a worker at once: the one that finds
+     * the worker's buffer taken writes into its endpoint's own, and neither payload is the other's.
+     */
+    @Test
+    void twoThreadsEncodingOnTwoEndpointsOfAPassThroughWorkerAtOnceNeverShareMemory() throws Exception {
+        Pair p = pairOfLargePayloads(64, ThreadMode.MULTI);
+        assertThat(p.sender().threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        Map<Long, Byte> fillOf = new java.util.concurrent.ConcurrentHashMap<>();
+        List<Long> seen = recordFilledPayloads(p.receiver(), fillOf);
+        Endpoint other = p.sender().connect(p.receiver().address());
+        java.util.concurrent.CyclicBarrier bothEncoding = new java.util.concurrent.CyclicBarrier(2);
+        List<MemorySegment> wroteAt = java.util.Collections.synchronizedList(new ArrayList<>());
+        Runnable meet = () -> {
+            try {
+                bothEncoding.await(30, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new AssertionError("the other encoder never ran at the same time", e);
+            }
+        };
+        fillOf.put(-1L, (byte) 0);
+        p.endpoint().send(1, MemorySegment.NULL, 4000, filling(-1, (byte) 0, new ArrayList<>(), () -> { })); // the worker's buffer holds 4000
+        int rounds = 20;
+        Thread second = Thread.ofPlatform().start(() -> {
+            for (long i = 0; i < rounds; i++) {
+                fillOf.put(100 + i, (byte) 0x55);
+                other.send(1, MemorySegment.NULL, 4000, filling(100 + i, (byte) 0x55, wroteAt, meet));
+            }
+        });
+        for (long i = 0; i < rounds; i++) {
+            fillOf.put(i, (byte) 0x11);
+            p.endpoint().send(1, MemorySegment.NULL, 4000, filling(i, (byte) 0x11, wroteAt, meet));
+        }
+        second.join();
+        progressUntil(() -> seen.size() == 2 * rounds + 1, p.receiver(), p.sender());
+        for (int i = 0; i < wroteAt.size(); i += 2) {
+            assertThat(wroteAt.get(i).asOverlappingSlice(wroteAt.get(i + 1))).as("two encodes at once, round %d", i / 2).isEmpty();
+        }
     }
 
     @Test
