@@ -254,9 +254,11 @@ final class RuntimeEndpoint implements Endpoint {
      * subscriber). An encode takes it and gives it back as its send returns, so that it is never
      * handed to two encodes at once: one that finds it taken, the send an encoder makes on another
      * endpoint of the worker or, under {@code PASS_THROUGH}, another thread's encode, uses its
-     * endpoint's own buffer instead. Taken atomically, for under {@code PASS_THROUGH} endpoints
-     * encode concurrently; only by sends that cannot go to the transport in place, never by those
-     * of at most {@value #ENCODED_HERE_UP_TO} bytes.
+     * endpoint's own buffer instead. Taken atomically under {@code PASS_THROUGH}, where endpoints
+     * encode concurrently; through a plain field where the worker's guard lets one thread in at a
+     * time (its entry sees what the previous holder gave back), which costs the send no atomic
+     * instruction. Only by sends that cannot go to the transport in place, never by those of at
+     * most {@value #ENCODED_HERE_UP_TO} bytes.
      */
     static final class SharedEncodingBuffer {
         private static final VarHandle BUFFER;
@@ -269,18 +271,27 @@ final class RuntimeEndpoint implements Endpoint {
             }
         }
 
+        /** Whether calls on the worker run concurrently ({@code PASS_THROUGH}): then the buffer is taken atomically. */
+        private final boolean concurrent;
         /** The buffer, {@link MemorySegment#NULL} until the first encode grows it; {@code null} while an encode has it. */
-        @SuppressWarnings("unused") // through BUFFER
         private MemorySegment buffer = MemorySegment.NULL;
+
+        SharedEncodingBuffer(boolean concurrent) {
+            this.concurrent = concurrent;
+        }
 
         /** The buffer, now this caller's until it {@link #give}s it back; {@code null} if another encode has it. */
         MemorySegment take() {
-            return (MemorySegment) BUFFER.getAndSet(this, (MemorySegment) null);
+            if (concurrent) return (MemorySegment) BUFFER.getAndSet(this, (MemorySegment) null);
+            MemorySegment b = buffer;
+            buffer = null;
+            return b;
         }
 
         /** Gives back what {@link #take} returned, or the larger buffer it was replaced with. */
         void give(MemorySegment taken) {
-            BUFFER.setRelease(this, taken);
+            if (concurrent) BUFFER.setRelease(this, taken);
+            else buffer = taken;
         }
 
         /** Bytes of native memory it holds while no encode has it (tests). */

@@ -184,7 +184,7 @@ public final class RuntimeWorker implements Worker {
      */
     final PendingQueue.Spares pendingSpares = new PendingQueue.Spares();
     /** The buffer this worker's endpoints encode into when a send cannot go to the transport in place, shared likewise. */
-    final RuntimeEndpoint.SharedEncodingBuffer encodingBuffer = new RuntimeEndpoint.SharedEncodingBuffer();
+    final RuntimeEndpoint.SharedEncodingBuffer encodingBuffer;
     /** Open endpoints, oldest first; copied on write (connect and close are rare, progress reads it). */
     private volatile RuntimeEndpoint[] endpoints = new RuntimeEndpoint[0];
     /** Transport endpoints a handler closed while their transport's progress was on the stack. */
@@ -227,6 +227,7 @@ public final class RuntimeWorker implements Worker {
                 && (plugins.get(w).threadModes().contains(ThreadMode.SERIALIZED) || plugins.get(w).threadModes().contains(ThreadMode.MULTI));
         this.confining = confining;
         this.concurrent = guard.policy() == ThreadPolicy.PASS_THROUGH;
+        this.encodingBuffer = new RuntimeEndpoint.SharedEncodingBuffer(concurrent);
         this.remoteMemory = remoteMemory;
         this.dispatch = dispatch;
         this.onClose = onClose;

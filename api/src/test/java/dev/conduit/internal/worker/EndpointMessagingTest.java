@@ -614,9 +614,12 @@ class EndpointMessagingTest {
         assertThat(seen).containsExactly(2L);
     }
 
-    /** A sender over a loopback queue of {@code capacity} in {@code mode}, which lets payloads of 8 MiB through, and its receiver. */
-    private Pair pairOfLargePayloads(int capacity, ThreadMode mode) {
-        LoopbackPlugin plugin = new LoopbackPlugin("lo", capacity, mode == ThreadMode.MULTI);
+    /**
+     * A sender in {@code mode} over a loopback queue of {@code capacity} that lets payloads of 8 MiB
+     * through, whose plugin declares MULTI as asked, and its receiver.
+     */
+    private Pair pairOfLargePayloads(int capacity, ThreadMode mode, boolean pluginDeclaresMulti) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", capacity, pluginDeclaresMulti);
         plugin.maxPayload = 8 << 20; // no zero-copy send here: every encoder above 1 KiB writes into a buffer of the runtime
         Conduit conduit = loopbacks.conduit(plugin);
         Worker sender = conduit.newWorker(mode);
@@ -657,7 +660,7 @@ class EndpointMessagingTest {
      */
     @Test
     void theEndpointsOfAWorkerKeepOneEncodingBufferBetweenThemOnceTheirEncodedBacklogsDrained() {
-        Pair p = pairOfLargePayloads(4, ThreadMode.SINGLE);
+        Pair p = pairOfLargePayloads(4, ThreadMode.SINGLE, false);
         Map<Long, Byte> fillOf = new HashMap<>();
         List<Long> seen = recordFilledPayloads(p.receiver(), fillOf);
         List<RuntimeEndpoint> endpoints = new ArrayList<>();
@@ -692,7 +695,7 @@ class EndpointMessagingTest {
      */
     @Test
     void anEncoderThatSendsOnAnotherEndpointOfItsWorkerNeverSharesMemoryWithThatSendsEncoder() {
-        Pair p = pairOfLargePayloads(4, ThreadMode.SINGLE);
+        Pair p = pairOfLargePayloads(4, ThreadMode.SINGLE, false);
         Map<Long, Byte> fillOf = new HashMap<>(Map.of(0L, (byte) 0x00, 1L, (byte) 0x11, 2L, (byte) 0x22, 3L, (byte) 0x33, 4L, (byte) 0x44));
         List<Long> seen = recordFilledPayloads(p.receiver(), fillOf);
         Endpoint other = p.sender().connect(p.receiver().address());
@@ -728,7 +731,7 @@ class EndpointMessagingTest {
      */
     @Test
     void twoThreadsEncodingOnTwoEndpointsOfAPassThroughWorkerAtOnceNeverShareMemory() throws Exception {
-        Pair p = pairOfLargePayloads(64, ThreadMode.MULTI);
+        Pair p = pairOfLargePayloads(64, ThreadMode.MULTI, true);
         assertThat(p.sender().threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
         Map<Long, Byte> fillOf = new java.util.concurrent.ConcurrentHashMap<>();
         List<Long> seen = recordFilledPayloads(p.receiver(), fillOf);
@@ -760,6 +763,35 @@ class EndpointMessagingTest {
         for (int i = 0; i < wroteAt.size(); i += 2) {
             assertThat(wroteAt.get(i).asOverlappingSlice(wroteAt.get(i + 1))).as("two encodes at once, round %d", i / 2).isEmpty();
         }
+    }
+
+    /**
+     * Under the runtime lock (a MULTI worker over plugins that do not declare MULTI) two threads take
+     * turns encoding on two endpoints, and the worker's buffer passes between them through a plain
+     * field the lock orders: every payload arrives whole, each its own encoder's bytes.
+     */
+    @Test
+    void twoThreadsTakingTurnsUnderTheRuntimeLockEachSendTheirOwnPayloadsWhole() throws Exception {
+        Pair p = pairOfLargePayloads(16, ThreadMode.MULTI, false);
+        assertThat(p.sender().threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        Map<Long, Byte> fillOf = new java.util.concurrent.ConcurrentHashMap<>();
+        List<Long> seen = recordFilledPayloads(p.receiver(), fillOf);
+        Endpoint other = p.sender().connect(p.receiver().address());
+        int sends = 500;
+        List<MemorySegment> wroteAt = java.util.Collections.synchronizedList(new ArrayList<>());
+        Thread second = Thread.ofPlatform().start(() -> {
+            for (long i = 0; i < sends; i++) {
+                fillOf.put(10_000 + i, (byte) 0x55);
+                other.send(1, MemorySegment.NULL, 4000, filling(10_000 + i, (byte) 0x55, wroteAt, () -> { }));
+            }
+        });
+        for (long i = 0; i < sends; i++) {
+            fillOf.put(i, (byte) 0x11);
+            p.endpoint().send(1, MemorySegment.NULL, 4000, filling(i, (byte) 0x11, wroteAt, () -> { }));
+        }
+        second.join();
+        progressUntil(() -> seen.size() == 2 * sends, p.receiver(), p.sender());
+        assertThat(wroteAt.stream().map(MemorySegment::address).distinct()).as("every encode wrote into the worker's buffer").hasSize(1);
     }
 
     @Test
