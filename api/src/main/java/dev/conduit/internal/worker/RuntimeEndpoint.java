@@ -90,6 +90,8 @@ final class RuntimeEndpoint implements Endpoint {
      * must be exactly {@code maxLength} long, and a view cannot be pointed elsewhere.
      */
     private MemorySegment[] targets;
+    /** The worker's {@link SharedEncodingBuffer}, read here without going through the worker. */
+    private final SharedEncodingBuffer sharedEncodingBuffer;
     /**
      * The thread whose encoder of a send on this endpoint is running, else {@code null}: a send it
      * makes here would overwrite or overtake its message, and a close of this endpoint or its
@@ -130,6 +132,7 @@ final class RuntimeEndpoint implements Endpoint {
         }
         this.worker = worker;
         this.pending = new PendingQueue(worker.pendingSpares);
+        this.sharedEncodingBuffer = worker.encodingBuffer;
         this.transport = transport;
         this.peer = peer;
         this.te = te;
@@ -323,7 +326,7 @@ final class RuntimeEndpoint implements Endpoint {
                 return encodeInto(allocateScratch(arena, maxLength), id, header, maxLength, encoder);
             }
         }
-        SharedEncodingBuffer shared = worker.encodingBuffer;
+        SharedEncodingBuffer shared = sharedEncodingBuffer;
         MemorySegment buffer = shared.take();
         if (buffer == null) return encodeInto(scratch(maxLength), id, header, maxLength, encoder);
         try {
