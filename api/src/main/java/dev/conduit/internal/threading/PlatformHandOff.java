@@ -48,6 +48,9 @@ public final class PlatformHandOff {
     public static <T> T blockingCall(Supplier<T> call) {
         if (!Thread.currentThread().isVirtual()) return call.get();
         ForCaller<T> forCaller = new ForCaller<>(call);
+        // Passed on before the submit, not left to the wait below: a call that ends before the caller waits for it is
+        // collected without a look at the caller's status, and would never have seen an interrupt set before it.
+        if (Thread.currentThread().isInterrupted()) forCaller.interrupt();
         return ThreadConfinement.resultOf(THREADS.submit(forCaller), forCaller::interrupt);
     }
 

@@ -128,6 +128,27 @@ class PlatformHandOffTest {
         assertThat(o[2]).as("the next call saw an interrupt").isEqualTo(false);
     }
 
+    /**
+     * A call that ends at once, before its caller waits for it, still sees an interrupt set before
+     * it: the wait collects a finished call without a look at the caller's status, so the interrupt
+     * is passed on before the call is submitted. Many calls, for the race is a narrow one.
+     */
+    @Test
+    void anInterruptSetBeforeACallThatEndsAtOnceReachesItEveryTime() throws Exception {
+        Object[] o = onAVirtualThread(() -> {
+            int missed = 0;
+            for (int i = 0; i < CALLS_THAT_END_AT_ONCE; i++) {
+                Thread.currentThread().interrupt();
+                if (!PlatformHandOff.blockingCall(() -> Thread.currentThread().isInterrupted())) missed++;
+                Thread.interrupted();
+            }
+            return new Object[] {missed};
+        });
+        assertThat(o[0]).as("calls of " + CALLS_THAT_END_AT_ONCE + " that did not see the caller's interrupt").isEqualTo(0);
+    }
+
+    private static final int CALLS_THAT_END_AT_ONCE = 20_000;
+
     private static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + GUARD.toNanos();
         while (!condition.getAsBoolean()) {
