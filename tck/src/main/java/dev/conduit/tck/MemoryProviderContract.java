@@ -385,40 +385,16 @@ public abstract class MemoryProviderContract extends PluginContract {
         assumeIpc();
         long size = chunkSize(provider);
         provider.close(); // a provider may own its resource exclusively (a device): the exporting processes open their own
-        Path shared = sharedDirectory();
-        Set<Path> beforeTheExporters = filesIn(shared);
-        Set<Path> killedExportersFiles = Set.of();
-        ChildJvm.Started killed = startExporter(size, 43);
-        try {
-            killed.awaitLine(ExportingChild.EXPORTED, secondProcessGuard());
-            killedExportersFiles = appearedSince(shared, beforeTheExporters);
-            assumeTrue(!killedExportersFiles.isEmpty(), "the exporting process of plugin '" + plugin.name() + "' made no file in the "
-                    + "shared directory " + shared + ": nothing of a killed exporter's for the plugin to reclaim there");
-            Set<Path> beforeTheLiveExporter = filesIn(shared);
-            try (ChildJvm.Started live = startExporter(size, 44)) {
-                live.awaitLine(ExportingChild.EXPORTED, secondProcessGuard());
-                Set<Path> liveExportersFiles = appearedSince(shared, beforeTheLiveExporter);
-                killed.kill(secondProcessGuard());
-                AutoCloseable trigger = reclaimTheFilesOfDeadExporters(plugin, pluginContext());
-                try {
-                    assertOnlyTheDeadOwnersFilesWereReclaimed(plugin.name(), shared, killedExportersFiles, liveExportersFiles,
-                            "an exporting process", "reclaimTheFilesOfDeadExporters", "the next memory provider opened on the directory");
-                } finally {
-                    trigger.close();
-                }
-            } // its stdin ends: the live exporter closes its provider, which removes its files
-        } finally {
-            killed.close();
-            if (killed.killed()) removeDeepestFirst(killedExportersFiles);
-        }
+        checkAKilledOwnersFilesAreReclaimed(plugin.name(), () -> startExporter(size, 43), ExportingChild.EXPORTED,
+                line -> "the exporting process of plugin '" + plugin.name() + "' made no file in the shared directory " + sharedDirectory()
+                        + ": nothing of a killed exporter's for the plugin to reclaim there",
+                () -> reclaimTheFilesOfDeadExporters(plugin, pluginContext()),
+                "an exporting process", "reclaimTheFilesOfDeadExporters", "the next memory provider opened on the directory");
     }
 
     /** Starts an {@link ExportingChild} of the plugin on the shared directory, exporting a chunk of {@code size} bytes filled with {@code seed}. */
     private ChildJvm.Started startExporter(long size, long seed) throws IOException {
-        List<String> arguments = new ArrayList<>(List.of(plugin.name(), plugin.getClass().getName(), sharedDirectory().toString(),
-                Long.toString(size), Long.toString(seed)));
-        configuration(sharedDirectory()).forEach((k, v) -> arguments.add(k + "=" + v));
-        return ChildJvm.start(ExportingChild.class, arguments);
+        return startChild(ExportingChild.class, plugin, Long.toString(size), Long.toString(seed));
     }
 
     /** Asks {@code mapping} until it says {@code wanted}, for at most {@link #progressGuard()}: its last answer. */

@@ -14,6 +14,7 @@ import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Timeout;
@@ -27,6 +28,9 @@ import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
@@ -493,14 +497,68 @@ public abstract class PluginContract {
         return files.map(f -> directory.relativize(f).toString()).sorted().toList();
     }
 
+    /** Starts a child JVM of the plugin, for a check that needs a process of its own. */
+    @FunctionalInterface
+    interface ChildStart {
+        ChildJvm.Started start() throws IOException;
+    }
+
+    /**
+     * Starts {@code main} in a child JVM with the plugin's name and class, the shared directory,
+     * {@code arguments}, then the suite's configuration as {@code key=value}: the command line the
+     * TCK's children read.
+     */
+    final ChildJvm.Started startChild(Class<?> main, ConduitPlugin plugin, String... arguments) throws IOException {
+        List<String> command = new ArrayList<>(List.of(plugin.name(), plugin.getClass().getName(), sharedDirectory.toString()));
+        command.addAll(List.of(arguments));
+        configuration(sharedDirectory).forEach((k, v) -> command.add(k + "=" + v));
+        return ChildJvm.start(main, command);
+    }
+
+    /**
+     * The checks of a killed process's files (a killed exporter's, {@code MemoryProviderContract};
+     * a killed worker's, {@code TransportContract}): a child ({@code start}) makes its files in the
+     * shared directory, which it tells by a line beginning {@code ready}; a second child makes its
+     * own; the first is killed with {@code SIGKILL}, and while what {@code trigger} opened is open,
+     * none of the first's files may be left and all of the second's must be there. Skipped, with
+     * what {@code noFiles} makes of the first child's line, when that child made no file. The
+     * killed child's files that the plugin left are removed after the check, so that the check of
+     * the directory after the test does not report them twice.
+     */
+    final void checkAKilledOwnersFilesAreReclaimed(String plugin, ChildStart start, String ready, Function<String, String> noFiles,
+                                                   Callable<AutoCloseable> trigger, String owner, String hook, String byDefault)
+            throws Exception {
+        Path shared = sharedDirectory;
+        Set<Path> beforeTheOwners = filesIn(shared);
+        Set<Path> killedOwnersFiles = Set.of();
+        ChildJvm.Started killed = start.start();
+        try {
+            String line = killed.awaitLine(ready, secondProcessGuard());
+            killedOwnersFiles = appearedSince(shared, beforeTheOwners);
+            Assumptions.assumeTrue(!killedOwnersFiles.isEmpty(), noFiles.apply(line));
+            Set<Path> beforeTheLiveOwner = filesIn(shared);
+            try (ChildJvm.Started live = start.start()) {
+                live.awaitLine(ready, secondProcessGuard());
+                Set<Path> liveOwnersFiles = appearedSince(shared, beforeTheLiveOwner);
+                killed.kill(secondProcessGuard());
+                try (AutoCloseable opened = trigger.call()) {
+                    assertOnlyTheDeadOwnersFilesWereReclaimed(plugin, shared, killedOwnersFiles, liveOwnersFiles, owner, hook, byDefault);
+                }
+            } // its stdin ends: the live child closes what it opened, which removes its files
+        } finally {
+            killed.close();
+            if (killed.killed()) removeDeepestFirst(killedOwnersFiles);
+        }
+    }
+
     /**
      * What the checks of a killed process's files ask once the plugin's reclaim trigger ran: none of
      * {@code deadOwnersFiles} is left in {@code directory}, and all of {@code liveOwnersFiles} are.
      * {@code owner} names the kind of process ("an exporting process"), {@code hook} the suite's hook
      * that names the trigger, {@code byDefault} the trigger it runs unless overridden.
      */
-    static void assertOnlyTheDeadOwnersFilesWereReclaimed(String plugin, Path directory, Set<Path> deadOwnersFiles,
-                                                          Set<Path> liveOwnersFiles, String owner, String hook, String byDefault)
+    private static void assertOnlyTheDeadOwnersFilesWereReclaimed(String plugin, Path directory, Set<Path> deadOwnersFiles,
+                                                                  Set<Path> liveOwnersFiles, String owner, String hook, String byDefault)
             throws IOException {
         String trigger = hook + ": by default " + byDefault;
         Set<Path> now = filesIn(directory);

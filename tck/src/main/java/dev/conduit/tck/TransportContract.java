@@ -28,7 +28,6 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -1210,42 +1209,17 @@ public abstract class TransportContract extends PluginContract {
     @Test
     public void aKilledWorkersFilesAreReclaimedByTheNextTransportAndALiveOnesStay() throws Exception {
         Transport peer = open(new Inbox());
-        Path shared = sharedDirectory();
-        Set<Path> beforeTheWorkers = filesIn(shared);
-        Set<Path> killedWorkersFiles = Set.of();
-        ChildJvm.Started killed = startWorker(peer);
-        try {
-            String connected = killed.awaitLine(TransportingChild.OPENED, secondProcessGuard());
-            killedWorkersFiles = appearedSince(shared, beforeTheWorkers);
-            assumeTrue(!killedWorkersFiles.isEmpty(), "the worker's process of plugin '" + plugin.name() + "' made no file in the "
-                    + "shared directory " + shared + " (its transport opened, "
-                    + (connected.equals(TransportingChild.CONNECTED) ? "connected and sent a message" : connected)
-                    + "): nothing of a killed worker's for the plugin to reclaim there");
-            Set<Path> beforeTheLiveWorker = filesIn(shared);
-            try (ChildJvm.Started live = startWorker(peer)) {
-                live.awaitLine(TransportingChild.OPENED, secondProcessGuard());
-                Set<Path> liveWorkersFiles = appearedSince(shared, beforeTheLiveWorker);
-                killed.kill(secondProcessGuard());
-                AutoCloseable trigger = reclaimTheFilesOfDeadWorkers(plugin, transportContext(ThreadMode.SERIALIZED, new Inbox()));
-                try {
-                    assertOnlyTheDeadOwnersFilesWereReclaimed(plugin.name(), shared, killedWorkersFiles, liveWorkersFiles,
-                            "a worker's process", "reclaimTheFilesOfDeadWorkers", "the next transport opened on the directory");
-                } finally {
-                    trigger.close();
-                }
-            } // its stdin ends: the live worker closes its transport, which removes its files
-        } finally {
-            killed.close();
-            if (killed.killed()) removeDeepestFirst(killedWorkersFiles);
-        }
+        checkAKilledOwnersFilesAreReclaimed(plugin.name(), () -> startWorker(peer), TransportingChild.OPENED,
+                line -> "the worker's process of plugin '" + plugin.name() + "' made no file in the shared directory " + sharedDirectory()
+                        + " (its transport opened, " + (line.equals(TransportingChild.CONNECTED) ? "connected and sent a message" : line)
+                        + "): nothing of a killed worker's for the plugin to reclaim there",
+                () -> reclaimTheFilesOfDeadWorkers(plugin, transportContext(ThreadMode.SERIALIZED, new Inbox())),
+                "a worker's process", "reclaimTheFilesOfDeadWorkers", "the next transport opened on the directory");
     }
 
     /** Starts a {@link TransportingChild} of the plugin on the shared directory, connecting to {@code peer}. */
     private ChildJvm.Started startWorker(Transport peer) throws IOException {
-        List<String> arguments = new ArrayList<>(List.of(plugin.name(), plugin.getClass().getName(), sharedDirectory().toString(),
-                Patterns.hex(peer.address())));
-        configuration(sharedDirectory()).forEach((k, v) -> arguments.add(k + "=" + v));
-        return ChildJvm.start(TransportingChild.class, arguments);
+        return startChild(TransportingChild.class, plugin, Patterns.hex(peer.address()));
     }
 
     // ---- through the runtime ----
