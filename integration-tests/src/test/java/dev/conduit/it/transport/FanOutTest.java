@@ -120,8 +120,13 @@ class FanOutTest {
         }
     }
 
+    /**
+     * Conduit's own descriptors and mappings exactly as before; sockets and all descriptors no more: a memfd fd server
+     * closes its end of an exchange on its own thread, so a look may count one socket that a later look does not (the CI
+     * run of 12-05 01:13 failed on one socket fewer, which is no leak).
+     */
     private static boolean holdsNoMoreThan(OpenResources now, OpenResources before) {
-        return now.fds() <= before.fds() && now.conduitFds() == before.conduitFds() && now.socketFds() == before.socketFds()
+        return now.fds() <= before.fds() && now.conduitFds() == before.conduitFds() && now.socketFds() <= before.socketFds()
                 && now.conduitMappings() == before.conduitMappings();
     }
 
