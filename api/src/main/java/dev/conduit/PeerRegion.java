@@ -1,5 +1,7 @@
 package dev.conduit;
 
+import dev.conduit.spi.ExporterState;
+
 /**
  * A peer's exported region, as a target or source of RMA on the endpoint that opened it
  * ({@link Endpoint#peerRegion(byte[])}).
@@ -24,6 +26,34 @@ public interface PeerRegion extends AutoCloseable {
 
     /** The plugin that exported it. */
     String plugin();
+
+    /**
+     * Whether the process that exported this region still holds it out, judged now: the same
+     * three answers as {@link ImportedRegion#exporterState()}, never a pid.
+     * <ul>
+     * <li>A region mapped here (memfd, posix: same host) asks the plugin's mapping of the chunk in
+     *     the IPC cache ({@link dev.conduit.spi.ChunkMapping#exporterState()}), exactly as an
+     *     import of the same handle does: {@code ALIVE} while the exporter holds its pool's lease,
+     *     {@code DEAD} once it does not (killed, or its pool closed), {@code UNKNOWN} where the
+     *     plugin cannot tell (devdax until another owner started) or may not look.</li>
+     * <li>A region not mapped here (verbs: another host) is judged by its endpoint, whose peer
+     *     holds the memory RMA reaches: {@code DEAD} once the endpoint failed with
+     *     {@link dev.conduit.spi.PeerFailedException.Reason#DIED}, {@code UNKNOWN} otherwise (a
+     *     live connection proves no more than that, and a failure of another reason, verbs' own
+     *     {@code UNKNOWN} among them, is also a closed worker whose process lives on).</li>
+     * </ul>
+     * Once {@code DEAD}, never {@code ALIVE} again. It still answers on a region its endpoint's
+     * failure closed, where every RMA operation throws the failure: that is when it is asked (an
+     * error handler made the peer a suspect; its holdings are taken back once this says
+     * {@code DEAD}). Costs a few system calls when mapped here, as an import's: for an occasional
+     * check. Needs no thread-mode guard.
+     *
+     * @throws IllegalStateException when the application closed it, or its endpoint (or worker)
+     *         was closed without a failure
+     * @throws dev.conduit.spi.ConduitException when the plugin could look and the look failed
+     *         (naming the path, errno and remedy)
+     */
+    ExporterState exporterState();
 
     /** Releases the region. Idempotent. */
     @Override

@@ -726,6 +726,14 @@ public final class IpcCache implements AutoCloseable {
             return entry.mapping.exporterState();
         }
 
+        /**
+         * The cached mapping's {@link ChunkMapping#exporterState()}, also after this lease's close (which
+         * a mapping answers as before): for a transport's region that its endpoint's failure closed.
+         */
+        public ExporterState exporterStateEvenIfClosed() {
+            return entry.mapping.exporterState();
+        }
+
         /** Releases the count, once. */
         @Override
         public void close() {

@@ -8,6 +8,7 @@ import dev.conduit.internal.threading.PlatformHandOff;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
@@ -72,6 +73,14 @@ public final class IpcImports implements RemoteMemory {
      */
     public static String whyNotMapped(RemoteRegion region) {
         return region instanceof Remote remote ? remote.unmapped : null;
+    }
+
+    /**
+     * {@link ChunkMapping#exporterState()} of the mapping {@code region} uses, also once it was closed
+     * (a failed endpoint's peer region is still asked), or {@code null} when {@link #open} left it unmapped.
+     */
+    public static ExporterState exporterState(RemoteRegion region) {
+        return region instanceof Remote remote && remote.lease != null ? remote.lease.exporterStateEvenIfClosed() : null;
     }
 
     private String whyNotMapped(String plugin, PluginRecord selected) {

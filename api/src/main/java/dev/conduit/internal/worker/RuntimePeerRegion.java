@@ -1,6 +1,9 @@
 package dev.conduit.internal.worker;
 
 import dev.conduit.PeerRegion;
+import dev.conduit.internal.ipc.IpcImports;
+import dev.conduit.spi.ExporterState;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
 
 import java.lang.invoke.MethodHandles;
@@ -61,6 +64,19 @@ final class RuntimePeerRegion implements PeerRegion {
     @Override
     public String plugin() {
         return remote.pluginName();
+    }
+
+    /**
+     * The mapping's judgement where the region is mapped here, else its endpoint's failure's; also on a
+     * region the endpoint's failure closed (the mapping answers after its close, as ChunkMapping says).
+     */
+    @Override
+    public ExporterState exporterState() {
+        PeerFailedException failure = owner.failure();
+        if (closed && !(closedWithEndpoint && failure != null)) remote(); // throws, saying how it was closed
+        ExporterState mapped = IpcImports.exporterState(remote);
+        if (mapped != null) return mapped;
+        return failure != null && failure.reason() == PeerFailedException.Reason.DIED ? ExporterState.DEAD : ExporterState.UNKNOWN;
     }
 
     @Override

@@ -45,6 +45,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger failingFrees = new AtomicInteger();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
+    /** What imported mappings answer to {@link ChunkMapping#exporterState()}, asked each time. */
+    public volatile dev.conduit.spi.ExporterState exporterState = dev.conduit.spi.ExporterState.UNKNOWN;
     /** Whether imported mappings say that an access cannot fault ({@link ChunkMapping#mayFault()}), as memfd's sealed ones do. */
     public volatile boolean sealedImports;
     /** The largest chunk the provider makes; a larger one is refused as a full file system refuses it. */
@@ -137,6 +139,11 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
             @Override
             public boolean mayFault() {
                 return mayFault;
+            }
+
+            @Override
+            public dev.conduit.spi.ExporterState exporterState() {
+                return exporterState;
             }
 
             @Override

@@ -8,6 +8,7 @@ import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PeerFailedException;
@@ -247,6 +248,70 @@ class EndpointRmaTest {
         }
         assertThatThrownBy(() -> endpoint.get(region, 0, MemorySegment.ofArray(new byte[8])))
                 .as("another endpoint's region is still refused as such").isInstanceOf(IllegalArgumentException.class);
+    }
+
+    /**
+     * A peer region mapped here tells its exporter's life as its mapping does (the IPC cache's, as an
+     * import's), each call asking again; also once its endpoint's failure closed it, where every RMA
+     * operation throws the failure, since that is when a coordinator asks. One the application closed,
+     * or whose endpoint closed without a failure, refuses to be asked.
+     */
+    @Test
+    void aMappedPeerRegionTellsItsExportersLifeAsItsMappingDoesAlsoOnceItsEndpointFailed() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        open(plugin, memory);
+        PeerRegion region = endpoint.peerRegion(handle);
+        assertThat(region.exporterState()).as("a mapping that cannot tell").isEqualTo(ExporterState.UNKNOWN);
+        memory.exporterState = ExporterState.ALIVE;
+        assertThat(region.exporterState()).isEqualTo(ExporterState.ALIVE);
+
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint ep = worker.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        PeerRegion ofTheFailed = ep.peerRegion(handle);
+        plugin.transports.getLast().kill();
+        worker.progress();
+        assertThat(ep.isFailed()).isTrue();
+        assertThatThrownBy(() -> ep.get(ofTheFailed, 0, longs(0))).isInstanceOf(PeerFailedException.class);
+        assertThat(ofTheFailed.exporterState()).as("the mapping's answer, not the endpoint's DIED").isEqualTo(ExporterState.ALIVE);
+        memory.exporterState = ExporterState.DEAD;
+        assertThat(ofTheFailed.exporterState()).isEqualTo(ExporterState.DEAD);
+        ep.close();
+        assertThat(ofTheFailed.exporterState()).as("the failed endpoint closed too").isEqualTo(ExporterState.DEAD);
+
+        region.close();
+        assertThatThrownBy(region::exporterState).isInstanceOf(IllegalStateException.class)
+                .hasMessage("this PeerRegion is closed: open the region again with Endpoint.peerRegion(handle) to use it");
+        PeerRegion closedWithEndpoint = endpoint.peerRegion(handle);
+        endpoint.close();
+        assertThatThrownBy(closedWithEndpoint::exporterState).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("its endpoint was closed (or its worker)");
+    }
+
+    /**
+     * A peer region not mapped here (as verbs' of another host) is judged by its endpoint: UNKNOWN while
+     * it lives, DEAD once it failed because its peer died, and UNKNOWN after a failure of another reason
+     * (a transport that cannot tell a death from a closed worker, whose process may write on).
+     */
+    @Test
+    void anUnmappedPeerRegionIsDeadOnceItsEndpointsPeerDiedAndUnknownOtherwise() {
+        for (PeerFailedException.Reason reason : PeerFailedException.Reason.values()) {
+            InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+            memory.exporterState = ExporterState.ALIVE;
+            byte[] unmappedHandle = loopbacks.conduit(memory).pool("inproc").allocate(4096).exportHandle();
+            LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+            conduit = loopbacks.conduit(b -> b.transports("lo"), plugin, memory);
+            Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+            Endpoint ep = worker.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+            PeerRegion region = ep.peerRegion(unmappedHandle);
+            assertThat(region.exporterState()).as("its endpoint lives").isEqualTo(ExporterState.UNKNOWN);
+            plugin.transports.getLast().deathReason = reason;
+            plugin.transports.getLast().kill();
+            worker.progress();
+            assertThat(ep.failure().reason()).isEqualTo(reason);
+            assertThat(region.exporterState()).as("its endpoint failed: %s", reason)
+                    .isEqualTo(reason == PeerFailedException.Reason.DIED ? ExporterState.DEAD : ExporterState.UNKNOWN);
+        }
     }
 
     /** A region its application never closed is said to have closed with its endpoint, and one it closed is not. */

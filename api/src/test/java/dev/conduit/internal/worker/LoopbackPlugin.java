@@ -283,6 +283,9 @@ final class LoopbackPlugin implements ConduitPlugin {
             REGISTRY.remove(key);
         }
 
+        /** What its senders' reports of its death say: DIED unless a test makes it a transport that cannot tell. */
+        volatile PeerFailedException.Reason deathReason = PeerFailedException.Reason.DIED;
+
         @Override
         public byte[] address() {
             enter();
@@ -369,7 +372,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                     }
                     if (plugin.reportsDeathInProgress && ep.target.dead && !ep.reported && !ep.closed) {
                         ep.reported = true;
-                        ep.events.peerFailed(new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + ep.target.key + " died"));
+                        ep.events.peerFailed(new PeerFailedException(ep.target.deathReason, "loopback peer " + ep.target.key + " died"));
                         events++;
                     }
                 }
@@ -388,7 +391,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                 long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
                 while (probesBegun.get() == begun && System.nanoTime() - deadline < 0) Thread.onSpinWait();
                 reportMetAProbe = probesBegun.get() != begun;
-                ep.events.peerFailed(new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + ep.target.key + " died"));
+                ep.events.peerFailed(new PeerFailedException(ep.target.deathReason, "loopback peer " + ep.target.key + " died"));
             }
         }
 

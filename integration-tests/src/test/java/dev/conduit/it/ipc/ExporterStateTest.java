@@ -1,17 +1,24 @@
 package dev.conduit.it.ipc;
 
 import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
 import dev.conduit.ImportedRegion;
+import dev.conduit.PeerRegion;
 import dev.conduit.Pool;
+import dev.conduit.Worker;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.OpenResources;
 import dev.conduit.it.process.Patterns;
 import dev.conduit.it.process.RemotePeer;
 import dev.conduit.spi.ExporterState;
+import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.function.Supplier;
 
@@ -23,7 +30,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * directory. ALIVE while the exporter holds it (also once it freed the chunk), DEAD once it is
  * killed ({@code kill -9}: the lease stays, unlocked, until the next reclaim removes it; both read
  * as DEAD) or closes its pool (which removes the lease); and a consumer behind a read-only mount
- * of the directory judges it as well, the lease opened for reading only.
+ * of the directory judges it as well, the lease opened for reading only. A {@link PeerRegion} of the
+ * same handle tells it as the import does.
  */
 @Timeout(120) // a hang guard, not a speed check
 class ExporterStateTest {
@@ -109,6 +117,43 @@ class ExporterStateTest {
             consumer.closeConduit();
             assertThat(consumer.exit()).as("the consumer's exit code").isZero();
         }
+    }
+
+    /**
+     * {@link PeerRegion#exporterState()}: a peer region opened on an endpoint of this JVM (between two
+     * of its workers) from a child's handle is mapped through the IPC cache, so it tells the child's
+     * life as an import does: ALIVE, then DEAD once the child is killed with SIGKILL, and RMA still
+     * reads what the child wrote. Closing it and the Conduit leaves no descriptor or mapping behind.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aPeerRegionSaysItsExporterIsAliveThenDeadOnceItIsKilledAndStillReadsWhatItWrote(String plugin,
+            @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        OpenResources before = OpenResources.ofThisProcess();
+        try (RemotePeer producer = RemotePeer.start(shared, Launcher.direct())) {
+            producer.open();
+            producer.pool(plugin);
+            producer.allocate("r", plugin, 1 << 20);
+            producer.fill("r", 7);
+            try (Conduit conduit = Peers.conduit(shared, plugin);
+                 Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+                 Worker peer = conduit.newWorker(ThreadMode.SINGLE)) {
+                Endpoint endpoint = worker.connect(peer.address());
+                PeerRegion region = endpoint.peerRegion(producer.export("r"));
+                assertThat(region.exporterState()).isEqualTo(ExporterState.ALIVE);
+
+                producer.kill();
+                assertThat(eventually(region::exporterState, ExporterState.DEAD)).as("after kill -9").isEqualTo(ExporterState.DEAD);
+                MemorySegment read = Arena.ofAuto().allocate(1 << 20);
+                endpoint.get(region, 0, read);
+                assertThat(Patterns.firstMismatch(read, 7)).as("what the dead exporter wrote, read by RMA").isEqualTo(-1);
+                region.close();
+                assertThat(conduit.ipcCacheStats().entriesInUse()).as("the region's use, released").isZero();
+            }
+        }
+        OpenResources after = OpenResources.ofThisProcess();
+        assertThat(after.conduitFds()).as("Conduit's descriptors here: %s, before %s", after, before).isEqualTo(before.conduitFds());
+        assertThat(after.conduitMappings()).as("Conduit's mappings here: %s, before %s", after, before).isEqualTo(before.conduitMappings());
     }
 
     /** Asks until the answer is {@code wanted} or {@link #LOOKS} looks went by; the last answer. */
