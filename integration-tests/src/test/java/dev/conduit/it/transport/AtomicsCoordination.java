@@ -2,7 +2,6 @@ package dev.conduit.it.transport;
 
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
-import dev.conduit.ImportedRegion;
 import dev.conduit.Message;
 import dev.conduit.PeerRegion;
 import dev.conduit.Pool;
@@ -33,7 +32,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * never reused and never 0, never a pid (pids repeat, and a container's are of another namespace).
  * The HELLO carries the client's worker address, so that the coordinator connects back with an error
  * handler (the first news of a death), and the handle of a small region the client exported for no
- * other purpose than this: {@link ImportedRegion#exporterState()} of its import is the proof.
+ * other purpose than this: {@link PeerRegion#exporterState()} of it, opened on the endpoint back, is the
+ * proof, and still answers once that endpoint's failure closed it.
  * {@code DEAD} (the client's pool lease is gone: its process exited, and with it every store it
  * could make) lets the coordinator take back what that session holds; anything else (a hung client,
  * alive) does not, as its stores could still land in what it holds.
@@ -84,7 +84,7 @@ final class AtomicsCoordination {
      */
     static final class Coordinator implements AutoCloseable {
 
-        private record Session(Endpoint endpoint, ImportedRegion identity) {
+        private record Session(Endpoint endpoint, PeerRegion identity) {
         }
 
         private final Conduit conduit;
@@ -144,9 +144,9 @@ final class AtomicsCoordination {
             m.copyPayload(0, clientAddress, 0, addressLength);
             byte[] identityHandle = new byte[(int) m.payloadSize() - addressLength];
             m.copyPayload(addressLength, identityHandle, 0, identityHandle.length);
-            ImportedRegion identity = conduit.importRegion(identityHandle);
             Endpoint ep = w.connect(WorkerAddress.fromBytes(clientAddress), (failedEndpoint, cause) -> suspect(session, cause));
-            sessions.put(session, new Session(ep, identity));
+            // Its endpoint's failure or close releases it: nothing to close here.
+            sessions.put(session, new Session(ep, ep.peerRegion(identityHandle)));
             MemorySegment header = MemorySegment.ofArray(new long[]{session});
             ep.send(WELCOME, header, MemorySegment.ofArray(region.exportHandle()));
         }
@@ -176,7 +176,6 @@ final class AtomicsCoordination {
                 for (int i = 0; i < SLOT_COUNT; i++) {
                     if ((long) WORD.compareAndExchange(words, SLOTS + 8L * i, session, 0L) == session) slotsTakenBack.incrementAndGet();
                 }
-                e.getValue().identity().close();
                 suspects.remove(session);
                 recovered.put(session, causes.get(session));
             }
@@ -223,8 +222,6 @@ final class AtomicsCoordination {
             if (w != null) w.signal();
             thread.join(GUARD.toMillis());
             if (thread.isAlive()) throw new AssertionError("the coordinator's thread did not end");
-            for (Session s : suspects.values()) s.identity().close();
-            for (Session s : sessions.values()) s.identity().close();
             region.close();
         }
     }

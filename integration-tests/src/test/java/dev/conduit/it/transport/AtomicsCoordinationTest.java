@@ -203,8 +203,8 @@ class AtomicsCoordinationTest {
     /**
      * The coordinator killed: the clients' mapping of its region stays, with what was written last;
      * the endpoint's failure (found by the client's progress thread) makes every later RMA on the
-     * region throw {@link PeerFailedException} saying the peer died, and an import of the same handle
-     * says {@code DEAD}.
+     * region throw {@link PeerFailedException} saying the peer died, while the region itself and an
+     * import of the same handle (which still reads the last words) say {@code DEAD}.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -219,7 +219,7 @@ class AtomicsCoordinationTest {
                 var ep = client.endpoint();
                 for (int i = 0; i < 5; i++) ep.fetchAdd(client.words(), SEQUENCE, 1);
                 assertThat(child.call("word", SEQUENCE)).isEqualTo("value=5");
-                assertThat(imported.exporterState()).isEqualTo(ExporterState.ALIVE);
+                assertThat(client.words().exporterState()).isEqualTo(ExporterState.ALIVE);
 
                 child.kill();
                 Setup.waitUntil(() -> client.coordinatorFailure() != null, GUARD, () -> "the client's endpoint to the killed coordinator failed");
@@ -229,6 +229,7 @@ class AtomicsCoordinationTest {
                 assertThatThrownBy(() -> ep.compareAndSwap(client.words(), LOCK, 0, 1)).isInstanceOf(PeerFailedException.class);
                 assertThatThrownBy(() -> ep.put(MemorySegment.ofArray(new long[1]), client.words(), DATA)).isInstanceOf(PeerFailedException.class);
                 assertThatThrownBy(ep::flush).isInstanceOf(PeerFailedException.class);
+                assertThat(client.words().exporterState()).as("the peer region its endpoint's failure closed").isEqualTo(ExporterState.DEAD);
                 assertThat(imported.exporterState()).isEqualTo(ExporterState.DEAD);
                 assertThat(imported.segment().get(ValueLayout.JAVA_LONG, SEQUENCE)).as("the dead coordinator's word, still mapped here").isEqualTo(5);
             }
