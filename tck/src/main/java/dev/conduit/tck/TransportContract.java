@@ -3,12 +3,14 @@ package dev.conduit.tck;
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.PeerRegion;
+import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
@@ -1345,6 +1347,44 @@ public abstract class TransportContract extends PluginContract {
                 .doesNotThrowAnyException();
         assertSameBytes(rig.region().segment().asSlice(0, length).toArray(ValueLayout.JAVA_BYTE), "found in the region",
                 Patterns.bytes(length, 50), "in the source when put was called", "a put whose source was freed as put returned");
+    }
+
+    /**
+     * Optional, as an import's ({@link PeerRegion#exporterState()}, answered by the runtime from the
+     * plugin's mapping, {@code ChunkMapping.exporterState()}, where the region is mapped here): a peer
+     * region of this plugin's export, opened over this transport, says {@code ALIVE} while the
+     * exporting pool is open; still {@code ALIVE} once its endpoint failed because the peer worker
+     * closed (a closed worker is no dead exporter, and the region still answers though its RMA
+     * throws the failure); and {@code DEAD} once the pool closed, which frees its chunks and ends
+     * its lease. A plugin whose peer regions say {@code UNKNOWN} (mappings that cannot tell; a
+     * cross-host plugin, whose regions are not mapped here, judged by the endpoint) skips it.
+     */
+    @Test
+    public void aPeerRegionThatCanTellItsExportersLifeSaysDeadOnceTheExportingPoolClosedAlsoAfterItsEndpointFailed() {
+        assume(Capability.MEMORY);
+        Conduit conduit = newConduit();
+        Worker receiver = conduit.newWorker(ThreadMode.SERIALIZED);
+        Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
+        Pool pool = closeAfterTest(conduit.pool(plugin.name()));
+        Endpoint ep = sender.connect(receiver.address());
+        PeerRegion peer = ep.peerRegion(pool.allocate(4096).exportHandle());
+        ExporterState alive = peer.exporterState();
+        assumeTrue(alive != ExporterState.UNKNOWN, "the peer regions of plugin '" + plugin.name() + "' cannot tell their exporter's "
+                + "life (PeerRegion.exporterState() is UNKNOWN: its mappings' ChunkMapping.exporterState() says so, or it maps none "
+                + "here and its endpoint lives): an optional operation");
+        assertThat(alive).as("PeerRegion.exporterState() of plugin '%s' while the exporting pool is open", plugin.name())
+                .isEqualTo(ExporterState.ALIVE);
+        receiver.close();
+        long deadline = System.nanoTime() + progressGuard().toNanos();
+        while (!ep.isFailed()) {
+            sender.progress();
+            if (System.nanoTime() > deadline) throw new AssertionError("the endpoint to a closed worker did not fail within " + progressGuard());
+        }
+        assertThat(peer.exporterState()).as("PeerRegion.exporterState() of plugin '%s' once its endpoint failed because the peer "
+                + "worker closed, the exporting pool still open", plugin.name()).isEqualTo(ExporterState.ALIVE);
+        pool.close();
+        assertThat(peer.exporterState()).as("PeerRegion.exporterState() of plugin '%s' once the exporting pool closed, which frees "
+                + "its chunks: a plugin that can tell says DEAD", plugin.name()).isEqualTo(ExporterState.DEAD);
     }
 
     /** A 64 KiB region of the plugin's pool, exported, and an endpoint of another worker that opened it. */

@@ -800,6 +800,32 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * A loopback that also allocates, exports and maps memory ({@link ClaimsExportersAliveForever}'s),
+     * so that its endpoints open peer regions of its own exports: they say their exporter lives,
+     * whatever became of it.
+     */
+    public static final class PeerRegionsClaimExportersAliveForever extends LoopbackPlugin {
+        private final ClaimsExportersAliveForever memory = new ClaimsExportersAliveForever();
+
+        @Override
+        public Set<Capability> capabilities() {
+            Set<Capability> both = java.util.EnumSet.copyOf(super.capabilities());
+            both.addAll(memory.capabilities());
+            return both;
+        }
+
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return memory.openMemoryProvider(context);
+        }
+
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return memory.ipcImporter(context);
+        }
+    }
+
     /** Its provider's open reclaims nothing: the files of an exporter killed with SIGKILL stay for good. */
     public static final class LeavesDeadOwnersFiles extends FileMemoryPlugin {
         @Override
@@ -1394,6 +1420,13 @@ final class BrokenPlugins {
         @Override
         protected Duration progressGuard() {
             return Duration.ofSeconds(2);
+        }
+    }
+
+    public static final class PeerRegionsClaimExportersAliveForeverSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new PeerRegionsClaimExportersAliveForever();
         }
     }
 
