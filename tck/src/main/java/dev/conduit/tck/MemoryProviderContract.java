@@ -379,17 +379,25 @@ public abstract class MemoryProviderContract extends PluginContract {
      * made no file in the shared directory (devdax: its memory is a device's) skips it, saying so. The
      * killed process's files that the plugin left are removed after the check, so that the check of
      * the directory after the test does not report them twice.
+     *
+     * <p>A plugin without IPC is checked the same way, its process allocating without exporting: its
+     * memory is private to the process, which a kill ends, so nothing of it may outlive the process
+     * in the shared directory past the plugin's reclaim trigger (a chunk kept as a file there would
+     * be memory, under {@code /dev/shm}, that no one can use or free); one whose memory is anonymous,
+     * making no file, skips it, saying so.
      */
     @Test
     public void aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay() throws Exception {
-        assumeIpc();
+        boolean exports = plugin.capabilities().contains(Capability.IPC);
+        if (exports) requireOfferedHere(plugin, Capability.IPC);
+        String process = exports ? "exporting process" : "allocating process (a plugin without IPC, whose memory is private to it)";
         long size = chunkSize(provider);
         provider.close(); // a provider may own its resource exclusively (a device): the exporting processes open their own
-        checkAKilledOwnersFilesAreReclaimed(plugin.name(), () -> startExporter(size, 43), ExportingChild.EXPORTED,
-                line -> "the exporting process of plugin '" + plugin.name() + "' made no file in the shared directory " + sharedDirectory()
-                        + ": nothing of a killed exporter's for the plugin to reclaim there",
+        checkAKilledOwnersFilesAreReclaimed(plugin.name(), () -> startExporter(size, 43), exports ? ExportingChild.EXPORTED : ExportingChild.ALLOCATED,
+                line -> "the " + process + " of plugin '" + plugin.name() + "' made no file in the shared directory " + sharedDirectory()
+                        + ": nothing of a killed " + (exports ? "exporter" : "process") + "'s for the plugin to reclaim there",
                 () -> reclaimTheFilesOfDeadExporters(plugin, pluginContext()),
-                "an exporting process", "reclaimTheFilesOfDeadExporters", "the next memory provider opened on the directory");
+                "an " + process, "reclaimTheFilesOfDeadExporters", "the next memory provider opened on the directory");
     }
 
     /** Starts an {@link ExportingChild} of the plugin on the shared directory, exporting a chunk of {@code size} bytes filled with {@code seed}. */

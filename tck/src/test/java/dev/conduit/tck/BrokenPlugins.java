@@ -834,6 +834,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Private memory (MEMORY without IPC) kept as files in the shared directory, which its provider's open never reclaims. */
+    public static final class LeavesDeadProcessesPrivateFiles extends WellBehavedVariants.PrivateFileMemory {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory(), false);
+        }
+    }
+
     /** Its provider's open removes every other owner's files, as a cleaner that cannot tell a live owner from a dead one would. */
     public static final class ReclaimsLiveOwnersFiles extends FileMemoryPlugin {
         @Override
@@ -1434,6 +1442,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new LeavesDeadOwnersFiles();
+        }
+    }
+
+    public static final class LeavesDeadProcessesPrivateFilesSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LeavesDeadProcessesPrivateFiles();
         }
     }
 

@@ -113,6 +113,9 @@ class TckCatchesBrokenPluginsTest {
                         "once the exporting pool closed, which frees its chunks: a plugin that can tell says DEAD"),
                 Arguments.of(BrokenPlugins.LeavesDeadOwnersFilesSuite.class, "aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay",
                         "files of an exporting process of plugin 'tck-file' killed with SIGKILL are still in the shared directory"),
+                Arguments.of(BrokenPlugins.LeavesDeadProcessesPrivateFilesSuite.class, "aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay",
+                        "files of an allocating process (a plugin without IPC, whose memory is private to it) of plugin 'tck-file' killed "
+                                + "with SIGKILL are still in the shared directory"),
                 Arguments.of(BrokenPlugins.ReclaimsLiveOwnersFilesSuite.class, "aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay",
                         "removed files of an exporting process that lives from the shared directory"),
                 Arguments.of(BrokenPlugins.LeavesDeadWorkersFilesSuite.class, "aKilledWorkersFilesAreReclaimedByTheNextTransportAndALiveOnesStay",

@@ -346,6 +346,31 @@ final class WellBehavedVariants {
         }
     }
 
+    /**
+     * A plugin with MEMORY and without IPC whose chunks are files in the shared directory, private to
+     * the process that allocated them: its provider's open reclaims a dead process's, as memfd's and
+     * posix's do their exporters'.
+     */
+    public static class PrivateFileMemory extends FileMemoryPlugin {
+        @Override
+        public Set<Capability> capabilities() {
+            return Set.of(Capability.MEMORY);
+        }
+
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            throw new NotSupportedException("plugin '" + name() + "' keeps its memory private: no IPC");
+        }
+    }
+
+    /** The memory suite on {@link PrivateFileMemory}; run by {@link WellBehavedVariantsTckTest}. */
+    public static final class PrivateFileMemorySuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new PrivateFileMemory();
+        }
+    }
+
     /** The memory suite on {@link ReclaimsOnlyWhenAsked} for an author whose plugin leaves the clearing to something outside it. */
     public static final class ClearedOutsideThePluginSuite extends MemoryProviderContract {
         static final String WHY = "a dead exporter's files are cleared by systemd-tmpfiles, as docs/operating.md says";

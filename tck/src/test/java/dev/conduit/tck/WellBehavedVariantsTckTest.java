@@ -159,6 +159,21 @@ class WellBehavedVariantsTckTest {
                 .assertStatistics(stats -> stats.started(1).succeeded(1).failed(0));
     }
 
+    /**
+     * A plugin without IPC whose private chunks are files in the shared directory passes the check of a
+     * killed process's files when its provider's open reclaims a dead process's; without that it fails
+     * (BrokenPlugins.LeavesDeadProcessesPrivateFiles).
+     */
+    @Test
+    void aPluginWithoutIpcThatReclaimsADeadProcesssPrivateFilesPassesTheCheckOfAKilledProcesssFiles() {
+        EngineTestKit.engine("junit-jupiter")
+                .selectors(selectMethod(WellBehavedVariants.PrivateFileMemorySuite.class,
+                        "aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay"))
+                .execute()
+                .testEvents()
+                .assertStatistics(stats -> stats.started(1).succeeded(1).failed(0));
+    }
+
     /** A suite whose trigger aborts (the files are cleared outside the plugin) skips the check, showing the reason, and leaves nothing. */
     @Test
     void aPluginWhoseDeadExportersFilesAreClearedOutsideItSkipsTheCheckSayingWhy() {

@@ -1,5 +1,6 @@
 package dev.conduit.tck.internal;
 
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.MemoryProvider;
@@ -11,7 +12,8 @@ import java.util.Map;
  * The exporting process of the memory-provider suite's checks of a killed exporter (and of the
  * live one beside it whose files a reclaim must leave alone): it opens the
  * plugin's provider, allocates one chunk, fills it with the pattern {@code seed}, exports it and
- * prints {@code EXPORTED <payload in hex>}; then it waits for its stdin to end, which the test
+ * prints {@code EXPORTED <payload in hex>} (a plugin that does not declare IPC only allocates,
+ * and prints {@code ALLOCATED}); then it waits for its stdin to end, which the test
  * never ends when it kills it. Once its stdin ends (the test skipped, or failed before the kill) it
  * closes the provider, so that it leaves nothing in the shared directory, and exits.
  *
@@ -22,6 +24,8 @@ public final class ExportingChild {
 
     /** What the line that carries the export starts with. */
     public static final String EXPORTED = "EXPORTED ";
+    /** The line of a plugin without IPC, whose chunk stays private to this process. */
+    public static final String ALLOCATED = "ALLOCATED";
 
     private ExportingChild() {
     }
@@ -35,7 +39,8 @@ public final class ExportingChild {
         try (MemoryProvider provider = plugin.openMemoryProvider(dev.conduit.tck.TestContext.of(shared, config))) {
             Chunk chunk = provider.allocate(chunkLength);
             Patterns.fill(chunk.segment(), seed);
-            printAndAwaitTheEndOfStdin(EXPORTED + Patterns.hex(provider.export(chunk)));
+            printAndAwaitTheEndOfStdin(plugin.capabilities().contains(Capability.IPC) ? EXPORTED + Patterns.hex(provider.export(chunk))
+                    : ALLOCATED);
         } catch (RuntimeException | Error e) {
             System.out.println("ERR " + e);
             e.printStackTrace();
