@@ -801,28 +801,13 @@ final class BrokenPlugins {
     }
 
     /**
-     * A loopback that also allocates, exports and maps memory ({@link ClaimsExportersAliveForever}'s),
-     * so that its endpoints open peer regions of its own exports: they say their exporter lives,
-     * whatever became of it.
+     * A loopback with memory whose mappings say their exporter lives, whatever became of it
+     * ({@link ClaimsExportersAliveForever}'s), so that its endpoints' peer regions of its own exports say so.
      */
-    public static final class PeerRegionsClaimExportersAliveForever extends LoopbackPlugin {
-        private final ClaimsExportersAliveForever memory = new ClaimsExportersAliveForever();
-
+    public static final class PeerRegionsClaimExportersAliveForever extends WellBehavedVariants.AtomicsWithoutRma {
         @Override
-        public Set<Capability> capabilities() {
-            Set<Capability> both = java.util.EnumSet.copyOf(super.capabilities());
-            both.addAll(memory.capabilities());
-            return both;
-        }
-
-        @Override
-        public MemoryProvider openMemoryProvider(PluginContext context) {
-            return memory.openMemoryProvider(context);
-        }
-
-        @Override
-        public IpcImporter ipcImporter(PluginContext context) {
-            return memory.ipcImporter(context);
+        FileMemoryPlugin newMemory() {
+            return new ClaimsExportersAliveForever();
         }
     }
 

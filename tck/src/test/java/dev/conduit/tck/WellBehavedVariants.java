@@ -158,7 +158,12 @@ final class WellBehavedVariants {
     public static class AtomicsWithoutRma extends LoopbackPlugin {
         static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
 
-        private final FileMemoryPlugin memory = new FileMemoryPlugin();
+        private final FileMemoryPlugin memory = newMemory();
+
+        /** The memory its provider and importer are: the TCK's file memory, or a broken fixture's. */
+        FileMemoryPlugin newMemory() {
+            return new FileMemoryPlugin();
+        }
 
         @Override
         public Set<Capability> capabilities() {
