@@ -58,6 +58,14 @@ public interface Libc {
     /** {@code ftruncate(2)}: sets the file's size. Fails with {@code EPERM} on a memfd sealed against it. */
     void ftruncate(FileDescriptor fd, long length);
 
+    /**
+     * {@code fallocate(fd, 0, offset, length)}: allocates the file's pages in that range now, so
+     * that a shortage fails here with an errno ({@code ENOSPC}, {@code ENOMEM}) rather than as a
+     * {@code SIGBUS} at the first touch of a mapping (a hugetlbfs file whose cgroup's
+     * {@code hugetlb} limit is charged at fault time, say).
+     */
+    void fallocate(FileDescriptor fd, long offset, long length);
+
     /** {@code fcntl(fd, F_ADD_SEALS, seals)}: adds {@link Seals} to a memfd created with {@code MFD_ALLOW_SEALING}. */
     void addSeals(FileDescriptor fd, int seals);
 

@@ -50,6 +50,25 @@ class MemoryTest {
         }
     }
 
+    /** fallocate within a sealed memfd's size works; past its grow seal it fails with EPERM, at a negative offset with EINVAL, each named. */
+    @Test
+    void fallocateTakesTheFilesPagesNowAndNamesWhatItRefuses() {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-fallocate", MFD_ALLOW_SEALING)) {
+            libc.ftruncate(memfd, SIZE);
+            libc.addSeals(memfd, Seals.FIXED_SIZE);
+            libc.fallocate(memfd, 0, SIZE);
+            assertThat(libc.fstat(memfd).size()).isEqualTo(SIZE);
+            assertThatThrownBy(() -> libc.fallocate(memfd, 0, SIZE * 2)).as("past a grow seal")
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                        assertThat(e.errno()).isEqualTo(Errno.EPERM);
+                        assertThat(e.call()).isEqualTo("fallocate");
+                        assertThat(e.getMessage()).contains("memfd:conduit-fallocate").contains(", 0, 0, " + SIZE * 2);
+                    });
+            assertThatThrownBy(() -> libc.fallocate(memfd, -1, SIZE))
+                    .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EINVAL));
+        }
+    }
+
     @Test
     void memfdWithoutAllowSealingIsBornSealed() {
         try (FileDescriptor memfd = libc.memfdCreate("conduit-unsealable", 0)) {

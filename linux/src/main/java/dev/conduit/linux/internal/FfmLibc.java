@@ -106,6 +106,18 @@ public final class FfmLibc implements Libc {
     }
 
     @Override
+    public void fallocate(FileDescriptor fd, long offset, long length) {
+        CallState state = Native.callState();
+        int result;
+        do {
+            result = fallocate(state.capture, fd.fd(), offset, length);
+        } while (result < 0 && state.errno() == Errno.EINTR);
+        if (result < 0) {
+            throw failure(state, "fallocate", fd.toString(), fd + ", 0, " + offset + ", " + length);
+        }
+    }
+
+    @Override
     public void addSeals(FileDescriptor fd, int seals) {
         CallState state = Native.callState();
         if (fcntl(state.capture, fd.fd(), Abi.F_ADD_SEALS, seals) < 0) {
@@ -1137,7 +1149,7 @@ public final class FfmLibc implements Libc {
     // ================================================================ downcalls
 
     private static final String[] SYMBOLS = {
-            "ftruncate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat", "fchownat", "renameat",
+            "ftruncate", "fallocate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat", "fchownat", "renameat",
             "mkdirat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
             "syscall", "getuid", "geteuid", "getpid", "getpagesize"};
@@ -1168,6 +1180,8 @@ public final class FfmLibc implements Libc {
         static final MethodHandle FCHMOD = Native.function("fchmod", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle FLOCK = Native.function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
         static final MethodHandle FTRUNCATE = Native.function("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
+        static final MethodHandle FALLOCATE = Native.function("fallocate",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
         // fcntl(int, int, ...): glibc reads the third argument as a pointer-sized value.
         static final MethodHandle FCNTL = Native.variadic("fcntl", 2,
                 FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
@@ -1321,6 +1335,14 @@ public final class FfmLibc implements Libc {
     private static int ftruncate(MemorySegment capture, int fd, long length) {
         try {
             return (int) Files.FTRUNCATE.invokeExact(capture, fd, length);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int fallocate(MemorySegment capture, int fd, long offset, long length) {
+        try {
+            return (int) Files.FALLOCATE.invokeExact(capture, fd, 0, offset, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.memfd;
 
+import dev.conduit.shm.HugePages;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.Config;
 import dev.conduit.spi.ConfigKey;
@@ -13,8 +14,8 @@ import java.util.stream.Collectors;
 /**
  * The memfd plugin's configuration keys, and their values read into the forms the code uses.
  *
- * <p>Each side reads only its own keys: the provider {@link #ALLOWED_UIDS} and
- * {@link #SERVER_TIMEOUT}, the importer {@link #CONNECT_TIMEOUT} and {@link #TRUSTED_UIDS}. Every
+ * <p>Each side reads only its own keys: the provider {@link #ALLOWED_UIDS}, {@link #SERVER_TIMEOUT} and
+ * {@link #HUGEPAGES} (a pool's, not the transport's), the importer {@link #CONNECT_TIMEOUT} and {@link #TRUSTED_UIDS}. Every
  * key's value is checked when the {@code Conduit} is built, the uids of both lists too.
  */
 final class MemfdConfig {
@@ -43,7 +44,15 @@ final class MemfdConfig {
                     + "Empty: only fd servers of this process's own user. List a producer's user when it runs as another one "
                     + "(and admits this one with memfd.allowed.uids).");
 
-    static final List<ConfigKey<?>> KEYS = List.of(ALLOWED_UIDS, SERVER_TIMEOUT, CONNECT_TIMEOUT, TRUSTED_UIDS);
+    static final ConfigKey<HugePages.Mode> HUGEPAGES = ConfigKey.enumeration("memfd.hugepages", HugePages.Mode.class, HugePages.Mode.NO,
+            "Whether a pool's chunks are huge pages of the kernel's default size (Hugepagesize, 2 MiB on x86-64), as UCX's "
+                    + "UCX_POSIX_HUGETLB_MODE: no (normal pages), try (huge pages where the pool reserved with vm.nr_hugepages "
+                    + "has them, normal pages otherwise, said once at INFO), yes (huge pages or an error naming the errno and "
+                    + "the remedy). With try or yes the pool's page size, and so its chunks and large regions, are multiples "
+                    + "of the huge page size, and each chunk takes all its huge pages when it is allocated. Importers need "
+                    + "nothing set. The transport's queues and rings keep normal pages.");
+
+    static final List<ConfigKey<?>> KEYS = List.of(ALLOWED_UIDS, SERVER_TIMEOUT, HUGEPAGES, CONNECT_TIMEOUT, TRUSTED_UIDS);
 
     private MemfdConfig() {}
 

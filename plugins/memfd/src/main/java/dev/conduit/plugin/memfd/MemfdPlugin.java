@@ -7,6 +7,8 @@ import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.Seals;
+import dev.conduit.shm.HugePages;
+import dev.conduit.shm.Meminfo;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.ShmPlugins;
@@ -105,6 +107,8 @@ public final class MemfdPlugin implements ConduitPlugin {
         try (FileDescriptor probe = libc.memfdCreate("conduit-memfd-probe", MFD_ALLOW_SEALING)) {
             libc.addSeals(probe, Seals.FIXED_SIZE);
             details.put("seals", Seals.describe(libc.seals(probe)));
+            details.put("hugepages", "memfd.hugepages=" + context.config().get(MemfdConfig.HUGEPAGES).name().toLowerCase(java.util.Locale.ROOT)
+                    + "; " + HugePages.read(Meminfo.PATH).describe());
         } catch (ErrnoException e) {
             return Availability.unavailable("memfd with seals does not work here: " + e.getMessage()
                     + "; memfd_create with sealing needs Linux 3.17 or later and must not be blocked by a seccomp filter; "
@@ -276,6 +280,6 @@ public final class MemfdPlugin implements ConduitPlugin {
     public Transport openTransport(TransportContext context) {
         requireWritable(context, "transport");
         return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
-                MemfdProvider.open(Linux.libc(), context), ipcImporter(context));
+                MemfdProvider.open(Linux.libc(), context, HugePages.Mode.NO), ipcImporter(context));
     }
 }

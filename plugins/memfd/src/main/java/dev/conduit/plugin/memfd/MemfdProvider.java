@@ -6,6 +6,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Seals;
 import dev.conduit.shm.CgroupMemory;
+import dev.conduit.shm.HugePages;
 import dev.conduit.shm.Meminfo;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
@@ -26,6 +27,7 @@ import java.util.List;
 import java.util.Set;
 
 import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
+import static dev.conduit.linux.MemfdFlags.MFD_HUGETLB;
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
 import static dev.conduit.linux.MmapFlags.PROT_READ;
 import static dev.conduit.linux.MmapFlags.PROT_WRITE;
@@ -36,6 +38,17 @@ import static dev.conduit.linux.MmapFlags.PROT_WRITE;
  * else can see it, so no process that receives it can change its size and make other mappings
  * fault with {@code SIGBUS}. It is mapped {@code MAP_SHARED} into a shared arena of its own, and
  * its descriptor stays open for the {@link FdServer} to pass on.
+ *
+ * <p>With {@code memfd.hugepages} {@code try} or {@code yes} (a pool's provider only, never the
+ * transport's) a chunk is a {@code MFD_HUGETLB} memfd of the kernel's default huge page size,
+ * which is then the provider's {@link #pageSize()}. Its pages are all taken at allocation with
+ * {@code fallocate}: a hugetlb {@code MAP_SHARED} mapping reserves pages from the pool at
+ * {@code mmap}, but a cgroup's {@code hugetlb} limit is charged at the first touch and answers a
+ * page past it with {@code SIGBUS}; {@code fallocate} fails with {@code ENOSPC} instead, and
+ * nothing is ever mapped {@code MAP_NORESERVE}. A chunk that gets no huge pages fails, naming the
+ * errno, the key and the remedy ({@code yes}), or is made of normal pages, said once at
+ * {@code INFO} ({@code try}). Importers map the passed descriptor as any other: the file's size
+ * is a multiple of the huge page size, so the handle carries nothing more.
  *
  * <p>Nothing is published in the shared directory but the provider's lease
  * ({@code conduit-memfd-<owner>.lease}) and, from the first export on, the fd server's socket.
@@ -61,6 +74,12 @@ final class MemfdProvider implements MemoryProvider {
     private static final Path ARCSTATS = Path.of("/proc/spl/kstat/zfs/arcstats");
 
     private final Libc libc;
+    /** {@code memfd.hugepages} as it applies here: {@code NO} also where {@code try} found no huge pages at all. */
+    private final HugePages.Mode hugePages;
+    /** {@link #PAGE_SIZE}, or the huge page size when {@link #hugePages} is not {@code NO}. */
+    private final long pageSize;
+    /** Whether {@code try} said that a chunk fell back to normal pages: once per provider. */
+    private boolean fallbackSaid;
     private final SharedDirectory directory;
     private final OwnerLease lease;
     private final Set<Integer> allowedUids;
@@ -76,9 +95,11 @@ final class MemfdProvider implements MemoryProvider {
     private FdServer server;
     private boolean closed;
 
-    private MemfdProvider(Libc libc, SharedDirectory directory, OwnerLease lease, Set<Integer> allowedUids,
-                          long serverTimeoutNanos, System.Logger logger) {
+    private MemfdProvider(Libc libc, HugePages.Mode hugePages, long pageSize, SharedDirectory directory, OwnerLease lease,
+                          Set<Integer> allowedUids, long serverTimeoutNanos, System.Logger logger) {
         this.libc = libc;
+        this.hugePages = hugePages;
+        this.pageSize = pageSize;
         this.directory = directory;
         this.lease = lease;
         this.allowedUids = allowedUids;
@@ -87,18 +108,44 @@ final class MemfdProvider implements MemoryProvider {
     }
 
     /**
-     * Opens the shared directory, removes what dead providers left in it, and takes a lease.
-     * The fd server starts with the first export.
+     * A pool's provider: opens the shared directory, removes what dead providers left in it, and
+     * takes a lease. The fd server starts with the first export. Its chunks are huge pages as
+     * {@code memfd.hugepages} says.
+     *
+     * @throws ConduitException with {@code memfd.hugepages=yes} on a kernel without huge pages
      */
     static MemfdProvider open(Libc libc, PluginContext context) {
+        return open(libc, context, context.config().get(MemfdConfig.HUGEPAGES));
+    }
+
+    /**
+     * As {@link #open(Libc, PluginContext)}, with {@code hugePages} in place of the configured
+     * {@code memfd.hugepages}: the transport's provider passes {@code NO}.
+     */
+    static MemfdProvider open(Libc libc, PluginContext context, HugePages.Mode hugePages) {
         // Configuration first: a bad value fails before anything is opened.
+        HugePages.Mode mode = hugePages;
+        long pageSize = PAGE_SIZE;
+        if (mode != HugePages.Mode.NO) {
+            HugePages pool = HugePages.read(MEMINFO);
+            if (pool.supported()) {
+                pageSize = pool.pageSize();
+            } else if (mode == HugePages.Mode.YES) {
+                throw new ConduitException("memfd.hugepages=yes, but this kernel has no huge pages: " + pool.describe()
+                        + "; set memfd.hugepages=try to fall back to normal pages, or no");
+            } else {
+                context.logger().log(System.Logger.Level.INFO, "memfd.hugepages=try: this pool's chunks take normal pages, as "
+                        + "this kernel has no huge pages (" + pool.describe() + ")");
+                mode = HugePages.Mode.NO;
+            }
+        }
         Set<Integer> allowedUids = MemfdConfig.allowedUids(context.config());
         long serverTimeoutNanos = MemfdConfig.serverTimeoutNanos(context.config());
         SharedDirectory directory = SharedDirectory.open(libc, context.sharedDirectory(), MemfdConfig.SHARED_DIR_KEY);
         try {
             OwnerLease.reclaimDeadOrWarn(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
             OwnerLease lease = OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
-            return new MemfdProvider(libc, directory, lease, allowedUids, serverTimeoutNanos, context.logger());
+            return new MemfdProvider(libc, mode, pageSize, directory, lease, allowedUids, serverTimeoutNanos, context.logger());
         } catch (RuntimeException | Error e) {
             try {
                 directory.close();
@@ -109,34 +156,93 @@ final class MemfdProvider implements MemoryProvider {
         }
     }
 
+    /** 4 KiB, or with {@code memfd.hugepages} {@code try} or {@code yes} the kernel's default huge page size. */
     @Override
     public long pageSize() {
-        return PAGE_SIZE;
+        return pageSize;
     }
 
     @Override
     public synchronized Chunk allocate(long size) {
         ensureOpen();
-        if (size <= 0 || size % PAGE_SIZE != 0) {
-            throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the page size " + PAGE_SIZE);
+        if (size <= 0 || size % pageSize != 0) {
+            throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the page size " + pageSize);
         }
-        checkAvailableMemory(size);
-        FileDescriptor memfd = create(size);
-        Arena arena = Arena.ofShared();
+        MemfdChunk chunk = hugePages == HugePages.Mode.NO ? null : allocateHuge(size);
+        if (chunk == null) {
+            checkAvailableMemory(size);
+            FileDescriptor memfd = create(size);
+            Arena arena = Arena.ofShared();
+            try {
+                chunk = new MemfdChunk(memfd, arena, libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
+            } catch (ErrnoException e) {
+                arena.close();
+                memfd.closeAfter(e);
+                throw allocationFailure(size, e);
+            } catch (RuntimeException | Error e) {
+                arena.close();
+                memfd.closeAfter(e);
+                throw e;
+            }
+        }
+        chunks.add(chunk);
+        return chunk;
+    }
+
+    /**
+     * A chunk of huge pages, every one taken now ({@code fallocate}) so that no touch can fault
+     * with {@code SIGBUS}; with {@code try}, null when the kernel or the pool refuses, said once.
+     * The memory and cgroup checks of normal pages do not apply: huge pages are reserved apart
+     * from free memory, and the memory cgroup does not charge them.
+     */
+    private MemfdChunk allocateHuge(long size) {
+        FileDescriptor memfd = null;
+        Arena arena = null;
         try {
-            MemorySegment segment = libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
-            MemfdChunk chunk = new MemfdChunk(memfd, arena, segment);
-            chunks.add(chunk);
-            return chunk;
+            memfd = libc.memfdCreate(MEMFD_NAME, MFD_ALLOW_SEALING | MFD_HUGETLB);
+            libc.ftruncate(memfd, size);
+            libc.addSeals(memfd, Seals.FIXED_SIZE);
+            libc.fallocate(memfd, 0, size);
+            arena = Arena.ofShared();
+            return new MemfdChunk(memfd, arena, libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
         } catch (ErrnoException e) {
-            arena.close();
-            memfd.closeAfter(e);
-            throw allocationFailure(size, e);
+            if (arena != null) arena.close();
+            if (memfd != null) memfd.closeAfter(e);
+            return hugePagesRefused(size, e);
         } catch (RuntimeException | Error e) {
-            arena.close();
-            memfd.closeAfter(e);
+            if (arena != null) arena.close();
+            if (memfd != null) memfd.closeAfter(e);
             throw e;
         }
+    }
+
+    /** Throws, with {@code yes}, the failure of a chunk of huge pages; says it once, with {@code try}, and returns null. */
+    private MemfdChunk hugePagesRefused(long size, ErrnoException e) {
+        String why = hugePagesFailure(size, e);
+        if (hugePages == HugePages.Mode.YES) {
+            throw new ConduitException("cannot allocate a memfd chunk of " + size + " bytes in huge pages (memfd.hugepages=yes): " + why, e);
+        }
+        if (!fallbackSaid) {
+            fallbackSaid = true;
+            logger.log(System.Logger.Level.INFO, "memfd.hugepages=try: a chunk of " + size + " bytes takes normal pages, as will "
+                    + "later ones that find no huge pages (said once): " + why);
+        }
+        return null;
+    }
+
+    /** The errno of a chunk of huge pages the kernel refused, what it means there, and the remedy. */
+    private String hugePagesFailure(long size, ErrnoException e) {
+        HugePages pool = HugePages.read(MEMINFO);
+        String what = switch (e.errno()) {
+            case Errno.ENOSPC, Errno.ENOMEM -> "the huge page pool is short: the chunk needs " + size / pageSize + " pages of "
+                    + pageSize / 1024 + " kB, and " + pool.describe() + "; " + pool.remedy("memfd.hugepages", size / pageSize);
+            case Errno.EINVAL -> e.call().equals("fcntl")
+                    ? "this kernel cannot seal a hugetlb memfd (Linux 4.16 or later can); set memfd.hugepages=no"
+                    : "this kernel refuses a hugetlb memfd of this size (MFD_HUGETLB needs Linux 4.14 or later and hugetlbfs); "
+                    + "set memfd.hugepages=no";
+            default -> Errno.remedy(e.errno(), "see the cause");
+        };
+        return e.getMessage() + "; " + what;
     }
 
     /**
@@ -194,7 +300,7 @@ final class MemfdProvider implements MemoryProvider {
         return size < 0 || minimum < 0 ? 0 : Math.max(0, size - minimum);
     }
 
-    /** A sealed memfd of {@code size} bytes. */
+    /** A sealed memfd of {@code size} bytes, of normal pages. */
     private FileDescriptor create(long size) {
         FileDescriptor memfd;
         try {

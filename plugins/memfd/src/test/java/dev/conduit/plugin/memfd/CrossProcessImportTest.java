@@ -73,14 +73,46 @@ class CrossProcessImportTest {
         }
     }
 
+    /**
+     * A chunk of huge pages ({@code memfd.hugepages=yes}) maps in the other JVM as any chunk does:
+     * the passed memfd is a hugetlb file of the chunk's length, a multiple of the huge page size,
+     * mapped whole from offset 0, taking no page of its own (the producer's {@code fallocate} took
+     * them all). The importer reads the producer's long at the chunk's last page and writes its own.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void anotherProcessImportsAChunkOfHugePages() throws Exception {
+        long size = 4L << 20;
+        try (HugePageReservation pool = HugePageReservation.withFree(2);
+             MemoryProvider provider = new MemfdPlugin().openMemoryProvider(TestContext.of(shared,
+                     java.util.Map.of("memfd.hugepages", "yes")))) {
+            if (pool.free() < 2) { // the kernel granted fewer: the refusal, which MemfdHugePagesTest checks in full
+                org.assertj.core.api.Assertions.assertThatThrownBy(() -> provider.allocate(size)).hasMessageContaining("ENOSPC");
+                return;
+            }
+            Chunk chunk = provider.allocate(size);
+            assertThat(HugePageReservation.kernelPageSizeOf(chunk.segment())).isEqualTo("KernelPageSize: 2048 kB");
+            chunk.segment().set(JAVA_LONG, 0, 2048);
+            Result imported = run(provider.export(chunk), List.of(), size);
+            assertThat(imported.exitCode()).as(imported.stderr()).isZero();
+            assertThat(imported.stdout()).containsExactly("read=2048", "exporter=ALIVE", "left=0");
+            assertThat(chunk.segment().get(JAVA_LONG, 8)).isEqualTo(ImportingProcess.WRITTEN);
+            assertThat(pool.free()).as("the import took no page of its own").isZero();
+        }
+    }
+
     private record Result(int exitCode, List<String> stdout, String stderr) {}
 
     private Result run(byte[] payload) throws IOException, InterruptedException, URISyntaxException {
-        return run(payload, List.of());
+        return run(payload, List.of(), SIZE);
+    }
+
+    private Result run(byte[] payload, List<String> wrapper) throws IOException, InterruptedException, URISyntaxException {
+        return run(payload, wrapper, SIZE);
     }
 
     /** Runs {@link ImportingProcess} through {@code wrapper}, a command that runs the rest of its arguments. */
-    private Result run(byte[] payload, List<String> wrapper) throws IOException, InterruptedException, URISyntaxException {
+    private Result run(byte[] payload, List<String> wrapper, long size) throws IOException, InterruptedException, URISyntaxException {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
         Path errors = Files.createTempFile(logs, "stderr", ".txt");
         Path testClasses = Path.of(ImportingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI());
@@ -91,7 +123,7 @@ class CrossProcessImportTest {
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
                 "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.memfd=ALL-UNNAMED",
                 "-m", "dev.conduit.plugin.memfd/" + ImportingProcess.class.getName(),
-                shared.toString(), HexFormat.of().formatHex(payload), Long.toString(SIZE)));
+                shared.toString(), HexFormat.of().formatHex(payload), Long.toString(size)));
         Process process = new ProcessBuilder(command)
                 .redirectError(errors.toFile())
                 .start();

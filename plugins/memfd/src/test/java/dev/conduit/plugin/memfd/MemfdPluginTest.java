@@ -44,7 +44,7 @@ class MemfdPluginTest {
     @Test
     void declaresItsKeysWithTheirDefaults() {
         assertThat(plugin.configKeys()).extracting(ConfigKey::name)
-                .containsExactly("memfd.allowed.uids", "memfd.server.timeout", "memfd.connect.timeout", "memfd.trusted.uids",
+                .containsExactly("memfd.allowed.uids", "memfd.server.timeout", "memfd.hugepages", "memfd.connect.timeout", "memfd.trusted.uids",
                         "memfd.queue.size", "memfd.inline.max", "memfd.bounce.size", "memfd.liveness.interval",
                         "memfd.heartbeat.timeout", "memfd.unblock.timeout", "memfd.inbound.max", "memfd.inbound.bounce.max")
                 .allMatch(name -> name.startsWith("memfd."));
@@ -52,6 +52,7 @@ class MemfdPluginTest {
         assertThat(MemfdConfig.SERVER_TIMEOUT.defaultValue()).isEqualTo(Duration.ofSeconds(1));
         assertThat(MemfdConfig.CONNECT_TIMEOUT.defaultValue()).isEqualTo(Duration.ofSeconds(2));
         assertThat(MemfdConfig.TRUSTED_UIDS.defaultValue()).isEqualTo(List.of());
+        assertThat(MemfdConfig.HUGEPAGES.defaultValue()).isEqualTo(dev.conduit.shm.HugePages.Mode.NO);
         assertThat(plugin.configKeys()).allSatisfy(key -> assertThat(key.doc()).isNotBlank());
     }
 

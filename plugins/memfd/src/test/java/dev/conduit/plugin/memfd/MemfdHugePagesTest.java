@@ -1,0 +1,146 @@
+package dev.conduit.plugin.memfd;
+
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.tck.RecordingLogger;
+import dev.conduit.tck.TestContext;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * {@code memfd.hugepages}: chunks of huge pages with {@code yes}, a clean refusal naming the errno,
+ * the key and the remedy when the pool is short, normal pages said once with {@code try}. Each test
+ * sizes the kernel's pool itself ({@link HugePageReservation}, as root, which CI is) and gives it
+ * back; where the kernel grants fewer pages than asked, the test checks the refusal instead.
+ */
+class MemfdHugePagesTest {
+    private static final long HUGE_PAGE = 2L << 20;
+
+    private final MemfdPlugin plugin = new MemfdPlugin();
+
+    @TempDir
+    Path shared;
+
+    @Test
+    void withYesAChunkIsHugePagesAndThePageSizeFollowsThem() throws Exception {
+        try (HugePageReservation pool = HugePageReservation.withFree(2);
+             MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared, Map.of("memfd.hugepages", "yes")))) {
+            assertThat(provider.pageSize()).isEqualTo(HUGE_PAGE);
+            assertThatThrownBy(() -> provider.allocate(64 * 1024)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("page size " + HUGE_PAGE);
+            if (pool.free() < 2) {
+                assertRefusedCleanly(provider, 2 * HUGE_PAGE);
+                return;
+            }
+            Chunk chunk = provider.allocate(2 * HUGE_PAGE);
+            chunk.segment().set(JAVA_LONG, 2 * HUGE_PAGE - 8, 4711);
+            assertThat(HugePageReservation.kernelPageSizeOf(chunk.segment())).isEqualTo("KernelPageSize: 2048 kB");
+            assertThat(pool.free()).as("every page taken at allocation").isZero();
+            provider.free(chunk);
+            assertThat(pool.free()).isEqualTo(2);
+        }
+    }
+
+    @Test
+    void withYesAndNoFreeHugePagesAnAllocationFailsNamingTheKeyAndTheRemedyAndLeavesNothing() throws Exception {
+        try (HugePageReservation pool = HugePageReservation.withFree(0);
+             MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared, Map.of("memfd.hugepages", "yes")))) {
+            assertThat(pool.free()).isZero();
+            assertRefusedCleanly(provider, HUGE_PAGE);
+        }
+    }
+
+    /** The refusal of a pool that is short: the errno, the key, the sysctl, no descriptor or mapping left. */
+    private static void assertRefusedCleanly(MemoryProvider provider, long size) throws Exception {
+        long fds = Leaks.openFdsWhenQuiet();
+        long mappings = Leaks.memfdMappings();
+        assertThatThrownBy(() -> provider.allocate(size)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot allocate a memfd chunk of " + size + " bytes in huge pages (memfd.hugepages=yes)")
+                .hasMessageContaining("ENOSPC")
+                .hasMessageContaining("the chunk needs " + size / HUGE_PAGE + " pages of 2048 kB")
+                .hasMessageContaining("sysctl vm.nr_hugepages=")
+                .hasMessageContaining("/proc/sys/vm/nr_hugepages")
+                .hasMessageContaining("hugetlb.2MB.max")
+                .hasMessageContaining("memfd.hugepages=try");
+        assertThat(Leaks.openFds()).isEqualTo(fds);
+        assertThat(Leaks.memfdMappings()).isEqualTo(mappings);
+    }
+
+    @Test
+    void withTryAndNoFreeHugePagesChunksTakeNormalPagesSaidOnce() {
+        RecordingLogger logged = new RecordingLogger();
+        try (HugePageReservation pool = HugePageReservation.withFree(0);
+             MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared, Map.of("memfd.hugepages", "try"))
+                     .withLogger(logged))) {
+            assertThat(provider.pageSize()).as("a pool's chunks stay multiples of the huge page size").isEqualTo(HUGE_PAGE);
+            Chunk first = provider.allocate(HUGE_PAGE);
+            Chunk second = provider.allocate(HUGE_PAGE);
+            first.segment().set(JAVA_LONG, 0, 1);
+            second.segment().set(JAVA_LONG, 0, 2);
+            assertThat(HugePageReservation.kernelPageSizeOf(first.segment())).isEqualTo("KernelPageSize: 4 kB");
+            assertThat(logged.at(System.Logger.Level.INFO)).singleElement().asString()
+                    .startsWith("memfd.hugepages=try: a chunk of " + HUGE_PAGE + " bytes takes normal pages")
+                    .contains("ENOSPC").contains("vm.nr_hugepages");
+            assertThat(logged.warnings()).isEmpty();
+        }
+    }
+
+    @Test
+    void withTryAndFreeHugePagesAChunkIsHugePages() {
+        try (HugePageReservation pool = HugePageReservation.withFree(1);
+             MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared, Map.of("memfd.hugepages", "try")))) {
+            Chunk chunk = provider.allocate(HUGE_PAGE);
+            chunk.segment().set(JAVA_LONG, 0, 1);
+            assertThat(HugePageReservation.kernelPageSizeOf(chunk.segment()))
+                    .isEqualTo(pool.free() == 0 ? "KernelPageSize: 2048 kB" : "KernelPageSize: 4 kB");
+        }
+    }
+
+    @Test
+    void withNoTheDefaultChunksAreNormalPages() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
+            assertThat(provider.pageSize()).isEqualTo(MemfdProvider.PAGE_SIZE);
+            Chunk chunk = provider.allocate(64 * 1024);
+            chunk.segment().set(JAVA_LONG, 0, 1);
+            assertThat(HugePageReservation.kernelPageSizeOf(chunk.segment())).isEqualTo("KernelPageSize: 4 kB");
+        }
+    }
+
+    @Test
+    void aModeThatIsNotNoTryOrYesFailsNamingTheKeyAndTheForms() {
+        for (String bad : new String[] {"maybe", "1", "", "huge"}) {
+            assertThatThrownBy(() -> plugin.openMemoryProvider(TestContext.of(shared, Map.of("memfd.hugepages", bad))))
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("memfd.hugepages")
+                    .hasMessageContaining("[no, try, yes]");
+        }
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+
+    /** The transport's queues and rings keep normal pages whatever the key says: it opens with no huge page free. */
+    @Test
+    void theTransportIgnoresTheKey() {
+        try (HugePageReservation pool = HugePageReservation.withFree(0);
+             MemfdProvider provider = MemfdProvider.open(dev.conduit.linux.Linux.libc(),
+                     TestContext.of(shared, Map.of("memfd.hugepages", "yes")), dev.conduit.shm.HugePages.Mode.NO)) {
+            assertThat(provider.pageSize()).isEqualTo(MemfdProvider.PAGE_SIZE);
+            provider.allocate(64 * 1024);
+        }
+    }
+
+    @Test
+    void theProbeSaysTheModeAndTheFreeHugePages() {
+        var details = plugin.probe(TestContext.of(shared, Map.of("memfd.hugepages", "try"))).details();
+        assertThat(details.get("hugepages")).startsWith("memfd.hugepages=try; 2048 kB pages: ")
+                .contains("HugePages_Free, HugePages_Total in /proc/meminfo");
+    }
+}

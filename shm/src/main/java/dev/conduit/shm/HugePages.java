@@ -1,0 +1,78 @@
+package dev.conduit.shm;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The kernel's pool of huge pages of the default size, as {@code /proc/meminfo} tells it
+ * ({@code Hugepagesize}, {@code HugePages_Total}, {@code HugePages_Free}), and what to do when it
+ * is short. Huge pages are not taken from free memory as they are touched: an administrator
+ * reserves them ({@code vm.nr_hugepages}), and a hugetlb file's {@code MAP_SHARED} mapping, or
+ * its {@code fallocate}, takes them from that pool or fails with an errno.
+ *
+ * @param pageSize the default huge page size in bytes; -1 when the kernel does not say (no hugetlb support)
+ * @param total    {@code HugePages_Total}; -1 when not said
+ * @param free     {@code HugePages_Free}; -1 when not said
+ */
+public record HugePages(long pageSize, long total, long free) {
+
+    /** Where the pool is sized, for remedies. */
+    public static final Path NR_HUGEPAGES = Path.of("/proc/sys/vm/nr_hugepages");
+
+    /** Whether a provider backs its chunks with huge pages, as UCX's {@code UCX_POSIX_HUGETLB_MODE}. */
+    public enum Mode {
+        /** Normal pages. */
+        NO,
+        /** Huge pages where the pool has them; otherwise normal pages, said once at {@code INFO}. */
+        TRY,
+        /** Huge pages or an error naming the errno and the remedy. */
+        YES
+    }
+
+    /** The pool as {@code meminfo} says; every field -1 when it cannot be read. */
+    public static HugePages read(Path meminfo) {
+        long pageSize = -1;
+        long total = -1;
+        long free = -1;
+        try {
+            for (String line : Files.readAllLines(meminfo)) {
+                String[] fields = line.trim().split("\\s+");
+                if (fields.length < 2) continue;
+                switch (fields[0]) {
+                    case "Hugepagesize:" -> pageSize = fields.length == 3 && fields[2].equals("kB") ? Long.parseLong(fields[1]) * 1024 : -1;
+                    case "HugePages_Total:" -> total = Long.parseLong(fields[1]);
+                    case "HugePages_Free:" -> free = Long.parseLong(fields[1]);
+                    default -> { }
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            return new HugePages(-1, -1, -1);
+        }
+        return new HugePages(pageSize, total, free);
+    }
+
+    /** Whether the kernel has huge pages at all (a hugetlbfs and a default size). */
+    public boolean supported() {
+        return pageSize > 0;
+    }
+
+    /** {@code "2048 kB pages: 3 free of 4 (HugePages_Free, HugePages_Total in /proc/meminfo)"}, for messages and probes. */
+    public String describe() {
+        if (!supported()) return "none: the kernel names no Hugepagesize in " + Meminfo.PATH + " (built without CONFIG_HUGETLBFS)";
+        return pageSize / 1024 + " kB pages: " + free + " free of " + total + " (HugePages_Free, HugePages_Total in " + Meminfo.PATH + ")";
+    }
+
+    /**
+     * What to do when {@code pagesNeeded} more pages could not be had: reserve them, or raise the
+     * cgroup's limit, or let {@code key} fall back or give huge pages up.
+     */
+    public String remedy(String key, long pagesNeeded) {
+        String size = pageSize >= 1L << 30 ? (pageSize >> 30) + "GB" : (pageSize >> 20) + "MB";
+        long wanted = Math.max(0, total) + pagesNeeded;
+        return "reserve more huge pages as root: sysctl vm.nr_hugepages=" + wanted + " (writes " + NR_HUGEPAGES + "; the kernel may "
+                + "grant fewer when memory is fragmented: read HugePages_Total back), or raise this process's cgroup's hugetlb limit "
+                + "(hugetlb." + size + ".max in cgroup v2, hugetlb." + size + ".limit_in_bytes in v1); or set " + key + "=try to "
+                + "fall back to normal pages, or " + key + "=no";
+    }
+}
