@@ -65,14 +65,13 @@ public record HugePages(long pageSize, long total, long free) {
 
     /**
      * What to do when {@code pagesNeeded} more pages could not be had: reserve them, or raise the
-     * cgroup's limit, or let {@code key} fall back or give huge pages up.
+     * cgroup's limit, or {@code otherwise} (how to do without them: a key to set).
      */
-    public String remedy(String key, long pagesNeeded) {
+    public String remedy(long pagesNeeded, String otherwise) {
         String size = pageSize >= 1L << 30 ? (pageSize >> 30) + "GB" : (pageSize >> 20) + "MB";
         long wanted = Math.max(0, total) + pagesNeeded;
         return "reserve more huge pages as root: sysctl vm.nr_hugepages=" + wanted + " (writes " + NR_HUGEPAGES + "; the kernel may "
                 + "grant fewer when memory is fragmented: read HugePages_Total back), or raise this process's cgroup's hugetlb limit "
-                + "(hugetlb." + size + ".max in cgroup v2, hugetlb." + size + ".limit_in_bytes in v1); or set " + key + "=try to "
-                + "fall back to normal pages, or " + key + "=no";
+                + "(hugetlb." + size + ".max in cgroup v2, hugetlb." + size + ".limit_in_bytes in v1); or " + otherwise;
     }
 }

@@ -2,6 +2,7 @@ package dev.conduit.plugin.memfd;
 
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.tck.HugePageReservation;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -5,6 +5,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.tck.RecordingLogger;
+import dev.conduit.tck.HugePageReservation;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -4,6 +4,8 @@ import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.shm.HugePages;
+import dev.conduit.shm.Meminfo;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.ShmPlugins;
@@ -40,13 +42,17 @@ import java.util.Set;
  * <tr><td>{@code directory}</td><td>the chunk directory as this process sees it</td></tr>
  * <tr><td>{@code directory set by}</td><td>{@code posix.dir}, or {@code shared.dir} when it is unset</td></tr>
  * <tr><td>{@code free bytes}</td><td>space an unprivileged user may still fill there</td></tr>
- * <tr><td>{@code page size}</td><td>chunk size and alignment unit</td></tr>
+ * <tr><td>{@code page size}</td><td>chunk size and alignment unit: the huge page size on a hugetlbfs mount</td></tr>
+ * <tr><td>{@code hugepages}</td><td>on a hugetlbfs mount only: the kernel's pool of huge pages ({@link HugePages#describe})</td></tr>
  * <tr><td>{@code live owners}</td><td>posix providers (of any process) whose lease is held</td></tr>
  * <tr><td>{@code dead owners}</td><td>leases nobody holds: files the next provider to open reclaims</td></tr>
  * <tr><td>{@code unreadable leases}</td><td>leases of other users, which this user cannot check (only when there are any)</td></tr>
  * </table>
  */
 final class DirectoryProbe {
+
+    /** What the shared-memory transport offers, whose queues and rings cannot live on a hugetlbfs mount. */
+    private static final Set<Capability> TRANSPORT = EnumSet.of(Capability.AM, Capability.RMA, Capability.ATOMICS, Capability.WAKEUP);
 
     /** What puts files in the chunk directory: everything but imports. */
     private static final Set<Capability> NEED_A_WRITABLE_DIRECTORY = EnumSet.of(Capability.MEMORY, Capability.AM, Capability.RMA,
@@ -98,20 +104,51 @@ final class DirectoryProbe {
                 details.put("free bytes", freeBytes(path));
             }
             details.put("file system", fileSystem(path));
-            details.put("page size", Long.toString(PageSize.get()));
+            java.nio.file.FileStore store = fileStore(path);
+            boolean hugetlbfs = PosixMemoryProvider.isHugetlbfs(store);
+            details.put("page size", Long.toString(hugetlbfs ? blockSize(store) : PageSize.get()));
+            if (hugetlbfs) details.put("hugepages", HugePages.read(Meminfo.PATH).describe());
             OwnerLease.countOwners(libc, directory, PosixMemoryProvider.FILE_PREFIX, details);
             Availability available = Availability.available(details);
             if (readOnlyMount != null) {
                 for (Capability c : NEED_A_WRITABLE_DIRECTORY) available = available.without(c, readOnlyMount);
+            } else if (hugetlbfs) {
+                String why = hugetlbfsTransport(directory.path(), config.directoryKeys());
+                for (Capability c : TRANSPORT) available = available.without(c, why);
             }
             return available;
         }
     }
 
+    /** Why the transport cannot work over a chunk directory on a hugetlbfs mount, and the remedy. */
+    private static String hugetlbfsTransport(Path directory, String directoryKeys) {
+        return "the chunk directory " + directory + " is a hugetlbfs mount, whose files are sized in whole huge pages, and the "
+                + "transport's receive queues and bounce rings are a header past a power of two: set " + directoryKeys + " to a "
+                + "tmpfs directory (such as /dev/shm) for the posix transport, or use memfd's (transports=memfd) beside posix "
+                + "pools of huge pages";
+    }
+
+    private static java.nio.file.FileStore fileStore(Path path) {
+        try {
+            return Files.getFileStore(path);
+        } catch (IOException | SecurityException e) {
+            return null;
+        }
+    }
+
+    private static long blockSize(java.nio.file.FileStore store) {
+        try {
+            return store.getBlockSize();
+        } catch (IOException | UnsupportedOperationException e) {
+            return -1;
+        }
+    }
+
     /**
-     * Refuses an operation of {@code capability} where the probe rules it out (a read-only mount),
-     * with the probe's reason: the runtime asks the probe first, a direct caller (the TCK) gets the
-     * same answer. Probes only where {@code access(2)} says the directory cannot be written.
+     * Refuses an operation of {@code capability} where the probe rules it out (a read-only mount;
+     * the transport on a hugetlbfs mount), with the probe's reason: the runtime asks the probe
+     * first, a direct caller (the TCK) gets the same answer. Probes only where {@code access(2)}
+     * says the directory cannot be written, or where it is a hugetlbfs mount.
      */
     static void requireOffered(PluginContext context, Capability capability, String operation) {
         Path path;
@@ -120,9 +157,10 @@ final class DirectoryProbe {
         } catch (ConduitException e) {
             return; // the operation reports the configuration itself
         }
-        if (Files.isWritable(path) || !Files.isDirectory(path)) return;
+        boolean hugetlbfs = PosixMemoryProvider.isHugetlbfs(fileStore(path));
+        if (!hugetlbfs && (Files.isWritable(path) || !Files.isDirectory(path))) return;
         String why = probe(context).unsupportedHere().get(capability);
-        if (why != null) throw new NotSupportedException("posix offers no " + operation + " here, only imports: " + why);
+        if (why != null) throw new NotSupportedException("posix offers no " + operation + " here" + (hugetlbfs ? "" : ", only imports") + ": " + why);
     }
 
     /** Why pools and workers cannot be made over a directory on a read-only mount ({@code e}: {@code EROFS}), and the remedy. */

@@ -7,6 +7,8 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.CgroupMemory;
+import dev.conduit.shm.HugePages;
+import dev.conduit.shm.Meminfo;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.Chunk;
@@ -60,6 +62,15 @@ import static java.lang.System.Logger.Level.WARNING;
  * tell that the space is taken by chunks already freed: an unlinked file's pages stay while any
  * process maps it, and an importer's IPC cache keeps unused imports mapped (up to its
  * {@code ipc.cache.bytes}, each for up to twice its {@code ipc.cache.idle}), so the refusal says so ({@link #FREED_BUT_MAPPED}).
+ *
+ * <p><b>Huge pages.</b> A chunk directory on a hugetlbfs mount makes every chunk huge pages of the
+ * mount's size: the provider's {@link #pageSize()} is then the file system's block size (the
+ * mount's huge page size), the free-space check is skipped (a hugetlbfs mounted without
+ * {@code size=} reports no space at all), and each chunk's pages are all taken by {@code fallocate}
+ * when it is allocated, before it is mapped, so that a pool short of pages, or a cgroup's hugetlb
+ * limit (charged at the first touch, past which a touch gets {@code SIGBUS}), fails the allocation
+ * with {@code ENOSPC}, naming {@code vm.nr_hugepages} and the directory's key. The directory is the
+ * choice: no key says it, and the transport's files cannot live there ({@link PosixPlugin#openTransport}).
  *
  * <p>Thread-safe: state changes are guarded by one lock, system calls run outside it. Allocations
  * and frees run beside each other; {@link #close()} waits for those under way, as it closes the
@@ -117,7 +128,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         this.directoryKeys = directoryKeys;
         this.lease = lease;
         this.store = store;
-        this.pageSize = PageSize.get();
+        this.pageSize = isHugetlbfs(store) ? hugePageSize(store, directory.path()) : PageSize.get();
         this.ownFilePrefix = FILE_PREFIX + "-" + lease.owner() + "-";
     }
 
@@ -157,6 +168,25 @@ final class PosixMemoryProvider implements MemoryProvider {
             logger.log(DEBUG, () -> "no free-space check for " + path + ": " + e);
             return null;
         }
+    }
+
+    /** Whether {@code store} is a hugetlbfs mount, whose files are huge pages; false when it cannot be told. */
+    static boolean isHugetlbfs(FileStore store) {
+        return store != null && store.type().equals("hugetlbfs");
+    }
+
+    /** A hugetlbfs mount's page size: its block size ({@code statfs}'s {@code f_bsize}). */
+    private static long hugePageSize(FileStore store, Path path) {
+        try {
+            return store.getBlockSize();
+        } catch (IOException | UnsupportedOperationException e) {
+            throw new ConduitException("cannot tell the huge page size of the hugetlbfs mount " + path + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Whether chunks are huge pages: the chunk directory is a hugetlbfs mount. */
+    boolean hugePages() {
+        return isHugetlbfs(store);
     }
 
     /** The chunk directory, as this process sees it. */
@@ -224,7 +254,7 @@ final class PosixMemoryProvider implements MemoryProvider {
     }
 
     private void checkFreeSpace(long size) {
-        if (store == null) return;
+        if (store == null || hugePages()) return; // huge pages: fallocate takes them or says ENOSPC
         long free;
         try {
             free = store.getUsableSpace();
@@ -258,6 +288,20 @@ final class PosixMemoryProvider implements MemoryProvider {
         } catch (ErrnoException e) {
             throw new ConduitException("cannot size chunk file " + path + " to " + size + " bytes: " + e.getMessage()
                     + "; use smaller chunks (pool.chunk.size) or set " + directoryKeys + " to a file system that holds them", e);
+        }
+        if (!hugePages()) return;
+        try {
+            libc.fallocate(fd, 0, size);
+        } catch (ErrnoException e) {
+            HugePages pool = HugePages.read(Meminfo.PATH);
+            String remedy = e.errnoName().equals("ENOSPC") || e.errnoName().equals("ENOMEM")
+                    ? "the huge page pool is short: the chunk needs " + size / pageSize + " pages of " + pageSize / 1024 + " kB, and "
+                    + pool.describe() + " (a hugetlbfs mounted with size= or a page size other than the default is bounded by "
+                    + "that instead); " + pool.remedy(size / pageSize, "set " + directoryKeys + " to a tmpfs directory (such as "
+                    + "/dev/shm) for normal pages")
+                    : "see the cause";
+            throw new ConduitException("cannot take the huge pages of chunk file " + path + " (" + directoryKeys + " is a hugetlbfs "
+                    + "mount): " + e.getMessage() + "; " + remedy, e);
         }
     }
 

@@ -1,7 +1,4 @@
-package dev.conduit.plugin.memfd;
-
-import dev.conduit.shm.HugePages;
-import dev.conduit.shm.Meminfo;
+package dev.conduit.tck;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -15,8 +12,13 @@ import java.util.List;
  * finds a number of pages free, and gives the pool back its previous size when closed. The kernel
  * may grant fewer pages than asked (memory too fragmented): {@link #free()} says how many there
  * are, for the test to expect a clean refusal instead. Pages other processes hold stay theirs.
+ * For tests of huge page chunks (memfd's {@code memfd.hugepages}, posix on a hugetlbfs mount),
+ * which never skip for want of pages: they reserve them.
  */
-final class HugePageReservation implements AutoCloseable {
+public final class HugePageReservation implements AutoCloseable {
+    private static final Path NR_HUGEPAGES = Path.of("/proc/sys/vm/nr_hugepages");
+    private static final Path MEMINFO = Path.of("/proc/meminfo");
+
     private final long previous;
 
     private HugePageReservation(long previous) {
@@ -24,16 +26,25 @@ final class HugePageReservation implements AutoCloseable {
     }
 
     /** Resizes the pool so that {@code pages} pages are free (if the kernel grants them), beside those in use now. */
-    static HugePageReservation withFree(long pages) {
-        HugePages now = HugePages.read(Meminfo.PATH);
-        long previous = now.total();
-        write(Math.max(0, now.total() - now.free()) + pages);
-        return new HugePageReservation(previous);
+    public static HugePageReservation withFree(long pages) {
+        long total = meminfo("HugePages_Total:");
+        write(Math.max(0, total - meminfo("HugePages_Free:")) + pages);
+        return new HugePageReservation(total);
     }
 
     /** {@code HugePages_Free} now. */
-    long free() {
-        return HugePages.read(Meminfo.PATH).free();
+    public long free() {
+        return meminfo("HugePages_Free:");
+    }
+
+    private static long meminfo(String field) {
+        try {
+            return Files.readAllLines(MEMINFO).stream().filter(line -> line.startsWith(field))
+                    .mapToLong(line -> Long.parseLong(line.substring(field.length()).trim().split("\\s+")[0])).findFirst()
+                    .orElseThrow(() -> new IllegalStateException("no " + field + " in " + MEMINFO + ": a kernel without huge pages"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     @Override
@@ -43,14 +54,14 @@ final class HugePageReservation implements AutoCloseable {
 
     private static void write(long pages) {
         try {
-            Files.writeString(HugePages.NR_HUGEPAGES, Long.toString(pages));
+            Files.writeString(NR_HUGEPAGES, Long.toString(pages));
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot size the huge page pool (" + HugePages.NR_HUGEPAGES + "; root only)", e);
+            throw new UncheckedIOException("cannot size the huge page pool (" + NR_HUGEPAGES + "; root only)", e);
         }
     }
 
     /** The {@code KernelPageSize} line of the mapping that starts at {@code segment}, from {@code /proc/self/smaps}. */
-    static String kernelPageSizeOf(MemorySegment segment) {
+    public static String kernelPageSizeOf(MemorySegment segment) {
         String start = Long.toHexString(segment.address()) + "-";
         try {
             List<String> smaps = Files.readAllLines(Path.of("/proc/self/smaps"));
