@@ -106,6 +106,33 @@ class MemfdHugePagesTest {
         }
     }
 
+    /** EINVAL says which kernel feature is missing: a hugetlb memfd (Linux 4.14) or its seals (4.16); nothing is left open. */
+    @Test
+    void aKernelThatCannotMakeOrSealAHugetlbMemfdIsNamed() throws Exception {
+        for (String[] failure : new String[][] {{"memfdCreate", "memfd_create", "MFD_HUGETLB needs Linux 4.14 or later"},
+                {"addSeals", "fcntl", "this kernel cannot seal a hugetlb memfd (Linux 4.16 or later can)"}}) {
+            dev.conduit.linux.Libc libc = dev.conduit.linux.Linux.libc();
+            dev.conduit.linux.Libc refusing = (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(
+                    dev.conduit.linux.Libc.class.getClassLoader(), new Class<?>[] {dev.conduit.linux.Libc.class}, (proxy, method, args) -> {
+                        if (method.getName().equals(failure[0])) {
+                            throw new dev.conduit.linux.ErrnoException(failure[1], dev.conduit.linux.Errno.EINVAL, "fake", "injected by the test");
+                        }
+                        try {
+                            return method.invoke(libc, args);
+                        } catch (java.lang.reflect.InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                    });
+            try (MemoryProvider provider = MemfdProvider.open(refusing, TestContext.of(shared, Map.of("memfd.hugepages", "yes")))) {
+                long fds = Leaks.openFdsWhenQuiet();
+                assertThatThrownBy(() -> provider.allocate(HUGE_PAGE)).isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("(memfd.hugepages=yes): " + failure[1] + "(injected by the test): EINVAL")
+                        .hasMessageContaining(failure[2]).hasMessageContaining("set memfd.hugepages=no");
+                assertThat(Leaks.openFds()).isEqualTo(fds);
+            }
+        }
+    }
+
     @Test
     void withNoTheDefaultChunksAreNormalPages() {
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {

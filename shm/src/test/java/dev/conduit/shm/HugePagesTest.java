@@ -1,0 +1,45 @@
+package dev.conduit.shm;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The kernel's huge page pool as meminfo writes it, and the remedy for a short one. */
+class HugePagesTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void readsThePoolAsMeminfoWritesIt() throws IOException {
+        Path meminfo = Files.writeString(dir.resolve("meminfo"), """
+                MemTotal:       16384000 kB
+                HugePages_Total:       4
+                HugePages_Free:        3
+                HugePages_Rsvd:        0
+                Hugepagesize:       2048 kB
+                """);
+        HugePages pool = HugePages.read(meminfo);
+        assertThat(pool).isEqualTo(new HugePages(2L << 20, 4, 3));
+        assertThat(pool.supported()).isTrue();
+        assertThat(pool.describe()).isEqualTo("2048 kB pages: 3 free of 4 (HugePages_Free, HugePages_Total in /proc/meminfo)");
+        assertThat(pool.remedy(2, "set x.hugepages=no")).isEqualTo("reserve more huge pages as root: sysctl vm.nr_hugepages=6 "
+                + "(writes /proc/sys/vm/nr_hugepages; the kernel may grant fewer when memory is fragmented: read HugePages_Total "
+                + "back), or raise this process's cgroup's hugetlb limit (hugetlb.2MB.max in cgroup v2, hugetlb.2MB.limit_in_bytes "
+                + "in v1); or set x.hugepages=no");
+        assertThat(new HugePages(1L << 30, 0, 0).remedy(1, "no")).contains("vm.nr_hugepages=1 ").contains("hugetlb.1GB.max");
+    }
+
+    @Test
+    void aKernelWithoutHugePagesOrAnUnreadableFileSaysSo() throws IOException {
+        HugePages without = HugePages.read(Files.writeString(dir.resolve("meminfo"), "MemTotal:       16384000 kB\n"));
+        assertThat(without.supported()).isFalse();
+        assertThat(without.describe()).startsWith("none: the kernel names no Hugepagesize in /proc/meminfo");
+        assertThat(HugePages.read(dir.resolve("missing"))).isEqualTo(new HugePages(-1, -1, -1));
+        assertThat(HugePages.read(Files.writeString(dir.resolve("garbled"), "HugePages_Free: many\n"))).isEqualTo(new HugePages(-1, -1, -1));
+    }
+}
