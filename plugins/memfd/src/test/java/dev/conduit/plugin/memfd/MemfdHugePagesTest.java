@@ -154,15 +154,18 @@ class MemfdHugePagesTest {
         assertThat(Leaks.files(shared)).isEmpty();
     }
 
-    /** The transport's queues and rings keep normal pages whatever the key says: it opens with no huge page free. */
+    /**
+     * The transport's queues and rings keep normal pages whatever the key says: a worker's transport
+     * opens, making its receive queue of a header past a power of two, with no huge page free.
+     */
     @Test
     void theTransportIgnoresTheKey() {
         try (HugePageReservation pool = HugePageReservation.withFree(0);
-             MemfdProvider provider = MemfdProvider.open(dev.conduit.linux.Linux.libc(),
-                     TestContext.of(shared, Map.of("memfd.hugepages", "yes")), dev.conduit.shm.HugePages.Mode.NO)) {
-            assertThat(provider.pageSize()).isEqualTo(MemfdProvider.PAGE_SIZE);
-            provider.allocate(64 * 1024);
+             dev.conduit.spi.Transport transport = plugin.openTransport(TestContext.of(shared, Map.of("memfd.hugepages", "yes"))
+                     .forTransport(dev.conduit.spi.ThreadMode.SINGLE, (id, h, ho, hl, p, po, pl) -> { }))) {
+            assertThat(transport.address()).isNotEmpty();
         }
+        assertThat(Leaks.files(shared)).isEmpty();
     }
 
     @Test
