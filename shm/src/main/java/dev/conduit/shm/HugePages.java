@@ -64,6 +64,15 @@ public record HugePages(long pageSize, long total, long free) {
     }
 
     /**
+     * Why {@code pagesNeeded} pages could not be had ({@code ENOSPC} or {@code ENOMEM}): the pool
+     * is short, or, when it has them free, a hugetlb cgroup limit of this process refused them.
+     */
+    public String shortage(long pagesNeeded) {
+        String needs = "the chunk needs " + pagesNeeded + " pages of " + pageSize / 1024 + " kB, and " + describe();
+        return free >= pagesNeeded ? needs + ": the pool has them, so a hugetlb limit of this process's cgroup refused them" : needs;
+    }
+
+    /**
      * What to do when {@code pagesNeeded} more pages could not be had: reserve them, or raise the
      * cgroup's limit, or {@code otherwise} (how to do without them: a key to set).
      */

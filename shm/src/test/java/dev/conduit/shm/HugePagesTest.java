@@ -31,6 +31,10 @@ class HugePagesTest {
                 + "(writes /proc/sys/vm/nr_hugepages; the kernel may grant fewer when memory is fragmented: read HugePages_Total "
                 + "back), or raise this process's cgroup's hugetlb limit (hugetlb.2MB.max in cgroup v2, hugetlb.2MB.limit_in_bytes "
                 + "in v1); or set x.hugepages=no");
+        assertThat(pool.shortage(4)).isEqualTo("the chunk needs 4 pages of 2048 kB, and 2048 kB pages: 3 free of 4 (HugePages_Free, "
+                + "HugePages_Total in /proc/meminfo)");
+        assertThat(pool.shortage(3)).endsWith("3 free of 4 (HugePages_Free, HugePages_Total in /proc/meminfo): the pool has them, "
+                + "so a hugetlb limit of this process's cgroup refused them");
         assertThat(new HugePages(1L << 30, 0, 0).remedy(1, "no")).contains("vm.nr_hugepages=1 ").contains("hugetlb.1GB.max");
     }
 

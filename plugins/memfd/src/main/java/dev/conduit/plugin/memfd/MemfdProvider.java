@@ -234,8 +234,7 @@ final class MemfdProvider implements MemoryProvider {
     private String hugePagesFailure(long size, ErrnoException e) {
         HugePages pool = HugePages.read(MEMINFO);
         String what = switch (e.errno()) {
-            case Errno.ENOSPC, Errno.ENOMEM -> "the huge page pool is short: the chunk needs " + size / pageSize + " pages of "
-                    + pageSize / 1024 + " kB, and " + pool.describe() + "; " + pool.remedy(size / pageSize, "set memfd.hugepages=try to fall back to normal pages, or memfd.hugepages=no");
+            case Errno.ENOSPC, Errno.ENOMEM -> pool.shortage(size / pageSize) + "; " + pool.remedy(size / pageSize, "set memfd.hugepages=try to fall back to normal pages, or memfd.hugepages=no");
             case Errno.EINVAL -> e.call().equals("fcntl")
                     ? "this kernel cannot seal a hugetlb memfd (Linux 4.16 or later can); set memfd.hugepages=no"
                     : "this kernel refuses a hugetlb memfd of this size (MFD_HUGETLB needs Linux 4.14 or later and hugetlbfs); "

@@ -2,6 +2,7 @@ package dev.conduit.plugin.memfd;
 
 import dev.conduit.linux.Linux;
 import dev.conduit.tck.MemoryCgroup;
+import dev.conduit.tck.HugePageReservation;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -49,19 +50,65 @@ class MemfdCgroupLimitTest {
         }
     }
 
+    /**
+     * A JVM in a hugetlb cgroup that may take no huge page (v1's {@code hugetlb.2MB.limit_in_bytes}
+     * 0, the controller mounted here for the test; the machine's pool has pages free) is refused a
+     * chunk with {@code memfd.hugepages=yes}, naming ENOSPC and the cgroup's file. Such a limit is
+     * charged when a page is first touched, and a touch past it gets SIGBUS: without the provider's
+     * fallocate the mmap succeeded and the JVM's first write failed with the JDK's InternalError "a
+     * fault occurred in an unsafe memory access operation" (exit 1).
+     */
+    @Test
+    @Timeout(180) // a hang guard, not a speed check
+    void aChunkOfHugePagesPastTheCgroupsHugetlbLimitIsRefusedNotASigbus() throws Exception {
+        Path controller = Files.createDirectory(dir.resolve("hugetlb"));
+        run("mount", "-t", "cgroup", "-o", "hugetlb", "none", controller.toString());
+        try (HugePageReservation pool = HugePageReservation.withFree(2)) {
+            Path cgroup = Files.createDirectory(controller.resolve("conduit-test-" + java.util.UUID.randomUUID()));
+            try {
+                Files.writeString(cgroup.resolve("hugetlb.2MB.limit_in_bytes"), "0");
+                List<String> wrapper = List.of("sh", "-c", "echo $$ > \"$1\"/cgroup.procs || exit 8; shift; exec \"$@\"", "in-cgroup",
+                        cgroup.toString());
+                Result refused = allocateIn(wrapper, 2 * MIB, "yes");
+                assertThat(refused.exitCode()).as("exit code (3: refused; 1 with an InternalError: the SIGBUS); stdout %s, stderr %s", refused.stdout(),
+                        refused.stderr()).isEqualTo(3);
+                assertThat(refused.stderr()).startsWith("cannot allocate a memfd chunk of " + 2 * MIB + " bytes in huge pages "
+                        + "(memfd.hugepages=yes): fallocate(").contains("ENOSPC").contains("the pool has them, so a hugetlb limit of this process's cgroup refused them")
+                        .contains("hugetlb.2MB.limit_in_bytes");
+                assertThat(pool.free()).as("every page given back").isEqualTo(2);
+            } finally {
+                Files.delete(cgroup);
+            }
+        } finally {
+            run("umount", controller.toString());
+        }
+    }
+
+    private static void run(String... command) throws Exception {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor()).as("%s: %s", String.join(" ", command), output).isZero();
+    }
+
     private record Result(int exitCode, String stdout, String stderr) {}
 
     /** Runs {@link AllocatingProcess} in {@code cgroup}. */
     private Result allocateIn(MemoryCgroup cgroup, long size) throws Exception {
+        return allocateIn(cgroup.wrapper(), size);
+    }
+
+    /** Runs {@link AllocatingProcess} through {@code wrapper}, a command that runs the rest of its arguments, with {@code config}. */
+    private Result allocateIn(List<String> wrapper, long size, String... hugePages) throws Exception {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
         Path testClasses = Path.of(AllocatingProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        List<String> command = new ArrayList<>(cgroup.wrapper());
+        List<String> command = new ArrayList<>(wrapper);
         command.addAll(List.of(java.toString(), "-Xmx64m",
                 "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.memfd=" + testClasses,
                 "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.memfd=ALL-UNNAMED",
                 "-m", "dev.conduit.plugin.memfd/" + AllocatingProcess.class.getName(), dir.toString(), Long.toString(size)));
+        command.addAll(List.of(hugePages));
         Path errors = Files.createTempFile(dir, "stderr", ".txt");
         Process process = new ProcessBuilder(command).redirectError(errors.toFile()).start();
         process.getOutputStream().close();

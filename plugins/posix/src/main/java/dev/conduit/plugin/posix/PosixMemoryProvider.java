@@ -295,9 +295,8 @@ final class PosixMemoryProvider implements MemoryProvider {
         } catch (ErrnoException e) {
             HugePages pool = HugePages.read(Meminfo.PATH);
             String remedy = e.errnoName().equals("ENOSPC") || e.errnoName().equals("ENOMEM")
-                    ? "the huge page pool is short: the chunk needs " + size / pageSize + " pages of " + pageSize / 1024 + " kB, and "
-                    + pool.describe() + " (a hugetlbfs mounted with size= or a page size other than the default is bounded by "
-                    + "that instead); " + pool.remedy(size / pageSize, "set " + directoryKeys + " to a tmpfs directory (such as "
+                    ? pool.shortage(size / pageSize) + " (a hugetlbfs mounted with size= or a page size other than the default is "
+                    + "bounded by that instead); " + pool.remedy(size / pageSize, "set " + directoryKeys + " to a tmpfs directory (such as "
                     + "/dev/shm) for normal pages")
                     : "see the cause";
             throw new ConduitException("cannot take the huge pages of chunk file " + path + " (" + directoryKeys + " is a hugetlbfs "
