@@ -63,6 +63,7 @@ class MemfdHugePagesTest {
     /** The refusal of a pool that is short: the errno, the key, the sysctl, no descriptor or mapping left. */
     private static void assertRefusedCleanly(MemoryProvider provider, long size) throws Exception {
         long fds = Leaks.openFdsWhenQuiet();
+        long descriptors = Leaks.memfdDescriptors();
         long mappings = Leaks.memfdMappings();
         assertThatThrownBy(() -> provider.allocate(size)).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("cannot allocate a memfd chunk of " + size + " bytes in huge pages (memfd.hugepages=yes)")
@@ -72,7 +73,9 @@ class MemfdHugePagesTest {
                 .hasMessageContaining("/proc/sys/vm/nr_hugepages")
                 .hasMessageContaining("hugetlb.2MB.max")
                 .hasMessageContaining("memfd.hugepages=try");
-        assertThat(Leaks.openFds()).isEqualTo(fds);
+        // Fewer is no leak: an fd server of an earlier test in this JVM may close a connection meanwhile.
+        assertThat(Leaks.openFds()).isLessThanOrEqualTo(fds);
+        assertThat(Leaks.memfdDescriptors()).isEqualTo(descriptors);
         assertThat(Leaks.memfdMappings()).isEqualTo(mappings);
     }
 
@@ -128,7 +131,7 @@ class MemfdHugePagesTest {
                 assertThatThrownBy(() -> provider.allocate(HUGE_PAGE)).isInstanceOf(ConduitException.class)
                         .hasMessageContaining("(memfd.hugepages=yes): " + failure[1] + "(injected by the test): EINVAL")
                         .hasMessageContaining(failure[2]).hasMessageContaining("set memfd.hugepages=no");
-                assertThat(Leaks.openFds()).isEqualTo(fds);
+                assertThat(Leaks.openFds()).isLessThanOrEqualTo(fds); // fewer is no leak, as above
             }
         }
     }

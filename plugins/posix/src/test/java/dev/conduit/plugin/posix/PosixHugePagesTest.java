@@ -90,7 +90,9 @@ class PosixHugePagesTest {
                     .hasMessageContaining("sysctl vm.nr_hugepages=")
                     .hasMessageContaining("/proc/sys/vm/nr_hugepages")
                     .hasMessageContaining("to a tmpfs directory (such as /dev/shm) for normal pages");
-            assertThat(ProcessResources.openDescriptors()).isEqualTo(descriptors);
+            // Fewer is no leak: descriptors of earlier tests in this JVM may close meanwhile.
+            assertThat(ProcessResources.openDescriptors()).isLessThanOrEqualTo(descriptors);
+            assertThat(ProcessResources.chunkDescriptors(mount)).isZero();
             assertThat(ProcessResources.mappingsOf(mount)).isZero();
             assertThat(ProcessResources.files(mount)).as("only the lease").allMatch(name -> name.endsWith(".lease"));
         }
