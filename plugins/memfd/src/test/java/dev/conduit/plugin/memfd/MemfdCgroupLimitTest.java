@@ -26,6 +26,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class MemfdCgroupLimitTest {
     private static final long MIB = 1 << 20;
+    /** The cgroup v2 hierarchy, the only one on a host without v1 (where a v1 hugetlb mount fails, the controller being v2's). */
+    private static final Path UNIFIED = Path.of("/sys/fs/cgroup").resolve(Files.exists(Path.of("/sys/fs/cgroup/unified/cgroup.controllers")) ? "unified" : "");
 
     @TempDir
     Path dir;
@@ -51,8 +53,9 @@ class MemfdCgroupLimitTest {
     }
 
     /**
-     * A JVM in a hugetlb cgroup that may take no huge page (v1's {@code hugetlb.2MB.limit_in_bytes}
-     * 0, the controller mounted here for the test; the machine's pool has pages free) is refused a
+     * A JVM in a hugetlb cgroup that may take no huge page (v2's {@code hugetlb.2MB.max} 0 where the
+     * unified hierarchy has the controller, else v1's {@code hugetlb.2MB.limit_in_bytes} 0, the
+     * controller mounted here for the test; the machine's pool has pages free) is refused a
      * chunk with {@code memfd.hugepages=yes}, naming ENOSPC and the cgroup's file. Such a limit is
      * charged when a page is first touched, and a touch past it gets SIGBUS: without the provider's
      * fallocate the mmap succeeded and the JVM's first write failed with the JDK's InternalError "a
@@ -61,12 +64,15 @@ class MemfdCgroupLimitTest {
     @Test
     @Timeout(180) // a hang guard, not a speed check
     void aChunkOfHugePagesPastTheCgroupsHugetlbLimitIsRefusedNotASigbus() throws Exception {
-        Path controller = Files.createDirectory(dir.resolve("hugetlb"));
-        run("mount", "-t", "cgroup", "-o", "hugetlb", "none", controller.toString());
+        boolean v2 = Files.readString(UNIFIED.resolve("cgroup.controllers")).contains("hugetlb");
+        Path controller = v2 ? UNIFIED : Files.createDirectory(dir.resolve("hugetlb"));
+        if (v2) Files.writeString(UNIFIED.resolve("cgroup.subtree_control"), "+hugetlb");
+        else run("mount", "-t", "cgroup", "-o", "hugetlb", "none", controller.toString()); // a v1 hierarchy of its own
+        String limitFile = v2 ? "hugetlb.2MB.max" : "hugetlb.2MB.limit_in_bytes";
         try (HugePageReservation pool = HugePageReservation.withFree(2)) {
             Path cgroup = Files.createDirectory(controller.resolve("conduit-test-" + java.util.UUID.randomUUID()));
             try {
-                Files.writeString(cgroup.resolve("hugetlb.2MB.limit_in_bytes"), "0");
+                Files.writeString(cgroup.resolve(limitFile), "0");
                 List<String> wrapper = List.of("sh", "-c", "echo $$ > \"$1\"/cgroup.procs || exit 8; shift; exec \"$@\"", "in-cgroup",
                         cgroup.toString());
                 Result refused = allocateIn(wrapper, 2 * MIB, "yes");
@@ -74,13 +80,13 @@ class MemfdCgroupLimitTest {
                         refused.stderr()).isEqualTo(3);
                 assertThat(refused.stderr()).startsWith("cannot allocate a memfd chunk of " + 2 * MIB + " bytes in huge pages "
                         + "(memfd.hugepages=yes): fallocate(").contains("ENOSPC").contains("the pool has them, so a hugetlb limit of this process's cgroup refused them")
-                        .contains("hugetlb.2MB.limit_in_bytes");
+                        .contains(limitFile);
                 assertThat(pool.free()).as("every page given back").isEqualTo(2);
             } finally {
                 Files.delete(cgroup);
             }
         } finally {
-            run("umount", controller.toString());
+            if (!v2) run("umount", controller.toString());
         }
     }
 
