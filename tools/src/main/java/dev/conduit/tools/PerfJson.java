@@ -114,6 +114,7 @@ final class PerfJson {
                         .member("p90", r.latencyMicros(90), 3)
                         .member("p99", r.latencyMicros(99), 3)
                         .member("p99.9", r.latencyMicros(99.9), 3)
+                        .member("p99.99", r.latencyMicros(99.99), 3)
                         .member("max", r.maxMicros(), 3)
                         .endObject();
             }

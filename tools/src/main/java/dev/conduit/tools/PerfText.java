@@ -12,7 +12,7 @@ import java.util.Locale;
  */
 final class PerfText {
 
-    private static final String ROW = "%10s %11s %13s %11s %9s %9s %9s %9s %9s%n";
+    private static final String ROW = "%10s %11s %13s %11s %9s %9s %9s %9s %9s %9s%n";
 
     private PerfText() {
     }
@@ -54,7 +54,8 @@ final class PerfText {
         String u = micros();
         out.println();
         out.println(first.title() + ": " + first.test().method());
-        out.printf(Locale.ROOT, ROW, "size", "iterations", "ops/s", "MB/s", "p50 " + u, "p90 " + u, "p99 " + u, "p99.9 " + u, "max " + u);
+        out.printf(Locale.ROOT, ROW, "size", "iterations", "ops/s", "MB/s", "p50 " + u, "p90 " + u, "p99 " + u, "p99.9 " + u, "p99.99 " + u,
+                "max " + u);
         for (PerfResult r : rows) {
             if (r.isSkipped()) {
                 out.printf(Locale.ROOT, "%10s  skipped: %s%n", PerfParsing.formatSize(r.size()), r.skipped());
@@ -63,7 +64,7 @@ final class PerfText {
             out.printf(Locale.ROOT, ROW, PerfParsing.formatSize(r.size()), String.format(Locale.ROOT, "%,d", r.iterations()),
                     number(r.opsPerSecond(), 0), number(r.megabytesPerSecond(), 1),
                     latency(r.latencyMicros(50)), latency(r.latencyMicros(90)), latency(r.latencyMicros(99)),
-                    latency(r.latencyMicros(99.9)), latency(r.maxMicros()));
+                    latency(r.latencyMicros(99.9)), latency(r.latencyMicros(99.99)), latency(r.maxMicros()));
         }
         out.flush();
     }

@@ -18,6 +18,7 @@ import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -62,12 +63,41 @@ class PerfOutputTest {
 
         assertThat(s).contains("transport    memfd", "thread mode  client SINGLE (OWNER_CHECK), server SINGLE (OWNER_CHECK)", "wakeup       busy", "peers        1",
                 "client       pid 100 on host", "server       pid 1 on perf-container", "2 cores", "load average 0.50 0.40 0.30");
-        assertThat(s).contains("am_lat: active-message ping-pong", "size", "iterations", "ops/s", "MB/s", "p50", "p90", "p99", "p99.9", "max");
+        assertThat(s).contains("am_lat: active-message ping-pong", "size", "iterations", "ops/s", "MB/s", "p50", "p90", "p99", "p99.9", "p99.99", "max");
         // 1000 round trips in 2 ms: 500,000 ops/s; 8 bytes each: 4.0 MB/s; p50 of ~300 ns: 0.3 µs.
         assertThat(s).containsPattern("\\s8\\s+1,000\\s+500,000\\s+4\\.0\\s+0\\.3\\d\\d\\s");
         // bandwidth rows have no latency columns
-        assertThat(s).containsPattern("\\s4k\\s+100,000\\s+2,000,000\\s+8,192\\.0\\s+-\\s+-\\s+-\\s+-\\s+-");
+        assertThat(s).containsPattern("\\s4k\\s+100,000\\s+2,000,000\\s+8,192\\.0\\s+-\\s+-\\s+-\\s+-\\s+-\\s+-");
         assertThat(s).contains("ipc_import uncached: ").containsPattern("\\s8\\s+1,000\\s+5,000\\s+-\\s+200");
+    }
+
+    /**
+     * A latency-critical reader judges by the tail: p99.9, p99.99 and max, each its own figure.
+     * 100,000 samples, 99,900 of them at 1 µs, 90 at 50 µs and 10 at 1 ms: p99.9 is the 99,900th
+     * (1 µs), p99.99 the 99,990th (50 µs), max the last (1 ms).
+     */
+    @Test
+    void theTailIsGivenAsP99Point9P99Point99AndMaxInTheTableAndTheJson() {
+        Histogram h = new Histogram(PerfClient.HIGHEST_NANOS, 3);
+        h.recordValueWithCount(1_000, 99_900);
+        h.recordValueWithCount(50_000, 90);
+        h.recordValueWithCount(1_000_000, 10);
+        PerfResult row = new PerfResult(PerfTest.AM_LAT, null, 8, 100_000, 1000, 200_000_000, h, null, Map.of());
+        PerfRun base = run();
+        PerfRun run = new PerfRun(base.version(), base.date(), base.transport(), base.wakeup(), base.peers(), base.client(), base.server(),
+                base.bootstrap(), base.timerNanos(), base.machine(), List.of(row));
+
+        StringWriter text = new StringWriter();
+        PerfText.table(run.results(), new PrintWriter(text, true));
+        assertThat(text.toString()).containsPattern("p99\\.9 \\S+\\s+p99\\.99 \\S+\\s+max ")
+                .containsPattern("\\s1\\.00\\s+50\\.0\\s+1,000\\s*$");
+
+        StringWriter json = new StringWriter();
+        PerfJson.write(run, new PrintWriter(json));
+        Map<String, Object> latency = Json.object(Json.objects(JsonParser.parseObject(json.toString()), "results").getFirst(), "latencyMicros");
+        assertThat(((Number) latency.get("p99.9")).doubleValue()).isEqualTo(1.0);
+        assertThat(((Number) latency.get("p99.99")).doubleValue()).isCloseTo(50.0, within(0.1)); // HdrHistogram's 3 digits
+        assertThat(((Number) latency.get("max")).doubleValue()).isCloseTo(1000.0, within(1.0));
     }
 
     @Test
@@ -101,8 +131,8 @@ class PerfOutputTest {
         assertThat(amLat).containsEntry("test", "am_lat").containsEntry("kind", "latency").containsEntry("skipped", null)
                 .containsKeys("method", "size", "iterations", "warmupIterations", "elapsedNanos", "opsPerSecond", "megabytesPerSecond");
         Map<String, Object> latency = Json.object(amLat, "latencyMicros");
-        assertThat(latency).containsKeys("samples", "oneWay", "min", "mean", "p50", "p90", "p99", "p99.9", "max");
-        for (String p : List.of("min", "mean", "p50", "p90", "p99", "p99.9", "max")) {
+        assertThat(latency).containsKeys("samples", "oneWay", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max");
+        for (String p : List.of("min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")) {
             assertThat(((Number) latency.get(p)).doubleValue()).as(p).isPositive();
         }
         assertThat(((Number) amLat.get("opsPerSecond")).doubleValue()).isPositive();
