@@ -287,6 +287,17 @@ public final class ShmTransport implements Transport {
     public static final int AWAITS_WITHOUT_PROGRESS_TO_WARN = 10_000;
     private long lastLivenessCheck = System.nanoTime();
     /**
+     * How many liveness checks there are to one look at this worker's own lease ({@link #checkOwnLease}):
+     * the first check looks, then every 64th, 1.3 s apart at the default 20 ms. The look is an
+     * fstat (and a monitor) on the thread that calls progress(), and only a WARNING depends on it;
+     * at every check it was a third of a check's time while the check's code is not yet compiled
+     * (docs/runtime.md, "What runs on the thread that calls progress()").
+     */
+    public static final int CHECKS_PER_OWN_LEASE_LOOK = 64;
+    private int checksToOwnLeaseLook = 1;
+    /** Who holds the lease, for {@link #checkOwnLease}'s warning: made once, not at each look. */
+    private final String ownLeaseHolder;
+    /**
      * Which polls read the clock (a mask of {@link #progressCount}), idle and busy: every 16th idle
      * and 256th busy poll while the calls come faster than {@link #SPACED_POLL_NANOS} apart (a
      * busy-polling loop, where 22 ns of clock on every spin would cost), every poll when they come
@@ -462,6 +473,7 @@ public final class ShmTransport implements Transport {
         this.importer = importer;
         this.sink = context.messageSink();
         this.livenessNanos = config.livenessInterval().toNanos();
+        this.ownLeaseHolder = plugin + ": this worker";
         this.lastReap = System.nanoTime() - livenessNanos;
         this.lastRelisting = lastReap;
         this.unblockNanos = config.unblockTimeout().toNanos();
@@ -2031,9 +2043,12 @@ public final class ShmTransport implements Transport {
      * serving the peers connected to it, whose watches hold the lease open, while every new connect
      * fails on the missing lease, and the peer's error can only guess why. A lease is never named
      * again (no name can be given back to an open file that has none), so the remedy is a new worker.
+     * Looks at the first liveness check and every {@value #CHECKS_PER_OWN_LEASE_LOOK}th after it.
      */
     private void checkOwnLease() {
-        lease.warnOnceIfRemoved(plugin + ": this worker", "The peers connected to it are unaffected, but no new peer can connect "
+        if (--checksToOwnLeaseLook > 0) return;
+        checksToOwnLeaseLook = CHECKS_PER_OWN_LEASE_LOOK;
+        lease.warnOnceIfRemoved(ownLeaseHolder, "The peers connected to it are unaffected, but no new peer can connect "
                 + "to it: a connect to its address fails finding no lease. Close this worker and open a new one, whose address "
                 + "the peers must connect to");
     }

@@ -2886,7 +2886,8 @@ class ShmTransportTest {
         for (String name : receiversFiles) Files.delete(shared.resolve(name));
 
         assertThat(connected.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        for (int i = 0; i < 1000 && (received.ids.isEmpty() || logger.warnings().isEmpty()); i++) progressOrPause(receiver);
+        // The look comes at every 64th liveness check (1 ms here): bounded, not timed.
+        for (int i = 0; i < 100_000 && (received.ids.isEmpty() || logger.warnings().isEmpty()); i++) progressOrPause(receiver);
         assertThat(received.ids).containsExactly(1);
         assertThat(logger.warnings()).singleElement().asString()
                 .contains("posix: this worker's lease " + shared.resolve(lease) + " was removed from the shared directory")
@@ -2902,6 +2903,36 @@ class ShmTransportTest {
         assertThatThrownBy(() -> connect(newcomer, receiver, cause -> { })).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("cannot reach the peer: its lease " + shared.resolve(lease) + " cannot be opened (ENOENT)")
                 .hasMessageContaining("or something removed the peer's files while it lives (a cleanup job: the peer's log then says so)");
+    }
+
+    /**
+     * A worker looks at its own lease (an fstat, for the WARNING of a cleaner that removed it: the
+     * test above) at its first liveness check and then at every 64th, not at each: the look is a
+     * system call on the thread that calls progress(), which made a third of a check's time while
+     * the check's code was not yet compiled, and it guards nothing but that warning. Counted, not
+     * timed: each check takes one flock, of the lease of the worker's one peer.
+     */
+    @Test
+    void aWorkerLooksAtItsOwnLeaseAtTheFirstLivenessCheckAndThenOnceInSixtyFour() {
+        AtomicInteger fstats = new AtomicInteger();
+        AtomicInteger flocks = new AtomicInteger();
+        Libc counting = FailingLibc.counting(java.util.Map.of("fstat", fstats, "tryFlock", flocks));
+        Transport worker = transportWith(new Received(), counting, Linux.libc(), importer -> importer, provider -> provider,
+                "posix.liveness.interval", "1ms");
+        connect(worker, transport(new Received()), cause -> { });
+        fstats.set(0);
+        flocks.set(0);
+
+        int checksWanted = 3 * ShmTransport.CHECKS_PER_OWN_LEASE_LOOK + 1;
+        for (int i = 0; i < 1_000_000 && flocks.get() < checksWanted; i++) {
+            worker.progress();
+            LockSupport.parkNanos(100_000);
+        }
+
+        int checks = flocks.get();
+        assertThat(checks).as("liveness checks made").isGreaterThanOrEqualTo(checksWanted);
+        assertThat(fstats.get()).as("looks at its own lease in " + checks + " checks")
+                .isEqualTo((checks + ShmTransport.CHECKS_PER_OWN_LEASE_LOOK - 1) / ShmTransport.CHECKS_PER_OWN_LEASE_LOOK);
     }
 
     /**
