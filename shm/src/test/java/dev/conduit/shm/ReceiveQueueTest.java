@@ -66,6 +66,33 @@ class ReceiveQueueTest {
         assertThat(receiver.hasPending()).isFalse();
     }
 
+    /**
+     * A receiver of a large ring zeroes what it read, and gives it back to its senders, every
+     * {@value ReceiveQueue#ZERO_SLICE} bytes, not every 64 KiB (the most its shared head may lag,
+     * which senders size their records by, and still do): 64 KiB zeroed at once, every 1,024th
+     * small message, cost the one poll that did it some 3 µs, the 99.9th percentile of a ping-pong.
+     * Counted in bytes, not timed: after each record read the shared head lags the read position
+     * by less than a slice, and it has moved by whole slices.
+     */
+    @Test
+    void aLargeRingIsZeroedAndGivenBackInSlicesOf16KiBNotBatchesOf64() {
+        MemorySegment m = Arena.ofAuto().allocate(ReceiveQueue.mappedLength(2 << 20), 4096);
+        ReceiveQueue rx = ReceiveQueue.format(m, TOKEN);
+        ReceiveQueue tx = ReceiveQueue.attach(m, TOKEN);
+        long sharedHead = 0;
+        for (int i = 0; i < 1024; i++) { // 64 KiB of 64-byte records, one poll each
+            long offset = tx.claim(64);
+            tx.commit(offset, 64, ReceiveQueue.MSG);
+            assertThat(rx.poll((segment, at, type, length) -> { }, 1)).isEqualTo(1);
+            sharedHead = m.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEAD_OFFSET);
+            assertThat(rx.headPosition() - sharedHead).as("read and not yet given back, after record %d", i)
+                    .isLessThan(ReceiveQueue.ZERO_SLICE);
+            assertThat(sharedHead % ReceiveQueue.ZERO_SLICE).isZero();
+        }
+        assertThat(sharedHead).isEqualTo(64 << 10);
+        assertThat(rx.headerDamage(TOKEN)).as("the head the receiver keeps is the one it wrote").isNull();
+    }
+
     @Test
     void aRingFilledUpToTheSharedHeadIsNotReadPastIt() {
         // Reading 63 records zeroes them and moves the shared head to ring offset 4032; the next two
