@@ -193,8 +193,38 @@ final class PerfProtocol {
             if (in.remaining() < n) throw malformed();
         }
 
-        private ConduitException malformed() {
-            return new ConduitException("malformed " + what + " message from the perf peer (another version of conduit perf?)");
+        private Malformed malformed() {
+            return PerfProtocol.malformed(what, null);
         }
+    }
+
+    /**
+     * A message of the peer that its version's protocol does not lay out so: the peer broke the protocol (another version
+     * of conduit perf, or no conduit perf at all), not this side. A server ends the session saying so, and a {@code --keep}
+     * one serves the next client.
+     */
+    static final class Malformed extends ConduitException {
+        private Malformed(String message) {
+            super(message);
+        }
+    }
+
+    /** Message {@code what} of the peer is malformed, {@code detail} saying how when not null. */
+    static Malformed malformed(String what, String detail) {
+        return new Malformed("malformed " + what + " message from the perf peer" + (detail == null ? "" : ": " + detail)
+                + " (another version of conduit perf?)");
+    }
+
+    /**
+     * Why a BEGIN of {@code test} for {@code size} bytes is refused, or null when a conduit perf client asks for such a
+     * phase: from 1 byte to {@link PerfParsing#MAX_SIZE}, as its command line takes, or 0 for a test that puts nothing into
+     * the server's region. A server that took any size allocated what it was told (an am_bw buffer of 2^62 bytes was an
+     * OutOfMemoryError that ended a --keep server) or read its region at size - 1.
+     */
+    static String sizeRefusal(PerfTest test, long size) {
+        long least = test.rma() ? 1 : 0;
+        if (size >= least && size <= PerfParsing.MAX_SIZE) return null;
+        return "size " + size + " is outside what a conduit perf client asks for " + test.label() + " (" + least + " to "
+                + PerfParsing.MAX_SIZE + " bytes): the client is not conduit perf's, or a broken one";
     }
 }

@@ -244,7 +244,7 @@ final class PerfServer {
             if (ofThisSession(m)) begin = new PerfProtocol.Reader(m, "BEGIN");
         });
         worker.onMessage(PerfProtocol.END, m -> {
-            if (ofThisSession(m)) endSeq = m.payloadInt(0);
+            if (ofThisSession(m)) endSeq = new PerfProtocol.Reader(m, "END").u32();
         });
         worker.onMessage(PerfProtocol.BYE, m -> {
             if (!ofThisSession(m)) return;
@@ -263,11 +263,13 @@ final class PerfServer {
         });
         worker.onMessage(PerfProtocol.DATA, m -> {
             if (state != PerfTest.AM_BW) return;
+            checkMeasured(m, "DATA");
             m.copyPayload(0, buffer, 0, m.payloadSize());
             count++;
         });
         worker.onMessage(PerfProtocol.LAST, m -> {
             if (state != PerfTest.AM_BW) return;
+            checkMeasured(m, "LAST");
             m.copyPayload(0, buffer, 0, m.payloadSize());
             count++;
             ack.set(ValueLayout.JAVA_LONG, 0, count);
@@ -286,8 +288,16 @@ final class PerfServer {
         return client != null && (m.headerSize() < Long.BYTES || m.headerLong(0) == session);
     }
 
+    /** A measured message of am_bw carries the phase's size, at most: a larger one would not fit the phase's buffer. */
+    private void checkMeasured(Message m, String what) {
+        if (m.payloadSize() > size) {
+            throw PerfProtocol.malformed(what, m.payloadSize() + " bytes in a phase of " + size);
+        }
+    }
+
     private void onPutDone(Message m) {
         if (state != PerfTest.PUT_BW) return;
+        if (m.payloadSize() < 1) throw PerfProtocol.malformed("PUT_DONE", "no marker byte");
         byte marker = m.payloadByte(0);
         byte found = (byte) BYTE.getVolatile(sessionRegion.segment(), size - 1);
         ack.set(ValueLayout.JAVA_LONG, 0, found == marker ? 1 : 0);
@@ -340,6 +350,12 @@ final class PerfServer {
                     worker.await(AWAIT_SLICE);
                 }
             }
+        } catch (PerfProtocol.Malformed e) {
+            // The client's doing, not this server's: a --keep server serves the next client.
+            err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases: the client "
+                    + "broke the protocol: " + e.getMessage());
+            tellTheClient("this server ended the session: " + e.getMessage());
+            return ConduitCommand.EXIT_FAILED;
         } catch (PeerFailedException e) {
             // An operation on the client's endpoint found it failed before its error handler said so (a send that found the
             // client's queue gone or damaged): the same end as the handler's.
@@ -467,6 +483,11 @@ final class PerfServer {
             return;
         }
         PerfTest test = PerfTest.values()[ordinal];
+        String badSize = PerfProtocol.sizeRefusal(test, requested);
+        if (badSize != null) {
+            client.send(PerfProtocol.READY, ready.u8(0).string(badSize).segment());
+            return;
+        }
         if (test.rma() && requested > sessionRegion.size()) {
             client.send(PerfProtocol.READY, ready.u8(0).string("larger than the server's region (" + sessionRegion.size()
                     + " bytes): start the server with --region-size " + PerfParsing.formatSize(requested) + " or more").segment());

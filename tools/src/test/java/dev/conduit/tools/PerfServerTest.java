@@ -310,6 +310,122 @@ class PerfServerTest {
         }
     }
 
+    /**
+     * A --keep server refuses in READY a BEGIN whose size no conduit perf client sends (past 1 GiB, negative, or 0 for a test
+     * that puts into the server's region), naming the size and that the client is not conduit perf's or is broken, and serves
+     * the same client's next phase and the next client. An am_bw size of 2^62 was an OutOfMemoryError out of the serving
+     * loop, which ended the --keep server; a negative one, or a put_lat of 0 bytes, ended the session "on a bug of conduit
+     * perf" with a stack trace (found by helper h35).
+     */
+    @Test
+    void aBeginOfASizeNoClientSendsIsRefusedInReadyAndTheKeepServerServesOn() throws Exception {
+        againstAKeepServer("sizes no conduit perf client sends", (hostile, serverErr) -> {
+            hostile.hello();
+            for (PerfTest test : List.of(PerfTest.AM_BW, PerfTest.AM_LAT, PerfTest.IPC_IMPORT)) {
+                for (long size : new long[] {1L << 62, Long.MIN_VALUE, -1, PerfParsing.MAX_SIZE + 1}) {
+                    assertThat(hostile.beginRefused(test, size)).as("READY's error for " + test.label() + " " + size)
+                            .isEqualTo("size " + size + " is outside what a conduit perf client asks for " + test.label()
+                                    + " (0 to 1073741824 bytes): the client is not conduit perf's, or a broken one");
+                }
+            }
+            for (PerfTest test : List.of(PerfTest.PUT_LAT, PerfTest.PUT_BW)) {
+                assertThat(hostile.beginRefused(test, 0)).as("READY's error for " + test.label() + " 0")
+                        .isEqualTo("size 0 is outside what a conduit perf client asks for " + test.label()
+                                + " (1 to 1073741824 bytes): the client is not conduit perf's, or a broken one");
+            }
+            int seq = hostile.begin(PerfTest.AM_LAT, 8);
+            assertThat(hostile.ping(new byte[] {8, 7, 6, 5, 4, 3, 2, 1})).as("the same client's next phase").containsExactly(8, 7, 6, 5, 4, 3, 2, 1);
+            hostile.end(seq);
+            hostile.bye();
+            hostile.progressUntil(() -> serverErr.toString().contains("ended after"), "the end of the session");
+            assertThat(serverErr.toString()).doesNotContain("bug").doesNotContain("failed");
+        });
+    }
+
+    /**
+     * A --keep server ends the session of a client that sends a message its protocol does not lay out so (an END without
+     * its sequence number, a PUT_DONE without its marker, a DATA larger than the phase's size, a BEGIN cut short), saying
+     * that the client broke the protocol and which message, and serves the next client. The first three were an
+     * IndexOutOfBoundsException in a handler, which the server reported as "a bug of conduit perf (report it with the
+     * stack trace below)", and told the client so; a short BEGIN "failed on this server's side" (found by helper h35).
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {PerfProtocol.END, PerfProtocol.PUT_DONE, PerfProtocol.DATA, PerfProtocol.BEGIN})
+    void aMalformedMessageEndsTheSessionAsTheClientsBreachAndTheKeepServerServesTheNextClient(int message) throws Exception {
+        againstAKeepServer("a malformed message", (hostile, serverErr) -> {
+            hostile.hello();
+            switch (message) {
+                case PerfProtocol.PUT_DONE -> hostile.begin(PerfTest.PUT_BW, 64);
+                case PerfProtocol.DATA -> hostile.begin(PerfTest.AM_BW, 64);
+                default -> { }
+            }
+            hostile.ep.send(message, hostile.sessionHeader, switch (message) {
+                case PerfProtocol.DATA -> MemorySegment.ofArray(new byte[65]);
+                case PerfProtocol.BEGIN -> new PerfProtocol.Writer().u32(1).segment();
+                default -> MemorySegment.NULL;
+            });
+            hostile.progressUntil(() -> serverErr.toString().contains("broke the protocol"), "the server's end of the session");
+            String name = switch (message) {
+                case PerfProtocol.END -> "END";
+                case PerfProtocol.PUT_DONE -> "PUT_DONE";
+                case PerfProtocol.DATA -> "DATA";
+                default -> "BEGIN";
+            };
+            assertThat(serverErr.toString()).as("the server's line").contains("failed after").contains("the client broke the "
+                    + "protocol: malformed " + name + " message from the perf peer").doesNotContain("bug");
+        });
+    }
+
+    /** What a hostile client does to a --keep server, given the server's standard error so far. */
+    @FunctionalInterface
+    private interface Hostile {
+        void run(Session hostile, StringWriter serverErr) throws Exception;
+    }
+
+    /**
+     * A --keep server in this JVM: {@code hostile} does what it does as a client, then the next client's session of one
+     * am_lat phase must go as if it had not come, and the server must still serve, having thrown nothing.
+     */
+    private static void againstAKeepServer(String what, Hostile hostile) throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-hostile");
+        StringWriter serverErr = new StringWriter();
+        AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
+        AtomicReference<Throwable> serverThrew = new AtomicReference<>();
+        Supplier<String> serverSaid = () -> "the server said: " + serverErr + (serverThrew.get() == null ? "" : "; it threw " + serverThrew.get());
+        try {
+            HangGuard.await(what + " to a --keep server, then its next client", () -> {
+                try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
+                    PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, true, shared, NAME, null,
+                            false, Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
+                    Thread serverThread = runInThread(server, serverExit, serverThrew);
+                    try {
+                        PerfBootstrap bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
+                        try (Session bad = new Session(clientConduit, bootstrap, serverSaid)) {
+                            hostile.run(bad, serverErr);
+                        }
+                        try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
+                            next.hello();
+                            int seq = next.begin(PerfTest.AM_LAT, 8);
+                            assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+                            next.end(seq);
+                            next.bye();
+                            next.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the next session");
+                        }
+                        assertThat(serverThread.isAlive()).as("the --keep server still serves; " + serverSaid.get()).isTrue();
+                    } finally {
+                        server.stop("the test is over");
+                        serverThread.join(TimeUnit.SECONDS.toMillis(30));
+                    }
+                    assertThat(serverThread.isAlive()).as("the server stops when told; " + serverSaid.get()).isFalse();
+                    assertThat(serverThrew.get()).as(serverSaid.get()).isNull();
+                }
+                return null;
+            });
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
     /** Sends message {@code id} as {@code client}'s (its session's header), with a payload of that message's form, and waits until the transport took it. */
     private static void sendLate(Session client, int id) {
         client.ep.send(id, client.sessionHeader, switch (id) {
@@ -556,10 +672,23 @@ class PerfServerTest {
         }
 
         int begin(PerfTest test, long size) {
+            int s = ready(test, size);
+            assertThat(readyOk).as("READY for " + test.label() + " " + size + ": " + readyError).isTrue();
+            return s;
+        }
+
+        /** Says BEGIN for a phase the server is to refuse; returns READY's error. */
+        String beginRefused(PerfTest test, long size) {
+            ready(test, size);
+            assertThat(readyOk).as("READY for " + test.label() + " " + size).isFalse();
+            return readyError;
+        }
+
+        /** Says BEGIN and waits for its READY; returns the phase's sequence number. */
+        private int ready(PerfTest test, long size) {
             int s = ++seq;
             ep.send(PerfProtocol.BEGIN, sessionHeader, new PerfProtocol.Writer().u32(s).u8(test.ordinal()).u64(size).segment());
             progressUntil(() -> readySeq == s, "READY for " + test.label() + " " + size);
-            assertThat(readyOk).as("READY for " + test.label() + " " + size + ": " + readyError).isTrue();
             return s;
         }
 
