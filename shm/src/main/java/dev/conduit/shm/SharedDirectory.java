@@ -179,23 +179,61 @@ public final class SharedDirectory implements AutoCloseable {
     }
 
     /**
-     * Opens a lease file (a regular file a peer may name) for reading, to lock or watch it. Never
-     * blocks: a peer could put a FIFO there, whose plain open would wait for a writer forever.
+     * Opens a lease file (a regular file a peer may name) for reading, to lock or watch it, as
+     * {@link #openRegularFile} does: never blocks on a FIFO, never opens a device node.
      *
      * @throws ErrnoException as {@link #openExisting}, and {@code EINVAL} for anything but a regular file
      */
     public FileDescriptor openLease(String name) {
-        FileDescriptor lease = openExisting(name, OpenFlags.O_RDONLY | OpenFlags.O_NONBLOCK | OpenFlags.O_NOCTTY);
-        try {
-            if (!libc.fstat(lease).isRegularFile()) {
-                throw new ErrnoException("open", Errno.EINVAL, path.resolve(name).toString(), "lease",
-                        "a lease is a regular file; something else has its name in the shared directory");
+        return openRegularFile(name, OpenFlags.O_RDONLY, "lease", "a lease is a regular file; something else has its name in "
+                + "the shared directory");
+    }
+
+    /**
+     * Opens {@code name}, which a peer may have put there, with {@code flags} ({@code O_NONBLOCK} and
+     * {@code O_NOCTTY} added), once a look that opens nothing ({@code O_PATH}) found a regular file
+     * under it: anything else is refused before it is opened. A device node is never opened, for
+     * its driver acts on an open, whoever makes it (a watchdog's open arms it, and the machine
+     * reboots unless it is fed; a tape's close rewinds it): a process that can make one in the
+     * directory (a container's root, with Docker's default {@code CAP_MKNOD}, in a bind-mounted
+     * directory without {@code nodev}) could have the host's processes, root's too, open any
+     * device of the host through it. Before, a lease or a posix chunk was opened first and its
+     * type looked at after (helper h35). What is opened is what was looked at: the {@code O_PATH}
+     * descriptor is reopened through {@code /proc/self/fd}, so a name swapped in between opens
+     * nothing else. Where {@code /proc} is not mounted the name is opened again and must lead to
+     * the same file, so only a swap in that instant can open a device.
+     *
+     * @param what   what the file is, for the error ("lease")
+     * @param refuse why anything but a regular file is refused, for the error
+     * @throws ErrnoException as {@link #openExisting}, and {@code EINVAL} for anything but a regular file
+     */
+    public FileDescriptor openRegularFile(String name, int flags, String what, String refuse) {
+        int open = flags | OpenFlags.O_NONBLOCK | OpenFlags.O_NOCTTY;
+        try (FileDescriptor looked = openExisting(name, OpenFlags.O_PATH)) {
+            FileStatus status = libc.fstat(looked);
+            if (!status.isRegularFile()) throw notRegular(name, what, refuse);
+            FileDescriptor opened;
+            try {
+                // The magic link reopens the file the descriptor holds, not what the name leads to now; O_NOFOLLOW would refuse it.
+                opened = libc.open("/proc/self/fd/" + looked.fd(), open | OpenFlags.O_CLOEXEC, 0);
+            } catch (ErrnoException e) {
+                // Said of the file, whose name the reader knows, not of the descriptor's link.
+                if (!e.errnoName().equals("ENOENT")) throw new ErrnoException("open", e.errno(), path.resolve(name).toString(), path.resolve(name) + ", a " + what);
+                opened = openExisting(name, open); // no /proc here
             }
-            return lease;
-        } catch (RuntimeException e) {
-            lease.close();
-            throw e;
+            try {
+                FileStatus now = libc.fstat(opened);
+                if (now.dev() != status.dev() || now.inode() != status.inode()) throw notRegular(name, what, refuse);
+                return opened;
+            } catch (RuntimeException e) {
+                opened.close();
+                throw e;
+            }
         }
+    }
+
+    private ErrnoException notRegular(String name, String what, String refuse) {
+        return new ErrnoException("open", Errno.EINVAL, path.resolve(name).toString(), path.resolve(name) + ", a " + what, refuse);
     }
 
     /**

@@ -282,6 +282,30 @@ class OwnerLeaseTest {
         }
     }
 
+    /**
+     * A device node under a lease's name (a container's root makes one in a bind-mounted directory with Docker's default
+     * CAP_MKNOD) is refused as no regular file before it is opened, by every look at leases, a root reclaim's too: its
+     * driver is never asked. Device 240:77 has no driver, so an open of it fails with ENXIO, which is what openLease
+     * said, and every liveness look, watch and reclaim opened it: a node with a watchdog's numbers would have armed the
+     * host's watchdog (found by helper h35).
+     */
+    @Test
+    void aDeviceNodeWithALeasesNameIsRefusedBeforeItIsOpened() throws Exception {
+        Libc libc = Linux.libc();
+        String device = "conduit-test-0123456789abcdef0123456789abcdef.lease";
+        org.assertj.core.api.Assumptions.assumeThat(new ProcessBuilder("mknod", shared.resolve(device).toString(), "c", "240", "77")
+                .inheritIO().start().waitFor()).as("mknod (CAP_MKNOD)").isZero();
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThatThrownBy(() -> directory.openLease(device)).isInstanceOfSatisfying(dev.conduit.linux.ErrnoException.class,
+                            e -> assertThat(e.errnoName()).as("refused before the device's open, which says ENXIO").isEqualTo("EINVAL"))
+                    .hasMessageContaining("regular file");
+            assertThat(OwnerLease.isAlive(libc, directory, device)).as("no lease, so no live owner").isFalse();
+            assertThatThrownBy(() -> LeaseWatch.open(libc, directory, device)).hasMessageContaining("EINVAL");
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).as("not judged").isEmpty();
+            assertThat(shared.resolve(device)).as("no lease: not removed either").exists();
+        }
+    }
+
     @Test
     void aPendingLeaseWithALiveOwnersIdTakesNoneOfItsFiles() throws Exception {
         Libc libc = Linux.libc();

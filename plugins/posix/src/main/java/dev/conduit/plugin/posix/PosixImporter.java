@@ -27,10 +27,10 @@ import java.util.function.Supplier;
  * <ol>
  *   <li>decodes the payload ({@link ExportPayload}): a path relative to this process's chunk
  *       directory, refusing {@code ..}, absolute paths and odd characters;</li>
- *   <li>opens it with {@link SharedDirectory#openExisting} ({@code openat2} with
- *       {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}, {@code O_NOFOLLOW}), plus {@code O_NONBLOCK}
- *       and {@code O_NOCTTY} so that a planted FIFO or terminal can neither block the open nor
- *       become the controlling terminal before it is refused;</li>
+ *   <li>opens it with {@link SharedDirectory#openRegularFile} ({@code openat2} with
+ *       {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}, {@code O_NOFOLLOW}), which looks at it first
+ *       without opening it ({@code O_PATH}) and refuses anything but a regular file, so that a
+ *       planted FIFO, terminal or device node is never opened (a device's driver acts on an open);</li>
  *   <li>checks with {@code fstat} that it is a regular file, owned by this process's user or one
  *       listed in {@code posix.trusted.uids} (where this process runs as the overflow uid of its
  *       user namespace, which every user the namespace does not map shows as too, its own only
@@ -58,6 +58,7 @@ import java.util.function.Supplier;
  */
 final class PosixImporter implements IpcImporter {
 
+    private static final String CHUNKS_ARE_REGULAR_FILES = "chunk files are regular files";
     /** {@code O_RDWR} for a shared writable mapping; the others keep a planted special file harmless until fstat refuses it. */
     private static final int OPEN_FLAGS = OpenFlags.O_RDWR | OpenFlags.O_NONBLOCK | OpenFlags.O_NOCTTY;
     /** Through a read-only mount, where {@link #OPEN_FLAGS} fail with {@code EROFS}. */
@@ -102,12 +103,12 @@ final class PosixImporter implements IpcImporter {
             FileDescriptor opened;
             boolean writable = true;
             try {
-                opened = directory.openExisting(name, OPEN_FLAGS);
+                opened = directory.openRegularFile(name, OPEN_FLAGS, "chunk", CHUNKS_ARE_REGULAR_FILES);
             } catch (ErrnoException e) {
                 if (!readOnlyThroughReadOnlyMounts || !"EROFS".equals(e.errnoName())) throw refused(e, directory, name, path, payload);
                 // A read-only mount (a container's -v DIR:DIR:ro): the chunk can still be read, so it is mapped for reading only.
                 try {
-                    opened = directory.openExisting(name, READ_ONLY_OPEN_FLAGS);
+                    opened = directory.openRegularFile(name, READ_ONLY_OPEN_FLAGS, "chunk", CHUNKS_ARE_REGULAR_FILES);
                     writable = false;
                 } catch (ErrnoException readOnly) {
                     throw refused(readOnly, directory, name, path, payload);
@@ -146,8 +147,8 @@ final class PosixImporter implements IpcImporter {
                     + config.directory());
             case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
                     + permissionRemedy(directory, name), e);
-            // A Unix socket (or a device without its driver) does not open at all, so fstat never sees it: tell what it is.
-            case "ENXIO" -> notRegularFile(directory, name, path, payload)
+            // Refused before it was opened (SharedDirectory.openRegularFile), or it did not open at all: tell what it is.
+            case "EINVAL", "ENXIO" -> notRegularFile(directory, name, path, payload)
                     .orElseGet(() -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
                             + Errno.remedy(e.errno(), "check the directory set by " + config.directoryKeys()), e));
             default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
@@ -168,8 +169,7 @@ final class PosixImporter implements IpcImporter {
     }
 
     private static InvalidHandleException notRegularFile(FileStatus status, Path path, PayloadReader payload) {
-        return payload.invalid("path", path + " is not a regular file (" + typeName(status) + "); refused: chunk files are "
-                + "regular files");
+        return payload.invalid("path", path + " is not a regular file (" + typeName(status) + "); refused: " + CHUNKS_ARE_REGULAR_FILES);
     }
 
     private void check(FileDescriptor fd, FileStatus status, Path path, long chunkLength, PayloadReader payload) {

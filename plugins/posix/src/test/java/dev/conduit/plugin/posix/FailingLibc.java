@@ -27,12 +27,17 @@ final class FailingLibc {
     /**
      * Like {@link #failing}, but only while {@code when} says so. An {@code openBeneath} with
      * {@code O_PATH} is let through: the kernel checks no permission of the file it names (nor does
-     * a security module), so the refusals these tests play would not refuse it.
+     * a security module), so the refusals these tests play would not refuse it. What it looked at
+     * is then opened through {@code /proc/self/fd} ({@code SharedDirectory#openRegularFile}): that
+     * {@code open} is refused as the {@code openBeneath} of the file by its name would be.
      */
     static Libc failingWhile(String call, int errno, BooleanSupplier when) {
-        return beforeEach(call, args -> {
-            boolean pathOnly = call.equals("openBeneath") && ((int) args[2] & OpenFlags.O_PATH) != 0;
-            if (when.getAsBoolean() && !pathOnly) throw new ErrnoException(call, errno, "fake", "injected by the test");
+        return beforeEvery((name, args) -> {
+            boolean pathOnly = name.equals("openBeneath") && ((int) args[2] & OpenFlags.O_PATH) != 0;
+            boolean reopen = call.equals("openBeneath") && name.equals("open") && String.valueOf(args[0]).startsWith("/proc/self/fd/");
+            if ((name.equals(call) && !pathOnly || reopen) && when.getAsBoolean()) {
+                throw new ErrnoException(call, errno, "fake", "injected by the test");
+            }
         });
     }
 
@@ -53,6 +58,18 @@ final class FailingLibc {
         return beforeEvery((call, args) -> {
             AtomicInteger count = calls.get(call);
             if (count != null) count.incrementAndGet();
+        });
+    }
+
+    /**
+     * The real one, adding to {@code opens} each open that is more than a look ({@code openBeneath} without
+     * {@code O_PATH}, {@code open}): "openBeneath NAME" or "open PATH".
+     */
+    static Libc recordingOpens(java.util.List<String> opens) {
+        return beforeEvery((call, args) -> {
+            if (call.equals("open") || call.equals("openBeneath") && ((int) args[2] & OpenFlags.O_PATH) == 0) {
+                opens.add(call + " " + args[call.equals("open") ? 0 : 1]);
+            }
         });
     }
 

@@ -176,7 +176,7 @@ class PosixImporterTest {
         Files.createDirectory(shared.resolve("conduit-posix-dir.chunk"));
         assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-dir.chunk")), page))
                 .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
-                .hasMessageContaining("is a directory");
+                .hasMessageContaining("is not a regular file (a directory)");
 
         Path fifo = shared.resolve("conduit-posix-fifo.chunk");
         assumeThat(new ProcessBuilder("mkfifo", fifo.toString()).inheritIO().start().waitFor()).as("mkfifo available").isZero();
@@ -187,6 +187,26 @@ class PosixImporterTest {
                     .hasMessageContaining("not a regular file (a FIFO)");
         }
         assertThat(ProcessResources.openDescriptors()).as("the FIFO opened for fstat is closed").isEqualTo(descriptors);
+    }
+
+    /**
+     * A device node under a chunk's name (a container's root makes one in a bind-mounted directory with Docker's default
+     * CAP_MKNOD) is refused as no regular file without being opened: its driver acts on an open (a watchdog's arms the
+     * host's watchdog). Here /dev/null's numbers, whose open succeeds: the importer opened it read-write and looked at
+     * its type after (found by helper h35).
+     */
+    @Test
+    void refusesADeviceNodeUnderAChunksNameWithoutOpeningIt() throws Exception {
+        Path device = shared.resolve("conduit-posix-device.chunk");
+        assumeThat(new ProcessBuilder("mknod", device.toString(), "c", "1", "3").inheritIO().start().waitFor()).as("mknod (CAP_MKNOD)")
+                .isZero();
+        List<String> opens = java.util.Collections.synchronizedList(new ArrayList<>());
+        IpcImporter recorded = new PosixImporter(FailingLibc.recordingOpens(opens), PosixConfig.of(TestContext.of(shared)), true);
+        assertThatThrownBy(() -> recorded.map(reader(payloadNaming("conduit-posix-device.chunk")), page))
+                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
+                .hasMessageContaining("not a regular file (a character device)");
+        assertThat(opens).as("opens of more than a look (the shared directory's own aside)")
+                .filteredOn(open -> !open.equals("open " + shared)).isEmpty();
     }
 
     /**
