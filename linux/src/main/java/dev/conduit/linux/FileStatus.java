@@ -49,6 +49,20 @@ public record FileStatus(long size, int mode, int uid, int gid, long dev, long r
         return mode & 07777;
     }
 
+    /** What the file is, for a message: "a regular file", "a FIFO", "a character device", ... */
+    public String typeName() {
+        return switch (fileType()) {
+            case S_IFREG -> "a regular file";
+            case S_IFDIR -> "a directory";
+            case S_IFIFO -> "a FIFO";
+            case S_IFSOCK -> "a socket";
+            case S_IFCHR -> "a character device";
+            case S_IFBLK -> "a block device";
+            case S_IFLNK -> "a symbolic link";
+            default -> "file type 0" + Integer.toOctalString(fileType());
+        };
+    }
+
     public boolean isRegularFile() {
         return fileType() == S_IFREG;
     }

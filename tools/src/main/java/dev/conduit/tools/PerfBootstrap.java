@@ -1,10 +1,20 @@
 package dev.conduit.tools;
 
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.OpenFlags;
+import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
@@ -298,8 +308,13 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         // Not even opened when a server of this JVM holds it: closing any descriptor of a file drops every fcntl lock the
         // process holds on it, that server's too.
         if (PUBLISHED_HERE.contains(file.toAbsolutePath().normalize())) return null;
-        try (FileChannel left = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
-            if (left.size() > MAX_FRAME) return null;
+        // Only a regular file, reopened as a channel through the descriptor that was looked at: a device node there (a
+        // container's root can make one) is never opened, its driver never asked (found by helper h35).
+        Libc libc = Linux.libc();
+        try (FileDescriptor regular = openRegularFile(libc, file, OpenFlags.O_RDWR, "remove it");
+             FileChannel left = regular == null ? null
+                     : FileChannel.open(Path.of("/proc/self/fd/" + regular.fd()), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            if (left == null || left.size() > MAX_FRAME) return null;
             ByteBuffer bytes = ByteBuffer.allocate((int) left.size());
             while (bytes.hasRemaining() && left.read(bytes) >= 0) { }
             PerfBootstrap gone = decode(bytes.array(), file.toString(), "remove it");
@@ -379,17 +394,15 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         while (true) {
             int unfinished = -1; // the length of a file read without its end line, -1 when there was none
             try {
-                byte[] bytes = Files.readAllBytes(file);
-                PerfBootstrap b = decode(bytes, file.toString(), foreign);
-                if (b != null) return b;
-                unfinished = bytes.length;
-            } catch (NoSuchFileException e) {
-                // not yet
-            } catch (AccessDeniedException e) {
-                throw new ConduitException("cannot read " + file + ": EACCES (" + refusedRead(file), e);
-            } catch (IOException e) {
-                if (Files.isDirectory(file)) throw new ConduitException(file + " is a directory, not a perf server's bootstrap file: " + foreign, e);
-                throw new ConduitException("cannot read " + file + ": " + PerfPeer.reason(e), e);
+                byte[] bytes = readRegularFile(file, foreign);
+                if (bytes != null) {
+                    PerfBootstrap b = decode(bytes, file.toString(), foreign);
+                    if (b != null) return b;
+                    unfinished = bytes.length;
+                }
+            } catch (ErrnoException e) {
+                if (e.errnoName().equals("EACCES")) throw new ConduitException("cannot read " + file + ": EACCES (" + refusedRead(file), e);
+                throw new ConduitException("cannot read " + file + ": " + e.getMessage() + "; " + Errno.remedy(e.errno(), foreign), e);
             }
             if (gone.getAsBoolean()) throw new ConduitException("the perf server exited before it published " + file);
             if (System.nanoTime() > deadline) {
@@ -402,6 +415,60 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 throw new ConduitException("no perf server published " + file + " within " + ConfigKey.durationText(timeout) + ": " + remedy);
             }
             sleep(20);
+        }
+    }
+
+    /**
+     * The bytes of {@code file}, a bootstrap file in the shared directory, at most one more than {@link #MAX_FRAME} (a
+     * larger file is no bootstrap); null when it is not there (yet). Whoever writes the directory (a process in a
+     * container) may have put anything under its name, so it is opened only as a regular file
+     * ({@link #openRegularFile}): a FIFO's open waited for a writer for ever, past --timeout; a symbolic link was followed
+     * out of the directory, and the first line of what it led to quoted in the error (any file, for a root client); a
+     * link to /dev/zero filled the heap (found by helper h35).
+     *
+     * @param foreign what to do about a file that is no bootstrap, for the error
+     * @throws ConduitException naming what has the name, when it is not a regular file
+     * @throws ErrnoException when it does not open or read
+     */
+    private static byte[] readRegularFile(Path file, String foreign) {
+        Libc libc = Linux.libc();
+        try (FileDescriptor fd = openRegularFile(libc, file, OpenFlags.O_RDONLY, foreign); Arena arena = Arena.ofConfined()) {
+            if (fd == null) return null;
+            MemorySegment buffer = arena.allocate(MAX_FRAME + 1);
+            long n = 0;
+            for (int read; n < buffer.byteSize() && (read = libc.read(fd, buffer.asSlice(n))) > 0; ) n += read;
+            return buffer.asSlice(0, n).toArray(ValueLayout.JAVA_BYTE);
+        }
+    }
+
+    /**
+     * Opens {@code file} with {@code flags} if it is a regular file ({@link SharedDirectory#openRegularFile}: what has its
+     * name is looked at without opening it, so neither a FIFO nor a device node is opened, nor a symbolic link followed);
+     * null when it, or its directory, is not there.
+     *
+     * @throws ConduitException naming what has the name, when it is not a regular file, and {@code foreign}, what to do
+     */
+    private static FileDescriptor openRegularFile(Libc libc, Path file, int flags, String foreign) {
+        SharedDirectory directory;
+        try {
+            directory = SharedDirectory.open(libc, file.getParent(), "--shared-dir");
+        } catch (ConduitException e) {
+            if (e.getCause() instanceof ErrnoException cause && cause.errnoName().equals("ENOENT")) return null;
+            throw e;
+        }
+        String name = file.getFileName().toString();
+        try (directory) {
+            return directory.openRegularFile(name, flags, "perf bootstrap file", "a perf server's bootstrap file is a regular file");
+        } catch (ErrnoException e) {
+            if (e.errnoName().equals("ENOENT")) return null;
+            if (!e.errnoName().equals("EINVAL") && !e.errnoName().equals("ELOOP")) throw e;
+            String what;
+            try (SharedDirectory again = SharedDirectory.open(libc, file.getParent(), "--shared-dir")) {
+                what = again.status(name).typeName();
+            } catch (RuntimeException gone) {
+                what = "not a regular file";
+            }
+            throw new ConduitException(file + " is " + what + ", not a perf server's bootstrap file: " + foreign, e);
         }
     }
 

@@ -230,6 +230,37 @@ class PerfBootstrapTest {
                 + System.lineSeparator());
     }
 
+    /**
+     * A FIFO of the file's name (a process that writes the shared directory, such as one in a container, can make one) is
+     * said to be one at once: the client's read of it waited for a writer for ever, past --timeout (found by helper h35).
+     */
+    @Test
+    void aFifoOfTheFilesNameIsSaidToBeOneWithoutWaitingOnIt() throws Exception {
+        Path file = PerfBootstrap.file(shared, "fifo");
+        org.assertj.core.api.Assumptions.assumeThat(new ProcessBuilder("mkfifo", file.toString()).inheritIO().start().waitFor())
+                .as("mkfifo").isZero();
+
+        HangGuard.await("a client's wait for a bootstrap file that is a FIFO", () -> {
+            assertThatThrownBy(() -> PerfBootstrap.await(shared, "fifo", TIMEOUT, () -> false)).isInstanceOf(ConduitException.class)
+                    .hasMessage(file + " is a FIFO, not a perf server's bootstrap file: remove it, or choose another --name");
+            return null;
+        });
+    }
+
+    /**
+     * A symbolic link of the file's name is not followed: the client read what it led to, outside the shared directory
+     * (a root client any file), and quoted its first line in its error; a link to /dev/zero filled its heap (found by
+     * helper h35).
+     */
+    @Test
+    void aSymbolicLinkOfTheFilesNameIsNotFollowed(@TempDir Path elsewhere) throws Exception {
+        Path secret = Files.writeString(elsewhere.resolve("secret"), "first-line-of-a-file-outside\n");
+        Path file = Files.createSymbolicLink(PerfBootstrap.file(shared, "link"), secret);
+
+        assertThatThrownBy(() -> PerfBootstrap.await(shared, "link", TIMEOUT, () -> false)).isInstanceOf(ConduitException.class)
+                .hasMessage(file + " is a symbolic link, not a perf server's bootstrap file: remove it, or choose another --name");
+    }
+
     /** A directory of that name: it said "cannot read FILE: java.io.IOException: Is a directory", the JDK's words and no remedy. */
     @Test
     void aDirectoryOfTheFilesNameIsSaidToBeOne() throws Exception {

@@ -169,7 +169,7 @@ final class PosixImporter implements IpcImporter {
     }
 
     private static InvalidHandleException notRegularFile(FileStatus status, Path path, PayloadReader payload) {
-        return payload.invalid("path", path + " is not a regular file (" + typeName(status) + "); refused: " + CHUNKS_ARE_REGULAR_FILES);
+        return payload.invalid("path", path + " is not a regular file (" + status.typeName() + "); refused: " + CHUNKS_ARE_REGULAR_FILES);
     }
 
     private void check(FileDescriptor fd, FileStatus status, Path path, long chunkLength, PayloadReader payload) {
@@ -233,18 +233,6 @@ final class PosixImporter implements IpcImporter {
                     + "file's owner may: the file belongs to one of those users. Run the producer as this process's user, or "
                     + otherwise);
         }
-    }
-
-    private static String typeName(FileStatus status) {
-        return switch (status.fileType()) {
-            case FileStatus.S_IFDIR -> "a directory";
-            case FileStatus.S_IFIFO -> "a FIFO";
-            case FileStatus.S_IFSOCK -> "a socket";
-            case FileStatus.S_IFCHR -> "a character device";
-            case FileStatus.S_IFBLK -> "a block device";
-            case FileStatus.S_IFLNK -> "a symbolic link";
-            default -> "file type 0" + Integer.toOctalString(status.fileType());
-        };
     }
 
     /** Why this user may not open its chunk file, and what to do, as far as the file's owner tells. */
