@@ -493,6 +493,12 @@ final class PerfServer {
                     + " bytes): start the server with --region-size " + PerfParsing.formatSize(requested) + " or more").segment());
             return;
         }
+        if (test == PerfTest.PUT_LAT && requested > clientRegion.size()) {
+            // A conduit perf client's region is as large as its largest size: the first answer would not have fitted.
+            client.send(PerfProtocol.READY, ready.u8(0).string("larger than the region of " + clientRegion.size() + " bytes the client's "
+                    + "HELLO named, into which the server puts its answers: the client is not conduit perf's, or a broken one").segment());
+            return;
+        }
         if (test == PerfTest.AM_LAT && requested > client.maxPayloadSize()) {
             client.send(PerfProtocol.READY, ready.u8(0).string(tooLargeToAnswer(requested)).segment());
             return;

@@ -257,57 +257,33 @@ class PerfServerTest {
      * if the late message had not come.
      */
     private static void lateMessageThenTheNextClient(int late, boolean afterTheNextHello) throws Exception {
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-keep");
-        StringWriter serverErr = new StringWriter();
-        AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
-        AtomicReference<Throwable> serverThrew = new AtomicReference<>();
-        Supplier<String> serverSaid = () -> "the server said: " + serverErr + (serverThrew.get() == null ? "" : "; it threw " + serverThrew.get());
-        try {
-            HangGuard.await("a late message to a --keep server, then its next client", () -> {
-                try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
-                    PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, true, shared, NAME, null,
-                            false, Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
-                    Thread serverThread = runInThread(server, serverExit, serverThrew);
-                    try {
-                        PerfBootstrap bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
-                        try (Session previous = new Session(clientConduit, bootstrap, serverSaid)) {
-                            previous.hello();
-                            int previousSeq = previous.begin(PerfTest.AM_LAT, 8);
-                            previous.ping(new byte[8]);
-                            previous.end(previousSeq);
-                            previous.bye();
-                            previous.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the first session");
-                            // Handed to the server's one receive queue before the next client's HELLO, so read before it.
-                            if (!afterTheNextHello) sendLate(previous, late);
+        withKeepServer("a late message to a --keep server, then its next client", (clientConduit, bootstrap, serverErr, serverSaid) -> {
+            try (Session previous = new Session(clientConduit, bootstrap, serverSaid)) {
+                previous.hello();
+                int previousSeq = previous.begin(PerfTest.AM_LAT, 8);
+                previous.ping(new byte[8]);
+                previous.end(previousSeq);
+                previous.bye();
+                previous.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the first session");
+                // Handed to the server's one receive queue before the next client's HELLO, so read before it.
+                if (!afterTheNextHello) sendLate(previous, late);
 
-                            try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
-                                next.hello();
-                                if (afterTheNextHello) sendLate(previous, late);
-                                int seq = next.begin(PerfTest.AM_LAT, 8);
-                                assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
-                                // A stale ENDED, sent before the READY, would have been this one, of no phase: -1.
-                                assertThat(next.end(seq)).as("ENDED: what the server's thread allocated in the next client's phase")
-                                        .isNotNegative();
-                                assertThat(next.endeds).as("ENDED messages to the next client, which ended one phase").isEqualTo(1);
-                                next.bye();
-                                next.progressUntil(() -> serverErr.toString().indexOf("ended after 1 phases") != serverErr.toString()
-                                        .lastIndexOf("ended after 1 phases"), "the end of the next session");
-                            }
-                        }
-                        assertThat(serverThread.isAlive()).as("the --keep server still serves; " + serverSaid.get()).isTrue();
-                        assertThat(serverErr.toString()).as(serverSaid.get()).doesNotContain("failed");
-                    } finally {
-                        server.stop("the test is over");
-                        serverThread.join(TimeUnit.SECONDS.toMillis(30));
-                    }
-                    assertThat(serverThread.isAlive()).as("the server stops when told; " + serverSaid.get()).isFalse();
-                    assertThat(serverThrew.get()).as(serverSaid.get()).isNull();
+                try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
+                    next.hello();
+                    if (afterTheNextHello) sendLate(previous, late);
+                    int seq = next.begin(PerfTest.AM_LAT, 8);
+                    assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+                    // A stale ENDED, sent before the READY, would have been this one, of no phase: -1.
+                    assertThat(next.end(seq)).as("ENDED: what the server's thread allocated in the next client's phase")
+                            .isNotNegative();
+                    assertThat(next.endeds).as("ENDED messages to the next client, which ended one phase").isEqualTo(1);
+                    next.bye();
+                    next.progressUntil(() -> serverErr.toString().indexOf("ended after 1 phases") != serverErr.toString()
+                            .lastIndexOf("ended after 1 phases"), "the end of the next session");
                 }
-                return null;
-            });
-        } finally {
-            PerfPeer.deleteTree(shared);
-        }
+            }
+            assertThat(serverErr.toString()).as(serverSaid.get()).doesNotContain("failed");
+        });
     }
 
     /**
@@ -340,6 +316,24 @@ class PerfServerTest {
             hostile.progressUntil(() -> serverErr.toString().contains("ended after"), "the end of the session");
             assertThat(serverErr.toString()).doesNotContain("bug").doesNotContain("failed");
         });
+    }
+
+    /**
+     * A put_lat phase larger than the region the client's HELLO named, into which the server puts its answers, is refused
+     * in READY, and the session goes on: the server's first answer failed to fit, and the session ended "on a bug of
+     * conduit perf" (found by helper h35). A conduit perf client's region is as large as its largest size.
+     */
+    @Test
+    void aPutLatLargerThanTheClientsRegionIsRefusedInReady() throws Exception {
+        againstAKeepServer("a put_lat larger than the client's region", (hostile, serverErr) -> {
+            hostile.hello();
+            assertThat(hostile.beginRefused(PerfTest.PUT_LAT, 8192)).as("READY's error").isEqualTo("larger than the region of 4096 bytes "
+                    + "the client's HELLO named, into which the server puts its answers: the client is not conduit perf's, or a broken one");
+            int seq = hostile.begin(PerfTest.PUT_LAT, 4096);
+            hostile.end(seq);
+            hostile.bye();
+            hostile.progressUntil(() -> serverErr.toString().contains("ended after 2 phases"), "the end of the session");
+        }, 4096);
     }
 
     /**
@@ -387,30 +381,51 @@ class PerfServerTest {
      * am_lat phase must go as if it had not come, and the server must still serve, having thrown nothing.
      */
     private static void againstAKeepServer(String what, Hostile hostile) throws Exception {
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-hostile");
+        againstAKeepServer(what, hostile, 1L << 20);
+    }
+
+    /** As {@link #againstAKeepServer(String, Hostile)}, the hostile client's HELLO naming a region of {@code regionSize} bytes. */
+    private static void againstAKeepServer(String what, Hostile hostile, long regionSize) throws Exception {
+        withKeepServer(what + " to a --keep server, then its next client", (clientConduit, bootstrap, serverErr, serverSaid) -> {
+            try (Session bad = new Session(clientConduit, bootstrap, serverSaid, regionSize)) {
+                hostile.run(bad, serverErr);
+            }
+            try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
+                next.hello();
+                int seq = next.begin(PerfTest.AM_LAT, 8);
+                assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+                next.end(seq);
+                next.bye();
+                next.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the next session");
+            }
+        });
+    }
+
+    /** Clients of a --keep server: given their Conduit, the server's bootstrap, its standard error so far and all it said. */
+    @FunctionalInterface
+    private interface KeepServerClients {
+        void run(Conduit clientConduit, PerfBootstrap bootstrap, StringWriter serverErr, Supplier<String> serverSaid) throws Exception;
+    }
+
+    /**
+     * A posix --keep server in this JVM, in a shared directory of its own, serving {@code clients}: after them it must still
+     * serve, then stop when told, having thrown nothing.
+     */
+    private static void withKeepServer(String what, KeepServerClients clients) throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-keep");
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
         AtomicReference<Throwable> serverThrew = new AtomicReference<>();
         Supplier<String> serverSaid = () -> "the server said: " + serverErr + (serverThrew.get() == null ? "" : "; it threw " + serverThrew.get());
         try {
-            HangGuard.await(what + " to a --keep server, then its next client", () -> {
+            HangGuard.await(what, () -> {
                 try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
                     PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, true, shared, NAME, null,
                             false, Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
                     Thread serverThread = runInThread(server, serverExit, serverThrew);
                     try {
                         PerfBootstrap bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
-                        try (Session bad = new Session(clientConduit, bootstrap, serverSaid)) {
-                            hostile.run(bad, serverErr);
-                        }
-                        try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
-                            next.hello();
-                            int seq = next.begin(PerfTest.AM_LAT, 8);
-                            assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
-                            next.end(seq);
-                            next.bye();
-                            next.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the next session");
-                        }
+                        clients.run(clientConduit, bootstrap, serverErr, serverSaid);
                         assertThat(serverThread.isAlive()).as("the --keep server still serves; " + serverSaid.get()).isTrue();
                     } finally {
                         server.stop("the test is over");
@@ -621,6 +636,11 @@ class PerfServerTest {
         private int seq;
 
         Session(Conduit conduit, PerfBootstrap bootstrap, Supplier<String> serverOutput) {
+            this(conduit, bootstrap, serverOutput, 1L << 20);
+        }
+
+        /** A session whose HELLO names a region of {@code regionSize} bytes, where put_lat's answers go. */
+        Session(Conduit conduit, PerfBootstrap bootstrap, Supplier<String> serverOutput, long regionSize) {
             this.serverOutput = serverOutput;
             worker = conduit.newWorker(ThreadMode.SINGLE);
             Pool p = null;
@@ -644,7 +664,7 @@ class PerfServerTest {
                 // HELLO carries a region of ours, as PerfClient's does (the server opens it for put_lat's answers).
                 p = conduit.pool(ep.transport());
                 pool = p;
-                region = pool.allocate(1L << 20, 64);
+                region = pool.allocate(regionSize, 64);
             } catch (RuntimeException | Error e) {
                 if (p != null) p.close();
                 worker.close();
