@@ -1,6 +1,7 @@
 package dev.conduit.tools;
 
 import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
@@ -18,12 +19,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -537,24 +535,43 @@ final class PerfPeer implements AutoCloseable {
         return name != null && PRIVATE_DIRECTORY.matcher(name.toString()).matches();
     }
 
+    /**
+     * Removes {@code dir} and what it holds, best effort (a leftover is reclaimed as a dead owner's files by the next run
+     * in that directory), through descriptors: each directory is opened below the one that holds it, following no
+     * symbolic link ({@link SharedDirectory}), and each name removed there ({@code unlinkat}). A run's directory is in the
+     * shared directory, which another process may write (one in a container): by path ({@code Files.walkFileTree}), a
+     * directory in it swapped for a symbolic link while the walk was in it led the removal to the files of the directory
+     * the link named, any directory's for a root run (found by helper h35). A symbolic link is removed, never followed.
+     */
     static void deleteTree(Path dir) {
-        if (!Files.exists(dir)) return;
-        try {
-            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
+        Path absolute = dir.toAbsolutePath();
+        if (absolute.getParent() == null) return;
+        Libc libc = Linux.libc();
+        try (SharedDirectory parent = SharedDirectory.open(libc, absolute.getParent(), "--shared-dir")) {
+            removeBeneath(libc, parent.fd(), absolute.getFileName().toString());
+        } catch (RuntimeException e) {
+            // best effort: the parent is gone or cannot be opened
+        }
+    }
 
-                @Override
-                public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-                    Files.deleteIfExists(d);
-                    return FileVisitResult.CONTINUE;
-                }
-            });
-        } catch (IOException e) {
-            // best effort; a leftover is reclaimed as a dead owner's files by the next run in that directory
+    /** Removes {@code name} below {@code directory}: a directory after what it holds, anything else at once; best effort. */
+    private static void removeBeneath(Libc libc, FileDescriptor directory, String name) {
+        try {
+            libc.unlinkat(directory, name, 0);
+            return;
+        } catch (ErrnoException e) {
+            if (!e.errnoName().equals("EISDIR")) return; // gone, or not ours to remove
+        }
+        try (FileDescriptor held = libc.openBeneath(directory, name, OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY | OpenFlags.O_NOFOLLOW
+                | OpenFlags.O_CLOEXEC, 0)) {
+            for (String entry : libc.listDirectory(held)) removeBeneath(libc, held, entry);
+        } catch (ErrnoException e) {
+            // swapped for something else since (ELOOP for a link), or not listable: its removal below says what is left
+        }
+        try {
+            libc.unlinkat(directory, name, OpenFlags.AT_REMOVEDIR);
+        } catch (ErrnoException e) {
+            // not empty, or not a directory any more: best effort
         }
     }
 }

@@ -111,4 +111,53 @@ class PerfPeerTest {
             PerfPeer.deleteTree(parent);
         }
     }
+
+    /**
+     * deleteTree removes a run's directory through descriptors: a directory in it that another process swaps for a
+     * symbolic link to a directory outside while the removal walks it leads the removal nowhere. By path
+     * (Files.walkFileTree), the files of the directory the link led to were removed: for a root run, any directory's
+     * (found by helper h35). Racy by nature: a thread swaps the directory and the link as fast as it can while trees are
+     * removed, and no file outside may go.
+     */
+    @Test
+    void aDirectorySwappedForALinkWhileARunsTreeIsRemovedLeadsTheRemovalNowhere(@org.junit.jupiter.api.io.TempDir Path shared,
+                                                                                @org.junit.jupiter.api.io.TempDir Path outside)
+            throws Exception {
+        int files = 64;
+        for (int i = 0; i < files; i++) Files.createFile(outside.resolve("outside-" + i));
+        for (int round = 0; round < 200; round++) {
+            Path run = Files.createDirectory(shared.resolve("conduit-perf-" + String.format("%08x", round)));
+            Path sub = Files.createDirectory(run.resolve("sub"));
+            for (int i = 0; i < files; i++) Files.createFile(sub.resolve("outside-" + i));
+            // The other process's link and its place for the directory, outside the run's directory: the removal meets neither.
+            Path link = Files.createSymbolicLink(shared.resolve("link-" + round), outside);
+            Path aside = shared.resolve("aside-" + round);
+            java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+            java.util.concurrent.CountDownLatch swapping = new java.util.concurrent.CountDownLatch(1);
+            Thread swapper = Thread.ofPlatform().start(() -> {
+                swapping.countDown();
+                while (!done.get()) {
+                    try {
+                        Files.move(sub, aside, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                        Files.move(link, sub, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                        Files.move(sub, link, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                        Files.move(aside, sub, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                    } catch (java.io.IOException removedMeanwhile) {
+                        if (!Files.exists(run, java.nio.file.LinkOption.NOFOLLOW_LINKS)) return;
+                    }
+                }
+            });
+            swapping.await();
+            try {
+                PerfPeer.deleteTree(run);
+            } finally {
+                done.set(true);
+                swapper.join(TimeUnit.SECONDS.toMillis(30));
+            }
+            try (var left = Files.list(outside)) {
+                assertThat(left.count()).as("files left outside the run's directory after round " + round).isEqualTo(files);
+            }
+            for (Path left : List.of(run, aside, link)) PerfPeer.deleteTree(left); // what the swaps kept from the removal, if anything
+        }
+    }
 }
