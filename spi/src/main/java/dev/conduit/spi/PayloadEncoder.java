@@ -8,7 +8,9 @@ import java.lang.foreign.MemorySegment;
  * zero-copy send); up to 1 KiB, into a buffer of the sending endpoint.
  *
  * <p><b>Implemented by</b> applications (and libraries such as {@code dev.conduit.chronicle});
- * <b>called by</b> the runtime or a transport, once per send, on the sending thread. Through
+ * <b>called by</b> the runtime or a transport, once per send, on the sending thread, where it
+ * writes the target (a buffer of the runtime's may be confined to that thread: a write from
+ * another thread throws {@link WrongThreadException}). Through
  * {@link #encode(MemorySegment)} the target is exactly {@code maxLength} bytes long and bounded: a
  * write outside it throws {@link IndexOutOfBoundsException}. What is in it beyond what the encoder
  * writes is undefined.

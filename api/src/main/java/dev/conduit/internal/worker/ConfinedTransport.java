@@ -69,6 +69,11 @@ final class ConfinedTransport implements Transport {
         delegate.signal();
     }
 
+    /** Whether every call to {@code endpoint} runs on a confined transport's thread, not the caller's. */
+    static boolean runsOnItsOwnThread(TransportEndpoint endpoint) {
+        return endpoint instanceof Endpoint;
+    }
+
     /** {@code segment}, or a copy the plugin's thread can access when it is confined to another thread (the caller's). */
     private MemorySegment reachable(MemorySegment segment) {
         return segment.isAccessibleBy(thread.thread()) ? segment : copy(segment);

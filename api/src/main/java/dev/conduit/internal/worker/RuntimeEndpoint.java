@@ -73,6 +73,8 @@ final class RuntimeEndpoint implements Endpoint {
     private final TransportEndpoint te;
     private final int maxHeader;
     private final long maxPayload;
+    /** Whether every call to the transport runs on a thread of its own ({@code thread.confine}): it reads our buffers there. */
+    private final boolean transportOnItsOwnThread;
     /** Whether the transport may do zero-copy sends: until it says it does not ({@link TransportEndpoint#trySendEncoded}). */
     private boolean encodesInPlace = true;
     /** Cleared when the transport said it has no keepalive probe (checkPeer threw NotSupportedException): not asked again. */
@@ -136,6 +138,7 @@ final class RuntimeEndpoint implements Endpoint {
         this.transport = transport;
         this.peer = peer;
         this.te = te;
+        this.transportOnItsOwnThread = ConfinedTransport.runsOnItsOwnThread(te);
         this.maxHeader = h;
         this.maxPayload = p;
         this.rma = rma;
@@ -322,7 +325,10 @@ final class RuntimeEndpoint implements Endpoint {
         if (maxLength > PendingQueue.RETAIN) {
             // Past RETAIN a buffer of its own, freed as the send returns (what the encoder wrote was sent or copied into the
             // local queue), as the local queue gives back a segment this large: an automatic arena held it until the GC ran.
-            try (Arena arena = Arena.ofShared()) {
+            // Confined to this thread, which encodes, sends and queues it: a shared arena's close stops every thread of the
+            // JVM (a handshake), every worker's polling one included, once per such send. A transport confined to a thread
+            // of its own reads it there, so shared for it (ConfinedTransport would copy a confined one into GC-freed memory).
+            try (Arena arena = transportOnItsOwnThread ? Arena.ofShared() : Arena.ofConfined()) {
                 return encodeInto(allocateScratch(arena, maxLength), id, header, maxLength, encoder);
             }
         }

@@ -590,6 +590,57 @@ class EndpointMessagingTest {
     }
 
     /**
+     * helper h37: every encoded send past RETAIN that the transport did not take in place opened
+     * and closed a shared arena for its buffer, and a shared arena's close is a handshake with every
+     * thread of the JVM: every worker's polling thread stopped once per such send.
+     */
+    @Test
+    void aBufferPastRetainIsFreedWithoutAHandshakeWithEveryThread() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 4, false);
+        plugin.maxPayload = 1L << 50; // no zero-copy send here: every encoder writes into the endpoint's buffer
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint endpoint = sender.connect(receiver.address());
+        List<Long> seen = recordFirstLongs(receiver);
+        int sends = 8;
+        long handshakes = ArenaCloseHandshakes.during(() -> {
+            for (long v = 0; v < sends; v++) {
+                sendPastRetain(endpoint, v);
+                int delivered = (int) v + 1;
+                progressUntil(() -> seen.size() == delivered, receiver, sender);
+            }
+        });
+        assertThat(seen).containsExactly(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L);
+        assertThat(handshakes).as("shared arena closes (handshakes with every thread) during %d sends past RETAIN", sends)
+                .isLessThan(sends);
+    }
+
+    /** A transport confined to a thread of its own reads the buffer of a send past RETAIN there. */
+    @Test
+    void aThreadConfinedTransportReadsTheBufferOfASendPastRetainOnItsOwnThread() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 4, false).singleOnly();
+        plugin.maxPayload = 1L << 50;
+        Conduit conduit = loopbacks.conduit(b -> b.threadConfinement(true), plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SERIALIZED);
+        Worker receiver = conduit.newWorker(ThreadMode.SERIALIZED);
+        Endpoint endpoint = sender.connect(receiver.address());
+        List<Long> seen = recordFirstLongs(receiver);
+        sendPastRetain(endpoint, 41);
+        sendPastRetain(endpoint, 42);
+        progressUntil(() -> seen.size() == 2, receiver, sender);
+        assertThat(seen).containsExactly(41L, 42L);
+    }
+
+    /** Sends {@code first} as the first long of a payload of up to RETAIN + 1 bytes, through the ranged encoder. */
+    private static void sendPastRetain(Endpoint endpoint, long first) {
+        endpoint.send(1, MemorySegment.NULL, PendingQueue.RETAIN + 1, (PayloadEncoder.Ranged) (memory, offset, max) -> {
+            memory.set(Loopbacks.LE_LONG, offset, first);
+            return 8;
+        });
+    }
+
+    /**
      * Its message would be overwritten (in the endpoint's buffer or the local queue) or overtaken
      * by the nested send: a nested send of either kind is refused, for small and large payloads, and
      * nothing of the encoder's message is sent.
