@@ -19,7 +19,12 @@ import java.util.function.Consumer;
  *
  * <p>Close it once done: a payload kept in place holds room in its transport's memory, which the
  * sender's later messages may wait for (in a bounce ring, every later large message of that
- * sender's endpoint: queued by the sender's runtime, never dropped); a copy holds native memory.
+ * sender's endpoint: queued by the sender's runtime, never dropped); a copy holds native memory,
+ * of a shared {@link java.lang.foreign.Arena} of its own that the close closes, which is what makes a
+ * view taken before throw. The JDK closes a shared arena with a handshake with every thread of the
+ * JVM, a worker's polling thread included; a latency-critical process that hands on many small
+ * payloads copies them into memory of its own instead ({@link Message#copyPayload(long,
+ * java.lang.foreign.MemorySegment, long, long)}), whose reuse stops nobody.
  * {@code close()} may be called from any thread, and more than once (the calls after the first do
  * nothing). After it, {@link #segment()} throws {@link IllegalStateException}; a view taken before
  * reads a copy's memory no more (it throws {@link IllegalStateException}), and a view of a payload
