@@ -632,6 +632,30 @@ class EndpointMessagingTest {
         assertThat(seen).containsExactly(41L, 42L);
     }
 
+    /**
+     * The buffer of a send past RETAIN is confined to the sending thread, where the encoder runs:
+     * an encoder that has another thread write it gets the JDK's {@link WrongThreadException}
+     * there, and a send whose encoder throws sends nothing and leaves the endpoint usable.
+     */
+    @Test
+    void anEncoderWhoseTargetPastRetainIsWrittenByAnotherThreadFailsAndSendsNothing() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 4, false);
+        plugin.maxPayload = 1L << 50;
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint endpoint = sender.connect(receiver.address());
+        List<Long> seen = recordFirstLongs(receiver);
+        assertThatThrownBy(() -> endpoint.send(1, MemorySegment.NULL, PendingQueue.RETAIN + 1,
+                (PayloadEncoder.Ranged) (memory, offset, max) -> {
+                    java.util.concurrent.CompletableFuture.runAsync(() -> memory.set(Loopbacks.LE_LONG, offset, 1L)).join();
+                    return 8;
+                })).isInstanceOf(java.util.concurrent.CompletionException.class).hasCauseInstanceOf(WrongThreadException.class);
+        sendPastRetain(endpoint, 2);
+        progressUntil(() -> seen.size() == 1, receiver, sender);
+        assertThat(seen).containsExactly(2L);
+    }
+
     /** Sends {@code first} as the first long of a payload of up to RETAIN + 1 bytes, through the ranged encoder. */
     private static void sendPastRetain(Endpoint endpoint, long first) {
         endpoint.send(1, MemorySegment.NULL, PendingQueue.RETAIN + 1, (PayloadEncoder.Ranged) (memory, offset, max) -> {
