@@ -131,6 +131,33 @@ class EncodedSendTest {
         }
     }
 
+    /**
+     * Payloads past 4 MiB that find the bounce ring full are encoded into a buffer of the
+     * endpoint's own, confined to the sending thread and freed as the send returns (no handshake
+     * with every thread), which the transport copies from or the local queue copies in: they arrive
+     * whole and in order.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void encodedPayloadsPastFourMiBBehindAFullBounceRingWaitLocallyAndArriveIntact(String plugin, @TempDir(factory = ShmDir.class) Path shared) {
+        try (Conduit conduit = Setup.conduit(shared, plugin, plugin + ".bounce.size=16MiB")) {
+            Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+            Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+            List<Received> seen = receive(receiver);
+            Endpoint endpoint = sender.connect(receiver.address());
+            long length = (5L << 20) - 3; // three fit in the 16 MiB ring; the rest go through the endpoint's buffer
+            int messages = 5;
+            for (int i = 1; i <= messages; i++) {
+                int s = i;
+                endpoint.send(ID, header(s), 5L << 20, t -> fill(t, length, s));
+            }
+            assertThat(endpoint.pending()).as("the rest waits locally, nothing dropped").isPositive();
+            progressUntil(sender, receiver, seen, messages);
+            assertThat(seen).extracting(Received::seed).containsExactly(1, 2, 3, 4, 5);
+            assertThat(seen).allMatch(r -> r.payload().length == length && matches(r.payload(), r.seed()));
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
     void anEncoderThatThrowsOrLiesSendsNothingAndTheNextMessageArrives(String plugin, @TempDir(factory = ShmDir.class) Path shared) {
