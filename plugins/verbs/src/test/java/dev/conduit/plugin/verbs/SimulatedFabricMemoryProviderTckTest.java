@@ -2,6 +2,8 @@ package dev.conduit.plugin.verbs;
 
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.tck.MemoryProviderContract;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.file.Path;
@@ -25,5 +27,19 @@ class SimulatedFabricMemoryProviderTckTest extends MemoryProviderContract {
     @Override
     protected Map<String, String> configuration(Path sharedDirectory) {
         return fabric.configuration();
+    }
+
+    /**
+     * The simulated fabric lives in this JVM: the second JVM of this check would open the real verbs
+     * plugin and find no device. Nor would it find a file to look at: verbs memory makes none in the
+     * shared directory (its chunks are the process's native memory and the adapter's registrations, which the
+     * kernel takes back with the process), which {@link RealDeviceMemoryProviderTckTest} shows where a
+     * device is.
+     */
+    @Test
+    @Override
+    public void aKilledExportersFilesAreReclaimedByTheNextProviderAndALiveOnesStay() {
+        Assumptions.abort("the simulated fabric is this JVM's alone, so a second JVM finds no device; and verbs memory makes no file "
+                + "in the shared directory (RealDeviceMemoryProviderTckTest runs the check where a device is)");
     }
 }
