@@ -13,14 +13,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Maps the bounce rings of senders off the receiver's progress thread. Importing a ring may wait
+ * Maps the bounce rings of senders off the receiver's progress thread, and runs the transport's
+ * other work that must not stall that thread ({@link #run}: the reclaim of dead peers' files). Importing a ring may wait
  * on its sender: a memfd ring comes from the sender's fd server, which may take up to
  * {@code memfd.connect.timeout} to answer when the sender is paused, frozen or hostile. On the
  * progress thread that wait held the whole worker: the liveness checks that fail dead peers'
  * endpoints, the worker's other transports, its error handlers.
  *
- * <p>One daemon thread per transport, started by the first mapping and ended after a second
- * idle. The transport starts a mapping only for the large message at the head of its queue,
+ * <p>One daemon thread per transport, started by the first mapping or reclaim and ended after a
+ * second idle. The transport starts a mapping only for the large message at the head of its queue,
  * which waits for it, so there is one at a time, but for the cancelled ones of connections it
  * forgot meanwhile (a process that writes the queue wrote over the record that waited).
  */
@@ -76,6 +77,14 @@ final class RingMapper {
         });
         executor.execute(task);
         return ring;
+    }
+
+    /**
+     * Runs {@code work} on this thread, after what was asked of it before. {@link #shutdown} drops
+     * it if it has not begun, and interrupts it if it has: the caller finishes what was dropped.
+     */
+    void run(Runnable work) {
+        executor.execute(work);
     }
 
     /**

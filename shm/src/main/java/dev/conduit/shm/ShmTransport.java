@@ -50,7 +50,9 @@ import java.util.concurrent.CompletionException;
  *       receiver that lives but stops progressing while a sender waits on it fails that sender's
  *       endpoint after {@code heartbeat.timeout}. The files of dead peers are reclaimed, at the
  *       check after the one that failed their endpoints, so that the error handlers, which run as
- *       progress() or await() returns, do not wait for it ({@link #checkPeers}).</li>
+ *       progress() or await() returns, do not wait for it ({@link #checkPeers}), and on the
+ *       ring-mapping thread, so that the progress thread does not either
+ *       ({@link #reclaimOffTheProgressThread}).</li>
  *   <li><b>Wake-up</b>: a futex word in the queue; works across PID, IPC, UTS, mount and network
  *       namespaces, since it is keyed by the shared mapping, not by any namespace.</li>
  * </ul>
@@ -219,7 +221,10 @@ public final class ShmTransport implements Transport {
      * from another thread changes it only once the worker is closed, when the count bounds nothing (it releases every endpoint).
      */
     private int closesAwaitingConnect;
-    /** Maps announced bounce rings off the progress thread; started by the first large message. */
+    /**
+     * Maps announced bounce rings off the progress thread, and reclaims dead peers' files there;
+     * started by the first large message or the first reclaim after a death.
+     */
     private RingMapper ringMapper;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
     private CompletableFuture<?> headWaitsFor;
@@ -340,6 +345,18 @@ public final class ShmTransport implements Transport {
      * leaves the files to the next worker or pool that opens on the directory.
      */
     private volatile boolean reclaimDue;
+    /**
+     * Set when a reclaim of dead peers' files is handed to the ring-mapping thread
+     * ({@link #reclaimOffTheProgressThread}), cleared as it begins there or when the close takes it
+     * over (a close drops what that thread has not begun). One handed over while another waits there
+     * is not: the one waiting lists the directory when it runs, and finds them all.
+     */
+    private final java.util.concurrent.atomic.AtomicBoolean reclaimHandedOver = new java.util.concurrent.atomic.AtomicBoolean();
+    /**
+     * Held through a reclaim on the ring-mapping thread, and by the close as it finishes the reclaims: a
+     * close waits for one under way there (it uses the shared directory's descriptor, which the close then closes).
+     */
+    private final Object reclaiming = new Object();
     /** A live sender's taken record that has held the head for heartbeat.timeout: said, at most once a minute. */
     private final RepeatedWarning headHeldByALiveSender;
     /** Said when a connection of a sender that is gone finds no room under inbound.max: nobody else would say it. */
@@ -1153,7 +1170,7 @@ public final class ShmTransport implements Transport {
             warnBestEffort(() -> plugin + ": forgot " + n + " connections of dead senders to make room under "
                     + ShmTransportConfig.inboundMaxKey(plugin) + " or " + ShmTransportConfig.inboundBounceMaxKey(plugin)
                     + "; their messages still in the receive queue are dropped");
-            reclaimDeadPeers(directory);
+            reclaimOffTheProgressThread();
         }
     }
 
@@ -1622,13 +1639,14 @@ public final class ShmTransport implements Transport {
 
     /**
      * Checks leases and heartbeats; fails endpoints of dead or hung peers, forgets dead senders,
-     * unblocks the queue, reclaims dead peers' files.
+     * unblocks the queue, and has dead peers' files reclaimed off this thread
+     * ({@link #reclaimOffTheProgressThread}).
      *
      * <p>A check that fails an endpoint returns as soon as it has failed them, and leaves the rest
      * to the next check, a liveness interval later: the runtime calls the error handlers when
      * progress() or await() returns, and the rest (releasing the failed endpoints' mappings, rings
      * and lease watches, forgetting dead senders, listing the shared directory to reclaim the dead
-     * peers' files, with its INFO line) took 10 to 60 ms on the first death a process saw, and
+     * peers' files, with its INFO line, which has since left this thread) took 10 to 60 ms on the first death a process saw, and
      * 400 ms once, measured between kill -9 and the handler, all of it before the handler ran.
      * Only one check in two is cut short so: the one after a short check does the rest, whatever
      * it fails, so that deaths one interval apart cannot put the rest off for longer.
@@ -1688,10 +1706,30 @@ public final class ShmTransport implements Transport {
         }
         finishCloses();
         if (someoneDied) {
-            reclaimDeadPeers(directory); // which throws nothing
+            reclaimOffTheProgressThread();
             reclaimDue = false;
         }
         return events;
+    }
+
+    /**
+     * Hands the reclaim of dead peers' files to the ring-mapping thread: listing the shared
+     * directory, removing each dead owner's files and logging the INFO took 10 to 60 ms on the first
+     * death a process saw, inside the progress() of a worker that serves its other peers meanwhile.
+     * What it removes is no longer this worker's to read: a dead peer's files, whose mappings this
+     * worker releases itself, on its own thread. A reclaim waits there behind a ring being mapped, and
+     * a large message's ring behind a reclaim; the close runs one that never began ({@link #close}).
+     */
+    private void reclaimOffTheProgressThread() {
+        synchronized (handOff) { // a close that came first finishes the reclaims itself, and shut the thread down
+            if (closed || reclaimHandedOver.getAndSet(true)) return;
+            if (ringMapper == null) ringMapper = new RingMapper(plugin);
+            ringMapper.run(() -> {
+                synchronized (reclaiming) {
+                    if (reclaimHandedOver.getAndSet(false)) reclaimDeadPeers(directory); // which throws nothing
+                }
+            });
+        }
     }
 
     /**
@@ -2132,7 +2170,10 @@ public final class ShmTransport implements Transport {
                 failure = add(failure, e);
             }
         }
-        if (reclaimDue) reclaimDeadPeers(directory); // a check failed endpoints, and none came after it to reclaim (checkPeers)
+        synchronized (reclaiming) { // one under way on the ring-mapping thread is waited for: the directory closes below
+            // A check failed endpoints, and none came after it to reclaim (checkPeers); or a reclaim handed over never began.
+            if (reclaimHandedOver.getAndSet(false) | reclaimDue) reclaimDeadPeers(directory);
+        }
         if (ringMapper != null && !ringMapper.awaitIdle(Math.max(0, deadline - System.nanoTime()))) {
             context.logger().log(System.Logger.Level.WARNING, plugin + ": a sender's bounce ring was still being mapped when the "
                     + "worker closed (heartbeat.timeout passed, or the closing thread was interrupted); it is unmapped as soon as its "

@@ -1169,6 +1169,97 @@ class ShmTransportTest {
                 + "interval").isEqualTo(1);
     }
 
+    /**
+     * The reclaim of dead peers' files after a peer's failure (listing the shared directory,
+     * removing each dead owner's files, its INFO) runs on the transport's ring-mapping thread, not
+     * in the progress() of a worker that serves its other peers meanwhile: it took 10 to 60 ms
+     * there on the first death a process saw. Here the reclaim's listing waits on the test, and
+     * progress() returns all the same; a dead owner's lease planted in the directory goes once the
+     * listing goes on. The listing used to be made on the thread that called progress().
+     */
+    @Test
+    void theReclaimAfterAPeerFailedRunsOffTheThreadThatCallsProgress() throws Exception {
+        try (HeldReclaim held = new HeldReclaim()) {
+            assertThat(held.lister.get()).as("the thread that listed the shared directory to reclaim the dead owners' files")
+                    .isNotNull().isNotSameAs(Thread.currentThread());
+            assertThat(shared.resolve(held.deadLease)).as("a dead owner's lease, while the reclaim's listing waits").exists();
+            held.sender.progress(); // returns while the reclaim waits
+            held.reclaimMayGoOn.countDown();
+            for (int i = 0; i < 1_000 && Files.exists(shared.resolve(held.deadLease)); i++) Thread.sleep(10); // bounded, not timed
+            assertThat(shared.resolve(held.deadLease)).as("the dead owner's lease, once the reclaim went on").doesNotExist();
+        }
+    }
+
+    /**
+     * A worker's close waits for a reclaim under way on its ring-mapping thread, which uses the
+     * shared directory's descriptor that the close then closes: the reclaim finishes, and the
+     * dead owner's lease is gone once close() returns.
+     */
+    @Test
+    void aCloseWaitsForTheReclaimUnderWayOffTheProgressThread() throws Exception {
+        try (HeldReclaim held = new HeldReclaim()) {
+            Thread closer = Thread.ofPlatform().start(held.sender::close);
+            for (int i = 0; i < 100_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED; i++) Thread.sleep(1);
+            held.reclaimMayGoOn.countDown();
+            closer.join();
+            assertThat(shared.resolve(held.deadLease)).as("the dead owner's lease once the close returned").doesNotExist();
+            assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once the sender closed").isZero();
+        }
+    }
+
+    /**
+     * A sender whose peer closed, after the check that reported it: the reclaim that follows waits in
+     * its listing of the shared directory, made on a thread other than the test's, until
+     * {@link #reclaimMayGoOn}. A listing on the test's thread is recorded and does not wait.
+     */
+    private final class HeldReclaim implements AutoCloseable {
+        final CountDownLatch reclaimMayGoOn = new CountDownLatch(1);
+        final AtomicReference<Thread> lister = new AtomicReference<>();
+        final String deadLease = "conduit-posix-worker-0badcafe" + "dead".repeat(6) + ".lease";
+        final Transport sender;
+
+        HeldReclaim() throws Exception {
+            AtomicBoolean holdListings = new AtomicBoolean();
+            Thread progressThread = Thread.currentThread();
+            // The wait ignores interrupts, as the real calls of a reclaim do: the close interrupts the ring-mapping thread.
+            Libc libc = FailingLibc.waitingIn("listDirectory", args -> {
+                if (holdListings.get() && lister.compareAndSet(null, Thread.currentThread()) && Thread.currentThread() != progressThread) {
+                    boolean interrupted = false;
+                    while (true) {
+                        try {
+                            reclaimMayGoOn.await();
+                            break;
+                        } catch (InterruptedException e) {
+                            interrupted = true;
+                        }
+                    }
+                    if (interrupted) Thread.currentThread().interrupt();
+                }
+                return false;
+            }, reclaimMayGoOn);
+            Transport receiver = transport(new Received(), "posix.liveness.interval", "5ms");
+            sender = transportWith(new Received(), libc, Linux.libc(), UnaryOperator.identity(), UnaryOperator.identity(),
+                    "posix.liveness.interval", "5ms");
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            connect(sender, receiver, failure::set);
+            try (dev.conduit.shm.SharedDirectory directory = dev.conduit.shm.SharedDirectory.open(Linux.libc(), shared, "test")) {
+                directory.createExclusive(deadLease).close(); // its owner killed: the lease left, unlocked
+            }
+            holdListings.set(true);
+            receiver.close();
+            for (int calls = 0; lister.get() == null && calls < 100; calls++) {
+                Thread.sleep(10); // past the liveness interval: each call is due to check
+                sender.progress();
+            }
+            assertThat(failure.get()).isInstanceOf(PeerFailedException.class).hasMessageContaining("peer worker closed");
+        }
+
+        @Override
+        public void close() {
+            reclaimMayGoOn.countDown(); // a failed assertion must not leave the reclaim, and the teardown's close, waiting
+        }
+    }
+
     private static long sizeOf(Path file) {
         try {
             return Files.size(file);
