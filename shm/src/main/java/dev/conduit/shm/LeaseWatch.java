@@ -17,6 +17,14 @@ public final class LeaseWatch implements AutoCloseable {
     private final FileDescriptor fd;
     /** Guarded by this: a closing thread asks too ({@code ShmEndpoint#awaitsDrain}). */
     private boolean dead;
+    /**
+     * The {@code System.nanoTime()} at which another watch of the same lease found its owner alive
+     * ({@link SenderLeases#seenAlive}): a liveness check that looked at it once, through an
+     * endpoint's watch, need not look again through its connections' ({@link #aliveAsSeenAt}).
+     * Only the owner's thread writes and reads it.
+     */
+    private long seenAliveAt;
+    private boolean seenAlive;
 
     private LeaseWatch(Libc libc, String name, FileDescriptor fd) {
         this.libc = libc;
@@ -55,6 +63,20 @@ public final class LeaseWatch implements AutoCloseable {
             fd.close(); // which drops the lock just taken
         }
         return !dead;
+    }
+
+    /** Notes that another watch of this lease found its owner alive at {@code now}. */
+    void seenAliveAt(long now) {
+        seenAliveAt = now;
+        seenAlive = true;
+    }
+
+    /**
+     * Whether the owner lives: as another watch of the lease found it at {@code now}
+     * ({@link #seenAliveAt}), or else by a look of this watch's own ({@link #ownerAlive}).
+     */
+    boolean aliveAsSeenAt(long now) {
+        return seenAlive && seenAliveAt == now || ownerAlive();
     }
 
     /**

@@ -77,6 +77,19 @@ final class SenderLeases {
         }
     }
 
+    /**
+     * Notes that the worker whose lease is {@code name} was found alive at {@code now} by a watch of
+     * its lease other than this table's (an endpoint's to it): the same liveness check, looking at
+     * its connections to this worker, then takes that look for its own
+     * ({@link LeaseWatch#aliveAsSeenAt}), where it took a second {@code flock} of the same file.
+     */
+    void seenAlive(String name, long now) {
+        synchronized (byName) {
+            Shared shared = byName.get(name);
+            if (shared != null) shared.watch.seenAliveAt(now);
+        }
+    }
+
     /** One connection fewer on {@code watch}; the last one closes it. */
     void release(LeaseWatch watch) {
         synchronized (byName) {

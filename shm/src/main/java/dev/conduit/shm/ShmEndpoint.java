@@ -631,6 +631,7 @@ final class ShmEndpoint implements TransportEndpoint {
             } + unread(how == 0));
             return true; // released at the next check (above)
         }
+        transport.peerSeenAlive(peerLease.name(), now);
         try {
             long refusals = peer.refusals();
             if (refusals != refusalsSeen) {

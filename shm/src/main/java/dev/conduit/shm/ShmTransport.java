@@ -877,6 +877,15 @@ public final class ShmTransport implements Transport {
         reclaimDue = true;
     }
 
+    /**
+     * An endpoint's look ({@link ShmEndpoint#checkPeer(long)}) found its peer's worker alive at
+     * {@code now}: the connections that worker sends to this one on take it for theirs at the same
+     * check ({@link #senderAlive(Inbound, boolean, long)}).
+     */
+    void peerSeenAlive(String leaseName, long now) {
+        senderLeases.seenAlive(leaseName, now);
+    }
+
     /** Checks peers ({@link #checkPeers}) when a liveness interval has passed since the last check; the events found. */
     private int checkPeersIfDue() {
         long now = System.nanoTime();
@@ -1406,6 +1415,16 @@ public final class ShmTransport implements Transport {
      * no lease by that name ({@link OwnerLease#isNoLeaseOf}).
      */
     private boolean senderAlive(Inbound in) {
+        return senderAlive(in, false, 0);
+    }
+
+    /**
+     * Whether the sender of {@code in} lives; at a liveness check ({@code atCheck}, whose clock
+     * read is {@code now}), as an endpoint's look at the same worker's lease found it at that check,
+     * if one did ({@link #peerSeenAlive}): a peer that both sends to this worker and receives from it
+     * cost the check two {@code flock}s of its lease.
+     */
+    private boolean senderAlive(Inbound in, boolean atCheck, long now) {
         LeaseWatch opened = null;
         if (in.lease == null) {
             try {
@@ -1424,7 +1443,7 @@ public final class ShmTransport implements Transport {
                 throw closedError();
             }
             if (opened != null) in.lease = opened;
-            return in.lease.ownerAlive();
+            return atCheck ? in.lease.aliveAsSeenAt(now) : in.lease.ownerAlive();
         }
     }
 
@@ -1684,7 +1703,7 @@ public final class ShmTransport implements Transport {
             for (int i = 0; i < senders; i++) {
                 long connection = connections[i];
                 Inbound in = inbound.get(connection);
-                if (senderAlive(in)) {
+                if (senderAlive(in, true, now)) {
                     in.deadAtTail = -1; // judged dead before without its lease (none could be opened): that bound was not one
                 } else if (deadSendersRecordsAreRead(in)) {
                     forgetConnection(connection);

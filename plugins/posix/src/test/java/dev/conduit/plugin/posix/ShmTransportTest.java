@@ -1170,6 +1170,44 @@ class ShmTransportTest {
     }
 
     /**
+     * A peer worker that both receives from this one (an endpoint to it) and sends to it (a
+     * connection of its) costs a liveness check one {@code flock} of its lease: the connection takes
+     * the endpoint's look at the same check for its own. It took two, one through each descriptor
+     * of the lease file (157 ns each at the median, the larger part of a compiled check's 1 µs).
+     * What is counted is the descriptors flocked over calls that each come after a sleep past the
+     * liveness interval, not a time.
+     */
+    @Test
+    void aPeerThatBothSendsAndReceivesCostsACheckOneFlockOfItsLeaseNotTwo() throws Exception {
+        AtomicBoolean counting = new AtomicBoolean();
+        AtomicInteger flocks = new AtomicInteger();
+        java.util.Set<Object> flocked = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        Libc libc = FailingLibc.waitingIn("tryFlock", args -> {
+            if (counting.get()) {
+                flocks.incrementAndGet();
+                flocked.add(args[0]);
+            }
+            return false;
+        }, new CountDownLatch(0));
+        Received received = new Received();
+        Transport worker = transportWith(received, libc, Linux.libc(), UnaryOperator.identity(), UnaryOperator.identity(),
+                "posix.liveness.interval", "1ms");
+        Transport peer = transport(new Received(), "posix.liveness.interval", "1ms");
+        connect(worker, peer, cause -> { });
+        TransportEndpoint fromPeer = connect(peer, worker, cause -> { });
+        assertThat(fromPeer.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(worker, received, 1); // its CONNECT read: the connection and the watch of the peer's lease are the worker's now
+        assertThat(received.ids).containsExactly(1);
+        counting.set(true);
+        for (int i = 0; i < 50; i++) {
+            Thread.sleep(2); // past the liveness interval: each call is due to check
+            worker.progress();
+        }
+        assertThat(flocks).as("flocks over 50 calls, each due to check").hasPositiveValue();
+        assertThat(flocked).as("descriptors flocked over " + flocks.get() + " flocks of the peer's lease").hasSize(1);
+    }
+
+    /**
      * The reclaim of dead peers' files after a peer's failure (listing the shared directory,
      * removing each dead owner's files, its INFO) runs on the transport's ring-mapping thread, not
      * in the progress() of a worker that serves its other peers meanwhile: it took 10 to 60 ms
