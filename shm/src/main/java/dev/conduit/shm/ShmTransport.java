@@ -238,12 +238,40 @@ public final class ShmTransport implements Transport {
     private byte touched;
     private final SenderLeases senderLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
+    /** The endpoints as a liveness check walks them ({@link EndpointWalk}): a check releases some. */
+    private final EndpointWalk checking = new EndpointWalk();
+    /** The closing endpoints as {@link #finishCloses} walks them, while a close waits on its peer. */
+    private final EndpointWalk finishing = new EndpointWalk();
+    /** The endpoints that hold a large message as {@link #postHeld} walks them, while one is held. */
+    private final EndpointWalk posting = new EndpointWalk();
+
     /**
-     * The endpoints as a liveness check walks them: a copy made holding {@link #handOff}, since a
-     * check releases some and a close forced from another thread releases them all; kept, so that
-     * a check allocates nothing.
+     * A walk of one of the endpoint lists on the owner's thread: a copy made holding
+     * {@link #handOff}, since a close forced from another thread releases endpoints, and the walk's
+     * own steps may too; into an array kept from walk to walk, so that a walk allocates nothing (a
+     * copy each time was an allocation per progress() while a large message was held, and per check
+     * while a close waited on its peer). The walk empties each entry as it takes it, so that the
+     * kept array keeps no endpoint; a walk begun inside another (none is known) takes an array of
+     * its own.
      */
-    private ShmEndpoint[] checking = new ShmEndpoint[16];
+    private static final class EndpointWalk {
+        private ShmEndpoint[] spare = new ShmEndpoint[16];
+
+        /** A copy of {@code list}, which the caller reads holding handOff, ended by a null; to be given back. */
+        ShmEndpoint[] copy(List<ShmEndpoint> list) {
+            ShmEndpoint[] copy = spare;
+            spare = null;
+            int n = list.size();
+            if (copy == null || copy.length <= n) copy = new ShmEndpoint[Math.max(n + 1, copy == null ? 16 : 2 * copy.length)];
+            return list.toArray(copy); // which sets the entry after the last to null
+        }
+
+        /** Keeps {@code copy} for the next walk, emptied of what the walk did not take (it threw). */
+        void giveBack(ShmEndpoint[] copy) {
+            for (int i = 0; i < copy.length && copy[i] != null; i++) copy[i] = null;
+            spare = copy;
+        }
+    }
     /**
      * The connection ids a new connection must not take ({@link OwnerLease#newConnectionId}): those
      * of this worker's endpoints, open or closing, until they are released. A released endpoint's
@@ -1674,16 +1702,18 @@ public final class ShmTransport implements Transport {
         checkQueueHeader();
         checkOwnLease();
         int events = 0;
-        int n;
+        ShmEndpoint[] walk;
         synchronized (handOff) { // a close forced from another thread releases endpoints, and so changes the list
-            n = endpoints.size();
-            if (checking.length < n) checking = new ShmEndpoint[Math.max(n, 2 * checking.length)];
-            for (int i = 0; i < n; i++) checking[i] = endpoints.get(i);
+            walk = checking.copy(endpoints);
         }
-        for (int i = 0; i < n; i++) {
-            ShmEndpoint ep = checking[i];
-            checking[i] = null;
-            if (ep.checkPeer(now)) events++; // one whose peer was found gone at an earlier check releases itself here
+        try {
+            for (int i = 0; walk[i] != null; i++) {
+                ShmEndpoint ep = walk[i];
+                walk[i] = null;
+                if (ep.checkPeer(now)) events++; // one whose peer was found gone at an earlier check releases itself here
+            }
+        } finally {
+            checking.giveBack(walk);
         }
         if (events > 0) {
             reclaimDue = true;
@@ -1884,16 +1914,22 @@ public final class ShmTransport implements Transport {
      */
     private void finishCloses() {
         if (closing.isEmpty()) return;
-        List<ShmEndpoint> unfinished;
+        ShmEndpoint[] unfinished;
         synchronized (handOff) { // which a close forced from another thread changes as it releases endpoints
-            unfinished = List.copyOf(closing);
+            unfinished = finishing.copy(closing);
         }
-        for (ShmEndpoint ep : unfinished) {
-            try {
-                ep.finishClose();
-            } catch (RuntimeException e) {
-                context.logger().log(System.Logger.Level.WARNING, plugin + ": could not release a closed connection: " + e.getMessage());
+        try {
+            for (int i = 0; unfinished[i] != null; i++) {
+                ShmEndpoint ep = unfinished[i];
+                unfinished[i] = null;
+                try {
+                    ep.finishClose();
+                } catch (RuntimeException e) {
+                    context.logger().log(System.Logger.Level.WARNING, plugin + ": could not release a closed connection: " + e.getMessage());
+                }
             }
+        } finally {
+            finishing.giveBack(unfinished);
         }
     }
 
@@ -1915,10 +1951,16 @@ public final class ShmTransport implements Transport {
     private void postHeld() {
         ShmEndpoint[] held;
         synchronized (handOff) { // which a close forced from another thread changes as it releases endpoints
-            held = holding.toArray(new ShmEndpoint[0]);
+            held = posting.copy(holding);
         }
-        for (ShmEndpoint ep : held) {
-            if (ep.postHeldAsTheTransportProgresses()) heldPosted(ep);
+        try {
+            for (int i = 0; held[i] != null; i++) {
+                ShmEndpoint ep = held[i];
+                held[i] = null;
+                if (ep.postHeldAsTheTransportProgresses()) heldPosted(ep);
+            }
+        } finally {
+            posting.giveBack(held);
         }
     }
 

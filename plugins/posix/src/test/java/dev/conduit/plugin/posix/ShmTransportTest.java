@@ -333,6 +333,43 @@ class ShmTransportTest {
     }
 
     /**
+     * A worker whose endpoint holds a large message (its payload encoded in the bounce ring, and
+     * the room its record found in the peer's queue taken meanwhile by another sender) allocates
+     * nothing in progress() while it holds it: it walks the endpoints that hold one in an array it
+     * keeps, as the liveness check walks the endpoints. It copied that list into a new array at
+     * every call.
+     */
+    @Test
+    void progressAllocatesNothingWhileALargeMessageIsHeldForRoomInThePeersQueue() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k", "posix.heartbeat.timeout", "1m");
+        Transport sender = transport(new Received(), "posix.heartbeat.timeout", "1m");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        TransportEndpoint other = connect(transport(new Received()), receiver, cause -> { });
+        int[] filled = {0};
+        long written = ep.trySendEncoded(2, MemorySegment.NULL, 100_000, (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {
+            // Another sender takes the room the record found: the message is held.
+            while (filled[0] < 100_000 && other.trySend(1, MemorySegment.NULL, bytes(8, 1))) filled[0]++;
+            return maxLength;
+        });
+        assertThat(written).as("a large message, taken and held: its record's room was taken").isEqualTo(100_000);
+        assertThat(filled[0]).as("messages of the other sender that filled the queue").isPositive().isLessThan(100_000);
+        int calls = 20_000;
+        long allocated = 0;
+        for (int round = 0; round < 5; round++) { // warm-up rounds, then the last is measured
+            long before = allocatedBytes(); // the reading itself allocates about 1 KB
+            for (int i = 0; i < calls; i++) sender.progress();
+            allocated = allocatedBytes() - before;
+        }
+        assertThat(allocated).as("bytes allocated by %d calls of progress() while a large message is held", calls).isLessThan(calls);
+        for (int i = 0; i < 100_000 && !received.ids.contains(2); i++) { // bounded, not timed
+            progressOrPause(receiver);
+            sender.progress();
+        }
+        assertThat(received.ids).as("the held message, once the receiver read").contains(2);
+    }
+
+    /**
      * This thread's allocated bytes, through reflection: the test module does not read
      * java.management, and core reflection needs no read edge.
      */
