@@ -3,6 +3,7 @@ package dev.conduit.tools;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.OpenFlags;
@@ -304,25 +305,52 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         return removeIfUnlocked(file, true);
     }
 
+    /**
+     * {@link #removeIfNoServerHoldsIt} of the file {@code name} in {@code directory}, judged and removed through the
+     * directory's descriptor (no symbolic link followed): for a run's directory in the shared directory, which another
+     * process may write, where by path a directory swapped for a link in that instant led the removal of a
+     * bootstrap-like file outside it (found by helper h38).
+     */
+    static String removeIfNoServerHoldsIt(SharedDirectory directory, String name) {
+        return removeIfUnlocked(directory, name, true);
+    }
+
     private static String removeIfUnlocked(Path file, boolean incompleteToo) {
+        SharedDirectory directory;
+        try {
+            directory = SharedDirectory.open(Linux.libc(), file.toAbsolutePath().getParent(), "--shared-dir");
+        } catch (RuntimeException e) { // no directory: no file to judge
+            return null;
+        }
+        try (directory) {
+            return removeIfUnlocked(directory, file.getFileName().toString(), incompleteToo);
+        }
+    }
+
+    private static String removeIfUnlocked(SharedDirectory directory, String name, boolean incompleteToo) {
+        Path file = directory.path().resolve(name);
         // Not even opened when a server of this JVM holds it: closing any descriptor of a file drops every fcntl lock the
         // process holds on it, that server's too.
         if (PUBLISHED_HERE.contains(file.toAbsolutePath().normalize())) return null;
         // Only a regular file, reopened as a channel through the descriptor that was looked at: a device node there (a
         // container's root can make one) is never opened, its driver never asked (found by helper h35).
         Libc libc = Linux.libc();
-        try (FileDescriptor regular = openRegularFile(libc, file, OpenFlags.O_RDWR, "remove it");
-             FileChannel left = regular == null ? null
-                     : FileChannel.open(Path.of("/proc/self/fd/" + regular.fd()), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            if (left == null || left.size() > MAX_FRAME) return null;
+        try (FileDescriptor regular = directory.openRegularFile(name, OpenFlags.O_RDWR, "perf bootstrap file",
+                "a perf server's bootstrap file is a regular file");
+             FileChannel left = FileChannel.open(Path.of("/proc/self/fd/" + regular.fd()), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            if (left.size() > MAX_FRAME) return null;
             ByteBuffer bytes = ByteBuffer.allocate((int) left.size());
             while (bytes.hasRemaining() && left.read(bytes) >= 0) { }
             PerfBootstrap gone = decode(bytes.array(), file.toString(), "remove it");
             if (gone == null && !(incompleteToo && beginsABootstrap(bytes.array()))) return null;
             if (left.tryLock() == null) return null; // its server runs, or is writing it now
-            Files.delete(file);
+            // Removed in the directory held open, and only while its name still leads to the file judged and locked.
+            FileStatus judged = libc.fstat(regular);
+            FileStatus named = directory.status(name);
+            if (named.dev() != judged.dev() || named.inode() != judged.inode()) return null;
+            libc.unlinkat(directory.fd(), name, 0);
             return gone != null ? "pid " + gone.pid() + " on " + gone.host() : "an incomplete bootstrap of " + bytes.capacity() + " bytes";
-        } catch (IOException | RuntimeException e) { // not a bootstrap, not ours to open, or locked by this JVM: not known to be gone
+        } catch (IOException | RuntimeException e) { // gone, not a bootstrap, not ours to open, or locked by this JVM: not known to be gone
             return null;
         }
     }

@@ -265,7 +265,7 @@ final class PerfPeer implements AutoCloseable {
             }
             if (owners == 0) return null;
             for (String bootstrap : run.list("conduit-perf-")) {
-                if (bootstrap.endsWith(".addr") && PerfBootstrap.removeIfNoServerHoldsIt(path.resolve(bootstrap)) == null) return null;
+                if (bootstrap.endsWith(".addr") && PerfBootstrap.removeIfNoServerHoldsIt(run, bootstrap) == null) return null;
             }
             long[] files = new long[2];
             List<String> notRemoved = new ArrayList<>();

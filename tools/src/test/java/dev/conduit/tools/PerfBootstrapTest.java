@@ -269,4 +269,26 @@ class PerfBootstrapTest {
         assertThatThrownBy(() -> PerfBootstrap.await(shared, "dir", TIMEOUT, () -> false)).isInstanceOf(ConduitException.class)
                 .hasMessage(file + " is a directory, not a perf server's bootstrap file: remove it, or choose another --name");
     }
+
+    /**
+     * A run's directory swapped for a symbolic link after it was opened (by a process that writes the shared directory)
+     * leads the removal of its bootstrap file nowhere: the file judged and removed is the one in the directory held
+     * open, and a gone server's file of that name where the link leads stays. By path, a root run removed that one.
+     */
+    @Test
+    void aRunsDirectorySwappedForALinkLeadsTheRemovalOfItsBootstrapNowhereElse(@TempDir Path outside) throws Exception {
+        Path run = Files.createDirectory(shared.resolve("conduit-perf-00000001"));
+        Path inRun = Files.write(PerfBootstrap.file(run, "gone"), bootstrap(41).encode());
+        Path outsideFile = Files.write(PerfBootstrap.file(outside, "gone"), bootstrap(51).encode());
+        Path aside = shared.resolve("aside");
+
+        try (var directory = dev.conduit.shm.SharedDirectory.open(dev.conduit.linux.Linux.libc(), run, "--shared-dir")) {
+            Files.move(run, aside);
+            Files.createSymbolicLink(run, outside);
+
+            assertThat(PerfBootstrap.removeIfNoServerHoldsIt(directory, inRun.getFileName().toString())).isEqualTo("pid 41 on host-41");
+        }
+        assertThat(outsideFile).as("the file where the link leads").exists();
+        assertThat(aside.resolve(inRun.getFileName())).as("the file in the directory held open").doesNotExist();
+    }
 }
