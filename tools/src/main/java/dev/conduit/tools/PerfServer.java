@@ -64,6 +64,12 @@ final class PerfServer {
     private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
     private static final long CLOSE_WAIT_NANOS = 2_000_000_000L;
     /**
+     * How many HELLOs wait to be refused while a session runs: each refusal connects to its client and waits up to
+     * {@link #CLOSE_WAIT_NANOS} for the answer to leave, so an unbounded list let a flood of HELLOs grow the server's
+     * memory and stall the session. Past it a HELLO is dropped unanswered (its client times out), and counted.
+     */
+    static final int MAX_WAITING_HELLOS = 16;
+    /**
      * How long a shutdown hook, this server's or a client's, waits for the run to close what it opened: longer than a
      * session's own waits (ending one, refusing a client, a client's BYE: {@link #CLOSE_WAIT_NANOS} each) and a worker's close.
      */
@@ -110,6 +116,8 @@ final class PerfServer {
     private long count;
     private Region ipcRegion;
     private final List<PerfProtocol.Reader> hellos = new ArrayList<>();
+    /** HELLOs dropped past {@link #MAX_WAITING_HELLOS} and not yet said on standard error. */
+    private long hellosDropped;
     private PerfProtocol.Reader begin;
     private int endSeq = -1;
     private boolean bye;
@@ -233,7 +241,10 @@ final class PerfServer {
     }
 
     private void registerHandlers() {
-        worker.onMessage(PerfProtocol.HELLO, m -> hellos.add(new PerfProtocol.Reader(m, "HELLO")));
+        worker.onMessage(PerfProtocol.HELLO, m -> {
+            if (hellos.size() < MAX_WAITING_HELLOS) hellos.add(new PerfProtocol.Reader(m, "HELLO"));
+            else hellosDropped++;
+        });
         // Every other message counts only in a session, and a measured one only in its test's phase: a --keep server's
         // previous client may still send after its session ended (a BYE crossing the server's end of it, what an older
         // client, which drops FAILED, sends after it, the rest of an am_bw stream). Taken in, such a message was a
@@ -325,6 +336,7 @@ final class PerfServer {
         try {
             while (true) {
                 if (!hellos.isEmpty()) refuse(hellos.removeFirst());
+                if (hellosDropped > 0) sayHellosDropped();
                 if (begin != null) begin();
                 if (endSeq >= 0) end();
                 if (bye && clientGaveUp != null) {
@@ -454,6 +466,13 @@ final class PerfServer {
                     .string(worker.threadPolicy().name()).string(String.join(",", worker.address().transports())).u64(session);
         }
         client.send(PerfProtocol.WELCOME, w.segment());
+    }
+
+    private void sayHellosDropped() {
+        err.println("conduit perf server: dropped " + hellosDropped + (hellosDropped == 1 ? " HELLO" : " HELLOs") + " unanswered while "
+                + MAX_WAITING_HELLOS + " clients already waited to be told it serves " + clientName + " (at most " + MAX_WAITING_HELLOS
+                + " wait; a flood of HELLOs, or that many clients at once: start them one after another)");
+        hellosDropped = 0;
     }
 
     /** A second client while one is served: tell it, and forget it. */

@@ -370,6 +370,45 @@ class PerfServerTest {
         });
     }
 
+    /**
+     * A flood of HELLOs while a session runs: at most {@link PerfServer#MAX_WAITING_HELLOS} wait to be told the server is
+     * busy, the rest are dropped unanswered, which the server says naming the bound, and the session and the next client
+     * are served. The list grew without bound, each refusal waiting up to 2 s for its answer to leave.
+     */
+    @Test
+    void aFloodOfHellosWhileASessionRunsIsBoundedAndTheKeepServerServesTheNextClient() throws Exception {
+        int flood = 10 * PerfServer.MAX_WAITING_HELLOS;
+        againstAKeepServer("a flood of HELLOs", (served, serverErr) -> {
+            served.hello();
+            try (Session flooding = new Session(served.conduit, served.bootstrap, () -> "the server said: " + serverErr)) {
+                AtomicInteger busy = new AtomicInteger();
+                flooding.worker.onMessage(PerfProtocol.WELCOME, m -> {
+                    if (new PerfProtocol.Reader(m, "WELCOME").string().startsWith("busy with another client")) busy.incrementAndGet();
+                });
+                for (int i = 0; i < flood; i++) flooding.sayHello();
+                flooding.progressUntil(() -> flooding.ep.pending() == 0, "the HELLOs handed to the transport");
+                int seq = served.begin(PerfTest.AM_LAT, 8); // the server's session loop takes the HELLOs in meanwhile
+                assertThat(served.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+                served.end(seq);
+                // Each HELLO refused or said dropped before the session ends: one left waiting would be the next session's client.
+                flooding.progressUntil(() -> busy.get() + dropped(serverErr) == flood, "every HELLO refused or dropped");
+                served.bye();
+                served.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the session");
+                assertThat(busy.get()).as("the clients told the server is busy").isBetween(PerfServer.MAX_WAITING_HELLOS, flood - 1);
+                assertThat(serverErr.toString()).contains("while " + PerfServer.MAX_WAITING_HELLOS + " clients already waited")
+                        .contains("(at most " + PerfServer.MAX_WAITING_HELLOS + " wait;");
+            }
+        });
+    }
+
+    /** How many HELLOs the server said it dropped. */
+    private static int dropped(StringWriter serverErr) {
+        java.util.regex.Matcher said = java.util.regex.Pattern.compile("dropped (\\d+) HELLO").matcher(serverErr.toString());
+        int n = 0;
+        while (said.find()) n += Integer.parseInt(said.group(1));
+        return n;
+    }
+
     /** What a hostile client does to a --keep server, given the server's standard error so far. */
     @FunctionalInterface
     private interface Hostile {
@@ -619,6 +658,8 @@ class PerfServerTest {
     private static final class Session implements AutoCloseable {
         private final Worker worker;
         final Endpoint ep;
+        final Conduit conduit;
+        final PerfBootstrap bootstrap;
         private final Pool pool;
         private final Region region;
         private final Supplier<String> serverOutput;
@@ -642,6 +683,8 @@ class PerfServerTest {
         /** A session whose HELLO names a region of {@code regionSize} bytes, where put_lat's answers go. */
         Session(Conduit conduit, PerfBootstrap bootstrap, Supplier<String> serverOutput, long regionSize) {
             this.serverOutput = serverOutput;
+            this.conduit = conduit;
+            this.bootstrap = bootstrap;
             worker = conduit.newWorker(ThreadMode.SINGLE);
             Pool p = null;
             try {
@@ -678,9 +721,7 @@ class PerfServerTest {
 
         /** Says HELLO as a client of protocol {@code version}; returns WELCOME's error, empty when the session began. */
         String hello(int version) {
-            ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(version).u64(ProcessHandle.current().pid())
-                    .string(PerfCommand.hostName()).string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label()).string(ep.transport())
-                    .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
+            sayHello(version);
             progressUntil(() -> welcome != null, "WELCOME");
             String error = welcome.string();
             if (error.isEmpty()) {
@@ -689,6 +730,17 @@ class PerfServerTest {
                 if (welcome.more()) sessionHeader = new PerfProtocol.Writer().u64(welcome.u64()).segment();
             }
             return error;
+        }
+
+        /** Sends a HELLO of this version without waiting for its WELCOME. */
+        void sayHello() {
+            sayHello(PerfProtocol.VERSION);
+        }
+
+        private void sayHello(int version) {
+            ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(version).u64(ProcessHandle.current().pid())
+                    .string(PerfCommand.hostName()).string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label()).string(ep.transport())
+                    .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
         }
 
         int begin(PerfTest test, long size) {
