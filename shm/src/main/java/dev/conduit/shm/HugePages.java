@@ -1,8 +1,7 @@
 package dev.conduit.shm;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 
 /**
  * The kernel's pool of huge pages of the default size, as {@code /proc/meminfo} tells it
@@ -32,24 +31,9 @@ public record HugePages(long pageSize, long total, long free) {
 
     /** The pool as {@code meminfo} says; every field -1 when it cannot be read. */
     public static HugePages read(Path meminfo) {
-        long pageSize = -1;
-        long total = -1;
-        long free = -1;
-        try {
-            for (String line : Files.readAllLines(meminfo)) {
-                String[] fields = line.trim().split("\\s+");
-                if (fields.length < 2) continue;
-                switch (fields[0]) {
-                    case "Hugepagesize:" -> pageSize = fields.length == 3 && fields[2].equals("kB") ? Long.parseLong(fields[1]) * 1024 : -1;
-                    case "HugePages_Total:" -> total = Long.parseLong(fields[1]);
-                    case "HugePages_Free:" -> free = Long.parseLong(fields[1]);
-                    default -> { }
-                }
-            }
-        } catch (IOException | NumberFormatException e) {
-            return new HugePages(-1, -1, -1);
-        }
-        return new HugePages(pageSize, total, free);
+        Map<String, Long> fields = Meminfo.fields(meminfo);
+        return new HugePages(fields.getOrDefault("Hugepagesize", -1L), fields.getOrDefault("HugePages_Total", -1L),
+                fields.getOrDefault("HugePages_Free", -1L));
     }
 
     /** Whether the kernel has huge pages at all (a hugetlbfs and a default size). */

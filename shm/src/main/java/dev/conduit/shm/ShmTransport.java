@@ -31,6 +31,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The shared-memory transport of one worker, the same for every plugin that can allocate,
@@ -379,7 +380,7 @@ public final class ShmTransport implements Transport {
      * over (a close drops what that thread has not begun). One handed over while another waits there
      * is not: the one waiting lists the directory when it runs, and finds them all.
      */
-    private final java.util.concurrent.atomic.AtomicBoolean reclaimHandedOver = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean reclaimHandedOver = new AtomicBoolean();
     /**
      * Held through a reclaim on the ring-mapping thread, and by the close as it finishes the reclaims: a
      * close waits for one under way there (it uses the shared directory's descriptor, which the close then closes).
@@ -415,7 +416,7 @@ public final class ShmTransport implements Transport {
      * woke sees it; left set when another await returned for the signal, it ends one such sleep
      * early, in vain, and loses nothing.
      */
-    private final java.util.concurrent.atomic.AtomicBoolean signalled = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean signalled = new AtomicBoolean();
     /** Volatile: a close forced past a stuck owner thread ({@code Conduit.close()}) may run while a progress() still does. */
     private volatile boolean closed;
     /**

@@ -723,7 +723,7 @@ public final class IpcCache implements AutoCloseable {
                 throw new IllegalStateException("the ImportedRegion is closed" + (closed == OPEN ? " (its Conduit closed)" : "")
                         + ": ask exporterState() of an open one (import the handle again)");
             }
-            return entry.mapping.exporterState();
+            return exporterStateEvenIfClosed();
         }
 
         /**

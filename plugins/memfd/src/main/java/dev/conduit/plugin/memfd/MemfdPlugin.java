@@ -35,6 +35,7 @@ import java.nio.file.Path;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
@@ -107,7 +108,7 @@ public final class MemfdPlugin implements ConduitPlugin {
         try (FileDescriptor probe = libc.memfdCreate("conduit-memfd-probe", MFD_ALLOW_SEALING)) {
             libc.addSeals(probe, Seals.FIXED_SIZE);
             details.put("seals", Seals.describe(libc.seals(probe)));
-            details.put("hugepages", "memfd.hugepages=" + context.config().get(MemfdConfig.HUGEPAGES).name().toLowerCase(java.util.Locale.ROOT)
+            details.put("hugepages", "memfd.hugepages=" + context.config().get(MemfdConfig.HUGEPAGES).name().toLowerCase(Locale.ROOT)
                     + "; " + HugePages.read(Meminfo.PATH).describe());
         } catch (ErrnoException e) {
             return Availability.unavailable("memfd with seals does not work here: " + e.getMessage()

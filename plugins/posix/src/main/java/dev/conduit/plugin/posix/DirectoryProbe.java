@@ -16,6 +16,7 @@ import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PluginContext;
 
 import java.io.IOException;
+import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.EnumSet;
@@ -104,7 +105,7 @@ final class DirectoryProbe {
                 details.put("free bytes", freeBytes(path));
             }
             details.put("file system", fileSystem(path));
-            java.nio.file.FileStore store = fileStore(path);
+            FileStore store = fileStore(path);
             boolean hugetlbfs = PosixMemoryProvider.isHugetlbfs(store);
             details.put("page size", Long.toString(hugetlbfs ? blockSize(store) : PageSize.get()));
             if (hugetlbfs) details.put("hugepages", HugePages.read(Meminfo.PATH).describe());
@@ -128,7 +129,7 @@ final class DirectoryProbe {
                 + "pools of huge pages";
     }
 
-    private static java.nio.file.FileStore fileStore(Path path) {
+    private static FileStore fileStore(Path path) {
         try {
             return Files.getFileStore(path);
         } catch (IOException | SecurityException e) {
@@ -136,7 +137,7 @@ final class DirectoryProbe {
         }
     }
 
-    private static long blockSize(java.nio.file.FileStore store) {
+    private static long blockSize(FileStore store) {
         try {
             return store.getBlockSize();
         } catch (IOException | UnsupportedOperationException e) {
