@@ -494,7 +494,11 @@ class ReplyEndpointTest {
             assertThat(sink.replyCount()).isEqualTo(connections);
 
             toServer.forEach(Endpoint::close);
-            waitFor(() -> serverTransport.sendersClosed.size() >= connections && sink.replyCount() == 0 || failure.get() != null, client);
+            // The sink forgets a connection's reply endpoint under its lock and closes it after, on whichever server thread
+            // was told the connection ended: wait for the closes too, not only for the table to empty.
+            waitFor(() -> serverTransport.sendersClosed.size() >= connections && sink.replyCount() == 0
+                    && repliesByConnection.values().stream().allMatch(used -> ((RuntimeEndpoint) used.iterator().next()).isClosed())
+                    || failure.get() != null, client);
             assertThat(failure.get()).as("what a server thread threw").isNull();
             assertThat(serverTransport.sendersClosed).as("each connection's end told once").doesNotHaveDuplicates().hasSize(connections);
             repliesByConnection.values().forEach(used -> assertThat(((RuntimeEndpoint) used.iterator().next()).isClosed())
