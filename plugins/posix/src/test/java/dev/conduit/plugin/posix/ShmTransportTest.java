@@ -2769,6 +2769,10 @@ class ShmTransportTest {
             // the connection's announcements: CONNECT, BOUNCE
         }
         assertThat(receiver.progress()).as("the large message waits for its ring").isZero();
+        // the mapper thread starts the first mapping when the scheduler lets it: wait for it, so that
+        // the count below tells what the forgotten connections added
+        for (int i = 0; i < 100_000 && maps.get() == 0; i++) LockSupport.parkNanos(10_000);
+        assertThat(maps).as("the first mapping started, and waits in its open").hasValue(1);
         ConnectionRecords copied = copyTheConnectionsRecords();
         byte[][] records = copied.records();
         long[] head = {copied.largeAt()};
