@@ -126,6 +126,14 @@ public interface Worker extends AutoCloseable {
      * exception) would otherwise grow for as long as the worker runs; what it has no room for is
      * logged instead (a WARNING, at most once a minute with the count of those left out).
      *
+     * <p>A busy-polling loop gives the processor a spin-wait hint when a call found nothing, as
+     * Agrona's {@code BusySpinIdleStrategy} does:
+     * {@code while (running) if (worker.progress() == 0) Thread.onSpinWait();}. On x86 it is a
+     * {@code pause}, which spares the loop the pipeline flush that leaving a spin on a cache line
+     * another core writes costs; it took 8-12 ns off a one-way 8-byte message in the project's
+     * measurements. This method does not pause by itself: a loop that polls several workers would
+     * pay a pause per idle worker.
+     *
      * @return the number of events handled: messages sent from local queues, plus what the
      *         transports report
      */

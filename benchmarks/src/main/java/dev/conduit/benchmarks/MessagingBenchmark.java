@@ -28,7 +28,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <ul>
  *   <li>{@code pingPong} ({@code AverageTime}, ns/op): send id 1 with {@code size} bytes, progress
- *       until the peer's echo (id 2, same size) has arrived. One op = one round trip; one-way
+ *       until the peer's echo (id 2, same size) has arrived, with a spin-wait hint after each
+ *       {@code progress()} that found nothing, on both sides (since 2026-12-05, as
+ *       {@code Worker.progress()}'s javadoc recommends and {@code conduit perf} polls). One op = one round trip; one-way
  *       latency is half of it. Both sides read what they receive, as {@code conduit perf}'s am_lat
  *       does: the peer copies the ping's payload out, and this side the echo's (until 2026-12-03
  *       this side only counted the echo, so that from 4 KiB a round trip left out the echo's
@@ -113,7 +115,9 @@ public class MessagingBenchmark {
     public long pingPong() {
         long target = pongs + 1;
         endpoint.send(MessagingPeer.PING, payload);
-        while (pongs < target) worker.progress();
+        while (pongs < target) {
+            if (worker.progress() == 0) Thread.onSpinWait();
+        }
         return pongs;
     }
 

@@ -95,7 +95,7 @@ public final class MessagingPeer {
             Path stop = dir.resolve(STOP);
             long nextCheck = System.nanoTime();
             for (long polls = 0; ; polls++) {
-                worker.progress();
+                if (worker.progress() == 0) Thread.onSpinWait();
                 if ((polls & CLOCK_EVERY) == 0) {
                     long now = System.nanoTime();
                     if (now - nextCheck >= 0) {

@@ -515,7 +515,7 @@ final class PerfClient implements AutoCloseable {
             long spins = 0;
             while ((byte) BYTE.getVolatile(local, last) != marker) {
                 if (failure != null) throw peerFailed();
-                worker.progress();
+                if (worker.progress() == 0) Thread.onSpinWait();
                 if ((++spins & 0xFFFF) == 0) checkStall(t0);
             }
             long t1 = System.nanoTime();
@@ -736,11 +736,14 @@ final class PerfClient implements AutoCloseable {
 
     // ------------------------------------------------------------------ waiting
 
-    /** One step of waiting for the server: progress, and with --wakeup await sleep when there was nothing. */
+    /**
+     * One step of waiting for the server: progress, and when there was nothing, a spin-wait hint
+     * (busy polling, as Agrona's {@code BusySpinIdleStrategy} does) or with --wakeup await sleep.
+     */
     private void poll() {
         if (failure != null) throw peerFailed();
         if (busy) {
-            worker.progress();
+            if (worker.progress() == 0) Thread.onSpinWait();
         } else if (worker.progress() == 0) {
             worker.await(AWAIT_SLICE);
         }

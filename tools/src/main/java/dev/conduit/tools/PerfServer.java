@@ -357,7 +357,7 @@ final class PerfServer {
                 if (state == PerfTest.PUT_LAT) {
                     putResponder();
                 } else if (sessionBusy && state != PerfTest.IPC_IMPORT) {
-                    worker.progress();
+                    if (worker.progress() == 0) Thread.onSpinWait();
                 } else if (worker.progress() == 0) {
                     worker.await(AWAIT_SLICE);
                 }
@@ -594,8 +594,8 @@ final class PerfServer {
                 source.set(ValueLayout.JAVA_BYTE, last, v);
                 client.put(source, clientRegion, 0);
                 client.flush();
-            } else {
-                worker.progress();
+            } else if (worker.progress() == 0) {
+                Thread.onSpinWait();
             }
         }
     }

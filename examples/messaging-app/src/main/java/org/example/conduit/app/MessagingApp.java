@@ -156,7 +156,7 @@ public final class MessagingApp {
     private static void progressUntil(Worker worker, BooleanSupplier done, String what) {
         long deadline = System.nanoTime() + GUARD.toNanos();
         while (!done.getAsBoolean()) {
-            worker.progress();
+            if (worker.progress() == 0) Thread.onSpinWait(); // nothing arrived: a spin-wait hint, as busy pollers give
             if (System.nanoTime() > deadline) throw new IllegalStateException("gave up after " + GUARD + " waiting for " + what);
         }
     }
