@@ -47,6 +47,14 @@ final class PerfClient implements AutoCloseable {
 
     /** Latencies are recorded in nanoseconds, up to ten minutes, to 3 significant digits. */
     static final long HIGHEST_NANOS = 600_000_000_000L;
+    /**
+     * Where warm-ups record, and nobody reads: a warm-up runs the measuring loop's very code, the
+     * recording included. One that skipped it (a null histogram, until 2026-12-05) left the
+     * recording a branch the compiled loop had never taken; the measurement's first sample then
+     * deoptimized the loop, and a default row of 20,000 round trips (8 ms at 8 B) ran mostly in
+     * code of a lower tier, 5-40 ns a hop slower (docs/performance.md, "The measuring side's spin").
+     */
+    private final Histogram warmUpHistogram = new Histogram(HIGHEST_NANOS, 3);
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(2);
@@ -333,10 +341,10 @@ final class PerfClient implements AutoCloseable {
             progress.start(label + " warm-up of every size", warm.iterations(), warm.nanos());
             try {
                 switch (test) {
-                    case AM_LAT -> amLat(size, null);
-                    case PUT_LAT -> putLat(size, null);
-                    case GET_LAT -> getLat(size, null);
-                    case ATOMIC_LAT -> atomicLat(null);
+                    case AM_LAT -> amLat(size, warmUpHistogram);
+                    case PUT_LAT -> putLat(size, warmUpHistogram);
+                    case GET_LAT -> getLat(size, warmUpHistogram);
+                    case ATOMIC_LAT -> atomicLat(warmUpHistogram);
                     case AM_BW -> amBw(size, warm);
                     case PUT_BW -> putBw(size, warm);
                     default -> throw new IllegalStateException(test + " has no warm-up of every size");
@@ -424,7 +432,7 @@ final class PerfClient implements AutoCloseable {
         if (!warm.none()) {
             current = warm;
             progress.start(phase + " warm-up", warm.iterations(), warm.nanos());
-            loop.run(null);
+            loop.run(warmUpHistogram);
             warmed = doneIterations;
         }
         Histogram h = new Histogram(HIGHEST_NANOS, 3);
@@ -455,13 +463,25 @@ final class PerfClient implements AutoCloseable {
     }
 
     private static void record(Histogram h, long nanos) {
-        if (h != null) h.recordValue(Math.max(0, Math.min(nanos, HIGHEST_NANOS)));
+        h.recordValue(Math.max(0, Math.min(nanos, HIGHEST_NANOS)));
     }
 
     // ------------------------------------------------------------------ the tests
     // Each test has its own measuring loop rather than one loop calling the test through a lambda:
     // a shared loop's call site would see every test and go megamorphic, adding a virtual call and
     // lost inlining inside every sample of the nanosecond-scale tests.
+    //
+    // Each sample is timed inside a method of its own (pingPong, putPingPong, timedGet, timedFetchAdd,
+    // timedImport), which every iteration of warm-up and measurement calls, so that it is compiled by
+    // its call count and stays compiled from one phase to the next. The loops around them are
+    // compiled on the stack while they run, and such a compilation is dropped when its loop ends:
+    // the next phase's loop starts in the interpreter and reaches compiled code again only after
+    // thousands of iterations and a compilation, which outlasted a default row of 20,000 round trips
+    // (8 ms at 8 B). Timed in the loop, those iterations' samples were of interpreted and profiling
+    // code (docs/performance.md, "The measuring side's spin").
+
+    /** When the last sample ended ({@link System#nanoTime}): its loop's clock for the deadline and the progress line. */
+    private long sampleEnd;
 
     /** Ping-pong: send PING, progress until the PONG arrived; one-way latency is half the round trip. */
     private void amLat(long size, Histogram h) {
@@ -473,21 +493,27 @@ final class PerfClient implements AutoCloseable {
         long now = start;
         long i = 0;
         while (i < n || now - deadline < 0) {
-            long target = pongs + 1;
-            long t0 = System.nanoTime();
-            ep.send(PerfProtocol.PING, payload);
-            long spins = 0;
-            while (pongs < target) {
-                poll();
-                if ((++spins & stallMask) == 0) checkStall(t0);
-            }
-            long t1 = System.nanoTime();
-            record(h, (t1 - t0) >> 1);
-            now = t1;
+            record(h, pingPong(payload));
+            now = sampleEnd;
             tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
+    }
+
+    /** One PING and its PONG: half the round trip, in nanoseconds. */
+    private long pingPong(MemorySegment payload) {
+        long target = pongs + 1;
+        long t0 = System.nanoTime();
+        ep.send(PerfProtocol.PING, payload);
+        long spins = 0;
+        while (pongs < target) {
+            poll();
+            if ((++spins & stallMask) == 0) checkStall(t0);
+        }
+        long t1 = System.nanoTime();
+        sampleEnd = t1;
+        return (t1 - t0) >> 1;
     }
 
     /**
@@ -507,24 +533,30 @@ final class PerfClient implements AutoCloseable {
         long now = start;
         long i = 0;
         while (i < n || now - deadline < 0) {
-            byte marker = marker();
-            source.set(ValueLayout.JAVA_BYTE, last, marker);
-            long t0 = System.nanoTime();
-            ep.put(source, serverRegion, 0);
-            ep.flush();
-            long spins = 0;
-            while ((byte) BYTE.getVolatile(local, last) != marker) {
-                if (failure != null) throw peerFailed();
-                if (worker.progress() == 0) Thread.onSpinWait();
-                if ((++spins & 0xFFFF) == 0) checkStall(t0);
-            }
-            long t1 = System.nanoTime();
-            record(h, (t1 - t0) >> 1);
-            now = t1;
+            record(h, putPingPong(source, local, last));
+            now = sampleEnd;
             tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
+    }
+
+    /** One put of {@code source} with a fresh marker in its {@code last} byte, and the server's put back into {@code local}: half the round trip. */
+    private long putPingPong(MemorySegment source, MemorySegment local, long last) {
+        byte marker = marker();
+        source.set(ValueLayout.JAVA_BYTE, last, marker);
+        long t0 = System.nanoTime();
+        ep.put(source, serverRegion, 0);
+        ep.flush();
+        long spins = 0;
+        while ((byte) BYTE.getVolatile(local, last) != marker) {
+            if (failure != null) throw peerFailed();
+            if (worker.progress() == 0) Thread.onSpinWait();
+            if ((++spins & 0xFFFF) == 0) checkStall(t0);
+        }
+        long t1 = System.nanoTime();
+        sampleEnd = t1;
+        return (t1 - t0) >> 1;
     }
 
     private int markers;
@@ -544,15 +576,20 @@ final class PerfClient implements AutoCloseable {
         long now = start;
         long i = 0;
         while (i < n || now - deadline < 0) {
-            long t0 = System.nanoTime();
-            ep.get(serverRegion, 0, destination);
-            long t1 = System.nanoTime();
-            record(h, t1 - t0);
-            now = t1;
+            record(h, timedGet(destination));
+            now = sampleEnd;
             tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
+    }
+
+    private long timedGet(MemorySegment destination) {
+        long t0 = System.nanoTime();
+        ep.get(serverRegion, 0, destination);
+        long t1 = System.nanoTime();
+        sampleEnd = t1;
+        return t1 - t0;
     }
 
     private void atomicLat(Histogram h) {
@@ -563,15 +600,20 @@ final class PerfClient implements AutoCloseable {
         long now = start;
         long i = 0;
         while (i < n || now - deadline < 0) {
-            long t0 = System.nanoTime();
-            ep.fetchAdd(serverRegion, 0, 1);
-            long t1 = System.nanoTime();
-            record(h, t1 - t0);
-            now = t1;
+            record(h, timedFetchAdd());
+            now = sampleEnd;
             tick(++i, now);
         }
         doneIterations = i;
         doneNanos = now - start;
+    }
+
+    private long timedFetchAdd() {
+        long t0 = System.nanoTime();
+        ep.fetchAdd(serverRegion, 0, 1);
+        long t1 = System.nanoTime();
+        sampleEnd = t1;
+        return t1 - t0;
     }
 
     /**
@@ -584,7 +626,7 @@ final class PerfClient implements AutoCloseable {
         long warmed = 0;
         if (!warm.none()) {
             progress.start(phase + " warm-up", warm.iterations(), warm.nanos());
-            importLoop(c, handle, warm, null, uncachedVariant);
+            importLoop(c, handle, warm, warmUpHistogram, uncachedVariant);
             warmed = doneIterations;
         }
         IpcCacheStats measuredFrom = c.ipcCacheStats();
@@ -612,6 +654,18 @@ final class PerfClient implements AutoCloseable {
      */
     private ImportedRegion closedImport;
     private ImportedRegion closedUncachedImport;
+    /** The closed region the running import loop reopens, {@link #closedImport} or {@link #closedUncachedImport}. */
+    private ImportedRegion reopened;
+
+    /** The closed region reopened ({@link #reopened}), as a hot path imports, allocating nothing on a hit, and closed again. */
+    private long timedImport(Conduit c, byte[] handle) {
+        long t0 = System.nanoTime();
+        reopened = c.importRegion(handle, reopened);
+        reopened.close();
+        long t1 = System.nanoTime();
+        sampleEnd = t1;
+        return t1 - t0;
+    }
 
     private void importLoop(Conduit c, byte[] handle, PerfPlan.Phase p, Histogram h, boolean uncachedVariant) {
         long n = p.iterations();
@@ -619,16 +673,13 @@ final class PerfClient implements AutoCloseable {
         long deadline = start + p.nanos();
         long now = start;
         long i = 0;
-        ImportedRegion r = uncachedVariant ? closedUncachedImport : closedImport;
+        reopened = uncachedVariant ? closedUncachedImport : closedImport;
         while (i < n || now - deadline < 0) {
-            long t0 = System.nanoTime();
-            r = c.importRegion(handle, r); // the closed region reopened: how a hot path imports, allocating nothing on a hit
-            r.close();
-            long t1 = System.nanoTime();
-            record(h, t1 - t0);
-            now = t1;
+            record(h, timedImport(c, handle));
+            now = sampleEnd;
             tick(++i, now);
         }
+        ImportedRegion r = reopened;
         if (uncachedVariant) {
             closedUncachedImport = r;
         } else {
