@@ -559,6 +559,19 @@ final class PerfClient implements AutoCloseable {
         return (t1 - t0) >> 1;
     }
 
+    /**
+     * The puts of {@code source} that take the stream from {@code i} to {@code upTo} (at most to the
+     * next multiple of 64), from a method compiled by its call count (as {@link #streamBlock}); {@code upTo}.
+     */
+    private long putBlock(MemorySegment source, long i, long upTo) {
+        while (i < upTo) {
+            ep.put(source, serverRegion, 0);
+            i++;
+            if ((i & 1023) == 0) tick(i, System.nanoTime());
+        }
+        return i;
+    }
+
     private int markers;
 
     /** 1..255, never the same twice in a row, never 0 (a zeroed region). */
@@ -709,19 +722,11 @@ final class PerfClient implements AutoCloseable {
         long target = acks + 1;
         long start = System.nanoTime();
         long deadline = start + p.nanos();
-        long i = 0;
-        while (true) {
-            boolean last = i + 1 >= n && (p.nanos() == 0 || (i & 63) == 63 && System.nanoTime() - deadline >= 0);
-            ep.send(last ? PerfProtocol.LAST : PerfProtocol.DATA, payload);
-            i++;
-            if (ep.pending() > 0) {
-                drain();
-            } else if ((i & 255) == 0) {
-                worker.progress();
-            }
-            if ((i & 1023) == 0) tick(i, System.nanoTime());
-            if (last) break;
+        streamed = 0;
+        while (!streamBlock(payload, n, p.nanos() == 0, deadline)) {
+            // a block of messages a call, the last block's LAST included
         }
+        long i = streamed;
         // The answer is waited for from the end of the stream: a stream longer than --timeout is no stall.
         long sent = System.nanoTime();
         long spins = 0;
@@ -754,6 +759,38 @@ final class PerfClient implements AutoCloseable {
      * acknowledges. Elapsed time is from the first put to the ACK. A timed stream is whole blocks of
      * 64 puts, at least one.
      */
+    /** Messages of the running am_bw or put_bw stream sent so far. */
+    private long streamed;
+
+    /**
+     * Up to {@value #STREAM_BLOCK} messages of an am_bw stream of {@code n} (or, when not
+     * {@code counted}, of whole blocks of 64 until {@code deadline}), the last one LAST; whether it
+     * was sent. The messages go out from this method, compiled by its call count, not from the
+     * loop that calls it (see "the tests", above: such a loop starts each phase interpreted).
+     */
+    private boolean streamBlock(MemorySegment payload, long n, boolean counted, long deadline) {
+        long i = streamed;
+        for (int k = 0; k < STREAM_BLOCK; k++) {
+            boolean last = i + 1 >= n && (counted || (i & 63) == 63 && System.nanoTime() - deadline >= 0);
+            ep.send(last ? PerfProtocol.LAST : PerfProtocol.DATA, payload);
+            i++;
+            if (ep.pending() > 0) {
+                drain();
+            } else if ((i & 255) == 0) {
+                worker.progress();
+            }
+            if ((i & 1023) == 0) tick(i, System.nanoTime());
+            if (last) {
+                streamed = i;
+                return true;
+            }
+        }
+        streamed = i;
+        return false;
+    }
+
+    private static final int STREAM_BLOCK = 64;
+
     private void putBw(long size, PerfPlan.Phase p) {
         MemorySegment source = buffer.asSlice(0, size);
         byte marker = marker();
@@ -767,9 +804,7 @@ final class PerfClient implements AutoCloseable {
         // A timed stream ends on a whole block of 64, as am_bw's does, and is never empty: a duration shorter than the
         // first look at the clock (-d 1ns) would send no put, and PUT_DONE would name a marker that none carried.
         while (i < n || p.nanos() > 0 && (i == 0 || (i & 63) != 0 || System.nanoTime() - deadline < 0)) {
-            ep.put(source, serverRegion, 0);
-            i++;
-            if ((i & 1023) == 0) tick(i, System.nanoTime());
+            i = putBlock(source, i, i < n ? Math.min(n, (i | 63) + 1) : (i | 63) + 1);
         }
         ep.flush();
         ep.send(PerfProtocol.PUT_DONE, oneByte);
