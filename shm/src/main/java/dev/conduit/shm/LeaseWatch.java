@@ -8,7 +8,9 @@ import dev.conduit.linux.LockFlags;
 /**
  * Watches one peer's {@link OwnerLease} with a descriptor of its own, opened once: checking is one
  * non-blocking {@code flock} — if this separate open of the lease can take the lock, its owner is
- * dead (the kernel released the owner's lock when the process died, in whatever namespace).
+ * dead (the kernel released the owner's lock when the process died, in whatever namespace). A
+ * worker keeps one per peer worker, shared by the endpoint it sends to that peer on and the
+ * connections that peer sends to it on ({@link PeerLeases}, which opens and closes it).
  */
 public final class LeaseWatch implements AutoCloseable {
 
@@ -18,13 +20,12 @@ public final class LeaseWatch implements AutoCloseable {
     /** Guarded by this: a closing thread asks too ({@code ShmEndpoint#awaitsDrain}). */
     private boolean dead;
     /**
-     * The {@code System.nanoTime()} at which another watch of the same lease found its owner alive
-     * ({@link SenderLeases#seenAlive}): a liveness check that looked at it once, through an
-     * endpoint's watch, need not look again through its connections' ({@link #aliveAsSeenAt}).
-     * Only the owner's thread writes and reads it.
+     * The clock reading of the liveness check that last looked ({@link #ownerAliveAtCheck}), valid
+     * once {@code lookedAtACheck}: the endpoint to this peer and its connections to this worker each
+     * ask at the check, and the first ask's {@code flock} answers the others.
      */
-    private long seenAliveAt;
-    private boolean seenAlive;
+    private long lastCheck;
+    private boolean lookedAtACheck;
 
     private LeaseWatch(Libc libc, String name, FileDescriptor fd) {
         this.libc = libc;
@@ -65,18 +66,19 @@ public final class LeaseWatch implements AutoCloseable {
         return !dead;
     }
 
-    /** Notes that another watch of this lease found its owner alive at {@code now}. */
-    void seenAliveAt(long now) {
-        seenAliveAt = now;
-        seenAlive = true;
-    }
-
     /**
-     * Whether the owner lives: as another watch of the lease found it at {@code now}
-     * ({@link #seenAliveAt}), or else by a look of this watch's own ({@link #ownerAlive}).
+     * Whether the owner still holds its lease, as the liveness check whose clock read {@code check}
+     * finds it: the first ask of that check looks ({@link #ownerAlive}), the others take its answer,
+     * so that a peer connected both ways costs a check one {@code flock}, not one per user of the
+     * watch. Any other look (a connect's, a close's, the runtime's keepalive with a clock of its
+     * own) looks anew.
      */
-    boolean aliveAsSeenAt(long now) {
-        return seenAlive && seenAliveAt == now || ownerAlive();
+    synchronized boolean ownerAliveAtCheck(long check) {
+        if (lookedAtACheck && lastCheck == check) return !dead;
+        boolean alive = ownerAlive(); // a look that fails (its flock refused) answers no other ask: each fails as it did
+        lastCheck = check;
+        lookedAtACheck = true;
+        return alive;
     }
 
     /**

@@ -62,6 +62,10 @@ final class ShmEndpoint implements TransportEndpoint {
     private final ShmTransport transport;
     private final ReceiveQueue peer;
     private final ChunkMapping peerMapping;
+    /**
+     * The watch of the peer's lease, shared with the connections the peer sends to this worker on
+     * ({@link PeerLeases}): given back at the release, and closed by whichever of them leaves last.
+     */
     private final LeaseWatch peerLease;
     private final EndpointEvents events;
     private final long connection;
@@ -596,8 +600,8 @@ final class ShmEndpoint implements TransportEndpoint {
             return checkPeerOnce(now);
         } catch (IllegalStateException gone) {
             // Released under this check by a close of the worker forced from another thread (the check walks a copy of the
-            // endpoints, unlocked): the close unmapped the peer's queue and closed the watch of its lease. Nothing to check;
-            // the check's walk of the connections then says the transport is closed.
+            // endpoints, unlocked): the close unmapped the peer's queue and gave back its share of the watch of its lease.
+            // Nothing to check; the check's walk of the connections then says the transport is closed.
             if (!releasedMeanwhile()) throw gone;
             return false;
         }
@@ -610,7 +614,7 @@ final class ShmEndpoint implements TransportEndpoint {
             // queue damaged or faulted). Once the peer is gone, what only it could use goes, or an endpoint dropped unclosed
             // kept it for good.
             try {
-                if (!peerLease.ownerAlive()) releaseForAPeerThatIsGone();
+                if (!peerLease.ownerAliveAtCheck(now)) releaseForAPeerThatIsGone();
             } catch (RuntimeException e) {
                 if (e instanceof IllegalStateException && releasedMeanwhile()) throw e; // not a failed look: see checkPeer
                 transport.failedEndpointLeaseChecks.log(() -> transport.plugin() + ": could not check the peer of a failed connection: "
@@ -618,7 +622,7 @@ final class ShmEndpoint implements TransportEndpoint {
             }
             return false;
         }
-        if (!peerLease.ownerAlive()) {
+        if (!peerLease.ownerAliveAtCheck(now)) { // the check's one flock of this lease, which its connections to this worker share
             int how = peerClose();
             fail(how == 2 ? Reason.CLOSED : Reason.DIED, transport.plugin() + ": " + switch (how) {
                 case 2 -> "peer worker closed (an orderly close: it marked its queue closed, then released its lease " + peerLease.name() + ")";
@@ -631,7 +635,6 @@ final class ShmEndpoint implements TransportEndpoint {
             } + unread(how == 0));
             return true; // released at the next check (above)
         }
-        transport.peerSeenAlive(peerLease.name(), now);
         try {
             long refusals = peer.refusals();
             if (refusals != refusalsSeen) {
@@ -1099,7 +1102,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 try {
                     peerMapping.close();
                 } finally {
-                    peerLease.close();
+                    transport.releasePeerLease(peerLease); // closed once its connections to this worker are gone too
                     // Its receiver forgets this id at its CLOSE, which it reads before any later record of the id, or knows
                     // nothing of it; else (a close whose look at the peer's lease failed, a queue that faulted) it may
                     // keep the connection while this worker lives, and a new connection must never take the id.

@@ -47,7 +47,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *       importer — from this process's own view of the shared directory — and finds the address's
  *       token in it. Host ids, namespaces and {@code /proc} are never consulted.</li>
  *   <li><b>Liveness</b> without pids: every worker holds an {@link OwnerLease}; each side watches
- *       the other's ({@link LeaseWatch}) every {@code liveness.interval} while it progresses. A
+ *       the other's ({@link LeaseWatch}) every {@code liveness.interval} while it progresses,
+ *       through one descriptor per peer worker that the endpoint to it and the connections it
+ *       sends on share ({@link PeerLeases}), looked at once per check. A
  *       receiver that lives but stops progressing while a sender waits on it fails that sender's
  *       endpoint after {@code heartbeat.timeout}. The files of dead peers are reclaimed, at the
  *       check after the one that failed their endpoints, so that the error handlers, which run as
@@ -83,8 +85,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * resource the worker holds is released exactly once, by the close or by that call
  * ({@link #handOff}): what the call hands over (a new sender's connection and its lease watch at
  * CONNECT, a watch opened later, a ring mapping it starts, a ring it adopts, an endpoint it
- * connects with its mapping of the peer's queue and its watch of the peer's lease, an endpoint's
- * first bounce ring, a payload kept in a sender's ring) the close releases if handed over before
+ * connects with its mapping of the peer's queue and its share of the watch of the peer's lease,
+ * an endpoint's first bounce ring, a payload kept in a sender's ring) the close releases if handed over before
  * it, else the call gives it back and fails with {@link IllegalStateException}; what the call
  * takes away (a connection forgotten at a CLOSE, a refusal or a dead sender's reaping; an endpoint
  * it closes, moves to the closing ones or releases; a ring a forgotten connection left mapped for
@@ -93,7 +95,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * connections and the endpoint lists, which change only holding that lock, and the connections
  * only on the owner's thread: the close gives a connection back in place, since the message path
  * looks them up unlocked; the lease watches'
- * table, {@link SenderLeases}, has a lock of its own), an endpoint both close at once one step of
+ * table, {@link PeerLeases}, has a lock of its own), an endpoint both close at once one step of
  * its close at a time, each finding what the other did (its CLOSE sent once, its release claimed
  * once and never under the other's step: {@code ShmEndpoint#finishClose}; the close's unlocked
  * look at whether it waits for its peer, or the owner's liveness check, takes what it finds
@@ -237,7 +239,7 @@ public final class ShmTransport implements Transport {
     private long lastReap;
     /** The bytes {@link #touchPayload} read, kept only so that the compiler keeps the reads. */
     private byte touched;
-    private final SenderLeases senderLeases;
+    private final PeerLeases peerLeases;
     private final List<ShmEndpoint> endpoints = new ArrayList<>();
     /** The endpoints as a liveness check walks them ({@link EndpointWalk}): a check releases some. */
     private final EndpointWalk checking = new EndpointWalk();
@@ -466,7 +468,7 @@ public final class ShmTransport implements Transport {
         final String leaseName;
         /** The sender's transport address, as its CONNECT announced it ({@link #senderAddress}). */
         final byte[] senderAddress;
-        /** The watch of the sender's lease (shared by its connections: SenderLeases); null while it cannot be opened. */
+        /** The watch of the sender's lease (shared by its connections and this worker's endpoint to it: PeerLeases); null while it cannot be opened. */
         LeaseWatch lease;
         /** The sender's announcement of its bounce ring (the plugin's export payload and the ring's length), until it is mapped. */
         byte[] bounceExport;
@@ -571,7 +573,7 @@ public final class ShmTransport implements Transport {
             this.directory = dir;
             this.lease = ownLease;
             this.user = ownLease.fileOwner(libc);
-            this.senderLeases = new SenderLeases(libc, dir, user);
+            this.peerLeases = new PeerLeases(libc, dir, user);
             this.queueChunk = chunk;
             this.queue = q;
             this.deliveredQueue = q.memory().asReadOnly();
@@ -649,6 +651,29 @@ public final class ShmTransport implements Transport {
         return false;
     }
 
+    /**
+     * A connect's answer for a peer whose lease is no longer in the shared directory, where a
+     * connection it made to this worker found it ({@link #keepsConnectionAnnouncedWith}): the peer
+     * is gone, not elsewhere. A PeerFailedException, as for a dead peer whose lease is still there:
+     * an answer to a sender that closed its worker, or died and had its files reclaimed, is a peer
+     * failure however it is noticed.
+     */
+    private PeerFailedException goneFromTheDirectory(String leaseName, ErrnoException notFound) {
+        return new PeerFailedException(Reason.UNKNOWN, plugin + ": the peer is gone: its lease " + leaseName + " is no longer in the shared "
+                + "directory, where the connection it made to this worker found it (its worker closed, or died and a "
+                + "Conduit on the directory reclaimed its files)", notFound);
+    }
+
+    /** Whether nothing has the name {@code leaseName} in the shared directory any more ({@code ENOENT}). */
+    private boolean leaseIsGone(String leaseName) {
+        try {
+            directory.status(leaseName);
+            return false;
+        } catch (ErrnoException e) {
+            return e.errnoName().equals("ENOENT");
+        }
+    }
+
     /** The CONNECT payload of this worker's connections ({@link ShmEndpoint}): its lease, then its address. Not to be written. */
     byte[] connectPayload() {
         return connectPayload;
@@ -699,15 +724,15 @@ public final class ShmTransport implements Transport {
 
         LeaseWatch peerLease;
         try {
-            peerLease = LeaseWatch.open(libc, directory, leaseName);
+            // The watch of that worker's lease its connections to this worker use already, if any: one descriptor per peer.
+            // A root sender could open another user's worker's files; that worker could never open its lease, and so never
+            // tell it alive from dead (OwnerLease#isNoLeaseOf takes it for gone). Workers connect only within one user.
+            peerLease = peerLeases.acquire(leaseName, owner -> new ConduitException(plugin + ": cannot connect to the peer: its lease "
+                    + directory.path().resolve(leaseName) + " belongs to uid " + Integer.toUnsignedString(owner) + ", this worker's to uid "
+                    + Integer.toUnsignedString(user) + ": workers connect only within one user; " + ONE_USER_REMEDY));
         } catch (ErrnoException e) {
             if (e.errnoName().equals("ENOENT") && keepsConnectionAnnouncedWith(leaseName)) {
-                // Its connection to this worker found that lease in this very directory: the peer is gone, not elsewhere.
-                // A PeerFailedException, as for a dead peer whose lease is still there (below): an answer to a sender that
-                // closed its worker, or died and had its files reclaimed, is a peer failure however it is noticed.
-                throw new PeerFailedException(Reason.UNKNOWN, plugin + ": the peer is gone: its lease " + leaseName + " is no longer in the shared "
-                        + "directory, where the connection it made to this worker found it (its worker closed, or died and a "
-                        + "Conduit on the directory reclaimed its files)", e);
+                throw goneFromTheDirectory(leaseName, e); // its connection to this worker found that lease in this very directory
             }
             if (e.errnoName().equals("ENOENT") && OwnerLease.reclaimedHere(directory, leaseName)) {
                 throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead: this process removed its files from the shared directory, "
@@ -723,15 +748,12 @@ public final class ShmTransport implements Transport {
         }
         ChunkMapping mapping = null;
         try {
-            int owner = peerLease.fileOwner();
-            if (owner != user) {
-                // A root sender could open another user's worker's files; that worker could never open its lease, and so never
-                // tell it alive from dead (OwnerLease#isNoLeaseOf takes it for gone). Workers connect only within one user.
-                throw new ConduitException(plugin + ": cannot connect to the peer: its lease " + directory.path().resolve(leaseName)
-                        + " belongs to uid " + Integer.toUnsignedString(owner) + ", this worker's to uid " + Integer.toUnsignedString(user)
-                        + ": workers connect only within one user; " + ONE_USER_REMEDY);
+            if (!peerLease.ownerAlive()) {
+                // The watch its connections to this worker share outlives the lease's name: gone from the directory, the peer
+                // is told gone as the open's ENOENT tells it (above), where it shares no watch.
+                if (keepsConnectionAnnouncedWith(leaseName) && leaseIsGone(leaseName)) throw goneFromTheDirectory(leaseName, null);
+                throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
             }
-            if (!peerLease.ownerAlive()) throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
             mapping = importer.map(new PayloadReader(export, 0, export.length, "queue.", "Conduit worker address"), queueLength);
             ReceiveQueue peerQueue;
             try {
@@ -767,7 +789,7 @@ public final class ShmTransport implements Transport {
                 // the lease's watch still goes, and the connect's own failure is what it says
                 (died != null ? died : failure).addSuppressed(unmapFailure);
             } finally {
-                peerLease.close();
+                peerLeases.release(peerLease);
             }
             // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory.
             if (died != null || failure instanceof PeerFailedException) reclaimDeadPeers(directory);
@@ -906,13 +928,9 @@ public final class ShmTransport implements Transport {
         reclaimDue = true;
     }
 
-    /**
-     * An endpoint's look ({@link ShmEndpoint#checkPeer(long)}) found its peer's worker alive at
-     * {@code now}: the connections that worker sends to this one on take it for theirs at the same
-     * check ({@link #senderAlive(Inbound, boolean, long)}).
-     */
-    void peerSeenAlive(String leaseName, long now) {
-        senderLeases.seenAlive(leaseName, now);
+    /** Gives back an endpoint's share of the watch of its peer's lease ({@link PeerLeases}): the last user closes it. */
+    void releasePeerLease(LeaseWatch watch) {
+        peerLeases.release(watch);
     }
 
     /** Checks peers ({@link #checkPeers}) when a liveness interval has passed since the last check; the events found. */
@@ -1036,7 +1054,7 @@ public final class ShmTransport implements Transport {
                 LeaseWatch watch;
                 boolean gone = false;
                 try {
-                    watch = senderLeases.acquire(leaseName);
+                    watch = peerLeases.acquire(leaseName);
                 } catch (ErrnoException e) {
                     watch = null;
                     if (OwnerLease.isNoLeaseOf(directory, leaseName, user, e)) {
@@ -1065,7 +1083,7 @@ public final class ShmTransport implements Transport {
                                 + " allows. Raise " + key + ", or have senders close the endpoints they no longer use");
                         return;
                     }
-                    if (watch != null) senderLeases.release(watch);
+                    if (watch != null) peerLeases.release(watch);
                     refuseConnection(connection, REFUSED_PAST_INBOUND_MAX);
                     String key = ShmTransportConfig.inboundMaxKey(plugin);
                     throw new ConduitException(plugin + ": refused connection " + Long.toHexString(connection) + " of the sender "
@@ -1081,7 +1099,7 @@ public final class ShmTransport implements Transport {
                     // Closed from another thread meanwhile (Conduit.close() past an owner still in this call): the close forgets
                     // only the connections handed over before it (handOff), so this one's lease watch is given back here, or
                     // its descriptor would stay open for the process's life.
-                    if (watch != null) senderLeases.release(watch);
+                    if (watch != null) peerLeases.release(watch);
                 }
                 throw closedError();
             }
@@ -1448,16 +1466,16 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Whether the sender of {@code in} lives; at a liveness check ({@code atCheck}, whose clock
-     * read is {@code now}), as an endpoint's look at the same worker's lease found it at that check,
-     * if one did ({@link #peerSeenAlive}): a peer that both sends to this worker and receives from it
-     * cost the check two {@code flock}s of its lease.
+     * Whether the sender of {@code in} lives; at a liveness check ({@code atCheck}, whose clock read
+     * is {@code now}), as that check's first look at the watch found it, the endpoint to the same
+     * worker's or another connection's ({@link LeaseWatch#ownerAliveAtCheck}): one {@code flock}
+     * per peer worker and check.
      */
     private boolean senderAlive(Inbound in, boolean atCheck, long now) {
         LeaseWatch opened = null;
         if (in.lease == null) {
             try {
-                opened = senderLeases.acquire(in.leaseName);
+                opened = peerLeases.acquire(in.leaseName);
             } catch (ErrnoException e) {
                 return !OwnerLease.isNoLeaseOf(directory, in.leaseName, user, e);
             }
@@ -1468,11 +1486,11 @@ public final class ShmTransport implements Transport {
         synchronized (handOff) {
             if (closed) {
                 // A close from another thread that came first forgets this connection without this watch: given back here.
-                if (opened != null) senderLeases.release(opened);
+                if (opened != null) peerLeases.release(opened);
                 throw closedError();
             }
             if (opened != null) in.lease = opened;
-            return atCheck ? in.lease.aliveAsSeenAt(now) : in.lease.ownerAlive();
+            return atCheck ? in.lease.ownerAliveAtCheck(now) : in.lease.ownerAlive();
         }
     }
 
@@ -1520,7 +1538,7 @@ public final class ShmTransport implements Transport {
             LeaseWatch lease = in.lease;
             in.lease = null;
             try {
-                if (lease != null) senderLeases.release(lease);
+                if (lease != null) peerLeases.release(lease);
             } catch (RuntimeException e) {
                 leaseFailure = e; // close(2) failing (EIO) still closed the descriptor: the ring is unmapped all the same
             }

@@ -73,6 +73,24 @@ final class FailingLibc {
         });
     }
 
+    /** The real one, showing {@code watcher} each call (its method's name and its arguments) before it is made. */
+    static Libc seeing(java.util.function.BiConsumer<String, Object[]> watcher) {
+        return beforeEvery(watcher::accept);
+    }
+
+    /** The real one, except that the calls of {@code call} whose arguments {@code which} accepts are not made, and answer {@code answer}. */
+    static Libc answeringFor(String call, java.util.function.Predicate<Object[]> which, Object answer) {
+        Libc real = Linux.libc();
+        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+            if (method.getName().equals(call) && which.test(args)) return answer;
+            try {
+                return method.invoke(real, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        });
+    }
+
     /** Like the real one, but {@code call} first waits until {@code released} is counted down. */
     static Libc waitingIn(String call, CountDownLatch released) {
         return beforeEach(call, args -> released.await());

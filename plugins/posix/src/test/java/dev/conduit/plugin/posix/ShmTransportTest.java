@@ -1208,40 +1208,200 @@ class ShmTransportTest {
 
     /**
      * A peer worker that both receives from this one (an endpoint to it) and sends to it (a
-     * connection of its) costs a liveness check one {@code flock} of its lease: the connection takes
-     * the endpoint's look at the same check for its own. It took two, one through each descriptor
-     * of the lease file (157 ns each at the median, the larger part of a compiled check's 1 µs).
-     * What is counted is the descriptors flocked over calls that each come after a sleep past the
-     * liveness interval, not a time.
+     * connection of its) is watched through one descriptor of its lease, opened once, which costs
+     * a liveness check one {@code flock}: the endpoint and the connection share the watch, and the
+     * check's first look answers the other. Each side opened a descriptor of its own and flocked it
+     * (157 ns each at the median, the larger part of a compiled check's 1 µs); then the connection
+     * took the endpoint's look at the same check for its own, still through its own descriptor.
+     * What is counted is the opens of the peer's lease, the descriptors flocked and the flocks over
+     * calls that each come after a sleep past the liveness interval, not a time.
      */
     @Test
     void aPeerThatBothSendsAndReceivesCostsACheckOneFlockOfItsLeaseNotTwo() throws Exception {
         AtomicBoolean counting = new AtomicBoolean();
         AtomicInteger flocks = new AtomicInteger();
         java.util.Set<Object> flocked = java.util.concurrent.ConcurrentHashMap.newKeySet();
-        Libc libc = FailingLibc.waitingIn("tryFlock", args -> {
-            if (counting.get()) {
+        AtomicReference<String> peerLease = new AtomicReference<>("none yet");
+        AtomicInteger leaseOpens = new AtomicInteger();
+        Libc libc = FailingLibc.seeing((call, args) -> {
+            if (call.equals("tryFlock") && counting.get()) {
                 flocks.incrementAndGet();
                 flocked.add(args[0]);
             }
-            return false;
-        }, new CountDownLatch(0));
+            // The open of a lease looks first (O_PATH), then reopens what it looked at: its look names the file.
+            if (call.equals("openBeneath") && peerLease.get().equals(args[1])) leaseOpens.incrementAndGet();
+        });
         Received received = new Received();
         Transport worker = transportWith(received, libc, Linux.libc(), UnaryOperator.identity(), UnaryOperator.identity(),
                 "posix.liveness.interval", "1ms");
         Transport peer = transport(new Received(), "posix.liveness.interval", "1ms");
+        peerLease.set(leaseOf(peer));
         connect(worker, peer, cause -> { });
         TransportEndpoint fromPeer = connect(peer, worker, cause -> { });
         assertThat(fromPeer.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
         receive(worker, received, 1); // its CONNECT read: the connection and the watch of the peer's lease are the worker's now
         assertThat(received.ids).containsExactly(1);
+        assertThat(leaseOpens).as("opens of the peer's lease by the endpoint to it and the connection from it").hasValue(1);
         counting.set(true);
-        for (int i = 0; i < 50; i++) {
+        int calls = 50;
+        for (int i = 0; i < calls; i++) {
             Thread.sleep(2); // past the liveness interval: each call is due to check
             worker.progress();
         }
-        assertThat(flocks).as("flocks over 50 calls, each due to check").hasPositiveValue();
+        assertThat(flocks).as("flocks over " + calls + " calls, each due to check").hasPositiveValue()
+                .hasValueLessThanOrEqualTo(calls);
         assertThat(flocked).as("descriptors flocked over " + flocks.get() + " flocks of the peer's lease").hasSize(1);
+        assertThat(leaseOpens).as("opens of the peer's lease once checked").hasValue(1);
+    }
+
+    /**
+     * The watch of a peer's lease that the endpoint to it and its connections to this worker share
+     * stays open while either still uses it, and is closed once both left: here the endpoint leaves
+     * first. Each side had a descriptor of its own (two on the peer's lease).
+     */
+    @Test
+    void theSharedWatchOfAPeersLeaseStaysOpenForItsConnectionsOnceTheEndpointLeftAndClosesWithTheLastOfThem() throws Exception {
+        ConnectedBothWays both = new ConnectedBothWays();
+        assertThat(both.watches()).as("descriptors of the peer's lease the worker watches it by").isEqualTo(1);
+        both.closeTheEndpoint();
+        assertThat(both.watches()).as("descriptors of the peer's lease once the endpoint to it is released").isEqualTo(1);
+        both.closeTheConnection();
+        assertThat(both.watches()).as("descriptors of the peer's lease once its connection is forgotten too").isZero();
+    }
+
+    /** The same, the connections leaving first. */
+    @Test
+    void theSharedWatchOfAPeersLeaseStaysOpenForTheEndpointOnceTheConnectionsLeftAndClosesWithIt() throws Exception {
+        ConnectedBothWays both = new ConnectedBothWays();
+        assertThat(both.watches()).as("descriptors of the peer's lease the worker watches it by").isEqualTo(1);
+        both.closeTheConnection();
+        assertThat(both.watches()).as("descriptors of the peer's lease once its connection is forgotten").isEqualTo(1);
+        both.closeTheEndpoint();
+        assertThat(both.watches()).as("descriptors of the peer's lease once the endpoint to it is released too").isZero();
+    }
+
+    /**
+     * A death seen through the shared watch fails both sides: here one {@code flock} of the peer's
+     * lease (the first after it is "killed") says its owner is gone, and the endpoint to it fails
+     * with {@code DIED} and its connection to the worker is forgotten, told to the sink, at the next
+     * check, as a death found by a connection's own look is. Each side looked through a descriptor
+     * of its own, so the connection's look, which found the lease held, kept it.
+     */
+    @Test
+    void aDeathSeenThroughTheSharedWatchFailsTheEndpointAndForgetsTheConnection() throws Exception {
+        AtomicReference<String> peerLease = new AtomicReference<>("none yet");
+        AtomicBoolean killed = new AtomicBoolean();
+        // tryFlock answers true, as if it took the lock its dead owner held, once.
+        Libc libc = FailingLibc.answeringFor("tryFlock",
+                args -> killed.get() && isDescriptorOf(args[0], peerLease.get()) && killed.compareAndSet(true, false), true);
+        ConnectedBothWays both = new ConnectedBothWays(libc);
+        peerLease.set(both.peerLease);
+        killed.set(true);
+        for (int i = 0; i < 10_000 && (both.endpointFailure.get() == null || both.received.closedSenders.isEmpty()); i++) {
+            progressOrPause(both.worker);
+        }
+        assertThat(killed).as("whether the flock that says the peer died is yet to come").isFalse();
+        assertThat(both.endpointFailure.get()).isInstanceOf(PeerFailedException.class).hasMessageContaining("peer worker died");
+        assertThat(((PeerFailedException) both.endpointFailure.get()).reason()).isEqualTo(PeerFailedException.Reason.DIED);
+        assertThat(both.received.closedSenders).as("the peer's connections told closed").containsExactly(both.received.senders.get(0));
+        assertThat(both.watches()).as("descriptors of the peer's lease once it was found dead").isZero();
+    }
+
+    /**
+     * A connect to a sender whose CONNECT the worker read while it lived, and which closed its
+     * worker since (its files gone from the directory), says the peer is gone, as when its lease
+     * cannot be opened at all: the watch the connect shares with that connection outlives the
+     * lease's name. Sharing it, the connect said "the peer is dead" ({@code DIED}).
+     */
+    @Test
+    void aConnectToASenderThatClosedItsWorkerAfterItsConnectionWasReadSaysThePeerIsGone() {
+        Received received = new Received();
+        Transport worker = transport(received, "posix.liveness.interval", "1h");
+        Transport sender = transport(new Received());
+        byte[] senderAddress = sender.address();
+        String senderLease = leaseOf(sender);
+        assertThat(connect(sender, worker, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(worker, received, 1); // the connection is the worker's, and so is the watch of the sender's lease
+        sender.close();
+        assertThat(shared.resolve(senderLease)).as("the closed sender's lease").doesNotExist();
+        assertThatThrownBy(() -> worker.connect(new PayloadReader(senderAddress), cause -> { }))
+                .isInstanceOf(PeerFailedException.class).hasMessageContaining("the peer is gone")
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).isEqualTo(PeerFailedException.Reason.UNKNOWN));
+    }
+
+    /** Whether {@code descriptor}, a {@link dev.conduit.linux.FileDescriptor}, is open on a file whose name contains {@code name}. */
+    private static boolean isDescriptorOf(Object descriptor, String name) {
+        try {
+            return Files.readSymbolicLink(Path.of("/proc/self/fd/" + ((dev.conduit.linux.FileDescriptor) descriptor).fd())).toString()
+                    .contains(name);
+        } catch (java.io.IOException closed) {
+            return false;
+        }
+    }
+
+    /**
+     * A worker and a peer connected both ways: an endpoint of the worker's to the peer, on which the
+     * peer read a message, and one of the peer's to the worker, whose message the worker read.
+     */
+    private final class ConnectedBothWays {
+        final Received received = new Received();
+        final Transport worker;
+        final Transport peer;
+        final String peerLease;
+        final long peersOwnDescriptors;
+        final AtomicReference<Throwable> endpointFailure = new AtomicReference<>();
+        final TransportEndpoint toPeer;
+        final TransportEndpoint fromPeer;
+
+        ConnectedBothWays() {
+            this(Linux.libc());
+        }
+
+        ConnectedBothWays(Libc workerLibc) {
+            worker = transportWith(received, workerLibc, Linux.libc(), UnaryOperator.identity(), UnaryOperator.identity(),
+                    "posix.liveness.interval", "1ms");
+            Received peerReceived = new Received();
+            peer = transport(peerReceived, "posix.liveness.interval", "1ms");
+            peerLease = leaseOf(peer);
+            peersOwnDescriptors = ProcessResources.descriptorsOn(shared, peerLease);
+            toPeer = connect(worker, peer, endpointFailure::set);
+            assertThat(toPeer.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+            receive(peer, peerReceived, 1);
+            fromPeer = connect(peer, worker, cause -> { });
+            assertThat(fromPeer.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+            receive(worker, received, 1);
+            assertThat(peerReceived.ids).containsExactly(1);
+            assertThat(received.ids).containsExactly(2);
+        }
+
+        /** The descriptors of the peer's lease the worker holds: those of the process, but the peer's own. */
+        long watches() {
+            return ProcessResources.descriptorsOn(shared, peerLease) - peersOwnDescriptors;
+        }
+
+        /** Closes the worker's endpoint to the peer, and progresses both until it is released (its mapping of the peer's queue gone). */
+        void closeTheEndpoint() throws InterruptedException {
+            closeUntilReleased(toPeer);
+        }
+
+        /** Closes the peer's endpoint to the worker, and progresses both until the worker forgot the connection and told its sink. */
+        void closeTheConnection() throws InterruptedException {
+            closeUntilReleased(fromPeer);
+            for (int i = 0; i < 10_000 && received.closedSenders.isEmpty(); i++) progressOrPause(worker);
+            assertThat(received.closedSenders).as("the peer's connection told closed").hasSize(1);
+        }
+
+        private void closeUntilReleased(TransportEndpoint ep) throws InterruptedException {
+            long mapped = ProcessResources.mappingsOf(shared);
+            ep.close();
+            for (int i = 0; i < 10_000 && ProcessResources.mappingsOf(shared) >= mapped; i++) {
+                peer.progress();
+                worker.progress();
+                Thread.sleep(1); // past the liveness interval: a close waiting for its peer goes on at a check
+            }
+            assertThat(ProcessResources.mappingsOf(shared)).as("mappings of the shared directory's files once the endpoint closed")
+                    .isLessThan(mapped);
+        }
     }
 
     /**
@@ -3483,7 +3643,9 @@ class ShmTransportTest {
 
     /**
      * The connections of one sender worker share the receiver's watch of its lease: a peer cannot
-     * spend the receiver's descriptors by connecting again and again. The last CLOSE closes it.
+     * spend the receiver's descriptors by connecting again and again. The last CLOSE closes it. So
+     * do the sender's endpoints to one receiver worker share its watch of the receiver's lease
+     * (each had one of its own, ten descriptors of the same file).
      */
     @Test
     void aSendersConnectionsShareOneWatchOfItsLease() {
@@ -3499,8 +3661,8 @@ class ShmTransportTest {
         }
         receive(receiver, received, 10);
         assertThat(received.ids).hasSize(10);
-        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("each endpoint's watch of the receiver's lease, and "
-                + "one watch of the sender's").isEqualTo(before + 10 + 1);
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("the endpoints' one watch of the receiver's lease, and "
+                + "one watch of the sender's").isEqualTo(before + 1 + 1);
         for (TransportEndpoint ep : endpoints) ep.close();
         for (int i = 0; i < 1000 && ProcessResources.descriptorsOn(shared, ".lease") > before; i++) receiver.progress();
         assertThat(ProcessResources.descriptorsOn(shared, ".lease")).isEqualTo(before);
