@@ -4206,20 +4206,26 @@ class ShmTransportTest {
     /**
      * Workers connect only within one user: a sender that could open another user's worker's files
      * (root) is refused at connect, naming both users, since that worker could never open its
-     * lease, and so never tell it alive from dead.
+     * lease, and so never tell it alive from dead. The refused connect keeps no descriptor of that
+     * lease (the watch it opened is closed, not shared).
      */
     @Test
     void aSenderDoesNotConnectToAnotherUsersWorker() {
         Transport receiver = transport(new Received());
         AtomicBoolean foreign = new AtomicBoolean();
         Transport sender = transportWith(FailingLibc.ownedBy(54321, foreign::get));
+        long receiversOwn = ProcessResources.descriptorsOn(shared, leaseOf(receiver));
         foreign.set(true); // every file this sender looks at belongs to uid 54321, the peer's lease among them
         assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("belongs to uid 54321, this worker's to uid")
                 .hasMessageContaining("workers connect only within one user")
                 .hasMessageContaining("run both processes as one user").hasMessageContaining("docker run --user");
+        assertThat(ProcessResources.descriptorsOn(shared, leaseOf(receiver))).as("descriptors of the receiver's lease after the refusal")
+                .isEqualTo(receiversOwn);
         foreign.set(false);
         assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(ProcessResources.descriptorsOn(shared, leaseOf(receiver))).as("descriptors of the receiver's lease once connected")
+                .isEqualTo(receiversOwn + 1);
     }
 
     /**
