@@ -102,6 +102,8 @@ final class PerfServer {
     private Pool sessionPool;
     private boolean sessionBusy;
     private PerfTest state;
+    /** The sequence number of the open phase's BEGIN ({@link #state}'s). */
+    private int phaseSeq;
     private long size;
     /** This thread's allocation when the phase's READY went out; -1 outside a phase or when the JVM does not say. */
     private long allocatedAtReady = -1;
@@ -269,6 +271,7 @@ final class PerfServer {
         // that nobody read would be measured as free. A PING is answered with its own payload, one copy as in C's hop.
         worker.onMessage(PerfProtocol.PING, m -> {
             if (state != PerfTest.AM_LAT) return;
+            checkMeasured(m, "PING"); // BEGIN judged the phase's size against what this server's endpoint carries; a PING's not
             ping = m;
             client.send(PerfProtocol.PONG, MemorySegment.NULL, m.payloadSize(), echo);
         });
@@ -299,7 +302,10 @@ final class PerfServer {
         return client != null && (m.headerSize() < Long.BYTES || m.headerLong(0) == session);
     }
 
-    /** A measured message of am_bw carries the phase's size, at most: a larger one would not fit the phase's buffer. */
+    /**
+     * A measured message of am_lat or am_bw carries the phase's size, at most: a larger DATA or LAST would not fit the
+     * phase's buffer, a larger PING's PONG the server's endpoint.
+     */
     private void checkMeasured(Message m, String what) {
         if (m.payloadSize() > size) {
             throw PerfProtocol.malformed(what, m.payloadSize() + " bytes in a phase of " + size);
@@ -420,7 +426,14 @@ final class PerfServer {
         PerfProtocol.Hello hello = PerfProtocol.Hello.read(r);
         String transport = hello.transport();
         String wakeup = hello.wakeup();
-        client = worker.connect(WorkerAddress.fromBytes(hello.workerAddress()), (ep, cause) -> clientFailure = cause);
+        WorkerAddress address = WorkerAddress.fromBytes(hello.workerAddress());
+        if (address.equals(worker.address())) {
+            // Connected to, this server served a session with itself, answering itself, until the client said BYE, and one
+            // that never did kept it busy for good.
+            throw new ConduitException("client " + hello.clientName() + " named this server's own worker address as its own: the "
+                    + "client is not conduit perf's, or a broken one");
+        }
+        client = worker.connect(address, (ep, cause) -> clientFailure = cause);
         clientName = hello.clientName();
         phases = 0;
         session++;
@@ -497,6 +510,14 @@ final class PerfServer {
         int ordinal = r.u8();
         long requested = r.u64();
         PerfProtocol.Writer ready = new PerfProtocol.Writer().u32(seq);
+        if (state != null) {
+            // The open phase goes on: an ipc_import's next BEGIN replaced its exported region unclosed, so that a client could
+            // make a --keep server hold region after region.
+            client.send(PerfProtocol.READY, ready.u8(0).string("phase " + phaseSeq + " (" + state.label() + " " + size + ") is not "
+                    + "ended: a conduit perf client ENDs each phase before its next BEGIN; the client is not conduit perf's, or a "
+                    + "broken one").segment());
+            return;
+        }
         if (ordinal >= PerfTest.values().length) {
             client.send(PerfProtocol.READY, ready.u8(0).string("unknown test #" + ordinal + " (another version of conduit perf?)").segment());
             return;
@@ -541,6 +562,7 @@ final class PerfServer {
             }
         }
         state = test;
+        phaseSeq = seq;
         client.send(PerfProtocol.READY, ready.u8(1).bytes(handle).segment());
         allocatedAtReady = ThreadAllocation.bytes();
     }
@@ -580,14 +602,15 @@ final class PerfServer {
 
     /**
      * put_lat's other half: poll the last byte of our region; when the client's put changed it,
-     * put the same bytes back into the client's region and flush. Until END.
+     * put the same bytes back into the client's region and flush. Until END, or a BEGIN, which the
+     * main loop refuses (the phase is open) before it comes back here.
      */
     private void putResponder() {
         MemorySegment local = sessionRegion.segment();
         MemorySegment source = buffer.byteSize() >= size ? buffer.asSlice(0, size) : arena.allocate(size, 64);
         long last = size - 1;
         byte seen = 0;
-        while (endSeq < 0 && clientFailure == null && !stopped() && !bye) {
+        while (endSeq < 0 && begin == null && clientFailure == null && !stopped() && !bye) {
             byte v = (byte) BYTE.getVolatile(local, last);
             if (v != seen) {
                 seen = v;

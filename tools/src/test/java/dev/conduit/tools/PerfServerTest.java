@@ -11,6 +11,7 @@ import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.PrintWriter;
@@ -338,23 +339,27 @@ class PerfServerTest {
 
     /**
      * A --keep server ends the session of a client that sends a message its protocol does not lay out so (an END without
-     * its sequence number, a PUT_DONE without its marker, a DATA larger than the phase's size, a BEGIN cut short), saying
-     * that the client broke the protocol and which message, and serves the next client. The first three were an
+     * its sequence number, a PUT_DONE without its marker, a DATA or PING larger than the phase's size, a BEGIN cut short),
+     * saying that the client broke the protocol and which message, and serves the next client. The first three were an
      * IndexOutOfBoundsException in a handler, which the server reported as "a bug of conduit perf (report it with the
-     * stack trace below)", and told the client so; a short BEGIN "failed on this server's side" (found by helper h35).
+     * stack trace below)", and told the client so; a short BEGIN "failed on this server's side" (found by helper h35). A
+     * PING was echoed whatever its size, and one larger than the server's endpoint carries (a client of a larger
+     * posix.bounce.size) was an IllegalArgumentException in the PING handler, again "a bug of conduit perf" (found by
+     * review while writing PerfProtocolFuzzTest, whose seed ping-larger-than-the-server-carries replays it).
      */
     @ParameterizedTest
-    @ValueSource(ints = {PerfProtocol.END, PerfProtocol.PUT_DONE, PerfProtocol.DATA, PerfProtocol.BEGIN})
+    @ValueSource(ints = {PerfProtocol.END, PerfProtocol.PUT_DONE, PerfProtocol.DATA, PerfProtocol.PING, PerfProtocol.BEGIN})
     void aMalformedMessageEndsTheSessionAsTheClientsBreachAndTheKeepServerServesTheNextClient(int message) throws Exception {
         againstAKeepServer("a malformed message", (hostile, serverErr) -> {
             hostile.hello();
             switch (message) {
                 case PerfProtocol.PUT_DONE -> hostile.begin(PerfTest.PUT_BW, 64);
                 case PerfProtocol.DATA -> hostile.begin(PerfTest.AM_BW, 64);
+                case PerfProtocol.PING -> hostile.begin(PerfTest.AM_LAT, 64);
                 default -> { }
             }
             hostile.ep.send(message, hostile.sessionHeader, switch (message) {
-                case PerfProtocol.DATA -> MemorySegment.ofArray(new byte[65]);
+                case PerfProtocol.DATA, PerfProtocol.PING -> MemorySegment.ofArray(new byte[65]);
                 case PerfProtocol.BEGIN -> new PerfProtocol.Writer().u32(1).segment();
                 default -> MemorySegment.NULL;
             });
@@ -363,10 +368,60 @@ class PerfServerTest {
                 case PerfProtocol.END -> "END";
                 case PerfProtocol.PUT_DONE -> "PUT_DONE";
                 case PerfProtocol.DATA -> "DATA";
+                case PerfProtocol.PING -> "PING";
                 default -> "BEGIN";
             };
             assertThat(serverErr.toString()).as("the server's line").contains("failed after").contains("the client broke the "
                     + "protocol: malformed " + name + " message from the perf peer").doesNotContain("bug");
+        });
+    }
+
+    /**
+     * A BEGIN while the phase before it is not ended (no conduit perf client sends one) is refused in READY, naming the open
+     * phase, which goes on: the client's END ends it, and the session and the next client are served. An ipc_import's
+     * BEGIN replaced the open phase's exported region without closing it, so that a client could make a --keep server
+     * hold region after region (found by review while writing PerfProtocolFuzzTest); in put_lat the BEGIN waited
+     * unanswered for the phase's END (PerfProtocolFuzzTest found that in its first run).
+     */
+    @ParameterizedTest
+    @EnumSource(value = PerfTest.class, names = {"IPC_IMPORT", "PUT_LAT", "AM_BW"})
+    void aBeginWhileAPhaseIsOpenIsRefusedInReadyAndThePhaseGoesOn(PerfTest open) throws Exception {
+        againstAKeepServer("a BEGIN while a phase is open", (hostile, serverErr) -> {
+            hostile.hello();
+            int seq = hostile.begin(open, 4096);
+
+            String refusal = hostile.beginRefused(PerfTest.IPC_IMPORT, 4096);
+
+            assertThat(refusal).as("READY's error").isEqualTo("phase " + seq + " (" + open.label() + " 4096) is not ended: a conduit "
+                    + "perf client ENDs each phase before its next BEGIN; the client is not conduit perf's, or a broken one");
+            assertThat(hostile.end(seq)).as("ENDED of the open phase").isNotNegative();
+            int next = hostile.begin(PerfTest.AM_LAT, 8);
+            assertThat(hostile.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+            hostile.end(next);
+            hostile.bye();
+            hostile.progressUntil(() -> serverErr.toString().contains("ended after"), "the end of the session");
+            assertThat(serverErr.toString()).doesNotContain("bug").doesNotContain("failed");
+        });
+    }
+
+    /**
+     * A HELLO that names the server's own worker address (which its bootstrap gives every client) is refused, saying so, and
+     * the --keep server serves the next client. The server connected to itself and served that session, answering itself,
+     * until the client said BYE: one that never did kept the server busy for good, every next client told it was busy
+     * (PerfProtocolFuzzTest found it).
+     */
+    @Test
+    void aHelloNamingTheServersOwnAddressIsRefusedAndTheKeepServerServesTheNextClient() throws Exception {
+        againstAKeepServer("a HELLO naming the server's own address", (hostile, serverErr) -> {
+            hostile.ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid())
+                    .string(PerfCommand.hostName()).string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label()).string("posix")
+                    .bytes(hostile.region.exportHandle()).bytes(hostile.bootstrap.address()).segment());
+
+            hostile.progressUntil(() -> serverErr.toString().contains("could not start a session"), "the server's refusal");
+
+            assertThat(serverErr.toString()).contains("could not start a session: client pid " + ProcessHandle.current().pid() + " on "
+                    + PerfCommand.hostName() + " named this server's own worker address as its own: the client is not conduit perf's, "
+                    + "or a broken one");
         });
     }
 
