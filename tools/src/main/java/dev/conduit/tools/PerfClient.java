@@ -148,18 +148,29 @@ final class PerfClient implements AutoCloseable {
 
             worker = conduit.newWorker(mode);
             resources.add(worker);
+            // A server's answer its protocol does not lay out so is Malformed, which ends the run naming it: an
+            // IndexOutOfBoundsException out of a handler was taken for a size the transport cannot carry (the row skipped
+            // with the index's words, and the run went on), or, from ENDED, ended the run as no ConduitException.
             worker.onMessage(PerfProtocol.PONG, m -> {
+                if (m.payloadSize() > received.byteSize()) {
+                    throw PerfProtocol.malformed("PONG", m.payloadSize() + " bytes, more than the largest PING of this run ("
+                            + received.byteSize() + ")");
+                }
                 m.copyPayload(0, received, 0, m.payloadSize());
                 pongs++;
             });
             worker.onMessage(PerfProtocol.ACK, m -> {
+                // Judged in place, not by a Reader's copy: ACK ends each am_bw window, inside the measured loop.
+                if (m.payloadSize() < Long.BYTES) throw PerfProtocol.malformed("ACK", m.payloadSize() + " bytes, not its 8-byte count");
                 ackValue = m.payloadLong(0);
                 acks++;
             });
             worker.onMessage(PerfProtocol.READY, this::onReady);
             worker.onMessage(PerfProtocol.ENDED, m -> {
-                serverAllocated = m.payloadLong(4);
-                endedSeq = m.payloadInt(0);
+                PerfProtocol.Reader ended = new PerfProtocol.Reader(m, "ENDED");
+                int seq = ended.u32();
+                serverAllocated = ended.u64();
+                endedSeq = seq;
             });
             worker.onMessage(PerfProtocol.FAILED, m -> {
                 serverFailure = new PerfProtocol.Reader(m, "FAILED").string();

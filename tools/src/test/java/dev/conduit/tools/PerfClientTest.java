@@ -1,0 +1,124 @@
+package dev.conduit.tools;
+
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * A {@link PerfClient} against a server that breaks the protocol: a bare worker, on a thread of its own, that welcomes the
+ * client and readies its phase as conduit perf's server does, then answers with one message its protocol does not lay out so.
+ */
+class PerfClientTest {
+
+    /**
+     * A PONG larger than the run's largest size, an ACK or an ENDED cut short (a server of another version, or none of conduit
+     * perf's, behind {@code --connect}) ends the run with an error naming the malformed message. They were an
+     * IndexOutOfBoundsException out of the client's handler (found by review while writing PerfProtocolFuzzTest).
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {PerfProtocol.PONG, PerfProtocol.ACK, PerfProtocol.ENDED})
+    void aMalformedAnswerOfTheServerEndsTheRunNamingIt(int malformed) throws Exception {
+        PerfTest test = malformed == PerfProtocol.ACK ? PerfTest.AM_BW : PerfTest.AM_LAT;
+        PerfPlan plan = new PerfPlan(List.of(test), List.of(8L), 4L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
+                Duration.ofSeconds(30), 1);
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-client");
+        try {
+            HangGuard.await("a client of a server that breaks the protocol", () -> {
+                try (Conduit serverConduit = conduit(shared); Conduit clientConduit = conduit(shared)) {
+                    CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
+                    AtomicReference<Throwable> serverThrew = new AtomicReference<>();
+                    CompletableFuture<Void> stop = new CompletableFuture<>();
+                    Thread server = Thread.ofPlatform().daemon().name("malformed-perf-server").start(() -> {
+                        try {
+                            serve(serverConduit, malformed, bootstrap, stop);
+                        } catch (Throwable t) {
+                            serverThrew.set(t);
+                            bootstrap.completeExceptionally(t);
+                        }
+                    });
+                    try {
+                        PerfBootstrap b = bootstrap.get(30, TimeUnit.SECONDS);
+                        String name = switch (malformed) {
+                            case PerfProtocol.PONG -> "PONG";
+                            case PerfProtocol.ACK -> "ACK";
+                            default -> "ENDED";
+                        };
+
+                        assertThatThrownBy(() -> {
+                            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, b, ThreadMode.SINGLE, plan,
+                                    PerfProgress.off())) {
+                                client.runAll(rows -> { });
+                            }
+                        }).isInstanceOf(ConduitException.class).hasMessageContaining("malformed " + name + " message from the perf peer");
+                    } finally {
+                        stop.complete(null);
+                        server.join(TimeUnit.SECONDS.toMillis(30));
+                    }
+                    assertThat(serverThrew.get()).isNull();
+                }
+                return null;
+            });
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    /**
+     * The server's side: WELCOME and READY as conduit perf's server sends them, then {@code malformed} where its answer goes
+     * (a PONG a byte longer than its PING, in a run of 8 bytes at most; an ACK of 4 bytes; an ENDED of 4), until {@code stop}.
+     */
+    private static void serve(Conduit conduit, int malformed, CompletableFuture<PerfBootstrap> bootstrap, CompletableFuture<Void> stop) {
+        try (Worker worker = conduit.newWorker(ThreadMode.SINGLE); Pool pool = conduit.pool("posix"); Region region = pool.allocate(1 << 20, 64)) {
+            AtomicReference<Endpoint> client = new AtomicReference<>();
+            worker.onMessage(PerfProtocol.HELLO, m -> {
+                PerfProtocol.Reader r = new PerfProtocol.Reader(m, "HELLO");
+                r.u8();
+                PerfProtocol.Hello hello = PerfProtocol.Hello.read(r);
+                Endpoint ep = worker.connect(WorkerAddress.fromBytes(hello.workerAddress()));
+                client.set(ep);
+                ep.send(PerfProtocol.WELCOME, new PerfProtocol.Writer().string("").u64(ProcessHandle.current().pid()).string("host")
+                        .string(ThreadMode.SINGLE.name()).string(worker.threadPolicy().name()).string("posix").u64(1).segment());
+            });
+            worker.onMessage(PerfProtocol.BEGIN, m -> client.get().send(PerfProtocol.READY,
+                    new PerfProtocol.Writer().u32(new PerfProtocol.Reader(m, "BEGIN").u32()).u8(1).bytes(new byte[0]).segment()));
+            worker.onMessage(PerfProtocol.PING, m -> client.get().send(PerfProtocol.PONG, MemorySegment.ofArray(malformed == PerfProtocol.PONG
+                    ? new byte[(int) m.payloadSize() + 1] : m.payloadToArray())));
+            worker.onMessage(PerfProtocol.LAST, m -> client.get().send(PerfProtocol.ACK, MemorySegment.ofArray(new byte[4])));
+            worker.onMessage(PerfProtocol.END, m -> client.get().send(PerfProtocol.ENDED, malformed == PerfProtocol.ENDED
+                    ? new PerfProtocol.Writer().u32(new PerfProtocol.Reader(m, "END").u32()).segment()
+                    : new PerfProtocol.Writer().u32(new PerfProtocol.Reader(m, "END").u32()).u64(0).segment()));
+            worker.onMessage(PerfProtocol.BYE, m -> { });
+            bootstrap.complete(new PerfBootstrap(ProcessHandle.current().pid(), "host", ThreadMode.SINGLE.name(), region.size(),
+                    worker.address().toBytes(), Map.of("posix", region.exportHandle())));
+            while (!stop.isDone()) {
+                if (worker.progress() == 0) worker.await(Duration.ofMillis(10));
+            }
+            Endpoint ep = client.get();
+            if (ep != null) ep.close();
+        }
+    }
+
+    private static Conduit conduit(Path shared) {
+        return CommandRunner.discovering().builder().transports("posix").sharedDirectory(shared).build();
+    }
+}
