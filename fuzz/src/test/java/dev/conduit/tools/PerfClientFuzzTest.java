@@ -1,0 +1,241 @@
+package dev.conduit.tools;
+
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.conduit.Conduit;
+import dev.conduit.Endpoint;
+import dev.conduit.Pool;
+import dev.conduit.Region;
+import dev.conduit.Worker;
+import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A hostile server of a {@link PerfClient} (one a user reached with {@code --connect}, or a process that replaced a server's
+ * bootstrap file): a bare worker that answers each of the client's messages as conduit perf's server does, or lies (WELCOME
+ * refused or cut short; READY refused, of another phase, cut short, or with an unopenable region handle; a PONG longer or
+ * shorter than its PING; an ACK of another count or cut short; an ENDED of another phase or cut short; FAILED instead of an
+ * answer), or stays silent. Whatever it does, the client's run ends in rows or a {@link ConduitException} naming the cause
+ * (its error line): never another exception, an {@code Error} or a hang past its {@code --timeout}, and it leaves nothing in the
+ * shared directory.
+ *
+ * <p>The input is a script, read as {@code PerfProtocolFuzzTest}'s is (a spent one reads 0): one byte per answer, in the
+ * order the client's messages come, says what the server does (mod 8: 0 and 4 to 6 answer as conduit perf's server, 1 to 3
+ * lie as above, 7 sends FAILED), with the lie's bytes after it. The empty script is an honest server.
+ */
+class PerfClientFuzzTest {
+
+    private static final String NAME = "fuzz";
+    /** am_lat, am_bw, put_bw, get_lat and ipc_import of 8 bytes, with a --timeout short enough for a fuzzer: a silent server costs it. */
+    private static final PerfPlan PLAN = new PerfPlan(List.of(PerfTest.AM_LAT, PerfTest.AM_BW, PerfTest.PUT_BW, PerfTest.GET_LAT,
+            PerfTest.IPC_IMPORT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY, Duration.ofMillis(200), 1);
+    /** How long the hostile server's thread may take to end once told (a hang guard, not a measurement). */
+    private static final long STOP_WAIT_MILLIS = TimeUnit.SECONDS.toMillis(30);
+
+    private static Path shared;
+    private static Conduit serverConduit;
+    private static Conduit clientConduit;
+
+    @BeforeAll
+    static void openConduits() throws IOException {
+        shared = Files.createTempDirectory("conduit-perf-client-fuzz-");
+        serverConduit = conduit().build();
+        clientConduit = conduit().build();
+    }
+
+    /** A posix Conduit that keeps no imported chunk mapped once no region uses it: a file left is then a leak, not a cache's. */
+    private static dev.conduit.ConduitBuilder conduit() {
+        return Conduit.builder().environment(Map.of()).systemProperties(new Properties()).sharedDirectory(shared).transports("posix")
+                .set("ipc.cache.entries", "0");
+    }
+
+    @AfterAll
+    static void closeConduits() {
+        try {
+            clientConduit.close();
+            serverConduit.close();
+            assertThat(files()).as("files left in the shared directory").isEmpty();
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    @FuzzTest(maxExecutions = 300, maxDuration = "20s")
+    void aHostileServerEndsTheRunInRowsOrAConduitExceptionNamingTheCause(byte[] input) throws Exception {
+        HostileServer server = new HostileServer(input);
+        try {
+            try (PerfClient client = new PerfClient(clientConduit, () -> conduit().build(), server.bootstrap.get(30, TimeUnit.SECONDS),
+                    ThreadMode.SINGLE, PLAN, PerfProgress.off())) {
+                client.runAll(rows -> { });
+            } catch (ConduitException e) {
+                assertThat(e.getMessage()).as("the client's error line").isNotBlank();
+            }
+        } finally {
+            server.stop();
+        }
+        assertThat(server.threw.get()).as("the hostile server's own failure (a bug of this test)").isNull();
+        long start = System.nanoTime();
+        while (!files().isEmpty() && System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(STOP_WAIT_MILLIS)) Thread.onSpinWait();
+        assertThat(files()).as("the shared directory once the client and the server closed").isEmpty();
+    }
+
+    private static List<String> files() {
+        try (Stream<Path> files = Files.walk(shared)) {
+            return files.filter(p -> !p.equals(shared)).map(p -> shared.relativize(p).toString()).sorted().toList();
+        } catch (IOException e) {
+            throw new AssertionError("cannot list " + shared, e);
+        }
+    }
+
+    /** The server: a worker on a thread of its own, whose handlers answer as the script says. */
+    private static final class HostileServer {
+        final CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
+        final AtomicReference<Throwable> threw = new AtomicReference<>();
+        private final ByteBuffer script;
+        private final Thread thread;
+        private volatile boolean stop;
+        private Endpoint client;
+        private Region exported;
+        private long count;
+
+        HostileServer(byte[] input) {
+            script = ByteBuffer.wrap(input).order(ByteOrder.LITTLE_ENDIAN);
+            thread = Thread.ofPlatform().daemon().name("hostile-perf-server").start(() -> {
+                try {
+                    serve();
+                } catch (Throwable t) {
+                    threw.set(t);
+                    bootstrap.completeExceptionally(t);
+                }
+            });
+        }
+
+        void stop() throws InterruptedException {
+            stop = true;
+            thread.join(STOP_WAIT_MILLIS);
+            assertThat(thread.isAlive()).as("the hostile server's thread ends when told").isFalse();
+        }
+
+        private void serve() {
+            try (Worker worker = serverConduit.newWorker(ThreadMode.SINGLE); Pool pool = serverConduit.pool("posix");
+                 Region region = pool.allocate(1 << 20, 64)) {
+                worker.onMessage(PerfProtocol.HELLO, m -> {
+                    PerfProtocol.Reader r = new PerfProtocol.Reader(m, "HELLO");
+                    r.u8();
+                    if (client != null) return;
+                    client = worker.connect(WorkerAddress.fromBytes(PerfProtocol.Hello.read(r).workerAddress()));
+                    PerfProtocol.Writer honest = new PerfProtocol.Writer().string("").u64(ProcessHandle.current().pid()).string("hostile")
+                            .string(ThreadMode.SINGLE.name()).string(worker.threadPolicy().name()).string("posix").u64(1);
+                    answer(PerfProtocol.WELCOME, honest.segment(), () -> new PerfProtocol.Writer().string(word(40)).segment());
+                });
+                worker.onMessage(PerfProtocol.BEGIN, m -> {
+                    PerfProtocol.Reader r = new PerfProtocol.Reader(m, "BEGIN");
+                    int seq = r.u32();
+                    PerfTest test = PerfTest.values()[r.u8()];
+                    long size = r.u64();
+                    count = 0;
+                    byte[] handle = new byte[0];
+                    if (test == PerfTest.IPC_IMPORT) {
+                        closeExported();
+                        exported = pool.allocate(size, 64);
+                        handle = exported.exportHandle();
+                    }
+                    answer(PerfProtocol.READY, new PerfProtocol.Writer().u32(seq).u8(1).bytes(handle).segment(), () -> switch (u8() % 3) {
+                        case 0 -> new PerfProtocol.Writer().u32(seq).u8(0).string(word(40)).segment();
+                        case 1 -> new PerfProtocol.Writer().u32(seq + 1 + u8()).u8(1).bytes(new byte[0]).segment();
+                        default -> new PerfProtocol.Writer().u32(seq).u8(1).bytes(bytes(64)).segment();
+                    });
+                });
+                worker.onMessage(PerfProtocol.PING, m -> {
+                    long size = m.payloadSize();
+                    answer(PerfProtocol.PONG, MemorySegment.ofArray(m.payloadToArray()),
+                            () -> MemorySegment.ofArray(new byte[(int) Math.max(0, size + (u8() % 2 == 0 ? 1 : -1))]));
+                });
+                worker.onMessage(PerfProtocol.DATA, m -> count++);
+                worker.onMessage(PerfProtocol.LAST, m -> {
+                    count++;
+                    long counted = count;
+                    count = 0;
+                    answer(PerfProtocol.ACK, new PerfProtocol.Writer().u64(counted).segment(), () -> u8() % 2 == 0
+                            ? new PerfProtocol.Writer().u64(u64()).segment() : MemorySegment.ofArray(bytes(7)));
+                });
+                worker.onMessage(PerfProtocol.PUT_DONE, m -> answer(PerfProtocol.ACK, new PerfProtocol.Writer().u64(1).segment(),
+                        () -> u8() % 2 == 0 ? new PerfProtocol.Writer().u64(u64()).segment() : MemorySegment.ofArray(bytes(7))));
+                worker.onMessage(PerfProtocol.END, m -> {
+                    int seq = new PerfProtocol.Reader(m, "END").u32();
+                    closeExported();
+                    answer(PerfProtocol.ENDED, new PerfProtocol.Writer().u32(seq).u64(0).segment(), () -> u8() % 2 == 0
+                            ? new PerfProtocol.Writer().u32(seq + 1 + u8()).u64(0).segment() : MemorySegment.ofArray(bytes(11)));
+                });
+                worker.onMessage(PerfProtocol.BYE, m -> { });
+                worker.onMessage(PerfProtocol.PEER, m -> { });
+                bootstrap.complete(new PerfBootstrap(ProcessHandle.current().pid(), "hostile", ThreadMode.SINGLE.name(), region.size(),
+                        worker.address().toBytes(), Map.of("posix", region.exportHandle())));
+                while (!stop) {
+                    try {
+                        if (worker.progress() == 0) worker.await(Duration.ofMillis(1));
+                    } catch (ConduitException clientGone) {
+                        // An answer to a client that ended its run and closed: what the client did is what this test judges.
+                    }
+                }
+                if (client != null) client.close();
+                closeExported();
+            }
+        }
+
+        /** Sends {@code honest}, a lie, FAILED, or nothing, as the script's next byte says. */
+        private void answer(int id, MemorySegment honest, java.util.function.Supplier<MemorySegment> lie) {
+            switch (u8() % 8) {
+                case 1, 2 -> client.send(id, lie.get());
+                case 3 -> { } // silent: the client waits up to its --timeout
+                case 7 -> client.send(PerfProtocol.FAILED, new PerfProtocol.Writer().string(word(40)).segment());
+                default -> client.send(id, honest);
+            }
+        }
+
+        private void closeExported() {
+            if (exported != null) exported.close();
+            exported = null;
+        }
+
+        private int u8() {
+            return script.hasRemaining() ? script.get() & 0xFF : 0;
+        }
+
+        private long u64() {
+            return script.remaining() >= Long.BYTES ? script.getLong() : u8();
+        }
+
+        private byte[] bytes(int max) {
+            byte[] b = new byte[Math.min(u8() % (max + 1), script.remaining())];
+            script.get(b);
+            return b;
+        }
+
+        /** Letters only: a FAILED or refusal reason is printed, not acted on. */
+        private String word(int max) {
+            StringBuilder s = new StringBuilder();
+            for (byte b : bytes(max)) s.append((char) ('a' + Math.floorMod(b, 26)));
+            return s.toString();
+        }
+    }
+}
