@@ -47,17 +47,15 @@ final class PerfClient implements AutoCloseable {
 
     /** Latencies are recorded in nanoseconds, up to ten minutes, to 3 significant digits. */
     static final long HIGHEST_NANOS = 600_000_000_000L;
-    /**
-     * Where warm-ups record, and nobody reads: a warm-up runs the measuring loop's very code, the
-     * recording included. One that skipped it (a null histogram, until 2026-12-05) left the
-     * recording a branch the compiled loop had never taken; the measurement's first sample then
-     * deoptimized the loop, and a default row of 20,000 round trips (8 ms at 8 B) ran mostly in
-     * code of a lower tier, 5-40 ns a hop slower (docs/performance.md, "The measuring side's spin").
-     */
-    private final Histogram warmUpHistogram = new Histogram(HIGHEST_NANOS, 3);
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(2);
+    /**
+     * Where warm-ups record, and nobody reads: a warm-up runs the measuring code, the recording
+     * included. One that skipped it (a null histogram, until 2026-12-05) left the recording a branch
+     * the compiled loop had never taken, and the measurement's first sample deoptimized the loop.
+     */
+    private final Histogram warmUpHistogram = new Histogram(HIGHEST_NANOS, 3);
 
     private final Conduit conduit;
     private final Supplier<Conduit> uncachedConduits;
