@@ -119,6 +119,11 @@ public final class IpcCache implements AutoCloseable {
     private Periodic sweeper;
     /** Set when no thread could be had for the sweep: the bound alone limits what stays mapped. */
     private boolean sweeperRefused;
+    /**
+     * Run by {@link #trimToEntryBound} after each entry it took out of the cache for
+     * {@code ipc.cache.entries}: for tests of what happens meanwhile.
+     */
+    volatile Runnable whileTrimming = () -> { };
 
     record Key(long originHigh, long originLow, long exportId) {
     }
@@ -551,6 +556,7 @@ public final class IpcCache implements AutoCloseable {
                 leaving(e);
                 return null;
             });
+            whileTrimming.run();
             if (removed[0]) evicted(e, "ENTRIES");
         }
     }
@@ -619,7 +625,10 @@ public final class IpcCache implements AutoCloseable {
      * through it. Their segments then throw {@link IllegalStateException} on access; none can reach
      * unmapped memory. A mapping that fails to close (a thread still inside a native call with its
      * segment, say) does not keep the others mapped: every entry is tried, the failures are thrown
-     * together, and a failed entry is dead all the same (its region reports itself closed).
+     * together, and a failed entry is dead all the same (its region reports itself closed). The
+     * entries are also taken from the hit index, which holds each one a region can be open on from
+     * before its first region opens until it is dead, wherever it is on its way from the cache to
+     * the entries evicted while open.
      */
     @Override
     public void close() {
@@ -640,6 +649,11 @@ public final class IpcCache implements AutoCloseable {
         }
         entries.addAll(uncachedInUse);
         uncachedInUse.clear();
+        // Every entry a region can be open on is in the index from before its first region opens (a hit finds it there,
+        // an open puts or finds it there) until it is dead, wherever it is on its way out of the cache: the trim took one
+        // out before it put it in uncachedInUse, and a close in between found it in neither. An open that puts an entry
+        // in the index after this look reads closed after it and kills that entry itself. (One found twice dies once.)
+        entries.addAll(index.takeAll());
         ConduitException failure = null;
         for (Entry e : entries) {
             if (!detachAndKill(e)) continue;
@@ -801,6 +815,15 @@ public final class IpcCache implements AutoCloseable {
             insert(t, entry);
             size = count(t);
             table = t;
+        }
+
+        /** Empties the index; what it held. */
+        synchronized List<Entry> takeAll() {
+            List<Entry> all = new ArrayList<>(size);
+            for (Entry e : table) if (e != null) all.add(e);
+            table = new Entry[16];
+            size = 0;
+            return all;
         }
 
         synchronized void remove(Entry entry) {

@@ -132,6 +132,40 @@ class IpcCacheEntryBoundTest {
                 .containsExactly("inproc|" + CHUNK + "|ENTRIES", "inproc|" + CHUNK + "|ENTRIES");
     }
 
+    /**
+     * A region open on an entry the count takes out of the cache, as the Conduit closes, is closed
+     * with it: the trim took the entry out of the cache and only afterwards put it among those
+     * evicted while open, so a close in between found it in neither, and it stayed mapped, its
+     * region open, after the close (found by random pauses at the cache's steps).
+     */
+    @Test
+    void aRegionOpenOnAnEntryTheCountTakesOutAsTheCacheClosesIsClosedWithIt() {
+        IpcCache cache = new IpcCache(1L << 30, 1, IpcCacheTest.IDLE);
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        cache.open(handle(1), mapper).close();
+        IpcCache.Lease held = cache.tryHit(handle(1).encode()); // counted again by a hit: it still weighs, and may be taken while open
+        assertThat(held).as("a hit").isNotNull();
+        cache.whileTrimming = cache::close;
+
+        weighAsHotterEntry(cache, mapper, handle(2)); // ipc.cache.entries=1: the colder, the held one, goes
+
+        assertThat(held.isOpen()).as("the region held over the close").isFalse();
+        assertThatThrownBy(() -> held.segment().get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+        held.close();
+        assertThat(mapper.unmaps).as("every mapping is gone with the cache").hasValue(mapper.maps.get());
+    }
+
+    /** Imports {@code handle} and uses it more often than one import and one hit before its first release to 0, where it starts to weigh. */
+    private static void weighAsHotterEntry(IpcCache cache, ArenaChunkMapper mapper, IpcHandle handle) {
+        IpcCache.Lease first = cache.open(handle, mapper);
+        for (int i = 0; i < 4; i++) cache.tryHit(handle.encode()).close();
+        first.close();
+    }
+
+    private static IpcHandle handle(int exportId) {
+        return new IpcHandle("inproc", 1, 2, exportId, CHUNK, 0, CHUNK, new byte[] {(byte) exportId});
+    }
+
     @Test
     void theStatsReportBothBoundsAndTheIdleTime() {
         open("100");
