@@ -549,15 +549,15 @@ public final class IpcCache implements AutoCloseable {
                 .limit(excess)
                 .toList());
         for (Entry e : coldest) {
-            boolean[] removed = new boolean[1];
             cache.asMap().computeIfPresent(e.key, (k, cached) -> {
                 if (cached != e || cached.pinned || weighing.get() <= maximumEntries) return cached;
-                removed[0] = true;
                 leaving(e);
+                // Inside the removal, as Caffeine calls its eviction listener: one in use is among uncachedInUse before it
+                // leaves the map, never in neither (for the stats, and for a close before the index's look).
+                evicted(e, "ENTRIES");
                 return null;
             });
             whileTrimming.run();
-            if (removed[0]) evicted(e, "ENTRIES");
         }
     }
 
@@ -650,8 +650,8 @@ public final class IpcCache implements AutoCloseable {
         entries.addAll(uncachedInUse);
         uncachedInUse.clear();
         // Every entry a region can be open on is in the index from before its first region opens (a hit finds it there,
-        // an open puts or finds it there) until it is dead, wherever it is on its way out of the cache: the trim took one
-        // out before it put it in uncachedInUse, and a close in between found it in neither. An open that puts an entry
+        // an open puts or finds it there) until it is dead, wherever it is on its way out of the cache (the trim took one
+        // out before it put it in uncachedInUse, and a close in between found it in neither). An open that puts an entry
         // in the index after this look reads closed after it and kills that entry itself. (One found twice dies once.)
         entries.addAll(index.takeAll());
         ConduitException failure = null;

@@ -155,6 +155,32 @@ class IpcCacheEntryBoundTest {
         assertThat(mapper.unmaps).as("every mapping is gone with the cache").hasValue(mapper.maps.get());
     }
 
+    /**
+     * While the count takes out an entry a region is open on, the stats still count it in use: the
+     * trim left it in neither the cache nor the entries evicted while open until it had taken it out.
+     */
+    @Test
+    void anEntryInUseIsCountedInUseWhileTheCountTakesItOut() {
+        IpcCache cache = new IpcCache(1L << 30, 1, IpcCacheTest.IDLE);
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (cache) {
+            cache.open(handle(1), mapper).close();
+            IpcCache.Lease held = cache.tryHit(handle(1).encode());
+            List<IpcCacheStats> seen = new ArrayList<>();
+            cache.whileTrimming = () -> seen.add(cache.stats());
+
+            weighAsHotterEntry(cache, mapper, handle(2));
+
+            assertThat(seen).singleElement().satisfies(stats -> {
+                assertThat(stats.entriesInUse()).as("the held region's entry").isEqualTo(1);
+                assertThat(stats.entries()).isEqualTo(2);
+            });
+            assertThat(held.isOpen()).isTrue();
+            held.close();
+            assertThat(mapper.unmaps).as("unmapped at its last region's close").hasValue(1);
+        }
+    }
+
     /** Imports {@code handle} and uses it more often than one import and one hit before its first release to 0, where it starts to weigh. */
     private static void weighAsHotterEntry(IpcCache cache, ArenaChunkMapper mapper, IpcHandle handle) {
         IpcCache.Lease first = cache.open(handle, mapper);
