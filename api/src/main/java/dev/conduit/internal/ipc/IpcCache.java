@@ -124,6 +124,11 @@ public final class IpcCache implements AutoCloseable {
      * {@code ipc.cache.entries}: for tests of what happens meanwhile.
      */
     volatile Runnable whileTrimming = () -> { };
+    /**
+     * Run by an entry's first release to 0 once the count is 0 and before the entry weighs, under
+     * the cache's lock for its key: for tests of what happens meanwhile.
+     */
+    volatile Runnable whileUnpinning = () -> { };
 
     record Key(long originHigh, long originLow, long exportId) {
     }
@@ -450,8 +455,13 @@ public final class IpcCache implements AutoCloseable {
                 if (cached != entry) return cached;
                 released[0] = true;
                 if (cached.decrement() == 0) {
-                    cached.pinned = false;
-                    weighing.incrementAndGet();
+                    whileUnpinning.run();
+                    // A hit may have counted the entry again meanwhile, and its release, reading it still pinned, waits for
+                    // this lock to bring the count to 0 once more: that one must not count it among those that weigh twice.
+                    if (cached.pinned) {
+                        cached.pinned = false;
+                        weighing.incrementAndGet();
+                    }
                 }
                 return cached;
             });

@@ -181,11 +181,47 @@ class IpcCacheEntryBoundTest {
         }
     }
 
+    /**
+     * An entry counted by a hit as its first release to 0 is under way, and released again at once,
+     * counts once among the entries that weigh: the second release, seeing it still weigh 0, counted
+     * it a second time, and every such race left the count one higher for the life of the cache, so
+     * that ipc.cache.entries then evicted chunks it allows to stay (found by random pauses).
+     */
+    @Test
+    void aHitAndReleaseDuringAFirstReleaseCountTheEntryOnceAgainstTheBound() throws Exception {
+        IpcCache cache = new IpcCache(1L << 30, 2, IpcCacheTest.IDLE);
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (cache) {
+            IpcCache.Lease first = cache.open(handle(1), mapper);
+            List<Thread> hits = new ArrayList<>();
+            java.util.concurrent.atomic.AtomicBoolean raced = new java.util.concurrent.atomic.AtomicBoolean();
+            cache.whileUnpinning = () -> {
+                if (!hits.isEmpty()) return; // the hit's own release
+                Thread hit = Thread.ofPlatform().start(() -> cache.tryHit(handle(1).encode()).close());
+                hits.add(hit);
+                while (hit.isAlive() && !raced.get()) raced.set(waitsForTheLockIn(hit, "release")); // its release waits for this one
+            };
+
+            first.close();
+            for (Thread hit : hits) hit.join();
+            assertThat(raced).as("the hit's release came while the first one was under way").isTrue();
+            cache.open(handle(2), mapper).close();
+
+            assertThat(mapper.unmaps).as("two unused chunks, within ipc.cache.entries=2").hasValue(0);
+            assertThat(cache.stats().entries()).isEqualTo(2);
+        }
+    }
+
     /** Imports {@code handle} and uses it more often than one import and one hit before its first release to 0, where it starts to weigh. */
     private static void weighAsHotterEntry(IpcCache cache, ArenaChunkMapper mapper, IpcHandle handle) {
         IpcCache.Lease first = cache.open(handle, mapper);
         for (int i = 0; i < 4; i++) cache.tryHit(handle.encode()).close();
         first.close();
+    }
+
+    private static boolean waitsForTheLockIn(Thread thread, String method) {
+        return thread.getState() == Thread.State.BLOCKED && java.util.Arrays.stream(thread.getStackTrace())
+                .anyMatch(frame -> frame.getClassName().equals(IpcCache.class.getName()) && frame.getMethodName().equals(method));
     }
 
     private static IpcHandle handle(int exportId) {
