@@ -187,7 +187,16 @@ final class ShmEndpoint implements TransportEndpoint {
                 writeMessageFields(q, offset, id, headerLength, payloadLength);
                 long body = offset + ReceiveQueue.RECORD_HEADER;
                 if (headerLength != 0) MemorySegment.copy(headerBuffer, headerOffset, q, body, headerLength);
-                MemorySegment.copy(payloadBuffer, payloadOffset, q, body + headerLength, payloadLength);
+                if (payloadLength == Long.BYTES) {
+                    // One word (a sequence number, a price, an id) as one load and one store, not MemorySegment.copy: the JDK's
+                    // copy is one method for every size in the process, so once larger copies ran (a bounce ring's payload, the
+                    // application's own) C2 compiles this call with its large-size path too, and the record's line, which the
+                    // receiver spins on, stays taken longer between the claim and the commit: 8 B am_lat after a warm-up of
+                    // every size, about 20 ns a hop more (docs/performance.md, "One word stored, not copied").
+                    q.set(ValueLayout.JAVA_LONG_UNALIGNED, body + headerLength, payloadBuffer.get(ValueLayout.JAVA_LONG_UNALIGNED, payloadOffset));
+                } else {
+                    MemorySegment.copy(payloadBuffer, payloadOffset, q, body + headerLength, payloadLength);
+                }
             } catch (Throwable t) {
                 abandon(offset, length, -1);
                 throw t;

@@ -809,9 +809,12 @@ class ShmTransportTest {
         Arena closed = Arena.ofConfined();
         MemorySegment gone = closed.allocate(100);
         MemorySegment goneLarge = closed.allocate(100_000);
+        MemorySegment goneWord = closed.allocate(8);
         closed.close();
         // byteSize() still answers, so the claim is made; the copy then fails.
         assertThatThrownBy(() -> ep.trySend(2, MemorySegment.NULL, gone)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> ep.trySend(7, MemorySegment.NULL, goneWord)).as("one word, stored rather than copied")
+                .isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> ep.trySend(3, gone, bytes(8, 3))).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> ep.trySend(4, MemorySegment.NULL, goneLarge))
                 .as("a large one, through the bounce ring").isInstanceOf(IllegalStateException.class);
@@ -820,6 +823,35 @@ class ShmTransportTest {
         // Bounded, not timed: the live sender's claims must not wait for a liveness verdict.
         receive(receiver, received, 3);
         assertThat(received.ids).containsExactly(1, 5, 6);
+    }
+
+    /**
+     * A payload of one word, which the send stores rather than copies, arrives as its bytes from
+     * any segment: on the heap, at an odd address, read-only, after a header of odd length, and
+     * at an offset of the buffer of a ranged send.
+     */
+    @Test
+    void aOneWordPayloadArrivesAsItsBytesFromAnySegment() {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        byte[] array = new byte[19];
+        for (int i = 0; i < array.length; i++) array[i] = (byte) (0x80 + i);
+        MemorySegment native8 = bytes(13, 4).asSlice(5, 8);
+        List<MemorySegment> words = List.of(MemorySegment.ofArray(array).asSlice(3, 8), native8, native8.asReadOnly(), bytes(8, 9));
+        for (int i = 0; i < words.size(); i++) {
+            MemorySegment header = i == 3 ? bytes(3, 7) : MemorySegment.NULL;
+            assertThat(ep.trySend(i, header, words.get(i))).isTrue();
+        }
+        // The ranged send, as the runtime's local queue hands its records: the word at an offset of the buffer.
+        assertThat(ep.trySend(words.size(), MemorySegment.NULL, 0, 0, MemorySegment.ofArray(array), 11, 8)).isTrue();
+        receive(receiver, received, words.size() + 1);
+        for (int i = 0; i < words.size(); i++) {
+            assertThat(received.payloads.get(i)).as("payload %d", i).isEqualTo(words.get(i).toArray(ValueLayout.JAVA_BYTE));
+        }
+        assertThat(received.headers.get(3)).isEqualTo(bytes(3, 7).toArray(ValueLayout.JAVA_BYTE));
+        assertThat(received.payloads.get(words.size())).as("the ranged send's").isEqualTo(java.util.Arrays.copyOfRange(array, 11, 19));
     }
 
     @Test
