@@ -79,6 +79,7 @@ class PerfProtocolFuzzTest {
             "the session with .* failed after \\d+ phases: the client broke the protocol: malformed .*",
             "the session with .* failed after \\d+ phases, on the client's side: .*",
             "the session with .* failed after \\d+ phases: the client failed: .*",
+            "the session with .* failed after \\d+ phases: the client sent nothing for .*",
             "could not start a session: .*",
             "could not turn away a second client: .*",
             "dropped \\d+ HELLOs? unanswered .*").map(p -> Pattern.compile("conduit perf server: " + p)).toList();

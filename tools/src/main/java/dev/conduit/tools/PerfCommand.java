@@ -151,8 +151,8 @@ final class PerfCommand implements Callable<Integer> {
     private Long regionSize;
 
     @Option(names = "--timeout", paramLabel = "DURATION", converter = PerfParsing.DurationConverter.class,
-            description = "How long to wait for the peer: its bootstrap, each answer; a server: each client's TCP bootstrap exchange. "
-                    + "Default: 30s.")
+            description = "How long to wait for the peer: its bootstrap, each answer; a server: each client's TCP bootstrap exchange, "
+                    + "and a client's silence between phases. Default: 30s.")
     private Duration timeout = Duration.ofSeconds(30);
 
     @Option(names = "--json", description = "Writes one JSON document instead of the tables (after a failure: the rows measured before it, and error).")

@@ -9,6 +9,7 @@ import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
@@ -54,7 +55,8 @@ final class PerfServer {
      * @param name       the bootstrap file's name part
      * @param listen     where to serve the bootstrap over TCP instead, or {@code null}
      * @param watchStdin exit when standard input ends: the spawning client is gone
-     * @param timeout    how long one client's TCP bootstrap exchange may take once connected
+     * @param timeout    how long one client's TCP bootstrap exchange may take once connected, and how long a client may
+     *                   stay silent between phases before its session is ended
      */
     record Options(ThreadMode mode, long regionSize, boolean keep, Path sharedDir, String name, PerfParsing.HostPort listen,
                    boolean watchStdin, Duration timeout) {
@@ -102,6 +104,12 @@ final class PerfServer {
     private Pool sessionPool;
     private boolean sessionBusy;
     private PerfTest state;
+    /**
+     * When the client last had its answer with no phase open (its WELCOME, or a phase's ENDED): from then until its next
+     * BEGIN or BYE it owes the server a message, and a client silent for {@code --timeout} is ended, so that a
+     * {@code --keep} server is not held for good by one that went quiet, or by a HELLO naming another live worker.
+     */
+    private long quietSince;
     /** The sequence number of the open phase's BEGIN ({@link #state}'s). */
     private int phaseSeq;
     private long size;
@@ -356,6 +364,10 @@ final class PerfServer {
                     return ConduitCommand.EXIT_OK;
                 }
                 if (clientFailure != null) return clientFailed(clientFailure);
+                // Only between phases: within one the client may send nothing for as long as it measures (get_lat's reads).
+                if (state == null && begin == null && endSeq < 0 && System.nanoTime() - quietSince > options.timeout().toNanos()) {
+                    return clientSilent();
+                }
                 if (stopped()) {
                     tellTheClient(stoppedBecause);
                     return ConduitCommand.EXIT_FAILED;
@@ -420,6 +432,15 @@ final class PerfServer {
         return ConduitCommand.EXIT_FAILED;
     }
 
+    /** Ends the session of a client that sent nothing for {@code --timeout} between phases ({@link #quietSince}). The exit code. */
+    private int clientSilent() {
+        String why = "the client sent nothing for " + ConfigKey.durationText(options.timeout()) + " after "
+                + (phases == 0 ? "its WELCOME" : "the end of its last phase") + ", where it owes BEGIN or BYE (this server's --timeout)";
+        err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases: " + why);
+        tellTheClient("this server ended the session: " + why);
+        return ConduitCommand.EXIT_FAILED;
+    }
+
     private void welcome(PerfProtocol.Reader r) {
         int version = r.u8();
         if (version != PerfProtocol.VERSION) refuseOtherVersion(r, version);
@@ -448,6 +469,7 @@ final class PerfServer {
         err.println("conduit perf server: session with " + clientName + " (thread mode " + hello.threadMode() + ", wakeup " + wakeup + ", transport "
                 + transport + ")");
         sendWelcome("");
+        quietSince = System.nanoTime();
     }
 
     /**
@@ -598,6 +620,7 @@ final class PerfServer {
             ipcRegion = null;
         }
         client.send(PerfProtocol.ENDED, new PerfProtocol.Writer().u32(seq).u64(allocated).segment());
+        quietSince = System.nanoTime();
     }
 
     /**

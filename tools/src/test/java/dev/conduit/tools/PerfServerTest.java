@@ -456,6 +456,40 @@ class PerfServerTest {
         });
     }
 
+    /**
+     * A client that says HELLO and then nothing, or nothing after a phase's ENDED, holds a --keep server for its
+     * {@code --timeout} at most: the session is ended, saying why, and the next client is served. Such a client, or a HELLO
+     * naming another live worker's address (which that worker never follows with BEGIN), held the server while it lived, and
+     * every next client was told the server was busy.
+     */
+    @Test
+    void aClientSilentBetweenPhasesForTheTimeoutHasItsSessionEndedAndTheKeepServerServesTheNextClient() throws Exception {
+        withKeepServer("clients that go silent", Duration.ofSeconds(2), (clientConduit, bootstrap, serverErr, serverSaid) -> {
+            try (Session quiet = new Session(clientConduit, bootstrap, serverSaid)) {
+                quiet.hello();
+                quiet.progressUntil(() -> serverErr.toString().contains("failed after 0 phases"), "the end of the silent session");
+            }
+            try (Session quietAfterAPhase = new Session(clientConduit, bootstrap, serverSaid)) {
+                quietAfterAPhase.hello();
+                int seq = quietAfterAPhase.begin(PerfTest.AM_LAT, 8);
+                assertThat(quietAfterAPhase.ping(new byte[] {8, 7, 6, 5, 4, 3, 2, 1})).containsExactly(8, 7, 6, 5, 4, 3, 2, 1);
+                quietAfterAPhase.end(seq);
+                quietAfterAPhase.progressUntil(() -> serverErr.toString().contains("failed after 1 phases"), "the end of the second silent session");
+            }
+            assertThat(serverErr.toString()).contains("failed after 0 phases: the client sent nothing for 2s after its WELCOME, where it "
+                    + "owes BEGIN or BYE (this server's --timeout)").contains("failed after 1 phases: the client sent nothing for 2s after "
+                    + "the end of its last phase, where it owes BEGIN or BYE (this server's --timeout)");
+            try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
+                next.hello();
+                int seq = next.begin(PerfTest.AM_LAT, 8);
+                assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+                next.end(seq);
+                next.bye();
+                next.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the next session");
+            }
+        });
+    }
+
     /** How many HELLOs the server said it dropped. */
     private static int dropped(StringWriter serverErr) {
         java.util.regex.Matcher said = java.util.regex.Pattern.compile("dropped (\\d+) HELLO").matcher(serverErr.toString());
@@ -506,6 +540,11 @@ class PerfServerTest {
      * serve, then stop when told, having thrown nothing.
      */
     private static void withKeepServer(String what, KeepServerClients clients) throws Exception {
+        withKeepServer(what, Duration.ofSeconds(10), clients);
+    }
+
+    /** As {@link #withKeepServer(String, KeepServerClients)}, the server's {@code --timeout} {@code timeout}. */
+    private static void withKeepServer(String what, Duration timeout, KeepServerClients clients) throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-keep");
         StringWriter serverErr = new StringWriter();
         AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
@@ -515,7 +554,7 @@ class PerfServerTest {
             HangGuard.await(what, () -> {
                 try (Conduit serverConduit = conduit("posix", shared); Conduit clientConduit = conduit("posix", shared)) {
                     PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, true, shared, NAME, null,
-                            false, Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
+                            false, timeout), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
                     Thread serverThread = runInThread(server, serverExit, serverThrew);
                     try {
                         PerfBootstrap bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
