@@ -105,7 +105,7 @@ final class PerfServer {
     private boolean sessionBusy;
     private PerfTest state;
     /**
-     * When the client last had its answer with no phase open (its WELCOME, or a phase's ENDED): from then until its next
+     * When the client last had an answer that leaves no phase open (its WELCOME, a refusing READY, a phase's ENDED): from then until its next
      * BEGIN or BYE it owes the server a message, and a client silent for {@code --timeout} is ended, so that a
      * {@code --keep} server is not held for good by one that went quiet, or by a HELLO naming another live worker.
      */
@@ -435,7 +435,7 @@ final class PerfServer {
     /** Ends the session of a client that sent nothing for {@code --timeout} between phases ({@link #quietSince}). The exit code. */
     private int clientSilent() {
         String why = "the client sent nothing for " + ConfigKey.durationText(options.timeout()) + " after "
-                + (phases == 0 ? "its WELCOME" : "the end of its last phase") + ", where it owes BEGIN or BYE (this server's --timeout)";
+                + (phases == 0 ? "its WELCOME" : "this server's answer to its last phase") + ", where it owes BEGIN or BYE (this server's --timeout)";
         err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases: " + why);
         tellTheClient("this server ended the session: " + why);
         return ConduitCommand.EXIT_FAILED;
@@ -527,6 +527,7 @@ final class PerfServer {
     private void begin() {
         PerfProtocol.Reader r = begin;
         begin = null;
+        quietSince = System.nanoTime(); // a phase refused in READY leaves none open, and the client owes the next BEGIN or BYE
         int seq = r.u32();
         phases++;
         int ordinal = r.u8();

@@ -478,7 +478,7 @@ class PerfServerTest {
             }
             assertThat(serverErr.toString()).contains("failed after 0 phases: the client sent nothing for 2s after its WELCOME, where it "
                     + "owes BEGIN or BYE (this server's --timeout)").contains("failed after 1 phases: the client sent nothing for 2s after "
-                    + "the end of its last phase, where it owes BEGIN or BYE (this server's --timeout)");
+                    + "this server's answer to its last phase, where it owes BEGIN or BYE (this server's --timeout)");
             try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
                 next.hello();
                 int seq = next.begin(PerfTest.AM_LAT, 8);
