@@ -479,14 +479,7 @@ class PerfServerTest {
             assertThat(serverErr.toString()).contains("failed after 0 phases: the client sent nothing for 2s after its WELCOME, where it "
                     + "owes BEGIN or BYE (this server's --timeout)").contains("failed after 1 phases: the client sent nothing for 2s after "
                     + "this server's answer to its last phase, where it owes BEGIN or BYE (this server's --timeout)");
-            try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
-                next.hello();
-                int seq = next.begin(PerfTest.AM_LAT, 8);
-                assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
-                next.end(seq);
-                next.bye();
-                next.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the next session");
-            }
+            serveTheNextClient(clientConduit, bootstrap, serverErr, serverSaid);
         });
     }
 
@@ -518,15 +511,20 @@ class PerfServerTest {
             try (Session bad = new Session(clientConduit, bootstrap, serverSaid, regionSize)) {
                 hostile.run(bad, serverErr);
             }
-            try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
-                next.hello();
-                int seq = next.begin(PerfTest.AM_LAT, 8);
-                assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
-                next.end(seq);
-                next.bye();
-                next.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the next session");
-            }
+            serveTheNextClient(clientConduit, bootstrap, serverErr, serverSaid);
         });
+    }
+
+    /** The next client of a --keep server: a session of one am_lat phase, which must go as if no client had come before. */
+    private static void serveTheNextClient(Conduit clientConduit, PerfBootstrap bootstrap, StringWriter serverErr, Supplier<String> serverSaid) {
+        try (Session next = new Session(clientConduit, bootstrap, serverSaid)) {
+            next.hello();
+            int seq = next.begin(PerfTest.AM_LAT, 8);
+            assertThat(next.ping(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+            next.end(seq);
+            next.bye();
+            next.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the next session");
+        }
     }
 
     /** Clients of a --keep server: given their Conduit, the server's bootstrap, its standard error so far and all it said. */
