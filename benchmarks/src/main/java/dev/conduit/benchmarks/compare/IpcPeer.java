@@ -77,6 +77,7 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  */
 public final class IpcPeer {
 
+    private static final List<String> KINDS = List.of("aeron", "agrona", "line", "queue");
     private static final int[] SIZES = {8, 4096, 65536, 1 << 20};
     private static final int RING = 16 << 20;
     private static final int RING_BYTES = RING + RingBufferDescriptor.TRAILER_LENGTH;
@@ -131,9 +132,18 @@ public final class IpcPeer {
     private IpcPeer() {
     }
 
+    /** {@code kind}, if it is one: another word ran Agrona's rings under the name asked for, and a row measured the wrong peer. */
+    private static String checkKind(String kind) {
+        if (!KINDS.contains(kind)) {
+            throw new IllegalArgumentException("unknown kind '" + kind + "': IpcPeer measures one of " + String.join(", ", KINDS)
+                    + " (the class javadoc says what each is)");
+        }
+        return kind;
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length == 3 && args[0].equals("--echo")) {
-            switch (args[1]) {
+            switch (checkKind(args[1])) {
                 case "aeron" -> aeronEcho(args[2]);
                 case "line" -> lineEcho(Path.of(args[2]));
                 case "queue" -> queueEcho(Path.of(args[2]));
@@ -141,7 +151,7 @@ public final class IpcPeer {
             }
             return;
         }
-        String kind = args.length > 0 ? args[0] : "aeron";
+        String kind = checkKind(args.length > 0 ? args[0] : "aeron");
         Path dir = Path.of("/dev/shm", "conduit-" + kind + "-" + ProcessHandle.current().pid());
         // compare.sh's timeout ends this JVM with SIGTERM, which runs no finally: the media driver's directory (tens of MiB of
         // term buffers) or the shared file would stay in /dev/shm under a name that no later run reuses.

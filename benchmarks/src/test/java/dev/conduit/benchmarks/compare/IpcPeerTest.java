@@ -35,6 +35,18 @@ class IpcPeerTest {
                 .hasMessageContaining("the echo JVM (pid " + killed.get().pid() + ", exit code 137: ended by signal 9 (SIGKILL");
     }
 
+    /** A kind that is none of the four is refused, naming them: it ran Agrona's rings, and its figure read as the peer asked for. */
+    @ParameterizedTest
+    @ValueSource(strings = {"limit", "Aeron"})
+    void anUnknownKindIsRefusedNamingTheKinds(String kind) {
+        assertThatThrownBy(() -> IpcPeer.main(new String[] {kind}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("unknown kind '" + kind + "': IpcPeer measures one of aeron, agrona, line, queue (the class javadoc says what each is)");
+        assertThatThrownBy(() -> IpcPeer.main(new String[] {"--echo", kind, "/dev/shm/unused"}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("unknown kind '" + kind + "'");
+    }
+
     /**
      * A /dev/shm without room for the file both JVMs map fails the run naming ENOSPC, the file and the remedy: the mapping of
      * the sparse file faulted on the first page tmpfs could not back, which both JVMs reported as "InternalError: a fault
