@@ -7,23 +7,39 @@ import dev.conduit.spi.PayloadReader;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 
 /**
- * Maps the bounce rings of senders off the receiver's progress thread, and runs the transport's
- * other work that must not stall that thread ({@link #run}: the reclaim of dead peers' files). Importing a ring may wait
- * on its sender: a memfd ring comes from the sender's fd server, which may take up to
+ * Maps the bounce rings of senders off the receiver's progress thread, unmaps those of the
+ * connections it forgot ({@link #unmap}), and runs the transport's other work that must not stall
+ * that thread ({@link #run}: the reclaim of dead peers' files). Importing a ring may wait on its
+ * sender: a memfd ring comes from the sender's fd server, which may take up to
  * {@code memfd.connect.timeout} to answer when the sender is paused, frozen or hostile. On the
  * progress thread that wait held the whole worker: the liveness checks that fail dead peers'
- * endpoints, the worker's other transports, its error handlers.
+ * endpoints, the worker's other transports, its error handlers. Unmapping a ring the receiver
+ * read costs the page tables' teardown and a TLB shootdown (an interrupt to every CPU the process
+ * runs on) besides the JDK's handshake of a shared arena's close: the progress() that forgot a
+ * connection whose 4 MiB ring it had read took 374-428 µs at the median on the project's 2-core
+ * VM, 65-92 µs with the unmap handed over here (docs/performance.md, "A forgotten connection's ring
+ * unmapped off the progress thread"), time in which the worker served none of its other peers.
  *
- * <p>One daemon thread per transport, started by the first mapping or reclaim and ended after a
- * second idle. The transport starts a mapping only for the large message at the head of its queue,
+ * <p>One daemon thread per transport, started by the first mapping or reclaim. It ends after a
+ * second idle, but not while a ring it mapped is still to be unmapped: the unmap's hand-over then
+ * finds it, where starting a thread would cost the progress thread about as much as the unmap
+ * (41-91 µs). The transport starts a mapping only for the large message at the head of its queue,
  * which waits for it, so there is one at a time, but for the cancelled ones of connections it
  * forgot meanwhile (a process that writes the queue wrote over the record that waited).
+ *
+ * <p>Mappings and unmaps run in the order handed over, on one thread, so an unmap handed over
+ * before a mapping starts is done before it is made: the rings mapped at any time are among those
+ * the transport's budget ({@code inbound.bounce.max}) counted when the oldest unmap still waiting
+ * was handed over, and the transport gives a forgotten ring's budget back as it hands its unmap
+ * over, without mapping more than the budget.
  */
 final class RingMapper {
 
@@ -31,8 +47,17 @@ final class RingMapper {
     private static final long DELAY_SLICE_NANOS = 1_000_000;
 
     private final ThreadPoolExecutor executor;
+    /** Unmaps one mapping, saying a failure where it cannot be thrown (the transport's best-effort WARNING). */
+    private final Consumer<ChunkMapping> unmapper;
+    /** Mappings handed over to be unmapped ({@link #unmap}) and not yet taken, oldest first; whoever takes one unmaps it. */
+    private final ConcurrentLinkedQueue<ChunkMapping> toUnmap = new ConcurrentLinkedQueue<>();
+    /** Held while the mappings taken from {@link #toUnmap} are unmapped: {@link #unmapHandedOver} waits for one under way. */
+    private final Object unmapping = new Object();
+    /** Rings this thread mapped and handed out that are not yet handed back to be unmapped: the thread stays while any is. */
+    private int ringsOut;
 
-    RingMapper(String plugin) {
+    RingMapper(String plugin, Consumer<ChunkMapping> unmapper) {
+        this.unmapper = unmapper;
         executor = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
             Thread thread = new Thread(task, "conduit-" + plugin + "-ring-mapper");
             thread.setDaemon(true);
@@ -61,7 +86,11 @@ final class RingMapper {
                 }
                 if (ring.isDone()) return; // cancelled before or during its delay: never made
                 ChunkMapping mapping = importer.map(new PayloadReader(export, 0, export.length, "bounce.payload."), ringLength);
-                if (!ring.complete(mapping)) mapping.close(); // cancelled meanwhile: nobody takes it
+                if (ring.complete(mapping)) {
+                    countRingsOut(1);
+                } else {
+                    mapping.close(); // cancelled meanwhile: nobody takes it
+                }
             } catch (Throwable e) {
                 // Wrapped as supplyAsync would: join() then throws it as a CompletionException, which the transport handles,
                 // a CancellationException (the worker closed) included, which join() would otherwise throw bare. Every
@@ -80,6 +109,47 @@ final class RingMapper {
     }
 
     /**
+     * Unmaps {@code mapping}, a ring this thread mapped ({@link #map}), on this thread after what
+     * was asked of it before, saying a failure through the transport's unmapper. Not after
+     * {@link #shutdown}: the caller then unmaps it itself.
+     */
+    void unmap(ChunkMapping mapping) {
+        toUnmap.add(mapping);
+        // One task per mapping, each unmapping the oldest left: the n-th ends with the first n unmapped, before whatever
+        // was asked after it.
+        executor.execute(() -> {
+            try {
+                synchronized (unmapping) {
+                    ChunkMapping oldest = toUnmap.poll();
+                    if (oldest != null) unmapper.accept(oldest); // else the close took it
+                }
+            } finally {
+                // Here, not in the hand-over: letting the thread time out interrupts it if idle, a second wake-up the
+                // progress thread would pay (14 µs on the project's VM).
+                countRingsOut(-1);
+            }
+        });
+    }
+
+    /**
+     * Unmaps here every mapping handed over and not yet unmapped, once an unmap under way on this
+     * thread is done: when it returns, nothing handed over before is still mapped. The transport's
+     * close calls it after {@link #shutdown}, which drops the unmaps not begun.
+     */
+    void unmapHandedOver() {
+        synchronized (unmapping) {
+            for (ChunkMapping mapping; (mapping = toUnmap.poll()) != null; ) unmapper.accept(mapping);
+        }
+    }
+
+    /** Keeps the thread while rings it mapped are out, and lets it end after a second idle once none is. */
+    private synchronized void countRingsOut(int change) {
+        boolean wereOut = ringsOut > 0;
+        ringsOut += change;
+        if (wereOut != ringsOut > 0) executor.allowCoreThreadTimeOut(ringsOut == 0);
+    }
+
+    /**
      * Runs {@code work} on this thread, after what was asked of it before. {@link #shutdown} drops
      * it if it has not begun, and interrupts it if it has: the caller finishes what was dropped.
      */
@@ -90,7 +160,8 @@ final class RingMapper {
     /**
      * Drops a mapping not yet started (its future never completes, and nothing of it is mapped)
      * and interrupts the one under way: a retry waiting for its turn ends; an import in progress
-     * ends within its importer's own bound (memfd's connect pause fails at the interrupt).
+     * ends within its importer's own bound (memfd's connect pause fails at the interrupt). Drops
+     * the unmaps not begun too, which {@link #unmapHandedOver} then runs.
      */
     void shutdown() {
         executor.shutdownNow();

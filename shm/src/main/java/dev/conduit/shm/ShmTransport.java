@@ -86,8 +86,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * ({@link #handOff}): what the call hands over (a new sender's connection and its lease watch at
  * CONNECT, a watch opened later, a ring mapping it starts, a ring it adopts, an endpoint it
  * connects with its mapping of the peer's queue and its share of the watch of the peer's lease,
- * an endpoint's first bounce ring, a payload kept in a sender's ring) the close releases if handed over before
- * it, else the call gives it back and fails with {@link IllegalStateException}; what the call
+ * an endpoint's first bounce ring, a payload kept in a sender's ring, the unmap of a forgotten connection's ring
+ * handed to the ring-mapping thread, {@link #handOverUnmap}) the close releases if handed over before
+ * it (of those unmaps, it runs the ones that thread has not begun and waits for one under way), else the call
+ * gives it back and fails with {@link IllegalStateException} (an unmap, it runs itself); what the call
  * takes away (a connection forgotten at a CLOSE, a refusal or a dead sender's reaping; an endpoint
  * it closes, moves to the closing ones or releases; a ring a forgotten connection left mapped for
  * kept payloads, {@link #releaseKept}) is released by whichever of the two takes it first from
@@ -225,8 +227,9 @@ public final class ShmTransport implements Transport {
      */
     private int closesAwaitingConnect;
     /**
-     * Maps announced bounce rings off the progress thread, and reclaims dead peers' files there;
-     * started by the first large message or the first reclaim after a death.
+     * Maps announced bounce rings off the progress thread, unmaps forgotten connections' rings and
+     * reclaims dead peers' files there; made by the first large message or the first reclaim after
+     * a death ({@link #ringMapper()}).
      */
     private RingMapper ringMapper;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
@@ -915,7 +918,9 @@ public final class ShmTransport implements Transport {
             }
         }
         if (unmap != null) {
-            for (ChunkMapping mapping : unmap) unmapQuietly(mapping);
+            for (ChunkMapping mapping : unmap) {
+                if (!handOverUnmap(mapping)) unmapQuietly(mapping); // closed since: the close no longer saw it
+            }
         }
     }
 
@@ -1163,8 +1168,7 @@ public final class ShmTransport implements Transport {
             // connection to cancel: a mapper made or a mapping started now would map a ring nobody unmaps, for the life of
             // the process. So nothing is started; one started before the close is the close's (handOff).
             if (closed) throw closedError();
-            if (ringMapper == null) ringMapper = new RingMapper(plugin);
-            ring = ringMapper.map(importer, in.bounceExport, in.bounceLength, delayNanos);
+            ring = ringMapper().map(importer, in.bounceExport, in.bounceLength, delayNanos);
             in.pendingRing = ring;
         }
         // This worker may sleep in await() meanwhile, its next record waiting for this ring.
@@ -1435,7 +1439,7 @@ public final class ShmTransport implements Transport {
         } catch (IllegalStateException | InternalError e) { // a malformed header; a posix ring truncated under us (SIGBUS)
             ConduitException broken = brokenProtocol(connection, e.getMessage()); // forgets the connection, and its budget
             try {
-                mapping.close();
+                if (!handOverUnmap(mapping)) mapping.close();
             } catch (RuntimeException closing) {
                 broken.addSuppressed(closing);
             }
@@ -1501,7 +1505,8 @@ public final class ShmTransport implements Transport {
      * CLOSE, a refusal, a dead sender) or a close forced from another thread comes to it first: its
      * removal from {@link #inbound} (a map for one thread) and its watch's release are made holding
      * {@link #handOff}; its ring, this call's alone once removed, is unmapped after, so that a close
-     * does not hold the lock through unmaps. Once per forgotten connection: never on the message
+     * does not hold the lock through unmaps, and on the ring-mapping thread while the worker is open
+     * ({@link #handOverUnmap}), so that the owner's thread does not either. Once per forgotten connection: never on the message
      * path.
      *
      * <p>A ring is being mapped only for the large message at the head of the queue, which stays
@@ -1586,16 +1591,21 @@ public final class ShmTransport implements Transport {
     /**
      * Unmaps what a forgotten connection mapped: its ring, or the mapping of it under way, and its
      * bounce ring unless {@code keepRing} (payloads of it are kept: {@link #releaseKept} unmaps it).
+     * While the worker is open, on the ring-mapping thread ({@link #handOverUnmap}).
      */
     private void unmapRings(Inbound in, boolean keepRing) {
         CompletableFuture<ChunkMapping> ring = in.pendingRing;
         in.pendingRing = null;
         if (ring != null) {
             if (ring == headWaitsFor) headWaitsFor = null;
-            // Cancelled, a mapping not yet made never is, and one under way is unmapped by the mapper once made.
-            if (!ring.cancel(false)) ring.thenAccept(this::unmapQuietly);
+            // Cancelled, a mapping not yet made never is, and one under way is unmapped by the mapper once made; one made
+            // already (its record at the head not yet read again) is unmapped as a mapped ring is.
+            if (!ring.cancel(false)) ring.thenAccept(made -> {
+                if (!handOverUnmap(made)) unmapQuietly(made);
+            });
         }
-        if (in.bounceMapping != null && !keepRing) in.bounceMapping.close();
+        // Closed, the close's own unmap, whose failure it throws; or an owner's call forgetting it after a forced close.
+        if (in.bounceMapping != null && !keepRing && !handOverUnmap(in.bounceMapping)) in.bounceMapping.close();
     }
 
     private void unmapQuietly(ChunkMapping mapping) {
@@ -1604,6 +1614,31 @@ public final class ShmTransport implements Transport {
         } catch (RuntimeException e) {
             warnBestEffort(() -> plugin + ": could not unmap a forgotten connection's bounce ring: " + e.getMessage());
         }
+    }
+
+    /**
+     * Hands the unmap of a forgotten connection's ring to the ring-mapping thread ({@link RingMapper#unmap}):
+     * the unmap of a ring the receiver read, its share of the JDK's handshake and the TLB shootdown
+     * cost this thread hundreds of µs, which the worker's other peers waited through. Its failure is
+     * said there ({@link #unmapQuietly}). The connection's budget is given back before: the rings
+     * mapped still never exceed {@code inbound.bounce.max} (the ring-mapping thread runs unmaps and
+     * mappings in order: {@link RingMapper}).
+     *
+     * @return false when the worker is closed: the caller unmaps it itself (a close from another thread
+     *         shut the thread down, and waits only for the unmaps handed over before it)
+     */
+    private boolean handOverUnmap(ChunkMapping mapping) {
+        synchronized (handOff) {
+            if (closed) return false;
+            ringMapper().unmap(mapping);
+            return true;
+        }
+    }
+
+    /** The ring-mapping thread, made at its first use; under {@link #handOff}, with the worker open. */
+    private RingMapper ringMapper() {
+        if (ringMapper == null) ringMapper = new RingMapper(plugin, this::unmapQuietly);
+        return ringMapper;
     }
 
     private void releaseBudget(Inbound in) {
@@ -1791,8 +1826,7 @@ public final class ShmTransport implements Transport {
     private void reclaimOffTheProgressThread() {
         synchronized (handOff) { // a close that came first finishes the reclaims itself, and shut the thread down
             if (closed || reclaimHandedOver.getAndSet(true)) return;
-            if (ringMapper == null) ringMapper = new RingMapper(plugin);
-            ringMapper.run(() -> {
+            ringMapper().run(() -> {
                 synchronized (reclaiming) {
                     if (reclaimHandedOver.getAndSet(false)) reclaimDeadPeers(directory); // which throws nothing
                 }
@@ -2250,6 +2284,9 @@ public final class ShmTransport implements Transport {
                 failure = add(failure, e);
             }
         }
+        // The unmaps handed over to the ring-mapping thread: the shutdown above dropped those not begun, and one under way
+        // there is waited for. Handed over only while the worker was open, so that none comes after this.
+        if (ringMapper != null) ringMapper.unmapHandedOver();
         synchronized (reclaiming) { // one under way on the ring-mapping thread is waited for: the directory closes below
             // A check failed endpoints, and none came after it to reclaim (checkPeers); or a reclaim handed over never began.
             if (reclaimHandedOver.getAndSet(false) | reclaimDue) reclaimDeadPeers(directory);

@@ -3642,7 +3642,8 @@ class ShmTransportTest {
         assertThat(ProcessResources.files(shared)).as("files once the endpoint closed").doesNotContainAnyElementsOf(ring);
         assertThat(kept.getFirst().mismatch(payload)).as("the kept payload, intact").isEqualTo(-1);
         releases.getFirst().run();
-        receiver.progress();
+        receiver.progress(); // hands the unmap to the ring-mapping thread
+        for (int i = 0; i < 100_000 && kept.getFirst().scope().isAlive(); i++) progressOrPause(receiver);
         assertThatThrownBy(() -> kept.getFirst().get(ValueLayout.JAVA_BYTE, 0)).as("a view of the unmapped ring")
                 .isInstanceOf(IllegalStateException.class);
     }

@@ -1,0 +1,330 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.IpcImporter;
+import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.MessageSink;
+import dev.conduit.spi.PayloadReader;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+
+import static dev.conduit.shm.ShmTransportLargeMessageTest.bytes;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The bounce ring of a connection the receiver forgot (its sender's CLOSE, its death, a refusal) is
+ * unmapped on the transport's ring-mapping thread, not on the thread that calls progress(): the
+ * unmap of a ring the receiver read took 73-150 µs there (docs/performance.md, "A forgotten
+ * connection's ring unmapped off the progress thread"), a stall for every other peer of the worker.
+ * The receiver's importer records which thread unmapped each ring, and can hold an unmap made off
+ * the test's thread. Waits are bounded by rounds, never timed.
+ */
+class ShmTransportForgottenRingTest {
+
+    @TempDir
+    Path shared;
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+    private final Thread testThread = Thread.currentThread();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : open.reversed()) c.close();
+    }
+
+    @Test
+    @Timeout(60)
+    void aForgottenConnectionsRingIsUnmappedOnTheRingMappingThreadNotTheOneThatCallsProgress() {
+        OneRingRead read = new OneRingRead(false, 1);
+        read.forget(read.a);
+        waitFor(() -> read.ring.unmappedBy.get() != null, "the ring's unmap");
+        assertThat(read.ring.unmappedBy.get()).as("the thread that unmapped the forgotten connection's ring")
+                .isNotSameAs(testThread).isSameAs(read.ring.mappedBy);
+        waitFor(() -> read.rings.mapped.get() == 0, "the ring's unmap to end");
+    }
+
+    /**
+     * A close that comes while one unmap is under way on the ring-mapping thread and another waits
+     * behind it waits for the first and runs the second itself (the thread's shutdown dropped it):
+     * once close() returns, nothing of either ring is mapped.
+     */
+    @Test
+    @Timeout(60)
+    void aCloseWaitsForTheUnmapUnderWayAndRunsTheOneWaitingBehindIt() throws Exception {
+        Received received = new Received();
+        WatchedImporter rings = new WatchedImporter();
+        ShmTransport receiver = transport(received, rings, Long.MAX_VALUE);
+        ShmEndpoint a = connect(transport(new Received()), receiver);
+        ShmEndpoint c = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        assertThat(c.trySend(2, MemorySegment.NULL, bytes(20_000, 2))).isTrue();
+        receive(receiver, () -> received.ids.size() == 2, "both large messages");
+        WatchedRing ringOfA = rings.all.get(0);
+        WatchedRing ringOfC = rings.all.get(1);
+
+        CountDownLatch unmapMayGoOn = rings.holdUnmapsOffTheTestThread();
+        forget(receiver, received, a);
+        waitFor(() -> ringOfA.unmappedBy.get() != null, "A's ring's unmap to begin on the ring-mapping thread");
+        forget(receiver, received, c);
+        assertThat(ringOfC.unmappedBy.get()).as("C's ring, whose unmap waits behind A's").isNull();
+
+        Thread closer = Thread.ofPlatform().name("closer").start(receiver::close);
+        for (int i = 0; i < 100_000 && closer.getState() != Thread.State.BLOCKED && closer.isAlive(); i++) Thread.sleep(1);
+        assertThat(closer.isAlive()).as("the close, while A's unmap is under way").isTrue();
+        unmapMayGoOn.countDown();
+        closer.join();
+        assertThat(rings.mapped.get()).as("rings mapped once the close returned").isZero();
+        assertThat(ringOfA.unmappedBy.get()).isSameAs(ringOfA.mappedBy);
+        assertThat(ringOfC.unmappedBy.get()).as("the thread that unmapped C's ring, dropped by the ring-mapping thread's shutdown")
+                .isSameAs(closer);
+    }
+
+    /**
+     * A ring whose payloads the application keeps stays mapped past its connection's end until the
+     * last of them is closed, and is then unmapped on the ring-mapping thread.
+     */
+    @Test
+    @Timeout(60)
+    void aForgottenConnectionsRingIsUnmappedOnlyOnceItsLastKeptPayloadIsClosedAndOffTheProgressThread() {
+        OneRingRead read = new OneRingRead(true, 2);
+        read.forget(read.a);
+        read.received.kept.get(1).run();
+        for (int i = 0; i < 100; i++) read.receiver.progress();
+        assertThat(read.ring.unmappedBy.get()).as("the ring while its first payload is still kept").isNull();
+        read.received.kept.get(0).run();
+        receive(read.receiver, () -> read.ring.unmappedBy.get() != null, "the ring's unmap once its last kept payload was closed");
+        assertThat(read.ring.unmappedBy.get()).as("the thread that unmapped it").isNotSameAs(testThread).isSameAs(read.ring.mappedBy);
+    }
+
+    /**
+     * A forgotten connection's budget under {@code inbound.bounce.max} is given back as it is
+     * forgotten, while its ring's unmap may still wait on the ring-mapping thread; the next ring is
+     * mapped on that thread after it, so the rings mapped never exceed the budget. Here it holds one
+     * ring: the second sender's ring is not mapped while the first one's unmap is held.
+     */
+    @Test
+    @Timeout(60)
+    void aRingWhoseUnmapWaitsIsNeverMappedBesideTheOneItsBudgetThenLetsIn() {
+        Received received = new Received();
+        WatchedImporter rings = new WatchedImporter();
+        ShmTransport receiver = transport(received, rings, BounceRing.mappedLength(RING));
+        ShmEndpoint a = connect(transport(new Received()), receiver);
+        ShmEndpoint b = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        receive(receiver, () -> received.ids.size() == 1, "A's large message");
+
+        CountDownLatch unmapMayGoOn = rings.holdUnmapsOffTheTestThread();
+        forget(receiver, received, a);
+        waitFor(() -> rings.all.getFirst().unmappedBy.get() != null, "A's ring's unmap to begin");
+        assertThat(b.trySend(2, MemorySegment.NULL, bytes(20_000, 2))).isTrue();
+        for (int i = 0; i < 1_000; i++) receiver.progress();
+        assertThat(rings.all).as("rings mapped while A's unmap is held").hasSize(1);
+        assertThat(received.ids).as("B's message waits for its ring").containsExactly(1);
+
+        unmapMayGoOn.countDown();
+        receive(receiver, () -> received.ids.size() == 2, "B's large message");
+        assertThat(rings.mostMappedAtOnce.get()).as("rings mapped at once").isEqualTo(1);
+    }
+
+    /**
+     * The ring-mapping thread stays while a ring it mapped is still to be unmapped, however long it
+     * is idle: the unmap's hand-over then finds it, where starting a thread costs the thread that
+     * calls progress() about as much as the unmap (41-91 µs). It still ends once idle when no ring is
+     * left to unmap. Here it idles past its second of keep-alive with the ring mapped.
+     */
+    @Test
+    @Timeout(60)
+    void theRingMappingThreadStaysWhileARingItMappedIsStillToBeUnmapped() throws Exception {
+        OneRingRead read = new OneRingRead(false, 1);
+        Thread.sleep(1_500); // past the idle thread's second: not a duration asserted, the thread's being there
+        assertThat(read.ring.mappedBy.isAlive()).as("the ring-mapping thread, idle with a ring to unmap").isTrue();
+        read.forget(read.a);
+        waitFor(() -> read.ring.unmappedBy.get() != null, "the ring's unmap");
+        assertThat(read.ring.unmappedBy.get()).isSameAs(read.ring.mappedBy);
+        read.ring.mappedBy.join(); // ends once idle, no ring being left to unmap (the test's timeout bounds it)
+    }
+
+    private static final long RING = 64 << 10;
+
+    /** A receiver that read {@code messages} large messages of sender {@link #a}, its only ring mapped; keeping them if asked. */
+    private final class OneRingRead {
+        final Received received = new Received();
+        final WatchedImporter rings = new WatchedImporter();
+        final ShmTransport receiver = transport(received, rings, Long.MAX_VALUE);
+        final ShmEndpoint a = connect(transport(new Received()), receiver);
+        final WatchedRing ring;
+
+        OneRingRead(boolean keep, int messages) {
+            if (keep) received.keeping = receiver;
+            for (int id = 1; id <= messages; id++) assertThat(a.trySend(id, MemorySegment.NULL, bytes(20_000, id))).isTrue();
+            receive(receiver, () -> received.ids.size() == messages, "the large messages");
+            ring = rings.only();
+        }
+
+        void forget(ShmEndpoint sender) {
+            ShmTransportForgottenRingTest.forget(receiver, received, sender);
+        }
+    }
+
+    /** Closes {@code sender}'s endpoint, and progresses the receiver until it forgot the connection and told its sink. */
+    private static void forget(ShmTransport receiver, Received received, ShmEndpoint sender) {
+        sender.close();
+        receive(receiver, () -> received.closed.contains(sender.connection()), "the sender's CLOSE");
+    }
+
+    /** Each message's id, the senders told closed, and, when {@link #keeping} is set, each large payload kept. */
+    private static final class Received implements MessageSink {
+        final List<Integer> ids = new ArrayList<>();
+        final List<Long> closed = new ArrayList<>();
+        final List<Runnable> kept = new ArrayList<>();
+        ShmTransport keeping;
+
+        @Override
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+            throw new AssertionError("message " + id + " delivered without its sender's key");
+        }
+
+        @Override
+        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength, long sender) {
+            ids.add(id);
+            if (keeping != null) kept.add(keeping.keepDelivered());
+        }
+
+        @Override
+        public void onSenderClosed(long sender) {
+            closed.add(sender);
+        }
+    }
+
+    /**
+     * The receiver's importer: {@link InProcessMemory}'s mappings, each recording the thread that
+     * mapped and the one that unmapped it, and how many are mapped at once.
+     */
+    private final class WatchedImporter implements IpcImporter {
+        private final InProcessMemory memory = new InProcessMemory();
+        final List<WatchedRing> all = new CopyOnWriteArrayList<>();
+        final AtomicInteger mapped = new AtomicInteger();
+        final AtomicInteger mostMappedAtOnce = new AtomicInteger();
+        /** While set, an unmap made off the test's thread waits for it (ignoring interrupts, as munmap does). */
+        volatile CountDownLatch held;
+
+        CountDownLatch holdUnmapsOffTheTestThread() {
+            held = new CountDownLatch(1);
+            return held;
+        }
+
+        WatchedRing only() {
+            assertThat(all).as("rings mapped").hasSize(1);
+            return all.getFirst();
+        }
+
+        @Override
+        public ChunkMapping map(PayloadReader payload, long chunkLength) {
+            WatchedRing ring = new WatchedRing(this, memory.map(payload, chunkLength));
+            mostMappedAtOnce.accumulateAndGet(mapped.incrementAndGet(), Math::max);
+            all.add(ring);
+            return ring;
+        }
+    }
+
+    private final class WatchedRing implements ChunkMapping {
+        private final WatchedImporter importer;
+        private final ChunkMapping mapping;
+        final Thread mappedBy = Thread.currentThread();
+        final AtomicReference<Thread> unmappedBy = new AtomicReference<>();
+
+        WatchedRing(WatchedImporter importer, ChunkMapping mapping) {
+            this.importer = importer;
+            this.mapping = mapping;
+        }
+
+        @Override
+        public MemorySegment segment() {
+            return mapping.segment();
+        }
+
+        @Override
+        public boolean mayFault() {
+            return false;
+        }
+
+        @Override
+        public void close() {
+            if (!unmappedBy.compareAndSet(null, Thread.currentThread())) return;
+            CountDownLatch held = importer.held;
+            if (held != null && Thread.currentThread() != testThread) {
+                boolean interrupted = false;
+                while (true) {
+                    try {
+                        held.await();
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+                if (interrupted) Thread.currentThread().interrupt();
+            }
+            mapping.close();
+            importer.mapped.decrementAndGet();
+        }
+    }
+
+    /** Progress rounds a wait takes at most. */
+    private static final int ROUNDS = 20_000;
+
+    /** Progresses until {@code done}; bounded by rounds, not timed (rings are mapped and unmapped on another thread). */
+    private static void receive(ShmTransport receiver, BooleanSupplier done, String what) {
+        for (int i = 0; i < ROUNDS; i++) {
+            if (done.getAsBoolean()) return;
+            if (receiver.progress() == 0) java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        }
+        throw new AssertionError("gave up waiting for " + what + " after " + ROUNDS + " progress rounds");
+    }
+
+    /** Waits for what another thread does; bounded by rounds, not timed. */
+    private static void waitFor(BooleanSupplier done, String what) {
+        for (int i = 0; i < ROUNDS; i++) {
+            if (done.getAsBoolean()) return;
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        }
+        throw new AssertionError("gave up waiting for " + what + " after " + ROUNDS + " rounds");
+    }
+
+    private static ShmEndpoint connect(ShmTransport from, ShmTransport to) {
+        return (ShmEndpoint) from.connect(new PayloadReader(to.address()), cause -> { });
+    }
+
+    /** A sender of plugin "test": 64 KiB queue and bounce ring, 8 KiB inline. */
+    private ShmTransport transport(MessageSink sink) {
+        InProcessMemory memory = new InProcessMemory();
+        return transport(sink, memory, memory, Long.MAX_VALUE);
+    }
+
+    private ShmTransport transport(MessageSink sink, IpcImporter importer, long inboundBounceMaximum) {
+        return transport(sink, new InProcessMemory(), importer, inboundBounceMaximum);
+    }
+
+    private ShmTransport transport(MessageSink sink, MemoryProvider provider, IpcImporter importer, long inboundBounceMaximum) {
+        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, RING, Duration.ofMillis(1), Duration.ofSeconds(10),
+                Duration.ofMillis(50), 1024, inboundBounceMaximum);
+        ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, sink), config, provider, importer);
+        open.add(t);
+        return t;
+    }
+}
