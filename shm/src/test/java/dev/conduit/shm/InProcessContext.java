@@ -10,8 +10,13 @@ import dev.conduit.spi.TransportContext;
 
 import java.nio.file.Path;
 
-/** The context of a transport of this module's tests: default configuration, serialized, no remote memory. */
-record InProcessContext(Path sharedDirectory, MessageSink messageSink) implements TransportContext {
+/** The context of a transport of this module's tests: default configuration, serialized, no remote memory; the logger given, or the JDK's. */
+record InProcessContext(Path sharedDirectory, MessageSink messageSink, System.Logger logger) implements TransportContext {
+
+    InProcessContext(Path sharedDirectory, MessageSink messageSink) {
+        this(sharedDirectory, messageSink, System.getLogger(InProcessContext.class.getName()));
+    }
+
     @Override
     public ThreadMode threadMode() {
         return ThreadMode.SERIALIZED;
@@ -32,10 +37,5 @@ record InProcessContext(Path sharedDirectory, MessageSink messageSink) implement
                 return key.defaultValue();
             }
         };
-    }
-
-    @Override
-    public System.Logger logger() {
-        return System.getLogger(InProcessContext.class.getName());
     }
 }

@@ -158,6 +158,36 @@ class ShmTransportForgottenRingTest {
         read.ring.mappedBy.join(); // ends once idle, no ring being left to unmap (the test's timeout bounds it)
     }
 
+    /**
+     * A ring whose unmap fails on the ring-mapping thread is said in a WARNING naming the cause,
+     * as before on the thread that called progress() (a CLOSE's unmap failing was thrown out of
+     * that progress(), and a kept ring's was a WARNING already); the thread goes on with the next
+     * unmap, and progress() throws nothing.
+     */
+    @Test
+    @Timeout(60)
+    void aRingThatCannotBeUnmappedIsSaidInAWarningAndTheNextUnmapStillRuns() {
+        Received received = new Received();
+        WatchedImporter rings = new WatchedImporter();
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        ShmTransport receiver = transport(received, rings, Long.MAX_VALUE, warnings);
+        ShmEndpoint a = connect(transport(new Received()), receiver);
+        ShmEndpoint c = connect(transport(new Received()), receiver);
+        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+        assertThat(c.trySend(2, MemorySegment.NULL, bytes(20_000, 2))).isTrue();
+        receive(receiver, () -> received.ids.size() == 2, "both large messages");
+        WatchedRing ringOfA = rings.all.get(0);
+        WatchedRing ringOfC = rings.all.get(1);
+        ringOfA.failure = new IllegalStateException("Session is acquired by 1 clients");
+
+        forget(receiver, received, a);
+        forget(receiver, received, c);
+        waitFor(() -> rings.mapped.get() == 1, "C's ring's unmap");
+        assertThat(ringOfC.unmappedBy.get()).as("the thread that unmapped C's ring, after A's failed").isSameAs(ringOfC.mappedBy);
+        assertThat(warnings).as("WARNINGs").containsExactly(
+                "test: could not unmap a forgotten connection's bounce ring: Session is acquired by 1 clients");
+    }
+
     private static final long RING = 64 << 10;
 
     /** A receiver that read {@code messages} large messages of sender {@link #a}, its only ring mapped; keeping them if asked. */
@@ -248,6 +278,8 @@ class ShmTransportForgottenRingTest {
         private final ChunkMapping mapping;
         final Thread mappedBy = Thread.currentThread();
         final AtomicReference<Thread> unmappedBy = new AtomicReference<>();
+        /** Thrown by the unmap instead of unmapping, when set. */
+        volatile RuntimeException failure;
 
         WatchedRing(WatchedImporter importer, ChunkMapping mapping) {
             this.importer = importer;
@@ -266,6 +298,7 @@ class ShmTransportForgottenRingTest {
 
         @Override
         public void close() {
+            if (failure != null) throw failure;
             if (!unmappedBy.compareAndSet(null, Thread.currentThread())) return;
             CountDownLatch held = importer.held;
             if (held != null && Thread.currentThread() != testThread) {
@@ -282,6 +315,29 @@ class ShmTransportForgottenRingTest {
             }
             mapping.close();
             importer.mapped.decrementAndGet();
+        }
+    }
+
+    /** Keeps the messages of WARNINGs, and of nothing below. */
+    private record WarningsKept(List<String> warnings) implements System.Logger {
+        @Override
+        public String getName() {
+            return "warnings kept";
+        }
+
+        @Override
+        public boolean isLoggable(Level level) {
+            return level.getSeverity() >= Level.WARNING.getSeverity();
+        }
+
+        @Override
+        public void log(Level level, java.util.ResourceBundle bundle, String message, Throwable thrown) {
+            if (isLoggable(level)) warnings.add(message);
+        }
+
+        @Override
+        public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
+            if (isLoggable(level)) warnings.add(params == null || params.length == 0 ? format : java.text.MessageFormat.format(format, params));
         }
     }
 
@@ -313,17 +369,25 @@ class ShmTransportForgottenRingTest {
     /** A sender of plugin "test": 64 KiB queue and bounce ring, 8 KiB inline. */
     private ShmTransport transport(MessageSink sink) {
         InProcessMemory memory = new InProcessMemory();
-        return transport(sink, memory, memory, Long.MAX_VALUE);
+        return transport(sink, memory, memory, Long.MAX_VALUE, null);
     }
 
     private ShmTransport transport(MessageSink sink, IpcImporter importer, long inboundBounceMaximum) {
-        return transport(sink, new InProcessMemory(), importer, inboundBounceMaximum);
+        return transport(sink, new InProcessMemory(), importer, inboundBounceMaximum, null);
     }
 
-    private ShmTransport transport(MessageSink sink, MemoryProvider provider, IpcImporter importer, long inboundBounceMaximum) {
+    /** A receiver whose WARNINGs go to {@code warnings}. */
+    private ShmTransport transport(MessageSink sink, IpcImporter importer, long inboundBounceMaximum, List<String> warnings) {
+        return transport(sink, new InProcessMemory(), importer, inboundBounceMaximum, warnings);
+    }
+
+    private ShmTransport transport(MessageSink sink, MemoryProvider provider, IpcImporter importer, long inboundBounceMaximum,
+                                   List<String> warnings) {
         ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, RING, Duration.ofMillis(1), Duration.ofSeconds(10),
                 Duration.ofMillis(50), 1024, inboundBounceMaximum);
-        ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, sink), config, provider, importer);
+        InProcessContext context = warnings == null ? new InProcessContext(shared, sink)
+                : new InProcessContext(shared, sink, new WarningsKept(warnings));
+        ShmTransport t = new ShmTransport("test", Linux.libc(), context, config, provider, importer);
         open.add(t);
         return t;
     }
