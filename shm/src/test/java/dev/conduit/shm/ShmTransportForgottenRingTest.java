@@ -46,6 +46,7 @@ class ShmTransportForgottenRingTest {
         for (AutoCloseable c : open.reversed()) c.close();
     }
 
+    /** A sender's CLOSE: its ring is unmapped by the thread that mapped it (it used to be by the caller of progress()). */
     @Test
     @Timeout(60)
     void aForgottenConnectionsRingIsUnmappedOnTheRingMappingThreadNotTheOneThatCallsProgress() {
