@@ -3,6 +3,7 @@ package dev.conduit.tools;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
+import dev.conduit.PeerRegion;
 import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.Worker;
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.BeforeAll;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -31,26 +33,33 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A hostile server of a {@link PerfClient} (one a user reached with {@code --connect}, or a process that replaced a server's
- * bootstrap file): a bare worker that answers each of the client's messages as conduit perf's server does, or lies (WELCOME
- * refused or cut short; READY refused, of another phase, cut short, or with an unopenable region handle; a PONG longer or
- * shorter than its PING; an ACK of another count or cut short; an ENDED of another phase or cut short; FAILED instead of an
- * answer), or stays silent. Whatever it does, the client's run ends in rows or a {@link ConduitException} naming the cause
+ * bootstrap file): a bare worker that answers each of the client's messages, and each put of put_lat, as conduit perf's server
+ * does, or lies (WELCOME refused or cut short; READY refused, of another phase, cut short, or with an unopenable region handle;
+ * a PONG longer or shorter than its PING; an ACK of another count or cut short; an ENDED of another phase or cut short; a
+ * put_lat answer with another marker, or cut short of it; FAILED instead of an answer), or stays silent. The client runs with
+ * {@code --peers 2}: its idle worker's files too must be gone at the end. Whatever it does, the client's run ends in rows or a {@link ConduitException} naming the cause
  * (its error line): never another exception, an {@code Error} or a hang past its {@code --timeout}, and it leaves nothing in the
  * shared directory. A row is skipped only for the server's refusal of its phase, with the server's words: every size of the
  * plan is one the client can send, so a row skipped for any other reason is a lie the client took for a limit.
  *
  * <p>The input is a script, read as {@code PerfProtocolFuzzTest}'s is (a spent one reads 0): one byte per answer, in the
- * order the client's messages come, says what the server does (mod 8: 0 and 4 to 6 answer as conduit perf's server, 1 to 3
+ * order the client's messages (and put_lat's puts) come, says what the server does (mod 8: 0 and 4 to 6 answer as conduit perf's server, 1 to 3
  * lie as above, 7 sends FAILED), with the lie's bytes after it. The empty script is an honest server.
  */
 class PerfClientFuzzTest {
 
     private static final String NAME = "fuzz";
-    /** am_lat, am_bw, put_bw, get_lat and ipc_import of 8 bytes, with a --timeout short enough for a fuzzer: a silent server costs it. */
+    /**
+     * am_lat, am_bw, put_bw, get_lat, ipc_import and put_lat of 8 bytes (put_lat last, so that the scripts written before it
+     * mean what they meant), with {@code --peers 2} (one idle worker of the client connected to the server's too) and a
+     * --timeout short enough for a fuzzer: a silent server costs it.
+     */
     private static final PerfPlan PLAN = new PerfPlan(List.of(PerfTest.AM_LAT, PerfTest.AM_BW, PerfTest.PUT_BW, PerfTest.GET_LAT,
-            PerfTest.IPC_IMPORT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY, Duration.ofMillis(200), 1);
+            PerfTest.IPC_IMPORT, PerfTest.PUT_LAT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
+            Duration.ofMillis(200), 2);
     /** How long the hostile server's thread may take to end once told (a hang guard, not a measurement). */
     private static final long STOP_WAIT_MILLIS = TimeUnit.SECONDS.toMillis(30);
+    private static final java.lang.invoke.VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
     private static Path shared;
     private static Conduit serverConduit;
@@ -126,7 +135,12 @@ class PerfClientFuzzTest {
         private volatile boolean stop;
         private Endpoint client;
         private Region exported;
+        private PeerRegion clientRegion;
         private long count;
+        /** The size of the open put_lat phase, whose puts this server answers with its own; 0 outside one. */
+        private long putLatSize;
+        /** The last byte of the server's region put_lat last answered (the client's marker). */
+        private byte answeredMarker;
 
         HostileServer(byte[] input) {
             script = ByteBuffer.wrap(input).order(ByteOrder.LITTLE_ENDIAN);
@@ -153,7 +167,9 @@ class PerfClientFuzzTest {
                     PerfProtocol.Reader r = new PerfProtocol.Reader(m, "HELLO");
                     r.u8();
                     if (client != null) return;
-                    client = worker.connect(WorkerAddress.fromBytes(PerfProtocol.Hello.read(r).workerAddress()));
+                    PerfProtocol.Hello hello = PerfProtocol.Hello.read(r);
+                    client = worker.connect(WorkerAddress.fromBytes(hello.workerAddress()));
+                    clientRegion = client.peerRegion(hello.regionHandle());
                     PerfProtocol.Writer honest = new PerfProtocol.Writer().string("").u64(ProcessHandle.current().pid()).string("hostile")
                             .string(ThreadMode.SINGLE.name()).string(worker.threadPolicy().name()).string("posix").u64(1);
                     answer(PerfProtocol.WELCOME, honest.segment(), () -> new PerfProtocol.Writer().string(word(40)).segment());
@@ -169,6 +185,10 @@ class PerfClientFuzzTest {
                         closeExported();
                         exported = pool.allocate(size, 64);
                         handle = exported.exportHandle();
+                    } else if (test == PerfTest.PUT_LAT) {
+                        region.segment().asSlice(0, size).fill((byte) 0);
+                        answeredMarker = 0;
+                        putLatSize = size;
                     }
                     answer(PerfProtocol.READY, new PerfProtocol.Writer().u32(seq).u8(1).bytes(handle).segment(), () -> switch (u8() % 3) {
                         case 0 -> {
@@ -198,6 +218,7 @@ class PerfClientFuzzTest {
                 worker.onMessage(PerfProtocol.END, m -> {
                     int seq = new PerfProtocol.Reader(m, "END").u32();
                     closeExported();
+                    putLatSize = 0;
                     answer(PerfProtocol.ENDED, new PerfProtocol.Writer().u32(seq).u64(0).segment(), () -> u8() % 2 == 0
                             ? new PerfProtocol.Writer().u32(seq + 1 + u8()).u64(0).segment() : MemorySegment.ofArray(bytes(11)));
                 });
@@ -207,6 +228,7 @@ class PerfClientFuzzTest {
                         worker.address().toBytes(), Map.of("posix", region.exportHandle())));
                 while (!stop) {
                     try {
+                        if (putLatSize > 0) answerPut(region.segment());
                         if (worker.progress() == 0) worker.await(Duration.ofMillis(1));
                     } catch (ConduitException clientGone) {
                         // An answer to a client that ended its run and closed: what the client did is what this test judges.
@@ -219,11 +241,41 @@ class PerfClientFuzzTest {
 
         /** Sends {@code honest}, a lie, FAILED, or nothing, as the script's next byte says. */
         private void answer(int id, MemorySegment honest, java.util.function.Supplier<MemorySegment> lie) {
+            act(() -> client.send(id, honest), () -> client.send(id, lie.get()));
+        }
+
+        /**
+         * put_lat's server side: once the client's put changed the last byte of this server's region, puts the same bytes back
+         * into the client's region (as conduit perf's server does), or, as the script says, bytes with another marker or cut
+         * short of the marker (a lie), FAILED, or nothing.
+         */
+        private void answerPut(MemorySegment local) {
+            byte marker = (byte) BYTE.getVolatile(local, putLatSize - 1); // the client's put, from another thread
+            if (marker == answeredMarker) return;
+            answeredMarker = marker;
+            MemorySegment answer = MemorySegment.ofArray(local.asSlice(0, putLatSize).toArray(ValueLayout.JAVA_BYTE));
+            act(() -> putBack(answer), () -> {
+                if (u8() % 2 == 0) {
+                    answer.set(ValueLayout.JAVA_BYTE, putLatSize - 1, (byte) (marker + 1 + u8() % 255));
+                    putBack(answer);
+                } else {
+                    putBack(answer.asSlice(0, putLatSize - 1));
+                }
+            });
+        }
+
+        private void putBack(MemorySegment bytes) {
+            client.put(bytes, clientRegion, 0);
+            client.flush();
+        }
+
+        /** Does {@code honest}, {@code lie}, sends FAILED, or nothing, as the script's next byte says. */
+        private void act(Runnable honest, Runnable lie) {
             switch (u8() % 8) {
-                case 1, 2 -> client.send(id, lie.get());
+                case 1, 2 -> lie.run();
                 case 3 -> { } // silent: the client waits up to its --timeout
                 case 7 -> client.send(PerfProtocol.FAILED, new PerfProtocol.Writer().string(word(40)).segment());
-                default -> client.send(id, honest);
+                default -> honest.run();
             }
         }
 
