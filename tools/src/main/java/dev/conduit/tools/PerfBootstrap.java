@@ -134,26 +134,36 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         String mode = null;
         byte[] address = null;
         Map<String, byte[]> regions = new LinkedHashMap<>();
-        try {
-            for (int i = 1; i < lines.length - 1; i++) {
-                String[] f = lines[i].split(" ");
+        for (int i = 1; i < lines.length - 1; i++) {
+            // -1: a value left empty ("pid ") is a field of its own, said as empty, not a line one field short.
+            String[] f = lines[i].split(" ", -1);
+            try {
                 switch (f[0]) {
-                    case "pid" -> pid = Long.parseLong(f[1]);
-                    case "host" -> host = f[1];
-                    case "thread-mode" -> mode = f[1];
-                    case "region-size" -> regionSize = Long.parseLong(f[1]);
-                    case "address" -> address = Base64.getDecoder().decode(f[1]);
-                    case "region" -> regions.put(f[1], Base64.getDecoder().decode(f[2]));
+                    case "pid" -> pid = Long.parseLong(value(f, 1));
+                    case "host" -> host = value(f, 1);
+                    case "thread-mode" -> mode = value(f, 1);
+                    case "region-size" -> regionSize = Long.parseLong(value(f, 1));
+                    case "address" -> address = Base64.getDecoder().decode(value(f, 1));
+                    case "region" -> regions.put(value(f, 1), Base64.getDecoder().decode(value(f, 2)));
                     default -> { } // later versions may add lines
                 }
+            } catch (RuntimeException e) {
+                // Named by its line: the JDK's words alone ("Index 1 out of bounds for length 1", "Illegal base64 character
+                // 21") said neither which field was wrong nor that it was one.
+                throw new ConduitException(source + " is malformed: line " + (i + 1) + " ('" + abbreviate(lines[i]) + "'): "
+                        + e.getMessage(), e);
             }
-        } catch (RuntimeException e) {
-            throw new ConduitException(source + " is malformed: " + e.getMessage(), e);
         }
         if (address == null || mode == null || regionSize <= 0 || regions.isEmpty()) {
             throw new ConduitException(source + " lacks its address, thread mode, region size or regions");
         }
         return new PerfBootstrap(pid, host, mode, regionSize, address, regions);
+    }
+
+    /** Field {@code i} of a line, which has it. */
+    private static String value(String[] fields, int i) {
+        if (i >= fields.length) throw new IllegalArgumentException("'" + fields[0] + "' takes " + i + (i == 1 ? " value" : " values") + ", it has " + (fields.length - 1));
+        return fields[i];
     }
 
     private static String abbreviate(String s) {
@@ -623,6 +633,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                     return;
                 }
                 writeFrame(client, frame);
+            } catch (TimedOut e) {
+                err.println("conduit perf server: a TCP client sent no whole request within " + exchangeMillis + " ms (--timeout): "
+                        + e.getMessage());
+                err.flush();
             } catch (IOException e) {
                 err.println("conduit perf server: a TCP client went away during the bootstrap (or took longer than " + exchangeMillis
                         + " ms, --timeout): " + e);
@@ -674,6 +688,12 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 sleep(50);
             } catch (SocketTimeoutException e) {
                 throw noServer(server, timeout, e);
+            } catch (TimedOut e) {
+                // The connection was accepted and the bootstrap never came whole: said as the JDK's
+                // "java.nio.channels.AsynchronousCloseException (--timeout 300ms passed)" (PerfClientTcpBootstrapFuzzTest).
+                throw new ConduitException("the TCP bootstrap with " + server + " failed: the connection was accepted, but " + e.getMessage()
+                        + " when --timeout " + ConfigKey.durationText(timeout) + " ran out: " + foreign + "; a server that accepts and "
+                        + "then says nothing is another program, or a stuck one", e);
             } catch (IOException e) {
                 // The JDK's class name said nothing to a user, and a connection closed at once or a frame too large for a
                 // bootstrap is what a server of another version or another program gives: it said so with no remedy.
@@ -721,10 +741,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     }
 
     private static byte[] readFrame(SocketChannel channel) throws IOException {
-        ByteBuffer length = readFully(channel, 4);
+        ByteBuffer length = readFully(channel, 4, "bytes of the frame's length");
         int n = length.getInt(0);
         if (n < 0 || n > MAX_FRAME) throw new ForeignFrame("it sent a frame of " + n + " bytes, more than a bootstrap's " + MAX_FRAME);
-        return readFully(channel, n).array();
+        return readFully(channel, n, "bytes of the frame").array();
     }
 
     /** A frame no conduit perf peer sends: the other side is not one. */
@@ -734,12 +754,24 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         }
     }
 
-    private static ByteBuffer readFully(SocketChannel channel, int n) throws IOException {
+    /** {@code n} bytes, {@code what} they are (for the time running out first). */
+    private static ByteBuffer readFully(SocketChannel channel, int n, String what) throws IOException {
         ByteBuffer b = ByteBuffer.allocate(n);
         while (b.hasRemaining()) {
-            if (channel.read(b) < 0) throw new IOException("the connection was closed after " + b.position() + " of " + n + " bytes");
+            try {
+                if (channel.read(b) < 0) throw new IOException("the connection was closed after " + b.position() + " of " + n + " bytes");
+            } catch (ClosedChannelException e) {
+                throw new TimedOut(b.position() + " of the " + n + " " + what + " had arrived", e);
+            }
         }
         return b;
+    }
+
+    /** The watchdog ({@link #closeAfter}), the only closer of a channel being read, closed it: the exchange's time ran out. */
+    private static final class TimedOut extends IOException {
+        TimedOut(String message, ClosedChannelException cause) {
+            super(message, cause);
+        }
     }
 
     private static void sleep(long millis) {

@@ -192,6 +192,77 @@ class PerfBootstrapTest {
         }
     }
 
+    /**
+     * A TCP peer that accepts the connection and then sends nothing, or part of a frame, and holds the connection open (a stuck
+     * server, another program) is told at the client's --timeout with what arrived and what to check. It said "failed:
+     * java.nio.channels.AsynchronousCloseException (--timeout 300ms passed)", the JDK's class name for the close of the
+     * connection by the client's own timeout (found by PerfClientTcpBootstrapFuzzTest).
+     */
+    @Test
+    void aTcpPeerThatAcceptsAndSaysNothingWholeIsToldAtTheTimeoutWithWhatArrived() throws Exception {
+        try (ServerSocketChannel peer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0))) {
+            PerfParsing.HostPort at = new PerfParsing.HostPort("127.0.0.1", ((InetSocketAddress) peer.getLocalAddress()).getPort());
+            Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    try (SocketChannel silent = peer.accept()) {
+                        readRequest(silent);
+                        holdUntilClosed(silent);
+                    }
+                    try (SocketChannel cut = peer.accept()) {
+                        readRequest(cut);
+                        cut.write(ByteBuffer.allocate(4 + 10).putInt(200).put("conduit-pe".getBytes(StandardCharsets.UTF_8)).flip());
+                        holdUntilClosed(cut);
+                    }
+                } catch (IOException e) {
+                    // the assertions below say what the client got
+                }
+            });
+            String then = " when --timeout 300ms ran out: check that " + at + " is a 'conduit perf --server --listen' of this Conduit "
+                    + "version (one of another version closes the connection, another program answers something else); a server "
+                    + "that accepts and then says nothing is another program, or a stuck one";
+
+            assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofMillis(300))).isInstanceOf(ConduitException.class)
+                    .hasMessage("the TCP bootstrap with " + at + " failed: the connection was accepted, but 0 of the 4 bytes of the frame's "
+                            + "length had arrived" + then);
+            assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofMillis(300))).isInstanceOf(ConduitException.class)
+                    .hasMessage("the TCP bootstrap with " + at + " failed: the connection was accepted, but 10 of the 200 bytes of the "
+                            + "frame had arrived" + then);
+        }
+    }
+
+    /** Reads until the client closes the connection (its timeout). */
+    private static void holdUntilClosed(SocketChannel client) throws IOException {
+        ByteBuffer any = ByteBuffer.allocate(1);
+        while (client.read(any) >= 0) any.clear();
+    }
+
+    /**
+     * A bootstrap whose line lacks its value, or has one that does not decode, is named by that line. It said "is malformed:
+     * Index 1 out of bounds for length 1" and "is malformed: Illegal base64 character 21", neither which field was wrong
+     * nor that it was one (found by PerfClientTcpBootstrapFuzzTest).
+     */
+    @Test
+    void aLineWithoutItsValueOrWithOneThatDoesNotDecodeIsNamed() {
+        String whole = new String(bootstrap(43).encode(), StandardCharsets.UTF_8);
+        java.util.function.BiFunction<String, String, String> failure = (line, replacement) -> {
+            byte[] text = whole.replaceFirst("(?m)^" + line + " .*$", java.util.regex.Matcher.quoteReplacement(replacement))
+                    .getBytes(StandardCharsets.UTF_8);
+            try {
+                PerfBootstrap.decode(text, "the bootstrap", "check it");
+            } catch (ConduitException e) {
+                return e.getMessage();
+            }
+            throw new AssertionError("'" + replacement + "' was taken");
+        };
+
+        assertThat(failure.apply("pid", "pid")).isEqualTo("the bootstrap is malformed: line 2 ('pid'): 'pid' takes 1 value, it has 0");
+        assertThat(failure.apply("pid", "pid ")).isEqualTo("the bootstrap is malformed: line 2 ('pid '): For input string: \"\"");
+        assertThat(failure.apply("address", "address !!!")).isEqualTo("the bootstrap is malformed: line 6 ('address !!!'): Illegal "
+                + "base64 character 21");
+        assertThat(failure.apply("region", "region posix")).isEqualTo("the bootstrap is malformed: line 7 ('region posix'): 'region' "
+                + "takes 2 values, it has 1");
+    }
+
     /** Reads a client's whole request frame (its length, then as many bytes), as any server does before it answers. */
     private static void readRequest(SocketChannel client) throws IOException {
         ByteBuffer length = ByteBuffer.allocate(4);
