@@ -34,7 +34,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -129,7 +131,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         if (!text.endsWith("end\n")) return null;
         String[] lines = text.split("\n");
         long pid = -1;
-        long regionSize = -1;
+        long regionSize = 0; // none yet: a line that gives one gives more than 0
         String host = "?";
         String mode = null;
         byte[] address = null;
@@ -142,7 +144,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                     case "pid" -> pid = Long.parseLong(value(f, 1));
                     case "host" -> host = value(f, 1);
                     case "thread-mode" -> mode = value(f, 1);
-                    case "region-size" -> regionSize = Long.parseLong(value(f, 1));
+                    case "region-size" -> {
+                        regionSize = Long.parseLong(value(f, 1));
+                        if (regionSize <= 0) throw new IllegalArgumentException("a region size is above 0");
+                    }
                     case "address" -> address = Base64.getDecoder().decode(value(f, 1));
                     case "region" -> regions.put(value(f, 1), Base64.getDecoder().decode(value(f, 2)));
                     default -> { } // later versions may add lines
@@ -154,8 +159,15 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                         + e.getMessage(), e);
             }
         }
-        if (address == null || mode == null || regionSize <= 0 || regions.isEmpty()) {
-            throw new ConduitException(source + " lacks its address, thread mode, region size or regions");
+        List<String> lacking = new ArrayList<>();
+        if (address == null) lacking.add("address");
+        if (mode == null) lacking.add("thread-mode");
+        if (regionSize == 0) lacking.add("region-size");
+        if (regions.isEmpty()) lacking.add("region");
+        if (!lacking.isEmpty()) {
+            // Each named: "lacks its address, thread mode, region size or regions" left the reader to find which.
+            throw new ConduitException(source + " is malformed: it lacks the line" + (lacking.size() == 1 ? " " : "s ")
+                    + String.join(", ", lacking) + " (another version of conduit perf wrote it, or it was damaged)");
         }
         return new PerfBootstrap(pid, host, mode, regionSize, address, regions);
     }
@@ -743,7 +755,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     private static byte[] readFrame(SocketChannel channel) throws IOException {
         ByteBuffer length = readFully(channel, 4, "bytes of the frame's length");
         int n = length.getInt(0);
-        if (n < 0 || n > MAX_FRAME) throw new ForeignFrame("it sent a frame of " + n + " bytes, more than a bootstrap's " + MAX_FRAME);
+        // Unsigned: a length of 0xFFFFFFFF was "a frame of -1 bytes, more than a bootstrap's 65536".
+        if (n < 0 || n > MAX_FRAME) {
+            throw new ForeignFrame("it sent a frame of " + Integer.toUnsignedString(n) + " bytes, more than a bootstrap's " + MAX_FRAME);
+        }
         return readFully(channel, n, "bytes of the frame").array();
     }
 

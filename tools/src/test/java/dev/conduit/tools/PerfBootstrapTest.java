@@ -177,6 +177,10 @@ class PerfBootstrapTest {
                         readRequest(http);
                         http.write(ByteBuffer.wrap("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
                     }
+                    try (SocketChannel allOnes = peer.accept()) {
+                        readRequest(allOnes);
+                        allOnes.write(ByteBuffer.allocate(4).putInt(-1).flip());
+                    }
                 } catch (IOException e) {
                     // the assertions below say what the client got
                 }
@@ -188,6 +192,10 @@ class PerfBootstrapTest {
                     .hasMessage("the TCP bootstrap with " + at + " failed: Connection reset" + check);
             assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofSeconds(30))).isInstanceOf(ConduitException.class)
                     .hasMessage("the TCP bootstrap with " + at + " failed: it sent a frame of 1213486160 bytes, more than a bootstrap's 65536"
+                            + check);
+            // Read unsigned: it was "a frame of -1 bytes, more than a bootstrap's 65536" (found by PerfClientTcpBootstrapFuzzTest).
+            assertThatThrownBy(() -> PerfBootstrap.fetch(at, Duration.ofSeconds(30))).isInstanceOf(ConduitException.class)
+                    .hasMessage("the TCP bootstrap with " + at + " failed: it sent a frame of 4294967295 bytes, more than a bootstrap's 65536"
                             + check);
         }
     }
@@ -261,6 +269,25 @@ class PerfBootstrapTest {
                 + "base64 character 21");
         assertThat(failure.apply("region", "region posix")).isEqualTo("the bootstrap is malformed: line 7 ('region posix'): 'region' "
                 + "takes 2 values, it has 1");
+        assertThat(failure.apply("region-size", "region-size 0")).isEqualTo("the bootstrap is malformed: line 5 ('region-size 0'): a "
+                + "region size is above 0");
+    }
+
+    /**
+     * A bootstrap without a line it needs names each line it lacks: it said "lacks its address, thread mode, region size or
+     * regions", and left the reader to find which (found by PerfClientTcpBootstrapFuzzTest).
+     */
+    @Test
+    void aBootstrapWithoutALineItNeedsNamesEachLineItLacks() {
+        String whole = new String(bootstrap(44).encode(), StandardCharsets.UTF_8);
+
+        assertThatThrownBy(() -> PerfBootstrap.decode(whole.replaceFirst("address .*\n", "").getBytes(StandardCharsets.UTF_8), "the bootstrap",
+                "check it")).isInstanceOf(ConduitException.class).hasMessage("the bootstrap is malformed: it lacks the line address (another "
+                + "version of conduit perf wrote it, or it was damaged)");
+        assertThatThrownBy(() -> PerfBootstrap.decode(whole.replaceFirst("thread-mode .*\n", "").replaceFirst("region .*\n", "")
+                .getBytes(StandardCharsets.UTF_8), "the bootstrap", "check it")).isInstanceOf(ConduitException.class)
+                .hasMessage("the bootstrap is malformed: it lacks the lines thread-mode, region (another version of conduit perf wrote it, "
+                        + "or it was damaged)");
     }
 
     /** Reads a client's whole request frame (its length, then as many bytes), as any server does before it answers. */
