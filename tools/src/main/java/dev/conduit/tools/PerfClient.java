@@ -12,6 +12,7 @@ import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.HdrHistogram.Histogram;
@@ -50,6 +51,8 @@ final class PerfClient implements AutoCloseable {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final Duration AWAIT_SLICE = Duration.ofMillis(100);
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(2);
+    /** What a bootstrap field that does not decode says of the bootstrap. */
+    private static final String BOOTSTRAP_WRONG = " (another version of conduit perf wrote the bootstrap, or it was damaged)";
     /**
      * Where warm-ups record, and nobody reads: a warm-up runs the measuring code, the recording
      * included. One that skipped it (a null histogram, until 2026-12-05) left the recording a branch
@@ -181,8 +184,17 @@ final class PerfClient implements AutoCloseable {
                 welcome = new PerfProtocol.Reader(m, "WELCOME");
             });
 
+            WorkerAddress serverAddress;
             try {
-                ep = worker.connect(WorkerAddress.fromBytes(bootstrap.address()), (endpoint, cause) -> failure = cause);
+                serverAddress = WorkerAddress.fromBytes(bootstrap.address());
+            } catch (InvalidHandleException e) {
+                // Not a server that cannot be reached (whose file, --connect's caller was told, a server that is gone may have
+                // left): the bootstrap itself is wrong, and said to be.
+                throw new ConduitException("the perf server's bootstrap gives a worker address that does not decode: " + e.getMessage()
+                        + BOOTSTRAP_WRONG, e);
+            }
+            try {
+                ep = worker.connect(serverAddress, (endpoint, cause) -> failure = cause);
             } catch (ConduitException e) {
                 throw new ServerUnreachable(e);
             }
@@ -214,10 +226,16 @@ final class PerfClient implements AutoCloseable {
             if (w.more()) session = new PerfProtocol.Writer().u64(w.u64()).segment();
             self = new PerfRun.Peer(ProcessHandle.current().pid(), PerfCommand.hostName(), mode.name(), worker.threadPolicy().name(),
                     worker.address().transports());
-            serverRegion = ep.peerRegion(serverHandle);
+            try {
+                serverRegion = ep.peerRegion(serverHandle);
+            } catch (InvalidHandleException e) {
+                // It said "invalid Conduit IPC handle: field 'total.length': ...", and not whose handle that was.
+                throw new ConduitException("the perf server's bootstrap gives a region handle for '" + transport + "' that does not decode: "
+                        + e.getMessage() + BOOTSTRAP_WRONG, e);
+            }
             resources.add(serverRegion);
             serverRegionSize = serverRegion.size();
-            connectIdlePeers(WorkerAddress.fromBytes(bootstrap.address()));
+            connectIdlePeers(serverAddress);
         } catch (RuntimeException | Error e) {
             if (welcomed) {
                 // The server began the session: it is told why it ends, as after a run that failed.

@@ -8,6 +8,7 @@ import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ThreadMode;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -75,6 +76,50 @@ class PerfClientTest {
                         server.join(TimeUnit.SECONDS.toMillis(30));
                     }
                     assertThat(serverThrew.get()).isNull();
+                }
+                return null;
+            });
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    /**
+     * A bootstrap whose worker address or region handle does not decode (a file another program wrote, a TCP answer damaged
+     * on its way) is said to be the bootstrap's fault, naming the field. The address was taken for a server that cannot be
+     * reached (for a bootstrap file, "the server that published it may be gone"), and the handle said "invalid Conduit IPC
+     * handle: ..." and not whose (found by PerfClientTcpBootstrapFuzzTest).
+     */
+    @Test
+    void aBootstrapWhoseAddressOrRegionHandleDoesNotDecodeIsSaidToBeWrong() throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
+                Duration.ofSeconds(30), 1);
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-client");
+        try {
+            HangGuard.await("a client of a bootstrap that does not decode", () -> {
+                try (Conduit serverConduit = conduit(shared); Conduit clientConduit = conduit(shared)) {
+                    CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
+                    CompletableFuture<Void> stop = new CompletableFuture<>();
+                    Thread server = Thread.ofPlatform().daemon().name("perf-server").start(() -> serve(serverConduit, PerfProtocol.PING, bootstrap, stop));
+                    try {
+                        PerfBootstrap b = bootstrap.get(30, TimeUnit.SECONDS);
+                        PerfBootstrap badAddress = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), new byte[3], b.regions());
+                        PerfBootstrap badHandle = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), b.address(),
+                                Map.of("posix", new byte[3]));
+                        String wrong = " (another version of conduit perf wrote the bootstrap, or it was damaged)";
+
+                        assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badAddress, ThreadMode.SINGLE, plan,
+                                PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives "
+                                + "a worker address that does not decode: invalid Conduit worker address: field 'total.length': 3 bytes "
+                                + "given; a Conduit worker address has 34 to 4096" + wrong);
+                        assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badHandle, ThreadMode.SINGLE, plan,
+                                PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives "
+                                + "a region handle for 'posix' that does not decode: invalid Conduit IPC handle: field 'total.length': 3 "
+                                + "bytes given; a Conduit IPC handle has 65 to 4096" + wrong);
+                    } finally {
+                        stop.complete(null);
+                        server.join(TimeUnit.SECONDS.toMillis(30));
+                    }
                 }
                 return null;
             });
