@@ -34,7 +34,9 @@ import java.util.List;
  * </table>
  *
  * <p>Entries come in the worker's order of preference. A transport's own address is checked by
- * that transport when a peer connects. Immutable and thread-safe; equal when the bytes are equal.
+ * that transport when a peer connects. Immutable and thread-safe; equal when the bytes are equal, so two addresses of one
+ * worker may differ: {@link Worker#connect} goes through the entry of the first of its own transports the address lists,
+ * and looks at neither the worker id nor the other entries.
  */
 public final class WorkerAddress {
 

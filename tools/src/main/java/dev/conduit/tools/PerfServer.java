@@ -8,6 +8,7 @@ import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.internal.formats.WorkerIdentity;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PayloadEncoder;
@@ -448,9 +449,10 @@ final class PerfServer {
         String transport = hello.transport();
         String wakeup = hello.wakeup();
         WorkerAddress address = WorkerAddress.fromBytes(hello.workerAddress());
-        if (address.equals(worker.address())) {
+        if (WorkerIdentity.sameWorker(address, worker.address())) {
             // Connected to, this server served a session with itself, answering itself, until the client said BYE, and one
-            // that never did kept it busy for good.
+            // that never did kept it busy for good. Judged by what identifies the worker, not by the bytes: another worker id,
+            // or an entry of a plugin this worker lacks before or after its own, named it as well.
             throw new ConduitException("client " + hello.clientName() + " named this server's own worker address as its own: the "
                     + "client is not conduit perf's, or a broken one");
         }

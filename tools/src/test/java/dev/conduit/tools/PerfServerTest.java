@@ -418,6 +418,56 @@ class PerfServerTest {
     }
 
     /**
+     * A HELLO naming the server's own worker in other bytes than its address's is refused too: the runtime's connect reaches a
+     * worker through the entry of the first of its own transports that the address lists, and looks at neither the worker id
+     * nor the other entries, so another id, or an entry of a plugin the server lacks before or after its own, name the same
+     * worker. The check compared the bytes, and the server served itself until the session's --timeout.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"another worker id", "another plugin's entry first", "another plugin's entry last"})
+    void aHelloNamingTheServersOwnWorkerInOtherBytesIsRefusedToo(String how) throws Exception {
+        againstAKeepServer("a HELLO naming the server's own worker with " + how, (hostile, serverErr) -> {
+            byte[] own = hostile.bootstrap.address();
+            byte[] other = switch (how) {
+                case "another worker id" -> reencoded(own, true, false, false);
+                case "another plugin's entry first" -> reencoded(own, false, true, true);
+                default -> reencoded(own, false, true, false);
+            };
+            assertThat(other).isNotEqualTo(own);
+            assertThat(WorkerAddress.fromBytes(other).transports()).contains("posix");
+            hostile.ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid())
+                    .string(PerfCommand.hostName()).string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label()).string("posix")
+                    .bytes(hostile.region.exportHandle()).bytes(other).segment());
+
+            hostile.progressUntil(() -> serverErr.toString().contains("could not start a session"), "the server's refusal");
+
+            assertThat(serverErr.toString()).contains("named this server's own worker address as its own");
+        });
+    }
+
+    /**
+     * A worker address (laid out as {@link WorkerAddress} says) encoded again: with its worker id's bits flipped, and with an
+     * entry of plugin "zz" (which no worker here has) before or after its own; the length and CRC32C made to fit.
+     */
+    private static byte[] reencoded(byte[] address, boolean anotherId, boolean extraEntry, boolean extraFirst) {
+        java.nio.ByteBuffer out = java.nio.ByteBuffer.allocate(address.length + 16).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        out.put(address, 0, 8);
+        for (int i = 8; i < 24; i++) out.put((byte) (anotherId ? ~address[i] : address[i]));
+        out.put((byte) (address[24] + (extraEntry ? 1 : 0)));
+        byte[] extra = java.nio.ByteBuffer.allocate(9).order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) 2).put((byte) 'z')
+                .put((byte) 'z').putShort((short) 3).put(new byte[] {1, 2, 3}).array();
+        if (extraEntry && extraFirst) out.put(extra);
+        out.put(address, 25, address.length - 25 - 4);
+        if (extraEntry && !extraFirst) out.put(extra);
+        int length = out.position() + 4;
+        out.putShort(6, (short) length);
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(out.array(), 0, out.position());
+        out.putInt((int) crc.getValue());
+        return java.util.Arrays.copyOf(out.array(), length);
+    }
+
+    /**
      * A flood of HELLOs while a session runs: at most {@link PerfServer#MAX_WAITING_HELLOS} wait to be told the server is
      * busy, the rest are dropped unanswered, which the server says naming the bound, and the session and the next client
      * are served. The list grew without bound, each refusal waiting up to 2 s for its answer to leave.

@@ -1,0 +1,35 @@
+package dev.conduit.internal.formats;
+
+import dev.conduit.WorkerAddress;
+import dev.conduit.internal.worker.AddressFormat;
+
+import java.util.Arrays;
+
+/**
+ * Whether two worker addresses name one worker, which their bytes do not tell: a worker's connect reaches a peer through
+ * the entry of the first of its own transports that the address lists, and looks at neither the worker id nor the other
+ * entries ({@link dev.conduit.Worker#connect}), so one worker is named by its address with another id, its entries in
+ * another order, fewer of them, or besides entries of plugins it lacks. Exported to the tools module only: conduit perf's
+ * server refuses a client that names it as its own.
+ */
+public final class WorkerIdentity {
+
+    private WorkerIdentity() {
+    }
+
+    /**
+     * Whether {@code a} and {@code b} name one worker: they carry its id, or one transport's address that the worker gave it
+     * (the same bytes for the same plugin; the shared-memory transports give one encoding per worker: its lease's and its
+     * queue's names, the queue's one mapped length and its token, nothing after them).
+     */
+    public static boolean sameWorker(WorkerAddress a, WorkerAddress b) {
+        AddressFormat.Decoded x = AddressFormat.decode(a.toBytes());
+        AddressFormat.Decoded y = AddressFormat.decode(b.toBytes());
+        if (x.idHigh() == y.idHigh() && x.idLow() == y.idLow()) return true;
+        for (AddressFormat.Entry entry : x.entries()) {
+            AddressFormat.Entry same = y.entry(entry.plugin());
+            if (same != null && Arrays.equals(entry.address(), same.address())) return true;
+        }
+        return false;
+    }
+}
