@@ -23,11 +23,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -68,14 +66,8 @@ class PerfClientFuzzTest {
     @BeforeAll
     static void openConduits() throws IOException {
         shared = Files.createTempDirectory("conduit-perf-client-fuzz-");
-        serverConduit = conduit().build();
-        clientConduit = conduit().build();
-    }
-
-    /** A posix Conduit that keeps no imported chunk mapped once no region uses it: a file left is then a leak, not a cache's. */
-    private static dev.conduit.ConduitBuilder conduit() {
-        return Conduit.builder().environment(Map.of()).systemProperties(new Properties()).sharedDirectory(shared).transports("posix")
-                .set("ipc.cache.entries", "0");
+        serverConduit = PerfFuzzDirectory.conduit(shared).build();
+        clientConduit = PerfFuzzDirectory.conduit(shared).build();
     }
 
     @AfterAll
@@ -83,7 +75,7 @@ class PerfClientFuzzTest {
         try {
             clientConduit.close();
             serverConduit.close();
-            assertThat(files()).as("files left in the shared directory").isEmpty();
+            assertThat(PerfFuzzDirectory.files(shared)).as("files left in the shared directory").isEmpty();
         } finally {
             PerfPeer.deleteTree(shared);
         }
@@ -93,7 +85,7 @@ class PerfClientFuzzTest {
     void aHostileServerEndsTheRunInRowsOrAConduitExceptionNamingTheCause(byte[] input) throws Exception {
         HostileServer server = new HostileServer(input);
         try {
-            try (PerfClient client = new PerfClient(clientConduit, () -> conduit().build(), server.bootstrap.get(30, TimeUnit.SECONDS),
+            try (PerfClient client = new PerfClient(clientConduit, () -> PerfFuzzDirectory.conduit(shared).build(), server.bootstrap.get(30, TimeUnit.SECONDS),
                     ThreadMode.SINGLE, PLAN, PerfProgress.off())) {
                 List<PerfResult> rows = client.runAll(tested -> { });
                 // Every size of the plan is one the transport carries and the server's region holds: a row is skipped only
@@ -112,16 +104,8 @@ class PerfClientFuzzTest {
         }
         assertThat(server.threw.get()).as("the hostile server's own failure (a bug of this test)").isNull();
         long start = System.nanoTime();
-        while (!files().isEmpty() && System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(STOP_WAIT_MILLIS)) Thread.onSpinWait();
-        assertThat(files()).as("the shared directory once the client and the server closed").isEmpty();
-    }
-
-    private static List<String> files() {
-        try (Stream<Path> files = Files.walk(shared)) {
-            return files.filter(p -> !p.equals(shared)).map(p -> shared.relativize(p).toString()).sorted().toList();
-        } catch (IOException e) {
-            throw new AssertionError("cannot list " + shared, e);
-        }
+        while (!PerfFuzzDirectory.files(shared).isEmpty() && System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(STOP_WAIT_MILLIS)) Thread.onSpinWait();
+        assertThat(PerfFuzzDirectory.files(shared)).as("the shared directory once the client and the server closed").isEmpty();
     }
 
     /** The server: a worker on a thread of its own, whose handlers answer as the script says. */

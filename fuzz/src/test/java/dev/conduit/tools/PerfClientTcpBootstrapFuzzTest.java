@@ -20,12 +20,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -73,8 +70,8 @@ class PerfClientTcpBootstrapFuzzTest {
     @BeforeAll
     static void startTheServer() throws Exception {
         shared = Files.createTempDirectory("conduit-perf-tcp-bootstrap-fuzz-");
-        serverConduit = conduit().build();
-        clientConduit = conduit().build();
+        serverConduit = PerfFuzzDirectory.conduit(shared).build();
+        clientConduit = PerfFuzzDirectory.conduit(shared).build();
         PrintWriter out = new PrintWriter(serverOutput, true);
         server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1 << 20, true, shared, "fuzz",
                 new PerfParsing.HostPort("127.0.0.1", 0), false, Duration.ofSeconds(5)), out, out);
@@ -91,15 +88,9 @@ class PerfClientTcpBootstrapFuzzTest {
             }
         }
         bootstrap = PerfBootstrap.fetch(serverAt, Duration.ofSeconds(HANG_GUARD_SECONDS)).encode();
-        serverFiles = files();
+        serverFiles = PerfFuzzDirectory.files(shared);
         hostile = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
         hostileAt = new PerfParsing.HostPort("127.0.0.1", ((InetSocketAddress) hostile.getLocalAddress()).getPort());
-    }
-
-    /** A posix Conduit that keeps no imported chunk mapped once no region uses it: a file left is then a leak, not a cache's. */
-    private static dev.conduit.ConduitBuilder conduit() {
-        return Conduit.builder().environment(Map.of()).systemProperties(new Properties()).sharedDirectory(shared).transports("posix")
-                .set("ipc.cache.entries", "0");
     }
 
     @AfterAll
@@ -111,7 +102,7 @@ class PerfClientTcpBootstrapFuzzTest {
             assertThat(serverThread.isAlive()).as("the server's thread ends when told").isFalse();
             clientConduit.close();
             serverConduit.close();
-            assertThat(files()).as("files left in the shared directory").isEmpty();
+            assertThat(PerfFuzzDirectory.files(shared)).as("files left in the shared directory").isEmpty();
         } finally {
             PerfPeer.deleteTree(shared);
         }
@@ -149,10 +140,10 @@ class PerfClientTcpBootstrapFuzzTest {
         assertThat(socket.isAlive()).as("the hostile socket's thread ends").isFalse();
         assertThat(socketThrew.get()).as("the hostile socket's own failure (a bug of this test)").isNull();
         long start = System.nanoTime();
-        while (!files().equals(serverFiles) && System.nanoTime() - start < TimeUnit.SECONDS.toNanos(HANG_GUARD_SECONDS)) {
+        while (!PerfFuzzDirectory.files(shared).equals(serverFiles) && System.nanoTime() - start < TimeUnit.SECONDS.toNanos(HANG_GUARD_SECONDS)) {
             Thread.onSpinWait();
         }
-        assertThat(files()).as("the shared directory once the client closed (the server's own files stay)").isEqualTo(serverFiles);
+        assertThat(PerfFuzzDirectory.files(shared)).as("the shared directory once the client closed (the server's own files stay)").isEqualTo(serverFiles);
     }
 
     /** As {@code --connect HOST:PORT}: the bootstrap, then the run against the server it names. */
@@ -167,7 +158,7 @@ class PerfClientTcpBootstrapFuzzTest {
             }
             return;
         }
-        try (PerfClient client = new PerfClient(clientConduit, () -> conduit().build(), fetched, ThreadMode.SINGLE, PLAN, PerfProgress.off())) {
+        try (PerfClient client = new PerfClient(clientConduit, () -> PerfFuzzDirectory.conduit(shared).build(), fetched, ThreadMode.SINGLE, PLAN, PerfProgress.off())) {
             client.runAll(tested -> { });
         } catch (ConduitException e) {
             assertThat(e.getMessage()).as("the client's error line").isNotBlank().doesNotContainPattern("java\\.\\w+\\.");
@@ -181,7 +172,7 @@ class PerfClientTcpBootstrapFuzzTest {
     private static void serve(SocketChannel client, ByteBuffer script) throws IOException {
         int what = u8(script) % 8;
         if (what == 4) return; // closed unread
-        readRequest(client);
+        PerfBootstrap.readFrame(client);
         byte[] text = bootstrap.clone();
         int length = text.length;
         int sent = text.length;
@@ -230,17 +221,6 @@ class PerfClientTcpBootstrapFuzzTest {
         return String.join("\n", lines).getBytes(StandardCharsets.UTF_8);
     }
 
-    private static void readRequest(SocketChannel client) throws IOException {
-        ByteBuffer length = ByteBuffer.allocate(4);
-        while (length.hasRemaining()) {
-            if (client.read(length) < 0) throw new IOException("the client closed its request");
-        }
-        ByteBuffer request = ByteBuffer.allocate(length.getInt(0));
-        while (request.hasRemaining()) {
-            if (client.read(request) < 0) throw new IOException("the client closed its request");
-        }
-    }
-
     private static int u8(ByteBuffer script) {
         return script.hasRemaining() ? script.get() & 0xFF : 0;
     }
@@ -249,11 +229,4 @@ class PerfClientTcpBootstrapFuzzTest {
         return script.remaining() >= 2 ? script.getShort() & 0xFFFF : u8(script);
     }
 
-    private static List<String> files() {
-        try (Stream<Path> files = Files.walk(shared)) {
-            return files.filter(p -> !p.equals(shared)).map(p -> shared.relativize(p).toString()).sorted().toList();
-        } catch (IOException e) {
-            throw new AssertionError("cannot list " + shared, e);
-        }
-    }
 }

@@ -24,8 +24,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -100,8 +98,8 @@ class PerfProtocolFuzzTest {
     @BeforeAll
     static void startKeepServer() throws IOException {
         shared = Files.createTempDirectory("conduit-perf-fuzz-");
-        serverConduit = conduit().set("posix.bounce.size", SERVER_BOUNCE_SIZE).build();
-        clientConduit = conduit().build();
+        serverConduit = PerfFuzzDirectory.conduit(shared).set("posix.bounce.size", SERVER_BOUNCE_SIZE).build();
+        clientConduit = PerfFuzzDirectory.conduit(shared).build();
         server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, SERVER_REGION_SIZE, true, shared, NAME, null, false,
                 Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
         serverThread = Thread.ofPlatform().daemon().name("perf-server-under-fuzz").start(() -> {
@@ -112,13 +110,7 @@ class PerfProtocolFuzzTest {
             }
         });
         bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
-        serverFiles = files();
-    }
-
-    /** A posix Conduit that keeps no imported chunk mapped once no region uses it: a mapping left is then a leak, not a cache's. */
-    private static dev.conduit.ConduitBuilder conduit() {
-        return Conduit.builder().environment(Map.of()).systemProperties(new Properties()).sharedDirectory(shared).transports("posix")
-                .set("ipc.cache.entries", "0");
+        serverFiles = PerfFuzzDirectory.files(shared);
     }
 
     @AfterAll
@@ -130,9 +122,7 @@ class PerfProtocolFuzzTest {
             assertThat(serverThrew.get()).as(serverErr.toString()).isNull();
             clientConduit.close();
             serverConduit.close();
-            try (Stream<Path> files = Files.walk(shared)) {
-                assertThat(files.filter(p -> !p.equals(shared)).toList()).as("files left in the shared directory").isEmpty();
-            }
+            assertThat(PerfFuzzDirectory.files(shared)).as("files left in the shared directory").isEmpty();
         } finally {
             PerfPeer.deleteTree(shared);
         }
@@ -166,14 +156,15 @@ class PerfProtocolFuzzTest {
         while (!(theServersFilesOnly() && theServersMappingsOnly()) && System.nanoTime() - start < ANSWER_WAIT_NANOS) {
             Thread.onSpinWait();
         }
-        assertThat(files()).as("the shared directory's files once the clients are gone, the server's at its start being " + serverFiles)
+        assertThat(PerfFuzzDirectory.files(shared))
+                .as("the shared directory's files once the clients are gone, the server's at its start being " + serverFiles)
                 .matches(files -> theServersFilesOnly());
         assertThat(mappings()).as("this JVM's mappings of the shared directory once the clients are gone: the server's files, once each")
                 .matches(mappings -> theServersMappingsOnly());
     }
 
     private static boolean theServersFilesOnly() {
-        List<String> files = files();
+        List<String> files = PerfFuzzDirectory.files(shared);
         List<String> chunks = files.stream().filter(f -> f.endsWith(CHUNK)).toList();
         return files.stream().filter(f -> !f.endsWith(CHUNK)).toList().equals(serverFiles.stream().filter(f -> !f.endsWith(CHUNK)).toList())
                 && chunks.stream().allMatch(c -> serverFiles.contains(c.substring(0, c.lastIndexOf('-')) + ".lease"))
@@ -192,7 +183,7 @@ class PerfProtocolFuzzTest {
 
     private static boolean theServersMappingsOnly() {
         List<String> mappings = mappings();
-        List<String> files = files();
+        List<String> files = PerfFuzzDirectory.files(shared);
         return mappings.stream().distinct().count() == mappings.size()
                 && mappings.stream().allMatch(m -> files.contains(shared.relativize(Path.of(m)).toString()));
     }
@@ -228,15 +219,6 @@ class PerfProtocolFuzzTest {
             honest.send(PerfProtocol.BYE, honest.sessionHeader, MemorySegment.NULL);
             String ended = "session with pid " + ProcessHandle.current().pid() + " on " + host + " ended after 1 phases";
             honest.progressUntil(() -> serverErr.toString().contains(ended), "the end of the next honest client's session");
-        }
-    }
-
-    /** The shared directory's files, by name. */
-    private static List<String> files() {
-        try (Stream<Path> files = Files.walk(shared)) {
-            return files.filter(p -> !p.equals(shared)).map(p -> shared.relativize(p).toString()).sorted().toList();
-        } catch (IOException e) {
-            throw new AssertionError("cannot list " + shared, e);
         }
     }
 

@@ -752,7 +752,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         while (b.hasRemaining()) channel.write(b);
     }
 
-    private static byte[] readFrame(SocketChannel channel) throws IOException {
+    /** One frame: its length, then as many bytes (the tests' TCP peers read the client's request so too). */
+    static byte[] readFrame(SocketChannel channel) throws IOException {
         ByteBuffer length = readFully(channel, 4, "bytes of the frame's length");
         int n = length.getInt(0);
         // Unsigned: a length of 0xFFFFFFFF was "a frame of -1 bytes, more than a bootstrap's 65536".

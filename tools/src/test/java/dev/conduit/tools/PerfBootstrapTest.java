@@ -167,18 +167,18 @@ class PerfBootstrapTest {
             Thread.ofPlatform().daemon().start(() -> {
                 try {
                     try (SocketChannel closing = peer.accept()) {
-                        readRequest(closing);
+                        PerfBootstrap.readFrame(closing);
                     }
                     try (SocketChannel resetting = peer.accept()) {
-                        readRequest(resetting);
+                        PerfBootstrap.readFrame(resetting);
                         resetting.setOption(StandardSocketOptions.SO_LINGER, 0);
                     }
                     try (SocketChannel http = peer.accept()) {
-                        readRequest(http);
+                        PerfBootstrap.readFrame(http);
                         http.write(ByteBuffer.wrap("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
                     }
                     try (SocketChannel allOnes = peer.accept()) {
-                        readRequest(allOnes);
+                        PerfBootstrap.readFrame(allOnes);
                         allOnes.write(ByteBuffer.allocate(4).putInt(-1).flip());
                     }
                 } catch (IOException e) {
@@ -213,11 +213,11 @@ class PerfBootstrapTest {
             Thread.ofPlatform().daemon().start(() -> {
                 try {
                     try (SocketChannel silent = peer.accept()) {
-                        readRequest(silent);
+                        PerfBootstrap.readFrame(silent);
                         holdUntilClosed(silent);
                     }
                     try (SocketChannel cut = peer.accept()) {
-                        readRequest(cut);
+                        PerfBootstrap.readFrame(cut);
                         cut.write(ByteBuffer.allocate(4 + 10).putInt(200).put("conduit-pe".getBytes(StandardCharsets.UTF_8)).flip());
                         holdUntilClosed(cut);
                     }
@@ -288,18 +288,6 @@ class PerfBootstrapTest {
                 .getBytes(StandardCharsets.UTF_8), "the bootstrap", "check it")).isInstanceOf(ConduitException.class)
                 .hasMessage("the bootstrap is malformed: it lacks the lines thread-mode, region (another version of conduit perf wrote it, "
                         + "or it was damaged)");
-    }
-
-    /** Reads a client's whole request frame (its length, then as many bytes), as any server does before it answers. */
-    private static void readRequest(SocketChannel client) throws IOException {
-        ByteBuffer length = ByteBuffer.allocate(4);
-        while (length.hasRemaining()) {
-            if (client.read(length) < 0) throw new IOException("the client closed its request");
-        }
-        ByteBuffer request = ByteBuffer.allocate(length.getInt(0));
-        while (request.hasRemaining()) {
-            if (client.read(request) < 0) throw new IOException("the client closed its request");
-        }
     }
 
     /**
