@@ -260,8 +260,15 @@ final class PerfClient implements AutoCloseable {
         for (int i = 1; i < plan.peers(); i++) {
             Worker idle = conduit.newWorker(ThreadMode.SINGLE);
             resources.add(idle);
-            Endpoint e = idle.connect(serverAddress);
-            e.send(PerfProtocol.PEER, oneByte);
+            Endpoint e;
+            try {
+                e = idle.connect(serverAddress);
+                e.send(PerfProtocol.PEER, oneByte);
+            } catch (ConduitException failed) {
+                // Said as the runtime's "cannot connect to WorkerAddress[...]" alone, it named neither the perf server nor --peers.
+                throw new ConduitException("idle peer " + i + " of --peers " + plan.peers() + " could not reach the perf server, which "
+                        + "had welcomed this client: " + failed.getMessage(), failed);
+            }
             long t0 = System.nanoTime();
             while (e.pending() > 0) {
                 idle.progress();

@@ -85,6 +85,55 @@ class PerfClientTest {
     }
 
     /**
+     * A server whose worker is gone when {@code --peers}' idle workers connect (it ended after WELCOME) is said to be, by
+     * the peer and the option: it was the runtime's "cannot connect to WorkerAddress[...]: ... the peer is gone" alone
+     * (found by PerfClientFuzzTest).
+     */
+    @Test
+    void aServerGoneWhenThePeersConnectIsSaidByThePeerAndTheOption() throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
+                Duration.ofSeconds(30), 3);
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-client");
+        try {
+            HangGuard.await("a client whose --peers meet a server that is gone", () -> {
+                try (Conduit serverConduit = conduit(shared); Conduit clientConduit = conduit(shared)) {
+                    CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
+                    CompletableFuture<Void> stop = new CompletableFuture<>();
+                    Thread server = Thread.ofPlatform().daemon().name("perf-server").start(() -> serve(serverConduit, PerfProtocol.PEER, bootstrap, stop));
+                    try {
+                        PerfBootstrap b = bootstrap.get(30, TimeUnit.SECONDS);
+                        // The server's worker closes as the client makes its first idle worker, after WELCOME: not before it
+                        // read WELCOME, nor after one idle worker connected.
+                        Conduit quittingAtTheFirstIdleWorker = new DelegatingConduit(clientConduit) {
+                            private int workers;
+
+                            @Override
+                            public Worker newWorker(ThreadMode mode) {
+                                if (++workers == 2) {
+                                    quit.complete(null);
+                                    quitDone.join();
+                                }
+                                return super.newWorker(mode);
+                            }
+                        };
+
+                        assertThatThrownBy(() -> new PerfClient(quittingAtTheFirstIdleWorker, () -> clientConduit, b, ThreadMode.SINGLE, plan,
+                                PerfProgress.off())).isExactlyInstanceOf(ConduitException.class)
+                                .hasMessageStartingWith("idle peer 1 of --peers 3 could not reach the perf server, which had welcomed this "
+                                        + "client: cannot connect to WorkerAddress[");
+                    } finally {
+                        stop.complete(null);
+                        server.join(TimeUnit.SECONDS.toMillis(30));
+                    }
+                }
+                return null;
+            });
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    /**
      * A bootstrap whose worker address or region handle does not decode (a file another program wrote, a TCP answer damaged
      * on its way) is said to be the bootstrap's fault, naming the field. The address was taken for a server that cannot be
      * reached (for a bootstrap file, "the server that published it may be gone"), and the handle said "invalid Conduit IPC
@@ -130,8 +179,12 @@ class PerfClientTest {
 
     /**
      * The server's side: WELCOME and READY as conduit perf's server sends them, then {@code malformed} where its answer goes
-     * (a PONG a byte longer than its PING, in a run of 8 bytes at most; an ACK of 4 bytes; an ENDED of 4), until {@code stop}.
+     * (a PONG a byte longer than its PING, in a run of 8 bytes at most; an ACK of 4 bytes; an ENDED of 4), until {@code stop};
+     * {@link PerfProtocol#PEER}: its worker closes when {@link #quit} is completed, which {@link #quitDone} then is.
      */
+    private static final CompletableFuture<Void> quit = new CompletableFuture<>();
+    private static final CompletableFuture<Void> quitDone = new CompletableFuture<>();
+
     private static void serve(Conduit conduit, int malformed, CompletableFuture<PerfBootstrap> bootstrap, CompletableFuture<Void> stop) {
         try (Worker worker = conduit.newWorker(ThreadMode.SINGLE); Pool pool = conduit.pool("posix"); Region region = pool.allocate(1 << 20, 64)) {
             AtomicReference<Endpoint> client = new AtomicReference<>();
@@ -157,9 +210,77 @@ class PerfClientTest {
                     worker.address().toBytes(), Map.of("posix", region.exportHandle())));
             while (!stop.isDone()) {
                 if (worker.progress() == 0) worker.await(Duration.ofMillis(10));
+                if (malformed == PerfProtocol.PEER && quit.isDone() && !quitDone.isDone()) {
+                    worker.close(); // its region stays: the client's --peers meet a worker that is gone
+                    quitDone.complete(null);
+                }
             }
             Endpoint ep = client.get();
             if (ep != null) ep.close();
+        }
+    }
+
+    /** A Conduit that does what {@code delegate} does: a test overrides what it watches. */
+    private static class DelegatingConduit implements Conduit {
+        private final Conduit delegate;
+
+        DelegatingConduit(Conduit delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public List<dev.conduit.PluginInfo> plugins() {
+            return delegate.plugins();
+        }
+
+        @Override
+        public List<String> selectedPlugins() {
+            return delegate.selectedPlugins();
+        }
+
+        @Override
+        public List<dev.conduit.ConfigEntry> configuration() {
+            return delegate.configuration();
+        }
+
+        @Override
+        public Worker newWorker(ThreadMode mode) {
+            return delegate.newWorker(mode);
+        }
+
+        @Override
+        public dev.conduit.ThreadPolicy threadPolicy(ThreadMode mode) {
+            return delegate.threadPolicy(mode);
+        }
+
+        @Override
+        public Pool pool(String plugin) {
+            return delegate.pool(plugin);
+        }
+
+        @Override
+        public Pool pool() {
+            return delegate.pool();
+        }
+
+        @Override
+        public dev.conduit.ImportedRegion importRegion(byte[] handle) {
+            return delegate.importRegion(handle);
+        }
+
+        @Override
+        public dev.conduit.ImportedRegion importRegion(byte[] handle, dev.conduit.ImportedRegion reuse) {
+            return delegate.importRegion(handle, reuse);
+        }
+
+        @Override
+        public dev.conduit.IpcCacheStats ipcCacheStats() {
+            return delegate.ipcCacheStats();
+        }
+
+        @Override
+        public void close() {
+            delegate.close();
         }
     }
 
