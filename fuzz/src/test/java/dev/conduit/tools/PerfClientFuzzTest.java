@@ -34,15 +34,18 @@ import static org.assertj.core.api.Assertions.assertThat;
  * bootstrap file): a bare worker that answers each of the client's messages, and each put of put_lat, as conduit perf's server
  * does, or lies (WELCOME refused or cut short; READY refused, of another phase, cut short, or with an unopenable region handle;
  * a PONG longer or shorter than its PING; an ACK of another count or cut short; an ENDED of another phase or cut short; a
- * put_lat answer with another marker, or cut short of it; FAILED instead of an answer), or stays silent. The client runs with
- * {@code --peers 2}: its idle worker's files too must be gone at the end. Whatever it does, the client's run ends in rows or a {@link ConduitException} naming the cause
- * (its error line): never another exception, an {@code Error} or a hang past its {@code --timeout}, and it leaves nothing in the
- * shared directory. A row is skipped only for the server's refusal of its phase, with the server's words: every size of the
- * plan is one the client can send, so a row skipped for any other reason is a lie the client took for a limit.
+ * put_lat answer with another marker, or cut short of it; FAILED instead of an answer), stays silent, or answers and then
+ * ends (its worker closes). The client runs with {@code --peers 2}: its idle worker connects after WELCOME, and its files
+ * too must be gone at the end. Whatever the server does, the client's run ends in rows or a {@link ConduitException} naming
+ * the cause (its error line): never another exception, an {@code Error} or a hang past its {@code --timeout}, and it leaves
+ * nothing in the shared directory. A row is skipped only for the server's refusal of its phase, with the server's words:
+ * every size of the plan is one the client can send, so a row skipped for any other reason is a lie the client took for a
+ * limit.
  *
  * <p>The input is a script, read as {@code PerfProtocolFuzzTest}'s is (a spent one reads 0): one byte per answer, in the
- * order the client's messages (and put_lat's puts) come, says what the server does (mod 8: 0 and 4 to 6 answer as conduit perf's server, 1 to 3
- * lie as above, 7 sends FAILED), with the lie's bytes after it. The empty script is an honest server.
+ * order the client's messages (and put_lat's puts) come, says what the server does (0xFF answers and ends the server; else
+ * mod 8: 0 and 4 to 6 answer as conduit perf's server, 1 to 3 lie as above, 7 sends FAILED), with the lie's bytes after it.
+ * The empty script is an honest server.
  */
 class PerfClientFuzzTest {
 
@@ -110,6 +113,8 @@ class PerfClientFuzzTest {
 
     /** The server: a worker on a thread of its own, whose handlers answer as the script says. */
     private static final class HostileServer {
+        /** The script's byte that answers honestly and then ends the server (its worker closes): before --peers' workers connect, in put_lat, anywhere. */
+        private static final int QUITS = 0xFF;
         final CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
         final AtomicReference<Throwable> threw = new AtomicReference<>();
         /** The reasons of the phases this server refused: the only reasons a row of this plan may be skipped for. */
@@ -117,6 +122,8 @@ class PerfClientFuzzTest {
         private final ByteBuffer script;
         private final Thread thread;
         private volatile boolean stop;
+        /** Whether it answered as {@link #QUITS} says: its worker closes then, as a server's that ends mid-session. */
+        private boolean quit;
         private Endpoint client;
         private Region exported;
         private PeerRegion clientRegion;
@@ -210,13 +217,19 @@ class PerfClientFuzzTest {
                 worker.onMessage(PerfProtocol.PEER, m -> { });
                 bootstrap.complete(new PerfBootstrap(ProcessHandle.current().pid(), "hostile", ThreadMode.SINGLE.name(), region.size(),
                         worker.address().toBytes(), Map.of("posix", region.exportHandle())));
-                while (!stop) {
+                while (!stop && !quit) {
                     try {
                         if (putLatSize > 0) answerPut(region.segment());
                         if (worker.progress() == 0) worker.await(Duration.ofMillis(1));
                     } catch (ConduitException clientGone) {
                         // An answer to a client that ended its run and closed: what the client did is what this test judges.
                     }
+                }
+                if (quit) {
+                    // The worker ends, its region stays until the test stops this server: the client, and --peers' idle worker
+                    // connecting after WELCOME, meet a server whose worker is gone, not only a region that is.
+                    worker.close();
+                    while (!stop) java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
                 }
                 if (client != null) client.close();
                 closeExported();
@@ -255,7 +268,13 @@ class PerfClientFuzzTest {
 
         /** Does {@code honest}, {@code lie}, sends FAILED, or nothing, as the script's next byte says. */
         private void act(Runnable honest, Runnable lie) {
-            switch (u8() % 8) {
+            int what = u8();
+            if (what == QUITS) {
+                honest.run();
+                quit = true;
+                return;
+            }
+            switch (what % 8) {
                 case 1, 2 -> lie.run();
                 case 3 -> { } // silent: the client waits up to its --timeout
                 case 7 -> client.send(PerfProtocol.FAILED, new PerfProtocol.Writer().string(word(40)).segment());
