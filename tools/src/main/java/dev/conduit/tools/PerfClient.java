@@ -214,7 +214,7 @@ final class PerfClient implements AutoCloseable {
                     .string(PerfCommand.hostName()).string(mode.name()).string(plan.wakeup().label()).string(transport)
                     .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
             try {
-                waitUntil(() -> welcome != null, "the server's WELCOME");
+                waitUntil(() -> welcome != null, "WELCOME"); // "no WELCOME from the perf server within ..."
             } catch (ConduitException e) {
                 throw new ServerUnreachable(e);
             }
@@ -232,6 +232,10 @@ final class PerfClient implements AutoCloseable {
                 // It said "invalid Conduit IPC handle: field 'total.length': ...", and not whose handle that was.
                 throw new ConduitException("the perf server's bootstrap gives a region handle for '" + transport + "' that does not decode: "
                         + e.getMessage() + BOOTSTRAP_WRONG, e);
+            } catch (ConduitException e) {
+                // A region freed or gone with its server: the runtime's "export gone: <file> does not exist" said not whose.
+                throw new ConduitException("the perf server's region through '" + transport + "', which its bootstrap gives, cannot be "
+                        + "opened: " + e.getMessage(), e);
             }
             resources.add(serverRegion);
             serverRegionSize = serverRegion.size();

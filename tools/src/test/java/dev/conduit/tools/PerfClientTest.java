@@ -135,12 +135,13 @@ class PerfClientTest {
 
     /**
      * A bootstrap whose worker address or region handle does not decode (a file another program wrote, a TCP answer damaged
-     * on its way) is said to be the bootstrap's fault, naming the field. The address was taken for a server that cannot be
-     * reached (for a bootstrap file, "the server that published it may be gone"), and the handle said "invalid Conduit IPC
-     * handle: ..." and not whose (found by PerfClientTcpBootstrapFuzzTest).
+     * on its way) is said to be the bootstrap's fault, naming the field, and a region that is gone is said to be the perf
+     * server's. The address was taken for a server that cannot be reached (for a bootstrap file, "the server that published
+     * it may be gone"), and the handle said "invalid Conduit IPC handle: ..." or "export gone: ..." and not whose (found by
+     * PerfClientTcpBootstrapFuzzTest and PerfClientFuzzTest).
      */
     @Test
-    void aBootstrapWhoseAddressOrRegionHandleDoesNotDecodeIsSaidToBeWrong() throws Exception {
+    void aBootstrapWhoseAddressOrRegionHandleDoesNotDecodeOrWhoseRegionIsGoneIsSaidToBe() throws Exception {
         PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
                 Duration.ofSeconds(30), 1);
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-client");
@@ -155,6 +156,12 @@ class PerfClientTest {
                         PerfBootstrap badAddress = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), new byte[3], b.regions());
                         PerfBootstrap badHandle = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), b.address(),
                                 Map.of("posix", new byte[3]));
+                        byte[] freed;
+                        try (Pool pool = serverConduit.pool("posix"); Region region = pool.allocate(4096)) {
+                            freed = region.exportHandle();
+                        }
+                        PerfBootstrap goneRegion = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), b.address(),
+                                Map.of("posix", freed));
                         String wrong = " (another version of conduit perf wrote the bootstrap, or it was damaged)";
 
                         assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badAddress, ThreadMode.SINGLE, plan,
@@ -165,6 +172,9 @@ class PerfClientTest {
                                 PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives "
                                 + "a region handle for 'posix' that does not decode: invalid Conduit IPC handle: field 'total.length': 3 "
                                 + "bytes given; a Conduit IPC handle has 65 to 4096" + wrong);
+                        assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, goneRegion, ThreadMode.SINGLE, plan,
+                                PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessageStartingWith("the perf server's "
+                                + "region through 'posix', which its bootstrap gives, cannot be opened: export gone: ");
                     } finally {
                         stop.complete(null);
                         server.join(TimeUnit.SECONDS.toMillis(30));
