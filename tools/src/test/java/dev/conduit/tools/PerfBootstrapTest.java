@@ -317,6 +317,37 @@ class PerfBootstrapTest {
     }
 
     /**
+     * A TCP client that connects and sends no whole request within the server's --timeout is said so, with how much of it
+     * came: it was "a TCP client went away during the bootstrap (or took longer than 300 ms, --timeout):
+     * java.nio.channels.AsynchronousCloseException", the JDK's class for the close by the server's own timeout.
+     */
+    @Test
+    void aTcpClientThatSendsNoWholeRequestInTheTimeoutIsSaidToWithWhatCame() throws Exception {
+        StringWriter said = new StringWriter();
+        try (PerfBootstrap.Listener listener = new PerfBootstrap.Listener(new PerfParsing.HostPort("127.0.0.1", 0), Duration.ofMillis(300),
+                new PrintWriter(said, true))) {
+            listener.serveInBackground(new PerfBootstrap(1, "host", "SINGLE", 4096, new byte[] {1}, Map.of("posix", new byte[] {2})), e -> { });
+            try (SocketChannel silent = SocketChannel.open(new InetSocketAddress("127.0.0.1", listener.address().port()))) {
+                silent.write(ByteBuffer.allocate(6).putInt(30).put((byte) 'c').put((byte) 'o').flip());
+                // Until the server's timeout closes the connection, which it does once it said why.
+                HangGuard.await("the server's close", () -> {
+                    try {
+                        return silent.read(ByteBuffer.allocate(64));
+                    } catch (IOException reset) {
+                        return -1;
+                    }
+                });
+            }
+            HangGuard.await("the server's line", () -> {
+                while (!said.toString().endsWith(System.lineSeparator())) Thread.onSpinWait();
+                return null;
+            });
+        }
+        assertThat(said.toString()).isEqualTo("conduit perf server: a TCP client sent no whole request within 300 ms (--timeout): 2 of "
+                + "the 30 bytes of the frame had arrived" + System.lineSeparator());
+    }
+
+    /**
      * A FIFO of the file's name (a process that writes the shared directory, such as one in a container, can make one) is
      * said to be one at once: the client's read of it waited for a writer for ever, past --timeout (found by helper h35).
      */
