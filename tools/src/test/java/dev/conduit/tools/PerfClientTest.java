@@ -99,7 +99,10 @@ class PerfClientTest {
                 try (Conduit serverConduit = conduit(shared); Conduit clientConduit = conduit(shared)) {
                     CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
                     CompletableFuture<Void> stop = new CompletableFuture<>();
-                    Thread server = Thread.ofPlatform().daemon().name("perf-server").start(() -> serve(serverConduit, PerfProtocol.PEER, bootstrap, stop));
+                    CompletableFuture<Void> quit = new CompletableFuture<>();
+                    CompletableFuture<Void> quitDone = new CompletableFuture<>();
+                    Thread server = Thread.ofPlatform().daemon().name("perf-server").start(() -> serve(serverConduit, PerfProtocol.PING, bootstrap,
+                            stop, quit, quitDone));
                     try {
                         PerfBootstrap b = bootstrap.get(30, TimeUnit.SECONDS);
                         // The server's worker closes as the client makes its first idle worker, after WELCOME: not before it
@@ -190,12 +193,14 @@ class PerfClientTest {
     /**
      * The server's side: WELCOME and READY as conduit perf's server sends them, then {@code malformed} where its answer goes
      * (a PONG a byte longer than its PING, in a run of 8 bytes at most; an ACK of 4 bytes; an ENDED of 4), until {@code stop};
-     * {@link PerfProtocol#PEER}: its worker closes when {@link #quit} is completed, which {@link #quitDone} then is.
      */
-    private static final CompletableFuture<Void> quit = new CompletableFuture<>();
-    private static final CompletableFuture<Void> quitDone = new CompletableFuture<>();
-
     private static void serve(Conduit conduit, int malformed, CompletableFuture<PerfBootstrap> bootstrap, CompletableFuture<Void> stop) {
+        serve(conduit, malformed, bootstrap, stop, new CompletableFuture<>(), new CompletableFuture<>());
+    }
+
+    /** As {@link #serve(Conduit, int, CompletableFuture, CompletableFuture)}; its worker closes once {@code quit} is done, and then {@code quitDone} is. */
+    private static void serve(Conduit conduit, int malformed, CompletableFuture<PerfBootstrap> bootstrap, CompletableFuture<Void> stop,
+                              CompletableFuture<Void> quit, CompletableFuture<Void> quitDone) {
         try (Worker worker = conduit.newWorker(ThreadMode.SINGLE); Pool pool = conduit.pool("posix"); Region region = pool.allocate(1 << 20, 64)) {
             AtomicReference<Endpoint> client = new AtomicReference<>();
             worker.onMessage(PerfProtocol.HELLO, m -> {
@@ -220,7 +225,7 @@ class PerfClientTest {
                     worker.address().toBytes(), Map.of("posix", region.exportHandle())));
             while (!stop.isDone()) {
                 if (worker.progress() == 0) worker.await(Duration.ofMillis(10));
-                if (malformed == PerfProtocol.PEER && quit.isDone() && !quitDone.isDone()) {
+                if (quit.isDone() && !quitDone.isDone()) {
                     worker.close(); // its region stays: the client's --peers meet a worker that is gone
                     quitDone.complete(null);
                 }
