@@ -42,46 +42,19 @@ class PerfClientTest {
         PerfTest test = malformed == PerfProtocol.ACK ? PerfTest.AM_BW : PerfTest.AM_LAT;
         PerfPlan plan = new PerfPlan(List.of(test), List.of(8L), 4L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
                 Duration.ofSeconds(30), 1);
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-client");
-        try {
-            HangGuard.await("a client of a server that breaks the protocol", () -> {
-                try (Conduit serverConduit = conduit(shared); Conduit clientConduit = conduit(shared)) {
-                    CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
-                    AtomicReference<Throwable> serverThrew = new AtomicReference<>();
-                    CompletableFuture<Void> stop = new CompletableFuture<>();
-                    Thread server = Thread.ofPlatform().daemon().name("malformed-perf-server").start(() -> {
-                        try {
-                            serve(serverConduit, malformed, bootstrap, stop);
-                        } catch (Throwable t) {
-                            serverThrew.set(t);
-                            bootstrap.completeExceptionally(t);
-                        }
-                    });
-                    try {
-                        PerfBootstrap b = bootstrap.get(30, TimeUnit.SECONDS);
-                        String name = switch (malformed) {
-                            case PerfProtocol.PONG -> "PONG";
-                            case PerfProtocol.ACK -> "ACK";
-                            default -> "ENDED";
-                        };
+        againstAServer("a client of a server that breaks the protocol", malformed, (server, clientConduit, b) -> {
+            String name = switch (malformed) {
+                case PerfProtocol.PONG -> "PONG";
+                case PerfProtocol.ACK -> "ACK";
+                default -> "ENDED";
+            };
 
-                        assertThatThrownBy(() -> {
-                            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, b, ThreadMode.SINGLE, plan,
-                                    PerfProgress.off())) {
-                                client.runAll(rows -> { });
-                            }
-                        }).isInstanceOf(ConduitException.class).hasMessageContaining("malformed " + name + " message from the perf peer");
-                    } finally {
-                        stop.complete(null);
-                        server.join(TimeUnit.SECONDS.toMillis(30));
-                    }
-                    assertThat(serverThrew.get()).isNull();
+            assertThatThrownBy(() -> {
+                try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, b, ThreadMode.SINGLE, plan, PerfProgress.off())) {
+                    client.runAll(rows -> { });
                 }
-                return null;
-            });
-        } finally {
-            PerfPeer.deleteTree(shared);
-        }
+            }).isInstanceOf(ConduitException.class).hasMessageContaining("malformed " + name + " message from the perf peer");
+        });
     }
 
     /**
@@ -93,47 +66,27 @@ class PerfClientTest {
     void aServerGoneWhenThePeersConnectIsSaidByThePeerAndTheOption() throws Exception {
         PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
                 Duration.ofSeconds(30), 3);
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-client");
-        try {
-            HangGuard.await("a client whose --peers meet a server that is gone", () -> {
-                try (Conduit serverConduit = conduit(shared); Conduit clientConduit = conduit(shared)) {
-                    CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
-                    CompletableFuture<Void> stop = new CompletableFuture<>();
-                    CompletableFuture<Void> quit = new CompletableFuture<>();
-                    CompletableFuture<Void> quitDone = new CompletableFuture<>();
-                    Thread server = Thread.ofPlatform().daemon().name("perf-server").start(() -> serve(serverConduit, PerfProtocol.PING, bootstrap,
-                            stop, quit, quitDone));
-                    try {
-                        PerfBootstrap b = bootstrap.get(30, TimeUnit.SECONDS);
-                        // The server's worker closes as the client makes its first idle worker, after WELCOME: not before it
-                        // read WELCOME, nor after one idle worker connected.
-                        Conduit quittingAtTheFirstIdleWorker = new DelegatingConduit(clientConduit) {
-                            private int workers;
+        againstAServer("a client whose --peers meet a server that is gone", PerfProtocol.PING, (server, clientConduit, b) -> {
+            // The server's worker closes as the client makes its first idle worker, after WELCOME: not before it read WELCOME,
+            // nor after one idle worker connected.
+            Conduit quittingAtTheFirstIdleWorker = new DelegatingConduit(clientConduit) {
+                private int workers;
 
-                            @Override
-                            public Worker newWorker(ThreadMode mode) {
-                                if (++workers == 2) {
-                                    quit.complete(null);
-                                    quitDone.join();
-                                }
-                                return super.newWorker(mode);
-                            }
-                        };
-
-                        assertThatThrownBy(() -> new PerfClient(quittingAtTheFirstIdleWorker, () -> clientConduit, b, ThreadMode.SINGLE, plan,
-                                PerfProgress.off())).isExactlyInstanceOf(ConduitException.class)
-                                .hasMessageStartingWith("idle peer 1 of --peers 3 could not reach the perf server, which had welcomed this "
-                                        + "client: cannot connect to WorkerAddress[");
-                    } finally {
-                        stop.complete(null);
-                        server.join(TimeUnit.SECONDS.toMillis(30));
+                @Override
+                public Worker newWorker(ThreadMode mode) {
+                    if (++workers == 2) {
+                        server.quit().complete(null);
+                        server.quitDone().join();
                     }
+                    return super.newWorker(mode);
                 }
-                return null;
-            });
-        } finally {
-            PerfPeer.deleteTree(shared);
-        }
+            };
+
+            assertThatThrownBy(() -> new PerfClient(quittingAtTheFirstIdleWorker, () -> clientConduit, b, ThreadMode.SINGLE, plan,
+                    PerfProgress.off())).isExactlyInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("idle peer 1 of --peers 3 could not reach the perf server, which had welcomed this client: "
+                            + "cannot connect to WorkerAddress[");
+        });
     }
 
     /**
@@ -147,41 +100,68 @@ class PerfClientTest {
     void aBootstrapWhoseAddressOrRegionHandleDoesNotDecodeOrWhoseRegionIsGoneIsSaidToBe() throws Exception {
         PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
                 Duration.ofSeconds(30), 1);
+        againstAServer("a client of a bootstrap that does not decode", PerfProtocol.PING, (server, clientConduit, b) -> {
+            PerfBootstrap badAddress = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), new byte[3], b.regions());
+            PerfBootstrap badHandle = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), b.address(),
+                    Map.of("posix", new byte[3]));
+            byte[] freed;
+            try (Pool pool = server.conduit().pool("posix"); Region region = pool.allocate(4096)) {
+                freed = region.exportHandle();
+            }
+            PerfBootstrap goneRegion = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), b.address(), Map.of("posix", freed));
+            String wrong = " (another version of conduit perf wrote the bootstrap, or it was damaged)";
+
+            assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badAddress, ThreadMode.SINGLE, plan,
+                    PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives a "
+                    + "worker address that does not decode: invalid Conduit worker address: field 'total.length': 3 bytes given; a "
+                    + "Conduit worker address has 34 to 4096" + wrong);
+            assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badHandle, ThreadMode.SINGLE, plan,
+                    PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives a "
+                    + "region handle for 'posix' that does not decode: invalid Conduit IPC handle: field 'total.length': 3 bytes given; "
+                    + "a Conduit IPC handle has 65 to 4096" + wrong);
+            assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, goneRegion, ThreadMode.SINGLE, plan,
+                    PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessageStartingWith("the perf server's region "
+                    + "through 'posix', which its bootstrap gives, cannot be opened: export gone: ");
+        });
+    }
+
+    /** The server of a test ({@link #serve}) on a thread of its own: its Conduit, and the word that closes its worker. */
+    private record Server(Conduit conduit, CompletableFuture<Void> quit, CompletableFuture<Void> quitDone) {
+    }
+
+    @FunctionalInterface
+    private interface ClientSide {
+        void run(Server server, Conduit clientConduit, PerfBootstrap bootstrap) throws Exception;
+    }
+
+    /**
+     * Runs {@code client} against {@link #serve}'s server of {@code malformed}, each with a Conduit of its own in a fresh
+     * shared directory, under a hang guard; then stops the server, which must not have failed.
+     */
+    private static void againstAServer(String what, int malformed, ClientSide client) throws Exception {
         Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-client");
         try {
-            HangGuard.await("a client of a bootstrap that does not decode", () -> {
+            HangGuard.await(what, () -> {
                 try (Conduit serverConduit = conduit(shared); Conduit clientConduit = conduit(shared)) {
+                    Server server = new Server(serverConduit, new CompletableFuture<>(), new CompletableFuture<>());
                     CompletableFuture<PerfBootstrap> bootstrap = new CompletableFuture<>();
+                    AtomicReference<Throwable> serverThrew = new AtomicReference<>();
                     CompletableFuture<Void> stop = new CompletableFuture<>();
-                    Thread server = Thread.ofPlatform().daemon().name("perf-server").start(() -> serve(serverConduit, PerfProtocol.PING, bootstrap, stop));
-                    try {
-                        PerfBootstrap b = bootstrap.get(30, TimeUnit.SECONDS);
-                        PerfBootstrap badAddress = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), new byte[3], b.regions());
-                        PerfBootstrap badHandle = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), b.address(),
-                                Map.of("posix", new byte[3]));
-                        byte[] freed;
-                        try (Pool pool = serverConduit.pool("posix"); Region region = pool.allocate(4096)) {
-                            freed = region.exportHandle();
+                    Thread serving = Thread.ofPlatform().daemon().name("perf-server").start(() -> {
+                        try {
+                            serve(serverConduit, malformed, bootstrap, stop, server.quit(), server.quitDone());
+                        } catch (Throwable t) {
+                            serverThrew.set(t);
+                            bootstrap.completeExceptionally(t);
                         }
-                        PerfBootstrap goneRegion = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), b.address(),
-                                Map.of("posix", freed));
-                        String wrong = " (another version of conduit perf wrote the bootstrap, or it was damaged)";
-
-                        assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badAddress, ThreadMode.SINGLE, plan,
-                                PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives "
-                                + "a worker address that does not decode: invalid Conduit worker address: field 'total.length': 3 bytes "
-                                + "given; a Conduit worker address has 34 to 4096" + wrong);
-                        assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badHandle, ThreadMode.SINGLE, plan,
-                                PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives "
-                                + "a region handle for 'posix' that does not decode: invalid Conduit IPC handle: field 'total.length': 3 "
-                                + "bytes given; a Conduit IPC handle has 65 to 4096" + wrong);
-                        assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, goneRegion, ThreadMode.SINGLE, plan,
-                                PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessageStartingWith("the perf server's "
-                                + "region through 'posix', which its bootstrap gives, cannot be opened: export gone: ");
+                    });
+                    try {
+                        client.run(server, clientConduit, bootstrap.get(30, TimeUnit.SECONDS));
                     } finally {
                         stop.complete(null);
-                        server.join(TimeUnit.SECONDS.toMillis(30));
+                        serving.join(TimeUnit.SECONDS.toMillis(30));
                     }
+                    assertThat(serverThrew.get()).isNull();
                 }
                 return null;
             });
@@ -193,12 +173,8 @@ class PerfClientTest {
     /**
      * The server's side: WELCOME and READY as conduit perf's server sends them, then {@code malformed} where its answer goes
      * (a PONG a byte longer than its PING, in a run of 8 bytes at most; an ACK of 4 bytes; an ENDED of 4), until {@code stop};
+     * its worker closes once {@code quit} is done, and then {@code quitDone} is.
      */
-    private static void serve(Conduit conduit, int malformed, CompletableFuture<PerfBootstrap> bootstrap, CompletableFuture<Void> stop) {
-        serve(conduit, malformed, bootstrap, stop, new CompletableFuture<>(), new CompletableFuture<>());
-    }
-
-    /** As {@link #serve(Conduit, int, CompletableFuture, CompletableFuture)}; its worker closes once {@code quit} is done, and then {@code quitDone} is. */
     private static void serve(Conduit conduit, int malformed, CompletableFuture<PerfBootstrap> bootstrap, CompletableFuture<Void> stop,
                               CompletableFuture<Void> quit, CompletableFuture<Void> quitDone) {
         try (Worker worker = conduit.newWorker(ThreadMode.SINGLE); Pool pool = conduit.pool("posix"); Region region = pool.allocate(1 << 20, 64)) {
@@ -228,6 +204,7 @@ class PerfClientTest {
                 if (quit.isDone() && !quitDone.isDone()) {
                     worker.close(); // its region stays: the client's --peers meet a worker that is gone
                     quitDone.complete(null);
+                    stop.join(); // a closed worker takes no more progress
                 }
             }
             Endpoint ep = client.get();
