@@ -36,8 +36,8 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
-import java.util.List;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
@@ -174,7 +174,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
 
     /** Field {@code i} of a line, which has it. */
     private static String value(String[] fields, int i) {
-        if (i >= fields.length) throw new IllegalArgumentException("'" + fields[0] + "' takes " + i + (i == 1 ? " value" : " values") + ", it has " + (fields.length - 1));
+        if (i >= fields.length) {
+            throw new IllegalArgumentException("'" + fields[0] + "' takes " + i + (i == 1 ? " value" : " values") + ", it has "
+                    + (fields.length - 1));
+        }
         return fields[i];
     }
 
