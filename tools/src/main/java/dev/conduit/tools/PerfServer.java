@@ -452,7 +452,8 @@ final class PerfServer {
         if (WorkerIdentity.sameWorker(address, worker.address())) {
             // Connected to, this server served a session with itself, answering itself, until the client said BYE, and one
             // that never did kept it busy for good. Judged by what identifies the worker, not by the bytes: another worker id,
-            // or an entry of a plugin this worker lacks before or after its own, named it as well.
+            // or an entry of a plugin this worker lacks before or after its own, named it as well. What the check cannot see
+            // (WorkerIdentity) ends as any silent client's session does, at --timeout.
             throw new ConduitException("client " + hello.clientName() + " named this server's own worker address as its own: the "
                     + "client is not conduit perf's, or a broken one");
         }

@@ -19,8 +19,10 @@ public final class WorkerIdentity {
 
     /**
      * Whether {@code a} and {@code b} name one worker: they carry its id, or one transport's address that the worker gave it
-     * (the same bytes for the same plugin; the shared-memory transports give one encoding per worker: its lease's and its
-     * queue's names, the queue's one mapped length and its token, nothing after them).
+     * (the same bytes for the same plugin: the shared-memory transports read theirs strictly, its lease's and its queue's
+     * names, the queue's one mapped length and its token, nothing after them). An address that reaches the worker's queue by
+     * bytes of its own (a second name of the queue's file, which a process that writes the shared directory could make) is
+     * not seen: only the transport could tell.
      */
     public static boolean sameWorker(WorkerAddress a, WorkerAddress b) {
         AddressFormat.Decoded x = AddressFormat.decode(a.toBytes());
