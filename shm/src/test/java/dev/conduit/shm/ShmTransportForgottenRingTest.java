@@ -66,21 +66,17 @@ class ShmTransportForgottenRingTest {
     @Test
     @Timeout(60)
     void aCloseWaitsForTheUnmapUnderWayAndRunsTheOneWaitingBehindIt() throws Exception {
-        Received received = new Received();
-        WatchedImporter rings = new WatchedImporter();
-        ShmTransport receiver = transport(received, rings, Long.MAX_VALUE);
-        ShmEndpoint a = connect(transport(new Received()), receiver);
-        ShmEndpoint c = connect(transport(new Received()), receiver);
-        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
-        assertThat(c.trySend(2, MemorySegment.NULL, bytes(20_000, 2))).isTrue();
-        receive(receiver, () -> received.ids.size() == 2, "both large messages");
-        WatchedRing ringOfA = rings.all.get(0);
-        WatchedRing ringOfC = rings.all.get(1);
+        TwoRingsRead read = new TwoRingsRead(null);
+        ShmTransport receiver = read.receiver;
+        Received received = read.received;
+        WatchedImporter rings = read.rings;
+        WatchedRing ringOfA = read.ringOfA;
+        WatchedRing ringOfC = read.ringOfC;
 
         CountDownLatch unmapMayGoOn = rings.holdUnmapsOffTheTestThread();
-        forget(receiver, received, a);
+        forget(receiver, received, read.a);
         waitFor(() -> ringOfA.unmappedBy.get() != null, "A's ring's unmap to begin on the ring-mapping thread");
-        forget(receiver, received, c);
+        forget(receiver, received, read.c);
         assertThat(ringOfC.unmappedBy.get()).as("C's ring, whose unmap waits behind A's").isNull();
 
         Thread closer = Thread.ofPlatform().name("closer").start(receiver::close);
@@ -168,23 +164,14 @@ class ShmTransportForgottenRingTest {
     @Test
     @Timeout(60)
     void aRingThatCannotBeUnmappedIsSaidInAWarningAndTheNextUnmapStillRuns() {
-        Received received = new Received();
-        WatchedImporter rings = new WatchedImporter();
         List<String> warnings = new CopyOnWriteArrayList<>();
-        ShmTransport receiver = transport(received, rings, Long.MAX_VALUE, warnings);
-        ShmEndpoint a = connect(transport(new Received()), receiver);
-        ShmEndpoint c = connect(transport(new Received()), receiver);
-        assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
-        assertThat(c.trySend(2, MemorySegment.NULL, bytes(20_000, 2))).isTrue();
-        receive(receiver, () -> received.ids.size() == 2, "both large messages");
-        WatchedRing ringOfA = rings.all.get(0);
-        WatchedRing ringOfC = rings.all.get(1);
-        ringOfA.failure = new IllegalStateException("Session is acquired by 1 clients");
+        TwoRingsRead read = new TwoRingsRead(warnings);
+        read.ringOfA.failure = new IllegalStateException("Session is acquired by 1 clients");
 
-        forget(receiver, received, a);
-        forget(receiver, received, c);
-        waitFor(() -> rings.mapped.get() == 1, "C's ring's unmap");
-        assertThat(ringOfC.unmappedBy.get()).as("the thread that unmapped C's ring, after A's failed").isSameAs(ringOfC.mappedBy);
+        forget(read.receiver, read.received, read.a);
+        forget(read.receiver, read.received, read.c);
+        waitFor(() -> read.rings.mapped.get() == 1, "C's ring's unmap");
+        assertThat(read.ringOfC.unmappedBy.get()).as("the thread that unmapped C's ring, after A's failed").isSameAs(read.ringOfC.mappedBy);
         assertThat(warnings).as("WARNINGs").containsExactly(
                 "test: could not unmap a forgotten connection's bounce ring: Session is acquired by 1 clients");
     }
@@ -208,6 +195,29 @@ class ShmTransportForgottenRingTest {
 
         void forget(ShmEndpoint sender) {
             ShmTransportForgottenRingTest.forget(receiver, received, sender);
+        }
+    }
+
+    /** A receiver that read one large message of each of two senders, A and C, whose rings are mapped in that order. */
+    private final class TwoRingsRead {
+        final Received received = new Received();
+        final WatchedImporter rings = new WatchedImporter();
+        final ShmTransport receiver;
+        final ShmEndpoint a;
+        final ShmEndpoint c;
+        final WatchedRing ringOfA;
+        final WatchedRing ringOfC;
+
+        /** {@code warnings}: where the receiver's WARNINGs go, or null for the default logger. */
+        TwoRingsRead(List<String> warnings) {
+            receiver = transport(received, rings, Long.MAX_VALUE, warnings);
+            a = connect(transport(new Received()), receiver);
+            c = connect(transport(new Received()), receiver);
+            assertThat(a.trySend(1, MemorySegment.NULL, bytes(20_000, 1))).isTrue();
+            assertThat(c.trySend(2, MemorySegment.NULL, bytes(20_000, 2))).isTrue();
+            receive(receiver, () -> received.ids.size() == 2, "both large messages");
+            ringOfA = rings.all.get(0);
+            ringOfC = rings.all.get(1);
         }
     }
 
