@@ -10,6 +10,7 @@ import dev.conduit.linux.OpenFlags;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.PayloadReader;
 
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -123,7 +124,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         // wait's end then said that no server had published it.
         if (firstEnd >= 0 && !text.substring(0, firstEnd).equals(MAGIC)) {
             String first = text.substring(0, firstEnd);
-            throw new ConduitException(source + " is not a conduit perf bootstrap of this version (first line '" + abbreviate(first)
+            throw new ConduitException(source + " is not a conduit perf bootstrap of this version (first line '" + quoted(first)
                     + "', expected '" + MAGIC + "'): " + (first.startsWith("conduit-perf ")
                     ? "the server runs a Conduit of another bootstrap format; run both sides with the same Conduit version"
                     : "no conduit perf server wrote it; " + foreign));
@@ -142,8 +143,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             try {
                 switch (f[0]) {
                     case "pid" -> pid = Long.parseLong(value(f, 1));
-                    case "host" -> host = value(f, 1);
-                    case "thread-mode" -> mode = value(f, 1);
+                    case "host" -> host = shownAsIs(value(f, 1), "a host name");
+                    case "thread-mode" -> mode = shownAsIs(value(f, 1), "a thread mode");
                     case "region-size" -> {
                         regionSize = Long.parseLong(value(f, 1));
                         if (regionSize <= 0) throw new IllegalArgumentException("a region size is above 0");
@@ -155,8 +156,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             } catch (RuntimeException e) {
                 // Named by its line: the JDK's words alone ("Index 1 out of bounds for length 1", "Illegal base64 character
                 // 21") said neither which field was wrong nor that it was one.
-                throw new ConduitException(source + " is malformed: line " + (i + 1) + " ('" + abbreviate(lines[i]) + "'): "
-                        + e.getMessage(), e);
+                throw new ConduitException(source + " is malformed: line " + (i + 1) + " ('" + quoted(lines[i]) + "'): "
+                        + quoted(String.valueOf(e.getMessage())), e); // the JDK's words quote the value: "For input string: ..."
             }
         }
         List<String> lacking = new ArrayList<>();
@@ -181,8 +182,23 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         return fields[i];
     }
 
-    private static String abbreviate(String s) {
-        return s.length() > 40 ? s.substring(0, 40) + "..." : s;
+    /**
+     * {@code value}, a field that messages and the JSON report show as it is: printable ASCII, no space, as a server writes
+     * it, so that a file's or a port's other bytes forge no line of a message and rewrite no terminal.
+     */
+    private static String shownAsIs(String value, String what) {
+        if (value.isEmpty() || !value.chars().allMatch(c -> c > 0x20 && c < 0x7F)) {
+            throw new IllegalArgumentException(what + " is one word of printable ASCII");
+        }
+        return value;
+    }
+
+    /**
+     * A line of the bootstrap, fit for the error that quotes it: the text came from whoever wrote the file or answered on
+     * the port, whose control characters could forge lines of the message or rewrite a terminal's.
+     */
+    private static String quoted(String line) {
+        return PayloadReader.printable(line);
     }
 
     // ------------------------------------------------------------------ the shared directory

@@ -16,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -138,6 +139,30 @@ class PerfBootstrapTest {
         assertThatThrownBy(() -> PerfBootstrap.await(shared, "other", TIMEOUT, () -> false)).isInstanceOf(ConduitException.class)
                 .hasMessage(file + " is not a conduit perf bootstrap of this version (first line 'garbage', expected 'conduit-perf 1'): "
                         + "no conduit perf server wrote it; remove it, or choose another --name");
+    }
+
+    /**
+     * What a bootstrap's writer put in a line is quoted with its control characters escaped, and a host name or thread mode,
+     * which messages show as they are, must be printable: a hostile file's or port's escape sequences reached the error and
+     * the terminal that printed it as they were.
+     */
+    @Test
+    void controlCharactersOfABootstrapNeverReachAMessageAsTheyAre() throws Exception {
+        Path file = Files.writeString(PerfBootstrap.file(shared, "escapes"), "\u001b[2Jgarbage\n");
+        assertThatThrownBy(() -> PerfBootstrap.await(shared, "escapes", TIMEOUT, () -> false)).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith(file + " is not a conduit perf bootstrap of this version (first line '\\u001b[2Jgarbage', "
+                        + "expected 'conduit-perf 1'): ");
+
+        String whole = new String(bootstrap(45).encode(), StandardCharsets.UTF_8);
+        for (String line : List.of("host", "thread-mode")) {
+            byte[] text = whole.replaceFirst("(?m)^" + line + " .*$", line + " \u001b]0;x\u0007").getBytes(StandardCharsets.UTF_8);
+            assertThatThrownBy(() -> PerfBootstrap.decode(text, "the bootstrap", "check it")).isInstanceOf(ConduitException.class)
+                    .hasMessageMatching("the bootstrap is malformed: line \\d \\('" + line + " \\\\u001b]0;x\\\\u0007'\\): a (host name|thread mode) "
+                            + "is one word of printable ASCII");
+        }
+        byte[] badPid = whole.replaceFirst("(?m)^pid .*$", "pid \u001b[31m").getBytes(StandardCharsets.UTF_8);
+        assertThatThrownBy(() -> PerfBootstrap.decode(badPid, "the bootstrap", "check it")).isInstanceOf(ConduitException.class)
+                .hasMessage("the bootstrap is malformed: line 2 ('pid \\u001b[31m'): For input string: \"\\u001b[31m\"");
     }
 
     /** A file a server began and never ended (it died while writing it) is named as there, with what to do. */
