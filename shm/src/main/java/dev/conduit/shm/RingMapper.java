@@ -16,8 +16,10 @@ import java.util.function.Consumer;
 
 /**
  * Maps the bounce rings of senders off the receiver's progress thread, unmaps those of the
- * connections it forgot ({@link #unmap}), and runs the transport's other work that must not stall
- * that thread ({@link #run}: the reclaim of dead peers' files). Importing a ring may wait on its
+ * connections it forgot ({@link #unmap}) and the endpoints' mappings of their peers' receive
+ * queues once given back ({@link #unmapMadeElsewhere}: a peer found gone, an endpoint closed),
+ * and runs the transport's other work that must not stall that thread ({@link #run}: the reclaim
+ * of dead peers' files). Importing a ring may wait on its
  * sender: a memfd ring comes from the sender's fd server, which may take up to
  * {@code memfd.connect.timeout} to answer when the sender is paused, frozen or hostile. On the
  * progress thread that wait held the whole worker: the liveness checks that fail dead peers'
@@ -26,7 +28,9 @@ import java.util.function.Consumer;
  * runs on) besides the JDK's handshake of a shared arena's close: the progress() that forgot a
  * connection whose 4 MiB ring it had read took 374-428 µs at the median on the project's 2-core
  * VM, 65-92 µs with the unmap handed over here (docs/performance.md, "A forgotten connection's ring
- * unmapped off the progress thread"), time in which the worker served none of its other peers.
+ * unmapped off the progress thread"), time in which the worker served none of its other peers. The
+ * unmap of a gone peer's 2 MiB queue the endpoint had written took 420-695 µs at the median
+ * there ("A gone peer's queue unmapped off the progress thread").
  *
  * <p>One daemon thread per transport, started by the first mapping or reclaim. It ends after a
  * second idle, but not while a ring it mapped is still to be unmapped: the unmap's hand-over then
@@ -49,9 +53,9 @@ final class RingMapper {
     private final ThreadPoolExecutor executor;
     /** Unmaps one mapping, saying a failure where it cannot be thrown (the transport's best-effort WARNING). */
     private final Consumer<ChunkMapping> unmapper;
-    /** Mappings handed over to be unmapped ({@link #unmap}) and not yet taken, oldest first; whoever takes one unmaps it. */
-    private final ConcurrentLinkedQueue<ChunkMapping> toUnmap = new ConcurrentLinkedQueue<>();
-    /** Held while the mappings taken from {@link #toUnmap} are unmapped: {@link #unmapHandedOver} waits for one under way. */
+    /** Unmaps handed over ({@link #unmap}, {@link #unmapMadeElsewhere}) and not yet taken, oldest first; whoever takes one runs it. */
+    private final ConcurrentLinkedQueue<Runnable> toUnmap = new ConcurrentLinkedQueue<>();
+    /** Held while the unmaps taken from {@link #toUnmap} run: {@link #unmapHandedOver} waits for one under way. */
     private final Object unmapping = new Object();
     /** Rings this thread mapped and handed out that are not yet handed back to be unmapped: the thread stays while any is. */
     private int ringsOut;
@@ -114,19 +118,33 @@ final class RingMapper {
      * {@link #shutdown}: the caller then unmaps it itself.
      */
     void unmap(ChunkMapping mapping) {
-        toUnmap.add(mapping);
-        // One task per mapping, each unmapping the oldest left: the n-th ends with the first n unmapped, before whatever
-        // was asked after it.
+        handOverUnmap(() -> unmapper.accept(mapping), true);
+    }
+
+    /**
+     * Runs {@code unmap}, the unmap of a mapping another thread made (an endpoint's mapping of its
+     * peer's receive queue), on this thread in order with the ring unmaps and mappings, as
+     * {@link #unmap} does; it says its own failure. Not after {@link #shutdown}: the caller then
+     * unmaps itself.
+     */
+    void unmapMadeElsewhere(Runnable unmap) {
+        handOverUnmap(unmap, false);
+    }
+
+    private void handOverUnmap(Runnable unmap, boolean ringMappedHere) {
+        toUnmap.add(unmap);
+        // One task per unmap, each running the oldest left: the n-th ends with the first n unmapped, before whatever was
+        // asked after it.
         executor.execute(() -> {
             try {
                 synchronized (unmapping) {
-                    ChunkMapping oldest = toUnmap.poll();
-                    if (oldest != null) unmapper.accept(oldest); // else the close took it
+                    Runnable oldest = toUnmap.poll();
+                    if (oldest != null) oldest.run(); // else the close took it
                 }
             } finally {
                 // Here, not in the hand-over: letting the thread time out interrupts it if idle, a second wake-up the
                 // progress thread would pay (14 µs on the project's VM).
-                countRingsOut(-1);
+                if (ringMappedHere) countRingsOut(-1);
             }
         });
     }
@@ -138,7 +156,7 @@ final class RingMapper {
      */
     void unmapHandedOver() {
         synchronized (unmapping) {
-            for (ChunkMapping mapping; (mapping = toUnmap.poll()) != null; ) unmapper.accept(mapping);
+            for (Runnable unmap; (unmap = toUnmap.poll()) != null; ) unmap.run();
         }
     }
 

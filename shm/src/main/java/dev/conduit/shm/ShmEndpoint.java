@@ -598,9 +598,10 @@ final class ShmEndpoint implements TransportEndpoint {
      * Checks the peer: dead (its lease is free), refusing this connection (listed among its
      * queue's refused connections), or hung (no progress for {@code heartbeat.timeout} while this
      * endpoint waits on it). Reports a failure once. A peer found gone is reported, and what only
-     * it could use (the mapping of its queue, the watch of its lease, this connection's bounce
-     * ring) is released at the next check: the runtime calls the error handler once the check
-     * returns, and releasing first kept it waiting (ShmTransport#checkPeers).
+     * it could use (the mapping of its queue, unmapped on the transport's ring-mapping thread, the
+     * watch of its lease, this connection's bounce ring) is released at the next check: the
+     * runtime calls the error handler once the check returns, and releasing first kept it waiting
+     * (ShmTransport#checkPeers).
      *
      * @return whether the peer failed now
      */
@@ -1109,7 +1110,7 @@ final class ShmEndpoint implements TransportEndpoint {
             } finally {
                 bounceChunk = null;
                 try {
-                    peerMapping.close();
+                    transport.unmapPeerQueue(peerMapping); // off this thread while the worker is open
                 } finally {
                     transport.releasePeerLease(peerLease); // closed once its connections to this worker are gone too
                     // Its receiver forgets this id at its CLOSE, which it reads before any later record of the id, or knows

@@ -87,7 +87,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * CONNECT, a watch opened later, a ring mapping it starts, a ring it adopts, an endpoint it
  * connects with its mapping of the peer's queue and its share of the watch of the peer's lease,
  * an endpoint's first bounce ring, a payload kept in a sender's ring, the unmap of a forgotten connection's ring
- * handed to the ring-mapping thread, {@link #handOverUnmap}) the close releases if handed over before
+ * handed to the ring-mapping thread, {@link #handOverUnmap}, and of a released endpoint's mapping of its peer's
+ * queue, {@link #unmapPeerQueue}) the close releases if handed over before
  * it (of those unmaps, it runs the ones that thread has not begun and waits for one under way), else the call
  * gives it back and fails with {@link IllegalStateException} (an unmap, it runs itself); what the call
  * takes away (a connection forgotten at a CLOSE, a refusal or a dead sender's reaping; an endpoint
@@ -1609,11 +1610,41 @@ public final class ShmTransport implements Transport {
     }
 
     private void unmapQuietly(ChunkMapping mapping) {
+        unmapQuietly(mapping, "a forgotten connection's bounce ring");
+    }
+
+    private void unmapQuietly(ChunkMapping mapping, String what) {
         try {
             mapping.close();
         } catch (RuntimeException e) {
-            warnBestEffort(() -> plugin + ": could not unmap a forgotten connection's bounce ring: " + e.getMessage());
+            warnBestEffort(() -> plugin + ": could not unmap " + what + ": " + e.getMessage());
         }
+    }
+
+    /**
+     * Unmaps an endpoint's mapping of its peer's receive queue, which the endpoint gives back
+     * ({@link ShmEndpoint}: its peer found gone at a liveness check or a keepalive probe, its
+     * close): while the worker is open, on the ring-mapping thread
+     * ({@link RingMapper#unmapMadeElsewhere}), after the unmaps and mappings handed over before it,
+     * and a failure is a WARNING. On the caller that checked the peer, the unmap of a 2 MiB queue
+     * the endpoint had written took 420-695 µs at the median, in which the worker served none of
+     * its other peers; the hand-over takes 99-117 µs with the thread there, 168-274 µs where it
+     * starts it (docs/performance.md, "A gone peer's queue unmapped off the progress thread").
+     * Given back, the endpoint is failed or closed, so its sends throw and its checks return before
+     * they touch the queue; one already under way on another thread meets the shared arena's close
+     * (IllegalStateException), on whichever thread it runs. Closed, the caller unmaps it itself and a
+     * failure is thrown: the worker's close, which waits for the unmaps handed over before it
+     * ({@link RingMapper#unmapHandedOver}), or an owner's release after a close forced from another
+     * thread.
+     */
+    void unmapPeerQueue(ChunkMapping mapping) {
+        synchronized (handOff) {
+            if (!closed) {
+                ringMapper().unmapMadeElsewhere(() -> unmapQuietly(mapping, "the mapping of a peer's receive queue"));
+                return;
+            }
+        }
+        mapping.close();
     }
 
     /**
@@ -2284,8 +2315,8 @@ public final class ShmTransport implements Transport {
                 failure = add(failure, e);
             }
         }
-        // The unmaps handed over to the ring-mapping thread: the shutdown above dropped those not begun, and one under way
-        // there is waited for. Handed over only while the worker was open, so that none comes after this.
+        // The unmaps handed over to the ring-mapping thread (forgotten connections' rings, released endpoints' mappings of
+        // their peers' queues): the shutdown above dropped those not begun, and one under way there is waited for. Handed over only while the worker was open, so that none comes after this.
         if (ringMapper != null) ringMapper.unmapHandedOver();
         synchronized (reclaiming) { // one under way on the ring-mapping thread is waited for: the directory closes below
             // A check failed endpoints, and none came after it to reclaim (checkPeers); or a reclaim handed over never began.

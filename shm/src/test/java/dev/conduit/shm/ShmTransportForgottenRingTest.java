@@ -6,6 +6,7 @@ import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PeerFailedException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -30,8 +31,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * unmapped on the transport's ring-mapping thread, not on the thread that calls progress(): the
  * unmap of a ring the receiver read took 73-150 µs there (docs/performance.md, "A forgotten
  * connection's ring unmapped off the progress thread"), a stall for every other peer of the worker.
- * The receiver's importer records which thread unmapped each ring, and can hold an unmap made off
- * the test's thread. Waits are bounded by rounds, never timed.
+ * So is an endpoint's mapping of its peer's receive queue once the peer is found gone ("A gone
+ * peer's queue unmapped off the progress thread"). The worker's importer records which thread
+ * unmapped each ring or queue, and can hold an unmap made off the test's thread. Waits are bounded by rounds, never timed.
  */
 class ShmTransportForgottenRingTest {
 
@@ -174,6 +176,93 @@ class ShmTransportForgottenRingTest {
         assertThat(read.ringOfC.unmappedBy.get()).as("the thread that unmapped C's ring, after A's failed").isSameAs(read.ringOfC.mappedBy);
         assertThat(warnings).as("WARNINGs").containsExactly(
                 "test: could not unmap a forgotten connection's bounce ring: Session is acquired by 1 clients");
+    }
+
+    /**
+     * A peer found gone (here its worker closed) releases the endpoint's mapping of its receive
+     * queue on the ring-mapping thread, not on the thread that calls progress(): that unmap took
+     * 221-7526 µs there (docs/performance.md, "A gone peer's queue unmapped off the progress
+     * thread"), a stall for every other peer of the worker.
+     */
+    @Test
+    @Timeout(60)
+    void aGonePeersQueueIsUnmappedOffTheThreadThatCallsProgress() {
+        PeersOfOneWorker peers = new PeersOfOneWorker(null, 1);
+        peers.loseAll();
+        receive(peers.worker, () -> peers.queues.mapped.get() == 0, "the gone peer's queue's unmap to end");
+        assertThat(peers.queues.only().unmappedBy.get()).as("the thread that unmapped the gone peer's queue")
+                .isNotSameAs(testThread);
+    }
+
+    /**
+     * A close that comes while the unmap of one gone peer's queue is under way on the ring-mapping
+     * thread and another's waits behind it waits for the first and runs the second itself: once
+     * close() returns, neither queue is mapped.
+     */
+    @Test
+    @Timeout(60)
+    void aCloseWaitsForAGonePeersQueueBeingUnmappedAndUnmapsTheOneWaiting() throws Exception {
+        PeersOfOneWorker peers = new PeersOfOneWorker(null, 2);
+        CountDownLatch unmapMayGoOn = peers.queues.holdUnmapsOffTheTestThread();
+        peers.loseAll();
+        WatchedRing first = peers.queues.all.get(0);
+        WatchedRing second = peers.queues.all.get(1);
+        receive(peers.worker, () -> first.unmappedBy.get() != null || second.unmappedBy.get() != null, "a queue's unmap to begin");
+        WatchedRing underWay = first.unmappedBy.get() != null ? first : second;
+        WatchedRing waiting = underWay == first ? second : first;
+        assertThat(waiting.unmappedBy.get()).as("the queue whose unmap waits behind the held one").isNull();
+
+        Thread closer = Thread.ofPlatform().name("closer").start(peers.worker::close);
+        for (int i = 0; i < 100_000 && closer.getState() != Thread.State.BLOCKED && closer.isAlive(); i++) Thread.sleep(1);
+        assertThat(closer.isAlive()).as("the close, while a queue's unmap is under way").isTrue();
+        unmapMayGoOn.countDown();
+        closer.join();
+        assertThat(peers.queues.mapped.get()).as("peers' queues mapped once the close returned").isZero();
+        assertThat(underWay.unmappedBy.get()).isNotSameAs(closer).isNotSameAs(testThread);
+        assertThat(waiting.unmappedBy.get()).as("the thread that unmapped the queue the ring-mapping thread's shutdown dropped")
+                .isSameAs(closer);
+    }
+
+    /** A gone peer's queue that cannot be unmapped is said in a WARNING naming the cause; progress() throws nothing. */
+    @Test
+    @Timeout(60)
+    void aGonePeersQueueThatCannotBeUnmappedIsSaidInAWarning() {
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        PeersOfOneWorker peers = new PeersOfOneWorker(warnings, 1);
+        peers.queues.only().failure = new IllegalStateException("Session is acquired by 1 clients");
+        peers.loseAll();
+        receive(peers.worker, () -> !warnings.isEmpty(), "the failed unmap's WARNING");
+        assertThat(warnings).as("WARNINGs").containsExactly(
+                "test: could not unmap the mapping of a peer's receive queue: Session is acquired by 1 clients");
+        for (int i = 0; i < 100; i++) peers.worker.progress();
+    }
+
+    /**
+     * A worker connected to {@code peers} peers, whose queues its importer maps (watched), each
+     * after a message sent; {@link #loseAll} closes the peers' workers.
+     */
+    private final class PeersOfOneWorker {
+        final WatchedImporter queues = new WatchedImporter();
+        final ShmTransport worker;
+        final List<ShmTransport> others = new ArrayList<>();
+        final List<PeerFailedException> failures = new CopyOnWriteArrayList<>();
+
+        PeersOfOneWorker(List<String> warnings, int peers) {
+            worker = transport(new Received(), new InProcessMemory(), queues, Long.MAX_VALUE, warnings);
+            for (int i = 0; i < peers; i++) {
+                ShmTransport peer = transport(new Received());
+                others.add(peer);
+                ShmEndpoint endpoint = (ShmEndpoint) worker.connect(new PayloadReader(peer.address()), failures::add);
+                assertThat(endpoint.trySend(1, MemorySegment.NULL, bytes(1_000, 1))).isTrue();
+            }
+            assertThat(queues.all).as("peers' queues mapped").hasSize(peers);
+        }
+
+        /** Closes every peer's worker, and progresses until each endpoint failed. */
+        void loseAll() {
+            for (ShmTransport peer : others) peer.close();
+            receive(worker, () -> failures.size() == others.size(), "the peers' failures");
+        }
     }
 
     private static final long RING = 64 << 10;

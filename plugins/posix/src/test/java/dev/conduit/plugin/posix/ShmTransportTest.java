@@ -2183,8 +2183,10 @@ class ShmTransportTest {
      * its large message yet): the owner finished another close between the two steps, and the
      * close found the endpoint in neither list, so nothing released it: its mapping of the peer's
      * queue and its watch of the peer's lease (a descriptor) stayed for the life of the process.
-     * Here the owner is held in that other close's unmap of its own peer's queue. The move is one
-     * step now, under the lock the close lists the endpoints with; every wait is bounded.
+     * Here the owner is held in that other close's release, once it freed the endpoint's bounce
+     * ring (it was held in its unmap of the peer's queue, which is the ring-mapping thread's since
+     * 2026-12-05). The move is one step now, under the lock the close lists the endpoints with;
+     * every wait is bounded.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -2195,17 +2197,15 @@ class ShmTransportTest {
         Received first = new Received();
         Transport firstPeer = transport(first);
         Transport secondPeer = transport(new Received());
-        AtomicInteger imports = new AtomicInteger();
-        // The first peer's queue, as the sender maps it: its unmap, once armed, waits for the sender's close.
-        Transport sender = receiverWith(new Received(), posix -> (payload, chunkLength) -> {
-            boolean firstPeersQueue = imports.getAndIncrement() == 0;
-            return hooked(posix.map(payload, chunkLength), () -> { }, () -> {
-                if (firstPeersQueue && armed.getAndSet(false)) {
-                    unmapping.countDown();
-                    awaitBounded(closed, "the sender's close");
-                }
-            });
-        }, "posix.heartbeat.timeout", "200ms");
+        // The owner's free of the first endpoint's bounce ring, in that endpoint's release (its queue's unmap is handed to the
+        // ring-mapping thread after it), once armed, waits for the sender's close.
+        Thread testThread = Thread.currentThread();
+        Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer, posix -> freeingThen(posix, () -> {
+            if (Thread.currentThread() != testThread && armed.getAndSet(false)) {
+                unmapping.countDown();
+                awaitBounded(closed, "the sender's close");
+            }
+        }), "posix.heartbeat.timeout", "200ms");
         TransportEndpoint toFirst = connect(sender, firstPeer, cause -> { });
         TransportEndpoint toSecond = connect(sender, secondPeer, cause -> { });
         assertThat(toFirst.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
@@ -2240,8 +2240,9 @@ class ShmTransportTest {
      * their large messages, looked at the freed ring and failed with the JDK's "Already closed",
      * before it had released anything of its own (its queue, its provider's chunks, its lease and
      * directory), which stayed for the life of the process. It now takes a ring or queue released
-     * under it for nothing left to wait for. Here the owner is held in that release's unmap of the
-     * peer's queue; every wait is bounded.
+     * under it for nothing left to wait for. Here the owner is held in that release just after the
+     * ring's free (it was held in its unmap of the peer's queue, which is the ring-mapping thread's
+     * since 2026-12-05); every wait is bounded.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -2250,14 +2251,15 @@ class ShmTransportTest {
         CountDownLatch closed = new CountDownLatch(1);
         AtomicBoolean armed = new AtomicBoolean();
         Transport peer = transport(new Received());
-        // The peer's queue, as the sender maps it: its unmap, once armed, waits for the sender's close.
-        Transport sender = receiverWith(new Received(), posix -> (payload, chunkLength) -> hooked(posix.map(payload, chunkLength),
-                () -> { }, () -> {
-                    if (armed.getAndSet(false)) {
-                        unmapping.countDown();
-                        awaitBounded(closed, "the sender's close");
-                    }
-                }), "posix.liveness.interval", "1ms");
+        // The owner's free of the endpoint's bounce ring, in its release (the peer's queue's unmap is handed to the ring-mapping
+        // thread after it), once armed, waits for the sender's close.
+        Thread testThread = Thread.currentThread();
+        Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer, posix -> freeingThen(posix, () -> {
+            if (Thread.currentThread() != testThread && armed.getAndSet(false)) {
+                unmapping.countDown();
+                awaitBounded(closed, "the sender's close");
+            }
+        }), "posix.liveness.interval", "1ms");
         TransportEndpoint ep = connect(sender, peer, cause -> { });
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
         ep.close(); // waits for the peer to read its large message, which it never does
@@ -2683,6 +2685,37 @@ class ShmTransportTest {
         joinBounded(progress, "progress still inside its call");
         joinBounded(closer, "the close still running");
         return failures;
+    }
+
+    /** {@code posix}, but each free runs {@code afterFree} once done. */
+    private static MemoryProvider freeingThen(MemoryProvider posix, Runnable afterFree) {
+        return new MemoryProvider() {
+            @Override
+            public long pageSize() {
+                return posix.pageSize();
+            }
+
+            @Override
+            public Chunk allocate(long size) {
+                return posix.allocate(size);
+            }
+
+            @Override
+            public byte[] export(Chunk chunk) {
+                return posix.export(chunk);
+            }
+
+            @Override
+            public void free(Chunk chunk) {
+                posix.free(chunk);
+                afterFree.run();
+            }
+
+            @Override
+            public void close() {
+                posix.close();
+            }
+        };
     }
 
     /** {@code posix}, but a free on {@code closer}'s thread (a close's free of its receive queue) waits for {@code callEnded} first. */
@@ -4843,6 +4876,8 @@ class ShmTransportTest {
         }
 
         assertThat(sharedFiles()).as("the shared directory, the endpoint failed and not closed").isEqualTo(sendersFiles);
+        // The queue's unmap is handed to the ring-mapping thread, which may still be at it.
+        for (int i = 0; i < 10_000 && mappingsOfTheSharedDirectory() != sendersMappings; i++) progressOrPause(sender);
         assertThat(mappingsOfTheSharedDirectory()).as("mappings of its files").isEqualTo(sendersMappings);
         assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 2))).isSameAs(failure.get());
         ep.close(); // nothing left to release, and nothing released twice
