@@ -32,10 +32,11 @@ import java.util.function.Consumer;
  * unmap of a gone peer's 2 MiB queue the endpoint had written took 420-695 µs at the median
  * there ("A gone peer's queue unmapped off the progress thread").
  *
- * <p>One daemon thread per transport, started by the first mapping or reclaim. It ends after a
- * second idle, but not while a ring it mapped is still to be unmapped: the unmap's hand-over then
- * finds it, where starting a thread would cost the progress thread about as much as the unmap
- * (41-91 µs). The transport starts a mapping only for the large message at the head of its queue,
+ * <p>One daemon thread per transport, started by the first mapping, unmap or reclaim. It ends after
+ * a second idle, but not while a ring it mapped is still to be unmapped (a peer's queue, which it
+ * did not map, keeps it only while the unmap runs): the unmap's hand-over then finds it, where
+ * starting a thread would cost the progress thread about as much as the unmap (41-91 µs). The
+ * transport starts a mapping only for the large message at the head of its queue,
  * which waits for it, so there is one at a time, but for the cancelled ones of connections it
  * forgot meanwhile (a process that writes the queue wrote over the record that waited).
  *
