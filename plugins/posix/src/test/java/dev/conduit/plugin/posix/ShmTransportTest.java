@@ -2197,15 +2197,9 @@ class ShmTransportTest {
         Received first = new Received();
         Transport firstPeer = transport(first);
         Transport secondPeer = transport(new Received());
-        // The owner's free of the first endpoint's bounce ring, in that endpoint's release (its queue's unmap is handed to the
-        // ring-mapping thread after it), once armed, waits for the sender's close.
-        Thread testThread = Thread.currentThread();
-        Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer, posix -> freeingThen(posix, () -> {
-            if (Thread.currentThread() != testThread && armed.getAndSet(false)) {
-                unmapping.countDown();
-                awaitBounded(closed, "the sender's close");
-            }
-        }), "posix.heartbeat.timeout", "200ms");
+        // The owner's free of the first endpoint's bounce ring, in that endpoint's release, once armed, waits for the sender's close.
+        Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer,
+                posix -> holdingTheOwnersFree(posix, armed, unmapping, closed), "posix.heartbeat.timeout", "200ms");
         TransportEndpoint toFirst = connect(sender, firstPeer, cause -> { });
         TransportEndpoint toSecond = connect(sender, secondPeer, cause -> { });
         assertThat(toFirst.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
@@ -2251,15 +2245,9 @@ class ShmTransportTest {
         CountDownLatch closed = new CountDownLatch(1);
         AtomicBoolean armed = new AtomicBoolean();
         Transport peer = transport(new Received());
-        // The owner's free of the endpoint's bounce ring, in its release (the peer's queue's unmap is handed to the ring-mapping
-        // thread after it), once armed, waits for the sender's close.
-        Thread testThread = Thread.currentThread();
-        Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer, posix -> freeingThen(posix, () -> {
-            if (Thread.currentThread() != testThread && armed.getAndSet(false)) {
-                unmapping.countDown();
-                awaitBounded(closed, "the sender's close");
-            }
-        }), "posix.liveness.interval", "1ms");
+        // The owner's free of the endpoint's bounce ring, in its release, once armed, waits for the sender's close.
+        Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer,
+                posix -> holdingTheOwnersFree(posix, armed, unmapping, closed), "posix.liveness.interval", "1ms");
         TransportEndpoint ep = connect(sender, peer, cause -> { });
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
         ep.close(); // waits for the peer to read its large message, which it never does
@@ -2687,39 +2675,31 @@ class ShmTransportTest {
         return failures;
     }
 
-    /** {@code posix}, but each free runs {@code afterFree} once done. */
-    private static MemoryProvider freeingThen(MemoryProvider posix, Runnable afterFree) {
-        return new MemoryProvider() {
-            @Override
-            public long pageSize() {
-                return posix.pageSize();
+    /**
+     * {@code posix}, but the first free off the thread that made it once {@code armed} (the owner's
+     * free of an endpoint's bounce ring in its release, before the hand-over of its unmap of the
+     * peer's queue) counts {@code held} down, then waits for {@code closed}: the owner, held in the
+     * release, while a close from another thread runs.
+     */
+    private static MemoryProvider holdingTheOwnersFree(MemoryProvider posix, AtomicBoolean armed, CountDownLatch held, CountDownLatch closed) {
+        Thread maker = Thread.currentThread();
+        return hookingFrees(posix, () -> { }, () -> {
+            if (Thread.currentThread() != maker && armed.getAndSet(false)) {
+                held.countDown();
+                awaitBounded(closed, "the sender's close");
             }
-
-            @Override
-            public Chunk allocate(long size) {
-                return posix.allocate(size);
-            }
-
-            @Override
-            public byte[] export(Chunk chunk) {
-                return posix.export(chunk);
-            }
-
-            @Override
-            public void free(Chunk chunk) {
-                posix.free(chunk);
-                afterFree.run();
-            }
-
-            @Override
-            public void close() {
-                posix.close();
-            }
-        };
+        });
     }
 
     /** {@code posix}, but a free on {@code closer}'s thread (a close's free of its receive queue) waits for {@code callEnded} first. */
     private static MemoryProvider freeingOnlyAfter(MemoryProvider posix, AtomicReference<Thread> closer, CountDownLatch callEnded) {
+        return hookingFrees(posix, () -> {
+            if (Thread.currentThread() == closer.get()) awaitBounded(callEnded, "the call under way to return");
+        }, () -> { });
+    }
+
+    /** {@code posix}, but each free runs {@code beforeFree} before it and {@code afterFree} once done. */
+    private static MemoryProvider hookingFrees(MemoryProvider posix, Runnable beforeFree, Runnable afterFree) {
         return new MemoryProvider() {
             @Override
             public long pageSize() {
@@ -2738,8 +2718,9 @@ class ShmTransportTest {
 
             @Override
             public void free(Chunk chunk) {
-                if (Thread.currentThread() == closer.get()) awaitBounded(callEnded, "the call under way to return");
+                beforeFree.run();
                 posix.free(chunk);
+                afterFree.run();
             }
 
             @Override
