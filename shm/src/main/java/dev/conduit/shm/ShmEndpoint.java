@@ -1092,7 +1092,11 @@ final class ShmEndpoint implements TransportEndpoint {
         }
     }
 
-    /** Gives back the ring, the mapping of the peer's queue and the watch of its lease, once its release is claimed. */
+    /**
+     * Gives back the ring and the mapping of the peer's queue (freed and unmapped on the transport's
+     * ring-mapping thread while the worker is open) and the watch of the peer's lease, once its
+     * release is claimed.
+     */
     private void giveBack() {
         if (inConnectWait) {
             inConnectWait = false;
@@ -1105,19 +1109,16 @@ final class ShmEndpoint implements TransportEndpoint {
             warnIfLostWithThePeer();
             if (bounceChunk != null) warnIfUnread();
         } finally {
+            Chunk ring = bounceChunk;
+            bounceChunk = null;
             try {
-                if (bounceChunk != null) transport.provider().free(bounceChunk);
+                transport.giveBackOffThisThread(ring, peerMapping); // off this thread while the worker is open
             } finally {
-                bounceChunk = null;
-                try {
-                    transport.unmapPeerQueue(peerMapping); // off this thread while the worker is open
-                } finally {
-                    transport.releasePeerLease(peerLease); // closed once its connections to this worker are gone too
-                    // Its receiver forgets this id at its CLOSE, which it reads before any later record of the id, or knows
-                    // nothing of it; else (a close whose look at the peer's lease failed, a queue that faulted) it may
-                    // keep the connection while this worker lives, and a new connection must never take the id.
-                    transport.released(this, connectSent && closeSentAt == 0 && !peerGone);
-                }
+                transport.releasePeerLease(peerLease); // closed once its connections to this worker are gone too
+                // Its receiver forgets this id at its CLOSE, which it reads before any later record of the id, or knows
+                // nothing of it; else (a close whose look at the peer's lease failed, a queue that faulted) it may
+                // keep the connection while this worker lives, and a new connection must never take the id.
+                transport.released(this, connectSent && closeSentAt == 0 && !peerGone);
             }
         }
     }

@@ -88,7 +88,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * connects with its mapping of the peer's queue and its share of the watch of the peer's lease,
  * an endpoint's first bounce ring, a payload kept in a sender's ring, the unmap of a forgotten connection's ring
  * handed to the ring-mapping thread, {@link #handOverUnmap}, and of a released endpoint's mapping of its peer's
- * queue, {@link #unmapPeerQueue}) the close releases if handed over before
+ * queue with the free of its bounce ring, {@link #giveBackOffThisThread}) the close releases if handed over before
  * it (of those unmaps, it runs the ones that thread has not begun and waits for one under way), else the call
  * gives it back and fails with {@link IllegalStateException} (an unmap, it runs itself); what the call
  * takes away (a connection forgotten at a CLOSE, a refusal or a dead sender's reaping; an endpoint
@@ -1622,29 +1622,49 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Unmaps an endpoint's mapping of its peer's receive queue, which the endpoint gives back
-     * ({@link ShmEndpoint}: its peer found gone at a liveness check or a keepalive probe, its
-     * close): while the worker is open, on the ring-mapping thread
-     * ({@link RingMapper#unmapMadeElsewhere}), after the unmaps and mappings handed over before it,
-     * and a failure is a WARNING. On the caller that checked the peer, the unmap of a 2 MiB queue
-     * the endpoint had written took 420-695 µs at the median, in which the worker served none of
-     * its other peers; the hand-over takes 99-117 µs with the thread there, 168-274 µs where it
-     * starts it (docs/performance.md, "A gone peer's queue unmapped off the progress thread").
-     * Given back, the endpoint is failed or closed, so its sends throw and its checks return before
-     * they touch the queue; one already under way on another thread meets the shared arena's close
-     * (IllegalStateException), on whichever thread it runs. Closed, the caller unmaps it itself and a
-     * failure is thrown: the worker's close, which waits for the unmaps handed over before it
-     * ({@link RingMapper#unmapHandedOver}), or an owner's release after a close forced from another
-     * thread.
+     * Frees an endpoint's bounce ring ({@code bounceRing}, null when it never made one) and unmaps its
+     * mapping of its peer's receive queue, which the endpoint gives back ({@link ShmEndpoint}: its
+     * peer found gone at a liveness check or a keepalive probe, its close, once a live peer read its
+     * large messages): while the worker is open, on the ring-mapping thread
+     * ({@link RingMapper#unmapMadeElsewhere}), after the unmaps and mappings handed over before them,
+     * in one hand-over, and a failure is a WARNING. On the caller that checked the peer, the unmap of
+     * a 2 MiB queue the endpoint had written took 420-695 µs at the median, and the free of a 4 MiB
+     * ring it had written (an unmap, and the file's removal or the memfd's close) 441-492 µs, in which
+     * the worker served none of its other peers; the hand-over takes 99-117 µs with the thread there,
+     * 168-274 µs where it starts it (docs/performance.md, "A gone peer's queue unmapped off the
+     * progress thread", "A released endpoint's bounce ring freed off the progress thread"). Given
+     * back, the endpoint is failed or closed, so its sends throw and its checks return before they
+     * touch the queue or the ring; one already under way on another thread meets the shared arena's
+     * close (IllegalStateException), on whichever thread it runs. No one else reads the ring: a peer
+     * that is gone mapped it in its own process, and a live one the endpoint's close waited for
+     * ({@link ShmEndpoint#awaitsDrain}) keeps its own mapping. The providers' frees lock their own
+     * bookkeeping. Closed, the caller frees and unmaps itself and a failure is thrown: the worker's
+     * close, which waits for what was handed over before it ({@link RingMapper#unmapHandedOver})
+     * before it closes the provider, or an owner's release after a close forced from another thread.
      */
-    void unmapPeerQueue(ChunkMapping mapping) {
+    void giveBackOffThisThread(Chunk bounceRing, ChunkMapping peerQueue) {
         synchronized (handOff) {
             if (!closed) {
-                ringMapper().unmapMadeElsewhere(() -> unmapQuietly(mapping, "the mapping of a peer's receive queue"));
+                ringMapper().unmapMadeElsewhere(() -> {
+                    if (bounceRing != null) freeQuietly(bounceRing);
+                    unmapQuietly(peerQueue, "the mapping of a peer's receive queue");
+                });
                 return;
             }
         }
-        mapping.close();
+        try {
+            if (bounceRing != null) provider.free(bounceRing);
+        } finally {
+            peerQueue.close();
+        }
+    }
+
+    private void freeQuietly(Chunk bounceRing) {
+        try {
+            provider.free(bounceRing);
+        } catch (RuntimeException e) {
+            warnBestEffort(() -> plugin + ": could not free a released connection's bounce ring: " + e.getMessage());
+        }
     }
 
     /**

@@ -1,6 +1,7 @@
 package dev.conduit.shm;
 
 import dev.conduit.linux.Linux;
+import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
@@ -17,6 +18,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -32,7 +35,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * unmap of a ring the receiver read took 73-150 µs there (docs/performance.md, "A forgotten
  * connection's ring unmapped off the progress thread"), a stall for every other peer of the worker.
  * So is an endpoint's mapping of its peer's receive queue once the peer is found gone ("A gone
- * peer's queue unmapped off the progress thread"). The worker's importer records which thread
+ * peer's queue unmapped off the progress thread"), and the endpoint's bounce ring is freed there
+ * ("A released endpoint's bounce ring freed off the progress thread"). The worker's importer records which thread
  * unmapped each ring or queue, and can hold an unmap made off the test's thread. Waits are bounded by rounds, never timed.
  */
 class ShmTransportForgottenRingTest {
@@ -238,6 +242,71 @@ class ShmTransportForgottenRingTest {
     }
 
     /**
+     * An endpoint whose peer is found gone frees its bounce ring (for posix an unmap and the file's
+     * removal, for memfd an unmap and a close) off the thread that calls progress(): on it, the
+     * free of a 4 MiB ring the endpoint had written took 441-492 µs at the median (docs/performance.md,
+     * "A released endpoint's bounce ring freed off the progress thread").
+     */
+    @Test
+    @Timeout(60)
+    void aReleasedEndpointsBounceRingIsFreedOffTheThreadThatCallsProgress() {
+        PeersOfOneWorker peers = new PeersOfOneWorker(null, 1, 20_000);
+        peers.loseAll();
+        receive(peers.worker, () -> peers.memory.freedBy.containsKey(peers.memory.onlyRing()), "the bounce ring's free");
+        assertThat(peers.memory.freedBy.get(peers.memory.onlyRing())).as("the thread that freed the released endpoint's bounce ring")
+                .isNotSameAs(testThread);
+        receive(peers.worker, () -> peers.queues.mapped.get() == 0, "the gone peer's queue's unmap, after the ring's free");
+    }
+
+    /**
+     * A close that comes while the free of one released endpoint's bounce ring is under way on the
+     * ring-mapping thread and another's waits behind it waits for the first and frees the second
+     * itself: once close() returns, no chunk of the provider is left and no peer's queue is mapped.
+     */
+    @Test
+    @Timeout(60)
+    void aCloseWaitsForABounceRingBeingFreedAndFreesTheOneWaiting() throws Exception {
+        PeersOfOneWorker peers = new PeersOfOneWorker(null, 2, 20_000);
+        CountDownLatch freeMayGoOn = peers.memory.holdFreesOffTheTestThread();
+        peers.loseAll();
+        List<Chunk> rings = peers.memory.rings();
+        assertThat(rings).as("bounce rings made").hasSize(2);
+        receive(peers.worker, () -> rings.stream().anyMatch(peers.memory.freedBy::containsKey), "a ring's free to begin");
+        Chunk underWay = peers.memory.freedBy.containsKey(rings.get(0)) ? rings.get(0) : rings.get(1);
+        Chunk waiting = underWay == rings.get(0) ? rings.get(1) : rings.get(0);
+        assertThat(peers.memory.freedBy.get(waiting)).as("the ring whose free waits behind the held one").isNull();
+
+        Thread closer = Thread.ofPlatform().name("closer").start(peers.worker::close);
+        for (int i = 0; i < 100_000 && closer.getState() != Thread.State.BLOCKED && closer.isAlive(); i++) Thread.sleep(1);
+        assertThat(closer.isAlive()).as("the close, while a ring's free is under way").isTrue();
+        freeMayGoOn.countDown();
+        closer.join();
+        assertThat(peers.memory.live()).as("chunks of the provider not freed once the close returned").isEmpty();
+        assertThat(peers.queues.mapped.get()).as("peers' queues mapped once the close returned").isZero();
+        assertThat(peers.memory.freedBy.get(underWay)).isNotSameAs(closer).isNotSameAs(testThread);
+        assertThat(peers.memory.freedBy.get(waiting)).as("the thread that freed the ring the ring-mapping thread's shutdown dropped")
+                .isSameAs(closer);
+    }
+
+    /**
+     * A released endpoint's bounce ring that cannot be freed is said in a WARNING naming the cause;
+     * the peer's queue is unmapped all the same, and progress() throws nothing.
+     */
+    @Test
+    @Timeout(60)
+    void aBounceRingThatCannotBeFreedIsSaidInAWarningAndThePeersQueueIsStillUnmapped() {
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        PeersOfOneWorker peers = new PeersOfOneWorker(warnings, 1, 20_000);
+        peers.memory.failure = new IllegalStateException("Session is acquired by 1 clients");
+        peers.loseAll();
+        receive(peers.worker, () -> !warnings.isEmpty() && peers.queues.mapped.get() == 0, "the failed free's WARNING and the queue's unmap");
+        assertThat(warnings).as("WARNINGs").containsExactly(
+                "test: could not free a released connection's bounce ring: Session is acquired by 1 clients");
+        for (int i = 0; i < 100; i++) peers.worker.progress();
+        peers.memory.failure = null;
+    }
+
+    /**
      * A worker connected to {@code peers} peers, whose queues its importer maps (watched), each
      * after a message sent; {@link #loseAll} closes the peers' workers.
      */
@@ -247,13 +316,20 @@ class ShmTransportForgottenRingTest {
         final List<ShmTransport> others = new ArrayList<>();
         final List<PeerFailedException> failures = new CopyOnWriteArrayList<>();
 
+        final WatchedProvider memory = new WatchedProvider();
+
         PeersOfOneWorker(List<String> warnings, int peers) {
-            worker = transport(new Received(), new InProcessMemory(), queues, Long.MAX_VALUE, warnings);
+            this(warnings, peers, 1_000);
+        }
+
+        /** {@code messageBytes}: the size of each peer's message; larger than 8 KiB, the endpoint makes its bounce ring. */
+        PeersOfOneWorker(List<String> warnings, int peers, int messageBytes) {
+            worker = transport(new Received(), memory, queues, Long.MAX_VALUE, warnings);
             for (int i = 0; i < peers; i++) {
                 ShmTransport peer = transport(new Received());
                 others.add(peer);
                 ShmEndpoint endpoint = (ShmEndpoint) worker.connect(new PayloadReader(peer.address()), failures::add);
-                assertThat(endpoint.trySend(1, MemorySegment.NULL, bytes(1_000, 1))).isTrue();
+                assertThat(endpoint.trySend(1, MemorySegment.NULL, bytes(messageBytes, 1))).isTrue();
             }
             assertThat(queues.all).as("peers' queues mapped").hasSize(peers);
         }
@@ -415,6 +491,82 @@ class ShmTransportForgottenRingTest {
             }
             mapping.close();
             importer.mapped.decrementAndGet();
+        }
+    }
+
+    /**
+     * The worker's provider: {@link InProcessMemory}'s chunks, the first its receive queue and the
+     * others bounce rings, each free recording its thread; it can hold a free made off the test's
+     * thread, or fail a ring's free.
+     */
+    private final class WatchedProvider implements MemoryProvider {
+        private final InProcessMemory memory = new InProcessMemory();
+        final List<Chunk> allocated = new CopyOnWriteArrayList<>();
+        final Map<Chunk, Thread> freedBy = new ConcurrentHashMap<>();
+        /** While set, a free made off the test's thread waits for it (ignoring interrupts, as munmap does). */
+        volatile CountDownLatch held;
+        /** Thrown by a ring's free instead of freeing it, when set. */
+        volatile RuntimeException failure;
+
+        CountDownLatch holdFreesOffTheTestThread() {
+            held = new CountDownLatch(1);
+            return held;
+        }
+
+        List<Chunk> rings() {
+            return allocated.subList(1, allocated.size());
+        }
+
+        Chunk onlyRing() {
+            assertThat(rings()).as("bounce rings made").hasSize(1);
+            return rings().getFirst();
+        }
+
+        List<Chunk> live() {
+            return allocated.stream().filter(chunk -> !freedBy.containsKey(chunk)).toList();
+        }
+
+        @Override
+        public long pageSize() {
+            return memory.pageSize();
+        }
+
+        @Override
+        public Chunk allocate(long size) {
+            Chunk chunk = memory.allocate(size);
+            allocated.add(chunk);
+            return chunk;
+        }
+
+        @Override
+        public byte[] export(Chunk chunk) {
+            return memory.export(chunk);
+        }
+
+        @Override
+        public void free(Chunk chunk) {
+            RuntimeException failing = failure;
+            if (failing != null && chunk != allocated.getFirst()) throw failing;
+            if (freedBy.putIfAbsent(chunk, Thread.currentThread()) != null) throw new IllegalStateException(chunk + " freed twice");
+            CountDownLatch held = this.held;
+            if (held != null && Thread.currentThread() != testThread) {
+                boolean interrupted = false;
+                while (true) {
+                    try {
+                        held.await();
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+                if (interrupted) Thread.currentThread().interrupt();
+            }
+            memory.free(chunk);
+        }
+
+        @Override
+        public void close() {
+            memory.close();
         }
     }
 

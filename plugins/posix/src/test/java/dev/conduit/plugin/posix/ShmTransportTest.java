@@ -1229,10 +1229,13 @@ class ShmTransportTest {
         assertThat(((PeerFailedException) failure.get()).reason()).isEqualTo(PeerFailedException.Reason.CLOSED);
         assertThat(ProcessResources.files(shared)).as("the ring, as the call that reported the failure returned").containsAll(ring);
         int after = 0;
-        while (ProcessResources.files(shared).containsAll(ring) && after < 100) {
+        boolean freed = false;
+        while (!freed && after < 100) {
             Thread.sleep(10);
             sender.progress();
             after++;
+            // The release hands the ring's free to the ring-mapping thread, which may still be at it: waited for, in rounds.
+            for (int i = 0; i < 1_000 && !(freed = !ProcessResources.files(shared).containsAll(ring)); i++) Thread.sleep(1);
         }
         assertThat(after).as("progress() calls after the failure until the ring was freed, each after a sleep past the liveness "
                 + "interval").isEqualTo(1);
@@ -2183,23 +2186,24 @@ class ShmTransportTest {
      * its large message yet): the owner finished another close between the two steps, and the
      * close found the endpoint in neither list, so nothing released it: its mapping of the peer's
      * queue and its watch of the peer's lease (a descriptor) stayed for the life of the process.
-     * Here the owner is held in that other close's release, once it freed the endpoint's bounce
-     * ring (it was held in its unmap of the peer's queue, which is the ring-mapping thread's since
-     * 2026-12-05). The move is one step now, under the lock the close lists the endpoints with;
-     * every wait is bounded.
+     * Since 2026-12-05 that other close's release frees the endpoint's bounce ring and unmaps the
+     * peer's queue on the ring-mapping thread (it held the owner in the one, then the other, before),
+     * so the owner no longer stops in it: here the free is held there, the close comes meanwhile and
+     * waits for it, and nothing is left. The move is one step, under the lock the close lists the
+     * endpoints with; every wait is bounded.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aCloseWhileAnEndpointCloseMovesItReleasesItsMappingAndDescriptor() throws Exception {
-        CountDownLatch unmapping = new CountDownLatch(1);
-        CountDownLatch closed = new CountDownLatch(1);
+        CountDownLatch freeing = new CountDownLatch(1);
+        CountDownLatch mayGoOn = new CountDownLatch(1);
         AtomicBoolean armed = new AtomicBoolean();
         Received first = new Received();
         Transport firstPeer = transport(first);
         Transport secondPeer = transport(new Received());
-        // The owner's free of the first endpoint's bounce ring, in that endpoint's release, once armed, waits for the sender's close.
+        // The free of the first endpoint's bounce ring, handed over by its release, once armed, waits for the sender's close.
         Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer,
-                posix -> holdingTheOwnersFree(posix, armed, unmapping, closed), "posix.heartbeat.timeout", "200ms");
+                posix -> holdingAFreeOffTheMakersThread(posix, armed, freeing, mayGoOn), "posix.heartbeat.timeout", "200ms");
         TransportEndpoint toFirst = connect(sender, firstPeer, cause -> { });
         TransportEndpoint toSecond = connect(sender, secondPeer, cause -> { });
         assertThat(toFirst.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
@@ -2217,9 +2221,8 @@ class ShmTransportTest {
                 ownerFailure.set(e);
             }
         });
-        awaitBounded(unmapping, "the owner to finish the first endpoint's close");
-        sender.close();
-        closed.countDown();
+        awaitBounded(freeing, "the first endpoint's release to free its ring");
+        assertThat(closeWhileAFreeIsHeld(sender, mayGoOn)).as("the close's failure").isNull();
         joinBounded(owner, "the owner still inside the endpoint's close");
         firstPeer.close();
         secondPeer.close();
@@ -2234,20 +2237,21 @@ class ShmTransportTest {
      * their large messages, looked at the freed ring and failed with the JDK's "Already closed",
      * before it had released anything of its own (its queue, its provider's chunks, its lease and
      * directory), which stayed for the life of the process. It now takes a ring or queue released
-     * under it for nothing left to wait for. Here the owner is held in that release just after the
-     * ring's free (it was held in its unmap of the peer's queue, which is the ring-mapping thread's
-     * since 2026-12-05); every wait is bounded.
+     * under it for nothing left to wait for. Since 2026-12-05 the release frees the ring and unmaps
+     * the queue on the ring-mapping thread (it held the owner in the one, then the other, before):
+     * here the free is held there, the close comes meanwhile and waits for it, and nothing is left;
+     * every wait is bounded.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aCloseWhileTheOwnerReleasesAnEndpointWhosePeerIsGoneReleasesEverything() throws Exception {
-        CountDownLatch unmapping = new CountDownLatch(1);
-        CountDownLatch closed = new CountDownLatch(1);
+        CountDownLatch freeing = new CountDownLatch(1);
+        CountDownLatch mayGoOn = new CountDownLatch(1);
         AtomicBoolean armed = new AtomicBoolean();
         Transport peer = transport(new Received());
-        // The owner's free of the endpoint's bounce ring, in its release, once armed, waits for the sender's close.
+        // The free of the endpoint's bounce ring, handed over by its release, once armed, waits for the sender's close.
         Transport sender = transportWith(new Received(), Linux.libc(), Linux.libc(), importer -> importer,
-                posix -> holdingTheOwnersFree(posix, armed, unmapping, closed), "posix.liveness.interval", "1ms");
+                posix -> holdingAFreeOffTheMakersThread(posix, armed, freeing, mayGoOn), "posix.liveness.interval", "1ms");
         TransportEndpoint ep = connect(sender, peer, cause -> { });
         assertThat(ep.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
         ep.close(); // waits for the peer to read its large message, which it never does
@@ -2257,23 +2261,37 @@ class ShmTransportTest {
         // The owner's liveness check finds the peer gone and releases the endpoint.
         Thread owner = Thread.ofPlatform().start(() -> {
             try {
-                for (int i = 0; i < 1_000_000 && armed.get(); i++) progressOrPause(sender);
+                for (int i = 0; i < 1_000_000 && freeing.getCount() > 0; i++) progressOrPause(sender);
             } catch (Throwable e) {
                 ownerFailure.set(e);
             }
         });
-        awaitBounded(unmapping, "the owner to release the endpoint");
-        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
-        try {
-            sender.close();
-        } catch (Throwable e) {
-            closeFailure.set(e);
-        }
-        closed.countDown();
+        awaitBounded(freeing, "the endpoint's release to free its ring");
+        assertThat(closeWhileAFreeIsHeld(sender, mayGoOn)).as("the close's failure").isNull();
         joinBounded(owner, "the owner still inside its call");
-        assertThat(closeFailure.get()).as("the close's failure").isNull();
         assertNothingHeldOnTheSharedDirectory();
         assertThat(ownerFailure.get()).as("the owner's call").isNull();
+    }
+
+    /**
+     * Closes {@code sender} on a thread of its own while a free is held ({@link #holdingAFreeOffTheMakersThread}),
+     * lets the free go on once the close waits for it (or has returned), and joins the close.
+     *
+     * @return what the close threw, or null
+     */
+    private static Throwable closeWhileAFreeIsHeld(Transport sender, CountDownLatch mayGoOn) throws InterruptedException {
+        AtomicReference<Throwable> closeFailure = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().name("closer").start(() -> {
+            try {
+                sender.close();
+            } catch (Throwable e) {
+                closeFailure.set(e);
+            }
+        });
+        for (int i = 0; i < 30_000 && closer.isAlive() && closer.getState() != Thread.State.BLOCKED; i++) Thread.sleep(1);
+        mayGoOn.countDown();
+        joinBounded(closer, "the close, waiting for the free");
+        return closeFailure.get();
     }
 
     /**
@@ -2676,17 +2694,26 @@ class ShmTransportTest {
     }
 
     /**
-     * {@code posix}, but the first free off the thread that made it once {@code armed} (the owner's
-     * free of an endpoint's bounce ring in its release, before the hand-over of its unmap of the
-     * peer's queue) counts {@code held} down, then waits for {@code closed}: the owner, held in the
-     * release, while a close from another thread runs.
+     * {@code posix}, but the first free off the thread that made it once {@code armed} (the free of
+     * an endpoint's bounce ring its release handed to the ring-mapping thread) counts {@code freeing}
+     * down, then waits for {@code mayGoOn}, ignoring interrupts (the close's shutdown of that
+     * thread), as munmap does.
      */
-    private static MemoryProvider holdingTheOwnersFree(MemoryProvider posix, AtomicBoolean armed, CountDownLatch held, CountDownLatch closed) {
+    private static MemoryProvider holdingAFreeOffTheMakersThread(MemoryProvider posix, AtomicBoolean armed, CountDownLatch freeing,
+                                                                 CountDownLatch mayGoOn) {
         Thread maker = Thread.currentThread();
         return hookingFrees(posix, () -> { }, () -> {
             if (Thread.currentThread() != maker && armed.getAndSet(false)) {
-                held.countDown();
-                awaitBounded(closed, "the sender's close");
+                freeing.countDown();
+                boolean interrupted = Thread.interrupted();
+                for (int i = 0; i < 30 && mayGoOn.getCount() > 0; i++) {
+                    try {
+                        mayGoOn.await(1, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+                if (interrupted) Thread.currentThread().interrupt();
             }
         });
     }
@@ -3653,6 +3680,8 @@ class ShmTransportTest {
         assertThat(closed).as("the sender's CLOSE, read").hasSize(1);
         assertThat(logger.warnings()).as("the sender's warnings").isEmpty();
         assertThat(ring).as("the ring's file").hasSize(1);
+        // The close's release hands the ring's free to the ring-mapping thread, which may still be at it.
+        for (int i = 0; i < 10_000 && ProcessResources.files(shared).containsAll(ring); i++) progressOrPause(sender);
         assertThat(ProcessResources.files(shared)).as("files once the endpoint closed").doesNotContainAnyElementsOf(ring);
         assertThat(kept.getFirst().mismatch(payload)).as("the kept payload, intact").isEqualTo(-1);
         releases.getFirst().run();
@@ -4918,6 +4947,8 @@ class ShmTransportTest {
         flockFails.set(false);
 
         assertThat(closing).as("the lease's failure is the close's to report").isInstanceOf(ErrnoException.class);
+        // Freed on the ring-mapping thread, which may still be at it.
+        for (int i = 0; i < 10_000 && !sharedFiles().equals(beforeTheRing); i++) progressOrPause(sender);
         assertThat(sharedFiles()).as("the ring's file is gone").isEqualTo(beforeTheRing);
     }
 
