@@ -17,7 +17,8 @@ import java.util.function.Consumer;
 /**
  * Maps the bounce rings of senders off the receiver's progress thread, unmaps those of the
  * connections it forgot ({@link #unmap}) and the endpoints' mappings of their peers' receive
- * queues once given back ({@link #unmapMadeElsewhere}: a peer found gone, an endpoint closed),
+ * queues once given back, with the free of the endpoints' own bounce rings
+ * ({@link #unmapMadeElsewhere}: a peer found gone, an endpoint closed),
  * and runs the transport's other work that must not stall that thread ({@link #run}: the reclaim
  * of dead peers' files). Importing a ring may wait on its
  * sender: a memfd ring comes from the sender's fd server, which may take up to
@@ -30,7 +31,8 @@ import java.util.function.Consumer;
  * VM, 65-92 µs with the unmap handed over here (docs/performance.md, "A forgotten connection's ring
  * unmapped off the progress thread"), time in which the worker served none of its other peers. The
  * unmap of a gone peer's 2 MiB queue the endpoint had written took 420-695 µs at the median
- * there ("A gone peer's queue unmapped off the progress thread").
+ * there ("A gone peer's queue unmapped off the progress thread"), the free of its 4 MiB bounce
+ * ring 441-492 µs ("A released endpoint's bounce ring freed off the progress thread").
  *
  * <p>One daemon thread per transport, started by the first mapping, unmap or reclaim. It ends after
  * a second idle, but not while a ring it mapped is still to be unmapped (a peer's queue, which it
@@ -124,7 +126,7 @@ final class RingMapper {
 
     /**
      * Runs {@code unmap}, the unmap of a mapping another thread made (an endpoint's mapping of its
-     * peer's receive queue), on this thread in order with the ring unmaps and mappings, as
+     * peer's receive queue, after the free of the endpoint's bounce ring), on this thread in order with the ring unmaps and mappings, as
      * {@link #unmap} does; it says its own failure. Not after {@link #shutdown}: the caller then
      * unmaps itself.
      */
