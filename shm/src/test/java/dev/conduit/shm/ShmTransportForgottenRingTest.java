@@ -476,19 +476,7 @@ class ShmTransportForgottenRingTest {
         public void close() {
             if (failure != null) throw failure;
             if (!unmappedBy.compareAndSet(null, Thread.currentThread())) return;
-            CountDownLatch held = importer.held;
-            if (held != null && Thread.currentThread() != testThread) {
-                boolean interrupted = false;
-                while (true) {
-                    try {
-                        held.await();
-                        break;
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-                if (interrupted) Thread.currentThread().interrupt();
-            }
+            waitOffTheTestThread(importer.held);
             mapping.close();
             importer.mapped.decrementAndGet();
         }
@@ -548,19 +536,7 @@ class ShmTransportForgottenRingTest {
             RuntimeException failing = failure;
             if (failing != null && chunk != allocated.getFirst()) throw failing;
             if (freedBy.putIfAbsent(chunk, Thread.currentThread()) != null) throw new IllegalStateException(chunk + " freed twice");
-            CountDownLatch held = this.held;
-            if (held != null && Thread.currentThread() != testThread) {
-                boolean interrupted = false;
-                while (true) {
-                    try {
-                        held.await();
-                        break;
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-                if (interrupted) Thread.currentThread().interrupt();
-            }
+            waitOffTheTestThread(held);
             memory.free(chunk);
         }
 
@@ -568,6 +544,24 @@ class ShmTransportForgottenRingTest {
         public void close() {
             memory.close();
         }
+    }
+
+    /**
+     * Waits for {@code held}, when set, unless on the test's thread, ignoring interrupts (the close's
+     * shutdown of the ring-mapping thread) as munmap does.
+     */
+    private void waitOffTheTestThread(CountDownLatch held) {
+        if (held == null || Thread.currentThread() == testThread) return;
+        boolean interrupted = false;
+        while (true) {
+            try {
+                held.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
     }
 
     /** Keeps the messages of WARNINGs, and of nothing below. */
