@@ -1631,7 +1631,8 @@ public final class ShmTransport implements Transport {
      * a 2 MiB queue the endpoint had written took 420-695 µs at the median, and the free of a 4 MiB
      * ring it had written (an unmap, and the file's removal or the memfd's close) 441-492 µs, in which
      * the worker served none of its other peers; the hand-over takes 99-117 µs with the thread there,
-     * 168-274 µs where it starts it (docs/performance.md, "A gone peer's queue unmapped off the
+     * 168-274 µs where it starts it, and the progress() that releases an endpoint with a ring took
+     * 182-214 µs at the median, 611-1,186 µs with the ring freed on it (docs/performance.md, "A gone peer's queue unmapped off the
      * progress thread", "A released endpoint's bounce ring freed off the progress thread"). Given
      * back, the endpoint is failed or closed, so its sends throw and its checks return before they
      * touch the queue or the ring; one already under way on another thread meets the shared arena's
