@@ -598,7 +598,7 @@ final class ShmEndpoint implements TransportEndpoint {
      * Checks the peer: dead (its lease is free), refusing this connection (listed among its
      * queue's refused connections), or hung (no progress for {@code heartbeat.timeout} while this
      * endpoint waits on it). Reports a failure once. A peer found gone is reported, and what only
-     * it could use (the mapping of its queue, unmapped on the transport's ring-mapping thread, the
+     * it could use (the mapping of its queue, unmapped on the transport's mapping thread, the
      * watch of its lease, this connection's bounce ring) is released at the next check: the
      * runtime calls the error handler once the check returns, and releasing first kept it waiting
      * (ShmTransport#checkPeers).
@@ -1094,7 +1094,7 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /**
      * Gives back the ring and the mapping of the peer's queue (freed and unmapped on the transport's
-     * ring-mapping thread while the worker is open) and the watch of the peer's lease, once its
+     * mapping thread while the worker is open) and the watch of the peer's lease, once its
      * release is claimed.
      */
     private void giveBack() {

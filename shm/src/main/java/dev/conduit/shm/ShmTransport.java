@@ -54,7 +54,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *       endpoint after {@code heartbeat.timeout}. The files of dead peers are reclaimed, at the
  *       check after the one that failed their endpoints, so that the error handlers, which run as
  *       progress() or await() returns, do not wait for it ({@link #checkPeers}), and on the
- *       ring-mapping thread, so that the progress thread does not either
+ *       mapping thread, so that the progress thread does not either
  *       ({@link #reclaimOffTheProgressThread}).</li>
  *   <li><b>Wake-up</b>: a futex word in the queue; works across PID, IPC, UTS, mount and network
  *       namespaces, since it is keyed by the shared mapping, not by any namespace.</li>
@@ -87,7 +87,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * CONNECT, a watch opened later, a ring mapping it starts, a ring it adopts, an endpoint it
  * connects with its mapping of the peer's queue and its share of the watch of the peer's lease,
  * an endpoint's first bounce ring, a payload kept in a sender's ring, the unmap of a forgotten connection's ring
- * handed to the ring-mapping thread, {@link #handOverUnmap}, and of a released endpoint's mapping of its peer's
+ * handed to the mapping thread, {@link #handOverUnmap}, and of a released endpoint's mapping of its peer's
  * queue with the free of its bounce ring, {@link #giveBackOffThisThread}) the close releases if handed over before
  * it (of those unmaps, it runs the ones that thread has not begun and waits for one under way), else the call
  * gives it back and fails with {@link IllegalStateException} (an unmap, it runs itself); what the call
@@ -230,9 +230,9 @@ public final class ShmTransport implements Transport {
     /**
      * Maps announced bounce rings off the progress thread, unmaps forgotten connections' rings and
      * reclaims dead peers' files there; made by the first large message or the first reclaim after
-     * a death ({@link #ringMapper()}).
+     * a death ({@link #mappingThread()}).
      */
-    private RingMapper ringMapper;
+    private MappingThread mappingThread;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
     private CompletableFuture<?> headWaitsFor;
     /** Whether that mapping is done, made once (await must not allocate). */
@@ -381,14 +381,14 @@ public final class ShmTransport implements Transport {
      */
     private volatile boolean reclaimDue;
     /**
-     * Set when a reclaim of dead peers' files is handed to the ring-mapping thread
+     * Set when a reclaim of dead peers' files is handed to the mapping thread
      * ({@link #reclaimOffTheProgressThread}), cleared as it begins there or when the close takes it
      * over (a close drops what that thread has not begun). One handed over while another waits there
      * is not: the one waiting lists the directory when it runs, and finds them all.
      */
     private final AtomicBoolean reclaimHandedOver = new AtomicBoolean();
     /**
-     * Held through a reclaim on the ring-mapping thread, and by the close as it finishes the reclaims: a
+     * Held through a reclaim on the mapping thread, and by the close as it finishes the reclaims: a
      * close waits for one under way there (it uses the shared directory's descriptor, which the close then closes).
      */
     private final Object reclaiming = new Object();
@@ -477,7 +477,7 @@ public final class ShmTransport implements Transport {
         /** The sender's announcement of its bounce ring (the plugin's export payload and the ring's length), until it is mapped. */
         byte[] bounceExport;
         long bounceLength;
-        /** The ring's mapping while it is under way (RingMapper), for the large message at the head of the queue. */
+        /** The ring's mapping while it is under way (MappingThread), for the large message at the head of the queue. */
         CompletableFuture<ChunkMapping> pendingRing;
         /** Whether the ring's length counts against inbound.bounce.max: from the start of its mapping until it is refused or forgotten. */
         boolean budgeted;
@@ -1142,7 +1142,7 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Starts mapping the bounce ring of {@code in} off this thread ({@link RingMapper}: a memfd
+     * Starts mapping the bounce ring of {@code in} off this thread ({@link MappingThread}: a memfd
      * sender's fd server may take {@code memfd.connect.timeout} to answer), once its first large
      * message is at the head of the queue, which waits for it; within this worker's budget of
      * mapped rings ({@code inbound.bounce.max}), reserved now and kept while the ring is mapped.
@@ -1169,7 +1169,7 @@ public final class ShmTransport implements Transport {
             // connection to cancel: a mapper made or a mapping started now would map a ring nobody unmaps, for the life of
             // the process. So nothing is started; one started before the close is the close's (handOff).
             if (closed) throw closedError();
-            ring = ringMapper().map(importer, in.bounceExport, in.bounceLength, delayNanos);
+            ring = mappingThread().map(importer, in.bounceExport, in.bounceLength, delayNanos);
             in.pendingRing = ring;
         }
         // This worker may sleep in await() meanwhile, its next record waiting for this ring.
@@ -1506,7 +1506,7 @@ public final class ShmTransport implements Transport {
      * CLOSE, a refusal, a dead sender) or a close forced from another thread comes to it first: its
      * removal from {@link #inbound} (a map for one thread) and its watch's release are made holding
      * {@link #handOff}; its ring, this call's alone once removed, is unmapped after, so that a close
-     * does not hold the lock through unmaps, and on the ring-mapping thread while the worker is open
+     * does not hold the lock through unmaps, and on the mapping thread while the worker is open
      * ({@link #handOverUnmap}), so that the owner's thread does not either. Once per forgotten connection: never on the message
      * path.
      *
@@ -1592,7 +1592,7 @@ public final class ShmTransport implements Transport {
     /**
      * Unmaps what a forgotten connection mapped: its ring, or the mapping of it under way, and its
      * bounce ring unless {@code keepRing} (payloads of it are kept: {@link #releaseKept} unmaps it).
-     * While the worker is open, on the ring-mapping thread ({@link #handOverUnmap}).
+     * While the worker is open, on the mapping thread ({@link #handOverUnmap}).
      */
     private void unmapRings(Inbound in, boolean keepRing) {
         CompletableFuture<ChunkMapping> ring = in.pendingRing;
@@ -1625,8 +1625,8 @@ public final class ShmTransport implements Transport {
      * Frees an endpoint's bounce ring ({@code bounceRing}, null when it never made one) and unmaps its
      * mapping of its peer's receive queue, which the endpoint gives back ({@link ShmEndpoint}: its
      * peer found gone at a liveness check or a keepalive probe, its close, once a live peer read its
-     * large messages): while the worker is open, on the ring-mapping thread
-     * ({@link RingMapper#unmapMadeElsewhere}), after the unmaps and mappings handed over before them,
+     * large messages): while the worker is open, on the mapping thread
+     * ({@link MappingThread#unmapMadeElsewhere}), after the unmaps and mappings handed over before them,
      * in one hand-over, and a failure is a WARNING. On the caller that checked the peer, the unmap of
      * a 2 MiB queue the endpoint had written took 420-695 µs at the median, and the free of a 4 MiB
      * ring it had written (an unmap, and the file's removal or the memfd's close) 441-492 µs, in which
@@ -1640,13 +1640,13 @@ public final class ShmTransport implements Transport {
      * that is gone mapped it in its own process, and a live one the endpoint's close waited for
      * ({@link ShmEndpoint#awaitsDrain}) keeps its own mapping. The providers' frees lock their own
      * bookkeeping. Closed, the caller frees and unmaps itself and a failure is thrown: the worker's
-     * close, which waits for what was handed over before it ({@link RingMapper#unmapHandedOver})
+     * close, which waits for what was handed over before it ({@link MappingThread#unmapHandedOver})
      * before it closes the provider, or an owner's release after a close forced from another thread.
      */
     void giveBackOffThisThread(Chunk bounceRing, ChunkMapping peerQueue) {
         synchronized (handOff) {
             if (!closed) {
-                ringMapper().unmapMadeElsewhere(() -> {
+                mappingThread().unmapMadeElsewhere(() -> {
                     if (bounceRing != null) freeQuietly(bounceRing);
                     unmapQuietly(peerQueue, "the mapping of a peer's receive queue");
                 });
@@ -1669,12 +1669,12 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Hands the unmap of a forgotten connection's ring to the ring-mapping thread ({@link RingMapper#unmap}):
+     * Hands the unmap of a forgotten connection's ring to the mapping thread ({@link MappingThread#unmap}):
      * the unmap of a ring the receiver read, its share of the JDK's handshake and the TLB shootdown
      * cost this thread hundreds of µs, which the worker's other peers waited through. Its failure is
      * said there ({@link #unmapQuietly}). The connection's budget is given back before: the rings
-     * mapped still never exceed {@code inbound.bounce.max} (the ring-mapping thread runs unmaps and
-     * mappings in order: {@link RingMapper}).
+     * mapped still never exceed {@code inbound.bounce.max} (the mapping thread runs unmaps and
+     * mappings in order: {@link MappingThread}).
      *
      * @return false when the worker is closed: the caller unmaps it itself (a close from another thread
      *         shut the thread down, and waits only for the unmaps handed over before it)
@@ -1682,15 +1682,15 @@ public final class ShmTransport implements Transport {
     private boolean handOverUnmap(ChunkMapping mapping) {
         synchronized (handOff) {
             if (closed) return false;
-            ringMapper().unmap(mapping);
+            mappingThread().unmap(mapping);
             return true;
         }
     }
 
-    /** The ring-mapping thread, made at its first use; under {@link #handOff}, with the worker open. */
-    private RingMapper ringMapper() {
-        if (ringMapper == null) ringMapper = new RingMapper(plugin, this::unmapQuietly);
-        return ringMapper;
+    /** The mapping thread, made at its first use; under {@link #handOff}, with the worker open. */
+    private MappingThread mappingThread() {
+        if (mappingThread == null) mappingThread = new MappingThread(plugin, this::unmapQuietly);
+        return mappingThread;
     }
 
     private void releaseBudget(Inbound in) {
@@ -1868,7 +1868,7 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Hands the reclaim of dead peers' files to the ring-mapping thread: listing the shared
+     * Hands the reclaim of dead peers' files to the mapping thread: listing the shared
      * directory, removing each dead owner's files and logging the INFO took 10 to 60 ms on the first
      * death a process saw, inside the progress() of a worker that serves its other peers meanwhile.
      * What it removes is no longer this worker's to read: a dead peer's files, whose mappings this
@@ -1878,7 +1878,7 @@ public final class ShmTransport implements Transport {
     private void reclaimOffTheProgressThread() {
         synchronized (handOff) { // a close that came first finishes the reclaims itself, and shut the thread down
             if (closed || reclaimHandedOver.getAndSet(true)) return;
-            ringMapper().run(() -> {
+            mappingThread().run(() -> {
                 synchronized (reclaiming) {
                     if (reclaimHandedOver.getAndSet(false)) reclaimDeadPeers(directory); // which throws nothing
                 }
@@ -2287,7 +2287,7 @@ public final class ShmTransport implements Transport {
             // This worker's queue was truncated under it: no sender can read the word either.
         }
         // No ring is mapped from now on; one under way is waited for below, within the same bound as the peers.
-        if (ringMapper != null) ringMapper.shutdown();
+        if (mappingThread != null) mappingThread.shutdown();
         // A large message an endpoint holds goes first where its peer's queue has room now, so that the wait covers it as
         // it covers every large message posted before it (posted only after the wait, its ring was freed at once).
         for (ShmEndpoint ep : remaining) ep.postHeldBeforeTheWorkerCloses();
@@ -2336,14 +2336,14 @@ public final class ShmTransport implements Transport {
                 failure = add(failure, e);
             }
         }
-        // The unmaps handed over to the ring-mapping thread (forgotten connections' rings, released endpoints' mappings of
+        // The unmaps handed over to the mapping thread (forgotten connections' rings, released endpoints' mappings of
         // their peers' queues): the shutdown above dropped those not begun, and one under way there is waited for. Handed over only while the worker was open, so that none comes after this.
-        if (ringMapper != null) ringMapper.unmapHandedOver();
-        synchronized (reclaiming) { // one under way on the ring-mapping thread is waited for: the directory closes below
+        if (mappingThread != null) mappingThread.unmapHandedOver();
+        synchronized (reclaiming) { // one under way on the mapping thread is waited for: the directory closes below
             // A check failed endpoints, and none came after it to reclaim (checkPeers); or a reclaim handed over never began.
             if (reclaimHandedOver.getAndSet(false) | reclaimDue) reclaimDeadPeers(directory);
         }
-        if (ringMapper != null && !ringMapper.awaitIdle(Math.max(0, deadline - System.nanoTime()))) {
+        if (mappingThread != null && !mappingThread.awaitIdle(Math.max(0, deadline - System.nanoTime()))) {
             context.logger().log(System.Logger.Level.WARNING, plugin + ": a sender's bounce ring was still being mapped when the "
                     + "worker closed (heartbeat.timeout passed, or the closing thread was interrupted); it is unmapped as soon as its "
                     + "mapping is done");

@@ -87,7 +87,7 @@ class ShmTransportForcedCloseTest {
         progressReturned.countDown();
         // A mapping started is done once its thread ends (a second after its last task).
         for (Thread mapper : Thread.getAllStackTraces().keySet()) {
-            if (mapper.getName().equals("conduit-test-ring-mapper")) mapper.join();
+            if (mapper.getName().equals("conduit-test-mapper")) mapper.join();
         }
         sender.close();
         assertThat(mapped).as("rings the closed receiver mapped and never unmapped").hasValue(0);

@@ -31,7 +31,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The bounce ring of a connection the receiver forgot (its sender's CLOSE, its death, a refusal) is
- * unmapped on the transport's ring-mapping thread, not on the thread that calls progress(): the
+ * unmapped on the transport's mapping thread, not on the thread that calls progress(): the
  * unmap of a ring the receiver read took 73-150 µs there (docs/performance.md, "A forgotten
  * connection's ring unmapped off the progress thread"), a stall for every other peer of the worker.
  * So is an endpoint's mapping of its peer's receive queue once the peer is found gone ("A gone
@@ -55,7 +55,7 @@ class ShmTransportForgottenRingTest {
     /** A sender's CLOSE: its ring is unmapped by the thread that mapped it (it used to be by the caller of progress()). */
     @Test
     @Timeout(60)
-    void aForgottenConnectionsRingIsUnmappedOnTheRingMappingThreadNotTheOneThatCallsProgress() {
+    void aForgottenConnectionsRingIsUnmappedOnTheMappingThreadNotTheOneThatCallsProgress() {
         OneRingRead read = new OneRingRead(false, 1);
         read.forget(read.a);
         waitFor(() -> read.ring.unmappedBy.get() != null, "the ring's unmap");
@@ -65,7 +65,7 @@ class ShmTransportForgottenRingTest {
     }
 
     /**
-     * A close that comes while one unmap is under way on the ring-mapping thread and another waits
+     * A close that comes while one unmap is under way on the mapping thread and another waits
      * behind it waits for the first and runs the second itself (the thread's shutdown dropped it):
      * once close() returns, nothing of either ring is mapped.
      */
@@ -81,7 +81,7 @@ class ShmTransportForgottenRingTest {
 
         CountDownLatch unmapMayGoOn = rings.holdUnmapsOffTheTestThread();
         forget(receiver, received, read.a);
-        waitFor(() -> ringOfA.unmappedBy.get() != null, "A's ring's unmap to begin on the ring-mapping thread");
+        waitFor(() -> ringOfA.unmappedBy.get() != null, "A's ring's unmap to begin on the mapping thread");
         forget(receiver, received, read.c);
         assertThat(ringOfC.unmappedBy.get()).as("C's ring, whose unmap waits behind A's").isNull();
 
@@ -92,13 +92,13 @@ class ShmTransportForgottenRingTest {
         closer.join();
         assertThat(rings.mapped.get()).as("rings mapped once the close returned").isZero();
         assertThat(ringOfA.unmappedBy.get()).isSameAs(ringOfA.mappedBy);
-        assertThat(ringOfC.unmappedBy.get()).as("the thread that unmapped C's ring, dropped by the ring-mapping thread's shutdown")
+        assertThat(ringOfC.unmappedBy.get()).as("the thread that unmapped C's ring, dropped by the mapping thread's shutdown")
                 .isSameAs(closer);
     }
 
     /**
      * A ring whose payloads the application keeps stays mapped past its connection's end until the
-     * last of them is closed, and is then unmapped on the ring-mapping thread.
+     * last of them is closed, and is then unmapped on the mapping thread.
      */
     @Test
     @Timeout(60)
@@ -115,7 +115,7 @@ class ShmTransportForgottenRingTest {
 
     /**
      * A forgotten connection's budget under {@code inbound.bounce.max} is given back as it is
-     * forgotten, while its ring's unmap may still wait on the ring-mapping thread; the next ring is
+     * forgotten, while its ring's unmap may still wait on the mapping thread; the next ring is
      * mapped on that thread after it, so the rings mapped never exceed the budget. Here it holds one
      * ring: the second sender's ring is not mapped while the first one's unmap is held.
      */
@@ -144,7 +144,7 @@ class ShmTransportForgottenRingTest {
     }
 
     /**
-     * The ring-mapping thread stays while a ring it mapped is still to be unmapped, however long it
+     * The mapping thread stays while a ring it mapped is still to be unmapped, however long it
      * is idle: the unmap's hand-over then finds it, where starting a thread costs the thread that
      * calls progress() about as much as the unmap (41-91 µs). It still ends once idle when no ring is
      * left to unmap. Here it idles past its second of keep-alive with the ring mapped.
@@ -154,7 +154,7 @@ class ShmTransportForgottenRingTest {
     void theRingMappingThreadStaysWhileARingItMappedIsStillToBeUnmapped() throws Exception {
         OneRingRead read = new OneRingRead(false, 1);
         Thread.sleep(1_500); // past the idle thread's second: not a duration asserted, the thread's being there
-        assertThat(read.ring.mappedBy.isAlive()).as("the ring-mapping thread, idle with a ring to unmap").isTrue();
+        assertThat(read.ring.mappedBy.isAlive()).as("the mapping thread, idle with a ring to unmap").isTrue();
         read.forget(read.a);
         waitFor(() -> read.ring.unmappedBy.get() != null, "the ring's unmap");
         assertThat(read.ring.unmappedBy.get()).isSameAs(read.ring.mappedBy);
@@ -162,7 +162,7 @@ class ShmTransportForgottenRingTest {
     }
 
     /**
-     * A ring whose unmap fails on the ring-mapping thread is said in a WARNING naming the cause,
+     * A ring whose unmap fails on the mapping thread is said in a WARNING naming the cause,
      * as before on the thread that called progress() (a CLOSE's unmap failing was thrown out of
      * that progress(), and a kept ring's was a WARNING already); the thread goes on with the next
      * unmap, and progress() throws nothing.
@@ -184,7 +184,7 @@ class ShmTransportForgottenRingTest {
 
     /**
      * A peer found gone (here its worker closed) releases the endpoint's mapping of its receive
-     * queue on the ring-mapping thread, not on the thread that calls progress(): that unmap took
+     * queue on the mapping thread, not on the thread that calls progress(): that unmap took
      * 221-7526 µs there (docs/performance.md, "A gone peer's queue unmapped off the progress
      * thread"), a stall for every other peer of the worker.
      */
@@ -223,7 +223,7 @@ class ShmTransportForgottenRingTest {
         closer.join();
         assertThat(peers.queues.mapped.get()).as("peers' queues mapped once the close returned").isZero();
         assertThat(underWay.unmappedBy.get()).isNotSameAs(closer).isNotSameAs(testThread);
-        assertThat(waiting.unmappedBy.get()).as("the thread that unmapped the queue the ring-mapping thread's shutdown dropped")
+        assertThat(waiting.unmappedBy.get()).as("the thread that unmapped the queue the mapping thread's shutdown dropped")
                 .isSameAs(closer);
     }
 
@@ -260,7 +260,7 @@ class ShmTransportForgottenRingTest {
 
     /**
      * A close that comes while the free of one released endpoint's bounce ring is under way on the
-     * ring-mapping thread and another's waits behind it waits for the first and frees the second
+     * mapping thread and another's waits behind it waits for the first and frees the second
      * itself: once close() returns, no chunk of the provider is left and no peer's queue is mapped.
      */
     @Test
@@ -284,7 +284,7 @@ class ShmTransportForgottenRingTest {
         assertThat(peers.memory.live()).as("chunks of the provider not freed once the close returned").isEmpty();
         assertThat(peers.queues.mapped.get()).as("peers' queues mapped once the close returned").isZero();
         assertThat(peers.memory.freedBy.get(underWay)).isNotSameAs(closer).isNotSameAs(testThread);
-        assertThat(peers.memory.freedBy.get(waiting)).as("the thread that freed the ring the ring-mapping thread's shutdown dropped")
+        assertThat(peers.memory.freedBy.get(waiting)).as("the thread that freed the ring the mapping thread's shutdown dropped")
                 .isSameAs(closer);
     }
 
@@ -548,7 +548,7 @@ class ShmTransportForgottenRingTest {
 
     /**
      * Waits for {@code held}, when set, unless on the test's thread, ignoring interrupts (the close's
-     * shutdown of the ring-mapping thread) as munmap does.
+     * shutdown of the mapping thread) as munmap does.
      */
     private void waitOffTheTestThread(CountDownLatch held) {
         if (held == null || Thread.currentThread() == testThread) return;

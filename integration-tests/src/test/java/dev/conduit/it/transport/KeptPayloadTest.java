@@ -166,7 +166,7 @@ class KeptPayloadTest {
                     .isEqualTo(receiverAlone + 1);
 
             kept.getFirst().close();
-            // The next progress() hands the unmap to the transport's ring-mapping thread, which unmaps it meanwhile.
+            // The next progress() hands the unmap to the transport's mapping thread, which unmaps it meanwhile.
             progressUntil(() -> OpenResources.ofThisProcess().conduitMappings() <= receiverAlone, receiver);
             assertThat(OpenResources.ofThisProcess().conduitMappings()).as("once the kept payload is closed").isEqualTo(receiverAlone);
         }

@@ -203,7 +203,7 @@ class CrossProcessTest {
             other.start();
             other.join();
             releases.getFirst().run(); // the runtime runs it once; a second run changes nothing either
-            receiver.progress(); // hands the ring's unmap to the transport's ring-mapping thread
+            receiver.progress(); // hands the ring's unmap to the transport's mapping thread
             for (int i = 0; i < 100_000 && ProcessResources.mappingsOf(shared) > receiverAlone; i++) progressOrPause(receiver);
             assertThat(ProcessResources.mappingsOf(shared)).as("once the payload is released").isEqualTo(receiverAlone);
             assertThatThrownBy(() -> kept.getFirst().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0))

@@ -179,7 +179,7 @@ class ShmTransportTest {
 
     /**
      * Progresses {@code receiver} once, and pauses briefly when it had nothing to hand over: a large
-     * message may wait for its bounce ring, which another thread maps (RingMapper).
+     * message may wait for its bounce ring, which another thread maps (MappingThread).
      */
     private static int progressOrPause(Transport receiver) {
         int handled = receiver.progress();
@@ -1234,7 +1234,7 @@ class ShmTransportTest {
             Thread.sleep(10);
             sender.progress();
             after++;
-            // The release hands the ring's free to the ring-mapping thread, which may still be at it: waited for, in rounds.
+            // The release hands the ring's free to the mapping thread, which may still be at it: waited for, in rounds.
             for (int i = 0; i < 1_000 && !(freed = !ProcessResources.files(shared).containsAll(ring)); i++) Thread.sleep(1);
         }
         assertThat(after).as("progress() calls after the failure until the ring was freed, each after a sleep past the liveness "
@@ -1441,7 +1441,7 @@ class ShmTransportTest {
 
     /**
      * The reclaim of dead peers' files after a peer's failure (listing the shared directory,
-     * removing each dead owner's files, its INFO) runs on the transport's ring-mapping thread, not
+     * removing each dead owner's files, its INFO) runs on the transport's mapping thread, not
      * in the progress() of a worker that serves its other peers meanwhile: it took 10 to 60 ms
      * there on the first death a process saw. Here the reclaim's listing waits on the test, and
      * progress() returns all the same; a dead owner's lease planted in the directory goes once the
@@ -1461,7 +1461,7 @@ class ShmTransportTest {
     }
 
     /**
-     * A worker's close waits for a reclaim under way on its ring-mapping thread, which uses the
+     * A worker's close waits for a reclaim under way on its mapping thread, which uses the
      * shared directory's descriptor that the close then closes: the reclaim finishes, and the
      * dead owner's lease is gone once close() returns.
      */
@@ -1491,7 +1491,7 @@ class ShmTransportTest {
         HeldReclaim() throws Exception {
             AtomicBoolean holdListings = new AtomicBoolean();
             Thread progressThread = Thread.currentThread();
-            // The wait ignores interrupts, as the real calls of a reclaim do: the close interrupts the ring-mapping thread.
+            // The wait ignores interrupts, as the real calls of a reclaim do: the close interrupts the mapping thread.
             Libc libc = FailingLibc.waitingIn("listDirectory", args -> {
                 if (holdListings.get() && lister.compareAndSet(null, Thread.currentThread()) && Thread.currentThread() != progressThread) {
                     boolean interrupted = false;
@@ -1668,7 +1668,7 @@ class ShmTransportTest {
         // Closing the endpoint does not wait for the receiver: what it still needs stays until it is done.
         ep.close();
         outOfDescriptors.set(false);
-        // The mapper's thread (RingMapper) may have begun a try before the flag changed, which still fails: once, since
+        // The mapper's thread (MappingThread) may have begun a try before the flag changed, which still fails: once, since
         // it runs one try at a time. On a loaded machine it often has (the next try starts a liveness interval later).
         ConduitException late = null;
         for (int i = 0; i < 100_000 && received.ids.size() < 3; i++) {
@@ -2187,7 +2187,7 @@ class ShmTransportTest {
      * close found the endpoint in neither list, so nothing released it: its mapping of the peer's
      * queue and its watch of the peer's lease (a descriptor) stayed for the life of the process.
      * Since 2026-12-05 that other close's release frees the endpoint's bounce ring and unmaps the
-     * peer's queue on the ring-mapping thread (it held the owner in the one, then the other, before),
+     * peer's queue on the mapping thread (it held the owner in the one, then the other, before),
      * so the owner no longer stops in it: here the free is held there, the close comes meanwhile and
      * waits for it, and nothing is left. The move is one step, under the lock the close lists the
      * endpoints with; every wait is bounded.
@@ -2238,7 +2238,7 @@ class ShmTransportTest {
      * before it had released anything of its own (its queue, its provider's chunks, its lease and
      * directory), which stayed for the life of the process. It now takes a ring or queue released
      * under it for nothing left to wait for. Since 2026-12-05 the release frees the ring and unmaps
-     * the queue on the ring-mapping thread (it held the owner in the one, then the other, before):
+     * the queue on the mapping thread (it held the owner in the one, then the other, before):
      * here the free is held there, the close comes meanwhile and waits for it, and nothing is left;
      * every wait is bounded.
      */
@@ -2695,7 +2695,7 @@ class ShmTransportTest {
 
     /**
      * {@code posix}, but the first free off the thread that made it once {@code armed} (the free of
-     * an endpoint's bounce ring its release handed to the ring-mapping thread) counts {@code freeing}
+     * an endpoint's bounce ring its release handed to the mapping thread) counts {@code freeing}
      * down, then waits for {@code mayGoOn}, ignoring interrupts (the close's shutdown of that
      * thread), as munmap does.
      */
@@ -2767,7 +2767,7 @@ class ShmTransportTest {
     void closingWhileARingIsBeingMappedEndsTheMapperThread() throws Exception {
         Transport receiver = receiverWithALargeMessageWaitingForItsRing(new Received(), new CountDownLatch(1));
         List<Thread> mappers = Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.getName().equals("conduit-posix-ring-mapper")).toList();
+                .filter(t -> t.getName().equals("conduit-posix-mapper")).toList();
         assertThat(mappers).as("a mapping under way").hasSize(1);
         receiver.close();
         mappers.getFirst().join(TimeUnit.SECONDS.toMillis(30));
@@ -3067,12 +3067,12 @@ class ShmTransportTest {
         throw (T) t;
     }
 
-    /** The receiver's ring-mapper thread is inside a mapping task (its delay or its import), not idle in its queue. */
+    /** The receiver's mapping thread is inside a mapping task (its delay or its import), not idle in its queue. */
     private static boolean mapperIsInATask() {
         for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (!t.getName().equals("conduit-posix-ring-mapper")) continue;
+            if (!t.getName().equals("conduit-posix-mapper")) continue;
             for (StackTraceElement frame : t.getStackTrace()) {
-                if (frame.getClassName().startsWith("dev.conduit.shm.RingMapper") && frame.getMethodName().startsWith("lambda")) return true;
+                if (frame.getClassName().startsWith("dev.conduit.shm.MappingThread") && frame.getMethodName().startsWith("lambda")) return true;
             }
         }
         return false;
@@ -3680,12 +3680,12 @@ class ShmTransportTest {
         assertThat(closed).as("the sender's CLOSE, read").hasSize(1);
         assertThat(logger.warnings()).as("the sender's warnings").isEmpty();
         assertThat(ring).as("the ring's file").hasSize(1);
-        // The close's release hands the ring's free to the ring-mapping thread, which may still be at it.
+        // The close's release hands the ring's free to the mapping thread, which may still be at it.
         for (int i = 0; i < 10_000 && ProcessResources.files(shared).containsAll(ring); i++) progressOrPause(sender);
         assertThat(ProcessResources.files(shared)).as("files once the endpoint closed").doesNotContainAnyElementsOf(ring);
         assertThat(kept.getFirst().mismatch(payload)).as("the kept payload, intact").isEqualTo(-1);
         releases.getFirst().run();
-        receiver.progress(); // hands the unmap to the ring-mapping thread
+        receiver.progress(); // hands the unmap to the mapping thread
         for (int i = 0; i < 100_000 && kept.getFirst().scope().isAlive(); i++) progressOrPause(receiver);
         assertThatThrownBy(() -> kept.getFirst().get(ValueLayout.JAVA_BYTE, 0)).as("a view of the unmapped ring")
                 .isInstanceOf(IllegalStateException.class);
@@ -4886,7 +4886,7 @@ class ShmTransportTest {
         }
 
         assertThat(sharedFiles()).as("the shared directory, the endpoint failed and not closed").isEqualTo(sendersFiles);
-        // The queue's unmap is handed to the ring-mapping thread, which may still be at it.
+        // The queue's unmap is handed to the mapping thread, which may still be at it.
         for (int i = 0; i < 10_000 && mappingsOfTheSharedDirectory() != sendersMappings; i++) progressOrPause(sender);
         assertThat(mappingsOfTheSharedDirectory()).as("mappings of its files").isEqualTo(sendersMappings);
         assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, bytes(8, 2))).isSameAs(failure.get());
@@ -4947,7 +4947,7 @@ class ShmTransportTest {
         flockFails.set(false);
 
         assertThat(closing).as("the lease's failure is the close's to report").isInstanceOf(ErrnoException.class);
-        // Freed on the ring-mapping thread, which may still be at it.
+        // Freed on the mapping thread, which may still be at it.
         for (int i = 0; i < 10_000 && !sharedFiles().equals(beforeTheRing); i++) progressOrPause(sender);
         assertThat(sharedFiles()).as("the ring's file is gone").isEqualTo(beforeTheRing);
     }

@@ -15,7 +15,9 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
- * Maps the bounce rings of senders off the receiver's progress thread, unmaps those of the
+ * The transport's mapping thread ({@code conduit-<plugin>-mapper}), which maps, unmaps and frees
+ * shared memory and removes dead peers' files for the transport wherever the thread that calls
+ * progress() would stall on it. It maps the bounce rings of senders, unmaps those of the
  * connections it forgot ({@link #unmap}) and the endpoints' mappings of their peers' receive
  * queues once given back, with the free of the endpoints' own bounce rings
  * ({@link #unmapMadeElsewhere}: a peer found gone, an endpoint closed),
@@ -48,7 +50,7 @@ import java.util.function.Consumer;
  * was handed over, and the transport gives a forgotten ring's budget back as it hands its unmap
  * over, without mapping more than the budget.
  */
-final class RingMapper {
+final class MappingThread {
 
     /** How long a retry's delay parks at a time before it looks whether it was cancelled. */
     private static final long DELAY_SLICE_NANOS = 1_000_000;
@@ -63,10 +65,10 @@ final class RingMapper {
     /** Rings this thread mapped and handed out that are not yet handed back to be unmapped: the thread stays while any is. */
     private int ringsOut;
 
-    RingMapper(String plugin, Consumer<ChunkMapping> unmapper) {
+    MappingThread(String plugin, Consumer<ChunkMapping> unmapper) {
         this.unmapper = unmapper;
         executor = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
-            Thread thread = new Thread(task, "conduit-" + plugin + "-ring-mapper");
+            Thread thread = new Thread(task, "conduit-" + plugin + "-mapper");
             thread.setDaemon(true);
             return thread;
         });
