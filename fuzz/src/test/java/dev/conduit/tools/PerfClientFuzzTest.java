@@ -106,9 +106,7 @@ class PerfClientFuzzTest {
             server.stop();
         }
         assertThat(server.threw.get()).as("the hostile server's own failure (a bug of this test)").isNull();
-        long start = System.nanoTime();
-        while (!PerfFuzzDirectory.files(shared).isEmpty() && System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(STOP_WAIT_MILLIS)) Thread.onSpinWait();
-        assertThat(PerfFuzzDirectory.files(shared)).as("the shared directory once the client and the server closed").isEmpty();
+        PerfFuzzDirectory.awaitFiles(shared, List.of(), "the shared directory once the client and the server closed");
     }
 
     /** The server: a worker on a thread of its own, whose handlers answer as the script says. */

@@ -77,13 +77,13 @@ class PerfClientTcpBootstrapFuzzTest {
                 new PerfParsing.HostPort("127.0.0.1", 0), false, Duration.ofSeconds(5)), out, out);
         serverThread = Thread.ofPlatform().daemon().name("perf-server").start(server::run);
         PerfParsing.HostPort serverAt = null;
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(HANG_GUARD_SECONDS);
-        while (serverAt == null) {
+        for (int round = 0; serverAt == null; round++) {
             java.util.regex.Matcher listening = java.util.regex.Pattern.compile("listening on (\\S+):(\\d+);").matcher(serverOutput.toString());
             if (listening.find()) {
                 serverAt = new PerfParsing.HostPort(listening.group(1), Integer.parseInt(listening.group(2)));
+            } else if (round == PerfFuzzDirectory.WAIT_ROUNDS) {
+                throw new AssertionError("the server did not say where it listens in " + round + " rounds; it said: " + serverOutput);
             } else {
-                assertThat(System.nanoTime() - deadline).as("the server's start, which said: %s", serverOutput).isNegative();
                 Thread.sleep(10);
             }
         }
@@ -139,11 +139,7 @@ class PerfClientTcpBootstrapFuzzTest {
         }
         assertThat(socket.isAlive()).as("the hostile socket's thread ends").isFalse();
         assertThat(socketThrew.get()).as("the hostile socket's own failure (a bug of this test)").isNull();
-        long start = System.nanoTime();
-        while (!PerfFuzzDirectory.files(shared).equals(serverFiles) && System.nanoTime() - start < TimeUnit.SECONDS.toNanos(HANG_GUARD_SECONDS)) {
-            Thread.onSpinWait();
-        }
-        assertThat(PerfFuzzDirectory.files(shared)).as("the shared directory once the client closed (the server's own files stay)").isEqualTo(serverFiles);
+        PerfFuzzDirectory.awaitFiles(shared, serverFiles, "the shared directory once the client closed (the server's own files stay)");
     }
 
     /** As {@code --connect HOST:PORT}: the bootstrap, then the run against the server it names. */

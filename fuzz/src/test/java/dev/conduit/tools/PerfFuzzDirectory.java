@@ -11,8 +11,13 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.stream.Stream;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /** The shared directory of a conduit perf fuzz target: the Conduits its servers and clients open there, and what it holds. */
 final class PerfFuzzDirectory {
+
+    /** Rounds of 10 ms a wait for another thread takes at most: a hang guard bounded by rounds, not a timed check. */
+    static final int WAIT_ROUNDS = 3_000;
 
     private PerfFuzzDirectory() {
     }
@@ -33,5 +38,14 @@ final class PerfFuzzDirectory {
         } catch (IOException e) {
             throw new AssertionError("cannot list " + shared, e);
         }
+    }
+
+    /**
+     * Asserts that {@code shared} holds {@code expected}, once the closes that remove files on other threads (a server's
+     * session, the mapping thread) had their rounds to finish.
+     */
+    static void awaitFiles(Path shared, List<String> expected, String what) throws InterruptedException {
+        for (int round = 0; round < WAIT_ROUNDS && !files(shared).equals(expected); round++) Thread.sleep(10);
+        assertThat(files(shared)).as(what).isEqualTo(expected);
     }
 }
