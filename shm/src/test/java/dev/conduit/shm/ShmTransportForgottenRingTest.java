@@ -393,17 +393,11 @@ class ShmTransportForgottenRingTest {
     }
 
     /** Each message's id, the senders told closed, and, when {@link #keeping} is set, each large payload kept. */
-    private static final class Received implements MessageSink {
+    private static final class Received implements KeyedMessageSink {
         final List<Integer> ids = new ArrayList<>();
         final List<Long> closed = new ArrayList<>();
         final List<Runnable> kept = new ArrayList<>();
         ShmTransport keeping;
-
-        @Override
-        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
-                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
-            throw new AssertionError("message " + id + " delivered without its sender's key");
-        }
 
         @Override
         public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,

@@ -45,17 +45,11 @@ class ShmTransportLargeMessageTest {
     }
 
     /** Each message's id, sender key and payload, in the order delivered. */
-    static final class Received implements MessageSink {
+    static final class Received implements KeyedMessageSink {
         final List<Integer> ids = new ArrayList<>();
         final List<Long> keys = new ArrayList<>();
         final List<byte[]> payloads = new ArrayList<>();
         final List<Long> closed = new ArrayList<>();
-
-        @Override
-        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
-                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
-            throw new AssertionError("message " + id + " delivered without its sender's key");
-        }
 
         @Override
         public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,

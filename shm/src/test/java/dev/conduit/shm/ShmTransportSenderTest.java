@@ -2,7 +2,6 @@ package dev.conduit.shm;
 
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitException;
-import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
 import org.junit.jupiter.api.AfterEach;
@@ -42,7 +41,7 @@ class ShmTransportSenderTest {
     }
 
     /** Records each message's id and sender key, and each sender told closed; {@link #onClosed} runs as one is told. */
-    static final class Senders implements MessageSink {
+    static final class Senders implements KeyedMessageSink {
         final List<Integer> ids = new ArrayList<>();
         final List<Long> keys = new ArrayList<>();
         final List<Long> closed = new ArrayList<>();
@@ -51,12 +50,6 @@ class ShmTransportSenderTest {
         ShmTransport receiver;
         LongConsumer onClosed = sender -> { };
         Runnable onEachMessage = () -> { };
-
-        @Override
-        public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
-                              MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
-            throw new AssertionError("message " + id + " delivered without its sender's key");
-        }
 
         @Override
         public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
