@@ -124,9 +124,13 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         // wait's end then said that no server had published it.
         if (firstEnd >= 0 && !text.substring(0, firstEnd).equals(MAGIC)) {
             String first = text.substring(0, firstEnd);
+            // Only a version number after the word is another format's: anything else there is no server's (it was called
+            // another format too).
+            String version = first.startsWith("conduit-perf ") ? first.substring("conduit-perf ".length()) : "";
             throw new ConduitException(source + " is not a conduit perf bootstrap of this version (first line '" + quoted(first)
-                    + "', expected '" + MAGIC + "'): " + (first.startsWith("conduit-perf ")
-                    ? "the server runs a Conduit of another bootstrap format; run both sides with the same Conduit version"
+                    + "', expected '" + MAGIC + "'): " + (version.matches("[0-9]{1,9}")
+                    ? "the server runs a Conduit of bootstrap format " + version + ", where this one reads only format "
+                            + MAGIC.substring("conduit-perf ".length()) + "; run both sides with the same Conduit version"
                     : "no conduit perf server wrote it; " + foreign));
         }
         if (!text.endsWith("end\n")) return null;

@@ -142,6 +142,25 @@ class PerfBootstrapTest {
     }
 
     /**
+     * A first line of another format's number names both formats and what to do; one that only starts like a bootstrap
+     * (the word, then no number) is no server's: it was called another format's.
+     */
+    @Test
+    void anotherFormatIsNamedAndAFirstLineThatOnlyStartsLikeOneIsNoServers() throws Exception {
+        Path file = Files.writeString(PerfBootstrap.file(shared, "newer"), "conduit-perf 2\n");
+        assertThatThrownBy(() -> PerfBootstrap.await(shared, "newer", TIMEOUT, () -> false)).isInstanceOf(ConduitException.class)
+                .hasMessage(file + " is not a conduit perf bootstrap of this version (first line 'conduit-perf 2', expected 'conduit-perf 1'): "
+                        + "the server runs a Conduit of bootstrap format 2, where this one reads only format 1; run both sides with the "
+                        + "same Conduit version");
+        for (String first : List.of("conduit-perf garbage", "conduit-perf ", "conduit-perf 1 2", "conduit-perf 99999999999")) {
+            Path other = Files.writeString(PerfBootstrap.file(shared, "other"), first + "\n");
+            assertThatThrownBy(() -> PerfBootstrap.await(shared, "other", TIMEOUT, () -> false)).as(first).isInstanceOf(ConduitException.class)
+                    .hasMessage(other + " is not a conduit perf bootstrap of this version (first line '" + first + "', expected 'conduit-perf 1'): "
+                            + "no conduit perf server wrote it; remove it, or choose another --name");
+        }
+    }
+
+    /**
      * What a bootstrap's writer put in a line is quoted with its control characters escaped, and a host name or thread mode,
      * which messages show as they are, must be printable: a hostile file's or port's escape sequences reached the error and
      * the terminal that printed it as they were.
