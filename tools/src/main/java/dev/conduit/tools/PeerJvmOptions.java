@@ -18,11 +18,14 @@ public final class PeerJvmOptions {
 
     /**
      * Whether {@code option}, one of this JVM's input arguments, goes to the peer: the runtime's
-     * {@code conduit.*} properties, the answer to illegal native access and what {@link #isMeasuringOption}
-     * takes. Not {@code --enable-native-access}: each caller grants the peer its own.
+     * {@code conduit.*} properties, the answer to illegal native access, a module patched with other
+     * classes ({@code --patch-module}: the code under test, which a build swapped in on one side only
+     * would measure against the other's) and what {@link #isMeasuringOption} takes. Not
+     * {@code --enable-native-access}: each caller grants the peer its own.
      */
     public static boolean passesToPeer(String option) {
-        return option.startsWith("--illegal-native-access") || option.startsWith("-Dconduit.") || isMeasuringOption(option);
+        return option.startsWith("--illegal-native-access") || option.startsWith("-Dconduit.") || option.startsWith("--patch-module=")
+                || isMeasuringOption(option);
     }
 
     /**

@@ -129,6 +129,17 @@ class PerfArgumentsTest {
                 .as("options that name a file both JVMs would write").noneMatch(PeerJvmOptions::isMeasuringOption);
     }
 
+    /**
+     * A module patched with other classes is the code under test, and goes to the spawned server too (as the JVM lists it:
+     * {@code --patch-module=MODULE=DIR}): a throw-away build swapped in with it ran in the measuring JVM alone, against a
+     * server of the build it was compared with.
+     */
+    @Test
+    void aPatchedModuleReachesTheSpawnedServerToo() {
+        assertThat(PeerJvmOptions.passesToPeer("--patch-module=dev.conduit.shm=/tmp/build")).isTrue();
+        assertThat(PeerJvmOptions.passesToPeer("--add-opens=java.base/java.lang=ALL-UNNAMED")).as("access, not code").isFalse();
+    }
+
     @Test
     void aMalformedListenAddressIsAUsageError() {
         Result result = usageError("perf", "--server", "--listen", "localhost:http");
