@@ -12,8 +12,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * A peer that maps a queue may scribble anything over the ring, not only well-framed records. For
  * any ring contents and tail, {@link ReceiveQueue#poll} hands out only records that lie inside the
- * ring, or throws {@link ReceiveQueue.CorruptQueueException}; taking back an unnamed claim,
- * skipping a dead one and the blocked-head queries never fail.
+ * ring, or throws {@link ReceiveQueue.CorruptQueueException}; taking back an unnamed claim (of
+ * the tail word's owner or of nobody's), skipping a dead one, the blocked-head queries and the
+ * header check never fail.
  */
 class ReceiveQueueFuzzTest {
 
@@ -24,7 +25,9 @@ class ReceiveQueueFuzzTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment memory = arena.allocate(ReceiveQueue.mappedLength(CAPACITY), 4096);
             ReceiveQueue queue = ReceiveQueue.format(memory, new byte[ReceiveQueue.TOKEN_LENGTH]);
-            memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, data.consumeLong(0, 3 * CAPACITY));
+            // The tail word: an owner tag over the tail in lines; named-up-to anywhere near it.
+            memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, ReceiveQueue.packTail(data.consumeLong(0, 3 * CAPACITY), data.consumeInt(0, 3)));
+            memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, data.consumeLong(0, 3 * CAPACITY));
             byte[] ring = data.consumeRemainingAsBytes();
             MemorySegment.copy(ring, 0, memory, ValueLayout.JAVA_BYTE, ReceiveQueue.HEADER_LENGTH, (int) Math.min(ring.length, CAPACITY));
             for (int round = 0; round < 8; round++) {
@@ -39,8 +42,10 @@ class ReceiveQueueFuzzTest {
                 }
                 queue.isHeadBlocked();
                 queue.isHeadUnnamed();
+                int owner = queue.unnamedClaimant();
                 queue.blockedConnection();
-                if (round % 2 == 0) queue.takeBackUnnamedClaim();
+                queue.headerDamage(new byte[ReceiveQueue.TOKEN_LENGTH]);
+                if (round % 2 == 0) queue.takeBackUnnamedClaim(round % 4 == 0 ? owner : 0);
                 else queue.skipDeadClaim();
             }
         }

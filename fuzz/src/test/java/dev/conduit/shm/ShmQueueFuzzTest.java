@@ -176,7 +176,8 @@ class ShmQueueFuzzTest {
         // would lie past the mapping.
         long capacity = queue.capacity();
         while (true) {
-            long toEnd = capacity - (queue.memory().get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET) & (capacity - 1));
+            long tail = ReceiveQueue.tailAbove(queue.memory().get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET), 0); // its index is exact
+            long toEnd = capacity - (tail & (capacity - 1));
             if (toEnd == 64) break;
             int step = (int) Math.min(toEnd - 64, 4096);
             long pad = claim(step, 0);

@@ -97,7 +97,10 @@ public final class OwnerLease implements AutoCloseable {
      */
     public static OwnerLease acquire(Libc libc, SharedDirectory directory, String prefix, System.Logger logger) {
         for (int attempt = 1; ; attempt++) {
-            String owner = SharedDirectory.randomId();
+            String owner;
+            do {
+                owner = SharedDirectory.randomId();
+            } while (owner.startsWith("00000000")); // an owner tag of 0 is none to a receive queue (ReceiveQueue#unnamedClaimant)
             String pending = prefix + "-" + owner + PENDING;
             FileDescriptor fd;
             try {

@@ -19,11 +19,17 @@ import java.security.MessageDigest;
  * offset  size  field           written by                     how
  * ------  ----  --------------  -----------------------------  -----------------------------------------
  *      0     4  magic "CNDQ"    receiver, once                 before the queue is published
- *      4     4  version (6)     receiver, once
+ *      4     4  version (8)     receiver, once
  *      8     8  capacity        receiver, once                 ring bytes, a power of two
  *     16    16  token           receiver, once                 random; a connector proves it reached this
  *                                                              queue by finding its address's token here
- *    128     8  tail            senders                        CAS to claim space (its own cache line)
+ *    128     8  tail            senders                        CAS to claim space (its own cache line): the
+ *                                                              last claimant's owner tag in the high 32 bits,
+ *                                                              the tail position in lines (position / 64,
+ *                                                              mod 2^32) in the low 32 ({@link #packTail})
+ *    136     8  named up to     senders, receiver              release store: the end of the last claim whose
+ *                                                              record is taken; the receiver's CAS releases a
+ *                                                              dead last claimant's ({@link #unnamedClaimant})
  *    256     8  head            receiver                       release store after zeroing what it read
  *                                                              (zeroing is batched: see release)
  *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
@@ -70,21 +76,34 @@ import java.security.MessageDigest;
  *
  * <h2>Claiming, taking, committing</h2>
  * A sender claims {@code recordLength(48 + header + payload)} bytes (a multiple of 64: every
- * record starts on a cache line, and a small message is one line) by CAS on the tail. The space is
- * not yet its own: it then <em>takes</em> the record by a CAS on the record's first word, from the
- * line's free word to {@code -length} and its owner tag (the upper 32 bits of its connection id,
- * which name its worker lease: {@code OwnerLease.newConnectionId}), and writes its connection id.
- * Only then does it write the rest of the record, and finally {@code +length} with the type, in
- * one release store. Claimable space is zeroed, but for the first word of each cache line, its
- * free word ({@code freeWord}): length 0, so it is never taken for a record, and a mark that is a
- * keyed hash of the line's ring position (lap and offset), never 0. Fields a record does not use
- * are zero, but for the first word of each line after the first, which keeps its free word until
- * the payload covers it (an encoder's view of the room sees it). When the record does not fit before the end of the ring, the claim also covers the
- * rest of the ring, which the sender makes a PAD record, by the same CAS. A claimed record stops
- * the receiver's head until it is committed, and every sender's records behind it with it, so a
- * LARGE record is claimed only once its payload is in the sender's bounce ring, copied or
- * encoded: under its claim only its fields and header are written ({@code ShmEndpoint}, "Large
- * messages"; {@link #hasRoomFor} spares a copy into a full queue).
+ * record starts on a cache line, and a small message is one line) by CAS on the tail word, which
+ * it packs with its owner tag (the upper 32 bits of its connection id, which name its worker
+ * lease: {@code OwnerLease.newConnectionId}): the tail word always names the last claimant. It
+ * then <em>takes</em> the record by a plain store of {@code -length} and its owner tag into the
+ * record's first word, writes its connection id, and release-stores the claim's end as
+ * {@code named up to}. A sender claims only while {@code named up to} is the tail, so at most the
+ * last claim is unnamed (claimed, not yet taken), and the tail word says whose it is; one that
+ * finds the last claim unnamed spins a little, then finds no room for now. Only then does it
+ * write the rest of the record, and finally {@code +length} with the type, in one release store.
+ * The take is a plain store, not a CAS on the line the receiver polls, which would wait for that
+ * line to come from the receiver's core: nobody else writes the line while it is claimed (the
+ * receiver takes back only a dead claimant's space, "Senders that stop").
+ *
+ * <p>Positions are 64-bit everywhere but in the tail word, whose 32 bits of lines cover 256 GiB:
+ * a reader rebuilds the tail from a head it knows to be within a ring of it ({@link #tailAbove}),
+ * the receiver from its own, a sender from the shared head, which it reads at every claim.
+ *
+ * <p>Claimable space is zeroed, but for the first word of each cache line, its free word
+ * ({@code freeWord}): length 0, so it is never taken for a record, and a mark that is a keyed
+ * hash of the line's ring position (lap and offset), never 0. Fields a record does not use are
+ * zero, but for the first word of each line after the first, which keeps its free word until the
+ * payload covers it (an encoder's view of the room sees it). When the record does not fit before
+ * the end of the ring, the claim also covers the rest of the ring, which the sender makes a PAD
+ * record after its take, by the same CAS. A claimed record stops the receiver's head until it is
+ * committed, and every sender's records behind it with it, so a LARGE record is claimed only once
+ * its payload is in the sender's bounce ring, copied or encoded: under its claim only its fields
+ * and header are written ({@code ShmEndpoint}, "Large messages"; {@link #hasRoomFor} spares a
+ * copy into a full queue).
  *
  * <p>The receiver formats the ring with every line's free word. It reads records while their
  * length is positive, zeroes what it read and writes each line's free word for the next lap (in
@@ -111,14 +130,17 @@ import java.security.MessageDigest;
  * A record taken but never committed names its sender's owner: the receiver turns it into padding
  * once that owner's lease shows it dead ({@link #skipDeadClaim}), never while it lives, for a live
  * sender may still be writing the record. A record claimed but not yet taken (its sender stopped,
- * or died, between the two CASes) names nobody; the receiver takes it back, cache line by cache
- * line, by the same CAS a sender takes a record with ({@link #takeBackUnnamedClaim}). Whichever CAS
- * comes first wins a line: a sender that finds its record taken back writes nothing into it and
- * claims anew, so nothing it sends is lost, and nothing a live sender writes lands in space the
- * receiver has given back. A sender stopped for a whole lap of the ring or more expects its own
- * lap's free word, which no later lap's line holds (each lap's differs), nor, but by a chance of
- * 2^-31 per such take, a word of a later record: a mark is a hash keyed by the queue's random
- * token, and never 0. A length no sender writes (a process that maps the queue wrote it) is skipped
+ * or died, between its CAS and its take) is the last claim, and the tail word names its owner
+ * ({@link #unnamedClaimant}): the receiver waits for it like for a taken record, and takes the
+ * space back, cache line by cache line, only once that owner is dead
+ * ({@link #takeBackUnnamedClaim}), for a live sender's take is a plain store that would land in
+ * space given back. A sender stopped anywhere between its claim and its commit thus holds the
+ * queue: every sender's next claim waits, until it resumes or dies. The receiver's take-back or
+ * skip of a dead last claimant stores {@code named up to} for it, or every sender would wait for
+ * ever. Unnamed space at the head while {@code named up to} is the tail is no sender's claim (a
+ * process that maps the queue moved the tail): the receiver takes it back by a CAS from each
+ * line's free word, which leaves alone a line a sender took meanwhile.
+ * A length no sender writes (a process that maps the queue wrote it) is skipped
  * up to the next cache line, where the next honest record starts: it costs what it covers, and the
  * queue goes on.
  */
@@ -126,6 +148,9 @@ public final class ReceiveQueue {
 
     public static final int MAGIC = 0x51444E43; // "CNDQ"
     /**
+     * 8: a claim packs the claimant's owner tag into the tail word, a claimant takes its record by a
+     * plain store and then stores {@code named up to} (offset 136), and senders claim only while it is the
+     * tail (a sender of 7 takes by a CAS that a receiver of 8 never races, and claims past an unnamed claim);
      * 7: a receiver says in its senders' bounce rings how far it read ({@code BounceRing} offset 72)
      * while its application keeps payloads there unreleased (a sender of 6 took such payloads for a
      * ring the receiver could not map, and failed its endpoint); 6: a CONNECT carries the sender's own transport address after its lease (a receiver of 5
@@ -136,7 +161,7 @@ public final class ReceiveQueue {
      * ({@link #attach} refuses another), so a change to what senders write or
      * receivers accept that breaks an honest peer of the previous layout takes a new version.
      */
-    public static final int VERSION = 7;
+    public static final int VERSION = 8;
     public static final int TOKEN_LENGTH = 16;
 
     static final long MAGIC_OFFSET = 0;
@@ -144,6 +169,7 @@ public final class ReceiveQueue {
     static final long CAPACITY_OFFSET = 8;
     static final long TOKEN_OFFSET = 16;
     static final long TAIL_OFFSET = 128;
+    static final long NAMED_OFFSET = 136;
     static final long HEAD_OFFSET = 256;
     static final long WAKE_OFFSET = 384;
     static final long SLEEPING_OFFSET = 388;
@@ -186,14 +212,18 @@ public final class ReceiveQueue {
     private final long mask;
     /** The key of the free words' marks ({@link #freeWord}): the first 8 bytes of the queue's random token. */
     private final long freeKey;
-    /** Sender side: the last head seen, so that most claims read only the tail. */
-    private long headCache;
     /** Sender side: see {@link #claimedUpTo()}. */
     private long claimedUpTo;
-    /** Sender side: the 4 KiB page of ring positions whose first take this flyweight preceded with a read ({@link #take}). */
+    /** Sender side: the 4 KiB page of ring positions whose first claim this flyweight preceded with a read ({@link #readOncePerPage}). */
     private long pageRead = -1;
     /** Receiver side: where this consumer has read up to. */
     private long head;
+    /**
+     * Receiver side: the tail as it was when this receiver stored {@code named up to} for a dead last
+     * claimant ({@link #releaseDeadLastClaim}): unnamed space below it is that dead sender's, and is
+     * taken back without judging anyone again.
+     */
+    private long deadUpTo;
     /** Receiver side: up to where read bytes are zeroed, and so the shared head that senders see. */
     private long zeroed;
     /**
@@ -279,8 +309,8 @@ public final class ReceiveQueue {
      * Receiver side: what a process that maps this queue overwrote in its header, or null when the
      * header is as {@link #format} wrote it (magic, version, capacity, {@code token}), the closing
      * word still 0 (the receiver calls this only while its worker is open), the shared head where
-     * this receiver last put it, and the tail on a line, at most a ring ahead of that head and not
-     * behind it. Senders check the same when they attach or claim, and refuse;
+     * this receiver last put it, the tail at most a ring ahead of that head, and {@code named up to}
+     * between that head and the tail. Senders check the same when they attach or claim, and refuse;
      * the receiver reads its own queue through the head alone and would not notice. A shared head
      * written back, or a tail written far ahead, would otherwise make every sender find the queue
      * full for ever, while the receiver, beating, seems well.
@@ -299,9 +329,11 @@ public final class ReceiveQueue {
         if (closing != 0) return "its closing word is " + closing + ", which this receiver, open, did not write";
         long sharedHead = (long) LONG.getVolatile(memory, HEAD_OFFSET);
         if (sharedHead != zeroed) return "its head is " + sharedHead + ", not " + zeroed + " where this receiver put it";
-        long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
-        if ((tail & (RECORD_ALIGNMENT - 1)) != 0) return "its tail " + tail + " is not on a " + RECORD_ALIGNMENT + "-byte line";
-        if (tail - zeroed < 0 || tail - zeroed > capacity) return "its tail " + tail + " is not within a ring of its head " + zeroed;
+        long tail = tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), zeroed);
+        if (tail - zeroed > capacity) return "its tail " + tail + " is not within a ring of its head " + zeroed;
+        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
+        // A claimant stores it after its take, and the receiver passes no record before its take: never behind the shared head.
+        if (named - zeroed < 0 || tail - named < 0) return "its named-up-to " + named + " is not between its head " + zeroed + " and its tail " + tail;
         return null;
     }
 
@@ -345,78 +377,76 @@ public final class ReceiveQueue {
     }
 
     /**
+     * How many times a claim re-reads {@code named up to} while the last claim is not yet named
+     * before it finds no room for now: a claimant stores it a few instructions after its CAS, so
+     * under fan-in this waits about one transfer of the tail's line; one stopped there holds the
+     * queue until it resumes or dies, and the caller keeps its message pending meanwhile.
+     */
+    static final int NAMING_SPINS = 128;
+
+    /**
      * Claims {@code length} bytes (a multiple of {@link #RECORD_ALIGNMENT}, at most the capacity) for one record of
-     * {@code connection} by CAS on the tail, then takes the record by CAS on its first word, to
-     * {@code -length} and the connection's owner tag, and writes the connection id, before the
-     * caller writes anything else (see "Claiming, taking, committing" above). A record the receiver
-     * took back first — this sender was stopped between the two CASes for {@code unblock.timeout} —
-     * is left alone, and the space is claimed anew. A receiver that finds the record taken but not
-     * committed knows whose it is ({@link #blockedConnection()}) also while the sender still copies
-     * its payload, and so never takes a slow live sender's record for a dead one's. Every other
-     * field of the record is zero until the caller writes it; the caller commits with the type
-     * ({@link #commit}).
+     * {@code connection} by CAS on the tail word (the new tail and the connection's owner tag), then takes the record
+     * by a plain store of {@code -length} and the owner tag into its first word, writes the connection id, and stores
+     * {@code named up to}, before the caller writes anything else (see "Claiming, taking, committing" above). It claims
+     * only while the last claim is named ({@code named up to} is the tail): one that stays unnamed for
+     * {@link #NAMING_SPINS} looks finds no room, as a full ring does. A receiver that finds the record taken but not
+     * committed knows whose it is ({@link #blockedConnection()}) also while the sender still copies its payload, and so
+     * never takes a slow live sender's record for a dead one's. Every other field of the record is zero until the
+     * caller writes it; the caller commits with the type ({@link #commit}).
      *
-     * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
+     * @return the record's offset in {@link #memory()}, or -1 when the ring is full now, or the last claim unnamed
      * @throws IllegalArgumentException if {@code length} is not a positive multiple of {@link #RECORD_ALIGNMENT}
+     * @throws CorruptQueueException if the tail is more than a ring ahead of the head
      */
     public long claim(int length, long connection) {
         if (length <= 0 || (length & (RECORD_ALIGNMENT - 1)) != 0) {
             // Records start on lines: taking back space that nobody took goes a line at a time, and would cover a record starting inside one.
             throw new IllegalArgumentException("record length " + length + " is not a positive multiple of " + RECORD_ALIGNMENT);
         }
-        long head = headCache;
-        long taken = twoInts(-length, ownerTag(connection));
-        long lost = 0;
+        int owner = ownerTag(connection);
+        // Fresh at every claim: the tail is rebuilt from it, which is exact only within a ring of it.
+        long head = (long) LONG.getVolatile(memory, HEAD_OFFSET);
+        int spins = 0;
         while (true) {
-            long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
-            if ((tail & (RECORD_ALIGNMENT - 1)) != 0) {
-                // Every claim moves the tail by whole lines: another process wrote this one.
-                throw new CorruptQueueException("its tail " + tail + " is not on a " + RECORD_ALIGNMENT
-                        + "-byte line: a process that maps the queue wrote it");
+            long word = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+            long tail = tailAbove(word, head);
+            if (tail - head > capacity) {
+                long now = (long) LONG.getVolatile(memory, HEAD_OFFSET);
+                if (now != head) {
+                    // Other claims and the receiver moved on since the head was read: look again from where it is now.
+                    head = now;
+                    continue;
+                }
+                // Claims never take more than the room the head leaves: a tail further ahead (or a head past it) was written.
+                throw new CorruptQueueException("its tail " + tail + " is more than a ring ahead of its head " + head
+                        + " (or its head is past its tail): a process that maps the queue wrote one of them");
+            }
+            if ((long) LONG.getAcquire(memory, NAMED_OFFSET) != tail) {
+                // The last claim is not yet taken: claiming past it would leave two unnamed, and the tail names one owner.
+                if (++spins > NAMING_SPINS) return -1;
+                Thread.onSpinWait();
+                continue;
             }
             long tailIndex = tail & mask;
             long toEnd = capacity - tailIndex;
             long padding = length > toEnd ? toEnd : 0;
             long required = length + padding;
             if (required > capacity - (tail - head)) {
-                head = (long) LONG.getVolatile(memory, HEAD_OFFSET);
-                if (head - tail > 0) {
-                    // Other claims and the receiver moved on since the tail was read; a head past a tail read after it,
-                    // though, gives back what nobody claimed: another process wrote it.
-                    long now = (long) LONG.getVolatile(memory, TAIL_OFFSET);
-                    if (head - now > 0) {
-                        throw new CorruptQueueException("its head " + head + " is past its tail " + now + ": a process that maps the queue wrote it");
-                    }
-                    headCache = head;
-                    continue;
-                }
-                if (tail - head > capacity) {
-                    // Claims never take more than the room the head leaves: a tail further ahead was written.
-                    throw new CorruptQueueException("its tail " + tail + " is more than a ring ahead of its head " + head
-                            + ": a process that maps the queue wrote one of them");
-                }
-                headCache = head;
-                if (required > capacity - (tail - head)) return -1;
-            }
-            if (!LONG.compareAndSet(memory, TAIL_OFFSET, tail, tail + required)) continue;
-            if (padding != 0) {
-                // Lost only to a receiver that took the line back (this sender stopped here): it pads the rest itself.
-                long at = HEADER_LENGTH + tailIndex;
-                long free = freeWord(tail);
-                if ((long) LONG.getVolatile(memory, at) == free) LONG.compareAndSet(memory, at, free, twoInts((int) padding, PAD));
-            }
-            long position = tail + padding;
-            if (!take(position, taken, connection)) {
-                // Taken back: nothing was written there; claim anew. A receiver takes back only what stayed untaken for
-                // unblock.timeout, so more than a ring of it in one call is a process that maps the queue at work.
-                lost += required;
-                if (lost > capacity) {
-                    throw new CorruptQueueException("more than its capacity of claims was found taken before this sender took them: "
-                            + "a process that maps the queue wrote its lines or its head");
-                }
+                long now = (long) LONG.getVolatile(memory, HEAD_OFFSET);
+                if (now == head) return -1;
+                head = now; // the receiver moved on since: look again
                 continue;
             }
+            long position = tail + padding;
+            readOncePerPage(position);
+            if (!LONG.compareAndSet(memory, TAIL_OFFSET, word, packTail(tail + required, owner))) continue;
+            take(position, twoInts(-length, owner), connection);
+            // After the take: the padding line stays unnamed until the record is, so the receiver's head never passes
+            // named-up-to (headerDamage).
+            if (padding != 0) LONG.set(memory, HEADER_LENGTH + tailIndex, twoInts((int) padding, PAD));
             claimedUpTo = tail + required;
+            LONG.setRelease(memory, NAMED_OFFSET, claimedUpTo);
             return HEADER_LENGTH + (position & mask);
         }
     }
@@ -430,38 +460,62 @@ public final class ReceiveQueue {
      * A tail or head no sender writes answers true: the claim that follows says what is wrong.
      */
     public boolean hasRoomFor(int length) {
-        long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        long head = (long) LONG.getVolatile(memory, HEAD_OFFSET);
+        long tail = tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), head);
+        if (tail - head > capacity) return true;
         long toEnd = capacity - (tail & mask);
         long required = length + (length > toEnd ? toEnd : 0);
-        if (required <= capacity - (tail - headCache)) return true;
-        long head = (long) LONG.getVolatile(memory, HEAD_OFFSET);
-        if (head - tail > 0 || tail - head > capacity || (tail & (RECORD_ALIGNMENT - 1)) != 0) return true;
-        headCache = head;
         return required <= capacity - (tail - head);
     }
 
     /**
-     * Takes the record claimed at ring position {@code position}: a CAS of its first word from the
-     * line's free word to {@code taken}, then its connection id. False when the word is not that free
-     * word: the receiver took the space back, and nothing is written.
+     * Takes the record claimed at ring position {@code position}: a plain store of {@code taken}
+     * into its first word, then its connection id. No CAS: the claim is this sender's alone until it
+     * stores {@code named up to}, for the receiver takes back only a dead claimant's space.
      */
-    boolean take(long position, long taken, long connection) {
+    private void take(long position, long taken, long connection) {
         long offset = HEADER_LENGTH + (position & mask);
-        long free = freeWord(position);
-        if (position >>> 12 != pageRead) {
-            // The first take in a page is preceded by a read, which faults where the CAS could not: an interpreted
-            // CAS that touches a page truncated away kills the JVM (SIGBUS in Unsafe_CompareAndSetLong); a read raises
-            // InternalError (MappedMemoryFaults). Once per page, not per record: the read would cost a small message
-            // one more transfer of its line between cores.
-            long word = (long) LONG.getVolatile(memory, offset);
-            pageRead = position >>> 12; // only once the read came back: after a fault, the next take reads again
-            if (word != free) return false;
-        }
-        if (!LONG.compareAndSet(memory, offset, free, taken)) return false;
+        LONG.set(memory, offset, taken);
         // At once, before the caller copies anything: the connection routes the record, and the owner tag alone
         // already names its sender to a receiver that finds it blocked.
         memory.set(ValueLayout.JAVA_LONG, offset + CONNECTION, connection);
-        return true;
+    }
+
+    /**
+     * Reads the record's line at ring position {@code position} before the first claim in its 4 KiB
+     * page, before the CAS on the tail: a page truncated away then raises InternalError
+     * ({@code MappedMemoryFaults}) with nothing claimed, where a fault after the CAS would leave an
+     * unnamed claim that holds every sender while this process lives; and an interpreted CAS that
+     * touched such a page (takes were CASes until version 8) killed the JVM (SIGBUS in
+     * Unsafe_CompareAndSetLong). Once per page, not per record: the read would cost a small message
+     * one more transfer of its line between cores. What it reads does not matter.
+     */
+    private void readOncePerPage(long position) {
+        if (position >>> 12 == pageRead) return;
+        LONG.getVolatile(memory, HEADER_LENGTH + (position & mask));
+        pageRead = position >>> 12; // only once the read came back: after a fault, the next claim reads again
+    }
+
+    /** The tail word of a claim that ends at ring position {@code tail} (a multiple of {@link #RECORD_ALIGNMENT}) by {@code owner}. */
+    static long packTail(long tail, int owner) {
+        return (long) owner << 32 | (tail >>> 6 & 0xFFFF_FFFFL);
+    }
+
+    /**
+     * The tail position that tail word {@code word} holds, rebuilt from {@code head}, a position
+     * known to be at most a ring behind it (the receiver's, or the shared head): the first position
+     * at or past {@code head}'s line whose line count is the word's, mod 2^32. A tail behind that
+     * head comes out about 256 GiB ahead, which is more than a ring: a caller that checks the
+     * distance finds it written.
+     */
+    static long tailAbove(long word, long head) {
+        long line = head >>> 6;
+        return (line + ((word - line) & 0xFFFF_FFFFL)) << 6;
+    }
+
+    /** The owner tag that tail word {@code word} holds: the last claimant's. */
+    static int tailOwner(long word) {
+        return (int) (word >>> 32);
     }
 
     /**
@@ -621,7 +675,7 @@ public final class ReceiveQueue {
                     // No sender writes this. The framing is lost up to the next cache line, where the next honest
                     // record starts: skip to it, so that one bad length word costs what it covers and never stops the queue.
                     long at = headIndex + read;
-                    long claimedAhead = (long) LONG.getVolatile(memory, TAIL_OFFSET) - (head + read);
+                    long claimedAhead = tailPosition() - (head + read);
                     // Past every claim it is no record: the claim that comes there overwrites it. Never read past the tail.
                     if (claimedAhead <= 0) break;
                     long room = contiguous - read;
@@ -681,14 +735,14 @@ public final class ReceiveQueue {
         LONG.setRelease(memory, HEAD_OFFSET, zeroed);
     }
 
-    /** The tail: every record claimed so far starts before it. */
+    /** Receiver side: the tail, every record claimed so far starts before it. */
     public long tailPosition() {
-        return (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        return tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), head);
     }
 
     /** Whether a record (complete or not) waits at the head: the ring is not empty. */
     public boolean hasPending() {
-        return (long) LONG.getVolatile(memory, TAIL_OFFSET) - head > 0;
+        return tailPosition() - head > 0;
     }
 
     /** Whether the record at the head is claimed but not committed (taken or not). */
@@ -696,7 +750,7 @@ public final class ReceiveQueue {
         return hasPending() && headLength() <= 0;
     }
 
-    /** Whether the head is claimed but not yet taken: its sender is between the two CASes of {@link #claim}, or stopped or died there. */
+    /** Whether the head is claimed but not yet taken: its sender is between its CAS and its take ({@link #claim}), or stopped or died there. */
     public boolean isHeadUnnamed() {
         return hasPending() && headLength() == 0;
     }
@@ -729,7 +783,9 @@ public final class ReceiveQueue {
     /**
      * Skips the record at the head that a sender took and never committed, by turning it into
      * padding. Call only once that sender is known dead ({@link #blockedConnection}): a live one may
-     * still be writing the record.
+     * still be writing the record. When the tail word names the same owner and {@code named up to}
+     * is not the tail, that sender died after its take and before it stored it: this stores it for
+     * the dead sender ({@link #releaseDeadLastClaim}), or every sender would wait for ever.
      *
      * @return whether a blocked record was skipped
      */
@@ -740,38 +796,83 @@ public final class ReceiveQueue {
         long word = (long) LONG.getVolatile(memory, offset);
         int length = firstInt(word);
         if (length >= 0) return false; // committed meanwhile (or never taken: takeBackUnnamedClaim's)
-        long tail = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        long tailWord = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
+        long tail = tailAbove(tailWord, head);
         long limit = Math.min(tail - head, capacity - headIndex);
         long claimed = -(long) length;
         // A length no claim writes (not a multiple of 8, or past the claims): skip to the next cache line instead.
         long gap = claimed >= 8 && (claimed & 7) == 0 && claimed <= limit ? claimed : Math.max(8, Math.min(toNextLine(headIndex), limit) & -8);
-        return LONG.compareAndSet(memory, offset, word, twoInts((int) gap, PAD));
+        if (!LONG.compareAndSet(memory, offset, word, twoInts((int) gap, PAD))) return false;
+        if (tailOwner(tailWord) == secondInt(word)) releaseDeadLastClaim(tailWord, named, tail);
+        return true;
+    }
+
+    /**
+     * Receiver side: the owner tag of the sender whose claim at the head is not yet taken, read from
+     * the tail word (only the last claim can be unnamed: "Claiming, taking, committing"); 0 when the
+     * head is not unnamed, or its space is no live sender's: {@code named up to} is the tail (a
+     * process that maps the queue moved the tail), or it lies below the tail at which this receiver
+     * stored {@code named up to} for a dead claimant. Judge the sender by its lease as a taken
+     * record's ({@link #blockedConnection}), and take the space back only once it is dead
+     * ({@link #takeBackUnnamedClaim}).
+     */
+    public int unnamedClaimant() {
+        // Tail and named-up-to before the head's line: a claim that is not the one read here was made only once that
+        // line was taken, and the take is then seen.
+        long word = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
+        long tail = tailAbove(word, head);
+        if (tail - head <= 0 || headLength() != 0 || head - deadUpTo < 0 || named == tail) return 0;
+        return tailOwner(word);
     }
 
     /**
      * Takes back the claimed but untaken space at the head, one cache line at a time, up to the
-     * first line a sender has taken or the tail: each line becomes a PAD record by the CAS a sender
-     * would take it with. A sender that loses that race writes nothing there and claims anew
-     * ({@link #claim}), so this is safe whether the sender that claimed the space died or only
-     * stopped; call it once the head has stayed unnamed long enough that a stop is likelier than a
-     * sender about to take it, for a live sender pays a second claim.
+     * first line a sender has taken, the tail or the shared head plus a ring: each line becomes a
+     * PAD record by a CAS from its free word, which leaves alone a line a sender took meanwhile. The
+     * space must be no live sender's, for a sender takes by a plain store: {@code deadOwner} is the
+     * owner tag {@link #unnamedClaimant} gave, once its lease shows it dead, or 0 when it gave 0 (no
+     * connection id of an owner tag 0 is given out: {@code OwnerLease}); this then stores
+     * {@code named up to} for it ({@link #releaseDeadLastClaim}). Nothing is taken back when the
+     * last claim is unnamed and of another owner than {@code deadOwner}.
      *
      * @return whether any space was taken back
      */
-    public boolean takeBackUnnamedClaim() {
-        // Never past the shared head plus a ring, as poll: a tail beyond it (or off 8 bytes) is no sender's.
-        long claimed = Math.min((long) LONG.getVolatile(memory, TAIL_OFFSET) - head, zeroed + capacity - head) & -8;
+    public boolean takeBackUnnamedClaim(int deadOwner) {
+        long word = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
+        long tail = tailAbove(word, head);
+        long upTo;
+        if (head - deadUpTo < 0) upTo = deadUpTo - tail < 0 ? deadUpTo : tail;
+        else if (named == tail) upTo = tail;
+        else if (tailOwner(word) == deadOwner) upTo = tail;
+        else return false; // a claimant that may live
+        // Never past the shared head plus a ring, as poll: a tail beyond it is no sender's.
+        long claimed = Math.min(upTo - head, zeroed + capacity - head) & -8;
         long taken = 0;
         while (taken < claimed) {
             long index = (head + taken) & mask;
             long offset = HEADER_LENGTH + index;
-            long word = (long) LONG.getVolatile(memory, offset);
-            if (firstInt(word) != 0) break; // a record a sender took, or padding it wrote
-            long line = Math.min(toNextLine(index), claimed - taken);
-            if (!LONG.compareAndSet(memory, offset, word, twoInts((int) line, PAD))) break;
-            taken += line;
+            long line = (long) LONG.getVolatile(memory, offset);
+            if (firstInt(line) != 0) break; // a record a sender took, or padding it wrote
+            long room = Math.min(toNextLine(index), claimed - taken);
+            if (!LONG.compareAndSet(memory, offset, line, twoInts((int) room, PAD))) break;
+            taken += room;
         }
+        if (tailOwner(word) == deadOwner) releaseDeadLastClaim(word, named, tail);
         return taken > 0;
+    }
+
+    /**
+     * Stores {@code named up to} as the tail for a last claimant found dead (the tail word
+     * {@code word}, read with {@code named}, names it), by a CAS from what was read: it never will,
+     * and every sender waits for it. Remembers that tail: unnamed space below it is the dead
+     * sender's ({@link #unnamedClaimant}).
+     */
+    private void releaseDeadLastClaim(long word, long named, long tail) {
+        if (named == tail || tail - head > capacity) return;
+        if (LONG.compareAndSet(memory, NAMED_OFFSET, named, tail)) deadUpTo = tail;
     }
 
     /** Bytes from ring offset {@code at} (a multiple of 8) to the next record alignment boundary: 8 to {@link #RECORD_ALIGNMENT}. */

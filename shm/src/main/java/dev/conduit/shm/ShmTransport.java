@@ -1902,12 +1902,15 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Frees the head from a claim that stayed uncommitted for {@code unblock.timeout}. A claim not
-     * yet taken names nobody, and is taken back whoever made it: a live sender that was only
-     * stopped loses nothing, it claims anew (ReceiveQueue, "Senders that stop"). A taken one names
-     * its sender, and is skipped only once that sender is dead: a known one by the lease its CONNECT
-     * gave, one whose CONNECT is this very record by the leases its owner tag points at (listed
-     * once, then the one found held looked at by its name: {@link #unknownTakerAlive}).
+     * Frees the head from a claim that stayed uncommitted for {@code unblock.timeout}, once its
+     * sender is dead. A taken claim names its sender; one not yet taken is the last claim, and the
+     * tail word names its owner (ReceiveQueue, "Senders that stop"). Either is judged the same way:
+     * a known connection by the lease its CONNECT gave (for an untaken claim, a known connection of
+     * that owner), any other by the leases its owner tag points at (listed once, then the one found
+     * held looked at by its name: {@link #unknownTakerAlive}). A dead sender's taken record is
+     * skipped, its untaken space taken back; a live one's is waited for, for its take is a plain
+     * store that would land in space given back. Untaken space that no claim names (a process
+     * that maps the queue moved the tail) is taken back at once.
      */
     private boolean unblockHead() {
         try {
@@ -1919,18 +1922,26 @@ public final class ShmTransport implements Transport {
     }
 
     private boolean unblockHeadRecord() {
-        if (queue.isHeadUnnamed()) {
-            if (!queue.takeBackUnnamedClaim()) return false;
-            context.logger().log(System.Logger.Level.INFO, plugin + ": took back queue space a sender claimed and did not take for "
-                    + unblockNanos / 1_000_000 + " ms: it died or was stopped there (a live one claims anew)");
+        int unnamedOwner = queue.isHeadUnnamed() ? queue.unnamedClaimant() : 0;
+        if (queue.isHeadUnnamed() && unnamedOwner == 0) {
+            if (!queue.takeBackUnnamedClaim(0)) return false;
+            context.logger().log(System.Logger.Level.INFO, plugin + ": took back queue space at the head of this worker's receive queue "
+                    + "that no live sender's claim names: a dead sender's, or a process that maps the queue moved its tail");
             return true;
         }
-        long connection = queue.blockedConnection();
+        boolean unnamed = unnamedOwner != 0;
+        long connection;
         Inbound claimant;
         boolean dead;
         try {
             synchronized (handOff) { // the claimant's watch is not closed under this look by a close forced from another thread
                 if (closed) throw closedError();
+                if (unnamed) {
+                    long known = knownConnectionOf(unnamedOwner);
+                    connection = known != 0 ? known : (long) unnamedOwner << 32;
+                } else {
+                    connection = queue.blockedConnection();
+                }
                 claimant = inbound.get(connection);
                 dead = claimant != null ? !senderAlive(claimant) : !unknownTakerAlive(connection);
             }
@@ -1942,10 +1953,12 @@ public final class ShmTransport implements Transport {
         if (!dead) {
             long held = System.nanoTime() - blockedSince;
             if (held >= heartbeatNanos) {
-                headHeldByALiveSender.log(() -> plugin + ": a live sender (connection " + Long.toHexString(connection)
+                headHeldByALiveSender.log(() -> plugin + ": a live sender (" + (unnamed ? "owner " + Integer.toHexString(unnamedOwner)
+                        : "connection " + Long.toHexString(connection))
                         + (claimant != null ? ", lease " + directory.path().resolve(claimant.leaseName) : "") + ") has held the head "
-                        + "of this worker's receive queue for " + held / 1_000_000 + " ms with a message it took and has not "
-                        + "committed: every message behind it, of every sender, waits until it resumes or dies (nothing is lost). It is "
+                        + "of this worker's receive queue for " + held / 1_000_000 + " ms with a message it "
+                        + (unnamed ? "claimed and has not taken" : "took and has not committed") + ": every message behind it, of "
+                        + "every sender, waits until it resumes or dies (nothing is lost), and so does every sender's next claim. It is "
                         + "stopped (SIGSTOP, a debugger, a paused container) or its PayloadEncoder takes that long. "
                         + (claimant != null ? "Its process holds the write lock on that lease (lsof on the lease shows it with lock W, "
                         + "/proc/locks as FLOCK WRITE; the other processes that have it open are its peers): " : "")
@@ -1953,10 +1966,25 @@ public final class ShmTransport implements Transport {
             }
             return false;
         }
+        if (unnamed) {
+            if (!queue.takeBackUnnamedClaim(unnamedOwner)) return false;
+            context.logger().log(System.Logger.Level.WARNING, plugin + ": took back queue space that owner " + Integer.toHexString(unnamedOwner)
+                    + " claimed and never took: its sender died mid-send");
+            return true;
+        }
         if (!queue.skipDeadClaim()) return false;
         context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message that connection " + Long.toHexString(connection)
                 + " claimed and never committed: its sender died mid-send");
         return true;
+    }
+
+    /** A connection this worker keeps whose id carries {@code ownerTag} in its upper 32 bits, or 0: an untaken claim's sender. */
+    private long knownConnectionOf(int ownerTag) {
+        connections = inbound.keys(connections);
+        for (int i = 0, n = inbound.size(); i < n; i++) {
+            if (ReceiveQueue.ownerTag(connections[i]) == ownerTag) return connections[i];
+        }
+        return 0;
     }
 
     /**

@@ -111,8 +111,8 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     private static ConfigKey<Duration> unblock(String p) {
         return ConfigKey.duration(p + ".unblock.timeout", Duration.ofMillis(50),
                 "How long a message claimed in the receive queue may stay uncommitted before the receiver checks whether "
-                        + "its sender died mid-write, and skips it if so; space claimed but never taken is taken back then "
-                        + "(a live sender claims anew).");
+                        + "its sender died mid-write, and skips it if so; space claimed but never taken is judged by the owner "
+                        + "the queue's tail word names, and taken back once it is dead (a live sender's is waited for).");
     }
 
     private static ConfigKey<Long> inboundMax(String p) {

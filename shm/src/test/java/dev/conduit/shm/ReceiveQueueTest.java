@@ -27,6 +27,22 @@ class ReceiveQueueTest {
         return offset;
     }
 
+    /** The tail position, rebuilt from the receiver's head. */
+    private long tail() {
+        return ReceiveQueue.tailAbove(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET), receiver.headPosition());
+    }
+
+    /** A sender of {@code owner} that made its CAS on the tail for {@code length} bytes and stopped (or died) before its take. */
+    private long claimUnnamed(int length, int owner) {
+        long position = tail();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, ReceiveQueue.packTail(position + length, owner));
+        return position;
+    }
+
+    private long namedUpTo() {
+        return memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET);
+    }
+
     private List<Long> drain() {
         List<Long> values = new ArrayList<>();
         receiver.poll((m, offset, type, length) -> values.add(m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION)), 1000);
@@ -359,14 +375,14 @@ class ReceiveQueueTest {
         assertThat(sender.hasRoomFor(4096)).isTrue();
         while (sender.hasRoomFor(512)) assertThat(send(ReceiveQueue.MSG, 1, 512)).isNotNegative();
         long tail = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
-        assertThat(tail).as("the ring's 4096 bytes claimed").isEqualTo(4096);
+        assertThat(tail()).as("the ring's 4096 bytes claimed").isEqualTo(4096);
         assertThat(send(ReceiveQueue.MSG, 1, 64)).as("what the look said").isNegative();
         assertThat(sender.hasRoomFor(64)).isFalse();
         assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).as("nothing claimed by looking").isEqualTo(tail);
         assertThat(drain()).hasSize(8);
         assertThat(sender.hasRoomFor(512)).as("once the receiver has read").isTrue();
-        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail + 8);
-        assertThat(sender.hasRoomFor(64)).as("a tail off a line: the claim says what is wrong").isTrue();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, ReceiveQueue.packTail(4096 + 2 * 4096, 0));
+        assertThat(sender.hasRoomFor(64)).as("a tail more than a ring ahead: the claim says what is wrong").isTrue();
         assertThatThrownBy(() -> sender.claim(64, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class);
     }
 
@@ -379,7 +395,8 @@ class ReceiveQueueTest {
         assertThat(receiver.isHeadBlocked()).isTrue();
         assertThat(receiver.isHeadUnnamed()).isFalse();
         assertThat(receiver.blockedConnection()).isEqualTo(77);
-        assertThat(receiver.takeBackUnnamedClaim()).as("a taken record is no unnamed claim").isFalse();
+        assertThat(receiver.unnamedClaimant()).isZero();
+        assertThat(receiver.takeBackUnnamedClaim(0)).as("a taken record is no unnamed claim").isFalse();
         assertThat(receiver.skipDeadClaim()).isTrue();
         assertThat(drain()).containsExactly(2L);
     }
@@ -452,20 +469,32 @@ class ReceiveQueueTest {
         assertThat(drain()).isEmpty();
         assertThat(receiver.hasPending()).isFalse();
         assertThat(receiver.isHeadBlocked()).isFalse();
-        // A claim there cannot take that line, which is not free: it takes the next one, and the bad
-        // word, now inside the claims, costs its line and nothing more.
+        // The claim there takes that line by a plain store, over the bad word.
         send(ReceiveQueue.MSG, 2, 64);
-        assertThatThrownBy(this::drain).isInstanceOf(ReceiveQueue.CorruptQueueException.class).hasMessageContaining("length 12");
         assertThat(drain()).containsExactly(2L);
     }
 
     @Test
     void aTailNoSenderCouldHaveWrittenIsReportedAsCorruption() {
-        for (long tail : new long[] {4100, 4104}) { // every claim moves the tail by whole lines
-            memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail);
+        for (long tail : new long[] {4096 + 64, 1L << 37}) { // claims never take more than a ring past the head
+            memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, ReceiveQueue.packTail(tail, 0x0bad_cafe));
             assertThatThrownBy(() -> sender.claim(64, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
-                    .hasMessageContaining("tail " + tail + " is not on a 64-byte line");
+                    .hasMessageContaining("its tail " + tail + " is more than a ring ahead of its head 0");
+            assertThat(receiver.headerDamage(TOKEN)).contains("its tail " + tail + " is not within a ring of its head 0");
         }
+    }
+
+    /** Named-up-to is the end of a claim whose record is taken: never behind the shared head, never past the tail. */
+    @Test
+    void aNamedUpToOutsideTheHeadAndTheTailIsHeaderDamage() {
+        send(ReceiveQueue.MSG, 1, 128);
+        assertThat(receiver.headerDamage(TOKEN)).isNull();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, 192);
+        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its named-up-to 192 is not between its head 0 and its tail 128");
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, -64);
+        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its named-up-to -64 is not between its head 0 and its tail 128");
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, 64);
+        assertThat(receiver.headerDamage(TOKEN)).as("the start of the last claim, not yet taken").isNull();
     }
 
     @Test
@@ -474,17 +503,17 @@ class ReceiveQueueTest {
         memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEAD_OFFSET, 64_000_000);
         long tail = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
         assertThatThrownBy(() -> sender.claim(64, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class)
-                .hasMessageContaining("its head 64000000 is past its tail " + tail);
+                .hasMessageContaining("is more than a ring ahead of its head 64000000 (or its head is past its tail)");
         assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).as("nothing claimed").isEqualTo(tail);
     }
 
     /**
-     * A take's read that faults (the page was truncated away) must leave its page unread: the next
-     * take in the page reads again and faults again, instead of running the CAS, which in the
-     * interpreter — where these first calls run — is not guarded and kills the JVM.
+     * A claim's read that faults (the page was truncated away) comes before its CAS on the tail and
+     * leaves its page unread: nothing is claimed, so no unnamed claim holds every sender while this
+     * process lives, and the next claim in the page reads again and faults again.
      */
     @Test
-    void aTakeWhoseReadFaultedReadsAgainAtTheNextTake(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+    void aClaimWhoseReadFaultedClaimedNothingAndReadsAgainAtTheNextClaim(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
         java.nio.file.Path file = dir.resolve("queue");
         try (Arena arena = Arena.ofShared();
              java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE_NEW,
@@ -497,6 +526,7 @@ class ReceiveQueueTest {
             channel.truncate(ReceiveQueue.HEADER_LENGTH); // the ring's pages are gone; the header, with the tail, stays
             for (int attempt = 0; attempt < 2; attempt++) {
                 assertThatThrownBy(() -> tx.claim(64, 1)).as("attempt %d", attempt).isInstanceOf(InternalError.class);
+                assertThat(mapped.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).as("nothing claimed: no unnamed claim holds the queue").isZero();
             }
         }
     }
@@ -521,29 +551,77 @@ class ReceiveQueueTest {
         assertThat(ReceiveQueue.secondInt(read)).isEqualTo(0x7ABCDEF0);
     }
 
+    /** A claim packs its claimant's owner tag with the tail in lines; a reader rebuilds the tail from a head within a ring of it. */
     @Test
-    void aClaimNeverTakenIsTakenBackLineByLineUpToTheNextTakenRecord() {
-        // A sender that died or stopped right after its CAS on the tail: 128 bytes claimed, nothing taken.
-        long tail = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
-        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail + 128);
-        send(ReceiveQueue.MSG, 3, 64);
+    void theTailWordNamesTheLastClaimantAndIsRebuiltFromAHeadWithinARing() {
+        long connection = 0x0bad_cafe_0000_0007L;
+        long offset = sender.claim(128, connection);
+        long word = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        assertThat(ReceiveQueue.tailOwner(word)).isEqualTo(0x0bad_cafe);
+        assertThat(ReceiveQueue.tailAbove(word, 0)).isEqualTo(128);
+        assertThat(namedUpTo()).as("stored after the take").isEqualTo(128);
+        assertThat(memory.get(ValueLayout.JAVA_INT, offset)).as("taken").isEqualTo(-128);
+        long far = (1L << 38) * 3 + 4096 * 5 + 192; // past 2^32 lines: the tail word keeps its lines mod 2^32
+        long packed = ReceiveQueue.packTail(far, 7);
+        for (long head = far - 4096; head <= far; head += 64) {
+            assertThat(ReceiveQueue.tailAbove(packed, head)).as("from head %d", head).isEqualTo(far);
+        }
+        assertThat(ReceiveQueue.tailAbove(packed, far + 64) - (far + 64)).as("a tail behind the head: about 2^38 ahead").isGreaterThan(4096);
+    }
+
+    /**
+     * Only the last claim can be unnamed: a sender claims only while named-up-to is the tail. A
+     * second sender finds no room while the last claim is not yet taken (after a few spins), and
+     * claims as soon as it is.
+     */
+    @Test
+    void aSecondSenderWaitsWhileTheLastClaimIsUnnamedAndClaimsOnceItIsNamed() {
+        long position = claimUnnamed(64, 0x0bad_cafe);
+        long word = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        assertThat(sender.claim(64, 0x1234_5678_0000_0001L)).as("the last claim is unnamed").isNegative();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).as("nothing claimed").isEqualTo(word);
+        // The first claimant takes its record and names it, as its claim() does after its CAS.
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position, ReceiveQueue.twoInts(-64, 0x0bad_cafe));
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, position + 64);
+        long offset = sender.claim(64, 0x1234_5678_0000_0001L);
+        assertThat(offset).isEqualTo(ReceiveQueue.HEADER_LENGTH + position + 64);
+        assertThat(ReceiveQueue.tailOwner(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET))).isEqualTo(0x1234_5678);
+    }
+
+    /**
+     * A sender that stopped (or died) right after its CAS on the tail is named by the tail word; its
+     * space is taken back, line by line, only for that owner found dead, and the take-back stores
+     * named-up-to for it, so that the other senders claim again.
+     */
+    @Test
+    void aClaimNeverTakenIsTakenBackLineByLineOnlyForItsOwnerFoundDead() {
+        long position = claimUnnamed(128, 0x0bad_cafe);
         assertThat(drain()).isEmpty();
         assertThat(receiver.isHeadUnnamed()).isTrue();
+        assertThat(receiver.unnamedClaimant()).as("the tail word's owner").isEqualTo(0x0bad_cafe);
         assertThat(receiver.skipDeadClaim()).as("an unnamed claim is not a taken record").isFalse();
-        assertThat(receiver.takeBackUnnamedClaim()).isTrue();
+        assertThat(receiver.takeBackUnnamedClaim(0)).as("a claimant that may live").isFalse();
+        assertThat(receiver.takeBackUnnamedClaim(0x1234_5678)).as("another owner's death").isFalse();
+        assertThat(receiver.isHeadUnnamed()).isTrue();
+        assertThat(receiver.takeBackUnnamedClaim(0x0bad_cafe)).isTrue();
         for (long line = 0; line < 128; line += 64) {
-            assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + tail + line)).as("line %d", line)
+            assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position + line)).as("line %d", line)
                     .isEqualTo(ReceiveQueue.twoInts(64, ReceiveQueue.PAD));
         }
+        assertThat(namedUpTo()).as("released for the dead claimant").isEqualTo(position + 128);
+        assertThat(send(ReceiveQueue.MSG, 3, 64)).isNotNegative();
         assertThat(drain()).containsExactly(3L);
         assertThat(receiver.hasPending()).isFalse();
     }
 
+    /** A tail that moved with named-up-to already there is no sender's claim: taken back at once, never past the tail. */
     @Test
     void takingBackNeverGoesPastTheTail() {
-        long tail = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
-        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail + 64);
-        assertThat(receiver.takeBackUnnamedClaim()).isTrue();
+        long tail = tail();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, ReceiveQueue.packTail(tail + 64, 0x0bad_cafe));
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, tail + 64);
+        assertThat(receiver.unnamedClaimant()).as("named-up-to is the tail: nobody's").isZero();
+        assertThat(receiver.takeBackUnnamedClaim(0)).isTrue();
         assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + tail + 64)).as("the line past the tail")
                 .isEqualTo(receiver.freeWord(tail + 64));
         assertThat(drain()).isEmpty();
@@ -553,64 +631,67 @@ class ReceiveQueueTest {
     }
 
     /**
-     * A sender stopped between its two CASes for longer than unblock.timeout finds its record taken
-     * back: its take fails and writes nothing, and it claims and takes the next space, so its message
-     * is sent, after the padding, and nothing is lost.
+     * A dead last claimant's take-back releases named-up-to and remembers the tail: unnamed space of
+     * that claim the take-back stopped short of is taken back later without judging anyone, and
+     * never past it, into a live sender's unnamed claim after it.
      */
     @Test
-    void aSenderWhoseClaimWasTakenBackClaimsAnewAndLosesNothing() {
-        long connection = 0x0bad_cafe_0000_0007L;
-        // Its CAS on the tail, then the stop.
-        long position = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
-        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, position + 64);
-        assertThat(receiver.takeBackUnnamedClaim()).isTrue();
-        long padded = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position);
-        assertThat(sender.take(position, ReceiveQueue.twoInts(-64, ReceiveQueue.ownerTag(connection)), connection))
-                .as("the take after the stop").isFalse();
-        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position)).as("left as the receiver made it").isEqualTo(padded);
-        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position + ReceiveQueue.CONNECTION)).isZero();
-        long offset = sender.claim(64, connection);
-        assertThat(offset).as("the next line").isEqualTo(ReceiveQueue.HEADER_LENGTH + position + 64);
-        sender.commit(offset, 64, ReceiveQueue.MSG);
-        assertThat(drain()).containsExactly(connection);
-        assertThat(sender.claimedUpTo()).isEqualTo(position + 128);
+    void unnamedSpaceOfADeadClaimantIsTakenBackUpToItsTailAndNoFurther() {
+        long position = claimUnnamed(192, 0x0bad_cafe);
+        // A taken word inside the claim (a process that maps the queue wrote it) stops the take-back after the first line.
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position + 64, ReceiveQueue.twoInts(-64, 0x0bad_cafe));
+        assertThat(receiver.takeBackUnnamedClaim(0x0bad_cafe)).isTrue();
+        assertThat(namedUpTo()).isEqualTo(position + 192);
+        long live = claimUnnamed(64, 0x1234_5678); // a live sender's claim after it, not yet taken
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.skipDeadClaim()).isTrue();
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.headPosition()).isEqualTo(position + 128);
+        assertThat(receiver.unnamedClaimant()).as("the dead claimant's space").isZero();
+        assertThat(receiver.takeBackUnnamedClaim(0)).isTrue();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + live)).as("the live claim's line")
+                .isEqualTo(receiver.freeWord(live));
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.headPosition()).isEqualTo(live);
+        assertThat(receiver.unnamedClaimant()).isEqualTo(0x1234_5678);
+        assertThat(receiver.takeBackUnnamedClaim(0)).isFalse();
+    }
+
+    /** A dead sender that took its record, the last claim, and died before it stored named-up-to: the skip stores it. */
+    @Test
+    void skippingADeadLastClaimReleasesNamedUpTo() {
+        long position = claimUnnamed(64, 0x0bad_cafe);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position, ReceiveQueue.twoInts(-64, 0x0bad_cafe));
+        assertThat(sender.claim(64, 1)).as("named-up-to not stored").isNegative();
+        assertThat(receiver.skipDeadClaim()).isTrue();
+        assertThat(namedUpTo()).isEqualTo(position + 64);
+        assertThat(send(ReceiveQueue.MSG, 5, 64)).isNotNegative();
+        assertThat(drain()).containsExactly(5L);
     }
 
     /**
-     * A sender that claimed a record in one lap and stopped until the ring came round again expects
-     * its own lap's free word: it takes neither a later lap's free line nor a line inside a later
-     * lap's record, whose payload bytes there are zero (with a free word that only counted laps, lap
-     * 0's was zero, and the stale take overwrote the record's payload and sent nothing).
+     * A sender stopped between its CAS and its take holds the ring: no other claim passes it, for a
+     * whole ring's worth of tries, and the receiver takes nothing back while it may live.
      */
     @Test
-    void aSenderStoppedForALapTakesNothingOfALaterLap() {
-        long capacity = receiver.capacity();
+    void aSenderStoppedBeforeItsTakeStopsTheRing() {
         send(ReceiveQueue.MSG, 1, 64);
         assertThat(drain()).containsExactly(1L);
-        // The stopped sender's claim: the line at 64, which the receiver takes back.
-        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, 128);
-        assertThat(receiver.takeBackUnnamedClaim()).isTrue();
-        assertThat(drain()).isEmpty();
-        for (long at = 128; at < capacity; at += 64) {
-            send(ReceiveQueue.MSG, 2, 64);
-            assertThat(drain()).containsExactly(2L);
+        long position = claimUnnamed(64, 0x0bad_cafe);
+        long word = memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        for (long at = 0; at < receiver.capacity(); at += 64) {
+            assertThat(send(ReceiveQueue.MSG, 2, 64)).isNegative();
+            assertThat(drain()).isEmpty();
         }
-        long taken = ReceiveQueue.twoInts(-64, 7);
-        assertThat(sender.take(64, taken, 7)).as("the line's free word of the next lap is not its lap's").isFalse();
-        // The next lap's first record spans the ring's first two lines; its payload at 64 is zero.
-        long record = sender.claim(128, 3);
-        assertThat(record).isEqualTo(ReceiveQueue.HEADER_LENGTH);
-        memory.asSlice(record + ReceiveQueue.RECORD_HEADER, 128 - ReceiveQueue.RECORD_HEADER).fill((byte) 0);
-        sender.commit(record, 128, ReceiveQueue.MSG);
-        assertThat(sender.take(64, taken, 7)).as("a word inside a later lap's record").isFalse();
-        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + 64)).isZero();
-        assertThat(drain()).containsExactly(3L);
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).isEqualTo(word);
+        assertThat(receiver.unnamedClaimant()).isEqualTo(0x0bad_cafe);
+        assertThat(receiver.takeBackUnnamedClaim(0)).isFalse();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position)).isEqualTo(receiver.freeWord(position));
     }
 
     /**
-     * Every line is stamped free for the next lap when it is given back, so a sender that claimed in
-     * one lap and stopped until the ring came round again cannot take a later lap's claim: its CAS
-     * expects its own lap's word.
+     * Every line is stamped free for the next lap when it is given back, so that the receiver's
+     * take-back, a CAS from the line's free word, takes neither another lap's line nor a record's.
      */
     @Test
     void aFormattedRingHasEveryLinesFreeWordAndNoFreeWordIsZero() {

@@ -417,15 +417,33 @@ class ShmTransportTest {
         return takeAtTheTail(queue, connection, 64);
     }
 
-    /** {@link #takeALineAtTheTail} for {@code length} bytes, a multiple of 64 that fits before the ring's end. */
+    /** {@link #takeALineAtTheTail} for {@code length} bytes, a multiple of 64 that fits before the ring's end; named up to its end. */
     private static long takeAtTheTail(MemorySegment queue, long connection, int length) {
-        long tail = queue.get(ValueLayout.JAVA_LONG, 128);
-        long record = 4096 + tail;
-        queue.set(ValueLayout.JAVA_LONG, 128, tail + length);
+        long record = 4096 + claimAtTheTail(queue, connection, length);
         queue.set(ValueLayout.JAVA_INT, record, -length);
         queue.set(ValueLayout.JAVA_INT, record + 4, (int) (connection >>> 32));
         queue.set(ValueLayout.JAVA_LONG, record + 8, connection);
+        queue.set(ValueLayout.JAVA_LONG, 136, tailOf(queue)); // named up to: ReceiveQueue offset 136
         return record;
+    }
+
+    /**
+     * Moves the tail of a queue that {@link #writeIntoTheQueue} maps by {@code length} bytes in the
+     * name of {@code connection}'s owner, as a sender's CAS does, and nothing more: the claim is not
+     * yet taken, nor named.
+     *
+     * @return the claim's ring position
+     */
+    private static long claimAtTheTail(MemorySegment queue, long connection, long length) {
+        long tail = tailOf(queue);
+        // The tail word (ReceiveQueue#packTail): the claimant's owner tag over the tail in lines.
+        queue.set(ValueLayout.JAVA_LONG, 128, connection >>> 32 << 32 | (tail + length) >>> 6 & 0xFFFF_FFFFL);
+        return tail;
+    }
+
+    /** The tail position of a queue that {@link #writeIntoTheQueue} maps: the lines in its tail word's low 32 bits, for the positions a test reaches. */
+    private static long tailOf(MemorySegment queue) {
+        return (queue.get(ValueLayout.JAVA_LONG, 128) & 0xFFFF_FFFFL) << 6;
     }
 
     /**
@@ -456,26 +474,74 @@ class ShmTransportTest {
 
     /**
      * A sender killed right after the CAS that claimed its first record (its CONNECT) leaves a claim
-     * it never took, which names nobody: a sender the receiver never met, whose lease may already be
-     * gone. The receiver takes the space back after unblock.timeout, needing no evidence of a death:
-     * a live sender that was only stopped there would claim anew. Without it the queue stayed wedged
-     * for every other sender (found while RandomKillTest failed once in CI).
+     * it never took, which the tail word names by its owner tag: a sender the receiver never met,
+     * whose lease is gone. The receiver finds no lease of that owner held, takes the space back
+     * after unblock.timeout and stores named-up-to for it, so the other senders claim again: every
+     * other sender's claim waits for it meanwhile. Without it the queue stayed wedged for every other
+     * sender (found while RandomKillTest failed once in CI).
      */
     @Test
-    void aSenderKilledRightAfterClaimingItsFirstRecordDoesNotWedgeTheQueue() throws Exception {
+    void anUnnamedClaimOfADeadOwnerIsTakenBack() throws Exception {
         Received received = new Received();
         Transport receiver = receiverThatUnblocksAtOnce(received);
         Transport sender = transport(new Received());
         TransportEndpoint ep = connect(sender, receiver, cause -> { });
-        // What the dead sender left: a claim of two lines, nothing taken, and no lease in the directory.
-        writeIntoTheQueue(queue -> {
-            long tail = queue.get(ValueLayout.JAVA_LONG, 128);
-            queue.set(ValueLayout.JAVA_LONG, 128, tail + 128);
-        });
-        assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).isTrue();
-        // Bounded, not timed: the take-back needs the block to last unblock.timeout; without it nothing ever arrives.
+        // What the dead sender left: a claim of two lines in its owner's name, nothing taken, and no lease in the directory.
+        writeIntoTheQueue(queue -> claimAtTheTail(queue, 0x0bad_cafe_0000_0001L, 128));
+        // Bounded, not timed: the take-back needs the block to last unblock.timeout; without it nothing is ever sent.
+        boolean sent = false;
+        for (int i = 0; i < 20_000 && !sent; i++) {
+            sent = ep.trySend(7, MemorySegment.NULL, bytes(8, 1));
+            progressOrPause(receiver);
+        }
+        assertThat(sent).as("the other sender's claim, once the dead one's space is taken back").isTrue();
         for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
         assertThat(received.ids).containsExactly(7);
+    }
+
+    /**
+     * A live sender stopped between its CAS on the tail and its take (here its connection is one the
+     * receiver keeps, and its lease is held) is waited for, however long: its take is a plain store
+     * that would land in space given back. Every sender's next claim waits meanwhile; once it takes
+     * and commits its record, both messages arrive.
+     */
+    @Test
+    void anUnnamedClaimOfALiveOwnerIsWaitedForAndNeverTakenBack() throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        TransportEndpoint[] stopped = new TransportEndpoint[1];
+        Transport stoppedSender = transport(new Received());
+        stopped[0] = connect(stoppedSender, receiver, cause -> { });
+        assertThat(stopped[0].trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        for (int i = 0; i < 20_000 && received.ids.isEmpty(); i++) progressOrPause(receiver);
+        assertThat(received.ids).containsExactly(6);
+        Transport other = transport(new Received());
+        TransportEndpoint ep = connect(other, receiver, cause -> { });
+        long[] claim = new long[1];
+        writeIntoTheQueue(queue -> claim[0] = claimAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 64));
+        for (int i = 0; i < 200; i++) {
+            assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).as("a claim past an unnamed one").isFalse();
+            progressOrPause(receiver); // past unblock.timeout, at every liveness check
+        }
+        writeIntoTheQueue(queue -> assertThat(queue.get(ValueLayout.JAVA_INT, 4096 + claim[0])).as("the line is still free: nothing taken back")
+                .isZero());
+        // The stopped sender resumes: its take, named up to, then its record, committed.
+        writeIntoTheQueue(queue -> {
+            long record = 4096 + claim[0];
+            long connection = queue.get(ValueLayout.JAVA_LONG, 4096 + 8);
+            queue.set(ValueLayout.JAVA_INT, record + 4, (int) (connection >>> 32));
+            queue.set(ValueLayout.JAVA_LONG, record + 8, connection);
+            queue.set(ValueLayout.JAVA_LONG, 136, claim[0] + 64);
+        });
+        commitAsTheSenderWould(4096 + claim[0]);
+        boolean sent = false;
+        for (int i = 0; i < 20_000 && !sent; i++) {
+            sent = ep.trySend(7, MemorySegment.NULL, bytes(8, 1));
+            progressOrPause(receiver);
+        }
+        assertThat(sent).isTrue();
+        for (int i = 0; i < 20_000 && received.ids.size() < 3; i++) progressOrPause(receiver);
+        assertThat(received.ids).containsExactly(6, 5, 7);
     }
 
     /**
@@ -2480,7 +2546,7 @@ class ShmTransportTest {
     /** How many records of {@code type} lie unread in a queue that {@link #writeIntoTheQueue} maps (from its read position to its tail). */
     private static int unreadRecordsOfType(MemorySegment queue, int type) {
         int count = 0;
-        long tail = queue.get(ValueLayout.JAVA_LONG, 128);
+        long tail = tailOf(queue);
         for (long at = queue.get(ValueLayout.JAVA_LONG, 528); at < tail; ) {
             int length = queue.get(ValueLayout.JAVA_INT, 4096 + at);
             assertThat(length).as("a committed record before the tail").isPositive();
@@ -3183,7 +3249,7 @@ class ShmTransportTest {
     @Test
     void aLargeMessageThatWouldMoveTheRingsReleaseFarAheadRefusesItsConnection() throws Exception {
         assertThatWritingIntoTheQueueRefusesTheConnection("ending at ring position", queue -> {
-            long copy = 4096 + queue.get(ValueLayout.JAVA_LONG, 128);
+            long copy = 4096 + tailOf(queue);
             copyToTheTail(queue, firstRecordOfType(queue, 2)); // LARGE
             queue.set(ValueLayout.JAVA_LONG, copy + 32, queue.get(ValueLayout.JAVA_LONG, copy + 32) + (1L << 40)); // its bounce end
         }, 8, 100_000);
@@ -3238,7 +3304,7 @@ class ShmTransportTest {
             int length = queue.get(ValueLayout.JAVA_INT, record);
             assertThat(length).as("a record read and not yet zeroed, before the tail").isPositive();
             record += length;
-            assertThat(record).isLessThan(4096 + queue.get(ValueLayout.JAVA_LONG, 128));
+            assertThat(record).isLessThan(4096 + tailOf(queue));
         }
         return record;
     }
@@ -3250,10 +3316,9 @@ class ShmTransportTest {
     private static void copyToTheTail(MemorySegment queue, long from) {
         int length = queue.get(ValueLayout.JAVA_INT, from);
         assertThat(length).as("a record whose length is a multiple of a line").isPositive().isEqualTo(length & -64);
-        long tail = queue.get(ValueLayout.JAVA_LONG, 128);
-        long record = 4096 + tail;
-        queue.set(ValueLayout.JAVA_LONG, 128, tail + length);
+        long record = 4096 + claimAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, from + 8), length);
         MemorySegment.copy(queue, from + 4, queue, record + 4, length - 4);
+        queue.set(ValueLayout.JAVA_LONG, 136, tailOf(queue)); // named up to
         queue.set(ValueLayout.JAVA_INT, record, length);
     }
 
@@ -4211,10 +4276,10 @@ class ShmTransportTest {
     @Test
     void aSharedHeadWrittenBackOrATailWrittenAheadFailsTheWorkerAndItsSenders() throws Exception {
         assertThatOverwritingTheHeaderFailsTheWorkerAndItsSenders( // the head a ring back
-                queue -> queue.set(ValueLayout.JAVA_LONG, 256, queue.get(ValueLayout.JAVA_LONG, 128) - 65536), "its head is",
+                queue -> queue.set(ValueLayout.JAVA_LONG, 256, tailOf(queue) - 65536), "its head is",
                 "the peer worker reads nothing more", "more than a ring ahead of its head"); // whichever the sender notices first
-        assertThatOverwritingTheHeaderFailsTheWorkerAndItsSenders( // the tail 2^40 ahead
-                queue -> queue.set(ValueLayout.JAVA_LONG, 128, queue.get(ValueLayout.JAVA_LONG, 128) + (1L << 40)),
+        assertThatOverwritingTheHeaderFailsTheWorkerAndItsSenders( // the tail 2^30 ahead (the tail word holds 2^38 bytes of lines)
+                queue -> claimAtTheTail(queue, 0, 1L << 30),
                 "is not within a ring of its head", "the peer worker reads nothing more", "more than a ring ahead of its head");
     }
 
