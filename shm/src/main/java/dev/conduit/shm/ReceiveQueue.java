@@ -329,9 +329,10 @@ public final class ReceiveQueue {
         if (closing != 0) return "its closing word is " + closing + ", which this receiver, open, did not write";
         long sharedHead = (long) LONG.getVolatile(memory, HEAD_OFFSET);
         if (sharedHead != zeroed) return "its head is " + sharedHead + ", not " + zeroed + " where this receiver put it";
+        // Named-up-to before the tail, as every reader of both: a claim named between the two reads would put it past the tail read first.
+        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
         long tail = tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), zeroed);
         if (tail - zeroed > capacity) return "its tail " + tail + " is not within a ring of its head " + zeroed;
-        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
         // A claimant stores it after its take, and the receiver passes no record before its take: never behind the shared head.
         if (named - zeroed < 0 || tail - named < 0) return "its named-up-to " + named + " is not between its head " + zeroed + " and its tail " + tail;
         return null;
@@ -796,8 +797,8 @@ public final class ReceiveQueue {
         long word = (long) LONG.getVolatile(memory, offset);
         int length = firstInt(word);
         if (length >= 0) return false; // committed meanwhile (or never taken: takeBackUnnamedClaim's)
+        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET); // before the tail: see unnamedClaimant
         long tailWord = (long) LONG.getVolatile(memory, TAIL_OFFSET);
-        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
         long tail = tailAbove(tailWord, head);
         long limit = Math.min(tail - head, capacity - headIndex);
         long claimed = -(long) length;
@@ -818,10 +819,11 @@ public final class ReceiveQueue {
      * ({@link #takeBackUnnamedClaim}).
      */
     public int unnamedClaimant() {
-        // Tail and named-up-to before the head's line: a claim that is not the one read here was made only once that
-        // line was taken, and the take is then seen.
-        long word = (long) LONG.getVolatile(memory, TAIL_OFFSET);
+        // Named-up-to before the tail: read after it, a claim made and named between the two reads would make it pass the
+        // tail read, and equal to the tail it then proves the last claim named. Both before the head's line: a claim
+        // after the one read here was made only once that line was taken, and the take is then seen.
         long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
+        long word = (long) LONG.getVolatile(memory, TAIL_OFFSET);
         long tail = tailAbove(word, head);
         if (tail - head <= 0 || headLength() != 0 || head - deadUpTo < 0 || named == tail) return 0;
         return tailOwner(word);
@@ -840,8 +842,8 @@ public final class ReceiveQueue {
      * @return whether any space was taken back
      */
     public boolean takeBackUnnamedClaim(int deadOwner) {
+        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET); // before the tail: see unnamedClaimant
         long word = (long) LONG.getVolatile(memory, TAIL_OFFSET);
-        long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
         long tail = tailAbove(word, head);
         long upTo;
         if (head - deadUpTo < 0) upTo = deadUpTo - tail < 0 ? deadUpTo : tail;

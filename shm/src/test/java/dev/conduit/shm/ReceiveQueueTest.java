@@ -742,8 +742,13 @@ class ReceiveQueueTest {
         assertThatThrownBy(() -> ReceiveQueue.attach(blank, TOKEN)).hasMessageContaining("magic");
     }
 
+    /**
+     * Meanwhile the receiver checks its header and looks for unnamed space that is nobody's, as a
+     * liveness check would: with claims made and named between its reads, neither must find any
+     * (a header check that read the tail before named-up-to reported damage).
+     */
     @Test
-    void manyThreadsSendingLoseNothing() throws Exception {
+    void manyThreadsSendingLoseNothingAndTheReceiversChecksFindNothingMeanwhile() throws Exception {
         MemorySegment big = Arena.ofShared().allocate(ReceiveQueue.mappedLength(1 << 16), 4096);
         ReceiveQueue rx = ReceiveQueue.format(big, TOKEN);
         int threads = 4;
@@ -757,7 +762,8 @@ class ReceiveQueueTest {
                     ReceiveQueue tx = ReceiveQueue.attach(big, TOKEN);
                     for (int i = 1; i <= perThread; i++) {
                         long offset;
-                        while ((offset = tx.claim(64)) < 0) Thread.onSpinWait();
+                        // An owner tag that is not 0, which stands for nobody: the receiver's take-back would be right to take it.
+                        while ((offset = tx.claim(64, base + (1L << 32))) < 0) Thread.onSpinWait();
                         big.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, base | i);
                         tx.commit(offset, 64, ReceiveQueue.MSG);
                     }
@@ -771,6 +777,9 @@ class ReceiveQueueTest {
         while (count[0] < threads * perThread) {
             // A sender that failed sends nothing more: fail with its exception rather than wait for ever.
             if (senderFailure.get() != null) throw new AssertionError("a sender failed", senderFailure.get());
+            // While they claim: named-up-to and the tail move under the check, which must not take them for damage.
+            assertThat(rx.headerDamage(TOKEN)).isNull();
+            if (rx.unnamedClaimant() == 0) assertThat(rx.takeBackUnnamedClaim(0)).as("a live sender's claim taken back").isFalse();
             rx.poll((m, offset, type, length) -> {
                 long v = m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION);
                 int t = (int) (v >>> 32);
