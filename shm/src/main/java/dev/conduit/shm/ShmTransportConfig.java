@@ -15,8 +15,8 @@ import java.util.List;
  * @param bounceCapacity    bytes of a connection's bounce ring (a power of two): the largest payload
  * @param livenessInterval  how often peers' leases are checked
  * @param heartbeatTimeout  how long a receiver may make no progress while a sender waits on it before it is declared hung
- * @param unblockTimeout    how long a record may stay claimed but uncommitted before its sender's liveness is checked (or,
- *                          never taken, its space is taken back)
+ * @param unblockTimeout    how long a record may stay claimed but uncommitted before its sender's liveness is checked (never
+ *                          taken, by the owner the queue's tail word names); a dead one's is skipped or taken back
  * @param inboundMaximum    connections from senders a worker keeps at once
  * @param inboundBounceMaximum bytes of senders' bounce rings a worker maps at once
  */
