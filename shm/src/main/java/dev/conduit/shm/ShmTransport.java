@@ -392,7 +392,7 @@ public final class ShmTransport implements Transport {
      * close waits for one under way there (it uses the shared directory's descriptor, which the close then closes).
      */
     private final Object reclaiming = new Object();
-    /** A live sender's taken record that has held the head for heartbeat.timeout: said, at most once a minute. */
+    /** A live sender's record, taken or only claimed, that has held the head for heartbeat.timeout: said, at most once a minute. */
     private final RepeatedWarning headHeldByALiveSender;
     /** Said when a connection of a sender that is gone finds no room under inbound.max: nobody else would say it. */
     private final RepeatedWarning goneSendersPastInboundMax;
