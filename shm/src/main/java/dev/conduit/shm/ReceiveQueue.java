@@ -23,8 +23,10 @@ import java.security.MessageDigest;
  *      8     8  capacity        receiver, once                 ring bytes, a power of two
  *     16    16  token           receiver, once                 random; a connector proves it reached this
  *                                                              queue by finding its address's token here
- *    128     8  tail            senders                        CAS to claim space (its own cache line): the
- *                                                              last claimant's owner tag in the high 32 bits,
+ *    128     8  tail            senders                        CAS to claim space (on one line with named up
+ *                                                              to, which only senders write but for a dead
+ *                                                              claimant's): the last claimant's owner tag in
+ *                                                              the high 32 bits,
  *                                                              the tail position in lines (position / 64,
  *                                                              mod 2^32) in the low 32 ({@link #packTail})
  *    136     8  named up to     senders, receiver              release store: the end of the last claim whose
@@ -333,8 +335,11 @@ public final class ReceiveQueue {
         long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
         long tail = tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), zeroed);
         if (tail - zeroed > capacity) return "its tail " + tail + " is not within a ring of its head " + zeroed;
-        // A claimant stores it after its take, and the receiver passes no record before its take: never behind the shared head.
-        if (named - zeroed < 0 || tail - named < 0) return "its named-up-to " + named + " is not between its head " + zeroed + " and its tail " + tail;
+        // At most a ring behind the shared head: a claim that pads the ring's end stores its padding before named-up-to,
+        // and the receiver may read past that padding and zero it meanwhile.
+        if (zeroed - named > capacity || tail - named < 0) {
+            return "its named-up-to " + named + " is not between a ring behind its head " + zeroed + " and its tail " + tail;
+        }
         return null;
     }
 
@@ -369,7 +374,9 @@ public final class ReceiveQueue {
 
     /**
      * Claims and takes {@code length} bytes (a multiple of {@link #RECORD_ALIGNMENT}, at most the capacity) for one record
-     * of a sender whose connection id is 0 ({@link #claim(int, long)}).
+     * of a sender whose connection id is 0 ({@link #claim(int, long)}): for a queue no {@code ShmTransport} reads (one
+     * process's tests, a benchmark's bare queue), since such a receiver takes an unnamed claim of owner tag 0 back at
+     * once, as no sender's ({@link #unnamedClaimant}).
      *
      * @return the record's offset in {@link #memory()}, or -1 when the ring is full now
      */
@@ -440,11 +447,14 @@ public final class ReceiveQueue {
                 continue;
             }
             long position = tail + padding;
+            // Both pages before the CAS: a fault after it would leave a claim unnamed for as long as this process lives.
+            if (padding != 0) readOncePerPage(tail);
             readOncePerPage(position);
             if (!LONG.compareAndSet(memory, TAIL_OFFSET, word, packTail(tail + required, owner))) continue;
             take(position, twoInts(-length, owner), connection);
-            // After the take: the padding line stays unnamed until the record is, so the receiver's head never passes
-            // named-up-to (headerDamage).
+            // After the take: until then the claim's first line is free, and a receiver that comes to it waits for this
+            // sender (or takes the space back once it is dead). It may read past the padding before named-up-to moves,
+            // which headerDamage allows for.
             if (padding != 0) LONG.set(memory, HEADER_LENGTH + tailIndex, twoInts((int) padding, PAD));
             claimedUpTo = tail + required;
             LONG.setRelease(memory, NAMED_OFFSET, claimedUpTo);
@@ -868,12 +878,14 @@ public final class ReceiveQueue {
 
     /**
      * Stores {@code named up to} as the tail for a last claimant found dead (the tail word
-     * {@code word}, read with {@code named}, names it), by a CAS from what was read: it never will,
+     * {@code word}, read after {@code named}, names it), by a CAS from what was read: it never will,
      * and every sender waits for it. Remembers that tail: unnamed space below it is the dead
-     * sender's ({@link #unnamedClaimant}).
+     * sender's ({@link #unnamedClaimant}). Only ever forward: a named-up-to read past the tail (a live
+     * sender claimed and named after the tail word was read) moved back would stop every claim for
+     * good.
      */
     private void releaseDeadLastClaim(long word, long named, long tail) {
-        if (named == tail || tail - head > capacity) return;
+        if (tail - named <= 0 || tail - head > capacity) return;
         if (LONG.compareAndSet(memory, NAMED_OFFSET, named, tail)) deadUpTo = tail;
     }
 

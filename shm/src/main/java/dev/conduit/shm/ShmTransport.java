@@ -1905,9 +1905,9 @@ public final class ShmTransport implements Transport {
      * Frees the head from a claim that stayed uncommitted for {@code unblock.timeout}, once its
      * sender is dead. A taken claim names its sender; one not yet taken is the last claim, and the
      * tail word names its owner (ReceiveQueue, "Senders that stop"). Either is judged the same way:
-     * a known connection by the lease its CONNECT gave (for an untaken claim, a known connection of
-     * that owner), any other by the leases its owner tag points at (listed once, then the one found
-     * held looked at by its name: {@link #unknownTakerAlive}). A dead sender's taken record is
+     * a taken record of a known connection by the lease its CONNECT gave, any other, and every
+     * untaken claim (only its owner tag is known), by the leases its owner tag points at (listed
+     * once, then the one found held looked at by its name: {@link #unknownTakerAlive}). A dead sender's taken record is
      * skipped, its untaken space taken back; a live one's is waited for, for its take is a plain
      * store that would land in space given back. Untaken space that no claim names (a process
      * that maps the queue moved the tail) is taken back at once.
@@ -1937,13 +1937,16 @@ public final class ShmTransport implements Transport {
             synchronized (handOff) { // the claimant's watch is not closed under this look by a close forced from another thread
                 if (closed) throw closedError();
                 if (unnamed) {
-                    long known = knownConnectionOf(unnamedOwner);
-                    connection = known != 0 ? known : (long) unnamedOwner << 32;
+                    // Only the owner tag is known: every lease of it is looked at, for two owners may share those 32 bits,
+                    // and a connection of the dead one found first would have a live one's claim taken back under it.
+                    connection = (long) unnamedOwner << 32;
+                    claimant = null;
+                    dead = !unknownTakerAlive(connection);
                 } else {
                     connection = queue.blockedConnection();
+                    claimant = inbound.get(connection);
+                    dead = claimant != null ? !senderAlive(claimant) : !unknownTakerAlive(connection);
                 }
-                claimant = inbound.get(connection);
-                dead = claimant != null ? !senderAlive(claimant) : !unknownTakerAlive(connection);
             }
         } catch (ErrnoException e) {
             // A lease that does not open, for a reason that proves nothing (OwnerLease#isNoLeaseOf: out of descriptors, a
@@ -1976,15 +1979,6 @@ public final class ShmTransport implements Transport {
         context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message that connection " + Long.toHexString(connection)
                 + " claimed and never committed: its sender died mid-send");
         return true;
-    }
-
-    /** A connection this worker keeps whose id carries {@code ownerTag} in its upper 32 bits, or 0: an untaken claim's sender. */
-    private long knownConnectionOf(int ownerTag) {
-        connections = inbound.keys(connections);
-        for (int i = 0, n = inbound.size(); i < n; i++) {
-            if (ReceiveQueue.ownerTag(connections[i]) == ownerTag) return connections[i];
-        }
-        return 0;
     }
 
     /**

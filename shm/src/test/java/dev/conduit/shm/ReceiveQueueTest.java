@@ -490,11 +490,49 @@ class ReceiveQueueTest {
         send(ReceiveQueue.MSG, 1, 128);
         assertThat(receiver.headerDamage(TOKEN)).isNull();
         memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, 192);
-        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its named-up-to 192 is not between its head 0 and its tail 128");
-        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, -64);
-        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its named-up-to -64 is not between its head 0 and its tail 128");
+        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its named-up-to 192 is not between a ring behind its head 0 and its tail 128");
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, -4160);
+        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its named-up-to -4160 is not between a ring behind its head 0 and its tail 128");
         memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, 64);
         assertThat(receiver.headerDamage(TOKEN)).as("the start of the last claim, not yet taken").isNull();
+    }
+
+    /**
+     * A claim that pads the ring's end stores its padding before named-up-to: a receiver that reads
+     * past the padding meanwhile, and zeroes it, has its shared head ahead of named-up-to, which is
+     * no damage (it was reported as such, and would have failed a healthy worker).
+     */
+    @Test
+    void aClaimThatPadsTheRingsEndIsNoHeaderDamageWhileItsNamedUpToLags() {
+        long capacity = receiver.capacity();
+        for (long sent = 0; sent < capacity - 64; sent += 64) {
+            send(ReceiveQueue.MSG, 1, 64);
+            assertThat(drain()).hasSize(1);
+        }
+        long start = sender.claimedUpTo();
+        long record = sender.claim(128, 7L << 32 | 7); // the ring's last line is padding, the record the first two lines
+        assertThat(record).isEqualTo(ReceiveQueue.HEADER_LENGTH);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, start); // the claimant stopped before it stored it
+        assertThat(drain()).as("the padding read, the record not yet committed").isEmpty();
+        assertThat(receiver.headPosition()).isEqualTo(capacity);
+        assertThat(receiver.headerDamage(TOKEN)).isNull();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, capacity + 128);
+        sender.commit(record, 128, ReceiveQueue.MSG);
+        assertThat(drain()).hasSize(1);
+    }
+
+    /**
+     * Named-up-to is only ever moved forward for a dead last claimant: one found past the tail the
+     * receiver read (a live sender claimed and named after that read) stays where it is. Moved back,
+     * it would have stopped every sender's claim for good.
+     */
+    @Test
+    void skippingADeadClaimNeverMovesNamedUpToBack() {
+        long dead = 0x0bad_cafe_0000_0005L;
+        sender.claim(64, dead); // taken, named, never committed: its sender died writing it
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, 128); // as if read after another claim and its name
+        assertThat(receiver.skipDeadClaim()).isTrue();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET)).isEqualTo(128);
     }
 
     @Test
