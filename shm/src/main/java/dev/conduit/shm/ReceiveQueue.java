@@ -189,6 +189,8 @@ public final class ReceiveQueue {
     public static final int RECORD_HEADER = 48;
     /** Senders start every record on a cache line; the receiver accepts any multiple of 8. */
     public static final int RECORD_ALIGNMENT = 64;
+    /** A position's line count is the position shifted right by this: the unit of the tail word ({@link #packTail}). */
+    private static final int LINE_SHIFT = Integer.numberOfTrailingZeros(RECORD_ALIGNMENT);
     static final long TYPE = 4;
     static final long CONNECTION = 8;
     static final long MESSAGE_ID = 16;
@@ -509,7 +511,7 @@ public final class ReceiveQueue {
 
     /** The tail word of a claim that ends at ring position {@code tail} (a multiple of {@link #RECORD_ALIGNMENT}) by {@code owner}. */
     static long packTail(long tail, int owner) {
-        return (long) owner << 32 | (tail >>> 6 & 0xFFFF_FFFFL);
+        return (long) owner << 32 | (tail >>> LINE_SHIFT & 0xFFFF_FFFFL);
     }
 
     /**
@@ -520,8 +522,8 @@ public final class ReceiveQueue {
      * distance finds it written.
      */
     static long tailAbove(long word, long head) {
-        long line = head >>> 6;
-        return (line + ((word - line) & 0xFFFF_FFFFL)) << 6;
+        long line = head >>> LINE_SHIFT;
+        return (line + ((word - line) & 0xFFFF_FFFFL)) << LINE_SHIFT;
     }
 
     /** The owner tag that tail word {@code word} holds: the last claimant's. */
@@ -815,7 +817,7 @@ public final class ReceiveQueue {
         // A length no claim writes (not a multiple of 8, or past the claims): skip to the next cache line instead.
         long gap = claimed >= 8 && (claimed & 7) == 0 && claimed <= limit ? claimed : Math.max(8, Math.min(toNextLine(headIndex), limit) & -8);
         if (!LONG.compareAndSet(memory, offset, word, twoInts((int) gap, PAD))) return false;
-        if (tailOwner(tailWord) == secondInt(word)) releaseDeadLastClaim(tailWord, named, tail);
+        if (tailOwner(tailWord) == secondInt(word)) releaseDeadLastClaim(named, tail);
         return true;
     }
 
@@ -872,19 +874,19 @@ public final class ReceiveQueue {
             if (!LONG.compareAndSet(memory, offset, line, twoInts((int) room, PAD))) break;
             taken += room;
         }
-        if (tailOwner(word) == deadOwner) releaseDeadLastClaim(word, named, tail);
+        if (tailOwner(word) == deadOwner) releaseDeadLastClaim(named, tail);
         return taken > 0;
     }
 
     /**
-     * Stores {@code named up to} as the tail for a last claimant found dead (the tail word
-     * {@code word}, read after {@code named}, names it), by a CAS from what was read: it never will,
+     * Stores {@code named up to} as the tail for a last claimant found dead (the tail word, read
+     * after {@code named}, names it), by a CAS from what was read: it never will,
      * and every sender waits for it. Remembers that tail: unnamed space below it is the dead
      * sender's ({@link #unnamedClaimant}). Only ever forward: a named-up-to read past the tail (a live
      * sender claimed and named after the tail word was read) moved back would stop every claim for
      * good.
      */
-    private void releaseDeadLastClaim(long word, long named, long tail) {
+    private void releaseDeadLastClaim(long named, long tail) {
         if (tail - named <= 0 || tail - head > capacity) return;
         if (LONG.compareAndSet(memory, NAMED_OFFSET, named, tail)) deadUpTo = tail;
     }

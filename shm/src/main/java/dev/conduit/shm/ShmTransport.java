@@ -1922,14 +1922,16 @@ public final class ShmTransport implements Transport {
     }
 
     private boolean unblockHeadRecord() {
-        int unnamedOwner = queue.isHeadUnnamed() ? queue.unnamedClaimant() : 0;
-        if (queue.isHeadUnnamed() && unnamedOwner == 0) {
+        boolean unnamed = queue.isHeadUnnamed();
+        int unnamedOwner = unnamed ? queue.unnamedClaimant() : 0;
+        if (unnamed && unnamedOwner == 0) {
+            // No live sender's (named-up-to is the tail, or below a dead claimant's tail): a claim named since this look is
+            // left alone by the take-back's CAS from each line's free word.
             if (!queue.takeBackUnnamedClaim(0)) return false;
             context.logger().log(System.Logger.Level.INFO, plugin + ": took back queue space at the head of this worker's receive queue "
                     + "that no live sender's claim names: a dead sender's, or a process that maps the queue moved its tail");
             return true;
         }
-        boolean unnamed = unnamedOwner != 0;
         long connection;
         Inbound claimant;
         boolean dead;
