@@ -76,7 +76,10 @@ import java.util.regex.Pattern;
  */
 record PerfBootstrap(long pid, String host, String threadMode, long regionSize, byte[] address, Map<String, byte[]> regions) {
 
-    static final String MAGIC = "conduit-perf 1";
+    /** The first line's word, before the bootstrap format's number. */
+    private static final String MAGIC_WORD = "conduit-perf ";
+    private static final int FORMAT = 1;
+    static final String MAGIC = MAGIC_WORD + FORMAT;
     /** What a TCP client sends first. */
     private static final byte[] REQUEST = (MAGIC + " request\n").getBytes(StandardCharsets.UTF_8);
     private static final int MAX_FRAME = 64 << 10;
@@ -126,11 +129,11 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             String first = text.substring(0, firstEnd);
             // Only a version number after the word is another format's: anything else there is no server's (it was called
             // another format too).
-            String version = first.startsWith("conduit-perf ") ? first.substring("conduit-perf ".length()) : "";
+            String version = first.startsWith(MAGIC_WORD) ? first.substring(MAGIC_WORD.length()) : "";
             throw new ConduitException(source + " is not a conduit perf bootstrap of this version (first line '" + quoted(first)
                     + "', expected '" + MAGIC + "'): " + (version.matches("[0-9]{1,9}")
                     ? "the server runs a Conduit of bootstrap format " + version + ", where this one reads only format "
-                            + MAGIC.substring("conduit-perf ".length()) + "; run both sides with the same Conduit version"
+                            + FORMAT + "; run both sides with the same Conduit version"
                     : "no conduit perf server wrote it; " + foreign));
         }
         if (!text.endsWith("end\n")) return null;

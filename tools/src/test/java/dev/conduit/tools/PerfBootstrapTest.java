@@ -131,33 +131,27 @@ class PerfBootstrapTest {
     /**
      * A file of another program under a server's file name is said to be one, at once: it was waited
      * for as a bootstrap being written, until --timeout said that no server had published a file that was there.
+     * So is one whose first line only starts like a bootstrap's (the word, then no format's number): it was called
+     * another format's.
      */
     @Test
     void aFileNoServerWroteIsSaidToBeOneWithWhatToDo() throws Exception {
-        Path file = Files.writeString(PerfBootstrap.file(shared, "other"), "garbage\n");
-
-        assertThatThrownBy(() -> PerfBootstrap.await(shared, "other", TIMEOUT, () -> false)).isInstanceOf(ConduitException.class)
-                .hasMessage(file + " is not a conduit perf bootstrap of this version (first line 'garbage', expected 'conduit-perf 1'): "
-                        + "no conduit perf server wrote it; remove it, or choose another --name");
+        for (String first : List.of("garbage", "conduit-perf garbage", "conduit-perf ", "conduit-perf 1 2", "conduit-perf 99999999999")) {
+            Path file = Files.writeString(PerfBootstrap.file(shared, "other"), first + "\n");
+            assertThatThrownBy(() -> PerfBootstrap.await(shared, "other", TIMEOUT, () -> false)).as(first).isInstanceOf(ConduitException.class)
+                    .hasMessage(file + " is not a conduit perf bootstrap of this version (first line '" + first + "', expected 'conduit-perf 1'): "
+                            + "no conduit perf server wrote it; remove it, or choose another --name");
+        }
     }
 
-    /**
-     * A first line of another format's number names both formats and what to do; one that only starts like a bootstrap
-     * (the word, then no number) is no server's: it was called another format's.
-     */
+    /** A first line of another format's number names both formats and what to do. */
     @Test
-    void anotherFormatIsNamedAndAFirstLineThatOnlyStartsLikeOneIsNoServers() throws Exception {
+    void anotherFormatIsNamedWithTheOneThisReads() throws Exception {
         Path file = Files.writeString(PerfBootstrap.file(shared, "newer"), "conduit-perf 2\n");
         assertThatThrownBy(() -> PerfBootstrap.await(shared, "newer", TIMEOUT, () -> false)).isInstanceOf(ConduitException.class)
                 .hasMessage(file + " is not a conduit perf bootstrap of this version (first line 'conduit-perf 2', expected 'conduit-perf 1'): "
                         + "the server runs a Conduit of bootstrap format 2, where this one reads only format 1; run both sides with the "
                         + "same Conduit version");
-        for (String first : List.of("conduit-perf garbage", "conduit-perf ", "conduit-perf 1 2", "conduit-perf 99999999999")) {
-            Path other = Files.writeString(PerfBootstrap.file(shared, "other"), first + "\n");
-            assertThatThrownBy(() -> PerfBootstrap.await(shared, "other", TIMEOUT, () -> false)).as(first).isInstanceOf(ConduitException.class)
-                    .hasMessage(other + " is not a conduit perf bootstrap of this version (first line '" + first + "', expected 'conduit-perf 1'): "
-                            + "no conduit perf server wrote it; remove it, or choose another --name");
-        }
     }
 
     /**
