@@ -314,7 +314,8 @@ public final class ReceiveQueue {
      * header is as {@link #format} wrote it (magic, version, capacity, {@code token}), the closing
      * word still 0 (the receiver calls this only while its worker is open), the shared head where
      * this receiver last put it, the tail at most a ring ahead of that head, and {@code named up to}
-     * between that head and the tail. Senders check the same when they attach or claim, and refuse;
+     * between a ring behind that head and the tail, and the tail itself once this receiver read every
+     * claim. Senders check the same when they attach or claim, and refuse;
      * the receiver reads its own queue through the head alone and would not notice. A shared head
      * written back, or a tail written far ahead, would otherwise make every sender find the queue
      * full for ever, while the receiver, beating, seems well.
@@ -341,6 +342,12 @@ public final class ReceiveQueue {
         // and the receiver may read past that padding and zero it meanwhile.
         if (zeroed - named > capacity || tail - named < 0) {
             return "its named-up-to " + named + " is not between a ring behind its head " + zeroed + " and its tail " + tail;
+        }
+        // Every claim read: the last claimant stored named-up-to before its commit, which this receiver read (or the
+        // receiver stored it for a dead one), and no claim came since, for the tail was read after named-up-to. Behind the
+        // tail here, every sender would find the last claim unnamed for ever.
+        if (tail == head && named != tail) {
+            return "its named-up-to " + named + " is not its tail " + tail + ", though this receiver read every claim";
         }
         return null;
     }

@@ -1,12 +1,18 @@
 package dev.conduit.shm;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -498,6 +504,24 @@ class ReceiveQueueTest {
     }
 
     /**
+     * Once the receiver read every claim, named-up-to is the tail: a value behind it, within the
+     * bounds above, would have every sender wait for ever for a claim nobody will name.
+     */
+    @Test
+    void aNamedUpToBehindTheTailOfAQueueReadToItsEndIsHeaderDamage() {
+        send(ReceiveQueue.MSG, 1, 128);
+        assertThat(drain()).hasSize(1);
+        assertThat(receiver.headerDamage(TOKEN)).isNull();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, 64);
+        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its named-up-to 64 is not its tail 128, though this receiver read every claim");
+        assertThat(sender.claim(64)).as("what every sender meets").isEqualTo(-1);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, 128);
+        send(ReceiveQueue.MSG, 2, 64);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, 128);
+        assertThat(receiver.headerDamage(TOKEN)).as("a claim not yet read: its claimant may not have named it yet").isNull();
+    }
+
+    /**
      * A claim that pads the ring's end stores its padding before named-up-to: a receiver that reads
      * past the padding meanwhile, and zeroes it, has its shared head ahead of named-up-to, which is
      * no damage (it was reported as such, and would have failed a healthy worker).
@@ -828,5 +852,135 @@ class ReceiveQueueTest {
         }
         for (Thread t : senders) t.join();
         assertThat(last).containsOnly(perThread);
+    }
+
+    /**
+     * Senders die at every point of a claim while others send: between the tail's CAS and the take,
+     * between the take and named-up-to, between named-up-to and the commit, and after a commit. The
+     * receiver judges the head at once whenever a poll finds nothing, as a liveness check would after
+     * {@code unblock.timeout} ({@code ShmTransport#unblockHeadRecord}), and takes back space of nobody's
+     * at every look: a dead owner's claim is taken back or skipped, a live one's waited for. No live sender's message may be lost, repeated or
+     * reordered, no dead sender's uncommitted record delivered, and the queue must never wedge. A small
+     * ring wraps often, so tails are rebuilt across laps and lines given back for the next lap.
+     */
+    @Test
+    // A wedged queue fails the test rather than hang the build: its loops spin, and only a separate thread can give up on them.
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void sendersDyingAtEveryPointOfAClaimAmongLiveOnesCostNoLiveMessageAndNeverWedgeTheQueue() throws Exception {
+        MemorySegment ring = Arena.ofShared().allocate(ReceiveQueue.mappedLength(1 << 14), 4096);
+        ReceiveQueue rx = ReceiveQueue.format(ring, TOKEN);
+        int liveSenders = 3;
+        int perLiveSender = 20_000;
+        int dyingSenders = 400;
+        Set<Integer> deadOwners = ConcurrentHashMap.newKeySet();
+        AtomicReference<Throwable> senderFailure = new AtomicReference<>();
+        List<Thread> senders = new ArrayList<>();
+        for (int t = 0; t < liveSenders; t++) {
+            int owner = t + 1;
+            senders.add(Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    ReceiveQueue tx = ReceiveQueue.attach(ring, TOKEN);
+                    for (int i = 1; i <= perLiveSender; i++) {
+                        long connection = (long) owner << 32 | i;
+                        long offset;
+                        while ((offset = tx.claim(64, connection)) < 0) Thread.onSpinWait();
+                        tx.commit(offset, 64, ReceiveQueue.MSG);
+                    }
+                } catch (RuntimeException | Error e) {
+                    senderFailure.compareAndSet(null, e);
+                }
+            }));
+        }
+        int[] deaths = new int[4];
+        senders.add(Thread.ofPlatform().daemon().start(() -> {
+            try {
+                java.util.Random random = new java.util.Random(42);
+                for (int d = 0; d < dyingSenders; d++) {
+                    int owner = 1000 + d;
+                    int point = random.nextInt(4);
+                    deaths[point]++;
+                    if (point == 0 || point == 1) {
+                        claimAndStop(ring, owner, point == 1);
+                    } else {
+                        ReceiveQueue tx = ReceiveQueue.attach(ring, TOKEN);
+                        long offset;
+                        while ((offset = tx.claim(64, (long) owner << 32 | 1)) < 0) Thread.onSpinWait();
+                        if (point == 3) tx.commit(offset, 64, ReceiveQueue.MSG); // a whole message, then death
+                    }
+                    deadOwners.add(owner); // its lease is gone only once it wrote its last
+                    Thread.sleep(0, random.nextInt(100_000));
+                }
+            } catch (RuntimeException | Error | InterruptedException e) {
+                senderFailure.compareAndSet(null, e);
+            }
+        }));
+        long[] last = new long[liveSenders + 1];
+        long delivered = 0;
+        int deadDelivered = 0;
+        int[] judged = new int[3];
+        while (delivered < (long) liveSenders * perLiveSender || senders.getLast().isAlive()) {
+            if (senderFailure.get() != null) throw new AssertionError("a sender failed", senderFailure.get());
+            assertThat(rx.headerDamage(TOKEN)).isNull();
+            List<Long> connections = new ArrayList<>();
+            rx.poll((m, offset, type, length) -> connections.add(m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION)), 64);
+            for (long connection : connections) {
+                int owner = ReceiveQueue.ownerTag(connection);
+                if (owner >= 1000) {
+                    assertThat(connection & 0xFFFF_FFFFL).as("a dying sender's one message").isEqualTo(1);
+                    deadDelivered++;
+                    continue;
+                }
+                assertThat(connection & 0xFFFF_FFFFL).as("sender %d's next message", owner).isEqualTo(last[owner] + 1);
+                last[owner]++;
+                delivered++;
+            }
+            if (!connections.isEmpty() || !rx.isHeadBlocked()) continue;
+            if (rx.isHeadUnnamed()) {
+                // Space of nobody's first, at every look, whatever unnamedClaimant says: a live claimant's must stay its own.
+                if (rx.takeBackUnnamedClaim(0)) {
+                    judged[0]++;
+                    continue;
+                }
+                int owner = rx.unnamedClaimant();
+                if (owner != 0 && deadOwners.contains(owner) && rx.takeBackUnnamedClaim(owner)) judged[1]++;
+            } else if (deadOwners.contains(ReceiveQueue.ownerTag(rx.blockedConnection()))) {
+                if (rx.skipDeadClaim()) judged[2]++;
+            }
+        }
+        for (Thread t : senders) t.join();
+        assertThat(senderFailure.get()).isNull();
+        assertThat(Arrays.copyOfRange(last, 1, last.length)).containsOnly(perLiveSender);
+        assertThat(deadDelivered).as("whole messages of senders that died after them").isEqualTo(deaths[3]);
+        // Every way of dying happened, and the receiver freed the head from each kind of dead claim.
+        assertThat(deaths).doesNotContain(0);
+        assertThat(judged[1] + judged[0]).as("untaken claims given back").isPositive();
+        assertThat(judged[2]).as("taken claims skipped").isPositive();
+    }
+
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    /**
+     * A sender of {@code owner} that claims one line as {@link ReceiveQueue#claim} does (once the last
+     * claim is named, with room, by CAS on the tail word) and stops for good right after its CAS, or,
+     * if {@code take}, after its take, before it names the claim.
+     */
+    private static void claimAndStop(MemorySegment ring, int owner, boolean take) {
+        long capacity = ring.get(ValueLayout.JAVA_LONG, ReceiveQueue.CAPACITY_OFFSET);
+        while (true) {
+            long head = (long) LONG.getVolatile(ring, ReceiveQueue.HEAD_OFFSET);
+            long word = (long) LONG.getVolatile(ring, ReceiveQueue.TAIL_OFFSET);
+            long tail = ReceiveQueue.tailAbove(word, head);
+            if ((long) LONG.getAcquire(ring, ReceiveQueue.NAMED_OFFSET) != tail || tail + 64 - head > capacity) {
+                Thread.onSpinWait();
+                continue;
+            }
+            if (!LONG.compareAndSet(ring, ReceiveQueue.TAIL_OFFSET, word, ReceiveQueue.packTail(tail + 64, owner))) continue;
+            if (take) {
+                long offset = ReceiveQueue.HEADER_LENGTH + (tail & (capacity - 1));
+                ring.set(ValueLayout.JAVA_LONG, offset, ReceiveQueue.twoInts(-64, owner));
+                ring.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, (long) owner << 32 | 1);
+            }
+            return;
+        }
     }
 }

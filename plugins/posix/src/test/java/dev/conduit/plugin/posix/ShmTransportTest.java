@@ -4424,6 +4424,18 @@ class ShmTransportTest {
     }
 
     /**
+     * Named-up-to written behind the tail of a queue its worker has read to the end (where the bounds
+     * of a ring behind the head up to the tail allow it): every sender's claim would wait for ever for
+     * a claim nobody names, with no failure and no word, and the word would outlive the process that
+     * wrote it. The worker finds it at its next liveness check, and its senders fail saying so.
+     */
+    @Test
+    void aNamedUpToWrittenBehindTheTailOfAQueueReadToItsEndIsHeaderDamage() throws Exception {
+        assertThatOverwritingTheHeaderFailsTheWorkerAndItsSenders(queue -> queue.set(ValueLayout.JAVA_LONG, 136, tailOf(queue) - 64),
+                "though this receiver read every claim", "the peer worker reads nothing more");
+    }
+
+    /**
      * A file of another user with a lease's name (anyone may create one in a sticky /dev/shm) is
      * no lease of a sender this user's workers keep: a record taken under its owner tag and never
      * committed is skipped once unblock.timeout passed. The EACCES it opens with used to leave
