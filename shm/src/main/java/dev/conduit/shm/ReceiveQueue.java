@@ -137,9 +137,9 @@ import java.security.MessageDigest;
  * space back, cache line by cache line, only once that owner is dead
  * ({@link #takeBackUnnamedClaim}), for a live sender's take is a plain store that would land in
  * space given back. A sender stopped anywhere between its claim and its commit thus holds the
- * queue: every sender's next claim waits, until it resumes or dies. The receiver's take-back or
- * skip of a dead last claimant stores {@code named up to} for it, or every sender would wait for
- * ever. Unnamed space at the head while {@code named up to} is the tail is no sender's claim (a
+ * queue: every sender's next claim waits, until it resumes or dies. The receiver's take-back of a
+ * dead last claimant's space, or skip of its record (one that ends at the tail), stores
+ * {@code named up to} for it, or every sender would wait for ever. Unnamed space at the head while {@code named up to} is the tail is no sender's claim (a
  * process that maps the queue moved the tail): the receiver takes it back by a CAS from each
  * line's free word, which leaves alone a line a sender took meanwhile.
  * A length no sender writes (a process that maps the queue wrote it) is skipped
@@ -803,9 +803,12 @@ public final class ReceiveQueue {
     /**
      * Skips the record at the head that a sender took and never committed, by turning it into
      * padding. Call only once that sender is known dead ({@link #blockedConnection}): a live one may
-     * still be writing the record. When the tail word names the same owner and {@code named up to}
-     * is not the tail, that sender died after its take and before it stored it: this stores it for
-     * the dead sender ({@link #releaseDeadLastClaim}), or every sender would wait for ever.
+     * still be writing the record. When the record ends at the tail (it is the last claim) and
+     * {@code named up to} is not the tail, that sender died after its take and before it stored it:
+     * this stores it for the dead sender ({@link #releaseDeadLastClaim}), or every sender would wait
+     * for ever. A record that ends before the tail releases nothing, even when the tail word names
+     * the same owner tag: the last claim is then a later one, which two owners of one tag may make,
+     * and it is judged on its own once it reaches the head.
      *
      * @return whether a blocked record was skipped
      */
@@ -824,7 +827,9 @@ public final class ReceiveQueue {
         // A length no claim writes (not a multiple of 8, or past the claims): skip to the next cache line instead.
         long gap = claimed >= 8 && (claimed & 7) == 0 && claimed <= limit ? claimed : Math.max(8, Math.min(toNextLine(headIndex), limit) & -8);
         if (!LONG.compareAndSet(memory, offset, word, twoInts((int) gap, PAD))) return false;
-        if (tailOwner(tailWord) == secondInt(word)) releaseDeadLastClaim(named, tail);
+        // Only a record that ends at the tail is the last claim: the tail word's owner tag alone does not say so, for a later
+        // claim, unnamed, may be another owner's of the same 32 bits, alive between its CAS and its take.
+        if (head + gap == tail) releaseDeadLastClaim(named, tail);
         return true;
     }
 
@@ -886,8 +891,9 @@ public final class ReceiveQueue {
     }
 
     /**
-     * Stores {@code named up to} as the tail for a last claimant found dead (the tail word, read
-     * after {@code named}, names it), by a CAS from what was read: it never will,
+     * Stores {@code named up to} as the tail for a last claimant found dead (the tail, read after
+     * {@code named}: its word names the dead owner of an unnamed claim, or a skipped record ends
+     * there), by a CAS from what was read: it never will,
      * and every sender waits for it. Remembers that tail: unnamed space below it is the dead
      * sender's ({@link #unnamedClaimant}). Only ever forward: a named-up-to read past the tail (a live
      * sender claimed and named after the tail word was read) moved back would stop every claim for

@@ -545,6 +545,47 @@ class ShmTransportTest {
     }
 
     /**
+     * A sender the receiver keeps a connection of took a record and died; behind it, another owner
+     * of the same 32-bit owner tag, alive (its lease held), claimed and has not yet taken. The dead
+     * sender's record is skipped, and the skip releases named-up-to only for a record that ends at
+     * the tail: a tail word that names the dead sender's tag does not make the live owner's claim the
+     * dead one's (h50 found the skip releasing it, which had it taken back under its owner: its plain
+     * take would land in space given back).
+     */
+    @Test
+    void skippingAKnownDeadTakersRecordNeverReleasesALiveOwnersUnnamedClaimOfTheSameTag() throws Exception {
+        RecordingLogger recording = new RecordingLogger();
+        Received received = new Received();
+        Transport receiver = transport(received, recording, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
+                "posix.liveness.interval", "1ms");
+        Transport dying = transport(new Received());
+        assertThat(connect(dying, receiver, cause -> { }).trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        long[] liveClaim = new long[1];
+        int[] tag = new int[1];
+        writeIntoTheQueue(queue -> {
+            long connection = queue.get(ValueLayout.JAVA_LONG, 4096 + 8); // its CONNECT's, read and not yet zeroed
+            tag[0] = (int) (connection >>> 32);
+            takeALineAtTheTail(queue, connection); // taken and named, never committed: it dies below
+            liveClaim[0] = claimAtTheTail(queue, (long) tag[0] << 32 | 0xfeed, 64); // between its CAS and its take
+        });
+        Libc libc = Linux.libc();
+        try (dev.conduit.shm.SharedDirectory directory = dev.conduit.shm.SharedDirectory.open(libc, shared, "test");
+             dev.conduit.linux.FileDescriptor otherOwnersLease = directory.createExclusive(
+                     "conduit-posix-worker-" + String.format("%08x", tag[0]) + "5eed".repeat(6) + ".lease")) {
+            assertThat(libc.tryFlock(otherOwnersLease, dev.conduit.linux.LockFlags.LOCK_EX | dev.conduit.linux.LockFlags.LOCK_NB)).isTrue();
+            dying.close(); // its lease released: its taken record is a dead sender's
+            for (int i = 0; i < 2_000; i++) progressOrPause(receiver); // past unblock.timeout, at every liveness check
+            assertThat(recording.warnings()).as("the dead sender's record skipped").anyMatch(w -> w.contains("skipped a message"));
+            writeIntoTheQueue(queue -> {
+                assertThat(queue.get(ValueLayout.JAVA_INT, 4096 + liveClaim[0])).as("the live owner's line: nothing taken back").isZero();
+                assertThat(queue.get(ValueLayout.JAVA_LONG, 136)).as("named-up-to: the live owner's claim not released")
+                        .isEqualTo(liveClaim[0]);
+            });
+        }
+    }
+
+    /**
      * A sender killed while writing the first record of its connection (its CONNECT, which would
      * have told the receiver its lease) leaves a claimed, uncommitted record naming a connection the
      * receiver never met. The receiver must still find that sender dead and skip the record, or the
