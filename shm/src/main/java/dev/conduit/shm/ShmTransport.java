@@ -203,8 +203,8 @@ public final class ShmTransport implements Transport {
     private int sendersClosedTold;
     /**
      * The inbound connections' ids as the periodic checks iterate them (which may remove some);
-     * kept, so a check allocates nothing. One array for both {@code checkPeers} and
-     * {@code reapDeadSenders}: neither runs inside the other.
+     * kept, so a check allocates nothing. One array for {@code checkPeers}, {@code reapDeadSenders}
+     * and {@code ownerTagAlive} (which runs after the check's walk): none runs inside another.
      */
     private long[] connections = new long[16];
     /**
@@ -1852,7 +1852,7 @@ public final class ShmTransport implements Transport {
                 blockedSince = now;
                 blockedAt = queue.headPosition();
             }
-            if (now - blockedSince >= unblockNanos && unblockHead()) {
+            if (now - blockedSince >= unblockNanos && unblockHead(now)) {
                 blockedSince = 0;
                 events++;
             }
@@ -1906,22 +1906,23 @@ public final class ShmTransport implements Transport {
      * sender is dead. A taken claim names its sender; one not yet taken is the last claim, and the
      * tail word names its owner (ReceiveQueue, "Senders that stop"). Either is judged the same way:
      * a taken record of a known connection by the lease its CONNECT gave, any other, and every
-     * untaken claim (only its owner tag is known), by the leases its owner tag points at (listed
-     * once, then the one found held looked at by its name: {@link #unknownTakerAlive}). A dead sender's taken record is
+     * untaken claim (only its owner tag is known), by every owner of its tag: the known connections
+     * of the tag, by their leases' watches, and the leases the tag points at in the shared directory
+     * ({@link #ownerTagAlive}). A dead sender's taken record is
      * skipped, its untaken space taken back; a live one's is waited for, for its take is a plain
      * store that would land in space given back. Untaken space that no claim names (a process
      * that maps the queue moved the tail) is taken back at once.
      */
-    private boolean unblockHead() {
+    private boolean unblockHead(long now) {
         try {
-            return unblockHeadRecord();
+            return unblockHeadRecord(now);
         } catch (InternalError e) {
             // A take-back reads lines no poll has touched yet, on pages a truncation may have taken.
             throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue"), e);
         }
     }
 
-    private boolean unblockHeadRecord() {
+    private boolean unblockHeadRecord(long now) {
         boolean unnamed = queue.isHeadUnnamed();
         int unnamedOwner = unnamed ? queue.unnamedClaimant() : 0;
         if (unnamed && unnamedOwner == 0) {
@@ -1939,15 +1940,15 @@ public final class ShmTransport implements Transport {
             synchronized (handOff) { // the claimant's watch is not closed under this look by a close forced from another thread
                 if (closed) throw closedError();
                 if (unnamed) {
-                    // Only the owner tag is known: every lease of it is looked at, for two owners may share those 32 bits,
+                    // Only the owner tag is known: every owner of it is looked at, for two owners may share those 32 bits,
                     // and a connection of the dead one found first would have a live one's claim taken back under it.
                     connection = (long) unnamedOwner << 32;
                     claimant = null;
-                    dead = !unknownTakerAlive(connection);
+                    dead = !ownerTagAlive(connection, now);
                 } else {
                     connection = queue.blockedConnection();
                     claimant = inbound.get(connection);
-                    dead = claimant != null ? !senderAlive(claimant) : !unknownTakerAlive(connection);
+                    dead = claimant != null ? !senderAlive(claimant) : !ownerTagAlive(connection, now);
                 }
             }
         } catch (ErrnoException e) {
@@ -1981,6 +1982,30 @@ public final class ShmTransport implements Transport {
         context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message that connection " + Long.toHexString(connection)
                 + " claimed and never committed: its sender died mid-send");
         return true;
+    }
+
+    /**
+     * Whether some owner of {@code connection}'s owner tag lives, for a record at the head that no
+     * connection this worker keeps names (an untaken claim, of which only the tag is known, or a
+     * record taken as a connection not kept): a connection kept of that tag whose sender holds its
+     * lease, as this liveness check's look at the lease's watch found it ({@link #senderAlive}), or
+     * else a lease of the tag held in the shared directory ({@link #unknownTakerAlive}). The watches
+     * first, for they hold the descriptor the sender's CONNECT gave: a live sender whose lease file
+     * lost its name (a cleaner, systemd's RemoveIPC: {@link OwnerLease#isRemoved}) is in no listing,
+     * and space it claimed, taken back as a dead sender's, would have its plain take land in space
+     * given back, and its named-up-to store move the word back below the tail, where no sender
+     * claims again. Holding {@link #handOff}, after the check's walk of the connections.
+     */
+    private boolean ownerTagAlive(long connection, long now) {
+        int tag = ReceiveQueue.ownerTag(connection);
+        int senders = inbound.size();
+        connections = inbound.keys(connections);
+        for (int i = 0; i < senders; i++) {
+            if (ReceiveQueue.ownerTag(connections[i]) != tag) continue;
+            Inbound in = inbound.get(connections[i]);
+            if (!in.forgotten && senderAlive(in, true, now)) return true;
+        }
+        return unknownTakerAlive(connection);
     }
 
     /**

@@ -441,6 +441,15 @@ class ShmTransportTest {
         return tail;
     }
 
+    /** The lease file in the shared directory of the worker that gave out {@code connection}: its name starts with the owner tag. */
+    private Path leaseFileOf(long connection) throws java.io.IOException {
+        String prefix = "conduit-posix-worker-" + String.format("%08x", connection >>> 32);
+        try (var files = Files.list(shared)) {
+            return files.filter(f -> f.getFileName().toString().startsWith(prefix) && f.getFileName().toString().endsWith(".lease"))
+                    .findFirst().orElseThrow();
+        }
+    }
+
     /** The tail position of a queue that {@link #writeIntoTheQueue} maps: the lines in its tail word's low 32 bits, for the positions a test reaches. */
     private static long tailOf(MemorySegment queue) {
         return (queue.get(ValueLayout.JAVA_LONG, 128) & 0xFFFF_FFFFL) << 6;
@@ -507,6 +516,23 @@ class ShmTransportTest {
      */
     @Test
     void anUnnamedClaimOfALiveOwnerIsWaitedForAndNeverTakenBack() throws Exception {
+        anUnnamedClaimOfALiveOwnerIsWaitedForUntilItResumes(false);
+    }
+
+    /**
+     * As {@link #anUnnamedClaimOfALiveOwnerIsWaitedForAndNeverTakenBack}, with the stopped sender's
+     * lease file removed (a cleaner, systemd's RemoveIPC): it lives, and the receiver, which keeps
+     * its connection, watches it by the descriptor its CONNECT gave. Judged by the shared directory's
+     * listing alone (h50 found), it was taken for dead and its claim taken back; once it resumed, its
+     * take landed in space given back and its named-up-to store moved the word back below the tail,
+     * where no sender claimed again.
+     */
+    @Test
+    void anUnnamedClaimOfALiveSenderWhoseLeaseLostItsNameIsNeverTakenBack() throws Exception {
+        anUnnamedClaimOfALiveOwnerIsWaitedForUntilItResumes(true);
+    }
+
+    private void anUnnamedClaimOfALiveOwnerIsWaitedForUntilItResumes(boolean leaseLostItsName) throws Exception {
         Received received = new Received();
         Transport receiver = receiverThatUnblocksAtOnce(received);
         TransportEndpoint[] stopped = new TransportEndpoint[1];
@@ -518,7 +544,12 @@ class ShmTransportTest {
         Transport other = transport(new Received());
         TransportEndpoint ep = connect(other, receiver, cause -> { });
         long[] claim = new long[1];
-        writeIntoTheQueue(queue -> claim[0] = claimAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), 64));
+        long[] stoppedConnection = new long[1];
+        writeIntoTheQueue(queue -> {
+            stoppedConnection[0] = queue.get(ValueLayout.JAVA_LONG, 4096 + 8); // its CONNECT's, read and not yet zeroed
+            claim[0] = claimAtTheTail(queue, stoppedConnection[0], 64);
+        });
+        if (leaseLostItsName) Files.delete(leaseFileOf(stoppedConnection[0]));
         for (int i = 0; i < 200; i++) {
             assertThat(ep.trySend(7, MemorySegment.NULL, bytes(8, 1))).as("a claim past an unnamed one").isFalse();
             progressOrPause(receiver); // past unblock.timeout, at every liveness check
@@ -674,6 +705,41 @@ class ShmTransportTest {
         commitAsTheSenderWould(record);
         for (int i = 0; i < 20_000 && received.ids.size() < 3; i++) progressOrPause(receiver);
         assertThat(received.ids).containsExactly(6, 5, 7);
+    }
+
+    /**
+     * A live sender whose lease file lost its name (a cleaner, systemd's RemoveIPC) took a record as
+     * a connection the receiver has not met (the CONNECT of its next connection, stopped before its
+     * commit): the receiver, which keeps another connection of it and watches its lease by the
+     * descriptor that CONNECT gave, never skips the record, which its plain commit would overwrite
+     * once the line was given back; the listing of the shared directory alone found it dead.
+     */
+    @Test
+    void aRecordTakenAsANewConnectionOfALiveSenderWhoseLeaseLostItsNameIsWaitedForNotSkipped() throws Exception {
+        RecordingLogger recording = new RecordingLogger();
+        Received received = new Received();
+        Transport receiver = transport(received, recording, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
+                "posix.liveness.interval", "1ms");
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        long[] record = new long[1];
+        long[] known = new long[1];
+        writeIntoTheQueue(queue -> {
+            known[0] = queue.get(ValueLayout.JAVA_LONG, 4096 + 8); // its CONNECT's, read and not yet zeroed
+            record[0] = takeALineAtTheTail(queue, known[0] >>> 32 << 32 | 0xfeed);
+        });
+        Files.delete(leaseFileOf(known[0]));
+        for (int i = 0; i < 2_000; i++) progressOrPause(receiver); // past unblock.timeout, at every liveness check
+        assertThat(recording.warnings()).as("nothing skipped").noneMatch(w -> w.contains("skipped a message"));
+        writeIntoTheQueue(queue -> {
+            assertThat(queue.get(ValueLayout.JAVA_INT, record[0])).as("the record still taken").isEqualTo(-64);
+            queue.set(ValueLayout.JAVA_INT, record[0] + 4, ReceiveQueue.PAD); // it resumes, and abandons that send, say
+            queue.set(ValueLayout.JAVA_INT, record[0], 64);
+        });
+        assertThat(sendWhileProgressing(ep, receiver, 7, bytes(8, 2))).isTrue();
+        receive(receiver, received, 2);
+        assertThat(received.ids).containsExactly(6, 7);
     }
 
     /**
