@@ -508,7 +508,9 @@ public final class ReceiveQueue {
      * unnamed claim that holds every sender while this process lives; and an interpreted CAS that
      * touched such a page (takes were CASes until version 8) killed the JVM (SIGBUS in
      * Unsafe_CompareAndSetLong). Once per page, not per record: the read would cost a small message
-     * one more transfer of its line between cores. What it reads does not matter.
+     * one more transfer of its line between cores. So a page truncated after its first claim's read
+     * faults at a later claim's take, after the CAS, and leaves that claim unnamed while this process
+     * lives; the receiver's head faults on the same page. What it reads does not matter.
      */
     private void readOncePerPage(long position) {
         if (position >>> 12 == pageRead) return;

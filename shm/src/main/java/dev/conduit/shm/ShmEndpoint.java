@@ -88,8 +88,8 @@ final class ShmEndpoint implements TransportEndpoint {
     private int heldHeaderLength;
     private long heldPayloadLength;
     private long heldBounceOffset;
-    /** The held message's header, copied: the caller's buffer is its own again once the send returned. */
-    private byte[] heldHeader;
+    /** The held message's header, copied (a heap segment, made once): the caller's buffer is its own again once the send returned. */
+    private MemorySegment heldHeader;
     /** The peer's queue position just past our last LARGE record: once the peer has read past it, it has released every payload it will. */
     private long lastLargeEnd;
     /** The ring position just past this endpoint's last message (MSG or LARGE) in the peer's queue: what it read is judged by it. */
@@ -229,20 +229,14 @@ final class ShmEndpoint implements TransportEndpoint {
             bounce.rollback(before);
             return noRoom();
         }
-        try {
-            writeLargeRecord(offset, id, headerLength, payloadLength, bounceOffset);
-            MemorySegment.copy(headerBuffer, headerOffset, peer.memory(), offset + ReceiveQueue.RECORD_HEADER, headerLength);
-        } catch (Throwable t) {
-            abandon(offset, length, before);
-            throw t;
-        }
-        commitLarge(offset, length);
+        postLarge(offset, length, id, headerBuffer, headerOffset, headerLength, payloadLength, bounceOffset, before);
         return sent();
     }
 
     /**
      * Undoes a send that failed after its claim (the caller's segment was closed or is confined to
-     * another thread, or mapped memory faulted): its record becomes padding and its bounce
+     * another thread, or mapped memory faulted), a message's, a control record's (CONNECT, BOUNCE,
+     * CLOSE: {@link #sendControl}) or a held large message's: its record becomes padding and its bounce
      * reservation ({@code bounceBefore}, or -1) is released, so that a claim never committed does
      * not block the peer's queue for every sender while this process lives. A fault of the peer's
      * queue itself leaves nothing to write: the receiver finds its queue broken anyway.
@@ -333,26 +327,28 @@ final class ShmEndpoint implements TransportEndpoint {
             hold(id, header, written, bounceOffset, before);
             return written;
         }
-        try {
-            writeLargeRecord(offset, id, (int) headerLength, written, bounceOffset);
-            MemorySegment.copy(header, 0, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
-        } catch (Throwable t) {
-            abandon(offset, length, before);
-            throw t;
-        }
-        commitLarge(offset, length);
+        postLarge(offset, length, id, header, 0, (int) headerLength, written, bounceOffset, before);
         sent();
         return written;
     }
 
-    /** Writes a claimed LARGE record's fields but its header bytes: the payload, of this endpoint's last reservation, is in the ring. */
-    private void writeLargeRecord(long offset, int id, int headerLength, long payloadLength, long bounceOffset) {
+    /**
+     * Writes the LARGE record claimed at {@code offset}, whose payload, of this endpoint's last
+     * reservation, is in the ring, and commits it. A write that fails (the caller's header closed or
+     * another thread's, the peer's queue truncated) abandons the record and releases the ring back to
+     * {@code bounceBefore}, or nothing at -1 ({@link #abandon}).
+     */
+    private void postLarge(long offset, int length, int id, MemorySegment header, long headerOffset, int headerLength,
+                           long payloadLength, long bounceOffset, long bounceBefore) {
         MemorySegment q = peer.memory();
-        writeMessageFields(q, offset, id, headerLength, payloadLength);
-        writeBounceFields(q, offset, bounce.position(), bounceOffset);
-    }
-
-    private void commitLarge(long offset, int length) {
+        try {
+            writeMessageFields(q, offset, id, headerLength, payloadLength);
+            writeBounceFields(q, offset, bounce.position(), bounceOffset);
+            MemorySegment.copy(header, headerOffset, q, offset + ReceiveQueue.RECORD_HEADER, headerLength);
+        } catch (Throwable t) {
+            abandon(offset, length, bounceBefore);
+            throw t;
+        }
         peer.commit(offset, length, ReceiveQueue.LARGE);
         lastLargeEnd = peer.claimedUpTo();
     }
@@ -367,9 +363,9 @@ final class ShmEndpoint implements TransportEndpoint {
     private void hold(int id, MemorySegment header, long payloadLength, long bounceOffset, long bounceBefore) {
         int headerLength = (int) header.byteSize();
         // Once per endpoint, on this path only: sends allocate nothing.
-        if (heldHeader == null || heldHeader.length < headerLength) heldHeader = new byte[Math.max(MAX_HEADER, headerLength)];
+        if (heldHeader == null || heldHeader.byteSize() < headerLength) heldHeader = MemorySegment.ofArray(new byte[Math.max(MAX_HEADER, headerLength)]);
         try {
-            MemorySegment.copy(header, ValueLayout.JAVA_BYTE, 0, heldHeader, 0, headerLength);
+            MemorySegment.copy(header, 0, heldHeader, 0, headerLength);
         } catch (Throwable t) {
             bounce.rollback(bounceBefore); // the caller's header is closed or another thread's: nothing is sent, as at a claim
             throw t;
@@ -406,9 +402,8 @@ final class ShmEndpoint implements TransportEndpoint {
                 noRoom();
                 return false;
             }
-            writeLargeRecord(offset, heldId, heldHeaderLength, heldPayloadLength, heldBounceOffset);
-            MemorySegment.copy(heldHeader, 0, peer.memory(), ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, heldHeaderLength);
-            commitLarge(offset, length);
+            // A fault keeps the ring's room: the endpoint fails (sendFault), and its ring serves nothing more.
+            postLarge(offset, length, heldId, heldHeader, 0, heldHeaderLength, heldPayloadLength, heldBounceOffset, -1);
             holding = false;
             transport.heldPosted(this);
         }
@@ -552,8 +547,13 @@ final class ShmEndpoint implements TransportEndpoint {
         long offset = peer.claim(length, connection);
         if (offset < 0) return false;
         MemorySegment q = peer.memory();
-        writeMessageFields(q, offset, 0, 0, payload.length);
-        MemorySegment.copy(payload, 0, q, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, payload.length);
+        try {
+            writeMessageFields(q, offset, 0, 0, payload.length);
+            MemorySegment.copy(payload, 0, q, ValueLayout.JAVA_BYTE, offset + ReceiveQueue.RECORD_HEADER, payload.length);
+        } catch (Throwable t) {
+            abandon(offset, length, -1); // as a send's: taken and never committed, it held the peer's queue while this process lived
+            throw t;
+        }
         peer.commit(offset, length, type);
         peer.wakeIfSleeping(transport.libc());
         return true;

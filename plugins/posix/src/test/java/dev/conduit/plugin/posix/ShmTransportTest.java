@@ -384,25 +384,30 @@ class ShmTransportTest {
 
     /** A receiver with a queue of 64 KiB ({@link #writeIntoTheQueue}) that looks at a blocked head every millisecond. */
     private Transport receiverThatUnblocksAtOnce(Received received) {
-        return transport(received, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms", "posix.liveness.interval", "1ms");
+        return transport(received, UNBLOCKS_AT_ONCE);
     }
+
+    /** {@link #receiverThatUnblocksAtOnce(Received)}, whose WARNINGs {@code logger} keeps. */
+    private Transport receiverThatUnblocksAtOnce(Received received, RecordingLogger logger) {
+        return transport(received, logger, UNBLOCKS_AT_ONCE);
+    }
+
+    private static final String[] UNBLOCKS_AT_ONCE = {"posix.queue.size", "64k", "posix.unblock.timeout", "1ms", "posix.liveness.interval", "1ms"};
 
     /** Maps the receive queue of 64 KiB in the shared directory, as a sender process would, and lets {@code edit} write it. */
     private void writeIntoTheQueue(java.util.function.Consumer<MemorySegment> edit) throws java.io.IOException {
-        Path queueFile;
-        try (var files = Files.list(shared)) {
-            queueFile = files.filter(f -> {
-                try {
-                    return Files.size(f) == 4096 + 65536;
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }).findFirst().orElseThrow();
-        }
+        Path queueFile = theQueuesFile();
         try (Arena arena = Arena.ofConfined();
              java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(queueFile,
                      java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
             edit.accept(channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, Files.size(queueFile), arena));
+        }
+    }
+
+    /** The file of the receive queue of 64 KiB in the shared directory ({@link #receiverThatUnblocksAtOnce}'s). */
+    private Path theQueuesFile() throws java.io.IOException {
+        try (var files = Files.list(shared)) {
+            return files.filter(f -> sizeOf(f) == 4096 + 65536).findFirst().orElseThrow();
         }
     }
 
@@ -439,6 +444,35 @@ class ShmTransportTest {
         // The tail word (ReceiveQueue#packTail): the claimant's owner tag over the tail in lines.
         queue.set(ValueLayout.JAVA_LONG, 128, connection >>> 32 << 32 | (tail + length) >>> 6 & 0xFFFF_FFFFL);
         return tail;
+    }
+
+    /**
+     * Sends one-line messages (id 6) on {@code ep}, into a queue that {@link #writeIntoTheQueue} maps
+     * and whose messages so far {@code received} has, until its tail is at ring position
+     * {@code position}, and has the receiver read them.
+     */
+    private void sendLinesUpTo(TransportEndpoint ep, Transport receiver, Received received, long position) throws java.io.IOException {
+        long[] tail = new long[1];
+        writeIntoTheQueue(queue -> tail[0] = tailOf(queue));
+        for (long at = tail[0]; at < position; at += 64) assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, received.ids.size() + (int) ((position - tail[0]) / 64));
+        writeIntoTheQueue(queue -> assertThat(tailOf(queue)).isEqualTo(position));
+    }
+
+    /**
+     * Truncates the file of a queue that {@link #writeIntoTheQueue} maps to its header and its
+     * ring's first page, as a process that may write the shared directory can, then sends on
+     * {@code ep}, whose next record there crosses into the page gone: the send fails its endpoint,
+     * and the receiver reads past the record it abandoned to the truncated page and says so.
+     */
+    private void aSendFaultingPastTheRingsFirstPageIsAbandonedAndTheReceiverSaysItsQueueIsTruncated(TransportEndpoint ep, Transport receiver)
+            throws java.io.IOException {
+        try (var channel = java.nio.channels.FileChannel.open(theQueuesFile(), java.nio.file.StandardOpenOption.WRITE)) {
+            channel.truncate(4096 + 4096);
+        }
+        assertThatThrownBy(() -> ep.trySend(9, MemorySegment.NULL, bytes(8, 1))).as("the send faults").isInstanceOf(PeerFailedException.class);
+        assertThat(progressUntilItThrows(receiver)).as("the receiver reads past the abandoned record to the truncated page")
+                .isInstanceOf(ConduitException.class).hasMessageContaining("truncated by another process");
     }
 
     /** The lease file in the shared directory of the worker that gave out {@code connection}: its name starts with the owner tag. */
@@ -587,8 +621,7 @@ class ShmTransportTest {
     void skippingAKnownDeadTakersRecordNeverReleasesALiveOwnersUnnamedClaimOfTheSameTag() throws Exception {
         RecordingLogger recording = new RecordingLogger();
         Received received = new Received();
-        Transport receiver = transport(received, recording, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
-                "posix.liveness.interval", "1ms");
+        Transport receiver = receiverThatUnblocksAtOnce(received, recording);
         Transport dying = transport(new Received());
         assertThat(connect(dying, receiver, cause -> { }).trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
         receive(receiver, received, 1);
@@ -718,8 +751,7 @@ class ShmTransportTest {
     void aRecordTakenAsANewConnectionOfALiveSenderWhoseLeaseLostItsNameIsWaitedForNotSkipped() throws Exception {
         RecordingLogger recording = new RecordingLogger();
         Received received = new Received();
-        Transport receiver = transport(received, recording, "posix.queue.size", "64k", "posix.unblock.timeout", "1ms",
-                "posix.liveness.interval", "1ms");
+        Transport receiver = receiverThatUnblocksAtOnce(received, recording);
         TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
         assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
         receive(receiver, received, 1);
@@ -740,6 +772,53 @@ class ShmTransportTest {
         assertThat(sendWhileProgressing(ep, receiver, 7, bytes(8, 2))).isTrue();
         receive(receiver, received, 2);
         assertThat(received.ids).containsExactly(6, 7);
+    }
+
+    /**
+     * A CONNECT whose record crosses into a page of the peer's queue truncated away (by a process
+     * that may write the shared directory) faults after its claim, at its payload's copy: it is
+     * abandoned, as a message's record is, so the receiver reads past it to the truncated page and
+     * says so. Control records had no abandon (h50 found): left taken and uncommitted, the record
+     * held the head while its sender lived, and the receiver waited on it for ever.
+     */
+    @Test
+    void aControlRecordThatFaultsAfterItsClaimIsAbandonedSoTheReceiverFindsItsQueueTruncated() throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        TransportEndpoint other = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(other.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        sendLinesUpTo(other, receiver, received, 4096 - 64); // the next record starts on the ring's first page's last line
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+        aSendFaultingPastTheRingsFirstPageIsAbandonedAndTheReceiverSaysItsQueueIsTruncated(ep, receiver); // its CONNECT's payload
+    }
+
+    /**
+     * A large message held for want of room (another sender's claim was not yet taken) is posted
+     * once there is room; its record, which crosses into a page of the peer's queue truncated away,
+     * faults at its header's copy, after its claim: it is abandoned, as a send's is, and the receiver
+     * reads past it to the truncated page and says so. Without, the record held the head while its
+     * sender lived.
+     */
+    @Test
+    void aHeldLargeMessageWhoseRecordFaultsAfterItsClaimIsAbandonedSoTheReceiverFindsItsQueueTruncated() throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(sendWhileProgressing(ep, receiver, 6, bytes(50_000, 1))).as("its CONNECT, BOUNCE and a large message").isTrue();
+        receive(receiver, received, 1);
+        sendLinesUpTo(ep, receiver, received, 4096 - 128);
+        // Another sender's claim, not yet taken, of the first page's last line but one: no claim passes it.
+        writeIntoTheQueue(queue -> assertThat(claimAtTheTail(queue, 0x0bad_cafe_0000_0001L, 64)).isEqualTo(4096 - 128));
+        MemorySegment header = bytes(100, 3); // its record, 192 bytes from the first page's last line, crosses into the next
+        assertThat(ep.trySendEncoded(8, header, 50_000, (PayloadEncoder.Ranged) (memory, offset, maxLength) -> maxLength))
+                .as("taken and held").isEqualTo(50_000);
+        writeIntoTheQueue(queue -> { // the other sender takes its claim, names it and abandons it: there is room again
+            queue.set(ValueLayout.JAVA_INT, 4096 + 4096 - 128 + 4, ReceiveQueue.PAD);
+            queue.set(ValueLayout.JAVA_INT, 4096 + 4096 - 128, 64);
+            queue.set(ValueLayout.JAVA_LONG, 136, 4096 - 64);
+        });
+        aSendFaultingPastTheRingsFirstPageIsAbandonedAndTheReceiverSaysItsQueueIsTruncated(ep, receiver); // the held message goes first
     }
 
     /**
