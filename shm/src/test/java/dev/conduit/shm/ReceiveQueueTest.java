@@ -861,7 +861,8 @@ class ReceiveQueueTest {
      * {@code unblock.timeout} ({@code ShmTransport#unblockHeadRecord}), and takes back space of nobody's
      * at every look: a dead owner's claim is taken back or skipped, a live one's waited for. No live sender's message may be lost, repeated or
      * reordered, no dead sender's uncommitted record delivered, and the queue must never wedge. A small
-     * ring wraps often, so tails are rebuilt across laps and lines given back for the next lap.
+     * ring wraps often, so tails are rebuilt across laps, lines given back for the next lap, and live
+     * senders' records of two and four lines pad the ring's end.
      */
     @Test
     // A wedged queue fails the test rather than hang the build: its loops spin, and only a separate thread can give up on them.
@@ -882,9 +883,10 @@ class ReceiveQueueTest {
                     ReceiveQueue tx = ReceiveQueue.attach(ring, TOKEN);
                     for (int i = 1; i <= perLiveSender; i++) {
                         long connection = (long) owner << 32 | i;
+                        int length = 64 << i % 3; // records of two and four lines too: claims that pad the ring's end
                         long offset;
-                        while ((offset = tx.claim(64, connection)) < 0) Thread.onSpinWait();
-                        tx.commit(offset, 64, ReceiveQueue.MSG);
+                        while ((offset = tx.claim(length, connection)) < 0) Thread.onSpinWait();
+                        tx.commit(offset, length, ReceiveQueue.MSG);
                     }
                 } catch (RuntimeException | Error e) {
                     senderFailure.compareAndSet(null, e);
@@ -914,14 +916,49 @@ class ReceiveQueueTest {
                 senderFailure.compareAndSet(null, e);
             }
         }));
-        long[] last = new long[liveSenders + 1];
-        long delivered = 0;
-        int deadDelivered = 0;
-        int[] judged = new int[3];
-        while (delivered < (long) liveSenders * perLiveSender || senders.getLast().isAlive()) {
+        JudgingReceiver receiver = new JudgingReceiver(rx, deadOwners, liveSenders);
+        while (receiver.delivered < (long) liveSenders * perLiveSender || senders.getLast().isAlive()) {
             if (senderFailure.get() != null) throw new AssertionError("a sender failed", senderFailure.get());
+            receiver.receiveOnce();
+        }
+        for (Thread t : senders) t.join();
+        assertThat(senderFailure.get()).isNull();
+        // Every sender done: what is left is committed, or dead senders' claims, which the receiver frees.
+        while (rx.hasPending()) receiver.receiveOnce();
+        assertThat(Arrays.copyOfRange(receiver.last, 1, receiver.last.length)).containsOnly(perLiveSender);
+        assertThat(receiver.deadDelivered).as("whole messages of senders that died after them").isEqualTo(deaths[3]);
+        // Every way of dying happened, and the receiver freed the head from each kind of dead claim.
+        assertThat(deaths).doesNotContain(0);
+        assertThat(receiver.untakenGivenBack).as("untaken claims given back").isPositive();
+        assertThat(receiver.takenSkipped).as("taken claims skipped").isPositive();
+        assertThat(rx.headerDamage(TOKEN)).isNull();
+    }
+
+    /**
+     * The receiver of {@link #sendersDyingAtEveryPointOfAClaimAmongLiveOnesCostNoLiveMessageAndNeverWedgeTheQueue}:
+     * checks each live sender's order, counts dead senders' whole messages, and judges a blocked head
+     * at every look that found nothing, as {@code ShmTransport#unblockHeadRecord} does once
+     * {@code unblock.timeout} passed, by {@code deadOwners} for leases.
+     */
+    private static final class JudgingReceiver {
+        private final ReceiveQueue rx;
+        private final Set<Integer> deadOwners;
+        private final List<Long> connections = new ArrayList<>();
+        final long[] last;
+        long delivered;
+        int deadDelivered;
+        int untakenGivenBack;
+        int takenSkipped;
+
+        JudgingReceiver(ReceiveQueue rx, Set<Integer> deadOwners, int liveSenders) {
+            this.rx = rx;
+            this.deadOwners = deadOwners;
+            this.last = new long[liveSenders + 1];
+        }
+
+        void receiveOnce() {
             assertThat(rx.headerDamage(TOKEN)).isNull();
-            List<Long> connections = new ArrayList<>();
+            connections.clear();
             rx.poll((m, offset, type, length) -> connections.add(m.get(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION)), 64);
             for (long connection : connections) {
                 int owner = ReceiveQueue.ownerTag(connection);
@@ -934,27 +971,19 @@ class ReceiveQueueTest {
                 last[owner]++;
                 delivered++;
             }
-            if (!connections.isEmpty() || !rx.isHeadBlocked()) continue;
+            if (!connections.isEmpty() || !rx.isHeadBlocked()) return;
             if (rx.isHeadUnnamed()) {
                 // Space of nobody's first, at every look, whatever unnamedClaimant says: a live claimant's must stay its own.
                 if (rx.takeBackUnnamedClaim(0)) {
-                    judged[0]++;
-                    continue;
+                    untakenGivenBack++;
+                    return;
                 }
                 int owner = rx.unnamedClaimant();
-                if (owner != 0 && deadOwners.contains(owner) && rx.takeBackUnnamedClaim(owner)) judged[1]++;
-            } else if (deadOwners.contains(ReceiveQueue.ownerTag(rx.blockedConnection()))) {
-                if (rx.skipDeadClaim()) judged[2]++;
+                if (owner != 0 && deadOwners.contains(owner) && rx.takeBackUnnamedClaim(owner)) untakenGivenBack++;
+            } else if (deadOwners.contains(ReceiveQueue.ownerTag(rx.blockedConnection())) && rx.skipDeadClaim()) {
+                takenSkipped++;
             }
         }
-        for (Thread t : senders) t.join();
-        assertThat(senderFailure.get()).isNull();
-        assertThat(Arrays.copyOfRange(last, 1, last.length)).containsOnly(perLiveSender);
-        assertThat(deadDelivered).as("whole messages of senders that died after them").isEqualTo(deaths[3]);
-        // Every way of dying happened, and the receiver freed the head from each kind of dead claim.
-        assertThat(deaths).doesNotContain(0);
-        assertThat(judged[1] + judged[0]).as("untaken claims given back").isPositive();
-        assertThat(judged[2]).as("taken claims skipped").isPositive();
     }
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
