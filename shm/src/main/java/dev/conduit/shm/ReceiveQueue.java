@@ -139,9 +139,10 @@ import java.security.MessageDigest;
  * space given back. A sender stopped anywhere between its claim and its commit thus holds the
  * queue: every sender's next claim waits, until it resumes or dies. The receiver's take-back of a
  * dead last claimant's space, or skip of its record (one that ends at the tail), stores
- * {@code named up to} for it, or every sender would wait for ever. Unnamed space at the head while {@code named up to} is the tail is no sender's claim (a
- * process that maps the queue moved the tail): the receiver takes it back by a CAS from each
- * line's free word, which leaves alone a line a sender took meanwhile.
+ * {@code named up to} for it, or every sender would wait for ever. Unnamed space at the head while
+ * {@code named up to} is the tail is no sender's claim (a process that maps the queue moved the
+ * tail): the receiver takes it back by a CAS from each line's free word, which leaves alone a line
+ * a sender took meanwhile.
  * A length no sender writes (a process that maps the queue wrote it) is skipped
  * up to the next cache line, where the next honest record starts: it costs what it covers, and the
  * queue goes on.
@@ -315,8 +316,8 @@ public final class ReceiveQueue {
      * word still 0 (the receiver calls this only while its worker is open), the shared head where
      * this receiver last put it, the tail at most a ring ahead of that head, and {@code named up to}
      * between a ring behind that head and the tail, and the tail itself once this receiver read every
-     * claim. Senders check the same when they attach or claim, and refuse;
-     * the receiver reads its own queue through the head alone and would not notice. A shared head
+     * claim. Senders check the same when they attach or claim, and refuse; the receiver reads its own
+     * queue through the head alone and would not notice. A shared head
      * written back, or a tail written far ahead, would otherwise make every sender find the queue
      * full for ever, while the receiver, beating, seems well.
      */
