@@ -1933,23 +1933,16 @@ public final class ShmTransport implements Transport {
                     + "that no live sender's claim names: a dead sender's, or a process that maps the queue moved its tail");
             return true;
         }
-        long connection;
+        // Of an untaken claim only the owner tag is known: every owner of it is looked at, for two owners may share those 32
+        // bits, and a connection of the dead one found first would have a live one's claim taken back under it.
+        long connection = unnamed ? (long) unnamedOwner << 32 : queue.blockedConnection();
         Inbound claimant;
         boolean dead;
         try {
             synchronized (handOff) { // the claimant's watch is not closed under this look by a close forced from another thread
                 if (closed) throw closedError();
-                if (unnamed) {
-                    // Only the owner tag is known: every owner of it is looked at, for two owners may share those 32 bits,
-                    // and a connection of the dead one found first would have a live one's claim taken back under it.
-                    connection = (long) unnamedOwner << 32;
-                    claimant = null;
-                    dead = !ownerTagAlive(connection, now);
-                } else {
-                    connection = queue.blockedConnection();
-                    claimant = inbound.get(connection);
-                    dead = claimant != null ? !senderAlive(claimant) : !ownerTagAlive(connection, now);
-                }
+                claimant = unnamed ? null : inbound.get(connection);
+                dead = claimant != null ? !senderAlive(claimant) : !ownerTagAlive(connection, now);
             }
         } catch (ErrnoException e) {
             // A lease that does not open, for a reason that proves nothing (OwnerLease#isNoLeaseOf: out of descriptors, a
