@@ -13,6 +13,8 @@
 #      JVMs, ping-pong, the Java limit: the C limit's cache-line ping-pong between two JVMs,
 #      through a mapped file with FFM, and Conduit's queue alone: the ReceiveQueue that memfd and
 #      posix send through, with no transport or runtime on it (compare.IpcPeer).
+# Before each latency peer and after the last, a short C ping-pong says in which placement of the VM's vCPUs on the
+# host the peer ran (the report's Placement line).
 # Then writes the table of ratios into docs/performance.md between <!-- compare:begin --> and
 # <!-- compare:end --> (replacing the previous one) and the chart into docs/img/compare.png
 # (compare.CompareReport, JFreeChart). Raw results: benchmarks/target/compare/.
@@ -96,6 +98,19 @@ elif ! gcc -O2 -Wall -o "$root/benchmarks/target/peers/pingpong" "$root/benchmar
     c_unavailable="gcc did not compile benchmarks/peers/ (${gcc_error:-$(tail -n 1 "$out/gcc.log")}; its output: benchmarks/target/compare/gcc.log)"
 fi
 
+# --- the vCPUs' placement ----------------------------------------------------------------------
+# A VM's vCPUs may run on one core complex of the host or on two, and move between them during a run: the C ping-pong of
+# 8 B then takes 0.05 or 0.2 µs one way, and every peer's latency moves with it. A short one (200,000 round trips, a
+# fraction of a second) before each latency peer and after the last, "probe LABEL", says which placement each ran in; the
+# report lists them, and says so when they differ by 1.5x or more (docs/performance.md, "Peers side by side").
+probe() {
+    [ -z "$c_unavailable" ] || return 0
+    local us
+    us=$("$root/benchmarks/target/peers/pingpong" 8 200000 2>/dev/null | awk '{print $NF}')
+    [ -n "$us" ] && fact placement "$1 $us"
+    return 0
+}
+
 # --- the machine -------------------------------------------------------------------------------
 fact date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 fact command "benchmarks/compare.sh"
@@ -108,6 +123,7 @@ log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- 1. Conduit --------------------------------------------------------------------------------
 for t in memfd posix; do
+    probe "before Conduit $t"
     log "conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m -t $t --json"
     (cd "$root" && ./conduit perf am_lat am_bw put_bw -s 8,4k,64k,1m -t "$t" --json) >"$out/conduit-$t.json" 2>"$out/conduit-$t.err"
     status=$?
@@ -209,6 +225,7 @@ ucx_run() {
     [ $rc = 0 ] && grep '^Final:' "$out/ucx-client.log"
 }
 if command -v ucx_perftest >/dev/null; then
+    probe "before UCX"
     fact ucx "$(ucx_info -v 2>/dev/null | sed -n 's/^# *Version */version /p' | head -n 1), ucx_perftest on loopback"
     tls=posix
     if ! ucx_run posix ucp_am_lat 8 1000 >/dev/null; then
@@ -249,6 +266,7 @@ else
 fi
 
 # --- 4. Unix-domain socket, two JVMs -----------------------------------------------------------
+probe "before the Unix socket"
 log "SocketChannel over a Unix-domain socket, two JVMs"
 # Under a timeout as the IPC peers: an echo that is alive but never answers (stopped) would hold a blocking read for good.
 if timeout 300 "$JAVA_HOME/bin/java" -cp "$jar" dev.conduit.benchmarks.compare.UnixSocketPeer >>"$results" 2>"$out/uds.err"; then
@@ -264,6 +282,8 @@ ipc_opts=(--add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.b
     --add-opens java.base/sun.nio.ch=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
 pom_version() { sed -n "s|.*<artifactId>$1</artifactId><version>\([^<]*\)</version>.*|\1|p" "$root/benchmarks/pom.xml" | head -n 1; }
 for kind in aeron agrona line queue; do
+    case $kind in aeron) probe "before Aeron IPC" ;; agrona) probe "before Agrona" ;; line) probe "before the Java limit" ;;
+        *) probe "before the queue alone" ;; esac
     log "$kind ping-pong, two JVMs"
     if timeout 300 "$JAVA_HOME/bin/java" "${ipc_opts[@]}" -cp "$jar" dev.conduit.benchmarks.compare.IpcPeer "$kind" >>"$results" 2>"$out/$kind.err"; then
         case $kind in aeron) peers_ran+=("Aeron IPC $(pom_version aeron-driver)") ;;
@@ -276,6 +296,7 @@ for kind in aeron agrona line queue; do
     fi
 done
 
+probe "after the last peer"
 fact load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 # Joined here, not by IFS and a sed of every comma: a peer's label may hold one (the queue alone's does).
 fact peers "$(printf '%s, ' "${peers_ran[@]}" | sed 's/, $//')"

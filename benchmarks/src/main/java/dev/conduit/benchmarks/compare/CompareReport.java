@@ -172,6 +172,44 @@ public final class CompareReport {
         return values.get(key(p.peer(), p.transport(), src, size));
     }
 
+    /**
+     * The report's line on the vCPUs' placement from compare.sh's probes ({@code "before Aeron IPC 0.2061; ...; after the
+     * last peer 0.0512"}: the C ping-pong of 8 B, one way, in µs), and, when they differ by {@value #PLACEMENT_MOVED}x
+     * or more, that the placement changed during the run: a ratio between peers measured in different placements then
+     * compares the placements.
+     */
+    static String placement(String probes) {
+        double min = Double.MAX_VALUE;
+        double max = 0;
+        StringBuilder listed = new StringBuilder();
+        for (String probe : probes.split("; ")) {
+            int space = probe.lastIndexOf(' ');
+            double us;
+            try {
+                us = Double.parseDouble(probe.substring(space + 1));
+            } catch (NumberFormatException e) {
+                continue; // a probe whose ping-pong printed no figure says nothing
+            }
+            min = Math.min(min, us);
+            max = Math.max(max, us);
+            if (!listed.isEmpty()) listed.append(", ");
+            listed.append(probe, 0, space).append(' ').append(String.format(Locale.ROOT, "%.3f", us));
+        }
+        if (listed.isEmpty()) return "no probe measured";
+        String line = "the C ping-pong of 8 B (µs one way) " + listed;
+        if (max / min < PLACEMENT_MOVED) return line;
+        return line + String.format(Locale.ROOT, ". **It ranged from %.3f to %.3f µs: the vCPUs changed their placement on the "
+                + "host during the run, so a ratio between peers measured in different placements compares the placements, not "
+                + "the peers; read each peer against the probe before it, or run again**", min, max);
+    }
+
+    /**
+     * How far apart the placement probes must lie for the report to say that the placement changed: on the project's VM
+     * the probes of one placement lay up to 1.8x apart (0.155-0.273 µs), those of the two placements 2.5x and more
+     * (0.041-0.062 against 0.155 and up).
+     */
+    static final double PLACEMENT_MOVED = 2.2;
+
     private String markdown() {
         StringBuilder sb = new StringBuilder();
         sb.append("- **When**: ").append(facts.getOrDefault("date", "?")).append("\n");
@@ -186,6 +224,9 @@ public final class CompareReport {
         }
         if (facts.containsKey("missing")) {
             sb.append("- **Not measured**: ").append(facts.get("missing")).append("\n");
+        }
+        if (facts.containsKey("placement")) {
+            sb.append("- **Placement**: ").append(placement(facts.get("placement"))).append("\n");
         }
         sb.append("- **Noise**: ").append(facts.getOrDefault("noise",
                 "2 cores: both sides of every measurement spin on one core each, so anything else running preempts them; "
