@@ -102,7 +102,7 @@ fi
 # A VM's vCPUs may run on one core complex of the host or on two, and move between them during a run: the C ping-pong of
 # 8 B then takes 0.05 or 0.2 µs one way, and every peer's latency moves with it. A short one (200,000 round trips, a
 # fraction of a second) before each latency peer and after the last, "probe LABEL", says which placement each ran in; the
-# report lists them, and says so when they differ by 1.5x or more (docs/performance.md, "Peers side by side").
+# report lists them, and says so when they lie 2.2x apart or more (docs/performance.md, "Peers side by side").
 probe() {
     [ -z "$c_unavailable" ] || return 0
     local us
