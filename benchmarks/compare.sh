@@ -114,7 +114,9 @@ probe() {
 # --- the machine -------------------------------------------------------------------------------
 fact date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 fact command "benchmarks/compare.sh"
-fact cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)"
+# With the family and model numbers: a VM may name only the vendor's line ("AMD EPYC"), which two generations share.
+fact cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)$(awk -F': *' '/^cpu family/ && !f {f = $2} /^model[[:space:]]*:/ && !m {m = $2}
+    END {if (f != "") printf " (family %s, model %s)", f, m}' /proc/cpuinfo 2>/dev/null)"
 fact cores "$(nproc)"
 fact kernel "$(uname -r)"
 fact java "$("$JAVA_HOME/bin/java" -version 2>&1 | head -n 1)"
