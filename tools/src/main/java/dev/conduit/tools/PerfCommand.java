@@ -397,8 +397,14 @@ final class PerfCommand implements Callable<Integer> {
                 run = measure(c, bootstrap, plan, "spawned by this process, private shared directory " + peer.directory(),
                         e -> withServerOutput(peer, e), out, err);
             }
-        } catch (SpawnedRunFailed | ConduitCommand.AlreadySaid e) {
-            throw e; // measure said it (with the server's output, or stopped by a signal) already, in the document too
+        } catch (SpawnedRunFailed e) {
+            throw e; // measure said it, with the server's output, in the document too
+        } catch (ConduitCommand.AlreadySaid e) {
+            // Stopped by a signal, said already: the run stops its server in order (the client's BYE said why, and it exits
+            // by itself), which the shutdown hook waits for (PerfPeer.cleanupHook). Without this stop the hook waited its
+            // whole 15 s, and so did the JVM's exit.
+            peer.stopAfterFailure();
+            throw e;
         } catch (RuntimeException | Error e) {
             throw withServerOutput(peer, e);
         }
