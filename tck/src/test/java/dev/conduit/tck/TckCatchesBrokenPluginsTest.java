@@ -144,7 +144,6 @@ class TckCatchesBrokenPluginsTest {
                         "plugin 'tck-file' declares thread modes [SINGLE]: a pool is shared by threads"),
                 Arguments.of(BrokenPlugins.RoundsSizesUpSuite.class, "refusesSizesThatAreNotPositiveMultiplesOfThePageSize",
                         "allocate(0) of plugin 'tck-file' (page size 4096) returned a chunk of 4096 bytes instead of refusing the size"),
-                Arguments.of(BrokenPlugins.HangsInImportSuite.class, "anExportMapsInASecondProcess", "did not end within PT5S"),
                 Arguments.of(BrokenPlugins.DeliversInTrySendSuite.class, "deliversEveryMessageOnceInOrder",
                         "delivered message 0 on thread 'tck-test deliversEveryMessageOnceInOrder' from inside trySend(), outside progress()"),
                 // This test never looks at what the receiver got: the check after the test catches it.
@@ -208,7 +207,8 @@ class TckCatchesBrokenPluginsTest {
     @Test
     void aHungSecondProcessFailsTheTestAndIsDestroyed() throws Exception {
         Throwable cause = failureOf(BrokenPlugins.HangsInImportUnderALongGuardSuite.class, "anExportMapsInASecondProcess");
-        assertThat(cause).isInstanceOf(AssertionError.class).hasMessageContaining("PT30S").hasMessageContaining(BrokenPlugins.HangsInImport.ANNOUNCEMENT);
+        assertThat(cause).isInstanceOf(AssertionError.class).hasMessageContaining("did not end within PT30S")
+                .hasMessageContaining(BrokenPlugins.HangsInImport.ANNOUNCEMENT);
         List<ProcessHandle> children = ProcessHandle.current().descendants()
                 .filter(p -> p.info().commandLine().orElse("").contains("HangsInImport")).toList();
         for (ProcessHandle child : children) child.onExit().get(10, TimeUnit.SECONDS);
