@@ -4310,12 +4310,17 @@ class ShmTransportTest {
         assertThat(blocked.await(-1)).as("a stopped sender's record at the head").isFalse();
 
         CountDownLatch mapped = new CountDownLatch(1);
+        Received large = new Received();
+        Transport mapping;
         try {
-            Transport mapping = receiverWithALargeMessageWaitingForItsRing(new Received(), mapped, "posix.liveness.interval", "1h");
+            mapping = receiverWithALargeMessageWaitingForItsRing(large, mapped, "posix.liveness.interval", "1h");
             assertThat(mapping.await(-1)).as("a large message at the head, its ring being mapped").isFalse();
         } finally {
             mapped.countDown();
         }
+        // Taken once its ring is mapped: its sender's close waits for the receiver to take it, up to its heartbeat.timeout (10 s).
+        receive(mapping, large, 1);
+        assertThat(large.ids).as("the large message, once its ring was mapped").containsExactly(1);
     }
 
     @Test
