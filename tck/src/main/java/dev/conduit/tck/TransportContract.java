@@ -370,7 +370,10 @@ public abstract class TransportContract extends PluginContract {
         boolean released = false;
         for (int i = 0; i < count; i++) {
             int n = i;
-            BooleanSupplier send = () -> ep.trySend(n, messages.header(n), messages.payload(n));
+            // Patterned once, not at each try: while a payload is kept, a refused message is tried 10,000 times.
+            MemorySegment header = messages.header(n);
+            MemorySegment payload = messages.payload(n);
+            BooleanSupplier send = () -> ep.trySend(n, header, payload);
             if (!released) {
                 if (acceptedWithin(10_000, send, receiver, sender)) continue;
                 // No room while a payload is kept may be the transport's backpressure: released, the room comes back.
