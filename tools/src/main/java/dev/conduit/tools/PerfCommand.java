@@ -471,8 +471,8 @@ final class PerfCommand implements Callable<Integer> {
                 during = client.phase();
                 if (client.stopped()) {
                     // A signal: the JVM exits once the client is closed (its shutdown hook waits for that, no more) and a
-                    // spawned server is destroyed by its own, so the document is written now, with the client's words, or never;
-                    // and so is the line that says why, which text mode otherwise lacked.
+                    // spawned server has stopped (the caller stops it, the peer's hook waits for that), so the document is written
+                    // now, with the client's words, or never; and so is the line that says why, which text mode otherwise lacked.
                     progress.clear();
                     reportStopped(stopped, during, e, out, err);
                     out.flush();
