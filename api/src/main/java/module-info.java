@@ -10,6 +10,7 @@
  * for {@code dev.conduit.internal.formats}, exported to the tools module alone, so that
  * {@code conduit --version} shows the versions of the runtime's formats.
  */
+@SuppressWarnings("module") // dev.conduit.tools, to which the formats are exported, is built after this module
 module dev.conduit {
     requires transitive dev.conduit.spi;
     requires com.github.benmanes.caffeine;

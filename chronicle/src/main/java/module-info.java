@@ -6,6 +6,8 @@
  * <p>Chronicle needs JVM flags (README, "Chronicle"); only applications that use this module
  * need them.
  */
+// Chronicle Bytes is an automatic module (its manifest's Automatic-Module-Name): what this module's API returns is its types.
+@SuppressWarnings("requires-transitive-automatic")
 module dev.conduit.chronicle {
     requires transitive dev.conduit;
     requires transitive chronicle.bytes;

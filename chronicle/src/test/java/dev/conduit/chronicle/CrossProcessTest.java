@@ -44,15 +44,15 @@ class CrossProcessTest {
     }
 
     /**
-     * {@code n} increments by CAS of the long at {@code offset}; returns how often the other process
-     * got in between: a CAS that failed, or a value that moved since this one's last increment.
-     */
-    /**
      * Increments each process makes on a word of its own before the race, so that both race with
      * compiled code: a process still interpreting would be overtaken and the two would barely meet.
      */
     static final long WARM_UP = 200_000;
 
+    /**
+     * {@code n} increments by CAS of the long at {@code offset}; returns how often the other process
+     * got in between: a CAS that failed, or a value that moved since this one's last increment.
+     */
     static long increment(BytesStore<?, Void> store, long offset, long n) {
         long interleaved = 0;
         long last = -1;

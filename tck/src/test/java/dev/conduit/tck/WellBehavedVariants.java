@@ -44,11 +44,6 @@ final class WellBehavedVariants {
     }
 
     /**
-     * Its probe rules its transport out here ({@code Availability.without}), and openTransport()
-     * then says "not supported" with the same reason: honest, as memfd on a read-only shared
-     * directory is.
-     */
-    /**
      * Finds a dead peer only when the keepalive probe asks (checkPeer), never in progress(): the SPI
      * lets a transport rely on the runtime's keepalive rather than a timer of its own.
      */
@@ -70,6 +65,11 @@ final class WellBehavedVariants {
         }
     }
 
+    /**
+     * Its probe rules its transport out here ({@code Availability.without}), and openTransport()
+     * then says "not supported" with the same reason: honest, as memfd on a read-only shared
+     * directory is.
+     */
     public static final class RulesTransportOutHonestly extends LoopbackPlugin {
         static final String WHY = "no transport here: the shared directory is read-only";
 

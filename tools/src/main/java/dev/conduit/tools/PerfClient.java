@@ -791,12 +791,6 @@ final class PerfClient implements AutoCloseable {
         }
     }
 
-    /**
-     * Streaming puts of {@code size} bytes to offset 0 of the server's region, then flush and
-     * PUT_DONE with the marker the last put carried; the server checks the marker is there and
-     * acknowledges. Elapsed time is from the first put to the ACK. A timed stream is whole blocks of
-     * 64 puts, at least one.
-     */
     /** Messages of the running am_bw or put_bw stream sent so far. */
     private long streamed;
 
@@ -829,6 +823,12 @@ final class PerfClient implements AutoCloseable {
 
     private static final int STREAM_BLOCK = 64;
 
+    /**
+     * Streaming puts of {@code size} bytes to offset 0 of the server's region, then flush and
+     * PUT_DONE with the marker the last put carried; the server checks the marker is there and
+     * acknowledges. Elapsed time is from the first put to the ACK. A timed stream is whole blocks of
+     * 64 puts, at least one.
+     */
     private void putBw(long size, PerfPlan.Phase p) {
         MemorySegment source = buffer.asSlice(0, size);
         byte marker = marker();

@@ -182,6 +182,7 @@ public final class FfmLibc implements Libc {
     private static final int MAP_ANONYMOUS = 0x20;
 
     @Override
+    @SuppressWarnings("restricted") // reinterpret, as in mmap: the aligned mapping gets its true size and owner
     public MemorySegment mmapAligned(FileDescriptor fd, long offset, long length, long alignment, int protection, int flags, Arena arena) {
         Objects.requireNonNull(arena, "arena");
         if (alignment <= 0 || Long.bitCount(alignment) != 1) {

@@ -75,7 +75,6 @@ class DevdaxProbeTest {
         }
     }
 
-    /** The remedy for a damaged layout named the key as "on.start", which no source knows: neither the property nor the variable. */
     /**
      * A provider device too small at its alignment rules memory out here, with the provider's own words, and stays
      * available for imports: conduit info showed devdax selected with memory, and only pool("devdax") failed (helper h5,
@@ -99,6 +98,7 @@ class DevdaxProbeTest {
         assertThat(roomy.unsupportedHere()).isEmpty();
     }
 
+    /** The remedy for a damaged layout named the key as "on.start", which no source knows: neither the property nor the variable. */
     @Test
     void aDamagedLayoutIsDescribedNamingTheKeyThatRewritesIt() {
         Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);

@@ -94,9 +94,9 @@ final class PosixMemoryProvider implements MemoryProvider {
     private final SharedDirectory directory;
     private final String directoryKeys;
     private final OwnerLease lease;
-    /** For the free-space check; {@code null} if the JDK cannot tell the file system of the directory. */
     /** File systems whose pages the memory cgroup charges: tmpfs and ramfs, not hugetlbfs (its huge pages are not). */
     private static final java.util.Set<String> CHARGED_TO_THE_MEMORY_CGROUP = java.util.Set.of("tmpfs", "ramfs");
+    /** For the free-space check; {@code null} if the JDK cannot tell the file system of the directory. */
     private final FileStore store;
     private final long pageSize;
     /** {@code conduit-posix-<owner>-}: the start of this provider's file names, which tells its chunks from others'. */
