@@ -179,11 +179,12 @@ final class PerfCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         if ((server || connect != null) && sharedDir != null) sharedDirectory = absolute(sharedDir);
-        if (server) return namingTheSharedDirOption(() -> serve(out, err));
+        // A spawned server's --shared-dir is the private directory its client made: its client names the user's choice.
+        if (server) return namingTheSharedDirOption(exitWithStdin ? null : sharedDirectory, () -> serve(out, err));
         PerfPlan plan = new PerfPlan(tests, sizes.isEmpty() ? defaultSizes() : sizes, iterations, duration, warmup,
                 wakeup == null ? PerfPlan.Wakeup.BUSY : wakeup, timeout, peers);
-        if (connect != null) return namingTheSharedDirOption(() -> connectTo(plan, out, err));
-        return spawned(plan, out, err);
+        if (connect != null) return namingTheSharedDirOption(sharedDirectory, () -> connectTo(plan, out, err));
+        return namingTheSharedDirOption(sharedDir != null ? absolute(sharedDir) : null, () -> spawned(plan, out, err));
     }
 
     /**
@@ -196,21 +197,27 @@ final class PerfCommand implements Callable<Integer> {
      * did until 2026-12-02 (PerfRunTest#aServersSharedDirOptionThatNoPluginCanUseIsNamedAsTheOption). A client
      * without the option that cannot reach its server there is told to give it the server's directory with it: over
      * TCP too, only the bootstrap goes through the socket (PerfRunTest#aTcpClientInAnotherSharedDirectoryThanItsServers...).
+     * A spawned run names the --shared-dir its user gave, in which it made the private directory both sides use: until
+     * 2026-12-05 its server named that private directory as its --shared-dir, also when the user had given none but
+     * {@code -D shared.dir}, whose remedy it then denied (PerfRunTest#aSpawnedRunsSharedDirThatNoPluginCanUseIsNamedAsTheUserGaveIt).
+     *
+     * @param option the directory the user gave with --shared-dir, which set shared.dir here; null when none did
      */
-    private int namingTheSharedDirOption(IntSupplier side) {
+    private int namingTheSharedDirOption(Path option, IntSupplier side) {
         try {
             return side.getAsInt();
         } catch (ConduitException e) {
             // A ConfigException names a value of the key, not a directory a plugin could not use; the command adds to it itself.
             String message = e.getMessage();
-            if (e instanceof ConfigException || message == null || !message.contains("shared.dir") || !message.contains("CONDUIT_SHARED_DIR")) {
+            if (e instanceof ConfigException || e instanceof ConduitCommand.AlreadySaid || message == null
+                    || !message.contains("shared.dir") || !message.contains("CONDUIT_SHARED_DIR")) {
                 throw e;
             }
-            if (sharedDirectory != null) {
-                throw new ConduitException(message + " (here --shared-dir " + sharedDirectory + " sets shared.dir, above -D shared.dir "
+            if (option != null) {
+                throw new ConduitException(message + " (here --shared-dir " + option + " sets shared.dir, above -D shared.dir "
                         + "and CONDUIT_SHARED_DIR: choose another directory with --shared-dir)", e);
             }
-            if (!server) {
+            if (connect != null) {
                 // Over TCP too: only the bootstrap goes through the socket, the transports meet in the server's directory.
                 throw new ConduitException(message + " (a client meets its server in the server's shared directory, also over TCP: "
                         + "give it the directory the server was given, with --shared-dir)", e);

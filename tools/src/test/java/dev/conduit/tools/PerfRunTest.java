@@ -397,6 +397,39 @@ class PerfRunTest {
     }
 
     /**
+     * A spawned run whose server cannot open its worker in the private directory (here a 64 KiB tmpfs: no room for a
+     * receive queue) relayed the server's remedy "(here --shared-dir DIR/conduit-perf-1a2b3c4d sets shared.dir, above -D
+     * shared.dir and CONDUIT_SHARED_DIR: choose another directory with --shared-dir)": the private directory, which the
+     * client made, named as an option the user gave, and so also for a user who had given -D shared.dir and no option,
+     * whose remedy it denied. The note now names the --shared-dir the user gave, and is not made without one.
+     */
+    @Test
+    void aSpawnedRunsSharedDirThatNoPluginCanUseIsNamedAsTheUserGaveIt() throws Exception {
+        Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cperf-small");
+        try {
+            List<String> java = new ArrayList<>(PerfPeer.javaCommand());
+            java.addAll(List.of("perf", "am_lat", "-s", "8", "-n", "10", "-w", "0", "-t", "posix"));
+            String byOption = shell(java) + " --shared-dir " + quote(mountPoint.toString());
+            String byKey = shell(java) + " -D " + quote("shared.dir=" + mountPoint);
+            Namespaced run = inMountNamespace(Map.of(), "set -e", "mount -t tmpfs -o size=64k none " + quote(mountPoint.toString()),
+                    "echo BY-OPTION", byOption + " && exit 9 || echo EXIT $?", "echo BY-KEY", byKey + " && exit 9 || echo EXIT $?",
+                    "echo FILES: $(ls -A " + quote(mountPoint.toString()) + ")");
+
+            assertThat(run.exit()).as(run.output()).isZero();
+            String option = run.output().substring(run.output().indexOf("BY-OPTION"), run.output().indexOf("BY-KEY"));
+            String key = run.output().substring(run.output().indexOf("BY-KEY"));
+            assertThat(option).contains("not enough space for a chunk of ").contains("EXIT " + ConduitCommand.EXIT_FAILED)
+                    .contains("(here --shared-dir " + mountPoint + " sets shared.dir, above -D shared.dir and CONDUIT_SHARED_DIR: "
+                            + "choose another directory with --shared-dir)")
+                    .doesNotContain("--shared-dir " + mountPoint + "/conduit-perf-");
+            assertThat(key).contains("not enough space for a chunk of ").contains("set shared.dir (CONDUIT_SHARED_DIR)")
+                    .contains("EXIT " + ConduitCommand.EXIT_FAILED).doesNotContain("(here --shared-dir").contains("FILES:\n");
+        } finally {
+            Files.deleteIfExists(mountPoint);
+        }
+    }
+
+    /**
      * A client of a TCP server that was given --shared-dir, itself left at the default directory, cannot reach the
      * server's worker there; the transport's remedy named shared.dir alone, which the client sets with --shared-dir, and
      * nothing said that TCP carries only the bootstrap (helper h4).
