@@ -137,7 +137,14 @@ final class PerfClient implements AutoCloseable {
             stop("stopped by a signal");
             PerfServer.awaitQuietly(closed, PerfServer.SHUTDOWN_WAIT_NANOS);
         }, "conduit-perf-client-cleanup");
-        Runtime.getRuntime().addShutdownHook(cleanup);
+        try {
+            Runtime.getRuntime().addShutdownHook(cleanup);
+        } catch (IllegalStateException shuttingDown) {
+            // The signal came first (a spawned run's Ctrl-C while its server started): nothing is open yet, and it is a stop,
+            // not the JVM's "Shutdown in progress" said as the run's failure (until 2026-12-05).
+            stoppedBecause = "stopped by a signal";
+            checkStopped();
+        }
         boolean welcomed = false;
         try {
             Arena arena = Arena.ofShared();
@@ -215,6 +222,8 @@ final class PerfClient implements AutoCloseable {
                     .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
             try {
                 waitUntil(() -> welcome != null, "WELCOME"); // "no WELCOME from the perf server within ..."
+            } catch (Stopped e) {
+                throw e;
             } catch (ConduitException e) {
                 throw new ServerUnreachable(e);
             }
@@ -306,7 +315,14 @@ final class PerfClient implements AutoCloseable {
     /** Throws when the run was stopped; called where the loops already look at the clock or at the progress line. */
     private void checkStopped() {
         String because = stoppedBecause;
-        if (because != null) throw new ConduitException(because + " during " + phase);
+        if (because != null) throw new Stopped(because + " during " + phase);
+    }
+
+    /** The run was stopped by a signal, this JVM is exiting: said as such, also when it came before the run ("connecting"). */
+    static final class Stopped extends ConduitException {
+        Stopped(String message) {
+            super(message);
+        }
     }
 
     /** The progress line's tick, and every 1024 iterations a look at whether the run was stopped. */

@@ -493,6 +493,14 @@ final class PerfCommand implements Callable<Integer> {
             progress.clear();
             // Explained after the client's close: a spawned server has then read the BYE that told it why, and said so.
             if (e instanceof ConduitCommand.AlreadySaid) throw e;
+            if (e instanceof PerfClient.Stopped) {
+                // Stopped while connecting, before the session began: no document (none is written before it), but the line
+                // that says why, at once, as for a stop during the run. Said as a failure, it was lost to the JVM's exit, or,
+                // for a signal before the client began, said as "Shutdown in progress" and the server's lines (until 2026-12-05).
+                err.println("conduit: " + e.getMessage());
+                err.flush();
+                throw new ConduitCommand.AlreadySaid(e);
+            }
             Throwable told = explain.apply(e);
             if (stopped != null) reportStopped(stopped, during, told, out, err);
             if (told instanceof Error error) throw error;

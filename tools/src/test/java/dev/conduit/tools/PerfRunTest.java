@@ -770,27 +770,64 @@ class PerfRunTest {
      */
     @Test
     void aSpawnedRunStoppedByASignalStillWritesItsDocument() throws Exception {
-        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-signal-json");
+        Stopped run = stoppedRun("cperf-signal-json", PerfRunTest::hasARing, "the run is under way",
+                "perf", "am_lat", "-t", "posix", "-s", "64k", "-d", "60s", "--json");
+
+        Map<String, Object> error = Json.object(JsonParser.parseObject(run.out()), "error");
+        assertThat((String) error.get("message")).as(run.err()).startsWith("stopped by a signal during ");
+        assertThat(run.err()).as("standard error, once").containsOnlyOnce("conduit: stopped by a signal during ");
+    }
+
+    /**
+     * A spawned run stopped by a signal while its server starts (Ctrl-C soon after the command) said "conduit: Shutdown in
+     * progress; the server process ... said: ...": the JVM's refusal of the client's shutdown hook, taken for the run's
+     * failure; stopped once that hook was in, while it connected, it said nothing at all, its failure's line lost to the
+     * JVM's exit. It now says the stop, once, as during a row. The signal is sent once the server's worker has its lease
+     * in the private directory: its bootstrap is not yet read, or the client is connecting to it.
+     */
+    @Test
+    void aSpawnedRunStoppedByASignalWhileItConnectsSaysSo() throws Exception {
+        Stopped run = stoppedRun("cperf-signal-connect", PerfRunTest::hasAWorkerLeaseInAPrivateDirectory, "the server is up",
+                "perf", "am_lat", "-s", "8", "-d", "60s");
+
+        assertThat(run.exit()).as(run.err()).isEqualTo(128 + 15);
+        assertThat(run.err()).containsOnlyOnce("conduit: stopped by a signal during ")
+                .doesNotContain("Shutdown in progress").doesNotContain("the server process");
+    }
+
+    /** What a test looks for in its shared directory. */
+    private interface SharedState {
+        boolean holds(Path shared) throws IOException;
+    }
+
+    /** How a run stopped by SIGTERM ended: its exit code, standard output and standard error. */
+    private record Stopped(int exit, String out, String err) {
+    }
+
+    /**
+     * Runs {@code conduit arguments --shared-dir D}, D a new directory under /dev/shm named after {@code prefix}, sends it
+     * SIGTERM once {@code state} (said as {@code what}) holds of D, and checks that it exits and leaves D empty.
+     */
+    private static Stopped stoppedRun(String prefix, SharedState state, String what, String... arguments) throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), prefix);
         Path err = Files.createTempFile("conduit-perf-signal", ".err");
         Process client = null;
         try {
             List<String> command = new ArrayList<>(PerfPeer.javaCommand());
-            command.addAll(List.of("perf", "am_lat", "-t", "posix", "-s", "64k", "-d", "60s", "--json", "--shared-dir", shared.toString()));
+            command.addAll(List.of(arguments));
+            command.addAll(List.of("--shared-dir", shared.toString()));
             client = new ProcessBuilder(command).redirectError(err.toFile()).start();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (!hasARing(shared) && client.isAlive() && System.nanoTime() < deadline) Thread.sleep(10);
-            assertThat(hasARing(shared)).as("the run is under way; " + Files.readString(err)).isTrue();
+            while (!state.holds(shared) && client.isAlive() && System.nanoTime() < deadline) Thread.sleep(10);
+            assertThat(state.holds(shared)).as(what + "; " + Files.readString(err)).isTrue();
 
             client.toHandle().destroy(); // SIGTERM; Process.destroy() would close the stream read below
             String out = outputOf(client);
             assertThat(client.waitFor(30, TimeUnit.SECONDS)).as("the client exits on SIGTERM").isTrue();
-
-            Map<String, Object> error = Json.object(JsonParser.parseObject(out), "error");
-            assertThat((String) error.get("message")).as(Files.readString(err)).startsWith("stopped by a signal during ");
-            assertThat(Files.readString(err)).as("standard error, once").containsOnlyOnce("conduit: stopped by a signal during ");
             try (var left = Files.list(shared)) {
                 assertThat(left.toList()).as("the private directory is removed").isEmpty();
             }
+            return new Stopped(client.exitValue(), out, Files.readString(err));
         } finally {
             if (client != null) client.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             PerfPeer.deleteTree(shared);
@@ -810,6 +847,17 @@ class PerfRunTest {
             });
         } catch (java.io.UncheckedIOException gone) {
             return false; // a file went while listed: looked at again
+        }
+    }
+
+    private static boolean hasAWorkerLeaseInAPrivateDirectory(Path shared) throws IOException {
+        try (var directories = Files.list(shared)) {
+            for (Path d : directories.toList()) {
+                if (Files.isDirectory(d) && hasAWorkerLease(d)) return true;
+            }
+            return false;
+        } catch (IOException | java.io.UncheckedIOException gone) {
+            return false; // a directory went while listed: looked at again
         }
     }
 
