@@ -144,7 +144,9 @@ public final class ConduitCommand implements Runnable {
 
     /**
      * A failure a command has said on standard error itself, where the command's report would come too late: a run
-     * stopped by a signal, whose JVM exits as soon as its resources are closed. Its exit code is all that is left to give.
+     * stopped by a signal, whose JVM exits as soon as its resources are closed. Or one that this command's report says:
+     * a run that stopped because standard output could not be written ({@link #reportIncompleteOutput}). Its exit code
+     * is all that is left to give.
      */
     static final class AlreadySaid extends ConduitException {
         AlreadySaid(Throwable said) {

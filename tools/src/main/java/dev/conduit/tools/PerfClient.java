@@ -342,10 +342,17 @@ final class PerfClient implements AutoCloseable {
     }
 
     /** Runs every test of the plan; {@code onTest} gets each test's rows as soon as they are measured. */
-
     List<PerfResult> runAll(Consumer<List<PerfResult>> onTest) {
+        return runAll(() -> { }, onTest);
+    }
+
+    /**
+     * {@link #runAll(Consumer)}, with {@code beforeEachTest} run before each test: a look of the caller's own, which ends
+     * the run by throwing, as a failure does (its message is what BYE tells the server).
+     */
+    List<PerfResult> runAll(Runnable beforeEachTest, Consumer<List<PerfResult>> onTest) {
         try {
-            List<PerfResult> all = runEach(onTest);
+            List<PerfResult> all = runEach(beforeEachTest, onTest);
             unfinished = null;
             return all;
         } catch (RuntimeException | Error e) {
@@ -354,11 +361,12 @@ final class PerfClient implements AutoCloseable {
         }
     }
 
-    private List<PerfResult> runEach(Consumer<List<PerfResult>> onTest) {
+    private List<PerfResult> runEach(Runnable beforeEachTest, Consumer<List<PerfResult>> onTest) {
         List<PerfResult> all = new ArrayList<>();
         for (PerfTest test : plan.tests()) {
             List<String> variants = test == PerfTest.IPC_IMPORT ? List.of("cached", "uncached") : Arrays.asList((String) null);
             for (String variant : variants) {
+                beforeEachTest.run();
                 List<PerfResult> rows = new ArrayList<>();
                 List<Long> sizes = test.sized() ? plan.sizes() : List.of(8L);
                 if (sizes.size() > 1 && test != PerfTest.IPC_IMPORT) {

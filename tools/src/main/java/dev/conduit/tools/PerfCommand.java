@@ -407,9 +407,9 @@ final class PerfCommand implements Callable<Integer> {
         } catch (SpawnedRunFailed e) {
             throw e; // measure said it, with the server's output, in the document too
         } catch (ConduitCommand.AlreadySaid e) {
-            // Stopped by a signal, said already: the run stops its server in order (the client's BYE said why, and it exits
-            // by itself), which the shutdown hook waits for (PerfPeer.cleanupHook). Without this stop the hook waited its
-            // whole 15 s, and so did the JVM's exit.
+            // Stopped by a signal or by output that could not be written, said already: the run stops its server in order
+            // (the client's BYE said why, and it exits by itself), which a signal's shutdown hook waits for
+            // (PerfPeer.cleanupHook). Without this stop the hook waited its whole 15 s, and so did the JVM's exit.
             peer.stopAfterFailure();
             throw e;
         } catch (RuntimeException | Error e) {
@@ -469,7 +469,14 @@ final class PerfCommand implements Callable<Integer> {
             if (!json) PerfText.header(header, out);
             List<PerfResult> done = new ArrayList<>();
             try {
-                return header.withResults(client.runAll(rows -> {
+                return header.withResults(client.runAll(() -> {
+                    // The reader of the tables is gone (head -1) or the disk is full: nothing measured next would be read. The
+                    // run ends here, its BYE says why, and the command's report says that the output is incomplete. Until
+                    // 2026-12-05 it measured the whole suite first. --json writes nothing before the end, where it finds out.
+                    if (out.checkError()) {
+                        throw new ConduitCommand.AlreadySaid(new ConduitException("standard output could not be written"));
+                    }
+                }, rows -> {
                     done.addAll(rows);
                     if (!json) PerfText.table(rows, out);
                 }));

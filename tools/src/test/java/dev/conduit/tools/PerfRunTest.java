@@ -724,6 +724,47 @@ class PerfRunTest {
     }
 
     /**
+     * Text output whose reader is gone ({@code conduit perf | head -1}) ends the run at the next test: its BYE tells the
+     * server why, and the command exits with 1 saying the output is incomplete, and nothing else. The run measured the
+     * whole suite first, for no reader (found by review).
+     */
+    @Test
+    void aRunWhoseOutputsReaderIsGoneEndsBeforeItsNextTestAndTellsTheServerWhy() throws Exception {
+        try (ServerProcess server = ServerProcess.start("cperf-pipe", "--name", "pipe")) {
+            server.await(Pattern.compile("published "));
+
+            Result result = HangGuard.await("conduit perf into a pipe whose reader left", () -> conduit.runWritingTo(new ReaderOfOneLine(),
+                    "perf", "--connect", "--shared-dir", server.shared().toString(), "--name", "pipe", "am_lat", "am_bw", "-s", "8",
+                    "-n", "200", "-w", "50"));
+
+            assertThat(result.exitCode()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).isEqualTo("conduit: cannot write to standard output: Broken pipe; the output is incomplete"
+                    + System.lineSeparator());
+            assertThat(server.await(Pattern.compile("session with pid " + ProcessHandle.current().pid() + " .* after .*")))
+                    .endsWith(" failed after 0 phases, on the client's side: standard output could not be written");
+        }
+    }
+
+    /** Standard output read by {@code head -1}: the first line is taken, then every write fails as into a pipe with no reader. */
+    private static final class ReaderOfOneLine extends java.io.Writer {
+        private boolean lineRead;
+
+        @Override
+        public void write(char[] text, int offset, int length) throws IOException {
+            if (lineRead) throw new IOException("Broken pipe");
+            for (int i = offset; i < offset + length; i++) lineRead |= text[i] == '\n';
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /**
      * A client killed outright (SIGKILL: no BYE, nothing closed) in the middle of a row: its endpoint fails on the
      * server, which says which session failed, after how many phases, and the transport's words on the client's end,
      * and, with --keep, serves the next client. The server said only "the client failed: ..." and no session, which
