@@ -102,6 +102,8 @@ final class PerfClient implements AutoCloseable {
      * failed one there too, not one that ended as planned. Null once {@link #runAll} has completed.
      */
     private String unfinished = "the client stopped before its run completed";
+    /** Whether the server welcomed this client: a session began, which BYE ends. */
+    private boolean welcomed;
     /** Why the run was stopped from another thread (a signal); null while it runs. The loops look now and then. */
     private volatile String stoppedBecause;
     /** Counted down when everything this client opened is closed: the shutdown hook waits for it. */
@@ -145,7 +147,6 @@ final class PerfClient implements AutoCloseable {
             stoppedBecause = "stopped by a signal";
             checkStopped();
         }
-        boolean welcomed = false;
         try {
             Arena arena = Arena.ofShared();
             resources.add(arena);
@@ -315,13 +316,21 @@ final class PerfClient implements AutoCloseable {
     /** Throws when the run was stopped; called where the loops already look at the clock or at the progress line. */
     private void checkStopped() {
         String because = stoppedBecause;
-        if (because != null) throw new Stopped(because + " during " + phase);
+        if (because != null) throw new Stopped(because + " during " + phase, welcomed);
     }
 
     /** The run was stopped by a signal, this JVM is exiting: said as such, also when it came before the run ("connecting"). */
     static final class Stopped extends ConduitException {
-        Stopped(String message) {
+        private final boolean sessionBegan;
+
+        Stopped(String message, boolean sessionBegan) {
             super(message);
+            this.sessionBegan = sessionBegan;
+        }
+
+        /** Whether the server had welcomed the client: its session then ends with the client's BYE, which says why. */
+        boolean sessionBegan() {
+            return sessionBegan;
         }
     }
 

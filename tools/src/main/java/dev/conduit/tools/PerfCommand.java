@@ -409,8 +409,13 @@ final class PerfCommand implements Callable<Integer> {
         } catch (ConduitCommand.AlreadySaid e) {
             // Stopped by a signal or by output that could not be written, said already: the run stops its server in order
             // (the client's BYE said why, and it exits by itself), which a signal's shutdown hook waits for
-            // (PerfPeer.cleanupHook). Without this stop the hook waited its whole 15 s, and so did the JVM's exit.
-            peer.stopAfterFailure();
+            // (PerfPeer.cleanupHook). Without this stop the hook waited its whole 15 s, and so did the JVM's exit. A signal before
+            // the server welcomed this client leaves no BYE to wait for: until 2026-12-05 the stop gave the server 2 s to read one.
+            if (e.getCause() instanceof PerfClient.Stopped stop && !stop.sessionBegan()) {
+                peer.stopWithoutSession();
+            } else {
+                peer.stopAfterFailure();
+            }
             throw e;
         } catch (RuntimeException | Error e) {
             throw withServerOutput(peer, e);

@@ -345,7 +345,7 @@ final class PerfPeer implements AutoCloseable {
      * @return the server's exit code, or -1 when it had to be destroyed
      */
     int stop() {
-        return stop(false);
+        return stop(EXIT_WAIT.dividedBy(2));
     }
 
     /**
@@ -357,16 +357,26 @@ final class PerfPeer implements AutoCloseable {
      * @return the server's exit code, or -1 when it had to be destroyed
      */
     int stopAfterFailure() {
-        return stop(true);
+        return stop(FAILURE_EXIT_WAIT);
     }
 
-    private int stop(boolean failed) {
+    /**
+     * Ends a server that no session with this client began: no BYE will come for it to exit after, so its standard input
+     * is closed at once, where {@link #stopAfterFailure} gives it {@link #FAILURE_EXIT_WAIT} to read one.
+     *
+     * @return the server's exit code, or -1 when it had to be destroyed
+     */
+    int stopWithoutSession() {
+        return stop(Duration.ZERO);
+    }
+
+    /** Gives the server {@code ownExitWait} to exit by itself, then closes its standard input, then destroys it. */
+    private int stop(Duration ownExitWait) {
         if (closed) return process.isAlive() ? -1 : process.exitValue();
         closed = true;
         int exit = -1;
         try {
-            long exitWait = failed ? FAILURE_EXIT_WAIT.toMillis() : EXIT_WAIT.toMillis() / 2;
-            if (!process.waitFor(exitWait, TimeUnit.MILLISECONDS)) {
+            if (!process.waitFor(ownExitWait.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.getOutputStream().close();
                 if (!process.waitFor(EXIT_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS)) {
                     process.destroyForcibly().waitFor(EXIT_WAIT.toMillis(), TimeUnit.MILLISECONDS);
@@ -399,7 +409,7 @@ final class PerfPeer implements AutoCloseable {
 
     @Override
     public void close() {
-        stop(false);
+        stop();
     }
 
     /**

@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToIntFunction;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -21,17 +22,41 @@ class PerfPeerTest {
      */
     @Test
     void aServerIsGivenTimeToReadTheByeOfAClientThatFailedBeforeItsInputIsClosed() throws Exception {
+        String output = outputOfAStandInStoppedBy(
+                "echo started; sleep 0.5; read -r -t 0.1 line; if [ $? -eq 1 ]; then echo 'standard input ended'; else echo 'read the BYE'; fi",
+                PerfPeer::stopAfterFailure);
+
+        assertThat(output).isEqualTo("started\nread the BYE");
+    }
+
+    /**
+     * A server that no session with the client began (the client was stopped while it connected) gets no BYE to exit
+     * after: its standard input is closed at once. It was given the 2 s of a server that reads a BYE, for nothing, and a
+     * stopped run's JVM waited for them. The stand-in says whether its input had ended within its first second.
+     */
+    @Test
+    void aServerWithoutASessionHasItsInputClosedAtOnce() throws Exception {
+        String output = outputOfAStandInStoppedBy(
+                "read -r -t 1 line; if [ $? -eq 1 ]; then echo 'standard input ended'; else echo 'still waiting for input'; fi",
+                PerfPeer::stopWithoutSession);
+
+        assertThat(output).isEqualTo("standard input ended");
+    }
+
+    /**
+     * What a stand-in server, bash running {@code script}, printed once {@code stop} ended it; asserts that it exited with
+     * 0 and that its directory went with it.
+     */
+    private static String outputOfAStandInStoppedBy(String script, ToIntFunction<PerfPeer> stop) throws Exception {
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-peer");
-        Process server = new ProcessBuilder("bash", "-c",
-                "echo started; sleep 0.5; read -r -t 0.1 line; if [ $? -eq 1 ]; then echo 'standard input ended'; else echo 'read the BYE'; fi")
-                .redirectErrorStream(true).start();
+        Process server = new ProcessBuilder("bash", "-c", script).redirectErrorStream(true).start();
         PerfPeer peer = new PerfPeer(dir, server, new Thread(() -> { }));
         try {
-            int exit = HangGuard.await("the stop of a server that reads a BYE", peer::stopAfterFailure); // no bound on the whole test
+            int exit = HangGuard.await("the stop of a stand-in server", () -> stop.applyAsInt(peer)); // no bound on the whole test
 
             assertThat(exit).as(peer.output()).isZero();
-            assertThat(peer.output()).isEqualTo("started\nread the BYE");
             assertThat(dir).as("removed with its server").doesNotExist();
+            return peer.output();
         } finally {
             server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             PerfPeer.deleteTree(dir);
