@@ -468,7 +468,7 @@ final class PerfCommand implements Callable<Integer> {
         Supplier<Conduit> uncached = () -> open(Map.of("ipc.cache.bytes", "0"));
         PerfRun stopped = null; // the rows measured before a failure in the run; null when it did not get that far
         String during = null;
-        try (PerfClient client = new PerfClient(c, uncached, bootstrap, threadMode, plan, progress)) {
+        try (PerfClient client = new PerfClient(c, uncached, bootstrap, threadMode, plan, progress, stop -> sayStopped(stop, progress, err))) {
             PerfRun header = new PerfRun(ToolVersion.current(), date, client.transport(), plan.wakeup().label(), plan.peers(), client.self(), client.server(),
                     how, timer, PerfRun.Machine.current(), List.of());
             if (!json) PerfText.header(header, out);
@@ -495,8 +495,7 @@ final class PerfCommand implements Callable<Integer> {
                     progress.clear();
                     reportStopped(stopped, during, e, out, err);
                     out.flush();
-                    err.println("conduit: " + e.getMessage());
-                    err.flush();
+                    sayStopped(e, progress, err);
                     throw new ConduitCommand.AlreadySaid(e);
                 }
                 throw e;
@@ -507,10 +506,9 @@ final class PerfCommand implements Callable<Integer> {
             if (e instanceof ConduitCommand.AlreadySaid) throw e;
             if (e instanceof PerfClient.Stopped) {
                 // Stopped while connecting, before the session began: no document (none is written before it), but the line
-                // that says why, at once, as for a stop during the run. Said as a failure, it was lost to the JVM's exit, or,
-                // for a signal before the client began, said as "Shutdown in progress" and the server's lines (until 2026-12-05).
-                err.println("conduit: " + e.getMessage());
-                err.flush();
+                // that says why, which the client said before it closed (sayStopped), as for a stop during the run. Said as a
+                // failure, it was lost to the JVM's exit, or, for a signal before the client began, said as "Shutdown in
+                // progress" and the server's lines (until 2026-12-05).
                 throw new ConduitCommand.AlreadySaid(e);
             }
             Throwable told = explain.apply(e);
@@ -520,6 +518,16 @@ final class PerfCommand implements Callable<Integer> {
         } finally {
             progress.clear();
         }
+    }
+
+    /**
+     * The line that says why a run stopped by a signal ended, said before its client is closed: the JVM exits as soon as
+     * it is (the client's shutdown hook waits for no more), so it is said then or never.
+     */
+    private static void sayStopped(Throwable stop, PerfProgress progress, PrintWriter err) {
+        progress.clear();
+        err.println("conduit: " + stop.getMessage());
+        err.flush();
     }
 
     /** The document and chart of the rows measured before {@code failure} stopped the run {@code during} a row or warm-up. */
