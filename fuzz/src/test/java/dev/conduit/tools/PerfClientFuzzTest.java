@@ -89,8 +89,8 @@ class PerfClientFuzzTest {
         HostileServer server = new HostileServer(input);
         try {
             try (PerfClient client = new PerfClient(clientConduit, () -> PerfFuzzDirectory.conduit(shared).build(), server.bootstrap.get(30, TimeUnit.SECONDS),
-                    ThreadMode.SINGLE, PLAN, PerfProgress.off())) {
-                List<PerfResult> rows = client.runAll(tested -> { });
+                    ThreadMode.SINGLE, PLAN, PerfProgress.off(), stop -> { })) {
+                List<PerfResult> rows = client.runAll(() -> { }, tested -> { });
                 // Every size of the plan is one the transport carries and the server's region holds: a row is skipped only
                 // because the server refused its phase, and says the server's words. Any other reason is a lie taken for a
                 // limit (a PONG longer than the PING once was), which must end the run naming it.

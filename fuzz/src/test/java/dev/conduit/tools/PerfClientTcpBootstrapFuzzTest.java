@@ -154,8 +154,9 @@ class PerfClientTcpBootstrapFuzzTest {
             }
             return;
         }
-        try (PerfClient client = new PerfClient(clientConduit, () -> PerfFuzzDirectory.conduit(shared).build(), fetched, ThreadMode.SINGLE, PLAN, PerfProgress.off())) {
-            client.runAll(tested -> { });
+        try (PerfClient client = new PerfClient(clientConduit, () -> PerfFuzzDirectory.conduit(shared).build(), fetched, ThreadMode.SINGLE, PLAN,
+                PerfProgress.off(), stop -> { })) {
+            client.runAll(() -> { }, tested -> { });
         } catch (ConduitException e) {
             assertThat(e.getMessage()).as("the client's error line").isNotBlank().doesNotContainPattern("java\\.\\w+\\.");
             if (e.getMessage().contains("invalid Conduit")) {

@@ -119,12 +119,6 @@ final class PerfClient implements AutoCloseable {
     /** The header of BEGIN, END and BYE: the session number WELCOME gave, by which a --keep server tells this session from the next; empty from an older server. */
     private MemorySegment session = MemorySegment.NULL;
 
-    /** A client whose stop while connecting nothing says (a test's). */
-    PerfClient(Conduit conduit, Supplier<Conduit> uncachedConduits, PerfBootstrap bootstrap, ThreadMode mode, PerfPlan plan,
-               PerfProgress progress) {
-        this(conduit, uncachedConduits, bootstrap, mode, plan, progress, stop -> { });
-    }
-
     /**
      * Connects to the server {@code bootstrap} describes and introduces itself.
      *
@@ -364,14 +358,10 @@ final class PerfClient implements AutoCloseable {
         return phase;
     }
 
-    /** Runs every test of the plan; {@code onTest} gets each test's rows as soon as they are measured. */
-    List<PerfResult> runAll(Consumer<List<PerfResult>> onTest) {
-        return runAll(() -> { }, onTest);
-    }
-
     /**
-     * {@link #runAll(Consumer)}, with {@code beforeEachTest} run before each test: a look of the caller's own, which ends
-     * the run by throwing, as a failure does (its message is what BYE tells the server).
+     * Runs every test of the plan; {@code onTest} gets each test's rows as soon as they are measured. {@code beforeEachTest}
+     * runs before each test: a look of the caller's own, which ends the run by throwing, as a failure does (its message is
+     * what BYE tells the server).
      */
     List<PerfResult> runAll(Runnable beforeEachTest, Consumer<List<PerfResult>> onTest) {
         try {

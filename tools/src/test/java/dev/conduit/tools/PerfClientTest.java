@@ -50,8 +50,9 @@ class PerfClientTest {
             };
 
             assertThatThrownBy(() -> {
-                try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, b, ThreadMode.SINGLE, plan, PerfProgress.off())) {
-                    client.runAll(rows -> { });
+                try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, b, ThreadMode.SINGLE, plan,
+                        PerfProgress.off(), stop -> { })) {
+                    client.runAll(() -> { }, rows -> { });
                 }
             }).isInstanceOf(ConduitException.class).hasMessageContaining("malformed " + name + " message from the perf peer");
         });
@@ -83,7 +84,7 @@ class PerfClientTest {
             };
 
             assertThatThrownBy(() -> new PerfClient(quittingAtTheFirstIdleWorker, () -> clientConduit, b, ThreadMode.SINGLE, plan,
-                    PerfProgress.off())).isExactlyInstanceOf(ConduitException.class)
+                    PerfProgress.off(), stop -> { })).isExactlyInstanceOf(ConduitException.class)
                     .hasMessageStartingWith("idle peer 1 of --peers 3 could not reach the perf server, which had welcomed this client: "
                             + "cannot connect to WorkerAddress[");
         });
@@ -112,15 +113,18 @@ class PerfClientTest {
             String wrong = " (another version of conduit perf wrote the bootstrap, or it was damaged)";
 
             assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badAddress, ThreadMode.SINGLE, plan,
-                    PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives a "
+                    PerfProgress.off(), stop -> { }))
+                    .isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives a "
                     + "worker address that does not decode: invalid Conduit worker address: field 'total.length': 3 bytes given; a "
                     + "Conduit worker address has 34 to 4096" + wrong);
             assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, badHandle, ThreadMode.SINGLE, plan,
-                    PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives a "
+                    PerfProgress.off(), stop -> { }))
+                    .isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server's bootstrap gives a "
                     + "region handle for 'posix' that does not decode: invalid Conduit IPC handle: field 'total.length': 3 bytes given; "
                     + "a Conduit IPC handle has 65 to 4096" + wrong);
             assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, goneRegion, ThreadMode.SINGLE, plan,
-                    PerfProgress.off())).isExactlyInstanceOf(ConduitException.class).hasMessageStartingWith("the perf server's region "
+                    PerfProgress.off(), stop -> { }))
+                    .isExactlyInstanceOf(ConduitException.class).hasMessageStartingWith("the perf server's region "
                     + "through 'posix', which its bootstrap gives, cannot be opened: export gone: ");
         });
     }

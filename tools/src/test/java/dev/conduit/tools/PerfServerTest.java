@@ -186,8 +186,9 @@ class PerfServerTest {
                 PerfPlan.Wakeup.BUSY, Duration.ofSeconds(30), 1);
 
         ServerRun server = serveOneClient((clientConduit, bootstrap, serverErr) -> assertThatThrownBy(() -> {
-            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan, PerfProgress.off())) {
-                client.runAll(rows -> {
+            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan,
+                    PerfProgress.off(), stop -> { })) {
+                client.runAll(() -> { }, rows -> {
                     throw new IllegalStateException("the table could not be printed");
                 });
             }
@@ -213,7 +214,8 @@ class PerfServerTest {
             PerfBootstrap unopenable = new PerfBootstrap(bootstrap.pid(), bootstrap.host(), bootstrap.threadMode(), bootstrap.regionSize(),
                     bootstrap.address(), Map.of("posix", new byte[] {1, 2, 3}));
             try {
-                new PerfClient(clientConduit, () -> clientConduit, unopenable, ThreadMode.SINGLE, plan, PerfProgress.off()).close();
+                new PerfClient(clientConduit, () -> clientConduit, unopenable, ThreadMode.SINGLE, plan,
+                        PerfProgress.off(), stop -> { }).close();
             } catch (RuntimeException e) {
                 clientFailed.set(e);
             }
@@ -637,8 +639,9 @@ class PerfServerTest {
         List<PerfResult> rows = new ArrayList<>();
 
         ServerRun server = serveOneClient(Map.of("posix.bounce.size", "64k"), (clientConduit, bootstrap, serverErr) -> {
-            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan, PerfProgress.off())) {
-                rows.addAll(client.runAll(measured -> { }));
+            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan,
+                    PerfProgress.off(), stop -> { })) {
+                rows.addAll(client.runAll(() -> { }, measured -> { }));
             }
         });
 
@@ -665,8 +668,9 @@ class PerfServerTest {
 
         // Both sides alike, as a server the client spawned is.
         ServerRun server = serveOneClient(Map.of("posix.bounce.size", "64k"), Map.of("posix.bounce.size", "64k"), (clientConduit, bootstrap, serverErr) -> {
-            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan, PerfProgress.off())) {
-                rows.addAll(client.runAll(measured -> { }));
+            try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan,
+                    PerfProgress.off(), stop -> { })) {
+                rows.addAll(client.runAll(() -> { }, measured -> { }));
             }
         });
 
