@@ -35,6 +35,7 @@ public final class AddressSpaceLimitPeer {
             importer.importRegion(producer.pool("memfd").allocate(64 << 10).exportHandle()).close(); // loads the import's classes
             limitAddressSpace(-1); // and prlimit's: what the first start of a process opens is not the import's
             OpenResources before = OpenResources.ofThisProcess();
+            Map<Integer, String> descriptorsBefore = OpenResources.descriptorsOfThisProcess();
             long entries = importer.ipcCacheStats().entries();
 
             limitAddressSpace(virtualSize() + (256L << 20));
@@ -47,14 +48,15 @@ public final class AddressSpaceLimitPeer {
             } finally {
                 limitAddressSpace(-1);
             }
-            // A descriptor another thread holds for a moment (the JVM's, or the producer's fd server's)
-            // is no leak: counted again until it is gone, for up to 2 s.
-            OpenResources after = OpenResources.ofThisProcess();
-            for (int i = 0; i < 200 && after.fds() > before.fds(); i++) {
+            // A descriptor another thread holds for a moment (the JVM's, or the producer's fd server's connection of
+            // the import just before, closed after its reply) is no leak: looked at again until it is gone, for up to 2 s.
+            List<String> leaked = OpenResources.openedSince(descriptorsBefore);
+            for (int i = 0; i < 200 && !leaked.isEmpty(); i++) {
                 Thread.sleep(10);
-                after = OpenResources.ofThisProcess();
+                leaked = OpenResources.openedSince(descriptorsBefore);
             }
-            System.out.println("descriptors-leaked: " + (after.fds() - before.fds()));
+            OpenResources after = OpenResources.ofThisProcess();
+            System.out.println("descriptors-leaked: " + leaked.size() + " " + leaked);
             System.out.println("mappings-leaked: " + (after.conduitMappings() - before.conduitMappings()));
             System.out.println("entries-cached: " + (importer.ipcCacheStats().entries() - entries));
             try (ImportedRegion imported = importer.importRegion(handle)) {

@@ -53,6 +53,7 @@ public final class DescriptorLimitPeer {
             byte[] handle = region.exportHandle();
 
             OpenResources before = OpenResources.ofThisProcess();
+            Map<Integer, String> descriptorsBefore = OpenResources.descriptorsOfThisProcess();
             loadConduitClasses();
             List<FileChannel> filler = exhaust();
             System.out.println("exhausted: " + filler.size());
@@ -70,7 +71,8 @@ public final class DescriptorLimitPeer {
             });
             for (FileChannel channel : filler) channel.close();
             OpenResources after = OpenResources.ofThisProcess();
-            System.out.println("descriptors-leaked: " + (after.fds() - before.fds()));
+            List<String> leaked = OpenResources.openedSince(descriptorsBefore);
+            System.out.println("descriptors-leaked: " + leaked.size() + " " + leaked);
             System.out.println("mappings-leaked: " + (after.conduitMappings() - before.conduitMappings()));
 
             report("import-after", () -> {

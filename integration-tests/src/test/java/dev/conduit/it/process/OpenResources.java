@@ -4,7 +4,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.stream.Stream;
 
 /**
@@ -45,6 +47,43 @@ public record OpenResources(long fds, long conduitFds, long socketFds, long cond
             throw new UncheckedIOException(e);
         }
         return new OpenResources(fds, conduit, sockets, mappings);
+    }
+
+    /**
+     * Each descriptor of this process by number, with what it refers to ({@code /proc/self/fd});
+     * the listing's own descriptor left out. Compared by {@link #openedSince(Map)}.
+     */
+    public static Map<Integer, String> descriptorsOfThisProcess() {
+        Path listing = Path.of("/proc/self/fd");
+        String ownDirectory = "/proc/" + ProcessHandle.current().pid() + "/fd";
+        Map<Integer, String> descriptors = new TreeMap<>();
+        try (Stream<Path> entries = Files.list(listing)) {
+            for (Path fd : (Iterable<Path>) entries::iterator) {
+                String target;
+                try {
+                    target = Files.readSymbolicLink(fd).toString();
+                } catch (IOException e) {
+                    continue; // closed since the listing was read: the listing's own, or another thread's
+                }
+                if (!target.equals(ownDirectory)) descriptors.put(Integer.parseInt(fd.getFileName().toString()), target);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return descriptors;
+    }
+
+    /**
+     * The descriptors open now that {@code before} did not hold (by number and target), as
+     * {@code number -> target}. A descriptor that another thread held for a moment when
+     * {@code before} was taken, and has closed since, is in neither: a count of descriptors would
+     * take its close for a descriptor freed, and hide a leak of one.
+     */
+    public static List<String> openedSince(Map<Integer, String> before) {
+        return descriptorsOfThisProcess().entrySet().stream()
+                .filter(e -> !e.getValue().equals(before.get(e.getKey())))
+                .map(e -> e.getKey() + " -> " + e.getValue())
+                .toList();
     }
 
     private static boolean isConduitName(String target) {

@@ -21,7 +21,8 @@
  *       patterns, IPC cache counters, what it holds open), and its typed client. Tests of workers
  *       and endpoints add their commands to {@code ConduitPeer}.</li>
  *   <li>{@link dev.conduit.it.process.OpenResources}, {@link dev.conduit.it.process.Patterns} —
- *       what a process holds open, from {@code /proc/self}; byte patterns checked on both sides.</li>
+ *       what a process holds open, from {@code /proc/self}, and which descriptors it opened since a
+ *       first look; byte patterns checked on both sides.</li>
  * </ul>
  */
 package dev.conduit.it.process;
