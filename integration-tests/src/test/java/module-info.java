@@ -1,7 +1,8 @@
 /**
  * Conduit's integration tests, as a consumer on the module path: the runtime finds the test
  * plugins through {@code provides}. The same classes also run on the class path, where
- * {@code META-INF/services/dev.conduit.spi.ConduitPlugin} lists the plugins instead.
+ * {@code META-INF/services/dev.conduit.spi.ConduitPlugin} lists the plugins instead; all but the
+ * load tests ({@link dev.conduit.it.LoadTest}), which run once.
  *
  * <p>The real plugins (posix, memfd) are test dependencies that nothing here {@code requires}: they
  * are service providers, resolved by service binding because {@code dev.conduit} {@code uses}

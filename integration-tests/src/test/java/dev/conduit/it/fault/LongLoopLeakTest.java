@@ -6,6 +6,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.Worker;
+import dev.conduit.it.LoadTest;
 import dev.conduit.it.process.OpenResources;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.io.TempDir;
@@ -30,6 +31,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * shared-directory entries and heap where they were after a warm-up: nothing grows with the
  * number of cycles.
  */
+@LoadTest
 class LongLoopLeakTest {
 
     private static final int WARM_UP = 20;

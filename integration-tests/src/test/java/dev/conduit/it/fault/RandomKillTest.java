@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Region;
 import dev.conduit.Worker;
+import dev.conduit.it.LoadTest;
 import dev.conduit.it.process.ChildJvm;
 import dev.conduit.it.process.OpenResources;
 import dev.conduit.spi.ThreadMode;
@@ -35,6 +36,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * ring mapping) is let go, and the dead peers' files are reclaimed. The seed of the random delays
  * is in the failure message.
  */
+@LoadTest
 class RandomKillTest {
 
     private static final int KILLS = 4;

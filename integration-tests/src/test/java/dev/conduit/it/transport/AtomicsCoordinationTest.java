@@ -3,6 +3,7 @@ package dev.conduit.it.transport;
 import dev.conduit.Conduit;
 import dev.conduit.ImportedRegion;
 import dev.conduit.WorkerAddress;
+import dev.conduit.it.LoadTest;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.ChildJvm;
 import dev.conduit.it.process.Launcher;
@@ -47,6 +48,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * announced by a fetch-add.
  */
 @Timeout(value = 600, unit = TimeUnit.SECONDS) // a hang guard, not a speed check
+@LoadTest
 class AtomicsCoordinationTest {
 
     private static final int CLIENTS = 4;

@@ -2,6 +2,7 @@ package dev.conduit.it.transport;
 
 import dev.conduit.Conduit;
 import dev.conduit.WorkerAddress;
+import dev.conduit.it.LoadTest;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.OpenResources;
@@ -32,6 +33,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * publisher, many subscribers", says what a fan-out application must know; these tests hold it. No test asserts a
  * duration: every wait is a hang guard that runs from the last progress; what they measure is printed.
  */
+@LoadTest
 class FanOutTest {
 
     private static final Duration GUARD = Duration.ofSeconds(60);

@@ -1,6 +1,7 @@
 package dev.conduit.it.transport;
 
 import dev.conduit.WorkerAddress;
+import dev.conduit.it.LoadTest;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.spi.ThreadMode;
@@ -28,6 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * answers would). Every message is checked by {@link Traffic.Receiver}: per sender in order, none
  * lost, none twice, intact.
  */
+@LoadTest
 class ManyPeersTest {
 
     private static final int PER_CHILD = 4;

@@ -2,11 +2,12 @@ package dev.conduit.it.transport;
 
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
+import dev.conduit.ImportedRegion;
 import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.it.LoadTest;
 import dev.conduit.it.ipc.ShmDir;
-import dev.conduit.ImportedRegion;
 import dev.conduit.it.process.ChildJvm;
 import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.OpenResources;
@@ -41,6 +42,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * thread's carrier for the whole sleep, and the runtime hands that sleep to a platform thread so
  * that the virtual thread unmounts. Nothing is timed: every wait is a hang guard.
  */
+@LoadTest
 class VirtualThreadsTest {
 
     /** How long a virtual thread may take to run, or a call to come back: a hang guard, not a speed check. */
