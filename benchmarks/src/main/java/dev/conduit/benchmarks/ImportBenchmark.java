@@ -21,6 +21,8 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -49,9 +51,10 @@ import java.util.concurrent.TimeUnit;
  * region of a pool chunk (2 MiB, {@code pool.chunk.size}); what is mapped on a miss is the whole
  * chunk whatever the region's size, so region size is not a parameter here. For {@code memfd} the
  * producer's fd server runs in this JVM too, on a thread of its own, so a miss also pays a thread
- * hand-off that two processes would pay as a context switch. The shared directory is the configured
- * {@code shared.dir}: {@code /dev/shm} unless {@code CONDUIT_SHARED_DIR} or {@code -Dconduit.shared.dir} says otherwise.
- * One thread.
+ * hand-off that two processes would pay as a context switch. The shared directory of both is a fresh directory under
+ * the configured {@code shared.dir} ({@code /dev/shm} unless {@code CONDUIT_SHARED_DIR} or {@code -Dconduit.shared.dir}
+ * says otherwise), {@link BenchmarkDirectory}: removed at the trial's end, and by a shutdown hook when the run is stopped
+ * or a measured call fails, so that no posix chunk or plugin lease stays behind. One thread.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -70,13 +73,14 @@ public class ImportBenchmark {
 
     static final long REGION_SIZE = 1024;
 
+    private Path dir;
     private Conduit producer;
     private Conduit consumer;
     private Region exported;
     private byte[] handle;
 
     @Setup(Level.Trial)
-    public void open() {
+    public void open() throws IOException {
         var consumerBuilder = Conduit.builder().transports(plugin);
         switch (cache) {
             case "cached" -> { }
@@ -84,8 +88,10 @@ public class ImportBenchmark {
             default -> throw new IllegalArgumentException("cache must be cached or uncached: " + cache);
         }
         // JMH skips the tear-down of a trial whose set-up failed: what was opened is closed here.
+        dir = BenchmarkDirectory.create();
+        consumerBuilder.sharedDirectory(dir);
         try {
-            producer = Conduit.builder().transports(plugin).build();
+            producer = Conduit.builder().transports(plugin).sharedDirectory(dir).build();
             Pool pool = producer.pool(plugin);
             exported = pool.allocate(REGION_SIZE);
             handle = exported.exportHandle();
@@ -103,13 +109,18 @@ public class ImportBenchmark {
                     e.addSuppressed(suppressed);
                 }
             }
+            try {
+                BenchmarkDirectory.delete(dir);
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
             throw e;
         }
     }
 
     /** Checks that the cache behaved as this case says: all hits, or all misses. */
     @TearDown(Level.Trial)
-    public void close() {
+    public void close() throws IOException {
         try {
             IpcCacheStats stats = consumer.ipcCacheStats();
             boolean asIntended = "cached".equals(cache)
@@ -122,8 +133,12 @@ public class ImportBenchmark {
             try {
                 consumer.close();
             } finally {
-                exported.close();
-                producer.close();
+                try {
+                    exported.close();
+                    producer.close();
+                } finally {
+                    BenchmarkDirectory.delete(dir);
+                }
             }
         }
     }

@@ -19,6 +19,8 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -36,8 +38,10 @@ import java.util.concurrent.TimeUnit;
  * <p><b>Target</b> (from the issue): at most 50 ns per allocate + free. Run with {@code -prof gc}
  * to see the bytes allocated per operation.
  *
- * <p>The shared directory is the configured {@code shared.dir}: {@code /dev/shm} unless {@code CONDUIT_SHARED_DIR} or
- * {@code -Dconduit.shared.dir} says otherwise. One thread.
+ * <p>The shared directory is a fresh directory under the configured {@code shared.dir} ({@code /dev/shm} unless
+ * {@code CONDUIT_SHARED_DIR} or {@code -Dconduit.shared.dir} says otherwise), {@link BenchmarkDirectory}: removed at the
+ * trial's end, and by a shutdown hook when the run is stopped or the measured call fails (JMH then runs no tear-down),
+ * so that no posix chunk or plugin lease stays behind. One thread.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -54,18 +58,31 @@ public class PoolBenchmark {
     @Param({"64", "1024", "65536"})
     public long size;
 
+    private Path dir;
     private Conduit conduit;
     private Pool pool;
 
     @Setup(Level.Trial)
-    public void open() {
-        conduit = Conduit.builder().transports(plugin).build();
-        pool = conduit.pool(plugin);
+    public void open() throws IOException {
+        // Fails here, naming the parameter, rather than in the first measured call, after which JMH runs no tear-down.
+        if (size <= 0) throw new IllegalArgumentException("-p size must be a positive number of bytes: " + size);
+        dir = BenchmarkDirectory.create();
+        try {
+            conduit = Conduit.builder().transports(plugin).sharedDirectory(dir).build();
+            pool = conduit.pool(plugin);
+        } catch (RuntimeException | Error e) {
+            Trials.tearDownAfter(e, this::close);
+            throw e;
+        }
     }
 
     @TearDown(Level.Trial)
-    public void close() {
-        conduit.close(); // closes the pool, which frees its chunks
+    public void close() throws IOException {
+        try {
+            if (conduit != null) conduit.close(); // closes the pool, which frees its chunks
+        } finally {
+            BenchmarkDirectory.delete(dir);
+        }
     }
 
     @Benchmark
