@@ -55,7 +55,17 @@ final class BenchmarkDirectory {
 
     /** A new directory under {@link #root}, short-named: memfd's fd server binds a Unix socket in it (108 bytes of path). */
     static Path create() throws IOException {
-        Path dir = Files.createTempDirectory(root(), "cjmh");
+        Path root = root();
+        Path dir;
+        try {
+            dir = Files.createTempDirectory(root, "cjmh");
+        } catch (IOException e) {
+            // A bare "NoSuchFileException: /no/such/cjmh123" names neither shared.dir nor the remedy (CONDUIT_SHARED_DIR is
+            // the remedy docs/performance.md gives for a /dev/shm without room, so a typo there ends here).
+            throw new IOException("cannot make this trial's directory under shared.dir " + root + " (" + e
+                    + "): shared.dir (CONDUIT_SHARED_DIR, -Dconduit.shared.dir, else /dev/shm) must name an existing directory "
+                    + "this user can write", e);
+        }
         LIVE.add(dir);
         return dir;
     }
