@@ -64,6 +64,8 @@ public class BacklogBenchmark {
 
     @Setup(Level.Trial)
     public void open() throws IOException {
+        if (maxSize < 1) throw new IllegalArgumentException("-p maxSize must be 1 or more bytes: " + maxSize);
+        if (backlog < 1) throw new IllegalArgumentException("-p backlog must be 1 or more bytes: " + backlog);
         dir = BenchmarkDirectory.create();
         try {
             conduit = MessagingSession.conduitOver(plugin, dir);

@@ -19,6 +19,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -76,6 +77,7 @@ public class LocalHopBenchmark {
 
     @Setup(Level.Trial)
     public void open() throws IOException {
+        if (size < 0) throw new IllegalArgumentException("-p size must be 0 or more bytes: " + size);
         dir = BenchmarkDirectory.create();
         try {
             conduit = MessagingSession.conduitOver(plugin, dir);
@@ -178,7 +180,15 @@ public class LocalHopBenchmark {
         PayloadEncoder[] turns;
 
         @Setup(Level.Trial)
-        public void make() {
+        public void make(BenchmarkParams params) {
+            // A value JMH passes through unchecked would otherwise run another case under its name (a form other than
+            // "ranged" measured the view form) or fail in the measured call with an index error.
+            if (!form.equals("view") && !form.equals("ranged")) {
+                throw new IllegalArgumentException("-p form must be view or ranged: " + form);
+            }
+            if (classes < 1 || classes > 3) throw new IllegalArgumentException("-p classes must be 1, 2 or 3: " + classes);
+            int size = Integer.parseInt(params.getParam("size"));
+            if (size < 8) throw new IllegalArgumentException("streamEncoded writes 8 bytes: -p size must be 8 or more: " + size);
             PayloadEncoder[] kinds = form.equals("ranged")
                     ? new PayloadEncoder[] {
                             (PayloadEncoder.Ranged) (memory, offset, maxLength) -> {

@@ -37,6 +37,9 @@ final class MessagingSession implements AutoCloseable {
      */
     static MessagingSession open(String plugin, int echoSize, long ackEvery, Consumer<Worker> handlers)
             throws IOException, InterruptedException {
+        // Checked here: the peer JVM would otherwise fail on it with an index error of its own, and this side say only
+        // that the peer ended before it published its address.
+        if (echoSize < 0) throw new IllegalArgumentException("-p size must be 0 or more bytes: " + echoSize);
         MessagingSession s = new MessagingSession();
         try {
             s.dir = BenchmarkDirectory.create();

@@ -93,6 +93,8 @@ public class MultiWorkerBenchmark {
             throw new IllegalStateException("MultiWorkerBenchmark times one benchmark thread's round trips over the shared worker; "
                     + "run it with one (no -t), not " + params.getThreads());
         }
+        // Any other value would run the busy case under its name.
+        if (!mode.equals("await") && !mode.equals("busy")) throw new IllegalArgumentException("-p mode must be await or busy: " + mode);
         dir = BenchmarkDirectory.create();
         try {
             conduit = MessagingSession.conduitOver(plugin, dir);
