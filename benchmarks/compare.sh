@@ -27,6 +27,19 @@ sizes=(8 4096 65536 1048576)
 
 log() { printf 'compare.sh: %s\n' "$*" >&2; }
 
+# It takes no arguments: any argument (a --help, an option of run.sh or conduit perf) used to be ignored, and the whole
+# run started, minutes of both cores, writing docs/performance.md and docs/img/compare.png.
+if [ $# -gt 0 ]; then
+    case $1 in
+        -h | --help | -help)
+            sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+            exit 0 ;;
+        *)
+            log "takes no arguments, not '$*' (it always measures every peer; benchmarks/compare.sh -h says what it does)"
+            exit 2 ;;
+    esac
+fi
+
 source "$root/scripts/jdk.sh"
 JAVA_HOME=$(find_jdk25 benchmarks/compare.sh) || exit 1
 export JAVA_HOME
