@@ -31,7 +31,8 @@ import java.util.Map;
 /**
  * Draws JMH's JSON results as bar charts, one per benchmark method (and mode), into one PNG:
  * {@code JmhChart [RESULT.json [CHART.png]]}, by default {@code benchmarks/target/jmh-result.json}
- * and {@code docs/img/jmh.png}. Bars are the scores, error bars JMH's 99.9 % confidence
+ * and {@code benchmarks/target/jmh.png} (not the recorded chart in {@code docs/img}, which a run with the defaults
+ * replaced until 2026-12-06). Bars are the scores, error bars JMH's 99.9 % confidence
  * half-width ({@code scoreError}) when it has one; the first {@code @Param} picks the bar's series
  * (colour), the others its category, so {@code MessagingBenchmark.pingPong} shows memfd and posix
  * side by side for each size. Runs headless.
@@ -52,7 +53,7 @@ public final class JmhChart {
         }
         System.setProperty("java.awt.headless", "true");
         Path in = Path.of(args.length > 0 ? args[0] : "benchmarks/target/jmh-result.json");
-        Path out = Path.of(args.length > 1 ? args[1] : "docs/img/jmh.png");
+        Path out = Path.of(args.length > 1 ? args[1] : "benchmarks/target/jmh.png");
         try {
             draw(in, out);
         } catch (NoSuchFileException e) {
