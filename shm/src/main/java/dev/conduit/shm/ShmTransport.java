@@ -148,7 +148,8 @@ public final class ShmTransport implements Transport {
     /** What to do when a peer worker belongs to another user: the part of a refused connect that says how to connect. */
     private static final String ONE_USER_REMEDY = "run both processes as one user (a container as the host process's uid: docker run "
             + "--user \"$(id -u):$(id -g)\", rootless Podman --userns=keep-id); memfd.allowed.uids and posix.trusted.uids admit other "
-            + "users' imports of regions, not their workers";
+            + "users' imports of regions, not their workers; a container with a user namespace of its own (rootless, userns-remap) "
+            + "runs as the host uid its uid_map takes its user to, which docker run --user inside it does not change";
     private static final int POLL_LIMIT = 64;
     /** How many closed endpoints may wait at once for their peer to read their CONNECT ({@link #enterConnectWait}). */
     private static final int MAX_CLOSES_AWAITING = 64;
@@ -733,7 +734,8 @@ public final class ShmTransport implements Transport {
             // tell it alive from dead (OwnerLease#isNoLeaseOf takes it for gone). Workers connect only within one user.
             peerLease = peerLeases.acquire(leaseName, owner -> new ConduitException(plugin + ": cannot connect to the peer: its lease "
                     + directory.path().resolve(leaseName) + " belongs to uid " + Integer.toUnsignedString(owner) + ", this worker's to uid "
-                    + Integer.toUnsignedString(user) + ": workers connect only within one user; " + ONE_USER_REMEDY));
+                    + Integer.toUnsignedString(user) + userNamespaceNote(UserNamespace.current(), owner, user)
+                    + ": workers connect only within one user; " + ONE_USER_REMEDY));
         } catch (ErrnoException e) {
             if (e.errnoName().equals("ENOENT") && keepsConnectionAnnouncedWith(leaseName)) {
                 throw goneFromTheDirectory(leaseName, e); // its connection to this worker found that lease in this very directory
@@ -1750,9 +1752,27 @@ public final class ShmTransport implements Transport {
                     + "or label=disable; AppArmor; the audit log), else its mode was changed (a lease is made 0600)";
         }
         String leaseOwner = owner == null ? "" : "its lease belongs to uid " + Integer.toUnsignedString(owner) + ", ";
+        int self = libc.geteuid();
         return "the peer worker belongs to another user (" + leaseOwner + "this process runs as uid "
-                + Integer.toUnsignedString(libc.geteuid()) + "): a worker's lease is its owner's 0600 file, so workers connect only within one user; "
-                + ONE_USER_REMEDY;
+                + Integer.toUnsignedString(self) + ")" + userNamespaceNote(UserNamespace.current(), owner, self)
+                + ": a worker's lease is its owner's 0600 file, so workers connect only within one user; " + ONE_USER_REMEDY;
+    }
+
+    /**
+     * In a user namespace of its own (a container's), what the uids of a refused connect are on the
+     * host: this process's uid there, and that a lease showing the overflow uid is of a user the
+     * namespace does not map (the host process's, typically), which no uid inside can match.
+     * Empty outside a nested namespace, where the uids are the host's already.
+     */
+    static String userNamespaceNote(UserNamespace namespace, Integer owner, int self) {
+        if (!namespace.isNested()) return "";
+        StringBuilder note = new StringBuilder(" (in this user namespace: this process is ")
+                .append(namespace.describe(Integer.toUnsignedLong(self)));
+        if (owner != null && namespace.mayBeUnmapped(Integer.toUnsignedLong(owner))) {
+            note.append("; uid ").append(Integer.toUnsignedString(owner)).append(" is the overflow uid, which every user this namespace "
+                    + "does not map shows as: the peer runs as a user outside this namespace's map, such as the host process's");
+        }
+        return note.append(")").toString();
     }
 
     /** The longest CONNECT payload: the lease's relative path and the sender's address, each with its u16 length first. */

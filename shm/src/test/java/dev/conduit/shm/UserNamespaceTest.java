@@ -72,4 +72,17 @@ class UserNamespaceTest {
         assertThat(garbage.isNested()).isTrue();
         assertThat(garbage.inParent(7)).isEqualTo(-1);
     }
+    /**
+     * A connect refused across users in a rootless container: its uid on the host, and that a lease showing the
+     * overflow uid is of a user outside the map (the host process's), which no uid inside can match.
+     */
+    @Test
+    void aRefusedConnectInAContainerNamesTheHostUidAndTheOverflowUid() {
+        assertThat(ShmTransport.userNamespaceNote(INITIAL, 1000, 0)).as("the host's uids are the uids already").isEmpty();
+        assertThat(ShmTransport.userNamespaceNote(ROOTLESS, 65534, 0))
+                .contains("this process is uid 0 here, 1000 in the parent user namespace")
+                .contains("uid 65534 is the overflow uid").contains("the host process's");
+        assertThat(ShmTransport.userNamespaceNote(ROOTLESS, 5, 0)).contains("1000 in the parent").doesNotContain("overflow");
+        assertThat(ShmTransport.userNamespaceNote(ROOTLESS, null, 0)).doesNotContain("overflow");
+    }
 }
