@@ -25,8 +25,11 @@ package org.example.conduit.tcp;
  */
 final class Frame {
 
-    /** 2: the hello carries the connector's address (1: the token alone; its address had no version). */
-    static final int VERSION = 2;
+    /**
+     * 3: the address carries its loopback scope (2: it did not, and a loopback address was tried from any network namespace;
+     * 1: the hello carried the token alone, and the address had no version).
+     */
+    static final int VERSION = 3;
     static final int TOKEN_LENGTH = 16;
     /** The hello before the connector's address: the token and the address's length. */
     static final int HELLO_PREFIX = TOKEN_LENGTH + 2;

@@ -42,9 +42,12 @@ import java.util.Map;
  * its hello is given for it ({@link #senderAddress}), and the sink is told once when the
  * connection ends, after its last message, the key forgotten first.
  *
- * <p>Address: {@code version (u8) | host (string) | port (u16) | max payload (u32) | token (16 bytes)}. The
- * largest payload is the receiver's ({@code tcp.max.payload}, which sizes its buffer for a whole
- * frame): an endpoint carries the smaller of its own and its peer's.
+ * <p>Address: {@code version (u8) | host (string) | port (u16) | max payload (u32) | loopback scope
+ * (string) | token (16 bytes)}. The largest payload is the receiver's ({@code tcp.max.payload},
+ * which sizes its buffer for a whole frame): an endpoint carries the smaller of its own and its
+ * peer's. The loopback scope ({@link LoopbackScope}) says which network namespace a loopback host
+ * belongs to: a peer whose loopback is not this process's is refused as unreachable before any
+ * connection is tried.
  */
 final class TcpTransport implements Transport {
 
@@ -60,6 +63,7 @@ final class TcpTransport implements Transport {
     private final byte[] address;
     private final byte[] token = new byte[Frame.TOKEN_LENGTH];
     private final int maxPayload;
+    private final String loopbackScope;
     /** tcp.connect.timeout: an unreachable host's SYN may go unanswered for minutes, and connect must end in bounded time. */
     private final Duration connectTimeout;
     private final List<Inbound> inbound = new ArrayList<>();
@@ -78,9 +82,11 @@ final class TcpTransport implements Transport {
         this.server = server;
         this.maxPayload = maxPayload;
         this.connectTimeout = connectTimeout;
+        this.loopbackScope = LoopbackScope.current();
         RANDOM.nextBytes(token);
         int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-        this.address = new PayloadWriter().u8(Frame.VERSION).string(host).u16(port).u32(maxPayload).bytes(token).toByteArray();
+        this.address = new PayloadWriter().u8(Frame.VERSION).string(host).u16(port).u32(maxPayload).string(loopbackScope)
+                .bytes(token).toByteArray();
     }
 
     static TcpTransport open(TransportContext context, String host, int maxPayload, Duration connectTimeout) {
@@ -110,6 +116,7 @@ final class TcpTransport implements Transport {
         String host = peerAddress.string("host", 255);
         int port = peerAddress.u16("port");
         long peerMaxPayload = peerAddress.u32("max payload");
+        String peerScope = peerAddress.string("loopback scope", 255);
         byte[] peerToken = peerAddress.bytes("token", Frame.TOKEN_LENGTH);
         peerAddress.end("end");
         if (port == 0) throw peerAddress.invalid("port", "port 0 is not a listening port");
@@ -117,8 +124,15 @@ final class TcpTransport implements Transport {
         String peer = PayloadReader.printable(host) + ":" + port;
         SocketChannel channel = null;
         try {
+            InetAddress peerHost = InetAddress.getByName(host);
+            if (peerHost.isLoopbackAddress() && !LoopbackScope.reaches(loopbackScope, peerScope)) {
+                throw new ConduitException("tcp: cannot reach " + peer + " from here: it is the loopback address of another network "
+                        + "namespace (the peer's scope " + PayloadReader.printable(peerScope) + ", this process's " + loopbackScope
+                        + "): a container with a network of its own, or another host. Set tcp.host (CONDUIT_TCP_HOST) on the peer's "
+                        + "side to an address this process reaches, or connect over a transport that crosses it (memfd, posix)");
+            }
             channel = SocketChannel.open();
-            channel.socket().connect(new InetSocketAddress(InetAddress.getByName(host), port),
+            channel.socket().connect(new InetSocketAddress(peerHost, port),
                     (int) Math.clamp(connectTimeout.toMillis(), 1, Integer.MAX_VALUE));
             channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
             ByteBuffer hello = ByteBuffer.allocate(Frame.HELLO_PREFIX + address.length).order(ByteOrder.LITTLE_ENDIAN)

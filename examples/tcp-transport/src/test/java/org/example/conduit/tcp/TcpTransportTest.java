@@ -170,7 +170,7 @@ class TcpTransportTest {
             byte[] older = new PayloadWriter().u8(1).string("127.0.0.1").u16(9).u32(1024).bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
             InvalidHandleException refusal = assertThrows(InvalidHandleException.class,
                     () -> transport.connect(new PayloadReader(older), cause -> { }));
-            assertTrue(refusal.getMessage().contains("tcp address version 1, where this process's Conduit reads only version 2: the peer "
+            assertTrue(refusal.getMessage().contains("tcp address version 1, where this process's Conduit reads only version " + Frame.VERSION + ": the peer "
                     + "runs an older Conduit than this process"), refusal.getMessage());
         }
     }
@@ -192,6 +192,41 @@ class TcpTransportTest {
             PeerFailedException refusal = assertThrows(PeerFailedException.class,
                     () -> transport.connect(new PayloadReader(address), cause -> { }));
             assertTrue(refusal.getMessage().contains("nothing listens there"), refusal.getMessage());
+        }
+    }
+
+    /**
+     * A loopback address published from another network namespace (a container with a network of
+     * its own, or another host) is not reachable from here: the connect is refused as a plain
+     * ConduitException, so that the runtime tries the next transport both workers have, before any
+     * connection is tried. Tried, it would be refused and taken for the peer's death, or reach
+     * whatever else listens on that port here; so the listener below, which would accept it, gets
+     * no connection. The same address from this namespace connects.
+     */
+    @Test
+    void aLoopbackAddressOfAnotherNetworkNamespaceIsUnreachableAndNotTried(@TempDir Path shared) throws IOException {
+        try (ServerSocketChannel listener = ServerSocketChannel.open();
+             Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
+                     .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            listener.configureBlocking(false);
+            int port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+            String elsewhere = "00000000-0000-0000-0000-000000000000/net:[1]";
+            byte[] address = new PayloadWriter().u8(Frame.VERSION).string("127.0.0.1").u16(port).u32(1024).string(elsewhere)
+                    .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
+
+            ConduitException refusal = assertThrows(ConduitException.class, () -> transport.connect(new PayloadReader(address), cause -> { }));
+            assertFalse(refusal instanceof PeerFailedException, "an unreachable peer is not a dead one: " + refusal);
+            assertTrue(refusal.getMessage().contains("cannot reach 127.0.0.1:" + port + " from here: it is the loopback address of "
+                    + "another network namespace (the peer's scope " + elsewhere + ", this process's " + LoopbackScope.current() + ")"),
+                    refusal.getMessage());
+            assertTrue(refusal.getMessage().contains("Set tcp.host (CONDUIT_TCP_HOST) on the peer's side"), refusal.getMessage());
+            assertNull(listener.accept(), "a connection was tried");
+
+            byte[] here = new PayloadWriter().u8(Frame.VERSION).string("127.0.0.1").u16(port).u32(1024).string(LoopbackScope.current())
+                    .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
+            transport.connect(new PayloadReader(here), cause -> { }).close();
+            assertTrue(LoopbackScope.current().matches("[0-9a-f-]{36}/net:\\[[0-9]+]"), "this host's scope: " + LoopbackScope.current());
         }
     }
 
@@ -308,7 +343,7 @@ class TcpTransportTest {
         try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
             byte[] forged = new PayloadWriter().u8(Frame.VERSION).string("no-such-host.invalid\nWARNING: forged line").u16(9).u32(1024)
-                    .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
+                    .string(LoopbackScope.current()).bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
             ConduitException refusal = assertThrows(ConduitException.class,
                     () -> transport.connect(new PayloadReader(forged), cause -> { }));
             assertFalse(refusal.getMessage().contains("\n"), "the refusal's message holds a line break of the peer's: " + refusal.getMessage());
@@ -337,7 +372,7 @@ class TcpTransportTest {
                 filler.connect(listening);
             }
             byte[] address = new PayloadWriter().u8(Frame.VERSION).string(listening.getAddress().getHostAddress()).u16(listening.getPort()).u32(1024)
-                    .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
+                    .string(LoopbackScope.current()).bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
             ConduitException refusal = assertThrows(ConduitException.class,
                     () -> transport.connect(new PayloadReader(address), cause -> { }));
             assertTrue(refusal.getMessage().contains("did not accept the connection within tcp.connect.timeout (200ms)"),
