@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.shm.OwnerLease;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ConduitException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -263,7 +264,7 @@ final class ReclaimCommand implements Callable<Integer> {
         SharedFiles.byState(listing.survey()).forEach((state, left) -> parts.add(left.owners() + " "
                 + state.name().toLowerCase(java.util.Locale.ROOT) + (left.owners() == 1 ? " owner" : " owners") + " (" + left.files()
                 + (left.files() == 1 ? " file, " : " files, ") + left.bytes() + " bytes)"
-                + (state == OwnerLease.State.LIVE ? "" : ": " + leftBecause(state))));
+                + (state == OwnerLease.State.LIVE ? "" : ": " + leftBecause(state, UserNamespace.current()))));
         List<OwnerLease.FileEntry> unowned = listing.survey().unowned();
         if (!unowned.isEmpty()) {
             parts.add(unowned.size() + (unowned.size() == 1 ? " file" : " files") + " that no lease names ("
@@ -273,12 +274,20 @@ final class ReclaimCommand implements Callable<Integer> {
         return parts.isEmpty() ? "nothing" : String.join("; ", parts);
     }
 
-    /** Why a reclaim leaves the owners of {@code state}, for what is left; {@code null} for live ones, which need no why. */
-    static String leftBecause(OwnerLease.State state) {
+    /**
+     * Why a reclaim leaves the owners of {@code state}, for what is left; {@code null} for live ones, which need no why.
+     * In a user namespace of its own (a rootless container's), root is root only over the users its map holds: another
+     * user's lease, the host process's say, opens only from outside.
+     */
+    static String leftBecause(OwnerLease.State state, UserNamespace namespace) {
         return switch (state) {
             case LIVE -> null;
             case PENDING -> "being created (a pending lease nobody holds is removed at the next reclaim)";
-            case UNJUDGED -> "their leases do not open for this user (another user's: run as that user or root)";
+            case UNJUDGED -> namespace.isNested()
+                    ? "their leases do not open for this user (another user's: run as that user, or as root outside this process's "
+                    + "user namespace, on the host: this namespace's root opens only the files of the users its uid_map holds, and "
+                    + "the lease of a user it does not map shows that user as the overflow uid, kernel.overflowuid)"
+                    : "their leases do not open for this user (another user's: run as that user or root)";
             case DEAD -> "files that could not be removed (each said with its errno and what to do), or an owner that died or was "
                     + "judged since";
         };

@@ -1,5 +1,7 @@
 package dev.conduit.tools;
 
+import dev.conduit.shm.UserNamespace;
+
 import java.io.PrintWriter;
 import java.util.List;
 
@@ -105,7 +107,7 @@ final class ReclaimJson {
                 json.member("owners", tally.owners());
                 json.member("files", tally.files());
                 json.member("bytes", tally.bytes());
-                json.member("why", ReclaimCommand.leftBecause(state));
+                json.member("why", ReclaimCommand.leftBecause(state, UserNamespace.current()));
                 json.endObject();
             });
         }

@@ -316,13 +316,7 @@ class SharedFilesCommandTest {
 
     @Test
     void anotherUsersLeaseIsListedUnjudgedWithTheErrnoAndReclaimLeavesItsFiles() throws Exception {
-        leaveADeadOwner();
-        // Another user's 0600 lease, as in a sticky /dev/shm: it does not open, so its owner cannot be judged.
-        for (String name : List.of(DEAD_LEASE, DEAD_CHUNK)) {
-            Files.setAttribute(shared.resolve(name), "unix:uid", 65534);
-            Files.setPosixFilePermissions(shared.resolve(name), java.util.Set.of(java.nio.file.attribute.PosixFilePermission.OWNER_READ,
-                    java.nio.file.attribute.PosixFilePermission.OWNER_WRITE));
-        }
+        leaveADeadOwnerOfAnotherUser();
         List<String> withoutOverride = List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--");
 
         Output info = runConduitThrough(withoutOverride, "info", "--set", "shared.dir=" + shared, "--set", "transports=posix");
@@ -331,8 +325,37 @@ class SharedFilesCommandTest {
         assertThat(info.exitCode()).as(info.output()).isZero();
         assertThat(info.output()).contains("UNJUDGED  " + DEAD_LEASE + "  EACCES (", "            " + DEAD_CHUNK + "  4096 bytes");
         assertThat(reclaim.exitCode()).as(reclaim.output()).isZero();
-        assertThat(reclaim.output()).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases do not open for this user");
+        assertThat(reclaim.output()).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases do not open for this user "
+                + "(another user's: run as that user or root)");
         assertThat(names()).contains(DEAD_LEASE, DEAD_CHUNK);
+    }
+
+    /**
+     * In a user namespace of its own (a rootless container's, made here by {@code unshare --user --map-root-user},
+     * which maps root alone), root opens only the files of the users its map holds: the remedy for another user's lease
+     * is to run the reclaim outside, on the host, not as root.
+     */
+    @Test
+    void aReclaimInAUserNamespaceOfItsOwnSaysAnotherUsersLeaseOpensOnlyFromOutside() throws Exception {
+        leaveADeadOwnerOfAnotherUser();
+
+        Output reclaim = runConduitThrough(List.of("unshare", "--user", "--map-root-user", "--"),
+                "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+        assertThat(reclaim.exitCode()).as(reclaim.output()).isZero();
+        assertThat(reclaim.output().replace("\n    ", " ")).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases do not open "
+                + "for this user (another user's: run as that user, or as root outside this process's user namespace, on the host");
+        assertThat(names()).contains(DEAD_LEASE, DEAD_CHUNK);
+    }
+
+    /** A dead owner whose files are another user's (uid 65534), its lease 0600, as in a sticky /dev/shm: it does not open. */
+    private void leaveADeadOwnerOfAnotherUser() throws IOException {
+        leaveADeadOwner();
+        for (String name : List.of(DEAD_LEASE, DEAD_CHUNK)) {
+            Files.setAttribute(shared.resolve(name), "unix:uid", 65534);
+            Files.setPosixFilePermissions(shared.resolve(name), java.util.Set.of(java.nio.file.attribute.PosixFilePermission.OWNER_READ,
+                    java.nio.file.attribute.PosixFilePermission.OWNER_WRITE));
+        }
     }
 
     /** What a {@code conduit} process printed, standard error included, and its exit code. */
