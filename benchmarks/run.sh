@@ -13,7 +13,7 @@
 # (a -rff without -rf still gets JSON). A failing benchmark stops the run with a non-zero exit
 # (-foe true) unless the arguments name -foe.
 # --no-build skips the build and runs the jar as it is.
-# -Dname=value arguments before the first JMH argument are system properties of JMH's host JVM (JMH has no -D option of
+# -Dname=value arguments before the first JMH argument (before or after --no-build) are system properties of JMH's host JVM (JMH has no -D option of
 # its own): -Djmh.ignoreLock=true, the remedy JMH's "Unable to acquire the JMH lock" names. Its forks get theirs from
 # -jvmArgsAppend, which JMH takes as it is.
 set -euo pipefail
@@ -24,11 +24,17 @@ source "$root/scripts/jdk.sh"
 JAVA_HOME=$(find_jdk25 benchmarks/run.sh) || exit 1
 export JAVA_HOME
 
+# --no-build and the host JVM's -D arguments, in any order before the first JMH argument.
 build=1
-if [ "${1:-}" = "--no-build" ]; then
-    build=0
+host_opts=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-build) build=0 ;;
+        -D?*) host_opts+=("$1") ;;
+        *) break ;;
+    esac
     shift
-fi
+done
 
 jar="$root/benchmarks/target/benchmarks.jar"
 # A help prints this script's options first, from the comment above (JMH's own help does not know them), then JMH's,
@@ -42,11 +48,6 @@ if [ "$help" = 1 ]; then
     [ -f "$jar" ] && build=0
 fi
 
-host_opts=()
-while [ $# -gt 0 ] && [[ $1 == -D?* ]]; do
-    host_opts+=("$1")
-    shift
-done
 
 if [ "$build" = 1 ]; then
     log="$(mktemp "${TMPDIR:-/tmp}/conduit-benchmarks-build.XXXXXX")"
