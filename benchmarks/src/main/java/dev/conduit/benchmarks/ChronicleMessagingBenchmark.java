@@ -62,6 +62,10 @@ import java.util.concurrent.TimeUnit;
 @State(Scope.Thread)
 public class ChronicleMessagingBenchmark {
 
+    static {
+        ChronicleAccess.require(ChronicleMessagingBenchmark.class); // before any Chronicle class loads, which fails without them naming no flag
+    }
+
     private static final int ECHO = 64;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfDouble DOUBLE = ValueLayout.JAVA_DOUBLE_UNALIGNED;

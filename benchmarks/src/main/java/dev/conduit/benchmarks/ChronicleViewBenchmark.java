@@ -57,6 +57,10 @@ import java.util.concurrent.TimeUnit;
 @State(Scope.Thread)
 public class ChronicleViewBenchmark {
 
+    static {
+        ChronicleAccess.require(ChronicleViewBenchmark.class); // before any Chronicle class loads, which fails without them naming no flag
+    }
+
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfDouble DOUBLE = ValueLayout.JAVA_DOUBLE_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
