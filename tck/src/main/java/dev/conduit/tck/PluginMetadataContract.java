@@ -16,6 +16,7 @@ import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportEndpoint;
 import dev.conduit.spi.Version;
+import dev.conduit.tck.internal.Addresses;
 import dev.conduit.tck.internal.Patterns;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -276,7 +277,7 @@ public abstract class PluginMetadataContract extends PluginContract {
                 Inbox inbox = new Inbox();
                 Transport receiver = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, inbox)));
                 Transport sender = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.SERIALIZED, new Inbox())));
-                TransportEndpoint ep = turns.call("connect()", () -> sender.connect(new PayloadReader(receiver.address()), cause -> { }));
+                TransportEndpoint ep = turns.call("connect()", () -> sender.connect(Addresses.reader(plugin.name(), receiver.address()), cause -> { }));
                 for (int i = 0; i < 200; i++) {
                     int id = i;
                     long accepted = System.nanoTime() + progressGuard().toNanos();
@@ -377,7 +378,7 @@ public abstract class PluginMetadataContract extends PluginContract {
                     received.computeIfAbsent(id, k -> Collections.synchronizedList(new ArrayList<>()))
                             .add(pb.get(ValueLayout.JAVA_INT_UNALIGNED, po)))));
             Transport sender = closeAfterTest(plugin.openTransport(transportContext(ThreadMode.MULTI, new Inbox())));
-            TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
+            TransportEndpoint ep = sender.connect(Addresses.reader(plugin.name(), receiver.address()), cause -> { });
             Transport peer = receiver;
             for (int t = 0; t < THREADS; t++) {
                 int thread = t;

@@ -13,13 +13,13 @@ import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.ExporterState;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadEncoder;
-import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.internal.Addresses;
 import dev.conduit.tck.internal.Patterns;
 import dev.conduit.tck.internal.TransportingChild;
 import org.junit.jupiter.api.AfterEach;
@@ -154,7 +154,7 @@ public abstract class TransportContract extends PluginContract {
             }
             events.peerFailed(cause);
         };
-        return from.connect(new PayloadReader(to.address()), checked);
+        return from.connect(Addresses.reader(plugin.name(), to.address()), checked);
     }
 
     /**
@@ -315,7 +315,7 @@ public abstract class TransportContract extends PluginContract {
         AtomicReference<Object> outcome = new AtomicReference<>();
         Thread connecting = startTestThread("tck-connect-to-closed-peer", () -> {
             try {
-                outcome.set(closeAfterTest(sender.connect(new PayloadReader(address), cause -> { })));
+                outcome.set(closeAfterTest(sender.connect(Addresses.reader(plugin.name(), address), cause -> { })));
             } catch (Throwable e) {
                 outcome.set(e);
             }
@@ -700,10 +700,10 @@ public abstract class TransportContract extends PluginContract {
         Transport sender = open(new Inbox());
         byte[] address = receiver.address();
         for (int length = 0; length < address.length; length++) {
-            assertRefused(sender, Arrays.copyOf(address, length), "connecting to an address cut to " + length + " of its " + address.length
+            assertRefused(plugin.name(), sender, Arrays.copyOf(address, length), "connecting to an address cut to " + length + " of its " + address.length
                     + " bytes");
         }
-        assertRefused(sender, Arrays.copyOf(address, address.length + 1), "connecting to an address of " + address.length
+        assertRefused(plugin.name(), sender, Arrays.copyOf(address, address.length + 1), "connecting to an address of " + address.length
                 + " bytes with a byte after its end (PayloadReader#end checks there is none)");
     }
 
@@ -712,10 +712,10 @@ public abstract class TransportContract extends PluginContract {
      * saying what the plugin did instead: an assertion that the throwable is not null told an author that the plugin
      * connected only as "Expecting actual not to be null".
      */
-    private static void assertRefused(Transport sender, byte[] address, String what) {
+    private static void assertRefused(String plugin, Transport sender, byte[] address, String what) {
         TransportEndpoint ep;
         try {
-            ep = sender.connect(new PayloadReader(address), cause -> { });
+            ep = sender.connect(Addresses.reader(plugin, address), cause -> { });
         } catch (ConduitException e) {
             if (e.getMessage() == null || e.getMessage().contains("null")) {
                 throw new AssertionError(what + ": refused, but with a message that names no problem: " + e.getMessage(), e);
@@ -1050,7 +1050,7 @@ public abstract class TransportContract extends PluginContract {
                 + "no longer does)", key).isNotNull();
         assertSameBytes(address, "given by the receiver's senderAddress(" + key + ")", sender.address(), "returned by the sender "
                 + "transport's address()", "the address of the request's sender");
-        TransportEndpoint reply = receiver.connect(new PayloadReader(address), cause -> { });
+        TransportEndpoint reply = receiver.connect(Addresses.reader(plugin.name(), address), cause -> { });
         sendWhenAccepted(reply, 2, MemorySegment.NULL, Patterns.segment(16, 2), receiver, sender);
         progressUntil("the reply, sent through an endpoint the receiver connected to the address senderAddress gave, at the sender",
                 () -> senderInbox.size() == 1, receiver, sender);

@@ -2,7 +2,6 @@ package dev.conduit.tck.internal;
 
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.MessageSink;
-import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportEndpoint;
@@ -45,7 +44,7 @@ public final class TransportingChild {
         MessageSink discarding = (id, header, headerOffset, headerLength, payload, payloadOffset, payloadLength) -> { };
         try (Transport transport = plugin.openTransport(dev.conduit.tck.TestContext.of(shared, config)
                 .forTransport(ThreadMode.SERIALIZED, discarding))) {
-            ExportingChild.printAndAwaitTheEndOfStdin(OPENED + connectAndSendOne(transport, peer));
+            ExportingChild.printAndAwaitTheEndOfStdin(OPENED + connectAndSendOne(plugin.name(), transport, peer));
         } catch (RuntimeException | Error e) {
             System.out.println("ERR " + e);
             e.printStackTrace();
@@ -54,9 +53,9 @@ public final class TransportingChild {
     }
 
     /** {@link #CONNECTED}, or what kept the transport from connecting to {@code peer} or sending it a message. */
-    private static String connectAndSendOne(Transport transport, byte[] peer) {
+    private static String connectAndSendOne(String plugin, Transport transport, byte[] peer) {
         try {
-            TransportEndpoint endpoint = transport.connect(new PayloadReader(peer), cause -> { });
+            TransportEndpoint endpoint = transport.connect(Addresses.reader(plugin, peer), cause -> { });
             long deadline = System.nanoTime() + SEND_GUARD_NANOS;
             while (!endpoint.trySend(1, MemorySegment.NULL, Patterns.segment(8, 1))) {
                 transport.progress();
