@@ -163,7 +163,8 @@ public interface TransportEndpoint extends AutoCloseable {
     /**
      * Optional (keepalive probe, as UCT's {@code ep_check}): looks, now, whether the peer still
      * lives, and reports a peer found dead, hung or unreachable by throwing
-     * {@link PeerFailedException} (or through {@link EndpointEvents#peerFailed}); a peer that
+     * {@link PeerFailedException} (or through {@link EndpointEvents#peerFailed}, then returning normally: one
+     * report, not both, which the TCK checks); a peer that
      * lives, or whose state this look cannot tell, returns normally. The runtime calls it for every
      * open endpoint that has not failed, at the worker's first {@code progress()} after each
      * {@code keepalive.interval} (or an {@code await} that progresses the transports between its

@@ -623,7 +623,8 @@ public abstract class TransportContract extends PluginContract {
         List<PeerFailedException> reported = new ArrayList<>(probed);
         reported.addAll(failures);
         assertThat(reported).as("failures reported for one dead peer: thrown by the keepalive probe %s, through EndpointEvents.peerFailed "
-                + "%s (the runtime stops probing an endpoint once it failed)", probed, failures).hasSize(1);
+                + "%s (the runtime stops probing an endpoint once it failed): report a dead peer once, either by throwing PeerFailedException from "
+                + "checkPeer() or through EndpointEvents.peerFailed, not both; a checkPeer() that called peerFailed returns normally", probed, failures).hasSize(1);
         assertThat(reported.getFirst().getMessage()).as("the failure's message").isNotBlank();
         assertReasonOfAPeerThatClosed(reported.getFirst());
         assertThat(catchThrowable(() -> {
