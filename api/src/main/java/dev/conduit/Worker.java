@@ -84,8 +84,12 @@ public interface Worker extends AutoCloseable {
      *                its failure (a send had thrown it) is not called back, and still says it failed
      * @throws dev.conduit.spi.ConduitException listing each transport tried and why it failed, and the
      *         peer's transports this worker does not have; a {@link dev.conduit.spi.PeerFailedException} when every
-     *         transport tried found the peer failed (over memfd and posix: its worker died or closed,
-     *         as a connect to a dead worker's old address does)
+     *         transport tried found the peer failed (over memfd and posix: its worker died, its lease
+     *         still in the shared directory or removed by this process's own reclaim). A worker whose
+     *         lease is gone otherwise (it closed in order, which removes its lease, or another process
+     *         reclaimed a dead one's files) cannot be told from an address of another shared
+     *         directory: that connect throws a plain {@code ConduitException} naming the lease and
+     *         {@code ENOENT} (docs/runtime.md, "Addresses and connecting")
      */
     Endpoint connect(WorkerAddress peer, EndpointErrorHandler onError);
 
