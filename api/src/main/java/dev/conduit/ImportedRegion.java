@@ -65,7 +65,10 @@ public interface ImportedRegion extends AutoCloseable {
     ExporterState exporterState();
 
     /**
-     * Releases it. Idempotent. A closed region can be handed back to
+     * Releases it. Idempotent. {@link #segment()} still returns the mapping afterwards, and
+     * accesses through it still read and write it while the IPC cache keeps it (up to
+     * {@code ipc.cache.idle} after its last use: memory the producer may have handed out again), then
+     * throw {@link IllegalStateException}; check {@link #isOpen()} to refuse use after close. A closed region can be handed back to
      * {@link Conduit#importRegion(byte[], ImportedRegion)} to be reopened on the next import.
      */
     @Override
