@@ -626,6 +626,16 @@ class DiscoveryTest {
     }
 
     @Test
+    void aPluginDeclaringNoCapabilitiesIsRefusedSayingWhatToDeclare() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nocaps").noCapabilities()).build()) {
+            assertThat(info(conduit, "nocaps").status()).isEqualTo(Status.REFUSED);
+            assertThat(info(conduit, "nocaps").reason()).isEqualTo("declares no capabilities (capabilities() returned null or an empty "
+                    + "set): declare what it implements, Capability.AM for a transport, MEMORY and IPC for a memory provider");
+            assertThat(conduit.selectedPlugins()).doesNotContain("nocaps");
+        }
+    }
+
+    @Test
     void aPluginReturningNullConfigKeysIsTreatedAsDeclaringNone() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nullkeys").configKeysNull()).build()) {
             assertThat(info(conduit, "nullkeys").status()).isEqualTo(Status.SELECTED);

@@ -80,6 +80,12 @@ public final class TestPlugin implements ConduitPlugin {
         return this;
     }
 
+    /** Declares no capability at all (invalid): {@code capabilities()} returns null. */
+    public TestPlugin noCapabilities() {
+        this.capabilities = null;
+        return this;
+    }
+
     /** Declares no thread mode at all (invalid). */
     public TestPlugin noThreadModes() {
         this.threadModes = EnumSet.noneOf(ThreadMode.class);

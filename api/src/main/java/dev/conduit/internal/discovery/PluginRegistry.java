@@ -104,7 +104,7 @@ public final class PluginRegistry {
             PluginRecord r = new PluginRecord(p, name == null ? c.label() : name, version, spi, description, c.origin(),
                     capabilities, modes, priority, null, "");
             r.configKeys = keys;
-            String problem = problem(name, version, spi, modes.isEmpty(), keys);
+            String problem = problem(name, version, spi, capabilities.isEmpty(), modes.isEmpty(), keys);
             if (problem != null) {
                 r.status = Status.REFUSED;
                 r.reason = problem;
@@ -117,7 +117,8 @@ public final class PluginRegistry {
         }
     }
 
-    private static String problem(String name, Version version, String spi, boolean noModes, List<ConfigKey<?>> keys) {
+    private static String problem(String name, Version version, String spi, boolean noCapabilities, boolean noModes,
+            List<ConfigKey<?>> keys) {
         if (name == null || !PayloadReader.isName(name)) {
             return "invalid plugin name '" + name + "': lower-case letters, digits and '-', starting with a letter, at most 32";
         }
@@ -135,6 +136,11 @@ public final class PluginRegistry {
         if (spiVersion.minor() > RUNTIME_SPI.minor()) {
             return "built for SPI " + spiVersion + ", newer than this runtime's SPI " + RUNTIME_SPI
                     + "; upgrade Conduit or use an older version of the plugin";
+        }
+        // Selected, it would offer nothing, and what needs a capability would fail naming none of this plugin's.
+        if (noCapabilities) {
+            return "declares no capabilities (capabilities() returned null or an empty set): declare what it implements, "
+                    + "Capability.AM for a transport, MEMORY and IPC for a memory provider";
         }
         if (noModes) return "declares no thread modes";
         Set<String> names = new LinkedHashSet<>();
