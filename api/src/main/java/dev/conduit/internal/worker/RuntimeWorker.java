@@ -581,13 +581,26 @@ public final class RuntimeWorker implements Worker {
      * inside the guard. The caller registers the endpoint ({@link #register}), which fails on a
      * worker whose close overtook the connect: that is no failure of the transport.
      *
-     * @throws RuntimeException what the transport's connect threw, or a {@link ConduitException} for a plugin that returned no endpoint
+     * @throws RuntimeException what the transport's connect threw: a {@link ConduitException} as it is, anything else but an
+     *                          {@link IllegalStateException} wrapped in one that names it as most likely the plugin's fault
+     *                          ({@link PluginRecord#failed}), as for a plugin that returned no endpoint
      */
     private RuntimeEndpoint connectThrough(int i, byte[] address, String peer, EndpointErrorHandler onError, boolean reply) {
         String name = transportNames[i];
         RuntimeEndpoint.Events events = new RuntimeEndpoint.Events(name);
-        TransportEndpoint te = transports[i].connect(new PayloadReader(address, 0, address.length, "address." + name + ".", AddressFormat.KIND), events);
-        if (te == null) throw new ConduitException("transport returned no endpoint (null)");
+        TransportEndpoint te;
+        try {
+            te = transports[i].connect(new PayloadReader(address, 0, address.length, "address." + name + ".", AddressFormat.KIND), events);
+        } catch (IllegalStateException e) {
+            throw e; // closed under the call, as for every transport call
+        } catch (RuntimeException e) {
+            throw PluginRecord.failed(name, "Transport.connect", e);
+        }
+        if (te == null) {
+            throw new ConduitException("plugin '" + name + "' returned null from Transport.connect, which returns an endpoint or throws: "
+                    + "that is the plugin's fault (the TCK's TransportContract shows it); report it to the plugin's authors, and "
+                    + "meanwhile leave it out (transports=^" + name + ") or use another plugin");
+        }
         RuntimeEndpoint ep;
         try {
             ep = new RuntimeEndpoint(this, name, peer, te, rma[i], atomics[i], concurrent, onError, reply);

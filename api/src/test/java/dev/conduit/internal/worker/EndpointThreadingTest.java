@@ -477,7 +477,28 @@ class EndpointThreadingTest {
         plugin.connectReturnsNull = true;
         assertThatThrownBy(() -> worker.connect(worker.address()))
                 .isInstanceOf(dev.conduit.spi.ConduitException.class)
-                .hasMessageContaining("'lo': transport returned no endpoint (null)");
+                .hasMessageContaining("'lo': plugin 'lo' returned null from Transport.connect, which returns an endpoint or throws: that "
+                        + "is the plugin's fault (the TCK's TransportContract shows it); report it to the plugin's authors, and meanwhile "
+                        + "leave it out (transports=^lo)");
+    }
+
+    /**
+     * A connect that throws an unchecked exception other than a ConduitException is named as most
+     * likely the plugin's fault, what it threw the cause, as a failed openTransport is; a bare
+     * NullPointerException used to be listed as the transport's reason, naming nobody's fault.
+     */
+    @Test
+    void aConnectThatThrowsABareExceptionIsNamedAsMostLikelyThePluginsFault() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Worker worker = loopbacks.conduit(b -> { }, plugin).newWorker(ThreadMode.SINGLE);
+        NullPointerException bug = new NullPointerException("oops");
+        plugin.connectFault = bug;
+        assertThatThrownBy(() -> worker.connect(worker.address()))
+                .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("'lo': plugin 'lo' failed in Transport.connect: java.lang.NullPointerException: oops. That is no "
+                        + "ConduitException")
+                .hasMessageContaining("most likely the plugin's fault")
+                .satisfies(e -> assertThat(e.getSuppressed()[0].getCause()).isSameAs(bug));
     }
 
     // ------------------------------------------------------------------ await and signal
