@@ -53,7 +53,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * The contract of a transport ({@link Capability#AM}): connect, ordered exactly-once delivery,
  * every message delivered inside the receiver's {@code progress()} (never from {@code trySend},
  * never from a thread of the plugin's own: a failure names the message, the thread and where it
- * came), backpressure, zero-copy send where offered, peer death, close, malformed addresses, wakeup
+ * came), backpressure, zero-copy send where offered, peer death, close, malformed addresses and no absolute path in one, wakeup
  * ({@link Capability#WAKEUP}), answering a message where offered (each connection named by a key of
  * its own, {@link Transport#senderAddress} giving the sender's address, which a reply reaches,
  * {@link dev.conduit.spi.MessageSink#onSenderClosed} once when a connection ends: optional, the
@@ -706,6 +706,24 @@ public abstract class TransportContract extends PluginContract {
         }
         assertRefused(plugin.name(), sender, Arrays.copyOf(address, address.length + 1), "connecting to an address of " + address.length
                 + " bytes with a byte after its end (PayloadReader#end checks there is none)");
+    }
+
+    /**
+     * An address holds paths relative to the shared directory only ({@link Transport#address()}): a
+     * container mounts the host's directory at a path of its own, where the host's absolute path
+     * names nothing, or something else.
+     */
+    @Test
+    public void anAddressNamesNoAbsolutePathOfTheSharedDirectory() {
+        byte[] address = open(new Inbox()).address();
+        String directory = sharedDirectory().toAbsolutePath().toString();
+        // Compared as bytes, whatever the encoding of the path: each byte one char of ISO 8859-1.
+        java.nio.charset.Charset bytes = java.nio.charset.StandardCharsets.ISO_8859_1;
+        assertThat(new String(address, bytes))
+                .as("the address of plugin '%s' (%d bytes) holds the shared directory's absolute path %s: a peer that mounts the "
+                        + "directory elsewhere (a container) cannot open it there; publish paths relative to the shared directory, "
+                        + "which each side opens as its own shared.dir", plugin.name(), address.length, directory)
+                .doesNotContain(new String(directory.getBytes(java.nio.charset.StandardCharsets.UTF_8), bytes));
     }
 
     /**

@@ -232,6 +232,14 @@ final class BrokenPlugins {
         }
     }
 
+    /** Publishes the shared directory's absolute path in its address, which a container that mounts it elsewhere cannot open. */
+    public static final class PublishesAbsolutePaths extends LoopbackPlugin {
+        @Override
+        byte[] addressOf(long id, TransportContext context) {
+            return new dev.conduit.spi.PayloadWriter().u64(id).string(context.sharedDirectory().toAbsolutePath().toString()).toByteArray();
+        }
+    }
+
     /** Takes an address with bytes after its last field for a good one. */
     public static final class AcceptsTrailingBytes extends LoopbackPlugin {
         @Override
@@ -1227,6 +1235,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new DropsOnEndpointClose();
+        }
+    }
+
+    public static final class PublishesAbsolutePathsSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new PublishesAbsolutePaths();
         }
     }
 

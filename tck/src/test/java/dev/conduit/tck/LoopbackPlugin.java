@@ -78,8 +78,14 @@ public class LoopbackPlugin implements ConduitPlugin {
     @Override
     public Transport openTransport(TransportContext context) {
         LoopbackTransport t = newTransport(IDS.incrementAndGet(), context.messageSink());
+        t.address = addressOf(t.id, context);
         TRANSPORTS.put(t.id, t);
         return t;
+    }
+
+    /** What transport {@code id} publishes: its id ({@code u64}); a broken fixture adds to it. */
+    byte[] addressOf(long id, TransportContext context) {
+        return new PayloadWriter().u64(id).toByteArray();
     }
 
     /** Makes a transport; fixtures that change how one behaves override it. */
@@ -269,6 +275,8 @@ public class LoopbackPlugin implements ConduitPlugin {
 
     class LoopbackTransport implements Transport {
         final long id;
+        /** What {@link #address()} gives: {@link #addressOf}, once opened. */
+        private byte[] address;
         final MessageSink sink;
         private final ArrayDeque<Message> queue = new ArrayDeque<>();
         private long queuedBytes;
@@ -320,7 +328,7 @@ public class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public byte[] address() {
-            return new PayloadWriter().u64(id).toByteArray();
+            return address.clone();
         }
 
         @Override

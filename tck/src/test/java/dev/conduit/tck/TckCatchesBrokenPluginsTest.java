@@ -57,6 +57,8 @@ class TckCatchesBrokenPluginsTest {
                         "from then on trySend throws that PeerFailedException"),
                 Arguments.of(BrokenPlugins.DropsOnEndpointCloseSuite.class, "messagesAcceptedBeforeTheEndpointClosesAreDelivered",
                         "accepted before the endpoint closed"),
+                Arguments.of(BrokenPlugins.PublishesAbsolutePathsSuite.class, "anAddressNamesNoAbsolutePathOfTheSharedDirectory",
+                        "holds the shared directory's absolute path"),
                 Arguments.of(BrokenPlugins.AcceptsTrailingBytesSuite.class, "malformedAddressesAreRefusedNamingTheProblem",
                         "with a byte after its end (PayloadReader#end checks there is none): the plugin connected (returned an endpoint) "
                                 + "instead of refusing the address"),
