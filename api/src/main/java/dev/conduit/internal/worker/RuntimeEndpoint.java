@@ -38,6 +38,12 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class RuntimeEndpoint implements Endpoint {
 
+    static {
+        // Loaded with the first endpoint, not at its first failure: a JFR event class's first load takes milliseconds (JFR
+        // instruments it), which the progress() that reports the failure would spend while the worker's other peers wait.
+        new WorkerEvents.EndpointFailure();
+    }
+
     private static final System.Logger LOG = System.getLogger("dev.conduit.worker");
     /**
      * Payloads up to this many bytes are encoded into this endpoint's scratch buffer and copied from
