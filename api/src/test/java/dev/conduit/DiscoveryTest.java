@@ -328,7 +328,8 @@ class DiscoveryTest {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named(null)).addPlugin(noVersion).build()) {
             assertThat(conduit.plugins()).extracting(PluginInfo::status).containsOnly(Status.REFUSED);
             assertThat(info(conduit, "noversion").reason()).contains("version() returned null");
-            assertThat(info(conduit, TestPlugin.class.getName()).reason()).contains("invalid plugin name 'null'");
+            assertThat(info(conduit, TestPlugin.class.getName()).reason())
+                    .isEqualTo("name() returned null: return the plugin's name, lower-case letters, digits and '-', starting with a letter");
         }
     }
 

@@ -119,7 +119,8 @@ public final class PluginRegistry {
 
     private static String problem(String name, Version version, String spi, boolean noCapabilities, boolean noModes,
             List<ConfigKey<?>> keys) {
-        if (name == null || !PayloadReader.isName(name)) {
+        if (name == null) return "name() returned null: return the plugin's name, lower-case letters, digits and '-', starting with a letter";
+        if (!PayloadReader.isName(name)) {
             return "invalid plugin name '" + name + "': lower-case letters, digits and '-', starting with a letter, at most 32";
         }
         if (version == null) return "version() returned null";
