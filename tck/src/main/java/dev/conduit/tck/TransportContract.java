@@ -42,6 +42,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
 
+import static java.nio.charset.StandardCharsets.ISO_8859_1;
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -718,12 +720,11 @@ public abstract class TransportContract extends PluginContract {
         byte[] address = open(new Inbox()).address();
         String directory = sharedDirectory().toAbsolutePath().toString();
         // Compared as bytes, whatever the encoding of the path: each byte one char of ISO 8859-1.
-        java.nio.charset.Charset bytes = java.nio.charset.StandardCharsets.ISO_8859_1;
-        assertThat(new String(address, bytes))
+        assertThat(new String(address, ISO_8859_1))
                 .as("the address of plugin '%s' (%d bytes) holds the shared directory's absolute path %s: a peer that mounts the "
                         + "directory elsewhere (a container) cannot open it there; publish paths relative to the shared directory, "
                         + "which each side opens as its own shared.dir", plugin.name(), address.length, directory)
-                .doesNotContain(new String(directory.getBytes(java.nio.charset.StandardCharsets.UTF_8), bytes));
+                .doesNotContain(new String(directory.getBytes(UTF_8), ISO_8859_1));
     }
 
     /**

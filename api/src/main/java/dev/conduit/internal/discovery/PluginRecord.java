@@ -110,12 +110,18 @@ public final class PluginRecord {
         } catch (RuntimeException e) {
             throw failed(name, operation, e);
         }
-        if (opened == null) {
-            throw new ConduitException("plugin '" + name + "' returned null from " + operation + ", which returns an object or throws: "
-                    + "that is the plugin's fault (the TCK's PluginMetadataContract shows it); report it to the plugin's authors, and "
-                    + "meanwhile leave it out (transports=^" + name + ") or use another plugin");
-        }
+        if (opened == null) throw returnedNull(name, operation, "an object", "PluginMetadataContract");
         return opened;
+    }
+
+    /**
+     * What to throw for a plugin's operation that returned null where it returns {@code what} or
+     * throws: the plugin's fault, which the TCK's {@code suite} shows, and what to do meanwhile.
+     */
+    public static ConduitException returnedNull(String plugin, String operation, String what, String suite) {
+        return new ConduitException("plugin '" + plugin + "' returned null from " + operation + ", which returns " + what + " or throws: "
+                + "that is the plugin's fault (the TCK's " + suite + " shows it); report it to the plugin's authors, and "
+                + "meanwhile leave it out (transports=^" + plugin + ") or use another plugin");
     }
 
     /**

@@ -596,11 +596,7 @@ public final class RuntimeWorker implements Worker {
         } catch (RuntimeException e) {
             throw PluginRecord.failed(name, "Transport.connect", e);
         }
-        if (te == null) {
-            throw new ConduitException("plugin '" + name + "' returned null from Transport.connect, which returns an endpoint or throws: "
-                    + "that is the plugin's fault (the TCK's TransportContract shows it); report it to the plugin's authors, and "
-                    + "meanwhile leave it out (transports=^" + name + ") or use another plugin");
-        }
+        if (te == null) throw PluginRecord.returnedNull(name, "Transport.connect", "an endpoint", "TransportContract");
         RuntimeEndpoint ep;
         try {
             ep = new RuntimeEndpoint(this, name, peer, te, rma[i], atomics[i], concurrent, onError, reply);

@@ -15,7 +15,7 @@ import java.util.stream.Stream;
  * descriptors, and the mappings of posix chunk files and memfd chunks. Taken in a child by
  * {@link ConduitPeer} ({@code resources}) and parsed back with {@link #parse(String)}.
  *
- * @param fds              entries of {@code /proc/self/fd} (the listing's own descriptor included, alike every time)
+ * @param fds              entries of {@code /proc/self/fd}, the listing's own left out
  * @param conduitFds       descriptors whose target's name starts with {@code conduit-posix-} or
  *                         {@code conduit-memfd-}, or is a {@code memfd:conduit-…}
  * @param socketFds        descriptors on sockets
@@ -24,29 +24,16 @@ import java.util.stream.Stream;
 public record OpenResources(long fds, long conduitFds, long socketFds, long conduitMappings) {
 
     public static OpenResources ofThisProcess() {
-        long fds = 0, conduit = 0, sockets = 0;
-        try (Stream<Path> entries = Files.list(Path.of("/proc/self/fd"))) {
-            for (Path fd : (Iterable<Path>) entries::iterator) {
-                fds++;
-                String target;
-                try {
-                    target = Files.readSymbolicLink(fd).toString();
-                } catch (IOException e) {
-                    continue; // the listing's own descriptor, closed by now
-                }
-                if (target.startsWith("socket:")) sockets++;
-                if (isConduitName(target)) conduit++;
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        Map<Integer, String> descriptors = descriptorsOfThisProcess();
+        long sockets = descriptors.values().stream().filter(target -> target.startsWith("socket:")).count();
+        long conduit = descriptors.values().stream().filter(OpenResources::isConduitName).count();
         long mappings;
         try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
             mappings = lines.filter(OpenResources::isConduitName).count();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        return new OpenResources(fds, conduit, sockets, mappings);
+        return new OpenResources(descriptors.size(), conduit, sockets, mappings);
     }
 
     /**
