@@ -84,12 +84,14 @@ public interface Worker extends AutoCloseable {
      *                its failure (a send had thrown it) is not called back, and still says it failed
      * @throws dev.conduit.spi.ConduitException listing each transport tried and why it failed, and the
      *         peer's transports this worker does not have; a {@link dev.conduit.spi.PeerFailedException} when every
-     *         transport tried found the peer failed (over memfd and posix: its worker died, its lease
-     *         still in the shared directory or removed by this process's own reclaim). A worker whose
-     *         lease is gone otherwise (it closed in order, which removes its lease, or another process
-     *         reclaimed a dead one's files) cannot be told from an address of another shared
-     *         directory: that connect throws a plain {@code ConduitException} naming the lease and
-     *         {@code ENOENT} (docs/runtime.md, "Addresses and connecting")
+     *         transport tried found the peer failed (over memfd and posix: its worker died, or closed,
+     *         or its files were reclaimed: its lease is there and not held, or gone from the very
+     *         shared directory its address names). Over memfd and posix, a peer whose address names
+     *         another shared directory than this process's is a plain {@code ConduitException}
+     *         naming both; where the file system records no birth time for the directory (tmpfs
+     *         before Linux 5.18), a worker whose lease is gone cannot be told from that, and its
+     *         connect is a plain {@code ConduitException} too (docs/runtime.md, "Addresses and
+     *         connecting")
      */
     Endpoint connect(WorkerAddress peer, EndpointErrorHandler onError);
 

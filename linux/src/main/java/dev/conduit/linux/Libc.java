@@ -212,6 +212,21 @@ public interface Libc {
     /** {@code fstat(2)}: size, type, owner and device numbers of an open file. */
     FileStatus fstat(FileDescriptor fd);
 
+    /**
+     * {@code statx(2)} of an open file ({@code AT_EMPTY_PATH}) for its birth time
+     * ({@code stx_btime}): when the file was made, in nanoseconds since the epoch; or
+     * {@value #NO_BIRTH_TIME} when its file system does not record one ({@code STATX_BTIME}
+     * left out of {@code stx_mask}: tmpfs before Linux 5.18, ...) or the kernel has no
+     * {@code statx} ({@code ENOSYS}, before 4.11, or {@code EPERM} from a seccomp filter that
+     * does not know it). An optional operation: "not recorded" is an answer, never a guess.
+     *
+     * @throws ErrnoException for any other failure ({@code EBADF})
+     */
+    long birthTimeNanos(FileDescriptor fd);
+
+    /** What {@link #birthTimeNanos} returns for a file whose birth time is not recorded. */
+    long NO_BIRTH_TIME = 0;
+
     /** {@code fchmod(2)}: sets the permissions of an open file (not affected by the umask). */
     void fchmod(FileDescriptor fd, int mode);
 

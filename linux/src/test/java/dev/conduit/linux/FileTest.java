@@ -81,6 +81,36 @@ class FileTest {
         }
     }
 
+    /**
+     * What a shared directory's identity is made of, with its device and inode: when it was made,
+     * to the nanosecond, where the file system records it; else "not recorded", never another time.
+     * The JDK's {@code creationTime()} answers from the same {@code statx} field, and falls back to
+     * the modification time where it finds none, which this test sets far in the past to tell them apart.
+     */
+    @Test
+    void birthTimeIsWhenTheFileWasMadeOrNotRecorded() throws IOException {
+        for (Path parent : java.util.List.of(directory, Path.of("/dev/shm"))) {
+            long before = java.time.Instant.now().getEpochSecond() * 1_000_000_000L;
+            Path made = Files.createTempDirectory(parent, "birth");
+            try {
+                long after = (java.time.Instant.now().getEpochSecond() + 1) * 1_000_000_000L;
+                Files.setLastModifiedTime(made, java.nio.file.attribute.FileTime.fromMillis(1_000_000));
+                java.nio.file.attribute.FileTime jdk = Files.readAttributes(made, java.nio.file.attribute.BasicFileAttributes.class).creationTime();
+                try (FileDescriptor fd = libc.open(made.toString(), O_RDONLY | OpenFlags.O_DIRECTORY, 0)) {
+                    long birth = libc.birthTimeNanos(fd);
+                    if (birth == Libc.NO_BIRTH_TIME) {
+                        assertThat(jdk.toMillis()).as("the JDK's creation time where " + parent + " records none").isEqualTo(1_000_000);
+                    } else {
+                        assertThat(birth).as(parent + ": made between the two clock readings").isBetween(before, after);
+                        assertThat(jdk.to(java.util.concurrent.TimeUnit.NANOSECONDS)).as("the JDK's creation time").isEqualTo(birth);
+                    }
+                }
+            } finally {
+                Files.delete(made);
+            }
+        }
+    }
+
     /** How an owner finds that a cleaner removed its lease from the shared directory while it holds it open. */
     @Test
     void fstatCountsTheFilesNamesDownToNoneOnceRemovedWhileOpen() throws IOException {

@@ -62,13 +62,18 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <h2>Transport address</h2>
  * <pre>
- * field           encoding                    meaning
- * version         u8 (1)
- * lease           string                      the worker's lease file, relative to the shared directory
- * queue           u16 length + bytes          the plugin's export payload of the queue chunk
- * queue.length    u64                         the queue chunk's length
- * token           16 bytes                    random, also written in the queue header
+ * field               encoding                    meaning
+ * version             u8 (2)
+ * lease               string                      the worker's lease file, relative to the shared directory
+ * queue               u16 length + bytes          the plugin's export payload of the queue chunk
+ * queue.length        u64                         the queue chunk's length
+ * token               16 bytes                    random, also written in the queue header
+ * directory.device    u64                         the shared directory's st_dev    } {@link DirectoryIdentity}: words a
+ * directory.inode     u64                         the shared directory's st_ino    } connect that finds no lease,
+ * directory.birth     u64                         its stx_btime in ns, or 0        } never decides reachability
  * </pre>
+ * Version 2 added the three {@code directory} fields (2026-12-06); an address of version 1, which
+ * ends at the token, is still taken, its directory unknown.
  *
  * <h2>Control records</h2> (payloads of queue records, {@link PayloadWriter} encoding)
  * <pre>
@@ -135,7 +140,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class ShmTransport implements Transport {
 
-    static final int ADDRESS_VERSION = 1;
+    static final int ADDRESS_VERSION = 2;
+    /** The address version before the shared directory's identity: taken, its directory unknown. */
+    private static final int ADDRESS_VERSION_WITHOUT_DIRECTORY = 1;
     /** Why a connection was refused ({@link ReceiveQueue#refuse}, {@link #refusal}): {@code inbound.max}. */
     static final int REFUSED_PAST_INBOUND_MAX = 1;
     /** Why a connection was refused: its bounce ring could not be mapped, or not within {@code inbound.bounce.max}. */
@@ -172,6 +179,8 @@ public final class ShmTransport implements Transport {
     private final MemoryProvider provider;
     private final IpcImporter importer;
     private final SharedDirectory directory;
+    /** Which directory {@link #directory} is, as this worker's address says. */
+    private final DirectoryIdentity directoryIdentity;
     private final OwnerLease lease;
     /** The owner of this worker's lease file ({@link OwnerLease#fileOwner}): the user whose workers this one connects with. */
     private final int user;
@@ -559,11 +568,13 @@ public final class ShmTransport implements Transport {
                 throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's new receive queue"), e);
             }
             byte[] export = provider.export(chunk);
+            DirectoryIdentity identity = DirectoryIdentity.of(libc, dir.fd());
             this.address = new PayloadWriter().u8(ADDRESS_VERSION)
                     .string(OwnerLease.leaseName(leasePrefix, ownLease.owner()))
                     .u16(export.length).bytes(export)
                     .u64(chunk.segment().byteSize())
                     .bytes(token)
+                    .u64(identity.device()).u64(identity.inode()).u64(identity.birthNanos())
                     .toByteArray();
             if (address.length > Transport.MAX_ADDRESS_LENGTH) {
                 // A receiver refuses a CONNECT carrying it, and the runtime a worker address that would: said here, once.
@@ -576,6 +587,7 @@ public final class ShmTransport implements Transport {
                     .toByteArray();
             this.token = token;
             this.directory = dir;
+            this.directoryIdentity = identity;
             this.lease = ownLease;
             this.user = ownLease.fileOwner(libc);
             this.peerLeases = new PeerLeases(libc, dir, user);
@@ -714,7 +726,9 @@ public final class ShmTransport implements Transport {
         ensureOpen();
         finishCloses();
         int version = peer.u8("version");
-        if (version != ADDRESS_VERSION) throw peer.invalid("version", FormatVersions.refusal("its " + plugin + " transport address", version, ADDRESS_VERSION, "the peer"));
+        if (version != ADDRESS_VERSION && version != ADDRESS_VERSION_WITHOUT_DIRECTORY) {
+            throw peer.invalid("version", FormatVersions.refusal("its " + plugin + " transport address", version, ADDRESS_VERSION, "the peer"));
+        }
         String leaseName = peer.relativePath("lease");
         if (!leaseName.startsWith("conduit-" + plugin + "-") || !leaseName.endsWith(".lease")) {
             throw peer.invalid("lease", "'" + leaseName + "' is not a " + plugin + " worker lease");
@@ -725,7 +739,13 @@ public final class ShmTransport implements Transport {
         long queueLength = peer.u64InRange("queue.length", ReceiveQueue.HEADER_LENGTH + 4096,
                 ReceiveQueue.mappedLength(ShmTransportConfig.MAX_QUEUE_SIZE));
         byte[] token = peer.bytes("token", ReceiveQueue.TOKEN_LENGTH);
-        peer.end("token");
+        DirectoryIdentity peerDirectory = null;
+        if (version == ADDRESS_VERSION) {
+            peerDirectory = new DirectoryIdentity(peer.u64("directory.device"), peer.u64("directory.inode"), peer.u64("directory.birth"));
+            peer.end("directory.birth");
+        } else {
+            peer.end("token");
+        }
 
         LeaseWatch peerLease;
         try {
@@ -743,6 +763,21 @@ public final class ShmTransport implements Transport {
             if (e.errnoName().equals("ENOENT") && OwnerLease.reclaimedHere(directory, leaseName)) {
                 throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead: this process removed its files from the shared directory, "
                         + "its lease " + leaseName + " free, when a pool or worker of it opened there or found it dead", e);
+            }
+            DirectoryIdentity.Match where = peerDirectory == null ? DirectoryIdentity.Match.UNKNOWN : directoryIdentity.compare(peerDirectory);
+            if (e.errnoName().equals("ENOENT") && where == DirectoryIdentity.Match.SAME) {
+                throw new PeerFailedException(Reason.UNKNOWN, plugin + ": the peer is gone: its lease " + leaseName + " is no longer in the "
+                        + "shared directory " + directory.path() + ", the very directory its address names (" + directoryIdentity.describe()
+                        + "): its worker closed, or died and a Conduit on the directory reclaimed its files, or something removed them "
+                        + "while it lives (a cleanup job: its log then says so, and no peer reaches that address again)", e);
+            }
+            if (e.errnoName().equals("ENOENT") && where == DirectoryIdentity.Match.OTHER) {
+                throw new ConduitException(plugin + ": cannot reach the peer: its address names another shared directory than this "
+                        + "process's " + directory.path() + " (shared.dir, CONDUIT_SHARED_DIR), where its lease " + leaseName + " is not "
+                        + "found (ENOENT): the peer's directory is " + peerDirectory.describe() + ", this one " + directoryIdentity.describe()
+                        + ". Set shared.dir in each process to the path at which it sees one directory (a host directory bind-mounted into "
+                        + "a container; a container's /dev/shm is its own unless the host's is mounted there), or reach a peer on another "
+                        + "host through a transport that crosses hosts", e);
             }
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
                     + e.errnoName() + "); " + dev.conduit.linux.Errno.remedy(e.errno(), switch (e.errnoName()) {

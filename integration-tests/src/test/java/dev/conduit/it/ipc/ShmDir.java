@@ -37,6 +37,26 @@ public final class ShmDir implements TempDirFactory {
         }
     }
 
+    /**
+     * Whether the file system of {@code directory} records when a file was made ({@code statx}'s
+     * {@code stx_btime}; tmpfs does from Linux 5.18), which a shared-memory worker's address then
+     * carries: asked of the JDK, whose {@code creationTime()} falls back to the modification time where
+     * there is none, here set far in the past on a file made for the question.
+     */
+    public static boolean recordsBirthTimes(Path directory) {
+        try {
+            Path probe = Files.createTempFile(directory, "birth", ".probe");
+            try {
+                Files.setLastModifiedTime(probe, java.nio.file.attribute.FileTime.fromMillis(1_000_000));
+                return Files.readAttributes(probe, java.nio.file.attribute.BasicFileAttributes.class).creationTime().toMillis() != 1_000_000;
+            } finally {
+                Files.delete(probe);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /** The names in {@code directory}, sorted. */
     static List<String> files(Path directory) {
         try (Stream<Path> s = Files.list(directory)) {

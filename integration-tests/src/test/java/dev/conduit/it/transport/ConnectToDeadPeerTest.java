@@ -79,6 +79,39 @@ class ConnectToDeadPeerTest {
     }
 
     /**
+     * A connect to the address of a worker that closed in order in another process (its close
+     * removed its lease) is a peer failure, so that a failover to a peer's last known address
+     * catches one exception: the address names its shared directory (device, inode, birth time),
+     * which is this one. It was a plain {@code ConduitException} ("the peer is gone, or this process
+     * sees another shared directory"); it still is where the file system records no birth time,
+     * for device and inode alone do not tell this host's directory from another host's. Both
+     * transports, so that the runtime's own connect, which tries each, is what is checked.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aConnectToTheAddressOfAWorkerThatClosedInOrderIsAPeerFailure(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        WorkerAddress closed;
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct())) {
+            closed = child.worker("w", plugin, "SINGLE");
+            child.closeWorker("w");
+            try (Conduit conduit = Setup.conduit(shared, "memfd,posix");
+                 Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+                Set<String> ours = new HashSet<>(Setup.files(shared));
+                if (ShmDir.recordsBirthTimes(shared)) {
+                    assertThatThrownBy(() -> worker.connect(closed)).isInstanceOf(PeerFailedException.class)
+                            .hasMessageContaining(plugin + ": the peer is gone: its lease conduit-" + plugin + "-worker-")
+                            .hasMessageContaining("the very directory its address names");
+                } else {
+                    assertThatThrownBy(() -> worker.connect(closed)).isNotInstanceOf(PeerFailedException.class)
+                            .hasMessageContaining("the peer is gone, or this process sees another shared directory");
+                }
+                assertThat(Setup.files(shared)).as("what is left in the shared directory").containsExactlyInAnyOrderElementsOf(ours);
+            }
+        }
+    }
+
+    /**
      * A message whose sender's process was killed after it sent it, answered before this worker's
      * liveness check ends the connection (an hour apart here): the transport still gives the
      * address the sender announced, the reply endpoint's connect finds the sender dead, and

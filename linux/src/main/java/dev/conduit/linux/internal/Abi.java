@@ -15,25 +15,28 @@ public final class Abi {
 
     /** The architectures whose ABI this module encodes. */
     public enum Arch {
-        X86_64("x86_64", 202, 5, 319, 217, 0200000, 0400000),
-        AARCH64("aarch64", 98, 80, 279, 61, 040000, 0100000),
+        X86_64("x86_64", 202, 5, 319, 217, 332, 0200000, 0400000),
+        AARCH64("aarch64", 98, 80, 279, 61, 291, 040000, 0100000),
         /** Anything else: values are the x86-64 ones only so that constant classes still load. */
-        UNSUPPORTED("unsupported", -1, -1, -1, -1, 0200000, 0400000);
+        UNSUPPORTED("unsupported", -1, -1, -1, -1, -1, 0200000, 0400000);
 
         final String displayName;
         final int sysFutex;
         final int sysFstat;
         final int sysMemfdCreate;
         final int sysGetdents64;
+        final int sysStatx;
         final int oDirectory;
         final int oNofollow;
 
-        Arch(String displayName, int sysFutex, int sysFstat, int sysMemfdCreate, int sysGetdents64, int oDirectory, int oNofollow) {
+        Arch(String displayName, int sysFutex, int sysFstat, int sysMemfdCreate, int sysGetdents64, int sysStatx, int oDirectory,
+             int oNofollow) {
             this.displayName = displayName;
             this.sysFutex = sysFutex;
             this.sysFstat = sysFstat;
             this.sysMemfdCreate = sysMemfdCreate;
             this.sysGetdents64 = sysGetdents64;
+            this.sysStatx = sysStatx;
             this.oDirectory = oDirectory;
             this.oNofollow = oNofollow;
         }
@@ -67,6 +70,10 @@ public final class Abi {
     public static final long SYS_memfd_create = ARCH.sysMemfdCreate;
     /** {@code SYS_getdents64}: glibc has a wrapper only from 2.30, and its {@code readdir} needs a {@code DIR} to manage. */
     public static final long SYS_getdents64 = ARCH.sysGetdents64;
+    /** {@code SYS_statx}: called through {@code syscall(2)}, since glibc has the wrapper only from 2.28. */
+    public static final long SYS_statx = ARCH.sysStatx;
+    /** {@code STATX_BTIME}: the mask bit of {@code stx_btime}, asked for, and set in {@code stx_mask} when the file system records it. */
+    public static final int STATX_BTIME = 0x800;
     /**
      * {@code SYS_openat2}, the same on every architecture (numbers from 424 on are shared); called
      * through {@code syscall(2)} because glibc 2.36 has no wrapper.

@@ -524,6 +524,23 @@ public final class FfmLibc implements Libc {
                 ST_NLINK_SIZE == Long.BYTES ? stat.get(JAVA_LONG, ST_NLINK) : Integer.toUnsignedLong(stat.get(JAVA_INT, ST_NLINK)));
     }
 
+    /** The path {@code ""} of an {@code AT_EMPTY_PATH} call: a NUL, never freed. */
+    private static final MemorySegment EMPTY_PATH = Arena.global().allocate(1);
+
+    @Override
+    public long birthTimeNanos(FileDescriptor fd) {
+        CallState state = Native.callState();
+        MemorySegment statx = state.scratch;
+        if (statx(state.capture, fd.fd(), EMPTY_PATH, OpenFlags.AT_EMPTY_PATH, Abi.STATX_BTIME, statx) < 0) {
+            int errno = state.errno();
+            // No statx, or a seccomp filter older than it: the birth time is not known, as on a file system that keeps none.
+            if (errno == Errno.ENOSYS || errno == Errno.EPERM) return Libc.NO_BIRTH_TIME;
+            throw failure(state, "statx", fd.toString(), fd + ", \"\", AT_EMPTY_PATH, STATX_BTIME");
+        }
+        if ((statx.get(JAVA_INT, STX_MASK) & Abi.STATX_BTIME) == 0) return Libc.NO_BIRTH_TIME;
+        return statx.get(JAVA_LONG, STX_BTIME_SEC) * 1_000_000_000L + Integer.toUnsignedLong(statx.get(JAVA_INT, STX_BTIME_NSEC));
+    }
+
     @Override
     public void fchmod(FileDescriptor fd, int mode) {
         CallState state = Native.callState();
@@ -1175,6 +1192,9 @@ public final class FfmLibc implements Libc {
         // syscall(SYS_fstat, fd, buf): glibc exports fstat only from 2.33 (before, a stat() call reached __fxstat),
         // and the kernel's struct stat is glibc's on x86-64 and aarch64.
         static final MethodHandle FSTAT = Native.variadic("syscall", 1, FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+        // syscall(SYS_statx, dirfd, path, flags, mask, buf): glibc has the statx wrapper only from 2.28.
+        static final MethodHandle STATX = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
         // syscall(SYS_getdents64, fd, buffer, length): glibc has the getdents64 wrapper only from 2.30.
         static final MethodHandle GETDENTS64 = Native.variadic("syscall", 1,
                 FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
@@ -1312,6 +1332,14 @@ public final class FfmLibc implements Libc {
     private static int fstat(MemorySegment capture, int fd, MemorySegment stat) {
         try {
             return (int) (long) Files.FSTAT.invokeExact(capture, Abi.SYS_fstat, (long) fd, stat);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static int statx(MemorySegment capture, int fd, MemorySegment path, int flags, int mask, MemorySegment statx) {
+        try {
+            return (int) (long) Files.STATX.invokeExact(capture, Abi.SYS_statx, (long) fd, path, (long) flags, (long) mask, statx);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

@@ -137,9 +137,27 @@ public final class Layouts {
     /** {@code struct stat} of this architecture. */
     public static final StructLayout STAT = Abi.ARCH == Abi.Arch.AARCH64 ? STAT_GENERIC : STAT_X86_64;
 
+    /** {@code struct statx_timestamp}: {@code stx_btime} of {@link #STATX}. */
+    public static final StructLayout STATX_TIMESTAMP = MemoryLayout.structLayout(
+            JAVA_LONG.withName("tv_sec"),
+            JAVA_INT.withName("tv_nsec"),
+            MemoryLayout.paddingLayout(4)
+    ).withName("statx_timestamp");
+
+    /**
+     * The kernel's {@code struct statx} (256 bytes, one layout on every architecture), with the
+     * fields Conduit reads named: the mask of what the file system filled in, and the birth time.
+     */
+    public static final StructLayout STATX = MemoryLayout.structLayout(
+            JAVA_INT.withName("stx_mask"),
+            MemoryLayout.paddingLayout(80 - 4),
+            STATX_TIMESTAMP.withName("stx_btime"),
+            MemoryLayout.paddingLayout(256 - 96)
+    ).withName("statx");
+
     /** Every layout above that the system calls use, for {@code AbiTest}. */
     public static final List<StructLayout> ALL =
-            List.of(IOVEC, MSGHDR, CMSGHDR, SOCKADDR_UN, UCRED, POLLFD, OPEN_HOW, DIRENT64, TIMESPEC, STAT);
+            List.of(IOVEC, MSGHDR, CMSGHDR, SOCKADDR_UN, UCRED, POLLFD, OPEN_HOW, DIRENT64, TIMESPEC, STAT, STATX_TIMESTAMP, STATX);
 
     public static final long IOV_BASE = offset(IOVEC, "iov_base");
     public static final long IOV_LEN = offset(IOVEC, "iov_len");
@@ -188,6 +206,10 @@ public final class Layouts {
     public static final long ST_RDEV = offset(STAT, "st_rdev");
     public static final long ST_SIZE = offset(STAT, "st_size");
     public static final long ST_MTIM = offset(STAT, "st_mtim");
+
+    public static final long STX_MASK = offset(STATX, "stx_mask");
+    public static final long STX_BTIME_SEC = offset(STATX, "stx_btime") + offset(STATX_TIMESTAMP, "tv_sec");
+    public static final long STX_BTIME_NSEC = offset(STATX, "stx_btime") + offset(STATX_TIMESTAMP, "tv_nsec");
 
     /** {@code sizeof(size_t)}: control messages are aligned to it. */
     private static final long CMSG_ALIGNMENT = JAVA_LONG.byteSize();

@@ -30,7 +30,7 @@ public final class Native {
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(groupElement("errno"));
 
-    /** Room for the largest struct a call keeps in its thread's scratch space ({@code struct stat}, 144 bytes). */
+    /** Room for the largest struct a call keeps in its thread's scratch space ({@code struct statx}, 256 bytes). */
     static final long SCRATCH_SIZE = 256;
 
     private static final ThreadLocal<CallState> CALL_STATE = ThreadLocal.withInitial(CallState::new);

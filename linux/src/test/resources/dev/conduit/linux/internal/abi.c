@@ -42,6 +42,8 @@ int main(void) {
     STRUCT(stat); FIELD(stat, st_dev); FIELD(stat, st_ino); FIELD(stat, st_nlink); FIELD(stat, st_mode);
     FIELD(stat, st_uid); FIELD(stat, st_gid); FIELD(stat, st_rdev); FIELD(stat, st_size);
     FIELD(stat, st_blksize); FIELD(stat, st_blocks); FIELD(stat, st_mtim);
+    STRUCT(statx_timestamp); FIELD(statx_timestamp, tv_sec); FIELD(statx_timestamp, tv_nsec);
+    STRUCT(statx); FIELD(statx, stx_mask); FIELD(statx, stx_btime);
 
     /* The control-message macros, for 0 to 4 descriptors. */
     unsigned char control[CMSG_SPACE(4 * sizeof(int))];
@@ -83,7 +85,7 @@ int main(void) {
     CONST(S_IFCHR); CONST(S_IFIFO);
 
     /* Internal constants (dev.conduit.linux.internal.Abi). */
-    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(SYS_getdents64); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE);
+    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(SYS_getdents64); CONST(SYS_statx); CONST(STATX_BTIME); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE);
     CONST(F_GETFL); CONST(F_SETFL); CONST(F_ADD_SEALS); CONST(F_GET_SEALS); CONST(MAP_FAILED);
     return 0;
 }

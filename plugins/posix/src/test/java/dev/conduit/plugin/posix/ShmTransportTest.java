@@ -1325,7 +1325,7 @@ class ShmTransportTest {
             };
         });
         byte[] address = receiver.address();
-        address[address.length - 1] ^= 1; // the token's last byte: the queue is not the one the address names
+        address[address.length - 3 * Long.BYTES - 1] ^= 1; // the token's last byte (the directory's identity follows it): the queue is not the one the address names
         long descriptors = ProcessResources.openDescriptors();
         Throwable failure = catchThrowable(() -> sender.connect(new PayloadReader(address), cause -> { }));
         assertThat(failure).isInstanceOf(ConduitException.class).hasMessageContaining("cannot reach the peer");
@@ -3553,10 +3553,18 @@ class ShmTransportTest {
         assertThat(received.ids).containsExactly(1, 2);
         assertThat(logger.warnings()).as("said once").hasSize(1);
 
+        // No new peer reaches that address again: where the address is known to name this very directory, a peer failure.
         Transport newcomer = transport(new Received());
-        assertThatThrownBy(() -> connect(newcomer, receiver, cause -> { })).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("cannot reach the peer: its lease " + shared.resolve(lease) + " cannot be opened (ENOENT)")
-                .hasMessageContaining("or something removed the peer's files while it lives (a cleanup job: the peer's log then says so)");
+        if (recordsBirthTimes(shared)) {
+            assertThatThrownBy(() -> connect(newcomer, receiver, cause -> { })).isInstanceOf(PeerFailedException.class)
+                    .hasMessageContaining("the peer is gone: its lease " + lease + " is no longer in the shared directory " + shared)
+                    .hasMessageContaining("or something removed them while it lives (a cleanup job: its log then says so, and no peer "
+                            + "reaches that address again)");
+        } else {
+            assertThatThrownBy(() -> connect(newcomer, receiver, cause -> { })).isExactlyInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot reach the peer: its lease " + shared.resolve(lease) + " cannot be opened (ENOENT)")
+                    .hasMessageContaining("or something removed the peer's files while it lives (a cleanup job: the peer's log then says so)");
+        }
     }
 
     /**
@@ -5474,12 +5482,101 @@ class ShmTransportTest {
         }
     }
 
+    /**
+     * A connect to the address of a worker that closed in order (its close removed its lease) is a
+     * peer failure where the address names this very directory, told by its device, inode and birth
+     * time: it was a plain ConduitException saying "the peer is gone, or this process sees another
+     * shared directory", so that a failover connecting to a peer's last address had to catch both
+     * (a helper playing an adopter of the API). Where the file system records no birth time the
+     * connect cannot tell this host's directory from another host's, and still says both.
+     */
+    @Test
+    void aConnectToTheAddressOfAWorkerThatClosedSaysThePeerIsGone() throws Exception {
+        Transport receiver = transport(new Received());
+        byte[] address = receiver.address();
+        receiver.close();
+        Transport sender = transport(new Received());
+        Throwable thrown = catchThrowable(() -> sender.connect(new PayloadReader(address), cause -> { }));
+        if (recordsBirthTimes(shared)) {
+            assertThat(thrown).isInstanceOf(PeerFailedException.class)
+                    .hasMessageContaining("the peer is gone: its lease conduit-posix-worker-")
+                    .hasMessageContaining("is no longer in the shared directory " + shared + ", the very directory its address names (device ")
+                    .hasMessageContaining("its worker closed, or died and a Conduit on the directory reclaimed its files");
+        } else {
+            assertThat(thrown).isExactlyInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageContaining("the peer is gone, or this process sees another shared directory");
+        }
+    }
+
+    /**
+     * A connect to the address of a worker of another shared directory says so, naming both
+     * directories (device, inode, birth time) and the key to set, and is no peer failure: it said
+     * "the peer is gone, or this process sees another shared directory", leaving the user to guess
+     * which.
+     */
+    @Test
+    void aConnectToAWorkerOfAnotherSharedDirectorySaysSoNamingBoth() throws Exception {
+        Transport receiver = transport(new Received());
+        Path other = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-other-directory");
+        try {
+            Transport sender = new PosixPlugin().openTransport(TestContext.of(other).forTransport(ThreadMode.SERIALIZED, new Received()));
+            try {
+                assertThatThrownBy(() -> sender.connect(new PayloadReader(receiver.address()), cause -> { }))
+                        .isExactlyInstanceOf(dev.conduit.spi.ConduitException.class)
+                        .hasMessageContaining("cannot reach the peer: its address names another shared directory than this process's " + other
+                                + " (shared.dir, CONDUIT_SHARED_DIR), where its lease conduit-posix-worker-")
+                        .hasMessageContaining("the peer's directory is device ")
+                        .hasMessageContaining(", this one device ")
+                        .hasMessageContaining("Set shared.dir in each process to the path at which it sees one directory");
+            } finally {
+                sender.close();
+            }
+        } finally {
+            try (var files = Files.list(other)) {
+                assertThat(files.toList()).as("what the other directory's transport left").isEmpty();
+            }
+            Files.delete(other);
+        }
+    }
+
+    /**
+     * An address of version 1, which ends at the token (before addresses named their shared
+     * directory), is still taken: a worker of the previous release reaches this one, and a connect to
+     * one that closed says what it said then.
+     */
+    @Test
+    void anAddressOfVersion1IsTakenItsDirectoryUnknown() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        byte[] current = receiver.address();
+        byte[] version1 = java.util.Arrays.copyOf(current, current.length - 3 * Long.BYTES);
+        version1[0] = 1;
+        Transport sender = transport(new Received());
+        TransportEndpoint endpoint = sender.connect(new PayloadReader(version1), cause -> { });
+        assertThat(sendWhileProgressing(endpoint, receiver, 7, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(received.ids).containsExactly(7);
+        endpoint.close();
+        receiver.close();
+        assertThatThrownBy(() -> sender.connect(new PayloadReader(version1), cause -> { }))
+                .isExactlyInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("the peer is gone, or this process sees another shared directory");
+    }
+
+    /** Whether the file system of {@code directory} records when a file was made ({@code statx}'s {@code stx_btime}). */
+    private static boolean recordsBirthTimes(Path directory) {
+        Libc libc = dev.conduit.linux.Linux.libc();
+        try (dev.conduit.linux.FileDescriptor fd = libc.open(directory.toString(), dev.conduit.linux.OpenFlags.O_RDONLY, 0)) {
+            return libc.birthTimeNanos(fd) != Libc.NO_BIRTH_TIME;
+        }
+    }
+
     @Test
     void anAddressWithAWrongTokenIsRefused() {
         Transport receiver = transport(new Received());
         Transport sender = transport(new Received());
         byte[] address = receiver.address();
-        address[address.length - 1] ^= 1;
+        address[address.length - 3 * Long.BYTES - 1] ^= 1; // the token's last byte: the directory's identity follows it
         assertThatThrownBy(() -> sender.connect(new PayloadReader(address), cause -> { }))
                 .hasMessageContaining("token");
     }
@@ -5507,6 +5604,7 @@ class ShmTransportTest {
         fields.bytes("queue", fields.u16("queue.length"));
         fields.u64("queue.length");
         byte[] token = fields.bytes("token", 16);
+        byte[] directory = fields.bytes("directory", 3 * Long.BYTES);
         long capacity = 1L << 31;
         Path queue = shared.resolve("forged-queue");
         try (java.nio.channels.FileChannel file = java.nio.channels.FileChannel.open(queue, java.nio.file.StandardOpenOption.CREATE_NEW,
@@ -5518,7 +5616,7 @@ class ShmTransportTest {
         }
         byte[] export = ExportPayload.encode(queue.getFileName().toString());
         byte[] forged = new dev.conduit.spi.PayloadWriter().u8(version).string(lease).u16(export.length).bytes(export)
-                .u64(4096 + capacity).bytes(token).toByteArray();
+                .u64(4096 + capacity).bytes(token).bytes(directory).toByteArray();
         assertThatThrownBy(() -> sender.connect(new PayloadReader(forged), cause -> { }))
                 .isInstanceOf(dev.conduit.spi.InvalidHandleException.class)
                 .hasMessageContaining("field 'queue.length': value " + (4096 + capacity) + " is outside [8192, " + (4096 + (1L << 30)) + "]");
