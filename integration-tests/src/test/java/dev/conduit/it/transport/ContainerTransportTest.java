@@ -174,6 +174,37 @@ class ContainerTransportTest {
     }
 
     /**
+     * The host's connect to the address of a container's worker that closed in order is a peer
+     * failure: the address names its shared directory by device, inode and birth time, which are
+     * the host's directory's also through the container's bind mount at another path and from its
+     * own mount and PID namespaces. A worker whose directory is not the host's (the container's own
+     * /dev/shm) is named as such: ShmTransportTest. Where the file system records no birth time the
+     * connect still says "the peer is gone, or this process sees another shared directory".
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void theHostsConnectToAContainersWorkerThatClosedIsAPeerFailure(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, Launcher.container())) {
+            assertIsolated(container, shared);
+            WorkerAddress closed = container.worker("c", plugin, "SINGLE");
+            container.closeWorker("c");
+            try (dev.conduit.Conduit conduit = Setup.conduit(shared, plugin);
+                 dev.conduit.Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+                Throwable thrown = org.assertj.core.api.Assertions.catchThrowable(() -> worker.connect(closed));
+                if (ShmDir.recordsBirthTimes(shared)) {
+                    assertThat(thrown).isInstanceOf(dev.conduit.spi.PeerFailedException.class)
+                            .hasMessageContaining(plugin + ": the peer is gone: its lease conduit-" + plugin + "-worker-")
+                            .hasMessageContaining("is no longer in the shared directory " + shared + ", the very directory its address names");
+                } else {
+                    assertThat(thrown).isNotInstanceOf(dev.conduit.spi.PeerFailedException.class)
+                            .hasMessageContaining("the peer is gone, or this process sees another shared directory");
+                }
+            }
+        }
+    }
+
+    /**
      * The container answers the host without ever being given the host's address: each message's
      * {@code replyEndpoint()} connects back to the address the host's transport announced, from the
      * container's own view of the shared directory (its mount point, its namespaces). The host
