@@ -96,8 +96,8 @@ public interface Conduit extends AutoCloseable {
      *
      * <p>A hit asks the producer nothing: a handle this {@code Conduit} imported before its producer
      * freed the chunk maps the old memory while the cache holds it (up to {@code ipc.cache.bytes} and
-     * {@code ipc.cache.entries} of unused chunks, each until no region has used it for
-     * {@code ipc.cache.idle}), which no other
+     * {@code ipc.cache.entries} of unused chunks, each for one to two {@code ipc.cache.idle} after
+     * its last region closed), which no other
      * process shares any more (docs/runtime.md, "Consumer-only import and the IPC cache"). The producer's protocol
      * must say when a region is freed.
      *

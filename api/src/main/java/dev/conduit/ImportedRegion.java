@@ -66,8 +66,10 @@ public interface ImportedRegion extends AutoCloseable {
 
     /**
      * Releases it. Idempotent. {@link #segment()} still returns the mapping afterwards, and
-     * accesses through it still read and write it while the IPC cache keeps it (up to
-     * {@code ipc.cache.idle} after its last use: memory the producer may have handed out again), then
+     * accesses through it still read and write it while the IPC cache keeps it (memory the producer
+     * may have handed out again): up to twice {@code ipc.cache.idle} after the last region on its
+     * chunk closed (the sweep unmaps a chunk one to two intervals after its last use, or sooner when
+     * {@code ipc.cache.bytes} or {@code ipc.cache.entries} evicts it), then they
      * throw {@link IllegalStateException}; check {@link #isOpen()} to refuse use after close. A closed region can be handed back to
      * {@link Conduit#importRegion(byte[], ImportedRegion)} to be reopened on the next import.
      */
