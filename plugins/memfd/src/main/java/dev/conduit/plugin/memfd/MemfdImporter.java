@@ -648,12 +648,18 @@ final class MemfdImporter implements IpcImporter {
                 + "answer, and a WARNING in the producer's log names why", cause);
     }
 
-    /** Gone as far as the files say: a cleaner that removes the lease too looks the same from here, for a second. */
+    /**
+     * Gone as far as the files say: a cleaner that removes the lease too looks the same from here, for a second, and so
+     * does a producer that lives in another directory than this process's shared.dir (an importer started without the
+     * producer's CONDUIT_SHARED_DIR, a container that mounts it elsewhere), which the message used not to mention while
+     * posix's "export gone" did.
+     */
     private static ConduitException producerGoneOrItsFilesRemoved(String path, Throwable cause) {
         return new ConduitException(producerGone(path, "does not exist, nor does a held lease of its producer", cause).getMessage()
                 + "; or a cleaner removed its files, lease included, while it lives (systemd-logind with RemoveIPC=yes removes a "
                 + "user's /dev/shm files when its last session ends: keep it off the shared directory), and then it binds its "
-                + "socket again within a second", cause);
+                + "socket again within a second. If the producer is alive, check that " + MemfdConfig.SHARED_DIR_KEY + " shows "
+                + "this process the same directory as the producer's (handles name files relative to it)", cause);
     }
 
     private ConduitException timeout(String path, String what, Throwable cause) {

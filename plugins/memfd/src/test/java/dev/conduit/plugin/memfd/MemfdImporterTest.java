@@ -338,6 +338,29 @@ class MemfdImporterTest {
     }
 
     /**
+     * An importer whose shared directory is not the producer's (started without the producer's
+     * CONDUIT_SHARED_DIR, or a container that mounts it elsewhere) finds neither socket nor lease,
+     * as for a producer that is gone: the failure names shared.dir as the thing to check if the
+     * producer lives, as posix's "export gone" does. It used to say only that the producer closed
+     * its pool or exited, while the producer served on.
+     */
+    @Test
+    void anImportFromAnotherSharedDirectoryThanTheProducersNamesTheKeyToCheck(@TempDir Path elsewhere) {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        IpcImporter wrongView = new MemfdPlugin().ipcImporter(TestContext.of(elsewhere));
+        assertThatThrownBy(() -> map(wrongView, payload, SIZE))
+                .hasMessageStartingWith("producer gone (its socket " + elsewhere.resolve(MemfdPayload.decode(
+                        new PayloadReader(payload)).socketName()))
+                .hasMessageContaining("If the producer is alive, check that shared.dir (CONDUIT_SHARED_DIR) shows this process the "
+                        + "same directory as the producer's");
+        try (ChunkMapping mapping = map(importer, payload, SIZE)) {
+            assertThat(mapping.segment().byteSize()).isEqualTo(SIZE); // the producer lives: its own directory's importer maps it
+        }
+        provider.free(chunk);
+    }
+
+    /**
      * A cleaner that removes the producer's socket from the shared directory (systemd-logind's
      * RemoveIPC, a tmpfiles rule) while the producer lives: an import meanwhile says so, not that
      * the producer is gone, and within a second or so the server binds the name again and imports
