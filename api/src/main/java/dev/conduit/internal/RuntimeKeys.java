@@ -46,11 +46,11 @@ public final class RuntimeKeys {
                     + "small chunks (pool.chunk.size=64k) reach this bound long before the bytes one. 0: none kept, as "
                     + "ipc.cache.bytes=0. Mappings in use are never unmapped, and are not refused past the bound.");
 
-    public static final ConfigKey<Duration> IPC_CACHE_IDLE = ConfigKey.duration("ipc.cache.idle", Duration.ofMinutes(1),
+    public static final ConfigKey<Duration> IPC_CACHE_IDLE = ConfigKey.duration("ipc.cache.idle", Duration.ofMinutes(1), Duration.ofMillis(1),
             "How long the IPC cache keeps an imported chunk mapped that no region used: a sweep once per interval unmaps "
                     + "those neither imported nor open since its last round, so chunks a producer freed, or a dead producer's, "
                     + "give their memory back between one and two intervals after their last region closed. A long one (1000h) "
-                    + "leaves them to ipc.cache.bytes alone.");
+                    + "leaves them to ipc.cache.bytes alone. At least 1ms: the sweep's thread waits this long between rounds.");
 
     public static final ConfigKey<Long> POOL_CHUNK_SIZE = ConfigKey.bytes("pool.chunk.size", 2L << 20, 64L << 10,
             RuntimePool.MAX_CHUNK_SIZE,
@@ -63,10 +63,11 @@ public final class RuntimeKeys {
                     + "past it fails, naming this key. 0: no bound but the provider's own (its directory's free space, the memory "
                     + "available).");
 
-    public static final ConfigKey<Duration> KEEPALIVE_INTERVAL = ConfigKey.duration("keepalive.interval", Duration.ofSeconds(1),
+    public static final ConfigKey<Duration> KEEPALIVE_INTERVAL = ConfigKey.duration("keepalive.interval", Duration.ofSeconds(1), Duration.ofMillis(1),
             "How often the runtime asks each endpoint's transport whether the peer still lives (its keepalive probe, "
                     + "TransportEndpoint.checkPeer), at a worker's next progress() after each interval; a peer found dead fails the "
-                    + "endpoint. Transports that watch their peers themselves (memfd, posix: within 100 ms) answer too.");
+                    + "endpoint. Transports that watch their peers themselves (memfd, posix: within 100 ms) answer too. At least 1ms: the "
+                    + "conduit-keepalive thread waits this long between rounds.");
 
     /** Every runtime key (declared in this order; {@code conduit info} sorts them by name). */
     public static final List<ConfigKey<?>> ALL = List.of(TRANSPORTS, PLUGIN_PATH, SHARED_DIR, PROBE_TIMEOUT,

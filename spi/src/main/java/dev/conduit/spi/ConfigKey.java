@@ -234,6 +234,25 @@ public final class ConfigKey<T> {
         });
     }
 
+    /**
+     * A duration as {@link #duration(String, Duration, String)} reads it, of at least {@code min}:
+     * for an interval a thread sleeps between rounds of its work, which a shorter one (a mistyped
+     * {@code 1ns}) would turn into a busy loop that takes a core.
+     */
+    public static ConfigKey<Duration> duration(String name, Duration defaultValue, Duration min, String doc) {
+        String shortest = durationText(min);
+        ConfigKey<Duration> any = duration(name, defaultValue, doc);
+        return new ConfigKey<>(name, Duration.class, defaultValue, "a duration with a unit (ns, us, ms, s, m, h) of at least " + shortest
+                + ", e.g. 100ms", doc, s -> {
+            Duration d = any.parser.apply(s);
+            if (d.compareTo(min) < 0) {
+                throw new Refused("shorter than " + shortest + ", the shortest this key takes: a thread waits this long between its "
+                        + "rounds, and a shorter wait would keep it busy");
+            }
+            return d;
+        });
+    }
+
     private static final String TOO_LARGE = "larger than the largest size a key takes, " + Long.MAX_VALUE + " bytes (8 EiB - 1)";
     private static final String TOO_LONG = "longer than the longest duration a key takes, " + Long.MAX_VALUE + "ns (about 292 years)";
 
