@@ -513,6 +513,58 @@ class OwnerLeaseTest {
         assertThat(shared).isEmptyDirectory();
     }
 
+    /**
+     * Out of descriptors, JUL's first record fails to format (it loads the time zones from
+     * tzdb.dat: ExceptionInInitializerError, then NoClassDefFoundError). A posix worker opened under
+     * ulimit -n 30 failed with "NoClassDefFoundError: Could not initialize class
+     * sun.util.calendar.ZoneInfoFile" out of this WARNING of its reclaim and then of its lease's
+     * close, in place of what it hit (found by a helper playing an SRE). Both warnings are
+     * housekeeping: a logger that throws now costs neither the reclaim nor the close anything.
+     */
+    @Test
+    void aLoggerThatFailsCostsNeitherTheReclaimNorTheCloseAnything() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger records = new java.util.concurrent.atomic.AtomicInteger();
+        System.Logger throwing = new System.Logger() {
+            @Override public String getName() { return "throwing"; }
+            @Override public boolean isLoggable(Level level) { return true; }
+            @Override public void log(Level level, java.util.ResourceBundle bundle, String msg, Throwable thrown) {
+                // what JUL throws out of descriptors: ZoneInfoFile's initializer's own Error first, NoClassDefFoundError after
+                if (records.getAndIncrement() == 0) {
+                    throw new Error(new java.io.FileNotFoundException("/usr/lib/jvm/jdk/lib/tzdb.dat (Too many open files)"));
+                }
+                throw new NoClassDefFoundError("Could not initialize class sun.util.calendar.ZoneInfoFile");
+            }
+            @Override public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
+                log(level, bundle, format, (Throwable) null);
+            }
+        };
+        Libc real = Linux.libc();
+        AtomicBoolean refusing = new AtomicBoolean();
+        Libc refusingLists = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("listDirectory") && refusing.get()) {
+                        throw new dev.conduit.linux.ErrnoException("getdents64", dev.conduit.linux.Errno.EMFILE, "fake", "injected by the test");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (SharedDirectory directory = SharedDirectory.open(refusingLists, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            OwnerLease lease = OwnerLease.acquire(refusingLists, directory, "conduit-test", throwing);
+            refusing.set(true);
+            OwnerLease.reclaimDeadOrWarn(refusingLists, directory, "conduit-test", throwing);
+            lease.close();
+            assertThat(records.get()).as("both warnings tried").isEqualTo(2);
+            assertThat(OwnerLease.isAlive(real, directory, OwnerLease.leaseName("conduit-test", lease.owner())))
+                    .as("the lease kept, unlocked, for the next reclaim").isFalse();
+            refusing.set(false);
+            OwnerLease.reclaimDead(real, directory, "conduit-test");
+        }
+        assertThat(shared).isEmptyDirectory();
+    }
+
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
     private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
         Libc real = Linux.libc();
