@@ -102,18 +102,20 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (!linux.isAvailable()) {
             return linux;
         }
+        return probe(context, Linux.libc(), linux);
+    }
+
+    /** {@link #probe(PluginContext)} through {@code libc}, which tests may put a fake in front of, once Linux is available. */
+    static Availability probe(PluginContext context, Libc libc, Availability linux) {
         Map<String, String> details = new LinkedHashMap<>(linux.details());
         details.put("formats", ShmPlugins.formats("handle payload " + MemfdPayload.VERSION + ", fd protocol " + FdProtocol.VERSION));
-        Libc libc = Linux.libc();
         try (FileDescriptor probe = libc.memfdCreate("conduit-memfd-probe", MFD_ALLOW_SEALING)) {
             libc.addSeals(probe, Seals.FIXED_SIZE);
             details.put("seals", Seals.describe(libc.seals(probe)));
             details.put("hugepages", "memfd.hugepages=" + context.config().get(MemfdConfig.HUGEPAGES).name().toLowerCase(Locale.ROOT)
                     + "; " + HugePages.read(Meminfo.PATH).describe());
         } catch (ErrnoException e) {
-            return Availability.unavailable("memfd with seals does not work here: " + e.getMessage()
-                    + "; memfd_create with sealing needs Linux 3.17 or later and must not be blocked by a seccomp filter; "
-                    + "use the posix plugin instead", details);
+            return Availability.unavailable("memfd with seals does not work here: " + e.getMessage() + "; " + probeRemedy(e), details);
         }
         Path directory = context.sharedDirectory();
         details.put("shared.dir", String.valueOf(directory));
@@ -141,6 +143,23 @@ public final class MemfdPlugin implements ConduitPlugin {
         // Importing only connects to a producer's socket; everything else puts a lease or a socket in the directory.
         for (Capability c : NEED_A_WRITABLE_DIRECTORY) reachable = reachable.without(c, notWritable);
         return reachable;
+    }
+
+    /**
+     * What to do when the probe's memfd could not be made or sealed. A shortage (of descriptors, of
+     * memory) is this process's state, not the kernel's support: "needs Linux 3.17 or later" would
+     * send the operator after the wrong thing (a service that probed with every descriptor taken,
+     * ulimit -n, was told to use posix instead).
+     */
+    private static String probeRemedy(ErrnoException e) {
+        return switch (e.errno()) {
+            case Errno.EMFILE, Errno.ENFILE -> Errno.shortageRemedy(e.errno()) + ", then open a new Conduit (the probe runs once, "
+                    + "as it is built)";
+            case Errno.ENOMEM -> "not enough memory for the probe's memfd: free memory, or raise the memory limit of this process "
+                    + "or its cgroup, then open a new Conduit (the probe runs once, as it is built)";
+            default -> "memfd_create with sealing needs Linux 3.17 or later and must not be blocked by a seccomp filter; "
+                    + "use the posix plugin instead";
+        };
     }
 
     /**

@@ -101,6 +101,47 @@ class MemfdPluginTest {
         assertThat(availability.details()).containsEntry("shared.dir", missing.toString());
     }
 
+    /**
+     * A process out of descriptors when it built its Conduit (a service holding ulimit -n of them)
+     * had memfd UNAVAILABLE with "memfd_create with sealing needs Linux 3.17 or later and must not
+     * be blocked by a seccomp filter; use the posix plugin instead": the wrong cause and the wrong
+     * remedy (found running a service under ulimit -n 20). A shortage now says which limit to raise;
+     * an errno that says memfd is not there still gets the kernel and seccomp.
+     */
+    @Test
+    void aProbeOutOfDescriptorsSaysWhichLimitToRaiseNotThatTheKernelLacksMemfd() {
+        java.util.Map<Integer, String> remedies = java.util.Map.of(
+                dev.conduit.linux.Errno.EMFILE, "raise its open-file limit (ulimit -n",
+                dev.conduit.linux.Errno.ENFILE, "raise fs.file-max",
+                dev.conduit.linux.Errno.ENOMEM, "not enough memory",
+                dev.conduit.linux.Errno.ENOSYS, "needs Linux 3.17 or later");
+        remedies.forEach((errno, remedy) -> {
+            Availability availability = MemfdPlugin.probe(TestContext.of(shared), failing("memfdCreate", errno),
+                    dev.conduit.linux.Linux.availability());
+            assertThat(availability.isAvailable()).isFalse();
+            assertThat(availability.reason()).contains(dev.conduit.linux.Errno.name(errno)).contains(remedy);
+            if (errno != dev.conduit.linux.Errno.ENOSYS) {
+                assertThat(availability.reason()).doesNotContain("Linux 3.17").doesNotContain("seccomp").doesNotContain("posix plugin");
+            }
+        });
+    }
+
+    /** The real libc, except that {@code call} fails with {@code errno}. */
+    private static dev.conduit.linux.Libc failing(String call, int errno) {
+        dev.conduit.linux.Libc libc = dev.conduit.linux.Linux.libc();
+        return (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(dev.conduit.linux.Libc.class.getClassLoader(),
+                new Class<?>[] {dev.conduit.linux.Libc.class}, (proxy, method, args) -> {
+                    if (method.getName().equals(call)) {
+                        throw new dev.conduit.linux.ErrnoException(call, errno, "fake", "injected by the test");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
     @Test
     void isUnavailableWhenTheSharedDirectoryIsAFile() throws IOException {
         Path file = Files.createFile(shared.resolve("file"));
